@@ -1,0 +1,209 @@
+/*
+ * cycle.h - the scheduling cycle: one pure function from a snapshot of the cluster to a list of
+ * decisions, assembled from plugins at fixed extension points. docs/cycle.md specifies the order
+ * of the points, what each may do and what a decision means; this header is its API.
+ *
+ *   snapshot ──► queue_order ──► admit (uses filter + score to place pods) ──► scale
+ *            ──► reallocate ──► migrate/preempt ──► decisions
+ *
+ * A plugin is a static table of function pointers (drv_plugin); it fills any subset of the
+ * points. A profile names which plugins run at each point and, for scores, their weights.
+ * Plugins never do I/O, never read a clock (time is snap->now) and keep no global state: any
+ * state they carry from cycle to cycle lives in their per-scheduler state object, created by
+ * init and passed back on every call, so a decision is reproducible from (snapshot, state).
+ */
+#ifndef DROVER_CYCLE_H
+#define DROVER_CYCLE_H
+
+#include "drover/arena.h"
+#include "drover/state.h"
+
+/* ---- decisions ---------------------------------------------------------------------------- */
+
+enum drv_decision_kind {
+    DRV_BIND,    /* bind pod to node */
+    DRV_EVICT,   /* remove pod from its node (reason says why) */
+    DRV_SCALE,   /* set the job's wanted worker count to value (checkpoint-restart if running) */
+    DRV_RESIZE,  /* set pod's CPU limit to value millicores, in place */
+    DRV_MIGRATE, /* move pod to node (checkpoint, delete, recreate there, restore) */
+};
+enum drv_reason {
+    DRV_REASON_NONE,
+    DRV_REASON_PREEMPT,   /* evicted for a more important job */
+    DRV_REASON_SHRINK,    /* removed by an elastic scale-down */
+    DRV_REASON_STARVE,    /* removed to make room for a starving job */
+    DRV_REASON_COMPLETE,  /* job finished */
+};
+typedef struct drv_decision {
+    int32_t kind;   /* enum drv_decision_kind */
+    int32_t job;
+    int32_t pod;    /* -1 for SCALE */
+    int32_t node;   /* BIND, MIGRATE target; -1 otherwise */
+    int64_t value;  /* SCALE: workers; RESIZE: millicores */
+    int32_t reason; /* enum drv_reason, for EVICT */
+    int32_t from;   /* EVICT, MIGRATE: the node the pod was on; -1 otherwise */
+    int64_t prev;   /* SCALE: workers before; RESIZE: limit before (lets a cycle roll back) */
+} drv_decision;
+
+typedef struct drv_decisions {
+    drv_decision *v;
+    int32_t n, cap;
+} drv_decisions;
+
+void drv_decisions_init(drv_decisions *d);
+void drv_decisions_fini(drv_decisions *d);
+int drv_decisions_push(drv_decisions *d, drv_decision x);
+/* "BIND job-3/worker-1 node-7", etc., into buf; returns buf. */
+const char *drv_decision_format(const drv_state *st, const drv_decision *x, char *buf, size_t n);
+
+/* ---- snapshot and context ----------------------------------------------------------------- */
+
+typedef struct drv_snapshot {
+    const drv_state *st; /* read-only cluster state */
+    double now;          /* seconds since the start of the run */
+} drv_snapshot;
+
+/* Outcome of a filter or a placement: results, not errors (cf. kube-scheduler's Status). */
+enum drv_status {
+    DRV_FIT = 0,        /* the pod may go there */
+    DRV_UNSCHEDULABLE,  /* not now (not enough room); may fit later */
+    DRV_UNRESOLVABLE,   /* never (node too small, cordoned, wrong topology) */
+};
+
+typedef struct drv_ctx drv_ctx;
+typedef struct drv_plugin drv_plugin;
+typedef struct drv_profile drv_profile;
+
+/* ---- plugins ------------------------------------------------------------------------------ */
+
+/* Knob values for one plugin in one profile, as "name=value" pairs parsed by its init. */
+typedef struct drv_knob {
+    const char *name;
+    double value;
+} drv_knob;
+
+struct drv_plugin {
+    const char *name; /* as written in profiles */
+    const char *doc;  /* one line for `drover policies` */
+
+    /* Optional. Creates the plugin's per-scheduler state from its knobs. An unknown knob or a
+     * value out of range is an error naming the knob (diag). */
+    int (*init)(void **state, const drv_knob *knobs, int nknobs, drv_diag *d);
+    void (*fini)(void *state);
+
+    /* queue_order: < 0 when job a goes before job b. Ties fall back to submit time, then id. */
+    int (*queue_cmp)(const drv_ctx *c, void *state, int32_t a, int32_t b);
+    /* admit: given pending jobs in queue order, decide which to start and place their pods with
+     * drv_ctx_place_pod / drv_ctx_place_gang. */
+    void (*admit)(drv_ctx *c, void *state, const int32_t *jobs, int32_t njobs);
+    /* filter: may this pod go on this node? Must not look at other nodes. */
+    int (*filter)(const drv_ctx *c, void *state, int32_t pod, int32_t node);
+    /* score: how good is this node for this pod, 0..100 (higher is better). */
+    int (*score)(const drv_ctx *c, void *state, int32_t pod, int32_t node);
+    /* scale: grow or shrink running elastic jobs (SCALE, EVICT, BIND decisions). */
+    void (*scale)(drv_ctx *c, void *state);
+    /* reallocate: change CPU limits of running pods (RESIZE decisions). */
+    void (*reallocate)(drv_ctx *c, void *state);
+    /* migrate: move or evict running pods (MIGRATE, EVICT decisions). */
+    void (*migrate)(drv_ctx *c, void *state);
+};
+
+/* ---- profiles ----------------------------------------------------------------------------- */
+
+enum { DRV_MAX_SLOT_PLUGINS = 8, DRV_MAX_KNOBS = 16 };
+
+/* One plugin enabled in a profile, with its score weight and knobs. */
+typedef struct drv_plugin_use {
+    const drv_plugin *p;
+    int32_t weight; /* for score plugins; >= 1 */
+    drv_knob knobs[DRV_MAX_KNOBS];
+    int32_t nknobs;
+} drv_plugin_use;
+
+/* Extension points, in the order a cycle runs them. */
+enum drv_point {
+    DRV_PT_QUEUE_ORDER,
+    DRV_PT_ADMIT,
+    DRV_PT_FILTER,
+    DRV_PT_SCORE,
+    DRV_PT_SCALE,
+    DRV_PT_REALLOCATE,
+    DRV_PT_MIGRATE,
+    DRV_NPOINTS
+};
+const char *drv_point_name(int pt);
+
+struct drv_profile {
+    char name[64];
+    char doc[160];
+    bool gang;         /* jobs are admitted whole (checked as an invariant) */
+    double period;     /* seconds between cycles */
+    drv_plugin_use use[DRV_NPOINTS][DRV_MAX_SLOT_PLUGINS];
+    int32_t nuse[DRV_NPOINTS];
+};
+
+/* ---- a scheduler: a profile with its plugins' state ---------------------------------------- */
+
+typedef struct drv_sched drv_sched;
+
+/* Creates a scheduler for a profile (copied). Runs every plugin's init; errors name the
+ * plugin and knob. */
+int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d);
+void drv_sched_free(drv_sched *s);
+const drv_profile *drv_sched_profile(const drv_sched *s);
+
+/*
+ * Runs one cycle on the snapshot and appends its decisions to out, in the order they must be
+ * applied. Decisions are consistent with each other: applying them in order never overcommits a
+ * node. Returns 0, or DRV_ENOMEM (out then holds a valid prefix that must not be applied).
+ */
+int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out);
+
+/* ---- what plugins may call during a cycle -------------------------------------------------- */
+
+/* The snapshot, the time, and the cycle's scratch arena. */
+const drv_snapshot *drv_ctx_snap(const drv_ctx *c);
+const drv_state *drv_ctx_state(const drv_ctx *c);
+double drv_ctx_now(const drv_ctx *c);
+drv_arena *drv_ctx_arena(drv_ctx *c);
+
+/* Free resources of a node as assumed by this cycle (after the decisions made so far). */
+drv_res drv_ctx_free(const drv_ctx *c, int32_t node);
+/* The node a pod is on as assumed by this cycle, or -1. */
+int32_t drv_ctx_pod_node(const drv_ctx *c, int32_t pod);
+/* The job's wanted worker count as assumed by this cycle. */
+int32_t drv_ctx_workers(const drv_ctx *c, int32_t job);
+
+/* Runs the profile's filters for pod on node: DRV_FIT or why not. */
+int drv_ctx_filter(const drv_ctx *c, int32_t pod, int32_t node);
+/* Weighted, normalised score of pod on node (sum over score plugins of weight * 0..100). */
+int64_t drv_ctx_score(const drv_ctx *c, int32_t pod, int32_t node);
+/* The best node for pod (filters then scores; ties go to the lower node id), or -1. */
+int32_t drv_ctx_best_node(const drv_ctx *c, int32_t pod);
+
+/* Records a decision and updates the assumed state. Return 0 or DRV_ENOMEM. */
+int drv_ctx_bind(drv_ctx *c, int32_t pod, int32_t node);
+int drv_ctx_evict(drv_ctx *c, int32_t pod, int reason);
+int drv_ctx_scale(drv_ctx *c, int32_t job, int32_t workers);
+int drv_ctx_resize(drv_ctx *c, int32_t pod, int64_t cpu_limit);
+int drv_ctx_migrate(drv_ctx *c, int32_t pod, int32_t node);
+
+/* Places one pod on its best node and binds it. Returns the node, or -1 when none fits. */
+int32_t drv_ctx_place_pod(drv_ctx *c, int32_t pod);
+/*
+ * Places a whole gang: all PS/chief/evaluator pods of the job and `workers` workers, or nothing.
+ * Pods are placed PS first, then chief, workers, evaluators (Volcano's task-order). When they do
+ * not all fit, every tentative bind is rolled back and the decision list is as before.
+ * On success, emits SCALE first if workers differs from the job's current target.
+ * Returns 1 when placed, 0 when it does not fit, DRV_ENOMEM on failure.
+ */
+int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers);
+
+/* Marks a point in the decision list / rolls back to it (undoes assumed state too). */
+typedef struct drv_mark {
+    int32_t ndec;
+} drv_mark;
+drv_mark drv_ctx_mark(const drv_ctx *c);
+void drv_ctx_rollback(drv_ctx *c, drv_mark m);
+
+#endif

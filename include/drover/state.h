@@ -1,0 +1,164 @@
+/*
+ * state.h - the cluster as the scheduler sees it: nodes, training jobs and their pods.
+ *
+ * One drv_state is owned by a driver (the simulator, or the Kubernetes controller's cache) and
+ * changed only through the functions here, which keep the derived totals (a node's used
+ * resources, a job's bound pod counts) consistent. Policies see it read-only through a snapshot.
+ *
+ * Objects are identified by small integer ids: a node id indexes state->nodes, a job id
+ * state->jobs, a pod id state->pods. A job owns a contiguous range of pod slots, one per replica
+ * it could ever have (workers up to max), laid out role by role:
+ *
+ *     job 7: ps=1, chief=0, worker min 2 / requested 3 / max 4
+ *     pods [pod_base .. pod_base+5):  ps0  worker0 worker1 worker2 worker3
+ *
+ * A role's target says how many of its slots the job wants bound; which slots are bound does not
+ * matter (a checkpoint-restart renumbers replicas), except that worker slot 0 plays chief when a
+ * job has no chief role, and with the PS pods is a critical pod an elastic shrink never removes.
+ */
+#ifndef DROVER_STATE_H
+#define DROVER_STATE_H
+
+#include "drover/base.h"
+#include "drover/strtab.h"
+
+enum drv_role { DRV_ROLE_PS, DRV_ROLE_CHIEF, DRV_ROLE_WORKER, DRV_ROLE_EVALUATOR, DRV_NROLES };
+const char *drv_role_name(int role);
+/* Returns the role for a name ("ps", "chief", "worker", "evaluator") or -1. */
+int drv_role_parse(const char *s);
+
+typedef struct drv_node {
+    int32_t name;      /* interned */
+    int32_t zone;      /* interned topology.kubernetes.io/zone, 0 when unset */
+    int32_t rack;      /* interned rack label, 0 when unset */
+    bool schedulable;  /* false for cordoned nodes */
+    drv_res alloc;     /* allocatable */
+    drv_res used;      /* sum of requests of pods bound here (derived) */
+    int64_t cpu_limit; /* sum of CPU limits of pods bound here (derived) */
+    int32_t npods;     /* pods bound here (derived) */
+} drv_node;
+
+typedef struct drv_rolespec {
+    int32_t replicas; /* requested count */
+    int32_t min, max; /* elastic bounds; min = max = replicas for fixed roles */
+    drv_res req;      /* per-pod resource request */
+    int64_t cpu_limit; /* per-pod CPU limit in millicores (>= req.cpu) */
+} drv_rolespec;
+
+enum drv_job_phase {
+    DRV_JOB_FUTURE,     /* not submitted yet (simulator only) */
+    DRV_JOB_PENDING,    /* submitted; its wanted pods are not all bound */
+    DRV_JOB_STARTING,   /* all wanted pods bound; containers starting */
+    DRV_JOB_RUNNING,    /* making progress */
+    DRV_JOB_RESTARTING, /* checkpoint-restart after a scale or migration */
+    DRV_JOB_DONE,
+};
+const char *drv_job_phase_name(int phase);
+
+/* One observation of a job's training progress. */
+typedef struct drv_sample {
+    double t;     /* seconds */
+    double steps; /* worker-steps done */
+    double loss;  /* observed loss, with noise */
+} drv_sample;
+
+enum { DRV_HIST = 32 }; /* progress samples kept per job (a ring) */
+
+typedef struct drv_job {
+    int32_t name, user, queue; /* interned */
+    int32_t priority;          /* priority class value: larger is more important */
+    int32_t user_priority;     /* the submitting user's priority */
+    int32_t model;             /* model family index in the driver's catalogue, -1 unknown */
+    double submit;             /* submission time, seconds */
+    drv_rolespec role[DRV_NROLES];
+    int32_t target[DRV_NROLES]; /* replicas currently wanted per role */
+    int32_t bound[DRV_NROLES];  /* pods bound per role (derived) */
+    int32_t pod_base;           /* first pod slot */
+    int32_t pod_count;          /* number of pod slots */
+    int32_t phase;              /* enum drv_job_phase */
+    double start;               /* first time the job ran, or -1 */
+    double end;                 /* completion time, or -1 */
+    double steps;               /* worker-steps done at the last progress update */
+    double steps_total;         /* worker-steps at which the job completes */
+    double loss;                /* loss at the last progress update */
+    double attained;            /* resource-seconds of service received (GPU or CPU-seconds) */
+    int32_t restarts;           /* checkpoint-restarts so far (scale, migration) */
+    int32_t migrations;         /* pods migrated */
+    int32_t preemptions;        /* times evicted by preemption */
+    int32_t nhist;              /* samples in hist (<= DRV_HIST) */
+    int32_t hist_head;          /* index of the oldest sample */
+    drv_sample hist[DRV_HIST];  /* recent progress samples, oldest first from hist_head */
+} drv_job;
+
+typedef struct drv_pod {
+    int32_t job;
+    int16_t role;      /* enum drv_role */
+    int16_t index;     /* replica index within its role */
+    int32_t node;      /* bound node, or -1 */
+    int64_t cpu_limit; /* current CPU limit in millicores (can be resized) */
+} drv_pod;
+
+typedef struct drv_state {
+    drv_strtab *names;
+    drv_node *nodes;
+    int32_t nnodes, cap_nodes;
+    drv_job *jobs;
+    int32_t njobs, cap_jobs;
+    drv_pod *pods;
+    int32_t npods, cap_pods;
+} drv_state;
+
+int drv_state_init(drv_state *st);
+void drv_state_fini(drv_state *st);
+
+/* Adds a node; *id receives its id. Fails with DRV_EEXIST if the name is taken. */
+int drv_state_add_node(drv_state *st, const char *name, drv_res alloc, const char *zone,
+                       const char *rack, int32_t *id);
+/*
+ * Adds a job from a filled-in template (name, roles, submit, ...; derived fields are ignored)
+ * and creates its pod slots. Targets start at the requested replicas. *id receives its id.
+ */
+int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id);
+
+/* Binds an unbound pod to a node (no capacity check: callers decide; invariants catch it). */
+void drv_state_bind(drv_state *st, int32_t pod, int32_t node);
+/* Unbinds a pod (no-op if unbound). */
+void drv_state_unbind(drv_state *st, int32_t pod);
+/* Changes a pod's CPU limit, keeping the node's limit sum right. */
+void drv_state_set_cpu_limit(drv_state *st, int32_t pod, int64_t cpu_limit);
+/* Sets how many workers a job wants; clamps nothing (the invariants check the bounds). */
+void drv_state_set_workers(drv_state *st, int32_t job, int32_t n);
+/* Records a progress sample in the job's ring. */
+void drv_job_add_sample(drv_job *j, drv_sample s);
+/* The i-th newest sample (0 = newest); i must be < j->nhist. */
+const drv_sample *drv_job_sample(const drv_job *j, int i);
+
+/* Pod slot of a job's role replica, or -1 when the job has no such slot. */
+int32_t drv_job_pod(const drv_state *st, int32_t job, int role, int index);
+/* True when every wanted pod of the job is bound and none unwanted is. */
+bool drv_job_complete(const drv_job *j);
+/* True when the job still wants placement: submitted, not done, some wanted pod unbound. */
+bool drv_job_needs_pods(const drv_job *j);
+/* Total request of the wanted pods of a job. */
+drv_res drv_job_demand(const drv_job *j);
+/* Pods the job wants in total. */
+int32_t drv_job_wanted(const drv_job *j);
+/* Free resources on a node. */
+static inline drv_res drv_node_free(const drv_node *n)
+{
+    return drv_res_sub(n->alloc, n->used);
+}
+
+/*
+ * Invariants, checked after every cycle in tests and with `drover sim --check`:
+ *  - no node's used resources exceed its allocatable, and used/npods/cpu_limit equal the sums
+ *    over the pods bound there;
+ *  - every pod is on at most one node, and no role has more pods bound than its target;
+ *  - each job's targets are within [min, max] and bound counts equal the pods bound;
+ *  - when gang is true: a job with any pod bound has all its wanted PS/chief pods and at least
+ *    min workers bound (admitted whole or not at all).
+ * Returns 0 or DRV_EINVARIANT with the first violation described in d.
+ */
+int drv_state_check(const drv_state *st, bool gang, drv_diag *d);
+
+#endif

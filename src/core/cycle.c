@@ -1,0 +1,489 @@
+/*
+ * cycle.c - runs one scheduling cycle (docs/cycle.md) and implements the helpers plugins call.
+ *
+ * The cycle never changes the drv_state it is given. What its decisions would do is kept in an
+ * "assumed" overlay (kube-scheduler calls this assume/reserve): per-node free resources copied
+ * at the start of the cycle, and per-pod node / per-job worker overrides that are valid only
+ * when their stamp equals the cycle's stamp, so starting a cycle costs O(nodes), not O(pods).
+ * Every decision updates the overlay, and rolling back to a mark undoes decisions newest first.
+ *
+ * Worked example (gang, 2 nodes with 4 free CPUs each, a job of 1 PS + 2 workers of 3 CPUs):
+ * PS -> node0 (free 1,4), worker -> node1 (free 1,1), next worker fits nowhere -> roll back both
+ * binds; the decision list and the overlay are exactly as before the attempt.
+ */
+#include "drover/cycle.h"
+
+#include <string.h>
+
+typedef struct plugin_inst {
+    const drv_plugin *p;
+    void *state;
+} plugin_inst;
+
+struct drv_sched {
+    drv_profile prof;
+    plugin_inst inst[DRV_NPOINTS * DRV_MAX_SLOT_PLUGINS]; /* distinct plugins */
+    int32_t ninst;
+    void *ustate[DRV_NPOINTS][DRV_MAX_SLOT_PLUGINS]; /* state of each use's plugin */
+    drv_arena arena;
+    uint32_t stamp; /* cycle counter; overlay entries are valid when their stamp matches */
+    drv_res *free;  /* assumed free resources per node */
+    int32_t cap_free;
+    int32_t *pod_node;
+    uint32_t *pod_stamp;
+    int32_t cap_pods;
+    int32_t *job_workers;
+    uint32_t *job_stamp;
+    int32_t cap_jobs;
+};
+
+struct drv_ctx {
+    drv_sched *s;
+    const drv_snapshot *snap;
+    drv_decisions *out;
+    int32_t base; /* out->n when the cycle started: rollback never goes below it */
+    int err;      /* first allocation failure, reported by drv_sched_cycle */
+};
+
+const char *drv_point_name(int pt)
+{
+    static const char *const names[] = {"queue_order", "admit",      "filter", "score",
+                                        "scale",       "reallocate", "migrate"};
+    return (pt >= 0 && pt < DRV_NPOINTS) ? names[pt] : "?";
+}
+
+/* ---- scheduler lifecycle ----------------------------------------------------------------- */
+
+int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d)
+{
+    drv_sched *s = drv_calloc(1, sizeof *s);
+    if (!s)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    s->prof = *prof;
+    drv_arena_init(&s->arena, 256 * 1024);
+    if (s->prof.nuse[DRV_PT_ADMIT] == 0) {
+        drv_free(s);
+        return drv_fail(d, DRV_EINVAL, "profile %s: no admit plugin", prof->name);
+    }
+    for (int pt = 0; pt < DRV_NPOINTS; pt++) {
+        for (int i = 0; i < s->prof.nuse[pt]; i++) {
+            const drv_plugin_use *u = &s->prof.use[pt][i];
+            int32_t k = 0;
+            while (k < s->ninst && s->inst[k].p != u->p)
+                k++;
+            if (k == s->ninst) {
+                s->inst[k].p = u->p;
+                s->ninst++;
+                if (u->p->init) {
+                    drv_diag pd = {{0}};
+                    int rc = u->p->init(&s->inst[k].state, u->knobs, u->nknobs, &pd);
+                    if (rc) {
+                        s->ninst--;
+                        drv_sched_free(s);
+                        return drv_fail(d, rc, "profile %s: plugin %s: %s", prof->name,
+                                        u->p->name, pd.msg);
+                    }
+                }
+            }
+            s->ustate[pt][i] = s->inst[k].state;
+        }
+    }
+    *out = s;
+    return 0;
+}
+
+void drv_sched_free(drv_sched *s)
+{
+    if (!s)
+        return;
+    for (int32_t k = 0; k < s->ninst; k++)
+        if (s->inst[k].p->fini)
+            s->inst[k].p->fini(s->inst[k].state);
+    drv_arena_fini(&s->arena);
+    drv_free(s->free);
+    drv_free(s->pod_node);
+    drv_free(s->pod_stamp);
+    drv_free(s->job_workers);
+    drv_free(s->job_stamp);
+    drv_free(s);
+}
+
+const drv_profile *drv_sched_profile(const drv_sched *s)
+{
+    return &s->prof;
+}
+
+/* ---- the overlay ------------------------------------------------------------------------- */
+
+const drv_snapshot *drv_ctx_snap(const drv_ctx *c)
+{
+    return c->snap;
+}
+
+const drv_state *drv_ctx_state(const drv_ctx *c)
+{
+    return c->snap->st;
+}
+
+double drv_ctx_now(const drv_ctx *c)
+{
+    return c->snap->now;
+}
+
+drv_arena *drv_ctx_arena(drv_ctx *c)
+{
+    return &c->s->arena;
+}
+
+drv_res drv_ctx_free(const drv_ctx *c, int32_t node)
+{
+    return c->s->free[node];
+}
+
+int32_t drv_ctx_pod_node(const drv_ctx *c, int32_t pod)
+{
+    const drv_sched *s = c->s;
+    return s->pod_stamp[pod] == s->stamp ? s->pod_node[pod] : c->snap->st->pods[pod].node;
+}
+
+int32_t drv_ctx_workers(const drv_ctx *c, int32_t job)
+{
+    const drv_sched *s = c->s;
+    return s->job_stamp[job] == s->stamp ? s->job_workers[job]
+                                         : c->snap->st->jobs[job].target[DRV_ROLE_WORKER];
+}
+
+static void set_pod_node(drv_ctx *c, int32_t pod, int32_t node)
+{
+    c->s->pod_stamp[pod] = c->s->stamp;
+    c->s->pod_node[pod] = node;
+}
+
+static void set_workers(drv_ctx *c, int32_t job, int32_t n)
+{
+    c->s->job_stamp[job] = c->s->stamp;
+    c->s->job_workers[job] = n;
+}
+
+static drv_res pod_req(const drv_state *st, int32_t pod)
+{
+    const drv_pod *p = &st->pods[pod];
+    return st->jobs[p->job].role[p->role].req;
+}
+
+static void take(drv_ctx *c, int32_t node, drv_res r)
+{
+    c->s->free[node] = drv_res_sub(c->s->free[node], r);
+}
+
+static void give(drv_ctx *c, int32_t node, drv_res r)
+{
+    c->s->free[node] = drv_res_add(c->s->free[node], r);
+}
+
+static int push(drv_ctx *c, drv_decision x)
+{
+    int rc = drv_decisions_push(c->out, x);
+    if (rc && !c->err)
+        c->err = rc;
+    return rc;
+}
+
+/* ---- decisions --------------------------------------------------------------------------- */
+
+int drv_ctx_bind(drv_ctx *c, int32_t pod, int32_t node)
+{
+    const drv_state *st = c->snap->st;
+    drv_decision x = {.kind = DRV_BIND, .job = st->pods[pod].job, .pod = pod, .node = node,
+                      .from = -1};
+    int rc = push(c, x);
+    if (rc)
+        return rc;
+    take(c, node, pod_req(st, pod));
+    set_pod_node(c, pod, node);
+    return 0;
+}
+
+int drv_ctx_evict(drv_ctx *c, int32_t pod, int reason)
+{
+    const drv_state *st = c->snap->st;
+    int32_t from = drv_ctx_pod_node(c, pod);
+    if (from < 0)
+        return 0;
+    drv_decision x = {.kind = DRV_EVICT, .job = st->pods[pod].job, .pod = pod, .node = -1,
+                      .reason = reason, .from = from};
+    int rc = push(c, x);
+    if (rc)
+        return rc;
+    give(c, from, pod_req(st, pod));
+    set_pod_node(c, pod, -1);
+    return 0;
+}
+
+int drv_ctx_scale(drv_ctx *c, int32_t job, int32_t workers)
+{
+    int32_t prev = drv_ctx_workers(c, job);
+    if (prev == workers)
+        return 0;
+    drv_decision x = {.kind = DRV_SCALE, .job = job, .pod = -1, .node = -1, .value = workers,
+                      .from = -1, .prev = prev};
+    int rc = push(c, x);
+    if (rc)
+        return rc;
+    set_workers(c, job, workers);
+    return 0;
+}
+
+int drv_ctx_resize(drv_ctx *c, int32_t pod, int64_t cpu_limit)
+{
+    const drv_state *st = c->snap->st;
+    const drv_pod *p = &st->pods[pod];
+    if (p->cpu_limit == cpu_limit)
+        return 0;
+    drv_decision x = {.kind = DRV_RESIZE, .job = p->job, .pod = pod, .node = -1,
+                      .value = cpu_limit, .from = -1, .prev = p->cpu_limit};
+    return push(c, x);
+}
+
+int drv_ctx_migrate(drv_ctx *c, int32_t pod, int32_t node)
+{
+    const drv_state *st = c->snap->st;
+    int32_t from = drv_ctx_pod_node(c, pod);
+    drv_decision x = {.kind = DRV_MIGRATE, .job = st->pods[pod].job, .pod = pod, .node = node,
+                      .from = from};
+    int rc = push(c, x);
+    if (rc)
+        return rc;
+    if (from >= 0)
+        give(c, from, pod_req(st, pod));
+    take(c, node, pod_req(st, pod));
+    set_pod_node(c, pod, node);
+    return 0;
+}
+
+drv_mark drv_ctx_mark(const drv_ctx *c)
+{
+    return (drv_mark){c->out->n};
+}
+
+void drv_ctx_rollback(drv_ctx *c, drv_mark m)
+{
+    const drv_state *st = c->snap->st;
+    if (m.ndec < c->base)
+        m.ndec = c->base;
+    while (c->out->n > m.ndec) {
+        const drv_decision *x = &c->out->v[--c->out->n];
+        switch (x->kind) {
+        case DRV_BIND:
+            give(c, x->node, pod_req(st, x->pod));
+            set_pod_node(c, x->pod, -1);
+            break;
+        case DRV_EVICT:
+            take(c, x->from, pod_req(st, x->pod));
+            set_pod_node(c, x->pod, x->from);
+            break;
+        case DRV_SCALE: set_workers(c, x->job, (int32_t)x->prev); break;
+        case DRV_MIGRATE:
+            give(c, x->node, pod_req(st, x->pod));
+            if (x->from >= 0)
+                take(c, x->from, pod_req(st, x->pod));
+            set_pod_node(c, x->pod, x->from);
+            break;
+        default: break;
+        }
+    }
+}
+
+/* ---- placement --------------------------------------------------------------------------- */
+
+int drv_ctx_filter(const drv_ctx *c, int32_t pod, int32_t node)
+{
+    const drv_state *st = c->snap->st;
+    const drv_node *n = &st->nodes[node];
+    drv_res req = pod_req(st, pod);
+    if (!n->schedulable || !drv_res_fits(req, n->alloc))
+        return DRV_UNRESOLVABLE;
+    if (!drv_res_fits(req, c->s->free[node]))
+        return DRV_UNSCHEDULABLE;
+    const drv_profile *pr = &c->s->prof;
+    for (int i = 0; i < pr->nuse[DRV_PT_FILTER]; i++) {
+        int r = pr->use[DRV_PT_FILTER][i].p->filter(c, c->s->ustate[DRV_PT_FILTER][i], pod, node);
+        if (r != DRV_FIT)
+            return r;
+    }
+    return DRV_FIT;
+}
+
+int64_t drv_ctx_score(const drv_ctx *c, int32_t pod, int32_t node)
+{
+    const drv_profile *pr = &c->s->prof;
+    int64_t sum = 0;
+    for (int i = 0; i < pr->nuse[DRV_PT_SCORE]; i++) {
+        const drv_plugin_use *u = &pr->use[DRV_PT_SCORE][i];
+        int v = u->p->score(c, c->s->ustate[DRV_PT_SCORE][i], pod, node);
+        v = v < 0 ? 0 : v > 100 ? 100 : v;
+        sum += (int64_t)u->weight * v;
+    }
+    return sum;
+}
+
+int32_t drv_ctx_best_node(const drv_ctx *c, int32_t pod)
+{
+    const drv_state *st = c->snap->st;
+    int32_t best = -1;
+    int64_t best_score = -1;
+    for (int32_t n = 0; n < st->nnodes; n++) {
+        if (drv_ctx_filter(c, pod, n) != DRV_FIT)
+            continue;
+        int64_t sc = drv_ctx_score(c, pod, n);
+        if (sc > best_score) {
+            best = n;
+            best_score = sc;
+        }
+    }
+    return best;
+}
+
+int32_t drv_ctx_place_pod(drv_ctx *c, int32_t pod)
+{
+    int32_t n = drv_ctx_best_node(c, pod);
+    if (n >= 0 && drv_ctx_bind(c, pod, n) != 0)
+        return -1;
+    return n;
+}
+
+/* Intra-job placement order: PS first, then chief, workers, evaluators (Volcano task-order). */
+static const int role_order[DRV_NROLES] = {DRV_ROLE_PS, DRV_ROLE_CHIEF, DRV_ROLE_WORKER,
+                                           DRV_ROLE_EVALUATOR};
+
+int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
+{
+    const drv_state *st = c->snap->st;
+    const drv_job *j = &st->jobs[job];
+    drv_mark m = drv_ctx_mark(c);
+    if (drv_ctx_scale(c, job, workers) != 0)
+        return DRV_ENOMEM;
+    for (int k = 0; k < DRV_NROLES; k++) {
+        int r = role_order[k];
+        int32_t want = r == DRV_ROLE_WORKER ? workers : j->target[r];
+        int32_t have = 0;
+        int32_t first = drv_job_pod(st, job, r, 0);
+        int32_t nslots = 0;
+        while (first >= 0 && drv_job_pod(st, job, r, nslots) >= 0)
+            nslots++;
+        for (int32_t i = 0; i < nslots; i++)
+            if (drv_ctx_pod_node(c, first + i) >= 0)
+                have++;
+        for (int32_t i = 0; i < nslots && have < want; i++) {
+            int32_t pod = first + i;
+            if (drv_ctx_pod_node(c, pod) >= 0)
+                continue;
+            if (drv_ctx_place_pod(c, pod) < 0) {
+                int err = c->err;
+                drv_ctx_rollback(c, m);
+                return err ? err : 0;
+            }
+            have++;
+        }
+    }
+    return 1;
+}
+
+/* ---- the cycle --------------------------------------------------------------------------- */
+
+static int queue_cmp(const drv_ctx *c, int32_t a, int32_t b)
+{
+    const drv_profile *pr = &c->s->prof;
+    for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++) {
+        int r = pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_cmp(
+            c, c->s->ustate[DRV_PT_QUEUE_ORDER][i], a, b);
+        if (r)
+            return r;
+    }
+    const drv_job *ja = &c->snap->st->jobs[a], *jb = &c->snap->st->jobs[b];
+    if (ja->submit != jb->submit)
+        return ja->submit < jb->submit ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+/* Stable merge sort with a context (qsort_r is not standard C). */
+static void merge_sort(const drv_ctx *c, int32_t *v, int32_t *tmp, int32_t n)
+{
+    if (n < 2)
+        return;
+    int32_t h = n / 2;
+    merge_sort(c, v, tmp, h);
+    merge_sort(c, v + h, tmp, n - h);
+    int32_t i = 0, j = h, k = 0;
+    while (i < h && j < n)
+        tmp[k++] = queue_cmp(c, v[j], v[i]) < 0 ? v[j++] : v[i++];
+    while (i < h)
+        tmp[k++] = v[i++];
+    while (j < n)
+        tmp[k++] = v[j++];
+    memcpy(v, tmp, (size_t)n * sizeof *v);
+}
+
+/* Grows an overlay (values + stamps) to hold need entries; new stamps are 0, never current. */
+static int grow_overlay(int32_t **val, uint32_t **stamp, int32_t *cap, int32_t need)
+{
+    if (need <= *cap)
+        return 0;
+    int32_t ncap = need < 64 ? 64 : need + need / 2;
+    int32_t *v = drv_realloc(*val, (size_t)ncap * sizeof *v);
+    if (!v)
+        return DRV_ENOMEM;
+    *val = v;
+    uint32_t *t = drv_realloc(*stamp, (size_t)ncap * sizeof *t);
+    if (!t)
+        return DRV_ENOMEM;
+    *stamp = t;
+    memset(t + *cap, 0, (size_t)(ncap - *cap) * sizeof *t);
+    *cap = ncap;
+    return 0;
+}
+
+static int prepare(drv_sched *s, const drv_state *st)
+{
+    if (drv_grow(&s->free, sizeof *s->free, &s->cap_free, st->nnodes) != 0 ||
+        grow_overlay(&s->pod_node, &s->pod_stamp, &s->cap_pods, st->npods) != 0 ||
+        grow_overlay(&s->job_workers, &s->job_stamp, &s->cap_jobs, st->njobs) != 0)
+        return DRV_ENOMEM;
+    for (int32_t n = 0; n < st->nnodes; n++)
+        s->free[n] = drv_node_free(&st->nodes[n]);
+    s->stamp++;
+    drv_arena_reset(&s->arena);
+    return 0;
+}
+
+int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
+{
+    const drv_state *st = snap->st;
+    if (prepare(s, st) != 0)
+        return DRV_ENOMEM;
+    drv_ctx c = {.s = s, .snap = snap, .out = out, .base = out->n};
+    const drv_profile *pr = &s->prof;
+
+    /* 1. queue_order: the pending jobs, most urgent first. */
+    int32_t *pend = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)st->njobs + 1));
+    int32_t *tmp = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)st->njobs + 1));
+    if (!pend || !tmp)
+        return DRV_ENOMEM;
+    int32_t npend = 0;
+    for (int32_t j = 0; j < st->njobs; j++)
+        if (st->jobs[j].phase == DRV_JOB_PENDING && drv_job_needs_pods(&st->jobs[j]))
+            pend[npend++] = j;
+    merge_sort(&c, pend, tmp, npend);
+
+    /* 2. admit (placing pods through filter and score). */
+    for (int i = 0; i < pr->nuse[DRV_PT_ADMIT] && !c.err; i++)
+        pr->use[DRV_PT_ADMIT][i].p->admit(&c, s->ustate[DRV_PT_ADMIT][i], pend, npend);
+    /* 4-6. scale, reallocate, migrate. */
+    for (int i = 0; i < pr->nuse[DRV_PT_SCALE] && !c.err; i++)
+        pr->use[DRV_PT_SCALE][i].p->scale(&c, s->ustate[DRV_PT_SCALE][i]);
+    for (int i = 0; i < pr->nuse[DRV_PT_REALLOCATE] && !c.err; i++)
+        pr->use[DRV_PT_REALLOCATE][i].p->reallocate(&c, s->ustate[DRV_PT_REALLOCATE][i]);
+    for (int i = 0; i < pr->nuse[DRV_PT_MIGRATE] && !c.err; i++)
+        pr->use[DRV_PT_MIGRATE][i].p->migrate(&c, s->ustate[DRV_PT_MIGRATE][i]);
+    return c.err;
+}

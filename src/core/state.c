@@ -1,0 +1,297 @@
+/*
+ * state.c - nodes, jobs and pods, and the only code that changes them. Every mutation updates
+ * the derived totals (node used/npods/cpu_limit, job bound counts) in O(1), so drv_state_check
+ * can verify them from scratch after each cycle.
+ */
+#include "drover/state.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const role_names[DRV_NROLES] = {"ps", "chief", "worker", "evaluator"};
+
+const char *drv_role_name(int role)
+{
+    return (role >= 0 && role < DRV_NROLES) ? role_names[role] : "?";
+}
+
+int drv_role_parse(const char *s)
+{
+    for (int r = 0; r < DRV_NROLES; r++)
+        if (strcmp(s, role_names[r]) == 0)
+            return r;
+    return -1;
+}
+
+const char *drv_job_phase_name(int phase)
+{
+    static const char *const names[] = {"future",  "pending",    "starting",
+                                        "running", "restarting", "done"};
+    return (phase >= 0 && phase <= DRV_JOB_DONE) ? names[phase] : "?";
+}
+
+int drv_state_init(drv_state *st)
+{
+    memset(st, 0, sizeof *st);
+    st->names = drv_strtab_new();
+    return st->names ? 0 : DRV_ENOMEM;
+}
+
+void drv_state_fini(drv_state *st)
+{
+    drv_strtab_free(st->names);
+    drv_free(st->nodes);
+    drv_free(st->jobs);
+    drv_free(st->pods);
+    memset(st, 0, sizeof *st);
+}
+
+int drv_state_add_node(drv_state *st, const char *name, drv_res alloc, const char *zone,
+                       const char *rack, int32_t *id)
+{
+    int32_t nm = drv_strtab_intern(st->names, name);
+    int32_t zn = drv_strtab_intern(st->names, zone ? zone : "");
+    int32_t rk = drv_strtab_intern(st->names, rack ? rack : "");
+    if (nm < 0 || zn < 0 || rk < 0)
+        return DRV_ENOMEM;
+    for (int32_t i = 0; i < st->nnodes; i++)
+        if (st->nodes[i].name == nm)
+            return DRV_EEXIST;
+    if (drv_grow(&st->nodes, sizeof *st->nodes, &st->cap_nodes, st->nnodes + 1) != 0)
+        return DRV_ENOMEM;
+    drv_node *n = &st->nodes[st->nnodes];
+    memset(n, 0, sizeof *n);
+    n->name = nm;
+    n->zone = zn;
+    n->rack = rk;
+    n->schedulable = true;
+    n->alloc = alloc;
+    if (id)
+        *id = st->nnodes;
+    st->nnodes++;
+    return 0;
+}
+
+static int32_t role_slots(const drv_rolespec *r)
+{
+    int32_t n = r->replicas;
+    if (r->max > n)
+        n = r->max;
+    return n;
+}
+
+int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id)
+{
+    int32_t slots = 0;
+    for (int r = 0; r < DRV_NROLES; r++)
+        slots += role_slots(&tmpl->role[r]);
+    if (drv_grow(&st->jobs, sizeof *st->jobs, &st->cap_jobs, st->njobs + 1) != 0 ||
+        drv_grow(&st->pods, sizeof *st->pods, &st->cap_pods, st->npods + slots) != 0)
+        return DRV_ENOMEM;
+    int32_t jid = st->njobs++;
+    drv_job *j = &st->jobs[jid];
+    *j = *tmpl;
+    j->pod_base = st->npods;
+    j->pod_count = slots;
+    j->start = j->end = -1;
+    j->nhist = j->hist_head = 0;
+    for (int r = 0; r < DRV_NROLES; r++) {
+        j->target[r] = j->role[r].replicas;
+        j->bound[r] = 0;
+        for (int32_t i = 0; i < role_slots(&j->role[r]); i++) {
+            drv_pod *p = &st->pods[st->npods++];
+            p->job = jid;
+            p->role = (int16_t)r;
+            p->index = (int16_t)i;
+            p->node = -1;
+            p->cpu_limit = j->role[r].cpu_limit ? j->role[r].cpu_limit : j->role[r].req.cpu;
+        }
+    }
+    if (id)
+        *id = jid;
+    return 0;
+}
+
+void drv_state_bind(drv_state *st, int32_t pod, int32_t node)
+{
+    drv_pod *p = &st->pods[pod];
+    if (p->node >= 0)
+        drv_state_unbind(st, pod);
+    drv_job *j = &st->jobs[p->job];
+    drv_node *n = &st->nodes[node];
+    p->node = node;
+    n->used = drv_res_add(n->used, j->role[p->role].req);
+    n->cpu_limit += p->cpu_limit;
+    n->npods++;
+    j->bound[p->role]++;
+}
+
+void drv_state_unbind(drv_state *st, int32_t pod)
+{
+    drv_pod *p = &st->pods[pod];
+    if (p->node < 0)
+        return;
+    drv_job *j = &st->jobs[p->job];
+    drv_node *n = &st->nodes[p->node];
+    n->used = drv_res_sub(n->used, j->role[p->role].req);
+    n->cpu_limit -= p->cpu_limit;
+    n->npods--;
+    j->bound[p->role]--;
+    p->node = -1;
+}
+
+void drv_state_set_cpu_limit(drv_state *st, int32_t pod, int64_t cpu_limit)
+{
+    drv_pod *p = &st->pods[pod];
+    if (p->node >= 0)
+        st->nodes[p->node].cpu_limit += cpu_limit - p->cpu_limit;
+    p->cpu_limit = cpu_limit;
+}
+
+void drv_state_set_workers(drv_state *st, int32_t job, int32_t n)
+{
+    st->jobs[job].target[DRV_ROLE_WORKER] = n;
+}
+
+void drv_job_add_sample(drv_job *j, drv_sample s)
+{
+    if (j->nhist < DRV_HIST) {
+        j->hist[(j->hist_head + j->nhist) % DRV_HIST] = s;
+        j->nhist++;
+    } else {
+        j->hist[j->hist_head] = s;
+        j->hist_head = (j->hist_head + 1) % DRV_HIST;
+    }
+}
+
+const drv_sample *drv_job_sample(const drv_job *j, int i)
+{
+    return &j->hist[(j->hist_head + j->nhist - 1 - i) % DRV_HIST];
+}
+
+int32_t drv_job_pod(const drv_state *st, int32_t job, int role, int index)
+{
+    const drv_job *j = &st->jobs[job];
+    int32_t base = j->pod_base;
+    for (int r = 0; r < role; r++)
+        base += role_slots(&j->role[r]);
+    if (index < 0 || index >= role_slots(&j->role[role]))
+        return -1;
+    return base + index;
+}
+
+bool drv_job_complete(const drv_job *j)
+{
+    for (int r = 0; r < DRV_NROLES; r++)
+        if (j->bound[r] != j->target[r])
+            return false;
+    return true;
+}
+
+bool drv_job_needs_pods(const drv_job *j)
+{
+    if (j->phase == DRV_JOB_FUTURE || j->phase == DRV_JOB_DONE)
+        return false;
+    for (int r = 0; r < DRV_NROLES; r++)
+        if (j->bound[r] < j->target[r])
+            return true;
+    return false;
+}
+
+drv_res drv_job_demand(const drv_job *j)
+{
+    drv_res d = {0, 0, 0};
+    for (int r = 0; r < DRV_NROLES; r++)
+        d = drv_res_add(d, drv_res_scale(j->role[r].req, j->target[r]));
+    return d;
+}
+
+int32_t drv_job_wanted(const drv_job *j)
+{
+    int32_t n = 0;
+    for (int r = 0; r < DRV_NROLES; r++)
+        n += j->target[r];
+    return n;
+}
+
+/* ---- invariants -------------------------------------------------------------------------- */
+
+int drv_state_check(const drv_state *st, bool gang, drv_diag *d)
+{
+    int rc = 0;
+    drv_res *used = drv_calloc((size_t)st->nnodes + 1, sizeof *used);
+    int64_t *lim = drv_calloc((size_t)st->nnodes + 1, sizeof *lim);
+    int32_t *npods = drv_calloc((size_t)st->nnodes + 1, sizeof *npods);
+    if (!used || !lim || !npods) {
+        rc = drv_fail(d, DRV_ENOMEM, "invariant check: out of memory");
+        goto out;
+    }
+    for (int32_t j = 0; j < st->njobs && !rc; j++) {
+        const drv_job *job = &st->jobs[j];
+        const char *jn = drv_strtab_str(st->names, job->name);
+        int32_t bound[DRV_NROLES] = {0};
+        for (int32_t k = 0; k < job->pod_count; k++) {
+            const drv_pod *p = &st->pods[job->pod_base + k];
+            if (p->job != j) {
+                rc = drv_fail(d, DRV_EINVARIANT, "pod %d is in job %s's range but says job %d",
+                              job->pod_base + k, jn, p->job);
+                break;
+            }
+            if (p->node < 0)
+                continue;
+            if (p->node >= st->nnodes) {
+                rc = drv_fail(d, DRV_EINVARIANT, "job %s: %s-%d on node id %d of %d", jn,
+                              drv_role_name(p->role), p->index, p->node, st->nnodes);
+                break;
+            }
+            bound[p->role]++;
+            used[p->node] = drv_res_add(used[p->node], job->role[p->role].req);
+            lim[p->node] += p->cpu_limit;
+            npods[p->node]++;
+        }
+        for (int r = 0; r < DRV_NROLES && !rc; r++) {
+            const drv_rolespec *rs = &job->role[r];
+            if (bound[r] != job->bound[r])
+                rc = drv_fail(d, DRV_EINVARIANT, "job %s: %d %s pods bound but count says %d", jn,
+                              bound[r], drv_role_name(r), job->bound[r]);
+            else if (bound[r] > job->target[r])
+                rc = drv_fail(d, DRV_EINVARIANT, "job %s: %d %s pods bound but only %d wanted", jn,
+                              bound[r], drv_role_name(r), job->target[r]);
+            else if (r == DRV_ROLE_WORKER && (job->target[r] < rs->min || job->target[r] > rs->max))
+                rc = drv_fail(d, DRV_EINVARIANT, "job %s: %d workers wanted, outside [%d, %d]",
+                              jn, job->target[r], rs->min, rs->max);
+        }
+        if (rc || !gang || job->phase == DRV_JOB_DONE)
+            continue;
+        int32_t any = 0;
+        for (int r = 0; r < DRV_NROLES; r++)
+            any += bound[r];
+        if (!any)
+            continue;
+        for (int r = 0; r < DRV_NROLES && !rc; r++) {
+            int32_t need = r == DRV_ROLE_WORKER ? job->role[r].min : job->target[r];
+            if (bound[r] < need)
+                rc = drv_fail(d, DRV_EINVARIANT,
+                              "job %s is half-placed: %d of %d %s pods bound (gang requires all)",
+                              jn, bound[r], need, drv_role_name(r));
+        }
+    }
+    for (int32_t n = 0; n < st->nnodes && !rc; n++) {
+        const drv_node *nd = &st->nodes[n];
+        const char *nn = drv_strtab_str(st->names, nd->name);
+        if (memcmp(&used[n], &nd->used, sizeof used[n]) != 0 || lim[n] != nd->cpu_limit ||
+            npods[n] != nd->npods)
+            rc = drv_fail(d, DRV_EINVARIANT, "node %s: derived totals disagree with its pods", nn);
+        else if (!drv_res_fits(nd->used, nd->alloc))
+            rc = drv_fail(d, DRV_EINVARIANT,
+                          "node %s over capacity: cpu %lldm/%lldm mem %lld/%lld gpu %lld/%lld", nn,
+                          (long long)nd->used.cpu, (long long)nd->alloc.cpu,
+                          (long long)nd->used.mem, (long long)nd->alloc.mem,
+                          (long long)nd->used.gpu, (long long)nd->alloc.gpu);
+    }
+out:
+    drv_free(used);
+    drv_free(lim);
+    drv_free(npods);
+    return rc;
+}

@@ -1,0 +1,107 @@
+/*
+ * strtab.c - string interning with an open-addressing hash table (linear probing, FNV-1a,
+ * load factor <= 1/2). Strings are copied once; ids are dense and stable.
+ */
+#include "drover/strtab.h"
+
+#include <string.h>
+
+struct drv_strtab {
+    char **strs;   /* id -> string */
+    int32_t n, cap;
+    int32_t *slot; /* hash slot -> id + 1, 0 when empty */
+    uint32_t nslot; /* power of two */
+};
+
+static uint32_t fnv1a(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+drv_strtab *drv_strtab_new(void)
+{
+    drv_strtab *t = drv_calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    if (drv_strtab_intern(t, "") != 0) {
+        drv_strtab_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void drv_strtab_free(drv_strtab *t)
+{
+    if (!t)
+        return;
+    for (int32_t i = 0; i < t->n; i++)
+        drv_free(t->strs[i]);
+    drv_free(t->strs);
+    drv_free(t->slot);
+    drv_free(t);
+}
+
+static int rehash(drv_strtab *t, uint32_t nslot)
+{
+    int32_t *slot = drv_calloc(nslot, sizeof *slot);
+    if (!slot)
+        return DRV_ENOMEM;
+    for (int32_t id = 0; id < t->n; id++) {
+        uint32_t h = fnv1a(t->strs[id]) & (nslot - 1);
+        while (slot[h])
+            h = (h + 1) & (nslot - 1);
+        slot[h] = id + 1;
+    }
+    drv_free(t->slot);
+    t->slot = slot;
+    t->nslot = nslot;
+    return 0;
+}
+
+int32_t drv_strtab_find(const drv_strtab *t, const char *s)
+{
+    if (!t->nslot)
+        return -1;
+    uint32_t h = fnv1a(s) & (t->nslot - 1);
+    while (t->slot[h]) {
+        int32_t id = t->slot[h] - 1;
+        if (strcmp(t->strs[id], s) == 0)
+            return id;
+        h = (h + 1) & (t->nslot - 1);
+    }
+    return -1;
+}
+
+int32_t drv_strtab_intern(drv_strtab *t, const char *s)
+{
+    int32_t id = drv_strtab_find(t, s);
+    if (id >= 0)
+        return id;
+    if ((uint32_t)(t->n + 1) * 2 > t->nslot && rehash(t, t->nslot ? t->nslot * 2 : 64) != 0)
+        return DRV_ENOMEM;
+    if (drv_grow(&t->strs, sizeof *t->strs, &t->cap, t->n + 1) != 0)
+        return DRV_ENOMEM;
+    char *copy = drv_strdup(s);
+    if (!copy)
+        return DRV_ENOMEM;
+    id = t->n++;
+    t->strs[id] = copy;
+    uint32_t h = fnv1a(s) & (t->nslot - 1);
+    while (t->slot[h])
+        h = (h + 1) & (t->nslot - 1);
+    t->slot[h] = id + 1;
+    return id;
+}
+
+const char *drv_strtab_str(const drv_strtab *t, int32_t id)
+{
+    return (id >= 0 && id < t->n) ? t->strs[id] : "";
+}
+
+int32_t drv_strtab_count(const drv_strtab *t)
+{
+    return t->n;
+}

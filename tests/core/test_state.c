@@ -1,0 +1,264 @@
+/* Tests for src/core: interning, arena, state bookkeeping, invariants and the cycle helpers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "drover/cycle.h"
+
+#define GiB (1024LL * 1024 * 1024)
+
+static void test_strtab(void **unused)
+{
+    (void)unused;
+    drv_strtab *t = drv_strtab_new();
+    assert_non_null(t);
+    assert_int_equal(drv_strtab_find(t, ""), 0);
+    char buf[32];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(buf, sizeof buf, "node-%d", i);
+        assert_int_equal(drv_strtab_intern(t, buf), i + 1);
+    }
+    assert_int_equal(drv_strtab_intern(t, "node-500"), 501);
+    assert_string_equal(drv_strtab_str(t, 42), "node-41");
+    assert_int_equal(drv_strtab_find(t, "absent"), -1);
+    drv_strtab_free(t);
+}
+
+static void test_strtab_alloc_failure(void **unused)
+{
+    (void)unused;
+    /* Failing any one allocation must leave a usable table or a clean error, never a crash. */
+    for (int nth = 1; nth < 12; nth++) {
+        drv_alloc_fail_at(nth);
+        drv_strtab *t = drv_strtab_new();
+        if (t) {
+            int32_t id = drv_strtab_intern(t, "x");
+            assert_true(id == 1 || id == DRV_ENOMEM);
+            drv_strtab_free(t);
+        }
+        drv_alloc_fail_at(0);
+    }
+}
+
+static void test_arena(void **unused)
+{
+    (void)unused;
+    drv_arena a;
+    drv_arena_init(&a, 1024);
+    char *p = drv_arena_alloc(&a, 100);
+    char *q = drv_arena_alloc(&a, 5000); /* larger than a block */
+    assert_non_null(p);
+    assert_non_null(q);
+    assert_int_equal((uintptr_t)p % 16, 0);
+    assert_int_equal(q[4999], 0);
+    drv_arena_reset(&a);
+    char *r = drv_arena_alloc(&a, 10);
+    assert_non_null(r);
+    drv_arena_fini(&a);
+}
+
+/* A cluster of `n` nodes of 8 CPUs / 32 GiB, and a job of 1 PS + w workers of `cpu` each. */
+static void make_state(drv_state *st, int n)
+{
+    assert_int_equal(drv_state_init(st), 0);
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "n%d", i);
+        assert_int_equal(drv_state_add_node(st, name, (drv_res){8000, 32 * GiB, 0}, "z", "r", NULL),
+                         0);
+    }
+}
+
+static int32_t add_job(drv_state *st, const char *name, int ps, int wmin, int w, int wmax,
+                       int64_t cpu)
+{
+    drv_job t;
+    memset(&t, 0, sizeof t);
+    t.name = drv_strtab_intern(st->names, name);
+    t.phase = DRV_JOB_PENDING;
+    t.role[DRV_ROLE_PS] = (drv_rolespec){ps, ps, ps, {cpu, GiB, 0}, cpu};
+    t.role[DRV_ROLE_WORKER] = (drv_rolespec){w, wmin, wmax, {cpu, GiB, 0}, cpu};
+    int32_t id;
+    assert_int_equal(drv_state_add_job(st, &t, &id), 0);
+    return id;
+}
+
+static void test_bind_bookkeeping(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    drv_diag d;
+    make_state(&st, 2);
+    int32_t j = add_job(&st, "a", 1, 1, 2, 4, 2000);
+    assert_int_equal(st.jobs[j].pod_count, 5); /* 1 ps + 4 worker slots */
+    int32_t ps = drv_job_pod(&st, j, DRV_ROLE_PS, 0);
+    int32_t w0 = drv_job_pod(&st, j, DRV_ROLE_WORKER, 0);
+    assert_int_equal(drv_job_pod(&st, j, DRV_ROLE_WORKER, 4), -1);
+    drv_state_bind(&st, ps, 0);
+    assert_int_equal(st.nodes[0].used.cpu, 2000);
+    /* Half-placed (PS only): fine without gang, a violation with gang. */
+    assert_int_equal(drv_state_check(&st, false, &d), 0);
+    assert_int_equal(drv_state_check(&st, true, &d), DRV_EINVARIANT);
+    assert_non_null(strstr(d.msg, "half-placed"));
+    drv_state_bind(&st, w0, 1);
+    drv_state_bind(&st, w0 + 1, 1);
+    assert_true(drv_job_complete(&st.jobs[j]));
+    assert_int_equal(drv_state_check(&st, true, &d), 0);
+    drv_state_set_cpu_limit(&st, w0, 5000);
+    assert_int_equal(st.nodes[1].cpu_limit, 7000);
+    drv_state_unbind(&st, w0);
+    assert_int_equal(st.nodes[1].used.cpu, 2000);
+    assert_int_equal(st.nodes[1].cpu_limit, 2000);
+    assert_false(drv_job_complete(&st.jobs[j]));
+    drv_state_fini(&st);
+}
+
+static void test_check_overcommit(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    drv_diag d;
+    make_state(&st, 1);
+    int32_t j = add_job(&st, "big", 0, 3, 3, 3, 3000);
+    for (int i = 0; i < 3; i++)
+        drv_state_bind(&st, drv_job_pod(&st, j, DRV_ROLE_WORKER, i), 0);
+    assert_int_equal(drv_state_check(&st, true, &d), DRV_EINVARIANT);
+    assert_non_null(strstr(d.msg, "over capacity"));
+    drv_state_fini(&st);
+}
+
+static void test_check_worker_bounds(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    drv_diag d;
+    make_state(&st, 1);
+    int32_t j = add_job(&st, "e", 0, 2, 2, 3, 1000);
+    drv_state_set_workers(&st, j, 4);
+    assert_int_equal(drv_state_check(&st, false, &d), DRV_EINVARIANT);
+    assert_non_null(strstr(d.msg, "outside"));
+    drv_state_fini(&st);
+}
+
+/* A gang admit plugin for the cycle tests: place each job whole at its requested size. */
+static void admit_whole(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
+{
+    (void)state;
+    for (int32_t i = 0; i < n; i++) {
+        const drv_job *j = &drv_ctx_state(c)->jobs[jobs[i]];
+        drv_ctx_place_gang(c, jobs[i], j->role[DRV_ROLE_WORKER].replicas);
+    }
+}
+
+static const drv_plugin admit_plugin = {.name = "test-admit", .admit = admit_whole};
+
+static void apply(drv_state *st, const drv_decisions *ds)
+{
+    for (int32_t i = 0; i < ds->n; i++) {
+        const drv_decision *x = &ds->v[i];
+        if (x->kind == DRV_BIND)
+            drv_state_bind(st, x->pod, x->node);
+        else if (x->kind == DRV_SCALE)
+            drv_state_set_workers(st, x->job, (int32_t)x->value);
+    }
+}
+
+static void test_cycle_gang_rollback(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    drv_diag d;
+    make_state(&st, 2); /* 16 CPUs in all */
+    int32_t a = add_job(&st, "a", 1, 3, 3, 3, 3000); /* 12 CPUs: fits */
+    int32_t b = add_job(&st, "b", 1, 2, 2, 2, 3000); /* 9 CPUs: cannot fit after a */
+    int32_t c = add_job(&st, "c", 0, 1, 1, 1, 2000); /* 2 CPUs: fits after a */
+    drv_profile prof;
+    memset(&prof, 0, sizeof prof);
+    strcpy(prof.name, "test");
+    prof.gang = true;
+    prof.use[DRV_PT_ADMIT][0].p = &admit_plugin;
+    prof.nuse[DRV_PT_ADMIT] = 1;
+    drv_sched *s;
+    assert_int_equal(drv_sched_new(&prof, &s, &d), 0);
+    drv_snapshot snap = {.st = &st, .now = 0};
+    drv_decisions ds;
+    drv_decisions_init(&ds);
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    /* a: 4 binds, b: rolled back entirely, c: 1 bind. */
+    assert_int_equal(ds.n, 5);
+    for (int32_t i = 0; i < ds.n; i++) {
+        assert_int_equal(ds.v[i].kind, DRV_BIND);
+        assert_int_not_equal(ds.v[i].job, b);
+    }
+    assert_int_equal(ds.v[4].job, c);
+    apply(&st, &ds);
+    assert_int_equal(drv_state_check(&st, true, &d), 0);
+    assert_true(drv_job_complete(&st.jobs[a]));
+    assert_int_equal(st.jobs[b].bound[DRV_ROLE_PS], 0);
+    drv_decisions_fini(&ds);
+    drv_sched_free(s);
+    drv_state_fini(&st);
+}
+
+static void test_cycle_without_admit_is_refused(void **unused)
+{
+    (void)unused;
+    drv_profile prof;
+    memset(&prof, 0, sizeof prof);
+    strcpy(prof.name, "empty");
+    drv_sched *s = NULL;
+    drv_diag d;
+    assert_int_equal(drv_sched_new(&prof, &s, &d), DRV_EINVAL);
+    assert_null(s);
+    assert_non_null(strstr(d.msg, "no admit plugin"));
+}
+
+static void test_progress_ring(void **unused)
+{
+    (void)unused;
+    drv_job j;
+    memset(&j, 0, sizeof j);
+    for (int i = 0; i < DRV_HIST + 5; i++)
+        drv_job_add_sample(&j, (drv_sample){i, i * 10.0, 1.0 / (i + 1)});
+    assert_int_equal(j.nhist, DRV_HIST);
+    assert_true(drv_job_sample(&j, 0)->t == DRV_HIST + 4);
+    assert_true(drv_job_sample(&j, DRV_HIST - 1)->t == 5);
+}
+
+static void test_rng_determinism(void **unused)
+{
+    (void)unused;
+    drv_rng a, b;
+    drv_rng_seed(&a, 42);
+    drv_rng_seed(&b, 42);
+    double sum = 0;
+    for (int i = 0; i < 1000; i++) {
+        double u = drv_rng_uniform(&a);
+        assert_true(u == drv_rng_uniform(&b));
+        assert_true(u >= 0 && u < 1);
+        sum += u;
+    }
+    assert_true(sum > 450 && sum < 550); /* mean of 1000 uniforms: 500 +- ~9 sd */
+    drv_rng_seed(&b, 43);
+    assert_true(drv_rng_next(&a) != drv_rng_next(&b));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_strtab),
+        cmocka_unit_test(test_strtab_alloc_failure),
+        cmocka_unit_test(test_arena),
+        cmocka_unit_test(test_bind_bookkeeping),
+        cmocka_unit_test(test_check_overcommit),
+        cmocka_unit_test(test_check_worker_bounds),
+        cmocka_unit_test(test_cycle_gang_rollback),
+        cmocka_unit_test(test_cycle_without_admit_is_refused),
+        cmocka_unit_test(test_progress_ring),
+        cmocka_unit_test(test_rng_determinism),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -15,14 +15,14 @@ enum drv_conf_kind { DRV_CONF_SCALAR, DRV_CONF_SEQ, DRV_CONF_MAP };
 
 typedef struct drv_conf drv_conf;
 struct drv_conf {
-    int kind;          /* enum drv_conf_kind */
-    int line;          /* 1-based line where the node starts */
-    char *text;        /* scalar text (NULL for SEQ and MAP) */
-    bool quoted;       /* scalar was quoted: never a number or boolean */
-    char *key;         /* key under which this node sits in its parent map, or NULL */
-    drv_conf **items;  /* children: sequence items, or map values (key in ->key) */
+    int kind;         /* enum drv_conf_kind */
+    int line;         /* 1-based line where the node starts */
+    char *text;       /* scalar text (NULL for SEQ and MAP) */
+    bool quoted;      /* scalar was quoted: never a number or boolean */
+    char *key;        /* key under which this node sits in its parent map, or NULL */
+    drv_conf **items; /* children: sequence items, or map values (key in ->key) */
     int32_t nitems, cap;
-    bool used;         /* set by getters; lets callers report unknown keys */
+    bool used; /* set by getters; lets callers report unknown keys */
 };
 
 typedef struct drv_conf_doc {

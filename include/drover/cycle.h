@@ -29,13 +29,13 @@ enum drv_decision_kind {
 };
 enum drv_reason {
     DRV_REASON_NONE,
-    DRV_REASON_PREEMPT,   /* evicted for a more important job */
-    DRV_REASON_SHRINK,    /* removed by an elastic scale-down */
-    DRV_REASON_STARVE,    /* removed to make room for a starving job */
-    DRV_REASON_COMPLETE,  /* job finished */
+    DRV_REASON_PREEMPT,  /* evicted for a more important job */
+    DRV_REASON_SHRINK,   /* removed by an elastic scale-down */
+    DRV_REASON_STARVE,   /* removed to make room for a starving job */
+    DRV_REASON_COMPLETE, /* job finished */
 };
 typedef struct drv_decision {
-    int32_t kind;   /* enum drv_decision_kind */
+    int32_t kind; /* enum drv_decision_kind */
     int32_t job;
     int32_t pod;    /* -1 for SCALE */
     int32_t node;   /* BIND, MIGRATE target; -1 otherwise */
@@ -65,9 +65,9 @@ typedef struct drv_snapshot {
 
 /* Outcome of a filter or a placement: results, not errors (cf. kube-scheduler's Status). */
 enum drv_status {
-    DRV_FIT = 0,        /* the pod may go there */
-    DRV_UNSCHEDULABLE,  /* not now (not enough room); may fit later */
-    DRV_UNRESOLVABLE,   /* never (node too small, cordoned, wrong topology) */
+    DRV_FIT = 0,       /* the pod may go there */
+    DRV_UNSCHEDULABLE, /* not now (not enough room); may fit later */
+    DRV_UNRESOLVABLE,  /* never (node too small, cordoned, wrong topology) */
 };
 
 typedef struct drv_ctx drv_ctx;
@@ -78,7 +78,7 @@ typedef struct drv_profile drv_profile;
 
 /* Knob values for one plugin in one profile, as "name=value" pairs parsed by its init. */
 typedef struct drv_knob {
-    const char *name;
+    char name[32];
     double value;
 } drv_knob;
 
@@ -136,8 +136,8 @@ const char *drv_point_name(int pt);
 struct drv_profile {
     char name[64];
     char doc[160];
-    bool gang;         /* jobs are admitted whole (checked as an invariant) */
-    double period;     /* seconds between cycles */
+    bool gang;     /* jobs are admitted whole (checked as an invariant) */
+    double period; /* seconds between cycles */
     drv_plugin_use use[DRV_NPOINTS][DRV_MAX_SLOT_PLUGINS];
     int32_t nuse[DRV_NPOINTS];
 };

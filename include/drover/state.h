@@ -39,9 +39,9 @@ typedef struct drv_node {
 } drv_node;
 
 typedef struct drv_rolespec {
-    int32_t replicas; /* requested count */
-    int32_t min, max; /* elastic bounds; min = max = replicas for fixed roles */
-    drv_res req;      /* per-pod resource request */
+    int32_t replicas;  /* requested count */
+    int32_t min, max;  /* elastic bounds; min = max = replicas for fixed roles */
+    drv_res req;       /* per-pod resource request */
     int64_t cpu_limit; /* per-pod CPU limit in millicores (>= req.cpu) */
 } drv_rolespec;
 

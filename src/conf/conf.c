@@ -116,13 +116,15 @@ int drv_conf_load_string(drv_conf_doc *doc, const char *name, const char *text, 
         yaml_event_t ev;
         if (!yaml_parser_parse(&p, &ev)) {
             rc = drv_fail(d, DRV_EPARSE, "%s:%zu: %s%s%s", name, p.problem_mark.line + 1,
-                          p.problem ? p.problem : "malformed YAML",
-                          p.context ? " " : "", p.context ? p.context : "");
+                          p.problem ? p.problem : "malformed YAML", p.context ? " " : "",
+                          p.context ? p.context : "");
             break;
         }
         int line = (int)ev.start_mark.line + 1;
         switch (ev.type) {
-        case YAML_STREAM_END_EVENT: done = true; break;
+        case YAML_STREAM_END_EVENT:
+            done = true;
+            break;
         case YAML_DOCUMENT_START_EVENT:
             if (b.root)
                 rc = drv_fail(d, DRV_EPARSE, "%s:%d: expected a single YAML document", name, line);
@@ -167,7 +169,8 @@ int drv_conf_load_string(drv_conf_doc *doc, const char *name, const char *text, 
             rc = add_node(&b, n, name, d);
             break;
         }
-        default: break;
+        default:
+            break;
         }
         yaml_event_delete(&ev);
     }
@@ -278,8 +281,8 @@ int drv_conf_int(const drv_conf_doc *doc, const drv_conf *c, const char *path, i
     errno = 0;
     long long v = strtoll(c->text, &end, 10);
     if (c->quoted || errno || end == c->text || *end)
-        return drv_fail(d, DRV_EINVAL, "%s:%d: %s: expected a whole number, found '%s'",
-                        doc->file, c->line, path, c->text);
+        return drv_fail(d, DRV_EINVAL, "%s:%d: %s: expected a whole number, found '%s'", doc->file,
+                        c->line, path, c->text);
     if (v < lo || v > hi)
         return drv_fail(d, DRV_ERANGE, "%s:%d: %s: %lld is out of range [%lld, %lld]", doc->file,
                         c->line, path, v, (long long)lo, (long long)hi);
@@ -300,8 +303,8 @@ int drv_conf_double(const drv_conf_doc *doc, const drv_conf *c, const char *path
         return drv_fail(d, DRV_EINVAL, "%s:%d: %s: expected a number, found '%s'", doc->file,
                         c->line, path, c->text);
     if (v < lo || v > hi)
-        return drv_fail(d, DRV_ERANGE, "%s:%d: %s: %g is out of range [%g, %g]", doc->file,
-                        c->line, path, v, lo, hi);
+        return drv_fail(d, DRV_ERANGE, "%s:%d: %s: %g is out of range [%g, %g]", doc->file, c->line,
+                        path, v, lo, hi);
     *out = v;
     return 0;
 }
@@ -343,8 +346,8 @@ int drv_parse_mem(const char *s, int64_t *out)
     static const struct {
         const char *suffix;
         double mult;
-    } units[] = {{"", 1},          {"k", 1e3},         {"M", 1e6},
-                 {"G", 1e9},       {"T", 1e12},        {"Ki", 1024.0},
+    } units[] = {{"", 1},           {"k", 1e3},           {"M", 1e6},
+                 {"G", 1e9},        {"T", 1e12},          {"Ki", 1024.0},
                  {"Mi", 1048576.0}, {"Gi", 1073741824.0}, {"Ti", 1099511627776.0}};
     char *end;
     errno = 0;
@@ -389,8 +392,7 @@ int drv_conf_mem(const drv_conf_doc *doc, const drv_conf *c, const char *path, i
     return 0;
 }
 
-int drv_conf_check_unused(const drv_conf_doc *doc, const drv_conf *c, const char *path,
-                          drv_diag *d)
+int drv_conf_check_unused(const drv_conf_doc *doc, const drv_conf *c, const char *path, drv_diag *d)
 {
     if (!c || c->kind != DRV_CONF_MAP)
         return 0;

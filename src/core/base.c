@@ -12,17 +12,28 @@
 const char *drv_strerror(int code)
 {
     switch (code) {
-    case DRV_OK: return "success";
-    case DRV_ENOMEM: return "out of memory";
-    case DRV_EINVAL: return "invalid input";
-    case DRV_EIO: return "input/output error";
-    case DRV_ENOENT: return "not found";
-    case DRV_EPARSE: return "parse error";
-    case DRV_ERANGE: return "value out of range";
-    case DRV_EEXIST: return "already exists";
-    case DRV_EINVARIANT: return "invariant violated";
-    case DRV_ENOTSUP: return "not supported";
-    default: return "unknown error";
+    case DRV_OK:
+        return "success";
+    case DRV_ENOMEM:
+        return "out of memory";
+    case DRV_EINVAL:
+        return "invalid input";
+    case DRV_EIO:
+        return "input/output error";
+    case DRV_ENOENT:
+        return "not found";
+    case DRV_EPARSE:
+        return "parse error";
+    case DRV_ERANGE:
+        return "value out of range";
+    case DRV_EEXIST:
+        return "already exists";
+    case DRV_EINVARIANT:
+        return "invariant violated";
+    case DRV_ENOTSUP:
+        return "not supported";
+    default:
+        return "unknown error";
     }
 }
 

@@ -7,6 +7,15 @@
  * when their stamp equals the cycle's stamp, so starting a cycle costs O(nodes), not O(pods).
  * Every decision updates the overlay, and rolling back to a mark undoes decisions newest first.
  *
+ * Two summaries make hopeless placements cheap: `maxfree`, an upper bound on each dimension
+ * of any node's free resources (exact at the start of a cycle and after every full scan; taking
+ * resources leaves it a valid bound, giving them back raises it), and `totfree`, the exact sum.
+ * A pod larger than maxfree, or a gang larger than totfree, is rejected in O(1) instead of
+ * scanning every node — in a saturated cluster with a long queue that is most attempts.
+ * Third, the shapes of gangs that failed this cycle (pods missing per role and their requests)
+ * are remembered until capacity is given back: a gang that needs at least as many pods, each at
+ * least as large, in every role, fails the same way and is not tried.
+ *
  * Worked example (gang, 2 nodes with 4 free CPUs each, a job of 1 PS + 2 workers of 3 CPUs):
  * PS -> node0 (free 1,4), worker -> node1 (free 1,1), next worker fits nowhere -> roll back both
  * binds; the decision list and the overlay are exactly as before the attempt.
@@ -14,6 +23,14 @@
 #include "drover/cycle.h"
 
 #include <string.h>
+
+enum { MAX_FAILED = 32 };
+
+/* What a gang still needs: pods missing per role, and each role's per-pod request. */
+typedef struct gang_shape {
+    int32_t missing[DRV_NROLES];
+    drv_res req[DRV_NROLES];
+} gang_shape;
 
 typedef struct plugin_inst {
     const drv_plugin *p;
@@ -29,6 +46,11 @@ struct drv_sched {
     uint32_t stamp; /* cycle counter; overlay entries are valid when their stamp matches */
     drv_res *free;  /* assumed free resources per node */
     int32_t cap_free;
+    drv_res maxfree;               /* per-dimension upper bound of free[] over schedulable nodes */
+    drv_res totfree;               /* sum of free[] over schedulable nodes */
+    gang_shape failed[MAX_FAILED]; /* gangs that did not fit since capacity last grew */
+    int32_t nfailed;
+    bool rolling_back; /* give() during a rollback restores, it does not free capacity */
     int32_t *pod_node;
     uint32_t *pod_stamp;
     int32_t cap_pods;
@@ -78,10 +100,11 @@ int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d)
                     drv_diag pd = {{0}};
                     int rc = u->p->init(&s->inst[k].state, u->knobs, u->nknobs, &pd);
                     if (rc) {
+                        const char *pname = u->p->name; /* u lives in s: read it first */
                         s->ninst--;
                         drv_sched_free(s);
-                        return drv_fail(d, rc, "profile %s: plugin %s: %s", prof->name,
-                                        u->p->name, pd.msg);
+                        return drv_fail(d, rc, "profile %s: plugin %s: %s", prof->name, pname,
+                                        pd.msg);
                     }
                 }
             }
@@ -171,14 +194,42 @@ static drv_res pod_req(const drv_state *st, int32_t pod)
     return st->jobs[p->job].role[p->role].req;
 }
 
+static drv_res res_max(drv_res a, drv_res b)
+{
+    return (drv_res){a.cpu > b.cpu ? a.cpu : b.cpu, a.mem > b.mem ? a.mem : b.mem,
+                     a.gpu > b.gpu ? a.gpu : b.gpu};
+}
+
 static void take(drv_ctx *c, int32_t node, drv_res r)
 {
-    c->s->free[node] = drv_res_sub(c->s->free[node], r);
+    drv_sched *s = c->s;
+    s->free[node] = drv_res_sub(s->free[node], r);
+    if (c->snap->st->nodes[node].schedulable)
+        s->totfree = drv_res_sub(s->totfree, r);
 }
 
 static void give(drv_ctx *c, int32_t node, drv_res r)
 {
-    c->s->free[node] = drv_res_add(c->s->free[node], r);
+    drv_sched *s = c->s;
+    s->free[node] = drv_res_add(s->free[node], r);
+    if (c->snap->st->nodes[node].schedulable) {
+        s->totfree = drv_res_add(s->totfree, r);
+        s->maxfree = res_max(s->maxfree, s->free[node]);
+    }
+    if (!s->rolling_back)
+        s->nfailed = 0; /* capacity grew: a gang that failed may fit now */
+}
+
+/* Does gang a need at least what gang b needs, in every role? */
+static bool dominates(const gang_shape *a, const gang_shape *b)
+{
+    for (int r = 0; r < DRV_NROLES; r++) {
+        if (a->missing[r] < b->missing[r])
+            return false;
+        if (b->missing[r] > 0 && !drv_res_fits(b->req[r], a->req[r]))
+            return false;
+    }
+    return true;
 }
 
 static int push(drv_ctx *c, drv_decision x)
@@ -194,8 +245,8 @@ static int push(drv_ctx *c, drv_decision x)
 int drv_ctx_bind(drv_ctx *c, int32_t pod, int32_t node)
 {
     const drv_state *st = c->snap->st;
-    drv_decision x = {.kind = DRV_BIND, .job = st->pods[pod].job, .pod = pod, .node = node,
-                      .from = -1};
+    drv_decision x = {
+        .kind = DRV_BIND, .job = st->pods[pod].job, .pod = pod, .node = node, .from = -1};
     int rc = push(c, x);
     if (rc)
         return rc;
@@ -210,8 +261,12 @@ int drv_ctx_evict(drv_ctx *c, int32_t pod, int reason)
     int32_t from = drv_ctx_pod_node(c, pod);
     if (from < 0)
         return 0;
-    drv_decision x = {.kind = DRV_EVICT, .job = st->pods[pod].job, .pod = pod, .node = -1,
-                      .reason = reason, .from = from};
+    drv_decision x = {.kind = DRV_EVICT,
+                      .job = st->pods[pod].job,
+                      .pod = pod,
+                      .node = -1,
+                      .reason = reason,
+                      .from = from};
     int rc = push(c, x);
     if (rc)
         return rc;
@@ -225,8 +280,13 @@ int drv_ctx_scale(drv_ctx *c, int32_t job, int32_t workers)
     int32_t prev = drv_ctx_workers(c, job);
     if (prev == workers)
         return 0;
-    drv_decision x = {.kind = DRV_SCALE, .job = job, .pod = -1, .node = -1, .value = workers,
-                      .from = -1, .prev = prev};
+    drv_decision x = {.kind = DRV_SCALE,
+                      .job = job,
+                      .pod = -1,
+                      .node = -1,
+                      .value = workers,
+                      .from = -1,
+                      .prev = prev};
     int rc = push(c, x);
     if (rc)
         return rc;
@@ -240,8 +300,13 @@ int drv_ctx_resize(drv_ctx *c, int32_t pod, int64_t cpu_limit)
     const drv_pod *p = &st->pods[pod];
     if (p->cpu_limit == cpu_limit)
         return 0;
-    drv_decision x = {.kind = DRV_RESIZE, .job = p->job, .pod = pod, .node = -1,
-                      .value = cpu_limit, .from = -1, .prev = p->cpu_limit};
+    drv_decision x = {.kind = DRV_RESIZE,
+                      .job = p->job,
+                      .pod = pod,
+                      .node = -1,
+                      .value = cpu_limit,
+                      .from = -1,
+                      .prev = p->cpu_limit};
     return push(c, x);
 }
 
@@ -249,8 +314,8 @@ int drv_ctx_migrate(drv_ctx *c, int32_t pod, int32_t node)
 {
     const drv_state *st = c->snap->st;
     int32_t from = drv_ctx_pod_node(c, pod);
-    drv_decision x = {.kind = DRV_MIGRATE, .job = st->pods[pod].job, .pod = pod, .node = node,
-                      .from = from};
+    drv_decision x = {
+        .kind = DRV_MIGRATE, .job = st->pods[pod].job, .pod = pod, .node = node, .from = from};
     int rc = push(c, x);
     if (rc)
         return rc;
@@ -271,6 +336,7 @@ void drv_ctx_rollback(drv_ctx *c, drv_mark m)
     const drv_state *st = c->snap->st;
     if (m.ndec < c->base)
         m.ndec = c->base;
+    c->s->rolling_back = true;
     while (c->out->n > m.ndec) {
         const drv_decision *x = &c->out->v[--c->out->n];
         switch (x->kind) {
@@ -282,16 +348,20 @@ void drv_ctx_rollback(drv_ctx *c, drv_mark m)
             take(c, x->from, pod_req(st, x->pod));
             set_pod_node(c, x->pod, x->from);
             break;
-        case DRV_SCALE: set_workers(c, x->job, (int32_t)x->prev); break;
+        case DRV_SCALE:
+            set_workers(c, x->job, (int32_t)x->prev);
+            break;
         case DRV_MIGRATE:
             give(c, x->node, pod_req(st, x->pod));
             if (x->from >= 0)
                 take(c, x->from, pod_req(st, x->pod));
             set_pod_node(c, x->pod, x->from);
             break;
-        default: break;
+        default:
+            break;
         }
     }
+    c->s->rolling_back = false;
 }
 
 /* ---- placement --------------------------------------------------------------------------- */
@@ -330,9 +400,15 @@ int64_t drv_ctx_score(const drv_ctx *c, int32_t pod, int32_t node)
 int32_t drv_ctx_best_node(const drv_ctx *c, int32_t pod)
 {
     const drv_state *st = c->snap->st;
+    drv_sched *s = c->s;
+    if (!drv_res_fits(pod_req(st, pod), s->maxfree))
+        return -1; /* larger than any node's free room: no need to look */
     int32_t best = -1;
     int64_t best_score = -1;
+    drv_res exact = {0, 0, 0};
     for (int32_t n = 0; n < st->nnodes; n++) {
+        if (st->nodes[n].schedulable)
+            exact = res_max(exact, s->free[n]);
         if (drv_ctx_filter(c, pod, n) != DRV_FIT)
             continue;
         int64_t sc = drv_ctx_score(c, pod, n);
@@ -341,6 +417,7 @@ int32_t drv_ctx_best_node(const drv_ctx *c, int32_t pod)
             best_score = sc;
         }
     }
+    s->maxfree = exact; /* the scan saw every node: the bound is exact again */
     return best;
 }
 
@@ -360,6 +437,29 @@ int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
 {
     const drv_state *st = c->snap->st;
     const drv_job *j = &st->jobs[job];
+    drv_sched *s = c->s;
+    /* Necessary conditions first: every unplaced pod within maxfree, all within totfree, and
+     * not at least as large as a gang that already failed. */
+    gang_shape shape;
+    drv_res need = {0, 0, 0};
+    for (int r = 0; r < DRV_NROLES; r++) {
+        int32_t want = r == DRV_ROLE_WORKER ? workers : j->target[r];
+        int32_t have = 0;
+        for (int32_t i = 0, pod; (pod = drv_job_pod(st, job, r, i)) >= 0; i++)
+            have += drv_ctx_pod_node(c, pod) >= 0;
+        shape.missing[r] = want > have ? want - have : 0;
+        shape.req[r] = j->role[r].req;
+        if (shape.missing[r] == 0)
+            continue;
+        if (!drv_res_fits(j->role[r].req, s->maxfree))
+            return 0;
+        need = drv_res_add(need, drv_res_scale(j->role[r].req, shape.missing[r]));
+    }
+    if (!drv_res_fits(need, s->totfree))
+        return 0;
+    for (int32_t k = 0; k < s->nfailed; k++)
+        if (dominates(&shape, &s->failed[k]))
+            return 0;
     drv_mark m = drv_ctx_mark(c);
     if (drv_ctx_scale(c, job, workers) != 0)
         return DRV_ENOMEM;
@@ -381,6 +481,8 @@ int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
             if (drv_ctx_place_pod(c, pod) < 0) {
                 int err = c->err;
                 drv_ctx_rollback(c, m);
+                if (!err && s->nfailed < MAX_FAILED)
+                    s->failed[s->nfailed++] = shape;
                 return err ? err : 0;
             }
             have++;
@@ -395,8 +497,8 @@ static int queue_cmp(const drv_ctx *c, int32_t a, int32_t b)
 {
     const drv_profile *pr = &c->s->prof;
     for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++) {
-        int r = pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_cmp(
-            c, c->s->ustate[DRV_PT_QUEUE_ORDER][i], a, b);
+        int r = pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_cmp(c, c->s->ustate[DRV_PT_QUEUE_ORDER][i],
+                                                            a, b);
         if (r)
             return r;
     }
@@ -449,8 +551,15 @@ static int prepare(drv_sched *s, const drv_state *st)
         grow_overlay(&s->pod_node, &s->pod_stamp, &s->cap_pods, st->npods) != 0 ||
         grow_overlay(&s->job_workers, &s->job_stamp, &s->cap_jobs, st->njobs) != 0)
         return DRV_ENOMEM;
-    for (int32_t n = 0; n < st->nnodes; n++)
+    s->maxfree = s->totfree = (drv_res){0, 0, 0};
+    s->nfailed = 0;
+    for (int32_t n = 0; n < st->nnodes; n++) {
         s->free[n] = drv_node_free(&st->nodes[n]);
+        if (st->nodes[n].schedulable) {
+            s->maxfree = res_max(s->maxfree, s->free[n]);
+            s->totfree = drv_res_add(s->totfree, s->free[n]);
+        }
+    }
     s->stamp++;
     drv_arena_reset(&s->arena);
     return 0;

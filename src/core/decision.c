@@ -41,14 +41,24 @@ const char *drv_decision_format(const drv_state *st, const drv_decision *x, char
     const char *role = p ? drv_role_name(p->role) : "";
     int idx = p ? p->index : 0;
     switch (x->kind) {
-    case DRV_BIND: snprintf(buf, n, "BIND %s/%s-%d %s", job, role, idx, node); break;
-    case DRV_EVICT: snprintf(buf, n, "EVICT %s/%s-%d %s", job, role, idx, reason_name(x->reason)); break;
-    case DRV_SCALE: snprintf(buf, n, "SCALE %s %lld", job, (long long)x->value); break;
+    case DRV_BIND:
+        snprintf(buf, n, "BIND %s/%s-%d %s", job, role, idx, node);
+        break;
+    case DRV_EVICT:
+        snprintf(buf, n, "EVICT %s/%s-%d %s", job, role, idx, reason_name(x->reason));
+        break;
+    case DRV_SCALE:
+        snprintf(buf, n, "SCALE %s %lld", job, (long long)x->value);
+        break;
     case DRV_RESIZE:
         snprintf(buf, n, "RESIZE %s/%s-%d %lldm", job, role, idx, (long long)x->value);
         break;
-    case DRV_MIGRATE: snprintf(buf, n, "MIGRATE %s/%s-%d %s", job, role, idx, node); break;
-    default: snprintf(buf, n, "? kind %d", x->kind); break;
+    case DRV_MIGRATE:
+        snprintf(buf, n, "MIGRATE %s/%s-%d %s", job, role, idx, node);
+        break;
+    default:
+        snprintf(buf, n, "? kind %d", x->kind);
+        break;
     }
     return buf;
 }

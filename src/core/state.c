@@ -258,8 +258,8 @@ int drv_state_check(const drv_state *st, bool gang, drv_diag *d)
                 rc = drv_fail(d, DRV_EINVARIANT, "job %s: %d %s pods bound but only %d wanted", jn,
                               bound[r], drv_role_name(r), job->target[r]);
             else if (r == DRV_ROLE_WORKER && (job->target[r] < rs->min || job->target[r] > rs->max))
-                rc = drv_fail(d, DRV_EINVARIANT, "job %s: %d workers wanted, outside [%d, %d]",
-                              jn, job->target[r], rs->min, rs->max);
+                rc = drv_fail(d, DRV_EINVARIANT, "job %s: %d workers wanted, outside [%d, %d]", jn,
+                              job->target[r], rs->min, rs->max);
         }
         if (rc || !gang || job->phase == DRV_JOB_DONE)
             continue;

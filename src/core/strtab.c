@@ -7,9 +7,9 @@
 #include <string.h>
 
 struct drv_strtab {
-    char **strs;   /* id -> string */
+    char **strs; /* id -> string */
     int32_t n, cap;
-    int32_t *slot; /* hash slot -> id + 1, 0 when empty */
+    int32_t *slot;  /* hash slot -> id + 1, 0 when empty */
     uint32_t nslot; /* power of two */
 };
 

@@ -18,8 +18,8 @@ static void test_tree_and_lines(void **unused)
     (void)unused;
     drv_conf_doc doc;
     drv_diag d;
-    assert_int_equal(load(&doc, "nodes:\n  - name: a\n    cpu: 32\n  - name: b\n    cpu: 500m\n", &d),
-                     0);
+    assert_int_equal(
+        load(&doc, "nodes:\n  - name: a\n    cpu: 32\n  - name: b\n    cpu: 500m\n", &d), 0);
     drv_conf *nodes = drv_conf_get(doc.root, "nodes");
     assert_non_null(nodes);
     assert_int_equal(nodes->kind, DRV_CONF_SEQ);

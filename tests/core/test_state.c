@@ -171,7 +171,7 @@ static void test_cycle_gang_rollback(void **unused)
     (void)unused;
     drv_state st;
     drv_diag d;
-    make_state(&st, 2); /* 16 CPUs in all */
+    make_state(&st, 2);                              /* 16 CPUs in all */
     int32_t a = add_job(&st, "a", 1, 3, 3, 3, 3000); /* 12 CPUs: fits */
     int32_t b = add_job(&st, "b", 1, 2, 2, 2, 3000); /* 9 CPUs: cannot fit after a */
     int32_t c = add_job(&st, "c", 0, 1, 1, 1, 2000); /* 2 CPUs: fits after a */

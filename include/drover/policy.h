@@ -1,0 +1,50 @@
+/*
+ * policy.h - the plugin registry and profiles.
+ *
+ * A profile is written as one line of space-separated settings, the same whether it is built in
+ * or given by a user:
+ *
+ *     gang=true period=1 queue_order=fifo admit=gang(strict=0) score=least-allocated*1
+ *
+ * `gang` and `period` are profile settings; every other key names an extension point
+ * (docs/cycle.md) and takes a comma-separated list of plugins, each optionally with a weight
+ * (`*N`, scores only) and knobs in parentheses (`name(k=v;k=v)`). Unknown plugins, points and
+ * knobs are errors that list what is known.
+ */
+#ifndef DROVER_POLICY_H
+#define DROVER_POLICY_H
+
+#include "drover/cycle.h"
+
+/* Every plugin, in a stable order; *n receives the count. */
+const drv_plugin *const *drv_plugins(int *n);
+const drv_plugin *drv_plugin_find(const char *name);
+
+/* Parses a profile line into out (named name). Errors name the token and what was expected. */
+int drv_profile_parse(const char *name, const char *line, drv_profile *out, drv_diag *d);
+
+/* A built-in profile by name: DRV_ENOENT (with the known names in d) when there is none. */
+int drv_profile_builtin(const char *name, drv_profile *out, drv_diag *d);
+/* Names of the built-in profiles in table order, and their profile lines and docs. */
+int drv_profile_builtin_count(void);
+const char *drv_profile_builtin_name(int i);
+const char *drv_profile_builtin_line(int i);
+const char *drv_profile_builtin_doc(int i);
+
+/* ---- knobs: what a plugin's init uses to read its settings ---------------------------------- */
+
+/* One tunable of a plugin: its default and allowed range, stated next to where it is read. */
+typedef struct drv_knob_spec {
+    const char *name;
+    double def, lo, hi;
+    const char *doc;
+} drv_knob_spec;
+
+/*
+ * Fills vals[i] for each spec (default when not given); fails with DRV_EINVAL naming an unknown
+ * knob and listing the known ones, or DRV_ERANGE naming a value out of [lo, hi].
+ */
+int drv_knobs_read(const drv_knob_spec *spec, int nspec, const drv_knob *knobs, int nknobs,
+                   double *vals, drv_diag *d);
+
+#endif

@@ -1,0 +1,150 @@
+/*
+ * sim.h - the trace-driven discrete-event simulator: its inputs (cluster, workload), its run,
+ * and its results. File formats are specified in docs/formats.md.
+ *
+ * Determinism: a run is a pure function of (cluster, workload, profile, catalogue, seed);
+ * the same inputs give byte-identical results.
+ */
+#ifndef DROVER_SIM_H
+#define DROVER_SIM_H
+
+#include "drover/cycle.h"
+#include "drover/model.h"
+
+/* ---- inputs ------------------------------------------------------------------------------- */
+
+typedef struct drv_nodespec {
+    char name[64];
+    char zone[32];
+    char rack[32];
+    drv_res alloc;
+} drv_nodespec;
+
+typedef struct drv_timing {
+    double pod_start; /* seconds from a complete gang to running */
+    double restart;   /* checkpoint-restart pause after a scale or migration, seconds */
+    double horizon;   /* simulated seconds after which the run stops */
+} drv_timing;
+
+#define DRV_DEF_POD_START 5.0
+#define DRV_DEF_RESTART 30.0
+#define DRV_DEF_HORIZON (90.0 * 86400.0)
+
+typedef struct drv_cluster_spec {
+    drv_nodespec *nodes;
+    int32_t n, cap;
+    drv_netparams net;
+    drv_timing timing;
+} drv_cluster_spec;
+
+typedef struct drv_jobspec {
+    char name[64];
+    char user[32];
+    char queue[32];
+    int32_t priority;      /* priority class value */
+    int32_t user_priority; /* the user's priority */
+    double submit;         /* seconds */
+    int32_t model;         /* index into the catalogue */
+    drv_rolespec role[DRV_NROLES];
+    double target_loss; /* the job ends when its loss reaches this */
+    double max_steps;   /* ... or when it has done this many worker-steps */
+} drv_jobspec;
+
+typedef struct drv_workload {
+    drv_jobspec *jobs;
+    int32_t n, cap;
+} drv_workload;
+
+/* Parameters of the synthetic workload generator (the default scenario, `generate:`). */
+typedef struct drv_genparams {
+    int32_t jobs;             /* how many */
+    double mean_interarrival; /* seconds between Poisson arrivals */
+    uint64_t seed;
+} drv_genparams;
+
+void drv_cluster_default(drv_cluster_spec *c); /* 8 nodes x 32 CPU x 128 GiB, 2 racks */
+int drv_cluster_load(drv_cluster_spec *c, const char *path, drv_diag *d);
+/* A homogeneous cluster of n nodes (for tests and benchmarks). */
+int drv_cluster_uniform(drv_cluster_spec *c, int32_t n, drv_res alloc);
+void drv_cluster_fini(drv_cluster_spec *c);
+
+/* The built-in scenario's jobs: 60 PS jobs, Poisson arrivals every 60 s on average. */
+void drv_genparams_default(drv_genparams *g, uint64_t seed);
+int drv_workload_generate(drv_workload *w, const drv_genparams *g, const drv_catalogue *cat,
+                          drv_diag *d);
+int drv_workload_load(drv_workload *w, const char *path, const drv_catalogue *cat, uint64_t seed,
+                      drv_diag *d);
+void drv_workload_fini(drv_workload *w);
+
+/* ---- a run -------------------------------------------------------------------------------- */
+
+typedef struct drv_sim_config {
+    uint64_t seed; /* loss-sample noise */
+    bool check;    /* run the invariant checker after every cycle; a violation stops the run */
+} drv_sim_config;
+
+/* What happened to one job. Times in seconds; -1 when it never started / never finished. */
+typedef struct drv_jobresult {
+    double submit, start, end;
+    int32_t restarts, migrations, preemptions;
+    int32_t workers; /* workers when it last ran */
+} drv_jobresult;
+
+typedef struct drv_summary {
+    char policy[64];
+    int32_t jobs, done;
+    double avg_jct, p50_jct, p95_jct, p99_jct; /* over finished jobs */
+    double makespan;                           /* first submission to last completion */
+    double avg_wait;                           /* submission to first run, over jobs that started */
+    double cpu_util, cpu_useful, cpu_wasted;   /* fractions of CPU capacity over the makespan */
+    double gpu_util, gpu_useful, gpu_wasted;   /* same for GPUs (0 when there are none) */
+    int64_t preemptions, migrations, restarts, scales, resizes;
+    int64_t cycles, events, decisions;
+    int32_t stuck;    /* jobs that never finished */
+    double stuck_cpu; /* fraction of CPU capacity they held when the run ended */
+    double end;       /* simulated time of the last event, seconds */
+} drv_summary;
+
+/* A point of the cluster's time series (recorded when a run is asked to). */
+typedef struct drv_tick {
+    double t;
+    double cpu_used, cpu_useful; /* millicores */
+    double gpu_used, gpu_useful;
+    int32_t pending, running;
+} drv_tick;
+
+typedef struct drv_sim drv_sim;
+
+/* Creates a run; the inputs are borrowed and must outlive it. */
+int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_catalogue *cat,
+                const drv_profile *prof, const drv_sim_config *cfg, drv_sim **out, drv_diag *d);
+void drv_sim_free(drv_sim *s);
+/* Runs to the end. Returns 0, DRV_EINVARIANT (check on; d says what broke) or DRV_ENOMEM. */
+int drv_sim_run(drv_sim *s, drv_diag *d);
+/* Results, valid after drv_sim_run. */
+void drv_sim_summary(const drv_sim *s, drv_summary *out);
+const drv_jobresult *drv_sim_jobs(const drv_sim *s, int32_t *n);
+const drv_tick *drv_sim_ticks(const drv_sim *s, int32_t *n);
+const drv_state *drv_sim_state(const drv_sim *s);
+/* Name of the profile the run uses. */
+const char *drv_sim_policy(const drv_sim *s);
+
+/* ---- reports (report.c) ------------------------------------------------------------------- */
+
+#include <stdio.h>
+
+/* The comparison table a person reads: one row per run, durations in minutes. */
+void drv_report_table(FILE *f, const drv_summary *v, int n);
+/* The same as JSON (seconds, fractions) and CSV (one header line). Deterministic output. */
+int drv_report_json(FILE *f, const drv_summary *v, int n);
+void drv_report_csv(FILE *f, const drv_summary *v, int n);
+/*
+ * Writes a run's per-job CSV (jobs-<policy>.csv) and time series (timeline-<policy>.csv) into
+ * dir. Each file is written under a temporary name and renamed, so a failed run leaves no
+ * half-written file.
+ */
+int drv_report_run_files(const char *dir, const drv_sim *s, drv_diag *d);
+/* Writes summary.json and summary.csv into dir, the same way. */
+int drv_report_summary_files(const char *dir, const drv_summary *v, int n, drv_diag *d);
+
+#endif

@@ -1,0 +1,229 @@
+/*
+ * baseline.c - the plugins of the two baselines every seed paper compares against.
+ *
+ *  fifo            queue_order  submission order (kube-scheduler's default queue sort orders
+ *                               pods by priority, then creation time; all our jobs share one
+ *                               priority here, so creation order it is).
+ *  pod-by-pod      admit        kube-scheduler without gang: each pending pod is placed on its
+ *                               own, in pod creation order (jobs submitted together interleave);
+ *                               a pod that does not fit is skipped and retried next cycle. A job
+ * whose pods are partly placed holds their resources while waiting, and two such jobs can deadlock.
+ *  gang            admit        whole-job admission (Volcano gang / Kubeflow with PodGroups): all
+ *                               pods at the requested size, or none. Knob strict=1 stops at the
+ *                               first job that does not fit (strict FIFO, no backfill).
+ *  least-allocated score        kube-scheduler's NodeResourcesFit LeastAllocated: prefer the
+ *                               node with the most free share after placing, averaged over CPU,
+ *                               memory (and GPUs where the node has any) — spreads pods.
+ *  most-allocated  score        the opposite: bin-packing.
+ */
+#include "drover/policy.h"
+
+#include <stdlib.h>
+
+/* ---- fifo -------------------------------------------------------------------------------- */
+
+static int fifo_cmp(const drv_ctx *c, void *state, int32_t a, int32_t b)
+{
+    (void)state;
+    const drv_job *ja = &drv_ctx_state(c)->jobs[a], *jb = &drv_ctx_state(c)->jobs[b];
+    if (ja->submit != jb->submit)
+        return ja->submit < jb->submit ? -1 : 1;
+    return 0;
+}
+
+const drv_plugin drv_plugin_fifo = {
+    .name = "fifo",
+    .doc = "queue order: submission time (first come, first served)",
+    .queue_cmp = fifo_cmp,
+};
+
+/* ---- pod-by-pod ---------------------------------------------------------------------------- */
+
+/*
+ * kube-scheduler's active queue orders pods by creation time. An operator creates a job's pods
+ * one after another, so pods of jobs submitted close together interleave: job A's PS, job B's
+ * PS, A's worker 0, B's worker 0, ... That interleaving is what lets two half-placed jobs hold
+ * each other's resources. We model a job's k-th pod (PS first, then chief, workers) as created
+ * at submit + k * stagger.
+ */
+static const drv_knob_spec podwise_knobs[] = {
+    {"stagger", 0.1, 0, 60, "seconds between the creations of one job's pods"},
+};
+
+typedef struct podwise_state {
+    double stagger;
+} podwise_state;
+
+typedef struct pending_pod {
+    double created;
+    int32_t job, pod;
+} pending_pod;
+
+static int podwise_init(void **state, const drv_knob *knobs, int nknobs, drv_diag *d)
+{
+    double v[1];
+    int rc = drv_knobs_read(podwise_knobs, 1, knobs, nknobs, v, d);
+    if (rc)
+        return rc;
+    podwise_state *p = drv_calloc(1, sizeof *p);
+    if (!p)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    p->stagger = v[0];
+    *state = p;
+    return 0;
+}
+
+static void podwise_fini(void *state)
+{
+    drv_free(state);
+}
+
+static int cmp_pending(const void *a, const void *b)
+{
+    const pending_pod *x = a, *y = b;
+    if (x->created != y->created)
+        return x->created < y->created ? -1 : 1;
+    if (x->job != y->job)
+        return x->job < y->job ? -1 : 1;
+    return (x->pod > y->pod) - (x->pod < y->pod);
+}
+
+static void podwise_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
+{
+    const podwise_state *ps = state;
+    const drv_state *st = drv_ctx_state(c);
+    static const int order[DRV_NROLES] = {DRV_ROLE_PS, DRV_ROLE_CHIEF, DRV_ROLE_WORKER,
+                                          DRV_ROLE_EVALUATOR};
+    int32_t cap = 0;
+    for (int32_t i = 0; i < n; i++)
+        cap += st->jobs[jobs[i]].pod_count;
+    pending_pod *v = drv_arena_alloc(drv_ctx_arena(c), sizeof *v * ((size_t)cap + 1));
+    if (!v)
+        return;
+    int32_t nv = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const drv_job *j = &st->jobs[jobs[i]];
+        int32_t ordinal = 0;
+        for (int k = 0; k < DRV_NROLES; k++) {
+            int r = order[k];
+            /* The first target[r] slots are the role's pods; the rest are never created. */
+            for (int32_t idx = 0; idx < j->target[r]; idx++, ordinal++) {
+                int32_t pod = drv_job_pod(st, jobs[i], r, idx);
+                if (pod >= 0 && drv_ctx_pod_node(c, pod) < 0)
+                    v[nv++] = (pending_pod){j->submit + ordinal * ps->stagger, jobs[i], pod};
+            }
+        }
+    }
+    qsort(v, (size_t)nv, sizeof *v, cmp_pending);
+    for (int32_t i = 0; i < nv; i++)
+        drv_ctx_place_pod(c, v[i].pod);
+}
+
+const drv_plugin drv_plugin_pod_by_pod = {
+    .name = "pod-by-pod",
+    .doc = "admit: place each pod independently in creation order, no gang (kube-scheduler)",
+    .init = podwise_init,
+    .fini = podwise_fini,
+    .admit = podwise_admit,
+};
+
+/* ---- gang ---------------------------------------------------------------------------------- */
+
+static const drv_knob_spec gang_knobs[] = {
+    {"strict", 0, 0, 1, "1: stop at the first job that does not fit (no backfill)"},
+};
+
+typedef struct gang_state {
+    bool strict;
+} gang_state;
+
+static int gang_init(void **state, const drv_knob *knobs, int nknobs, drv_diag *d)
+{
+    double v[1];
+    int rc = drv_knobs_read(gang_knobs, 1, knobs, nknobs, v, d);
+    if (rc)
+        return rc;
+    gang_state *g = drv_calloc(1, sizeof *g);
+    if (!g)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    g->strict = v[0] != 0;
+    *state = g;
+    return 0;
+}
+
+static void gang_fini(void *state)
+{
+    drv_free(state);
+}
+
+static void gang_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
+{
+    const gang_state *g = state;
+    const drv_state *st = drv_ctx_state(c);
+    for (int32_t i = 0; i < n; i++) {
+        const drv_job *j = &st->jobs[jobs[i]];
+        int rc = drv_ctx_place_gang(c, jobs[i], j->target[DRV_ROLE_WORKER]);
+        if (rc < 0)
+            return;
+        if (rc == 0 && g->strict)
+            return;
+    }
+}
+
+const drv_plugin drv_plugin_gang = {
+    .name = "gang",
+    .doc = "admit: whole jobs at their requested size or not at all (Volcano gang)",
+    .init = gang_init,
+    .fini = gang_fini,
+    .admit = gang_admit,
+};
+
+/* ---- least-allocated / most-allocated ------------------------------------------------------ */
+
+/* Mean free share of the node's resources after placing the pod, 0..100. */
+static int free_share_after(const drv_ctx *c, int32_t pod, int32_t node)
+{
+    const drv_state *st = drv_ctx_state(c);
+    const drv_node *n = &st->nodes[node];
+    const drv_pod *p = &st->pods[pod];
+    drv_res after = drv_res_sub(drv_ctx_free(c, node), st->jobs[p->job].role[p->role].req);
+    double sum = 0;
+    int k = 0;
+    if (n->alloc.cpu > 0) {
+        sum += (double)after.cpu / (double)n->alloc.cpu;
+        k++;
+    }
+    if (n->alloc.mem > 0) {
+        sum += (double)after.mem / (double)n->alloc.mem;
+        k++;
+    }
+    if (n->alloc.gpu > 0) {
+        sum += (double)after.gpu / (double)n->alloc.gpu;
+        k++;
+    }
+    return k ? (int)(100.0 * sum / k) : 0;
+}
+
+static int least_alloc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
+{
+    (void)state;
+    return free_share_after(c, pod, node);
+}
+
+static int most_alloc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
+{
+    (void)state;
+    return 100 - free_share_after(c, pod, node);
+}
+
+const drv_plugin drv_plugin_least_allocated = {
+    .name = "least-allocated",
+    .doc = "score: prefer emptier nodes (spread; kube-scheduler default)",
+    .score = least_alloc_score,
+};
+
+const drv_plugin drv_plugin_most_allocated = {
+    .name = "most-allocated",
+    .doc = "score: prefer fuller nodes (bin-packing)",
+    .score = most_alloc_score,
+};

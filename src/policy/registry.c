@@ -1,0 +1,80 @@
+/*
+ * registry.c - every plugin, and the built-in profiles as profile lines (format in policy.h).
+ * Adding a policy: write src/policy/<name>.c with its drv_plugin table, list it in `plugins`
+ * below, and give it a profile line in `profiles`.
+ */
+#include "drover/policy.h"
+
+#include <stdio.h>
+#include <string.h>
+
+extern const drv_plugin drv_plugin_fifo, drv_plugin_pod_by_pod, drv_plugin_gang,
+    drv_plugin_least_allocated, drv_plugin_most_allocated;
+
+static const drv_plugin *const plugins[] = {
+    &drv_plugin_fifo,           &drv_plugin_pod_by_pod,
+    &drv_plugin_gang,           &drv_plugin_least_allocated,
+    &drv_plugin_most_allocated,
+};
+
+const drv_plugin *const *drv_plugins(int *n)
+{
+    *n = (int)(sizeof plugins / sizeof plugins[0]);
+    return plugins;
+}
+
+const drv_plugin *drv_plugin_find(const char *name)
+{
+    int n;
+    const drv_plugin *const *ps = drv_plugins(&n);
+    for (int i = 0; i < n; i++)
+        if (strcmp(ps[i]->name, name) == 0)
+            return ps[i];
+    return NULL;
+}
+
+static const struct {
+    const char *name, *doc, *line;
+} profiles[] = {
+    {"k8s-default", "default kube-scheduler: pods one at a time, spread, no gang",
+     "gang=false period=1 queue_order=fifo admit=pod-by-pod score=least-allocated"},
+    {"gang-fifo", "whole-job admission in FIFO order, no elasticity (Volcano gang + FIFO)",
+     "gang=true period=1 queue_order=fifo admit=gang score=least-allocated"},
+};
+
+int drv_profile_builtin_count(void)
+{
+    return (int)(sizeof profiles / sizeof profiles[0]);
+}
+
+const char *drv_profile_builtin_name(int i)
+{
+    return profiles[i].name;
+}
+
+const char *drv_profile_builtin_line(int i)
+{
+    return profiles[i].line;
+}
+
+const char *drv_profile_builtin_doc(int i)
+{
+    return profiles[i].doc;
+}
+
+int drv_profile_builtin(const char *name, drv_profile *out, drv_diag *d)
+{
+    for (int i = 0; i < drv_profile_builtin_count(); i++)
+        if (strcmp(profiles[i].name, name) == 0) {
+            int rc = drv_profile_parse(name, profiles[i].line, out, d);
+            if (!rc)
+                snprintf(out->doc, sizeof out->doc, "%s", profiles[i].doc);
+            return rc;
+        }
+    char known[512] = "";
+    for (int i = 0; i < drv_profile_builtin_count(); i++) {
+        strncat(known, i ? ", " : "", sizeof known - strlen(known) - 1);
+        strncat(known, profiles[i].name, sizeof known - strlen(known) - 1);
+    }
+    return drv_fail(d, DRV_ENOENT, "unknown policy '%s' (known: %s)", name, known);
+}

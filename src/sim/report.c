@@ -1,0 +1,238 @@
+/*
+ * report.c - what a run shows: the comparison table, JSON and CSV summaries, and the per-run
+ * files written to --out (per-job results and the cluster's time series, which the plotting
+ * and report tools read).
+ */
+#include "drover/sim.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <string.h>
+
+static void cell_min(FILE *f, int width, double seconds)
+{
+    if (isfinite(seconds))
+        fprintf(f, " %*.1f", width, seconds / 60.0);
+    else
+        fprintf(f, " %*s", width, "-");
+}
+
+void drv_report_table(FILE *f, const drv_summary *v, int n)
+{
+    int w = 8;
+    for (int i = 0; i < n; i++)
+        if ((int)strlen(v[i].policy) > w)
+            w = (int)strlen(v[i].policy);
+    fprintf(f, "%-*s %9s %8s %8s %8s %8s %9s %8s %6s %6s %6s %7s %6s %6s\n", w, "policy", "done",
+            "avgJCT", "p50JCT", "p95JCT", "p99JCT", "makespan", "avgWait", "util%", "useful",
+            "wasted", "preempt", "migr", "scale");
+    fprintf(f, "%-*s %9s %8s %8s %8s %8s %9s %8s %6s %6s %6s %7s %6s %6s\n", w, "", "", "(min)",
+            "(min)", "(min)", "(min)", "(min)", "(min)", "cpu", "cpu", "cpu", "", "", "");
+    bool unfinished = false;
+    for (int i = 0; i < n; i++) {
+        const drv_summary *s = &v[i];
+        char done[24];
+        snprintf(done, sizeof done, "%d/%d%s", s->done, s->jobs, s->done < s->jobs ? "*" : "");
+        unfinished |= s->done < s->jobs;
+        fprintf(f, "%-*s %9s", w, s->policy, done);
+        cell_min(f, 8, s->avg_jct);
+        cell_min(f, 8, s->p50_jct);
+        cell_min(f, 8, s->p95_jct);
+        cell_min(f, 8, s->p99_jct);
+        cell_min(f, 9, s->makespan);
+        cell_min(f, 8, s->avg_wait);
+        fprintf(f, " %6.1f %6.1f %6.1f %7lld %6lld %6lld\n", 100 * s->cpu_util, 100 * s->cpu_useful,
+                100 * s->cpu_wasted, (long long)s->preemptions, (long long)s->migrations,
+                (long long)s->scales);
+    }
+    if (!unfinished)
+        return;
+    fprintf(f, "\n* JCT and makespan cover finished jobs only.\n");
+    for (int i = 0; i < n; i++)
+        if (v[i].stuck > 0)
+            fprintf(f,
+                    "  %s: %d job(s) never finished; at the end (t=%.1f min) jobs that could not "
+                    "start held %.0f%% of the CPU%s\n",
+                    v[i].policy, v[i].stuck, v[i].end / 60.0, 100 * v[i].stuck_cpu,
+                    v[i].stuck_cpu > 0 ? " (partly placed jobs deadlocked)" : "");
+}
+
+static json_t *num(double x)
+{
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
+static json_t *summary_json(const drv_summary *s)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "policy", json_string(s->policy));
+    json_object_set_new(o, "jobs", json_integer(s->jobs));
+    json_object_set_new(o, "done", json_integer(s->done));
+    json_object_set_new(o, "avg_jct_s", num(s->avg_jct));
+    json_object_set_new(o, "p50_jct_s", num(s->p50_jct));
+    json_object_set_new(o, "p95_jct_s", num(s->p95_jct));
+    json_object_set_new(o, "p99_jct_s", num(s->p99_jct));
+    json_object_set_new(o, "makespan_s", num(s->makespan));
+    json_object_set_new(o, "avg_wait_s", num(s->avg_wait));
+    json_object_set_new(o, "cpu_util", num(s->cpu_util));
+    json_object_set_new(o, "cpu_useful", num(s->cpu_useful));
+    json_object_set_new(o, "cpu_wasted", num(s->cpu_wasted));
+    json_object_set_new(o, "gpu_util", num(s->gpu_util));
+    json_object_set_new(o, "gpu_useful", num(s->gpu_useful));
+    json_object_set_new(o, "gpu_wasted", num(s->gpu_wasted));
+    json_object_set_new(o, "preemptions", json_integer(s->preemptions));
+    json_object_set_new(o, "migrations", json_integer(s->migrations));
+    json_object_set_new(o, "restarts", json_integer(s->restarts));
+    json_object_set_new(o, "scales", json_integer(s->scales));
+    json_object_set_new(o, "resizes", json_integer(s->resizes));
+    json_object_set_new(o, "cycles", json_integer(s->cycles));
+    json_object_set_new(o, "events", json_integer(s->events));
+    json_object_set_new(o, "decisions", json_integer(s->decisions));
+    json_object_set_new(o, "stuck", json_integer(s->stuck));
+    json_object_set_new(o, "stuck_cpu", num(s->stuck_cpu));
+    json_object_set_new(o, "end_s", num(s->end));
+    return o;
+}
+
+int drv_report_json(FILE *f, const drv_summary *v, int n)
+{
+    json_t *arr = json_array();
+    if (!arr)
+        return DRV_ENOMEM;
+    for (int i = 0; i < n; i++) {
+        json_t *o = summary_json(&v[i]);
+        if (!o || json_array_append_new(arr, o) != 0) {
+            json_decref(arr);
+            return DRV_ENOMEM;
+        }
+    }
+    int rc = json_dumpf(arr, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    fputc('\n', f);
+    json_decref(arr);
+    return rc ? DRV_EIO : 0;
+}
+
+static void csv_num(FILE *f, double x)
+{
+    if (isfinite(x))
+        fprintf(f, ",%.6g", x);
+    else
+        fputs(",", f);
+}
+
+void drv_report_csv(FILE *f, const drv_summary *v, int n)
+{
+    fputs("policy,jobs,done,avg_jct_s,p50_jct_s,p95_jct_s,p99_jct_s,makespan_s,avg_wait_s,"
+          "cpu_util,cpu_useful,cpu_wasted,gpu_util,gpu_useful,gpu_wasted,preemptions,migrations,"
+          "restarts,scales,resizes\n",
+          f);
+    for (int i = 0; i < n; i++) {
+        const drv_summary *s = &v[i];
+        fprintf(f, "%s,%d,%d", s->policy, s->jobs, s->done);
+        double xs[] = {s->avg_jct,    s->p50_jct,  s->p95_jct,    s->p99_jct,
+                       s->makespan,   s->avg_wait, s->cpu_util,   s->cpu_useful,
+                       s->cpu_wasted, s->gpu_util, s->gpu_useful, s->gpu_wasted};
+        for (size_t k = 0; k < sizeof xs / sizeof xs[0]; k++)
+            csv_num(f, xs[k]);
+        fprintf(f, ",%lld,%lld,%lld,%lld,%lld\n", (long long)s->preemptions,
+                (long long)s->migrations, (long long)s->restarts, (long long)s->scales,
+                (long long)s->resizes);
+    }
+}
+
+/* Opens dir/name.tmp for writing; finish() renames it into place. */
+static FILE *begin(const char *dir, const char *name, char *tmp, char *final, size_t n, drv_diag *d)
+{
+    snprintf(final, n, "%s/%s", dir, name);
+    snprintf(tmp, n, "%s/.%s.tmp", dir, name);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        drv_fail(d, DRV_EIO, "%s: cannot write: %s", tmp, strerror(errno));
+    return f;
+}
+
+static int finish(FILE *f, const char *tmp, const char *final, drv_diag *d)
+{
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        remove(tmp);
+        return drv_fail(d, DRV_EIO, "%s: write failed", final);
+    }
+    if (rename(tmp, final) != 0) {
+        remove(tmp);
+        return drv_fail(d, DRV_EIO, "%s: cannot rename into place: %s", final, strerror(errno));
+    }
+    return 0;
+}
+
+int drv_report_summary_files(const char *dir, const drv_summary *v, int n, drv_diag *d)
+{
+    char tmp[4096], final[4096];
+    FILE *f = begin(dir, "summary.json", tmp, final, sizeof tmp, d);
+    if (!f)
+        return DRV_EIO;
+    int rc = drv_report_json(f, v, n);
+    if ((rc = finish(f, tmp, final, d)) != 0)
+        return rc;
+    f = begin(dir, "summary.csv", tmp, final, sizeof tmp, d);
+    if (!f)
+        return DRV_EIO;
+    drv_report_csv(f, v, n);
+    return finish(f, tmp, final, d);
+}
+
+int drv_report_run_files(const char *dir, const drv_sim *s, drv_diag *d)
+{
+    char tmp[4096], final[4096], name[128];
+    const drv_state *st = drv_sim_state(s);
+    const char *policy = drv_sim_policy(s);
+    snprintf(name, sizeof name, "jobs-%s.csv", policy);
+    FILE *f = begin(dir, name, tmp, final, sizeof tmp, d);
+    if (!f)
+        return DRV_EIO;
+    int32_t n;
+    const drv_jobresult *r = drv_sim_jobs(s, &n);
+    fputs("job,user,model,ps,workers_requested,workers_last,submit_s,start_s,end_s,wait_s,jct_s,"
+          "restarts,migrations,preemptions\n",
+          f);
+    for (int32_t i = 0; i < n; i++) {
+        const drv_job *j = &st->jobs[i];
+        fprintf(f, "%s,%s,%d,%d,%d,%d,%.3f", drv_strtab_str(st->names, j->name),
+                drv_strtab_str(st->names, j->user), j->model, j->role[DRV_ROLE_PS].replicas,
+                j->role[DRV_ROLE_WORKER].replicas, r[i].workers, r[i].submit);
+        if (r[i].start >= 0)
+            fprintf(f, ",%.3f", r[i].start);
+        else
+            fputs(",", f);
+        if (r[i].end >= 0)
+            fprintf(f, ",%.3f", r[i].end);
+        else
+            fputs(",", f);
+        if (r[i].start >= 0)
+            fprintf(f, ",%.3f", r[i].start - r[i].submit);
+        else
+            fputs(",", f);
+        if (r[i].end >= 0)
+            fprintf(f, ",%.3f", r[i].end - r[i].submit);
+        else
+            fputs(",", f);
+        fprintf(f, ",%d,%d,%d\n", r[i].restarts, r[i].migrations, r[i].preemptions);
+    }
+    int rc = finish(f, tmp, final, d);
+    if (rc)
+        return rc;
+    snprintf(name, sizeof name, "timeline-%s.csv", policy);
+    f = begin(dir, name, tmp, final, sizeof tmp, d);
+    if (!f)
+        return DRV_EIO;
+    int32_t nt;
+    const drv_tick *t = drv_sim_ticks(s, &nt);
+    fputs("t_s,cpu_used_m,cpu_useful_m,gpu_used,gpu_useful,pending_jobs,running_jobs\n", f);
+    for (int32_t i = 0; i < nt; i++)
+        fprintf(f, "%.3f,%.0f,%.0f,%.0f,%.0f,%d,%d\n", t[i].t, t[i].cpu_used, t[i].cpu_useful,
+                t[i].gpu_used, t[i].gpu_useful, t[i].pending, t[i].running);
+    return finish(f, tmp, final, d);
+}

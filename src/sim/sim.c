@@ -1,0 +1,701 @@
+/*
+ * sim.c - the discrete-event simulator: a virtual clock, a binary-heap event queue and the
+ * model of what decisions do to jobs over time. docs/simulator.md describes it for users.
+ *
+ * Events: ARRIVAL (a job is submitted), CYCLE (the scheduler runs), STARTED (a complete gang's
+ * containers are up, after the pod-start latency or a restart pause), COMPLETE (a job reaches
+ * its target). Event order is (time, sequence number), so ties resolve in insertion order and
+ * a run is deterministic.
+ *
+ * Progress is piecewise linear: a running job advances at `rate` worker-steps per second, given
+ * by the performance model for its current placement. Whenever anything that can change a rate
+ * happens (a cycle's decisions, a completion), running jobs are advanced to `now`, the change
+ * is applied, rates are recomputed and completions rescheduled. A stale STARTED or COMPLETE
+ * event is recognised by its generation number and ignored, so nothing is ever removed from
+ * the heap.
+ *
+ * Cycles are event-driven: a cycle is requested when something changed (an arrival, a
+ * completion, a container start) and runs at the next multiple of the profile's period. Only a
+ * profile with time-driven points (scale, reallocate, migrate) also ticks every period while
+ * jobs are live. Idle stretches of a trace therefore cost nothing.
+ */
+#include "drover/sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { EV_ARRIVAL, EV_CYCLE, EV_STARTED, EV_COMPLETE };
+
+typedef struct event {
+    double t;
+    uint64_t seq;
+    int32_t kind;
+    int32_t job;
+    uint32_t gen;
+} event;
+
+typedef struct jobsim {
+    double rate;      /* worker-steps per second while RUNNING */
+    double upd_t;     /* time of the last progress update */
+    uint32_t gen;     /* bumps on every phase change: stale events are dropped */
+    uint32_t touched; /* cycle stamp of the last decision touching this job */
+    bool restart;     /* a decision this cycle requires a checkpoint-restart */
+    int64_t nsamples;
+    drv_res held;   /* resources of the job's bound pods */
+    int32_t runpos; /* index in drv_sim.runl while RUNNING, else -1 */
+} jobsim;
+
+struct drv_sim {
+    const drv_cluster_spec *cluster;
+    const drv_workload *wl;
+    const drv_catalogue *cat;
+    drv_sim_config cfg;
+    drv_state st;
+    drv_sched *sched;
+    bool periodic; /* the profile has time-driven points */
+    bool gang;
+    double period;
+
+    event *heap;
+    int32_t nheap, cap_heap;
+    uint64_t seq;
+    double now;
+    bool cycle_pending;
+
+    jobsim *js;
+    drv_jobresult *res;
+    drv_decisions dec;
+    uint32_t cycle_no;
+    int32_t *touched;
+    int32_t ntouched, cap_touched;
+    int32_t *runl; /* jobs in phase RUNNING, in no particular order */
+    int32_t nrun;
+
+    /* accounting */
+    int32_t live;        /* submitted, not done */
+    int32_t running;     /* STARTING, RUNNING or RESTARTING */
+    drv_res held_useful; /* held by jobs whose gang is complete */
+    drv_res held_wasted; /* held by PENDING jobs (incomplete gangs) */
+    double last_t;
+    double area_cpu_used, area_cpu_useful, area_gpu_used, area_gpu_useful;
+    drv_res capacity;
+    int64_t events, cycles, decisions, preemptions, migrations, restarts, scales, resizes;
+    drv_tick *ticks;
+    int32_t nticks, cap_ticks;
+};
+
+/* ---- event heap --------------------------------------------------------------------------- */
+
+static bool ev_before(const event *a, const event *b)
+{
+    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+static int push_event(drv_sim *s, double t, int kind, int32_t job, uint32_t gen)
+{
+    if (drv_grow(&s->heap, sizeof *s->heap, &s->cap_heap, s->nheap + 1) != 0)
+        return DRV_ENOMEM;
+    event e = {t, s->seq++, kind, job, gen};
+    int32_t i = s->nheap++;
+    while (i > 0) {
+        int32_t p = (i - 1) / 2;
+        if (!ev_before(&e, &s->heap[p]))
+            break;
+        s->heap[i] = s->heap[p];
+        i = p;
+    }
+    s->heap[i] = e;
+    return 0;
+}
+
+static event pop_event(drv_sim *s)
+{
+    event top = s->heap[0];
+    event last = s->heap[--s->nheap];
+    int32_t i = 0, n = s->nheap;
+    for (;;) {
+        int32_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && ev_before(&s->heap[c + 1], &s->heap[c]))
+            c++;
+        if (!ev_before(&s->heap[c], &last))
+            break;
+        s->heap[i] = s->heap[c];
+        i = c;
+    }
+    if (n > 0)
+        s->heap[i] = last;
+    return top;
+}
+
+/* ---- accounting --------------------------------------------------------------------------- */
+
+static bool is_useful_phase(int phase)
+{
+    return phase == DRV_JOB_STARTING || phase == DRV_JOB_RUNNING || phase == DRV_JOB_RESTARTING;
+}
+
+static void integrate(drv_sim *s, double t)
+{
+    double dt = t - s->last_t;
+    if (dt > 0) {
+        drv_res used = drv_res_add(s->held_useful, s->held_wasted);
+        s->area_cpu_used += (double)used.cpu * dt;
+        s->area_cpu_useful += (double)s->held_useful.cpu * dt;
+        s->area_gpu_used += (double)used.gpu * dt;
+        s->area_gpu_useful += (double)s->held_useful.gpu * dt;
+    }
+    s->last_t = t;
+}
+
+static int record_tick(drv_sim *s)
+{
+    if (drv_grow(&s->ticks, sizeof *s->ticks, &s->cap_ticks, s->nticks + 1) != 0)
+        return DRV_ENOMEM;
+    drv_res used = drv_res_add(s->held_useful, s->held_wasted);
+    drv_tick tk = {s->now,           (double)used.cpu,           (double)s->held_useful.cpu,
+                   (double)used.gpu, (double)s->held_useful.gpu, s->live - s->running,
+                   s->running};
+    if (s->nticks > 0 && s->ticks[s->nticks - 1].t == s->now)
+        s->ticks[s->nticks - 1] = tk;
+    else
+        s->ticks[s->nticks++] = tk;
+    return 0;
+}
+
+static drv_res *bucket(drv_sim *s, int32_t job)
+{
+    return is_useful_phase(s->st.jobs[job].phase) ? &s->held_useful : &s->held_wasted;
+}
+
+static void set_phase(drv_sim *s, int32_t job, int phase)
+{
+    drv_job *j = &s->st.jobs[job];
+    jobsim *x = &s->js[job];
+    bool was_running = is_useful_phase(j->phase);
+    *bucket(s, job) = drv_res_sub(*bucket(s, job), x->held);
+    if (j->phase == DRV_JOB_RUNNING && phase != DRV_JOB_RUNNING) {
+        int32_t last = s->runl[--s->nrun];
+        s->runl[x->runpos] = last;
+        s->js[last].runpos = x->runpos;
+        x->runpos = -1;
+    } else if (j->phase != DRV_JOB_RUNNING && phase == DRV_JOB_RUNNING) {
+        x->runpos = s->nrun;
+        s->runl[s->nrun++] = job;
+    }
+    j->phase = phase;
+    *bucket(s, job) = drv_res_add(*bucket(s, job), x->held);
+    s->running += (int)is_useful_phase(phase) - (int)was_running;
+    x->gen++;
+}
+
+static void sim_bind(drv_sim *s, int32_t pod, int32_t node)
+{
+    int32_t job = s->st.pods[pod].job;
+    drv_res req = s->st.jobs[job].role[s->st.pods[pod].role].req;
+    drv_state_bind(&s->st, pod, node);
+    s->js[job].held = drv_res_add(s->js[job].held, req);
+    *bucket(s, job) = drv_res_add(*bucket(s, job), req);
+}
+
+static void sim_unbind(drv_sim *s, int32_t pod)
+{
+    if (s->st.pods[pod].node < 0)
+        return;
+    int32_t job = s->st.pods[pod].job;
+    drv_res req = s->st.jobs[job].role[s->st.pods[pod].role].req;
+    drv_state_unbind(&s->st, pod);
+    s->js[job].held = drv_res_sub(s->js[job].held, req);
+    *bucket(s, job) = drv_res_sub(*bucket(s, job), req);
+}
+
+/* ---- progress ----------------------------------------------------------------------------- */
+
+static const drv_family *family(const drv_sim *s, int32_t job)
+{
+    return &s->cat->v[s->st.jobs[job].model];
+}
+
+/* Brings a job's progress up to now at its current rate. */
+static void advance(drv_sim *s, int32_t job)
+{
+    drv_job *j = &s->st.jobs[job];
+    jobsim *x = &s->js[job];
+    double dt = s->now - x->upd_t;
+    if (j->phase == DRV_JOB_RUNNING && dt > 0) {
+        j->steps += x->rate * dt;
+        if (j->steps > j->steps_total)
+            j->steps = j->steps_total;
+        j->loss = drv_loss(family(s, job), j->steps);
+        j->attained += dt * (double)(x->held.gpu > 0 ? x->held.gpu * 1000 : x->held.cpu) / 1000.0;
+    }
+    x->upd_t = s->now;
+}
+
+static void sample(drv_sim *s, int32_t job)
+{
+    drv_job *j = &s->st.jobs[job];
+    jobsim *x = &s->js[job];
+    double obs = drv_loss_observed(family(s, job), j->steps, s->cfg.seed, job, x->nsamples++);
+    drv_job_add_sample(j, (drv_sample){s->now, j->steps, obs});
+}
+
+/* Recomputes a running job's rate and (re)schedules its completion. */
+static int reschedule(drv_sim *s, int32_t job)
+{
+    drv_job *j = &s->st.jobs[job];
+    jobsim *x = &s->js[job];
+    drv_step st = drv_model_step(family(s, job), &s->cluster->net, &s->st, job);
+    if (st.rate == x->rate && x->rate > 0)
+        return 0;
+    x->rate = st.rate;
+    x->gen++;
+    if (x->rate <= 0)
+        return 0;
+    double left = j->steps_total - j->steps;
+    return push_event(s, s->now + (left > 0 ? left / x->rate : 0), EV_COMPLETE, job, x->gen);
+}
+
+/* ---- the cycle and its decisions ---------------------------------------------------------- */
+
+static int request_cycle(drv_sim *s)
+{
+    if (s->cycle_pending)
+        return 0;
+    s->cycle_pending = true;
+    double t = ceil(s->now / s->period) * s->period;
+    if (t < s->now)
+        t = s->now;
+    return push_event(s, t, EV_CYCLE, -1, 0);
+}
+
+static int touch(drv_sim *s, int32_t job)
+{
+    if (s->js[job].touched == s->cycle_no)
+        return 0;
+    s->js[job].touched = s->cycle_no;
+    s->js[job].restart = false;
+    if (drv_grow(&s->touched, sizeof *s->touched, &s->cap_touched, s->ntouched + 1) != 0)
+        return DRV_ENOMEM;
+    s->touched[s->ntouched++] = job;
+    return 0;
+}
+
+/* After a cycle's decisions: move each touched job to the phase its pods now allow. */
+static int settle(drv_sim *s, int32_t job)
+{
+    drv_job *j = &s->st.jobs[job];
+    jobsim *x = &s->js[job];
+    if (j->phase == DRV_JOB_DONE || j->phase == DRV_JOB_FUTURE)
+        return 0;
+    if (!drv_job_complete(j) || drv_job_wanted(j) == 0) {
+        if (j->phase != DRV_JOB_PENDING) {
+            set_phase(s, job, DRV_JOB_PENDING);
+            x->rate = 0;
+        }
+        return 0;
+    }
+    if (j->phase == DRV_JOB_PENDING || x->restart) {
+        bool resumed = j->start >= 0 || j->steps > 0;
+        if (resumed) {
+            j->restarts++;
+            s->restarts++;
+        }
+        set_phase(s, job, resumed ? DRV_JOB_RESTARTING : DRV_JOB_STARTING);
+        x->rate = 0;
+        double pause = resumed ? s->cluster->timing.restart : s->cluster->timing.pod_start;
+        return push_event(s, s->now + pause, EV_STARTED, job, x->gen);
+    }
+    return 0;
+}
+
+static int apply(drv_sim *s)
+{
+    int rc = 0;
+    s->ntouched = 0;
+    /* Bring every running job to now before rates can change. */
+    for (int32_t k = 0; k < s->nrun; k++)
+        advance(s, s->runl[k]);
+    for (int32_t i = 0; i < s->dec.n && !rc; i++) {
+        const drv_decision *x = &s->dec.v[i];
+        rc = touch(s, x->job);
+        if (rc)
+            break;
+        switch (x->kind) {
+        case DRV_BIND:
+            sim_bind(s, x->pod, x->node);
+            break;
+        case DRV_EVICT:
+            sim_unbind(s, x->pod);
+            s->js[x->job].restart = true;
+            if (x->reason == DRV_REASON_PREEMPT) {
+                s->st.jobs[x->job].preemptions++;
+                s->preemptions++;
+            }
+            break;
+        case DRV_SCALE:
+            drv_state_set_workers(&s->st, x->job, (int32_t)x->value);
+            s->js[x->job].restart = true;
+            s->scales++;
+            break;
+        case DRV_RESIZE:
+            drv_state_set_cpu_limit(&s->st, x->pod, x->value);
+            s->resizes++;
+            break;
+        case DRV_MIGRATE:
+            sim_unbind(s, x->pod);
+            sim_bind(s, x->pod, x->node);
+            s->js[x->job].restart = true;
+            s->st.jobs[x->job].migrations++;
+            s->migrations++;
+            break;
+        default:
+            break;
+        }
+    }
+    for (int32_t i = 0; i < s->ntouched && !rc; i++)
+        rc = settle(s, s->touched[i]);
+    /* Placement and limits changed: every running job's rate may have too. */
+    for (int32_t k = 0; k < s->nrun && !rc; k++)
+        rc = reschedule(s, s->runl[k]);
+    return rc;
+}
+
+static int run_cycle(drv_sim *s, drv_diag *d)
+{
+    s->cycle_pending = false;
+    s->cycles++;
+    s->cycle_no++;
+    if (s->periodic)
+        for (int32_t k = 0; k < s->nrun; k++) {
+            advance(s, s->runl[k]);
+            sample(s, s->runl[k]);
+        }
+    s->dec.n = 0;
+    drv_snapshot snap = {&s->st, s->now};
+    int rc = drv_sched_cycle(s->sched, &snap, &s->dec);
+    if (rc)
+        return drv_fail(d, rc, "scheduling cycle at t=%.3f: %s", s->now, drv_strerror(rc));
+    s->decisions += s->dec.n;
+    if (s->dec.n > 0 && (rc = apply(s)) != 0)
+        return drv_fail(d, rc, "applying decisions at t=%.3f: %s", s->now, drv_strerror(rc));
+    if (s->cfg.check) {
+        drv_diag cd;
+        rc = drv_state_check(&s->st, s->gang, &cd);
+        if (rc)
+            return drv_fail(d, rc, "after the cycle at t=%.3f (policy %s): %s", s->now,
+                            drv_sched_profile(s->sched)->name, cd.msg);
+    }
+    if (s->periodic && s->live > 0) {
+        s->cycle_pending = true;
+        rc = push_event(s, s->now + s->period, EV_CYCLE, -1, 0);
+    }
+    return rc;
+}
+
+/* ---- lifecycle ---------------------------------------------------------------------------- */
+
+int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_catalogue *cat,
+                const drv_profile *prof, const drv_sim_config *cfg, drv_sim **out, drv_diag *d)
+{
+    drv_sim *s = drv_calloc(1, sizeof *s);
+    if (!s)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    s->cluster = c;
+    s->wl = w;
+    s->cat = cat;
+    s->cfg = *cfg;
+    drv_decisions_init(&s->dec);
+    int rc = drv_state_init(&s->st);
+    if (rc) {
+        drv_sim_free(s);
+        return drv_fail(d, rc, "out of memory");
+    }
+    drv_res biggest = {0, 0, 0};
+    for (int32_t i = 0; i < c->n && !rc; i++) {
+        rc = drv_state_add_node(&s->st, c->nodes[i].name, c->nodes[i].alloc, c->nodes[i].zone,
+                                c->nodes[i].rack, NULL);
+        s->capacity = drv_res_add(s->capacity, c->nodes[i].alloc);
+        if (c->nodes[i].alloc.cpu > biggest.cpu)
+            biggest.cpu = c->nodes[i].alloc.cpu;
+        if (c->nodes[i].alloc.mem > biggest.mem)
+            biggest.mem = c->nodes[i].alloc.mem;
+        if (c->nodes[i].alloc.gpu > biggest.gpu)
+            biggest.gpu = c->nodes[i].alloc.gpu;
+    }
+    if (rc) {
+        drv_sim_free(s);
+        return drv_fail(d, rc, "cluster: %s", drv_strerror(rc));
+    }
+    s->js = drv_calloc((size_t)w->n + 1, sizeof *s->js);
+    s->res = drv_calloc((size_t)w->n + 1, sizeof *s->res);
+    s->runl = drv_calloc((size_t)w->n + 1, sizeof *s->runl);
+    if (!s->js || !s->res || !s->runl) {
+        drv_sim_free(s);
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    }
+    for (int32_t i = 0; i < w->n; i++) {
+        const drv_jobspec *js = &w->jobs[i];
+        for (int r = 0; r < DRV_NROLES; r++) {
+            const drv_res *q = &js->role[r].req;
+            if (js->role[r].max > 0 && !drv_res_fits(*q, biggest)) {
+                drv_sim_free(s);
+                return drv_fail(d, DRV_EINVAL,
+                                "job %s: a %s pod (cpu %lldm, memory %lld, gpu %lld) fits on no "
+                                "node of the cluster",
+                                js->name, drv_role_name(r), (long long)q->cpu, (long long)q->mem,
+                                (long long)q->gpu);
+            }
+        }
+        drv_job t;
+        memset(&t, 0, sizeof t);
+        t.name = drv_strtab_intern(s->st.names, js->name);
+        t.user = drv_strtab_intern(s->st.names, js->user);
+        t.queue = drv_strtab_intern(s->st.names, js->queue);
+        t.priority = js->priority;
+        t.user_priority = js->user_priority;
+        t.model = js->model;
+        t.submit = js->submit;
+        memcpy(t.role, js->role, sizeof t.role);
+        t.phase = DRV_JOB_FUTURE;
+        const drv_family *f = &cat->v[js->model];
+        double k = drv_steps_to_loss(f, js->target_loss);
+        if (js->max_steps > 0 && js->max_steps < k)
+            k = js->max_steps;
+        t.steps_total = isfinite(k) ? k : 1e12;
+        t.loss = drv_loss(f, 0);
+        if (t.name < 0 || t.user < 0 || t.queue < 0 ||
+            (rc = drv_state_add_job(&s->st, &t, NULL)) != 0 ||
+            (rc = push_event(s, js->submit, EV_ARRIVAL, i, 0)) != 0) {
+            drv_sim_free(s);
+            return drv_fail(d, DRV_ENOMEM, "out of memory");
+        }
+        s->res[i] = (drv_jobresult){js->submit, -1, -1, 0, 0, 0, 0};
+        s->js[i].runpos = -1;
+    }
+    rc = drv_sched_new(prof, &s->sched, d);
+    if (rc) {
+        drv_sim_free(s);
+        return rc;
+    }
+    s->gang = prof->gang;
+    s->period = prof->period > 0 ? prof->period : 1.0;
+    s->periodic =
+        prof->nuse[DRV_PT_SCALE] + prof->nuse[DRV_PT_REALLOCATE] + prof->nuse[DRV_PT_MIGRATE] > 0;
+    *out = s;
+    return 0;
+}
+
+void drv_sim_free(drv_sim *s)
+{
+    if (!s)
+        return;
+    drv_sched_free(s->sched);
+    drv_state_fini(&s->st);
+    drv_decisions_fini(&s->dec);
+    drv_free(s->heap);
+    drv_free(s->js);
+    drv_free(s->res);
+    drv_free(s->touched);
+    drv_free(s->runl);
+    drv_free(s->ticks);
+    drv_free(s);
+}
+
+static int on_complete(drv_sim *s, int32_t job)
+{
+    drv_job *j = &s->st.jobs[job];
+    advance(s, job);
+    j->steps = j->steps_total;
+    j->loss = drv_loss(family(s, job), j->steps);
+    sample(s, job);
+    s->res[job].end = s->now;
+    s->res[job].workers = j->bound[DRV_ROLE_WORKER];
+    bool overcommitted = false;
+    for (int32_t k = 0; k < j->pod_count; k++) {
+        const drv_pod *p = &s->st.pods[j->pod_base + k];
+        if (p->node >= 0 && s->st.nodes[p->node].cpu_limit > s->st.nodes[p->node].alloc.cpu)
+            overcommitted = true;
+        sim_unbind(s, j->pod_base + k);
+    }
+    set_phase(s, job, DRV_JOB_DONE);
+    j->end = s->now;
+    s->live--;
+    /* Freed capacity speeds up nobody by itself, but co-located jobs' CPU shares change when
+     * limits were overcommitted on a node the job left: then recompute rates. */
+    for (int32_t k = 0; overcommitted && k < s->nrun; k++) {
+        advance(s, s->runl[k]);
+        int rc = reschedule(s, s->runl[k]);
+        if (rc)
+            return rc;
+    }
+    return request_cycle(s);
+}
+
+int drv_sim_run(drv_sim *s, drv_diag *d)
+{
+    int rc = 0;
+    double horizon = s->cluster->timing.horizon;
+    while (s->nheap > 0 && !rc) {
+        event e = pop_event(s);
+        if (e.t > horizon)
+            break;
+        integrate(s, e.t);
+        s->now = e.t;
+        s->events++;
+        switch (e.kind) {
+        case EV_ARRIVAL: {
+            set_phase(s, e.job, DRV_JOB_PENDING);
+            s->js[e.job].upd_t = s->now;
+            s->live++;
+            rc = request_cycle(s);
+            break;
+        }
+        case EV_CYCLE:
+            rc = run_cycle(s, d);
+            if (rc)
+                return rc;
+            break;
+        case EV_STARTED: {
+            drv_job *j = &s->st.jobs[e.job];
+            if (e.gen != s->js[e.job].gen)
+                break;
+            set_phase(s, e.job, DRV_JOB_RUNNING);
+            s->js[e.job].upd_t = s->now;
+            s->js[e.job].rate = 0;
+            if (j->start < 0) {
+                j->start = s->now;
+                s->res[e.job].start = s->now;
+            }
+            rc = reschedule(s, e.job);
+            if (!rc && s->periodic)
+                sample(s, e.job);
+            break;
+        }
+        case EV_COMPLETE:
+            if (e.gen != s->js[e.job].gen || s->st.jobs[e.job].phase != DRV_JOB_RUNNING)
+                break;
+            rc = on_complete(s, e.job);
+            break;
+        default:
+            break;
+        }
+        if (!rc)
+            rc = record_tick(s);
+    }
+    if (rc && !d->msg[0])
+        drv_fail(d, rc, "simulation: %s", drv_strerror(rc));
+    for (int32_t i = 0; i < s->st.njobs; i++) {
+        const drv_job *j = &s->st.jobs[i];
+        s->res[i].restarts = j->restarts;
+        s->res[i].migrations = j->migrations;
+        s->res[i].preemptions = j->preemptions;
+    }
+    return rc;
+}
+
+/* ---- results ------------------------------------------------------------------------------ */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of sorted v[0..n). */
+static double pct(const double *v, int32_t n, double p)
+{
+    if (n == 0)
+        return NAN;
+    int32_t k = (int32_t)ceil(p / 100.0 * n) - 1;
+    return v[k < 0 ? 0 : k >= n ? n - 1 : k];
+}
+
+void drv_sim_summary(const drv_sim *s, drv_summary *o)
+{
+    memset(o, 0, sizeof *o);
+    snprintf(o->policy, sizeof o->policy, "%s", drv_sched_profile(s->sched)->name);
+    o->jobs = s->wl->n;
+    double *jct = drv_calloc((size_t)s->wl->n + 1, sizeof *jct);
+    double first = INFINITY, last = 0, wait = 0;
+    int32_t started = 0;
+    for (int32_t i = 0; i < s->wl->n; i++) {
+        const drv_jobresult *r = &s->res[i];
+        if (r->submit < first)
+            first = r->submit;
+        if (r->start >= 0) {
+            wait += r->start - r->submit;
+            started++;
+        }
+        if (r->end >= 0) {
+            if (jct)
+                jct[o->done] = r->end - r->submit;
+            o->done++;
+            if (r->end > last)
+                last = r->end;
+        }
+    }
+    if (jct && o->done > 0) {
+        double sum = 0;
+        for (int32_t i = 0; i < o->done; i++)
+            sum += jct[i];
+        qsort(jct, (size_t)o->done, sizeof *jct, cmp_double);
+        o->avg_jct = sum / o->done;
+        o->p50_jct = pct(jct, o->done, 50);
+        o->p95_jct = pct(jct, o->done, 95);
+        o->p99_jct = pct(jct, o->done, 99);
+    } else {
+        o->avg_jct = o->p50_jct = o->p95_jct = o->p99_jct = NAN;
+    }
+    drv_free(jct);
+    o->makespan = o->done > 0 ? last - first : NAN;
+    o->avg_wait = started ? wait / started : NAN;
+    /* Utilisation over the makespan window; unfinished runs use the time the run stopped. */
+    double span = (o->done == o->jobs ? last : s->last_t) - (isfinite(first) ? first : 0);
+    if (span > 0 && s->capacity.cpu > 0) {
+        o->cpu_util = s->area_cpu_used / (span * (double)s->capacity.cpu);
+        o->cpu_useful = s->area_cpu_useful / (span * (double)s->capacity.cpu);
+        o->cpu_wasted = o->cpu_util - o->cpu_useful;
+    }
+    if (span > 0 && s->capacity.gpu > 0) {
+        o->gpu_util = s->area_gpu_used / (span * (double)s->capacity.gpu);
+        o->gpu_useful = s->area_gpu_useful / (span * (double)s->capacity.gpu);
+        o->gpu_wasted = o->gpu_util - o->gpu_useful;
+    }
+    o->stuck = o->jobs - o->done;
+    o->stuck_cpu = s->capacity.cpu > 0 ? (double)s->held_wasted.cpu / (double)s->capacity.cpu : 0;
+    o->end = s->last_t;
+    o->preemptions = s->preemptions;
+    o->migrations = s->migrations;
+    o->restarts = s->restarts;
+    o->scales = s->scales;
+    o->resizes = s->resizes;
+    o->cycles = s->cycles;
+    o->events = s->events;
+    o->decisions = s->decisions;
+}
+
+const drv_jobresult *drv_sim_jobs(const drv_sim *s, int32_t *n)
+{
+    *n = s->wl->n;
+    return s->res;
+}
+
+const drv_tick *drv_sim_ticks(const drv_sim *s, int32_t *n)
+{
+    *n = s->nticks;
+    return s->ticks;
+}
+
+const drv_state *drv_sim_state(const drv_sim *s)
+{
+    return &s->st;
+}
+
+const char *drv_sim_policy(const drv_sim *s)
+{
+    return drv_sched_profile(s->sched)->name;
+}

@@ -1,0 +1,498 @@
+/*
+ * workload.c - cluster and workload files (docs/formats.md), and the synthetic generator
+ * behind the built-in scenario.
+ *
+ * Every field is read through src/conf, so a bad value is reported as
+ * "file:line: jobs[3].roles.worker.cpu: expected a CPU quantity ..." and unknown fields are
+ * refused (a typo must not silently fall back to a default).
+ */
+#include "drover/conf.h"
+#include "drover/sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define GiB (1024LL * 1024 * 1024)
+
+/* ---- cluster ------------------------------------------------------------------------------ */
+
+static void timing_default(drv_timing *t)
+{
+    t->pod_start = DRV_DEF_POD_START;
+    t->restart = DRV_DEF_RESTART;
+    t->horizon = DRV_DEF_HORIZON;
+}
+
+static void net_default(drv_netparams *n)
+{
+    n->intra_MBps = DRV_DEF_INTRA_MBPS;
+    n->inter_MBps = DRV_DEF_INTER_MBPS;
+    n->hop_s = DRV_DEF_HOP_S;
+}
+
+void drv_cluster_fini(drv_cluster_spec *c)
+{
+    drv_free(c->nodes);
+    memset(c, 0, sizeof *c);
+}
+
+static int add_nodespec(drv_cluster_spec *c, const char *name, const char *zone, const char *rack,
+                        drv_res alloc)
+{
+    if (drv_grow(&c->nodes, sizeof *c->nodes, &c->cap, c->n + 1) != 0)
+        return DRV_ENOMEM;
+    drv_nodespec *n = &c->nodes[c->n++];
+    memset(n, 0, sizeof *n);
+    snprintf(n->name, sizeof n->name, "%s", name);
+    snprintf(n->zone, sizeof n->zone, "%s", zone);
+    snprintf(n->rack, sizeof n->rack, "%s", rack);
+    n->alloc = alloc;
+    return 0;
+}
+
+void drv_cluster_default(drv_cluster_spec *c)
+{
+    memset(c, 0, sizeof *c);
+    net_default(&c->net);
+    timing_default(&c->timing);
+    for (int i = 0; i < 8; i++) {
+        char name[16], rack[16];
+        snprintf(name, sizeof name, "node-%d", i);
+        snprintf(rack, sizeof rack, "rack-%d", i / 4);
+        if (add_nodespec(c, name, "zone-a", rack, (drv_res){32000, 128 * GiB, 0}) != 0)
+            break; /* out of memory: caller sees fewer nodes; never happens at this size */
+    }
+}
+
+int drv_cluster_uniform(drv_cluster_spec *c, int32_t n, drv_res alloc)
+{
+    memset(c, 0, sizeof *c);
+    net_default(&c->net);
+    timing_default(&c->timing);
+    for (int32_t i = 0; i < n; i++) {
+        char name[32], rack[32];
+        snprintf(name, sizeof name, "node-%d", i);
+        snprintf(rack, sizeof rack, "rack-%d", i / 16);
+        if (add_nodespec(c, name, "zone-a", rack, alloc) != 0) {
+            drv_cluster_fini(c);
+            return DRV_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+/* Reads an optional scalar field; absent leaves *out unchanged. */
+#define OPT(getter, node, key, path, ...)                                                          \
+    do {                                                                                           \
+        drv_conf *f_ = drv_conf_get(node, key);                                                    \
+        if (f_ && (rc = getter(&doc, f_, path, __VA_ARGS__)) != 0)                                 \
+            goto out;                                                                              \
+    } while (0)
+
+static int copy_name(const drv_conf_doc *doc, drv_conf *c, const char *path, char *dst, size_t cap,
+                     drv_diag *d)
+{
+    const char *s;
+    int rc = drv_conf_str(doc, c, path, &s, d);
+    if (rc)
+        return rc;
+    if (!*s || strlen(s) >= cap)
+        return drv_fail(d, DRV_EINVAL, "%s:%d: %s: expected 1 to %zu characters", doc->file,
+                        c->line, path, cap - 1);
+    snprintf(dst, cap, "%s", s);
+    return 0;
+}
+
+int drv_cluster_load(drv_cluster_spec *out, const char *path, drv_diag *d)
+{
+    drv_conf_doc doc = {0};
+    drv_cluster_spec c;
+    memset(&c, 0, sizeof c);
+    net_default(&c.net);
+    timing_default(&c.timing);
+    int rc = drv_conf_load_file(&doc, path, d);
+    if (rc)
+        return rc;
+    char p[128];
+    if ((rc = drv_conf_expect(&doc, doc.root, DRV_CONF_MAP, "top level", d)) != 0)
+        goto out;
+    drv_conf *nodes = drv_conf_get(doc.root, "nodes");
+    if (!nodes) {
+        rc = drv_fail(d, DRV_EINVAL, "%s:1: nodes: missing (a cluster needs at least one node)",
+                      path);
+        goto out;
+    }
+    if ((rc = drv_conf_expect(&doc, nodes, DRV_CONF_SEQ, "nodes", d)) != 0)
+        goto out;
+    for (int32_t i = 0; i < nodes->nitems; i++) {
+        drv_conf *n = nodes->items[i];
+        snprintf(p, sizeof p, "nodes[%d]", i);
+        if ((rc = drv_conf_expect(&doc, n, DRV_CONF_MAP, p, d)) != 0)
+            goto out;
+        char name[40] = "", zone[32] = "", rack[32] = "";
+        int64_t count = 1, cpu = -1, mem = -1, gpu = 0;
+        drv_conf *f = drv_conf_get(n, "name");
+        snprintf(p, sizeof p, "nodes[%d].name", i);
+        if (!f) {
+            rc = drv_fail(d, DRV_EINVAL, "%s:%d: %s: missing", path, n->line, p);
+            goto out;
+        }
+        if ((rc = copy_name(&doc, f, p, name, sizeof name, d)) != 0)
+            goto out;
+        snprintf(p, sizeof p, "nodes[%d].count", i);
+        OPT(drv_conf_int, n, "count", p, 1, 100000, &count, d);
+        snprintf(p, sizeof p, "nodes[%d].cpu", i);
+        OPT(drv_conf_cpu, n, "cpu", p, &cpu, d);
+        snprintf(p, sizeof p, "nodes[%d].memory", i);
+        OPT(drv_conf_mem, n, "memory", p, &mem, d);
+        snprintf(p, sizeof p, "nodes[%d].gpu", i);
+        OPT(drv_conf_int, n, "gpu", p, 0, 1024, &gpu, d);
+        if (cpu <= 0 || mem <= 0) {
+            rc = drv_fail(d, DRV_EINVAL, "%s:%d: nodes[%d]: cpu and memory are required and > 0",
+                          path, n->line, i);
+            goto out;
+        }
+        if ((f = drv_conf_get(n, "zone"))) {
+            snprintf(p, sizeof p, "nodes[%d].zone", i);
+            if ((rc = copy_name(&doc, f, p, zone, sizeof zone, d)) != 0)
+                goto out;
+        }
+        if ((f = drv_conf_get(n, "rack"))) {
+            snprintf(p, sizeof p, "nodes[%d].rack", i);
+            if ((rc = copy_name(&doc, f, p, rack, sizeof rack, d)) != 0)
+                goto out;
+        }
+        snprintf(p, sizeof p, "nodes[%d]", i);
+        if ((rc = drv_conf_check_unused(&doc, n, p, d)) != 0)
+            goto out;
+        for (int64_t k = 0; k < count; k++) {
+            char full[64];
+            if (count > 1)
+                snprintf(full, sizeof full, "%s-%lld", name, (long long)k);
+            else
+                snprintf(full, sizeof full, "%s", name);
+            for (int32_t m = 0; m < c.n; m++)
+                if (strcmp(c.nodes[m].name, full) == 0) {
+                    rc = drv_fail(d, DRV_EEXIST, "%s:%d: nodes[%d].name: node '%s' defined twice",
+                                  path, n->line, i, full);
+                    goto out;
+                }
+            if (add_nodespec(&c, full, zone, rack, (drv_res){cpu, mem, gpu}) != 0) {
+                rc = drv_fail(d, DRV_ENOMEM, "%s: out of memory", path);
+                goto out;
+            }
+        }
+    }
+    drv_conf *net = drv_conf_get(doc.root, "network");
+    if (net) {
+        if ((rc = drv_conf_expect(&doc, net, DRV_CONF_MAP, "network", d)) != 0)
+            goto out;
+        OPT(drv_conf_double, net, "intraMBps", "network.intraMBps", 1, 1e9, &c.net.intra_MBps, d);
+        OPT(drv_conf_double, net, "interMBps", "network.interMBps", 1, 1e9, &c.net.inter_MBps, d);
+        OPT(drv_conf_double, net, "hopSeconds", "network.hopSeconds", 0, 10, &c.net.hop_s, d);
+        if ((rc = drv_conf_check_unused(&doc, net, "network", d)) != 0)
+            goto out;
+    }
+    drv_conf *tm = drv_conf_get(doc.root, "timing");
+    if (tm) {
+        if ((rc = drv_conf_expect(&doc, tm, DRV_CONF_MAP, "timing", d)) != 0)
+            goto out;
+        OPT(drv_conf_double, tm, "podStartSeconds", "timing.podStartSeconds", 0, 3600,
+            &c.timing.pod_start, d);
+        OPT(drv_conf_double, tm, "restartSeconds", "timing.restartSeconds", 0, 3600,
+            &c.timing.restart, d);
+        OPT(drv_conf_double, tm, "horizonSeconds", "timing.horizonSeconds", 1, 1e9,
+            &c.timing.horizon, d);
+        if ((rc = drv_conf_check_unused(&doc, tm, "timing", d)) != 0)
+            goto out;
+    }
+    if ((rc = drv_conf_check_unused(&doc, doc.root, "top level", d)) != 0)
+        goto out;
+    if (c.n == 0)
+        rc = drv_fail(d, DRV_EINVAL, "%s:%d: nodes: the list is empty", path, nodes->line);
+out:
+    drv_conf_doc_fini(&doc);
+    if (rc) {
+        drv_cluster_fini(&c);
+        return rc;
+    }
+    drv_cluster_fini(out);
+    *out = c;
+    return 0;
+}
+
+/* ---- workload ----------------------------------------------------------------------------- */
+
+void drv_workload_fini(drv_workload *w)
+{
+    drv_free(w->jobs);
+    memset(w, 0, sizeof *w);
+}
+
+static int push_job(drv_workload *w, const drv_jobspec *j)
+{
+    if (drv_grow(&w->jobs, sizeof *w->jobs, &w->cap, w->n + 1) != 0)
+        return DRV_ENOMEM;
+    w->jobs[w->n++] = *j;
+    return 0;
+}
+
+void drv_genparams_default(drv_genparams *g, uint64_t seed)
+{
+    g->jobs = 60;
+    g->mean_interarrival = 60.0;
+    g->seed = seed;
+}
+
+/*
+ * The default scenario's jobs, after the seeds' testbeds: TensorFlow PS jobs on CPU nodes.
+ * Per job: a model family uniformly from the catalogue; 1 PS (2 in 30 % of jobs) of 2 CPU /
+ * 4 GiB; 2, 4, 6 or 8 workers of 4 CPU / 8 GiB, elastic between half and twice that (at most
+ * 16); one of four users with priority 1-3; priority class 0, 10 or 100.
+ */
+int drv_workload_generate(drv_workload *w, const drv_genparams *g, const drv_catalogue *cat,
+                          drv_diag *d)
+{
+    drv_rng r;
+    drv_rng_seed(&r, g->seed);
+    double t = 0;
+    static const int32_t classes[] = {0, 10, 100};
+    for (int32_t i = 0; i < g->jobs; i++) {
+        drv_jobspec j;
+        memset(&j, 0, sizeof j);
+        j.submit = t;
+        t += drv_rng_exp(&r, g->mean_interarrival);
+        j.model = (int32_t)drv_rng_range(&r, 0, cat->n - 1);
+        const drv_family *f = &cat->v[j.model];
+        snprintf(j.name, sizeof j.name, "%s-%d", f->name, i);
+        int32_t user = (int32_t)drv_rng_range(&r, 0, 3);
+        snprintf(j.user, sizeof j.user, "user-%d", user);
+        snprintf(j.queue, sizeof j.queue, "default");
+        j.user_priority = 1 + user % 3;
+        j.priority = classes[drv_rng_range(&r, 0, 2)];
+        int32_t nps = drv_rng_uniform(&r) < 0.3 ? 2 : 1;
+        int32_t nw = 2 * (int32_t)drv_rng_range(&r, 1, 4);
+        j.role[DRV_ROLE_PS] = (drv_rolespec){nps, nps, nps, {2000, 4 * GiB, 0}, 2000};
+        j.role[DRV_ROLE_WORKER] =
+            (drv_rolespec){nw, nw / 2, nw * 2 > 16 ? 16 : nw * 2, {4000, 8 * GiB, 0}, 4000};
+        j.target_loss = f->target_loss;
+        j.max_steps = 0;
+        if (push_job(w, &j) != 0)
+            return drv_fail(d, DRV_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+static int read_role(const drv_conf_doc *docp, drv_conf *rc_node, const char *path,
+                     drv_rolespec *rs, bool is_worker, drv_diag *d)
+{
+    drv_conf_doc doc = *docp;
+    int rc;
+    char p[160];
+    int64_t replicas = 1, mn = -1, mx = -1, cpu = -1, mem = -1, gpu = 0, lim = -1;
+    if ((rc = drv_conf_expect(&doc, rc_node, DRV_CONF_MAP, path, d)) != 0)
+        return rc;
+    snprintf(p, sizeof p, "%s.replicas", path);
+    OPT(drv_conf_int, rc_node, "replicas", p, 0, 4096, &replicas, d);
+    snprintf(p, sizeof p, "%s.cpu", path);
+    OPT(drv_conf_cpu, rc_node, "cpu", p, &cpu, d);
+    snprintf(p, sizeof p, "%s.memory", path);
+    OPT(drv_conf_mem, rc_node, "memory", p, &mem, d);
+    snprintf(p, sizeof p, "%s.gpu", path);
+    OPT(drv_conf_int, rc_node, "gpu", p, 0, 1024, &gpu, d);
+    snprintf(p, sizeof p, "%s.cpuLimit", path);
+    OPT(drv_conf_cpu, rc_node, "cpuLimit", p, &lim, d);
+    if (is_worker) {
+        snprintf(p, sizeof p, "%s.min", path);
+        OPT(drv_conf_int, rc_node, "min", p, 0, 4096, &mn, d);
+        snprintf(p, sizeof p, "%s.max", path);
+        OPT(drv_conf_int, rc_node, "max", p, 1, 4096, &mx, d);
+    }
+    if ((rc = drv_conf_check_unused(&doc, rc_node, path, d)) != 0)
+        goto out;
+    if (cpu < 0 && gpu == 0) {
+        rc = drv_fail(d, DRV_EINVAL, "%s:%d: %s: cpu or gpu is required", doc.file, rc_node->line,
+                      path);
+        goto out;
+    }
+    if (mn < 0)
+        mn = replicas;
+    if (mx < 0)
+        mx = replicas;
+    if (!(mn <= replicas && replicas <= mx)) {
+        rc = drv_fail(
+            d, DRV_EINVAL, "%s:%d: %s: expected min <= replicas <= max, found %lld, %lld, %lld",
+            doc.file, rc_node->line, path, (long long)mn, (long long)replicas, (long long)mx);
+        goto out;
+    }
+    if (cpu < 0)
+        cpu = 0;
+    if (mem < 0)
+        mem = 0;
+    if (lim < 0)
+        lim = cpu;
+    if (lim < cpu) {
+        rc = drv_fail(d, DRV_EINVAL, "%s:%d: %s.cpuLimit: must be at least cpu", doc.file,
+                      rc_node->line, path);
+        goto out;
+    }
+    *rs = (drv_rolespec){(int32_t)replicas, (int32_t)mn, (int32_t)mx, {cpu, mem, gpu}, lim};
+out:
+    return rc;
+}
+
+int drv_workload_load(drv_workload *out, const char *path, const drv_catalogue *cat, uint64_t seed,
+                      drv_diag *d)
+{
+    drv_conf_doc doc = {0};
+    drv_workload w = {0};
+    int rc = drv_conf_load_file(&doc, path, d);
+    if (rc)
+        return rc;
+    char p[128];
+    if ((rc = drv_conf_expect(&doc, doc.root, DRV_CONF_MAP, "top level", d)) != 0)
+        goto out;
+    drv_conf *jobs = drv_conf_get(doc.root, "jobs");
+    drv_conf *gen = drv_conf_get(doc.root, "generate");
+    if (!jobs && !gen) {
+        rc = drv_fail(d, DRV_EINVAL, "%s:1: expected 'jobs' (a list) or 'generate' (a map)", path);
+        goto out;
+    }
+    if (jobs) {
+        if ((rc = drv_conf_expect(&doc, jobs, DRV_CONF_SEQ, "jobs", d)) != 0)
+            goto out;
+        for (int32_t i = 0; i < jobs->nitems; i++) {
+            drv_conf *jn = jobs->items[i];
+            drv_jobspec j;
+            memset(&j, 0, sizeof j);
+            snprintf(p, sizeof p, "jobs[%d]", i);
+            if ((rc = drv_conf_expect(&doc, jn, DRV_CONF_MAP, p, d)) != 0)
+                goto out;
+            drv_conf *f;
+            snprintf(p, sizeof p, "jobs[%d].name", i);
+            if (!(f = drv_conf_get(jn, "name"))) {
+                rc = drv_fail(d, DRV_EINVAL, "%s:%d: %s: missing", path, jn->line, p);
+                goto out;
+            }
+            if ((rc = copy_name(&doc, f, p, j.name, sizeof j.name, d)) != 0)
+                goto out;
+            for (int32_t k = 0; k < w.n; k++)
+                if (strcmp(w.jobs[k].name, j.name) == 0) {
+                    rc = drv_fail(d, DRV_EEXIST, "%s:%d: %s: job '%s' defined twice", path, f->line,
+                                  p, j.name);
+                    goto out;
+                }
+            snprintf(j.user, sizeof j.user, "default");
+            snprintf(j.queue, sizeof j.queue, "default");
+            if ((f = drv_conf_get(jn, "user"))) {
+                snprintf(p, sizeof p, "jobs[%d].user", i);
+                if ((rc = copy_name(&doc, f, p, j.user, sizeof j.user, d)) != 0)
+                    goto out;
+            }
+            if ((f = drv_conf_get(jn, "queue"))) {
+                snprintf(p, sizeof p, "jobs[%d].queue", i);
+                if ((rc = copy_name(&doc, f, p, j.queue, sizeof j.queue, d)) != 0)
+                    goto out;
+            }
+            int64_t prio = 0, uprio = 1;
+            snprintf(p, sizeof p, "jobs[%d].priority", i);
+            OPT(drv_conf_int, jn, "priority", p, -1000000, 1000000, &prio, d);
+            snprintf(p, sizeof p, "jobs[%d].userPriority", i);
+            OPT(drv_conf_int, jn, "userPriority", p, 0, 1000000, &uprio, d);
+            j.priority = (int32_t)prio;
+            j.user_priority = (int32_t)uprio;
+            snprintf(p, sizeof p, "jobs[%d].submit", i);
+            OPT(drv_conf_double, jn, "submit", p, 0, 1e10, &j.submit, d);
+            snprintf(p, sizeof p, "jobs[%d].model", i);
+            if (!(f = drv_conf_get(jn, "model"))) {
+                rc = drv_fail(d, DRV_EINVAL, "%s:%d: %s: missing", path, jn->line, p);
+                goto out;
+            }
+            const char *model;
+            if ((rc = drv_conf_str(&doc, f, p, &model, d)) != 0)
+                goto out;
+            j.model = drv_catalogue_find(cat, model);
+            if (j.model < 0) {
+                char known[256] = "";
+                for (int32_t k = 0; k < cat->n; k++) {
+                    strncat(known, k ? ", " : "", sizeof known - strlen(known) - 1);
+                    strncat(known, cat->v[k].name, sizeof known - strlen(known) - 1);
+                }
+                rc = drv_fail(d, DRV_EINVAL, "%s:%d: %s: unknown model family '%s' (known: %s)",
+                              path, f->line, p, model, known);
+                goto out;
+            }
+            j.target_loss = cat->v[j.model].target_loss;
+            snprintf(p, sizeof p, "jobs[%d].targetLoss", i);
+            OPT(drv_conf_double, jn, "targetLoss", p, 0, 1e9, &j.target_loss, d);
+            if (j.target_loss <= cat->v[j.model].beta2) {
+                rc = drv_fail(d, DRV_EINVAL,
+                              "%s:%d: %s: %g is below the %s loss floor %g, never reached", path,
+                              jn->line, p, j.target_loss, model, cat->v[j.model].beta2);
+                goto out;
+            }
+            snprintf(p, sizeof p, "jobs[%d].maxSteps", i);
+            OPT(drv_conf_double, jn, "maxSteps", p, 1, 1e15, &j.max_steps, d);
+            drv_conf *roles = drv_conf_get(jn, "roles");
+            snprintf(p, sizeof p, "jobs[%d].roles", i);
+            if (!roles) {
+                rc = drv_fail(d, DRV_EINVAL, "%s:%d: %s: missing", path, jn->line, p);
+                goto out;
+            }
+            if ((rc = drv_conf_expect(&doc, roles, DRV_CONF_MAP, p, d)) != 0)
+                goto out;
+            for (int r = 0; r < DRV_NROLES; r++) {
+                drv_conf *rn = drv_conf_get(roles, drv_role_name(r));
+                if (!rn)
+                    continue;
+                snprintf(p, sizeof p, "jobs[%d].roles.%s", i, drv_role_name(r));
+                if ((rc = read_role(&doc, rn, p, &j.role[r], r == DRV_ROLE_WORKER, d)) != 0)
+                    goto out;
+            }
+            snprintf(p, sizeof p, "jobs[%d].roles", i);
+            if ((rc = drv_conf_check_unused(&doc, roles, p, d)) != 0)
+                goto out;
+            if (j.role[DRV_ROLE_WORKER].replicas + j.role[DRV_ROLE_CHIEF].replicas == 0) {
+                rc = drv_fail(d, DRV_EINVAL, "%s:%d: %s: a job needs a worker or a chief", path,
+                              roles->line, p);
+                goto out;
+            }
+            snprintf(p, sizeof p, "jobs[%d]", i);
+            if ((rc = drv_conf_check_unused(&doc, jn, p, d)) != 0)
+                goto out;
+            if (push_job(&w, &j) != 0) {
+                rc = drv_fail(d, DRV_ENOMEM, "out of memory");
+                goto out;
+            }
+        }
+    }
+    if (gen) {
+        drv_genparams g;
+        drv_genparams_default(&g, seed);
+        int64_t n = g.jobs, s = (int64_t)(seed & 0x7fffffffffffffffULL);
+        if ((rc = drv_conf_expect(&doc, gen, DRV_CONF_MAP, "generate", d)) != 0)
+            goto out;
+        OPT(drv_conf_int, gen, "jobs", "generate.jobs", 1, 10000000, &n, d);
+        OPT(drv_conf_double, gen, "meanInterarrival", "generate.meanInterarrival", 0, 1e9,
+            &g.mean_interarrival, d);
+        OPT(drv_conf_int, gen, "seed", "generate.seed", 0, INT64_MAX, &s, d);
+        if ((rc = drv_conf_check_unused(&doc, gen, "generate", d)) != 0)
+            goto out;
+        g.jobs = (int32_t)n;
+        g.seed = (uint64_t)s;
+        if ((rc = drv_workload_generate(&w, &g, cat, d)) != 0)
+            goto out;
+    }
+    if ((rc = drv_conf_check_unused(&doc, doc.root, "top level", d)) != 0)
+        goto out;
+out:
+    drv_conf_doc_fini(&doc);
+    if (rc) {
+        drv_workload_fini(&w);
+        return rc;
+    }
+    drv_workload_fini(out);
+    *out = w;
+    return 0;
+}

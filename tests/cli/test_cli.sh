@@ -1,0 +1,98 @@
+#!/bin/sh
+# End-to-end checks of the drover command: exit codes, messages that name file:line:field,
+# nothing written to --out on bad input, --help, and the default comparison.
+# Usage: test_cli.sh DROVER_BINARY SOURCE_DIR
+set -u
+drover=$1
+src=$2
+fx=$src/tests/fixtures/sim
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+failed=0
+
+check() { # name, condition result (0 = ok)
+    if [ "$2" -eq 0 ]; then
+        pass=$((pass + 1))
+    else
+        failed=$((failed + 1))
+        echo "FAIL: $1" >&2
+    fi
+}
+
+expect_status() { # name, want, command...
+    name=$1
+    want=$2
+    shift 2
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    got=$?
+    [ "$got" -eq "$want" ]
+    r=$?
+    [ $r -eq 0 ] || echo "  $name: exit $got, want $want; stderr: $(cat "$tmp/err")" >&2
+    check "$name" $r
+}
+
+# Bad workload: exit 2, the message names file:line: field, and --out gets nothing.
+expect_status bad-cpu 2 "$drover" sim --workload "$fx/bad-workload-cpu.yaml" --out "$tmp/o1"
+grep -q 'bad-workload-cpu.yaml:5: jobs\[0\].roles.worker.cpu: expected a CPU quantity' "$tmp/err"
+check bad-cpu-message $?
+[ ! -e "$tmp/o1" ]
+check bad-cpu-no-output $?
+
+expect_status bad-cluster 2 "$drover" sim --cluster "$fx/bad-cluster-mem.yaml" --out "$tmp/o2"
+grep -q 'bad-cluster-mem.yaml:4: nodes\[0\].memory' "$tmp/err"
+check bad-cluster-message $?
+[ ! -e "$tmp/o2" ]
+check bad-cluster-no-output $?
+
+expect_status too-big 2 "$drover" sim --workload "$fx/too-big.yaml" --out "$tmp/o3"
+grep -q 'job whale' "$tmp/err"
+check too-big-message $?
+
+# Unknown policy lists the known ones.
+expect_status unknown-policy 2 "$drover" sim --policy fastest
+grep -q "unknown policy 'fastest' (known: k8s-default, gang-fifo" "$tmp/err"
+check unknown-policy-lists $?
+
+expect_status unknown-flag 2 "$drover" sim --sed 3
+expect_status bad-seed 2 "$drover" sim --seed -4
+expect_status bad-format 2 "$drover" sim --format xml
+expect_status no-command 2 "$drover"
+expect_status bad-command 2 "$drover" simulate
+
+# Help tells the truth about the flags the parser accepts.
+expect_status help 0 "$drover" sim --help
+for flag in --workload --cluster --policy --seed --format --out --models --check; do
+    grep -q -- "$flag" "$tmp/out"
+    check "help-mentions$flag" $?
+done
+expect_status version 0 "$drover" version
+grep -q '^drover [0-9]' "$tmp/out"
+check version-format $?
+
+# The default run: one row per built-in policy, and the files --out promises.
+expect_status default 0 "$drover" sim --out "$tmp/demo"
+for p in k8s-default gang-fifo; do
+    grep -q "^$p " "$tmp/out"
+    check "row-$p" $?
+    [ -s "$tmp/demo/jobs-$p.csv" ] && [ -s "$tmp/demo/timeline-$p.csv" ]
+    check "files-$p" $?
+done
+[ -s "$tmp/demo/summary.json" ] && [ -s "$tmp/demo/summary.csv" ]
+check summary-files $?
+# 60 jobs + header in each per-job CSV.
+[ "$(wc -l <"$tmp/demo/jobs-gang-fifo.csv")" -eq 61 ]
+check jobs-csv-rows $?
+ls -a "$tmp/demo" | grep -q '\.tmp$'
+[ $? -ne 0 ]
+check no-temp-files-left $?
+
+# JSON and CSV formats, and determinism through the CLI.
+expect_status json 0 "$drover" sim --format json --seed 5
+cp "$tmp/out" "$tmp/a.json"
+expect_status json-again 0 "$drover" sim --format json --seed 5
+cmp -s "$tmp/out" "$tmp/a.json"
+check json-deterministic $?
+
+echo "$pass passed, $failed failed"
+[ "$failed" -eq 0 ]

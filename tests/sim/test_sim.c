@@ -1,0 +1,268 @@
+/*
+ * Tests for src/sim: input files and their error messages, determinism, invariants on every
+ * cycle, the event-driven clock, and scenarios asserting what each baseline policy is for.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "drover/policy.h"
+#include "drover/sim.h"
+
+static char *fixture(const char *name)
+{
+    static char buf[4096];
+    const char *src = getenv("DROVER_SOURCE_DIR");
+    snprintf(buf, sizeof buf, "%s/tests/fixtures/sim/%s", src ? src : ".", name);
+    return buf;
+}
+
+static drv_catalogue cat;
+
+static int setup(void **unused)
+{
+    (void)unused;
+    drv_diag d;
+    return drv_catalogue_builtin(&cat, &d);
+}
+
+static int teardown(void **unused)
+{
+    (void)unused;
+    drv_catalogue_fini(&cat);
+    return 0;
+}
+
+/* Runs one built-in policy; returns the run's status and fills *sum. */
+static int run(const drv_cluster_spec *c, const drv_workload *w, const char *policy, uint64_t seed,
+               drv_summary *sum, drv_diag *d)
+{
+    drv_profile p;
+    assert_int_equal(drv_profile_builtin(policy, &p, d), 0);
+    drv_sim_config cfg = {.seed = seed, .check = true};
+    drv_sim *s;
+    int rc = drv_sim_new(c, w, &cat, &p, &cfg, &s, d);
+    if (rc)
+        return rc;
+    rc = drv_sim_run(s, d);
+    if (!rc)
+        drv_sim_summary(s, sum);
+    drv_sim_free(s);
+    return rc;
+}
+
+static void test_workload_errors(void **unused)
+{
+    (void)unused;
+    struct {
+        const char *file, *want;
+    } cases[] = {
+        {"bad-workload-cpu.yaml",
+         "bad-workload-cpu.yaml:5: jobs[0].roles.worker.cpu: expected a CPU quantity such as 4, "
+         "1.5 or 500m, found 'lots'"},
+        {"bad-workload-model.yaml",
+         "bad-workload-model.yaml:7: jobs[1].model: unknown model family 'alexnet'"},
+        {"bad-workload-typo.yaml", "bad-workload-typo.yaml:4: jobs[0]: unknown field 'sumbit'"},
+        {"bad-workload-bounds.yaml", "expected min <= replicas <= max, found 5, 4, 8"},
+        {"bad-yaml.yaml", "bad-yaml.yaml:4:"},
+        {"missing.yaml", "missing.yaml: cannot open"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        drv_workload w = {0};
+        drv_diag d = {{0}};
+        assert_int_not_equal(drv_workload_load(&w, fixture(cases[i].file), &cat, 1, &d), 0);
+        if (!strstr(d.msg, cases[i].want))
+            fail_msg("%s: got '%s', want '%s'", cases[i].file, d.msg, cases[i].want);
+        assert_int_equal(w.n, 0);
+    }
+}
+
+static void test_cluster_errors_and_counts(void **unused)
+{
+    (void)unused;
+    drv_cluster_spec c = {0};
+    drv_diag d = {{0}};
+    assert_int_equal(drv_cluster_load(&c, fixture("bad-cluster-mem.yaml"), &d), DRV_EINVAL);
+    assert_non_null(strstr(d.msg, "bad-cluster-mem.yaml:4: nodes[0].memory: expected a memory"));
+    assert_int_equal(drv_cluster_load(&c, fixture("two-nodes.yaml"), &d), 0);
+    assert_int_equal(c.n, 2);
+    assert_string_equal(c.nodes[1].name, "n-1");
+    assert_int_equal(c.nodes[1].alloc.cpu, 32000);
+    drv_cluster_fini(&c);
+}
+
+static void test_job_that_fits_nowhere_is_refused(void **unused)
+{
+    (void)unused;
+    drv_workload w = {0};
+    drv_cluster_spec c;
+    drv_diag d = {{0}};
+    drv_summary s;
+    assert_int_equal(drv_workload_load(&w, fixture("too-big.yaml"), &cat, 1, &d), 0);
+    drv_cluster_default(&c);
+    assert_int_equal(run(&c, &w, "gang-fifo", 1, &s, &d), DRV_EINVAL);
+    assert_non_null(strstr(d.msg, "job whale: a worker pod"));
+    drv_workload_fini(&w);
+    drv_cluster_fini(&c);
+}
+
+/* The crafted two-job workload: k8s-default deadlocks, gang-fifo finishes both. */
+static void test_k8s_default_deadlocks_gang_does_not(void **unused)
+{
+    (void)unused;
+    drv_workload w = {0};
+    drv_cluster_spec c = {0};
+    drv_diag d = {{0}};
+    assert_int_equal(drv_workload_load(&w, fixture("two-jobs.yaml"), &cat, 1, &d), 0);
+    assert_int_equal(drv_cluster_load(&c, fixture("two-nodes.yaml"), &d), 0);
+    drv_summary k, g;
+    assert_int_equal(run(&c, &w, "k8s-default", 1, &k, &d), 0);
+    assert_int_equal(run(&c, &w, "gang-fifo", 1, &g, &d), 0);
+    assert_int_equal(k.done, 0);
+    assert_int_equal(k.stuck, 2);
+    assert_true(k.stuck_cpu > 0.5); /* the half-placed pods hold most of the cluster */
+    assert_int_equal(g.done, 2);
+    assert_true(g.cpu_wasted == 0);
+    drv_workload_fini(&w);
+    drv_cluster_fini(&c);
+}
+
+/* A job alone: its completion time is computable by hand from the model (a second way to
+ * reach the simulator's answer). */
+static void test_single_job_matches_model(void **unused)
+{
+    (void)unused;
+    drv_workload w = {0};
+    drv_cluster_spec c;
+    drv_diag d = {{0}};
+    drv_genparams g = {.jobs = 1, .mean_interarrival = 1, .seed = 3};
+    assert_int_equal(drv_workload_generate(&w, &g, &cat, &d), 0);
+    w.jobs[0].submit = 10.5;
+    drv_cluster_default(&c);
+    drv_summary s;
+    assert_int_equal(run(&c, &w, "gang-fifo", 1, &s, &d), 0);
+    assert_int_equal(s.done, 1);
+    /* Place the job as gang-fifo's least-allocated spread does: PS on node-0, then workers
+     * spread one per emptiest node (node-1, node-2, ...), more PS likewise. */
+    drv_state st;
+    assert_int_equal(drv_state_init(&st), 0);
+    for (int32_t i = 0; i < c.n; i++)
+        assert_int_equal(drv_state_add_node(&st, c.nodes[i].name, c.nodes[i].alloc, "", "", NULL),
+                         0);
+    drv_job t;
+    memset(&t, 0, sizeof t);
+    memcpy(t.role, w.jobs[0].role, sizeof t.role);
+    int32_t j;
+    assert_int_equal(drv_state_add_job(&st, &t, &j), 0);
+    int32_t node = 0;
+    for (int r = 0; r < DRV_NROLES; r++)
+        for (int32_t i = 0; i < t.role[r].replicas; i++)
+            drv_state_bind(&st, drv_job_pod(&st, j, r, i), node++ % c.n);
+    const drv_family *f = &cat.v[w.jobs[0].model];
+    drv_step step = drv_model_step(f, &c.net, &st, j);
+    double expect = 10.5 + c.timing.pod_start + drv_steps_to_loss(f, f->target_loss) / step.rate;
+    /* Cycles run on whole seconds: the job is placed at t=11, not 10.5. */
+    expect += 0.5;
+    if (fabs(s.makespan + 10.5 - expect) > 1e-6)
+        fail_msg("simulated end %.6f, expected by hand %.6f", s.makespan + 10.5, expect);
+    drv_state_fini(&st);
+    drv_workload_fini(&w);
+    drv_cluster_fini(&c);
+}
+
+static char *run_json(uint64_t seed)
+{
+    drv_workload w = {0};
+    drv_cluster_spec c;
+    drv_diag d = {{0}};
+    drv_genparams g;
+    drv_genparams_default(&g, seed);
+    assert_int_equal(drv_workload_generate(&w, &g, &cat, &d), 0);
+    drv_cluster_default(&c);
+    drv_summary s[2];
+    assert_int_equal(run(&c, &w, "k8s-default", seed, &s[0], &d), 0);
+    assert_int_equal(run(&c, &w, "gang-fifo", seed, &s[1], &d), 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(drv_report_json(f, s, 2), 0);
+    fclose(f);
+    drv_workload_fini(&w);
+    drv_cluster_fini(&c);
+    return buf;
+}
+
+static void test_determinism(void **unused)
+{
+    (void)unused;
+    char *a = run_json(7), *b = run_json(7), *c = run_json(8);
+    assert_string_equal(a, b);
+    assert_string_not_equal(a, c); /* the seed matters */
+    free(a);
+    free(b);
+    free(c);
+}
+
+/* The default scenario under both baselines with the invariant checker on every cycle. */
+static void test_default_scenario_invariants(void **unused)
+{
+    (void)unused;
+    drv_workload w = {0};
+    drv_cluster_spec c;
+    drv_diag d = {{0}};
+    drv_genparams g;
+    drv_genparams_default(&g, 1);
+    assert_int_equal(drv_workload_generate(&w, &g, &cat, &d), 0);
+    drv_cluster_default(&c);
+    for (int i = 0; i < drv_profile_builtin_count(); i++) {
+        drv_summary s;
+        int rc = run(&c, &w, drv_profile_builtin_name(i), 1, &s, &d);
+        if (rc)
+            fail_msg("%s: %s", drv_profile_builtin_name(i), d.msg);
+        assert_int_equal(s.jobs, 60);
+        assert_true(s.cycles > 0);
+        assert_true(s.cpu_util > 0 && s.cpu_util <= 1.0);
+    }
+    drv_workload_fini(&w);
+    drv_cluster_fini(&c);
+}
+
+/* Two jobs a day apart: an event-driven clock runs a handful of cycles, not 86,400. */
+static void test_idle_time_costs_nothing(void **unused)
+{
+    (void)unused;
+    drv_workload w = {0};
+    drv_cluster_spec c;
+    drv_diag d = {{0}};
+    drv_genparams g = {.jobs = 2, .mean_interarrival = 1, .seed = 1};
+    assert_int_equal(drv_workload_generate(&w, &g, &cat, &d), 0);
+    w.jobs[1].submit = 86400;
+    drv_cluster_default(&c);
+    drv_summary s;
+    assert_int_equal(run(&c, &w, "gang-fifo", 1, &s, &d), 0);
+    assert_int_equal(s.done, 2);
+    assert_true(s.cycles <= 6);
+    drv_workload_fini(&w);
+    drv_cluster_fini(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_workload_errors),
+        cmocka_unit_test(test_cluster_errors_and_counts),
+        cmocka_unit_test(test_job_that_fits_nowhere_is_refused),
+        cmocka_unit_test(test_k8s_default_deadlocks_gang_does_not),
+        cmocka_unit_test(test_single_job_matches_model),
+        cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_default_scenario_invariants),
+        cmocka_unit_test(test_idle_time_costs_nothing),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -100,6 +100,11 @@ struct drv_plugin {
     int (*filter)(const drv_ctx *c, void *state, int32_t pod, int32_t node);
     /* score: how good is this node for this pod, 0..100 (higher is better). */
     int (*score)(const drv_ctx *c, void *state, int32_t pod, int32_t node);
+    /* Optional, for score plugins: a per-node key such that, among nodes of equal allocatable,
+     * score(pod, node) is non-decreasing in node_key(node, free) for every pod. When a
+     * profile's only score plugin has it (and there are no filter plugins), the core finds the
+     * best node through an index instead of scoring every node (docs/cycle.md, "Cost"). */
+    double (*node_key)(const drv_node *n, drv_res free);
     /* scale: grow or shrink running elastic jobs (SCALE, EVICT, BIND decisions). */
     void (*scale)(drv_ctx *c, void *state);
     /* reallocate: change CPU limits of running pods (RESIZE decisions). */

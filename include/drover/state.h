@@ -106,6 +106,8 @@ typedef struct drv_state {
     int32_t njobs, cap_jobs;
     drv_pod *pods;
     int32_t npods, cap_pods;
+    uint64_t *live;   /* bit j set: job j is submitted and not done (derived) */
+    int32_t cap_live; /* words allocated in live */
 } drv_state;
 
 int drv_state_init(drv_state *st);
@@ -119,6 +121,12 @@ int drv_state_add_node(drv_state *st, const char *name, drv_res alloc, const cha
  * and creates its pod slots. Targets start at the requested replicas. *id receives its id.
  */
 int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id);
+
+/* Sets a job's phase (enum drv_job_phase), keeping the set of live jobs current. Drivers
+ * change phases only through this. */
+void drv_state_set_phase(drv_state *st, int32_t job, int phase);
+/* The first live job with id >= from, or -1: iterates live jobs in id order, O(jobs/64). */
+int32_t drv_state_next_live(const drv_state *st, int32_t from);
 
 /* Binds an unbound pod to a node (no capacity check: callers decide; invariants catch it). */
 void drv_state_bind(drv_state *st, int32_t pod, int32_t node);

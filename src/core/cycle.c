@@ -21,6 +21,7 @@
  * binds; the decision list and the overlay are exactly as before the attempt.
  */
 #include "drover/cycle.h"
+#include "nodeindex.h"
 
 #include <string.h>
 
@@ -46,8 +47,12 @@ struct drv_sched {
     uint32_t stamp; /* cycle counter; overlay entries are valid when their stamp matches */
     drv_res *free;  /* assumed free resources per node */
     int32_t cap_free;
+    int32_t cap_free_used;         /* nodes in free[] at the end of the last cycle */
     drv_res maxfree;               /* per-dimension upper bound of free[] over schedulable nodes */
     drv_res totfree;               /* sum of free[] over schedulable nodes */
+    drv_nodeindex *ix;             /* best-node index, when the profile allows it (nodeindex.h) */
+    bool use_ix;                   /* the profile allows it */
+    bool ix_ok;                    /* this cycle's index was built */
     gang_shape failed[MAX_FAILED]; /* gangs that did not fit since capacity last grew */
     int32_t nfailed;
     bool rolling_back; /* give() during a rollback restores, it does not free capacity */
@@ -57,6 +62,12 @@ struct drv_sched {
     int32_t *job_workers;
     uint32_t *job_stamp;
     int32_t cap_jobs;
+    uint32_t *job_touch; /* == stamp: some pod of the job changed node this cycle */
+    int32_t cap_touch;
+    uint32_t memo_epoch;       /* bumps whenever the failed-shape memo is cleared */
+    uint32_t *job_fail_epoch;  /* memo_epoch + 1 when the job's gang last failed (0: never) */
+    int32_t *job_fail_workers; /* at that many workers */
+    int32_t cap_fail;
 };
 
 struct drv_ctx {
@@ -111,6 +122,13 @@ int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d)
             s->ustate[pt][i] = s->inst[k].state;
         }
     }
+    const drv_profile *pr = &s->prof;
+    s->use_ix = pr->nuse[DRV_PT_FILTER] == 0 && pr->nuse[DRV_PT_SCORE] == 1 &&
+                pr->use[DRV_PT_SCORE][0].p->node_key != NULL;
+    if (s->use_ix && !(s->ix = drv_nodeindex_new())) {
+        drv_sched_free(s);
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    }
     *out = s;
     return 0;
 }
@@ -123,11 +141,15 @@ void drv_sched_free(drv_sched *s)
         if (s->inst[k].p->fini)
             s->inst[k].p->fini(s->inst[k].state);
     drv_arena_fini(&s->arena);
+    drv_nodeindex_free(s->ix);
     drv_free(s->free);
     drv_free(s->pod_node);
     drv_free(s->pod_stamp);
     drv_free(s->job_workers);
     drv_free(s->job_stamp);
+    drv_free(s->job_touch);
+    drv_free(s->job_fail_epoch);
+    drv_free(s->job_fail_workers);
     drv_free(s);
 }
 
@@ -180,6 +202,7 @@ static void set_pod_node(drv_ctx *c, int32_t pod, int32_t node)
 {
     c->s->pod_stamp[pod] = c->s->stamp;
     c->s->pod_node[pod] = node;
+    c->s->job_touch[c->snap->st->pods[pod].job] = c->s->stamp;
 }
 
 static void set_workers(drv_ctx *c, int32_t job, int32_t n)
@@ -206,18 +229,31 @@ static void take(drv_ctx *c, int32_t node, drv_res r)
     s->free[node] = drv_res_sub(s->free[node], r);
     if (c->snap->st->nodes[node].schedulable)
         s->totfree = drv_res_sub(s->totfree, r);
+    if (s->ix_ok)
+        drv_nodeindex_update(s->ix, node, s->free[node]);
 }
 
 static void give(drv_ctx *c, int32_t node, drv_res r)
 {
     drv_sched *s = c->s;
     s->free[node] = drv_res_add(s->free[node], r);
+    if (s->ix_ok)
+        drv_nodeindex_update(s->ix, node, s->free[node]);
     if (c->snap->st->nodes[node].schedulable) {
         s->totfree = drv_res_add(s->totfree, r);
         s->maxfree = res_max(s->maxfree, s->free[node]);
     }
-    if (!s->rolling_back)
+    if (!s->rolling_back && s->nfailed) {
         s->nfailed = 0; /* capacity grew: a gang that failed may fit now */
+        s->memo_epoch++;
+    }
+}
+
+/* Remembers that job's gang at `workers` does not fit in the current memo epoch. */
+static void mark_failed(drv_sched *s, int32_t job, int32_t workers)
+{
+    s->job_fail_epoch[job] = s->memo_epoch + 1;
+    s->job_fail_workers[job] = workers;
 }
 
 /* Does gang a need at least what gang b needs, in every role? */
@@ -401,8 +437,25 @@ int32_t drv_ctx_best_node(const drv_ctx *c, int32_t pod)
 {
     const drv_state *st = c->snap->st;
     drv_sched *s = c->s;
-    if (!drv_res_fits(pod_req(st, pod), s->maxfree))
+    drv_res req = pod_req(st, pod);
+    if (!drv_res_fits(req, s->maxfree))
         return -1; /* larger than any node's free room: no need to look */
+    if (s->ix_ok) {
+        /* Per class the best fitting node by key; across classes by real score. */
+        int32_t best = -1;
+        int64_t best_score = -1;
+        for (int32_t k = 0; k < drv_nodeindex_classes(s->ix); k++) {
+            int32_t n = drv_nodeindex_best(s->ix, k, req);
+            if (n < 0)
+                continue;
+            int64_t sc = drv_ctx_score(c, pod, n);
+            if (sc > best_score || (sc == best_score && n < best)) {
+                best = n;
+                best_score = sc;
+            }
+        }
+        return best;
+    }
     int32_t best = -1;
     int64_t best_score = -1;
     drv_res exact = {0, 0, 0};
@@ -438,15 +491,20 @@ int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
     const drv_state *st = c->snap->st;
     const drv_job *j = &st->jobs[job];
     drv_sched *s = c->s;
+    /* The same gang already failed and no capacity was given back since: O(1). */
+    if (s->job_fail_epoch[job] == s->memo_epoch + 1 && s->job_fail_workers[job] == workers &&
+        s->job_touch[job] != s->stamp)
+        return 0;
     /* Necessary conditions first: every unplaced pod within maxfree, all within totfree, and
      * not at least as large as a gang that already failed. */
     gang_shape shape;
     drv_res need = {0, 0, 0};
     for (int r = 0; r < DRV_NROLES; r++) {
         int32_t want = r == DRV_ROLE_WORKER ? workers : j->target[r];
-        int32_t have = 0;
-        for (int32_t i = 0, pod; (pod = drv_job_pod(st, job, r, i)) >= 0; i++)
-            have += drv_ctx_pod_node(c, pod) >= 0;
+        int32_t have = j->bound[r];
+        if (s->job_touch[job] == s->stamp) /* pods moved this cycle: count them */
+            for (int32_t i = 0, pod; (pod = drv_job_pod(st, job, r, i)) >= 0; i++)
+                have += (drv_ctx_pod_node(c, pod) >= 0) - (st->pods[pod].node >= 0);
         shape.missing[r] = want > have ? want - have : 0;
         shape.req[r] = j->role[r].req;
         if (shape.missing[r] == 0)
@@ -458,8 +516,10 @@ int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
     if (!drv_res_fits(need, s->totfree))
         return 0;
     for (int32_t k = 0; k < s->nfailed; k++)
-        if (dominates(&shape, &s->failed[k]))
+        if (dominates(&shape, &s->failed[k])) {
+            mark_failed(s, job, workers);
             return 0;
+        }
     drv_mark m = drv_ctx_mark(c);
     if (drv_ctx_scale(c, job, workers) != 0)
         return DRV_ENOMEM;
@@ -483,6 +543,8 @@ int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
                 drv_ctx_rollback(c, m);
                 if (!err && s->nfailed < MAX_FAILED)
                     s->failed[s->nfailed++] = shape;
+                if (!err)
+                    mark_failed(s, job, workers);
                 return err ? err : 0;
             }
             have++;
@@ -516,6 +578,8 @@ static void merge_sort(const drv_ctx *c, int32_t *v, int32_t *tmp, int32_t n)
     int32_t h = n / 2;
     merge_sort(c, v, tmp, h);
     merge_sort(c, v + h, tmp, n - h);
+    if (queue_cmp(c, v[h - 1], v[h]) <= 0)
+        return; /* already in order: queues usually are, so a sort is often O(n) */
     int32_t i = 0, j = h, k = 0;
     while (i < h && j < n)
         tmp[k++] = queue_cmp(c, v[j], v[i]) < 0 ? v[j++] : v[i++];
@@ -547,21 +611,47 @@ static int grow_overlay(int32_t **val, uint32_t **stamp, int32_t *cap, int32_t n
 
 static int prepare(drv_sched *s, const drv_state *st)
 {
+    /* Failed gang shapes stay valid while no node has more room than when the last cycle
+     * ended (kube-scheduler keeps unschedulable pods aside until capacity is freed). */
+    bool grew = st->nnodes != s->cap_free_used;
+    int32_t oldn = s->cap_free_used;
+    int32_t touch_old = s->cap_touch;
     if (drv_grow(&s->free, sizeof *s->free, &s->cap_free, st->nnodes) != 0 ||
         grow_overlay(&s->pod_node, &s->pod_stamp, &s->cap_pods, st->npods) != 0 ||
-        grow_overlay(&s->job_workers, &s->job_stamp, &s->cap_jobs, st->njobs) != 0)
+        grow_overlay(&s->job_workers, &s->job_stamp, &s->cap_jobs, st->njobs) != 0 ||
+        drv_grow(&s->job_touch, sizeof *s->job_touch, &s->cap_touch, st->njobs) != 0)
         return DRV_ENOMEM;
+    if (s->cap_touch > touch_old)
+        memset(s->job_touch + touch_old, 0, (size_t)(s->cap_touch - touch_old) * sizeof(uint32_t));
+    int32_t fail_old = s->cap_fail, cap2 = s->cap_fail;
+    if (drv_grow(&s->job_fail_epoch, sizeof *s->job_fail_epoch, &s->cap_fail, st->njobs) != 0 ||
+        drv_grow(&s->job_fail_workers, sizeof *s->job_fail_workers, &cap2, s->cap_fail) != 0)
+        return DRV_ENOMEM;
+    if (s->cap_fail > fail_old)
+        memset(s->job_fail_epoch + fail_old, 0,
+               (size_t)(s->cap_fail - fail_old) * sizeof *s->job_fail_epoch);
     s->maxfree = s->totfree = (drv_res){0, 0, 0};
-    s->nfailed = 0;
+    s->cap_free_used = st->nnodes;
     for (int32_t n = 0; n < st->nnodes; n++) {
-        s->free[n] = drv_node_free(&st->nodes[n]);
+        drv_res f = drv_node_free(&st->nodes[n]);
+        if (!grew && n < oldn && !drv_res_fits(f, s->free[n]))
+            grew = true;
+        s->free[n] = f;
         if (st->nodes[n].schedulable) {
             s->maxfree = res_max(s->maxfree, s->free[n]);
             s->totfree = drv_res_add(s->totfree, s->free[n]);
         }
     }
+    if (grew && s->nfailed) {
+        s->nfailed = 0;
+        s->memo_epoch++;
+    }
     s->stamp++;
     drv_arena_reset(&s->arena);
+    s->ix_ok = false;
+    if (s->use_ix)
+        s->ix_ok =
+            drv_nodeindex_build(s->ix, st, s->free, s->prof.use[DRV_PT_SCORE][0].p->node_key) == 0;
     return 0;
 }
 
@@ -579,7 +669,7 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
     if (!pend || !tmp)
         return DRV_ENOMEM;
     int32_t npend = 0;
-    for (int32_t j = 0; j < st->njobs; j++)
+    for (int32_t j = drv_state_next_live(st, 0); j >= 0; j = drv_state_next_live(st, j + 1))
         if (st->jobs[j].phase == DRV_JOB_PENDING && drv_job_needs_pods(&st->jobs[j]))
             pend[npend++] = j;
     merge_sort(&c, pend, tmp, npend);

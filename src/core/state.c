@@ -43,6 +43,7 @@ void drv_state_fini(drv_state *st)
     drv_free(st->nodes);
     drv_free(st->jobs);
     drv_free(st->pods);
+    drv_free(st->live);
     memset(st, 0, sizeof *st);
 }
 
@@ -85,9 +86,13 @@ int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id)
     int32_t slots = 0;
     for (int r = 0; r < DRV_NROLES; r++)
         slots += role_slots(&tmpl->role[r]);
+    int32_t words = st->njobs / 64 + 1, old = st->cap_live;
     if (drv_grow(&st->jobs, sizeof *st->jobs, &st->cap_jobs, st->njobs + 1) != 0 ||
-        drv_grow(&st->pods, sizeof *st->pods, &st->cap_pods, st->npods + slots) != 0)
+        drv_grow(&st->pods, sizeof *st->pods, &st->cap_pods, st->npods + slots) != 0 ||
+        drv_grow(&st->live, sizeof *st->live, &st->cap_live, words) != 0)
         return DRV_ENOMEM;
+    if (st->cap_live > old)
+        memset(st->live + old, 0, (size_t)(st->cap_live - old) * sizeof *st->live);
     int32_t jid = st->njobs++;
     drv_job *j = &st->jobs[jid];
     *j = *tmpl;
@@ -107,9 +112,37 @@ int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id)
             p->cpu_limit = j->role[r].cpu_limit ? j->role[r].cpu_limit : j->role[r].req.cpu;
         }
     }
+    j->phase = DRV_JOB_FUTURE;
+    drv_state_set_phase(st, jid, tmpl->phase);
     if (id)
         *id = jid;
     return 0;
+}
+
+void drv_state_set_phase(drv_state *st, int32_t job, int phase)
+{
+    st->jobs[job].phase = phase;
+    uint64_t bit = (uint64_t)1 << (job % 64);
+    if (phase == DRV_JOB_FUTURE || phase == DRV_JOB_DONE)
+        st->live[job / 64] &= ~bit;
+    else
+        st->live[job / 64] |= bit;
+}
+
+int32_t drv_state_next_live(const drv_state *st, int32_t from)
+{
+    if (from < 0)
+        from = 0;
+    int32_t w = from / 64, nw = (st->njobs + 63) / 64;
+    if (w >= nw)
+        return -1;
+    uint64_t bits = st->live[w] & (~(uint64_t)0 << (from % 64));
+    while (!bits) {
+        if (++w >= nw)
+            return -1;
+        bits = st->live[w];
+    }
+    return w * 64 + __builtin_ctzll(bits);
 }
 
 void drv_state_bind(drv_state *st, int32_t pod, int32_t node)

@@ -180,6 +180,24 @@ const drv_plugin drv_plugin_gang = {
 
 /* ---- least-allocated / most-allocated ------------------------------------------------------ */
 
+/* Sum over the node's resources of the free share: the key both scores are monotone in. */
+static double free_share_key(const drv_node *n, drv_res free)
+{
+    double sum = 0;
+    if (n->alloc.cpu > 0)
+        sum += (double)free.cpu / (double)n->alloc.cpu;
+    if (n->alloc.mem > 0)
+        sum += (double)free.mem / (double)n->alloc.mem;
+    if (n->alloc.gpu > 0)
+        sum += (double)free.gpu / (double)n->alloc.gpu;
+    return sum;
+}
+
+static double neg_free_share_key(const drv_node *n, drv_res free)
+{
+    return -free_share_key(n, free);
+}
+
 /* Mean free share of the node's resources after placing the pod, 0..100. */
 static int free_share_after(const drv_ctx *c, int32_t pod, int32_t node)
 {
@@ -187,21 +205,8 @@ static int free_share_after(const drv_ctx *c, int32_t pod, int32_t node)
     const drv_node *n = &st->nodes[node];
     const drv_pod *p = &st->pods[pod];
     drv_res after = drv_res_sub(drv_ctx_free(c, node), st->jobs[p->job].role[p->role].req);
-    double sum = 0;
-    int k = 0;
-    if (n->alloc.cpu > 0) {
-        sum += (double)after.cpu / (double)n->alloc.cpu;
-        k++;
-    }
-    if (n->alloc.mem > 0) {
-        sum += (double)after.mem / (double)n->alloc.mem;
-        k++;
-    }
-    if (n->alloc.gpu > 0) {
-        sum += (double)after.gpu / (double)n->alloc.gpu;
-        k++;
-    }
-    return k ? (int)(100.0 * sum / k) : 0;
+    int k = (n->alloc.cpu > 0) + (n->alloc.mem > 0) + (n->alloc.gpu > 0);
+    return k ? (int)(100.0 * free_share_key(n, after) / k) : 0;
 }
 
 static int least_alloc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
@@ -220,10 +225,12 @@ const drv_plugin drv_plugin_least_allocated = {
     .name = "least-allocated",
     .doc = "score: prefer emptier nodes (spread; kube-scheduler default)",
     .score = least_alloc_score,
+    .node_key = free_share_key,
 };
 
 const drv_plugin drv_plugin_most_allocated = {
     .name = "most-allocated",
     .doc = "score: prefer fuller nodes (bin-packing)",
     .score = most_alloc_score,
+    .node_key = neg_free_share_key,
 };

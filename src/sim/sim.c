@@ -186,7 +186,7 @@ static void set_phase(drv_sim *s, int32_t job, int phase)
         x->runpos = s->nrun;
         s->runl[s->nrun++] = job;
     }
-    j->phase = phase;
+    drv_state_set_phase(&s->st, job, phase);
     *bucket(s, job) = drv_res_add(*bucket(s, job), x->held);
     s->running += (int)is_useful_phase(phase) - (int)was_running;
     x->gen++;
@@ -312,13 +312,37 @@ static int settle(drv_sim *s, int32_t job)
     return 0;
 }
 
+static bool overcommitted(const drv_sim *s, int32_t node)
+{
+    return node >= 0 && s->st.nodes[node].cpu_limit > s->st.nodes[node].alloc.cpu;
+}
+
+/* Does the cycle's decision list change the CPU share of pods it does not name? Only when a
+ * node it touches has (or had) more CPU limits than CPU, or limits are resized. */
+static bool shares_change(const drv_sim *s)
+{
+    for (int32_t i = 0; i < s->dec.n; i++) {
+        const drv_decision *x = &s->dec.v[i];
+        if (x->kind == DRV_RESIZE || overcommitted(s, x->node) || overcommitted(s, x->from) ||
+            (x->pod >= 0 && overcommitted(s, s->st.pods[x->pod].node)))
+            return true;
+    }
+    return false;
+}
+
 static int apply(drv_sim *s)
 {
     int rc = 0;
     s->ntouched = 0;
-    /* Bring every running job to now before rates can change. */
-    for (int32_t k = 0; k < s->nrun; k++)
-        advance(s, s->runl[k]);
+    /* Bring the jobs whose rate may change up to now first: all running jobs when CPU shares
+     * shift, otherwise just the ones the decisions name. */
+    bool all = shares_change(s);
+    if (all)
+        for (int32_t k = 0; k < s->nrun; k++)
+            advance(s, s->runl[k]);
+    else
+        for (int32_t i = 0; i < s->dec.n; i++)
+            advance(s, s->dec.v[i].job);
     for (int32_t i = 0; i < s->dec.n && !rc; i++) {
         const drv_decision *x = &s->dec.v[i];
         rc = touch(s, x->job);
@@ -358,9 +382,14 @@ static int apply(drv_sim *s)
     }
     for (int32_t i = 0; i < s->ntouched && !rc; i++)
         rc = settle(s, s->touched[i]);
-    /* Placement and limits changed: every running job's rate may have too. */
-    for (int32_t k = 0; k < s->nrun && !rc; k++)
-        rc = reschedule(s, s->runl[k]);
+    all = all || shares_change(s);
+    if (all)
+        for (int32_t k = 0; k < s->nrun && !rc; k++)
+            rc = reschedule(s, s->runl[k]);
+    else
+        for (int32_t i = 0; i < s->ntouched && !rc; i++)
+            if (s->st.jobs[s->touched[i]].phase == DRV_JOB_RUNNING)
+                rc = reschedule(s, s->touched[i]);
     return rc;
 }
 

@@ -13,7 +13,10 @@
  * for each, every node is scored as the exhaustive scan would and the chosen node must score
  * as high as the best. The count of worse choices is printed (it must be 0).
  *
- * usage: place [--nodes N[,N...]] [--pods N] [--reps R] [--profile LINE] [--seed S]
+ * With --latency K, it instead times K cycles (each on the same snapshot, decisions discarded)
+ * and prints the p50/p99/max cycle latency beside the same percentiles of the scan baseline.
+ *
+ * usage: place [--nodes N[,N...]] [--pods N] [--reps R] [--latency K] [--profile LINE] [--seed S]
  */
 #include "drover/policy.h"
 
@@ -130,10 +133,69 @@ static int64_t scan_place(const drv_state *st, drv_res *fr)
     return placed;
 }
 
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double pctl(double *v, int n, double p)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    int k = (int)(p / 100.0 * n + 0.999999) - 1;
+    return v[k < 0 ? 0 : k >= n ? n - 1 : k];
+}
+
+static int latency(const drv_profile *prof, const char *nodes_arg, int32_t pods, int k,
+                   uint64_t seed)
+{
+    printf("%7s %10s %10s %10s %12s %12s %12s\n", "nodes", "p50_ms", "p99_ms", "max_ms",
+           "scan_p50_ms", "scan_p99_ms", "scan_max_ms");
+    char *list = strdup(nodes_arg);
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        int32_t nn = atoi(tok);
+        drv_state st;
+        build(&st, nn, pods, seed);
+        drv_diag d = {{0}};
+        drv_sched *s;
+        if (drv_sched_new(prof, &s, &d)) {
+            fprintf(stderr, "place: %s\n", d.msg);
+            return 2;
+        }
+        drv_decisions ds;
+        drv_decisions_init(&ds);
+        drv_snapshot snap = {&st, 0};
+        double *a = malloc(sizeof *a * (size_t)k), *b = malloc(sizeof *b * (size_t)k);
+        drv_res *fr = malloc(sizeof *fr * (size_t)nn);
+        for (int i = 0; i < k; i++) {
+            ds.n = 0;
+            double t0 = now_s();
+            drv_sched_cycle(s, &snap, &ds);
+            a[i] = (now_s() - t0) * 1e3;
+            for (int32_t j = 0; j < nn; j++)
+                fr[j] = drv_node_free(&st.nodes[j]);
+            t0 = now_s();
+            scan_place(&st, fr);
+            b[i] = (now_s() - t0) * 1e3;
+        }
+        printf("%7d %10.3f %10.3f %10.3f %12.3f %12.3f %12.3f\n", nn, pctl(a, k, 50),
+               pctl(a, k, 99), pctl(a, k, 100), pctl(b, k, 50), pctl(b, k, 99), pctl(b, k, 100));
+        fflush(stdout);
+        free(a);
+        free(b);
+        free(fr);
+        drv_decisions_fini(&ds);
+        drv_sched_free(s);
+        drv_state_fini(&st);
+    }
+    free(list);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *nodes_arg = "1000,5000,10000,50000";
-    int32_t pods = 10000, reps = 3;
+    int32_t pods = 10000, reps = 3, lat = 0;
     uint64_t seed = 1;
     const char *line = "admit=gang score=least-allocated";
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -145,6 +207,8 @@ int main(int argc, char **argv)
             reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--profile"))
             line = argv[i + 1];
+        else if (!strcmp(argv[i], "--latency"))
+            lat = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--seed"))
             seed = strtoull(argv[i + 1], NULL, 10);
     }
@@ -155,6 +219,8 @@ int main(int argc, char **argv)
         return 2;
     }
     printf("place: %d pending pods in gangs of 1-64, profile: %s\n", pods, line);
+    if (lat > 0)
+        return latency(&prof, nodes_arg, pods, lat, seed);
     printf("%7s %12s %12s %8s %9s %10s %9s\n", "nodes", "core_pods/s", "scan_pods/s", "ratio",
            "placed", "scan_plcd", "worse");
     char *list = strdup(nodes_arg);

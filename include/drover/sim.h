@@ -81,6 +81,8 @@ void drv_workload_fini(drv_workload *w);
 typedef struct drv_sim_config {
     uint64_t seed; /* loss-sample noise */
     bool check;    /* run the invariant checker after every cycle; a violation stops the run */
+    bool tick;     /* run a cycle every period while jobs are live, even when nothing changed
+                      (how time-stepped simulators work; a benchmark baseline) */
 } drv_sim_config;
 
 /* What happened to one job. Times in seconds; -1 when it never started / never finished. */

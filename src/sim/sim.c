@@ -418,7 +418,7 @@ static int run_cycle(drv_sim *s, drv_diag *d)
             return drv_fail(d, rc, "after the cycle at t=%.3f (policy %s): %s", s->now,
                             drv_sched_profile(s->sched)->name, cd.msg);
     }
-    if (s->periodic && s->live > 0) {
+    if ((s->periodic || s->cfg.tick) && s->live > 0) {
         s->cycle_pending = true;
         rc = push_event(s, s->now + s->period, EV_CYCLE, -1, 0);
     }

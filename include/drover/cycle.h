@@ -105,6 +105,11 @@ struct drv_plugin {
      * profile's only score plugin has it (and there are no filter plugins), the core finds the
      * best node through an index instead of scoring every node (docs/cycle.md, "Cost"). */
     double (*node_key)(const drv_node *n, drv_res free);
+    /* For score plugins: true when the score of a pod on a node depends only on where the pod's
+     * own job has pods (assumed state), is the same on every node of a zone (rack) holding none
+     * of them, and is never smaller in a rack than in its zone, nor on a node than in its rack
+     * (PS/worker locality). Such plugins can be combined with one keyed plugin in the index. */
+    bool topology_bonus;
     /* scale: grow or shrink running elastic jobs (SCALE, EVICT, BIND decisions). */
     void (*scale)(drv_ctx *c, void *state);
     /* reallocate: change CPU limits of running pods (RESIZE decisions). */

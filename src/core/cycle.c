@@ -52,6 +52,8 @@ struct drv_sched {
     drv_res totfree;               /* sum of free[] over schedulable nodes */
     drv_nodeindex *ix;             /* best-node index, when the profile allows it (nodeindex.h) */
     bool use_ix;                   /* the profile allows it */
+    int ix_fam;                    /* families to build: 1, or 3 with topology-bonus scores */
+    drv_node_key_fn ix_key;        /* the keyed score plugin's key */
     bool ix_ok;                    /* this cycle's index was built */
     gang_shape failed[MAX_FAILED]; /* gangs that did not fit since capacity last grew */
     int32_t nfailed;
@@ -122,9 +124,21 @@ int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d)
             s->ustate[pt][i] = s->inst[k].state;
         }
     }
+    /* The index applies with no filters, one keyed score and any topology-bonus scores. */
     const drv_profile *pr = &s->prof;
-    s->use_ix = pr->nuse[DRV_PT_FILTER] == 0 && pr->nuse[DRV_PT_SCORE] == 1 &&
-                pr->use[DRV_PT_SCORE][0].p->node_key != NULL;
+    int keyed = 0, topo = 0;
+    for (int i = 0; i < pr->nuse[DRV_PT_SCORE]; i++) {
+        const drv_plugin *p = pr->use[DRV_PT_SCORE][i].p;
+        if (p->node_key) {
+            keyed++;
+            s->ix_key = p->node_key;
+        } else if (p->topology_bonus) {
+            topo++;
+        }
+    }
+    s->use_ix =
+        pr->nuse[DRV_PT_FILTER] == 0 && keyed == 1 && keyed + topo == pr->nuse[DRV_PT_SCORE];
+    s->ix_fam = topo ? DRV_IX_FAMILIES : 1;
     if (s->use_ix && !(s->ix = drv_nodeindex_new())) {
         drv_sched_free(s);
         return drv_fail(d, DRV_ENOMEM, "out of memory");
@@ -433,6 +447,76 @@ int64_t drv_ctx_score(const drv_ctx *c, int32_t pod, int32_t node)
     return sum;
 }
 
+/* Keeps the better of (n, its real score) and the best so far; ties go to the lower id. */
+static void consider(const drv_ctx *c, int32_t pod, int32_t n, int32_t *best, int64_t *best_sc)
+{
+    if (n < 0)
+        return;
+    int64_t sc = drv_ctx_score(c, pod, n);
+    if (sc > *best_sc || (sc == *best_sc && n < *best)) {
+        *best = n;
+        *best_sc = sc;
+    }
+}
+
+static void consider_groups(const drv_ctx *c, int32_t pod, drv_res req, int fam, int32_t label,
+                            int32_t *best, int64_t *best_sc)
+{
+    const int32_t *g;
+    int32_t n = drv_nodeindex_with_label(c->s->ix, fam, label, &g);
+    for (int32_t i = 0; i < n; i++)
+        consider(c, pod, drv_nodeindex_best(c->s->ix, fam, g[i], req), best, best_sc);
+}
+
+/*
+ * Best node through the index. Candidates: each allocatable class's best fitting node by key;
+ * with topology-bonus scores also each (class, zone) and (class, rack) group's where the job
+ * has pods, and the job's own nodes. Any other node scores no higher than one of these (its
+ * key is no larger than its group's best and its bonus no larger), so the real best is among
+ * them: every candidate is scored for real.
+ */
+static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
+{
+    const drv_state *st = c->snap->st;
+    int32_t best = -1;
+    int64_t best_sc = -1;
+    int32_t ng = drv_nodeindex_groups(c->s->ix, DRV_IX_GLOBAL);
+    for (int32_t g = 0; g < ng; g++)
+        consider(c, pod, drv_nodeindex_best(c->s->ix, DRV_IX_GLOBAL, g, req), &best, &best_sc);
+    if (c->s->ix_fam == 1)
+        return best;
+    const drv_job *j = &st->jobs[st->pods[pod].job];
+    int32_t zones[16], racks[16], nz = 0, nr = 0;
+    bool all_z = false, all_r = false;
+    for (int32_t k = 0; k < j->pod_count; k++) {
+        int32_t n = drv_ctx_pod_node(c, j->pod_base + k);
+        if (n < 0)
+            continue;
+        if (drv_ctx_filter(c, pod, n) == DRV_FIT)
+            consider(c, pod, n, &best, &best_sc);
+        int32_t z = st->nodes[n].zone, r = st->nodes[n].rack, i;
+        for (i = 0; i < nz && zones[i] != z; i++)
+            ;
+        if (i == nz && !(all_z = all_z || nz == 16))
+            zones[nz++] = z;
+        for (i = 0; i < nr && racks[i] != r; i++)
+            ;
+        if (i == nr && !(all_r = all_r || nr == 16))
+            racks[nr++] = r;
+    }
+    if (all_z || all_r) { /* spread too wide to list: every group is a candidate */
+        for (int fam = DRV_IX_ZONE; fam <= DRV_IX_RACK; fam++)
+            for (int32_t g = 0; g < drv_nodeindex_groups(c->s->ix, fam); g++)
+                consider(c, pod, drv_nodeindex_best(c->s->ix, fam, g, req), &best, &best_sc);
+        return best;
+    }
+    for (int32_t i = 0; i < nz; i++)
+        consider_groups(c, pod, req, DRV_IX_ZONE, zones[i], &best, &best_sc);
+    for (int32_t i = 0; i < nr; i++)
+        consider_groups(c, pod, req, DRV_IX_RACK, racks[i], &best, &best_sc);
+    return best;
+}
+
 int32_t drv_ctx_best_node(const drv_ctx *c, int32_t pod)
 {
     const drv_state *st = c->snap->st;
@@ -440,22 +524,8 @@ int32_t drv_ctx_best_node(const drv_ctx *c, int32_t pod)
     drv_res req = pod_req(st, pod);
     if (!drv_res_fits(req, s->maxfree))
         return -1; /* larger than any node's free room: no need to look */
-    if (s->ix_ok) {
-        /* Per class the best fitting node by key; across classes by real score. */
-        int32_t best = -1;
-        int64_t best_score = -1;
-        for (int32_t k = 0; k < drv_nodeindex_classes(s->ix); k++) {
-            int32_t n = drv_nodeindex_best(s->ix, k, req);
-            if (n < 0)
-                continue;
-            int64_t sc = drv_ctx_score(c, pod, n);
-            if (sc > best_score || (sc == best_score && n < best)) {
-                best = n;
-                best_score = sc;
-            }
-        }
-        return best;
-    }
+    if (s->ix_ok)
+        return indexed_best(c, pod, req);
     int32_t best = -1;
     int64_t best_score = -1;
     drv_res exact = {0, 0, 0};
@@ -650,8 +720,7 @@ static int prepare(drv_sched *s, const drv_state *st)
     drv_arena_reset(&s->arena);
     s->ix_ok = false;
     if (s->use_ix)
-        s->ix_ok =
-            drv_nodeindex_build(s->ix, st, s->free, s->prof.use[DRV_PT_SCORE][0].p->node_key) == 0;
+        s->ix_ok = drv_nodeindex_build(s->ix, st, s->free, s->ix_key, s->ix_fam) == 0;
     return 0;
 }
 

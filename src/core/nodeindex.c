@@ -12,6 +12,7 @@
 
 typedef struct cls {
     drv_res alloc;
+    int32_t label; /* zone or rack (interned), 0 for the global family */
     int32_t n;     /* nodes in the class */
     int32_t size;  /* leaves: power of two >= n */
     int32_t *node; /* leaf position -> node id (ascending) */
@@ -19,14 +20,19 @@ typedef struct cls {
     double *key;   /* tree of max key */
 } cls;
 
-struct drv_nodeindex {
+typedef struct family {
     cls *c;
     int32_t nc, capc;
-    int32_t *node_cls; /* node -> class, -1 if not indexed (cordoned) */
+    int32_t *node_cls; /* node -> group, -1 if not indexed (cordoned) */
     int32_t *node_pos; /* node -> leaf position */
-    int32_t nnodes, capn;
-    drv_res *sig_alloc; /* allocatable at the last class computation */
-    uint8_t *sig_sched;
+    int32_t *by_label; /* group ids sorted by label (then id) */
+} family;
+
+struct drv_nodeindex {
+    family f[DRV_IX_FAMILIES];
+    int nfam;       /* families built */
+    int32_t nnodes; /* nodes at the last grouping; -1 forces a regrouping */
+    drv_node *sig;  /* nodes (allocatable, labels, flags) at the last grouping */
     drv_node_key_fn key;
     const drv_state *st;
 };
@@ -38,79 +44,83 @@ drv_nodeindex *drv_nodeindex_new(void)
     return drv_calloc(1, sizeof(drv_nodeindex));
 }
 
-static void free_classes(drv_nodeindex *ix)
+static void free_family(family *f)
 {
-    for (int32_t i = 0; i < ix->nc; i++) {
-        drv_free(ix->c[i].node);
-        drv_free(ix->c[i].mx);
-        drv_free(ix->c[i].key);
+    for (int32_t i = 0; i < f->nc; i++) {
+        drv_free(f->c[i].node);
+        drv_free(f->c[i].mx);
+        drv_free(f->c[i].key);
     }
-    ix->nc = 0;
+    drv_free(f->c);
+    drv_free(f->node_cls);
+    drv_free(f->node_pos);
+    drv_free(f->by_label);
+    memset(f, 0, sizeof *f);
 }
 
 void drv_nodeindex_free(drv_nodeindex *ix)
 {
     if (!ix)
         return;
-    free_classes(ix);
-    drv_free(ix->c);
-    drv_free(ix->node_cls);
-    drv_free(ix->node_pos);
-    drv_free(ix->sig_alloc);
-    drv_free(ix->sig_sched);
+    for (int k = 0; k < DRV_IX_FAMILIES; k++)
+        free_family(&ix->f[k]);
+    drv_free(ix->sig);
     drv_free(ix);
 }
 
-static bool same_nodes(const drv_nodeindex *ix, const drv_state *st)
+static bool same_topology(const drv_node *a, const drv_node *b)
 {
-    if (ix->nnodes != st->nnodes || !ix->sig_alloc)
+    return memcmp(&a->alloc, &b->alloc, sizeof(drv_res)) == 0 && a->zone == b->zone &&
+           a->rack == b->rack && a->schedulable == b->schedulable;
+}
+
+static bool same_nodes(const drv_nodeindex *ix, const drv_state *st, int nfam)
+{
+    if (ix->nnodes != st->nnodes || !ix->sig || ix->nfam != nfam)
         return false;
     for (int32_t i = 0; i < st->nnodes; i++)
-        if (memcmp(&ix->sig_alloc[i], &st->nodes[i].alloc, sizeof(drv_res)) != 0 ||
-            ix->sig_sched[i] != (uint8_t)st->nodes[i].schedulable)
+        if (!same_topology(&ix->sig[i], &st->nodes[i]))
             return false;
     return true;
 }
 
-/* Groups schedulable nodes by allocatable; classes in order of first appearance. */
-static int make_classes(drv_nodeindex *ix, const drv_state *st)
+static int32_t label_of(const drv_node *n, int fam)
 {
-    free_classes(ix);
+    return fam == DRV_IX_ZONE ? n->zone : fam == DRV_IX_RACK ? n->rack : 0;
+}
+
+/* Groups schedulable nodes by allocatable (and label); groups in order of first appearance. */
+static int make_family(family *f, const drv_state *st, int fam)
+{
+    free_family(f);
     int32_t n = st->nnodes;
-    if (drv_grow(&ix->node_cls, sizeof *ix->node_cls, &ix->capn, n) != 0)
-        return DRV_ENOMEM;
-    int32_t capn = ix->capn;
-    drv_free(ix->node_pos);
-    drv_free(ix->sig_alloc);
-    drv_free(ix->sig_sched);
-    ix->node_pos = drv_calloc((size_t)capn, sizeof *ix->node_pos);
-    ix->sig_alloc = drv_calloc((size_t)capn, sizeof *ix->sig_alloc);
-    ix->sig_sched = drv_calloc((size_t)capn, sizeof *ix->sig_sched);
-    if (!ix->node_pos || !ix->sig_alloc || !ix->sig_sched)
+    f->node_cls = drv_malloc(sizeof *f->node_cls * ((size_t)n + 1));
+    f->node_pos = drv_malloc(sizeof *f->node_pos * ((size_t)n + 1));
+    if (!f->node_cls || !f->node_pos)
         return DRV_ENOMEM;
     for (int32_t i = 0; i < n; i++) {
         const drv_node *nd = &st->nodes[i];
-        ix->sig_alloc[i] = nd->alloc;
-        ix->sig_sched[i] = (uint8_t)nd->schedulable;
-        ix->node_cls[i] = -1;
+        f->node_cls[i] = -1;
         if (!nd->schedulable)
             continue;
-        int32_t c = 0;
-        /* Few classes in practice (node types); a linear search is fine. */
-        while (c < ix->nc && memcmp(&ix->c[c].alloc, &nd->alloc, sizeof(drv_res)) != 0)
+        int32_t label = label_of(nd, fam), c = 0;
+        /* Groups are node types x racks: a linear search over them is fine at build time. */
+        while (c < f->nc &&
+               (f->c[c].label != label || memcmp(&f->c[c].alloc, &nd->alloc, sizeof(drv_res)) != 0))
             c++;
-        if (c == ix->nc) {
-            if (drv_grow(&ix->c, sizeof *ix->c, &ix->capc, ix->nc + 1) != 0)
+        if (c == f->nc) {
+            if (drv_grow(&f->c, sizeof *f->c, &f->capc, f->nc + 1) != 0)
                 return DRV_ENOMEM;
-            memset(&ix->c[c], 0, sizeof ix->c[c]);
-            ix->c[c].alloc = nd->alloc;
-            ix->nc++;
+            memset(&f->c[c], 0, sizeof f->c[c]);
+            f->c[c].alloc = nd->alloc;
+            f->c[c].label = label;
+            f->nc++;
         }
-        ix->node_cls[i] = c;
-        ix->node_pos[i] = ix->c[c].n++;
+        f->node_cls[i] = c;
+        f->node_pos[i] = f->c[c].n++;
     }
-    for (int32_t c = 0; c < ix->nc; c++) {
-        cls *k = &ix->c[c];
+    for (int32_t c = 0; c < f->nc; c++) {
+        cls *k = &f->c[c];
         k->size = 1;
         while (k->size < k->n)
             k->size *= 2;
@@ -123,9 +133,20 @@ static int make_classes(drv_nodeindex *ix, const drv_state *st)
             k->node[p] = -1;
     }
     for (int32_t i = 0; i < n; i++)
-        if (ix->node_cls[i] >= 0)
-            ix->c[ix->node_cls[i]].node[ix->node_pos[i]] = i;
-    ix->nnodes = n;
+        if (f->node_cls[i] >= 0)
+            f->c[f->node_cls[i]].node[f->node_pos[i]] = i;
+    /* Groups sorted by label (insertion sort: this runs only when the nodes change). */
+    f->by_label = drv_malloc(sizeof *f->by_label * ((size_t)f->nc + 1));
+    if (!f->by_label)
+        return DRV_ENOMEM;
+    for (int32_t i = 0; i < f->nc; i++) {
+        int32_t j = i;
+        while (j > 0 && f->c[f->by_label[j - 1]].label > f->c[i].label) {
+            f->by_label[j] = f->by_label[j - 1];
+            j--;
+        }
+        f->by_label[j] = i;
+    }
     return 0;
 }
 
@@ -143,48 +164,83 @@ static void pull(cls *k, int32_t t)
 }
 
 int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *free,
-                        drv_node_key_fn key)
+                        drv_node_key_fn key, int nfam)
 {
     ix->key = key;
     ix->st = st;
-    if (!same_nodes(ix, st) && make_classes(ix, st) != 0) {
-        ix->nnodes = -1; /* force a rebuild next time */
-        return DRV_ENOMEM;
+    if (!same_nodes(ix, st, nfam)) {
+        ix->nnodes = -1; /* until grouping succeeds */
+        for (int k = 0; k < nfam; k++)
+            if (make_family(&ix->f[k], st, k) != 0)
+                return DRV_ENOMEM;
+        drv_free(ix->sig);
+        ix->sig = drv_malloc(sizeof *ix->sig * ((size_t)st->nnodes + 1));
+        if (!ix->sig)
+            return DRV_ENOMEM;
+        memcpy(ix->sig, st->nodes, sizeof *ix->sig * (size_t)st->nnodes);
+        ix->nnodes = st->nnodes;
+        ix->nfam = nfam;
     }
-    for (int32_t c = 0; c < ix->nc; c++) {
-        cls *k = &ix->c[c];
-        for (int32_t p = 0; p < k->size; p++) {
-            int32_t nd = k->node[p];
-            k->mx[k->size + p] = nd >= 0 ? free[nd] : NONE;
-            k->key[k->size + p] = nd >= 0 ? key(&st->nodes[nd], free[nd]) : -1e300;
+    for (int fam = 0; fam < nfam; fam++) {
+        family *f = &ix->f[fam];
+        for (int32_t c = 0; c < f->nc; c++) {
+            cls *k = &f->c[c];
+            for (int32_t p = 0; p < k->size; p++) {
+                int32_t nd = k->node[p];
+                k->mx[k->size + p] = nd >= 0 ? free[nd] : NONE;
+                k->key[k->size + p] = nd >= 0 ? key(&st->nodes[nd], free[nd]) : -1e300;
+            }
+            for (int32_t t = k->size - 1; t >= 1; t--)
+                pull(k, t);
         }
-        for (int32_t t = k->size - 1; t >= 1; t--)
-            pull(k, t);
     }
     return 0;
 }
 
 void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free)
 {
-    int32_t c = ix->node_cls[node];
-    if (c < 0)
-        return;
-    cls *k = &ix->c[c];
-    int32_t t = k->size + ix->node_pos[node];
-    k->mx[t] = free;
-    k->key[t] = ix->key(&ix->st->nodes[node], free);
-    for (t /= 2; t >= 1; t /= 2)
-        pull(k, t);
+    double key = ix->key(&ix->st->nodes[node], free);
+    for (int fam = 0; fam < ix->nfam; fam++) {
+        family *f = &ix->f[fam];
+        int32_t c = f->node_cls[node];
+        if (c < 0)
+            continue;
+        cls *k = &f->c[c];
+        int32_t t = k->size + f->node_pos[node];
+        k->mx[t] = free;
+        k->key[t] = key;
+        for (t /= 2; t >= 1; t /= 2)
+            pull(k, t);
+    }
 }
 
-int32_t drv_nodeindex_classes(const drv_nodeindex *ix)
+int32_t drv_nodeindex_groups(const drv_nodeindex *ix, int fam)
 {
-    return ix->nc;
+    return fam < ix->nfam ? ix->f[fam].nc : 0;
 }
 
-int32_t drv_nodeindex_best(const drv_nodeindex *ix, int32_t c, drv_res req)
+int32_t drv_nodeindex_with_label(const drv_nodeindex *ix, int fam, int32_t label,
+                                 const int32_t **out)
 {
-    const cls *k = &ix->c[c];
+    const family *f = &ix->f[fam];
+    int32_t lo = 0, hi = f->nc;
+    while (lo < hi) { /* first group with label >= wanted */
+        int32_t mid = (lo + hi) / 2;
+        if (f->c[f->by_label[mid]].label < label)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int32_t end = lo;
+    while (end < f->nc && f->c[f->by_label[end]].label == label)
+        end++;
+    *out = f->by_label ? f->by_label + lo : NULL;
+    return end - lo;
+}
+
+int32_t drv_nodeindex_best(const drv_nodeindex *ix, int fam, int32_t g, drv_res req)
+{
+    const cls *k = &ix->f[fam].c[g];
     if (!drv_res_fits(req, k->alloc) || !drv_res_fits(req, k->mx[1]))
         return -1;
     /* Depth-first, larger key first (left first on ties); a subtree is pruned when it cannot

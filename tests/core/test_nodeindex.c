@@ -58,11 +58,11 @@ static void test_index_matches_brute_force(void **unused)
         }
         drv_nodeindex *ix = drv_nodeindex_new();
         assert_non_null(ix);
-        assert_int_equal(drv_nodeindex_build(ix, &st, fr, key_cpu_mem), 0);
+        assert_int_equal(drv_nodeindex_build(ix, &st, fr, key_cpu_mem, 1), 0);
         for (int q = 0; q < 200; q++) {
             drv_res req = {drv_rng_range(&r, 0, 16000), drv_rng_range(&r, 0, 64), 0};
-            for (int32_t c = 0; c < drv_nodeindex_classes(ix); c++) {
-                int32_t got = drv_nodeindex_best(ix, c, req);
+            for (int32_t c = 0; c < drv_nodeindex_groups(ix, DRV_IX_GLOBAL); c++) {
+                int32_t got = drv_nodeindex_best(ix, DRV_IX_GLOBAL, c, req);
                 drv_res alloc = {-1, -1, -1};
                 for (int32_t i = 0; i < n; i++)
                     if (st.nodes[i].schedulable) {

@@ -90,6 +90,26 @@ int drv_cluster_uniform(drv_cluster_spec *c, int32_t n, drv_res alloc)
             goto out;                                                                              \
     } while (0)
 
+/* Reads the optional resource fields cpu, memory and gpu of map m (field names prefix.cpu...);
+ * absent fields leave their output unchanged. */
+static int read_resources(const drv_conf_doc *doc, drv_conf *m, const char *prefix, int64_t *cpu,
+                          int64_t *mem, int64_t *gpu, drv_diag *d)
+{
+    char p[192];
+    drv_conf *f;
+    int rc = 0;
+    snprintf(p, sizeof p, "%s.cpu", prefix);
+    if ((f = drv_conf_get(m, "cpu")) && (rc = drv_conf_cpu(doc, f, p, cpu, d)) != 0)
+        return rc;
+    snprintf(p, sizeof p, "%s.memory", prefix);
+    if ((f = drv_conf_get(m, "memory")) && (rc = drv_conf_mem(doc, f, p, mem, d)) != 0)
+        return rc;
+    snprintf(p, sizeof p, "%s.gpu", prefix);
+    if ((f = drv_conf_get(m, "gpu")) && (rc = drv_conf_int(doc, f, p, 0, 1024, gpu, d)) != 0)
+        return rc;
+    return 0;
+}
+
 static int copy_name(const drv_conf_doc *doc, drv_conf *c, const char *path, char *dst, size_t cap,
                      drv_diag *d)
 {
@@ -142,12 +162,9 @@ int drv_cluster_load(drv_cluster_spec *out, const char *path, drv_diag *d)
             goto out;
         snprintf(p, sizeof p, "nodes[%d].count", i);
         OPT(drv_conf_int, n, "count", p, 1, 100000, &count, d);
-        snprintf(p, sizeof p, "nodes[%d].cpu", i);
-        OPT(drv_conf_cpu, n, "cpu", p, &cpu, d);
-        snprintf(p, sizeof p, "nodes[%d].memory", i);
-        OPT(drv_conf_mem, n, "memory", p, &mem, d);
-        snprintf(p, sizeof p, "nodes[%d].gpu", i);
-        OPT(drv_conf_int, n, "gpu", p, 0, 1024, &gpu, d);
+        snprintf(p, sizeof p, "nodes[%d]", i);
+        if ((rc = read_resources(&doc, n, p, &cpu, &mem, &gpu, d)) != 0)
+            goto out;
         if (cpu <= 0 || mem <= 0) {
             rc = drv_fail(d, DRV_EINVAL, "%s:%d: nodes[%d]: cpu and memory are required and > 0",
                           path, n->line, i);
@@ -295,12 +312,8 @@ static int read_role(const drv_conf_doc *docp, drv_conf *rc_node, const char *pa
         return rc;
     snprintf(p, sizeof p, "%s.replicas", path);
     OPT(drv_conf_int, rc_node, "replicas", p, 0, 4096, &replicas, d);
-    snprintf(p, sizeof p, "%s.cpu", path);
-    OPT(drv_conf_cpu, rc_node, "cpu", p, &cpu, d);
-    snprintf(p, sizeof p, "%s.memory", path);
-    OPT(drv_conf_mem, rc_node, "memory", p, &mem, d);
-    snprintf(p, sizeof p, "%s.gpu", path);
-    OPT(drv_conf_int, rc_node, "gpu", p, 0, 1024, &gpu, d);
+    if ((rc = read_resources(&doc, rc_node, path, &cpu, &mem, &gpu, d)) != 0)
+        goto out;
     snprintf(p, sizeof p, "%s.cpuLimit", path);
     OPT(drv_conf_cpu, rc_node, "cpuLimit", p, &lim, d);
     if (is_worker) {

@@ -88,7 +88,7 @@ typedef struct drv_progress {
 /* Called from inside drv_sim_run; must not touch the simulation. */
 typedef void (*drv_progress_fn)(void *arg, const drv_progress *p);
 
-#define DRV_PROGRESS_EVERY 4096 /* events between two progress calls */
+#define DRV_PROGRESS_EVERY 1024 /* events between two progress calls */
 
 typedef struct drv_sim_config {
     uint64_t seed;   /* loss-sample noise */

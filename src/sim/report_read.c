@@ -418,18 +418,40 @@ static int find_name(char **v, int32_t n, const char *s)
     return -1;
 }
 
-/* Placement rows name jobs of the jobs file and nodes; nodes are collected, then sorted. */
+/* A job name and its row, for finding a placement's job by binary search. */
+typedef struct named {
+    const char *name;
+    int32_t idx;
+} named;
+
+static int cmp_named(const void *a, const void *b)
+{
+    return strcmp(((const named *)a)->name, ((const named *)b)->name);
+}
+
+/*
+ * Placement rows name jobs of the jobs file (found by binary search in a sorted copy) and nodes
+ * (found by a linear scan: clusters have far fewer nodes than a trace has jobs); the nodes are
+ * collected, then sorted.
+ */
 static int load_placements(drv_report_run *run, char **jobs, const char *path, drv_diag *d)
 {
     static const char *const want[] = {"job", "node", "start_s", "end_s"};
     drv_csv c;
+    named *byname = drv_malloc(sizeof *byname * (size_t)(run->jobs + 1));
+    if (!byname)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    for (int32_t i = 0; i < run->jobs; i++)
+        byname[i] = (named){jobs[i], i};
+    qsort(byname, (size_t)run->jobs, sizeof *byname, cmp_named);
     int rc = drv_csv_open(&c, path, want, 4, d);
-    if (rc == DRV_ENOENT) {
+    if (rc) {
+        drv_free(byname);
+        if (rc != DRV_ENOENT)
+            return rc;
         d->msg[0] = 0;
         return 0;
     }
-    if (rc)
-        return rc;
     run->has_pl = true;
     int32_t cap = 0, capn = 0;
     while ((rc = drv_csv_next(&c, d)) == 1) {
@@ -437,7 +459,9 @@ static int load_placements(drv_report_run *run, char **jobs, const char *path, d
         if ((rc = drv_csv_num(&c, 2, false, &start, d)) != 0 ||
             (rc = drv_csv_num(&c, 3, true, &end, d)) != 0)
             break;
-        int job = find_name(jobs, run->jobs, drv_csv_get(&c, 0));
+        named key = {drv_csv_get(&c, 0), -1};
+        const named *hit = bsearch(&key, byname, (size_t)run->jobs, sizeof *byname, cmp_named);
+        int32_t job = hit ? hit->idx : -1;
         if (job < 0) {
             rc = drv_fail(d, DRV_EPARSE, "%s:%d: job: expected a job of the jobs file, found '%s'",
                           c.path, c.line, drv_csv_get(&c, 0));
@@ -464,6 +488,7 @@ static int load_placements(drv_report_run *run, char **jobs, const char *path, d
         run->pl[run->npl++] = (drv_placement){job, -1, -1, k, start, end};
     }
     drv_csv_close(&c);
+    drv_free(byname);
     if (rc < 0)
         return rc;
     /* Sort the node names and renumber the placements to match. */

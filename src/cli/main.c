@@ -124,8 +124,9 @@ static void progress_clear(progress *g)
 /* ---- plots ---------------------------------------------------------------------------------- */
 
 /*
- * Reads dir back and draws the plots and index.html. Returns 0; 1 when gnuplot is missing or
- * failed (index.html still written; *skipped is set); 2 when the files are bad.
+ * Reads dir back and draws the plots and index.html. Returns 0 (with *skipped set when gnuplot
+ * is missing or failed: index.html is then written without plots), EXIT_USAGE when the files
+ * are missing or bad, EXIT_RUN when reading ran out of memory or index.html cannot be written.
  */
 static int render_dir(const char *dir, const char *who, bool *skipped)
 {
@@ -145,11 +146,9 @@ static int render_dir(const char *dir, const char *who, bool *skipped)
                 "install gnuplot and run `drover report %s`)\n",
                 who, dir);
         *skipped = true;
-        status = EXIT_RUN;
     } else if (rc) {
         fprintf(stderr, "%s: plots skipped: %s\n", who, d.msg);
         *skipped = true;
-        status = EXIT_RUN;
     }
     if (drv_report_html(dir, &r, rc == 0, &d) != 0) {
         fprintf(stderr, "%s: %s\n", who, d.msg);
@@ -171,9 +170,9 @@ static int cmd_report(int argc, char **argv)
     }
     bool skipped;
     int status = render_dir(argv[1], "drover report", &skipped);
-    if (status == 0)
+    if (status == 0 && !skipped)
         printf("wrote %s/index.html and its plots\n", argv[1]);
-    return status;
+    return status ? status : skipped ? EXIT_RUN : 0;
 }
 
 /* ---- sim ------------------------------------------------------------------------------------ */
@@ -421,9 +420,10 @@ static int cmd_sim(int argc, char **argv)
             goto fail;
         /* Plots are drawn from the files just written, as `drover report` would; a missing
          * gnuplot only skips them (render_dir says so on stderr). */
-        if (render_dir(o.out, "drover", &skipped) == EXIT_USAGE) {
-            rc = drv_fail(&d, DRV_EIO, "%s: cannot read back what was written", o.out);
-            goto fail;
+        int st = render_dir(o.out, "drover", &skipped);
+        if (st != 0) {
+            status = EXIT_RUN;
+            goto out;
         }
     }
 

@@ -78,12 +78,34 @@ void drv_workload_fini(drv_workload *w);
 
 /* ---- a run -------------------------------------------------------------------------------- */
 
+/* How far a run has got; passed to drv_sim_config.progress. */
+typedef struct drv_progress {
+    int32_t done, jobs; /* jobs finished, jobs in the workload */
+    double now;         /* simulated seconds */
+    int64_t events;     /* events processed so far */
+} drv_progress;
+
+/* Called from inside drv_sim_run; must not touch the simulation. */
+typedef void (*drv_progress_fn)(void *arg, const drv_progress *p);
+
+#define DRV_PROGRESS_EVERY 1024 /* events between two progress calls */
+
 typedef struct drv_sim_config {
-    uint64_t seed; /* loss-sample noise */
-    bool check;    /* run the invariant checker after every cycle; a violation stops the run */
-    bool tick;     /* run a cycle every period while jobs are live, even when nothing changed
-                      (how time-stepped simulators work; a benchmark baseline) */
+    uint64_t seed;   /* loss-sample noise */
+    bool check;      /* run the invariant checker after every cycle; a violation stops the run */
+    bool tick;       /* run a cycle every period while jobs are live, even when nothing changed
+                        (how time-stepped simulators work; a benchmark baseline) */
+    bool placements; /* record the placement log (drv_sim_placements); off costs nothing */
+    drv_progress_fn progress; /* NULL, or called every DRV_PROGRESS_EVERY events and at the end;
+                                 the simulator reads no clock, the callback may */
+    void *progress_arg;
 } drv_sim_config;
+
+/* One interval during which a pod was bound to a node (the placement log). */
+typedef struct drv_placement {
+    int32_t job, pod, role, node; /* indices into drv_sim_state()'s tables */
+    double start, end;            /* seconds; end is -1 while still bound when the run ended */
+} drv_placement;
 
 /* What happened to one job. Times in seconds; -1 when it never started / never finished. */
 typedef struct drv_jobresult {
@@ -127,6 +149,8 @@ int drv_sim_run(drv_sim *s, drv_diag *d);
 void drv_sim_summary(const drv_sim *s, drv_summary *out);
 const drv_jobresult *drv_sim_jobs(const drv_sim *s, int32_t *n);
 const drv_tick *drv_sim_ticks(const drv_sim *s, int32_t *n);
+/* The placement log in order of binding; NULL unless drv_sim_config.placements was set. */
+const drv_placement *drv_sim_placements(const drv_sim *s, int32_t *n);
 const drv_state *drv_sim_state(const drv_sim *s);
 /* Name of the profile the run uses. */
 const char *drv_sim_policy(const drv_sim *s);
@@ -148,5 +172,87 @@ void drv_report_csv(FILE *f, const drv_summary *v, int n);
 int drv_report_run_files(const char *dir, const drv_sim *s, drv_diag *d);
 /* Writes summary.json and summary.csv into dir, the same way. */
 int drv_report_summary_files(const char *dir, const drv_summary *v, int n, drv_diag *d);
+
+/* What was simulated, for the report page and the utilisation plot (scenario.json). */
+typedef struct drv_scenario {
+    char desc[512]; /* one line a person reads, e.g. "60 jobs on 8 nodes (built-in ...)" */
+    int32_t jobs, nodes;
+    double cpu_m, gpu; /* cluster capacity: millicores, GPUs */
+    uint64_t seed;
+} drv_scenario;
+
+int drv_report_scenario_file(const char *dir, const drv_scenario *sc, drv_diag *d);
+
+/* ---- reading a report directory back (report_read.c) --------------------------------------- */
+
+/*
+ * A minimal CSV reader for the files above: comma-separated, no quoting, a header line naming
+ * the columns. The caller names the columns it wants; the header may hold more, in any order.
+ * Errors name path:line and what was expected.
+ */
+#define DRV_CSV_MAXCOLS 64
+
+typedef struct drv_csv {
+    FILE *f;
+    char path[4096];
+    int32_t line; /* line number of the row last read (1 = header) */
+    char *buf;    /* the current line, split in place */
+    size_t cap;
+    char *field[DRV_CSV_MAXCOLS]; /* fields of the current row */
+    int32_t nfield, ncols;        /* fields in this row, columns in the header */
+    int32_t col[DRV_CSV_MAXCOLS]; /* header index of each wanted column */
+    const char *const *want;
+    int32_t nwant;
+} drv_csv;
+
+/* Opens path and checks its header has every wanted column. DRV_ENOENT if it does not exist. */
+int drv_csv_open(drv_csv *c, const char *path, const char *const *want, int32_t nwant, drv_diag *d);
+/* Reads the next row: 1, 0 at the end, or DRV_EPARSE/DRV_EIO/DRV_ENOMEM. */
+int drv_csv_next(drv_csv *c, drv_diag *d);
+/* The current row's value of wanted column k (borrowed until the next call). */
+const char *drv_csv_get(const drv_csv *c, int32_t k);
+/* Parses wanted column k as a number; an empty cell gives -1 when empty_ok, else an error. */
+int drv_csv_num(const drv_csv *c, int32_t k, bool empty_ok, double *out, drv_diag *d);
+void drv_csv_close(drv_csv *c);
+
+/* One policy's run as read back from jobs-, timeline- and placements-<policy>.csv. */
+typedef struct drv_report_run {
+    int32_t jobs; /* rows in jobs-<policy>.csv */
+    double *jct;  /* JCTs of finished jobs, seconds, ascending */
+    int32_t njct;
+    drv_tick *ticks; /* the time series */
+    int32_t nticks;
+    drv_placement *pl; /* job = row in jobs csv, node = index into nodes; pod/role unused */
+    int32_t npl;
+    bool has_pl;  /* placements-<policy>.csv exists */
+    char **nodes; /* node names, in natural order (node-2 before node-10) */
+    int32_t nnodes;
+} drv_report_run;
+
+typedef struct drv_report_data {
+    drv_summary *sum; /* summary.json, one per policy, in its order */
+    drv_report_run *runs;
+    int32_t n;
+    drv_scenario scen;
+    bool has_scen; /* scenario.json was there */
+} drv_report_data;
+
+/* Reads dir's files. Errors name the file, the line and what was expected. */
+int drv_report_load(drv_report_data *r, const char *dir, drv_diag *d);
+void drv_report_data_fini(drv_report_data *r);
+
+/* ---- plots and the report page (plot.c) ---------------------------------------------------- */
+
+#define DRV_GANTT_MAX_JOBS 100 /* a run with more jobs gets no Gantt chart */
+
+/*
+ * Renders the plots (SVG and PNG) into dir with gnuplot. Returns DRV_ENOENT when gnuplot is not
+ * on PATH (nothing written), DRV_EIO when it failed; each plot appears complete or not at all.
+ */
+int drv_plot_render(const char *dir, const drv_report_data *r, drv_diag *d);
+/* Whether a run gets a Gantt chart: it has a placement log and at most DRV_GANTT_MAX_JOBS jobs. */
+bool drv_plot_has_gantt(const drv_report_run *run);
+/* Writes dir/index.html: scenario, summary table and (when plots is true) the plots. */
+int drv_report_html(const char *dir, const drv_report_data *r, bool plots, drv_diag *d);
 
 #endif

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 enum { EXIT_RUN = 1, EXIT_USAGE = 2 };
 
@@ -24,6 +26,7 @@ static const char *const usage_main =
     "\n"
     "commands:\n"
     "  sim        simulate policies on a cluster and workload; print a comparison table\n"
+    "  report     redraw the plots and index.html of a `sim --out` directory from its files\n"
     "  policies   list the built-in policies (profiles) and plugins\n"
     "  version    print the version\n"
     "  help       show this help, or `drover help <command>`\n";
@@ -42,13 +45,135 @@ static const char *const usage_sim =
     "policies`\n"
     "  --seed N            seed for the generated workload and loss noise (default: 1)\n"
     "  --format FMT        table (default), json or csv\n"
-    "  --out DIR           also write summary.json, summary.csv and per-policy jobs-*.csv and\n"
-    "                      timeline-*.csv into DIR (created if missing)\n"
+    "  --out DIR           also write into DIR (created if missing): summary.json, summary.csv,\n"
+    "                      scenario.json, per-policy jobs-*.csv, timeline-*.csv and\n"
+    "                      placements-*.csv, plots (SVG and PNG, drawn by gnuplot; skipped\n"
+    "                      with a message when gnuplot is missing) and index.html\n"
     "  --models FILE       model-family catalogue (CSV) instead of the built-in one\n"
     "  --check             check invariants after every scheduling cycle (stops on a violation)\n"
     "  -h, --help          show this help\n"
     "\n"
-    "Bad input is reported as file:line: field: what was expected, with exit status 2.\n";
+    "Bad input is reported as file:line: field: what was expected, with exit status 2.\n"
+    "When stderr is a terminal and the run takes more than a second, a progress line (jobs\n"
+    "done, simulated time, ETA) is shown on stderr and cleared at the end.\n";
+
+static const char *const usage_report =
+    "usage: drover report DIR\n"
+    "\n"
+    "Redraws the plots (jct-cdf, utilisation, queue, gantt-<policy>; SVG and PNG) and\n"
+    "index.html in DIR from the files `drover sim --out DIR` wrote there: summary.json,\n"
+    "scenario.json, jobs-*.csv, timeline-*.csv and placements-*.csv. Nothing is simulated.\n"
+    "\n"
+    "Exit status: 0 done; 1 gnuplot is missing or failed (index.html is still written);\n"
+    "2 a file is missing or malformed (reported as file:line: what was expected).\n";
+
+/* ---- progress line -------------------------------------------------------------------------- */
+
+/*
+ * The progress line on stderr: only when stderr is a terminal, only once the run has taken
+ * more than PROGRESS_AFTER seconds, at most every PROGRESS_EVERY seconds, cleared at the end.
+ * The simulator calls progress_cb; this is the one place that reads a clock, so it cannot change
+ * a run's results.
+ */
+#define PROGRESS_AFTER 1.0
+#define PROGRESS_EVERY 0.25
+
+typedef struct progress {
+    bool tty;
+    double t0, last;
+    int run, runs; /* index of the policy being simulated, number of policies */
+    const char *policy;
+    bool shown;
+} progress;
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void progress_cb(void *arg, const drv_progress *p)
+{
+    progress *g = arg;
+    if (!g->tty)
+        return;
+    double now = mono_now(), elapsed = now - g->t0;
+    if (elapsed < PROGRESS_AFTER || now - g->last < PROGRESS_EVERY)
+        return;
+    g->last = now;
+    double frac = (g->run + (p->jobs > 0 ? (double)p->done / p->jobs : 0)) / g->runs;
+    char eta[32] = "?";
+    if (frac > 0.01)
+        snprintf(eta, sizeof eta, "%.0f s", elapsed * (1 - frac) / frac);
+    fprintf(stderr, "\r\033[K%s (%d/%d): %d/%d jobs done, simulated %.1f h, ETA %s", g->policy,
+            g->run + 1, g->runs, p->done, p->jobs, p->now / 3600.0, eta);
+    fflush(stderr);
+    g->shown = true;
+}
+
+static void progress_clear(progress *g)
+{
+    if (g->shown) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+        g->shown = false;
+    }
+}
+
+/* ---- plots ---------------------------------------------------------------------------------- */
+
+/*
+ * Reads dir back and draws the plots and index.html. Returns 0 (with *skipped set when gnuplot
+ * is missing or failed: index.html is then written without plots), EXIT_USAGE when the files
+ * are missing or bad, EXIT_RUN when reading ran out of memory or index.html cannot be written.
+ */
+static int render_dir(const char *dir, const char *who, bool *skipped)
+{
+    drv_diag d = {{0}};
+    drv_report_data r;
+    *skipped = false;
+    int rc = drv_report_load(&r, dir, &d);
+    if (rc) {
+        fprintf(stderr, "%s: %s\n", who, d.msg);
+        return rc == DRV_ENOMEM || rc == DRV_EIO ? EXIT_RUN : EXIT_USAGE;
+    }
+    int status = 0;
+    rc = drv_plot_render(dir, &r, &d);
+    if (rc == DRV_ENOENT) {
+        fprintf(stderr,
+                "%s: gnuplot not found on PATH; plots skipped (data and index.html written; "
+                "install gnuplot and run `drover report %s`)\n",
+                who, dir);
+        *skipped = true;
+    } else if (rc) {
+        fprintf(stderr, "%s: plots skipped: %s\n", who, d.msg);
+        *skipped = true;
+    }
+    if (drv_report_html(dir, &r, rc == 0, &d) != 0) {
+        fprintf(stderr, "%s: %s\n", who, d.msg);
+        status = EXIT_RUN;
+    }
+    drv_report_data_fini(&r);
+    return status;
+}
+
+static int cmd_report(int argc, char **argv)
+{
+    if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+        fputs(usage_report, stdout);
+        return 0;
+    }
+    if (argc != 2 || argv[1][0] == '-') {
+        fputs(usage_report, stderr);
+        return EXIT_USAGE;
+    }
+    bool skipped;
+    int status = render_dir(argv[1], "drover report", &skipped);
+    if (status == 0 && !skipped)
+        printf("wrote %s/index.html and its plots\n", argv[1]);
+    return status ? status : skipped ? EXIT_RUN : 0;
+}
 
 /* ---- sim ------------------------------------------------------------------------------------ */
 
@@ -250,9 +375,16 @@ static int cmd_sim(int argc, char **argv)
 
     /* 2. Run each policy on the same inputs. */
     status = EXIT_RUN;
-    drv_sim_config cfg = {.seed = o.seed, .check = o.check};
+    progress prog = {.tty = isatty(STDERR_FILENO) == 1, .t0 = mono_now(), .runs = nprof};
+    drv_sim_config cfg = {.seed = o.seed,
+                          .check = o.check,
+                          .placements = o.out != NULL,
+                          .progress = progress_cb,
+                          .progress_arg = &prog};
     for (int i = 0; i < nprof; i++) {
         drv_sim *s = NULL;
+        prog.run = i;
+        prog.policy = profiles[i].name;
         rc = drv_sim_new(&cluster, &wl, &cat, &profiles[i], &cfg, &s, &d);
         if (rc) {
             status = rc == DRV_EINVAL ? EXIT_USAGE : EXIT_RUN;
@@ -265,11 +397,35 @@ static int cmd_sim(int argc, char **argv)
                 rc = drv_report_run_files(o.out, s, &d);
         }
         drv_sim_free(s);
-        if (rc)
+        if (rc) {
+            progress_clear(&prog);
             goto fail;
+        }
     }
-    if (o.out && (rc = drv_report_summary_files(o.out, sums, nprof, &d)) != 0)
-        goto fail;
+    progress_clear(&prog);
+    char desc[512];
+    snprintf(desc, sizeof desc, "%d jobs on %d nodes (%s, %s)", wl.n, cluster.n,
+             o.workload ? o.workload : "built-in workload",
+             o.cluster ? o.cluster : "built-in cluster");
+    bool skipped = false;
+    if (o.out) {
+        drv_scenario sc = {.jobs = wl.n, .nodes = cluster.n, .seed = o.seed};
+        snprintf(sc.desc, sizeof sc.desc, "%s", desc);
+        for (int32_t k = 0; k < cluster.n; k++) {
+            sc.cpu_m += (double)cluster.nodes[k].alloc.cpu;
+            sc.gpu += (double)cluster.nodes[k].alloc.gpu;
+        }
+        if ((rc = drv_report_summary_files(o.out, sums, nprof, &d)) != 0 ||
+            (rc = drv_report_scenario_file(o.out, &sc, &d)) != 0)
+            goto fail;
+        /* Plots are drawn from the files just written, as `drover report` would; a missing
+         * gnuplot only skips them (render_dir says so on stderr). */
+        int st = render_dir(o.out, "drover", &skipped);
+        if (st != 0) {
+            status = EXIT_RUN;
+            goto out;
+        }
+    }
 
     /* 3. Show the comparison. */
     if (strcmp(o.format, "json") == 0)
@@ -277,12 +433,15 @@ static int cmd_sim(int argc, char **argv)
     else if (strcmp(o.format, "csv") == 0)
         drv_report_csv(stdout, sums, nprof);
     else {
-        printf("%d jobs on %d nodes (%s, %s)\n\n", wl.n, cluster.n,
-               o.workload ? o.workload : "built-in workload",
-               o.cluster ? o.cluster : "built-in cluster");
+        printf("%s\n\n", desc);
         drv_report_table(stdout, sums, nprof);
-        if (o.out)
-            printf("\nwrote %s/summary.json, summary.csv, jobs-*.csv, timeline-*.csv\n", o.out);
+        if (o.out) {
+            printf("\nwrote %s/summary.json, summary.csv, scenario.json, jobs-*.csv, "
+                   "timeline-*.csv, placements-*.csv\n",
+                   o.out);
+            if (!skipped)
+                printf("plots: %s/*.svg, *.png; report page: %s/index.html\n", o.out, o.out);
+        }
     }
     status = 0;
     goto out;
@@ -328,6 +487,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "sim") == 0)
         return cmd_sim(argc - 1, argv + 1);
+    if (strcmp(cmd, "report") == 0)
+        return cmd_report(argc - 1, argv + 1);
     if (strcmp(cmd, "policies") == 0)
         return cmd_policies(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
@@ -337,6 +498,8 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
         if (argc > 2 && strcmp(argv[2], "sim") == 0)
             fputs(usage_sim, stdout);
+        else if (argc > 2 && strcmp(argv[2], "report") == 0)
+            fputs(usage_report, stdout);
         else
             fputs(usage_main, stdout);
         return 0;

@@ -1,7 +1,8 @@
 /*
  * report.c - what a run shows: the comparison table, JSON and CSV summaries, and the per-run
  * files written to --out (per-job results and the cluster's time series, which the plotting
- * and report tools read).
+ * and report tools read; the placement log when the run recorded it; scenario.json saying what
+ * was simulated, so `drover report` can redraw everything from the directory alone).
  */
 #include "drover/sim.h"
 
@@ -184,6 +185,61 @@ int drv_report_summary_files(const char *dir, const drv_summary *v, int n, drv_d
     return finish(f, tmp, final, d);
 }
 
+/* placements-<policy>.csv: one row per bind interval, only when the run recorded the log. */
+static int placement_file(const char *dir, const drv_sim *s, drv_diag *d)
+{
+    int32_t n;
+    const drv_placement *p = drv_sim_placements(s, &n);
+    if (!p)
+        return 0;
+    char tmp[4096], final[4096], name[128];
+    const drv_state *st = drv_sim_state(s);
+    snprintf(name, sizeof name, "placements-%s.csv", drv_sim_policy(s));
+    FILE *f = begin(dir, name, tmp, final, sizeof tmp, d);
+    if (!f)
+        return DRV_EIO;
+    fputs("job,pod,node,start_s,end_s\n", f);
+    for (int32_t i = 0; i < n; i++) {
+        const drv_pod *pod = &st->pods[p[i].pod];
+        fprintf(f, "%s,%s%d,%s,%.3f", drv_strtab_str(st->names, st->jobs[p[i].job].name),
+                drv_role_name(p[i].role), pod->index,
+                drv_strtab_str(st->names, st->nodes[p[i].node].name), p[i].start);
+        if (p[i].end >= 0)
+            fprintf(f, ",%.3f\n", p[i].end);
+        else
+            fputs(",\n", f);
+    }
+    return finish(f, tmp, final, d);
+}
+
+int drv_report_scenario_file(const char *dir, const drv_scenario *sc, drv_diag *d)
+{
+    char tmp[4096], final[4096];
+    json_t *o = json_object();
+    if (!o)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    json_object_set_new(o, "scenario", json_string(sc->desc));
+    json_object_set_new(o, "jobs", json_integer(sc->jobs));
+    json_object_set_new(o, "nodes", json_integer(sc->nodes));
+    json_object_set_new(o, "cpu_m", json_real(sc->cpu_m));
+    json_object_set_new(o, "gpu", json_real(sc->gpu));
+    json_object_set_new(o, "seed", json_integer((json_int_t)sc->seed));
+    FILE *f = begin(dir, "scenario.json", tmp, final, sizeof tmp, d);
+    if (!f) {
+        json_decref(o);
+        return DRV_EIO;
+    }
+    int rc = json_dumpf(o, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    fputc('\n', f);
+    json_decref(o);
+    if (rc) {
+        fclose(f);
+        remove(tmp);
+        return drv_fail(d, DRV_EIO, "%s: write failed", final);
+    }
+    return finish(f, tmp, final, d);
+}
+
 int drv_report_run_files(const char *dir, const drv_sim *s, drv_diag *d)
 {
     char tmp[4096], final[4096], name[128];
@@ -234,5 +290,8 @@ int drv_report_run_files(const char *dir, const drv_sim *s, drv_diag *d)
     for (int32_t i = 0; i < nt; i++)
         fprintf(f, "%.3f,%.0f,%.0f,%.0f,%.0f,%d,%d\n", t[i].t, t[i].cpu_used, t[i].cpu_useful,
                 t[i].gpu_used, t[i].gpu_useful, t[i].pending, t[i].running);
-    return finish(f, tmp, final, d);
+    rc = finish(f, tmp, final, d);
+    if (rc)
+        return rc;
+    return placement_file(dir, s, d);
 }

@@ -18,6 +18,11 @@
  * completion, a container start) and runs at the next multiple of the profile's period. Only a
  * profile with time-driven points (scale, reallocate, migrate) also ticks every period while
  * jobs are live. Idle stretches of a trace therefore cost nothing.
+ *
+ * On request (drv_sim_config.placements) every bind opens and every unbind closes an interval
+ * in a placement log, which the per-node Gantt chart is drawn from; off, it costs one branch per
+ * bind. A progress callback, if given, is called every DRV_PROGRESS_EVERY events; the simulator
+ * itself never reads a clock, so progress reporting cannot change a run.
  */
 #include "drover/sim.h"
 
@@ -84,6 +89,13 @@ struct drv_sim {
     int64_t events, cycles, decisions, preemptions, migrations, restarts, scales, resizes;
     drv_tick *ticks;
     int32_t nticks, cap_ticks;
+    /* placement log (cfg.placements only): intervals, and per pod the open interval or -1 */
+    drv_placement *pl;
+    int32_t npl, cap_pl;
+    int32_t *pl_open;
+    int32_t cap_open;
+    bool pl_failed; /* an allocation for the log failed; the run stops with DRV_ENOMEM */
+    int32_t ndone;  /* jobs finished (for progress reports) */
 };
 
 /* ---- event heap --------------------------------------------------------------------------- */
@@ -192,10 +204,36 @@ static void set_phase(drv_sim *s, int32_t job, int phase)
     x->gen++;
 }
 
+/* Opens a placement interval for pod on node (placement log only). */
+static void log_bind(drv_sim *s, int32_t pod, int32_t node)
+{
+    int32_t old = s->cap_open;
+    if (drv_grow(&s->pl, sizeof *s->pl, &s->cap_pl, s->npl + 1) != 0 ||
+        drv_grow(&s->pl_open, sizeof *s->pl_open, &s->cap_open, pod + 1) != 0) {
+        s->pl_failed = true;
+        return;
+    }
+    for (int32_t i = old; i < s->cap_open; i++)
+        s->pl_open[i] = -1;
+    const drv_pod *p = &s->st.pods[pod];
+    s->pl_open[pod] = s->npl;
+    s->pl[s->npl++] = (drv_placement){p->job, pod, p->role, node, s->now, -1};
+}
+
+static void log_unbind(drv_sim *s, int32_t pod)
+{
+    if (pod < s->cap_open && s->pl_open[pod] >= 0) {
+        s->pl[s->pl_open[pod]].end = s->now;
+        s->pl_open[pod] = -1;
+    }
+}
+
 static void sim_bind(drv_sim *s, int32_t pod, int32_t node)
 {
     int32_t job = s->st.pods[pod].job;
     drv_res req = s->st.jobs[job].role[s->st.pods[pod].role].req;
+    if (s->cfg.placements)
+        log_bind(s, pod, node);
     drv_state_bind(&s->st, pod, node);
     s->js[job].held = drv_res_add(s->js[job].held, req);
     *bucket(s, job) = drv_res_add(*bucket(s, job), req);
@@ -207,6 +245,8 @@ static void sim_unbind(drv_sim *s, int32_t pod)
         return;
     int32_t job = s->st.pods[pod].job;
     drv_res req = s->st.jobs[job].role[s->st.pods[pod].role].req;
+    if (s->cfg.placements)
+        log_unbind(s, pod);
     drv_state_unbind(&s->st, pod);
     s->js[job].held = drv_res_sub(s->js[job].held, req);
     *bucket(s, job) = drv_res_sub(*bucket(s, job), req);
@@ -531,6 +571,8 @@ void drv_sim_free(drv_sim *s)
     drv_free(s->touched);
     drv_free(s->runl);
     drv_free(s->ticks);
+    drv_free(s->pl);
+    drv_free(s->pl_open);
     drv_free(s);
 }
 
@@ -553,6 +595,7 @@ static int on_complete(drv_sim *s, int32_t job)
     set_phase(s, job, DRV_JOB_DONE);
     j->end = s->now;
     s->live--;
+    s->ndone++;
     /* Freed capacity speeds up nobody by itself, but co-located jobs' CPU shares change when
      * limits were overcommitted on a node the job left: then recompute rates. */
     for (int32_t k = 0; overcommitted && k < s->nrun; k++) {
@@ -562,6 +605,12 @@ static int on_complete(drv_sim *s, int32_t job)
             return rc;
     }
     return request_cycle(s);
+}
+
+static void report_progress(const drv_sim *s)
+{
+    drv_progress p = {s->ndone, s->st.njobs, s->now, s->events};
+    s->cfg.progress(s->cfg.progress_arg, &p);
 }
 
 int drv_sim_run(drv_sim *s, drv_diag *d)
@@ -614,7 +663,13 @@ int drv_sim_run(drv_sim *s, drv_diag *d)
         }
         if (!rc)
             rc = record_tick(s);
+        if (!rc && s->pl_failed)
+            rc = DRV_ENOMEM;
+        if (s->cfg.progress && s->events % DRV_PROGRESS_EVERY == 0)
+            report_progress(s);
     }
+    if (s->cfg.progress)
+        report_progress(s);
     if (rc && !d->msg[0])
         drv_fail(d, rc, "simulation: %s", drv_strerror(rc));
     for (int32_t i = 0; i < s->st.njobs; i++) {
@@ -717,6 +772,15 @@ const drv_tick *drv_sim_ticks(const drv_sim *s, int32_t *n)
 {
     *n = s->nticks;
     return s->ticks;
+}
+
+const drv_placement *drv_sim_placements(const drv_sim *s, int32_t *n)
+{
+    static const drv_placement none[1];
+    *n = s->npl;
+    if (!s->cfg.placements)
+        return NULL;
+    return s->pl ? s->pl : none;
 }
 
 const drv_state *drv_sim_state(const drv_sim *s)

@@ -1,0 +1,557 @@
+/*
+ * report_read.c - reads a --out directory back (summary.json, scenario.json, jobs-*.csv,
+ * timeline-*.csv, placements-*.csv) so `drover report DIR` can redraw the plots and the page
+ * from the files alone, without running anything again.
+ *
+ * The CSV files are ours (report.c writes them): comma-separated, never quoted, one header
+ * line. The reader therefore stays small: it splits a line on commas, maps the columns the
+ * caller wants to their position in the header (so added columns never break an old reader),
+ * and checks every row has as many fields as the header. Every error names path:line and what
+ * was expected, e.g.
+ *
+ *     out/demo/jobs-gang-fifo.csv:7: jct_s: expected a number, found 'x12'
+ *
+ * Memory: one line buffer per open file, grown by doubling; results in drv_report_data are
+ * freed by drv_report_data_fini.
+ */
+#include "drover/sim.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- CSV ---------------------------------------------------------------------------------- */
+
+/* Reads one line (without its newline) into c->buf. 1, 0 at end of file, or DRV_ENOMEM. */
+static int read_line(drv_csv *c)
+{
+    size_t n = 0;
+    int ch;
+    while ((ch = getc(c->f)) != EOF && ch != '\n') {
+        if (n + 2 > c->cap) {
+            size_t cap = c->cap ? 2 * c->cap : 256;
+            char *b = drv_realloc(c->buf, cap);
+            if (!b)
+                return DRV_ENOMEM;
+            c->buf = b;
+            c->cap = cap;
+        }
+        c->buf[n++] = (char)ch;
+    }
+    if (ch == EOF && n == 0)
+        return 0;
+    if (!c->buf) {
+        c->buf = drv_malloc(16);
+        if (!c->buf)
+            return DRV_ENOMEM;
+        c->cap = 16;
+    }
+    if (n > 0 && c->buf[n - 1] == '\r')
+        n--;
+    c->buf[n] = 0;
+    c->line++;
+    return 1;
+}
+
+/* Splits c->buf on commas into c->field; DRV_EPARSE past DRV_CSV_MAXCOLS fields. */
+static int split(drv_csv *c, drv_diag *d)
+{
+    c->nfield = 0;
+    char *p = c->buf;
+    for (;;) {
+        if (c->nfield == DRV_CSV_MAXCOLS)
+            return drv_fail(d, DRV_EPARSE, "%s:%d: expected at most %d fields", c->path, c->line,
+                            DRV_CSV_MAXCOLS);
+        c->field[c->nfield++] = p;
+        char *comma = strchr(p, ',');
+        if (!comma)
+            return 0;
+        *comma = 0;
+        p = comma + 1;
+    }
+}
+
+int drv_csv_open(drv_csv *c, const char *path, const char *const *want, int32_t nwant, drv_diag *d)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->path, sizeof c->path, "%s", path);
+    if (nwant > DRV_CSV_MAXCOLS)
+        return drv_fail(d, DRV_EINVAL, "%s: too many columns asked for", path);
+    c->want = want;
+    c->nwant = nwant;
+    c->f = fopen(path, "r");
+    if (!c->f)
+        return drv_fail(d, errno == ENOENT ? DRV_ENOENT : DRV_EIO, "%s: cannot read: %s", path,
+                        strerror(errno));
+    int rc = read_line(c);
+    if (rc == 0)
+        rc = drv_fail(d, DRV_EPARSE, "%s:1: expected a header line, found an empty file", path);
+    else if (rc < 0)
+        drv_fail(d, rc, "%s: out of memory", path);
+    else
+        rc = split(c, d);
+    if (rc < 0) {
+        drv_csv_close(c);
+        return rc;
+    }
+    c->ncols = c->nfield;
+    for (int32_t k = 0; k < nwant; k++) {
+        c->col[k] = -1;
+        for (int32_t i = 0; i < c->ncols; i++)
+            if (strcmp(c->field[i], want[k]) == 0)
+                c->col[k] = i;
+        if (c->col[k] < 0) {
+            drv_fail(d, DRV_EPARSE, "%s:1: expected a column '%s' in the header", path, want[k]);
+            drv_csv_close(c);
+            return DRV_EPARSE;
+        }
+    }
+    return 0;
+}
+
+int drv_csv_next(drv_csv *c, drv_diag *d)
+{
+    int rc = read_line(c);
+    if (rc < 0)
+        return drv_fail(d, rc, "%s: out of memory", c->path);
+    if (rc == 0) {
+        if (ferror(c->f))
+            return drv_fail(d, DRV_EIO, "%s: read failed", c->path);
+        return 0;
+    }
+    if ((rc = split(c, d)) != 0)
+        return rc;
+    if (c->nfield != c->ncols)
+        return drv_fail(d, DRV_EPARSE, "%s:%d: expected %d fields like the header, found %d",
+                        c->path, c->line, c->ncols, c->nfield);
+    return 1;
+}
+
+const char *drv_csv_get(const drv_csv *c, int32_t k)
+{
+    return c->field[c->col[k]];
+}
+
+int drv_csv_num(const drv_csv *c, int32_t k, bool empty_ok, double *out, drv_diag *d)
+{
+    const char *s = drv_csv_get(c, k);
+    if (!*s) {
+        if (empty_ok) {
+            *out = -1;
+            return 0;
+        }
+        return drv_fail(d, DRV_EPARSE, "%s:%d: %s: expected a number, found an empty cell", c->path,
+                        c->line, c->want[k]);
+    }
+    char *end;
+    errno = 0;
+    double x = strtod(s, &end);
+    if (errno || *end || !isfinite(x))
+        return drv_fail(d, DRV_EPARSE, "%s:%d: %s: expected a number, found '%s'", c->path, c->line,
+                        c->want[k], s);
+    *out = x;
+    return 0;
+}
+
+void drv_csv_close(drv_csv *c)
+{
+    if (c->f)
+        fclose(c->f);
+    drv_free(c->buf);
+    c->f = NULL;
+    c->buf = NULL;
+    c->cap = 0;
+}
+
+/* ---- summary.json and scenario.json ------------------------------------------------------- */
+
+/* Finds the line of the n-th (0-based) '{' at depth 1 in a JSON array file, for messages. */
+static int object_line(const char *path, int n)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int line = 1, depth = 0, seen = -1, ch;
+    bool str = false, esc = false;
+    while ((ch = getc(f)) != EOF) {
+        if (ch == '\n')
+            line++;
+        if (str) {
+            if (esc)
+                esc = false;
+            else if (ch == '\\')
+                esc = true;
+            else if (ch == '"')
+                str = false;
+            continue;
+        }
+        if (ch == '"')
+            str = true;
+        else if (ch == '{' || ch == '[') {
+            if (ch == '{' && depth == 1 && ++seen == n)
+                break;
+            depth++;
+        } else if (ch == '}' || ch == ']')
+            depth--;
+    }
+    fclose(f);
+    return line;
+}
+
+/* A number field: a JSON number, or null (written for "not defined", read back as NAN). */
+static int get_num(json_t *o, const char *key, double *out)
+{
+    json_t *v = json_object_get(o, key);
+    if (json_is_null(v)) {
+        *out = NAN;
+        return 0;
+    }
+    if (!json_is_number(v))
+        return -1;
+    *out = json_number_value(v);
+    return 0;
+}
+
+static int load_summary(drv_report_data *r, const char *dir, drv_diag *d)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root) {
+        if (je.line < 0)
+            return drv_fail(d, DRV_ENOENT, "%s: cannot read (%s)", path, je.text);
+        return drv_fail(d, DRV_EPARSE, "%s:%d: expected JSON: %s", path, je.line, je.text);
+    }
+    if (!json_is_array(root) || json_array_size(root) == 0) {
+        json_decref(root);
+        return drv_fail(d, DRV_EPARSE, "%s:1: expected an array with one object per policy", path);
+    }
+    int32_t n = (int32_t)json_array_size(root);
+    r->sum = drv_calloc((size_t)n, sizeof *r->sum);
+    r->runs = drv_calloc((size_t)n, sizeof *r->runs);
+    if (!r->sum || !r->runs) {
+        json_decref(root);
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    }
+    r->n = n;
+    static const char *const nums[] = {"avg_jct_s",  "p50_jct_s",  "p95_jct_s",  "p99_jct_s",
+                                       "makespan_s", "avg_wait_s", "cpu_util",   "cpu_useful",
+                                       "cpu_wasted", "gpu_util",   "gpu_useful", "gpu_wasted",
+                                       "stuck_cpu",  "end_s"};
+    static const char *const ints[] = {"jobs",     "done",   "preemptions", "migrations",
+                                       "restarts", "scales", "resizes",     "stuck"};
+    for (int32_t i = 0; i < n; i++) {
+        json_t *o = json_array_get(root, (size_t)i);
+        drv_summary *s = &r->sum[i];
+        const char *bad = NULL, *what = "";
+        const char *pol = json_string_value(json_object_get(o, "policy"));
+        if (!json_is_object(o))
+            bad = "an object";
+        else if (!pol || !*pol || strlen(pol) >= sizeof s->policy || strpbrk(pol, "/\\"))
+            bad = "policy", what = "a policy name";
+        double x[sizeof nums / sizeof nums[0]];
+        for (size_t k = 0; !bad && k < sizeof nums / sizeof nums[0]; k++)
+            if (get_num(o, nums[k], &x[k]) != 0)
+                bad = nums[k], what = "a number or null";
+        json_int_t v[sizeof ints / sizeof ints[0]];
+        for (size_t k = 0; !bad && k < sizeof ints / sizeof ints[0]; k++) {
+            json_t *e = json_object_get(o, ints[k]);
+            if (!json_is_integer(e) || json_integer_value(e) < 0)
+                bad = ints[k], what = "a whole number";
+            else
+                v[k] = json_integer_value(e);
+        }
+        if (bad) {
+            int line = object_line(path, i);
+            json_decref(root);
+            return drv_fail(d, DRV_EPARSE, "%s:%d: policy #%d: %s%s%s%s", path, line, i + 1,
+                            *what ? "\"" : "expected ", bad, *what ? "\": expected " : "", what);
+        }
+        snprintf(s->policy, sizeof s->policy, "%s", pol);
+        s->avg_jct = x[0], s->p50_jct = x[1], s->p95_jct = x[2], s->p99_jct = x[3];
+        s->makespan = x[4], s->avg_wait = x[5];
+        s->cpu_util = x[6], s->cpu_useful = x[7], s->cpu_wasted = x[8];
+        s->gpu_util = x[9], s->gpu_useful = x[10], s->gpu_wasted = x[11];
+        s->stuck_cpu = x[12], s->end = x[13];
+        s->jobs = (int32_t)v[0], s->done = (int32_t)v[1];
+        s->preemptions = v[2], s->migrations = v[3], s->restarts = v[4], s->scales = v[5];
+        s->resizes = v[6], s->stuck = (int32_t)v[7];
+    }
+    json_decref(root);
+    return 0;
+}
+
+/* scenario.json is optional (older directories lack it); a malformed one is an error. */
+static int load_scenario(drv_report_data *r, const char *dir, drv_diag *d)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/scenario.json", dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    json_error_t je;
+    json_t *o = json_loadf(f, 0, &je);
+    fclose(f);
+    if (!o)
+        return drv_fail(d, DRV_EPARSE, "%s:%d: expected JSON: %s", path, je.line, je.text);
+    drv_scenario *sc = &r->scen;
+    const char *desc = json_string_value(json_object_get(o, "scenario"));
+    json_t *jobs = json_object_get(o, "jobs"), *nodes = json_object_get(o, "nodes");
+    json_t *seed = json_object_get(o, "seed");
+    const char *bad = !desc                                  ? "\"scenario\": a string"
+                      : !json_is_integer(jobs)               ? "\"jobs\": a whole number"
+                      : !json_is_integer(nodes)              ? "\"nodes\": a whole number"
+                      : !json_is_integer(seed)               ? "\"seed\": a whole number"
+                      : get_num(o, "cpu_m", &sc->cpu_m) != 0 ? "\"cpu_m\": a number"
+                      : get_num(o, "gpu", &sc->gpu) != 0     ? "\"gpu\": a number"
+                                                             : NULL;
+    if (bad) {
+        json_decref(o);
+        return drv_fail(d, DRV_EPARSE, "%s:1: expected %s", path, bad);
+    }
+    snprintf(sc->desc, sizeof sc->desc, "%s", desc);
+    sc->jobs = (int32_t)json_integer_value(jobs);
+    sc->nodes = (int32_t)json_integer_value(nodes);
+    sc->seed = (uint64_t)json_integer_value(seed);
+    r->has_scen = true;
+    json_decref(o);
+    return 0;
+}
+
+/* ---- per-policy CSVs ---------------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Orders names so that a numeric suffix compares as a number: node-2 < node-10. */
+static int cmp_natural(const void *a, const void *b)
+{
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    while (*x && *y) {
+        if (*x >= '0' && *x <= '9' && *y >= '0' && *y <= '9') {
+            char *ex, *ey;
+            unsigned long long nx = strtoull(x, &ex, 10), ny = strtoull(y, &ey, 10);
+            if (nx != ny)
+                return nx < ny ? -1 : 1;
+            x = ex;
+            y = ey;
+            continue;
+        }
+        if (*x != *y)
+            return (unsigned char)*x - (unsigned char)*y;
+        x++;
+        y++;
+    }
+    return (unsigned char)*x - (unsigned char)*y;
+}
+
+static int load_jobs(drv_report_run *run, char ***names, const char *path, drv_diag *d)
+{
+    static const char *const want[] = {"job", "jct_s"};
+    drv_csv c;
+    int rc = drv_csv_open(&c, path, want, 2, d);
+    if (rc)
+        return rc;
+    int32_t cap = 0, capn = 0;
+    while ((rc = drv_csv_next(&c, d)) == 1) {
+        double jct;
+        if ((rc = drv_csv_num(&c, 1, true, &jct, d)) != 0)
+            break;
+        if (drv_grow(names, sizeof **names, &capn, run->jobs + 1) != 0 ||
+            !((*names)[run->jobs] = drv_strdup(drv_csv_get(&c, 0)))) {
+            rc = drv_fail(d, DRV_ENOMEM, "out of memory");
+            break;
+        }
+        run->jobs++;
+        if (jct < 0)
+            continue;
+        if (drv_grow(&run->jct, sizeof *run->jct, &cap, run->njct + 1) != 0) {
+            rc = drv_fail(d, DRV_ENOMEM, "out of memory");
+            break;
+        }
+        run->jct[run->njct++] = jct;
+    }
+    drv_csv_close(&c);
+    if (rc < 0)
+        return rc;
+    qsort(run->jct, (size_t)run->njct, sizeof *run->jct, cmp_double);
+    return 0;
+}
+
+static int load_timeline(drv_report_run *run, const char *path, drv_diag *d)
+{
+    static const char *const want[] = {"t_s",        "cpu_used_m",   "cpu_useful_m", "gpu_used",
+                                       "gpu_useful", "pending_jobs", "running_jobs"};
+    drv_csv c;
+    int rc = drv_csv_open(&c, path, want, 7, d);
+    if (rc)
+        return rc;
+    int32_t cap = 0;
+    while ((rc = drv_csv_next(&c, d)) == 1) {
+        double x[7];
+        for (int k = 0; k < 7 && rc >= 0; k++)
+            rc = drv_csv_num(&c, k, false, &x[k], d);
+        if (rc < 0)
+            break;
+        if (drv_grow(&run->ticks, sizeof *run->ticks, &cap, run->nticks + 1) != 0) {
+            rc = drv_fail(d, DRV_ENOMEM, "out of memory");
+            break;
+        }
+        run->ticks[run->nticks++] =
+            (drv_tick){x[0], x[1], x[2], x[3], x[4], (int32_t)x[5], (int32_t)x[6]};
+    }
+    drv_csv_close(&c);
+    return rc < 0 ? rc : 0;
+}
+
+static int find_name(char **v, int32_t n, const char *s)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (strcmp(v[i], s) == 0)
+            return i;
+    return -1;
+}
+
+/* A job name and its row, for finding a placement's job by binary search. */
+typedef struct named {
+    const char *name;
+    int32_t idx;
+} named;
+
+static int cmp_named(const void *a, const void *b)
+{
+    return strcmp(((const named *)a)->name, ((const named *)b)->name);
+}
+
+/*
+ * Placement rows name jobs of the jobs file (found by binary search in a sorted copy) and nodes
+ * (found by a linear scan: clusters have far fewer nodes than a trace has jobs); the nodes are
+ * collected, then sorted.
+ */
+static int load_placements(drv_report_run *run, char **jobs, const char *path, drv_diag *d)
+{
+    static const char *const want[] = {"job", "node", "start_s", "end_s"};
+    drv_csv c;
+    named *byname = drv_malloc(sizeof *byname * (size_t)(run->jobs + 1));
+    if (!byname)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    for (int32_t i = 0; i < run->jobs; i++)
+        byname[i] = (named){jobs[i], i};
+    qsort(byname, (size_t)run->jobs, sizeof *byname, cmp_named);
+    int rc = drv_csv_open(&c, path, want, 4, d);
+    if (rc) {
+        drv_free(byname);
+        if (rc != DRV_ENOENT)
+            return rc;
+        d->msg[0] = 0;
+        return 0;
+    }
+    run->has_pl = true;
+    int32_t cap = 0, capn = 0;
+    while ((rc = drv_csv_next(&c, d)) == 1) {
+        double start, end;
+        if ((rc = drv_csv_num(&c, 2, false, &start, d)) != 0 ||
+            (rc = drv_csv_num(&c, 3, true, &end, d)) != 0)
+            break;
+        named key = {drv_csv_get(&c, 0), -1};
+        const named *hit = bsearch(&key, byname, (size_t)run->jobs, sizeof *byname, cmp_named);
+        int32_t job = hit ? hit->idx : -1;
+        if (job < 0) {
+            rc = drv_fail(d, DRV_EPARSE, "%s:%d: job: expected a job of the jobs file, found '%s'",
+                          c.path, c.line, drv_csv_get(&c, 0));
+            break;
+        }
+        const char *node = drv_csv_get(&c, 1);
+        int k = find_name(run->nodes, run->nnodes, node);
+        if (k < 0) {
+            if (!*node) {
+                rc = drv_fail(d, DRV_EPARSE, "%s:%d: node: expected a node name", c.path, c.line);
+                break;
+            }
+            if (drv_grow(&run->nodes, sizeof *run->nodes, &capn, run->nnodes + 1) != 0 ||
+                !(run->nodes[run->nnodes] = drv_strdup(node))) {
+                rc = drv_fail(d, DRV_ENOMEM, "out of memory");
+                break;
+            }
+            k = run->nnodes++;
+        }
+        if (drv_grow(&run->pl, sizeof *run->pl, &cap, run->npl + 1) != 0) {
+            rc = drv_fail(d, DRV_ENOMEM, "out of memory");
+            break;
+        }
+        run->pl[run->npl++] = (drv_placement){job, -1, -1, k, start, end};
+    }
+    drv_csv_close(&c);
+    drv_free(byname);
+    if (rc < 0)
+        return rc;
+    /* Sort the node names and renumber the placements to match. */
+    char **sorted = drv_malloc(sizeof *sorted * (size_t)(run->nnodes + 1));
+    int32_t *map = drv_malloc(sizeof *map * (size_t)(run->nnodes + 1));
+    if (!sorted || !map) {
+        drv_free(sorted);
+        drv_free(map);
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    }
+    memcpy(sorted, run->nodes, sizeof *sorted * (size_t)run->nnodes);
+    qsort(sorted, (size_t)run->nnodes, sizeof *sorted, cmp_natural);
+    for (int32_t i = 0; i < run->nnodes; i++)
+        map[i] = find_name(sorted, run->nnodes, run->nodes[i]);
+    for (int32_t i = 0; i < run->npl; i++)
+        run->pl[i].node = map[run->pl[i].node];
+    memcpy(run->nodes, sorted, sizeof *sorted * (size_t)run->nnodes);
+    drv_free(sorted);
+    drv_free(map);
+    return 0;
+}
+
+int drv_report_load(drv_report_data *r, const char *dir, drv_diag *d)
+{
+    memset(r, 0, sizeof *r);
+    int rc = load_summary(r, dir, d);
+    if (!rc)
+        rc = load_scenario(r, dir, d);
+    for (int32_t i = 0; i < r->n && !rc; i++) {
+        char path[4096];
+        char **names = NULL;
+        drv_report_run *run = &r->runs[i];
+        snprintf(path, sizeof path, "%s/jobs-%s.csv", dir, r->sum[i].policy);
+        rc = load_jobs(run, &names, path, d);
+        if (!rc) {
+            snprintf(path, sizeof path, "%s/timeline-%s.csv", dir, r->sum[i].policy);
+            rc = load_timeline(run, path, d);
+        }
+        if (!rc) {
+            snprintf(path, sizeof path, "%s/placements-%s.csv", dir, r->sum[i].policy);
+            rc = load_placements(run, names, path, d);
+        }
+        for (int32_t k = 0; k < run->jobs; k++)
+            drv_free(names ? names[k] : NULL);
+        drv_free(names);
+    }
+    if (rc)
+        drv_report_data_fini(r);
+    return rc;
+}
+
+void drv_report_data_fini(drv_report_data *r)
+{
+    for (int32_t i = 0; r->runs && i < r->n; i++) {
+        drv_report_run *run = &r->runs[i];
+        drv_free(run->jct);
+        drv_free(run->ticks);
+        drv_free(run->pl);
+        for (int32_t k = 0; k < run->nnodes; k++)
+            drv_free(run->nodes[k]);
+        drv_free(run->nodes);
+    }
+    drv_free(r->runs);
+    drv_free(r->sum);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,166 @@
+#!/bin/sh
+# End-to-end checks of the reports: `drover sim --out` writes plots and index.html when gnuplot
+# exists, still succeeds (data written, one "plots skipped" line) when it does not, `drover
+# report DIR` redraws the same bytes from the files alone, and bad files give file:line and
+# exit status 2.
+# Usage: test_report.sh DROVER_BINARY
+set -u
+drover=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+failed=0
+
+check() { # name, condition result (0 = ok)
+    if [ "$2" -eq 0 ]; then
+        pass=$((pass + 1))
+    else
+        failed=$((failed + 1))
+        echo "FAIL: $1" >&2
+    fi
+}
+
+expect_status() { # name, want, command...
+    name=$1
+    want=$2
+    shift 2
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    got=$?
+    [ "$got" -eq "$want" ]
+    r=$?
+    [ $r -eq 0 ] || echo "  $name: exit $got, want $want; stderr: $(cat "$tmp/err")" >&2
+    check "$name" $r
+}
+
+plots="jct-cdf utilisation queue gantt-k8s-default gantt-gang-fifo"
+data="summary.json summary.csv scenario.json jobs-gang-fifo.csv timeline-gang-fifo.csv
+placements-gang-fifo.csv placements-k8s-default.csv"
+
+# Without gnuplot on PATH: the run succeeds, writes the data and index.html, says so in one line.
+mkdir "$tmp/empty-path"
+expect_status no-gnuplot 0 env PATH="$tmp/empty-path" "$drover" sim --out "$tmp/nogp"
+grep -q 'gnuplot not found on PATH; plots skipped' "$tmp/err"
+check no-gnuplot-message $?
+[ "$(wc -l <"$tmp/err")" -eq 1 ]
+check no-gnuplot-one-line $?
+for f in $data index.html; do
+    [ -s "$tmp/nogp/$f" ]
+    check "no-gnuplot-wrote-$f" $?
+done
+ls "$tmp/nogp" | grep -q -E '\.(svg|png)$'
+[ $? -ne 0 ]
+check no-gnuplot-no-images $?
+grep -q '<img' "$tmp/nogp/index.html"
+[ $? -ne 0 ]
+check no-gnuplot-page-without-images $?
+grep -q '^k8s-default ' "$tmp/out"
+check no-gnuplot-table-on-stdout $?
+
+# `drover report` without gnuplot: exit 1 and the same message.
+expect_status report-no-gnuplot 1 env PATH="$tmp/empty-path" "$drover" report "$tmp/nogp"
+grep -q 'plots skipped' "$tmp/err"
+check report-no-gnuplot-message $?
+
+# Usage errors.
+expect_status report-no-dir 2 "$drover" report
+expect_status report-help 0 "$drover" report --help
+grep -q 'usage: drover report DIR' "$tmp/out"
+check report-help-text $?
+expect_status report-missing-dir 2 "$drover" report "$tmp/does-not-exist"
+grep -q 'does-not-exist/summary.json' "$tmp/err"
+check report-missing-dir-message $?
+
+# Bad files: file:line: what was expected, exit 2. Work on copies of the gnuplot-less run.
+cp -r "$tmp/nogp" "$tmp/bad1"
+sed -i '5s/^\([^,]*,\([^,]*,\)\{9\}\)[^,]*/\1x12/' "$tmp/bad1/jobs-gang-fifo.csv"
+expect_status bad-jct 2 "$drover" report "$tmp/bad1"
+grep -q 'jobs-gang-fifo.csv:5: jct_s: expected a number, found .x12.' "$tmp/err"
+check bad-jct-message $?
+
+cp -r "$tmp/nogp" "$tmp/bad2"
+sed -i '3s/,[^,]*$//' "$tmp/bad2/timeline-k8s-default.csv"
+expect_status bad-fields 2 "$drover" report "$tmp/bad2"
+grep -q 'timeline-k8s-default.csv:3: expected 7 fields like the header, found 6' "$tmp/err"
+check bad-fields-message $?
+
+cp -r "$tmp/nogp" "$tmp/bad3"
+rm "$tmp/bad3/timeline-gang-fifo.csv"
+expect_status missing-file 2 "$drover" report "$tmp/bad3"
+grep -q 'timeline-gang-fifo.csv: cannot read' "$tmp/err"
+check missing-file-message $?
+
+cp -r "$tmp/nogp" "$tmp/bad4"
+sed -i '1s/node/host/' "$tmp/bad4/placements-gang-fifo.csv"
+expect_status bad-header 2 "$drover" report "$tmp/bad4"
+grep -q "placements-gang-fifo.csv:1: expected a column 'node' in the header" "$tmp/err"
+check bad-header-message $?
+
+if ! command -v gnuplot >/dev/null 2>&1; then
+    echo "gnuplot not installed: skipping the checks of rendered plots"
+    echo "$pass passed, $failed failed"
+    [ "$failed" -eq 0 ]
+    exit
+fi
+
+# With gnuplot: every plot as SVG and PNG, and a page that shows them.
+expect_status with-gnuplot 0 "$drover" sim --out "$tmp/gp"
+[ ! -s "$tmp/err" ]
+check with-gnuplot-quiet-stderr $?
+for p in $plots; do
+    head -c 400 "$tmp/gp/$p.svg" | grep -q '<svg'
+    check "svg-$p" $?
+    [ "$(head -c 4 "$tmp/gp/$p.png" | od -An -tx1 | tr -d ' \n')" = "89504e47" ]
+    check "png-$p" $?
+    grep -q "src=\"$p.svg\"" "$tmp/gp/index.html"
+    check "page-shows-$p" $?
+done
+grep -q 'index.html' "$tmp/out"
+check sim-says-where-the-page-is $?
+for p in k8s-default gang-fifo; do
+    grep -q "<tr><td>$p</td><td>60/60</td>" "$tmp/gp/index.html"
+    check "page-row-$p" $?
+done
+grep -q 'Scenario: 60 jobs on 8 nodes' "$tmp/gp/index.html"
+check page-scenario $?
+# Self-contained: nothing fetched from elsewhere.
+grep -q -i -E '(src|href)="(https?:)?//' "$tmp/gp/index.html"
+[ $? -ne 0 ]
+check page-no-external-resources $?
+ls -a "$tmp/gp" | grep -q '\.tmp$'
+[ $? -ne 0 ]
+check no-temp-files-left $?
+
+# Determinism: a second run gives the same bytes, images included.
+"$drover" sim --out "$tmp/gp2" >/dev/null 2>&1
+same=0
+for f in "$tmp/gp"/*; do
+    cmp -s "$f" "$tmp/gp2/$(basename "$f")" || { same=1; echo "  differs: $(basename "$f")" >&2; }
+done
+check deterministic-outputs $same
+
+# `drover report` redraws what was deleted, byte for byte, from the files alone.
+mkdir "$tmp/keep"
+cp "$tmp/gp"/*.svg "$tmp/gp"/*.png "$tmp/gp/index.html" "$tmp/keep/"
+rm "$tmp/gp"/*.svg "$tmp/gp"/*.png "$tmp/gp/index.html"
+expect_status report 0 "$drover" report "$tmp/gp"
+same=0
+for f in "$tmp/keep"/*; do
+    cmp -s "$f" "$tmp/gp/$(basename "$f")" || { same=1; echo "  differs: $(basename "$f")" >&2; }
+done
+check report-redraws-same-bytes $same
+
+# A run with more jobs than the Gantt limit gets no Gantt chart, and the page says why.
+cat >"$tmp/many.yaml" <<'EOF'
+generate:
+  jobs: 120
+  meanInterarrival: 30
+EOF
+if "$drover" sim --workload "$tmp/many.yaml" --policy gang-fifo --out "$tmp/many" >/dev/null 2>"$tmp/err"; then
+    [ ! -e "$tmp/many/gantt-gang-fifo.svg" ] && grep -q 'no Gantt chart (120 jobs' "$tmp/many/index.html"
+    check gantt-limit $?
+else
+    echo "  (generated workload not accepted: $(cat "$tmp/err"); gantt-limit not checked)"
+fi
+
+echo "$pass passed, $failed failed"
+[ "$failed" -eq 0 ]

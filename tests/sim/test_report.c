@@ -1,0 +1,341 @@
+/*
+ * Tests for the report files and reading them back (src/sim/report.c, report_read.c): the CSV
+ * reader and its file:line messages, the placement log, the progress callback, and a round
+ * trip (what a run writes, drv_report_load reads back to the same numbers), also under failing
+ * allocations.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "drover/policy.h"
+#include "drover/sim.h"
+
+static char dir[256];
+
+static int setup(void **unused)
+{
+    (void)unused;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/drover-test-report-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **unused)
+{
+    (void)unused;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Writes text to dir/name and returns the path. */
+static const char *put(const char *name, const char *text)
+{
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static const char *const want[] = {"jct_s", "job"};
+
+static void test_csv_reads_columns_by_name(void **unused)
+{
+    (void)unused;
+    /* Columns in another order, an extra column, CRLF line ends, an empty cell. */
+    const char *p = put("a.csv", "job,extra,jct_s\r\nj1,x,12.5\r\nj2,y,\r\n");
+    drv_csv c;
+    drv_diag d = {{0}};
+    assert_int_equal(drv_csv_open(&c, p, want, 2, &d), 0);
+    assert_int_equal(drv_csv_next(&c, &d), 1);
+    assert_string_equal(drv_csv_get(&c, 1), "j1");
+    double x = 0;
+    assert_int_equal(drv_csv_num(&c, 0, false, &x, &d), 0);
+    assert_true(x == 12.5);
+    assert_int_equal(drv_csv_next(&c, &d), 1);
+    assert_string_equal(drv_csv_get(&c, 1), "j2");
+    assert_int_equal(drv_csv_num(&c, 0, true, &x, &d), 0);
+    assert_true(x == -1);
+    assert_int_equal(drv_csv_num(&c, 0, false, &x, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "a.csv:3: jct_s: expected a number, found an empty cell"));
+    assert_int_equal(drv_csv_next(&c, &d), 0);
+    drv_csv_close(&c);
+}
+
+static void test_csv_long_line(void **unused)
+{
+    (void)unused;
+    char text[8192], name[5000];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = 0;
+    snprintf(text, sizeof text, "job,jct_s\n%s,1\n", name);
+    drv_csv c;
+    drv_diag d = {{0}};
+    assert_int_equal(drv_csv_open(&c, put("long.csv", text), want, 2, &d), 0);
+    assert_int_equal(drv_csv_next(&c, &d), 1);
+    assert_int_equal(strlen(drv_csv_get(&c, 1)), sizeof name - 1);
+    drv_csv_close(&c);
+}
+
+static void test_csv_errors(void **unused)
+{
+    (void)unused;
+    struct {
+        const char *name, *text, *msg;
+        int open_rc; /* expected from open; 0 means the error comes from reading the rows */
+    } cases[] = {
+        {"nocol.csv", "job,jct\nj,1\n", "nocol.csv:1: expected a column 'jct_s' in the header",
+         DRV_EPARSE},
+        {"empty.csv", "", "empty.csv:1: expected a header line", DRV_EPARSE},
+        {"short.csv", "job,jct_s\nj1,1\nj2\n",
+         "short.csv:3: expected 2 fields like the header, found 1", 0},
+        {"long.csv2", "job,jct_s\nj1,1,7\n",
+         "long.csv2:2: expected 2 fields like the header, found 3", 0},
+        {"nan.csv", "job,jct_s\nj1,1\nj2,1\nj3,12x\n",
+         "nan.csv:4: jct_s: expected a number, found '12x'", 0},
+        {"inf.csv", "job,jct_s\nj1,inf\n", "inf.csv:2: jct_s: expected a number, found 'inf'", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        drv_csv c;
+        drv_diag d = {{0}};
+        const char *p = put(cases[i].name, cases[i].text);
+        int rc = drv_csv_open(&c, p, want, 2, &d);
+        if (cases[i].open_rc) {
+            assert_int_equal(rc, cases[i].open_rc);
+        } else {
+            assert_int_equal(rc, 0);
+            double x;
+            while ((rc = drv_csv_next(&c, &d)) == 1 &&
+                   (rc = drv_csv_num(&c, 0, false, &x, &d)) == 0)
+                ;
+            assert_int_equal(rc, DRV_EPARSE);
+            drv_csv_close(&c);
+        }
+        if (!strstr(d.msg, cases[i].msg))
+            fail_msg("case %s: got '%s', want '%s'", cases[i].name, d.msg, cases[i].msg);
+    }
+    drv_csv c;
+    drv_diag d = {{0}};
+    char p[512];
+    snprintf(p, sizeof p, "%s/missing.csv", dir);
+    assert_int_equal(drv_csv_open(&c, p, want, 2, &d), DRV_ENOENT);
+    assert_non_null(strstr(d.msg, "missing.csv: cannot read"));
+}
+
+/* ---- runs --------------------------------------------------------------------------------- */
+
+typedef struct prog_log {
+    int calls;
+    int32_t last_done, jobs;
+    bool monotone;
+} prog_log;
+
+static void on_progress(void *arg, const drv_progress *p)
+{
+    prog_log *l = arg;
+    if (p->done < l->last_done)
+        l->monotone = false;
+    l->last_done = p->done;
+    l->jobs = p->jobs;
+    l->calls++;
+}
+
+typedef struct scenario {
+    drv_catalogue cat;
+    drv_cluster_spec cluster;
+    drv_workload wl;
+} scenario;
+
+static void scenario_init(scenario *sc, int32_t jobs)
+{
+    drv_diag d = {{0}};
+    memset(sc, 0, sizeof *sc);
+    assert_int_equal(drv_catalogue_builtin(&sc->cat, &d), 0);
+    drv_cluster_default(&sc->cluster);
+    drv_genparams g;
+    drv_genparams_default(&g, 3);
+    g.jobs = jobs;
+    assert_int_equal(drv_workload_generate(&sc->wl, &g, &sc->cat, &d), 0);
+}
+
+static void scenario_fini(scenario *sc)
+{
+    drv_workload_fini(&sc->wl);
+    drv_cluster_fini(&sc->cluster);
+    drv_catalogue_fini(&sc->cat);
+}
+
+static drv_sim *run_policy(scenario *sc, const char *policy, drv_sim_config *cfg)
+{
+    drv_profile p;
+    drv_diag d = {{0}};
+    assert_int_equal(drv_profile_builtin(policy, &p, &d), 0);
+    drv_sim *s = NULL;
+    assert_int_equal(drv_sim_new(&sc->cluster, &sc->wl, &sc->cat, &p, cfg, &s, &d), 0);
+    assert_int_equal(drv_sim_run(s, &d), 0);
+    return s;
+}
+
+/* The placement log is off by default; on, every interval is well formed and the log agrees
+ * with the job results (a job's pods are bound from its start until its end). */
+static void test_placement_log(void **unused)
+{
+    (void)unused;
+    scenario sc;
+    scenario_init(&sc, 20);
+    drv_sim_config off = {.seed = 1, .check = true};
+    drv_sim *s = run_policy(&sc, "gang-fifo", &off);
+    int32_t n = -1;
+    assert_null(drv_sim_placements(s, &n));
+    drv_summary a;
+    drv_sim_summary(s, &a);
+    drv_sim_free(s);
+
+    prog_log pl = {.monotone = true};
+    drv_sim_config on = {
+        .seed = 1, .check = true, .placements = true, .progress = on_progress, .progress_arg = &pl};
+    s = run_policy(&sc, "gang-fifo", &on);
+    const drv_placement *p = drv_sim_placements(s, &n);
+    assert_non_null(p);
+    assert_true(n > 0);
+    int32_t nj;
+    const drv_jobresult *r = drv_sim_jobs(s, &nj);
+    for (int32_t i = 0; i < n; i++) {
+        assert_true(p[i].start >= 0);
+        assert_true(p[i].end < 0 || p[i].end >= p[i].start);
+        assert_true(p[i].job >= 0 && p[i].job < nj);
+        if (r[p[i].job].end >= 0)
+            assert_true(p[i].end >= 0 && p[i].end <= r[p[i].job].end);
+        assert_true(r[p[i].job].start >= 0 && p[i].start <= r[p[i].job].start);
+    }
+    /* Recording changes nothing about the run. */
+    drv_summary b;
+    drv_sim_summary(s, &b);
+    assert_memory_equal(&a, &b, sizeof a);
+    /* Progress: called, never going backwards, last call sees every finished job. */
+    assert_true(pl.calls >= 1);
+    assert_true(pl.monotone);
+    assert_int_equal(pl.last_done, b.done);
+    assert_int_equal(pl.jobs, 20);
+    drv_sim_free(s);
+    scenario_fini(&sc);
+}
+
+/* Writes two policies' files into dir, then reads them back; fills want_sum. */
+static void write_run(scenario *sc, drv_summary *sums, int32_t *nticks, int32_t *npl)
+{
+    const char *pol[] = {"k8s-default", "gang-fifo"};
+    drv_diag d = {{0}};
+    for (int i = 0; i < 2; i++) {
+        drv_sim_config cfg = {.seed = 1, .placements = true};
+        drv_sim *s = run_policy(sc, pol[i], &cfg);
+        drv_sim_summary(s, &sums[i]);
+        drv_sim_ticks(s, &nticks[i]);
+        drv_sim_placements(s, &npl[i]);
+        assert_int_equal(drv_report_run_files(dir, s, &d), 0);
+        drv_sim_free(s);
+    }
+    assert_int_equal(drv_report_summary_files(dir, sums, 2, &d), 0);
+    drv_scenario scen = {
+        .desc = "test scenario", .jobs = 12, .nodes = 8, .cpu_m = 256000, .seed = 1};
+    assert_int_equal(drv_report_scenario_file(dir, &scen, &d), 0);
+}
+
+static void test_round_trip(void **unused)
+{
+    (void)unused;
+    scenario sc;
+    scenario_init(&sc, 12);
+    drv_summary sums[2];
+    int32_t nticks[2], npl[2];
+    write_run(&sc, sums, nticks, npl);
+
+    drv_report_data r;
+    drv_diag d = {{0}};
+    assert_int_equal(drv_report_load(&r, dir, &d), 0);
+    assert_int_equal(r.n, 2);
+    assert_true(r.has_scen);
+    assert_string_equal(r.scen.desc, "test scenario");
+    assert_true(r.scen.cpu_m == 256000);
+    for (int i = 0; i < 2; i++) {
+        assert_string_equal(r.sum[i].policy, sums[i].policy);
+        assert_int_equal(r.sum[i].done, sums[i].done);
+        assert_true(fabs(r.sum[i].avg_jct - sums[i].avg_jct) < 1e-6 * sums[i].avg_jct);
+        assert_int_equal(r.runs[i].jobs, 12);
+        assert_int_equal(r.runs[i].njct, sums[i].done);
+        /* Two ways to the mean JCT agree: the summary's and the jobs file's. */
+        double sum = 0;
+        for (int32_t k = 0; k < r.runs[i].njct; k++) {
+            sum += r.runs[i].jct[k];
+            if (k)
+                assert_true(r.runs[i].jct[k - 1] <= r.runs[i].jct[k]);
+        }
+        assert_true(fabs(sum / r.runs[i].njct - sums[i].avg_jct) < 0.01);
+        assert_int_equal(r.runs[i].nticks, nticks[i]);
+        assert_true(r.runs[i].has_pl);
+        assert_int_equal(r.runs[i].npl, npl[i]);
+        assert_int_equal(r.runs[i].nnodes, 8);
+        assert_string_equal(r.runs[i].nodes[0], "node-0");
+        assert_string_equal(r.runs[i].nodes[7], "node-7");
+        assert_true(drv_plot_has_gantt(&r.runs[i]));
+    }
+    drv_report_data_fini(&r);
+
+    /* Every allocation of the read-back may fail: the result is DRV_ENOMEM and no leak. */
+    for (long nth = 1;; nth++) {
+        drv_alloc_fail_at(nth);
+        int rc = drv_report_load(&r, dir, &d);
+        drv_alloc_fail_at(0);
+        if (rc == 0) {
+            drv_report_data_fini(&r);
+            break;
+        }
+        assert_int_equal(rc, DRV_ENOMEM);
+        assert_true(nth < 100000);
+    }
+    scenario_fini(&sc);
+}
+
+/* A malformed summary.json names the file, the line and the field. */
+static void test_bad_summary(void **unused)
+{
+    (void)unused;
+    scenario sc;
+    scenario_init(&sc, 12);
+    drv_summary sums[2];
+    int32_t nticks[2], npl[2];
+    write_run(&sc, sums, nticks, npl);
+    put("summary.json", "[\n  {\"policy\": \"k8s-default\"},\n  {\"policy\": \"gang-fifo\",\n"
+                        "   \"jobs\": \"many\"}\n]\n");
+    drv_report_data r;
+    drv_diag d = {{0}};
+    assert_int_equal(drv_report_load(&r, dir, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "summary.json:2: policy #1: \"avg_jct_s\": expected a number"));
+    put("summary.json", "[\n  {\"policy\": \n");
+    assert_int_equal(drv_report_load(&r, dir, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "summary.json:3: expected JSON"));
+    scenario_fini(&sc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_csv_reads_columns_by_name),
+        cmocka_unit_test(test_csv_long_line),
+        cmocka_unit_test(test_csv_errors),
+        cmocka_unit_test(test_placement_log),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_bad_summary),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

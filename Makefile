@@ -25,7 +25,6 @@ build-asan: deps
 # Runs the default simulation: every baseline policy on the built-in scenario.
 demo: build
 	./$(BUILD)/drover sim --policy all --out out/demo
-	@echo "Plots: out/demo/*.png and *.svg; the report page: out/demo/index.html (open it in a browser)"
 
 # The whole suite: the normal build, then the same tests under ASan+UBSan.
 test: test-unit test-asan

@@ -69,4 +69,14 @@ typedef struct drv_priority_breakdown {
 int drv_priority_explain(const drv_state *st, double now, int32_t job, const drv_knob *knobs,
                          int nknobs, drv_priority_breakdown *out, drv_diag *d);
 
+/* ---- profiles from a file (src/policy/profile_file.c) -------------------------------------- */
+
+/*
+ * Loads the profiles of a YAML file (format in docs/policies.md): a `profiles:` list of maps
+ * with name, doc, gang, period and one key per extension point, each value as in a profile
+ * line. *out is allocated with drv_malloc (the caller drv_frees it); *n receives the count.
+ * Errors name file:line and the bad key; on error *out is untouched.
+ */
+int drv_profile_file_load(const char *path, drv_profile **out, int *n, drv_diag *d);
+
 #endif

@@ -6,21 +6,21 @@
  *  flowcon  reallocate  Every interval I (knob, 30 s) for each running job j:
  *                         normalised loss = loss / largest loss seen for j;
  *                         E_i, E_{i-1} = mean normalised loss over (now-I, now], (now-2I, now-I];
- *                         P_j = |E_i - E_{i-1}| / I;  R_j = mean CPU share of its compute pods
- *                         (effective CPU / node CPUs);  G_j = P_j / R_j.
- *                       G < alpha twice in a row -> completing (first time: watching);
- *                       G >= alpha clears both. Per node, n jobs computing there, beta=1+1/n:
- *                       if all are completing every limit goes to the whole node; otherwise,
- *                       ratio = G_j / sum G, completing -> max(ratio, 1/(beta n)) * node CPUs,
- *                       growing -> min(ratio, 1) * node CPUs, watching unchanged. A job's share
- *                       is split evenly over its compute pods on the node and never set below
- *                       a pod's request. While every job is completing the interval doubles
- *                       (up to max_interval); it resets when a job starts or stops.
- *           score       FlowCon 2.0 placement [R]: prefer the node whose running jobs have the
- *                       lowest total G (the most "completing" load):
- *                       score = 100 * alpha / (alpha + sum G on the node).
- * Worked example: node of 8 CPUs, job A completing with G=0.01, job B growing with G=0.09:
+ *                         P_j = |E_i - E_{i-1}| / (I / unit);  R_j = mean CPU share of its compute
+ * pods (effective CPU / node CPUs);  G_j = P_j / R_j. G < alpha twice in a row -> completing (first
+ * time: watching); G >= alpha clears both. Per node, n jobs computing there, beta=1+1/n: if all are
+ * completing every limit goes to the whole node; otherwise, ratio = G_j / sum G, completing ->
+ * max(ratio, 1/(beta n)) * node CPUs, growing -> min(ratio, 1) * node CPUs, watching unchanged. A
+ * job's share is split evenly over its compute pods on the node and never set below a pod's
+ * request. While every job is completing the interval doubles (up to max_interval); it resets when
+ * a job starts or stops. score       FlowCon 2.0 placement [R]: prefer the node whose running jobs
+ * have the lowest total G (the most "completing" load): score = 100 * alpha / (alpha + sum G on the
+ * node). Worked example: node of 8 CPUs, job A completing with G=0.01, job B growing with G=0.09:
  * n=2, beta=1.5, ratio A=0.1 -> max(0.1, 1/3)*8 = 2.67 CPUs, B: 0.9*8 = 7.2 CPUs.
+ * [R] The time unit of P is a knob, `unit`, defaulting to I (30 s): with P per second, alpha =
+ * 0.05 could only be reached by a job losing 1.5·R of its normalised loss per interval, i.e.
+ * every job would count as completing from its first measurement; per interval, alpha = 0.05
+ * means "lost 5 % of its largest loss in one interval per unit of CPU share".
  * A job not yet measured (no two windows of samples) counts as growing with the largest G on
  * its node (or alpha when alone) [R].
  * In the simulator the new limit changes the worker's CPU share in the performance model; on
@@ -36,11 +36,12 @@ static const drv_knob_spec fc_knobs[] = {
     {"interval", 30, 1, 3600, "seconds between limit updates (I)"},
     {"alpha", 0.05, 0.0001, 100, "growth-efficiency threshold below which a job is slowing"},
     {"max_interval", 480, 1, 86400, "cap of the exponential back-off of the interval"},
+    {"unit", 30, 1, 3600, "seconds of the time unit of P (P is loss change per unit)"},
 };
 enum { NFC = sizeof fc_knobs / sizeof fc_knobs[0] };
 
 typedef struct fc_state {
-    double interval, alpha, max_interval;
+    double interval, alpha, max_interval, unit;
     double cur_interval, next; /* current (backed-off) interval and next update time */
     uint64_t running_sig;      /* signature of the set of running jobs */
     drv_growth *g;
@@ -59,6 +60,7 @@ static int fc_init(void **state, const drv_knob *knobs, int nknobs, drv_diag *d)
     s->interval = s->cur_interval = v[0];
     s->alpha = v[1];
     s->max_interval = v[2];
+    s->unit = v[3];
     s->next = -INFINITY;
     *state = s;
     return 0;
@@ -125,7 +127,7 @@ static void measure(const drv_state *st, fc_state *s, int32_t job, double now)
     double r = cpu_share(st, j);
     if (isnan(e0) || isnan(e1) || r <= 0)
         return;
-    drv_growth_update(g, fabs(e1 - e0) / s->interval / r, s->alpha);
+    drv_growth_update(g, fabs(e1 - e0) / (s->interval / s->unit) / r, s->alpha);
 }
 
 static double job_g(const fc_state *s, int32_t job, double fallback)

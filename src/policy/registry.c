@@ -61,10 +61,10 @@ static const struct {
     {"specon", "migrate converging jobs off contended nodes when gain > cost (seed 003)",
      "gang=false period=10 queue_order=fifo admit=pod-by-pod score=least-allocated "
      "migrate=specon"},
-    {"drover", "priority + elastic gang (DRAGON) + locality + FlowCon limits + SpeCon migration",
-     "gang=true period=5 queue_order=priority admit=dragon(grow_min_left=120) scale=dragon "
-     "score=locality*3,ps-anti-affinity,flowcon,most-allocated reallocate=flowcon "
-     "migrate=specon"},
+    {"drover", "priority + elastic gang (DRAGON, growth only) + locality + SpeCon migration",
+     "gang=true period=5 queue_order=priority(w_par=0;w_wait=0.1) "
+     "admit=dragon(grow_min_left=600;starve_wait=86400) scale=dragon "
+     "score=locality*3,ps-anti-affinity,least-allocated migrate=specon"},
 };
 
 int drv_profile_builtin_count(void)

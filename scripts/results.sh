@@ -72,6 +72,33 @@ echo "$scenarios" | while IFS='|' read -r name wl cl desc; do
     echo
 done
 
+echo "## Held out: the built-in scenario with other seeds"
+echo
+echo "The \`drover\` profile was chosen on the scenarios above; these runs were not used to choose it."
+echo "Average JCT in minutes (\`drover sim --seed N --policy all --profiles examples/drover-ablations.yaml\`;"
+echo "the last two columns are \`drover\` without idle growth and with plain gang admission)."
+echo
+for seed in 2 3 4 5; do
+    "$drover" sim --seed $seed --policy all --profiles "$root/examples/drover-ablations.yaml" \
+        --format csv --check >"$tmp/seed$seed.csv"
+done
+awk -F, '
+FNR == 1 { f++; for (i = 1; i <= NF; i++) col[$i] = i; next }
+{ if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } v[$1, f] = $col["avg_jct_s"] / 60 }
+END {
+    printf "| seed |"; for (i = 1; i <= n; i++) printf " `%s` |", order[i]; print " lowest |"
+    printf "|---|"; for (i = 1; i <= n; i++) printf "---|"; print "---|"
+    for (k = 1; k <= f; k++) {
+        b = order[1]
+        printf "| %d |", k + 1
+        for (i = 1; i <= n; i++) { printf " %.1f |", v[order[i], k]; if (v[order[i], k] < v[b, k]) b = order[i] }
+        printf " `%s` |\n", b
+        if (b != "drover") lost++
+    }
+    print lost + 0 > "'"$tmp"'/heldout.lost"
+}' "$tmp/seed2.csv" "$tmp/seed3.csv" "$tmp/seed4.csv" "$tmp/seed5.csv"
+echo
+
 echo "## Each seed against k8s-default, beside the paper's claim"
 echo
 echo "Our change in average JCT / makespan / useful utilisation on the seed's own scenario and on"
@@ -106,11 +133,19 @@ note() { # scenario, expected best policy, text
         echo "- **$1**: NOTE OUT OF DATE — it explains a win by \`$2\`, but \`$best\` has the lowest average JCT now."
     fi
 }
-note builtin volcano-priority "\`volcano-priority\` beats \`drover\` here. Both order the queue by combined priority and place with locality; the difference is that \`drover\`'s priority gives parallelism no weight and less weight to waiting (its knobs w_par=0, w_wait=0.1), and we think favouring wide jobs pays on this trace because our model runs a wide job much faster once it sits on one node; \`drover\` also grows long jobs after idle periods, and each growth is a 30 s checkpoint-restart."
+note builtin drover "\`drover\` wins; combined priority with locality (also in \`volcano-priority\`) is most of the gain over \`gang-fifo\`, as a job whose PS and workers share a node exchanges gradients over the node's memory bandwidth rather than the network; admission between min and requested workers and the growth of long jobs add the rest."
 note flowcon drover "\`drover\` wins by a hair (it ties \`k8s-default\` to one decimal; its SpeCon migrations of converged jobs off throttled nodes give it the better p95). FlowCon itself does not reproduce its paper's gain in our model: a job's speed is linear in its CPU share and every job must do all its worker-steps (the scenario ends jobs at maxSteps), so CPU taken from a converging job delays it by as much as it speeds the growing one; we think the paper's gain comes from jobs whose converging tail is long and cheap to slow down. \`dragon\` is far behind on the single-container scenarios because its placement packs (most-allocated): four jobs with 8-CPU limits on one 8-CPU node throttle each other while other nodes idle."
 note specon flowcon "\`flowcon\` beats \`drover\` here: with only 7 jobs, and LeNets that converge within a minute, giving the growing BiRNNs the CPU of finished-looking LeNets shortens the long BiRNN jobs that dominate average JCT. \`drover\` does not reallocate limits (adding FlowCon to it made it worse on the larger scenarios), and SpeCon finds no migration whose gain exceeds its cost with so few co-located jobs."
-note mix volcano-priority "\`volcano-priority\` beats \`drover\` by under 1 %; \`drover\` has the better p95 JCT and makespan. The difference is the same as in the built-in scenario (queue weights, growth restarts)."
+note mix drover "\`drover\` wins, for the same reasons as on the built-in scenario; the heterogeneous nodes make locality matter more (a 64-CPU node holds a whole wide job)."
 note gpu drover "\`drover\` wins: DRAGON-style admission between min and requested workers removes most of the queueing that gang-FIFO and volcano-priority suffer, and growing only jobs with more than 10 minutes of work left avoids restarts that do not pay."
+if [ "$(cat "$tmp/heldout.lost")" -gt 0 ]; then
+    echo "- **held out**: \`drover\` does not win on every seed of the built-in scenario. Compare its columns with"
+    echo "  \`drover-no-growth\` and \`drover-gang\` on the seeds it loses: we think growth costs it where"
+    echo "  grown jobs hold workers that later arrivals then wait for (\`drover\` has no starvation relief to"
+    echo "  take them back, as relief made it worse overall), and starting jobs below their requested size"
+    echo "  costs it where those jobs then run slower for their whole life. Its choice is tuned on seed 1"
+    echo "  and the example scenarios, so these seeds are the fairer test."
+fi
 echo
 echo "General reasons our numbers are smaller than the papers': the papers compare against a"
 echo "default scheduler that deadlocks or over-subscribes badly on their testbeds, while our"

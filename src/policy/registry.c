@@ -62,9 +62,9 @@ static const struct {
      "gang=false period=10 queue_order=fifo admit=pod-by-pod score=least-allocated "
      "migrate=specon"},
     {"drover", "priority + elastic gang (DRAGON, growth only) + locality + SpeCon migration",
-     "gang=true period=5 queue_order=priority(w_par=0;w_wait=0.1) "
-     "admit=dragon(grow_min_left=600;starve_wait=86400) scale=dragon "
-     "score=locality*3,ps-anti-affinity,least-allocated migrate=specon"},
+     "gang=true period=5 queue_order=priority "
+     "admit=dragon(grow_min_left=900;starve_wait=86400;quiet=120) scale=dragon "
+     "score=locality*4,ps-anti-affinity,least-allocated migrate=specon"},
 };
 
 int drv_profile_builtin_count(void)

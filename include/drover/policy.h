@@ -47,4 +47,36 @@ typedef struct drv_knob_spec {
 int drv_knobs_read(const drv_knob_spec *spec, int nspec, const drv_knob *knobs, int nknobs,
                    double *vals, drv_diag *d);
 
+/* ---- combined priority (src/policy/priority.c): the per-factor breakdown, like sprio ------- */
+
+enum { DRV_PRIO_USER, DRV_PRIO_CLASS, DRV_PRIO_WAIT, DRV_PRIO_PARALLEL, DRV_PRIO_NFACTORS };
+/* "user", "class", "wait", "parallelism". */
+const char *drv_priority_factor_name(int f);
+
+typedef struct drv_priority_breakdown {
+    double raw[DRV_PRIO_NFACTORS];    /* the factor's value (priority, seconds, workers) */
+    double norm[DRV_PRIO_NFACTORS];   /* min-max normalised over the queue, 0..1 */
+    double weight[DRV_PRIO_NFACTORS]; /* the knob weights */
+    double total;                     /* sum of weight * norm */
+    int32_t queued;                   /* jobs in the queue normalised over */
+} drv_priority_breakdown;
+
+/*
+ * The combined priority of job at time now, normalised over the jobs waiting in st (phase
+ * pending, some pod unbound) plus job itself, with the `priority` plugin's knobs (knobs may be
+ * NULL for the defaults). Errors name a bad knob.
+ */
+int drv_priority_explain(const drv_state *st, double now, int32_t job, const drv_knob *knobs,
+                         int nknobs, drv_priority_breakdown *out, drv_diag *d);
+
+/* ---- profiles from a file (src/policy/profile_file.c) -------------------------------------- */
+
+/*
+ * Loads the profiles of a YAML file (format in docs/policies.md): a `profiles:` list of maps
+ * with name, doc, gang, period and one key per extension point, each value as in a profile
+ * line. *out is allocated with drv_malloc (the caller drv_frees it); *n receives the count.
+ * Errors name file:line and the bad key; on error *out is untouched.
+ */
+int drv_profile_file_load(const char *path, drv_profile **out, int *n, drv_diag *d);
+
 #endif

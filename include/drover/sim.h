@@ -145,6 +145,11 @@ int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_cata
 void drv_sim_free(drv_sim *s);
 /* Runs to the end. Returns 0, DRV_EINVARIANT (check on; d says what broke) or DRV_ENOMEM. */
 int drv_sim_run(drv_sim *s, drv_diag *d);
+/*
+ * Processes the events before time t (a cycle due exactly at t has not run yet), so a caller
+ * can look at drv_sim_state mid-run; drv_sim_run continues from there. Same return codes.
+ */
+int drv_sim_run_until(drv_sim *s, double t, drv_diag *d);
 /* Results, valid after drv_sim_run. */
 void drv_sim_summary(const drv_sim *s, drv_summary *out);
 const drv_jobresult *drv_sim_jobs(const drv_sim *s, int32_t *n);

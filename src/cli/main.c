@@ -9,6 +9,7 @@
 #include "drover/version.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,12 @@ static const char *const usage_sim =
     "                      with a message when gnuplot is missing) and index.html\n"
     "  --models FILE       model-family catalogue (CSV) instead of the built-in one\n"
     "  --check             check invariants after every scheduling cycle (stops on a violation)\n"
+    "  --profiles FILE     define more policies in YAML (docs/policies.md); --policy can name\n"
+    "                      them, and `all` runs them after the built-in ones\n"
+    "  --explain JOB       print JOB's combined priority, factor by factor (like Slurm's sprio),\n"
+    "                      as the first cycle after its submission sees it under the first\n"
+    "                      policy of --policy, with that policy's `priority` weights (the\n"
+    "                      defaults when it has none); runs nothing else\n"
     "  -h, --help          show this help\n"
     "\n"
     "Bad input is reported as file:line: field: what was expected, with exit status 2.\n"
@@ -179,6 +186,7 @@ static int cmd_report(int argc, char **argv)
 
 typedef struct sim_opts {
     const char *workload, *cluster, *policy, *format, *out, *models;
+    const char *profiles, *explain;
     uint64_t seed;
     bool check;
 } sim_opts;
@@ -221,10 +229,11 @@ static int parse_sim(int argc, char **argv, sim_opts *o)
             o->check = true;
             continue;
         }
-        static const char *const names[] = {"--workload", "--cluster", "--policy", "--format",
-                                            "--out",      "--models",  "--seed"};
-        const char **dst[] = {&o->workload, &o->cluster, &o->policy, &o->format,
-                              &o->out,      &o->models,  &v};
+        static const char *const names[] = {"--workload", "--cluster",  "--policy",
+                                            "--format",   "--out",      "--models",
+                                            "--seed",     "--profiles", "--explain"};
+        const char **dst[] = {&o->workload, &o->cluster, &o->policy,   &o->format, &o->out,
+                              &o->models,   &v,          &o->profiles, &o->explain};
         bool matched = false;
         for (size_t k = 0; k < sizeof names / sizeof names[0] && !matched; k++) {
             m = flag_value(argc, argv, &i, names[k], dst[k]);
@@ -276,10 +285,24 @@ static int make_dirs(const char *dir)
     return stat(buf, &sb) == 0 && S_ISDIR(sb.st_mode) ? 0 : -1;
 }
 
+/* Profiles from --profiles FILE, looked up before the built-in ones. */
+static drv_profile *file_profiles;
+static int nfile_profiles;
+
+static int find_profile(const char *name, drv_profile *out, drv_diag *d)
+{
+    for (int i = 0; i < nfile_profiles; i++)
+        if (strcmp(file_profiles[i].name, name) == 0) {
+            *out = file_profiles[i];
+            return 0;
+        }
+    return drv_profile_builtin(name, out, d);
+}
+
 /* Parses the --policy list into profiles; errors list the known names. */
 static int resolve_policies(const char *list, drv_profile **out, int *n)
 {
-    int cap = drv_profile_builtin_count() + 16;
+    int cap = drv_profile_builtin_count() + nfile_profiles + 16;
     drv_profile *v = calloc((size_t)cap, sizeof *v);
     if (!v)
         return DRV_ENOMEM;
@@ -293,6 +316,8 @@ static int resolve_policies(const char *list, drv_profile **out, int *n)
                 return DRV_EINVAL;
             }
         }
+        for (int i = 0; i < nfile_profiles; i++)
+            v[(*n)++] = file_profiles[i];
         *out = v;
         return 0;
     }
@@ -309,7 +334,7 @@ static int resolve_policies(const char *list, drv_profile **out, int *n)
             free(v);
             return DRV_EINVAL;
         }
-        if (drv_profile_builtin(name, &v[*n], &d) != 0) {
+        if (find_profile(name, &v[*n], &d) != 0) {
             fprintf(stderr, "drover sim: --policy: %s\n", d.msg);
             free(copy);
             free(v);
@@ -324,6 +349,52 @@ static int resolve_policies(const char *list, drv_profile **out, int *n)
         return DRV_EINVAL;
     }
     *out = v;
+    return 0;
+}
+
+/* --explain JOB: the priority breakdown as the first cycle after JOB's submission sees it. */
+static int explain_job(const drv_cluster_spec *cl, const drv_workload *wl, const drv_catalogue *cat,
+                       const drv_profile *prof, uint64_t seed, const char *name)
+{
+    int32_t job = -1;
+    for (int32_t i = 0; i < wl->n && job < 0; i++)
+        if (strcmp(wl->jobs[i].name, name) == 0)
+            job = i;
+    if (job < 0) {
+        fprintf(stderr, "drover sim: --explain: no job named '%s' in the workload\n", name);
+        return EXIT_USAGE;
+    }
+    const drv_knob *knobs = NULL;
+    int nknobs = 0;
+    const drv_plugin *prio = drv_plugin_find("priority");
+    for (int i = 0; i < prof->nuse[DRV_PT_QUEUE_ORDER]; i++)
+        if (prof->use[DRV_PT_QUEUE_ORDER][i].p == prio) {
+            knobs = prof->use[DRV_PT_QUEUE_ORDER][i].knobs;
+            nknobs = prof->use[DRV_PT_QUEUE_ORDER][i].nknobs;
+        }
+    drv_diag d = {{0}};
+    drv_sim_config cfg = {.seed = seed};
+    drv_sim *s = NULL;
+    drv_priority_breakdown b;
+    double t = ceil(wl->jobs[job].submit / prof->period) * prof->period;
+    int rc = drv_sim_new(cl, wl, cat, prof, &cfg, &s, &d);
+    if (!rc)
+        rc = drv_sim_run_until(s, t, &d);
+    if (!rc)
+        rc = drv_priority_explain(drv_sim_state(s), t, job, knobs, nknobs, &b, &d);
+    if (rc) {
+        fprintf(stderr, "drover: %s\n", d.msg[0] ? d.msg : drv_strerror(rc));
+        drv_sim_free(s);
+        return rc == DRV_EINVAL ? EXIT_USAGE : EXIT_RUN;
+    }
+    printf("job %s at t=%.1f s (policy %s%s), normalised over %d queued jobs\n\n", name, t,
+           prof->name, knobs ? "" : ", default priority weights", (int)b.queued);
+    printf("%-12s %12s %10s %8s %12s\n", "factor", "value", "normalised", "weight", "contribution");
+    for (int f = 0; f < DRV_PRIO_NFACTORS; f++)
+        printf("%-12s %12.1f %10.3f %8.3f %12.4f\n", drv_priority_factor_name(f), b.raw[f],
+               b.norm[f], b.weight[f], b.weight[f] * b.norm[f]);
+    printf("%-12s %12s %10s %8s %12.4f\n", "priority", "", "", "", b.total);
+    drv_sim_free(s);
     return 0;
 }
 
@@ -359,8 +430,15 @@ static int cmd_sim(int argc, char **argv)
     }
     if (rc)
         goto fail;
+    if (o.profiles &&
+        (rc = drv_profile_file_load(o.profiles, &file_profiles, &nfile_profiles, &d)) != 0)
+        goto fail;
     if (resolve_policies(o.policy, &profiles, &nprof) != 0) {
         status = EXIT_USAGE;
+        goto out;
+    }
+    if (o.explain) {
+        status = explain_job(&cluster, &wl, &cat, &profiles[0], o.seed, o.explain);
         goto out;
     }
     sums = calloc((size_t)nprof, sizeof *sums);
@@ -450,6 +528,8 @@ fail:
 out:
     free(sums);
     free(profiles);
+    drv_free(file_profiles);
+    file_profiles = NULL;
     drv_workload_fini(&wl);
     drv_cluster_fini(&cluster);
     drv_catalogue_fini(&cat);

@@ -9,12 +9,17 @@
 #include <string.h>
 
 extern const drv_plugin drv_plugin_fifo, drv_plugin_pod_by_pod, drv_plugin_gang,
-    drv_plugin_least_allocated, drv_plugin_most_allocated;
+    drv_plugin_least_allocated, drv_plugin_most_allocated, drv_plugin_priority, drv_plugin_locality,
+    drv_plugin_ps_anti_affinity, drv_plugin_dragon, drv_plugin_autoscale, drv_plugin_flowcon,
+    drv_plugin_specon;
 
 static const drv_plugin *const plugins[] = {
     &drv_plugin_fifo,           &drv_plugin_pod_by_pod,
     &drv_plugin_gang,           &drv_plugin_least_allocated,
-    &drv_plugin_most_allocated,
+    &drv_plugin_most_allocated, &drv_plugin_priority,
+    &drv_plugin_locality,       &drv_plugin_ps_anti_affinity,
+    &drv_plugin_dragon,         &drv_plugin_autoscale,
+    &drv_plugin_flowcon,        &drv_plugin_specon,
 };
 
 const drv_plugin *const *drv_plugins(int *n)
@@ -40,6 +45,26 @@ static const struct {
      "gang=false period=1 queue_order=fifo admit=pod-by-pod score=least-allocated"},
     {"gang-fifo", "whole-job admission in FIFO order, no elasticity (Volcano gang + FIFO)",
      "gang=true period=1 queue_order=fifo admit=gang score=least-allocated"},
+    {"volcano-priority",
+     "combined priority, gang, PS-worker affinity, PS anti-affinity (seed 004, Volcano)",
+     "gang=true period=1 queue_order=priority admit=gang "
+     "score=locality*2,ps-anti-affinity,least-allocated"},
+    {"dragon", "gang at min..requested, starvation relief, idle scale-up, locality (seed 001)",
+     "gang=true period=15 queue_order=fifo admit=dragon scale=dragon "
+     "score=locality*3,most-allocated"},
+    {"autoscale-operator", "affinity-first placement, symmetric release/grow (seed 000)",
+     "gang=true period=15 queue_order=fifo admit=autoscale scale=autoscale "
+     "score=locality*5,least-allocated"},
+    {"flowcon", "CPU limits from growth efficiency, FlowCon 2.0 placement (seed 002)",
+     "gang=false period=10 queue_order=fifo admit=pod-by-pod score=flowcon*2,least-allocated "
+     "reallocate=flowcon"},
+    {"specon", "migrate converging jobs off contended nodes when gain > cost (seed 003)",
+     "gang=false period=10 queue_order=fifo admit=pod-by-pod score=least-allocated "
+     "migrate=specon"},
+    {"drover", "priority + elastic gang (DRAGON, growth only) + locality + SpeCon migration",
+     "gang=true period=5 queue_order=priority "
+     "admit=dragon(grow_min_left=900;starve_wait=86400;quiet=120) scale=dragon "
+     "score=locality*4,ps-anti-affinity,least-allocated migrate=specon"},
 };
 
 int drv_profile_builtin_count(void)

@@ -613,11 +613,14 @@ static void report_progress(const drv_sim *s)
     s->cfg.progress(s->cfg.progress_arg, &p);
 }
 
-int drv_sim_run(drv_sim *s, drv_diag *d)
+/* Processes events with time < until (and <= the horizon), in order. */
+static int run_events(drv_sim *s, double until, drv_diag *d)
 {
     int rc = 0;
     double horizon = s->cluster->timing.horizon;
     while (s->nheap > 0 && !rc) {
+        if (s->heap[0].t >= until)
+            break;
         event e = pop_event(s);
         if (e.t > horizon)
             break;
@@ -672,6 +675,17 @@ int drv_sim_run(drv_sim *s, drv_diag *d)
         report_progress(s);
     if (rc && !d->msg[0])
         drv_fail(d, rc, "simulation: %s", drv_strerror(rc));
+    return rc;
+}
+
+int drv_sim_run_until(drv_sim *s, double t, drv_diag *d)
+{
+    return run_events(s, t, d);
+}
+
+int drv_sim_run(drv_sim *s, drv_diag *d)
+{
+    int rc = run_events(s, INFINITY, d);
     for (int32_t i = 0; i < s->st.njobs; i++) {
         const drv_job *j = &s->st.jobs[i];
         s->res[i].restarts = j->restarts;

@@ -264,6 +264,7 @@ static void test_event_driven_equals_ticking(void **unused)
     drv_genparams_default(&g, 4);
     assert_int_equal(drv_workload_generate(&w, &g, &cat, &d), 0);
     drv_cluster_default(&c);
+    int fewer = 0;
     for (int i = 0; i < drv_profile_builtin_count(); i++) {
         drv_profile p;
         assert_int_equal(drv_profile_builtin(drv_profile_builtin_name(i), &p, &d), 0);
@@ -276,7 +277,9 @@ static void test_event_driven_equals_ticking(void **unused)
             drv_sim_summary(s, &sum[tick]);
             drv_sim_free(s);
         }
-        assert_true(sum[1].cycles > sum[0].cycles);
+        /* Profiles with time-driven points tick anyway; the others must run fewer cycles. */
+        assert_true(sum[1].cycles >= sum[0].cycles);
+        fewer += sum[1].cycles > sum[0].cycles;
         assert_int_equal(sum[0].done, sum[1].done);
         assert_true(sum[0].avg_jct == sum[1].avg_jct);
         assert_true(sum[0].p99_jct == sum[1].p99_jct);
@@ -285,6 +288,7 @@ static void test_event_driven_equals_ticking(void **unused)
          * floating-point rounding. */
         assert_true(fabs(sum[0].cpu_useful - sum[1].cpu_useful) < 1e-9 * sum[0].cpu_useful);
     }
+    assert_true(fewer >= 2); /* at least k8s-default and gang-fifo are event-driven */
     drv_workload_fini(&w);
     drv_cluster_fini(&c);
 }

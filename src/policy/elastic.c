@@ -1,0 +1,320 @@
+/*
+ * elastic.c - the three-phase elastic loop of DRAGON (seed 001), also run, with symmetric
+ * release and growth, by the autoscaling operator (seed 000). Source: DRAGON's released
+ * controller (Lin et al., "DRAGON: a dynamic scheduling and scaling controller for managing
+ * distributed deep learning jobs in Kubernetes cluster"); ALGORITHMS.md for the details.
+ *
+ * Each cycle (the profile's period, 15 s for DRAGON):
+ *  1. Gang admission (admit point): walk the queue in order; start a job if all its PS pods
+ *     and at least minReplicas workers fit — at the requested size when it fits, else at the
+ *     largest size in [min, requested) that does — otherwise skip it (no partial placement).
+ *     Where pods go is the profile's score plugins (locality: one node if possible).
+ *  2. Starvation relief (scale point): when the first job still waiting has waited at least
+ *     starve_wait, take workers above their minimum from running jobs — jobs in queue order
+ *     (symmetric: always the job with the most workers above its minimum), each job's workers
+ *     not on its PS node first, never a PS pod nor worker 0 — and before each removal try to
+ *     place the waiting job at its minimum. Once it fits, emit the removals (EVICT … SCALE per
+ *     victim) and its placement; if it never fits, nothing happens.
+ *  3. Growth (scale point): when quiet seconds have passed since the last admission or scale
+ *     and nobody waits, give running jobs more workers up to maxReplicas: DRAGON fills jobs in
+ *     queue order, each as far as it fits; symmetric mode adds one worker at a time to the job
+ *     with the fewest workers relative to its maximum, round robin.
+ * A scale of a running job is a checkpoint-restart (the driver pauses it).
+ *
+ * Worked example: 1 node of 16 CPUs, job A running with 1 PS (2 CPUs) + 3 workers (4 CPUs, min
+ * 1); job B (1 PS + 1 worker, min 1) arrives: no room (2 CPUs free). After 30 s, relief evicts
+ * A's workers 2 and 1 (not worker 0), trying B after each: after the first, 6 CPUs free fit B.
+ * Decisions: EVICT A/worker-2, SCALE A 2, SCALE B 1, BIND B/ps-0, BIND B/worker-0.
+ *
+ * Cost: relief is O(running jobs × their workers × a gang placement) in the worst case, once per
+ * cycle, for the queue head only.
+ */
+#include "elastic.h"
+
+#include "progress.h"
+
+#include <math.h>
+
+int drv_elastic_new(void **state, const drv_elastic_cfg *cfg, drv_diag *d)
+{
+    drv_elastic *e = drv_calloc(1, sizeof *e);
+    if (!e)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    e->cfg = *cfg;
+    e->last_action = -INFINITY;
+    *state = e;
+    return 0;
+}
+
+void drv_elastic_free(void *state)
+{
+    drv_elastic *e = state;
+    if (!e)
+        return;
+    drv_free(e->queue);
+    drv_free(e);
+}
+
+/* Number of the job's pods bound in the cycle's assumed state. */
+static int32_t bound_pods(const drv_ctx *c, int32_t job)
+{
+    const drv_job *j = &drv_ctx_state(c)->jobs[job];
+    int32_t n = 0;
+    for (int32_t k = 0; k < j->pod_count; k++)
+        n += drv_ctx_pod_node(c, j->pod_base + k) >= 0;
+    return n;
+}
+
+void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
+{
+    drv_elastic *e = state;
+    const drv_state *st = drv_ctx_state(c);
+    if (drv_grow(&e->queue, sizeof *e->queue, &e->cap_queue, n) == 0) {
+        for (int32_t i = 0; i < n; i++)
+            e->queue[i] = jobs[i];
+        e->nqueue = n;
+    } else {
+        e->nqueue = 0;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        const drv_job *j = &st->jobs[jobs[i]];
+        const drv_rolespec *w = &j->role[DRV_ROLE_WORKER];
+        int32_t want = j->target[DRV_ROLE_WORKER];
+        int32_t lo = w->min < want ? w->min : want;
+        for (int32_t k = want; k >= lo; k--) {
+            int rc = drv_ctx_place_gang(c, jobs[i], k);
+            if (rc < 0)
+                return;
+            if (rc == 1) {
+                e->last_action = drv_ctx_now(c);
+                break;
+            }
+        }
+    }
+}
+
+/* The first queued job that this cycle has not placed, or -1. */
+static int32_t waiting_head(const drv_ctx *c, const drv_elastic *e)
+{
+    for (int32_t i = 0; i < e->nqueue; i++)
+        if (bound_pods(c, e->queue[i]) == 0)
+            return e->queue[i];
+    return -1;
+}
+
+static bool can_change(const drv_job *j)
+{
+    return j->phase == DRV_JOB_RUNNING &&
+           j->role[DRV_ROLE_WORKER].max > j->role[DRV_ROLE_WORKER].min;
+}
+
+/* A removable bound worker of job: not worker 0; preferably off the PS node. -1 if none. */
+static int32_t victim_pod(const drv_ctx *c, int32_t job)
+{
+    const drv_state *st = drv_ctx_state(c);
+    int32_t ps = drv_job_pod(st, job, DRV_ROLE_PS, 0);
+    int32_t ps_node = ps >= 0 ? drv_ctx_pod_node(c, ps) : -1;
+    int32_t on_ps = -1;
+    /* Highest slot first, so the lowest-numbered workers (worker 0 above all) stay. */
+    int32_t nslots = 0;
+    while (drv_job_pod(st, job, DRV_ROLE_WORKER, nslots) >= 0)
+        nslots++;
+    for (int32_t i = nslots - 1; i >= 1; i--) {
+        int32_t p = drv_job_pod(st, job, DRV_ROLE_WORKER, i);
+        int32_t at = drv_ctx_pod_node(c, p);
+        if (at < 0)
+            continue;
+        if (at != ps_node)
+            return p;
+        if (on_ps < 0)
+            on_ps = p;
+    }
+    return on_ps;
+}
+
+/* Running elastic jobs in the order relief visits them (submission order = DRAGON's queue). */
+static int32_t running_jobs(drv_ctx *c, int32_t **out)
+{
+    const drv_state *st = drv_ctx_state(c);
+    int32_t *v = drv_arena_alloc(drv_ctx_arena(c), sizeof *v * ((size_t)st->njobs + 1));
+    int32_t n = 0;
+    if (!v)
+        return 0;
+    for (int32_t j = 0; j < st->njobs; j++)
+        if (can_change(&st->jobs[j]))
+            v[n++] = j; /* ids follow submission order in both drivers */
+    *out = v;
+    return n;
+}
+
+static bool relieve(drv_ctx *c, drv_elastic *e, int32_t head)
+{
+    const drv_state *st = drv_ctx_state(c);
+    const drv_job *h = &st->jobs[head];
+    int32_t hmin = h->role[DRV_ROLE_WORKER].min;
+    int32_t *run = NULL;
+    int32_t nrun = running_jobs(c, &run);
+    if (nrun == 0)
+        return false;
+    int32_t *count = drv_arena_alloc(drv_ctx_arena(c), sizeof *count * (size_t)nrun);
+    if (!count)
+        return false;
+    for (int32_t i = 0; i < nrun; i++)
+        count[i] = drv_ctx_workers(c, run[i]);
+    drv_mark m = drv_ctx_mark(c);
+    bool fits = false;
+    int32_t cur = 0;
+    for (;;) {
+        /* Pick the next victim job. */
+        int32_t pick = -1;
+        if (e->cfg.symmetric) {
+            int32_t best = 0;
+            for (int32_t i = 0; i < nrun; i++) {
+                int32_t spare = count[i] - st->jobs[run[i]].role[DRV_ROLE_WORKER].min;
+                if (spare > best) {
+                    best = spare;
+                    pick = i;
+                }
+            }
+        } else {
+            while (cur < nrun && count[cur] <= st->jobs[run[cur]].role[DRV_ROLE_WORKER].min)
+                cur++;
+            pick = cur < nrun ? cur : -1;
+        }
+        if (pick < 0)
+            break;
+        int32_t pod = victim_pod(c, run[pick]);
+        if (pod < 0) {
+            count[pick] = st->jobs[run[pick]].role[DRV_ROLE_WORKER].min; /* nothing to take */
+            continue;
+        }
+        if (drv_ctx_evict(c, pod, DRV_REASON_STARVE) != 0)
+            break;
+        count[pick]--;
+        drv_mark t = drv_ctx_mark(c);
+        int rc = drv_ctx_place_gang(c, head, hmin);
+        if (rc < 0)
+            break;
+        drv_ctx_rollback(c, t);
+        if (rc == 1) {
+            fits = true;
+            break;
+        }
+    }
+    if (!fits) {
+        drv_ctx_rollback(c, m);
+        return false;
+    }
+    for (int32_t i = 0; i < nrun; i++)
+        if (count[i] != drv_ctx_workers(c, run[i]) && drv_ctx_scale(c, run[i], count[i]) != 0)
+            return false;
+    if (drv_ctx_place_gang(c, head, hmin) != 1) {
+        drv_ctx_rollback(c, m); /* cannot happen: the same placement fitted a moment ago */
+        return false;
+    }
+    return true;
+}
+
+static bool grow_ok(const drv_elastic *e, const drv_job *j)
+{
+    return e->cfg.grow_min_left <= 0 || drv_job_remaining(j) >= e->cfg.grow_min_left;
+}
+
+/* DRAGON: each job in order, as many extra workers as fit. */
+static bool grow_in_order(drv_ctx *c, const drv_elastic *e)
+{
+    const drv_state *st = drv_ctx_state(c);
+    int32_t *run = NULL;
+    int32_t nrun = running_jobs(c, &run);
+    bool any = false;
+    for (int32_t i = 0; i < nrun; i++) {
+        const drv_job *j = &st->jobs[run[i]];
+        int32_t cur = drv_ctx_workers(c, run[i]);
+        if (!grow_ok(e, j))
+            continue;
+        for (int32_t k = j->role[DRV_ROLE_WORKER].max; k > cur; k--) {
+            int rc = drv_ctx_place_gang(c, run[i], k);
+            if (rc < 0)
+                return any;
+            if (rc == 1) {
+                any = true;
+                break;
+            }
+        }
+    }
+    return any;
+}
+
+/* Symmetric: one worker at a time to the job with the lowest workers/max, then commit. */
+static bool grow_round_robin(drv_ctx *c, const drv_elastic *e)
+{
+    const drv_state *st = drv_ctx_state(c);
+    int32_t *run = NULL;
+    int32_t nrun = running_jobs(c, &run);
+    if (nrun == 0)
+        return false;
+    int32_t *want = drv_arena_alloc(drv_ctx_arena(c), sizeof *want * (size_t)nrun);
+    bool *full = drv_arena_alloc(drv_ctx_arena(c), sizeof *full * (size_t)nrun);
+    if (!want || !full)
+        return false;
+    for (int32_t i = 0; i < nrun; i++) {
+        want[i] = drv_ctx_workers(c, run[i]);
+        full[i] = !grow_ok(e, &st->jobs[run[i]]);
+    }
+    drv_mark m = drv_ctx_mark(c);
+    for (;;) {
+        int32_t pick = -1;
+        double best = 2;
+        for (int32_t i = 0; i < nrun; i++) {
+            int32_t max = st->jobs[run[i]].role[DRV_ROLE_WORKER].max;
+            double frac = (double)want[i] / max;
+            if (!full[i] && want[i] < max && frac < best) {
+                best = frac;
+                pick = i;
+            }
+        }
+        if (pick < 0)
+            break;
+        int rc = drv_ctx_place_gang(c, run[pick], want[pick] + 1);
+        if (rc < 0)
+            break;
+        if (rc == 1)
+            want[pick]++;
+        else
+            full[pick] = true;
+    }
+    /* One SCALE per job: undo the tentative steps and place each job at its final size. */
+    drv_ctx_rollback(c, m);
+    bool any = false;
+    for (int32_t i = 0; i < nrun; i++) {
+        int32_t cur = drv_ctx_workers(c, run[i]);
+        for (int32_t k = want[i]; k > cur; k--) {
+            int rc = drv_ctx_place_gang(c, run[i], k);
+            if (rc < 0)
+                return any;
+            if (rc == 1) {
+                any = true;
+                break;
+            }
+        }
+    }
+    return any;
+}
+
+void drv_elastic_scale(drv_ctx *c, void *state)
+{
+    drv_elastic *e = state;
+    double now = drv_ctx_now(c);
+    const drv_state *st = drv_ctx_state(c);
+    int32_t head = waiting_head(c, e);
+    if (head >= 0 && now - st->jobs[head].submit >= e->cfg.starve_wait) {
+        if (relieve(c, e, head))
+            e->last_action = now;
+        return;
+    }
+    if ((head >= 0 && !e->cfg.grow_queued) || now - e->last_action < e->cfg.quiet)
+        return;
+    bool grew = e->cfg.symmetric ? grow_round_robin(c, e) : grow_in_order(c, e);
+    if (grew)
+        e->last_action = now;
+}

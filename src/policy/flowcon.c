@@ -1,0 +1,261 @@
+/*
+ * flowcon.c - FlowCon (seed 002): CPU limits from growth efficiency, and FlowCon 2.0
+ * placement. Source: the authors' released code (Zheng et al., FlowCon, 2019/2020), as
+ * summarised in ALGORITHMS.md.
+ *
+ *  flowcon  reallocate  Every interval I (knob, 30 s) for each running job j:
+ *                         normalised loss = loss / largest loss seen for j;
+ *                         E_i, E_{i-1} = mean normalised loss over (now-I, now], (now-2I, now-I];
+ *                         P_j = |E_i - E_{i-1}| / (I / unit);  R_j = mean CPU share of its compute
+ * pods (effective CPU / node CPUs);  G_j = P_j / R_j. G < alpha twice in a row -> completing (first
+ * time: watching); G >= alpha clears both. Per node, n jobs computing there, beta=1+1/n: if all are
+ * completing every limit goes to the whole node; otherwise, ratio = G_j / sum G, completing ->
+ * max(ratio, 1/(beta n)) * node CPUs, growing -> min(ratio, 1) * node CPUs, watching unchanged. A
+ * job's share is split evenly over its compute pods on the node and never set below a pod's
+ * request. While every job is completing the interval doubles (up to max_interval); it resets when
+ * a job starts or stops. score       FlowCon 2.0 placement [R]: prefer the node whose running jobs
+ * have the lowest total G (the most "completing" load): score = 100 * alpha / (alpha + sum G on the
+ * node). Worked example: node of 8 CPUs, job A completing with G=0.01, job B growing with G=0.09:
+ * n=2, beta=1.5, ratio A=0.1 -> max(0.1, 1/3)*8 = 2.67 CPUs, B: 0.9*8 = 7.2 CPUs.
+ * [R] The time unit of P is a knob, `unit`, defaulting to I (30 s): with P per second, alpha =
+ * 0.05 could only be reached by a job losing 1.5·R of its normalised loss per interval, i.e.
+ * every job would count as completing from its first measurement; per interval, alpha = 0.05
+ * means "lost 5 % of its largest loss in one interval per unit of CPU share".
+ * A job not yet measured (no two windows of samples) counts as growing with the largest G on
+ * its node (or alpha when alone) [R].
+ * In the simulator the new limit changes the worker's CPU share in the performance model; on
+ * Kubernetes it is an in-place pods/resize.
+ */
+#include "drover/policy.h"
+
+#include "progress.h"
+
+#include <math.h>
+
+static const drv_knob_spec fc_knobs[] = {
+    {"interval", 30, 1, 3600, "seconds between limit updates (I)"},
+    {"alpha", 0.05, 0.0001, 100, "growth-efficiency threshold below which a job is slowing"},
+    {"max_interval", 480, 1, 86400, "cap of the exponential back-off of the interval"},
+    {"unit", 30, 1, 3600, "seconds of the time unit of P (P is loss change per unit)"},
+};
+enum { NFC = sizeof fc_knobs / sizeof fc_knobs[0] };
+
+typedef struct fc_state {
+    double interval, alpha, max_interval, unit;
+    double cur_interval, next; /* current (backed-off) interval and next update time */
+    uint64_t running_sig;      /* signature of the set of running jobs */
+    drv_growth *g;
+    int32_t cap;
+} fc_state;
+
+static int fc_init(void **state, const drv_knob *knobs, int nknobs, drv_diag *d)
+{
+    double v[NFC];
+    int rc = drv_knobs_read(fc_knobs, NFC, knobs, nknobs, v, d);
+    if (rc)
+        return rc;
+    fc_state *s = drv_calloc(1, sizeof *s);
+    if (!s)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    s->interval = s->cur_interval = v[0];
+    s->alpha = v[1];
+    s->max_interval = v[2];
+    s->unit = v[3];
+    s->next = -INFINITY;
+    *state = s;
+    return 0;
+}
+
+static void fc_fini(void *state)
+{
+    fc_state *s = state;
+    if (s)
+        drv_free(s->g);
+    drv_free(s);
+}
+
+/* Mean normalised loss of samples in (t0, t1]; NAN when there is none. */
+static double window_mean(const drv_job *j, double maxloss, double t0, double t1)
+{
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < j->nhist; i++) {
+        const drv_sample *s = drv_job_sample(j, i);
+        if (s->t > t0 && s->t <= t1) {
+            sum += s->loss / maxloss;
+            n++;
+        }
+    }
+    return n ? sum / n : NAN;
+}
+
+/* CPU a pod gets: its limit, scaled down when the node's limits exceed its CPUs. */
+static double pod_cpu(const drv_state *st, int32_t pod)
+{
+    const drv_pod *p = &st->pods[pod];
+    const drv_node *n = &st->nodes[p->node];
+    double f = n->cpu_limit > n->alloc.cpu ? (double)n->alloc.cpu / (double)n->cpu_limit : 1;
+    return (double)p->cpu_limit * f;
+}
+
+/* Mean CPU share of the job's bound compute pods, fraction of their nodes. */
+static double cpu_share(const drv_state *st, const drv_job *j)
+{
+    double sum = 0;
+    int n = 0;
+    for (int32_t k = 0; k < j->pod_count; k++) {
+        const drv_pod *p = &st->pods[j->pod_base + k];
+        if (p->node < 0 || !drv_pod_computes(p))
+            continue;
+        sum += pod_cpu(st, j->pod_base + k) / (double)st->nodes[p->node].alloc.cpu;
+        n++;
+    }
+    return n ? sum / n : 0;
+}
+
+static void measure(const drv_state *st, fc_state *s, int32_t job, double now)
+{
+    const drv_job *j = &st->jobs[job];
+    drv_growth *g = &s->g[job];
+    double m = drv_job_max_loss(j);
+    if (m > g->max_loss)
+        g->max_loss = m;
+    if (g->max_loss <= 0)
+        return;
+    double e1 = window_mean(j, g->max_loss, now - s->interval, now);
+    double e0 = window_mean(j, g->max_loss, now - 2 * s->interval, now - s->interval);
+    double r = cpu_share(st, j);
+    if (isnan(e0) || isnan(e1) || r <= 0)
+        return;
+    drv_growth_update(g, fabs(e1 - e0) / (s->interval / s->unit) / r, s->alpha);
+}
+
+static double job_g(const fc_state *s, int32_t job, double fallback)
+{
+    return s->g[job].g >= 0 ? s->g[job].g : fallback;
+}
+
+/* Sets the limits of the jobs computing on one node. */
+static void update_node(drv_ctx *c, fc_state *s, int32_t node, const int32_t *jobs, int32_t n)
+{
+    const drv_state *st = drv_ctx_state(c);
+    double cpus = (double)st->nodes[node].alloc.cpu;
+    int32_t *onnode = drv_arena_alloc(drv_ctx_arena(c), sizeof *onnode * ((size_t)n + 1));
+    if (!onnode)
+        return;
+    int32_t m = 0;
+    double gmax = s->alpha;
+    for (int32_t i = 0; i < n; i++) {
+        const drv_job *j = &st->jobs[jobs[i]];
+        bool here = false;
+        for (int32_t k = 0; k < j->pod_count && !here; k++)
+            here = st->pods[j->pod_base + k].node == node &&
+                   drv_pod_computes(&st->pods[j->pod_base + k]);
+        if (here) {
+            onnode[m++] = jobs[i];
+            if (s->g[jobs[i]].g > gmax)
+                gmax = s->g[jobs[i]].g;
+        }
+    }
+    if (m == 0)
+        return;
+    bool all_completing = true;
+    double sum = 0;
+    for (int32_t i = 0; i < m; i++) {
+        all_completing = all_completing && s->g[onnode[i]].completing;
+        sum += job_g(s, onnode[i], gmax);
+    }
+    double beta = 1.0 + 1.0 / m;
+    for (int32_t i = 0; i < m; i++) {
+        const drv_growth *g = &s->g[onnode[i]];
+        double share;
+        if (all_completing)
+            share = 1.0;
+        else if (g->watching || sum <= 0)
+            continue;
+        else if (g->completing)
+            share = fmax(job_g(s, onnode[i], gmax) / sum, 1.0 / (beta * m));
+        else
+            share = fmin(job_g(s, onnode[i], gmax) / sum, 1.0);
+        const drv_job *j = &st->jobs[onnode[i]];
+        int32_t pods = 0;
+        for (int32_t k = 0; k < j->pod_count; k++)
+            pods += st->pods[j->pod_base + k].node == node &&
+                    drv_pod_computes(&st->pods[j->pod_base + k]);
+        for (int32_t k = 0; k < j->pod_count; k++) {
+            const drv_pod *p = &st->pods[j->pod_base + k];
+            if (p->node != node || !drv_pod_computes(p))
+                continue;
+            int64_t lim = (int64_t)(share * cpus / pods);
+            int64_t req = j->role[p->role].req.cpu;
+            lim = lim < req ? req : lim > (int64_t)cpus ? (int64_t)cpus : lim;
+            if (drv_ctx_resize(c, j->pod_base + k, lim) != 0)
+                return;
+        }
+    }
+}
+
+static void fc_reallocate(drv_ctx *c, void *state)
+{
+    fc_state *s = state;
+    const drv_state *st = drv_ctx_state(c);
+    double now = drv_ctx_now(c);
+    if (drv_growth_reserve(&s->g, &s->cap, st->njobs) != 0)
+        return;
+    int32_t *run = drv_arena_alloc(drv_ctx_arena(c), sizeof *run * ((size_t)st->njobs + 1));
+    if (!run)
+        return;
+    int32_t n = 0;
+    uint64_t sig = 1469598103934665603ULL;
+    for (int32_t j = 0; j < st->njobs; j++)
+        if (st->jobs[j].phase == DRV_JOB_RUNNING) {
+            run[n++] = j;
+            sig = (sig ^ (uint64_t)j) * 1099511628211ULL;
+        }
+    if (sig != s->running_sig) { /* a job started or stopped: back-off resets */
+        s->running_sig = sig;
+        if (s->cur_interval != s->interval) {
+            s->cur_interval = s->interval;
+            s->next = now;
+        }
+    }
+    if (now < s->next || n == 0)
+        return;
+    bool all_completing = true;
+    for (int32_t i = 0; i < n; i++) {
+        measure(st, s, run[i], now);
+        all_completing = all_completing && s->g[run[i]].completing;
+    }
+    for (int32_t node = 0; node < st->nnodes; node++)
+        update_node(c, s, node, run, n);
+    s->cur_interval = all_completing ? fmin(2 * s->cur_interval, s->max_interval) : s->interval;
+    s->next = now + s->cur_interval;
+}
+
+static int fc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
+{
+    (void)pod;
+    const fc_state *s = state;
+    const drv_state *st = drv_ctx_state(c);
+    double sum = 0;
+    for (int32_t j = 0; j < st->njobs && j < s->cap; j++) {
+        const drv_job *jb = &st->jobs[j];
+        if (jb->phase != DRV_JOB_RUNNING || s->g[j].g < 0)
+            continue;
+        for (int32_t k = 0; k < jb->pod_count; k++)
+            if (st->pods[jb->pod_base + k].node == node) {
+                sum += s->g[j].g;
+                break;
+            }
+    }
+    return (int)(100.0 * s->alpha / (s->alpha + sum) + 0.5);
+}
+
+const drv_plugin drv_plugin_flowcon = {
+    .name = "flowcon",
+    .doc = "reallocate+score: CPU limits from growth efficiency G=P/R (seed 002, FlowCon 2.0)",
+    .init = fc_init,
+    .fini = fc_fini,
+    .score = fc_score,
+    .reallocate = fc_reallocate,
+};

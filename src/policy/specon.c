@@ -1,0 +1,240 @@
+/*
+ * specon.c - SpeCon (seed 003): speculative migration of slow-growing jobs off contended
+ * nodes. Source: SpeCon's released configuration (10 s monitor interval, alpha 0.1); the
+ * algorithm is our reconstruction (ALGORITHMS.md [R]); node ranking is ProCon's.
+ *
+ * Every interval, per running job: growth g = |L(t_m) - L(t_m-1)| on loss normalised by its
+ * largest seen value, per `unit` seconds [R: per monitor interval, so alpha=0.1 means "lost
+ * 10 % of its loss in one interval"]; FlowCon's two-strike machine classes it growing,
+ * watching or converging. A node is contended when its CPU limits exceed its CPUs (pods are
+ * throttled) and a growing job computes there. A converging job computing on a contended node
+ * is migrated — all its pods on that node, a checkpoint-restart there — to the node with the
+ * best ProCon rank, if that node differs, has room, and the predicted gain exceeds the cost:
+ *   gain = Σ over growing jobs g on the node of remaining_g · (1 − share_before/share_after)
+ *   cost = migration_cost + the converging job's own pause (the same restart time)
+ * where share is the node's throttling factor (CPUs / Σ limits, at most 1) before and after
+ * the move. At most one migration per node per interval.
+ * ProCon rank of node n: each pod there has remaining time P (its job's, at its recent rate);
+ * EJR[t] = pods with P > t on a grid of `grid` seconds; C = 1 + Σ_t EJR[t]; nodes with
+ * requested CPU above alpha_node · capacity are excluded; smallest C · n_pods wins.
+ * Worked example: node 0 (8 CPUs, limits 12) runs growing B (remaining 600 s) and converging
+ * A (4 CPUs of limit); moving A makes limits 8: B's share goes 0.67 -> 1, gain = 600 · 0.33 =
+ * 200 s > cost 2·30 s: migrate.
+ */
+#include "drover/policy.h"
+
+#include "progress.h"
+
+#include <math.h>
+
+static const drv_knob_spec sc_knobs[] = {
+    {"interval", 10, 1, 3600, "seconds between growth measurements"},
+    {"alpha", 0.1, 0.0001, 100, "growth (per unit) below which a job is slowing"},
+    {"unit", 10, 1, 3600, "seconds of the growth unit (g is loss change per unit)"},
+    {"migration_cost", 30, 0, 86400, "seconds a migration costs (checkpoint + restart)"},
+    {"alpha_node", 0.9, 0.1, 1, "nodes with requested CPU above this share are not targets"},
+    {"grid", 10, 1, 3600, "seconds per step of ProCon's remaining-time grid"},
+};
+enum { NSC = sizeof sc_knobs / sizeof sc_knobs[0] };
+
+typedef struct sc_state {
+    double interval, alpha, unit, cost, alpha_node, grid;
+    double next;
+    drv_growth *g;
+    double *last_t; /* time of the sample each job was last measured at */
+    int32_t cap, cap_t;
+} sc_state;
+
+static int sc_init(void **state, const drv_knob *knobs, int nknobs, drv_diag *d)
+{
+    double v[NSC];
+    int rc = drv_knobs_read(sc_knobs, NSC, knobs, nknobs, v, d);
+    if (rc)
+        return rc;
+    sc_state *s = drv_calloc(1, sizeof *s);
+    if (!s)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    *s = (sc_state){v[0], v[1], v[2], v[3], v[4], v[5], -INFINITY, NULL, NULL, 0, 0};
+    *state = s;
+    return 0;
+}
+
+static void sc_fini(void *state)
+{
+    sc_state *s = state;
+    if (s) {
+        drv_free(s->g);
+        drv_free(s->last_t);
+    }
+    drv_free(s);
+}
+
+static bool computes_on(const drv_state *st, const drv_job *j, int32_t node)
+{
+    for (int32_t k = 0; k < j->pod_count; k++)
+        if (st->pods[j->pod_base + k].node == node && drv_pod_computes(&st->pods[j->pod_base + k]))
+            return true;
+    return false;
+}
+
+static void measure(const drv_state *st, sc_state *s, int32_t job)
+{
+    const drv_job *j = &st->jobs[job];
+    drv_growth *g = &s->g[job];
+    double m = drv_job_max_loss(j);
+    if (m > g->max_loss)
+        g->max_loss = m;
+    if (j->nhist < 2 || g->max_loss <= 0)
+        return;
+    const drv_sample *a = drv_job_sample(j, 0);
+    /* The newest sample at least one interval older than a (else the oldest kept). */
+    const drv_sample *b = drv_job_sample(j, j->nhist - 1);
+    for (int i = 1; i < j->nhist; i++)
+        if (a->t - drv_job_sample(j, i)->t >= s->interval) {
+            b = drv_job_sample(j, i);
+            break;
+        }
+    if (a->t <= b->t || a->t == s->last_t[job])
+        return;
+    s->last_t[job] = a->t;
+    double gv = fabs(a->loss - b->loss) / g->max_loss / ((a->t - b->t) / s->unit);
+    drv_growth_update(g, gv, s->alpha);
+}
+
+/* Throttling factor of a node whose limits sum to lim: the share of its limit a pod gets. */
+static double throttle(const drv_node *n, double lim)
+{
+    return lim > (double)n->alloc.cpu ? (double)n->alloc.cpu / lim : 1.0;
+}
+
+/* ProCon: C · n_pods for node, or INFINITY when excluded. */
+static double procon_rank(const drv_ctx *c, const sc_state *s, int32_t node)
+{
+    const drv_state *st = drv_ctx_state(c);
+    const drv_node *n = &st->nodes[node];
+    if (!n->schedulable ||
+        (double)(n->alloc.cpu - drv_ctx_free(c, node).cpu) > s->alpha_node * (double)n->alloc.cpu)
+        return INFINITY;
+    double sum = 0;
+    int32_t pods = 0;
+    for (int32_t j = 0; j < st->njobs; j++) {
+        const drv_job *jb = &st->jobs[j];
+        if (jb->phase == DRV_JOB_DONE || jb->phase == DRV_JOB_FUTURE)
+            continue;
+        for (int32_t k = 0; k < jb->pod_count; k++) {
+            if (drv_ctx_pod_node(c, jb->pod_base + k) != node)
+                continue;
+            pods++;
+            double p = drv_job_remaining(jb);
+            sum += isfinite(p) ? floor(p / s->grid) : 1e6;
+        }
+    }
+    return (1.0 + sum) * (pods ? pods : 1);
+}
+
+/* Tries to migrate one converging job off contended node; true when it did. */
+static bool relieve_node(drv_ctx *c, sc_state *s, int32_t node, const int32_t *run, int32_t n)
+{
+    const drv_state *st = drv_ctx_state(c);
+    const drv_node *nd = &st->nodes[node];
+    if (nd->cpu_limit <= nd->alloc.cpu)
+        return false;
+    bool growing_here = false;
+    for (int32_t i = 0; i < n; i++) {
+        const drv_growth *g = &s->g[run[i]];
+        if (g->g >= 0 && !g->watching && !g->completing && computes_on(st, &st->jobs[run[i]], node))
+            growing_here = true;
+    }
+    if (!growing_here)
+        return false;
+    for (int32_t i = 0; i < n; i++) {
+        const drv_job *j = &st->jobs[run[i]];
+        if (!s->g[run[i]].completing || !computes_on(st, j, node))
+            continue;
+        /* Limits the job holds on this node, and the gain if they left. */
+        double lim = 0;
+        for (int32_t k = 0; k < j->pod_count; k++)
+            if (st->pods[j->pod_base + k].node == node)
+                lim += (double)st->pods[j->pod_base + k].cpu_limit;
+        double before = throttle(nd, (double)nd->cpu_limit);
+        double after = throttle(nd, (double)nd->cpu_limit - lim);
+        double gain = 0;
+        for (int32_t q = 0; q < n; q++) {
+            const drv_growth *g = &s->g[run[q]];
+            const drv_job *o = &st->jobs[run[q]];
+            if (q == i || g->completing || !computes_on(st, o, node))
+                continue;
+            double left = drv_job_remaining(o);
+            if (isfinite(left))
+                gain += left * (1.0 - before / after);
+        }
+        if (gain <= 2 * s->cost)
+            continue;
+        /* Best target by ProCon rank, with room for every pod moving. */
+        int32_t best = -1;
+        double best_rank = INFINITY;
+        for (int32_t t = 0; t < st->nnodes; t++) {
+            if (t == node)
+                continue;
+            double r = procon_rank(c, s, t);
+            if (r < best_rank) {
+                best_rank = r;
+                best = t;
+            }
+        }
+        if (best < 0)
+            continue;
+        drv_mark m = drv_ctx_mark(c);
+        bool ok = true;
+        for (int32_t k = 0; k < j->pod_count && ok; k++) {
+            int32_t pod = j->pod_base + k;
+            if (drv_ctx_pod_node(c, pod) != node)
+                continue;
+            ok = drv_ctx_filter(c, pod, best) == DRV_FIT && drv_ctx_migrate(c, pod, best) == 0;
+        }
+        if (ok)
+            return true;
+        drv_ctx_rollback(c, m);
+    }
+    return false;
+}
+
+static void sc_migrate(drv_ctx *c, void *state)
+{
+    sc_state *s = state;
+    const drv_state *st = drv_ctx_state(c);
+    double now = drv_ctx_now(c);
+    if (now < s->next)
+        return;
+    s->next = now + s->interval;
+    if (drv_growth_reserve(&s->g, &s->cap, st->njobs) != 0)
+        return;
+    if (s->cap_t < s->cap) {
+        double *t = drv_realloc(s->last_t, (size_t)s->cap * sizeof *t);
+        if (!t)
+            return;
+        for (int32_t i = s->cap_t; i < s->cap; i++)
+            t[i] = -INFINITY;
+        s->last_t = t;
+        s->cap_t = s->cap;
+    }
+    int32_t *run = drv_arena_alloc(drv_ctx_arena(c), sizeof *run * ((size_t)st->njobs + 1));
+    if (!run)
+        return;
+    int32_t n = 0;
+    for (int32_t j = 0; j < st->njobs; j++)
+        if (st->jobs[j].phase == DRV_JOB_RUNNING) {
+            run[n++] = j;
+            measure(st, s, j);
+        }
+    for (int32_t node = 0; node < st->nnodes; node++)
+        relieve_node(c, s, node, run, n);
+}
+
+const drv_plugin drv_plugin_specon = {
+    .name = "specon",
+    .doc = "migrate: move converging jobs off contended nodes when gain > cost (seed 003)",
+    .init = sc_init,
+    .fini = sc_fini,
+    .migrate = sc_migrate,
+};

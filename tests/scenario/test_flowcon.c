@@ -1,0 +1,48 @@
+/*
+ * Scenario: FlowCon (flowcon.c). CPU moves from a converging job to a growing one: on a shared
+ * node, the job whose loss has flattened gets a lower CPU limit than the newly started one.
+ */
+#include "scenario.h"
+
+/*
+ * One node of 8 CPUs; two single-container LeNet jobs asking 2 CPUs with limits of 8 (the
+ * FlowCon set-up: containers may use the whole node). A starts at t=0 and has converged by
+ * t=600 (its loss curve is nearly flat); B starts at t=600. A few intervals later B's limit
+ * must exceed A's, and B must get more CPU than the 4 an even split would give it.
+ */
+static void test_cpu_moves_to_growing_job(void **unused)
+{
+    (void)unused;
+    drv_jobspec v[2] = {job("a", "lenet", 0, 0, 1, 1, 1, 2000, 8000, 1e6),
+                        job("b", "lenet", 600, 0, 1, 1, 1, 2000, 8000, 1e6)};
+    drv_workload w = {v, 2, 2};
+    drv_cluster_spec c = {0};
+    drv_sim *s = start(&c, &w, 1, 8000, "gang=false period=10 admit=pod-by-pod reallocate=flowcon");
+    until(s, 700);
+    const drv_state *st = drv_sim_state(s);
+    int64_t la = st->pods[drv_job_pod(st, 0, DRV_ROLE_WORKER, 0)].cpu_limit;
+    int64_t lb = st->pods[drv_job_pod(st, 1, DRV_ROLE_WORKER, 0)].cpu_limit;
+    assert_true(lb > la);
+    assert_true(lb > 4000);
+    /* The limits never go below the request nor above the node. */
+    assert_true(la >= 2000 && lb <= 8000);
+    drv_sim_free(s);
+    drv_cluster_fini(&c);
+
+    /* Without reallocation, the limits stay as requested (8 CPUs each, shared evenly). */
+    s = start(&c, &w, 1, 8000, "gang=false period=10 admit=pod-by-pod");
+    until(s, 700);
+    st = drv_sim_state(s);
+    assert_int_equal(st->pods[drv_job_pod(st, 0, DRV_ROLE_WORKER, 0)].cpu_limit, 8000);
+    assert_int_equal(st->pods[drv_job_pod(st, 1, DRV_ROLE_WORKER, 0)].cpu_limit, 8000);
+    drv_sim_free(s);
+    drv_cluster_fini(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cpu_moves_to_growing_job),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

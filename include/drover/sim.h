@@ -48,6 +48,9 @@ typedef struct drv_jobspec {
     drv_rolespec role[DRV_NROLES];
     double target_loss; /* the job ends when its loss reaches this */
     double max_steps;   /* ... or when it has done this many worker-steps */
+    int32_t calib_app;  /* 1 + index of its model in the calibrated profiles (drv_sim_config.calib);
+                           0: the analytic model. Calibrated jobs count global steps (calib.h) */
+    double batch;       /* total batch size of a calibrated job */
 } drv_jobspec;
 
 typedef struct drv_workload {
@@ -81,6 +84,7 @@ void drv_workload_fini(drv_workload *w);
 typedef struct drv_sim_config {
     uint64_t seed; /* loss-sample noise */
     bool check;    /* run the invariant checker after every cycle; a violation stops the run */
+    const struct drv_calib *calib; /* measured profiles for jobs with calib_app (may be NULL) */
 } drv_sim_config;
 
 /* What happened to one job. Times in seconds; -1 when it never started / never finished. */

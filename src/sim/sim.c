@@ -20,6 +20,7 @@
  * jobs are live. Idle stretches of a trace therefore cost nothing.
  */
 #include "drover/sim.h"
+#include "drover/calib.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -243,12 +244,63 @@ static void sample(drv_sim *s, int32_t job)
     drv_job_add_sample(j, (drv_sample){s->now, j->steps, obs});
 }
 
+static bool calibrated(const drv_sim *s, int32_t job)
+{
+    return s->cfg.calib && s->wl->jobs[job].calib_app > 0;
+}
+
+/*
+ * A calibrated job (calib.h) runs at one global step per measured step time of its placement
+ * (GPUs per node, in node order) and batch; its progress counts global steps.
+ */
+static drv_step calib_step(const drv_sim *s, int32_t job)
+{
+    const drv_job *j = &s->st.jobs[job];
+    drv_step r = {0};
+    enum { MAXN = 256 };
+    int32_t node[MAXN], gpn[MAXN], nn = 0;
+    for (int32_t k = 0; k < j->pod_count; k++) {
+        const drv_pod *p = &s->st.pods[j->pod_base + k];
+        if (p->node < 0 || (p->role != DRV_ROLE_WORKER && p->role != DRV_ROLE_CHIEF))
+            continue;
+        r.workers++;
+        int32_t i = 0;
+        while (i < nn && node[i] != p->node)
+            i++;
+        if (i == nn && nn < MAXN) {
+            node[nn] = p->node;
+            gpn[nn++] = 0;
+        }
+        if (i < nn)
+            gpn[i]++;
+    }
+    /* node order, so a placement reads the same whichever pod was bound first */
+    for (int32_t a = 1; a < nn; a++)
+        for (int32_t b = a; b > 0 && node[b - 1] > node[b]; b--) {
+            int32_t t = node[b];
+            node[b] = node[b - 1];
+            node[b - 1] = t;
+            t = gpn[b];
+            gpn[b] = gpn[b - 1];
+            gpn[b - 1] = t;
+        }
+    const drv_jobspec *js = &s->wl->jobs[job];
+    double t = drv_calib_step_time(s->cfg.calib, js->calib_app - 1, gpn, nn, js->batch);
+    if (t > 0) {
+        r.compute = r.total = t;
+        r.rate = 1.0 / t;
+    }
+    return r;
+}
+
 /* Recomputes a running job's rate and (re)schedules its completion. */
 static int reschedule(drv_sim *s, int32_t job)
 {
     drv_job *j = &s->st.jobs[job];
     jobsim *x = &s->js[job];
-    drv_step st = drv_model_step(family(s, job), &s->cluster->net, &s->st, job);
+    drv_step st = calibrated(s, job)
+                      ? calib_step(s, job)
+                      : drv_model_step(family(s, job), &s->cluster->net, &s->st, job);
     if (st.rate == x->rate && x->rate > 0)
         return 0;
     x->rate = st.rate;

@@ -9,12 +9,13 @@
 #include <string.h>
 
 extern const drv_plugin drv_plugin_fifo, drv_plugin_pod_by_pod, drv_plugin_gang,
-    drv_plugin_least_allocated, drv_plugin_most_allocated;
+    drv_plugin_least_allocated, drv_plugin_most_allocated, drv_plugin_tiresias, drv_plugin_optimus;
 
 static const drv_plugin *const plugins[] = {
     &drv_plugin_fifo,           &drv_plugin_pod_by_pod,
     &drv_plugin_gang,           &drv_plugin_least_allocated,
-    &drv_plugin_most_allocated,
+    &drv_plugin_most_allocated, &drv_plugin_tiresias,
+    &drv_plugin_optimus,
 };
 
 const drv_plugin *const *drv_plugins(int *n)
@@ -40,6 +41,10 @@ static const struct {
      "gang=false period=1 queue_order=fifo admit=pod-by-pod score=least-allocated"},
     {"gang-fifo", "whole-job admission in FIFO order, no elasticity (Volcano gang + FIFO)",
      "gang=true period=1 queue_order=fifo admit=gang score=least-allocated"},
+    {"tiresias", "Tiresias: 2D least-attained service, discretised queues, preemptive",
+     "gang=true period=60 queue_order=tiresias admit=tiresias migrate=tiresias"},
+    {"optimus", "Optimus: workers by marginal gain in remaining time, re-sized every period",
+     "gang=true period=60 admit=optimus scale=optimus"},
 };
 
 int drv_profile_builtin_count(void)

@@ -269,6 +269,7 @@ static int place_packed(drv_ctx *c, int32_t job)
     const drv_state *st = drv_ctx_state(c);
     const drv_job *j = &st->jobs[job];
     drv_mark m = drv_ctx_mark(c);
+    int32_t cur = -1;
     for (int role = 0; role < DRV_NROLES; role++) {
         int32_t want = role == DRV_ROLE_WORKER ? drv_ctx_workers(c, job) : j->target[role];
         drv_res req = j->role[role].req;
@@ -280,9 +281,10 @@ static int place_packed(drv_ctx *c, int32_t job)
                 want--;
                 continue;
             }
-            int32_t best = -1;
-            int64_t bestv = -1;
-            for (int32_t nd = 0; nd < st->nnodes; nd++) {
+            /* fill the chosen node before moving on (Pollux takes min(free, left) there) */
+            int32_t best = cur >= 0 && drv_res_fits(req, drv_ctx_free(c, cur)) ? cur : -1;
+            int64_t bestv = best >= 0 ? INT64_MAX : -1;
+            for (int32_t nd = 0; bestv != INT64_MAX && nd < st->nnodes; nd++) {
                 drv_res f = drv_ctx_free(c, nd);
                 if (!st->nodes[nd].schedulable || !drv_res_fits(req, f))
                     continue;
@@ -296,6 +298,7 @@ static int place_packed(drv_ctx *c, int32_t job)
                 drv_ctx_rollback(c, m);
                 return 0;
             }
+            cur = best;
             int rc = drv_ctx_bind(c, pod, best);
             if (rc)
                 return rc;

@@ -158,6 +158,7 @@ static int place_packed(drv_ctx *c, int32_t job)
     const drv_state *st = drv_ctx_state(c);
     const drv_job *j = &st->jobs[job];
     drv_mark m = drv_ctx_mark(c);
+    int32_t cur = -1;
     for (int role = 0; role < DRV_NROLES; role++) {
         int32_t want = role == DRV_ROLE_WORKER ? drv_ctx_workers(c, job) : j->target[role];
         drv_res req = j->role[role].req;
@@ -170,9 +171,10 @@ static int place_packed(drv_ctx *c, int32_t job)
                 want--;
                 continue;
             }
-            int32_t best = -1;
-            int64_t bestv = -1;
-            for (int32_t n = 0; n < st->nnodes; n++) {
+            /* fill the chosen node before moving on (Pollux takes min(free, left) there) */
+            int32_t best = cur >= 0 && drv_res_fits(req, drv_ctx_free(c, cur)) ? cur : -1;
+            int64_t bestv = best >= 0 ? INT64_MAX : -1;
+            for (int32_t n = 0; bestv != INT64_MAX && n < st->nnodes; n++) {
                 if (!st->nodes[n].schedulable)
                     continue;
                 drv_res f = drv_ctx_free(c, n);
@@ -188,6 +190,7 @@ static int place_packed(drv_ctx *c, int32_t job)
                 drv_ctx_rollback(c, m);
                 return 0;
             }
+            cur = best;
             int rc = drv_ctx_bind(c, pod, best);
             if (rc)
                 return rc;

@@ -3,3 +3,4 @@
 set -eu
 b=${1:-build}
 "$b/bench/sim_speed"
+"$b/bench/trace_replay"

@@ -9,7 +9,8 @@
  *
  * Step time of a placement (GPUs per node, e.g. {4,2}):
  *   1. normalise to the lexicographically smallest rotation (24 -> 24, 42 -> 24, 313 -> 133);
- *   2. if placements.csv measured it, interpolate linearly in the per-replica batch between
+ *   2. if placements.csv measured it (rows kept sorted by placement, found by binary search),
+ *      interpolate linearly in the per-replica batch between
  *      measured sizes (clamped at the ends);
  *   3. else interpolate separably: in each measured node count (placement means grouped by
  *      (nodes, replicas, batch), plus scalability.csv), linearly in batch then in replicas;
@@ -220,6 +221,15 @@ static int add_epoch(void *arg, const double *v)
     return 0;
 }
 
+/* Placements sorted by (placement, local_bsz): a lookup binary-searches its rows. */
+static int cmp_point(const void *a, const void *b)
+{
+    const drv_calib_point *x = a, *y = b;
+    if (x->placement != y->placement)
+        return x->placement < y->placement ? -1 : 1;
+    return (x->local_bsz > y->local_bsz) - (x->local_bsz < y->local_bsz);
+}
+
 static int cmp_curve(const void *a, const void *b)
 {
     double x = ((const drv_calib_curve *)a)->batch, y = ((const drv_calib_curve *)b)->batch;
@@ -311,6 +321,8 @@ int drv_calib_load(drv_calib *c, const char *dir, drv_diag *d)
             break;
         if (a->npl == 0)
             rc = drv_fail(d, DRV_EPARSE, "%s/%s/placements.csv: no rows", dir, a->name);
+        else
+            qsort(a->pl, (size_t)a->npl, sizeof *a->pl, cmp_point);
         a->init_bsz = a->cv[0].batch;
         a->max_bsz = a->cv[a->ncv - 1].batch;
         a->min_local_bsz = INFINITY;

@@ -44,8 +44,10 @@ typedef struct jobsim {
     uint32_t touched; /* cycle stamp of the last decision touching this job */
     bool restart;     /* a decision this cycle requires a checkpoint-restart */
     int64_t nsamples;
-    drv_res held;   /* resources of the job's bound pods */
-    int32_t runpos; /* index in drv_sim.runl while RUNNING, else -1 */
+    drv_res held;       /* resources of the job's bound pods */
+    int32_t runpos;     /* index in drv_sim.runl while RUNNING, else -1 */
+    uint64_t calib_sig; /* calibrated jobs: signature of the placement calib_t was computed for */
+    double calib_t;     /* its step time (a lookup is costly; rates are recomputed often) */
 } jobsim;
 
 struct drv_sim {
@@ -253,7 +255,7 @@ static bool calibrated(const drv_sim *s, int32_t job)
  * A calibrated job (calib.h) runs at one global step per measured step time of its placement
  * (GPUs per node, in node order) and batch; its progress counts global steps.
  */
-static drv_step calib_step(const drv_sim *s, int32_t job)
+static drv_step calib_step(drv_sim *s, int32_t job)
 {
     const drv_job *j = &s->st.jobs[job];
     drv_step r = {0};
@@ -285,7 +287,15 @@ static drv_step calib_step(const drv_sim *s, int32_t job)
             gpn[b - 1] = t;
         }
     const drv_jobspec *js = &s->wl->jobs[job];
-    double t = drv_calib_step_time(s->cfg.calib, js->calib_app - 1, gpn, nn, js->batch);
+    uint64_t sig = 1469598103934665603ULL; /* FNV-1a over the GPUs per node, in node order */
+    for (int32_t i = 0; i < nn; i++)
+        sig = (sig ^ (uint64_t)gpn[i]) * 1099511628211ULL;
+    jobsim *x = &s->js[job];
+    if (x->calib_sig != sig || x->calib_t <= 0) {
+        x->calib_sig = sig;
+        x->calib_t = drv_calib_step_time(s->cfg.calib, js->calib_app - 1, gpn, nn, js->batch);
+    }
+    double t = x->calib_t;
     if (t > 0) {
         r.compute = r.total = t;
         r.rate = 1.0 / t;

@@ -42,5 +42,11 @@ done
             printf '| %s | %s | %s/%s | %.0f | — | — | — |\n' "$pol" "$w" "$done" "$jobs" "$avg"
         fi
     done <"$tmp"
+    echo
+    printf 'Published Pollux (the bar for `drover`):'
+    for w in 1 2 3 4; do
+        printf ' workload %s %.0f s;' "$w" "$(jq -r --arg w "workload-$w" '.pollux.avg_jct_s[$w]' "$pub")"
+    done
+    echo
 } >"$out"
 echo "wrote $out"

@@ -187,6 +187,11 @@ static void test_tiresias_and_headers(void **unused)
     assert_true(w.jobs[1].submit == 30);
     assert_int_equal(w.jobs[1].role[DRV_ROLE_WORKER].replicas, 8);
     drv_workload_fini(&w);
+    char bad[] = "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+                 "0,1,0,606,vgg19,164,30\n"
+                 "1,8,30,133,vgg11,0,23\n";
+    assert_int_equal(drv_trace_parse(&w, "t.csv", bad, &cat, &o, NULL, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "t.csv:3:18: duration: expected a number in [1,"));
 
     assert_int_equal(
         drv_trace_load(&w, path("tests/fixtures/trace/unknown.csv"), &cat, &o, NULL, &d),

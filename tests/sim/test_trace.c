@@ -244,6 +244,45 @@ static void test_pollux_mechanics_one_job(void **unused)
     drv_workload_fini(&w);
 }
 
+/* Every allocation of a trace load may fail: the load then fails cleanly (ASan checks for
+ * leaks) and leaves the workload untouched; eventually it succeeds. */
+static void test_failing_allocations(void **unused)
+{
+    (void)unused;
+    drv_trace_opts o = opts("auto", false);
+    int rc = DRV_ENOMEM;
+    long nth;
+    for (nth = 1; nth < 1000 && rc == DRV_ENOMEM; nth++) {
+        drv_workload w = {0};
+        drv_diag d = {{0}};
+        drv_alloc_fail_at(nth);
+        rc = drv_trace_load(&w, path("tests/fixtures/trace/pollux-good.csv"), &cat, &o, NULL, &d);
+        drv_alloc_fail_at(0);
+        if (rc == DRV_ENOMEM)
+            assert_int_equal(w.n, 0);
+        else
+            assert_int_equal(w.n, 3);
+        drv_workload_fini(&w);
+    }
+    assert_int_equal(rc, 0);
+    assert_true(nth > 2); /* some allocation did fail on the way */
+    rc = DRV_ENOMEM;
+    for (nth = 1; nth < 100000 && rc != 0; nth++) {
+        drv_calib c = {0};
+        drv_diag d = {{0}};
+        drv_alloc_fail_at(nth);
+        rc = drv_calib_load(&c, path("data/pollux/profiles"), &d);
+        drv_alloc_fail_at(0);
+        if (rc) {
+            assert_int_equal(rc, DRV_ENOMEM);
+            assert_null(c.v);
+        }
+        drv_calib_fini(&c);
+        nth += nth / 8; /* the load allocates a few hundred times: sample, do not try all */
+    }
+    assert_int_equal(rc, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,6 +291,7 @@ int main(void)
         cmocka_unit_test(test_philly),
         cmocka_unit_test(test_tiresias_and_headers),
         cmocka_unit_test(test_pollux_mechanics_one_job),
+        cmocka_unit_test(test_failing_allocations),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

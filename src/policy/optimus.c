@@ -177,6 +177,19 @@ static drv_res fixed_part(const drv_job *j)
 
 static int place_packed(drv_ctx *c, int32_t job); /* below */
 
+typedef struct sub {
+    double submit;
+    int32_t job;
+} sub;
+
+static int cmp_sub(const void *pa, const void *pb)
+{
+    const sub *a = pa, *b = pb;
+    if (a->submit != b->submit)
+        return a->submit < b->submit ? -1 : 1;
+    return (a->job > b->job) - (a->job < b->job);
+}
+
 static void pass(drv_ctx *c, optimus *p)
 {
     const drv_state *st = drv_ctx_state(c);
@@ -192,15 +205,15 @@ static void pass(drv_ctx *c, optimus *p)
     for (int32_t i = 0; i < st->njobs; i++)
         if (st->jobs[i].phase != DRV_JOB_FUTURE && st->jobs[i].phase != DRV_JOB_DONE)
             live[n++] = i;
-    for (int32_t x = 1; x < n; x++) /* submission order, then id */
-        for (int32_t y = x; y > 0; y--) {
-            const drv_job *u = &st->jobs[live[y - 1]], *v = &st->jobs[live[y]];
-            if (u->submit < v->submit || (u->submit == v->submit && live[y - 1] < live[y]))
-                break;
-            int32_t t = live[y];
-            live[y] = live[y - 1];
-            live[y - 1] = t;
-        }
+    /* submission order, then id */
+    sub *ord = drv_arena_alloc(a, sizeof(sub) * ((size_t)n + 1));
+    if (!ord)
+        return;
+    for (int32_t x = 0; x < n; x++)
+        ord[x] = (sub){st->jobs[live[x]].submit, live[x]};
+    qsort(ord, (size_t)n, sizeof *ord, cmp_sub);
+    for (int32_t x = 0; x < n; x++)
+        live[x] = ord[x].job;
     drv_res left = {0, 0, 0};
     for (int32_t i = 0; i < st->nnodes; i++)
         if (st->nodes[i].schedulable)

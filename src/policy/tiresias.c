@@ -29,6 +29,7 @@
 #include "drover/policy.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const drv_knob_spec knobs[] = {
@@ -204,6 +205,25 @@ static int place_packed(drv_ctx *c, int32_t job)
     return 1;
 }
 
+/* A live job's place in the queues: the order t_cmp defines. */
+typedef struct key {
+    int32_t level;
+    double demoted, submit;
+    int32_t job;
+} key;
+
+static int cmp_key(const void *pa, const void *pb)
+{
+    const key *a = pa, *b = pb;
+    if (a->level != b->level)
+        return a->level < b->level ? -1 : 1;
+    if (a->demoted != b->demoted)
+        return a->demoted < b->demoted ? -1 : 1;
+    if (a->submit != b->submit)
+        return a->submit < b->submit ? -1 : 1;
+    return (a->job > b->job) - (a->job < b->job);
+}
+
 static void pass(drv_ctx *c, tiresias *t)
 {
     const drv_state *st = drv_ctx_state(c);
@@ -218,13 +238,17 @@ static void pass(drv_ctx *c, tiresias *t)
     for (int32_t i = 0; i < st->njobs; i++)
         if (st->jobs[i].phase != DRV_JOB_FUTURE && st->jobs[i].phase != DRV_JOB_DONE)
             live[n++] = i;
-    /* insertion sort keeps this dependency-free; n is the live jobs of one cluster */
-    for (int32_t x = 1; x < n; x++)
-        for (int32_t y = x; y > 0 && t_cmp(c, t, live[y - 1], live[y]) > 0; y--) {
-            int32_t tmp = live[y];
-            live[y] = live[y - 1];
-            live[y - 1] = tmp;
-        }
+    /* sort keys, so the order costs n log n however long the backlog */
+    key *ord = drv_arena_alloc(a, sizeof(key) * ((size_t)n + 1));
+    if (!ord)
+        return;
+    for (int32_t x = 0; x < n; x++) {
+        int32_t i = live[x];
+        ord[x] = (key){t->level[i], t->level[i] > 0 ? t->demoted[i] : 0, st->jobs[i].submit, i};
+    }
+    qsort(ord, (size_t)n, sizeof *ord, cmp_key);
+    for (int32_t x = 0; x < n; x++)
+        live[x] = ord[x].job;
     drv_res left = {0, 0, 0};
     for (int32_t i = 0; i < st->nnodes; i++)
         if (st->nodes[i].schedulable)

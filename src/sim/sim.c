@@ -12,7 +12,8 @@
  * happens (a cycle's decisions, a completion), running jobs are advanced to `now`, the change
  * is applied, rates are recomputed and completions rescheduled. A stale STARTED or COMPLETE
  * event is recognised by its generation number and ignored, so nothing is ever removed from
- * the heap.
+ * the heap. A job with measured profiles (drv_jobspec.calib_app, calib.h) takes its rate from
+ * them instead of the analytic model, in global steps per second (docs/data.md).
  *
  * Cycles are event-driven: a cycle is requested when something changed (an arrival, a
  * completion, a container start) and runs at the next multiple of the profile's period. Only a

@@ -37,13 +37,17 @@
 static const drv_knob_spec knobs[] = {
     {"sigma", 0.05, 0, 1, "serial fraction of the speed-up model until it is fitted"},
 };
-enum { NKNOBS = sizeof knobs / sizeof knobs[0], MAXW = 128 };
+/* MAXW: most workers Optimus gives a job; NSPEED: worker counts whose speed a job remembers
+ * (the oldest is forgotten first), so its memory is bounded whatever its history. */
+enum { NKNOBS = sizeof knobs / sizeof knobs[0], MAXW = 128, NSPEED = 16 };
 
 typedef struct obs {
     double t, steps; /* the previous observation, when the job ran */
     int32_t n, restarts;
     bool valid;
-    double speed[MAXW + 1]; /* measured steps/s at n workers, 0 when unknown */
+    int16_t at[NSPEED]; /* worker counts measured ... */
+    double sp[NSPEED];  /* ... and their steps/s */
+    int8_t nsp, next;   /* entries used; the one to overwrite when full */
 } obs;
 
 typedef struct optimus {
@@ -82,34 +86,59 @@ static double g(double n, double sigma)
     return n / (1 + sigma * (n - 1));
 }
 
+/* Measured steps/s at n workers, or 0. */
+static double measured(const obs *o, int32_t n)
+{
+    for (int i = 0; i < o->nsp; i++)
+        if (o->at[i] == n)
+            return o->sp[i];
+    return 0;
+}
+
+static void remember(obs *o, int32_t n, double v)
+{
+    for (int i = 0; i < o->nsp; i++)
+        if (o->at[i] == n) {
+            o->sp[i] = v;
+            return;
+        }
+    int i = o->nsp < NSPEED ? o->nsp++ : o->next;
+    if (o->nsp == NSPEED && i == o->next)
+        o->next = (int8_t)((o->next + 1) % NSPEED);
+    o->at[i] = (int16_t)n;
+    o->sp[i] = v;
+}
+
 /* Predicted steps/s at n workers, or 0 when nothing is measured. */
 static double speed(const optimus *p, const obs *o, int32_t n)
 {
     if (n <= 0)
         return 0;
-    if (n <= MAXW && o->speed[n] > 0)
-        return o->speed[n];
+    double m = measured(o, n);
+    if (m > 0)
+        return m;
     int32_t lo = 0, hi = 0, near = 0;
-    for (int32_t k = 1; k <= MAXW; k++)
-        if (o->speed[k] > 0) {
-            if (!lo)
-                lo = k;
+    for (int i = 0; i < o->nsp; i++) {
+        int32_t k = o->at[i];
+        if (!lo || k < lo)
+            lo = k;
+        if (k > hi)
             hi = k;
-            if (!near || abs(k - n) < abs(near - n))
-                near = k;
-        }
+        if (!near || abs(k - n) < abs(near - n) || (abs(k - n) == abs(near - n) && k < near))
+            near = k;
+    }
     if (!near)
         return 0;
     double sigma = p->sigma;
     if (hi > lo) {
-        double r = o->speed[hi] / o->speed[lo];
+        double r = measured(o, hi) / measured(o, lo);
         double den = r * lo * (hi - 1) - (double)hi * (lo - 1);
         if (den != 0) {
             sigma = (hi - r * lo) / den;
             sigma = sigma < 0 ? 0 : sigma > 1 ? 1 : sigma;
         }
     }
-    return o->speed[near] * g(n, sigma) / g(near, sigma);
+    return measured(o, near) * g(n, sigma) / g(near, sigma);
 }
 
 static int32_t bound_workers(const drv_ctx *c, const drv_job *j)
@@ -150,7 +179,7 @@ static int measure(optimus *p, const drv_ctx *c)
         int32_t n = j->bound[DRV_ROLE_WORKER] + j->bound[DRV_ROLE_CHIEF];
         if (o->valid && o->n == n && o->restarts == j->restarts && now > o->t && n <= MAXW &&
             j->steps > o->steps)
-            o->speed[n] = (j->steps - o->steps) / (now - o->t);
+            remember(o, n, (j->steps - o->steps) / (now - o->t));
         o->t = now; /* the speeds measured so far stay */
         o->steps = j->steps;
         o->n = n;

@@ -27,6 +27,8 @@ run "Simulator: 100,000 jobs on 5,000 nodes, steady load" \
     "$b/bench/sim_speed" --jobs 100000 --nodes 5000 --interarrival 0.16
 run "Simulator: 100,000 jobs on 5,000 nodes, overloaded (queue grows all trace long)" \
     "$b/bench/sim_speed" --jobs 100000 --nodes 5000 --policy gang-fifo
+run "Trace replay: the Philly-derived trace (82,247 jobs)" \
+    "$b/bench/trace_replay"
 for extra in bench/run-*.sh; do
     [ -f "$extra" ] && sh "$extra" "$b" >>"$tmp"
 done

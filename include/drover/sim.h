@@ -48,6 +48,9 @@ typedef struct drv_jobspec {
     drv_rolespec role[DRV_NROLES];
     double target_loss; /* the job ends when its loss reaches this */
     double max_steps;   /* ... or when it has done this many worker-steps */
+    int32_t calib_app;  /* 1 + index of its model in the calibrated profiles (drv_sim_config.calib);
+                           0: the analytic model. Calibrated jobs count global steps (calib.h) */
+    double batch;       /* total batch size of a calibrated job */
 } drv_jobspec;
 
 typedef struct drv_workload {
@@ -99,6 +102,7 @@ typedef struct drv_sim_config {
     drv_progress_fn progress; /* NULL, or called every DRV_PROGRESS_EVERY events and at the end;
                                  the simulator reads no clock, the callback may */
     void *progress_arg;
+    const struct drv_calib *calib; /* measured profiles for jobs with calib_app (may be NULL) */
 } drv_sim_config;
 
 /* One interval during which a pod was bound to a node (the placement log). */

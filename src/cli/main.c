@@ -6,6 +6,7 @@
  */
 #include "drover/policy.h"
 #include "drover/sim.h"
+#include "drover/trace.h"
 #include "drover/version.h"
 
 #include <errno.h>
@@ -29,6 +30,7 @@ static const char *const usage_main =
     "  sim        simulate policies on a cluster and workload; print a comparison table\n"
     "  report     redraw the plots and index.html of a `sim --out` directory from its files\n"
     "  policies   list the built-in policies (profiles) and plugins\n"
+    "  calibrate  fit the analytic step-time model to the measured profiles; print its error\n"
     "  version    print the version\n"
     "  help       show this help, or `drover help <command>`\n";
 
@@ -58,6 +60,13 @@ static const char *const usage_sim =
     "                      as the first cycle after its submission sees it under the first\n"
     "                      policy of --policy, with that policy's `priority` weights (the\n"
     "                      defaults when it has none); runs nothing else\n"
+    "  --trace FILE        jobs from a published trace instead of --workload (docs/data.md)\n"
+    "  --trace-format F    pollux, philly, tiresias or auto (default: auto, from the header)\n"
+    "  --on-bad-row ACT    fail (default) or skip malformed trace rows (skips are counted)\n"
+    "  --calib-dir DIR     measured step-time profiles for --trace (default: "
+    "data/pollux/profiles)\n"
+    "  --mechanics M       default, or pollux: 16 nodes x 4 GPUs, 60 s rounds, 30 s pause at\n"
+    "                      every (re)start, as the Pollux simulator (replaces --cluster)\n"
     "  -h, --help          show this help\n"
     "\n"
     "Bad input is reported as file:line: field: what was expected, with exit status 2.\n"
@@ -187,6 +196,7 @@ static int cmd_report(int argc, char **argv)
 typedef struct sim_opts {
     const char *workload, *cluster, *policy, *format, *out, *models;
     const char *profiles, *explain;
+    const char *trace, *trace_format, *on_bad_row, *calib_dir, *mechanics;
     uint64_t seed;
     bool check;
 } sim_opts;
@@ -218,6 +228,10 @@ static int parse_sim(int argc, char **argv, sim_opts *o)
     o->policy = "all";
     o->format = "table";
     o->seed = 1;
+    o->trace_format = "auto";
+    o->on_bad_row = "fail";
+    o->calib_dir = "data/pollux/profiles";
+    o->mechanics = "default";
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         int m;
@@ -229,11 +243,24 @@ static int parse_sim(int argc, char **argv, sim_opts *o)
             o->check = true;
             continue;
         }
-        static const char *const names[] = {"--workload", "--cluster",  "--policy",
-                                            "--format",   "--out",      "--models",
-                                            "--seed",     "--profiles", "--explain"};
-        const char **dst[] = {&o->workload, &o->cluster, &o->policy,   &o->format, &o->out,
-                              &o->models,   &v,          &o->profiles, &o->explain};
+        static const char *const names[] = {
+            "--workload",     "--cluster",    "--policy",    "--format",   "--out",
+            "--models",       "--seed",       "--profiles",  "--explain",  "--trace",
+            "--trace-format", "--on-bad-row", "--calib-dir", "--mechanics"};
+        const char **dst[] = {&o->workload,
+                              &o->cluster,
+                              &o->policy,
+                              &o->format,
+                              &o->out,
+                              &o->models,
+                              &v,
+                              &o->profiles,
+                              &o->explain,
+                              &o->trace,
+                              &o->trace_format,
+                              &o->on_bad_row,
+                              &o->calib_dir,
+                              &o->mechanics};
         bool matched = false;
         for (size_t k = 0; k < sizeof names / sizeof names[0] && !matched; k++) {
             m = flag_value(argc, argv, &i, names[k], dst[k]);
@@ -261,6 +288,27 @@ static int parse_sim(int argc, char **argv, sim_opts *o)
     if (strcmp(o->format, "table") && strcmp(o->format, "json") && strcmp(o->format, "csv")) {
         fprintf(stderr, "drover sim: --format: expected table, json or csv, found '%s'\n",
                 o->format);
+        return -1;
+    }
+    if (drv_trace_format_parse(o->trace_format) == -1) {
+        fprintf(stderr,
+                "drover sim: --trace-format: expected pollux, philly, tiresias or auto, found "
+                "'%s'\n",
+                o->trace_format);
+        return -1;
+    }
+    if (strcmp(o->on_bad_row, "skip") && strcmp(o->on_bad_row, "fail")) {
+        fprintf(stderr, "drover sim: --on-bad-row: expected skip or fail, found '%s'\n",
+                o->on_bad_row);
+        return -1;
+    }
+    if (strcmp(o->mechanics, "default") && strcmp(o->mechanics, "pollux")) {
+        fprintf(stderr, "drover sim: --mechanics: expected default or pollux, found '%s'\n",
+                o->mechanics);
+        return -1;
+    }
+    if (o->trace && o->workload) {
+        fprintf(stderr, "drover sim: --trace and --workload: give one of them\n");
         return -1;
     }
     return 0;
@@ -409,19 +457,35 @@ static int cmd_sim(int argc, char **argv)
     drv_workload wl = {0};
     drv_profile *profiles = NULL;
     drv_summary *sums = NULL;
+    drv_calib calib = {0};
+    int32_t rows_skipped = 0;
+    bool pollux = strcmp(o.mechanics, "pollux") == 0;
     int nprof = 0, status = EXIT_USAGE;
 
     /* 1. Read and check every input before running or writing anything. */
     int rc = o.models ? drv_catalogue_load(&cat, o.models, &d) : drv_catalogue_builtin(&cat, &d);
     if (rc)
         goto fail;
-    if (o.cluster)
+    if (pollux)
+        drv_cluster_pollux(&cluster, DRV_POLLUX_NODES, DRV_POLLUX_GPUS);
+    else if (o.cluster)
         rc = drv_cluster_load(&cluster, o.cluster, &d);
     else
         drv_cluster_default(&cluster);
     if (rc)
         goto fail;
-    if (o.workload) {
+    if (o.trace) {
+        if ((rc = drv_calib_load(&calib, o.calib_dir, &d)) != 0)
+            goto fail;
+        drv_trace_opts to = {drv_trace_format_parse(o.trace_format),
+                             strcmp(o.on_bad_row, "skip") == 0, o.seed, &calib, DRV_POLLUX_GPUS};
+        for (int32_t i = 0; i < cluster.n; i++)
+            if (cluster.nodes[i].alloc.gpu > 0) {
+                to.gpus_per_node = (int32_t)cluster.nodes[i].alloc.gpu;
+                break;
+            }
+        rc = drv_trace_load(&wl, o.trace, &cat, &to, &rows_skipped, &d);
+    } else if (o.workload) {
         rc = drv_workload_load(&wl, o.workload, &cat, o.seed, &d);
     } else {
         drv_genparams g;
@@ -451,6 +515,10 @@ static int cmd_sim(int argc, char **argv)
         goto fail;
     }
 
+    /* The Pollux simulator decides once per 60 s round. */
+    for (int i = 0; pollux && i < nprof; i++)
+        profiles[i].period = DRV_POLLUX_ROUND;
+
     /* 2. Run each policy on the same inputs. */
     status = EXIT_RUN;
     progress prog = {.tty = isatty(STDERR_FILENO) == 1, .t0 = mono_now(), .runs = nprof};
@@ -458,7 +526,8 @@ static int cmd_sim(int argc, char **argv)
                           .check = o.check,
                           .placements = o.out != NULL,
                           .progress = progress_cb,
-                          .progress_arg = &prog};
+                          .progress_arg = &prog,
+                          .calib = o.trace ? &calib : NULL};
     for (int i = 0; i < nprof; i++) {
         drv_sim *s = NULL;
         prog.run = i;
@@ -483,8 +552,12 @@ static int cmd_sim(int argc, char **argv)
     progress_clear(&prog);
     char desc[512];
     snprintf(desc, sizeof desc, "%d jobs on %d nodes (%s, %s)", wl.n, cluster.n,
-             o.workload ? o.workload : "built-in workload",
-             o.cluster ? o.cluster : "built-in cluster");
+             o.trace      ? o.trace
+             : o.workload ? o.workload
+                          : "built-in workload",
+             pollux      ? "pollux mechanics"
+             : o.cluster ? o.cluster
+                         : "built-in cluster");
     bool skipped = false;
     if (o.out) {
         drv_scenario sc = {.jobs = wl.n, .nodes = cluster.n, .seed = o.seed};
@@ -511,7 +584,10 @@ static int cmd_sim(int argc, char **argv)
     else if (strcmp(o.format, "csv") == 0)
         drv_report_csv(stdout, sums, nprof);
     else {
-        printf("%s\n\n", desc);
+        printf("%s\n", desc);
+        if (o.trace)
+            printf("trace rows skipped as malformed: %d\n", rows_skipped);
+        printf("\n");
         drv_report_table(stdout, sums, nprof);
         if (o.out) {
             printf("\nwrote %s/summary.json, summary.csv, scenario.json, jobs-*.csv, "
@@ -533,7 +609,46 @@ out:
     drv_workload_fini(&wl);
     drv_cluster_fini(&cluster);
     drv_catalogue_fini(&cat);
+    drv_calib_fini(&calib);
     return status;
+}
+
+/* ---- calibrate ------------------------------------------------------------------------------ */
+
+static int cmd_calibrate(int argc, char **argv)
+{
+    const char *dir = "data/pollux/profiles";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            puts("usage: drover calibrate [--calib-dir DIR]\n\nFits the analytic step-time "
+                 "model (docs/data.md) to each model's measured\nplacements and prints its "
+                 "parameters and relative error. Default DIR: data/pollux/profiles");
+            return 0;
+        }
+        if (flag_value(argc, argv, &i, "--calib-dir", &dir) <= 0) {
+            fprintf(stderr, "drover calibrate: unknown option '%s'\n", argv[i]);
+            return EXIT_USAGE;
+        }
+    }
+    drv_calib c = {0};
+    drv_diag d = {{0}};
+    if (drv_calib_load(&c, dir, &d) != 0) {
+        fprintf(stderr, "drover: %s\n", d.msg);
+        return EXIT_USAGE;
+    }
+    printf("%-12s %6s %9s %9s %9s %9s %9s %9s %8s %8s\n", "model", "points", "ac", "bc", "ar", "br",
+           "an", "bn", "rms_err", "max_err");
+    for (int32_t i = 0; i < c.n; i++) {
+        drv_calib_fit f;
+        if (drv_calib_fit_app(&c, i, &f) != 0) {
+            printf("%-12s fit failed (singular)\n", c.v[i].name);
+            continue;
+        }
+        printf("%-12s %6d %9.4f %9.6f %9.4f %9.5f %9.4f %9.5f %7.1f%% %7.1f%%\n", c.v[i].name,
+               f.points, f.ac, f.bc, f.ar, f.br, f.an, f.bn, 100 * f.rms_rel, 100 * f.max_rel);
+    }
+    drv_calib_fini(&c);
+    return 0;
 }
 
 /* ---- policies ------------------------------------------------------------------------------- */
@@ -571,6 +686,8 @@ int main(int argc, char **argv)
         return cmd_report(argc - 1, argv + 1);
     if (strcmp(cmd, "policies") == 0)
         return cmd_policies(argc - 1, argv + 1);
+    if (strcmp(cmd, "calibrate") == 0)
+        return cmd_calibrate(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("drover %s\n", DROVER_VERSION);
         return 0;

@@ -11,7 +11,7 @@
 extern const drv_plugin drv_plugin_fifo, drv_plugin_pod_by_pod, drv_plugin_gang,
     drv_plugin_least_allocated, drv_plugin_most_allocated, drv_plugin_priority, drv_plugin_locality,
     drv_plugin_ps_anti_affinity, drv_plugin_dragon, drv_plugin_autoscale, drv_plugin_flowcon,
-    drv_plugin_specon;
+    drv_plugin_specon, drv_plugin_tiresias, drv_plugin_optimus;
 
 static const drv_plugin *const plugins[] = {
     &drv_plugin_fifo,           &drv_plugin_pod_by_pod,
@@ -20,6 +20,7 @@ static const drv_plugin *const plugins[] = {
     &drv_plugin_locality,       &drv_plugin_ps_anti_affinity,
     &drv_plugin_dragon,         &drv_plugin_autoscale,
     &drv_plugin_flowcon,        &drv_plugin_specon,
+    &drv_plugin_tiresias,       &drv_plugin_optimus,
 };
 
 const drv_plugin *const *drv_plugins(int *n)
@@ -61,6 +62,10 @@ static const struct {
     {"specon", "migrate converging jobs off contended nodes when gain > cost (seed 003)",
      "gang=false period=10 queue_order=fifo admit=pod-by-pod score=least-allocated "
      "migrate=specon"},
+    {"tiresias", "Tiresias: 2D least-attained service, discretised queues, preemptive",
+     "gang=true period=60 queue_order=tiresias admit=tiresias migrate=tiresias"},
+    {"optimus", "Optimus: workers by marginal gain in remaining time, re-sized every period",
+     "gang=true period=60 admit=optimus scale=optimus"},
     {"drover", "priority + elastic gang (DRAGON, growth only) + locality + SpeCon migration",
      "gang=true period=5 queue_order=priority "
      "admit=dragon(grow_min_left=900;starve_wait=86400;quiet=120) scale=dragon "

@@ -12,7 +12,8 @@
  * happens (a cycle's decisions, a completion), running jobs are advanced to `now`, the change
  * is applied, rates are recomputed and completions rescheduled. A stale STARTED or COMPLETE
  * event is recognised by its generation number and ignored, so nothing is ever removed from
- * the heap.
+ * the heap. A job with measured profiles (drv_jobspec.calib_app, calib.h) takes its rate from
+ * them instead of the analytic model, in global steps per second (docs/data.md).
  *
  * Cycles are event-driven: a cycle is requested when something changed (an arrival, a
  * completion, a container start) and runs at the next multiple of the profile's period. Only a
@@ -25,6 +26,7 @@
  * itself never reads a clock, so progress reporting cannot change a run.
  */
 #include "drover/sim.h"
+#include "drover/calib.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -48,8 +50,10 @@ typedef struct jobsim {
     uint32_t touched; /* cycle stamp of the last decision touching this job */
     bool restart;     /* a decision this cycle requires a checkpoint-restart */
     int64_t nsamples;
-    drv_res held;   /* resources of the job's bound pods */
-    int32_t runpos; /* index in drv_sim.runl while RUNNING, else -1 */
+    drv_res held;       /* resources of the job's bound pods */
+    int32_t runpos;     /* index in drv_sim.runl while RUNNING, else -1 */
+    uint64_t calib_sig; /* calibrated jobs: signature of the placement calib_t was computed for */
+    double calib_t;     /* its step time (a lookup is costly; rates are recomputed often) */
 } jobsim;
 
 struct drv_sim {
@@ -283,12 +287,71 @@ static void sample(drv_sim *s, int32_t job)
     drv_job_add_sample(j, (drv_sample){s->now, j->steps, obs});
 }
 
+static bool calibrated(const drv_sim *s, int32_t job)
+{
+    return s->cfg.calib && s->wl->jobs[job].calib_app > 0;
+}
+
+/*
+ * A calibrated job (calib.h) runs at one global step per measured step time of its placement
+ * (GPUs per node, in node order) and batch; its progress counts global steps.
+ */
+static drv_step calib_step(drv_sim *s, int32_t job)
+{
+    const drv_job *j = &s->st.jobs[job];
+    drv_step r = {0};
+    enum { MAXN = 256 };
+    int32_t node[MAXN], gpn[MAXN], nn = 0;
+    for (int32_t k = 0; k < j->pod_count; k++) {
+        const drv_pod *p = &s->st.pods[j->pod_base + k];
+        if (p->node < 0 || (p->role != DRV_ROLE_WORKER && p->role != DRV_ROLE_CHIEF))
+            continue;
+        r.workers++;
+        int32_t i = 0;
+        while (i < nn && node[i] != p->node)
+            i++;
+        if (i == nn && nn < MAXN) {
+            node[nn] = p->node;
+            gpn[nn++] = 0;
+        }
+        if (i < nn)
+            gpn[i]++;
+    }
+    /* node order, so a placement reads the same whichever pod was bound first */
+    for (int32_t a = 1; a < nn; a++)
+        for (int32_t b = a; b > 0 && node[b - 1] > node[b]; b--) {
+            int32_t t = node[b];
+            node[b] = node[b - 1];
+            node[b - 1] = t;
+            t = gpn[b];
+            gpn[b] = gpn[b - 1];
+            gpn[b - 1] = t;
+        }
+    const drv_jobspec *js = &s->wl->jobs[job];
+    uint64_t sig = 1469598103934665603ULL; /* FNV-1a over the GPUs per node, in node order */
+    for (int32_t i = 0; i < nn; i++)
+        sig = (sig ^ (uint64_t)gpn[i]) * 1099511628211ULL;
+    jobsim *x = &s->js[job];
+    if (x->calib_sig != sig || x->calib_t <= 0) {
+        x->calib_sig = sig;
+        x->calib_t = drv_calib_step_time(s->cfg.calib, js->calib_app - 1, gpn, nn, js->batch);
+    }
+    double t = x->calib_t;
+    if (t > 0) {
+        r.compute = r.total = t;
+        r.rate = 1.0 / t;
+    }
+    return r;
+}
+
 /* Recomputes a running job's rate and (re)schedules its completion. */
 static int reschedule(drv_sim *s, int32_t job)
 {
     drv_job *j = &s->st.jobs[job];
     jobsim *x = &s->js[job];
-    drv_step st = drv_model_step(family(s, job), &s->cluster->net, &s->st, job);
+    drv_step st = calibrated(s, job)
+                      ? calib_step(s, job)
+                      : drv_model_step(family(s, job), &s->cluster->net, &s->st, job);
     if (st.rate == x->rate && x->rate > 0)
         return 0;
     x->rate = st.rate;

@@ -35,9 +35,8 @@ static void test_profile_line_errors(void **unused)
     assert_int_equal(drv_profile_parse("x", "admit=gang score=least-allocated*3", &p, &d), 0);
     assert_int_equal(p.use[DRV_PT_SCORE][0].weight, 3);
     assert_int_equal(drv_profile_parse("x", "admit=gangg", &p, &d), DRV_ENOENT);
-    assert_non_null(strstr(
-        d.msg,
-        "admit: unknown plugin 'gangg' (admit plugins: pod-by-pod, gang, dragon, autoscale)"));
+    assert_non_null(
+        strstr(d.msg, "admit: unknown plugin 'gangg' (admit plugins: pod-by-pod, gang"));
     assert_int_equal(drv_profile_parse("x", "admit=least-allocated", &p, &d), DRV_ENOENT);
     assert_non_null(strstr(d.msg, "'least-allocated' does not implement admit"));
     assert_int_equal(drv_profile_parse("x", "admit=gang*2", &p, &d), DRV_EINVAL);

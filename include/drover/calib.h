@@ -1,0 +1,83 @@
+/*
+ * calib.h - the calibrated performance model: measured step times of data-parallel GPU jobs
+ * (the Pollux artifact's profiles, data/pollux/profiles/<model>/) and the statistical
+ * efficiency of their batch sizes, used instead of the analytic model for jobs of those
+ * models. docs/data.md describes the files and the mechanics; calibrate.c the algorithm.
+ *
+ * Units. A calibrated job counts progress in global steps (one optimiser step of its whole
+ * batch, accumulation included), not worker-steps: it needs drv_calib_steps() of them and does
+ * 1 / drv_calib_step_time() per second where it is placed.
+ */
+#ifndef DROVER_CALIB_H
+#define DROVER_CALIB_H
+
+#include "drover/base.h"
+
+/* One measured point: a placement (or node/replica counts) at a per-replica batch size. */
+typedef struct drv_calib_point {
+    int32_t placement; /* GPUs per node as digits, rotation-normalised (44 = 2 nodes x 4); 0 for
+                          scalability rows */
+    int32_t nodes, replicas;
+    double local_bsz;
+    double step, sync; /* seconds per step; the part spent synchronising */
+} drv_calib_point;
+
+/* One validation curve: per epoch at one total batch size. */
+typedef struct drv_calib_curve {
+    double batch;
+    int32_t n;
+    double *progress, *grad_sqr, *grad_var;
+} drv_calib_curve;
+
+typedef struct drv_calib_app {
+    char name[32];
+    drv_calib_point *pl; /* placements.csv rows, in file order */
+    int32_t npl;
+    drv_calib_point *sc; /* scalability.csv rows */
+    int32_t nsc;
+    drv_calib_curve *cv; /* validation curves, ascending batch */
+    int32_t ncv;
+    double init_bsz, max_bsz;            /* smallest and largest validated batch */
+    double min_local_bsz, max_local_bsz; /* range measured (or the simulator's setting) */
+    int32_t max_epochs;                  /* the job is complete after this many epochs */
+} drv_calib_app;
+
+typedef struct drv_calib {
+    drv_calib_app *v;
+    int32_t n;
+} drv_calib;
+
+/* Loads every model of the Pollux simulator from dir (dir/<model>/...); errors name
+ * file:line:column and field. */
+int drv_calib_load(drv_calib *c, const char *dir, drv_diag *d);
+void drv_calib_fini(drv_calib *c);
+/* Index of a model by name, or -1. */
+int32_t drv_calib_find(const drv_calib *c, const char *name);
+
+/*
+ * Seconds per global step of app at total batch `batch` on a placement given as GPUs per node
+ * (gpn[0..nn), zeros ignored): measured time when the placement was profiled (linear in the
+ * per-replica batch between measured sizes), else interpolated over nodes, replicas and batch.
+ * Gradient accumulation as the Pollux simulator does it when batch / replicas exceeds the
+ * largest measured local batch. Returns a positive time, or 0 when nn or replicas is 0.
+ */
+double drv_calib_step_time(const drv_calib *c, int32_t app, const int32_t *gpn, int32_t nn,
+                           double batch);
+/* Global steps a job of app at total batch `batch` needs to reach the end of its validation
+ * curve (each epoch's progress divided by the batch's statistical gain in that epoch). */
+double drv_calib_steps(const drv_calib *c, int32_t app, double batch);
+
+/* The analytic throughput model fitted to an app's placements (least squares, see
+ * calibrate.c): step = ac + bc*local_bsz + (one node ? ar + br*replicas : an + bn*replicas). */
+typedef struct drv_calib_fit {
+    double ac, bc, ar, br, an, bn;
+    double rms_rel; /* root-mean-square relative error over the measured points */
+    double max_rel; /* largest relative error */
+    int32_t points;
+} drv_calib_fit;
+int drv_calib_fit_app(const drv_calib *c, int32_t app, drv_calib_fit *out);
+/* The fitted model's step time for (nodes, replicas, local batch). */
+double drv_calib_fit_step(const drv_calib_fit *f, int32_t nodes, int32_t replicas,
+                          double local_bsz);
+
+#endif

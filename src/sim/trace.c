@@ -1,0 +1,370 @@
+/*
+ * trace.c - readers for job traces published with other schedulers, turning each GPU job into
+ * a Drover job (docs/data.md has the full mapping and the formats).
+ *
+ *   pollux    name,time,application,num_replicas,batch_size          (Pollux workloads 1-8)
+ *   philly    timestamp,duration,num_gpus,gpu_time,cluster           (Pollux's Philly trace)
+ *   tiresias  job_id,num_gpu,submit_time,iterations,model_name,duration,interval (Tiresias)
+ *
+ * The format is named (--trace-format) or recognised from the header line. Every job becomes a
+ * data-parallel job of `worker` pods with one GPU each (no parameter server: these traces are
+ * all-reduce jobs) whose speed comes from the calibrated model (calib.h):
+ *  - pollux: model = application, batch = batch_size, workers requested = num_replicas,
+ *    elastic between 1 and min(64, batch / smallest measured local batch) (ncf: 1, it does not
+ *    scale); it completes at the end of its validation curve (drv_calib_steps).
+ *  - philly, tiresias: the trace gives no model and no batch: the model is a seeded choice
+ *    among the calibrated ones (hash of seed and row), the batch the model's initial batch
+ *    times the GPUs (capped at its largest validated batch); rigid at num_gpus workers; the job
+ *    runs for the trace's duration when packed on the fewest nodes (its step budget is
+ *    duration / step time of that placement). Philly timestamps become seconds after the
+ *    earliest one.
+ * A malformed row (wrong field count, a non-number, a value out of range, an unknown model) is
+ * reported as file:line:column: field: expected ...; with skip_bad it is logged, counted and
+ * skipped, otherwise the load fails and the workload is untouched.
+ */
+#include "drover/trace.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GiB (1024LL * 1024 * 1024)
+
+/* Per-pod request of a trace job: one GPU, and CPU/memory that fit any GPU node we model. */
+#define TRACE_POD_CPU 1000
+#define TRACE_POD_MEM (4 * GiB)
+/* Largest worker count a trace job may use (the Pollux simulator's limit). */
+#define TRACE_MAX_REPLICAS 64
+
+static const char *const fmt_names[] = {"pollux", "philly", "tiresias"};
+static const char *const fmt_headers[] = {
+    "name,time,application,num_replicas,batch_size",
+    "timestamp,duration,num_gpus,gpu_time,cluster",
+    "job_id,num_gpu,submit_time,iterations,model_name,duration,interval",
+};
+static const int fmt_fields[] = {5, 5, 7};
+enum { FMT_POLLUX, FMT_PHILLY, FMT_TIRESIAS, NFMT };
+
+int drv_trace_format_parse(const char *name)
+{
+    for (int i = 0; i < NFMT; i++)
+        if (strcmp(name, fmt_names[i]) == 0)
+            return i;
+    return strcmp(name, "auto") == 0 ? DRV_TRACE_AUTO : -1;
+}
+
+const char *drv_trace_format_name(int fmt)
+{
+    return fmt >= 0 && fmt < NFMT ? fmt_names[fmt] : "auto";
+}
+
+/* ---- one row ------------------------------------------------------------------------------ */
+
+typedef struct row_ctx {
+    const char *file;
+    int line;
+    const char *f[8];
+    int col[8];
+    int nf;
+    drv_diag *d;
+} row_ctx;
+
+static int bad(row_ctx *r, int k, const char *field, const char *expected)
+{
+    return drv_fail(r->d, DRV_EPARSE, "%s:%d:%d: %s: expected %s, found '%s'", r->file, r->line,
+                    r->col[k], field, expected, r->f[k]);
+}
+
+static int num(row_ctx *r, int k, const char *field, double lo, double hi, bool whole, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(r->f[k], &end);
+    char what[96];
+    snprintf(what, sizeof what, "%s in [%g, %g]", whole ? "a whole number" : "a number", lo, hi);
+    if (errno || end == r->f[k] || *end || !isfinite(v) || v < lo || v > hi ||
+        (whole && v != floor(v)))
+        return bad(r, k, field, what);
+    *out = v;
+    return 0;
+}
+
+/* Days since 1970-01-01 of a civil date (proleptic Gregorian; H. Hinnant's algorithm). */
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+/* "YYYY-MM-DD HH:MM:SS" to seconds since the epoch. */
+static int timestamp(row_ctx *r, int k, double *out)
+{
+    int y, mo, dd, h, mi, s, n = 0;
+    if (sscanf(r->f[k], "%4d-%2d-%2d %2d:%2d:%2d%n", &y, &mo, &dd, &h, &mi, &s, &n) != 6 ||
+        r->f[k][n] || mo < 1 || mo > 12 || dd < 1 || dd > 31 || h > 23 || mi > 59 || s > 60)
+        return bad(r, k, "timestamp", "a time as YYYY-MM-DD HH:MM:SS");
+    *out = (double)days_from_civil(y, mo, dd) * 86400.0 + h * 3600.0 + mi * 60.0 + s;
+    return 0;
+}
+
+/* Packs w GPUs onto nodes of g GPUs: {g, g, ..., rest}. Returns the node count. */
+static int32_t packed(int32_t w, int32_t g, int32_t *gpn, int32_t cap)
+{
+    int32_t n = 0;
+    while (w > 0 && n < cap) {
+        gpn[n] = w < g ? w : g;
+        w -= gpn[n++];
+    }
+    return n;
+}
+
+static void job_init(drv_jobspec *j, const char *name, double submit, int32_t model,
+                     int32_t workers, int32_t min, int32_t max)
+{
+    memset(j, 0, sizeof *j);
+    snprintf(j->name, sizeof j->name, "%s", name);
+    snprintf(j->user, sizeof j->user, "trace");
+    snprintf(j->queue, sizeof j->queue, "default");
+    j->submit = submit;
+    j->model = model;
+    j->role[DRV_ROLE_WORKER] =
+        (drv_rolespec){workers, min, max, {TRACE_POD_CPU, TRACE_POD_MEM, 1}, TRACE_POD_CPU};
+    j->target_loss = -INFINITY;
+}
+
+typedef struct loader {
+    const drv_trace_opts *o;
+    const drv_catalogue *cat;
+    drv_workload *w;
+    int fmt;
+    int64_t row; /* data rows seen: the seed for the row's choices */
+} loader;
+
+static int32_t family_for(const loader *L, const char *app)
+{
+    int32_t m = drv_catalogue_find(L->cat, app);
+    return m >= 0 ? m : 0;
+}
+
+/* A job of a trace that names no model: seeded model, initial batch x GPUs, duration-long. */
+static int duration_job(loader *L, row_ctx *r, drv_jobspec *j, const char *name, double submit,
+                        double gpus, double duration)
+{
+    const drv_calib *c = L->o->calib;
+    int32_t app = (int32_t)(drv_hash01(L->o->seed, (uint64_t)L->row) * c->n);
+    if (app >= c->n)
+        app = c->n - 1;
+    const drv_calib_app *a = &c->v[app];
+    double batch = fmin(a->init_bsz * gpus, a->max_bsz);
+    if (batch < a->min_local_bsz * gpus)
+        batch = a->min_local_bsz * gpus;
+    int32_t gpn[TRACE_MAX_REPLICAS * 2];
+    int32_t nn = packed((int32_t)gpus, L->o->gpus_per_node, gpn, TRACE_MAX_REPLICAS * 2);
+    double step = drv_calib_step_time(c, app, gpn, nn, batch);
+    if (!(step > 0))
+        return bad(r, 0, "row", "a job the calibrated model can time");
+    job_init(j, name, submit, family_for(L, a->name), (int32_t)gpus, (int32_t)gpus, (int32_t)gpus);
+    j->calib_app = app + 1;
+    j->batch = batch;
+    j->max_steps = fmax(duration / step, 1.0);
+    return 0;
+}
+
+static int parse_row(loader *L, row_ctx *r, drv_jobspec *j)
+{
+    const drv_calib *c = L->o->calib;
+    double v[4];
+    int rc;
+    if (r->nf != fmt_fields[L->fmt]) {
+        char what[64];
+        snprintf(what, sizeof what, "%d comma-separated fields", fmt_fields[L->fmt]);
+        return drv_fail(r->d, DRV_EPARSE, "%s:%d:1: row: expected %s, found %d", r->file, r->line,
+                        what, r->nf);
+    }
+    switch (L->fmt) {
+    case FMT_POLLUX: {
+        if (!r->f[0][0])
+            return bad(r, 0, "name", "a job name");
+        if ((rc = num(r, 1, "time", 0, 1e10, false, &v[0])) != 0)
+            return rc;
+        int32_t app = drv_calib_find(c, r->f[2]);
+        if (app < 0)
+            return bad(r, 2, "application",
+                       "one of bert, cifar10, deepspeech2, imagenet, ncf, yolov3");
+        if ((rc = num(r, 3, "num_replicas", 1, TRACE_MAX_REPLICAS, true, &v[1])) != 0 ||
+            (rc = num(r, 4, "batch_size", 1, 1e7, true, &v[2])) != 0)
+            return rc;
+        const drv_calib_app *a = &c->v[app];
+        if (v[2] < a->init_bsz || v[2] > a->max_bsz) {
+            char what[96];
+            snprintf(what, sizeof what, "a batch in [%g, %g] for %s", a->init_bsz, a->max_bsz,
+                     a->name);
+            return bad(r, 4, "batch_size", what);
+        }
+        int32_t mx = (int32_t)fmin(TRACE_MAX_REPLICAS, floor(v[2] / a->min_local_bsz));
+        if (strcmp(a->name, "ncf") == 0)
+            mx = 1;
+        if (mx < (int32_t)v[1])
+            mx = (int32_t)v[1];
+        job_init(j, r->f[0], v[0], family_for(L, a->name), (int32_t)v[1], 1, mx);
+        j->calib_app = app + 1;
+        j->batch = v[2];
+        j->max_steps = drv_calib_steps(c, app, v[2]);
+        return 0;
+    }
+    case FMT_PHILLY: {
+        double t = 0;
+        if ((rc = timestamp(r, 0, &t)) != 0 ||
+            (rc = num(r, 1, "duration", 1, 1e9, false, &v[0])) != 0 ||
+            (rc = num(r, 2, "num_gpus", 1, TRACE_MAX_REPLICAS * 2, true, &v[1])) != 0 ||
+            (rc = num(r, 3, "gpu_time", 0, 1e12, false, &v[2])) != 0)
+            return rc;
+        char name[64];
+        snprintf(name, sizeof name, "philly-%lld", (long long)L->row);
+        return duration_job(L, r, j, name, t, v[1], v[0]);
+    }
+    default: {
+        if ((rc = num(r, 0, "job_id", 0, 1e12, true, &v[3])) != 0 ||
+            (rc = num(r, 1, "num_gpu", 1, TRACE_MAX_REPLICAS * 2, true, &v[1])) != 0 ||
+            (rc = num(r, 2, "submit_time", 0, 1e10, false, &v[0])) != 0 ||
+            (rc = num(r, 3, "iterations", 0, 1e12, false, &v[2])) != 0 ||
+            (rc = num(r, 5, "duration", 1, 1e9, false, &v[2])) != 0)
+            return rc;
+        char name[64];
+        snprintf(name, sizeof name, "%s-%lld", r->f[4], (long long)v[3]);
+        return duration_job(L, r, j, name, v[0], v[1], v[2]);
+    }
+    }
+}
+
+/* ---- the file ----------------------------------------------------------------------------- */
+
+int drv_trace_parse(drv_workload *w, const char *file, char *text, const drv_catalogue *cat,
+                    const drv_trace_opts *o, int32_t *skipped, drv_diag *d)
+{
+    if (!o->calib || o->calib->n == 0)
+        return drv_fail(d, DRV_EINVAL, "%s: traces need the calibrated profiles (--calib-dir)",
+                        file);
+    drv_workload t = {0};
+    loader L = {o, cat, &t, o->format, 0};
+    int rc = 0, line = 0;
+    int32_t nskip = 0;
+    double t0 = INFINITY;
+    char *save = NULL;
+    for (char *s = strtok_r(text, "\n", &save); s && !rc; s = strtok_r(NULL, "\n", &save)) {
+        line++;
+        size_t len = strlen(s);
+        if (len && s[len - 1] == '\r')
+            s[--len] = 0;
+        if (line == 1) {
+            int found = -1;
+            for (int k = 0; k < NFMT; k++)
+                if (strcmp(s, fmt_headers[k]) == 0)
+                    found = k;
+            if (L.fmt == DRV_TRACE_AUTO && found < 0)
+                rc = drv_fail(d, DRV_EPARSE,
+                              "%s:1:1: header: expected the header of a pollux, philly or "
+                              "tiresias trace (docs/data.md), found '%.60s'",
+                              file, s);
+            else if (L.fmt != DRV_TRACE_AUTO && found != L.fmt)
+                rc = drv_fail(d, DRV_EPARSE, "%s:1:1: header: expected '%s' (format %s)", file,
+                              fmt_headers[L.fmt], fmt_names[L.fmt]);
+            L.fmt = found;
+            continue;
+        }
+        if (len == 0 || s[0] == '#')
+            continue;
+        row_ctx r = {.file = file, .line = line, .d = d};
+        for (char *p = s; r.nf < 8;) {
+            r.col[r.nf] = (int)(p - s) + 1;
+            r.f[r.nf++] = p;
+            char *c = strchr(p, ',');
+            if (!c)
+                break;
+            *c = 0;
+            p = c + 1;
+        }
+        if (drv_grow(&t.jobs, sizeof *t.jobs, &t.cap, t.n + 1) != 0) {
+            rc = drv_fail(d, DRV_ENOMEM, "out of memory");
+            break;
+        }
+        rc = parse_row(&L, &r, &t.jobs[t.n]);
+        L.row++;
+        if (rc == DRV_EPARSE && o->skip_bad) {
+            drv_log(DRV_LOG_WARN, "skipped: %s", d->msg);
+            nskip++;
+            rc = 0;
+            d->msg[0] = 0;
+            continue;
+        }
+        if (!rc) {
+            t0 = fmin(t0, t.jobs[t.n].submit);
+            t.n++;
+        }
+    }
+    if (!rc && line == 0)
+        rc = drv_fail(d, DRV_EPARSE, "%s:1:1: header: expected a header line, found nothing", file);
+    if (rc) {
+        drv_workload_fini(&t);
+        return rc;
+    }
+    /* Philly times are absolute: start the run at the first submission. */
+    if (L.fmt == FMT_PHILLY)
+        for (int32_t i = 0; i < t.n; i++)
+            t.jobs[i].submit -= t0;
+    drv_workload_fini(w);
+    *w = t;
+    if (skipped)
+        *skipped = nskip;
+    return 0;
+}
+
+int drv_trace_load(drv_workload *w, const char *path, const drv_catalogue *cat,
+                   const drv_trace_opts *o, int32_t *skipped, drv_diag *d)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return drv_fail(d, DRV_EIO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *buf = drv_malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n - 1, f);
+        if (n < cap - 1)
+            break;
+        char *nb = drv_realloc(buf, cap * 2);
+        if (!nb) {
+            drv_free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    bool err = ferror(f) != 0;
+    fclose(f);
+    if (!buf)
+        return drv_fail(d, DRV_ENOMEM, "%s: out of memory", path);
+    if (err) {
+        drv_free(buf);
+        return drv_fail(d, DRV_EIO, "%s: read error", path);
+    }
+    buf[n] = 0;
+    int rc = drv_trace_parse(w, path, buf, cat, o, skipped, d);
+    drv_free(buf);
+    return rc;
+}
+
+void drv_cluster_pollux(drv_cluster_spec *c, int32_t nodes, int32_t gpus)
+{
+    drv_cluster_fini(c);
+    drv_cluster_uniform(c, nodes,
+                        (drv_res){TRACE_POD_CPU * gpus * 2, TRACE_POD_MEM * gpus * 2, gpus});
+    c->timing.pod_start = DRV_POLLUX_RESTART;
+    c->timing.restart = DRV_POLLUX_RESTART;
+}

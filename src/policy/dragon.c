@@ -14,6 +14,9 @@ static const drv_knob_spec dragon_knobs[] = {
     {"grow_min_left", 0, 0, 86400,
      "do not grow a job with fewer seconds of work left (0: always grow, as DRAGON)"},
     {"grow_queued", 0, 0, 1, "1: grow even while jobs wait (DRAGON grows only when none does)"},
+    {"start_share", 0, 0, 1,
+     "start a job only with at least this fraction of its requested workers (0: any size >= min, "
+     "as DRAGON)"},
 };
 enum { NDRAGON = sizeof dragon_knobs / sizeof dragon_knobs[0] };
 
@@ -27,6 +30,7 @@ static int dragon_init(void **state, const drv_knob *knobs, int nknobs, drv_diag
                            .quiet = v[1],
                            .grow_min_left = v[2],
                            .grow_queued = v[3] != 0,
+                           .start_share = v[4],
                            .symmetric = false};
     return drv_elastic_new(state, &cfg, d);
 }

@@ -81,6 +81,9 @@ void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
         const drv_rolespec *w = &j->role[DRV_ROLE_WORKER];
         int32_t want = j->target[DRV_ROLE_WORKER];
         int32_t lo = w->min < want ? w->min : want;
+        int32_t share = (int32_t)ceil(e->cfg.start_share * want);
+        if (share > lo)
+            lo = share; /* a job started far below its size runs slowly for its whole life */
         for (int32_t k = want; k >= lo; k--) {
             int rc = drv_ctx_place_gang(c, jobs[i], k);
             if (rc < 0)

@@ -11,6 +11,7 @@ typedef struct drv_elastic_cfg {
     double starve_wait;   /* seconds the queue head waits before others shrink for it */
     double quiet;         /* seconds without admission or scaling before growing */
     double grow_min_left; /* do not grow a job with less than this many seconds of work left */
+    double start_share;   /* start a job only with >= this fraction of its requested workers */
     bool symmetric;       /* release and grow one worker at a time across jobs (000) */
     bool grow_queued;     /* grow even while jobs wait (they can reclaim by starvation relief) */
 } drv_elastic_cfg;

@@ -36,8 +36,10 @@ extern char **environ;
 #define GANTT_PX 1400   /* ... less when the rows would be taller than this in all */
 #define LABEL_PX 10     /* a lane this tall or taller gets job numbers */
 
+/* Twelve distinct colours, so every built-in policy (ten) has its own; the tenth is black. */
 static const char *const policy_colour[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
-                                            "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+                                            "#9467bd", "#8c564b", "#e377c2", "#17becf",
+                                            "#7f7f7f", "#000000", "#bcbd22", "#aec7e8"};
 #define NPCOL (sizeof policy_colour / sizeof policy_colour[0])
 
 /* Job colours of the Gantt chart: a cycle of distinguishable hues (Tableau 20). */

@@ -93,6 +93,10 @@ struct drv_plugin {
 
     /* queue_order: < 0 when job a goes before job b. Ties fall back to submit time, then id. */
     int (*queue_cmp)(const drv_ctx *c, void *state, int32_t a, int32_t b);
+    /* queue_order, optional instead of queue_cmp: a number per pending job, smaller first. The
+     * core asks for it once per pending job per cycle (a comparator may be asked O(n log n)
+     * times), so a key is the cheaper form for orders that change with time. */
+    double (*queue_key)(const drv_ctx *c, void *state, int32_t job);
     /* admit: given pending jobs in queue order, decide which to start and place their pods with
      * drv_ctx_place_pod / drv_ctx_place_gang. */
     void (*admit)(drv_ctx *c, void *state, const int32_t *jobs, int32_t njobs);

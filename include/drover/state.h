@@ -107,6 +107,7 @@ typedef struct drv_state {
     drv_pod *pods;
     int32_t npods, cap_pods;
     uint64_t *live;   /* bit j set: job j is submitted and not done (derived) */
+    int32_t nlive;    /* jobs with their live bit set (derived) */
     int32_t cap_live; /* words allocated in live */
 } drv_state;
 
@@ -127,6 +128,10 @@ int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id);
 void drv_state_set_phase(drv_state *st, int32_t job, int phase);
 /* The first live job with id >= from, or -1: iterates live jobs in id order, O(jobs/64). */
 int32_t drv_state_next_live(const drv_state *st, int32_t from);
+/* for each live job id j (submitted, not done), in id order — cost grows with the live jobs,
+ * not with every job a trace ever submitted. */
+#define DRV_FOR_LIVE(st, j)                                                                        \
+    for (int32_t j = drv_state_next_live((st), 0); j >= 0; j = drv_state_next_live((st), j + 1))
 
 /* Binds an unbound pod to a node (no capacity check: callers decide; invariants catch it). */
 void drv_state_bind(drv_state *st, int32_t pod, int32_t node);

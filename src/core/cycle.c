@@ -70,6 +70,8 @@ struct drv_sched {
     uint32_t *job_fail_epoch;  /* memo_epoch + 1 when the job's gang last failed (0: never) */
     int32_t *job_fail_workers; /* at that many workers */
     int32_t cap_fail;
+    double *qkey; /* per job: the first queue_order plugin's key this cycle (pending jobs only) */
+    int32_t cap_qkey;
 };
 
 struct drv_ctx {
@@ -164,6 +166,7 @@ void drv_sched_free(drv_sched *s)
     drv_free(s->job_touch);
     drv_free(s->job_fail_epoch);
     drv_free(s->job_fail_workers);
+    drv_free(s->qkey);
     drv_free(s);
 }
 
@@ -629,8 +632,17 @@ static int queue_cmp(const drv_ctx *c, int32_t a, int32_t b)
 {
     const drv_profile *pr = &c->s->prof;
     for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++) {
-        int r = pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_cmp(c, c->s->ustate[DRV_PT_QUEUE_ORDER][i],
-                                                            a, b);
+        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][i].p;
+        void *ps = c->s->ustate[DRV_PT_QUEUE_ORDER][i];
+        int r;
+        if (p->queue_key) {
+            /* The first plugin's keys were computed once for this cycle. */
+            double ka = i == 0 ? c->s->qkey[a] : p->queue_key(c, ps, a);
+            double kb = i == 0 ? c->s->qkey[b] : p->queue_key(c, ps, b);
+            r = ka < kb ? -1 : ka > kb ? 1 : 0;
+        } else {
+            r = p->queue_cmp(c, ps, a, b);
+        }
         if (r)
             return r;
     }
@@ -741,6 +753,13 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
     for (int32_t j = drv_state_next_live(st, 0); j >= 0; j = drv_state_next_live(st, j + 1))
         if (st->jobs[j].phase == DRV_JOB_PENDING && drv_job_needs_pods(&st->jobs[j]))
             pend[npend++] = j;
+    if (pr->nuse[DRV_PT_QUEUE_ORDER] > 0 && pr->use[DRV_PT_QUEUE_ORDER][0].p->queue_key) {
+        if (drv_grow(&s->qkey, sizeof *s->qkey, &s->cap_qkey, st->njobs) != 0)
+            return DRV_ENOMEM;
+        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][0].p;
+        for (int32_t i = 0; i < npend; i++)
+            s->qkey[pend[i]] = p->queue_key(&c, s->ustate[DRV_PT_QUEUE_ORDER][0], pend[i]);
+    }
     merge_sort(&c, pend, tmp, npend);
 
     /* 2. admit (placing pods through filter and score). */

@@ -123,10 +123,13 @@ void drv_state_set_phase(drv_state *st, int32_t job, int phase)
 {
     st->jobs[job].phase = phase;
     uint64_t bit = (uint64_t)1 << (job % 64);
-    if (phase == DRV_JOB_FUTURE || phase == DRV_JOB_DONE)
-        st->live[job / 64] &= ~bit;
-    else
+    bool was = (st->live[job / 64] & bit) != 0;
+    bool is = phase != DRV_JOB_FUTURE && phase != DRV_JOB_DONE;
+    if (is)
         st->live[job / 64] |= bit;
+    else
+        st->live[job / 64] &= ~bit;
+    st->nlive += (int)is - (int)was;
 }
 
 int32_t drv_state_next_live(const drv_state *st, int32_t from)

@@ -139,13 +139,13 @@ static int32_t victim_pod(const drv_ctx *c, int32_t job)
 static int32_t running_jobs(drv_ctx *c, int32_t **out)
 {
     const drv_state *st = drv_ctx_state(c);
-    int32_t *v = drv_arena_alloc(drv_ctx_arena(c), sizeof *v * ((size_t)st->njobs + 1));
+    int32_t *v = drv_arena_alloc(drv_ctx_arena(c), sizeof *v * ((size_t)st->nlive + 1));
     int32_t n = 0;
     if (!v)
         return 0;
-    for (int32_t j = 0; j < st->njobs; j++)
-        if (can_change(&st->jobs[j]))
-            v[n++] = j; /* ids follow submission order in both drivers */
+    DRV_FOR_LIVE(st, j)
+    if (can_change(&st->jobs[j]))
+        v[n++] = j; /* ids follow submission order in both drivers */
     *out = v;
     return n;
 }

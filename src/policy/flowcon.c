@@ -202,16 +202,16 @@ static void fc_reallocate(drv_ctx *c, void *state)
     double now = drv_ctx_now(c);
     if (drv_growth_reserve(&s->g, &s->cap, st->njobs) != 0)
         return;
-    int32_t *run = drv_arena_alloc(drv_ctx_arena(c), sizeof *run * ((size_t)st->njobs + 1));
+    int32_t *run = drv_arena_alloc(drv_ctx_arena(c), sizeof *run * ((size_t)st->nlive + 1));
     if (!run)
         return;
     int32_t n = 0;
     uint64_t sig = 1469598103934665603ULL;
-    for (int32_t j = 0; j < st->njobs; j++)
-        if (st->jobs[j].phase == DRV_JOB_RUNNING) {
-            run[n++] = j;
-            sig = (sig ^ (uint64_t)j) * 1099511628211ULL;
-        }
+    DRV_FOR_LIVE(st, j)
+    if (st->jobs[j].phase == DRV_JOB_RUNNING) {
+        run[n++] = j;
+        sig = (sig ^ (uint64_t)j) * 1099511628211ULL;
+    }
     if (sig != s->running_sig) { /* a job started or stopped: back-off resets */
         s->running_sig = sig;
         if (s->cur_interval != s->interval) {
@@ -238,7 +238,10 @@ static int fc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
     const fc_state *s = state;
     const drv_state *st = drv_ctx_state(c);
     double sum = 0;
-    for (int32_t j = 0; j < st->njobs && j < s->cap; j++) {
+    DRV_FOR_LIVE(st, j)
+    {
+        if (j >= s->cap)
+            break;
         const drv_job *jb = &st->jobs[j];
         if (jb->phase != DRV_JOB_RUNNING || s->g[j].g < 0)
             continue;

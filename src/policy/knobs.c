@@ -51,7 +51,7 @@ static bool implements(const drv_plugin *p, int pt)
 {
     switch (pt) {
     case DRV_PT_QUEUE_ORDER:
-        return p->queue_cmp != NULL;
+        return p->queue_cmp != NULL || p->queue_key != NULL;
     case DRV_PT_ADMIT:
         return p->admit != NULL;
     case DRV_PT_FILTER:

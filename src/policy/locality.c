@@ -125,7 +125,8 @@ static int anti_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
     if (st->pods[pod].role != DRV_ROLE_PS)
         return 100;
     int32_t own = st->pods[pod].job, k = 0;
-    for (int32_t job = 0; job < st->njobs; job++) {
+    DRV_FOR_LIVE(st, job)
+    {
         if (job == own || st->jobs[job].phase == DRV_JOB_DONE)
             continue;
         for (int32_t i = 0, p; (p = drv_job_pod(st, job, DRV_ROLE_PS, i)) >= 0; i++)

@@ -169,7 +169,8 @@ static int measure(optimus *p, const drv_ctx *c)
     if (now == p->last)
         return 0;
     p->last = now;
-    for (int32_t i = 0; i < st->njobs; i++) {
+    DRV_FOR_LIVE(st, i)
+    {
         const drv_job *j = &st->jobs[i];
         obs *o = &p->o[i];
         if (j->phase != DRV_JOB_RUNNING) {
@@ -225,15 +226,15 @@ static void pass(drv_ctx *c, optimus *p)
     if (measure(p, c) != 0)
         return;
     drv_arena *a = drv_ctx_arena(c);
-    int32_t *live = drv_arena_alloc(a, sizeof(int32_t) * ((size_t)st->njobs + 1));
-    int32_t *want = drv_arena_alloc(a, sizeof(int32_t) * ((size_t)st->njobs + 1));
-    double *gain = drv_arena_alloc(a, sizeof(double) * ((size_t)st->njobs + 1));
+    int32_t *live = drv_arena_alloc(a, sizeof(int32_t) * ((size_t)st->nlive + 1));
+    int32_t *want = drv_arena_alloc(a, sizeof(int32_t) * ((size_t)st->nlive + 1));
+    double *gain = drv_arena_alloc(a, sizeof(double) * ((size_t)st->nlive + 1));
     if (!live || !want || !gain)
         return;
     int32_t n = 0;
-    for (int32_t i = 0; i < st->njobs; i++)
-        if (st->jobs[i].phase != DRV_JOB_FUTURE && st->jobs[i].phase != DRV_JOB_DONE)
-            live[n++] = i;
+    DRV_FOR_LIVE(st, i)
+    if (st->jobs[i].phase != DRV_JOB_FUTURE && st->jobs[i].phase != DRV_JOB_DONE)
+        live[n++] = i;
     /* submission order, then id */
     sub *ord = drv_arena_alloc(a, sizeof(sub) * ((size_t)n + 1));
     if (!ord)

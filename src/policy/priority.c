@@ -65,7 +65,8 @@ static void bounds(const drv_state *st, double now, int32_t extra, double *lo, d
         lo[f] = INFINITY;
         hi[f] = -INFINITY;
     }
-    for (int32_t i = 0; i < st->njobs; i++) {
+    DRV_FOR_LIVE(st, i)
+    {
         if (i != extra && !queued(&st->jobs[i]))
             continue;
         double v[DRV_PRIO_NFACTORS];
@@ -114,7 +115,9 @@ static void prio_fini(void *state)
     drv_free(state);
 }
 
-static int prio_cmp(const drv_ctx *c, void *state, int32_t a, int32_t b)
+/* Smaller first: the combined priority, negated (higher priority first). The normalisation
+ * bounds are recomputed once per cycle (per `now`). */
+static double prio_key(const drv_ctx *c, void *state, int32_t job)
 {
     prio_state *p = state;
     const drv_state *st = drv_ctx_state(c);
@@ -124,12 +127,9 @@ static int prio_cmp(const drv_ctx *c, void *state, int32_t a, int32_t b)
         p->at = now;
         p->njobs = st->njobs;
     }
-    double va[DRV_PRIO_NFACTORS], vb[DRV_PRIO_NFACTORS];
-    raw_factors(&st->jobs[a], now, va);
-    raw_factors(&st->jobs[b], now, vb);
-    double pa = combine(p->w, p->lo, p->hi, va, NULL);
-    double pb = combine(p->w, p->lo, p->hi, vb, NULL);
-    return pa > pb ? -1 : pa < pb ? 1 : 0;
+    double v[DRV_PRIO_NFACTORS];
+    raw_factors(&st->jobs[job], now, v);
+    return -combine(p->w, p->lo, p->hi, v, NULL);
 }
 
 int drv_priority_explain(const drv_state *st, double now, int32_t job, const drv_knob *knobs,
@@ -157,5 +157,5 @@ const drv_plugin drv_plugin_priority = {
     .doc = "queue order: weighted user priority, class, waiting time, parallelism (seed 004)",
     .init = prio_init,
     .fini = prio_fini,
-    .queue_cmp = prio_cmp,
+    .queue_key = prio_key,
 };

@@ -117,7 +117,8 @@ static double procon_rank(const drv_ctx *c, const sc_state *s, int32_t node)
         return INFINITY;
     double sum = 0;
     int32_t pods = 0;
-    for (int32_t j = 0; j < st->njobs; j++) {
+    DRV_FOR_LIVE(st, j)
+    {
         const drv_job *jb = &st->jobs[j];
         if (jb->phase == DRV_JOB_DONE || jb->phase == DRV_JOB_FUTURE)
             continue;
@@ -218,15 +219,15 @@ static void sc_migrate(drv_ctx *c, void *state)
         s->last_t = t;
         s->cap_t = s->cap;
     }
-    int32_t *run = drv_arena_alloc(drv_ctx_arena(c), sizeof *run * ((size_t)st->njobs + 1));
+    int32_t *run = drv_arena_alloc(drv_ctx_arena(c), sizeof *run * ((size_t)st->nlive + 1));
     if (!run)
         return;
     int32_t n = 0;
-    for (int32_t j = 0; j < st->njobs; j++)
-        if (st->jobs[j].phase == DRV_JOB_RUNNING) {
-            run[n++] = j;
-            measure(st, s, j);
-        }
+    DRV_FOR_LIVE(st, j)
+    if (st->jobs[j].phase == DRV_JOB_RUNNING) {
+        run[n++] = j;
+        measure(st, s, j);
+    }
     for (int32_t node = 0; node < st->nnodes; node++)
         relieve_node(c, s, node, run, n);
 }

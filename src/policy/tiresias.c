@@ -104,7 +104,8 @@ static int refresh(tiresias *t, const drv_ctx *c)
         }
         t->cap = nc;
     }
-    for (int32_t i = 0; i < st->njobs; i++) {
+    DRV_FOR_LIVE(st, i)
+    {
         const drv_job *j = &st->jobs[i];
         if (j->phase == DRV_JOB_FUTURE || j->phase == DRV_JOB_DONE)
             continue;
@@ -230,14 +231,14 @@ static void pass(drv_ctx *c, tiresias *t)
     if (refresh(t, c) != 0)
         return;
     drv_arena *a = drv_ctx_arena(c);
-    int32_t *live = drv_arena_alloc(a, sizeof(int32_t) * ((size_t)st->njobs + 1));
-    bool *sel = drv_arena_alloc(a, sizeof(bool) * ((size_t)st->njobs + 1));
+    int32_t *live = drv_arena_alloc(a, sizeof(int32_t) * ((size_t)st->nlive + 1));
+    bool *sel = drv_arena_alloc(a, sizeof(bool) * ((size_t)st->nlive + 1));
     if (!live || !sel)
         return;
     int32_t n = 0;
-    for (int32_t i = 0; i < st->njobs; i++)
-        if (st->jobs[i].phase != DRV_JOB_FUTURE && st->jobs[i].phase != DRV_JOB_DONE)
-            live[n++] = i;
+    DRV_FOR_LIVE(st, i)
+    if (st->jobs[i].phase != DRV_JOB_FUTURE && st->jobs[i].phase != DRV_JOB_DONE)
+        live[n++] = i;
     /* sort keys, so the order costs n log n however long the backlog */
     key *ord = drv_arena_alloc(a, sizeof(key) * ((size_t)n + 1));
     if (!ord)

@@ -19,6 +19,9 @@ run() { # title, command...
 }
 run "Gang placement throughput vs exhaustive scan (10,000 pods, 1k-50k nodes)" \
     "$b/bench/place" --nodes 1000,5000,10000,50000 --reps 3
+run "Gang placement with the drover profile's scoring (locality, PS anti-affinity, least-allocated: exact scan path)" \
+    "$b/bench/place" --nodes 1000,5000 --reps 2 --quality 0 \
+    --profile "admit=gang score=locality*4,ps-anti-affinity,least-allocated"
 run "Scheduling-cycle latency, 1,000 pending pods on 5,000 nodes (200 cycles)" \
     "$b/bench/place" --nodes 5000 --pods 1000 --latency 200
 run "Simulator: 10,000 jobs on 1,000 nodes (default scenario's arrival rate: overloaded); /tick = time-stepped baseline" \

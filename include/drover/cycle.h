@@ -187,6 +187,11 @@ drv_res drv_ctx_free(const drv_ctx *c, int32_t node);
 int32_t drv_ctx_pod_node(const drv_ctx *c, int32_t pod);
 /* The job's wanted worker count as assumed by this cycle. */
 int32_t drv_ctx_workers(const drv_ctx *c, int32_t job);
+/* Pods of a role on a node as assumed by this cycle. O(1). */
+int32_t drv_ctx_node_role_pods(const drv_ctx *c, int32_t node, int role);
+/* Identifies this cycle among the scheduler's cycles, and with drv_ctx_mark(c).ndec the exact
+ * assumed state: a plugin may cache what it derived from the assumed state under this key. */
+uint32_t drv_ctx_cycle(const drv_ctx *c);
 
 /* Runs the profile's filters for pod on node: DRV_FIT or why not. */
 int drv_ctx_filter(const drv_ctx *c, int32_t pod, int32_t node);

@@ -28,14 +28,15 @@ const char *drv_role_name(int role);
 int drv_role_parse(const char *s);
 
 typedef struct drv_node {
-    int32_t name;      /* interned */
-    int32_t zone;      /* interned topology.kubernetes.io/zone, 0 when unset */
-    int32_t rack;      /* interned rack label, 0 when unset */
-    bool schedulable;  /* false for cordoned nodes */
-    drv_res alloc;     /* allocatable */
-    drv_res used;      /* sum of requests of pods bound here (derived) */
-    int64_t cpu_limit; /* sum of CPU limits of pods bound here (derived) */
-    int32_t npods;     /* pods bound here (derived) */
+    int32_t name;              /* interned */
+    int32_t zone;              /* interned topology.kubernetes.io/zone, 0 when unset */
+    int32_t rack;              /* interned rack label, 0 when unset */
+    bool schedulable;          /* false for cordoned nodes */
+    drv_res alloc;             /* allocatable */
+    drv_res used;              /* sum of requests of pods bound here (derived) */
+    int64_t cpu_limit;         /* sum of CPU limits of pods bound here (derived) */
+    int32_t npods;             /* pods bound here (derived) */
+    int32_t nrole[DRV_NROLES]; /* of which per role (derived) */
 } drv_node;
 
 typedef struct drv_rolespec {

@@ -70,6 +70,8 @@ struct drv_sched {
     uint32_t *job_fail_epoch;  /* memo_epoch + 1 when the job's gang last failed (0: never) */
     int32_t *job_fail_workers; /* at that many workers */
     int32_t cap_fail;
+    int32_t *nrole; /* per node and role (node * DRV_NROLES + role): pods, assumed state */
+    int32_t cap_nrole;
     double *qkey; /* per job: the first queue_order plugin's key this cycle (pending jobs only) */
     int32_t cap_qkey;
 };
@@ -167,6 +169,7 @@ void drv_sched_free(drv_sched *s)
     drv_free(s->job_fail_epoch);
     drv_free(s->job_fail_workers);
     drv_free(s->qkey);
+    drv_free(s->nrole);
     drv_free(s);
 }
 
@@ -215,8 +218,24 @@ int32_t drv_ctx_workers(const drv_ctx *c, int32_t job)
                                          : c->snap->st->jobs[job].target[DRV_ROLE_WORKER];
 }
 
+int32_t drv_ctx_node_role_pods(const drv_ctx *c, int32_t node, int role)
+{
+    return c->s->nrole[node * DRV_NROLES + role];
+}
+
+uint32_t drv_ctx_cycle(const drv_ctx *c)
+{
+    return c->s->stamp;
+}
+
 static void set_pod_node(drv_ctx *c, int32_t pod, int32_t node)
 {
+    int role = c->snap->st->pods[pod].role;
+    int32_t from = drv_ctx_pod_node(c, pod);
+    if (from >= 0)
+        c->s->nrole[from * DRV_NROLES + role]--;
+    if (node >= 0)
+        c->s->nrole[node * DRV_NROLES + role]++;
     c->s->pod_stamp[pod] = c->s->stamp;
     c->s->pod_node[pod] = node;
     c->s->job_touch[c->snap->st->pods[pod].job] = c->s->stamp;
@@ -712,6 +731,10 @@ static int prepare(drv_sched *s, const drv_state *st)
     if (s->cap_fail > fail_old)
         memset(s->job_fail_epoch + fail_old, 0,
                (size_t)(s->cap_fail - fail_old) * sizeof *s->job_fail_epoch);
+    if (drv_grow(&s->nrole, sizeof *s->nrole, &s->cap_nrole, st->nnodes * DRV_NROLES) != 0)
+        return DRV_ENOMEM;
+    for (int32_t n = 0; n < st->nnodes; n++)
+        memcpy(s->nrole + n * DRV_NROLES, st->nodes[n].nrole, sizeof st->nodes[n].nrole);
     s->maxfree = s->totfree = (drv_res){0, 0, 0};
     s->cap_free_used = st->nnodes;
     for (int32_t n = 0; n < st->nnodes; n++) {

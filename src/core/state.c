@@ -159,6 +159,7 @@ void drv_state_bind(drv_state *st, int32_t pod, int32_t node)
     n->used = drv_res_add(n->used, j->role[p->role].req);
     n->cpu_limit += p->cpu_limit;
     n->npods++;
+    n->nrole[p->role]++;
     j->bound[p->role]++;
 }
 
@@ -172,6 +173,7 @@ void drv_state_unbind(drv_state *st, int32_t pod)
     n->used = drv_res_sub(n->used, j->role[p->role].req);
     n->cpu_limit -= p->cpu_limit;
     n->npods--;
+    n->nrole[p->role]--;
     j->bound[p->role]--;
     p->node = -1;
 }
@@ -258,7 +260,8 @@ int drv_state_check(const drv_state *st, bool gang, drv_diag *d)
     drv_res *used = drv_calloc((size_t)st->nnodes + 1, sizeof *used);
     int64_t *lim = drv_calloc((size_t)st->nnodes + 1, sizeof *lim);
     int32_t *npods = drv_calloc((size_t)st->nnodes + 1, sizeof *npods);
-    if (!used || !lim || !npods) {
+    int32_t *nps = drv_calloc((size_t)st->nnodes + 1, sizeof *nps);
+    if (!used || !lim || !npods || !nps) {
         rc = drv_fail(d, DRV_ENOMEM, "invariant check: out of memory");
         goto out;
     }
@@ -284,6 +287,7 @@ int drv_state_check(const drv_state *st, bool gang, drv_diag *d)
             used[p->node] = drv_res_add(used[p->node], job->role[p->role].req);
             lim[p->node] += p->cpu_limit;
             npods[p->node]++;
+            nps[p->node] += p->role == DRV_ROLE_PS;
         }
         for (int r = 0; r < DRV_NROLES && !rc; r++) {
             const drv_rolespec *rs = &job->role[r];
@@ -316,7 +320,7 @@ int drv_state_check(const drv_state *st, bool gang, drv_diag *d)
         const drv_node *nd = &st->nodes[n];
         const char *nn = drv_strtab_str(st->names, nd->name);
         if (memcmp(&used[n], &nd->used, sizeof used[n]) != 0 || lim[n] != nd->cpu_limit ||
-            npods[n] != nd->npods)
+            npods[n] != nd->npods || nps[n] != nd->nrole[DRV_ROLE_PS])
             rc = drv_fail(d, DRV_EINVARIANT, "node %s: derived totals disagree with its pods", nn);
         else if (!drv_res_fits(nd->used, nd->alloc))
             rc = drv_fail(d, DRV_EINVARIANT,
@@ -329,5 +333,6 @@ out:
     drv_free(used);
     drv_free(lim);
     drv_free(npods);
+    drv_free(nps);
     return rc;
 }

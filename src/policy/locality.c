@@ -19,8 +19,10 @@
  *                           100/(1+k) with k of them. Preferred, not required: a hard rule
  *                           would cap a 4-node cluster at 4 running PS jobs.
  *
- * Cost: locality looks at the job's own pods (O(pods of the job)) and, for the room term, at
- * its pod requests; ps-anti-affinity scans the PS slots of every job (O(jobs)) per call.
+ * Cost: locality derives, once per pod and assumed state (cached under drv_ctx_cycle and the
+ * decision count), where the job's placed pods are and how many it still misses per role; each
+ * call is then O(distinct nodes the job uses + roles). ps-anti-affinity reads the core's count
+ * of PS pods on the node and subtracts the job's own: O(the job's PS pods).
  */
 #include "drover/policy.h"
 
@@ -32,8 +34,23 @@ static const drv_knob_spec loc_knobs[] = {
 };
 enum { NLOC = sizeof loc_knobs / sizeof loc_knobs[0] };
 
+enum { LOC_MAX = 64 }; /* distinct nodes / (rack, zone) pairs cached; more: computed directly */
+
+/* What the score needs about a pod's job, valid for one pod in one assumed state. */
+typedef struct loc_view {
+    uint32_t cycle;                           /* drv_ctx_cycle */
+    int32_t ndec;                             /* decisions so far in that cycle */
+    int32_t pod;                              /* -1: nothing cached */
+    bool ok;                                  /* fits in the arrays below */
+    int32_t placed;                           /* the job's pods placed, other than pod */
+    int32_t nn, node[LOC_MAX], ncnt[LOC_MAX]; /* placed pods per node */
+    int32_t nrz, rack[LOC_MAX], zone[LOC_MAX], rzcnt[LOC_MAX]; /* per (rack, zone) */
+    int32_t miss[DRV_NROLES]; /* pods of each role still to place, besides pod */
+} loc_view;
+
 typedef struct loc_state {
     double w_node, w_rack, w_zone, w_room;
+    loc_view v;
 } loc_state;
 
 static int loc_init(void **state, const drv_knob *knobs, int nknobs, drv_diag *d)
@@ -47,7 +64,7 @@ static int loc_init(void **state, const drv_knob *knobs, int nknobs, drv_diag *d
     loc_state *p = drv_calloc(1, sizeof *p);
     if (!p)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
-    *p = (loc_state){v[0], v[1], v[2], v[3]};
+    *p = (loc_state){v[0], v[1], v[2], v[3], {.pod = -1}};
     *state = p;
     return 0;
 }
@@ -57,51 +74,136 @@ static void loc_fini(void *state)
     drv_free(state);
 }
 
-/* How many of the job's unplaced wanted pods (other than pod) fit in free, greedily. */
-static double room_share(const drv_ctx *c, const drv_job *j, int32_t job, int32_t pod, drv_res free)
+static void count(int32_t *keys, int32_t *cnt, int32_t *n, int32_t key, bool *ok)
 {
+    for (int32_t i = 0; i < *n; i++)
+        if (keys[i] == key) {
+            cnt[i]++;
+            return;
+        }
+    if (*n == LOC_MAX) {
+        *ok = false;
+        return;
+    }
+    keys[*n] = key;
+    cnt[(*n)++] = 1;
+}
+
+/* Brings the cached view of pod's job up to the current assumed state. */
+static const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
+{
+    loc_view *v = &w->v;
+    uint32_t cyc = drv_ctx_cycle(c);
+    int32_t ndec = drv_ctx_mark(c).ndec;
+    if (v->pod == pod && v->cycle == cyc && v->ndec == ndec)
+        return v;
     const drv_state *st = drv_ctx_state(c);
-    int32_t want = 0, fit = 0;
+    int32_t job = st->pods[pod].job;
+    const drv_job *j = &st->jobs[job];
+    v->pod = pod;
+    v->cycle = cyc;
+    v->ndec = ndec;
+    v->ok = true;
+    v->placed = v->nn = v->nrz = 0;
+    int32_t have[DRV_NROLES] = {0};
+    for (int32_t k = 0; k < j->pod_count; k++) {
+        int32_t p = j->pod_base + k;
+        int32_t at = drv_ctx_pod_node(c, p);
+        if (at >= 0 || p == pod)
+            have[st->pods[p].role]++;
+        if (at < 0 || p == pod)
+            continue;
+        v->placed++;
+        count(v->node, v->ncnt, &v->nn, at, &v->ok);
+        int32_t i = 0;
+        while (i < v->nrz &&
+               !(v->rack[i] == st->nodes[at].rack && v->zone[i] == st->nodes[at].zone))
+            i++;
+        if (i < v->nrz) {
+            v->rzcnt[i]++;
+        } else if (v->nrz < LOC_MAX) {
+            v->rack[i] = st->nodes[at].rack;
+            v->zone[i] = st->nodes[at].zone;
+            v->rzcnt[i] = 1;
+            v->nrz++;
+        } else {
+            v->ok = false;
+        }
+    }
     for (int r = 0; r < DRV_NROLES; r++) {
         int32_t target = r == DRV_ROLE_WORKER ? drv_ctx_workers(c, job) : j->target[r];
-        int32_t placed = 0;
-        for (int32_t i = 0, p; (p = drv_job_pod(st, job, r, i)) >= 0; i++)
-            placed += drv_ctx_pod_node(c, p) >= 0 || p == pod;
-        int32_t miss = target > placed ? target - placed : 0;
-        want += miss;
-        for (int32_t k = 0; k < miss && drv_res_fits(j->role[r].req, free); k++) {
-            free = drv_res_sub(free, j->role[r].req);
-            fit++;
-        }
+        v->miss[r] = target > have[r] ? target - have[r] : 0;
+    }
+    return v;
+}
+
+/* How many of the job's unplaced wanted pods (other than pod) fit in free, greedily, role by
+ * role in slot order. */
+static double room_share(const drv_job *j, const int32_t *miss, drv_res free)
+{
+    int32_t want = 0, fit = 0;
+    for (int r = 0; r < DRV_NROLES; r++) {
+        const drv_res q = j->role[r].req;
+        int64_t k = miss[r];
+        if (q.cpu > 0 && free.cpu / q.cpu < k)
+            k = free.cpu / q.cpu;
+        if (q.mem > 0 && free.mem / q.mem < k)
+            k = free.mem / q.mem;
+        if (q.gpu > 0 && free.gpu / q.gpu < k)
+            k = free.gpu / q.gpu;
+        if (k < 0)
+            k = 0;
+        want += miss[r];
+        fit += (int32_t)k;
+        free = drv_res_sub(free, drv_res_scale(q, k));
     }
     return want ? (double)fit / want : 1.0;
 }
 
 static int loc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
 {
-    const loc_state *w = state;
+    loc_state *w = state;
     const drv_state *st = drv_ctx_state(c);
-    int32_t job = st->pods[pod].job;
-    const drv_job *j = &st->jobs[job];
+    const loc_view *v = view(c, w, pod);
+    const drv_job *j = &st->jobs[st->pods[pod].job];
     const drv_node *n = &st->nodes[node];
     drv_res after = drv_res_sub(drv_ctx_free(c, node), j->role[st->pods[pod].role].req);
-    double room = room_share(c, j, job, pod, after);
-    int32_t placed = 0, same_node = 0, same_rack = 0, same_zone = 0;
-    for (int32_t k = 0; k < j->pod_count; k++) {
-        int32_t at = drv_ctx_pod_node(c, j->pod_base + k);
-        if (at < 0 || j->pod_base + k == pod)
-            continue;
-        placed++;
-        const drv_node *m = &st->nodes[at];
-        if (at == node)
-            same_node++;
-        else if (n->rack && m->rack == n->rack)
-            same_rack++;
-        else if (n->zone && m->zone == n->zone)
-            same_zone++;
-    }
-    if (placed == 0)
+    double room = room_share(j, v->miss, after);
+    if (v->placed == 0)
         return (int)(100.0 * room);
+    int32_t same_node = 0, same_rack = 0, same_zone = 0;
+    if (v->ok) {
+        for (int32_t i = 0; i < v->nn; i++)
+            if (v->node[i] == node)
+                same_node = v->ncnt[i];
+        /* A pod elsewhere counts for the rack when the node has a rack label and it matches,
+         * else for the zone when the node has a zone label and it matches. */
+        for (int32_t i = 0; i < v->nrz; i++) {
+            if (n->rack && v->rack[i] == n->rack)
+                same_rack += v->rzcnt[i];
+            else if (n->zone && v->zone[i] == n->zone)
+                same_zone += v->rzcnt[i];
+        }
+        /* The node's own pods share its rack (and zone): they were counted above. */
+        if (n->rack)
+            same_rack -= same_node;
+        else if (n->zone)
+            same_zone -= same_node;
+    } else {
+        for (int32_t k = 0; k < j->pod_count; k++) {
+            int32_t at = drv_ctx_pod_node(c, j->pod_base + k);
+            if (at < 0 || j->pod_base + k == pod)
+                continue;
+            const drv_node *m = &st->nodes[at];
+            if (at == node)
+                same_node++;
+            else if (n->rack && m->rack == n->rack)
+                same_rack++;
+            else if (n->zone && m->zone == n->zone)
+                same_zone++;
+        }
+    }
+    int32_t placed = v->placed;
     double sum = w->w_node + w->w_rack + w->w_zone + w->w_room;
     double s = w->w_node * same_node / placed + w->w_rack * same_rack / placed +
                w->w_zone * same_zone / placed + w->w_room * room;
@@ -124,14 +226,11 @@ static int anti_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
     const drv_state *st = drv_ctx_state(c);
     if (st->pods[pod].role != DRV_ROLE_PS)
         return 100;
-    int32_t own = st->pods[pod].job, k = 0;
-    DRV_FOR_LIVE(st, job)
-    {
-        if (job == own || st->jobs[job].phase == DRV_JOB_DONE)
-            continue;
-        for (int32_t i = 0, p; (p = drv_job_pod(st, job, DRV_ROLE_PS, i)) >= 0; i++)
-            k += drv_ctx_pod_node(c, p) == node;
-    }
+    /* PS pods on the node, less the job's own: O(the job's PS pods). */
+    int32_t own = st->pods[pod].job;
+    int32_t k = drv_ctx_node_role_pods(c, node, DRV_ROLE_PS);
+    for (int32_t i = 0, p; (p = drv_job_pod(st, own, DRV_ROLE_PS, i)) >= 0; i++)
+        k -= drv_ctx_pod_node(c, p) == node;
     return 100 / (1 + k);
 }
 

@@ -25,9 +25,9 @@ run "Gang placement with the drover profile's scoring (locality, PS anti-affinit
 run "Scheduling-cycle latency, 1,000 pending pods on 5,000 nodes (200 cycles)" \
     "$b/bench/place" --nodes 5000 --pods 1000 --latency 200
 run "Simulator: 10,000 jobs on 1,000 nodes (default scenario's arrival rate: overloaded); /tick = time-stepped baseline" \
-    "$b/bench/sim_speed" --jobs 10000 --nodes 1000 --baseline 1
+    "$b/bench/sim_speed" --jobs 10000 --nodes 1000 --baseline 1 --policy k8s-default,gang-fifo,drover
 run "Simulator: 100,000 jobs on 5,000 nodes, steady load" \
-    "$b/bench/sim_speed" --jobs 100000 --nodes 5000 --interarrival 0.16
+    "$b/bench/sim_speed" --jobs 100000 --nodes 5000 --interarrival 0.16 --policy k8s-default,gang-fifo
 run "Simulator: 100,000 jobs on 5,000 nodes, overloaded (queue grows all trace long)" \
     "$b/bench/sim_speed" --jobs 100000 --nodes 5000 --policy gang-fifo
 run "Trace replay: the Philly-derived trace (82,247 jobs)" \

@@ -13,7 +13,7 @@
  * a cycle every period whether or not anything changed, as time-stepped simulators do — and
  * the row `<policy>/tick` shows it. Decisions and results are the same; only the cost differs.
  *
- * Options: --jobs N --nodes N --interarrival S --seed N --policy NAME --baseline 1.
+ * Options: --jobs N --nodes N --interarrival S --seed N --policy NAME[,NAME...] --baseline 1.
  */
 #include "drover/policy.h"
 #include "drover/sim.h"
@@ -28,6 +28,20 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Is name one of the comma-separated names in list? */
+static bool in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return true;
+        p += len + (e != NULL);
+    }
+    return false;
 }
 
 int main(int argc, char **argv)
@@ -70,7 +84,7 @@ int main(int argc, char **argv)
     printf("%-17s %9s %12s %12s %10s %9s %10s\n", "policy", "wall_s", "jobs/s", "events/s",
            "cycles", "done", "avgwait_s");
     for (int i = 0; i < drv_profile_builtin_count(); i++) {
-        if (only && strcmp(only, drv_profile_builtin_name(i)) != 0)
+        if (only && !in_list(only, drv_profile_builtin_name(i)))
             continue;
         for (int tick = 0; tick <= (baseline ? 1 : 0); tick++) {
             drv_profile p;

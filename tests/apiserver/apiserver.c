@@ -398,10 +398,12 @@ static void set_rv(json_t *o, uint64_t rv)
 /* Stores o (a new reference is taken) under key and records the event. */
 static void store_put(drv_apiserver *s, int rt, const char *key, json_t *o, json_t *prev)
 {
+    json_incref(prev); /* the store's reference to prev is dropped by the replacement */
     s->rv++;
     set_rv(o, s->rv);
     json_object_set(s->store[rt], key, o);
     push_event(s, rt, prev ? "MODIFIED" : "ADDED", o, prev);
+    json_decref(prev);
 }
 
 static void store_del(drv_apiserver *s, int rt, const char *key)
@@ -1626,14 +1628,15 @@ static void do_patch(drv_apiserver *s, struct MHD_Connection *c, const struct ro
     else if (!strcmp(ctb, "application/strategic-merge-patch+json") && !RT[rt->rt].custom)
         kind = 2;
     else {
-        set_status(r, 415, "UnsupportedMediaType", NULL, NULL, NULL, true,
-                   "the body of the request was in an unknown format - accepted media types "
-                   "include: application/json-patch+json, application/merge-patch+json, "
-                   "application/apply-patch+yaml%s",
-                   RT[rt->rt].custom ? "" : ", application/strategic-merge-patch+json");
         if (!strcmp(ctb, "application/json") || !ct)
             set_status(r, 415, "UnsupportedMediaType", NULL, NULL, NULL, true,
                        "415: Unsupported Media Type");
+        else
+            set_status(r, 415, "UnsupportedMediaType", NULL, NULL, NULL, true,
+                       "the body of the request was in an unknown format - accepted media types "
+                       "include: application/json-patch+json, application/merge-patch+json, "
+                       "application/apply-patch+yaml%s",
+                       RT[rt->rt].custom ? "" : ", application/strategic-merge-patch+json");
         return;
     }
     json_t *p = json_loadb(body, blen, 0, NULL);
@@ -1738,9 +1741,12 @@ static void do_delete(drv_apiserver *s, struct MHD_Connection *c, const struct r
         grace = strtol(gq, NULL, 10);
     else if (json_is_integer(json_object_get(opts, "gracePeriodSeconds")))
         grace = (long)json_integer_value(json_object_get(opts, "gracePeriodSeconds"));
-    const char *prop = qarg(c, "propagationPolicy");
-    if (!prop)
-        prop = json_string_value(json_object_get(opts, "propagationPolicy"));
+    char propb[32];
+    const char *pq = qarg(c, "propagationPolicy");
+    if (!pq)
+        pq = json_string_value(json_object_get(opts, "propagationPolicy"));
+    snprintf(propb, sizeof propb, "%s", pq ? pq : "");
+    const char *prop = propb;
     json_t *pre_rv = path_get(opts, "preconditions.resourceVersion");
     if (json_is_string(pre_rv) &&
         strcmp(json_string_value(pre_rv), str_or(path_get(o, "metadata.resourceVersion"), ""))) {
@@ -2390,7 +2396,9 @@ int drv_apiserver_start(drv_apiserver **out, const drv_apiserver_opts *o, drv_di
         free(r.body);
     }
     if (o->crd_installed) {
-        char *b = json_dumps(crd_object(), JSON_COMPACT); /* leaks nothing: see below */
+        json_t *crd = crd_object();
+        char *b = json_dumps(crd, JSON_COMPACT);
+        json_decref(crd);
         struct route rt = {.rt = R_CRDS};
         do_create(s, &rt, b, strlen(b), &r);
         free(r.body);

@@ -1,0 +1,122 @@
+/*
+ * watch.c - incremental line framing and decoding of Kubernetes watch streams (kube_watch.h).
+ *
+ * Why: a watch is a long-lived chunked HTTP response whose chunks need not align with event
+ * lines; re-parsing the whole buffer on every chunk would be quadratic.
+ *
+ * Algorithm: append the new bytes to the pending buffer, search for '\n' only from `scanned`
+ * (bytes already known to hold none), decode each complete line with jansson, then move the
+ * unfinished tail to the front. Each byte is scanned once and copied at most twice.
+ * Bounds: a single line may not exceed DRV_WATCH_MAX_LINE bytes.
+ */
+#include "drover/kube_watch.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const TYPES[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
+
+const char *drv_watch_type_name(int type)
+{
+    return type >= 0 && type < 5 ? TYPES[type] : "UNKNOWN";
+}
+
+void drv_watch_decoder_init(drv_watch_decoder *w, const char *resource)
+{
+    memset(w, 0, sizeof *w);
+    snprintf(w->resource, sizeof w->resource, "%s", resource ? resource : "?");
+}
+
+void drv_watch_decoder_fini(drv_watch_decoder *w)
+{
+    if (!w)
+        return;
+    drv_free(w->buf);
+    w->buf = NULL;
+    w->len = w->cap = w->scanned = 0;
+}
+
+static int decode_line(drv_watch_decoder *w, const char *line, size_t n, uint64_t off,
+                       drv_watch_cb cb, void *arg, drv_diag *d)
+{
+    while (n && (line[n - 1] == '\r' || line[n - 1] == ' '))
+        n--;
+    if (n == 0)
+        return 0; /* blank lines carry nothing */
+    json_error_t je;
+    json_t *ev = json_loadb(line, n, 0, &je);
+    if (!ev)
+        return drv_fail(
+            d, DRV_EPARSE, "watch %s after resourceVersion %s: byte %llu: malformed event: %s",
+            w->resource, w->last_rv[0] ? w->last_rv : "(none)",
+            (unsigned long long)(off + (uint64_t)(je.position > 0 ? je.position : 0)), je.text);
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    json_t *obj = json_object_get(ev, "object");
+    int t = -1;
+    for (int i = 0; type && i < 5; i++)
+        if (!strcmp(type, TYPES[i]))
+            t = i;
+    int rc = 0;
+    if (t < 0 || !json_is_object(obj)) {
+        rc = drv_fail(d, DRV_EPARSE, "watch %s after resourceVersion %s: byte %llu: %s%s%s",
+                      w->resource, w->last_rv[0] ? w->last_rv : "(none)", (unsigned long long)off,
+                      t < 0 ? "unknown event type " : "event without an object",
+                      t < 0 ? (type ? type : "(missing)") : "", "");
+    } else {
+        const char *rv =
+            json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+        drv_watch_event e = {.type = t, .object = obj, .rv = rv ? rv : "", .offset = off};
+        if (rv && t != DRV_WATCH_ERROR)
+            snprintf(w->last_rv, sizeof w->last_rv, "%s", rv);
+        rc = cb ? cb(&e, arg) : 0;
+    }
+    json_decref(ev);
+    return rc;
+}
+
+int drv_watch_decoder_feed(drv_watch_decoder *w, const char *data, size_t n, drv_watch_cb cb,
+                           void *arg, drv_diag *d)
+{
+    if (w->len + n + 1 > w->cap) {
+        size_t nc = (w->len + n + 1) * 2;
+        char *nb = drv_realloc(w->buf, nc);
+        if (!nb)
+            return drv_fail(d, DRV_ENOMEM, "watch %s: out of memory", w->resource);
+        w->buf = nb;
+        w->cap = nc;
+    }
+    memcpy(w->buf + w->len, data, n);
+    w->len += n;
+    size_t start = 0;
+    int rc = 0;
+    for (size_t i = w->scanned; i < w->len; i++) {
+        if (w->buf[i] != '\n')
+            continue;
+        rc = decode_line(w, w->buf + start, i - start, w->offset + start, cb, arg, d);
+        start = i + 1;
+        if (rc)
+            break;
+    }
+    memmove(w->buf, w->buf + start, w->len - start);
+    w->len -= start;
+    w->offset += start;
+    w->scanned = rc ? 0 : w->len;
+    if (!rc && w->len > DRV_WATCH_MAX_LINE)
+        return drv_fail(d, DRV_ERANGE, "watch %s: byte %llu: event line longer than %u bytes",
+                        w->resource, (unsigned long long)w->offset, DRV_WATCH_MAX_LINE);
+    return rc;
+}
+
+int drv_watch_decoder_finish(drv_watch_decoder *w, drv_diag *d)
+{
+    size_t n = w->len;
+    while (n && (w->buf[n - 1] == '\r' || w->buf[n - 1] == ' '))
+        n--;
+    if (n)
+        return drv_fail(d, DRV_EPARSE,
+                        "watch %s after resourceVersion %s: byte %llu: stream ended inside an "
+                        "event (%zu bytes without a newline)",
+                        w->resource, w->last_rv[0] ? w->last_rv : "(none)",
+                        (unsigned long long)w->offset, n);
+    return 0;
+}

@@ -1,0 +1,269 @@
+/*
+ * test_faults.c - the test server's own semantics that the conformance replay cannot show:
+ * fault injection (429 with Retry-After, 500, dropped watch connections, expired
+ * resourceVersions), watch bookmarks, field-selector transitions in a watch, and foreground
+ * deletion with dependents. Expectations come from the recordings' shapes (INDEX.md):
+ * a 410 arrives as an ERROR event with reason Expired, bookmarks carry only a resourceVersion.
+ */
+#include "apiserver.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+struct buf {
+    char *p;
+    size_t n;
+};
+
+static size_t on_data(char *d, size_t sz, size_t nm, void *u)
+{
+    struct buf *b = u;
+    size_t n = sz * nm;
+    char *np = realloc(b->p, b->n + n + 1);
+    if (!np)
+        return 0;
+    memcpy(np + b->n, d, n);
+    b->p = np;
+    b->n += n;
+    b->p[b->n] = 0;
+    return n;
+}
+
+struct call {
+    uint16_t port;
+    const char *method, *path, *body, *ctype;
+    long code;
+    CURLcode cc;
+    struct buf out;
+    char retry_after[16];
+    int done; /* set (atomically) when the transfer has ended */
+};
+
+static size_t on_header(char *d, size_t sz, size_t nm, void *u)
+{
+    struct call *c = u;
+    size_t n = sz * nm;
+    if (n > 12 && !strncasecmp(d, "Retry-After:", 12))
+        snprintf(c->retry_after, sizeof c->retry_after, "%.*s", (int)strcspn(d + 13, "\r\n"),
+                 d + 13);
+    return n;
+}
+
+static void *do_call(void *arg)
+{
+    struct call *c = arg;
+    char url[1024];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", c->port, c->path);
+    CURL *h = curl_easy_init();
+    struct curl_slist *hd = NULL;
+    char ct[128];
+    snprintf(ct, sizeof ct, "Content-Type: %s", c->ctype ? c->ctype : "application/json");
+    hd = curl_slist_append(hd, ct);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+    if (c->body)
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, c->body);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &c->out);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 15L);
+    c->cc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &c->code);
+    curl_slist_free_all(hd);
+    curl_easy_cleanup(h);
+    __atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static drv_apiserver *srv;
+static uint16_t port;
+
+static long call(const char *method, const char *path, const char *body, struct buf *out)
+{
+    struct call c = {.port = port, .method = method, .path = path, .body = body};
+    do_call(&c);
+    if (out)
+        *out = c.out;
+    else
+        free(c.out.p);
+    return c.code;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    static char fx[512];
+    const char *src = getenv("DROVER_SOURCE_DIR");
+    snprintf(fx, sizeof fx, "%.400s/tests/fixtures/k8s", src ? src : ".");
+    drv_apiserver_opts o = {.fixture_dir = fx, .bookmark_ms = 200, .crd_installed = true};
+    drv_diag d = {{0}};
+    if (drv_apiserver_start(&srv, &o, &d))
+        return -1;
+    port = drv_apiserver_port(srv);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    drv_apiserver_free(srv);
+    srv = NULL;
+    return 0;
+}
+
+static const char POD[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\"},"
+                          "\"spec\":{\"schedulerName\":\"drover\",\"containers\":[{\"name\":"
+                          "\"main\",\"image\":\"busybox\"}]}}";
+
+static void make_pod(const char *name)
+{
+    char b[512];
+    snprintf(b, sizeof b, POD, name);
+    assert_int_equal(call("POST", "/api/v1/namespaces/default/pods", b, NULL), 201);
+}
+
+static void test_injected_429_then_ok(void **state)
+{
+    (void)state;
+    drv_apiserver_fail_next(srv, 429, 1, 2);
+    struct call c = {.port = port, .method = "GET", .path = "/api/v1/nodes"};
+    do_call(&c);
+    assert_int_equal(c.code, 429);
+    assert_string_equal(c.retry_after, "2");
+    json_t *j = json_loads(c.out.p, 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(j, "reason")), "TooManyRequests");
+    json_decref(j);
+    free(c.out.p);
+    assert_int_equal(call("GET", "/api/v1/nodes", NULL, NULL), 200);
+    drv_apiserver_fail_next(srv, 500, 2, 0);
+    assert_int_equal(call("GET", "/api/v1/nodes", NULL, NULL), 500);
+    assert_int_equal(call("GET", "/api/v1/nodes", NULL, NULL), 500);
+    assert_int_equal(call("GET", "/api/v1/nodes", NULL, NULL), 200);
+}
+
+static void test_watch_from_expired_rv_gets_410(void **state)
+{
+    (void)state;
+    make_pod("exp-0");
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/default/pods?watch=1&resourceVersion=%llu",
+             (unsigned long long)drv_apiserver_rv(srv) - 1);
+    drv_apiserver_expire(srv);
+    struct buf out = {0};
+    assert_int_equal(call("GET", path, NULL, &out), 200);
+    json_t *ev = json_loads(out.p, JSON_DISABLE_EOF_CHECK, NULL);
+    assert_string_equal(json_string_value(json_object_get(ev, "type")), "ERROR");
+    json_t *st = json_object_get(ev, "object");
+    assert_string_equal(json_string_value(json_object_get(st, "reason")), "Expired");
+    assert_int_equal(json_integer_value(json_object_get(st, "code")), 410);
+    json_decref(ev);
+    free(out.p);
+}
+
+static void test_watch_bookmarks_and_selector_transition(void **state)
+{
+    (void)state;
+    make_pod("sel-0");
+    char path[512];
+    snprintf(path, sizeof path,
+             "/api/v1/namespaces/default/pods?watch=1&allowWatchBookmarks=true&timeoutSeconds=1&"
+             "fieldSelector=spec.nodeName%%3D&resourceVersion=%llu",
+             (unsigned long long)drv_apiserver_rv(srv));
+    struct call c = {.port = port, .method = "GET", .path = path};
+    pthread_t t;
+    pthread_create(&t, NULL, do_call, &c);
+    /* Binding moves sel-0 out of the "unbound" selector: the watch must say DELETED. */
+    assert_int_equal(call("POST", "/api/v1/namespaces/default/pods/sel-0/binding",
+                          "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":"
+                          "\"sel-0\"},\"target\":{\"kind\":\"Node\",\"name\":\"n1\"}}",
+                          NULL),
+                     201);
+    pthread_join(t, NULL);
+    assert_int_equal(c.cc, CURLE_OK);
+    assert_non_null(c.out.p);
+    assert_non_null(strstr(c.out.p, "\"type\":\"DELETED\""));
+    assert_non_null(strstr(c.out.p, "\"type\":\"BOOKMARK\""));
+    free(c.out.p);
+}
+
+static void test_drop_cuts_open_watch(void **state)
+{
+    (void)state;
+    struct call c = {.port = port,
+                     .method = "GET",
+                     .path = "/api/v1/namespaces/default/pods?watch=1&timeoutSeconds=10"};
+    pthread_t t;
+    pthread_create(&t, NULL, do_call, &c);
+    /* The watch may not be registered yet when we first drop: drop again (bounded, 50 ms
+     * apart) until the transfer has ended. */
+    for (int i = 0; i < 100 && !__atomic_load_n(&c.done, __ATOMIC_ACQUIRE); i++) {
+        drv_apiserver_drop_watches(srv);
+        nanosleep(&(struct timespec){0, 50000000L}, NULL);
+    }
+    pthread_join(t, NULL);
+    assert_int_not_equal(c.cc, CURLE_OK); /* no terminating chunk: the client sees an error */
+    free(c.out.p);
+}
+
+static void test_foreground_delete_removes_dependents_first(void **state)
+{
+    (void)state;
+    struct buf out = {0};
+    assert_int_equal(
+        call("POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+             "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":"
+             "{\"name\":\"owner\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":1}}}}",
+             &out),
+        201);
+    json_t *tj = json_loads(out.p, 0, NULL);
+    free(out.p);
+    char b[1024];
+    snprintf(b, sizeof b,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"dep-0\","
+             "\"ownerReferences\":[{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":"
+             "\"TrainingJob\",\"name\":\"owner\",\"uid\":\"%s\",\"controller\":true,"
+             "\"blockOwnerDeletion\":true}]},\"spec\":{\"containers\":[{\"name\":\"m\","
+             "\"image\":\"x\"}]}}",
+             json_string_value(json_object_get(json_object_get(tj, "metadata"), "uid")));
+    json_decref(tj);
+    assert_int_equal(call("POST", "/api/v1/namespaces/default/pods", b, NULL), 201);
+    const char *owner = "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/owner";
+    char path[300];
+    snprintf(path, sizeof path, "%s?propagationPolicy=Foreground", owner);
+    assert_int_equal(call("DELETE", path, NULL, &out), 200);
+    assert_non_null(strstr(out.p, "foregroundDeletion"));
+    free(out.p);
+    assert_int_equal(call("GET", owner, NULL, NULL), 200); /* still there, being deleted */
+    assert_int_equal(call("GET", "/api/v1/namespaces/default/pods/dep-0", NULL, NULL), 404);
+    assert_int_equal(call("GET", owner, NULL, NULL), 404);
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_injected_429_then_ok, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_from_expired_rv_gets_410, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_bookmarks_and_selector_transition, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_drop_cuts_open_watch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_foreground_delete_removes_dependents_first, setup,
+                                        teardown),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    curl_global_cleanup();
+    return rc;
+}

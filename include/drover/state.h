@@ -63,7 +63,7 @@ typedef struct drv_sample {
     double loss;  /* observed loss, with noise */
 } drv_sample;
 
-enum { DRV_HIST = 32 }; /* progress samples kept per job (a ring) */
+enum { DRV_HIST = 32 }; /* progress samples kept per live job (a ring) */
 
 typedef struct drv_job {
     int32_t name, user, queue; /* interned */
@@ -88,7 +88,9 @@ typedef struct drv_job {
     int32_t preemptions;        /* times evicted by preemption */
     int32_t nhist;              /* samples in hist (<= DRV_HIST) */
     int32_t hist_head;          /* index of the oldest sample */
-    drv_sample hist[DRV_HIST];  /* recent progress samples, oldest first from hist_head */
+    drv_sample *hist;           /* ring of DRV_HIST recent samples, allocated at the first
+                                   sample and freed when the job is done: a finished job of a
+                                   long trace costs no history */
 } drv_job;
 
 typedef struct drv_pod {
@@ -125,7 +127,7 @@ int drv_state_add_node(drv_state *st, const char *name, drv_res alloc, const cha
 int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id);
 
 /* Sets a job's phase (enum drv_job_phase), keeping the set of live jobs current. Drivers
- * change phases only through this. */
+ * change phases only through this. Entering DRV_JOB_DONE frees the job's progress history. */
 void drv_state_set_phase(drv_state *st, int32_t job, int phase);
 /* The first live job with id >= from, or -1: iterates live jobs in id order, O(jobs/64). */
 int32_t drv_state_next_live(const drv_state *st, int32_t from);
@@ -142,8 +144,12 @@ void drv_state_unbind(drv_state *st, int32_t pod);
 void drv_state_set_cpu_limit(drv_state *st, int32_t pod, int64_t cpu_limit);
 /* Sets how many workers a job wants; clamps nothing (the invariants check the bounds). */
 void drv_state_set_workers(drv_state *st, int32_t job, int32_t n);
-/* Records a progress sample in the job's ring. */
-void drv_job_add_sample(drv_job *j, drv_sample s);
+/* Records a progress sample in the job's ring (allocated at the first sample). 0 or
+ * DRV_ENOMEM. */
+int drv_job_add_sample(drv_job *j, drv_sample s);
+/* Forgets a job's samples and frees its ring (done by drv_state_set_phase at DRV_JOB_DONE and
+ * by drv_state_fini; a caller owning a drv_job outside a state calls it itself). */
+void drv_job_clear_hist(drv_job *j);
 /* The i-th newest sample (0 = newest); i must be < j->nhist. */
 const drv_sample *drv_job_sample(const drv_job *j, int i);
 

@@ -40,6 +40,8 @@ int drv_state_init(drv_state *st)
 void drv_state_fini(drv_state *st)
 {
     drv_strtab_free(st->names);
+    for (int32_t i = 0; i < st->njobs; i++)
+        drv_job_clear_hist(&st->jobs[i]);
     drv_free(st->nodes);
     drv_free(st->jobs);
     drv_free(st->pods);
@@ -100,6 +102,7 @@ int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id)
     j->pod_count = slots;
     j->start = j->end = -1;
     j->nhist = j->hist_head = 0;
+    j->hist = NULL;
     for (int r = 0; r < DRV_NROLES; r++) {
         j->target[r] = j->role[r].replicas;
         j->bound[r] = 0;
@@ -122,6 +125,8 @@ int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id)
 void drv_state_set_phase(drv_state *st, int32_t job, int phase)
 {
     st->jobs[job].phase = phase;
+    if (phase == DRV_JOB_DONE)
+        drv_job_clear_hist(&st->jobs[job]);
     uint64_t bit = (uint64_t)1 << (job % 64);
     bool was = (st->live[job / 64] & bit) != 0;
     bool is = phase != DRV_JOB_FUTURE && phase != DRV_JOB_DONE;
@@ -191,8 +196,14 @@ void drv_state_set_workers(drv_state *st, int32_t job, int32_t n)
     st->jobs[job].target[DRV_ROLE_WORKER] = n;
 }
 
-void drv_job_add_sample(drv_job *j, drv_sample s)
+int drv_job_add_sample(drv_job *j, drv_sample s)
 {
+    if (!j->hist) {
+        j->hist = drv_malloc(DRV_HIST * sizeof *j->hist);
+        if (!j->hist)
+            return DRV_ENOMEM;
+        j->nhist = j->hist_head = 0;
+    }
     if (j->nhist < DRV_HIST) {
         j->hist[(j->hist_head + j->nhist) % DRV_HIST] = s;
         j->nhist++;
@@ -200,6 +211,14 @@ void drv_job_add_sample(drv_job *j, drv_sample s)
         j->hist[j->hist_head] = s;
         j->hist_head = (j->hist_head + 1) % DRV_HIST;
     }
+    return 0;
+}
+
+void drv_job_clear_hist(drv_job *j)
+{
+    drv_free(j->hist);
+    j->hist = NULL;
+    j->nhist = j->hist_head = 0;
 }
 
 const drv_sample *drv_job_sample(const drv_job *j, int i)

@@ -279,12 +279,12 @@ static void advance(drv_sim *s, int32_t job)
     x->upd_t = s->now;
 }
 
-static void sample(drv_sim *s, int32_t job)
+static int sample(drv_sim *s, int32_t job)
 {
     drv_job *j = &s->st.jobs[job];
     jobsim *x = &s->js[job];
     double obs = drv_loss_observed(family(s, job), j->steps, s->cfg.seed, job, x->nsamples++);
-    drv_job_add_sample(j, (drv_sample){s->now, j->steps, obs});
+    return drv_job_add_sample(j, (drv_sample){s->now, j->steps, obs});
 }
 
 static bool calibrated(const drv_sim *s, int32_t job)
@@ -504,7 +504,8 @@ static int run_cycle(drv_sim *s, drv_diag *d)
     if (s->periodic)
         for (int32_t k = 0; k < s->nrun; k++) {
             advance(s, s->runl[k]);
-            sample(s, s->runl[k]);
+            if (sample(s, s->runl[k]) != 0)
+                return drv_fail(d, DRV_ENOMEM, "out of memory");
         }
     s->dec.n = 0;
     drv_snapshot snap = {&s->st, s->now};
@@ -645,7 +646,9 @@ static int on_complete(drv_sim *s, int32_t job)
     advance(s, job);
     j->steps = j->steps_total;
     j->loss = drv_loss(family(s, job), j->steps);
-    sample(s, job);
+    int rc = sample(s, job);
+    if (rc)
+        return rc;
     s->res[job].end = s->now;
     s->res[job].workers = j->bound[DRV_ROLE_WORKER];
     bool overcommitted = false;
@@ -663,8 +666,7 @@ static int on_complete(drv_sim *s, int32_t job)
      * limits were overcommitted on a node the job left: then recompute rates. */
     for (int32_t k = 0; overcommitted && k < s->nrun; k++) {
         advance(s, s->runl[k]);
-        int rc = reschedule(s, s->runl[k]);
-        if (rc)
+        if ((rc = reschedule(s, s->runl[k])) != 0)
             return rc;
     }
     return request_cycle(s);
@@ -716,7 +718,7 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
             }
             rc = reschedule(s, e.job);
             if (!rc && s->periodic)
-                sample(s, e.job);
+                rc = sample(s, e.job);
             break;
         }
         case EV_COMPLETE:

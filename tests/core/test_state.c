@@ -222,10 +222,44 @@ static void test_progress_ring(void **unused)
     drv_job j;
     memset(&j, 0, sizeof j);
     for (int i = 0; i < DRV_HIST + 5; i++)
-        drv_job_add_sample(&j, (drv_sample){i, i * 10.0, 1.0 / (i + 1)});
+        assert_int_equal(drv_job_add_sample(&j, (drv_sample){i, i * 10.0, 1.0 / (i + 1)}), 0);
     assert_int_equal(j.nhist, DRV_HIST);
     assert_true(drv_job_sample(&j, 0)->t == DRV_HIST + 4);
     assert_true(drv_job_sample(&j, DRV_HIST - 1)->t == 5);
+    drv_job_clear_hist(&j);
+    assert_null(j.hist);
+    assert_int_equal(j.nhist, 0);
+    /* the ring is allocated at the first sample: a failing allocation is reported */
+    drv_alloc_fail_at(1);
+    assert_int_equal(drv_job_add_sample(&j, (drv_sample){1, 1, 1}), DRV_ENOMEM);
+    drv_alloc_fail_at(0);
+    assert_int_equal(j.nhist, 0);
+}
+
+/* A job's history lives while the job does: finishing it frees the ring, so a long trace's
+ * finished jobs cost no history. */
+static void test_done_job_frees_history(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    assert_int_equal(drv_state_init(&st), 0);
+    drv_job t;
+    memset(&t, 0, sizeof t);
+    t.role[DRV_ROLE_WORKER] = (drv_rolespec){1, 1, 1, {1000, 1, 0}, 1000};
+    t.phase = DRV_JOB_PENDING;
+    int32_t a, b;
+    assert_int_equal(drv_state_add_job(&st, &t, &a), 0);
+    assert_int_equal(drv_state_add_job(&st, &t, &b), 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(drv_job_add_sample(&st.jobs[a], (drv_sample){i, i, 1}), 0);
+        assert_int_equal(drv_job_add_sample(&st.jobs[b], (drv_sample){i, i, 1}), 0);
+    }
+    drv_state_set_phase(&st, a, DRV_JOB_DONE);
+    assert_null(st.jobs[a].hist);
+    assert_int_equal(st.jobs[a].nhist, 0);
+    assert_int_equal(st.jobs[b].nhist, 3); /* the other job keeps its samples */
+    assert_true(drv_job_sample(&st.jobs[b], 0)->t == 2);
+    drv_state_fini(&st); /* frees b's ring: the ASan build's leak check fails otherwise */
 }
 
 static void test_rng_determinism(void **unused)
@@ -258,6 +292,7 @@ int main(void)
         cmocka_unit_test(test_cycle_gang_rollback),
         cmocka_unit_test(test_cycle_without_admit_is_refused),
         cmocka_unit_test(test_progress_ring),
+        cmocka_unit_test(test_done_job_frees_history),
         cmocka_unit_test(test_rng_determinism),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,20 +6,22 @@
  * request shapes drawn from a seeded mix) are placed by ONE scheduling cycle of the given
  * profile. Reported: pods placed per second of cycle time.
  *
- * Baseline: the obvious placement, written out here without the core: for every pod, scan every
- * node, keep those with room, score least-allocated, take the best (gangs all-or-nothing).
+ * Baseline, default profile (least-allocated): the obvious placement, written out here without
+ * the core: for every pod, scan every node, keep those with room, score least-allocated, take
+ * the best (gangs all-or-nothing). Quality: the cycle's BIND decisions are replayed in order on
+ * a copy of the free resources; for each, every node is scored as the exhaustive scan would and
+ * the chosen node must score as high as the best. The count of worse choices is printed (0).
  *
- * Quality: the cycle's BIND decisions are replayed in order on a copy of the free resources;
- * for each, every node is scored as the exhaustive scan would and the chosen node must score
- * as high as the best. The count of worse choices is printed (it must be 0).
+ * Baseline, any other --profile (e.g. the drover profile's locality + PS anti-affinity +
+ * least-allocated scoring): the same core and plugins told to scan every node for every pod
+ * (drv_sched_set_exhaustive) — the obvious placement with those scores. Quality: the indexed
+ * cycle's decisions must equal the scan's, one by one; "worse" counts those that differ.
  *
  * With --latency K, it instead times K cycles (each on the same snapshot, decisions discarded)
  * and prints the p50/p99/max cycle latency beside the same percentiles of the scan baseline.
  *
- * With --quality 0 (for profiles that score more than least-allocated) the check is skipped.
- *
  * usage: place [--nodes N[,N...]] [--pods N] [--reps R] [--latency K] [--profile LINE]
- *              [--quality 0|1] [--seed S]
+ *              [--seed S]
  */
 #include "drover/policy.h"
 
@@ -149,8 +151,8 @@ static double pctl(double *v, int n, double p)
     return v[k < 0 ? 0 : k >= n ? n - 1 : k];
 }
 
-static int latency(const drv_profile *prof, const char *nodes_arg, int32_t pods, int k,
-                   uint64_t seed)
+static int latency(const drv_profile *prof, bool ref_core, const char *nodes_arg, int32_t pods,
+                   int k, uint64_t seed)
 {
     printf("%7s %10s %10s %10s %12s %12s %12s\n", "nodes", "p50_ms", "p99_ms", "max_ms",
            "scan_p50_ms", "scan_p99_ms", "scan_max_ms");
@@ -160,11 +162,13 @@ static int latency(const drv_profile *prof, const char *nodes_arg, int32_t pods,
         drv_state st;
         build(&st, nn, pods, seed);
         drv_diag d = {{0}};
-        drv_sched *s;
-        if (drv_sched_new(prof, &s, &d)) {
+        drv_sched *s, *ref = NULL;
+        if (drv_sched_new(prof, &s, &d) || (ref_core && drv_sched_new(prof, &ref, &d))) {
             fprintf(stderr, "place: %s\n", d.msg);
             return 2;
         }
+        if (ref)
+            drv_sched_set_exhaustive(ref, true);
         drv_decisions ds;
         drv_decisions_init(&ds);
         drv_snapshot snap = {&st, 0};
@@ -178,7 +182,12 @@ static int latency(const drv_profile *prof, const char *nodes_arg, int32_t pods,
             for (int32_t j = 0; j < nn; j++)
                 fr[j] = drv_node_free(&st.nodes[j]);
             t0 = now_s();
-            scan_place(&st, fr);
+            if (ref) {
+                ds.n = 0;
+                drv_sched_cycle(ref, &snap, &ds);
+            } else {
+                scan_place(&st, fr);
+            }
             b[i] = (now_s() - t0) * 1e3;
         }
         printf("%7d %10.3f %10.3f %10.3f %12.3f %12.3f %12.3f\n", nn, pctl(a, k, 50),
@@ -189,19 +198,33 @@ static int latency(const drv_profile *prof, const char *nodes_arg, int32_t pods,
         free(fr);
         drv_decisions_fini(&ds);
         drv_sched_free(s);
+        drv_sched_free(ref);
         drv_state_fini(&st);
     }
     free(list);
     return 0;
 }
 
+/* Decisions that differ between two runs of one cycle, position by position. */
+static int64_t differ(const drv_decisions *a, const drv_decisions *b)
+{
+    int64_t n = 0;
+    int32_t m = a->n > b->n ? a->n : b->n;
+    for (int32_t i = 0; i < m; i++)
+        if (i >= a->n || i >= b->n || a->v[i].kind != b->v[i].kind || a->v[i].pod != b->v[i].pod ||
+            a->v[i].node != b->v[i].node)
+            n++;
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     const char *nodes_arg = "1000,5000,10000,50000";
     int32_t pods = 10000, reps = 3, lat = 0;
-    int quality = 1; /* the check scores least-allocated only: off for other profiles */
     uint64_t seed = 1;
-    const char *line = "admit=gang score=least-allocated";
+    int profile_only = 0;
+    static const char default_line[] = "admit=gang score=least-allocated";
+    const char *line = default_line;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--nodes"))
             nodes_arg = argv[i + 1];
@@ -211,12 +234,12 @@ int main(int argc, char **argv)
             reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--profile"))
             line = argv[i + 1];
-        else if (!strcmp(argv[i], "--quality"))
-            quality = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--latency"))
             lat = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--seed"))
             seed = strtoull(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--profile-only")) /* for perf: no baseline, no check */
+            profile_only = atoi(argv[i + 1]);
     }
     drv_diag d = {{0}};
     drv_profile prof;
@@ -225,8 +248,10 @@ int main(int argc, char **argv)
         return 2;
     }
     printf("place: %d pending pods in gangs of 1-64, profile: %s\n", pods, line);
+    /* Any profile but the default is compared with the core scanning every node. */
+    bool ref_core = strcmp(line, default_line) != 0;
     if (lat > 0)
-        return latency(&prof, nodes_arg, pods, lat, seed);
+        return latency(&prof, ref_core, nodes_arg, pods, lat, seed);
     printf("%7s %12s %12s %8s %9s %10s %9s\n", "nodes", "core_pods/s", "scan_pods/s", "ratio",
            "placed", "scan_plcd", "worse");
     char *list = strdup(nodes_arg);
@@ -234,13 +259,16 @@ int main(int argc, char **argv)
         int32_t nn = atoi(tok);
         drv_state st;
         build(&st, nn, pods, seed);
-        drv_sched *s;
-        if (drv_sched_new(&prof, &s, &d)) {
+        drv_sched *s, *ref = NULL;
+        if (drv_sched_new(&prof, &s, &d) || (ref_core && drv_sched_new(&prof, &ref, &d))) {
             fprintf(stderr, "place: %s\n", d.msg);
             return 2;
         }
-        drv_decisions ds;
+        if (ref)
+            drv_sched_set_exhaustive(ref, true);
+        drv_decisions ds, dref;
         drv_decisions_init(&ds);
+        drv_decisions_init(&dref);
         drv_snapshot snap = {&st, 0};
         double best_core = 1e30, best_scan = 1e30;
         int64_t placed = 0, scan_placed = 0;
@@ -254,8 +282,15 @@ int main(int argc, char **argv)
                 best_core = t1 - t0;
             for (int32_t k = 0; k < nn; k++)
                 fr[k] = drv_node_free(&st.nodes[k]);
+            if (profile_only)
+                continue;
             t0 = now_s();
-            scan_placed = scan_place(&st, fr);
+            if (ref) {
+                dref.n = 0;
+                drv_sched_cycle(ref, &snap, &dref);
+            } else {
+                scan_placed = scan_place(&st, fr);
+            }
             t1 = now_s();
             if (t1 - t0 < best_scan)
                 best_scan = t1 - t0;
@@ -265,6 +300,12 @@ int main(int argc, char **argv)
             fr[k] = drv_node_free(&st.nodes[k]);
         int64_t worse = 0;
         placed = 0;
+        if (ref) { /* the scan's decisions, one by one */
+            worse = differ(&ds, &dref);
+            scan_placed = 0;
+            for (int32_t i = 0; i < dref.n; i++)
+                scan_placed += dref.v[i].kind == DRV_BIND;
+        }
         for (int32_t i = 0; i < ds.n; i++) {
             const drv_decision *x = &ds.v[i];
             if (x->kind != DRV_BIND)
@@ -278,21 +319,21 @@ int main(int argc, char **argv)
                     if (sc > bs)
                         bs = sc;
                 }
-            if (la_score(&st.nodes[x->node], fr[x->node], req) < bs ||
-                !drv_res_fits(req, fr[x->node]))
+            if (!ref && (la_score(&st.nodes[x->node], fr[x->node], req) < bs ||
+                         !drv_res_fits(req, fr[x->node])))
                 worse++;
             fr[x->node] = drv_res_sub(fr[x->node], req);
             placed++;
         }
-        char wbuf[24];
-        snprintf(wbuf, sizeof wbuf, "%lld", (long long)worse);
-        printf("%7d %12.0f %12.0f %8.1f %9lld %10lld %9s\n", nn, placed / best_core,
+        printf("%7d %12.0f %12.0f %8.1f %9lld %10lld %9lld\n", nn, placed / best_core,
                scan_placed / best_scan, (placed / best_core) / (scan_placed / best_scan),
-               (long long)placed, (long long)scan_placed, quality ? wbuf : "-");
+               (long long)placed, (long long)scan_placed, (long long)worse);
         fflush(stdout);
         free(fr);
         drv_decisions_fini(&ds);
+        drv_decisions_fini(&dref);
         drv_sched_free(s);
+        drv_sched_free(ref);
         drv_state_fini(&st);
     }
     free(list);

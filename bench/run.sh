@@ -19,11 +19,14 @@ run() { # title, command...
 }
 run "Gang placement throughput vs exhaustive scan (10,000 pods, 1k-50k nodes)" \
     "$b/bench/place" --nodes 1000,5000,10000,50000 --reps 3
-run "Gang placement with the drover profile's scoring (locality, PS anti-affinity, least-allocated: exact scan path)" \
-    "$b/bench/place" --nodes 1000,5000 --reps 2 --quality 0 \
+run "Gang placement with the drover profile's scoring (locality, PS anti-affinity, least-allocated) vs the same scores scanned" \
+    "$b/bench/place" --nodes 1000,5000,10000,50000 --reps 1 \
     --profile "admit=gang score=locality*4,ps-anti-affinity,least-allocated"
 run "Scheduling-cycle latency, 1,000 pending pods on 5,000 nodes (200 cycles)" \
     "$b/bench/place" --nodes 5000 --pods 1000 --latency 200
+run "Scheduling-cycle latency with the drover profile's scoring, 1,000 pending pods on 5,000 nodes (50 cycles)" \
+    "$b/bench/place" --nodes 5000 --pods 1000 --latency 50 \
+    --profile "admit=gang score=locality*4,ps-anti-affinity,least-allocated"
 run "Simulator: 10,000 jobs on 1,000 nodes (default scenario's arrival rate: overloaded); /tick = time-stepped baseline" \
     "$b/bench/sim_speed" --jobs 10000 --nodes 1000 --baseline 1 --policy k8s-default,gang-fifo,drover
 run "Simulator: 100,000 jobs on 5,000 nodes, steady load" \

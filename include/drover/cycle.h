@@ -82,6 +82,28 @@ typedef struct drv_knob {
     double value;
 } drv_knob;
 
+/*
+ * A set of nodes the best-node index asks score plugins to bound (drv_plugin.score_bound). All
+ * its nodes share one allocatable; the other fields summarise them in the assumed state. Which
+ * nodes a set stands for depends on its topology fields, relative to the zones and racks where
+ * the pod's job already has pods (its "job zones" and "job racks"):
+ *   zone = -1, rack = -1   nodes in no job zone and no job rack;
+ *   zone = z,  rack = -1   nodes of zone z in no job rack;
+ *   rack = r   (zone -1)   nodes of rack r, whatever their zone.
+ * The core scores the job's own nodes exactly, so a bound never needs to cover them.
+ */
+/* A per-node key a score is monotone in (drv_plugin.node_key). */
+typedef double (*drv_node_key_fn)(const drv_node *n, drv_res free);
+
+typedef struct drv_node_set {
+    drv_res alloc;       /* allocatable of every node of the set */
+    drv_res maxfree;     /* per-dimension maximum of their free resources */
+    double maxkey;       /* maximum of key(node, free) over them, when key is not NULL */
+    drv_node_key_fn key; /* the profile's keyed score plugin's node_key, or NULL */
+    int32_t min_ps;      /* minimum of their PS pod counts */
+    int32_t zone, rack;  /* interned labels as above, or -1 */
+} drv_node_set;
+
 struct drv_plugin {
     const char *name; /* as written in profiles */
     const char *doc;  /* one line for `drover policies` */
@@ -108,12 +130,13 @@ struct drv_plugin {
      * score(pod, node) is non-decreasing in node_key(node, free) for every pod. When a
      * profile's only score plugin has it (and there are no filter plugins), the core finds the
      * best node through an index instead of scoring every node (docs/cycle.md, "Cost"). */
-    double (*node_key)(const drv_node *n, drv_res free);
-    /* For score plugins: true when the score of a pod on a node depends only on where the pod's
-     * own job has pods (assumed state), is the same on every node of a zone (rack) holding none
-     * of them, and is never smaller in a rack than in its zone, nor on a node than in its rack
-     * (PS/worker locality). Such plugins can be combined with one keyed plugin in the index. */
-    bool topology_bonus;
+    drv_node_key_fn node_key;
+    /* Optional, for score plugins: an upper bound of score(pod, n) over the nodes n of a set
+     * (drv_node_set) that hold none of the pod's job's pods. When every score plugin of a
+     * profile has it (and there are no filter plugins), the core finds the exact best node by
+     * branch and bound over an index instead of scoring every node (docs/cycle.md, "Cost").
+     * A loose bound costs time, never quality; a bound below a real score costs quality. */
+    int (*score_bound)(const drv_ctx *c, void *state, int32_t pod, const drv_node_set *set);
     /* scale: grow or shrink running elastic jobs (SCALE, EVICT, BIND decisions). */
     void (*scale)(drv_ctx *c, void *state);
     /* reallocate: change CPU limits of running pods (RESIZE decisions). */
@@ -164,6 +187,11 @@ typedef struct drv_sched drv_sched;
  * plugin and knob. */
 int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d);
 void drv_sched_free(drv_sched *s);
+/* Scan every node for every pod even when the profile allows the best-node index: the
+ * reference the index must agree with, decision for decision (tests and benchmarks). */
+void drv_sched_set_exhaustive(drv_sched *s, bool on);
+/* True when the profile lets placement use the best-node index (docs/cycle.md, "Cost"). */
+bool drv_sched_indexed(const drv_sched *s);
 const drv_profile *drv_sched_profile(const drv_sched *s);
 
 /*

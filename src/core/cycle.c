@@ -52,9 +52,12 @@ struct drv_sched {
     drv_res totfree;               /* sum of free[] over schedulable nodes */
     drv_nodeindex *ix;             /* best-node index, when the profile allows it (nodeindex.h) */
     bool use_ix;                   /* the profile allows it */
-    int ix_fam;                    /* families to build: 1, or 3 with topology-bonus scores */
-    drv_node_key_fn ix_key;        /* the keyed score plugin's key */
+    bool ix_bb;                    /* branch and bound over score bounds, else best by key */
+    int ix_fam;                    /* families to build: 1, or 3 for branch and bound */
+    drv_node_key_fn ix_key;        /* the keyed score plugin's key, or NULL */
     bool ix_ok;                    /* this cycle's index was built */
+    bool exhaustive;               /* drv_sched_set_exhaustive: never use the index */
+    int32_t ix_nodes;              /* nodes in the index (schedulable ones) */
     gang_shape failed[MAX_FAILED]; /* gangs that did not fit since capacity last grew */
     int32_t nfailed;
     bool rolling_back; /* give() during a rollback restores, it does not free capacity */
@@ -128,27 +131,46 @@ int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d)
             s->ustate[pt][i] = s->inst[k].state;
         }
     }
-    /* The index applies with no filters, one keyed score and any topology-bonus scores. */
+    /* The index applies with no filters and either one keyed score alone (best by key), or
+     * scores that all have bounds, at most one of them keyed (branch and bound). */
     const drv_profile *pr = &s->prof;
-    int keyed = 0, topo = 0;
-    for (int i = 0; i < pr->nuse[DRV_PT_SCORE]; i++) {
+    int keyed = 0, bounded = 0, nscore = pr->nuse[DRV_PT_SCORE];
+    for (int i = 0; i < nscore; i++) {
         const drv_plugin *p = pr->use[DRV_PT_SCORE][i].p;
         if (p->node_key) {
             keyed++;
             s->ix_key = p->node_key;
-        } else if (p->topology_bonus) {
-            topo++;
         }
+        bounded += p->score_bound != NULL;
     }
-    s->use_ix =
-        pr->nuse[DRV_PT_FILTER] == 0 && keyed == 1 && keyed + topo == pr->nuse[DRV_PT_SCORE];
-    s->ix_fam = topo ? DRV_IX_FAMILIES : 1;
+    s->use_ix = false;
+    if (pr->nuse[DRV_PT_FILTER] == 0 && keyed == 1 && nscore == 1) {
+        s->use_ix = true;
+        s->ix_bb = false;
+        s->ix_fam = 1;
+    } else if (pr->nuse[DRV_PT_FILTER] == 0 && nscore > 0 && bounded == nscore && keyed <= 1) {
+        s->use_ix = true;
+        s->ix_bb = true;
+        s->ix_fam = DRV_IX_FAMILIES;
+        if (!keyed)
+            s->ix_key = NULL;
+    }
     if (s->use_ix && !(s->ix = drv_nodeindex_new())) {
         drv_sched_free(s);
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     }
     *out = s;
     return 0;
+}
+
+void drv_sched_set_exhaustive(drv_sched *s, bool on)
+{
+    s->exhaustive = on;
+}
+
+bool drv_sched_indexed(const drv_sched *s)
+{
+    return s->use_ix;
 }
 
 void drv_sched_free(drv_sched *s)
@@ -228,6 +250,11 @@ uint32_t drv_ctx_cycle(const drv_ctx *c)
     return c->s->stamp;
 }
 
+static void ix_update(drv_sched *s, int32_t node)
+{
+    drv_nodeindex_update(s->ix, node, s->free[node], s->nrole[node * DRV_NROLES + DRV_ROLE_PS]);
+}
+
 static void set_pod_node(drv_ctx *c, int32_t pod, int32_t node)
 {
     int role = c->snap->st->pods[pod].role;
@@ -236,6 +263,12 @@ static void set_pod_node(drv_ctx *c, int32_t pod, int32_t node)
         c->s->nrole[from * DRV_NROLES + role]--;
     if (node >= 0)
         c->s->nrole[node * DRV_NROLES + role]++;
+    if (role == DRV_ROLE_PS && c->s->ix_ok) { /* the index keeps PS counts for bounds */
+        if (from >= 0)
+            ix_update(c->s, from);
+        if (node >= 0)
+            ix_update(c->s, node);
+    }
     c->s->pod_stamp[pod] = c->s->stamp;
     c->s->pod_node[pod] = node;
     c->s->job_touch[c->snap->st->pods[pod].job] = c->s->stamp;
@@ -266,7 +299,7 @@ static void take(drv_ctx *c, int32_t node, drv_res r)
     if (c->snap->st->nodes[node].schedulable)
         s->totfree = drv_res_sub(s->totfree, r);
     if (s->ix_ok)
-        drv_nodeindex_update(s->ix, node, s->free[node]);
+        ix_update(s, node);
 }
 
 static void give(drv_ctx *c, int32_t node, drv_res r)
@@ -274,7 +307,7 @@ static void give(drv_ctx *c, int32_t node, drv_res r)
     drv_sched *s = c->s;
     s->free[node] = drv_res_add(s->free[node], r);
     if (s->ix_ok)
-        drv_nodeindex_update(s->ix, node, s->free[node]);
+        ix_update(s, node);
     if (c->snap->st->nodes[node].schedulable) {
         s->totfree = drv_res_add(s->totfree, r);
         s->maxfree = res_max(s->maxfree, s->free[node]);
@@ -481,32 +514,70 @@ static void consider(const drv_ctx *c, int32_t pod, int32_t n, int32_t *best, in
     }
 }
 
-static void consider_groups(const drv_ctx *c, int32_t pod, drv_res req, int fam, int32_t label,
-                            int32_t *best, int64_t *best_sc)
+/* Branch and bound callbacks: the weighted sum of the score plugins' bounds; the real score. */
+typedef struct bb_arg {
+    const drv_ctx *c;
+    int32_t pod;
+} bb_arg;
+
+static int64_t bb_bound(void *arg, const drv_node_set *set)
 {
-    const int32_t *g;
-    int32_t n = drv_nodeindex_with_label(c->s->ix, fam, label, &g);
-    for (int32_t i = 0; i < n; i++)
-        consider(c, pod, drv_nodeindex_best(c->s->ix, fam, g[i], req), best, best_sc);
+    const bb_arg *a = arg;
+    const drv_profile *pr = &a->c->s->prof;
+    int64_t sum = 0;
+    for (int i = 0; i < pr->nuse[DRV_PT_SCORE]; i++) {
+        const drv_plugin_use *u = &pr->use[DRV_PT_SCORE][i];
+        int v = u->p->score_bound(a->c, a->c->s->ustate[DRV_PT_SCORE][i], a->pod, set);
+        v = v < 0 ? 0 : v > 100 ? 100 : v;
+        sum += (int64_t)u->weight * v;
+    }
+    return sum;
+}
+
+static int64_t bb_score(void *arg, int32_t node)
+{
+    const bb_arg *a = arg;
+    return drv_ctx_score(a->c, a->pod, node);
+}
+
+/* Searches every group of family fam, or those labelled label (>= 0). Returns the number of
+ * nodes in the groups. */
+static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, int32_t label,
+                             int32_t *best, int64_t *best_sc)
+{
+    const drv_nodeindex *ix = c->s->ix;
+    const int32_t *g = NULL;
+    int32_t n =
+        label >= 0 ? drv_nodeindex_with_label(ix, fam, label, &g) : drv_nodeindex_groups(ix, fam);
+    int32_t nodes = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t grp = g ? g[i] : i;
+        int32_t lab = drv_nodeindex_label(ix, fam, grp);
+        nodes += drv_nodeindex_group_nodes(ix, fam, grp);
+        drv_nodeindex_search(ix, fam, grp, req, fam == DRV_IX_ZONE ? lab : -1,
+                             fam == DRV_IX_RACK ? lab : -1, bb_bound, bb_score, a, best, best_sc);
+    }
+    return nodes;
 }
 
 /*
- * Best node through the index. Candidates: each allocatable class's best fitting node by key;
- * with topology-bonus scores also each (class, zone) and (class, rack) group's where the job
- * has pods, and the job's own nodes. Any other node scores no higher than one of these (its
- * key is no larger than its group's best and its bonus no larger), so the real best is among
- * them: every candidate is scored for real.
+ * Best node through the index, exact (docs/cycle.md, "Cost"). With one keyed score alone: each
+ * allocatable class's best fitting node by key. Otherwise branch and bound, covering every node
+ * with a search whose bounds hold for it (drv_node_set): the job's own nodes are scored exactly;
+ * nodes of the job's racks are searched rack by rack; other nodes of the job's zones zone by
+ * zone; all others class by class. Leaves are scored for real, so every candidate is exact.
  */
 static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
 {
     const drv_state *st = c->snap->st;
     int32_t best = -1;
     int64_t best_sc = -1;
-    int32_t ng = drv_nodeindex_groups(c->s->ix, DRV_IX_GLOBAL);
-    for (int32_t g = 0; g < ng; g++)
-        consider(c, pod, drv_nodeindex_best(c->s->ix, DRV_IX_GLOBAL, g, req), &best, &best_sc);
-    if (c->s->ix_fam == 1)
+    if (!c->s->ix_bb) {
+        int32_t ng = drv_nodeindex_groups(c->s->ix, DRV_IX_GLOBAL);
+        for (int32_t g = 0; g < ng; g++)
+            consider(c, pod, drv_nodeindex_best(c->s->ix, DRV_IX_GLOBAL, g, req), &best, &best_sc);
         return best;
+    }
     const drv_job *j = &st->jobs[st->pods[pod].job];
     int32_t zones[16], racks[16], nz = 0, nr = 0;
     bool all_z = false, all_r = false;
@@ -526,16 +597,24 @@ static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
         if (i == nr && !(all_r = all_r || nr == 16))
             racks[nr++] = r;
     }
-    if (all_z || all_r) { /* spread too wide to list: every group is a candidate */
-        for (int fam = DRV_IX_ZONE; fam <= DRV_IX_RACK; fam++)
-            for (int32_t g = 0; g < drv_nodeindex_groups(c->s->ix, fam); g++)
-                consider(c, pod, drv_nodeindex_best(c->s->ix, fam, g, req), &best, &best_sc);
+    bb_arg a = {c, pod};
+    if (all_r) { /* spread over too many racks to list: every rack group covers its nodes */
+        search_family(c, &a, req, DRV_IX_RACK, -1, &best, &best_sc);
         return best;
     }
-    for (int32_t i = 0; i < nz; i++)
-        consider_groups(c, pod, req, DRV_IX_ZONE, zones[i], &best, &best_sc);
     for (int32_t i = 0; i < nr; i++)
-        consider_groups(c, pod, req, DRV_IX_RACK, racks[i], &best, &best_sc);
+        search_family(c, &a, req, DRV_IX_RACK, racks[i], &best, &best_sc);
+    if (all_z) { /* every zone group: together they cover every node outside the racks */
+        search_family(c, &a, req, DRV_IX_ZONE, -1, &best, &best_sc);
+        return best;
+    }
+    int32_t covered = 0;
+    for (int32_t i = 0; i < nz; i++)
+        covered += search_family(c, &a, req, DRV_IX_ZONE, zones[i], &best, &best_sc);
+    /* The job's zones hold every indexed node (one-zone clusters): no node is left for the
+     * global groups. */
+    if (covered < c->s->ix_nodes)
+        search_family(c, &a, req, DRV_IX_GLOBAL, -1, &best, &best_sc);
     return best;
 }
 
@@ -754,8 +833,12 @@ static int prepare(drv_sched *s, const drv_state *st)
     s->stamp++;
     drv_arena_reset(&s->arena);
     s->ix_ok = false;
-    if (s->use_ix)
-        s->ix_ok = drv_nodeindex_build(s->ix, st, s->free, s->ix_key, s->ix_fam) == 0;
+    if (s->use_ix && !s->exhaustive)
+        s->ix_ok = drv_nodeindex_build(s->ix, st, s->free, s->nrole + DRV_ROLE_PS, DRV_NROLES,
+                                       s->ix_key, s->ix_fam) == 0;
+    s->ix_nodes = 0;
+    for (int32_t g = 0; s->ix_ok && g < drv_nodeindex_groups(s->ix, DRV_IX_GLOBAL); g++)
+        s->ix_nodes += drv_nodeindex_group_nodes(s->ix, DRV_IX_GLOBAL, g);
     return 0;
 }
 

@@ -18,6 +18,7 @@ typedef struct cls {
     int32_t *node; /* leaf position -> node id (ascending) */
     drv_res *mx;   /* tree of per-dimension max free, 2*size entries, 1-based heap layout */
     double *key;   /* tree of max key */
+    int32_t *mps;  /* tree of min PS pod count */
 } cls;
 
 typedef struct family {
@@ -50,6 +51,7 @@ static void free_family(family *f)
         drv_free(f->c[i].node);
         drv_free(f->c[i].mx);
         drv_free(f->c[i].key);
+        drv_free(f->c[i].mps);
     }
     drv_free(f->c);
     drv_free(f->node_cls);
@@ -127,7 +129,8 @@ static int make_family(family *f, const drv_state *st, int fam)
         k->node = drv_malloc(sizeof *k->node * (size_t)k->size);
         k->mx = drv_malloc(sizeof *k->mx * 2 * (size_t)k->size);
         k->key = drv_malloc(sizeof *k->key * 2 * (size_t)k->size);
-        if (!k->node || !k->mx || !k->key)
+        k->mps = drv_malloc(sizeof *k->mps * 2 * (size_t)k->size);
+        if (!k->node || !k->mx || !k->key || !k->mps)
             return DRV_ENOMEM;
         for (int32_t p = 0; p < k->size; p++)
             k->node[p] = -1;
@@ -161,10 +164,17 @@ static void pull(cls *k, int32_t t)
     k->mx[t] = rmax(k->mx[2 * t], k->mx[2 * t + 1]);
     double a = k->key[2 * t], b = k->key[2 * t + 1];
     k->key[t] = a > b ? a : b;
+    int32_t x = k->mps[2 * t], y = k->mps[2 * t + 1];
+    k->mps[t] = x < y ? x : y;
+}
+
+static double key_of(const drv_nodeindex *ix, int32_t node, drv_res free)
+{
+    return ix->key ? ix->key(&ix->st->nodes[node], free) : 0;
 }
 
 int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *free,
-                        drv_node_key_fn key, int nfam)
+                        const int32_t *nps, int stride, drv_node_key_fn key, int nfam)
 {
     ix->key = key;
     ix->st = st;
@@ -188,7 +198,8 @@ int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *f
             for (int32_t p = 0; p < k->size; p++) {
                 int32_t nd = k->node[p];
                 k->mx[k->size + p] = nd >= 0 ? free[nd] : NONE;
-                k->key[k->size + p] = nd >= 0 ? key(&st->nodes[nd], free[nd]) : -1e300;
+                k->key[k->size + p] = nd >= 0 ? key_of(ix, nd, free[nd]) : -1e300;
+                k->mps[k->size + p] = nd >= 0 ? nps[(size_t)nd * (size_t)stride] : INT32_MAX;
             }
             for (int32_t t = k->size - 1; t >= 1; t--)
                 pull(k, t);
@@ -197,9 +208,9 @@ int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *f
     return 0;
 }
 
-void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free)
+void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free, int32_t nps)
 {
-    double key = ix->key(&ix->st->nodes[node], free);
+    double key = key_of(ix, node, free);
     for (int fam = 0; fam < ix->nfam; fam++) {
         family *f = &ix->f[fam];
         int32_t c = f->node_cls[node];
@@ -209,6 +220,7 @@ void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free)
         int32_t t = k->size + f->node_pos[node];
         k->mx[t] = free;
         k->key[t] = key;
+        k->mps[t] = nps;
         for (t /= 2; t >= 1; t /= 2)
             pull(k, t);
     }
@@ -217,6 +229,16 @@ void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free)
 int32_t drv_nodeindex_groups(const drv_nodeindex *ix, int fam)
 {
     return fam < ix->nfam ? ix->f[fam].nc : 0;
+}
+
+int32_t drv_nodeindex_group_nodes(const drv_nodeindex *ix, int fam, int32_t g)
+{
+    return ix->f[fam].c[g].n;
+}
+
+int32_t drv_nodeindex_label(const drv_nodeindex *ix, int fam, int32_t g)
+{
+    return ix->f[fam].c[g].label;
 }
 
 int32_t drv_nodeindex_with_label(const drv_nodeindex *ix, int fam, int32_t label,
@@ -279,4 +301,70 @@ int32_t drv_nodeindex_best(const drv_nodeindex *ix, int fam, int32_t g, drv_res 
         }
     }
     return best_pos >= 0 ? k->node[best_pos] : -1;
+}
+
+/* The lowest position of a leaf under tree node t. */
+static int32_t first_leaf(const cls *k, int32_t t)
+{
+    while (t < k->size)
+        t *= 2;
+    return t - k->size;
+}
+
+int32_t drv_nodeindex_search(const drv_nodeindex *ix, int fam, int32_t g, drv_res req, int32_t zone,
+                             int32_t rack, drv_ix_bound_fn bound, drv_ix_score_fn score, void *arg,
+                             int32_t *best, int64_t *best_sc)
+{
+    const cls *k = &ix->f[fam].c[g];
+    if (!drv_res_fits(req, k->alloc) || !drv_res_fits(req, k->mx[1]))
+        return 0;
+    drv_node_set set = {k->alloc, k->mx[1], k->key[1], ix->key, k->mps[1], zone, rack};
+    /* Depth-first; each stack entry carries its subtree's bound, computed when its parent was
+     * expanded. At most 2 entries per level are pending, so 128 entries are plenty. */
+    struct {
+        int32_t t;
+        int64_t ub;
+    } stack[128];
+    int sp = 0, leaves = 0;
+    stack[sp].t = 1;
+    stack[sp++].ub = bound(arg, &set);
+    while (sp > 0) {
+        int32_t t = stack[--sp].t;
+        int64_t ub = stack[sp].ub;
+        /* Prune: nothing below can beat the best, or only tie it with a higher id (positions
+         * ascend with node ids within a group). */
+        if (*best >= 0 && (ub < *best_sc || (ub == *best_sc && k->node[first_leaf(k, t)] > *best)))
+            continue;
+        if (t >= k->size) {
+            int32_t n = k->node[t - k->size];
+            int64_t sc = score(arg, n);
+            leaves++;
+            if (sc > *best_sc || (sc == *best_sc && (*best < 0 || n < *best))) {
+                *best = n;
+                *best_sc = sc;
+            }
+            continue;
+        }
+        int32_t ch[2] = {2 * t, 2 * t + 1};
+        int64_t cub[2] = {-1, -1};
+        for (int i = 0; i < 2; i++) {
+            if (!drv_res_fits(req, k->mx[ch[i]]))
+                continue;
+            set.maxfree = k->mx[ch[i]];
+            set.maxkey = k->key[ch[i]];
+            set.min_ps = k->mps[ch[i]];
+            cub[i] = bound(arg, &set);
+        }
+        /* Push the less promising child first so the more promising one is popped next; on
+         * equal bounds the left (lower ids) one is popped first. */
+        int lo = cub[1] > cub[0] ? 0 : 1;
+        for (int i = 0; i < 2; i++) {
+            int c = i == 0 ? lo : 1 - lo;
+            if (cub[c] >= 0) {
+                stack[sp].t = ch[c];
+                stack[sp++].ub = cub[c];
+            }
+        }
+    }
+    return leaves;
 }

@@ -1,27 +1,30 @@
 /*
  * nodeindex.h - finds the best node for a pod without visiting every node (internal to core).
  *
- * Valid for profiles without filter plugins whose score plugins are one "keyed" plugin
- * (drv_plugin.node_key) plus any number of "topology bonus" plugins (drv_plugin.topology_bonus):
- * among nodes of equal allocatable (a class) the keyed score is non-decreasing in one per-node
- * key, and a topology bonus is the same for all nodes of a zone (or rack) that hold none of the
- * job's pods, never smaller in a rack than in its zone, nor on a node than in its rack.
+ * Valid for profiles without filter plugins whose score plugins all bound their score over a
+ * set of nodes (drv_plugin.score_bound), at most one of them "keyed" (drv_plugin.node_key: among
+ * nodes of equal allocatable its score is non-decreasing in a per-node key).
  *
  * Nodes are grouped three ways — by allocatable alone (family GLOBAL), by allocatable and zone
  * (ZONE), by allocatable and rack (RACK) — and each group keeps a segment tree over its nodes
- * (in id order) of the maximum free CPU, memory, GPU and key below each tree node. A query walks
- * one group's tree best-key-first, pruning subtrees that cannot fit the request or beat the best
- * found, and returns the group's fitting node of highest key (lowest id among equal keys).
+ * (in id order) of the maximum free CPU, memory, GPU and key and the minimum PS pod count below
+ * each tree node. Two queries:
+ *  - drv_nodeindex_best walks one group's tree best-key-first, pruning subtrees that cannot fit
+ *    the request or beat the best found, and returns the group's fitting node of highest key
+ *    (lowest id among equal keys): the whole answer when the keyed plugin is the only score;
+ *  - drv_nodeindex_search is branch and bound: a subtree's summary (a drv_node_set) is bounded
+ *    by the caller's bound function, subtrees whose bound is below the best score found (or
+ *    equal, with only higher ids) are pruned, leaves are scored exactly, the child with the
+ *    larger bound is visited first.
  *
- * Cost: build O(nodes) per family; update O(log n) per family; query O(log n) per group when
- * the best fitting node is near the top of the key order (the usual case), O(n) at worst.
+ * Cost: build O(nodes) per family; update O(log n) per family; a query O(log n) per group when
+ * the best fitting node is near the top of the order and the bounds are tight (the usual case),
+ * O(n) at worst.
  */
 #ifndef DROVER_NODEINDEX_H
 #define DROVER_NODEINDEX_H
 
-#include "drover/state.h"
-
-typedef double (*drv_node_key_fn)(const drv_node *n, drv_res free);
+#include "drover/cycle.h"
 
 enum { DRV_IX_GLOBAL, DRV_IX_ZONE, DRV_IX_RACK, DRV_IX_FAMILIES };
 
@@ -29,19 +32,37 @@ typedef struct drv_nodeindex drv_nodeindex;
 
 drv_nodeindex *drv_nodeindex_new(void);
 void drv_nodeindex_free(drv_nodeindex *ix);
-/* (Re)builds families [0, nfam) for the state's nodes and the given free resources. Groups are
- * recomputed only when the nodes' allocatable, topology or schedulable flags changed. */
+/* (Re)builds families [0, nfam) for the state's nodes, the given free resources and PS pod
+ * counts (nps[node * stride]). Groups are recomputed only when the nodes' allocatable, topology
+ * or schedulable flags changed. key may be NULL (every key 0). */
 int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *free,
-                        drv_node_key_fn key, int nfam);
-/* A node's free resources changed. */
-void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free);
+                        const int32_t *nps, int stride, drv_node_key_fn key, int nfam);
+/* A node's free resources or PS pod count changed. */
+void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free, int32_t nps);
 /* Groups of a family. */
 int32_t drv_nodeindex_groups(const drv_nodeindex *ix, int fam);
 /* The groups of family fam whose topology label (interned zone or rack) is label: *out points
  * at their ids (valid until the next build); returns how many. O(log groups). */
 int32_t drv_nodeindex_with_label(const drv_nodeindex *ix, int fam, int32_t label,
                                  const int32_t **out);
+/* Nodes in group g of family fam. */
+int32_t drv_nodeindex_group_nodes(const drv_nodeindex *ix, int fam, int32_t g);
+/* The topology label of group g of family fam (0 for GLOBAL). */
+int32_t drv_nodeindex_label(const drv_nodeindex *ix, int fam, int32_t g);
 /* The best fitting node of group g of family fam for req, or -1. */
 int32_t drv_nodeindex_best(const drv_nodeindex *ix, int fam, int32_t g, drv_res req);
+
+/* An upper bound of the score over a set of nodes; the exact score of one node. */
+typedef int64_t (*drv_ix_bound_fn)(void *arg, const drv_node_set *set);
+typedef int64_t (*drv_ix_score_fn)(void *arg, int32_t node);
+/*
+ * Branch and bound over group g of family fam: every fitting node of the group whose score can
+ * beat (*best, *best_sc) — higher score, or equal score and lower id — is found, and the pair is
+ * updated to it. zone and rack are copied into each drv_node_set passed to bound. Returns the
+ * number of leaves scored (for statistics).
+ */
+int32_t drv_nodeindex_search(const drv_nodeindex *ix, int fam, int32_t g, drv_res req, int32_t zone,
+                             int32_t rack, drv_ix_bound_fn bound, drv_ix_score_fn score, void *arg,
+                             int32_t *best, int64_t *best_sc);
 
 #endif

@@ -18,6 +18,8 @@
  */
 #include "drover/policy.h"
 
+#include <math.h>
+
 #include <stdlib.h>
 
 /* ---- fifo -------------------------------------------------------------------------------- */
@@ -221,11 +223,54 @@ static int most_alloc_score(const drv_ctx *c, void *state, int32_t pod, int32_t 
     return 100 - free_share_after(c, pod, node);
 }
 
+/*
+ * Bounds over a set of nodes (drv_node_set). The free share is linear in free, so
+ * share(free - req) = share(free) - share(req): with the index keyed by our own key, the set's
+ * maximum key gives the bound directly (least-allocated: the largest share; most-allocated,
+ * keyed by the negated share: the smallest). Otherwise least-allocated uses the set's
+ * per-dimension maximum free, and most-allocated has no bound but 100. The 1e-6 absorbs
+ * rounding differences between the two ways of computing the same share.
+ */
+static double req_share(const drv_ctx *c, int32_t pod, const drv_node_set *set)
+{
+    const drv_state *st = drv_ctx_state(c);
+    const drv_pod *p = &st->pods[pod];
+    drv_node n = {.alloc = set->alloc};
+    return free_share_key(&n, st->jobs[p->job].role[p->role].req);
+}
+
+static int alloc_dims(drv_res a)
+{
+    return (a.cpu > 0) + (a.mem > 0) + (a.gpu > 0);
+}
+
+static int least_alloc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_set *set)
+{
+    (void)state;
+    int k = alloc_dims(set->alloc);
+    if (!k)
+        return 0;
+    drv_node n = {.alloc = set->alloc};
+    double top = set->key == free_share_key ? set->maxkey : free_share_key(&n, set->maxfree);
+    return (int)floor(100.0 * (top - req_share(c, pod, set)) / k + 1e-6);
+}
+
+static int most_alloc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_set *set)
+{
+    (void)state;
+    int k = alloc_dims(set->alloc);
+    if (!k || set->key != neg_free_share_key)
+        return 100;
+    double low = -set->maxkey; /* the smallest free share in the set */
+    return 100 - (int)floor(100.0 * (low - req_share(c, pod, set)) / k - 1e-6);
+}
+
 const drv_plugin drv_plugin_least_allocated = {
     .name = "least-allocated",
     .doc = "score: prefer emptier nodes (spread; kube-scheduler default)",
     .score = least_alloc_score,
     .node_key = free_share_key,
+    .score_bound = least_alloc_bound,
 };
 
 const drv_plugin drv_plugin_most_allocated = {
@@ -233,4 +278,5 @@ const drv_plugin drv_plugin_most_allocated = {
     .doc = "score: prefer fuller nodes (bin-packing)",
     .score = most_alloc_score,
     .node_key = neg_free_share_key,
+    .score_bound = most_alloc_bound,
 };

@@ -26,6 +26,8 @@
  */
 #include "drover/policy.h"
 
+#include <math.h>
+
 static const drv_knob_spec loc_knobs[] = {
     {"w_node", 4, 0, 100, "weight of the share of the job's placed pods on this node"},
     {"w_rack", 2, 0, 100, "weight of the share in this node's rack (other nodes)"},
@@ -137,27 +139,74 @@ static const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
     return v;
 }
 
-/* How many of the job's unplaced wanted pods (other than pod) fit in free, greedily, role by
+/* How many of pods of one role fit in free, at most want. */
+static int64_t fit_count(drv_res q, int64_t want, drv_res free)
+{
+    int64_t k = want;
+    if (q.cpu > 0 && free.cpu / q.cpu < k)
+        k = free.cpu / q.cpu;
+    if (q.mem > 0 && free.mem / q.mem < k)
+        k = free.mem / q.mem;
+    if (q.gpu > 0 && free.gpu / q.gpu < k)
+        k = free.gpu / q.gpu;
+    return k > 0 ? k : 0;
+}
+
+enum { ROOM_ENUM_MAX = 64 }; /* mixes of non-worker counts tried before falling back */
+
+/* The most of the job's unplaced pods that fit in free together: every mix of PS, chief and
+ * evaluator counts, workers filling what is left. -1 when there are too many mixes to try. */
+static int64_t room_best(const drv_job *j, const int32_t *miss, drv_res free)
+{
+    static const int others[] = {DRV_ROLE_PS, DRV_ROLE_CHIEF, DRV_ROLE_EVALUATOR};
+    int64_t mixes = 1;
+    for (int i = 0; i < 3; i++)
+        mixes *= miss[others[i]] + 1;
+    if (mixes > ROOM_ENUM_MAX)
+        return -1;
+    int64_t best = 0;
+    for (int64_t m = 0; m < mixes; m++) {
+        drv_res left = free;
+        int64_t got = 0, code = m;
+        bool ok = true;
+        for (int i = 0; i < 3 && ok; i++) {
+            int r = others[i];
+            int64_t k = code % (miss[r] + 1);
+            code /= miss[r] + 1;
+            left = drv_res_sub(left, drv_res_scale(j->role[r].req, k));
+            ok = left.cpu >= 0 && left.mem >= 0 && left.gpu >= 0;
+            got += k;
+        }
+        if (!ok)
+            continue;
+        got += fit_count(j->role[DRV_ROLE_WORKER].req, miss[DRV_ROLE_WORKER], left);
+        if (got > best)
+            best = got;
+    }
+    return best;
+}
+
+/* The room term: the share of the job's unplaced wanted pods (other than pod) that fit in free
+ * together — the best mix of roles, so it never decreases when free grows (which lets the index
+ * bound it). Jobs with very many non-worker pods missing fall back to a greedy fill, role by
  * role in slot order. */
 static double room_share(const drv_job *j, const int32_t *miss, drv_res free)
 {
-    int32_t want = 0, fit = 0;
-    for (int r = 0; r < DRV_NROLES; r++) {
-        const drv_res q = j->role[r].req;
-        int64_t k = miss[r];
-        if (q.cpu > 0 && free.cpu / q.cpu < k)
-            k = free.cpu / q.cpu;
-        if (q.mem > 0 && free.mem / q.mem < k)
-            k = free.mem / q.mem;
-        if (q.gpu > 0 && free.gpu / q.gpu < k)
-            k = free.gpu / q.gpu;
-        if (k < 0)
-            k = 0;
+    int32_t want = 0;
+    for (int r = 0; r < DRV_NROLES; r++)
         want += miss[r];
-        fit += (int32_t)k;
-        free = drv_res_sub(free, drv_res_scale(q, k));
+    if (!want)
+        return 1.0;
+    int64_t fit = room_best(j, miss, free);
+    if (fit < 0) {
+        fit = 0;
+        for (int r = 0; r < DRV_NROLES; r++) {
+            int64_t k = fit_count(j->role[r].req, miss[r], free);
+            fit += k;
+            free = drv_res_sub(free, drv_res_scale(j->role[r].req, k));
+        }
     }
-    return want ? (double)fit / want : 1.0;
+    return (double)fit / want;
 }
 
 static int loc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
@@ -210,12 +259,111 @@ static int loc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
     return (int)(100.0 * s / sum);
 }
 
+/* An upper bound of room_share over every free' <= free (per dimension). The best mix is
+ * monotone in free, so it bounds itself. The greedy fallback is not (fitting more of an earlier
+ * role can leave less for later ones): bound the count it fits instead — any feasible count
+ * fits each dimension on its own, and in one dimension at most what a fractional knapsack
+ * takes, cheapest role first; the smallest over the dimensions is monotone in free. */
+static double room_bound(const drv_job *j, const int32_t *miss, drv_res free)
+{
+    int32_t want = 0;
+    for (int r = 0; r < DRV_NROLES; r++)
+        want += miss[r];
+    if (!want)
+        return 1.0;
+    int64_t exact = room_best(j, miss, free);
+    if (exact >= 0)
+        return (double)exact / want;
+    double most = want;
+    for (int d = 0; d < 3; d++) {
+        double rem = (double)(d == 0 ? free.cpu : d == 1 ? free.mem : free.gpu);
+        if (rem < 0)
+            return 0;
+        int order[DRV_NROLES], n = 0;
+        double q[DRV_NROLES];
+        for (int r = 0; r < DRV_NROLES; r++) {
+            drv_res x = j->role[r].req;
+            q[r] = (double)(d == 0 ? x.cpu : d == 1 ? x.mem : x.gpu);
+            if (miss[r] <= 0)
+                continue;
+            int i = n++;
+            while (i > 0 && q[order[i - 1]] > q[r]) { /* insertion sort: 4 roles at most */
+                order[i] = order[i - 1];
+                i--;
+            }
+            order[i] = r;
+        }
+        double cnt = 0;
+        for (int i = 0; i < n; i++) {
+            int r = order[i];
+            double take = q[r] <= 0 ? miss[r] : rem / q[r];
+            if (take > miss[r])
+                take = miss[r];
+            cnt += take;
+            rem -= take * q[r];
+        }
+        if (cnt < most)
+            most = cnt;
+    }
+    return floor(most + 1e-9) / want;
+}
+
+/*
+ * Bound over a set of nodes holding none of the job's pods (drv_node_set): the room term at the
+ * set's maximum free, plus the most rack and zone sharing a node of the set can have — none in
+ * a set outside the job's zones and racks; the job's pods in zone z for zone z's set; for rack
+ * r's set, its pods in r plus the most of the others in any one zone (a rack's nodes may lie in
+ * several zones).
+ */
+static int loc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_set *set)
+{
+    loc_state *w = state;
+    const drv_state *st = drv_ctx_state(c);
+    const loc_view *v = view(c, w, pod);
+    const drv_job *j = &st->jobs[st->pods[pod].job];
+    drv_res after = drv_res_sub(set->maxfree, j->role[st->pods[pod].role].req);
+    double room = room_bound(j, v->miss, after);
+    if (v->placed == 0)
+        return (int)(100.0 * room + 1e-9);
+    double rack = 0, zone = 0;
+    if (!v->ok) { /* too spread to have counted: up to every placed pod, at the larger weight */
+        if ((set->zone >= 0 || set->rack >= 0) && w->w_rack >= w->w_zone)
+            rack = v->placed;
+        else if (set->zone >= 0 || set->rack >= 0)
+            zone = v->placed;
+    } else if (set->rack >= 0) {
+        int32_t in_rack = 0, most = 0;
+        for (int32_t i = 0; i < v->nrz; i++)
+            if (set->rack && v->rack[i] == set->rack)
+                in_rack += v->rzcnt[i];
+        for (int32_t i = 0; i < v->nrz; i++) { /* per zone, pods outside the rack */
+            if (!v->zone[i] || (set->rack && v->rack[i] == set->rack))
+                continue;
+            int32_t z = 0;
+            for (int32_t k = 0; k < v->nrz; k++)
+                if (v->zone[k] == v->zone[i] && !(set->rack && v->rack[k] == set->rack))
+                    z += v->rzcnt[k];
+            most = z > most ? z : most;
+        }
+        rack = in_rack;
+        zone = most;
+    } else if (set->zone > 0) {
+        for (int32_t i = 0; i < v->nrz; i++)
+            if (v->zone[i] == set->zone)
+                zone += v->rzcnt[i];
+    }
+    double sum = w->w_node + w->w_rack + w->w_zone + w->w_room;
+    double s = w->w_rack * rack / v->placed + w->w_zone * zone / v->placed + w->w_room * room;
+    return (int)(100.0 * s / sum + 1e-9);
+}
+
 const drv_plugin drv_plugin_locality = {
     .name = "locality",
     .doc = "score: a job on as few nodes/racks as possible, PS where most workers fit",
     .init = loc_init,
     .fini = loc_fini,
     .score = loc_score,
+    .score_bound = loc_bound,
 };
 
 /* ---- ps-anti-affinity ------------------------------------------------------------------ */
@@ -234,8 +382,23 @@ static int anti_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
     return 100 / (1 + k);
 }
 
+/* Bound: a node of the set holds at least min_ps PS pods, at most all of the job's own. */
+static int anti_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_set *set)
+{
+    (void)state;
+    const drv_state *st = drv_ctx_state(c);
+    if (st->pods[pod].role != DRV_ROLE_PS)
+        return 100;
+    int32_t own = 0;
+    for (int32_t i = 0, p; (p = drv_job_pod(st, st->pods[pod].job, DRV_ROLE_PS, i)) >= 0; i++)
+        own += drv_ctx_pod_node(c, p) >= 0;
+    int32_t k = set->min_ps - own;
+    return 100 / (1 + (k > 0 ? k : 0));
+}
+
 const drv_plugin drv_plugin_ps_anti_affinity = {
     .name = "ps-anti-affinity",
     .doc = "score: prefer nodes without another job's PS (preferred anti-affinity, seed 004)",
     .score = anti_score,
+    .score_bound = anti_bound,
 };

@@ -58,7 +58,9 @@ static void test_index_matches_brute_force(void **unused)
         }
         drv_nodeindex *ix = drv_nodeindex_new();
         assert_non_null(ix);
-        assert_int_equal(drv_nodeindex_build(ix, &st, fr, key_cpu_mem, 1), 0);
+        int32_t *nps = drv_calloc((size_t)n, sizeof *nps);
+        assert_non_null(nps);
+        assert_int_equal(drv_nodeindex_build(ix, &st, fr, nps, 1, key_cpu_mem, 1), 0);
         for (int q = 0; q < 200; q++) {
             drv_res req = {drv_rng_range(&r, 0, 16000), drv_rng_range(&r, 0, 64), 0};
             for (int32_t c = 0; c < drv_nodeindex_groups(ix, DRV_IX_GLOBAL); c++) {
@@ -93,16 +95,109 @@ static void test_index_matches_brute_force(void **unused)
             drv_res a = st.nodes[u].alloc;
             fr[u] = (drv_res){a.cpu / 4 * drv_rng_range(&r, 0, 4),
                               a.mem / 4 * drv_rng_range(&r, 0, 4), 0};
-            drv_nodeindex_update(ix, u, fr[u]);
+            drv_nodeindex_update(ix, u, fr[u], 0);
         }
         drv_nodeindex_free(ix);
+        drv_free(nps);
         drv_free(fr);
         drv_state_fini(&st);
     }
 }
 
+/* Branch and bound with a score that mixes free memory share and the PS pod count, and whose
+ * bound uses only the set's summary (max free memory, min PS count). */
+typedef struct bb_world {
+    const drv_state *st;
+    const drv_res *fr;
+    const int32_t *nps;
+    drv_res req;
+    bool loose; /* add slack to the bound: slower, never less exact */
+} bb_world;
+
+static int64_t bb_of(const drv_node *n, drv_res free, int32_t nps)
+{
+    return (int64_t)(60.0 * (double)free.mem / (double)n->alloc.mem) + 40 / (1 + nps);
+}
+
+static int64_t bb_score(void *arg, int32_t node)
+{
+    const bb_world *w = arg;
+    return bb_of(&w->st->nodes[node], drv_res_sub(w->fr[node], w->req), w->nps[node]);
+}
+
+static int64_t bb_bound(void *arg, const drv_node_set *set)
+{
+    const bb_world *w = arg;
+    drv_node n = {.alloc = set->alloc};
+    return bb_of(&n, drv_res_sub(set->maxfree, w->req), set->min_ps) + (w->loose ? 7 : 0);
+}
+
+static void test_branch_and_bound_matches_brute_force(void **unused)
+{
+    (void)unused;
+    drv_rng r;
+    drv_rng_seed(&r, 11);
+    static const drv_res shapes[] = {{8000, 32, 0}, {16000, 64, 0}};
+    int64_t leaves = 0, queries = 0;
+    for (int round = 0; round < 20; round++) {
+        drv_state st;
+        assert_int_equal(drv_state_init(&st), 0);
+        int32_t n = (int32_t)drv_rng_range(&r, 1, 400);
+        drv_res *fr = drv_calloc((size_t)n, sizeof *fr);
+        int32_t *nps = drv_calloc((size_t)n, sizeof *nps);
+        assert_non_null(fr);
+        assert_non_null(nps);
+        for (int32_t i = 0; i < n; i++) {
+            char name[16];
+            snprintf(name, sizeof name, "n%d", i);
+            drv_res a = shapes[drv_rng_range(&r, 0, 1)];
+            assert_int_equal(drv_state_add_node(&st, name, a, "", "", NULL), 0);
+            fr[i] = (drv_res){a.cpu / 4 * drv_rng_range(&r, 0, 4),
+                              a.mem / 4 * drv_rng_range(&r, 0, 4), 0};
+            nps[i] = (int32_t)drv_rng_range(&r, 0, 3);
+        }
+        drv_nodeindex *ix = drv_nodeindex_new();
+        assert_non_null(ix);
+        assert_int_equal(drv_nodeindex_build(ix, &st, fr, nps, 1, key_cpu_mem, 1), 0);
+        for (int q = 0; q < 100; q++) {
+            bb_world w = {&st,
+                          fr,
+                          nps,
+                          {drv_rng_range(&r, 0, 8000), drv_rng_range(&r, 0, 32), 0},
+                          q % 2 == 1};
+            int32_t best = -1;
+            int64_t best_sc = -1;
+            for (int32_t g = 0; g < drv_nodeindex_groups(ix, DRV_IX_GLOBAL); g++)
+                leaves += drv_nodeindex_search(ix, DRV_IX_GLOBAL, g, w.req, -1, -1, bb_bound,
+                                               bb_score, &w, &best, &best_sc);
+            queries++;
+            int32_t want = -1;
+            int64_t want_sc = -1;
+            for (int32_t i = 0; i < n; i++)
+                if (drv_res_fits(w.req, fr[i]) && bb_score(&w, i) > want_sc) {
+                    want = i;
+                    want_sc = bb_score(&w, i);
+                }
+            if (best != want)
+                fail_msg("round %d query %d: search %d (score %lld), brute force %d (%lld)", round,
+                         q, best, (long long)best_sc, want, (long long)want_sc);
+            int32_t u = (int32_t)drv_rng_range(&r, 0, n - 1);
+            nps[u] = (int32_t)drv_rng_range(&r, 0, 3);
+            fr[u].mem = st.nodes[u].alloc.mem / 4 * drv_rng_range(&r, 0, 4);
+            drv_nodeindex_update(ix, u, fr[u], nps[u]);
+        }
+        drv_nodeindex_free(ix);
+        drv_free(nps);
+        drv_free(fr);
+        drv_state_fini(&st);
+    }
+    /* The point of the index: far fewer leaves scored than nodes exist. */
+    print_message("branch and bound: %.1f leaves scored per query\n", (double)leaves / queries);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_index_matches_brute_force)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_index_matches_brute_force),
+                                       cmocka_unit_test(test_branch_and_bound_matches_brute_force)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

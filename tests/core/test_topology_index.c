@@ -1,7 +1,7 @@
 /*
- * The index with topology-bonus scores must choose nodes that score as high as the best an
- * exhaustive scan finds. Checked inside real cycles: a test admit plugin asks the core for the
- * best node of each pod (indexed), scans every node itself with the same filter and score, and
+ * The index's branch and bound with topology scores must choose nodes that score as high as the
+ * best an exhaustive scan finds. Checked inside real cycles: a test admit plugin asks the core for
+ * the best node of each pod (indexed), scans every node itself with the same filter and score, and
  * counts choices that score lower than the scan's best. Random clusters with zones, racks and
  * three node shapes; random jobs placed pod by pod, so jobs spread over racks and zones.
  */
@@ -30,6 +30,17 @@ static int cpu_score(const drv_ctx *c, void *st, int32_t pod, int32_t node)
     return (int)(100.0 * cpu_key(n, f));
 }
 
+/* Bound of cpu_score: through the index's key when it is ours, else the set's max free CPU. */
+static int cpu_bound(const drv_ctx *c, void *st, int32_t pod, const drv_node_set *set)
+{
+    (void)st;
+    const drv_state *s = drv_ctx_state(c);
+    const drv_pod *p = &s->pods[pod];
+    double req = (double)s->jobs[p->job].role[p->role].req.cpu / (double)set->alloc.cpu;
+    double k = set->key == cpu_key ? set->maxkey : (double)set->maxfree.cpu / set->alloc.cpu;
+    return (int)(100.0 * (k - req) + 1e-6);
+}
+
 /* A topology bonus: 100 on a node with the job's pods, 60 in such a rack, 30 in such a zone. */
 static int topo_score(const drv_ctx *c, void *st, int32_t pod, int32_t node)
 {
@@ -46,6 +57,25 @@ static int topo_score(const drv_ctx *c, void *st, int32_t pod, int32_t node)
         if (s->nodes[n].rack == s->nodes[node].rack && best < 60)
             best = 60;
         else if (s->nodes[n].zone == s->nodes[node].zone && best < 30)
+            best = 30;
+    }
+    return best;
+}
+
+/* Bound of topo_score over a set (drv_node_set says which nodes a set stands for). */
+static int topo_bound(const drv_ctx *c, void *st, int32_t pod, const drv_node_set *set)
+{
+    (void)st;
+    const drv_state *s = drv_ctx_state(c);
+    const drv_job *j = &s->jobs[s->pods[pod].job];
+    int best = 0;
+    for (int32_t k = 0; k < j->pod_count; k++) {
+        int32_t n = drv_ctx_pod_node(c, j->pod_base + k);
+        if (n < 0)
+            continue;
+        if (set->rack >= 0) /* nodes of that rack, any zone */
+            best = s->nodes[n].rack == set->rack ? 60 : best > 30 ? best : 30;
+        else if (set->zone >= 0 && s->nodes[n].zone == set->zone && best < 30)
             best = 30;
     }
     return best;
@@ -85,8 +115,9 @@ static void checking_admit(drv_ctx *c, void *st, const int32_t *jobs, int32_t n)
     }
 }
 
-static const drv_plugin keyed = {.name = "t-key", .score = cpu_score, .node_key = cpu_key};
-static const drv_plugin topo = {.name = "t-topo", .score = topo_score, .topology_bonus = true};
+static const drv_plugin keyed = {
+    .name = "t-key", .score = cpu_score, .node_key = cpu_key, .score_bound = cpu_bound};
+static const drv_plugin topo = {.name = "t-topo", .score = topo_score, .score_bound = topo_bound};
 static const drv_plugin admit = {.name = "t-admit", .admit = checking_admit};
 
 static void test_topology_index_is_exact(void **unused)

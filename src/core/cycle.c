@@ -850,9 +850,9 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
     drv_ctx c = {.s = s, .snap = snap, .out = out, .base = out->n};
     const drv_profile *pr = &s->prof;
 
-    /* 1. queue_order: the pending jobs, most urgent first. */
-    int32_t *pend = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)st->njobs + 1));
-    int32_t *tmp = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)st->njobs + 1));
+    /* 1. queue_order: the pending jobs, most urgent first (pending jobs are live ones). */
+    int32_t *pend = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)st->nlive + 1));
+    int32_t *tmp = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)st->nlive + 1));
     if (!pend || !tmp)
         return DRV_ENOMEM;
     int32_t npend = 0;

@@ -117,9 +117,7 @@ static void measure(const drv_state *st, fc_state *s, int32_t job, double now)
 {
     const drv_job *j = &st->jobs[job];
     drv_growth *g = &s->g[job];
-    double m = drv_job_max_loss(j);
-    if (m > g->max_loss)
-        g->max_loss = m;
+    drv_growth_see(g, j);
     if (g->max_loss <= 0)
         return;
     double e1 = window_mean(j, g->max_loss, now - s->interval, now);

@@ -32,23 +32,30 @@ static inline double drv_job_remaining(const drv_job *j)
     return r > 0 ? (left > 0 ? left / r : 0) : INFINITY;
 }
 
-/* Largest observed loss among the kept samples (> 0), or 0 when there are none. */
-static inline double drv_job_max_loss(const drv_job *j)
-{
-    double m = 0;
-    for (int i = 0; i < j->nhist; i++)
-        if (drv_job_sample(j, i)->loss > m)
-            m = drv_job_sample(j, i)->loss;
-    return m;
-}
-
 /* Two-strike growth classification (FlowCon 2.0, SpeCon): per job. */
 typedef struct drv_growth {
     double g;        /* last growth value, < 0 when not yet measured */
     double max_loss; /* largest loss seen, for normalising */
     bool watching;   /* one slow measurement seen */
     bool completing; /* two in a row: converging */
+    double seen_t;   /* time of the newest sample folded into max_loss */
 } drv_growth;
+
+/* Folds the job's samples into g->max_loss. Only samples at or after the newest one already
+ * folded are read: any older sample still in the ring was in it at the last fold too (the ring
+ * keeps the newest), so the result equals the maximum over the whole ring and g's past. */
+static inline void drv_growth_see(drv_growth *g, const drv_job *j)
+{
+    for (int i = 0; i < j->nhist; i++) {
+        const drv_sample *x = drv_job_sample(j, i);
+        if (x->t < g->seen_t)
+            break;
+        if (x->loss > g->max_loss)
+            g->max_loss = x->loss;
+    }
+    if (j->nhist > 0)
+        g->seen_t = drv_job_sample(j, 0)->t;
+}
 
 /* Applies one measurement g against threshold alpha (FlowCon's state machine). */
 static inline void drv_growth_update(drv_growth *s, double g, double alpha)
@@ -74,7 +81,7 @@ static inline int drv_growth_reserve(drv_growth **v, int32_t *cap, int32_t n)
     if (!p)
         return DRV_ENOMEM;
     for (int32_t i = *cap; i < ncap; i++)
-        p[i] = (drv_growth){-1, 0, false, false};
+        p[i] = (drv_growth){-1, 0, false, false, -INFINITY};
     *v = p;
     *cap = ncap;
     return 0;

@@ -81,9 +81,7 @@ static void measure(const drv_state *st, sc_state *s, int32_t job)
 {
     const drv_job *j = &st->jobs[job];
     drv_growth *g = &s->g[job];
-    double m = drv_job_max_loss(j);
-    if (m > g->max_loss)
-        g->max_loss = m;
+    drv_growth_see(g, j);
     if (j->nhist < 2 || g->max_loss <= 0)
         return;
     const drv_sample *a = drv_job_sample(j, 0);
@@ -228,8 +226,11 @@ static void sc_migrate(drv_ctx *c, void *state)
         run[n++] = j;
         measure(st, s, j);
     }
+    /* Only a node whose CPU limits exceed its CPU is contended: most intervals have none, and
+     * then nothing below needs to look at jobs node by node. */
     for (int32_t node = 0; node < st->nnodes; node++)
-        relieve_node(c, s, node, run, n);
+        if (st->nodes[node].cpu_limit > st->nodes[node].alloc.cpu)
+            relieve_node(c, s, node, run, n);
 }
 
 const drv_plugin drv_plugin_specon = {

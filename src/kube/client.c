@@ -1,0 +1,564 @@
+/*
+ * client.c - the Kubernetes API client (kube.h): libcurl requests with rate limit and retries,
+ * paged lists, watch streams fed to the incremental decoder as bytes arrive.
+ *
+ * One CURL easy handle per client is reused for plain requests (keep-alive); each watch gets
+ * its own handle, so watches may run on other threads while requests go on.
+ */
+#include "drover/kube.h"
+#include "drover/version.h"
+
+#include <curl/curl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+struct drv_kube {
+    drv_kube_config cfg; /* copied, with defaults filled in */
+    CURL *h;             /* for plain requests */
+    struct curl_slist *hdr;
+    drv_token_bucket tb;
+    drv_rng rng;
+    long requests, retries;
+    char agent[64];
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sleep_s(double s)
+{
+    if (s <= 0)
+        return;
+    struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+void drv_token_bucket_init(drv_token_bucket *b, double qps, int burst, double now)
+{
+    *b = (drv_token_bucket){qps, burst, burst, now};
+}
+
+double drv_token_bucket_take(drv_token_bucket *b, double now)
+{
+    if (now > b->last) {
+        b->tokens += (now - b->last) * b->qps;
+        if (b->tokens > b->burst)
+            b->tokens = b->burst;
+        b->last = now;
+    }
+    b->tokens -= 1; /* reserved: a negative balance is a queue of waiting requests */
+    return b->tokens >= 0 ? 0 : -b->tokens / b->qps;
+}
+
+int drv_kube_backoff_ms(int attempt, int base_ms, int max_ms, drv_rng *rng)
+{
+    double ms = base_ms;
+    for (int i = 0; i < attempt && ms < max_ms; i++)
+        ms *= 2;
+    if (ms > max_ms)
+        ms = max_ms;
+    return (int)(ms * (0.5 + 0.5 * drv_rng_uniform(rng)));
+}
+
+void drv_kube_config_fini(drv_kube_config *c)
+{
+    char **f[] = {&c->server,    &c->token,    &c->ca_file,  &c->ca_data,   &c->cert_file,
+                  &c->cert_data, &c->key_file, &c->key_data, &c->namespace_};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        drv_free(*f[i]);
+        *f[i] = NULL;
+    }
+}
+
+static int dup_field(char **dst, const char *src)
+{
+    *dst = NULL;
+    if (!src)
+        return 0;
+    *dst = drv_strdup(src);
+    return *dst ? 0 : DRV_ENOMEM;
+}
+
+static int copy_config(drv_kube_config *dst, const drv_kube_config *src)
+{
+    *dst = *src;
+    int rc = dup_field(&dst->server, src->server) | dup_field(&dst->token, src->token) |
+             dup_field(&dst->ca_file, src->ca_file) | dup_field(&dst->ca_data, src->ca_data) |
+             dup_field(&dst->cert_file, src->cert_file) |
+             dup_field(&dst->cert_data, src->cert_data) | dup_field(&dst->key_file, src->key_file) |
+             dup_field(&dst->key_data, src->key_data) |
+             dup_field(&dst->namespace_, src->namespace_);
+    if (rc) {
+        drv_kube_config_fini(dst);
+        return DRV_ENOMEM;
+    }
+    if (dst->qps <= 0)
+        dst->qps = 5;
+    if (dst->burst <= 0)
+        dst->burst = 10;
+    if (dst->retries == 0)
+        dst->retries = 5;
+    if (dst->retries < 0)
+        dst->retries = 0;
+    if (dst->backoff_ms <= 0)
+        dst->backoff_ms = 200;
+    if (dst->backoff_max_ms <= 0)
+        dst->backoff_max_ms = 10000;
+    if (dst->retry_after_max_s <= 0)
+        dst->retry_after_max_s = 30;
+    if (dst->timeout_s <= 0)
+        dst->timeout_s = 30;
+    return 0;
+}
+
+/* TLS and authentication options shared by request and watch handles. */
+static int setup_handle(drv_kube *k, CURL *h, drv_diag *d)
+{
+    const drv_kube_config *c = &k->cfg;
+    curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, k->agent);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, k->hdr);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, c->insecure ? 0L : 1L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, c->insecure ? 0L : 2L);
+    if (c->ca_file)
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+    if (c->ca_data) {
+        struct curl_blob b = {c->ca_data, strlen(c->ca_data), CURL_BLOB_COPY};
+        if (curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &b) != CURLE_OK)
+            return drv_fail(d, DRV_ENOTSUP, "%s: this libcurl cannot take an inline CA", c->server);
+    }
+    if (c->cert_file)
+        curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert_file);
+    if (c->key_file)
+        curl_easy_setopt(h, CURLOPT_SSLKEY, c->key_file);
+    if (c->cert_data) {
+        struct curl_blob b = {c->cert_data, strlen(c->cert_data), CURL_BLOB_COPY};
+        curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &b);
+        curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+    }
+    if (c->key_data) {
+        struct curl_blob b = {c->key_data, strlen(c->key_data), CURL_BLOB_COPY};
+        curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &b);
+        curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+    }
+    return 0;
+}
+
+int drv_kube_new(drv_kube **out, const drv_kube_config *cfg, drv_diag *d)
+{
+    *out = NULL;
+    if (!cfg->server || (strncmp(cfg->server, "https://", 8) && strncmp(cfg->server, "http://", 7)))
+        return drv_fail(d, DRV_EINVAL, "server \"%s\": expected an http:// or https:// URL",
+                        cfg->server ? cfg->server : "");
+    static bool curl_ready;
+    if (!curl_ready) { /* process-wide, once; callers that use threads call it first */
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+            return drv_fail(d, DRV_EIO, "libcurl failed to initialise");
+        curl_ready = true;
+    }
+    drv_kube *k = drv_calloc(1, sizeof *k);
+    if (!k || copy_config(&k->cfg, cfg) != 0) {
+        drv_free(k);
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    }
+    snprintf(k->agent, sizeof k->agent, "drover/%s", DROVER_VERSION);
+    char auth[64 + 4096];
+    k->hdr = curl_slist_append(NULL, "Accept: application/json");
+    if (k->hdr && k->cfg.token) {
+        if (strlen(k->cfg.token) > 4096) {
+            drv_kube_free(k);
+            return drv_fail(d, DRV_EINVAL, "token: longer than 4096 bytes");
+        }
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", k->cfg.token);
+        struct curl_slist *h = curl_slist_append(k->hdr, auth);
+        k->hdr = h ? h : NULL;
+    }
+    k->h = curl_easy_init();
+    if (!k->hdr || !k->h) {
+        drv_kube_free(k);
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    }
+    int rc = setup_handle(k, k->h, d);
+    if (rc) {
+        drv_kube_free(k);
+        return rc;
+    }
+    if (k->cfg.insecure && !strncmp(k->cfg.server, "https://", 8))
+        drv_log(DRV_LOG_WARN,
+                "%s: insecure-skip-tls-verify is set: the server's certificate "
+                "is not checked",
+                k->cfg.server);
+    drv_token_bucket_init(&k->tb, k->cfg.qps, k->cfg.burst, now_s());
+    drv_rng_seed(&k->rng, (uint64_t)(now_s() * 1e6));
+    *out = k;
+    return 0;
+}
+
+void drv_kube_free(drv_kube *k)
+{
+    if (!k)
+        return;
+    if (k->h)
+        curl_easy_cleanup(k->h);
+    curl_slist_free_all(k->hdr);
+    drv_kube_config_fini(&k->cfg);
+    drv_free(k);
+}
+
+long drv_kube_requests(const drv_kube *k)
+{
+    return k->requests;
+}
+
+long drv_kube_retries(const drv_kube *k)
+{
+    return k->retries;
+}
+
+/* ---- plain requests ------------------------------------------------------------------------ */
+
+typedef struct rbuf {
+    char *p;
+    size_t n, cap;
+    bool oom;
+    int retry_after; /* seconds, -1 when absent */
+    char ctype[128];
+} rbuf;
+
+static size_t on_body(char *data, size_t sz, size_t nm, void *arg)
+{
+    rbuf *b = arg;
+    size_t n = sz * nm;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + n + 1)
+            cap *= 2;
+        char *p = drv_realloc(b->p, cap);
+        if (!p) {
+            b->oom = true;
+            return 0;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, data, n);
+    b->n += n;
+    b->p[b->n] = 0;
+    return n;
+}
+
+static size_t on_header(char *data, size_t sz, size_t nm, void *arg)
+{
+    rbuf *b = arg;
+    size_t n = sz * nm;
+    if (n > 12 && !strncasecmp(data, "Retry-After:", 12))
+        b->retry_after = atoi(data + 12);
+    else if (n > 13 && !strncasecmp(data, "Content-Type:", 13))
+        snprintf(b->ctype, sizeof b->ctype, "%.*s", (int)strcspn(data + 14, "\r\n"), data + 14);
+    return n;
+}
+
+/* "404 NotFound: pods \"x\" not found" from a Status body, or the status alone. */
+static void status_text(const rbuf *b, long status, char *out, size_t n)
+{
+    json_error_t je;
+    json_t *j = b->n ? json_loadb(b->p, b->n, 0, &je) : NULL;
+    const char *reason = j ? json_string_value(json_object_get(j, "reason")) : NULL;
+    const char *msg = j ? json_string_value(json_object_get(j, "message")) : NULL;
+    snprintf(out, n, "%ld%s%s%s%s", status, reason ? " " : "", reason ? reason : "",
+             msg ? ": " : "", msg ? msg : "");
+    json_decref(j);
+}
+
+static bool retryable(const char *method, long status, CURLcode cc)
+{
+    bool post = !strcmp(method, "POST") || !strcmp(method, "PATCH");
+    if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST)
+        return true; /* nothing reached the server */
+    if (cc != CURLE_OK)
+        return !post;
+    if (status == 429)
+        return true;
+    return !post && (status == 500 || status == 502 || status == 503 || status == 504);
+}
+
+int drv_kube_request(drv_kube *k, const char *method, const char *path, const char *ctype,
+                     const char *body, long *status, json_t **out, drv_diag *d)
+{
+    if (out)
+        *out = NULL;
+    if (status)
+        *status = 0;
+    size_t ulen = strlen(k->cfg.server) + strlen(path) + 1;
+    char *url = drv_malloc(ulen);
+    if (!url)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    snprintf(url, ulen, "%s%s", k->cfg.server, path);
+    char ct[160];
+    snprintf(ct, sizeof ct, "Content-Type: %s", ctype ? ctype : "application/json");
+    struct curl_slist *hdr = NULL;
+    for (const struct curl_slist *h = k->hdr; h; h = h->next)
+        hdr = curl_slist_append(hdr, h->data);
+    if (body)
+        hdr = curl_slist_append(hdr, ct);
+    if (!hdr) {
+        drv_free(url);
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    }
+    rbuf b = {0};
+    int rc = 0;
+    long code = 0;
+    for (int attempt = 0;; attempt++) {
+        sleep_s(drv_token_bucket_take(&k->tb, now_s()));
+        b.n = 0;
+        b.retry_after = -1;
+        b.ctype[0] = 0;
+        CURL *h = k->h;
+        curl_easy_setopt(h, CURLOPT_URL, url);
+        /* The handle is reused: reset to a bodiless GET, then set this request's method. */
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+        if (body) {
+            curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+        }
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, strcmp(method, "GET") ? method : NULL);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(h, CURLOPT_HEADERDATA, &b);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)k->cfg.timeout_s);
+        k->requests++;
+        CURLcode cc = curl_easy_perform(h);
+        code = 0;
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+        if (b.oom) {
+            rc = drv_fail(d, DRV_ENOMEM, "%s %s: out of memory reading the answer", method, path);
+            break;
+        }
+        if (cc == CURLE_OK && code >= 200 && code < 300)
+            break;
+        if (attempt < k->cfg.retries && retryable(method, code, cc)) {
+            k->retries++;
+            double wait = b.retry_after >= 0 ? (double)(b.retry_after < k->cfg.retry_after_max_s
+                                                            ? b.retry_after
+                                                            : k->cfg.retry_after_max_s)
+                                             : drv_kube_backoff_ms(attempt, k->cfg.backoff_ms,
+                                                                   k->cfg.backoff_max_ms, &k->rng) /
+                                                   1000.0;
+            drv_log(DRV_LOG_INFO, "%s %s: %s; retrying in %.2f s", method, path,
+                    cc != CURLE_OK ? curl_easy_strerror(cc) : "server busy", wait);
+            sleep_s(wait);
+            continue;
+        }
+        if (cc != CURLE_OK) {
+            rc = drv_fail(d, DRV_EIO, "%s %s%s: %s", method, k->cfg.server, path,
+                          curl_easy_strerror(cc));
+        } else {
+            char st[400];
+            status_text(&b, code, st, sizeof st);
+            rc = drv_fail(d, DRV_EIO, "%s %s: %s", method, path, st);
+        }
+        break;
+    }
+    if (status)
+        *status = code;
+    if (!rc && out && b.n > 0) {
+        json_error_t je;
+        *out = json_loadb(b.p, b.n, 0, &je);
+        if (!*out)
+            rc = drv_fail(d, DRV_EPARSE, "%s %s: %ld answer is not JSON (%s, byte %d): %s", method,
+                          path, code, b.ctype[0] ? b.ctype : "no content type", je.position,
+                          je.text);
+    }
+    drv_free(b.p);
+    drv_free(url);
+    curl_slist_free_all(hdr);
+    return rc;
+}
+
+/* ---- lists --------------------------------------------------------------------------------- */
+
+int drv_kube_list(drv_kube *k, const char *path, const char *query, int limit, drv_kube_item_cb cb,
+                  void *arg, char *rv, size_t n, drv_diag *d)
+{
+    char *cont = NULL;
+    int rc = 0;
+    if (n)
+        rv[0] = 0;
+    do {
+        size_t len = strlen(path) + (query ? strlen(query) : 0) + (cont ? strlen(cont) : 0) + 64;
+        char *p = drv_malloc(len);
+        if (!p) {
+            rc = drv_fail(d, DRV_ENOMEM, "out of memory");
+            break;
+        }
+        int w = snprintf(p, len, "%s?", path);
+        if (query && *query)
+            w += snprintf(p + w, len - (size_t)w, "%s&", query);
+        if (limit > 0)
+            w += snprintf(p + w, len - (size_t)w, "limit=%d&", limit);
+        if (cont)
+            w += snprintf(p + w, len - (size_t)w, "continue=%s&", cont);
+        p[w - 1] = 0; /* the trailing '?' or '&' */
+        json_t *page = NULL;
+        long status = 0;
+        rc = drv_kube_request(k, "GET", p, NULL, NULL, &status, &page, d);
+        drv_free(p);
+        drv_free(cont);
+        cont = NULL;
+        if (rc) {
+            if (status == 410)
+                rc = DRV_KUBE_RELIST;
+            break;
+        }
+        json_t *items = json_object_get(page, "items");
+        json_t *meta = json_object_get(page, "metadata");
+        if (!json_is_array(items) || !json_is_object(meta)) {
+            json_decref(page);
+            rc = drv_fail(d, DRV_EPARSE, "GET %s: a list must have items and metadata", path);
+            break;
+        }
+        size_t i;
+        json_t *it;
+        json_array_foreach(items, i, it)
+        {
+            if ((rc = cb(it, arg)) != 0)
+                break;
+        }
+        const char *r = json_string_value(json_object_get(meta, "resourceVersion"));
+        if (r && n)
+            snprintf(rv, n, "%s", r);
+        const char *c = json_string_value(json_object_get(meta, "continue"));
+        if (!rc && c && *c && !(cont = drv_strdup(c)))
+            rc = drv_fail(d, DRV_ENOMEM, "out of memory");
+        json_decref(page);
+    } while (!rc && cont);
+    drv_free(cont);
+    return rc;
+}
+
+/* ---- watches ------------------------------------------------------------------------------- */
+
+typedef struct wstate {
+    drv_watch_decoder dec;
+    drv_watch_cb cb;
+    void *arg;
+    char *last_rv;
+    size_t n;
+    int rc; /* first non-zero result of decoding or of cb */
+    bool expired;
+    volatile int *stop;
+    drv_diag *d;
+} wstate;
+
+static int on_event(const drv_watch_event *ev, void *arg)
+{
+    wstate *w = arg;
+    if (ev->type == DRV_WATCH_ERROR) {
+        json_t *code = json_object_get(ev->object, "code");
+        if (json_integer_value(code) == 410) {
+            w->expired = true;
+            return DRV_KUBE_RELIST;
+        }
+        const char *m = json_string_value(json_object_get(ev->object, "message"));
+        return drv_fail(w->d, DRV_EIO, "watch %s after resourceVersion %s: ERROR event: %s",
+                        w->dec.resource, w->last_rv, m ? m : "(no message)");
+    }
+    int rc = w->cb(ev, w->arg);
+    if (!rc && ev->rv && *ev->rv && w->n)
+        snprintf(w->last_rv, w->n, "%s", ev->rv);
+    return rc;
+}
+
+static size_t on_watch_body(char *data, size_t sz, size_t nm, void *arg)
+{
+    wstate *w = arg;
+    size_t n = sz * nm;
+    if (w->rc)
+        return 0;
+    int rc = drv_watch_decoder_feed(&w->dec, data, n, on_event, w, w->d);
+    if (rc) {
+        w->rc = rc;
+        return 0; /* aborts the transfer */
+    }
+    return n;
+}
+
+static int on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t e)
+{
+    (void)a, (void)b, (void)c, (void)e;
+    const wstate *w = arg;
+    return w->stop && *w->stop ? 1 : 0;
+}
+
+int drv_kube_watch(drv_kube *k, const char *path, const char *rv, int timeout_s, drv_watch_cb cb,
+                   void *arg, char *last_rv, size_t n, volatile int *stop, drv_diag *d)
+{
+    if (n && last_rv != rv)
+        snprintf(last_rv, n, "%s", rv ? rv : "");
+    size_t ulen = strlen(k->cfg.server) + strlen(path) + (rv ? strlen(rv) : 0) + 128;
+    char *url = drv_malloc(ulen);
+    CURL *h = curl_easy_init();
+    if (!url || !h) {
+        drv_free(url);
+        if (h)
+            curl_easy_cleanup(h);
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    }
+    snprintf(url, ulen, "%s%s%cwatch=1&allowWatchBookmarks=true&timeoutSeconds=%d%s%s",
+             k->cfg.server, path, strchr(path, '?') ? '&' : '?', timeout_s > 0 ? timeout_s : 300,
+             rv && *rv ? "&resourceVersion=" : "", rv && *rv ? rv : "");
+    /* The resource, for messages: the path's last segment before any query. */
+    char res[64];
+    const char *slash = strrchr(path, '/');
+    snprintf(res, sizeof res, "%.*s", (int)strcspn(slash ? slash + 1 : path, "?"),
+             slash ? slash + 1 : path);
+    wstate w = {.cb = cb, .arg = arg, .last_rv = last_rv, .n = n, .stop = stop, .d = d};
+    drv_watch_decoder_init(&w.dec, res);
+    int rc = setup_handle(k, h, d);
+    CURLcode cc = CURLE_OK;
+    long code = 0;
+    if (!rc) {
+        curl_easy_setopt(h, CURLOPT_URL, url);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_watch_body);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &w);
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, &w);
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
+        sleep_s(drv_token_bucket_take(&k->tb, now_s()));
+        k->requests++;
+        cc = curl_easy_perform(h);
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    }
+    if (rc) {
+        /* setup failed; d says why */
+    } else if (w.rc) {
+        rc = w.rc; /* RELIST, a parse error or the callback's code */
+    } else if (cc == CURLE_ABORTED_BY_CALLBACK) {
+        rc = 0; /* *stop */
+    } else if (cc != CURLE_OK) {
+        rc = drv_fail(d, DRV_EIO, "watch %s after resourceVersion %s: %s", res, last_rv,
+                      curl_easy_strerror(cc));
+    } else if (code == 410) {
+        rc = DRV_KUBE_RELIST;
+    } else if (code < 200 || code >= 300) {
+        rc = drv_fail(d, DRV_EIO, "watch %s: HTTP %ld", res, code);
+    } else {
+        rc = drv_watch_decoder_finish(&w.dec, d); /* a stream cut mid-line is an error */
+    }
+    drv_watch_decoder_fini(&w.dec);
+    curl_easy_cleanup(h);
+    drv_free(url);
+    return rc;
+}

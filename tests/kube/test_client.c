@@ -1,0 +1,361 @@
+/*
+ * The API client against the in-memory test API server (loopback): requests and the errors
+ * they surface, paged lists, retries on 429 (with Retry-After) and 500, no retry on a
+ * conflict, watches that resume, end on the server's timeout, reconnect after a dropped
+ * connection is reported, and ask for a relist after 410 Expired; the token bucket with a
+ * fake clock; the back-off schedule.
+ */
+#include "apiserver.h"
+#include "drover/kube.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+typedef struct world {
+    drv_apiserver *srv;
+    drv_kube *k;
+} world;
+
+static int setup(void **state)
+{
+    world *w = calloc(1, sizeof *w);
+    drv_diag d;
+    drv_apiserver_opts o = {.fixture_dir = FIXTURE_DIR, .crd_installed = true, .bookmark_ms = 200};
+    if (drv_apiserver_start(&w->srv, &o, &d) != 0) {
+        fprintf(stderr, "apiserver: %s\n", d.msg);
+        return -1;
+    }
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", drv_apiserver_port(w->srv));
+    drv_kube_config c = {.server = url,
+                         .qps = 1000,
+                         .burst = 1000,
+                         .backoff_ms = 10,
+                         .backoff_max_ms = 50,
+                         .retry_after_max_s = 1};
+    if (drv_kube_new(&w->k, &c, &d) != 0) {
+        fprintf(stderr, "client: %s\n", d.msg);
+        return -1;
+    }
+    *state = w;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    world *w = *state;
+    drv_kube_free(w->k);
+    drv_apiserver_free(w->srv);
+    free(w);
+    return 0;
+}
+
+static void create_pod(drv_kube *k, const char *name)
+{
+    char body[512];
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+             "\"labels\":{\"app\":\"t\"}},\"spec\":{\"containers\":[{\"name\":\"c\","
+             "\"image\":\"busybox\"}]}}",
+             name);
+    long st;
+    json_t *out;
+    drv_diag d;
+    int rc =
+        drv_kube_request(k, "POST", "/api/v1/namespaces/default/pods", NULL, body, &st, &out, &d);
+    if (rc)
+        fail_msg("create %s: %s", name, d.msg);
+    assert_int_equal(st, 201);
+    assert_string_equal(json_string_value(json_object_get(out, "kind")), "Pod");
+    json_decref(out);
+}
+
+static void test_request_and_errors(void **state)
+{
+    world *w = *state;
+    create_pod(w->k, "a");
+    long st;
+    json_t *out;
+    drv_diag d;
+    assert_int_equal(drv_kube_request(w->k, "GET", "/api/v1/namespaces/default/pods/a", NULL, NULL,
+                                      &st, &out, &d),
+                     0);
+    assert_int_equal(st, 200);
+    const char *rv =
+        json_string_value(json_object_get(json_object_get(out, "metadata"), "resourceVersion"));
+    assert_non_null(rv);
+    json_decref(out);
+    /* 404: an error naming verb, path, status, reason */
+    assert_int_equal(drv_kube_request(w->k, "GET", "/api/v1/namespaces/default/pods/nope", NULL,
+                                      NULL, &st, &out, &d),
+                     DRV_EIO);
+    assert_int_equal(st, 404);
+    assert_null(out);
+    assert_non_null(strstr(d.msg, "GET /api/v1/namespaces/default/pods/nope: 404 NotFound"));
+    /* 409 on an update with a stale resourceVersion, and it is not retried */
+    long before = drv_kube_requests(w->k);
+    const char *stale = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\","
+                        "\"resourceVersion\":\"1\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+                        "\"image\":\"busybox\"}]}}";
+    assert_int_equal(drv_kube_request(w->k, "PUT", "/api/v1/namespaces/default/pods/a", NULL, stale,
+                                      &st, NULL, &d),
+                     DRV_EIO);
+    assert_int_equal(st, 409);
+    assert_int_equal(drv_kube_requests(w->k) - before, 1);
+    assert_non_null(strstr(d.msg, "Conflict"));
+    /* merge patch with its content type */
+    assert_int_equal(drv_kube_request(w->k, "PATCH", "/api/v1/namespaces/default/pods/a",
+                                      "application/merge-patch+json",
+                                      "{\"metadata\":{\"labels\":{\"x\":\"y\"}}}", &st, &out, &d),
+                     0);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(out, "metadata"), "labels"), "x")),
+                        "y");
+    json_decref(out);
+    /* DELETE without a body */
+    assert_int_equal(drv_kube_request(w->k, "DELETE", "/api/v1/namespaces/default/pods/a", NULL,
+                                      NULL, &st, NULL, &d),
+                     0);
+    assert_int_equal(drv_kube_request(w->k, "GET", "/api/v1/namespaces/default/pods/a", NULL, NULL,
+                                      &st, NULL, &d),
+                     DRV_EIO);
+    assert_int_equal(st, 404);
+}
+
+static void test_retries(void **state)
+{
+    world *w = *state;
+    long st;
+    drv_diag d;
+    /* 429 with Retry-After: 1, then success: two requests, one retry */
+    drv_apiserver_fail_next(w->srv, 429, 1, 1);
+    long before = drv_kube_requests(w->k), retries = drv_kube_retries(w->k);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(drv_kube_request(w->k, "GET", "/api/v1/namespaces", NULL, NULL, &st, NULL, &d),
+                     0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_int_equal(st, 200);
+    assert_int_equal(drv_kube_requests(w->k) - before, 2);
+    assert_int_equal(drv_kube_retries(w->k) - retries, 1);
+    /* Retry-After was honoured: not a timing assertion on speed, a lower bound on a wait */
+    assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 >= 900);
+    /* 500 twice then success on a GET */
+    drv_apiserver_fail_next(w->srv, 500, 2, 0);
+    before = drv_kube_requests(w->k);
+    assert_int_equal(drv_kube_request(w->k, "GET", "/api/v1/namespaces", NULL, NULL, &st, NULL, &d),
+                     0);
+    assert_int_equal(drv_kube_requests(w->k) - before, 3);
+    /* 500 on a POST is not retried (it may have been processed) */
+    drv_apiserver_fail_next(w->srv, 500, 1, 0);
+    before = drv_kube_requests(w->k);
+    assert_int_equal(drv_kube_request(w->k, "POST", "/api/v1/namespaces/default/configmaps", NULL,
+                                      "{\"metadata\":{\"name\":\"cm\"}}", &st, NULL, &d),
+                     DRV_EIO);
+    assert_int_equal(st, 500);
+    assert_int_equal(drv_kube_requests(w->k) - before, 1);
+    /* more failures than retries: the last answer is the error */
+    drv_apiserver_fail_next(w->srv, 503, 20, 0);
+    assert_int_equal(drv_kube_request(w->k, "GET", "/api/v1/namespaces", NULL, NULL, &st, NULL, &d),
+                     DRV_EIO);
+    assert_int_equal(st, 503);
+    drv_apiserver_fail_next(w->srv, 503, 0, 0);
+}
+
+static int count_item(json_t *item, void *arg)
+{
+    (void)item;
+    (*(int *)arg)++;
+    return 0;
+}
+
+static void test_list_pages(void **state)
+{
+    world *w = *state;
+    for (int i = 0; i < 7; i++) {
+        char n[16];
+        snprintf(n, sizeof n, "p%d", i);
+        create_pod(w->k, n);
+    }
+    int items = 0;
+    char rv[32];
+    drv_diag d;
+    long before = drv_kube_requests(w->k);
+    assert_int_equal(drv_kube_list(w->k, "/api/v1/namespaces/default/pods", "labelSelector=app%3Dt",
+                                   2, count_item, &items, rv, sizeof rv, &d),
+                     0);
+    assert_int_equal(items, 7);
+    assert_int_equal(drv_kube_requests(w->k) - before, 4); /* 2+2+2+1 */
+    char want[32];
+    snprintf(want, sizeof want, "%llu", (unsigned long long)drv_apiserver_rv(w->srv));
+    assert_string_equal(rv, want);
+    /* no paging: one request */
+    items = 0;
+    before = drv_kube_requests(w->k);
+    assert_int_equal(drv_kube_list(w->k, "/api/v1/namespaces/default/pods", NULL, 0, count_item,
+                                   &items, rv, sizeof rv, &d),
+                     0);
+    assert_int_equal(items, 7);
+    assert_int_equal(drv_kube_requests(w->k) - before, 1);
+}
+
+typedef struct seen {
+    int added, modified, deleted, bookmarks;
+    char names[16][32];
+} seen;
+
+static int on_ev(const drv_watch_event *ev, void *arg)
+{
+    seen *s = arg;
+    if (ev->type == DRV_WATCH_ADDED) {
+        const char *n =
+            json_string_value(json_object_get(json_object_get(ev->object, "metadata"), "name"));
+        if (s->added < 16)
+            snprintf(s->names[s->added], sizeof s->names[0], "%s", n ? n : "?");
+        s->added++;
+    }
+    s->modified += ev->type == DRV_WATCH_MODIFIED;
+    s->deleted += ev->type == DRV_WATCH_DELETED;
+    s->bookmarks += ev->type == DRV_WATCH_BOOKMARK;
+    return 0;
+}
+
+static void test_watch_resume_timeout_expire(void **state)
+{
+    world *w = *state;
+    char rv0[32];
+    snprintf(rv0, sizeof rv0, "%llu", (unsigned long long)drv_apiserver_rv(w->srv));
+    create_pod(w->k, "w1");
+    create_pod(w->k, "w2");
+    seen s = {0};
+    char last[32];
+    drv_diag d;
+    /* from rv0: the two creations arrive in order, then the server's timeout ends the stream */
+    assert_int_equal(drv_kube_watch(w->k, "/api/v1/namespaces/default/pods", rv0, 1, on_ev, &s,
+                                    last, sizeof last, NULL, &d),
+                     0);
+    assert_int_equal(s.added, 2);
+    assert_string_equal(s.names[0], "w1");
+    assert_string_equal(s.names[1], "w2");
+    char now[32];
+    snprintf(now, sizeof now, "%llu", (unsigned long long)drv_apiserver_rv(w->srv));
+    assert_string_equal(last, now);
+    /* resuming from last: no duplicates */
+    seen s2 = {0};
+    assert_int_equal(drv_kube_watch(w->k, "/api/v1/namespaces/default/pods", last, 1, on_ev, &s2,
+                                    last, sizeof last, NULL, &d),
+                     0);
+    assert_int_equal(s2.added + s2.modified + s2.deleted, 0);
+    /* everything expired: watching from an old resourceVersion asks for a relist */
+    drv_apiserver_expire(w->srv);
+    seen s3 = {0};
+    assert_int_equal(drv_kube_watch(w->k, "/api/v1/namespaces/default/pods", rv0, 1, on_ev, &s3,
+                                    last, sizeof last, NULL, &d),
+                     DRV_KUBE_RELIST);
+}
+
+typedef struct dropper {
+    drv_apiserver *srv;
+} dropper;
+
+static void *drop_soon(void *arg)
+{
+    dropper *x = arg;
+    struct timespec ts = {0, 300 * 1000000L};
+    nanosleep(&ts, NULL);
+    drv_apiserver_drop_watches(x->srv);
+    return NULL;
+}
+
+static void test_watch_dropped(void **state)
+{
+    world *w = *state;
+    char rv[32], last[32];
+    snprintf(rv, sizeof rv, "%llu", (unsigned long long)drv_apiserver_rv(w->srv));
+    dropper x = {w->srv};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, drop_soon, &x), 0);
+    seen s = {0};
+    drv_diag d;
+    int rc = drv_kube_watch(w->k, "/api/v1/namespaces/default/pods", rv, 30, on_ev, &s, last,
+                            sizeof last, NULL, &d);
+    pthread_join(t, NULL);
+    assert_int_equal(rc, DRV_EIO); /* a drop is not a clean end: the caller backs off */
+    assert_non_null(strstr(d.msg, "watch pods"));
+}
+
+static void test_token_bucket(void **unused)
+{
+    (void)unused;
+    drv_token_bucket b;
+    drv_token_bucket_init(&b, 5, 10, 100.0);
+    for (int i = 0; i < 10; i++) /* the burst goes at once */
+        assert_true(drv_token_bucket_take(&b, 100.0) == 0);
+    /* the 11th waits a fifth of a second, the 12th two fifths */
+    assert_true(fabs(drv_token_bucket_take(&b, 100.0) - 0.2) < 1e-9);
+    assert_true(fabs(drv_token_bucket_take(&b, 100.0) - 0.4) < 1e-9);
+    /* after 10 s the bucket is full again, not fuller */
+    drv_token_bucket_init(&b, 5, 10, 0.0);
+    for (int i = 0; i < 10; i++)
+        drv_token_bucket_take(&b, 0.0);
+    for (int i = 0; i < 10; i++)
+        assert_true(drv_token_bucket_take(&b, 10.0) == 0);
+    assert_true(drv_token_bucket_take(&b, 10.0) > 0);
+}
+
+static void test_backoff(void **unused)
+{
+    (void)unused;
+    drv_rng r;
+    drv_rng_seed(&r, 3);
+    for (int a = 0; a < 12; a++) {
+        int ms = drv_kube_backoff_ms(a, 100, 5000, &r);
+        double full = 100.0 * (1 << a);
+        if (full > 5000)
+            full = 5000;
+        assert_true(ms >= (int)(full / 2) - 1 && ms <= (int)full);
+    }
+}
+
+static void test_bad_config(void **unused)
+{
+    (void)unused;
+    drv_kube *k;
+    drv_diag d;
+    drv_kube_config c = {.server = "ftp://x"};
+    assert_int_equal(drv_kube_new(&k, &c, &d), DRV_EINVAL);
+    assert_non_null(strstr(d.msg, "expected an http:// or https:// URL"));
+    drv_kube_config none = {0};
+    assert_int_equal(drv_kube_new(&k, &none, &d), DRV_EINVAL);
+    /* nothing listens on this port (connection refused), and retries are off */
+    drv_kube_config dead = {.server = "http://127.0.0.1:1", .retries = -1};
+    assert_int_equal(drv_kube_new(&k, &dead, &d), 0);
+    long st;
+    assert_int_equal(drv_kube_request(k, "GET", "/api", NULL, NULL, &st, NULL, &d), DRV_EIO);
+    assert_int_equal(st, 0);
+    assert_non_null(strstr(d.msg, "GET http://127.0.0.1:1/api"));
+    drv_kube_free(k);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_request_and_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_pages, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_resume_timeout_expire, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_dropped, setup, teardown),
+        cmocka_unit_test(test_token_bucket),
+        cmocka_unit_test(test_backoff),
+        cmocka_unit_test(test_bad_config),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

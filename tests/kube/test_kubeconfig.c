@@ -1,0 +1,201 @@
+/*
+ * kubeconfig loading and in-cluster configuration. Every case writes its files into a fresh
+ * temporary directory: KUBECONFIG merge order across files, context override, relative file
+ * references, inline base64 data, tokenFile, the errors (unknown context listing the known
+ * ones, missing cluster or user, a malformed file with its line, exec users), and in-cluster
+ * files under a fake root.
+ */
+#include "drover/kube.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static char dir[256];
+
+static void put(const char *name, const char *text)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static const char *paths(const char *a, const char *b)
+{
+    static char s[1024];
+    if (b)
+        snprintf(s, sizeof s, "%s/%s:%s/missing-is-skipped:%s/%s", dir, a, dir, dir, b);
+    else
+        snprintf(s, sizeof s, "%s/%s", dir, a);
+    return s;
+}
+
+static int setup(void **unused)
+{
+    (void)unused;
+    snprintf(dir, sizeof dir, "/tmp/drover-kubeconfig-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    /* "aGVsbG8=" is base64 for "hello" */
+    put("a.yaml", "apiVersion: v1\n"
+                  "kind: Config\n"
+                  "current-context: dev\n"
+                  "clusters:\n"
+                  "- name: prod\n"
+                  "  cluster:\n"
+                  "    server: https://prod-from-a:6443/\n"
+                  "    certificate-authority: certs/ca.pem\n"
+                  "contexts:\n"
+                  "- name: prod\n"
+                  "  context: {cluster: prod, user: me, namespace: team}\n");
+    put("b.yaml", "apiVersion: v1\n"
+                  "kind: Config\n"
+                  "current-context: prod\n"
+                  "clusters:\n"
+                  "- name: prod\n"
+                  "  cluster: {server: 'https://prod-from-b:6443'}\n"
+                  "- name: dev\n"
+                  "  cluster:\n"
+                  "    server: https://dev:6443\n"
+                  "    certificate-authority-data: aGVsbG8=\n"
+                  "    insecure-skip-tls-verify: true\n"
+                  "users:\n"
+                  "- name: me\n"
+                  "  user:\n"
+                  "    tokenFile: tok\n"
+                  "    client-certificate-data: aGVsbG8=\n"
+                  "- name: robot\n"
+                  "  user:\n"
+                  "    exec: {command: get-token}\n"
+                  "contexts:\n"
+                  "- name: dev\n"
+                  "  context: {cluster: dev, user: me}\n"
+                  "- name: robot\n"
+                  "  context: {cluster: dev, user: robot}\n"
+                  "- name: nocluster\n"
+                  "  context: {cluster: gone, user: me}\n");
+    put("tok", "s3cret\n");
+    put("bad.yaml", "clusters:\n- name: x\n  cluster: [1, 2\n");
+    return 0;
+}
+
+static int teardown(void **unused)
+{
+    (void)unused;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_merge_and_current_context(void **unused)
+{
+    (void)unused;
+    drv_kube_config c;
+    drv_diag d;
+    /* a first: a's current-context (dev) wins; the dev cluster and user come from b */
+    if (drv_kubeconfig_load(&c, paths("a.yaml", "b.yaml"), NULL, &d))
+        fail_msg("%s", d.msg);
+    assert_string_equal(c.server, "https://dev:6443");
+    assert_string_equal(c.ca_data, "hello");
+    assert_true(c.insecure);
+    assert_string_equal(c.token, "s3cret"); /* tokenFile relative to b.yaml, newline trimmed */
+    assert_string_equal(c.cert_data, "hello");
+    assert_null(c.namespace_);
+    drv_kube_config_fini(&c);
+    /* context override: prod is defined in both files; a's (listed first) wins, its trailing
+     * slash dropped, its relative CA made absolute against a's directory */
+    assert_int_equal(drv_kubeconfig_load(&c, paths("a.yaml", "b.yaml"), "prod", &d), 0);
+    assert_string_equal(c.server, "https://prod-from-a:6443");
+    char ca[512];
+    snprintf(ca, sizeof ca, "%s/certs/ca.pem", dir);
+    assert_string_equal(c.ca_file, ca);
+    assert_string_equal(c.namespace_, "team");
+    assert_false(c.insecure);
+    drv_kube_config_fini(&c);
+    /* b first: b's current-context (prod) and b's prod cluster */
+    assert_int_equal(drv_kubeconfig_load(&c, paths("b.yaml", "a.yaml"), NULL, &d), 0);
+    assert_string_equal(c.server, "https://prod-from-b:6443");
+    drv_kube_config_fini(&c);
+    /* KUBECONFIG is read when no list is given */
+    setenv("KUBECONFIG", paths("b.yaml", NULL), 1);
+    assert_int_equal(drv_kubeconfig_load(&c, NULL, "dev", &d), 0);
+    assert_string_equal(c.server, "https://dev:6443");
+    drv_kube_config_fini(&c);
+    unsetenv("KUBECONFIG");
+}
+
+static void test_errors(void **unused)
+{
+    (void)unused;
+    drv_kube_config c;
+    drv_diag d;
+    assert_int_equal(drv_kubeconfig_load(&c, paths("a.yaml", "b.yaml"), "nope", &d), DRV_ENOENT);
+    assert_non_null(
+        strstr(d.msg, "context \"nope\" not found (known: prod, dev, robot, nocluster)"));
+    assert_int_equal(drv_kubeconfig_load(&c, paths("b.yaml", NULL), "nocluster", &d), DRV_ENOENT);
+    assert_non_null(strstr(d.msg, "cluster \"gone\" not found"));
+    assert_int_equal(drv_kubeconfig_load(&c, paths("b.yaml", NULL), "robot", &d), DRV_ENOTSUP);
+    if (!strstr(d.msg, "b.yaml:19: users[robot].user.exec: not supported"))
+        fail_msg("%s", d.msg);
+    assert_non_null(strstr(d.msg, "b.yaml:19: users[robot].user.exec: not supported"));
+    assert_int_equal(drv_kubeconfig_load(&c, paths("bad.yaml", NULL), "x", &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "bad.yaml:"));
+    char none[600];
+    snprintf(none, sizeof none, "%s/none1:%s/none2", dir, dir);
+    assert_int_equal(drv_kubeconfig_load(&c, none, NULL, &d), DRV_ENOENT);
+    assert_non_null(strstr(d.msg, "no kubeconfig found"));
+    /* a client built from a config without a usable server refuses clearly */
+    drv_kube *k;
+    drv_kube_config empty = {0};
+    assert_int_equal(drv_kube_new(&k, &empty, &d), DRV_EINVAL);
+}
+
+static void test_in_cluster(void **unused)
+{
+    (void)unused;
+    drv_kube_config c;
+    drv_diag d;
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    assert_int_equal(drv_kube_incluster(&c, dir, &d), DRV_ENOENT);
+    setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1);
+    setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+    assert_int_equal(drv_kube_incluster(&c, dir, &d), DRV_EIO); /* no token yet */
+    assert_non_null(strstr(d.msg, "serviceaccount/token"));
+    char sa[512], cmd[600];
+    snprintf(sa, sizeof sa, "%s/var/run/secrets/kubernetes.io/serviceaccount", dir);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", sa);
+    assert_int_equal(system(cmd), 0);
+    put("var/run/secrets/kubernetes.io/serviceaccount/token", "tok-123\n");
+    put("var/run/secrets/kubernetes.io/serviceaccount/namespace", "training");
+    assert_int_equal(drv_kube_incluster(&c, dir, &d), 0);
+    assert_string_equal(c.server, "https://10.0.0.1:443");
+    assert_string_equal(c.token, "tok-123");
+    assert_string_equal(c.namespace_, "training");
+    char ca[600];
+    snprintf(ca, sizeof ca, "%s/ca.crt", sa);
+    assert_string_equal(c.ca_file, ca);
+    drv_kube_config_fini(&c);
+    setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
+    assert_int_equal(drv_kube_incluster(&c, dir, &d), 0);
+    assert_string_equal(c.server, "https://[fd00::1]:443");
+    drv_kube_config_fini(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_merge_and_current_context),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_in_cluster),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

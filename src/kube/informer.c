@@ -1,0 +1,404 @@
+/*
+ * informer.c - list+watch cache of one resource kind (kube_informer.h).
+ *
+ * The cache is a hash table of key -> {resourceVersion, caller's record}. A full list stamps
+ * every entry it sees with a new epoch; entries left with an older stamp after a complete list
+ * are gone from the server and are deleted (client-go's Replace). Watch events apply one by
+ * one. Readers on other threads take the mutex.
+ */
+#include "drover/kube_informer.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct entry {
+    char *key;
+    char rv[32];
+    void *rec;
+    uint32_t mark; /* epoch of the last list that saw it */
+    struct entry *next;
+} entry;
+
+struct drv_informer {
+    drv_kube *k;
+    char *path;
+    int page, wto;
+    drv_informer_ops ops;
+    void *arg;
+    pthread_mutex_t mu;
+    entry **b;
+    size_t nb, n;
+    char rv[32];
+    bool synced, need_list;
+    uint32_t epoch;
+    int fails; /* consecutive failed rounds, for back-off */
+    drv_rng rng;
+    drv_informer_stats st;
+};
+
+static uint64_t hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static entry **slot(drv_informer *inf, const char *key)
+{
+    entry **e = &inf->b[hash(key) & (inf->nb - 1)];
+    while (*e && strcmp((*e)->key, key) != 0)
+        e = &(*e)->next;
+    return e;
+}
+
+static int grow(drv_informer *inf)
+{
+    size_t nb = inf->nb * 2;
+    entry **b = drv_calloc(nb, sizeof *b);
+    if (!b)
+        return DRV_ENOMEM;
+    for (size_t i = 0; i < inf->nb; i++)
+        for (entry *e = inf->b[i], *next; e; e = next) {
+            next = e->next;
+            entry **s = &b[hash(e->key) & (nb - 1)];
+            e->next = *s;
+            *s = e;
+        }
+    drv_free(inf->b);
+    inf->b = b;
+    inf->nb = nb;
+    return 0;
+}
+
+int drv_informer_new(drv_informer **out, drv_kube *k, const char *path, int page,
+                     int watch_timeout_s, const drv_informer_ops *ops, void *arg, drv_diag *d)
+{
+    *out = NULL;
+    if (!ops->decode || !ops->release)
+        return drv_fail(d, DRV_EINVAL, "informer %s: decode and release are required", path);
+    drv_informer *inf = drv_calloc(1, sizeof *inf);
+    if (!inf || !(inf->path = drv_strdup(path)) || !(inf->b = drv_calloc(64, sizeof *inf->b))) {
+        if (inf)
+            drv_free(inf->path);
+        drv_free(inf);
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    }
+    inf->nb = 64;
+    inf->k = k;
+    inf->page = page > 0 ? page : 500;
+    inf->wto = watch_timeout_s > 0 ? watch_timeout_s : 300;
+    inf->ops = *ops;
+    inf->arg = arg;
+    inf->need_list = true;
+    pthread_mutex_init(&inf->mu, NULL);
+    drv_rng_seed(&inf->rng, (uint64_t)(uintptr_t)inf ^ (uint64_t)time(NULL));
+    *out = inf;
+    return 0;
+}
+
+void drv_informer_free(drv_informer *inf)
+{
+    if (!inf)
+        return;
+    for (size_t i = 0; i < inf->nb; i++)
+        for (entry *e = inf->b[i], *next; e; e = next) {
+            next = e->next;
+            inf->ops.release(e->rec, inf->arg);
+            drv_free(e->key);
+            drv_free(e);
+        }
+    drv_free(inf->b);
+    drv_free(inf->path);
+    pthread_mutex_destroy(&inf->mu);
+    drv_free(inf);
+}
+
+/* "namespace/name" or "name"; 0, or DRV_EPARSE when the object has no name. */
+static int object_key(json_t *obj, char *key, size_t n, const char **rv)
+{
+    json_t *meta = json_object_get(obj, "metadata");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    *rv = json_string_value(json_object_get(meta, "resourceVersion"));
+    if (!name || !*name)
+        return DRV_EPARSE;
+    if (ns && *ns)
+        snprintf(key, n, "%s/%s", ns, name);
+    else
+        snprintf(key, n, "%s", name);
+    return 0;
+}
+
+/* Adds or updates obj (lock held). mark: the epoch to stamp, or 0 to keep the entry's. */
+static int upsert(drv_informer *inf, json_t *obj, uint32_t mark)
+{
+    char key[512];
+    const char *rv;
+    if (object_key(obj, key, sizeof key, &rv) != 0) {
+        inf->st.decode_errors++;
+        drv_log(DRV_LOG_WARN, "informer %s: an object without metadata.name: skipped", inf->path);
+        return 0;
+    }
+    entry **s = slot(inf, key);
+    if (*s && rv && !strcmp((*s)->rv, rv)) { /* unchanged */
+        if (mark)
+            (*s)->mark = mark;
+        return 0;
+    }
+    drv_diag d = {{0}};
+    void *rec = inf->ops.decode(obj, inf->arg, &d);
+    if (!rec) {
+        inf->st.decode_errors++;
+        drv_log(DRV_LOG_WARN, "informer %s: %s: %s: skipped", inf->path, key, d.msg);
+        return 0;
+    }
+    if (*s) {
+        entry *e = *s;
+        void *old = e->rec;
+        e->rec = rec;
+        snprintf(e->rv, sizeof e->rv, "%s", rv ? rv : "");
+        if (mark)
+            e->mark = mark;
+        if (inf->ops.on_update)
+            inf->ops.on_update(key, old, rec, inf->arg);
+        inf->ops.release(old, inf->arg);
+        return 0;
+    }
+    entry *e = drv_calloc(1, sizeof *e);
+    if (!e || !(e->key = drv_strdup(key))) {
+        drv_free(e);
+        inf->ops.release(rec, inf->arg);
+        return DRV_ENOMEM;
+    }
+    e->rec = rec;
+    snprintf(e->rv, sizeof e->rv, "%s", rv ? rv : "");
+    e->mark = mark ? mark : inf->epoch;
+    e->next = NULL;
+    *slot(inf, key) = e;
+    inf->n++;
+    if (inf->ops.on_add)
+        inf->ops.on_add(key, rec, inf->arg);
+    if (inf->n > inf->nb && grow(inf) != 0)
+        return DRV_ENOMEM;
+    return 0;
+}
+
+static void remove_entry(drv_informer *inf, entry **s)
+{
+    entry *e = *s;
+    *s = e->next;
+    inf->n--;
+    if (inf->ops.on_delete)
+        inf->ops.on_delete(e->key, e->rec, inf->arg);
+    inf->ops.release(e->rec, inf->arg);
+    drv_free(e->key);
+    drv_free(e);
+}
+
+static int list_item(json_t *item, void *arg)
+{
+    drv_informer *inf = arg;
+    pthread_mutex_lock(&inf->mu);
+    int rc = upsert(inf, item, inf->epoch);
+    pthread_mutex_unlock(&inf->mu);
+    return rc;
+}
+
+/* Adds one to a statistic under the lock (readers are on other threads). */
+static void bump(drv_informer *inf, long *field)
+{
+    pthread_mutex_lock(&inf->mu);
+    (*field)++;
+    pthread_mutex_unlock(&inf->mu);
+}
+
+static int relist(drv_informer *inf, drv_diag *d)
+{
+    char rv[32];
+    inf->epoch++;
+    bump(inf, &inf->st.lists);
+    int rc = drv_kube_list(inf->k, inf->path, NULL, inf->page, list_item, inf, rv, sizeof rv, d);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&inf->mu);
+    for (size_t i = 0; i < inf->nb; i++)
+        for (entry **s = &inf->b[i]; *s;)
+            if ((*s)->mark != inf->epoch)
+                remove_entry(inf, s); /* gone while we were not watching */
+            else
+                s = &(*s)->next;
+    snprintf(inf->rv, sizeof inf->rv, "%s", rv);
+    inf->synced = true;
+    pthread_mutex_unlock(&inf->mu);
+    return 0;
+}
+
+static int on_event(const drv_watch_event *ev, void *arg)
+{
+    drv_informer *inf = arg;
+    if (ev->type == DRV_WATCH_BOOKMARK)
+        return 0;
+    pthread_mutex_lock(&inf->mu);
+    inf->st.events++;
+    int rc = 0;
+    if (ev->type == DRV_WATCH_DELETED) {
+        char key[512];
+        const char *rv;
+        if (object_key(ev->object, key, sizeof key, &rv) == 0) {
+            entry **s = slot(inf, key);
+            if (*s)
+                remove_entry(inf, s);
+        }
+    } else {
+        rc = upsert(inf, ev->object, 0);
+    }
+    pthread_mutex_unlock(&inf->mu);
+    return rc;
+}
+
+/* Sleeps ms in slices, returning early when *stop is set. */
+static void nap(int ms, volatile int *stop)
+{
+    for (int left = ms; left > 0 && !(stop && *stop); left -= 20) {
+        struct timespec ts = {0, (left < 20 ? left : 20) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+int drv_informer_step(drv_informer *inf, volatile int *stop, drv_diag *d)
+{
+    if (inf->need_list) {
+        int rc = relist(inf, d);
+        if (rc == DRV_ENOMEM)
+            return rc;
+        if (rc) { /* expired continue token, transport failure: try again after a pause */
+            inf->fails++;
+            drv_log(DRV_LOG_WARN, "informer %s: list: %s", inf->path, d->msg);
+            nap(drv_kube_backoff_ms(inf->fails, 100, 5000, &inf->rng), stop);
+            return 0;
+        }
+        inf->need_list = false;
+        inf->fails = 0;
+    }
+    char rv[32], last[32];
+    pthread_mutex_lock(&inf->mu);
+    snprintf(rv, sizeof rv, "%s", inf->rv);
+    pthread_mutex_unlock(&inf->mu);
+    bump(inf, &inf->st.watches);
+    int rc =
+        drv_kube_watch(inf->k, inf->path, rv, inf->wto, on_event, inf, last, sizeof last, stop, d);
+    pthread_mutex_lock(&inf->mu);
+    snprintf(inf->rv, sizeof inf->rv, "%s", last);
+    pthread_mutex_unlock(&inf->mu);
+    if (rc == 0) {
+        inf->fails = 0;
+    } else if (rc == DRV_KUBE_RELIST || rc == DRV_EPARSE) {
+        bump(inf, &inf->st.relists);
+        inf->need_list = true;
+        if (rc == DRV_EPARSE)
+            drv_log(DRV_LOG_WARN, "informer %s: %s; listing again", inf->path, d->msg);
+    } else if (rc == DRV_EIO) {
+        bump(inf, &inf->st.reconnects);
+        inf->fails++;
+        nap(drv_kube_backoff_ms(inf->fails, 50, 5000, &inf->rng), stop);
+    } else {
+        return rc; /* out of memory, or a handler's error */
+    }
+    return 0;
+}
+
+int drv_informer_run(drv_informer *inf, volatile int *stop, drv_diag *d)
+{
+    while (!(stop && *stop)) {
+        int rc = drv_informer_step(inf, stop, d);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+bool drv_informer_synced(drv_informer *inf)
+{
+    pthread_mutex_lock(&inf->mu);
+    bool s = inf->synced;
+    pthread_mutex_unlock(&inf->mu);
+    return s;
+}
+
+void drv_informer_rv(drv_informer *inf, char *rv, size_t n)
+{
+    pthread_mutex_lock(&inf->mu);
+    snprintf(rv, n, "%s", inf->rv);
+    pthread_mutex_unlock(&inf->mu);
+}
+
+size_t drv_informer_len(drv_informer *inf)
+{
+    pthread_mutex_lock(&inf->mu);
+    size_t n = inf->n;
+    pthread_mutex_unlock(&inf->mu);
+    return n;
+}
+
+void drv_informer_foreach(drv_informer *inf,
+                          void (*fn)(const char *key, const char *rv, void *rec, void *arg),
+                          void *arg)
+{
+    pthread_mutex_lock(&inf->mu);
+    for (size_t i = 0; i < inf->nb; i++)
+        for (entry *e = inf->b[i]; e; e = e->next)
+            fn(e->key, e->rv, e->rec, arg);
+    pthread_mutex_unlock(&inf->mu);
+}
+
+/* Orders "key@rv" lines by key alone, as strcmp orders the keys. */
+static int cmp_line(const void *a, const void *b)
+{
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    size_t nx = strcspn(x, "@"), ny = strcspn(y, "@");
+    int c = strncmp(x, y, nx < ny ? nx : ny);
+    return c ? c : (nx > ny) - (nx < ny);
+}
+
+char *drv_informer_dump(drv_informer *inf)
+{
+    pthread_mutex_lock(&inf->mu);
+    char **lines = drv_calloc(inf->n + 1, sizeof *lines);
+    size_t k = 0, total = 1;
+    bool oom = !lines;
+    for (size_t i = 0; !oom && i < inf->nb; i++)
+        for (entry *e = inf->b[i]; e && !oom; e = e->next) {
+            size_t n = strlen(e->key) + strlen(e->rv) + 3;
+            if (!(lines[k] = drv_malloc(n))) {
+                oom = true;
+                break;
+            }
+            snprintf(lines[k++], n, "%s@%s\n", e->key, e->rv);
+            total += n;
+        }
+    pthread_mutex_unlock(&inf->mu);
+    char *out = oom ? NULL : drv_malloc(total);
+    if (out) {
+        qsort(lines, k, sizeof *lines, cmp_line);
+        size_t w = 0;
+        out[0] = 0;
+        for (size_t i = 0; i < k; i++)
+            w += (size_t)snprintf(out + w, total - w, "%s", lines[i]);
+    }
+    for (size_t i = 0; lines && i < k; i++)
+        drv_free(lines[i]);
+    drv_free(lines);
+    return out;
+}
+
+drv_informer_stats drv_informer_get_stats(drv_informer *inf)
+{
+    pthread_mutex_lock(&inf->mu);
+    drv_informer_stats s = inf->st;
+    pthread_mutex_unlock(&inf->mu);
+    return s;
+}

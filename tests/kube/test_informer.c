@@ -1,0 +1,201 @@
+/*
+ * The informer under faults: while it runs on its own thread against the in-memory API server,
+ * the test creates, updates and deletes pods at random and, between them, drops the watch
+ * connections, expires every resourceVersion (410 on the next watch), and makes lists and
+ * requests fail with 500 and 429. At the end the informer's cache must equal the server's
+ * store, object for object and resourceVersion for resourceVersion, and its handlers' counts
+ * must agree with its size. The event window is short (15), so operations made while the
+ * informer reconnects can leave it (then only a relist shows deletions). The faults must
+ * have happened (relists and reconnects counted), or
+ * the test proves nothing.
+ */
+#include "apiserver.h"
+#include "drover/kube_informer.h"
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+typedef struct counts {
+    long add, update, del, live_records;
+} counts;
+
+/* The cached record: the pod's node name (compact), or "" when unbound. */
+static void *decode(json_t *obj, void *arg, drv_diag *d)
+{
+    counts *c = arg;
+    const char *n = json_string_value(json_object_get(json_object_get(obj, "spec"), "nodeName"));
+    char *r = drv_strdup(n ? n : "");
+    if (!r)
+        drv_fail(d, DRV_ENOMEM, "out of memory");
+    else
+        c->live_records++;
+    return r;
+}
+
+static void release(void *rec, void *arg)
+{
+    counts *c = arg;
+    c->live_records--;
+    drv_free(rec);
+}
+
+static void on_add(const char *key, void *rec, void *arg)
+{
+    (void)key, (void)rec;
+    ((counts *)arg)->add++;
+}
+
+static void on_update(const char *key, void *old, void *rec, void *arg)
+{
+    (void)key, (void)old, (void)rec;
+    ((counts *)arg)->update++;
+}
+
+static void on_delete(const char *key, void *rec, void *arg)
+{
+    (void)key, (void)rec;
+    ((counts *)arg)->del++;
+}
+
+typedef struct runner {
+    drv_informer *inf;
+    volatile int stop;
+    int rc;
+    drv_diag d;
+} runner;
+
+static void *run(void *arg)
+{
+    runner *r = arg;
+    r->rc = drv_informer_run(r->inf, &r->stop, &r->d);
+    return NULL;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void test_informer_converges_under_faults(void **unused)
+{
+    (void)unused;
+    drv_apiserver *srv;
+    drv_diag d;
+    drv_apiserver_opts o = {.fixture_dir = FIXTURE_DIR, .window = 15, .bookmark_ms = 100};
+    assert_int_equal(drv_apiserver_start(&srv, &o, &d), 0);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", drv_apiserver_port(srv));
+    drv_kube_config cfg = {.server = url,
+                           .qps = 10000,
+                           .burst = 10000,
+                           .backoff_ms = 5,
+                           .backoff_max_ms = 20,
+                           .retry_after_max_s = 1};
+    drv_kube *writer, *reader;
+    assert_int_equal(drv_kube_new(&writer, &cfg, &d), 0);
+    assert_int_equal(drv_kube_new(&reader, &cfg, &d), 0);
+    counts c = {0};
+    drv_informer_ops ops = {decode, release, on_add, on_update, on_delete};
+    runner r = {0};
+    assert_int_equal(drv_informer_new(&r.inf, reader, "/api/v1/pods", 3, 2, &ops, &c, &d), 0);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, run, &r), 0);
+
+    drv_rng rng;
+    drv_rng_seed(&rng, 42);
+    bool exists[40] = {false};
+    int faults = 0;
+    for (int op = 0; op < 400; op++) {
+        int i = (int)drv_rng_range(&rng, 0, 39);
+        char path[128], body[512];
+        long st;
+        if (!exists[i]) {
+            snprintf(body, sizeof body,
+                     "{\"metadata\":{\"name\":\"p%d\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+                     "\"image\":\"busybox\"}]}}",
+                     i);
+            if (drv_kube_request(writer, "POST", "/api/v1/namespaces/default/pods", NULL, body, &st,
+                                 NULL, &d) == 0)
+                exists[i] = true;
+        } else if (drv_rng_uniform(&rng) < 0.6) {
+            snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/p%d", i);
+            snprintf(body, sizeof body, "{\"metadata\":{\"labels\":{\"op\":\"%d\"}}}", op);
+            drv_kube_request(writer, "PATCH", path, "application/merge-patch+json", body, &st, NULL,
+                             &d);
+        } else {
+            snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/p%d", i);
+            if (drv_kube_request(writer, "DELETE", path, NULL, "{\"gracePeriodSeconds\":0}", &st,
+                                 NULL, &d) == 0)
+                exists[i] = false;
+        }
+        if (op % 25 == 12) { /* a fault, and time for the informer to meet it */
+            switch (faults++ % 4) {
+            case 0: /* no pause: the next operations outrun the reconnect and the window */
+                drv_apiserver_drop_watches(srv);
+                continue;
+            case 1:
+                drv_apiserver_expire(srv);
+                break;
+            case 2:
+                drv_apiserver_fail_next(srv, 500, 2, 0);
+                break;
+            default:
+                drv_apiserver_fail_next(srv, 429, 1, 0);
+                break;
+            }
+            sleep_ms(150);
+        }
+    }
+    /* Converged: the cache reflects the server's current resourceVersion and equals its store
+     * (a bookmark or the next event brings the informer up to date). */
+    char *want = NULL, *got = NULL;
+    for (int tries = 0; tries < 200; tries++) {
+        drv_free(want);
+        drv_free(got);
+        want = drv_apiserver_dump(srv, "pods");
+        got = drv_informer_dump(r.inf);
+        if (want && got && !strcmp(want, got))
+            break;
+        sleep_ms(50);
+    }
+    r.stop = 1;
+    pthread_join(t, NULL);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(want);
+    assert_non_null(got);
+    if (strcmp(want, got) != 0)
+        fail_msg("cache differs from the server:\n--- server\n%s--- informer\n%s", want, got);
+    drv_informer_stats s = drv_informer_get_stats(r.inf);
+    /* the faults reached the informer */
+    assert_true(s.relists >= 1);
+    assert_true(s.reconnects >= 1);
+    assert_true(s.lists >= 2);
+    /* handlers agree with the cache */
+    assert_int_equal(c.add - c.del, (long)drv_informer_len(r.inf));
+    assert_int_equal(c.live_records, (long)drv_informer_len(r.inf));
+    assert_true(c.update > 0);
+    print_message("informer: %ld lists, %ld relists, %ld reconnects, %ld events; %ld adds, %ld "
+                  "updates, %ld deletes\n",
+                  s.lists, s.relists, s.reconnects, s.events, c.add, c.update, c.del);
+    drv_free(want);
+    drv_free(got);
+    drv_informer_free(r.inf);
+    assert_int_equal(c.live_records, 0);
+    drv_kube_free(writer);
+    drv_kube_free(reader);
+    drv_apiserver_free(srv);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_informer_converges_under_faults)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -30,11 +30,13 @@ run "Scheduling-cycle latency with the drover profile's scoring, 1,000 pending p
 run "Simulator: 10,000 jobs on 1,000 nodes (default scenario's arrival rate: overloaded); /tick = time-stepped baseline" \
     "$b/bench/sim_speed" --jobs 10000 --nodes 1000 --baseline 1 --policy k8s-default,gang-fifo,drover
 run "Simulator: 100,000 jobs on 5,000 nodes, steady load" \
-    "$b/bench/sim_speed" --jobs 100000 --nodes 5000 --interarrival 0.16 --policy k8s-default,gang-fifo
+    "$b/bench/sim_speed" --jobs 100000 --nodes 5000 --interarrival 0.16 --policy k8s-default,gang-fifo,drover
 run "Simulator: 100,000 jobs on 5,000 nodes, overloaded (queue grows all trace long)" \
     "$b/bench/sim_speed" --jobs 100000 --nodes 5000 --policy gang-fifo
 run "Trace replay: the Philly-derived trace (82,247 jobs)" \
     "$b/bench/trace_replay"
+run "Controller informer caches: 50,000 pods and 5,000 nodes, compact records vs the API objects" \
+    "$b/bench/informer_mem" --pods 50000 --nodes 5000
 for extra in bench/run-*.sh; do
     [ -f "$extra" ] && sh "$extra" "$b" >>"$tmp"
 done

@@ -52,6 +52,10 @@ int drv_informer_run(drv_informer *inf, volatile int *stop, drv_diag *d);
  * request). For callers that drive the informer themselves. */
 int drv_informer_step(drv_informer *inf, volatile int *stop, drv_diag *d);
 
+/* Applies one event (DRV_WATCH_ADDED, _MODIFIED, _DELETED) as if it came from the watch: for
+ * callers that receive objects another way, tests and benchmarks. 0 or DRV_ENOMEM. */
+int drv_informer_apply(drv_informer *inf, int type, json_t *obj);
+
 /* True once the first list has been applied. */
 bool drv_informer_synced(drv_informer *inf);
 /* The resourceVersion the cache reflects (copied into rv). */

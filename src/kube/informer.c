@@ -260,6 +260,12 @@ static int on_event(const drv_watch_event *ev, void *arg)
     return rc;
 }
 
+int drv_informer_apply(drv_informer *inf, int type, json_t *obj)
+{
+    drv_watch_event ev = {.type = type, .object = obj, .rv = ""};
+    return on_event(&ev, inf);
+}
+
 /* Sleeps ms in slices, returning early when *stop is set. */
 static void nap(int ms, volatile int *stop)
 {

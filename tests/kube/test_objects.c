@@ -1,0 +1,316 @@
+/*
+ * Typed decoding. A golden test walks every recorded exchange in tests/fixtures/k8s/transcripts
+ * (the directory itself, so a new recording is covered without touching this file) and decodes
+ * each response: Pods and Nodes (alone, in lists and in watch events) with the typed decoders;
+ * Status bodies must carry the HTTP status the recording shows (the error it implies);
+ * discovery documents and Tables are recognised and skipped; other kinds are counted as not
+ * typed yet. Then the decoders on hand-made objects: fields, the init-container rule, each
+ * malformed field named in the error; the quantity parser on a table of good and bad input.
+ */
+#include "drover/kube_types.h"
+#include "drover/kube_watch.h"
+
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+typedef struct tally {
+    int files, pods, nodes, statuses, events, skipped, untyped, empty, plain;
+} tally;
+
+static char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)len + 1);
+    *n = fread(b, 1, (size_t)len, f);
+    b[*n] = 0;
+    fclose(f);
+    return b;
+}
+
+/* Decodes one object by its kind (or the list's item kind). */
+static void decode_one(const char *where, json_t *o, const char *kind, long http, tally *t)
+{
+    drv_strtab *names = drv_strtab_new();
+    drv_diag d;
+    if (!strcmp(kind, "Pod")) {
+        drv_kpod p;
+        if (drv_kube_decode_pod(o, names, &p, &d))
+            fail_msg("%s: %s", where, d.msg);
+        assert_true(p.name > 0);
+        t->pods++;
+    } else if (!strcmp(kind, "Node")) {
+        drv_knode n;
+        if (drv_kube_decode_node(o, names, &n, &d))
+            fail_msg("%s: %s", where, d.msg);
+        assert_true(n.name > 0);
+        t->nodes++;
+    } else if (!strcmp(kind, "Status")) {
+        long code;
+        const char *reason;
+        if (drv_kube_decode_status(o, &code, &reason, &d))
+            fail_msg("%s: %s", where, d.msg);
+        if (http && code != http && !(code == 0 && http >= 200 && http < 300))
+            fail_msg("%s: Status code %ld, HTTP status %ld", where, code, http);
+        t->statuses++;
+    } else if (!strcmp(kind, "Table") || !strncmp(kind, "API", 3) || !*kind) {
+        t->skipped++; /* discovery and kubectl's Tables: not scheduling data */
+    } else {
+        /* TrainingJob, Lease, Event, CRD, ConfigMap, Binding...: no typed record yet, but
+         * every one is an object with a name or a list */
+        json_t *m = json_object_get(o, "metadata");
+        if (!json_is_object(m))
+            fail_msg("%s: %s without metadata", where, kind);
+        t->untyped++;
+    }
+    drv_strtab_free(names);
+}
+
+static void decode_body(const char *where, json_t *o, long http, tally *t)
+{
+    const char *kind = json_string_value(json_object_get(o, "kind"));
+    if (!kind)
+        kind = "";
+    size_t kl = strlen(kind);
+    if (kl > 4 && !strcmp(kind + kl - 4, "List") && json_is_array(json_object_get(o, "items"))) {
+        char item[64];
+        snprintf(item, sizeof item, "%.*s", (int)(kl - 4), kind);
+        size_t i;
+        json_t *it;
+        json_array_foreach(json_object_get(o, "items"), i, it) decode_one(where, it, item, 0, t);
+        return;
+    }
+    decode_one(where, o, kind, http, t);
+}
+
+typedef struct wctx {
+    const char *where;
+    tally *t;
+} wctx;
+
+static int on_event(const drv_watch_event *ev, void *arg)
+{
+    wctx *w = arg;
+    w->t->events++;
+    const char *kind = json_string_value(json_object_get(ev->object, "kind"));
+    if (ev->type == DRV_WATCH_BOOKMARK)
+        return 0;
+    decode_one(w->where, ev->object, kind ? kind : "", 0, w->t);
+    return 0;
+}
+
+static void test_golden_transcripts(void **unused)
+{
+    (void)unused;
+    const char *root = FIXTURE_DIR "/transcripts";
+    DIR *dir = opendir(root);
+    assert_non_null(dir);
+    tally t = {0};
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        if (de->d_name[0] == '.' || !strcmp(de->d_name, "INDEX.md"))
+            continue;
+        char path[1024];
+        size_t n;
+        snprintf(path, sizeof path, "%s/%s/request.txt", root, de->d_name);
+        char *req = slurp(path, &n);
+        snprintf(path, sizeof path, "%s/%s/response.txt", root, de->d_name);
+        char *resp = slurp(path, &n);
+        if (!req || !resp)
+            fail_msg("%s: request.txt or response.txt missing", de->d_name);
+        t.files++;
+        long http = strtol(resp + strcspn(resp, " "), NULL, 10);
+        /* The body follows the first empty line (CRLF or LF line ends). */
+        char *body = strstr(resp, "\r\n\r\n");
+        if (body)
+            body += 4;
+        else if ((body = strstr(resp, "\n\n")) != NULL)
+            body += 2;
+        bool watch = strstr(req, "watch=") != NULL;
+        bool chunked_raw = strstr(de->d_name, "raw-chunked") != NULL;
+        bool json_ct = strstr(resp, "Content-Type: application/json") != NULL ||
+                       strstr(resp, "Content-Type: application/vnd.kubernetes") != NULL;
+        if (!body || !*body) {
+            t.empty++;
+        } else if (!json_ct) {
+            /* e.g. a 404 for an unknown resource: text/plain "404 page not found"; the client
+             * reports the status alone (kube.h), so only the status matters */
+            if (http >= 200 && http < 300)
+                fail_msg("%s: a 2xx answer that is not JSON", de->d_name);
+            t.plain++;
+        } else if (chunked_raw) {
+            t.skipped++; /* the same stream as 05-watch-pods-bookmarks with chunk framing */
+        } else if (watch && http == 200) {
+            drv_watch_decoder dec;
+            drv_watch_decoder_init(&dec, de->d_name);
+            wctx w = {de->d_name, &t};
+            drv_diag d;
+            if (drv_watch_decoder_feed(&dec, body, strlen(body), on_event, &w, &d))
+                fail_msg("%s: %s", de->d_name, d.msg);
+            drv_watch_decoder_fini(&dec);
+        } else {
+            json_error_t je;
+            json_t *o = json_loads(body, 0, &je);
+            if (!o)
+                fail_msg("%s: body is not JSON: %s", de->d_name, je.text);
+            const char *k = json_string_value(json_object_get(o, "kind"));
+            if ((http < 200 || http >= 300) && (!k || strcmp(k, "Status") != 0))
+                fail_msg("%s: HTTP %ld without a Status body", de->d_name, http);
+            decode_body(de->d_name, o, http, &t);
+            json_decref(o);
+        }
+        free(req);
+        free(resp);
+    }
+    closedir(dir);
+    print_message("transcripts: %d files; %d pods, %d nodes, %d Status, %d watch events, %d "
+                  "skipped (discovery, tables), %d untyped, %d empty, %d plain-text errors\n",
+                  t.files, t.pods, t.nodes, t.statuses, t.events, t.skipped, t.untyped, t.empty,
+                  t.plain);
+    assert_true(t.files >= 80);
+    assert_true(t.pods >= 20);
+    assert_true(t.nodes >= 3);
+    assert_true(t.statuses >= 15);
+}
+
+static json_t *pod_json(const char *cpu0, const char *init_cpu, const char *role)
+{
+    json_t *p =
+        json_pack("{s:{s:s, s:s, s:s, s:{s:s, s:s, s:s}}, s:{s:s, s:s, s:[{s:s, s:{s:{s:s, s:s}}}, "
+                  "{s:s, s:{s:{s:s, s:s}}}], s:[{s:s, s:{s:{s:s}}}]}, s:{s:s}}",
+                  "metadata", "name", "w0", "namespace", "ml", "resourceVersion", "77", "labels",
+                  "drover.dev/job", "tj1", "drover.dev/role", role, "drover.dev/rank", "3", "spec",
+                  "nodeName", "n1", "schedulerName", "drover", "containers", "name", "a",
+                  "resources", "requests", "cpu", cpu0, "memory", "1Gi", "name", "b", "resources",
+                  "requests", "cpu", "250m", "nvidia.com/gpu", "1", "initContainers", "name", "i",
+                  "resources", "requests", "cpu", init_cpu, "status", "phase", "Running");
+    assert_non_null(p);
+    return p;
+}
+
+static void test_pod_decode(void **unused)
+{
+    (void)unused;
+    drv_strtab *names = drv_strtab_new();
+    drv_kpod p;
+    drv_diag d;
+    json_t *o = pod_json("1500m", "1", "worker");
+    assert_int_equal(drv_kube_decode_pod(o, names, &p, &d), 0);
+    assert_string_equal(drv_strtab_str(names, p.name), "w0");
+    assert_string_equal(drv_strtab_str(names, p.ns), "ml");
+    assert_string_equal(drv_strtab_str(names, p.node), "n1");
+    assert_string_equal(drv_strtab_str(names, p.job), "tj1");
+    assert_int_equal(p.role, DRV_ROLE_WORKER);
+    assert_int_equal(p.replica, 3);
+    assert_int_equal(p.phase, DRV_KPOD_RUNNING);
+    assert_string_equal(p.rv, "77");
+    assert_int_equal(p.req.cpu, 1750); /* containers add up */
+    assert_int_equal(p.req.mem, 1073741824);
+    assert_int_equal(p.req.gpu, 1);
+    json_decref(o);
+    /* an init container asking more than the containers together sets the request */
+    o = pod_json("1500m", "4", "ps");
+    assert_int_equal(drv_kube_decode_pod(o, names, &p, &d), 0);
+    assert_int_equal(p.req.cpu, 4000);
+    assert_int_equal(p.role, DRV_ROLE_PS);
+    json_decref(o);
+    /* malformed fields are named with the object and the bad text */
+    o = pod_json("2x", "1", "worker");
+    assert_int_equal(drv_kube_decode_pod(o, names, &p, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "pod ml/w0: spec.containers[0].resources.requests.cpu: "
+                                  "expected a CPU quantity such as 500m or 2, found '2x'"));
+    json_decref(o);
+    o = pod_json("1", "1", "boss");
+    assert_int_equal(drv_kube_decode_pod(o, names, &p, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "drover.dev/role: expected ps, chief, worker or evaluator, "
+                                  "found 'boss'"));
+    json_decref(o);
+    o = json_pack("{s:{s:s}}", "metadata", "name", "x");
+    assert_int_equal(drv_kube_decode_pod(o, names, &p, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "pod x: spec: expected a map"));
+    json_decref(o);
+    drv_strtab_free(names);
+}
+
+static void test_node_decode_and_binding(void **unused)
+{
+    (void)unused;
+    drv_strtab *names = drv_strtab_new();
+    drv_knode n;
+    drv_diag d;
+    json_t *o =
+        json_pack("{s:{s:s, s:{s:s, s:s}}, s:{s:b, s:[{s:s, s:s}]}, s:{s:{s:s, s:s, "
+                  "s:s}, s:[{s:s, s:s}]}}",
+                  "metadata", "name", "n1", "labels", "topology.kubernetes.io/zone", "z1",
+                  "drover.dev/rack", "r7", "spec", "unschedulable", 0, "taints", "key", "k",
+                  "effect", "NoSchedule", "status", "allocatable", "cpu", "63500m", "memory",
+                  "503Gi", "nvidia.com/gpu", "8", "conditions", "type", "Ready", "status", "True");
+    assert_int_equal(drv_kube_decode_node(o, names, &n, &d), 0);
+    assert_string_equal(drv_strtab_str(names, n.zone), "z1");
+    assert_string_equal(drv_strtab_str(names, n.rack), "r7");
+    assert_int_equal(n.alloc.cpu, 63500);
+    assert_int_equal(n.alloc.mem, 503LL * 1073741824);
+    assert_int_equal(n.alloc.gpu, 8);
+    assert_true(n.ready);
+    assert_true(n.noschedule);
+    assert_false(n.unschedulable);
+    json_decref(o);
+    char *b = drv_kube_binding_json("ml", "w0", "n1");
+    assert_non_null(b);
+    assert_string_equal(b, "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":"
+                           "\"w0\",\"namespace\":\"ml\"},\"target\":{\"apiVersion\":\"v1\","
+                           "\"kind\":\"Node\",\"name\":\"n1\"}}");
+    drv_free(b);
+    drv_strtab_free(names);
+}
+
+static void test_quantities(void **unused)
+{
+    (void)unused;
+    static const struct {
+        const char *s;
+        int64_t milli, units;
+        int rc;
+    } cases[] = {
+        {"2", 2000, 2, 0},         {"500m", 500, 1, 0},       {"1.5", 1500, 2, 0},
+        {"0.1", 100, 1, 0},        {"1e3", 1000000, 1000, 0}, {"128Gi", 0, 137438953472, 0},
+        {"500M", 0, 500000000, 0}, {"1Ki", 0, 1024, 0},       {"2E", 0, 2000000000000000000, 0},
+        {"", 0, 0, DRV_EINVAL},    {"-1", 0, 0, DRV_EINVAL},  {" 1", 0, 0, DRV_EINVAL},
+        {"1 ", 0, 0, DRV_EINVAL},  {"1x", 0, 0, DRV_EINVAL},  {"0x10", 0, 0, DRV_EINVAL},
+        {"1e", 0, 0, DRV_EINVAL},  {"inf", 0, 0, DRV_EINVAL}, {"1.2.3", 0, 0, DRV_EINVAL},
+        {"9Ei", 0, 0, DRV_ERANGE},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t v = -7;
+        int rc = drv_kube_quantity(cases[i].s, &v);
+        if (rc != cases[i].rc || (rc == 0 && v != cases[i].units))
+            fail_msg("quantity('%s') = %d, %lld; want %d, %lld", cases[i].s, rc, (long long)v,
+                     cases[i].rc, (long long)cases[i].units);
+        if (cases[i].milli) {
+            assert_int_equal(drv_kube_quantity_milli(cases[i].s, &v), 0);
+            assert_int_equal(v, cases[i].milli);
+        }
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_golden_transcripts),
+        cmocka_unit_test(test_pod_decode),
+        cmocka_unit_test(test_node_decode_and_binding),
+        cmocka_unit_test(test_quantities),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

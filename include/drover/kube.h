@@ -82,6 +82,22 @@ void drv_kube_free(drv_kube *k);
  */
 int drv_kube_request(drv_kube *k, const char *method, const char *path, const char *ctype,
                      const char *body, long *status, json_t **out, drv_diag *d);
+/*
+ * Read-modify-write with optimistic concurrency: GETs path, lets mutate change the object (it
+ * returns 0, or a negative code that aborts), PUTs it back — the resourceVersion read is the
+ * precondition, and every field of the object, known to Drover or not, is written back as
+ * read. On 409 Conflict it reads again and re-applies mutate to the fresh object, up to
+ * `attempts` times (0: 5): safe because mutate never works on stale data. *out (optional)
+ * receives the object written. Use path ".../status" for the status subresource.
+ */
+typedef int (*drv_kube_mutate_fn)(json_t *obj, void *arg);
+int drv_kube_update(drv_kube *k, const char *path, drv_kube_mutate_fn mutate, void *arg,
+                    int attempts, json_t **out, drv_diag *d);
+/* DELETE with DeleteOptions: grace_s < 0 leaves the grace period to the object; propagation
+ * ("Foreground", "Background", "Orphan") or NULL. *status as in drv_kube_request. */
+int drv_kube_delete(drv_kube *k, const char *path, int grace_s, const char *propagation,
+                    long *status, drv_diag *d);
+
 /* Requests made and retries spent so far (for tests and metrics). */
 long drv_kube_requests(const drv_kube *k);
 long drv_kube_retries(const drv_kube *k);

@@ -56,6 +56,17 @@ int drv_informer_step(drv_informer *inf, volatile int *stop, drv_diag *d);
  * callers that receive objects another way, tests and benchmarks. 0 or DRV_ENOMEM. */
 int drv_informer_apply(drv_informer *inf, int type, json_t *obj);
 
+/* Indexes (pods by node, pods by job): fn gives the value a record is filed under (an interned
+ * id > 0), or 0 for none. Add indexes before the informer runs; at most DRV_INFORMER_INDEXES.
+ * Returns the index number, or a negative code. */
+enum { DRV_INFORMER_INDEXES = 4 };
+typedef int32_t (*drv_informer_index_fn)(const void *rec, void *arg);
+int drv_informer_add_index(drv_informer *inf, drv_informer_index_fn fn);
+/* Calls fn for each cached object filed under value v in index idx (under the lock); returns
+ * how many. O(objects under v). */
+size_t drv_informer_by_index(drv_informer *inf, int idx, int32_t v,
+                             void (*fn)(const char *key, void *rec, void *arg), void *arg);
+
 /* True once the first list has been applied. */
 bool drv_informer_synced(drv_informer *inf);
 /* The resourceVersion the cache reflects (copied into rv). */

@@ -386,6 +386,64 @@ int drv_kube_request(drv_kube *k, const char *method, const char *path, const ch
     return rc;
 }
 
+int drv_kube_update(drv_kube *k, const char *path, drv_kube_mutate_fn mutate, void *arg,
+                    int attempts, json_t **out, drv_diag *d)
+{
+    if (out)
+        *out = NULL;
+    if (attempts <= 0)
+        attempts = 5;
+    int rc = 0;
+    for (int a = 0; a < attempts; a++) {
+        json_t *obj = NULL;
+        long st = 0;
+        if ((rc = drv_kube_request(k, "GET", path, NULL, NULL, &st, &obj, d)) != 0)
+            return rc;
+        if (!obj)
+            return drv_fail(d, DRV_EPARSE, "GET %s: empty answer", path);
+        if ((rc = mutate(obj, arg)) != 0) {
+            json_decref(obj);
+            return rc;
+        }
+        char *body = json_dumps(obj, JSON_COMPACT);
+        json_decref(obj);
+        if (!body)
+            return drv_fail(d, DRV_ENOMEM, "out of memory");
+        json_t *res = NULL;
+        rc = drv_kube_request(k, "PUT", path, NULL, body, &st, &res, d);
+        free(body);
+        if (rc == 0) {
+            if (out)
+                *out = res;
+            else
+                json_decref(res);
+            return 0;
+        }
+        if (st != 409)
+            return rc;
+        drv_log(DRV_LOG_INFO, "PUT %s: conflict, reading again (attempt %d of %d)", path, a + 1,
+                attempts);
+    }
+    return rc;
+}
+
+int drv_kube_delete(drv_kube *k, const char *path, int grace_s, const char *propagation,
+                    long *status, drv_diag *d)
+{
+    json_t *o = json_pack("{s:s, s:s}", "kind", "DeleteOptions", "apiVersion", "v1");
+    if (o && grace_s >= 0)
+        json_object_set_new(o, "gracePeriodSeconds", json_integer(grace_s));
+    if (o && propagation)
+        json_object_set_new(o, "propagationPolicy", json_string(propagation));
+    char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!body)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    int rc = drv_kube_request(k, "DELETE", path, NULL, body, status, NULL, d);
+    free(body);
+    return rc;
+}
+
 /* ---- lists --------------------------------------------------------------------------------- */
 
 int drv_kube_list(drv_kube *k, const char *path, const char *query, int limit, drv_kube_item_cb cb,

@@ -20,7 +20,22 @@ typedef struct entry {
     void *rec;
     uint32_t mark; /* epoch of the last list that saw it */
     struct entry *next;
+    int32_t ixv[DRV_INFORMER_INDEXES]; /* value filed under, per index (0: none) */
 } entry;
+
+/* One index: value -> the entries filed under it (a hash of small vectors). */
+typedef struct ixbucket {
+    int32_t v;
+    entry **e;
+    int32_t n, cap;
+    struct ixbucket *next;
+} ixbucket;
+
+typedef struct index {
+    drv_informer_index_fn fn;
+    ixbucket **b;
+    size_t nb, n;
+} index_t;
 
 struct drv_informer {
     drv_kube *k;
@@ -37,7 +52,88 @@ struct drv_informer {
     int fails; /* consecutive failed rounds, for back-off */
     drv_rng rng;
     drv_informer_stats st;
+    index_t ix[DRV_INFORMER_INDEXES];
+    int nix;
 };
+
+static ixbucket **ix_find(index_t *x, int32_t v)
+{
+    ixbucket **b = &x->b[(uint32_t)v * 2654435761u & (x->nb - 1)];
+    while (*b && (*b)->v != v)
+        b = &(*b)->next;
+    return b;
+}
+
+static int ix_add(index_t *x, int32_t v, entry *e)
+{
+    if (!v)
+        return 0;
+    ixbucket **b = ix_find(x, v);
+    if (!*b) {
+        if (x->n >= x->nb) { /* grow */
+            size_t nb = x->nb * 2;
+            ixbucket **t = drv_calloc(nb, sizeof *t);
+            if (!t)
+                return DRV_ENOMEM;
+            for (size_t i = 0; i < x->nb; i++)
+                for (ixbucket *k = x->b[i], *next; k; k = next) {
+                    next = k->next;
+                    ixbucket **s = &t[(uint32_t)k->v * 2654435761u & (nb - 1)];
+                    k->next = *s;
+                    *s = k;
+                }
+            drv_free(x->b);
+            x->b = t;
+            x->nb = nb;
+            b = ix_find(x, v);
+        }
+        if (!(*b = drv_calloc(1, sizeof **b)))
+            return DRV_ENOMEM;
+        (*b)->v = v;
+        x->n++;
+    }
+    if (drv_grow(&(*b)->e, sizeof *(*b)->e, &(*b)->cap, (*b)->n + 1) != 0)
+        return DRV_ENOMEM;
+    (*b)->e[(*b)->n++] = e;
+    return 0;
+}
+
+static void ix_remove(index_t *x, int32_t v, entry *e)
+{
+    if (!v)
+        return;
+    ixbucket **b = ix_find(x, v);
+    if (!*b)
+        return;
+    for (int32_t i = 0; i < (*b)->n; i++)
+        if ((*b)->e[i] == e) {
+            (*b)->e[i] = (*b)->e[--(*b)->n];
+            break;
+        }
+    if ((*b)->n == 0) {
+        ixbucket *k = *b;
+        *b = k->next;
+        drv_free(k->e);
+        drv_free(k);
+        x->n--;
+    }
+}
+
+/* Files e (whose record changed) under its current values. */
+static int ix_refile(struct drv_informer *inf, entry *e)
+{
+    for (int i = 0; i < inf->nix; i++) {
+        int32_t v = inf->ix[i].fn(e->rec, inf->arg);
+        if (v == e->ixv[i])
+            continue;
+        ix_remove(&inf->ix[i], e->ixv[i], e);
+        e->ixv[i] = 0;
+        if (ix_add(&inf->ix[i], v, e) != 0)
+            return DRV_ENOMEM;
+        e->ixv[i] = v;
+    }
+    return 0;
+}
 
 static uint64_t hash(const char *s)
 {
@@ -112,6 +208,15 @@ void drv_informer_free(drv_informer *inf)
             drv_free(e);
         }
     drv_free(inf->b);
+    for (int i = 0; i < inf->nix; i++) {
+        for (size_t j = 0; j < inf->ix[i].nb; j++)
+            for (ixbucket *k = inf->ix[i].b[j], *next; k; k = next) {
+                next = k->next;
+                drv_free(k->e);
+                drv_free(k);
+            }
+        drv_free(inf->ix[i].b);
+    }
     drv_free(inf->path);
     pthread_mutex_destroy(&inf->mu);
     drv_free(inf);
@@ -163,10 +268,11 @@ static int upsert(drv_informer *inf, json_t *obj, uint32_t mark)
         snprintf(e->rv, sizeof e->rv, "%s", rv ? rv : "");
         if (mark)
             e->mark = mark;
+        int rc = ix_refile(inf, e);
         if (inf->ops.on_update)
             inf->ops.on_update(key, old, rec, inf->arg);
         inf->ops.release(old, inf->arg);
-        return 0;
+        return rc;
     }
     entry *e = drv_calloc(1, sizeof *e);
     if (!e || !(e->key = drv_strdup(key))) {
@@ -180,6 +286,8 @@ static int upsert(drv_informer *inf, json_t *obj, uint32_t mark)
     e->next = NULL;
     *slot(inf, key) = e;
     inf->n++;
+    if (ix_refile(inf, e) != 0)
+        return DRV_ENOMEM;
     if (inf->ops.on_add)
         inf->ops.on_add(key, rec, inf->arg);
     if (inf->n > inf->nb && grow(inf) != 0)
@@ -192,6 +300,8 @@ static void remove_entry(drv_informer *inf, entry **s)
     entry *e = *s;
     *s = e->next;
     inf->n--;
+    for (int i = 0; i < inf->nix; i++)
+        ix_remove(&inf->ix[i], e->ixv[i], e);
     if (inf->ops.on_delete)
         inf->ops.on_delete(e->key, e->rec, inf->arg);
     inf->ops.release(e->rec, inf->arg);
@@ -325,6 +435,44 @@ int drv_informer_run(drv_informer *inf, volatile int *stop, drv_diag *d)
             return rc;
     }
     return 0;
+}
+
+int drv_informer_add_index(drv_informer *inf, drv_informer_index_fn fn)
+{
+    pthread_mutex_lock(&inf->mu);
+    int rc = DRV_ERANGE;
+    if (inf->nix < DRV_INFORMER_INDEXES) {
+        index_t *x = &inf->ix[inf->nix];
+        x->fn = fn;
+        x->nb = 64;
+        rc = (x->b = drv_calloc(x->nb, sizeof *x->b)) ? inf->nix++ : DRV_ENOMEM;
+        /* objects cached already are filed now */
+        for (size_t i = 0; rc >= 0 && i < inf->nb; i++)
+            for (entry *e = inf->b[i]; e && rc >= 0; e = e->next) {
+                int32_t v = fn(e->rec, inf->arg);
+                if (ix_add(x, v, e) != 0)
+                    rc = DRV_ENOMEM;
+                else
+                    e->ixv[inf->nix - 1] = v;
+            }
+    }
+    pthread_mutex_unlock(&inf->mu);
+    return rc;
+}
+
+size_t drv_informer_by_index(drv_informer *inf, int idx, int32_t v,
+                             void (*fn)(const char *key, void *rec, void *arg), void *arg)
+{
+    pthread_mutex_lock(&inf->mu);
+    size_t n = 0;
+    if (idx >= 0 && idx < inf->nix && v) {
+        ixbucket **b = ix_find(&inf->ix[idx], v);
+        for (int32_t i = 0; *b && i < (*b)->n; i++, n++)
+            if (fn)
+                fn((*b)->e[i]->key, (*b)->e[i]->rec, arg);
+    }
+    pthread_mutex_unlock(&inf->mu);
+    return n;
 }
 
 bool drv_informer_synced(drv_informer *inf)

@@ -130,6 +130,64 @@ static void test_request_and_errors(void **state)
     assert_int_equal(st, 404);
 }
 
+/* mutate for test_update_conflict: adds a label; on its first call another writer changes
+ * the object first, so the PUT that follows meets 409 and must be redone on fresh data. */
+typedef struct race {
+    drv_kube *other;
+    int calls;
+} race;
+
+static int add_label(json_t *obj, void *arg)
+{
+    race *r = arg;
+    if (r->calls++ == 0) {
+        long st;
+        drv_diag d;
+        assert_int_equal(drv_kube_request(r->other, "PATCH", "/api/v1/namespaces/default/pods/u",
+                                          "application/merge-patch+json",
+                                          "{\"metadata\":{\"labels\":{\"theirs\":\"1\"}}}", &st,
+                                          NULL, &d),
+                         0);
+    }
+    json_t *labels = json_object_get(json_object_get(obj, "metadata"), "labels");
+    json_object_set_new(labels, "ours", json_string("1"));
+    return 0;
+}
+
+static void test_update_conflict_and_delete(void **state)
+{
+    world *w = *state;
+    create_pod(w->k, "u");
+    drv_kube *other;
+    drv_diag d;
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", drv_apiserver_port(w->srv));
+    drv_kube_config c = {.server = url};
+    assert_int_equal(drv_kube_new(&other, &c, &d), 0);
+    race r = {other, 0};
+    json_t *out;
+    if (drv_kube_update(w->k, "/api/v1/namespaces/default/pods/u", add_label, &r, 3, &out, &d))
+        fail_msg("%s", d.msg);
+    assert_int_equal(r.calls, 2); /* the conflict made it read and apply again */
+    json_t *labels = json_object_get(json_object_get(out, "metadata"), "labels");
+    assert_string_equal(json_string_value(json_object_get(labels, "theirs")), "1"); /* kept */
+    assert_string_equal(json_string_value(json_object_get(labels, "ours")), "1");
+    assert_string_equal(json_string_value(json_object_get(labels, "app")), "t");
+    json_decref(out);
+    drv_kube_free(other);
+    /* delete with options: a grace period of 0 removes an unbound pod at once */
+    long st;
+    assert_int_equal(
+        drv_kube_delete(w->k, "/api/v1/namespaces/default/pods/u", 0, "Background", &st, &d), 0);
+    assert_int_equal(drv_kube_request(w->k, "GET", "/api/v1/namespaces/default/pods/u", NULL, NULL,
+                                      &st, NULL, &d),
+                     DRV_EIO);
+    assert_int_equal(st, 404);
+    assert_int_equal(drv_kube_delete(w->k, "/api/v1/namespaces/default/pods/u", -1, NULL, &st, &d),
+                     DRV_EIO);
+    assert_int_equal(st, 404);
+}
+
 static void test_retries(void **state)
 {
     world *w = *state;
@@ -350,6 +408,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_request_and_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_update_conflict_and_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_pages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_resume_timeout_expire, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_dropped, setup, teardown),

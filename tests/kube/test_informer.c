@@ -11,6 +11,7 @@
  */
 #include "apiserver.h"
 #include "drover/kube_informer.h"
+#include "drover/kube_types.h"
 
 #include <pthread.h>
 #include <setjmp.h>
@@ -194,8 +195,102 @@ static void test_informer_converges_under_faults(void **unused)
     drv_apiserver_free(srv);
 }
 
+/* Indexes: typed pod records filed by node and by job, checked against a brute-force count
+ * after every one of many random adds, moves and deletes. */
+static drv_strtab *ix_names;
+
+static void *decode_kpod(json_t *obj, void *arg, drv_diag *d)
+{
+    (void)arg;
+    drv_kpod *p = drv_malloc(sizeof *p);
+    if (p && drv_kube_decode_pod(obj, ix_names, p, d) == 0)
+        return p;
+    drv_free(p);
+    return NULL;
+}
+
+static void free_kpod(void *rec, void *arg)
+{
+    (void)arg;
+    drv_free(rec);
+}
+
+static int32_t by_node(const void *rec, void *arg)
+{
+    (void)arg;
+    return ((const drv_kpod *)rec)->node;
+}
+
+static int32_t by_job(const void *rec, void *arg)
+{
+    (void)arg;
+    return ((const drv_kpod *)rec)->job;
+}
+
+typedef struct brute {
+    int32_t v;
+    int idx;
+    size_t n;
+} brute;
+
+static void count_brute(const char *key, const char *rv, void *rec, void *arg)
+{
+    (void)key, (void)rv;
+    brute *b = arg;
+    const drv_kpod *p = rec;
+    b->n += (b->idx == 0 ? p->node : p->job) == b->v;
+}
+
+static void test_informer_indexes(void **unused)
+{
+    (void)unused;
+    ix_names = drv_strtab_new();
+    drv_informer_ops ops = {decode_kpod, free_kpod, NULL, NULL, NULL};
+    drv_informer *inf;
+    drv_diag d;
+    assert_int_equal(drv_informer_new(&inf, NULL, "/api/v1/pods", 0, 0, &ops, NULL, &d), 0);
+    assert_int_equal(drv_informer_add_index(inf, by_node), 0);
+    drv_rng r;
+    drv_rng_seed(&r, 9);
+    for (int op = 0; op < 3000; op++) {
+        int i = (int)drv_rng_range(&r, 0, 99);
+        char name[16], node[16], job[16], rv[16];
+        snprintf(name, sizeof name, "p%d", i);
+        snprintf(node, sizeof node, "n%d", (int)drv_rng_range(&r, 0, 9));
+        snprintf(job, sizeof job, "j%d", (int)drv_rng_range(&r, 0, 6));
+        snprintf(rv, sizeof rv, "%d", op + 1);
+        json_t *o =
+            json_pack("{s:{s:s, s:s, s:s, s:{s:s}}, s:{s:s, s:[{s:s}]}}", "metadata", "name", name,
+                      "namespace", "default", "resourceVersion", rv, "labels", "drover.dev/job",
+                      job, "spec", "nodeName", node, "containers", "name", "c");
+        int type = drv_rng_uniform(&r) < 0.25 ? DRV_WATCH_DELETED : DRV_WATCH_MODIFIED;
+        assert_int_equal(drv_informer_apply(inf, type, o), 0);
+        json_decref(o);
+        if (op == 1500) /* an index added late files what is cached already */
+            assert_int_equal(drv_informer_add_index(inf, by_job), 1);
+        for (int idx = 0; idx < (op > 1500 ? 2 : 1); idx++)
+            for (int v = 0; v < 10; v++) {
+                char s[16];
+                snprintf(s, sizeof s, idx == 0 ? "n%d" : "j%d", v);
+                int32_t id = drv_strtab_find(ix_names, s);
+                if (id <= 0)
+                    continue;
+                brute b = {id, idx, 0};
+                drv_informer_foreach(inf, count_brute, &b);
+                size_t got = drv_informer_by_index(inf, idx, id, NULL, NULL);
+                if (got != b.n)
+                    fail_msg("op %d: index %d value %s: %zu filed, %zu cached", op, idx, s, got,
+                             b.n);
+            }
+    }
+    assert_true(drv_informer_len(inf) > 10);
+    drv_informer_free(inf);
+    drv_strtab_free(ix_names);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_informer_converges_under_faults)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_informer_converges_under_faults),
+                                       cmocka_unit_test(test_informer_indexes)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

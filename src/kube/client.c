@@ -282,10 +282,21 @@ static void status_text(const rbuf *b, long status, char *out, size_t n)
 static bool retryable(const char *method, long status, CURLcode cc)
 {
     bool post = !strcmp(method, "POST") || !strcmp(method, "PATCH");
-    if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST)
+    switch (cc) {
+    case CURLE_OK:
+        break;
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
         return true; /* nothing reached the server */
-    if (cc != CURLE_OK)
-        return !post;
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+        return !post; /* the server may have acted */
+    default:
+        return false; /* certificates, bad URLs...: retrying cannot help */
+    }
     if (status == 429)
         return true;
     return !post && (status == 500 || status == 502 || status == 503 || status == 504);

@@ -2408,10 +2408,18 @@ int drv_apiserver_start(drv_apiserver **out, const drv_apiserver_opts *o, drv_di
     sa.sin_family = AF_INET;
     sa.sin_port = 0;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    s->mhd = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0,
-        NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
+    unsigned flags =
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG;
+    if (o && o->tls_cert_pem && o->tls_key_pem)
+        s->mhd = MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, handle, s,
+                                  MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED, completed,
+                                  s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+                                  MHD_OPTION_HTTPS_MEM_KEY, o->tls_key_pem,
+                                  MHD_OPTION_HTTPS_MEM_CERT, o->tls_cert_pem, MHD_OPTION_END);
+    else
+        s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, &sa,
+                                  MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
     if (!s->mhd) {
         drv_apiserver_free(s);
         return drv_fail(d, DRV_EIO, "apiserver: cannot listen on 127.0.0.1");

@@ -22,10 +22,12 @@
 typedef struct drv_apiserver drv_apiserver;
 
 typedef struct drv_apiserver_opts {
-    const char *fixture_dir; /* tests/fixtures/k8s (discovery and OpenAPI documents) */
-    int window;              /* events kept for watch resumption; 0 = 200 */
-    int bookmark_ms;         /* idle time before a BOOKMARK is sent; 0 = 1000 */
-    bool crd_installed;      /* start with trainingjobs.drover.dev already established */
+    const char *fixture_dir;  /* tests/fixtures/k8s (discovery and OpenAPI documents) */
+    int window;               /* events kept for watch resumption; 0 = 200 */
+    int bookmark_ms;          /* idle time before a BOOKMARK is sent; 0 = 1000 */
+    bool crd_installed;       /* start with trainingjobs.drover.dev already established */
+    const char *tls_cert_pem; /* with tls_key_pem: serve HTTPS with this certificate (PEM text) */
+    const char *tls_key_pem;
 } drv_apiserver_opts;
 
 /* Starts a server on 127.0.0.1 with an ephemeral port. */

@@ -47,6 +47,36 @@ typedef struct drv_knode {
     bool noschedule;          /* a NoSchedule or NoExecute taint */
 } drv_knode;
 
+/* A TrainingJob (drover.dev/v1alpha1): per role (replicaSpecs PS, Chief, Worker, Evaluator)
+ * the replica bounds and the per-pod request of its template (requests, or limits where a
+ * request is absent, as the API server defaults a pod). */
+typedef struct drv_ktrainingjob {
+    char rv[24];
+    int32_t ns, name, scheduler; /* interned; scheduler from any template, 0 when absent */
+    int64_t generation;
+    drv_rolespec role[DRV_NROLES]; /* replicas 0 for absent roles */
+    int32_t phase;                 /* interned status.phase, 0 when absent */
+} drv_ktrainingjob;
+
+/* A PodGroup (scheduling.x-k8s.io/v1alpha1, the coscheduling plugin's gang). */
+typedef struct drv_kpodgroup {
+    char rv[24];
+    int32_t ns, name;
+    int32_t min_member;
+    drv_res min_resources;
+    int32_t timeout_s; /* spec.scheduleTimeoutSeconds, 0 when absent */
+    int32_t phase;     /* interned status.phase */
+    int32_t running, succeeded, failed, scheduled;
+} drv_kpodgroup;
+
+/* A Lease (coordination.k8s.io/v1): leader election. Times are RFC 3339 text as sent. */
+typedef struct drv_klease {
+    char rv[24];
+    char holder[128];
+    char renew[40], acquire[40];
+    int32_t duration_s, transitions;
+} drv_klease;
+
 /* Decodes a Pod (a Node). Errors name the kind, the object and the field path with the bad
  * text: "pod default/x: spec.containers[1].resources.requests.cpu: expected a CPU quantity
  * such as 500m or 2, found '2x'". Strings are interned in names. */
@@ -61,6 +91,40 @@ int drv_kube_decode_status(json_t *obj, long *code, const char **reason, drv_dia
  * into units ("128Gi", "500M", "1e3", "2"). Strict: no sign, no spaces, known suffixes only. */
 int drv_kube_quantity_milli(const char *s, int64_t *out);
 int drv_kube_quantity(const char *s, int64_t *out);
+
+int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob *out, drv_diag *d);
+int drv_kube_decode_podgroup(json_t *obj, drv_strtab *names, drv_kpodgroup *out, drv_diag *d);
+int drv_kube_decode_lease(json_t *obj, drv_klease *out, drv_diag *d);
+
+/* An Event: what it is about and what it says (strings truncated to the fields' sizes). */
+typedef struct drv_kevent {
+    char kind[64], name[254], reason[128], type[16], message[512];
+    int32_t count;
+} drv_kevent;
+int drv_kube_decode_event(json_t *obj, drv_kevent *out, drv_diag *d);
+
+/*
+ * Write-back: these change the given object in place, touching only the fields named, so
+ * whatever else it holds — fields Drover does not know included — is sent back as read (use
+ * with drv_kube_update, which reads the object and PUTs it). 0 or DRV_ENOMEM.
+ */
+/* status.phase, status.message, and status.replicaStatuses.<Role>.active per role. */
+int drv_kube_trainingjob_set_status(json_t *obj, const char *phase, const char *message,
+                                    const int32_t active[DRV_NROLES]);
+/* spec.holderIdentity, leaseDurationSeconds, renewTime; acquireTime and leaseTransitions when
+ * the holder changes. now: RFC 3339 with microseconds ("2026-11-22T04:11:05.123456Z"). */
+int drv_kube_lease_set(json_t *obj, const char *holder, int32_t duration_s, const char *now);
+/* status.phase and the counts of a PodGroup. */
+int drv_kube_podgroup_set_status(json_t *obj, const char *phase, int32_t running,
+                                 int32_t scheduled);
+
+/* New objects (with drv_malloc): a PodGroup for a gang; an Event about an object (type
+ * "Normal" or "Warning", now as RFC 3339 seconds). */
+char *drv_kube_podgroup_json(const char *ns, const char *name, int32_t min_member,
+                             drv_res min_resources, int32_t timeout_s);
+char *drv_kube_event_json(const char *ns, const char *kind, const char *api_version,
+                          const char *name, const char *uid, const char *type, const char *reason,
+                          const char *message, const char *now, const char *component);
 
 /* The body of a pods/binding request (POST .../pods/NAME/binding), with drv_malloc. */
 char *drv_kube_binding_json(const char *ns, const char *pod, const char *node);

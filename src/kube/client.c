@@ -126,6 +126,7 @@ static int setup_handle(drv_kube *k, CURL *h, drv_diag *d)
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(h, CURLOPT_USERAGENT, k->agent);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, ""); /* gzip when the server offers it */
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, k->hdr);
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, c->insecure ? 0L : 1L);
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, c->insecure ? 0L : 2L);

@@ -106,18 +106,24 @@ static int intern(drv_strtab *t, const char *s, int32_t *out)
 
 /* Reads requests (cpu, memory, nvidia.com/gpu) of one container into r. */
 static int container_req(json_t *c, const char *what, const char *who, size_t idx, drv_res *r,
-                         drv_diag *d)
+                         bool limits_default, drv_diag *d)
 {
     json_t *req = json_object_get(json_object_get(c, "resources"), "requests");
+    json_t *lim = json_object_get(json_object_get(c, "resources"), "limits");
     *r = (drv_res){0, 0, 0};
-    if (!req)
+    if (!req && !(limits_default && lim))
         return 0;
-    if (!json_is_object(req))
-        return drv_fail(d, DRV_EPARSE, "%s: spec.%s[%zu].resources.requests: expected a map", who,
-                        what, idx);
+    if ((req && !json_is_object(req)) || (limits_default && lim && !json_is_object(lim)))
+        return drv_fail(d, DRV_EPARSE, "%s: %s[%zu].resources: requests and limits must be maps",
+                        who, what, idx);
     static const char *keys[] = {"cpu", "memory", "nvidia.com/gpu"};
     for (int k = 0; k < 3; k++) {
         json_t *q = json_object_get(req, keys[k]);
+        const char *from = "requests";
+        if (!q && limits_default) { /* the API server defaults a missing request to the limit */
+            q = json_object_get(lim, keys[k]);
+            from = "limits";
+        }
         if (!q)
             continue;
         const char *s = json_string_value(q);
@@ -131,10 +137,8 @@ static int container_req(json_t *c, const char *what, const char *who, size_t id
                  : k == 0 ? drv_kube_quantity_milli(s, &v)
                           : drv_kube_quantity(s, &v);
         if (rc)
-            return drv_fail(d, DRV_EPARSE,
-                            "%s: spec.%s[%zu].resources.requests.%s: expected %s, "
-                            "found '%s'",
-                            who, what, idx, keys[k],
+            return drv_fail(d, DRV_EPARSE, "%s: %s[%zu].resources.%s.%s: expected %s, found '%s'",
+                            who, what, idx, from, keys[k],
                             k == 0 ? "a CPU quantity such as 500m or 2"
                                    : "a quantity such as 128Gi, 500M or 1",
                             s ? s : "(not a string)");
@@ -215,14 +219,14 @@ int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag 
     drv_res sum = {0, 0, 0}, r;
     json_array_foreach(cs, i, c)
     {
-        int rc = container_req(c, "containers", who, i, &r, d);
+        int rc = container_req(c, "spec.containers", who, i, &r, false, d);
         if (rc)
             return rc;
         sum = drv_res_add(sum, r);
     }
     json_array_foreach(json_object_get(spec, "initContainers"), i, c)
     {
-        int rc = container_req(c, "initContainers", who, i, &r, d);
+        int rc = container_req(c, "spec.initContainers", who, i, &r, false, d);
         if (rc)
             return rc;
         sum = res_max(sum, r);
@@ -317,4 +321,309 @@ char *drv_kube_binding_json(const char *ns, const char *pod, const char *node)
     char *out = s ? drv_strdup(s) : NULL;
     free(s);
     return out;
+}
+
+/* ---- TrainingJob, PodGroup, Lease ---------------------------------------------------------- */
+
+static const char *const tj_roles[DRV_NROLES] = {"PS", "Chief", "Worker", "Evaluator"};
+
+static int get_int(json_t *o, const char *key, const char *who, const char *path, int64_t lo,
+                   int64_t hi, int64_t dflt, int64_t *out, drv_diag *d)
+{
+    json_t *v = json_object_get(o, key);
+    *out = dflt;
+    if (!v)
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+        return drv_fail(d, DRV_EPARSE, "%s: %s: expected an integer in [%lld, %lld]", who, path,
+                        (long long)lo, (long long)hi);
+    *out = json_integer_value(v);
+    return 0;
+}
+
+int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob *out, drv_diag *d)
+{
+    memset(out, 0, sizeof *out);
+    json_t *meta = json_object_get(obj, "metadata");
+    char who[300];
+    who_is(meta, "trainingjob", who, sizeof who);
+    if (!json_is_object(meta) || !str_at(meta, "name"))
+        return drv_fail(d, DRV_EPARSE, "%s: metadata.name: missing", who);
+    const char *rv = str_at(meta, "resourceVersion");
+    snprintf(out->rv, sizeof out->rv, "%s", rv ? rv : "");
+    json_t *gen = json_object_get(meta, "generation");
+    out->generation = json_is_integer(gen) ? json_integer_value(gen) : 0;
+    if (intern(names, str_at(meta, "namespace"), &out->ns) ||
+        intern(names, str_at(meta, "name"), &out->name) ||
+        intern(names, str_at(json_object_get(obj, "status"), "phase"), &out->phase))
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    json_t *specs = json_object_get(json_object_get(obj, "spec"), "replicaSpecs");
+    if (!json_is_object(specs))
+        return drv_fail(d, DRV_EPARSE, "%s: spec.replicaSpecs: expected a map of roles", who);
+    const char *key;
+    json_t *rs;
+    json_object_foreach(specs, key, rs)
+    {
+        int r = 0;
+        while (r < DRV_NROLES && strcmp(key, tj_roles[r]) != 0)
+            r++;
+        if (r == DRV_NROLES)
+            return drv_fail(d, DRV_EPARSE,
+                            "%s: spec.replicaSpecs.%s: expected PS, Chief, Worker "
+                            "or Evaluator",
+                            who, key);
+        char path[96];
+        int64_t n, lo, hi;
+        snprintf(path, sizeof path, "spec.replicaSpecs.%s.replicas", key);
+        int rc = get_int(rs, "replicas", who, path, 0, 100000, 1, &n, d);
+        snprintf(path, sizeof path, "spec.replicaSpecs.%s.minReplicas", key);
+        if (!rc)
+            rc = get_int(rs, "minReplicas", who, path, 0, 100000, n, &lo, d);
+        snprintf(path, sizeof path, "spec.replicaSpecs.%s.maxReplicas", key);
+        if (!rc)
+            rc = get_int(rs, "maxReplicas", who, path, 0, 100000, n, &hi, d);
+        if (rc)
+            return rc;
+        if (lo > n || n > hi)
+            return drv_fail(d, DRV_EPARSE,
+                            "%s: spec.replicaSpecs.%s: expected minReplicas <= "
+                            "replicas <= maxReplicas, found %lld, %lld, %lld",
+                            who, key, (long long)lo, (long long)n, (long long)hi);
+        json_t *pspec = json_object_get(json_object_get(rs, "template"), "spec");
+        json_t *cs = json_object_get(pspec, "containers");
+        if (!json_is_array(cs))
+            return drv_fail(d, DRV_EPARSE,
+                            "%s: spec.replicaSpecs.%s.template.spec.containers: "
+                            "expected a list",
+                            who, key);
+        if (!out->scheduler && intern(names, str_at(pspec, "schedulerName"), &out->scheduler))
+            return drv_fail(d, DRV_ENOMEM, "out of memory");
+        drv_res sum = {0, 0, 0}, q;
+        size_t i;
+        json_t *c;
+        snprintf(path, sizeof path, "spec.replicaSpecs.%s.template.spec.containers", key);
+        json_array_foreach(cs, i, c)
+        {
+            if ((rc = container_req(c, path, who, i, &q, true, d)) != 0)
+                return rc;
+            sum = drv_res_add(sum, q);
+        }
+        out->role[r] = (drv_rolespec){(int32_t)n, (int32_t)lo, (int32_t)hi, sum, sum.cpu};
+    }
+    return 0;
+}
+
+int drv_kube_decode_podgroup(json_t *obj, drv_strtab *names, drv_kpodgroup *out, drv_diag *d)
+{
+    memset(out, 0, sizeof *out);
+    json_t *meta = json_object_get(obj, "metadata"), *spec = json_object_get(obj, "spec");
+    json_t *st = json_object_get(obj, "status");
+    char who[300];
+    who_is(meta, "podgroup", who, sizeof who);
+    if (!json_is_object(meta) || !str_at(meta, "name"))
+        return drv_fail(d, DRV_EPARSE, "%s: metadata.name: missing", who);
+    const char *rv = str_at(meta, "resourceVersion");
+    snprintf(out->rv, sizeof out->rv, "%s", rv ? rv : "");
+    if (intern(names, str_at(meta, "namespace"), &out->ns) ||
+        intern(names, str_at(meta, "name"), &out->name) ||
+        intern(names, str_at(st, "phase"), &out->phase))
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    int64_t v;
+    int rc = get_int(spec, "minMember", who, "spec.minMember", 1, 1000000, -1, &v, d);
+    if (!rc && v < 0)
+        rc = drv_fail(d, DRV_EPARSE, "%s: spec.minMember: missing", who);
+    if (rc)
+        return rc;
+    out->min_member = (int32_t)v;
+    if ((rc = get_int(spec, "scheduleTimeoutSeconds", who, "spec.scheduleTimeoutSeconds", 0,
+                      INT32_MAX, 0, &v, d)) != 0)
+        return rc;
+    out->timeout_s = (int32_t)v;
+    json_t *mr = json_object_get(spec, "minResources");
+    if (mr) {
+        json_t *fake = json_pack("{s:{s:O}}", "resources", "requests", mr);
+        rc = fake ? container_req(fake, "spec.minResources", who, 0, &out->min_resources, false, d)
+                  : DRV_ENOMEM;
+        json_decref(fake);
+        if (rc)
+            return rc;
+    }
+    static const char *counts[] = {"running", "succeeded", "failed", "scheduled"};
+    int32_t *dst[] = {&out->running, &out->succeeded, &out->failed, &out->scheduled};
+    for (int i = 0; i < 4; i++) {
+        char path[32];
+        snprintf(path, sizeof path, "status.%s", counts[i]);
+        if ((rc = get_int(st, counts[i], who, path, 0, INT32_MAX, 0, &v, d)) != 0)
+            return rc;
+        *dst[i] = (int32_t)v;
+    }
+    return 0;
+}
+
+int drv_kube_decode_lease(json_t *obj, drv_klease *out, drv_diag *d)
+{
+    memset(out, 0, sizeof *out);
+    json_t *meta = json_object_get(obj, "metadata"), *spec = json_object_get(obj, "spec");
+    char who[300];
+    who_is(meta, "lease", who, sizeof who);
+    if (!json_is_object(meta) || !str_at(meta, "name"))
+        return drv_fail(d, DRV_EPARSE, "%s: metadata.name: missing", who);
+    const char *rv = str_at(meta, "resourceVersion"), *h = str_at(spec, "holderIdentity");
+    const char *rt = str_at(spec, "renewTime"), *at = str_at(spec, "acquireTime");
+    snprintf(out->rv, sizeof out->rv, "%s", rv ? rv : "");
+    snprintf(out->holder, sizeof out->holder, "%s", h ? h : "");
+    snprintf(out->renew, sizeof out->renew, "%s", rt ? rt : "");
+    snprintf(out->acquire, sizeof out->acquire, "%s", at ? at : "");
+    int64_t v;
+    int rc = get_int(spec, "leaseDurationSeconds", who, "spec.leaseDurationSeconds", 1, INT32_MAX,
+                     15, &v, d);
+    if (rc)
+        return rc;
+    out->duration_s = (int32_t)v;
+    if ((rc = get_int(spec, "leaseTransitions", who, "spec.leaseTransitions", 0, INT32_MAX, 0, &v,
+                      d)) != 0)
+        return rc;
+    out->transitions = (int32_t)v;
+    return 0;
+}
+
+int drv_kube_decode_event(json_t *obj, drv_kevent *out, drv_diag *d)
+{
+    memset(out, 0, sizeof *out);
+    json_t *meta = json_object_get(obj, "metadata"), *inv = json_object_get(obj, "involvedObject");
+    char who[300];
+    who_is(meta, "event", who, sizeof who);
+    if (!json_is_object(meta) || !str_at(meta, "name"))
+        return drv_fail(d, DRV_EPARSE, "%s: metadata.name: missing", who);
+    if (!json_is_object(inv) || !str_at(inv, "name"))
+        return drv_fail(d, DRV_EPARSE, "%s: involvedObject.name: missing", who);
+    const char *f[] = {str_at(inv, "kind"), str_at(inv, "name"), str_at(obj, "reason"),
+                       str_at(obj, "type"), str_at(obj, "message")};
+    char *dst[] = {out->kind, out->name, out->reason, out->type, out->message};
+    size_t n[] = {sizeof out->kind, sizeof out->name, sizeof out->reason, sizeof out->type,
+                  sizeof out->message};
+    for (int i = 0; i < 5; i++)
+        snprintf(dst[i], n[i], "%s", f[i] ? f[i] : "");
+    int64_t c;
+    int rc = get_int(obj, "count", who, "count", 0, INT32_MAX, 1, &c, d);
+    out->count = (int32_t)c;
+    return rc;
+}
+
+/* ---- write-back ---------------------------------------------------------------------------- */
+
+/* obj[key], created as an empty map when absent; NULL on allocation failure. */
+static json_t *map_at(json_t *obj, const char *key)
+{
+    json_t *m = json_object_get(obj, key);
+    if (json_is_object(m))
+        return m;
+    m = json_object();
+    if (!m || json_object_set_new(obj, key, m) != 0)
+        return NULL;
+    return m;
+}
+
+int drv_kube_trainingjob_set_status(json_t *obj, const char *phase, const char *message,
+                                    const int32_t active[DRV_NROLES])
+{
+    json_t *st = map_at(obj, "status");
+    json_t *rs = st ? map_at(st, "replicaStatuses") : NULL;
+    if (!rs || json_object_set_new(st, "phase", json_string(phase)) != 0 ||
+        (message && json_object_set_new(st, "message", json_string(message)) != 0))
+        return DRV_ENOMEM;
+    json_t *specs = json_object_get(json_object_get(obj, "spec"), "replicaSpecs");
+    for (int r = 0; r < DRV_NROLES; r++) {
+        if (!json_object_get(specs, tj_roles[r]))
+            continue;
+        json_t *one = map_at(rs, tj_roles[r]);
+        if (!one || json_object_set_new(one, "active", json_integer(active[r])) != 0)
+            return DRV_ENOMEM;
+    }
+    return 0;
+}
+
+int drv_kube_lease_set(json_t *obj, const char *holder, int32_t duration_s, const char *now)
+{
+    json_t *spec = map_at(obj, "spec");
+    if (!spec)
+        return DRV_ENOMEM;
+    const char *was = str_at(spec, "holderIdentity");
+    if (!was || strcmp(was, holder) != 0) { /* a new holder: acquired now, one more transition */
+        json_t *t = json_object_get(spec, "leaseTransitions");
+        json_int_t n = json_is_integer(t) ? json_integer_value(t) + (was ? 1 : 0) : 0;
+        if (json_object_set_new(spec, "acquireTime", json_string(now)) != 0 ||
+            json_object_set_new(spec, "leaseTransitions", json_integer(n)) != 0)
+            return DRV_ENOMEM;
+    }
+    if (json_object_set_new(spec, "holderIdentity", json_string(holder)) != 0 ||
+        json_object_set_new(spec, "leaseDurationSeconds", json_integer(duration_s)) != 0 ||
+        json_object_set_new(spec, "renewTime", json_string(now)) != 0)
+        return DRV_ENOMEM;
+    return 0;
+}
+
+int drv_kube_podgroup_set_status(json_t *obj, const char *phase, int32_t running, int32_t scheduled)
+{
+    json_t *st = map_at(obj, "status");
+    if (!st || json_object_set_new(st, "phase", json_string(phase)) != 0 ||
+        json_object_set_new(st, "running", json_integer(running)) != 0 ||
+        json_object_set_new(st, "scheduled", json_integer(scheduled)) != 0)
+        return DRV_ENOMEM;
+    return 0;
+}
+
+static char *dump_new(json_t *o)
+{
+    if (!o)
+        return NULL;
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    char *out = s ? drv_strdup(s) : NULL;
+    free(s);
+    return out;
+}
+
+char *drv_kube_podgroup_json(const char *ns, const char *name, int32_t min_member,
+                             drv_res min_resources, int32_t timeout_s)
+{
+    char cpu[32], mem[32], gpu[32];
+    snprintf(cpu, sizeof cpu, "%lldm", (long long)min_resources.cpu);
+    snprintf(mem, sizeof mem, "%lld", (long long)min_resources.mem);
+    snprintf(gpu, sizeof gpu, "%lld", (long long)min_resources.gpu);
+    json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:i, s:{s:s, s:s}}}", "apiVersion",
+                          "scheduling.x-k8s.io/v1alpha1", "kind", "PodGroup", "metadata", "name",
+                          name, "namespace", ns, "spec", "minMember", min_member, "minResources",
+                          "cpu", cpu, "memory", mem);
+    json_t *spec = json_object_get(o, "spec");
+    if (o && min_resources.gpu > 0)
+        json_object_set_new(json_object_get(spec, "minResources"), "nvidia.com/gpu",
+                            json_string(gpu));
+    if (o && timeout_s > 0)
+        json_object_set_new(spec, "scheduleTimeoutSeconds", json_integer(timeout_s));
+    return dump_new(o);
+}
+
+char *drv_kube_event_json(const char *ns, const char *kind, const char *api_version,
+                          const char *name, const char *uid, const char *type, const char *reason,
+                          const char *message, const char *now, const char *component)
+{
+    /* Event names are the object's name and a unique suffix, like kubectl's recorder. */
+    static uint64_t seq;
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)__atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
+    for (const char *p = now; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    for (const char *p = message; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    char ename[300];
+    snprintf(ename, sizeof ename, "%s.%016llx", name, (unsigned long long)h);
+    json_t *o = json_pack(
+        "{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s, s:s}, s:s, s:s, s:s, s:{s:s}, s:s, s:s, "
+        "s:i, s:s}",
+        "apiVersion", "v1", "kind", "Event", "metadata", "name", ename, "namespace", ns,
+        "involvedObject", "kind", kind, "apiVersion", api_version, "namespace", ns, "name", name,
+        "uid", uid ? uid : "", "type", type, "reason", reason, "message", message, "source",
+        "component", component, "firstTimestamp", now, "lastTimestamp", now, "count", 1,
+        "reportingComponent", component);
+    return dump_new(o);
 }

@@ -106,6 +106,8 @@ struct drv_apiserver {
     /* faults */
     int fail_status, fail_count, fail_retry_after;
     int drop_gen, expire_gen, delay_ms;
+    int corrupt_gen;   /* drv_apiserver_corrupt_watches */
+    char corrupt[256]; /* the raw line it sends */
     bool stopping;
     struct fgdel *fg;
     int nfg;
@@ -1823,7 +1825,7 @@ struct watch {
     uint64_t rv; /* last resourceVersion sent */
     bool bookmarks;
     struct timespec deadline;
-    int drop_gen, expire_gen;
+    int drop_gen, expire_gen, corrupt_gen;
     char *buf; /* pending output */
     size_t len, off, cap;
     bool done; /* end the stream once buf is drained */
@@ -1946,6 +1948,21 @@ static ssize_t watch_read(void *cls, uint64_t pos, char *out, size_t max)
             pthread_mutex_unlock(&s->mu);
             continue;
         }
+        if (s->corrupt_gen != w->corrupt_gen) { /* a raw line, as a broken server might send */
+            w->corrupt_gen = s->corrupt_gen;
+            size_t l = strlen(s->corrupt);
+            char *nb = w->len + l + 1 > w->cap ? drv_realloc(w->buf, w->len + l + 1) : w->buf;
+            if (nb) {
+                if (w->len + l + 1 > w->cap)
+                    w->cap = w->len + l + 1;
+                w->buf = nb;
+                memcpy(w->buf + w->len, s->corrupt, l);
+                w->buf[w->len + l] = '\n';
+                w->len += l + 1;
+            }
+            pthread_mutex_unlock(&s->mu);
+            continue;
+        }
         collect_events(w);
         if (w->len == 0) {
             struct timespec now;
@@ -2021,6 +2038,7 @@ static struct watch *start_watch(drv_apiserver *s, struct MHD_Connection *c, con
     w->deadline.tv_sec += to;
     ts_now(&w->last_send);
     w->drop_gen = s->drop_gen;
+    w->corrupt_gen = s->corrupt_gen;
     w->expire_gen = s->expire_gen;
     const char *rvq = qarg(c, "resourceVersion");
     if (!rvq || !*rvq || !strcmp(rvq, "0")) {
@@ -2478,6 +2496,15 @@ void drv_apiserver_drop_watches(drv_apiserver *s)
 {
     pthread_mutex_lock(&s->mu);
     s->drop_gen++;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void drv_apiserver_corrupt_watches(drv_apiserver *s, const char *line)
+{
+    pthread_mutex_lock(&s->mu);
+    snprintf(s->corrupt, sizeof s->corrupt, "%s", line);
+    s->corrupt_gen++;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }

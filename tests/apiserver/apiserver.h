@@ -44,6 +44,9 @@ void drv_apiserver_drop_watches(drv_apiserver *s);
 /* Every event so far leaves the window: watches from an older resourceVersion get 410, and
  * open watches receive an ERROR 410 Expired event and end. */
 void drv_apiserver_expire(drv_apiserver *s);
+/* Every open watch stream receives `line` (and a newline) as it is: malformed JSON, an unknown
+ * event type... (at most 255 bytes). */
+void drv_apiserver_corrupt_watches(drv_apiserver *s, const char *line);
 /* Delay every request by ms before it is handled (0 = none). */
 void drv_apiserver_set_delay(drv_apiserver *s, int ms);
 /* Current resourceVersion of the store. */

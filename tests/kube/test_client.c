@@ -7,6 +7,7 @@
  */
 #include "apiserver.h"
 #include "drover/kube.h"
+#include "drover/kube_types.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -120,6 +121,29 @@ static void test_request_and_errors(void **state)
                             json_object_get(json_object_get(out, "metadata"), "labels"), "x")),
                         "y");
     json_decref(out);
+    /* JSON patch (RFC 6902), and its failing test op surfaced as 422 */
+    assert_int_equal(drv_kube_request(w->k, "PATCH", "/api/v1/namespaces/default/pods/a",
+                                      "application/json-patch+json",
+                                      "[{\"op\":\"add\",\"path\":\"/metadata/labels/j\","
+                                      "\"value\":\"p\"}]",
+                                      &st, &out, &d),
+                     0);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(out, "metadata"), "labels"), "j")),
+                        "p");
+    json_decref(out);
+    assert_int_equal(drv_kube_request(w->k, "PATCH", "/api/v1/namespaces/default/pods/a",
+                                      "application/json-patch+json",
+                                      "[{\"op\":\"test\",\"path\":\"/metadata/labels/j\","
+                                      "\"value\":\"q\"}]",
+                                      &st, &out, &d),
+                     DRV_EIO);
+    assert_int_equal(st, 422);
+    /* a gzip-encoded answer (the OpenAPI documents) is decoded */
+    assert_int_equal(drv_kube_request(w->k, "GET", "/openapi/v3/api/v1", NULL, NULL, &st, &out, &d),
+                     0);
+    assert_non_null(json_object_get(out, "paths"));
+    json_decref(out);
     /* DELETE without a body */
     assert_int_equal(drv_kube_request(w->k, "DELETE", "/api/v1/namespaces/default/pods/a", NULL,
                                       NULL, &st, NULL, &d),
@@ -186,6 +210,68 @@ static void test_update_conflict_and_delete(void **state)
     assert_int_equal(drv_kube_delete(w->k, "/api/v1/namespaces/default/pods/u", -1, NULL, &st, &d),
                      DRV_EIO);
     assert_int_equal(st, 404);
+}
+
+/* The bodies Drover writes are accepted by the API server: an Event, a binding, a
+ * TrainingJob's status through the status subresource (unknown fields kept). */
+static int set_tj_status(json_t *obj, void *arg)
+{
+    (void)arg;
+    int32_t active[DRV_NROLES] = {1, 0, 2, 0};
+    return drv_kube_trainingjob_set_status(obj, "Running", "gang bound", active);
+}
+
+static void test_typed_writes(void **state)
+{
+    world *w = *state;
+    long st;
+    drv_diag d;
+    const char *tj = "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\","
+                     "\"metadata\":{\"name\":\"tj1\"},\"spec\":{\"futureField\":7,"
+                     "\"replicaSpecs\":{\"PS\":{\"replicas\":1,\"template\":{\"spec\":"
+                     "{\"containers\":[{\"name\":\"ps\",\"image\":\"t\"}]}}},"
+                     "\"Worker\":{\"replicas\":2,\"template\":{\"spec\":{\"containers\":"
+                     "[{\"name\":\"w\",\"image\":\"t\"}]}}}}}}";
+    if (drv_kube_request(w->k, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+                         NULL, tj, &st, NULL, &d))
+        fail_msg("%s", d.msg);
+    json_t *out;
+    if (drv_kube_update(w->k,
+                        "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/tj1/status",
+                        set_tj_status, NULL, 3, &out, &d))
+        fail_msg("%s", d.msg);
+    drv_strtab *names = drv_strtab_new();
+    drv_ktrainingjob j;
+    assert_int_equal(drv_kube_decode_trainingjob(out, names, &j, &d), 0);
+    assert_string_equal(drv_strtab_str(names, j.phase), "Running");
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(out, "spec"), "futureField")), 7);
+    json_decref(out);
+    drv_strtab_free(names);
+    char *ev = drv_kube_event_json("default", "TrainingJob", "drover.dev/v1alpha1", "tj1", NULL,
+                                   "Normal", "GangScheduled", "Bound 3/3 pods",
+                                   "2026-11-22T04:11:10Z", "drover-scheduler");
+    if (drv_kube_request(w->k, "POST", "/api/v1/namespaces/default/events", NULL, ev, &st, NULL,
+                         &d))
+        fail_msg("%s", d.msg);
+    assert_int_equal(st, 201);
+    drv_free(ev);
+    create_pod(w->k, "b0");
+    char *b = drv_kube_binding_json("default", "b0", "node-1");
+    const char *node = "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":"
+                       "\"node-1\"}}";
+    assert_int_equal(drv_kube_request(w->k, "POST", "/api/v1/nodes", NULL, node, &st, NULL, &d), 0);
+    if (drv_kube_request(w->k, "POST", "/api/v1/namespaces/default/pods/b0/binding", NULL, b, &st,
+                         NULL, &d))
+        fail_msg("%s", d.msg);
+    assert_int_equal(st, 201);
+    drv_free(b);
+    assert_int_equal(drv_kube_request(w->k, "GET", "/api/v1/namespaces/default/pods/b0", NULL, NULL,
+                                      &st, &out, &d),
+                     0);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(out, "spec"), "nodeName")), "node-1");
+    json_decref(out);
 }
 
 static void test_retries(void **state)
@@ -322,6 +408,7 @@ static void test_watch_resume_timeout_expire(void **state)
 
 typedef struct dropper {
     drv_apiserver *srv;
+    const char *corrupt; /* NULL: drop the watches; else send this line */
 } dropper;
 
 static void *drop_soon(void *arg)
@@ -329,7 +416,10 @@ static void *drop_soon(void *arg)
     dropper *x = arg;
     struct timespec ts = {0, 300 * 1000000L};
     nanosleep(&ts, NULL);
-    drv_apiserver_drop_watches(x->srv);
+    if (x->corrupt)
+        drv_apiserver_corrupt_watches(x->srv, x->corrupt);
+    else
+        drv_apiserver_drop_watches(x->srv);
     return NULL;
 }
 
@@ -338,7 +428,7 @@ static void test_watch_dropped(void **state)
     world *w = *state;
     char rv[32], last[32];
     snprintf(rv, sizeof rv, "%llu", (unsigned long long)drv_apiserver_rv(w->srv));
-    dropper x = {w->srv};
+    dropper x = {w->srv, NULL};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, drop_soon, &x), 0);
     seen s = {0};
@@ -348,6 +438,15 @@ static void test_watch_dropped(void **state)
     pthread_join(t, NULL);
     assert_int_equal(rc, DRV_EIO); /* a drop is not a clean end: the caller backs off */
     assert_non_null(strstr(d.msg, "watch pods"));
+    /* a malformed line: an error naming resource, resourceVersion and byte offset */
+    dropper y = {w->srv, "{not json"};
+    assert_int_equal(pthread_create(&t, NULL, drop_soon, &y), 0);
+    rc = drv_kube_watch(w->k, "/api/v1/namespaces/default/pods", rv, 30, on_ev, &s, last,
+                        sizeof last, NULL, &d);
+    pthread_join(t, NULL);
+    assert_int_equal(rc, DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "watch pods after resourceVersion"));
+    assert_non_null(strstr(d.msg, "byte"));
 }
 
 static void test_token_bucket(void **unused)
@@ -409,6 +508,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_request_and_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_conflict_and_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_typed_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_pages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_resume_timeout_expire, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_dropped, setup, teardown),

@@ -1,13 +1,13 @@
 /*
  * The informer under faults: while it runs on its own thread against the in-memory API server,
  * the test creates, updates and deletes pods at random and, between them, drops the watch
- * connections, expires every resourceVersion (410 on the next watch), and makes lists and
- * requests fail with 500 and 429. At the end the informer's cache must equal the server's
- * store, object for object and resourceVersion for resourceVersion, and its handlers' counts
- * must agree with its size. The event window is short (15), so operations made while the
- * informer reconnects can leave it (then only a relist shows deletions). The faults must
- * have happened (relists and reconnects counted), or
- * the test proves nothing.
+ * connections, expires every resourceVersion (410 on the next watch), sends malformed and
+ * unknown events down the watch, and makes lists and requests fail with 500 and 429. At the end the
+ * informer's cache must equal the server's store, object for object and resourceVersion for
+ * resourceVersion, and its handlers' counts must agree with its size. The event window is short
+ * (15), so operations made while the informer reconnects can leave it (then only a relist shows
+ * deletions). The faults must have happened (relists and reconnects counted), or the test proves
+ * nothing.
  */
 #include "apiserver.h"
 #include "drover/kube_informer.h"
@@ -138,7 +138,7 @@ static void test_informer_converges_under_faults(void **unused)
                 exists[i] = false;
         }
         if (op % 25 == 12) { /* a fault, and time for the informer to meet it */
-            switch (faults++ % 4) {
+            switch (faults++ % 5) {
             case 0: /* no pause: the next operations outrun the reconnect and the window */
                 drv_apiserver_drop_watches(srv);
                 continue;
@@ -147,6 +147,10 @@ static void test_informer_converges_under_faults(void **unused)
                 break;
             case 2:
                 drv_apiserver_fail_next(srv, 500, 2, 0);
+                break;
+            case 3: /* malformed: the informer must give up the stream and list again */
+                drv_apiserver_corrupt_watches(srv, op % 2 ? "{\"type\":\"ADDED\",\"object\":"
+                                                          : "{\"type\":\"GLITCH\",\"object\":{}}");
                 break;
             default:
                 drv_apiserver_fail_next(srv, 429, 1, 0);

@@ -21,7 +21,8 @@
 #include <cmocka.h>
 
 typedef struct tally {
-    int files, pods, nodes, statuses, events, skipped, untyped, empty, plain;
+    int files, pods, nodes, tjs, leases, events_k8s, statuses, events, skipped, untyped, empty,
+        plain;
 } tally;
 
 static char *slurp(const char *path, size_t *n)
@@ -56,6 +57,23 @@ static void decode_one(const char *where, json_t *o, const char *kind, long http
             fail_msg("%s: %s", where, d.msg);
         assert_true(n.name > 0);
         t->nodes++;
+    } else if (!strcmp(kind, "TrainingJob")) {
+        drv_ktrainingjob j;
+        if (drv_kube_decode_trainingjob(o, names, &j, &d))
+            fail_msg("%s: %s", where, d.msg);
+        assert_true(j.role[DRV_ROLE_WORKER].replicas + j.role[DRV_ROLE_PS].replicas > 0);
+        t->tjs++;
+    } else if (!strcmp(kind, "Lease")) {
+        drv_klease l;
+        if (drv_kube_decode_lease(o, &l, &d))
+            fail_msg("%s: %s", where, d.msg);
+        t->leases++;
+    } else if (!strcmp(kind, "Event")) {
+        drv_kevent e;
+        if (drv_kube_decode_event(o, &e, &d))
+            fail_msg("%s: %s", where, d.msg);
+        assert_true(e.reason[0] != 0);
+        t->events_k8s++;
     } else if (!strcmp(kind, "Status")) {
         long code;
         const char *reason;
@@ -174,10 +192,15 @@ static void test_golden_transcripts(void **unused)
         free(resp);
     }
     closedir(dir);
-    print_message("transcripts: %d files; %d pods, %d nodes, %d Status, %d watch events, %d "
-                  "skipped (discovery, tables), %d untyped, %d empty, %d plain-text errors\n",
-                  t.files, t.pods, t.nodes, t.statuses, t.events, t.skipped, t.untyped, t.empty,
-                  t.plain);
+    print_message(
+        "transcripts: %d files; %d pods, %d nodes, %d trainingjobs, %d leases, %d "
+        "events, %d Status, %d watch events, %d skipped (discovery, tables), %d untyped, %d "
+        "empty, %d plain-text errors\n",
+        t.files, t.pods, t.nodes, t.tjs, t.leases, t.events_k8s, t.statuses, t.events, t.skipped,
+        t.untyped, t.empty, t.plain);
+    assert_true(t.tjs >= 5);
+    assert_true(t.leases >= 3);
+    assert_true(t.events_k8s >= 1);
     assert_true(t.files >= 80);
     assert_true(t.pods >= 20);
     assert_true(t.nodes >= 3);
@@ -304,6 +327,125 @@ static void test_quantities(void **unused)
     }
 }
 
+/* The recorded TrainingJob, with a field Drover does not know added: decoding reads the
+ * roles; writing the status back keeps everything else. */
+static json_t *recorded(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/transcripts/%s/response.txt", FIXTURE_DIR, name);
+    size_t n;
+    char *r = slurp(path, &n);
+    assert_non_null(r);
+    char *body = strstr(r, "\r\n\r\n");
+    body = body ? body + 4 : strstr(r, "\n\n") + 2;
+    json_t *o = json_loads(body, 0, NULL);
+    free(r);
+    assert_non_null(o);
+    return o;
+}
+
+static void test_trainingjob_lease_podgroup_event(void **unused)
+{
+    (void)unused;
+    drv_strtab *names = drv_strtab_new();
+    drv_diag d;
+    json_t *tj = recorded("08-tj-get");
+    json_object_set_new(json_object_get(tj, "spec"), "futureField", json_string("keep me"));
+    drv_ktrainingjob j;
+    assert_int_equal(drv_kube_decode_trainingjob(tj, names, &j, &d), 0);
+    assert_int_equal(j.role[DRV_ROLE_PS].replicas, 1);
+    assert_int_equal(j.role[DRV_ROLE_WORKER].replicas, 2);
+    assert_int_equal(j.role[DRV_ROLE_WORKER].min, 1);
+    assert_int_equal(j.role[DRV_ROLE_WORKER].max, 4);
+    assert_int_equal(j.role[DRV_ROLE_WORKER].req.gpu, 1); /* from the limit, as defaulted */
+    assert_string_equal(drv_strtab_str(names, j.scheduler), "drover");
+    int32_t active[DRV_NROLES] = {1, 0, 2, 0};
+    assert_int_equal(drv_kube_trainingjob_set_status(tj, "Running", "gang bound", active), 0);
+    json_t *st = json_object_get(tj, "status");
+    assert_string_equal(json_string_value(json_object_get(st, "phase")), "Running");
+    assert_int_equal(
+        json_integer_value(json_object_get(
+            json_object_get(json_object_get(st, "replicaStatuses"), "Worker"), "active")),
+        2);
+    assert_null(json_object_get(json_object_get(st, "replicaStatuses"), "Chief")); /* no role */
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(tj, "spec"), "futureField")), "keep me");
+    /* errors name the field */
+    json_object_set_new(
+        json_object_get(json_object_get(json_object_get(tj, "spec"), "replicaSpecs"), "Worker"),
+        "minReplicas", json_integer(3));
+    assert_int_equal(drv_kube_decode_trainingjob(tj, names, &j, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "trainingjob default/tj1: spec.replicaSpecs.Worker: expected "
+                                  "minReplicas <= replicas <= maxReplicas, found 3, 2, 4"));
+    json_decref(tj);
+
+    json_t *lease = recorded("09-lease-get");
+    drv_klease l;
+    assert_int_equal(drv_kube_decode_lease(lease, &l, &d), 0);
+    assert_string_equal(l.holder, "drover-0_5f2c");
+    assert_int_equal(l.duration_s, 15);
+    /* renewing keeps the acquire time; a new holder takes it and counts a transition */
+    assert_int_equal(drv_kube_lease_set(lease, "drover-0_5f2c", 15, "2026-11-22T04:11:10.000000Z"),
+                     0);
+    assert_int_equal(drv_kube_decode_lease(lease, &l, &d), 0);
+    assert_string_equal(l.acquire, "2026-11-22T04:11:00.000000Z");
+    assert_string_equal(l.renew, "2026-11-22T04:11:10.000000Z");
+    assert_int_equal(l.transitions, 0);
+    assert_int_equal(drv_kube_lease_set(lease, "drover-1_aa", 15, "2026-11-22T04:12:00.000000Z"),
+                     0);
+    assert_int_equal(drv_kube_decode_lease(lease, &l, &d), 0);
+    assert_string_equal(l.holder, "drover-1_aa");
+    assert_string_equal(l.acquire, "2026-11-22T04:12:00.000000Z");
+    assert_int_equal(l.transitions, 1);
+    json_decref(lease);
+
+    char *pg = drv_kube_podgroup_json("ml", "tj1", 3, (drv_res){2500, 3LL << 30, 2}, 60);
+    assert_non_null(pg);
+    json_t *po = json_loads(pg, 0, NULL);
+    drv_kpodgroup g;
+    assert_int_equal(drv_kube_decode_podgroup(po, names, &g, &d), 0);
+    assert_int_equal(g.min_member, 3);
+    assert_int_equal(g.min_resources.cpu, 2500);
+    assert_int_equal(g.min_resources.mem, 3LL << 30);
+    assert_int_equal(g.min_resources.gpu, 2);
+    assert_int_equal(g.timeout_s, 60);
+    assert_int_equal(drv_kube_podgroup_set_status(po, "Scheduled", 3, 3), 0);
+    assert_int_equal(drv_kube_decode_podgroup(po, names, &g, &d), 0);
+    assert_string_equal(drv_strtab_str(names, g.phase), "Scheduled");
+    assert_int_equal(g.scheduled, 3);
+    json_object_del(json_object_get(po, "spec"), "minMember");
+    assert_int_equal(drv_kube_decode_podgroup(po, names, &g, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "podgroup ml/tj1: spec.minMember: missing"));
+    json_decref(po);
+    drv_free(pg);
+
+    char *ev = drv_kube_event_json("default", "TrainingJob", "drover.dev/v1alpha1", "tj1", "u-1",
+                                   "Normal", "GangScheduled", "Bound 3/3 pods",
+                                   "2026-11-22T04:11:10Z", "drover-scheduler");
+    json_t *eo = json_loads(ev, 0, NULL);
+    assert_non_null(eo);
+    drv_kevent ke;
+    assert_int_equal(drv_kube_decode_event(eo, &ke, &d), 0);
+    assert_string_equal(ke.message, "Bound 3/3 pods");
+    assert_string_equal(ke.kind, "TrainingJob");
+    assert_int_equal(ke.count, 1);
+    assert_string_equal(json_string_value(json_object_get(eo, "reason")), "GangScheduled");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(eo, "involvedObject"), "name")), "tj1");
+    assert_int_equal(
+        strncmp(json_string_value(json_object_get(json_object_get(eo, "metadata"), "name")), "tj1.",
+                4),
+        0);
+    json_decref(eo);
+    char *ev2 = drv_kube_event_json("default", "TrainingJob", "drover.dev/v1alpha1", "tj1", "u-1",
+                                    "Normal", "GangScheduled", "Bound 3/3 pods",
+                                    "2026-11-22T04:11:10Z", "drover-scheduler");
+    assert_string_not_equal(ev, ev2); /* two events, two names */
+    drv_free(ev);
+    drv_free(ev2);
+    drv_strtab_free(names);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -311,6 +453,7 @@ int main(void)
         cmocka_unit_test(test_pod_decode),
         cmocka_unit_test(test_node_decode_and_binding),
         cmocka_unit_test(test_quantities),
+        cmocka_unit_test(test_trainingjob_lease_podgroup_event),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

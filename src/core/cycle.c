@@ -75,6 +75,10 @@ struct drv_sched {
     int32_t cap_fail;
     int32_t *nrole; /* per node and role (node * DRV_NROLES + role): pods, assumed state */
     int32_t cap_nrole;
+    int32_t *order; /* the last cycle's queue, in order: this cycle starts from it */
+    int32_t norder, cap_order;
+    uint32_t *seen; /* per job: == stamp when already in this cycle's queue */
+    int32_t cap_seen;
     double *qkey; /* per job: the first queue_order plugin's key this cycle (pending jobs only) */
     int32_t cap_qkey;
 };
@@ -191,6 +195,8 @@ void drv_sched_free(drv_sched *s)
     drv_free(s->job_fail_epoch);
     drv_free(s->job_fail_workers);
     drv_free(s->qkey);
+    drv_free(s->order);
+    drv_free(s->seen);
     drv_free(s->nrole);
     drv_free(s);
 }
@@ -855,9 +861,26 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
     int32_t *tmp = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)st->nlive + 1));
     if (!pend || !tmp)
         return DRV_ENOMEM;
+    /* The queue order is a total order (ties go by submit time, then id), so the sorted result
+     * does not depend on the order jobs are collected in. Collect them in last cycle's order,
+     * newcomers after: an order that did not change costs the merge sort O(n) comparisons. */
     int32_t npend = 0;
+    int32_t seen_old = s->cap_seen;
+    if (drv_grow(&s->seen, sizeof *s->seen, &s->cap_seen, st->njobs) != 0)
+        return DRV_ENOMEM;
+    if (s->cap_seen > seen_old)
+        memset(s->seen + seen_old, 0, (size_t)(s->cap_seen - seen_old) * sizeof *s->seen);
+    for (int32_t i = 0; i < s->norder; i++) {
+        int32_t j = s->order[i];
+        if (j < st->njobs && st->jobs[j].phase == DRV_JOB_PENDING &&
+            drv_job_needs_pods(&st->jobs[j])) {
+            pend[npend++] = j;
+            s->seen[j] = s->stamp;
+        }
+    }
     for (int32_t j = drv_state_next_live(st, 0); j >= 0; j = drv_state_next_live(st, j + 1))
-        if (st->jobs[j].phase == DRV_JOB_PENDING && drv_job_needs_pods(&st->jobs[j]))
+        if (s->seen[j] != s->stamp && st->jobs[j].phase == DRV_JOB_PENDING &&
+            drv_job_needs_pods(&st->jobs[j]))
             pend[npend++] = j;
     if (pr->nuse[DRV_PT_QUEUE_ORDER] > 0 && pr->use[DRV_PT_QUEUE_ORDER][0].p->queue_key) {
         if (drv_grow(&s->qkey, sizeof *s->qkey, &s->cap_qkey, st->njobs) != 0)
@@ -867,6 +890,10 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
             s->qkey[pend[i]] = p->queue_key(&c, s->ustate[DRV_PT_QUEUE_ORDER][0], pend[i]);
     }
     merge_sort(&c, pend, tmp, npend);
+    if (drv_grow(&s->order, sizeof *s->order, &s->cap_order, npend) != 0)
+        return DRV_ENOMEM;
+    memcpy(s->order, pend, (size_t)npend * sizeof *pend);
+    s->norder = npend;
 
     /* 2. admit (placing pods through filter and score). */
     for (int i = 0; i < pr->nuse[DRV_PT_ADMIT] && !c.err; i++)

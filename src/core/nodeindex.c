@@ -36,6 +36,8 @@ struct drv_nodeindex {
     drv_node *sig;  /* nodes (allocatable, labels, flags) at the last grouping */
     drv_node_key_fn key;
     const drv_state *st;
+    bool filled;                /* the trees hold values for the current grouping and... */
+    drv_node_key_fn filled_key; /* ...this key */
 };
 
 static const drv_res NONE = {-1, -1, -1};
@@ -190,6 +192,23 @@ int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *f
         memcpy(ix->sig, st->nodes, sizeof *ix->sig * (size_t)st->nnodes);
         ix->nnodes = st->nnodes;
         ix->nfam = nfam;
+        ix->filled = false;
+    }
+    if (ix->filled && ix->filled_key == key && nfam > 0) {
+        /* Same nodes, same key: refresh only the nodes whose free room or PS count changed
+         * since the trees were last written (most nodes, most cycles): O(changed · log n). */
+        const family *g = &ix->f[DRV_IX_GLOBAL];
+        for (int32_t i = 0; i < st->nnodes; i++) {
+            int32_t c = g->node_cls[i];
+            if (c < 0)
+                continue;
+            const cls *k = &g->c[c];
+            int32_t t = k->size + g->node_pos[i];
+            int32_t ps = nps[(size_t)i * (size_t)stride];
+            if (memcmp(&k->mx[t], &free[i], sizeof free[i]) != 0 || k->mps[t] != ps)
+                drv_nodeindex_update(ix, i, free[i], ps);
+        }
+        return 0;
     }
     for (int fam = 0; fam < nfam; fam++) {
         family *f = &ix->f[fam];
@@ -205,6 +224,8 @@ int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *f
                 pull(k, t);
         }
     }
+    ix->filled = true;
+    ix->filled_key = key;
     return 0;
 }
 

@@ -164,6 +164,19 @@ static void who_is(json_t *meta, const char *kind, char *out, size_t n)
     snprintf(out, n, "%s %s%s%s", kind, ns ? ns : "", ns ? "/" : "", name ? name : "(unnamed)");
 }
 
+/* Names the object for messages ("pod ns/name"), checks it has a name, copies its
+ * resourceVersion into rv. */
+static int begin(json_t *meta, const char *kind, char *who, size_t nwho, char *rv, size_t nrv,
+                 drv_diag *d)
+{
+    who_is(meta, kind, who, nwho);
+    if (!json_is_object(meta) || !str_at(meta, "name"))
+        return drv_fail(d, DRV_EPARSE, "%s: metadata.name: missing", who);
+    const char *v = str_at(meta, "resourceVersion");
+    snprintf(rv, nrv, "%s", v ? v : "");
+    return 0;
+}
+
 /* ---- Pod ----------------------------------------------------------------------------------- */
 
 int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag *d)
@@ -173,13 +186,11 @@ int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag 
     out->role = -1;
     json_t *meta = json_object_get(obj, "metadata"), *spec = json_object_get(obj, "spec");
     char who[300];
-    who_is(meta, "pod", who, sizeof who);
-    if (!json_is_object(meta) || !str_at(meta, "name"))
-        return drv_fail(d, DRV_EPARSE, "%s: metadata.name: missing", who);
+    int rc0 = begin(meta, "pod", who, sizeof who, out->rv, sizeof out->rv, d);
+    if (rc0)
+        return rc0;
     if (!json_is_object(spec))
         return drv_fail(d, DRV_EPARSE, "%s: spec: expected a map", who);
-    const char *rv = str_at(meta, "resourceVersion");
-    snprintf(out->rv, sizeof out->rv, "%s", rv ? rv : "");
     json_t *labels = json_object_get(meta, "labels");
     if (intern(names, str_at(meta, "namespace"), &out->ns) ||
         intern(names, str_at(meta, "name"), &out->name) ||
@@ -243,11 +254,9 @@ int drv_kube_decode_node(json_t *obj, drv_strtab *names, drv_knode *out, drv_dia
     json_t *meta = json_object_get(obj, "metadata"), *spec = json_object_get(obj, "spec");
     json_t *status = json_object_get(obj, "status");
     char who[300];
-    who_is(meta, "node", who, sizeof who);
-    if (!json_is_object(meta) || !str_at(meta, "name"))
-        return drv_fail(d, DRV_EPARSE, "%s: metadata.name: missing", who);
-    const char *rv = str_at(meta, "resourceVersion");
-    snprintf(out->rv, sizeof out->rv, "%s", rv ? rv : "");
+    int rc0 = begin(meta, "node", who, sizeof who, out->rv, sizeof out->rv, d);
+    if (rc0)
+        return rc0;
     json_t *labels = json_object_get(meta, "labels");
     if (intern(names, str_at(meta, "name"), &out->name) ||
         intern(names, str_at(labels, "topology.kubernetes.io/zone"), &out->zone) ||
@@ -346,11 +355,9 @@ int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob
     memset(out, 0, sizeof *out);
     json_t *meta = json_object_get(obj, "metadata");
     char who[300];
-    who_is(meta, "trainingjob", who, sizeof who);
-    if (!json_is_object(meta) || !str_at(meta, "name"))
-        return drv_fail(d, DRV_EPARSE, "%s: metadata.name: missing", who);
-    const char *rv = str_at(meta, "resourceVersion");
-    snprintf(out->rv, sizeof out->rv, "%s", rv ? rv : "");
+    int rc0 = begin(meta, "trainingjob", who, sizeof who, out->rv, sizeof out->rv, d);
+    if (rc0)
+        return rc0;
     json_t *gen = json_object_get(meta, "generation");
     out->generation = json_is_integer(gen) ? json_integer_value(gen) : 0;
     if (intern(names, str_at(meta, "namespace"), &out->ns) ||
@@ -419,11 +426,9 @@ int drv_kube_decode_podgroup(json_t *obj, drv_strtab *names, drv_kpodgroup *out,
     json_t *meta = json_object_get(obj, "metadata"), *spec = json_object_get(obj, "spec");
     json_t *st = json_object_get(obj, "status");
     char who[300];
-    who_is(meta, "podgroup", who, sizeof who);
-    if (!json_is_object(meta) || !str_at(meta, "name"))
-        return drv_fail(d, DRV_EPARSE, "%s: metadata.name: missing", who);
-    const char *rv = str_at(meta, "resourceVersion");
-    snprintf(out->rv, sizeof out->rv, "%s", rv ? rv : "");
+    int rc0 = begin(meta, "podgroup", who, sizeof who, out->rv, sizeof out->rv, d);
+    if (rc0)
+        return rc0;
     if (intern(names, str_at(meta, "namespace"), &out->ns) ||
         intern(names, str_at(meta, "name"), &out->name) ||
         intern(names, str_at(st, "phase"), &out->phase))
@@ -465,12 +470,11 @@ int drv_kube_decode_lease(json_t *obj, drv_klease *out, drv_diag *d)
     memset(out, 0, sizeof *out);
     json_t *meta = json_object_get(obj, "metadata"), *spec = json_object_get(obj, "spec");
     char who[300];
-    who_is(meta, "lease", who, sizeof who);
-    if (!json_is_object(meta) || !str_at(meta, "name"))
-        return drv_fail(d, DRV_EPARSE, "%s: metadata.name: missing", who);
-    const char *rv = str_at(meta, "resourceVersion"), *h = str_at(spec, "holderIdentity");
+    int rc0 = begin(meta, "lease", who, sizeof who, out->rv, sizeof out->rv, d);
+    if (rc0)
+        return rc0;
+    const char *h = str_at(spec, "holderIdentity");
     const char *rt = str_at(spec, "renewTime"), *at = str_at(spec, "acquireTime");
-    snprintf(out->rv, sizeof out->rv, "%s", rv ? rv : "");
     snprintf(out->holder, sizeof out->holder, "%s", h ? h : "");
     snprintf(out->renew, sizeof out->renew, "%s", rt ? rt : "");
     snprintf(out->acquire, sizeof out->acquire, "%s", at ? at : "");
@@ -491,10 +495,10 @@ int drv_kube_decode_event(json_t *obj, drv_kevent *out, drv_diag *d)
 {
     memset(out, 0, sizeof *out);
     json_t *meta = json_object_get(obj, "metadata"), *inv = json_object_get(obj, "involvedObject");
-    char who[300];
-    who_is(meta, "event", who, sizeof who);
-    if (!json_is_object(meta) || !str_at(meta, "name"))
-        return drv_fail(d, DRV_EPARSE, "%s: metadata.name: missing", who);
+    char who[300], rv[24];
+    int rc0 = begin(meta, "event", who, sizeof who, rv, sizeof rv, d);
+    if (rc0)
+        return rc0;
     if (!json_is_object(inv) || !str_at(inv, "name"))
         return drv_fail(d, DRV_EPARSE, "%s: involvedObject.name: missing", who);
     const char *f[] = {str_at(inv, "kind"), str_at(inv, "name"), str_at(obj, "reason"),

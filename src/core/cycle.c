@@ -892,7 +892,8 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
     merge_sort(&c, pend, tmp, npend);
     if (drv_grow(&s->order, sizeof *s->order, &s->cap_order, npend) != 0)
         return DRV_ENOMEM;
-    memcpy(s->order, pend, (size_t)npend * sizeof *pend);
+    if (npend > 0)
+        memcpy(s->order, pend, (size_t)npend * sizeof *pend);
     s->norder = npend;
 
     /* 2. admit (placing pods through filter and score). */

@@ -380,7 +380,8 @@ static int load_jobs(drv_report_run *run, char ***names, const char *path, drv_d
     drv_csv_close(&c);
     if (rc < 0)
         return rc;
-    qsort(run->jct, (size_t)run->njct, sizeof *run->jct, cmp_double);
+    if (run->njct > 0)
+        qsort(run->jct, (size_t)run->njct, sizeof *run->jct, cmp_double);
     return 0;
 }
 
@@ -499,13 +500,15 @@ static int load_placements(drv_report_run *run, char **jobs, const char *path, d
         drv_free(map);
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     }
-    memcpy(sorted, run->nodes, sizeof *sorted * (size_t)run->nnodes);
+    if (run->nnodes > 0)
+        memcpy(sorted, run->nodes, sizeof *sorted * (size_t)run->nnodes);
     qsort(sorted, (size_t)run->nnodes, sizeof *sorted, cmp_natural);
     for (int32_t i = 0; i < run->nnodes; i++)
         map[i] = find_name(sorted, run->nnodes, run->nodes[i]);
     for (int32_t i = 0; i < run->npl; i++)
         run->pl[i].node = map[run->pl[i].node];
-    memcpy(run->nodes, sorted, sizeof *sorted * (size_t)run->nnodes);
+    if (run->nnodes > 0)
+        memcpy(run->nodes, sorted, sizeof *sorted * (size_t)run->nnodes);
     drv_free(sorted);
     drv_free(map);
     return 0;

@@ -33,8 +33,10 @@ run "Simulator: 100,000 jobs on 5,000 nodes, steady load" \
     "$b/bench/sim_speed" --jobs 100000 --nodes 5000 --interarrival 0.16 --policy k8s-default,gang-fifo,drover
 run "Simulator: 100,000 jobs on 5,000 nodes, overloaded (queue grows all trace long)" \
     "$b/bench/sim_speed" --jobs 100000 --nodes 5000 --policy gang-fifo
-run "Trace replay: the Philly-derived trace (82,247 jobs)" \
-    "$b/bench/trace_replay"
+run "Trace replay: the Philly-derived trace (82,247 jobs), gang-fifo" \
+    "$b/bench/trace_replay" --policy gang-fifo
+run "Trace replay: the Philly-derived trace with drover; /tick = every cycle run (no quiet cycle skipped), same results required" \
+    "$b/bench/trace_replay" --policy drover --baseline 1
 run "Controller informer caches: 50,000 pods and 5,000 nodes, compact records vs the API objects" \
     "$b/bench/informer_mem" --pods 50000 --nodes 5000
 for extra in bench/run-*.sh; do

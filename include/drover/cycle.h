@@ -143,6 +143,20 @@ struct drv_plugin {
     void (*reallocate)(drv_ctx *c, void *state);
     /* migrate: move or evict running pods (MIGRATE, EVICT decisions). */
     void (*migrate)(drv_ctx *c, void *state);
+
+    /* What lets a driver skip quiet cycles (docs/cycle.md, "Quiet cycles"). A plugin is
+     * timeless when, on the same cluster state, it decides the same at any time: it reads
+     * neither the clock (beyond submit-relative orders that do not change with it) nor
+     * progress samples, and the state it keeps between cycles does not change its later
+     * decisions when a cycle decides nothing. */
+    bool timeless;
+    /* Optional, for plugins that are not timeless: called after every cycle (on the state the
+     * cycle leaves). The earliest time at which, if the cluster state stayed as it is (no
+     * arrival, start, completion or decision), this plugin could decide something it did not
+     * decide this cycle; INFINITY for never, a time <= now for "at the next cycle". Early is
+     * always safe (a cycle is run that decides nothing); late loses decisions. A plugin with
+     * neither is asked to run every cycle. */
+    double (*wake)(const drv_ctx *c, void *state);
 };
 
 /* ---- profiles ----------------------------------------------------------------------------- */
@@ -193,6 +207,11 @@ void drv_sched_set_exhaustive(drv_sched *s, bool on);
 /* True when the profile lets placement use the best-node index (docs/cycle.md, "Cost"). */
 bool drv_sched_indexed(const drv_sched *s);
 const drv_profile *drv_sched_profile(const drv_sched *s);
+/* After a cycle: the earliest time a cycle could decide anything on the state that cycle left,
+ * if that state does not change (the minimum of the plugins' wake, docs/cycle.md). A driver
+ * may skip a cycle before it when the last cycle decided nothing and nothing has happened
+ * since; -INFINITY when some plugin must run every cycle. */
+double drv_sched_wake(const drv_sched *s);
 
 /*
  * Runs one cycle on the snapshot and appends its decisions to out, in the order they must be
@@ -207,6 +226,8 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out);
 const drv_snapshot *drv_ctx_snap(const drv_ctx *c);
 const drv_state *drv_ctx_state(const drv_ctx *c);
 double drv_ctx_now(const drv_ctx *c);
+/* The profile's period: seconds between cycles. */
+double drv_ctx_period(const drv_ctx *c);
 drv_arena *drv_ctx_arena(drv_ctx *c);
 
 /* Free resources of a node as assumed by this cycle (after the decisions made so far). */

@@ -97,7 +97,9 @@ typedef struct drv_sim_config {
     uint64_t seed;   /* loss-sample noise */
     bool check;      /* run the invariant checker after every cycle; a violation stops the run */
     bool tick;       /* run a cycle every period while jobs are live, even when nothing changed
-                        (how time-stepped simulators work; a benchmark baseline) */
+                        and no plugin could decide differently (how time-stepped simulators
+                        work; a benchmark baseline, and the reference a run that skips quiet
+                        cycles must match job for job) */
     bool placements; /* record the placement log (drv_sim_placements); off costs nothing */
     drv_progress_fn progress; /* NULL, or called every DRV_PROGRESS_EVERY events and at the end;
                                  the simulator reads no clock, the callback may */
@@ -128,6 +130,7 @@ typedef struct drv_summary {
     double gpu_util, gpu_useful, gpu_wasted;   /* same for GPUs (0 when there are none) */
     int64_t preemptions, migrations, restarts, scales, resizes;
     int64_t cycles, events, decisions;
+    int64_t skipped;  /* quiet cycles skipped (they would have decided nothing) */
     int32_t stuck;    /* jobs that never finished */
     double stuck_cpu; /* fraction of CPU capacity they held when the run ended */
     double end;       /* simulated time of the last event, seconds */

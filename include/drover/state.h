@@ -86,6 +86,8 @@ typedef struct drv_job {
     int32_t restarts;           /* checkpoint-restarts so far (scale, migration) */
     int32_t migrations;         /* pods migrated */
     int32_t preemptions;        /* times evicted by preemption */
+    double loss0;               /* observed loss of the job's first progress sample (what
+                                   growth is normalised by), 0 before it */
     int32_t nhist;              /* samples in hist (<= DRV_HIST) */
     int32_t hist_head;          /* index of the oldest sample */
     drv_sample *hist;           /* ring of DRV_HIST recent samples, allocated at the first
@@ -109,9 +111,11 @@ typedef struct drv_state {
     int32_t njobs, cap_jobs;
     drv_pod *pods;
     int32_t npods, cap_pods;
-    uint64_t *live;   /* bit j set: job j is submitted and not done (derived) */
-    int32_t nlive;    /* jobs with their live bit set (derived) */
-    int32_t cap_live; /* words allocated in live */
+    uint64_t *live;       /* bit j set: job j is submitted and not done (derived) */
+    int32_t nlive;        /* jobs with their live bit set (derived) */
+    int32_t cap_live;     /* words allocated in live */
+    uint64_t *live_sum;   /* bit w set: word w of live is non-zero (derived) */
+    int32_t cap_live_sum; /* words allocated in live_sum */
 } drv_state;
 
 int drv_state_init(drv_state *st);

@@ -23,6 +23,7 @@
 #include "drover/cycle.h"
 #include "nodeindex.h"
 
+#include <math.h>
 #include <string.h>
 
 enum { MAX_FAILED = 32 };
@@ -79,6 +80,7 @@ struct drv_sched {
     int32_t norder, cap_order;
     uint32_t *seen; /* per job: == stamp when already in this cycle's queue */
     int32_t cap_seen;
+    double wake;  /* drv_sched_wake: computed at the end of each cycle */
     double *qkey; /* per job: the first queue_order plugin's key this cycle (pending jobs only) */
     int32_t cap_qkey;
 };
@@ -906,5 +908,25 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
         pr->use[DRV_PT_REALLOCATE][i].p->reallocate(&c, s->ustate[DRV_PT_REALLOCATE][i]);
     for (int i = 0; i < pr->nuse[DRV_PT_MIGRATE] && !c.err; i++)
         pr->use[DRV_PT_MIGRATE][i].p->migrate(&c, s->ustate[DRV_PT_MIGRATE][i]);
+
+    /* 7. wake: the earliest time any plugin could decide differently on this state. */
+    s->wake = INFINITY;
+    for (int pt = 0; pt < DRV_NPOINTS && !c.err; pt++)
+        for (int i = 0; i < pr->nuse[pt]; i++) {
+            const drv_plugin *p = pr->use[pt][i].p;
+            double w = p->wake ? p->wake(&c, s->ustate[pt][i]) : p->timeless ? INFINITY : -INFINITY;
+            if (w < s->wake)
+                s->wake = w;
+        }
     return c.err;
+}
+
+double drv_sched_wake(const drv_sched *s)
+{
+    return s->wake;
+}
+
+double drv_ctx_period(const drv_ctx *c)
+{
+    return c->s->prof.period;
 }

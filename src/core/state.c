@@ -46,6 +46,7 @@ void drv_state_fini(drv_state *st)
     drv_free(st->jobs);
     drv_free(st->pods);
     drv_free(st->live);
+    drv_free(st->live_sum);
     memset(st, 0, sizeof *st);
 }
 
@@ -95,6 +96,12 @@ int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id)
         return DRV_ENOMEM;
     if (st->cap_live > old)
         memset(st->live + old, 0, (size_t)(st->cap_live - old) * sizeof *st->live);
+    int32_t swords = st->cap_live / 64 + 1, sold = st->cap_live_sum;
+    if (swords > sold) {
+        if (drv_grow(&st->live_sum, sizeof *st->live_sum, &st->cap_live_sum, swords) != 0)
+            return DRV_ENOMEM;
+        memset(st->live_sum + sold, 0, (size_t)(st->cap_live_sum - sold) * sizeof *st->live_sum);
+    }
     int32_t jid = st->njobs++;
     drv_job *j = &st->jobs[jid];
     *j = *tmpl;
@@ -103,6 +110,7 @@ int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id)
     j->start = j->end = -1;
     j->nhist = j->hist_head = 0;
     j->hist = NULL;
+    j->loss0 = 0;
     for (int r = 0; r < DRV_NROLES; r++) {
         j->target[r] = j->role[r].replicas;
         j->bound[r] = 0;
@@ -130,10 +138,16 @@ void drv_state_set_phase(drv_state *st, int32_t job, int phase)
     uint64_t bit = (uint64_t)1 << (job % 64);
     bool was = (st->live[job / 64] & bit) != 0;
     bool is = phase != DRV_JOB_FUTURE && phase != DRV_JOB_DONE;
+    int32_t w = job / 64;
+    uint64_t wbit = (uint64_t)1 << (w % 64);
     if (is)
-        st->live[job / 64] |= bit;
+        st->live[w] |= bit;
     else
-        st->live[job / 64] &= ~bit;
+        st->live[w] &= ~bit;
+    if (st->live[w])
+        st->live_sum[w / 64] |= wbit;
+    else
+        st->live_sum[w / 64] &= ~wbit;
     st->nlive += (int)is - (int)was;
 }
 
@@ -145,12 +159,21 @@ int32_t drv_state_next_live(const drv_state *st, int32_t from)
     if (w >= nw)
         return -1;
     uint64_t bits = st->live[w] & (~(uint64_t)0 << (from % 64));
-    while (!bits) {
-        if (++w >= nw)
-            return -1;
-        bits = st->live[w];
+    if (bits)
+        return w * 64 + __builtin_ctzll(bits);
+    /* The next non-empty word, through the summary (a bit per word of live): a pass over the
+     * live jobs costs O(live + jobs/4096), not O(jobs/64), however long the trace. */
+    w++;
+    for (int32_t sw = w / 64, nsw = (nw + 63) / 64; sw < nsw; sw++) {
+        uint64_t sb = st->live_sum[sw];
+        if (sw == w / 64)
+            sb &= ~(uint64_t)0 << (w % 64);
+        if (sb) {
+            int32_t x = sw * 64 + __builtin_ctzll(sb);
+            return x < nw ? x * 64 + __builtin_ctzll(st->live[x]) : -1;
+        }
     }
-    return w * 64 + __builtin_ctzll(bits);
+    return -1;
 }
 
 void drv_state_bind(drv_state *st, int32_t pod, int32_t node)
@@ -203,6 +226,7 @@ int drv_job_add_sample(drv_job *j, drv_sample s)
         if (!j->hist)
             return DRV_ENOMEM;
         j->nhist = j->hist_head = 0;
+        j->loss0 = s.loss;
     }
     if (j->nhist < DRV_HIST) {
         j->hist[(j->hist_head + j->nhist) % DRV_HIST] = s;

@@ -34,4 +34,5 @@ const drv_plugin drv_plugin_autoscale = {
     .fini = drv_elastic_free,
     .admit = drv_elastic_admit,
     .scale = drv_elastic_scale,
+    .wake = drv_elastic_wake,
 };

@@ -35,6 +35,7 @@ static int fifo_cmp(const drv_ctx *c, void *state, int32_t a, int32_t b)
 
 const drv_plugin drv_plugin_fifo = {
     .name = "fifo",
+    .timeless = true,
     .doc = "queue order: submission time (first come, first served)",
     .queue_cmp = fifo_cmp,
 };
@@ -123,6 +124,7 @@ static void podwise_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t 
 
 const drv_plugin drv_plugin_pod_by_pod = {
     .name = "pod-by-pod",
+    .timeless = true,
     .doc = "admit: place each pod independently in creation order, no gang (kube-scheduler)",
     .init = podwise_init,
     .fini = podwise_fini,
@@ -174,6 +176,7 @@ static void gang_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
 
 const drv_plugin drv_plugin_gang = {
     .name = "gang",
+    .timeless = true,
     .doc = "admit: whole jobs at their requested size or not at all (Volcano gang)",
     .init = gang_init,
     .fini = gang_fini,
@@ -267,6 +270,7 @@ static int most_alloc_bound(const drv_ctx *c, void *state, int32_t pod, const dr
 
 const drv_plugin drv_plugin_least_allocated = {
     .name = "least-allocated",
+    .timeless = true,
     .doc = "score: prefer emptier nodes (spread; kube-scheduler default)",
     .score = least_alloc_score,
     .node_key = free_share_key,
@@ -275,6 +279,7 @@ const drv_plugin drv_plugin_least_allocated = {
 
 const drv_plugin drv_plugin_most_allocated = {
     .name = "most-allocated",
+    .timeless = true,
     .doc = "score: prefer fuller nodes (bin-packing)",
     .score = most_alloc_score,
     .node_key = neg_free_share_key,

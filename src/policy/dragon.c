@@ -42,4 +42,5 @@ const drv_plugin drv_plugin_dragon = {
     .fini = drv_elastic_free,
     .admit = drv_elastic_admit,
     .scale = drv_elastic_scale,
+    .wake = drv_elastic_wake,
 };

@@ -321,3 +321,50 @@ void drv_elastic_scale(drv_ctx *c, void *state)
     if (grew)
         e->last_action = now;
 }
+
+/* Before t, minus a margin that covers the rounding of `now - since >= wait` against
+ * `now >= since + wait`: early is safe, late is not. */
+static double just_before(double t)
+{
+    return t - 1e-6 * (1.0 + fabs(t));
+}
+
+/*
+ * What could change with time alone: relief, once the head has waited starve_wait (relief that
+ * was due and failed fails again on the same state: it reads nothing else); growth, once quiet
+ * seconds have passed since the last action; and, for growth with grow_min_left, which jobs are
+ * worth growing - a job's remaining time comes from its recent rate, which can rise or fall while
+ * the samples of an earlier placement leave its window, so a job refused for it keeps every
+ * cycle running. Growth that was tried and failed for want of room fails again.
+ */
+double drv_elastic_wake(const drv_ctx *c, void *state)
+{
+    const drv_elastic *e = state;
+    const drv_state *st = drv_ctx_state(c);
+    double now = drv_ctx_now(c);
+    int32_t head = waiting_head(c, e);
+    double w = INFINITY;
+    if (head >= 0) {
+        double submit = st->jobs[head].submit;
+        if (now - submit < e->cfg.starve_wait)
+            w = just_before(submit + e->cfg.starve_wait);
+        else
+            return INFINITY; /* relief ran (growth does not run when it does) */
+        if (!e->cfg.grow_queued)
+            return w;
+    }
+    if (now - e->last_action < e->cfg.quiet) {
+        double q = just_before(e->last_action + e->cfg.quiet);
+        return q < w ? q : w;
+    }
+    if (e->cfg.grow_min_left <= 0)
+        return w;
+    DRV_FOR_LIVE(st, j)
+    {
+        const drv_job *jb = &st->jobs[j];
+        if (can_change(jb) && drv_ctx_workers(c, j) < jb->role[DRV_ROLE_WORKER].max &&
+            !grow_ok(e, jb))
+            return -INFINITY;
+    }
+    return w;
+}

@@ -27,5 +27,6 @@ int drv_elastic_new(void **state, const drv_elastic_cfg *cfg, drv_diag *d);
 void drv_elastic_free(void *state);
 void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n);
 void drv_elastic_scale(drv_ctx *c, void *state);
+double drv_elastic_wake(const drv_ctx *c, void *state);
 
 #endif

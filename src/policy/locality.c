@@ -359,6 +359,7 @@ static int loc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_
 
 const drv_plugin drv_plugin_locality = {
     .name = "locality",
+    .timeless = true,
     .doc = "score: a job on as few nodes/racks as possible, PS where most workers fit",
     .init = loc_init,
     .fini = loc_fini,
@@ -398,6 +399,7 @@ static int anti_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node
 
 const drv_plugin drv_plugin_ps_anti_affinity = {
     .name = "ps-anti-affinity",
+    .timeless = true,
     .doc = "score: prefer nodes without another job's PS (preferred anti-affinity, seed 004)",
     .score = anti_score,
     .score_bound = anti_bound,

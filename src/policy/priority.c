@@ -51,14 +51,22 @@ static void raw_factors(const drv_job *j, double now, double *v)
     v[DRV_PRIO_PARALLEL] = j->role[DRV_ROLE_WORKER].replicas;
 }
 
+/* The factors as normalised: the time waited as minus the submission time. Min-max
+ * normalisation does not see the shift by now, so the order does not change while time passes
+ * and nothing else does (the plugin is timeless, docs/cycle.md), to the last bit. */
+static void key_factors(const drv_job *j, double *v)
+{
+    raw_factors(j, 0, v);
+    v[DRV_PRIO_WAIT] = -j->submit;
+}
+
 static bool queued(const drv_job *j)
 {
     return j->phase == DRV_JOB_PENDING && drv_job_needs_pods(j);
 }
 
 /* Bounds of each factor over the queued jobs, plus `extra` (or -1). */
-static void bounds(const drv_state *st, double now, int32_t extra, double *lo, double *hi,
-                   int32_t *count)
+static void bounds(const drv_state *st, int32_t extra, double *lo, double *hi, int32_t *count)
 {
     int32_t n = 0;
     for (int f = 0; f < DRV_PRIO_NFACTORS; f++) {
@@ -70,7 +78,7 @@ static void bounds(const drv_state *st, double now, int32_t extra, double *lo, d
         if (i != extra && !queued(&st->jobs[i]))
             continue;
         double v[DRV_PRIO_NFACTORS];
-        raw_factors(&st->jobs[i], now, v);
+        key_factors(&st->jobs[i], v);
         for (int f = 0; f < DRV_PRIO_NFACTORS; f++) {
             lo[f] = v[f] < lo[f] ? v[f] : lo[f];
             hi[f] = v[f] > hi[f] ? v[f] : hi[f];
@@ -123,12 +131,12 @@ static double prio_key(const drv_ctx *c, void *state, int32_t job)
     const drv_state *st = drv_ctx_state(c);
     double now = drv_ctx_now(c);
     if (p->at != now || p->njobs != st->njobs) {
-        bounds(st, now, -1, p->lo, p->hi, NULL);
+        bounds(st, -1, p->lo, p->hi, NULL);
         p->at = now;
         p->njobs = st->njobs;
     }
     double v[DRV_PRIO_NFACTORS];
-    raw_factors(&st->jobs[job], now, v);
+    key_factors(&st->jobs[job], v);
     return -combine(p->w, p->lo, p->hi, v, NULL);
 }
 
@@ -143,17 +151,20 @@ int drv_priority_explain(const drv_state *st, double now, int32_t job, const drv
         return drv_fail(d, DRV_ENOENT, "no job with id %d", (int)job);
     drv_priority_breakdown b = {0};
     double lo[DRV_PRIO_NFACTORS], hi[DRV_PRIO_NFACTORS];
-    bounds(st, now, job, lo, hi, &b.queued);
+    bounds(st, job, lo, hi, &b.queued);
     raw_factors(&st->jobs[job], now, b.raw);
     for (int f = 0; f < DRV_PRIO_NFACTORS; f++)
         b.weight[f] = w[f];
-    b.total = combine(w, lo, hi, b.raw, b.norm);
+    double v[DRV_PRIO_NFACTORS];
+    key_factors(&st->jobs[job], v);
+    b.total = combine(w, lo, hi, v, b.norm);
     *out = b;
     return 0;
 }
 
 const drv_plugin drv_plugin_priority = {
     .name = "priority",
+    .timeless = true,
     .doc = "queue order: weighted user priority, class, waiting time, parallelism (seed 004)",
     .init = prio_init,
     .fini = prio_fini,

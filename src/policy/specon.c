@@ -3,23 +3,26 @@
  * nodes. Source: SpeCon's released configuration (10 s monitor interval, alpha 0.1); the
  * algorithm is our reconstruction (ALGORITHMS.md [R]); node ranking is ProCon's.
  *
- * Every interval, per running job: growth g = |L(t_m) - L(t_m-1)| on loss normalised by its
- * largest seen value, per `unit` seconds [R: per monitor interval, so alpha=0.1 means "lost
- * 10 % of its loss in one interval"]; FlowCon's two-strike machine classes it growing,
- * watching or converging. A node is contended when its CPU limits exceed its CPUs (pods are
- * throttled) and a growing job computes there. A converging job computing on a contended node
- * is migrated — all its pods on that node, a checkpoint-restart there — to the node with the
- * best ProCon rank, if that node differs, has room, and the predicted gain exceeds the cost:
- *   gain = Σ over growing jobs g on the node of remaining_g · (1 − share_before/share_after)
- *   cost = migration_cost + the converging job's own pause (the same restart time)
- * where share is the node's throttling factor (CPUs / Σ limits, at most 1) before and after
- * the move. At most one migration per node per interval.
- * ProCon rank of node n: each pod there has remaining time P (its job's, at its recent rate);
- * EJR[t] = pods with P > t on a grid of `grid` seconds; C = 1 + Σ_t EJR[t]; nodes with
- * requested CPU above alpha_node · capacity are excluded; smallest C · n_pods wins.
- * Worked example: node 0 (8 CPUs, limits 12) runs growing B (remaining 600 s) and converging
- * A (4 CPUs of limit); moving A makes limits 8: B's share goes 0.67 -> 1, gain = 600 · 0.33 =
- * 200 s > cost 2·30 s: migrate.
+ * Every interval (at the first cycle at or after each multiple of it), per running job: growth
+ * g = |L(t_m) - L(t_m-1)| on loss normalised by its first observed loss [R: SpeCon says its
+ * largest; for a falling curve that is the first, and unlike a running maximum it does not
+ * depend on which samples were looked at], per `unit` seconds [R: per monitor interval, so
+ * alpha=0.1 means "lost 10 % of its loss in one interval"]; FlowCon's two-strike machine
+ * classes it growing, watching or converging - applied to the last two measurements, which are
+ * recomputed from the job's progress samples when needed, so the plugin keeps no state and a
+ * cycle that did not run changes nothing (docs/cycle.md, "Quiet cycles"). A node is contended when
+ * its CPU limits exceed its CPUs (pods are throttled) and a growing job computes there. A
+ * converging job computing on a contended node is migrated — all its pods on that node, a
+ * checkpoint-restart there — to the node with the best ProCon rank, if that node differs, has room,
+ * and the predicted gain exceeds the cost: gain = Σ over growing jobs g on the node of remaining_g
+ * · (1 − share_before/share_after) cost = migration_cost + the converging job's own pause (the same
+ * restart time) where share is the node's throttling factor (CPUs / Σ limits, at most 1) before and
+ * after the move. At most one migration per node per interval. ProCon rank of node n: each pod
+ * there has remaining time P (its job's, at its recent rate); EJR[t] = pods with P > t on a grid of
+ * `grid` seconds; C = 1 + Σ_t EJR[t]; nodes with requested CPU above alpha_node · capacity are
+ * excluded; smallest C · n_pods wins. Worked example: node 0 (8 CPUs, limits 12) runs growing B
+ * (remaining 600 s) and converging A (4 CPUs of limit); moving A makes limits 8: B's share goes
+ * 0.67 -> 1, gain = 600 · 0.33 = 200 s > cost 2·30 s: migrate.
  */
 #include "drover/policy.h"
 
@@ -39,11 +42,15 @@ enum { NSC = sizeof sc_knobs / sizeof sc_knobs[0] };
 
 typedef struct sc_state {
     double interval, alpha, unit, cost, alpha_node, grid;
-    double next;
-    drv_growth *g;
-    double *last_t; /* time of the sample each job was last measured at */
-    int32_t cap, cap_t;
 } sc_state;
+
+/* A job's growth class, computed from its samples when needed (nothing is kept between
+ * cycles, so a cycle that was not run changes nothing). */
+typedef struct sc_class {
+    double g;        /* growth over the last interval, < 0 when not measurable yet */
+    bool watching;   /* the last measurement was slow, the one before was not (or none) */
+    bool completing; /* the last two were slow: converging */
+} sc_class;
 
 static int sc_init(void **state, const drv_knob *knobs, int nknobs, drv_diag *d)
 {
@@ -54,19 +61,14 @@ static int sc_init(void **state, const drv_knob *knobs, int nknobs, drv_diag *d)
     sc_state *s = drv_calloc(1, sizeof *s);
     if (!s)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
-    *s = (sc_state){v[0], v[1], v[2], v[3], v[4], v[5], -INFINITY, NULL, NULL, 0, 0};
+    *s = (sc_state){v[0], v[1], v[2], v[3], v[4], v[5]};
     *state = s;
     return 0;
 }
 
 static void sc_fini(void *state)
 {
-    sc_state *s = state;
-    if (s) {
-        drv_free(s->g);
-        drv_free(s->last_t);
-    }
-    drv_free(s);
+    drv_free(state);
 }
 
 static bool computes_on(const drv_state *st, const drv_job *j, int32_t node)
@@ -77,26 +79,40 @@ static bool computes_on(const drv_state *st, const drv_job *j, int32_t node)
     return false;
 }
 
-static void measure(const drv_state *st, sc_state *s, int32_t job)
+/* Index of the newest sample at least one interval older than sample ia, or -1. */
+static int interval_back(const sc_state *s, const drv_job *j, int ia)
 {
-    const drv_job *j = &st->jobs[job];
-    drv_growth *g = &s->g[job];
-    drv_growth_see(g, j);
-    if (j->nhist < 2 || g->max_loss <= 0)
-        return;
-    const drv_sample *a = drv_job_sample(j, 0);
-    /* The newest sample at least one interval older than a (else the oldest kept). */
-    const drv_sample *b = drv_job_sample(j, j->nhist - 1);
-    for (int i = 1; i < j->nhist; i++)
-        if (a->t - drv_job_sample(j, i)->t >= s->interval) {
-            b = drv_job_sample(j, i);
-            break;
-        }
-    if (a->t <= b->t || a->t == s->last_t[job])
-        return;
-    s->last_t[job] = a->t;
-    double gv = fabs(a->loss - b->loss) / g->max_loss / ((a->t - b->t) / s->unit);
-    drv_growth_update(g, gv, s->alpha);
+    double t = drv_job_sample(j, ia)->t;
+    for (int i = ia + 1; i < j->nhist; i++)
+        if (t - drv_job_sample(j, i)->t >= s->interval)
+            return i;
+    return -1;
+}
+
+/* Growth over the interval that ends at sample ia (its index back in *ib), or -1. */
+static double growth(const sc_state *s, const drv_job *j, int ia, int *ib)
+{
+    *ib = interval_back(s, j, ia);
+    if (*ib < 0 || j->loss0 <= 0)
+        return -1;
+    const drv_sample *a = drv_job_sample(j, ia), *b = drv_job_sample(j, *ib);
+    return fabs(a->loss - b->loss) / j->loss0 / ((a->t - b->t) / s->unit);
+}
+
+/* FlowCon's two-strike machine, over the last two interval measurements. */
+static sc_class classify(const sc_state *s, const drv_job *j)
+{
+    sc_class k = {-1, false, false};
+    int ib = -1, ib0 = -1;
+    if (j->nhist < 2)
+        return k;
+    k.g = growth(s, j, 0, &ib);
+    if (k.g < 0 || k.g >= s->alpha)
+        return k;
+    double g0 = growth(s, j, ib, &ib0);
+    k.completing = g0 >= 0 && g0 < s->alpha;
+    k.watching = !k.completing;
+    return k;
 }
 
 /* Throttling factor of a node whose limits sum to lim: the share of its limit a pod gets. */
@@ -132,7 +148,8 @@ static double procon_rank(const drv_ctx *c, const sc_state *s, int32_t node)
 }
 
 /* Tries to migrate one converging job off contended node; true when it did. */
-static bool relieve_node(drv_ctx *c, sc_state *s, int32_t node, const int32_t *run, int32_t n)
+static bool relieve_node(drv_ctx *c, const sc_state *s, int32_t node, const int32_t *run,
+                         const sc_class *cls, int32_t n)
 {
     const drv_state *st = drv_ctx_state(c);
     const drv_node *nd = &st->nodes[node];
@@ -140,7 +157,7 @@ static bool relieve_node(drv_ctx *c, sc_state *s, int32_t node, const int32_t *r
         return false;
     bool growing_here = false;
     for (int32_t i = 0; i < n; i++) {
-        const drv_growth *g = &s->g[run[i]];
+        const sc_class *g = &cls[i];
         if (g->g >= 0 && !g->watching && !g->completing && computes_on(st, &st->jobs[run[i]], node))
             growing_here = true;
     }
@@ -148,7 +165,7 @@ static bool relieve_node(drv_ctx *c, sc_state *s, int32_t node, const int32_t *r
         return false;
     for (int32_t i = 0; i < n; i++) {
         const drv_job *j = &st->jobs[run[i]];
-        if (!s->g[run[i]].completing || !computes_on(st, j, node))
+        if (!cls[i].completing || !computes_on(st, j, node))
             continue;
         /* Limits the job holds on this node, and the gain if they left. */
         double lim = 0;
@@ -159,7 +176,7 @@ static bool relieve_node(drv_ctx *c, sc_state *s, int32_t node, const int32_t *r
         double after = throttle(nd, (double)nd->cpu_limit - lim);
         double gain = 0;
         for (int32_t q = 0; q < n; q++) {
-            const drv_growth *g = &s->g[run[q]];
+            const sc_class *g = &cls[q];
             const drv_job *o = &st->jobs[run[q]];
             if (q == i || g->completing || !computes_on(st, o, node))
                 continue;
@@ -198,39 +215,59 @@ static bool relieve_node(drv_ctx *c, sc_state *s, int32_t node, const int32_t *r
     return false;
 }
 
+/* A node is contended when its CPU limits exceed its CPUs (pods are throttled). */
+static bool contended(const drv_node *n)
+{
+    return n->cpu_limit > n->alloc.cpu;
+}
+
+/* SpeCon measures once per interval: at the first cycle at or after each multiple of it. A
+ * pure function of the time, so it does not matter which earlier cycles ran. */
+static bool measuring(const drv_ctx *c, const sc_state *s)
+{
+    double now = drv_ctx_now(c);
+    return floor(now / s->interval) * s->interval > now - drv_ctx_period(c);
+}
+
 static void sc_migrate(drv_ctx *c, void *state)
 {
-    sc_state *s = state;
+    const sc_state *s = state;
     const drv_state *st = drv_ctx_state(c);
-    double now = drv_ctx_now(c);
-    if (now < s->next)
+    if (!measuring(c, s))
         return;
-    s->next = now + s->interval;
-    if (drv_growth_reserve(&s->g, &s->cap, st->njobs) != 0)
+    /* Only a contended node can be relieved: most intervals have none, and then no job needs
+     * classifying. */
+    int32_t first = -1;
+    for (int32_t node = 0; node < st->nnodes && first < 0; node++)
+        if (contended(&st->nodes[node]))
+            first = node;
+    if (first < 0)
         return;
-    if (s->cap_t < s->cap) {
-        double *t = drv_realloc(s->last_t, (size_t)s->cap * sizeof *t);
-        if (!t)
-            return;
-        for (int32_t i = s->cap_t; i < s->cap; i++)
-            t[i] = -INFINITY;
-        s->last_t = t;
-        s->cap_t = s->cap;
-    }
     int32_t *run = drv_arena_alloc(drv_ctx_arena(c), sizeof *run * ((size_t)st->nlive + 1));
-    if (!run)
+    sc_class *cls = drv_arena_alloc(drv_ctx_arena(c), sizeof *cls * ((size_t)st->nlive + 1));
+    if (!run || !cls)
         return;
     int32_t n = 0;
     DRV_FOR_LIVE(st, j)
     if (st->jobs[j].phase == DRV_JOB_RUNNING) {
+        cls[n] = classify(s, &st->jobs[j]);
         run[n++] = j;
-        measure(st, s, j);
     }
-    /* Only a node whose CPU limits exceed its CPU is contended: most intervals have none, and
-     * then nothing below needs to look at jobs node by node. */
+    for (int32_t node = first; node < st->nnodes; node++)
+        if (contended(&st->nodes[node]))
+            relieve_node(c, s, node, run, cls, n);
+}
+
+/* With no contended node nothing can be migrated until something changes; with one, growth
+ * classes move with time, so every cycle counts. */
+static double sc_wake(const drv_ctx *c, void *state)
+{
+    (void)state;
+    const drv_state *st = drv_ctx_state(c);
     for (int32_t node = 0; node < st->nnodes; node++)
-        if (st->nodes[node].cpu_limit > st->nodes[node].alloc.cpu)
-            relieve_node(c, s, node, run, n);
+        if (contended(&st->nodes[node]))
+            return -INFINITY;
+    return INFINITY;
 }
 
 const drv_plugin drv_plugin_specon = {
@@ -239,4 +276,5 @@ const drv_plugin drv_plugin_specon = {
     .init = sc_init,
     .fini = sc_fini,
     .migrate = sc_migrate,
+    .wake = sc_wake,
 };

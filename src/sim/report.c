@@ -90,6 +90,7 @@ static json_t *summary_json(const drv_summary *s)
     json_object_set_new(o, "scales", json_integer(s->scales));
     json_object_set_new(o, "resizes", json_integer(s->resizes));
     json_object_set_new(o, "cycles", json_integer(s->cycles));
+    json_object_set_new(o, "cycles_skipped", json_integer(s->skipped));
     json_object_set_new(o, "events", json_integer(s->events));
     json_object_set_new(o, "decisions", json_integer(s->decisions));
     json_object_set_new(o, "stuck", json_integer(s->stuck));

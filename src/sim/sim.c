@@ -1,6 +1,7 @@
 /*
  * sim.c - the discrete-event simulator: a virtual clock, a binary-heap event queue and the
- * model of what decisions do to jobs over time. docs/simulator.md describes it for users.
+ * model of what decisions do to jobs over time. docs/model.md describes the job model for
+ * users, docs/cycle.md ("Quiet cycles") which cycles are skipped.
  *
  * Events: ARRIVAL (a job is submitted), CYCLE (the scheduler runs), STARTED (a complete gang's
  * containers are up, after the pod-start latency or a restart pause), COMPLETE (a job reaches
@@ -18,7 +19,13 @@
  * Cycles are event-driven: a cycle is requested when something changed (an arrival, a
  * completion, a container start) and runs at the next multiple of the profile's period. Only a
  * profile with time-driven points (scale, reallocate, migrate) also ticks every period while
- * jobs are live. Idle stretches of a trace therefore cost nothing.
+ * jobs are live. Idle stretches of a trace therefore cost nothing. A tick is skipped when it is
+ * quiet: nothing happened since the last cycle run, that cycle decided nothing, and the
+ * scheduler said no plugin could decide differently before a later time (drv_sched_wake,
+ * docs/cycle.md). A skipped tick still owes its progress samples; they are taken, at their own
+ * times, before anything next happens (catch_up). Progress is computed from an anchor moved
+ * only by events, never by sampling, so a run that skips quiet ticks and one that runs every
+ * tick (drv_sim_config.tick) give every job the same numbers (tests/sim/test_skip.c).
  *
  * On request (drv_sim_config.placements) every bind opens and every unbind closes an interval
  * in a placement log, which the per-node Gantt chart is drawn from; off, it costs one branch per
@@ -45,7 +52,9 @@ typedef struct event {
 
 typedef struct jobsim {
     double rate;      /* worker-steps per second while RUNNING */
-    double upd_t;     /* time of the last progress update */
+    double upd_t;     /* anchor: time of the last progress update that changed nothing ... */
+    double a_steps;   /* ... and steps and attained service then: progress at t is computed */
+    double a_att;     /* from the anchor, so skipping a sampling tick changes no later value */
     uint32_t gen;     /* bumps on every phase change: stale events are dropped */
     uint32_t touched; /* cycle stamp of the last decision touching this job */
     bool restart;     /* a decision this cycle requires a checkpoint-restart */
@@ -72,6 +81,10 @@ struct drv_sim {
     uint64_t seq;
     double now;
     bool cycle_pending;
+    bool quiet;    /* nothing changed since the last cycle run, and it decided nothing */
+    double wake;   /* the scheduler's drv_sched_wake after that cycle */
+    double owed_t; /* time of the first skipped cycle whose samples are owed */
+    int64_t nowed; /* skipped cycles whose samples are owed (at owed_t + i * period) */
 
     jobsim *js;
     drv_jobresult *res;
@@ -90,6 +103,7 @@ struct drv_sim {
     double last_t;
     double area_cpu_used, area_cpu_useful, area_gpu_used, area_gpu_useful;
     drv_res capacity;
+    int64_t skipped; /* quiet cycles skipped */
     int64_t events, cycles, decisions, preemptions, migrations, restarts, scales, resizes;
     drv_tick *ticks;
     int32_t nticks, cap_ticks;
@@ -263,28 +277,45 @@ static const drv_family *family(const drv_sim *s, int32_t job)
     return &s->cat->v[s->st.jobs[job].model];
 }
 
-/* Brings a job's progress up to now at its current rate. */
-static void advance(drv_sim *s, int32_t job)
+/* Sets a job's progress to its value at now, computed from its anchor (the anchor stays). */
+static void progress_at(drv_sim *s, int32_t job)
 {
     drv_job *j = &s->st.jobs[job];
     jobsim *x = &s->js[job];
     double dt = s->now - x->upd_t;
     if (j->phase == DRV_JOB_RUNNING && dt > 0) {
-        j->steps += x->rate * dt;
+        j->steps = x->a_steps + x->rate * dt;
         if (j->steps > j->steps_total)
             j->steps = j->steps_total;
         j->loss = drv_loss(family(s, job), j->steps);
-        j->attained += dt * (double)(x->held.gpu > 0 ? x->held.gpu * 1000 : x->held.cpu) / 1000.0;
+        j->attained =
+            x->a_att + dt * (double)(x->held.gpu > 0 ? x->held.gpu * 1000 : x->held.cpu) / 1000.0;
     }
+}
+
+/* Moves a job's anchor to now (its progress, when running, brought up to now at its rate). Done
+ * before anything that may change its rate or held resources: the same events in every run
+ * mode, so a run that skips quiet cycles computes the same numbers as one that does not. */
+static void advance(drv_sim *s, int32_t job)
+{
+    progress_at(s, job);
+    jobsim *x = &s->js[job];
     x->upd_t = s->now;
+    x->a_steps = s->st.jobs[job].steps;
+    x->a_att = s->st.jobs[job].attained;
+}
+
+/* Records a sample at now of a job that has done `steps`. */
+static int sample_steps(drv_sim *s, int32_t job, double steps)
+{
+    jobsim *x = &s->js[job];
+    double obs = drv_loss_observed(family(s, job), steps, s->cfg.seed, job, x->nsamples++);
+    return drv_job_add_sample(&s->st.jobs[job], (drv_sample){s->now, steps, obs});
 }
 
 static int sample(drv_sim *s, int32_t job)
 {
-    drv_job *j = &s->st.jobs[job];
-    jobsim *x = &s->js[job];
-    double obs = drv_loss_observed(family(s, job), j->steps, s->cfg.seed, job, x->nsamples++);
-    return drv_job_add_sample(j, (drv_sample){s->now, j->steps, obs});
+    return sample_steps(s, job, s->st.jobs[job].steps);
 }
 
 static bool calibrated(const drv_sim *s, int32_t job)
@@ -354,6 +385,7 @@ static int reschedule(drv_sim *s, int32_t job)
                       : drv_model_step(family(s, job), &s->cluster->net, &s->st, job);
     if (st.rate == x->rate && x->rate > 0)
         return 0;
+    advance(s, job); /* progress so far at the old rate */
     x->rate = st.rate;
     x->gen++;
     if (x->rate <= 0)
@@ -496,14 +528,77 @@ static int apply(drv_sim *s)
     return rc;
 }
 
+/* Takes the progress samples the skipped cycles owe, at their times: every running job at
+ * every skipped tick (only the newest DRV_HIST are kept in a ring, so only those are taken; the
+ * others still count, for the noise sequence). Nothing changed during the skipped stretch, so
+ * the running jobs and their rates are those of the skipped ticks. */
+static int catch_up(drv_sim *s)
+{
+    if (s->nowed == 0)
+        return 0;
+    double now = s->now;
+    int64_t drop = s->nowed > DRV_HIST ? s->nowed - DRV_HIST : 0;
+    for (int32_t k = 0; k < s->nrun; k++) {
+        int32_t job = s->runl[k];
+        s->js[job].nsamples += drop;
+        s->now = s->owed_t;
+        const drv_job *j = &s->st.jobs[job];
+        const jobsim *x = &s->js[job];
+        double last = s->now;
+        for (int64_t i = 0; i < s->nowed; i++, s->now += s->period) {
+            if (i < drop)
+                continue;
+            /* progress_at's steps, without the loss and service it also computes */
+            double steps = x->a_steps + x->rate * (s->now - x->upd_t);
+            if (s->now <= x->upd_t)
+                steps = j->steps;
+            if (steps > j->steps_total)
+                steps = j->steps_total;
+            if (sample_steps(s, job, steps) != 0) {
+                s->now = now;
+                return DRV_ENOMEM;
+            }
+            last = s->now;
+        }
+        s->now = last; /* the job as the last skipped cycle left it */
+        progress_at(s, job);
+    }
+    s->now = now;
+    s->nowed = 0;
+    return 0;
+}
+
+/* Something changed (an arrival, a start, a completion): owed samples first, then no skipping
+ * until a cycle has looked at the change. */
+static int disturb(drv_sim *s)
+{
+    s->quiet = false;
+    return catch_up(s);
+}
+
 static int run_cycle(drv_sim *s, drv_diag *d)
 {
     s->cycle_pending = false;
+    /* A quiet cycle - nothing changed since the last one, which decided nothing, and no plugin
+     * can decide differently before s->wake - would decide nothing: skip it, owing its
+     * samples. `tick` runs every one (the reference tests compare with). */
+    if (s->periodic && !s->cfg.tick && s->quiet && s->now < s->wake) {
+        s->skipped++;
+        if (s->nowed++ == 0)
+            s->owed_t = s->now;
+        if (s->live > 0) {
+            s->cycle_pending = true;
+            return push_event(s, s->now + s->period, EV_CYCLE, -1, 0);
+        }
+        return 0;
+    }
     s->cycles++;
     s->cycle_no++;
+    if (catch_up(s) != 0)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
     if (s->periodic)
         for (int32_t k = 0; k < s->nrun; k++) {
-            advance(s, s->runl[k]);
+            progress_at(s, s->runl[k]);
             if (sample(s, s->runl[k]) != 0)
                 return drv_fail(d, DRV_ENOMEM, "out of memory");
         }
@@ -513,6 +608,8 @@ static int run_cycle(drv_sim *s, drv_diag *d)
     if (rc)
         return drv_fail(d, rc, "scheduling cycle at t=%.3f: %s", s->now, drv_strerror(rc));
     s->decisions += s->dec.n;
+    s->quiet = s->dec.n == 0;
+    s->wake = drv_sched_wake(s->sched);
     if (s->dec.n > 0 && (rc = apply(s)) != 0)
         return drv_fail(d, rc, "applying decisions at t=%.3f: %s", s->now, drv_strerror(rc));
     if (s->cfg.check) {
@@ -683,6 +780,7 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
 {
     int rc = 0;
     double horizon = s->cluster->timing.horizon;
+    s->quiet = false; /* the caller may have looked at or changed the state in between */
     while (s->nheap > 0 && !rc) {
         if (s->heap[0].t >= until)
             break;
@@ -694,8 +792,10 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
         s->events++;
         switch (e.kind) {
         case EV_ARRIVAL: {
+            if ((rc = disturb(s)) != 0)
+                break;
             set_phase(s, e.job, DRV_JOB_PENDING);
-            s->js[e.job].upd_t = s->now;
+            advance(s, e.job);
             s->live++;
             rc = request_cycle(s);
             break;
@@ -707,10 +807,10 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
             break;
         case EV_STARTED: {
             drv_job *j = &s->st.jobs[e.job];
-            if (e.gen != s->js[e.job].gen)
+            if (e.gen != s->js[e.job].gen || (rc = disturb(s)) != 0)
                 break;
+            advance(s, e.job); /* not running yet: anchors at now, no progress */
             set_phase(s, e.job, DRV_JOB_RUNNING);
-            s->js[e.job].upd_t = s->now;
             s->js[e.job].rate = 0;
             if (j->start < 0) {
                 j->start = s->now;
@@ -724,7 +824,8 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
         case EV_COMPLETE:
             if (e.gen != s->js[e.job].gen || s->st.jobs[e.job].phase != DRV_JOB_RUNNING)
                 break;
-            rc = on_complete(s, e.job);
+            if ((rc = disturb(s)) == 0)
+                rc = on_complete(s, e.job);
             break;
         default:
             break;
@@ -736,6 +837,8 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
         if (s->cfg.progress && s->events % DRV_PROGRESS_EVERY == 0)
             report_progress(s);
     }
+    if (!rc)
+        rc = catch_up(s); /* the state the caller sees is current */
     if (s->cfg.progress)
         report_progress(s);
     if (rc && !d->msg[0])
@@ -837,6 +940,7 @@ void drv_sim_summary(const drv_sim *s, drv_summary *o)
     o->scales = s->scales;
     o->resizes = s->resizes;
     o->cycles = s->cycles;
+    o->skipped = s->skipped;
     o->events = s->events;
     o->decisions = s->decisions;
 }

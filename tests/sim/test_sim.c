@@ -252,8 +252,53 @@ static void test_idle_time_costs_nothing(void **unused)
     drv_cluster_fini(&c);
 }
 
-/* Event-driven cycles must decide exactly what a cycle every period decides: skipping a
- * cycle when nothing changed may not change any outcome (two ways, one answer). */
+/* Runs profile p on (c, w) twice - skipping quiet cycles, and with a cycle every period
+ * (cfg.tick) - and requires the same outcome for every job, to the last bit. Returns the
+ * summaries (0: skipping, 1: ticking). */
+static void same_both_ways(const drv_cluster_spec *c, const drv_workload *w, const drv_profile *p,
+                           drv_summary *sum)
+{
+    drv_diag d = {{0}};
+    drv_jobresult *res[2] = {NULL, NULL};
+    int32_t n[2] = {0, 0};
+    for (int tick = 0; tick < 2; tick++) {
+        drv_sim_config cfg = {.seed = 4, .check = true, .tick = tick};
+        drv_sim *s;
+        assert_int_equal(drv_sim_new(c, w, &cat, p, &cfg, &s, &d), 0);
+        assert_int_equal(drv_sim_run(s, &d), 0);
+        drv_sim_summary(s, &sum[tick]);
+        const drv_jobresult *r = drv_sim_jobs(s, &n[tick]);
+        res[tick] = malloc(sizeof *r * (size_t)(n[tick] + 1));
+        assert_non_null(res[tick]);
+        memcpy(res[tick], r, sizeof *r * (size_t)n[tick]);
+        drv_sim_free(s);
+    }
+    assert_int_equal(n[0], n[1]);
+    for (int32_t i = 0; i < n[0]; i++) {
+        const drv_jobresult *a = &res[0][i], *b = &res[1][i];
+        if (a->start != b->start || a->end != b->end || a->restarts != b->restarts ||
+            a->migrations != b->migrations || a->preemptions != b->preemptions ||
+            a->workers != b->workers)
+            fail_msg("%s: job %d differs: start %.17g/%.17g end %.17g/%.17g restarts %d/%d "
+                     "migrations %d/%d workers %d/%d",
+                     p->name, (int)i, a->start, b->start, a->end, b->end, (int)a->restarts,
+                     (int)b->restarts, (int)a->migrations, (int)b->migrations, (int)a->workers,
+                     (int)b->workers);
+    }
+    assert_int_equal(sum[0].decisions, sum[1].decisions);
+    assert_int_equal(sum[0].done, sum[1].done);
+    assert_true(sum[0].makespan == sum[1].makespan);
+    assert_int_equal(sum[1].skipped, 0);
+    /* Utilisation is integrated over more, shorter intervals when ticking: equal up to
+     * floating-point rounding. */
+    assert_true(fabs(sum[0].cpu_useful - sum[1].cpu_useful) <= 1e-9 * sum[0].cpu_useful);
+    free(res[0]);
+    free(res[1]);
+}
+
+/* Event-driven cycles, and skipped quiet ones, must decide exactly what a cycle every period
+ * decides: not running a cycle that would decide nothing may not change any outcome (two ways,
+ * one answer). */
 static void test_event_driven_equals_ticking(void **unused)
 {
     (void)unused;
@@ -264,32 +309,68 @@ static void test_event_driven_equals_ticking(void **unused)
     drv_genparams_default(&g, 4);
     assert_int_equal(drv_workload_generate(&w, &g, &cat, &d), 0);
     drv_cluster_default(&c);
-    int fewer = 0;
+    int fewer = 0, skipping = 0;
     for (int i = 0; i < drv_profile_builtin_count(); i++) {
         drv_profile p;
         assert_int_equal(drv_profile_builtin(drv_profile_builtin_name(i), &p, &d), 0);
         drv_summary sum[2];
-        for (int tick = 0; tick < 2; tick++) {
-            drv_sim_config cfg = {.seed = 4, .check = true, .tick = tick};
-            drv_sim *s;
-            assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
-            assert_int_equal(drv_sim_run(s, &d), 0);
-            drv_sim_summary(s, &sum[tick]);
-            drv_sim_free(s);
-        }
-        /* Profiles with time-driven points tick anyway; the others must run fewer cycles. */
+        same_both_ways(&c, &w, &p, sum);
+        /* Every cycle run when skipping is run when ticking too. */
         assert_true(sum[1].cycles >= sum[0].cycles);
+        assert_true(sum[1].cycles == sum[0].cycles + sum[0].skipped || sum[0].skipped == 0);
         fewer += sum[1].cycles > sum[0].cycles;
-        assert_int_equal(sum[0].done, sum[1].done);
-        assert_true(sum[0].avg_jct == sum[1].avg_jct);
-        assert_true(sum[0].p99_jct == sum[1].p99_jct);
-        assert_true(sum[0].makespan == sum[1].makespan);
-        /* Utilisation is integrated over more, shorter intervals when ticking: equal up to
-         * floating-point rounding. */
-        assert_true(fabs(sum[0].cpu_useful - sum[1].cpu_useful) < 1e-9 * sum[0].cpu_useful);
+        skipping += sum[0].skipped > 0;
+        if (strcmp(p.name, "drover") == 0 || strcmp(p.name, "dragon") == 0)
+            assert_true(sum[0].skipped > sum[0].cycles); /* their ticks are mostly quiet */
     }
-    assert_true(fewer >= 2); /* at least k8s-default and gang-fifo are event-driven */
+    assert_true(fewer >= 4); /* k8s-default and gang-fifo are event-driven; dragon and drover
+                                skip quiet ticks */
+    assert_true(skipping >= 3);
     drv_workload_fini(&w);
+    drv_cluster_fini(&c);
+}
+
+/* The same with SpeCon at work: a converging job migrates off a contended node (the scenario
+ * of tests/scenario/test_specon.c) - its growth classes come from samples that, when skipping,
+ * were taken late, at their own times. */
+static void test_skipping_keeps_migrations(void **unused)
+{
+    (void)unused;
+    drv_diag d = {{0}};
+    drv_jobspec v[3];
+    const char *names[3] = {"a", "c", "b"}, *models[3] = {"lenet", "birnn", "lenet"};
+    double submit[3] = {0, 0, 600}, steps[3] = {1e6, 1e6, 1e5};
+    int64_t limit[3] = {8000, 4000, 8000};
+    for (int i = 0; i < 3; i++) {
+        memset(&v[i], 0, sizeof v[i]);
+        snprintf(v[i].name, sizeof v[i].name, "%s", names[i]);
+        snprintf(v[i].user, sizeof v[i].user, "u");
+        snprintf(v[i].queue, sizeof v[i].queue, "q");
+        v[i].user_priority = 1;
+        v[i].submit = submit[i];
+        v[i].model = drv_catalogue_find(&cat, models[i]);
+        assert_true(v[i].model >= 0);
+        v[i].role[DRV_ROLE_WORKER] = (drv_rolespec){1, 1, 1, {3000, 2LL << 30, 0}, limit[i]};
+        v[i].max_steps = steps[i];
+    }
+    drv_workload w = {v, 3, 3};
+    drv_cluster_spec c = {0};
+    assert_int_equal(drv_cluster_uniform(&c, 2, (drv_res){8000, 64LL << 30, 0}), 0);
+    const char *lines[] = {
+        "gang=false period=10 admit=pod-by-pod score=least-allocated migrate=specon",
+        "gang=false period=5 admit=pod-by-pod score=least-allocated migrate=specon(interval=20)",
+        "gang=true period=5 queue_order=priority admit=dragon(grow_min_left=900) scale=dragon "
+        "score=locality*4,ps-anti-affinity,least-allocated migrate=specon",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        drv_profile p;
+        assert_int_equal(drv_profile_parse("t", lines[i], &p, &d), 0);
+        drv_summary sum[2];
+        same_both_ways(&c, &w, &p, sum);
+        if (i != 1) /* a 20 s interval sees A converge too late for the gain to pay */
+            assert_true(sum[0].migrations >= 1);
+        assert_true(sum[0].skipped > sum[0].cycles);
+    }
     drv_cluster_fini(&c);
 }
 
@@ -305,6 +386,7 @@ int main(void)
         cmocka_unit_test(test_default_scenario_invariants),
         cmocka_unit_test(test_idle_time_costs_nothing),
         cmocka_unit_test(test_event_driven_equals_ticking),
+        cmocka_unit_test(test_skipping_keeps_migrations),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

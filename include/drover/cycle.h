@@ -252,6 +252,8 @@ int32_t drv_ctx_best_node(const drv_ctx *c, int32_t pod);
 /* Records a decision and updates the assumed state. Return 0 or DRV_ENOMEM. */
 int drv_ctx_bind(drv_ctx *c, int32_t pod, int32_t node);
 int drv_ctx_evict(drv_ctx *c, int32_t pod, int reason);
+/* SCALE: a shrink below the workers bound first evicts the surplus (reason shrink), highest
+ * worker slots first, so the list never leaves more workers bound than wanted. */
 int drv_ctx_scale(drv_ctx *c, int32_t job, int32_t workers);
 int drv_ctx_resize(drv_ctx *c, int32_t pod, int64_t cpu_limit);
 int drv_ctx_migrate(drv_ctx *c, int32_t pod, int32_t node);

@@ -393,6 +393,24 @@ int drv_ctx_scale(drv_ctx *c, int32_t job, int32_t workers)
     int32_t prev = drv_ctx_workers(c, job);
     if (prev == workers)
         return 0;
+    /* A shrink below the workers bound takes the surplus off first, highest slots first (a
+     * role never has more pods bound than its target, docs/cycle.md): a plugin that only
+     * means "this job now wants n" (tiresias resetting a job grown by dragon) cannot leave
+     * workers running that nobody wants. A shrink that evicted its victims itself finds none
+     * left to take. */
+    const drv_state *st = c->snap->st;
+    int32_t nbound = 0, slots = 0;
+    for (int32_t pod; (pod = drv_job_pod(st, job, DRV_ROLE_WORKER, slots)) >= 0; slots++)
+        nbound += drv_ctx_pod_node(c, pod) >= 0;
+    for (int32_t i = slots - 1; i >= 0 && nbound > workers; i--) {
+        int32_t pod = drv_job_pod(st, job, DRV_ROLE_WORKER, i);
+        if (drv_ctx_pod_node(c, pod) < 0)
+            continue;
+        int rc = drv_ctx_evict(c, pod, DRV_REASON_SHRINK);
+        if (rc)
+            return rc;
+        nbound--;
+    }
     drv_decision x = {.kind = DRV_SCALE,
                       .job = job,
                       .pod = -1,

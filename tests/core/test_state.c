@@ -203,6 +203,66 @@ static void test_cycle_gang_rollback(void **unused)
     drv_state_fini(&st);
 }
 
+/* An admit plugin that only says "job 0 now wants 2 workers". */
+static void admit_shrink(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
+{
+    (void)state;
+    (void)jobs;
+    (void)n;
+    assert_int_equal(drv_ctx_scale(c, 0, 2), 0);
+}
+
+static const drv_plugin shrink_plugin = {.name = "test-shrink", .admit = admit_shrink};
+
+/* A SCALE below the workers bound evicts the surplus first, highest slots first; one that
+ * evicted its own victims first (DRAGON's relief) has nothing left to take. */
+static void test_scale_down_evicts_surplus(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    drv_diag d;
+    make_state(&st, 2);
+    int32_t j = add_job(&st, "a", 1, 1, 4, 4, 1000);
+    for (int k = 0; k < st.jobs[j].pod_count; k++)
+        drv_state_bind(&st, st.jobs[j].pod_base + k, k % 2);
+    drv_state_set_phase(&st, j, DRV_JOB_RUNNING);
+    drv_profile prof;
+    memset(&prof, 0, sizeof prof);
+    strcpy(prof.name, "test");
+    prof.gang = true;
+    prof.use[DRV_PT_ADMIT][0].p = &shrink_plugin;
+    prof.nuse[DRV_PT_ADMIT] = 1;
+    drv_sched *s;
+    assert_int_equal(drv_sched_new(&prof, &s, &d), 0);
+    drv_snapshot snap = {.st = &st, .now = 0};
+    drv_decisions ds;
+    drv_decisions_init(&ds);
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    assert_int_equal(ds.n, 3);
+    assert_int_equal(ds.v[0].kind, DRV_EVICT);
+    assert_int_equal(ds.v[0].pod, drv_job_pod(&st, j, DRV_ROLE_WORKER, 3));
+    assert_int_equal(ds.v[0].reason, DRV_REASON_SHRINK);
+    assert_int_equal(ds.v[1].kind, DRV_EVICT);
+    assert_int_equal(ds.v[1].pod, drv_job_pod(&st, j, DRV_ROLE_WORKER, 2));
+    assert_int_equal(ds.v[2].kind, DRV_SCALE);
+    assert_int_equal(ds.v[2].value, 2);
+    for (int32_t i = 0; i < ds.n; i++)
+        if (ds.v[i].kind == DRV_EVICT)
+            drv_state_unbind(&st, ds.v[i].pod);
+        else
+            drv_state_set_workers(&st, ds.v[i].job, (int32_t)ds.v[i].value);
+    assert_int_equal(drv_state_check(&st, true, &d), 0);
+    assert_int_equal(st.jobs[j].bound[DRV_ROLE_WORKER], 2);
+    /* Already at 2 bound: a second shrink to 2 is no decision, and one to 1 evicts one. */
+    ds.n = 0;
+    snap.now = 1;
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    assert_int_equal(ds.n, 0);
+    drv_decisions_fini(&ds);
+    drv_sched_free(s);
+    drv_state_fini(&st);
+}
+
 static void test_cycle_without_admit_is_refused(void **unused)
 {
     (void)unused;
@@ -290,6 +350,7 @@ int main(void)
         cmocka_unit_test(test_check_overcommit),
         cmocka_unit_test(test_check_worker_bounds),
         cmocka_unit_test(test_cycle_gang_rollback),
+        cmocka_unit_test(test_scale_down_evicts_surplus),
         cmocka_unit_test(test_cycle_without_admit_is_refused),
         cmocka_unit_test(test_progress_ring),
         cmocka_unit_test(test_done_job_frees_history),

@@ -181,14 +181,27 @@ static void integrate(drv_sim *s, double t)
     s->last_t = t;
 }
 
+/* Same values, whatever the time. */
+static bool same_tick(const drv_tick *a, const drv_tick *b)
+{
+    return a->cpu_used == b->cpu_used && a->cpu_useful == b->cpu_useful &&
+           a->gpu_used == b->gpu_used && a->gpu_useful == b->gpu_useful &&
+           a->pending == b->pending && a->running == b->running;
+}
+
+/* Appends the cluster's state after an event to the time series - a step function, so an
+ * event that changed none of its values (most: a skipped cycle, a stale completion) adds no
+ * point, and a long trace's series follows its changes, not its events. */
 static int record_tick(drv_sim *s)
 {
-    if (drv_grow(&s->ticks, sizeof *s->ticks, &s->cap_ticks, s->nticks + 1) != 0)
-        return DRV_ENOMEM;
     drv_res used = drv_res_add(s->held_useful, s->held_wasted);
     drv_tick tk = {s->now,           (double)used.cpu,           (double)s->held_useful.cpu,
                    (double)used.gpu, (double)s->held_useful.gpu, s->live - s->running,
                    s->running};
+    if (s->nticks > 0 && same_tick(&s->ticks[s->nticks - 1], &tk))
+        return 0;
+    if (drv_grow(&s->ticks, sizeof *s->ticks, &s->cap_ticks, s->nticks + 1) != 0)
+        return DRV_ENOMEM;
     if (s->nticks > 0 && s->ticks[s->nticks - 1].t == s->now)
         s->ticks[s->nticks - 1] = tk;
     else

@@ -171,7 +171,7 @@ static int latency(const drv_profile *prof, bool ref_core, const char *nodes_arg
             drv_sched_set_exhaustive(ref, true);
         drv_decisions ds;
         drv_decisions_init(&ds);
-        drv_snapshot snap = {&st, 0};
+        drv_snapshot snap = {.st = &st, .now = 0};
         double *a = malloc(sizeof *a * (size_t)k), *b = malloc(sizeof *b * (size_t)k);
         drv_res *fr = malloc(sizeof *fr * (size_t)nn);
         for (int i = 0; i < k; i++) {
@@ -269,7 +269,7 @@ int main(int argc, char **argv)
         drv_decisions ds, dref;
         drv_decisions_init(&ds);
         drv_decisions_init(&dref);
-        drv_snapshot snap = {&st, 0};
+        drv_snapshot snap = {.st = &st, .now = 0};
         double best_core = 1e30, best_scan = 1e30;
         int64_t placed = 0, scan_placed = 0;
         drv_res *fr = malloc(sizeof *fr * (size_t)nn);

@@ -61,6 +61,10 @@ const char *drv_decision_format(const drv_state *st, const drv_decision *x, char
 typedef struct drv_snapshot {
     const drv_state *st; /* read-only cluster state */
     double now;          /* seconds since the start of the run */
+    /* Optional: a driver that draws progress samples lazily brings a job's samples current
+     * when a plugin is about to read them (drv_ctx_progress). NULL: always current. */
+    void (*sync)(void *arg, int32_t job);
+    void *sync_arg;
 } drv_snapshot;
 
 /* Outcome of a filter or a placement: results, not errors (cf. kube-scheduler's Status). */
@@ -228,6 +232,9 @@ const drv_state *drv_ctx_state(const drv_ctx *c);
 double drv_ctx_now(const drv_ctx *c);
 /* The profile's period: seconds between cycles. */
 double drv_ctx_period(const drv_ctx *c);
+/* A job, with its progress samples (nhist, drv_job_sample) current: read samples only through
+ * this (a driver may draw them lazily, drv_snapshot.sync). */
+const drv_job *drv_ctx_progress(const drv_ctx *c, int32_t job);
 drv_arena *drv_ctx_arena(drv_ctx *c);
 
 /* Free resources of a node as assumed by this cycle (after the decisions made so far). */

@@ -948,3 +948,10 @@ double drv_ctx_period(const drv_ctx *c)
 {
     return c->s->prof.period;
 }
+
+const drv_job *drv_ctx_progress(const drv_ctx *c, int32_t job)
+{
+    if (c->snap->sync)
+        c->snap->sync(c->snap->sync_arg, job);
+    return &c->snap->st->jobs[job];
+}

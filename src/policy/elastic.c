@@ -218,9 +218,10 @@ static bool relieve(drv_ctx *c, drv_elastic *e, int32_t head)
     return true;
 }
 
-static bool grow_ok(const drv_elastic *e, const drv_job *j)
+static bool grow_ok(const drv_ctx *c, const drv_elastic *e, int32_t job)
 {
-    return e->cfg.grow_min_left <= 0 || drv_job_remaining(j) >= e->cfg.grow_min_left;
+    return e->cfg.grow_min_left <= 0 ||
+           drv_job_remaining(drv_ctx_progress(c, job)) >= e->cfg.grow_min_left;
 }
 
 /* DRAGON: each job in order, as many extra workers as fit. */
@@ -233,7 +234,7 @@ static bool grow_in_order(drv_ctx *c, const drv_elastic *e)
     for (int32_t i = 0; i < nrun; i++) {
         const drv_job *j = &st->jobs[run[i]];
         int32_t cur = drv_ctx_workers(c, run[i]);
-        if (!grow_ok(e, j))
+        if (!grow_ok(c, e, run[i]))
             continue;
         for (int32_t k = j->role[DRV_ROLE_WORKER].max; k > cur; k--) {
             int rc = drv_ctx_place_gang(c, run[i], k);
@@ -262,7 +263,7 @@ static bool grow_round_robin(drv_ctx *c, const drv_elastic *e)
         return false;
     for (int32_t i = 0; i < nrun; i++) {
         want[i] = drv_ctx_workers(c, run[i]);
-        full[i] = !grow_ok(e, &st->jobs[run[i]]);
+        full[i] = !grow_ok(c, e, run[i]);
     }
     drv_mark m = drv_ctx_mark(c);
     for (;;) {
@@ -363,7 +364,7 @@ double drv_elastic_wake(const drv_ctx *c, void *state)
     {
         const drv_job *jb = &st->jobs[j];
         if (can_change(jb) && drv_ctx_workers(c, j) < jb->role[DRV_ROLE_WORKER].max &&
-            !grow_ok(e, jb))
+            !grow_ok(c, e, j))
             return -INFINITY;
     }
     return w;

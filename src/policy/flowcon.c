@@ -113,9 +113,10 @@ static double cpu_share(const drv_state *st, const drv_job *j)
     return n ? sum / n : 0;
 }
 
-static void measure(const drv_state *st, fc_state *s, int32_t job, double now)
+static void measure(const drv_ctx *c, fc_state *s, int32_t job, double now)
 {
-    const drv_job *j = &st->jobs[job];
+    const drv_state *st = drv_ctx_state(c);
+    const drv_job *j = drv_ctx_progress(c, job);
     drv_growth *g = &s->g[job];
     drv_growth_see(g, j);
     if (g->max_loss <= 0)
@@ -221,7 +222,7 @@ static void fc_reallocate(drv_ctx *c, void *state)
         return;
     bool all_completing = true;
     for (int32_t i = 0; i < n; i++) {
-        measure(st, s, run[i], now);
+        measure(c, s, run[i], now);
         all_completing = all_completing && s->g[run[i]].completing;
     }
     for (int32_t node = 0; node < st->nnodes; node++)

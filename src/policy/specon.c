@@ -140,7 +140,7 @@ static double procon_rank(const drv_ctx *c, const sc_state *s, int32_t node)
             if (drv_ctx_pod_node(c, jb->pod_base + k) != node)
                 continue;
             pods++;
-            double p = drv_job_remaining(jb);
+            double p = drv_job_remaining(drv_ctx_progress(c, j));
             sum += isfinite(p) ? floor(p / s->grid) : 1e6;
         }
     }
@@ -180,7 +180,7 @@ static bool relieve_node(drv_ctx *c, const sc_state *s, int32_t node, const int3
             const drv_job *o = &st->jobs[run[q]];
             if (q == i || g->completing || !computes_on(st, o, node))
                 continue;
-            double left = drv_job_remaining(o);
+            double left = drv_job_remaining(drv_ctx_progress(c, run[q]));
             if (isfinite(left))
                 gain += left * (1.0 - before / after);
         }
@@ -250,7 +250,7 @@ static void sc_migrate(drv_ctx *c, void *state)
     int32_t n = 0;
     DRV_FOR_LIVE(st, j)
     if (st->jobs[j].phase == DRV_JOB_RUNNING) {
-        cls[n] = classify(s, &st->jobs[j]);
+        cls[n] = classify(s, drv_ctx_progress(c, j));
         run[n++] = j;
     }
     for (int32_t node = first; node < st->nnodes; node++)

@@ -22,8 +22,10 @@
  * jobs are live. Idle stretches of a trace therefore cost nothing. A tick is skipped when it is
  * quiet: nothing happened since the last cycle run, that cycle decided nothing, and the
  * scheduler said no plugin could decide differently before a later time (drv_sched_wake,
- * docs/cycle.md). A skipped tick still owes its progress samples; they are taken, at their own
- * times, before anything next happens (catch_up). Progress is computed from an anchor moved
+ * docs/cycle.md). Every tick, run or skipped, owes a progress sample of every running job; a
+ * job's samples are drawn late - when a plugin reads them (drv_ctx_progress), before its rate
+ * or phase changes, at the end of a run - at their own times (sync). Progress is computed from
+ * an anchor moved
  * only by events, never by sampling, so a run that skips quiet ticks and one that runs every
  * tick (drv_sim_config.tick) give every job the same numbers (tests/sim/test_skip.c).
  *
@@ -63,6 +65,8 @@ typedef struct jobsim {
     int32_t runpos;     /* index in drv_sim.runl while RUNNING, else -1 */
     uint64_t calib_sig; /* calibrated jobs: signature of the placement calib_t was computed for */
     double calib_t;     /* its step time (a lookup is costly; rates are recomputed often) */
+    double owe_t;       /* while RUNNING under a periodic profile: the first periodic cycle whose
+                           progress sample is not drawn yet (INFINITY: none); see sync() */
 } jobsim;
 
 struct drv_sim {
@@ -81,10 +85,10 @@ struct drv_sim {
     uint64_t seq;
     double now;
     bool cycle_pending;
-    bool quiet;    /* nothing changed since the last cycle run, and it decided nothing */
-    double wake;   /* the scheduler's drv_sched_wake after that cycle */
-    double owed_t; /* time of the first skipped cycle whose samples are owed */
-    int64_t nowed; /* skipped cycles whose samples are owed (at owed_t + i * period) */
+    bool quiet;       /* nothing changed since the last cycle run, and it decided nothing */
+    double wake;      /* the scheduler's drv_sched_wake after that cycle */
+    double last_tick; /* time of the last periodic cycle, run or skipped */
+    double next_tick; /* time of the cycle event pending (cycle_pending) */
 
     jobsim *js;
     drv_jobresult *res;
@@ -112,8 +116,9 @@ struct drv_sim {
     int32_t npl, cap_pl;
     int32_t *pl_open;
     int32_t cap_open;
-    bool pl_failed; /* an allocation for the log failed; the run stops with DRV_ENOMEM */
-    int32_t ndone;  /* jobs finished (for progress reports) */
+    bool sync_failed; /* a sample could not be drawn (out of memory) */
+    bool pl_failed;   /* an allocation for the log failed; the run stops with DRV_ENOMEM */
+    int32_t ndone;    /* jobs finished (for progress reports) */
 };
 
 /* ---- event heap --------------------------------------------------------------------------- */
@@ -214,6 +219,8 @@ static drv_res *bucket(drv_sim *s, int32_t job)
     return is_useful_phase(s->st.jobs[job].phase) ? &s->held_useful : &s->held_wasted;
 }
 
+static int sync(drv_sim *s, int32_t job);
+
 static void set_phase(drv_sim *s, int32_t job, int phase)
 {
     drv_job *j = &s->st.jobs[job];
@@ -221,11 +228,17 @@ static void set_phase(drv_sim *s, int32_t job, int phase)
     bool was_running = is_useful_phase(j->phase);
     *bucket(s, job) = drv_res_sub(*bucket(s, job), x->held);
     if (j->phase == DRV_JOB_RUNNING && phase != DRV_JOB_RUNNING) {
+        /* The samples it owes, unless it is done (its ring is freed then). */
+        if (phase != DRV_JOB_DONE && sync(s, job) != 0)
+            s->sync_failed = true;
+        x->owe_t = INFINITY;
         int32_t last = s->runl[--s->nrun];
         s->runl[x->runpos] = last;
         s->js[last].runpos = x->runpos;
         x->runpos = -1;
     } else if (j->phase != DRV_JOB_RUNNING && phase == DRV_JOB_RUNNING) {
+        /* From the next periodic cycle on (always pending while a job is live). */
+        x->owe_t = s->periodic && s->cycle_pending ? s->next_tick : INFINITY;
         x->runpos = s->nrun;
         s->runl[s->nrun++] = job;
     }
@@ -311,6 +324,8 @@ static void progress_at(drv_sim *s, int32_t job)
  * mode, so a run that skips quiet cycles computes the same numbers as one that does not. */
 static void advance(drv_sim *s, int32_t job)
 {
+    if (sync(s, job) != 0) /* samples owed are drawn from the anchor they were owed under */
+        s->sync_failed = true;
     progress_at(s, job);
     jobsim *x = &s->js[job];
     x->upd_t = s->now;
@@ -329,6 +344,53 @@ static int sample_steps(drv_sim *s, int32_t job, double steps)
 static int sample(drv_sim *s, int32_t job)
 {
     return sample_steps(s, job, s->st.jobs[job].steps);
+}
+
+/*
+ * Draws the progress samples a running job owes: one at every periodic cycle since owe_t, run
+ * or skipped, up to the last one (only the newest DRV_HIST, the ring's size, are drawn; the
+ * others still count, for the noise sequence). Samples are drawn late - when a plugin reads
+ * them, or before the job's rate or phase changes - but at their own times and from the
+ * anchor the job had then, so the ring holds what a sample at every cycle would have put
+ * there. While a job runs, live > 0 and cycles follow each other every period, so their times
+ * are owe_t, owe_t + period, ... computed by the same additions that scheduled them.
+ */
+static int sync(drv_sim *s, int32_t job)
+{
+    jobsim *x = &s->js[job];
+    const drv_job *j = &s->st.jobs[job];
+    if (!(x->owe_t <= s->last_tick) || j->phase != DRV_JOB_RUNNING)
+        return 0;
+    int64_t n = 0;
+    double t = x->owe_t;
+    for (; t <= s->last_tick; t += s->period)
+        n++;
+    int64_t drop = n > DRV_HIST ? n - DRV_HIST : 0;
+    x->nsamples += drop;
+    double now = s->now;
+    int rc = 0;
+    s->now = x->owe_t;
+    for (int64_t i = 0; i < n && !rc; i++, s->now += s->period) {
+        if (i < drop)
+            continue;
+        /* progress_at's steps, without the loss and service it also computes (j->steps may
+         * already be later than the sample: a cycle brings every running job up to its time) */
+        double steps = s->now > x->upd_t ? x->a_steps + x->rate * (s->now - x->upd_t) : x->a_steps;
+        if (steps > j->steps_total)
+            steps = j->steps_total;
+        rc = sample_steps(s, job, steps);
+    }
+    s->now = now;
+    x->owe_t = t;
+    return rc;
+}
+
+/* The snapshot's hook (drv_ctx_progress): a plugin is about to read the job's samples. */
+static void sync_hook(void *arg, int32_t job)
+{
+    drv_sim *s = arg;
+    if (sync(s, job) != 0)
+        s->sync_failed = true;
 }
 
 static bool calibrated(const drv_sim *s, int32_t job)
@@ -409,15 +471,21 @@ static int reschedule(drv_sim *s, int32_t job)
 
 /* ---- the cycle and its decisions ---------------------------------------------------------- */
 
+static int push_tick(drv_sim *s, double t)
+{
+    s->cycle_pending = true;
+    s->next_tick = t;
+    return push_event(s, t, EV_CYCLE, -1, 0);
+}
+
 static int request_cycle(drv_sim *s)
 {
     if (s->cycle_pending)
         return 0;
-    s->cycle_pending = true;
     double t = ceil(s->now / s->period) * s->period;
     if (t < s->now)
         t = s->now;
-    return push_event(s, t, EV_CYCLE, -1, 0);
+    return push_tick(s, t);
 }
 
 static int touch(drv_sim *s, int32_t job)
@@ -541,52 +609,11 @@ static int apply(drv_sim *s)
     return rc;
 }
 
-/* Takes the progress samples the skipped cycles owe, at their times: every running job at
- * every skipped tick (only the newest DRV_HIST are kept in a ring, so only those are taken; the
- * others still count, for the noise sequence). Nothing changed during the skipped stretch, so
- * the running jobs and their rates are those of the skipped ticks. */
-static int catch_up(drv_sim *s)
-{
-    if (s->nowed == 0)
-        return 0;
-    double now = s->now;
-    int64_t drop = s->nowed > DRV_HIST ? s->nowed - DRV_HIST : 0;
-    for (int32_t k = 0; k < s->nrun; k++) {
-        int32_t job = s->runl[k];
-        s->js[job].nsamples += drop;
-        s->now = s->owed_t;
-        const drv_job *j = &s->st.jobs[job];
-        const jobsim *x = &s->js[job];
-        double last = s->now;
-        for (int64_t i = 0; i < s->nowed; i++, s->now += s->period) {
-            if (i < drop)
-                continue;
-            /* progress_at's steps, without the loss and service it also computes */
-            double steps = x->a_steps + x->rate * (s->now - x->upd_t);
-            if (s->now <= x->upd_t)
-                steps = j->steps;
-            if (steps > j->steps_total)
-                steps = j->steps_total;
-            if (sample_steps(s, job, steps) != 0) {
-                s->now = now;
-                return DRV_ENOMEM;
-            }
-            last = s->now;
-        }
-        s->now = last; /* the job as the last skipped cycle left it */
-        progress_at(s, job);
-    }
-    s->now = now;
-    s->nowed = 0;
-    return 0;
-}
-
-/* Something changed (an arrival, a start, a completion): owed samples first, then no skipping
- * until a cycle has looked at the change. */
-static int disturb(drv_sim *s)
+/* Something changed (an arrival, a start, a completion): no skipping until a cycle has looked
+ * at the change. */
+static void disturb(drv_sim *s)
 {
     s->quiet = false;
-    return catch_up(s);
 }
 
 static int run_cycle(drv_sim *s, drv_diag *d)
@@ -595,28 +622,22 @@ static int run_cycle(drv_sim *s, drv_diag *d)
     /* A quiet cycle - nothing changed since the last one, which decided nothing, and no plugin
      * can decide differently before s->wake - would decide nothing: skip it, owing its
      * samples. `tick` runs every one (the reference tests compare with). */
+    if (s->periodic)
+        s->last_tick = s->now; /* every running job owes a sample at it (sync) */
     if (s->periodic && !s->cfg.tick && s->quiet && s->now < s->wake) {
         s->skipped++;
-        if (s->nowed++ == 0)
-            s->owed_t = s->now;
-        if (s->live > 0) {
-            s->cycle_pending = true;
-            return push_event(s, s->now + s->period, EV_CYCLE, -1, 0);
-        }
+        if (s->live > 0)
+            return push_tick(s, s->now + s->period);
         return 0;
     }
     s->cycles++;
     s->cycle_no++;
-    if (catch_up(s) != 0)
-        return drv_fail(d, DRV_ENOMEM, "out of memory");
-    if (s->periodic)
-        for (int32_t k = 0; k < s->nrun; k++) {
-            progress_at(s, s->runl[k]);
-            if (sample(s, s->runl[k]) != 0)
-                return drv_fail(d, DRV_ENOMEM, "out of memory");
-        }
+    /* Progress as of now for the plugins; samples are drawn when a plugin reads them
+     * (drv_ctx_progress -> sync_hook). */
+    for (int32_t k = 0; s->periodic && k < s->nrun; k++)
+        progress_at(s, s->runl[k]);
     s->dec.n = 0;
-    drv_snapshot snap = {&s->st, s->now};
+    drv_snapshot snap = {&s->st, s->now, s->periodic ? sync_hook : NULL, s};
     int rc = drv_sched_cycle(s->sched, &snap, &s->dec);
     if (rc)
         return drv_fail(d, rc, "scheduling cycle at t=%.3f: %s", s->now, drv_strerror(rc));
@@ -632,10 +653,8 @@ static int run_cycle(drv_sim *s, drv_diag *d)
             return drv_fail(d, rc, "after the cycle at t=%.3f (policy %s): %s", s->now,
                             drv_sched_profile(s->sched)->name, cd.msg);
     }
-    if ((s->periodic || s->cfg.tick) && s->live > 0) {
-        s->cycle_pending = true;
-        rc = push_event(s, s->now + s->period, EV_CYCLE, -1, 0);
-    }
+    if ((s->periodic || s->cfg.tick) && s->live > 0)
+        rc = push_tick(s, s->now + s->period);
     return rc;
 }
 
@@ -718,6 +737,7 @@ int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_cata
         }
         s->res[i] = (drv_jobresult){js->submit, -1, -1, 0, 0, 0, 0};
         s->js[i].runpos = -1;
+        s->js[i].owe_t = INFINITY;
     }
     rc = drv_sched_new(prof, &s->sched, d);
     if (rc) {
@@ -726,6 +746,7 @@ int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_cata
     }
     s->gang = prof->gang;
     s->period = prof->period > 0 ? prof->period : 1.0;
+    s->last_tick = -INFINITY;
     s->periodic =
         prof->nuse[DRV_PT_SCALE] + prof->nuse[DRV_PT_REALLOCATE] + prof->nuse[DRV_PT_MIGRATE] > 0;
     *out = s;
@@ -805,8 +826,7 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
         s->events++;
         switch (e.kind) {
         case EV_ARRIVAL: {
-            if ((rc = disturb(s)) != 0)
-                break;
+            disturb(s);
             set_phase(s, e.job, DRV_JOB_PENDING);
             advance(s, e.job);
             s->live++;
@@ -820,8 +840,9 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
             break;
         case EV_STARTED: {
             drv_job *j = &s->st.jobs[e.job];
-            if (e.gen != s->js[e.job].gen || (rc = disturb(s)) != 0)
+            if (e.gen != s->js[e.job].gen)
                 break;
+            disturb(s);
             advance(s, e.job); /* not running yet: anchors at now, no progress */
             set_phase(s, e.job, DRV_JOB_RUNNING);
             s->js[e.job].rate = 0;
@@ -837,21 +858,31 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
         case EV_COMPLETE:
             if (e.gen != s->js[e.job].gen || s->st.jobs[e.job].phase != DRV_JOB_RUNNING)
                 break;
-            if ((rc = disturb(s)) == 0)
-                rc = on_complete(s, e.job);
+            disturb(s);
+            rc = on_complete(s, e.job);
             break;
         default:
             break;
         }
         if (!rc)
             rc = record_tick(s);
-        if (!rc && s->pl_failed)
+        if (!rc && (s->pl_failed || s->sync_failed))
             rc = DRV_ENOMEM;
         if (s->cfg.progress && s->events % DRV_PROGRESS_EVERY == 0)
             report_progress(s);
     }
-    if (!rc)
-        rc = catch_up(s); /* the state the caller sees is current */
+    /* The state the caller sees is current: every running job's samples drawn, and its
+     * progress as of the last periodic cycle when nothing moved it since. */
+    for (int32_t k = 0; !rc && k < s->nrun; k++) {
+        int32_t job = s->runl[k];
+        rc = sync(s, job);
+        if (s->periodic && s->last_tick > s->js[job].upd_t) {
+            double now = s->now;
+            s->now = s->last_tick;
+            progress_at(s, job);
+            s->now = now;
+        }
+    }
     if (s->cfg.progress)
         report_progress(s);
     if (rc && !d->msg[0])

@@ -161,7 +161,7 @@ static void test_topology_index_is_exact(void **unused)
         assert_int_equal(drv_sched_new(&p, &s, &d), 0);
         drv_decisions ds;
         drv_decisions_init(&ds);
-        drv_snapshot snap = {&st, 0};
+        drv_snapshot snap = {.st = &st, .now = 0};
         assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
         drv_decisions_fini(&ds);
         drv_sched_free(s);

@@ -83,7 +83,7 @@ static void check_profile(const char *line, uint64_t seed, int64_t *compared)
         drv_decisions_init(&a);
         drv_decisions_init(&b);
         for (int cyc = 0; cyc < 3; cyc++) {
-            drv_snapshot snap = {&st, cyc * 10.0};
+            drv_snapshot snap = {.st = &st, .now = cyc * 10.0};
             a.n = b.n = 0;
             assert_int_equal(drv_sched_cycle(ix, &snap, &a), 0);
             assert_int_equal(drv_sched_cycle(scan, &snap, &b), 0);

@@ -85,7 +85,7 @@ static void test_spread_versus_pack(void **unused)
         assert_int_equal(drv_sched_new(&p, &s, &d), 0);
         drv_decisions ds;
         drv_decisions_init(&ds);
-        drv_snapshot snap = {&st, 0};
+        drv_snapshot snap = {.st = &st, .now = 0};
         assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
         assert_int_equal(ds.n, 1);
         assert_int_equal(ds.v[0].node, k == 0 ? 1 : 0);
@@ -123,7 +123,7 @@ static void test_interleaving_versus_gang(void **unused)
         assert_int_equal(drv_sched_new(&p, &s, &d), 0);
         drv_decisions ds;
         drv_decisions_init(&ds);
-        drv_snapshot snap = {&st, 0};
+        drv_snapshot snap = {.st = &st, .now = 0};
         assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
         int per_job[2] = {0, 0};
         for (int32_t i = 0; i < ds.n; i++)

@@ -62,7 +62,7 @@ static void test_flowcon_limit_update(void **unused)
     assert_int_equal(drv_sched_new(&p, &s, &d), 0);
     drv_decisions ds;
     drv_decisions_init(&ds);
-    drv_snapshot snap = {&st, 60};
+    drv_snapshot snap = {.st = &st, .now = 60};
     assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
     assert_null(resize_of(&ds, pa));
     assert_non_null(resize_of(&ds, pb));

@@ -123,6 +123,9 @@ struct drv_plugin {
      * core asks for it once per pending job per cycle (a comparator may be asked O(n log n)
      * times), so a key is the cheaper form for orders that change with time. */
     double (*queue_key)(const drv_ctx *c, void *state, int32_t job);
+    /* queue_order, optional: called once per cycle, before any queue_key or queue_cmp, with
+     * the pending jobs (in no particular order) - for an order normalised over the queue. */
+    void (*queue_begin)(const drv_ctx *c, void *state, const int32_t *jobs, int32_t n);
     /* admit: given pending jobs in queue order, decide which to start and place their pods with
      * drv_ctx_place_pod / drv_ctx_place_gang. */
     void (*admit)(drv_ctx *c, void *state, const int32_t *jobs, int32_t njobs);

@@ -902,6 +902,10 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
         if (s->seen[j] != s->stamp && st->jobs[j].phase == DRV_JOB_PENDING &&
             drv_job_needs_pods(&st->jobs[j]))
             pend[npend++] = j;
+    for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++)
+        if (pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin)
+            pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin(&c, s->ustate[DRV_PT_QUEUE_ORDER][i],
+                                                          pend, npend);
     if (pr->nuse[DRV_PT_QUEUE_ORDER] > 0 && pr->use[DRV_PT_QUEUE_ORDER][0].p->queue_key) {
         if (drv_grow(&s->qkey, sizeof *s->qkey, &s->cap_qkey, st->njobs) != 0)
             return DRV_ENOMEM;

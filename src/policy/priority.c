@@ -16,7 +16,8 @@
  * Intra-job order (PS, then chief, then workers) and gang admission are the core's
  * drv_ctx_place_gang; PS↔worker affinity and PS anti-affinity are locality.c.
  *
- * Cost: the normalisation bounds are computed once per cycle (O(jobs)), cached by time.
+ * Cost: the normalisation bounds are computed once per cycle over the pending jobs the core
+ * hands to queue_begin (O(pending)); a key is then O(1).
  */
 #include "drover/policy.h"
 
@@ -123,8 +124,30 @@ static void prio_fini(void *state)
     drv_free(state);
 }
 
+/* The normalisation bounds over the cycle's pending jobs - what queued() selects, given by the
+ * core: no pass over every live job. */
+static void prio_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
+{
+    prio_state *p = state;
+    const drv_state *st = drv_ctx_state(c);
+    for (int f = 0; f < DRV_PRIO_NFACTORS; f++) {
+        p->lo[f] = INFINITY;
+        p->hi[f] = -INFINITY;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        double v[DRV_PRIO_NFACTORS];
+        key_factors(&st->jobs[jobs[i]], v);
+        for (int f = 0; f < DRV_PRIO_NFACTORS; f++) {
+            p->lo[f] = v[f] < p->lo[f] ? v[f] : p->lo[f];
+            p->hi[f] = v[f] > p->hi[f] ? v[f] : p->hi[f];
+        }
+    }
+    p->at = drv_ctx_now(c);
+    p->njobs = st->njobs;
+}
+
 /* Smaller first: the combined priority, negated (higher priority first). The normalisation
- * bounds are recomputed once per cycle (per `now`). */
+ * bounds are those of prio_begin, or recomputed once per cycle (per `now`) without it. */
 static double prio_key(const drv_ctx *c, void *state, int32_t job)
 {
     prio_state *p = state;
@@ -168,5 +191,6 @@ const drv_plugin drv_plugin_priority = {
     .doc = "queue order: weighted user priority, class, waiting time, parallelism (seed 004)",
     .init = prio_init,
     .fini = prio_fini,
+    .queue_begin = prio_begin,
     .queue_key = prio_key,
 };

@@ -363,16 +363,27 @@ static int sync(drv_sim *s, int32_t job)
         return 0;
     int64_t n = 0;
     double t = x->owe_t;
-    for (; t <= s->last_tick; t += s->period)
-        n++;
+    /* Whole seconds: every sum is exact, so owe_t + k * period is the k-th addition - no loop
+     * over the days a job may have run unread. */
+    bool exact = s->period == floor(s->period) && t == floor(t) && s->last_tick < 0x1p52;
+    if (exact) {
+        n = (int64_t)floor((s->last_tick - t) / s->period) + 1;
+        t += (double)n * s->period;
+    } else {
+        for (; t <= s->last_tick; t += s->period)
+            n++;
+    }
     int64_t drop = n > DRV_HIST ? n - DRV_HIST : 0;
     x->nsamples += drop;
     double now = s->now;
     int rc = 0;
     s->now = x->owe_t;
-    for (int64_t i = 0; i < n && !rc; i++, s->now += s->period) {
-        if (i < drop)
-            continue;
+    if (exact)
+        s->now += (double)drop * s->period;
+    else
+        for (int64_t i = 0; i < drop; i++)
+            s->now += s->period;
+    for (int64_t i = drop; i < n && !rc; i++, s->now += s->period) {
         /* progress_at's steps, without the loss and service it also computes (j->steps may
          * already be later than the sample: a cycle brings every running job up to its time) */
         double steps = s->now > x->upd_t ? x->a_steps + x->rate * (s->now - x->upd_t) : x->a_steps;

@@ -155,6 +155,21 @@ static void admit_whole(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
 
 static const drv_plugin admit_plugin = {.name = "test-admit", .admit = admit_whole};
 
+/* A gang scheduler whose only plugin is one admit plugin. */
+static drv_sched *gang_sched(const drv_plugin *admit)
+{
+    drv_diag d;
+    drv_profile prof;
+    memset(&prof, 0, sizeof prof);
+    strcpy(prof.name, "test");
+    prof.gang = true;
+    prof.use[DRV_PT_ADMIT][0].p = admit;
+    prof.nuse[DRV_PT_ADMIT] = 1;
+    drv_sched *s;
+    assert_int_equal(drv_sched_new(&prof, &s, &d), 0);
+    return s;
+}
+
 static void apply(drv_state *st, const drv_decisions *ds)
 {
     for (int32_t i = 0; i < ds->n; i++) {
@@ -175,14 +190,7 @@ static void test_cycle_gang_rollback(void **unused)
     int32_t a = add_job(&st, "a", 1, 3, 3, 3, 3000); /* 12 CPUs: fits */
     int32_t b = add_job(&st, "b", 1, 2, 2, 2, 3000); /* 9 CPUs: cannot fit after a */
     int32_t c = add_job(&st, "c", 0, 1, 1, 1, 2000); /* 2 CPUs: fits after a */
-    drv_profile prof;
-    memset(&prof, 0, sizeof prof);
-    strcpy(prof.name, "test");
-    prof.gang = true;
-    prof.use[DRV_PT_ADMIT][0].p = &admit_plugin;
-    prof.nuse[DRV_PT_ADMIT] = 1;
-    drv_sched *s;
-    assert_int_equal(drv_sched_new(&prof, &s, &d), 0);
+    drv_sched *s = gang_sched(&admit_plugin);
     drv_snapshot snap = {.st = &st, .now = 0};
     drv_decisions ds;
     drv_decisions_init(&ds);
@@ -226,14 +234,7 @@ static void test_scale_down_evicts_surplus(void **unused)
     for (int k = 0; k < st.jobs[j].pod_count; k++)
         drv_state_bind(&st, st.jobs[j].pod_base + k, k % 2);
     drv_state_set_phase(&st, j, DRV_JOB_RUNNING);
-    drv_profile prof;
-    memset(&prof, 0, sizeof prof);
-    strcpy(prof.name, "test");
-    prof.gang = true;
-    prof.use[DRV_PT_ADMIT][0].p = &shrink_plugin;
-    prof.nuse[DRV_PT_ADMIT] = 1;
-    drv_sched *s;
-    assert_int_equal(drv_sched_new(&prof, &s, &d), 0);
+    drv_sched *s = gang_sched(&shrink_plugin);
     drv_snapshot snap = {.st = &st, .now = 0};
     drv_decisions ds;
     drv_decisions_init(&ds);

@@ -252,6 +252,16 @@ static void test_idle_time_costs_nothing(void **unused)
     drv_cluster_fini(&c);
 }
 
+/* The built-in scenario of `drover sim` with seed 4. */
+static void default_scenario(drv_workload *w, drv_cluster_spec *c)
+{
+    drv_diag d = {{0}};
+    drv_genparams g;
+    drv_genparams_default(&g, 4);
+    assert_int_equal(drv_workload_generate(w, &g, &cat, &d), 0);
+    drv_cluster_default(c);
+}
+
 /* Runs profile p on (c, w) twice - skipping quiet cycles, and with a cycle every period
  * (cfg.tick) - and requires the same outcome for every job, to the last bit. Returns the
  * summaries (0: skipping, 1: ticking). */
@@ -305,10 +315,7 @@ static void test_event_driven_equals_ticking(void **unused)
     drv_workload w = {0};
     drv_cluster_spec c;
     drv_diag d = {{0}};
-    drv_genparams g;
-    drv_genparams_default(&g, 4);
-    assert_int_equal(drv_workload_generate(&w, &g, &cat, &d), 0);
-    drv_cluster_default(&c);
+    default_scenario(&w, &c);
     int fewer = 0, skipping = 0;
     for (int i = 0; i < drv_profile_builtin_count(); i++) {
         drv_profile p;
@@ -383,10 +390,7 @@ static void test_lazy_samples_are_in_order(void **unused)
     drv_workload w = {0};
     drv_cluster_spec c;
     drv_diag d = {{0}};
-    drv_genparams g;
-    drv_genparams_default(&g, 4);
-    assert_int_equal(drv_workload_generate(&w, &g, &cat, &d), 0);
-    drv_cluster_default(&c);
+    default_scenario(&w, &c);
     const char *names[] = {"drover", "flowcon", "specon"};
     for (int k = 0; k < 3; k++) {
         drv_profile p;

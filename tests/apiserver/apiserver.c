@@ -23,6 +23,7 @@
  */
 #include "apiserver.h"
 
+#include <gnutls/gnutls.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -92,6 +93,7 @@ struct fgdel {
 struct drv_apiserver {
     struct MHD_Daemon *mhd;
     uint16_t port;
+    bool client_auth; /* TLS with a client CA: requests need a verified client certificate */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     json_t *store[R_N]; /* key -> object */
@@ -2201,6 +2203,19 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct resp *r)
     return ok;
 }
 
+/* Did the client present a certificate that chains to the trusted client CA? */
+static bool client_verified(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (!ci || !ci->tls_session)
+        return false;
+    gnutls_session_t tls = (gnutls_session_t)ci->tls_session;
+    unsigned status = 0, npeers = 0;
+    return gnutls_certificate_get_peers(tls, &npeers) != NULL && npeers > 0 &&
+           gnutls_certificate_verify_peers2(tls, &status) == 0 && status == 0;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **con_cls)
@@ -2243,6 +2258,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         nanosleep(&t, NULL);
     }
     struct resp r = {0};
+    if (s->client_auth && !client_verified(c)) {
+        set_status(&r, 401, "Unauthorized", NULL, NULL, NULL, false, "Unauthorized");
+        return queue(c, &r);
+    }
     if (cn->too_big) {
         set_status(&r, 413, "RequestEntityTooLarge", NULL, NULL, NULL, false,
                    "the request body is larger than %u bytes", MAX_BODY);
@@ -2428,7 +2447,14 @@ int drv_apiserver_start(drv_apiserver **out, const drv_apiserver_opts *o, drv_di
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     unsigned flags =
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG;
-    if (o && o->tls_cert_pem && o->tls_key_pem)
+    s->client_auth = o && o->tls_cert_pem && o->tls_key_pem && o->tls_client_ca_pem;
+    if (s->client_auth) /* the trusted CA makes the daemon ask clients for a certificate */
+        s->mhd = MHD_start_daemon(
+            flags | MHD_USE_TLS, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, &sa,
+            MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+            MHD_OPTION_HTTPS_MEM_KEY, o->tls_key_pem, MHD_OPTION_HTTPS_MEM_CERT, o->tls_cert_pem,
+            MHD_OPTION_HTTPS_MEM_TRUST, o->tls_client_ca_pem, MHD_OPTION_END);
+    else if (o && o->tls_cert_pem && o->tls_key_pem)
         s->mhd = MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, handle, s,
                                   MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED, completed,
                                   s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,

@@ -28,6 +28,9 @@ typedef struct drv_apiserver_opts {
     bool crd_installed;       /* start with trainingjobs.drover.dev already established */
     const char *tls_cert_pem; /* with tls_key_pem: serve HTTPS with this certificate (PEM text) */
     const char *tls_key_pem;
+    /* With TLS: require a client certificate signed by this CA (PEM text), as a kube-apiserver
+     * with --client-ca-file and anonymous access off: a request without one gets 401. */
+    const char *tls_client_ca_pem;
 } drv_apiserver_opts;
 
 /* Starts a server on 127.0.0.1 with an ephemeral port. */

@@ -2,7 +2,8 @@
  * TLS: the test API server serves HTTPS with a certificate signed by a test CA
  * (tests/fixtures/tls). The client must accept it given that CA as a file or inline, refuse
  * it given another CA (without retrying: retrying cannot fix a certificate), and accept it
- * with insecure-skip-tls-verify — which it must log as a warning.
+ * with insecure-skip-tls-verify — which it must log as a warning. With a server that requires
+ * client certificates, the client's certificate (file or inline) must get it through.
  */
 #include "apiserver.h"
 #include "drover/kube.h"
@@ -88,8 +89,60 @@ static void test_tls(void **unused)
     free(ca);
 }
 
+/* A server that requires client certificates (kube-apiserver with --client-ca-file and no
+ * anonymous access): without one the client gets the 401 Status, with one - from files or
+ * inline, as a kubeconfig gives them - it gets through. */
+static void test_client_certificate(void **unused)
+{
+    (void)unused;
+    char *cert = slurp("server.pem"), *key = slurp("server-key.pem");
+    char *ca = slurp("client-ca.pem");
+    char *ccert = slurp("client.pem"), *ckey = slurp("client-key.pem");
+    drv_apiserver *srv;
+    drv_diag d;
+    drv_apiserver_opts o = {.fixture_dir = FIXTURE_DIR,
+                            .tls_cert_pem = cert,
+                            .tls_key_pem = key,
+                            .tls_client_ca_pem = ca};
+    if (drv_apiserver_start(&srv, &o, &d) != 0) {
+        fprintf(stderr, "no TLS test server (%s): skipped\n", d.msg);
+        exit(77);
+    }
+    char url[64], cafile[512], cfile[512], kfile[512];
+    snprintf(url, sizeof url, "https://127.0.0.1:%u", drv_apiserver_port(srv));
+    snprintf(cafile, sizeof cafile, "%s/ca.pem", TLS_DIR);
+    snprintf(cfile, sizeof cfile, "%s/client.pem", TLS_DIR);
+    snprintf(kfile, sizeof kfile, "%s/client-key.pem", TLS_DIR);
+    long n;
+    drv_kube_config anon = {.server = url, .ca_file = cafile, .backoff_ms = 1};
+    assert_int_not_equal(get(&anon, &d, &n), 0);
+    if (!strstr(d.msg, "401 Unauthorized"))
+        fail_msg("without a client certificate: %s", d.msg);
+    drv_kube_config files = {
+        .server = url, .ca_file = cafile, .cert_file = cfile, .key_file = kfile};
+    if (get(&files, &d, &n))
+        fail_msg("with the client certificate from files: %s", d.msg);
+    drv_kube_config data = {.server = url, .ca_file = cafile, .cert_data = ccert, .key_data = ckey};
+    if (get(&data, &d, &n))
+        fail_msg("with the client certificate inline: %s", d.msg);
+    /* A certificate from another CA is no better than none. */
+    char *stranger = slurp("server.pem");
+    drv_kube_config wrong = {
+        .server = url, .ca_file = cafile, .cert_data = stranger, .key_data = key, .backoff_ms = 1};
+    assert_int_not_equal(get(&wrong, &d, &n), 0);
+    assert_non_null(strstr(d.msg, "401 Unauthorized"));
+    drv_apiserver_free(srv);
+    free(stranger);
+    free(cert);
+    free(key);
+    free(ca);
+    free(ccert);
+    free(ckey);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_tls)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_tls),
+                                       cmocka_unit_test(test_client_certificate)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -103,6 +103,13 @@ typedef struct drv_pod {
     int64_t cpu_limit; /* current CPU limit in millicores (can be resized) */
 } drv_pod;
 
+/* A set of job ids: a bitmap, and a summary with a bit per non-empty word of it, so iterating
+ * costs O(members + jobs/4096) however many jobs a trace has had. */
+typedef struct drv_jobset {
+    uint64_t *bits, *sum;
+    int32_t cap_bits, cap_sum; /* words allocated */
+} drv_jobset;
+
 typedef struct drv_state {
     drv_strtab *names;
     drv_node *nodes;
@@ -111,11 +118,10 @@ typedef struct drv_state {
     int32_t njobs, cap_jobs;
     drv_pod *pods;
     int32_t npods, cap_pods;
-    uint64_t *live;       /* bit j set: job j is submitted and not done (derived) */
-    int32_t nlive;        /* jobs with their live bit set (derived) */
-    int32_t cap_live;     /* words allocated in live */
-    uint64_t *live_sum;   /* bit w set: word w of live is non-zero (derived) */
-    int32_t cap_live_sum; /* words allocated in live_sum */
+    drv_jobset live;    /* jobs submitted and not done (derived) */
+    int32_t nlive;      /* their number */
+    drv_jobset pending; /* jobs in phase DRV_JOB_PENDING (derived) */
+    int32_t npending;   /* their number */
 } drv_state;
 
 int drv_state_init(drv_state *st);
@@ -139,6 +145,11 @@ int32_t drv_state_next_live(const drv_state *st, int32_t from);
  * not with every job a trace ever submitted. */
 #define DRV_FOR_LIVE(st, j)                                                                        \
     for (int32_t j = drv_state_next_live((st), 0); j >= 0; j = drv_state_next_live((st), j + 1))
+/* The first job in phase DRV_JOB_PENDING with id >= from, or -1; and a loop over them. */
+int32_t drv_state_next_pending(const drv_state *st, int32_t from);
+#define DRV_FOR_PENDING(st, j)                                                                     \
+    for (int32_t j = drv_state_next_pending((st), 0); j >= 0;                                      \
+         j = drv_state_next_pending((st), j + 1))
 
 /* Binds an unbound pod to a node (no capacity check: callers decide; invariants catch it). */
 void drv_state_bind(drv_state *st, int32_t pod, int32_t node);

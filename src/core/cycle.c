@@ -898,10 +898,9 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
             s->seen[j] = s->stamp;
         }
     }
-    for (int32_t j = drv_state_next_live(st, 0); j >= 0; j = drv_state_next_live(st, j + 1))
-        if (s->seen[j] != s->stamp && st->jobs[j].phase == DRV_JOB_PENDING &&
-            drv_job_needs_pods(&st->jobs[j]))
-            pend[npend++] = j;
+    DRV_FOR_PENDING(st, j)
+    if (s->seen[j] != s->stamp && drv_job_needs_pods(&st->jobs[j]))
+        pend[npend++] = j;
     for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++)
         if (pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin)
             pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin(&c, s->ustate[DRV_PT_QUEUE_ORDER][i],

@@ -45,8 +45,10 @@ void drv_state_fini(drv_state *st)
     drv_free(st->nodes);
     drv_free(st->jobs);
     drv_free(st->pods);
-    drv_free(st->live);
-    drv_free(st->live_sum);
+    drv_free(st->live.bits);
+    drv_free(st->live.sum);
+    drv_free(st->pending.bits);
+    drv_free(st->pending.sum);
     memset(st, 0, sizeof *st);
 }
 
@@ -84,24 +86,74 @@ static int32_t role_slots(const drv_rolespec *r)
     return n;
 }
 
+/* Room for jobs 0..n-1 in a job set; new words are empty. 0 or DRV_ENOMEM. */
+static int jobset_reserve(drv_jobset *js, int32_t n)
+{
+    int32_t words = n / 64 + 1, old = js->cap_bits;
+    if (drv_grow(&js->bits, sizeof *js->bits, &js->cap_bits, words) != 0)
+        return DRV_ENOMEM;
+    if (js->cap_bits > old)
+        memset(js->bits + old, 0, (size_t)(js->cap_bits - old) * sizeof *js->bits);
+    int32_t swords = js->cap_bits / 64 + 1, sold = js->cap_sum;
+    if (drv_grow(&js->sum, sizeof *js->sum, &js->cap_sum, swords) != 0)
+        return DRV_ENOMEM;
+    if (js->cap_sum > sold)
+        memset(js->sum + sold, 0, (size_t)(js->cap_sum - sold) * sizeof *js->sum);
+    return 0;
+}
+
+/* Puts job in the set or takes it out; returns the change in members (-1, 0 or 1). */
+static int jobset_put(drv_jobset *js, int32_t job, bool in)
+{
+    int32_t w = job / 64;
+    uint64_t bit = (uint64_t)1 << (job % 64), wbit = (uint64_t)1 << (w % 64);
+    bool was = (js->bits[w] & bit) != 0;
+    if (in)
+        js->bits[w] |= bit;
+    else
+        js->bits[w] &= ~bit;
+    if (js->bits[w])
+        js->sum[w / 64] |= wbit;
+    else
+        js->sum[w / 64] &= ~wbit;
+    return (int)in - (int)was;
+}
+
+/* The first member >= from among jobs 0..njobs-1, or -1: the word of `from`, then the next
+ * non-empty word found through the summary. */
+static int32_t jobset_next(const drv_jobset *js, int32_t njobs, int32_t from)
+{
+    if (from < 0)
+        from = 0;
+    int32_t w = from / 64, nw = (njobs + 63) / 64;
+    if (w >= nw)
+        return -1;
+    uint64_t bits = js->bits[w] & (~(uint64_t)0 << (from % 64));
+    if (bits)
+        return w * 64 + __builtin_ctzll(bits);
+    w++;
+    for (int32_t sw = w / 64, nsw = (nw + 63) / 64; sw < nsw; sw++) {
+        uint64_t sb = js->sum[sw];
+        if (sw == w / 64)
+            sb &= ~(uint64_t)0 << (w % 64);
+        if (sb) {
+            int32_t x = sw * 64 + __builtin_ctzll(sb);
+            return x < nw ? x * 64 + __builtin_ctzll(js->bits[x]) : -1;
+        }
+    }
+    return -1;
+}
+
 int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id)
 {
     int32_t slots = 0;
     for (int r = 0; r < DRV_NROLES; r++)
         slots += role_slots(&tmpl->role[r]);
-    int32_t words = st->njobs / 64 + 1, old = st->cap_live;
     if (drv_grow(&st->jobs, sizeof *st->jobs, &st->cap_jobs, st->njobs + 1) != 0 ||
         drv_grow(&st->pods, sizeof *st->pods, &st->cap_pods, st->npods + slots) != 0 ||
-        drv_grow(&st->live, sizeof *st->live, &st->cap_live, words) != 0)
+        jobset_reserve(&st->live, st->njobs + 1) != 0 ||
+        jobset_reserve(&st->pending, st->njobs + 1) != 0)
         return DRV_ENOMEM;
-    if (st->cap_live > old)
-        memset(st->live + old, 0, (size_t)(st->cap_live - old) * sizeof *st->live);
-    int32_t swords = st->cap_live / 64 + 1, sold = st->cap_live_sum;
-    if (swords > sold) {
-        if (drv_grow(&st->live_sum, sizeof *st->live_sum, &st->cap_live_sum, swords) != 0)
-            return DRV_ENOMEM;
-        memset(st->live_sum + sold, 0, (size_t)(st->cap_live_sum - sold) * sizeof *st->live_sum);
-    }
     int32_t jid = st->njobs++;
     drv_job *j = &st->jobs[jid];
     *j = *tmpl;
@@ -135,45 +187,18 @@ void drv_state_set_phase(drv_state *st, int32_t job, int phase)
     st->jobs[job].phase = phase;
     if (phase == DRV_JOB_DONE)
         drv_job_clear_hist(&st->jobs[job]);
-    uint64_t bit = (uint64_t)1 << (job % 64);
-    bool was = (st->live[job / 64] & bit) != 0;
-    bool is = phase != DRV_JOB_FUTURE && phase != DRV_JOB_DONE;
-    int32_t w = job / 64;
-    uint64_t wbit = (uint64_t)1 << (w % 64);
-    if (is)
-        st->live[w] |= bit;
-    else
-        st->live[w] &= ~bit;
-    if (st->live[w])
-        st->live_sum[w / 64] |= wbit;
-    else
-        st->live_sum[w / 64] &= ~wbit;
-    st->nlive += (int)is - (int)was;
+    st->nlive += jobset_put(&st->live, job, phase != DRV_JOB_FUTURE && phase != DRV_JOB_DONE);
+    st->npending += jobset_put(&st->pending, job, phase == DRV_JOB_PENDING);
 }
 
 int32_t drv_state_next_live(const drv_state *st, int32_t from)
 {
-    if (from < 0)
-        from = 0;
-    int32_t w = from / 64, nw = (st->njobs + 63) / 64;
-    if (w >= nw)
-        return -1;
-    uint64_t bits = st->live[w] & (~(uint64_t)0 << (from % 64));
-    if (bits)
-        return w * 64 + __builtin_ctzll(bits);
-    /* The next non-empty word, through the summary (a bit per word of live): a pass over the
-     * live jobs costs O(live + jobs/4096), not O(jobs/64), however long the trace. */
-    w++;
-    for (int32_t sw = w / 64, nsw = (nw + 63) / 64; sw < nsw; sw++) {
-        uint64_t sb = st->live_sum[sw];
-        if (sw == w / 64)
-            sb &= ~(uint64_t)0 << (w % 64);
-        if (sb) {
-            int32_t x = sw * 64 + __builtin_ctzll(sb);
-            return x < nw ? x * 64 + __builtin_ctzll(st->live[x]) : -1;
-        }
-    }
-    return -1;
+    return jobset_next(&st->live, st->njobs, from);
+}
+
+int32_t drv_state_next_pending(const drv_state *st, int32_t from)
+{
+    return jobset_next(&st->pending, st->njobs, from);
 }
 
 void drv_state_bind(drv_state *st, int32_t pod, int32_t node)

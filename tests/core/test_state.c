@@ -86,6 +86,46 @@ static int32_t add_job(drv_state *st, const char *name, int ps, int wmin, int w,
     return id;
 }
 
+/* The live and pending job sets follow phases, across words and summary words (jobs 0..9999). */
+static void test_job_sets(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    make_state(&st, 1);
+    enum { N = 10000 };
+    for (int i = 0; i < N; i++) {
+        drv_job t;
+        memset(&t, 0, sizeof t);
+        t.phase = DRV_JOB_FUTURE;
+        t.role[DRV_ROLE_WORKER] = (drv_rolespec){1, 1, 1, {1000, GiB, 0}, 1000};
+        assert_int_equal(drv_state_add_job(&st, &t, NULL), 0);
+    }
+    /* live: 3, 64, 4095, 4096 and 9999; pending among them: 64 and 9999 */
+    int32_t live[] = {3, 64, 4095, 4096, 9999};
+    for (int i = 0; i < 5; i++)
+        drv_state_set_phase(&st, live[i], DRV_JOB_RUNNING);
+    drv_state_set_phase(&st, 64, DRV_JOB_PENDING);
+    drv_state_set_phase(&st, 9999, DRV_JOB_PENDING);
+    drv_state_set_phase(&st, 7, DRV_JOB_PENDING); /* and 7, then done */
+    drv_state_set_phase(&st, 7, DRV_JOB_DONE);
+    assert_int_equal(st.nlive, 5);
+    assert_int_equal(st.npending, 2);
+    int k = 0;
+    DRV_FOR_LIVE(&st, j)
+    {
+        assert_true(k < 5);
+        assert_int_equal(j, live[k++]);
+    }
+    assert_int_equal(k, 5);
+    assert_int_equal(drv_state_next_pending(&st, 0), 64);
+    assert_int_equal(drv_state_next_pending(&st, 65), 9999);
+    assert_int_equal(drv_state_next_pending(&st, 10000), -1);
+    drv_state_set_phase(&st, 9999, DRV_JOB_RUNNING);
+    assert_int_equal(drv_state_next_pending(&st, 65), -1);
+    assert_int_equal(st.npending, 1);
+    drv_state_fini(&st);
+}
+
 static void test_bind_bookkeeping(void **unused)
 {
     (void)unused;
@@ -347,6 +387,7 @@ int main(void)
         cmocka_unit_test(test_strtab),
         cmocka_unit_test(test_strtab_alloc_failure),
         cmocka_unit_test(test_arena),
+        cmocka_unit_test(test_job_sets),
         cmocka_unit_test(test_bind_bookkeeping),
         cmocka_unit_test(test_check_overcommit),
         cmocka_unit_test(test_check_worker_bounds),

@@ -76,6 +76,9 @@ struct drv_sched {
     int32_t cap_fail;
     int32_t *nrole; /* per node and role (node * DRV_NROLES + role): pods, assumed state */
     int32_t cap_nrole;
+    uint32_t *node_seen; /* per node: == seen_tag when indexed_best already scored it */
+    uint32_t seen_tag;
+    int32_t cap_node_seen;
     int32_t *order; /* the last cycle's queue, in order: this cycle starts from it */
     int32_t norder, cap_order;
     uint32_t *seen; /* per job: == stamp when already in this cycle's queue */
@@ -200,6 +203,7 @@ void drv_sched_free(drv_sched *s)
     drv_free(s->order);
     drv_free(s->seen);
     drv_free(s->nrole);
+    drv_free(s->node_seen);
     drv_free(s);
 }
 
@@ -607,10 +611,17 @@ static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
     const drv_job *j = &st->jobs[st->pods[pod].job];
     int32_t zones[16], racks[16], nz = 0, nr = 0;
     bool all_z = false, all_r = false;
+    /* A job's pods often share nodes: each node is scored (and its labels listed) once. */
+    drv_sched *s = c->s;
+    if (++s->seen_tag == 0) {
+        memset(s->node_seen, 0, (size_t)s->cap_node_seen * sizeof *s->node_seen);
+        s->seen_tag = 1;
+    }
     for (int32_t k = 0; k < j->pod_count; k++) {
         int32_t n = drv_ctx_pod_node(c, j->pod_base + k);
-        if (n < 0)
+        if (n < 0 || s->node_seen[n] == s->seen_tag)
             continue;
+        s->node_seen[n] = s->seen_tag;
         if (drv_ctx_filter(c, pod, n) == DRV_FIT)
             consider(c, pod, n, &best, &best_sc);
         int32_t z = st->nodes[n].zone, r = st->nodes[n].rack, i;
@@ -840,6 +851,12 @@ static int prepare(drv_sched *s, const drv_state *st)
         return DRV_ENOMEM;
     for (int32_t n = 0; n < st->nnodes; n++)
         memcpy(s->nrole + n * DRV_NROLES, st->nodes[n].nrole, sizeof st->nodes[n].nrole);
+    int32_t ns_old = s->cap_node_seen;
+    if (drv_grow(&s->node_seen, sizeof *s->node_seen, &s->cap_node_seen, st->nnodes) != 0)
+        return DRV_ENOMEM;
+    if (s->cap_node_seen > ns_old) /* new entries: never equal to a tag in use */
+        memset(s->node_seen + ns_old, 0,
+               (size_t)(s->cap_node_seen - ns_old) * sizeof *s->node_seen);
     s->maxfree = s->totfree = (drv_res){0, 0, 0};
     s->cap_free_used = st->nnodes;
     for (int32_t n = 0; n < st->nnodes; n++) {

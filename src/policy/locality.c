@@ -48,6 +48,8 @@ typedef struct loc_view {
     int32_t nn, node[LOC_MAX], ncnt[LOC_MAX]; /* placed pods per node */
     int32_t nrz, rack[LOC_MAX], zone[LOC_MAX], rzcnt[LOC_MAX]; /* per (rack, zone) */
     int32_t miss[DRV_NROLES]; /* pods of each role still to place, besides pod */
+    int32_t want;             /* their sum */
+    drv_res need;             /* their requests together */
 } loc_view;
 
 typedef struct loc_state {
@@ -132,9 +134,13 @@ static const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
             v->ok = false;
         }
     }
+    v->want = 0;
+    v->need = (drv_res){0, 0, 0};
     for (int r = 0; r < DRV_NROLES; r++) {
         int32_t target = r == DRV_ROLE_WORKER ? drv_ctx_workers(c, job) : j->target[r];
         v->miss[r] = target > have[r] ? target - have[r] : 0;
+        v->want += v->miss[r];
+        v->need = drv_res_add(v->need, drv_res_scale(j->role[r].req, v->miss[r]));
     }
     return v;
 }
@@ -189,13 +195,14 @@ static int64_t room_best(const drv_job *j, const int32_t *miss, drv_res free)
 /* The room term: the share of the job's unplaced wanted pods (other than pod) that fit in free
  * together — the best mix of roles, so it never decreases when free grows (which lets the index
  * bound it). Jobs with very many non-worker pods missing fall back to a greedy fill, role by
- * role in slot order. */
-static double room_share(const drv_job *j, const int32_t *miss, drv_res free)
+ * role in slot order. When all of them fit at once, both the best mix and the greedy fill hold
+ * every one: the share is 1 without trying mixes (the usual case once a gang is mostly placed).
+ */
+static double room_share(const drv_job *j, const loc_view *v, drv_res free)
 {
-    int32_t want = 0;
-    for (int r = 0; r < DRV_NROLES; r++)
-        want += miss[r];
-    if (!want)
+    const int32_t *miss = v->miss;
+    int32_t want = v->want;
+    if (!want || drv_res_fits(v->need, free))
         return 1.0;
     int64_t fit = room_best(j, miss, free);
     if (fit < 0) {
@@ -217,7 +224,7 @@ static int loc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
     const drv_job *j = &st->jobs[st->pods[pod].job];
     const drv_node *n = &st->nodes[node];
     drv_res after = drv_res_sub(drv_ctx_free(c, node), j->role[st->pods[pod].role].req);
-    double room = room_share(j, v->miss, after);
+    double room = room_share(j, v, after);
     if (v->placed == 0)
         return (int)(100.0 * room);
     int32_t same_node = 0, same_rack = 0, same_zone = 0;
@@ -263,13 +270,13 @@ static int loc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
  * monotone in free, so it bounds itself. The greedy fallback is not (fitting more of an earlier
  * role can leave less for later ones): bound the count it fits instead — any feasible count
  * fits each dimension on its own, and in one dimension at most what a fractional knapsack
- * takes, cheapest role first; the smallest over the dimensions is monotone in free. */
-static double room_bound(const drv_job *j, const int32_t *miss, drv_res free)
+ * takes, cheapest role first; the smallest over the dimensions is monotone in free. 1, the
+ * largest share there is, when all the missing pods fit at once. */
+static double room_bound(const drv_job *j, const loc_view *v, drv_res free)
 {
-    int32_t want = 0;
-    for (int r = 0; r < DRV_NROLES; r++)
-        want += miss[r];
-    if (!want)
+    const int32_t *miss = v->miss;
+    int32_t want = v->want;
+    if (!want || drv_res_fits(v->need, free))
         return 1.0;
     int64_t exact = room_best(j, miss, free);
     if (exact >= 0)
@@ -322,7 +329,7 @@ static int loc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_
     const loc_view *v = view(c, w, pod);
     const drv_job *j = &st->jobs[st->pods[pod].job];
     drv_res after = drv_res_sub(set->maxfree, j->role[st->pods[pod].role].req);
-    double room = room_bound(j, v->miss, after);
+    double room = room_bound(j, v, after);
     if (v->placed == 0)
         return (int)(100.0 * room + 1e-9);
     double rack = 0, zone = 0;

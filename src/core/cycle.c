@@ -54,6 +54,7 @@ struct drv_sched {
     drv_nodeindex *ix;             /* best-node index, when the profile allows it (nodeindex.h) */
     bool use_ix;                   /* the profile allows it */
     bool ix_bb;                    /* branch and bound over score bounds, else best by key */
+    bool ix_mixed;                 /* every score plugin bounds mixed sets (bound_mixed) */
     int ix_fam;                    /* families to build: 1, or 3 for branch and bound */
     drv_node_key_fn ix_key;        /* the keyed score plugin's key, or NULL */
     bool ix_ok;                    /* this cycle's index was built */
@@ -143,7 +144,7 @@ int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d)
     /* The index applies with no filters and either one keyed score alone (best by key), or
      * scores that all have bounds, at most one of them keyed (branch and bound). */
     const drv_profile *pr = &s->prof;
-    int keyed = 0, bounded = 0, nscore = pr->nuse[DRV_PT_SCORE];
+    int keyed = 0, bounded = 0, mixed = 0, nscore = pr->nuse[DRV_PT_SCORE];
     for (int i = 0; i < nscore; i++) {
         const drv_plugin *p = pr->use[DRV_PT_SCORE][i].p;
         if (p->node_key) {
@@ -151,6 +152,7 @@ int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d)
             s->ix_key = p->node_key;
         }
         bounded += p->score_bound != NULL;
+        mixed += p->bound_mixed;
     }
     s->use_ix = false;
     if (pr->nuse[DRV_PT_FILTER] == 0 && keyed == 1 && nscore == 1) {
@@ -161,6 +163,7 @@ int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d)
         s->use_ix = true;
         s->ix_bb = true;
         s->ix_fam = DRV_IX_FAMILIES;
+        s->ix_mixed = mixed == nscore;
         if (!keyed)
             s->ix_key = NULL;
     }
@@ -580,10 +583,21 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
     int32_t n =
         label >= 0 ? drv_nodeindex_with_label(ix, fam, label, &g) : drv_nodeindex_groups(ix, fam);
     int32_t nodes = 0;
+    for (int32_t i = 0; i < n; i++)
+        nodes += drv_nodeindex_group_nodes(ix, fam, g ? g[i] : i);
+    /* One bound for all the classes at once (a mixed set of the same zone and rack labels, so
+     * the plugins' bounds hold for each of its nodes): when it is below the best score found,
+     * no node here can beat it, nor tie it (a tie would need an equal score). Most placements
+     * land on the job's own nodes and skip their racks and zones this way. */
+    drv_node_set u;
+    if (*best >= 0 && c->s->ix_mixed && (label >= 0 || fam == DRV_IX_GLOBAL) &&
+        drv_nodeindex_union(ix, fam, label, req, fam == DRV_IX_ZONE ? label : -1,
+                            fam == DRV_IX_RACK ? label : -1, &u) > 1 &&
+        bb_bound(a, &u) < *best_sc)
+        return nodes;
     for (int32_t i = 0; i < n; i++) {
         int32_t grp = g ? g[i] : i;
         int32_t lab = drv_nodeindex_label(ix, fam, grp);
-        nodes += drv_nodeindex_group_nodes(ix, fam, grp);
         drv_nodeindex_search(ix, fam, grp, req, fam == DRV_IX_ZONE ? lab : -1,
                              fam == DRV_IX_RACK ? lab : -1, bb_bound, bb_score, a, best, best_sc);
     }

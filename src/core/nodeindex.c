@@ -324,6 +324,36 @@ int32_t drv_nodeindex_best(const drv_nodeindex *ix, int fam, int32_t g, drv_res 
     return best_pos >= 0 ? k->node[best_pos] : -1;
 }
 
+static drv_res rmin(drv_res a, drv_res b)
+{
+    return (drv_res){a.cpu < b.cpu ? a.cpu : b.cpu, a.mem < b.mem ? a.mem : b.mem,
+                     a.gpu < b.gpu ? a.gpu : b.gpu};
+}
+
+int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, int32_t label, drv_res req,
+                            int32_t zone, int32_t rack, drv_node_set *out)
+{
+    const int32_t *g = NULL;
+    int32_t n =
+        label >= 0 ? drv_nodeindex_with_label(ix, fam, label, &g) : drv_nodeindex_groups(ix, fam);
+    int32_t used = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const cls *k = &ix->f[fam].c[g ? g[i] : i];
+        if (!drv_res_fits(req, k->alloc) || !drv_res_fits(req, k->mx[1]))
+            continue; /* no node of the group fits: nothing there to stand for */
+        if (used++ == 0) {
+            *out =
+                (drv_node_set){k->alloc, k->mx[1], k->key[1], ix->key, k->mps[1], zone, rack, true};
+            continue;
+        }
+        out->alloc = rmin(out->alloc, k->alloc);
+        out->maxfree = rmax(out->maxfree, k->mx[1]);
+        out->maxkey = k->key[1] > out->maxkey ? k->key[1] : out->maxkey;
+        out->min_ps = k->mps[1] < out->min_ps ? k->mps[1] : out->min_ps;
+    }
+    return used;
+}
+
 /* The lowest position of a leaf under tree node t. */
 static int32_t first_leaf(const cls *k, int32_t t)
 {
@@ -339,7 +369,7 @@ int32_t drv_nodeindex_search(const drv_nodeindex *ix, int fam, int32_t g, drv_re
     const cls *k = &ix->f[fam].c[g];
     if (!drv_res_fits(req, k->alloc) || !drv_res_fits(req, k->mx[1]))
         return 0;
-    drv_node_set set = {k->alloc, k->mx[1], k->key[1], ix->key, k->mps[1], zone, rack};
+    drv_node_set set = {k->alloc, k->mx[1], k->key[1], ix->key, k->mps[1], zone, rack, false};
     /* Depth-first; each stack entry carries its subtree's bound, computed when its parent was
      * expanded. At most 2 entries per level are pending, so 128 entries are plenty. */
     struct {

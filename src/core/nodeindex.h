@@ -52,6 +52,13 @@ int32_t drv_nodeindex_label(const drv_nodeindex *ix, int fam, int32_t g);
 /* The best fitting node of group g of family fam for req, or -1. */
 int32_t drv_nodeindex_best(const drv_nodeindex *ix, int fam, int32_t g, drv_res req);
 
+/* The summary of the groups of family fam labelled label (every group of the family when label
+ * is -1) that may hold a node fitting req, as one mixed set (drv_node_set.mixed) with the given
+ * zone and rack: it stands for every node of those groups. Returns how many groups it covers;
+ * 0 when none may fit (*out is then unset). O(groups with the label). */
+int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, int32_t label, drv_res req,
+                            int32_t zone, int32_t rack, drv_node_set *out);
+
 /* An upper bound of the score over a set of nodes; the exact score of one node. */
 typedef int64_t (*drv_ix_bound_fn)(void *arg, const drv_node_set *set);
 typedef int64_t (*drv_ix_score_fn)(void *arg, int32_t node);

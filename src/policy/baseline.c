@@ -251,6 +251,15 @@ static int least_alloc_bound(const drv_ctx *c, void *state, int32_t pod, const d
 {
     (void)state;
     int k = alloc_dims(set->alloc);
+    if (set->mixed) {
+        /* A node n of a mixed set scores at most 100·key(n)/k(n): share(req) >= 0 only lowers
+         * it. Each node has at least the dimensions of the per-dimension minimum allocatable
+         * (k(n) >= k), and key(n) <= maxkey, so a non-negative maxkey over k bounds them all;
+         * without our key, or with no dimension known, only 100 does. */
+        if (set->key != free_share_key || !k)
+            return 100;
+        return set->maxkey > 0 ? (int)floor(100.0 * set->maxkey / k + 1e-6) : 0;
+    }
     if (!k)
         return 0;
     drv_node n = {.alloc = set->alloc};
@@ -262,7 +271,7 @@ static int most_alloc_bound(const drv_ctx *c, void *state, int32_t pod, const dr
 {
     (void)state;
     int k = alloc_dims(set->alloc);
-    if (!k || set->key != neg_free_share_key)
+    if (!k || set->key != neg_free_share_key || set->mixed)
         return 100;
     double low = -set->maxkey; /* the smallest free share in the set */
     return 100 - (int)floor(100.0 * (low - req_share(c, pod, set)) / k - 1e-6);
@@ -275,6 +284,7 @@ const drv_plugin drv_plugin_least_allocated = {
     .score = least_alloc_score,
     .node_key = free_share_key,
     .score_bound = least_alloc_bound,
+    .bound_mixed = true,
 };
 
 const drv_plugin drv_plugin_most_allocated = {
@@ -284,4 +294,5 @@ const drv_plugin drv_plugin_most_allocated = {
     .score = most_alloc_score,
     .node_key = neg_free_share_key,
     .score_bound = most_alloc_bound,
+    .bound_mixed = true,
 };

@@ -372,6 +372,7 @@ const drv_plugin drv_plugin_locality = {
     .fini = loc_fini,
     .score = loc_score,
     .score_bound = loc_bound,
+    .bound_mixed = true, /* neither bound reads alloc */
 };
 
 /* ---- ps-anti-affinity ------------------------------------------------------------------ */
@@ -410,4 +411,5 @@ const drv_plugin drv_plugin_ps_anti_affinity = {
     .doc = "score: prefer nodes without another job's PS (preferred anti-affinity, seed 004)",
     .score = anti_score,
     .score_bound = anti_bound,
+    .bound_mixed = true,
 };

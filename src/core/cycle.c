@@ -26,7 +26,7 @@
 #include <math.h>
 #include <string.h>
 
-enum { MAX_FAILED = 32 };
+enum { MAX_FAILED = 32, MAX_ORDER = 64 /* groups of a family ordered by bound (search_family) */ };
 
 /* What a gang still needs: pods missing per role, and each role's per-pod request. */
 typedef struct gang_shape {
@@ -595,11 +595,36 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
                             fam == DRV_IX_RACK ? label : -1, &u) > 1 &&
         bb_bound(a, &u) < *best_sc)
         return nodes;
+    /* Bound every group first, then search the most promising first: the best node found
+     * there lets the others be pruned at their root (any order finds the same node). */
+    struct {
+        int32_t grp;
+        int64_t ub;
+    } o[MAX_ORDER];
+    int32_t m = 0;
     for (int32_t i = 0; i < n; i++) {
         int32_t grp = g ? g[i] : i;
         int32_t lab = drv_nodeindex_label(ix, fam, grp);
-        drv_nodeindex_search(ix, fam, grp, req, fam == DRV_IX_ZONE ? lab : -1,
-                             fam == DRV_IX_RACK ? lab : -1, bb_bound, bb_score, a, best, best_sc);
+        int32_t zone = fam == DRV_IX_ZONE ? lab : -1, rack = fam == DRV_IX_RACK ? lab : -1;
+        if (n > MAX_ORDER) { /* too many to order: in group order */
+            drv_nodeindex_search(ix, fam, grp, req, zone, rack, bb_bound, bb_score, a, best,
+                                 best_sc);
+            continue;
+        }
+        if (!drv_nodeindex_root(ix, fam, grp, req, zone, rack, &u))
+            continue;
+        int64_t ub = bb_bound(a, &u);
+        int32_t at = m++;
+        for (; at > 0 && o[at - 1].ub < ub; at--) /* by bound, descending; stable */
+            o[at] = o[at - 1];
+        o[at].grp = grp;
+        o[at].ub = ub;
+    }
+    for (int32_t i = 0; i < m; i++) {
+        int32_t lab = drv_nodeindex_label(ix, fam, o[i].grp);
+        drv_nodeindex_search_ub(ix, fam, o[i].grp, req, fam == DRV_IX_ZONE ? lab : -1,
+                                fam == DRV_IX_RACK ? lab : -1, o[i].ub, bb_bound, bb_score, a, best,
+                                best_sc);
     }
     return nodes;
 }

@@ -362,13 +362,32 @@ static int32_t first_leaf(const cls *k, int32_t t)
     return t - k->size;
 }
 
+bool drv_nodeindex_root(const drv_nodeindex *ix, int fam, int32_t g, drv_res req, int32_t zone,
+                        int32_t rack, drv_node_set *out)
+{
+    const cls *k = &ix->f[fam].c[g];
+    if (!drv_res_fits(req, k->alloc) || !drv_res_fits(req, k->mx[1]))
+        return false;
+    *out = (drv_node_set){k->alloc, k->mx[1], k->key[1], ix->key, k->mps[1], zone, rack, false};
+    return true;
+}
+
 int32_t drv_nodeindex_search(const drv_nodeindex *ix, int fam, int32_t g, drv_res req, int32_t zone,
                              int32_t rack, drv_ix_bound_fn bound, drv_ix_score_fn score, void *arg,
                              int32_t *best, int64_t *best_sc)
 {
-    const cls *k = &ix->f[fam].c[g];
-    if (!drv_res_fits(req, k->alloc) || !drv_res_fits(req, k->mx[1]))
+    drv_node_set set;
+    if (!drv_nodeindex_root(ix, fam, g, req, zone, rack, &set))
         return 0;
+    return drv_nodeindex_search_ub(ix, fam, g, req, zone, rack, bound(arg, &set), bound, score, arg,
+                                   best, best_sc);
+}
+
+int32_t drv_nodeindex_search_ub(const drv_nodeindex *ix, int fam, int32_t g, drv_res req,
+                                int32_t zone, int32_t rack, int64_t root_ub, drv_ix_bound_fn bound,
+                                drv_ix_score_fn score, void *arg, int32_t *best, int64_t *best_sc)
+{
+    const cls *k = &ix->f[fam].c[g];
     drv_node_set set = {k->alloc, k->mx[1], k->key[1], ix->key, k->mps[1], zone, rack, false};
     /* Depth-first; each stack entry carries its subtree's bound, computed when its parent was
      * expanded. At most 2 entries per level are pending, so 128 entries are plenty. */
@@ -378,7 +397,7 @@ int32_t drv_nodeindex_search(const drv_nodeindex *ix, int fam, int32_t g, drv_re
     } stack[128];
     int sp = 0, leaves = 0;
     stack[sp].t = 1;
-    stack[sp++].ub = bound(arg, &set);
+    stack[sp++].ub = root_ub;
     while (sp > 0) {
         int32_t t = stack[--sp].t;
         int64_t ub = stack[sp].ub;

@@ -71,5 +71,14 @@ typedef int64_t (*drv_ix_score_fn)(void *arg, int32_t node);
 int32_t drv_nodeindex_search(const drv_nodeindex *ix, int fam, int32_t g, drv_res req, int32_t zone,
                              int32_t rack, drv_ix_bound_fn bound, drv_ix_score_fn score, void *arg,
                              int32_t *best, int64_t *best_sc);
+/* The summary of group g of family fam as a drv_node_set with the given zone and rack; false
+ * when no node of the group may fit req (the group then needs no search). */
+bool drv_nodeindex_root(const drv_nodeindex *ix, int fam, int32_t g, drv_res req, int32_t zone,
+                        int32_t rack, drv_node_set *out);
+/* drv_nodeindex_search, given root_ub = bound(arg, root) for the root drv_nodeindex_root gave
+ * (lets a caller bound every group first and search the most promising first). */
+int32_t drv_nodeindex_search_ub(const drv_nodeindex *ix, int fam, int32_t g, drv_res req,
+                                int32_t zone, int32_t rack, int64_t root_ub, drv_ix_bound_fn bound,
+                                drv_ix_score_fn score, void *arg, int32_t *best, int64_t *best_sc);
 
 #endif

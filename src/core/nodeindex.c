@@ -93,28 +93,47 @@ static int32_t label_of(const drv_node *n, int fam)
     return fam == DRV_IX_ZONE ? n->zone : fam == DRV_IX_RACK ? n->rack : 0;
 }
 
-/* Groups schedulable nodes by allocatable (and label); groups in order of first appearance. */
-static int make_family(family *f, const drv_state *st, int fam)
+static bool same_res(drv_res a, drv_res b)
+{
+    return a.cpu == b.cpu && a.mem == b.mem && a.gpu == b.gpu;
+}
+
+/* Groups schedulable nodes by allocatable (and label); groups in order of first appearance.
+ * glob, the global family already grouped (NULL when building it), gives each node's class of
+ * allocatable: the group that class's previous node went to is tried first, and matches
+ * whenever labels come in runs (racks of consecutive nodes), so grouping is about O(nodes). */
+static int make_family(family *f, const family *glob, const drv_state *st, int fam)
 {
     free_family(f);
     int32_t n = st->nnodes;
     f->node_cls = drv_malloc(sizeof *f->node_cls * ((size_t)n + 1));
     f->node_pos = drv_malloc(sizeof *f->node_pos * ((size_t)n + 1));
-    if (!f->node_cls || !f->node_pos)
+    int32_t *last = glob ? drv_malloc(sizeof *last * ((size_t)glob->nc + 1)) : NULL;
+    if (!f->node_cls || !f->node_pos || (glob && !last)) {
+        drv_free(last);
         return DRV_ENOMEM;
+    }
+    for (int32_t i = 0; glob && i < glob->nc; i++)
+        last[i] = -1;
     for (int32_t i = 0; i < n; i++) {
         const drv_node *nd = &st->nodes[i];
         f->node_cls[i] = -1;
         if (!nd->schedulable)
             continue;
         int32_t label = label_of(nd, fam), c = 0;
-        /* Groups are node types x racks: a linear search over them is fine at build time. */
-        while (c < f->nc &&
-               (f->c[c].label != label || memcmp(&f->c[c].alloc, &nd->alloc, sizeof(drv_res)) != 0))
-            c++;
+        int32_t *hint = glob ? &last[glob->node_cls[i]] : NULL;
+        if (hint && *hint >= 0 && f->c[*hint].label == label)
+            c = *hint;
+        else /* groups are node types x racks: a linear search over them is fine here */
+            while (c < f->nc && (f->c[c].label != label || !same_res(f->c[c].alloc, nd->alloc)))
+                c++;
+        if (hint)
+            *hint = c;
         if (c == f->nc) {
-            if (drv_grow(&f->c, sizeof *f->c, &f->capc, f->nc + 1) != 0)
+            if (drv_grow(&f->c, sizeof *f->c, &f->capc, f->nc + 1) != 0) {
+                drv_free(last);
                 return DRV_ENOMEM;
+            }
             memset(&f->c[c], 0, sizeof f->c[c]);
             f->c[c].alloc = nd->alloc;
             f->c[c].label = label;
@@ -123,6 +142,7 @@ static int make_family(family *f, const drv_state *st, int fam)
         f->node_cls[i] = c;
         f->node_pos[i] = f->c[c].n++;
     }
+    drv_free(last);
     for (int32_t c = 0; c < f->nc; c++) {
         cls *k = &f->c[c];
         k->size = 1;
@@ -161,6 +181,7 @@ static drv_res rmax(drv_res a, drv_res b)
                      a.gpu > b.gpu ? a.gpu : b.gpu};
 }
 
+/* Tree node t from its children. */
 static void pull(cls *k, int32_t t)
 {
     k->mx[t] = rmax(k->mx[2 * t], k->mx[2 * t + 1]);
@@ -168,6 +189,16 @@ static void pull(cls *k, int32_t t)
     k->key[t] = a > b ? a : b;
     int32_t x = k->mps[2 * t], y = k->mps[2 * t + 1];
     k->mps[t] = x < y ? x : y;
+}
+
+/* pull on a tree node that holds a value already; false when that value did not change. */
+static bool repull(cls *k, int32_t t)
+{
+    drv_res m = k->mx[t];
+    double key = k->key[t];
+    int32_t ps = k->mps[t];
+    pull(k, t);
+    return memcmp(&m, &k->mx[t], sizeof m) != 0 || key != k->key[t] || ps != k->mps[t];
 }
 
 static double key_of(const drv_nodeindex *ix, int32_t node, drv_res free)
@@ -183,7 +214,8 @@ int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *f
     if (!same_nodes(ix, st, nfam)) {
         ix->nnodes = -1; /* until grouping succeeds */
         for (int k = 0; k < nfam; k++)
-            if (make_family(&ix->f[k], st, k) != 0)
+            if (make_family(&ix->f[k], k == DRV_IX_GLOBAL ? NULL : &ix->f[DRV_IX_GLOBAL], st, k) !=
+                0)
                 return DRV_ENOMEM;
         drv_free(ix->sig);
         ix->sig = drv_malloc(sizeof *ix->sig * ((size_t)st->nnodes + 1));
@@ -210,14 +242,18 @@ int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *f
         }
         return 0;
     }
+    const family *g = &ix->f[DRV_IX_GLOBAL]; /* filled first: the others copy its keys */
     for (int fam = 0; fam < nfam; fam++) {
         family *f = &ix->f[fam];
         for (int32_t c = 0; c < f->nc; c++) {
             cls *k = &f->c[c];
             for (int32_t p = 0; p < k->size; p++) {
                 int32_t nd = k->node[p];
+                const cls *gk = nd >= 0 && fam != DRV_IX_GLOBAL ? &g->c[g->node_cls[nd]] : NULL;
                 k->mx[k->size + p] = nd >= 0 ? free[nd] : NONE;
-                k->key[k->size + p] = nd >= 0 ? key_of(ix, nd, free[nd]) : -1e300;
+                k->key[k->size + p] = gk        ? gk->key[gk->size + g->node_pos[nd]]
+                                      : nd >= 0 ? key_of(ix, nd, free[nd])
+                                                : -1e300;
                 k->mps[k->size + p] = nd >= 0 ? nps[(size_t)nd * (size_t)stride] : INT32_MAX;
             }
             for (int32_t t = k->size - 1; t >= 1; t--)
@@ -242,8 +278,10 @@ void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free, int32_t
         k->mx[t] = free;
         k->key[t] = key;
         k->mps[t] = nps;
-        for (t /= 2; t >= 1; t /= 2)
-            pull(k, t);
+        /* A tree node that did not change leaves its ancestors as they are: a bind usually
+         * lowers a node that is not its subtree's maximum, so few levels are rewritten. */
+        for (t /= 2; t >= 1 && repull(k, t); t /= 2)
+            ;
     }
 }
 

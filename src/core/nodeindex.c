@@ -19,7 +19,19 @@ typedef struct cls {
     drv_res *mx;   /* tree of per-dimension max free, 2*size entries, 1-based heap layout */
     double *key;   /* tree of max key */
     int32_t *mps;  /* tree of min PS pod count */
+    int32_t gc;    /* zone and rack families: the global group holding the same allocatable */
+    /* Holds the same nodes as global group gc (a zone or rack with every node of its type, as
+     * in one-zone clusters): node and the trees are gc's, which the global family owns and
+     * keeps up to date. */
+    bool alias;
 } cls;
+
+/* What grouping reads of a node: a regrouping is needed when it changes. */
+typedef struct node_sig {
+    drv_res alloc;
+    int32_t zone, rack;
+    bool schedulable;
+} node_sig;
 
 typedef struct family {
     cls *c;
@@ -33,7 +45,7 @@ struct drv_nodeindex {
     family f[DRV_IX_FAMILIES];
     int nfam;       /* families built */
     int32_t nnodes; /* nodes at the last grouping; -1 forces a regrouping */
-    drv_node *sig;  /* nodes (allocatable, labels, flags) at the last grouping */
+    node_sig *sig;  /* nodes at the last grouping */
     drv_node_key_fn key;
     const drv_state *st;
     bool filled;                /* the trees hold values for the current grouping and... */
@@ -50,6 +62,8 @@ drv_nodeindex *drv_nodeindex_new(void)
 static void free_family(family *f)
 {
     for (int32_t i = 0; i < f->nc; i++) {
+        if (f->c[i].alias)
+            continue;
         drv_free(f->c[i].node);
         drv_free(f->c[i].mx);
         drv_free(f->c[i].key);
@@ -72,7 +86,7 @@ void drv_nodeindex_free(drv_nodeindex *ix)
     drv_free(ix);
 }
 
-static bool same_topology(const drv_node *a, const drv_node *b)
+static bool same_topology(const node_sig *a, const drv_node *b)
 {
     return memcmp(&a->alloc, &b->alloc, sizeof(drv_res)) == 0 && a->zone == b->zone &&
            a->rack == b->rack && a->schedulable == b->schedulable;
@@ -137,6 +151,7 @@ static int make_family(family *f, const family *glob, const drv_state *st, int f
             memset(&f->c[c], 0, sizeof f->c[c]);
             f->c[c].alloc = nd->alloc;
             f->c[c].label = label;
+            f->c[c].gc = glob ? glob->node_cls[i] : c;
             f->nc++;
         }
         f->node_cls[i] = c;
@@ -145,6 +160,16 @@ static int make_family(family *f, const family *glob, const drv_state *st, int f
     drv_free(last);
     for (int32_t c = 0; c < f->nc; c++) {
         cls *k = &f->c[c];
+        const cls *gk = glob ? &glob->c[k->gc] : NULL;
+        if (gk && gk->n == k->n) { /* a subset of gk as large as gk: the same nodes */
+            k->size = gk->size;
+            k->node = gk->node;
+            k->mx = gk->mx;
+            k->key = gk->key;
+            k->mps = gk->mps;
+            k->alias = true;
+            continue;
+        }
         k->size = 1;
         while (k->size < k->n)
             k->size *= 2;
@@ -158,7 +183,7 @@ static int make_family(family *f, const family *glob, const drv_state *st, int f
             k->node[p] = -1;
     }
     for (int32_t i = 0; i < n; i++)
-        if (f->node_cls[i] >= 0)
+        if (f->node_cls[i] >= 0 && !f->c[f->node_cls[i]].alias)
             f->c[f->node_cls[i]].node[f->node_pos[i]] = i;
     /* Groups sorted by label (insertion sort: this runs only when the nodes change). */
     f->by_label = drv_malloc(sizeof *f->by_label * ((size_t)f->nc + 1));
@@ -221,7 +246,10 @@ int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *f
         ix->sig = drv_malloc(sizeof *ix->sig * ((size_t)st->nnodes + 1));
         if (!ix->sig)
             return DRV_ENOMEM;
-        memcpy(ix->sig, st->nodes, sizeof *ix->sig * (size_t)st->nnodes);
+        for (int32_t i = 0; i < st->nnodes; i++) {
+            const drv_node *nd = &st->nodes[i];
+            ix->sig[i] = (node_sig){nd->alloc, nd->zone, nd->rack, nd->schedulable};
+        }
         ix->nnodes = st->nnodes;
         ix->nfam = nfam;
         ix->filled = false;
@@ -247,6 +275,8 @@ int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *f
         family *f = &ix->f[fam];
         for (int32_t c = 0; c < f->nc; c++) {
             cls *k = &f->c[c];
+            if (k->alias)
+                continue;
             for (int32_t p = 0; p < k->size; p++) {
                 int32_t nd = k->node[p];
                 const cls *gk = nd >= 0 && fam != DRV_IX_GLOBAL ? &g->c[g->node_cls[nd]] : NULL;
@@ -271,7 +301,7 @@ void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free, int32_t
     for (int fam = 0; fam < ix->nfam; fam++) {
         family *f = &ix->f[fam];
         int32_t c = f->node_cls[node];
-        if (c < 0)
+        if (c < 0 || f->c[c].alias)
             continue;
         cls *k = &f->c[c];
         int32_t t = k->size + f->node_pos[node];

@@ -50,6 +50,10 @@ typedef struct loc_view {
     int32_t miss[DRV_NROLES]; /* pods of each role still to place, besides pod */
     int32_t want;             /* their sum */
     drv_res need;             /* their requests together */
+    /* loc_bound's rack and zone terms for the last (zone, rack) it was asked about: a search
+     * asks about one pair many times in a row. tz == INT32_MIN: none yet. */
+    int32_t tz, tr;
+    double topo;
 } loc_view;
 
 typedef struct loc_state {
@@ -136,6 +140,7 @@ static const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
     }
     v->want = 0;
     v->need = (drv_res){0, 0, 0};
+    v->tz = INT32_MIN;
     for (int r = 0; r < DRV_NROLES; r++) {
         int32_t target = r == DRV_ROLE_WORKER ? drv_ctx_workers(c, job) : j->target[r];
         v->miss[r] = target > have[r] ? target - have[r] : 0;
@@ -170,6 +175,10 @@ static int64_t room_best(const drv_job *j, const int32_t *miss, drv_res free)
         mixes *= miss[others[i]] + 1;
     if (mixes > ROOM_ENUM_MAX)
         return -1;
+    if (mixes == 1) /* workers only (their PS placed first): the one mix below, directly */
+        return free.cpu < 0 || free.mem < 0 || free.gpu < 0
+                   ? 0
+                   : fit_count(j->role[DRV_ROLE_WORKER].req, miss[DRV_ROLE_WORKER], free);
     int64_t best = 0;
     for (int64_t m = 0; m < mixes; m++) {
         drv_res left = free;
@@ -315,6 +324,11 @@ static double room_bound(const drv_job *j, const loc_view *v, drv_res free)
     return floor(most + 1e-9) / want;
 }
 
+static double loc_weights(const loc_state *w)
+{
+    return w->w_node + w->w_rack + w->w_zone + w->w_room;
+}
+
 /*
  * Bound over a set of nodes holding none of the job's pods (drv_node_set): the room term at the
  * set's maximum free, plus the most rack and zone sharing a node of the set can have — none in
@@ -332,6 +346,8 @@ static int loc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_
     double room = room_bound(j, v, after);
     if (v->placed == 0)
         return (int)(100.0 * room + 1e-9);
+    if (v->tz == set->zone && v->tr == set->rack)
+        return (int)(100.0 * (v->topo + w->w_room * room) / loc_weights(w) + 1e-9);
     double rack = 0, zone = 0;
     if (!v->ok) { /* too spread to have counted: up to every placed pod, at the larger weight */
         if ((set->zone >= 0 || set->rack >= 0) && w->w_rack >= w->w_zone)
@@ -359,9 +375,11 @@ static int loc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_
             if (v->zone[i] == set->zone)
                 zone += v->rzcnt[i];
     }
-    double sum = w->w_node + w->w_rack + w->w_zone + w->w_room;
-    double s = w->w_rack * rack / v->placed + w->w_zone * zone / v->placed + w->w_room * room;
-    return (int)(100.0 * s / sum + 1e-9);
+    loc_view *cv = &w->v; /* the view returned above: cache the terms for the next call */
+    cv->tz = set->zone;
+    cv->tr = set->rack;
+    cv->topo = w->w_rack * rack / v->placed + w->w_zone * zone / v->placed;
+    return (int)(100.0 * (v->topo + w->w_room * room) / loc_weights(w) + 1e-9);
 }
 
 const drv_plugin drv_plugin_locality = {

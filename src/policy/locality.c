@@ -20,13 +20,16 @@
  *                           would cap a 4-node cluster at 4 running PS jobs.
  *
  * Cost: locality derives, once per pod and assumed state (cached under drv_ctx_cycle and the
- * decision count), where the job's placed pods are and how many it still misses per role; each
- * call is then O(distinct nodes the job uses + roles). ps-anti-affinity reads the core's count
- * of PS pods on the node and subtracts the job's own: O(the job's PS pods).
+ * decision count), where the job's placed pods are (O(the job's pods), nodes found by hash) and
+ * how many it still misses per role; each call is then O(distinct (rack, zone) pairs the job
+ * uses + role mixes), and a bound's rack and zone terms are kept for the next set of the same
+ * labels. ps-anti-affinity reads the core's count of PS pods on the node and subtracts the
+ * job's own: O(the job's PS pods).
  */
 #include "drover/policy.h"
 
 #include <math.h>
+#include <string.h>
 
 static const drv_knob_spec loc_knobs[] = {
     {"w_node", 4, 0, 100, "weight of the share of the job's placed pods on this node"},
@@ -36,7 +39,8 @@ static const drv_knob_spec loc_knobs[] = {
 };
 enum { NLOC = sizeof loc_knobs / sizeof loc_knobs[0] };
 
-enum { LOC_MAX = 64 }; /* distinct nodes / (rack, zone) pairs cached; more: computed directly */
+enum { LOC_MAX = 64 };   /* distinct nodes / (rack, zone) pairs cached; more: computed directly */
+enum { LOC_HASH = 128 }; /* open-addressing slots finding a node among them (> LOC_MAX) */
 
 /* What the score needs about a pod's job, valid for one pod in one assumed state. */
 typedef struct loc_view {
@@ -46,6 +50,7 @@ typedef struct loc_view {
     bool ok;                                  /* fits in the arrays below */
     int32_t placed;                           /* the job's pods placed, other than pod */
     int32_t nn, node[LOC_MAX], ncnt[LOC_MAX]; /* placed pods per node */
+    uint8_t slot[LOC_HASH];                   /* node's hash -> its index in node + 1, or 0 */
     int32_t nrz, rack[LOC_MAX], zone[LOC_MAX], rzcnt[LOC_MAX]; /* per (rack, zone) */
     int32_t miss[DRV_NROLES]; /* pods of each role still to place, besides pod */
     int32_t want;             /* their sum */
@@ -82,19 +87,38 @@ static void loc_fini(void *state)
     drv_free(state);
 }
 
-static void count(int32_t *keys, int32_t *cnt, int32_t *n, int32_t key, bool *ok)
+/* The slot of node in the view's hash: the one holding it, or the empty one it would take.
+ * A job's nodes are often many (a gang of 64 pods may use dozens): a list search per pod made
+ * the view quadratic in the job's size. */
+static uint32_t slot_of(const loc_view *v, int32_t node)
 {
-    for (int32_t i = 0; i < *n; i++)
-        if (keys[i] == key) {
-            cnt[i]++;
-            return;
-        }
-    if (*n == LOC_MAX) {
-        *ok = false;
+    uint32_t h = ((uint32_t)node * 2654435761u) >> 25; /* 7 bits: LOC_HASH slots */
+    while (v->slot[h] && v->node[v->slot[h] - 1] != node)
+        h = (h + 1) % LOC_HASH;
+    return h;
+}
+
+/* The node's index in the view's list, or -1. */
+static int32_t find_node(const loc_view *v, int32_t node)
+{
+    return (int32_t)v->slot[slot_of(v, node)] - 1;
+}
+
+/* Counts a placed pod on node. */
+static void count_node(loc_view *v, int32_t node)
+{
+    uint32_t h = slot_of(v, node);
+    if (v->slot[h]) {
+        v->ncnt[v->slot[h] - 1]++;
         return;
     }
-    keys[*n] = key;
-    cnt[(*n)++] = 1;
+    if (v->nn == LOC_MAX) {
+        v->ok = false;
+        return;
+    }
+    v->node[v->nn] = node;
+    v->ncnt[v->nn++] = 1;
+    v->slot[h] = (uint8_t)v->nn;
 }
 
 /* Brings the cached view of pod's job up to the current assumed state. */
@@ -113,6 +137,7 @@ static const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
     v->ndec = ndec;
     v->ok = true;
     v->placed = v->nn = v->nrz = 0;
+    memset(v->slot, 0, sizeof v->slot);
     int32_t have[DRV_NROLES] = {0};
     for (int32_t k = 0; k < j->pod_count; k++) {
         int32_t p = j->pod_base + k;
@@ -122,7 +147,7 @@ static const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
         if (at < 0 || p == pod)
             continue;
         v->placed++;
-        count(v->node, v->ncnt, &v->nn, at, &v->ok);
+        count_node(v, at);
         int32_t i = 0;
         while (i < v->nrz &&
                !(v->rack[i] == st->nodes[at].rack && v->zone[i] == st->nodes[at].zone))
@@ -238,9 +263,8 @@ static int loc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
         return (int)(100.0 * room);
     int32_t same_node = 0, same_rack = 0, same_zone = 0;
     if (v->ok) {
-        for (int32_t i = 0; i < v->nn; i++)
-            if (v->node[i] == node)
-                same_node = v->ncnt[i];
+        int32_t at = find_node(v, node);
+        same_node = at >= 0 ? v->ncnt[at] : 0;
         /* A pod elsewhere counts for the rack when the node has a rack label and it matches,
          * else for the zone when the node has a zone label and it matches. */
         for (int32_t i = 0; i < v->nrz; i++) {

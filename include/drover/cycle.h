@@ -248,6 +248,11 @@ int32_t drv_ctx_node_role_pods(const drv_ctx *c, int32_t node, int role);
 /* Identifies this cycle among the scheduler's cycles, and with drv_ctx_mark(c).ndec the exact
  * assumed state: a plugin may cache what it derived from the assumed state under this key. */
 uint32_t drv_ctx_cycle(const drv_ctx *c);
+/* Counts the changes to the assumed state in this cycle: each decision recorded adds 1, each
+ * rollback 2. So two calls that get the same count see the same state, and a count one higher
+ * means exactly one decision was recorded in between (what lets a cache be updated for it
+ * instead of rebuilt). */
+uint64_t drv_ctx_changes(const drv_ctx *c);
 
 /* Runs the profile's filters for pod on node: DRV_FIT or why not. */
 int drv_ctx_filter(const drv_ctx *c, int32_t pod, int32_t node);

@@ -93,8 +93,9 @@ struct drv_ctx {
     drv_sched *s;
     const drv_snapshot *snap;
     drv_decisions *out;
-    int32_t base; /* out->n when the cycle started: rollback never goes below it */
-    int err;      /* first allocation failure, reported by drv_sched_cycle */
+    int32_t base;     /* out->n when the cycle started: rollback never goes below it */
+    int err;          /* first allocation failure, reported by drv_sched_cycle */
+    uint64_t changes; /* drv_ctx_changes */
 };
 
 const char *drv_point_name(int pt)
@@ -265,6 +266,11 @@ uint32_t drv_ctx_cycle(const drv_ctx *c)
     return c->s->stamp;
 }
 
+uint64_t drv_ctx_changes(const drv_ctx *c)
+{
+    return c->changes;
+}
+
 static void ix_update(drv_sched *s, int32_t node)
 {
     drv_nodeindex_update(s->ix, node, s->free[node], s->nrole[node * DRV_NROLES + DRV_ROLE_PS]);
@@ -357,6 +363,7 @@ static int push(drv_ctx *c, drv_decision x)
     int rc = drv_decisions_push(c->out, x);
     if (rc && !c->err)
         c->err = rc;
+    c->changes += rc == 0;
     return rc;
 }
 
@@ -474,6 +481,7 @@ void drv_ctx_rollback(drv_ctx *c, drv_mark m)
     const drv_state *st = c->snap->st;
     if (m.ndec < c->base)
         m.ndec = c->base;
+    c->changes += 2;
     c->s->rolling_back = true;
     while (c->out->n > m.ndec) {
         const drv_decision *x = &c->out->v[--c->out->n];

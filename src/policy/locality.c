@@ -19,12 +19,13 @@
  *                           100/(1+k) with k of them. Preferred, not required: a hard rule
  *                           would cap a 4-node cluster at 4 running PS jobs.
  *
- * Cost: locality derives, once per pod and assumed state (cached under drv_ctx_cycle and the
- * decision count), where the job's placed pods are (O(the job's pods), nodes found by hash) and
- * how many it still misses per role; each call is then O(distinct (rack, zone) pairs the job
- * uses + role mixes), and a bound's rack and zone terms are kept for the next set of the same
- * labels. ps-anti-affinity reads the core's count of PS pods on the node and subtracts the
- * job's own: O(the job's PS pods).
+ * Cost: locality derives, once per pod and assumed state (cached under drv_ctx_cycle and
+ * drv_ctx_changes), where the job's placed pods are (O(the job's pods), nodes found by hash;
+ * O(1) when the one change since was the bind of the gang's previous pod) and how many it
+ * still misses per role; each call is then O(distinct (rack, zone) pairs the job uses + role
+ * mixes), and a bound's rack and zone terms are kept for the next set of the same labels.
+ * ps-anti-affinity reads the core's count of PS pods on the node and subtracts the job's
+ * own: O(the job's PS pods).
  */
 #include "drover/policy.h"
 
@@ -45,13 +46,15 @@ enum { LOC_HASH = 128 }; /* open-addressing slots finding a node among them (> L
 /* What the score needs about a pod's job, valid for one pod in one assumed state. */
 typedef struct loc_view {
     uint32_t cycle;                           /* drv_ctx_cycle */
-    int32_t ndec;                             /* decisions so far in that cycle */
+    uint64_t changes;                         /* drv_ctx_changes in that cycle */
     int32_t pod;                              /* -1: nothing cached */
+    bool pod_free;                            /* pod is not placed */
     bool ok;                                  /* fits in the arrays below */
     int32_t placed;                           /* the job's pods placed, other than pod */
     int32_t nn, node[LOC_MAX], ncnt[LOC_MAX]; /* placed pods per node */
     uint8_t slot[LOC_HASH];                   /* node's hash -> its index in node + 1, or 0 */
     int32_t nrz, rack[LOC_MAX], zone[LOC_MAX], rzcnt[LOC_MAX]; /* per (rack, zone) */
+    int32_t have[DRV_NROLES]; /* pods of each role placed, or pod itself */
     int32_t miss[DRV_NROLES]; /* pods of each role still to place, besides pod */
     int32_t want;             /* their sum */
     drv_res need;             /* their requests together */
@@ -121,54 +124,73 @@ static void count_node(loc_view *v, int32_t node)
     v->slot[h] = (uint8_t)v->nn;
 }
 
-/* Brings the cached view of pod's job up to the current assumed state. */
+/* Counts a placed pod of the job on node at in the view. */
+static void count_placed(loc_view *v, const drv_state *st, int32_t at)
+{
+    v->placed++;
+    count_node(v, at);
+    int32_t i = 0;
+    while (i < v->nrz && !(v->rack[i] == st->nodes[at].rack && v->zone[i] == st->nodes[at].zone))
+        i++;
+    if (i < v->nrz) {
+        v->rzcnt[i]++;
+    } else if (v->nrz < LOC_MAX) {
+        v->rack[i] = st->nodes[at].rack;
+        v->zone[i] = st->nodes[at].zone;
+        v->rzcnt[i] = 1;
+        v->nrz++;
+    } else {
+        v->ok = false;
+    }
+}
+
+/*
+ * Brings the cached view of pod's job up to the current assumed state. A gang places its pods
+ * one after the other, each asking for the view of the next: when the only change since the
+ * cached view (drv_ctx_changes one higher) placed the cached pod, and pod is another unplaced
+ * pod of the same job, the view is updated for that one bind — the cached pod becomes a placed
+ * one, pod becomes the one to place — instead of rebuilt from every pod of the job.
+ */
 static const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
 {
     loc_view *v = &w->v;
     uint32_t cyc = drv_ctx_cycle(c);
-    int32_t ndec = drv_ctx_mark(c).ndec;
-    if (v->pod == pod && v->cycle == cyc && v->ndec == ndec)
+    uint64_t chg = drv_ctx_changes(c);
+    if (v->pod == pod && v->cycle == cyc && v->changes == chg)
         return v;
     const drv_state *st = drv_ctx_state(c);
     int32_t job = st->pods[pod].job;
     const drv_job *j = &st->jobs[job];
-    v->pod = pod;
-    v->cycle = cyc;
-    v->ndec = ndec;
-    v->ok = true;
-    v->placed = v->nn = v->nrz = 0;
-    memset(v->slot, 0, sizeof v->slot);
-    int32_t have[DRV_NROLES] = {0};
-    for (int32_t k = 0; k < j->pod_count; k++) {
-        int32_t p = j->pod_base + k;
-        int32_t at = drv_ctx_pod_node(c, p);
-        if (at >= 0 || p == pod)
-            have[st->pods[p].role]++;
-        if (at < 0 || p == pod)
-            continue;
-        v->placed++;
-        count_node(v, at);
-        int32_t i = 0;
-        while (i < v->nrz &&
-               !(v->rack[i] == st->nodes[at].rack && v->zone[i] == st->nodes[at].zone))
-            i++;
-        if (i < v->nrz) {
-            v->rzcnt[i]++;
-        } else if (v->nrz < LOC_MAX) {
-            v->rack[i] = st->nodes[at].rack;
-            v->zone[i] = st->nodes[at].zone;
-            v->rzcnt[i] = 1;
-            v->nrz++;
-        } else {
-            v->ok = false;
+    int32_t was = v->pod, at;
+    if (was >= 0 && was != pod && v->cycle == cyc && v->changes + 1 == chg && v->ok &&
+        v->pod_free && st->pods[was].job == job && drv_ctx_pod_node(c, pod) < 0 &&
+        (at = drv_ctx_pod_node(c, was)) >= 0) {
+        count_placed(v, st, at); /* was: counted in have already, as the pod to place */
+        v->have[st->pods[pod].role]++;
+    } else {
+        v->ok = true;
+        v->placed = v->nn = v->nrz = 0;
+        memset(v->slot, 0, sizeof v->slot);
+        memset(v->have, 0, sizeof v->have);
+        for (int32_t k = 0; k < j->pod_count; k++) {
+            int32_t p = j->pod_base + k;
+            int32_t on = drv_ctx_pod_node(c, p);
+            if (on >= 0 || p == pod)
+                v->have[st->pods[p].role]++;
+            if (on >= 0 && p != pod)
+                count_placed(v, st, on);
         }
     }
+    v->pod = pod;
+    v->pod_free = drv_ctx_pod_node(c, pod) < 0;
+    v->cycle = cyc;
+    v->changes = chg;
     v->want = 0;
     v->need = (drv_res){0, 0, 0};
     v->tz = INT32_MIN;
     for (int r = 0; r < DRV_NROLES; r++) {
         int32_t target = r == DRV_ROLE_WORKER ? drv_ctx_workers(c, job) : j->target[r];
-        v->miss[r] = target > have[r] ? target - have[r] : 0;
+        v->miss[r] = target > v->have[r] ? target - v->have[r] : 0;
         v->want += v->miss[r];
         v->need = drv_res_add(v->need, drv_res_scale(j->role[r].req, v->miss[r]));
     }

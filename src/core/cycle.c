@@ -590,17 +590,18 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
     const int32_t *g = NULL;
     int32_t n =
         label >= 0 ? drv_nodeindex_with_label(ix, fam, label, &g) : drv_nodeindex_groups(ix, fam);
-    int32_t nodes = 0;
-    for (int32_t i = 0; i < n; i++)
-        nodes += drv_nodeindex_group_nodes(ix, fam, g ? g[i] : i);
+    int32_t nodes;
+    drv_node_set u;
+    int32_t fit = drv_nodeindex_union(ix, fam, g, n, req, fam == DRV_IX_ZONE ? label : -1,
+                                      fam == DRV_IX_RACK ? label : -1, &u, &nodes);
+    if (fit == 0)
+        return nodes; /* no node here fits */
     /* One bound for all the classes at once (a mixed set of the same zone and rack labels, so
      * the plugins' bounds hold for each of its nodes): when it is below the best score found,
      * no node here can beat it, nor tie it (a tie would need an equal score). Most placements
-     * land on the job's own nodes and skip their racks and zones this way. */
-    drv_node_set u;
-    if (*best >= 0 && c->s->ix_mixed && (label >= 0 || fam == DRV_IX_GLOBAL) &&
-        drv_nodeindex_union(ix, fam, label, req, fam == DRV_IX_ZONE ? label : -1,
-                            fam == DRV_IX_RACK ? label : -1, &u) > 1 &&
+     * land on the job's own nodes and skip their racks and zones this way. With label -1 the
+     * groups' labels differ: no one set stands for them (but for the global family's). */
+    if (fit > 1 && *best >= 0 && c->s->ix_mixed && (label >= 0 || fam == DRV_IX_GLOBAL) &&
         bb_bound(a, &u) < *best_sc)
         return nodes;
     /* Bound every group first, then search the most promising first: the best node found

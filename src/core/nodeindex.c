@@ -398,15 +398,15 @@ static drv_res rmin(drv_res a, drv_res b)
                      a.gpu < b.gpu ? a.gpu : b.gpu};
 }
 
-int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, int32_t label, drv_res req,
-                            int32_t zone, int32_t rack, drv_node_set *out)
+int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, int32_t n,
+                            drv_res req, int32_t zone, int32_t rack, drv_node_set *out,
+                            int32_t *nodes)
 {
-    const int32_t *g = NULL;
-    int32_t n =
-        label >= 0 ? drv_nodeindex_with_label(ix, fam, label, &g) : drv_nodeindex_groups(ix, fam);
     int32_t used = 0;
+    *nodes = 0;
     for (int32_t i = 0; i < n; i++) {
         const cls *k = &ix->f[fam].c[g ? g[i] : i];
+        *nodes += k->n;
         if (!drv_res_fits(req, k->alloc) || !drv_res_fits(req, k->mx[1]))
             continue; /* no node of the group fits: nothing there to stand for */
         if (used++ == 0) {

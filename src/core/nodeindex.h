@@ -52,12 +52,13 @@ int32_t drv_nodeindex_label(const drv_nodeindex *ix, int fam, int32_t g);
 /* The best fitting node of group g of family fam for req, or -1. */
 int32_t drv_nodeindex_best(const drv_nodeindex *ix, int fam, int32_t g, drv_res req);
 
-/* The summary of the groups of family fam labelled label (every group of the family when label
- * is -1) that may hold a node fitting req, as one mixed set (drv_node_set.mixed) with the given
- * zone and rack: it stands for every node of those groups. Returns how many groups it covers;
- * 0 when none may fit (*out is then unset). O(groups with the label). */
-int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, int32_t label, drv_res req,
-                            int32_t zone, int32_t rack, drv_node_set *out);
+/* The summary of the groups g[0..n) of family fam (groups 0..n-1 when g is NULL) that may hold
+ * a node fitting req, as one mixed set (drv_node_set.mixed) with the given zone and rack: it
+ * stands for every node of those groups. Returns how many groups it covers, 0 when none may fit
+ * (*out is then unset); *nodes is set to the number of nodes in all n groups. O(n). */
+int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, int32_t n,
+                            drv_res req, int32_t zone, int32_t rack, drv_node_set *out,
+                            int32_t *nodes);
 
 /* An upper bound of the score over a set of nodes; the exact score of one node. */
 typedef int64_t (*drv_ix_bound_fn)(void *arg, const drv_node_set *set);

@@ -34,6 +34,21 @@ typedef struct gang_shape {
     drv_res req[DRV_NROLES];
 } gang_shape;
 
+/* The distinct nodes, zones and racks of one job's placed pods, for indexed_best: kept from
+ * one query to the next while the only change in between (drv_ctx_changes one higher) placed
+ * the pod last asked about, so a gang's next pod adds at most one node instead of rereading
+ * every pod of the job. */
+typedef struct own_list {
+    uint32_t cycle;   /* the cycle's stamp when valid; 0: empty (stamps count from 1) */
+    uint64_t changes; /* drv_ctx_changes it reflects */
+    int32_t job, pod; /* the job, and the pod last asked about */
+    bool pod_free;    /* that pod was not placed */
+    int32_t *node;    /* the nodes, marked node_seen == seen_tag; room for every node */
+    int32_t n, cap;
+    int32_t zones[16], racks[16], nz, nr;
+    bool all_z, all_r; /* more than 16 zones / racks */
+} own_list;
+
 typedef struct plugin_inst {
     const drv_plugin *p;
     void *state;
@@ -77,9 +92,10 @@ struct drv_sched {
     int32_t cap_fail;
     int32_t *nrole; /* per node and role (node * DRV_NROLES + role): pods, assumed state */
     int32_t cap_nrole;
-    uint32_t *node_seen; /* per node: == seen_tag when indexed_best already scored it */
+    uint32_t *node_seen; /* per node: == seen_tag when in own.node */
     uint32_t seen_tag;
     int32_t cap_node_seen;
+    own_list own;
     int32_t *order; /* the last cycle's queue, in order: this cycle starts from it */
     int32_t norder, cap_order;
     uint32_t *seen; /* per job: == stamp when already in this cycle's queue */
@@ -208,6 +224,7 @@ void drv_sched_free(drv_sched *s)
     drv_free(s->seen);
     drv_free(s->nrole);
     drv_free(s->node_seen);
+    drv_free(s->own.node);
     drv_free(s);
 }
 
@@ -638,6 +655,55 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
     return nodes;
 }
 
+/* Lists node n in o unless it is listed already. */
+static void own_add(drv_sched *s, const drv_state *st, own_list *o, int32_t n)
+{
+    if (s->node_seen[n] == s->seen_tag)
+        return;
+    s->node_seen[n] = s->seen_tag;
+    o->node[o->n++] = n;
+    int32_t z = st->nodes[n].zone, r = st->nodes[n].rack, i;
+    for (i = 0; i < o->nz && o->zones[i] != z; i++)
+        ;
+    if (i == o->nz && !(o->all_z = o->all_z || o->nz == 16))
+        o->zones[o->nz++] = z;
+    for (i = 0; i < o->nr && o->racks[i] != r; i++)
+        ;
+    if (i == o->nr && !(o->all_r = o->all_r || o->nr == 16))
+        o->racks[o->nr++] = r;
+}
+
+/* The nodes, zones and racks of the placed pods of pod's job, in the assumed state. */
+static const own_list *own_nodes(const drv_ctx *c, int32_t pod)
+{
+    const drv_state *st = c->snap->st;
+    drv_sched *s = c->s;
+    own_list *o = &s->own;
+    int32_t job = st->pods[pod].job, at;
+    bool same = o->cycle == s->stamp && o->job == job;
+    if (same && o->changes + 1 == c->changes && o->pod_free &&
+        (at = drv_ctx_pod_node(c, o->pod)) >= 0) {
+        own_add(s, st, o, at); /* the one change since: o->pod placed on at */
+    } else if (!same || o->changes != c->changes) {
+        if (++s->seen_tag == 0) { /* a new tag marks no node */
+            memset(s->node_seen, 0, (size_t)s->cap_node_seen * sizeof *s->node_seen);
+            s->seen_tag = 1;
+        }
+        o->n = o->nz = o->nr = 0;
+        o->all_z = o->all_r = false;
+        const drv_job *j = &st->jobs[job];
+        for (int32_t k = 0; k < j->pod_count; k++)
+            if ((at = drv_ctx_pod_node(c, j->pod_base + k)) >= 0)
+                own_add(s, st, o, at);
+    }
+    o->cycle = s->stamp;
+    o->changes = c->changes;
+    o->job = job;
+    o->pod = pod;
+    o->pod_free = drv_ctx_pod_node(c, pod) < 0;
+    return o;
+}
+
 /*
  * Best node through the index, exact (docs/cycle.md, "Cost"). With one keyed score alone: each
  * allocatable class's best fitting node by key. Otherwise branch and bound, covering every node
@@ -647,7 +713,6 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
  */
 static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
 {
-    const drv_state *st = c->snap->st;
     int32_t best = -1;
     int64_t best_sc = -1;
     if (!c->s->ix_bb) {
@@ -656,32 +721,14 @@ static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
             consider(c, pod, drv_nodeindex_best(c->s->ix, DRV_IX_GLOBAL, g, req), &best, &best_sc);
         return best;
     }
-    const drv_job *j = &st->jobs[st->pods[pod].job];
-    int32_t zones[16], racks[16], nz = 0, nr = 0;
-    bool all_z = false, all_r = false;
-    /* A job's pods often share nodes: each node is scored (and its labels listed) once. */
-    drv_sched *s = c->s;
-    if (++s->seen_tag == 0) {
-        memset(s->node_seen, 0, (size_t)s->cap_node_seen * sizeof *s->node_seen);
-        s->seen_tag = 1;
-    }
-    for (int32_t k = 0; k < j->pod_count; k++) {
-        int32_t n = drv_ctx_pod_node(c, j->pod_base + k);
-        if (n < 0 || s->node_seen[n] == s->seen_tag)
-            continue;
-        s->node_seen[n] = s->seen_tag;
-        if (drv_ctx_filter(c, pod, n) == DRV_FIT)
-            consider(c, pod, n, &best, &best_sc);
-        int32_t z = st->nodes[n].zone, r = st->nodes[n].rack, i;
-        for (i = 0; i < nz && zones[i] != z; i++)
-            ;
-        if (i == nz && !(all_z = all_z || nz == 16))
-            zones[nz++] = z;
-        for (i = 0; i < nr && racks[i] != r; i++)
-            ;
-        if (i == nr && !(all_r = all_r || nr == 16))
-            racks[nr++] = r;
-    }
+    const own_list *o = own_nodes(c, pod);
+    /* A job's pods often share nodes: each node is scored once. */
+    for (int32_t i = 0; i < o->n; i++)
+        if (drv_ctx_filter(c, pod, o->node[i]) == DRV_FIT)
+            consider(c, pod, o->node[i], &best, &best_sc);
+    const int32_t *zones = o->zones, *racks = o->racks;
+    int32_t nz = o->nz, nr = o->nr;
+    bool all_z = o->all_z, all_r = o->all_r;
     bb_arg a = {c, pod};
     if (all_r) { /* spread over too many racks to list: every rack group covers its nodes */
         search_family(c, &a, req, DRV_IX_RACK, -1, &best, &best_sc);
@@ -905,6 +952,8 @@ static int prepare(drv_sched *s, const drv_state *st)
     if (s->cap_node_seen > ns_old) /* new entries: never equal to a tag in use */
         memset(s->node_seen + ns_old, 0,
                (size_t)(s->cap_node_seen - ns_old) * sizeof *s->node_seen);
+    if (drv_grow(&s->own.node, sizeof *s->own.node, &s->own.cap, st->nnodes) != 0)
+        return DRV_ENOMEM;
     s->maxfree = s->totfree = (drv_res){0, 0, 0};
     s->cap_free_used = st->nnodes;
     for (int32_t n = 0; n < st->nnodes; n++) {

@@ -457,50 +457,63 @@ int32_t drv_nodeindex_search_ub(const drv_nodeindex *ix, int fam, int32_t g, drv
 {
     const cls *k = &ix->f[fam].c[g];
     drv_node_set set = {k->alloc, k->mx[1], k->key[1], ix->key, k->mps[1], zone, rack, false};
-    /* Depth-first; each stack entry carries its subtree's bound, computed when its parent was
-     * expanded. At most 2 entries per level are pending, so 128 entries are plenty. */
+    /* Depth-first. A subtree is pushed with its parent's bound (which holds for it too) and
+     * bounded itself only when popped and not pruned by that: a subtree the best found by then
+     * already beats costs no bound. Children are visited larger key first (left first on equal
+     * keys), a guess at the better one that costs nothing. At most 2 entries per level are
+     * pending (one re-pushed with its own bound), so 128 entries are plenty. */
     struct {
         int32_t t;
         int64_t ub;
+        bool own; /* ub is the subtree's own bound, not its parent's */
     } stack[128];
     int sp = 0, leaves = 0;
     stack[sp].t = 1;
+    stack[sp].own = true;
     stack[sp++].ub = root_ub;
     while (sp > 0) {
         int32_t t = stack[--sp].t;
         int64_t ub = stack[sp].ub;
+        bool own = stack[sp].own;
         /* Prune: nothing below can beat the best, or only tie it with a higher id (positions
          * ascend with node ids within a group). */
         if (*best >= 0 && (ub < *best_sc || (ub == *best_sc && k->node[first_leaf(k, t)] > *best)))
             continue;
-        if (t >= k->size) {
-            int32_t n = k->node[t - k->size];
-            int64_t sc = score(arg, n);
-            leaves++;
-            if (sc > *best_sc || (sc == *best_sc && (*best < 0 || n < *best))) {
-                *best = n;
-                *best_sc = sc;
-            }
+        if (!own && 2 * t < k->size) { /* bound it now, and look again */
+            set.maxfree = k->mx[t];
+            set.maxkey = k->key[t];
+            set.min_ps = k->mps[t];
+            stack[sp].t = t;
+            stack[sp].own = true;
+            stack[sp++].ub = bound(arg, &set);
             continue;
         }
         int32_t ch[2] = {2 * t, 2 * t + 1};
-        int64_t cub[2] = {-1, -1};
-        for (int i = 0; i < 2; i++) {
-            if (!drv_res_fits(req, k->mx[ch[i]]))
-                continue;
-            set.maxfree = k->mx[ch[i]];
-            set.maxkey = k->key[ch[i]];
-            set.min_ps = k->mps[ch[i]];
-            cub[i] = bound(arg, &set);
+        if (t >= k->size || ch[0] >= k->size) {
+            /* A leaf, or a parent of leaves: a node's bound costs about what its score does
+             * and would rarely prune it, so its fitting nodes are scored without one. */
+            for (int i = 0; i < (t >= k->size ? 1 : 2); i++) {
+                int32_t leaf = t >= k->size ? t : ch[i];
+                int32_t n = k->node[leaf - k->size];
+                if (n < 0 || !drv_res_fits(req, k->mx[leaf]))
+                    continue;
+                int64_t sc = score(arg, n);
+                leaves++;
+                if (sc > *best_sc || (sc == *best_sc && (*best < 0 || n < *best))) {
+                    *best = n;
+                    *best_sc = sc;
+                }
+            }
+            continue;
         }
-        /* Push the less promising child first so the more promising one is popped next; on
-         * equal bounds the left (lower ids) one is popped first. */
-        int lo = cub[1] > cub[0] ? 0 : 1;
+        /* Push the less promising child first so the more promising one is popped next. */
+        int lo = k->key[ch[1]] > k->key[ch[0]] ? 0 : 1;
         for (int i = 0; i < 2; i++) {
             int c = i == 0 ? lo : 1 - lo;
-            if (cub[c] >= 0) {
+            if (drv_res_fits(req, k->mx[ch[c]])) {
                 stack[sp].t = ch[c];
-                stack[sp++].ub = cub[c];
+                stack[sp].own = false;
+                stack[sp++].ub = ub;
             }
         }
     }

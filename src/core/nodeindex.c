@@ -479,7 +479,9 @@ int32_t drv_nodeindex_search_ub(const drv_nodeindex *ix, int fam, int32_t g, drv
          * ascend with node ids within a group). */
         if (*best >= 0 && (ub < *best_sc || (ub == *best_sc && k->node[first_leaf(k, t)] > *best)))
             continue;
-        if (!own && 2 * t < k->size) { /* bound it now, and look again */
+        /* Bound it now and look again; not while nothing is found yet, when no bound could
+         * prune it (its children then inherit the bound they would have had). */
+        if (!own && 2 * t < k->size && *best >= 0) {
             set.maxfree = k->mx[t];
             set.maxkey = k->key[t];
             set.min_ps = k->mps[t];

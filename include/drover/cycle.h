@@ -100,12 +100,15 @@ typedef struct drv_knob {
 typedef double (*drv_node_key_fn)(const drv_node *n, drv_res free);
 
 typedef struct drv_node_set {
-    drv_res alloc;       /* allocatable of every node of the set */
+    drv_res alloc;       /* allocatable of every node of the set (mixed: see below) */
     drv_res maxfree;     /* per-dimension maximum of their free resources */
     double maxkey;       /* maximum of key(node, free) over them, when key is not NULL */
     drv_node_key_fn key; /* the profile's keyed score plugin's node_key, or NULL */
     int32_t min_ps;      /* minimum of their PS pod counts */
     int32_t zone, rack;  /* interned labels as above, or -1 */
+    /* The nodes differ in allocatable; alloc is the per-dimension minimum of theirs. Only
+     * passed to plugins with drv_plugin.bound_mixed. */
+    bool mixed;
 } drv_node_set;
 
 struct drv_plugin {
@@ -144,6 +147,10 @@ struct drv_plugin {
      * branch and bound over an index instead of scoring every node (docs/cycle.md, "Cost").
      * A loose bound costs time, never quality; a bound below a real score costs quality. */
     int (*score_bound)(const drv_ctx *c, void *state, int32_t pod, const drv_node_set *set);
+    /* With score_bound: it also bounds mixed sets (drv_node_set.mixed). When every score plugin
+     * of a profile does, the core bounds each rack or zone whole before searching it class by
+     * class, and skips it when that bound cannot beat the best node found so far. */
+    bool bound_mixed;
     /* scale: grow or shrink running elastic jobs (SCALE, EVICT, BIND decisions). */
     void (*scale)(drv_ctx *c, void *state);
     /* reallocate: change CPU limits of running pods (RESIZE decisions). */
@@ -251,6 +258,11 @@ int32_t drv_ctx_node_role_pods(const drv_ctx *c, int32_t node, int role);
 /* Identifies this cycle among the scheduler's cycles, and with drv_ctx_mark(c).ndec the exact
  * assumed state: a plugin may cache what it derived from the assumed state under this key. */
 uint32_t drv_ctx_cycle(const drv_ctx *c);
+/* Counts the changes to the assumed state in this cycle: each decision recorded adds 1, each
+ * rollback 2. So two calls that get the same count see the same state, and a count one higher
+ * means exactly one decision was recorded in between (what lets a cache be updated for it
+ * instead of rebuilt). */
+uint64_t drv_ctx_changes(const drv_ctx *c);
 
 /* Runs the profile's filters for pod on node: DRV_FIT or why not. */
 int drv_ctx_filter(const drv_ctx *c, int32_t pod, int32_t node);

@@ -26,13 +26,28 @@
 #include <math.h>
 #include <string.h>
 
-enum { MAX_FAILED = 32 };
+enum { MAX_FAILED = 32, MAX_ORDER = 64 /* groups of a family ordered by bound (search_family) */ };
 
 /* What a gang still needs: pods missing per role, and each role's per-pod request. */
 typedef struct gang_shape {
     int32_t missing[DRV_NROLES];
     drv_res req[DRV_NROLES];
 } gang_shape;
+
+/* The distinct nodes, zones and racks of one job's placed pods, for indexed_best: kept from
+ * one query to the next while the only change in between (drv_ctx_changes one higher) placed
+ * the pod last asked about, so a gang's next pod adds at most one node instead of rereading
+ * every pod of the job. */
+typedef struct own_list {
+    uint32_t cycle;   /* the cycle's stamp when valid; 0: empty (stamps count from 1) */
+    uint64_t changes; /* drv_ctx_changes it reflects */
+    int32_t job, pod; /* the job, and the pod last asked about */
+    bool pod_free;    /* that pod was not placed */
+    int32_t *node;    /* the nodes, marked node_seen == seen_tag; room for every node */
+    int32_t n, cap;
+    int32_t zones[16], racks[16], nz, nr;
+    bool all_z, all_r; /* more than 16 zones / racks */
+} own_list;
 
 typedef struct plugin_inst {
     const drv_plugin *p;
@@ -54,6 +69,7 @@ struct drv_sched {
     drv_nodeindex *ix;             /* best-node index, when the profile allows it (nodeindex.h) */
     bool use_ix;                   /* the profile allows it */
     bool ix_bb;                    /* branch and bound over score bounds, else best by key */
+    bool ix_mixed;                 /* every score plugin bounds mixed sets (bound_mixed) */
     int ix_fam;                    /* families to build: 1, or 3 for branch and bound */
     drv_node_key_fn ix_key;        /* the keyed score plugin's key, or NULL */
     bool ix_ok;                    /* this cycle's index was built */
@@ -76,6 +92,10 @@ struct drv_sched {
     int32_t cap_fail;
     int32_t *nrole; /* per node and role (node * DRV_NROLES + role): pods, assumed state */
     int32_t cap_nrole;
+    uint32_t *node_seen; /* per node: == seen_tag when in own.node */
+    uint32_t seen_tag;
+    int32_t cap_node_seen;
+    own_list own;
     int32_t *order; /* the last cycle's queue, in order: this cycle starts from it */
     int32_t norder, cap_order;
     uint32_t *seen; /* per job: == stamp when already in this cycle's queue */
@@ -89,8 +109,9 @@ struct drv_ctx {
     drv_sched *s;
     const drv_snapshot *snap;
     drv_decisions *out;
-    int32_t base; /* out->n when the cycle started: rollback never goes below it */
-    int err;      /* first allocation failure, reported by drv_sched_cycle */
+    int32_t base;     /* out->n when the cycle started: rollback never goes below it */
+    int err;          /* first allocation failure, reported by drv_sched_cycle */
+    uint64_t changes; /* drv_ctx_changes */
 };
 
 const char *drv_point_name(int pt)
@@ -140,7 +161,7 @@ int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d)
     /* The index applies with no filters and either one keyed score alone (best by key), or
      * scores that all have bounds, at most one of them keyed (branch and bound). */
     const drv_profile *pr = &s->prof;
-    int keyed = 0, bounded = 0, nscore = pr->nuse[DRV_PT_SCORE];
+    int keyed = 0, bounded = 0, mixed = 0, nscore = pr->nuse[DRV_PT_SCORE];
     for (int i = 0; i < nscore; i++) {
         const drv_plugin *p = pr->use[DRV_PT_SCORE][i].p;
         if (p->node_key) {
@@ -148,6 +169,7 @@ int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d)
             s->ix_key = p->node_key;
         }
         bounded += p->score_bound != NULL;
+        mixed += p->bound_mixed;
     }
     s->use_ix = false;
     if (pr->nuse[DRV_PT_FILTER] == 0 && keyed == 1 && nscore == 1) {
@@ -158,6 +180,7 @@ int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d)
         s->use_ix = true;
         s->ix_bb = true;
         s->ix_fam = DRV_IX_FAMILIES;
+        s->ix_mixed = mixed == nscore;
         if (!keyed)
             s->ix_key = NULL;
     }
@@ -200,6 +223,8 @@ void drv_sched_free(drv_sched *s)
     drv_free(s->order);
     drv_free(s->seen);
     drv_free(s->nrole);
+    drv_free(s->node_seen);
+    drv_free(s->own.node);
     drv_free(s);
 }
 
@@ -256,6 +281,11 @@ int32_t drv_ctx_node_role_pods(const drv_ctx *c, int32_t node, int role)
 uint32_t drv_ctx_cycle(const drv_ctx *c)
 {
     return c->s->stamp;
+}
+
+uint64_t drv_ctx_changes(const drv_ctx *c)
+{
+    return c->changes;
 }
 
 static void ix_update(drv_sched *s, int32_t node)
@@ -350,6 +380,7 @@ static int push(drv_ctx *c, drv_decision x)
     int rc = drv_decisions_push(c->out, x);
     if (rc && !c->err)
         c->err = rc;
+    c->changes += rc == 0;
     return rc;
 }
 
@@ -467,6 +498,7 @@ void drv_ctx_rollback(drv_ctx *c, drv_mark m)
     const drv_state *st = c->snap->st;
     if (m.ndec < c->base)
         m.ndec = c->base;
+    c->changes += 2;
     c->s->rolling_back = true;
     while (c->out->n > m.ndec) {
         const drv_decision *x = &c->out->v[--c->out->n];
@@ -575,15 +607,101 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
     const int32_t *g = NULL;
     int32_t n =
         label >= 0 ? drv_nodeindex_with_label(ix, fam, label, &g) : drv_nodeindex_groups(ix, fam);
-    int32_t nodes = 0;
+    int32_t nodes;
+    drv_node_set u;
+    int32_t fit = drv_nodeindex_union(ix, fam, g, n, req, fam == DRV_IX_ZONE ? label : -1,
+                                      fam == DRV_IX_RACK ? label : -1, &u, &nodes);
+    if (fit == 0)
+        return nodes; /* no node here fits */
+    /* One bound for all the classes at once (a mixed set of the same zone and rack labels, so
+     * the plugins' bounds hold for each of its nodes): when it is below the best score found,
+     * no node here can beat it, nor tie it (a tie would need an equal score). Most placements
+     * land on the job's own nodes and skip their racks and zones this way. With label -1 the
+     * groups' labels differ: no one set stands for them (but for the global family's). */
+    if (fit > 1 && *best >= 0 && c->s->ix_mixed && (label >= 0 || fam == DRV_IX_GLOBAL) &&
+        bb_bound(a, &u) < *best_sc)
+        return nodes;
+    /* Bound every group first, then search the most promising first: the best node found
+     * there lets the others be pruned at their root (any order finds the same node). */
+    struct {
+        int32_t grp;
+        int64_t ub;
+    } o[MAX_ORDER];
+    int32_t m = 0;
     for (int32_t i = 0; i < n; i++) {
         int32_t grp = g ? g[i] : i;
         int32_t lab = drv_nodeindex_label(ix, fam, grp);
-        nodes += drv_nodeindex_group_nodes(ix, fam, grp);
-        drv_nodeindex_search(ix, fam, grp, req, fam == DRV_IX_ZONE ? lab : -1,
-                             fam == DRV_IX_RACK ? lab : -1, bb_bound, bb_score, a, best, best_sc);
+        int32_t zone = fam == DRV_IX_ZONE ? lab : -1, rack = fam == DRV_IX_RACK ? lab : -1;
+        if (n > MAX_ORDER) { /* too many to order: in group order */
+            drv_nodeindex_search(ix, fam, grp, req, zone, rack, bb_bound, bb_score, a, best,
+                                 best_sc);
+            continue;
+        }
+        if (!drv_nodeindex_root(ix, fam, grp, req, zone, rack, &u))
+            continue;
+        int64_t ub = bb_bound(a, &u);
+        int32_t at = m++;
+        for (; at > 0 && o[at - 1].ub < ub; at--) /* by bound, descending; stable */
+            o[at] = o[at - 1];
+        o[at].grp = grp;
+        o[at].ub = ub;
+    }
+    for (int32_t i = 0; i < m; i++) {
+        int32_t lab = drv_nodeindex_label(ix, fam, o[i].grp);
+        drv_nodeindex_search_ub(ix, fam, o[i].grp, req, fam == DRV_IX_ZONE ? lab : -1,
+                                fam == DRV_IX_RACK ? lab : -1, o[i].ub, bb_bound, bb_score, a, best,
+                                best_sc);
     }
     return nodes;
+}
+
+/* Lists node n in o unless it is listed already. */
+static void own_add(drv_sched *s, const drv_state *st, own_list *o, int32_t n)
+{
+    if (s->node_seen[n] == s->seen_tag)
+        return;
+    s->node_seen[n] = s->seen_tag;
+    o->node[o->n++] = n;
+    int32_t z = st->nodes[n].zone, r = st->nodes[n].rack, i;
+    for (i = 0; i < o->nz && o->zones[i] != z; i++)
+        ;
+    if (i == o->nz && !(o->all_z = o->all_z || o->nz == 16))
+        o->zones[o->nz++] = z;
+    for (i = 0; i < o->nr && o->racks[i] != r; i++)
+        ;
+    if (i == o->nr && !(o->all_r = o->all_r || o->nr == 16))
+        o->racks[o->nr++] = r;
+}
+
+/* The nodes, zones and racks of the placed pods of pod's job, in the assumed state. */
+static const own_list *own_nodes(const drv_ctx *c, int32_t pod)
+{
+    const drv_state *st = c->snap->st;
+    drv_sched *s = c->s;
+    own_list *o = &s->own;
+    int32_t job = st->pods[pod].job, at;
+    bool same = o->cycle == s->stamp && o->job == job;
+    if (same && o->changes + 1 == c->changes && o->pod_free &&
+        (at = drv_ctx_pod_node(c, o->pod)) >= 0) {
+        own_add(s, st, o, at); /* the one change since: o->pod placed on at */
+    } else if (!same || o->changes != c->changes) {
+        if (++s->seen_tag == 0) { /* a new tag marks no node */
+            memset(s->node_seen, 0, (size_t)s->cap_node_seen * sizeof *s->node_seen);
+            s->seen_tag = 1;
+        }
+        o->n = o->nz = o->nr = 0;
+        o->all_z = o->all_r = false;
+        const drv_job *j = &st->jobs[job];
+        for (int32_t k = 0; k < j->pod_count; k++)
+            if ((at = drv_ctx_pod_node(c, j->pod_base + k)) >= 0)
+                own_add(s, st, o, at);
+    }
+    o->cycle = s->stamp;
+    o->changes = c->changes;
+    o->job = job;
+    o->pod = pod;
+    o->pod_free = drv_ctx_pod_node(c, pod) < 0;
+    return o;
 }
 
 /*
@@ -595,7 +713,6 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
  */
 static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
 {
-    const drv_state *st = c->snap->st;
     int32_t best = -1;
     int64_t best_sc = -1;
     if (!c->s->ix_bb) {
@@ -604,25 +721,14 @@ static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
             consider(c, pod, drv_nodeindex_best(c->s->ix, DRV_IX_GLOBAL, g, req), &best, &best_sc);
         return best;
     }
-    const drv_job *j = &st->jobs[st->pods[pod].job];
-    int32_t zones[16], racks[16], nz = 0, nr = 0;
-    bool all_z = false, all_r = false;
-    for (int32_t k = 0; k < j->pod_count; k++) {
-        int32_t n = drv_ctx_pod_node(c, j->pod_base + k);
-        if (n < 0)
-            continue;
-        if (drv_ctx_filter(c, pod, n) == DRV_FIT)
-            consider(c, pod, n, &best, &best_sc);
-        int32_t z = st->nodes[n].zone, r = st->nodes[n].rack, i;
-        for (i = 0; i < nz && zones[i] != z; i++)
-            ;
-        if (i == nz && !(all_z = all_z || nz == 16))
-            zones[nz++] = z;
-        for (i = 0; i < nr && racks[i] != r; i++)
-            ;
-        if (i == nr && !(all_r = all_r || nr == 16))
-            racks[nr++] = r;
-    }
+    const own_list *o = own_nodes(c, pod);
+    /* A job's pods often share nodes: each node is scored once. */
+    for (int32_t i = 0; i < o->n; i++)
+        if (drv_ctx_filter(c, pod, o->node[i]) == DRV_FIT)
+            consider(c, pod, o->node[i], &best, &best_sc);
+    const int32_t *zones = o->zones, *racks = o->racks;
+    int32_t nz = o->nz, nr = o->nr;
+    bool all_z = o->all_z, all_r = o->all_r;
     bb_arg a = {c, pod};
     if (all_r) { /* spread over too many racks to list: every rack group covers its nodes */
         search_family(c, &a, req, DRV_IX_RACK, -1, &best, &best_sc);
@@ -840,6 +946,14 @@ static int prepare(drv_sched *s, const drv_state *st)
         return DRV_ENOMEM;
     for (int32_t n = 0; n < st->nnodes; n++)
         memcpy(s->nrole + n * DRV_NROLES, st->nodes[n].nrole, sizeof st->nodes[n].nrole);
+    int32_t ns_old = s->cap_node_seen;
+    if (drv_grow(&s->node_seen, sizeof *s->node_seen, &s->cap_node_seen, st->nnodes) != 0)
+        return DRV_ENOMEM;
+    if (s->cap_node_seen > ns_old) /* new entries: never equal to a tag in use */
+        memset(s->node_seen + ns_old, 0,
+               (size_t)(s->cap_node_seen - ns_old) * sizeof *s->node_seen);
+    if (drv_grow(&s->own.node, sizeof *s->own.node, &s->own.cap, st->nnodes) != 0)
+        return DRV_ENOMEM;
     s->maxfree = s->totfree = (drv_res){0, 0, 0};
     s->cap_free_used = st->nnodes;
     for (int32_t n = 0; n < st->nnodes; n++) {

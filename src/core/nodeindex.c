@@ -19,7 +19,19 @@ typedef struct cls {
     drv_res *mx;   /* tree of per-dimension max free, 2*size entries, 1-based heap layout */
     double *key;   /* tree of max key */
     int32_t *mps;  /* tree of min PS pod count */
+    int32_t gc;    /* zone and rack families: the global group holding the same allocatable */
+    /* Holds the same nodes as global group gc (a zone or rack with every node of its type, as
+     * in one-zone clusters): node and the trees are gc's, which the global family owns and
+     * keeps up to date. */
+    bool alias;
 } cls;
+
+/* What grouping reads of a node: a regrouping is needed when it changes. */
+typedef struct node_sig {
+    drv_res alloc;
+    int32_t zone, rack;
+    bool schedulable;
+} node_sig;
 
 typedef struct family {
     cls *c;
@@ -33,7 +45,7 @@ struct drv_nodeindex {
     family f[DRV_IX_FAMILIES];
     int nfam;       /* families built */
     int32_t nnodes; /* nodes at the last grouping; -1 forces a regrouping */
-    drv_node *sig;  /* nodes (allocatable, labels, flags) at the last grouping */
+    node_sig *sig;  /* nodes at the last grouping */
     drv_node_key_fn key;
     const drv_state *st;
     bool filled;                /* the trees hold values for the current grouping and... */
@@ -50,6 +62,8 @@ drv_nodeindex *drv_nodeindex_new(void)
 static void free_family(family *f)
 {
     for (int32_t i = 0; i < f->nc; i++) {
+        if (f->c[i].alias)
+            continue;
         drv_free(f->c[i].node);
         drv_free(f->c[i].mx);
         drv_free(f->c[i].key);
@@ -72,7 +86,7 @@ void drv_nodeindex_free(drv_nodeindex *ix)
     drv_free(ix);
 }
 
-static bool same_topology(const drv_node *a, const drv_node *b)
+static bool same_topology(const node_sig *a, const drv_node *b)
 {
     return memcmp(&a->alloc, &b->alloc, sizeof(drv_res)) == 0 && a->zone == b->zone &&
            a->rack == b->rack && a->schedulable == b->schedulable;
@@ -93,38 +107,69 @@ static int32_t label_of(const drv_node *n, int fam)
     return fam == DRV_IX_ZONE ? n->zone : fam == DRV_IX_RACK ? n->rack : 0;
 }
 
-/* Groups schedulable nodes by allocatable (and label); groups in order of first appearance. */
-static int make_family(family *f, const drv_state *st, int fam)
+static bool same_res(drv_res a, drv_res b)
+{
+    return a.cpu == b.cpu && a.mem == b.mem && a.gpu == b.gpu;
+}
+
+/* Groups schedulable nodes by allocatable (and label); groups in order of first appearance.
+ * glob, the global family already grouped (NULL when building it), gives each node's class of
+ * allocatable: the group that class's previous node went to is tried first, and matches
+ * whenever labels come in runs (racks of consecutive nodes), so grouping is about O(nodes). */
+static int make_family(family *f, const family *glob, const drv_state *st, int fam)
 {
     free_family(f);
     int32_t n = st->nnodes;
     f->node_cls = drv_malloc(sizeof *f->node_cls * ((size_t)n + 1));
     f->node_pos = drv_malloc(sizeof *f->node_pos * ((size_t)n + 1));
-    if (!f->node_cls || !f->node_pos)
+    int32_t *last = glob ? drv_malloc(sizeof *last * ((size_t)glob->nc + 1)) : NULL;
+    if (!f->node_cls || !f->node_pos || (glob && !last)) {
+        drv_free(last);
         return DRV_ENOMEM;
+    }
+    for (int32_t i = 0; glob && i < glob->nc; i++)
+        last[i] = -1;
     for (int32_t i = 0; i < n; i++) {
         const drv_node *nd = &st->nodes[i];
         f->node_cls[i] = -1;
         if (!nd->schedulable)
             continue;
         int32_t label = label_of(nd, fam), c = 0;
-        /* Groups are node types x racks: a linear search over them is fine at build time. */
-        while (c < f->nc &&
-               (f->c[c].label != label || memcmp(&f->c[c].alloc, &nd->alloc, sizeof(drv_res)) != 0))
-            c++;
+        int32_t *hint = glob ? &last[glob->node_cls[i]] : NULL;
+        if (hint && *hint >= 0 && f->c[*hint].label == label)
+            c = *hint;
+        else /* groups are node types x racks: a linear search over them is fine here */
+            while (c < f->nc && (f->c[c].label != label || !same_res(f->c[c].alloc, nd->alloc)))
+                c++;
+        if (hint)
+            *hint = c;
         if (c == f->nc) {
-            if (drv_grow(&f->c, sizeof *f->c, &f->capc, f->nc + 1) != 0)
+            if (drv_grow(&f->c, sizeof *f->c, &f->capc, f->nc + 1) != 0) {
+                drv_free(last);
                 return DRV_ENOMEM;
+            }
             memset(&f->c[c], 0, sizeof f->c[c]);
             f->c[c].alloc = nd->alloc;
             f->c[c].label = label;
+            f->c[c].gc = glob ? glob->node_cls[i] : c;
             f->nc++;
         }
         f->node_cls[i] = c;
         f->node_pos[i] = f->c[c].n++;
     }
+    drv_free(last);
     for (int32_t c = 0; c < f->nc; c++) {
         cls *k = &f->c[c];
+        const cls *gk = glob ? &glob->c[k->gc] : NULL;
+        if (gk && gk->n == k->n) { /* a subset of gk as large as gk: the same nodes */
+            k->size = gk->size;
+            k->node = gk->node;
+            k->mx = gk->mx;
+            k->key = gk->key;
+            k->mps = gk->mps;
+            k->alias = true;
+            continue;
+        }
         k->size = 1;
         while (k->size < k->n)
             k->size *= 2;
@@ -138,7 +183,7 @@ static int make_family(family *f, const drv_state *st, int fam)
             k->node[p] = -1;
     }
     for (int32_t i = 0; i < n; i++)
-        if (f->node_cls[i] >= 0)
+        if (f->node_cls[i] >= 0 && !f->c[f->node_cls[i]].alias)
             f->c[f->node_cls[i]].node[f->node_pos[i]] = i;
     /* Groups sorted by label (insertion sort: this runs only when the nodes change). */
     f->by_label = drv_malloc(sizeof *f->by_label * ((size_t)f->nc + 1));
@@ -161,6 +206,7 @@ static drv_res rmax(drv_res a, drv_res b)
                      a.gpu > b.gpu ? a.gpu : b.gpu};
 }
 
+/* Tree node t from its children. */
 static void pull(cls *k, int32_t t)
 {
     k->mx[t] = rmax(k->mx[2 * t], k->mx[2 * t + 1]);
@@ -168,6 +214,16 @@ static void pull(cls *k, int32_t t)
     k->key[t] = a > b ? a : b;
     int32_t x = k->mps[2 * t], y = k->mps[2 * t + 1];
     k->mps[t] = x < y ? x : y;
+}
+
+/* pull on a tree node that holds a value already; false when that value did not change. */
+static bool repull(cls *k, int32_t t)
+{
+    drv_res m = k->mx[t];
+    double key = k->key[t];
+    int32_t ps = k->mps[t];
+    pull(k, t);
+    return memcmp(&m, &k->mx[t], sizeof m) != 0 || key != k->key[t] || ps != k->mps[t];
 }
 
 static double key_of(const drv_nodeindex *ix, int32_t node, drv_res free)
@@ -183,13 +239,17 @@ int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *f
     if (!same_nodes(ix, st, nfam)) {
         ix->nnodes = -1; /* until grouping succeeds */
         for (int k = 0; k < nfam; k++)
-            if (make_family(&ix->f[k], st, k) != 0)
+            if (make_family(&ix->f[k], k == DRV_IX_GLOBAL ? NULL : &ix->f[DRV_IX_GLOBAL], st, k) !=
+                0)
                 return DRV_ENOMEM;
         drv_free(ix->sig);
         ix->sig = drv_malloc(sizeof *ix->sig * ((size_t)st->nnodes + 1));
         if (!ix->sig)
             return DRV_ENOMEM;
-        memcpy(ix->sig, st->nodes, sizeof *ix->sig * (size_t)st->nnodes);
+        for (int32_t i = 0; i < st->nnodes; i++) {
+            const drv_node *nd = &st->nodes[i];
+            ix->sig[i] = (node_sig){nd->alloc, nd->zone, nd->rack, nd->schedulable};
+        }
         ix->nnodes = st->nnodes;
         ix->nfam = nfam;
         ix->filled = false;
@@ -210,14 +270,20 @@ int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *f
         }
         return 0;
     }
+    const family *g = &ix->f[DRV_IX_GLOBAL]; /* filled first: the others copy its keys */
     for (int fam = 0; fam < nfam; fam++) {
         family *f = &ix->f[fam];
         for (int32_t c = 0; c < f->nc; c++) {
             cls *k = &f->c[c];
+            if (k->alias)
+                continue;
             for (int32_t p = 0; p < k->size; p++) {
                 int32_t nd = k->node[p];
+                const cls *gk = nd >= 0 && fam != DRV_IX_GLOBAL ? &g->c[g->node_cls[nd]] : NULL;
                 k->mx[k->size + p] = nd >= 0 ? free[nd] : NONE;
-                k->key[k->size + p] = nd >= 0 ? key_of(ix, nd, free[nd]) : -1e300;
+                k->key[k->size + p] = gk        ? gk->key[gk->size + g->node_pos[nd]]
+                                      : nd >= 0 ? key_of(ix, nd, free[nd])
+                                                : -1e300;
                 k->mps[k->size + p] = nd >= 0 ? nps[(size_t)nd * (size_t)stride] : INT32_MAX;
             }
             for (int32_t t = k->size - 1; t >= 1; t--)
@@ -235,15 +301,17 @@ void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free, int32_t
     for (int fam = 0; fam < ix->nfam; fam++) {
         family *f = &ix->f[fam];
         int32_t c = f->node_cls[node];
-        if (c < 0)
+        if (c < 0 || f->c[c].alias)
             continue;
         cls *k = &f->c[c];
         int32_t t = k->size + f->node_pos[node];
         k->mx[t] = free;
         k->key[t] = key;
         k->mps[t] = nps;
-        for (t /= 2; t >= 1; t /= 2)
-            pull(k, t);
+        /* A tree node that did not change leaves its ancestors as they are: a bind usually
+         * lowers a node that is not its subtree's maximum, so few levels are rewritten. */
+        for (t /= 2; t >= 1 && repull(k, t); t /= 2)
+            ;
     }
 }
 
@@ -324,6 +392,36 @@ int32_t drv_nodeindex_best(const drv_nodeindex *ix, int fam, int32_t g, drv_res 
     return best_pos >= 0 ? k->node[best_pos] : -1;
 }
 
+static drv_res rmin(drv_res a, drv_res b)
+{
+    return (drv_res){a.cpu < b.cpu ? a.cpu : b.cpu, a.mem < b.mem ? a.mem : b.mem,
+                     a.gpu < b.gpu ? a.gpu : b.gpu};
+}
+
+int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, int32_t n,
+                            drv_res req, int32_t zone, int32_t rack, drv_node_set *out,
+                            int32_t *nodes)
+{
+    int32_t used = 0;
+    *nodes = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const cls *k = &ix->f[fam].c[g ? g[i] : i];
+        *nodes += k->n;
+        if (!drv_res_fits(req, k->alloc) || !drv_res_fits(req, k->mx[1]))
+            continue; /* no node of the group fits: nothing there to stand for */
+        if (used++ == 0) {
+            *out =
+                (drv_node_set){k->alloc, k->mx[1], k->key[1], ix->key, k->mps[1], zone, rack, true};
+            continue;
+        }
+        out->alloc = rmin(out->alloc, k->alloc);
+        out->maxfree = rmax(out->maxfree, k->mx[1]);
+        out->maxkey = k->key[1] > out->maxkey ? k->key[1] : out->maxkey;
+        out->min_ps = k->mps[1] < out->min_ps ? k->mps[1] : out->min_ps;
+    }
+    return used;
+}
+
 /* The lowest position of a leaf under tree node t. */
 static int32_t first_leaf(const cls *k, int32_t t)
 {
@@ -332,58 +430,92 @@ static int32_t first_leaf(const cls *k, int32_t t)
     return t - k->size;
 }
 
+bool drv_nodeindex_root(const drv_nodeindex *ix, int fam, int32_t g, drv_res req, int32_t zone,
+                        int32_t rack, drv_node_set *out)
+{
+    const cls *k = &ix->f[fam].c[g];
+    if (!drv_res_fits(req, k->alloc) || !drv_res_fits(req, k->mx[1]))
+        return false;
+    *out = (drv_node_set){k->alloc, k->mx[1], k->key[1], ix->key, k->mps[1], zone, rack, false};
+    return true;
+}
+
 int32_t drv_nodeindex_search(const drv_nodeindex *ix, int fam, int32_t g, drv_res req, int32_t zone,
                              int32_t rack, drv_ix_bound_fn bound, drv_ix_score_fn score, void *arg,
                              int32_t *best, int64_t *best_sc)
 {
-    const cls *k = &ix->f[fam].c[g];
-    if (!drv_res_fits(req, k->alloc) || !drv_res_fits(req, k->mx[1]))
+    drv_node_set set;
+    if (!drv_nodeindex_root(ix, fam, g, req, zone, rack, &set))
         return 0;
-    drv_node_set set = {k->alloc, k->mx[1], k->key[1], ix->key, k->mps[1], zone, rack};
-    /* Depth-first; each stack entry carries its subtree's bound, computed when its parent was
-     * expanded. At most 2 entries per level are pending, so 128 entries are plenty. */
+    return drv_nodeindex_search_ub(ix, fam, g, req, zone, rack, bound(arg, &set), bound, score, arg,
+                                   best, best_sc);
+}
+
+int32_t drv_nodeindex_search_ub(const drv_nodeindex *ix, int fam, int32_t g, drv_res req,
+                                int32_t zone, int32_t rack, int64_t root_ub, drv_ix_bound_fn bound,
+                                drv_ix_score_fn score, void *arg, int32_t *best, int64_t *best_sc)
+{
+    const cls *k = &ix->f[fam].c[g];
+    drv_node_set set = {k->alloc, k->mx[1], k->key[1], ix->key, k->mps[1], zone, rack, false};
+    /* Depth-first. A subtree is pushed with its parent's bound (which holds for it too) and
+     * bounded itself only when popped and not pruned by that: a subtree the best found by then
+     * already beats costs no bound. Children are visited larger key first (left first on equal
+     * keys), a guess at the better one that costs nothing. At most 2 entries per level are
+     * pending (one re-pushed with its own bound), so 128 entries are plenty. */
     struct {
         int32_t t;
         int64_t ub;
+        bool own; /* ub is the subtree's own bound, not its parent's */
     } stack[128];
     int sp = 0, leaves = 0;
     stack[sp].t = 1;
-    stack[sp++].ub = bound(arg, &set);
+    stack[sp].own = true;
+    stack[sp++].ub = root_ub;
     while (sp > 0) {
         int32_t t = stack[--sp].t;
         int64_t ub = stack[sp].ub;
+        bool own = stack[sp].own;
         /* Prune: nothing below can beat the best, or only tie it with a higher id (positions
          * ascend with node ids within a group). */
         if (*best >= 0 && (ub < *best_sc || (ub == *best_sc && k->node[first_leaf(k, t)] > *best)))
             continue;
-        if (t >= k->size) {
-            int32_t n = k->node[t - k->size];
-            int64_t sc = score(arg, n);
-            leaves++;
-            if (sc > *best_sc || (sc == *best_sc && (*best < 0 || n < *best))) {
-                *best = n;
-                *best_sc = sc;
-            }
+        /* Bound it now and look again; not while nothing is found yet, when no bound could
+         * prune it (its children then inherit the bound they would have had). */
+        if (!own && 2 * t < k->size && *best >= 0) {
+            set.maxfree = k->mx[t];
+            set.maxkey = k->key[t];
+            set.min_ps = k->mps[t];
+            stack[sp].t = t;
+            stack[sp].own = true;
+            stack[sp++].ub = bound(arg, &set);
             continue;
         }
         int32_t ch[2] = {2 * t, 2 * t + 1};
-        int64_t cub[2] = {-1, -1};
-        for (int i = 0; i < 2; i++) {
-            if (!drv_res_fits(req, k->mx[ch[i]]))
-                continue;
-            set.maxfree = k->mx[ch[i]];
-            set.maxkey = k->key[ch[i]];
-            set.min_ps = k->mps[ch[i]];
-            cub[i] = bound(arg, &set);
+        if (t >= k->size || ch[0] >= k->size) {
+            /* A leaf, or a parent of leaves: a node's bound costs about what its score does
+             * and would rarely prune it, so its fitting nodes are scored without one. */
+            for (int i = 0; i < (t >= k->size ? 1 : 2); i++) {
+                int32_t leaf = t >= k->size ? t : ch[i];
+                int32_t n = k->node[leaf - k->size];
+                if (n < 0 || !drv_res_fits(req, k->mx[leaf]))
+                    continue;
+                int64_t sc = score(arg, n);
+                leaves++;
+                if (sc > *best_sc || (sc == *best_sc && (*best < 0 || n < *best))) {
+                    *best = n;
+                    *best_sc = sc;
+                }
+            }
+            continue;
         }
-        /* Push the less promising child first so the more promising one is popped next; on
-         * equal bounds the left (lower ids) one is popped first. */
-        int lo = cub[1] > cub[0] ? 0 : 1;
+        /* Push the less promising child first so the more promising one is popped next. */
+        int lo = k->key[ch[1]] > k->key[ch[0]] ? 0 : 1;
         for (int i = 0; i < 2; i++) {
             int c = i == 0 ? lo : 1 - lo;
-            if (cub[c] >= 0) {
+            if (drv_res_fits(req, k->mx[ch[c]])) {
                 stack[sp].t = ch[c];
-                stack[sp++].ub = cub[c];
+                stack[sp].own = false;
+                stack[sp++].ub = ub;
             }
         }
     }

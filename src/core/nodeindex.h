@@ -13,9 +13,11 @@
  *    the request or beat the best found, and returns the group's fitting node of highest key
  *    (lowest id among equal keys): the whole answer when the keyed plugin is the only score;
  *  - drv_nodeindex_search is branch and bound: a subtree's summary (a drv_node_set) is bounded
- *    by the caller's bound function, subtrees whose bound is below the best score found (or
- *    equal, with only higher ids) are pruned, leaves are scored exactly, the child with the
- *    larger bound is visited first.
+ *    by the caller's bound function when the walk reaches it with some node found already
+ *    (its parent's bound, which holds for it too, may prune it first), subtrees whose bound is
+ * below the best score found (or equal, with only higher ids) are pruned, the child with the larger
+ * key is visited first, and the nodes under a parent of leaves are scored exactly without bounds of
+ * their own.
  *
  * Cost: build O(nodes) per family; update O(log n) per family; a query O(log n) per group when
  * the best fitting node is near the top of the order and the bounds are tight (the usual case),
@@ -52,6 +54,14 @@ int32_t drv_nodeindex_label(const drv_nodeindex *ix, int fam, int32_t g);
 /* The best fitting node of group g of family fam for req, or -1. */
 int32_t drv_nodeindex_best(const drv_nodeindex *ix, int fam, int32_t g, drv_res req);
 
+/* The summary of the groups g[0..n) of family fam (groups 0..n-1 when g is NULL) that may hold
+ * a node fitting req, as one mixed set (drv_node_set.mixed) with the given zone and rack: it
+ * stands for every node of those groups. Returns how many groups it covers, 0 when none may fit
+ * (*out is then unset); *nodes is set to the number of nodes in all n groups. O(n). */
+int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, int32_t n,
+                            drv_res req, int32_t zone, int32_t rack, drv_node_set *out,
+                            int32_t *nodes);
+
 /* An upper bound of the score over a set of nodes; the exact score of one node. */
 typedef int64_t (*drv_ix_bound_fn)(void *arg, const drv_node_set *set);
 typedef int64_t (*drv_ix_score_fn)(void *arg, int32_t node);
@@ -64,5 +74,14 @@ typedef int64_t (*drv_ix_score_fn)(void *arg, int32_t node);
 int32_t drv_nodeindex_search(const drv_nodeindex *ix, int fam, int32_t g, drv_res req, int32_t zone,
                              int32_t rack, drv_ix_bound_fn bound, drv_ix_score_fn score, void *arg,
                              int32_t *best, int64_t *best_sc);
+/* The summary of group g of family fam as a drv_node_set with the given zone and rack; false
+ * when no node of the group may fit req (the group then needs no search). */
+bool drv_nodeindex_root(const drv_nodeindex *ix, int fam, int32_t g, drv_res req, int32_t zone,
+                        int32_t rack, drv_node_set *out);
+/* drv_nodeindex_search, given root_ub = bound(arg, root) for the root drv_nodeindex_root gave
+ * (lets a caller bound every group first and search the most promising first). */
+int32_t drv_nodeindex_search_ub(const drv_nodeindex *ix, int fam, int32_t g, drv_res req,
+                                int32_t zone, int32_t rack, int64_t root_ub, drv_ix_bound_fn bound,
+                                drv_ix_score_fn score, void *arg, int32_t *best, int64_t *best_sc);
 
 #endif

@@ -247,22 +247,75 @@ static int alloc_dims(drv_res a)
     return (a.cpu > 0) + (a.mem > 0) + (a.gpu > 0);
 }
 
+/* least-allocated's state: req_share of recent (pod, allocatable) pairs in one cycle, as a
+ * search bounds many sets of one class for one pod. A pair's share depends only on the pod's
+ * request, fixed within a cycle. */
+enum { LA_MEMO = 8 };
+typedef struct la_state {
+    struct {
+        uint32_t cycle; /* drv_ctx_cycle; 0: empty (cycles count from 1) */
+        int32_t pod;
+        drv_res alloc;
+        double share;
+    } e[LA_MEMO];
+} la_state;
+
+static int la_init(void **state, const drv_knob *knobs, int nknobs, drv_diag *d)
+{
+    (void)knobs; /* no knobs; those given are ignored, as for plugins without state */
+    (void)nknobs;
+    la_state *p = drv_calloc(1, sizeof *p);
+    if (!p)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    *state = p;
+    return 0;
+}
+
+static void la_fini(void *state)
+{
+    drv_free(state);
+}
+
+static double req_share_memo(const drv_ctx *c, la_state *m, int32_t pod, const drv_node_set *set)
+{
+    drv_res a = set->alloc;
+    uint32_t cyc = drv_ctx_cycle(c);
+    uint64_t h = (uint64_t)a.cpu * 31u + (uint64_t)a.mem * 7u + (uint64_t)a.gpu + (uint64_t)pod;
+    size_t i = (size_t)(h ^ (h >> 17) ^ (h >> 31)) % LA_MEMO;
+    if (m->e[i].cycle != cyc || m->e[i].pod != pod || m->e[i].alloc.cpu != a.cpu ||
+        m->e[i].alloc.mem != a.mem || m->e[i].alloc.gpu != a.gpu) {
+        m->e[i].cycle = cyc;
+        m->e[i].pod = pod;
+        m->e[i].alloc = a;
+        m->e[i].share = req_share(c, pod, set);
+    }
+    return m->e[i].share;
+}
+
 static int least_alloc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_set *set)
 {
-    (void)state;
     int k = alloc_dims(set->alloc);
+    if (set->mixed) {
+        /* A node n of a mixed set scores at most 100·key(n)/k(n): share(req) >= 0 only lowers
+         * it. Each node has at least the dimensions of the per-dimension minimum allocatable
+         * (k(n) >= k), and key(n) <= maxkey, so a non-negative maxkey over k bounds them all;
+         * without our key, or with no dimension known, only 100 does. */
+        if (set->key != free_share_key || !k)
+            return 100;
+        return set->maxkey > 0 ? (int)floor(100.0 * set->maxkey / k + 1e-6) : 0;
+    }
     if (!k)
         return 0;
     drv_node n = {.alloc = set->alloc};
     double top = set->key == free_share_key ? set->maxkey : free_share_key(&n, set->maxfree);
-    return (int)floor(100.0 * (top - req_share(c, pod, set)) / k + 1e-6);
+    return (int)floor(100.0 * (top - req_share_memo(c, state, pod, set)) / k + 1e-6);
 }
 
 static int most_alloc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_set *set)
 {
     (void)state;
     int k = alloc_dims(set->alloc);
-    if (!k || set->key != neg_free_share_key)
+    if (!k || set->key != neg_free_share_key || set->mixed)
         return 100;
     double low = -set->maxkey; /* the smallest free share in the set */
     return 100 - (int)floor(100.0 * (low - req_share(c, pod, set)) / k - 1e-6);
@@ -272,9 +325,12 @@ const drv_plugin drv_plugin_least_allocated = {
     .name = "least-allocated",
     .timeless = true,
     .doc = "score: prefer emptier nodes (spread; kube-scheduler default)",
+    .init = la_init,
+    .fini = la_fini,
     .score = least_alloc_score,
     .node_key = free_share_key,
     .score_bound = least_alloc_bound,
+    .bound_mixed = true,
 };
 
 const drv_plugin drv_plugin_most_allocated = {
@@ -284,4 +340,5 @@ const drv_plugin drv_plugin_most_allocated = {
     .score = most_alloc_score,
     .node_key = neg_free_share_key,
     .score_bound = most_alloc_bound,
+    .bound_mixed = true,
 };

@@ -19,14 +19,18 @@
  *                           100/(1+k) with k of them. Preferred, not required: a hard rule
  *                           would cap a 4-node cluster at 4 running PS jobs.
  *
- * Cost: locality derives, once per pod and assumed state (cached under drv_ctx_cycle and the
- * decision count), where the job's placed pods are and how many it still misses per role; each
- * call is then O(distinct nodes the job uses + roles). ps-anti-affinity reads the core's count
- * of PS pods on the node and subtracts the job's own: O(the job's PS pods).
+ * Cost: locality derives, once per pod and assumed state (cached under drv_ctx_cycle and
+ * drv_ctx_changes), where the job's placed pods are (O(the job's pods), nodes found by hash;
+ * O(1) when the one change since was the bind of the gang's previous pod) and how many it
+ * still misses per role; each call is then O(distinct (rack, zone) pairs the job uses + role
+ * mixes), and a bound's rack and zone terms are kept for the next set of the same labels.
+ * ps-anti-affinity reads the core's count of PS pods on the node and subtracts the job's
+ * own: O(the job's PS pods).
  */
 #include "drover/policy.h"
 
 #include <math.h>
+#include <string.h>
 
 static const drv_knob_spec loc_knobs[] = {
     {"w_node", 4, 0, 100, "weight of the share of the job's placed pods on this node"},
@@ -36,18 +40,28 @@ static const drv_knob_spec loc_knobs[] = {
 };
 enum { NLOC = sizeof loc_knobs / sizeof loc_knobs[0] };
 
-enum { LOC_MAX = 64 }; /* distinct nodes / (rack, zone) pairs cached; more: computed directly */
+enum { LOC_MAX = 64 };   /* distinct nodes / (rack, zone) pairs cached; more: computed directly */
+enum { LOC_HASH = 128 }; /* open-addressing slots finding a node among them (> LOC_MAX) */
 
 /* What the score needs about a pod's job, valid for one pod in one assumed state. */
 typedef struct loc_view {
     uint32_t cycle;                           /* drv_ctx_cycle */
-    int32_t ndec;                             /* decisions so far in that cycle */
+    uint64_t changes;                         /* drv_ctx_changes in that cycle */
     int32_t pod;                              /* -1: nothing cached */
+    bool pod_free;                            /* pod is not placed */
     bool ok;                                  /* fits in the arrays below */
     int32_t placed;                           /* the job's pods placed, other than pod */
     int32_t nn, node[LOC_MAX], ncnt[LOC_MAX]; /* placed pods per node */
+    uint8_t slot[LOC_HASH];                   /* node's hash -> its index in node + 1, or 0 */
     int32_t nrz, rack[LOC_MAX], zone[LOC_MAX], rzcnt[LOC_MAX]; /* per (rack, zone) */
+    int32_t have[DRV_NROLES]; /* pods of each role placed, or pod itself */
     int32_t miss[DRV_NROLES]; /* pods of each role still to place, besides pod */
+    int32_t want;             /* their sum */
+    drv_res need;             /* their requests together */
+    /* loc_bound's rack and zone terms for the last (zone, rack) it was asked about: a search
+     * asks about one pair many times in a row. tz == INT32_MIN: none yet. */
+    int32_t tz, tr;
+    double topo;
 } loc_view;
 
 typedef struct loc_state {
@@ -76,65 +90,109 @@ static void loc_fini(void *state)
     drv_free(state);
 }
 
-static void count(int32_t *keys, int32_t *cnt, int32_t *n, int32_t key, bool *ok)
+/* The slot of node in the view's hash: the one holding it, or the empty one it would take.
+ * A job's nodes are often many (a gang of 64 pods may use dozens): a list search per pod made
+ * the view quadratic in the job's size. */
+static uint32_t slot_of(const loc_view *v, int32_t node)
 {
-    for (int32_t i = 0; i < *n; i++)
-        if (keys[i] == key) {
-            cnt[i]++;
-            return;
-        }
-    if (*n == LOC_MAX) {
-        *ok = false;
-        return;
-    }
-    keys[*n] = key;
-    cnt[(*n)++] = 1;
+    uint32_t h = ((uint32_t)node * 2654435761u) >> 25; /* 7 bits: LOC_HASH slots */
+    while (v->slot[h] && v->node[v->slot[h] - 1] != node)
+        h = (h + 1) % LOC_HASH;
+    return h;
 }
 
-/* Brings the cached view of pod's job up to the current assumed state. */
+/* The node's index in the view's list, or -1. */
+static int32_t find_node(const loc_view *v, int32_t node)
+{
+    return (int32_t)v->slot[slot_of(v, node)] - 1;
+}
+
+/* Counts a placed pod on node. */
+static void count_node(loc_view *v, int32_t node)
+{
+    uint32_t h = slot_of(v, node);
+    if (v->slot[h]) {
+        v->ncnt[v->slot[h] - 1]++;
+        return;
+    }
+    if (v->nn == LOC_MAX) {
+        v->ok = false;
+        return;
+    }
+    v->node[v->nn] = node;
+    v->ncnt[v->nn++] = 1;
+    v->slot[h] = (uint8_t)v->nn;
+}
+
+/* Counts a placed pod of the job on node at in the view. */
+static void count_placed(loc_view *v, const drv_state *st, int32_t at)
+{
+    v->placed++;
+    count_node(v, at);
+    int32_t i = 0;
+    while (i < v->nrz && !(v->rack[i] == st->nodes[at].rack && v->zone[i] == st->nodes[at].zone))
+        i++;
+    if (i < v->nrz) {
+        v->rzcnt[i]++;
+    } else if (v->nrz < LOC_MAX) {
+        v->rack[i] = st->nodes[at].rack;
+        v->zone[i] = st->nodes[at].zone;
+        v->rzcnt[i] = 1;
+        v->nrz++;
+    } else {
+        v->ok = false;
+    }
+}
+
+/*
+ * Brings the cached view of pod's job up to the current assumed state. A gang places its pods
+ * one after the other, each asking for the view of the next: when the only change since the
+ * cached view (drv_ctx_changes one higher) placed the cached pod, and pod is another unplaced
+ * pod of the same job, the view is updated for that one bind — the cached pod becomes a placed
+ * one, pod becomes the one to place — instead of rebuilt from every pod of the job.
+ */
 static const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
 {
     loc_view *v = &w->v;
     uint32_t cyc = drv_ctx_cycle(c);
-    int32_t ndec = drv_ctx_mark(c).ndec;
-    if (v->pod == pod && v->cycle == cyc && v->ndec == ndec)
+    uint64_t chg = drv_ctx_changes(c);
+    if (v->pod == pod && v->cycle == cyc && v->changes == chg)
         return v;
     const drv_state *st = drv_ctx_state(c);
     int32_t job = st->pods[pod].job;
     const drv_job *j = &st->jobs[job];
-    v->pod = pod;
-    v->cycle = cyc;
-    v->ndec = ndec;
-    v->ok = true;
-    v->placed = v->nn = v->nrz = 0;
-    int32_t have[DRV_NROLES] = {0};
-    for (int32_t k = 0; k < j->pod_count; k++) {
-        int32_t p = j->pod_base + k;
-        int32_t at = drv_ctx_pod_node(c, p);
-        if (at >= 0 || p == pod)
-            have[st->pods[p].role]++;
-        if (at < 0 || p == pod)
-            continue;
-        v->placed++;
-        count(v->node, v->ncnt, &v->nn, at, &v->ok);
-        int32_t i = 0;
-        while (i < v->nrz &&
-               !(v->rack[i] == st->nodes[at].rack && v->zone[i] == st->nodes[at].zone))
-            i++;
-        if (i < v->nrz) {
-            v->rzcnt[i]++;
-        } else if (v->nrz < LOC_MAX) {
-            v->rack[i] = st->nodes[at].rack;
-            v->zone[i] = st->nodes[at].zone;
-            v->rzcnt[i] = 1;
-            v->nrz++;
-        } else {
-            v->ok = false;
+    int32_t was = v->pod, at;
+    if (was >= 0 && was != pod && v->cycle == cyc && v->changes + 1 == chg && v->ok &&
+        v->pod_free && st->pods[was].job == job && drv_ctx_pod_node(c, pod) < 0 &&
+        (at = drv_ctx_pod_node(c, was)) >= 0) {
+        count_placed(v, st, at); /* was: counted in have already, as the pod to place */
+        v->have[st->pods[pod].role]++;
+    } else {
+        v->ok = true;
+        v->placed = v->nn = v->nrz = 0;
+        memset(v->slot, 0, sizeof v->slot);
+        memset(v->have, 0, sizeof v->have);
+        for (int32_t k = 0; k < j->pod_count; k++) {
+            int32_t p = j->pod_base + k;
+            int32_t on = drv_ctx_pod_node(c, p);
+            if (on >= 0 || p == pod)
+                v->have[st->pods[p].role]++;
+            if (on >= 0 && p != pod)
+                count_placed(v, st, on);
         }
     }
+    v->pod = pod;
+    v->pod_free = drv_ctx_pod_node(c, pod) < 0;
+    v->cycle = cyc;
+    v->changes = chg;
+    v->want = 0;
+    v->need = (drv_res){0, 0, 0};
+    v->tz = INT32_MIN;
     for (int r = 0; r < DRV_NROLES; r++) {
         int32_t target = r == DRV_ROLE_WORKER ? drv_ctx_workers(c, job) : j->target[r];
-        v->miss[r] = target > have[r] ? target - have[r] : 0;
+        v->miss[r] = target > v->have[r] ? target - v->have[r] : 0;
+        v->want += v->miss[r];
+        v->need = drv_res_add(v->need, drv_res_scale(j->role[r].req, v->miss[r]));
     }
     return v;
 }
@@ -164,6 +222,10 @@ static int64_t room_best(const drv_job *j, const int32_t *miss, drv_res free)
         mixes *= miss[others[i]] + 1;
     if (mixes > ROOM_ENUM_MAX)
         return -1;
+    if (mixes == 1) /* workers only (their PS placed first): the one mix below, directly */
+        return free.cpu < 0 || free.mem < 0 || free.gpu < 0
+                   ? 0
+                   : fit_count(j->role[DRV_ROLE_WORKER].req, miss[DRV_ROLE_WORKER], free);
     int64_t best = 0;
     for (int64_t m = 0; m < mixes; m++) {
         drv_res left = free;
@@ -189,13 +251,14 @@ static int64_t room_best(const drv_job *j, const int32_t *miss, drv_res free)
 /* The room term: the share of the job's unplaced wanted pods (other than pod) that fit in free
  * together — the best mix of roles, so it never decreases when free grows (which lets the index
  * bound it). Jobs with very many non-worker pods missing fall back to a greedy fill, role by
- * role in slot order. */
-static double room_share(const drv_job *j, const int32_t *miss, drv_res free)
+ * role in slot order. When all of them fit at once, both the best mix and the greedy fill hold
+ * every one: the share is 1 without trying mixes (the usual case once a gang is mostly placed).
+ */
+static double room_share(const drv_job *j, const loc_view *v, drv_res free)
 {
-    int32_t want = 0;
-    for (int r = 0; r < DRV_NROLES; r++)
-        want += miss[r];
-    if (!want)
+    const int32_t *miss = v->miss;
+    int32_t want = v->want;
+    if (!want || drv_res_fits(v->need, free))
         return 1.0;
     int64_t fit = room_best(j, miss, free);
     if (fit < 0) {
@@ -217,14 +280,13 @@ static int loc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
     const drv_job *j = &st->jobs[st->pods[pod].job];
     const drv_node *n = &st->nodes[node];
     drv_res after = drv_res_sub(drv_ctx_free(c, node), j->role[st->pods[pod].role].req);
-    double room = room_share(j, v->miss, after);
+    double room = room_share(j, v, after);
     if (v->placed == 0)
         return (int)(100.0 * room);
     int32_t same_node = 0, same_rack = 0, same_zone = 0;
     if (v->ok) {
-        for (int32_t i = 0; i < v->nn; i++)
-            if (v->node[i] == node)
-                same_node = v->ncnt[i];
+        int32_t at = find_node(v, node);
+        same_node = at >= 0 ? v->ncnt[at] : 0;
         /* A pod elsewhere counts for the rack when the node has a rack label and it matches,
          * else for the zone when the node has a zone label and it matches. */
         for (int32_t i = 0; i < v->nrz; i++) {
@@ -263,13 +325,13 @@ static int loc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
  * monotone in free, so it bounds itself. The greedy fallback is not (fitting more of an earlier
  * role can leave less for later ones): bound the count it fits instead — any feasible count
  * fits each dimension on its own, and in one dimension at most what a fractional knapsack
- * takes, cheapest role first; the smallest over the dimensions is monotone in free. */
-static double room_bound(const drv_job *j, const int32_t *miss, drv_res free)
+ * takes, cheapest role first; the smallest over the dimensions is monotone in free. 1, the
+ * largest share there is, when all the missing pods fit at once. */
+static double room_bound(const drv_job *j, const loc_view *v, drv_res free)
 {
-    int32_t want = 0;
-    for (int r = 0; r < DRV_NROLES; r++)
-        want += miss[r];
-    if (!want)
+    const int32_t *miss = v->miss;
+    int32_t want = v->want;
+    if (!want || drv_res_fits(v->need, free))
         return 1.0;
     int64_t exact = room_best(j, miss, free);
     if (exact >= 0)
@@ -308,6 +370,11 @@ static double room_bound(const drv_job *j, const int32_t *miss, drv_res free)
     return floor(most + 1e-9) / want;
 }
 
+static double loc_weights(const loc_state *w)
+{
+    return w->w_node + w->w_rack + w->w_zone + w->w_room;
+}
+
 /*
  * Bound over a set of nodes holding none of the job's pods (drv_node_set): the room term at the
  * set's maximum free, plus the most rack and zone sharing a node of the set can have — none in
@@ -322,9 +389,11 @@ static int loc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_
     const loc_view *v = view(c, w, pod);
     const drv_job *j = &st->jobs[st->pods[pod].job];
     drv_res after = drv_res_sub(set->maxfree, j->role[st->pods[pod].role].req);
-    double room = room_bound(j, v->miss, after);
+    double room = room_bound(j, v, after);
     if (v->placed == 0)
         return (int)(100.0 * room + 1e-9);
+    if (v->tz == set->zone && v->tr == set->rack)
+        return (int)(100.0 * (v->topo + w->w_room * room) / loc_weights(w) + 1e-9);
     double rack = 0, zone = 0;
     if (!v->ok) { /* too spread to have counted: up to every placed pod, at the larger weight */
         if ((set->zone >= 0 || set->rack >= 0) && w->w_rack >= w->w_zone)
@@ -352,9 +421,11 @@ static int loc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_
             if (v->zone[i] == set->zone)
                 zone += v->rzcnt[i];
     }
-    double sum = w->w_node + w->w_rack + w->w_zone + w->w_room;
-    double s = w->w_rack * rack / v->placed + w->w_zone * zone / v->placed + w->w_room * room;
-    return (int)(100.0 * s / sum + 1e-9);
+    loc_view *cv = &w->v; /* the view returned above: cache the terms for the next call */
+    cv->tz = set->zone;
+    cv->tr = set->rack;
+    cv->topo = w->w_rack * rack / v->placed + w->w_zone * zone / v->placed;
+    return (int)(100.0 * (v->topo + w->w_room * room) / loc_weights(w) + 1e-9);
 }
 
 const drv_plugin drv_plugin_locality = {
@@ -365,6 +436,7 @@ const drv_plugin drv_plugin_locality = {
     .fini = loc_fini,
     .score = loc_score,
     .score_bound = loc_bound,
+    .bound_mixed = true, /* neither bound reads alloc */
 };
 
 /* ---- ps-anti-affinity ------------------------------------------------------------------ */
@@ -403,4 +475,5 @@ const drv_plugin drv_plugin_ps_anti_affinity = {
     .doc = "score: prefer nodes without another job's PS (preferred anti-affinity, seed 004)",
     .score = anti_score,
     .score_bound = anti_bound,
+    .bound_mixed = true,
 };

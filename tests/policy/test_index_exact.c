@@ -20,7 +20,10 @@
 
 #define GiB (1024LL * 1024 * 1024)
 
-static void make_state(drv_state *st, drv_rng *r)
+/* layout 0: nodes spread over random zones and racks, some unlabelled; 1: one zone; 2: one
+ * zone and one rack per node type. In 1 and 2 a zone or rack group holds every node of its type
+ * (the index shares such a group's tree with the global one). */
+static void make_state(drv_state *st, drv_rng *r, int layout)
 {
     static const drv_res shapes[] = {
         {16000, 64 * GiB, 0}, {32000, 128 * GiB, 0}, {64000, 256 * GiB, 4}};
@@ -31,11 +34,14 @@ static void make_state(drv_state *st, drv_rng *r)
     for (int32_t i = 0; i < nn; i++) {
         char name[16], zone[8], rack[8];
         snprintf(name, sizeof name, "n%d", i);
-        snprintf(zone, sizeof zone, "z%d", (int)drv_rng_range(r, 0, 2));
+        snprintf(zone, sizeof zone, "z%d", layout ? 0 : (int)drv_rng_range(r, 0, 2));
         snprintf(rack, sizeof rack, "r%d", (int)drv_rng_range(r, 0, 7));
-        bool labelled = drv_rng_uniform(r) > 0.1;
-        assert_int_equal(drv_state_add_node(st, name, shapes[drv_rng_range(r, 0, 2)],
-                                            labelled ? zone : "", labelled ? rack : "", NULL),
+        bool labelled = drv_rng_uniform(r) > 0.1 || layout;
+        int64_t shape = drv_rng_range(r, 0, 2);
+        if (layout == 2)
+            snprintf(rack, sizeof rack, "r%d", (int)shape);
+        assert_int_equal(drv_state_add_node(st, name, shapes[shape], labelled ? zone : "",
+                                            labelled ? rack : "", NULL),
                          0);
     }
     int32_t nj = (int32_t)drv_rng_range(r, 5, 80);
@@ -73,7 +79,7 @@ static void check_profile(const char *line, uint64_t seed, int64_t *compared)
     assert_int_equal(drv_profile_parse("t", line, &p, &d), 0);
     for (int round = 0; round < 12; round++) {
         drv_state st;
-        make_state(&st, &r);
+        make_state(&st, &r, round % 3);
         drv_sched *ix, *scan;
         assert_int_equal(drv_sched_new(&p, &ix, &d), 0);
         assert_int_equal(drv_sched_new(&p, &scan, &d), 0);
@@ -100,7 +106,7 @@ static void check_profile(const char *line, uint64_t seed, int64_t *compared)
             apply(&st, &a);
             /* New pending work for the next cycle: a few more gangs. */
             drv_state tmp;
-            make_state(&tmp, &r);
+            make_state(&tmp, &r, 0);
             for (int32_t j = 0; j < tmp.njobs && j < 10; j++) {
                 drv_job t = tmp.jobs[j];
                 t.hist = NULL;

@@ -37,6 +37,9 @@ run "Trace replay: the Philly-derived trace (82,247 jobs), gang-fifo" \
     "$b/bench/trace_replay" --policy gang-fifo
 run "Trace replay: the Philly-derived trace with drover; /tick = every cycle run (no quiet cycle skipped), same results required" \
     "$b/bench/trace_replay" --policy drover --baseline 1
+run "Trace replay: a 160-job research workload (Pollux workload 1 on 16 nodes x 4 GPUs); /tick = every cycle run" \
+    "$b/bench/trace_replay" --trace data/pollux/workloads/workload-1.csv --nodes 16 \
+    --policy tiresias,optimus,drover --baseline 1
 run "Controller informer caches: 50,000 pods and 5,000 nodes, compact records vs the API objects" \
     "$b/bench/informer_mem" --pods 50000 --nodes 5000
 for extra in bench/run-*.sh; do

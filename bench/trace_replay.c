@@ -99,7 +99,7 @@ int main(int argc, char **argv)
             drv_sim_summary(s, &sum);
             char label[64];
             snprintf(label, sizeof label, "%s%s", name, tick ? "/tick" : "");
-            printf("%-15s %9.2f %10.0f %11lld %10lld %10lld %10d %12.2f %12.1f\n", label, wall,
+            printf("%-15s %9.3f %10.0f %11lld %10lld %10lld %10d %12.2f %12.1f\n", label, wall,
                    wall > 0 ? w.n / wall : 0, (long long)sum.events, (long long)sum.cycles,
                    (long long)sum.skipped, sum.done, sum.avg_jct / 3600,
                    (double)peak_rss_kb() / 1024);

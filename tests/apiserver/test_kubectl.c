@@ -2,8 +2,11 @@
  * test_kubectl.c - real kubectl against the in-memory API server: create, get (-o wide,
  * -o json), watch and delete pods, nodes and TrainingJobs.
  *
- * `create` runs with --validate=false: the server serves /openapi/v3 only for api/v1 and
- * coordination.k8s.io/v1, and kubectl 1.32 refuses client-side validation without the rest.
+ * `create` runs with --validate=false. With validation on, kubectl 1.32 reads /openapi/v3 and
+ * api/v1's document, finds no fieldValidation parameter in it (the recording is of a v1.24
+ * server, before server-side field validation), and falls back to /openapi/v2 as protobuf,
+ * which the recording does not have (its v2 document is JSON): the test server answers 404 and
+ * kubectl refuses to create.
  *
  * kubectl is pointed at http://127.0.0.1:PORT through a kubeconfig written to a mkdtemp
  * directory (its cache directory lives there too, so runs do not share discovery caches).

@@ -164,12 +164,11 @@ struct drv_plugin {
      * progress samples, and the state it keeps between cycles does not change its later
      * decisions when a cycle decides nothing. */
     bool timeless;
-    /* Optional, for plugins that are not timeless: called after every cycle (on the state the
-     * cycle leaves). The earliest time at which, if the cluster state stayed as it is (no
-     * arrival, start, completion or decision), this plugin could decide something it did not
-     * decide this cycle; INFINITY for never, a time <= now for "at the next cycle". Early is
-     * always safe (a cycle is run that decides nothing); late loses decisions. A plugin with
-     * neither is asked to run every cycle. */
+    /* Optional, for plugins that are not timeless: called once after each cycle that decided
+     * nothing. The earliest time at which, if the cluster state stayed as it is (no arrival,
+     * start, completion or decision), this plugin could decide something; INFINITY for never, a
+     * time <= now for "at the next cycle". Early is always safe (a cycle is run that decides
+     * nothing); late loses decisions. A plugin with neither is asked to run every cycle. */
     double (*wake)(const drv_ctx *c, void *state);
 };
 
@@ -221,10 +220,10 @@ void drv_sched_set_exhaustive(drv_sched *s, bool on);
 /* True when the profile lets placement use the best-node index (docs/cycle.md, "Cost"). */
 bool drv_sched_indexed(const drv_sched *s);
 const drv_profile *drv_sched_profile(const drv_sched *s);
-/* After a cycle: the earliest time a cycle could decide anything on the state that cycle left,
- * if that state does not change (the minimum of the plugins' wake, docs/cycle.md). A driver
- * may skip a cycle before it when the last cycle decided nothing and nothing has happened
- * since; -INFINITY when some plugin must run every cycle. */
+/* After a cycle that decided nothing: the earliest time a cycle could decide anything on that
+ * state, if it does not change (the minimum of the plugins' wake, docs/cycle.md). A driver may
+ * skip a cycle before it when nothing has happened since; -INFINITY when some plugin must run
+ * every cycle, or when the last cycle decided something. */
 double drv_sched_wake(const drv_sched *s);
 
 /*

@@ -1044,15 +1044,19 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
     for (int i = 0; i < pr->nuse[DRV_PT_MIGRATE] && !c.err; i++)
         pr->use[DRV_PT_MIGRATE][i].p->migrate(&c, s->ustate[DRV_PT_MIGRATE][i]);
 
-    /* 7. wake: the earliest time any plugin could decide differently on this state. */
-    s->wake = INFINITY;
-    for (int pt = 0; pt < DRV_NPOINTS && !c.err; pt++)
-        for (int i = 0; i < pr->nuse[pt]; i++) {
-            const drv_plugin *p = pr->use[pt][i].p;
-            double w = p->wake ? p->wake(&c, s->ustate[pt][i]) : p->timeless ? INFINITY : -INFINITY;
+    /* 7. wake: after a cycle that decided nothing, the earliest time any plugin could decide
+     * something on this state - each plugin asked once, however many points it fills. A cycle
+     * that decided something changed the state: the next one must run. */
+    s->wake = -INFINITY;
+    if (!c.err && out->n == c.base) {
+        s->wake = INFINITY;
+        for (int32_t k = 0; k < s->ninst; k++) {
+            const drv_plugin *p = s->inst[k].p;
+            double w = p->wake ? p->wake(&c, s->inst[k].state) : p->timeless ? INFINITY : -INFINITY;
             if (w < s->wake)
                 s->wake = w;
         }
+    }
     return c.err;
 }
 

@@ -25,9 +25,9 @@
  * docs/cycle.md). Every tick, run or skipped, owes a progress sample of every running job; a
  * job's samples are drawn late - when a plugin reads them (drv_ctx_progress), before its rate
  * or phase changes, at the end of a run - at their own times (sync). Progress is computed from
- * an anchor moved
- * only by events, never by sampling, so a run that skips quiet ticks and one that runs every
- * tick (drv_sim_config.tick) give every job the same numbers (tests/sim/test_skip.c).
+ * an anchor moved only by events, never by sampling, so a run that skips quiet ticks and one
+ * that runs every tick (drv_sim_config.tick) give every job the same numbers
+ * (test_event_driven_equals_ticking in tests/sim/test_sim.c).
  *
  * On request (drv_sim_config.placements) every bind opens and every unbind closes an interval
  * in a placement log, which the per-node Gantt chart is drawn from; off, it costs one branch per
@@ -303,6 +303,14 @@ static const drv_family *family(const drv_sim *s, int32_t job)
     return &s->cat->v[s->st.jobs[job].model];
 }
 
+/* A running job's steps at time t >= its anchor, from the anchor. */
+static double steps_at(const drv_sim *s, int32_t job, double t)
+{
+    const jobsim *x = &s->js[job];
+    double steps = t > x->upd_t ? x->a_steps + x->rate * (t - x->upd_t) : x->a_steps;
+    return steps < s->st.jobs[job].steps_total ? steps : s->st.jobs[job].steps_total;
+}
+
 /* Sets a job's progress to its value at now, computed from its anchor (the anchor stays). */
 static void progress_at(drv_sim *s, int32_t job)
 {
@@ -310,9 +318,7 @@ static void progress_at(drv_sim *s, int32_t job)
     jobsim *x = &s->js[job];
     double dt = s->now - x->upd_t;
     if (j->phase == DRV_JOB_RUNNING && dt > 0) {
-        j->steps = x->a_steps + x->rate * dt;
-        if (j->steps > j->steps_total)
-            j->steps = j->steps_total;
+        j->steps = steps_at(s, job, s->now);
         j->loss = drv_loss(family(s, job), j->steps);
         j->attained =
             x->a_att + dt * (double)(x->held.gpu > 0 ? x->held.gpu * 1000 : x->held.cpu) / 1000.0;
@@ -383,14 +389,9 @@ static int sync(drv_sim *s, int32_t job)
     else
         for (int64_t i = 0; i < drop; i++)
             s->now += s->period;
-    for (int64_t i = drop; i < n && !rc; i++, s->now += s->period) {
-        /* progress_at's steps, without the loss and service it also computes (j->steps may
-         * already be later than the sample: a cycle brings every running job up to its time) */
-        double steps = s->now > x->upd_t ? x->a_steps + x->rate * (s->now - x->upd_t) : x->a_steps;
-        if (steps > j->steps_total)
-            steps = j->steps_total;
-        rc = sample_steps(s, job, steps);
-    }
+    /* From the anchor, not j->steps: a cycle may have brought the job past these times. */
+    for (int64_t i = drop; i < n && !rc; i++, s->now += s->period)
+        rc = sample_steps(s, job, steps_at(s, job, s->now));
     s->now = now;
     x->owe_t = t;
     return rc;

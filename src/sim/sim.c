@@ -562,15 +562,11 @@ static int apply(drv_sim *s)
 {
     int rc = 0;
     s->ntouched = 0;
-    /* Bring the jobs whose rate may change up to now first: all running jobs when CPU shares
-     * shift, otherwise just the ones the decisions name. */
+    /* Bring the jobs the decisions name up to now first: their pods and held resources change
+     * below. Any other job whose rate changes is brought up to date by reschedule. */
     bool all = shares_change(s);
-    if (all)
-        for (int32_t k = 0; k < s->nrun; k++)
-            advance(s, s->runl[k]);
-    else
-        for (int32_t i = 0; i < s->dec.n; i++)
-            advance(s, s->dec.v[i].job);
+    for (int32_t i = 0; i < s->dec.n; i++)
+        advance(s, s->dec.v[i].job);
     for (int32_t i = 0; i < s->dec.n && !rc; i++) {
         const drv_decision *x = &s->dec.v[i];
         rc = touch(s, x->job);
@@ -807,11 +803,9 @@ static int on_complete(drv_sim *s, int32_t job)
     s->ndone++;
     /* Freed capacity speeds up nobody by itself, but co-located jobs' CPU shares change when
      * limits were overcommitted on a node the job left: then recompute rates. */
-    for (int32_t k = 0; overcommitted && k < s->nrun; k++) {
-        advance(s, s->runl[k]);
-        if ((rc = reschedule(s, s->runl[k])) != 0)
+    for (int32_t k = 0; overcommitted && k < s->nrun; k++)
+        if ((rc = reschedule(s, s->runl[k])) != 0) /* advances the job if its rate changes */
             return rc;
-    }
     return request_cycle(s);
 }
 

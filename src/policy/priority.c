@@ -33,9 +33,7 @@ enum { NKNOBS = sizeof prio_knobs / sizeof prio_knobs[0] };
 
 typedef struct prio_state {
     double w[DRV_PRIO_NFACTORS];
-    double lo[DRV_PRIO_NFACTORS], hi[DRV_PRIO_NFACTORS]; /* bounds over the queue */
-    double at;                                           /* time the bounds are for */
-    int32_t njobs;                                       /* ... and the job count */
+    double lo[DRV_PRIO_NFACTORS], hi[DRV_PRIO_NFACTORS]; /* bounds over this cycle's queue */
 } prio_state;
 
 const char *drv_priority_factor_name(int f)
@@ -66,28 +64,23 @@ static bool queued(const drv_job *j)
     return j->phase == DRV_JOB_PENDING && drv_job_needs_pods(j);
 }
 
-/* Bounds of each factor over the queued jobs, plus `extra` (or -1). */
-static void bounds(const drv_state *st, int32_t extra, double *lo, double *hi, int32_t *count)
+static void bounds_empty(double *lo, double *hi)
 {
-    int32_t n = 0;
     for (int f = 0; f < DRV_PRIO_NFACTORS; f++) {
         lo[f] = INFINITY;
         hi[f] = -INFINITY;
     }
-    DRV_FOR_LIVE(st, i)
-    {
-        if (i != extra && !queued(&st->jobs[i]))
-            continue;
-        double v[DRV_PRIO_NFACTORS];
-        key_factors(&st->jobs[i], v);
-        for (int f = 0; f < DRV_PRIO_NFACTORS; f++) {
-            lo[f] = v[f] < lo[f] ? v[f] : lo[f];
-            hi[f] = v[f] > hi[f] ? v[f] : hi[f];
-        }
-        n++;
+}
+
+/* Widens the bounds to take in job j. */
+static void bounds_add(double *lo, double *hi, const drv_job *j)
+{
+    double v[DRV_PRIO_NFACTORS];
+    key_factors(j, v);
+    for (int f = 0; f < DRV_PRIO_NFACTORS; f++) {
+        lo[f] = v[f] < lo[f] ? v[f] : lo[f];
+        hi[f] = v[f] > hi[f] ? v[f] : hi[f];
     }
-    if (count)
-        *count = n;
 }
 
 static double combine(const double *w, const double *lo, const double *hi, const double *v,
@@ -114,7 +107,6 @@ static int prio_init(void **state, const drv_knob *knobs, int nknobs, drv_diag *
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     for (int f = 0; f < DRV_PRIO_NFACTORS; f++)
         p->w[f] = v[f];
-    p->at = -1;
     *state = p;
     return 0;
 }
@@ -130,36 +122,18 @@ static void prio_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32
 {
     prio_state *p = state;
     const drv_state *st = drv_ctx_state(c);
-    for (int f = 0; f < DRV_PRIO_NFACTORS; f++) {
-        p->lo[f] = INFINITY;
-        p->hi[f] = -INFINITY;
-    }
-    for (int32_t i = 0; i < n; i++) {
-        double v[DRV_PRIO_NFACTORS];
-        key_factors(&st->jobs[jobs[i]], v);
-        for (int f = 0; f < DRV_PRIO_NFACTORS; f++) {
-            p->lo[f] = v[f] < p->lo[f] ? v[f] : p->lo[f];
-            p->hi[f] = v[f] > p->hi[f] ? v[f] : p->hi[f];
-        }
-    }
-    p->at = drv_ctx_now(c);
-    p->njobs = st->njobs;
+    bounds_empty(p->lo, p->hi);
+    for (int32_t i = 0; i < n; i++)
+        bounds_add(p->lo, p->hi, &st->jobs[jobs[i]]);
 }
 
-/* Smaller first: the combined priority, negated (higher priority first). The normalisation
- * bounds are those of prio_begin, or recomputed once per cycle (per `now`) without it. */
+/* Smaller first: the combined priority, negated (higher priority first), normalised by the
+ * bounds prio_begin took this cycle (the core calls it before any key). */
 static double prio_key(const drv_ctx *c, void *state, int32_t job)
 {
-    prio_state *p = state;
-    const drv_state *st = drv_ctx_state(c);
-    double now = drv_ctx_now(c);
-    if (p->at != now || p->njobs != st->njobs) {
-        bounds(st, -1, p->lo, p->hi, NULL);
-        p->at = now;
-        p->njobs = st->njobs;
-    }
+    const prio_state *p = state;
     double v[DRV_PRIO_NFACTORS];
-    key_factors(&st->jobs[job], v);
+    key_factors(&drv_ctx_state(c)->jobs[job], v);
     return -combine(p->w, p->lo, p->hi, v, NULL);
 }
 
@@ -174,7 +148,12 @@ int drv_priority_explain(const drv_state *st, double now, int32_t job, const drv
         return drv_fail(d, DRV_ENOENT, "no job with id %d", (int)job);
     drv_priority_breakdown b = {0};
     double lo[DRV_PRIO_NFACTORS], hi[DRV_PRIO_NFACTORS];
-    bounds(st, job, lo, hi, &b.queued);
+    bounds_empty(lo, hi); /* over the queued jobs, and the one explained */
+    DRV_FOR_LIVE(st, i)
+    if (i == job || queued(&st->jobs[i])) {
+        bounds_add(lo, hi, &st->jobs[i]);
+        b.queued++;
+    }
     raw_factors(&st->jobs[job], now, b.raw);
     for (int f = 0; f < DRV_PRIO_NFACTORS; f++)
         b.weight[f] = w[f];

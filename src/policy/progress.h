@@ -32,7 +32,7 @@ static inline double drv_job_remaining(const drv_job *j)
     return r > 0 ? (left > 0 ? left / r : 0) : INFINITY;
 }
 
-/* Two-strike growth classification (FlowCon 2.0, SpeCon): per job. */
+/* Two-strike growth classification (FlowCon 2.0; SpeCon feeds it its last two measurements). */
 typedef struct drv_growth {
     double g;        /* last growth value, < 0 when not yet measured */
     double max_loss; /* largest loss seen, for normalising */

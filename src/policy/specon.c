@@ -44,14 +44,6 @@ typedef struct sc_state {
     double interval, alpha, unit, cost, alpha_node, grid;
 } sc_state;
 
-/* A job's growth class, computed from its samples when needed (nothing is kept between
- * cycles, so a cycle that was not run changes nothing). */
-typedef struct sc_class {
-    double g;        /* growth over the last interval, < 0 when not measurable yet */
-    bool watching;   /* the last measurement was slow, the one before was not (or none) */
-    bool completing; /* the last two were slow: converging */
-} sc_class;
-
 static int sc_init(void **state, const drv_knob *knobs, int nknobs, drv_diag *d)
 {
     double v[NSC];
@@ -99,19 +91,22 @@ static double growth(const sc_state *s, const drv_job *j, int ia, int *ib)
     return fabs(a->loss - b->loss) / j->loss0 / ((a->t - b->t) / s->unit);
 }
 
-/* FlowCon's two-strike machine, over the last two interval measurements. */
-static sc_class classify(const sc_state *s, const drv_job *j)
+/* A job's growth class: FlowCon's two-strike machine (progress.h) fed the last two interval
+ * measurements, recomputed from the job's samples when needed - nothing is kept between cycles,
+ * so a cycle that was not run changes nothing. g < 0: not measurable yet. */
+static drv_growth classify(const sc_state *s, const drv_job *j)
 {
-    sc_class k = {-1, false, false};
+    drv_growth k = {-1, 0, false, false, -INFINITY};
     int ib = -1, ib0 = -1;
-    if (j->nhist < 2)
+    double g1 = j->nhist < 2 ? -1 : growth(s, j, 0, &ib);
+    if (g1 < 0)
         return k;
-    k.g = growth(s, j, 0, &ib);
-    if (k.g < 0 || k.g >= s->alpha)
-        return k;
-    double g0 = growth(s, j, ib, &ib0);
-    k.completing = g0 >= 0 && g0 < s->alpha;
-    k.watching = !k.completing;
+    if (g1 < s->alpha) { /* the one before matters only for a slow last measurement */
+        double g0 = growth(s, j, ib, &ib0);
+        if (g0 >= 0)
+            drv_growth_update(&k, g0, s->alpha);
+    }
+    drv_growth_update(&k, g1, s->alpha);
     return k;
 }
 
@@ -149,7 +144,7 @@ static double procon_rank(const drv_ctx *c, const sc_state *s, int32_t node)
 
 /* Tries to migrate one converging job off contended node; true when it did. */
 static bool relieve_node(drv_ctx *c, const sc_state *s, int32_t node, const int32_t *run,
-                         const sc_class *cls, int32_t n)
+                         const drv_growth *cls, int32_t n)
 {
     const drv_state *st = drv_ctx_state(c);
     const drv_node *nd = &st->nodes[node];
@@ -157,7 +152,7 @@ static bool relieve_node(drv_ctx *c, const sc_state *s, int32_t node, const int3
         return false;
     bool growing_here = false;
     for (int32_t i = 0; i < n; i++) {
-        const sc_class *g = &cls[i];
+        const drv_growth *g = &cls[i];
         if (g->g >= 0 && !g->watching && !g->completing && computes_on(st, &st->jobs[run[i]], node))
             growing_here = true;
     }
@@ -176,7 +171,7 @@ static bool relieve_node(drv_ctx *c, const sc_state *s, int32_t node, const int3
         double after = throttle(nd, (double)nd->cpu_limit - lim);
         double gain = 0;
         for (int32_t q = 0; q < n; q++) {
-            const sc_class *g = &cls[q];
+            const drv_growth *g = &cls[q];
             const drv_job *o = &st->jobs[run[q]];
             if (q == i || g->completing || !computes_on(st, o, node))
                 continue;
@@ -244,7 +239,7 @@ static void sc_migrate(drv_ctx *c, void *state)
     if (first < 0)
         return;
     int32_t *run = drv_arena_alloc(drv_ctx_arena(c), sizeof *run * ((size_t)st->nlive + 1));
-    sc_class *cls = drv_arena_alloc(drv_ctx_arena(c), sizeof *cls * ((size_t)st->nlive + 1));
+    drv_growth *cls = drv_arena_alloc(drv_ctx_arena(c), sizeof *cls * ((size_t)st->nlive + 1));
     if (!run || !cls)
         return;
     int32_t n = 0;

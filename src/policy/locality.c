@@ -254,22 +254,28 @@ static int64_t room_best(const drv_job *j, const int32_t *miss, drv_res free)
  * role in slot order. When all of them fit at once, both the best mix and the greedy fill hold
  * every one: the share is 1 without trying mixes (the usual case once a gang is mostly placed).
  */
+/* The room term as the best mix gives it (1 when all fit, or none is missing); -1 when there
+ * are too many mixes to try. What room_share and room_bound have in common. */
+static double room_mix(const drv_job *j, const loc_view *v, drv_res free)
+{
+    if (!v->want || drv_res_fits(v->need, free))
+        return 1.0;
+    int64_t fit = room_best(j, v->miss, free);
+    return fit < 0 ? -1 : (double)fit / v->want;
+}
+
 static double room_share(const drv_job *j, const loc_view *v, drv_res free)
 {
-    const int32_t *miss = v->miss;
-    int32_t want = v->want;
-    if (!want || drv_res_fits(v->need, free))
-        return 1.0;
-    int64_t fit = room_best(j, miss, free);
-    if (fit < 0) {
-        fit = 0;
-        for (int r = 0; r < DRV_NROLES; r++) {
-            int64_t k = fit_count(j->role[r].req, miss[r], free);
-            fit += k;
-            free = drv_res_sub(free, drv_res_scale(j->role[r].req, k));
-        }
+    double share = room_mix(j, v, free);
+    if (share >= 0)
+        return share;
+    int64_t fit = 0;
+    for (int r = 0; r < DRV_NROLES; r++) {
+        int64_t k = fit_count(j->role[r].req, v->miss[r], free);
+        fit += k;
+        free = drv_res_sub(free, drv_res_scale(j->role[r].req, k));
     }
-    return (double)fit / want;
+    return (double)fit / v->want;
 }
 
 static int loc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
@@ -329,13 +335,11 @@ static int loc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
  * largest share there is, when all the missing pods fit at once. */
 static double room_bound(const drv_job *j, const loc_view *v, drv_res free)
 {
+    double exact = room_mix(j, v, free);
+    if (exact >= 0)
+        return exact;
     const int32_t *miss = v->miss;
     int32_t want = v->want;
-    if (!want || drv_res_fits(v->need, free))
-        return 1.0;
-    int64_t exact = room_best(j, miss, free);
-    if (exact >= 0)
-        return (double)exact / want;
     double most = want;
     for (int d = 0; d < 3; d++) {
         double rem = (double)(d == 0 ? free.cpu : d == 1 ? free.mem : free.gpu);

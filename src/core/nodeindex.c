@@ -398,6 +398,13 @@ static drv_res rmin(drv_res a, drv_res b)
                      a.gpu < b.gpu ? a.gpu : b.gpu};
 }
 
+/* The set a group's tree node t stands for. */
+static drv_node_set set_at(const drv_nodeindex *ix, const cls *k, int32_t t, int32_t zone,
+                           int32_t rack)
+{
+    return (drv_node_set){k->alloc, k->mx[t], k->key[t], ix->key, k->mps[t], zone, rack, false};
+}
+
 int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, int32_t n,
                             drv_res req, int32_t zone, int32_t rack, drv_node_set *out,
                             int32_t *nodes)
@@ -410,8 +417,8 @@ int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, 
         if (!drv_res_fits(req, k->alloc) || !drv_res_fits(req, k->mx[1]))
             continue; /* no node of the group fits: nothing there to stand for */
         if (used++ == 0) {
-            *out =
-                (drv_node_set){k->alloc, k->mx[1], k->key[1], ix->key, k->mps[1], zone, rack, true};
+            *out = set_at(ix, k, 1, zone, rack);
+            out->mixed = true;
             continue;
         }
         out->alloc = rmin(out->alloc, k->alloc);
@@ -436,7 +443,7 @@ bool drv_nodeindex_root(const drv_nodeindex *ix, int fam, int32_t g, drv_res req
     const cls *k = &ix->f[fam].c[g];
     if (!drv_res_fits(req, k->alloc) || !drv_res_fits(req, k->mx[1]))
         return false;
-    *out = (drv_node_set){k->alloc, k->mx[1], k->key[1], ix->key, k->mps[1], zone, rack, false};
+    *out = set_at(ix, k, 1, zone, rack);
     return true;
 }
 
@@ -456,7 +463,7 @@ int32_t drv_nodeindex_search_ub(const drv_nodeindex *ix, int fam, int32_t g, drv
                                 drv_ix_score_fn score, void *arg, int32_t *best, int64_t *best_sc)
 {
     const cls *k = &ix->f[fam].c[g];
-    drv_node_set set = {k->alloc, k->mx[1], k->key[1], ix->key, k->mps[1], zone, rack, false};
+    drv_node_set set = set_at(ix, k, 1, zone, rack);
     /* Depth-first. A subtree is pushed with its parent's bound (which holds for it too) and
      * bounded itself only when popped and not pruned by that: a subtree the best found by then
      * already beats costs no bound. Children are visited larger key first (left first on equal
@@ -482,9 +489,7 @@ int32_t drv_nodeindex_search_ub(const drv_nodeindex *ix, int fam, int32_t g, drv
         /* Bound it now and look again; not while nothing is found yet, when no bound could
          * prune it (its children then inherit the bound they would have had). */
         if (!own && 2 * t < k->size && *best >= 0) {
-            set.maxfree = k->mx[t];
-            set.maxkey = k->key[t];
-            set.min_ps = k->mps[t];
+            set = set_at(ix, k, t, zone, rack);
             stack[sp].t = t;
             stack[sp].own = true;
             stack[sp++].ub = bound(arg, &set);

@@ -990,9 +990,10 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
     drv_ctx c = {.s = s, .snap = snap, .out = out, .base = out->n};
     const drv_profile *pr = &s->prof;
 
-    /* 1. queue_order: the pending jobs, most urgent first (pending jobs are live ones). */
-    int32_t *pend = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)st->nlive + 1));
-    int32_t *tmp = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)st->nlive + 1));
+    /* 1. queue_order: the pending jobs, most urgent first (jobs in phase pending that still
+     * want pods: at most npending). */
+    int32_t *pend = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)st->npending + 1));
+    int32_t *tmp = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)st->npending + 1));
     if (!pend || !tmp)
         return DRV_ENOMEM;
     /* The queue order is a total order (ties go by submit time, then id), so the sorted result

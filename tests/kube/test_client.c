@@ -79,6 +79,13 @@ static void create_pod(drv_kube *k, const char *name)
     json_decref(out);
 }
 
+/* metadata.labels[key] of an object, or NULL. */
+static const char *label(json_t *obj, const char *key)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(obj, "metadata"), "labels"), key));
+}
+
 static void test_request_and_errors(void **state)
 {
     world *w = *state;
@@ -117,9 +124,7 @@ static void test_request_and_errors(void **state)
                                       "application/merge-patch+json",
                                       "{\"metadata\":{\"labels\":{\"x\":\"y\"}}}", &st, &out, &d),
                      0);
-    assert_string_equal(json_string_value(json_object_get(
-                            json_object_get(json_object_get(out, "metadata"), "labels"), "x")),
-                        "y");
+    assert_string_equal(label(out, "x"), "y");
     json_decref(out);
     /* JSON patch (RFC 6902), and its failing test op surfaced as 422 */
     assert_int_equal(drv_kube_request(w->k, "PATCH", "/api/v1/namespaces/default/pods/a",
@@ -128,9 +133,7 @@ static void test_request_and_errors(void **state)
                                       "\"value\":\"p\"}]",
                                       &st, &out, &d),
                      0);
-    assert_string_equal(json_string_value(json_object_get(
-                            json_object_get(json_object_get(out, "metadata"), "labels"), "j")),
-                        "p");
+    assert_string_equal(label(out, "j"), "p");
     json_decref(out);
     assert_int_equal(drv_kube_request(w->k, "PATCH", "/api/v1/namespaces/default/pods/a",
                                       "application/json-patch+json",

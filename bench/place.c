@@ -20,8 +20,10 @@
  * With --latency K, it instead times K cycles (each on the same snapshot, decisions discarded)
  * and prints the p50/p99/max cycle latency beside the same percentiles of the scan baseline.
  *
+ * --profile-only 1 runs the core alone (no baseline, no quality check): for perf record.
+ *
  * usage: place [--nodes N[,N...]] [--pods N] [--reps R] [--latency K] [--profile LINE]
- *              [--seed S]
+ *              [--seed S] [--profile-only 0|1]
  */
 #include "drover/policy.h"
 
@@ -300,7 +302,7 @@ int main(int argc, char **argv)
             fr[k] = drv_node_free(&st.nodes[k]);
         int64_t worse = 0;
         placed = 0;
-        if (ref) { /* the scan's decisions, one by one */
+        if (ref && !profile_only) { /* the scan's decisions, one by one */
             worse = differ(&ds, &dref);
             scan_placed = 0;
             for (int32_t i = 0; i < dref.n; i++)
@@ -309,6 +311,9 @@ int main(int argc, char **argv)
         for (int32_t i = 0; i < ds.n; i++) {
             const drv_decision *x = &ds.v[i];
             if (x->kind != DRV_BIND)
+                continue;
+            placed++;
+            if (ref || profile_only) /* compared decision by decision above, or not at all */
                 continue;
             const drv_pod *p = &st.pods[x->pod];
             drv_res req = st.jobs[p->job].role[p->role].req;
@@ -319,15 +324,17 @@ int main(int argc, char **argv)
                     if (sc > bs)
                         bs = sc;
                 }
-            if (!ref && (la_score(&st.nodes[x->node], fr[x->node], req) < bs ||
-                         !drv_res_fits(req, fr[x->node])))
+            if (la_score(&st.nodes[x->node], fr[x->node], req) < bs ||
+                !drv_res_fits(req, fr[x->node]))
                 worse++;
             fr[x->node] = drv_res_sub(fr[x->node], req);
-            placed++;
         }
-        printf("%7d %12.0f %12.0f %8.1f %9lld %10lld %9lld\n", nn, placed / best_core,
-               scan_placed / best_scan, (placed / best_core) / (scan_placed / best_scan),
-               (long long)placed, (long long)scan_placed, (long long)worse);
+        if (profile_only)
+            printf("%7d %12.0f  (--profile-only: no baseline, no check)\n", nn, placed / best_core);
+        else
+            printf("%7d %12.0f %12.0f %8.1f %9lld %10lld %9lld\n", nn, placed / best_core,
+                   scan_placed / best_scan, (placed / best_core) / (scan_placed / best_scan),
+                   (long long)placed, (long long)scan_placed, (long long)worse);
         fflush(stdout);
         free(fr);
         drv_decisions_fini(&ds);

@@ -136,6 +136,10 @@ int drv_state_add_node(drv_state *st, const char *name, drv_res alloc, const cha
  */
 int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id);
 
+/* Changes what a node offers: its allocatable and whether pods may go there (a controller
+ * following the API's nodes). Pods bound there stay. */
+void drv_state_set_node(drv_state *st, int32_t node, drv_res alloc, bool schedulable);
+
 /* Sets a job's phase (enum drv_job_phase), keeping the set of live jobs current. Drivers
  * change phases only through this. Entering DRV_JOB_DONE frees the job's progress history. */
 void drv_state_set_phase(drv_state *st, int32_t job, int phase);

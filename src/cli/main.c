@@ -4,6 +4,8 @@
  * Exit status: 0 success; 1 the run failed (an invariant broke, out of memory, cannot write);
  * 2 bad usage or bad input (nothing was run and nothing was written).
  */
+#include "cli.h"
+
 #include "drover/policy.h"
 #include "drover/sim.h"
 #include "drover/trace.h"
@@ -18,16 +20,15 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { EXIT_RUN = 1, EXIT_USAGE = 2 };
-
 static const char *const usage_main =
     "usage: drover <command> [options]\n"
     "\n"
     "Drover schedules and resizes distributed deep-learning training jobs. The same policies\n"
-    "run in a trace-driven simulator and (soon) against a Kubernetes cluster.\n"
+    "run in a trace-driven simulator and against a Kubernetes cluster.\n"
     "\n"
     "commands:\n"
     "  sim        simulate policies on a cluster and workload; print a comparison table\n"
+    "  run        run in a Kubernetes cluster: TrainingJob controller, scheduler, binder\n"
     "  report     redraw the plots and index.html of a `sim --out` directory from its files\n"
     "  policies   list the built-in policies (profiles) and plugins\n"
     "  calibrate  fit the analytic step-time model to the measured profiles; print its error\n"
@@ -682,6 +683,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "sim") == 0)
         return cmd_sim(argc - 1, argv + 1);
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(argc - 1, argv + 1);
     if (strcmp(cmd, "report") == 0)
         return cmd_report(argc - 1, argv + 1);
     if (strcmp(cmd, "policies") == 0)
@@ -695,6 +698,8 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
         if (argc > 2 && strcmp(argv[2], "sim") == 0)
             fputs(usage_sim, stdout);
+        else if (argc > 2 && strcmp(argv[2], "run") == 0)
+            fputs(usage_run, stdout);
         else if (argc > 2 && strcmp(argv[2], "report") == 0)
             fputs(usage_report, stdout);
         else

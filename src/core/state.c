@@ -144,6 +144,12 @@ static int32_t jobset_next(const drv_jobset *js, int32_t njobs, int32_t from)
     return -1;
 }
 
+void drv_state_set_node(drv_state *st, int32_t node, drv_res alloc, bool schedulable)
+{
+    st->nodes[node].alloc = alloc;
+    st->nodes[node].schedulable = schedulable;
+}
+
 int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id)
 {
     int32_t slots = 0;

@@ -1426,6 +1426,24 @@ static void apply_defaults(drv_apiserver *s, int rt, json_t *o)
                       names ? names : json_object(), "storedVersions", "v1alpha1"));
         if (!strcmp(str_or(path_get(o, "metadata.name"), ""), "trainingjobs.drover.dev"))
             s->crd = true;
+    } else if (rt == R_NODES) {
+        /* A node's status is kept on create (02-node-create: what kubelet registers with), with
+         * the empty daemon endpoint and node info a kubelet fills in later. */
+        json_t *st = json_object_get(o, "status");
+        if (!json_is_object(st)) {
+            st = json_object();
+            json_object_set_new(o, "status", st);
+        }
+        if (!json_object_get(st, "daemonEndpoints"))
+            json_object_set_new(st, "daemonEndpoints",
+                                json_pack("{s:{s:i}}", "kubeletEndpoint", "Port", 0));
+        if (!json_object_get(st, "nodeInfo"))
+            json_object_set_new(st, "nodeInfo",
+                                json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "machineID",
+                                          "", "systemUUID", "", "bootID", "", "kernelVersion", "",
+                                          "osImage", "", "containerRuntimeVersion", "",
+                                          "kubeletVersion", "", "kubeProxyVersion", "",
+                                          "operatingSystem", "", "architecture", ""));
     } else if (RT[rt].status) {
         json_object_del(o, "status"); /* custom resources: status only through /status */
     }

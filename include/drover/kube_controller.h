@@ -1,0 +1,88 @@
+/*
+ * kube_controller.h - `drover run`: the TrainingJob controller, scheduler and binder that puts
+ * the scheduling core (cycle.h) to work against a Kubernetes API server.
+ *
+ * docs/running.md is the user's guide and says what happens to a TrainingJob; in short:
+ *
+ *   informers (threads)           scheduler thread (owns a drv_state)
+ *   nodes, pods, trainingjobs ──► events ──► apply to state ──► drv_sched_cycle ──► decisions
+ *                                                                  │
+ *         BIND     POST pods/NAME/binding, or create the pod with spec.nodeName when it does
+ *                  not exist yet (a job's pods are created eagerly only once it has waited a
+ *                  cycle: a job that fits at once costs one request per pod)
+ *         EVICT    DELETE the pod (the job's pod is created again while the job still wants it)
+ *         SCALE    the job's worker target: workers above it are deleted, below it created
+ *         MIGRATE  DELETE the pod, then create it bound to the new node once it is gone
+ *         RESIZE   not sent yet (logged once): in-place resize needs Kubernetes 1.33's
+ *                  pods/resize, which the controller does not speak yet
+ *
+ * Status (phase, message, active replicas per role) is written to each TrainingJob's status
+ * subresource when it changes, and an Event explains every job that has to wait. Nodes'
+ * allocatable minus the requests of pods Drover does not schedule (other schedulers' pods,
+ * DaemonSets) is what the core sees as their capacity.
+ *
+ * Time: snapshot time is seconds since the controller started (monotonic clock); a job's
+ * submit time is when the controller first saw it. Progress samples are not collected yet, so
+ * plugins that read progress (SpeCon, Optimus, FlowCon's growth) see none.
+ */
+#ifndef DROVER_KUBE_CONTROLLER_H
+#define DROVER_KUBE_CONTROLLER_H
+
+#include "drover/cycle.h"
+#include "drover/kube.h"
+
+typedef struct drv_ctrl_opts {
+    const drv_profile *profile; /* the scheduling profile (copied) */
+    const char *scheduler;      /* schedulerName served; NULL: "drover" */
+    const char *namespace_;     /* TrainingJobs of this namespace only; NULL: every namespace */
+    int watch_timeout_s;        /* server-side timeout of each watch; 0: 300 */
+    bool exhaustive;            /* score every node (the index's reference; benchmarks) */
+    bool no_events;             /* write no Events (benchmarks) */
+} drv_ctrl_opts;
+
+typedef struct drv_ctrl drv_ctrl;
+
+/* Connects nothing yet: checks the options and creates the API clients (one per thread). */
+int drv_ctrl_new(drv_ctrl **out, const drv_kube_config *cfg, const drv_ctrl_opts *o, drv_diag *d);
+void drv_ctrl_free(drv_ctrl *c);
+
+/*
+ * Runs until *stop becomes non-zero: starts the informers, waits until each has listed once,
+ * then schedules. Returns 0 when stopped, or a negative code for an error it cannot recover
+ * from (out of memory; a profile whose plugins fail to start). API errors are logged and
+ * retried, never fatal.
+ */
+int drv_ctrl_run(drv_ctrl *c, volatile int *stop, drv_diag *d);
+
+typedef struct drv_ctrl_stats {
+    long cycles;        /* scheduling cycles run */
+    long binds;         /* pods/binding requests that succeeded */
+    long creates;       /* pods created (bound or not) */
+    long deletes;       /* pods deleted */
+    long api_errors;    /* requests that failed (logged) */
+    long status_writes; /* TrainingJob status updates */
+    long events;        /* Events written */
+    long jobs;          /* TrainingJobs known */
+    long jobs_done;     /* ... finished (Succeeded or Failed) */
+    bool synced;        /* every informer has listed once and scheduling has begun */
+} drv_ctrl_stats;
+drv_ctrl_stats drv_ctrl_get_stats(drv_ctrl *c);
+
+/*
+ * Latency of each gang placed whole in one cycle, measured from the watch event that completed
+ * it (the event after which all its wanted pods are known: a TrainingJob's ADDED event, or the
+ * DELETED event of the last pod it waited for) to its last binding request. Seconds:
+ *   decide  event -> the cycle's decisions are made (queueing and the cycle itself);
+ *   sent    event -> the last binding (or bound pod creation) request of the gang is sent;
+ *   done    event -> its answer is received;
+ *   server  time spent waiting for the API server's answers to the gang's requests, i.e. the
+ *           part of `done` that is the server's (and the loopback's), not the controller's.
+ */
+typedef struct drv_ctrl_latency {
+    double decide, sent, done, server;
+    int32_t pods;
+} drv_ctrl_latency;
+/* Copies up to n of the recorded latencies (oldest first) into out; returns how many exist. */
+size_t drv_ctrl_latencies(drv_ctrl *c, drv_ctrl_latency *out, size_t n);
+
+#endif

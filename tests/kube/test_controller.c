@@ -1,0 +1,379 @@
+/*
+ * test_controller.c - `drover run`'s controller end to end against the in-memory test API
+ * server (loopback): TrainingJobs become pods bound as whole gangs within node capacity,
+ * waiting jobs get pods and an Event that says why, a finished job's room goes to the next, a
+ * foreign pod's request is respected, and a restarted controller adopts what is bound instead
+ * of binding it again. Kubelet's part (pod phases) is played by the test with status writes.
+ */
+#include "apiserver.h"
+#include "drover/kube_controller.h"
+#include "drover/kube_types.h"
+#include "drover/policy.h"
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+typedef struct fixture {
+    drv_apiserver *srv;
+    drv_kube *k;
+    drv_kube_config cfg;
+    char url[64];
+} fixture;
+
+typedef struct runner {
+    drv_ctrl *c;
+    pthread_t t;
+    volatile int stop;
+    int rc;
+    drv_diag d;
+} runner;
+
+static void *run_main(void *arg)
+{
+    runner *r = arg;
+    r->rc = drv_ctrl_run(r->c, &r->stop, &r->d);
+    return NULL;
+}
+
+static void start(fixture *f, runner *r, const char *policy)
+{
+    drv_profile prof;
+    drv_diag d = {{0}};
+    assert_int_equal(drv_profile_builtin(policy, &prof, &d), 0);
+    drv_ctrl_opts o = {.profile = &prof};
+    memset(r, 0, sizeof *r);
+    assert_int_equal(drv_ctrl_new(&r->c, &f->cfg, &o, &d), 0);
+    assert_int_equal(pthread_create(&r->t, NULL, run_main, r), 0);
+}
+
+static void stop(runner *r)
+{
+    r->stop = 1;
+    pthread_join(r->t, NULL);
+    assert_int_equal(r->rc, 0);
+    drv_ctrl_free(r->c);
+}
+
+static void req(fixture *f, const char *method, const char *path, const char *fmt, ...)
+{
+    char body[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof body, fmt, ap);
+    va_end(ap);
+    drv_diag d = {{0}};
+    long status = 0;
+    const char *ctype = strcmp(method, "PATCH") == 0 ? "application/merge-patch+json" : NULL;
+    int rc = drv_kube_request(f->k, method, path, ctype, body[0] ? body : NULL, &status, NULL, &d);
+    if (rc != 0)
+        fail_msg("%s %s: %s", method, path, d.msg);
+}
+
+static json_t *get(fixture *f, const char *path)
+{
+    drv_diag d = {{0}};
+    json_t *o = NULL;
+    long status = 0;
+    if (drv_kube_request(f->k, "GET", path, NULL, NULL, &status, &o, &d) != 0)
+        return NULL;
+    return o;
+}
+
+static void add_node(fixture *f, const char *name, const char *cpu, const char *zone)
+{
+    req(f, "POST", "/api/v1/nodes",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"labels\":{"
+        "\"topology.kubernetes.io/zone\":\"%s\"}},\"spec\":{},\"status\":{\"allocatable\":{"
+        "\"cpu\":\"%s\",\"memory\":\"64Gi\",\"pods\":\"110\"},\"conditions\":[{\"type\":"
+        "\"Ready\",\"status\":\"True\"}]}}",
+        name, zone, cpu);
+}
+
+/* A TrainingJob of ps PS pods and w workers, each asking for cpu millicores. */
+static void add_tj(fixture *f, const char *name, int ps, int w, int cpu)
+{
+    char pss[512] = "";
+    if (ps)
+        snprintf(pss, sizeof pss,
+                 ",\"PS\":{\"replicas\":%d,\"template\":{\"spec\":{\"containers\":[{\"name\":"
+                 "\"ps\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"%dm\"}}}]}}}",
+                 ps, cpu);
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{\"name\":"
+        "\"%s\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":"
+        "%d,\"template\":{\"spec\":{\"schedulerName\":\"drover\",\"containers\":[{\"name\":"
+        "\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"%dm\"}}}]}}}%s}}}",
+        name, w, cpu, pss);
+}
+
+/* The pods of job (all jobs: NULL): how many exist and how many are bound. */
+static void pods_of(fixture *f, const char *job, int *exist, int *bound)
+{
+    *exist = *bound = 0;
+    json_t *l = get(f, "/api/v1/namespaces/default/pods");
+    assert_non_null(l);
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(l, "items"), i, p)
+    {
+        const char *j = json_string_value(json_object_get(
+            json_object_get(json_object_get(p, "metadata"), "labels"), "drover.dev/job"));
+        if (job && (!j || strcmp(j, job) != 0))
+            continue;
+        (*exist)++;
+        if (json_object_get(json_object_get(p, "spec"), "nodeName"))
+            (*bound)++;
+    }
+    json_decref(l);
+}
+
+/* Requests per node of the bound, unfinished pods never exceed its 4 CPUs (or 1 for node-c). */
+static void check_capacity(fixture *f)
+{
+    json_t *l = get(f, "/api/v1/pods");
+    assert_non_null(l);
+    long used[3] = {0, 0, 0}, cap[3] = {4000, 4000, 1000};
+    const char *names[3] = {"node-a", "node-b", "node-c"};
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(l, "items"), i, p)
+    {
+        const char *n = json_string_value(json_object_get(json_object_get(p, "spec"), "nodeName"));
+        const char *ph = json_string_value(json_object_get(json_object_get(p, "status"), "phase"));
+        if (!n || (ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed"))))
+            continue;
+        json_t *c0 = json_array_get(json_object_get(json_object_get(p, "spec"), "containers"), 0);
+        const char *cpu = json_string_value(
+            json_object_get(json_object_get(json_object_get(c0, "resources"), "requests"), "cpu"));
+        int64_t m = 0;
+        if (cpu)
+            assert_int_equal(drv_kube_quantity_milli(cpu, &m), 0);
+        for (int k = 0; k < 3; k++)
+            if (!strcmp(n, names[k]))
+                used[k] += m;
+    }
+    json_decref(l);
+    for (int k = 0; k < 3; k++)
+        if (used[k] > cap[k])
+            fail_msg("%s: %ld millicores requested by bound pods, %ld allocatable", names[k],
+                     used[k], cap[k]);
+}
+
+#define WAIT_FOR(cond)                                                                             \
+    do {                                                                                           \
+        int waited_ = 0;                                                                           \
+        while (!(cond) && waited_ < 1000) {                                                        \
+            usleep(10000);                                                                         \
+            waited_++;                                                                             \
+        }                                                                                          \
+        if (!(cond))                                                                               \
+            fail_msg("timed out waiting for %s", #cond);                                           \
+    } while (0)
+
+static bool has_event(fixture *f, const char *obj, const char *reason)
+{
+    json_t *l = get(f, "/api/v1/namespaces/default/events");
+    bool found = false;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(l, "items"), i, e)
+    {
+        const char *n =
+            json_string_value(json_object_get(json_object_get(e, "involvedObject"), "name"));
+        const char *r = json_string_value(json_object_get(e, "reason"));
+        if (n && r && !strcmp(n, obj) && !strcmp(r, reason))
+            found = true;
+    }
+    json_decref(l);
+    return found;
+}
+
+static char *tj_phase(fixture *f, const char *name, char *buf, size_t n)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/%s",
+             name);
+    json_t *o = get(f, path);
+    const char *ph = json_string_value(json_object_get(json_object_get(o, "status"), "phase"));
+    snprintf(buf, n, "%s", ph ? ph : "");
+    json_decref(o);
+    return buf;
+}
+
+static void set_pod_phase(fixture *f, const char *pod, const char *phase)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/%s/status", pod);
+    req(f, "PATCH", path, "{\"status\":{\"phase\":\"%s\"}}", phase);
+}
+
+/* Kubelet's part of a graceful deletion: the pods of job being deleted are removed (grace 0).
+ * Returns how many were still terminating. */
+static int finish_deletes(fixture *f, const char *job)
+{
+    json_t *l = get(f, "/api/v1/namespaces/default/pods");
+    int n = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(l, "items"), i, p)
+    {
+        json_t *m = json_object_get(p, "metadata");
+        const char *j =
+            json_string_value(json_object_get(json_object_get(m, "labels"), "drover.dev/job"));
+        if (!j || strcmp(j, job) != 0 || !json_object_get(m, "deletionTimestamp"))
+            continue;
+        char path[256];
+        snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/%s",
+                 json_string_value(json_object_get(m, "name")));
+        drv_diag d = {{0}};
+        long status;
+        drv_kube_delete(f->k, path, 0, NULL, &status, &d);
+        n++;
+    }
+    json_decref(l);
+    return n;
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    drv_diag d = {{0}};
+    drv_apiserver_opts o = {.fixture_dir = FIXTURE_DIR, .crd_installed = true};
+    if (getenv("DROVER_TEST_DEBUG"))
+        drv_log_set(NULL, NULL, DRV_LOG_DEBUG);
+    assert_int_equal(drv_apiserver_start(&f->srv, &o, &d), 0);
+    snprintf(f->url, sizeof f->url, "http://127.0.0.1:%u", drv_apiserver_port(f->srv));
+    f->cfg.server = f->url;
+    f->cfg.qps = 1e6;
+    f->cfg.burst = 1000000;
+    assert_int_equal(drv_kube_new(&f->k, &f->cfg, &d), 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    drv_kube_free(f->k);
+    drv_apiserver_free(f->srv);
+    free(f);
+    return 0;
+}
+
+static void test_gangs_bind_wait_and_follow(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "4", "z1");
+    add_node(f, "node-b", "4", "z1");
+    add_node(f, "node-c", "1", "z2");
+    /* A foreign pod (default scheduler) takes 3 of node-b's 4 CPUs. */
+    req(f, "POST", "/api/v1/namespaces/default/pods",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"web\"},\"spec\":{"
+        "\"nodeName\":\"node-b\",\"containers\":[{\"name\":\"w\",\"image\":\"nginx\","
+        "\"resources\":{\"requests\":{\"cpu\":\"3\"}}}]}}");
+    runner r;
+    start(f, &r, "gang-fifo");
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+
+    /* tj1: 1 PS + 2 workers of 1 CPU: fits, bound whole by bound creations. */
+    add_tj(f, "tj1", 1, 2, 1000);
+    int exist, bound;
+    WAIT_FOR((pods_of(f, "tj1", &exist, &bound), bound == 3));
+    assert_int_equal(exist, 3);
+    check_capacity(f);
+    /* tj2: 4 workers of 1.5 CPU = 6 CPUs; 3 + 1 + 1 CPUs are free (node-b has the web pod):
+     * it waits, with its pods created unbound and an Event saying why. */
+    add_tj(f, "tj2", 0, 4, 1500);
+    WAIT_FOR((pods_of(f, "tj2", &exist, &bound), exist == 4));
+    assert_int_equal(bound, 0);
+    WAIT_FOR(has_event(f, "tj2", "Waiting"));
+    char ph[32];
+    WAIT_FOR(!strcmp(tj_phase(f, "tj2", ph, sizeof ph), "Pending"));
+
+    /* Kubelet's part: tj1 runs, then its worker 0 succeeds: tj1 is done, its other pods are
+     * deleted, and tj2 still does not fit (6 CPUs wanted; 4 + 1 + 1 free, at most 2 pods of
+     * 1.5 CPUs on node-a): it keeps waiting. */
+    set_pod_phase(f, "tj1-ps-0", "Running");
+    set_pod_phase(f, "tj1-worker-0", "Running");
+    set_pod_phase(f, "tj1-worker-1", "Running");
+    WAIT_FOR(!strcmp(tj_phase(f, "tj1", ph, sizeof ph), "Running"));
+    set_pod_phase(f, "tj1-worker-0", "Succeeded");
+    WAIT_FOR(!strcmp(tj_phase(f, "tj1", ph, sizeof ph), "Succeeded"));
+    /* Its running PS and worker 1 are deleted gracefully; kubelet removes them. */
+    int terminating = 0;
+    WAIT_FOR((terminating += finish_deletes(f, "tj1")) >= 2);
+    WAIT_FOR((pods_of(f, "tj1", &exist, &bound), exist == 1)); /* the succeeded pod stays */
+    usleep(200000);
+    pods_of(f, "tj2", &exist, &bound);
+    assert_int_equal(bound, 0);
+    /* The web pod goes: now node-a and node-b take 2 pods of 1.5 CPUs each, and tj2 is bound
+     * whole through pods/binding (its pods exist). */
+    drv_diag d = {{0}};
+    long status;
+    assert_int_equal(
+        drv_kube_delete(f->k, "/api/v1/namespaces/default/pods/web", 0, NULL, &status, &d), 0);
+    WAIT_FOR((pods_of(f, "tj2", &exist, &bound), bound == 4));
+    check_capacity(f);
+    drv_ctrl_stats st = drv_ctrl_get_stats(r.c);
+    assert_int_equal(st.binds, 4);   /* tj2's pods */
+    assert_int_equal(st.creates, 7); /* tj1's 3 bound, tj2's 4 unbound */
+    assert_int_equal(st.api_errors, 0);
+    assert_true(has_event(f, "tj2", "Scheduled"));
+    drv_ctrl_latency lat[8];
+    size_t nl = drv_ctrl_latencies(r.c, lat, 8);
+    assert_true(nl >= 1); /* tj1 at least; tj2 waited for room, measured from the delete */
+    assert_int_equal(lat[0].pods, 3);
+    assert_true(lat[0].decide <= lat[0].sent && lat[0].sent <= lat[0].done);
+    stop(&r);
+
+    /* A new controller adopts the bound pods: it binds nothing again, and a new job that fits
+     * only where tj2 does not run is placed there. */
+    start(f, &r, "gang-fifo");
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    add_tj(f, "tj3", 0, 1, 1000);
+    WAIT_FOR((pods_of(f, "tj3", &exist, &bound), bound == 1));
+    check_capacity(f);
+    st = drv_ctrl_get_stats(r.c);
+    assert_int_equal(st.binds, 0);
+    assert_int_equal(st.creates, 1);
+    stop(&r);
+}
+
+static void test_deleted_job_pods_go(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "4", "z1");
+    runner r;
+    start(f, &r, "drover");
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    add_tj(f, "big", 0, 2, 1000);
+    int exist, bound;
+    WAIT_FOR((pods_of(f, "big", &exist, &bound), bound == 2));
+    /* The test server has no garbage collector: the controller deletes the pods itself. */
+    drv_diag d = {{0}};
+    long status;
+    assert_int_equal(
+        drv_kube_delete(f->k, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/big", -1,
+                        NULL, &status, &d),
+        0);
+    WAIT_FOR((finish_deletes(f, "big"), pods_of(f, "big", &exist, &bound), exist == 0));
+    stop(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_gangs_bind_wait_and_follow, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deleted_job_pods_go, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -40,6 +40,8 @@ run "Trace replay: the Philly-derived trace with drover; /tick = every cycle run
 run "Trace replay: a 160-job research workload (Pollux workload 1 on 16 nodes x 4 GPUs); /tick = every cycle run" \
     "$b/bench/trace_replay" --trace data/pollux/workloads/workload-1.csv --nodes 16 \
     --policy tiresias,optimus,drover --baseline 1
+run "Controller decision latency: watch event completing a gang to its last binding request, 5,000 nodes (drover run against the in-memory test API server on loopback; baseline: the same controller scoring every node)" \
+    "$b/bench/watch_bind" --nodes 5000 --jobs 200
 run "Controller informer caches: 50,000 pods and 5,000 nodes, compact records vs the API objects" \
     "$b/bench/informer_mem" --pods 50000 --nodes 5000
 for extra in bench/run-*.sh; do

@@ -48,7 +48,10 @@ static void start(fixture *f, runner *r, const char *policy)
 {
     drv_profile prof;
     drv_diag d = {{0}};
-    assert_int_equal(drv_profile_builtin(policy, &prof, &d), 0);
+    if (strchr(policy, '='))
+        assert_int_equal(drv_profile_parse("test", policy, &prof, &d), 0);
+    else
+        assert_int_equal(drv_profile_builtin(policy, &prof, &d), 0);
     drv_ctrl_opts o = {.profile = &prof};
     memset(r, 0, sizeof *r);
     assert_int_equal(drv_ctrl_new(&r->c, &f->cfg, &o, &d), 0);
@@ -98,9 +101,13 @@ static void add_node(fixture *f, const char *name, const char *cpu, const char *
         name, zone, cpu);
 }
 
-/* A TrainingJob of ps PS pods and w workers, each asking for cpu millicores. */
-static void add_tj(fixture *f, const char *name, int ps, int w, int cpu)
+/* A TrainingJob of ps PS pods and w workers (elastic from lo to hi when lo > 0), each asking
+ * for cpu millicores. */
+static void add_tj_elastic(fixture *f, const char *name, int ps, int w, int lo, int hi, int cpu)
 {
+    char bounds[128] = "";
+    if (lo > 0)
+        snprintf(bounds, sizeof bounds, "\"minReplicas\":%d,\"maxReplicas\":%d,", lo, hi);
     char pss[512] = "";
     if (ps)
         snprintf(pss, sizeof pss,
@@ -109,10 +116,15 @@ static void add_tj(fixture *f, const char *name, int ps, int w, int cpu)
                  ps, cpu);
     req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
         "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{\"name\":"
-        "\"%s\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":"
+        "\"%s\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{%s\"replicas\":"
         "%d,\"template\":{\"spec\":{\"schedulerName\":\"drover\",\"containers\":[{\"name\":"
         "\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"%dm\"}}}]}}}%s}}}",
-        name, w, cpu, pss);
+        name, bounds, w, cpu, pss);
+}
+
+static void add_tj(fixture *f, const char *name, int ps, int w, int cpu)
+{
+    add_tj_elastic(f, name, ps, w, 0, 0, cpu);
 }
 
 /* The pods of job (all jobs: NULL): how many exist and how many are bound. */
@@ -369,11 +381,63 @@ static void test_deleted_job_pods_go(void **state)
     stop(&r);
 }
 
+static bool pod_exists(fixture *f, const char *name, bool *bound)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/%s", name);
+    json_t *o = get(f, path);
+    if (bound)
+        *bound = o && json_object_get(json_object_get(o, "spec"), "nodeName");
+    json_decref(o);
+    return o != NULL;
+}
+
+/* Elastic jobs: started at the size that fits, grown by bound creations when a node comes,
+ * shrunk by deletions when a rigid job has waited. */
+static void test_elastic_grow_and_shrink(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "4", "z1");
+    runner r;
+    start(f, &r,
+          "gang=true period=1 queue_order=fifo admit=dragon(quiet=0;starve_wait=0) "
+          "scale=dragon score=least-allocated");
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    /* e1: 1 PS + 4 workers (1..4) of 1 CPU on 4 CPUs: starts with 3 workers. */
+    add_tj_elastic(f, "e1", 1, 4, 1, 4, 1000);
+    int exist, bound;
+    WAIT_FOR((pods_of(f, "e1", &exist, &bound), bound == 4));
+    assert_int_equal(exist, 4);
+    assert_false(pod_exists(f, "e1-worker-3", NULL));
+    check_capacity(f);
+    const char *pods[] = {"e1-ps-0", "e1-worker-0", "e1-worker-1", "e1-worker-2"};
+    for (int i = 0; i < 4; i++)
+        set_pod_phase(f, pods[i], "Running");
+    char ph[32];
+    WAIT_FOR(!strcmp(tj_phase(f, "e1", ph, sizeof ph), "Running"));
+    /* A second node: e1 grows to its maximum; the new worker is created bound. */
+    add_node(f, "node-b", "4", "z1");
+    bool b = false;
+    WAIT_FOR(pod_exists(f, "e1-worker-3", &b) && b);
+    set_pod_phase(f, "e1-worker-3", "Running");
+    /* e2, rigid 4 x 1 CPU, does not fit in the 3 CPUs left: e1 gives up workers for it (down
+     * to what e2 needs), they are deleted gracefully, and once they are gone e2 is bound. */
+    add_tj(f, "e2", 0, 4, 1000);
+    WAIT_FOR((finish_deletes(f, "e1"), pods_of(f, "e2", &exist, &bound), bound == 4));
+    pods_of(f, "e1", &exist, &bound);
+    assert_true(bound >= 2 && bound <= 4); /* PS and at least worker 0 stay */
+    assert_true(pod_exists(f, "e1-ps-0", NULL) && pod_exists(f, "e1-worker-0", NULL));
+    check_capacity(f);
+    assert_int_equal(drv_ctrl_get_stats(r.c).api_errors, 0);
+    stop(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_gangs_bind_wait_and_follow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deleted_job_pods_go, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_elastic_grow_and_shrink, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

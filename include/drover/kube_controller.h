@@ -21,6 +21,8 @@
  * allocatable minus the requests of pods Drover does not schedule (other schedulers' pods,
  * DaemonSets) is what the core sees as their capacity.
  *
+ * With leader election (drv_ctrl_opts.lease_name), only the Lease's holder runs cycles.
+ *
  * Time: snapshot time is seconds since the controller started (monotonic clock); a job's
  * submit time is when the controller first saw it. Progress samples are not collected yet, so
  * plugins that read progress (SpeCon, Optimus, FlowCon's growth) see none.
@@ -38,6 +40,16 @@ typedef struct drv_ctrl_opts {
     int watch_timeout_s;        /* server-side timeout of each watch; 0: 300 */
     bool exhaustive;            /* score every node (the index's reference; benchmarks) */
     bool no_events;             /* write no Events (benchmarks) */
+    /* Leader election through a coordination.k8s.io Lease (client-go's rules): only the
+     * holder schedules; the others keep their caches warm and take over when the holder has
+     * not renewed for lease_s, as measured on their own clock from when they saw its last
+     * renewal. NULL lease_name: no election (run exactly one controller). */
+    const char *lease_namespace; /* NULL: "drover-system" */
+    const char *lease_name;
+    const char *identity; /* NULL: "<hostname>_<pid>" */
+    int lease_s;          /* 0: 15 (leaseDurationSeconds) */
+    int renew_s;          /* 0: 10: a leader that could not renew for this long stops */
+    double retry_s;       /* 0: 2: how often the lease is tried or renewed */
 } drv_ctrl_opts;
 
 typedef struct drv_ctrl drv_ctrl;
@@ -64,7 +76,9 @@ typedef struct drv_ctrl_stats {
     long events;        /* Events written */
     long jobs;          /* TrainingJobs known */
     long jobs_done;     /* ... finished (Succeeded or Failed) */
+    long leaderships;   /* times this controller became the leader */
     bool synced;        /* every informer has listed once and scheduling has begun */
+    bool leader;        /* it holds the lease (always true without leader election) */
 } drv_ctrl_stats;
 drv_ctrl_stats drv_ctrl_get_stats(drv_ctrl *c);
 

@@ -30,6 +30,9 @@ const char *const usage_run =
     "  --scheduler-name S  the schedulerName served (default: drover)\n"
     "  --kube-api-qps Q    requests per second to the API server (default: 50)\n"
     "  --kube-api-burst B  burst of requests above the rate (default: 100)\n"
+    "  --leader-elect      schedule only while holding a Lease, so several replicas can run\n"
+    "                      (one schedules, the others take over within 15 s of its failure)\n"
+    "  --lease NS/NAME     the Lease for --leader-elect (default: drover-system/drover)\n"
     "  -v, --verbose       log every request failure and decision summary (info level)\n"
     "  -h, --help          show this help\n"
     "\n"
@@ -59,7 +62,8 @@ int cmd_run(int argc, char **argv)
 {
     const char *policy = "drover", *profiles = NULL, *kubeconfig = NULL, *context = NULL;
     const char *ns = NULL, *sched = "drover";
-    bool incluster = false, verbose = false;
+    const char *lease = NULL;
+    bool incluster = false, verbose = false, elect = false;
     double qps = 50;
     int burst = 100;
     for (int i = 1; i < argc; i++) {
@@ -71,10 +75,13 @@ int cmd_run(int argc, char **argv)
             incluster = true;
         } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
             verbose = true;
+        } else if (!strcmp(a, "--leader-elect")) {
+            elect = true;
         } else if (!strcmp(a, "--policy") || !strcmp(a, "--profiles") ||
                    !strcmp(a, "--kubeconfig") || !strcmp(a, "--context") ||
                    !strcmp(a, "--namespace") || !strcmp(a, "--scheduler-name") ||
-                   !strcmp(a, "--kube-api-qps") || !strcmp(a, "--kube-api-burst")) {
+                   !strcmp(a, "--kube-api-qps") || !strcmp(a, "--kube-api-burst") ||
+                   !strcmp(a, "--lease")) {
             if (!(v = arg_value(argc, argv, &i)))
                 return EXIT_USAGE;
             if (!strcmp(a, "--policy"))
@@ -89,6 +96,8 @@ int cmd_run(int argc, char **argv)
                 ns = v;
             else if (!strcmp(a, "--scheduler-name"))
                 sched = v;
+            else if (!strcmp(a, "--lease"))
+                lease = v;
             else {
                 char *end;
                 double x = strtod(v, &end);
@@ -112,6 +121,18 @@ int cmd_run(int argc, char **argv)
         fputs("drover run: --in-cluster cannot be combined with --kubeconfig or --context\n",
               stderr);
         return EXIT_USAGE;
+    }
+    char lease_ns[254] = "drover-system", lease_name[254] = "drover";
+    if (lease) {
+        const char *slash = strchr(lease, '/');
+        if (!slash || slash == lease || !slash[1] || strchr(slash + 1, '/') ||
+            (size_t)(slash - lease) >= sizeof lease_ns || strlen(slash + 1) >= sizeof lease_name) {
+            fprintf(stderr, "drover run: --lease: expected NAMESPACE/NAME, found '%s'\n", lease);
+            return EXIT_USAGE;
+        }
+        snprintf(lease_ns, sizeof lease_ns, "%.*s", (int)(slash - lease), lease);
+        snprintf(lease_name, sizeof lease_name, "%s", slash + 1);
+        elect = true;
     }
     drv_diag d = {{0}};
     drv_profile prof;
@@ -145,6 +166,10 @@ int cmd_run(int argc, char **argv)
     if (verbose)
         drv_log_set(NULL, NULL, DRV_LOG_INFO);
     drv_ctrl_opts o = {.profile = &prof, .scheduler = sched, .namespace_ = ns};
+    if (elect) {
+        o.lease_namespace = lease_ns;
+        o.lease_name = lease_name;
+    }
     drv_ctrl *c = NULL;
     rc = drv_ctrl_new(&c, &cfg, &o, &d);
     drv_kube_config_fini(&cfg);
@@ -157,8 +182,11 @@ int cmd_run(int argc, char **argv)
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    fprintf(stderr, "drover run: policy %s, scheduler name %s, %s\n", prof.name, sched,
+    fprintf(stderr, "drover run: policy %s, scheduler name %s, %s", prof.name, sched,
             ns ? ns : "every namespace");
+    if (elect)
+        fprintf(stderr, ", leader election on lease %s/%s", lease_ns, lease_name);
+    fputc('\n', stderr);
     rc = drv_ctrl_run(c, &stop_flag, &d);
     drv_ctrl_stats st = drv_ctrl_get_stats(c);
     drv_ctrl_free(c);

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static double mono(void)
 {
@@ -143,6 +144,13 @@ struct drv_ctrl {
     int32_t norphans, cap_orphans;
     bool dirty;
     bool warned_resize;
+
+    /* leader election (scheduler thread) */
+    char lease_ns[254], lease_name[254], identity[256];
+    bool leader;
+    double lease_next, lease_renewed;    /* next attempt; last successful renewal (mono) */
+    char obs_holder[128], obs_renew[40]; /* the lease record last observed, and when */
+    double obs_t;
 };
 
 /* ---- small helpers -------------------------------------------------------------------------- */
@@ -410,6 +418,22 @@ int drv_ctrl_new(drv_ctrl **out, const drv_kube_config *cfg, const drv_ctrl_opts
         return rc;
     }
     drv_sched_set_exhaustive(c->sched, o->exhaustive);
+    if (o->lease_name) {
+        snprintf(c->lease_ns, sizeof c->lease_ns, "%s",
+                 o->lease_namespace ? o->lease_namespace : "drover-system");
+        snprintf(c->lease_name, sizeof c->lease_name, "%s", o->lease_name);
+        if (o->identity) {
+            snprintf(c->identity, sizeof c->identity, "%s", o->identity);
+        } else {
+            char host[200] = "drover";
+            gethostname(host, sizeof host - 1);
+            snprintf(c->identity, sizeof c->identity, "%s_%ld", host, (long)getpid());
+        }
+    } else {
+        c->leader = true;
+        c->stats.leader = true;
+    }
+    c->o.lease_namespace = c->o.lease_name = c->o.identity = NULL;
     *out = c;
     return 0;
 }
@@ -934,6 +958,92 @@ static int place(drv_ctrl *c, int32_t s, int32_t node, double *server)
     return rc == DRV_ENOMEM ? rc : 0;
 }
 
+/* ---- leader election ------------------------------------------------------------------------ */
+
+typedef struct lease_arg {
+    drv_ctrl *c;
+    double now;
+} lease_arg;
+
+/* Takes or renews the lease when it is ours or has expired; DRV_EEXIST when another holds it. */
+static int lease_mutate(json_t *obj, void *arg)
+{
+    lease_arg *a = arg;
+    drv_ctrl *c = a->c;
+    drv_klease l;
+    drv_diag d = {{0}};
+    if (drv_kube_decode_lease(obj, &l, &d) != 0)
+        return DRV_EPARSE;
+    if (strcmp(l.holder, c->obs_holder) != 0 || strcmp(l.renew, c->obs_renew) != 0) {
+        snprintf(c->obs_holder, sizeof c->obs_holder, "%s", l.holder);
+        snprintf(c->obs_renew, sizeof c->obs_renew, "%s", l.renew);
+        c->obs_t = a->now;
+    }
+    bool mine = strcmp(l.holder, c->identity) == 0;
+    bool expired = !l.holder[0] || a->now - c->obs_t > (double)l.duration_s;
+    if (!mine && !expired)
+        return DRV_EEXIST;
+    char ts[40];
+    rfc3339(ts, sizeof ts, true);
+    return drv_kube_lease_set(obj, c->identity, c->o.lease_s ? c->o.lease_s : 15, ts);
+}
+
+static void set_leader(drv_ctrl *c, bool on)
+{
+    if (c->leader == on)
+        return;
+    c->leader = on;
+    drv_log(on ? DRV_LOG_INFO : DRV_LOG_WARN, "drover run: %s the lease %s/%s as %s",
+            on ? "acquired" : "lost", c->lease_ns, c->lease_name, c->identity);
+    pthread_mutex_lock(&c->mu);
+    c->stats.leader = on;
+    c->stats.leaderships += on;
+    pthread_mutex_unlock(&c->mu);
+    c->dirty = true;
+}
+
+/* Tries to take or renew the lease when it is time to. */
+static void lease_tick(drv_ctrl *c, double now)
+{
+    if (!c->lease_name[0] || now < c->lease_next)
+        return;
+    c->lease_next = now + (c->o.retry_s > 0 ? c->o.retry_s : 2.0);
+    char path[800];
+    snprintf(path, sizeof path, "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", c->lease_ns,
+             c->lease_name);
+    lease_arg a = {c, now};
+    drv_diag d = {{0}};
+    int rc = drv_kube_update(c->k, path, lease_mutate, &a, 0, NULL, &d);
+    if (rc == DRV_EIO && strstr(d.msg, ": 404 ")) { /* the client's message names the status */
+        /* No lease yet: create it, held by us (a 409 means another was faster). */
+        char ts[40], body[1200], coll[600];
+        rfc3339(ts, sizeof ts, true);
+        snprintf(body, sizeof body,
+                 "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":{"
+                 "\"name\":\"%s\",\"namespace\":\"%s\"},\"spec\":{\"holderIdentity\":\"%s\","
+                 "\"leaseDurationSeconds\":%d,\"acquireTime\":\"%s\",\"renewTime\":\"%s\","
+                 "\"leaseTransitions\":0}}",
+                 c->lease_name, c->lease_ns, c->identity, c->o.lease_s ? c->o.lease_s : 15, ts, ts);
+        snprintf(coll, sizeof coll, "/apis/coordination.k8s.io/v1/namespaces/%s/leases",
+                 c->lease_ns);
+        long status = 0;
+        rc = drv_kube_request(c->k, "POST", coll, NULL, body, &status, NULL, &d);
+    }
+    if (rc == 0) {
+        c->lease_renewed = now;
+        set_leader(c, true);
+        return;
+    }
+    if (rc != DRV_EEXIST && rc != DRV_EIO)
+        drv_log(DRV_LOG_WARN, "drover run: lease %s/%s: %s", c->lease_ns, c->lease_name, d.msg);
+    else if (rc == DRV_EIO)
+        drv_log(DRV_LOG_INFO, "drover run: lease: %s", d.msg);
+    if (c->leader && now - c->lease_renewed > (c->o.renew_s ? c->o.renew_s : 10))
+        set_leader(c, false);
+    else if (rc == DRV_EEXIST)
+        set_leader(c, false);
+}
+
 /* ---- the cycle and what follows it ----------------------------------------------------------- */
 
 static void job_active(const drv_ctrl *c, int32_t j, int32_t active[DRV_NROLES], bool *all_running)
@@ -1313,7 +1423,7 @@ int drv_ctrl_run(drv_ctrl *c, volatile int *stop, drv_diag *d)
         double wake = drv_sched_wake(c->sched);
         double until = synced ? (wake == -INFINITY ? last + c->prof.period : wake) : now + 0.05;
         if (until > now + 0.05)
-            until = now + 0.05; /* to notice *stop */
+            until = now + 0.05; /* to notice *stop, and the lease's time */
         pthread_mutex_lock(&c->mu);
         if (c->nev == 0 && until > now) {
             double abs_t;
@@ -1344,14 +1454,15 @@ int drv_ctrl_run(drv_ctrl *c, volatile int *stop, drv_diag *d)
             pthread_mutex_lock(&c->mu);
             c->stats.synced = true;
             pthread_mutex_unlock(&c->mu);
-            drv_log(DRV_LOG_INFO,
-                    "drover run: caches synced (%d nodes, %d jobs); scheduling with "
-                    "profile %s",
+            drv_log(DRV_LOG_INFO, "drover run: caches synced (%d nodes, %d jobs); profile %s",
                     c->st.nnodes, c->st.njobs, c->prof.name);
             c->dirty = true;
         }
-        /* 3. cycle when something changed, or a plugin asked for the time */
+        /* 3. cycle when something changed, or a plugin asked for the time, and we lead */
         now = mono() - c->t0;
+        lease_tick(c, now);
+        if (!c->leader)
+            continue;
         bool due = c->dirty || (wake == -INFINITY ? now >= last + c->prof.period : now >= wake);
         if (!due || c->st.nlive == 0)
             continue;

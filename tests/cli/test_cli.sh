@@ -94,5 +94,24 @@ expect_status json-again 0 "$drover" sim --format json --seed 5
 cmp -s "$tmp/out" "$tmp/a.json"
 check json-deterministic $?
 
+# drover run: bad usage and configuration are refused with exit 2 before anything connects.
+expect_status run-help 0 "$drover" run --help
+grep -q -- '--leader-elect' "$tmp/out"
+check run-help-text $?
+expect_status run-bad-lease 2 "$drover" run --lease nons
+grep -q "expected NAMESPACE/NAME, found 'nons'" "$tmp/err"
+check run-bad-lease-message $?
+expect_status run-bad-policy 2 "$drover" run --policy nope
+grep -q 'nope' "$tmp/err"
+check run-bad-policy-message $?
+expect_status run-bad-qps 2 "$drover" run --kube-api-qps 0
+grep -q 'kube-api-qps: expected a number from 1' "$tmp/err"
+check run-bad-qps-message $?
+expect_status run-no-kubeconfig 2 env -u KUBECONFIG HOME="$tmp/nohome" "$drover" run
+grep -q 'kubeconfig' "$tmp/err"
+check run-no-kubeconfig-message $?
+expect_status run-incluster-outside 2 env -u KUBERNETES_SERVICE_HOST "$drover" run --in-cluster
+expect_status run-unknown-flag 2 "$drover" run --nope
+
 echo "$pass passed, $failed failed"
 [ "$failed" -eq 0 ]

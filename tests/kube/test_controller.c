@@ -44,7 +44,7 @@ static void *run_main(void *arg)
     return NULL;
 }
 
-static void start(fixture *f, runner *r, const char *policy)
+static void start_opts(fixture *f, runner *r, const char *policy, const drv_ctrl_opts *extra)
 {
     drv_profile prof;
     drv_diag d = {{0}};
@@ -53,9 +53,18 @@ static void start(fixture *f, runner *r, const char *policy)
     else
         assert_int_equal(drv_profile_builtin(policy, &prof, &d), 0);
     drv_ctrl_opts o = {.profile = &prof};
+    if (extra) {
+        o = *extra;
+        o.profile = &prof;
+    }
     memset(r, 0, sizeof *r);
     assert_int_equal(drv_ctrl_new(&r->c, &f->cfg, &o, &d), 0);
     assert_int_equal(pthread_create(&r->t, NULL, run_main, r), 0);
+}
+
+static void start(fixture *f, runner *r, const char *policy)
+{
+    start_opts(f, r, policy, NULL);
 }
 
 static void stop(runner *r)
@@ -432,12 +441,51 @@ static void test_elastic_grow_and_shrink(void **state)
     stop(&r);
 }
 
+/* Two controllers with leader election: one schedules; when it stops, the other takes the
+ * lease once it has expired and schedules what comes next. */
+static void test_leader_election(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8", "z1");
+    req(f, "POST", "/api/v1/namespaces",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","
+        "\"metadata\":{\"name\":\"drover-system\"}}");
+    drv_ctrl_opts oa = {
+        .lease_name = "drover", .identity = "a", .lease_s = 1, .renew_s = 1, .retry_s = 0.2};
+    drv_ctrl_opts ob = oa;
+    ob.identity = "b";
+    runner a, b;
+    start_opts(f, &a, "gang-fifo", &oa);
+    WAIT_FOR(drv_ctrl_get_stats(a.c).leader);
+    start_opts(f, &b, "gang-fifo", &ob);
+    WAIT_FOR(drv_ctrl_get_stats(b.c).synced);
+    add_tj(f, "l1", 0, 2, 1000);
+    int exist, bound;
+    WAIT_FOR((pods_of(f, "l1", &exist, &bound), bound == 2));
+    usleep(500000); /* b had time to renew twice: it must still follow */
+    assert_false(drv_ctrl_get_stats(b.c).leader);
+    assert_int_equal(drv_ctrl_get_stats(b.c).creates + drv_ctrl_get_stats(b.c).binds, 0);
+    json_t *l = get(f, "/apis/coordination.k8s.io/v1/namespaces/drover-system/leases/drover");
+    assert_non_null(l);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(l, "spec"), "holderIdentity")), "a");
+    json_decref(l);
+    stop(&a);
+    WAIT_FOR(drv_ctrl_get_stats(b.c).leader);
+    add_tj(f, "l2", 0, 2, 1000);
+    WAIT_FOR((pods_of(f, "l2", &exist, &bound), bound == 2));
+    check_capacity(f);
+    assert_int_equal(drv_ctrl_get_stats(b.c).creates, 2); /* l2's only: l1 was adopted */
+    stop(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_gangs_bind_wait_and_follow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deleted_job_pods_go, setup, teardown),
         cmocka_unit_test_setup_teardown(test_elastic_grow_and_shrink, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_leader_election, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -770,6 +770,21 @@ static int apply_tj(drv_ctrl *c, cev *e)
     if (grow_of(c, e->key) != 0)
         return DRV_ENOMEM;
     int32_t j = c->job_of[e->key];
+    if (j >= 0 && e->type != DRV_WATCH_DELETED && strcmp(c->jobs[j].uid, e->tj->uid) != 0) {
+        /* Deleted and created again under the same name (its deletion not seen, or seen and
+         * done): the old job is over, without touching pods, which may be the new one's. */
+        const drv_job *jb = &c->st.jobs[j];
+        if (jb->phase != DRV_JOB_DONE) {
+            for (int32_t k = 0; k < jb->pod_count; k++)
+                if (c->st.pods[jb->pod_base + k].node >= 0)
+                    drv_state_unbind(&c->st, jb->pod_base + k);
+            drv_state_set_phase(&c->st, j, DRV_JOB_DONE);
+            count(c, &c->stats.jobs_done, 1);
+        }
+        c->jobs[j].gone = true;
+        c->job_of[e->key] = -1;
+        return add_job(c, e);
+    }
     if (e->type == DRV_WATCH_DELETED) {
         if (j >= 0) {
             c->jobs[j].gone = true;
@@ -1174,8 +1189,12 @@ static int send_decisions(drv_ctrl *c, const drv_decisions *dv, double t_decide)
             c->pods[x->pod].want = -1;
             delete_pod(c, x->pod);
         } else if (x->kind == DRV_MIGRATE) {
+            /* The pod is recreated on the new node once the old one is gone (at once when
+             * there was none). */
             if (delete_pod(c, x->pod) == 0 && c->pods[x->pod].exists)
                 c->pods[x->pod].want = x->node;
+            else if (!c->pods[x->pod].exists)
+                rc = place(c, x->pod, x->node, NULL);
         } else if (x->kind == DRV_RESIZE && !c->warned_resize) {
             c->warned_resize = true;
             drv_log(DRV_LOG_WARN,

@@ -387,6 +387,10 @@ static void test_deleted_job_pods_go(void **state)
                         NULL, &status, &d),
         0);
     WAIT_FOR((finish_deletes(f, "big"), pods_of(f, "big", &exist, &bound), exist == 0));
+    /* Created again under the same name: a new job, placed like the first. */
+    add_tj(f, "big", 0, 3, 1000);
+    WAIT_FOR((pods_of(f, "big", &exist, &bound), bound == 3));
+    check_capacity(f);
     stop(&r);
 }
 

@@ -23,9 +23,13 @@
  *
  * With leader election (drv_ctrl_opts.lease_name), only the Lease's holder runs cycles.
  *
+ * Progress: a TrainingJob with spec.progress names the port (and path, metric names) where its
+ * chief serves Prometheus text; every profile period (within 1..60 s) a collector thread
+ * scrapes the chief of each running job and the step and loss become the job's progress
+ * samples, as the simulator's are (plugins read them through drv_ctx_progress).
+ *
  * Time: snapshot time is seconds since the controller started (monotonic clock); a job's
- * submit time is when the controller first saw it. Progress samples are not collected yet, so
- * plugins that read progress (SpeCon, Optimus, FlowCon's growth) see none.
+ * submit time is when the controller first saw it.
  */
 #ifndef DROVER_KUBE_CONTROLLER_H
 #define DROVER_KUBE_CONTROLLER_H
@@ -67,18 +71,20 @@ void drv_ctrl_free(drv_ctrl *c);
 int drv_ctrl_run(drv_ctrl *c, volatile int *stop, drv_diag *d);
 
 typedef struct drv_ctrl_stats {
-    long cycles;        /* scheduling cycles run */
-    long binds;         /* pods/binding requests that succeeded */
-    long creates;       /* pods created (bound or not) */
-    long deletes;       /* pods deleted */
-    long api_errors;    /* requests that failed (logged) */
-    long status_writes; /* TrainingJob status updates */
-    long events;        /* Events written */
-    long jobs;          /* TrainingJobs known */
-    long jobs_done;     /* ... finished (Succeeded or Failed) */
-    long leaderships;   /* times this controller became the leader */
-    bool synced;        /* every informer has listed once and scheduling has begun */
-    bool leader;        /* it holds the lease (always true without leader election) */
+    long cycles;                 /* scheduling cycles run */
+    long binds;                  /* pods/binding requests that succeeded */
+    long creates;                /* pods created (bound or not) */
+    long deletes;                /* pods deleted */
+    long api_errors;             /* requests that failed (logged) */
+    long status_writes;          /* TrainingJob status updates */
+    long events;                 /* Events written */
+    long jobs;                   /* TrainingJobs known */
+    long jobs_done;              /* ... finished (Succeeded or Failed) */
+    long leaderships;            /* times this controller became the leader */
+    long samples;                /* progress samples collected */
+    double last_step, last_loss; /* ... the latest one's values */
+    bool synced;                 /* every informer has listed once and scheduling has begun */
+    bool leader;                 /* it holds the lease (always true without leader election) */
 } drv_ctrl_stats;
 drv_ctrl_stats drv_ctrl_get_stats(drv_ctrl *c);
 

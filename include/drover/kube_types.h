@@ -35,6 +35,8 @@ typedef struct drv_kpod {
     int8_t role;       /* enum drv_role, -1 when absent */
     int8_t phase;      /* enum drv_kpod_phase */
     bool deleting;     /* metadata.deletionTimestamp is set */
+    uint8_t ip_family; /* status.podIP: 0 when unset, 4 or 6 */
+    uint8_t ip[16];    /* ... its address, network order (4 bytes for IPv4) */
     drv_res req;       /* effective request */
 } drv_kpod;
 
@@ -56,6 +58,13 @@ typedef struct drv_ktrainingjob {
     int64_t generation;
     drv_rolespec role[DRV_NROLES]; /* replicas 0 for absent roles */
     int32_t phase;                 /* interned status.phase, 0 when absent */
+    /* spec.progress: where the job's chief serves its training progress as Prometheus text
+     * (docs/running.md). port 0: not given. */
+    int32_t progress_port;
+    char progress_path[128]; /* default "/metrics" */
+    char step_metric[96];    /* default "drover_train_step" */
+    char loss_metric[96];    /* default "drover_train_loss" */
+    double total_steps;      /* spec.progress.totalSteps: the step it ends at, 0 unknown */
 } drv_ktrainingjob;
 
 /* A PodGroup (scheduling.x-k8s.io/v1alpha1, the coscheduling plugin's gang). */

@@ -29,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <curl/curl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,7 +53,7 @@ typedef struct tjrec {
     bool finished;          /* status.phase is Succeeded or Failed */
 } tjrec;
 
-enum { K_NODE, K_POD, K_TJ };
+enum { K_NODE, K_POD, K_TJ, K_PROGRESS };
 
 typedef struct cev {
     int8_t kind, type; /* K_*, DRV_WATCH_ADDED / _MODIFIED / _DELETED */
@@ -62,6 +64,9 @@ typedef struct cev {
     union {
         drv_kpod pod;
         drv_knode node;
+        struct {
+            double step, loss; /* loss NAN when the job does not serve it */
+        } prog;
     } old, cur;
     tjrec *tj; /* K_TJ, not DELETED: an owned copy */
 } cev;
@@ -83,6 +88,8 @@ typedef struct cjob {
     bool why_written; /* the waiting Event of the current wait was written */
     bool created;     /* its wanted pods were created (unbound) */
     bool gone;        /* the TrainingJob was deleted */
+    int32_t port;     /* spec.progress: where its chief serves progress (0: nowhere) */
+    char path[128], step[96], loss[96];
 } cjob;
 
 /* What an informer's callbacks get: the controller, and which kind they decode. */
@@ -92,11 +99,12 @@ typedef struct infarg {
 } infarg;
 
 typedef struct cpod {
-    int8_t exists;    /* 0: no pod; 1: a pod; 2: a pod being deleted */
-    int8_t phase;     /* enum drv_kpod_phase of the pod */
-    int32_t api_node; /* the node the API has it on, -1 */
-    int32_t api_name; /* ... its interned name, 0 when unbound */
-    int32_t want;     /* create it bound to this node once the old pod is gone, -1 */
+    int8_t exists;             /* 0: no pod; 1: a pod; 2: a pod being deleted */
+    int8_t phase;              /* enum drv_kpod_phase of the pod */
+    int32_t api_node;          /* the node the API has it on, -1 */
+    int32_t api_name;          /* ... its interned name, 0 when unbound */
+    uint8_t ip_family, ip[16]; /* status.podIP (0: none yet) */
+    int32_t want;              /* create it bound to this node once the old pod is gone, -1 */
 } cpod;
 
 struct drv_ctrl {
@@ -121,6 +129,16 @@ struct drv_ctrl {
     drv_ctrl_stats stats;
     drv_ctrl_latency *lat;
     int32_t nlat, cap_lat;
+    /* progress collection: what to scrape (written by the scheduler thread, read by the
+     * collector's) */
+    struct target {
+        int32_t key; /* the job's interned key */
+        char url[400], step[96], loss[96];
+    } * targets;
+    int32_t ntargets, cap_targets;
+    pthread_t scr_thr;
+    bool scr_started;
+    double scrape_s; /* seconds between scrapes: the profile's period, within [1, 60] */
 
     /* scheduler thread only */
     drv_state st;
@@ -452,6 +470,7 @@ void drv_ctrl_free(drv_ctrl *c)
         tjrec_free(c->ev[i].tj);
     drv_free(c->ev);
     drv_free(c->lat);
+    drv_free(c->targets);
     for (int32_t j = 0; j < c->st.njobs && c->jobs; j++)
         for (int r = 0; r < DRV_NROLES; r++)
             drv_free(c->jobs[j].tmpl[r]);
@@ -601,6 +620,7 @@ static int own_pod(drv_ctrl *c, int32_t s, const drv_kpod *p, double t)
         cp->exists = 0;
         cp->api_node = -1;
         cp->api_name = 0;
+        cp->ip_family = 0;
         cp->phase = DRV_KPOD_PENDING;
         if (cp->want < 0 && sp->node >= 0)
             drv_state_unbind(&c->st, s);
@@ -611,6 +631,8 @@ static int own_pod(drv_ctrl *c, int32_t s, const drv_kpod *p, double t)
     }
     cp->exists = p->deleting ? 2 : 1;
     cp->phase = p->phase;
+    cp->ip_family = p->ip_family;
+    memcpy(cp->ip, p->ip, sizeof cp->ip);
     int32_t node = p->node && p->node < c->cap_of ? c->node_of[p->node] : -1;
     cp->api_node = node;
     cp->api_name = p->node;
@@ -702,6 +724,7 @@ static int add_job(drv_ctrl *c, cev *e)
     tmpl.model = -1;
     tmpl.submit = e->t - c->t0;
     tmpl.phase = DRV_JOB_PENDING;
+    tmpl.steps_total = t->tj.total_steps;
     int32_t wanted = 0;
     for (int r = 0; r < DRV_NROLES; r++) {
         tmpl.role[r] = t->tj.role[r];
@@ -735,9 +758,13 @@ static int add_job(drv_ctrl *c, cev *e)
     }
     cj->t_ready = e->t;
     cj->status = ST_PENDING;
+    cj->port = t->tj.progress_port;
+    snprintf(cj->path, sizeof cj->path, "%s", t->tj.progress_path);
+    snprintf(cj->step, sizeof cj->step, "%s", t->tj.step_metric);
+    snprintf(cj->loss, sizeof cj->loss, "%s", t->tj.loss_metric);
     const drv_job *jb = &c->st.jobs[j];
     for (int32_t k = 0; k < jb->pod_count; k++)
-        c->pods[jb->pod_base + k] = (cpod){0, DRV_KPOD_PENDING, -1, 0, -1};
+        c->pods[jb->pod_base + k] = (cpod){.phase = DRV_KPOD_PENDING, .api_node = -1, .want = -1};
     c->job_of[e->key] = j;
     count(c, &c->stats.jobs, 1);
     /* Its pods seen before it (named as the controller names them): adopt them. O(slots). */
@@ -875,8 +902,8 @@ static char *pod_body(drv_ctrl *c, int32_t s, int32_t node)
 }
 
 /* Sends one request, timing it. 0, or the client's code (logged, counted). */
-static int send(drv_ctrl *c, const char *method, const char *path, const char *body, long *status,
-                double *server)
+static int send_req(drv_ctrl *c, const char *method, const char *path, const char *body,
+                    long *status, double *server)
 {
     drv_diag d = {{0}};
     long st = 0;
@@ -902,7 +929,7 @@ static int create_pod(drv_ctrl *c, int32_t s, int32_t node, double *server)
     char path[400];
     pods_path(c, c->jobs[c->st.pods[s].job].ns, path, sizeof path);
     long status = 0;
-    int rc = send(c, "POST", path, body, &status, server);
+    int rc = send_req(c, "POST", path, body, &status, server);
     drv_free(body);
     if (rc == 0) {
         c->pods[s].exists = 1;
@@ -924,7 +951,7 @@ static int bind_pod(drv_ctrl *c, int32_t s, int32_t node, double *server)
         drv_kube_binding_json(ns, pod, drv_strtab_str(c->st.names, c->st.nodes[node].name));
     if (!body)
         return DRV_ENOMEM;
-    int rc = send(c, "POST", path, body, NULL, server);
+    int rc = send_req(c, "POST", path, body, NULL, server);
     drv_free(body);
     if (rc == 0) {
         c->pods[s].api_node = node;
@@ -971,6 +998,150 @@ static int place(drv_ctrl *c, int32_t s, int32_t node, double *server)
         c->dirty = true;
     }
     return rc == DRV_ENOMEM ? rc : 0;
+}
+
+/* ---- progress collection ------------------------------------------------------------------- */
+
+/* The value of the first sample of metric `name` in Prometheus text (comments skipped, labels
+ * allowed), or NAN. */
+static double prom_value(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *l = text; l && *l;) {
+        const char *e = strchr(l, '\n');
+        if (*l != '#' && !strncmp(l, name, n) && (l[n] == ' ' || l[n] == '\t' || l[n] == '{')) {
+            const char *v = l + n;
+            if (*v == '{')
+                v = strchr(v, '}');
+            if (v && (!e || v < e)) {
+                v += *v == '}';
+                char *end;
+                double x = strtod(v, &end);
+                if (end != v && (!e || end <= e))
+                    return x;
+            }
+        }
+        l = e ? e + 1 : NULL;
+    }
+    return NAN;
+}
+
+typedef struct scrape_buf {
+    char *p;
+    size_t n, cap;
+} scrape_buf;
+
+static size_t scrape_write(char *data, size_t size, size_t nmemb, void *arg)
+{
+    scrape_buf *b = arg;
+    size_t k = size * nmemb;
+    if (b->n + k + 1 > (1u << 20))
+        return 0; /* more than 1 MiB of metrics: refuse */
+    if (b->n + k + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 16384;
+        while (cap < b->n + k + 1)
+            cap *= 2;
+        char *q = drv_realloc(b->p, cap);
+        if (!q)
+            return 0;
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, data, k);
+    b->n += k;
+    b->p[b->n] = 0;
+    return k;
+}
+
+/* Which running jobs to scrape, and where: their chief's address (scheduler thread). */
+static void publish_targets(drv_ctrl *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->ntargets = 0;
+    DRV_FOR_LIVE(&c->st, j)
+    {
+        const cjob *cj = &c->jobs[j];
+        const drv_job *jb = &c->st.jobs[j];
+        if (!cj->port || jb->phase != DRV_JOB_RUNNING)
+            continue;
+        int lead = jb->role[DRV_ROLE_CHIEF].replicas > 0 ? DRV_ROLE_CHIEF : DRV_ROLE_WORKER;
+        int32_t s = drv_job_pod(&c->st, j, lead, 0);
+        if (s < 0 || !c->pods[s].ip_family)
+            continue;
+        if (drv_grow(&c->targets, sizeof *c->targets, &c->cap_targets, c->ntargets + 1) != 0)
+            break;
+        struct target *t = &c->targets[c->ntargets++];
+        char ip[64];
+        inet_ntop(c->pods[s].ip_family == 4 ? AF_INET : AF_INET6, c->pods[s].ip, ip, sizeof ip);
+        snprintf(t->url, sizeof t->url,
+                 c->pods[s].ip_family == 4 ? "http://%s:%d%s" : "http://[%s]:%d%s", ip, cj->port,
+                 cj->path);
+        t->key = cj->key;
+        snprintf(t->step, sizeof t->step, "%s", cj->step);
+        snprintf(t->loss, sizeof t->loss, "%s", cj->loss);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* The collector's thread: every scrape interval, GET each target and hand the step and loss to
+ * the scheduler thread as an event. A target that does not answer (or lacks the step metric)
+ * is skipped until the next round, and logged at info level. */
+static void *scrape_main(void *arg)
+{
+    drv_ctrl *c = arg;
+    CURL *h = curl_easy_init();
+    struct target *ts = NULL;
+    int32_t n = 0, cap = 0;
+    scrape_buf b = {0};
+    double next = mono();
+    while (h && !c->stop_inf) {
+        if (mono() < next) {
+            usleep(20000);
+            continue;
+        }
+        next += c->scrape_s;
+        if (next < mono())
+            next = mono() + c->scrape_s;
+        pthread_mutex_lock(&c->mu);
+        n = 0;
+        if (drv_grow(&ts, sizeof *ts, &cap, c->ntargets) == 0) {
+            memcpy(ts, c->targets, sizeof *ts * (size_t)c->ntargets);
+            n = c->ntargets;
+        }
+        pthread_mutex_unlock(&c->mu);
+        for (int32_t i = 0; i < n && !c->stop_inf; i++) {
+            b.n = 0;
+            curl_easy_reset(h);
+            curl_easy_setopt(h, CURLOPT_URL, ts[i].url);
+            curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, scrape_write);
+            curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+            curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 2000L);
+            curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+            long code = 0;
+            CURLcode rc = curl_easy_perform(h);
+            curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+            double step = rc == CURLE_OK && code == 200 && b.p ? prom_value(b.p, ts[i].step) : NAN;
+            if (isnan(step)) {
+                drv_log(DRV_LOG_INFO, "progress: %s: %s", ts[i].url,
+                        rc != CURLE_OK ? curl_easy_strerror(rc)
+                        : code != 200  ? "not 200 OK"
+                                       : "no step metric");
+                continue;
+            }
+            cev e = {.kind = K_PROGRESS, .key = ts[i].key, .t = mono()};
+            e.cur.prog.step = step;
+            e.cur.prog.loss = prom_value(b.p, ts[i].loss);
+            pthread_mutex_lock(&c->mu);
+            if (drv_grow(&c->ev, sizeof *c->ev, &c->cap_ev, c->nev + 1) == 0)
+                c->ev[c->nev++] = e;
+            pthread_mutex_unlock(&c->mu);
+        }
+    }
+    drv_free(b.p);
+    drv_free(ts);
+    if (h)
+        curl_easy_cleanup(h);
+    return NULL;
 }
 
 /* ---- leader election ------------------------------------------------------------------------ */
@@ -1127,7 +1298,7 @@ static void write_event(drv_ctrl *c, int32_t j, const char *type, const char *re
     if (!body)
         return;
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/events", ns);
-    if (send(c, "POST", path, body, NULL, NULL) == 0)
+    if (send_req(c, "POST", path, body, NULL, NULL) == 0)
         count(c, &c->stats.events, 1);
     drv_free(body);
 }
@@ -1389,9 +1560,33 @@ static int cycle(drv_ctrl *c)
     }
     if (rc == 0)
         rc = reconcile(c, pos);
+    if (rc == 0)
+        publish_targets(c);
     drv_free(pos);
     drv_decisions_fini(&dv);
     return rc;
+}
+
+/* A progress sample scraped from a running job's chief. */
+static int apply_progress(drv_ctrl *c, const cev *e)
+{
+    int32_t j = e->key < c->cap_of ? c->job_of[e->key] : -1;
+    if (j < 0 || c->st.jobs[j].phase != DRV_JOB_RUNNING)
+        return 0;
+    drv_job *jb = &c->st.jobs[j];
+    double loss = isnan(e->cur.prog.loss) ? jb->loss : e->cur.prog.loss;
+    if (drv_job_add_sample(jb, (drv_sample){e->t - c->t0, e->cur.prog.step, loss}) != 0)
+        return DRV_ENOMEM;
+    jb->steps = e->cur.prog.step;
+    jb->loss = loss;
+    if (jb->loss0 == 0)
+        jb->loss0 = loss;
+    pthread_mutex_lock(&c->mu);
+    c->stats.samples++;
+    c->stats.last_step = jb->steps;
+    c->stats.last_loss = loss;
+    pthread_mutex_unlock(&c->mu);
+    return 0;
 }
 
 static int apply_events(drv_ctrl *c, cev *ev, int32_t n)
@@ -1399,9 +1594,10 @@ static int apply_events(drv_ctrl *c, cev *ev, int32_t n)
     int rc = 0;
     for (int32_t i = 0; i < n && rc == 0; i++) {
         cev *e = &ev[i];
-        rc = e->kind == K_NODE  ? apply_node(c, e)
-             : e->kind == K_POD ? apply_pod(c, e)
-                                : apply_tj(c, e);
+        rc = e->kind == K_NODE       ? apply_node(c, e)
+             : e->kind == K_POD      ? apply_pod(c, e)
+             : e->kind == K_PROGRESS ? apply_progress(c, e)
+                                     : apply_tj(c, e);
     }
     for (int32_t i = 0; i < n; i++)
         tjrec_free(ev[i].tj);
@@ -1431,6 +1627,13 @@ int drv_ctrl_run(drv_ctrl *c, volatile int *stop, drv_diag *d)
             rc = drv_fail(d, DRV_ENOMEM, "cannot start an informer thread");
         if (rc == 0)
             c->started[i] = true;
+    }
+    if (rc == 0) {
+        c->scrape_s = c->prof.period < 1 ? 1 : c->prof.period > 60 ? 60 : c->prof.period;
+        if (pthread_create(&c->scr_thr, NULL, scrape_main, c) != 0)
+            rc = drv_fail(d, DRV_ENOMEM, "cannot start the progress collector's thread");
+        else
+            c->scr_started = true;
     }
     cev *batch = NULL;
     int32_t cap_batch = 0;
@@ -1491,6 +1694,10 @@ int drv_ctrl_run(drv_ctrl *c, volatile int *stop, drv_diag *d)
         rc = cycle(c);
     }
     c->stop_inf = 1;
+    if (c->scr_started) {
+        pthread_join(c->scr_thr, NULL);
+        c->scr_started = false;
+    }
     for (int i = 0; i < 3; i++)
         if (c->started[i]) {
             pthread_join(c->thr[i], NULL);

@@ -4,6 +4,8 @@
  */
 #include "drover/kube_types.h"
 
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,6 +218,17 @@ int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag 
         out->replica = (int32_t)v;
     }
     out->deleting = json_object_get(meta, "deletionTimestamp") != NULL;
+    const char *ip = str_at(json_object_get(obj, "status"), "podIP");
+    if (ip) {
+        if (inet_pton(AF_INET, ip, out->ip) == 1)
+            out->ip_family = 4;
+        else if (inet_pton(AF_INET6, ip, out->ip) == 1)
+            out->ip_family = 6;
+        else
+            return drv_fail(d, DRV_EPARSE,
+                            "%s: status.podIP: expected an IPv4 or IPv6 address, found '%s'", who,
+                            ip);
+    }
     const char *phase = str_at(json_object_get(obj, "status"), "phase");
     static const char *phases[] = {"Pending", "Running", "Succeeded", "Failed", "Unknown"};
     out->phase = DRV_KPOD_PENDING;
@@ -367,6 +380,43 @@ int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob
     json_t *specs = json_object_get(json_object_get(obj, "spec"), "replicaSpecs");
     if (!json_is_object(specs))
         return drv_fail(d, DRV_EPARSE, "%s: spec.replicaSpecs: expected a map of roles", who);
+    json_t *prog = json_object_get(json_object_get(obj, "spec"), "progress");
+    snprintf(out->progress_path, sizeof out->progress_path, "/metrics");
+    snprintf(out->step_metric, sizeof out->step_metric, "drover_train_step");
+    snprintf(out->loss_metric, sizeof out->loss_metric, "drover_train_loss");
+    if (prog) {
+        int64_t port;
+        int rc = get_int(prog, "port", who, "spec.progress.port", 1, 65535, -1, &port, d);
+        if (rc)
+            return rc;
+        if (port < 0)
+            return drv_fail(d, DRV_EPARSE, "%s: spec.progress.port: missing", who);
+        out->progress_port = (int32_t)port;
+        int64_t total;
+        if ((rc = get_int(prog, "totalSteps", who, "spec.progress.totalSteps", 1, INT64_MAX / 2, 0,
+                          &total, d)) != 0)
+            return rc;
+        out->total_steps = (double)total;
+        static const char *keys[] = {"path", "step", "loss"};
+        char *dst[] = {out->progress_path, out->step_metric, out->loss_metric};
+        size_t cap[] = {sizeof out->progress_path, sizeof out->step_metric,
+                        sizeof out->loss_metric};
+        for (int k = 0; k < 3; k++) {
+            json_t *v = json_object_get(prog, keys[k]);
+            if (!v)
+                continue;
+            const char *t = json_string_value(v);
+            bool ok = t && *t && strlen(t) < cap[k] && (k != 0 || t[0] == '/');
+            for (const char *q = t; ok && *q; q++)
+                ok = k == 0 ? *q > ' ' && *q < 127
+                            : (isalnum((unsigned char)*q) || *q == '_' || *q == ':');
+            if (!ok)
+                return drv_fail(d, DRV_EPARSE, "%s: spec.progress.%s: expected %s", who, keys[k],
+                                k == 0 ? "a URL path such as /metrics"
+                                       : "a Prometheus metric name such as train_step");
+            snprintf(dst[k], cap[k], "%s", t);
+        }
+    }
     const char *key;
     json_t *rs;
     json_object_foreach(specs, key, rs)

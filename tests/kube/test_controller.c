@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <microhttpd.h>
 
 typedef struct fixture {
     drv_apiserver *srv;
@@ -483,6 +484,58 @@ static void test_leader_election(void **state)
     stop(&b);
 }
 
+/* A training job's chief serving progress as Prometheus text; the step grows per request. */
+static int metrics_calls;
+static enum MHD_Result serve_metrics(void *cls, struct MHD_Connection *conn, const char *url,
+                                     const char *method, const char *version, const char *upload,
+                                     size_t *upload_size, void **con_cls)
+{
+    (void)cls, (void)version, (void)upload, (void)upload_size, (void)con_cls, (void)method;
+    char body[256];
+    int step = 1200 + 100 * __atomic_fetch_add(&metrics_calls, 1, __ATOMIC_SEQ_CST);
+    snprintf(body, sizeof body,
+             "# HELP drover_train_step steps\n# TYPE drover_train_step counter\n"
+             "drover_train_step %d\ntrain_loss{job=\"p1\"} 0.75\n",
+             step);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_COPY);
+    enum MHD_Result rc = MHD_queue_response(conn, strcmp(url, "/m") ? 404 : 200, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+/* spec.progress: the chief's step and loss are scraped every period and become samples. */
+static void test_progress_scraped(void **state)
+{
+    fixture *f = *state;
+    struct MHD_Daemon *m = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL,
+                                            serve_metrics, NULL, MHD_OPTION_END);
+    assert_non_null(m);
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(m, MHD_DAEMON_INFO_BIND_PORT);
+    int port = info->port;
+    add_node(f, "node-a", "4", "z1");
+    runner r;
+    start(f, &r, "gang=true period=1 queue_order=fifo admit=gang score=least-allocated");
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
+        "\"name\":\"p1\",\"namespace\":\"default\"},\"spec\":{\"progress\":{\"port\":%d,"
+        "\"path\":\"/m\",\"loss\":\"train_loss\",\"totalSteps\":5000},\"replicaSpecs\":{"
+        "\"Worker\":{\"replicas\":1,\"template\":{\"spec\":{\"containers\":[{\"name\":"
+        "\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}",
+        port);
+    int exist, bound;
+    WAIT_FOR((pods_of(f, "p1", &exist, &bound), bound == 1));
+    req(f, "PATCH", "/api/v1/namespaces/default/pods/p1-worker-0/status",
+        "{\"status\":{\"phase\":\"Running\",\"podIP\":\"127.0.0.1\"}}");
+    WAIT_FOR(drv_ctrl_get_stats(r.c).samples >= 2);
+    drv_ctrl_stats st = drv_ctrl_get_stats(r.c);
+    assert_true(st.last_step >= 1300 && st.last_step == (int)st.last_step);
+    assert_true(st.last_loss == 0.75);
+    stop(&r);
+    MHD_stop_daemon(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -490,6 +543,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deleted_job_pods_go, setup, teardown),
         cmocka_unit_test_setup_teardown(test_elastic_grow_and_shrink, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leader_election, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_progress_scraped, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -379,6 +379,52 @@ static void test_trainingjob_lease_podgroup_event(void **unused)
                                   "minReplicas <= replicas <= maxReplicas, found 3, 2, 4"));
     json_decref(tj);
 
+    /* spec.progress: defaults, values, and errors that name the field */
+    tj = recorded("08-tj-get");
+    assert_int_equal(drv_kube_decode_trainingjob(tj, names, &j, &d), 0);
+    assert_int_equal(j.progress_port, 0);
+    assert_string_equal(j.step_metric, "drover_train_step");
+    json_t *prog = json_pack("{s:i, s:s, s:s, s:I}", "port", 9100, "path", "/stats", "step",
+                             "global_step", "totalSteps", (json_int_t)20000);
+    json_object_set_new(json_object_get(tj, "spec"), "progress", prog);
+    assert_int_equal(drv_kube_decode_trainingjob(tj, names, &j, &d), 0);
+    assert_int_equal(j.progress_port, 9100);
+    assert_string_equal(j.progress_path, "/stats");
+    assert_string_equal(j.step_metric, "global_step");
+    assert_string_equal(j.loss_metric, "drover_train_loss");
+    assert_true(j.total_steps == 20000);
+    json_object_set_new(prog, "step", json_string("bad metric"));
+    assert_int_equal(drv_kube_decode_trainingjob(tj, names, &j, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "spec.progress.step: expected a Prometheus metric name"));
+    json_object_set_new(prog, "step", json_string("global_step"));
+    json_object_set_new(prog, "port", json_integer(70000));
+    assert_int_equal(drv_kube_decode_trainingjob(tj, names, &j, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "spec.progress.port: expected an integer in [1, 65535]"));
+    json_object_del(prog, "port");
+    assert_int_equal(drv_kube_decode_trainingjob(tj, names, &j, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "spec.progress.port: missing"));
+    json_decref(tj);
+
+    /* status.podIP, v4 and v6, and a bad one */
+    json_t *pod = recorded("03-pod-get");
+    drv_kpod p;
+    assert_int_equal(drv_kube_decode_pod(pod, names, &p, &d), 0);
+    assert_int_equal(p.ip_family, 0);
+    json_object_set_new(json_object_get(pod, "status"), "podIP", json_string("10.1.2.3"));
+    assert_int_equal(drv_kube_decode_pod(pod, names, &p, &d), 0);
+    assert_int_equal(p.ip_family, 4);
+    assert_int_equal(p.ip[0], 10);
+    assert_int_equal(p.ip[3], 3);
+    json_object_set_new(json_object_get(pod, "status"), "podIP", json_string("fd00::7"));
+    assert_int_equal(drv_kube_decode_pod(pod, names, &p, &d), 0);
+    assert_int_equal(p.ip_family, 6);
+    assert_int_equal(p.ip[15], 7);
+    json_object_set_new(json_object_get(pod, "status"), "podIP", json_string("10.1.2"));
+    assert_int_equal(drv_kube_decode_pod(pod, names, &p, &d), DRV_EPARSE);
+    assert_non_null(
+        strstr(d.msg, "status.podIP: expected an IPv4 or IPv6 address, found '10.1.2'"));
+    json_decref(pod);
+
     json_t *lease = recorded("09-lease-get");
     drv_klease l;
     assert_int_equal(drv_kube_decode_lease(lease, &l, &d), 0);

@@ -1104,7 +1104,7 @@ static void *scrape_main(void *arg)
             next = mono() + c->scrape_s;
         pthread_mutex_lock(&c->mu);
         n = 0;
-        if (drv_grow(&ts, sizeof *ts, &cap, c->ntargets) == 0) {
+        if (c->ntargets > 0 && drv_grow(&ts, sizeof *ts, &cap, c->ntargets) == 0) {
             memcpy(ts, c->targets, sizeof *ts * (size_t)c->ntargets);
             n = c->ntargets;
         }

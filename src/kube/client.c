@@ -8,6 +8,8 @@
 #include "drover/kube.h"
 #include "drover/version.h"
 
+#include "kbuf.h"
+
 #include <curl/curl.h>
 #include <math.h>
 #include <stdio.h>
@@ -227,18 +229,12 @@ long drv_kube_retries(const drv_kube *k)
 
 /* ---- plain requests ------------------------------------------------------------------------ */
 
-typedef struct rbuf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-    int retry_after; /* seconds, -1 when absent */
-    char ctype[128];
-} rbuf;
-
-static size_t on_body(char *data, size_t sz, size_t nm, void *arg)
+size_t drv_kbuf_write(char *data, size_t size, size_t nmemb, void *arg)
 {
-    rbuf *b = arg;
-    size_t n = sz * nm;
+    drv_kbuf *b = arg;
+    size_t n = size * nmemb;
+    if (b->max && b->n + n > b->max)
+        return 0;
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->n + n + 1)
@@ -257,6 +253,12 @@ static size_t on_body(char *data, size_t sz, size_t nm, void *arg)
     return n;
 }
 
+typedef struct rbuf {
+    drv_kbuf body;
+    int retry_after; /* seconds, -1 when absent */
+    char ctype[128];
+} rbuf;
+
 static size_t on_header(char *data, size_t sz, size_t nm, void *arg)
 {
     rbuf *b = arg;
@@ -272,7 +274,7 @@ static size_t on_header(char *data, size_t sz, size_t nm, void *arg)
 static void status_text(const rbuf *b, long status, char *out, size_t n)
 {
     json_error_t je;
-    json_t *j = b->n ? json_loadb(b->p, b->n, 0, &je) : NULL;
+    json_t *j = b->body.n ? json_loadb(b->body.p, b->body.n, 0, &je) : NULL;
     const char *reason = j ? json_string_value(json_object_get(j, "reason")) : NULL;
     const char *msg = j ? json_string_value(json_object_get(j, "message")) : NULL;
     snprintf(out, n, "%ld%s%s%s%s", status, reason ? " " : "", reason ? reason : "",
@@ -331,7 +333,7 @@ int drv_kube_request(drv_kube *k, const char *method, const char *path, const ch
     long code = 0;
     for (int attempt = 0;; attempt++) {
         sleep_s(drv_token_bucket_take(&k->tb, now_s()));
-        b.n = 0;
+        b.body.n = 0;
         b.retry_after = -1;
         b.ctype[0] = 0;
         CURL *h = k->h;
@@ -344,8 +346,8 @@ int drv_kube_request(drv_kube *k, const char *method, const char *path, const ch
         }
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, strcmp(method, "GET") ? method : NULL);
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, drv_kbuf_write);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &b.body);
         curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
         curl_easy_setopt(h, CURLOPT_HEADERDATA, &b);
         curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)k->cfg.timeout_s);
@@ -353,7 +355,7 @@ int drv_kube_request(drv_kube *k, const char *method, const char *path, const ch
         CURLcode cc = curl_easy_perform(h);
         code = 0;
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-        if (b.oom) {
+        if (b.body.oom) {
             rc = drv_fail(d, DRV_ENOMEM, "%s %s: out of memory reading the answer", method, path);
             break;
         }
@@ -384,15 +386,15 @@ int drv_kube_request(drv_kube *k, const char *method, const char *path, const ch
     }
     if (status)
         *status = code;
-    if (!rc && out && b.n > 0) {
+    if (!rc && out && b.body.n > 0) {
         json_error_t je;
-        *out = json_loadb(b.p, b.n, 0, &je);
+        *out = json_loadb(b.body.p, b.body.n, 0, &je);
         if (!*out)
             rc = drv_fail(d, DRV_EPARSE, "%s %s: %ld answer is not JSON (%s, byte %d): %s", method,
                           path, code, b.ctype[0] ? b.ctype : "no content type", je.position,
                           je.text);
     }
-    drv_free(b.p);
+    drv_free(b.body.p);
     drv_free(url);
     curl_slist_free_all(hdr);
     return rc;

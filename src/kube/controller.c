@@ -24,13 +24,15 @@
 #include "drover/kube_informer.h"
 #include "drover/kube_types.h"
 
+#include "kbuf.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
-#include <curl/curl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1026,33 +1028,6 @@ static double prom_value(const char *text, const char *name)
     return NAN;
 }
 
-typedef struct scrape_buf {
-    char *p;
-    size_t n, cap;
-} scrape_buf;
-
-static size_t scrape_write(char *data, size_t size, size_t nmemb, void *arg)
-{
-    scrape_buf *b = arg;
-    size_t k = size * nmemb;
-    if (b->n + k + 1 > (1u << 20))
-        return 0; /* more than 1 MiB of metrics: refuse */
-    if (b->n + k + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 16384;
-        while (cap < b->n + k + 1)
-            cap *= 2;
-        char *q = drv_realloc(b->p, cap);
-        if (!q)
-            return 0;
-        b->p = q;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, data, k);
-    b->n += k;
-    b->p[b->n] = 0;
-    return k;
-}
-
 /* Which running jobs to scrape, and where: their chief's address (scheduler thread). */
 static void publish_targets(drv_ctrl *c)
 {
@@ -1092,7 +1067,7 @@ static void *scrape_main(void *arg)
     CURL *h = curl_easy_init();
     struct target *ts = NULL;
     int32_t n = 0, cap = 0;
-    scrape_buf b = {0};
+    drv_kbuf b = {.max = 1u << 20}; /* more than 1 MiB of metrics is refused */
     double next = mono();
     while (h && !c->stop_inf) {
         if (mono() < next) {
@@ -1113,7 +1088,7 @@ static void *scrape_main(void *arg)
             b.n = 0;
             curl_easy_reset(h);
             curl_easy_setopt(h, CURLOPT_URL, ts[i].url);
-            curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, scrape_write);
+            curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, drv_kbuf_write);
             curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
             curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 2000L);
             curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);

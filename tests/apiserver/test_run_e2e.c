@@ -13,6 +13,7 @@
  * says why). Every kubectl call has --request-timeout; ctest's TIMEOUT bounds the whole test.
  */
 #include "apiserver.h"
+#include "kubectl_util.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -20,45 +21,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static char dir[256], kcfg[512];
-static int failures;
-
-static int kubectl(char *out, size_t n, const char *args)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd,
-             "kubectl --kubeconfig %s --cache-dir %s/cache --request-timeout=10s %s 2>&1", kcfg,
-             dir, args);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -1;
-    size_t len = fread(out, 1, n - 1, p);
-    out[len] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static void expect(bool ok, const char *what, const char *out)
-{
-    if (!ok) {
-        fprintf(stderr, "FAIL: %s\n--- output:\n%s\n", what, out);
-        failures++;
-    } else {
-        printf("ok: %s\n", what);
-    }
-}
-
-static void write_file(const char *name, const char *text)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fputs(text, f);
-        fclose(f);
-    }
-}
 
 /* Lines of `out` that are non-empty. */
 static int lines(const char *out)
@@ -75,7 +37,7 @@ static int lines(const char *out)
 
 int main(void)
 {
-    if (system("command -v kubectl >/dev/null 2>&1") != 0) {
+    if (!kc_available()) {
         printf("kubectl not found on PATH: test skipped\n");
         return 77;
     }
@@ -91,70 +53,61 @@ int main(void)
         fprintf(stderr, "cannot start the test server: %s\n", d.msg);
         return 1;
     }
-    snprintf(dir, sizeof dir, "/tmp/drover-run-XXXXXX");
-    if (!mkdtemp(dir)) {
+    if (kc_setup(drv_apiserver_port(s), "drover-run") != 0) {
         drv_apiserver_free(s);
         return 1;
     }
-    snprintf(kcfg, sizeof kcfg, "%s/kubeconfig", dir);
-    char text[4096];
-    snprintf(text, sizeof text,
-             "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: "
-             "http://127.0.0.1:%u\nusers:\n- name: u\n  user:\n    token: test\ncontexts:\n- "
-             "name: c\n  context:\n    cluster: t\n    user: u\n    namespace: default\n"
-             "current-context: c\n",
-             drv_apiserver_port(s));
-    write_file("kubeconfig", text);
-    write_file("nodes.yaml",
-               "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\nstatus:\n  allocatable: "
-               "{cpu: \"8\", memory: 32Gi}\n  conditions: [{type: Ready, status: \"True\"}]\n"
-               "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n2\nstatus:\n  allocatable: "
-               "{cpu: \"8\", memory: 32Gi}\n  conditions: [{type: Ready, status: \"True\"}]\n");
+    kc_write("nodes.yaml",
+             "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\nstatus:\n  allocatable: "
+             "{cpu: \"8\", memory: 32Gi}\n  conditions: [{type: Ready, status: \"True\"}]\n"
+             "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n2\nstatus:\n  allocatable: "
+             "{cpu: \"8\", memory: 32Gi}\n  conditions: [{type: Ready, status: \"True\"}]\n");
     static char out[65536];
     char args[1024];
     int rc;
     snprintf(args, sizeof args, "apply --validate=false -f %s/deploy/crd.yaml", src);
-    rc = kubectl(out, sizeof out, args);
-    expect(rc == 0 && strstr(out, "trainingjobs.drover.dev"), "kubectl apply deploy/crd.yaml", out);
-    snprintf(args, sizeof args, "create --validate=false -f %s/nodes.yaml", dir);
-    rc = kubectl(out, sizeof out, args);
-    expect(rc == 0 && strstr(out, "node/n2 created"), "kubectl create nodes", out);
+    rc = kc_run(out, sizeof out, args);
+    kc_expect(rc == 0 && strstr(out, "trainingjobs.drover.dev"), "kubectl apply deploy/crd.yaml",
+              out);
+    snprintf(args, sizeof args, "create --validate=false -f %s/nodes.yaml", kc_dir());
+    rc = kc_run(out, sizeof out, args);
+    kc_expect(rc == 0 && strstr(out, "node/n2 created"), "kubectl create nodes", out);
 
     char log[512];
-    snprintf(log, sizeof log, "%s/drover.log", dir);
+    snprintf(log, sizeof log, "%s/drover.log", kc_dir());
     pid_t pid = fork();
     if (pid == 0) {
         char exe[512];
         snprintf(exe, sizeof exe, "%s/drover", bin);
         if (!freopen(log, "w", stderr))
             _exit(127);
-        execl(exe, exe, "run", "--kubeconfig", kcfg, "--policy", "drover", (char *)NULL);
+        execl(exe, exe, "run", "--kubeconfig", kc_config(), "--policy", "drover", (char *)NULL);
         _exit(127);
     }
     snprintf(args, sizeof args, "create --validate=false -f %s/examples/trainingjob.yaml", src);
-    rc = kubectl(out, sizeof out, args);
-    expect(rc == 0 && strstr(out, "mnist created"), "kubectl create examples/trainingjob.yaml",
-           out);
+    rc = kc_run(out, sizeof out, args);
+    kc_expect(rc == 0 && strstr(out, "mnist created"), "kubectl create examples/trainingjob.yaml",
+              out);
     /* PS 2 CPUs + 2 workers of 4: bound within a few seconds. */
     int bound = 0;
     for (int i = 0; i < 100 && bound < 3; i++) {
-        rc = kubectl(out, sizeof out,
-                     "get pods -l drover.dev/job=mnist -o "
-                     "jsonpath='{range .items[*]}{.spec.nodeName}{\"\\n\"}{end}'");
+        rc = kc_run(out, sizeof out,
+                    "get pods -l drover.dev/job=mnist -o "
+                    "jsonpath='{range .items[*]}{.spec.nodeName}{\"\\n\"}{end}'");
         bound = rc == 0 ? lines(out) : 0;
         if (bound < 3)
             usleep(100000);
     }
-    expect(bound == 3, "the example's 3 pods are bound", out);
-    rc = kubectl(out, sizeof out, "get pods -l drover.dev/role=worker -o name");
-    expect(rc == 0 && strstr(out, "pod/mnist-worker-0") && strstr(out, "pod/mnist-worker-1"),
-           "its workers are named <job>-worker-<rank>", out);
-    rc = kubectl(out, sizeof out, "get tj");
-    expect(rc == 0 && strstr(out, "mnist"), "kubectl get tj", out);
-    rc = kubectl(out, sizeof out,
-                 "get events -o jsonpath='{range .items[*]}{.reason}: {.message}{\"\\n\"}{end}'");
-    expect(rc == 0 && strstr(out, "Scheduled") && strstr(out, "3 pods bound by profile drover"),
-           "an Event says the job was scheduled", out);
+    kc_expect(bound == 3, "the example's 3 pods are bound", out);
+    rc = kc_run(out, sizeof out, "get pods -l drover.dev/role=worker -o name");
+    kc_expect(rc == 0 && strstr(out, "pod/mnist-worker-0") && strstr(out, "pod/mnist-worker-1"),
+              "its workers are named <job>-worker-<rank>", out);
+    rc = kc_run(out, sizeof out, "get tj");
+    kc_expect(rc == 0 && strstr(out, "mnist"), "kubectl get tj", out);
+    rc = kc_run(out, sizeof out,
+                "get events -o jsonpath='{range .items[*]}{.reason}: {.message}{\"\\n\"}{end}'");
+    kc_expect(rc == 0 && strstr(out, "Scheduled") && strstr(out, "3 pods bound by profile drover"),
+              "an Event says the job was scheduled", out);
 
     int st = 0;
     kill(pid, SIGTERM);
@@ -164,14 +117,11 @@ int main(void)
     out[len] = 0;
     if (f)
         fclose(f);
-    expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, "stopped after") &&
-               strstr(out, "1 jobs"),
-           "drover run stops on SIGTERM with exit status 0 and a summary", out);
+    kc_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, "stopped after") &&
+                  strstr(out, "1 jobs"),
+              "drover run stops on SIGTERM with exit status 0 and a summary", out);
 
     drv_apiserver_free(s);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
-    return failures ? 1 : 0;
+    kc_cleanup();
+    return kc_failures() ? 1 : 0;
 }

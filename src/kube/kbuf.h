@@ -1,0 +1,23 @@
+/*
+ * kbuf.h - a growing buffer that libcurl writes a response body into (src/kube only: the API
+ * client's answers, the progress collector's scrapes).
+ */
+#ifndef DROVER_KBUF_H
+#define DROVER_KBUF_H
+
+#include "drover/base.h"
+
+#include <stddef.h>
+
+typedef struct drv_kbuf {
+    char *p;       /* NUL-terminated; drv_free it */
+    size_t n, cap; /* bytes held, allocated */
+    size_t max;    /* refuse a body longer than this (0: no limit) */
+    bool oom;      /* an allocation failed */
+} drv_kbuf;
+
+/* A CURLOPT_WRITEFUNCTION appending to the drv_kbuf given as CURLOPT_WRITEDATA. Returns 0 (which
+ * makes libcurl fail the transfer) past max or when out of memory (oom set). */
+size_t drv_kbuf_write(char *data, size_t size, size_t nmemb, void *arg);
+
+#endif

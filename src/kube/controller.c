@@ -22,6 +22,7 @@
 #include "drover/kube_controller.h"
 
 #include "drover/kube_informer.h"
+#include "drover/kube_workqueue.h"
 #include "drover/kube_types.h"
 
 #include "kbuf.h"
@@ -100,6 +101,13 @@ typedef struct infarg {
     int kind;
 } infarg;
 
+/* A TrainingJob status the writer is to write. */
+typedef struct wstatus {
+    char path[800];
+    char phase[16], message[64];
+    int32_t active[DRV_NROLES];
+} wstatus;
+
 typedef struct cpod {
     int8_t exists;             /* 0: no pod; 1: a pod; 2: a pod being deleted */
     int8_t phase;              /* enum drv_kpod_phase of the pod */
@@ -140,6 +148,18 @@ struct drv_ctrl {
     int32_t ntargets, cap_targets;
     pthread_t scr_thr;
     bool scr_started;
+    /* the writer: status and Events (wmu guards want and evq) */
+    drv_kube *kw;
+    drv_workqueue *wq;
+    pthread_t wthr;
+    bool wstarted;
+    pthread_mutex_t wmu;
+    wstatus **want; /* by interned job key: the status to write */
+    int32_t cap_want;
+    struct wevent {
+        char *path, *body;
+    } * evq;
+    int32_t nevq, cap_evq;
     double scrape_s; /* seconds between scrapes: the profile's period, within [1, 60] */
 
     /* scheduler thread only */
@@ -417,6 +437,7 @@ int drv_ctrl_new(drv_ctrl **out, const drv_kube_config *cfg, const drv_ctrl_opts
     c->o.scheduler = c->sched_name;
     c->o.namespace_ = c->ns[0] ? c->ns : NULL;
     pthread_mutex_init(&c->kn_mu, NULL);
+    pthread_mutex_init(&c->wmu, NULL);
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
     int rc;
@@ -424,7 +445,7 @@ int drv_ctrl_new(drv_ctrl **out, const drv_kube_config *cfg, const drv_ctrl_opts
         drv_ctrl_free(c);
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     }
-    if ((rc = drv_kube_new(&c->k, cfg, d)) != 0) {
+    if ((rc = drv_kube_new(&c->k, cfg, d)) != 0 || (rc = drv_kube_new(&c->kw, cfg, d)) != 0) {
         drv_ctrl_free(c);
         return rc;
     }
@@ -433,6 +454,10 @@ int drv_ctrl_new(drv_ctrl **out, const drv_kube_config *cfg, const drv_ctrl_opts
             drv_ctrl_free(c);
             return rc;
         }
+    if (!(c->wq = drv_workqueue_new(0.05, 30, NULL, NULL))) {
+        drv_ctrl_free(c);
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    }
     if ((rc = drv_sched_new(&c->prof, &c->sched, d)) != 0) {
         drv_ctrl_free(c);
         return rc;
@@ -467,6 +492,17 @@ void drv_ctrl_free(drv_ctrl *c)
         drv_kube_free(c->kinf[i]);
     }
     drv_kube_free(c->k);
+    drv_kube_free(c->kw);
+    if (c->wq)
+        drv_workqueue_free(c->wq);
+    for (int32_t i = 0; i < c->cap_want; i++)
+        drv_free(c->want[i]);
+    drv_free(c->want);
+    for (int32_t i = 0; i < c->nevq; i++) {
+        drv_free(c->evq[i].path);
+        drv_free(c->evq[i].body);
+    }
+    drv_free(c->evq);
     drv_sched_free(c->sched);
     for (int32_t i = 0; i < c->nev; i++)
         tjrec_free(c->ev[i].tj);
@@ -492,6 +528,7 @@ void drv_ctrl_free(drv_ctrl *c)
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     pthread_mutex_destroy(&c->kn_mu);
+    pthread_mutex_destroy(&c->wmu);
     drv_free(c);
 }
 
@@ -1233,6 +1270,8 @@ static int set_status(json_t *obj, void *arg)
     return drv_kube_trainingjob_set_status(obj, a->phase, a->message, a->active);
 }
 
+/* Status and Events are written by the writer thread (below), so that no write to the API
+ * delays a scheduling decision; the scheduler thread only says what it wants written. */
 static void write_status(drv_ctrl *c, int32_t j, const char *message)
 {
     cjob *cj = &c->jobs[j];
@@ -1241,21 +1280,37 @@ static void write_status(drv_ctrl *c, int32_t j, const char *message)
     job_active(c, j, active, &running);
     if (cj->written == cj->status && !memcmp(active, cj->wrote_active, sizeof active))
         return;
-    char ns[256], name[256], path[800];
+    wstatus w;
+    char ns[256], name[256];
     kn_str(c, cj->ns, ns, sizeof ns);
     kn_str(c, cj->name, name, sizeof name);
-    snprintf(path, sizeof path, "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs/%s/status",
-             ns, name);
-    status_arg a = {st_phase[cj->status], message, active};
-    drv_diag d = {{0}};
-    if (drv_kube_update(c->k, path, set_status, &a, 0, NULL, &d) != 0) {
-        drv_log(DRV_LOG_WARN, "%s", d.msg);
-        count(c, &c->stats.api_errors, 1);
+    snprintf(w.path, sizeof w.path,
+             "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs/%s/status", ns, name);
+    snprintf(w.phase, sizeof w.phase, "%s", st_phase[cj->status]);
+    snprintf(w.message, sizeof w.message, "%s", message);
+    memcpy(w.active, active, sizeof active);
+    char key[32];
+    snprintf(key, sizeof key, "s/%d", (int)cj->key);
+    pthread_mutex_lock(&c->wmu);
+    int32_t old = c->cap_want;
+    int rc = drv_grow(&c->want, sizeof *c->want, &c->cap_want, cj->key + 1);
+    if (rc == 0 && c->cap_want > old) /* new entries: nothing to write yet */
+        memset(c->want + old, 0, sizeof *c->want * (size_t)(c->cap_want - old));
+    if (rc == 0) {
+        if (!c->want[cj->key])
+            c->want[cj->key] = drv_malloc(sizeof w);
+        if (c->want[cj->key])
+            *c->want[cj->key] = w;
+        else
+            rc = DRV_ENOMEM;
+    }
+    pthread_mutex_unlock(&c->wmu);
+    if (rc != 0 || drv_workqueue_add(c->wq, key) != 0) {
+        drv_log(DRV_LOG_ERROR, "out of memory: status of %s/%s not written", ns, name);
         return;
     }
     cj->written = cj->status;
     memcpy(cj->wrote_active, active, sizeof active);
-    count(c, &c->stats.status_writes, 1);
 }
 
 static void write_event(drv_ctrl *c, int32_t j, const char *type, const char *reason,
@@ -1264,18 +1319,86 @@ static void write_event(drv_ctrl *c, int32_t j, const char *type, const char *re
     if (c->o.no_events)
         return;
     cjob *cj = &c->jobs[j];
-    char ns[256], name[256], now[40], path[400];
+    char ns[256], name[256], now[40];
     kn_str(c, cj->ns, ns, sizeof ns);
     kn_str(c, cj->name, name, sizeof name);
     rfc3339(now, sizeof now, false);
     char *body = drv_kube_event_json(ns, "TrainingJob", "drover.dev/v1alpha1", name, cj->uid, type,
                                      reason, message, now, c->sched_name);
-    if (!body)
-        return;
-    snprintf(path, sizeof path, "/api/v1/namespaces/%s/events", ns);
-    if (send_req(c, "POST", path, body, NULL, NULL) == 0)
-        count(c, &c->stats.events, 1);
-    drv_free(body);
+    char *path = drv_malloc(300);
+    if (body && path)
+        snprintf(path, 300, "/api/v1/namespaces/%s/events", ns);
+    pthread_mutex_lock(&c->wmu);
+    bool ok = body && path && drv_grow(&c->evq, sizeof *c->evq, &c->cap_evq, c->nevq + 1) == 0;
+    if (ok)
+        c->evq[c->nevq++] = (struct wevent){path, body};
+    pthread_mutex_unlock(&c->wmu);
+    if (!ok || drv_workqueue_add(c->wq, "e") != 0) {
+        if (!ok) {
+            drv_free(body);
+            drv_free(path);
+        }
+        drv_log(DRV_LOG_ERROR, "out of memory: Event %s of %s/%s not written", reason, ns, name);
+    }
+}
+
+/* The writer's thread: status updates (read-modify-write with retries, back-off on failure)
+ * and Events, in the order asked, off the scheduling path. */
+static void *writer_main(void *arg)
+{
+    drv_ctrl *c = arg;
+    char key[32];
+    while (drv_workqueue_get(c->wq, key, sizeof key, true)) {
+        if (!strcmp(key, "e")) {
+            pthread_mutex_lock(&c->wmu);
+            struct wevent *v = c->evq;
+            int32_t n = c->nevq;
+            c->evq = NULL;
+            c->nevq = c->cap_evq = 0;
+            pthread_mutex_unlock(&c->wmu);
+            for (int32_t i = 0; i < n; i++) {
+                drv_diag d = {{0}};
+                long st = 0;
+                if (drv_kube_request(c->kw, "POST", v[i].path, NULL, v[i].body, &st, NULL, &d) == 0)
+                    count(c, &c->stats.events, 1);
+                else {
+                    drv_log(DRV_LOG_WARN, "%s", d.msg);
+                    count(c, &c->stats.api_errors, 1);
+                }
+                drv_free(v[i].path);
+                drv_free(v[i].body);
+            }
+            drv_free(v);
+            drv_workqueue_done(c->wq, key);
+            continue;
+        }
+        int32_t id = (int32_t)atol(key + 2);
+        wstatus w;
+        bool have = false;
+        pthread_mutex_lock(&c->wmu);
+        if (id >= 0 && id < c->cap_want && c->want[id]) {
+            w = *c->want[id];
+            have = true;
+        }
+        pthread_mutex_unlock(&c->wmu);
+        if (have) {
+            status_arg a = {w.phase, w.message, w.active};
+            drv_diag d = {{0}};
+            if (drv_kube_update(c->kw, w.path, set_status, &a, 0, NULL, &d) == 0) {
+                count(c, &c->stats.status_writes, 1);
+                drv_workqueue_forget(c->wq, key);
+            } else if (strstr(d.msg, ": 404 ")) {
+                drv_workqueue_forget(c->wq, key); /* the job is gone */
+            } else {
+                drv_log(DRV_LOG_WARN, "%s", d.msg);
+                count(c, &c->stats.api_errors, 1);
+                if (drv_workqueue_retries(c->wq, key) < 8)
+                    drv_workqueue_retry(c->wq, key);
+            }
+        }
+        drv_workqueue_done(c->wq, key);
+    }
+    return NULL;
 }
 
 /* Why a job waits, in words a kubectl user can act on. */
@@ -1604,6 +1727,12 @@ int drv_ctrl_run(drv_ctrl *c, volatile int *stop, drv_diag *d)
             c->started[i] = true;
     }
     if (rc == 0) {
+        if (pthread_create(&c->wthr, NULL, writer_main, c) != 0)
+            rc = drv_fail(d, DRV_ENOMEM, "cannot start the writer's thread");
+        else
+            c->wstarted = true;
+    }
+    if (rc == 0) {
         c->scrape_s = c->prof.period < 1 ? 1 : c->prof.period > 60 ? 60 : c->prof.period;
         if (pthread_create(&c->scr_thr, NULL, scrape_main, c) != 0)
             rc = drv_fail(d, DRV_ENOMEM, "cannot start the progress collector's thread");
@@ -1669,6 +1798,11 @@ int drv_ctrl_run(drv_ctrl *c, volatile int *stop, drv_diag *d)
         rc = cycle(c);
     }
     c->stop_inf = 1;
+    if (c->wstarted) {
+        drv_workqueue_shutdown(c->wq);
+        pthread_join(c->wthr, NULL);
+        c->wstarted = false;
+    }
     if (c->scr_started) {
         pthread_join(c->scr_thr, NULL);
         c->scr_started = false;

@@ -15,8 +15,9 @@
  *      drv_job each), pods (which slot exists, where it is bound, which phase it is in);
  *   3. run one cycle, apply its decisions to the state as assumed, and send them (bindings
  *      first: they are what the latency is measured on);
- *   4. reconcile: create the pods of jobs that wait, delete surplus and finished pods, write
- *      status and Events.
+ *   4. reconcile: create the pods of jobs that wait, delete surplus and finished pods, and hand
+ *      status and Events to the writer thread (its own client and work queue), so that no
+ *      status write delays the next decision.
  * A request that fails is logged and its assumption undone; the next cycle sees the truth.
  */
 #include "drover/kube_controller.h"

@@ -66,11 +66,15 @@ typedef struct drv_sample {
 enum { DRV_HIST = 32 }; /* progress samples kept per live job (a ring) */
 
 typedef struct drv_job {
-    int32_t name, user, queue; /* interned */
-    int32_t priority;          /* priority class value: larger is more important */
-    int32_t user_priority;     /* the submitting user's priority */
-    int32_t model;             /* model family index in the driver's catalogue, -1 unknown */
-    double submit;             /* submission time, seconds */
+    int32_t name, user, queue;   /* interned */
+    int32_t priority;            /* priority class value: larger is more important */
+    int32_t user_priority;       /* the submitting user's priority */
+    int32_t model;               /* model family index in the driver's catalogue, -1 unknown */
+    int32_t calib_app;           /* 1 + index of its calibrated model (calib.h), 0: none */
+    double batch;                /* calibrated job: its total batch size now */
+    double batch_min, batch_max; /* the range a policy may set it in (DRV_BATCH); equal when
+                                    the batch is fixed */
+    double submit;               /* submission time, seconds */
     drv_rolespec role[DRV_NROLES];
     int32_t target[DRV_NROLES]; /* replicas currently wanted per role */
     int32_t bound[DRV_NROLES];  /* pods bound per role (derived) */
@@ -176,6 +180,11 @@ bool drv_job_complete(const drv_job *j);
 bool drv_job_needs_pods(const drv_job *j);
 /* Total request of the wanted pods of a job. */
 drv_res drv_job_demand(const drv_job *j);
+/* A calibrated job whose batch a policy may choose (DRV_BATCH), within [batch_min, batch_max]. */
+static inline bool drv_job_batch_adaptive(const drv_job *j)
+{
+    return j->calib_app > 0 && j->batch_max > j->batch_min;
+}
 /* Pods the job wants in total. */
 int32_t drv_job_wanted(const drv_job *j);
 /* Free resources on a node. */

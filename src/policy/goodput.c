@@ -42,7 +42,8 @@
  * [R] Reconstructions: Pollux searches allocations with a genetic algorithm over per-node
  * matrices; we allocate greedily by utility per GPU and place packed. Pollux learns each
  * job's throughput model online and explores at most twice the GPUs a job has run on; we read
- * the calibrated (measured) step times, as the Pollux simulator's own Optimus does. Pollux
+ * the calibrated (measured) step times, as the Pollux simulator's own Optimus does (knob
+ * `explore=2` limits growth as Pollux's exploration does; off by default). Pollux
  * changes a batch without restarting; here a batch changes only with a checkpoint-restart
  * (the driver's restart pause), so we re-batch a running job only for a clear gain. Pollux
  * orders nobody; we add Tiresias' LAS order for who gets a first GPU when GPUs are short.
@@ -69,6 +70,8 @@ static const drv_knob_spec knobs[] = {
     {"threshold", 57600, 1, 1e9, "attained GPU-seconds of the first demotion (LAS queues)"},
     {"factor", 10, 1, 1000, "each further queue's threshold is this times the previous one"},
     {"queues", 2, 1, 8, "number of LAS queues (1: first come, first served)"},
+    {"explore", 0, 0, 64,
+     "a job gets at most this times the most GPUs it has run on (at least 1; 0: no limit)"},
 };
 enum { NKNOBS = sizeof knobs / sizeof knobs[0], MAXW = 64, MAXNODES = 256 };
 
@@ -92,15 +95,18 @@ typedef struct table {
 typedef struct goodput {
     double p, penalty, rebatch, threshold, factor;
     int32_t queues;
+    double explore;
     const drv_calib *calib; /* the one the tables were built from */
     int32_t gpn;            /* GPUs per node the packed shapes assume */
     table *tab;             /* per model */
     int32_t ntab;
     uint32_t ran; /* cycle the pass last ran in, +1 (0: never) */
-    /* per job id: what its last re-batch check saw; the same again gives the same answer */
+    /* per job id: what its last re-batch check saw (the same again gives the same answer), and
+     * the most workers it has run with */
     struct seen {
         int32_t epoch, restarts, have;
         double batch;
+        int32_t most;
     } * seen;
     int32_t cap_seen;
 } goodput;
@@ -120,6 +126,7 @@ static int g_init(void **state, const drv_knob *kv, int nkv, drv_diag *d)
     g->threshold = v[3];
     g->factor = v[4];
     g->queues = (int32_t)v[5];
+    g->explore = v[6];
     *state = g;
     return 0;
 }
@@ -395,6 +402,13 @@ static void pass(drv_ctx *c, goodput *g)
     gjob *v = drv_arena_alloc(ar, sizeof *v * ((size_t)st->nlive + 1));
     if (!v)
         return;
+    if (st->njobs > g->cap_seen) {
+        int32_t old = g->cap_seen;
+        if (drv_grow(&g->seen, sizeof *g->seen, &g->cap_seen, st->njobs) != 0)
+            return;
+        for (int32_t k = old; k < g->cap_seen; k++)
+            g->seen[k] = (struct seen){-1, -1, -1, 0, 0};
+    }
     int32_t n = 0;
     int64_t gpus = 0; /* ours: free, plus held by our jobs */
     for (int32_t nd = 0; nd < st->nnodes; nd++)
@@ -418,6 +432,13 @@ static void pass(drv_ctx *c, goodput *g)
         x.nmax = j->role[DRV_ROLE_WORKER].max;
         x.nmax = x.nmax < cap ? x.nmax : cap;
         x.nmax = x.nmax < MAXW ? x.nmax : MAXW;
+        if (x.running && x.have > g->seen[i].most)
+            g->seen[i].most = x.have;
+        if (g->explore > 0) {
+            int32_t most = g->seen[i].most > 1 ? g->seen[i].most : 1;
+            int32_t lim = (int32_t)floor(g->explore * most + 1e-9);
+            x.nmax = x.nmax < lim ? x.nmax : lim;
+        }
         x.base = table_goodput(g, j, 1, x.epoch, NULL);
         if (x.base <= 0 || x.nmax < 1 || j->role[DRV_ROLE_WORKER].min > 1)
             continue; /* not ours to size: it cannot run on one GPU */
@@ -485,18 +506,14 @@ static void pass(drv_ctx *c, goodput *g)
                 continue;
             b = best_here(g, c, x, &gp);
         } else {
-            if (x->id >= g->cap_seen) {
-                int32_t old = g->cap_seen;
-                if (drv_grow(&g->seen, sizeof *g->seen, &g->cap_seen, st->njobs) != 0)
-                    return;
-                for (int32_t k = old; k < g->cap_seen; k++)
-                    g->seen[k] = (struct seen){-1, -1, -1, 0};
-            }
-            struct seen now = {x->epoch, j->restarts, x->have, j->batch}, *was = &g->seen[x->id];
-            if (now.epoch == was->epoch && now.restarts == was->restarts && now.have == was->have &&
-                now.batch == was->batch)
+            struct seen *was = &g->seen[x->id];
+            if (x->epoch == was->epoch && j->restarts == was->restarts && x->have == was->have &&
+                j->batch == was->batch)
                 continue; /* checked on this epoch, placement and batch already: no gain */
-            *was = now;
+            was->epoch = x->epoch;
+            was->restarts = j->restarts;
+            was->have = x->have;
+            was->batch = j->batch;
             b = best_here(g, c, x, &gp);
             int32_t gpn[MAXNODES], nn = placement(c, x->id, gpn);
             double cur = drv_calib_goodput(calib, j->calib_app - 1, gpn, nn, j->batch, x->epoch);

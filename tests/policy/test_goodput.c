@@ -6,6 +6,7 @@
  *  - a batch is only ever set within the job's validated range, every job finishes, and a job
  *    keeps its progress across batch changes (its steps never pass its steps to finish);
  *  - the fixed-batch baselines never change a batch;
+ *  - with explore=2 a job never gets more than twice the most workers it has run with;
  *  - the drover profile gives every job the same start, end, restarts and workers whether the
  *    simulator skips quiet cycles or runs every one (docs/cycle.md, "Quiet cycles").
  */
@@ -223,12 +224,56 @@ static void test_drover_skipping_equals_ticking(void **unused)
     drv_workload_fini(&w);
 }
 
+/* explore=2: a job never wants more than twice the most workers it has run with (one to start
+ * with). Looked at after every round: what a round saw bound is what the next one limits by. */
+static void test_explore_limits_growth(void **unused)
+{
+    (void)unused;
+    drv_workload w = {0};
+    load(&w, 1, 30);
+    drv_cluster_spec c = {0};
+    drv_cluster_pollux(&c, DRV_POLLUX_NODES, DRV_POLLUX_GPUS);
+    drv_profile p;
+    drv_diag d = {{0}};
+    assert_int_equal(drv_profile_parse("explore",
+                                       "gang=true period=60 admit=goodput(explore=2) "
+                                       "scale=goodput",
+                                       &p, &d),
+                     0);
+    drv_sim_config cfg = {.seed = 1, .check = true, .calib = &calib};
+    drv_sim *s;
+    assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
+    int32_t *most = calloc((size_t)w.n, sizeof *most);
+    assert_non_null(most);
+    int grew = 0;
+    for (double t = 1; t < 3e5; t += DRV_POLLUX_ROUND) {
+        assert_int_equal(drv_sim_run_until(s, t, &d), 0);
+        const drv_state *st = drv_sim_state(s);
+        for (int32_t i = 0; i < st->njobs; i++) {
+            const drv_job *j = &st->jobs[i];
+            int32_t bound = j->bound[DRV_ROLE_WORKER];
+            if (bound == 0)
+                continue;
+            assert_true(bound <= 2 * (most[i] > 1 ? most[i] : 1));
+            grew += bound > 1;
+            if (j->phase != DRV_JOB_PENDING && bound > most[i])
+                most[i] = bound;
+        }
+    }
+    assert_true(grew > 0);
+    free(most);
+    drv_sim_free(s);
+    drv_cluster_fini(&c);
+    drv_workload_fini(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpus_go_where_goodput_rises),
         cmocka_unit_test(test_batches_in_range),
         cmocka_unit_test(test_drover_skipping_equals_ticking),
+        cmocka_unit_test(test_explore_limits_growth),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

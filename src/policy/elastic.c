@@ -79,7 +79,7 @@ void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
     for (int32_t i = 0; i < n; i++) {
         const drv_job *j = &st->jobs[jobs[i]];
         const drv_rolespec *w = &j->role[DRV_ROLE_WORKER];
-        if (e->cfg.skip_adaptive && drv_job_batch_adaptive(j))
+        if (e->cfg.skip_adaptive && st->nlive_adaptive > 0 && drv_job_batch_adaptive(j))
             continue;
         int32_t want = j->target[DRV_ROLE_WORKER];
         int32_t lo = w->min < want ? w->min : want;

@@ -237,6 +237,7 @@ typedef struct gjob {
     bool running;   /* holds its GPUs (starting, running or restarting) */
     double base;    /* G(1) */
     double per_gpu; /* GPUs per worker */
+    double submit;
 } gjob;
 
 static int cmp_order(const void *pa, const void *pb)
@@ -244,7 +245,9 @@ static int cmp_order(const void *pa, const void *pb)
     const gjob *a = pa, *b = pb;
     if (a->level != b->level)
         return a->level < b->level ? -1 : 1;
-    return (a->id > b->id) - (a->id < b->id); /* ids follow submission in both drivers */
+    if (a->submit != b->submit)
+        return a->submit < b->submit ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
 }
 
 static int32_t level_of(const goodput *g, double attained)
@@ -382,6 +385,8 @@ static void pass(drv_ctx *c, goodput *g)
     if (!calib || g->ran == drv_ctx_cycle(c) + 1)
         return;
     g->ran = drv_ctx_cycle(c) + 1;
+    if (st->nlive_adaptive == 0)
+        return;
     /* tables: per model of this calibration, for this cluster's GPUs per node */
     int32_t per = 0;
     for (int32_t nd = 0; nd < st->nnodes; nd++)
@@ -421,7 +426,7 @@ static void pass(drv_ctx *c, goodput *g)
             j->calib_app > calib->n || j->role[DRV_ROLE_WORKER].req.gpu <= 0)
             continue;
         int32_t app = j->calib_app - 1;
-        gjob x = {.id = i};
+        gjob x = {.id = i, .submit = j->submit};
         x.per_gpu = (double)j->role[DRV_ROLE_WORKER].req.gpu;
         x.epoch = drv_calib_epoch(calib, app, drv_calib_progress(calib, app, j->batch, j->steps));
         x.level = level_of(g, j->attained);
@@ -542,13 +547,9 @@ static void g_scale(drv_ctx *c, void *state)
 static double g_wake(const drv_ctx *c, void *state)
 {
     (void)state;
-    const drv_state *st = drv_ctx_state(c);
-    if (!drv_ctx_snap(c)->calib)
+    if (!drv_ctx_snap(c)->calib || drv_ctx_state(c)->nlive_adaptive == 0)
         return INFINITY;
-    DRV_FOR_LIVE(st, i)
-    if (drv_job_batch_adaptive(&st->jobs[i]))
-        return -INFINITY;
-    return INFINITY;
+    return -INFINITY;
 }
 
 const drv_plugin drv_plugin_goodput = {

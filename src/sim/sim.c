@@ -571,7 +571,7 @@ static int set_batch(drv_sim *s, int32_t job, double batch)
         return DRV_EINVAL;
     int32_t app = j->calib_app - 1;
     double p = drv_calib_progress(s->cfg.calib, app, j->batch, j->steps);
-    j->batch = batch;
+    j->batch = (int32_t)batch;
     j->steps_total = drv_calib_steps(s->cfg.calib, app, batch);
     j->steps = fmin(drv_calib_steps_to(s->cfg.calib, app, batch, p), j->steps_total);
     x->a_steps = j->steps; /* advanced to now before the decisions were applied */
@@ -754,9 +754,9 @@ int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_cata
         t.user_priority = js->user_priority;
         t.model = js->model;
         t.calib_app = cfg->calib ? js->calib_app : 0;
-        t.batch = js->batch;
-        t.batch_min = js->batch_max > 0 ? js->batch_min : js->batch;
-        t.batch_max = js->batch_max > 0 ? js->batch_max : js->batch;
+        t.batch = (int32_t)lround(js->batch); /* whole in every trace */
+        t.batch_min = js->batch_max > 0 ? (int32_t)lround(js->batch_min) : t.batch;
+        t.batch_max = js->batch_max > 0 ? (int32_t)lround(js->batch_max) : t.batch;
         t.submit = js->submit;
         memcpy(t.role, js->role, sizeof t.role);
         t.phase = DRV_JOB_FUTURE;

@@ -459,7 +459,19 @@ static st2 measured(const drv_calib_app *a, int32_t placement, int32_t nodes, in
 {
     bool found = false;
     if (placement > 0) {
-        st2 r = interp_bsz(a->pl, a->npl, placement, 0, 0, bsz, &found);
+        /* its rows: pl is sorted by placement, so a binary search finds the first */
+        int32_t lo = 0, hi = a->npl;
+        while (lo < hi) {
+            int32_t mid = lo + (hi - lo) / 2;
+            if (a->pl[mid].placement < placement)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        int32_t end = lo;
+        while (end < a->npl && a->pl[end].placement == placement)
+            end++;
+        st2 r = interp_bsz(a->pl + lo, end - lo, placement, 0, 0, bsz, &found);
         if (found)
             return r;
     }

@@ -237,6 +237,7 @@ typedef struct gjob {
     bool running;   /* holds its GPUs (starting, running or restarting) */
     double base;    /* G(1) */
     double per_gpu; /* GPUs per worker */
+    double *u;      /* u[n]: its utility at n workers, 1 <= n <= nmax */
     double submit;
 } gjob;
 
@@ -365,7 +366,18 @@ static int place(drv_ctx *c, int32_t job)
 static double best_here(goodput *g, const drv_ctx *c, const gjob *x, double *gp)
 {
     const drv_job *j = &drv_ctx_state(c)->jobs[x->id];
-    int32_t gpn[MAXNODES], nn = placement(c, x->id, gpn);
+    int32_t gpn[MAXNODES], nn = placement(c, x->id, gpn), r = 0, pk[MAXNODES];
+    for (int32_t i = 0; i < nn; i++)
+        r += gpn[i];
+    /* packed the way the table assumes (in some node order): its cached answer */
+    int32_t np = packed(r, g->gpn, pk), full = 0, part = 0;
+    for (int32_t i = 0; i < nn; i++)
+        full += gpn[i] == g->gpn, part += gpn[i] != g->gpn;
+    if (np == nn && part <= 1 && full == (r % g->gpn ? np - 1 : np) && r <= MAXW) {
+        double b = 0;
+        *gp = table_goodput(g, j, r, x->epoch, &b);
+        return b > 0 ? b : 0;
+    }
     return drv_calib_best_batch(g->calib, j->calib_app - 1, gpn, nn, x->epoch, j->batch_min,
                                 j->batch_max, gp);
 }
@@ -459,6 +471,14 @@ static void pass(drv_ctx *c, goodput *g)
             gpus -= (int64_t)v[i].per_gpu;
         }
     /* 3b. then the largest rise in utility per GPU */
+    for (int32_t i = 0; i < n; i++) {
+        gjob *x = &v[i];
+        x->u = drv_arena_alloc(ar, sizeof *x->u * ((size_t)x->nmax + 1));
+        if (!x->u)
+            return;
+        for (int32_t k = 1; k <= x->nmax; k++)
+            x->u[k] = value(g, st, x, k);
+    }
     for (;;) {
         int32_t best = -1, bestk = 0;
         double bestr = 0;
@@ -466,9 +486,9 @@ static void pass(drv_ctx *c, goodput *g)
             gjob *x = &v[i];
             if (x->want == 0)
                 continue;
-            double u0 = value(g, st, x, x->want);
+            double u0 = x->u[x->want];
             for (int32_t k = 1; x->want + k <= x->nmax && k * x->per_gpu <= gpus; k++) {
-                double r = (value(g, st, x, x->want + k) - u0) / (k * x->per_gpu);
+                double r = (x->u[x->want + k] - u0) / (k * x->per_gpu);
                 if (r > bestr * (1 + 1e-12)) {
                     bestr = r;
                     best = i;

@@ -11,24 +11,26 @@
  *
  * Which jobs: those whose batch a policy may choose (drv_job_batch_adaptive: a calibrated
  * model and a validated batch range, i.e. GPU data-parallel jobs with measured profiles and
- * gradient statistics). Every other job is left to the profile's other plugins, which must
- * leave these alone (dragon's knob `adaptive=0`); their GPUs are not counted as ours.
+ * gradient statistics) and whose workers take one GPU each (a replica of the model). Every other
+ * job is left to the profile's other plugins, which must leave these alone (dragon's knob
+ * `adaptive=0`); their GPUs are not counted as ours.
  *
  * Every cycle (the profile's period; 60 s under --mechanics pollux, Pollux's round):
  *   1. Goodput table. For a job of model m in epoch e (from its progress, calib.h) on n GPUs
  *      packed on the fewest nodes: G(m, n, e) = max over candidate batches B of
  *      gain(B, e) / step_time(n, B), B in the job's validated range with every replica getting
  *      at least the smallest measured local batch (drv_calib_best_batch). Its speed-up is
- *      s(n) = G(n) / G(1). Cached per (model, n, epoch).
+ *      s(n) = G(n) / G(its minimum, 1 worker in the traces). Cached per (model, n, epoch).
  *   2. Order (Tiresias' discretised LAS): queue k = number of thresholds threshold*factor^i
  *      the job's attained GPU-seconds have passed; by queue, then submission, then id.
  *   3. Allocation. Our GPUs = free GPUs + those our jobs hold. In order, each job gets its
  *      minimum (1 worker) while GPUs are left; the others wait (a running one is preempted).
  *      Then, repeatedly, the job and count k whose extra k GPUs raise the utility
  *      sum_j u(s_j(n_j)) most per GPU get them, while it rises. u(s) = s^p / p (log s at
- *      p = 0): p = 1 maximises the total speed-up, p = -1 (Pollux's default) weighs a job's
- *      rise in speed-up by 1/s^2, favouring the jobs that are slow so far. A running job's speed-up
- * at any size but its current one is multiplied by (1 - penalty): the price of its restart.
+ *      p = 0): p = 1 maximises the total speed-up; p = -1 (Pollux's default) weighs a job's
+ *      rise in speed-up by 1/s^2, favouring the jobs that are slow so far. A running job's
+ *      speed-up at any size but its current one is multiplied by (1 - penalty): the price
+ *      of its restart.
  *   4. Apply. A job whose count changed, or that waits and got GPUs, is evicted and re-placed
  *      (largest first; each on the node that fits its remaining workers most tightly, else
  *      the freest), then given the best batch for the placement it actually got (BATCH). A
@@ -46,7 +48,8 @@
  * `explore=2` limits growth as Pollux's exploration does; off by default). Pollux
  * changes a batch without restarting; here a batch changes only with a checkpoint-restart
  * (the driver's restart pause), so we re-batch a running job only for a clear gain. Pollux
- * orders nobody; we add Tiresias' LAS order for who gets a first GPU when GPUs are short.
+ * has no queue order; we add Tiresias' LAS order for who gets a first GPU when GPUs are
+ * short (on Pollux workloads 1-4 they never were: its knobs do not change the averages).
  *
  * Cost per cycle: O(our jobs x GPUs x steps of the greedy), table entries computed once each.
  */
@@ -83,7 +86,7 @@ typedef struct cell {
 /* Candidate batches on n GPUs and their step times (the expensive part, epoch-free). */
 typedef struct cands {
     double *batch, *step;
-    int32_t n; /* -1 until computed */
+    int32_t n; /* how many; computed when batch is allocated */
 } cands;
 
 typedef struct table {
@@ -230,14 +233,14 @@ static double table_goodput(goodput *g, const drv_job *j, int32_t n, int32_t epo
 /* What the pass knows of one of our jobs. */
 typedef struct gjob {
     int32_t id, epoch;
-    int32_t level;  /* LAS queue */
-    int32_t have;   /* workers bound now */
-    int32_t nmax;   /* most workers it may get */
-    int32_t want;   /* workers allocated */
-    bool running;   /* holds its GPUs (starting, running or restarting) */
-    double base;    /* G(1) */
-    double per_gpu; /* GPUs per worker */
-    double *u;      /* u[n]: its utility at n workers, 1 <= n <= nmax */
+    int32_t level; /* LAS queue */
+    int32_t have;  /* workers bound now */
+    int32_t minw;  /* fewest workers it runs with (its minimum, at least 1) */
+    int32_t nmax;  /* most workers it may get */
+    int32_t want;  /* workers allocated */
+    bool running;  /* holds its GPUs (starting, running or restarting) */
+    double base;   /* G(minw) */
+    double *u;     /* u[n]: its utility at n workers, minw <= n <= nmax */
     double submit;
 } gjob;
 
@@ -302,7 +305,7 @@ static int32_t placement(const drv_ctx *c, int32_t job, int32_t *gpn)
             gpn[nn++] = 0;
         }
         if (k < nn)
-            gpn[k] += (int32_t)st->jobs[job].role[DRV_ROLE_WORKER].req.gpu;
+            gpn[k]++; /* a replica (worker) is a GPU in the calibrated model */
     }
     return nn;
 }
@@ -435,16 +438,14 @@ static void pass(drv_ctx *c, goodput *g)
     {
         const drv_job *j = &st->jobs[i];
         if (!drv_job_batch_adaptive(j) || j->phase == DRV_JOB_FUTURE || j->phase == DRV_JOB_DONE ||
-            j->calib_app > calib->n || j->role[DRV_ROLE_WORKER].req.gpu <= 0)
+            j->calib_app > calib->n || j->role[DRV_ROLE_WORKER].req.gpu != 1)
             continue;
         int32_t app = j->calib_app - 1;
         gjob x = {.id = i, .submit = j->submit};
-        x.per_gpu = (double)j->role[DRV_ROLE_WORKER].req.gpu;
         x.epoch = drv_calib_epoch(calib, app, drv_calib_progress(calib, app, j->batch, j->steps));
         x.level = level_of(g, j->attained);
         x.have = bound_workers(c, i);
         x.running = x.have > 0 && j->phase != DRV_JOB_PENDING;
-        gpus += (int64_t)x.have * j->role[DRV_ROLE_WORKER].req.gpu;
         int32_t cap = (int32_t)floor(j->batch_max / calib->v[app].min_local_bsz + 1e-9);
         x.nmax = j->role[DRV_ROLE_WORKER].max;
         x.nmax = x.nmax < cap ? x.nmax : cap;
@@ -456,19 +457,21 @@ static void pass(drv_ctx *c, goodput *g)
             int32_t lim = (int32_t)floor(g->explore * most + 1e-9);
             x.nmax = x.nmax < lim ? x.nmax : lim;
         }
-        x.base = table_goodput(g, j, 1, x.epoch, NULL);
-        if (x.base <= 0 || x.nmax < 1 || j->role[DRV_ROLE_WORKER].min > 1)
-            continue; /* not ours to size: it cannot run on one GPU */
+        x.minw = j->role[DRV_ROLE_WORKER].min > 1 ? j->role[DRV_ROLE_WORKER].min : 1;
+        x.base = table_goodput(g, j, x.minw, x.epoch, NULL);
+        if (x.base <= 0 || x.nmax < x.minw)
+            continue; /* no batch in its range runs on its minimum: it waits (none in traces) */
+        gpus += x.have;
         v[n++] = x;
     }
     if (n == 0)
         return;
     qsort(v, (size_t)n, sizeof *v, cmp_order);
-    /* 3a. one worker each, in LAS order */
+    /* 3a. its minimum (one worker) each, in LAS order */
     for (int32_t i = 0; i < n; i++)
-        if (gpus >= (int64_t)v[i].per_gpu) {
-            v[i].want = 1;
-            gpus -= (int64_t)v[i].per_gpu;
+        if (gpus >= v[i].minw) {
+            v[i].want = v[i].minw;
+            gpus -= v[i].minw;
         }
     /* 3b. then the largest rise in utility per GPU */
     for (int32_t i = 0; i < n; i++) {
@@ -476,7 +479,7 @@ static void pass(drv_ctx *c, goodput *g)
         x->u = drv_arena_alloc(ar, sizeof *x->u * ((size_t)x->nmax + 1));
         if (!x->u)
             return;
-        for (int32_t k = 1; k <= x->nmax; k++)
+        for (int32_t k = x->minw; k <= x->nmax; k++)
             x->u[k] = value(g, st, x, k);
     }
     for (;;) {
@@ -487,8 +490,8 @@ static void pass(drv_ctx *c, goodput *g)
             if (x->want == 0)
                 continue;
             double u0 = x->u[x->want];
-            for (int32_t k = 1; x->want + k <= x->nmax && k * x->per_gpu <= gpus; k++) {
-                double r = (x->u[x->want + k] - u0) / (k * x->per_gpu);
+            for (int32_t k = 1; x->want + k <= x->nmax && k <= gpus; k++) {
+                double r = (x->u[x->want + k] - u0) / k;
                 if (r > bestr * (1 + 1e-12)) {
                     bestr = r;
                     best = i;
@@ -499,7 +502,7 @@ static void pass(drv_ctx *c, goodput *g)
         if (best < 0)
             break;
         v[best].want += bestk;
-        gpus -= (int64_t)(bestk * v[best].per_gpu);
+        gpus -= bestk;
     }
     /* 4. apply: release first, then place the changed jobs, largest first */
     for (int32_t i = 0; i < n; i++) {

@@ -67,6 +67,34 @@ double drv_calib_step_time(const drv_calib *c, int32_t app, const int32_t *gpn, 
  * curve (each epoch's progress divided by the batch's statistical gain in that epoch). */
 double drv_calib_steps(const drv_calib *c, int32_t app, double batch);
 
+/*
+ * Batch size (docs/data.md). Progress is counted in units of the smallest validated batch's
+ * steps: a global step at total batch B in epoch e gains drv_calib_gain(B, e) of them, and
+ * epoch e ends at a fixed progress. So a job's progress does not depend on the batches it was
+ * trained at, and its steps left at a new batch follow from it.
+ */
+/* Progress per global step at total batch `batch` in epoch `epoch`:
+ * (var + sqr) / (var / (batch / B0) + sqr) from that epoch's gradient statistics. */
+double drv_calib_gain(const drv_calib *c, int32_t app, double batch, int32_t epoch);
+/* Progress after `steps` global steps at `batch` from the start, and its inverse. */
+double drv_calib_progress(const drv_calib *c, int32_t app, double batch, double steps);
+double drv_calib_steps_to(const drv_calib *c, int32_t app, double batch, double progress);
+/* The epoch (0 .. max_epochs - 1) a progress falls in. */
+int32_t drv_calib_epoch(const drv_calib *c, int32_t app, double progress);
+/* Goodput (Pollux): progress per second = gain(batch, epoch) / step time of the placement. */
+double drv_calib_goodput(const drv_calib *c, int32_t app, const int32_t *gpn, int32_t nn,
+                         double batch, int32_t epoch);
+enum { DRV_CALIB_MAXCAND = 384 };
+/* The batches worth trying on a placement within [lo, hi] (see calibrate.c), ascending, with
+ * their step times: into batch[] and step[] (DRV_CALIB_MAXCAND each); returns how many (0 when
+ * no batch in range gives each replica at least the smallest measured local batch). */
+int32_t drv_calib_batches(const drv_calib *c, int32_t app, const int32_t *gpn, int32_t nn,
+                          double lo, double hi, double *batch, double *step);
+/* The candidate batch of highest goodput on the placement in that epoch (0 when none), its
+ * goodput into *goodput (may be NULL). */
+double drv_calib_best_batch(const drv_calib *c, int32_t app, const int32_t *gpn, int32_t nn,
+                            int32_t epoch, double lo, double hi, double *goodput);
+
 /* The analytic throughput model fitted to an app's placements (least squares, see
  * calibrate.c): step = ac + bc*local_bsz + (one node ? ar + br*replicas : an + bn*replicas). */
 typedef struct drv_calib_fit {

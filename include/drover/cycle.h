@@ -26,6 +26,7 @@ enum drv_decision_kind {
     DRV_SCALE,   /* set the job's wanted worker count to value (checkpoint-restart if running) */
     DRV_RESIZE,  /* set pod's CPU limit to value millicores, in place */
     DRV_MIGRATE, /* move pod to node (checkpoint, delete, recreate there, restore) */
+    DRV_BATCH,   /* set a calibrated job's total batch size to value (checkpoint-restart) */
 };
 enum drv_reason {
     DRV_REASON_NONE,
@@ -39,10 +40,11 @@ typedef struct drv_decision {
     int32_t job;
     int32_t pod;    /* -1 for SCALE */
     int32_t node;   /* BIND, MIGRATE target; -1 otherwise */
-    int64_t value;  /* SCALE: workers; RESIZE: millicores */
+    int64_t value;  /* SCALE: workers; RESIZE: millicores; BATCH: total batch size */
     int32_t reason; /* enum drv_reason, for EVICT */
     int32_t from;   /* EVICT, MIGRATE: the node the pod was on; -1 otherwise */
-    int64_t prev;   /* SCALE: workers before; RESIZE: limit before (lets a cycle roll back) */
+    int64_t prev;   /* SCALE: workers before; RESIZE: limit before; BATCH: batch before (lets a
+                       cycle roll back) */
 } drv_decision;
 
 typedef struct drv_decisions {
@@ -65,6 +67,9 @@ typedef struct drv_snapshot {
      * when a plugin is about to read them (drv_ctx_progress). NULL: always current. */
     void (*sync)(void *arg, int32_t job);
     void *sync_arg;
+    /* Optional: the calibrated model of jobs with drv_job.calib_app (calib.h), for plugins
+     * that plan with it (goodput). NULL: none. */
+    const struct drv_calib *calib;
 } drv_snapshot;
 
 /* Outcome of a filter or a placement: results, not errors (cf. kube-scheduler's Status). */
@@ -278,6 +283,12 @@ int drv_ctx_evict(drv_ctx *c, int32_t pod, int reason);
 int drv_ctx_scale(drv_ctx *c, int32_t job, int32_t workers);
 int drv_ctx_resize(drv_ctx *c, int32_t pod, int64_t cpu_limit);
 int drv_ctx_migrate(drv_ctx *c, int32_t pod, int32_t node);
+/* BATCH: a batch-adaptive job (drv_job_batch_adaptive) now trains at total batch `batch`, which
+ * must lie in [batch_min, batch_max]; a running job checkpoints and restarts. The assumed batch
+ * is drv_ctx_batch. */
+int drv_ctx_set_batch(drv_ctx *c, int32_t job, int64_t batch);
+/* The job's total batch as assumed by this cycle. */
+double drv_ctx_batch(const drv_ctx *c, int32_t job);
 
 /* Places one pod on its best node and binds it. Returns the node, or -1 when none fits. */
 int32_t drv_ctx_place_pod(drv_ctx *c, int32_t pod);

@@ -51,6 +51,8 @@ typedef struct drv_jobspec {
     int32_t calib_app;  /* 1 + index of its model in the calibrated profiles (drv_sim_config.calib);
                            0: the analytic model. Calibrated jobs count global steps (calib.h) */
     double batch;       /* total batch size of a calibrated job */
+    double batch_min, batch_max; /* the range a policy may choose its batch in (DRV_BATCH);
+                                    0, 0: the batch is fixed */
 } drv_jobspec;
 
 typedef struct drv_workload {

@@ -488,6 +488,31 @@ int drv_ctx_migrate(drv_ctx *c, int32_t pod, int32_t node)
     return 0;
 }
 
+int drv_ctx_set_batch(drv_ctx *c, int32_t job, int64_t batch)
+{
+    int64_t prev = (int64_t)drv_ctx_batch(c, job);
+    if (prev == batch)
+        return 0;
+    drv_decision x = {.kind = DRV_BATCH,
+                      .job = job,
+                      .pod = -1,
+                      .node = -1,
+                      .value = batch,
+                      .from = -1,
+                      .prev = prev};
+    return push(c, x);
+}
+
+/* The newest BATCH of this cycle for the job (a rollback pops it), else the state's: batch
+ * decisions are few, so no per-job array is kept for them. */
+double drv_ctx_batch(const drv_ctx *c, int32_t job)
+{
+    for (int32_t i = c->out->n - 1; i >= c->base; i--)
+        if (c->out->v[i].kind == DRV_BATCH && c->out->v[i].job == job)
+            return (double)c->out->v[i].value;
+    return c->snap->st->jobs[job].batch;
+}
+
 drv_mark drv_ctx_mark(const drv_ctx *c)
 {
     return (drv_mark){c->out->n};

@@ -56,6 +56,9 @@ const char *drv_decision_format(const drv_state *st, const drv_decision *x, char
     case DRV_MIGRATE:
         snprintf(buf, n, "MIGRATE %s/%s-%d %s", job, role, idx, node);
         break;
+    case DRV_BATCH:
+        snprintf(buf, n, "BATCH %s %lld", job, (long long)x->value);
+        break;
     default:
         snprintf(buf, n, "? kind %d", x->kind);
         break;

@@ -193,7 +193,10 @@ void drv_state_set_phase(drv_state *st, int32_t job, int phase)
     st->jobs[job].phase = phase;
     if (phase == DRV_JOB_DONE)
         drv_job_clear_hist(&st->jobs[job]);
-    st->nlive += jobset_put(&st->live, job, phase != DRV_JOB_FUTURE && phase != DRV_JOB_DONE);
+    int live = jobset_put(&st->live, job, phase != DRV_JOB_FUTURE && phase != DRV_JOB_DONE);
+    st->nlive += live;
+    if (drv_job_batch_adaptive(&st->jobs[job]))
+        st->nlive_adaptive += live;
     st->npending += jobset_put(&st->pending, job, phase == DRV_JOB_PENDING);
 }
 

@@ -459,7 +459,19 @@ static st2 measured(const drv_calib_app *a, int32_t placement, int32_t nodes, in
 {
     bool found = false;
     if (placement > 0) {
-        st2 r = interp_bsz(a->pl, a->npl, placement, 0, 0, bsz, &found);
+        /* its rows: pl is sorted by placement, so a binary search finds the first */
+        int32_t lo = 0, hi = a->npl;
+        while (lo < hi) {
+            int32_t mid = lo + (hi - lo) / 2;
+            if (a->pl[mid].placement < placement)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        int32_t end = lo;
+        while (end < a->npl && a->pl[end].placement == placement)
+            end++;
+        st2 r = interp_bsz(a->pl + lo, end - lo, placement, 0, 0, bsz, &found);
         if (found)
             return r;
     }
@@ -565,6 +577,133 @@ double drv_calib_steps(const drv_calib *c, int32_t app, double batch)
         steps += (progress_at(a, e + 1) - progress_at(a, e)) / gain;
     }
     return steps;
+}
+
+/* ---- batch size: progress, gain and goodput ------------------------------------------------ */
+
+/* The gain of one step at total batch `batch` in epoch e (progress units per global step). */
+double drv_calib_gain(const drv_calib *c, int32_t app, double batch, int32_t epoch)
+{
+    const drv_calib_app *a = &c->v[app];
+    int32_t e = epoch < 0 ? 0 : epoch >= a->max_epochs ? a->max_epochs - 1 : epoch;
+    double sqr = curve_at(a, batch, e, 0), var = curve_at(a, batch, e, 1);
+    return (var + sqr) / (var / (batch / a->init_bsz) + sqr);
+}
+
+double drv_calib_progress(const drv_calib *c, int32_t app, double batch, double steps)
+{
+    const drv_calib_app *a = &c->v[app];
+    for (int32_t e = 0; e < a->max_epochs; e++) {
+        double g = drv_calib_gain(c, app, batch, e);
+        double need = (progress_at(a, e + 1) - progress_at(a, e)) / g;
+        if (steps <= need)
+            return progress_at(a, e) + (steps > 0 ? steps : 0) * g;
+        steps -= need;
+    }
+    return progress_at(a, a->max_epochs);
+}
+
+double drv_calib_steps_to(const drv_calib *c, int32_t app, double batch, double progress)
+{
+    const drv_calib_app *a = &c->v[app];
+    double steps = 0;
+    for (int32_t e = 0; e < a->max_epochs; e++) {
+        double p0 = progress_at(a, e), p1 = progress_at(a, e + 1);
+        double g = drv_calib_gain(c, app, batch, e);
+        if (progress <= p1)
+            return steps + (progress > p0 ? progress - p0 : 0) / g;
+        steps += (p1 - p0) / g;
+    }
+    return steps;
+}
+
+int32_t drv_calib_epoch(const drv_calib *c, int32_t app, double progress)
+{
+    const drv_calib_app *a = &c->v[app];
+    int32_t e = 0;
+    while (e < a->max_epochs - 1 && progress >= progress_at(a, e + 1))
+        e++;
+    return e;
+}
+
+double drv_calib_goodput(const drv_calib *c, int32_t app, const int32_t *gpn, int32_t nn,
+                         double batch, int32_t epoch)
+{
+    double t = drv_calib_step_time(c, app, gpn, nn, batch);
+    return t > 0 ? drv_calib_gain(c, app, batch, epoch) / t : 0;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * Candidate batches: R (the replicas) times a whole local batch l in [max(lo / R, smallest
+ * measured local batch), hi / R] (a batch between two multiples of R costs the step time of the
+ * larger and gains less). Which l: 96 on a geometric grid over the range, its ends, every
+ * measured local size inside it (where the step time bends), and every multiple of the largest
+ * local batch (where gradient accumulation adds a pass); at most DRV_CALIB_MAXCAND in all.
+ */
+int32_t drv_calib_batches(const drv_calib *c, int32_t app, const int32_t *gpn, int32_t nn,
+                          double lo, double hi, double *batch, double *step)
+{
+    const drv_calib_app *a = &c->v[app];
+    int32_t r = 0;
+    for (int32_t i = 0; i < nn; i++)
+        r += gpn[i] > 0 ? gpn[i] : 0;
+    if (r == 0)
+        return 0;
+    double llo = fmax(ceil(lo / r - 1e-9), ceil(a->min_local_bsz - 1e-9)),
+           lhi = floor(hi / r + 1e-9);
+    if (llo < 1)
+        llo = 1;
+    if (llo > lhi)
+        return 0;
+    enum { GRID = 96 };
+    double l[DRV_CALIB_MAXCAND];
+    int32_t n = 0;
+    l[n++] = llo;
+    l[n++] = lhi;
+    for (int32_t k = 1; k < GRID; k++)
+        l[n++] = floor(llo * pow(lhi / llo, (double)k / GRID) + 0.5);
+    for (int32_t i = 0; i < a->npl && n < DRV_CALIB_MAXCAND; i++) {
+        double v = a->pl[i].local_bsz;
+        if (v >= llo && v <= lhi && (i == 0 || v != a->pl[i - 1].local_bsz))
+            l[n++] = v;
+    }
+    for (double m = a->max_local_bsz; m <= lhi && n < DRV_CALIB_MAXCAND; m += a->max_local_bsz)
+        if (m >= llo)
+            l[n++] = m;
+    qsort(l, (size_t)n, sizeof *l, cmp_dbl);
+    int32_t out = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (out > 0 && l[i] == batch[out - 1] / r)
+            continue;
+        batch[out] = l[i] * r;
+        step[out] = drv_calib_step_time(c, app, gpn, nn, batch[out]);
+        out++;
+    }
+    return out;
+}
+
+double drv_calib_best_batch(const drv_calib *c, int32_t app, const int32_t *gpn, int32_t nn,
+                            int32_t epoch, double lo, double hi, double *goodput)
+{
+    double b[DRV_CALIB_MAXCAND], t[DRV_CALIB_MAXCAND];
+    int32_t n = drv_calib_batches(c, app, gpn, nn, lo, hi, b, t);
+    double best = 0, bestg = 0;
+    for (int32_t i = 0; i < n; i++) {
+        double g = t[i] > 0 ? drv_calib_gain(c, app, b[i], epoch) / t[i] : 0;
+        if (g > bestg) {
+            bestg = g;
+            best = b[i];
+        }
+    }
+    if (goodput)
+        *goodput = bestg;
+    return best;
 }
 
 /* ---- fit ---------------------------------------------------------------------------------- */

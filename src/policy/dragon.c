@@ -17,6 +17,8 @@ static const drv_knob_spec dragon_knobs[] = {
     {"start_share", 0, 0, 1,
      "start a job only with at least this fraction of its requested workers (0: any size >= min, "
      "as DRAGON)"},
+    {"adaptive", 1, 0, 1,
+     "0: leave jobs whose batch a policy may choose to another plugin (goodput); 1: all jobs"},
 };
 enum { NDRAGON = sizeof dragon_knobs / sizeof dragon_knobs[0] };
 
@@ -31,6 +33,7 @@ static int dragon_init(void **state, const drv_knob *knobs, int nknobs, drv_diag
                            .grow_min_left = v[2],
                            .grow_queued = v[3] != 0,
                            .start_share = v[4],
+                           .skip_adaptive = v[5] == 0,
                            .symmetric = false};
     return drv_elastic_new(state, &cfg, d);
 }

@@ -79,6 +79,8 @@ void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
     for (int32_t i = 0; i < n; i++) {
         const drv_job *j = &st->jobs[jobs[i]];
         const drv_rolespec *w = &j->role[DRV_ROLE_WORKER];
+        if (e->cfg.skip_adaptive && st->nlive_adaptive > 0 && drv_job_batch_adaptive(j))
+            continue;
         int32_t want = j->target[DRV_ROLE_WORKER];
         int32_t lo = w->min < want ? w->min : want;
         int32_t share = (int32_t)ceil(e->cfg.start_share * want);
@@ -100,14 +102,15 @@ void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
 static int32_t waiting_head(const drv_ctx *c, const drv_elastic *e)
 {
     for (int32_t i = 0; i < e->nqueue; i++)
-        if (bound_pods(c, e->queue[i]) == 0)
+        if (bound_pods(c, e->queue[i]) == 0 &&
+            !(e->cfg.skip_adaptive && drv_job_batch_adaptive(&drv_ctx_state(c)->jobs[e->queue[i]])))
             return e->queue[i];
     return -1;
 }
 
-static bool can_change(const drv_job *j)
+static bool can_change(const drv_elastic *e, const drv_job *j)
 {
-    return j->phase == DRV_JOB_RUNNING &&
+    return j->phase == DRV_JOB_RUNNING && !(e->cfg.skip_adaptive && drv_job_batch_adaptive(j)) &&
            j->role[DRV_ROLE_WORKER].max > j->role[DRV_ROLE_WORKER].min;
 }
 
@@ -136,7 +139,7 @@ static int32_t victim_pod(const drv_ctx *c, int32_t job)
 }
 
 /* Running elastic jobs in the order relief visits them (submission order = DRAGON's queue). */
-static int32_t running_jobs(drv_ctx *c, int32_t **out)
+static int32_t running_jobs(drv_ctx *c, const drv_elastic *e, int32_t **out)
 {
     const drv_state *st = drv_ctx_state(c);
     int32_t *v = drv_arena_alloc(drv_ctx_arena(c), sizeof *v * ((size_t)st->nlive + 1));
@@ -144,7 +147,7 @@ static int32_t running_jobs(drv_ctx *c, int32_t **out)
     if (!v)
         return 0;
     DRV_FOR_LIVE(st, j)
-    if (can_change(&st->jobs[j]))
+    if (can_change(e, &st->jobs[j]))
         v[n++] = j; /* ids follow submission order in both drivers */
     *out = v;
     return n;
@@ -156,7 +159,7 @@ static bool relieve(drv_ctx *c, drv_elastic *e, int32_t head)
     const drv_job *h = &st->jobs[head];
     int32_t hmin = h->role[DRV_ROLE_WORKER].min;
     int32_t *run = NULL;
-    int32_t nrun = running_jobs(c, &run);
+    int32_t nrun = running_jobs(c, e, &run);
     if (nrun == 0)
         return false;
     int32_t *count = drv_arena_alloc(drv_ctx_arena(c), sizeof *count * (size_t)nrun);
@@ -229,7 +232,7 @@ static bool grow_in_order(drv_ctx *c, const drv_elastic *e)
 {
     const drv_state *st = drv_ctx_state(c);
     int32_t *run = NULL;
-    int32_t nrun = running_jobs(c, &run);
+    int32_t nrun = running_jobs(c, e, &run);
     bool any = false;
     for (int32_t i = 0; i < nrun; i++) {
         const drv_job *j = &st->jobs[run[i]];
@@ -254,7 +257,7 @@ static bool grow_round_robin(drv_ctx *c, const drv_elastic *e)
 {
     const drv_state *st = drv_ctx_state(c);
     int32_t *run = NULL;
-    int32_t nrun = running_jobs(c, &run);
+    int32_t nrun = running_jobs(c, e, &run);
     if (nrun == 0)
         return false;
     int32_t *want = drv_arena_alloc(drv_ctx_arena(c), sizeof *want * (size_t)nrun);
@@ -363,7 +366,7 @@ double drv_elastic_wake(const drv_ctx *c, void *state)
     DRV_FOR_LIVE(st, j)
     {
         const drv_job *jb = &st->jobs[j];
-        if (can_change(jb) && drv_ctx_workers(c, j) < jb->role[DRV_ROLE_WORKER].max &&
+        if (can_change(e, jb) && drv_ctx_workers(c, j) < jb->role[DRV_ROLE_WORKER].max &&
             !grow_ok(c, e, j))
             return -INFINITY;
     }

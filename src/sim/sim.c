@@ -452,7 +452,7 @@ static drv_step calib_step(drv_sim *s, int32_t job)
     jobsim *x = &s->js[job];
     if (x->calib_sig != sig || x->calib_t <= 0) {
         x->calib_sig = sig;
-        x->calib_t = drv_calib_step_time(s->cfg.calib, js->calib_app - 1, gpn, nn, js->batch);
+        x->calib_t = drv_calib_step_time(s->cfg.calib, js->calib_app - 1, gpn, nn, j->batch);
     }
     double t = x->calib_t;
     if (t > 0) {
@@ -558,6 +558,28 @@ static bool shares_change(const drv_sim *s)
     return false;
 }
 
+/*
+ * DRV_BATCH: a calibrated job trains at a new total batch from its restart on. Its progress
+ * (calib.h) is kept: the steps done and the steps to finish are those of the new batch at the
+ * same progress. A batch outside the job's range is an error (the policy broke the contract).
+ */
+static int set_batch(drv_sim *s, int32_t job, double batch)
+{
+    drv_job *j = &s->st.jobs[job];
+    jobsim *x = &s->js[job];
+    if (!calibrated(s, job) || !(batch >= j->batch_min && batch <= j->batch_max))
+        return DRV_EINVAL;
+    int32_t app = j->calib_app - 1;
+    double p = drv_calib_progress(s->cfg.calib, app, j->batch, j->steps);
+    j->batch = (int32_t)batch;
+    j->steps_total = drv_calib_steps(s->cfg.calib, app, batch);
+    j->steps = fmin(drv_calib_steps_to(s->cfg.calib, app, batch, p), j->steps_total);
+    x->a_steps = j->steps; /* advanced to now before the decisions were applied */
+    x->calib_t = 0;        /* the step time is the new batch's */
+    x->restart = true;
+    return 0;
+}
+
 static int apply(drv_sim *s)
 {
     int rc = 0;
@@ -592,6 +614,9 @@ static int apply(drv_sim *s)
         case DRV_RESIZE:
             drv_state_set_cpu_limit(&s->st, x->pod, x->value);
             s->resizes++;
+            break;
+        case DRV_BATCH:
+            rc = set_batch(s, x->job, (double)x->value);
             break;
         case DRV_MIGRATE:
             sim_unbind(s, x->pod);
@@ -645,7 +670,7 @@ static int run_cycle(drv_sim *s, drv_diag *d)
     for (int32_t k = 0; s->periodic && k < s->nrun; k++)
         progress_at(s, s->runl[k]);
     s->dec.n = 0;
-    drv_snapshot snap = {&s->st, s->now, s->periodic ? sync_hook : NULL, s};
+    drv_snapshot snap = {&s->st, s->now, s->periodic ? sync_hook : NULL, s, s->cfg.calib};
     int rc = drv_sched_cycle(s->sched, &snap, &s->dec);
     if (rc)
         return drv_fail(d, rc, "scheduling cycle at t=%.3f: %s", s->now, drv_strerror(rc));
@@ -728,6 +753,10 @@ int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_cata
         t.priority = js->priority;
         t.user_priority = js->user_priority;
         t.model = js->model;
+        t.calib_app = cfg->calib ? js->calib_app : 0;
+        t.batch = (int32_t)lround(js->batch); /* whole in every trace */
+        t.batch_min = js->batch_max > 0 ? (int32_t)lround(js->batch_min) : t.batch;
+        t.batch_max = js->batch_max > 0 ? (int32_t)lround(js->batch_max) : t.batch;
         t.submit = js->submit;
         memcpy(t.role, js->role, sizeof t.role);
         t.phase = DRV_JOB_FUTURE;

@@ -216,6 +216,8 @@ static int parse_row(loader *L, row_ctx *r, drv_jobspec *j)
         j->calib_app = app + 1;
         j->batch = v[2];
         j->max_steps = drv_calib_steps(c, app, v[2]);
+        j->batch_min = a->init_bsz; /* a policy may adapt it (DRV_BATCH) within the validated */
+        j->batch_max = a->max_bsz;  /* batches; the trace's batch is where the job starts */
         return 0;
     }
     case FMT_PHILLY: {

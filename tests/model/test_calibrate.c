@@ -197,6 +197,73 @@ static void test_fit(void **unused)
     }
 }
 
+/* Progress is the same quantity at every batch: steps_to inverts progress, the end of the
+ * curve is drv_calib_steps, and a job moved from one batch to another at the same progress
+ * needs exactly the steps the new batch needs from there. */
+static void test_progress_round_trip(void **unused)
+{
+    (void)unused;
+    for (int32_t i = 0; i < calib.n; i++) {
+        const drv_calib_app *a = &calib.v[i];
+        double bs[3] = {a->init_bsz, sqrt(a->init_bsz * a->max_bsz), a->max_bsz};
+        for (int k = 0; k < 3; k++) {
+            double total = drv_calib_steps(&calib, i, bs[k]);
+            double end = drv_calib_progress(&calib, i, bs[k], total);
+            assert_true(fabs(drv_calib_steps_to(&calib, i, bs[k], end) - total) <= 1e-9 * total);
+            for (double f = 0.1; f < 1; f += 0.2) {
+                double p = drv_calib_progress(&calib, i, bs[k], f * total);
+                double back = drv_calib_steps_to(&calib, i, bs[k], p);
+                assert_true(fabs(back - f * total) <= 1e-9 * total);
+                assert_true(drv_calib_epoch(&calib, i, p) >= 0 &&
+                            drv_calib_epoch(&calib, i, p) < a->max_epochs);
+            }
+        }
+        /* gain is 1 at the initial batch, above 1 (and at most B/B0) above it */
+        for (int32_t e = 0; e < a->max_epochs; e++) {
+            assert_true(fabs(drv_calib_gain(&calib, i, a->init_bsz, e) - 1) < 1e-12);
+            double g = drv_calib_gain(&calib, i, a->max_bsz, e);
+            assert_true(g >= 1 - 1e-12 && g <= a->max_bsz / a->init_bsz + 1e-9);
+        }
+    }
+}
+
+/* The best batch is within the validated range, gives every replica at least the smallest
+ * measured local batch, and its goodput is within 1 % of the best of every whole batch an
+ * exhaustive search tries on the same placement. */
+static void test_best_batch_brute_force(void **unused)
+{
+    (void)unused;
+    static const int32_t shapes[][3] = {{1, 0, 0}, {2, 0, 0}, {4, 0, 0}, {4, 4, 0}, {4, 4, 4}};
+    int checked = 0;
+    for (int32_t i = 0; i < calib.n; i++) {
+        const drv_calib_app *a = &calib.v[i];
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            int32_t gpn[3] = {shapes[s][0], shapes[s][1], shapes[s][2]}, r = 0;
+            for (int k = 0; k < 3; k++)
+                r += gpn[k];
+            for (int32_t e = 0; e < a->max_epochs; e += a->max_epochs / 3 + 1) {
+                double gp = 0;
+                double b = drv_calib_best_batch(&calib, i, gpn, 3, e, a->init_bsz, a->max_bsz, &gp);
+                double brute = 0;
+                double step = a->max_bsz > 20000 ? 7 : 1; /* ncf: every 7th batch is enough */
+                for (double x = a->init_bsz; x <= a->max_bsz; x += step)
+                    if (ceil(x / r - 1e-9) >= a->min_local_bsz)
+                        brute = fmax(brute, drv_calib_goodput(&calib, i, gpn, 3, x, e));
+                if (brute == 0) {
+                    assert_true(b == 0);
+                    continue;
+                }
+                assert_true(b >= a->init_bsz && b <= a->max_bsz);
+                assert_true(b / r >= a->min_local_bsz - 1e-9);
+                assert_true(fabs(drv_calib_goodput(&calib, i, gpn, 3, b, e) - gp) <= 1e-12 * gp);
+                assert_true(gp >= 0.99 * brute);
+                checked++;
+            }
+        }
+    }
+    assert_true(checked > 50);
+}
+
 static void test_bad_profile(void **unused)
 {
     (void)unused;
@@ -217,6 +284,8 @@ int main(void)
         cmocka_unit_test(test_throughput_monotone),
         cmocka_unit_test(test_steps_at_initial_batch),
         cmocka_unit_test(test_fit),
+        cmocka_unit_test(test_progress_round_trip),
+        cmocka_unit_test(test_best_batch_brute_force),
         cmocka_unit_test(test_bad_profile),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

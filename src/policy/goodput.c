@@ -1,0 +1,586 @@
+/*
+ * goodput.c - Pollux-style co-adaptation of GPUs and batch size for jobs with a calibrated
+ * model (Qiao et al., OSDI'21, "Pollux: co-adaptive cluster scheduling for goodput-optimized
+ * deep learning"), with Tiresias' least-attained-service order deciding who runs first.
+ *
+ * Why: a data-parallel job's useful speed is not its throughput but its goodput, progress per
+ * second = throughput x statistical efficiency of its batch. More GPUs only pay when the batch
+ * grows with them, and a bigger batch only pays while the gradient noise is large (later
+ * epochs). Choosing both together, for every job, is what Pollux gains over fixed-batch
+ * schedulers; ordering by attained service keeps short jobs short without knowing durations.
+ *
+ * Which jobs: those whose batch a policy may choose (drv_job_batch_adaptive: a calibrated
+ * model and a validated batch range, i.e. GPU data-parallel jobs with measured profiles and
+ * gradient statistics) and whose workers take one GPU each (a replica of the model). Every other
+ * job is left to the profile's other plugins, which must leave these alone (dragon's knob
+ * `adaptive=0`); their GPUs are not counted as ours.
+ *
+ * Every cycle (the profile's period; 60 s under --mechanics pollux, Pollux's round):
+ *   1. Goodput table. For a job of model m in epoch e (from its progress, calib.h) on n GPUs
+ *      packed on the fewest nodes: G(m, n, e) = max over candidate batches B of
+ *      gain(B, e) / step_time(n, B), B in the job's validated range with every replica getting
+ *      at least the smallest measured local batch (drv_calib_best_batch). Its speed-up is
+ *      s(n) = G(n) / G(its minimum, 1 worker in the traces). Cached per (model, n, epoch).
+ *   2. Order (Tiresias' discretised LAS): queue k = number of thresholds threshold*factor^i
+ *      the job's attained GPU-seconds have passed; by queue, then submission, then id.
+ *   3. Allocation. Our GPUs = free GPUs + those our jobs hold. In order, each job gets its
+ *      minimum (1 worker) while GPUs are left; the others wait (a running one is preempted).
+ *      Then, repeatedly, the job and count k whose extra k GPUs raise the utility
+ *      sum_j u(s_j(n_j)) most per GPU get them, while it rises. u(s) = s^p / p (log s at
+ *      p = 0): p = 1 maximises the total speed-up; p = -1 (Pollux's default) weighs a job's
+ *      rise in speed-up by 1/s^2, favouring the jobs that are slow so far. A running job's
+ *      speed-up at any size but its current one is multiplied by (1 - penalty): the price
+ *      of its restart.
+ *   4. Apply. A job whose count changed, or that waits and got GPUs, is evicted and re-placed
+ *      (largest first; each on the node that fits its remaining workers most tightly, else
+ *      the freest), then given the best batch for the placement it actually got (BATCH). A
+ *      job that keeps its GPUs is re-batched (a restart) only when the best batch for its
+ *      current epoch raises its goodput by the fraction `rebatch`.
+ * Example: cifar10 in epoch 60 has large gradient noise: a step at B = 1024 gains 7.1 times
+ * one at its initial 128 (of a possible 8; 1.5 in epoch 0), so on 4 GPUs a batch well above
+ * 128 has the higher goodput, and more GPUs usually want a bigger batch still. Whether it gets
+ * GPUs 5..8 depends on how much they raise its u(s) against what they would do for others.
+ *
+ * [R] Reconstructions: Pollux searches allocations with a genetic algorithm over per-node
+ * matrices; we allocate greedily by utility per GPU and place packed. Pollux learns each
+ * job's throughput model online and explores at most twice the GPUs a job has run on; we read
+ * the calibrated (measured) step times, as the Pollux simulator's own Optimus does (knob
+ * `explore=2` limits growth as Pollux's exploration does; off by default). Pollux
+ * changes a batch without restarting; here a batch changes only with a checkpoint-restart
+ * (the driver's restart pause), so we re-batch a running job only for a clear gain. Pollux
+ * has no queue order; we add Tiresias' LAS order for who gets a first GPU when GPUs are
+ * short (on Pollux workloads 1-4 they never were: its knobs do not change the averages).
+ *
+ * Cost per cycle: O(our jobs x GPUs x steps of the greedy), table entries computed once each.
+ */
+#include "drover/calib.h"
+#include "drover/policy.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const drv_knob_spec knobs[] = {
+    {"p", -1, -10, 1,
+     "fairness exponent of the utility u(s) = s^p / p (0: log s): 1 maximises "
+     "total speed-up, -1 favours slow jobs (Pollux)"},
+    {"penalty", 0.1, 0, 0.99,
+     "a running job's speed-up at a new size counts this much less "
+     "(its restart)"},
+    {"rebatch", 0.1, 0, 10,
+     "restart a job that keeps its GPUs at a better batch only when its "
+     "goodput rises by this fraction"},
+    {"threshold", 57600, 1, 1e9, "attained GPU-seconds of the first demotion (LAS queues)"},
+    {"factor", 10, 1, 1000, "each further queue's threshold is this times the previous one"},
+    {"queues", 2, 1, 8, "number of LAS queues (1: first come, first served)"},
+    {"explore", 0, 0, 64,
+     "a job gets at most this times the most GPUs it has run on (at least 1; 0: no limit)"},
+};
+enum { NKNOBS = sizeof knobs / sizeof knobs[0], MAXW = 64, MAXNODES = 256 };
+
+/* Best batch and goodput of (model, n GPUs packed, epoch); batch 0 until computed. */
+typedef struct cell {
+    double batch, goodput;
+} cell;
+
+/* Candidate batches on n GPUs and their step times (the expensive part, epoch-free). */
+typedef struct cands {
+    double *batch, *step;
+    int32_t n; /* how many; computed when batch is allocated */
+} cands;
+
+typedef struct table {
+    cell *v;              /* [(MAXW + 1) * max_epochs] */
+    cands cand[MAXW + 1]; /* per n */
+    double lo, hi;
+} table;
+
+typedef struct goodput {
+    double p, penalty, rebatch, threshold, factor;
+    int32_t queues;
+    double explore;
+    const drv_calib *calib; /* the one the tables were built from */
+    int32_t gpn;            /* GPUs per node the packed shapes assume */
+    table *tab;             /* per model */
+    int32_t ntab;
+    uint32_t ran; /* cycle the pass last ran in, +1 (0: never) */
+    /* per job id: what its last re-batch check saw (the same again gives the same answer), and
+     * the most workers it has run with */
+    struct seen {
+        int32_t epoch, restarts, have;
+        double batch;
+        int32_t most;
+    } * seen;
+    int32_t cap_seen;
+} goodput;
+
+static int g_init(void **state, const drv_knob *kv, int nkv, drv_diag *d)
+{
+    double v[NKNOBS];
+    int rc = drv_knobs_read(knobs, NKNOBS, kv, nkv, v, d);
+    if (rc)
+        return rc;
+    goodput *g = drv_calloc(1, sizeof *g);
+    if (!g)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    g->p = v[0];
+    g->penalty = v[1];
+    g->rebatch = v[2];
+    g->threshold = v[3];
+    g->factor = v[4];
+    g->queues = (int32_t)v[5];
+    g->explore = v[6];
+    *state = g;
+    return 0;
+}
+
+static void drop_tables(goodput *g)
+{
+    for (int32_t i = 0; i < g->ntab; i++) {
+        drv_free(g->tab[i].v);
+        for (int32_t n = 0; n <= MAXW; n++)
+            drv_free(g->tab[i].cand[n].batch);
+    }
+    drv_free(g->tab);
+    g->tab = NULL;
+    g->ntab = 0;
+}
+
+static void g_fini(void *state)
+{
+    goodput *g = state;
+    if (!g)
+        return;
+    drop_tables(g);
+    drv_free(g->seen);
+    drv_free(g);
+}
+
+/* n GPUs packed on the fewest nodes of per GPUs each. */
+static int32_t packed(int32_t n, int32_t per, int32_t *gpn)
+{
+    int32_t k = 0;
+    while (n > 0 && k < MAXNODES) {
+        gpn[k] = n < per ? n : per;
+        n -= gpn[k++];
+    }
+    return k;
+}
+
+static double utility(const goodput *g, double s)
+{
+    if (s <= 0)
+        return -INFINITY;
+    return g->p == 0 ? log(s) : pow(s, g->p) / g->p;
+}
+
+/* G(model, n, epoch) for a job with batch range [lo, hi]; 0 when n GPUs cannot run it. */
+static double table_goodput(goodput *g, const drv_job *j, int32_t n, int32_t epoch, double *batch)
+{
+    int32_t app = j->calib_app - 1, gpn[MAXNODES];
+    const drv_calib_app *a = &g->calib->v[app];
+    if (n <= 0 || n > MAXW)
+        return 0;
+    table *t = app < g->ntab ? &g->tab[app] : NULL;
+    if (t && !t->v) {
+        t->v = drv_calloc((size_t)(MAXW + 1) * (size_t)a->max_epochs, sizeof *t->v);
+        t->lo = j->batch_min;
+        t->hi = j->batch_max;
+    }
+    cell *x = t && t->v && t->lo == j->batch_min && t->hi == j->batch_max
+                  ? &t->v[(size_t)n * (size_t)a->max_epochs + (size_t)epoch]
+                  : NULL;
+    if (!x || x->batch == 0) {
+        cell y = {0, 0};
+        int32_t nn = packed(n, g->gpn, gpn);
+        cands *k = x ? &t->cand[n] : NULL;
+        if (k && !k->batch) {
+            k->batch = drv_malloc(2 * DRV_CALIB_MAXCAND * sizeof *k->batch);
+            if (k->batch) {
+                k->step = k->batch + DRV_CALIB_MAXCAND;
+                k->n = drv_calib_batches(g->calib, app, gpn, nn, j->batch_min, j->batch_max,
+                                         k->batch, k->step);
+            }
+        }
+        if (k && k->batch) { /* as drv_calib_best_batch, from the cached step times */
+            for (int32_t i = 0; i < k->n; i++) {
+                double gp = k->step[i] > 0
+                                ? drv_calib_gain(g->calib, app, k->batch[i], epoch) / k->step[i]
+                                : 0;
+                if (gp > y.goodput) {
+                    y.goodput = gp;
+                    y.batch = k->batch[i];
+                }
+            }
+        } else {
+            y.batch = drv_calib_best_batch(g->calib, app, gpn, nn, epoch, j->batch_min,
+                                           j->batch_max, &y.goodput);
+        }
+        if (y.batch == 0)
+            y.batch = -1; /* computed: no batch fits */
+        if (!x) {
+            if (batch)
+                *batch = y.batch;
+            return y.goodput;
+        }
+        *x = y;
+    }
+    if (batch)
+        *batch = x->batch;
+    return x->goodput;
+}
+
+/* What the pass knows of one of our jobs. */
+typedef struct gjob {
+    int32_t id, epoch;
+    int32_t level; /* LAS queue */
+    int32_t have;  /* workers bound now */
+    int32_t minw;  /* fewest workers it runs with (its minimum, at least 1) */
+    int32_t nmax;  /* most workers it may get */
+    int32_t want;  /* workers allocated */
+    bool running;  /* holds its GPUs (starting, running or restarting) */
+    double base;   /* G(minw) */
+    double *u;     /* u[n]: its utility at n workers, minw <= n <= nmax */
+    double submit;
+} gjob;
+
+static int cmp_order(const void *pa, const void *pb)
+{
+    const gjob *a = pa, *b = pb;
+    if (a->level != b->level)
+        return a->level < b->level ? -1 : 1;
+    if (a->submit != b->submit)
+        return a->submit < b->submit ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+static int32_t level_of(const goodput *g, double attained)
+{
+    int32_t k = 0;
+    double th = g->threshold;
+    while (k < g->queues - 1 && attained >= th) {
+        k++;
+        th *= g->factor;
+    }
+    return k;
+}
+
+/* Utility of job x at n workers (n >= 1). */
+static double value(goodput *g, const drv_state *st, const gjob *x, int32_t n)
+{
+    double s = table_goodput(g, &st->jobs[x->id], n, x->epoch, NULL) / x->base;
+    if (x->running && n != x->have)
+        s *= 1 - g->penalty;
+    return utility(g, s);
+}
+
+static int32_t bound_workers(const drv_ctx *c, int32_t job)
+{
+    const drv_state *st = drv_ctx_state(c);
+    int32_t n = 0;
+    for (int32_t i = 0;; i++) {
+        int32_t pod = drv_job_pod(st, job, DRV_ROLE_WORKER, i);
+        if (pod < 0)
+            return n;
+        n += drv_ctx_pod_node(c, pod) >= 0;
+    }
+}
+
+/* The job's GPUs per node as assumed now (nodes in id order); returns the node count. */
+static int32_t placement(const drv_ctx *c, int32_t job, int32_t *gpn)
+{
+    const drv_state *st = drv_ctx_state(c);
+    int32_t node[MAXNODES], nn = 0;
+    for (int32_t i = 0;; i++) {
+        int32_t pod = drv_job_pod(st, job, DRV_ROLE_WORKER, i);
+        if (pod < 0)
+            break;
+        int32_t at = drv_ctx_pod_node(c, pod), k = 0;
+        if (at < 0)
+            continue;
+        while (k < nn && node[k] != at)
+            k++;
+        if (k == nn && nn < MAXNODES) {
+            node[nn] = at;
+            gpn[nn++] = 0;
+        }
+        if (k < nn)
+            gpn[k]++; /* a replica (worker) is a GPU in the calibrated model */
+    }
+    return nn;
+}
+
+/* Places the job's wanted workers, each batch of them on the node that holds all that are
+ * left most tightly, else on the freest node. All or nothing: 1 placed, 0 not, < 0 error. */
+static int place(drv_ctx *c, int32_t job)
+{
+    const drv_state *st = drv_ctx_state(c);
+    drv_res req = st->jobs[job].role[DRV_ROLE_WORKER].req;
+    int32_t left = drv_ctx_workers(c, job) - bound_workers(c, job), slot = 0;
+    drv_mark m = drv_ctx_mark(c);
+    while (left > 0) {
+        int32_t tight = -1, freest = -1;
+        int64_t tight_v = INT64_MAX, freest_v = 0;
+        for (int32_t nd = 0; nd < st->nnodes; nd++) {
+            if (!st->nodes[nd].schedulable)
+                continue;
+            drv_res f = drv_ctx_free(c, nd);
+            int64_t fit = INT64_MAX; /* workers that fit there */
+            if (req.gpu > 0)
+                fit = f.gpu / req.gpu;
+            if (req.cpu > 0 && f.cpu / req.cpu < fit)
+                fit = f.cpu / req.cpu;
+            if (req.mem > 0 && f.mem / req.mem < fit)
+                fit = f.mem / req.mem;
+            if (fit >= left && fit < tight_v) {
+                tight_v = fit;
+                tight = nd;
+            }
+            if (fit > freest_v) {
+                freest_v = fit;
+                freest = nd;
+            }
+        }
+        int32_t nd = tight >= 0 ? tight : freest;
+        if (nd < 0) {
+            drv_ctx_rollback(c, m);
+            return 0;
+        }
+        int64_t k = tight >= 0 ? left : freest_v;
+        for (; k > 0; k--) {
+            int32_t pod;
+            while ((pod = drv_job_pod(st, job, DRV_ROLE_WORKER, slot)) >= 0 &&
+                   drv_ctx_pod_node(c, pod) >= 0)
+                slot++;
+            if (pod < 0) {
+                drv_ctx_rollback(c, m);
+                return 0;
+            }
+            int rc = drv_ctx_bind(c, pod, nd);
+            if (rc)
+                return rc;
+            left--;
+        }
+    }
+    return 1;
+}
+
+/* The best batch for the job where it is now placed, and its goodput there. */
+static double best_here(goodput *g, const drv_ctx *c, const gjob *x, double *gp)
+{
+    const drv_job *j = &drv_ctx_state(c)->jobs[x->id];
+    int32_t gpn[MAXNODES], nn = placement(c, x->id, gpn), r = 0, pk[MAXNODES];
+    for (int32_t i = 0; i < nn; i++)
+        r += gpn[i];
+    /* packed the way the table assumes (in some node order): its cached answer */
+    int32_t np = packed(r, g->gpn, pk), full = 0, part = 0;
+    for (int32_t i = 0; i < nn; i++)
+        full += gpn[i] == g->gpn, part += gpn[i] != g->gpn;
+    if (np == nn && part <= 1 && full == (r % g->gpn ? np - 1 : np) && r <= MAXW) {
+        double b = 0;
+        *gp = table_goodput(g, j, r, x->epoch, &b);
+        return b > 0 ? b : 0;
+    }
+    return drv_calib_best_batch(g->calib, j->calib_app - 1, gpn, nn, x->epoch, j->batch_min,
+                                j->batch_max, gp);
+}
+
+static int cmp_want(const void *pa, const void *pb)
+{
+    const gjob *a = pa, *b = pb;
+    if (a->want != b->want)
+        return a->want > b->want ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+static void pass(drv_ctx *c, goodput *g)
+{
+    const drv_state *st = drv_ctx_state(c);
+    const drv_calib *calib = drv_ctx_snap(c)->calib;
+    if (!calib || g->ran == drv_ctx_cycle(c) + 1)
+        return;
+    g->ran = drv_ctx_cycle(c) + 1;
+    if (st->nlive_adaptive == 0)
+        return;
+    /* tables: per model of this calibration, for this cluster's GPUs per node */
+    int32_t per = 0;
+    for (int32_t nd = 0; nd < st->nnodes; nd++)
+        if (st->nodes[nd].alloc.gpu > per)
+            per = (int32_t)st->nodes[nd].alloc.gpu;
+    if (g->calib != calib || g->gpn != per) {
+        drop_tables(g);
+        g->tab = drv_calloc((size_t)calib->n + 1, sizeof *g->tab);
+        if (!g->tab)
+            return;
+        g->ntab = calib->n;
+        g->calib = calib;
+        g->gpn = per;
+    }
+    if (per <= 0)
+        return;
+    drv_arena *ar = drv_ctx_arena(c);
+    gjob *v = drv_arena_alloc(ar, sizeof *v * ((size_t)st->nlive + 1));
+    if (!v)
+        return;
+    if (st->njobs > g->cap_seen) {
+        int32_t old = g->cap_seen;
+        if (drv_grow(&g->seen, sizeof *g->seen, &g->cap_seen, st->njobs) != 0)
+            return;
+        for (int32_t k = old; k < g->cap_seen; k++)
+            g->seen[k] = (struct seen){-1, -1, -1, 0, 0};
+    }
+    int32_t n = 0;
+    int64_t gpus = 0; /* ours: free, plus held by our jobs */
+    for (int32_t nd = 0; nd < st->nnodes; nd++)
+        if (st->nodes[nd].schedulable)
+            gpus += drv_ctx_free(c, nd).gpu;
+    DRV_FOR_LIVE(st, i)
+    {
+        const drv_job *j = &st->jobs[i];
+        if (!drv_job_batch_adaptive(j) || j->phase == DRV_JOB_FUTURE || j->phase == DRV_JOB_DONE ||
+            j->calib_app > calib->n || j->role[DRV_ROLE_WORKER].req.gpu != 1)
+            continue;
+        int32_t app = j->calib_app - 1;
+        gjob x = {.id = i, .submit = j->submit};
+        x.epoch = drv_calib_epoch(calib, app, drv_calib_progress(calib, app, j->batch, j->steps));
+        x.level = level_of(g, j->attained);
+        x.have = bound_workers(c, i);
+        x.running = x.have > 0 && j->phase != DRV_JOB_PENDING;
+        int32_t cap = (int32_t)floor(j->batch_max / calib->v[app].min_local_bsz + 1e-9);
+        x.nmax = j->role[DRV_ROLE_WORKER].max;
+        x.nmax = x.nmax < cap ? x.nmax : cap;
+        x.nmax = x.nmax < MAXW ? x.nmax : MAXW;
+        if (x.running && x.have > g->seen[i].most)
+            g->seen[i].most = x.have;
+        if (g->explore > 0) {
+            int32_t most = g->seen[i].most > 1 ? g->seen[i].most : 1;
+            int32_t lim = (int32_t)floor(g->explore * most + 1e-9);
+            x.nmax = x.nmax < lim ? x.nmax : lim;
+        }
+        x.minw = j->role[DRV_ROLE_WORKER].min > 1 ? j->role[DRV_ROLE_WORKER].min : 1;
+        x.base = table_goodput(g, j, x.minw, x.epoch, NULL);
+        if (x.base <= 0 || x.nmax < x.minw)
+            continue; /* no batch in its range runs on its minimum: it waits (none in traces) */
+        gpus += x.have;
+        v[n++] = x;
+    }
+    if (n == 0)
+        return;
+    qsort(v, (size_t)n, sizeof *v, cmp_order);
+    /* 3a. its minimum (one worker) each, in LAS order */
+    for (int32_t i = 0; i < n; i++)
+        if (gpus >= v[i].minw) {
+            v[i].want = v[i].minw;
+            gpus -= v[i].minw;
+        }
+    /* 3b. then the largest rise in utility per GPU */
+    for (int32_t i = 0; i < n; i++) {
+        gjob *x = &v[i];
+        x->u = drv_arena_alloc(ar, sizeof *x->u * ((size_t)x->nmax + 1));
+        if (!x->u)
+            return;
+        for (int32_t k = x->minw; k <= x->nmax; k++)
+            x->u[k] = value(g, st, x, k);
+    }
+    for (;;) {
+        int32_t best = -1, bestk = 0;
+        double bestr = 0;
+        for (int32_t i = 0; i < n; i++) {
+            gjob *x = &v[i];
+            if (x->want == 0)
+                continue;
+            double u0 = x->u[x->want];
+            for (int32_t k = 1; x->want + k <= x->nmax && k <= gpus; k++) {
+                double r = (x->u[x->want + k] - u0) / k;
+                if (r > bestr * (1 + 1e-12)) {
+                    bestr = r;
+                    best = i;
+                    bestk = k;
+                }
+            }
+        }
+        if (best < 0)
+            break;
+        v[best].want += bestk;
+        gpus -= bestk;
+    }
+    /* 4. apply: release first, then place the changed jobs, largest first */
+    for (int32_t i = 0; i < n; i++) {
+        gjob *x = &v[i];
+        const drv_job *j = &st->jobs[x->id];
+        bool same = x->running && x->want == x->have && drv_ctx_workers(c, x->id) == x->want;
+        if (same)
+            continue;
+        for (int32_t k = 0; x->have > 0 && k < j->pod_count; k++)
+            if (drv_ctx_evict(c, j->pod_base + k,
+                              x->want == 0 ? DRV_REASON_PREEMPT : DRV_REASON_SHRINK) != 0)
+                return;
+        x->have = 0;
+        if (x->want > 0 && drv_ctx_scale(c, x->id, x->want) != 0)
+            return;
+    }
+    qsort(v, (size_t)n, sizeof *v, cmp_want);
+    for (int32_t i = 0; i < n; i++) {
+        gjob *x = &v[i];
+        if (x->want == 0)
+            continue;
+        const drv_job *j = &st->jobs[x->id];
+        double gp = 0, b;
+        if (x->have == 0) {
+            int rc = place(c, x->id);
+            if (rc < 0)
+                return;
+            if (rc == 0)
+                continue;
+            b = best_here(g, c, x, &gp);
+        } else {
+            struct seen *was = &g->seen[x->id];
+            if (x->epoch == was->epoch && j->restarts == was->restarts && x->have == was->have &&
+                j->batch == was->batch)
+                continue; /* checked on this epoch, placement and batch already: no gain */
+            was->epoch = x->epoch;
+            was->restarts = j->restarts;
+            was->have = x->have;
+            was->batch = j->batch;
+            b = best_here(g, c, x, &gp);
+            int32_t gpn[MAXNODES], nn = placement(c, x->id, gpn);
+            double cur = drv_calib_goodput(calib, j->calib_app - 1, gpn, nn, j->batch, x->epoch);
+            if (!(gp > cur * (1 + g->rebatch)))
+                continue;
+        }
+        if (b > 0 && b != drv_ctx_batch(c, x->id) && drv_ctx_set_batch(c, x->id, (int64_t)b) != 0)
+            return;
+    }
+}
+
+static void g_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t njobs)
+{
+    (void)jobs;
+    (void)njobs;
+    pass(c, state);
+}
+
+static void g_scale(drv_ctx *c, void *state)
+{
+    pass(c, state);
+}
+
+/* Its jobs' epochs, attained service and gradient statistics move with time: while it has a
+ * live job it runs every cycle; with none it has nothing to decide until one arrives. */
+static double g_wake(const drv_ctx *c, void *state)
+{
+    (void)state;
+    if (!drv_ctx_snap(c)->calib || drv_ctx_state(c)->nlive_adaptive == 0)
+        return INFINITY;
+    return -INFINITY;
+}
+
+const drv_plugin drv_plugin_goodput = {
+    .name = "goodput",
+    .doc = "GPUs and batch size by goodput for calibrated jobs, LAS order (Pollux + Tiresias)",
+    .init = g_init,
+    .fini = g_fini,
+    .admit = g_admit,
+    .scale = g_scale,
+    .wake = g_wake,
+};

@@ -1465,11 +1465,13 @@ static int send_decisions(drv_ctrl *c, const drv_decisions *dv, double t_decide)
                 c->pods[x->pod].want = x->node;
             else if (!c->pods[x->pod].exists)
                 rc = place(c, x->pod, x->node, NULL);
-        } else if (x->kind == DRV_RESIZE && !c->warned_resize) {
+        } else if ((x->kind == DRV_RESIZE || x->kind == DRV_BATCH) && !c->warned_resize) {
+            /* (BATCH comes only for jobs with a calibrated model, which the cluster's jobs have
+             * not: the goodput plugin leaves them alone.) */
             c->warned_resize = true;
             drv_log(DRV_LOG_WARN,
-                    "profile %s resizes CPU limits; drover run does not send "
-                    "resizes yet (docs/running.md)",
+                    "profile %s resizes CPU limits or batch sizes; drover run does not send "
+                    "these yet (docs/running.md)",
                     c->prof.name);
         }
     }

@@ -15,7 +15,7 @@
  * job is left to the profile's other plugins, which must leave these alone (dragon's knob
  * `adaptive=0`); their GPUs are not counted as ours.
  *
- * Every cycle (the profile's period; 60 s under --mechanics pollux, Pollux's round):
+ * Every `interval` (60 s: Pollux's round; at the first cycle at or after each multiple):
  *   1. Goodput table. For a job of model m in epoch e (from its progress, calib.h) on n GPUs
  *      packed on the fewest nodes: G(m, n, e) = max over candidate batches B of
  *      gain(B, e) / step_time(n, B), B in the job's validated range with every replica getting
@@ -75,6 +75,9 @@ static const drv_knob_spec knobs[] = {
     {"queues", 2, 1, 8, "number of LAS queues (1: first come, first served)"},
     {"explore", 0, 0, 64,
      "a job gets at most this times the most GPUs it has run on (at least 1; 0: no limit)"},
+    {"interval", 60, 1, 3600,
+     "seconds between re-allocations (Pollux's scheduling round): it runs at the first cycle "
+     "at or after each multiple"},
 };
 enum { NKNOBS = sizeof knobs / sizeof knobs[0], MAXW = 64, MAXNODES = 256 };
 
@@ -98,7 +101,7 @@ typedef struct table {
 typedef struct goodput {
     double p, penalty, rebatch, threshold, factor;
     int32_t queues;
-    double explore;
+    double explore, interval;
     const drv_calib *calib; /* the one the tables were built from */
     int32_t gpn;            /* GPUs per node the packed shapes assume */
     table *tab;             /* per model */
@@ -130,6 +133,7 @@ static int g_init(void **state, const drv_knob *kv, int nkv, drv_diag *d)
     g->factor = v[4];
     g->queues = (int32_t)v[5];
     g->explore = v[6];
+    g->interval = v[7];
     *state = g;
     return 0;
 }
@@ -553,26 +557,37 @@ static void pass(drv_ctx *c, goodput *g)
     }
 }
 
+/* It re-allocates once per interval, at the first cycle at or after each multiple of it (every
+ * cycle when the period is the interval, as under --mechanics pollux): a pure function of the
+ * time, so which earlier cycles ran does not matter. */
+static bool round_due(const drv_ctx *c, const goodput *g)
+{
+    double now = drv_ctx_now(c);
+    return floor(now / g->interval) * g->interval > now - drv_ctx_period(c);
+}
+
 static void g_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t njobs)
 {
     (void)jobs;
     (void)njobs;
-    pass(c, state);
+    if (round_due(c, state))
+        pass(c, state);
 }
 
 static void g_scale(drv_ctx *c, void *state)
 {
-    pass(c, state);
+    if (round_due(c, state))
+        pass(c, state);
 }
 
 /* Its jobs' epochs, attained service and gradient statistics move with time: while it has a
- * live job it runs every cycle; with none it has nothing to decide until one arrives. */
+ * live job it may decide at the next round; with none, not until one arrives. */
 static double g_wake(const drv_ctx *c, void *state)
 {
-    (void)state;
+    const goodput *g = state;
     if (!drv_ctx_snap(c)->calib || drv_ctx_state(c)->nlive_adaptive == 0)
         return INFINITY;
-    return -INFINITY;
+    return (floor(drv_ctx_now(c) / g->interval) + 1) * g->interval;
 }
 
 const drv_plugin drv_plugin_goodput = {

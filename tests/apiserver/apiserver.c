@@ -1758,6 +1758,18 @@ static void do_delete(drv_apiserver *s, struct MHD_Connection *c, const struct r
         conflict(r, t, rt->name);
         return;
     }
+    /* A uid precondition protects an object created again under the same name (kubelets
+     * confirm a graceful pod deletion this way); kube-apiserver answers 409 Conflict. */
+    json_t *pre_uid = path_get(opts, "preconditions.uid");
+    const char *uid = str_or(path_get(o, "metadata.uid"), "");
+    if (json_is_string(pre_uid) && strcmp(json_string_value(pre_uid), uid)) {
+        set_status(r, 409, "Conflict", rt->name, RT[t].group, RT[t].plural, false,
+                   "Operation cannot be fulfilled on %s \"%s\": Precondition failed: UID in "
+                   "precondition: %s, UID in object meta: %s",
+                   RT[t].plural, rt->name, json_string_value(pre_uid), uid);
+        json_decref(opts);
+        return;
+    }
     json_decref(opts);
     if (t == R_PODS) {
         if (grace < 0)

@@ -676,7 +676,7 @@ static int cmd_policies(int argc, char **argv)
     return 0;
 }
 
-/* ---- drover emulate ----------------------------------------------------------------------- */
+/* ---- drover emulate ------------------------------------------------------------------------- */
 
 static volatile sig_atomic_t emulate_signal;
 

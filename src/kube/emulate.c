@@ -124,7 +124,7 @@ void drv_emulator_opts_default(drv_emulator_opts *o)
     o->heartbeat_s = DRV_EMU_DEF_HEARTBEAT;
 }
 
-/* ---- the table ------------------------------------------------------------------------------- */
+/* ---- the table ------------------------------------------------------------------------------ */
 
 static uint64_t hash(const char *s)
 {
@@ -206,7 +206,7 @@ static void set_running(tpod *t, double started_at)
     t->due = mono() + fmax(0, t->run_s - fmax(0, elapsed));
 }
 
-/* ---- informer side ---------------------------------------------------------------------------- */
+/* ---- informer side -------------------------------------------------------------------------- */
 
 static void *decode(json_t *obj, void *arg, drv_diag *d)
 {
@@ -322,7 +322,7 @@ static void *informer_main(void *arg)
     return NULL;
 }
 
-/* ---- nodes ------------------------------------------------------------------------------------ */
+/* ---- nodes ---------------------------------------------------------------------------------- */
 
 static void quantity_cpu(char *out, size_t n, int64_t milli)
 {
@@ -367,11 +367,11 @@ static json_t *node_status(const drv_emulator *e, const drv_emu_node *nd, const 
         {"DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
         {"PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"}};
     for (int i = 0; i < 3; i++)
-        json_array_append_new(conds, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type",
-                                               pressure[i][0], "status", "False", "reason",
-                                               pressure[i][1], "message", pressure[i][2],
-                                               "lastHeartbeatTime", heartbeat,
-                                               "lastTransitionTime", e->registered_at));
+        json_array_append_new(conds,
+                              json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type", pressure[i][0],
+                                        "status", "False", "reason", pressure[i][1], "message",
+                                        pressure[i][2], "lastHeartbeatTime", heartbeat,
+                                        "lastTransitionTime", e->registered_at));
     json_array_append_new(conds, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type", "Ready",
                                            "status", "True", "reason", "KubeletReady", "message",
                                            "kubelet is posting ready status (drover emulate)",
@@ -449,8 +449,7 @@ static int patch_node_status(drv_emulator *e, drv_kube *k, const drv_emu_node *n
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     snprintf(path, sizeof path, "/api/v1/nodes/%s/status", nd->name);
     long st = 0;
-    int rc =
-        drv_kube_request(k, "PATCH", path, "application/merge-patch+json", body, &st, NULL, d);
+    int rc = drv_kube_request(k, "PATCH", path, "application/merge-patch+json", body, &st, NULL, d);
     free(body);
     return rc;
 }
@@ -463,9 +462,9 @@ static int register_node(drv_emulator *e, const drv_emu_node *nd, drv_diag *d)
     json_t *obj = json_pack("{s:s, s:s, s:{s:s, s:O}, s:{}, s:o}", "apiVersion", "v1", "kind",
                             "Node", "metadata", "name", nd->name, "labels", labels, "spec",
                             "status", node_status(e, nd, now));
-    int rc = obj && labels ? set_labels(json_object_get(json_object_get(obj, "metadata"), "labels"),
-                                        nd)
-                           : DRV_ENOMEM;
+    int rc = obj && labels
+                 ? set_labels(json_object_get(json_object_get(obj, "metadata"), "labels"), nd)
+                 : DRV_ENOMEM;
     json_decref(labels);
     char *body = rc ? NULL : json_dumps(obj, JSON_COMPACT);
     if (!body) {
@@ -500,7 +499,7 @@ static int register_node(drv_emulator *e, const drv_emu_node *nd, drv_diag *d)
     return 0;
 }
 
-/* ---- pods ------------------------------------------------------------------------------------- */
+/* ---- pods ----------------------------------------------------------------------------------- */
 
 typedef struct pod_arg {
     const char *uid;
@@ -597,10 +596,10 @@ static int mut_running(json_t *obj, void *arg)
     {
         const char *name = json_string_value(json_object_get(c, "name"));
         const char *image = json_string_value(json_object_get(c, "image"));
-        json_array_append_new(
-            cs, json_pack("{s:s, s:s, s:s, s:b, s:b, s:i, s:{s:{s:s}}}", "name", name ? name : "",
-                          "image", image ? image : "", "imageID", "", "ready", 1, "started", 1,
-                          "restartCount", 0, "state", "running", "startedAt", now));
+        json_array_append_new(cs, json_pack("{s:s, s:s, s:s, s:b, s:b, s:i, s:{s:{s:s}}}", "name",
+                                            name ? name : "", "image", image ? image : "",
+                                            "imageID", "", "ready", 1, "started", 1, "restartCount",
+                                            0, "state", "running", "startedAt", now));
     }
     json_object_set_new(status, "containerStatuses", cs);
     return 0;
@@ -664,8 +663,8 @@ static void step(drv_emulator *e, const tpod *snap)
         rc = delete_pod(e->writer, path, snap->uid, &st, &d);
     else
         rc = drv_kube_update(e->writer, path,
-                             snap->state == T_STARTING ? mut_running : mut_succeeded, &a, 0,
-                             NULL, &d);
+                             snap->state == T_STARTING ? mut_running : mut_succeeded, &a, 0, NULL,
+                             &d);
     pthread_mutex_lock(&e->mu);
     tpod *t = find(e, snap->key);
     bool same = t && !strcmp(t->uid, snap->uid) && t->state == snap->state;
@@ -772,7 +771,7 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* ---- lifecycle -------------------------------------------------------------------------------- */
+/* ---- lifecycle ------------------------------------------------------------------------------ */
 
 static int copy_str(char **dst, const char *src)
 {
@@ -792,10 +791,11 @@ int drv_emulator_new(drv_emulator **out, const drv_kube_config *cfg, const drv_e
         return drv_fail(d, DRV_EINVAL, "emulate: speed: expected a number in (0, %g], found %g",
                         DRV_EMU_MAX_SPEED, o->speed);
     if (!(o->start_delay_s >= 0 && isfinite(o->start_delay_s)))
-        return drv_fail(d, DRV_EINVAL,
-                        "emulate: start delay: expected seconds >= 0, found %g", o->start_delay_s);
+        return drv_fail(d, DRV_EINVAL, "emulate: start delay: expected seconds >= 0, found %g",
+                        o->start_delay_s);
     if (!(o->heartbeat_s > 0 && o->heartbeat_s <= 3600))
-        return drv_fail(d, DRV_EINVAL, "emulate: heartbeat: expected seconds in (0, 3600], found %g",
+        return drv_fail(d, DRV_EINVAL,
+                        "emulate: heartbeat: expected seconds in (0, 3600], found %g",
                         o->heartbeat_s);
     if (n < 1 || !nodes)
         return drv_fail(d, DRV_EINVAL, "emulate: no nodes to emulate");
@@ -883,8 +883,7 @@ int drv_emulator_start(drv_emulator *e, drv_diag *d)
     if ((rc = drv_kube_new(&e->writer, &wc, d)) != 0)
         return rc;
     drv_informer_ops ops = {decode, release, on_add, on_pod, on_delete};
-    rc = drv_informer_new(&e->inf, e->reader, "/api/v1/pods", 0, e->o.watch_timeout_s, &ops, e,
-                          d);
+    rc = drv_informer_new(&e->inf, e->reader, "/api/v1/pods", 0, e->o.watch_timeout_s, &ops, e, d);
     if (rc)
         return rc;
     e->stop = 0;
@@ -897,8 +896,7 @@ int drv_emulator_start(drv_emulator *e, drv_diag *d)
         return drv_fail(d, DRV_ENOMEM, "emulate: cannot start a thread");
     }
     e->started = true;
-    drv_log(DRV_LOG_INFO, "emulate: %d nodes registered on %s; watching pods", e->n,
-            e->cfg.server);
+    drv_log(DRV_LOG_INFO, "emulate: %d nodes registered on %s; watching pods", e->n, e->cfg.server);
     return 0;
 }
 

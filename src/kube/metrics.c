@@ -128,7 +128,7 @@ static void sb_num(sbuf *b, double v)
     sb_str(b, t);
 }
 
-/* ---- registry -------------------------------------------------------------------------------- */
+/* ---- registry ------------------------------------------------------------------------------- */
 
 int drv_metrics_new(drv_metrics **out)
 {
@@ -301,7 +301,7 @@ int drv_metrics_histogram(drv_metrics *m, const char *name, const char *help,
     return reg(m, DRV_METRIC_HISTOGRAM, name, help, labels, bounds, nbounds, out, d);
 }
 
-/* ---- updates --------------------------------------------------------------------------------- */
+/* ---- updates -------------------------------------------------------------------------------- */
 
 void drv_metric_add(drv_metric *x, double v)
 {
@@ -357,7 +357,7 @@ double drv_metric_value(drv_metric *x)
     return v;
 }
 
-/* ---- rendering ------------------------------------------------------------------------------- */
+/* ---- rendering ------------------------------------------------------------------------------ */
 
 /* name[suffix]{labels[,extra]} */
 static void sb_series(sbuf *b, const drv_metric *x, const char *suffix, const char *extra)
@@ -442,7 +442,7 @@ char *drv_metrics_render(drv_metrics *m)
     return b.p;
 }
 
-/* ---- health and the endpoint ----------------------------------------------------------------- */
+/* ---- health and the endpoint ---------------------------------------------------------------- */
 
 static void set_flag(drv_metrics *m, bool *flag, char *why, size_t n, bool v, const char *reason)
 {

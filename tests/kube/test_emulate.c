@@ -38,8 +38,8 @@ static int setup(void **state)
     if (!f || drv_apiserver_start(&f->srv, &o, &d))
         return -1;
     snprintf(f->url, sizeof f->url, "http://127.0.0.1:%u", drv_apiserver_port(f->srv));
-    f->cfg = (drv_kube_config){.server = f->url, .qps = 10000, .burst = 10000, .backoff_ms = 5,
-                               .backoff_max_ms = 50};
+    f->cfg = (drv_kube_config){
+        .server = f->url, .qps = 10000, .burst = 10000, .backoff_ms = 5, .backoff_max_ms = 50};
     if (drv_kube_new(&f->k, &f->cfg, &d))
         return -1;
     *state = f;
@@ -70,9 +70,9 @@ static drv_emulator *start_emulator(fixture *f)
 {
     drv_emulator_opts o;
     drv_emulator_opts_default(&o);
-    o.speed = 100;          /* a 50 s pod runs 0.5 s */
-    o.start_delay_s = 1;    /* 10 ms */
-    o.heartbeat_s = 0.1;    /* real seconds: heartbeats happen during the test */
+    o.speed = 100;       /* a 50 s pod runs 0.5 s */
+    o.start_delay_s = 1; /* 10 ms */
+    o.heartbeat_s = 0.1; /* real seconds: heartbeats happen during the test */
     o.watch_timeout_s = 5;
     drv_emulator *e;
     drv_diag d;
@@ -197,8 +197,7 @@ static void test_registers_nodes(void **state)
         json_t *labels = json_object_get(json_object_get(n, "metadata"), "labels");
         assert_string_equal(json_string_value(json_object_get(labels, "kubernetes.io/hostname")),
                             NODES[i].name);
-        assert_string_equal(json_string_value(json_object_get(labels, DRV_EMU_NODE_LABEL)),
-                            "true");
+        assert_string_equal(json_string_value(json_object_get(labels, DRV_EMU_NODE_LABEL)), "true");
         if (i == 1) /* what was there is kept */
             assert_string_equal(json_string_value(json_object_get(labels, "keep")), "me");
         /* capacity is written too */
@@ -234,8 +233,8 @@ static void test_pod_lifecycle(void **state)
     assert_string_equal(condition(p, "Ready"), "True");
     assert_string_equal(condition(p, "PodScheduled"), "True");
     assert_non_null(str_at(p, "status", "startTime"));
-    json_t *cs = json_array_get(json_object_get(json_object_get(p, "status"), "containerStatuses"),
-                                0);
+    json_t *cs =
+        json_array_get(json_object_get(json_object_get(p, "status"), "containerStatuses"), 0);
     assert_string_equal(json_string_value(json_object_get(cs, "name")), "main");
     assert_non_null(json_object_get(json_object_get(cs, "state"), "running"));
     json_decref(p);

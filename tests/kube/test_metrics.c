@@ -252,7 +252,7 @@ static void test_concurrent_updates(void **unused)
     drv_metrics_free(m);
 }
 
-/* ---- the endpoint ---------------------------------------------------------------------------- */
+/* ---- the endpoint --------------------------------------------------------------------------- */
 
 typedef struct fetched {
     long code;

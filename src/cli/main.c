@@ -717,7 +717,7 @@ static int cmd_emulate(int argc, char **argv)
         "  --context NAME      kubeconfig context (default: current-context)\n"
         "  --speed X           emulated seconds per real second (default: 1)\n"
         "  --start-delay S     emulated seconds from binding to Running (default: the cluster\n"
-        "                      file's timing.podStartSeconds, else 1)\n"
+        "                      file's timing.podStartSeconds, which defaults to 5)\n"
         "  -h, --help          show this help\n"
         "\n"
         "Exit status: 0 stopped by a signal; 1 the API server refused or could not be reached;\n"
@@ -767,7 +767,7 @@ static int cmd_emulate(int argc, char **argv)
         fprintf(stderr, "drover emulate: %s\n", d.msg);
         return EXIT_USAGE;
     }
-    if (!delay_given && cl.timing.pod_start > 0)
+    if (!delay_given && cl.timing.pod_start >= 0)
         o.start_delay_s = cl.timing.pod_start;
     drv_emu_node *nodes = calloc((size_t)(cl.n > 0 ? cl.n : 1), sizeof *nodes);
     if (!nodes) {

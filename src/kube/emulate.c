@@ -478,19 +478,20 @@ static int register_node(drv_emulator *e, const drv_emu_node *nd, drv_diag *d)
     snprintf(path, sizeof path, "/api/v1/nodes/%s", nd->name);
     rc = drv_kube_request(e->writer, "POST", "/api/v1/nodes", NULL, body, &st, &created, d);
     free(body);
+    /* Ready first, then the taint: the node lifecycle controller, when one runs, puts the
+     * not-ready taint back on a node it does not see Ready. */
     node_arg a = {nd, false};
+    bool exists = rc && st == 409;
     if (rc == 0) { /* new: only the not-ready taint may need to go */
         drop_not_ready(created, &a.changed);
         json_decref(created);
-        if (a.changed)
-            rc = drv_kube_update(e->writer, path, mut_node, &a, 0, NULL, d);
-    } else if (st == 409) { /* exists: our labels, no not-ready taint */
-        rc = drv_kube_update(e->writer, path, mut_node, &a, 0, NULL, d);
     }
-    if (rc == DRV_EEXIST)
-        rc = 0;
-    if (rc == 0)
+    if (rc == 0 || exists)
         rc = patch_node_status(e, e->writer, nd, d);
+    if (rc == 0 && (a.changed || exists)) /* exists: our labels too */
+        rc = drv_kube_update(e->writer, path, mut_node, &a, 0, NULL, d);
+    if (rc == DRV_EEXIST) /* nothing to change */
+        rc = 0;
     if (rc) {
         char why[sizeof d->msg];
         snprintf(why, sizeof why, "%s", d ? d->msg : "");

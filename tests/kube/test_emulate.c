@@ -317,6 +317,35 @@ static void test_deletion(void **state)
     drv_emulator_free(e);
 }
 
+/* Many pods at once (more than the tracking table's first size, so it grows): every one
+ * succeeds, and nothing stays tracked. */
+static void test_many_pods(void **state)
+{
+    fixture *f = *state;
+    drv_emulator *e = start_emulator(f);
+    enum { N = 150 };
+    for (int i = 0; i < N; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "m-%d", i);
+        create_pod(f, name, i % 3 ? "20" : "0");
+        bind_pod(f, name, NODES[i % 2].name);
+    }
+    for (int i = 0; i < N; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "m-%d", i);
+        json_decref(wait_phase(f, name, "Succeeded"));
+    }
+    drv_emulator_stats s = drv_emulator_get_stats(e);
+    for (int i = 0; i < 1000 && s.tracked > 0; i++) {
+        sleep_ms(10);
+        s = drv_emulator_get_stats(e);
+    }
+    assert_int_equal(s.tracked, 0);
+    assert_int_equal(s.started, N);
+    assert_int_equal(s.succeeded, N);
+    drv_emulator_free(e);
+}
+
 static void test_unreachable_and_bad_options(void **state)
 {
     (void)state;
@@ -362,6 +391,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_registers_nodes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pod_lifecycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deletion, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_pods, setup, teardown),
         cmocka_unit_test(test_unreachable_and_bad_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -68,7 +68,8 @@ typedef struct drv_emulator_stats {
 int drv_emulator_new(drv_emulator **out, const drv_kube_config *cfg, const drv_emu_node *nodes,
                      int32_t n, const drv_emulator_opts *o, drv_diag *d);
 /* Registers every node (POST; when it exists, its labels and status are updated), then starts
- * the threads. DRV_EIO with the server's answer when a node cannot be registered. */
+ * the threads. DRV_EIO with the server's answer when a node cannot be registered. Start once;
+ * after a failed start, only free. */
 int drv_emulator_start(drv_emulator *e, drv_diag *d);
 /* Stops the threads (ends the open watch) and waits for them. Nodes stay registered. Safe to
  * call when not started, and twice. */

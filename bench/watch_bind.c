@@ -90,6 +90,15 @@ static void run(int nodes, int jobs, const drv_profile *prof, bool exhaustive)
                  "\"status\":\"True\"}]}}",
                  i, i % 4, i / 20, i % 3 == 0 ? 64 : 32);
         post(k, "/api/v1/nodes", body);
+        /* lift the not-ready taint the API server puts on a new node (the node lifecycle
+         * controller's part) */
+        char path[64];
+        snprintf(path, sizeof path, "/api/v1/nodes/node-%d", i);
+        drv_diag dd = {{0}};
+        long st;
+        if (drv_kube_request(k, "PATCH", path, "application/merge-patch+json",
+                             "{\"spec\":{\"taints\":null}}", &st, NULL, &dd) != 0)
+            die(path, &dd);
     }
     drv_ctrl_opts o = {.profile = prof, .exhaustive = exhaustive, .no_events = true};
     runner r = {0};

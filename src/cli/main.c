@@ -6,6 +6,7 @@
  */
 #include "cli.h"
 
+#include "drover/kube_emulate.h"
 #include "drover/policy.h"
 #include "drover/sim.h"
 #include "drover/trace.h"
@@ -13,6 +14,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,7 @@ static const char *const usage_main =
     "  report     redraw the plots and index.html of a `sim --out` directory from its files\n"
     "  policies   list the built-in policies (profiles) and plugins\n"
     "  calibrate  fit the analytic step-time model to the measured profiles; print its error\n"
+    "  emulate    play kubelet for a cluster file's nodes on a Kubernetes API server\n"
     "  version    print the version\n"
     "  help       show this help, or `drover help <command>`\n";
 
@@ -674,6 +677,159 @@ static int cmd_policies(int argc, char **argv)
     return 0;
 }
 
+/* ---- drover emulate ------------------------------------------------------------------------- */
+
+static volatile sig_atomic_t emulate_signal;
+
+static void on_emulate_signal(int sig)
+{
+    emulate_signal = sig;
+}
+
+/* A number in [lo, hi] from a flag's value; -1 with a message when it is not one. */
+static int emulate_number(const char *flag, const char *v, double lo, double hi, double *out)
+{
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end || !(x >= lo && x <= hi)) {
+        fprintf(stderr, "drover emulate: %s: expected a number in [%g, %g], found '%s'\n", flag, lo,
+                hi, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int cmd_emulate(int argc, char **argv)
+{
+    static const char *const usage =
+        "usage: drover emulate --cluster FILE [options]\n"
+        "\n"
+        "Plays kubelet for the nodes of a cluster file (the format of `drover sim --cluster`),\n"
+        "in the spirit of KWOK: registers them on the API server, keeps them Ready, and moves\n"
+        "the pods bound to them from Pending to Running (after the start delay) and to\n"
+        "Succeeded (after the pod's drover.dev/duration-seconds annotation; without it the pod\n"
+        "runs until deleted). Runs until SIGINT or SIGTERM. See docs/emulate.md.\n"
+        "\n"
+        "options:\n"
+        "  --cluster FILE      the nodes to emulate (YAML; docs/formats.md). Required\n"
+        "  --kubeconfig FILES  kubeconfig files, ':'-separated (default: $KUBECONFIG, or\n"
+        "                      ~/.kube/config)\n"
+        "  --context NAME      kubeconfig context (default: current-context)\n"
+        "  --speed X           emulated seconds per real second (default: 1)\n"
+        "  --start-delay S     emulated seconds from binding to Running (default: the cluster\n"
+        "                      file's timing.podStartSeconds, which defaults to 5)\n"
+        "  -h, --help          show this help\n"
+        "\n"
+        "Exit status: 0 stopped by a signal; 1 the API server refused or could not be reached;\n"
+        "2 bad usage or bad input (reported as file:line: field: what was expected).\n";
+    const char *cluster_file = NULL, *kubeconfig = NULL, *context = NULL;
+    drv_emulator_opts o;
+    drv_emulator_opts_default(&o);
+    bool delay_given = false;
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        int m;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        } else if ((m = flag_value(argc, argv, &i, "--cluster", &v)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+            cluster_file = v;
+        } else if ((m = flag_value(argc, argv, &i, "--kubeconfig", &v)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+            kubeconfig = v;
+        } else if ((m = flag_value(argc, argv, &i, "--context", &v)) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+            context = v;
+        } else if ((m = flag_value(argc, argv, &i, "--speed", &v)) != 0) {
+            if (m < 0 || emulate_number("--speed", v, 1e-6, DRV_EMU_MAX_SPEED, &o.speed))
+                return EXIT_USAGE;
+        } else if ((m = flag_value(argc, argv, &i, "--start-delay", &v)) != 0) {
+            if (m < 0 || emulate_number("--start-delay", v, 0, 86400, &o.start_delay_s))
+                return EXIT_USAGE;
+            delay_given = true;
+        } else {
+            fprintf(stderr, "drover emulate: unknown option '%s' (see drover emulate --help)\n",
+                    argv[i]);
+            return EXIT_USAGE;
+        }
+    }
+    if (!cluster_file) {
+        fprintf(stderr, "drover emulate: --cluster FILE is required (see drover emulate --help)\n");
+        return EXIT_USAGE;
+    }
+    drv_diag d = {{0}};
+    drv_cluster_spec cl = {0};
+    if (drv_cluster_load(&cl, cluster_file, &d)) {
+        fprintf(stderr, "drover emulate: %s\n", d.msg);
+        return EXIT_USAGE;
+    }
+    if (!delay_given && cl.timing.pod_start >= 0)
+        o.start_delay_s = cl.timing.pod_start;
+    drv_emu_node *nodes = calloc((size_t)(cl.n > 0 ? cl.n : 1), sizeof *nodes);
+    if (!nodes) {
+        drv_cluster_fini(&cl);
+        fprintf(stderr, "drover emulate: out of memory\n");
+        return EXIT_RUN;
+    }
+    for (int32_t i = 0; i < cl.n; i++) {
+        snprintf(nodes[i].name, sizeof nodes[i].name, "%s", cl.nodes[i].name);
+        snprintf(nodes[i].zone, sizeof nodes[i].zone, "%s", cl.nodes[i].zone);
+        snprintf(nodes[i].rack, sizeof nodes[i].rack, "%s", cl.nodes[i].rack);
+        nodes[i].alloc = cl.nodes[i].alloc;
+    }
+    int32_t n = cl.n;
+    drv_cluster_fini(&cl);
+    drv_kube_config cfg = {0};
+    if (drv_kubeconfig_load(&cfg, kubeconfig, context, &d)) {
+        free(nodes);
+        fprintf(stderr, "drover emulate: %s\n", d.msg);
+        return EXIT_USAGE;
+    }
+    /* One status write per pod step and per node heartbeat: more than client-go's 5 QPS. */
+    cfg.qps = 50;
+    cfg.burst = 100;
+    drv_emulator *e = NULL;
+    int status = EXIT_USAGE;
+    if (drv_emulator_new(&e, &cfg, nodes, n, &o, &d) == 0) {
+        status = EXIT_RUN;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_emulate_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        if (drv_emulator_start(e, &d) == 0) {
+            fprintf(stderr,
+                    "drover emulate: %d nodes registered on %s (speed %g, start delay %g s); "
+                    "SIGINT or SIGTERM stops\n",
+                    n, cfg.server, o.speed, o.start_delay_s);
+            while (!emulate_signal) {
+                struct timespec ts = {0, 100000000L};
+                nanosleep(&ts, NULL);
+            }
+            drv_emulator_stop(e);
+            drv_emulator_stats s = drv_emulator_get_stats(e);
+            fprintf(stderr,
+                    "drover emulate: stopped (signal %d): %ld pods started, %ld succeeded, %ld "
+                    "deletions confirmed, %ld failed writes\n",
+                    (int)emulate_signal, s.started, s.succeeded, s.deleted, s.errors);
+            status = 0;
+        }
+    }
+    if (status) /* the library's messages mostly start with "emulate: " already */
+        fprintf(stderr, "drover emulate: %s\n",
+                strncmp(d.msg, "emulate: ", 9) == 0 ? d.msg + 9 : d.msg);
+    drv_emulator_free(e);
+    drv_kube_config_fini(&cfg);
+    free(nodes);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -691,6 +847,8 @@ int main(int argc, char **argv)
         return cmd_policies(argc - 1, argv + 1);
     if (strcmp(cmd, "calibrate") == 0)
         return cmd_calibrate(argc - 1, argv + 1);
+    if (strcmp(cmd, "emulate") == 0)
+        return cmd_emulate(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("drover %s\n", DROVER_VERSION);
         return 0;
@@ -700,6 +858,8 @@ int main(int argc, char **argv)
             fputs(usage_sim, stdout);
         else if (argc > 2 && strcmp(argv[2], "run") == 0)
             fputs(usage_run, stdout);
+        else if (argc > 2 && strcmp(argv[2], "emulate") == 0)
+            return cmd_emulate(2, (char *[]){"emulate", "--help", NULL});
         else if (argc > 2 && strcmp(argv[2], "report") == 0)
             fputs(usage_report, stdout);
         else

@@ -1427,6 +1427,30 @@ static void apply_defaults(drv_apiserver *s, int rt, json_t *o)
         if (!strcmp(str_or(path_get(o, "metadata.name"), ""), "trainingjobs.drover.dev"))
             s->crd = true;
     } else if (rt == R_NODES) {
+        /* The TaintNodesByCondition admission plugin taints a new node not-ready (NoSchedule)
+         * until the node lifecycle controller sees it Ready (02-node-create). */
+        json_t *spec = json_object_get(o, "spec");
+        if (!json_is_object(spec)) {
+            spec = json_object();
+            json_object_set_new(o, "spec", spec);
+        }
+        json_t *taints = json_object_get(spec, "taints");
+        if (!json_is_array(taints)) {
+            taints = json_array();
+            json_object_set_new(spec, "taints", taints);
+        }
+        bool tainted = false;
+        size_t ti;
+        json_t *tv;
+        json_array_foreach(taints, ti, tv)
+        {
+            if (!strcmp(str_or(json_object_get(tv, "key"), ""), "node.kubernetes.io/not-ready"))
+                tainted = true;
+        }
+        if (!tainted)
+            json_array_append_new(taints,
+                                  json_pack("{s:s,s:s}", "key", "node.kubernetes.io/not-ready",
+                                            "effect", "NoSchedule"));
         /* A node's status is kept on create (02-node-create: what kubelet registers with), with
          * the empty daemon endpoint and node info a kubelet fills in later. */
         json_t *st = json_object_get(o, "status");
@@ -1774,6 +1798,18 @@ static void do_delete(drv_apiserver *s, struct MHD_Connection *c, const struct r
         strcmp(json_string_value(pre_rv), str_or(path_get(o, "metadata.resourceVersion"), ""))) {
         json_decref(opts);
         conflict(r, t, rt->name);
+        return;
+    }
+    /* A uid precondition protects an object created again under the same name (kubelets
+     * confirm a graceful pod deletion this way); kube-apiserver answers 409 Conflict. */
+    json_t *pre_uid = path_get(opts, "preconditions.uid");
+    const char *uid = str_or(path_get(o, "metadata.uid"), "");
+    if (json_is_string(pre_uid) && strcmp(json_string_value(pre_uid), uid)) {
+        set_status(r, 409, "Conflict", rt->name, RT[t].group, RT[t].plural, false,
+                   "Operation cannot be fulfilled on %s \"%s\": Precondition failed: UID in "
+                   "precondition: %s, UID in object meta: %s",
+                   RT[t].plural, rt->name, json_string_value(pre_uid), uid);
+        json_decref(opts);
         return;
     }
     json_decref(opts);

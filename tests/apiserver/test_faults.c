@@ -251,6 +251,44 @@ static void test_foreground_delete_removes_dependents_first(void **state)
     assert_int_equal(call("GET", owner, NULL, NULL), 404);
 }
 
+/* A DELETE whose preconditions name another uid is refused (409 Conflict, as kube-apiserver
+ * answers), the right uid deletes: how a kubelet confirms a graceful deletion without touching
+ * a pod created again under the same name. */
+static void test_delete_uid_precondition(void **state)
+{
+    (void)state;
+    struct buf out = {0};
+    char b[512];
+    snprintf(b, sizeof b, POD, "again");
+    assert_int_equal(call("POST", "/api/v1/namespaces/default/pods", b, &out), 201);
+    json_t *pod = json_loads(out.p, 0, NULL);
+    free(out.p);
+    char uid[64];
+    snprintf(uid, sizeof uid, "%s",
+             json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid")));
+    json_decref(pod);
+    const char *path = "/api/v1/namespaces/default/pods/again";
+    out = (struct buf){0};
+    assert_int_equal(
+        call("DELETE", path,
+             "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"gracePeriodSeconds\":"
+             "0,\"preconditions\":{\"uid\":\"not-its-uid\"}}",
+             &out),
+        409);
+    json_t *st = json_loads(out.p, 0, NULL);
+    free(out.p);
+    assert_string_equal(json_string_value(json_object_get(st, "reason")), "Conflict");
+    assert_non_null(strstr(json_string_value(json_object_get(st, "message")), "Precondition"));
+    json_decref(st);
+    assert_int_equal(call("GET", path, NULL, NULL), 200);
+    snprintf(b, sizeof b,
+             "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"gracePeriodSeconds\":0,"
+             "\"preconditions\":{\"uid\":\"%s\"}}",
+             uid);
+    assert_int_equal(call("DELETE", path, b, NULL), 200);
+    assert_int_equal(call("GET", path, NULL, NULL), 404);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -262,6 +300,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_drop_cuts_open_watch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_foreground_delete_removes_dependents_first, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_delete_uid_precondition, setup, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

@@ -72,6 +72,10 @@ int main(void)
     snprintf(args, sizeof args, "create --validate=false -f %s/nodes.yaml", kc_dir());
     rc = kc_run(out, sizeof out, args);
     kc_expect(rc == 0 && strstr(out, "node/n2 created"), "kubectl create nodes", out);
+    /* The API server taints new nodes not-ready; the node lifecycle controller's part: */
+    rc =
+        kc_run(out, sizeof out, "patch nodes n1 n2 --type=merge -p '{\"spec\":{\"taints\":null}}'");
+    kc_expect(rc == 0 && strstr(out, "node/n2 patched"), "kubectl patch nodes (untaint)", out);
 
     char log[512];
     snprintf(log, sizeof log, "%s/drover.log", kc_dir());

@@ -70,6 +70,39 @@ expect_status version 0 "$drover" version
 grep -q '^drover [0-9]' "$tmp/out"
 check version-format $?
 
+# drover emulate: help, bad usage and bad input exit 2 before any traffic; an unreachable API
+# server (a closed loopback port) exits 1 naming the server.
+expect_status emulate-help 0 "$drover" emulate --help
+for flag in --cluster --kubeconfig --context --speed --start-delay; do
+    grep -q -- "$flag" "$tmp/out"
+    check "emulate-help-mentions$flag" $?
+done
+"$drover" --help | grep -q '^  emulate '
+check emulate-in-main-help $?
+expect_status emulate-no-cluster 2 "$drover" emulate
+expect_status emulate-bad-speed 2 "$drover" emulate --cluster "$fx/two-nodes.yaml" --speed 0
+expect_status emulate-bad-cluster 2 "$drover" emulate --cluster "$fx/bad-cluster-mem.yaml"
+grep -q 'bad-cluster-mem.yaml:4: nodes\[0\].memory' "$tmp/err"
+check emulate-bad-cluster-message $?
+cat >"$tmp/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: nowhere
+  cluster: {server: "http://127.0.0.1:1"}
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: c
+  context: {cluster: nowhere, user: u}
+current-context: c
+EOF
+expect_status emulate-unreachable 1 "$drover" emulate --cluster "$fx/two-nodes.yaml" \
+    --kubeconfig "$tmp/kubeconfig"
+grep -q '127.0.0.1:1' "$tmp/err"
+check emulate-unreachable-message $?
+
 # The default run: one row per built-in policy, and the files --out promises.
 expect_status default 0 "$drover" sim --out "$tmp/demo"
 for p in k8s-default gang-fifo; do

@@ -109,6 +109,11 @@ static void add_node(fixture *f, const char *name, const char *cpu, const char *
         "\"cpu\":\"%s\",\"memory\":\"64Gi\",\"pods\":\"110\"},\"conditions\":[{\"type\":"
         "\"Ready\",\"status\":\"True\"}]}}",
         name, zone, cpu);
+    /* The API server taints a new node not-ready; the node lifecycle controller lifts it once
+     * the node is Ready. Here the test does. */
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/nodes/%s", name);
+    req(f, "PATCH", path, "{\"spec\":{\"taints\":null}}");
 }
 
 /* A TrainingJob of ps PS pods and w workers (elastic from lo to hi when lo > 0), each asking

@@ -1,0 +1,948 @@
+/*
+ * emulate.c - a kubelet for fake nodes (kube_emulate.h): registers the nodes, keeps them
+ * Ready, and moves the pods bound to them through Pending -> Running -> Succeeded.
+ *
+ * Two threads. The informer thread lists and watches all pods; its handlers keep a table of
+ * the pods that need the emulator next (keyed "namespace/name", with the pod's uid), each with
+ * the real (monotonic) time its next step is due:
+ *
+ *     bound here, Pending        -> STARTING, due now + start_delay / speed
+ *     Running (by us or before)  -> RUNNING,  due start + duration / speed (never without one)
+ *     deletionTimestamp set      -> DELETING, due now
+ *     Succeeded, Failed, deleted -> dropped
+ *
+ * The worker thread sleeps until the earliest due step or the next heartbeat, copies that step
+ * out of the table, and performs it without the lock: a read-modify-write of the pod's status
+ * subresource (drv_kube_update: fresh data, 409s retried), or a DELETE with grace 0 and the
+ * uid as precondition. Every write re-checks the uid on the object it changes, so a pod
+ * deleted and created again under the same name is never touched for its predecessor. When
+ * the step is done it looks the pod up again and moves it on, unless a watch event changed it
+ * meanwhile. A failed write is retried with back-off (1 s doubling to 30 s) while the pod is
+ * tracked. Each wake-up scans the table: O(tracked pods), pods that are Pending or Running on
+ * the emulated nodes only.
+ *
+ * Heartbeats are one merge-PATCH of each node's status every heartbeat_s (the conditions list
+ * is the kubelet's to own, so replacing it whole is right); lastTransitionTime stays the
+ * registration time. The node lifecycle controller needs nothing more to keep them Ready.
+ */
+#include "drover/kube_emulate.h"
+#include "drover/kube_informer.h"
+#include "drover/kube_types.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum tstate { T_STARTING, T_RUNNING, T_DELETING };
+
+/* A pod the worker will act on. */
+typedef struct tpod {
+    char *key; /* "namespace/name" */
+    char ns[64], name[254], uid[64];
+    enum tstate state;
+    double due;   /* monotonic seconds of the next step; INFINITY: none (runs until deleted) */
+    double run_s; /* real seconds from Running to Succeeded; < 0: forever */
+    int fails;    /* consecutive failed writes, for back-off */
+    struct tpod *next;
+} tpod;
+
+/* What the informer caches per pod. */
+typedef struct podrec {
+    char ns[64], name[254], uid[64];
+    int32_t node; /* interned spec.nodeName */
+    int8_t phase; /* enum drv_kpod_phase */
+    bool deleting;
+    double duration;   /* emulated seconds from the annotation; < 0 when absent or bad */
+    double started_at; /* status.startTime, epoch seconds; 0 when absent */
+} podrec;
+
+struct drv_emulator {
+    drv_kube_config cfg; /* owned copy */
+    drv_emu_node *nodes;
+    int32_t n;
+    drv_emulator_opts o;
+    char registered_at[32]; /* lastTransitionTime of the Ready condition */
+    drv_strtab *names;      /* node names first; then the informer's (its thread only) */
+    bool *is_node;          /* by interned id, up to nnames */
+    int32_t nnames;
+    drv_kube *reader, *writer;
+    drv_informer *inf;
+    pthread_t tinf, twork;
+    bool started;
+    volatile int stop;
+    pthread_mutex_t mu; /* the table, the stats, the condition */
+    pthread_cond_t cv;
+    tpod **b;
+    size_t nb, ntracked;
+    double next_heartbeat;
+    drv_emulator_stats st;
+};
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* RFC 3339 UTC with seconds, as the API server writes status times. */
+static void rfc3339(char *out, size_t n, double t)
+{
+    time_t s = (time_t)t;
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static double parse_rfc3339(const char *s)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    if (!s || sscanf(s, "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                     &tm.tm_min, &tm.tm_sec) != 6)
+        return 0;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return (double)timegm(&tm);
+}
+
+void drv_emulator_opts_default(drv_emulator_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->speed = DRV_EMU_DEF_SPEED;
+    o->start_delay_s = DRV_EMU_DEF_START_DELAY;
+    o->heartbeat_s = DRV_EMU_DEF_HEARTBEAT;
+}
+
+/* ---- the table ------------------------------------------------------------------------------ */
+
+static uint64_t hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static tpod **slot(drv_emulator *e, const char *key)
+{
+    tpod **p = &e->b[hash(key) & (e->nb - 1)];
+    while (*p && strcmp((*p)->key, key))
+        p = &(*p)->next;
+    return p;
+}
+
+static tpod *find(drv_emulator *e, const char *key)
+{
+    return *slot(e, key);
+}
+
+static void forget(drv_emulator *e, const char *key)
+{
+    tpod **p = slot(e, key);
+    if (!*p)
+        return;
+    tpod *t = *p;
+    *p = t->next;
+    drv_free(t->key);
+    drv_free(t);
+    e->ntracked--;
+    e->st.forgotten++;
+}
+
+/* Adds a pod (the caller checked it is absent); NULL when out of memory (logged). */
+static tpod *track(drv_emulator *e, const char *key, const podrec *r)
+{
+    if (e->ntracked >= e->nb) { /* grow: keep the load at most 1 */
+        size_t nb = e->nb * 2;
+        tpod **b = drv_calloc(nb, sizeof *b);
+        if (b) {
+            for (size_t i = 0; i < e->nb; i++)
+                for (tpod *t = e->b[i], *next; t; t = next) {
+                    next = t->next;
+                    tpod **s = &b[hash(t->key) & (nb - 1)];
+                    t->next = *s;
+                    *s = t;
+                }
+            drv_free(e->b);
+            e->b = b, e->nb = nb;
+        }
+    }
+    tpod *t = drv_calloc(1, sizeof *t);
+    if (!t || !(t->key = drv_strdup(key))) {
+        drv_free(t);
+        drv_log(DRV_LOG_ERROR, "emulate: out of memory: pod %s is not emulated", key);
+        return NULL;
+    }
+    snprintf(t->ns, sizeof t->ns, "%s", r->ns);
+    snprintf(t->name, sizeof t->name, "%s", r->name);
+    snprintf(t->uid, sizeof t->uid, "%s", r->uid);
+    t->run_s = r->duration < 0 ? -1 : r->duration / e->o.speed;
+    tpod **s = slot(e, key);
+    *s = t;
+    e->ntracked++;
+    return t;
+}
+
+static void set_running(tpod *t, double started_at)
+{
+    t->state = T_RUNNING;
+    t->fails = 0;
+    if (t->run_s < 0) {
+        t->due = INFINITY;
+        return;
+    }
+    double elapsed = started_at > 0 ? wall() - started_at : 0;
+    t->due = mono() + fmax(0, t->run_s - fmax(0, elapsed));
+}
+
+/* ---- informer side -------------------------------------------------------------------------- */
+
+static void *decode(json_t *obj, void *arg, drv_diag *d)
+{
+    drv_emulator *e = arg;
+    drv_kpod kp;
+    if (drv_kube_decode_pod(obj, e->names, &kp, d))
+        return NULL;
+    podrec *r = drv_calloc(1, sizeof *r);
+    if (!r) {
+        drv_fail(d, DRV_ENOMEM, "out of memory");
+        return NULL;
+    }
+    json_t *meta = json_object_get(obj, "metadata");
+    snprintf(r->ns, sizeof r->ns, "%s", drv_strtab_str(e->names, kp.ns));
+    snprintf(r->name, sizeof r->name, "%s", drv_strtab_str(e->names, kp.name));
+    const char *uid = json_string_value(json_object_get(meta, "uid"));
+    snprintf(r->uid, sizeof r->uid, "%s", uid ? uid : "");
+    r->node = kp.node;
+    r->phase = kp.phase;
+    r->deleting = kp.deleting;
+    r->duration = -1;
+    const char *dur = json_string_value(
+        json_object_get(json_object_get(meta, "annotations"), DRV_EMU_DURATION_ANNOTATION));
+    if (dur) {
+        char *end;
+        double v = strtod(dur, &end);
+        if (end != dur && !*end && isfinite(v) && v >= 0)
+            r->duration = v;
+        else
+            drv_log(DRV_LOG_WARN,
+                    "emulate: pod %s/%s: annotation %s: expected seconds such as 90 or 2.5, "
+                    "found '%s' (the pod runs until deleted)",
+                    r->ns, r->name, DRV_EMU_DURATION_ANNOTATION, dur);
+    }
+    r->started_at = parse_rfc3339(
+        json_string_value(json_object_get(json_object_get(obj, "status"), "startTime")));
+    return r;
+}
+
+static void release(void *rec, void *arg)
+{
+    (void)arg;
+    drv_free(rec);
+}
+
+static bool mine(const drv_emulator *e, const podrec *r)
+{
+    return r->node > 0 && r->node < e->nnames && e->is_node[r->node];
+}
+
+static void on_pod(const char *key, void *old, void *rec, void *arg)
+{
+    (void)old;
+    drv_emulator *e = arg;
+    const podrec *r = rec;
+    pthread_mutex_lock(&e->mu);
+    tpod *t = find(e, key);
+    if (t && strcmp(t->uid, r->uid)) { /* another pod under the same name */
+        forget(e, key);
+        t = NULL;
+    }
+    if (!mine(e, r)) {
+        if (t)
+            forget(e, key);
+    } else if (r->deleting) {
+        if (!t)
+            t = track(e, key, r);
+        if (t && t->state != T_DELETING) {
+            t->state = T_DELETING;
+            t->due = mono();
+            t->fails = 0;
+        }
+    } else if (r->phase == DRV_KPOD_PENDING) {
+        if (!t && (t = track(e, key, r)) != NULL) {
+            t->state = T_STARTING;
+            t->due = mono() + e->o.start_delay_s / e->o.speed;
+        }
+    } else if (r->phase == DRV_KPOD_RUNNING) {
+        if (!t)
+            t = track(e, key, r);
+        if (t && t->state == T_STARTING) /* ours echoed, or started by someone else */
+            set_running(t, r->started_at);
+    } else if (t && t->state != T_DELETING) { /* Succeeded, Failed, Unknown */
+        forget(e, key);
+    }
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+static void on_add(const char *key, void *rec, void *arg)
+{
+    on_pod(key, NULL, rec, arg);
+}
+
+static void on_delete(const char *key, void *rec, void *arg)
+{
+    drv_emulator *e = arg;
+    const podrec *r = rec;
+    pthread_mutex_lock(&e->mu);
+    tpod *t = find(e, key);
+    if (t && !strcmp(t->uid, r->uid))
+        forget(e, key);
+    pthread_mutex_unlock(&e->mu);
+}
+
+static void *informer_main(void *arg)
+{
+    drv_emulator *e = arg;
+    drv_diag d = {{0}};
+    int rc = drv_informer_run(e->inf, &e->stop, &d);
+    if (rc)
+        drv_log(DRV_LOG_ERROR, "emulate: pod informer stopped: %s", d.msg);
+    return NULL;
+}
+
+/* ---- nodes ---------------------------------------------------------------------------------- */
+
+static void quantity_cpu(char *out, size_t n, int64_t milli)
+{
+    if (milli % 1000 == 0)
+        snprintf(out, n, "%lld", (long long)(milli / 1000));
+    else
+        snprintf(out, n, "%lldm", (long long)milli);
+}
+
+static void quantity_bytes(char *out, size_t n, int64_t b)
+{
+    static const char *const suf[] = {"Ti", "Gi", "Mi", "Ki"};
+    for (int i = 0; i < 4; i++) {
+        int64_t unit = (int64_t)1 << (10 * (4 - i));
+        if (b >= unit && b % unit == 0) {
+            snprintf(out, n, "%lld%s", (long long)(b / unit), suf[i]);
+            return;
+        }
+    }
+    snprintf(out, n, "%lld", (long long)b);
+}
+
+static json_t *resources_json(const drv_emu_node *nd)
+{
+    char cpu[32], mem[32], gpu[24];
+    quantity_cpu(cpu, sizeof cpu, nd->alloc.cpu);
+    quantity_bytes(mem, sizeof mem, nd->alloc.mem);
+    snprintf(gpu, sizeof gpu, "%lld", (long long)nd->alloc.gpu);
+    return json_pack("{s:s, s:s, s:s, s:s}", "cpu", cpu, "memory", mem, "nvidia.com/gpu", gpu,
+                     "pods", "110");
+}
+
+/* The node's status as the emulated kubelet reports it; heartbeat is now. */
+static json_t *node_status(const drv_emulator *e, const drv_emu_node *nd, const char *heartbeat)
+{
+    json_t *res = resources_json(nd);
+    if (!res)
+        return NULL;
+    json_t *conds = json_array();
+    static const char *const pressure[][3] = {
+        {"MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory"},
+        {"DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
+        {"PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"}};
+    for (int i = 0; i < 3; i++)
+        json_array_append_new(conds,
+                              json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type", pressure[i][0],
+                                        "status", "False", "reason", pressure[i][1], "message",
+                                        pressure[i][2], "lastHeartbeatTime", heartbeat,
+                                        "lastTransitionTime", e->registered_at));
+    json_array_append_new(conds, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type", "Ready",
+                                           "status", "True", "reason", "KubeletReady", "message",
+                                           "kubelet is posting ready status (drover emulate)",
+                                           "lastHeartbeatTime", heartbeat, "lastTransitionTime",
+                                           e->registered_at));
+    return json_pack("{s:O, s:o, s:o, s:[{s:s, s:s}], s:{s:s, s:s, s:s}}", "capacity", res,
+                     "allocatable", res, "conditions", conds, "addresses", "type", "Hostname",
+                     "address", nd->name, "nodeInfo", "kubeletVersion", "drover-emulate",
+                     "operatingSystem", "linux", "architecture", "amd64");
+}
+
+/* Our labels onto labels (an object). */
+static int set_labels(json_t *labels, const drv_emu_node *nd)
+{
+    int rc = json_object_set_new(labels, "kubernetes.io/hostname", json_string(nd->name));
+    rc |= json_object_set_new(labels, "kubernetes.io/os", json_string("linux"));
+    rc |= json_object_set_new(labels, DRV_EMU_NODE_LABEL, json_string("true"));
+    if (nd->zone[0])
+        rc |= json_object_set_new(labels, "topology.kubernetes.io/zone", json_string(nd->zone));
+    if (nd->rack[0])
+        rc |= json_object_set_new(labels, "drover.dev/rack", json_string(nd->rack));
+    return rc ? DRV_ENOMEM : 0;
+}
+
+/* Removes the node.kubernetes.io/not-ready taint the API server puts on a new node; *changed
+ * says whether there was one. */
+static void drop_not_ready(json_t *node, bool *changed)
+{
+    json_t *taints = json_object_get(json_object_get(node, "spec"), "taints");
+    size_t i = 0;
+    while (i < json_array_size(taints)) {
+        const char *k = json_string_value(json_object_get(json_array_get(taints, i), "key"));
+        if (k && !strcmp(k, "node.kubernetes.io/not-ready")) {
+            json_array_remove(taints, i);
+            *changed = true;
+        } else {
+            i++;
+        }
+    }
+}
+
+typedef struct node_arg {
+    const drv_emu_node *nd;
+    bool changed;
+} node_arg;
+
+static int mut_node(json_t *obj, void *arg)
+{
+    node_arg *a = arg;
+    json_t *meta = json_object_get(obj, "metadata");
+    json_t *labels = json_object_get(meta, "labels");
+    if (!json_is_object(labels)) {
+        labels = json_object();
+        if (!labels || json_object_set_new(meta, "labels", labels))
+            return DRV_ENOMEM;
+    }
+    json_t *before = json_deep_copy(labels);
+    int rc = set_labels(labels, a->nd);
+    a->changed = !json_equal(before, labels);
+    json_decref(before);
+    if (rc)
+        return rc;
+    drop_not_ready(obj, &a->changed);
+    return a->changed ? 0 : DRV_EEXIST; /* DRV_EEXIST: nothing to write */
+}
+
+static int patch_node_status(drv_emulator *e, drv_kube *k, const drv_emu_node *nd, drv_diag *d)
+{
+    char now[32], path[160];
+    rfc3339(now, sizeof now, wall());
+    json_t *p = json_pack("{s:o}", "status", node_status(e, nd, now));
+    char *body = p ? json_dumps(p, JSON_COMPACT) : NULL;
+    json_decref(p);
+    if (!body)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    snprintf(path, sizeof path, "/api/v1/nodes/%s/status", nd->name);
+    long st = 0;
+    int rc = drv_kube_request(k, "PATCH", path, "application/merge-patch+json", body, &st, NULL, d);
+    free(body);
+    return rc;
+}
+
+static int register_node(drv_emulator *e, const drv_emu_node *nd, drv_diag *d)
+{
+    char now[32];
+    rfc3339(now, sizeof now, wall());
+    json_t *labels = json_object();
+    json_t *obj = json_pack("{s:s, s:s, s:{s:s, s:O}, s:{}, s:o}", "apiVersion", "v1", "kind",
+                            "Node", "metadata", "name", nd->name, "labels", labels, "spec",
+                            "status", node_status(e, nd, now));
+    int rc = obj && labels
+                 ? set_labels(json_object_get(json_object_get(obj, "metadata"), "labels"), nd)
+                 : DRV_ENOMEM;
+    json_decref(labels);
+    char *body = rc ? NULL : json_dumps(obj, JSON_COMPACT);
+    if (!body) {
+        json_decref(obj);
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    }
+    json_decref(obj);
+    long st = 0;
+    json_t *created = NULL;
+    char path[160];
+    snprintf(path, sizeof path, "/api/v1/nodes/%s", nd->name);
+    rc = drv_kube_request(e->writer, "POST", "/api/v1/nodes", NULL, body, &st, &created, d);
+    free(body);
+    /* Ready first, then the taint: the node lifecycle controller, when one runs, puts the
+     * not-ready taint back on a node it does not see Ready. */
+    node_arg a = {nd, false};
+    bool exists = rc && st == 409;
+    if (rc == 0) { /* new: only the not-ready taint may need to go */
+        drop_not_ready(created, &a.changed);
+        json_decref(created);
+    }
+    if (rc == 0 || exists)
+        rc = patch_node_status(e, e->writer, nd, d);
+    if (rc == 0 && (a.changed || exists)) /* exists: our labels too */
+        rc = drv_kube_update(e->writer, path, mut_node, &a, 0, NULL, d);
+    if (rc == DRV_EEXIST) /* nothing to change */
+        rc = 0;
+    if (rc) {
+        char why[sizeof d->msg];
+        snprintf(why, sizeof why, "%s", d ? d->msg : "");
+        return drv_fail(d, rc, "emulate: node %s: %s", nd->name, why);
+    }
+    return 0;
+}
+
+/* ---- pods ----------------------------------------------------------------------------------- */
+
+typedef struct pod_arg {
+    const char *uid;
+    double now;
+    int phase_seen; /* the phase found on the fresh object */
+} pod_arg;
+
+static int phase_of(json_t *obj)
+{
+    const char *p = json_string_value(json_object_get(json_object_get(obj, "status"), "phase"));
+    static const char *const phases[] = {"Pending", "Running", "Succeeded", "Failed"};
+    for (int i = 0; p && i < 4; i++)
+        if (!strcmp(p, phases[i]))
+            return i;
+    return DRV_KPOD_UNKNOWN;
+}
+
+/* Sets condition type to status (True/False) with reason, keeping its transition time when
+ * the status does not change. */
+static void set_condition(json_t *conds, const char *type, const char *status, const char *reason,
+                          const char *now)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(conds, i, c)
+    {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        if (t && !strcmp(t, type)) {
+            const char *s = json_string_value(json_object_get(c, "status"));
+            if (!s || strcmp(s, status)) {
+                json_object_set_new(c, "status", json_string(status));
+                json_object_set_new(c, "lastTransitionTime", json_string(now));
+            }
+            if (reason)
+                json_object_set_new(c, "reason", json_string(reason));
+            else
+                json_object_del(c, "reason");
+            return;
+        }
+    }
+    json_t *n = json_pack("{s:s, s:s, s:n, s:s}", "type", type, "status", status, "lastProbeTime",
+                          "lastTransitionTime", now);
+    if (n && reason)
+        json_object_set_new(n, "reason", json_string(reason));
+    json_array_append_new(conds, n);
+}
+
+/* Checks the object is still the pod we track; prepares status and its conditions. */
+static int pod_prologue(json_t *obj, pod_arg *a, json_t **status, json_t **conds)
+{
+    json_t *meta = json_object_get(obj, "metadata");
+    const char *uid = json_string_value(json_object_get(meta, "uid"));
+    if (!uid || strcmp(uid, a->uid))
+        return DRV_ENOENT;
+    a->phase_seen = phase_of(obj);
+    if (json_object_get(meta, "deletionTimestamp"))
+        return DRV_EINVAL;
+    *status = json_object_get(obj, "status");
+    if (!json_is_object(*status)) {
+        *status = json_object();
+        if (json_object_set_new(obj, "status", *status))
+            return DRV_ENOMEM;
+    }
+    *conds = json_object_get(*status, "conditions");
+    if (!json_is_array(*conds)) {
+        *conds = json_array();
+        if (json_object_set_new(*status, "conditions", *conds))
+            return DRV_ENOMEM;
+    }
+    return 0;
+}
+
+static int mut_running(json_t *obj, void *arg)
+{
+    pod_arg *a = arg;
+    json_t *status, *conds;
+    int rc = pod_prologue(obj, a, &status, &conds);
+    if (rc)
+        return rc;
+    if (a->phase_seen != DRV_KPOD_PENDING)
+        return DRV_EEXIST;
+    char now[32];
+    rfc3339(now, sizeof now, a->now);
+    json_object_set_new(status, "phase", json_string("Running"));
+    json_object_set_new(status, "startTime", json_string(now));
+    set_condition(conds, "Initialized", "True", NULL, now);
+    set_condition(conds, "Ready", "True", NULL, now);
+    set_condition(conds, "ContainersReady", "True", NULL, now);
+    set_condition(conds, "PodScheduled", "True", NULL, now);
+    json_t *cs = json_array();
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(obj, "spec"), "containers"), i, c)
+    {
+        const char *name = json_string_value(json_object_get(c, "name"));
+        const char *image = json_string_value(json_object_get(c, "image"));
+        json_array_append_new(cs, json_pack("{s:s, s:s, s:s, s:b, s:b, s:i, s:{s:{s:s}}}", "name",
+                                            name ? name : "", "image", image ? image : "",
+                                            "imageID", "", "ready", 1, "started", 1, "restartCount",
+                                            0, "state", "running", "startedAt", now));
+    }
+    json_object_set_new(status, "containerStatuses", cs);
+    return 0;
+}
+
+static int mut_succeeded(json_t *obj, void *arg)
+{
+    pod_arg *a = arg;
+    json_t *status, *conds;
+    int rc = pod_prologue(obj, a, &status, &conds);
+    if (rc)
+        return rc;
+    if (a->phase_seen != DRV_KPOD_RUNNING)
+        return DRV_EEXIST;
+    char now[32];
+    rfc3339(now, sizeof now, a->now);
+    json_object_set_new(status, "phase", json_string("Succeeded"));
+    set_condition(conds, "Ready", "False", "PodCompleted", now);
+    set_condition(conds, "ContainersReady", "False", "PodCompleted", now);
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(status, "containerStatuses"), i, c)
+    {
+        const char *started = json_string_value(
+            json_object_get(json_object_get(json_object_get(c, "state"), "running"), "startedAt"));
+        json_object_set_new(c, "ready", json_false());
+        json_object_set_new(c, "started", json_false());
+        json_object_set_new(c, "state",
+                            json_pack("{s:{s:i, s:s, s:s, s:s}}", "terminated", "exitCode", 0,
+                                      "reason", "Completed", "startedAt", started ? started : now,
+                                      "finishedAt", now));
+    }
+    return 0;
+}
+
+/* DELETE with grace 0 and the uid as precondition: a pod created again under the name is safe. */
+static int delete_pod(drv_kube *k, const char *path, const char *uid, long *st, drv_diag *d)
+{
+    json_t *o = json_pack("{s:s, s:s, s:i, s:{s:s}}", "kind", "DeleteOptions", "apiVersion", "v1",
+                          "gracePeriodSeconds", 0, "preconditions", "uid", uid);
+    char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!body)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    int rc = drv_kube_request(k, "DELETE", path, NULL, body, st, NULL, d);
+    free(body);
+    return rc;
+}
+
+/* One step, done without the lock; then its outcome applied under it. */
+static void step(drv_emulator *e, const tpod *snap)
+{
+    char path[400];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s%s", snap->ns, snap->name,
+             snap->state == T_DELETING ? "" : "/status");
+    drv_diag d = {{0}};
+    pod_arg a = {snap->uid, wall(), -1};
+    long st = 0;
+    int rc;
+    if (snap->state == T_DELETING)
+        rc = delete_pod(e->writer, path, snap->uid, &st, &d);
+    else
+        rc = drv_kube_update(e->writer, path,
+                             snap->state == T_STARTING ? mut_running : mut_succeeded, &a, 0, NULL,
+                             &d);
+    pthread_mutex_lock(&e->mu);
+    tpod *t = find(e, snap->key);
+    bool same = t && !strcmp(t->uid, snap->uid) && t->state == snap->state;
+    if (rc == 0) {
+        if (snap->state == T_STARTING)
+            e->st.started++;
+        else if (snap->state == T_RUNNING)
+            e->st.succeeded++;
+        else
+            e->st.deleted++;
+        if (same && snap->state == T_STARTING)
+            set_running(t, a.now);
+        else if (same)
+            forget(e, snap->key);
+    } else if (snap->state == T_DELETING && (st == 404 || st == 409)) {
+        /* gone already, or the name now belongs to another pod */
+        if (same)
+            forget(e, snap->key);
+    } else if (rc == DRV_ENOENT || (rc == DRV_EIO && st == 404)) {
+        if (same) /* replaced or gone: the informer tells the rest */
+            forget(e, snap->key);
+    } else if (rc == DRV_EINVAL) { /* being deleted: confirm it */
+        if (same) {
+            t->state = T_DELETING;
+            t->due = mono();
+        }
+    } else if (rc == DRV_EEXIST) { /* moved on without us */
+        if (same && a.phase_seen == DRV_KPOD_RUNNING)
+            set_running(t, 0);
+        else if (same)
+            forget(e, snap->key);
+    } else {
+        e->st.errors++;
+        drv_log(DRV_LOG_WARN, "emulate: %s: %s (retrying)", snap->key, d.msg);
+        if (same) {
+            t->fails++;
+            t->due = mono() + fmin(30, ldexp(1, t->fails - 1));
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+static void heartbeat(drv_emulator *e)
+{
+    for (int32_t i = 0; i < e->n && !e->stop; i++) {
+        drv_diag d = {{0}};
+        int rc = patch_node_status(e, e->writer, &e->nodes[i], &d);
+        pthread_mutex_lock(&e->mu);
+        if (rc) {
+            e->st.errors++;
+            drv_log(DRV_LOG_WARN, "emulate: heartbeat of node %s: %s", e->nodes[i].name, d.msg);
+        } else {
+            e->st.heartbeats++;
+        }
+        pthread_mutex_unlock(&e->mu);
+    }
+}
+
+static void wait_until(drv_emulator *e, double when)
+{
+    double now = mono();
+    if (when <= now)
+        return;
+    double until = fmin(when, now + 3600);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double t = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + (until - now);
+    ts.tv_sec = (time_t)t;
+    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+    pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+}
+
+static void *worker_main(void *arg)
+{
+    drv_emulator *e = arg;
+    pthread_mutex_lock(&e->mu);
+    while (!e->stop) {
+        double now = mono();
+        if (now >= e->next_heartbeat) {
+            pthread_mutex_unlock(&e->mu);
+            heartbeat(e);
+            pthread_mutex_lock(&e->mu);
+            e->next_heartbeat = mono() + e->o.heartbeat_s;
+            continue;
+        }
+        tpod *next = NULL;
+        for (size_t i = 0; i < e->nb; i++)
+            for (tpod *t = e->b[i]; t; t = t->next)
+                if (!next || t->due < next->due)
+                    next = t;
+        if (next && next->due <= now) {
+            tpod snap = *next;
+            char key[320];
+            snprintf(key, sizeof key, "%s", next->key);
+            snap.key = key;
+            pthread_mutex_unlock(&e->mu);
+            step(e, &snap);
+            pthread_mutex_lock(&e->mu);
+            continue;
+        }
+        wait_until(e, next ? fmin(next->due, e->next_heartbeat) : e->next_heartbeat);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------------ */
+
+static int copy_str(char **dst, const char *src)
+{
+    if (!src)
+        return 0;
+    return (*dst = drv_strdup(src)) ? 0 : DRV_ENOMEM;
+}
+
+int drv_emulator_new(drv_emulator **out, const drv_kube_config *cfg, const drv_emu_node *nodes,
+                     int32_t n, const drv_emulator_opts *o, drv_diag *d)
+{
+    drv_emulator_opts def;
+    drv_emulator_opts_default(&def);
+    if (!o)
+        o = &def;
+    if (!(o->speed > 0 && o->speed <= DRV_EMU_MAX_SPEED))
+        return drv_fail(d, DRV_EINVAL, "emulate: speed: expected a number in (0, %g], found %g",
+                        DRV_EMU_MAX_SPEED, o->speed);
+    if (!(o->start_delay_s >= 0 && isfinite(o->start_delay_s)))
+        return drv_fail(d, DRV_EINVAL, "emulate: start delay: expected seconds >= 0, found %g",
+                        o->start_delay_s);
+    if (!(o->heartbeat_s > 0 && o->heartbeat_s <= 3600))
+        return drv_fail(d, DRV_EINVAL,
+                        "emulate: heartbeat: expected seconds in (0, 3600], found %g",
+                        o->heartbeat_s);
+    if (n < 1 || !nodes)
+        return drv_fail(d, DRV_EINVAL, "emulate: no nodes to emulate");
+    if (!cfg || !cfg->server)
+        return drv_fail(d, DRV_EINVAL, "emulate: no API server");
+    drv_emulator *e = drv_calloc(1, sizeof *e);
+    if (!e)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&e->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    e->o = *o;
+    e->cfg = *cfg;
+    e->cfg.server = e->cfg.token = e->cfg.ca_file = e->cfg.ca_data = NULL;
+    e->cfg.cert_file = e->cfg.cert_data = e->cfg.key_file = e->cfg.key_data = NULL;
+    e->cfg.namespace_ = NULL;
+    int rc = copy_str(&e->cfg.server, cfg->server) | copy_str(&e->cfg.token, cfg->token) |
+             copy_str(&e->cfg.ca_file, cfg->ca_file) | copy_str(&e->cfg.ca_data, cfg->ca_data) |
+             copy_str(&e->cfg.cert_file, cfg->cert_file) |
+             copy_str(&e->cfg.cert_data, cfg->cert_data) |
+             copy_str(&e->cfg.key_file, cfg->key_file) | copy_str(&e->cfg.key_data, cfg->key_data);
+    e->nodes = drv_malloc((size_t)n * sizeof *e->nodes);
+    e->names = drv_strtab_new();
+    e->nb = 64;
+    e->b = drv_calloc(e->nb, sizeof *e->b);
+    if (rc || !e->nodes || !e->names || !e->b) {
+        drv_emulator_free(e);
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    }
+    memcpy(e->nodes, nodes, (size_t)n * sizeof *nodes);
+    e->n = n;
+    for (int32_t i = 0; i < n; i++) {
+        if (!e->nodes[i].name[0]) {
+            drv_emulator_free(e);
+            return drv_fail(d, DRV_EINVAL, "emulate: node %d has no name", i);
+        }
+        int32_t before = drv_strtab_count(e->names);
+        if (drv_strtab_intern(e->names, e->nodes[i].name) < 0) {
+            drv_emulator_free(e);
+            return drv_fail(d, DRV_ENOMEM, "out of memory");
+        }
+        if (drv_strtab_count(e->names) == before) {
+            drv_emulator_free(e);
+            return drv_fail(d, DRV_EINVAL, "emulate: node %s given twice", nodes[i].name);
+        }
+    }
+    e->nnames = drv_strtab_count(e->names);
+    e->is_node = drv_calloc((size_t)e->nnames, sizeof *e->is_node);
+    if (!e->is_node) {
+        drv_emulator_free(e);
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    }
+    for (int32_t i = 0; i < n; i++)
+        e->is_node[drv_strtab_find(e->names, e->nodes[i].name)] = true;
+    *out = e;
+    return 0;
+}
+
+int drv_emulator_start(drv_emulator *e, drv_diag *d)
+{
+    if (e->started)
+        return drv_fail(d, DRV_EEXIST, "emulate: started already");
+    /* The worker's client: its writes are retried by the emulator itself, so one retry and a
+     * 10 s timeout keep a stop prompt when the server is gone. */
+    drv_kube_config wc = e->cfg;
+    int rc = drv_kube_new(&e->writer, &e->cfg, d);
+    if (rc)
+        return rc;
+    rc = drv_kube_new(&e->reader, &e->cfg, d);
+    if (rc)
+        return rc;
+    rfc3339(e->registered_at, sizeof e->registered_at, wall());
+    for (int32_t i = 0; i < e->n; i++) {
+        if ((rc = register_node(e, &e->nodes[i], d)) != 0)
+            return rc;
+        e->st.nodes_registered++;
+    }
+    drv_kube_free(e->writer);
+    e->writer = NULL;
+    wc.retries = e->cfg.retries < 0 ? -1 : 1;
+    wc.timeout_s = e->cfg.timeout_s > 0 && e->cfg.timeout_s < 10 ? e->cfg.timeout_s : 10;
+    if ((rc = drv_kube_new(&e->writer, &wc, d)) != 0)
+        return rc;
+    drv_informer_ops ops = {decode, release, on_add, on_pod, on_delete};
+    rc = drv_informer_new(&e->inf, e->reader, "/api/v1/pods", 0, e->o.watch_timeout_s, &ops, e, d);
+    if (rc)
+        return rc;
+    e->stop = 0;
+    e->next_heartbeat = mono() + e->o.heartbeat_s;
+    if (pthread_create(&e->tinf, NULL, informer_main, e))
+        return drv_fail(d, DRV_ENOMEM, "emulate: cannot start a thread");
+    if (pthread_create(&e->twork, NULL, worker_main, e)) {
+        e->stop = 1;
+        pthread_join(e->tinf, NULL);
+        return drv_fail(d, DRV_ENOMEM, "emulate: cannot start a thread");
+    }
+    e->started = true;
+    drv_log(DRV_LOG_INFO, "emulate: %d nodes registered on %s; watching pods", e->n, e->cfg.server);
+    return 0;
+}
+
+void drv_emulator_stop(drv_emulator *e)
+{
+    if (!e || !e->started)
+        return;
+    pthread_mutex_lock(&e->mu);
+    e->stop = 1;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    pthread_join(e->twork, NULL);
+    pthread_join(e->tinf, NULL);
+    e->started = false;
+}
+
+void drv_emulator_free(drv_emulator *e)
+{
+    if (!e)
+        return;
+    drv_emulator_stop(e);
+    drv_informer_free(e->inf);
+    drv_kube_free(e->reader);
+    drv_kube_free(e->writer);
+    for (size_t i = 0; e->b && i < e->nb; i++)
+        for (tpod *t = e->b[i], *next; t; t = next) {
+            next = t->next;
+            drv_free(t->key);
+            drv_free(t);
+        }
+    drv_free(e->b);
+    drv_free(e->is_node);
+    drv_strtab_free(e->names);
+    drv_free(e->nodes);
+    drv_kube_config_fini(&e->cfg);
+    pthread_cond_destroy(&e->cv);
+    pthread_mutex_destroy(&e->mu);
+    drv_free(e);
+}
+
+drv_emulator_stats drv_emulator_get_stats(drv_emulator *e)
+{
+    pthread_mutex_lock(&e->mu);
+    drv_emulator_stats s = e->st;
+    s.tracked = (long)e->ntracked;
+    pthread_mutex_unlock(&e->mu);
+    return s;
+}

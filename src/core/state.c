@@ -49,6 +49,8 @@ void drv_state_fini(drv_state *st)
     drv_free(st->live.sum);
     drv_free(st->pending.bits);
     drv_free(st->pending.sum);
+    drv_free(st->queued.bits);
+    drv_free(st->queued.sum);
     memset(st, 0, sizeof *st);
 }
 
@@ -152,7 +154,8 @@ int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id)
     if (drv_grow(&st->jobs, sizeof *st->jobs, &st->cap_jobs, st->njobs + 1) != 0 ||
         drv_grow(&st->pods, sizeof *st->pods, &st->cap_pods, st->npods + slots) != 0 ||
         jobset_reserve(&st->live, st->njobs + 1) != 0 ||
-        jobset_reserve(&st->pending, st->njobs + 1) != 0)
+        jobset_reserve(&st->pending, st->njobs + 1) != 0 ||
+        jobset_reserve(&st->queued, st->njobs + 1) != 0)
         return DRV_ENOMEM;
     int32_t jid = st->njobs++;
     drv_job *j = &st->jobs[jid];
@@ -182,6 +185,19 @@ int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id)
     return 0;
 }
 
+static bool jobset_has(const drv_jobset *js, int32_t job)
+{
+    return (js->bits[job / 64] >> (job % 64)) & 1;
+}
+
+/* Puts the job in the queued set or takes it out, after its phase, targets or pods changed. */
+static void requeue(drv_state *st, int32_t job)
+{
+    const drv_job *j = &st->jobs[job];
+    st->nqueued +=
+        jobset_put(&st->queued, job, j->phase == DRV_JOB_PENDING && drv_job_needs_pods(j));
+}
+
 void drv_state_set_phase(drv_state *st, int32_t job, int phase)
 {
     st->jobs[job].phase = phase;
@@ -189,6 +205,17 @@ void drv_state_set_phase(drv_state *st, int32_t job, int phase)
         drv_job_clear_hist(&st->jobs[job]);
     st->nlive += jobset_put(&st->live, job, phase != DRV_JOB_FUTURE && phase != DRV_JOB_DONE);
     st->npending += jobset_put(&st->pending, job, phase == DRV_JOB_PENDING);
+    requeue(st, job);
+}
+
+int32_t drv_state_next_queued(const drv_state *st, int32_t from)
+{
+    return jobset_next(&st->queued, st->njobs, from);
+}
+
+bool drv_state_is_queued(const drv_state *st, int32_t job)
+{
+    return job >= 0 && job < st->njobs && jobset_has(&st->queued, job);
 }
 
 int32_t drv_state_next_live(const drv_state *st, int32_t from)
@@ -214,6 +241,7 @@ void drv_state_bind(drv_state *st, int32_t pod, int32_t node)
     n->npods++;
     n->nrole[p->role]++;
     j->bound[p->role]++;
+    requeue(st, p->job);
 }
 
 void drv_state_unbind(drv_state *st, int32_t pod)
@@ -229,6 +257,7 @@ void drv_state_unbind(drv_state *st, int32_t pod)
     n->nrole[p->role]--;
     j->bound[p->role]--;
     p->node = -1;
+    requeue(st, p->job);
 }
 
 void drv_state_set_cpu_limit(drv_state *st, int32_t pod, int64_t cpu_limit)
@@ -242,6 +271,7 @@ void drv_state_set_cpu_limit(drv_state *st, int32_t pod, int64_t cpu_limit)
 void drv_state_set_workers(drv_state *st, int32_t job, int32_t n)
 {
     st->jobs[job].target[DRV_ROLE_WORKER] = n;
+    requeue(st, job);
 }
 
 int drv_job_add_sample(drv_job *j, drv_sample s)
@@ -384,6 +414,24 @@ int drv_state_check(const drv_state *st, bool gang, drv_diag *d)
                               jn, bound[r], need, drv_role_name(r));
         }
     }
+    int32_t nlive = 0, npending = 0, nqueued = 0;
+    for (int32_t j = 0; j < st->njobs && !rc; j++) {
+        const drv_job *job = &st->jobs[j];
+        bool live = job->phase != DRV_JOB_FUTURE && job->phase != DRV_JOB_DONE;
+        bool pending = job->phase == DRV_JOB_PENDING;
+        bool queued = pending && drv_job_needs_pods(job);
+        nlive += live;
+        npending += pending;
+        nqueued += queued;
+        if (live != jobset_has(&st->live, j) || pending != jobset_has(&st->pending, j) ||
+            queued != jobset_has(&st->queued, j))
+            rc = drv_fail(d, DRV_EINVARIANT, "job %s: in the wrong live, pending or queued set",
+                          drv_strtab_str(st->names, job->name));
+    }
+    if (!rc && (nlive != st->nlive || npending != st->npending || nqueued != st->nqueued))
+        rc = drv_fail(d, DRV_EINVARIANT,
+                      "job set counts: live %d pending %d queued %d, but the jobs say %d %d %d",
+                      st->nlive, st->npending, st->nqueued, nlive, npending, nqueued);
     for (int32_t n = 0; n < st->nnodes && !rc; n++) {
         const drv_node *nd = &st->nodes[n];
         const char *nn = drv_strtab_str(st->names, nd->name);

@@ -129,6 +129,10 @@ struct drv_plugin {
     /* queue_order, optional: called once per cycle, before any queue_key or queue_cmp, with
      * the pending jobs (in no particular order) - for an order normalised over the queue. */
     void (*queue_begin)(const drv_ctx *c, void *state, const int32_t *jobs, int32_t n);
+    /* queue_order, optional with queue_key, asked after queue_begin when the plugin orders the
+     * queue alone: true when every job it was handed at its previous queue_begin has the same
+     * key now as then (to the bit), so the core keeps those keys and asks only for newcomers. */
+    bool (*queue_kept)(const drv_ctx *c, void *state);
     /* admit: given pending jobs in queue order, decide which to start and place their pods with
      * drv_ctx_place_pod / drv_ctx_place_gang. */
     void (*admit)(drv_ctx *c, void *state, const int32_t *jobs, int32_t njobs);
@@ -289,6 +293,15 @@ int32_t drv_ctx_place_pod(drv_ctx *c, int32_t pod);
  * Returns 1 when placed, 0 when it does not fit, DRV_ENOMEM on failure.
  */
 int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers);
+
+/*
+ * False when the gang of job at `workers` cannot fit for capacity alone: some pod it misses is
+ * larger than any node's free room, or together they exceed the free room of all nodes. Then
+ * drv_ctx_place_gang returns 0 for it, and for the job at any larger worker count, without
+ * changing anything (a larger gang misses at least the same pods) - so a plugin trying sizes
+ * from large to small may test its smallest first and skip them all. Changes nothing. O(roles).
+ */
+bool drv_ctx_gang_room(const drv_ctx *c, int32_t job, int32_t workers);
 
 /* Marks a point in the decision list / rolls back to it (undoes assumed state too). */
 typedef struct drv_mark {

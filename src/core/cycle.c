@@ -49,6 +49,13 @@ typedef struct own_list {
     bool all_z, all_r; /* more than 16 zones / racks */
 } own_list;
 
+/* A queued job as the cycle orders it: with a lone keyed queue_order plugin, by key, then
+ * submit time, then id, read from here - no call and no read of the job per comparison. */
+typedef struct qent {
+    double key, submit;
+    int32_t job;
+} qent;
+
 typedef struct plugin_inst {
     const drv_plugin *p;
     void *state;
@@ -96,9 +103,10 @@ struct drv_sched {
     uint32_t seen_tag;
     int32_t cap_node_seen;
     own_list own;
-    int32_t *order; /* the last cycle's queue, in order: this cycle starts from it */
+    qent *order; /* the last cycle's queue, in order: this cycle starts from it */
     int32_t norder, cap_order;
-    uint32_t *seen; /* per job: == stamp when already in this cycle's queue */
+    bool order_keyed; /* order[].key holds the keys of a lone keyed queue plugin */
+    uint32_t *seen;   /* per job: == stamp when already in this cycle's queue */
     int32_t cap_seen;
     double wake;  /* drv_sched_wake: computed at the end of each cycle */
     double *qkey; /* per job: the first queue_order plugin's key this cycle (pending jobs only) */
@@ -789,6 +797,38 @@ int32_t drv_ctx_place_pod(drv_ctx *c, int32_t pod)
 static const int role_order[DRV_NROLES] = {DRV_ROLE_PS, DRV_ROLE_CHIEF, DRV_ROLE_WORKER,
                                            DRV_ROLE_EVALUATOR};
 
+/* What the gang of job at `workers` still needs (its shape), and whether that passes the
+ * capacity bounds: every missing pod within maxfree, all of them within totfree. Changes
+ * nothing. */
+static bool gang_room(const drv_ctx *c, int32_t job, int32_t workers, gang_shape *shape)
+{
+    const drv_state *st = c->snap->st;
+    const drv_job *j = &st->jobs[job];
+    const drv_sched *s = c->s;
+    drv_res need = {0, 0, 0};
+    for (int r = 0; r < DRV_NROLES; r++) {
+        int32_t want = r == DRV_ROLE_WORKER ? workers : j->target[r];
+        int32_t have = j->bound[r];
+        if (s->job_touch[job] == s->stamp) /* pods moved this cycle: count them */
+            for (int32_t i = 0, pod; (pod = drv_job_pod(st, job, r, i)) >= 0; i++)
+                have += (drv_ctx_pod_node(c, pod) >= 0) - (st->pods[pod].node >= 0);
+        shape->missing[r] = want > have ? want - have : 0;
+        shape->req[r] = j->role[r].req;
+        if (shape->missing[r] == 0)
+            continue;
+        if (!drv_res_fits(j->role[r].req, s->maxfree))
+            return false;
+        need = drv_res_add(need, drv_res_scale(j->role[r].req, shape->missing[r]));
+    }
+    return drv_res_fits(need, s->totfree);
+}
+
+bool drv_ctx_gang_room(const drv_ctx *c, int32_t job, int32_t workers)
+{
+    gang_shape shape;
+    return gang_room(c, job, workers, &shape);
+}
+
 int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
 {
     const drv_state *st = c->snap->st;
@@ -801,22 +841,7 @@ int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
     /* Necessary conditions first: every unplaced pod within maxfree, all within totfree, and
      * not at least as large as a gang that already failed. */
     gang_shape shape;
-    drv_res need = {0, 0, 0};
-    for (int r = 0; r < DRV_NROLES; r++) {
-        int32_t want = r == DRV_ROLE_WORKER ? workers : j->target[r];
-        int32_t have = j->bound[r];
-        if (s->job_touch[job] == s->stamp) /* pods moved this cycle: count them */
-            for (int32_t i = 0, pod; (pod = drv_job_pod(st, job, r, i)) >= 0; i++)
-                have += (drv_ctx_pod_node(c, pod) >= 0) - (st->pods[pod].node >= 0);
-        shape.missing[r] = want > have ? want - have : 0;
-        shape.req[r] = j->role[r].req;
-        if (shape.missing[r] == 0)
-            continue;
-        if (!drv_res_fits(j->role[r].req, s->maxfree))
-            return 0;
-        need = drv_res_add(need, drv_res_scale(j->role[r].req, shape.missing[r]));
-    }
-    if (!drv_res_fits(need, s->totfree))
+    if (!gang_room(c, job, workers, &shape))
         return 0;
     for (int32_t k = 0; k < s->nfailed; k++)
         if (dominates(&shape, &s->failed[k])) {
@@ -895,6 +920,38 @@ static void merge_sort(const drv_ctx *c, int32_t *v, int32_t *tmp, int32_t n)
     int32_t i = 0, j = h, k = 0;
     while (i < h && j < n)
         tmp[k++] = queue_cmp(c, v[j], v[i]) < 0 ? v[j++] : v[i++];
+    while (i < h)
+        tmp[k++] = v[i++];
+    while (j < n)
+        tmp[k++] = v[j++];
+    memcpy(v, tmp, (size_t)n * sizeof *v);
+}
+
+/* queue_cmp for a lone keyed plugin, on records. */
+static int qent_cmp(const qent *a, const qent *b)
+{
+    if (a->key < b->key)
+        return -1;
+    if (a->key > b->key)
+        return 1;
+    if (a->submit != b->submit)
+        return a->submit < b->submit ? -1 : 1;
+    return a->job < b->job ? -1 : a->job > b->job;
+}
+
+/* merge_sort's algorithm on records, so ties and all resolve alike. */
+static void merge_sort_qent(qent *v, qent *tmp, int32_t n)
+{
+    if (n < 2)
+        return;
+    int32_t h = n / 2;
+    merge_sort_qent(v, tmp, h);
+    merge_sort_qent(v + h, tmp, n - h);
+    if (qent_cmp(&v[h - 1], &v[h]) <= 0)
+        return;
+    int32_t i = 0, j = h, k = 0;
+    while (i < h && j < n)
+        tmp[k++] = qent_cmp(&v[j], &v[i]) < 0 ? v[j++] : v[i++];
     while (i < h)
         tmp[k++] = v[i++];
     while (j < n)
@@ -990,49 +1047,75 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
     drv_ctx c = {.s = s, .snap = snap, .out = out, .base = out->n};
     const drv_profile *pr = &s->prof;
 
-    /* 1. queue_order: the pending jobs, most urgent first (jobs in phase pending that still
-     * want pods: at most npending). */
-    int32_t *pend = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)st->npending + 1));
-    int32_t *tmp = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)st->npending + 1));
-    if (!pend || !tmp)
+    /* 1. queue_order: the queued jobs (phase pending, some wanted pod unbound), most urgent
+     * first. */
+    int32_t nq = st->nqueued;
+    int32_t *pend = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
+    qent *rec = drv_arena_alloc(&s->arena, sizeof(qent) * ((size_t)nq + 1));
+    qent *rtmp = drv_arena_alloc(&s->arena, sizeof(qent) * ((size_t)nq + 1));
+    if (!pend || !rec || !rtmp)
         return DRV_ENOMEM;
     /* The queue order is a total order (ties go by submit time, then id), so the sorted result
      * does not depend on the order jobs are collected in. Collect them in last cycle's order,
-     * newcomers after: an order that did not change costs the merge sort O(n) comparisons. */
+     * newcomers after (in id order): an order that did not change costs the merge sort O(n)
+     * comparisons. The queued set says which are still queued without reading the jobs. */
     int32_t npend = 0;
     int32_t seen_old = s->cap_seen;
     if (drv_grow(&s->seen, sizeof *s->seen, &s->cap_seen, st->njobs) != 0)
         return DRV_ENOMEM;
     if (s->cap_seen > seen_old)
         memset(s->seen + seen_old, 0, (size_t)(s->cap_seen - seen_old) * sizeof *s->seen);
-    for (int32_t i = 0; i < s->norder; i++) {
-        int32_t j = s->order[i];
-        if (j < st->njobs && st->jobs[j].phase == DRV_JOB_PENDING &&
-            drv_job_needs_pods(&st->jobs[j])) {
-            pend[npend++] = j;
+    bool was_keyed = s->order_keyed;
+    s->order_keyed = false; /* until this cycle's order is stored */
+    for (int32_t i = 0; i < s->norder && npend < nq; i++) {
+        int32_t j = s->order[i].job;
+        if (drv_state_is_queued(st, j)) {
+            rec[npend++] = s->order[i];
             s->seen[j] = s->stamp;
         }
     }
-    DRV_FOR_PENDING(st, j)
-    if (s->seen[j] != s->stamp && drv_job_needs_pods(&st->jobs[j]))
-        pend[npend++] = j;
+    int32_t nold = npend;
+    for (int32_t j = nold < nq ? drv_state_next_queued(st, 0) : -1; j >= 0 && npend < nq;
+         j = drv_state_next_queued(st, j + 1))
+        if (s->seen[j] != s->stamp)
+            rec[npend++] = (qent){0, st->jobs[j].submit, j};
+    for (int32_t i = 0; i < npend; i++)
+        pend[i] = rec[i].job;
     for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++)
         if (pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin)
             pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin(&c, s->ustate[DRV_PT_QUEUE_ORDER][i],
                                                           pend, npend);
-    if (pr->nuse[DRV_PT_QUEUE_ORDER] > 0 && pr->use[DRV_PT_QUEUE_ORDER][0].p->queue_key) {
-        if (drv_grow(&s->qkey, sizeof *s->qkey, &s->cap_qkey, st->njobs) != 0)
-            return DRV_ENOMEM;
-        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][0].p;
+    const drv_plugin *q0 =
+        pr->nuse[DRV_PT_QUEUE_ORDER] > 0 ? pr->use[DRV_PT_QUEUE_ORDER][0].p : NULL;
+    void *q0s = s->ustate[DRV_PT_QUEUE_ORDER][0];
+    bool lone_key = pr->nuse[DRV_PT_QUEUE_ORDER] == 1 && q0->queue_key;
+    if (lone_key) {
+        /* Order by (key, submit, id) read from the records. Keys of jobs queued last cycle are
+         * kept when the plugin says they did not change: then only newcomers are asked. */
+        bool kept = was_keyed && q0->queue_kept && q0->queue_kept(&c, q0s);
+        for (int32_t i = kept ? nold : 0; i < npend; i++)
+            rec[i].key = q0->queue_key(&c, q0s, rec[i].job);
+        merge_sort_qent(rec, rtmp, npend);
         for (int32_t i = 0; i < npend; i++)
-            s->qkey[pend[i]] = p->queue_key(&c, s->ustate[DRV_PT_QUEUE_ORDER][0], pend[i]);
+            pend[i] = rec[i].job;
+    } else {
+        if (q0 && q0->queue_key) {
+            if (drv_grow(&s->qkey, sizeof *s->qkey, &s->cap_qkey, st->njobs) != 0)
+                return DRV_ENOMEM;
+            for (int32_t i = 0; i < npend; i++)
+                s->qkey[pend[i]] = q0->queue_key(&c, q0s, pend[i]);
+        }
+        int32_t *tmp = (int32_t *)rtmp; /* room enough: a qent is larger */
+        merge_sort(&c, pend, tmp, npend);
+        for (int32_t i = 0; i < npend; i++)
+            rec[i] = (qent){0, st->jobs[pend[i]].submit, pend[i]};
     }
-    merge_sort(&c, pend, tmp, npend);
     if (drv_grow(&s->order, sizeof *s->order, &s->cap_order, npend) != 0)
         return DRV_ENOMEM;
     if (npend > 0)
-        memcpy(s->order, pend, (size_t)npend * sizeof *pend);
+        memcpy(s->order, rec, (size_t)npend * sizeof *rec);
     s->norder = npend;
+    s->order_keyed = lone_key;
 
     /* 2. admit (placing pods through filter and score). */
     for (int i = 0; i < pr->nuse[DRV_PT_ADMIT] && !c.err; i++)

@@ -24,20 +24,27 @@
 
 /* ---- fifo -------------------------------------------------------------------------------- */
 
-static int fifo_cmp(const drv_ctx *c, void *state, int32_t a, int32_t b)
+/* The submission time as the key: the core's tie rule (submit, then id) does the rest. */
+static double fifo_key(const drv_ctx *c, void *state, int32_t job)
 {
     (void)state;
-    const drv_job *ja = &drv_ctx_state(c)->jobs[a], *jb = &drv_ctx_state(c)->jobs[b];
-    if (ja->submit != jb->submit)
-        return ja->submit < jb->submit ? -1 : 1;
-    return 0;
+    return drv_ctx_state(c)->jobs[job].submit;
+}
+
+/* A job's key never changes. */
+static bool fifo_kept(const drv_ctx *c, void *state)
+{
+    (void)c;
+    (void)state;
+    return true;
 }
 
 const drv_plugin drv_plugin_fifo = {
     .name = "fifo",
     .timeless = true,
     .doc = "queue order: submission time (first come, first served)",
-    .queue_cmp = fifo_cmp,
+    .queue_key = fifo_key,
+    .queue_kept = fifo_kept,
 };
 
 /* ---- pod-by-pod ---------------------------------------------------------------------------- */

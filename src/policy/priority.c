@@ -17,11 +17,13 @@
  * drv_ctx_place_gang; PS↔worker affinity and PS anti-affinity are locality.c.
  *
  * Cost: the normalisation bounds are computed once per cycle over the pending jobs the core
- * hands to queue_begin (O(pending)); a key is then O(1).
+ * hands to queue_begin (O(pending)); a key is then O(1). When the bounds are those of the last
+ * cycle, every key is too (queue_kept), and the core asks keys of newcomers only.
  */
 #include "drover/policy.h"
 
 #include <math.h>
+#include <string.h>
 
 static const drv_knob_spec prio_knobs[] = {
     {"w_user", 0.4, 0, 1, "weight of the user's priority"},
@@ -34,6 +36,7 @@ enum { NKNOBS = sizeof prio_knobs / sizeof prio_knobs[0] };
 typedef struct prio_state {
     double w[DRV_PRIO_NFACTORS];
     double lo[DRV_PRIO_NFACTORS], hi[DRV_PRIO_NFACTORS]; /* bounds over this cycle's queue */
+    bool kept; /* the bounds are those of the previous cycle, to the bit: so is every key */
 } prio_state;
 
 const char *drv_priority_factor_name(int f)
@@ -122,9 +125,20 @@ static void prio_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32
 {
     prio_state *p = state;
     const drv_state *st = drv_ctx_state(c);
-    bounds_empty(p->lo, p->hi);
+    double lo[DRV_PRIO_NFACTORS], hi[DRV_PRIO_NFACTORS];
+    bounds_empty(lo, hi);
     for (int32_t i = 0; i < n; i++)
-        bounds_add(p->lo, p->hi, &st->jobs[jobs[i]]);
+        bounds_add(lo, hi, &st->jobs[jobs[i]]);
+    /* A job's factors never change, so its key changes only with the bounds. */
+    p->kept = memcmp(lo, p->lo, sizeof lo) == 0 && memcmp(hi, p->hi, sizeof hi) == 0;
+    memcpy(p->lo, lo, sizeof lo);
+    memcpy(p->hi, hi, sizeof hi);
+}
+
+static bool prio_kept(const drv_ctx *c, void *state)
+{
+    (void)c;
+    return ((const prio_state *)state)->kept;
 }
 
 /* Smaller first: the combined priority, negated (higher priority first), normalised by the
@@ -172,4 +186,5 @@ const drv_plugin drv_plugin_priority = {
     .fini = prio_fini,
     .queue_begin = prio_begin,
     .queue_key = prio_key,
+    .queue_kept = prio_kept,
 };

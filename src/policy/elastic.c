@@ -84,6 +84,8 @@ void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
         int32_t share = (int32_t)ceil(e->cfg.start_share * want);
         if (share > lo)
             lo = share; /* a job started far below its size runs slowly for its whole life */
+        if (!drv_ctx_gang_room(c, jobs[i], lo))
+            continue; /* no size from want down to lo fits, and trying changes nothing */
         for (int32_t k = want; k >= lo; k--) {
             int rc = drv_ctx_place_gang(c, jobs[i], k);
             if (rc < 0)

@@ -51,6 +51,8 @@ void drv_state_fini(drv_state *st)
     drv_free(st->pending.sum);
     drv_free(st->queued.bits);
     drv_free(st->queued.sum);
+    drv_free(st->starting.bits);
+    drv_free(st->starting.sum);
     memset(st, 0, sizeof *st);
 }
 
@@ -155,7 +157,8 @@ int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id)
         drv_grow(&st->pods, sizeof *st->pods, &st->cap_pods, st->npods + slots) != 0 ||
         jobset_reserve(&st->live, st->njobs + 1) != 0 ||
         jobset_reserve(&st->pending, st->njobs + 1) != 0 ||
-        jobset_reserve(&st->queued, st->njobs + 1) != 0)
+        jobset_reserve(&st->queued, st->njobs + 1) != 0 ||
+        jobset_reserve(&st->starting, st->njobs + 1) != 0)
         return DRV_ENOMEM;
     int32_t jid = st->njobs++;
     drv_job *j = &st->jobs[jid];
@@ -205,12 +208,19 @@ void drv_state_set_phase(drv_state *st, int32_t job, int phase)
         drv_job_clear_hist(&st->jobs[job]);
     st->nlive += jobset_put(&st->live, job, phase != DRV_JOB_FUTURE && phase != DRV_JOB_DONE);
     st->npending += jobset_put(&st->pending, job, phase == DRV_JOB_PENDING);
+    st->nstarting +=
+        jobset_put(&st->starting, job, phase == DRV_JOB_STARTING || phase == DRV_JOB_RESTARTING);
     requeue(st, job);
 }
 
 int32_t drv_state_next_queued(const drv_state *st, int32_t from)
 {
     return jobset_next(&st->queued, st->njobs, from);
+}
+
+int32_t drv_state_next_starting(const drv_state *st, int32_t from)
+{
+    return jobset_next(&st->starting, st->njobs, from);
 }
 
 bool drv_state_is_queued(const drv_state *st, int32_t job)
@@ -414,24 +424,30 @@ int drv_state_check(const drv_state *st, bool gang, drv_diag *d)
                               jn, bound[r], need, drv_role_name(r));
         }
     }
-    int32_t nlive = 0, npending = 0, nqueued = 0;
+    int32_t nlive = 0, npending = 0, nqueued = 0, nstarting = 0;
     for (int32_t j = 0; j < st->njobs && !rc; j++) {
         const drv_job *job = &st->jobs[j];
         bool live = job->phase != DRV_JOB_FUTURE && job->phase != DRV_JOB_DONE;
         bool pending = job->phase == DRV_JOB_PENDING;
         bool queued = pending && drv_job_needs_pods(job);
+        bool starting = job->phase == DRV_JOB_STARTING || job->phase == DRV_JOB_RESTARTING;
         nlive += live;
         npending += pending;
         nqueued += queued;
+        nstarting += starting;
         if (live != jobset_has(&st->live, j) || pending != jobset_has(&st->pending, j) ||
-            queued != jobset_has(&st->queued, j))
-            rc = drv_fail(d, DRV_EINVARIANT, "job %s: in the wrong live, pending or queued set",
+            queued != jobset_has(&st->queued, j) || starting != jobset_has(&st->starting, j))
+            rc = drv_fail(d, DRV_EINVARIANT,
+                          "job %s: in the wrong live, pending, queued or starting set",
                           drv_strtab_str(st->names, job->name));
     }
-    if (!rc && (nlive != st->nlive || npending != st->npending || nqueued != st->nqueued))
+    if (!rc && (nlive != st->nlive || npending != st->npending || nqueued != st->nqueued ||
+                nstarting != st->nstarting))
         rc = drv_fail(d, DRV_EINVARIANT,
-                      "job set counts: live %d pending %d queued %d, but the jobs say %d %d %d",
-                      st->nlive, st->npending, st->nqueued, nlive, npending, nqueued);
+                      "job set counts: live %d pending %d queued %d starting %d, but the jobs say "
+                      "%d %d %d %d",
+                      st->nlive, st->npending, st->nqueued, st->nstarting, nlive, npending, nqueued,
+                      nstarting);
     for (int32_t n = 0; n < st->nnodes && !rc; n++) {
         const drv_node *nd = &st->nodes[n];
         const char *nn = drv_strtab_str(st->names, nd->name);

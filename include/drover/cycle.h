@@ -174,7 +174,15 @@ struct drv_plugin {
      * time <= now for "at the next cycle". Early is always safe (a cycle is run that decides
      * nothing); late loses decisions. A plugin with neither is asked to run every cycle. */
     double (*wake)(const drv_ctx *c, void *state);
+    /* Optional, asked with wake: true when jobs that start running (STARTING or RESTARTING to
+     * RUNNING - nothing else changing) would change none of this plugin's decisions before its
+     * wake, and it would still say so after they did. drv_starts_blind is the answer "always"
+     * for plugins that never look at running jobs. A plugin without it is not blind. */
+    bool (*starts_blind)(const drv_ctx *c, void *state);
 };
+
+/* A starts_blind that always says yes. */
+bool drv_starts_blind(const drv_ctx *c, void *state);
 
 /* ---- profiles ----------------------------------------------------------------------------- */
 
@@ -229,6 +237,10 @@ const drv_profile *drv_sched_profile(const drv_sched *s);
  * skip a cycle before it when nothing has happened since; -INFINITY when some plugin must run
  * every cycle, or when the last cycle decided something. */
 double drv_sched_wake(const drv_sched *s);
+/* After a cycle that decided nothing: true when every plugin of the profile is blind to jobs
+ * starting (drv_plugin.starts_blind), so a driver may let a job start without running the next
+ * cycle for it; false after a cycle that decided something. */
+bool drv_sched_starts_blind(const drv_sched *s);
 
 /*
  * Runs one cycle on the snapshot and appends its decisions to out, in the order they must be

@@ -109,6 +109,7 @@ struct drv_sched {
     uint32_t *seen;   /* per job: == stamp when already in this cycle's queue */
     int32_t cap_seen;
     double wake;  /* drv_sched_wake: computed at the end of each cycle */
+    bool blind;   /* drv_sched_starts_blind: likewise */
     double *qkey; /* per job: the first queue_order plugin's key this cycle (pending jobs only) */
     int32_t cap_qkey;
 };
@@ -1132,13 +1133,17 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
      * something on this state - each plugin asked once, however many points it fills. A cycle
      * that decided something changed the state: the next one must run. */
     s->wake = -INFINITY;
+    s->blind = false;
     if (!c.err && out->n == c.base) {
         s->wake = INFINITY;
+        s->blind = true;
         for (int32_t k = 0; k < s->ninst; k++) {
             const drv_plugin *p = s->inst[k].p;
             double w = p->wake ? p->wake(&c, s->inst[k].state) : p->timeless ? INFINITY : -INFINITY;
             if (w < s->wake)
                 s->wake = w;
+            if (s->blind)
+                s->blind = p->starts_blind && p->starts_blind(&c, s->inst[k].state);
         }
     }
     return c.err;
@@ -1147,6 +1152,18 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
 double drv_sched_wake(const drv_sched *s)
 {
     return s->wake;
+}
+
+bool drv_sched_starts_blind(const drv_sched *s)
+{
+    return s->blind;
+}
+
+bool drv_starts_blind(const drv_ctx *c, void *state)
+{
+    (void)c;
+    (void)state;
+    return true;
 }
 
 double drv_ctx_period(const drv_ctx *c)

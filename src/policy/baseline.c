@@ -45,6 +45,7 @@ const drv_plugin drv_plugin_fifo = {
     .doc = "queue order: submission time (first come, first served)",
     .queue_key = fifo_key,
     .queue_kept = fifo_kept,
+    .starts_blind = drv_starts_blind,
 };
 
 /* ---- pod-by-pod ---------------------------------------------------------------------------- */
@@ -136,6 +137,7 @@ const drv_plugin drv_plugin_pod_by_pod = {
     .init = podwise_init,
     .fini = podwise_fini,
     .admit = podwise_admit,
+    .starts_blind = drv_starts_blind,
 };
 
 /* ---- gang ---------------------------------------------------------------------------------- */
@@ -188,6 +190,7 @@ const drv_plugin drv_plugin_gang = {
     .init = gang_init,
     .fini = gang_fini,
     .admit = gang_admit,
+    .starts_blind = drv_starts_blind,
 };
 
 /* ---- least-allocated / most-allocated ------------------------------------------------------ */
@@ -338,6 +341,7 @@ const drv_plugin drv_plugin_least_allocated = {
     .node_key = free_share_key,
     .score_bound = least_alloc_bound,
     .bound_mixed = true,
+    .starts_blind = drv_starts_blind,
 };
 
 const drv_plugin drv_plugin_most_allocated = {
@@ -348,4 +352,5 @@ const drv_plugin drv_plugin_most_allocated = {
     .node_key = neg_free_share_key,
     .score_bound = most_alloc_bound,
     .bound_mixed = true,
+    .starts_blind = drv_starts_blind,
 };

@@ -325,6 +325,29 @@ void drv_elastic_scale(drv_ctx *c, void *state)
         e->last_action = now;
 }
 
+/*
+ * Admission looks at the queue and free room only; relief and growth look at running jobs that
+ * can change size (can_change). So jobs starting change nothing when relief and growth do not
+ * run before the wake: a job waits whose relief is not due (the wake is then its starve_wait)
+ * and growth waits for the queue (not grow_queued) - a start changes neither the queue nor its
+ * head. Nor when none of the jobs that could start (starting or restarting now: a job gets
+ * there only through a cycle's decisions) can change size: running, they are no victim and
+ * no candidate for growth either.
+ */
+bool drv_elastic_starts_blind(const drv_ctx *c, void *state)
+{
+    const drv_elastic *e = state;
+    const drv_state *st = drv_ctx_state(c);
+    int32_t head = waiting_head(c, e);
+    if (head >= 0 && !e->cfg.grow_queued &&
+        drv_ctx_now(c) - st->jobs[head].submit < e->cfg.starve_wait)
+        return true;
+    for (int32_t j = drv_state_next_starting(st, 0); j >= 0; j = drv_state_next_starting(st, j + 1))
+        if (st->jobs[j].role[DRV_ROLE_WORKER].max > st->jobs[j].role[DRV_ROLE_WORKER].min)
+            return false;
+    return true;
+}
+
 /* Before t, minus a margin that covers the rounding of `now - since >= wait` against
  * `now >= since + wait`: early is safe, late is not. */
 static double just_before(double t)

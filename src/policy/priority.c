@@ -187,4 +187,5 @@ const drv_plugin drv_plugin_priority = {
     .queue_begin = prio_begin,
     .queue_key = prio_key,
     .queue_kept = prio_kept,
+    .starts_blind = drv_starts_blind,
 };

@@ -87,6 +87,7 @@ struct drv_sim {
     bool cycle_pending;
     bool quiet;       /* nothing changed since the last cycle run, and it decided nothing */
     double wake;      /* the scheduler's drv_sched_wake after that cycle */
+    bool blind;       /* and its drv_sched_starts_blind: a job starting is no change for it */
     double last_tick; /* time of the last periodic cycle, run or skipped */
     double next_tick; /* time of the cycle event pending (cycle_pending) */
 
@@ -652,6 +653,7 @@ static int run_cycle(drv_sim *s, drv_diag *d)
     s->decisions += s->dec.n;
     s->quiet = s->dec.n == 0;
     s->wake = drv_sched_wake(s->sched);
+    s->blind = drv_sched_starts_blind(s->sched);
     if (s->dec.n > 0 && (rc = apply(s)) != 0)
         return drv_fail(d, rc, "applying decisions at t=%.3f: %s", s->now, drv_strerror(rc));
     if (s->cfg.check) {
@@ -848,7 +850,8 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
             drv_job *j = &s->st.jobs[e.job];
             if (e.gen != s->js[e.job].gen)
                 break;
-            disturb(s);
+            if (!s->blind) /* else the last cycle, quiet, would stay so (docs/cycle.md) */
+                disturb(s);
             advance(s, e.job); /* not running yet: anchors at now, no progress */
             set_phase(s, e.job, DRV_JOB_RUNNING);
             s->js[e.job].rate = 0;

@@ -123,6 +123,18 @@ static void test_job_sets(void **unused)
     drv_state_set_phase(&st, 9999, DRV_JOB_RUNNING);
     assert_int_equal(drv_state_next_pending(&st, 65), -1);
     assert_int_equal(st.npending, 1);
+    /* starting: 4095 starting, 4096 restarting, until they run */
+    assert_int_equal(drv_state_next_starting(&st, 0), -1);
+    drv_state_set_phase(&st, 4095, DRV_JOB_STARTING);
+    drv_state_set_phase(&st, 4096, DRV_JOB_RESTARTING);
+    assert_int_equal(st.nstarting, 2);
+    assert_int_equal(drv_state_next_starting(&st, 0), 4095);
+    assert_int_equal(drv_state_next_starting(&st, 4096), 4096);
+    drv_state_set_phase(&st, 4095, DRV_JOB_RUNNING);
+    assert_int_equal(drv_state_next_starting(&st, 0), 4096);
+    drv_state_set_phase(&st, 4096, DRV_JOB_DONE);
+    assert_int_equal(drv_state_next_starting(&st, 0), -1);
+    assert_int_equal(st.nstarting, 0);
     drv_state_fini(&st);
 }
 
@@ -160,7 +172,7 @@ static void test_queued_set(void **unused)
     assert_int_equal(drv_state_check(&st, false, &d), 0);
     st.queued.bits[0] ^= (uint64_t)1 << j; /* a set that disagrees with the job */
     assert_int_equal(drv_state_check(&st, false, &d), DRV_EINVARIANT);
-    assert_non_null(strstr(d.msg, "queued set"));
+    assert_non_null(strstr(d.msg, "queued or starting set"));
     st.queued.bits[0] ^= (uint64_t)1 << j;
     st.nqueued++; /* a count that does */
     assert_int_equal(drv_state_check(&st, false, &d), DRV_EINVARIANT);
@@ -235,7 +247,8 @@ static void admit_whole(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
     }
 }
 
-static const drv_plugin admit_plugin = {.name = "test-admit", .admit = admit_whole};
+static const drv_plugin admit_plugin = {
+    .name = "test-admit", .admit = admit_whole, .starts_blind = drv_starts_blind};
 
 /* A gang scheduler whose only plugin is one admit plugin. */
 static drv_sched *gang_sched(const drv_plugin *admit)
@@ -284,6 +297,7 @@ static void test_cycle_gang_rollback(void **unused)
         assert_int_not_equal(ds.v[i].job, b);
     }
     assert_int_equal(ds.v[4].job, c);
+    assert_false(drv_sched_starts_blind(s)); /* it decided something */
     apply(&st, &ds);
     assert_int_equal(drv_state_check(&st, true, &d), 0);
     assert_true(drv_job_complete(&st.jobs[a]));
@@ -380,9 +394,13 @@ static void admit_record(drv_ctx *c, void *state, const int32_t *jobs, int32_t n
     memcpy(keyed.seen, jobs, (size_t)n * sizeof *jobs);
 }
 
-static const drv_plugin table_plugin = {
-    .name = "test-table", .queue_key = table_key, .queue_kept = table_kept};
+static const drv_plugin table_plugin = {.name = "test-table",
+                                        .queue_key = table_key,
+                                        .queue_kept = table_kept,
+                                        .starts_blind = drv_starts_blind};
 static const drv_plugin record_plugin = {.name = "test-record", .admit = admit_record};
+static const drv_plugin blind_record_plugin = {
+    .name = "test-record", .admit = admit_record, .starts_blind = drv_starts_blind};
 
 static void assert_queue(const int32_t *want, int32_t n)
 {
@@ -450,6 +468,13 @@ static void test_queue_keys_kept(void **unused)
     assert_int_equal(keyed.asked, 0);
     assert_queue((int32_t[]){j[0], j[1], j[3]}, 3);
     assert_int_equal(ds.n, 0);
+    /* Blind to starts only when every plugin says so: record_plugin has no starts_blind. */
+    assert_false(drv_sched_starts_blind(s));
+    drv_sched_free(s);
+    prof.use[DRV_PT_ADMIT][0].p = &blind_record_plugin;
+    assert_int_equal(drv_sched_new(&prof, &s, &d), 0);
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    assert_true(drv_sched_starts_blind(s));
     drv_decisions_fini(&ds);
     drv_sched_free(s);
     drv_state_fini(&st);

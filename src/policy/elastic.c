@@ -81,7 +81,8 @@ void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
         const drv_rolespec *w = &j->role[DRV_ROLE_WORKER];
         int32_t want = j->target[DRV_ROLE_WORKER];
         int32_t lo = w->min < want ? w->min : want;
-        int32_t share = (int32_t)ceil(e->cfg.start_share * want);
+        /* (0 without the multiplication and ceil when there is no share: DRAGON's default) */
+        int32_t share = e->cfg.start_share > 0 ? (int32_t)ceil(e->cfg.start_share * want) : 0;
         if (share > lo)
             lo = share; /* a job started far below its size runs slowly for its whole life */
         if (!drv_ctx_gang_room(c, jobs[i], lo))

@@ -314,6 +314,14 @@ int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers);
  * from large to small may test its smallest first and skip them all. Changes nothing. O(roles).
  */
 bool drv_ctx_gang_room(const drv_ctx *c, int32_t job, int32_t workers);
+/*
+ * True when, before any decision of the cycle, nothing of the queue can be placed: no queued
+ * job has a pod bound, every gang of one with at least min(worker minimum, target) workers has
+ * a pod, and no pod of a queued job fits any node's free room. Then drv_ctx_place_gang fails,
+ * changing nothing, for every queued job at every such size: an admit plugin that asks for no
+ * less may return at once. O(1); false once a decision was made.
+ */
+bool drv_ctx_queue_stuck(const drv_ctx *c);
 
 /* Marks a point in the decision list / rolls back to it (undoes assumed state too). */
 typedef struct drv_mark {

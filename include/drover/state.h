@@ -118,15 +118,17 @@ typedef struct drv_state {
     int32_t njobs, cap_jobs;
     drv_pod *pods;
     int32_t npods, cap_pods;
-    drv_jobset live;     /* jobs submitted and not done (derived) */
-    int32_t nlive;       /* their number */
-    drv_jobset pending;  /* jobs in phase DRV_JOB_PENDING (derived) */
-    int32_t npending;    /* their number */
-    drv_jobset queued;   /* of those, the ones that still want pods: drv_job_needs_pods, what a
-                            cycle queues (derived) */
-    int32_t nqueued;     /* their number */
-    drv_jobset starting; /* jobs in phase DRV_JOB_STARTING or DRV_JOB_RESTARTING (derived) */
-    int32_t nstarting;   /* their number */
+    drv_jobset live;         /* jobs submitted and not done (derived) */
+    int32_t nlive;           /* their number */
+    drv_jobset pending;      /* jobs in phase DRV_JOB_PENDING (derived) */
+    int32_t npending;        /* their number */
+    drv_jobset queued;       /* of those, the ones that still want pods: drv_job_needs_pods, what a
+                                cycle queues (derived) */
+    int32_t nqueued;         /* their number */
+    drv_jobset queued_bound; /* of those, the ones with some pod bound (derived) */
+    int32_t nqueued_bound;   /* their number */
+    drv_jobset starting;     /* jobs in phase DRV_JOB_STARTING or DRV_JOB_RESTARTING (derived) */
+    int32_t nstarting;       /* their number */
 } drv_state;
 
 int drv_state_init(drv_state *st);

@@ -54,7 +54,29 @@ typedef struct own_list {
 typedef struct qent {
     double key, submit;
     int32_t job;
+    bool has_pod;  /* every gang of the job with at least min(min, target) workers has a pod */
+    drv_res least; /* per dimension, the least request of a pod of the job */
 } qent;
+
+/* A record for job: its order (key 0 until asked) and what drv_ctx_queue_stuck needs, which a
+ * job's specification fixes (roles other than workers keep their replicas as targets). */
+static qent make_qent(const drv_state *st, int32_t job)
+{
+    const drv_job *j = &st->jobs[job];
+    qent e = {
+        0, j->submit, job, j->role[DRV_ROLE_WORKER].min >= 1, {INT64_MAX, INT64_MAX, INT64_MAX}};
+    for (int r = 0; r < DRV_NROLES; r++) {
+        const drv_rolespec *rs = &j->role[r];
+        if (r != DRV_ROLE_WORKER && rs->replicas > 0)
+            e.has_pod = true;
+        if (rs->replicas > 0 || rs->max > 0) {
+            e.least.cpu = rs->req.cpu < e.least.cpu ? rs->req.cpu : e.least.cpu;
+            e.least.mem = rs->req.mem < e.least.mem ? rs->req.mem : e.least.mem;
+            e.least.gpu = rs->req.gpu < e.least.gpu ? rs->req.gpu : e.least.gpu;
+        }
+    }
+    return e;
+}
 
 typedef struct plugin_inst {
     const drv_plugin *p;
@@ -106,6 +128,8 @@ struct drv_sched {
     qent *order; /* the last cycle's queue, in order: this cycle starts from it */
     int32_t norder, cap_order;
     bool order_keyed; /* order[].key holds the keys of a lone keyed queue plugin */
+    bool q_pod;       /* this cycle's queue: every record's has_pod */
+    drv_res q_least;  /* and the least of their least requests */
     uint32_t *seen;   /* per job: == stamp when already in this cycle's queue */
     int32_t cap_seen;
     double wake;  /* drv_sched_wake: computed at the end of each cycle */
@@ -830,6 +854,13 @@ bool drv_ctx_gang_room(const drv_ctx *c, int32_t job, int32_t workers)
     return gang_room(c, job, workers, &shape);
 }
 
+bool drv_ctx_queue_stuck(const drv_ctx *c)
+{
+    const drv_sched *s = c->s;
+    return c->out->n == c->base && s->norder > 0 && s->q_pod && c->snap->st->nqueued_bound == 0 &&
+           !drv_res_fits(s->q_least, s->maxfree);
+}
+
 int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
 {
     const drv_state *st = c->snap->st;
@@ -1079,7 +1110,7 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
     for (int32_t j = nold < nq ? drv_state_next_queued(st, 0) : -1; j >= 0 && npend < nq;
          j = drv_state_next_queued(st, j + 1))
         if (s->seen[j] != s->stamp)
-            rec[npend++] = (qent){0, st->jobs[j].submit, j};
+            rec[npend++] = make_qent(st, j);
     for (int32_t i = 0; i < npend; i++)
         pend[i] = rec[i].job;
     for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++)
@@ -1109,7 +1140,7 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
         int32_t *tmp = (int32_t *)rtmp; /* room enough: a qent is larger */
         merge_sort(&c, pend, tmp, npend);
         for (int32_t i = 0; i < npend; i++)
-            rec[i] = (qent){0, st->jobs[pend[i]].submit, pend[i]};
+            rec[i] = make_qent(st, pend[i]);
     }
     if (drv_grow(&s->order, sizeof *s->order, &s->cap_order, npend) != 0)
         return DRV_ENOMEM;
@@ -1117,6 +1148,14 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
         memcpy(s->order, rec, (size_t)npend * sizeof *rec);
     s->norder = npend;
     s->order_keyed = lone_key;
+    s->q_pod = true;
+    s->q_least = (drv_res){INT64_MAX, INT64_MAX, INT64_MAX};
+    for (int32_t i = 0; i < npend; i++) {
+        s->q_pod = s->q_pod && rec[i].has_pod;
+        s->q_least.cpu = rec[i].least.cpu < s->q_least.cpu ? rec[i].least.cpu : s->q_least.cpu;
+        s->q_least.mem = rec[i].least.mem < s->q_least.mem ? rec[i].least.mem : s->q_least.mem;
+        s->q_least.gpu = rec[i].least.gpu < s->q_least.gpu ? rec[i].least.gpu : s->q_least.gpu;
+    }
 
     /* 2. admit (placing pods through filter and score). */
     for (int i = 0; i < pr->nuse[DRV_PT_ADMIT] && !c.err; i++)

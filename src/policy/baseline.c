@@ -173,6 +173,8 @@ static void gang_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
 {
     const gang_state *g = state;
     const drv_state *st = drv_ctx_state(c);
+    if (drv_ctx_queue_stuck(c))
+        return; /* every job's place_gang below would fail and change nothing */
     for (int32_t i = 0; i < n; i++) {
         const drv_job *j = &st->jobs[jobs[i]];
         int rc = drv_ctx_place_gang(c, jobs[i], j->target[DRV_ROLE_WORKER]);

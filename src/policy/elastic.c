@@ -76,6 +76,8 @@ void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
     } else {
         e->nqueue = 0;
     }
+    if (drv_ctx_queue_stuck(c))
+        return; /* every size from lo up fails, changing nothing (lo >= min(min, want)) */
     for (int32_t i = 0; i < n; i++) {
         const drv_job *j = &st->jobs[jobs[i]];
         const drv_rolespec *w = &j->role[DRV_ROLE_WORKER];

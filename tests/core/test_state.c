@@ -538,6 +538,72 @@ static void test_gang_room(void **unused)
     drv_state_fini(&st);
 }
 
+/* An admit plugin that records drv_ctx_queue_stuck, then binds job 0's first pod to node 0 when
+ * bind_first is set, and asks again. */
+static bool stuck[2], bind_first;
+static void admit_stuck(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
+{
+    (void)state;
+    (void)jobs;
+    (void)n;
+    stuck[0] = drv_ctx_queue_stuck(c);
+    if (bind_first)
+        assert_int_equal(drv_ctx_bind(c, drv_ctx_state(c)->jobs[0].pod_base, 0), 0);
+    stuck[1] = drv_ctx_queue_stuck(c);
+}
+
+static const drv_plugin stuck_plugin = {.name = "test-stuck", .admit = admit_stuck};
+
+static bool stuck_at_start(drv_state *st)
+{
+    drv_sched *s = gang_sched(&stuck_plugin);
+    drv_snapshot snap = {.st = st, .now = 0};
+    drv_decisions ds;
+    drv_decisions_init(&ds);
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    drv_decisions_fini(&ds);
+    drv_sched_free(s);
+    return stuck[0];
+}
+
+/* The queue is stuck when no pod of it fits anywhere, no queued job has a pod bound and every
+ * gang at the minimum has a pod; each condition alone undoes it. */
+static void test_queue_stuck(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    make_state(&st, 2); /* 8 CPUs each */
+    add_job(&st, "big", 0, 1, 2, 2, 9000);
+    assert_true(stuck_at_start(&st));
+    int32_t small = add_job(&st, "small", 0, 1, 1, 1, 8000); /* fits a node exactly */
+    assert_false(stuck_at_start(&st));
+    drv_state_set_phase(&st, small, DRV_JOB_DONE);
+    assert_true(stuck_at_start(&st));
+    /* no worker at the minimum and no PS: its smallest gang has no pod */
+    int32_t none = add_job(&st, "none", 0, 0, 1, 1, 9000);
+    assert_false(stuck_at_start(&st));
+    drv_state_set_phase(&st, none, DRV_JOB_DONE);
+    /* a PS bound, its workers too large: still queued, with a pod bound */
+    int32_t half = add_job(&st, "half", 1, 1, 1, 1, 9000);
+    st.jobs[half].role[DRV_ROLE_PS].req.cpu = 1000; /* (the state's own counts stay right) */
+    drv_state_bind(&st, drv_job_pod(&st, half, DRV_ROLE_PS, 0), 1);
+    assert_int_equal(st.nqueued_bound, 1);
+    assert_false(stuck_at_start(&st));
+    drv_state_unbind(&st, drv_job_pod(&st, half, DRV_ROLE_PS, 0));
+    assert_int_equal(st.nqueued_bound, 0);
+    drv_state_set_phase(&st, half, DRV_JOB_DONE);
+    assert_true(stuck_at_start(&st));
+    drv_state_fini(&st);
+    /* Once a decision is made, it no longer says so. */
+    make_state(&st, 1);
+    add_job(&st, "a", 0, 1, 1, 1, 9000);
+    bind_first = true; /* (drv_ctx_bind checks no room: the cycle's helpers do) */
+    assert_true(stuck_at_start(&st));
+    assert_false(stuck[1]);
+    bind_first = false;
+    drv_state_fini(&st);
+}
+
 static void test_cycle_without_admit_is_refused(void **unused)
 {
     (void)unused;
@@ -630,6 +696,7 @@ int main(void)
         cmocka_unit_test(test_scale_down_evicts_surplus),
         cmocka_unit_test(test_queue_keys_kept),
         cmocka_unit_test(test_gang_room),
+        cmocka_unit_test(test_queue_stuck),
         cmocka_unit_test(test_cycle_without_admit_is_refused),
         cmocka_unit_test(test_progress_ring),
         cmocka_unit_test(test_done_job_frees_history),

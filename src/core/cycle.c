@@ -971,19 +971,20 @@ static int qent_cmp(const qent *a, const qent *b)
     return a->job < b->job ? -1 : a->job > b->job;
 }
 
-/* merge_sort's algorithm on records, so ties and all resolve alike. */
-static void merge_sort_qent(qent *v, qent *tmp, int32_t n)
+/* merge_sort's algorithm on indices of records, so ties and all resolve alike; what moves is
+ * an index, not a record. */
+static void merge_sort_idx(const qent *rec, int32_t *v, int32_t *tmp, int32_t n)
 {
     if (n < 2)
         return;
     int32_t h = n / 2;
-    merge_sort_qent(v, tmp, h);
-    merge_sort_qent(v + h, tmp, n - h);
-    if (qent_cmp(&v[h - 1], &v[h]) <= 0)
+    merge_sort_idx(rec, v, tmp, h);
+    merge_sort_idx(rec, v + h, tmp, n - h);
+    if (qent_cmp(&rec[v[h - 1]], &rec[v[h]]) <= 0)
         return;
     int32_t i = 0, j = h, k = 0;
     while (i < h && j < n)
-        tmp[k++] = qent_cmp(&v[j], &v[i]) < 0 ? v[j++] : v[i++];
+        tmp[k++] = qent_cmp(&rec[v[j]], &rec[v[i]]) < 0 ? v[j++] : v[i++];
     while (i < h)
         tmp[k++] = v[i++];
     while (j < n)
@@ -1083,9 +1084,10 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
      * first. */
     int32_t nq = st->nqueued;
     int32_t *pend = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
+    int32_t *tmp = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
+    int32_t *idx = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
     qent *rec = drv_arena_alloc(&s->arena, sizeof(qent) * ((size_t)nq + 1));
-    qent *rtmp = drv_arena_alloc(&s->arena, sizeof(qent) * ((size_t)nq + 1));
-    if (!pend || !rec || !rtmp)
+    if (!pend || !tmp || !idx || !rec)
         return DRV_ENOMEM;
     /* The queue order is a total order (ties go by submit time, then id), so the sorted result
      * does not depend on the order jobs are collected in. Collect them in last cycle's order,
@@ -1099,18 +1101,18 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
         memset(s->seen + seen_old, 0, (size_t)(s->cap_seen - seen_old) * sizeof *s->seen);
     bool was_keyed = s->order_keyed;
     s->order_keyed = false; /* until this cycle's order is stored */
-    for (int32_t i = 0; i < s->norder && npend < nq; i++) {
-        int32_t j = s->order[i].job;
-        if (drv_state_is_queued(st, j)) {
+    for (int32_t i = 0; i < s->norder && npend < nq; i++)
+        if (drv_state_is_queued(st, s->order[i].job))
             rec[npend++] = s->order[i];
-            s->seen[j] = s->stamp;
-        }
-    }
     int32_t nold = npend;
-    for (int32_t j = nold < nq ? drv_state_next_queued(st, 0) : -1; j >= 0 && npend < nq;
-         j = drv_state_next_queued(st, j + 1))
-        if (s->seen[j] != s->stamp)
-            rec[npend++] = make_qent(st, j);
+    if (nold < nq) { /* newcomers: the queued jobs not seen above */
+        for (int32_t i = 0; i < nold; i++)
+            s->seen[rec[i].job] = s->stamp;
+        for (int32_t j = drv_state_next_queued(st, 0); j >= 0 && npend < nq;
+             j = drv_state_next_queued(st, j + 1))
+            if (s->seen[j] != s->stamp)
+                rec[npend++] = make_qent(st, j);
+    }
     for (int32_t i = 0; i < npend; i++)
         pend[i] = rec[i].job;
     for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++)
@@ -1127,9 +1129,9 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
         bool kept = was_keyed && q0->queue_kept && q0->queue_kept(&c, q0s);
         for (int32_t i = kept ? nold : 0; i < npend; i++)
             rec[i].key = q0->queue_key(&c, q0s, rec[i].job);
-        merge_sort_qent(rec, rtmp, npend);
         for (int32_t i = 0; i < npend; i++)
-            pend[i] = rec[i].job;
+            idx[i] = i;
+        merge_sort_idx(rec, idx, tmp, npend);
     } else {
         if (q0 && q0->queue_key) {
             if (drv_grow(&s->qkey, sizeof *s->qkey, &s->cap_qkey, st->njobs) != 0)
@@ -1137,24 +1139,28 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
             for (int32_t i = 0; i < npend; i++)
                 s->qkey[pend[i]] = q0->queue_key(&c, q0s, pend[i]);
         }
-        int32_t *tmp = (int32_t *)rtmp; /* room enough: a qent is larger */
         merge_sort(&c, pend, tmp, npend);
-        for (int32_t i = 0; i < npend; i++)
+        for (int32_t i = 0; i < npend; i++) {
             rec[i] = make_qent(st, pend[i]);
+            idx[i] = i;
+        }
     }
     if (drv_grow(&s->order, sizeof *s->order, &s->cap_order, npend) != 0)
         return DRV_ENOMEM;
-    if (npend > 0)
-        memcpy(s->order, rec, (size_t)npend * sizeof *rec);
+    for (int32_t i = 0; i < npend; i++) {
+        s->order[i] = rec[idx[i]];
+        pend[i] = s->order[i].job;
+    }
     s->norder = npend;
     s->order_keyed = lone_key;
     s->q_pod = true;
     s->q_least = (drv_res){INT64_MAX, INT64_MAX, INT64_MAX};
     for (int32_t i = 0; i < npend; i++) {
-        s->q_pod = s->q_pod && rec[i].has_pod;
-        s->q_least.cpu = rec[i].least.cpu < s->q_least.cpu ? rec[i].least.cpu : s->q_least.cpu;
-        s->q_least.mem = rec[i].least.mem < s->q_least.mem ? rec[i].least.mem : s->q_least.mem;
-        s->q_least.gpu = rec[i].least.gpu < s->q_least.gpu ? rec[i].least.gpu : s->q_least.gpu;
+        const qent *e = &rec[i];
+        s->q_pod = s->q_pod && e->has_pod;
+        s->q_least.cpu = e->least.cpu < s->q_least.cpu ? e->least.cpu : s->q_least.cpu;
+        s->q_least.mem = e->least.mem < s->q_least.mem ? e->least.mem : s->q_least.mem;
+        s->q_least.gpu = e->least.gpu < s->q_least.gpu ? e->least.gpu : s->q_least.gpu;
     }
 
     /* 2. admit (placing pods through filter and score). */

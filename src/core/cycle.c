@@ -1129,9 +1129,15 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
         bool kept = was_keyed && q0->queue_kept && q0->queue_kept(&c, q0s);
         for (int32_t i = kept ? nold : 0; i < npend; i++)
             rec[i].key = q0->queue_key(&c, q0s, rec[i].job);
+        /* Most cycles collect the queue already in order: the merge sort would then only
+         * compare each boundary and merge nothing - the same as this one pass. */
+        bool sorted = true;
         for (int32_t i = 0; i < npend; i++)
             idx[i] = i;
-        merge_sort_idx(rec, idx, tmp, npend);
+        for (int32_t i = 1; i < npend && sorted; i++)
+            sorted = qent_cmp(&rec[i - 1], &rec[i]) <= 0;
+        if (!sorted)
+            merge_sort_idx(rec, idx, tmp, npend);
     } else {
         if (q0 && q0->queue_key) {
             if (drv_grow(&s->qkey, sizeof *s->qkey, &s->cap_qkey, st->njobs) != 0)

@@ -127,6 +127,8 @@ struct drv_sched {
     own_list own;
     qent *order; /* the last cycle's queue, in order: this cycle starts from it */
     int32_t norder, cap_order;
+    qent *order2; /* where a sort puts the records; then the two swap */
+    int32_t cap_order2;
     bool order_keyed; /* order[].key holds the keys of a lone keyed queue plugin */
     bool q_pod;       /* this cycle's queue: every record's has_pod */
     drv_res q_least;  /* and the least of their least requests */
@@ -254,6 +256,7 @@ void drv_sched_free(drv_sched *s)
     drv_free(s->job_fail_workers);
     drv_free(s->qkey);
     drv_free(s->order);
+    drv_free(s->order2);
     drv_free(s->seen);
     drv_free(s->nrole);
     drv_free(s->node_seen);
@@ -1086,24 +1089,28 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
     int32_t *pend = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
     int32_t *tmp = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
     int32_t *idx = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
-    qent *rec = drv_arena_alloc(&s->arena, sizeof(qent) * ((size_t)nq + 1));
-    if (!pend || !tmp || !idx || !rec)
+    if (!pend || !tmp || !idx || drv_grow(&s->order, sizeof *s->order, &s->cap_order, nq) != 0)
         return DRV_ENOMEM;
     /* The queue order is a total order (ties go by submit time, then id), so the sorted result
      * does not depend on the order jobs are collected in. Collect them in last cycle's order,
-     * newcomers after (in id order): an order that did not change costs the merge sort O(n)
-     * comparisons. The queued set says which are still queued without reading the jobs. */
-    int32_t npend = 0;
+     * newcomers after (in id order): an order that did not change costs one pass. The queued
+     * set says which are still queued without reading the jobs; the records stay in place. */
     int32_t seen_old = s->cap_seen;
     if (drv_grow(&s->seen, sizeof *s->seen, &s->cap_seen, st->njobs) != 0)
         return DRV_ENOMEM;
     if (s->cap_seen > seen_old)
         memset(s->seen + seen_old, 0, (size_t)(s->cap_seen - seen_old) * sizeof *s->seen);
     bool was_keyed = s->order_keyed;
-    s->order_keyed = false; /* until this cycle's order is stored */
+    s->order_keyed = false; /* until this cycle's keys are in the records */
+    qent *rec = s->order;
+    int32_t npend = 0;
     for (int32_t i = 0; i < s->norder && npend < nq; i++)
-        if (drv_state_is_queued(st, s->order[i].job))
-            rec[npend++] = s->order[i];
+        if (drv_state_is_queued(st, rec[i].job)) {
+            if (npend != i)
+                rec[npend] = rec[i];
+            npend++;
+        }
+    s->norder = npend;
     int32_t nold = npend;
     if (nold < nq) { /* newcomers: the queued jobs not seen above */
         for (int32_t i = 0; i < nold; i++)
@@ -1112,6 +1119,7 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
              j = drv_state_next_queued(st, j + 1))
             if (s->seen[j] != s->stamp)
                 rec[npend++] = make_qent(st, j);
+        s->norder = npend;
     }
     for (int32_t i = 0; i < npend; i++)
         pend[i] = rec[i].job;
@@ -1123,6 +1131,7 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
         pr->nuse[DRV_PT_QUEUE_ORDER] > 0 ? pr->use[DRV_PT_QUEUE_ORDER][0].p : NULL;
     void *q0s = s->ustate[DRV_PT_QUEUE_ORDER][0];
     bool lone_key = pr->nuse[DRV_PT_QUEUE_ORDER] == 1 && q0->queue_key;
+    bool sorted = true;
     if (lone_key) {
         /* Order by (key, submit, id) read from the records. Keys of jobs queued last cycle are
          * kept when the plugin says they did not change: then only newcomers are asked. */
@@ -1131,13 +1140,13 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
             rec[i].key = q0->queue_key(&c, q0s, rec[i].job);
         /* Most cycles collect the queue already in order: the merge sort would then only
          * compare each boundary and merge nothing - the same as this one pass. */
-        bool sorted = true;
-        for (int32_t i = 0; i < npend; i++)
-            idx[i] = i;
         for (int32_t i = 1; i < npend && sorted; i++)
             sorted = qent_cmp(&rec[i - 1], &rec[i]) <= 0;
-        if (!sorted)
+        if (!sorted) {
+            for (int32_t i = 0; i < npend; i++)
+                idx[i] = i;
             merge_sort_idx(rec, idx, tmp, npend);
+        }
     } else {
         if (q0 && q0->queue_key) {
             if (drv_grow(&s->qkey, sizeof *s->qkey, &s->cap_qkey, st->njobs) != 0)
@@ -1146,18 +1155,24 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
                 s->qkey[pend[i]] = q0->queue_key(&c, q0s, pend[i]);
         }
         merge_sort(&c, pend, tmp, npend);
-        for (int32_t i = 0; i < npend; i++) {
+        for (int32_t i = 0; i < npend; i++)
             rec[i] = make_qent(st, pend[i]);
-            idx[i] = i;
+    }
+    if (!sorted) { /* records in sorted order: the other buffer takes them, and becomes order */
+        if (drv_grow(&s->order2, sizeof *s->order2, &s->cap_order2, npend) != 0)
+            return DRV_ENOMEM;
+        for (int32_t i = 0; i < npend; i++) {
+            s->order2[i] = rec[idx[i]];
+            pend[i] = s->order2[i].job;
         }
+        qent *t = s->order;
+        int32_t tc = s->cap_order;
+        s->order = s->order2;
+        s->cap_order = s->cap_order2;
+        s->order2 = t;
+        s->cap_order2 = tc;
+        rec = s->order;
     }
-    if (drv_grow(&s->order, sizeof *s->order, &s->cap_order, npend) != 0)
-        return DRV_ENOMEM;
-    for (int32_t i = 0; i < npend; i++) {
-        s->order[i] = rec[idx[i]];
-        pend[i] = s->order[i].job;
-    }
-    s->norder = npend;
     s->order_keyed = lone_key;
     s->q_pod = true;
     s->q_least = (drv_res){INT64_MAX, INT64_MAX, INT64_MAX};

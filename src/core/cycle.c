@@ -1104,8 +1104,9 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
     s->order_keyed = false; /* until this cycle's keys are in the records */
     qent *rec = s->order;
     int32_t npend = 0;
+    const uint64_t *qbits = st->queued.bits; /* drv_state_is_queued, inline */
     for (int32_t i = 0; i < s->norder && npend < nq; i++)
-        if (drv_state_is_queued(st, rec[i].job)) {
+        if (rec[i].job < st->njobs && (qbits[rec[i].job / 64] >> (rec[i].job % 64)) & 1) {
             if (npend != i)
                 rec[npend] = rec[i];
             npend++;

@@ -130,8 +130,6 @@ struct drv_sched {
     qent *order2; /* where a sort puts the records; then the two swap */
     int32_t cap_order2;
     bool order_keyed; /* order[].key holds the keys of a lone keyed queue plugin */
-    bool q_pod;       /* this cycle's queue: every record's has_pod */
-    drv_res q_least;  /* and the least of their least requests */
     uint32_t *seen;   /* per job: == stamp when already in this cycle's queue */
     int32_t cap_seen;
     double wake;  /* drv_sched_wake: computed at the end of each cycle */
@@ -857,11 +855,31 @@ bool drv_ctx_gang_room(const drv_ctx *c, int32_t job, int32_t workers)
     return gang_room(c, job, workers, &shape);
 }
 
+/* Is every record's least request above `free` in dimension d (0 cpu, 1 mem, 2 gpu)? Stops at
+ * the first that is not: when something fits, that is usually the queue's first job. */
+static bool all_above(const qent *rec, int32_t n, int d, int64_t free)
+{
+    for (int32_t i = 0; i < n; i++) {
+        const drv_res *q = &rec[i].least;
+        if ((d == 0 ? q->cpu : d == 1 ? q->mem : q->gpu) <= free)
+            return false;
+    }
+    return true;
+}
+
 bool drv_ctx_queue_stuck(const drv_ctx *c)
 {
     const drv_sched *s = c->s;
-    return c->out->n == c->base && s->norder > 0 && s->q_pod && c->snap->st->nqueued_bound == 0 &&
-           !drv_res_fits(s->q_least, s->maxfree);
+    if (c->out->n != c->base || s->norder == 0 || c->snap->st->nqueued_bound != 0)
+        return false;
+    const drv_res *m = &s->maxfree;
+    if (!all_above(s->order, s->norder, 2, m->gpu) && !all_above(s->order, s->norder, 0, m->cpu) &&
+        !all_above(s->order, s->norder, 1, m->mem))
+        return false; /* in each dimension some pod fits: no pod is shown not to fit */
+    for (int32_t i = 0; i < s->norder; i++)
+        if (!s->order[i].has_pod)
+            return false;
+    return true;
 }
 
 int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
@@ -1175,15 +1193,6 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
         rec = s->order;
     }
     s->order_keyed = lone_key;
-    s->q_pod = true;
-    s->q_least = (drv_res){INT64_MAX, INT64_MAX, INT64_MAX};
-    for (int32_t i = 0; i < npend; i++) {
-        const qent *e = &rec[i];
-        s->q_pod = s->q_pod && e->has_pod;
-        s->q_least.cpu = e->least.cpu < s->q_least.cpu ? e->least.cpu : s->q_least.cpu;
-        s->q_least.mem = e->least.mem < s->q_least.mem ? e->least.mem : s->q_least.mem;
-        s->q_least.gpu = e->least.gpu < s->q_least.gpu ? e->least.gpu : s->q_least.gpu;
-    }
 
     /* 2. admit (placing pods through filter and score). */
     for (int i = 0; i < pr->nuse[DRV_PT_ADMIT] && !c.err; i++)

@@ -134,6 +134,10 @@ struct drv_plugin {
     /* queue_order, optional: called once per cycle, before any queue_key or queue_cmp, with
      * the pending jobs (in no particular order) - for an order normalised over the queue. */
     void (*queue_begin)(const drv_ctx *c, void *state, const int32_t *jobs, int32_t n);
+    /* queue_order, optional with queue_key, asked after queue_begin when the plugin orders the
+     * queue alone: true when every job it was handed at its previous queue_begin has the same
+     * key now as then (to the bit), so the core keeps those keys and asks only for newcomers. */
+    bool (*queue_kept)(const drv_ctx *c, void *state);
     /* admit: given pending jobs in queue order, decide which to start and place their pods with
      * drv_ctx_place_pod / drv_ctx_place_gang. */
     void (*admit)(drv_ctx *c, void *state, const int32_t *jobs, int32_t njobs);
@@ -175,7 +179,15 @@ struct drv_plugin {
      * time <= now for "at the next cycle". Early is always safe (a cycle is run that decides
      * nothing); late loses decisions. A plugin with neither is asked to run every cycle. */
     double (*wake)(const drv_ctx *c, void *state);
+    /* Optional, asked with wake: true when jobs that start running (STARTING or RESTARTING to
+     * RUNNING - nothing else changing) would change none of this plugin's decisions before its
+     * wake, and it would still say so after they did. drv_starts_blind is the answer "always"
+     * for plugins that never look at running jobs. A plugin without it is not blind. */
+    bool (*starts_blind)(const drv_ctx *c, void *state);
 };
+
+/* A starts_blind that always says yes. */
+bool drv_starts_blind(const drv_ctx *c, void *state);
 
 /* ---- profiles ----------------------------------------------------------------------------- */
 
@@ -230,6 +242,10 @@ const drv_profile *drv_sched_profile(const drv_sched *s);
  * skip a cycle before it when nothing has happened since; -INFINITY when some plugin must run
  * every cycle, or when the last cycle decided something. */
 double drv_sched_wake(const drv_sched *s);
+/* After a cycle that decided nothing: true when every plugin of the profile is blind to jobs
+ * starting (drv_plugin.starts_blind), so a driver may let a job start without running the next
+ * cycle for it; false after a cycle that decided something. */
+bool drv_sched_starts_blind(const drv_sched *s);
 
 /*
  * Runs one cycle on the snapshot and appends its decisions to out, in the order they must be
@@ -300,6 +316,23 @@ int32_t drv_ctx_place_pod(drv_ctx *c, int32_t pod);
  * Returns 1 when placed, 0 when it does not fit, DRV_ENOMEM on failure.
  */
 int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers);
+
+/*
+ * False when the gang of job at `workers` cannot fit for capacity alone: some pod it misses is
+ * larger than any node's free room, or together they exceed the free room of all nodes. Then
+ * drv_ctx_place_gang returns 0 for it, and for the job at any larger worker count, without
+ * changing anything (a larger gang misses at least the same pods) - so a plugin trying sizes
+ * from large to small may test its smallest first and skip them all. Changes nothing. O(roles).
+ */
+bool drv_ctx_gang_room(const drv_ctx *c, int32_t job, int32_t workers);
+/*
+ * True when, before any decision of the cycle, nothing of the queue can be placed: no queued
+ * job has a pod bound, every gang of one with at least min(worker minimum, target) workers has
+ * a pod, and no pod of a queued job fits any node's free room. Then drv_ctx_place_gang fails,
+ * changing nothing, for every queued job at every such size: an admit plugin that asks for no
+ * less may return at once. O(1); false once a decision was made.
+ */
+bool drv_ctx_queue_stuck(const drv_ctx *c);
 
 /* Marks a point in the decision list / rolls back to it (undoes assumed state too). */
 typedef struct drv_mark {

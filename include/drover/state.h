@@ -122,13 +122,20 @@ typedef struct drv_state {
     int32_t njobs, cap_jobs;
     drv_pod *pods;
     int32_t npods, cap_pods;
-    drv_jobset live;        /* jobs submitted and not done (derived) */
-    int32_t nlive;          /* their number */
-    int32_t nlive_adaptive; /* of which jobs whose batch a policy may choose
-                               (drv_job_batch_adaptive; derived): lets a plugin for them cost
-                               nothing where there are none */
-    drv_jobset pending;     /* jobs in phase DRV_JOB_PENDING (derived) */
-    int32_t npending;       /* their number */
+    drv_jobset live;         /* jobs submitted and not done (derived) */
+    int32_t nlive;           /* their number */
+    int32_t nlive_adaptive;  /* of which jobs whose batch a policy may choose
+                                (drv_job_batch_adaptive; derived): lets a plugin for them cost
+                                nothing where there are none */
+    drv_jobset pending;      /* jobs in phase DRV_JOB_PENDING (derived) */
+    int32_t npending;        /* their number */
+    drv_jobset queued;       /* of those, the ones that still want pods: drv_job_needs_pods, what a
+                                cycle queues (derived) */
+    int32_t nqueued;         /* their number */
+    drv_jobset queued_bound; /* of those, the ones with some pod bound (derived) */
+    int32_t nqueued_bound;   /* their number */
+    drv_jobset starting;     /* jobs in phase DRV_JOB_STARTING or DRV_JOB_RESTARTING (derived) */
+    int32_t nstarting;       /* their number */
 } drv_state;
 
 int drv_state_init(drv_state *st);
@@ -161,6 +168,13 @@ int32_t drv_state_next_pending(const drv_state *st, int32_t from);
 #define DRV_FOR_PENDING(st, j)                                                                     \
     for (int32_t j = drv_state_next_pending((st), 0); j >= 0;                                      \
          j = drv_state_next_pending((st), j + 1))
+
+/* The first queued job (phase DRV_JOB_PENDING and drv_job_needs_pods) with id >= from, or -1;
+ * whether one job is queued, O(1) - no read of the job itself. */
+int32_t drv_state_next_queued(const drv_state *st, int32_t from);
+/* The first job starting or restarting (containers coming up) with id >= from, or -1. */
+int32_t drv_state_next_starting(const drv_state *st, int32_t from);
+bool drv_state_is_queued(const drv_state *st, int32_t job);
 
 /* Binds an unbound pod to a node (no capacity check: callers decide; invariants catch it). */
 void drv_state_bind(drv_state *st, int32_t pod, int32_t node);
@@ -207,7 +221,9 @@ static inline drv_res drv_node_free(const drv_node *n)
  *  - every pod is on at most one node, and no role has more pods bound than its target;
  *  - each job's targets are within [min, max] and bound counts equal the pods bound;
  *  - when gang is true: a job with any pod bound has all its wanted PS/chief pods and at least
- *    min workers bound (admitted whole or not at all).
+ *    min workers bound (admitted whole or not at all);
+ *  - the live, pending, queued and starting job sets and their counts follow the jobs' phases
+ *    and pods.
  * Returns 0 or DRV_EINVARIANT with the first violation described in d.
  */
 int drv_state_check(const drv_state *st, bool gang, drv_diag *d);

@@ -49,6 +49,35 @@ typedef struct own_list {
     bool all_z, all_r; /* more than 16 zones / racks */
 } own_list;
 
+/* A queued job as the cycle orders it: with a lone keyed queue_order plugin, by key, then
+ * submit time, then id, read from here - no call and no read of the job per comparison. */
+typedef struct qent {
+    double key, submit;
+    int32_t job;
+    bool has_pod;  /* every gang of the job with at least min(min, target) workers has a pod */
+    drv_res least; /* per dimension, the least request of a pod of the job */
+} qent;
+
+/* A record for job: its order (key 0 until asked) and what drv_ctx_queue_stuck needs, which a
+ * job's specification fixes (roles other than workers keep their replicas as targets). */
+static qent make_qent(const drv_state *st, int32_t job)
+{
+    const drv_job *j = &st->jobs[job];
+    qent e = {
+        0, j->submit, job, j->role[DRV_ROLE_WORKER].min >= 1, {INT64_MAX, INT64_MAX, INT64_MAX}};
+    for (int r = 0; r < DRV_NROLES; r++) {
+        const drv_rolespec *rs = &j->role[r];
+        if (r != DRV_ROLE_WORKER && rs->replicas > 0)
+            e.has_pod = true;
+        if (rs->replicas > 0 || rs->max > 0) {
+            e.least.cpu = rs->req.cpu < e.least.cpu ? rs->req.cpu : e.least.cpu;
+            e.least.mem = rs->req.mem < e.least.mem ? rs->req.mem : e.least.mem;
+            e.least.gpu = rs->req.gpu < e.least.gpu ? rs->req.gpu : e.least.gpu;
+        }
+    }
+    return e;
+}
+
 typedef struct plugin_inst {
     const drv_plugin *p;
     void *state;
@@ -96,11 +125,15 @@ struct drv_sched {
     uint32_t seen_tag;
     int32_t cap_node_seen;
     own_list own;
-    int32_t *order; /* the last cycle's queue, in order: this cycle starts from it */
+    qent *order; /* the last cycle's queue, in order: this cycle starts from it */
     int32_t norder, cap_order;
-    uint32_t *seen; /* per job: == stamp when already in this cycle's queue */
+    qent *order2; /* where a sort puts the records; then the two swap */
+    int32_t cap_order2;
+    bool order_keyed; /* order[].key holds the keys of a lone keyed queue plugin */
+    uint32_t *seen;   /* per job: == stamp when already in this cycle's queue */
     int32_t cap_seen;
     double wake;  /* drv_sched_wake: computed at the end of each cycle */
+    bool blind;   /* drv_sched_starts_blind: likewise */
     double *qkey; /* per job: the first queue_order plugin's key this cycle (pending jobs only) */
     int32_t cap_qkey;
 };
@@ -221,6 +254,7 @@ void drv_sched_free(drv_sched *s)
     drv_free(s->job_fail_workers);
     drv_free(s->qkey);
     drv_free(s->order);
+    drv_free(s->order2);
     drv_free(s->seen);
     drv_free(s->nrole);
     drv_free(s->node_seen);
@@ -814,6 +848,65 @@ int32_t drv_ctx_place_pod(drv_ctx *c, int32_t pod)
 static const int role_order[DRV_NROLES] = {DRV_ROLE_PS, DRV_ROLE_CHIEF, DRV_ROLE_WORKER,
                                            DRV_ROLE_EVALUATOR};
 
+/* What the gang of job at `workers` still needs (its shape), and whether that passes the
+ * capacity bounds: every missing pod within maxfree, all of them within totfree. Changes
+ * nothing. */
+static bool gang_room(const drv_ctx *c, int32_t job, int32_t workers, gang_shape *shape)
+{
+    const drv_state *st = c->snap->st;
+    const drv_job *j = &st->jobs[job];
+    const drv_sched *s = c->s;
+    drv_res need = {0, 0, 0};
+    for (int r = 0; r < DRV_NROLES; r++) {
+        int32_t want = r == DRV_ROLE_WORKER ? workers : j->target[r];
+        int32_t have = j->bound[r];
+        if (s->job_touch[job] == s->stamp) /* pods moved this cycle: count them */
+            for (int32_t i = 0, pod; (pod = drv_job_pod(st, job, r, i)) >= 0; i++)
+                have += (drv_ctx_pod_node(c, pod) >= 0) - (st->pods[pod].node >= 0);
+        shape->missing[r] = want > have ? want - have : 0;
+        shape->req[r] = j->role[r].req;
+        if (shape->missing[r] == 0)
+            continue;
+        if (!drv_res_fits(j->role[r].req, s->maxfree))
+            return false;
+        need = drv_res_add(need, drv_res_scale(j->role[r].req, shape->missing[r]));
+    }
+    return drv_res_fits(need, s->totfree);
+}
+
+bool drv_ctx_gang_room(const drv_ctx *c, int32_t job, int32_t workers)
+{
+    gang_shape shape;
+    return gang_room(c, job, workers, &shape);
+}
+
+/* Is every record's least request above `free` in dimension d (0 cpu, 1 mem, 2 gpu)? Stops at
+ * the first that is not: when something fits, that is usually the queue's first job. */
+static bool all_above(const qent *rec, int32_t n, int d, int64_t free)
+{
+    for (int32_t i = 0; i < n; i++) {
+        const drv_res *q = &rec[i].least;
+        if ((d == 0 ? q->cpu : d == 1 ? q->mem : q->gpu) <= free)
+            return false;
+    }
+    return true;
+}
+
+bool drv_ctx_queue_stuck(const drv_ctx *c)
+{
+    const drv_sched *s = c->s;
+    if (c->out->n != c->base || s->norder == 0 || c->snap->st->nqueued_bound != 0)
+        return false;
+    const drv_res *m = &s->maxfree;
+    if (!all_above(s->order, s->norder, 2, m->gpu) && !all_above(s->order, s->norder, 0, m->cpu) &&
+        !all_above(s->order, s->norder, 1, m->mem))
+        return false; /* in each dimension some pod fits: no pod is shown not to fit */
+    for (int32_t i = 0; i < s->norder; i++)
+        if (!s->order[i].has_pod)
+            return false;
+    return true;
+}
+
 int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
 {
     const drv_state *st = c->snap->st;
@@ -826,22 +919,7 @@ int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
     /* Necessary conditions first: every unplaced pod within maxfree, all within totfree, and
      * not at least as large as a gang that already failed. */
     gang_shape shape;
-    drv_res need = {0, 0, 0};
-    for (int r = 0; r < DRV_NROLES; r++) {
-        int32_t want = r == DRV_ROLE_WORKER ? workers : j->target[r];
-        int32_t have = j->bound[r];
-        if (s->job_touch[job] == s->stamp) /* pods moved this cycle: count them */
-            for (int32_t i = 0, pod; (pod = drv_job_pod(st, job, r, i)) >= 0; i++)
-                have += (drv_ctx_pod_node(c, pod) >= 0) - (st->pods[pod].node >= 0);
-        shape.missing[r] = want > have ? want - have : 0;
-        shape.req[r] = j->role[r].req;
-        if (shape.missing[r] == 0)
-            continue;
-        if (!drv_res_fits(j->role[r].req, s->maxfree))
-            return 0;
-        need = drv_res_add(need, drv_res_scale(j->role[r].req, shape.missing[r]));
-    }
-    if (!drv_res_fits(need, s->totfree))
+    if (!gang_room(c, job, workers, &shape))
         return 0;
     for (int32_t k = 0; k < s->nfailed; k++)
         if (dominates(&shape, &s->failed[k])) {
@@ -920,6 +998,39 @@ static void merge_sort(const drv_ctx *c, int32_t *v, int32_t *tmp, int32_t n)
     int32_t i = 0, j = h, k = 0;
     while (i < h && j < n)
         tmp[k++] = queue_cmp(c, v[j], v[i]) < 0 ? v[j++] : v[i++];
+    while (i < h)
+        tmp[k++] = v[i++];
+    while (j < n)
+        tmp[k++] = v[j++];
+    memcpy(v, tmp, (size_t)n * sizeof *v);
+}
+
+/* queue_cmp for a lone keyed plugin, on records. */
+static int qent_cmp(const qent *a, const qent *b)
+{
+    if (a->key < b->key)
+        return -1;
+    if (a->key > b->key)
+        return 1;
+    if (a->submit != b->submit)
+        return a->submit < b->submit ? -1 : 1;
+    return a->job < b->job ? -1 : a->job > b->job;
+}
+
+/* merge_sort's algorithm on indices of records, so ties and all resolve alike; what moves is
+ * an index, not a record. */
+static void merge_sort_idx(const qent *rec, int32_t *v, int32_t *tmp, int32_t n)
+{
+    if (n < 2)
+        return;
+    int32_t h = n / 2;
+    merge_sort_idx(rec, v, tmp, h);
+    merge_sort_idx(rec, v + h, tmp, n - h);
+    if (qent_cmp(&rec[v[h - 1]], &rec[v[h]]) <= 0)
+        return;
+    int32_t i = 0, j = h, k = 0;
+    while (i < h && j < n)
+        tmp[k++] = qent_cmp(&rec[v[j]], &rec[v[i]]) < 0 ? v[j++] : v[i++];
     while (i < h)
         tmp[k++] = v[i++];
     while (j < n)
@@ -1015,49 +1126,98 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
     drv_ctx c = {.s = s, .snap = snap, .out = out, .base = out->n};
     const drv_profile *pr = &s->prof;
 
-    /* 1. queue_order: the pending jobs, most urgent first (jobs in phase pending that still
-     * want pods: at most npending). */
-    int32_t *pend = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)st->npending + 1));
-    int32_t *tmp = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)st->npending + 1));
-    if (!pend || !tmp)
+    /* 1. queue_order: the queued jobs (phase pending, some wanted pod unbound), most urgent
+     * first. */
+    int32_t nq = st->nqueued;
+    int32_t *pend = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
+    int32_t *tmp = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
+    int32_t *idx = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
+    if (!pend || !tmp || !idx || drv_grow(&s->order, sizeof *s->order, &s->cap_order, nq) != 0)
         return DRV_ENOMEM;
     /* The queue order is a total order (ties go by submit time, then id), so the sorted result
      * does not depend on the order jobs are collected in. Collect them in last cycle's order,
-     * newcomers after: an order that did not change costs the merge sort O(n) comparisons. */
-    int32_t npend = 0;
+     * newcomers after (in id order): an order that did not change costs one pass. The queued
+     * set says which are still queued without reading the jobs; the records stay in place. */
     int32_t seen_old = s->cap_seen;
     if (drv_grow(&s->seen, sizeof *s->seen, &s->cap_seen, st->njobs) != 0)
         return DRV_ENOMEM;
     if (s->cap_seen > seen_old)
         memset(s->seen + seen_old, 0, (size_t)(s->cap_seen - seen_old) * sizeof *s->seen);
-    for (int32_t i = 0; i < s->norder; i++) {
-        int32_t j = s->order[i];
-        if (j < st->njobs && st->jobs[j].phase == DRV_JOB_PENDING &&
-            drv_job_needs_pods(&st->jobs[j])) {
-            pend[npend++] = j;
-            s->seen[j] = s->stamp;
+    bool was_keyed = s->order_keyed;
+    s->order_keyed = false; /* until this cycle's keys are in the records */
+    qent *rec = s->order;
+    int32_t npend = 0;
+    const uint64_t *qbits = st->queued.bits; /* drv_state_is_queued, inline */
+    for (int32_t i = 0; i < s->norder && npend < nq; i++)
+        if (rec[i].job < st->njobs && (qbits[rec[i].job / 64] >> (rec[i].job % 64)) & 1) {
+            if (npend != i)
+                rec[npend] = rec[i];
+            npend++;
         }
+    s->norder = npend;
+    int32_t nold = npend;
+    if (nold < nq) { /* newcomers: the queued jobs not seen above */
+        for (int32_t i = 0; i < nold; i++)
+            s->seen[rec[i].job] = s->stamp;
+        for (int32_t j = drv_state_next_queued(st, 0); j >= 0 && npend < nq;
+             j = drv_state_next_queued(st, j + 1))
+            if (s->seen[j] != s->stamp)
+                rec[npend++] = make_qent(st, j);
+        s->norder = npend;
     }
-    DRV_FOR_PENDING(st, j)
-    if (s->seen[j] != s->stamp && drv_job_needs_pods(&st->jobs[j]))
-        pend[npend++] = j;
+    for (int32_t i = 0; i < npend; i++)
+        pend[i] = rec[i].job;
     for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++)
         if (pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin)
             pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin(&c, s->ustate[DRV_PT_QUEUE_ORDER][i],
                                                           pend, npend);
-    if (pr->nuse[DRV_PT_QUEUE_ORDER] > 0 && pr->use[DRV_PT_QUEUE_ORDER][0].p->queue_key) {
-        if (drv_grow(&s->qkey, sizeof *s->qkey, &s->cap_qkey, st->njobs) != 0)
-            return DRV_ENOMEM;
-        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][0].p;
+    const drv_plugin *q0 =
+        pr->nuse[DRV_PT_QUEUE_ORDER] > 0 ? pr->use[DRV_PT_QUEUE_ORDER][0].p : NULL;
+    void *q0s = s->ustate[DRV_PT_QUEUE_ORDER][0];
+    bool lone_key = pr->nuse[DRV_PT_QUEUE_ORDER] == 1 && q0->queue_key;
+    bool sorted = true;
+    if (lone_key) {
+        /* Order by (key, submit, id) read from the records. Keys of jobs queued last cycle are
+         * kept when the plugin says they did not change: then only newcomers are asked. */
+        bool kept = was_keyed && q0->queue_kept && q0->queue_kept(&c, q0s);
+        for (int32_t i = kept ? nold : 0; i < npend; i++)
+            rec[i].key = q0->queue_key(&c, q0s, rec[i].job);
+        /* Most cycles collect the queue already in order: the merge sort would then only
+         * compare each boundary and merge nothing - the same as this one pass. */
+        for (int32_t i = 1; i < npend && sorted; i++)
+            sorted = qent_cmp(&rec[i - 1], &rec[i]) <= 0;
+        if (!sorted) {
+            for (int32_t i = 0; i < npend; i++)
+                idx[i] = i;
+            merge_sort_idx(rec, idx, tmp, npend);
+        }
+    } else {
+        if (q0 && q0->queue_key) {
+            if (drv_grow(&s->qkey, sizeof *s->qkey, &s->cap_qkey, st->njobs) != 0)
+                return DRV_ENOMEM;
+            for (int32_t i = 0; i < npend; i++)
+                s->qkey[pend[i]] = q0->queue_key(&c, q0s, pend[i]);
+        }
+        merge_sort(&c, pend, tmp, npend);
         for (int32_t i = 0; i < npend; i++)
-            s->qkey[pend[i]] = p->queue_key(&c, s->ustate[DRV_PT_QUEUE_ORDER][0], pend[i]);
+            rec[i] = make_qent(st, pend[i]);
     }
-    merge_sort(&c, pend, tmp, npend);
-    if (drv_grow(&s->order, sizeof *s->order, &s->cap_order, npend) != 0)
-        return DRV_ENOMEM;
-    if (npend > 0)
-        memcpy(s->order, pend, (size_t)npend * sizeof *pend);
-    s->norder = npend;
+    if (!sorted) { /* records in sorted order: the other buffer takes them, and becomes order */
+        if (drv_grow(&s->order2, sizeof *s->order2, &s->cap_order2, npend) != 0)
+            return DRV_ENOMEM;
+        for (int32_t i = 0; i < npend; i++) {
+            s->order2[i] = rec[idx[i]];
+            pend[i] = s->order2[i].job;
+        }
+        qent *t = s->order;
+        int32_t tc = s->cap_order;
+        s->order = s->order2;
+        s->cap_order = s->cap_order2;
+        s->order2 = t;
+        s->cap_order2 = tc;
+        rec = s->order;
+    }
+    s->order_keyed = lone_key;
 
     /* 2. admit (placing pods through filter and score). */
     for (int i = 0; i < pr->nuse[DRV_PT_ADMIT] && !c.err; i++)
@@ -1074,13 +1234,17 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
      * something on this state - each plugin asked once, however many points it fills. A cycle
      * that decided something changed the state: the next one must run. */
     s->wake = -INFINITY;
+    s->blind = false;
     if (!c.err && out->n == c.base) {
         s->wake = INFINITY;
+        s->blind = true;
         for (int32_t k = 0; k < s->ninst; k++) {
             const drv_plugin *p = s->inst[k].p;
             double w = p->wake ? p->wake(&c, s->inst[k].state) : p->timeless ? INFINITY : -INFINITY;
             if (w < s->wake)
                 s->wake = w;
+            if (s->blind)
+                s->blind = p->starts_blind && p->starts_blind(&c, s->inst[k].state);
         }
     }
     return c.err;
@@ -1089,6 +1253,18 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
 double drv_sched_wake(const drv_sched *s)
 {
     return s->wake;
+}
+
+bool drv_sched_starts_blind(const drv_sched *s)
+{
+    return s->blind;
+}
+
+bool drv_starts_blind(const drv_ctx *c, void *state)
+{
+    (void)c;
+    (void)state;
+    return true;
 }
 
 double drv_ctx_period(const drv_ctx *c)

@@ -49,6 +49,12 @@ void drv_state_fini(drv_state *st)
     drv_free(st->live.sum);
     drv_free(st->pending.bits);
     drv_free(st->pending.sum);
+    drv_free(st->queued.bits);
+    drv_free(st->queued.sum);
+    drv_free(st->queued_bound.bits);
+    drv_free(st->queued_bound.sum);
+    drv_free(st->starting.bits);
+    drv_free(st->starting.sum);
     memset(st, 0, sizeof *st);
 }
 
@@ -158,7 +164,10 @@ int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id)
     if (drv_grow(&st->jobs, sizeof *st->jobs, &st->cap_jobs, st->njobs + 1) != 0 ||
         drv_grow(&st->pods, sizeof *st->pods, &st->cap_pods, st->npods + slots) != 0 ||
         jobset_reserve(&st->live, st->njobs + 1) != 0 ||
-        jobset_reserve(&st->pending, st->njobs + 1) != 0)
+        jobset_reserve(&st->pending, st->njobs + 1) != 0 ||
+        jobset_reserve(&st->queued, st->njobs + 1) != 0 ||
+        jobset_reserve(&st->queued_bound, st->njobs + 1) != 0 ||
+        jobset_reserve(&st->starting, st->njobs + 1) != 0)
         return DRV_ENOMEM;
     int32_t jid = st->njobs++;
     drv_job *j = &st->jobs[jid];
@@ -188,6 +197,25 @@ int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id)
     return 0;
 }
 
+static bool jobset_has(const drv_jobset *js, int32_t job)
+{
+    return (js->bits[job / 64] >> (job % 64)) & 1;
+}
+
+static bool any_bound(const drv_job *j)
+{
+    return j->bound[0] + j->bound[1] + j->bound[2] + j->bound[3] > 0;
+}
+
+/* Puts the job in the queued sets or takes it out, after its phase, targets or pods changed. */
+static void requeue(drv_state *st, int32_t job)
+{
+    const drv_job *j = &st->jobs[job];
+    bool q = j->phase == DRV_JOB_PENDING && drv_job_needs_pods(j);
+    st->nqueued += jobset_put(&st->queued, job, q);
+    st->nqueued_bound += jobset_put(&st->queued_bound, job, q && any_bound(j));
+}
+
 void drv_state_set_phase(drv_state *st, int32_t job, int phase)
 {
     st->jobs[job].phase = phase;
@@ -198,6 +226,24 @@ void drv_state_set_phase(drv_state *st, int32_t job, int phase)
     if (drv_job_batch_adaptive(&st->jobs[job]))
         st->nlive_adaptive += live;
     st->npending += jobset_put(&st->pending, job, phase == DRV_JOB_PENDING);
+    st->nstarting +=
+        jobset_put(&st->starting, job, phase == DRV_JOB_STARTING || phase == DRV_JOB_RESTARTING);
+    requeue(st, job);
+}
+
+int32_t drv_state_next_queued(const drv_state *st, int32_t from)
+{
+    return jobset_next(&st->queued, st->njobs, from);
+}
+
+int32_t drv_state_next_starting(const drv_state *st, int32_t from)
+{
+    return jobset_next(&st->starting, st->njobs, from);
+}
+
+bool drv_state_is_queued(const drv_state *st, int32_t job)
+{
+    return job >= 0 && job < st->njobs && jobset_has(&st->queued, job);
 }
 
 int32_t drv_state_next_live(const drv_state *st, int32_t from)
@@ -223,6 +269,7 @@ void drv_state_bind(drv_state *st, int32_t pod, int32_t node)
     n->npods++;
     n->nrole[p->role]++;
     j->bound[p->role]++;
+    requeue(st, p->job);
 }
 
 void drv_state_unbind(drv_state *st, int32_t pod)
@@ -238,6 +285,7 @@ void drv_state_unbind(drv_state *st, int32_t pod)
     n->nrole[p->role]--;
     j->bound[p->role]--;
     p->node = -1;
+    requeue(st, p->job);
 }
 
 void drv_state_set_cpu_limit(drv_state *st, int32_t pod, int64_t cpu_limit)
@@ -251,6 +299,7 @@ void drv_state_set_cpu_limit(drv_state *st, int32_t pod, int64_t cpu_limit)
 void drv_state_set_workers(drv_state *st, int32_t job, int32_t n)
 {
     st->jobs[job].target[DRV_ROLE_WORKER] = n;
+    requeue(st, job);
 }
 
 int drv_job_add_sample(drv_job *j, drv_sample s)
@@ -393,6 +442,33 @@ int drv_state_check(const drv_state *st, bool gang, drv_diag *d)
                               jn, bound[r], need, drv_role_name(r));
         }
     }
+    int32_t nlive = 0, npending = 0, nqueued = 0, nstarting = 0, nqbound = 0;
+    for (int32_t j = 0; j < st->njobs && !rc; j++) {
+        const drv_job *job = &st->jobs[j];
+        bool live = job->phase != DRV_JOB_FUTURE && job->phase != DRV_JOB_DONE;
+        bool pending = job->phase == DRV_JOB_PENDING;
+        bool queued = pending && drv_job_needs_pods(job);
+        bool starting = job->phase == DRV_JOB_STARTING || job->phase == DRV_JOB_RESTARTING;
+        nlive += live;
+        npending += pending;
+        nqueued += queued;
+        nstarting += starting;
+        bool qbound = queued && any_bound(job);
+        nqbound += qbound;
+        if (live != jobset_has(&st->live, j) || pending != jobset_has(&st->pending, j) ||
+            queued != jobset_has(&st->queued, j) || starting != jobset_has(&st->starting, j) ||
+            qbound != jobset_has(&st->queued_bound, j))
+            rc = drv_fail(d, DRV_EINVARIANT,
+                          "job %s: in the wrong live, pending, queued or starting set",
+                          drv_strtab_str(st->names, job->name));
+    }
+    if (!rc && (nlive != st->nlive || npending != st->npending || nqueued != st->nqueued ||
+                nstarting != st->nstarting || nqbound != st->nqueued_bound))
+        rc = drv_fail(d, DRV_EINVARIANT,
+                      "job set counts: live %d pending %d queued %d (%d with pods bound) starting "
+                      "%d, but the jobs say %d %d %d (%d) %d",
+                      st->nlive, st->npending, st->nqueued, st->nqueued_bound, st->nstarting, nlive,
+                      npending, nqueued, nqbound, nstarting);
     for (int32_t n = 0; n < st->nnodes && !rc; n++) {
         const drv_node *nd = &st->nodes[n];
         const char *nn = drv_strtab_str(st->names, nd->name);

@@ -35,4 +35,5 @@ const drv_plugin drv_plugin_autoscale = {
     .admit = drv_elastic_admit,
     .scale = drv_elastic_scale,
     .wake = drv_elastic_wake,
+    .starts_blind = drv_elastic_starts_blind,
 };

@@ -24,20 +24,28 @@
 
 /* ---- fifo -------------------------------------------------------------------------------- */
 
-static int fifo_cmp(const drv_ctx *c, void *state, int32_t a, int32_t b)
+/* The submission time as the key: the core's tie rule (submit, then id) does the rest. */
+static double fifo_key(const drv_ctx *c, void *state, int32_t job)
 {
     (void)state;
-    const drv_job *ja = &drv_ctx_state(c)->jobs[a], *jb = &drv_ctx_state(c)->jobs[b];
-    if (ja->submit != jb->submit)
-        return ja->submit < jb->submit ? -1 : 1;
-    return 0;
+    return drv_ctx_state(c)->jobs[job].submit;
+}
+
+/* A job's key never changes. */
+static bool fifo_kept(const drv_ctx *c, void *state)
+{
+    (void)c;
+    (void)state;
+    return true;
 }
 
 const drv_plugin drv_plugin_fifo = {
     .name = "fifo",
     .timeless = true,
     .doc = "queue order: submission time (first come, first served)",
-    .queue_cmp = fifo_cmp,
+    .queue_key = fifo_key,
+    .queue_kept = fifo_kept,
+    .starts_blind = drv_starts_blind,
 };
 
 /* ---- pod-by-pod ---------------------------------------------------------------------------- */
@@ -129,6 +137,7 @@ const drv_plugin drv_plugin_pod_by_pod = {
     .init = podwise_init,
     .fini = podwise_fini,
     .admit = podwise_admit,
+    .starts_blind = drv_starts_blind,
 };
 
 /* ---- gang ---------------------------------------------------------------------------------- */
@@ -164,6 +173,8 @@ static void gang_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
 {
     const gang_state *g = state;
     const drv_state *st = drv_ctx_state(c);
+    if (drv_ctx_queue_stuck(c))
+        return; /* every job's place_gang below would fail and change nothing */
     for (int32_t i = 0; i < n; i++) {
         const drv_job *j = &st->jobs[jobs[i]];
         int rc = drv_ctx_place_gang(c, jobs[i], j->target[DRV_ROLE_WORKER]);
@@ -181,6 +192,7 @@ const drv_plugin drv_plugin_gang = {
     .init = gang_init,
     .fini = gang_fini,
     .admit = gang_admit,
+    .starts_blind = drv_starts_blind,
 };
 
 /* ---- least-allocated / most-allocated ------------------------------------------------------ */
@@ -331,6 +343,7 @@ const drv_plugin drv_plugin_least_allocated = {
     .node_key = free_share_key,
     .score_bound = least_alloc_bound,
     .bound_mixed = true,
+    .starts_blind = drv_starts_blind,
 };
 
 const drv_plugin drv_plugin_most_allocated = {
@@ -341,4 +354,5 @@ const drv_plugin drv_plugin_most_allocated = {
     .node_key = neg_free_share_key,
     .score_bound = most_alloc_bound,
     .bound_mixed = true,
+    .starts_blind = drv_starts_blind,
 };

@@ -46,4 +46,5 @@ const drv_plugin drv_plugin_dragon = {
     .admit = drv_elastic_admit,
     .scale = drv_elastic_scale,
     .wake = drv_elastic_wake,
+    .starts_blind = drv_elastic_starts_blind,
 };

@@ -76,6 +76,8 @@ void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
     } else {
         e->nqueue = 0;
     }
+    if (drv_ctx_queue_stuck(c))
+        return; /* every size from lo up fails, changing nothing (lo >= min(min, want)) */
     for (int32_t i = 0; i < n; i++) {
         const drv_job *j = &st->jobs[jobs[i]];
         const drv_rolespec *w = &j->role[DRV_ROLE_WORKER];
@@ -83,9 +85,12 @@ void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
             continue;
         int32_t want = j->target[DRV_ROLE_WORKER];
         int32_t lo = w->min < want ? w->min : want;
-        int32_t share = (int32_t)ceil(e->cfg.start_share * want);
+        /* (0 without the multiplication and ceil when there is no share: DRAGON's default) */
+        int32_t share = e->cfg.start_share > 0 ? (int32_t)ceil(e->cfg.start_share * want) : 0;
         if (share > lo)
             lo = share; /* a job started far below its size runs slowly for its whole life */
+        if (!drv_ctx_gang_room(c, jobs[i], lo))
+            continue; /* no size from want down to lo fits, and trying changes nothing */
         for (int32_t k = want; k >= lo; k--) {
             int rc = drv_ctx_place_gang(c, jobs[i], k);
             if (rc < 0)
@@ -324,6 +329,29 @@ void drv_elastic_scale(drv_ctx *c, void *state)
     bool grew = e->cfg.symmetric ? grow_round_robin(c, e) : grow_in_order(c, e);
     if (grew)
         e->last_action = now;
+}
+
+/*
+ * Admission looks at the queue and free room only; relief and growth look at running jobs that
+ * can change size (can_change). So jobs starting change nothing when relief and growth do not
+ * run before the wake: a job waits whose relief is not due (the wake is then its starve_wait)
+ * and growth waits for the queue (not grow_queued) - a start changes neither the queue nor its
+ * head. Nor when none of the jobs that could start (starting or restarting now: a job gets
+ * there only through a cycle's decisions) can change size: running, they are no victim and
+ * no candidate for growth either.
+ */
+bool drv_elastic_starts_blind(const drv_ctx *c, void *state)
+{
+    const drv_elastic *e = state;
+    const drv_state *st = drv_ctx_state(c);
+    int32_t head = waiting_head(c, e);
+    if (head >= 0 && !e->cfg.grow_queued &&
+        drv_ctx_now(c) - st->jobs[head].submit < e->cfg.starve_wait)
+        return true;
+    for (int32_t j = drv_state_next_starting(st, 0); j >= 0; j = drv_state_next_starting(st, j + 1))
+        if (st->jobs[j].role[DRV_ROLE_WORKER].max > st->jobs[j].role[DRV_ROLE_WORKER].min)
+            return false;
+    return true;
 }
 
 /* Before t, minus a margin that covers the rounding of `now - since >= wait` against

@@ -29,5 +29,6 @@ void drv_elastic_free(void *state);
 void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n);
 void drv_elastic_scale(drv_ctx *c, void *state);
 double drv_elastic_wake(const drv_ctx *c, void *state);
+bool drv_elastic_starts_blind(const drv_ctx *c, void *state);
 
 #endif

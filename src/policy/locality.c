@@ -441,6 +441,7 @@ const drv_plugin drv_plugin_locality = {
     .score = loc_score,
     .score_bound = loc_bound,
     .bound_mixed = true, /* neither bound reads alloc */
+    .starts_blind = drv_starts_blind,
 };
 
 /* ---- ps-anti-affinity ------------------------------------------------------------------ */
@@ -480,4 +481,5 @@ const drv_plugin drv_plugin_ps_anti_affinity = {
     .score = anti_score,
     .score_bound = anti_bound,
     .bound_mixed = true,
+    .starts_blind = drv_starts_blind,
 };

@@ -17,11 +17,13 @@
  * drv_ctx_place_gang; PS↔worker affinity and PS anti-affinity are locality.c.
  *
  * Cost: the normalisation bounds are computed once per cycle over the pending jobs the core
- * hands to queue_begin (O(pending)); a key is then O(1).
+ * hands to queue_begin (O(pending)); a key is then O(1). When the bounds are those of the last
+ * cycle, every key is too (queue_kept), and the core asks keys of newcomers only.
  */
 #include "drover/policy.h"
 
 #include <math.h>
+#include <string.h>
 
 static const drv_knob_spec prio_knobs[] = {
     {"w_user", 0.4, 0, 1, "weight of the user's priority"},
@@ -34,6 +36,14 @@ enum { NKNOBS = sizeof prio_knobs / sizeof prio_knobs[0] };
 typedef struct prio_state {
     double w[DRV_PRIO_NFACTORS];
     double lo[DRV_PRIO_NFACTORS], hi[DRV_PRIO_NFACTORS]; /* bounds over this cycle's queue */
+    bool kept; /* the bounds are those of the previous cycle, to the bit: so is every key */
+    /* The jobs handed to the last queue_begin, in that order, with their factors: a job's
+     * factors never change (its specification fixes them), so the next cycle copies them
+     * instead of reading the job again; the core hands the jobs it kept in the same order. */
+    int32_t *ids, *ids2;
+    double (*f)[DRV_PRIO_NFACTORS], (*f2)[DRV_PRIO_NFACTORS];
+    int32_t n, cap, cap2, fcap, fcap2;
+    int32_t cursor; /* where the next queue_key is likely to be */
 } prio_state;
 
 const char *drv_priority_factor_name(int f)
@@ -72,11 +82,9 @@ static void bounds_empty(double *lo, double *hi)
     }
 }
 
-/* Widens the bounds to take in job j. */
-static void bounds_add(double *lo, double *hi, const drv_job *j)
+/* Widens the bounds to take in a job's factors v (key_factors). */
+static void bounds_add(double *lo, double *hi, const double *v)
 {
-    double v[DRV_PRIO_NFACTORS];
-    key_factors(j, v);
     for (int f = 0; f < DRV_PRIO_NFACTORS; f++) {
         lo[f] = v[f] < lo[f] ? v[f] : lo[f];
         hi[f] = v[f] > hi[f] ? v[f] : hi[f];
@@ -113,7 +121,23 @@ static int prio_init(void **state, const drv_knob *knobs, int nknobs, drv_diag *
 
 static void prio_fini(void *state)
 {
-    drv_free(state);
+    prio_state *p = state;
+    drv_free(p->ids);
+    drv_free(p->ids2);
+    drv_free(p->f);
+    drv_free(p->f2);
+    drv_free(p);
+}
+
+enum { LOOKAHEAD = 8 }; /* how far past the last match a cached job is looked for */
+
+/* Index of job among the cached ones from `from` on (a few places), or -1. */
+static int32_t cached(const prio_state *p, int32_t from, int32_t job)
+{
+    for (int32_t t = from; t < p->n && t < from + LOOKAHEAD; t++)
+        if (p->ids[t] == job)
+            return t;
+    return -1;
 }
 
 /* The normalisation bounds over the cycle's pending jobs - what queued() selects, given by the
@@ -122,16 +146,64 @@ static void prio_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32
 {
     prio_state *p = state;
     const drv_state *st = drv_ctx_state(c);
-    bounds_empty(p->lo, p->hi);
-    for (int32_t i = 0; i < n; i++)
-        bounds_add(p->lo, p->hi, &st->jobs[jobs[i]]);
+    double lo[DRV_PRIO_NFACTORS], hi[DRV_PRIO_NFACTORS];
+    bounds_empty(lo, hi);
+    if (drv_grow(&p->ids2, sizeof *p->ids2, &p->cap2, n) != 0 ||
+        drv_grow(&p->f2, sizeof *p->f2, &p->fcap2, n) != 0) {
+        p->n = 0; /* no cache: read every job */
+        for (int32_t i = 0; i < n; i++) {
+            double v[DRV_PRIO_NFACTORS];
+            key_factors(&st->jobs[jobs[i]], v);
+            bounds_add(lo, hi, v);
+        }
+    } else {
+        for (int32_t i = 0, k = 0; i < n; i++) {
+            int32_t t = cached(p, k, jobs[i]);
+            if (t >= 0) {
+                memcpy(p->f2[i], p->f[t], sizeof p->f2[i]);
+                k = t + 1;
+            } else {
+                key_factors(&st->jobs[jobs[i]], p->f2[i]);
+            }
+            p->ids2[i] = jobs[i];
+            bounds_add(lo, hi, p->f2[i]);
+        }
+        int32_t *ti = p->ids, tc = p->cap, tfc = p->fcap;
+        double(*tf)[DRV_PRIO_NFACTORS] = p->f;
+        p->ids = p->ids2;
+        p->f = p->f2;
+        p->cap = p->cap2;
+        p->fcap = p->fcap2;
+        p->ids2 = ti;
+        p->f2 = tf;
+        p->cap2 = tc;
+        p->fcap2 = tfc;
+        p->n = n;
+    }
+    p->cursor = 0;
+    /* A job's factors never change, so its key changes only with the bounds. */
+    p->kept = memcmp(lo, p->lo, sizeof lo) == 0 && memcmp(hi, p->hi, sizeof hi) == 0;
+    memcpy(p->lo, lo, sizeof lo);
+    memcpy(p->hi, hi, sizeof hi);
+}
+
+static bool prio_kept(const drv_ctx *c, void *state)
+{
+    (void)c;
+    return ((const prio_state *)state)->kept;
 }
 
 /* Smaller first: the combined priority, negated (higher priority first), normalised by the
  * bounds prio_begin took this cycle (the core calls it before any key). */
 static double prio_key(const drv_ctx *c, void *state, int32_t job)
 {
-    const prio_state *p = state;
+    prio_state *p = state;
+    /* The core asks in the order it handed the jobs to queue_begin. */
+    int32_t t = cached(p, p->cursor, job);
+    if (t >= 0) {
+        p->cursor = t + 1;
+        return -combine(p->w, p->lo, p->hi, p->f[t], NULL);
+    }
     double v[DRV_PRIO_NFACTORS];
     key_factors(&drv_ctx_state(c)->jobs[job], v);
     return -combine(p->w, p->lo, p->hi, v, NULL);
@@ -151,7 +223,9 @@ int drv_priority_explain(const drv_state *st, double now, int32_t job, const drv
     bounds_empty(lo, hi); /* over the queued jobs, and the one explained */
     DRV_FOR_LIVE(st, i)
     if (i == job || queued(&st->jobs[i])) {
-        bounds_add(lo, hi, &st->jobs[i]);
+        double v[DRV_PRIO_NFACTORS];
+        key_factors(&st->jobs[i], v);
+        bounds_add(lo, hi, v);
         b.queued++;
     }
     raw_factors(&st->jobs[job], now, b.raw);
@@ -172,4 +246,6 @@ const drv_plugin drv_plugin_priority = {
     .fini = prio_fini,
     .queue_begin = prio_begin,
     .queue_key = prio_key,
+    .queue_kept = prio_kept,
+    .starts_blind = drv_starts_blind,
 };

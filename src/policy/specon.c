@@ -272,4 +272,5 @@ const drv_plugin drv_plugin_specon = {
     .fini = sc_fini,
     .migrate = sc_migrate,
     .wake = sc_wake,
+    .starts_blind = drv_starts_blind,
 };

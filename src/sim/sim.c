@@ -83,10 +83,13 @@ struct drv_sim {
     event *heap;
     int32_t nheap, cap_heap;
     uint64_t seq;
+    int32_t *arrivals;    /* jobs in (submit, id) order */
+    int32_t next_arrival; /* the first of them not in the heap yet */
     double now;
     bool cycle_pending;
     bool quiet;       /* nothing changed since the last cycle run, and it decided nothing */
     double wake;      /* the scheduler's drv_sched_wake after that cycle */
+    bool blind;       /* and its drv_sched_starts_blind: a job starting is no change for it */
     double last_tick; /* time of the last periodic cycle, run or skipped */
     double next_tick; /* time of the cycle event pending (cycle_pending) */
 
@@ -128,11 +131,11 @@ static bool ev_before(const event *a, const event *b)
     return a->t < b->t || (a->t == b->t && a->seq < b->seq);
 }
 
-static int push_event(drv_sim *s, double t, int kind, int32_t job, uint32_t gen)
+static int push_seq(drv_sim *s, double t, uint64_t seq, int kind, int32_t job, uint32_t gen)
 {
     if (drv_grow(&s->heap, sizeof *s->heap, &s->cap_heap, s->nheap + 1) != 0)
         return DRV_ENOMEM;
-    event e = {t, s->seq++, kind, job, gen};
+    event e = {t, seq, kind, job, gen};
     int32_t i = s->nheap++;
     while (i > 0) {
         int32_t p = (i - 1) / 2;
@@ -143,6 +146,35 @@ static int push_event(drv_sim *s, double t, int kind, int32_t job, uint32_t gen)
     }
     s->heap[i] = e;
     return 0;
+}
+
+static int push_event(drv_sim *s, double t, int kind, int32_t job, uint32_t gen)
+{
+    return push_seq(s, t, s->seq++, kind, job, gen);
+}
+
+/* Arrivals enter the heap one at a time, in (submit, job) order: job i's with sequence number
+ * i, what it had when every arrival was pushed at the start, so events pop in the same order
+ * and the heap holds the jobs in flight, not the trace. */
+static int push_next_arrival(drv_sim *s)
+{
+    if (s->next_arrival >= s->wl->n)
+        return 0;
+    int32_t i = s->arrivals[s->next_arrival++];
+    return push_seq(s, s->wl->jobs[i].submit, (uint64_t)i, EV_ARRIVAL, i, 0);
+}
+
+typedef struct arrival {
+    double t;
+    int32_t job;
+} arrival;
+
+static int by_submit(const void *a, const void *b)
+{
+    const arrival *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return (x->job > y->job) - (x->job < y->job);
 }
 
 static event pop_event(drv_sim *s)
@@ -677,6 +709,7 @@ static int run_cycle(drv_sim *s, drv_diag *d)
     s->decisions += s->dec.n;
     s->quiet = s->dec.n == 0;
     s->wake = drv_sched_wake(s->sched);
+    s->blind = drv_sched_starts_blind(s->sched);
     if (s->dec.n > 0 && (rc = apply(s)) != 0)
         return drv_fail(d, rc, "applying decisions at t=%.3f: %s", s->now, drv_strerror(rc));
     if (s->cfg.check) {
@@ -767,14 +800,38 @@ int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_cata
         t.steps_total = isfinite(k) ? k : 1e12;
         t.loss = drv_loss(f, 0);
         if (t.name < 0 || t.user < 0 || t.queue < 0 ||
-            (rc = drv_state_add_job(&s->st, &t, NULL)) != 0 ||
-            (rc = push_event(s, js->submit, EV_ARRIVAL, i, 0)) != 0) {
+            (rc = drv_state_add_job(&s->st, &t, NULL)) != 0) {
             drv_sim_free(s);
             return drv_fail(d, DRV_ENOMEM, "out of memory");
         }
         s->res[i] = (drv_jobresult){js->submit, -1, -1, 0, 0, 0, 0};
         s->js[i].runpos = -1;
         s->js[i].owe_t = INFINITY;
+    }
+    /* Job i's arrival has sequence number i; other events come after. Without a NaN
+     * submission time (no order then) arrivals enter the heap one by one. */
+    s->seq = (uint64_t)w->n;
+    s->arrivals = drv_malloc(((size_t)w->n + 1) * sizeof *s->arrivals);
+    arrival *order = drv_malloc(((size_t)w->n + 1) * sizeof *order);
+    bool ordered = s->arrivals && order;
+    for (int32_t i = 0; i < w->n && ordered; i++) {
+        order[i] = (arrival){w->jobs[i].submit, i};
+        ordered = !isnan(w->jobs[i].submit);
+    }
+    if (ordered) {
+        qsort(order, (size_t)w->n, sizeof *order, by_submit);
+        for (int32_t i = 0; i < w->n; i++)
+            s->arrivals[i] = order[i].job;
+        rc = push_next_arrival(s);
+    } else {
+        for (int32_t i = 0; i < w->n && !rc; i++)
+            rc = push_seq(s, w->jobs[i].submit, (uint64_t)i, EV_ARRIVAL, i, 0);
+        s->next_arrival = w->n;
+    }
+    drv_free(order);
+    if (rc) {
+        drv_sim_free(s);
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
     }
     rc = drv_sched_new(prof, &s->sched, d);
     if (rc) {
@@ -798,6 +855,7 @@ void drv_sim_free(drv_sim *s)
     drv_state_fini(&s->st);
     drv_decisions_fini(&s->dec);
     drv_free(s->heap);
+    drv_free(s->arrivals);
     drv_free(s->js);
     drv_free(s->res);
     drv_free(s->touched);
@@ -861,6 +919,9 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
         s->events++;
         switch (e.kind) {
         case EV_ARRIVAL: {
+            rc = push_next_arrival(s);
+            if (rc)
+                break;
             disturb(s);
             set_phase(s, e.job, DRV_JOB_PENDING);
             advance(s, e.job);
@@ -877,7 +938,8 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
             drv_job *j = &s->st.jobs[e.job];
             if (e.gen != s->js[e.job].gen)
                 break;
-            disturb(s);
+            if (!s->blind) /* else the last cycle, quiet, would stay so (docs/cycle.md) */
+                disturb(s);
             advance(s, e.job); /* not running yet: anchors at now, no progress */
             set_phase(s, e.job, DRV_JOB_RUNNING);
             s->js[e.job].rate = 0;

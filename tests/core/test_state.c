@@ -123,6 +123,60 @@ static void test_job_sets(void **unused)
     drv_state_set_phase(&st, 9999, DRV_JOB_RUNNING);
     assert_int_equal(drv_state_next_pending(&st, 65), -1);
     assert_int_equal(st.npending, 1);
+    /* starting: 4095 starting, 4096 restarting, until they run */
+    assert_int_equal(drv_state_next_starting(&st, 0), -1);
+    drv_state_set_phase(&st, 4095, DRV_JOB_STARTING);
+    drv_state_set_phase(&st, 4096, DRV_JOB_RESTARTING);
+    assert_int_equal(st.nstarting, 2);
+    assert_int_equal(drv_state_next_starting(&st, 0), 4095);
+    assert_int_equal(drv_state_next_starting(&st, 4096), 4096);
+    drv_state_set_phase(&st, 4095, DRV_JOB_RUNNING);
+    assert_int_equal(drv_state_next_starting(&st, 0), 4096);
+    drv_state_set_phase(&st, 4096, DRV_JOB_DONE);
+    assert_int_equal(drv_state_next_starting(&st, 0), -1);
+    assert_int_equal(st.nstarting, 0);
+    drv_state_fini(&st);
+}
+
+/* The queued set (pending and wanting pods) follows binds, unbinds, targets and phases; the
+ * invariant check catches a set that disagrees with the jobs. */
+static void test_queued_set(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    drv_diag d;
+    make_state(&st, 2);
+    int32_t j = add_job(&st, "a", 1, 1, 2, 3, 1000);
+    int32_t k = add_job(&st, "b", 1, 1, 1, 1, 1000);
+    assert_int_equal(st.nqueued, 2);
+    assert_true(drv_state_is_queued(&st, j));
+    assert_false(drv_state_is_queued(&st, 2)); /* no such job */
+    assert_false(drv_state_is_queued(&st, -1));
+    drv_state_bind(&st, drv_job_pod(&st, j, DRV_ROLE_PS, 0), 0);
+    drv_state_bind(&st, drv_job_pod(&st, j, DRV_ROLE_WORKER, 0), 0);
+    assert_true(drv_state_is_queued(&st, j)); /* one worker still unbound */
+    drv_state_bind(&st, drv_job_pod(&st, j, DRV_ROLE_WORKER, 1), 1);
+    assert_false(drv_state_is_queued(&st, j)); /* complete, though still pending */
+    assert_int_equal(st.npending, 2);
+    assert_int_equal(st.nqueued, 1);
+    assert_int_equal(drv_state_next_queued(&st, 0), k);
+    drv_state_set_workers(&st, j, 3);
+    assert_true(drv_state_is_queued(&st, j));
+    drv_state_set_workers(&st, j, 2);
+    assert_false(drv_state_is_queued(&st, j));
+    drv_state_unbind(&st, drv_job_pod(&st, j, DRV_ROLE_WORKER, 1));
+    assert_true(drv_state_is_queued(&st, j));
+    drv_state_set_phase(&st, j, DRV_JOB_RUNNING); /* not pending: not queued */
+    assert_false(drv_state_is_queued(&st, j));
+    assert_int_equal(st.nqueued, 1);
+    assert_int_equal(drv_state_check(&st, false, &d), 0);
+    st.queued.bits[0] ^= (uint64_t)1 << j; /* a set that disagrees with the job */
+    assert_int_equal(drv_state_check(&st, false, &d), DRV_EINVARIANT);
+    assert_non_null(strstr(d.msg, "queued or starting set"));
+    st.queued.bits[0] ^= (uint64_t)1 << j;
+    st.nqueued++; /* a count that does */
+    assert_int_equal(drv_state_check(&st, false, &d), DRV_EINVARIANT);
+    assert_non_null(strstr(d.msg, "job set counts"));
     drv_state_fini(&st);
 }
 
@@ -193,7 +247,8 @@ static void admit_whole(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
     }
 }
 
-static const drv_plugin admit_plugin = {.name = "test-admit", .admit = admit_whole};
+static const drv_plugin admit_plugin = {
+    .name = "test-admit", .admit = admit_whole, .starts_blind = drv_starts_blind};
 
 /* A gang scheduler whose only plugin is one admit plugin. */
 static drv_sched *gang_sched(const drv_plugin *admit)
@@ -242,6 +297,7 @@ static void test_cycle_gang_rollback(void **unused)
         assert_int_not_equal(ds.v[i].job, b);
     }
     assert_int_equal(ds.v[4].job, c);
+    assert_false(drv_sched_starts_blind(s)); /* it decided something */
     apply(&st, &ds);
     assert_int_equal(drv_state_check(&st, true, &d), 0);
     assert_true(drv_job_complete(&st.jobs[a]));
@@ -301,6 +357,250 @@ static void test_scale_down_evicts_surplus(void **unused)
     assert_int_equal(ds.n, 0);
     drv_decisions_fini(&ds);
     drv_sched_free(s);
+    drv_state_fini(&st);
+}
+
+/* A keyed queue plugin whose keys come from a table, counting how often it is asked, and
+ * saying through queue_kept whether they changed; an admit plugin that records its queue. */
+typedef struct keyed_state {
+    double key[8];
+    bool kept;
+    int asked;
+    int32_t seen[8], nseen;
+} keyed_state;
+
+static keyed_state keyed;
+
+static double table_key(const drv_ctx *c, void *state, int32_t job)
+{
+    (void)c;
+    (void)state;
+    keyed.asked++;
+    return keyed.key[job];
+}
+
+static bool table_kept(const drv_ctx *c, void *state)
+{
+    (void)c;
+    (void)state;
+    return keyed.kept;
+}
+
+static void admit_record(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
+{
+    (void)c;
+    (void)state;
+    keyed.nseen = n;
+    memcpy(keyed.seen, jobs, (size_t)n * sizeof *jobs);
+}
+
+static const drv_plugin table_plugin = {.name = "test-table",
+                                        .queue_key = table_key,
+                                        .queue_kept = table_kept,
+                                        .starts_blind = drv_starts_blind};
+static const drv_plugin record_plugin = {.name = "test-record", .admit = admit_record};
+static const drv_plugin blind_record_plugin = {
+    .name = "test-record", .admit = admit_record, .starts_blind = drv_starts_blind};
+
+static void assert_queue(const int32_t *want, int32_t n)
+{
+    assert_int_equal(keyed.nseen, n);
+    for (int32_t i = 0; i < n; i++)
+        assert_int_equal(keyed.seen[i], want[i]);
+}
+
+/* The core orders by key, then submit time, then id; it keeps the keys of jobs already queued
+ * when queue_kept says they did not change, asking only newcomers, and asks every job again
+ * when it says they did. */
+static void test_queue_keys_kept(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    make_state(&st, 1);
+    int32_t j[4];
+    for (int i = 0; i < 3; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "j%d", i);
+        j[i] = add_job(&st, name, 0, 1, 1, 1, 100000); /* fits nowhere: stays queued */
+    }
+    st.jobs[j[1]].submit = 5; /* the same key for j1 and j2: the earlier submission first */
+    st.jobs[j[2]].submit = 1;
+    memset(&keyed, 0, sizeof keyed);
+    keyed.key[j[0]] = 2;
+    keyed.key[j[1]] = keyed.key[j[2]] = 1;
+    drv_profile prof;
+    memset(&prof, 0, sizeof prof);
+    strcpy(prof.name, "test");
+    prof.gang = true;
+    prof.use[DRV_PT_QUEUE_ORDER][0].p = &table_plugin;
+    prof.nuse[DRV_PT_QUEUE_ORDER] = 1;
+    prof.use[DRV_PT_ADMIT][0].p = &record_plugin;
+    prof.nuse[DRV_PT_ADMIT] = 1;
+    drv_sched *s;
+    drv_diag d;
+    assert_int_equal(drv_sched_new(&prof, &s, &d), 0);
+    drv_snapshot snap = {.st = &st, .now = 0};
+    drv_decisions ds;
+    drv_decisions_init(&ds);
+    keyed.kept = true; /* no previous cycle: every key is asked all the same */
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    assert_int_equal(keyed.asked, 3);
+    assert_queue((int32_t[]){j[2], j[1], j[0]}, 3);
+    /* Kept: the new table is not read for j0..j2; the newcomer j3 is asked. */
+    j[3] = add_job(&st, "j3", 0, 1, 1, 1, 100000);
+    keyed.key[j[0]] = 0;
+    keyed.key[j[3]] = 1.5;
+    keyed.asked = 0;
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    assert_int_equal(keyed.asked, 1);
+    assert_queue((int32_t[]){j[2], j[1], j[3], j[0]}, 4);
+    /* Not kept: every key is asked again, and j0's new key puts it first. */
+    keyed.kept = false;
+    keyed.asked = 0;
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    assert_int_equal(keyed.asked, 4);
+    assert_queue((int32_t[]){j[0], j[2], j[1], j[3]}, 4);
+    /* A job that leaves the queue leaves the kept order too. */
+    drv_state_set_phase(&st, j[2], DRV_JOB_DONE);
+    keyed.kept = true;
+    keyed.asked = 0;
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    assert_int_equal(keyed.asked, 0);
+    assert_queue((int32_t[]){j[0], j[1], j[3]}, 3);
+    assert_int_equal(ds.n, 0);
+    /* Blind to starts only when every plugin says so: record_plugin has no starts_blind. */
+    assert_false(drv_sched_starts_blind(s));
+    drv_sched_free(s);
+    prof.use[DRV_PT_ADMIT][0].p = &blind_record_plugin;
+    assert_int_equal(drv_sched_new(&prof, &s, &d), 0);
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    assert_true(drv_sched_starts_blind(s));
+    drv_decisions_fini(&ds);
+    drv_sched_free(s);
+    drv_state_fini(&st);
+}
+
+/* An admit plugin that records drv_ctx_gang_room for job 0 at 1..4 workers, then places it at
+ * 4 workers. */
+static bool room[5];
+static int placed;
+static void admit_room(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
+{
+    (void)state;
+    (void)jobs;
+    (void)n;
+    for (int w = 1; w <= 4; w++)
+        room[w] = drv_ctx_gang_room(c, 0, w);
+    placed = drv_ctx_place_gang(c, 0, 4);
+}
+
+static const drv_plugin room_plugin = {.name = "test-room", .admit = admit_room};
+
+/* drv_ctx_gang_room is false exactly when the free room of all nodes together (or of the
+ * largest node, for one pod) cannot hold what the gang misses; a gang it refuses is not placed
+ * and leaves no decision. */
+static void test_gang_room(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    make_state(&st, 2);                  /* 2 x 8 CPUs */
+    add_job(&st, "a", 1, 1, 4, 4, 3000); /* PS + w workers: 3 (1 + w) CPUs */
+    drv_sched *s = gang_sched(&room_plugin);
+    drv_snapshot snap = {.st = &st, .now = 0};
+    drv_decisions ds;
+    drv_decisions_init(&ds);
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    /* 6, 9 and 12 CPUs are within 16; 15 too, but 5 pods of 3 CPUs fit 2 nodes of 8 only as
+     * 2 + 2: the bound passes it, the placement fails. */
+    assert_true(room[1] && room[2] && room[3] && room[4]);
+    assert_int_equal(placed, 0);
+    assert_int_equal(ds.n, 0);
+    drv_sched_free(s);
+    drv_state_fini(&st);
+    make_state(&st, 2);
+    add_job(&st, "b", 1, 1, 4, 4, 5000); /* 10, 15: within 16; 20, 25: not */
+    s = gang_sched(&room_plugin);
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    assert_true(room[1] && room[2]);
+    assert_false(room[3] || room[4]);
+    assert_int_equal(placed, 0);
+    assert_int_equal(ds.n, 0);
+    drv_sched_free(s);
+    drv_state_fini(&st);
+    make_state(&st, 2);
+    add_job(&st, "c", 1, 1, 1, 4, 9000); /* each pod larger than any node */
+    s = gang_sched(&room_plugin);
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    assert_false(room[1] || room[2] || room[3] || room[4]);
+    assert_int_equal(ds.n, 0);
+    drv_decisions_fini(&ds);
+    drv_sched_free(s);
+    drv_state_fini(&st);
+}
+
+/* An admit plugin that records drv_ctx_queue_stuck, then binds job 0's first pod to node 0 when
+ * bind_first is set, and asks again. */
+static bool stuck[2], bind_first;
+static void admit_stuck(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
+{
+    (void)state;
+    (void)jobs;
+    (void)n;
+    stuck[0] = drv_ctx_queue_stuck(c);
+    if (bind_first)
+        assert_int_equal(drv_ctx_bind(c, drv_ctx_state(c)->jobs[0].pod_base, 0), 0);
+    stuck[1] = drv_ctx_queue_stuck(c);
+}
+
+static const drv_plugin stuck_plugin = {.name = "test-stuck", .admit = admit_stuck};
+
+static bool stuck_at_start(drv_state *st)
+{
+    drv_sched *s = gang_sched(&stuck_plugin);
+    drv_snapshot snap = {.st = st, .now = 0};
+    drv_decisions ds;
+    drv_decisions_init(&ds);
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    drv_decisions_fini(&ds);
+    drv_sched_free(s);
+    return stuck[0];
+}
+
+/* The queue is stuck when no pod of it fits anywhere, no queued job has a pod bound and every
+ * gang at the minimum has a pod; each condition alone undoes it. */
+static void test_queue_stuck(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    make_state(&st, 2); /* 8 CPUs each */
+    add_job(&st, "big", 0, 1, 2, 2, 9000);
+    assert_true(stuck_at_start(&st));
+    int32_t small = add_job(&st, "small", 0, 1, 1, 1, 8000); /* fits a node exactly */
+    assert_false(stuck_at_start(&st));
+    drv_state_set_phase(&st, small, DRV_JOB_DONE);
+    assert_true(stuck_at_start(&st));
+    /* no worker at the minimum and no PS: its smallest gang has no pod */
+    int32_t none = add_job(&st, "none", 0, 0, 1, 1, 9000);
+    assert_false(stuck_at_start(&st));
+    drv_state_set_phase(&st, none, DRV_JOB_DONE);
+    /* a PS bound, its workers too large: still queued, with a pod bound */
+    int32_t half = add_job(&st, "half", 1, 1, 1, 1, 9000);
+    st.jobs[half].role[DRV_ROLE_PS].req.cpu = 1000; /* (the state's own counts stay right) */
+    drv_state_bind(&st, drv_job_pod(&st, half, DRV_ROLE_PS, 0), 1);
+    assert_int_equal(st.nqueued_bound, 1);
+    assert_false(stuck_at_start(&st));
+    drv_state_unbind(&st, drv_job_pod(&st, half, DRV_ROLE_PS, 0));
+    assert_int_equal(st.nqueued_bound, 0);
+    drv_state_set_phase(&st, half, DRV_JOB_DONE);
+    assert_true(stuck_at_start(&st));
+    drv_state_fini(&st);
+    /* Once a decision is made, it no longer says so. */
+    make_state(&st, 1);
+    add_job(&st, "a", 0, 1, 1, 1, 9000);
+    bind_first = true; /* (drv_ctx_bind checks no room: the cycle's helpers do) */
+    assert_true(stuck_at_start(&st));
+    assert_false(stuck[1]);
+    bind_first = false;
     drv_state_fini(&st);
 }
 
@@ -388,11 +688,15 @@ int main(void)
         cmocka_unit_test(test_strtab_alloc_failure),
         cmocka_unit_test(test_arena),
         cmocka_unit_test(test_job_sets),
+        cmocka_unit_test(test_queued_set),
         cmocka_unit_test(test_bind_bookkeeping),
         cmocka_unit_test(test_check_overcommit),
         cmocka_unit_test(test_check_worker_bounds),
         cmocka_unit_test(test_cycle_gang_rollback),
         cmocka_unit_test(test_scale_down_evicts_surplus),
+        cmocka_unit_test(test_queue_keys_kept),
+        cmocka_unit_test(test_gang_room),
+        cmocka_unit_test(test_queue_stuck),
         cmocka_unit_test(test_cycle_without_admit_is_refused),
         cmocka_unit_test(test_progress_ring),
         cmocka_unit_test(test_done_job_frees_history),

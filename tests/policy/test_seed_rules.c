@@ -82,6 +82,72 @@ static void test_flowcon_limit_update(void **unused)
     drv_state_fini(&st);
 }
 
+/* A job of `w` workers in [wmin, wmax] of 2 CPUs each, in `phase`, its first w workers bound
+ * to node 0 when it is not pending. */
+static int32_t blind_job(drv_state *st, int phase, int32_t w, int32_t wmin, int32_t wmax,
+                         double submit)
+{
+    drv_job t;
+    memset(&t, 0, sizeof t);
+    t.phase = phase;
+    t.submit = submit;
+    t.role[DRV_ROLE_WORKER] = (drv_rolespec){w, wmin, wmax, {2000, GiB, 0}, 2000};
+    int32_t id;
+    assert_int_equal(drv_state_add_job(st, &t, &id), 0);
+    for (int32_t k = 0; phase != DRV_JOB_PENDING && k < w; k++)
+        drv_state_bind(st, drv_job_pod(st, id, DRV_ROLE_WORKER, k), 0);
+    return id;
+}
+
+/* Runs one cycle at `now` that must decide nothing; returns drv_sched_starts_blind. */
+static bool blind_after(const char *line, drv_state *st, double now)
+{
+    drv_diag d;
+    drv_profile p;
+    assert_int_equal(drv_profile_parse("t", line, &p, &d), 0);
+    drv_sched *s;
+    assert_int_equal(drv_sched_new(&p, &s, &d), 0);
+    drv_decisions ds;
+    drv_decisions_init(&ds);
+    drv_snapshot snap = {.st = st, .now = now};
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    assert_int_equal(ds.n, 0);
+    bool blind = drv_sched_starts_blind(s);
+    drv_decisions_fini(&ds);
+    drv_sched_free(s);
+    return blind;
+}
+
+/*
+ * DRAGON is blind to jobs starting while a waiting job's relief is not due (growth waits for
+ * the queue), or when no job starting could change size; not when one could, and relief or
+ * growth may run. One node of 8 CPUs: a rigid running job holds 6, a queued job wants 4
+ * (submitted at 0, starve_wait 100).
+ */
+static void test_dragon_starts_blind(void **unused)
+{
+    (void)unused;
+    const char *dragon = "gang=true period=5 admit=dragon(starve_wait=100;quiet=0) scale=dragon";
+    drv_state st;
+    assert_int_equal(drv_state_init(&st), 0);
+    assert_int_equal(drv_state_add_node(&st, "n0", (drv_res){8000, 16 * GiB, 0}, "", "", NULL), 0);
+    blind_job(&st, DRV_JOB_RUNNING, 3, 3, 3, 0);
+    int32_t q = blind_job(&st, DRV_JOB_PENDING, 2, 2, 2, 0);
+    assert_true(blind_after(dragon, &st, 10));  /* relief due at 100 */
+    assert_true(blind_after(dragon, &st, 200)); /* due, but nothing starting can change */
+    drv_state_set_phase(&st, q, DRV_JOB_DONE);
+    assert_true(blind_after(dragon, &st, 200)); /* no queue, nothing starting */
+    /* An elastic job starting: growth may take it, with or without a queue. */
+    int32_t e = blind_job(&st, DRV_JOB_STARTING, 1, 1, 2, 0);
+    assert_false(blind_after(dragon, &st, 200));
+    drv_state_set_phase(&st, e, DRV_JOB_RESTARTING);
+    assert_false(blind_after(dragon, &st, 200));
+    blind_job(&st, DRV_JOB_PENDING, 4, 4, 4, 150); /* waits, relief due at 250 */
+    assert_true(blind_after(dragon, &st, 200));
+    assert_false(blind_after(dragon, &st, 260));
+    drv_state_fini(&st);
+}
+
 /* The seeds' ranges are enforced and errors name the knob. */
 static void test_knob_ranges(void **unused)
 {
@@ -109,6 +175,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_flowcon_limit_update),
         cmocka_unit_test(test_knob_ranges),
+        cmocka_unit_test(test_dragon_starts_blind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

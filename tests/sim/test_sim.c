@@ -381,6 +381,94 @@ static void test_skipping_keeps_migrations(void **unused)
     drv_cluster_fini(&c);
 }
 
+/*
+ * A start the scheduler is blind to is not a change (docs/cycle.md, "Quiet cycles"), but one it
+ * is not blind to is: an elastic job admitted at 1 of up to 4 workers is grown by DRAGON after
+ * it starts, and its containers take longer (30 s) than the quiet period (10 s), so the start
+ * is the only thing left that makes the growth cycle run (the job arriving at 4000 s would
+ * make a later one run, too late).
+ */
+static void test_starts_that_matter_run_a_cycle(void **unused)
+{
+    (void)unused;
+    drv_diag d = {{0}};
+    drv_jobspec v[2];
+    for (int i = 0; i < 2; i++) {
+        memset(&v[i], 0, sizeof v[i]);
+        snprintf(v[i].name, sizeof v[i].name, "%c", 'a' + i);
+        snprintf(v[i].user, sizeof v[i].user, "u");
+        snprintf(v[i].queue, sizeof v[i].queue, "q");
+        v[i].model = drv_catalogue_find(&cat, "lenet");
+        v[i].max_steps = 2e5;
+    }
+    v[0].role[DRV_ROLE_WORKER] = (drv_rolespec){1, 1, 4, {2000, 1LL << 30, 0}, 2000};
+    v[1].role[DRV_ROLE_WORKER] = (drv_rolespec){1, 1, 1, {1000, 1LL << 30, 0}, 1000};
+    v[1].submit = 4000;
+    drv_workload w = {v, 2, 2};
+    drv_cluster_spec c = {0};
+    assert_int_equal(drv_cluster_uniform(&c, 1, (drv_res){16000, 64LL << 30, 0}), 0);
+    c.timing.pod_start = 30;
+    drv_profile p;
+    assert_int_equal(
+        drv_profile_parse("t", "gang=true period=5 admit=dragon(quiet=10) scale=dragon", &p, &d),
+        0);
+    drv_summary sum[2];
+    same_both_ways(&c, &w, &p, sum);
+    drv_sim_config cfg = {.seed = 4};
+    drv_sim *s;
+    assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
+    assert_int_equal(drv_sim_run(s, &d), 0);
+    int32_t n;
+    const drv_jobresult *r = drv_sim_jobs(s, &n);
+    assert_int_equal(r[0].workers, 4); /* grown after its start */
+    drv_sim_free(s);
+    drv_cluster_fini(&c);
+}
+
+/* Arrivals enter the event heap one at a time: a workload listed out of submission order, with
+ * a tie, still arrives in (submit, listing) order - each job here starts at its arrival, as the
+ * cluster is empty by then - and the run ends with every job done. */
+static void test_arrivals_in_submit_order(void **unused)
+{
+    (void)unused;
+    drv_diag d = {{0}};
+    enum { N = 5 };
+    double submit[N] = {4000, 1000, 3000, 1000, 0};
+    drv_jobspec v[N];
+    for (int i = 0; i < N; i++) {
+        memset(&v[i], 0, sizeof v[i]);
+        snprintf(v[i].name, sizeof v[i].name, "j%d", i);
+        snprintf(v[i].user, sizeof v[i].user, "u");
+        snprintf(v[i].queue, sizeof v[i].queue, "q");
+        v[i].model = drv_catalogue_find(&cat, "lenet");
+        v[i].max_steps = 1000;
+        v[i].submit = submit[i];
+        v[i].role[DRV_ROLE_WORKER] = (drv_rolespec){1, 1, 1, {1000, 1LL << 30, 0}, 1000};
+    }
+    drv_workload w = {v, N, N};
+    drv_cluster_spec c = {0};
+    assert_int_equal(drv_cluster_uniform(&c, 1, (drv_res){8000, 64LL << 30, 0}), 0);
+    drv_profile p;
+    assert_int_equal(drv_profile_builtin("gang-fifo", &p, &d), 0);
+    drv_sim_config cfg = {.seed = 4, .check = true};
+    drv_sim *s;
+    assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
+    assert_int_equal(drv_sim_run(s, &d), 0);
+    int32_t n;
+    const drv_jobresult *r = drv_sim_jobs(s, &n);
+    assert_int_equal(n, N);
+    for (int i = 0; i < N; i++) {
+        assert_true(r[i].submit == submit[i]);
+        assert_true(r[i].start >= submit[i] && r[i].start < submit[i] + 60);
+        assert_true(r[i].end > r[i].start);
+    }
+    drv_summary sum;
+    drv_sim_summary(s, &sum);
+    assert_int_equal(sum.done, N);
+    drv_sim_free(s);
+    drv_cluster_fini(&c);
+}
+
 /* Progress samples are drawn late (when read, or before a job's rate changes) but must be what a
  * sample at every cycle would have been: in each running job's ring, times go forward by the
  * period between cycle samples and steps never go back. Checked every 5 simulated minutes. */
@@ -438,6 +526,8 @@ int main(void)
         cmocka_unit_test(test_idle_time_costs_nothing),
         cmocka_unit_test(test_event_driven_equals_ticking),
         cmocka_unit_test(test_skipping_keeps_migrations),
+        cmocka_unit_test(test_starts_that_matter_run_a_cycle),
+        cmocka_unit_test(test_arrivals_in_submit_order),
         cmocka_unit_test(test_lazy_samples_are_in_order),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -598,4 +598,7 @@ const drv_plugin drv_plugin_goodput = {
     .admit = g_admit,
     .scale = g_scale,
     .wake = g_wake,
+    /* It decides only at its rounds, which its wake makes the driver run: a job starting
+     * between two rounds changes nothing it would decide before the next. */
+    .starts_blind = drv_starts_blind,
 };

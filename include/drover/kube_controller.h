@@ -36,6 +36,7 @@
 
 #include "drover/cycle.h"
 #include "drover/kube.h"
+#include "drover/kube_metrics.h"
 
 typedef struct drv_ctrl_opts {
     const drv_profile *profile; /* the scheduling profile (copied) */
@@ -54,6 +55,9 @@ typedef struct drv_ctrl_opts {
     int lease_s;          /* 0: 15 (leaseDurationSeconds) */
     int renew_s;          /* 0: 10: a leader that could not renew for this long stops */
     double retry_s;       /* 0: 2: how often the lease is tried or renewed */
+    /* Optional: a registry the controller registers its metrics in (drover_*: docs/running.md)
+     * and whose readiness it sets once its caches are synced; the caller serves it. */
+    drv_metrics *metrics;
 } drv_ctrl_opts;
 
 typedef struct drv_ctrl drv_ctrl;

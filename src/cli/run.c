@@ -33,6 +33,9 @@ const char *const usage_run =
     "  --leader-elect      schedule only while holding a Lease, so several replicas can run\n"
     "                      (one schedules, the others take over within 15 s of its failure)\n"
     "  --lease NS/NAME     the Lease for --leader-elect (default: drover-system/drover)\n"
+    "  --metrics-addr A    serve Prometheus metrics on /metrics and health on /healthz and\n"
+    "                      /readyz at A = [HOST]:PORT (\":8080\", \"127.0.0.1:0\" for any free\n"
+    "                      port, \"[::]:8080\"); off by default\n"
     "  -v, --verbose       log every request failure and decision summary (info level)\n"
     "  -h, --help          show this help\n"
     "\n"
@@ -62,7 +65,7 @@ int cmd_run(int argc, char **argv)
 {
     const char *policy = "drover", *profiles = NULL, *kubeconfig = NULL, *context = NULL;
     const char *ns = NULL, *sched = "drover";
-    const char *lease = NULL;
+    const char *lease = NULL, *maddr = NULL;
     bool incluster = false, verbose = false, elect = false;
     double qps = 50;
     int burst = 100;
@@ -81,7 +84,7 @@ int cmd_run(int argc, char **argv)
                    !strcmp(a, "--kubeconfig") || !strcmp(a, "--context") ||
                    !strcmp(a, "--namespace") || !strcmp(a, "--scheduler-name") ||
                    !strcmp(a, "--kube-api-qps") || !strcmp(a, "--kube-api-burst") ||
-                   !strcmp(a, "--lease")) {
+                   !strcmp(a, "--lease") || !strcmp(a, "--metrics-addr")) {
             if (!(v = arg_value(argc, argv, &i)))
                 return EXIT_USAGE;
             if (!strcmp(a, "--policy"))
@@ -98,6 +101,8 @@ int cmd_run(int argc, char **argv)
                 sched = v;
             else if (!strcmp(a, "--lease"))
                 lease = v;
+            else if (!strcmp(a, "--metrics-addr"))
+                maddr = v;
             else {
                 char *end;
                 double x = strtod(v, &end);
@@ -133,6 +138,27 @@ int cmd_run(int argc, char **argv)
         snprintf(lease_ns, sizeof lease_ns, "%.*s", (int)(slash - lease), lease);
         snprintf(lease_name, sizeof lease_name, "%s", slash + 1);
         elect = true;
+    }
+    char mhost[64] = "";
+    long mport = -1;
+    if (maddr) {
+        const char *colon = strrchr(maddr, ':');
+        char *end = NULL;
+        if (colon)
+            mport = strtol(colon + 1, &end, 10);
+        size_t hl = colon ? (size_t)(colon - maddr) : 0;
+        const char *h = maddr;
+        if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') { /* [IPv6]:port */
+            h++;
+            hl -= 2;
+        }
+        if (!colon || !colon[1] || *end || mport < 0 || mport > 65535 || hl >= sizeof mhost) {
+            fprintf(stderr,
+                    "drover run: --metrics-addr: expected [HOST]:PORT such as :8080, found '%s'\n",
+                    maddr);
+            return EXIT_USAGE;
+        }
+        snprintf(mhost, sizeof mhost, "%.*s", (int)hl, h);
     }
     drv_diag d = {{0}};
     drv_profile prof;
@@ -170,11 +196,31 @@ int cmd_run(int argc, char **argv)
         o.lease_namespace = lease_ns;
         o.lease_name = lease_name;
     }
+    drv_metrics *m = NULL;
+    if (maddr) {
+        uint16_t port = 0;
+        if (drv_metrics_new(&m) != 0) {
+            drv_kube_config_fini(&cfg);
+            fputs("drover run: out of memory\n", stderr);
+            return EXIT_RUN;
+        }
+        if ((rc = drv_metrics_serve(m, mhost[0] ? mhost : NULL, (uint16_t)mport, &port, &d)) != 0) {
+            fprintf(stderr, "drover run: --metrics-addr %s: %s\n", maddr, d.msg);
+            drv_metrics_free(m);
+            drv_kube_config_fini(&cfg);
+            return EXIT_USAGE;
+        }
+        fprintf(stderr, "drover run: metrics on http://%s%s%s:%u/metrics\n",
+                strchr(mhost, ':') ? "[" : "", mhost[0] ? mhost : "0.0.0.0",
+                strchr(mhost, ':') ? "]" : "", port);
+        o.metrics = m;
+    }
     drv_ctrl *c = NULL;
     rc = drv_ctrl_new(&c, &cfg, &o, &d);
     drv_kube_config_fini(&cfg);
     if (rc != 0) {
         fprintf(stderr, "drover run: %s\n", d.msg);
+        drv_metrics_free(m);
         return rc == DRV_ENOMEM ? EXIT_RUN : EXIT_USAGE;
     }
     struct sigaction sa;
@@ -190,6 +236,7 @@ int cmd_run(int argc, char **argv)
     rc = drv_ctrl_run(c, &stop_flag, &d);
     drv_ctrl_stats st = drv_ctrl_get_stats(c);
     drv_ctrl_free(c);
+    drv_metrics_free(m);
     fprintf(stderr,
             "drover run: stopped after %ld cycles: %ld jobs (%ld finished), %ld pods created, "
             "%ld bound, %ld deleted, %ld failed requests\n",

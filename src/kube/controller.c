@@ -186,6 +186,13 @@ struct drv_ctrl {
     bool dirty;
     bool warned_resize;
 
+    /* metrics (drv_ctrl_opts.metrics): what was last exported, to add the differences */
+    struct {
+        drv_metric *cycles, *binds, *creates, *deletes, *errors, *status, *events, *samples;
+        drv_metric *pending, *running, *leader, *cycle_s, *latency_s;
+        drv_ctrl_stats last;
+    } m;
+
     /* leader election (scheduler thread) */
     char lease_ns[254], lease_name[254], identity[256];
     bool leader;
@@ -266,6 +273,7 @@ static void rfc3339(char *buf, size_t n, bool micro)
 }
 
 static void pod_name(drv_ctrl *c, int32_t s, char *buf, size_t n);
+static int register_metrics(drv_ctrl *c, drv_diag *d);
 
 /* ---- informer side: decode and hand over --------------------------------------------------- */
 
@@ -464,6 +472,10 @@ int drv_ctrl_new(drv_ctrl **out, const drv_kube_config *cfg, const drv_ctrl_opts
         return rc;
     }
     drv_sched_set_exhaustive(c->sched, o->exhaustive);
+    if (o->metrics && (rc = register_metrics(c, d)) != 0) {
+        drv_ctrl_free(c);
+        return rc;
+    }
     if (o->lease_name) {
         snprintf(c->lease_ns, sizeof c->lease_ns, "%s",
                  o->lease_namespace ? o->lease_namespace : "drover-system");
@@ -549,6 +561,69 @@ size_t drv_ctrl_latencies(drv_ctrl *c, drv_ctrl_latency *out, size_t n)
         memcpy(out, c->lat, sizeof *out * (n < have ? n : have));
     pthread_mutex_unlock(&c->mu);
     return have;
+}
+
+/* ---- metrics ----------------------------------------------------------------------------------
+ */
+
+static int register_metrics(drv_ctrl *c, drv_diag *d)
+{
+    drv_metrics *r = c->o.metrics;
+    static const double lat[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                 0.01,   0.025,   0.05,   0.1,   0.25,   1};
+    const char *const prof[] = {"profile", c->prof.name, NULL};
+    int rc = 0;
+#define COUNTER(field, name, help)                                                                 \
+    if (!rc)                                                                                       \
+    rc = drv_metrics_counter(r, name, help, prof, &c->m.field, d)
+#define GAUGE(field, name, help)                                                                   \
+    if (!rc)                                                                                       \
+    rc = drv_metrics_gauge(r, name, help, prof, &c->m.field, d)
+    COUNTER(cycles, "drover_cycles_total", "Scheduling cycles run.");
+    COUNTER(binds, "drover_bindings_total", "pods/binding requests that succeeded.");
+    COUNTER(creates, "drover_pods_created_total", "Pods created (bound or not).");
+    COUNTER(deletes, "drover_pods_deleted_total", "Pods deleted.");
+    COUNTER(errors, "drover_api_errors_total", "API requests that failed.");
+    COUNTER(status, "drover_status_writes_total", "TrainingJob status updates written.");
+    COUNTER(events, "drover_events_total", "Events written.");
+    COUNTER(samples, "drover_progress_samples_total", "Progress samples scraped.");
+    GAUGE(pending, "drover_jobs_pending", "TrainingJobs waiting for their pods to be placed.");
+    GAUGE(running, "drover_jobs_running", "TrainingJobs with every wanted pod running.");
+    GAUGE(leader, "drover_leader", "1 while this controller schedules (holds the lease).");
+#undef COUNTER
+#undef GAUGE
+    if (!rc)
+        rc = drv_metrics_histogram(r, "drover_cycle_seconds", "Duration of a scheduling cycle.",
+                                   prof, lat, 12, &c->m.cycle_s, d);
+    if (!rc)
+        rc = drv_metrics_histogram(r, "drover_decision_seconds",
+                                   "Watch event completing a gang to its last binding request, "
+                                   "without the API server's time.",
+                                   prof, lat, 12, &c->m.latency_s, d);
+    return rc;
+}
+
+/* Adds what changed since the last export (scheduler thread, after each cycle). */
+static void export_metrics(drv_ctrl *c)
+{
+    if (!c->o.metrics)
+        return;
+    drv_ctrl_stats s = drv_ctrl_get_stats(c), *l = &c->m.last;
+    drv_metric_add(c->m.cycles, (double)(s.cycles - l->cycles));
+    drv_metric_add(c->m.binds, (double)(s.binds - l->binds));
+    drv_metric_add(c->m.creates, (double)(s.creates - l->creates));
+    drv_metric_add(c->m.deletes, (double)(s.deletes - l->deletes));
+    drv_metric_add(c->m.errors, (double)(s.api_errors - l->api_errors));
+    drv_metric_add(c->m.status, (double)(s.status_writes - l->status_writes));
+    drv_metric_add(c->m.events, (double)(s.events - l->events));
+    drv_metric_add(c->m.samples, (double)(s.samples - l->samples));
+    drv_metric_set(c->m.leader, s.leader ? 1 : 0);
+    int32_t running = 0;
+    DRV_FOR_LIVE(&c->st, j)
+    running += c->st.jobs[j].phase == DRV_JOB_RUNNING;
+    drv_metric_set(c->m.pending, c->st.npending);
+    drv_metric_set(c->m.running, running);
+    *l = s;
 }
 
 /* ---- applying events to the state ----------------------------------------------------------- */
@@ -1484,6 +1559,8 @@ static int send_decisions(drv_ctrl *c, const drv_decisions *dv, double t_decide)
         if (drv_grow(&c->lat, sizeof *c->lat, &c->cap_lat, c->nlat + 1) == 0)
             c->lat[c->nlat++] = (drv_ctrl_latency){t_decide - cj->t_ready, g[i].sent - cj->t_ready,
                                                    g[i].done - cj->t_ready, g[i].server, g[i].pods};
+        if (c->o.metrics)
+            drv_metric_observe(c->m.latency_s, g[i].done - cj->t_ready - g[i].server);
         cj->t_ready = -1;
     }
     pthread_mutex_unlock(&c->mu);
@@ -1638,6 +1715,7 @@ static void attain(drv_ctrl *c, double dt)
 
 static int cycle(drv_ctrl *c)
 {
+    double t_start = mono();
     drv_log(DRV_LOG_DEBUG, "cycle: %d nodes, %d live jobs, %d pending", c->st.nnodes, c->st.nlive,
             c->st.npending);
     drv_snapshot snap = {.st = &c->st, .now = mono() - c->t0};
@@ -1645,6 +1723,8 @@ static int cycle(drv_ctrl *c)
     drv_decisions_init(&dv);
     int rc = drv_sched_cycle(c->sched, &snap, &dv);
     double t_decide = mono();
+    if (c->o.metrics)
+        drv_metric_observe(c->m.cycle_s, t_decide - t_start);
     count(c, &c->stats.cycles, 1);
     if (rc == 0) {
         for (int32_t i = 0; i < dv.n; i++)
@@ -1663,6 +1743,7 @@ static int cycle(drv_ctrl *c)
         rc = reconcile(c, pos);
     if (rc == 0)
         publish_targets(c);
+    export_metrics(c);
     drv_free(pos);
     drv_decisions_fini(&dv);
     return rc;
@@ -1783,6 +1864,8 @@ int drv_ctrl_run(drv_ctrl *c, volatile int *stop, drv_diag *d)
             pthread_mutex_lock(&c->mu);
             c->stats.synced = true;
             pthread_mutex_unlock(&c->mu);
+            if (c->o.metrics)
+                drv_metrics_set_ready(c->o.metrics, true, NULL);
             drv_log(DRV_LOG_INFO, "drover run: caches synced (%d nodes, %d jobs); profile %s",
                     c->st.nnodes, c->st.njobs, c->prof.name);
             c->dirty = true;
@@ -1816,6 +1899,11 @@ int drv_ctrl_run(drv_ctrl *c, volatile int *stop, drv_diag *d)
             c->started[i] = false;
         }
     drv_free(batch);
+    if (c->o.metrics) {
+        drv_metrics_set_ready(c->o.metrics, false, "stopped");
+        if (rc != 0)
+            drv_metrics_set_healthy(c->o.metrics, false, "the controller failed");
+    }
     if (rc == DRV_ENOMEM)
         return drv_fail(d, rc, "drover run: out of memory");
     return rc;

@@ -15,6 +15,7 @@
 #include "apiserver.h"
 #include "kubectl_util.h"
 
+#include <curl/curl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,47 @@ static int lines(const char *out)
         p += len + (e != NULL);
     }
     return n;
+}
+
+static size_t collect(char *p, size_t size, size_t n, void *arg)
+{
+    char *buf = arg;
+    size_t have = strlen(buf), k = size * n;
+    if (have + k < 65535) {
+        memcpy(buf + have, p, k);
+        buf[have + k] = 0;
+    }
+    return k;
+}
+
+/* GET url into out (NUL-terminated); the HTTP status, or 0. */
+static long http_get(const char *url, char *out)
+{
+    out[0] = 0;
+    CURL *h = curl_easy_init();
+    long code = 0;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 5L);
+    if (curl_easy_perform(h) == CURLE_OK)
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_cleanup(h);
+    return code;
+}
+
+/* The metrics port drover run logged ("metrics on http://127.0.0.1:PORT/metrics"), or 0. */
+static int logged_port(const char *log)
+{
+    char buf[4096] = "";
+    FILE *f = fopen(log, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    const char *p = strstr(buf, "metrics on http://127.0.0.1:");
+    return p ? atoi(p + strlen("metrics on http://127.0.0.1:")) : 0;
 }
 
 int main(void)
@@ -85,7 +127,8 @@ int main(void)
         snprintf(exe, sizeof exe, "%s/drover", bin);
         if (!freopen(log, "w", stderr))
             _exit(127);
-        execl(exe, exe, "run", "--kubeconfig", kc_config(), "--policy", "drover", (char *)NULL);
+        execl(exe, exe, "run", "--kubeconfig", kc_config(), "--policy", "drover", "--metrics-addr",
+              "127.0.0.1:0", (char *)NULL);
         _exit(127);
     }
     snprintf(args, sizeof args, "create --validate=false -f %s/examples/trainingjob.yaml", src);
@@ -112,6 +155,21 @@ int main(void)
                 "get events -o jsonpath='{range .items[*]}{.reason}: {.message}{\"\\n\"}{end}'");
     kc_expect(rc == 0 && strstr(out, "Scheduled") && strstr(out, "3 pods bound by profile drover"),
               "an Event says the job was scheduled", out);
+
+    /* Its metrics: ready, and the bound pods counted. */
+    static char body[65536];
+    char url[128];
+    int port = 0;
+    for (int i = 0; i < 50 && !port; i++, usleep(100000))
+        port = logged_port(log);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/readyz", port);
+    long code = port ? http_get(url, body) : 0;
+    kc_expect(code == 200, "drover run's /readyz is 200 once synced", body);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", port);
+    code = port ? http_get(url, body) : 0;
+    kc_expect(code == 200 && strstr(body, "drover_pods_created_total{profile=\"drover\"} 3") &&
+                  strstr(body, "drover_decision_seconds_count{profile=\"drover\"} 1"),
+              "drover run's /metrics counts the 3 pods and one gang's decision", body);
 
     int st = 0;
     kill(pid, SIGTERM);

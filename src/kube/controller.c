@@ -115,7 +115,10 @@ typedef struct cpod {
     int32_t api_node;          /* the node the API has it on, -1 */
     int32_t api_name;          /* ... its interned name, 0 when unbound */
     uint8_t ip_family, ip[16]; /* status.podIP (0: none yet) */
-    int32_t want;              /* create it bound to this node once the old pod is gone, -1 */
+    int32_t ghost;             /* being deleted where the state no longer has it: the interned
+                                  node whose room it holds until gone (counted as foreign), 0 */
+    drv_res ghost_req;
+    int32_t want; /* create it bound to this node once the old pod is gone, -1 */
 } cpod;
 
 struct drv_ctrl {
@@ -635,13 +638,13 @@ static bool terminal(int phase)
 
 /* What a pod Drover does not schedule takes from its node: its request while it is bound and
  * not finished. */
-static void foreign_add(drv_ctrl *c, const drv_kpod *p, int sign)
+static void foreign_res(drv_ctrl *c, int32_t name, drv_res req, int sign)
 {
-    if (!p->node || terminal(p->phase) || grow_of(c, p->node) != 0)
+    if (!name || grow_of(c, name) != 0)
         return;
-    drv_res *f = &c->foreign[p->node];
-    *f = sign > 0 ? drv_res_add(*f, p->req) : drv_res_sub(*f, p->req);
-    int32_t n = c->node_of[p->node];
+    drv_res *f = &c->foreign[name];
+    *f = sign > 0 ? drv_res_add(*f, req) : drv_res_sub(*f, req);
+    int32_t n = c->node_of[name];
     if (n >= 0) {
         drv_state_set_node(&c->st, n, drv_res_sub(c->kalloc[n], *f), c->kok[n]);
         c->dirty = true;
@@ -649,6 +652,27 @@ static void foreign_add(drv_ctrl *c, const drv_kpod *p, int sign)
 }
 
 /* A node seen for the first time: the drover pods already bound to it are bound in the state. */
+static void foreign_add(drv_ctrl *c, const drv_kpod *p, int sign)
+{
+    if (!terminal(p->phase))
+        foreign_res(c, p->node, p->req, sign);
+}
+
+/* A pod of ours being deleted holds its node's room until it is gone, like kube-scheduler
+ * counts terminating pods; when the state no longer has it there (evicted, migrated), that room
+ * is counted as foreign meanwhile. */
+static void ghost_set(drv_ctrl *c, cpod *cp, int32_t name, drv_res req)
+{
+    if (cp->ghost == name && !memcmp(&cp->ghost_req, &req, sizeof req))
+        return;
+    if (cp->ghost)
+        foreign_res(c, cp->ghost, cp->ghost_req, -1);
+    cp->ghost = name;
+    cp->ghost_req = req;
+    if (name)
+        foreign_res(c, name, req, +1);
+}
+
 static void adopt_orphans(drv_ctrl *c, int32_t name, int32_t node)
 {
     int32_t k = 0;
@@ -732,6 +756,7 @@ static int own_pod(drv_ctrl *c, int32_t s, const drv_kpod *p, double t)
     int32_t job = sp->job;
     c->dirty = true;
     if (!p) {
+        ghost_set(c, cp, 0, (drv_res){0, 0, 0});
         cp->exists = 0;
         cp->api_node = -1;
         cp->api_name = 0;
@@ -744,11 +769,21 @@ static int own_pod(drv_ctrl *c, int32_t s, const drv_kpod *p, double t)
             job_placeable(c, job, t);
         return 0;
     }
-    cp->exists = p->deleting ? 2 : 1;
+    int32_t node = p->node && p->node < c->cap_of ? c->node_of[p->node] : -1;
+    if (p->deleting) {
+        /* Its phase says nothing of the job any more (kubelet may mark a pod it kills Failed),
+         * and it holds its node's room until it is gone. */
+        cp->exists = 2;
+        bool held = sp->node >= 0 && sp->node == node && cp->want < 0;
+        if (terminal(p->phase) && held)
+            drv_state_unbind(&c->st, s);
+        ghost_set(c, cp, held || terminal(p->phase) ? 0 : p->node, p->req);
+        return 0;
+    }
+    cp->exists = 1;
     cp->phase = p->phase;
     cp->ip_family = p->ip_family;
     memcpy(cp->ip, p->ip, sizeof cp->ip);
-    int32_t node = p->node && p->node < c->cap_of ? c->node_of[p->node] : -1;
     cp->api_node = node;
     cp->api_name = p->node;
     if (p->node && node < 0 && !terminal(p->phase)) {
@@ -1103,7 +1138,9 @@ static int delete_pod(drv_ctrl *c, int32_t s)
 static int place(drv_ctrl *c, int32_t s, int32_t node, double *server)
 {
     cpod *cp = &c->pods[s];
-    if (cp->exists == 2) {
+    /* The old pod is still being deleted, or the node's room is still held by pods being
+     * deleted (or by others' pods): wait, keeping the room reserved in the state. */
+    if (cp->exists == 2 || !drv_res_nonneg(drv_node_free(&c->st.nodes[node]))) {
         cp->want = node;
         return 0;
     }
@@ -1512,6 +1549,34 @@ static int send_decisions(drv_ctrl *c, const drv_decisions *dv, double t_decide)
     int rc = 0;
     gang *g = NULL;
     int32_t ng = 0, capg = 0;
+    /* Deletions first: the room they free is not free until their pods are gone, and the
+     * bindings below wait for it (place). */
+    for (int32_t i = 0; i < dv->n && rc == 0; i++) {
+        const drv_decision *x = &dv->v[i];
+        if (x->kind == DRV_EVICT || x->kind == DRV_MIGRATE) {
+            /* The pod holds its node's room until it is gone (its ghost, from now rather than
+             * from its deletion's watch event); a migrated one is then created on the new node
+             * (at once when there was none). */
+            cpod *cp = &c->pods[x->pod];
+            const drv_pod *sp = &c->st.pods[x->pod];
+            cp->want = -1;
+            bool had = cp->exists == 1;
+            if (delete_pod(c, x->pod) == 0 && had && cp->api_name)
+                ghost_set(c, cp, cp->api_name, c->st.jobs[sp->job].role[sp->role].req);
+            if (x->kind == DRV_MIGRATE && cp->exists)
+                cp->want = x->node;
+            else if (x->kind == DRV_MIGRATE)
+                rc = place(c, x->pod, x->node, NULL);
+        } else if ((x->kind == DRV_RESIZE || x->kind == DRV_BATCH) && !c->warned_resize) {
+            /* (BATCH comes only for jobs with a calibrated model, which the cluster's jobs have
+             * not: the goodput plugin leaves them alone.) */
+            c->warned_resize = true;
+            drv_log(DRV_LOG_WARN,
+                    "profile %s resizes CPU limits or batch sizes; drover run does not send "
+                    "these yet (docs/running.md)",
+                    c->prof.name);
+        }
+    }
     for (int32_t i = 0; i < dv->n && rc == 0; i++) {
         const drv_decision *x = &dv->v[i];
         if (x->kind != DRV_BIND)
@@ -1527,28 +1592,6 @@ static int send_decisions(drv_ctrl *c, const drv_decisions *dv, double t_decide)
         g[ng - 1].pods++;
         rc = place(c, x->pod, x->node, &g[ng - 1].server);
         g[ng - 1].done = mono();
-    }
-    for (int32_t i = 0; i < dv->n && rc == 0; i++) {
-        const drv_decision *x = &dv->v[i];
-        if (x->kind == DRV_EVICT) {
-            c->pods[x->pod].want = -1;
-            delete_pod(c, x->pod);
-        } else if (x->kind == DRV_MIGRATE) {
-            /* The pod is recreated on the new node once the old one is gone (at once when
-             * there was none). */
-            if (delete_pod(c, x->pod) == 0 && c->pods[x->pod].exists)
-                c->pods[x->pod].want = x->node;
-            else if (!c->pods[x->pod].exists)
-                rc = place(c, x->pod, x->node, NULL);
-        } else if ((x->kind == DRV_RESIZE || x->kind == DRV_BATCH) && !c->warned_resize) {
-            /* (BATCH comes only for jobs with a calibrated model, which the cluster's jobs have
-             * not: the goodput plugin leaves them alone.) */
-            c->warned_resize = true;
-            drv_log(DRV_LOG_WARN,
-                    "profile %s resizes CPU limits or batch sizes; drover run does not send "
-                    "these yet (docs/running.md)",
-                    c->prof.name);
-        }
     }
     /* Latency of each gang placed whole from a waiting state. */
     pthread_mutex_lock(&c->mu);
@@ -1634,7 +1677,7 @@ static int reconcile(drv_ctrl *c, const int32_t *queue_pos)
             bool wanted = p->index < jb->target[p->role];
             if (!wanted && cp->exists == 1 && p->node < 0)
                 delete_pod(c, s);
-            if (cp->exists == 0 && cp->want >= 0) {
+            if (cp->exists != 2 && cp->want >= 0) {
                 int32_t n = cp->want;
                 cp->want = -1;
                 if (c->st.pods[s].node == n) {

@@ -243,6 +243,31 @@ static void set_pod_phase(fixture *f, const char *pod, const char *phase)
     req(f, "PATCH", path, "{\"status\":{\"phase\":\"%s\"}}", phase);
 }
 
+/* Kubelet's part of a graceful deletion, first half: the pods of job being deleted get phase
+ * (as a kubelet that killed them may write). Returns how many are terminating. */
+static int mark_terminating(fixture *f, const char *job, const char *phase)
+{
+    json_t *l = get(f, "/api/v1/namespaces/default/pods");
+    int n = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(l, "items"), i, p)
+    {
+        json_t *m = json_object_get(p, "metadata");
+        const char *j =
+            json_string_value(json_object_get(json_object_get(m, "labels"), "drover.dev/job"));
+        if (!j || strcmp(j, job) != 0 || !json_object_get(m, "deletionTimestamp"))
+            continue;
+        char path[256];
+        snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/%s/status",
+                 json_string_value(json_object_get(m, "name")));
+        req(f, "PATCH", path, "{\"status\":{\"phase\":\"%s\"}}", phase);
+        n++;
+    }
+    json_decref(l);
+    return n;
+}
+
 /* Kubelet's part of a graceful deletion: the pods of job being deleted are removed (grace 0).
  * Returns how many were still terminating. */
 static int finish_deletes(fixture *f, const char *job)
@@ -442,6 +467,16 @@ static void test_elastic_grow_and_shrink(void **state)
     /* e2, rigid 4 x 1 CPU, does not fit in the 3 CPUs left: e1 gives up workers for it (down
      * to what e2 needs), they are deleted gracefully, and once they are gone e2 is bound. */
     add_tj(f, "e2", 0, 4, 1000);
+    /* While e1's surplus workers terminate they hold their room: e2 waits. When kubelet has
+     * stopped them (and marks them Failed, as it may), the room is free, and their phase does
+     * not fail e1. */
+    WAIT_FOR(mark_terminating(f, "e1", "Running") > 0);
+    usleep(300000);
+    pods_of(f, "e2", &exist, &bound);
+    assert_int_equal(bound, 0);
+    mark_terminating(f, "e1", "Failed");
+    WAIT_FOR((pods_of(f, "e2", &exist, &bound), bound == 4));
+    assert_string_equal(tj_phase(f, "e1", ph, sizeof ph), "Running");
     WAIT_FOR((finish_deletes(f, "e1"), pods_of(f, "e2", &exist, &bound), bound == 4));
     pods_of(f, "e1", &exist, &bound);
     assert_true(bound >= 2 && bound <= 4); /* PS and at least worker 0 stay */

@@ -1,0 +1,51 @@
+/*
+ * pages.h - a fixed-capacity array whose entries can be given up for good, and whose memory
+ * goes back to the operating system page by page as they are.
+ *
+ * A driver that knows how many entries it will ever have (the simulator: one job per trace
+ * row) reserves them once; an entry is written while in use and released when nothing will
+ * read it again. When every entry overlapping a page is released the page is returned
+ * (madvise) and made inaccessible (mprotect), so resident memory follows the entries still in
+ * use while indices stay stable for the whole run - no index is ever handed to a second entry,
+ * and reading a released entry faults instead of returning another entry's data. Where the
+ * system has no mmap the array is plain heap memory and releasing only does the bookkeeping.
+ *
+ * Worked example: 360-byte entries, 4096-byte pages: page 0 holds entries 0..11 (entry 11
+ * straddles pages 0 and 1). Releasing entries 0..10 returns nothing; releasing 11 as well
+ * returns page 0 (with the next batch). Pages stay pinned by any entry still in use, so memory is
+ * at most one page per entry in use plus the fully used pages between them.
+ */
+#ifndef DROVER_PAGES_H
+#define DROVER_PAGES_H
+
+#include "drover/base.h"
+
+enum { DRV_PAGES_BATCH = 256 }; /* pages returned per batch of system calls */
+
+typedef struct drv_pages {
+    unsigned char *base;          /* entry i is at base + i * elem; zero-filled at reservation */
+    size_t elem;                  /* bytes per entry */
+    size_t cap;                   /* entries reserved */
+    size_t len;                   /* bytes reserved (whole pages when mapped) */
+    size_t page;                  /* page size, or 0 when the memory is from the heap */
+    uint16_t *left;               /* per page: entries overlapping it not released yet */
+    size_t returned;              /* pages given back so far */
+    size_t npend;                 /* pages free of entries in use but not given back yet ... */
+    size_t pend[DRV_PAGES_BATCH]; /* ... : they are, a batch at a time, one system call per
+                                     run of adjacent pages (entries free in the same order as
+                                     they were taken make long runs) */
+} drv_pages;
+
+/* Reserves cap zeroed entries of elem bytes. 0 or DRV_ENOMEM (p untouched then). */
+int drv_pages_init(drv_pages *p, size_t elem, size_t cap);
+/* Frees the array; accepts a zeroed p. */
+void drv_pages_fini(drv_pages *p);
+/* Releases entries [first, first + n): they must not be read or written again. Pages no
+ * entry in use overlaps any more are returned, DRV_PAGES_BATCH at a time. Releasing an entry
+ * twice is a caller bug. */
+void drv_pages_release(drv_pages *p, size_t first, size_t n);
+
+/* Returns the pages collected for the next batch now (a test, or a caller about to measure). */
+void drv_pages_flush(drv_pages *p);
+
+#endif

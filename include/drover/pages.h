@@ -5,9 +5,10 @@
  * A driver that knows how many entries it will ever have (the simulator: one job per trace
  * row) reserves them once; an entry is written while in use and released when nothing will
  * read it again. When every entry overlapping a page is released the page is returned
- * (madvise) and made inaccessible (mprotect), so resident memory follows the entries still in
- * use while indices stay stable for the whole run - no index is ever handed to a second entry,
- * and reading a released entry faults instead of returning another entry's data. Where the
+ * (madvise), so resident memory follows the entries still in use while indices stay stable for
+ * the whole run. No index is ever handed to a second entry, so a stale index never reads
+ * another entry's data - at worst zeros; in a guarded array (the simulator's checked runs) the
+ * page is also made inaccessible (mprotect) and such a read faults. Where the
  * system has no mmap the array is plain heap memory and releasing only does the bookkeeping.
  *
  * Worked example: 360-byte entries, 4096-byte pages: page 0 holds entries 0..11 (entry 11
@@ -23,14 +24,16 @@
 enum { DRV_PAGES_BATCH = 256 }; /* pages returned per batch of system calls */
 
 typedef struct drv_pages {
-    unsigned char *base;          /* entry i is at base + i * elem; zero-filled at reservation */
-    size_t elem;                  /* bytes per entry */
-    size_t cap;                   /* entries reserved */
-    size_t len;                   /* bytes reserved (whole pages when mapped) */
-    size_t page;                  /* page size, or 0 when the memory is from the heap */
-    uint16_t *left;               /* per page: entries overlapping it not released yet */
-    size_t returned;              /* pages given back so far */
-    size_t npend;                 /* pages free of entries in use but not given back yet ... */
+    unsigned char *base; /* entry i is at base + i * elem; zero-filled at reservation */
+    size_t elem;         /* bytes per entry */
+    size_t cap;          /* entries reserved */
+    size_t len;          /* bytes reserved (whole pages when mapped) */
+    size_t page;         /* page size, or 0 when the memory is from the heap */
+    uint16_t *left;      /* per page: entries overlapping it not released yet */
+    size_t returned;     /* pages given back so far */
+    bool guard;   /* also make returned pages inaccessible, so a stale read faults (costs a split
+                     of the mapping per run of pages: for checked runs) */
+    size_t npend; /* pages free of entries in use but not given back yet ... */
     size_t pend[DRV_PAGES_BATCH]; /* ... : they are, a batch at a time, one system call per
                                      run of adjacent pages (entries free in the same order as
                                      they were taken make long runs) */

@@ -171,11 +171,11 @@ int drv_state_reserve(drv_state *st, int32_t njobs, int32_t npods);
 int drv_state_fill_job(drv_state *st, int32_t id, int32_t pod_base, const drv_job *tmpl);
 /*
  * Gives up a finished job (phase DRV_JOB_DONE, no pod bound) for good: after this neither the
- * job nor its pod slots may be read or written (in a reserved state their memory is returned
- * and a stale read faults); drv_state_check and drv_state_fini skip it. Job and pod ids are
- * never reused, so an id held across time names one job or none. Drivers that look at
- * finished jobs later (the Kubernetes controller) simply never call it. Returns 0, or
- * DRV_EINVAL when the job is not done, has a pod bound or is released already.
+ * job nor its pod slots may be read or written (in a reserved state their memory is returned:
+ * a stale read gives zeros, or faults when the pages are guarded, pages.h); drv_state_check and
+ * drv_state_fini skip it. Job and pod ids are never reused, so an id held across time names one job
+ * or none. Drivers that look at finished jobs later (the Kubernetes controller) simply never call
+ * it. Returns 0, or DRV_EINVAL when the job is not done, has a pod bound or is released already.
  */
 int drv_state_release_job(drv_state *st, int32_t job);
 /* Whether a job was released (drv_state_release_job). */

@@ -776,6 +776,8 @@ int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_cata
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     }
     s->js = (jobsim *)s->js_pages.base;
+    /* checked runs (tests, --check): a read of a finished job faults */
+    s->st.job_pages.guard = s->st.pod_pages.guard = s->js_pages.guard = cfg->check;
     s->res = drv_calloc((size_t)w->n + 1, sizeof *s->res);
     s->runl = drv_calloc((size_t)w->n + 1, sizeof *s->runl);
     s->pod_base = drv_calloc((size_t)w->n + 1, sizeof *s->pod_base);

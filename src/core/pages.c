@@ -5,11 +5,12 @@
  * entry decrements the counts of the one or two pages it spans, and a page whose count reaches
  * zero is returned with madvise(MADV_DONTNEED) and, when guarded, protected with PROT_NONE, so
  * that a stale index faults rather than reads zeros. Protecting splits the mapping and costs
- * about 5 % of a 100,000-job simulation, so only checked runs guard. Returning one page at a time
- * cost two system calls per page (a 100,000-job run spent 0.1 s in them), so pages are collected
- * DRV_PAGES_BATCH at a time, sorted, and returned one run of adjacent pages per call. Bounds: init
- * is O(cap), a release O(entries + pages they span) plus, once per batch, a sort of it. If
- * protecting fails (the system's limit of mappings) the pages are still returned.
+ * about 5 % of a 100,000-job simulation, so only checked runs guard. Returning one 4 KiB page
+ * at a time cost two system calls per page (a 100,000-job run spent 0.1 s in them), so a
+ * "page" here is DRV_PAGES_UNIT system pages, collected DRV_PAGES_BATCH at a time, sorted, and
+ * returned one run of adjacent pages per call. Bounds: init is O(cap), a release O(entries +
+ * pages they span) plus, once per batch, a sort of it. If protecting fails (the system's limit
+ * of mappings) the pages are still returned.
  */
 #if !defined(_DEFAULT_SOURCE)
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MADV_DONTNEED */
@@ -34,8 +35,10 @@ int drv_pages_init(drv_pages *p, size_t elem, size_t cap)
     q.cap = cap;
 #if HAVE_MMAP
     long pg = sysconf(_SC_PAGESIZE);
-    /* a page count must fit its uint16_t counter: entries of at least 1 byte, pages <= 64 KiB */
-    q.page = pg > 0 && pg <= 65535 && elem > 0 ? (size_t)pg : 0;
+    /* memory goes back DRV_PAGES_UNIT system pages at a time; a unit's count of entries must
+     * fit its uint16_t counter */
+    size_t unit = pg > 0 ? (size_t)pg * DRV_PAGES_UNIT : 0;
+    q.page = elem > 0 && unit / elem + 2 <= UINT16_MAX ? unit : 0;
 #endif
     size_t bytes = elem * cap;
     if (cap && bytes / cap != elem)

@@ -140,6 +140,7 @@ typedef struct drv_state {
     drv_jobset released;     /* jobs given up with drv_state_release_job: ids never reused */
     int32_t nreleased;       /* their number */
     bool reserved;           /* jobs and pods live in job_pages and pod_pages (drv_state_reserve) */
+    drv_jobset filled;       /* when reserved: the placeholders filled in (drv_state_fill_job) */
     drv_pages job_pages;     /* when reserved: the memory of jobs, returned as they are released */
     drv_pages pod_pages;     /* when reserved: the memory of pods, likewise */
 } drv_state;

@@ -53,6 +53,8 @@ void drv_state_fini(drv_state *st)
     }
     drv_free(st->released.bits);
     drv_free(st->released.sum);
+    drv_free(st->filled.bits);
+    drv_free(st->filled.sum);
     drv_free(st->live.bits);
     drv_free(st->live.sum);
     drv_free(st->pending.bits);
@@ -164,6 +166,8 @@ void drv_state_set_node(drv_state *st, int32_t node, drv_res alloc, bool schedul
     st->nodes[node].schedulable = schedulable;
 }
 
+static bool jobset_has(const drv_jobset *js, int32_t job);
+
 /* Fills job jid from a template, with its pod slots from pod_base on, and enters its phase. */
 static void init_job(drv_state *st, int32_t jid, int32_t pod_base, int32_t slots,
                      const drv_job *tmpl)
@@ -225,9 +229,11 @@ int drv_state_fill_job(drv_state *st, int32_t id, int32_t pod_base, const drv_jo
 {
     int32_t slots = job_slots(tmpl);
     if (!st->reserved || id < 0 || id >= st->njobs || pod_base < 0 ||
-        pod_base > st->npods - slots || drv_state_job_released(st, id) ||
-        st->jobs[id].phase != DRV_JOB_FUTURE || st->jobs[id].pod_count != 0)
+        pod_base > st->npods - slots || jobset_has(&st->filled, id))
         return DRV_EINVAL;
+    /* the placeholder itself is not read: a read before the first write of its page would map
+     * the zero page and fault a second time at the write (7,000 more faults on 100,000 jobs) */
+    jobset_put(&st->filled, id, true);
     init_job(st, id, pod_base, slots, tmpl);
     return 0;
 }
@@ -271,8 +277,9 @@ int drv_state_reserve(drv_state *st, int32_t njobs, int32_t npods)
     if (st->njobs > 0 || st->reserved || njobs < 0 || npods < 0)
         return DRV_EINVAL;
     if (jobset_reserve(&st->live, njobs) != 0 || jobset_reserve(&st->released, njobs) != 0 ||
-        jobset_reserve(&st->pending, njobs) != 0 || jobset_reserve(&st->queued, njobs) != 0 ||
-        jobset_reserve(&st->queued_bound, njobs) != 0 || jobset_reserve(&st->starting, njobs) != 0)
+        jobset_reserve(&st->filled, njobs) != 0 || jobset_reserve(&st->pending, njobs) != 0 ||
+        jobset_reserve(&st->queued, njobs) != 0 || jobset_reserve(&st->queued_bound, njobs) != 0 ||
+        jobset_reserve(&st->starting, njobs) != 0)
         return DRV_ENOMEM;
     drv_pages jp, pp;
     if (drv_pages_init(&jp, sizeof *st->jobs, (size_t)njobs) != 0)

@@ -169,6 +169,11 @@ const drv_placement *drv_sim_placements(const drv_sim *s, int32_t *n);
 /* The cluster state. A finished job is released (drv_state_release_job) once its result row
  * is written: read finished jobs through drv_sim_jobs and drv_sim_workload, not here. */
 const drv_state *drv_sim_state(const drv_sim *s);
+/* Enters a job not submitted yet into drv_sim_state as it will be until its submission (phase
+ * DRV_JOB_FUTURE), so that it can be looked at before (`drover sim --explain` at its
+ * submission time); a job enters the state only at its submission otherwise. Changes no
+ * result. 0, DRV_EINVAL (no such job) or DRV_ENOMEM. */
+int drv_sim_enter_job(drv_sim *s, int32_t job);
 /* The workload the simulator was created with: job i of drv_sim_jobs is its jobs[i]. */
 const drv_workload *drv_sim_workload(const drv_sim *s);
 /* Name of the profile the run uses. */

@@ -179,6 +179,8 @@ int drv_state_fill_job(drv_state *st, int32_t id, int32_t pod_base, const drv_jo
  * it. Returns 0, or DRV_EINVAL when the job is not done, has a pod bound or is released already.
  */
 int drv_state_release_job(drv_state *st, int32_t job);
+/* Whether a reserved job id was filled in (drv_state_fill_job). */
+bool drv_state_job_filled(const drv_state *st, int32_t job);
 /* Whether a job was released (drv_state_release_job). */
 bool drv_state_job_released(const drv_state *st, int32_t job);
 

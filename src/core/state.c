@@ -300,6 +300,11 @@ int drv_state_reserve(drv_state *st, int32_t njobs, int32_t npods)
     return 0;
 }
 
+bool drv_state_job_filled(const drv_state *st, int32_t job)
+{
+    return job >= 0 && job < st->njobs && st->filled.bits && jobset_has(&st->filled, job);
+}
+
 bool drv_state_job_released(const drv_state *st, int32_t job)
 {
     return job >= 0 && job < st->njobs && st->released.bits && jobset_has(&st->released, job);

@@ -924,6 +924,8 @@ static int on_complete(drv_sim *s, int32_t job)
  * until then it is a blank placeholder that costs no memory. */
 static int fill_job(drv_sim *s, int32_t i)
 {
+    if (drv_state_job_filled(&s->st, i)) /* entered early: drv_sim_enter_job */
+        return 0;
     const drv_jobspec *js = &s->wl->jobs[i];
     const drv_catalogue *cat = s->cat;
     const drv_sim_config *cfg = &s->cfg;
@@ -1172,6 +1174,13 @@ const drv_placement *drv_sim_placements(const drv_sim *s, int32_t *n)
     if (!s->cfg.placements)
         return NULL;
     return s->pl ? s->pl : none;
+}
+
+int drv_sim_enter_job(drv_sim *s, int32_t job)
+{
+    if (job < 0 || job >= s->wl->n)
+        return DRV_EINVAL;
+    return fill_job(s, job);
 }
 
 const drv_workload *drv_sim_workload(const drv_sim *s)

@@ -111,8 +111,9 @@ typedef struct drv_sim_config {
 
 /* One interval during which a pod was bound to a node (the placement log). */
 typedef struct drv_placement {
-    int32_t job, pod, role, node; /* indices into drv_sim_state()'s tables */
+    int32_t job, pod, role, node; /* job and pod ids, enum drv_role, node id (drv_sim_state) */
     double start, end;            /* seconds; end is -1 while still bound when the run ended */
+    int32_t index;                /* replica index within its role (the pod's drv_pod.index) */
 } drv_placement;
 
 /* What happened to one job. Times in seconds; -1 when it never started / never finished. */
@@ -165,7 +166,16 @@ const drv_jobresult *drv_sim_jobs(const drv_sim *s, int32_t *n);
 const drv_tick *drv_sim_ticks(const drv_sim *s, int32_t *n);
 /* The placement log in order of binding; NULL unless drv_sim_config.placements was set. */
 const drv_placement *drv_sim_placements(const drv_sim *s, int32_t *n);
+/* The cluster state. A finished job is released (drv_state_release_job) once its result row
+ * is written: read finished jobs through drv_sim_jobs and drv_sim_workload, not here. */
 const drv_state *drv_sim_state(const drv_sim *s);
+/* Enters a job not submitted yet into drv_sim_state as it will be until its submission (phase
+ * DRV_JOB_FUTURE), so that it can be looked at before (`drover sim --explain` at its
+ * submission time); a job enters the state only at its submission otherwise. Changes no
+ * result. 0, DRV_EINVAL (no such job) or DRV_ENOMEM. */
+int drv_sim_enter_job(drv_sim *s, int32_t job);
+/* The workload the simulator was created with: job i of drv_sim_jobs is its jobs[i]. */
+const drv_workload *drv_sim_workload(const drv_sim *s);
 /* Name of the profile the run uses. */
 const char *drv_sim_policy(const drv_sim *s);
 

@@ -20,6 +20,7 @@
 #define DROVER_STATE_H
 
 #include "drover/base.h"
+#include "drover/pages.h"
 #include "drover/strtab.h"
 
 enum drv_role { DRV_ROLE_PS, DRV_ROLE_CHIEF, DRV_ROLE_WORKER, DRV_ROLE_EVALUATOR, DRV_NROLES };
@@ -136,6 +137,12 @@ typedef struct drv_state {
     int32_t nqueued_bound;   /* their number */
     drv_jobset starting;     /* jobs in phase DRV_JOB_STARTING or DRV_JOB_RESTARTING (derived) */
     int32_t nstarting;       /* their number */
+    drv_jobset released;     /* jobs given up with drv_state_release_job: ids never reused */
+    int32_t nreleased;       /* their number */
+    bool reserved;           /* jobs and pods live in job_pages and pod_pages (drv_state_reserve) */
+    drv_jobset filled;       /* when reserved: the placeholders filled in (drv_state_fill_job) */
+    drv_pages job_pages;     /* when reserved: the memory of jobs, returned as they are released */
+    drv_pages pod_pages;     /* when reserved: the memory of pods, likewise */
 } drv_state;
 
 int drv_state_init(drv_state *st);
@@ -149,6 +156,33 @@ int drv_state_add_node(drv_state *st, const char *name, drv_res alloc, const cha
  * and creates its pod slots. Targets start at the requested replicas. *id receives its id.
  */
 int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id);
+
+/*
+ * For a driver that knows its whole workload (the simulator): makes job ids 0..njobs-1 and pod
+ * slots 0..npods-1 exist at once as blank placeholders (phase DRV_JOB_FUTURE, no pod slots, in
+ * no job set), in memory that is touched only when a job is filled in (drv_state_fill_job, at
+ * its submission) and returned when it is released (drv_state_release_job; pages.h): memory
+ * follows the jobs submitted and not finished, while ids stay those of the workload.
+ * drv_state_add_job then fails. On a state with no jobs yet; 0, DRV_EINVAL or DRV_ENOMEM.
+ */
+int drv_state_reserve(drv_state *st, int32_t njobs, int32_t npods);
+/* Fills reserved job id from a template as drv_state_add_job does, its pod slots starting at
+ * pod_base (the caller lays the slots out; they must be unused). 0, or DRV_EINVAL when the
+ * state is not reserved, the id is not a blank placeholder or the slots do not fit. */
+int drv_state_fill_job(drv_state *st, int32_t id, int32_t pod_base, const drv_job *tmpl);
+/*
+ * Gives up a finished job (phase DRV_JOB_DONE, no pod bound) for good: after this neither the
+ * job nor its pod slots may be read or written (in a reserved state their memory is returned:
+ * a stale read gives zeros, or faults when the pages are guarded, pages.h); drv_state_check and
+ * drv_state_fini skip it. Job and pod ids are never reused, so an id held across time names one job
+ * or none. Drivers that look at finished jobs later (the Kubernetes controller) simply never call
+ * it. Returns 0, or DRV_EINVAL when the job is not done, has a pod bound or is released already.
+ */
+int drv_state_release_job(drv_state *st, int32_t job);
+/* Whether a reserved job id was filled in (drv_state_fill_job). */
+bool drv_state_job_filled(const drv_state *st, int32_t job);
+/* Whether a job was released (drv_state_release_job). */
+bool drv_state_job_released(const drv_state *st, int32_t job);
 
 /* Changes what a node offers: its allocatable and whether pods may go there (a controller
  * following the API's nodes). Pods bound there stay. */

@@ -432,6 +432,8 @@ static int explain_job(const drv_cluster_spec *cl, const drv_workload *wl, const
     int rc = drv_sim_new(cl, wl, cat, prof, &cfg, &s, &d);
     if (!rc)
         rc = drv_sim_run_until(s, t, &d);
+    if (!rc) /* submitted at t itself: not in the state yet */
+        rc = drv_sim_enter_job(s, job);
     if (!rc)
         rc = drv_priority_explain(drv_sim_state(s), t, job, knobs, nknobs, &b, &d);
     if (rc) {

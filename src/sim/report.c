@@ -201,9 +201,8 @@ static int placement_file(const char *dir, const drv_sim *s, drv_diag *d)
         return DRV_EIO;
     fputs("job,pod,node,start_s,end_s\n", f);
     for (int32_t i = 0; i < n; i++) {
-        const drv_pod *pod = &st->pods[p[i].pod];
-        fprintf(f, "%s,%s%d,%s,%.3f", drv_strtab_str(st->names, st->jobs[p[i].job].name),
-                drv_role_name(p[i].role), pod->index,
+        fprintf(f, "%s,%s%d,%s,%.3f", drv_sim_workload(s)->jobs[p[i].job].name,
+                drv_role_name(p[i].role), p[i].index,
                 drv_strtab_str(st->names, st->nodes[p[i].node].name), p[i].start);
         if (p[i].end >= 0)
             fprintf(f, ",%.3f\n", p[i].end);
@@ -244,7 +243,7 @@ int drv_report_scenario_file(const char *dir, const drv_scenario *sc, drv_diag *
 int drv_report_run_files(const char *dir, const drv_sim *s, drv_diag *d)
 {
     char tmp[4096], final[4096], name[128];
-    const drv_state *st = drv_sim_state(s);
+    const drv_workload *wl = drv_sim_workload(s);
     const char *policy = drv_sim_policy(s);
     snprintf(name, sizeof name, "jobs-%s.csv", policy);
     FILE *f = begin(dir, name, tmp, final, sizeof tmp, d);
@@ -256,10 +255,10 @@ int drv_report_run_files(const char *dir, const drv_sim *s, drv_diag *d)
           "restarts,migrations,preemptions\n",
           f);
     for (int32_t i = 0; i < n; i++) {
-        const drv_job *j = &st->jobs[i];
-        fprintf(f, "%s,%s,%d,%d,%d,%d,%.3f", drv_strtab_str(st->names, j->name),
-                drv_strtab_str(st->names, j->user), j->model, j->role[DRV_ROLE_PS].replicas,
-                j->role[DRV_ROLE_WORKER].replicas, r[i].workers, r[i].submit);
+        const drv_jobspec *j = &wl->jobs[i]; /* finished jobs are released from the state */
+        fprintf(f, "%s,%s,%d,%d,%d,%d,%.3f", j->name, j->user, j->model,
+                j->role[DRV_ROLE_PS].replicas, j->role[DRV_ROLE_WORKER].replicas, r[i].workers,
+                r[i].submit);
         if (r[i].start >= 0)
             fprintf(f, ",%.3f", r[i].start);
         else

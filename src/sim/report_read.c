@@ -486,7 +486,7 @@ static int load_placements(drv_report_run *run, char **jobs, const char *path, d
             rc = drv_fail(d, DRV_ENOMEM, "out of memory");
             break;
         }
-        run->pl[run->npl++] = (drv_placement){job, -1, -1, k, start, end};
+        run->pl[run->npl++] = (drv_placement){job, -1, -1, k, start, end, -1};
     }
     drv_csv_close(&c);
     drv_free(byname);

@@ -93,8 +93,12 @@ struct drv_sim {
     double last_tick; /* time of the last periodic cycle, run or skipped */
     double next_tick; /* time of the cycle event pending (cycle_pending) */
 
-    jobsim *js;
-    drv_jobresult *res;
+    jobsim *js; /* per job, in js_pages: released with the job */
+    drv_pages js_pages;
+    drv_jobresult *res; /* per job, kept for the report: the compact O(trace) part */
+    int32_t *pod_base;  /* per job: its first pod slot (slots are laid out in workload order) */
+    int32_t *names;     /* per job: its interned name, user and queue (interned in workload order
+                           at the start, so ids do not depend on the order of submissions) */
     drv_decisions dec;
     uint32_t cycle_no;
     int32_t *touched;
@@ -293,7 +297,7 @@ static void log_bind(drv_sim *s, int32_t pod, int32_t node)
         s->pl_open[i] = -1;
     const drv_pod *p = &s->st.pods[pod];
     s->pl_open[pod] = s->npl;
-    s->pl[s->npl++] = (drv_placement){p->job, pod, p->role, node, s->now, -1};
+    s->pl[s->npl++] = (drv_placement){p->job, pod, p->role, node, s->now, -1, p->index};
 }
 
 static void log_unbind(drv_sim *s, int32_t pod)
@@ -758,10 +762,28 @@ int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_cata
         drv_sim_free(s);
         return drv_fail(d, rc, "cluster: %s", drv_strerror(rc));
     }
-    s->js = drv_calloc((size_t)w->n + 1, sizeof *s->js);
+    /* Jobs, their pods and their simulator state live in released-as-they-finish arrays
+     * (pages.h): memory follows the jobs not finished, plus one result row per job. */
+    int64_t npods = 0;
+    for (int32_t i = 0; i < w->n; i++)
+        for (int r = 0; r < DRV_NROLES; r++)
+            npods += w->jobs[i].role[r].max > w->jobs[i].role[r].replicas
+                         ? w->jobs[i].role[r].max
+                         : w->jobs[i].role[r].replicas;
+    if (npods > INT32_MAX || drv_state_reserve(&s->st, w->n, (int32_t)npods) != 0 ||
+        drv_pages_init(&s->js_pages, sizeof *s->js, (size_t)w->n) != 0) {
+        drv_sim_free(s);
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    }
+    s->js = (jobsim *)s->js_pages.base;
+    /* checked runs (tests, --check): a read of a finished job faults */
+    s->st.job_pages.guard = s->st.pod_pages.guard = s->js_pages.guard = cfg->check;
     s->res = drv_calloc((size_t)w->n + 1, sizeof *s->res);
     s->runl = drv_calloc((size_t)w->n + 1, sizeof *s->runl);
-    if (!s->js || !s->res || !s->runl) {
+    s->pod_base = drv_calloc((size_t)w->n + 1, sizeof *s->pod_base);
+    s->names = drv_calloc(3 * (size_t)w->n + 1, sizeof *s->names);
+    int32_t pod = 0;
+    if (!s->res || !s->runl || !s->pod_base || !s->names) {
         drv_sim_free(s);
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     }
@@ -778,35 +800,20 @@ int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_cata
                                 (long long)q->gpu);
             }
         }
-        drv_job t;
-        memset(&t, 0, sizeof t);
-        t.name = drv_strtab_intern(s->st.names, js->name);
-        t.user = drv_strtab_intern(s->st.names, js->user);
-        t.queue = drv_strtab_intern(s->st.names, js->queue);
-        t.priority = js->priority;
-        t.user_priority = js->user_priority;
-        t.model = js->model;
-        t.calib_app = cfg->calib ? js->calib_app : 0;
-        t.batch = (int32_t)lround(js->batch); /* whole in every trace */
-        t.batch_min = js->batch_max > 0 ? (int32_t)lround(js->batch_min) : t.batch;
-        t.batch_max = js->batch_max > 0 ? (int32_t)lround(js->batch_max) : t.batch;
-        t.submit = js->submit;
-        memcpy(t.role, js->role, sizeof t.role);
-        t.phase = DRV_JOB_FUTURE;
-        const drv_family *f = &cat->v[js->model];
-        double k = drv_steps_to_loss(f, js->target_loss);
-        if (js->max_steps > 0 && js->max_steps < k)
-            k = js->max_steps;
-        t.steps_total = isfinite(k) ? k : 1e12;
-        t.loss = drv_loss(f, 0);
-        if (t.name < 0 || t.user < 0 || t.queue < 0 ||
-            (rc = drv_state_add_job(&s->st, &t, NULL)) != 0) {
+        /* Names are interned in workload order, as before jobs entered the state at their
+         * submission, so that interned ids (and any order by them) do not depend on it. */
+        int32_t *nm = &s->names[3 * (size_t)i];
+        nm[0] = drv_strtab_intern(s->st.names, js->name);
+        nm[1] = drv_strtab_intern(s->st.names, js->user);
+        nm[2] = drv_strtab_intern(s->st.names, js->queue);
+        if (nm[0] < 0 || nm[1] < 0 || nm[2] < 0) {
             drv_sim_free(s);
             return drv_fail(d, DRV_ENOMEM, "out of memory");
         }
+        s->pod_base[i] = pod;
+        for (int r = 0; r < DRV_NROLES; r++)
+            pod += js->role[r].max > js->role[r].replicas ? js->role[r].max : js->role[r].replicas;
         s->res[i] = (drv_jobresult){js->submit, -1, -1, 0, 0, 0, 0};
-        s->js[i].runpos = -1;
-        s->js[i].owe_t = INFINITY;
     }
     /* Job i's arrival has sequence number i; other events come after. Without a NaN
      * submission time (no order then) arrivals enter the heap one by one. */
@@ -856,8 +863,10 @@ void drv_sim_free(drv_sim *s)
     drv_decisions_fini(&s->dec);
     drv_free(s->heap);
     drv_free(s->arrivals);
-    drv_free(s->js);
+    drv_pages_fini(&s->js_pages);
     drv_free(s->res);
+    drv_free(s->pod_base);
+    drv_free(s->names);
     drv_free(s->touched);
     drv_free(s->runl);
     drv_free(s->ticks);
@@ -888,12 +897,65 @@ static int on_complete(drv_sim *s, int32_t job)
     j->end = s->now;
     s->live--;
     s->ndone++;
+    s->res[job].restarts = j->restarts;
+    s->res[job].migrations = j->migrations;
+    s->res[job].preemptions = j->preemptions;
+    /* Nothing reads a finished job again: its result row is written, a STARTED or COMPLETE
+     * event still in the heap is stale (checked below before the job is looked at), and
+     * plugins key what they keep by job id and drop it when the job leaves the live set. */
+    rc = drv_state_release_job(&s->st, job);
+    if (rc)
+        return rc;
+    drv_pages_release(&s->js_pages, (size_t)job, 1);
+    if (s->cfg.check) { /* checked runs (tests, --check): a stale read faults at once */
+        drv_pages_flush(&s->st.job_pages);
+        drv_pages_flush(&s->st.pod_pages);
+        drv_pages_flush(&s->js_pages);
+    }
     /* Freed capacity speeds up nobody by itself, but co-located jobs' CPU shares change when
      * limits were overcommitted on a node the job left: then recompute rates. */
     for (int32_t k = 0; overcommitted && k < s->nrun; k++)
         if ((rc = reschedule(s, s->runl[k])) != 0) /* advances the job if its rate changes */
             return rc;
     return request_cycle(s);
+}
+
+/* Enters job i into the state at its submission (drv_state_fill_job), from its workload entry:
+ * until then it is a blank placeholder that costs no memory. */
+static int fill_job(drv_sim *s, int32_t i)
+{
+    if (drv_state_job_filled(&s->st, i)) /* entered early: drv_sim_enter_job */
+        return 0;
+    const drv_jobspec *js = &s->wl->jobs[i];
+    const drv_catalogue *cat = s->cat;
+    const drv_sim_config *cfg = &s->cfg;
+    drv_job t;
+    memset(&t, 0, sizeof t);
+    t.name = s->names[3 * (size_t)i];
+    t.user = s->names[3 * (size_t)i + 1];
+    t.queue = s->names[3 * (size_t)i + 2];
+    t.priority = js->priority;
+    t.user_priority = js->user_priority;
+    t.model = js->model;
+    t.calib_app = cfg->calib ? js->calib_app : 0;
+    t.batch = (int32_t)lround(js->batch); /* whole in every trace */
+    t.batch_min = js->batch_max > 0 ? (int32_t)lround(js->batch_min) : t.batch;
+    t.batch_max = js->batch_max > 0 ? (int32_t)lround(js->batch_max) : t.batch;
+    t.submit = js->submit;
+    memcpy(t.role, js->role, sizeof t.role);
+    t.phase = DRV_JOB_FUTURE;
+    const drv_family *f = &cat->v[js->model];
+    double k = drv_steps_to_loss(f, js->target_loss);
+    if (js->max_steps > 0 && js->max_steps < k)
+        k = js->max_steps;
+    t.steps_total = isfinite(k) ? k : 1e12;
+    t.loss = drv_loss(f, 0);
+    int rc = drv_state_fill_job(&s->st, i, s->pod_base[i], &t);
+    if (rc)
+        return rc;
+    s->js[i].runpos = -1;
+    s->js[i].owe_t = INFINITY;
+    return 0;
 }
 
 static void report_progress(const drv_sim *s)
@@ -920,6 +982,8 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
         switch (e.kind) {
         case EV_ARRIVAL: {
             rc = push_next_arrival(s);
+            if (!rc)
+                rc = fill_job(s, e.job);
             if (rc)
                 break;
             disturb(s);
@@ -935,6 +999,8 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
                 return rc;
             break;
         case EV_STARTED: {
+            if (drv_state_job_released(&s->st, e.job))
+                break; /* stale: the job finished */
             drv_job *j = &s->st.jobs[e.job];
             if (e.gen != s->js[e.job].gen)
                 break;
@@ -953,7 +1019,8 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
             break;
         }
         case EV_COMPLETE:
-            if (e.gen != s->js[e.job].gen || s->st.jobs[e.job].phase != DRV_JOB_RUNNING)
+            if (drv_state_job_released(&s->st, e.job) || e.gen != s->js[e.job].gen ||
+                s->st.jobs[e.job].phase != DRV_JOB_RUNNING)
                 break;
             disturb(s);
             rc = on_complete(s, e.job);
@@ -996,6 +1063,8 @@ int drv_sim_run(drv_sim *s, drv_diag *d)
 {
     int rc = run_events(s, INFINITY, d);
     for (int32_t i = 0; i < s->st.njobs; i++) {
+        if (drv_state_job_released(&s->st, i))
+            continue; /* its row was written when it finished */
         const drv_job *j = &s->st.jobs[i];
         s->res[i].restarts = j->restarts;
         s->res[i].migrations = j->migrations;
@@ -1105,6 +1174,18 @@ const drv_placement *drv_sim_placements(const drv_sim *s, int32_t *n)
     if (!s->cfg.placements)
         return NULL;
     return s->pl ? s->pl : none;
+}
+
+int drv_sim_enter_job(drv_sim *s, int32_t job)
+{
+    if (job < 0 || job >= s->wl->n)
+        return DRV_EINVAL;
+    return fill_job(s, job);
+}
+
+const drv_workload *drv_sim_workload(const drv_sim *s)
+{
+    return s->wl;
 }
 
 const drv_state *drv_sim_state(const drv_sim *s)

@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "drover/cycle.h"
 
@@ -663,6 +666,136 @@ static void test_done_job_frees_history(void **unused)
     drv_state_fini(&st); /* frees b's ring: the ASan build's leak check fails otherwise */
 }
 
+/* A page goes back only when every entry overlapping it is released, including entries that
+ * straddle two pages; nothing is returned twice. */
+static void test_pages_return_only_free_pages(void **unused)
+{
+    (void)unused;
+    drv_pages p;
+    assert_int_equal(drv_pages_init(&p, 360, 100), 0);
+    if (!p.page) {
+        drv_pages_fini(&p);
+        skip(); /* heap fallback: nothing is returned */
+    }
+    size_t per = p.page / 360; /* entries wholly in page 0, then one straddling pages 0 and 1 */
+    unsigned char *b = p.base;
+    for (size_t i = 0; i < 100; i++)
+        assert_int_equal(b[i * 360], 0); /* zeroed */
+    b[0] = 5;
+    drv_pages_release(&p, 0, per);
+    drv_pages_flush(&p);
+    assert_int_equal(p.returned, 0); /* entry `per` straddles into page 0 and is in use */
+    assert_int_equal(b[0], 5);       /* still in memory: not returned */
+    drv_pages_release(&p, per, 1);
+    drv_pages_flush(&p);
+    assert_int_equal(p.returned, 1);
+    assert_int_equal(b[0], 0); /* returned, unguarded: a stale read sees zeros, never data */
+    drv_pages_release(&p, per + 1, 100 - per - 1);
+    drv_pages_flush(&p);
+    assert_int_equal(p.returned, (100 * 360 + p.page - 1) / p.page);
+    drv_pages_fini(&p);
+}
+
+/* In a guarded array (checked runs), reading a released entry whose page went back faults (in
+ * a child process) instead of returning zeros or anything else. */
+static void test_pages_stale_read_faults(void **unused)
+{
+    (void)unused;
+    drv_pages p;
+    assert_int_equal(drv_pages_init(&p, 64, 1000), 0);
+    if (!p.page) {
+        drv_pages_fini(&p);
+        skip();
+    }
+    p.guard = true;
+    int32_t *v = (int32_t *)p.base;
+    v[0] = 7;
+    drv_pages_release(&p, 0, p.page / 64);
+    drv_pages_flush(&p);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGSEGV, SIG_DFL); /* cmocka's handler would carry on with the tests */
+        signal(SIGBUS, SIG_DFL);
+        volatile int32_t x = v[0];
+        _exit(x == 7 ? 1 : 2); /* reached only if the read did not fault */
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    assert_true(WTERMSIG(status) == SIGSEGV || WTERMSIG(status) == SIGBUS);
+    drv_pages_fini(&p);
+}
+
+/* A reserved state: ids exist as blank placeholders until filled, a finished job is released
+ * only when done and unbound, exactly once, ids are never handed to another job, and the
+ * invariant check and fini skip released jobs. */
+static void test_reserve_fill_release(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    assert_int_equal(drv_state_init(&st), 0);
+    int32_t node;
+    assert_int_equal(drv_state_add_node(&st, "n0", (drv_res){8000, 8 * GiB, 0}, NULL, NULL, &node),
+                     0);
+    assert_int_equal(drv_state_reserve(&st, 3, 6), 0);
+    assert_int_equal(drv_state_reserve(&st, 3, 6), DRV_EINVAL); /* once */
+    assert_int_equal(st.njobs, 3);
+    assert_int_equal(st.jobs[2].phase, DRV_JOB_FUTURE);
+    assert_int_equal(st.nlive, 0);
+    drv_job t;
+    memset(&t, 0, sizeof t);
+    t.role[DRV_ROLE_WORKER] = (drv_rolespec){2, 2, 2, {1000, 1, 0}, 1000};
+    t.phase = DRV_JOB_PENDING;
+    assert_int_equal(drv_state_add_job(&st, &t, NULL), DRV_ENOMEM); /* ids are all reserved */
+    assert_int_equal(drv_state_fill_job(&st, 2, 4, &t), 0); /* out of order: ids are fixed */
+    assert_int_equal(drv_state_fill_job(&st, 0, 0, &t), 0);
+    assert_int_equal(drv_state_fill_job(&st, 0, 0, &t), DRV_EINVAL); /* not a placeholder */
+    assert_int_equal(drv_state_fill_job(&st, 1, 5, &t), DRV_EINVAL); /* slots past the end */
+    assert_int_equal(st.nlive, 2);
+    assert_int_equal(st.pods[5].job, 2);
+    drv_state_bind(&st, 0, node);
+    drv_diag d = {{0}};
+    assert_int_equal(drv_state_check(&st, false, &d), 0);
+    assert_int_equal(drv_state_release_job(&st, 0), DRV_EINVAL); /* not done */
+    drv_state_set_phase(&st, 0, DRV_JOB_DONE);
+    assert_int_equal(drv_state_release_job(&st, 0), DRV_EINVAL); /* a pod still bound */
+    drv_state_unbind(&st, 0);
+    assert_int_equal(drv_job_add_sample(&st.jobs[2], (drv_sample){1, 1, 1}), 0);
+    assert_int_equal(drv_state_release_job(&st, 0), 0);
+    assert_true(drv_state_job_released(&st, 0));
+    assert_false(drv_state_job_released(&st, 2));
+    assert_int_equal(drv_state_release_job(&st, 0), DRV_EINVAL);     /* twice */
+    assert_int_equal(drv_state_fill_job(&st, 0, 0, &t), DRV_EINVAL); /* never reused */
+    assert_int_equal(st.nreleased, 1);
+    assert_int_equal(drv_state_check(&st, true, &d), 0);
+    assert_int_equal(drv_state_next_live(&st, 0), 2);
+    drv_state_fini(&st); /* frees job 2's ring, skips job 0: ASan checks both */
+}
+
+/* Without drv_state_reserve (the Kubernetes controller's state) a released job's memory stays:
+ * only the bookkeeping changes, and drv_state_add_job keeps working. */
+static void test_release_without_reserve(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    assert_int_equal(drv_state_init(&st), 0);
+    drv_job t;
+    memset(&t, 0, sizeof t);
+    t.role[DRV_ROLE_WORKER] = (drv_rolespec){1, 1, 1, {1000, 1, 0}, 1000};
+    t.phase = DRV_JOB_DONE;
+    int32_t a, b;
+    assert_int_equal(drv_state_add_job(&st, &t, &a), 0);
+    assert_int_equal(drv_state_release_job(&st, a), 0);
+    assert_int_equal(drv_state_add_job(&st, &t, &b), 0);
+    assert_int_equal(b, a + 1); /* a new id, not the released one */
+    assert_false(drv_state_job_released(&st, b));
+    drv_diag d = {{0}};
+    assert_int_equal(drv_state_check(&st, true, &d), 0);
+    drv_state_fini(&st);
+}
+
 static void test_rng_determinism(void **unused)
 {
     (void)unused;
@@ -700,6 +833,10 @@ int main(void)
         cmocka_unit_test(test_cycle_without_admit_is_refused),
         cmocka_unit_test(test_progress_ring),
         cmocka_unit_test(test_done_job_frees_history),
+        cmocka_unit_test(test_pages_return_only_free_pages),
+        cmocka_unit_test(test_pages_stale_read_faults),
+        cmocka_unit_test(test_reserve_fill_release),
+        cmocka_unit_test(test_release_without_reserve),
         cmocka_unit_test(test_rng_determinism),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -243,9 +243,10 @@ static void set_pod_phase(fixture *f, const char *pod, const char *phase)
     req(f, "PATCH", path, "{\"status\":{\"phase\":\"%s\"}}", phase);
 }
 
-/* Kubelet's part of a graceful deletion, first half: the pods of job being deleted get phase
- * (as a kubelet that killed them may write). Returns how many are terminating. */
-static int mark_terminating(fixture *f, const char *job, const char *phase)
+/* Kubelet's part of a graceful deletion, for each pod of job being deleted: with phase, write
+ * it (as a kubelet that killed the pod may); without, remove the pod (grace 0). Returns how
+ * many pods were terminating. */
+static int kubelet_terminating(fixture *f, const char *job, const char *phase)
 {
     json_t *l = get(f, "/api/v1/namespaces/default/pods");
     int n = 0;
@@ -259,40 +260,29 @@ static int mark_terminating(fixture *f, const char *job, const char *phase)
         if (!j || strcmp(j, job) != 0 || !json_object_get(m, "deletionTimestamp"))
             continue;
         char path[256];
-        snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/%s/status",
-                 json_string_value(json_object_get(m, "name")));
-        req(f, "PATCH", path, "{\"status\":{\"phase\":\"%s\"}}", phase);
+        snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/%s%s",
+                 json_string_value(json_object_get(m, "name")), phase ? "/status" : "");
+        if (phase) {
+            req(f, "PATCH", path, "{\"status\":{\"phase\":\"%s\"}}", phase);
+        } else {
+            drv_diag d = {{0}};
+            long status;
+            drv_kube_delete(f->k, path, 0, NULL, &status, &d);
+        }
         n++;
     }
     json_decref(l);
     return n;
 }
 
-/* Kubelet's part of a graceful deletion: the pods of job being deleted are removed (grace 0).
- * Returns how many were still terminating. */
+static int mark_terminating(fixture *f, const char *job, const char *phase)
+{
+    return kubelet_terminating(f, job, phase);
+}
+
 static int finish_deletes(fixture *f, const char *job)
 {
-    json_t *l = get(f, "/api/v1/namespaces/default/pods");
-    int n = 0;
-    size_t i;
-    json_t *p;
-    json_array_foreach(json_object_get(l, "items"), i, p)
-    {
-        json_t *m = json_object_get(p, "metadata");
-        const char *j =
-            json_string_value(json_object_get(json_object_get(m, "labels"), "drover.dev/job"));
-        if (!j || strcmp(j, job) != 0 || !json_object_get(m, "deletionTimestamp"))
-            continue;
-        char path[256];
-        snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/%s",
-                 json_string_value(json_object_get(m, "name")));
-        drv_diag d = {{0}};
-        long status;
-        drv_kube_delete(f->k, path, 0, NULL, &status, &d);
-        n++;
-    }
-    json_decref(l);
-    return n;
+    return kubelet_terminating(f, job, NULL);
 }
 
 static int setup(void **state)

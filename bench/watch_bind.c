@@ -7,9 +7,10 @@
  * Each job is submitted alone and waited for, so a figure is one gang's latency, not a queue's.
  * Reported per run: p50 / p99 / max of
  *   decide  event -> the cycle's decisions are made;
- *   own     event -> last binding sent, excluding the API server's own time (the time waiting
- *           for the answers of the gang's earlier requests): what the target is about;
- *   sent    the same with the server's time included;
+ *   sent    event -> a binder thread sends the gang's last binding request: what the target
+ *           is about (the binders send in parallel; with more requests than binders, waiting
+ *           for earlier answers is in it too);
+ *   done    event -> the last answer is received (the API server's time included);
  * and the server's mean time per request.
  *
  * usage: watch_bind [--nodes N] [--jobs N] [--policy NAME] [--baseline 0|1]
@@ -137,15 +138,15 @@ static void run(int nodes, int jobs, const drv_profile *prof, bool exhaustive)
     drv_ctrl_stats st = drv_ctrl_get_stats(r.c);
     size_t n = drv_ctrl_latencies(r.c, NULL, 0);
     drv_ctrl_latency *lat = malloc(n * sizeof *lat);
-    double *dec = malloc(n * sizeof *dec), *own = malloc(n * sizeof *own),
+    double *dec = malloc(n * sizeof *dec), *done = malloc(n * sizeof *done),
            *sent = malloc(n * sizeof *sent);
-    if (!lat || !dec || !own || !sent)
+    if (!lat || !dec || !done || !sent)
         die("out of memory", NULL);
     drv_ctrl_latencies(r.c, lat, n);
     double server = 0;
     for (size_t i = 0; i < n; i++) {
         dec[i] = lat[i].decide * 1e3;
-        own[i] = (lat[i].done - lat[i].server) * 1e3;
+        done[i] = lat[i].done * 1e3;
         sent[i] = lat[i].sent * 1e3;
         server += lat[i].server;
     }
@@ -154,12 +155,12 @@ static void run(int nodes, int jobs, const drv_profile *prof, bool exhaustive)
     printf(
         "%-22s %6d %6zu %6ld   %5.2f %5.2f %6.2f   %5.2f %5.2f %6.2f   %5.2f %5.2f %6.2f   %6.3f\n",
         exhaustive ? "exhaustive scan" : "index", nodes, n, pods, pct(dec, n, .5), pct(dec, n, .99),
-        pct(dec, n, 1), pct(own, n, .5), pct(own, n, .99), pct(own, n, 1), pct(sent, n, .5),
-        pct(sent, n, .99), pct(sent, n, 1), st.creates ? server * 1e3 / (double)st.creates : 0);
+        pct(dec, n, 1), pct(sent, n, .5), pct(sent, n, .99), pct(sent, n, 1), pct(done, n, .5),
+        pct(done, n, .99), pct(done, n, 1), st.creates ? server * 1e3 / (double)st.creates : 0);
     fflush(stdout);
     free(lat);
     free(dec);
-    free(own);
+    free(done);
     free(sent);
     drv_ctrl_free(r.c);
     drv_kube_free(k);
@@ -197,7 +198,7 @@ int main(int argc, char **argv)
            "milliseconds\n",
            policy);
     printf("%-22s %6s %6s %6s   %-17s   %-18s   %-18s   %s\n", "placement", "nodes", "gangs",
-           "pods", "decide p50/p99/max", "own p50/p99/max", "sent p50/p99/max", "server/req");
+           "pods", "decide p50/p99/max", "sent p50/p99/max", "done p50/p99/max", "server/req");
     run(nodes, jobs, &prof, false);
     if (baseline)
         run(nodes, jobs, &prof, true);

@@ -45,6 +45,7 @@ typedef struct drv_ctrl_opts {
     int watch_timeout_s;        /* server-side timeout of each watch; 0: 300 */
     bool exhaustive;            /* score every node (the index's reference; benchmarks) */
     bool no_events;             /* write no Events (benchmarks) */
+    int binders;                /* threads sending bindings and pod creations; 0: 8 */
     /* Leader election through a coordination.k8s.io Lease (client-go's rules): only the
      * holder schedules; the others keep their caches warm and take over when the holder has
      * not renewed for lease_s, as measured on their own clock from when they saw its last
@@ -97,10 +98,11 @@ drv_ctrl_stats drv_ctrl_get_stats(drv_ctrl *c);
  * it (the event after which all its wanted pods are known: a TrainingJob's ADDED event, or the
  * DELETED event of the last pod it waited for) to its last binding request. Seconds:
  *   decide  event -> the cycle's decisions are made (queueing and the cycle itself);
- *   sent    event -> the last binding (or bound pod creation) request of the gang is sent;
- *   done    event -> its answer is received;
- *   server  time spent waiting for the API server's answers to the gang's requests, i.e. the
- *           part of `done` that is the server's (and the loopback's), not the controller's.
+ *   sent    event -> a binder thread sends the gang's last binding (or bound creation) request
+ *           (the binders send in parallel, so this includes the server's time only where a
+ *           gang has more requests than there are binders);
+ *   done    event -> the last answer is received;
+ *   server  the sum of the times the gang's requests waited for their answers.
  */
 typedef struct drv_ctrl_latency {
     double decide, sent, done, server;

@@ -57,7 +57,7 @@ typedef struct tjrec {
     bool finished;          /* status.phase is Succeeded or Failed */
 } tjrec;
 
-enum { K_NODE, K_POD, K_TJ, K_PROGRESS };
+enum { K_NODE, K_POD, K_TJ, K_PROGRESS, K_PLACED };
 
 typedef struct cev {
     int8_t kind, type; /* K_*, DRV_WATCH_ADDED / _MODIFIED / _DELETED */
@@ -71,6 +71,12 @@ typedef struct cev {
         struct {
             double step, loss; /* loss NAN when the job does not serve it */
         } prog;
+        struct {
+            int32_t slot, node; /* node -1: created unbound */
+            bool create, ok;
+            long status;
+            double sent, done;
+        } placed; /* a binder thread's answer */
     } old, cur;
     tjrec *tj; /* K_TJ, not DELETED: an owned copy */
 } cev;
@@ -88,6 +94,11 @@ typedef struct cjob {
     int8_t status;  /* ST_* decided */
     int8_t written; /* ST_* last written to the API */
     int32_t wrote_active[DRV_NROLES];
+    /* the gang being bound, for its latency: requests out, pods, when decided, and the latest
+     * send and answer so far */
+    int32_t lat_out, lat_pods;
+    bool lat_armed;
+    double lat_t0, lat_decide, lat_sent, lat_done, lat_server;
     bool waited;      /* has been through a cycle without being placed */
     bool why_written; /* the waiting Event of the current wait was written */
     bool created;     /* its wanted pods were created (unbound) */
@@ -118,7 +129,9 @@ typedef struct cpod {
     int32_t ghost;             /* being deleted where the state no longer has it: the interned
                                   node whose room it holds until gone (counted as foreign), 0 */
     drv_res ghost_req;
-    int32_t want; /* create it bound to this node once the old pod is gone, -1 */
+    int32_t want;      /* create it bound to this node once the old pod is gone, -1 */
+    bool inflight;     /* a binder thread is creating or binding it */
+    bool delete_after; /* ... and it is to be deleted once that is done */
 } cpod;
 
 struct drv_ctrl {
@@ -152,6 +165,23 @@ struct drv_ctrl {
     int32_t ntargets, cap_targets;
     pthread_t scr_thr;
     bool scr_started;
+    /* the binders: bindings and pod creations, off the scheduling thread (bmu guards bq) */
+    struct bop {
+        int32_t slot, node;
+        bool create;
+        char *path, *body;
+    } * bq;
+    int32_t bq_head, nbq, cap_bq;
+    pthread_mutex_t bmu;
+    pthread_cond_t bcv;
+    bool bstop;
+    struct binder {
+        drv_ctrl *c;
+        drv_kube *k;
+        pthread_t t;
+        bool started;
+    } * binders;
+    int nbinders;
     /* the writer: status and Events (wmu guards want and evq) */
     drv_kube *kw;
     drv_workqueue *wq;
@@ -450,6 +480,8 @@ int drv_ctrl_new(drv_ctrl **out, const drv_kube_config *cfg, const drv_ctrl_opts
     c->o.namespace_ = c->ns[0] ? c->ns : NULL;
     pthread_mutex_init(&c->kn_mu, NULL);
     pthread_mutex_init(&c->wmu, NULL);
+    pthread_mutex_init(&c->bmu, NULL);
+    pthread_cond_init(&c->bcv, NULL);
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
     int rc;
@@ -466,6 +498,18 @@ int drv_ctrl_new(drv_ctrl **out, const drv_kube_config *cfg, const drv_ctrl_opts
             drv_ctrl_free(c);
             return rc;
         }
+    c->nbinders = o->binders > 0 ? o->binders : 8;
+    if (!(c->binders = drv_calloc((size_t)c->nbinders, sizeof *c->binders))) {
+        drv_ctrl_free(c);
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < c->nbinders; i++) {
+        c->binders[i].c = c;
+        if ((rc = drv_kube_new(&c->binders[i].k, cfg, d)) != 0) {
+            drv_ctrl_free(c);
+            return rc;
+        }
+    }
     if (!(c->wq = drv_workqueue_new(0.05, 30, NULL, NULL))) {
         drv_ctrl_free(c);
         return drv_fail(d, DRV_ENOMEM, "out of memory");
@@ -509,6 +553,14 @@ void drv_ctrl_free(drv_ctrl *c)
     }
     drv_kube_free(c->k);
     drv_kube_free(c->kw);
+    for (int i = 0; c->binders && i < c->nbinders; i++)
+        drv_kube_free(c->binders[i].k);
+    drv_free(c->binders);
+    for (int32_t i = c->bq_head; i < c->nbq; i++) {
+        drv_free(c->bq[i].path);
+        drv_free(c->bq[i].body);
+    }
+    drv_free(c->bq);
     if (c->wq)
         drv_workqueue_free(c->wq);
     for (int32_t i = 0; i < c->cap_want; i++)
@@ -545,6 +597,8 @@ void drv_ctrl_free(drv_ctrl *c)
     pthread_mutex_destroy(&c->mu);
     pthread_mutex_destroy(&c->kn_mu);
     pthread_mutex_destroy(&c->wmu);
+    pthread_mutex_destroy(&c->bmu);
+    pthread_cond_destroy(&c->bcv);
     drv_free(c);
 }
 
@@ -600,8 +654,8 @@ static int register_metrics(drv_ctrl *c, drv_diag *d)
                                    prof, lat, 12, &c->m.cycle_s, d);
     if (!rc)
         rc = drv_metrics_histogram(r, "drover_decision_seconds",
-                                   "Watch event completing a gang to its last binding request, "
-                                   "without the API server's time.",
+                                   "Watch event completing a gang to its last binding request "
+                                   "sent.",
                                    prof, lat, 12, &c->m.latency_s, d);
     return rc;
 }
@@ -1051,67 +1105,91 @@ static char *pod_body(drv_ctrl *c, int32_t s, int32_t node)
     return out;
 }
 
-/* Sends one request, timing it. 0, or the client's code (logged, counted). */
-static int send_req(drv_ctrl *c, const char *method, const char *path, const char *body,
-                    long *status, double *server)
-{
-    drv_diag d = {{0}};
-    long st = 0;
-    double t = mono();
-    int rc = drv_kube_request(c->k, method, path, NULL, body, &st, NULL, &d);
-    if (server)
-        *server += mono() - t;
-    if (status)
-        *status = st;
-    if (rc != 0 && st != 409 && st != 404) {
-        drv_log(DRV_LOG_WARN, "%s", d.msg);
-        count(c, &c->stats.api_errors, 1);
-    }
-    return rc;
-}
-
-/* Creates slot s's pod, bound to node or not. */
-static int create_pod(drv_ctrl *c, int32_t s, int32_t node, double *server)
-{
-    char *body = pod_body(c, s, node);
-    if (!body)
-        return DRV_ENOMEM;
-    char path[400];
-    pods_path(c, c->jobs[c->st.pods[s].job].ns, path, sizeof path);
-    long status = 0;
-    int rc = send_req(c, "POST", path, body, &status, server);
-    drv_free(body);
-    if (rc == 0) {
-        c->pods[s].exists = 1;
-        c->pods[s].api_node = node;
-        count(c, &c->stats.creates, 1);
-    } else if (status == 409) {
-        c->pods[s].exists = 1; /* it exists already: bind it next time */
-    }
-    return rc;
-}
-
-static int bind_pod(drv_ctrl *c, int32_t s, int32_t node, double *server)
+/* Hands slot s's creation (bound to node, or unbound: -1) or binding to the binder threads.
+ * The answer comes back as a K_PLACED event (apply_placed). */
+static int enqueue(drv_ctrl *c, int32_t s, int32_t node, bool create)
 {
     char path[1200], pod[600], ns[256];
+    char *body;
     kn_str(c, c->jobs[c->st.pods[s].job].ns, ns, sizeof ns);
-    pod_name(c, s, pod, sizeof pod);
-    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/binding", ns, pod);
-    char *body =
-        drv_kube_binding_json(ns, pod, drv_strtab_str(c->st.names, c->st.nodes[node].name));
-    if (!body)
-        return DRV_ENOMEM;
-    int rc = send_req(c, "POST", path, body, NULL, server);
-    drv_free(body);
-    if (rc == 0) {
-        c->pods[s].api_node = node;
-        count(c, &c->stats.binds, 1);
+    if (create) {
+        body = pod_body(c, s, node);
+        pods_path(c, c->jobs[c->st.pods[s].job].ns, path, sizeof path);
+    } else {
+        pod_name(c, s, pod, sizeof pod);
+        snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/binding", ns, pod);
+        body = drv_kube_binding_json(ns, pod, drv_strtab_str(c->st.names, c->st.nodes[node].name));
     }
-    return rc;
+    char *p = drv_strdup(path);
+    pthread_mutex_lock(&c->bmu);
+    if (c->bq_head == c->nbq)
+        c->bq_head = c->nbq = 0;
+    bool ok = body && p && drv_grow(&c->bq, sizeof *c->bq, &c->cap_bq, c->nbq + 1) == 0;
+    if (ok) {
+        c->bq[c->nbq++] = (struct bop){s, node, create, p, body};
+        pthread_cond_signal(&c->bcv);
+    }
+    pthread_mutex_unlock(&c->bmu);
+    if (!ok) {
+        drv_free(body);
+        drv_free(p);
+        return DRV_ENOMEM;
+    }
+    c->pods[s].inflight = true;
+    return 0;
+}
+
+/* A binder thread: sends what the scheduler thread queued, several at once across threads (as
+ * kube-scheduler binds asynchronously), and hands each answer back as an event. */
+static void *binder_main(void *arg)
+{
+    struct binder *b = arg;
+    drv_ctrl *c = b->c;
+    for (;;) {
+        pthread_mutex_lock(&c->bmu);
+        while (!c->bstop && c->bq_head == c->nbq)
+            pthread_cond_wait(&c->bcv, &c->bmu);
+        if (c->bstop) { /* what is still queued is dropped: the next leader redoes it */
+            pthread_mutex_unlock(&c->bmu);
+            break;
+        }
+        struct bop op = c->bq[c->bq_head++];
+        pthread_mutex_unlock(&c->bmu);
+        drv_diag d = {{0}};
+        long st = 0;
+        cev e = {.kind = K_PLACED};
+        e.cur.placed.sent = mono();
+        int rc = drv_kube_request(b->k, "POST", op.path, NULL, op.body, &st, NULL, &d);
+        e.cur.placed.done = e.t = mono();
+        e.cur.placed.slot = op.slot;
+        e.cur.placed.node = op.node;
+        e.cur.placed.create = op.create;
+        e.cur.placed.ok = rc == 0;
+        e.cur.placed.status = st;
+        if (rc != 0 && st != 409) {
+            drv_log(DRV_LOG_WARN, "%s", d.msg);
+            count(c, &c->stats.api_errors, 1);
+        }
+        drv_free(op.path);
+        drv_free(op.body);
+        pthread_mutex_lock(&c->mu);
+        if (drv_grow(&c->ev, sizeof *c->ev, &c->cap_ev, c->nev + 1) == 0) {
+            c->ev[c->nev++] = e;
+            pthread_cond_signal(&c->cv);
+        } else {
+            drv_log(DRV_LOG_ERROR, "out of memory: the answer to %s %s is lost", "POST", op.path);
+        }
+        pthread_mutex_unlock(&c->mu);
+    }
+    return NULL;
 }
 
 static int delete_pod(drv_ctrl *c, int32_t s)
 {
+    if (c->pods[s].inflight) { /* after the binder's answer: it may be creating the pod */
+        c->pods[s].delete_after = true;
+        return 0;
+    }
     char path[1200], pod[600];
     pods_path(c, c->jobs[c->st.pods[s].job].ns, path, sizeof path);
     pod_name(c, s, pod, sizeof pod);
@@ -1132,24 +1210,85 @@ static int delete_pod(drv_ctrl *c, int32_t s)
     return rc;
 }
 
-/* Places slot s on node in the API: a binding when its pod exists, a bound creation when not,
- * later (once the old pod is gone) when one is being deleted. Undoes the assumption on
- * failure. */
-static int place(drv_ctrl *c, int32_t s, int32_t node, double *server)
+/* Places slot s on node in the API: a binding when its pod exists, a bound creation when not
+ * (both through the binders); later when the old pod is being deleted, when a request about
+ * it is still out, or when the node's room is still held by pods being deleted (or others'
+ * pods): the room stays reserved in the state meanwhile. */
+static int place(drv_ctrl *c, int32_t s, int32_t node)
 {
     cpod *cp = &c->pods[s];
-    /* The old pod is still being deleted, or the node's room is still held by pods being
-     * deleted (or by others' pods): wait, keeping the room reserved in the state. */
-    if (cp->exists == 2 || !drv_res_nonneg(drv_node_free(&c->st.nodes[node]))) {
+    cjob *cj = &c->jobs[c->st.pods[s].job];
+    if (cp->exists == 2 || cp->inflight || !drv_res_nonneg(drv_node_free(&c->st.nodes[node]))) {
         cp->want = node;
+        cj->lat_armed = false; /* not bound by this cycle's requests alone */
         return 0;
     }
-    int rc = cp->exists ? bind_pod(c, s, node, server) : create_pod(c, s, node, server);
-    if (rc != 0 && c->st.pods[s].node == node) {
-        drv_state_unbind(&c->st, s);
+    int rc = enqueue(c, s, node, cp->exists == 0);
+    if (rc != 0) {
+        if (c->st.pods[s].node == node)
+            drv_state_unbind(&c->st, s);
+        c->dirty = true;
+        return rc;
+    }
+    cj->lat_out++;
+    cj->lat_pods++;
+    return 0;
+}
+
+/* A binder's answer (scheduler thread): the pod exists (and where), or the assumption is undone;
+ * a deletion that waited for it is sent; a gang whose last answer this is has its latency. */
+static int apply_placed(drv_ctrl *c, const cev *e)
+{
+    int32_t s = e->cur.placed.slot, node = e->cur.placed.node;
+    cpod *cp = &c->pods[s];
+    const drv_pod *sp = &c->st.pods[s];
+    cjob *cj = &c->jobs[sp->job];
+    cp->inflight = false;
+    if (e->cur.placed.ok) {
+        if (cp->exists == 0)
+            cp->exists = 1;
+        if (node >= 0)
+            cp->api_node = node;
+        count(c, e->cur.placed.create ? &c->stats.creates : &c->stats.binds, 1);
+    } else {
+        if (e->cur.placed.create && e->cur.placed.status == 409 && cp->exists == 0)
+            cp->exists = 1; /* it exists already: bind it next time */
+        if (node >= 0 && sp->node == node && cp->want < 0)
+            drv_state_unbind(&c->st, s);
         c->dirty = true;
     }
-    return rc == DRV_ENOMEM ? rc : 0;
+    if (cp->delete_after) {
+        cp->delete_after = false;
+        if (cp->exists == 1) {
+            int rc = delete_pod(c, s);
+            if (rc == DRV_ENOMEM)
+                return rc;
+        }
+    }
+    if (cj->lat_armed && --cj->lat_out <= 0) {
+        cj->lat_armed = false;
+        if (drv_job_complete(&c->st.jobs[sp->job])) {
+            pthread_mutex_lock(&c->mu);
+            if (drv_grow(&c->lat, sizeof *c->lat, &c->cap_lat, c->nlat + 1) == 0)
+                c->lat[c->nlat++] = (drv_ctrl_latency){
+                    cj->lat_decide - cj->lat_t0,
+                    (cj->lat_sent > e->cur.placed.sent ? cj->lat_sent : e->cur.placed.sent) -
+                        cj->lat_t0,
+                    e->cur.placed.done - cj->lat_t0,
+                    cj->lat_server + (e->cur.placed.done - e->cur.placed.sent), cj->lat_pods};
+            pthread_mutex_unlock(&c->mu);
+            if (c->o.metrics)
+                drv_metric_observe(
+                    c->m.latency_s,
+                    (cj->lat_sent > e->cur.placed.sent ? cj->lat_sent : e->cur.placed.sent) -
+                        cj->lat_t0);
+        }
+    } else if (cj->lat_armed) {
+        if (e->cur.placed.sent > cj->lat_sent)
+            cj->lat_sent = e->cur.placed.sent;
+        cj->lat_server += e->cur.placed.done - e->cur.placed.sent;
+    }
+    return 0;
 }
 
 /* ---- progress collection ------------------------------------------------------------------- */
@@ -1537,18 +1676,12 @@ static void why_pending(const drv_ctrl *c, int32_t j, int32_t pos, int32_t npend
              (long long)free.gpu, pos, npend, c->prof.name);
 }
 
-typedef struct gang {
-    int32_t job, pods;
-    double server, sent, done;
-} gang;
-
-/* Sends the cycle's decisions: bindings (and bound creations) first, gang by gang, then the
- * rest. The state already holds every decision as assumed; failures undo theirs. */
+/* Sends the cycle's decisions: deletions, then bindings (and bound creations) gang by gang,
+ * through the binder threads. The state already holds every decision as assumed; failures
+ * undo theirs when their answers come (apply_placed). */
 static int send_decisions(drv_ctrl *c, const drv_decisions *dv, double t_decide)
 {
     int rc = 0;
-    gang *g = NULL;
-    int32_t ng = 0, capg = 0;
     /* Deletions first: the room they free is not free until their pods are gone, and the
      * bindings below wait for it (place). */
     for (int32_t i = 0; i < dv->n && rc == 0; i++) {
@@ -1566,7 +1699,7 @@ static int send_decisions(drv_ctrl *c, const drv_decisions *dv, double t_decide)
             if (x->kind == DRV_MIGRATE && cp->exists)
                 cp->want = x->node;
             else if (x->kind == DRV_MIGRATE)
-                rc = place(c, x->pod, x->node, NULL);
+                rc = place(c, x->pod, x->node);
         } else if ((x->kind == DRV_RESIZE || x->kind == DRV_BATCH) && !c->warned_resize) {
             /* (BATCH comes only for jobs with a calibrated model, which the cluster's jobs have
              * not: the goodput plugin leaves them alone.) */
@@ -1577,37 +1710,29 @@ static int send_decisions(drv_ctrl *c, const drv_decisions *dv, double t_decide)
                     c->prof.name);
         }
     }
+    int32_t last = -1;
     for (int32_t i = 0; i < dv->n && rc == 0; i++) {
         const drv_decision *x = &dv->v[i];
         if (x->kind != DRV_BIND)
             continue;
-        if (ng == 0 || g[ng - 1].job != x->job) {
-            if (drv_grow(&g, sizeof *g, &capg, ng + 1) != 0) {
-                rc = DRV_ENOMEM;
-                break;
-            }
-            g[ng++] = (gang){x->job, 0, 0, 0, 0};
+        cjob *cj = &c->jobs[x->job];
+        if (x->job != last) {
+            /* A gang placed from waiting: its latency is measured from the event that made it
+             * placeable to its last request, when all its requests went out this cycle. */
+            if (last >= 0 && c->jobs[last].lat_armed && c->jobs[last].lat_out == 0)
+                c->jobs[last].lat_armed = false;
+            last = x->job;
+            cj->lat_armed = cj->t_ready >= 0;
+            cj->lat_t0 = cj->t_ready;
+            cj->lat_decide = t_decide;
+            cj->lat_out = cj->lat_pods = 0;
+            cj->lat_sent = cj->lat_done = cj->lat_server = 0;
+            cj->t_ready = -1;
         }
-        g[ng - 1].sent = mono();
-        g[ng - 1].pods++;
-        rc = place(c, x->pod, x->node, &g[ng - 1].server);
-        g[ng - 1].done = mono();
+        rc = place(c, x->pod, x->node);
     }
-    /* Latency of each gang placed whole from a waiting state. */
-    pthread_mutex_lock(&c->mu);
-    for (int32_t i = 0; i < ng; i++) {
-        cjob *cj = &c->jobs[g[i].job];
-        if (cj->t_ready < 0 || !drv_job_complete(&c->st.jobs[g[i].job]))
-            continue;
-        if (drv_grow(&c->lat, sizeof *c->lat, &c->cap_lat, c->nlat + 1) == 0)
-            c->lat[c->nlat++] = (drv_ctrl_latency){t_decide - cj->t_ready, g[i].sent - cj->t_ready,
-                                                   g[i].done - cj->t_ready, g[i].server, g[i].pods};
-        if (c->o.metrics)
-            drv_metric_observe(c->m.latency_s, g[i].done - cj->t_ready - g[i].server);
-        cj->t_ready = -1;
-    }
-    pthread_mutex_unlock(&c->mu);
-    drv_free(g);
+    if (last >= 0 && c->jobs[last].lat_armed && c->jobs[last].lat_out == 0)
+        c->jobs[last].lat_armed = false;
     return rc;
 }
 
@@ -1660,7 +1785,7 @@ static int reconcile(drv_ctrl *c, const int32_t *queue_pos)
                     drv_state_unbind(&c->st, s);
                 /* (A deleted TrainingJob's pods also go through the garbage collector, as
                  * their owner is gone: deleting them here too only makes it sooner.) */
-                if (c->pods[s].exists == 1 && !terminal(c->pods[s].phase))
+                if ((c->pods[s].exists == 1 && !terminal(c->pods[s].phase)) || c->pods[s].inflight)
                     delete_pod(c, s);
             }
             if (!cj->gone)
@@ -1677,12 +1802,11 @@ static int reconcile(drv_ctrl *c, const int32_t *queue_pos)
             bool wanted = p->index < jb->target[p->role];
             if (!wanted && cp->exists == 1 && p->node < 0)
                 delete_pod(c, s);
-            if (cp->exists != 2 && cp->want >= 0) {
+            if (cp->exists != 2 && !cp->inflight && cp->want >= 0) {
                 int32_t n = cp->want;
                 cp->want = -1;
                 if (c->st.pods[s].node == n) {
-                    double server = 0;
-                    int rc = place(c, s, n, &server);
+                    int rc = place(c, s, n);
                     if (rc)
                         return rc;
                 }
@@ -1699,11 +1823,9 @@ static int reconcile(drv_ctrl *c, const int32_t *queue_pos)
                     int32_t s = jb->pod_base + k;
                     const drv_pod *p = &c->st.pods[s];
                     if (p->index < jb->target[p->role] && !c->pods[s].exists && p->node < 0 &&
-                        c->pods[s].want < 0) {
-                        double server = 0;
-                        if (create_pod(c, s, -1, &server) == DRV_ENOMEM)
-                            return DRV_ENOMEM;
-                    }
+                        c->pods[s].want < 0 && !c->pods[s].inflight &&
+                        enqueue(c, s, -1, true) == DRV_ENOMEM)
+                        return DRV_ENOMEM;
                 }
                 cj->created = true;
             }
@@ -1822,6 +1944,7 @@ static int apply_events(drv_ctrl *c, cev *ev, int32_t n)
         rc = e->kind == K_NODE       ? apply_node(c, e)
              : e->kind == K_POD      ? apply_pod(c, e)
              : e->kind == K_PROGRESS ? apply_progress(c, e)
+             : e->kind == K_PLACED   ? apply_placed(c, e)
                                      : apply_tj(c, e);
     }
     for (int32_t i = 0; i < n; i++)
@@ -1852,6 +1975,12 @@ int drv_ctrl_run(drv_ctrl *c, volatile int *stop, drv_diag *d)
             rc = drv_fail(d, DRV_ENOMEM, "cannot start an informer thread");
         if (rc == 0)
             c->started[i] = true;
+    }
+    for (int i = 0; rc == 0 && i < c->nbinders; i++) {
+        if (pthread_create(&c->binders[i].t, NULL, binder_main, &c->binders[i]) != 0)
+            rc = drv_fail(d, DRV_ENOMEM, "cannot start a binder thread");
+        else
+            c->binders[i].started = true;
     }
     if (rc == 0) {
         if (pthread_create(&c->wthr, NULL, writer_main, c) != 0)
@@ -1899,6 +2028,8 @@ int drv_ctrl_run(drv_ctrl *c, volatile int *stop, drv_diag *d)
         /* 2. apply */
         if ((rc = apply_events(c, batch, n)) != 0)
             break;
+        if (n > 0 && synced)
+            export_metrics(c); /* binders' answers arrive between cycles */
         if (!synced) {
             synced = drv_informer_synced(c->inf[0]) && drv_informer_synced(c->inf[1]) &&
                      drv_informer_synced(c->inf[2]);
@@ -1927,6 +2058,15 @@ int drv_ctrl_run(drv_ctrl *c, volatile int *stop, drv_diag *d)
         rc = cycle(c);
     }
     c->stop_inf = 1;
+    pthread_mutex_lock(&c->bmu);
+    c->bstop = true;
+    pthread_cond_broadcast(&c->bcv);
+    pthread_mutex_unlock(&c->bmu);
+    for (int i = 0; i < c->nbinders; i++)
+        if (c->binders[i].started) {
+            pthread_join(c->binders[i].t, NULL);
+            c->binders[i].started = false;
+        }
     if (c->wstarted) {
         drv_workqueue_shutdown(c->wq);
         pthread_join(c->wthr, NULL);

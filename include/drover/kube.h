@@ -97,6 +97,10 @@ int drv_kube_update(drv_kube *k, const char *path, drv_kube_mutate_fn mutate, vo
  * ("Foreground", "Background", "Orphan") or NULL. *status as in drv_kube_request. */
 int drv_kube_delete(drv_kube *k, const char *path, int grace_s, const char *propagation,
                     long *status, drv_diag *d);
+/* The same with preconditions.uid (NULL: none): an object created again under the name since
+ * uid was read is not deleted (409 Conflict). */
+int drv_kube_delete_uid(drv_kube *k, const char *path, int grace_s, const char *propagation,
+                        const char *uid, long *status, drv_diag *d);
 
 /* Requests made and retries spent so far (for tests and metrics). */
 long drv_kube_requests(const drv_kube *k);

@@ -444,11 +444,19 @@ int drv_kube_update(drv_kube *k, const char *path, drv_kube_mutate_fn mutate, vo
 int drv_kube_delete(drv_kube *k, const char *path, int grace_s, const char *propagation,
                     long *status, drv_diag *d)
 {
+    return drv_kube_delete_uid(k, path, grace_s, propagation, NULL, status, d);
+}
+
+int drv_kube_delete_uid(drv_kube *k, const char *path, int grace_s, const char *propagation,
+                        const char *uid, long *status, drv_diag *d)
+{
     json_t *o = json_pack("{s:s, s:s}", "kind", "DeleteOptions", "apiVersion", "v1");
     if (o && grace_s >= 0)
         json_object_set_new(o, "gracePeriodSeconds", json_integer(grace_s));
     if (o && propagation)
         json_object_set_new(o, "propagationPolicy", json_string(propagation));
+    if (o && uid)
+        json_object_set_new(o, "preconditions", json_pack("{s:s}", "uid", uid));
     char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     if (!body)

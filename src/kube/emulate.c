@@ -636,20 +636,6 @@ static int mut_succeeded(json_t *obj, void *arg)
     return 0;
 }
 
-/* DELETE with grace 0 and the uid as precondition: a pod created again under the name is safe. */
-static int delete_pod(drv_kube *k, const char *path, const char *uid, long *st, drv_diag *d)
-{
-    json_t *o = json_pack("{s:s, s:s, s:i, s:{s:s}}", "kind", "DeleteOptions", "apiVersion", "v1",
-                          "gracePeriodSeconds", 0, "preconditions", "uid", uid);
-    char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    json_decref(o);
-    if (!body)
-        return drv_fail(d, DRV_ENOMEM, "out of memory");
-    int rc = drv_kube_request(k, "DELETE", path, NULL, body, st, NULL, d);
-    free(body);
-    return rc;
-}
-
 /* One step, done without the lock; then its outcome applied under it. */
 static void step(drv_emulator *e, const tpod *snap)
 {
@@ -660,8 +646,8 @@ static void step(drv_emulator *e, const tpod *snap)
     pod_arg a = {snap->uid, wall(), -1};
     long st = 0;
     int rc;
-    if (snap->state == T_DELETING)
-        rc = delete_pod(e->writer, path, snap->uid, &st, &d);
+    if (snap->state == T_DELETING) /* grace 0; a pod created again under the name is safe */
+        rc = drv_kube_delete_uid(e->writer, path, 0, NULL, snap->uid, &st, &d);
     else
         rc = drv_kube_update(e->writer, path,
                              snap->state == T_STARTING ? mut_running : mut_succeeded, &a, 0, NULL,

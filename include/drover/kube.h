@@ -88,11 +88,12 @@ int drv_kube_request(drv_kube *k, const char *method, const char *path, const ch
  * precondition, and every field of the object, known to Drover or not, is written back as
  * read. On 409 Conflict it reads again and re-applies mutate to the fresh object, up to
  * `attempts` times (0: 5): safe because mutate never works on stale data. *out (optional)
- * receives the object written. Use path ".../status" for the status subresource.
+ * receives the object written; *status (optional) the HTTP status of the last request, as in
+ * drv_kube_request (404: no such object). Use path ".../status" for the status subresource.
  */
 typedef int (*drv_kube_mutate_fn)(json_t *obj, void *arg);
 int drv_kube_update(drv_kube *k, const char *path, drv_kube_mutate_fn mutate, void *arg,
-                    int attempts, json_t **out, drv_diag *d);
+                    int attempts, json_t **out, long *status, drv_diag *d);
 /* DELETE with DeleteOptions: grace_s < 0 leaves the grace period to the object; propagation
  * ("Foreground", "Background", "Orphan") or NULL. *status as in drv_kube_request. */
 int drv_kube_delete(drv_kube *k, const char *path, int grace_s, const char *propagation,

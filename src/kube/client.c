@@ -401,8 +401,10 @@ int drv_kube_request(drv_kube *k, const char *method, const char *path, const ch
 }
 
 int drv_kube_update(drv_kube *k, const char *path, drv_kube_mutate_fn mutate, void *arg,
-                    int attempts, json_t **out, drv_diag *d)
+                    int attempts, json_t **out, long *status, drv_diag *d)
 {
+    long st0;
+    long *sp = status ? status : &st0;
     if (out)
         *out = NULL;
     if (attempts <= 0)
@@ -411,7 +413,9 @@ int drv_kube_update(drv_kube *k, const char *path, drv_kube_mutate_fn mutate, vo
     for (int a = 0; a < attempts; a++) {
         json_t *obj = NULL;
         long st = 0;
-        if ((rc = drv_kube_request(k, "GET", path, NULL, NULL, &st, &obj, d)) != 0)
+        rc = drv_kube_request(k, "GET", path, NULL, NULL, &st, &obj, d);
+        *sp = st;
+        if (rc != 0)
             return rc;
         if (!obj)
             return drv_fail(d, DRV_EPARSE, "GET %s: empty answer", path);
@@ -425,6 +429,7 @@ int drv_kube_update(drv_kube *k, const char *path, drv_kube_mutate_fn mutate, vo
             return drv_fail(d, DRV_ENOMEM, "out of memory");
         json_t *res = NULL;
         rc = drv_kube_request(k, "PUT", path, NULL, body, &st, &res, d);
+        *sp = st;
         free(body);
         if (rc == 0) {
             if (out)

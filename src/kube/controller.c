@@ -1463,21 +1463,24 @@ static void lease_tick(drv_ctrl *c, double now)
              c->lease_name);
     lease_arg a = {c, now};
     drv_diag d = {{0}};
-    int rc = drv_kube_update(c->k, path, lease_mutate, &a, 0, NULL, &d);
-    if (rc == DRV_EIO && strstr(d.msg, ": 404 ")) { /* the client's message names the status */
+    long status = 0;
+    int rc = drv_kube_update(c->k, path, lease_mutate, &a, 0, NULL, &status, &d);
+    if (rc == DRV_EIO && status == 404) {
         /* No lease yet: create it, held by us (a 409 means another was faster). */
-        char ts[40], body[1200], coll[600];
+        char ts[40], coll[600];
         rfc3339(ts, sizeof ts, true);
-        snprintf(body, sizeof body,
-                 "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":{"
-                 "\"name\":\"%s\",\"namespace\":\"%s\"},\"spec\":{\"holderIdentity\":\"%s\","
-                 "\"leaseDurationSeconds\":%d,\"acquireTime\":\"%s\",\"renewTime\":\"%s\","
-                 "\"leaseTransitions\":0}}",
-                 c->lease_name, c->lease_ns, c->identity, c->o.lease_s ? c->o.lease_s : 15, ts, ts);
+        json_t *o =
+            json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "coordination.k8s.io/v1", "kind",
+                      "Lease", "metadata", "name", c->lease_name, "namespace", c->lease_ns);
+        char *body = NULL;
+        if (o && drv_kube_lease_set(o, c->identity, c->o.lease_s ? c->o.lease_s : 15, ts) == 0)
+            body = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
         snprintf(coll, sizeof coll, "/apis/coordination.k8s.io/v1/namespaces/%s/leases",
                  c->lease_ns);
-        long status = 0;
-        rc = drv_kube_request(c->k, "POST", coll, NULL, body, &status, NULL, &d);
+        rc = body ? drv_kube_request(c->k, "POST", coll, NULL, body, &status, NULL, &d)
+                  : drv_fail(&d, DRV_ENOMEM, "out of memory");
+        free(body);
     }
     if (rc == 0) {
         c->lease_renewed = now;
@@ -1636,10 +1639,11 @@ static void *writer_main(void *arg)
         if (have) {
             status_arg a = {w.phase, w.message, w.active};
             drv_diag d = {{0}};
-            if (drv_kube_update(c->kw, w.path, set_status, &a, 0, NULL, &d) == 0) {
+            long st = 0;
+            if (drv_kube_update(c->kw, w.path, set_status, &a, 0, NULL, &st, &d) == 0) {
                 count(c, &c->stats.status_writes, 1);
                 drv_workqueue_forget(c->wq, key);
-            } else if (strstr(d.msg, ": 404 ")) {
+            } else if (st == 404) {
                 drv_workqueue_forget(c->wq, key); /* the job is gone */
             } else {
                 drv_log(DRV_LOG_WARN, "%s", d.msg);

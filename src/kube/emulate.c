@@ -489,7 +489,7 @@ static int register_node(drv_emulator *e, const drv_emu_node *nd, drv_diag *d)
     if (rc == 0 || exists)
         rc = patch_node_status(e, e->writer, nd, d);
     if (rc == 0 && (a.changed || exists)) /* exists: our labels too */
-        rc = drv_kube_update(e->writer, path, mut_node, &a, 0, NULL, d);
+        rc = drv_kube_update(e->writer, path, mut_node, &a, 0, NULL, NULL, d);
     if (rc == DRV_EEXIST) /* nothing to change */
         rc = 0;
     if (rc) {
@@ -651,7 +651,7 @@ static void step(drv_emulator *e, const tpod *snap)
     else
         rc = drv_kube_update(e->writer, path,
                              snap->state == T_STARTING ? mut_running : mut_succeeded, &a, 0, NULL,
-                             &d);
+                             &st, &d);
     pthread_mutex_lock(&e->mu);
     tpod *t = find(e, snap->key);
     bool same = t && !strcmp(t->uid, snap->uid) && t->state == snap->state;

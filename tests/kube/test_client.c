@@ -193,7 +193,8 @@ static void test_update_conflict_and_delete(void **state)
     assert_int_equal(drv_kube_new(&other, &c, &d), 0);
     race r = {other, 0};
     json_t *out;
-    if (drv_kube_update(w->k, "/api/v1/namespaces/default/pods/u", add_label, &r, 3, &out, &d))
+    if (drv_kube_update(w->k, "/api/v1/namespaces/default/pods/u", add_label, &r, 3, &out, NULL,
+                        &d))
         fail_msg("%s", d.msg);
     assert_int_equal(r.calls, 2); /* the conflict made it read and apply again */
     json_t *labels = json_object_get(json_object_get(out, "metadata"), "labels");
@@ -241,7 +242,7 @@ static void test_typed_writes(void **state)
     json_t *out;
     if (drv_kube_update(w->k,
                         "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/tj1/status",
-                        set_tj_status, NULL, 3, &out, &d))
+                        set_tj_status, NULL, 3, &out, NULL, &d))
         fail_msg("%s", d.msg);
     drv_strtab *names = drv_strtab_new();
     drv_ktrainingjob j;

@@ -95,8 +95,8 @@ drv_ctrl_stats drv_ctrl_get_stats(drv_ctrl *c);
 
 /*
  * Latency of each gang placed whole in one cycle, measured from the watch event that completed
- * it (the event after which all its wanted pods are known: a TrainingJob's ADDED event, or the
- * DELETED event of the last pod it waited for) to its last binding request. Seconds:
+ * it (a TrainingJob's ADDED event, or the first DELETED event of one of its own pods it waited
+ * for since its last cycle) to its last binding request. Seconds:
  *   decide  event -> the cycle's decisions are made (queueing and the cycle itself);
  *   sent    event -> a binder thread sends the gang's last binding (or bound creation) request
  *           (the binders send in parallel, so this includes the server's time only where a

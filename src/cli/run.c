@@ -31,24 +31,25 @@ const char *const usage_run =
     "  --kube-api-qps Q    requests per second to the API server (default: 50)\n"
     "  --kube-api-burst B  burst of requests above the rate (default: 100)\n"
     "  --leader-elect      schedule only while holding a Lease, so several replicas can run\n"
-    "                      (one schedules, the others take over within 15 s of its failure)\n"
+    "                      (one schedules; another takes over once the lease has gone about\n"
+    "                      15 s without renewal, on its own clock)\n"
     "  --lease NS/NAME     the Lease for --leader-elect (default: drover-system/drover)\n"
     "  --metrics-addr A    serve Prometheus metrics on /metrics and health on /healthz and\n"
     "                      /readyz at A = [HOST]:PORT (\":8080\", \"127.0.0.1:0\" for any free\n"
     "                      port, \"[::]:8080\"); off by default\n"
-    "  -v, --verbose       log every request failure and decision summary (info level)\n"
+    "  -v, --verbose       also log informational messages: caches synced, lease taken,\n"
+    "                      conflicts retried, progress scrapes that failed (failed requests\n"
+    "                      are logged as warnings either way)\n"
     "  -h, --help          show this help\n"
     "\n"
     "Exit status: 0 stopped by a signal; 1 the controller failed (out of memory); 2 bad\n"
     "usage or configuration (unknown policy, unreadable kubeconfig).\n";
 
-static volatile sig_atomic_t got_signal;
 static volatile int stop_flag;
 
 static void on_signal(int sig)
 {
     (void)sig;
-    got_signal = 1;
     stop_flag = 1;
 }
 

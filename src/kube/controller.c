@@ -13,8 +13,9 @@
  *      the profile's period when some plugin wants every cycle;
  *   2. apply the events: nodes (allocatable minus foreign pods' requests), TrainingJobs (a
  *      drv_job each), pods (which slot exists, where it is bound, which phase it is in);
- *   3. run one cycle, apply its decisions to the state as assumed, and send them (bindings
- *      first: they are what the latency is measured on);
+ *   3. run one cycle, apply its decisions to the state as assumed, and send them: deletions
+ *      from this thread, then bindings and pod creations through the binder threads, whose
+ *      answers come back as events;
  *   4. reconcile: create the pods of jobs that wait, delete surplus and finished pods, and hand
  *      status and Events to the writer thread (its own client and work queue), so that no
  *      status write delays the next decision.
@@ -98,8 +99,7 @@ typedef struct cjob {
      * send and answer so far */
     int32_t lat_out, lat_pods;
     bool lat_armed;
-    double lat_t0, lat_decide, lat_sent, lat_done, lat_server;
-    bool waited;      /* has been through a cycle without being placed */
+    double lat_t0, lat_decide, lat_sent, lat_server;
     bool why_written; /* the waiting Event of the current wait was written */
     bool created;     /* its wanted pods were created (unbound) */
     bool gone;        /* the TrainingJob was deleted */
@@ -138,6 +138,7 @@ struct drv_ctrl {
     drv_ctrl_opts o;
     drv_profile prof;
     char sched_name[64], ns[254];
+    int32_t sched_kn;     /* sched_name interned in kn */
     drv_kube *k;          /* the scheduler thread's client */
     drv_kube *kinf[3];    /* one per informer */
     drv_informer *inf[3]; /* nodes, pods, trainingjobs */
@@ -485,7 +486,8 @@ int drv_ctrl_new(drv_ctrl **out, const drv_kube_config *cfg, const drv_ctrl_opts
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
     int rc;
-    if (!(c->kn = drv_strtab_new()) || (rc = drv_state_init(&c->st)) != 0) {
+    if (!(c->kn = drv_strtab_new()) || (rc = drv_state_init(&c->st)) != 0 ||
+        (c->sched_kn = drv_strtab_intern(c->kn, c->sched_name)) < 0) {
         drv_ctrl_free(c);
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     }
@@ -705,7 +707,7 @@ static void foreign_res(drv_ctrl *c, int32_t name, drv_res req, int sign)
     }
 }
 
-/* A node seen for the first time: the drover pods already bound to it are bound in the state. */
+/* A pod Drover does not schedule, added (sign > 0) to or taken off its node's foreign load. */
 static void foreign_add(drv_ctrl *c, const drv_kpod *p, int sign)
 {
     if (!terminal(p->phase))
@@ -796,9 +798,8 @@ static int32_t slot_of(drv_ctrl *c, const cev *e, const drv_kpod *p)
     return drv_job_pod(&c->st, c->job_of[e->jobkey], p->role, p->replica);
 }
 
-static bool ours(const drv_ctrl *c, const drv_kpod *p, int32_t sched_id)
+static bool ours(const drv_kpod *p, int32_t sched_id)
 {
-    (void)c;
     return p->job && p->scheduler == sched_id;
 }
 
@@ -863,20 +864,15 @@ static int own_pod(drv_ctrl *c, int32_t s, const drv_kpod *p, double t)
     return 0;
 }
 
-static int32_t sched_id(drv_ctrl *c)
-{
-    return kn_intern(c, c->sched_name);
-}
-
 static int apply_pod(drv_ctrl *c, const cev *e)
 {
     const drv_kpod *cur = e->type == DRV_WATCH_DELETED ? NULL : &e->cur.pod;
     const drv_kpod *old = e->has_old ? &e->old.pod : NULL;
-    int32_t sid = sched_id(c);
+    int32_t sid = c->sched_kn;
     if (grow_of(c, e->key) != 0 || (e->jobkey && grow_of(c, e->jobkey) != 0))
         return DRV_ENOMEM;
     const drv_kpod *any = cur ? cur : old;
-    if (!ours(c, any, sid)) {
+    if (!ours(any, sid)) {
         if (old)
             foreign_add(c, old, -1);
         if (cur)
@@ -907,7 +903,7 @@ static int apply_pod(drv_ctrl *c, const cev *e)
 static int add_job(drv_ctrl *c, cev *e)
 {
     tjrec *t = e->tj;
-    int32_t sid = sched_id(c);
+    int32_t sid = c->sched_kn;
     if (t->finished || (t->tj.scheduler && t->tj.scheduler != sid))
         return 0;
     char ns[256], name[256], key[520];
@@ -944,12 +940,10 @@ static int add_job(drv_ctrl *c, cev *e)
     if (drv_grow(&c->jobs, sizeof *c->jobs, &cap, c->st.njobs) != 0)
         return DRV_ENOMEM;
     c->cap_jobs = cap;
-    int32_t old = c->cap_pods;
     cap = c->cap_pods;
     if (drv_grow(&c->pods, sizeof *c->pods, &cap, c->st.npods) != 0)
         return DRV_ENOMEM;
     c->cap_pods = cap;
-    (void)old;
     cjob *cj = &c->jobs[j];
     memset(cj, 0, sizeof *cj);
     cj->key = e->key;
@@ -1170,16 +1164,16 @@ static void *binder_main(void *arg)
             drv_log(DRV_LOG_WARN, "%s", d.msg);
             count(c, &c->stats.api_errors, 1);
         }
-        drv_free(op.path);
-        drv_free(op.body);
         pthread_mutex_lock(&c->mu);
         if (drv_grow(&c->ev, sizeof *c->ev, &c->cap_ev, c->nev + 1) == 0) {
             c->ev[c->nev++] = e;
             pthread_cond_signal(&c->cv);
         } else {
-            drv_log(DRV_LOG_ERROR, "out of memory: the answer to %s %s is lost", "POST", op.path);
+            drv_log(DRV_LOG_ERROR, "out of memory: the answer to POST %s is lost", op.path);
         }
         pthread_mutex_unlock(&c->mu);
+        drv_free(op.path);
+        drv_free(op.body);
     }
     return NULL;
 }
@@ -1375,6 +1369,8 @@ static void *scrape_main(void *arg)
         pthread_mutex_unlock(&c->mu);
         for (int32_t i = 0; i < n && !c->stop_inf; i++) {
             b.n = 0;
+            if (b.p)
+                b.p[0] = 0; /* an empty answer must not read the previous target's text */
             curl_easy_reset(h);
             curl_easy_setopt(h, CURLOPT_URL, ts[i].url);
             curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, drv_kbuf_write);
@@ -1450,6 +1446,27 @@ static void set_leader(drv_ctrl *c, bool on)
     c->stats.leaderships += on;
     pthread_mutex_unlock(&c->mu);
     c->dirty = true;
+    if (on)
+        return;
+    /* A follower sends nothing: requests still queued for the binders are dropped, each as a
+     * failed answer, so that apply_placed undoes its assumption. (One a binder has already
+     * taken is sent; the new leader sees its effect in the API.) */
+    pthread_mutex_lock(&c->bmu);
+    for (int32_t i = c->bq_head; i < c->nbq; i++) {
+        cev e = {.kind = K_PLACED, .t = mono()};
+        e.cur.placed.slot = c->bq[i].slot;
+        e.cur.placed.node = c->bq[i].node;
+        e.cur.placed.create = c->bq[i].create;
+        e.cur.placed.sent = e.cur.placed.done = e.t;
+        pthread_mutex_lock(&c->mu);
+        if (drv_grow(&c->ev, sizeof *c->ev, &c->cap_ev, c->nev + 1) == 0)
+            c->ev[c->nev++] = e;
+        pthread_mutex_unlock(&c->mu);
+        drv_free(c->bq[i].path);
+        drv_free(c->bq[i].body);
+    }
+    c->bq_head = c->nbq = 0;
+    pthread_mutex_unlock(&c->bmu);
 }
 
 /* Tries to take or renew the lease when it is time to. */
@@ -1730,7 +1747,7 @@ static int send_decisions(drv_ctrl *c, const drv_decisions *dv, double t_decide)
             cj->lat_t0 = cj->t_ready;
             cj->lat_decide = t_decide;
             cj->lat_out = cj->lat_pods = 0;
-            cj->lat_sent = cj->lat_done = cj->lat_server = 0;
+            cj->lat_sent = cj->lat_server = 0;
             cj->t_ready = -1;
         }
         rc = place(c, x->pod, x->node);
@@ -1820,7 +1837,6 @@ static int reconcile(drv_ctrl *c, const int32_t *queue_pos)
         if (pending && jb->phase != DRV_JOB_PENDING)
             drv_state_set_phase(&c->st, j, DRV_JOB_PENDING);
         if (pending) {
-            cj->waited = true;
             cj->t_ready = -1; /* a later placement is measured from what frees room, not this */
             if (!cj->created) {
                 for (int32_t k = 0; k < jb->pod_count; k++) {

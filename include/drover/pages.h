@@ -12,13 +12,13 @@
  * system has no mmap the array is plain heap memory and releasing only does the bookkeeping.
  *
  * Memory goes back a "page" of DRV_PAGES_UNIT system pages (32 KiB) at a time: returning
- * single 4 KiB pages took one system call per few pages and cost 5 % of a 100,000-job run in
- * the kernel, while on the Philly trace the larger unit pins ~2 MB more.
+ * single 4 KiB pages took one system call per few pages (about 0.1 s of a 100,000-job run in the
+ * kernel, pages.c), while on the Philly trace the larger unit pins ~1 MB more.
  *
- * Worked example, with a 4096-byte page: 360-byte entries, page 0 holds entries 0..11 (entry 11
- * straddles pages 0 and 1). Releasing entries 0..10 returns nothing; releasing 11 as well
- * returns page 0 (with the next batch). Pages stay pinned by any entry still in use, so memory
- * is at most one page per entry in use plus the fully used pages between them.
+ * Worked example, with a 32 KiB unit and 368-byte entries (a drv_job): unit 0 holds entries
+ * 0..89 (entry 89 straddles units 0 and 1). Releasing entries 0..88 returns nothing; releasing 89
+ * as well returns unit 0 (with the next batch). Pages stay pinned by any entry still in use, so
+ * memory is at most one page per entry in use plus the fully used pages between them.
  */
 #ifndef DROVER_PAGES_H
 #define DROVER_PAGES_H

@@ -290,7 +290,10 @@ static int32_t bound_workers(const drv_ctx *c, int32_t job)
     }
 }
 
-/* The job's GPUs per node as assumed now (nodes in id order); returns the node count. */
+/* The job's GPUs per node as assumed now, nodes in the order its worker slots first reach them
+ * (the simulator's calib_step lists them by node id: the same placement up to rotation only when
+ * at most two counts differ — docs/peer-fidelity.md is generated with this); returns the node
+ * count. */
 static int32_t placement(const drv_ctx *c, int32_t job, int32_t *gpn)
 {
     const drv_state *st = drv_ctx_state(c);
@@ -441,8 +444,8 @@ static void pass(drv_ctx *c, goodput *g)
     DRV_FOR_LIVE(st, i)
     {
         const drv_job *j = &st->jobs[i];
-        if (!drv_job_batch_adaptive(j) || j->phase == DRV_JOB_FUTURE || j->phase == DRV_JOB_DONE ||
-            j->calib_app > calib->n || j->role[DRV_ROLE_WORKER].req.gpu != 1)
+        if (!drv_job_batch_adaptive(j) || j->calib_app > calib->n ||
+            j->role[DRV_ROLE_WORKER].req.gpu != 1)
             continue;
         int32_t app = j->calib_app - 1;
         gjob x = {.id = i, .submit = j->submit};
@@ -552,7 +555,7 @@ static void pass(drv_ctx *c, goodput *g)
             if (!(gp > cur * (1 + g->rebatch)))
                 continue;
         }
-        if (b > 0 && b != drv_ctx_batch(c, x->id) && drv_ctx_set_batch(c, x->id, (int64_t)b) != 0)
+        if (b > 0 && drv_ctx_set_batch(c, x->id, (int64_t)b) != 0) /* (a same batch: no-op) */
             return;
     }
 }

@@ -93,12 +93,12 @@ static drv_jobspec job(const char *app, const char *name)
 /* Goodput speed-up of app from 1 to n GPUs packed on nodes of 4, at epoch 0. */
 static double speedup(const char *app, int32_t n)
 {
-    int32_t a = drv_calib_find(&calib, app), one[1] = {1}, gpn[4] = {0};
-    for (int32_t i = 0, left = n; left > 0; i++, left -= 4)
-        gpn[i] = left < 4 ? left : 4;
+    int32_t a = drv_calib_find(&calib, app), one[1] = {1}, gpn[4] = {0}, nn = 0;
+    for (int32_t left = n; left > 0; left -= 4)
+        gpn[nn++] = left < 4 ? left : 4;
     double g1 = 0, gn = 0;
     drv_calib_best_batch(&calib, a, one, 1, 0, calib.v[a].init_bsz, calib.v[a].max_bsz, &g1);
-    drv_calib_best_batch(&calib, a, gpn, 4, 0, calib.v[a].init_bsz, calib.v[a].max_bsz, &gn);
+    drv_calib_best_batch(&calib, a, gpn, nn, 0, calib.v[a].init_bsz, calib.v[a].max_bsz, &gn);
     return gn / g1;
 }
 
@@ -121,8 +121,7 @@ static void test_gpus_go_where_goodput_rises(void **unused)
     int32_t na = st->jobs[0].target[DRV_ROLE_WORKER], nb = st->jobs[1].target[DRV_ROLE_WORKER];
     assert_int_equal(na + nb, 8); /* every GPU is worth something to one of them */
     assert_true(na >= 1 && nb >= 1);
-    double ra = speedup("imagenet", 7) / speedup("imagenet", 1);
-    double rb = speedup("yolov3", 7) / speedup("yolov3", 1);
+    double ra = speedup("imagenet", 7), rb = speedup("yolov3", 7);
     if (ra > rb)
         assert_true(na > nb);
     else

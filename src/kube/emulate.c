@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum tstate { T_STARTING, T_RUNNING, T_DELETING };
 
@@ -64,6 +65,7 @@ struct drv_emulator {
     drv_emu_node *nodes;
     int32_t n;
     drv_emulator_opts o;
+    drv_rng rng;            /* back-off jitter (under mu) */
     char registered_at[32]; /* lastTransitionTime of the Ready condition */
     drv_strtab *names;      /* node names first; then the informer's (its thread only) */
     bool *is_node;          /* by interned id, up to nnames */
@@ -688,7 +690,7 @@ static void step(drv_emulator *e, const tpod *snap)
         drv_log(DRV_LOG_WARN, "emulate: %s: %s (retrying)", snap->key, d.msg);
         if (same) {
             t->fails++;
-            t->due = mono() + fmin(30, ldexp(1, t->fails - 1));
+            t->due = mono() + drv_kube_backoff_ms(t->fails - 1, 1000, 30000, &e->rng) / 1000.0;
         }
     }
     pthread_mutex_unlock(&e->mu);
@@ -796,6 +798,7 @@ int drv_emulator_new(drv_emulator **out, const drv_kube_config *cfg, const drv_e
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&e->cv, &ca);
+    drv_rng_seed(&e->rng, (uint64_t)getpid());
     pthread_condattr_destroy(&ca);
     e->o = *o;
     e->cfg = *cfg;

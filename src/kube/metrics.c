@@ -21,6 +21,8 @@
  */
 #include "drover/kube_metrics.h"
 
+#include "kbuf.h"
+
 #include <arpa/inet.h>
 #include <math.h>
 #include <microhttpd.h>
@@ -57,30 +59,12 @@ struct drv_metrics {
 
 /* ---- text buffer ---------------------------------------------------------------------------- */
 
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} sbuf;
+typedef drv_kbuf sbuf; /* the client's response buffer serves as a text buffer too */
 
 static void sb_put(sbuf *b, const char *s, size_t len)
 {
-    if (b->oom)
-        return;
-    if (b->n + len + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 1024;
-        while (cap < b->n + len + 1)
-            cap *= 2;
-        char *p = drv_realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p, b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, len);
-    b->n += len;
-    b->p[b->n] = 0;
+    if (!b->oom)
+        drv_kbuf_write((char *)s, 1, len, b);
 }
 
 static void sb_str(sbuf *b, const char *s)

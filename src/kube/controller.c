@@ -164,6 +164,8 @@ struct drv_ctrl {
         char url[400], step[96], loss[96];
     } * targets;
     int32_t ntargets, cap_targets;
+    struct target *tbuild; /* the next list, built by the scheduler thread */
+    int32_t cap_build;
     pthread_t scr_thr;
     bool scr_started;
     /* the binders: bindings and pod creations, off the scheduling thread (bmu guards bq) */
@@ -579,6 +581,7 @@ void drv_ctrl_free(drv_ctrl *c)
     drv_free(c->ev);
     drv_free(c->lat);
     drv_free(c->targets);
+    drv_free(c->tbuild);
     for (int32_t j = 0; j < c->st.njobs && c->jobs; j++)
         for (int r = 0; r < DRV_NROLES; r++)
             drv_free(c->jobs[j].tmpl[r]);
@@ -663,7 +666,7 @@ static int register_metrics(drv_ctrl *c, drv_diag *d)
 }
 
 /* Adds what changed since the last export (scheduler thread, after each cycle). */
-static void export_metrics(drv_ctrl *c)
+static void export_metrics(drv_ctrl *c, bool gauges)
 {
     if (!c->o.metrics)
         return;
@@ -677,12 +680,14 @@ static void export_metrics(drv_ctrl *c)
     drv_metric_add(c->m.events, (double)(s.events - l->events));
     drv_metric_add(c->m.samples, (double)(s.samples - l->samples));
     drv_metric_set(c->m.leader, s.leader ? 1 : 0);
+    *l = s;
+    if (!gauges) /* (the job gauges walk the live jobs: after cycles only) */
+        return;
     int32_t running = 0;
     DRV_FOR_LIVE(&c->st, j)
     running += c->st.jobs[j].phase == DRV_JOB_RUNNING;
     drv_metric_set(c->m.pending, c->st.npending);
     drv_metric_set(c->m.running, running);
-    *l = s;
 }
 
 /* ---- applying events to the state ----------------------------------------------------------- */
@@ -1314,8 +1319,8 @@ static double prom_value(const char *text, const char *name)
 /* Which running jobs to scrape, and where: their chief's address (scheduler thread). */
 static void publish_targets(drv_ctrl *c)
 {
-    pthread_mutex_lock(&c->mu);
-    c->ntargets = 0;
+    /* built aside, then swapped in: the collector, informers and binders wait on mu */
+    int32_t n = 0;
     DRV_FOR_LIVE(&c->st, j)
     {
         const cjob *cj = &c->jobs[j];
@@ -1326,9 +1331,9 @@ static void publish_targets(drv_ctrl *c)
         int32_t s = drv_job_pod(&c->st, j, lead, 0);
         if (s < 0 || !c->pods[s].ip_family)
             continue;
-        if (drv_grow(&c->targets, sizeof *c->targets, &c->cap_targets, c->ntargets + 1) != 0)
+        if (drv_grow(&c->tbuild, sizeof *c->tbuild, &c->cap_build, n + 1) != 0)
             break;
-        struct target *t = &c->targets[c->ntargets++];
+        struct target *t = &c->tbuild[n++];
         char ip[64];
         inet_ntop(c->pods[s].ip_family == 4 ? AF_INET : AF_INET6, c->pods[s].ip, ip, sizeof ip);
         snprintf(t->url, sizeof t->url,
@@ -1338,6 +1343,14 @@ static void publish_targets(drv_ctrl *c)
         snprintf(t->step, sizeof t->step, "%s", cj->step);
         snprintf(t->loss, sizeof t->loss, "%s", cj->loss);
     }
+    pthread_mutex_lock(&c->mu);
+    struct target *old = c->targets;
+    int32_t cap = c->cap_targets;
+    c->targets = c->tbuild;
+    c->cap_targets = c->cap_build;
+    c->ntargets = n;
+    c->tbuild = old;
+    c->cap_build = cap;
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -1928,7 +1941,7 @@ static int cycle(drv_ctrl *c)
         rc = reconcile(c, pos);
     if (rc == 0)
         publish_targets(c);
-    export_metrics(c);
+    export_metrics(c, true);
     drv_free(pos);
     drv_decisions_fini(&dv);
     return rc;
@@ -2049,7 +2062,7 @@ int drv_ctrl_run(drv_ctrl *c, volatile int *stop, drv_diag *d)
         if ((rc = apply_events(c, batch, n)) != 0)
             break;
         if (n > 0 && synced)
-            export_metrics(c); /* binders' answers arrive between cycles */
+            export_metrics(c, false); /* binders' answers arrive between cycles */
         if (!synced) {
             synced = drv_informer_synced(c->inf[0]) && drv_informer_synced(c->inf[1]) &&
                      drv_informer_synced(c->inf[2]);

@@ -52,15 +52,20 @@ done
     echo
     avg() { awk -v p="$1" -v w="$2" '$1 == p && $2 == w { print $3 }' "$tmp"; }
     pub_avg() { jq -r --arg w "workload-$1" '.pollux.avg_jct_s[$w]' "$pub"; }
-    beats=""
-    misses=""
-    for w in 1 2 3 4; do
-        if awk -v a="$(avg drover "$w")" -v p="$(pub_avg "$w")" 'BEGIN { exit !(a < p) }'; then
-            beats="$beats $w"
-        else
-            misses="$misses $w"
-        fi
-    done
+    # against POLICY: sets beats and misses to the workloads where POLICY's average JCT is
+    # below / not below the published Pollux figure
+    against() {
+        beats=""
+        misses=""
+        for w in 1 2 3 4; do
+            if awk -v a="$(avg "$1" "$w")" -v p="$(pub_avg "$w")" 'BEGIN { exit !(a < p) }'; then
+                beats="$beats $w"
+            else
+                misses="$misses $w"
+            fi
+        done
+    }
+    against drover
     echo "## \`drover\` against Pollux"
     echo
     if [ -z "$misses" ]; then
@@ -82,20 +87,12 @@ done
     echo "change costs a restart here, not in Pollux. Because Pollux learns a job's throughput as it"
     echo "runs, it gives a job at most twice the most GPUs it has run on; \`drover-explore2\`"
     echo "(\`goodput(explore=2)\`) does the same."
-    eb=""
-    em=""
-    for w in 1 2 3 4; do
-        if awk -v a="$(avg drover-explore2 "$w")" -v p="$(pub_avg "$w")" 'BEGIN { exit !(a < p) }'; then
-            eb="$eb $w"
-        else
-            em="$em $w"
-        fi
-    done
-    if [ -z "$em" ]; then
+    against drover-explore2
+    if [ -z "$misses" ]; then
         echo "It is below the published Pollux figure on every workload too."
     else
-        echo "It is below the published Pollux figure on workloads:${eb:- none}; NOT on"
-        echo "workloads:$em: there \`drover\`'s lead depends on knowing the"
+        echo "It is below the published Pollux figure on workloads:${beats:- none}; NOT on"
+        echo "workloads:$misses: there \`drover\`'s lead depends on knowing the"
         echo "measured step times in advance."
     fi
     echo "The fixed-batch baselines (tiresias, optimus) never change a batch: their"

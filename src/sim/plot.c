@@ -64,16 +64,33 @@ static unit pick_unit(double max_s)
     return (unit){86400.0, "days"};
 }
 
-/* Writes s as a gnuplot single-quoted string (a quote is doubled). */
+/*
+ * Quotes s as a gnuplot single-quoted string into out (at most n bytes, always terminated).
+ * Inside single quotes gnuplot expands nothing (no `command`, no @macro, no backslash escape);
+ * the only way out is a quote, which is doubled, or a line end, which ends the command: control
+ * characters become '?'. So a name such as x'.system('touch PWNED').' is drawn as text, never
+ * run. A string too long for out is cut, still closed by its quote.
+ */
+static void gp_quote(char *out, size_t n, const char *s)
+{
+    size_t k = 0;
+    out[k++] = '\'';
+    for (; *s && k + 4 < n; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '\'')
+            out[k++] = '\'';
+        out[k++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+    }
+    out[k++] = '\'';
+    out[k] = 0;
+}
+
+/* Writes s as a gnuplot single-quoted string (gp_quote). */
 static void gp_str(FILE *f, const char *s)
 {
-    fputc('\'', f);
-    for (; *s; s++) {
-        if (*s == '\'')
-            fputc('\'', f);
-        fputc(*s, f);
-    }
-    fputc('\'', f);
+    char q[2 * 4096 + 3];
+    gp_quote(q, sizeof q, s);
+    fputs(q, f);
 }
 
 /* The images of this render, by final name; each is written first as .<name>.tmp. */
@@ -144,10 +161,13 @@ static void plot_cdf(FILE *f, outputs *o, const char *dir, const drv_report_data
             u.name);
     char plot[8192];
     int len = snprintf(plot, sizeof plot, "plot");
-    for (int32_t i = 0; i < r->n && len < (int)sizeof plot - 200; i++)
+    for (int32_t i = 0; i < r->n && len < (int)sizeof plot - 400; i++) {
+        char title[2 * sizeof r->sum[i].policy + 3];
+        gp_quote(title, sizeof title, r->sum[i].policy);
         len += snprintf(plot + len, sizeof plot - (size_t)len,
-                        "%s $cdf%d using 1:2 with steps lw 2 lc rgb '%s' title '%s'", i ? "," : "",
-                        i, policy_colour[i % NPCOL], r->sum[i].policy);
+                        "%s $cdf%d using 1:2 with steps lw 2 lc rgb '%s' title %s", i ? "," : "", i,
+                        policy_colour[i % NPCOL], title);
+    }
     gp_both(f, o, dir, "jct-cdf", plot, 800, 450);
 }
 
@@ -181,10 +201,13 @@ static void plot_series(FILE *f, outputs *o, const char *dir, const drv_report_d
             u.name, pct ? "CPU allocated (% of cluster)" : "CPU allocated (cores)",
             pct ? "set yrange [0:105]\n" : "set yrange [0:*]\n");
     int len = snprintf(plot, sizeof plot, "plot");
-    for (int32_t i = 0; i < r->n && len < (int)sizeof plot - 200; i++)
+    for (int32_t i = 0; i < r->n && len < (int)sizeof plot - 400; i++) {
+        char title[2 * sizeof r->sum[i].policy + 3];
+        gp_quote(title, sizeof title, r->sum[i].policy);
         len += snprintf(plot + len, sizeof plot - (size_t)len,
-                        "%s $ts%d using 1:2 with steps lw 1.5 lc rgb '%s' title '%s'", i ? "," : "",
-                        i, policy_colour[i % NPCOL], r->sum[i].policy);
+                        "%s $ts%d using 1:2 with steps lw 1.5 lc rgb '%s' title %s", i ? "," : "",
+                        i, policy_colour[i % NPCOL], title);
+    }
     gp_both(f, o, dir, "utilisation", plot, 800, 450);
 
     fprintf(f,
@@ -193,10 +216,13 @@ static void plot_series(FILE *f, outputs *o, const char *dir, const drv_report_d
             "set yrange [0:*]\nset key top right box opaque\nset grid\n",
             u.name);
     len = snprintf(plot, sizeof plot, "plot");
-    for (int32_t i = 0; i < r->n && len < (int)sizeof plot - 200; i++)
+    for (int32_t i = 0; i < r->n && len < (int)sizeof plot - 400; i++) {
+        char title[2 * sizeof r->sum[i].policy + 3];
+        gp_quote(title, sizeof title, r->sum[i].policy);
         len += snprintf(plot + len, sizeof plot - (size_t)len,
-                        "%s $ts%d using 1:3 with steps lw 1.5 lc rgb '%s' title '%s'", i ? "," : "",
-                        i, policy_colour[i % NPCOL], r->sum[i].policy);
+                        "%s $ts%d using 1:3 with steps lw 1.5 lc rgb '%s' title %s", i ? "," : "",
+                        i, policy_colour[i % NPCOL], title);
+    }
     gp_both(f, o, dir, "queue", plot, 800, 450);
 }
 
@@ -458,9 +484,26 @@ static void html_text(FILE *f, const char *s)
         case '"':
             fputs("&quot;", f);
             break;
+        case '\'':
+            fputs("&#39;", f);
+            break;
         default:
             fputc(*s, f);
         }
+    }
+}
+
+/* Writes s percent-encoded for an href or src (a relative file name: nothing but unreserved
+ * characters passes, so no name can start a scheme, a query or break out of the attribute). */
+static void html_url(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '.' || c == '_' || c == '~')
+            fputc(c, f);
+        else
+            fprintf(f, "%%%02X", c);
     }
 }
 
@@ -475,15 +518,15 @@ static void html_min(FILE *f, double seconds)
 static void html_figure(FILE *f, const char *base, const char *alt, const char *caption)
 {
     fputs("<figure><a href=\"", f);
-    html_text(f, base);
+    html_url(f, base);
     fputs(".png\"><img src=\"", f);
-    html_text(f, base);
+    html_url(f, base);
     fputs(".svg\" alt=\"", f);
     html_text(f, alt);
     fputs("\"></a><figcaption>", f);
     html_text(f, caption);
     fputs(" (<a href=\"", f);
-    html_text(f, base);
+    html_url(f, base);
     fputs(".png\">PNG</a>)</figcaption></figure>\n", f);
 }
 
@@ -598,7 +641,7 @@ int drv_report_html(const char *dir, const drv_report_data *r, bool plots, drv_d
             char name[160];
             snprintf(name, sizeof name, "%s-%s.csv", kinds[k], r->sum[i].policy);
             fputs(", <a href=\"", f);
-            html_text(f, name);
+            html_url(f, name);
             fputs("\">", f);
             html_text(f, name);
             fputs("</a>", f);

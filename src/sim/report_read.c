@@ -214,6 +214,22 @@ static int get_num(json_t *o, const char *key, double *out)
     return 0;
 }
 
+/*
+ * A policy name names files (jobs-<policy>.csv, gantt-<policy>.svg), so it may not leave the
+ * directory or hide a file; a control character (a line end above all) could end a command in
+ * the gnuplot script or a line of a CSV file. Quotes and markup are allowed: the plots and the
+ * page escape them.
+ */
+static bool policy_name_ok(const char *s, size_t cap)
+{
+    if (!s || !*s || *s == '.' || strlen(s) >= cap)
+        return false;
+    for (; *s; s++)
+        if (*s == '/' || *s == '\\' || (unsigned char)*s < 0x20 || *s == 0x7f)
+            return false;
+    return true;
+}
+
 static int load_summary(drv_report_data *r, const char *dir, drv_diag *d)
 {
     char path[4096];
@@ -250,8 +266,8 @@ static int load_summary(drv_report_data *r, const char *dir, drv_diag *d)
         const char *pol = json_string_value(json_object_get(o, "policy"));
         if (!json_is_object(o))
             bad = "an object";
-        else if (!pol || !*pol || strlen(pol) >= sizeof s->policy || strpbrk(pol, "/\\"))
-            bad = "policy", what = "a policy name";
+        else if (!policy_name_ok(pol, sizeof s->policy))
+            bad = "policy", what = "a policy name (no '/', '\\', control character or leading '.')";
         double x[sizeof nums / sizeof nums[0]];
         for (size_t k = 0; !bad && k < sizeof nums / sizeof nums[0]; k++)
             if (get_num(o, nums[k], &x[k]) != 0)

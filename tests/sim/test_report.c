@@ -327,6 +327,117 @@ static void test_bad_summary(void **unused)
     scenario_fini(&sc);
 }
 
+/* Reads dir/name into a static buffer (at most 1 MiB), NUL-terminated. */
+static const char *slurp(const char *name)
+{
+    static char buf[1 << 20];
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return buf;
+}
+
+/* Replaces every "from" by "to" in dir/name. */
+static void replace_in(const char *name, const char *from, const char *to)
+{
+    const char *text = slurp(name);
+    size_t cap = strlen(text) * (strlen(to) + 1) + 1;
+    char *out = malloc(cap), *o = out;
+    assert_non_null(out);
+    for (const char *p = text; *p;) {
+        if (strncmp(p, from, strlen(from)) == 0) {
+            o += sprintf(o, "%s", to);
+            p += strlen(from);
+        } else {
+            *o++ = *p++;
+        }
+    }
+    *o = 0;
+    put(name, out);
+    free(out);
+}
+
+static bool exists(const char *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+/*
+ * Names are data, never code: a policy (from a profiles file) and a node whose names would close
+ * gnuplot's quoted title and call system(), and markup, reach the plots and the page as text.
+ * Nothing named PWNED may appear (gnuplot runs in the current directory), and the page shows
+ * the names escaped.
+ */
+static void test_hostile_names(void **unused)
+{
+    (void)unused;
+    static const char *const evil = "x'.system('touch PWNED').'<b>";
+    static const char *const evil_node = "n'.system('touch PWNED-node').'";
+    remove("PWNED");
+    remove("PWNED-node");
+    scenario sc;
+    scenario_init(&sc, 12);
+    drv_profile p;
+    drv_diag d = {{0}};
+    assert_int_equal(drv_profile_builtin("gang-fifo", &p, &d), 0);
+    snprintf(p.name, sizeof p.name, "%s", evil);
+    drv_sim_config cfg = {.seed = 1, .placements = true};
+    drv_sim *s = NULL;
+    assert_int_equal(drv_sim_new(&sc.cluster, &sc.wl, &sc.cat, &p, &cfg, &s, &d), 0);
+    assert_int_equal(drv_sim_run(s, &d), 0);
+    drv_summary sum;
+    drv_sim_summary(s, &sum);
+    assert_int_equal(drv_report_run_files(dir, s, &d), 0);
+    drv_sim_free(s);
+    assert_int_equal(drv_report_summary_files(dir, &sum, 1, &d), 0);
+    char name[256];
+    snprintf(name, sizeof name, "placements-%s.csv", evil);
+    replace_in(name, "node-0,", "n'.system('touch PWNED-node').',");
+
+    drv_report_data r;
+    assert_int_equal(drv_report_load(&r, dir, &d), 0);
+    assert_string_equal(r.sum[0].policy, evil);
+    bool found = false;
+    for (int32_t k = 0; k < r.runs[0].nnodes; k++)
+        found |= strcmp(r.runs[0].nodes[k], evil_node) == 0;
+    assert_true(found);
+    int rc = drv_plot_render(dir, &r, &d);
+    assert_true(rc == 0 || rc == DRV_ENOENT); /* DRV_ENOENT: no gnuplot here */
+    assert_int_equal(drv_report_html(dir, &r, rc == 0, &d), 0);
+    drv_report_data_fini(&r);
+    char path[512];
+    snprintf(path, sizeof path, "%s/PWNED", dir);
+    assert_false(exists("PWNED") || exists("PWNED-node") || exists(path));
+    const char *html = slurp("index.html");
+    assert_non_null(strstr(html, "x&#39;.system(&#39;touch PWNED&#39;).&#39;&lt;b&gt;"));
+    assert_null(strstr(html, "<b>"));
+    /* The links to its files are percent-encoded. */
+    assert_non_null(
+        strstr(html, "href=\"jobs-x%27.system%28%27touch%20PWNED%27%29.%27%3Cb%3E.csv\""));
+    scenario_fini(&sc);
+}
+
+/* A policy name that would leave the directory or break a line is refused, naming the file. */
+static void test_policy_name_refused(void **unused)
+{
+    (void)unused;
+    static const char *const bad[] = {"../x", "a\\nb", ".hidden", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "[\n  {\"policy\": \"%s\"}\n]\n", bad[i]);
+        put("summary.json", text);
+        drv_report_data r;
+        drv_diag d = {{0}};
+        assert_int_equal(drv_report_load(&r, dir, &d), DRV_EPARSE);
+        if (!strstr(d.msg, "summary.json:2: policy #1: \"policy\": expected a policy name"))
+            fail_msg("policy '%s': got '%s'", bad[i], d.msg);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -336,6 +447,8 @@ int main(void)
         cmocka_unit_test(test_placement_log),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_bad_summary),
+        cmocka_unit_test(test_hostile_names),
+        cmocka_unit_test(test_policy_name_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

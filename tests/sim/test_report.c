@@ -438,6 +438,101 @@ static void test_policy_name_refused(void **unused)
     }
 }
 
+/* A minimal directory for one policy "p": summary, one job, the given timeline rows. */
+static void put_minimal(const char *timeline_rows)
+{
+    char text[4096];
+    snprintf(text, sizeof text,
+             "[{\"policy\": \"p\", \"jobs\": 1, \"done\": 1, \"avg_jct_s\": 1, "
+             "\"p50_jct_s\": 1, \"p95_jct_s\": 1, \"p99_jct_s\": 1, \"makespan_s\": 1, "
+             "\"avg_wait_s\": 0, \"cpu_util\": 0, \"cpu_useful\": 0, \"cpu_wasted\": 0, "
+             "\"gpu_util\": 0, \"gpu_useful\": 0, \"gpu_wasted\": 0, \"preemptions\": 0, "
+             "\"migrations\": 0, \"restarts\": 0, \"scales\": 0, \"resizes\": 0, "
+             "\"stuck\": 0, \"stuck_cpu\": 0, \"end_s\": 1}]\n");
+    put("summary.json", text);
+    put("jobs-p.csv", "job,user,jct_s\nj0,u,1\n");
+    snprintf(text, sizeof text,
+             "t_s,cpu_used_m,cpu_useful_m,gpu_used,gpu_useful,pending_jobs,running_jobs\n%s",
+             timeline_rows);
+    put("timeline-p.csv", text);
+}
+
+/* A job count that does not fit an int is refused with file:line, not cast. */
+static void test_timeline_count_range(void **unused)
+{
+    (void)unused;
+    static const char *const rows[] = {"0,0,0,0,0,1e300,0\n", "0,0,0,0,0,0,-1\n",
+                                       "0,0,0,0,0,1.5,0\n"};
+    static const char *const found[] = {"'1e300'", "'-1'", "'1.5'"};
+    char path[512];
+    snprintf(path, sizeof path, "%s/placements-p.csv", dir);
+    remove(path);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "1,0,0,0,0,2,3\n%s", rows[i]);
+        put_minimal(text);
+        drv_report_data r;
+        drv_diag d = {{0}};
+        assert_int_equal(drv_report_load(&r, dir, &d), DRV_EPARSE);
+        assert_non_null(strstr(d.msg, "timeline-p.csv:3: "));
+        assert_non_null(strstr(d.msg, "expected a whole number from 0 to 2147483647"));
+        assert_non_null(strstr(d.msg, found[i]));
+    }
+    put_minimal("1,0,0,0,0,2147483647,3\n");
+    drv_report_data r;
+    drv_diag d = {{0}};
+    assert_int_equal(drv_report_load(&r, dir, &d), 0);
+    assert_int_equal(r.runs[0].ticks[0].pending, 2147483647);
+    drv_report_data_fini(&r);
+}
+
+/*
+ * 60,000 nodes (a scan per row made this quadratic): every node is read once, sorted
+ * naturally, and each placement still names the node its row named (the two ways to a row's
+ * node agree: the name written and nodes[pl.node] read back).
+ */
+static void test_many_nodes(void **unused)
+{
+    (void)unused;
+    enum { N = 60000 };
+    put_minimal("1,0,0,0,0,0,1\n");
+    char path[512];
+    snprintf(path, sizeof path, "%s/placements-p.csv", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("job,pod,node,start_s,end_s\n", f);
+    /* Rows in a scrambled order, each node twice. */
+    for (int i = 0; i < 2 * N; i++)
+        fprintf(f, "j0,worker0,node-%d,%d,\n", (int)((i * 7919L) % N), i);
+    fclose(f);
+    drv_report_data r;
+    drv_diag d = {{0}};
+    assert_int_equal(drv_report_load(&r, dir, &d), 0);
+    const drv_report_run *run = &r.runs[0];
+    assert_int_equal(run->nnodes, N);
+    assert_int_equal(run->npl, 2 * N);
+    for (int32_t k = 0; k < N; k++) {
+        char want_name[32];
+        snprintf(want_name, sizeof want_name, "node-%d", k);
+        assert_string_equal(run->nodes[k], want_name);
+    }
+    for (int32_t i = 0; i < run->npl; i++) {
+        assert_true(run->pl[i].start == i);
+        assert_int_equal(run->pl[i].node, (int32_t)((i * 7919L) % N));
+    }
+    drv_report_data_fini(&r);
+    /* Failing allocations while the table grows: DRV_ENOMEM, no leak. */
+    for (long nth = 1; nth < 200; nth += 7) {
+        drv_alloc_fail_at(nth);
+        int rc = drv_report_load(&r, dir, &d);
+        drv_alloc_fail_at(0);
+        if (rc == 0)
+            drv_report_data_fini(&r);
+        else
+            assert_int_equal(rc, DRV_ENOMEM);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -449,6 +544,8 @@ int main(void)
         cmocka_unit_test(test_bad_summary),
         cmocka_unit_test(test_hostile_names),
         cmocka_unit_test(test_policy_name_refused),
+        cmocka_unit_test(test_timeline_count_range),
+        cmocka_unit_test(test_many_nodes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

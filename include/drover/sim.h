@@ -183,19 +183,55 @@ const char *drv_sim_policy(const drv_sim *s);
 
 #include <stdio.h>
 
+/*
+ * Whether runs are reported GPU-first: some run held GPUs (gpu_util > 0). The table, the page
+ * and the utilisation plot then show GPU utilisation, CPU beside it.
+ */
+bool drv_report_gpu_first(const drv_summary *v, int n);
 /* The comparison table a person reads: one row per run, durations in minutes. */
 void drv_report_table(FILE *f, const drv_summary *v, int n);
 /* The same as JSON (seconds, fractions) and CSV (one header line). Deterministic output. */
 int drv_report_json(FILE *f, const drv_summary *v, int n);
 void drv_report_csv(FILE *f, const drv_summary *v, int n);
+
+#define DRV_REPORT_MAX_INPUTS 8
+
+/*
+ * What a run's files say beyond the simulator's results (all borrowed, every field may be
+ * NULL/0): model names for jobs-<policy>.csv, and for summary.json the provenance of the runs —
+ * the seed, each run's full profile line and the input files with their SHA-256.
+ */
+typedef struct drv_report_meta {
+    const drv_catalogue *cat;      /* names of jobs' models (NULL: the model index is written) */
+    const struct drv_calib *calib; /* names of calibrated models (drv_jobspec.calib_app) */
+    uint64_t seed;
+    const drv_profile *profiles; /* profiles[i] is the profile of summary i (NULL: not written) */
+    struct {
+        const char *role; /* "trace", "workload", "cluster", "models", "profiles", ... */
+        const char *path; /* NULL: not given (built in) */
+    } inputs[DRV_REPORT_MAX_INPUTS];
+    int ninputs;
+} drv_report_meta;
+
 /*
  * Writes a run's per-job CSV (jobs-<policy>.csv) and time series (timeline-<policy>.csv) into
  * dir. Each file is written under a temporary name and renamed, so a failed run leaves no
- * half-written file.
+ * half-written file. meta may be NULL (model indices instead of names).
  */
-int drv_report_run_files(const char *dir, const drv_sim *s, drv_diag *d);
-/* Writes summary.json and summary.csv into dir, the same way. */
-int drv_report_summary_files(const char *dir, const drv_summary *v, int n, drv_diag *d);
+int drv_report_run_files(const char *dir, const drv_sim *s, const drv_report_meta *meta,
+                         drv_diag *d);
+/*
+ * Writes summary.json and summary.csv into dir, the same way. With meta, every summary.json
+ * record also holds drover_version, seed, profile (its full line) and inputs (role, path,
+ * sha256); an input that cannot be read is an error naming it.
+ */
+int drv_report_summary_files(const char *dir, const drv_summary *v, int n,
+                             const drv_report_meta *meta, drv_diag *d);
+/* SHA-256 of a file's bytes as 64 lowercase hex digits in out[65]; DRV_ENOENT/DRV_EIO. */
+int drv_report_sha256_file(const char *path, char out[65], drv_diag *d);
+/* A profile as one profile line (policy.h), e.g. "gang=true period=1 queue_order=fifo ...",
+ * cut to fit n bytes; always terminated. */
+void drv_report_profile_line(const drv_profile *p, char *out, size_t n);
 
 /* What was simulated, for the report page and the utilisation plot (scenario.json). */
 typedef struct drv_scenario {

@@ -528,6 +528,17 @@ static int cmd_sim(int argc, char **argv)
     /* 2. Run each policy on the same inputs. */
     status = EXIT_RUN;
     progress prog = {.tty = isatty(STDERR_FILENO) == 1, .t0 = mono_now(), .runs = nprof};
+    /* What the files record beyond the results: model names, seed, profiles, inputs. */
+    drv_report_meta meta = {.cat = &cat,
+                            .calib = o.trace ? &calib : NULL,
+                            .seed = o.seed,
+                            .profiles = profiles,
+                            .inputs = {{"trace", o.trace},
+                                       {"workload", o.workload},
+                                       {"cluster", o.cluster},
+                                       {"models", o.models},
+                                       {"profiles", o.profiles}},
+                            .ninputs = 5};
     drv_sim_config cfg = {.seed = o.seed,
                           .check = o.check,
                           .placements = o.out != NULL,
@@ -547,7 +558,7 @@ static int cmd_sim(int argc, char **argv)
         if (!rc) {
             drv_sim_summary(s, &sums[i]);
             if (o.out)
-                rc = drv_report_run_files(o.out, s, &d);
+                rc = drv_report_run_files(o.out, s, &meta, &d);
         }
         drv_sim_free(s);
         if (rc) {
@@ -572,7 +583,7 @@ static int cmd_sim(int argc, char **argv)
             sc.cpu_m += (double)cluster.nodes[k].alloc.cpu;
             sc.gpu += (double)cluster.nodes[k].alloc.gpu;
         }
-        if ((rc = drv_report_summary_files(o.out, sums, nprof, &d)) != 0 ||
+        if ((rc = drv_report_summary_files(o.out, sums, nprof, &meta, &d)) != 0 ||
             (rc = drv_report_scenario_file(o.out, &sc, &d)) != 0)
             goto fail;
         /* Plots are drawn from the files just written, as `drover report` would; a missing

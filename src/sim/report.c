@@ -5,10 +5,14 @@
  * was simulated, so `drover report` can redraw everything from the directory alone).
  */
 #include "drover/sim.h"
+#include "drover/calib.h"
+#include "drover/version.h"
 
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdarg.h>
+#include <nettle/sha2.h>
 #include <string.h>
 
 static void cell_min(FILE *f, int width, double seconds)
@@ -99,22 +103,131 @@ static json_t *summary_json(const drv_summary *s)
     return o;
 }
 
-int drv_report_json(FILE *f, const drv_summary *v, int n)
+/* ---- provenance: version, seed, profile line, input checksums ------------------------------ */
+
+int drv_report_sha256_file(const char *path, char out[65], drv_diag *d)
 {
-    json_t *arr = json_array();
-    if (!arr)
-        return DRV_ENOMEM;
-    for (int i = 0; i < n; i++) {
-        json_t *o = summary_json(&v[i]);
-        if (!o || json_array_append_new(arr, o) != 0) {
-            json_decref(arr);
-            return DRV_ENOMEM;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return drv_fail(d, errno == ENOENT ? DRV_ENOENT : DRV_EIO, "%s: cannot read: %s", path,
+                        strerror(errno));
+    struct sha256_ctx ctx;
+    sha256_init(&ctx);
+    unsigned char buf[1 << 14];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0)
+        sha256_update(&ctx, got, buf);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad)
+        return drv_fail(d, DRV_EIO, "%s: read failed", path);
+    unsigned char dig[SHA256_DIGEST_SIZE];
+    sha256_digest(&ctx, sizeof dig, dig);
+    for (int i = 0; i < SHA256_DIGEST_SIZE; i++)
+        snprintf(out + 2 * i, 3, "%02x", dig[i]);
+    return 0;
+}
+
+/* Appends to out (length *len, capacity n) without overflowing; the text is cut at the end. */
+static void put_text(char *out, size_t n, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void put_text(char *out, size_t n, size_t *len, const char *fmt, ...)
+{
+    if (*len + 1 >= n)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(out + *len, n - *len, fmt, ap);
+    va_end(ap);
+    if (k > 0)
+        *len = *len + (size_t)k < n ? *len + (size_t)k : n - 1;
+}
+
+void drv_report_profile_line(const drv_profile *p, char *out, size_t n)
+{
+    size_t len = 0;
+    out[0] = 0;
+    put_text(out, n, &len, "gang=%s period=%g", p->gang ? "true" : "false", p->period);
+    for (int pt = 0; pt < DRV_NPOINTS; pt++) {
+        for (int32_t k = 0; k < p->nuse[pt]; k++) {
+            const drv_plugin_use *u = &p->use[pt][k];
+            if (k == 0)
+                put_text(out, n, &len, " %s=", drv_point_name(pt));
+            else
+                put_text(out, n, &len, ",");
+            put_text(out, n, &len, "%s", u->p ? u->p->name : "?");
+            for (int32_t q = 0; q < u->nknobs; q++)
+                put_text(out, n, &len, "%s%s=%g", q ? ";" : "(", u->knobs[q].name,
+                         u->knobs[q].value);
+            if (u->nknobs > 0)
+                put_text(out, n, &len, ")");
+            if (pt == DRV_PT_SCORE)
+                put_text(out, n, &len, "*%d", u->weight);
         }
     }
-    int rc = json_dumpf(arr, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-    fputc('\n', f);
+}
+
+/* Adds drover_version, seed, profile and inputs to a summary record; 0 or an error. */
+static int add_provenance(json_t *o, const drv_report_meta *meta, int i, json_t **inputs,
+                          drv_diag *d)
+{
+    json_object_set_new(o, "drover_version", json_string(DROVER_VERSION));
+    json_object_set_new(o, "seed", json_integer((json_int_t)meta->seed));
+    if (meta->profiles) {
+        char line[4096];
+        drv_report_profile_line(&meta->profiles[i], line, sizeof line);
+        json_object_set_new(o, "profile", json_string(line));
+    }
+    if (!*inputs) { /* hashed once, shared by every record */
+        if (!(*inputs = json_array()))
+            return drv_fail(d, DRV_ENOMEM, "out of memory");
+        for (int k = 0; k < meta->ninputs && k < DRV_REPORT_MAX_INPUTS; k++) {
+            if (!meta->inputs[k].path)
+                continue;
+            char hex[65];
+            int rc = drv_report_sha256_file(meta->inputs[k].path, hex, d);
+            if (rc)
+                return rc;
+            json_t *e = json_object();
+            if (!e || json_array_append_new(*inputs, e) != 0)
+                return drv_fail(d, DRV_ENOMEM, "out of memory");
+            json_object_set_new(e, "role", json_string(meta->inputs[k].role));
+            json_object_set_new(e, "path", json_string(meta->inputs[k].path));
+            json_object_set_new(e, "sha256", json_string(hex));
+        }
+    }
+    json_object_set(o, "inputs", *inputs);
+    return 0;
+}
+
+static int write_json(FILE *f, const drv_summary *v, int n, const drv_report_meta *meta,
+                      drv_diag *d)
+{
+    json_t *arr = json_array(), *inputs = NULL;
+    if (!arr)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        json_t *o = summary_json(&v[i]);
+        if (!o || json_array_append_new(arr, o) != 0)
+            rc = drv_fail(d, DRV_ENOMEM, "out of memory");
+        else if (meta)
+            rc = add_provenance(o, meta, i, &inputs, d);
+    }
+    json_decref(inputs);
+    if (!rc && json_dumpf(arr, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)))
+        rc = drv_fail(d, DRV_EIO, "write failed");
+    if (!rc)
+        fputc('\n', f);
     json_decref(arr);
-    return rc ? DRV_EIO : 0;
+    return rc;
+}
+
+int drv_report_json(FILE *f, const drv_summary *v, int n)
+{
+    drv_diag d;
+    return write_json(f, v, n, NULL, &d);
 }
 
 static void csv_num(FILE *f, double x)
@@ -170,13 +283,19 @@ static int finish(FILE *f, const char *tmp, const char *final, drv_diag *d)
     return 0;
 }
 
-int drv_report_summary_files(const char *dir, const drv_summary *v, int n, drv_diag *d)
+int drv_report_summary_files(const char *dir, const drv_summary *v, int n,
+                             const drv_report_meta *meta, drv_diag *d)
 {
     char tmp[4096], final[4096];
     FILE *f = begin(dir, "summary.json", tmp, final, sizeof tmp, d);
     if (!f)
         return DRV_EIO;
-    int rc = drv_report_json(f, v, n);
+    int rc = write_json(f, v, n, meta, d);
+    if (rc) {
+        fclose(f);
+        remove(tmp);
+        return rc;
+    }
     if ((rc = finish(f, tmp, final, d)) != 0)
         return rc;
     f = begin(dir, "summary.csv", tmp, final, sizeof tmp, d);
@@ -240,7 +359,19 @@ int drv_report_scenario_file(const char *dir, const drv_scenario *sc, drv_diag *
     return finish(f, tmp, final, d);
 }
 
-int drv_report_run_files(const char *dir, const drv_sim *s, drv_diag *d)
+/* The name of a job's model: its calibrated model's, its catalogue family's, or its index. */
+static void model_name(const drv_jobspec *j, const drv_report_meta *meta, char *out, size_t n)
+{
+    if (meta && meta->calib && j->calib_app > 0 && j->calib_app <= meta->calib->n)
+        snprintf(out, n, "%s", meta->calib->v[j->calib_app - 1].name);
+    else if (meta && meta->cat && j->model >= 0 && j->model < meta->cat->n)
+        snprintf(out, n, "%s", meta->cat->v[j->model].name);
+    else
+        snprintf(out, n, "%d", j->model);
+}
+
+int drv_report_run_files(const char *dir, const drv_sim *s, const drv_report_meta *meta,
+                         drv_diag *d)
 {
     char tmp[4096], final[4096], name[128];
     const drv_workload *wl = drv_sim_workload(s);
@@ -256,9 +387,10 @@ int drv_report_run_files(const char *dir, const drv_sim *s, drv_diag *d)
           f);
     for (int32_t i = 0; i < n; i++) {
         const drv_jobspec *j = &wl->jobs[i]; /* finished jobs are released from the state */
-        fprintf(f, "%s,%s,%d,%d,%d,%d,%.3f", j->name, j->user, j->model,
-                j->role[DRV_ROLE_PS].replicas, j->role[DRV_ROLE_WORKER].replicas, r[i].workers,
-                r[i].submit);
+        char model[64];
+        model_name(j, meta, model, sizeof model);
+        fprintf(f, "%s,%s,%s,%d,%d,%d,%.3f", j->name, j->user, model, j->role[DRV_ROLE_PS].replicas,
+                j->role[DRV_ROLE_WORKER].replicas, r[i].workers, r[i].submit);
         if (r[i].start >= 0)
             fprintf(f, ",%.3f", r[i].start);
         else

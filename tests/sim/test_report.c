@@ -242,10 +242,10 @@ static void write_run(scenario *sc, drv_summary *sums, int32_t *nticks, int32_t 
         drv_sim_summary(s, &sums[i]);
         drv_sim_ticks(s, &nticks[i]);
         drv_sim_placements(s, &npl[i]);
-        assert_int_equal(drv_report_run_files(dir, s, &d), 0);
+        assert_int_equal(drv_report_run_files(dir, s, NULL, &d), 0);
         drv_sim_free(s);
     }
-    assert_int_equal(drv_report_summary_files(dir, sums, 2, &d), 0);
+    assert_int_equal(drv_report_summary_files(dir, sums, 2, NULL, &d), 0);
     drv_scenario scen = {
         .desc = "test scenario", .jobs = 12, .nodes = 8, .cpu_m = 256000, .seed = 1};
     assert_int_equal(drv_report_scenario_file(dir, &scen, &d), 0);
@@ -391,9 +391,9 @@ static void test_hostile_names(void **unused)
     assert_int_equal(drv_sim_run(s, &d), 0);
     drv_summary sum;
     drv_sim_summary(s, &sum);
-    assert_int_equal(drv_report_run_files(dir, s, &d), 0);
+    assert_int_equal(drv_report_run_files(dir, s, NULL, &d), 0);
     drv_sim_free(s);
-    assert_int_equal(drv_report_summary_files(dir, &sum, 1, &d), 0);
+    assert_int_equal(drv_report_summary_files(dir, &sum, 1, NULL, &d), 0);
     char name[256];
     snprintf(name, sizeof name, "placements-%s.csv", evil);
     replace_in(name, "node-0,", "n'.system('touch PWNED-node').',");
@@ -533,6 +533,91 @@ static void test_many_nodes(void **unused)
     }
 }
 
+/* The profile line written to summary.json parses back to the same profile, for every
+ * built-in (two ways to the same profile agree). */
+static void test_profile_line_round_trip(void **unused)
+{
+    (void)unused;
+    for (int i = 0; i < drv_profile_builtin_count(); i++) {
+        drv_profile a, b;
+        drv_diag d = {{0}};
+        assert_int_equal(drv_profile_builtin(drv_profile_builtin_name(i), &a, &d), 0);
+        char line[4096];
+        drv_report_profile_line(&a, line, sizeof line);
+        if (drv_profile_parse("again", line, &b, &d) != 0)
+            fail_msg("%s: '%s' does not parse: %s", a.name, line, d.msg);
+        assert_int_equal(a.gang, b.gang);
+        assert_true(a.period == b.period);
+        for (int pt = 0; pt < DRV_NPOINTS; pt++) {
+            assert_int_equal(a.nuse[pt], b.nuse[pt]);
+            for (int32_t k = 0; k < a.nuse[pt]; k++) {
+                const drv_plugin_use *x = &a.use[pt][k], *y = &b.use[pt][k];
+                assert_ptr_equal(x->p, y->p);
+                assert_int_equal(x->weight, y->weight);
+                assert_int_equal(x->nknobs, y->nknobs);
+                for (int32_t q = 0; q < x->nknobs; q++) {
+                    assert_string_equal(x->knobs[q].name, y->knobs[q].name);
+                    assert_true(x->knobs[q].value == y->knobs[q].value);
+                }
+            }
+        }
+    }
+}
+
+/* summary.json records version, seed, profile line and inputs with their SHA-256 (the
+ * FIPS 180-2 example: "abc"); jobs-*.csv names each job's model. */
+static void test_provenance(void **unused)
+{
+    (void)unused;
+    scenario sc;
+    scenario_init(&sc, 12);
+    const char *input = put("input.txt", "abc");
+    drv_profile p;
+    drv_diag d = {{0}};
+    assert_int_equal(drv_profile_builtin("gang-fifo", &p, &d), 0);
+    drv_report_meta meta = {.cat = &sc.cat,
+                            .seed = 42,
+                            .profiles = &p,
+                            .inputs = {{"workload", input}, {"cluster", NULL}},
+                            .ninputs = 2};
+    drv_sim_config cfg = {.seed = 1};
+    drv_sim *s = NULL;
+    assert_int_equal(drv_sim_new(&sc.cluster, &sc.wl, &sc.cat, &p, &cfg, &s, &d), 0);
+    assert_int_equal(drv_sim_run(s, &d), 0);
+    drv_summary sum;
+    drv_sim_summary(s, &sum);
+    assert_int_equal(drv_report_run_files(dir, s, &meta, &d), 0);
+    drv_sim_free(s);
+    assert_int_equal(drv_report_summary_files(dir, &sum, 1, &meta, &d), 0);
+    const char *js = slurp("summary.json");
+    assert_non_null(strstr(js, "\"seed\": 42"));
+    assert_non_null(strstr(js, "\"drover_version\": \""));
+    assert_non_null(strstr(js, "\"profile\": \"gang=true "));
+    assert_non_null(strstr(js, "\"role\": \"workload\""));
+    assert_null(strstr(js, "\"cluster\"")); /* not given: not listed */
+    assert_non_null(strstr(
+        js, "\"sha256\": \"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\""));
+    /* Every job row names a model of the catalogue, never an index. */
+    const char *csv = slurp("jobs-gang-fifo.csv");
+    int rows = 0;
+    for (const char *line = strchr(csv, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+        char job[64], user[64], model[64];
+        assert_int_equal(sscanf(line + 1, "%63[^,],%63[^,],%63[^,]", job, user, model), 3);
+        bool known = false;
+        for (int32_t k = 0; k < sc.cat.n; k++)
+            known |= strcmp(sc.cat.v[k].name, model) == 0;
+        if (!known)
+            fail_msg("row %d: model '%s' is not a catalogue name", rows + 1, model);
+        rows++;
+    }
+    assert_int_equal(rows, 12);
+    /* An input that cannot be read is an error naming it; no summary.json is half written. */
+    meta.inputs[0].path = "/nonexistent/drover-input";
+    assert_int_equal(drv_report_summary_files(dir, &sum, 1, &meta, &d), DRV_ENOENT);
+    assert_non_null(strstr(d.msg, "/nonexistent/drover-input: cannot read"));
+    scenario_fini(&sc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -546,6 +631,8 @@ int main(void)
         cmocka_unit_test(test_policy_name_refused),
         cmocka_unit_test(test_timeline_count_range),
         cmocka_unit_test(test_many_nodes),
+        cmocka_unit_test(test_profile_line_round_trip),
+        cmocka_unit_test(test_provenance),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

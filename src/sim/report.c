@@ -23,17 +23,32 @@ static void cell_min(FILE *f, int width, double seconds)
         fprintf(f, " %*s", width, "-");
 }
 
+bool drv_report_gpu_first(const drv_summary *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i].gpu_util > 0)
+            return true;
+    return false;
+}
+
+/*
+ * On a GPU cluster the utilisation columns are the GPU's (what such a cluster is bought for)
+ * and a last column gives CPU utilisation; on a CPU cluster they are the CPU's.
+ */
 void drv_report_table(FILE *f, const drv_summary *v, int n)
 {
+    bool gpu = drv_report_gpu_first(v, n);
+    const char *res = gpu ? "gpu" : "cpu";
     int w = 8;
     for (int i = 0; i < n; i++)
         if ((int)strlen(v[i].policy) > w)
             w = (int)strlen(v[i].policy);
-    fprintf(f, "%-*s %9s %8s %8s %8s %8s %9s %8s %6s %6s %6s %7s %6s %6s\n", w, "policy", "done",
+    fprintf(f, "%-*s %9s %8s %8s %8s %8s %9s %8s %6s %6s %6s %7s %6s %6s%s\n", w, "policy", "done",
             "avgJCT", "p50JCT", "p95JCT", "p99JCT", "makespan", "avgWait", "util%", "useful",
-            "wasted", "preempt", "migr", "scale");
-    fprintf(f, "%-*s %9s %8s %8s %8s %8s %9s %8s %6s %6s %6s %7s %6s %6s\n", w, "", "", "(min)",
-            "(min)", "(min)", "(min)", "(min)", "(min)", "cpu", "cpu", "cpu", "", "", "");
+            "wasted", "preempt", "migr", "scale", gpu ? "   cpu%" : "");
+    fprintf(f, "%-*s %9s %8s %8s %8s %8s %9s %8s %6s %6s %6s %7s %6s %6s%s\n", w, "", "", "(min)",
+            "(min)", "(min)", "(min)", "(min)", "(min)", res, res, res, "", "", "",
+            gpu ? "   util" : "");
     bool unfinished = false;
     for (int i = 0; i < n; i++) {
         const drv_summary *s = &v[i];
@@ -47,9 +62,13 @@ void drv_report_table(FILE *f, const drv_summary *v, int n)
         cell_min(f, 8, s->p99_jct);
         cell_min(f, 9, s->makespan);
         cell_min(f, 8, s->avg_wait);
-        fprintf(f, " %6.1f %6.1f %6.1f %7lld %6lld %6lld\n", 100 * s->cpu_util, 100 * s->cpu_useful,
-                100 * s->cpu_wasted, (long long)s->preemptions, (long long)s->migrations,
-                (long long)s->scales);
+        fprintf(f, " %6.1f %6.1f %6.1f %7lld %6lld %6lld", 100 * (gpu ? s->gpu_util : s->cpu_util),
+                100 * (gpu ? s->gpu_useful : s->cpu_useful),
+                100 * (gpu ? s->gpu_wasted : s->cpu_wasted), (long long)s->preemptions,
+                (long long)s->migrations, (long long)s->scales);
+        if (gpu)
+            fprintf(f, " %6.1f", 100 * s->cpu_util);
+        fputc('\n', f);
     }
     if (!unfinished)
         return;

@@ -618,6 +618,46 @@ static void test_provenance(void **unused)
     scenario_fini(&sc);
 }
 
+/* The table of a GPU cluster leads with GPU utilisation; a CPU cluster's stays CPU. */
+static void test_table_gpu_first(void **unused)
+{
+    (void)unused;
+    drv_summary v = {.policy = "pollux-like",
+                     .jobs = 4,
+                     .done = 4,
+                     .cpu_util = 0.491,
+                     .cpu_useful = 0.4,
+                     .gpu_util = 0.81,
+                     .gpu_useful = 0.75,
+                     .gpu_wasted = 0.06};
+    for (int gpu = 1; gpu >= 0; gpu--) {
+        if (!gpu)
+            v.gpu_util = v.gpu_useful = v.gpu_wasted = 0;
+        assert_int_equal(drv_report_gpu_first(&v, 1), gpu);
+        char buf[2048] = {0};
+        FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+        assert_non_null(f);
+        drv_report_table(f, &v, 1);
+        fclose(f);
+        char *units = strchr(buf, '\n') + 1, *row = strchr(units, '\n') + 1;
+        *strchr(units, '\n') = 0;
+        double util, useful, wasted, cpu = -1;
+        /* policy, done, six durations (each "-": no JCT given), then util useful wasted. */
+        int got = sscanf(row, "%*s %*s %*s %*s %*s %*s %*s %*s %lf %lf %lf %*d %*d %*d %lf", &util,
+                         &useful, &wasted, &cpu);
+        if (gpu) {
+            assert_int_equal(got, 4);
+            assert_non_null(strstr(units, "gpu    gpu    gpu"));
+            assert_true(util == 81.0 && useful == 75.0 && wasted == 6.0 && cpu == 49.1);
+        } else {
+            assert_int_equal(got, 3);
+            assert_non_null(strstr(units, "cpu    cpu    cpu"));
+            assert_null(strstr(units, "gpu"));
+            assert_true(util == 49.1 && useful == 40.0 && wasted == 0.0);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -633,6 +673,7 @@ int main(void)
         cmocka_unit_test(test_many_nodes),
         cmocka_unit_test(test_profile_line_round_trip),
         cmocka_unit_test(test_provenance),
+        cmocka_unit_test(test_table_gpu_first),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -277,8 +277,12 @@ void drv_csv_close(drv_csv *c);
 
 /* One policy's run as read back from jobs-, timeline- and placements-<policy>.csv. */
 typedef struct drv_report_run {
-    int32_t jobs; /* rows in jobs-<policy>.csv */
-    double *jct;  /* JCTs of finished jobs, seconds, ascending */
+    int32_t jobs;      /* rows in jobs-<policy>.csv */
+    char **job_names;  /* [jobs]: each row's job name */
+    int32_t *job_user; /* [jobs]: each row's user, an index into users */
+    char **users;      /* distinct users in order of first appearance */
+    int32_t nusers;
+    double *jct; /* JCTs of finished jobs, seconds, ascending */
     int32_t njct;
     drv_tick *ticks; /* the time series */
     int32_t nticks;

@@ -345,6 +345,11 @@ typedef struct named {
     int32_t idx;
 } named;
 
+static int cmp_named(const void *a, const void *b)
+{
+    return strcmp(((const named *)a)->name, ((const named *)b)->name);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -371,40 +376,6 @@ static int cmp_natural(const void *a, const void *b)
         y++;
     }
     return (unsigned char)*x - (unsigned char)*y;
-}
-
-static int load_jobs(drv_report_run *run, char ***names, const char *path, drv_diag *d)
-{
-    static const char *const want[] = {"job", "jct_s"};
-    drv_csv c;
-    int rc = drv_csv_open(&c, path, want, 2, d);
-    if (rc)
-        return rc;
-    int32_t cap = 0, capn = 0;
-    while ((rc = drv_csv_next(&c, d)) == 1) {
-        double jct;
-        if ((rc = drv_csv_num(&c, 1, true, &jct, d)) != 0)
-            break;
-        if (drv_grow(names, sizeof **names, &capn, run->jobs + 1) != 0 ||
-            !((*names)[run->jobs] = drv_strdup(drv_csv_get(&c, 0)))) {
-            rc = drv_fail(d, DRV_ENOMEM, "out of memory");
-            break;
-        }
-        run->jobs++;
-        if (jct < 0)
-            continue;
-        if (drv_grow(&run->jct, sizeof *run->jct, &cap, run->njct + 1) != 0) {
-            rc = drv_fail(d, DRV_ENOMEM, "out of memory");
-            break;
-        }
-        run->jct[run->njct++] = jct;
-    }
-    drv_csv_close(&c);
-    if (rc < 0)
-        return rc;
-    if (run->njct > 0)
-        qsort(run->jct, (size_t)run->njct, sizeof *run->jct, cmp_double);
-    return 0;
 }
 
 static int load_timeline(drv_report_run *run, const char *path, drv_diag *d)
@@ -485,26 +456,62 @@ static int node_index_reserve(node_index *ix, char **names, int32_t n)
     return 0;
 }
 
-/* Index of node in run->nodes, adding it when new: 0 or DRV_ENOMEM. */
-static int node_id(drv_report_run *run, node_index *ix, int32_t *cap, const char *node,
-                   int32_t *out)
+/* Index of s in names[0..*n), adding a copy when new: 0 or DRV_ENOMEM. */
+static int intern(node_index *ix, char ***names, int32_t *n, int32_t *cap, const char *s,
+                  int32_t *out)
 {
-    if (node_index_reserve(ix, run->nodes, run->nnodes) != 0)
+    if (node_index_reserve(ix, *names, *n) != 0)
         return DRV_ENOMEM;
-    uint32_t k = node_slot(ix, run->nodes, node);
+    uint32_t k = node_slot(ix, *names, s);
     if (ix->slot[k] < 0) {
-        if (drv_grow(&run->nodes, sizeof *run->nodes, cap, run->nnodes + 1) != 0 ||
-            !(run->nodes[run->nnodes] = drv_strdup(node)))
+        if (drv_grow(names, sizeof **names, cap, *n + 1) != 0 || !((*names)[*n] = drv_strdup(s)))
             return DRV_ENOMEM;
-        ix->slot[k] = run->nnodes++;
+        ix->slot[k] = (*n)++;
     }
     *out = ix->slot[k];
     return 0;
 }
 
-static int cmp_named(const void *a, const void *b)
+/* Reads job names, users (interned: run->users) and JCTs from jobs-<policy>.csv. */
+static int load_jobs(drv_report_run *run, const char *path, drv_diag *d)
 {
-    return strcmp(((const named *)a)->name, ((const named *)b)->name);
+    static const char *const want[] = {"job", "jct_s", "user"};
+    drv_csv c;
+    int rc = drv_csv_open(&c, path, want, 3, d);
+    if (rc)
+        return rc;
+    int32_t cap = 0, capn = 0, capu = 0, capw = 0;
+    node_index ix = {NULL, 0};
+    while ((rc = drv_csv_next(&c, d)) == 1) {
+        double jct;
+        int32_t user;
+        if ((rc = drv_csv_num(&c, 1, true, &jct, d)) != 0)
+            break;
+        char *name = drv_strdup(drv_csv_get(&c, 0));
+        if (!name || drv_grow(&run->job_names, sizeof *run->job_names, &capn, run->jobs + 1) != 0 ||
+            drv_grow(&run->job_user, sizeof *run->job_user, &capw, run->jobs + 1) != 0 ||
+            intern(&ix, &run->users, &run->nusers, &capu, drv_csv_get(&c, 2), &user) != 0) {
+            drv_free(name);
+            rc = drv_fail(d, DRV_ENOMEM, "out of memory");
+            break;
+        }
+        run->job_names[run->jobs] = name;
+        run->job_user[run->jobs++] = user;
+        if (jct < 0)
+            continue;
+        if (drv_grow(&run->jct, sizeof *run->jct, &cap, run->njct + 1) != 0) {
+            rc = drv_fail(d, DRV_ENOMEM, "out of memory");
+            break;
+        }
+        run->jct[run->njct++] = jct;
+    }
+    drv_csv_close(&c);
+    drv_free(ix.slot);
+    if (rc < 0)
+        return rc;
+    if (run->njct > 0)
+        qsort(run->jct, (size_t)run->njct, sizeof *run->jct, cmp_double);
+    return 0;
 }
 
 /* Sorts the node names naturally and renumbers the placements to match: O(n log n). */
@@ -536,7 +543,7 @@ static int sort_nodes(drv_report_run *run, drv_diag *d)
  * (found in a hash table, node_index); the nodes are collected, then sorted: O(rows + nodes log
  * nodes) in all.
  */
-static int load_placements(drv_report_run *run, char **jobs, const char *path, drv_diag *d)
+static int load_placements(drv_report_run *run, const char *path, drv_diag *d)
 {
     static const char *const want[] = {"job", "node", "start_s", "end_s"};
     drv_csv c;
@@ -544,7 +551,7 @@ static int load_placements(drv_report_run *run, char **jobs, const char *path, d
     if (!byname)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     for (int32_t i = 0; i < run->jobs; i++)
-        byname[i] = (named){jobs[i], i};
+        byname[i] = (named){run->job_names[i], i};
     qsort(byname, (size_t)run->jobs, sizeof *byname, cmp_named);
     int rc = drv_csv_open(&c, path, want, 4, d);
     if (rc) {
@@ -576,7 +583,7 @@ static int load_placements(drv_report_run *run, char **jobs, const char *path, d
             rc = drv_fail(d, DRV_EPARSE, "%s:%d: node: expected a node name", c.path, c.line);
             break;
         }
-        if (node_id(run, &ix, &capn, node, &k) != 0) {
+        if (intern(&ix, &run->nodes, &run->nnodes, &capn, node, &k) != 0) {
             rc = drv_fail(d, DRV_ENOMEM, "out of memory");
             break;
         }
@@ -602,21 +609,17 @@ int drv_report_load(drv_report_data *r, const char *dir, drv_diag *d)
         rc = load_scenario(r, dir, d);
     for (int32_t i = 0; i < r->n && !rc; i++) {
         char path[4096];
-        char **names = NULL;
         drv_report_run *run = &r->runs[i];
         snprintf(path, sizeof path, "%s/jobs-%s.csv", dir, r->sum[i].policy);
-        rc = load_jobs(run, &names, path, d);
+        rc = load_jobs(run, path, d);
         if (!rc) {
             snprintf(path, sizeof path, "%s/timeline-%s.csv", dir, r->sum[i].policy);
             rc = load_timeline(run, path, d);
         }
         if (!rc) {
             snprintf(path, sizeof path, "%s/placements-%s.csv", dir, r->sum[i].policy);
-            rc = load_placements(run, names, path, d);
+            rc = load_placements(run, path, d);
         }
-        for (int32_t k = 0; k < run->jobs; k++)
-            drv_free(names ? names[k] : NULL);
-        drv_free(names);
     }
     if (rc)
         drv_report_data_fini(r);
@@ -633,6 +636,13 @@ void drv_report_data_fini(drv_report_data *r)
         for (int32_t k = 0; k < run->nnodes; k++)
             drv_free(run->nodes[k]);
         drv_free(run->nodes);
+        for (int32_t k = 0; run->job_names && k < run->jobs; k++)
+            drv_free(run->job_names[k]);
+        drv_free(run->job_names);
+        drv_free(run->job_user);
+        for (int32_t k = 0; k < run->nusers; k++)
+            drv_free(run->users[k]);
+        drv_free(run->users);
     }
     drv_free(r->runs);
     drv_free(r->sum);

@@ -272,6 +272,11 @@ static void test_round_trip(void **unused)
         assert_int_equal(r.sum[i].done, sums[i].done);
         assert_true(fabs(r.sum[i].avg_jct - sums[i].avg_jct) < 1e-6 * sums[i].avg_jct);
         assert_int_equal(r.runs[i].jobs, 12);
+        for (int32_t k = 0; k < 12; k++) {
+            assert_string_equal(r.runs[i].job_names[k], sc.wl.jobs[k].name);
+            assert_string_equal(r.runs[i].users[r.runs[i].job_user[k]], sc.wl.jobs[k].user);
+        }
+        assert_true(r.runs[i].nusers >= 1 && r.runs[i].nusers <= 4);
         assert_int_equal(r.runs[i].njct, sums[i].done);
         /* Two ways to the mean JCT agree: the summary's and the jobs file's. */
         double sum = 0;

@@ -307,15 +307,27 @@ void drv_report_data_fini(drv_report_data *r);
 
 /* ---- plots and the report page (plot.c) ---------------------------------------------------- */
 
-#define DRV_GANTT_MAX_JOBS 100 /* a run with more jobs gets no Gantt chart */
+#define DRV_GANTT_MAX_JOBS 100            /* a run with more jobs gets no Gantt chart ... */
+#define DRV_GANTT_MAX_NODES 200           /* ... nor one on more nodes (rows would be unreadable) */
+#define DRV_REPORT_BASELINE "k8s-default" /* the baseline, when it is among the policies */
 
 /*
  * Renders the plots (SVG and PNG) into dir with gnuplot. Returns DRV_ENOENT when gnuplot is not
  * on PATH (nothing written), DRV_EIO when it failed; each plot appears complete or not at all.
  */
 int drv_plot_render(const char *dir, const drv_report_data *r, drv_diag *d);
-/* Whether a run gets a Gantt chart: it has a placement log and at most DRV_GANTT_MAX_JOBS jobs. */
+/* Whether a run can have a Gantt chart: it has a placement log, at most DRV_GANTT_MAX_JOBS jobs
+ * and DRV_GANTT_MAX_NODES nodes. */
 bool drv_plot_has_gantt(const drv_report_run *run);
+/*
+ * The runs a report shows in detail (Gantt charts, the page's open sections): the baseline is
+ * DRV_REPORT_BASELINE when present, else the first policy; the best is, among the others, the
+ * one that finished most jobs, then had the lowest mean JCT (the first on a tie). With one
+ * policy both are 0.
+ */
+void drv_report_pick(const drv_report_data *r, int32_t *best, int32_t *baseline);
+/* Whether run i gets a Gantt chart: it is the best or the baseline, and drv_plot_has_gantt. */
+bool drv_plot_gantt_shown(const drv_report_data *r, int32_t i);
 /* Writes dir/index.html: scenario, summary table and (when plots is true) the plots. */
 int drv_report_html(const char *dir, const drv_report_data *r, bool plots, drv_diag *d);
 

@@ -1,7 +1,10 @@
 /*
- * plot.c - the pictures of a report directory and the page that shows them: a JCT CDF per
- * policy, CPU utilisation and queue length over time, a per-node Gantt chart per policy (runs
- * of at most DRV_GANTT_MAX_JOBS jobs), each as SVG and PNG, and index.html.
+ * plot.c - the pictures of a report directory: a JCT CDF per policy; utilisation (GPU on a GPU
+ * cluster, else CPU) and queue length over time as small multiples, one panel per policy with
+ * the baseline in grey behind it (ten lines on one axis cannot be told apart); per-node Gantt
+ * charts for the two runs drv_report_pick chooses (the best and the baseline), bars coloured by
+ * user and labelled with job names; each as SVG and PNG. index.html is opened and renamed into
+ * place here, its body is report_html.c's.
  *
  * Why gnuplot as an external program, driven by a script generated here: the data are already
  * in memory (read back by report_read.c), so the script carries them inline as datablocks
@@ -13,10 +16,15 @@
  * so a failure never leaves half an image. Neither the script nor the images contain a time
  * or anything else that varies between runs (SVG and pngcairo output embed no timestamp).
  *
+ * Every string from the input files reaches the script quoted by gp_quote or gp_data_str, so
+ * a name is always drawn as text and never runs as a gnuplot command (issue 12).
+ *
  * Bounds: a time series is thinned to at most MAX_POINTS points per policy (every k-th tick),
- * so a million-event trace still gives a small script and a quick plot.
+ * so a million-event trace still gives a small script and a quick plot; a Gantt chart is drawn
+ * for at most DRV_GANTT_MAX_JOBS jobs on DRV_GANTT_MAX_NODES nodes.
  */
 #include "drover/sim.h"
+#include "report_html.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,12 +50,10 @@ static const char *const policy_colour[] = {"#1f77b4", "#d62728", "#2ca02c", "#f
                                             "#7f7f7f", "#000000", "#bcbd22", "#aec7e8"};
 #define NPCOL (sizeof policy_colour / sizeof policy_colour[0])
 
-/* Job colours of the Gantt chart: a cycle of distinguishable hues (Tableau 20). */
-static const unsigned job_colour[] = {0x1f77b4, 0xaec7e8, 0xff7f0e, 0xffbb78, 0x2ca02c,
-                                      0x98df8a, 0xd62728, 0xff9896, 0x9467bd, 0xc5b0d5,
-                                      0x8c564b, 0xc49c94, 0xe377c2, 0xf7b6d2, 0x7f7f7f,
-                                      0xc7c7c7, 0xbcbd22, 0xdbdb8d, 0x17becf, 0x9edae5};
-#define NJCOL (sizeof job_colour / sizeof job_colour[0])
+/* User colours of the Gantt chart (Tableau 10): users past the tenth share them in turn. */
+static const unsigned user_colour[] = {0x4e79a7, 0xf28e2b, 0xe15759, 0x76b7b2, 0x59a14f,
+                                       0xedc948, 0xb07aa1, 0xff9da7, 0x9c755f, 0xbab0ac};
+#define NUCOL (sizeof user_colour / sizeof user_colour[0])
 
 /* A time unit chosen so the axis reads naturally: minutes up to 3 h, hours up to 3 days. */
 typedef struct unit {
@@ -93,6 +99,21 @@ static void gp_str(FILE *f, const char *s)
     fputs(q, f);
 }
 
+/*
+ * Writes s as a double-quoted string of an inline datablock (a label column). gnuplot reads
+ * such a string up to the next '"' and expands nothing in it; '"', '\\', '`' and control
+ * characters, which could end or confuse the field, become '?'. At most max characters.
+ */
+static void gp_data_str(FILE *f, const char *s, int max)
+{
+    fputc('"', f);
+    for (int k = 0; *s && k < max; s++, k++) {
+        unsigned char c = (unsigned char)*s;
+        fputc(c < 0x20 || c == 0x7f || c == '"' || c == '\\' || c == '`' ? '?' : c, f);
+    }
+    fputc('"', f);
+}
+
 /* The images of this render, by final name; each is written first as .<name>.tmp. */
 typedef struct outputs {
     char name[MAX_OUTPUTS][160];
@@ -117,15 +138,19 @@ static void gp_output(FILE *f, outputs *o, const char *dir, const char *base, bo
     fputc('\n', f);
 }
 
-/* Draws the plot set up by the preceding lines as SVG, then again as PNG. */
-static void gp_both(FILE *f, outputs *o, const char *dir, const char *base, const char *plot,
-                    int width, int height)
+/* Writes the commands that draw one picture (settings, plot or multiplot) to f. */
+typedef void draw_fn(FILE *f, const drv_report_data *r, const void *arg);
+
+/* Draws a picture as SVG, then again as PNG (draw runs twice: a multiplot cannot replot). */
+static void gp_both(FILE *f, outputs *o, const char *dir, const char *base, draw_fn *draw,
+                    const drv_report_data *r, const void *arg, int width, int height)
 {
     gp_output(f, o, dir, base, false, width, height);
-    fputs(plot, f);
-    fputs("\nunset output\n", f);
+    draw(f, r, arg);
+    fputs("unset output\n", f);
     gp_output(f, o, dir, base, true, width, height);
-    fputs("replot\nunset output\n", f);
+    draw(f, r, arg);
+    fputs("unset output\n", f);
 }
 
 static double run_end(const drv_report_data *r, int32_t i)
@@ -137,7 +162,57 @@ static double run_end(const drv_report_data *r, int32_t i)
     return end;
 }
 
+/* ---- which runs to show in detail --------------------------------------------------------- */
+
+/* Whether run a did better than run b: more jobs finished, then a lower mean JCT. */
+static bool better(const drv_summary *a, const drv_summary *b)
+{
+    if (a->done != b->done)
+        return a->done > b->done;
+    double x = isfinite(a->avg_jct) ? a->avg_jct : INFINITY;
+    double y = isfinite(b->avg_jct) ? b->avg_jct : INFINITY;
+    return x < y;
+}
+
+void drv_report_pick(const drv_report_data *r, int32_t *best, int32_t *baseline)
+{
+    *baseline = 0;
+    for (int32_t i = 0; i < r->n; i++)
+        if (strcmp(r->sum[i].policy, DRV_REPORT_BASELINE) == 0)
+            *baseline = i;
+    *best = r->n > 1 ? (*baseline == 0 ? 1 : 0) : 0;
+    for (int32_t i = 0; i < r->n; i++)
+        if (i != *baseline && better(&r->sum[i], &r->sum[*best]))
+            *best = i;
+}
+
+bool drv_plot_gantt_shown(const drv_report_data *r, int32_t i)
+{
+    int32_t best, baseline;
+    drv_report_pick(r, &best, &baseline);
+    return (i == best || i == baseline) && drv_plot_has_gantt(&r->runs[i]);
+}
+
 /* ---- JCT CDF ------------------------------------------------------------------------------ */
+
+static void draw_cdf(FILE *f, const drv_report_data *r, const void *arg)
+{
+    const unit *u = arg;
+    int32_t best, baseline;
+    drv_report_pick(r, &best, &baseline);
+    fprintf(f,
+            "reset\nset title 'Job completion time, CDF per policy (best and baseline thick)'\n"
+            "set xlabel 'job completion time (%s)'\n"
+            "set ylabel 'fraction of all jobs finished'\nset yrange [0:1.02]\nset xrange [0:*]\n"
+            "set key bottom right box opaque\nset grid\nplot",
+            u->name);
+    for (int32_t i = 0; i < r->n; i++) {
+        fprintf(f, "%s $cdf%d using 1:2 with steps lw %s lc rgb '%s' title ", i ? "," : "", i,
+                i == best || i == baseline ? "3" : "1.2", policy_colour[i % NPCOL]);
+        gp_str(f, r->sum[i].policy);
+    }
+    fputc('\n', f);
+}
 
 static void plot_cdf(FILE *f, outputs *o, const char *dir, const drv_report_data *r)
 {
@@ -153,27 +228,91 @@ static void plot_cdf(FILE *f, outputs *o, const char *dir, const drv_report_data
             fprintf(f, "%.6g %.6g\n", run->jct[k] / u.div, (k + 1.0) / run->jobs);
         fputs("EOD\n", f);
     }
-    fprintf(f,
-            "reset\nset title 'Job completion time, CDF per policy'\n"
-            "set xlabel 'job completion time (%s)'\n"
-            "set ylabel 'fraction of all jobs finished'\nset yrange [0:1.02]\nset xrange [0:*]\n"
-            "set key bottom right box opaque\nset grid\n",
-            u.name);
-    char plot[8192];
-    int len = snprintf(plot, sizeof plot, "plot");
-    for (int32_t i = 0; i < r->n && len < (int)sizeof plot - 400; i++) {
-        char title[2 * sizeof r->sum[i].policy + 3];
-        gp_quote(title, sizeof title, r->sum[i].policy);
-        len += snprintf(plot + len, sizeof plot - (size_t)len,
-                        "%s $cdf%d using 1:2 with steps lw 2 lc rgb '%s' title %s", i ? "," : "", i,
-                        policy_colour[i % NPCOL], title);
-    }
-    gp_both(f, o, dir, "jct-cdf", plot, 800, 450);
+    gp_both(f, o, dir, "jct-cdf", draw_cdf, r, &u, 800, 450);
 }
 
-/* ---- time series -------------------------------------------------------------------------- */
+/* ---- time series: small multiples, one panel per policy ------------------------------------- */
 
-/* Utilisation (percent of capacity, or cores when the capacity is unknown) and queue length. */
+/* One small-multiples picture: which column of the $ts datablocks, and how to label it. */
+typedef struct panels {
+    int col;            /* 2: utilisation, 3: pending jobs */
+    const char *title;  /* of the whole picture */
+    const char *ylabel; /* of the left-hand panels */
+    const char *yrange; /* e.g. "[0:105]" */
+    unit u;
+    double xmax; /* in u */
+    int rows, cols;
+    int height; /* of the picture, pixels */
+    bool gpu;   /* utilisation is the GPU's */
+} panels;
+
+/* A round tick step near x: 1, 2 or 5 times a power of ten. */
+static double nice_step(double x)
+{
+    if (!(x > 0))
+        return 1;
+    double p = pow(10, floor(log10(x))), m = x / p;
+    return p * (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10);
+}
+
+/* Panel title: the policy, and for utilisation its mean over the makespan (from summary.json). */
+static void panel_title(FILE *f, const drv_report_data *r, int32_t i, const panels *p, int32_t best,
+                        int32_t baseline)
+{
+    char t[160];
+    const drv_summary *s = &r->sum[i];
+    const char *tag = i == best ? " (best)" : i == baseline ? " (baseline)" : "";
+    if (p->col == 2)
+        snprintf(t, sizeof t, "%s%s: mean %.0f%%", s->policy, tag,
+                 100 * (p->gpu ? s->gpu_util : s->cpu_util));
+    else
+        snprintf(t, sizeof t, "%s%s", s->policy, tag);
+    fputs("set title ", f);
+    gp_str(f, t);
+    fputc('\n', f);
+}
+
+/*
+ * Ten policies drawn over each other cannot be told apart, so each gets its own panel on shared
+ * axes, the baseline repeated in grey behind the others for comparison.
+ */
+static void draw_panels(FILE *f, const drv_report_data *r, const void *arg)
+{
+    const panels *p = arg;
+    int32_t best, baseline;
+    drv_report_pick(r, &best, &baseline);
+    /* Margins in pixels, as fractions of the picture: room for the title and the axis labels. */
+    double h = p->height;
+    fprintf(f,
+            "reset\nset multiplot layout %d,%d margins 0.08,0.98,%.4f,%.4f spacing 0.06,%.4f "
+            "title ",
+            p->rows, p->cols, 45 / h, 1 - 62 / h, 55 / h);
+    gp_str(f, p->title);
+    fprintf(f,
+            " font ',13'\nset xrange [0:%.6g]\nset xtics %g\nset yrange %s\nset grid\n"
+            "unset key\nset tics font ',9'\nset title font ',10' offset 0,-0.5\n",
+            p->xmax, nice_step(p->xmax / 4), p->yrange);
+    for (int32_t i = 0; i < r->n; i++) {
+        panel_title(f, r, i, p, best, baseline);
+        if (i + p->cols >= r->n)
+            fprintf(f, "set xlabel 'simulated time (%s)'\n", p->u.name);
+        else
+            fputs("set xlabel ''\n", f);
+        fputs("set ylabel ", f);
+        gp_str(f, i % p->cols == 0 ? p->ylabel : "");
+        fputs("\nplot ", f);
+        if (i != baseline)
+            fprintf(f, "$ts%d using 1:%d with steps lw 1 lc rgb '#bbbbbb', ", baseline, p->col);
+        fprintf(f, "$ts%d using 1:%d with steps lw 1.5 lc rgb '%s'\n", i, p->col,
+                policy_colour[i % NPCOL]);
+    }
+    fputs("unset multiplot\n", f);
+}
+
+/*
+ * Utilisation (of GPUs on a GPU cluster, else of CPUs: percent of capacity, or units when the
+ * capacity is unknown) and queue length, one panel per policy.
+ */
 static void plot_series(FILE *f, outputs *o, const char *dir, const drv_report_data *r)
 {
     double max = 0;
@@ -181,49 +320,42 @@ static void plot_series(FILE *f, outputs *o, const char *dir, const drv_report_d
         if (run_end(r, i) > max)
             max = run_end(r, i);
     unit u = pick_unit(max);
-    bool pct = r->has_scen && r->scen.cpu_m > 0;
+    bool gpu = drv_report_gpu_first(r->sum, r->n);
+    double cap = !r->has_scen ? 0 : gpu ? r->scen.gpu : r->scen.cpu_m;
     for (int32_t i = 0; i < r->n; i++) {
         const drv_report_run *run = &r->runs[i];
         int32_t step = run->nticks / MAX_POINTS + 1;
         fprintf(f, "$ts%d << EOD\n", i);
         for (int32_t k = 0; k < run->nticks; k += step) {
             const drv_tick *t = &run->ticks[k];
-            double cpu = pct ? 100.0 * t->cpu_used / r->scen.cpu_m : t->cpu_used / 1000.0;
-            fprintf(f, "%.6g %.6g %d\n", t->t / u.div, cpu, t->pending);
+            double used = gpu ? t->gpu_used : t->cpu_used / 1000.0;
+            fprintf(f, "%.6g %.6g %d\n", t->t / u.div,
+                    cap > 0 ? 100.0 * (gpu ? t->gpu_used : t->cpu_used) / cap : used, t->pending);
         }
         fputs("EOD\n", f);
     }
-    char plot[8192];
-    fprintf(f,
-            "reset\nset title 'Cluster CPU allocated to pods over time'\n"
-            "set xlabel 'simulated time (%s)'\nset ylabel '%s'\nset xrange [0:*]\n%s"
-            "set key top right box opaque\nset grid\n",
-            u.name, pct ? "CPU allocated (% of cluster)" : "CPU allocated (cores)",
-            pct ? "set yrange [0:105]\n" : "set yrange [0:*]\n");
-    int len = snprintf(plot, sizeof plot, "plot");
-    for (int32_t i = 0; i < r->n && len < (int)sizeof plot - 400; i++) {
-        char title[2 * sizeof r->sum[i].policy + 3];
-        gp_quote(title, sizeof title, r->sum[i].policy);
-        len += snprintf(plot + len, sizeof plot - (size_t)len,
-                        "%s $ts%d using 1:2 with steps lw 1.5 lc rgb '%s' title %s", i ? "," : "",
-                        i, policy_colour[i % NPCOL], title);
-    }
-    gp_both(f, o, dir, "utilisation", plot, 800, 450);
-
-    fprintf(f,
-            "reset\nset title 'Queue length over time'\n"
-            "set xlabel 'simulated time (%s)'\nset ylabel 'pending jobs'\nset xrange [0:*]\n"
-            "set yrange [0:*]\nset key top right box opaque\nset grid\n",
-            u.name);
-    len = snprintf(plot, sizeof plot, "plot");
-    for (int32_t i = 0; i < r->n && len < (int)sizeof plot - 400; i++) {
-        char title[2 * sizeof r->sum[i].policy + 3];
-        gp_quote(title, sizeof title, r->sum[i].policy);
-        len += snprintf(plot + len, sizeof plot - (size_t)len,
-                        "%s $ts%d using 1:3 with steps lw 1.5 lc rgb '%s' title %s", i ? "," : "",
-                        i, policy_colour[i % NPCOL], title);
-    }
-    gp_both(f, o, dir, "queue", plot, 800, 450);
+    panels p = {.col = 2, .u = u, .xmax = max > 0 ? max / u.div : 1, .gpu = gpu};
+    p.cols = r->n <= 2 ? r->n : r->n <= 4 ? 2 : 3;
+    p.rows = (r->n + p.cols - 1) / p.cols;
+    int width = p.cols == 1 ? 800 : 900;
+    p.height = 85 + 190 * p.rows;
+    p.title = gpu ? "GPUs allocated to pods over time" : "CPU allocated to pods over time";
+    p.ylabel = cap > 0 ? "% of cluster" : gpu ? "GPUs" : "cores";
+    p.yrange = cap > 0 ? "[0:105]" : "[0:*]";
+    gp_both(f, o, dir, "utilisation", draw_panels, r, &p, width, p.height);
+    /* The queue panels share one y range too, so their heights compare. */
+    int32_t qmax = 1;
+    for (int32_t i = 0; i < r->n; i++)
+        for (int32_t k = 0; k < r->runs[i].nticks; k++)
+            if (r->runs[i].ticks[k].pending > qmax)
+                qmax = r->runs[i].ticks[k].pending;
+    char qrange[32];
+    snprintf(qrange, sizeof qrange, "[0:%d]", qmax + qmax / 20 + 1);
+    p.col = 3;
+    p.title = "Queue length over time";
+    p.ylabel = "pending jobs";
+    p.yrange = qrange;
+    gp_both(f, o, dir, "queue", draw_panels, r, &p, width, p.height);
 }
 
 /* ---- Gantt -------------------------------------------------------------------------------- */
@@ -242,40 +374,14 @@ static int cmp_place(const void *a, const void *b)
 
 bool drv_plot_has_gantt(const drv_report_run *run)
 {
-    return run->has_pl && run->npl > 0 && run->jobs <= DRV_GANTT_MAX_JOBS;
+    return run->has_pl && run->npl > 0 && run->jobs <= DRV_GANTT_MAX_JOBS &&
+           run->nnodes <= DRV_GANTT_MAX_NODES;
 }
 
-/*
- * One row per node; a job's pods on a node are merged into intervals, and intervals that
- * overlap in time go to separate lanes of the row (greedy: the first lane free at the start).
- */
-static int plot_gantt(FILE *f, outputs *o, const char *dir, const drv_report_data *r, int32_t i,
-                      drv_diag *d)
+/* Merges a job's overlapping intervals on the same node (its several pods there); v is sorted
+ * by cmp_place. Returns the new count. */
+static int32_t merge_intervals(drv_placement *v, int32_t n)
 {
-    const drv_report_run *run = &r->runs[i];
-    double end = run_end(r, i);
-    unit u = pick_unit(end);
-    int32_t n = run->npl;
-    drv_placement *v = drv_malloc(sizeof *v * (size_t)n);
-    double *lane_end = drv_malloc(sizeof *lane_end * (size_t)n);
-    double *ybar = drv_malloc(sizeof *ybar * (size_t)n);
-    int32_t *lane = drv_malloc(sizeof *lane * (size_t)n),
-            *nlanes = drv_malloc(sizeof *nlanes * (size_t)n);
-    if (!v || !lane_end || !lane || !ybar || !nlanes) {
-        drv_free(v);
-        drv_free(lane_end);
-        drv_free(lane);
-        drv_free(ybar);
-        drv_free(nlanes);
-        return drv_fail(d, DRV_ENOMEM, "out of memory");
-    }
-    for (int32_t k = 0; k < n; k++) {
-        v[k] = run->pl[k];
-        if (v[k].end < 0)
-            v[k].end = end;
-    }
-    qsort(v, (size_t)n, sizeof *v, cmp_place);
-    /* Merge a job's overlapping intervals on the same node (its several pods there). */
     int32_t m = 0;
     for (int32_t k = 0; k < n; k++) {
         int32_t j = m - 1;
@@ -288,73 +394,127 @@ static int plot_gantt(FILE *f, outputs *o, const char *dir, const drv_report_dat
         }
         v[m++] = v[k];
     }
-    /* Lanes per node. */
-    int32_t first = 0;
-    fputs("$gantt << EOD\n", f);
-    double span = end > 0 ? end : 1;
-    int row_px = run->nnodes * ROW_PX > GANTT_PX ? GANTT_PX / run->nnodes : ROW_PX;
-    if (row_px < 8)
-        row_px = 8;
-    while (first < m) {
-        int32_t last = first, nl = 0;
-        while (last < m && v[last].node == v[first].node)
-            last++;
-        for (int32_t k = first; k < last; k++) {
-            int32_t l = 0;
-            while (l < nl && lane_end[l] > v[k].start)
-                l++;
-            if (l == nl)
-                nl++;
-            lane_end[l] = v[k].end;
-            lane[k] = l;
-        }
-        for (int32_t k = first; k < last; k++) {
-            double h = 0.8 / nl, y = v[k].node - 0.4 + (lane[k] + 0.5) * h;
-            ybar[k] = y;
-            nlanes[k] = nl;
-            fprintf(f, "%.6g %.6g %.6g %.6g %.6g %.6g %u %d\n", (v[k].start + v[k].end) / 2 / u.div,
-                    y, v[k].start / u.div, v[k].end / u.div, y - 0.45 * h, y + 0.45 * h,
-                    job_colour[v[k].job % NJCOL], v[k].job + 1);
-        }
-        first = last;
-    }
-    fputs("EOD\n$glabels << EOD\n", f);
-    /* Label a bar with its job number when it is wide and tall enough to hold it. */
-    for (int32_t k = 0; k < m; k++)
-        if (v[k].end - v[k].start > span / 40 && row_px * 0.8 / nlanes[k] >= LABEL_PX)
-            fprintf(f, "%.6g %.6g %d\n", (v[k].start + v[k].end) / 2 / u.div, ybar[k],
-                    v[k].job + 1);
-    fputs("EOD\n", f);
-    drv_free(v);
-    drv_free(lane_end);
-    drv_free(lane);
-    drv_free(ybar);
-    drv_free(nlanes);
+    return m;
+}
 
-    fputs("reset\nset title ", f);
+/* What the Gantt picture's draw function needs besides the datablocks. */
+typedef struct gantt {
+    int32_t run;
+    unit u;
+    double end; /* seconds */
+    const char *why;
+} gantt;
+
+static void draw_gantt(FILE *f, const drv_report_data *r, const void *arg)
+{
+    const gantt *g = arg;
+    const drv_report_run *run = &r->runs[g->run];
     char title[256];
-    snprintf(title, sizeof title,
-             "Which job held each node, %s (a bar is a job's pods on the node; colour by job)",
-             r->sum[i].policy);
+    snprintf(title, sizeof title, "Which job held each node: %s (%s); colour by user",
+             r->sum[g->run].policy, g->why);
+    fputs("reset\nset title ", f);
     gp_str(f, title);
-    fprintf(f, "\nset xlabel 'simulated time (%s)'\nset xrange [0:%.6g]\n", u.name, end / u.div);
+    fprintf(f, "\nset xlabel 'simulated time (%s)'\nset xrange [0:%.6g]\n", g->u.name,
+            g->end / g->u.div);
     fprintf(f, "set yrange [%d.55:-0.55]\nset ytics (", run->nnodes - 1);
     for (int32_t k = 0; k < run->nnodes; k++) {
         fputs(k ? ", " : "", f);
         gp_str(f, run->nodes[k]);
         fprintf(f, " %d", k);
     }
-    fputs(") nomirror\nset grid xtics\nunset key\nset style fill solid 0.9 border rgb '#ffffff'\n",
+    fputs(") nomirror\nset grid xtics\nset key outside right top title 'user'\n"
+          "set style fill solid 0.85 border rgb '#ffffff'\n"
+          "plot $gantt using 1:2:3:4:5:6:7 with boxxyerror lc rgb variable notitle, "
+          "$glabels using 1:2:3 with labels font 'sans,7' tc rgb '#111111' notitle",
           f);
+    for (int32_t k = 0; k < run->nusers && k < (int32_t)NUCOL; k++) {
+        fprintf(f, ", keyentry with boxes fc rgb '#%06x' title ", user_colour[k]);
+        gp_str(f, run->users[k]);
+    }
+    if (run->nusers > (int32_t)NUCOL)
+        fputs(", keyentry with boxes fc rgb '#ffffff' title '(colours repeat)'", f);
+    fputc('\n', f);
+}
+
+/*
+ * One row per node; a job's pods on a node are merged into intervals, and intervals that
+ * overlap in time go to separate lanes of the row (greedy: the first lane free at the start).
+ * A bar is coloured by the job's user and labelled with the job's name where the name fits.
+ */
+static int plot_gantt(FILE *f, outputs *o, const char *dir, const drv_report_data *r, int32_t i,
+                      const char *why, drv_diag *d)
+{
+    const drv_report_run *run = &r->runs[i];
+    gantt g = {i, pick_unit(run_end(r, i)), run_end(r, i), why};
+    int32_t n = run->npl;
+    drv_placement *v = drv_malloc(sizeof *v * (size_t)n);
+    double *lane_end = drv_malloc(sizeof *lane_end * (size_t)n);
+    int32_t *lane = drv_malloc(sizeof *lane * (size_t)n);
+    int32_t *nlanes = drv_malloc(sizeof *nlanes * (size_t)n);
+    if (!v || !lane_end || !lane || !nlanes) {
+        drv_free(v);
+        drv_free(lane_end);
+        drv_free(lane);
+        drv_free(nlanes);
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    }
+    for (int32_t k = 0; k < n; k++) {
+        v[k] = run->pl[k];
+        if (v[k].end < 0)
+            v[k].end = g.end;
+    }
+    qsort(v, (size_t)n, sizeof *v, cmp_place);
+    int32_t m = merge_intervals(v, n);
+    double span = g.end > 0 ? g.end : 1;
+    int row_px = run->nnodes * ROW_PX > GANTT_PX ? GANTT_PX / run->nnodes : ROW_PX;
+    if (row_px < 8)
+        row_px = 8;
+    fputs("$gantt << EOD\n", f);
+    for (int32_t first = 0, last; first < m; first = last) {
+        int32_t nl = 0;
+        for (last = first; last < m && v[last].node == v[first].node; last++) {
+            int32_t l = 0;
+            while (l < nl && lane_end[l] > v[last].start)
+                l++;
+            if (l == nl)
+                nl++;
+            lane_end[l] = v[last].end;
+            lane[last] = l;
+        }
+        for (int32_t k = first; k < last; k++) {
+            double h = 0.8 / nl, y = v[k].node - 0.4 + (lane[k] + 0.5) * h;
+            nlanes[k] = nl;
+            fprintf(f, "%.6g %.6g %.6g %.6g %.6g %.6g %u\n", (v[k].start + v[k].end) / 2 / g.u.div,
+                    y, v[k].start / g.u.div, v[k].end / g.u.div, y - 0.45 * h, y + 0.45 * h,
+                    user_colour[run->job_user[v[k].job] % NUCOL]);
+        }
+    }
+    fputs("EOD\n$glabels << EOD\n", f);
+    /* A label needs its bar about 6 px per character wide (of ~700 px of plot) and its lane
+     * LABEL_PX tall; longer names are cut to 16 characters. */
+    for (int32_t k = 0; k < m; k++) {
+        const char *name = run->job_names[v[k].job];
+        int len = (int)strlen(name) < 16 ? (int)strlen(name) : 16;
+        double bar_px = (v[k].end - v[k].start) / span * 700;
+        double h = 0.8 / nlanes[k], y = v[k].node - 0.4 + (lane[k] + 0.5) * h;
+        if (bar_px < 6.0 * len + 6 || row_px * h < LABEL_PX)
+            continue;
+        fprintf(f, "%.6g %.6g ", (v[k].start + v[k].end) / 2 / g.u.div, y);
+        gp_data_str(f, name, 16);
+        fputc('\n', f);
+    }
+    fputs("EOD\n", f);
+    drv_free(v);
+    drv_free(lane_end);
+    drv_free(lane);
+    drv_free(nlanes);
+
     char base[160];
     snprintf(base, sizeof base, "gantt-%s", r->sum[i].policy);
     int height = 110 + row_px * run->nnodes;
     if (height < 300)
         height = 300;
-    gp_both(f, o, dir, base,
-            "plot $gantt using 1:2:3:4:5:6:7 with boxxyerror lc rgb variable notitle, "
-            "$glabels using 1:2:3 with labels font 'sans,7' tc rgb '#222222' notitle",
-            900, height);
+    gp_both(f, o, dir, base, draw_gantt, r, &g, 1000, height);
     return 0;
 }
 
@@ -434,9 +594,11 @@ int drv_plot_render(const char *dir, const drv_report_data *r, drv_diag *d)
     int rc = 0;
     plot_cdf(f, o, dir, r);
     plot_series(f, o, dir, r);
+    int32_t best, baseline;
+    drv_report_pick(r, &best, &baseline);
     for (int32_t i = 0; i < r->n && !rc; i++)
-        if (drv_plot_has_gantt(&r->runs[i]))
-            rc = plot_gantt(f, o, dir, r, i, d);
+        if (drv_plot_gantt_shown(r, i))
+            rc = plot_gantt(f, o, dir, r, i, i == best ? "best" : "baseline", d);
     bool bad = ferror(f) != 0;
     if (fclose(f) != 0 || bad)
         rc = rc ? rc : drv_fail(d, DRV_EIO, "%s: write failed", script);
@@ -466,110 +628,7 @@ int drv_plot_render(const char *dir, const drv_report_data *r, drv_diag *d)
     return rc;
 }
 
-/* ---- index.html --------------------------------------------------------------------------- */
-
-static void html_text(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
-        case '\'':
-            fputs("&#39;", f);
-            break;
-        default:
-            fputc(*s, f);
-        }
-    }
-}
-
-/* Writes s percent-encoded for an href or src (a relative file name: nothing but unreserved
- * characters passes, so no name can start a scheme, a query or break out of the attribute). */
-static void html_url(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '.' || c == '_' || c == '~')
-            fputc(c, f);
-        else
-            fprintf(f, "%%%02X", c);
-    }
-}
-
-static void html_min(FILE *f, double seconds)
-{
-    if (isfinite(seconds))
-        fprintf(f, "<td>%.1f</td>", seconds / 60.0);
-    else
-        fputs("<td>-</td>", f);
-}
-
-static void html_figure(FILE *f, const char *base, const char *alt, const char *caption)
-{
-    fputs("<figure><a href=\"", f);
-    html_url(f, base);
-    fputs(".png\"><img src=\"", f);
-    html_url(f, base);
-    fputs(".svg\" alt=\"", f);
-    html_text(f, alt);
-    fputs("\"></a><figcaption>", f);
-    html_text(f, caption);
-    fputs(" (<a href=\"", f);
-    html_url(f, base);
-    fputs(".png\">PNG</a>)</figcaption></figure>\n", f);
-}
-
-static const char *const css =
-    "body{font-family:sans-serif;margin:2em auto;max-width:980px;color:#222;padding:0 1em}"
-    "table{border-collapse:collapse;font-size:0.9em;margin:1em 0}"
-    "th,td{border:1px solid #ccc;padding:0.25em 0.5em;text-align:right}"
-    "th:first-child,td:first-child{text-align:left}thead th{background:#f0f0f0}"
-    "figure{margin:1.5em 0}img{max-width:100%;height:auto;border:1px solid #ddd}"
-    "figcaption{font-size:0.9em;color:#555}.note{color:#555;font-size:0.9em}";
-
-static void html_table(FILE *f, const drv_report_data *r)
-{
-    fputs("<table>\n<thead><tr><th>policy</th><th>done</th><th>avg JCT</th><th>p50 JCT</th>"
-          "<th>p95 JCT</th><th>p99 JCT</th><th>makespan</th><th>avg wait</th><th>util %</th>"
-          "<th>useful %</th><th>wasted %</th><th>preempt</th><th>migr</th><th>scale</th></tr>\n"
-          "<tr><th></th><th></th><th>(min)</th><th>(min)</th><th>(min)</th><th>(min)</th>"
-          "<th>(min)</th><th>(min)</th><th>cpu</th><th>cpu</th><th>cpu</th><th></th><th></th>"
-          "<th></th></tr></thead>\n<tbody>\n",
-          f);
-    bool unfinished = false;
-    for (int32_t i = 0; i < r->n; i++) {
-        const drv_summary *s = &r->sum[i];
-        fputs("<tr><td>", f);
-        html_text(f, s->policy);
-        fprintf(f, "</td><td>%d/%d%s</td>", s->done, s->jobs, s->done < s->jobs ? "*" : "");
-        unfinished |= s->done < s->jobs;
-        html_min(f, s->avg_jct);
-        html_min(f, s->p50_jct);
-        html_min(f, s->p95_jct);
-        html_min(f, s->p99_jct);
-        html_min(f, s->makespan);
-        html_min(f, s->avg_wait);
-        fprintf(f,
-                "<td>%.1f</td><td>%.1f</td><td>%.1f</td><td>%lld</td><td>%lld</td>"
-                "<td>%lld</td></tr>\n",
-                100 * s->cpu_util, 100 * s->cpu_useful, 100 * s->cpu_wasted,
-                (long long)s->preemptions, (long long)s->migrations, (long long)s->scales);
-    }
-    fputs("</tbody></table>\n", f);
-    if (unfinished)
-        fputs("<p class=\"note\">* JCT and makespan cover finished jobs only.</p>\n", f);
-}
+/* ---- index.html (the page itself: report_html.c) ------------------------------------------ */
 
 int drv_report_html(const char *dir, const drv_report_data *r, bool plots, drv_diag *d)
 {
@@ -579,77 +638,7 @@ int drv_report_html(const char *dir, const drv_report_data *r, bool plots, drv_d
     FILE *f = fopen(tmp, "w");
     if (!f)
         return drv_fail(d, DRV_EIO, "%s: cannot write: %s", tmp, strerror(errno));
-    fprintf(f,
-            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            "<title>Drover simulation report</title>\n<style>%s</style>\n</head>\n<body>\n"
-            "<h1>Drover simulation report</h1>\n<p>",
-            css);
-    if (r->has_scen) {
-        fputs("Scenario: ", f);
-        html_text(f, r->scen.desc);
-        fprintf(f, ", seed %llu; %d polic%s compared on the same jobs.",
-                (unsigned long long)r->scen.seed, r->n, r->n == 1 ? "y" : "ies");
-    } else {
-        fprintf(f, "%d jobs; %d polic%s compared on the same jobs (no scenario.json).",
-                r->sum[0].jobs, r->n, r->n == 1 ? "y" : "ies");
-    }
-    fputs(" Durations in minutes; utilisation is the share of cluster CPU held by pods over the "
-          "makespan, <em>useful</em> by jobs whose gang is complete, <em>wasted</em> by jobs that "
-          "could not run.</p>\n",
-          f);
-    html_table(f, r);
-    if (!plots) {
-        fputs("<p class=\"note\">Plots were not rendered (gnuplot was not available). Install "
-              "gnuplot and run <code>drover report DIR</code> on this directory.</p>\n",
-              f);
-    } else {
-        fputs("<h2>Job completion time</h2>\n", f);
-        html_figure(f, "jct-cdf", "JCT CDF per policy",
-                    "Fraction of all jobs finished within a given completion time; further left "
-                    "and higher is better.");
-        fputs("<h2>Cluster over time</h2>\n", f);
-        html_figure(f, "utilisation", "CPU allocated over time",
-                    "CPU held by pods, as a share of the cluster, after every event.");
-        html_figure(f, "queue", "Pending jobs over time",
-                    "Jobs submitted but not running, after every event.");
-        fputs("<h2>Placements</h2>\n", f);
-        for (int32_t i = 0; i < r->n; i++) {
-            char base[160], cap[256];
-            snprintf(base, sizeof base, "gantt-%s", r->sum[i].policy);
-            if (drv_plot_has_gantt(&r->runs[i])) {
-                snprintf(cap, sizeof cap,
-                         "%s: which job held each node when (one lane per overlapping job).",
-                         r->sum[i].policy);
-                html_figure(f, base, cap, cap);
-            } else {
-                fputs("<p class=\"note\">", f);
-                html_text(f, r->sum[i].policy);
-                if (!r->runs[i].has_pl)
-                    fputs(": no Gantt chart (no placements file).</p>\n", f);
-                else
-                    fprintf(f, ": no Gantt chart (%d jobs; drawn for at most %d).</p>\n",
-                            r->runs[i].jobs, DRV_GANTT_MAX_JOBS);
-            }
-        }
-    }
-    fputs("<h2>Data</h2>\n<p><a href=\"summary.json\">summary.json</a>, "
-          "<a href=\"summary.csv\">summary.csv</a>",
-          f);
-    for (int32_t i = 0; i < r->n; i++) {
-        static const char *const kinds[] = {"jobs", "timeline", "placements"};
-        for (int k = 0; k < (r->runs[i].has_pl ? 3 : 2); k++) {
-            char name[160];
-            snprintf(name, sizeof name, "%s-%s.csv", kinds[k], r->sum[i].policy);
-            fputs(", <a href=\"", f);
-            html_url(f, name);
-            fputs("\">", f);
-            html_text(f, name);
-            fputs("</a>", f);
-        }
-    }
-    fputs(". Formats: docs/formats.md and docs/reports.md in the Drover sources.</p>\n"
-          "</body>\n</html>\n",
-          f);
+    drv_report_page(f, r, plots);
     bool bad = ferror(f) != 0;
     if (fclose(f) != 0 || bad) {
         remove(tmp);

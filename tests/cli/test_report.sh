@@ -32,7 +32,7 @@ expect_status() { # name, want, command...
     check "$name" $r
 }
 
-plots="jct-cdf utilisation queue gantt-k8s-default gantt-gang-fifo"
+plots="jct-cdf utilisation queue gantt-k8s-default"
 data="summary.json summary.csv scenario.json jobs-gang-fifo.csv timeline-gang-fifo.csv
 placements-gang-fifo.csv placements-k8s-default.csv"
 
@@ -106,6 +106,16 @@ fi
 expect_status with-gnuplot 0 "$drover" sim --out "$tmp/gp"
 [ ! -s "$tmp/err" ]
 check with-gnuplot-quiet-stderr $?
+# Gantt charts for the baseline (k8s-default) and the best other policy only: the one that
+# finished most jobs, then had the lowest mean JCT, found here from summary.csv.
+best=$(awk -F, 'NR > 1 && $1 != "k8s-default" {
+    if (!n || $3 > done || ($3 == done && $4 + 0 < jct)) { n = 1; done = $3; jct = $4 + 0; b = $1 }
+} END { print b }' "$tmp/gp/summary.csv")
+plots="$plots gantt-$best"
+[ "$(ls "$tmp/gp" | grep -c '^gantt-.*\.svg$')" -eq 2 ]
+check gantt-two-charts $?
+grep -q "Shown in detail: <b>$best</b>" "$tmp/gp/index.html"
+check page-names-best $?
 for p in $plots; do
     head -c 400 "$tmp/gp/$p.svg" | grep -q '<svg'
     check "svg-$p" $?
@@ -117,7 +127,7 @@ done
 grep -q 'index.html' "$tmp/out"
 check sim-says-where-the-page-is $?
 for p in k8s-default gang-fifo; do
-    grep -q "<tr><td>$p</td><td>60/60</td>" "$tmp/gp/index.html"
+    grep -q "<td><a href=\"#policy-[0-9]*\">$p</a>.*</td><td>60/60</td>" "$tmp/gp/index.html"
     check "page-row-$p" $?
 done
 grep -q 'Scenario: 60 jobs on 8 nodes' "$tmp/gp/index.html"
@@ -149,6 +159,30 @@ for f in "$tmp/keep"/*; do
 done
 check report-redraws-same-bytes $same
 
+# Hostile names (issue 12): a profile whose name would close gnuplot's quoted title and call
+# system(), with markup. Nothing named PWNED may appear (gnuplot runs in the current directory),
+# the page shows the name escaped, and `drover report` on the directory stays safe too.
+cat >"$tmp/evil.yaml" <<'EOF'
+profiles:
+  - name: "x'.system('touch PWNED').'<i>"
+    queue_order: fifo
+    admit: gang
+    score: least-allocated
+EOF
+mkdir "$tmp/cwd"
+(cd "$tmp/cwd" && "$drover" sim --profiles "$tmp/evil.yaml" \
+    --policy "k8s-default,x'.system('touch PWNED').'<i>" --out "$tmp/evil" >"$tmp/out" 2>"$tmp/err")
+check evil-sim-runs $?
+(cd "$tmp/cwd" && "$drover" report "$tmp/evil" >/dev/null 2>&1)
+check evil-report-runs $?
+[ ! -e "$tmp/cwd/PWNED" ] && [ ! -e "$tmp/evil/PWNED" ]
+check evil-no-command-run $?
+grep -q "x&#39;.system(&#39;touch PWNED&#39;).&#39;&lt;i&gt;" "$tmp/evil/index.html"
+check evil-page-escapes $?
+grep -q '<i>' "$tmp/evil/index.html"
+[ $? -ne 0 ]
+check evil-page-no-markup $?
+
 # A run with more jobs than the Gantt limit gets no Gantt chart, and the page says why.
 cat >"$tmp/many.yaml" <<'EOF'
 generate:
@@ -156,7 +190,7 @@ generate:
   meanInterarrival: 30
 EOF
 if "$drover" sim --workload "$tmp/many.yaml" --policy gang-fifo --out "$tmp/many" >/dev/null 2>"$tmp/err"; then
-    [ ! -e "$tmp/many/gantt-gang-fifo.svg" ] && grep -q 'no Gantt chart (120 jobs' "$tmp/many/index.html"
+    [ ! -e "$tmp/many/gantt-gang-fifo.svg" ] && grep -q 'No Gantt chart: 120 jobs' "$tmp/many/index.html"
     check gantt-limit $?
 else
     echo "  (generated workload not accepted: $(cat "$tmp/err"); gantt-limit not checked)"

@@ -1,0 +1,296 @@
+/*
+ * report_html.c - the body of index.html, the report page (plot.c opens the file and renames it
+ * into place): what was simulated, the summary table, the plots, one section per policy, links
+ * to the data files.
+ *
+ * The page is static and self-contained: no script, no external resource (a report directory is
+ * viewed from disk, offline). It stays short with many policies: a navigation bar with an anchor
+ * per section and per policy; the per-policy sections are <details> elements, open only for the
+ * two runs drv_report_pick chooses (best and baseline), whose Gantt charts are drawn.
+ *
+ * Every string from the input files is escaped for HTML (html_text) or percent-encoded in a link
+ * (html_url): a policy named <script> or x'.system(...).' is shown as those characters.
+ */
+#include "report_html.h"
+
+#include <math.h>
+#include <string.h>
+
+static void html_text(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        case '\'':
+            fputs("&#39;", f);
+            break;
+        default:
+            fputc(*s, f);
+        }
+    }
+}
+
+/* Writes s percent-encoded for an href or src (a relative file name: nothing but unreserved
+ * characters passes, so no name can start a scheme, a query or break out of the attribute). */
+static void html_url(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '.' || c == '_' || c == '~')
+            fputc(c, f);
+        else
+            fprintf(f, "%%%02X", c);
+    }
+}
+
+static void html_min(FILE *f, double seconds)
+{
+    if (isfinite(seconds))
+        fprintf(f, "<td>%.1f</td>", seconds / 60.0);
+    else
+        fputs("<td>-</td>", f);
+}
+
+static void html_figure(FILE *f, const char *base, const char *alt, const char *caption)
+{
+    fputs("<figure><a href=\"", f);
+    html_url(f, base);
+    fputs(".png\"><img src=\"", f);
+    html_url(f, base);
+    fputs(".svg\" alt=\"", f);
+    html_text(f, alt);
+    fputs("\"></a><figcaption>", f);
+    html_text(f, caption);
+    fputs(" (<a href=\"", f);
+    html_url(f, base);
+    fputs(".png\">PNG</a>)</figcaption></figure>\n", f);
+}
+
+static const char *const css =
+    "body{font-family:sans-serif;margin:0 auto 2em;max-width:1040px;color:#222;padding:0 1em;"
+    "line-height:1.35}"
+    "nav{position:sticky;top:0;background:#fff;border-bottom:1px solid #ddd;padding:0.5em 0;"
+    "font-size:0.9em;z-index:1}nav a{margin-right:0.8em;white-space:nowrap}nav .pol "
+    "a{margin-right:0.5em}"
+    "h1{font-size:1.5em;margin:0.8em 0 0.3em}h2{font-size:1.2em;margin:1.4em 0 0.4em}"
+    "table{border-collapse:collapse;font-size:0.85em;margin:0.6em 0}"
+    "th,td{border:1px solid #ccc;padding:0.2em 0.45em;text-align:right}"
+    "th:first-child,td:first-child{text-align:left}thead th{background:#f0f0f0}"
+    "tr.pick td{background:#eef5ff}"
+    "figure{margin:0.8em 0}img{max-width:100%;height:auto;border:1px solid #ddd}"
+    "figcaption{font-size:0.85em;color:#555}.note{color:#555;font-size:0.85em}"
+    "details{border:1px solid #ddd;border-radius:4px;margin:0.4em 0;padding:0.3em 0.6em}"
+    "summary{cursor:pointer}.tag{font-size:0.8em;background:#dde9f7;border-radius:3px;"
+    "padding:0 0.3em;margin-left:0.4em}";
+
+/* The anchor of policy i's section: by index, so no name needs escaping in an id. */
+static void policy_anchor(FILE *f, int32_t i)
+{
+    fprintf(f, "policy-%d", i + 1);
+}
+
+static const char *pick_tag(int32_t i, int32_t best, int32_t baseline)
+{
+    if (i == best && i == baseline)
+        return "";
+    return i == best ? "best" : i == baseline ? "baseline" : "";
+}
+
+static void html_table(FILE *f, const drv_report_data *r, bool gpu, int32_t best, int32_t baseline)
+{
+    const char *res = gpu ? "gpu" : "cpu";
+    fprintf(f,
+            "<table>\n<thead><tr><th>policy</th><th>done</th><th>avg JCT</th><th>p50 JCT</th>"
+            "<th>p95 JCT</th><th>p99 JCT</th><th>makespan</th><th>avg wait</th><th>util %%</th>"
+            "<th>useful %%</th><th>wasted %%</th><th>preempt</th><th>migr</th><th>scale</th>%s"
+            "</tr>\n<tr><th></th><th></th><th>(min)</th><th>(min)</th><th>(min)</th><th>(min)</th>"
+            "<th>(min)</th><th>(min)</th><th>%s</th><th>%s</th><th>%s</th><th></th><th></th>"
+            "<th></th>%s</tr></thead>\n<tbody>\n",
+            gpu ? "<th>cpu %</th>" : "", res, res, res, gpu ? "<th>util</th>" : "");
+    bool unfinished = false;
+    for (int32_t i = 0; i < r->n; i++) {
+        const drv_summary *s = &r->sum[i];
+        const char *tag = pick_tag(i, best, baseline);
+        fprintf(f, "<tr%s><td><a href=\"#", *tag ? " class=\"pick\"" : "");
+        policy_anchor(f, i);
+        fputs("\">", f);
+        html_text(f, s->policy);
+        fputs("</a>", f);
+        if (*tag)
+            fprintf(f, "<span class=\"tag\">%s</span>", tag);
+        fprintf(f, "</td><td>%d/%d%s</td>", s->done, s->jobs, s->done < s->jobs ? "*" : "");
+        unfinished |= s->done < s->jobs;
+        html_min(f, s->avg_jct);
+        html_min(f, s->p50_jct);
+        html_min(f, s->p95_jct);
+        html_min(f, s->p99_jct);
+        html_min(f, s->makespan);
+        html_min(f, s->avg_wait);
+        fprintf(f, "<td>%.1f</td><td>%.1f</td><td>%.1f</td><td>%lld</td><td>%lld</td><td>%lld</td>",
+                100 * (gpu ? s->gpu_util : s->cpu_util),
+                100 * (gpu ? s->gpu_useful : s->cpu_useful),
+                100 * (gpu ? s->gpu_wasted : s->cpu_wasted), (long long)s->preemptions,
+                (long long)s->migrations, (long long)s->scales);
+        if (gpu)
+            fprintf(f, "<td>%.1f</td>", 100 * s->cpu_util);
+        fputs("</tr>\n", f);
+    }
+    fputs("</tbody></table>\n", f);
+    if (unfinished)
+        fputs("<p class=\"note\">* JCT and makespan cover finished jobs only.</p>\n", f);
+}
+
+static void html_nav(FILE *f, const drv_report_data *r, bool plots)
+{
+    fputs("<nav><a href=\"#summary\">Summary</a>", f);
+    if (plots)
+        fputs("<a href=\"#jct\">Completion</a><a href=\"#utilisation\">Utilisation</a>"
+              "<a href=\"#queue\">Queue</a>",
+              f);
+    fputs("<a href=\"#data\">Data</a><span class=\"pol\">Policies: ", f);
+    for (int32_t i = 0; i < r->n; i++) {
+        fputs("<a href=\"#", f);
+        policy_anchor(f, i);
+        fputs("\">", f);
+        html_text(f, r->sum[i].policy);
+        fputs("</a>", f);
+    }
+    fputs("</span></nav>\n", f);
+}
+
+static void html_data_links(FILE *f, const drv_report_data *r, int32_t i)
+{
+    static const char *const kinds[] = {"jobs", "timeline", "placements"};
+    for (int k = 0; k < (r->runs[i].has_pl ? 3 : 2); k++) {
+        char name[160];
+        snprintf(name, sizeof name, "%s-%s.csv", kinds[k], r->sum[i].policy);
+        fputs(k ? ", <a href=\"" : "<a href=\"", f);
+        html_url(f, name);
+        fputs("\">", f);
+        html_text(f, name);
+        fputs("</a>", f);
+    }
+}
+
+/* One policy's section: a line of its numbers, its Gantt chart when drawn, its data files. */
+static void html_policy(FILE *f, const drv_report_data *r, int32_t i, bool plots, bool gpu,
+                        int32_t best, int32_t baseline)
+{
+    const drv_summary *s = &r->sum[i];
+    const char *tag = pick_tag(i, best, baseline);
+    fputs("<details id=\"", f);
+    policy_anchor(f, i);
+    fprintf(f, "\"%s><summary><b>", *tag ? " open" : "");
+    html_text(f, s->policy);
+    fputs("</b>", f);
+    if (*tag)
+        fprintf(f, "<span class=\"tag\">%s</span>", tag);
+    fprintf(f, " &mdash; %d/%d done", s->done, s->jobs);
+    if (isfinite(s->avg_jct))
+        fprintf(f, ", mean JCT %.1f min", s->avg_jct / 60.0);
+    fprintf(f, ", %s utilisation %.0f%%</summary>\n", gpu ? "GPU" : "CPU",
+            100 * (gpu ? s->gpu_util : s->cpu_util));
+    const drv_report_run *run = &r->runs[i];
+    if (plots && drv_plot_gantt_shown(r, i)) {
+        char base[160], cap[256];
+        snprintf(base, sizeof base, "gantt-%s", s->policy);
+        snprintf(cap, sizeof cap,
+                 "%s: which job held each node when; one lane per overlapping job, colour by "
+                 "user, labelled with the job's name where it fits.",
+                 s->policy);
+        html_figure(f, base, cap, cap);
+    } else if (plots) {
+        fputs("<p class=\"note\">No Gantt chart: ", f);
+        if (!run->has_pl)
+            fputs("no placements file.", f);
+        else if (run->jobs > DRV_GANTT_MAX_JOBS)
+            fprintf(f, "%d jobs; drawn for at most %d.", run->jobs, DRV_GANTT_MAX_JOBS);
+        else if (run->nnodes > DRV_GANTT_MAX_NODES)
+            fprintf(f, "%d nodes; drawn for at most %d.", run->nnodes, DRV_GANTT_MAX_NODES);
+        else
+            fputs("drawn only for the best policy and the baseline.", f);
+        fputs("</p>\n", f);
+    }
+    fputs("<p class=\"note\">Data: ", f);
+    html_data_links(f, r, i);
+    fputs("</p></details>\n", f);
+}
+
+static void html_plots(FILE *f, bool gpu)
+{
+    fputs("<h2 id=\"jct\">Job completion time</h2>\n", f);
+    html_figure(f, "jct-cdf", "JCT CDF per policy",
+                "Fraction of all jobs finished within a given completion time; further left "
+                "and higher is better.");
+    fputs("<h2 id=\"utilisation\">Utilisation over time</h2>\n", f);
+    html_figure(f, "utilisation", gpu ? "GPUs allocated over time" : "CPU allocated over time",
+                gpu ? "GPUs held by pods, as a share of the cluster, after every event; one panel "
+                      "per policy, the baseline in grey behind the others."
+                    : "CPU held by pods, as a share of the cluster, after every event; one panel "
+                      "per policy, the baseline in grey behind the others.");
+    fputs("<h2 id=\"queue\">Queue over time</h2>\n", f);
+    html_figure(f, "queue", "Pending jobs over time",
+                "Jobs submitted but not running, after every event; one panel per policy.");
+}
+
+void drv_report_page(FILE *f, const drv_report_data *r, bool plots)
+{
+    bool gpu = drv_report_gpu_first(r->sum, r->n);
+    int32_t best, baseline;
+    drv_report_pick(r, &best, &baseline);
+    fprintf(f,
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<title>Drover simulation report</title>\n<style>%s</style>\n</head>\n<body>\n",
+            css);
+    html_nav(f, r, plots);
+    fputs("<h1>Drover simulation report</h1>\n<p>", f);
+    if (r->has_scen) {
+        fputs("Scenario: ", f);
+        html_text(f, r->scen.desc);
+        fprintf(f, ", seed %llu; %d polic%s compared on the same jobs.",
+                (unsigned long long)r->scen.seed, r->n, r->n == 1 ? "y" : "ies");
+    } else {
+        fprintf(f, "%d jobs; %d polic%s compared on the same jobs (no scenario.json).",
+                r->sum[0].jobs, r->n, r->n == 1 ? "y" : "ies");
+    }
+    fprintf(f,
+            " Durations in minutes; utilisation is the share of cluster %s held by pods over the "
+            "makespan, <em>useful</em> by jobs whose gang is complete, <em>wasted</em> by jobs "
+            "that could not run.</p>\n",
+            gpu ? "GPUs" : "CPU");
+    fputs("<h2 id=\"summary\">Summary</h2>\n", f);
+    html_table(f, r, gpu, best, baseline);
+    if (r->n > 1) {
+        fputs("<p class=\"note\">Shown in detail: <b>", f);
+        html_text(f, r->sum[best].policy);
+        fputs("</b> (best: most jobs finished, then lowest mean JCT) and <b>", f);
+        html_text(f, r->sum[baseline].policy);
+        fputs("</b> (baseline).</p>\n", f);
+    }
+    if (!plots)
+        fputs("<p class=\"note\">Plots were not rendered (gnuplot was not available). Install "
+              "gnuplot and run <code>drover report DIR</code> on this directory.</p>\n",
+              f);
+    else
+        html_plots(f, gpu);
+    fputs("<h2 id=\"policies\">Policies</h2>\n", f);
+    for (int32_t i = 0; i < r->n; i++)
+        html_policy(f, r, i, plots, gpu, best, baseline);
+    fputs("<h2 id=\"data\">Data</h2>\n<p><a href=\"summary.json\">summary.json</a> (with the "
+          "profiles, seed, version and input checksums), <a href=\"summary.csv\">summary.csv</a>, "
+          "<a href=\"scenario.json\">scenario.json</a>; per policy in its section. Formats: "
+          "docs/formats.md and docs/reports.md in the Drover sources.</p>\n</body>\n</html>\n",
+          f);
+}

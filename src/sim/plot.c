@@ -162,6 +162,17 @@ static double run_end(const drv_report_data *r, int32_t i)
     return end;
 }
 
+/* When run i's cluster last fell idle: the tick after the last one with a job pending or
+ * running (events after the last job, such as a final quiet cycle, would stretch the axis). */
+static double busy_end(const drv_report_data *r, int32_t i)
+{
+    const drv_report_run *run = &r->runs[i];
+    for (int32_t k = run->nticks - 1; k >= 0; k--)
+        if (run->ticks[k].pending > 0 || run->ticks[k].running > 0)
+            return run->ticks[k + 1 < run->nticks ? k + 1 : k].t;
+    return run_end(r, i);
+}
+
 /* ---- which runs to show in detail --------------------------------------------------------- */
 
 /* Whether run a did better than run b: more jobs finished, then a lower mean JCT. */
@@ -317,8 +328,8 @@ static void plot_series(FILE *f, outputs *o, const char *dir, const drv_report_d
 {
     double max = 0;
     for (int32_t i = 0; i < r->n; i++)
-        if (run_end(r, i) > max)
-            max = run_end(r, i);
+        if (busy_end(r, i) > max)
+            max = busy_end(r, i);
     unit u = pick_unit(max);
     bool gpu = drv_report_gpu_first(r->sum, r->n);
     double cap = !r->has_scen ? 0 : gpu ? r->scen.gpu : r->scen.cpu_m;

@@ -1,8 +1,11 @@
 #!/bin/sh
-# Regenerates docs/img/*.png, the pictures README.md shows, from one default run
-# (`drover sim --out DIR` with no other flags), so they are never drawn by hand.
+# Regenerates docs/img/*.png, the pictures README.md and docs/reports.md show, from one default
+# run (`drover sim --out DIR` with no other flags), so they are never drawn by hand: the plots
+# (copied as drawn) and docs/img/report-page.png, the top of that run's index.html as headless
+# Chromium renders it (offline: the page needs no network, and Chromium is told not to use it).
 # Usage: scripts/update-docs-img.sh [BUILD_DIR]   (default: build; run from the repository root)
-# Needs gnuplot. The run is deterministic, so an unchanged simulator gives unchanged images.
+# Needs gnuplot; Chromium (Debian package chromium) for the page (skipped with a note without).
+# The run is deterministic, so an unchanged simulator gives unchanged plots.
 set -eu
 build=${1:-build}
 cd "$(dirname "$0")/.."
@@ -18,9 +21,30 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$build/drover" sim --out "$tmp/run" >/dev/null
 mkdir -p docs/img
-rm -f docs/img/*.png
-# Only the pictures README.md shows, to keep the repository small.
-for f in jct-cdf utilisation queue gantt-k8s-default gantt-drover; do
+rm -f docs/img/jct-cdf.png docs/img/utilisation.png docs/img/queue.png docs/img/gantt-*.png
+# Only the pictures the documents show, to keep the repository small: the Gantt charts are the
+# two the report draws (baseline and best).
+for f in jct-cdf utilisation queue; do
     cp "$tmp/run/$f.png" docs/img/
 done
+cp "$tmp/run"/gantt-*.png docs/img/
+
+chrome=$(command -v chromium || command -v chromium-browser || true)
+if [ -n "$chrome" ]; then
+    mkdir "$tmp/profile"
+    # --headless: no window; the --disable-* flags keep it from any network use (updates, sync,
+    # QUIC, background requests), so the picture shows exactly what the page holds offline.
+    "$chrome" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+        --disable-background-networking --disable-component-update --disable-sync \
+        --hide-scrollbars --user-data-dir="$tmp/profile" \
+        --screenshot="$tmp/page.png" --window-size=1280,2000 \
+        "file://$(cd "$tmp/run" && pwd)/index.html" >"$tmp/chrome.log" 2>&1 || {
+        cat "$tmp/chrome.log" >&2
+        echo "update-docs-img: chromium failed; docs/img/report-page.png left as it was" >&2
+        exit 1
+    }
+    cp "$tmp/page.png" docs/img/report-page.png
+else
+    echo "update-docs-img: chromium not found; docs/img/report-page.png left as it was" >&2
+fi
 ls -l docs/img/*.png | awk '{ total += $5; print $5, $NF } END { print total, "bytes in all" }'

@@ -40,9 +40,10 @@ extern char **environ;
 
 #define MAX_POINTS 4000 /* time-series points per policy in a plot */
 #define MAX_OUTPUTS 256 /* images one render may produce */
-#define ROW_PX 70       /* height of a node's row in the Gantt chart, pixels, ... */
-#define GANTT_PX 1400   /* ... less when the rows would be taller than this in all */
-#define LABEL_PX 10     /* a lane this tall or taller gets job numbers */
+#define ROW_PX 60       /* least height of a node's row in the Gantt chart, pixels, ... */
+#define LANE_PX 14      /* ... more when it has many lanes, each this tall (room for a label) ... */
+#define GANTT_PX 1800   /* ... less when the rows would be taller than this in all */
+#define LABEL_PX 10     /* a lane this tall or taller gets job names */
 
 /* Twelve distinct colours, so every built-in policy (ten) has its own; the tenth is black. */
 static const char *const policy_colour[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
@@ -477,10 +478,8 @@ static int plot_gantt(FILE *f, outputs *o, const char *dir, const drv_report_dat
     qsort(v, (size_t)n, sizeof *v, cmp_place);
     int32_t m = merge_intervals(v, n);
     double span = g.end > 0 ? g.end : 1;
-    int row_px = run->nnodes * ROW_PX > GANTT_PX ? GANTT_PX / run->nnodes : ROW_PX;
-    if (row_px < 8)
-        row_px = 8;
-    fputs("$gantt << EOD\n", f);
+    /* Lanes first (the row height depends on the most lanes any node needs), then the bars. */
+    int32_t maxl = 1;
     for (int32_t first = 0, last; first < m; first = last) {
         int32_t nl = 0;
         for (last = first; last < m && v[last].node == v[first].node; last++) {
@@ -492,13 +491,19 @@ static int plot_gantt(FILE *f, outputs *o, const char *dir, const drv_report_dat
             lane_end[l] = v[last].end;
             lane[last] = l;
         }
-        for (int32_t k = first; k < last; k++) {
-            double h = 0.8 / nl, y = v[k].node - 0.4 + (lane[k] + 0.5) * h;
+        for (int32_t k = first; k < last; k++)
             nlanes[k] = nl;
-            fprintf(f, "%.6g %.6g %.6g %.6g %.6g %.6g %u\n", (v[k].start + v[k].end) / 2 / g.u.div,
-                    y, v[k].start / g.u.div, v[k].end / g.u.div, y - 0.45 * h, y + 0.45 * h,
-                    user_colour[run->job_user[v[k].job] % NUCOL]);
-        }
+        maxl = nl > maxl ? nl : maxl;
+    }
+    int row_px = maxl * LANE_PX > ROW_PX ? maxl * LANE_PX : ROW_PX;
+    if (row_px * run->nnodes > GANTT_PX)
+        row_px = GANTT_PX / run->nnodes > 8 ? GANTT_PX / run->nnodes : 8;
+    fputs("$gantt << EOD\n", f);
+    for (int32_t k = 0; k < m; k++) {
+        double h = 0.8 / nlanes[k], y = v[k].node - 0.4 + (lane[k] + 0.5) * h;
+        fprintf(f, "%.6g %.6g %.6g %.6g %.6g %.6g %u\n", (v[k].start + v[k].end) / 2 / g.u.div, y,
+                v[k].start / g.u.div, v[k].end / g.u.div, y - 0.45 * h, y + 0.45 * h,
+                user_colour[run->job_user[v[k].job] % NUCOL]);
     }
     fputs("EOD\n$glabels << EOD\n", f);
     /* A label needs its bar about 6 px per character wide (of ~700 px of plot) and its lane

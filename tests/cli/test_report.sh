@@ -124,6 +124,11 @@ for p in $plots; do
     grep -q "src=\"$p.svg\"" "$tmp/gp/index.html"
     check "page-shows-$p" $?
 done
+# The Gantt chart's legend names the users and its bars the jobs (names from jobs-*.csv).
+user=$(awk -F, 'NR == 2 { print $2 }' "$tmp/gp/jobs-k8s-default.csv")
+job=$(awk -F, 'NR == 2 { print $1 }' "$tmp/gp/jobs-k8s-default.csv")
+grep -q ">$user<" "$tmp/gp/gantt-k8s-default.svg" && grep -q ">$job<" "$tmp/gp/gantt-k8s-default.svg"
+check gantt-names-users-and-jobs $?
 grep -q 'index.html' "$tmp/out"
 check sim-says-where-the-page-is $?
 for p in k8s-default gang-fifo; do

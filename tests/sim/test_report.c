@@ -663,6 +663,58 @@ static void test_table_gpu_first(void **unused)
     }
 }
 
+/* The page of a GPU cluster leads with GPU utilisation too (the Pollux case: 81 % of GPUs,
+ * 49.1 % of CPUs). */
+static void test_page_gpu_first(void **unused)
+{
+    (void)unused;
+    drv_summary s = {.policy = "pollux",
+                     .jobs = 4,
+                     .done = 4,
+                     .cpu_util = 0.491,
+                     .gpu_util = 0.81,
+                     .gpu_useful = 0.75,
+                     .gpu_wasted = 0.06};
+    drv_report_run run = {0};
+    drv_report_data r = {.sum = &s, .runs = &run, .n = 1};
+    drv_diag d = {{0}};
+    assert_int_equal(drv_report_html(dir, &r, false, &d), 0);
+    const char *html = slurp("index.html");
+    assert_non_null(strstr(html, "<th>gpu</th><th>gpu</th><th>gpu</th>"));
+    assert_non_null(strstr(html, "<td>81.0</td><td>75.0</td><td>6.0</td>"));
+    assert_non_null(strstr(html, "<td>49.1</td></tr>"));
+    assert_non_null(strstr(html, "GPU utilisation 81%"));
+}
+
+/* The runs shown in detail: the baseline by name (else the first), the best among the others
+ * by jobs done, then mean JCT, a NaN mean counting as worst. */
+static void test_pick(void **unused)
+{
+    (void)unused;
+    drv_summary s[4] = {
+        {.policy = "a", .jobs = 10, .done = 10, .avg_jct = 50},
+        {.policy = "b", .jobs = 10, .done = 9, .avg_jct = 10}, /* fewer done: not best */
+        {.policy = "k8s-default", .jobs = 10, .done = 10, .avg_jct = 5},
+        {.policy = "d", .jobs = 10, .done = 10, .avg_jct = 40},
+    };
+    drv_report_data r = {.sum = s, .n = 4};
+    int32_t best, base;
+    drv_report_pick(&r, &best, &base);
+    assert_int_equal(base, 2);
+    assert_int_equal(best, 3);
+    s[3].avg_jct = NAN;
+    drv_report_pick(&r, &best, &base);
+    assert_int_equal(best, 0);
+    snprintf(s[2].policy, sizeof s[2].policy, "c"); /* no k8s-default: the first is the baseline */
+    drv_report_pick(&r, &best, &base);
+    assert_int_equal(base, 0);
+    assert_int_equal(best, 2);
+    r.n = 1;
+    drv_report_pick(&r, &best, &base);
+    assert_int_equal(base, 0);
+    assert_int_equal(best, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -679,6 +731,8 @@ int main(void)
         cmocka_unit_test(test_profile_line_round_trip),
         cmocka_unit_test(test_provenance),
         cmocka_unit_test(test_table_gpu_first),
+        cmocka_unit_test(test_pick),
+        cmocka_unit_test(test_page_gpu_first),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

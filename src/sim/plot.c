@@ -95,7 +95,7 @@ static void gp_quote(char *out, size_t n, const char *s)
 /* Writes s as a gnuplot single-quoted string (gp_quote). */
 static void gp_str(FILE *f, const char *s)
 {
-    char q[2 * 4096 + 3];
+    char q[2 * 4400 + 3]; /* the longest path gp_output quotes, every byte doubled */
     gp_quote(q, sizeof q, s);
     fputs(q, f);
 }

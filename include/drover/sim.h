@@ -307,7 +307,7 @@ void drv_report_data_fini(drv_report_data *r);
 
 /* ---- plots and the report page (plot.c) ---------------------------------------------------- */
 
-#define DRV_GANTT_MAX_JOBS 100            /* a run with more jobs gets no Gantt chart ... */
+#define DRV_GANTT_MAX_JOBS 200            /* a run with more jobs gets no Gantt chart ... */
 #define DRV_GANTT_MAX_NODES 200           /* ... nor one on more nodes (rows would be unreadable) */
 #define DRV_REPORT_BASELINE "k8s-default" /* the baseline, when it is among the policies */
 

@@ -422,8 +422,9 @@ static void draw_gantt(FILE *f, const drv_report_data *r, const void *arg)
     const gantt *g = arg;
     const drv_report_run *run = &r->runs[g->run];
     char title[256];
-    snprintf(title, sizeof title, "Which job held each node: %s (%s); colour by user",
-             r->sum[g->run].policy, g->why);
+    bool by_user = run->nusers > 1;
+    snprintf(title, sizeof title, "Which job held each node: %s (%s); colour by %s",
+             r->sum[g->run].policy, g->why, by_user ? "user" : "job");
     fputs("reset\nset title ", f);
     gp_str(f, title);
     fprintf(f, "\nset xlabel 'simulated time (%s)'\nset xrange [0:%.6g]\n", g->u.name,
@@ -434,16 +435,18 @@ static void draw_gantt(FILE *f, const drv_report_data *r, const void *arg)
         gp_str(f, run->nodes[k]);
         fprintf(f, " %d", k);
     }
-    fputs(") nomirror\nset grid xtics\nset key outside right top title 'user'\n"
-          "set style fill solid 0.85 border rgb '#ffffff'\n"
+    fputs(by_user ? ") nomirror\nset grid xtics\nset key outside right top title 'user'\n"
+                  : ") nomirror\nset grid xtics\nunset key\n",
+          f);
+    fputs("set style fill solid 0.85 border rgb '#ffffff'\n"
           "plot $gantt using 1:2:3:4:5:6:7 with boxxyerror lc rgb variable notitle, "
           "$glabels using 1:2:3 with labels font 'sans,7' tc rgb '#111111' notitle",
           f);
-    for (int32_t k = 0; k < run->nusers && k < (int32_t)NUCOL; k++) {
+    for (int32_t k = 0; by_user && k < run->nusers && k < (int32_t)NUCOL; k++) {
         fprintf(f, ", keyentry with boxes fc rgb '#%06x' title ", user_colour[k]);
         gp_str(f, run->users[k]);
     }
-    if (run->nusers > (int32_t)NUCOL)
+    if (by_user && run->nusers > (int32_t)NUCOL)
         fputs(", keyentry with boxes fc rgb '#ffffff' title '(colours repeat)'", f);
     fputc('\n', f);
 }
@@ -451,13 +454,16 @@ static void draw_gantt(FILE *f, const drv_report_data *r, const void *arg)
 /*
  * One row per node; a job's pods on a node are merged into intervals, and intervals that
  * overlap in time go to separate lanes of the row (greedy: the first lane free at the start).
- * A bar is coloured by the job's user and labelled with the job's name where the name fits.
+ * A bar is coloured by the job's user (by the job when all jobs have one user, as in a trace)
+ * and labelled with the job's name where the name fits.
  */
 static int plot_gantt(FILE *f, outputs *o, const char *dir, const drv_report_data *r, int32_t i,
                       const char *why, drv_diag *d)
 {
     const drv_report_run *run = &r->runs[i];
-    gantt g = {i, pick_unit(run_end(r, i)), run_end(r, i), why};
+    /* Up to the cluster's last busy moment: a final quiet event days later would squeeze the
+     * bars into the left edge. */
+    gantt g = {i, pick_unit(busy_end(r, i)), busy_end(r, i), why};
     int32_t n = run->npl;
     drv_placement *v = drv_malloc(sizeof *v * (size_t)n);
     double *lane_end = drv_malloc(sizeof *lane_end * (size_t)n);
@@ -503,7 +509,7 @@ static int plot_gantt(FILE *f, outputs *o, const char *dir, const drv_report_dat
         double h = 0.8 / nlanes[k], y = v[k].node - 0.4 + (lane[k] + 0.5) * h;
         fprintf(f, "%.6g %.6g %.6g %.6g %.6g %.6g %u\n", (v[k].start + v[k].end) / 2 / g.u.div, y,
                 v[k].start / g.u.div, v[k].end / g.u.div, y - 0.45 * h, y + 0.45 * h,
-                user_colour[run->job_user[v[k].job] % NUCOL]);
+                user_colour[(run->nusers > 1 ? run->job_user[v[k].job] : v[k].job) % NUCOL]);
     }
     fputs("EOD\n$glabels << EOD\n", f);
     /* A label needs its bar about 6 px per character wide (of ~700 px of plot) and its lane

@@ -191,11 +191,11 @@ check evil-page-no-markup $?
 # A run with more jobs than the Gantt limit gets no Gantt chart, and the page says why.
 cat >"$tmp/many.yaml" <<'EOF'
 generate:
-  jobs: 120
+  jobs: 210
   meanInterarrival: 30
 EOF
 if "$drover" sim --workload "$tmp/many.yaml" --policy gang-fifo --out "$tmp/many" >/dev/null 2>"$tmp/err"; then
-    [ ! -e "$tmp/many/gantt-gang-fifo.svg" ] && grep -q 'No Gantt chart: 120 jobs' "$tmp/many/index.html"
+    [ ! -e "$tmp/many/gantt-gang-fifo.svg" ] && grep -q 'No Gantt chart: 210 jobs' "$tmp/many/index.html"
     check gantt-limit $?
 else
     echo "  (generated workload not accepted: $(cat "$tmp/err"); gantt-limit not checked)"

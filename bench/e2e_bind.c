@@ -78,8 +78,7 @@ static void *send_some(void *arg)
         long st;
         const char *ctype =
             strcmp(method, "PATCH") ? "application/json" : "application/merge-patch+json";
-        if (drv_kube_request(k, method, path, ctype, b, &st, NULL, &d) != 0 ||
-            st >= 300) {
+        if (drv_kube_request(k, method, path, ctype, b, &st, NULL, &d) != 0 || st >= 300) {
             fprintf(stderr, "e2e_bind: %s %s: %ld %s\n", method, path, st, d.msg);
             exit(1);
         }
@@ -124,8 +123,7 @@ static const char *node_req(const params *p, int i, char *path, size_t np, char 
 
 /* Lifts the not-ready taint the API server puts on a new node (the node lifecycle
  * controller's part). */
-static const char *untaint_req(const params *p, int i, char *path, size_t np, char *body,
-                               size_t nb)
+static const char *untaint_req(const params *p, int i, char *path, size_t np, char *body, size_t nb)
 {
     (void)p;
     snprintf(path, np, "/api/v1/nodes/node-%d", i);
@@ -163,8 +161,7 @@ static const char *job_req(const params *p, int i, char *path, size_t np, char *
 /* The request Drover sends for a worker of a gang that fits at once: the pod, created bound
  * (the controller's pod body: template, labels, owner reference, schedulerName,
  * restartPolicy, nodeName). Nodes are taken round robin, as any spread would. */
-static const char *ceiling_req(const params *p, int i, char *path, size_t np, char *body,
-                               size_t nb)
+static const char *ceiling_req(const params *p, int i, char *path, size_t np, char *body, size_t nb)
 {
     int job = i / p->workers, rank = i % p->workers;
     snprintf(path, np, "/api/v1/namespaces/default/pods");
@@ -280,8 +277,13 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
-    params p = {.nodes = 5000, .existing = 16000, .jobs = 500, .workers = 4, .threads = 8,
-                .reps = 3, .policy = "drover"};
+    params p = {.nodes = 5000,
+                .existing = 16000,
+                .jobs = 500,
+                .workers = 4,
+                .threads = 8,
+                .reps = 3,
+                .policy = "drover"};
     for (int i = 1; i < argc; i += 2) {
         if (i + 1 >= argc)
             return usage();
@@ -318,8 +320,8 @@ int main(int argc, char **argv)
         double c = ceiling(&p);
         drover_times dt = drover(&p, &prof);
         printf("%-4d %10.3f %10.0f   %10.3f %10.0f   %8.2f   %8.3f %10.3f %7ld\n", rep, c,
-               (double)pods / c, dt.total, (double)pods / dt.total, c / dt.total, dt.sync,
-               dt.first, dt.errors);
+               (double)pods / c, dt.total, (double)pods / dt.total, c / dt.total, dt.sync, dt.first,
+               dt.errors);
         fflush(stdout);
     }
     return 0;

@@ -456,7 +456,6 @@ int main(int argc, char **argv)
            (long)status);
     expect(counted == injected, "last controller's failed requests unlike the faults injected",
            counted);
-    drv_free(audit);
     free(h.pods);
     free(h.ever_bound);
     free(h.live_count);
@@ -466,9 +465,18 @@ int main(int argc, char **argv)
     drv_emulator_stop(emu);
     drv_emulator_free(emu);
     drv_apiserver_free(srv);
-    if (!failures)
+    if (!failures) {
         kc_cleanup();
-    else
-        fprintf(stderr, "logs kept in %s\n", kc_dir());
+    } else { /* the history too, one event a line, for whoever debugs it */
+        char path[600];
+        snprintf(path, sizeof path, "%s/audit.jsonl", kc_dir());
+        FILE *f = fopen(path, "w");
+        if (f && audit)
+            fputs(audit, f);
+        if (f)
+            fclose(f);
+        fprintf(stderr, "logs and the audit log kept in %s\n", kc_dir());
+    }
+    drv_free(audit);
     return failures ? 1 : 0;
 }

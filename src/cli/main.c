@@ -67,7 +67,11 @@ static void print_policy(const char *name, const char *doc, const char *line, co
 {
     char text[512];
     cli_user_doc(doc, text, sizeof text);
-    printf("  %-20s %s%s\n  %-20s %s\n", name, text, note, "", line);
+    if (text[0] || note[0])
+        printf("  %-20s %s%s\n", name, text, note);
+    else
+        printf("  %s\n", name);
+    printf("  %-20s %s\n", "", line);
 }
 
 static int cmd_policies(int argc, char **argv)

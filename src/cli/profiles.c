@@ -46,11 +46,6 @@ static const drv_profile *file_profile(const cli_profiles *ps, const char *name)
     return NULL;
 }
 
-bool cli_profile_overridden(const cli_profiles *ps, const char *name)
-{
-    return file_profile(ps, name) != NULL;
-}
-
 /* Is name one of the built-in profiles? */
 static bool is_builtin(const char *name)
 {
@@ -58,6 +53,11 @@ static bool is_builtin(const char *name)
         if (strcmp(drv_profile_builtin_name(i), name) == 0)
             return true;
     return false;
+}
+
+bool cli_profile_overridden(const cli_profiles *ps, const char *name)
+{
+    return is_builtin(name) && file_profile(ps, name) != NULL;
 }
 
 int cli_profile_find(const cli_profiles *ps, const char *name, drv_profile *out, drv_diag *d)

@@ -48,7 +48,7 @@ typedef struct cli_command {
     const char *args;      /* the arguments in the usage line ("DIR"), or NULL for none */
     const char *about;     /* paragraph(s) between the usage line and the flags; may be NULL */
     const char *footer;    /* paragraph(s) after the flags (exit status...); may be NULL */
-    const cli_flag *flags; /* the table; may be NULL when nflags is 0 */
+    const cli_flag *flags; /* the table (at most 64 flags); may be NULL when nflags is 0 */
     int nflags;
     int min_args, max_args; /* how many arguments (not flags) the command takes */
     /* Stop at the first argument that is not a flag (the top level, before a sub-command). */

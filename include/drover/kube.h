@@ -45,6 +45,14 @@ typedef struct drv_kube_config {
     int backoff_max_ms;    /* back-off cap (0: 10000) */
     int retry_after_max_s; /* Retry-After cap (0: 30) */
     int timeout_s;         /* whole-request timeout for non-watch requests (0: 30) */
+    /* Who is calling, for the server's logs and audit: the User-Agent is
+     * "drover-<component>/<version>" ("drover/<version>" when NULL). Borrowed: a string that
+     * outlives every copy of the config (a literal such as "run" or "emulate"). */
+    const char *component;
+    /* One API budget shared by several clients (drv_kube_budget_new), as client-go's clients of
+     * one process share a rate limiter: its bucket replaces qps/burst, and every non-2xx answer
+     * is counted there too. Borrowed; NULL: the client has a bucket of its own. */
+    struct drv_kube_budget *budget;
 } drv_kube_config;
 
 void drv_kube_config_fini(drv_kube_config *c);
@@ -105,6 +113,36 @@ int drv_kube_delete_uid(drv_kube *k, const char *path, int grace_s, const char *
 
 /* Requests made and retries spent so far (for tests and metrics). */
 long drv_kube_requests(const drv_kube *k);
+/* Non-2xx answers this client received, retried ones included (transport failures are not
+ * answers and are not counted). */
+long drv_kube_errors(const drv_kube *k);
+
+/*
+ * An API budget: one token bucket (qps, burst) that every client configured with it draws
+ * from, and the count of non-2xx answers by status code, verb and resource, as
+ * drover_api_errors_total{code,verb,resource} reports them. Thread-safe. The verb is the
+ * request's: GET on a collection is LIST, with watch=1 WATCH; the resource is the plural with
+ * its subresource ("pods/binding", "trainingjobs/status").
+ */
+typedef struct drv_kube_budget drv_kube_budget;
+int drv_kube_budget_new(drv_kube_budget **out, double qps, int burst, drv_diag *d);
+void drv_kube_budget_free(drv_kube_budget *b); /* accepts NULL */
+/* Takes one token; returns how long the caller must wait for it (seconds, 0 when none). */
+double drv_kube_budget_take(drv_kube_budget *b);
+/* Counts a non-2xx answer (code) to method on path. */
+void drv_kube_budget_count(drv_kube_budget *b, const char *method, const char *path, long code);
+typedef struct drv_kube_api_errors {
+    long code;
+    char verb[8];
+    char resource[48];
+    long n;
+} drv_kube_api_errors;
+/* Copies up to n rows (ordered by first occurrence) into out; returns how many rows exist. */
+size_t drv_kube_budget_errors(drv_kube_budget *b, drv_kube_api_errors *out, size_t n);
+long drv_kube_budget_error_total(drv_kube_budget *b);
+/* The verb and resource of a request as the budget labels them (exposed for tests). */
+void drv_kube_request_labels(const char *method, const char *path, char *verb, size_t nverb,
+                             char *resource, size_t nres);
 long drv_kube_retries(const drv_kube *k);
 
 /* What drv_kube_list and drv_kube_watch return when the caller must list again: the

@@ -1,15 +1,90 @@
 /*
- * cli.h - what the drover command's source files share: exit statuses and sub-commands that
- * live in files of their own.
+ * cli.h - what the drover command's source files share: exit statuses, the sub-commands (each
+ * a function and the flag table its help is generated from), and the one profile lookup.
+ *
+ * Files: main.c (dispatch, help, version, policies, calibrate), flags.c (the parser),
+ * profiles.c (policies by name), sim_cmd.c, explain.c, report_cmd.c, run_cmd.c, emulate_cmd.c.
+ * Only this directory exits; each cmd_* returns the exit status and main returns it.
  */
 #ifndef DROVER_CLI_H
 #define DROVER_CLI_H
 
+#include "flags.h"
+
+#include "drover/cycle.h"
+#include "drover/sim.h"
+
 /* Exit status: 0 success; 1 the run failed; 2 bad usage or bad input (nothing was run). */
 enum { EXIT_RUN = 1, EXIT_USAGE = 2 };
 
-/* `drover run` (run.c). */
-extern const char *const usage_run;
+/*
+ * Sub-commands: each takes its own argv (argv[0] is the sub-command's name) and returns the exit
+ * status. Each *_command describes its flags, for its parser and for `drover help NAME`.
+ */
+extern const cli_command sim_command, report_command, run_command, emulate_command;
+int cmd_sim(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_emulate(int argc, char **argv);
+
+/* Prints "drover VERSION" (every command's --version). Returns 0. */
+int cli_version(void);
+
+/*
+ * The start of every command (main.c): parses argv with cmd's table into opts (cli_parse).
+ * Returns -1 when the command goes on (its arguments start at argv[*first_arg]), else the exit
+ * status to return at once: 0 after printing the help or the version, EXIT_USAGE after a
+ * usage error (its message printed).
+ */
+int cli_begin(const cli_command *cmd, int argc, char **argv, void *opts, int *first_arg);
+
+/*
+ * Reads a `drover sim --out` directory back and draws its plots and index.html (report_cmd.c).
+ * who prefixes messages. Returns 0 (with *skipped set when gnuplot is missing or failed: the
+ * page is then written without plots), EXIT_USAGE when the files are missing or bad, EXIT_RUN
+ * when reading ran out of memory or index.html cannot be written.
+ */
+int cli_render_dir(const char *dir, const char *who, bool *skipped);
+
+/*
+ * --explain JOB of `drover sim` (explain.c): JOB's combined priority factor by factor, as the
+ * first cycle after its submission sees it under prof, or, when prof does not order its queue
+ * by the `priority` plugin, what it orders by instead. Returns the exit status.
+ */
+int cli_explain_job(const drv_cluster_spec *cl, const drv_workload *wl, const drv_catalogue *cat,
+                    const drv_profile *prof, uint64_t seed, const char *name);
+
+/* ---- policies by name (profiles.c) -------------------------------------------------------- */
+
+/*
+ * The policies a command can name: the built-in profiles and those of a --profiles file. A
+ * file's profile overrides a built-in one of the same name, for every command.
+ */
+typedef struct cli_profiles {
+    const char *path;  /* the file (borrowed), or NULL when none was given */
+    drv_profile *file; /* its profiles (owned; drv_malloc'ed), in file order */
+    int nfile;
+} cli_profiles;
+
+/* Loads path's profiles (none when path is NULL). Errors name file:line; *ps is then empty. */
+int cli_profiles_load(cli_profiles *ps, const char *path, drv_diag *d);
+void cli_profiles_fini(cli_profiles *ps);
+/* The profile named name: the file's if it has one, else the built-in. DRV_ENOENT names the
+ * known policies. */
+int cli_profile_find(const cli_profiles *ps, const char *name, drv_profile *out, drv_diag *d);
+/* True when the file overrides the built-in profile name. */
+bool cli_profile_overridden(const cli_profiles *ps, const char *name);
+/*
+ * A --policy value: comma-separated names, or `all` (the built-ins in table order with file
+ * overrides in place, then the file's other profiles). *out (drv_malloc'ed, the caller
+ * drv_frees it) receives *n >= 1 profiles; on error they are untouched.
+ */
+int cli_profiles_resolve(const cli_profiles *ps, const char *list, drv_profile **out, int *n,
+                         drv_diag *d);
+/* p written as a profile line that drv_profile_parse reads back to the same profile (cut at
+ * n - 1 characters). */
+void cli_profile_line(const drv_profile *p, char *buf, size_t n);
+/* doc with the design notes' seed numbers ("seed 001") replaced by the systems' names. */
+void cli_user_doc(const char *doc, char *buf, size_t n);
 
 #endif

@@ -25,6 +25,7 @@ struct drv_kube {
     drv_token_bucket tb;
     drv_rng rng;
     long requests, retries;
+    long errors; /* non-2xx answers, retried ones included */
     char agent[64];
 };
 
@@ -173,7 +174,10 @@ int drv_kube_new(drv_kube **out, const drv_kube_config *cfg, drv_diag *d)
         drv_free(k);
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     }
-    snprintf(k->agent, sizeof k->agent, "drover/%s", DROVER_VERSION);
+    if (cfg->component)
+        snprintf(k->agent, sizeof k->agent, "drover-%s/%s", cfg->component, DROVER_VERSION);
+    else
+        snprintf(k->agent, sizeof k->agent, "drover/%s", DROVER_VERSION);
     char auth[64 + 4096];
     k->hdr = curl_slist_append(NULL, "Accept: application/json");
     if (k->hdr && k->cfg.token) {
@@ -220,6 +224,28 @@ void drv_kube_free(drv_kube *k)
 long drv_kube_requests(const drv_kube *k)
 {
     return k->requests;
+}
+
+long drv_kube_errors(const drv_kube *k)
+{
+    return k->errors;
+}
+
+/* Waits for a token of the client's bucket, or of the shared budget's. */
+static void take_token(drv_kube *k)
+{
+    sleep_s(k->cfg.budget ? drv_kube_budget_take(k->cfg.budget)
+                          : drv_token_bucket_take(&k->tb, now_s()));
+}
+
+/* Counts a non-2xx answer (code 0: no answer, not counted). */
+static void count_answer(drv_kube *k, const char *method, const char *path, long code)
+{
+    if (code == 0 || (code >= 200 && code < 300))
+        return;
+    k->errors++;
+    if (k->cfg.budget)
+        drv_kube_budget_count(k->cfg.budget, method, path, code);
 }
 
 long drv_kube_retries(const drv_kube *k)
@@ -332,7 +358,7 @@ int drv_kube_request(drv_kube *k, const char *method, const char *path, const ch
     int rc = 0;
     long code = 0;
     for (int attempt = 0;; attempt++) {
-        sleep_s(drv_token_bucket_take(&k->tb, now_s()));
+        take_token(k);
         b.body.n = 0;
         b.retry_after = -1;
         b.ctype[0] = 0;
@@ -355,6 +381,7 @@ int drv_kube_request(drv_kube *k, const char *method, const char *path, const ch
         CURLcode cc = curl_easy_perform(h);
         code = 0;
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+        count_answer(k, method, path, code);
         if (b.body.oom) {
             rc = drv_fail(d, DRV_ENOMEM, "%s %s: out of memory reading the answer", method, path);
             break;
@@ -621,10 +648,11 @@ int drv_kube_watch(drv_kube *k, const char *path, const char *rv, int timeout_s,
         curl_easy_setopt(h, CURLOPT_XFERINFODATA, &w);
         curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
         curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
-        sleep_s(drv_token_bucket_take(&k->tb, now_s()));
+        take_token(k);
         k->requests++;
         cc = curl_easy_perform(h);
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+        count_answer(k, "GET", url + strlen(k->cfg.server), code);
     }
     if (rc) {
         /* setup failed; d says why */

@@ -110,6 +110,15 @@ struct drv_apiserver {
     int drop_gen, expire_gen, delay_ms;
     int corrupt_gen;   /* drv_apiserver_corrupt_watches */
     char corrupt[256]; /* the raw line it sends */
+    /* drv_apiserver_chaos: probability, the generator's state, whose requests, and counts */
+    double chaos_rate;
+    uint64_t chaos_rng;
+    char chaos_agent[64];
+    drv_apiserver_faults chaos_count;
+    /* opts.audit: every node and pod event as a JSON line, in order */
+    bool audit;
+    char *audit_buf;
+    size_t audit_len, audit_cap;
     bool stopping;
     struct fgdel *fg;
     int nfg;
@@ -372,8 +381,35 @@ static void conflict(struct resp *r, int rt, const char *name)
 
 /* ---- store and events (mutex held) ------------------------------------------------------- */
 
+/* Appends {"type":..,"object":..} to the audit log (opts.audit), nodes and pods only. */
+static void audit_event(drv_apiserver *s, int rt, const char *type, json_t *obj)
+{
+    if (!s->audit || (rt != R_PODS && rt != R_NODES))
+        return;
+    json_t *ev = json_pack("{s:s, s:O}", "type", type, "object", obj);
+    char *line = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+    json_decref(ev);
+    size_t n = line ? strlen(line) : 0;
+    if (line && s->audit_len + n + 2 > s->audit_cap) {
+        size_t cap = (s->audit_len + n + 2) * 2;
+        char *b = drv_realloc(s->audit_buf, cap);
+        if (b) {
+            s->audit_buf = b;
+            s->audit_cap = cap;
+        }
+    }
+    if (line && s->audit_len + n + 2 <= s->audit_cap) {
+        memcpy(s->audit_buf + s->audit_len, line, n);
+        s->audit_buf[s->audit_len + n] = '\n';
+        s->audit_len += n + 1;
+        s->audit_buf[s->audit_len] = 0;
+    }
+    free(line);
+}
+
 static void push_event(drv_apiserver *s, int rt, const char *type, json_t *obj, json_t *prev)
 {
+    audit_event(s, rt, type, obj);
     if (s->n == s->cap) {
         struct wevent *old = &s->ring[s->head];
         s->compacted = old->rv;
@@ -2270,6 +2306,65 @@ static bool client_verified(struct MHD_Connection *c)
            gnutls_certificate_verify_peers2(tls, &status) == 0 && status == 0;
 }
 
+/* ---- chaos (drv_apiserver_chaos) --------------------------------------------------------- */
+
+enum { CHAOS_SLOW = -1, CHAOS_SLOW_MS = 300 };
+
+static bool chaos_applies(drv_apiserver *s, struct MHD_Connection *c)
+{
+    if (!s->chaos_agent[0])
+        return true;
+    const char *ua = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent");
+    return ua && strncmp(ua, s->chaos_agent, strlen(s->chaos_agent)) == 0;
+}
+
+/* splitmix64: a uniform double in [0, 1) from the server's chaos generator. */
+static double chaos_uniform(drv_apiserver *s)
+{
+    uint64_t z = (s->chaos_rng += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) * 0x1.0p-53;
+}
+
+/* Under s->mu: whether this request meets a fault, and which. Returns an HTTP status to answer
+ * instead of serving it, CHAOS_SLOW to serve it late, or 0 (served as usual; a dropped watch
+ * or an expired window, if drawn, has already been applied). */
+static int chaos_fault(drv_apiserver *s, bool is_watch)
+{
+    if (chaos_uniform(s) >= s->chaos_rate)
+        return 0;
+    switch ((int)(chaos_uniform(s) * 6)) {
+    case 0:
+        s->chaos_count.conflict++;
+        return 409;
+    case 1:
+        s->chaos_count.throttled++;
+        return 429;
+    case 2:
+        s->chaos_count.internal++;
+        return 500;
+    case 3:
+        s->chaos_count.slow++;
+        return CHAOS_SLOW;
+    case 4:
+        s->chaos_count.dropped++;
+        s->drop_gen++;
+        pthread_cond_broadcast(&s->cv);
+        return 0;
+    default:
+        if (!is_watch) { /* 410 is a watch's answer: a list or write is served late instead */
+            s->chaos_count.slow++;
+            return CHAOS_SLOW;
+        }
+        s->chaos_count.gone++;
+        s->compacted = s->rv;
+        pthread_cond_broadcast(&s->cv);
+        return 0;
+    }
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **con_cls)
@@ -2349,6 +2444,24 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
     const char *wq = qarg(c, "watch");
     bool is_watch = wq && (!strcmp(wq, "1") || !strcmp(wq, "true"));
+    if (s->chaos_rate > 0 && chaos_applies(s, c)) {
+        int code = chaos_fault(s, is_watch);
+        if (code == CHAOS_SLOW) {
+            pthread_mutex_unlock(&s->mu);
+            struct timespec t = {0, CHAOS_SLOW_MS * 1000000L};
+            nanosleep(&t, NULL);
+            pthread_mutex_lock(&s->mu);
+        } else if (code > 0) {
+            pthread_mutex_unlock(&s->mu);
+            r.retry_after = code == 429 ? 1 : 0;
+            set_status(&r, code,
+                       code == 409   ? "Conflict"
+                       : code == 429 ? "TooManyRequests"
+                                     : "InternalError",
+                       NULL, NULL, NULL, true, "injected fault: %d", code);
+            return queue(c, &r);
+        }
+    }
     if (!strcmp(method, "GET") && is_watch) {
         struct watch *w = start_watch(s, c, &rt, &r);
         pthread_mutex_unlock(&s->mu);
@@ -2463,6 +2576,7 @@ int drv_apiserver_start(drv_apiserver **out, const drv_apiserver_opts *o, drv_di
     pthread_cond_init(&s->cv, NULL);
     s->cap = o->window > 0 ? (o->window < MAX_WINDOW ? o->window : MAX_WINDOW) : DEF_WINDOW;
     s->bookmark_ms = o->bookmark_ms > 0 ? o->bookmark_ms : 1000;
+    s->audit = o->audit;
     s->ring = drv_calloc((size_t)s->cap, sizeof *s->ring);
     s->rv = 100;
     int rc = s->ring ? 0 : drv_fail(d, DRV_ENOMEM, "apiserver: out of memory");
@@ -2549,6 +2663,7 @@ void drv_apiserver_free(drv_apiserver *s)
     for (int i = 0; i < s->nfg; i++)
         drv_free(s->fg[i].key);
     drv_free(s->fg);
+    drv_free(s->audit_buf);
     char *fx[] = {s->fx_api,    s->fx_api_v1,  s->fx_apis,    s->fx_apis_crd, s->fx_coord,
                   s->fx_drover, s->fx_version, s->fx_v3index, s->fx_v3_v1,    s->fx_v3_coord};
     for (size_t i = 0; i < sizeof fx / sizeof *fx; i++)
@@ -2570,6 +2685,31 @@ void drv_apiserver_fail_next(drv_apiserver *s, int status, int count, int retry_
     s->fail_count = count;
     s->fail_retry_after = retry_after_s;
     pthread_mutex_unlock(&s->mu);
+}
+
+char *drv_apiserver_audit(drv_apiserver *s)
+{
+    pthread_mutex_lock(&s->mu);
+    char *out = drv_strdup(s->audit_buf ? s->audit_buf : "");
+    pthread_mutex_unlock(&s->mu);
+    return out;
+}
+
+void drv_apiserver_chaos(drv_apiserver *s, uint64_t seed, double rate, const char *agent_prefix)
+{
+    pthread_mutex_lock(&s->mu);
+    s->chaos_rate = rate;
+    s->chaos_rng = seed;
+    snprintf(s->chaos_agent, sizeof s->chaos_agent, "%s", agent_prefix ? agent_prefix : "");
+    pthread_mutex_unlock(&s->mu);
+}
+
+drv_apiserver_faults drv_apiserver_fault_counts(drv_apiserver *s)
+{
+    pthread_mutex_lock(&s->mu);
+    drv_apiserver_faults f = s->chaos_count;
+    pthread_mutex_unlock(&s->mu);
+    return f;
 }
 
 void drv_apiserver_drop_watches(drv_apiserver *s)

@@ -31,6 +31,9 @@ typedef struct drv_apiserver_opts {
     /* With TLS: require a client certificate signed by this CA (PEM text), as a kube-apiserver
      * with --client-ca-file and anonymous access off: a request without one gets 401. */
     const char *tls_client_ca_pem;
+    /* Keep every node and pod event (drv_apiserver_audit), never compacted: what a test checks
+     * the whole history against (over-commit at any moment, pods bound twice). */
+    bool audit;
 } drv_apiserver_opts;
 
 /* Starts a server on 127.0.0.1 with an ephemeral port. */
@@ -42,6 +45,22 @@ uint16_t drv_apiserver_port(const drv_apiserver *s);
 /* The next `count` resource requests (not discovery, not watches) answer `status` (409, 429,
  * 500, 503...) with a Status body; retry_after_s > 0 adds a Retry-After header. */
 void drv_apiserver_fail_next(drv_apiserver *s, int status, int count, int retry_after_s);
+/* Faults drawn at random by drv_apiserver_chaos, by kind. Errors are the first three. */
+typedef struct drv_apiserver_faults {
+    long conflict, throttled, internal; /* answered 409, 429 (Retry-After: 1), 500; not served */
+    long gone;    /* a watch start expired the window: open watches get an ERROR 410 and end */
+    long slow;    /* served 300 ms late */
+    long dropped; /* every open watch was cut */
+} drv_apiserver_faults;
+/* From now on, each resource request (not discovery) whose User-Agent starts with agent_prefix
+ * (NULL: every client's) meets a fault with probability rate, its kind drawn uniformly from the
+ * six above by a generator seeded with seed: the same requests in the same order meet the same
+ * faults. A request answered with an error is not applied to the store. rate 0 ends it. */
+void drv_apiserver_chaos(drv_apiserver *s, uint64_t seed, double rate, const char *agent_prefix);
+drv_apiserver_faults drv_apiserver_fault_counts(drv_apiserver *s);
+/* With opts.audit: every node and pod event so far, one {"type":..,"object":..} JSON line each,
+ * in the order they happened (drv_malloc'd; the caller frees it). */
+char *drv_apiserver_audit(drv_apiserver *s);
 /* Every open watch stream is cut without its terminating chunk (a dropped connection). */
 void drv_apiserver_drop_watches(drv_apiserver *s);
 /* Every event so far leaves the window: watches from an older resourceVersion get 410, and

@@ -1,6 +1,8 @@
 #!/bin/sh
 # End-to-end checks of the drover command: exit codes, messages that name file:line:field,
-# nothing written to --out on bad input, --help, and the default comparison.
+# nothing written to --out on bad input, --help, and the default comparison; the one flag parser's
+# conventions (--flag=value, --version, one-line usage errors), `drover help`, `drover policies`
+# (with --profiles), a --profiles file overriding a built-in, and --explain under a FIFO policy.
 # Usage: test_cli.sh DROVER_BINARY SOURCE_DIR
 set -u
 drover=$1
@@ -145,6 +147,91 @@ grep -q 'kubeconfig' "$tmp/err"
 check run-no-kubeconfig-message $?
 expect_status run-incluster-outside 2 env -u KUBERNETES_SERVICE_HOST "$drover" run --in-cluster
 expect_status run-unknown-flag 2 "$drover" run --nope
+
+# One parser for every command: GNU --flag=value, --version per command, one-line usage errors.
+expect_status equals-value 0 "$drover" sim --policy=gang-fifo --format=csv --seed=2
+[ "$(cut -d, -f1 "$tmp/out" | tr '\n' ' ')" = "policy gang-fifo " ]
+check equals-value-used $?
+expect_status run-equals-value 2 "$drover" run --policy=nope
+grep -q "unknown policy 'nope'" "$tmp/err"
+check run-equals-value-parsed $?
+for c in sim run report policies calibrate emulate help; do
+    expect_status "version-$c" 0 "$drover" $c --version
+    grep -q '^drover [0-9]' "$tmp/out"
+    check "version-$c-format" $?
+done
+expect_status run-unknown-flag-one-line 2 "$drover" run --nope
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q -- "'--nope'" "$tmp/err"
+check run-unknown-flag-one-line-message $?
+expect_status sim-missing-value 2 "$drover" sim --seed
+grep -q -- '--seed needs a value' "$tmp/err"
+check sim-missing-value-message $?
+expect_status sim-switch-value 2 "$drover" sim --check=yes
+grep -q -- '--check takes no value' "$tmp/err"
+check sim-switch-value-message $?
+
+# drover help: every command's help is its --help; an unknown one is a usage error.
+for c in sim run report policies calibrate emulate; do
+    "$drover" help $c >"$tmp/a" 2>&1
+    "$drover" $c --help >"$tmp/b" 2>&1
+    cmp -s "$tmp/a" "$tmp/b" && grep -q "^usage: drover $c" "$tmp/a"
+    check "help-$c-same-as-flag" $?
+done
+expect_status help-unknown 2 "$drover" help nosuch
+grep -q "unknown command 'nosuch'" "$tmp/err" && [ ! -s "$tmp/out" ]
+check help-unknown-message $?
+
+# drover policies: names the systems, not the design notes' seed numbers; --profiles lists the
+# file's profiles with their profile lines.
+expect_status policies 0 "$drover" policies
+grep -q 'seed [0-9]' "$tmp/out"
+[ $? -ne 0 ]
+check policies-no-seed-numbers $?
+grep -q '^  volcano-priority .*(Volcano)' "$tmp/out" && grep -q '^  dragon .*(DRAGON)' "$tmp/out"
+check policies-system-names $?
+pfx=$src/tests/fixtures/policy/profiles.yaml
+expect_status policies-profiles 0 "$drover" policies --profiles "$pfx"
+grep -q '^  mine  *priority without parallelism, DRAGON, locality$' "$tmp/out"
+check policies-profiles-lists-file $?
+grep -q '^ *gang=true period=5 queue_order=priority(w_par=0) admit=dragon score=locality\*3,least-allocated scale=dragon$' "$tmp/out"
+check policies-profiles-line $?
+grep -q '^  plain$' "$tmp/out" && grep -q '^  k8s-default ' "$tmp/out"
+check policies-profiles-keeps-builtins $?
+expect_status policies-bad-profiles 2 "$drover" policies --profiles "$src/tests/fixtures/policy/bad-key.yaml"
+grep -q 'bad-key.yaml:4:' "$tmp/err"
+check policies-bad-profiles-message $?
+
+# A --profiles file's profile replaces the built-in of its name, for sim and run alike: here
+# k8s-default is redefined as gang-fifo's line, so it must give gang-fifo's numbers, and
+# `--policy all` must run it once.
+printf '%s\n' 'profiles:' '  - name: k8s-default' '    doc: gang-fifo under another name' \
+    '    gang: true' '    period: 1' '    queue_order: fifo' '    admit: gang' \
+    '    score: least-allocated' >"$tmp/override.yaml"
+expect_status override-all 0 "$drover" sim --profiles "$tmp/override.yaml" --policy all --format csv
+[ "$(grep -c '^k8s-default,' "$tmp/out")" -eq 1 ]
+check override-runs-once $?
+[ "$(grep '^k8s-default,' "$tmp/out" | cut -d, -f2-)" = "$(grep '^gang-fifo,' "$tmp/out" | cut -d, -f2-)" ]
+check override-is-the-files $?
+expect_status override-policies 0 "$drover" policies --profiles "$tmp/override.yaml"
+grep -q '^  k8s-default .*replaced' "$tmp/out"
+check override-policies-says-replaced $?
+# drover run takes the same file and name, and gets as far as the kubeconfig.
+expect_status run-override 2 env -u KUBECONFIG HOME="$tmp/nohome" "$drover" run \
+    --profiles "$tmp/override.yaml" --policy k8s-default
+grep -q 'kubeconfig' "$tmp/err" && ! grep -q 'policy' "$tmp/err"
+check run-override-found $?
+
+# --explain under a policy that does not order by priority (k8s-default: FIFO) says so and shows
+# no priority factors; under one that does, it shows them.
+expect_status explain-fifo 0 "$drover" sim --policy k8s-default --explain resnet50-1
+grep -q 'k8s-default orders its queue FIFO' "$tmp/out"
+check explain-fifo-says-fifo $?
+grep -q -E '^(user|class|wait|parallelism|priority) ' "$tmp/out"
+[ $? -ne 0 ]
+check explain-fifo-no-factors $?
+expect_status explain-priority 0 "$drover" sim --policy volcano-priority --explain resnet50-1
+[ "$(grep -c -E '^(user|class|wait|parallelism|priority) ' "$tmp/out")" -eq 5 ]
+check explain-priority-factors $?
 
 echo "$pass passed, $failed failed"
 [ "$failed" -eq 0 ]

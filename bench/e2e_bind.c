@@ -1,0 +1,328 @@
+/*
+ * e2e_bind - end-to-end placement rate of `drover run` against the API server's ceiling for the
+ * same requests, both on the in-memory test API server on loopback, in one run.
+ *
+ * The cluster: --nodes nodes and --existing pods already bound to them (other schedulers' pods,
+ * 100m CPU each), then --jobs TrainingJobs of --workers workers each (1 CPU), all submitted
+ * before the controller starts, so that the run measures what a restart or a burst costs:
+ *
+ *   ceiling   a plain client with --threads threads sends exactly the requests Drover sends for
+ *             gangs that fit at once (one pod creation with spec.nodeName per pod, the same
+ *             labels and owner reference), from its first request to its last answer;
+ *   drover    drv_ctrl_new (the process's start) to the last pod placed: listing and syncing
+ *             the informers, the cycles, and the binder threads' requests.
+ *
+ * Each is measured on a fresh server holding the same objects. Reported: seconds and pods/s,
+ * Drover's rate as a fraction of the ceiling's, Drover's time to sync, and its first decision
+ * after the caches were synced (the time to its first request, polled every millisecond).
+ *
+ * usage: e2e_bind [--nodes N] [--existing N] [--jobs N] [--workers N] [--threads N]
+ *                 [--policy NAME] [--reps N]
+ */
+#include "apiserver.h"
+#include "drover/kube_controller.h"
+#include "drover/policy.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct params {
+    int nodes, existing, jobs, workers, threads, reps;
+    const char *policy;
+} params;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void die(const char *what, const drv_diag *d)
+{
+    fprintf(stderr, "e2e_bind: %s: %s\n", what, d ? d->msg : "");
+    exit(1);
+}
+
+/* ---- requests sent by several threads ------------------------------------------------------ */
+
+/* Builds request i's path and body; returns the method. */
+typedef const char *(*request_fn)(const params *p, int i, char *path, size_t np, char *body,
+                                  size_t nb);
+
+typedef struct sender {
+    const params *p;
+    request_fn make;
+    char *url;
+    int from, to, step; /* requests from, from + step, ... below to */
+} sender;
+
+static void *send_some(void *arg)
+{
+    sender *s = arg;
+    drv_diag d = {{0}};
+    drv_kube_config cfg = {.server = s->url, .qps = 1e6, .burst = 1000000};
+    drv_kube *k;
+    if (drv_kube_new(&k, &cfg, &d) != 0)
+        die("client", &d);
+    enum { BODY = 4096 };
+    char *b = malloc(BODY), path[256];
+    if (!b)
+        die("out of memory", NULL);
+    for (int i = s->from; i < s->to; i += s->step) {
+        const char *method = s->make(s->p, i, path, sizeof path, b, BODY);
+        long st;
+        const char *ctype =
+            strcmp(method, "PATCH") ? "application/json" : "application/merge-patch+json";
+        if (drv_kube_request(k, method, path, ctype, b, &st, NULL, &d) != 0 || st >= 300) {
+            fprintf(stderr, "e2e_bind: %s %s: %ld %s\n", method, path, st, d.msg);
+            exit(1);
+        }
+    }
+    free(b);
+    drv_kube_free(k);
+    return NULL;
+}
+
+/* Sends requests 0..n-1 with `threads` threads; returns the wall time. */
+static double send_all(const params *p, char *url, request_fn make, int n, int threads)
+{
+    pthread_t t[64];
+    sender s[64];
+    if (threads > 64)
+        threads = 64;
+    double t0 = now();
+    for (int i = 0; i < threads; i++) {
+        s[i] = (sender){.p = p, .make = make, .url = url, .from = i, .to = n, .step = threads};
+        pthread_create(&t[i], NULL, send_some, &s[i]);
+    }
+    for (int i = 0; i < threads; i++)
+        pthread_join(t[i], NULL);
+    return now() - t0;
+}
+
+/* ---- the objects --------------------------------------------------------------------------- */
+
+static const char *node_req(const params *p, int i, char *path, size_t np, char *body, size_t nb)
+{
+    (void)p;
+    snprintf(path, np, "/api/v1/nodes");
+    snprintf(body, nb,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"node-%d\","
+             "\"labels\":{\"topology.kubernetes.io/zone\":\"zone-%d\",\"drover.dev/rack\":"
+             "\"rack-%d\"}},\"spec\":{},\"status\":{\"allocatable\":{\"cpu\":\"32\","
+             "\"memory\":\"128Gi\",\"pods\":\"110\"},\"conditions\":[{\"type\":\"Ready\","
+             "\"status\":\"True\"}]}}",
+             i, i % 4, i / 20);
+    return "POST";
+}
+
+/* Lifts the not-ready taint the API server puts on a new node (the node lifecycle
+ * controller's part). */
+static const char *untaint_req(const params *p, int i, char *path, size_t np, char *body, size_t nb)
+{
+    (void)p;
+    snprintf(path, np, "/api/v1/nodes/node-%d", i);
+    snprintf(body, nb, "{\"spec\":{\"taints\":null}}");
+    return "PATCH";
+}
+
+static const char *existing_req(const params *p, int i, char *path, size_t np, char *body,
+                                size_t nb)
+{
+    snprintf(path, np, "/api/v1/namespaces/default/pods");
+    snprintf(body, nb,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"other-%d\","
+             "\"namespace\":\"default\",\"labels\":{\"app\":\"other\"}},\"spec\":{"
+             "\"nodeName\":\"node-%d\",\"containers\":[{\"name\":\"c\",\"image\":\"t\","
+             "\"resources\":{\"requests\":{\"cpu\":\"100m\",\"memory\":\"256Mi\"}}}]},"
+             "\"status\":{\"phase\":\"Running\"}}",
+             i, i % p->nodes);
+    return "POST";
+}
+
+static const char *job_req(const params *p, int i, char *path, size_t np, char *body, size_t nb)
+{
+    snprintf(path, np, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs");
+    snprintf(body, nb,
+             "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":"
+             "{\"name\":\"job-%d\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{"
+             "\"Worker\":{\"replicas\":%d,\"template\":{\"spec\":{\"schedulerName\":"
+             "\"drover\",\"containers\":[{\"name\":\"main\",\"image\":\"t\",\"resources\":{"
+             "\"requests\":{\"cpu\":\"1\",\"memory\":\"4Gi\"}}}]}}}}}}",
+             i, p->workers);
+    return "POST";
+}
+
+/* The request Drover sends for a worker of a gang that fits at once: the pod, created bound
+ * (the controller's pod body: template, labels, owner reference, schedulerName,
+ * restartPolicy, nodeName). Nodes are taken round robin, as any spread would. */
+static const char *ceiling_req(const params *p, int i, char *path, size_t np, char *body, size_t nb)
+{
+    int job = i / p->workers, rank = i % p->workers;
+    snprintf(path, np, "/api/v1/namespaces/default/pods");
+    snprintf(body, nb,
+             "{\"metadata\":{\"labels\":{\"drover.dev/job\":\"job-%d\",\"drover.dev/role\":"
+             "\"worker\",\"drover.dev/rank\":\"%d\"},\"name\":\"job-%d-worker-%d\","
+             "\"namespace\":\"default\",\"ownerReferences\":[{\"apiVersion\":"
+             "\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"name\":\"job-%d\",\"uid\":"
+             "\"00000000-0000-0000-0000-%012d\",\"controller\":true,\"blockOwnerDeletion\":"
+             "true}]},\"spec\":{\"schedulerName\":\"drover\",\"containers\":[{\"name\":\"main\","
+             "\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\",\"memory\":\"4Gi\"}}}],"
+             "\"restartPolicy\":\"Never\",\"nodeName\":\"node-%d\"},\"apiVersion\":\"v1\","
+             "\"kind\":\"Pod\"}",
+             job, rank, job, rank, job, job, i % p->nodes);
+    return "POST";
+}
+
+/* A fresh server holding the nodes and the existing pods (and the jobs, with_jobs). */
+static drv_apiserver *cluster(const params *p, bool with_jobs, char *url, size_t nu)
+{
+    drv_diag d = {{0}};
+    drv_apiserver *srv;
+    drv_apiserver_opts so = {
+        .fixture_dir = "tests/fixtures/k8s", .crd_installed = true, .window = 1000000};
+    if (drv_apiserver_start(&srv, &so, &d) != 0)
+        die("test API server", &d);
+    snprintf(url, nu, "http://127.0.0.1:%u", drv_apiserver_port(srv));
+    send_all(p, url, node_req, p->nodes, 8);
+    send_all(p, url, untaint_req, p->nodes, 8);
+    send_all(p, url, existing_req, p->existing, 8);
+    if (with_jobs)
+        send_all(p, url, job_req, p->jobs, 8);
+    return srv;
+}
+
+/* ---- the two measurements ------------------------------------------------------------------ */
+
+static double ceiling(const params *p)
+{
+    char url[64];
+    drv_apiserver *srv = cluster(p, false, url, sizeof url);
+    double t = send_all(p, url, ceiling_req, p->jobs * p->workers, p->threads);
+    drv_apiserver_free(srv);
+    return t;
+}
+
+typedef struct runner {
+    drv_ctrl *c;
+    volatile int stop;
+    int rc;
+    drv_diag d;
+} runner;
+
+static void *run_main(void *arg)
+{
+    runner *r = arg;
+    r->rc = drv_ctrl_run(r->c, &r->stop, &r->d);
+    return NULL;
+}
+
+typedef struct drover_times {
+    double total, sync, first; /* start -> last placed; start -> synced; synced -> first sent */
+    long errors;
+} drover_times;
+
+static drover_times drover(const params *p, const drv_profile *prof)
+{
+    char url[64];
+    drv_apiserver *srv = cluster(p, true, url, sizeof url);
+    drv_diag d = {{0}};
+    drv_kube_config cfg = {.server = url, .qps = 1e6, .burst = 1000000};
+    drv_ctrl_opts o = {.profile = prof, .no_events = true, .binders = p->threads};
+    long pods = (long)p->jobs * p->workers;
+    drover_times out = {0};
+    runner r = {0};
+    double t0 = now(), synced = 0;
+    if (drv_ctrl_new(&r.c, &cfg, &o, &d) != 0)
+        die("controller", &d);
+    pthread_t t;
+    pthread_create(&t, NULL, run_main, &r);
+    for (;;) {
+        drv_ctrl_stats st = drv_ctrl_get_stats(r.c);
+        double tn = now();
+        if (st.synced && synced == 0)
+            synced = tn;
+        if (synced > 0 && out.first == 0 && st.creates + st.binds > 0)
+            out.first = tn - synced;
+        if (st.creates + st.binds >= pods) {
+            out.total = tn - t0;
+            out.errors = st.api_errors;
+            break;
+        }
+        if (tn - t0 > 600)
+            die("drover did not place every pod within 600 s", NULL);
+        usleep(1000);
+    }
+    out.sync = synced - t0;
+    r.stop = 1;
+    pthread_join(t, NULL);
+    if (r.rc != 0)
+        die("controller run", &r.d);
+    drv_ctrl_free(r.c);
+    drv_apiserver_free(srv);
+    return out;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: e2e_bind [--nodes N] [--existing N] [--jobs N] [--workers N] "
+                    "[--threads N] [--policy NAME] [--reps N]\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    params p = {.nodes = 5000,
+                .existing = 16000,
+                .jobs = 500,
+                .workers = 4,
+                .threads = 8,
+                .reps = 3,
+                .policy = "drover"};
+    for (int i = 1; i < argc; i += 2) {
+        if (i + 1 >= argc)
+            return usage();
+        int *field = !strcmp(argv[i], "--nodes")      ? &p.nodes
+                     : !strcmp(argv[i], "--existing") ? &p.existing
+                     : !strcmp(argv[i], "--jobs")     ? &p.jobs
+                     : !strcmp(argv[i], "--workers")  ? &p.workers
+                     : !strcmp(argv[i], "--threads")  ? &p.threads
+                     : !strcmp(argv[i], "--reps")     ? &p.reps
+                                                      : NULL;
+        if (field)
+            *field = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--policy"))
+            p.policy = argv[i + 1];
+        else
+            return usage();
+    }
+    if (p.nodes < 1 || p.existing < 0 || p.jobs < 1 || p.workers < 1 || p.threads < 1 ||
+        p.threads > 64 || p.reps < 1) {
+        fprintf(stderr, "e2e_bind: counts must be at least 1 (threads at most 64)\n");
+        return 2;
+    }
+    drv_profile prof;
+    drv_diag d = {{0}};
+    if (drv_profile_builtin(p.policy, &prof, &d) != 0)
+        die("--policy", &d);
+    long pods = (long)p.jobs * p.workers;
+    printf("%d nodes, %d existing pods, %d gangs x %d workers = %ld new pods; policy %s; "
+           "%d client threads / binders\n",
+           p.nodes, p.existing, p.jobs, p.workers, pods, p.policy, p.threads);
+    printf("%-4s %10s %10s   %10s %10s   %8s   %8s %10s %7s\n", "rep", "ceiling s", "pods/s",
+           "drover s", "pods/s", "fraction", "sync s", "first s", "errors");
+    for (int rep = 1; rep <= p.reps; rep++) {
+        double c = ceiling(&p);
+        drover_times dt = drover(&p, &prof);
+        printf("%-4d %10.3f %10.0f   %10.3f %10.0f   %8.2f   %8.3f %10.3f %7ld\n", rep, c,
+               (double)pods / c, dt.total, (double)pods / dt.total, c / dt.total, dt.sync, dt.first,
+               dt.errors);
+        fflush(stdout);
+    }
+    return 0;
+}

@@ -1,0 +1,216 @@
+/*
+ * profiles.c - the policies a command can name: the built-in profiles plus those of a
+ * `--profiles FILE`, looked up one way for `drover sim`, `drover run` and `drover policies`.
+ *
+ * The rule when a file's profile and a built-in one share a name: the file wins, everywhere.
+ * `--policy NAME` gets the file's; `--policy all` runs the built-ins in their order with the
+ * file's profile in the overridden one's place, then the file's other profiles in file order, so
+ * no name runs twice. A file cannot define a name twice (drv_profile_file_load refuses it).
+ *
+ * Also here: a profile written back as a profile line (for file profiles in `drover policies`),
+ * and plugin and profile docs with the seed numbers of the design notes replaced by the names of
+ * the systems they stand for, which is what a user can look up.
+ */
+#include "cli.h"
+
+#include "drover/policy.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_profiles_load(cli_profiles *ps, const char *path, drv_diag *d)
+{
+    memset(ps, 0, sizeof *ps);
+    if (!path)
+        return 0;
+    int rc = drv_profile_file_load(path, &ps->file, &ps->nfile, d);
+    if (rc == 0)
+        ps->path = path;
+    return rc;
+}
+
+void cli_profiles_fini(cli_profiles *ps)
+{
+    drv_free(ps->file);
+    memset(ps, 0, sizeof *ps);
+}
+
+/* The file's profile named name, or NULL. */
+static const drv_profile *file_profile(const cli_profiles *ps, const char *name)
+{
+    for (int i = 0; i < ps->nfile; i++)
+        if (strcmp(ps->file[i].name, name) == 0)
+            return &ps->file[i];
+    return NULL;
+}
+
+/* Is name one of the built-in profiles? */
+static bool is_builtin(const char *name)
+{
+    for (int i = 0; i < drv_profile_builtin_count(); i++)
+        if (strcmp(drv_profile_builtin_name(i), name) == 0)
+            return true;
+    return false;
+}
+
+bool cli_profile_overridden(const cli_profiles *ps, const char *name)
+{
+    return is_builtin(name) && file_profile(ps, name) != NULL;
+}
+
+int cli_profile_find(const cli_profiles *ps, const char *name, drv_profile *out, drv_diag *d)
+{
+    const drv_profile *f = file_profile(ps, name);
+    if (f) {
+        *out = *f;
+        return 0;
+    }
+    if (is_builtin(name))
+        return drv_profile_builtin(name, out, d);
+    /* Every name the user could have meant: the built-ins, then the file's new ones. */
+    char known[400] = "";
+    size_t len = 0;
+    for (int i = 0; i < drv_profile_builtin_count() && len < sizeof known; i++)
+        len += (size_t)snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "",
+                                drv_profile_builtin_name(i));
+    for (int i = 0; i < ps->nfile && len < sizeof known; i++)
+        if (!is_builtin(ps->file[i].name))
+            len += (size_t)snprintf(known + len, sizeof known - len, ", %s", ps->file[i].name);
+    return drv_fail(d, DRV_ENOENT, "unknown policy '%s' (known: %s)", name, known);
+}
+
+/* `all`: the built-ins (each possibly overridden), then the file's other profiles. */
+static int resolve_all(const cli_profiles *ps, drv_profile *v, int *n, drv_diag *d)
+{
+    for (int i = 0; i < drv_profile_builtin_count(); i++) {
+        int rc = cli_profile_find(ps, drv_profile_builtin_name(i), &v[(*n)++], d);
+        if (rc)
+            return rc;
+    }
+    for (int i = 0; i < ps->nfile; i++)
+        if (!is_builtin(ps->file[i].name))
+            v[(*n)++] = ps->file[i];
+    return 0;
+}
+
+int cli_profiles_resolve(const cli_profiles *ps, const char *list, drv_profile **out, int *n,
+                         drv_diag *d)
+{
+    /* Bound: `all` is builtins + file; a list may name up to MAX_LISTED more (repeats). */
+    enum { MAX_LISTED = 16 };
+    int cap = drv_profile_builtin_count() + ps->nfile + MAX_LISTED, count = 0, rc = 0;
+    drv_profile *v = drv_calloc((size_t)cap, sizeof *v);
+    char *copy = drv_strdup(list);
+    if (!v || !copy) {
+        rc = drv_fail(d, DRV_ENOMEM, "out of memory");
+        goto done;
+    }
+    if (strcmp(list, "all") == 0) {
+        rc = resolve_all(ps, v, &count, d);
+        goto done;
+    }
+    char *save = NULL;
+    for (char *name = strtok_r(copy, ",", &save); name && !rc; name = strtok_r(NULL, ",", &save)) {
+        if (count == cap)
+            rc = drv_fail(d, DRV_EINVAL, "more than %d policies", cap);
+        else
+            rc = cli_profile_find(ps, name, &v[count++], d);
+    }
+    if (!rc && count == 0)
+        rc = drv_fail(d, DRV_EINVAL, "no policy named");
+done:
+    drv_free(copy);
+    if (rc) {
+        drv_free(v);
+        return rc;
+    }
+    *out = v;
+    *n = count;
+    return 0;
+}
+
+/* Appends to buf at *len, never past n (the text is cut at the end of buf). */
+static void put(char *buf, size_t n, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t n, size_t *len, const char *fmt, ...)
+{
+    if (*len >= n)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(buf + *len, n - *len, fmt, ap);
+    va_end(ap);
+    *len = w < 0 ? n : *len + (size_t)w;
+}
+
+/* The shortest %g form that reads back as the same double. */
+static void put_number(char *buf, size_t n, size_t *len, double x)
+{
+    char s[40];
+    snprintf(s, sizeof s, "%.15g", x);
+    if (strtod(s, NULL) != x)
+        snprintf(s, sizeof s, "%.17g", x);
+    put(buf, n, len, "%s", s);
+}
+
+void cli_profile_line(const drv_profile *p, char *buf, size_t n)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    put(buf, n, &len, "gang=%s period=", p->gang ? "true" : "false");
+    put_number(buf, n, &len, p->period);
+    for (int pt = 0; pt < DRV_NPOINTS; pt++) {
+        for (int i = 0; i < p->nuse[pt]; i++) {
+            const drv_plugin_use *u = &p->use[pt][i];
+            if (i == 0)
+                put(buf, n, &len, " %s=", drv_point_name(pt));
+            put(buf, n, &len, "%s%s", i ? "," : "", u->p->name);
+            if (pt == DRV_PT_SCORE && u->weight != 1)
+                put(buf, n, &len, "*%d", (int)u->weight);
+            for (int k = 0; k < u->nknobs; k++) {
+                put(buf, n, &len, "%s%s=", k ? ";" : "(", u->knobs[k].name);
+                put_number(buf, n, &len, u->knobs[k].value);
+            }
+            if (u->nknobs)
+                put(buf, n, &len, ")");
+        }
+    }
+}
+
+/*
+ * The design notes number the five seed systems; a user knows them by name. "(seed 001)"
+ * becomes "(DRAGON)"; "(seed 004, Volcano)" becomes "(Volcano)", as the text names the system
+ * itself after the comma. Numbers not in the table are left as they are.
+ */
+static const char *const seed_system[] = {
+    "Jeong & Yu's autoscaling operator", /* seed 000 */
+    "DRAGON",                            /* seed 001 */
+    "FlowCon",                           /* seed 002 */
+    "SpeCon",                            /* seed 003 */
+    "Volcano-style",                     /* seed 004 */
+};
+
+void cli_user_doc(const char *doc, char *buf, size_t n)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    const int nsys = (int)(sizeof seed_system / sizeof seed_system[0]);
+    for (const char *p = doc; *p;) {
+        const char *s = strstr(p, "seed ");
+        int k = s && s[5] == '0' && s[6] == '0' && s[7] >= '0' && s[7] <= '9' ? s[7] - '0' : -1;
+        if (k < 0 || k >= nsys) {
+            size_t w = s ? (size_t)(s - p) + 5 : strlen(p);
+            put(buf, n, &len, "%.*s", (int)w, p);
+            p += w;
+            continue;
+        }
+        put(buf, n, &len, "%.*s", (int)(s - p), p);
+        p = s + 8;
+        if (strncmp(p, ", ", 2) == 0)
+            p += 2; /* the system is named next */
+        else
+            put(buf, n, &len, "%s", seed_system[k]);
+    }
+}

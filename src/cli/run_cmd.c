@@ -1,0 +1,304 @@
+/*
+ * run_cmd.c - `drover run`: the controller against a Kubernetes API server (docs/running.md).
+ *
+ * Steps: parse and check the flags (the lease and metrics addresses are split here, so a typo
+ * exits 2 before anything connects); find the policy (the same lookup as `drover sim`); read the
+ * kubeconfig or the pod's service account; serve metrics if asked; run the controller until
+ * SIGINT or SIGTERM; print what it did.
+ */
+#include "cli.h"
+
+#include "drover/kube_controller.h"
+#include "drover/policy.h"
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct run_opts {
+    const char *policy, *profiles, *kubeconfig, *context, *ns, *sched, *lease, *maddr;
+    bool incluster, verbose, elect;
+    double qps;
+    int burst;
+} run_opts;
+
+#define AT(field) .at = offsetof(run_opts, field)
+static const cli_flag run_flags[] = {
+    {.name = "policy",
+     .kind = FLAG_TEXT,
+     AT(policy),
+     .arg = "NAME",
+     .help = "the policy (default: drover); see `drover policies`"},
+    {.name = "profiles",
+     .kind = FLAG_TEXT,
+     AT(profiles),
+     .arg = "FILE",
+     .help = "more policies in YAML (docs/policies.md) that --policy can name; a\n"
+             "profile named like a built-in one replaces it"},
+    {.name = "kubeconfig",
+     .kind = FLAG_TEXT,
+     AT(kubeconfig),
+     .arg = "FILES",
+     .help = "kubeconfig files, ':'-separated (default: $KUBECONFIG, else\n~/.kube/config)"},
+    {.name = "context",
+     .kind = FLAG_TEXT,
+     AT(context),
+     .arg = "NAME",
+     .help = "kubeconfig context (default: its current-context)"},
+    {.name = "in-cluster",
+     .kind = FLAG_SWITCH,
+     AT(incluster),
+     .help = "use the pod's service account instead of a kubeconfig"},
+    {.name = "namespace",
+     .kind = FLAG_TEXT,
+     AT(ns),
+     .arg = "NS",
+     .help = "TrainingJobs of this namespace only (default: every namespace)"},
+    {.name = "scheduler-name",
+     .kind = FLAG_TEXT,
+     AT(sched),
+     .arg = "S",
+     .help = "the schedulerName served (default: drover)"},
+    {.name = "kube-api-qps",
+     .kind = FLAG_NUMBER,
+     AT(qps),
+     .arg = "Q",
+     .lo = 1,
+     .hi = 1e6,
+     .help = "requests per second to the API server (default: 50)"},
+    {.name = "kube-api-burst",
+     .kind = FLAG_INT,
+     AT(burst),
+     .arg = "B",
+     .lo = 1,
+     .hi = 1e6,
+     .help = "burst of requests above the rate (default: 100)"},
+    {.name = "leader-elect",
+     .kind = FLAG_SWITCH,
+     AT(elect),
+     .help = "schedule only while holding a Lease, so several replicas can run\n"
+             "(one schedules; another takes over once the lease has gone about\n"
+             "15 s without renewal, on its own clock)"},
+    {.name = "lease",
+     .kind = FLAG_TEXT,
+     AT(lease),
+     .arg = "NS/NAME",
+     .help = "the Lease for --leader-elect (default: drover-system/drover)"},
+    {.name = "metrics-addr",
+     .kind = FLAG_TEXT,
+     AT(maddr),
+     .arg = "A",
+     .help = "serve Prometheus metrics on /metrics and health on /healthz and\n"
+             "/readyz at A = [HOST]:PORT (\":8080\", \"127.0.0.1:0\" for any free\n"
+             "port, \"[::]:8080\"); off by default"},
+    {.name = "verbose",
+     .short_name = 'v',
+     .kind = FLAG_SWITCH,
+     AT(verbose),
+     .help = "also log informational messages: caches synced, lease taken,\n"
+             "conflicts retried, progress scrapes that failed (failed requests\n"
+             "are logged as warnings either way)"},
+};
+#undef AT
+
+const cli_command run_command = {
+    .name = "run",
+    .about = "Runs Drover in a Kubernetes cluster: a controller for TrainingJobs "
+             "(drover.dev/v1alpha1)\n"
+             "that creates their pods, schedules them with one policy and binds them, scales "
+             "elastic\n"
+             "jobs, and writes each job's status and Events. Install the CRD and permissions "
+             "first\n"
+             "(deploy/; docs/running.md). Runs until SIGINT or SIGTERM.\n",
+    .footer = "Exit status: 0 stopped by a signal; 1 the controller failed (out of memory); 2 bad\n"
+              "usage or configuration (unknown policy, unreadable kubeconfig).\n",
+    .flags = run_flags,
+    .nflags = (int)(sizeof run_flags / sizeof run_flags[0]),
+};
+
+/* What the flags say, checked and split: the Lease's namespace and name, the metrics address. */
+typedef struct run_plan {
+    char lease_ns[254], lease_name[254];
+    char mhost[64]; /* empty: every address */
+    long mport;     /* -1: no metrics */
+} run_plan;
+
+static volatile int stop_flag;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+/* --lease NS/NAME into the plan; -1 with a message when it is not that. */
+static int split_lease(const char *lease, run_plan *p)
+{
+    const char *slash = strchr(lease, '/');
+    if (!slash || slash == lease || !slash[1] || strchr(slash + 1, '/') ||
+        (size_t)(slash - lease) >= sizeof p->lease_ns ||
+        strlen(slash + 1) >= sizeof p->lease_name) {
+        fprintf(stderr, "drover run: --lease: expected NAMESPACE/NAME, found '%s'\n", lease);
+        return -1;
+    }
+    snprintf(p->lease_ns, sizeof p->lease_ns, "%.*s", (int)(slash - lease), lease);
+    snprintf(p->lease_name, sizeof p->lease_name, "%s", slash + 1);
+    return 0;
+}
+
+/* --metrics-addr [HOST]:PORT into the plan; -1 with a message when it is not that. */
+static int split_metrics_addr(const char *maddr, run_plan *p)
+{
+    const char *colon = strrchr(maddr, ':');
+    char *end = NULL;
+    if (colon)
+        p->mport = strtol(colon + 1, &end, 10);
+    size_t hl = colon ? (size_t)(colon - maddr) : 0;
+    const char *h = maddr;
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') { /* [IPv6]:port */
+        h++;
+        hl -= 2;
+    }
+    if (!colon || !colon[1] || *end || p->mport < 0 || p->mport > 65535 || hl >= sizeof p->mhost) {
+        fprintf(stderr,
+                "drover run: --metrics-addr: expected [HOST]:PORT such as :8080, found '%s'\n",
+                maddr);
+        return -1;
+    }
+    snprintf(p->mhost, sizeof p->mhost, "%.*s", (int)hl, h);
+    return 0;
+}
+
+/* Checks the flags against each other and splits the addresses. */
+static int check_opts(run_opts *o, run_plan *p)
+{
+    if (o->incluster && (o->kubeconfig || o->context)) {
+        fputs("drover run: --in-cluster cannot be combined with --kubeconfig or --context\n",
+              stderr);
+        return -1;
+    }
+    *p = (run_plan){.lease_ns = "drover-system", .lease_name = "drover", .mport = -1};
+    if (o->lease) {
+        if (split_lease(o->lease, p) != 0)
+            return -1;
+        o->elect = true;
+    }
+    return o->maddr ? split_metrics_addr(o->maddr, p) : 0;
+}
+
+/* The --policy profile, from the built-ins and --profiles FILE (the file's wins on a name). */
+static int find_policy(const run_opts *o, drv_profile *prof)
+{
+    drv_diag d = {{0}};
+    cli_profiles ps;
+    if (cli_profiles_load(&ps, o->profiles, &d) != 0) {
+        fprintf(stderr, "drover run: --profiles: %s\n", d.msg);
+        return -1;
+    }
+    int rc = cli_profile_find(&ps, o->policy, prof, &d);
+    cli_profiles_fini(&ps);
+    if (rc != 0) {
+        fprintf(stderr, "drover run: --policy: %s\n", d.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Serves metrics at the plan's address. Returns 0 or the exit status, with the message. */
+static int start_metrics(const run_opts *o, const run_plan *p, drv_metrics **m)
+{
+    drv_diag d = {{0}};
+    uint16_t port = 0;
+    if (drv_metrics_new(m) != 0) {
+        fputs("drover run: out of memory\n", stderr);
+        return EXIT_RUN;
+    }
+    if (drv_metrics_serve(*m, p->mhost[0] ? p->mhost : NULL, (uint16_t)p->mport, &port, &d) != 0) {
+        fprintf(stderr, "drover run: --metrics-addr %s: %s\n", o->maddr, d.msg);
+        drv_metrics_free(*m);
+        *m = NULL;
+        return EXIT_USAGE;
+    }
+    bool v6 = strchr(p->mhost, ':') != NULL;
+    fprintf(stderr, "drover run: metrics on http://%s%s%s:%u/metrics\n", v6 ? "[" : "",
+            p->mhost[0] ? p->mhost : "0.0.0.0", v6 ? "]" : "", port);
+    return 0;
+}
+
+/* Runs the controller until a signal stops it, then prints what it did. */
+static int run_controller(drv_ctrl *c, const run_opts *o, const run_plan *p)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    fprintf(stderr, "drover run: policy %s, scheduler name %s, %s", o->policy, o->sched,
+            o->ns ? o->ns : "every namespace");
+    if (o->elect)
+        fprintf(stderr, ", leader election on lease %s/%s", p->lease_ns, p->lease_name);
+    fputc('\n', stderr);
+    drv_diag d = {{0}};
+    int rc = drv_ctrl_run(c, &stop_flag, &d);
+    drv_ctrl_stats st = drv_ctrl_get_stats(c);
+    fprintf(stderr,
+            "drover run: stopped after %ld cycles: %ld jobs (%ld finished), %ld pods created, "
+            "%ld bound, %ld deleted, %ld failed requests\n",
+            st.cycles, st.jobs, st.jobs_done, st.creates, st.binds, st.deletes, st.api_errors);
+    if (rc != 0) {
+        fprintf(stderr, "drover run: %s\n", d.msg);
+        return EXIT_RUN;
+    }
+    return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    run_opts o = {.policy = "drover", .sched = "drover", .qps = 50, .burst = 100};
+    run_plan plan;
+    drv_profile prof;
+    int first, status = cli_begin(&run_command, argc, argv, &o, &first);
+    if (status >= 0)
+        return status;
+    if (check_opts(&o, &plan) != 0 || find_policy(&o, &prof) != 0)
+        return EXIT_USAGE;
+    drv_diag d = {{0}};
+    drv_kube_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    int rc = o.incluster ? drv_kube_incluster(&cfg, NULL, &d)
+                         : drv_kubeconfig_load(&cfg, o.kubeconfig, o.context, &d);
+    if (rc != 0) {
+        fprintf(stderr, "drover run: %s\n", d.msg);
+        drv_kube_config_fini(&cfg);
+        return EXIT_USAGE;
+    }
+    cfg.qps = o.qps;
+    cfg.burst = o.burst;
+    if (o.verbose)
+        drv_log_set(NULL, NULL, DRV_LOG_INFO);
+    drv_ctrl_opts co = {.profile = &prof, .scheduler = o.sched, .namespace_ = o.ns};
+    if (o.elect) {
+        co.lease_namespace = plan.lease_ns;
+        co.lease_name = plan.lease_name;
+    }
+    drv_metrics *m = NULL;
+    if (o.maddr && (status = start_metrics(&o, &plan, &m)) != 0) {
+        drv_kube_config_fini(&cfg);
+        return status;
+    }
+    co.metrics = m;
+    drv_ctrl *c = NULL;
+    rc = drv_ctrl_new(&c, &cfg, &co, &d);
+    drv_kube_config_fini(&cfg);
+    if (rc != 0) {
+        fprintf(stderr, "drover run: %s\n", d.msg);
+        drv_metrics_free(m);
+        return rc == DRV_ENOMEM ? EXIT_RUN : EXIT_USAGE;
+    }
+    status = run_controller(c, &o, &plan);
+    drv_ctrl_free(c);
+    drv_metrics_free(m);
+    return status;
+}

@@ -1,0 +1,472 @@
+/*
+ * sim_cmd.c - `drover sim`: simulate each policy on the same cluster and workload, print one row
+ * per policy, and with --out write the data, plots and report page.
+ *
+ * The command reads as its steps: parse and check the flags; read and check every input
+ * (catalogue, cluster, workload or trace, profiles) before running or writing anything, so bad
+ * input exits 2 with nothing written; run each policy; write --out; print the comparison. The
+ * output on stdout depends only on the inputs and the seed (docs/results.md is generated from
+ * it); the progress line on stderr is the one place that reads a clock.
+ */
+#include "cli.h"
+
+#include "drover/calib.h"
+#include "drover/trace.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct sim_opts {
+    const char *workload, *cluster, *policy, *format, *out, *models;
+    const char *profiles, *explain;
+    const char *trace, *trace_format, *on_bad_row, *calib_dir, *mechanics;
+    uint64_t seed;
+    bool check;
+} sim_opts;
+
+#define AT(field) .at = offsetof(sim_opts, field)
+static const cli_flag sim_flags[] = {
+    {.name = "workload",
+     .kind = FLAG_TEXT,
+     AT(workload),
+     .arg = "FILE",
+     .help = "jobs to run (YAML; docs/formats.md). Default: built-in scenario"},
+    {.name = "cluster",
+     .kind = FLAG_TEXT,
+     AT(cluster),
+     .arg = "FILE",
+     .help = "nodes, network and timing (YAML; docs/formats.md). Default: built-in"},
+    {.name = "policy",
+     .kind = FLAG_TEXT,
+     AT(policy),
+     .arg = "LIST",
+     .help = "comma-separated policies, or `all` (default: all). See `drover policies`"},
+    {.name = "seed",
+     .kind = FLAG_UINT64,
+     AT(seed),
+     .arg = "N",
+     .help = "seed for the generated workload and loss noise (default: 1)"},
+    {.name = "format",
+     .kind = FLAG_CHOICE,
+     AT(format),
+     .arg = "FMT",
+     .choices = "table|json|csv",
+     .help = "table (default), json or csv"},
+    {.name = "out",
+     .kind = FLAG_TEXT,
+     AT(out),
+     .arg = "DIR",
+     .help = "also write into DIR (created if missing): summary.json, summary.csv,\n"
+             "scenario.json, per-policy jobs-*.csv, timeline-*.csv and\n"
+             "placements-*.csv, plots (SVG and PNG, drawn by gnuplot; skipped\n"
+             "with a message when gnuplot is missing) and index.html"},
+    {.name = "models",
+     .kind = FLAG_TEXT,
+     AT(models),
+     .arg = "FILE",
+     .help = "model-family catalogue (CSV) instead of the built-in one"},
+    {.name = "check",
+     .kind = FLAG_SWITCH,
+     AT(check),
+     .help = "check invariants after every scheduling cycle (stops on a violation)"},
+    {.name = "profiles",
+     .kind = FLAG_TEXT,
+     AT(profiles),
+     .arg = "FILE",
+     .help = "define more policies in YAML (docs/policies.md); --policy can name\n"
+             "them, and `all` runs them after the built-in ones. A profile named\n"
+             "like a built-in one replaces it"},
+    {.name = "explain",
+     .kind = FLAG_TEXT,
+     AT(explain),
+     .arg = "JOB",
+     .help = "print JOB's combined priority, factor by factor (like Slurm's sprio),\n"
+             "as the first cycle after its submission sees it under the first\n"
+             "policy of --policy, with that policy's `priority` weights (the\n"
+             "defaults when it has none); for a policy that does not order its\n"
+             "queue by priority, says what it orders by. Runs nothing else"},
+    {.name = "trace",
+     .kind = FLAG_TEXT,
+     AT(trace),
+     .arg = "FILE",
+     .help = "jobs from a published trace instead of --workload (docs/data.md)"},
+    {.name = "trace-format",
+     .kind = FLAG_TEXT,
+     AT(trace_format),
+     .arg = "F",
+     .help = "pollux, philly, tiresias or auto (default: auto, from the header)"},
+    {.name = "on-bad-row",
+     .kind = FLAG_CHOICE,
+     AT(on_bad_row),
+     .arg = "ACT",
+     .choices = "fail|skip",
+     .help = "fail (default) or skip malformed trace rows (skips are counted)"},
+    {.name = "calib-dir",
+     .kind = FLAG_TEXT,
+     AT(calib_dir),
+     .arg = "DIR",
+     .help = "measured step-time profiles for --trace (default: data/pollux/profiles)"},
+    {.name = "mechanics",
+     .kind = FLAG_CHOICE,
+     AT(mechanics),
+     .arg = "M",
+     .choices = "default|pollux",
+     .help = "default, or pollux: 16 nodes x 4 GPUs, 60 s rounds, 30 s pause at\n"
+             "every (re)start, as the Pollux simulator (replaces --cluster)"},
+};
+#undef AT
+
+const cli_command sim_command = {
+    .name = "sim",
+    .about = "Simulates each policy on the same cluster and workload and prints one row per "
+             "policy.\n"
+             "Without --workload and --cluster it runs the built-in scenario: 8 nodes of 32 CPUs "
+             "and\n"
+             "128 GiB, and 60 parameter-server jobs arriving about once a minute.\n",
+    .footer = "Bad input is reported as file:line: field: what was expected, with exit status 2.\n"
+              "When stderr is a terminal and the run takes more than a second, a progress line "
+              "(jobs\n"
+              "done, simulated time, ETA) is shown on stderr and cleared at the end.\n",
+    .flags = sim_flags,
+    .nflags = (int)(sizeof sim_flags / sizeof sim_flags[0]),
+};
+
+/* ---- progress line -------------------------------------------------------------------------- */
+
+/*
+ * The progress line on stderr: only when stderr is a terminal, only once the run has taken
+ * more than PROGRESS_AFTER seconds, at most every PROGRESS_EVERY seconds, cleared at the end.
+ * The simulator calls progress_cb; this is the one place that reads a clock, so it cannot change
+ * a run's results.
+ */
+#define PROGRESS_AFTER 1.0
+#define PROGRESS_EVERY 0.25
+
+typedef struct progress {
+    bool tty;
+    double t0, last;
+    int run, runs; /* index of the policy being simulated, number of policies */
+    const char *policy;
+    bool shown;
+} progress;
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void progress_cb(void *arg, const drv_progress *p)
+{
+    progress *g = arg;
+    if (!g->tty)
+        return;
+    double now = mono_now(), elapsed = now - g->t0;
+    if (elapsed < PROGRESS_AFTER || now - g->last < PROGRESS_EVERY)
+        return;
+    g->last = now;
+    double frac = (g->run + (p->jobs > 0 ? (double)p->done / p->jobs : 0)) / g->runs;
+    char eta[32] = "?";
+    if (frac > 0.01)
+        snprintf(eta, sizeof eta, "%.0f s", elapsed * (1 - frac) / frac);
+    fprintf(stderr, "\r\033[K%s (%d/%d): %d/%d jobs done, simulated %.1f h, ETA %s", g->policy,
+            g->run + 1, g->runs, p->done, p->jobs, p->now / 3600.0, eta);
+    fflush(stderr);
+    g->shown = true;
+}
+
+static void progress_clear(progress *g)
+{
+    if (g->shown) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+        g->shown = false;
+    }
+}
+
+/* ---- inputs --------------------------------------------------------------------------------- */
+
+/* Everything a run reads, checked before anything runs. */
+typedef struct sim_inputs {
+    drv_catalogue cat;
+    drv_cluster_spec cluster;
+    drv_workload wl;
+    drv_calib calib;       /* loaded only with --trace */
+    int32_t rows_skipped;  /* malformed trace rows skipped (--on-bad-row skip) */
+    cli_profiles profiles; /* --profiles FILE */
+    drv_profile *prof;     /* the --policy list, resolved (drv_malloc'ed) */
+    int nprof;
+    bool pollux; /* --mechanics pollux */
+} sim_inputs;
+
+static void inputs_fini(sim_inputs *in)
+{
+    drv_free(in->prof);
+    cli_profiles_fini(&in->profiles);
+    drv_workload_fini(&in->wl);
+    drv_cluster_fini(&in->cluster);
+    drv_catalogue_fini(&in->cat);
+    drv_calib_fini(&in->calib);
+}
+
+/* Checks what the table cannot: values read by other modules, and flags that exclude others. */
+static int check_opts(const sim_opts *o)
+{
+    if (drv_trace_format_parse(o->trace_format) == -1) {
+        fprintf(stderr,
+                "drover sim: --trace-format: expected pollux, philly, tiresias or auto, found "
+                "'%s'\n",
+                o->trace_format);
+        return -1;
+    }
+    if (o->trace && o->workload) {
+        fprintf(stderr, "drover sim: --trace and --workload: give one of them\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* The jobs: from --trace, --workload, or generated. */
+static int load_jobs(const sim_opts *o, sim_inputs *in, drv_diag *d)
+{
+    if (o->trace) {
+        int rc = drv_calib_load(&in->calib, o->calib_dir, d);
+        if (rc)
+            return rc;
+        drv_trace_opts to = {drv_trace_format_parse(o->trace_format),
+                             strcmp(o->on_bad_row, "skip") == 0, o->seed, &in->calib,
+                             DRV_POLLUX_GPUS};
+        for (int32_t i = 0; i < in->cluster.n; i++)
+            if (in->cluster.nodes[i].alloc.gpu > 0) {
+                to.gpus_per_node = (int32_t)in->cluster.nodes[i].alloc.gpu;
+                break;
+            }
+        return drv_trace_load(&in->wl, o->trace, &in->cat, &to, &in->rows_skipped, d);
+    }
+    if (o->workload)
+        return drv_workload_load(&in->wl, o->workload, &in->cat, o->seed, d);
+    drv_genparams g;
+    drv_genparams_default(&g, o->seed);
+    return drv_workload_generate(&in->wl, &g, &in->cat, d);
+}
+
+/* Reads and checks every input. Returns 0 or the exit status, with the message printed. */
+static int load_inputs(const sim_opts *o, sim_inputs *in)
+{
+    drv_diag d = {{0}};
+    int rc = o->models ? drv_catalogue_load(&in->cat, o->models, &d)
+                       : drv_catalogue_builtin(&in->cat, &d);
+    if (!rc) {
+        if (in->pollux)
+            drv_cluster_pollux(&in->cluster, DRV_POLLUX_NODES, DRV_POLLUX_GPUS);
+        else if (o->cluster)
+            rc = drv_cluster_load(&in->cluster, o->cluster, &d);
+        else
+            drv_cluster_default(&in->cluster);
+    }
+    if (!rc)
+        rc = load_jobs(o, in, &d);
+    if (!rc)
+        rc = cli_profiles_load(&in->profiles, o->profiles, &d);
+    if (rc) {
+        fprintf(stderr, "drover: %s\n", d.msg[0] ? d.msg : drv_strerror(rc));
+        return rc == DRV_ENOMEM ? EXIT_RUN : EXIT_USAGE;
+    }
+    if ((rc = cli_profiles_resolve(&in->profiles, o->policy, &in->prof, &in->nprof, &d)) != 0) {
+        fprintf(stderr, "drover sim: --policy: %s\n", d.msg);
+        return rc == DRV_ENOMEM ? EXIT_RUN : EXIT_USAGE;
+    }
+    /* The Pollux simulator decides once per 60 s round. */
+    for (int i = 0; in->pollux && i < in->nprof; i++)
+        in->prof[i].period = DRV_POLLUX_ROUND;
+    return 0;
+}
+
+/* ---- running and writing -------------------------------------------------------------------- */
+
+/* Creates dir and its parents (like mkdir -p). */
+static int make_dirs(const char *dir)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return -1;
+    struct stat sb;
+    return stat(buf, &sb) == 0 && S_ISDIR(sb.st_mode) ? 0 : -1;
+}
+
+/* What the --out files record beyond the results: model names, seed, profiles, input files. */
+static drv_report_meta report_meta(const sim_opts *o, const sim_inputs *in)
+{
+    return (drv_report_meta){.cat = &in->cat,
+                             .calib = o->trace ? &in->calib : NULL,
+                             .seed = o->seed,
+                             .profiles = in->prof,
+                             .inputs = {{"trace", o->trace},
+                                        {"workload", o->workload},
+                                        {"cluster", o->cluster},
+                                        {"models", o->models},
+                                        {"profiles", o->profiles}},
+                             .ninputs = 5};
+}
+
+/* Runs each policy on the same inputs into sums[i]; with --out writes each run's files. Returns
+ * 0 or the exit status, with the message printed: a profile the simulator refuses (a bad knob) is
+ * bad input, anything failing during a run is a failed run. */
+static int run_policies(const sim_opts *o, const sim_inputs *in, drv_summary *sums)
+{
+    progress prog = {.tty = isatty(STDERR_FILENO) == 1, .t0 = mono_now(), .runs = in->nprof};
+    drv_sim_config cfg = {.seed = o->seed,
+                          .check = o->check,
+                          .placements = o->out != NULL,
+                          .progress = progress_cb,
+                          .progress_arg = &prog,
+                          .calib = o->trace ? &in->calib : NULL};
+    drv_diag d = {{0}};
+    drv_report_meta meta = report_meta(o, in);
+    int rc = 0, status = 0;
+    for (int i = 0; i < in->nprof && !rc; i++) {
+        drv_sim *s = NULL;
+        prog.run = i;
+        prog.policy = in->prof[i].name;
+        rc = drv_sim_new(&in->cluster, &in->wl, &in->cat, &in->prof[i], &cfg, &s, &d);
+        if (rc) {
+            status = rc == DRV_EINVAL ? EXIT_USAGE : EXIT_RUN;
+            break;
+        }
+        rc = drv_sim_run(s, &d);
+        if (!rc) {
+            drv_sim_summary(s, &sums[i]);
+            if (o->out)
+                rc = drv_report_run_files(o->out, s, &meta, &d);
+        }
+        drv_sim_free(s);
+        status = rc ? EXIT_RUN : 0;
+    }
+    progress_clear(&prog);
+    if (status)
+        fprintf(stderr, "drover: %s\n", d.msg[0] ? d.msg : drv_strerror(rc));
+    return status;
+}
+
+/* --out: the summary and scenario files, then plots and page drawn from the files just written,
+ * as `drover report` would (a missing gnuplot only skips the plots: *skipped). Returns 0 or the
+ * exit status, with the message printed. */
+static int write_out_dir(const sim_opts *o, const sim_inputs *in, const drv_summary *sums,
+                         const char *desc, bool *skipped)
+{
+    drv_diag d = {{0}};
+    drv_scenario sc = {.jobs = in->wl.n, .nodes = in->cluster.n, .seed = o->seed};
+    snprintf(sc.desc, sizeof sc.desc, "%s", desc);
+    for (int32_t k = 0; k < in->cluster.n; k++) {
+        sc.cpu_m += (double)in->cluster.nodes[k].alloc.cpu;
+        sc.gpu += (double)in->cluster.nodes[k].alloc.gpu;
+    }
+    drv_report_meta meta = report_meta(o, in);
+    int rc = drv_report_summary_files(o->out, sums, in->nprof, &meta, &d);
+    if (!rc)
+        rc = drv_report_scenario_file(o->out, &sc, &d);
+    if (rc) {
+        fprintf(stderr, "drover: %s\n", d.msg[0] ? d.msg : drv_strerror(rc));
+        return EXIT_RUN;
+    }
+    return cli_render_dir(o->out, "drover", skipped) ? EXIT_RUN : 0;
+}
+
+/* The comparison on stdout, in --format. */
+static void print_comparison(const sim_opts *o, const sim_inputs *in, const drv_summary *sums,
+                             const char *desc, bool skipped)
+{
+    if (strcmp(o->format, "json") == 0) {
+        drv_report_json(stdout, sums, in->nprof);
+        return;
+    }
+    if (strcmp(o->format, "csv") == 0) {
+        drv_report_csv(stdout, sums, in->nprof);
+        return;
+    }
+    printf("%s\n", desc);
+    if (o->trace)
+        printf("trace rows skipped as malformed: %d\n", in->rows_skipped);
+    printf("\n");
+    drv_report_table(stdout, sums, in->nprof);
+    if (o->out) {
+        printf("\nwrote %s/summary.json, summary.csv, scenario.json, jobs-*.csv, "
+               "timeline-*.csv, placements-*.csv\n",
+               o->out);
+        if (!skipped)
+            printf("plots: %s/*.svg, *.png; report page: %s/index.html\n", o->out, o->out);
+    }
+}
+
+/* Runs the policies, writes --out and prints; the inputs are loaded. Returns the exit status. */
+static int simulate(const sim_opts *o, const sim_inputs *in)
+{
+    drv_summary *sums = drv_calloc((size_t)in->nprof, sizeof *sums);
+    if (!sums) {
+        fprintf(stderr, "drover: out of memory\n");
+        return EXIT_RUN;
+    }
+    if (o->out && make_dirs(o->out) != 0) {
+        fprintf(stderr, "drover: --out %s: cannot create directory: %s\n", o->out, strerror(errno));
+        drv_free(sums);
+        return EXIT_USAGE;
+    }
+    int status = run_policies(o, in, sums);
+    if (status) {
+        drv_free(sums);
+        return status;
+    }
+    char desc[512];
+    snprintf(desc, sizeof desc, "%d jobs on %d nodes (%s, %s)", in->wl.n, in->cluster.n,
+             o->trace      ? o->trace
+             : o->workload ? o->workload
+                           : "built-in workload",
+             in->pollux   ? "pollux mechanics"
+             : o->cluster ? o->cluster
+                          : "built-in cluster");
+    bool skipped = false;
+    status = o->out ? write_out_dir(o, in, sums, desc, &skipped) : 0;
+    if (status == 0)
+        print_comparison(o, in, sums, desc, skipped);
+    drv_free(sums);
+    return status;
+}
+
+int cmd_sim(int argc, char **argv)
+{
+    sim_opts o = {.policy = "all",
+                  .format = "table",
+                  .seed = 1,
+                  .trace_format = "auto",
+                  .on_bad_row = "fail",
+                  .calib_dir = "data/pollux/profiles",
+                  .mechanics = "default"};
+    int first, status = cli_begin(&sim_command, argc, argv, &o, &first);
+    if (status >= 0)
+        return status;
+    if (check_opts(&o) != 0)
+        return EXIT_USAGE;
+    sim_inputs in = {.pollux = strcmp(o.mechanics, "pollux") == 0};
+    status = load_inputs(&o, &in);
+    if (status == 0 && o.explain)
+        status = cli_explain_job(&in.cluster, &in.wl, &in.cat, &in.prof[0], o.seed, o.explain);
+    else if (status == 0)
+        status = simulate(&o, &in);
+    inputs_fini(&in);
+    return status;
+}

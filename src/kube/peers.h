@@ -1,0 +1,70 @@
+/*
+ * peers.h - how the pods of one training job find each other: stable names, the environment
+ * their framework reads, and the headless Service that makes the names resolve.
+ *
+ * Names follow Kubeflow's operators, so a script written for a TFJob or a PyTorchJob runs
+ * unchanged:
+ *   pod       <job>-<role>-<rank>           role: ps, chief, worker, evaluator; master for an
+ *                                           all-reduce (PyTorch-shaped) job's chief
+ *   address   <job>-<role>-<rank>.<job>.<namespace>.svc:<port>
+ *             (the pod's hostname and subdomain, resolved by the job's headless Service <job>)
+ *
+ * TensorFlow jobs (any of PS, Chief, Worker, Evaluator) get TF_CONFIG:
+ *   {"cluster":{"chief":[...],"ps":[...],"worker":[...]},"task":{"type":"worker","index":1},
+ *    "environment":"cloud"}
+ * The evaluator is not part of the training cluster (as in TensorFlow's and Kubeflow's
+ * convention); it only sees its own task.
+ *
+ * All-reduce jobs (a Master and Workers, PyTorchJob's shape) get MASTER_ADDR, MASTER_PORT,
+ * WORLD_SIZE (master + workers) and RANK (master 0, worker i is i + 1), and PYTHONUNBUFFERED=1.
+ *
+ * The environment names every peer, so it depends on the replica counts: when a job is scaled,
+ * its pods' environment must be rendered again and the pods restarted (docs/running.md says what
+ * a training script must do to survive that).
+ */
+#ifndef DROVER_KUBE_PEERS_H
+#define DROVER_KUBE_PEERS_H
+
+#include "drover/state.h"
+
+#include <jansson.h>
+
+typedef enum drv_framework {
+    DRV_FRAMEWORK_TENSORFLOW, /* TF_CONFIG */
+    DRV_FRAMEWORK_ALLREDUCE,  /* MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK */
+} drv_framework;
+
+enum { DRV_PEERS_TF_PORT = 2222, DRV_PEERS_MASTER_PORT = 23456 };
+
+typedef struct drv_peer_job {
+    const char *ns, *name;        /* the job's namespace and name */
+    drv_framework framework;      /* which environment its pods get */
+    int32_t replicas[DRV_NROLES]; /* pods per role now (DRV_ROLE_CHIEF: the master) */
+    int port;                     /* 0: DRV_PEERS_TF_PORT or DRV_PEERS_MASTER_PORT */
+} drv_peer_job;
+
+/* The role's name in pod names and TF_CONFIG: "ps", "chief", "worker", "evaluator", and
+ * "master" for an all-reduce job's chief. */
+const char *drv_peers_role(const drv_peer_job *j, int role);
+
+/* Writes "<job>-<role>-<rank>" to buf; returns DRV_ERANGE when it does not fit or is longer
+ * than a DNS label (63), which a hostname must be. */
+int drv_peers_pod_name(const drv_peer_job *j, int role, int rank, char *buf, size_t n);
+
+/*
+ * Gives the pod (a Pod object: {"metadata":...,"spec":...}) of role/rank its hostname and
+ * subdomain and sets the peer variables in the env of every container (replacing variables of
+ * the same name the template set). Returns 0, DRV_EINVAL (diag names the field) for a pod
+ * without spec.containers, or DRV_ENOMEM.
+ */
+int drv_peers_apply(const drv_peer_job *j, int role, int rank, json_t *pod, drv_diag *d);
+
+/* The job's headless Service (clusterIP None, publishNotReadyAddresses, selecting the job's
+ * pods by drover.dev/job), owned by the TrainingJob of that uid. NULL when out of memory. */
+json_t *drv_peers_service(const drv_peer_job *j, const char *uid);
+
+/* TF_CONFIG of role/rank as compact JSON (drv_malloc'd; the caller frees it), or NULL when out
+ * of memory. */
+char *drv_peers_tf_config(const drv_peer_job *j, int role, int rank);
+
+#endif

@@ -1,0 +1,482 @@
+/*
+ * test_chaos.c - `drover run` under faults and kills, checked against the API server's whole
+ * history: never bind twice, never over-commit, never leave a gang half-bound.
+ *
+ * The cluster is the in-memory test API server on loopback with an audit log (every node and
+ * pod event, in order), and an in-process `drover emulate` of 8 nodes of 8 CPUs that runs each
+ * bound pod for its duration annotation. The test submits --jobs TrainingJobs of 1 PS and 4
+ * workers (500m, 1Gi each), then runs `drover run` as a child process and SIGKILLs it --kills
+ * times at seeded random moments, restarting it at once each time; the last one runs until
+ * every job has succeeded and is stopped with SIGTERM. Meanwhile the server answers about
+ * --rate of the controller's requests (its User-Agent is drover/<version>; the emulator's and
+ * the test's are not touched) with a fault: 409, 429 with Retry-After, 500, a 300 ms delay, every
+ * watch dropped, or the watch window expired (410).
+ *
+ * Checked, from the audit log replayed event by event:
+ *   over-commit   at no moment do the pods bound to a node and not finished request more CPU
+ *                 or memory than it has;
+ *   double bind   at no moment are two unfinished bound pods the same job, role and rank, and
+ *                 no job, role and rank succeeds twice;
+ *   half gang     no pod of a job succeeds before a pod of each of its 5 ranks has been bound;
+ * and, from the objects at the end: every TrainingJob Succeeded; the last controller's failed
+ * requests (its stop line) equal the error faults injected while it ran (409, 429, 500).
+ *
+ * Seeded and repeatable in what it injects: the same --seed draws the same faults and kill
+ * times (the interleaving of threads still varies). Prints one summary line.
+ *
+ * usage: test_chaos [--seed N] [--jobs N] [--rate R] [--kills N] [--policy NAME]
+ *        (defaults: seed $CHAOS_SEED or 1, 200 jobs, rate 0.1, 6 kills, gang-fifo)
+ */
+#include "apiserver.h"
+#include "drover/kube.h"
+#include "drover/kube_emulate.h"
+#include "drover/kube_types.h"
+#include "kubectl_util.h"
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { NODES = 8, RANKS = 5, MAX_JOBS = 2000 };
+
+typedef struct opts {
+    uint64_t seed;
+    int jobs, kills;
+    double rate;
+    const char *policy;
+} opts;
+
+static int failures;
+
+/* Counts a failed check: what, with the number that shows it. */
+static void expect(bool ok, const char *what, long n)
+{
+    if (!ok) {
+        fprintf(stderr, "FAIL: %s (%ld)\n", what, n);
+        failures++;
+    }
+}
+
+static uint64_t rng_state;
+static double uniform(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) * 0x1.0p-53;
+}
+
+static void sleep_s(double s)
+{
+    struct timespec t = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&t, NULL);
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- the controller as a child process ----------------------------------------------------- */
+
+static pid_t start_drover(const opts *o, int incarnation, char *log, size_t nlog)
+{
+    const char *bin = getenv("DROVER_BINARY_DIR");
+    char drover[512];
+    snprintf(drover, sizeof drover, "%s/drover", bin ? bin : "build");
+    snprintf(log, nlog, "%s/drover-%d.log", kc_dir(), incarnation);
+    pid_t pid = fork();
+    if (pid == 0) {
+        FILE *f = freopen(log, "w", stderr);
+        (void)f;
+        execl(drover, drover, "run", "--kubeconfig", kc_config(), "--policy", o->policy,
+              (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* The "N failed requests" of the stop line in log, or -1. */
+static long stop_line_failures(const char *log)
+{
+    FILE *f = fopen(log, "r");
+    if (!f)
+        return -1;
+    char line[1024];
+    long n = -1;
+    while (fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, " failed requests");
+        if (strstr(line, "stopped after") && p) {
+            while (p > line && p[-1] >= '0' && p[-1] <= '9')
+                p--;
+            n = atol(p);
+        }
+    }
+    fclose(f);
+    return n;
+}
+
+/* ---- the workload -------------------------------------------------------------------------- */
+
+static void submit(drv_kube *k, int i)
+{
+    char body[2048];
+    const char *pod = "{\"metadata\":{\"annotations\":{\"" DRV_EMU_DURATION_ANNOTATION
+                      "\":\"100\"}},\"spec\":{\"schedulerName\":\"drover\",\"containers\":[{"
+                      "\"name\":\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":"
+                      "\"500m\",\"memory\":\"1Gi\"}}}]}}";
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
+             "\"name\":\"job-%d\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{"
+             "\"PS\":{\"replicas\":1,\"template\":%s},\"Worker\":{\"replicas\":4,"
+             "\"template\":%s}}}}",
+             i, pod, pod);
+    drv_diag d = {{0}};
+    long st = 0;
+    if (drv_kube_request(k, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+                         NULL, body, &st, NULL, &d) != 0 ||
+        st != 201) {
+        fprintf(stderr, "test_chaos: cannot submit job-%d: %ld %s\n", i, st, d.msg);
+        exit(1);
+    }
+}
+
+/* How many TrainingJobs have status.phase Succeeded. */
+static int succeeded_jobs(drv_kube *k)
+{
+    drv_diag d = {{0}};
+    long st = 0;
+    json_t *list = NULL;
+    if (drv_kube_request(k, "GET", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+                         NULL, NULL, &st, &list, &d) != 0)
+        return -1;
+    int n = 0;
+    size_t i;
+    json_t *tj;
+    json_array_foreach(json_object_get(list, "items"), i, tj)
+    {
+        const char *ph = json_string_value(json_object_get(json_object_get(tj, "status"), "phase"));
+        n += ph && strcmp(ph, "Succeeded") == 0;
+    }
+    json_decref(list);
+    return n;
+}
+
+/* ---- replaying the history ----------------------------------------------------------------- */
+
+typedef struct pod_state {
+    char uid[64];
+    int node;      /* -1 unbound */
+    int job, slot; /* job number and rank slot (PS 0, workers 1-4), -1 when not ours */
+    bool live;     /* bound and neither finished nor deleted */
+    bool done;     /* reached Succeeded */
+    int64_t cpu_m, mem;
+} pod_state;
+
+typedef struct history {
+    pod_state *pods;
+    int npods, cap;
+    int64_t node_cpu[NODES], node_mem[NODES];
+    int64_t used_cpu[NODES], used_mem[NODES];
+    unsigned char *ever_bound; /* job * RANKS + slot */
+    unsigned char *live_count, *done_count;
+    bool *half;
+    long overcommits, double_binds, twice_done, half_gangs, events;
+} history;
+
+static int node_index(const char *name)
+{
+    return name && strncmp(name, "n", 1) == 0 ? atoi(name + 1) : -1;
+}
+
+static pod_state *pod_of(history *h, const char *uid)
+{
+    for (int i = h->npods - 1; i >= 0; i--) /* recent pods are looked up most */
+        if (strcmp(h->pods[i].uid, uid) == 0)
+            return &h->pods[i];
+    if (h->npods == h->cap) {
+        h->cap = h->cap ? h->cap * 2 : 1024;
+        h->pods = realloc(h->pods, (size_t)h->cap * sizeof *h->pods);
+    }
+    pod_state *p = &h->pods[h->npods++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->uid, sizeof p->uid, "%s", uid);
+    p->node = p->job = p->slot = -1;
+    return p;
+}
+
+static void requests_of(json_t *pod, int64_t *cpu, int64_t *mem)
+{
+    *cpu = *mem = 0;
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), i, c)
+    {
+        json_t *req = json_object_get(json_object_get(c, "resources"), "requests");
+        int64_t v;
+        if (drv_kube_quantity_milli(json_string_value(json_object_get(req, "cpu")), &v) == 0)
+            *cpu += v;
+        if (drv_kube_quantity(json_string_value(json_object_get(req, "memory")), &v) == 0)
+            *mem += v;
+    }
+}
+
+static void set_live(history *h, pod_state *p, bool live)
+{
+    if (p->live == live)
+        return;
+    int sign = live ? 1 : -1;
+    p->live = live;
+    h->used_cpu[p->node] += sign * p->cpu_m;
+    h->used_mem[p->node] += sign * p->mem;
+    if (p->job >= 0)
+        h->live_count[p->job * RANKS + p->slot] += (unsigned char)sign;
+}
+
+static void replay_pod(history *h, const char *type, json_t *o)
+{
+    json_t *meta = json_object_get(o, "metadata");
+    const char *uid = json_string_value(json_object_get(meta, "uid"));
+    if (!uid)
+        return;
+    pod_state *p = pod_of(h, uid);
+    json_t *labels = json_object_get(meta, "labels");
+    const char *job = json_string_value(json_object_get(labels, "drover.dev/job"));
+    const char *role = json_string_value(json_object_get(labels, "drover.dev/role"));
+    const char *rank = json_string_value(json_object_get(labels, "drover.dev/rank"));
+    if (p->job < 0 && job && role && rank && strncmp(job, "job-", 4) == 0) {
+        p->job = atoi(job + 4);
+        p->slot = strcmp(role, "ps") == 0 ? 0 : 1 + atoi(rank);
+        if (p->job >= MAX_JOBS || p->slot >= RANKS)
+            p->job = -1;
+    }
+    requests_of(o, &p->cpu_m, &p->mem);
+    int node =
+        node_index(json_string_value(json_object_get(json_object_get(o, "spec"), "nodeName")));
+    const char *phase = json_string_value(json_object_get(json_object_get(o, "status"), "phase"));
+    bool finished = phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
+    if (node >= 0 && node < NODES && p->node < 0) {
+        p->node = node;
+        if (p->job >= 0)
+            h->ever_bound[p->job * RANKS + p->slot] = 1;
+    }
+    if (p->node >= 0)
+        set_live(h, p, !finished && strcmp(type, "DELETED") != 0);
+    if (phase && !strcmp(phase, "Succeeded") && !p->done && p->job >= 0) {
+        p->done = true;
+        if (++h->done_count[p->job * RANKS + p->slot] > 1)
+            h->twice_done++;
+        int bound = 0;
+        for (int r = 0; r < RANKS; r++)
+            bound += h->ever_bound[p->job * RANKS + r];
+        if (bound < RANKS && !h->half[p->job]) {
+            h->half[p->job] = true;
+            h->half_gangs++;
+            fprintf(stderr, "half gang: job-%d had %d of %d ranks bound when a pod succeeded\n",
+                    p->job, bound, RANKS);
+        }
+    }
+    if (p->node >= 0 && (h->used_cpu[p->node] > h->node_cpu[p->node] ||
+                         h->used_mem[p->node] > h->node_mem[p->node])) {
+        h->overcommits++;
+        fprintf(stderr, "over-commit: n%d holds %lldm CPU of %lldm\n", p->node,
+                (long long)h->used_cpu[p->node], (long long)h->node_cpu[p->node]);
+    }
+    if (p->job >= 0 && h->live_count[p->job * RANKS + p->slot] > 1) {
+        h->double_binds++;
+        fprintf(stderr, "double bind: job-%d slot %d has two live bound pods\n", p->job, p->slot);
+    }
+}
+
+static void replay(history *h, const char *audit)
+{
+    for (const char *line = audit; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line) : strlen(line);
+        json_t *ev = json_loadb(line, n, 0, NULL);
+        const char *type = json_string_value(json_object_get(ev, "type"));
+        json_t *o = json_object_get(ev, "object");
+        const char *kind = json_string_value(json_object_get(o, "kind"));
+        if (type && kind && !strcmp(kind, "Node")) {
+            int i = node_index(
+                json_string_value(json_object_get(json_object_get(o, "metadata"), "name")));
+            json_t *alloc = json_object_get(json_object_get(o, "status"), "allocatable");
+            if (i >= 0 && i < NODES) {
+                drv_kube_quantity_milli(json_string_value(json_object_get(alloc, "cpu")),
+                                        &h->node_cpu[i]);
+                drv_kube_quantity(json_string_value(json_object_get(alloc, "memory")),
+                                  &h->node_mem[i]);
+            }
+        } else if (type && kind && !strcmp(kind, "Pod")) {
+            replay_pod(h, type, o);
+        }
+        h->events++;
+        json_decref(ev);
+        line += n + (end != NULL);
+    }
+}
+
+/* ---- main ---------------------------------------------------------------------------------- */
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: test_chaos [--seed N] [--jobs N] [--rate R] [--kills N] "
+                    "[--policy NAME]\n");
+    return 2;
+}
+
+static int parse(int argc, char **argv, opts *o)
+{
+    const char *env = getenv("CHAOS_SEED");
+    *o = (opts){.seed = env ? strtoull(env, NULL, 10) : 1,
+                .jobs = 200,
+                .rate = 0.1,
+                .kills = 6,
+                .policy = "gang-fifo"};
+    for (int i = 1; i < argc; i += 2) {
+        if (i + 1 >= argc)
+            return usage();
+        if (!strcmp(argv[i], "--seed"))
+            o->seed = strtoull(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--jobs"))
+            o->jobs = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--rate"))
+            o->rate = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--kills"))
+            o->kills = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--policy"))
+            o->policy = argv[i + 1];
+        else
+            return usage();
+    }
+    if (o->jobs < 1 || o->jobs > MAX_JOBS || o->kills < 0 || o->rate < 0 || o->rate > 0.5)
+        return usage();
+    return 0;
+}
+
+static drv_emulator *start_emulator(const char *url)
+{
+    drv_emu_node nodes[NODES];
+    for (int i = 0; i < NODES; i++) {
+        nodes[i] = (drv_emu_node){.alloc = {.cpu = 8000, .mem = 32LL << 30}};
+        snprintf(nodes[i].name, sizeof nodes[i].name, "n%d", i);
+        snprintf(nodes[i].zone, sizeof nodes[i].zone, "zone-%d", i % 2);
+        snprintf(nodes[i].rack, sizeof nodes[i].rack, "rack-%d", i % 4);
+    }
+    drv_emulator_opts eo;
+    drv_emulator_opts_default(&eo);
+    eo.speed = 20;
+    eo.heartbeat_s = 5;
+    drv_kube_config cfg = {
+        .server = (char *)url, .qps = 1000, .burst = 1000, .component = "emulate"};
+    drv_emulator *e = NULL;
+    drv_diag d = {{0}};
+    if (drv_emulator_new(&e, &cfg, nodes, NODES, &eo, &d) != 0 || drv_emulator_start(e, &d) != 0) {
+        fprintf(stderr, "test_chaos: emulator: %s\n", d.msg);
+        exit(1);
+    }
+    return e;
+}
+
+int main(int argc, char **argv)
+{
+    opts o;
+    if (parse(argc, argv, &o) != 0)
+        return 2;
+    rng_state = o.seed * 0x2545f4914f6cdd1dULL + 1;
+    const char *src = getenv("DROVER_SOURCE_DIR");
+    char fx[512], url[64];
+    snprintf(fx, sizeof fx, "%s/tests/fixtures/k8s", src ? src : ".");
+    drv_apiserver *srv = NULL;
+    drv_apiserver_opts so = {.fixture_dir = fx, .crd_installed = true, .audit = true};
+    drv_diag d = {{0}};
+    if (drv_apiserver_start(&srv, &so, &d) != 0 || kc_setup(drv_apiserver_port(srv), "chaos")) {
+        fprintf(stderr, "test_chaos: test server: %s\n", d.msg);
+        return 1;
+    }
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", drv_apiserver_port(srv));
+    drv_emulator *emu = start_emulator(url);
+    drv_kube_config cfg = {.server = url, .qps = 1000, .burst = 1000, .component = "test"};
+    drv_kube *k;
+    if (drv_kube_new(&k, &cfg, &d) != 0)
+        return 1;
+    for (int i = 0; i < o.jobs; i++)
+        submit(k, i);
+
+    drv_apiserver_chaos(srv, o.seed, o.rate, "drover/");
+    char log[600];
+    for (int kill_no = 0; kill_no < o.kills; kill_no++) {
+        pid_t pid = start_drover(&o, kill_no, log, sizeof log);
+        sleep_s(0.3 + 2.7 * uniform());
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    drv_apiserver_faults before = drv_apiserver_fault_counts(srv);
+    pid_t pid = start_drover(&o, o.kills, log, sizeof log);
+    int done = 0;
+    for (double t0 = now(); now() - t0 < 400 && done < o.jobs; sleep_s(0.5))
+        done = succeeded_jobs(k);
+    kill(pid, SIGTERM);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    drv_apiserver_faults after = drv_apiserver_fault_counts(srv);
+    drv_apiserver_chaos(srv, 0, 0, NULL);
+
+    history h = {0};
+    h.ever_bound = calloc((size_t)MAX_JOBS * RANKS, 1);
+    h.live_count = calloc((size_t)MAX_JOBS * RANKS, 1);
+    h.done_count = calloc((size_t)MAX_JOBS * RANKS, 1);
+    h.half = calloc(MAX_JOBS, sizeof *h.half);
+    char *audit = drv_apiserver_audit(srv);
+    replay(&h, audit ? audit : "");
+    long injected = (after.conflict - before.conflict) + (after.throttled - before.throttled) +
+                    (after.internal - before.internal);
+    long counted = stop_line_failures(log);
+    printf("seed %llu: %d jobs, %d kills; faults injected: %ld conflict, %ld throttled, "
+           "%ld internal, %ld gone, %ld slow, %ld dropped; jobs succeeded %d; events %ld; "
+           "double binds %ld, succeeded twice %ld, over-commits %ld, half gangs %ld; last "
+           "controller: %ld error faults injected, %ld failed requests counted\n",
+           (unsigned long long)o.seed, o.jobs, o.kills, after.conflict, after.throttled,
+           after.internal, after.gone, after.slow, after.dropped, done, h.events, h.double_binds,
+           h.twice_done, h.overcommits, h.half_gangs, injected, counted);
+    expect(done == o.jobs, "jobs that did not succeed", o.jobs - done);
+    expect(h.double_binds == 0, "double binds", h.double_binds);
+    expect(h.twice_done == 0, "ranks succeeded twice", h.twice_done);
+    expect(h.overcommits == 0, "over-commits", h.overcommits);
+    expect(h.half_gangs == 0, "half gangs", h.half_gangs);
+    expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "last controller's exit status",
+           (long)status);
+    expect(counted == injected, "last controller's failed requests unlike the faults injected",
+           counted);
+    free(h.pods);
+    free(h.ever_bound);
+    free(h.live_count);
+    free(h.done_count);
+    free(h.half);
+    drv_kube_free(k);
+    drv_emulator_stop(emu);
+    drv_emulator_free(emu);
+    drv_apiserver_free(srv);
+    if (!failures) {
+        kc_cleanup();
+    } else { /* the history too, one event a line, for whoever debugs it */
+        char path[600];
+        snprintf(path, sizeof path, "%s/audit.jsonl", kc_dir());
+        FILE *f = fopen(path, "w");
+        if (f && audit)
+            fputs(audit, f);
+        if (f)
+            fclose(f);
+        fprintf(stderr, "logs and the audit log kept in %s\n", kc_dir());
+    }
+    drv_free(audit);
+    return failures ? 1 : 0;
+}

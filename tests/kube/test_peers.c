@@ -1,0 +1,190 @@
+/*
+ * test_peers.c - peer discovery (src/kube/peers.c): the names, TF_CONFIG and all-reduce
+ * variables a job's pods get, and its headless Service. Expected values are written from
+ * Kubeflow's conventions (peers.h), not from the program's output.
+ */
+#include "peers.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static drv_peer_job tf_job(void)
+{
+    drv_peer_job j = {.ns = "ml", .name = "mnist", .framework = DRV_FRAMEWORK_TENSORFLOW};
+    j.replicas[DRV_ROLE_PS] = 1;
+    j.replicas[DRV_ROLE_CHIEF] = 1;
+    j.replicas[DRV_ROLE_WORKER] = 2;
+    j.replicas[DRV_ROLE_EVALUATOR] = 1;
+    return j;
+}
+
+static json_t *pod_template(void)
+{
+    json_t *pod = json_loads("{\"metadata\":{},\"spec\":{\"containers\":[{\"name\":\"a\","
+                             "\"env\":[{\"name\":\"TF_CONFIG\",\"value\":\"stale\"},"
+                             "{\"name\":\"KEEP\",\"value\":\"1\"}]},{\"name\":\"b\"}]}}",
+                             0, NULL);
+    assert_non_null(pod);
+    return pod;
+}
+
+/* The value of variable name in container c of pod, or NULL; fails on duplicates. */
+static const char *env_of(json_t *pod, size_t c, const char *name)
+{
+    json_t *env = json_object_get(
+        json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), c), "env");
+    const char *found = NULL;
+    size_t i;
+    json_t *e;
+    json_array_foreach(env, i, e)
+    {
+        if (strcmp(json_string_value(json_object_get(e, "name")), name) == 0) {
+            assert_null(found);
+            found = json_string_value(json_object_get(e, "value"));
+        }
+    }
+    return found;
+}
+
+static void tf_config_names_every_training_peer(void **state)
+{
+    (void)state;
+    drv_peer_job j = tf_job();
+    char *text = drv_peers_tf_config(&j, DRV_ROLE_WORKER, 1);
+    assert_non_null(text);
+    json_t *tf = json_loads(text, 0, NULL);
+    assert_non_null(tf);
+    json_t *cluster = json_object_get(tf, "cluster");
+    assert_int_equal(json_object_size(cluster), 3); /* chief, ps, worker: no evaluator */
+    assert_null(json_object_get(cluster, "evaluator"));
+    json_t *workers = json_object_get(cluster, "worker");
+    assert_int_equal(json_array_size(workers), 2);
+    assert_string_equal(json_string_value(json_array_get(workers, 1)),
+                        "mnist-worker-1.mnist.ml.svc:2222");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(cluster, "ps"), 0)),
+                        "mnist-ps-0.mnist.ml.svc:2222");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(cluster, "chief"), 0)),
+                        "mnist-chief-0.mnist.ml.svc:2222");
+    json_t *task = json_object_get(tf, "task");
+    assert_string_equal(json_string_value(json_object_get(task, "type")), "worker");
+    assert_int_equal(json_integer_value(json_object_get(task, "index")), 1);
+    assert_string_equal(json_string_value(json_object_get(tf, "environment")), "cloud");
+    json_decref(tf);
+    drv_free(text);
+}
+
+static void evaluator_sees_only_itself(void **state)
+{
+    (void)state;
+    drv_peer_job j = tf_job();
+    char *text = drv_peers_tf_config(&j, DRV_ROLE_EVALUATOR, 0);
+    json_t *tf = json_loads(text, 0, NULL);
+    assert_non_null(tf);
+    json_t *cluster = json_object_get(tf, "cluster");
+    assert_int_equal(json_object_size(cluster), 1);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(cluster, "evaluator"), 0)),
+                        "mnist-evaluator-0.mnist.ml.svc:2222");
+    json_decref(tf);
+    drv_free(text);
+}
+
+static void apply_sets_hostname_and_replaces_stale_env(void **state)
+{
+    (void)state;
+    drv_peer_job j = tf_job();
+    json_t *pod = pod_template();
+    drv_diag d = {{0}};
+    assert_int_equal(drv_peers_apply(&j, DRV_ROLE_PS, 0, pod, &d), 0);
+    json_t *spec = json_object_get(pod, "spec");
+    assert_string_equal(json_string_value(json_object_get(spec, "hostname")), "mnist-ps-0");
+    assert_string_equal(json_string_value(json_object_get(spec, "subdomain")), "mnist");
+    for (size_t c = 0; c < 2; c++) { /* every container, the stale value replaced */
+        const char *v = env_of(pod, c, "TF_CONFIG");
+        assert_non_null(v);
+        assert_non_null(strstr(v, "\"type\":\"ps\""));
+    }
+    assert_string_equal(env_of(pod, 0, "KEEP"), "1");
+    json_decref(pod);
+}
+
+static void allreduce_job_gets_ranks(void **state)
+{
+    (void)state;
+    drv_peer_job j = {.ns = "ml", .name = "bert", .framework = DRV_FRAMEWORK_ALLREDUCE};
+    j.replicas[DRV_ROLE_CHIEF] = 1;
+    j.replicas[DRV_ROLE_WORKER] = 3;
+    json_t *master = pod_template(), *worker = pod_template();
+    drv_diag d = {{0}};
+    assert_int_equal(drv_peers_apply(&j, DRV_ROLE_CHIEF, 0, master, &d), 0);
+    assert_int_equal(drv_peers_apply(&j, DRV_ROLE_WORKER, 2, worker, &d), 0);
+    assert_string_equal(env_of(master, 0, "MASTER_ADDR"), "bert-master-0.bert.ml.svc");
+    assert_string_equal(env_of(master, 0, "MASTER_PORT"), "23456");
+    assert_string_equal(env_of(master, 0, "WORLD_SIZE"), "4");
+    assert_string_equal(env_of(master, 0, "RANK"), "0");
+    assert_string_equal(env_of(worker, 1, "RANK"), "3");
+    assert_string_equal(env_of(worker, 1, "WORLD_SIZE"), "4");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(master, "spec"), "hostname")),
+        "bert-master-0");
+    json_decref(master);
+    json_decref(worker);
+}
+
+static void service_is_headless_and_owned(void **state)
+{
+    (void)state;
+    drv_peer_job j = tf_job();
+    json_t *svc = drv_peers_service(&j, "uid-1");
+    assert_non_null(svc);
+    json_t *spec = json_object_get(svc, "spec");
+    assert_string_equal(json_string_value(json_object_get(spec, "clusterIP")), "None");
+    assert_true(json_is_true(json_object_get(spec, "publishNotReadyAddresses")));
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(spec, "selector"), "drover.dev/job")),
+        "mnist");
+    json_t *meta = json_object_get(svc, "metadata");
+    assert_string_equal(json_string_value(json_object_get(meta, "name")), "mnist");
+    json_t *owner = json_array_get(json_object_get(meta, "ownerReferences"), 0);
+    assert_string_equal(json_string_value(json_object_get(owner, "uid")), "uid-1");
+    assert_string_equal(json_string_value(json_object_get(owner, "kind")), "TrainingJob");
+    json_decref(svc);
+}
+
+static void bad_templates_and_long_names_are_refused(void **state)
+{
+    (void)state;
+    drv_peer_job j = tf_job();
+    json_t *pod = json_loads("{\"spec\":{}}", 0, NULL);
+    drv_diag d = {{0}};
+    assert_int_equal(drv_peers_apply(&j, DRV_ROLE_WORKER, 0, pod, &d), DRV_EINVAL);
+    assert_non_null(strstr(d.msg, "spec.containers"));
+    json_decref(pod);
+    char name[80];
+    memset(name, 'a', 60);
+    name[60] = 0;
+    j.name = name; /* a-...-a-worker-0 is longer than a DNS label */
+    char buf[128];
+    assert_int_equal(drv_peers_pod_name(&j, DRV_ROLE_WORKER, 0, buf, sizeof buf), DRV_ERANGE);
+    pod = pod_template();
+    assert_int_equal(drv_peers_apply(&j, DRV_ROLE_WORKER, 0, pod, &d), DRV_ERANGE);
+    json_decref(pod);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(tf_config_names_every_training_peer),
+        cmocka_unit_test(evaluator_sees_only_itself),
+        cmocka_unit_test(apply_sets_hostname_and_replaces_stale_env),
+        cmocka_unit_test(allreduce_job_gets_ranks),
+        cmocka_unit_test(service_is_headless_and_owned),
+        cmocka_unit_test(bad_templates_and_long_names_are_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

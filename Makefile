@@ -7,7 +7,8 @@ ifdef CI
 CMAKE_FLAGS += -DDROVER_WERROR=ON
 endif
 
-.PHONY: all deps build build-asan demo test test-unit test-asan bench format check-format clean
+.PHONY: all deps build build-drover build-asan demo test test-unit test-asan bench format \
+        check-format install image clean
 
 all: build
 
@@ -22,8 +23,17 @@ build-asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDROVER_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
+# Only the drover binary (no tests, no benchmarks), quietly: the build log is shown only when
+# the build fails, so the first thing a newcomer sees is the comparison table.
+build-drover: deps
+	@mkdir -p $(BUILD)
+	@{ cmake -S . -B $(BUILD) $(CMAKE_FLAGS) && \
+	   cmake --build $(BUILD) -j $(JOBS) --target drover; } \
+	   >$(BUILD)/build-drover.log 2>&1 || { cat $(BUILD)/build-drover.log; \
+	   echo "build failed (log: $(BUILD)/build-drover.log)" >&2; exit 1; }
+
 # Runs the default simulation: every baseline policy on the built-in scenario.
-demo: build
+demo: build-drover
 	./$(BUILD)/drover sim --policy all --out out/demo
 
 # The whole suite: the normal build, then the same tests under ASan+UBSan.

@@ -5,6 +5,7 @@
  * 2 bad usage or bad input (nothing was run and nothing was written).
  */
 #include "cli.h"
+#include "progress.h"
 
 #include "drover/kube_emulate.h"
 #include "drover/policy.h"
@@ -58,6 +59,7 @@ static const char *const usage_sim =
     "                      with a message when gnuplot is missing) and index.html\n"
     "  --models FILE       model-family catalogue (CSV) instead of the built-in one\n"
     "  --check             check invariants after every scheduling cycle (stops on a violation)\n"
+    "  --quiet             no progress report on stderr\n"
     "  --profiles FILE     define more policies in YAML (docs/policies.md); --policy can name\n"
     "                      them, and `all` runs them after the built-in ones\n"
     "  --explain JOB       print JOB's combined priority, factor by factor (like Slurm's sprio),\n"
@@ -75,7 +77,9 @@ static const char *const usage_sim =
     "\n"
     "Bad input is reported as file:line: field: what was expected, with exit status 2.\n"
     "When stderr is a terminal and the run takes more than a second, a progress line (jobs\n"
-    "done, simulated time, ETA) is shown on stderr and cleared at the end.\n";
+    "done, simulated time, ETA) is shown on stderr and cleared at the end; otherwise a plain\n"
+    "line (jobs done, simulated time, jobs per second, ETA) is written to stderr every 5 s\n"
+    "(every $DROVER_PROGRESS_SECONDS seconds when set). --quiet shows neither.\n";
 
 static const char *const usage_report =
     "usage: drover report DIR\n"
@@ -86,60 +90,6 @@ static const char *const usage_report =
     "\n"
     "Exit status: 0 done; 1 gnuplot is missing or failed (index.html is still written);\n"
     "2 a file is missing or malformed (reported as file:line: what was expected).\n";
-
-/* ---- progress line -------------------------------------------------------------------------- */
-
-/*
- * The progress line on stderr: only when stderr is a terminal, only once the run has taken
- * more than PROGRESS_AFTER seconds, at most every PROGRESS_EVERY seconds, cleared at the end.
- * The simulator calls progress_cb; this is the one place that reads a clock, so it cannot change
- * a run's results.
- */
-#define PROGRESS_AFTER 1.0
-#define PROGRESS_EVERY 0.25
-
-typedef struct progress {
-    bool tty;
-    double t0, last;
-    int run, runs; /* index of the policy being simulated, number of policies */
-    const char *policy;
-    bool shown;
-} progress;
-
-static double mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void progress_cb(void *arg, const drv_progress *p)
-{
-    progress *g = arg;
-    if (!g->tty)
-        return;
-    double now = mono_now(), elapsed = now - g->t0;
-    if (elapsed < PROGRESS_AFTER || now - g->last < PROGRESS_EVERY)
-        return;
-    g->last = now;
-    double frac = (g->run + (p->jobs > 0 ? (double)p->done / p->jobs : 0)) / g->runs;
-    char eta[32] = "?";
-    if (frac > 0.01)
-        snprintf(eta, sizeof eta, "%.0f s", elapsed * (1 - frac) / frac);
-    fprintf(stderr, "\r\033[K%s (%d/%d): %d/%d jobs done, simulated %.1f h, ETA %s", g->policy,
-            g->run + 1, g->runs, p->done, p->jobs, p->now / 3600.0, eta);
-    fflush(stderr);
-    g->shown = true;
-}
-
-static void progress_clear(progress *g)
-{
-    if (g->shown) {
-        fputs("\r\033[K", stderr);
-        fflush(stderr);
-        g->shown = false;
-    }
-}
 
 /* ---- plots ---------------------------------------------------------------------------------- */
 
@@ -202,7 +152,7 @@ typedef struct sim_opts {
     const char *profiles, *explain;
     const char *trace, *trace_format, *on_bad_row, *calib_dir, *mechanics;
     uint64_t seed;
-    bool check;
+    bool check, quiet;
 } sim_opts;
 
 /* Matches --name VALUE or --name=VALUE; advances *i past a separate value. */
@@ -245,6 +195,10 @@ static int parse_sim(int argc, char **argv, sim_opts *o)
         }
         if (strcmp(argv[i], "--check") == 0) {
             o->check = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--quiet") == 0) {
+            o->quiet = true;
             continue;
         }
         static const char *const names[] = {
@@ -527,7 +481,8 @@ static int cmd_sim(int argc, char **argv)
 
     /* 2. Run each policy on the same inputs. */
     status = EXIT_RUN;
-    progress prog = {.tty = isatty(STDERR_FILENO) == 1, .t0 = mono_now(), .runs = nprof};
+    progress prog;
+    progress_init(&prog, o.quiet, nprof);
     drv_sim_config cfg = {.seed = o.seed,
                           .check = o.check,
                           .placements = o.out != NULL,

@@ -4,7 +4,7 @@
 set -eu
 
 PKGS="build-essential cmake pkg-config libcmocka-dev libjansson-dev libyaml-dev \
-libcurl4-openssl-dev libmicrohttpd-dev libgnutls28-dev gnuplot-nox jq"
+libcurl4-openssl-dev libmicrohttpd-dev libgnutls28-dev gnuplot-nox jq help2man"
 # kubectl drives the test API server in the Kubernetes tests; Debian ships it as kubernetes-client.
 command -v kubectl >/dev/null 2>&1 || PKGS="$PKGS kubernetes-client"
 

@@ -5,6 +5,7 @@
  * 2 bad usage or bad input (nothing was run and nothing was written).
  */
 #include "cli.h"
+#include "datadir.h"
 #include "progress.h"
 
 #include "drover/kube_emulate.h"
@@ -69,8 +70,11 @@ static const char *const usage_sim =
     "  --trace FILE        jobs from a published trace instead of --workload (docs/data.md)\n"
     "  --trace-format F    pollux, philly, tiresias or auto (default: auto, from the header)\n"
     "  --on-bad-row ACT    fail (default) or skip malformed trace rows (skips are counted)\n"
-    "  --calib-dir DIR     measured step-time profiles for --trace (default: "
-    "data/pollux/profiles)\n"
+    "  --calib-dir DIR     measured step-time profiles for --trace (default:\n"
+    "                      DATA/pollux/profiles)\n"
+    "  --data-dir DIR      DATA, drover's data directory (default: $DROVER_DATA_DIR, else\n"
+    "                      found next to the binary, else the installed one); a relative\n"
+    "                      --trace that does not exist is also looked up in it\n"
     "  --mechanics M       default, or pollux: 16 nodes x 4 GPUs, 60 s rounds, 30 s pause at\n"
     "                      every (re)start, as the Pollux simulator (replaces --cluster)\n"
     "  -h, --help          show this help\n"
@@ -150,7 +154,7 @@ static int cmd_report(int argc, char **argv)
 typedef struct sim_opts {
     const char *workload, *cluster, *policy, *format, *out, *models;
     const char *profiles, *explain;
-    const char *trace, *trace_format, *on_bad_row, *calib_dir, *mechanics;
+    const char *trace, *trace_format, *on_bad_row, *calib_dir, *mechanics, *data_dir;
     uint64_t seed;
     bool check, quiet;
 } sim_opts;
@@ -184,7 +188,6 @@ static int parse_sim(int argc, char **argv, sim_opts *o)
     o->seed = 1;
     o->trace_format = "auto";
     o->on_bad_row = "fail";
-    o->calib_dir = "data/pollux/profiles";
     o->mechanics = "default";
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
@@ -202,9 +205,9 @@ static int parse_sim(int argc, char **argv, sim_opts *o)
             continue;
         }
         static const char *const names[] = {
-            "--workload",     "--cluster",    "--policy",    "--format",   "--out",
-            "--models",       "--seed",       "--profiles",  "--explain",  "--trace",
-            "--trace-format", "--on-bad-row", "--calib-dir", "--mechanics"};
+            "--workload",     "--cluster",    "--policy",    "--format",    "--out",
+            "--models",       "--seed",       "--profiles",  "--explain",   "--trace",
+            "--trace-format", "--on-bad-row", "--calib-dir", "--mechanics", "--data-dir"};
         const char **dst[] = {&o->workload,
                               &o->cluster,
                               &o->policy,
@@ -218,7 +221,8 @@ static int parse_sim(int argc, char **argv, sim_opts *o)
                               &o->trace_format,
                               &o->on_bad_row,
                               &o->calib_dir,
-                              &o->mechanics};
+                              &o->mechanics,
+                              &o->data_dir};
         bool matched = false;
         for (size_t k = 0; k < sizeof names / sizeof names[0] && !matched; k++) {
             m = flag_value(argc, argv, &i, names[k], dst[k]);
@@ -419,6 +423,7 @@ static int cmd_sim(int argc, char **argv)
     drv_summary *sums = NULL;
     drv_calib calib = {0};
     int32_t rows_skipped = 0;
+    char data[4096], calib_buf[4200], trace_buf[4200]; /* data directory and paths in it */
     bool pollux = strcmp(o.mechanics, "pollux") == 0;
     int nprof = 0, status = EXIT_USAGE;
 
@@ -435,6 +440,18 @@ static int cmd_sim(int argc, char **argv)
     if (rc)
         goto fail;
     if (o.trace) {
+        /* The data directory gives the default profiles and a home for relative traces; it
+         * is needed only when --calib-dir is not given (or --data-dir is, and is wrong). */
+        if (data_dir_find(o.data_dir, data, sizeof data, d.msg, sizeof d.msg) == 0) {
+            if (!o.calib_dir) {
+                snprintf(calib_buf, sizeof calib_buf, "%s/pollux/profiles", data);
+                o.calib_dir = calib_buf;
+            }
+            o.trace = data_path(o.trace, data, trace_buf, sizeof trace_buf);
+        } else if (!o.calib_dir || o.data_dir) {
+            goto fail;
+        }
+        d.msg[0] = 0;
         if ((rc = drv_calib_load(&calib, o.calib_dir, &d)) != 0)
             goto fail;
         drv_trace_opts to = {drv_trace_format_parse(o.trace_format),
@@ -578,18 +595,32 @@ out:
 
 static int cmd_calibrate(int argc, char **argv)
 {
-    const char *dir = "data/pollux/profiles";
+    const char *dir = NULL, *data_flag = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            puts("usage: drover calibrate [--calib-dir DIR]\n\nFits the analytic step-time "
-                 "model (docs/data.md) to each model's measured\nplacements and prints its "
-                 "parameters and relative error. Default DIR: data/pollux/profiles");
+            puts("usage: drover calibrate [--calib-dir DIR] [--data-dir DATA]\n\nFits the "
+                 "analytic step-time model (docs/data.md) to each model's measured\nplacements "
+                 "and prints its parameters and relative error. Default DIR:\nDATA/pollux/"
+                 "profiles, DATA found as for drover sim --data-dir");
             return 0;
         }
-        if (flag_value(argc, argv, &i, "--calib-dir", &dir) <= 0) {
+        int m = flag_value(argc, argv, &i, "--calib-dir", &dir);
+        if (m == 0)
+            m = flag_value(argc, argv, &i, "--data-dir", &data_flag);
+        if (m <= 0) {
             fprintf(stderr, "drover calibrate: unknown option '%s'\n", argv[i]);
             return EXIT_USAGE;
         }
+    }
+    char data[4096], calib_buf[4200];
+    if (!dir) {
+        char why[512];
+        if (data_dir_find(data_flag, data, sizeof data, why, sizeof why) != 0) {
+            fprintf(stderr, "drover calibrate: %s\n", why);
+            return EXIT_USAGE;
+        }
+        snprintf(calib_buf, sizeof calib_buf, "%s/pollux/profiles", data);
+        dir = calib_buf;
     }
     drv_calib c = {0};
     drv_diag d = {{0}};

@@ -1,9 +1,11 @@
 #!/bin/sh
 # The first ten minutes: progress when piped, --quiet, data found from any working directory,
-# trace formats through the command line. Usage: test_first_run.sh DROVER_BINARY SOURCE_DIR
+# trace formats through the command line, an install.
+# Usage: test_first_run.sh DROVER_BINARY SOURCE_DIR BUILD_DIR
 set -u
 drover=$1
 src=$2
+build=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0
@@ -48,6 +50,47 @@ check progress-default-period $?
 expect_status progress-bad-period 0 env DROVER_PROGRESS_SECONDS=soon "$drover" sim --policy gang-fifo
 grep -q "DROVER_PROGRESS_SECONDS: expected a number of seconds in \[0, 86400\], found 'soon'" "$tmp/err"
 check progress-bad-period-message $?
+
+# Data found from any working directory: an absolute trace path run from an empty directory
+# (the profiles come from next to the binary), and a data-relative name.
+mkdir "$tmp/elsewhere"
+cd "$tmp/elsewhere" || exit 1
+expect_status abs-trace-elsewhere 0 "$drover" sim --trace "$src/tests/fixtures/trace/pollux-good.csv" \
+    --mechanics pollux --policy gang-fifo --format csv
+[ "$(wc -l <"$tmp/out")" -eq 2 ]
+check abs-trace-elsewhere-row $?
+expect_status data-relative-trace 0 "$drover" sim --trace data/pollux/workloads/workload-1.csv \
+    --mechanics pollux --policy gang-fifo
+grep -q '^160 jobs on 16 nodes' "$tmp/out"
+check data-relative-trace-jobs $?
+expect_status bad-data-dir 2 "$drover" sim --trace x.csv --data-dir "$tmp/none"
+grep -q -- "--data-dir $tmp/none: expected a directory" "$tmp/err"
+check bad-data-dir-message $?
+expect_status bad-env-data-dir 2 env DROVER_DATA_DIR="$tmp/none" "$drover" calibrate
+grep -q "DROVER_DATA_DIR=$tmp/none: expected a directory" "$tmp/err"
+check bad-env-data-dir-message $?
+# --data-dir wins over the directory next to the binary: an empty profile directory fails.
+mkdir -p "$tmp/d2/pollux/profiles"
+expect_status data-dir-wins 2 "$drover" calibrate --data-dir "$tmp/d2"
+grep -q "$tmp/d2/pollux/profiles" "$tmp/err"
+check data-dir-wins-message $?
+
+# An install (what make install PREFIX=... runs) is complete and finds its own data when moved.
+if [ -f "$build/drover.1" ]; then
+    cmake --install "$build" --prefix "$tmp/prefix" >/dev/null 2>&1
+    check install-runs $?
+    mv "$tmp/prefix" "$tmp/moved"
+    expect_status installed-calibrate 0 "$tmp/moved/bin/drover" calibrate
+    grep -q '^bert ' "$tmp/out"
+    check installed-calibrate-bert $?
+    [ -f "$tmp/moved/share/drover/examples/cluster-gpu.yaml" ]
+    check installed-examples $?
+    grep -Eq '^\.TH DROVER "?1' "$tmp/moved/share/man/man1/drover.1" &&
+        grep -q 'DROVER_DATA_DIR' "$tmp/moved/share/man/man1/drover.1"
+    check installed-man-page $?
+else
+    echo "skipped: install (no $build/drover.1: build the drover_man target)" >&2
+fi
 
 echo "$pass passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -68,7 +68,10 @@ static const char *const usage_sim =
     "                      policy of --policy, with that policy's `priority` weights (the\n"
     "                      defaults when it has none); runs nothing else\n"
     "  --trace FILE        jobs from a published trace instead of --workload (docs/data.md)\n"
-    "  --trace-format F    pollux, philly, tiresias or auto (default: auto, from the header)\n"
+    "  --trace-format F    pollux, philly, tiresias, helios, pai-job, pai-task, gavel,\n"
+    "                      philly-log, columns or auto (default: auto, from the first line)\n"
+    "  --trace-columns MAP a CSV trace's columns: name=COL,submit=COL,gpus=COL,duration=COL\n"
+    "                      (also user, queue, start, end, model, batch, steps; docs/data.md)\n"
     "  --on-bad-row ACT    fail (default) or skip malformed trace rows (skips are counted)\n"
     "  --calib-dir DIR     measured step-time profiles for --trace (default:\n"
     "                      DATA/pollux/profiles)\n"
@@ -155,6 +158,7 @@ typedef struct sim_opts {
     const char *workload, *cluster, *policy, *format, *out, *models;
     const char *profiles, *explain;
     const char *trace, *trace_format, *on_bad_row, *calib_dir, *mechanics, *data_dir;
+    const char *trace_columns;
     uint64_t seed;
     bool check, quiet;
 } sim_opts;
@@ -205,9 +209,10 @@ static int parse_sim(int argc, char **argv, sim_opts *o)
             continue;
         }
         static const char *const names[] = {
-            "--workload",     "--cluster",    "--policy",    "--format",    "--out",
-            "--models",       "--seed",       "--profiles",  "--explain",   "--trace",
-            "--trace-format", "--on-bad-row", "--calib-dir", "--mechanics", "--data-dir"};
+            "--workload",  "--cluster",   "--policy",       "--format",
+            "--out",       "--models",    "--seed",         "--profiles",
+            "--explain",   "--trace",     "--trace-format", "--on-bad-row",
+            "--calib-dir", "--mechanics", "--data-dir",     "--trace-columns"};
         const char **dst[] = {&o->workload,
                               &o->cluster,
                               &o->policy,
@@ -222,7 +227,8 @@ static int parse_sim(int argc, char **argv, sim_opts *o)
                               &o->on_bad_row,
                               &o->calib_dir,
                               &o->mechanics,
-                              &o->data_dir};
+                              &o->data_dir,
+                              &o->trace_columns};
         bool matched = false;
         for (size_t k = 0; k < sizeof names / sizeof names[0] && !matched; k++) {
             m = flag_value(argc, argv, &i, names[k], dst[k]);
@@ -254,8 +260,8 @@ static int parse_sim(int argc, char **argv, sim_opts *o)
     }
     if (drv_trace_format_parse(o->trace_format) == -1) {
         fprintf(stderr,
-                "drover sim: --trace-format: expected pollux, philly, tiresias or auto, found "
-                "'%s'\n",
+                "drover sim: --trace-format: expected pollux, philly, tiresias, helios, pai-job, "
+                "pai-task, gavel, philly-log, columns or auto, found '%s'\n",
                 o->trace_format);
         return -1;
     }
@@ -267,6 +273,10 @@ static int parse_sim(int argc, char **argv, sim_opts *o)
     if (strcmp(o->mechanics, "default") && strcmp(o->mechanics, "pollux")) {
         fprintf(stderr, "drover sim: --mechanics: expected default or pollux, found '%s'\n",
                 o->mechanics);
+        return -1;
+    }
+    if (o->trace_columns && !o->trace) {
+        fprintf(stderr, "drover sim: --trace-columns: expected --trace FILE too\n");
         return -1;
     }
     if (o->trace && o->workload) {
@@ -461,7 +471,9 @@ static int cmd_sim(int argc, char **argv)
                 to.gpus_per_node = (int32_t)cluster.nodes[i].alloc.gpu;
                 break;
             }
-        rc = drv_trace_load(&wl, o.trace, &cat, &to, &rows_skipped, &d);
+        rc = o.trace_columns ? drv_trace_load_columns(&wl, o.trace, o.trace_columns, &cat, &to,
+                                                      &rows_skipped, &d)
+                             : drv_trace_load(&wl, o.trace, &cat, &to, &rows_skipped, &d);
     } else if (o.workload) {
         rc = drv_workload_load(&wl, o.workload, &cat, o.seed, &d);
     } else {

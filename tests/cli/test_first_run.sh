@@ -75,6 +75,26 @@ expect_status data-dir-wins 2 "$drover" calibrate --data-dir "$tmp/d2"
 grep -q "$tmp/d2/pollux/profiles" "$tmp/err"
 check data-dir-wins-message $?
 
+# Trace formats through the command line: a real Gavel file (auto), a mapped CSV, and the
+# errors naming the missing column and the misused flag.
+fx=$src/tests/fixtures/trace
+expect_status gavel-auto 0 "$drover" sim --trace "$fx/gavel-925e2b.trace" --mechanics pollux \
+    --policy gang-fifo
+grep -q '^4 jobs on 16 nodes' "$tmp/out"
+check gavel-auto-jobs $?
+expect_status columns 0 "$drover" sim --trace "$fx/mapped.csv" --mechanics pollux --policy gang-fifo \
+    --trace-columns name=id,submit=queued_at,gpus=n_gpu,duration=secs,model=arch
+grep -q '^2 jobs on 16 nodes' "$tmp/out"
+check columns-jobs $?
+expect_status columns-missing 2 "$drover" sim --trace "$fx/mapped.csv" --mechanics pollux \
+    --trace-columns submit=queued_at,gpus=gpus,duration=secs
+grep -q "mapped.csv:1:1: header: expected a column 'gpus'" "$tmp/err"
+check columns-missing-message $?
+expect_status columns-no-trace 2 "$drover" sim --trace-columns gpus=n
+expect_status bad-trace-format 2 "$drover" sim --trace "$fx/helios.csv" --trace-format alibaba
+grep -q 'helios, pai-job, pai-task, gavel, philly-log, columns or auto' "$tmp/err"
+check bad-trace-format-message $?
+
 # An install (what make install PREFIX=... runs) is complete and finds its own data when moved.
 if [ -f "$build/drover.1" ]; then
     cmake --install "$build" --prefix "$tmp/prefix" >/dev/null 2>&1

@@ -99,11 +99,11 @@ static int find_column(const trace_row *h, const char *name)
 bool trace_csv_map_matches(const trace_csv_map *m, const char *header)
 {
     char buf[2048];
-    if (snprintf(buf, sizeof buf, "%s", header) >= (int)sizeof buf)
+    size_t n = strcspn(header, "\n"); /* header is the whole text: its first line only */
+    if (n >= sizeof buf)
         return false;
-    char *nl = strchr(buf, '\n');
-    if (nl)
-        *nl = 0;
+    memcpy(buf, header, n);
+    buf[n] = 0;
     trace_row h = {0};
     trace_split(&h, buf, ',');
     const char *c[NKEYS];

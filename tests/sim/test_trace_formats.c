@@ -101,6 +101,31 @@ static void test_helios(void **unused)
     drv_workload_fini(&w);
 }
 
+/* auto recognises a log longer than one buffer of its first line (a real one is 100s of MB) */
+static void test_helios_long(void **unused)
+{
+    (void)unused;
+    enum { ROWS = 200 };
+    size_t cap = 128 * (ROWS + 1), n = 0;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    n += (size_t)snprintf(text + n, cap - n,
+                          "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,"
+                          "end_time,duration,queue\n");
+    for (int i = 0; i < ROWS; i++)
+        n += (size_t)snprintf(text + n, cap - n, "%d,u1,vc1,%d,4,1,COMPLETED,%d,%d,%d,600,0\n", i,
+                              1 + i % 4, 100 + i, 100 + i, 700 + i);
+    drv_workload w = {0};
+    drv_diag d = {{0}};
+    drv_trace_opts o = opts("auto", false);
+    assert_int_equal(drv_trace_parse(&w, "long.csv", text, &cat, &o, NULL, &d), 0);
+    assert_int_equal(w.n, ROWS);
+    assert_true(w.jobs[ROWS - 1].submit == ROWS - 1);
+    assert_int_equal(w.jobs[ROWS - 1].role[DRV_ROLE_WORKER].replicas, 1 + (ROWS - 1) % 4);
+    drv_workload_fini(&w);
+    free(text);
+}
+
 static void test_helios_bad_rows(void **unused)
 {
     (void)unused;
@@ -325,11 +350,17 @@ static void test_failing_allocations(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_helios),         cmocka_unit_test(test_helios_bad_rows),
-        cmocka_unit_test(test_pai_task),       cmocka_unit_test(test_pai_job),
-        cmocka_unit_test(test_gavel),          cmocka_unit_test(test_philly_log),
-        cmocka_unit_test(test_philly_log_bad), cmocka_unit_test(test_mapped_csv),
-        cmocka_unit_test(test_format_names),   cmocka_unit_test(test_failing_allocations),
+        cmocka_unit_test(test_helios),
+        cmocka_unit_test(test_helios_long),
+        cmocka_unit_test(test_helios_bad_rows),
+        cmocka_unit_test(test_pai_task),
+        cmocka_unit_test(test_pai_job),
+        cmocka_unit_test(test_gavel),
+        cmocka_unit_test(test_philly_log),
+        cmocka_unit_test(test_philly_log_bad),
+        cmocka_unit_test(test_mapped_csv),
+        cmocka_unit_test(test_format_names),
+        cmocka_unit_test(test_failing_allocations),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -3,11 +3,14 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
+PREFIX     ?= /usr/local
+IMAGE      ?= drover:latest
 ifdef CI
 CMAKE_FLAGS += -DDROVER_WERROR=ON
 endif
 
-.PHONY: all deps build build-asan demo test test-unit test-asan bench format check-format clean
+.PHONY: all deps build build-drover build-asan demo test test-unit test-asan bench format \
+        check-format install image clean
 
 all: build
 
@@ -22,8 +25,17 @@ build-asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDROVER_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
+# Only the drover binary (no tests, no benchmarks), quietly: the build log is shown only when
+# the build fails, so the first thing a newcomer sees is the comparison table.
+build-drover: deps
+	@mkdir -p $(BUILD)
+	@{ cmake -S . -B $(BUILD) $(CMAKE_FLAGS) && \
+	   cmake --build $(BUILD) -j $(JOBS) --target drover; } \
+	   >$(BUILD)/build-drover.log 2>&1 || { cat $(BUILD)/build-drover.log; \
+	   echo "build failed (log: $(BUILD)/build-drover.log)" >&2; exit 1; }
+
 # Runs the default simulation: every baseline policy on the built-in scenario.
-demo: build
+demo: build-drover
 	./$(BUILD)/drover sim --policy all --out out/demo
 
 # The whole suite: the normal build, then the same tests under ASan+UBSan.
@@ -43,6 +55,25 @@ format:
 
 check-format:
 	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+
+# Installs drover, its data, the examples and the man page under PREFIX (CMake's install rules,
+# src/cli/CMakeLists.txt). The binary finds the data there from any working directory.
+install: deps
+	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target drover drover_man >$(BUILD)/build-drover.log 2>&1 \
+	   || { cat $(BUILD)/build-drover.log; exit 1; }
+	@cmake --install $(BUILD)
+
+# The container image (deploy/Dockerfile), when a container engine answers.
+image:
+	@if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then \
+	   docker build -f deploy/Dockerfile -t $(IMAGE) . ; \
+	 elif command -v podman >/dev/null 2>&1 && podman info >/dev/null 2>&1; then \
+	   podman build -f deploy/Dockerfile -t $(IMAGE) . ; \
+	 else \
+	   echo "make image: no container engine is running (neither 'docker info' nor" \
+	        "'podman info' answers); start one and run make image again" >&2; exit 1; \
+	 fi
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) out

@@ -9,6 +9,7 @@
  * 2 bad usage or bad input (nothing was run and nothing was written).
  */
 #include "cli.h"
+#include "datadir.h"
 
 #include "drover/calib.h"
 #include "drover/policy.h"
@@ -114,7 +115,7 @@ static int cmd_policies(int argc, char **argv)
 /* ---- calibrate ------------------------------------------------------------------------------ */
 
 typedef struct calibrate_opts {
-    const char *dir;
+    const char *dir, *data_dir;
 } calibrate_opts;
 
 static const cli_flag calibrate_flags[] = {
@@ -122,7 +123,12 @@ static const cli_flag calibrate_flags[] = {
      .kind = FLAG_TEXT,
      .at = offsetof(calibrate_opts, dir),
      .arg = "DIR",
-     .help = "the measured profiles (default: data/pollux/profiles)"},
+     .help = "the measured profiles (default: DATA/pollux/profiles)"},
+    {.name = "data-dir",
+     .kind = FLAG_TEXT,
+     .at = offsetof(calibrate_opts, data_dir),
+     .arg = "DATA",
+     .help = "drover's data directory, found as for drover sim --data-dir"},
 };
 
 static const cli_command calibrate_command = {
@@ -135,10 +141,20 @@ static const cli_command calibrate_command = {
 
 static int cmd_calibrate(int argc, char **argv)
 {
-    calibrate_opts o = {.dir = "data/pollux/profiles"};
+    calibrate_opts o = {0};
     int first, status = cli_begin(&calibrate_command, argc, argv, &o, &first);
     if (status >= 0)
         return status;
+    char data[4096], calib_buf[4200];
+    if (!o.dir) {
+        char why[512];
+        if (data_dir_find(o.data_dir, data, sizeof data, why, sizeof why) != 0) {
+            fprintf(stderr, "drover calibrate: %s\n", why);
+            return EXIT_USAGE;
+        }
+        snprintf(calib_buf, sizeof calib_buf, "%s/pollux/profiles", data);
+        o.dir = calib_buf;
+    }
     drv_calib c = {0};
     drv_diag d = {{0}};
     if (drv_calib_load(&c, o.dir, &d) != 0) {

@@ -9,6 +9,8 @@
  * it); the progress line on stderr is the one place that reads a clock.
  */
 #include "cli.h"
+#include "datadir.h"
+#include "progress.h"
 
 #include "drover/calib.h"
 #include "drover/trace.h"
@@ -18,15 +20,14 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 typedef struct sim_opts {
     const char *workload, *cluster, *policy, *format, *out, *models;
     const char *profiles, *explain;
-    const char *trace, *trace_format, *on_bad_row, *calib_dir, *mechanics;
+    const char *trace, *trace_format, *on_bad_row, *calib_dir, *mechanics, *data_dir;
+    const char *trace_columns;
     uint64_t seed;
-    bool check;
+    bool check, quiet;
 } sim_opts;
 
 #define AT(field) .at = offsetof(sim_opts, field)
@@ -74,6 +75,7 @@ static const cli_flag sim_flags[] = {
      .kind = FLAG_SWITCH,
      AT(check),
      .help = "check invariants after every scheduling cycle (stops on a violation)"},
+    {.name = "quiet", .kind = FLAG_SWITCH, AT(quiet), .help = "no progress report on stderr"},
     {.name = "profiles",
      .kind = FLAG_TEXT,
      AT(profiles),
@@ -99,7 +101,14 @@ static const cli_flag sim_flags[] = {
      .kind = FLAG_TEXT,
      AT(trace_format),
      .arg = "F",
-     .help = "pollux, philly, tiresias or auto (default: auto, from the header)"},
+     .help = "pollux, philly, tiresias, helios, pai-job, pai-task, gavel,\n"
+             "philly-log, columns or auto (default: auto, from the first line)"},
+    {.name = "trace-columns",
+     .kind = FLAG_TEXT,
+     AT(trace_columns),
+     .arg = "MAP",
+     .help = "a CSV trace's columns: name=COL,submit=COL,gpus=COL,duration=COL\n"
+             "(also user, queue, start, end, model, batch, steps; docs/data.md)"},
     {.name = "on-bad-row",
      .kind = FLAG_CHOICE,
      AT(on_bad_row),
@@ -110,7 +119,15 @@ static const cli_flag sim_flags[] = {
      .kind = FLAG_TEXT,
      AT(calib_dir),
      .arg = "DIR",
-     .help = "measured step-time profiles for --trace (default: data/pollux/profiles)"},
+     .help = "measured step-time profiles for --trace (default:\n"
+             "DATA/pollux/profiles)"},
+    {.name = "data-dir",
+     .kind = FLAG_TEXT,
+     AT(data_dir),
+     .arg = "DIR",
+     .help = "DATA, drover's data directory (default: $DROVER_DATA_DIR, else\n"
+             "found next to the binary, else the installed one); a relative\n"
+             "--trace that does not exist is also looked up in it"},
     {.name = "mechanics",
      .kind = FLAG_CHOICE,
      AT(mechanics),
@@ -131,64 +148,14 @@ const cli_command sim_command = {
     .footer = "Bad input is reported as file:line: field: what was expected, with exit status 2.\n"
               "When stderr is a terminal and the run takes more than a second, a progress line "
               "(jobs\n"
-              "done, simulated time, ETA) is shown on stderr and cleared at the end.\n",
+              "done, simulated time, ETA) is shown on stderr and cleared at the end; otherwise a "
+              "plain\n"
+              "line (jobs done, simulated time, jobs per second, ETA) is written to stderr every "
+              "5 s\n"
+              "(every $DROVER_PROGRESS_SECONDS seconds when set). --quiet shows neither.\n",
     .flags = sim_flags,
     .nflags = (int)(sizeof sim_flags / sizeof sim_flags[0]),
 };
-
-/* ---- progress line -------------------------------------------------------------------------- */
-
-/*
- * The progress line on stderr: only when stderr is a terminal, only once the run has taken
- * more than PROGRESS_AFTER seconds, at most every PROGRESS_EVERY seconds, cleared at the end.
- * The simulator calls progress_cb; this is the one place that reads a clock, so it cannot change
- * a run's results.
- */
-#define PROGRESS_AFTER 1.0
-#define PROGRESS_EVERY 0.25
-
-typedef struct progress {
-    bool tty;
-    double t0, last;
-    int run, runs; /* index of the policy being simulated, number of policies */
-    const char *policy;
-    bool shown;
-} progress;
-
-static double mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void progress_cb(void *arg, const drv_progress *p)
-{
-    progress *g = arg;
-    if (!g->tty)
-        return;
-    double now = mono_now(), elapsed = now - g->t0;
-    if (elapsed < PROGRESS_AFTER || now - g->last < PROGRESS_EVERY)
-        return;
-    g->last = now;
-    double frac = (g->run + (p->jobs > 0 ? (double)p->done / p->jobs : 0)) / g->runs;
-    char eta[32] = "?";
-    if (frac > 0.01)
-        snprintf(eta, sizeof eta, "%.0f s", elapsed * (1 - frac) / frac);
-    fprintf(stderr, "\r\033[K%s (%d/%d): %d/%d jobs done, simulated %.1f h, ETA %s", g->policy,
-            g->run + 1, g->runs, p->done, p->jobs, p->now / 3600.0, eta);
-    fflush(stderr);
-    g->shown = true;
-}
-
-static void progress_clear(progress *g)
-{
-    if (g->shown) {
-        fputs("\r\033[K", stderr);
-        fflush(stderr);
-        g->shown = false;
-    }
-}
 
 /* ---- inputs --------------------------------------------------------------------------------- */
 
@@ -202,7 +169,8 @@ typedef struct sim_inputs {
     cli_profiles profiles; /* --profiles FILE */
     drv_profile *prof;     /* the --policy list, resolved (drv_malloc'ed) */
     int nprof;
-    bool pollux; /* --mechanics pollux */
+    bool pollux;           /* --mechanics pollux */
+    char trace_path[4200]; /* --trace as found (maybe in the data directory), for summary.json */
 } sim_inputs;
 
 static void inputs_fini(sim_inputs *in)
@@ -220,9 +188,13 @@ static int check_opts(const sim_opts *o)
 {
     if (drv_trace_format_parse(o->trace_format) == -1) {
         fprintf(stderr,
-                "drover sim: --trace-format: expected pollux, philly, tiresias or auto, found "
-                "'%s'\n",
+                "drover sim: --trace-format: expected pollux, philly, tiresias, helios, pai-job, "
+                "pai-task, gavel, philly-log, columns or auto, found '%s'\n",
                 o->trace_format);
+        return -1;
+    }
+    if (o->trace_columns && !o->trace) {
+        fprintf(stderr, "drover sim: --trace-columns: expected --trace FILE too\n");
         return -1;
     }
     if (o->trace && o->workload) {
@@ -236,7 +208,22 @@ static int check_opts(const sim_opts *o)
 static int load_jobs(const sim_opts *o, sim_inputs *in, drv_diag *d)
 {
     if (o->trace) {
-        int rc = drv_calib_load(&in->calib, o->calib_dir, d);
+        /* The data directory gives the default profiles and a home for relative traces; it
+         * is needed only when --calib-dir is not given (or --data-dir is, and is wrong). */
+        char data[4096], calib_buf[4200], trace_buf[4200];
+        const char *calib_dir = o->calib_dir, *trace = o->trace;
+        if (data_dir_find(o->data_dir, data, sizeof data, d->msg, sizeof d->msg) == 0) {
+            if (!calib_dir) {
+                snprintf(calib_buf, sizeof calib_buf, "%s/pollux/profiles", data);
+                calib_dir = calib_buf;
+            }
+            trace = data_path(trace, data, trace_buf, sizeof trace_buf);
+        } else if (!calib_dir || o->data_dir) {
+            return DRV_EINVAL;
+        }
+        d->msg[0] = 0;
+        snprintf(in->trace_path, sizeof in->trace_path, "%s", trace);
+        int rc = drv_calib_load(&in->calib, calib_dir, d);
         if (rc)
             return rc;
         drv_trace_opts to = {drv_trace_format_parse(o->trace_format),
@@ -247,7 +234,10 @@ static int load_jobs(const sim_opts *o, sim_inputs *in, drv_diag *d)
                 to.gpus_per_node = (int32_t)in->cluster.nodes[i].alloc.gpu;
                 break;
             }
-        return drv_trace_load(&in->wl, o->trace, &in->cat, &to, &in->rows_skipped, d);
+        return o->trace_columns
+                   ? drv_trace_load_columns(&in->wl, trace, o->trace_columns, &in->cat, &to,
+                                            &in->rows_skipped, d)
+                   : drv_trace_load(&in->wl, trace, &in->cat, &to, &in->rows_skipped, d);
     }
     if (o->workload)
         return drv_workload_load(&in->wl, o->workload, &in->cat, o->seed, d);
@@ -316,7 +306,7 @@ static drv_report_meta report_meta(const sim_opts *o, const sim_inputs *in)
                              .calib = o->trace ? &in->calib : NULL,
                              .seed = o->seed,
                              .profiles = in->prof,
-                             .inputs = {{"trace", o->trace},
+                             .inputs = {{"trace", o->trace ? in->trace_path : NULL},
                                         {"workload", o->workload},
                                         {"cluster", o->cluster},
                                         {"models", o->models},
@@ -329,7 +319,8 @@ static drv_report_meta report_meta(const sim_opts *o, const sim_inputs *in)
  * bad input, anything failing during a run is a failed run. */
 static int run_policies(const sim_opts *o, const sim_inputs *in, drv_summary *sums)
 {
-    progress prog = {.tty = isatty(STDERR_FILENO) == 1, .t0 = mono_now(), .runs = in->nprof};
+    progress prog;
+    progress_init(&prog, o->quiet, in->nprof);
     drv_sim_config cfg = {.seed = o->seed,
                           .check = o->check,
                           .placements = o->out != NULL,
@@ -454,7 +445,6 @@ int cmd_sim(int argc, char **argv)
                   .seed = 1,
                   .trace_format = "auto",
                   .on_bad_row = "fail",
-                  .calib_dir = "data/pollux/profiles",
                   .mechanics = "default"};
     int first, status = cli_begin(&sim_command, argc, argv, &o, &first);
     if (status >= 0)

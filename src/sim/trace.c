@@ -23,6 +23,7 @@
  * skipped, otherwise the load fails and the workload is untouched.
  */
 #include "drover/trace.h"
+#include "trace_read.h" /* the formats added later (trace_formats.c) */
 
 #include <errno.h>
 #include <math.h>
@@ -52,11 +53,16 @@ int drv_trace_format_parse(const char *name)
     for (int i = 0; i < NFMT; i++)
         if (strcmp(name, fmt_names[i]) == 0)
             return i;
+    int ext = trace_ext_format_parse(name);
+    if (ext >= 0)
+        return ext;
     return strcmp(name, "auto") == 0 ? DRV_TRACE_AUTO : -1;
 }
 
 const char *drv_trace_format_name(int fmt)
 {
+    if (trace_ext_format_name(fmt))
+        return trace_ext_format_name(fmt);
     return fmt >= 0 && fmt < NFMT ? fmt_names[fmt] : "auto";
 }
 
@@ -253,6 +259,9 @@ int drv_trace_parse(drv_workload *w, const char *file, char *text, const drv_cat
     if (!o->calib || o->calib->n == 0)
         return drv_fail(d, DRV_EINVAL, "%s: traces need the calibrated profiles (--calib-dir)",
                         file);
+    int ext = trace_ext_format_of(o, text);
+    if (ext >= 0)
+        return trace_ext_parse(w, file, text, cat, o, ext, NULL, skipped, d);
     drv_workload t = {0};
     loader L = {o, cat, &t, o->format, 0};
     int rc = 0, line = 0;
@@ -271,8 +280,10 @@ int drv_trace_parse(drv_workload *w, const char *file, char *text, const drv_cat
                     found = k;
             if (L.fmt == DRV_TRACE_AUTO && found < 0)
                 rc = drv_fail(d, DRV_EPARSE,
-                              "%s:1:1: header: expected the header of a pollux, philly or "
-                              "tiresias trace (docs/data.md), found '%.60s'",
+                              "%s:1:1: header: expected the header of a pollux, philly, "
+                              "tiresias, helios, pai-task or pai-job trace, a gavel or "
+                              "philly-log file, or --trace-columns (docs/data.md), found "
+                              "'%.60s'",
                               file, s);
             else if (L.fmt != DRV_TRACE_AUTO && found != L.fmt)
                 rc = drv_fail(d, DRV_EPARSE, "%s:1:1: header: expected '%s' (format %s)", file,

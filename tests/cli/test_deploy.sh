@@ -1,0 +1,30 @@
+#!/bin/sh
+# The operator's kustomize base renders (kubectl kustomize, offline) with every object it
+# lists, and the Service and ServiceMonitor point at the port the Deployment names.
+# Usage: test_deploy.sh SOURCE_DIR. Exit 77 (skipped) without kubectl.
+set -u
+src=$1
+command -v kubectl >/dev/null 2>&1 || { echo "skipped: no kubectl" >&2; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+fail() { echo "FAIL: $1" >&2; failed=$((failed + 1)); }
+
+kubectl kustomize "$src/deploy" >"$tmp/all.yaml" 2>"$tmp/err" || fail "kustomize: $(cat "$tmp/err")"
+for kind in Namespace CustomResourceDefinition ServiceAccount ClusterRole ClusterRoleBinding \
+    Deployment Service; do
+    grep -q "^kind: $kind\$" "$tmp/all.yaml" || fail "no $kind in kubectl kustomize deploy/"
+done
+# Every YAML file in deploy/ but the ServiceMonitor (it needs the Prometheus Operator) is listed.
+for f in "$src"/deploy/*.yaml; do
+    b=$(basename "$f")
+    case $b in kustomization.yaml | servicemonitor.yaml) continue ;; esac
+    grep -q -- "- $b\$" "$src/deploy/kustomization.yaml" || fail "$b not in kustomization.yaml"
+done
+# The metrics port: named in the Deployment, targeted by the Service, scraped by the monitor.
+grep -q 'name: metrics' "$src/deploy/drover.yaml" || fail "Deployment names no metrics port"
+grep -q 'targetPort: metrics' "$src/deploy/service.yaml" || fail "Service does not target it"
+grep -q 'port: metrics, path: /metrics' "$src/deploy/servicemonitor.yaml" ||
+    fail "ServiceMonitor does not scrape it"
+grep -q 'app: drover' "$src/deploy/service.yaml" || fail "Service selects no drover pods"
+[ "$failed" -eq 0 ]

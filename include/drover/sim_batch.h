@@ -73,6 +73,8 @@ double drv_t95(int df);
 
 /* One row per policy: mean ± half-width of the main metrics. */
 void drv_report_ci_table(FILE *f, const drv_summary_ci *ci, int n);
+/* The same as CSV: policy, runs, then <metric>_mean and <metric>_ci95 for each metric. */
+void drv_report_ci_csv(FILE *f, const drv_summary_ci *ci, int n);
 /* The same as JSON: [{"policy":..,"runs":..,"avg_jct_s":{"mean":..,"ci95":..},...}]. */
 void drv_report_ci_json(FILE *f, const drv_summary_ci *ci, int n);
 

@@ -55,7 +55,7 @@ static double plain_period(void)
 
 void progress_init(progress *g, bool quiet, int runs)
 {
-    *g = (progress){.runs = runs > 0 ? runs : 1, .t0 = mono_now()};
+    *g = (progress){.runs = runs > 0 ? runs : 1, .t0 = mono_now(), .frac = -1};
     g->last = g->t0;
     g->mode = quiet ? PROGRESS_OFF : isatty(STDERR_FILENO) == 1 ? PROGRESS_TTY : PROGRESS_PLAIN;
     g->period = g->mode == PROGRESS_PLAIN ? plain_period() : TTY_EVERY;
@@ -71,7 +71,8 @@ void progress_cb(void *arg, const drv_progress *p)
         return;
     if (now - g->last < g->period)
         return;
-    double frac = (g->run + (p->jobs > 0 ? (double)p->done / p->jobs : 0)) / g->runs;
+    double frac =
+        g->frac >= 0 ? g->frac : (g->run + (p->jobs > 0 ? (double)p->done / p->jobs : 0)) / g->runs;
     char eta[32] = "?";
     if (frac > 0.01)
         snprintf(eta, sizeof eta, "%.0f s", elapsed * (1 - frac) / frac);
@@ -81,7 +82,7 @@ void progress_cb(void *arg, const drv_progress *p)
         g->shown = true;
     } else {
         /* Jobs per wall second over the whole invocation: runs before this one count too. */
-        double done = (double)g->run * p->jobs + p->done;
+        double done = frac * g->runs * p->jobs;
         fprintf(stderr,
                 "drover: progress: %s (%d/%d): %d/%d jobs done, simulated %.1f h, %.0f jobs/s, "
                 "ETA %s\n",

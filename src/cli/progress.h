@@ -17,7 +17,8 @@ typedef struct progress {
     double t0, last; /* wall clock at the start and at the last line drawn */
     int run, runs;   /* index of the policy being simulated, number of policies */
     const char *policy;
-    bool shown; /* a terminal line is on screen (to clear) */
+    double frac; /* fraction of all runs done, when runs go side by side; < 0: from run */
+    bool shown;  /* a terminal line is on screen (to clear) */
 } progress;
 
 /*

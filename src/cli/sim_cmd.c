@@ -13,11 +13,13 @@
 #include "progress.h"
 
 #include "drover/calib.h"
+#include "drover/sim_batch.h"
 #include "drover/trace.h"
 
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -25,8 +27,9 @@ typedef struct sim_opts {
     const char *workload, *cluster, *policy, *format, *out, *models;
     const char *profiles, *explain;
     const char *trace, *trace_format, *on_bad_row, *calib_dir, *mechanics, *data_dir;
-    const char *trace_columns;
+    const char *trace_columns, *seeds;
     uint64_t seed;
+    int threads;
     bool check, quiet;
 } sim_opts;
 
@@ -52,6 +55,20 @@ static const cli_flag sim_flags[] = {
      AT(seed),
      .arg = "N",
      .help = "seed for the generated workload and loss noise (default: 1)"},
+    {.name = "seeds",
+     .kind = FLAG_TEXT,
+     AT(seeds),
+     .arg = "LIST",
+     .help = "run every policy once per seed (\"1-10\", \"1,4,9\"; at most 1000) and\n"
+             "print each metric's mean with its 95 % confidence interval;\n"
+             "--out then holds the first seed's runs and summary-seeds.json"},
+    {.name = "threads",
+     .kind = FLAG_INT,
+     AT(threads),
+     .arg = "N",
+     .lo = 0,
+     .hi = 256,
+     .help = "runs at once (default 0: one per core); results do not depend on it"},
     {.name = "format",
      .kind = FLAG_CHOICE,
      AT(format),
@@ -163,7 +180,9 @@ const cli_command sim_command = {
 typedef struct sim_inputs {
     drv_catalogue cat;
     drv_cluster_spec cluster;
-    drv_workload wl;
+    drv_workload *wl; /* [nseeds]: the jobs for each seed */
+    uint64_t *seeds;  /* [nseeds]: --seeds, or --seed alone */
+    int nseeds;
     drv_calib calib;       /* loaded only with --trace */
     int32_t rows_skipped;  /* malformed trace rows skipped (--on-bad-row skip) */
     cli_profiles profiles; /* --profiles FILE */
@@ -177,7 +196,10 @@ static void inputs_fini(sim_inputs *in)
 {
     drv_free(in->prof);
     cli_profiles_fini(&in->profiles);
-    drv_workload_fini(&in->wl);
+    for (int i = 0; in->wl && i < in->nseeds; i++)
+        drv_workload_fini(&in->wl[i]);
+    drv_free(in->wl);
+    drv_free(in->seeds);
     drv_cluster_fini(&in->cluster);
     drv_catalogue_fini(&in->cat);
     drv_calib_fini(&in->calib);
@@ -201,49 +223,114 @@ static int check_opts(const sim_opts *o)
         fprintf(stderr, "drover sim: --trace and --workload: give one of them\n");
         return -1;
     }
+    if (o->seeds && o->explain) {
+        fprintf(stderr, "drover sim: --seeds and --explain: --explain looks at one run (--seed)\n");
+        return -1;
+    }
     return 0;
 }
 
-/* The jobs: from --trace, --workload, or generated. */
-static int load_jobs(const sim_opts *o, sim_inputs *in, drv_diag *d)
+enum { MAX_SEEDS = 1000 };
+
+/* --seeds LIST ("1-10", "1,4,9", "3") into in->seeds; --seed alone when LIST is NULL. Returns 0,
+ * or -1 with a one-line message printed. */
+static int parse_seeds(const sim_opts *o, sim_inputs *in)
+{
+    in->seeds = drv_calloc(MAX_SEEDS, sizeof *in->seeds);
+    if (!in->seeds) {
+        fprintf(stderr, "drover: out of memory\n");
+        return -1;
+    }
+    if (!o->seeds) {
+        in->seeds[in->nseeds++] = o->seed;
+        return 0;
+    }
+    for (const char *p = o->seeds; *p;) {
+        char *end;
+        if (*p < '0' || *p > '9')
+            goto bad;
+        unsigned long long a = strtoull(p, &end, 10), b = a;
+        if (*end == '-') {
+            if (end[1] < '0' || end[1] > '9')
+                goto bad;
+            b = strtoull(end + 1, &end, 10);
+        }
+        if (b < a || (*end && *end != ','))
+            goto bad;
+        for (unsigned long long v = a; v <= b; v++) {
+            if (in->nseeds == MAX_SEEDS) {
+                fprintf(stderr, "drover sim: --seeds: more than %d seeds\n", MAX_SEEDS);
+                return -1;
+            }
+            in->seeds[in->nseeds++] = v;
+        }
+        p = *end ? end + 1 : end;
+    }
+    if (in->nseeds > 0)
+        return 0;
+bad:
+    fprintf(stderr,
+            "drover sim: --seeds: expected seeds and ranges separated by commas (\"1-10\", "
+            "\"1,4,9\"), found '%s'\n",
+            o->seeds);
+    return -1;
+}
+
+/* --trace: where the trace and the measured profiles are (the data directory gives the default
+ * profiles and a home for relative traces; it is needed only when --calib-dir is not given, or
+ * --data-dir is and is wrong), and the profiles, loaded once for every seed. */
+static int load_trace_inputs(const sim_opts *o, sim_inputs *in, drv_diag *d)
+{
+    char data[4096], calib_buf[4200], trace_buf[4200];
+    const char *calib_dir = o->calib_dir, *trace = o->trace;
+    if (data_dir_find(o->data_dir, data, sizeof data, d->msg, sizeof d->msg) == 0) {
+        if (!calib_dir) {
+            snprintf(calib_buf, sizeof calib_buf, "%s/pollux/profiles", data);
+            calib_dir = calib_buf;
+        }
+        trace = data_path(trace, data, trace_buf, sizeof trace_buf);
+    } else if (!calib_dir || o->data_dir) {
+        return DRV_EINVAL;
+    }
+    d->msg[0] = 0;
+    snprintf(in->trace_path, sizeof in->trace_path, "%s", trace);
+    return drv_calib_load(&in->calib, calib_dir, d);
+}
+
+/* The jobs of one seed: from --trace, --workload, or generated. */
+static int load_jobs(const sim_opts *o, sim_inputs *in, uint64_t seed, drv_workload *wl,
+                     drv_diag *d)
 {
     if (o->trace) {
-        /* The data directory gives the default profiles and a home for relative traces; it
-         * is needed only when --calib-dir is not given (or --data-dir is, and is wrong). */
-        char data[4096], calib_buf[4200], trace_buf[4200];
-        const char *calib_dir = o->calib_dir, *trace = o->trace;
-        if (data_dir_find(o->data_dir, data, sizeof data, d->msg, sizeof d->msg) == 0) {
-            if (!calib_dir) {
-                snprintf(calib_buf, sizeof calib_buf, "%s/pollux/profiles", data);
-                calib_dir = calib_buf;
-            }
-            trace = data_path(trace, data, trace_buf, sizeof trace_buf);
-        } else if (!calib_dir || o->data_dir) {
-            return DRV_EINVAL;
-        }
-        d->msg[0] = 0;
-        snprintf(in->trace_path, sizeof in->trace_path, "%s", trace);
-        int rc = drv_calib_load(&in->calib, calib_dir, d);
-        if (rc)
-            return rc;
         drv_trace_opts to = {drv_trace_format_parse(o->trace_format),
-                             strcmp(o->on_bad_row, "skip") == 0, o->seed, &in->calib,
-                             DRV_POLLUX_GPUS};
+                             strcmp(o->on_bad_row, "skip") == 0, seed, &in->calib, DRV_POLLUX_GPUS};
         for (int32_t i = 0; i < in->cluster.n; i++)
             if (in->cluster.nodes[i].alloc.gpu > 0) {
                 to.gpus_per_node = (int32_t)in->cluster.nodes[i].alloc.gpu;
                 break;
             }
         return o->trace_columns
-                   ? drv_trace_load_columns(&in->wl, trace, o->trace_columns, &in->cat, &to,
+                   ? drv_trace_load_columns(wl, in->trace_path, o->trace_columns, &in->cat, &to,
                                             &in->rows_skipped, d)
-                   : drv_trace_load(&in->wl, trace, &in->cat, &to, &in->rows_skipped, d);
+                   : drv_trace_load(wl, in->trace_path, &in->cat, &to, &in->rows_skipped, d);
     }
     if (o->workload)
-        return drv_workload_load(&in->wl, o->workload, &in->cat, o->seed, d);
+        return drv_workload_load(wl, o->workload, &in->cat, seed, d);
     drv_genparams g;
-    drv_genparams_default(&g, o->seed);
-    return drv_workload_generate(&in->wl, &g, &in->cat, d);
+    drv_genparams_default(&g, seed);
+    return drv_workload_generate(wl, &g, &in->cat, d);
+}
+
+/* Every seed's jobs. */
+static int load_all_jobs(const sim_opts *o, sim_inputs *in, drv_diag *d)
+{
+    int rc = o->trace ? load_trace_inputs(o, in, d) : 0;
+    in->wl = rc ? NULL : drv_calloc((size_t)in->nseeds, sizeof *in->wl);
+    if (!rc && !in->wl)
+        rc = drv_fail(d, DRV_ENOMEM, "out of memory");
+    for (int i = 0; !rc && i < in->nseeds; i++)
+        rc = load_jobs(o, in, in->seeds[i], &in->wl[i], d);
+    return rc;
 }
 
 /* Reads and checks every input. Returns 0 or the exit status, with the message printed. */
@@ -261,7 +348,7 @@ static int load_inputs(const sim_opts *o, sim_inputs *in)
             drv_cluster_default(&in->cluster);
     }
     if (!rc)
-        rc = load_jobs(o, in, &d);
+        rc = load_all_jobs(o, in, &d);
     if (!rc)
         rc = cli_profiles_load(&in->profiles, o->profiles, &d);
     if (rc) {
@@ -314,43 +401,79 @@ static drv_report_meta report_meta(const sim_opts *o, const sim_inputs *in)
                              .ninputs = 5};
 }
 
-/* Runs each policy on the same inputs into sums[i]; with --out writes each run's files. Returns
- * 0 or the exit status, with the message printed: a profile the simulator refuses (a bad knob) is
- * bad input, anything failing during a run is a failed run. */
+/* One run's progress, forwarded to the shared report with the fraction of all runs done (runs
+ * go on side by side, so the run being reported is not the only one under way). The batch
+ * serialises the calls. */
+typedef struct run_progress {
+    progress *report;
+    double *frac; /* [nruns]: how far each run has got */
+    int run, nruns;
+    const char *policy;
+} run_progress;
+
+static void run_progress_cb(void *arg, const drv_progress *p)
+{
+    run_progress *r = arg;
+    r->frac[r->run] = p->jobs > 0 ? (double)p->done / p->jobs : 1;
+    double sum = 0;
+    for (int i = 0; i < r->nruns; i++)
+        sum += r->frac[i];
+    r->report->run = r->run;
+    r->report->policy = r->policy;
+    r->report->frac = sum / r->nruns;
+    progress_cb(r->report, p);
+}
+
+/* Runs each policy once per seed on the same inputs, side by side on --threads threads, into
+ * sums[seed * nprof + policy]; with --out writes the first seed's run files. Returns 0 or the
+ * exit status, with the message printed: a profile the simulator refuses (a bad knob) is bad
+ * input, anything failing during a run is a failed run. */
 static int run_policies(const sim_opts *o, const sim_inputs *in, drv_summary *sums)
 {
+    int n = in->nprof * in->nseeds, status = 0;
+    drv_sim_task *tasks = drv_calloc((size_t)n, sizeof *tasks);
+    run_progress *rp = drv_calloc((size_t)n, sizeof *rp);
+    double *frac = drv_calloc((size_t)n, sizeof *frac);
+    if (!tasks || !rp || !frac) {
+        fprintf(stderr, "drover: out of memory\n");
+        status = EXIT_RUN;
+        goto out;
+    }
     progress prog;
-    progress_init(&prog, o->quiet, in->nprof);
-    drv_sim_config cfg = {.seed = o->seed,
-                          .check = o->check,
-                          .placements = o->out != NULL,
-                          .progress = progress_cb,
-                          .progress_arg = &prog,
-                          .calib = o->trace ? &in->calib : NULL};
-    drv_diag d = {{0}};
+    progress_init(&prog, o->quiet, n);
     drv_report_meta meta = report_meta(o, in);
-    int rc = 0, status = 0;
-    for (int i = 0; i < in->nprof && !rc; i++) {
-        drv_sim *s = NULL;
-        prog.run = i;
-        prog.policy = in->prof[i].name;
-        rc = drv_sim_new(&in->cluster, &in->wl, &in->cat, &in->prof[i], &cfg, &s, &d);
-        if (rc) {
-            status = rc == DRV_EINVAL ? EXIT_USAGE : EXIT_RUN;
+    for (int i = 0; i < n; i++) {
+        int seed = i / in->nprof, p = i % in->nprof;
+        rp[i] = (run_progress){&prog, frac, i, n, in->prof[p].name};
+        tasks[i] = (drv_sim_task){.cluster = &in->cluster,
+                                  .workload = &in->wl[seed],
+                                  .catalogue = &in->cat,
+                                  .profile = &in->prof[p],
+                                  .cfg = {.seed = in->seeds[seed],
+                                          .check = o->check,
+                                          .placements = o->out != NULL && seed == 0,
+                                          .progress = run_progress_cb,
+                                          .progress_arg = &rp[i],
+                                          .calib = o->trace ? &in->calib : NULL},
+                                  .out_dir = seed == 0 ? o->out : NULL,
+                                  .meta = &meta};
+    }
+    int rc = drv_sim_batch_run(tasks, n, o->threads);
+    progress_clear(&prog);
+    for (int i = 0; i < n; i++)
+        sums[i] = tasks[i].summary;
+    for (int i = 0; rc && i < n; i++)
+        if (tasks[i].rc) { /* the first failed run in order, as a sequential run would say */
+            fprintf(stderr, "drover: %s\n",
+                    tasks[i].d.msg[0] ? tasks[i].d.msg : drv_strerror(tasks[i].rc));
+            status =
+                tasks[i].rc == DRV_EINVAL && !tasks[i].summary.policy[0] ? EXIT_USAGE : EXIT_RUN;
             break;
         }
-        rc = drv_sim_run(s, &d);
-        if (!rc) {
-            drv_sim_summary(s, &sums[i]);
-            if (o->out)
-                rc = drv_report_run_files(o->out, s, &meta, &d);
-        }
-        drv_sim_free(s);
-        status = rc ? EXIT_RUN : 0;
-    }
-    progress_clear(&prog);
-    if (status)
-        fprintf(stderr, "drover: %s\n", d.msg[0] ? d.msg : drv_strerror(rc));
+out:
+    drv_free(tasks);
+    drv_free(rp);
+    drv_free(frac);
     return status;
 }
 
@@ -361,7 +484,7 @@ static int write_out_dir(const sim_opts *o, const sim_inputs *in, const drv_summ
                          const char *desc, bool *skipped)
 {
     drv_diag d = {{0}};
-    drv_scenario sc = {.jobs = in->wl.n, .nodes = in->cluster.n, .seed = o->seed};
+    drv_scenario sc = {.jobs = in->wl[0].n, .nodes = in->cluster.n, .seed = in->seeds[0]};
     snprintf(sc.desc, sizeof sc.desc, "%s", desc);
     for (int32_t k = 0; k < in->cluster.n; k++) {
         sc.cpu_m += (double)in->cluster.nodes[k].alloc.cpu;
@@ -404,10 +527,58 @@ static void print_comparison(const sim_opts *o, const sim_inputs *in, const drv_
     }
 }
 
+/* --seeds: each policy's mean and interval over the seeds, on stdout in --format, and with --out
+ * in summary-seeds.json. sums is [seed * nprof + policy]. Returns 0 or the exit status. */
+static int report_seeds(const sim_opts *o, const sim_inputs *in, const drv_summary *sums,
+                        const char *desc)
+{
+    drv_summary_ci *ci = drv_calloc((size_t)in->nprof, sizeof *ci);
+    drv_summary *runs = drv_calloc((size_t)in->nseeds, sizeof *runs);
+    if (!ci || !runs) {
+        drv_free(ci);
+        drv_free(runs);
+        fprintf(stderr, "drover: out of memory\n");
+        return EXIT_RUN;
+    }
+    for (int p = 0; p < in->nprof; p++) {
+        for (int k = 0; k < in->nseeds; k++)
+            runs[k] = sums[k * in->nprof + p];
+        drv_summary_ci_compute(runs, in->nseeds, &ci[p]);
+    }
+    int status = 0;
+    if (o->out) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/summary-seeds.json", o->out);
+        FILE *f = fopen(path, "w");
+        if (f) {
+            drv_report_ci_json(f, ci, in->nprof);
+            status = fclose(f) == 0 ? 0 : EXIT_RUN;
+        }
+        if (!f || status)
+            fprintf(stderr, "drover: %s: cannot write: %s\n", path, strerror(errno));
+        status = f && !status ? 0 : EXIT_RUN;
+    }
+    if (status == 0 && strcmp(o->format, "json") == 0) {
+        drv_report_ci_json(stdout, ci, in->nprof);
+    } else if (status == 0 && strcmp(o->format, "csv") == 0) {
+        drv_report_ci_csv(stdout, ci, in->nprof);
+    } else if (status == 0) {
+        printf("%s, seeds %s (%d runs of each policy)\n\n", desc, o->seeds, in->nseeds);
+        drv_report_ci_table(stdout, ci, in->nprof);
+        if (o->out)
+            printf("\nwrote %s/summary-seeds.json; the other files and the report page are of "
+                   "seed %llu\n",
+                   o->out, (unsigned long long)in->seeds[0]);
+    }
+    drv_free(ci);
+    drv_free(runs);
+    return status;
+}
+
 /* Runs the policies, writes --out and prints; the inputs are loaded. Returns the exit status. */
 static int simulate(const sim_opts *o, const sim_inputs *in)
 {
-    drv_summary *sums = drv_calloc((size_t)in->nprof, sizeof *sums);
+    drv_summary *sums = drv_calloc((size_t)in->nprof * (size_t)in->nseeds, sizeof *sums);
     if (!sums) {
         fprintf(stderr, "drover: out of memory\n");
         return EXIT_RUN;
@@ -423,7 +594,7 @@ static int simulate(const sim_opts *o, const sim_inputs *in)
         return status;
     }
     char desc[512];
-    snprintf(desc, sizeof desc, "%d jobs on %d nodes (%s, %s)", in->wl.n, in->cluster.n,
+    snprintf(desc, sizeof desc, "%d jobs on %d nodes (%s, %s)", in->wl[0].n, in->cluster.n,
              o->trace      ? o->trace
              : o->workload ? o->workload
                            : "built-in workload",
@@ -432,7 +603,9 @@ static int simulate(const sim_opts *o, const sim_inputs *in)
                           : "built-in cluster");
     bool skipped = false;
     status = o->out ? write_out_dir(o, in, sums, desc, &skipped) : 0;
-    if (status == 0)
+    if (status == 0 && in->nseeds > 1)
+        status = report_seeds(o, in, sums, desc);
+    else if (status == 0)
         print_comparison(o, in, sums, desc, skipped);
     drv_free(sums);
     return status;
@@ -452,9 +625,9 @@ int cmd_sim(int argc, char **argv)
     if (check_opts(&o) != 0)
         return EXIT_USAGE;
     sim_inputs in = {.pollux = strcmp(o.mechanics, "pollux") == 0};
-    status = load_inputs(&o, &in);
+    status = parse_seeds(&o, &in) ? EXIT_USAGE : load_inputs(&o, &in);
     if (status == 0 && o.explain)
-        status = cli_explain_job(&in.cluster, &in.wl, &in.cat, &in.prof[0], o.seed, o.explain);
+        status = cli_explain_job(&in.cluster, &in.wl[0], &in.cat, &in.prof[0], o.seed, o.explain);
     else if (status == 0)
         status = simulate(&o, &in);
     inputs_fini(&in);

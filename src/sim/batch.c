@@ -190,20 +190,40 @@ void drv_report_ci_table(FILE *f, const drv_summary_ci *ci, int n)
     bool gpu = false;
     for (int i = 0; i < n; i++)
         gpu |= ci[i].m[DRV_CI_GPU_UTIL].mean > 0;
-    fprintf(f, "%-18s %4s  %-20s %-20s %-20s %-18s %-14s\n", "policy", "runs", "avg JCT (s)",
-            "p95 JCT (s)", "makespan (s)", "queueing (s)", gpu ? "util% gpu" : "util% cpu");
+    /* durations in minutes, as drv_report_table prints them */
+    fprintf(f, "%-18s %4s  %-18s %-18s %-18s %-16s %-14s\n", "policy", "runs", "avg JCT (min)",
+            "p95 JCT (min)", "makespan (min)", "queueing (min)", gpu ? "util% gpu" : "util% cpu");
     for (int i = 0; i < n; i++) {
         char a[48], b[48], c[48], w[48], u[48];
-        cell(a, sizeof a, ci[i].m[DRV_CI_AVG_JCT], 1, 0);
-        cell(b, sizeof b, ci[i].m[DRV_CI_P95_JCT], 1, 0);
-        cell(c, sizeof c, ci[i].m[DRV_CI_MAKESPAN], 1, 0);
-        cell(w, sizeof w, ci[i].m[DRV_CI_AVG_WAIT], 1, 0);
+        cell(a, sizeof a, ci[i].m[DRV_CI_AVG_JCT], 1 / 60.0, 1);
+        cell(b, sizeof b, ci[i].m[DRV_CI_P95_JCT], 1 / 60.0, 1);
+        cell(c, sizeof c, ci[i].m[DRV_CI_MAKESPAN], 1 / 60.0, 1);
+        cell(w, sizeof w, ci[i].m[DRV_CI_AVG_WAIT], 1 / 60.0, 1);
         cell(u, sizeof u, ci[i].m[gpu ? DRV_CI_GPU_UTIL : DRV_CI_CPU_UTIL], 100, 1);
         /* "±" is two bytes in UTF-8: pad by one more byte per cell */
-        fprintf(f, "%-18s %4d  %-21s %-21s %-21s %-19s %-15s\n", ci[i].policy, ci[i].runs, a, b, c,
-                w, u);
+        fprintf(f, "%-18s %4d  %-19s %-19s %-19s %-17s %-15s\n", ci[i].policy, ci[i].runs, a, b,
+                c, w, u);
     }
     fprintf(f, "\nmean ± half-width of the 95 %% confidence interval over seeds (Student's t)\n");
+}
+
+void drv_report_ci_csv(FILE *f, const drv_summary_ci *ci, int n)
+{
+    fprintf(f, "policy,runs");
+    for (int m = 0; m < DRV_CI_NMETRICS; m++)
+        fprintf(f, ",%s_mean,%s_ci95", metric_names[m], metric_names[m]);
+    fprintf(f, "\n");
+    for (int i = 0; i < n; i++) {
+        /* a name holding a comma or a quote is quoted, quotes doubled (RFC 4180) */
+        bool quote = strpbrk(ci[i].policy, ",\"\n") != NULL;
+        fputs(quote ? "\"" : "", f);
+        for (const char *p = ci[i].policy; *p; p++)
+            fputs(*p == '"' ? "\"\"" : (char[]){*p, 0}, f);
+        fprintf(f, "%s,%d", quote ? "\"" : "", ci[i].runs);
+        for (int m = 0; m < DRV_CI_NMETRICS; m++)
+            fprintf(f, ",%.17g,%.17g", ci[i].m[m].mean, ci[i].m[m].half);
+        fprintf(f, "\n");
+    }
 }
 
 void drv_report_ci_json(FILE *f, const drv_summary_ci *ci, int n)

@@ -233,5 +233,36 @@ expect_status explain-priority 0 "$drover" sim --policy volcano-priority --expla
 [ "$(grep -c -E '^(user|class|wait|parallelism|priority) ' "$tmp/out")" -eq 5 ]
 check explain-priority-factors $?
 
+
+# --seeds: one row per policy with mean ± interval over the seeds; the same numbers whatever
+# --threads says (runs side by side must not change a result); a bad list is a usage error.
+expect_status seeds 0 "$drover" sim --seeds 1-3 --policy gang-fifo,k8s-default --threads 1 \
+    --format csv
+cp "$tmp/out" "$tmp/seeds1.csv"
+[ "$(wc -l <"$tmp/seeds1.csv")" -eq 3 ] && head -1 "$tmp/seeds1.csv" | grep -q '^policy,runs,avg_jct_s_mean,avg_jct_s_ci95' &&
+    grep -q '^gang-fifo,3,' "$tmp/seeds1.csv"
+check seeds-csv $?
+expect_status seeds-threads 0 "$drover" sim --seeds 1-3 --policy gang-fifo,k8s-default --threads 4 \
+    --format csv
+cmp -s "$tmp/out" "$tmp/seeds1.csv"
+check seeds-threads-same $?
+# the mean of three single-seed runs is the --seeds mean
+sum=0
+for s in 1 2 3; do
+    "$drover" sim --seed $s --policy gang-fifo --format csv >"$tmp/one.csv"
+    v=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next } { print $c["avg_jct_s"] }' "$tmp/one.csv")
+    sum=$(awk -v a="$sum" -v b="$v" 'BEGIN { printf "%.6f", a + b }')
+done
+mean=$(awk -F, '$1 == "gang-fifo" { printf "%.6f", $3 }' "$tmp/seeds1.csv")
+awk -v s="$sum" -v m="$mean" 'BEGIN { d = s / 3 - m; exit !(d < 1e-3 && d > -1e-3) }'
+check seeds-mean $?
+expect_status seeds-table 0 "$drover" sim --seeds 1,2 --policy gang-fifo
+grep -q 'seeds 1,2 (2 runs of each policy)' "$tmp/out" && grep -q '±' "$tmp/out"
+check seeds-table-text $?
+expect_status seeds-bad 2 "$drover" sim --seeds 3-1
+grep -q -- '--seeds: expected seeds and ranges' "$tmp/err"
+check seeds-bad-message $?
+expect_status seeds-explain 2 "$drover" sim --seeds 1-2 --explain x
+
 echo "$pass passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -101,8 +101,9 @@ static void adopt_orphans(drv_ctrl *c, int32_t name, int32_t node)
             continue;
         }
         const pod_record *p = &m->pods[o->slot];
-        if (p->exists && p->api_name == name && !ctrl_pod_terminal(p->phase) &&
-            m->st.pods[o->slot].node < 0) {
+        const drv_pod *sp = &m->st.pods[o->slot];
+        if (p->exists && p->api_name == name && p->phase != DRV_KPOD_FAILED && sp->node < 0 &&
+            m->st.jobs[sp->job].phase != DRV_JOB_DONE) {
             drv_state_bind(&m->st, o->slot, node);
             m->pods[o->slot].api_node = node;
         }
@@ -217,7 +218,7 @@ static int own_pod(drv_ctrl *c, int32_t s, const drv_kpod *kp, double t)
     memcpy(p->ip, kp->ip, sizeof p->ip);
     p->api_node = node;
     p->api_name = kp->node;
-    if (kp->node && node < 0 && !ctrl_pod_terminal(kp->phase)) {
+    if (kp->node && node < 0 && kp->phase != DRV_KPOD_FAILED) {
         /* Bound to a node not seen yet (the pod informer listed first): bound in the state
          * when the node shows up. */
         if (drv_grow(&m->orphans, sizeof *m->orphans, &m->cap_orphans, m->norphans + 1) != 0)
@@ -225,11 +226,16 @@ static int own_pod(drv_ctrl *c, int32_t s, const drv_kpod *kp, double t)
         m->orphans[m->norphans++] = (orphan_pod){s, kp->node};
         return 0;
     }
-    if (ctrl_pod_terminal(kp->phase)) {
+    /* A failed pod fails its job (reconcile). A succeeded one keeps its slot, done: the gang
+     * stays whole and the pod is never placed again (a worker may finish before its chief);
+     * its room is counted as held until the job ends. */
+    if (kp->phase == DRV_KPOD_FAILED) {
         if (sp->node >= 0)
             drv_state_unbind(&m->st, s);
         return 0;
     }
+    if (m->st.jobs[sp->job].phase == DRV_JOB_DONE)
+        return 0; /* (its pods are no longer the state's) */
     if (node >= 0 && sp->node != node && p->want < 0) {
         /* Bound where the state does not have it (adopted after a restart, or bound by someone
          * else): the API is the truth. */

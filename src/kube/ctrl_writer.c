@@ -18,7 +18,8 @@
 
 const char *const ctrl_phase_name[] = {"", "Pending", "Running", "Succeeded", "Failed"};
 
-/* Active replicas per role (bound and running), and whether every wanted pod runs. */
+/* Active replicas per role (bound and running), and whether every wanted pod runs (or has
+ * succeeded already). */
 void ctrl_job_active(const drv_ctrl *c, int32_t job, int32_t active[DRV_NROLES], bool *all_running)
 {
     const drv_state *st = &c->mirror.st;
@@ -30,7 +31,7 @@ void ctrl_job_active(const drv_ctrl *c, int32_t job, int32_t active[DRV_NROLES],
         const pod_record *pr = &c->mirror.pods[jb->pod_base + k];
         if (p->node >= 0 && pr->phase == DRV_KPOD_RUNNING)
             active[p->role]++;
-        else if (p->node >= 0)
+        else if (p->node >= 0 && pr->phase != DRV_KPOD_SUCCEEDED) /* (done: not waited for) */
             *all_running = false;
     }
 }

@@ -521,6 +521,56 @@ static void test_leader_election(void **state)
     stop(&b);
 }
 
+/* Issue 13: a job's workers finish before its chief. Their slots are done, not free: the
+ * controller sends nothing about them (a binding of a finished pod is refused with 409, as
+ * the test server does), and the job stays Running until its chief ends. */
+static void test_chief_outlives_workers(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "4", "z1");
+    runner r;
+    start(f, &r, "gang-fifo");
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
+        "\"name\":\"cw\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{"
+        "\"Chief\":{\"replicas\":1,\"template\":{\"spec\":{\"containers\":[{\"name\":"
+        "\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}},"
+        "\"Worker\":{\"replicas\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":"
+        "\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}");
+    int exist, bound;
+    WAIT_FOR((pods_of(f, "cw", &exist, &bound), bound == 3));
+    const char *pods[] = {"cw-chief-0", "cw-worker-0", "cw-worker-1"};
+    for (int i = 0; i < 3; i++)
+        set_pod_phase(f, pods[i], "Running");
+    char ph[32];
+    WAIT_FOR(!strcmp(tj_phase(f, "cw", ph, sizeof ph), "Running"));
+    WAIT_FOR(drv_ctrl_get_stats(r.c).creates >= 3);
+    /* The workers finish; the status written for that (fewer active workers) settles. */
+    set_pod_phase(f, "cw-worker-0", "Succeeded");
+    set_pod_phase(f, "cw-worker-1", "Succeeded");
+    long writes = -1;
+    while (writes != drv_ctrl_get_stats(r.c).status_writes) { /* settled: none for 200 ms */
+        writes = drv_ctrl_get_stats(r.c).status_writes;
+        usleep(200000);
+    }
+    long before = drv_apiserver_requests(f->srv);
+    drv_ctrl_stats st0 = drv_ctrl_get_stats(r.c);
+    usleep(500000); /* several cycles' time: a controller rebinding them would have sent */
+    drv_ctrl_stats st1 = drv_ctrl_get_stats(r.c);
+    assert_int_equal(drv_apiserver_requests(f->srv) - before, 0);
+    assert_int_equal(st1.binds + st1.creates, st0.binds + st0.creates);
+    assert_int_equal(st1.api_errors, 0);
+    assert_string_equal(tj_phase(f, "cw", ph, sizeof ph), "Running");
+    pods_of(f, "cw", &exist, &bound);
+    assert_int_equal(exist, 3);
+    /* The chief ends: the job has succeeded. */
+    set_pod_phase(f, "cw-chief-0", "Succeeded");
+    WAIT_FOR(!strcmp(tj_phase(f, "cw", ph, sizeof ph), "Succeeded"));
+    assert_int_equal(drv_ctrl_get_stats(r.c).binds, 0);
+    stop(&r);
+}
+
 /* A training job's chief serving progress as Prometheus text; the step grows per request. */
 static int metrics_calls;
 static enum MHD_Result serve_metrics(void *cls, struct MHD_Connection *conn, const char *url,
@@ -581,6 +631,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_elastic_grow_and_shrink, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leader_election, setup, teardown),
         cmocka_unit_test_setup_teardown(test_progress_scraped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_chief_outlives_workers, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

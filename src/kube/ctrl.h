@@ -77,6 +77,8 @@ enum { NINFORMERS = 3 };
 
 /* What a binder thread sends. */
 enum { REQ_NONE, REQ_CREATE, REQ_BIND, REQ_DELETE };
+/* What a binder thread read back after a conflict. */
+enum { READ_NONE, READ_FOUND, READ_GONE };
 
 typedef struct ctrl_event {
     int8_t kind, type; /* EV_*; informers: DRV_WATCH_ADDED / _MODIFIED / _DELETED */
@@ -98,6 +100,8 @@ typedef struct ctrl_event {
             int8_t request;     /* REQ_* */
             bool ok;            /* done (a deletion answered 404 counts as done) */
             long status;        /* HTTP status, 0 when none came */
+            int8_t read;        /* after a 409: READ_* what a GET of the pod found */
+            int32_t read_node;  /* READ_FOUND: the node it is bound to, interned (0: none) */
             double sent, done;  /* mono */
         } answer;               /* EV_ANSWER: a binder thread's */
         struct {
@@ -187,6 +191,7 @@ typedef struct bind_request {
     int32_t slot, node; /* node -1: unbound creation, or a deletion */
     int8_t request;     /* REQ_CREATE, REQ_BIND, REQ_DELETE */
     char *path, *body;  /* body NULL for a deletion */
+    char *pod_path;     /* the pod's own path (read after a 409) */
 } bind_request;
 
 typedef struct binder_thread {
@@ -351,6 +356,7 @@ int ctrl_mirror_apply_pod(drv_ctrl *c, const ctrl_event *e);
 int ctrl_mirror_apply_trainingjob(drv_ctrl *c, ctrl_event *e);
 int ctrl_mirror_apply_progress(drv_ctrl *c, const ctrl_event *e);
 void ctrl_mirror_set_ghost(drv_ctrl *c, pod_record *p, int32_t name, drv_res req);
+bool ctrl_mirror_pod_read(drv_ctrl *c, int32_t slot, int32_t node_name);
 void ctrl_mirror_fini(drv_ctrl *c);
 
 /* ---- binder (ctrl_binder.c) ----------------------------------------------------------------- */
@@ -385,6 +391,9 @@ void ctrl_progress_publish(drv_ctrl *c);
 int ctrl_progress_start(drv_ctrl *c, drv_diag *d);
 void ctrl_progress_stop(drv_ctrl *c);
 void ctrl_progress_fini(drv_ctrl *c);
+
+/* ---- loop (ctrl_loop.c) --------------------------------------------------------------------- */
+int ctrl_apply_events(drv_ctrl *c, ctrl_event *ev, int32_t n); /* frees their tj records */
 
 /* ---- cycle (ctrl_cycle.c) ------------------------------------------------------------------- */
 int ctrl_cycle_run(drv_ctrl *c);

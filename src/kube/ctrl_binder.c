@@ -29,6 +29,17 @@ static void pods_path(drv_ctrl *c, int32_t ns, char *buf, size_t n)
     snprintf(buf, n, "/api/v1/namespaces/%s/pods", ctrl_name_str(c, ns, s, sizeof s));
 }
 
+/* Slot s's pod's own path, allocated (NULL: out of memory). */
+static char *pod_path(drv_ctrl *c, int32_t s)
+{
+    char path[1200], pod[600];
+    pods_path(c, c->mirror.jobs[c->mirror.st.pods[s].job].ns, path, sizeof path);
+    ctrl_pod_name(c, s, pod, sizeof pod);
+    size_t k = strlen(path);
+    snprintf(path + k, sizeof path - k, "/%s", pod);
+    return drv_strdup(path);
+}
+
 void ctrl_pod_name(drv_ctrl *c, int32_t slot, char *buf, size_t n)
 {
     const drv_pod *p = &c->mirror.st.pods[slot];
@@ -94,19 +105,21 @@ static char *pod_body(drv_ctrl *c, int32_t s, int32_t node)
 static int enqueue(drv_ctrl *c, int32_t s, int32_t node, int8_t request, char *path, char *body)
 {
     ctrl_binder *b = &c->binder;
+    char *own = pod_path(c, s);
     pthread_mutex_lock(&b->mu);
     if (b->head == b->n)
         b->head = b->n = 0;
-    bool ok = (body || request == REQ_DELETE) && path &&
+    bool ok = (body || request == REQ_DELETE) && path && own &&
               drv_grow(&b->queue, sizeof *b->queue, &b->cap, b->n + 1) == 0;
     if (ok) {
-        b->queue[b->n++] = (bind_request){s, node, request, path, body};
+        b->queue[b->n++] = (bind_request){s, node, request, path, body, own};
         pthread_cond_signal(&b->cv);
     }
     pthread_mutex_unlock(&b->mu);
     if (!ok) {
         drv_free(body);
         drv_free(path);
+        drv_free(own);
         return DRV_ENOMEM;
     }
     c->mirror.pods[s].inflight = request;
@@ -143,12 +156,7 @@ int ctrl_binder_delete(drv_ctrl *c, int32_t slot)
         p->delete_after = true;
         return 0;
     }
-    char path[1200], pod[600];
-    pods_path(c, c->mirror.jobs[c->mirror.st.pods[slot].job].ns, path, sizeof path);
-    ctrl_pod_name(c, slot, pod, sizeof pod);
-    size_t k = strlen(path);
-    snprintf(path + k, sizeof path - k, "/%s", pod);
-    int rc = enqueue(c, slot, -1, REQ_DELETE, drv_strdup(path), NULL);
+    int rc = enqueue(c, slot, -1, REQ_DELETE, pod_path(c, slot), NULL);
     if (rc == 0 && p->exists == 1) {
         p->exists = 2;
         p->delete_assumed = true;
@@ -184,8 +192,33 @@ int ctrl_binder_place(drv_ctrl *c, int32_t slot, int32_t node)
 
 /* ---- the binder threads --------------------------------------------------------------------- */
 
-/* Sends one request; fills the answer's fields. Logs and counts what failed (a 409 to a
- * creation or binding and a 404 to a deletion are answers the scheduler thread reads). */
+/* After a 409 to a creation or binding: what the pod is, read rather than guessed (a conflict
+ * is never retried blindly nor forgotten). */
+static void read_pod(binder_thread *t, const bind_request *r, ctrl_event *e)
+{
+    drv_diag d = {{0}};
+    long status = 0;
+    json_t *o = NULL;
+    int rc = drv_kube_request(t->client, "GET", r->pod_path, NULL, NULL, &status, &o, &d);
+    if (rc == 0) {
+        const char *node =
+            json_string_value(json_object_get(json_object_get(o, "spec"), "nodeName"));
+        e->u.answer.read = READ_FOUND;
+        e->u.answer.read_node = node ? ctrl_name_intern(t->c, node) : 0;
+        if (e->u.answer.read_node < 0) /* (out of memory: as if not read) */
+            e->u.answer.read = READ_NONE;
+    } else if (status == 404) {
+        e->u.answer.read = READ_GONE;
+    } else {
+        drv_log(DRV_LOG_WARN, "%s", d.msg);
+        ctrl_count(t->c, &t->c->counters.stats.api_errors, 1);
+    }
+    json_decref(o);
+}
+
+/* Sends one request; fills the answer's fields. Every answer but a success is counted as an
+ * API error; a 409 to a creation or binding and a 404 to a deletion are expected in a race
+ * with the informers (logged at info level), and after a 409 the pod is read. */
 static void send_request(binder_thread *t, const bind_request *r, ctrl_event *e)
 {
     drv_diag d = {{0}};
@@ -201,10 +234,12 @@ static void send_request(binder_thread *t, const bind_request *r, ctrl_event *e)
     e->u.answer.status = status;
     e->u.answer.ok = rc == 0 || (r->request == REQ_DELETE && status == 404);
     bool expected = r->request == REQ_DELETE ? status == 404 : status == 409;
-    if (rc != 0 && !expected) {
-        drv_log(DRV_LOG_WARN, "%s", d.msg);
+    if (rc != 0) {
+        drv_log(expected ? DRV_LOG_INFO : DRV_LOG_WARN, "%s", d.msg);
         ctrl_count(t->c, &t->c->counters.stats.api_errors, 1);
     }
+    if (rc != 0 && status == 409 && r->request != REQ_DELETE)
+        read_pod(t, r, e);
 }
 
 static void *binder_main(void *arg)
@@ -229,6 +264,7 @@ static void *binder_main(void *arg)
         ctrl_events_push(t->c, &e, what);
         drv_free(r.path);
         drv_free(r.body);
+        drv_free(r.pod_path);
     }
     return NULL;
 }
@@ -249,6 +285,7 @@ void ctrl_binder_drop_queued(drv_ctrl *c)
         ctrl_events_push(c, &e, "a dropped request's answer");
         drv_free(b->queue[i].path);
         drv_free(b->queue[i].body);
+        drv_free(b->queue[i].pod_path);
     }
     b->head = b->n = 0;
     pthread_mutex_unlock(&b->mu);
@@ -313,9 +350,14 @@ int ctrl_binder_apply_answer(drv_ctrl *c, const ctrl_event *e)
             p->api_node = node;
         ctrl_count(c, create ? &c->counters.stats.creates : &c->counters.stats.binds, 1);
     } else {
-        if (create && e->u.answer.status == 409 && p->exists == 0)
-            p->exists = 1; /* it exists already: bind it next time */
-        if (node >= 0 && sp->node == node && p->want < 0)
+        /* A conflict: mirrored as read (bound where the API has it: nothing to send again; not
+         * bound: bound next time). Anything else: the assumption is undone. */
+        bool bound = false;
+        if (e->u.answer.read == READ_FOUND)
+            bound = ctrl_mirror_pod_read(c, s, e->u.answer.read_node);
+        else if (create && e->u.answer.status == 409 && p->exists == 0)
+            p->exists = 1; /* it exists (not read): bind it next time */
+        if (!bound && node >= 0 && sp->node == node && p->want < 0)
             drv_state_unbind(&m->st, s);
         m->dirty = true;
     }
@@ -364,6 +406,7 @@ void ctrl_binder_fini(drv_ctrl *c)
     for (int32_t i = b->head; i < b->n; i++) {
         drv_free(b->queue[i].path);
         drv_free(b->queue[i].body);
+        drv_free(b->queue[i].pod_path);
     }
     drv_free(b->queue);
 }

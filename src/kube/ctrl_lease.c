@@ -66,8 +66,9 @@ static int lease_create(ctrl_lease *l, long *status, drv_diag *d)
     return rc;
 }
 
-/* One attempt to take or renew the lease; returns whether we hold it afterwards. */
-static bool lease_try(ctrl_lease *l, double now)
+/* One attempt to take or renew the lease; returns whether we hold it afterwards. A failed
+ * request is counted as an API error (another holding the lease is no failure). */
+static bool lease_try(drv_ctrl *c, ctrl_lease *l, double now)
 {
     char path[800];
     snprintf(path, sizeof path, "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", l->ns,
@@ -82,6 +83,8 @@ static bool lease_try(ctrl_lease *l, double now)
         l->renewed = now;
         return true;
     }
+    if (rc != DRV_EEXIST)
+        ctrl_count(c, &c->counters.stats.api_errors, 1);
     if (rc != DRV_EEXIST && rc != DRV_EIO)
         drv_log(DRV_LOG_WARN, "drover run: lease %s/%s: %s", l->ns, l->name, d.msg);
     else if (rc == DRV_EIO)
@@ -99,7 +102,7 @@ static void *lease_main(void *arg)
     while (!l->stop) {
         pthread_mutex_unlock(&l->mu);
         double now = mono();
-        bool holding = lease_try(l, now);
+        bool holding = lease_try(c, l, now);
         if (holding != l->holding) {
             l->holding = holding;
             ctrl_event e = {.kind = EV_LEASE, .t = mono()};

@@ -151,7 +151,7 @@ static int loop_start(drv_ctrl *c, volatile int *stop, drv_diag *d)
     return rc;
 }
 
-static int apply_events(drv_ctrl *c, ctrl_event *ev, int32_t n)
+int ctrl_apply_events(drv_ctrl *c, ctrl_event *ev, int32_t n)
 {
     int rc = 0;
     for (int32_t i = 0; i < n && rc == 0; i++) {
@@ -232,7 +232,7 @@ static int loop_iterate(drv_ctrl *c)
         until = now + 0.05;
     int32_t n = ctrl_events_take(c, &l->batch, &l->cap_batch, l->t0 + until);
     /* 2. apply */
-    int rc = apply_events(c, l->batch, n);
+    int rc = ctrl_apply_events(c, l->batch, n);
     if (rc != 0)
         return rc;
     if (n > 0 && l->synced)

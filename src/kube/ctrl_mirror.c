@@ -90,6 +90,31 @@ void ctrl_mirror_set_ghost(drv_ctrl *c, pod_record *p, int32_t name, drv_res req
         foreign_res(c, name, req, +1);
 }
 
+/* A binder read slot's pod after a conflict: it exists, bound to the node interned as
+ * node_name (0: unbound). Mirrored as its watch event would be, which may not come again if
+ * it was applied already. Returns whether the state now has it bound where the API has it. */
+bool ctrl_mirror_pod_read(drv_ctrl *c, int32_t slot, int32_t node_name)
+{
+    ctrl_mirror *m = &c->mirror;
+    pod_record *p = &m->pods[slot];
+    const drv_pod *sp = &m->st.pods[slot];
+    int32_t node = node_name && node_name < m->cap_by_key ? m->node_of[node_name] : -1;
+    if (p->exists == 0)
+        p->exists = 1;
+    p->api_name = node_name;
+    p->api_node = node;
+    m->dirty = true;
+    if (node < 0 || p->want >= 0 || p->phase == DRV_KPOD_FAILED ||
+        m->st.jobs[sp->job].phase == DRV_JOB_DONE)
+        return false;
+    if (sp->node != node) {
+        if (sp->node >= 0)
+            drv_state_unbind(&m->st, slot);
+        drv_state_bind(&m->st, slot, node);
+    }
+    return true;
+}
+
 static void adopt_orphans(drv_ctrl *c, int32_t name, int32_t node)
 {
     ctrl_mirror *m = &c->mirror;

@@ -175,7 +175,8 @@ static void write_status(drv_ctrl *c, const char *key)
         ctrl_count(c, &c->counters.stats.status_writes, 1);
         drv_workqueue_forget(w->queue, key);
     } else if (status == 404) {
-        drv_workqueue_forget(w->queue, key); /* the job is gone */
+        drv_workqueue_forget(w->queue, key); /* the job is gone (counted: every failure is) */
+        ctrl_count(c, &c->counters.stats.api_errors, 1);
     } else {
         drv_log(DRV_LOG_WARN, "%s", d.msg);
         ctrl_count(c, &c->counters.stats.api_errors, 1);

@@ -10,7 +10,8 @@
  *      the profile's period when a plugin wants every cycle; at most 50 ms (to notice stop);
  *   2. apply the batch: informers' objects (mirror), binders' answers (binder), progress
  *      samples (mirror), leadership changes (lease);
- *   3. until every informer has listed once, nothing more; when they have, start the lease;
+ *   3. until every informer has listed once and all it listed is applied, nothing more; when
+ *      so, start the lease (no decision is made on a partly listed cluster);
  *   4. when this controller leads and something changed (or a plugin's time came): one cycle
  *      (ctrl_cycle.c), which sends its decisions through the binder and writer.
  * No iteration makes a blocking API request: every request goes through a thread of its own.
@@ -224,7 +225,10 @@ static void attain(drv_ctrl *c, double dt)
 static int loop_iterate(drv_ctrl *c)
 {
     ctrl_loop *l = &c->loop;
-    /* 1. wait */
+    /* 1. wait. Whether every informer has listed is read before the batch is taken: an
+     * informer queues what it listed before it says so, so all of it is in this batch (read
+     * after, an item queued meanwhile would be missing from the first cycle's state). */
+    bool listed = l->synced || ctrl_intake_synced(c);
     double now = mono() - l->t0;
     double wake = drv_sched_wake(c->sched);
     double until = l->synced ? (wake == -INFINITY ? l->last + c->prof.period : wake) : now + 0.05;
@@ -239,7 +243,7 @@ static int loop_iterate(drv_ctrl *c)
         ctrl_metrics_export(c, false); /* binders' answers arrive between cycles */
     /* 3. synced? */
     if (!l->synced) {
-        if (!(l->synced = ctrl_intake_synced(c)))
+        if (!(l->synced = listed))
             return 0;
         if ((rc = on_synced(c)) != 0)
             return rc;

@@ -318,7 +318,6 @@ typedef struct ctrl_loop {
     bool warned_resize; /* the resize warning was logged */
     double last;        /* when the last cycle ran (since t0) */
     double t0;          /* mono() when started: the snapshot's zero */
-    volatile int *stop; /* the caller's */
 } ctrl_loop;
 
 struct drv_ctrl {

@@ -136,10 +136,9 @@ void drv_ctrl_free(drv_ctrl *c)
 
 /* ---- the loop ------------------------------------------------------------------------------- */
 
-static int loop_start(drv_ctrl *c, volatile int *stop, drv_diag *d)
+static int loop_start(drv_ctrl *c, drv_diag *d)
 {
     c->loop.t0 = mono();
-    c->loop.stop = stop;
     c->loop.synced = false;
     c->loop.last = 0;
     int rc = ctrl_intake_start(c, d);
@@ -285,7 +284,7 @@ static int loop_stop(drv_ctrl *c, int rc, drv_diag *d)
 
 int drv_ctrl_run(drv_ctrl *c, volatile int *stop, drv_diag *d)
 {
-    int rc = loop_start(c, stop, d);
+    int rc = loop_start(c, d);
     while (rc == 0 && !*stop)
         rc = loop_iterate(c);
     return loop_stop(c, rc, d);

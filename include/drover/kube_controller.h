@@ -45,7 +45,7 @@ typedef struct drv_ctrl_opts {
     int watch_timeout_s;        /* server-side timeout of each watch; 0: 300 */
     bool exhaustive;            /* score every node (the index's reference; benchmarks) */
     bool no_events;             /* write no Events (benchmarks) */
-    int binders;                /* threads sending bindings and pod creations; 0: 8 */
+    int binders;                /* threads sending bindings, pod creations, deletions; 0: 8 */
     /* Leader election through a coordination.k8s.io Lease (client-go's rules): only the
      * holder schedules; the others keep their caches warm and take over when the holder has
      * not renewed for lease_s, as measured on their own clock from when they saw its last

@@ -521,6 +521,98 @@ static void test_leader_election(void **state)
     stop(&b);
 }
 
+/* Issue 13: a job's workers finish before its chief. Their slots are done, not free: the
+ * controller sends nothing about them (a binding of a finished pod is refused with 409, as
+ * the test server does), and the job stays Running until its chief ends. */
+static void test_chief_outlives_workers(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "4", "z1");
+    runner r;
+    start(f, &r, "gang-fifo");
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
+        "\"name\":\"cw\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{"
+        "\"Chief\":{\"replicas\":1,\"template\":{\"spec\":{\"containers\":[{\"name\":"
+        "\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}},"
+        "\"Worker\":{\"replicas\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":"
+        "\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}");
+    int exist, bound;
+    WAIT_FOR((pods_of(f, "cw", &exist, &bound), bound == 3));
+    const char *pods[] = {"cw-chief-0", "cw-worker-0", "cw-worker-1"};
+    for (int i = 0; i < 3; i++)
+        set_pod_phase(f, pods[i], "Running");
+    char ph[32];
+    WAIT_FOR(!strcmp(tj_phase(f, "cw", ph, sizeof ph), "Running"));
+    WAIT_FOR(drv_ctrl_get_stats(r.c).creates >= 3);
+    /* The workers finish; the status written for that (fewer active workers) settles. */
+    set_pod_phase(f, "cw-worker-0", "Succeeded");
+    set_pod_phase(f, "cw-worker-1", "Succeeded");
+    long writes = -1;
+    while (writes != drv_ctrl_get_stats(r.c).status_writes) { /* settled: none for 200 ms */
+        writes = drv_ctrl_get_stats(r.c).status_writes;
+        usleep(200000);
+    }
+    long before = drv_apiserver_requests(f->srv);
+    drv_ctrl_stats st0 = drv_ctrl_get_stats(r.c);
+    usleep(500000); /* several cycles' time: a controller rebinding them would have sent */
+    drv_ctrl_stats st1 = drv_ctrl_get_stats(r.c);
+    assert_int_equal(drv_apiserver_requests(f->srv) - before, 0);
+    assert_int_equal(st1.binds + st1.creates, st0.binds + st0.creates);
+    assert_int_equal(st1.api_errors, 0);
+    assert_string_equal(tj_phase(f, "cw", ph, sizeof ph), "Running");
+    pods_of(f, "cw", &exist, &bound);
+    assert_int_equal(exist, 3);
+    /* The chief ends: the job has succeeded. */
+    set_pod_phase(f, "cw-chief-0", "Succeeded");
+    WAIT_FOR(!strcmp(tj_phase(f, "cw", ph, sizeof ph), "Succeeded"));
+    assert_int_equal(drv_ctrl_get_stats(r.c).binds, 0);
+    stop(&r);
+}
+
+/* Issue 12: a restarted controller decides nothing before all it listed is applied. Many jobs
+ * whose pods are all bound already (a previous leader's work) are adopted: no request about
+ * them. A first cycle run on a partly applied pod list would create or bind pods that exist. */
+static void test_restart_adopts_before_deciding(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "64", "z1");
+    add_node(f, "node-b", "64", "z1");
+    enum { JOBS = 40, WORKERS = 4 };
+    for (int j = 0; j < JOBS; j++) {
+        char name[32];
+        snprintf(name, sizeof name, "r%d", j);
+        add_tj(f, name, 0, WORKERS, 100);
+        for (int w = 0; w < WORKERS; w++)
+            req(f, "POST", "/api/v1/namespaces/default/pods",
+                "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
+                "\"%s-worker-%d\",\"labels\":{\"drover.dev/job\":\"%s\",\"drover.dev/role\":"
+                "\"worker\",\"drover.dev/rank\":\"%d\"}},\"spec\":{\"schedulerName\":"
+                "\"drover\",\"nodeName\":\"%s\",\"containers\":[{\"name\":\"main\","
+                "\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"100m\"}}}]}}",
+                name, w, name, w, j % 2 ? "node-b" : "node-a");
+    }
+    /* Restarted several times: each start is a fresh chance for the informers' lists and the
+     * loop to interleave badly (the race this guards against is not deterministic). */
+    for (int round = 0; round < 8; round++) {
+        runner r;
+        start(f, &r, "gang-fifo");
+        WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+        WAIT_FOR(drv_ctrl_get_stats(r.c).cycles >= 1);
+        usleep(300000);
+        drv_ctrl_stats st = drv_ctrl_get_stats(r.c);
+        assert_int_equal(st.jobs, JOBS);
+        assert_int_equal(st.creates + st.binds + st.deletes, 0);
+        assert_int_equal(st.api_errors, 0);
+        int exist, bound;
+        pods_of(f, NULL, &exist, &bound);
+        assert_int_equal(exist, JOBS * WORKERS);
+        assert_int_equal(bound, JOBS * WORKERS);
+        stop(&r);
+    }
+}
+
 /* A training job's chief serving progress as Prometheus text; the step grows per request. */
 static int metrics_calls;
 static enum MHD_Result serve_metrics(void *cls, struct MHD_Connection *conn, const char *url,
@@ -581,6 +673,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_elastic_grow_and_shrink, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leader_election, setup, teardown),
         cmocka_unit_test_setup_teardown(test_progress_scraped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_chief_outlives_workers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restart_adopts_before_deciding, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,407 @@
+/*
+ * ctrl.h - what the units of `drover run`'s controller share (src/kube/ctrl_*.c only; the
+ * public API is include/drover/kube_controller.h, the user's guide docs/running.md).
+ *
+ * One unit per concern, each owning its part of struct drv_ctrl and, when other threads touch
+ * it, the lock that guards it:
+ *
+ *   ctrl_intake.c    informer threads -> the event queue (names, events: own locks)
+ *   ctrl_mirror.c    events about API objects -> the drv_state (scheduler thread only)
+ *   ctrl_binder.c    bindings, pod creations and deletions, sent by binder threads; their
+ *                    answers come back as events (binder: own lock)
+ *   ctrl_writer.c    TrainingJob status and Events, sent by the writer thread (writer: own lock)
+ *   ctrl_lease.c     leader election on the lease thread; changes come back as events
+ *   ctrl_progress.c  the progress collector's thread (progress: own lock)
+ *   ctrl_cycle.c     one scheduling cycle and the reconciling after it (scheduler thread)
+ *   ctrl_metrics.c   counters, latencies and their metrics (counters: own lock)
+ *   ctrl_loop.c      create/free, and the loop: start, one iteration, stop
+ *
+ * Following a TrainingJob: an informer decodes it (intake), the scheduler thread applies it to
+ * the state (mirror), a cycle decides and assumes its placement (cycle), the binder sends the
+ * binding and its answer comes back as an event (binder), the writer writes its status.
+ *
+ * Only the scheduler thread touches struct ctrl_mirror, the job and pod records and the loop's
+ * state; no lock is held while it reads the state or runs a cycle. No unit holds two locks at
+ * once, except that pushing an event (events.mu) happens under binder.mu (dropping the queue).
+ */
+#ifndef DROVER_KUBE_CTRL_H
+#define DROVER_KUBE_CTRL_H
+
+#include "drover/kube_controller.h"
+
+#include "drover/kube_informer.h"
+#include "drover/kube_types.h"
+#include "drover/kube_workqueue.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+
+/* Seconds on the monotonic clock. (One copy for the controller; a shared helper replaces it.) */
+static inline double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* RFC 3339 wall-clock time into buf, with microseconds or whole seconds. (One copy, as mono.) */
+static inline void rfc3339(char *buf, size_t n, bool micro)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    size_t k = strftime(buf, n, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (micro)
+        snprintf(buf + k, n - k, ".%06ldZ", ts.tv_nsec / 1000);
+    else
+        snprintf(buf + k, n - k, "Z");
+}
+
+/* ---- events: what the other threads hand the scheduler thread ------------------------------- */
+
+/* A TrainingJob as an informer caches it: the compact record, plus what creating its pods
+ * needs. */
+typedef struct tj_record {
+    drv_ktrainingjob tj;
+    char uid[64];
+    char *tmpl[DRV_NROLES]; /* each role's pod template, as compact JSON (NULL when absent) */
+    bool finished;          /* status.phase is Succeeded or Failed */
+} tj_record;
+void ctrl_tj_record_free(tj_record *t);
+
+/* The informers are indexed by the kind they watch (EV_NODE .. EV_TRAININGJOB). */
+enum { EV_NODE, EV_POD, EV_TRAININGJOB, EV_PROGRESS, EV_ANSWER, EV_LEASE };
+enum { NINFORMERS = 3 };
+
+/* What a binder thread sends. */
+enum { REQ_NONE, REQ_CREATE, REQ_BIND, REQ_DELETE };
+/* What a binder thread read back after a conflict. */
+enum { READ_NONE, READ_FOUND, READ_GONE };
+
+typedef struct ctrl_event {
+    int8_t kind, type; /* EV_*; informers: DRV_WATCH_ADDED / _MODIFIED / _DELETED */
+    bool has_old;
+    int32_t key;     /* interned informer key ("ns/name", or "name" for nodes); EV_PROGRESS: the
+                        job's key */
+    int32_t job_key; /* pods: interned "ns/<drover.dev/job>", or 0 */
+    double t;        /* when it happened (mono) */
+    union {
+        drv_kpod pod;
+        drv_knode node;
+    } old, cur; /* EV_NODE, EV_POD */
+    union {
+        struct {
+            double step, loss; /* loss NAN when the job does not serve it */
+        } progress;            /* EV_PROGRESS */
+        struct {
+            int32_t slot, node; /* node -1: created unbound (or a deletion) */
+            int8_t request;     /* REQ_* */
+            bool ok;            /* done (a deletion answered 404 counts as done) */
+            long status;        /* HTTP status, 0 when none came */
+            int8_t read;        /* after a 409: READ_* what a GET of the pod found */
+            int32_t read_node;  /* READ_FOUND: the node it is bound to, interned (0: none) */
+            double sent, done;  /* mono */
+        } answer;               /* EV_ANSWER: a binder thread's */
+        struct {
+            bool leader;
+        } lease; /* EV_LEASE: the lease thread's view changed */
+    } u;
+    tj_record *tj; /* EV_TRAININGJOB, not DELETED: an owned copy */
+} ctrl_event;
+
+/* ---- the scheduler thread's records ---------------------------------------------------------- */
+
+enum { ST_NONE, ST_PENDING, ST_RUNNING, ST_SUCCEEDED, ST_FAILED };
+extern const char *const ctrl_phase_name[]; /* by ST_* */
+
+/* A job of the state: what the API knows of its TrainingJob and what was written back. */
+typedef struct job_record {
+    int32_t key, ns, name; /* interned in names */
+    char uid[64];
+    char *tmpl[DRV_NROLES]; /* owned; see tj_record */
+    double t_ready; /* when the event that made it placeable whole arrived (latency), or -1 */
+    int8_t status;  /* ST_* decided */
+    int8_t written; /* ST_* last handed to the writer */
+    int32_t wrote_active[DRV_NROLES];
+    /* the gang being bound, for its latency: requests out, pods, when decided, and the latest
+     * send and answer so far (valid while lat_armed) */
+    int32_t lat_out, lat_pods;
+    bool lat_armed;
+    double lat_t0, lat_decide, lat_sent, lat_server;
+    bool why_written; /* the waiting Event of the current wait was written */
+    bool created;     /* its wanted pods were created (unbound) */
+    bool gone;        /* the TrainingJob was deleted */
+    int32_t port;     /* spec.progress: where its chief serves progress (0: nowhere) */
+    char path[128], step[96], loss[96];
+} job_record;
+
+/* A pod slot of the state: what the API has of its pod. */
+typedef struct pod_record {
+    int8_t exists;             /* 0: no pod; 1: a pod; 2: a pod being deleted */
+    int8_t phase;              /* enum drv_kpod_phase of the pod */
+    int32_t api_node;          /* the node the API has it on, -1 */
+    int32_t api_name;          /* ... its interned name, 0 when unbound */
+    uint8_t ip_family, ip[16]; /* status.podIP (0: none yet) */
+    int32_t ghost;             /* being deleted where the state no longer has it: the interned
+                                  node whose room it holds until gone (counted as foreign), 0 */
+    drv_res ghost_req;
+    int32_t want;        /* create it bound to this node once the old pod is gone, -1 */
+    int8_t inflight;     /* REQ_* a binder thread is sending about it, REQ_NONE */
+    bool delete_after;   /* ... and it is to be deleted once that is done */
+    bool delete_assumed; /* exists = 2 was assumed for a deletion not yet answered */
+} pod_record;
+
+/* ---- the units' parts of the controller ------------------------------------------------------ */
+
+/* Names decoded on any thread, interned in one table (intake). */
+typedef struct ctrl_names {
+    pthread_mutex_t mu; /* guards tab */
+    drv_strtab *tab;
+    int32_t scheduler; /* the schedulerName served, interned */
+} ctrl_names;
+
+/* The event queue (intake): any thread pushes, the scheduler thread takes the whole batch. */
+typedef struct ctrl_events {
+    pthread_mutex_t mu; /* guards v, n, cap */
+    pthread_cond_t cv;  /* signalled on push */
+    ctrl_event *v;
+    int32_t n, cap;
+} ctrl_events;
+
+/* What an informer's callbacks get: the controller, and which kind they decode. */
+typedef struct informer_arg {
+    drv_ctrl *c;
+    int kind;
+} informer_arg;
+
+/* The informers (intake): one thread and one client each, by EV_NODE .. EV_TRAININGJOB. */
+typedef struct ctrl_intake {
+    drv_kube *client[NINFORMERS];
+    drv_informer *informer[NINFORMERS];
+    informer_arg arg[NINFORMERS];
+    pthread_t thread[NINFORMERS];
+    bool started[NINFORMERS];
+    volatile int stop; /* set by the loop's stop: the informers return */
+} ctrl_intake;
+
+/* A request queued for the binder threads (owned strings). */
+typedef struct bind_request {
+    int32_t slot, node; /* node -1: unbound creation, or a deletion */
+    int8_t request;     /* REQ_CREATE, REQ_BIND, REQ_DELETE */
+    char *path, *body;  /* body NULL for a deletion */
+    char *pod_path;     /* the pod's own path (read after a 409) */
+} bind_request;
+
+typedef struct binder_thread {
+    drv_ctrl *c;
+    drv_kube *client;
+    pthread_t thread;
+    bool started;
+} binder_thread;
+
+/* The binders: the scheduler thread queues, the binder threads send. */
+typedef struct ctrl_binder {
+    pthread_mutex_t mu; /* guards queue, head, n, cap, stop */
+    pthread_cond_t cv;
+    bind_request *queue; /* [head, n) waiting */
+    int32_t head, n, cap;
+    bool stop;
+    binder_thread *threads;
+    int nthreads;
+} ctrl_binder;
+
+/* A TrainingJob status the writer is to write. */
+typedef struct status_request {
+    char path[800];
+    char phase[16], message[64];
+    int32_t active[DRV_NROLES];
+} status_request;
+
+typedef struct event_request {
+    char *path, *body;
+} event_request;
+
+/* The writer: the scheduler thread says what to write, the writer thread writes it. */
+typedef struct ctrl_writer {
+    drv_kube *client;
+    drv_workqueue *queue; /* keys "s/<job key>" (a status) and "e" (the Events queued) */
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t mu;      /* guards status, cap_status, events, nevents, cap_events */
+    status_request **status; /* by interned job key: the latest status to write */
+    int32_t cap_status;
+    event_request *events;
+    int32_t nevents, cap_events;
+} ctrl_writer;
+
+/* Where a running job's chief serves progress. */
+typedef struct scrape_target {
+    int32_t key; /* the job's interned key */
+    char url[400], step[96], loss[96];
+} scrape_target;
+
+/* The progress collector: the scheduler thread publishes targets, its thread scrapes them. */
+typedef struct ctrl_progress {
+    pthread_mutex_t mu; /* guards targets, n, cap */
+    scrape_target *targets;
+    int32_t n, cap;
+    scrape_target *next; /* the next list, built by the scheduler thread (its own) */
+    int32_t cap_next;
+    double period_s; /* seconds between scrapes: the profile's period, within [1, 60] */
+    volatile int stop;
+    pthread_t thread;
+    bool started;
+} ctrl_progress;
+
+/* Leader election: the lease thread owns everything here but stop, mu and cv. */
+typedef struct ctrl_lease {
+    drv_kube *client;                              /* NULL without election */
+    char ns[254], name[254], identity[256];        /* fixed at creation */
+    double lease_s, renew_s, retry_s;              /* the options, defaults applied */
+    bool holding;                                  /* the thread's view, as last reported */
+    double renewed;                                /* last successful renewal (mono) */
+    char observed_holder[128], observed_renew[40]; /* the lease record last observed... */
+    double observed_t;                             /* ... and when (mono) */
+    pthread_mutex_t mu;                            /* guards stop (cv: woken on stop) */
+    pthread_cond_t cv;
+    bool stop;
+    pthread_t thread;
+    bool started;
+} ctrl_lease;
+
+/* Counters, latencies and their metrics. */
+typedef struct ctrl_counters {
+    pthread_mutex_t mu; /* guards stats, lat, nlat, cap_lat */
+    drv_ctrl_stats stats;
+    drv_ctrl_latency *lat;
+    int32_t nlat, cap_lat;
+    /* drv_ctrl_opts.metrics (scheduler thread): the metrics, and what was last exported */
+    drv_metric *cycles, *binds, *creates, *deletes, *errors, *status, *events, *samples;
+    drv_metric *pending, *running, *leader, *cycle_s, *latency_s;
+    drv_ctrl_stats exported;
+} ctrl_counters;
+
+/* A drover pod bound to a node not seen yet. */
+typedef struct orphan_pod {
+    int32_t slot, node; /* pod slot, interned node name */
+} orphan_pod;
+
+/* The API objects as the scheduler sees them (scheduler thread only). */
+typedef struct ctrl_mirror {
+    drv_state st;
+    job_record *jobs; /* per state job */
+    int32_t cap_jobs;
+    pod_record *pods; /* per pod slot */
+    int32_t cap_pods;
+    drv_res *allocatable; /* per state node: the API's allocatable */
+    bool *usable;         /* per state node: ready, not cordoned, not tainted away */
+    int32_t cap_nodes;
+    /* by interned key (cap_by_key entries each) */
+    int32_t *job_of, *node_of; /* state job id / node id, or -1 */
+    drv_kpod **parked;         /* drover pods of jobs not known yet */
+    drv_res *foreign;          /* by node name: requests of pods Drover does not schedule
+                                  (kept by name: a pod may be seen before its node) */
+    int32_t cap_by_key;
+    orphan_pod *orphans;
+    int32_t norphans, cap_orphans;
+    bool dirty; /* changed since the last cycle */
+} ctrl_mirror;
+
+/* The loop's own state (scheduler thread). */
+typedef struct ctrl_loop {
+    ctrl_event *batch; /* the events being applied (swapped with the queue's) */
+    int32_t cap_batch;
+    bool synced;        /* every informer has listed once */
+    bool leader;        /* it schedules (the lease thread said so, or no election) */
+    bool warned_resize; /* the resize warning was logged */
+    double last;        /* when the last cycle ran (since t0) */
+    double t0;          /* mono() when started: the snapshot's zero */
+} ctrl_loop;
+
+struct drv_ctrl {
+    drv_ctrl_opts o; /* copied; o.profile points at prof */
+    drv_profile prof;
+    char scheduler[64], ns[254];
+    drv_sched *sched;
+    ctrl_names names;
+    ctrl_events events;
+    ctrl_intake intake;
+    ctrl_binder binder;
+    ctrl_writer writer;
+    ctrl_progress progress;
+    ctrl_lease lease;
+    ctrl_counters counters;
+    ctrl_mirror mirror;
+    ctrl_loop loop;
+};
+
+/* ---- intake (ctrl_intake.c) ----------------------------------------------------------------- */
+int32_t ctrl_name_intern(drv_ctrl *c, const char *s);                      /* < 0: out of memory */
+int32_t ctrl_name_find(drv_ctrl *c, const char *s);                        /* 0: not interned */
+const char *ctrl_name_str(drv_ctrl *c, int32_t id, char *buf, size_t n);   /* copies into buf */
+void ctrl_events_push(drv_ctrl *c, const ctrl_event *e, const char *what); /* logs when dropped */
+/* Waits until an event is queued or until `until` (mono), then swaps the queue with *batch. */
+int32_t ctrl_events_take(drv_ctrl *c, ctrl_event **batch, int32_t *cap, double until);
+int ctrl_intake_start(drv_ctrl *c, drv_diag *d);
+bool ctrl_intake_synced(drv_ctrl *c);
+void ctrl_intake_stop(drv_ctrl *c);
+
+/* ---- mirror (ctrl_mirror.c) ----------------------------------------------------------------- */
+bool ctrl_pod_terminal(int phase);
+int ctrl_mirror_apply_node(drv_ctrl *c, const ctrl_event *e);
+int ctrl_mirror_apply_pod(drv_ctrl *c, const ctrl_event *e);
+int ctrl_mirror_apply_trainingjob(drv_ctrl *c, ctrl_event *e);
+int ctrl_mirror_apply_progress(drv_ctrl *c, const ctrl_event *e);
+void ctrl_mirror_set_ghost(drv_ctrl *c, pod_record *p, int32_t name, drv_res req);
+bool ctrl_mirror_pod_read(drv_ctrl *c, int32_t slot, int32_t node_name);
+void ctrl_mirror_fini(drv_ctrl *c);
+
+/* ---- binder (ctrl_binder.c) ----------------------------------------------------------------- */
+void ctrl_pod_name(drv_ctrl *c, int32_t slot, char *buf, size_t n);
+int ctrl_binder_create(drv_ctrl *c, int32_t slot, int32_t node); /* node -1: unbound */
+int ctrl_binder_place(drv_ctrl *c, int32_t slot, int32_t node);
+int ctrl_binder_delete(drv_ctrl *c, int32_t slot);
+int ctrl_binder_apply_answer(drv_ctrl *c, const ctrl_event *e);
+void ctrl_binder_drop_queued(drv_ctrl *c); /* each as a failed answer */
+int ctrl_binder_start(drv_ctrl *c, drv_diag *d);
+void ctrl_binder_stop(drv_ctrl *c);
+void ctrl_binder_fini(drv_ctrl *c);
+
+/* ---- writer (ctrl_writer.c) ----------------------------------------------------------------- */
+void ctrl_writer_status(drv_ctrl *c, int32_t job, const char *message);
+void ctrl_writer_event(drv_ctrl *c, int32_t job, const char *type, const char *reason,
+                       const char *message);
+void ctrl_job_active(const drv_ctrl *c, int32_t job, int32_t active[DRV_NROLES], bool *all_running);
+int ctrl_writer_start(drv_ctrl *c, drv_diag *d);
+void ctrl_writer_stop(drv_ctrl *c);
+void ctrl_writer_fini(drv_ctrl *c);
+
+/* ---- lease (ctrl_lease.c) ------------------------------------------------------------------- */
+int ctrl_lease_init(drv_ctrl *c, const drv_kube_config *cfg, drv_diag *d);
+int ctrl_lease_start(drv_ctrl *c, drv_diag *d); /* nothing without election */
+void ctrl_lease_apply(drv_ctrl *c, const ctrl_event *e);
+void ctrl_lease_stop(drv_ctrl *c);
+void ctrl_lease_fini(drv_ctrl *c);
+
+/* ---- progress (ctrl_progress.c) ------------------------------------------------------------- */
+void ctrl_progress_publish(drv_ctrl *c);
+int ctrl_progress_start(drv_ctrl *c, drv_diag *d);
+void ctrl_progress_stop(drv_ctrl *c);
+void ctrl_progress_fini(drv_ctrl *c);
+
+/* ---- loop (ctrl_loop.c) --------------------------------------------------------------------- */
+int ctrl_apply_events(drv_ctrl *c, ctrl_event *ev, int32_t n); /* frees their tj records */
+
+/* ---- cycle (ctrl_cycle.c) ------------------------------------------------------------------- */
+int ctrl_cycle_run(drv_ctrl *c);
+
+/* ---- counters and metrics (ctrl_metrics.c) -------------------------------------------------- */
+void ctrl_count(drv_ctrl *c, long *field, long by); /* field: in c->counters.stats */
+void ctrl_counters_latency(drv_ctrl *c, const drv_ctrl_latency *l);
+int ctrl_metrics_register(drv_ctrl *c, drv_diag *d);
+void ctrl_metrics_export(drv_ctrl *c, bool gauges);
+void ctrl_counters_fini(drv_ctrl *c);
+
+#endif

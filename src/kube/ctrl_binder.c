@@ -1,0 +1,412 @@
+/*
+ * ctrl_binder.c - `drover run`'s binder: pod creations (bound or not), bindings and pod
+ * deletions, sent by binder threads (several at once, each with its own API client, as
+ * kube-scheduler binds asynchronously) so that no request blocks the scheduler thread (ctrl.h).
+ *
+ * Owns: c->binder (the request queue and the threads, under binder.mu). The scheduler thread
+ * queues (ctrl_binder_create/_place/_delete), marking the pod record's request in flight; a
+ * binder thread sends it and pushes the answer as an EV_ANSWER event, which the scheduler
+ * thread applies (ctrl_binder_apply_answer): a failure undoes the assumption, and the next
+ * cycle sees the truth. May touch, on the scheduler thread: the mirror's pod and job records,
+ * the state (undoing assumptions), counters.
+ *
+ * At most one request per pod is out at a time: a pod to be deleted while its creation is out
+ * is deleted once that is answered (delete_after), and a pod is not created or bound while its
+ * deletion is out (it waits in pod_record.want), so two binder threads never race on one name.
+ *
+ * Example: a gang of 3 placed in a cycle queues 3 REQ_BIND (or REQ_CREATE with spec.nodeName);
+ * the 3rd answer completes the gang's latency record (drv_ctrl_latencies).
+ */
+#include "ctrl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Path prefix of a job's namespace's pods. */
+static void pods_path(drv_ctrl *c, int32_t ns, char *buf, size_t n)
+{
+    char s[256];
+    snprintf(buf, n, "/api/v1/namespaces/%s/pods", ctrl_name_str(c, ns, s, sizeof s));
+}
+
+/* Slot s's pod's own path, allocated (NULL: out of memory). */
+static char *pod_path(drv_ctrl *c, int32_t s)
+{
+    char path[1200], pod[600];
+    pods_path(c, c->mirror.jobs[c->mirror.st.pods[s].job].ns, path, sizeof path);
+    ctrl_pod_name(c, s, pod, sizeof pod);
+    size_t k = strlen(path);
+    snprintf(path + k, sizeof path - k, "/%s", pod);
+    return drv_strdup(path);
+}
+
+void ctrl_pod_name(drv_ctrl *c, int32_t slot, char *buf, size_t n)
+{
+    const drv_pod *p = &c->mirror.st.pods[slot];
+    char name[256];
+    ctrl_name_str(c, c->mirror.jobs[p->job].name, name, sizeof name);
+    snprintf(buf, n, "%s-%s-%d", name, drv_role_name(p->role), p->index);
+}
+
+/* Sets obj[key] to a new object unless it holds one already; returns it. */
+static json_t *object_at(json_t *obj, const char *key)
+{
+    json_t *x = json_object_get(obj, key);
+    if (!json_is_object(x)) {
+        x = json_object();
+        json_object_set_new(obj, key, x);
+    }
+    return x;
+}
+
+/* The body that creates slot s's pod from its role's template, bound to node (or not: -1). */
+static char *pod_body(drv_ctrl *c, int32_t s, int32_t node)
+{
+    const drv_state *st = &c->mirror.st;
+    const drv_pod *p = &st->pods[s];
+    const job_record *jr = &c->mirror.jobs[p->job];
+    json_t *tm = jr->tmpl[p->role] ? json_loads(jr->tmpl[p->role], 0, NULL) : json_object();
+    if (!tm)
+        return NULL;
+    char ns[256], job[256], pod[600], rank[16];
+    ctrl_name_str(c, jr->ns, ns, sizeof ns);
+    ctrl_name_str(c, jr->name, job, sizeof job);
+    ctrl_pod_name(c, s, pod, sizeof pod);
+    snprintf(rank, sizeof rank, "%d", p->index);
+    json_t *meta = object_at(tm, "metadata");
+    json_t *labels = object_at(meta, "labels");
+    json_object_set_new(labels, "drover.dev/job", json_string(job));
+    json_object_set_new(labels, "drover.dev/role", json_string(drv_role_name(p->role)));
+    json_object_set_new(labels, "drover.dev/rank", json_string(rank));
+    json_object_set_new(meta, "name", json_string(pod));
+    json_object_set_new(meta, "namespace", json_string(ns));
+    json_object_set_new(meta, "ownerReferences",
+                        json_pack("[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion",
+                                  "drover.dev/v1alpha1", "kind", "TrainingJob", "name", job, "uid",
+                                  jr->uid, "controller", 1, "blockOwnerDeletion", 1));
+    json_t *spec = object_at(tm, "spec");
+    json_object_set_new(spec, "schedulerName", json_string(c->scheduler));
+    if (!json_object_get(spec, "restartPolicy"))
+        json_object_set_new(spec, "restartPolicy", json_string("Never"));
+    if (node >= 0)
+        json_object_set_new(spec, "nodeName",
+                            json_string(drv_strtab_str(st->names, st->nodes[node].name)));
+    json_object_set_new(tm, "apiVersion", json_string("v1"));
+    json_object_set_new(tm, "kind", json_string("Pod"));
+    char *s2 = json_dumps(tm, JSON_COMPACT);
+    json_decref(tm);
+    char *out = s2 ? drv_strdup(s2) : NULL;
+    free(s2);
+    return out;
+}
+
+/* Queues one request about slot s (path and body then the queue's; body NULL for a deletion)
+ * and marks it in flight. */
+static int enqueue(drv_ctrl *c, int32_t s, int32_t node, int8_t request, char *path, char *body)
+{
+    ctrl_binder *b = &c->binder;
+    char *own = pod_path(c, s);
+    pthread_mutex_lock(&b->mu);
+    if (b->head == b->n)
+        b->head = b->n = 0;
+    bool ok = (body || request == REQ_DELETE) && path && own &&
+              drv_grow(&b->queue, sizeof *b->queue, &b->cap, b->n + 1) == 0;
+    if (ok) {
+        b->queue[b->n++] = (bind_request){s, node, request, path, body, own};
+        pthread_cond_signal(&b->cv);
+    }
+    pthread_mutex_unlock(&b->mu);
+    if (!ok) {
+        drv_free(body);
+        drv_free(path);
+        drv_free(own);
+        return DRV_ENOMEM;
+    }
+    c->mirror.pods[s].inflight = request;
+    return 0;
+}
+
+/* Hands slot s's creation, bound to node (or unbound: -1), to the binder threads. */
+int ctrl_binder_create(drv_ctrl *c, int32_t slot, int32_t node)
+{
+    char path[1200];
+    pods_path(c, c->mirror.jobs[c->mirror.st.pods[slot].job].ns, path, sizeof path);
+    return enqueue(c, slot, node, REQ_CREATE, drv_strdup(path), pod_body(c, slot, node));
+}
+
+static int bind(drv_ctrl *c, int32_t slot, int32_t node)
+{
+    const drv_state *st = &c->mirror.st;
+    char path[1200], pod[600], ns[256];
+    ctrl_name_str(c, c->mirror.jobs[st->pods[slot].job].ns, ns, sizeof ns);
+    ctrl_pod_name(c, slot, pod, sizeof pod);
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/binding", ns, pod);
+    char *body = drv_kube_binding_json(ns, pod, drv_strtab_str(st->names, st->nodes[node].name));
+    return enqueue(c, slot, node, REQ_BIND, drv_strdup(path), body);
+}
+
+/* Deletes slot s's pod: assumed gone from now (exists 2) until the answer says otherwise. A
+ * request still out about it is answered first (delete_after); a deletion out is enough. */
+int ctrl_binder_delete(drv_ctrl *c, int32_t slot)
+{
+    pod_record *p = &c->mirror.pods[slot];
+    if (p->inflight == REQ_DELETE)
+        return 0;
+    if (p->inflight) {
+        p->delete_after = true;
+        return 0;
+    }
+    int rc = enqueue(c, slot, -1, REQ_DELETE, pod_path(c, slot), NULL);
+    if (rc == 0 && p->exists == 1) {
+        p->exists = 2;
+        p->delete_assumed = true;
+    }
+    return rc;
+}
+
+/* Places slot s on node in the API: a binding when its pod exists, a bound creation when not
+ * (both through the binders); later when the old pod is being deleted, when a request about
+ * it is still out, or when the node's room is still held by pods being deleted (or others'
+ * pods): the room stays reserved in the state meanwhile. */
+int ctrl_binder_place(drv_ctrl *c, int32_t slot, int32_t node)
+{
+    ctrl_mirror *m = &c->mirror;
+    pod_record *p = &m->pods[slot];
+    job_record *jr = &m->jobs[m->st.pods[slot].job];
+    if (p->exists == 2 || p->inflight || !drv_res_nonneg(drv_node_free(&m->st.nodes[node]))) {
+        p->want = node;
+        jr->lat_armed = false; /* not bound by this cycle's requests alone */
+        return 0;
+    }
+    int rc = p->exists == 0 ? ctrl_binder_create(c, slot, node) : bind(c, slot, node);
+    if (rc != 0) {
+        if (m->st.pods[slot].node == node)
+            drv_state_unbind(&m->st, slot);
+        m->dirty = true;
+        return rc;
+    }
+    jr->lat_out++;
+    jr->lat_pods++;
+    return 0;
+}
+
+/* ---- the binder threads --------------------------------------------------------------------- */
+
+/* After a 409 to a creation or binding: what the pod is, read rather than guessed (a conflict
+ * is never retried blindly nor forgotten). */
+static void read_pod(binder_thread *t, const bind_request *r, ctrl_event *e)
+{
+    drv_diag d = {{0}};
+    long status = 0;
+    json_t *o = NULL;
+    int rc = drv_kube_request(t->client, "GET", r->pod_path, NULL, NULL, &status, &o, &d);
+    if (rc == 0) {
+        const char *node =
+            json_string_value(json_object_get(json_object_get(o, "spec"), "nodeName"));
+        e->u.answer.read = READ_FOUND;
+        e->u.answer.read_node = node ? ctrl_name_intern(t->c, node) : 0;
+        if (e->u.answer.read_node < 0) /* (out of memory: as if not read) */
+            e->u.answer.read = READ_NONE;
+    } else if (status == 404) {
+        e->u.answer.read = READ_GONE;
+    } else {
+        drv_log(DRV_LOG_WARN, "%s", d.msg);
+        ctrl_count(t->c, &t->c->counters.stats.api_errors, 1);
+    }
+    json_decref(o);
+}
+
+/* Sends one request; fills the answer's fields. Every answer but a success is counted as an
+ * API error; a 409 to a creation or binding and a 404 to a deletion are expected in a race
+ * with the informers (logged at info level), and after a 409 the pod is read. */
+static void send_request(binder_thread *t, const bind_request *r, ctrl_event *e)
+{
+    drv_diag d = {{0}};
+    long status = 0;
+    e->u.answer.sent = mono();
+    int rc = r->request == REQ_DELETE
+                 ? drv_kube_delete(t->client, r->path, -1, "Background", &status, &d)
+                 : drv_kube_request(t->client, "POST", r->path, NULL, r->body, &status, NULL, &d);
+    e->u.answer.done = e->t = mono();
+    e->u.answer.slot = r->slot;
+    e->u.answer.node = r->node;
+    e->u.answer.request = r->request;
+    e->u.answer.status = status;
+    e->u.answer.ok = rc == 0 || (r->request == REQ_DELETE && status == 404);
+    bool expected = r->request == REQ_DELETE ? status == 404 : status == 409;
+    if (rc != 0) {
+        drv_log(expected ? DRV_LOG_INFO : DRV_LOG_WARN, "%s", d.msg);
+        ctrl_count(t->c, &t->c->counters.stats.api_errors, 1);
+    }
+    if (rc != 0 && status == 409 && r->request != REQ_DELETE)
+        read_pod(t, r, e);
+}
+
+static void *binder_main(void *arg)
+{
+    binder_thread *t = arg;
+    ctrl_binder *b = &t->c->binder;
+    for (;;) {
+        pthread_mutex_lock(&b->mu);
+        while (!b->stop && b->head == b->n)
+            pthread_cond_wait(&b->cv, &b->mu);
+        if (b->stop) { /* what is still queued is dropped: the next leader redoes it */
+            pthread_mutex_unlock(&b->mu);
+            break;
+        }
+        bind_request r = b->queue[b->head++];
+        pthread_mutex_unlock(&b->mu);
+        ctrl_event e = {.kind = EV_ANSWER};
+        send_request(t, &r, &e);
+        char what[1300];
+        snprintf(what, sizeof what, "the answer to %s %s",
+                 r.request == REQ_DELETE ? "DELETE" : "POST", r.path);
+        ctrl_events_push(t->c, &e, what);
+        drv_free(r.path);
+        drv_free(r.body);
+        drv_free(r.pod_path);
+    }
+    return NULL;
+}
+
+/* A follower sends nothing: requests still queued are dropped, each as a failed answer, so
+ * that its assumption is undone. (One a binder has already taken is sent; the new leader sees
+ * its effect in the API.) */
+void ctrl_binder_drop_queued(drv_ctrl *c)
+{
+    ctrl_binder *b = &c->binder;
+    pthread_mutex_lock(&b->mu);
+    for (int32_t i = b->head; i < b->n; i++) {
+        ctrl_event e = {.kind = EV_ANSWER, .t = mono()};
+        e.u.answer.slot = b->queue[i].slot;
+        e.u.answer.node = b->queue[i].node;
+        e.u.answer.request = b->queue[i].request;
+        e.u.answer.sent = e.u.answer.done = e.t;
+        ctrl_events_push(c, &e, "a dropped request's answer");
+        drv_free(b->queue[i].path);
+        drv_free(b->queue[i].body);
+        drv_free(b->queue[i].pod_path);
+    }
+    b->head = b->n = 0;
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* ---- answers (scheduler thread) ------------------------------------------------------------- */
+
+/* A gang whose last answer this is has its latency recorded. */
+static void gang_answered(drv_ctrl *c, job_record *jr, int32_t job, const ctrl_event *e)
+{
+    double sent = e->u.answer.sent, done = e->u.answer.done;
+    if (jr->lat_armed && --jr->lat_out <= 0) {
+        jr->lat_armed = false;
+        if (drv_job_complete(&c->mirror.st.jobs[job])) {
+            double last_sent = jr->lat_sent > sent ? jr->lat_sent : sent;
+            drv_ctrl_latency l = {jr->lat_decide - jr->lat_t0, last_sent - jr->lat_t0,
+                                  done - jr->lat_t0, jr->lat_server + (done - sent), jr->lat_pods};
+            ctrl_counters_latency(c, &l);
+        }
+    } else if (jr->lat_armed) {
+        if (sent > jr->lat_sent)
+            jr->lat_sent = sent;
+        jr->lat_server += done - sent;
+    }
+}
+
+/* A deletion's answer: done (counted), or its assumption undone (the pod is still there). */
+static void deletion_answered(drv_ctrl *c, int32_t s, const ctrl_event *e)
+{
+    pod_record *p = &c->mirror.pods[s];
+    if (e->u.answer.ok) {
+        if (e->u.answer.status != 404)
+            ctrl_count(c, &c->counters.stats.deletes, 1);
+    } else if (p->delete_assumed) {
+        if (p->exists == 2)
+            p->exists = 1;
+        ctrl_mirror_set_ghost(c, p, 0, (drv_res){0, 0, 0});
+        c->mirror.dirty = true;
+    }
+    p->delete_assumed = false;
+}
+
+/* A binder's answer: the pod exists (and where), or the assumption is undone; a deletion that
+ * waited for it is sent; a gang whose last answer this is has its latency. */
+int ctrl_binder_apply_answer(drv_ctrl *c, const ctrl_event *e)
+{
+    ctrl_mirror *m = &c->mirror;
+    int32_t s = e->u.answer.slot, node = e->u.answer.node;
+    pod_record *p = &m->pods[s];
+    const drv_pod *sp = &m->st.pods[s];
+    job_record *jr = &m->jobs[sp->job];
+    bool create = e->u.answer.request == REQ_CREATE;
+    p->inflight = REQ_NONE;
+    if (e->u.answer.request == REQ_DELETE) {
+        deletion_answered(c, s, e);
+        return 0;
+    }
+    if (e->u.answer.ok) {
+        if (p->exists == 0)
+            p->exists = 1;
+        if (node >= 0)
+            p->api_node = node;
+        ctrl_count(c, create ? &c->counters.stats.creates : &c->counters.stats.binds, 1);
+    } else {
+        /* A conflict: mirrored as read (bound where the API has it: nothing to send again; not
+         * bound: bound next time). Anything else: the assumption is undone. */
+        bool bound = false;
+        if (e->u.answer.read == READ_FOUND)
+            bound = ctrl_mirror_pod_read(c, s, e->u.answer.read_node);
+        else if (create && e->u.answer.status == 409 && p->exists == 0)
+            p->exists = 1; /* it exists (not read): bind it next time */
+        if (!bound && node >= 0 && sp->node == node && p->want < 0)
+            drv_state_unbind(&m->st, s);
+        m->dirty = true;
+    }
+    if (p->delete_after) {
+        p->delete_after = false;
+        if (p->exists == 1 && ctrl_binder_delete(c, s) == DRV_ENOMEM)
+            return DRV_ENOMEM;
+    }
+    gang_answered(c, jr, sp->job, e);
+    return 0;
+}
+
+/* ---- start and stop ------------------------------------------------------------------------- */
+
+int ctrl_binder_start(drv_ctrl *c, drv_diag *d)
+{
+    ctrl_binder *b = &c->binder;
+    for (int i = 0; i < b->nthreads; i++) {
+        if (pthread_create(&b->threads[i].thread, NULL, binder_main, &b->threads[i]) != 0)
+            return drv_fail(d, DRV_ENOMEM, "cannot start a binder thread");
+        b->threads[i].started = true;
+    }
+    return 0;
+}
+
+void ctrl_binder_stop(drv_ctrl *c)
+{
+    ctrl_binder *b = &c->binder;
+    pthread_mutex_lock(&b->mu);
+    b->stop = true;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    for (int i = 0; i < b->nthreads; i++)
+        if (b->threads[i].started) {
+            pthread_join(b->threads[i].thread, NULL);
+            b->threads[i].started = false;
+        }
+}
+
+void ctrl_binder_fini(drv_ctrl *c)
+{
+    ctrl_binder *b = &c->binder;
+    for (int i = 0; b->threads && i < b->nthreads; i++)
+        drv_kube_free(b->threads[i].client);
+    drv_free(b->threads);
+    for (int32_t i = b->head; i < b->n; i++) {
+        drv_free(b->queue[i].path);
+        drv_free(b->queue[i].body);
+        drv_free(b->queue[i].pod_path);
+    }
+    drv_free(b->queue);
+}

@@ -1,0 +1,330 @@
+/*
+ * ctrl_cycle.c - one scheduling cycle of `drover run` and what follows it, on the scheduler
+ * thread (ctrl.h; the cycle's own order of operations: docs/cycle.md).
+ *
+ *   1. drv_sched_cycle decides on a snapshot of the mirror's state;
+ *   2. every decision is applied to the state as assumed (a binding holds its node's room from
+ *      now), and sent through the binder: deletions first, then bindings gang by gang;
+ *   3. reconcile: finished jobs end (their pods deleted), pods above a job's targets go, the
+ *      wanted pods of a waiting job are created unbound once, and status and Events are handed
+ *      to the writer;
+ *   4. the progress collector's targets are published, the metrics exported.
+ * Owns nothing of its own: it works on the mirror (scheduler thread only) and hands requests
+ * to the binder and the writer.
+ */
+#include "ctrl.h"
+
+#include <string.h>
+
+/* Why a job waits, in words a kubectl user can act on. */
+static void why_pending(const drv_ctrl *c, int32_t j, int32_t pos, int32_t npend, char *buf,
+                        size_t n)
+{
+    const drv_state *st = &c->mirror.st;
+    const drv_job *jb = &st->jobs[j];
+    drv_res need = drv_job_demand(jb), free = {0, 0, 0};
+    int32_t ok = 0;
+    for (int32_t i = 0; i < st->nnodes; i++)
+        if (st->nodes[i].schedulable) {
+            ok++;
+            drv_res f = drv_node_free(&st->nodes[i]);
+            if (drv_res_nonneg(f))
+                free = drv_res_add(free, f);
+        }
+    snprintf(buf, n,
+             "waiting for room: its gang of %d pods needs cpu %.1f, memory %.1f GiB, gpu %lld "
+             "together; %d schedulable nodes have cpu %.1f, memory %.1f GiB, gpu %lld free in "
+             "all (queue position %d of %d, profile %s)",
+             drv_job_wanted(jb), (double)need.cpu / 1000, (double)need.mem / (1 << 30),
+             (long long)need.gpu, ok, (double)free.cpu / 1000, (double)free.mem / (1 << 30),
+             (long long)free.gpu, pos, npend, c->prof.name);
+}
+
+/* An eviction or migration: the pod is deleted and holds its node's room until it is gone (its
+ * ghost, from now rather than from its deletion's watch event); a migrated one is then created
+ * on the new node (at once when there was none). */
+static int send_removal(drv_ctrl *c, const drv_decision *x)
+{
+    ctrl_mirror *m = &c->mirror;
+    pod_record *p = &m->pods[x->pod];
+    const drv_pod *sp = &m->st.pods[x->pod];
+    p->want = -1;
+    bool had = p->exists == 1;
+    int rc = ctrl_binder_delete(c, x->pod);
+    if (rc == DRV_ENOMEM)
+        return rc;
+    if (rc == 0 && had && p->api_name)
+        ctrl_mirror_set_ghost(c, p, p->api_name, m->st.jobs[sp->job].role[sp->role].req);
+    if (x->kind == DRV_MIGRATE && p->exists)
+        p->want = x->node;
+    else if (x->kind == DRV_MIGRATE)
+        return ctrl_binder_place(c, x->pod, x->node);
+    return 0;
+}
+
+/* A gang's latency is measured from the event that made it placeable to its last request, when
+ * all its requests went out this cycle; one none of whose requests went out is not measured. */
+static void gang_close(job_record *jr)
+{
+    if (jr->lat_armed && jr->lat_out == 0)
+        jr->lat_armed = false;
+}
+
+static void gang_open(job_record *jr, double t_decide)
+{
+    jr->lat_armed = jr->t_ready >= 0;
+    jr->lat_t0 = jr->t_ready;
+    jr->lat_decide = t_decide;
+    jr->lat_out = jr->lat_pods = 0;
+    jr->lat_sent = jr->lat_server = 0;
+    jr->t_ready = -1;
+}
+
+/* Sends the cycle's decisions: deletions, then bindings (and bound creations) gang by gang,
+ * through the binder threads. The state already holds every decision as assumed; failures
+ * undo theirs when their answers come (ctrl_binder_apply_answer). */
+static int send_decisions(drv_ctrl *c, const drv_decisions *dv, double t_decide)
+{
+    ctrl_mirror *m = &c->mirror;
+    int rc = 0;
+    /* Deletions first: the room they free is not free until their pods are gone, and the
+     * bindings below wait for it (ctrl_binder_place). */
+    for (int32_t i = 0; i < dv->n && rc == 0; i++) {
+        const drv_decision *x = &dv->v[i];
+        if (x->kind == DRV_EVICT || x->kind == DRV_MIGRATE) {
+            rc = send_removal(c, x);
+        } else if ((x->kind == DRV_RESIZE || x->kind == DRV_BATCH) && !c->loop.warned_resize) {
+            /* (BATCH comes only for jobs with a calibrated model, which the cluster's jobs have
+             * not: the goodput plugin leaves them alone.) */
+            c->loop.warned_resize = true;
+            drv_log(DRV_LOG_WARN,
+                    "profile %s resizes CPU limits or batch sizes; drover run does not send "
+                    "these yet (docs/running.md)",
+                    c->prof.name);
+        }
+    }
+    int32_t last = -1;
+    for (int32_t i = 0; i < dv->n && rc == 0; i++) {
+        const drv_decision *x = &dv->v[i];
+        if (x->kind != DRV_BIND)
+            continue;
+        if (x->job != last) {
+            if (last >= 0)
+                gang_close(&m->jobs[last]);
+            last = x->job;
+            gang_open(&m->jobs[x->job], t_decide);
+        }
+        rc = ctrl_binder_place(c, x->pod, x->node);
+    }
+    if (last >= 0)
+        gang_close(&m->jobs[last]);
+    return rc;
+}
+
+/* Applies a decision to the state as the cycle assumed it. */
+static void assume(drv_ctrl *c, const drv_decision *x)
+{
+    drv_state *st = &c->mirror.st;
+    switch (x->kind) {
+    case DRV_BIND:
+        drv_state_bind(st, x->pod, x->node);
+        break;
+    case DRV_EVICT:
+        drv_state_unbind(st, x->pod);
+        break;
+    case DRV_SCALE:
+        drv_state_set_workers(st, x->job, (int32_t)x->value);
+        break;
+    case DRV_RESIZE:
+        drv_state_set_cpu_limit(st, x->pod, x->value);
+        break;
+    case DRV_MIGRATE:
+        drv_state_unbind(st, x->pod);
+        drv_state_bind(st, x->pod, x->node);
+        break;
+    }
+}
+
+/* Finished: the chief (worker 0 without one) succeeded, or any pod failed. Returns whether
+ * job j is finished, having then ended it (its pods deleted, its final status asked for). */
+static bool reconcile_finished(drv_ctrl *c, int32_t j)
+{
+    ctrl_mirror *m = &c->mirror;
+    job_record *jr = &m->jobs[j];
+    const drv_job *jb = &m->st.jobs[j];
+    int lead_role = jb->role[DRV_ROLE_CHIEF].replicas > 0 ? DRV_ROLE_CHIEF : DRV_ROLE_WORKER;
+    int32_t lead = drv_job_pod(&m->st, j, lead_role, 0);
+    if (jr->status < ST_SUCCEEDED) {
+        for (int32_t k = 0; k < jb->pod_count; k++)
+            if (m->pods[jb->pod_base + k].phase == DRV_KPOD_FAILED)
+                jr->status = ST_FAILED;
+        if (lead >= 0 && m->pods[lead].phase == DRV_KPOD_SUCCEEDED)
+            jr->status = ST_SUCCEEDED;
+    }
+    if (jr->status < ST_SUCCEEDED)
+        return false;
+    for (int32_t k = 0; k < jb->pod_count; k++) {
+        int32_t s = jb->pod_base + k;
+        pod_record *p = &m->pods[s];
+        p->want = -1;
+        if (m->st.pods[s].node >= 0)
+            drv_state_unbind(&m->st, s);
+        /* (A deleted TrainingJob's pods also go through the garbage collector, as their owner
+         * is gone: deleting them here too only makes it sooner.) */
+        if ((p->exists == 1 && !ctrl_pod_terminal(p->phase)) || p->inflight)
+            ctrl_binder_delete(c, s);
+    }
+    if (!jr->gone)
+        ctrl_writer_status(c, j, jr->status == ST_SUCCEEDED ? "finished" : "failed");
+    drv_state_set_phase(&m->st, j, DRV_JOB_DONE);
+    ctrl_count(c, &c->counters.stats.jobs_done, 1);
+    return true;
+}
+
+/* Pods above the targets go; a placement that waited for a pod to go is sent. */
+static int reconcile_pods(drv_ctrl *c, int32_t j)
+{
+    ctrl_mirror *m = &c->mirror;
+    const drv_job *jb = &m->st.jobs[j];
+    for (int32_t k = 0; k < jb->pod_count; k++) {
+        int32_t s = jb->pod_base + k;
+        const drv_pod *sp = &m->st.pods[s];
+        pod_record *p = &m->pods[s];
+        bool wanted = sp->index < jb->target[sp->role];
+        if (!wanted && p->exists == 1 && sp->node < 0)
+            ctrl_binder_delete(c, s);
+        if (p->exists != 2 && !p->inflight && p->want >= 0) {
+            int32_t n = p->want;
+            p->want = -1;
+            if (sp->node == n) {
+                int rc = ctrl_binder_place(c, s, n);
+                if (rc)
+                    return rc;
+            }
+        }
+    }
+    return 0;
+}
+
+/* A job that waits: its wanted pods are created unbound (once), and an Event says why. */
+static int reconcile_waiting(drv_ctrl *c, int32_t j, const int32_t *queue_pos, int32_t npend)
+{
+    ctrl_mirror *m = &c->mirror;
+    job_record *jr = &m->jobs[j];
+    const drv_job *jb = &m->st.jobs[j];
+    if (jb->phase != DRV_JOB_PENDING)
+        drv_state_set_phase(&m->st, j, DRV_JOB_PENDING);
+    jr->t_ready = -1; /* a later placement is measured from what frees room, not this */
+    if (!jr->created) {
+        for (int32_t k = 0; k < jb->pod_count; k++) {
+            int32_t s = jb->pod_base + k;
+            const drv_pod *sp = &m->st.pods[s];
+            const pod_record *p = &m->pods[s];
+            if (sp->index < jb->target[sp->role] && !p->exists && sp->node < 0 && p->want < 0 &&
+                !p->inflight && ctrl_binder_create(c, s, -1) == DRV_ENOMEM)
+                return DRV_ENOMEM;
+        }
+        jr->created = true;
+    }
+    if (!jr->why_written) {
+        char msg[512];
+        why_pending(c, j, queue_pos ? queue_pos[j] : 0, npend, msg, sizeof msg);
+        ctrl_writer_event(c, j, "Normal", "Waiting", msg);
+        jr->why_written = true;
+    }
+    jr->status = ST_PENDING;
+    return 0;
+}
+
+/* A job whose gang is placed whole: Starting until every pod runs, then Running. */
+static void reconcile_placed(drv_ctrl *c, int32_t j)
+{
+    ctrl_mirror *m = &c->mirror;
+    job_record *jr = &m->jobs[j];
+    const drv_job *jb = &m->st.jobs[j];
+    if (jr->why_written || jr->written == ST_NONE) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%d pods bound by profile %s", drv_job_wanted(jb), c->prof.name);
+        ctrl_writer_event(c, j, "Normal", "Scheduled", msg);
+    }
+    jr->why_written = false;
+    int32_t active[DRV_NROLES];
+    bool running;
+    ctrl_job_active(c, j, active, &running);
+    if (jb->phase == DRV_JOB_PENDING)
+        drv_state_set_phase(&m->st, j, running ? DRV_JOB_RUNNING : DRV_JOB_STARTING);
+    else if (jb->phase == DRV_JOB_STARTING && running)
+        drv_state_set_phase(&m->st, j, DRV_JOB_RUNNING);
+    if (running && m->st.jobs[j].start < 0)
+        m->st.jobs[j].start = mono() - c->loop.t0;
+    jr->status = running ? ST_RUNNING : ST_PENDING;
+}
+
+/* After a cycle: phases, pods to create or delete, status, Events. */
+static int reconcile(drv_ctrl *c, const int32_t *queue_pos)
+{
+    ctrl_mirror *m = &c->mirror;
+    int32_t npend = m->st.npending;
+    DRV_FOR_LIVE(&m->st, j)
+    {
+        if (reconcile_finished(c, j))
+            continue;
+        int rc = reconcile_pods(c, j);
+        if (rc)
+            return rc;
+        const drv_job *jb = &m->st.jobs[j];
+        if (!drv_job_complete(jb) || drv_job_wanted(jb) == 0) {
+            if ((rc = reconcile_waiting(c, j, queue_pos, npend)) != 0)
+                return rc;
+        } else {
+            reconcile_placed(c, j);
+        }
+        job_record *jr = &m->jobs[j];
+        ctrl_writer_status(c, j,
+                           jr->status == ST_RUNNING ? "all pods running" : "waiting for pods");
+    }
+    return 0;
+}
+
+/* Queue positions for the Events of waiting jobs: the order the cycle used is the order of the
+ * pending set after it (approximately: by submit time). NULL when none wait (or no memory). */
+static int32_t *queue_positions(const drv_state *st)
+{
+    int32_t *pos = NULL;
+    if (st->npending > 0 && (pos = drv_calloc((size_t)st->njobs, sizeof *pos))) {
+        int32_t k = 0;
+        DRV_FOR_PENDING(st, j)
+        pos[j] = ++k;
+    }
+    return pos;
+}
+
+int ctrl_cycle_run(drv_ctrl *c)
+{
+    drv_state *st = &c->mirror.st;
+    double t_start = mono();
+    drv_log(DRV_LOG_DEBUG, "cycle: %d nodes, %d live jobs, %d pending", st->nnodes, st->nlive,
+            st->npending);
+    drv_snapshot snap = {.st = st, .now = mono() - c->loop.t0};
+    drv_decisions dv;
+    drv_decisions_init(&dv);
+    int rc = drv_sched_cycle(c->sched, &snap, &dv);
+    double t_decide = mono();
+    if (c->o.metrics)
+        drv_metric_observe(c->counters.cycle_s, t_decide - t_start);
+    ctrl_count(c, &c->counters.stats.cycles, 1);
+    if (rc == 0) {
+        for (int32_t i = 0; i < dv.n; i++)
+            assume(c, &dv.v[i]);
+        rc = send_decisions(c, &dv, t_decide);
+    }
+    int32_t *pos = rc == 0 ? queue_positions(st) : NULL;
+    if (rc == 0)
+        rc = reconcile(c, pos);
+    if (rc == 0)
+        ctrl_progress_publish(c);
+    ctrl_metrics_export(c, true);
+    drv_free(pos);
+    drv_decisions_fini(&dv);
+    return rc;
+}

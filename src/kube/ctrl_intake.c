@@ -1,0 +1,297 @@
+/*
+ * ctrl_intake.c - `drover run`'s intake: three informers (nodes, pods, TrainingJobs), each on
+ * its own thread with its own API client, decode what changed and push it as an event; the
+ * scheduler thread takes the queued events as one batch (ctrl.h).
+ *
+ * Owns: c->names (interned names, under names.mu), c->events (the queue, under events.mu) and
+ * c->intake (the informers and their threads). Touches nothing else: the decoded records are
+ * copied into events, and the informers' caches stay theirs.
+ *
+ * Example: a pod "ns/tj1-worker-0" labelled drover.dev/job=tj1 arrives as an EV_POD event with
+ * key = intern("ns/tj1-worker-0") and job_key = intern("ns/tj1"), which the mirror looks up in
+ * its job_of table to find the state's job.
+ */
+#include "ctrl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const role_key[DRV_NROLES] = {"PS", "Chief", "Worker", "Evaluator"};
+
+/* ---- names ---------------------------------------------------------------------------------- */
+
+int32_t ctrl_name_intern(drv_ctrl *c, const char *s)
+{
+    pthread_mutex_lock(&c->names.mu);
+    int32_t id = drv_strtab_intern(c->names.tab, s);
+    pthread_mutex_unlock(&c->names.mu);
+    return id;
+}
+
+int32_t ctrl_name_find(drv_ctrl *c, const char *s)
+{
+    pthread_mutex_lock(&c->names.mu);
+    int32_t id = drv_strtab_find(c->names.tab, s);
+    pthread_mutex_unlock(&c->names.mu);
+    return id;
+}
+
+/* Copies the string of an interned id into buf (the table may grow meanwhile). */
+const char *ctrl_name_str(drv_ctrl *c, int32_t id, char *buf, size_t n)
+{
+    pthread_mutex_lock(&c->names.mu);
+    snprintf(buf, n, "%s", drv_strtab_str(c->names.tab, id));
+    pthread_mutex_unlock(&c->names.mu);
+    return buf;
+}
+
+/* ---- the event queue ------------------------------------------------------------------------ */
+
+/* Queues e (its tj, if any, is then the queue's) and wakes the scheduler thread; when out of
+ * memory, drops it, frees its tj and logs `what`. */
+void ctrl_events_push(drv_ctrl *c, const ctrl_event *e, const char *what)
+{
+    pthread_mutex_lock(&c->events.mu);
+    if (drv_grow(&c->events.v, sizeof *c->events.v, &c->events.cap, c->events.n + 1) != 0) {
+        pthread_mutex_unlock(&c->events.mu);
+        ctrl_tj_record_free(e->tj);
+        drv_log(DRV_LOG_ERROR, "out of memory: %s dropped", what);
+        return;
+    }
+    c->events.v[c->events.n++] = *e;
+    pthread_cond_signal(&c->events.cv);
+    pthread_mutex_unlock(&c->events.mu);
+}
+
+/* The queue's array becomes *batch, and *batch's (emptied) the queue's: no copy, and the
+ * informers wait on the lock for a swap only. */
+int32_t ctrl_events_take(drv_ctrl *c, ctrl_event **batch, int32_t *cap, double until)
+{
+    double now = mono();
+    pthread_mutex_lock(&c->events.mu);
+    if (c->events.n == 0 && until > now) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        double abs_t = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + (until - now);
+        ts.tv_sec = (time_t)abs_t;
+        ts.tv_nsec = (long)((abs_t - (double)ts.tv_sec) * 1e9);
+        pthread_cond_timedwait(&c->events.cv, &c->events.mu, &ts);
+    }
+    ctrl_event *mine = *batch;
+    int32_t mine_cap = *cap, n = c->events.n;
+    *batch = c->events.v;
+    *cap = c->events.cap;
+    c->events.v = mine;
+    c->events.cap = mine_cap;
+    c->events.n = 0;
+    pthread_mutex_unlock(&c->events.mu);
+    return n;
+}
+
+/* ---- informer callbacks (informer threads) -------------------------------------------------- */
+
+void ctrl_tj_record_free(tj_record *t)
+{
+    if (!t)
+        return;
+    for (int r = 0; r < DRV_NROLES; r++)
+        drv_free(t->tmpl[r]);
+    drv_free(t);
+}
+
+/* A TrainingJob's uid, finished phase and pod templates, beside its compact record. */
+static int decode_trainingjob(json_t *obj, drv_ctrl *c, tj_record *t, drv_diag *d)
+{
+    int rc = drv_kube_decode_trainingjob(obj, c->names.tab, &t->tj, d);
+    if (rc != 0)
+        return rc;
+    json_t *meta = json_object_get(obj, "metadata");
+    const char *uid = json_string_value(json_object_get(meta, "uid"));
+    snprintf(t->uid, sizeof t->uid, "%s", uid ? uid : "");
+    const char *ph = json_string_value(json_object_get(json_object_get(obj, "status"), "phase"));
+    t->finished = ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed"));
+    json_t *specs = json_object_get(json_object_get(obj, "spec"), "replicaSpecs");
+    for (int r = 0; r < DRV_NROLES; r++) {
+        json_t *tm = json_object_get(json_object_get(specs, role_key[r]), "template");
+        if (!tm)
+            continue;
+        char *s = json_dumps(tm, JSON_COMPACT);
+        t->tmpl[r] = s ? drv_strdup(s) : NULL;
+        free(s);
+        if (!t->tmpl[r])
+            return drv_fail(d, DRV_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+/* Decodes under names.mu: the decoders intern into the shared table. */
+static void *decode(json_t *obj, void *arg, drv_diag *d)
+{
+    const informer_arg *a = arg;
+    drv_ctrl *c = a->c;
+    void *rec = NULL;
+    int rc = DRV_ENOMEM;
+    pthread_mutex_lock(&c->names.mu);
+    if (a->kind == EV_NODE) {
+        if ((rec = drv_malloc(sizeof(drv_knode))))
+            rc = drv_kube_decode_node(obj, c->names.tab, rec, d);
+    } else if (a->kind == EV_POD) {
+        if ((rec = drv_malloc(sizeof(drv_kpod))))
+            rc = drv_kube_decode_pod(obj, c->names.tab, rec, d);
+    } else if ((rec = drv_calloc(1, sizeof(tj_record)))) {
+        rc = decode_trainingjob(obj, c, rec, d);
+    }
+    if (!rec)
+        drv_fail(d, DRV_ENOMEM, "out of memory");
+    pthread_mutex_unlock(&c->names.mu);
+    if (rc != 0) {
+        if (a->kind == EV_TRAININGJOB)
+            ctrl_tj_record_free(rec);
+        else
+            drv_free(rec);
+        return NULL;
+    }
+    return rec;
+}
+
+static void release(void *rec, void *arg)
+{
+    const informer_arg *a = arg;
+    if (a->kind == EV_TRAININGJOB)
+        ctrl_tj_record_free(rec);
+    else
+        drv_free(rec);
+}
+
+static tj_record *tj_record_copy(const tj_record *t)
+{
+    tj_record *x = drv_malloc(sizeof *x);
+    if (!x)
+        return NULL;
+    *x = *t;
+    for (int r = 0; r < DRV_NROLES; r++) {
+        x->tmpl[r] = t->tmpl[r] ? drv_strdup(t->tmpl[r]) : NULL;
+        if (t->tmpl[r] && !x->tmpl[r]) {
+            for (int q = 0; q < r; q++)
+                drv_free(x->tmpl[q]);
+            drv_free(x);
+            return NULL;
+        }
+    }
+    return x;
+}
+
+/* Copies what changed into an event: the informer's records stay in its cache. */
+static void push(drv_ctrl *c, int kind, int type, const char *key, const void *old, const void *cur)
+{
+    ctrl_event e = {
+        .kind = (int8_t)kind, .type = (int8_t)type, .t = mono(), .has_old = old != NULL};
+    e.key = ctrl_name_intern(c, key);
+    if (kind == EV_NODE) {
+        if (old)
+            e.old.node = *(const drv_knode *)old;
+        if (cur)
+            e.cur.node = *(const drv_knode *)cur;
+    } else if (kind == EV_POD) {
+        if (old)
+            e.old.pod = *(const drv_kpod *)old;
+        if (cur)
+            e.cur.pod = *(const drv_kpod *)cur;
+        const drv_kpod *p = cur ? cur : old;
+        if (p->job) {
+            char ns[256], job[256], job_key[520];
+            ctrl_name_str(c, p->ns, ns, sizeof ns);
+            ctrl_name_str(c, p->job, job, sizeof job);
+            snprintf(job_key, sizeof job_key, "%s/%s", ns, job);
+            e.job_key = ctrl_name_intern(c, job_key);
+        }
+    } else if (cur) {
+        e.tj = tj_record_copy(cur);
+        if (!e.tj) {
+            drv_log(DRV_LOG_ERROR, "out of memory: TrainingJob %s dropped", key);
+            return;
+        }
+    }
+    char what[600];
+    snprintf(what, sizeof what, "event for %s", key);
+    if (e.key < 0 || e.job_key < 0) {
+        ctrl_tj_record_free(e.tj);
+        drv_log(DRV_LOG_ERROR, "out of memory: %s dropped", what);
+        return;
+    }
+    ctrl_events_push(c, &e, what);
+}
+
+static void on_add(const char *key, void *rec, void *arg)
+{
+    const informer_arg *a = arg;
+    push(a->c, a->kind, DRV_WATCH_ADDED, key, NULL, rec);
+}
+
+static void on_update(const char *key, void *old, void *rec, void *arg)
+{
+    const informer_arg *a = arg;
+    push(a->c, a->kind, DRV_WATCH_MODIFIED, key, old, rec);
+}
+
+static void on_delete(const char *key, void *rec, void *arg)
+{
+    const informer_arg *a = arg;
+    push(a->c, a->kind, DRV_WATCH_DELETED, key, rec, NULL);
+}
+
+static void *informer_main(void *arg)
+{
+    const informer_arg *a = arg;
+    drv_diag d = {{0}};
+    if (drv_informer_run(a->c->intake.informer[a->kind], &a->c->intake.stop, &d) != 0)
+        drv_log(DRV_LOG_ERROR, "informer stopped: %s", d.msg);
+    return NULL;
+}
+
+/* ---- start and stop ------------------------------------------------------------------------- */
+
+int ctrl_intake_start(drv_ctrl *c, drv_diag *d)
+{
+    static const char *const paths[NINFORMERS] = {"/api/v1/nodes", "/api/v1/pods",
+                                                  "/apis/drover.dev/v1alpha1/trainingjobs"};
+    ctrl_intake *in = &c->intake;
+    in->stop = 0;
+    int rc = 0;
+    for (int i = 0; i < NINFORMERS && rc == 0; i++) {
+        in->arg[i] = (informer_arg){c, i};
+        char tjpath[400];
+        const char *path = paths[i];
+        if (i == EV_TRAININGJOB && c->ns[0]) {
+            snprintf(tjpath, sizeof tjpath, "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs",
+                     c->ns);
+            path = tjpath;
+        }
+        drv_informer_ops ops = {decode, release, on_add, on_update, on_delete};
+        rc = drv_informer_new(&in->informer[i], in->client[i], path, 0, c->o.watch_timeout_s, &ops,
+                              &in->arg[i], d);
+        if (rc == 0 && pthread_create(&in->thread[i], NULL, informer_main, &in->arg[i]) != 0)
+            rc = drv_fail(d, DRV_ENOMEM, "cannot start an informer thread");
+        if (rc == 0)
+            in->started[i] = true;
+    }
+    return rc;
+}
+
+bool ctrl_intake_synced(drv_ctrl *c)
+{
+    for (int i = 0; i < NINFORMERS; i++)
+        if (!drv_informer_synced(c->intake.informer[i]))
+            return false;
+    return true;
+}
+
+void ctrl_intake_stop(drv_ctrl *c)
+{
+    c->intake.stop = 1;
+    for (int i = 0; i < NINFORMERS; i++)
+        if (c->intake.started[i]) {
+            pthread_join(c->intake.thread[i], NULL);
+            c->intake.started[i] = false;
+        }
+}

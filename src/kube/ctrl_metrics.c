@@ -1,0 +1,121 @@
+/*
+ * ctrl_metrics.c - `drover run`'s counters (drv_ctrl_get_stats), gang latencies
+ * (drv_ctrl_latencies) and, when the caller gave a registry, the drover_* metrics that export
+ * them (docs/running.md) (ctrl.h).
+ *
+ * Owns: c->counters. Any thread counts under counters.mu; the scheduler thread exports the
+ * differences since its last export to the registry (which has its own locks) after each cycle
+ * and after each batch of answers between cycles. Touches: the mirror's state, read for the job
+ * gauges (scheduler thread).
+ */
+#include "ctrl.h"
+
+#include <string.h>
+
+void ctrl_count(drv_ctrl *c, long *field, long by)
+{
+    pthread_mutex_lock(&c->counters.mu);
+    *field += by;
+    pthread_mutex_unlock(&c->counters.mu);
+}
+
+/* Records a gang's latency, and observes its "sent" figure in drover_decision_seconds. */
+void ctrl_counters_latency(drv_ctrl *c, const drv_ctrl_latency *l)
+{
+    ctrl_counters *k = &c->counters;
+    pthread_mutex_lock(&k->mu);
+    if (drv_grow(&k->lat, sizeof *k->lat, &k->cap_lat, k->nlat + 1) == 0)
+        k->lat[k->nlat++] = *l;
+    pthread_mutex_unlock(&k->mu);
+    if (c->o.metrics)
+        drv_metric_observe(k->latency_s, l->sent);
+}
+
+drv_ctrl_stats drv_ctrl_get_stats(drv_ctrl *c)
+{
+    pthread_mutex_lock(&c->counters.mu);
+    drv_ctrl_stats s = c->counters.stats;
+    pthread_mutex_unlock(&c->counters.mu);
+    return s;
+}
+
+size_t drv_ctrl_latencies(drv_ctrl *c, drv_ctrl_latency *out, size_t n)
+{
+    pthread_mutex_lock(&c->counters.mu);
+    size_t have = (size_t)c->counters.nlat;
+    if (out)
+        memcpy(out, c->counters.lat, sizeof *out * (n < have ? n : have));
+    pthread_mutex_unlock(&c->counters.mu);
+    return have;
+}
+
+int ctrl_metrics_register(drv_ctrl *c, drv_diag *d)
+{
+    drv_metrics *r = c->o.metrics;
+    ctrl_counters *k = &c->counters;
+    static const double lat[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                 0.01,   0.025,   0.05,   0.1,   0.25,   1};
+    const char *const prof[] = {"profile", c->prof.name, NULL};
+    int rc = 0;
+#define COUNTER(field, name, help)                                                                 \
+    if (!rc)                                                                                       \
+    rc = drv_metrics_counter(r, name, help, prof, &k->field, d)
+#define GAUGE(field, name, help)                                                                   \
+    if (!rc)                                                                                       \
+    rc = drv_metrics_gauge(r, name, help, prof, &k->field, d)
+    COUNTER(cycles, "drover_cycles_total", "Scheduling cycles run.");
+    COUNTER(binds, "drover_bindings_total", "pods/binding requests that succeeded.");
+    COUNTER(creates, "drover_pods_created_total", "Pods created (bound or not).");
+    COUNTER(deletes, "drover_pods_deleted_total", "Pods deleted.");
+    COUNTER(errors, "drover_api_errors_total", "API requests that failed.");
+    COUNTER(status, "drover_status_writes_total", "TrainingJob status updates written.");
+    COUNTER(events, "drover_events_total", "Events written.");
+    COUNTER(samples, "drover_progress_samples_total", "Progress samples scraped.");
+    GAUGE(pending, "drover_jobs_pending", "TrainingJobs waiting for their pods to be placed.");
+    GAUGE(running, "drover_jobs_running", "TrainingJobs with every wanted pod running.");
+    GAUGE(leader, "drover_leader", "1 while this controller schedules (holds the lease).");
+#undef COUNTER
+#undef GAUGE
+    if (!rc)
+        rc = drv_metrics_histogram(r, "drover_cycle_seconds", "Duration of a scheduling cycle.",
+                                   prof, lat, 12, &k->cycle_s, d);
+    if (!rc)
+        rc = drv_metrics_histogram(r, "drover_decision_seconds",
+                                   "Watch event completing a gang to its last binding request "
+                                   "sent.",
+                                   prof, lat, 12, &k->latency_s, d);
+    return rc;
+}
+
+/* Adds what changed since the last export (scheduler thread). The job gauges walk the live
+ * jobs: with gauges only, after cycles. */
+void ctrl_metrics_export(drv_ctrl *c, bool gauges)
+{
+    if (!c->o.metrics)
+        return;
+    ctrl_counters *k = &c->counters;
+    drv_ctrl_stats s = drv_ctrl_get_stats(c), *l = &k->exported;
+    drv_metric_add(k->cycles, (double)(s.cycles - l->cycles));
+    drv_metric_add(k->binds, (double)(s.binds - l->binds));
+    drv_metric_add(k->creates, (double)(s.creates - l->creates));
+    drv_metric_add(k->deletes, (double)(s.deletes - l->deletes));
+    drv_metric_add(k->errors, (double)(s.api_errors - l->api_errors));
+    drv_metric_add(k->status, (double)(s.status_writes - l->status_writes));
+    drv_metric_add(k->events, (double)(s.events - l->events));
+    drv_metric_add(k->samples, (double)(s.samples - l->samples));
+    drv_metric_set(k->leader, s.leader ? 1 : 0);
+    *l = s;
+    if (!gauges)
+        return;
+    const drv_state *st = &c->mirror.st;
+    int32_t running = 0;
+    DRV_FOR_LIVE(st, j)
+    running += st->jobs[j].phase == DRV_JOB_RUNNING;
+    drv_metric_set(k->pending, st->npending);
+    drv_metric_set(k->running, running);
+}
+
+void ctrl_counters_fini(drv_ctrl *c)
+{
+    drv_free(c->counters.lat);
+}

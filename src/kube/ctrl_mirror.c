@@ -1,0 +1,500 @@
+/*
+ * ctrl_mirror.c - `drover run`'s mirror: applies the informers' events about nodes, pods and
+ * TrainingJobs (and the progress collector's samples) to the scheduler thread's drv_state, so
+ * that a cycle sees the cluster as the API has it (ctrl.h).
+ *
+ * Owns: c->mirror (the state, the job and pod records, the tables by interned key), on the
+ * scheduler thread only, without a lock. May touch: names (through ctrl_name_*), counters
+ * (ctrl_count).
+ *
+ * What the core sees:
+ *   a node      its allocatable minus the requests of pods Drover does not schedule (other
+ *               schedulers' pods, DaemonSets) bound there and not finished: "foreign" load;
+ *   a job       one drv_job per TrainingJob of our schedulerName (and namespace), its pods the
+ *               job's slots; a drover pod seen before its job is "parked" as foreign load and
+ *               adopted when the job shows up, one bound to a node not seen yet is an orphan
+ *               bound when the node shows up;
+ *   a pod       where the API has it bound is the truth (adopted after a restart), except a
+ *               pod being deleted, which holds its node's room until gone (its "ghost").
+ * Example: node n1 allocates 8 CPUs and runs a DaemonSet pod asking 1: the state has n1 with 7.
+ */
+#include "ctrl.h"
+
+#include <math.h>
+#include <string.h>
+
+bool ctrl_pod_terminal(int phase)
+{
+    return phase == DRV_KPOD_SUCCEEDED || phase == DRV_KPOD_FAILED;
+}
+
+/* Makes the tables by interned key hold id. */
+static int grow_by_key(drv_ctrl *c, int32_t id)
+{
+    ctrl_mirror *m = &c->mirror;
+    int32_t old = m->cap_by_key;
+    if (id < old)
+        return 0;
+    int32_t cap = old;
+    if (drv_grow(&m->job_of, sizeof *m->job_of, &cap, id + 1) != 0)
+        return DRV_ENOMEM;
+    int32_t cap2 = old, cap3 = old, cap4 = old;
+    if (drv_grow(&m->node_of, sizeof *m->node_of, &cap2, cap) != 0 ||
+        drv_grow(&m->parked, sizeof *m->parked, &cap3, cap) != 0 ||
+        drv_grow(&m->foreign, sizeof *m->foreign, &cap4, cap) != 0)
+        return DRV_ENOMEM;
+    for (int32_t i = old; i < cap; i++) {
+        m->job_of[i] = m->node_of[i] = -1;
+        m->parked[i] = NULL;
+        m->foreign[i] = (drv_res){0, 0, 0};
+    }
+    m->cap_by_key = cap;
+    return 0;
+}
+
+/* What a pod Drover does not schedule takes from its node: its request while it is bound and
+ * not finished. */
+static void foreign_res(drv_ctrl *c, int32_t name, drv_res req, int sign)
+{
+    ctrl_mirror *m = &c->mirror;
+    if (!name || grow_by_key(c, name) != 0)
+        return;
+    drv_res *f = &m->foreign[name];
+    *f = sign > 0 ? drv_res_add(*f, req) : drv_res_sub(*f, req);
+    int32_t n = m->node_of[name];
+    if (n >= 0) {
+        drv_state_set_node(&m->st, n, drv_res_sub(m->allocatable[n], *f), m->usable[n]);
+        m->dirty = true;
+    }
+}
+
+/* A pod Drover does not schedule, added (sign > 0) to or taken off its node's foreign load. */
+static void foreign_add(drv_ctrl *c, const drv_kpod *p, int sign)
+{
+    if (!ctrl_pod_terminal(p->phase))
+        foreign_res(c, p->node, p->req, sign);
+}
+
+/* A pod of ours being deleted holds its node's room until it is gone, like kube-scheduler
+ * counts terminating pods; when the state no longer has it there (evicted, migrated), that room
+ * is counted as foreign meanwhile. */
+void ctrl_mirror_set_ghost(drv_ctrl *c, pod_record *p, int32_t name, drv_res req)
+{
+    if (p->ghost == name && !memcmp(&p->ghost_req, &req, sizeof req))
+        return;
+    if (p->ghost)
+        foreign_res(c, p->ghost, p->ghost_req, -1);
+    p->ghost = name;
+    p->ghost_req = req;
+    if (name)
+        foreign_res(c, name, req, +1);
+}
+
+/* A binder read slot's pod after a conflict: it exists, bound to the node interned as
+ * node_name (0: unbound). Mirrored as its watch event would be, which may not come again if
+ * it was applied already. Returns whether the state now has it bound where the API has it. */
+bool ctrl_mirror_pod_read(drv_ctrl *c, int32_t slot, int32_t node_name)
+{
+    ctrl_mirror *m = &c->mirror;
+    pod_record *p = &m->pods[slot];
+    const drv_pod *sp = &m->st.pods[slot];
+    int32_t node = node_name && node_name < m->cap_by_key ? m->node_of[node_name] : -1;
+    if (p->exists == 0)
+        p->exists = 1;
+    p->api_name = node_name;
+    p->api_node = node;
+    m->dirty = true;
+    if (node < 0 || p->want >= 0 || p->phase == DRV_KPOD_FAILED ||
+        m->st.jobs[sp->job].phase == DRV_JOB_DONE)
+        return false;
+    if (sp->node != node) {
+        if (sp->node >= 0)
+            drv_state_unbind(&m->st, slot);
+        drv_state_bind(&m->st, slot, node);
+    }
+    return true;
+}
+
+static void adopt_orphans(drv_ctrl *c, int32_t name, int32_t node)
+{
+    ctrl_mirror *m = &c->mirror;
+    int32_t k = 0;
+    for (int32_t i = 0; i < m->norphans; i++) {
+        const orphan_pod *o = &m->orphans[i];
+        if (o->node != name) {
+            m->orphans[k++] = *o;
+            continue;
+        }
+        const pod_record *p = &m->pods[o->slot];
+        const drv_pod *sp = &m->st.pods[o->slot];
+        if (p->exists && p->api_name == name && p->phase != DRV_KPOD_FAILED && sp->node < 0 &&
+            m->st.jobs[sp->job].phase != DRV_JOB_DONE) {
+            drv_state_bind(&m->st, o->slot, node);
+            m->pods[o->slot].api_node = node;
+        }
+    }
+    m->norphans = k;
+}
+
+int ctrl_mirror_apply_node(drv_ctrl *c, const ctrl_event *e)
+{
+    ctrl_mirror *m = &c->mirror;
+    const drv_knode *kn = e->type == DRV_WATCH_DELETED ? &e->old.node : &e->cur.node;
+    if (grow_by_key(c, kn->name) != 0)
+        return DRV_ENOMEM;
+    int32_t id = m->node_of[kn->name];
+    bool ok = e->type != DRV_WATCH_DELETED && kn->ready && !kn->unschedulable && !kn->noschedule;
+    if (id < 0) {
+        if (e->type == DRV_WATCH_DELETED)
+            return 0;
+        char name[256], zone[256], rack[256];
+        ctrl_name_str(c, kn->name, name, sizeof name);
+        int rc = drv_state_add_node(&m->st, name, kn->alloc,
+                                    kn->zone ? ctrl_name_str(c, kn->zone, zone, sizeof zone) : NULL,
+                                    kn->rack ? ctrl_name_str(c, kn->rack, rack, sizeof rack) : NULL,
+                                    &id);
+        if (rc != 0)
+            return rc;
+        int32_t cap = m->cap_nodes, cap2 = m->cap_nodes;
+        if (drv_grow(&m->allocatable, sizeof *m->allocatable, &cap, m->st.nnodes) != 0 ||
+            drv_grow(&m->usable, sizeof *m->usable, &cap2, m->st.nnodes) != 0)
+            return DRV_ENOMEM;
+        m->cap_nodes = cap;
+        m->node_of[kn->name] = id;
+        adopt_orphans(c, kn->name, id);
+    }
+    /* A node deleted keeps its slot, cordoned with nothing allocatable; its pods are deleted by
+     * the cluster and leave through their own events. Labels do not move once seen. */
+    m->allocatable[id] = kn->alloc;
+    m->usable[id] = ok;
+    drv_state_set_node(&m->st, id, drv_res_sub(m->allocatable[id], m->foreign[kn->name]), ok);
+    m->dirty = true;
+    return 0;
+}
+
+static void job_placeable(drv_ctrl *c, int32_t j, double t)
+{
+    job_record *jr = &c->mirror.jobs[j];
+    if (jr->t_ready < 0)
+        jr->t_ready = t;
+}
+
+/* The pod slot a drover pod record stands for, or -1. */
+static int32_t slot_of(drv_ctrl *c, const ctrl_event *e, const drv_kpod *p)
+{
+    const ctrl_mirror *m = &c->mirror;
+    if (!e->job_key || e->job_key >= m->cap_by_key || m->job_of[e->job_key] < 0 || p->role < 0 ||
+        p->replica < 0)
+        return -1;
+    return drv_job_pod(&m->st, m->job_of[e->job_key], p->role, p->replica);
+}
+
+static bool ours(const drv_kpod *p, int32_t scheduler)
+{
+    return p->job && p->scheduler == scheduler;
+}
+
+/* Slot s's pod went away: the slot is free again (unless it waits to be created elsewhere). */
+static void own_pod_gone(drv_ctrl *c, int32_t s, double t)
+{
+    ctrl_mirror *m = &c->mirror;
+    pod_record *p = &m->pods[s];
+    int32_t job = m->st.pods[s].job;
+    ctrl_mirror_set_ghost(c, p, 0, (drv_res){0, 0, 0});
+    p->exists = 0;
+    p->delete_assumed = false;
+    p->api_node = -1;
+    p->api_name = 0;
+    p->ip_family = 0;
+    p->phase = DRV_KPOD_PENDING;
+    if (p->want < 0 && m->st.pods[s].node >= 0)
+        drv_state_unbind(&m->st, s);
+    /* A job that waited for this pod to go (to be placed again whole) is placeable now. */
+    if (m->st.jobs[job].phase == DRV_JOB_PENDING)
+        job_placeable(c, job, t);
+}
+
+/* A pod of a known job changed (kp) or went away (kp NULL). */
+static int own_pod(drv_ctrl *c, int32_t s, const drv_kpod *kp, double t)
+{
+    ctrl_mirror *m = &c->mirror;
+    pod_record *p = &m->pods[s];
+    const drv_pod *sp = &m->st.pods[s];
+    m->dirty = true;
+    if (!kp) {
+        own_pod_gone(c, s, t);
+        return 0;
+    }
+    int32_t node = kp->node && kp->node < m->cap_by_key ? m->node_of[kp->node] : -1;
+    if (kp->deleting) {
+        /* Its phase says nothing of the job any more (kubelet may mark a pod it kills Failed),
+         * and it holds its node's room until it is gone. */
+        p->exists = 2;
+        p->delete_assumed = false;
+        bool held = sp->node >= 0 && sp->node == node && p->want < 0;
+        if (ctrl_pod_terminal(kp->phase) && held)
+            drv_state_unbind(&m->st, s);
+        ctrl_mirror_set_ghost(c, p, held || ctrl_pod_terminal(kp->phase) ? 0 : kp->node, kp->req);
+        return 0;
+    }
+    p->exists = 1;
+    p->phase = kp->phase;
+    p->ip_family = kp->ip_family;
+    memcpy(p->ip, kp->ip, sizeof p->ip);
+    p->api_node = node;
+    p->api_name = kp->node;
+    if (kp->node && node < 0 && kp->phase != DRV_KPOD_FAILED) {
+        /* Bound to a node not seen yet (the pod informer listed first): bound in the state
+         * when the node shows up. */
+        if (drv_grow(&m->orphans, sizeof *m->orphans, &m->cap_orphans, m->norphans + 1) != 0)
+            return DRV_ENOMEM;
+        m->orphans[m->norphans++] = (orphan_pod){s, kp->node};
+        return 0;
+    }
+    /* A failed pod fails its job (reconcile). A succeeded one keeps its slot, done: the gang
+     * stays whole and the pod is never placed again (a worker may finish before its chief);
+     * its room is counted as held until the job ends. */
+    if (kp->phase == DRV_KPOD_FAILED) {
+        if (sp->node >= 0)
+            drv_state_unbind(&m->st, s);
+        return 0;
+    }
+    if (m->st.jobs[sp->job].phase == DRV_JOB_DONE)
+        return 0; /* (its pods are no longer the state's) */
+    if (node >= 0 && sp->node != node && p->want < 0) {
+        /* Bound where the state does not have it (adopted after a restart, or bound by someone
+         * else): the API is the truth. */
+        if (sp->node >= 0)
+            drv_state_unbind(&m->st, s);
+        drv_state_bind(&m->st, s, node);
+    }
+    return 0;
+}
+
+/* A drover pod of a job not known (yet): counted as foreign until its job shows up. */
+static int park(drv_ctrl *c, int32_t key, const drv_kpod *cur)
+{
+    ctrl_mirror *m = &c->mirror;
+    drv_kpod *pk = m->parked[key];
+    if (pk) {
+        foreign_add(c, pk, -1);
+        drv_free(pk);
+        m->parked[key] = NULL;
+    }
+    if (cur) {
+        if (!(pk = drv_malloc(sizeof *pk)))
+            return DRV_ENOMEM;
+        *pk = *cur;
+        m->parked[key] = pk;
+        foreign_add(c, pk, +1);
+    }
+    return 0;
+}
+
+int ctrl_mirror_apply_pod(drv_ctrl *c, const ctrl_event *e)
+{
+    const drv_kpod *cur = e->type == DRV_WATCH_DELETED ? NULL : &e->cur.pod;
+    const drv_kpod *old = e->has_old ? &e->old.pod : NULL;
+    if (grow_by_key(c, e->key) != 0 || (e->job_key && grow_by_key(c, e->job_key) != 0))
+        return DRV_ENOMEM;
+    const drv_kpod *any = cur ? cur : old;
+    if (!ours(any, c->names.scheduler)) {
+        if (old)
+            foreign_add(c, old, -1);
+        if (cur)
+            foreign_add(c, cur, +1);
+        return 0;
+    }
+    int32_t s = slot_of(c, e, any);
+    if (s < 0)
+        return park(c, e->key, cur);
+    return own_pod(c, s, cur, e->t);
+}
+
+/* Its pods seen before it (named as the controller names them): adopted. O(slots). */
+static int adopt_parked(drv_ctrl *c, int32_t j, const tj_record *t, const char *ns, double now)
+{
+    ctrl_mirror *m = &c->mirror;
+    const drv_job *jb = &m->st.jobs[j];
+    for (int32_t k = 0; k < jb->pod_count; k++) {
+        int32_t s = jb->pod_base + k;
+        char pod[600], pod_key[900];
+        ctrl_pod_name(c, s, pod, sizeof pod);
+        snprintf(pod_key, sizeof pod_key, "%s/%s", ns, pod);
+        int32_t id = ctrl_name_find(c, pod_key);
+        drv_kpod *pk = id > 0 && id < m->cap_by_key ? m->parked[id] : NULL;
+        if (!pk || pk->ns != t->tj.ns || pk->job != t->tj.name)
+            continue;
+        foreign_add(c, pk, -1);
+        int rc = 0;
+        if (pk->role == m->st.pods[s].role && pk->replica == m->st.pods[s].index)
+            rc = own_pod(c, s, pk, now);
+        drv_free(pk);
+        m->parked[id] = NULL;
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* The job record of the state's new job j, taking over t's templates. */
+static void job_record_init(drv_ctrl *c, int32_t j, const ctrl_event *e, tj_record *t)
+{
+    job_record *jr = &c->mirror.jobs[j];
+    memset(jr, 0, sizeof *jr);
+    jr->key = e->key;
+    jr->ns = t->tj.ns;
+    jr->name = t->tj.name;
+    snprintf(jr->uid, sizeof jr->uid, "%s", t->uid);
+    for (int r = 0; r < DRV_NROLES; r++) {
+        jr->tmpl[r] = t->tmpl[r];
+        t->tmpl[r] = NULL; /* taken over */
+    }
+    jr->t_ready = e->t;
+    jr->status = ST_PENDING;
+    jr->port = t->tj.progress_port;
+    snprintf(jr->path, sizeof jr->path, "%s", t->tj.progress_path);
+    snprintf(jr->step, sizeof jr->step, "%s", t->tj.step_metric);
+    snprintf(jr->loss, sizeof jr->loss, "%s", t->tj.loss_metric);
+}
+
+static int add_job(drv_ctrl *c, ctrl_event *e)
+{
+    ctrl_mirror *m = &c->mirror;
+    tj_record *t = e->tj;
+    if (t->finished || (t->tj.scheduler && t->tj.scheduler != c->names.scheduler))
+        return 0;
+    char ns[256], name[256], key[520];
+    ctrl_name_str(c, t->tj.ns, ns, sizeof ns);
+    ctrl_name_str(c, t->tj.name, name, sizeof name);
+    if (c->ns[0] && strcmp(ns, c->ns) != 0)
+        return 0;
+    drv_job tmpl;
+    memset(&tmpl, 0, sizeof tmpl);
+    snprintf(key, sizeof key, "%s/%s", ns, name);
+    int32_t name_id = drv_strtab_intern(m->st.names, key);
+    int32_t user_id = drv_strtab_intern(m->st.names, ns);
+    if (name_id < 0 || user_id < 0)
+        return DRV_ENOMEM;
+    tmpl.name = name_id;
+    tmpl.user = user_id;
+    tmpl.queue = user_id;
+    tmpl.model = -1;
+    tmpl.submit = e->t - c->loop.t0;
+    tmpl.phase = DRV_JOB_PENDING;
+    tmpl.steps_total = t->tj.total_steps;
+    int32_t wanted = 0;
+    for (int r = 0; r < DRV_NROLES; r++) {
+        tmpl.role[r] = t->tj.role[r];
+        wanted += t->tj.role[r].replicas;
+    }
+    if (wanted == 0)
+        return 0;
+    int32_t j;
+    int rc = drv_state_add_job(&m->st, &tmpl, &j);
+    if (rc != 0)
+        return rc;
+    int32_t cap = m->cap_jobs;
+    if (drv_grow(&m->jobs, sizeof *m->jobs, &cap, m->st.njobs) != 0)
+        return DRV_ENOMEM;
+    m->cap_jobs = cap;
+    cap = m->cap_pods;
+    if (drv_grow(&m->pods, sizeof *m->pods, &cap, m->st.npods) != 0)
+        return DRV_ENOMEM;
+    m->cap_pods = cap;
+    job_record_init(c, j, e, t);
+    const drv_job *jb = &m->st.jobs[j];
+    for (int32_t k = 0; k < jb->pod_count; k++)
+        m->pods[jb->pod_base + k] =
+            (pod_record){.phase = DRV_KPOD_PENDING, .api_node = -1, .want = -1};
+    m->job_of[e->key] = j;
+    ctrl_count(c, &c->counters.stats.jobs, 1);
+    if ((rc = adopt_parked(c, j, t, ns, e->t)) != 0)
+        return rc;
+    m->dirty = true;
+    return 0;
+}
+
+int ctrl_mirror_apply_trainingjob(drv_ctrl *c, ctrl_event *e)
+{
+    ctrl_mirror *m = &c->mirror;
+    if (grow_by_key(c, e->key) != 0)
+        return DRV_ENOMEM;
+    int32_t j = m->job_of[e->key];
+    if (j >= 0 && e->type != DRV_WATCH_DELETED && strcmp(m->jobs[j].uid, e->tj->uid) != 0) {
+        /* Deleted and created again under the same name (its deletion not seen, or seen and
+         * done): the old job is over, without touching pods, which may be the new one's. */
+        const drv_job *jb = &m->st.jobs[j];
+        if (jb->phase != DRV_JOB_DONE) {
+            for (int32_t k = 0; k < jb->pod_count; k++)
+                if (m->st.pods[jb->pod_base + k].node >= 0)
+                    drv_state_unbind(&m->st, jb->pod_base + k);
+            drv_state_set_phase(&m->st, j, DRV_JOB_DONE);
+            ctrl_count(c, &c->counters.stats.jobs_done, 1);
+        }
+        m->jobs[j].gone = true;
+        m->job_of[e->key] = -1;
+        return add_job(c, e);
+    }
+    if (e->type == DRV_WATCH_DELETED) {
+        if (j >= 0) {
+            m->jobs[j].gone = true;
+            if (m->jobs[j].status < ST_SUCCEEDED)
+                m->jobs[j].status = ST_FAILED;
+            m->dirty = true;
+        }
+        return 0;
+    }
+    if (j < 0)
+        return add_job(c, e);
+    /* Spec changes of a known job are not followed yet (docs/running.md). A status written by
+     * someone else as finished ends it. */
+    if (e->tj->finished && m->jobs[j].status < ST_SUCCEEDED) {
+        m->jobs[j].status = ST_FAILED;
+        m->dirty = true;
+    }
+    return 0;
+}
+
+/* A progress sample scraped from a running job's chief. */
+int ctrl_mirror_apply_progress(drv_ctrl *c, const ctrl_event *e)
+{
+    ctrl_mirror *m = &c->mirror;
+    int32_t j = e->key < m->cap_by_key ? m->job_of[e->key] : -1;
+    if (j < 0 || m->st.jobs[j].phase != DRV_JOB_RUNNING)
+        return 0;
+    drv_job *jb = &m->st.jobs[j];
+    double loss = isnan(e->u.progress.loss) ? jb->loss : e->u.progress.loss;
+    if (drv_job_add_sample(jb, (drv_sample){e->t - c->loop.t0, e->u.progress.step, loss}) != 0)
+        return DRV_ENOMEM;
+    jb->steps = e->u.progress.step;
+    jb->loss = loss;
+    if (jb->loss0 == 0)
+        jb->loss0 = loss;
+    pthread_mutex_lock(&c->counters.mu);
+    c->counters.stats.samples++;
+    c->counters.stats.last_step = jb->steps;
+    c->counters.stats.last_loss = loss;
+    pthread_mutex_unlock(&c->counters.mu);
+    return 0;
+}
+
+void ctrl_mirror_fini(drv_ctrl *c)
+{
+    ctrl_mirror *m = &c->mirror;
+    for (int32_t j = 0; j < m->st.njobs && m->jobs; j++)
+        for (int r = 0; r < DRV_NROLES; r++)
+            drv_free(m->jobs[j].tmpl[r]);
+    drv_free(m->jobs);
+    drv_free(m->pods);
+    drv_free(m->allocatable);
+    drv_free(m->foreign);
+    drv_free(m->orphans);
+    drv_free(m->usable);
+    for (int32_t i = 0; i < m->cap_by_key; i++)
+        drv_free(m->parked[i]);
+    drv_free(m->parked);
+    drv_free(m->job_of);
+    drv_free(m->node_of);
+    drv_state_fini(&m->st);
+}

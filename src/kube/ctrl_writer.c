@@ -1,0 +1,233 @@
+/*
+ * ctrl_writer.c - `drover run`'s writer: TrainingJob status (phase, message, active replicas
+ * per role) and Events, written by one thread with its own API client and work queue, so that
+ * no write to the API delays a scheduling decision (ctrl.h).
+ *
+ * Owns: c->writer. The scheduler thread says what it wants written (ctrl_writer_status keeps
+ * only the latest status per job; ctrl_writer_event queues Events in order) under writer.mu;
+ * the writer thread takes them from there and writes them. A status update is a read-modify-
+ * write with back-off and up to 8 retries; a 404 means the job is gone and drops it. May
+ * touch: counters (what was written, what failed).
+ *
+ * Example: a job goes Pending -> Running within one back-off: only "Running" is written.
+ */
+#include "ctrl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const ctrl_phase_name[] = {"", "Pending", "Running", "Succeeded", "Failed"};
+
+/* Active replicas per role (bound and running), and whether every wanted pod runs (or has
+ * succeeded already). */
+void ctrl_job_active(const drv_ctrl *c, int32_t job, int32_t active[DRV_NROLES], bool *all_running)
+{
+    const drv_state *st = &c->mirror.st;
+    const drv_job *jb = &st->jobs[job];
+    *all_running = drv_job_complete(jb) && drv_job_wanted(jb) > 0;
+    memset(active, 0, sizeof(int32_t) * DRV_NROLES);
+    for (int32_t k = 0; k < jb->pod_count; k++) {
+        const drv_pod *p = &st->pods[jb->pod_base + k];
+        const pod_record *pr = &c->mirror.pods[jb->pod_base + k];
+        if (p->node >= 0 && pr->phase == DRV_KPOD_RUNNING)
+            active[p->role]++;
+        else if (p->node >= 0 && pr->phase != DRV_KPOD_SUCCEEDED) /* (done: not waited for) */
+            *all_running = false;
+    }
+}
+
+/* Makes status[key] a status request to fill in (under writer.mu). */
+static status_request *status_slot(ctrl_writer *w, int32_t key)
+{
+    int32_t old = w->cap_status;
+    if (drv_grow(&w->status, sizeof *w->status, &w->cap_status, key + 1) != 0)
+        return NULL;
+    if (w->cap_status > old) /* new entries: nothing to write yet */
+        memset(w->status + old, 0, sizeof *w->status * (size_t)(w->cap_status - old));
+    if (!w->status[key])
+        w->status[key] = drv_malloc(sizeof *w->status[key]);
+    return w->status[key];
+}
+
+/* Asks for job's status to be written, when it differs from what was last asked. */
+void ctrl_writer_status(drv_ctrl *c, int32_t job, const char *message)
+{
+    job_record *jr = &c->mirror.jobs[job];
+    int32_t active[DRV_NROLES];
+    bool running;
+    ctrl_job_active(c, job, active, &running);
+    if (jr->written == jr->status && !memcmp(active, jr->wrote_active, sizeof active))
+        return;
+    status_request r;
+    char ns[256], name[256];
+    ctrl_name_str(c, jr->ns, ns, sizeof ns);
+    ctrl_name_str(c, jr->name, name, sizeof name);
+    snprintf(r.path, sizeof r.path,
+             "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs/%s/status", ns, name);
+    snprintf(r.phase, sizeof r.phase, "%s", ctrl_phase_name[jr->status]);
+    snprintf(r.message, sizeof r.message, "%s", message);
+    memcpy(r.active, active, sizeof active);
+    char key[32];
+    snprintf(key, sizeof key, "s/%d", (int)jr->key);
+    pthread_mutex_lock(&c->writer.mu);
+    status_request *slot = status_slot(&c->writer, jr->key);
+    if (slot)
+        *slot = r;
+    pthread_mutex_unlock(&c->writer.mu);
+    if (!slot || drv_workqueue_add(c->writer.queue, key) != 0) {
+        drv_log(DRV_LOG_ERROR, "out of memory: status of %s/%s not written", ns, name);
+        return;
+    }
+    jr->written = jr->status;
+    memcpy(jr->wrote_active, active, sizeof active);
+}
+
+/* Queues an Event about job (none with drv_ctrl_opts.no_events). */
+void ctrl_writer_event(drv_ctrl *c, int32_t job, const char *type, const char *reason,
+                       const char *message)
+{
+    if (c->o.no_events)
+        return;
+    ctrl_writer *w = &c->writer;
+    const job_record *jr = &c->mirror.jobs[job];
+    char ns[256], name[256], now[40];
+    ctrl_name_str(c, jr->ns, ns, sizeof ns);
+    ctrl_name_str(c, jr->name, name, sizeof name);
+    rfc3339(now, sizeof now, false);
+    char *body = drv_kube_event_json(ns, "TrainingJob", "drover.dev/v1alpha1", name, jr->uid, type,
+                                     reason, message, now, c->scheduler);
+    char *path = drv_malloc(300);
+    if (body && path)
+        snprintf(path, 300, "/api/v1/namespaces/%s/events", ns);
+    pthread_mutex_lock(&w->mu);
+    bool ok = body && path &&
+              drv_grow(&w->events, sizeof *w->events, &w->cap_events, w->nevents + 1) == 0;
+    if (ok)
+        w->events[w->nevents++] = (event_request){path, body};
+    pthread_mutex_unlock(&w->mu);
+    if (!ok || drv_workqueue_add(w->queue, "e") != 0) {
+        if (!ok) {
+            drv_free(body);
+            drv_free(path);
+        }
+        drv_log(DRV_LOG_ERROR, "out of memory: Event %s of %s/%s not written", reason, ns, name);
+    }
+}
+
+/* ---- the writer thread ---------------------------------------------------------------------- */
+
+typedef struct status_arg {
+    const char *phase, *message;
+    const int32_t *active;
+} status_arg;
+
+static int set_status(json_t *obj, void *arg)
+{
+    const status_arg *a = arg;
+    return drv_kube_trainingjob_set_status(obj, a->phase, a->message, a->active);
+}
+
+/* Writes every Event queued so far, in order. */
+static void write_events(drv_ctrl *c)
+{
+    ctrl_writer *w = &c->writer;
+    pthread_mutex_lock(&w->mu);
+    event_request *v = w->events;
+    int32_t n = w->nevents;
+    w->events = NULL;
+    w->nevents = w->cap_events = 0;
+    pthread_mutex_unlock(&w->mu);
+    for (int32_t i = 0; i < n; i++) {
+        drv_diag d = {{0}};
+        long status = 0;
+        if (drv_kube_request(w->client, "POST", v[i].path, NULL, v[i].body, &status, NULL, &d) ==
+            0) {
+            ctrl_count(c, &c->counters.stats.events, 1);
+        } else {
+            drv_log(DRV_LOG_WARN, "%s", d.msg);
+            ctrl_count(c, &c->counters.stats.api_errors, 1);
+        }
+        drv_free(v[i].path);
+        drv_free(v[i].body);
+    }
+    drv_free(v);
+}
+
+/* Writes the latest status asked for the job of key "s/<id>"; retried with back-off. */
+static void write_status(drv_ctrl *c, const char *key)
+{
+    ctrl_writer *w = &c->writer;
+    int32_t id = (int32_t)atol(key + 2);
+    status_request r;
+    bool have = false;
+    pthread_mutex_lock(&w->mu);
+    if (id >= 0 && id < w->cap_status && w->status[id]) {
+        r = *w->status[id];
+        have = true;
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (!have)
+        return;
+    status_arg a = {r.phase, r.message, r.active};
+    drv_diag d = {{0}};
+    long status = 0;
+    if (drv_kube_update(w->client, r.path, set_status, &a, 0, NULL, &status, &d) == 0) {
+        ctrl_count(c, &c->counters.stats.status_writes, 1);
+        drv_workqueue_forget(w->queue, key);
+    } else if (status == 404) {
+        drv_workqueue_forget(w->queue, key); /* the job is gone (counted: every failure is) */
+        ctrl_count(c, &c->counters.stats.api_errors, 1);
+    } else {
+        drv_log(DRV_LOG_WARN, "%s", d.msg);
+        ctrl_count(c, &c->counters.stats.api_errors, 1);
+        if (drv_workqueue_retries(w->queue, key) < 8)
+            drv_workqueue_retry(w->queue, key);
+    }
+}
+
+static void *writer_main(void *arg)
+{
+    drv_ctrl *c = arg;
+    char key[32];
+    while (drv_workqueue_get(c->writer.queue, key, sizeof key, true)) {
+        if (!strcmp(key, "e"))
+            write_events(c);
+        else
+            write_status(c, key);
+        drv_workqueue_done(c->writer.queue, key);
+    }
+    return NULL;
+}
+
+int ctrl_writer_start(drv_ctrl *c, drv_diag *d)
+{
+    if (pthread_create(&c->writer.thread, NULL, writer_main, c) != 0)
+        return drv_fail(d, DRV_ENOMEM, "cannot start the writer's thread");
+    c->writer.started = true;
+    return 0;
+}
+
+void ctrl_writer_stop(drv_ctrl *c)
+{
+    if (!c->writer.started)
+        return;
+    drv_workqueue_shutdown(c->writer.queue);
+    pthread_join(c->writer.thread, NULL);
+    c->writer.started = false;
+}
+
+void ctrl_writer_fini(drv_ctrl *c)
+{
+    ctrl_writer *w = &c->writer;
+    drv_kube_free(w->client);
+    if (w->queue)
+        drv_workqueue_free(w->queue);
+    for (int32_t i = 0; i < w->cap_status; i++)
+        drv_free(w->status[i]);
+    drv_free(w->status);
+    for (int32_t i = 0; i < w->nevents; i++) {
+        drv_free(w->events[i].path);
+        drv_free(w->events[i].body);
+    }
+    drv_free(w->events);
+}

@@ -32,8 +32,13 @@ extern const drv_hashmap_type drv_hashmap_borrowed_strings;
 extern const drv_hashmap_type drv_hashmap_ints;
 #define DRV_HASHMAP_INT(v) ((const void *)(intptr_t)(v))
 
-/* FNV-1a style (64 bit) hash of a NUL-terminated string: the hash of both string types above. */
-uint64_t drv_hash_str(const char *s);
+/* The hooks of the types above, for composing others (e.g. integer keys owning their values):
+ * an FNV-1a style hash and strcmp equality of NUL-terminated strings; Knuth's multiplicative
+ * hash and identity of DRV_HASHMAP_INT keys. */
+uint64_t drv_hashmap_hash_str(const void *key);
+bool drv_hashmap_equal_str(const void *a, const void *b);
+uint64_t drv_hashmap_hash_int(const void *key);
+bool drv_hashmap_equal_int(const void *a, const void *b);
 
 typedef struct drv_hashmap drv_hashmap;
 

@@ -33,20 +33,15 @@ struct drv_hashmap {
 /* FNV-1a with the offset basis the informer and work queue always used (its last digit lost, so
  * not the published 14695981039346656037; any odd basis hashes as well), kept so that the
  * informer iterates its cache in the same order as before. */
-uint64_t drv_hash_str(const char *s)
+uint64_t drv_hashmap_hash_str(const void *key)
 {
     uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
+    for (const char *s = key; *s; s++)
         h = (h ^ (unsigned char)*s) * 1099511628211ull;
     return h;
 }
 
-static uint64_t hash_str(const void *k)
-{
-    return drv_hash_str(k);
-}
-
-static bool equal_str(const void *a, const void *b)
+bool drv_hashmap_equal_str(const void *a, const void *b)
 {
     return strcmp(a, b) == 0;
 }
@@ -57,20 +52,24 @@ static void *dup_str(const void *k)
 }
 
 /* Knuth's multiplicative hash: consecutive integers land in different buckets. */
-static uint64_t hash_int(const void *k)
+uint64_t drv_hashmap_hash_int(const void *key)
 {
-    return (uint64_t)(uint32_t)(intptr_t)k * 2654435761u;
+    return (uint64_t)(uint32_t)(intptr_t)key * 2654435761u;
 }
 
-static bool equal_int(const void *a, const void *b)
+bool drv_hashmap_equal_int(const void *a, const void *b)
 {
     return a == b;
 }
 
-const drv_hashmap_type drv_hashmap_strings = {
-    .hash = hash_str, .equal = equal_str, .key_dup = dup_str, .key_free = drv_free};
-const drv_hashmap_type drv_hashmap_borrowed_strings = {.hash = hash_str, .equal = equal_str};
-const drv_hashmap_type drv_hashmap_ints = {.hash = hash_int, .equal = equal_int};
+const drv_hashmap_type drv_hashmap_strings = {.hash = drv_hashmap_hash_str,
+                                              .equal = drv_hashmap_equal_str,
+                                              .key_dup = dup_str,
+                                              .key_free = drv_free};
+const drv_hashmap_type drv_hashmap_borrowed_strings = {.hash = drv_hashmap_hash_str,
+                                                       .equal = drv_hashmap_equal_str};
+const drv_hashmap_type drv_hashmap_ints = {.hash = drv_hashmap_hash_int,
+                                           .equal = drv_hashmap_equal_int};
 
 drv_hashmap *drv_hashmap_new(const drv_hashmap_type *type)
 {

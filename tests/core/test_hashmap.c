@@ -20,11 +20,6 @@ static uint64_t hash_const(const void *k)
     return 7;
 }
 
-static bool equal_str(const void *a, const void *b)
-{
-    return strcmp(a, b) == 0;
-}
-
 static int freed_vals;
 static void count_free(void *v)
 {
@@ -32,7 +27,7 @@ static void count_free(void *v)
     drv_free(v);
 }
 
-static const drv_hashmap_type colliding = {.hash = hash_const, .equal = equal_str};
+static const drv_hashmap_type colliding = {.hash = hash_const, .equal = drv_hashmap_equal_str};
 
 static void test_put_get_remove_strings(void **unused)
 {

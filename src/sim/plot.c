@@ -17,6 +17,7 @@
  * so a million-event trace still gives a small script and a quick plot.
  */
 #include "drover/sim.h"
+#include "drover/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -530,12 +531,13 @@ static void html_table(FILE *f, const drv_report_data *r)
 
 int drv_report_html(const char *dir, const drv_report_data *r, bool plots, drv_diag *d)
 {
-    char tmp[4200], final[4200];
-    snprintf(tmp, sizeof tmp, "%s/.index.html.tmp", dir);
-    snprintf(final, sizeof final, "%s/index.html", dir);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return drv_fail(d, DRV_EIO, "%s: cannot write: %s", tmp, strerror(errno));
+    char path[4200];
+    snprintf(path, sizeof path, "%s/index.html", dir);
+    drv_file_out o;
+    int rc = drv_file_out_open(&o, path, d);
+    if (rc)
+        return rc;
+    FILE *f = o.f;
     fprintf(f,
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<title>Drover simulation report</title>\n<style>%s</style>\n</head>\n<body>\n"
@@ -607,14 +609,5 @@ int drv_report_html(const char *dir, const drv_report_data *r, bool plots, drv_d
     fputs(". Formats: docs/formats.md and docs/reports.md in the Drover sources.</p>\n"
           "</body>\n</html>\n",
           f);
-    bool bad = ferror(f) != 0;
-    if (fclose(f) != 0 || bad) {
-        remove(tmp);
-        return drv_fail(d, DRV_EIO, "%s: write failed", final);
-    }
-    if (rename(tmp, final) != 0) {
-        remove(tmp);
-        return drv_fail(d, DRV_EIO, "%s: cannot rename into place: %s", final, strerror(errno));
-    }
-    return 0;
+    return drv_file_out_commit(&o, d);
 }

@@ -69,6 +69,8 @@ int drv_kube_incluster(drv_kube_config *out, const char *root, drv_diag *d);
 
 typedef struct drv_kube drv_kube;
 
+/* A client for cfg's server (cfg is copied). Safe to call from several threads at once: the
+ * first call initialises libcurl for the process. */
 int drv_kube_new(drv_kube **out, const drv_kube_config *cfg, drv_diag *d);
 void drv_kube_free(drv_kube *k);
 

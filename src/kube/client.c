@@ -12,6 +12,7 @@
 
 #include <curl/curl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,18 +157,25 @@ static int setup_handle(drv_kube *k, CURL *h, drv_diag *d)
     return 0;
 }
 
+/* curl_global_init is not thread-safe and must run once per process: pthread_once makes the first
+ * drv_kube_new do it even when several threads create clients at the same time. */
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void curl_init_once(void)
+{
+    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
 int drv_kube_new(drv_kube **out, const drv_kube_config *cfg, drv_diag *d)
 {
     *out = NULL;
     if (!cfg->server || (strncmp(cfg->server, "https://", 8) && strncmp(cfg->server, "http://", 7)))
         return drv_fail(d, DRV_EINVAL, "server \"%s\": expected an http:// or https:// URL",
                         cfg->server ? cfg->server : "");
-    static bool curl_ready;
-    if (!curl_ready) { /* process-wide, once; callers that use threads call it first */
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-            return drv_fail(d, DRV_EIO, "libcurl failed to initialise");
-        curl_ready = true;
-    }
+    pthread_once(&curl_once, curl_init_once);
+    if (curl_init_rc != CURLE_OK)
+        return drv_fail(d, DRV_EIO, "libcurl failed to initialise");
     drv_kube *k = drv_calloc(1, sizeof *k);
     if (!k || copy_config(&k->cfg, cfg) != 0) {
         drv_free(k);

@@ -24,6 +24,8 @@
 
 #include <cmocka.h>
 
+#include "kbuf.h"
+
 static const char *const ORDER[] = {
     "01-discovery-api",
     "01-discovery-apis",
@@ -119,25 +121,6 @@ static const char *const SKIP[] = {
     "05-watch-pods-raw-chunked",
 };
 
-struct buf {
-    char *p;
-    size_t n;
-};
-
-static size_t on_data(char *d, size_t sz, size_t nm, void *u)
-{
-    struct buf *b = u;
-    size_t n = sz * nm;
-    char *np = realloc(b->p, b->n + n + 1);
-    if (!np)
-        return 0;
-    memcpy(np + b->n, d, n);
-    b->p = np;
-    b->n += n;
-    b->p[b->n] = 0;
-    return n;
-}
-
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -194,9 +177,9 @@ static void current_rv(const char *path, char *out, size_t n)
     char url[2200];
     snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, path);
     CURL *c = curl_easy_init();
-    struct buf b = {0};
+    drv_kbuf b = {0};
     curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, drv_kbuf_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
     curl_easy_perform(c);
@@ -206,7 +189,7 @@ static void current_rv(const char *path, char *out, size_t n)
         json_string_value(json_object_get(json_object_get(j, "metadata"), "resourceVersion"));
     snprintf(out, n, "%s", rv ? rv : "");
     json_decref(j);
-    free(b.p);
+    drv_free(b.p);
 }
 
 static int replay(const char *name)
@@ -283,7 +266,7 @@ static int replay(const char *name)
         snprintf(line, sizeof line, "Accept: %s", accept);
         h = curl_slist_append(h, line);
     }
-    struct buf got = {0};
+    drv_kbuf got = {0};
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
@@ -291,7 +274,7 @@ static int replay(const char *name)
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
     }
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, drv_kbuf_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &got);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
     CURLcode cc = curl_easy_perform(c);
@@ -347,7 +330,7 @@ static int replay(const char *name)
     }
     json_decref(w);
     json_decref(g);
-    free(got.p);
+    drv_free(got.p);
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
     free(newbody);
@@ -371,18 +354,18 @@ static void seed_pod(const char *name)
     snprintf(url, sizeof url, "http://127.0.0.1:%u/api/v1/namespaces/default/pods", port);
     CURL *c = curl_easy_init();
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-    struct buf got = {0};
+    drv_kbuf got = {0};
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, drv_kbuf_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &got);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
     assert_int_equal(curl_easy_perform(c), CURLE_OK);
     long code = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
     assert_int_equal(code, 201);
-    free(got.p);
+    drv_free(got.p);
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
     free(body);

@@ -8,6 +8,7 @@
 #include "drover/kube.h"
 #include "drover/version.h"
 
+#include "json.h"
 #include "kbuf.h"
 
 #include <curl/curl.h>

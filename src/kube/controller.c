@@ -27,6 +27,7 @@
 #include "drover/kube_workqueue.h"
 #include "drover/kube_types.h"
 
+#include "json.h"
 #include "kbuf.h"
 
 #include <arpa/inet.h>

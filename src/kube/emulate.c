@@ -30,6 +30,7 @@
 #include "drover/kube_types.h"
 #include "drover/clock.h"
 #include "drover/hashmap.h"
+#include "json.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -8,6 +8,7 @@
  */
 #include "drover/kube_informer.h"
 #include "drover/hashmap.h"
+#include "json.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -9,6 +9,7 @@
  */
 #include "drover/kube_types.h"
 #include "drover/kube_watch.h"
+#include "json.h"
 
 #include <dirent.h>
 #include <setjmp.h>

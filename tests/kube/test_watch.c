@@ -6,6 +6,7 @@
  * non-blank body line), not from this program's output.
  */
 #include "drover/kube_watch.h"
+#include "json.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

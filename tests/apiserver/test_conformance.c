@@ -24,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "drover/file.h"
 #include "kbuf.h"
 
 static const char *const ORDER[] = {
@@ -123,21 +124,8 @@ static const char *const SKIP[] = {
 
 static char *slurp(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *p = malloc((size_t)n + 1);
-    if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
-        free(p);
-        p = NULL;
-    }
-    if (p)
-        p[n] = 0;
-    fclose(f);
-    return p;
+    char *text = NULL;
+    return drv_file_read(path, &text, NULL, NULL) == 0 ? text : NULL;
 }
 
 static const char *fixdir(void)
@@ -334,8 +322,8 @@ static int replay(const char *name)
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
     free(newbody);
-    free(req);
-    free(rsp);
+    drv_free(req);
+    drv_free(rsp);
     return fails;
 }
 
@@ -370,7 +358,7 @@ static void seed_pod(const char *name)
     curl_easy_cleanup(c);
     free(body);
     json_decref(pod);
-    free(req);
+    drv_free(req);
 }
 
 static void test_replay_all(void **state)
@@ -416,7 +404,7 @@ static void test_every_recording_is_covered(void **state)
             missing++;
         }
     }
-    free(idx);
+    drv_free(idx);
     assert_int_equal(missing, 0);
 }
 

@@ -13,6 +13,7 @@
  */
 #include "drover/kube_informer.h"
 #include "drover/kube_types.h"
+#include "json.h"
 
 #include <malloc.h>
 #include <stdio.h>

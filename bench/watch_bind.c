@@ -18,6 +18,7 @@
 #include "apiserver.h"
 #include "drover/kube_controller.h"
 #include "drover/policy.h"
+#include "json.h"
 
 #include <pthread.h>
 #include <stdio.h>

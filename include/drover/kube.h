@@ -2,6 +2,10 @@
  * kube.h - a Kubernetes API client: requests with retries and a client-side rate limit, paged
  * lists, and watch streams decoded as they arrive (libcurl, jansson).
  *
+ * This header needs no jansson: the calls that take or give JSON objects (requests with a
+ * decoded answer, read-modify-write, lists and watches with per-object callbacks) are declared
+ * in src/kube/json.h, private to src/kube and to tests that use internals.
+ *
  * Behaviour follows client-go where it matters:
  *  - every request waits for a token of a token bucket (qps, burst; defaults 5 and 10 like
  *    client-go's rest.Config) before it is sent;
@@ -21,9 +25,6 @@
 #define DROVER_KUBE_H
 
 #include "drover/base.h"
-#include "drover/kube_watch.h"
-
-#include <jansson.h>
 
 /* Where and how to reach an API server (from a kubeconfig, in-cluster files, or a test). All
  * strings are owned (drv_kube_config_fini frees them); NULL when absent. */
@@ -77,31 +78,11 @@ int drv_kube_incluster(drv_kube_config *out, const char *root, drv_diag *d);
 
 typedef struct drv_kube drv_kube;
 
+/* A client for cfg's server (cfg is copied). Safe to call from several threads at once: the
+ * first call initialises libcurl for the process. */
 int drv_kube_new(drv_kube **out, const drv_kube_config *cfg, drv_diag *d);
 void drv_kube_free(drv_kube *k);
 
-/*
- * One request. method: "GET", "POST", "PUT", "PATCH", "DELETE"; path starts with "/" and may
- * carry a query; body (NULL for none) is sent with content type ctype (NULL:
- * "application/json"). On a 2xx answer returns 0 and *out (if out) receives the decoded body
- * (NULL when empty; the caller json_decref's it). Otherwise returns DRV_EIO (transport, or a
- * non-2xx answer after retries: *status says which, 0 for transport) or DRV_EPARSE (a 2xx
- * body that is not JSON), with the message in d.
- */
-int drv_kube_request(drv_kube *k, const char *method, const char *path, const char *ctype,
-                     const char *body, long *status, json_t **out, drv_diag *d);
-/*
- * Read-modify-write with optimistic concurrency: GETs path, lets mutate change the object (it
- * returns 0, or a negative code that aborts), PUTs it back — the resourceVersion read is the
- * precondition, and every field of the object, known to Drover or not, is written back as
- * read. On 409 Conflict it reads again and re-applies mutate to the fresh object, up to
- * `attempts` times (0: 5): safe because mutate never works on stale data. *out (optional)
- * receives the object written; *status (optional) the HTTP status of the last request, as in
- * drv_kube_request (404: no such object). Use path ".../status" for the status subresource.
- */
-typedef int (*drv_kube_mutate_fn)(json_t *obj, void *arg);
-int drv_kube_update(drv_kube *k, const char *path, drv_kube_mutate_fn mutate, void *arg,
-                    int attempts, json_t **out, long *status, drv_diag *d);
 /* DELETE with DeleteOptions: grace_s < 0 leaves the grace period to the object; propagation
  * ("Foreground", "Background", "Orphan") or NULL. *status as in drv_kube_request. */
 int drv_kube_delete(drv_kube *k, const char *path, int grace_s, const char *propagation,
@@ -148,35 +129,6 @@ long drv_kube_retries(const drv_kube *k);
 /* What drv_kube_list and drv_kube_watch return when the caller must list again: the
  * resourceVersion (or continue token) it held is too old (410 Gone / Expired). */
 enum { DRV_KUBE_RELIST = 1 };
-
-/* Called for every item of a list; returns 0 to go on, or a negative code that stops the list
- * and is returned. The item is borrowed for the call. */
-typedef int (*drv_kube_item_cb)(json_t *item, void *arg);
-
-/*
- * Lists path (a collection, e.g. "/api/v1/pods"; query in `query` such as
- * "labelSelector=app%3Dx", or NULL) page by page with limit (0: no paging) and continue
- * tokens; calls cb for every item. rv (n bytes) receives the list's resourceVersion, from
- * which a watch continues. DRV_KUBE_RELIST when a continue token expired mid-list (list again
- * from the start).
- */
-int drv_kube_list(drv_kube *k, const char *path, const char *query, int limit, drv_kube_item_cb cb,
-                  void *arg, char *rv, size_t n, drv_diag *d);
-
-/*
- * One watch stream on path from resourceVersion rv with bookmarks, ending after timeout_s on
- * the server side. Events go to cb as they arrive (incremental decoding: drv_watch_decoder).
- * last_rv (n bytes) tracks the resourceVersion of the last event, bookmarks included; it is
- * where the next watch continues. Returns:
- *   0                 the stream ended cleanly (server timeout): watch again from last_rv;
- *   DRV_KUBE_RELIST   an ERROR event with code 410 (Expired), or HTTP 410: list again;
- *   DRV_EIO           the connection failed or dropped: back off, watch again from last_rv;
- *   DRV_EPARSE        a malformed event (the stream is abandoned: list again to be safe);
- *   a negative code   returned by cb.
- * *stop (may be NULL), when it becomes non-zero, ends the stream early with 0.
- */
-int drv_kube_watch(drv_kube *k, const char *path, const char *rv, int timeout_s, drv_watch_cb cb,
-                   void *arg, char *last_rv, size_t n, volatile int *stop, drv_diag *d);
 
 /* The token bucket the client uses, exposed for tests: tokens refill at qps up to burst.
  * take returns the seconds to wait before the request may go (0 when a token is there) and

@@ -16,21 +16,15 @@
  * ("namespace/name", or "name" for cluster-scoped objects), the resourceVersion and that
  * record. Handlers run on the informer's thread with its lock held; they must not call back
  * into the informer.
+ *
+ * Creating an informer takes the decode hook, which reads a jansson object: drv_informer_ops,
+ * drv_informer_new and drv_informer_apply are declared in src/kube/json.h. What is here reads
+ * the cache and drives the informer, and needs no jansson.
  */
 #ifndef DROVER_KUBE_INFORMER_H
 #define DROVER_KUBE_INFORMER_H
 
 #include "drover/kube.h"
-
-typedef struct drv_informer_ops {
-    /* The record to cache for obj, or NULL with d set (the object is skipped and logged). */
-    void *(*decode)(json_t *obj, void *arg, drv_diag *d);
-    void (*release)(void *rec, void *arg);
-    /* Optional handlers. For on_update, old is released after the call. */
-    void (*on_add)(const char *key, void *rec, void *arg);
-    void (*on_update)(const char *key, void *old, void *rec, void *arg);
-    void (*on_delete)(const char *key, void *rec, void *arg);
-} drv_informer_ops;
 
 typedef struct drv_informer drv_informer;
 
@@ -38,10 +32,6 @@ typedef struct drv_informer_stats {
     long lists, watches, relists, reconnects, events, decode_errors;
 } drv_informer_stats;
 
-/* path: the collection, e.g. "/api/v1/pods" or "/api/v1/namespaces/ns/pods". page: list page
- * size (0: 500). watch_timeout_s: server-side timeout of each watch (0: 300). */
-int drv_informer_new(drv_informer **out, drv_kube *k, const char *path, int page,
-                     int watch_timeout_s, const drv_informer_ops *ops, void *arg, drv_diag *d);
 void drv_informer_free(drv_informer *inf);
 
 /* Runs list+watch until *stop becomes non-zero (checked between and during watches).
@@ -51,10 +41,6 @@ int drv_informer_run(drv_informer *inf, volatile int *stop, drv_diag *d);
 /* One round: list when needed, then one watch stream (to its timeout, drop or relist
  * request). For callers that drive the informer themselves. */
 int drv_informer_step(drv_informer *inf, volatile int *stop, drv_diag *d);
-
-/* Applies one event (DRV_WATCH_ADDED, _MODIFIED, _DELETED) as if it came from the watch: for
- * callers that receive objects another way, tests and benchmarks. 0 or DRV_ENOMEM. */
-int drv_informer_apply(drv_informer *inf, int type, json_t *obj);
 
 /* Indexes (pods by node, pods by job): fn gives the value a record is filed under (an interned
  * id > 0), or 0 for none. Add indexes before the informer runs; at most DRV_INFORMER_INDEXES.

@@ -9,13 +9,14 @@
  * A pod's request is what kube-scheduler counts: the sum over containers, or the largest init
  * container's when that is larger, per resource; CPU in millicores, memory in bytes, GPUs
  * (nvidia.com/gpu) whole.
+ *
+ * The decoders (API object -> record) and the in-place write-back of status fields work on
+ * jansson objects and are declared in src/kube/json.h; this header needs no jansson.
  */
 #ifndef DROVER_KUBE_TYPES_H
 #define DROVER_KUBE_TYPES_H
 
 #include "drover/state.h"
-
-#include <jansson.h>
 
 enum drv_kpod_phase {
     DRV_KPOD_PENDING,
@@ -86,46 +87,16 @@ typedef struct drv_klease {
     int32_t duration_s, transitions;
 } drv_klease;
 
-/* Decodes a Pod (a Node). Errors name the kind, the object and the field path with the bad
- * text: "pod default/x: spec.containers[1].resources.requests.cpu: expected a CPU quantity
- * such as 500m or 2, found '2x'". Strings are interned in names. */
-int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag *d);
-int drv_kube_decode_node(json_t *obj, drv_strtab *names, drv_knode *out, drv_diag *d);
-
-/* A Status object's code and reason (reason may be NULL). A success Status may have no code:
- * *code is then 0 (the HTTP status stands). DRV_EPARSE when obj is no Status. */
-int drv_kube_decode_status(json_t *obj, long *code, const char **reason, drv_diag *d);
-
 /* Kubernetes quantities. CPU into millicores ("2", "500m", "1.5", "1e3"); memory and counts
  * into units ("128Gi", "500M", "1e3", "2"). Strict: no sign, no spaces, known suffixes only. */
 int drv_kube_quantity_milli(const char *s, int64_t *out);
 int drv_kube_quantity(const char *s, int64_t *out);
-
-int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob *out, drv_diag *d);
-int drv_kube_decode_podgroup(json_t *obj, drv_strtab *names, drv_kpodgroup *out, drv_diag *d);
-int drv_kube_decode_lease(json_t *obj, drv_klease *out, drv_diag *d);
 
 /* An Event: what it is about and what it says (strings truncated to the fields' sizes). */
 typedef struct drv_kevent {
     char kind[64], name[254], reason[128], type[16], message[512];
     int32_t count;
 } drv_kevent;
-int drv_kube_decode_event(json_t *obj, drv_kevent *out, drv_diag *d);
-
-/*
- * Write-back: these change the given object in place, touching only the fields named, so
- * whatever else it holds — fields Drover does not know included — is sent back as read (use
- * with drv_kube_update, which reads the object and PUTs it). 0 or DRV_ENOMEM.
- */
-/* status.phase, status.message, and status.replicaStatuses.<Role>.active per role. */
-int drv_kube_trainingjob_set_status(json_t *obj, const char *phase, const char *message,
-                                    const int32_t active[DRV_NROLES]);
-/* spec.holderIdentity, leaseDurationSeconds, renewTime; acquireTime and leaseTransitions when
- * the holder changes. now: RFC 3339 with microseconds ("2026-11-22T04:11:05.123456Z"). */
-int drv_kube_lease_set(json_t *obj, const char *holder, int32_t duration_s, const char *now);
-/* status.phase and the counts of a PodGroup. */
-int drv_kube_podgroup_set_status(json_t *obj, const char *phase, int32_t running,
-                                 int32_t scheduled);
 
 /* New objects (with drv_malloc): a PodGroup for a gang; an Event about an object (type
  * "Normal" or "Warning", now as RFC 3339 seconds). */

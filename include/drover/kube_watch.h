@@ -7,13 +7,14 @@
  * re-parsed. Bad input (malformed JSON, an unknown event type, a line without an object, a
  * stream that ends mid-line) is DRV_EPARSE with the resource, the last resourceVersion seen and
  * the byte offset of the offending line in the stream.
+ *
+ * The event (it carries the decoded json_t), its callback and drv_watch_decoder_feed are
+ * declared in src/kube/json.h: this header needs no jansson.
  */
 #ifndef DROVER_KUBE_WATCH_H
 #define DROVER_KUBE_WATCH_H
 
 #include "drover/base.h"
-
-#include <jansson.h>
 
 enum drv_watch_type {
     DRV_WATCH_ADDED,
@@ -22,16 +23,6 @@ enum drv_watch_type {
     DRV_WATCH_BOOKMARK,
     DRV_WATCH_ERROR,
 };
-
-typedef struct drv_watch_event {
-    int type;        /* enum drv_watch_type */
-    json_t *object;  /* borrowed for the duration of the callback */
-    const char *rv;  /* object's metadata.resourceVersion, or "" */
-    uint64_t offset; /* byte offset of the event's line in the stream */
-} drv_watch_event;
-
-/* Returns 0 to continue, or a negative code that feed returns unchanged. */
-typedef int (*drv_watch_cb)(const drv_watch_event *ev, void *arg);
 
 typedef struct drv_watch_decoder {
     char *buf; /* bytes of the current partial line */
@@ -46,9 +37,6 @@ typedef struct drv_watch_decoder {
 
 void drv_watch_decoder_init(drv_watch_decoder *w, const char *resource);
 void drv_watch_decoder_fini(drv_watch_decoder *w);
-/* Feeds n bytes; calls cb for every complete event line. 0 or a negative DRV_E*. */
-int drv_watch_decoder_feed(drv_watch_decoder *w, const char *data, size_t n, drv_watch_cb cb,
-                           void *arg, drv_diag *d);
 /* The stream ended: DRV_EPARSE if a partial line is left (a truncated event). */
 int drv_watch_decoder_finish(drv_watch_decoder *w, drv_diag *d);
 /* Name of an event type ("ADDED"). */

@@ -16,6 +16,8 @@
  */
 #include "progress.h"
 
+#include "drover/clock.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,13 +28,6 @@
 #define TTY_EVERY 0.25
 #define DEF_PLAIN_PERIOD 5.0
 #define MAX_PLAIN_PERIOD 86400.0
-
-static double mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* DROVER_PROGRESS_SECONDS, or the default (with a message when the value is not usable). */
 static double plain_period(void)
@@ -55,7 +50,7 @@ static double plain_period(void)
 
 void progress_init(progress *g, bool quiet, int runs)
 {
-    *g = (progress){.runs = runs > 0 ? runs : 1, .t0 = mono_now(), .frac = -1};
+    *g = (progress){.runs = runs > 0 ? runs : 1, .t0 = drv_clock_mono(), .frac = -1};
     g->last = g->t0;
     g->mode = quiet ? PROGRESS_OFF : isatty(STDERR_FILENO) == 1 ? PROGRESS_TTY : PROGRESS_PLAIN;
     g->period = g->mode == PROGRESS_PLAIN ? plain_period() : TTY_EVERY;
@@ -66,7 +61,7 @@ void progress_cb(void *arg, const drv_progress *p)
     progress *g = arg;
     if (g->mode == PROGRESS_OFF)
         return;
-    double now = mono_now(), elapsed = now - g->t0;
+    double now = drv_clock_mono(), elapsed = now - g->t0;
     if (g->mode == PROGRESS_TTY && elapsed < TTY_AFTER)
         return;
     if (now - g->last < g->period)

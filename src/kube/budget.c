@@ -11,6 +11,7 @@
  * GET /api/v1/nodes is (LIST, nodes); GET ...?watch=1 is (WATCH, ...). At most MAX_ROWS
  * distinct label sets are kept; later ones are counted in the total and in one "other" row.
  */
+#include "drover/clock.h"
 #include "drover/kube.h"
 
 #include <pthread.h>
@@ -28,13 +29,6 @@ struct drv_kube_budget {
     long total;
 };
 
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 int drv_kube_budget_new(drv_kube_budget **out, double qps, int burst, drv_diag *d)
 {
     if (!(qps > 0) || burst < 1)
@@ -43,7 +37,7 @@ int drv_kube_budget_new(drv_kube_budget **out, double qps, int burst, drv_diag *
     if (!b)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     pthread_mutex_init(&b->mu, NULL);
-    drv_token_bucket_init(&b->tb, qps, burst, mono());
+    drv_token_bucket_init(&b->tb, qps, burst, drv_clock_mono());
     *out = b;
     return 0;
 }
@@ -59,7 +53,7 @@ void drv_kube_budget_free(drv_kube_budget *b)
 double drv_kube_budget_take(drv_kube_budget *b)
 {
     pthread_mutex_lock(&b->mu);
-    double wait = drv_token_bucket_take(&b->tb, mono());
+    double wait = drv_token_bucket_take(&b->tb, drv_clock_mono());
     pthread_mutex_unlock(&b->mu);
     return wait;
 }

@@ -5,13 +5,16 @@
  * One CURL easy handle per client is reused for plain requests (keep-alive); each watch gets
  * its own handle, so watches may run on other threads while requests go on.
  */
+#include "drover/clock.h"
 #include "drover/kube.h"
 #include "drover/version.h"
 
+#include "json.h"
 #include "kbuf.h"
 
 #include <curl/curl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,13 +31,6 @@ struct drv_kube {
     long errors; /* non-2xx answers, retried ones included */
     char agent[64];
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void sleep_s(double s)
 {
@@ -157,18 +153,25 @@ static int setup_handle(drv_kube *k, CURL *h, drv_diag *d)
     return 0;
 }
 
+/* curl_global_init is not thread-safe and must run once per process: pthread_once makes the first
+ * drv_kube_new do it even when several threads create clients at the same time. */
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void curl_init_once(void)
+{
+    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
 int drv_kube_new(drv_kube **out, const drv_kube_config *cfg, drv_diag *d)
 {
     *out = NULL;
     if (!cfg->server || (strncmp(cfg->server, "https://", 8) && strncmp(cfg->server, "http://", 7)))
         return drv_fail(d, DRV_EINVAL, "server \"%s\": expected an http:// or https:// URL",
                         cfg->server ? cfg->server : "");
-    static bool curl_ready;
-    if (!curl_ready) { /* process-wide, once; callers that use threads call it first */
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-            return drv_fail(d, DRV_EIO, "libcurl failed to initialise");
-        curl_ready = true;
-    }
+    pthread_once(&curl_once, curl_init_once);
+    if (curl_init_rc != CURLE_OK)
+        return drv_fail(d, DRV_EIO, "libcurl failed to initialise");
     drv_kube *k = drv_calloc(1, sizeof *k);
     if (!k || copy_config(&k->cfg, cfg) != 0) {
         drv_free(k);
@@ -204,8 +207,8 @@ int drv_kube_new(drv_kube **out, const drv_kube_config *cfg, drv_diag *d)
                 "%s: insecure-skip-tls-verify is set: the server's certificate "
                 "is not checked",
                 k->cfg.server);
-    drv_token_bucket_init(&k->tb, k->cfg.qps, k->cfg.burst, now_s());
-    drv_rng_seed(&k->rng, (uint64_t)(now_s() * 1e6));
+    drv_token_bucket_init(&k->tb, k->cfg.qps, k->cfg.burst, drv_clock_mono());
+    drv_rng_seed(&k->rng, (uint64_t)(drv_clock_mono() * 1e6));
     *out = k;
     return 0;
 }
@@ -235,7 +238,7 @@ long drv_kube_errors(const drv_kube *k)
 static void take_token(drv_kube *k)
 {
     sleep_s(k->cfg.budget ? drv_kube_budget_take(k->cfg.budget)
-                          : drv_token_bucket_take(&k->tb, now_s()));
+                          : drv_token_bucket_take(&k->tb, drv_clock_mono()));
 }
 
 /* Counts a non-2xx answer (code 0: no answer, not counted). */

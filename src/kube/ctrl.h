@@ -33,31 +33,13 @@
 #include "drover/kube_types.h"
 #include "drover/kube_workqueue.h"
 
+#include "json.h"
+
+#include "drover/clock.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <time.h>
-
-/* Seconds on the monotonic clock. (One copy for the controller; a shared helper replaces it.) */
-static inline double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* RFC 3339 wall-clock time into buf, with microseconds or whole seconds. (One copy, as mono.) */
-static inline void rfc3339(char *buf, size_t n, bool micro)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    size_t k = strftime(buf, n, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (micro)
-        snprintf(buf + k, n - k, ".%06ldZ", ts.tv_nsec / 1000);
-    else
-        snprintf(buf + k, n - k, "Z");
-}
 
 /* ---- events: what the other threads hand the scheduler thread ------------------------------- */
 
@@ -317,7 +299,7 @@ typedef struct ctrl_loop {
     bool leader;        /* it schedules (the lease thread said so, or no election) */
     bool warned_resize; /* the resize warning was logged */
     double last;        /* when the last cycle ran (since t0) */
-    double t0;          /* mono() when started: the snapshot's zero */
+    double t0;          /* drv_clock_mono() when started: the snapshot's zero */
 } ctrl_loop;
 
 struct drv_ctrl {

@@ -223,11 +223,11 @@ static void send_request(binder_thread *t, const bind_request *r, ctrl_event *e)
 {
     drv_diag d = {{0}};
     long status = 0;
-    e->u.answer.sent = mono();
+    e->u.answer.sent = drv_clock_mono();
     int rc = r->request == REQ_DELETE
                  ? drv_kube_delete(t->client, r->path, -1, "Background", &status, &d)
                  : drv_kube_request(t->client, "POST", r->path, NULL, r->body, &status, NULL, &d);
-    e->u.answer.done = e->t = mono();
+    e->u.answer.done = e->t = drv_clock_mono();
     e->u.answer.slot = r->slot;
     e->u.answer.node = r->node;
     e->u.answer.request = r->request;
@@ -277,7 +277,7 @@ void ctrl_binder_drop_queued(drv_ctrl *c)
     ctrl_binder *b = &c->binder;
     pthread_mutex_lock(&b->mu);
     for (int32_t i = b->head; i < b->n; i++) {
-        ctrl_event e = {.kind = EV_ANSWER, .t = mono()};
+        ctrl_event e = {.kind = EV_ANSWER, .t = drv_clock_mono()};
         e.u.answer.slot = b->queue[i].slot;
         e.u.answer.node = b->queue[i].node;
         e.u.answer.request = b->queue[i].request;

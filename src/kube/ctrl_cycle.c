@@ -256,7 +256,7 @@ static void reconcile_placed(drv_ctrl *c, int32_t j)
     else if (jb->phase == DRV_JOB_STARTING && running)
         drv_state_set_phase(&m->st, j, DRV_JOB_RUNNING);
     if (running && m->st.jobs[j].start < 0)
-        m->st.jobs[j].start = mono() - c->loop.t0;
+        m->st.jobs[j].start = drv_clock_mono() - c->loop.t0;
     jr->status = running ? ST_RUNNING : ST_PENDING;
 }
 
@@ -302,14 +302,14 @@ static int32_t *queue_positions(const drv_state *st)
 int ctrl_cycle_run(drv_ctrl *c)
 {
     drv_state *st = &c->mirror.st;
-    double t_start = mono();
+    double t_start = drv_clock_mono();
     drv_log(DRV_LOG_DEBUG, "cycle: %d nodes, %d live jobs, %d pending", st->nnodes, st->nlive,
             st->npending);
-    drv_snapshot snap = {.st = st, .now = mono() - c->loop.t0};
+    drv_snapshot snap = {.st = st, .now = drv_clock_mono() - c->loop.t0};
     drv_decisions dv;
     drv_decisions_init(&dv);
     int rc = drv_sched_cycle(c->sched, &snap, &dv);
-    double t_decide = mono();
+    double t_decide = drv_clock_mono();
     if (c->o.metrics)
         drv_metric_observe(c->counters.cycle_s, t_decide - t_start);
     ctrl_count(c, &c->counters.stats.cycles, 1);

@@ -67,7 +67,7 @@ void ctrl_events_push(drv_ctrl *c, const ctrl_event *e, const char *what)
  * informers wait on the lock for a swap only. */
 int32_t ctrl_events_take(drv_ctrl *c, ctrl_event **batch, int32_t *cap, double until)
 {
-    double now = mono();
+    double now = drv_clock_mono();
     pthread_mutex_lock(&c->events.mu);
     if (c->events.n == 0 && until > now) {
         struct timespec ts;
@@ -185,7 +185,7 @@ static tj_record *tj_record_copy(const tj_record *t)
 static void push(drv_ctrl *c, int kind, int type, const char *key, const void *old, const void *cur)
 {
     ctrl_event e = {
-        .kind = (int8_t)kind, .type = (int8_t)type, .t = mono(), .has_old = old != NULL};
+        .kind = (int8_t)kind, .type = (int8_t)type, .t = drv_clock_mono(), .has_old = old != NULL};
     e.key = ctrl_name_intern(c, key);
     if (kind == EV_NODE) {
         if (old)

@@ -44,7 +44,7 @@ static int lease_mutate(json_t *obj, void *arg)
     if (!mine && !expired)
         return DRV_EEXIST;
     char ts[40];
-    rfc3339(ts, sizeof ts, true);
+    drv_time_rfc3339(ts, sizeof ts, drv_clock_wall(), true);
     return drv_kube_lease_set(obj, l->identity, (int)l->lease_s, ts);
 }
 
@@ -52,7 +52,7 @@ static int lease_mutate(json_t *obj, void *arg)
 static int lease_create(ctrl_lease *l, long *status, drv_diag *d)
 {
     char ts[40], path[600];
-    rfc3339(ts, sizeof ts, true);
+    drv_time_rfc3339(ts, sizeof ts, drv_clock_wall(), true);
     json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "coordination.k8s.io/v1",
                           "kind", "Lease", "metadata", "name", l->name, "namespace", l->ns);
     char *body = NULL;
@@ -101,18 +101,19 @@ static void *lease_main(void *arg)
     pthread_mutex_lock(&l->mu);
     while (!l->stop) {
         pthread_mutex_unlock(&l->mu);
-        double now = mono();
+        double now = drv_clock_mono();
         bool holding = lease_try(c, l, now);
         if (holding != l->holding) {
             l->holding = holding;
-            ctrl_event e = {.kind = EV_LEASE, .t = mono()};
+            ctrl_event e = {.kind = EV_LEASE, .t = drv_clock_mono()};
             e.u.lease.leader = holding;
             ctrl_events_push(c, &e, "a change of leadership");
         }
         /* the next attempt retry_s after this one began */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        double abs_t = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + (now + l->retry_s - mono());
+        double abs_t =
+            (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + (now + l->retry_s - drv_clock_mono());
         ts.tv_sec = (time_t)abs_t;
         ts.tv_nsec = (long)((abs_t - (double)ts.tv_sec) * 1e9);
         pthread_mutex_lock(&l->mu);

@@ -138,7 +138,7 @@ void drv_ctrl_free(drv_ctrl *c)
 
 static int loop_start(drv_ctrl *c, drv_diag *d)
 {
-    c->loop.t0 = mono();
+    c->loop.t0 = drv_clock_mono();
     c->loop.synced = false;
     c->loop.last = 0;
     int rc = ctrl_intake_start(c, d);
@@ -228,7 +228,7 @@ static int loop_iterate(drv_ctrl *c)
      * informer queues what it listed before it says so, so all of it is in this batch (read
      * after, an item queued meanwhile would be missing from the first cycle's state). */
     bool listed = l->synced || ctrl_intake_synced(c);
-    double now = mono() - l->t0;
+    double now = drv_clock_mono() - l->t0;
     double wake = drv_sched_wake(c->sched);
     double until = l->synced ? (wake == -INFINITY ? l->last + c->prof.period : wake) : now + 0.05;
     if (until > now + 0.05)
@@ -248,7 +248,7 @@ static int loop_iterate(drv_ctrl *c)
             return rc;
     }
     /* 4. cycle when something changed, or a plugin asked for the time, and we lead */
-    now = mono() - l->t0;
+    now = drv_clock_mono() - l->t0;
     if (!l->leader)
         return 0;
     bool due =

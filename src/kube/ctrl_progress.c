@@ -112,7 +112,7 @@ static void scrape(drv_ctrl *c, CURL *h, drv_kbuf *b, const scrape_target *t)
                                : "no step metric");
         return;
     }
-    ctrl_event e = {.kind = EV_PROGRESS, .key = t->key, .t = mono()};
+    ctrl_event e = {.kind = EV_PROGRESS, .key = t->key, .t = drv_clock_mono()};
     e.u.progress.step = step;
     e.u.progress.loss = prom_value(b->p, t->loss);
     ctrl_events_push(c, &e, "a progress sample");
@@ -126,15 +126,15 @@ static void *collector_main(void *arg)
     scrape_target *ts = NULL;
     int32_t n = 0, cap = 0;
     drv_kbuf b = {.max = 1u << 20}; /* more than 1 MiB of metrics is refused */
-    double next = mono();
+    double next = drv_clock_mono();
     while (h && !pg->stop) {
-        if (mono() < next) {
+        if (drv_clock_mono() < next) {
             usleep(20000);
             continue;
         }
         next += pg->period_s;
-        if (next < mono())
-            next = mono() + pg->period_s;
+        if (next < drv_clock_mono())
+            next = drv_clock_mono() + pg->period_s;
         pthread_mutex_lock(&pg->mu);
         n = 0;
         if (pg->n > 0 && drv_grow(&ts, sizeof *ts, &cap, pg->n) == 0) {

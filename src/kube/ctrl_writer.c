@@ -93,7 +93,7 @@ void ctrl_writer_event(drv_ctrl *c, int32_t job, const char *type, const char *r
     char ns[256], name[256], now[40];
     ctrl_name_str(c, jr->ns, ns, sizeof ns);
     ctrl_name_str(c, jr->name, name, sizeof name);
-    rfc3339(now, sizeof now, false);
+    drv_time_rfc3339(now, sizeof now, drv_clock_wall(), false);
     char *body = drv_kube_event_json(ns, "TrainingJob", "drover.dev/v1alpha1", name, jr->uid, type,
                                      reason, message, now, c->scheduler);
     char *path = drv_malloc(300);

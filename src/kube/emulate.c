@@ -28,6 +28,9 @@
 #include "drover/kube_emulate.h"
 #include "drover/kube_informer.h"
 #include "drover/kube_types.h"
+#include "drover/clock.h"
+#include "drover/hashmap.h"
+#include "json.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -41,13 +44,12 @@ enum tstate { T_STARTING, T_RUNNING, T_DELETING };
 
 /* A pod the worker will act on. */
 typedef struct tpod {
-    char *key; /* "namespace/name" */
+    char *key; /* "namespace/name"; owned, the table borrows it as its key */
     char ns[64], name[254], uid[64];
     enum tstate state;
     double due;   /* monotonic seconds of the next step; INFINITY: none (runs until deleted) */
     double run_s; /* real seconds from Running to Succeeded; < 0: forever */
     int fails;    /* consecutive failed writes, for back-off */
-    struct tpod *next;
 } tpod;
 
 /* What the informer caches per pod. */
@@ -77,46 +79,10 @@ struct drv_emulator {
     volatile int stop;
     pthread_mutex_t mu; /* the table, the stats, the condition */
     pthread_cond_t cv;
-    tpod **b;
-    size_t nb, ntracked;
+    drv_hashmap *pods; /* key -> tpod: the pods being emulated */
     double next_heartbeat;
     drv_emulator_stats st;
 };
-
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double wall(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* RFC 3339 UTC with seconds, as the API server writes status times. */
-static void rfc3339(char *out, size_t n, double t)
-{
-    time_t s = (time_t)t;
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-static double parse_rfc3339(const char *s)
-{
-    struct tm tm;
-    memset(&tm, 0, sizeof tm);
-    if (!s || sscanf(s, "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                     &tm.tm_min, &tm.tm_sec) != 6)
-        return 0;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    return (double)timegm(&tm);
-}
 
 void drv_emulator_opts_default(drv_emulator_opts *o)
 {
@@ -128,60 +94,29 @@ void drv_emulator_opts_default(drv_emulator_opts *o)
 
 /* ---- the table ------------------------------------------------------------------------------ */
 
-static uint64_t hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-static tpod **slot(drv_emulator *e, const char *key)
-{
-    tpod **p = &e->b[hash(key) & (e->nb - 1)];
-    while (*p && strcmp((*p)->key, key))
-        p = &(*p)->next;
-    return p;
-}
-
 static tpod *find(drv_emulator *e, const char *key)
 {
-    return *slot(e, key);
+    return drv_hashmap_get(e->pods, key);
 }
 
 static void forget(drv_emulator *e, const char *key)
 {
-    tpod **p = slot(e, key);
-    if (!*p)
+    tpod *t = find(e, key);
+    if (!t)
         return;
-    tpod *t = *p;
-    *p = t->next;
+    drv_hashmap_remove(e->pods, key);
     drv_free(t->key);
     drv_free(t);
-    e->ntracked--;
     e->st.forgotten++;
 }
 
 /* Adds a pod (the caller checked it is absent); NULL when out of memory (logged). */
 static tpod *track(drv_emulator *e, const char *key, const podrec *r)
 {
-    if (e->ntracked >= e->nb) { /* grow: keep the load at most 1 */
-        size_t nb = e->nb * 2;
-        tpod **b = drv_calloc(nb, sizeof *b);
-        if (b) {
-            for (size_t i = 0; i < e->nb; i++)
-                for (tpod *t = e->b[i], *next; t; t = next) {
-                    next = t->next;
-                    tpod **s = &b[hash(t->key) & (nb - 1)];
-                    t->next = *s;
-                    *s = t;
-                }
-            drv_free(e->b);
-            e->b = b, e->nb = nb;
-        }
-    }
     tpod *t = drv_calloc(1, sizeof *t);
-    if (!t || !(t->key = drv_strdup(key))) {
+    if (!t || !(t->key = drv_strdup(key)) || drv_hashmap_put(e->pods, t->key, t) != 0) {
+        if (t)
+            drv_free(t->key);
         drv_free(t);
         drv_log(DRV_LOG_ERROR, "emulate: out of memory: pod %s is not emulated", key);
         return NULL;
@@ -190,9 +125,6 @@ static tpod *track(drv_emulator *e, const char *key, const podrec *r)
     snprintf(t->name, sizeof t->name, "%s", r->name);
     snprintf(t->uid, sizeof t->uid, "%s", r->uid);
     t->run_s = r->duration < 0 ? -1 : r->duration / e->o.speed;
-    tpod **s = slot(e, key);
-    *s = t;
-    e->ntracked++;
     return t;
 }
 
@@ -204,8 +136,8 @@ static void set_running(tpod *t, double started_at)
         t->due = INFINITY;
         return;
     }
-    double elapsed = started_at > 0 ? wall() - started_at : 0;
-    t->due = mono() + fmax(0, t->run_s - fmax(0, elapsed));
+    double elapsed = started_at > 0 ? drv_clock_wall() - started_at : 0;
+    t->due = drv_clock_mono() + fmax(0, t->run_s - fmax(0, elapsed));
 }
 
 /* ---- informer side -------------------------------------------------------------------------- */
@@ -243,8 +175,10 @@ static void *decode(json_t *obj, void *arg, drv_diag *d)
                     "found '%s' (the pod runs until deleted)",
                     r->ns, r->name, DRV_EMU_DURATION_ANNOTATION, dur);
     }
-    r->started_at = parse_rfc3339(
-        json_string_value(json_object_get(json_object_get(obj, "status"), "startTime")));
+    const char *start =
+        json_string_value(json_object_get(json_object_get(obj, "status"), "startTime"));
+    if (drv_time_parse_rfc3339(start, &r->started_at) != 0)
+        r->started_at = 0; /* absent or not a time: treated as just started */
     return r;
 }
 
@@ -278,13 +212,13 @@ static void on_pod(const char *key, void *old, void *rec, void *arg)
             t = track(e, key, r);
         if (t && t->state != T_DELETING) {
             t->state = T_DELETING;
-            t->due = mono();
+            t->due = drv_clock_mono();
             t->fails = 0;
         }
     } else if (r->phase == DRV_KPOD_PENDING) {
         if (!t && (t = track(e, key, r)) != NULL) {
             t->state = T_STARTING;
-            t->due = mono() + e->o.start_delay_s / e->o.speed;
+            t->due = drv_clock_mono() + e->o.start_delay_s / e->o.speed;
         }
     } else if (r->phase == DRV_KPOD_RUNNING) {
         if (!t)
@@ -443,7 +377,7 @@ static int mut_node(json_t *obj, void *arg)
 static int patch_node_status(drv_emulator *e, drv_kube *k, const drv_emu_node *nd, drv_diag *d)
 {
     char now[32], path[160];
-    rfc3339(now, sizeof now, wall());
+    drv_time_rfc3339(now, sizeof now, drv_clock_wall(), false);
     json_t *p = json_pack("{s:o}", "status", node_status(e, nd, now));
     char *body = p ? json_dumps(p, JSON_COMPACT) : NULL;
     json_decref(p);
@@ -459,7 +393,7 @@ static int patch_node_status(drv_emulator *e, drv_kube *k, const drv_emu_node *n
 static int register_node(drv_emulator *e, const drv_emu_node *nd, drv_diag *d)
 {
     char now[32];
-    rfc3339(now, sizeof now, wall());
+    drv_time_rfc3339(now, sizeof now, drv_clock_wall(), false);
     json_t *labels = json_object();
     json_t *obj = json_pack("{s:s, s:s, s:{s:s, s:O}, s:{}, s:o}", "apiVersion", "v1", "kind",
                             "Node", "metadata", "name", nd->name, "labels", labels, "spec",
@@ -585,7 +519,7 @@ static int mut_running(json_t *obj, void *arg)
     if (a->phase_seen != DRV_KPOD_PENDING)
         return DRV_EEXIST;
     char now[32];
-    rfc3339(now, sizeof now, a->now);
+    drv_time_rfc3339(now, sizeof now, a->now, false);
     json_object_set_new(status, "phase", json_string("Running"));
     json_object_set_new(status, "startTime", json_string(now));
     set_condition(conds, "Initialized", "True", NULL, now);
@@ -618,7 +552,7 @@ static int mut_succeeded(json_t *obj, void *arg)
     if (a->phase_seen != DRV_KPOD_RUNNING)
         return DRV_EEXIST;
     char now[32];
-    rfc3339(now, sizeof now, a->now);
+    drv_time_rfc3339(now, sizeof now, a->now, false);
     json_object_set_new(status, "phase", json_string("Succeeded"));
     set_condition(conds, "Ready", "False", "PodCompleted", now);
     set_condition(conds, "ContainersReady", "False", "PodCompleted", now);
@@ -645,7 +579,7 @@ static void step(drv_emulator *e, const tpod *snap)
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s%s", snap->ns, snap->name,
              snap->state == T_DELETING ? "" : "/status");
     drv_diag d = {{0}};
-    pod_arg a = {snap->uid, wall(), -1};
+    pod_arg a = {snap->uid, drv_clock_wall(), -1};
     long st = 0;
     int rc;
     if (snap->state == T_DELETING) /* grace 0; a pod created again under the name is safe */
@@ -678,7 +612,7 @@ static void step(drv_emulator *e, const tpod *snap)
     } else if (rc == DRV_EINVAL) { /* being deleted: confirm it */
         if (same) {
             t->state = T_DELETING;
-            t->due = mono();
+            t->due = drv_clock_mono();
         }
     } else if (rc == DRV_EEXIST) { /* moved on without us */
         if (same && a.phase_seen == DRV_KPOD_RUNNING)
@@ -690,7 +624,8 @@ static void step(drv_emulator *e, const tpod *snap)
         drv_log(DRV_LOG_WARN, "emulate: %s: %s (retrying)", snap->key, d.msg);
         if (same) {
             t->fails++;
-            t->due = mono() + drv_kube_backoff_ms(t->fails - 1, 1000, 30000, &e->rng) / 1000.0;
+            t->due =
+                drv_clock_mono() + drv_kube_backoff_ms(t->fails - 1, 1000, 30000, &e->rng) / 1000.0;
         }
     }
     pthread_mutex_unlock(&e->mu);
@@ -714,7 +649,7 @@ static void heartbeat(drv_emulator *e)
 
 static void wait_until(drv_emulator *e, double when)
 {
-    double now = mono();
+    double now = drv_clock_mono();
     if (when <= now)
         return;
     double until = fmin(when, now + 3600);
@@ -731,19 +666,20 @@ static void *worker_main(void *arg)
     drv_emulator *e = arg;
     pthread_mutex_lock(&e->mu);
     while (!e->stop) {
-        double now = mono();
+        double now = drv_clock_mono();
         if (now >= e->next_heartbeat) {
             pthread_mutex_unlock(&e->mu);
             heartbeat(e);
             pthread_mutex_lock(&e->mu);
-            e->next_heartbeat = mono() + e->o.heartbeat_s;
+            e->next_heartbeat = drv_clock_mono() + e->o.heartbeat_s;
             continue;
         }
         tpod *next = NULL;
-        for (size_t i = 0; i < e->nb; i++)
-            for (tpod *t = e->b[i]; t; t = t->next)
-                if (!next || t->due < next->due)
-                    next = t;
+        drv_hashmap_iter it;
+        drv_hashmap_iter_init(&it, e->pods);
+        for (void *v; drv_hashmap_next(&it, NULL, &v);)
+            if (!next || ((tpod *)v)->due < next->due)
+                next = v;
         if (next && next->due <= now) {
             tpod snap = *next;
             char key[320];
@@ -812,9 +748,8 @@ int drv_emulator_new(drv_emulator **out, const drv_kube_config *cfg, const drv_e
              copy_str(&e->cfg.key_file, cfg->key_file) | copy_str(&e->cfg.key_data, cfg->key_data);
     e->nodes = drv_malloc((size_t)n * sizeof *e->nodes);
     e->names = drv_strtab_new();
-    e->nb = 64;
-    e->b = drv_calloc(e->nb, sizeof *e->b);
-    if (rc || !e->nodes || !e->names || !e->b) {
+    e->pods = drv_hashmap_new(&drv_hashmap_borrowed_strings);
+    if (rc || !e->nodes || !e->names || !e->pods) {
         drv_emulator_free(e);
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     }
@@ -860,7 +795,7 @@ int drv_emulator_start(drv_emulator *e, drv_diag *d)
     rc = drv_kube_new(&e->reader, &e->cfg, d);
     if (rc)
         return rc;
-    rfc3339(e->registered_at, sizeof e->registered_at, wall());
+    drv_time_rfc3339(e->registered_at, sizeof e->registered_at, drv_clock_wall(), false);
     for (int32_t i = 0; i < e->n; i++) {
         if ((rc = register_node(e, &e->nodes[i], d)) != 0)
             return rc;
@@ -877,7 +812,7 @@ int drv_emulator_start(drv_emulator *e, drv_diag *d)
     if (rc)
         return rc;
     e->stop = 0;
-    e->next_heartbeat = mono() + e->o.heartbeat_s;
+    e->next_heartbeat = drv_clock_mono() + e->o.heartbeat_s;
     if (pthread_create(&e->tinf, NULL, informer_main, e))
         return drv_fail(d, DRV_ENOMEM, "emulate: cannot start a thread");
     if (pthread_create(&e->twork, NULL, worker_main, e)) {
@@ -911,13 +846,13 @@ void drv_emulator_free(drv_emulator *e)
     drv_informer_free(e->inf);
     drv_kube_free(e->reader);
     drv_kube_free(e->writer);
-    for (size_t i = 0; e->b && i < e->nb; i++)
-        for (tpod *t = e->b[i], *next; t; t = next) {
-            next = t->next;
-            drv_free(t->key);
-            drv_free(t);
-        }
-    drv_free(e->b);
+    drv_hashmap_iter it;
+    drv_hashmap_iter_init(&it, e->pods);
+    for (void *v; e->pods && drv_hashmap_next(&it, NULL, &v);) {
+        drv_free(((tpod *)v)->key);
+        drv_free(v);
+    }
+    drv_hashmap_free(e->pods);
     drv_free(e->is_node);
     drv_strtab_free(e->names);
     drv_free(e->nodes);
@@ -931,7 +866,7 @@ drv_emulator_stats drv_emulator_get_stats(drv_emulator *e)
 {
     pthread_mutex_lock(&e->mu);
     drv_emulator_stats s = e->st;
-    s.tracked = (long)e->ntracked;
+    s.tracked = (long)drv_hashmap_len(e->pods);
     pthread_mutex_unlock(&e->mu);
     return s;
 }

@@ -1,12 +1,14 @@
 /*
  * informer.c - list+watch cache of one resource kind (kube_informer.h).
  *
- * The cache is a hash table of key -> {resourceVersion, caller's record}. A full list stamps
- * every entry it sees with a new epoch; entries left with an older stamp after a complete list
- * are gone from the server and are deleted (client-go's Replace). Watch events apply one by
- * one. Readers on other threads take the mutex.
+ * The cache is a hash table (drover/hashmap.h) of key -> {resourceVersion, caller's record}. A full
+ * list stamps every entry it sees with a new epoch; entries left with an older stamp after a
+ * complete list are gone from the server and are deleted (client-go's Replace). Watch events apply
+ * one by one. Readers on other threads take the mutex.
  */
 #include "drover/kube_informer.h"
+#include "drover/hashmap.h"
+#include "json.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -15,26 +17,23 @@
 #include <time.h>
 
 typedef struct entry {
-    char *key;
+    char *key; /* owned; the cache table borrows it as its key */
     char rv[32];
     void *rec;
-    uint32_t mark; /* epoch of the last list that saw it */
-    struct entry *next;
+    uint32_t mark;                     /* epoch of the last list that saw it */
     int32_t ixv[DRV_INFORMER_INDEXES]; /* value filed under, per index (0: none) */
 } entry;
 
-/* One index: value -> the entries filed under it (a hash of small vectors). */
+/* The entries filed under one index value (a small vector). */
 typedef struct ixbucket {
-    int32_t v;
     entry **e;
     int32_t n, cap;
-    struct ixbucket *next;
 } ixbucket;
 
+/* One index: value (an int key, never 0) -> its ixbucket. */
 typedef struct index {
     drv_informer_index_fn fn;
-    ixbucket **b;
-    size_t nb, n;
+    drv_hashmap *m;
 } index_t;
 
 struct drv_informer {
@@ -44,8 +43,7 @@ struct drv_informer {
     drv_informer_ops ops;
     void *arg;
     pthread_mutex_t mu;
-    entry **b;
-    size_t nb, n;
+    drv_hashmap *cache; /* key -> entry */
     char rv[32];
     bool synced, need_list;
     uint32_t epoch;
@@ -56,68 +54,49 @@ struct drv_informer {
     int nix;
 };
 
-static ixbucket **ix_find(index_t *x, int32_t v)
-{
-    ixbucket **b = &x->b[(uint32_t)v * 2654435761u & (x->nb - 1)];
-    while (*b && (*b)->v != v)
-        b = &(*b)->next;
-    return b;
-}
-
 static int ix_add(index_t *x, int32_t v, entry *e)
 {
     if (!v)
         return 0;
-    ixbucket **b = ix_find(x, v);
-    if (!*b) {
-        if (x->n >= x->nb) { /* grow */
-            size_t nb = x->nb * 2;
-            ixbucket **t = drv_calloc(nb, sizeof *t);
-            if (!t)
-                return DRV_ENOMEM;
-            for (size_t i = 0; i < x->nb; i++)
-                for (ixbucket *k = x->b[i], *next; k; k = next) {
-                    next = k->next;
-                    ixbucket **s = &t[(uint32_t)k->v * 2654435761u & (nb - 1)];
-                    k->next = *s;
-                    *s = k;
-                }
-            drv_free(x->b);
-            x->b = t;
-            x->nb = nb;
-            b = ix_find(x, v);
-        }
-        if (!(*b = drv_calloc(1, sizeof **b)))
+    ixbucket *b = drv_hashmap_get(x->m, DRV_HASHMAP_INT(v));
+    if (!b) {
+        if (!(b = drv_calloc(1, sizeof *b)))
             return DRV_ENOMEM;
-        (*b)->v = v;
-        x->n++;
+        if (drv_hashmap_put(x->m, DRV_HASHMAP_INT(v), b) != 0) {
+            drv_free(b);
+            return DRV_ENOMEM;
+        }
     }
-    if (drv_grow(&(*b)->e, sizeof *(*b)->e, &(*b)->cap, (*b)->n + 1) != 0)
+    if (drv_grow(&b->e, sizeof *b->e, &b->cap, b->n + 1) != 0)
         return DRV_ENOMEM;
-    (*b)->e[(*b)->n++] = e;
+    b->e[b->n++] = e;
     return 0;
 }
 
 static void ix_remove(index_t *x, int32_t v, entry *e)
 {
-    if (!v)
+    ixbucket *b = v ? drv_hashmap_get(x->m, DRV_HASHMAP_INT(v)) : NULL;
+    if (!b)
         return;
-    ixbucket **b = ix_find(x, v);
-    if (!*b)
-        return;
-    for (int32_t i = 0; i < (*b)->n; i++)
-        if ((*b)->e[i] == e) {
-            (*b)->e[i] = (*b)->e[--(*b)->n];
+    for (int32_t i = 0; i < b->n; i++)
+        if (b->e[i] == e) {
+            b->e[i] = b->e[--b->n];
             break;
         }
-    if ((*b)->n == 0) {
-        ixbucket *k = *b;
-        *b = k->next;
-        drv_free(k->e);
-        drv_free(k);
-        x->n--;
-    }
+    if (b->n == 0)
+        drv_hashmap_remove(x->m, DRV_HASHMAP_INT(v)); /* frees b (the table's val_free) */
 }
+
+static void ixbucket_free(void *p)
+{
+    ixbucket *b = p;
+    drv_free(b->e);
+    drv_free(b);
+}
+
+/* Integer keys, each owning its ixbucket. */
+static const drv_hashmap_type index_type = {
+    .hash = drv_hashmap_hash_int, .equal = drv_hashmap_equal_int, .val_free = ixbucket_free};
 
 /* Files e (whose record changed) under its current values. */
 static int ix_refile(struct drv_informer *inf, entry *e)
@@ -135,41 +114,6 @@ static int ix_refile(struct drv_informer *inf, entry *e)
     return 0;
 }
 
-static uint64_t hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-static entry **slot(drv_informer *inf, const char *key)
-{
-    entry **e = &inf->b[hash(key) & (inf->nb - 1)];
-    while (*e && strcmp((*e)->key, key) != 0)
-        e = &(*e)->next;
-    return e;
-}
-
-static int grow(drv_informer *inf)
-{
-    size_t nb = inf->nb * 2;
-    entry **b = drv_calloc(nb, sizeof *b);
-    if (!b)
-        return DRV_ENOMEM;
-    for (size_t i = 0; i < inf->nb; i++)
-        for (entry *e = inf->b[i], *next; e; e = next) {
-            next = e->next;
-            entry **s = &b[hash(e->key) & (nb - 1)];
-            e->next = *s;
-            *s = e;
-        }
-    drv_free(inf->b);
-    inf->b = b;
-    inf->nb = nb;
-    return 0;
-}
-
 int drv_informer_new(drv_informer **out, drv_kube *k, const char *path, int page,
                      int watch_timeout_s, const drv_informer_ops *ops, void *arg, drv_diag *d)
 {
@@ -177,13 +121,13 @@ int drv_informer_new(drv_informer **out, drv_kube *k, const char *path, int page
     if (!ops->decode || !ops->release)
         return drv_fail(d, DRV_EINVAL, "informer %s: decode and release are required", path);
     drv_informer *inf = drv_calloc(1, sizeof *inf);
-    if (!inf || !(inf->path = drv_strdup(path)) || !(inf->b = drv_calloc(64, sizeof *inf->b))) {
+    if (!inf || !(inf->path = drv_strdup(path)) ||
+        !(inf->cache = drv_hashmap_new(&drv_hashmap_borrowed_strings))) {
         if (inf)
             drv_free(inf->path);
         drv_free(inf);
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     }
-    inf->nb = 64;
     inf->k = k;
     inf->page = page > 0 ? page : 500;
     inf->wto = watch_timeout_s > 0 ? watch_timeout_s : 300;
@@ -200,23 +144,17 @@ void drv_informer_free(drv_informer *inf)
 {
     if (!inf)
         return;
-    for (size_t i = 0; i < inf->nb; i++)
-        for (entry *e = inf->b[i], *next; e; e = next) {
-            next = e->next;
-            inf->ops.release(e->rec, inf->arg);
-            drv_free(e->key);
-            drv_free(e);
-        }
-    drv_free(inf->b);
-    for (int i = 0; i < inf->nix; i++) {
-        for (size_t j = 0; j < inf->ix[i].nb; j++)
-            for (ixbucket *k = inf->ix[i].b[j], *next; k; k = next) {
-                next = k->next;
-                drv_free(k->e);
-                drv_free(k);
-            }
-        drv_free(inf->ix[i].b);
+    drv_hashmap_iter it;
+    drv_hashmap_iter_init(&it, inf->cache);
+    for (void *v; drv_hashmap_next(&it, NULL, &v);) {
+        entry *e = v;
+        inf->ops.release(e->rec, inf->arg);
+        drv_free(e->key);
+        drv_free(e);
     }
+    drv_hashmap_free(inf->cache); /* borrowed keys: frees only the table */
+    for (int i = 0; i < inf->nix; i++)
+        drv_hashmap_free(inf->ix[i].m);
     drv_free(inf->path);
     pthread_mutex_destroy(&inf->mu);
     drv_free(inf);
@@ -248,10 +186,10 @@ static int upsert(drv_informer *inf, json_t *obj, uint32_t mark)
         drv_log(DRV_LOG_WARN, "informer %s: an object without metadata.name: skipped", inf->path);
         return 0;
     }
-    entry **s = slot(inf, key);
-    if (*s && rv && !strcmp((*s)->rv, rv)) { /* unchanged */
+    entry *e = drv_hashmap_get(inf->cache, key);
+    if (e && rv && !strcmp(e->rv, rv)) { /* unchanged */
         if (mark)
-            (*s)->mark = mark;
+            e->mark = mark;
         return 0;
     }
     drv_diag d = {{0}};
@@ -261,8 +199,7 @@ static int upsert(drv_informer *inf, json_t *obj, uint32_t mark)
         drv_log(DRV_LOG_WARN, "informer %s: %s: %s: skipped", inf->path, key, d.msg);
         return 0;
     }
-    if (*s) {
-        entry *e = *s;
+    if (e) {
         void *old = e->rec;
         e->rec = rec;
         snprintf(e->rv, sizeof e->rv, "%s", rv ? rv : "");
@@ -274,8 +211,10 @@ static int upsert(drv_informer *inf, json_t *obj, uint32_t mark)
         inf->ops.release(old, inf->arg);
         return rc;
     }
-    entry *e = drv_calloc(1, sizeof *e);
-    if (!e || !(e->key = drv_strdup(key))) {
+    e = drv_calloc(1, sizeof *e);
+    if (!e || !(e->key = drv_strdup(key)) || drv_hashmap_put(inf->cache, e->key, e) != 0) {
+        if (e)
+            drv_free(e->key);
         drv_free(e);
         inf->ops.release(rec, inf->arg);
         return DRV_ENOMEM;
@@ -283,23 +222,16 @@ static int upsert(drv_informer *inf, json_t *obj, uint32_t mark)
     e->rec = rec;
     snprintf(e->rv, sizeof e->rv, "%s", rv ? rv : "");
     e->mark = mark ? mark : inf->epoch;
-    e->next = NULL;
-    *slot(inf, key) = e;
-    inf->n++;
     if (ix_refile(inf, e) != 0)
         return DRV_ENOMEM;
     if (inf->ops.on_add)
         inf->ops.on_add(key, rec, inf->arg);
-    if (inf->n > inf->nb && grow(inf) != 0)
-        return DRV_ENOMEM;
     return 0;
 }
 
-static void remove_entry(drv_informer *inf, entry **s)
+static void remove_entry(drv_informer *inf, entry *e)
 {
-    entry *e = *s;
-    *s = e->next;
-    inf->n--;
+    drv_hashmap_remove(inf->cache, e->key);
     for (int i = 0; i < inf->nix; i++)
         ix_remove(&inf->ix[i], e->ixv[i], e);
     if (inf->ops.on_delete)
@@ -335,12 +267,11 @@ static int relist(drv_informer *inf, drv_diag *d)
     if (rc)
         return rc;
     pthread_mutex_lock(&inf->mu);
-    for (size_t i = 0; i < inf->nb; i++)
-        for (entry **s = &inf->b[i]; *s;)
-            if ((*s)->mark != inf->epoch)
-                remove_entry(inf, s); /* gone while we were not watching */
-            else
-                s = &(*s)->next;
+    drv_hashmap_iter it;
+    drv_hashmap_iter_init(&it, inf->cache);
+    for (void *v; drv_hashmap_next(&it, NULL, &v);)
+        if (((entry *)v)->mark != inf->epoch)
+            remove_entry(inf, v); /* gone while we were not watching */
     snprintf(inf->rv, sizeof inf->rv, "%s", rv);
     inf->synced = true;
     pthread_mutex_unlock(&inf->mu);
@@ -359,9 +290,9 @@ static int on_event(const drv_watch_event *ev, void *arg)
         char key[512];
         const char *rv;
         if (object_key(ev->object, key, sizeof key, &rv) == 0) {
-            entry **s = slot(inf, key);
-            if (*s)
-                remove_entry(inf, s);
+            entry *e = drv_hashmap_get(inf->cache, key);
+            if (e)
+                remove_entry(inf, e);
         }
     } else {
         rc = upsert(inf, ev->object, 0);
@@ -444,17 +375,18 @@ int drv_informer_add_index(drv_informer *inf, drv_informer_index_fn fn)
     if (inf->nix < DRV_INFORMER_INDEXES) {
         index_t *x = &inf->ix[inf->nix];
         x->fn = fn;
-        x->nb = 64;
-        rc = (x->b = drv_calloc(x->nb, sizeof *x->b)) ? inf->nix++ : DRV_ENOMEM;
+        rc = (x->m = drv_hashmap_new(&index_type)) ? inf->nix++ : DRV_ENOMEM;
         /* objects cached already are filed now */
-        for (size_t i = 0; rc >= 0 && i < inf->nb; i++)
-            for (entry *e = inf->b[i]; e && rc >= 0; e = e->next) {
-                int32_t v = fn(e->rec, inf->arg);
-                if (ix_add(x, v, e) != 0)
-                    rc = DRV_ENOMEM;
-                else
-                    e->ixv[inf->nix - 1] = v;
-            }
+        drv_hashmap_iter it;
+        drv_hashmap_iter_init(&it, inf->cache);
+        for (void *p; rc >= 0 && drv_hashmap_next(&it, NULL, &p);) {
+            entry *e = p;
+            int32_t v = fn(e->rec, inf->arg);
+            if (ix_add(x, v, e) != 0)
+                rc = DRV_ENOMEM;
+            else
+                e->ixv[inf->nix - 1] = v;
+        }
     }
     pthread_mutex_unlock(&inf->mu);
     return rc;
@@ -466,10 +398,10 @@ size_t drv_informer_by_index(drv_informer *inf, int idx, int32_t v,
     pthread_mutex_lock(&inf->mu);
     size_t n = 0;
     if (idx >= 0 && idx < inf->nix && v) {
-        ixbucket **b = ix_find(&inf->ix[idx], v);
-        for (int32_t i = 0; *b && i < (*b)->n; i++, n++)
+        ixbucket *b = drv_hashmap_get(inf->ix[idx].m, DRV_HASHMAP_INT(v));
+        for (int32_t i = 0; b && i < b->n; i++, n++)
             if (fn)
-                fn((*b)->e[i]->key, (*b)->e[i]->rec, arg);
+                fn(b->e[i]->key, b->e[i]->rec, arg);
     }
     pthread_mutex_unlock(&inf->mu);
     return n;
@@ -493,7 +425,7 @@ void drv_informer_rv(drv_informer *inf, char *rv, size_t n)
 size_t drv_informer_len(drv_informer *inf)
 {
     pthread_mutex_lock(&inf->mu);
-    size_t n = inf->n;
+    size_t n = drv_hashmap_len(inf->cache);
     pthread_mutex_unlock(&inf->mu);
     return n;
 }
@@ -503,9 +435,12 @@ void drv_informer_foreach(drv_informer *inf,
                           void *arg)
 {
     pthread_mutex_lock(&inf->mu);
-    for (size_t i = 0; i < inf->nb; i++)
-        for (entry *e = inf->b[i]; e; e = e->next)
-            fn(e->key, e->rv, e->rec, arg);
+    drv_hashmap_iter it;
+    drv_hashmap_iter_init(&it, inf->cache);
+    for (void *p; drv_hashmap_next(&it, NULL, &p);) {
+        entry *e = p;
+        fn(e->key, e->rv, e->rec, arg);
+    }
     pthread_mutex_unlock(&inf->mu);
 }
 
@@ -521,19 +456,21 @@ static int cmp_line(const void *a, const void *b)
 char *drv_informer_dump(drv_informer *inf)
 {
     pthread_mutex_lock(&inf->mu);
-    char **lines = drv_calloc(inf->n + 1, sizeof *lines);
+    char **lines = drv_calloc(drv_hashmap_len(inf->cache) + 1, sizeof *lines);
     size_t k = 0, total = 1;
     bool oom = !lines;
-    for (size_t i = 0; !oom && i < inf->nb; i++)
-        for (entry *e = inf->b[i]; e && !oom; e = e->next) {
-            size_t n = strlen(e->key) + strlen(e->rv) + 3;
-            if (!(lines[k] = drv_malloc(n))) {
-                oom = true;
-                break;
-            }
-            snprintf(lines[k++], n, "%s@%s\n", e->key, e->rv);
-            total += n;
+    drv_hashmap_iter it;
+    drv_hashmap_iter_init(&it, inf->cache);
+    for (void *p; !oom && drv_hashmap_next(&it, NULL, &p);) {
+        entry *e = p;
+        size_t n = strlen(e->key) + strlen(e->rv) + 3;
+        if (!(lines[k] = drv_malloc(n))) {
+            oom = true;
+            break;
         }
+        snprintf(lines[k++], n, "%s@%s\n", e->key, e->rv);
+        total += n;
+    }
     pthread_mutex_unlock(&inf->mu);
     char *out = oom ? NULL : drv_malloc(total);
     if (out) {

@@ -1,6 +1,7 @@
 /*
  * kbuf.h - a growing buffer that libcurl writes a response body into (src/kube only: the API
- * client's answers, the progress collector's scrapes).
+ * client's answers, the progress collector's scrapes; and the tests that speak HTTP to the test
+ * API server, which add src/kube to their include path).
  */
 #ifndef DROVER_KBUF_H
 #define DROVER_KBUF_H

@@ -3,6 +3,7 @@
  * the binding body (kube_types.h).
  */
 #include "drover/kube_types.h"
+#include "json.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

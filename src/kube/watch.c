@@ -10,6 +10,7 @@
  * Bounds: a single line may not exceed DRV_WATCH_MAX_LINE bytes.
  */
 #include "drover/kube_watch.h"
+#include "json.h"
 
 #include <stdio.h>
 #include <string.h>

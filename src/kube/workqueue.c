@@ -1,13 +1,15 @@
 /*
  * workqueue.c - de-duplicating, rate-limited queue of keys (kube_workqueue.h).
  *
- * Each key known to the queue has one item: its flags (queued, processing, dirty = added again
- * while processing), its consecutive retry count, and, when delayed, the time it becomes ready.
- * Ready items form a FIFO; delayed ones a list scanned when a key is asked for (the number of
- * keys in back-off is small next to the number of objects). Idle items with no retries are
- * freed, so the queue's memory follows the keys in flight.
+ * Each key known to the queue has one item (a hash table, drover/hashmap.h, maps keys to items):
+ * its flags (queued, processing, dirty = added again while processing), its consecutive retry
+ * count, and, when delayed, the time it becomes ready. Ready items form a FIFO; delayed ones a list
+ * scanned when a key is asked for (the number of keys in back-off is small next to the number of
+ * objects). Idle items with no retries are freed, so the queue's memory follows the keys in flight.
  */
 #include "drover/kube_workqueue.h"
+#include "drover/clock.h"
+#include "drover/hashmap.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -16,11 +18,10 @@
 #include <time.h>
 
 typedef struct item {
-    char *key;
+    char *key; /* owned; the table borrows it as its key */
     bool queued, processing, dirty, delayed;
     int retries;
     double ready_at;
-    struct item *next; /* hash chain */
 } item;
 
 struct drv_workqueue {
@@ -30,9 +31,8 @@ struct drv_workqueue {
     drv_clock_fn clock;
     void *clock_arg;
     bool down;
-    item **b;
-    size_t nb, n;
-    item **fifo; /* ring of ready items */
+    drv_hashmap *items; /* key -> item */
+    item **fifo;        /* ring of ready items */
     size_t head, len, cap;
     item **late; /* delayed items */
     size_t nlate, caplate;
@@ -41,27 +41,16 @@ struct drv_workqueue {
 static double mono(void *arg)
 {
     (void)arg;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static uint64_t hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+    return drv_clock_mono();
 }
 
 drv_workqueue *drv_workqueue_new(double base_s, double max_s, drv_clock_fn clock, void *clock_arg)
 {
     drv_workqueue *q = drv_calloc(1, sizeof *q);
-    if (!q || !(q->b = drv_calloc(64, sizeof *q->b))) {
+    if (!q || !(q->items = drv_hashmap_new(&drv_hashmap_borrowed_strings))) {
         drv_free(q);
         return NULL;
     }
-    q->nb = 64;
     q->base = base_s > 0 ? base_s : 0.005;
     q->max = max_s > 0 ? max_s : 1000;
     q->clock = clock ? clock : mono;
@@ -75,13 +64,13 @@ void drv_workqueue_free(drv_workqueue *q)
 {
     if (!q)
         return;
-    for (size_t i = 0; i < q->nb; i++)
-        for (item *it = q->b[i], *next; it; it = next) {
-            next = it->next;
-            drv_free(it->key);
-            drv_free(it);
-        }
-    drv_free(q->b);
+    drv_hashmap_iter hi;
+    drv_hashmap_iter_init(&hi, q->items);
+    for (void *v; drv_hashmap_next(&hi, NULL, &v);) {
+        drv_free(((item *)v)->key);
+        drv_free(v);
+    }
+    drv_hashmap_free(q->items);
     drv_free(q->fifo);
     drv_free(q->late);
     pthread_mutex_destroy(&q->mu);
@@ -89,43 +78,23 @@ void drv_workqueue_free(drv_workqueue *q)
     drv_free(q);
 }
 
-static item **find(drv_workqueue *q, const char *key)
+static item *find(drv_workqueue *q, const char *key)
 {
-    item **s = &q->b[hash(key) & (q->nb - 1)];
-    while (*s && strcmp((*s)->key, key) != 0)
-        s = &(*s)->next;
-    return s;
+    return drv_hashmap_get(q->items, key);
 }
 
 static item *get_item(drv_workqueue *q, const char *key)
 {
-    item **s = find(q, key);
-    if (*s)
-        return *s;
-    if (q->n >= q->nb) { /* grow the table */
-        size_t nb = q->nb * 2;
-        item **b = drv_calloc(nb, sizeof *b);
-        if (!b)
-            return NULL;
-        for (size_t i = 0; i < q->nb; i++)
-            for (item *it = q->b[i], *next; it; it = next) {
-                next = it->next;
-                item **t = &b[hash(it->key) & (nb - 1)];
-                it->next = *t;
-                *t = it;
-            }
-        drv_free(q->b);
-        q->b = b;
-        q->nb = nb;
-        s = find(q, key);
-    }
-    item *it = drv_calloc(1, sizeof *it);
-    if (!it || !(it->key = drv_strdup(key))) {
+    item *it = find(q, key);
+    if (it)
+        return it;
+    it = drv_calloc(1, sizeof *it);
+    if (!it || !(it->key = drv_strdup(key)) || drv_hashmap_put(q->items, it->key, it) != 0) {
+        if (it)
+            drv_free(it->key);
         drv_free(it);
         return NULL;
     }
-    *s = it;
-    q->n++;
     return it;
 }
 
@@ -134,9 +103,7 @@ static void maybe_drop(drv_workqueue *q, item *it)
 {
     if (it->queued || it->processing || it->delayed || it->dirty || it->retries)
         return;
-    item **s = find(q, it->key);
-    *s = it->next;
-    q->n--;
+    drv_hashmap_remove(q->items, it->key);
     drv_free(it->key);
     drv_free(it);
 }
@@ -222,8 +189,8 @@ double drv_workqueue_retry(drv_workqueue *q, const char *key)
 int drv_workqueue_retries(drv_workqueue *q, const char *key)
 {
     pthread_mutex_lock(&q->mu);
-    item **s = find(q, key);
-    int r = *s ? (*s)->retries : 0;
+    item *it = find(q, key);
+    int r = it ? it->retries : 0;
     pthread_mutex_unlock(&q->mu);
     return r;
 }
@@ -231,10 +198,10 @@ int drv_workqueue_retries(drv_workqueue *q, const char *key)
 void drv_workqueue_forget(drv_workqueue *q, const char *key)
 {
     pthread_mutex_lock(&q->mu);
-    item **s = find(q, key);
-    if (*s) {
-        (*s)->retries = 0;
-        maybe_drop(q, *s);
+    item *it = find(q, key);
+    if (it) {
+        it->retries = 0;
+        maybe_drop(q, it);
     }
     pthread_mutex_unlock(&q->mu);
 }
@@ -266,7 +233,7 @@ bool drv_workqueue_get(drv_workqueue *q, char *buf, size_t n, bool wait)
         if (q->len > 0 || q->down || !wait)
             break;
         if (isfinite(next) && q->clock == mono) {
-            double at = next - mono(NULL);
+            double at = next - drv_clock_mono();
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
             double t = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + (at > 0 ? at : 0);
@@ -294,9 +261,8 @@ bool drv_workqueue_get(drv_workqueue *q, char *buf, size_t n, bool wait)
 void drv_workqueue_done(drv_workqueue *q, const char *key)
 {
     pthread_mutex_lock(&q->mu);
-    item **s = find(q, key);
-    if (*s) {
-        item *it = *s;
+    item *it = find(q, key);
+    if (it) {
         it->processing = false;
         if (it->dirty && !q->down) {
             it->dirty = false;

@@ -32,6 +32,7 @@
  * error are what `drover calibrate` prints.
  */
 #include "drover/calib.h"
+#include "drover/file.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -54,37 +55,6 @@ enum { NAPPS = sizeof apps / sizeof apps[0] };
 
 /* ---- reading ------------------------------------------------------------------------------ */
 
-static char *slurp(const char *path, int *code, drv_diag *d)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        *code = drv_fail(d, DRV_EIO, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 65536, n = 0;
-    char *buf = drv_malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1)
-            break;
-        char *nb = drv_realloc(buf, cap * 2);
-        if (!nb) {
-            drv_free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    fclose(f);
-    if (!buf) {
-        *code = drv_fail(d, DRV_ENOMEM, "%s: out of memory", path);
-        return NULL;
-    }
-    buf[n] = 0;
-    return buf;
-}
-
 /*
  * Reads a numeric CSV whose header names the wanted columns (in any order, extra columns
  * ignored). Calls row(arg, vals) per data row. Errors name file:line:column and the field.
@@ -92,9 +62,9 @@ static char *slurp(const char *path, int *code, drv_diag *d)
 static int read_csv(const char *path, const char *const *want, int nwant,
                     int (*row)(void *arg, const double *v), void *arg, drv_diag *d)
 {
-    int code = DRV_EIO;
-    char *text = slurp(path, &code, d);
-    if (!text)
+    char *text;
+    int code = drv_file_read(path, &text, NULL, d);
+    if (code)
         return code;
     int idx[16], rc = 0, lineno = 0;
     for (int k = 0; k < nwant; k++)

@@ -4,6 +4,7 @@
  * cell as file:line:column: field: what was expected.
  */
 #include "drover/model.h"
+#include "drover/file.h"
 
 #include <errno.h>
 #include <math.h>
@@ -153,25 +154,16 @@ int drv_catalogue_parse(drv_catalogue *cat, const char *name, const char *text, 
 
 int drv_catalogue_load(drv_catalogue *cat, const char *path, drv_diag *d)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return drv_fail(d, DRV_EIO, "%s: cannot open: %s", path, strerror(errno));
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    if (len < 0 || len > (64 << 20)) {
-        fclose(f);
+    char *buf;
+    size_t len;
+    int rc = drv_file_read(path, &buf, &len, d);
+    if (rc)
+        return rc;
+    if (len > (64 << 20)) { /* a model catalogue is a few KiB: this is the wrong file */
+        drv_free(buf);
         return drv_fail(d, DRV_EIO, "%s: unreadable or larger than 64 MiB", path);
     }
-    char *buf = drv_malloc((size_t)len + 1);
-    if (!buf) {
-        fclose(f);
-        return drv_fail(d, DRV_ENOMEM, "%s: out of memory", path);
-    }
-    size_t got = fread(buf, 1, (size_t)len, f);
-    fclose(f);
-    buf[got] = 0;
-    int rc = drv_catalogue_parse(cat, path, buf, d);
+    rc = drv_catalogue_parse(cat, path, buf, d);
     drv_free(buf);
     return rc;
 }

@@ -29,6 +29,7 @@
  * changes nothing.
  */
 #include "drover/policy.h"
+#include "helper.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -205,8 +206,6 @@ static drv_res fixed_part(const drv_job *j)
     return r;
 }
 
-static int place_packed(drv_ctx *c, int32_t job); /* below */
-
 typedef struct sub {
     double submit;
     int32_t job;
@@ -302,57 +301,8 @@ static void pass(drv_ctx *c, optimus *p)
     for (int32_t size = 1; size <= MAXW; size++)
         for (int32_t x = 0; x < n; x++)
             if (want[x] == size && bound_workers(c, &st->jobs[live[x]]) < size &&
-                place_packed(c, live[x]) < 0)
+                drv_place_packed(c, live[x]) < 0)
                 return;
-}
-
-/* As in tiresias.c: each pod on the node with the most free GPUs (CPU), all or nothing. */
-static int place_packed(drv_ctx *c, int32_t job)
-{
-    const drv_state *st = drv_ctx_state(c);
-    const drv_job *j = &st->jobs[job];
-    drv_mark m = drv_ctx_mark(c);
-    int32_t cur = -1;
-    for (int role = 0; role < DRV_NROLES; role++) {
-        int32_t want = role == DRV_ROLE_WORKER ? drv_ctx_workers(c, job) : j->target[role];
-        drv_res req = j->role[role].req;
-        for (int32_t idx = 0; idx < j->role[role].max && want > 0; idx++) {
-            int32_t pod = drv_job_pod(st, job, role, idx);
-            if (pod < 0)
-                break;
-            if (drv_ctx_pod_node(c, pod) >= 0) {
-                want--;
-                continue;
-            }
-            /* fill the chosen node before moving on (Pollux takes min(free, left) there) */
-            int32_t best = cur >= 0 && drv_res_fits(req, drv_ctx_free(c, cur)) ? cur : -1;
-            int64_t bestv = best >= 0 ? INT64_MAX : -1;
-            for (int32_t nd = 0; bestv != INT64_MAX && nd < st->nnodes; nd++) {
-                drv_res f = drv_ctx_free(c, nd);
-                if (!st->nodes[nd].schedulable || !drv_res_fits(req, f))
-                    continue;
-                int64_t v = req.gpu > 0 ? f.gpu : f.cpu;
-                if (v > bestv) {
-                    bestv = v;
-                    best = nd;
-                }
-            }
-            if (best < 0) {
-                drv_ctx_rollback(c, m);
-                return 0;
-            }
-            cur = best;
-            int rc = drv_ctx_bind(c, pod, best);
-            if (rc)
-                return rc;
-            want--;
-        }
-        if (want > 0) {
-            drv_ctx_rollback(c, m);
-            return 0;
-        }
-    }
-    return 1;
 }
 
 static void o_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t njobs)

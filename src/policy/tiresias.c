@@ -27,6 +27,7 @@
  * Knobs (ranges in the table below): threshold, factor, queues.
  */
 #include "drover/policy.h"
+#include "helper.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -150,62 +151,6 @@ static bool has_pods(const drv_ctx *c, const drv_job *j)
     return false;
 }
 
-/*
- * Binds the job's wanted unbound pods, each time on the node with the most free GPUs (CPU for
- * jobs without GPUs; ties to the lower id), as many there as fit. All or nothing.
- * Returns 1 placed, 0 did not fit, or DRV_ENOMEM.
- */
-static int place_packed(drv_ctx *c, int32_t job)
-{
-    const drv_state *st = drv_ctx_state(c);
-    const drv_job *j = &st->jobs[job];
-    drv_mark m = drv_ctx_mark(c);
-    int32_t cur = -1;
-    for (int role = 0; role < DRV_NROLES; role++) {
-        int32_t want = role == DRV_ROLE_WORKER ? drv_ctx_workers(c, job) : j->target[role];
-        drv_res req = j->role[role].req;
-        bool gpu = req.gpu > 0;
-        for (int32_t idx = 0; idx < j->role[role].max && want > 0; idx++) {
-            int32_t pod = drv_job_pod(st, job, role, idx);
-            if (pod < 0)
-                break;
-            if (drv_ctx_pod_node(c, pod) >= 0) {
-                want--;
-                continue;
-            }
-            /* fill the chosen node before moving on (Pollux takes min(free, left) there) */
-            int32_t best = cur >= 0 && drv_res_fits(req, drv_ctx_free(c, cur)) ? cur : -1;
-            int64_t bestv = best >= 0 ? INT64_MAX : -1;
-            for (int32_t n = 0; bestv != INT64_MAX && n < st->nnodes; n++) {
-                if (!st->nodes[n].schedulable)
-                    continue;
-                drv_res f = drv_ctx_free(c, n);
-                if (!drv_res_fits(req, f))
-                    continue;
-                int64_t v = gpu ? f.gpu : f.cpu;
-                if (v > bestv) {
-                    bestv = v;
-                    best = n;
-                }
-            }
-            if (best < 0) {
-                drv_ctx_rollback(c, m);
-                return 0;
-            }
-            cur = best;
-            int rc = drv_ctx_bind(c, pod, best);
-            if (rc)
-                return rc;
-            want--;
-        }
-        if (want > 0) {
-            drv_ctx_rollback(c, m);
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* A live job's place in the queues: the order t_cmp defines. */
 typedef struct key {
     int32_t level;
@@ -276,7 +221,7 @@ static void pass(drv_ctx *c, tiresias *t)
         if (drv_ctx_workers(c, live[x]) != j->role[DRV_ROLE_WORKER].replicas &&
             drv_ctx_scale(c, live[x], j->role[DRV_ROLE_WORKER].replicas) != 0)
             return;
-        if (place_packed(c, live[x]) < 0)
+        if (drv_place_packed(c, live[x]) < 0)
             return;
     }
 }

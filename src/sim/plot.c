@@ -25,6 +25,7 @@
  */
 #include "drover/sim.h"
 #include "report_html.h"
+#include "drover/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -654,21 +655,12 @@ int drv_plot_render(const char *dir, const drv_report_data *r, drv_diag *d)
 
 int drv_report_html(const char *dir, const drv_report_data *r, bool plots, drv_diag *d)
 {
-    char tmp[4200], final[4200];
-    snprintf(tmp, sizeof tmp, "%s/.index.html.tmp", dir);
-    snprintf(final, sizeof final, "%s/index.html", dir);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return drv_fail(d, DRV_EIO, "%s: cannot write: %s", tmp, strerror(errno));
-    drv_report_page(f, r, plots);
-    bool bad = ferror(f) != 0;
-    if (fclose(f) != 0 || bad) {
-        remove(tmp);
-        return drv_fail(d, DRV_EIO, "%s: write failed", final);
-    }
-    if (rename(tmp, final) != 0) {
-        remove(tmp);
-        return drv_fail(d, DRV_EIO, "%s: cannot rename into place: %s", final, strerror(errno));
-    }
-    return 0;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/index.html", dir);
+    drv_file_out o;
+    int rc = drv_file_out_open(&o, path, d);
+    if (rc)
+        return rc;
+    drv_report_page(o.f, r, plots);
+    return drv_file_out_commit(&o, d);
 }

@@ -5,14 +5,16 @@
  * was simulated, so `drover report` can redraw everything from the directory alone).
  */
 #include "drover/sim.h"
+
 #include "drover/calib.h"
+#include "drover/file.h"
 #include "drover/version.h"
 
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
-#include <stdarg.h>
 #include <nettle/sha2.h>
+#include <stdarg.h>
 #include <string.h>
 
 static void cell_min(FILE *f, int width, double seconds)
@@ -277,51 +279,33 @@ void drv_report_csv(FILE *f, const drv_summary *v, int n)
     }
 }
 
-/* Opens dir/name.tmp for writing; finish() renames it into place. */
-static FILE *begin(const char *dir, const char *name, char *tmp, char *final, size_t n, drv_diag *d)
+/* Opens dir/.name.tmp for writing (drv_file_out_commit renames it to dir/name); NULL on failure. */
+static FILE *begin(drv_file_out *o, const char *dir, const char *name, drv_diag *d)
 {
-    snprintf(final, n, "%s/%s", dir, name);
-    snprintf(tmp, n, "%s/.%s.tmp", dir, name);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        drv_fail(d, DRV_EIO, "%s: cannot write: %s", tmp, strerror(errno));
-    return f;
-}
-
-static int finish(FILE *f, const char *tmp, const char *final, drv_diag *d)
-{
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        remove(tmp);
-        return drv_fail(d, DRV_EIO, "%s: write failed", final);
-    }
-    if (rename(tmp, final) != 0) {
-        remove(tmp);
-        return drv_fail(d, DRV_EIO, "%s: cannot rename into place: %s", final, strerror(errno));
-    }
-    return 0;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return drv_file_out_open(o, path, d) == 0 ? o->f : NULL;
 }
 
 int drv_report_summary_files(const char *dir, const drv_summary *v, int n,
                              const drv_report_meta *meta, drv_diag *d)
 {
-    char tmp[4096], final[4096];
-    FILE *f = begin(dir, "summary.json", tmp, final, sizeof tmp, d);
+    drv_file_out o;
+    FILE *f = begin(&o, dir, "summary.json", d);
     if (!f)
         return DRV_EIO;
     int rc = write_json(f, v, n, meta, d);
     if (rc) {
-        fclose(f);
-        remove(tmp);
+        drv_file_out_abort(&o);
         return rc;
     }
-    if ((rc = finish(f, tmp, final, d)) != 0)
+    if ((rc = drv_file_out_commit(&o, d)) != 0)
         return rc;
-    f = begin(dir, "summary.csv", tmp, final, sizeof tmp, d);
+    f = begin(&o, dir, "summary.csv", d);
     if (!f)
         return DRV_EIO;
     drv_report_csv(f, v, n);
-    return finish(f, tmp, final, d);
+    return drv_file_out_commit(&o, d);
 }
 
 /* placements-<policy>.csv: one row per bind interval, only when the run recorded the log. */
@@ -331,10 +315,11 @@ static int placement_file(const char *dir, const drv_sim *s, drv_diag *d)
     const drv_placement *p = drv_sim_placements(s, &n);
     if (!p)
         return 0;
-    char tmp[4096], final[4096], name[128];
+    char name[128];
+    drv_file_out o;
     const drv_state *st = drv_sim_state(s);
     snprintf(name, sizeof name, "placements-%s.csv", drv_sim_policy(s));
-    FILE *f = begin(dir, name, tmp, final, sizeof tmp, d);
+    FILE *f = begin(&o, dir, name, d);
     if (!f)
         return DRV_EIO;
     fputs("job,pod,node,start_s,end_s\n", f);
@@ -347,12 +332,12 @@ static int placement_file(const char *dir, const drv_sim *s, drv_diag *d)
         else
             fputs(",\n", f);
     }
-    return finish(f, tmp, final, d);
+    return drv_file_out_commit(&o, d);
 }
 
 int drv_report_scenario_file(const char *dir, const drv_scenario *sc, drv_diag *d)
 {
-    char tmp[4096], final[4096];
+    drv_file_out out;
     json_t *o = json_object();
     if (!o)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
@@ -362,7 +347,7 @@ int drv_report_scenario_file(const char *dir, const drv_scenario *sc, drv_diag *
     json_object_set_new(o, "cpu_m", json_real(sc->cpu_m));
     json_object_set_new(o, "gpu", json_real(sc->gpu));
     json_object_set_new(o, "seed", json_integer((json_int_t)sc->seed));
-    FILE *f = begin(dir, "scenario.json", tmp, final, sizeof tmp, d);
+    FILE *f = begin(&out, dir, "scenario.json", d);
     if (!f) {
         json_decref(o);
         return DRV_EIO;
@@ -371,11 +356,10 @@ int drv_report_scenario_file(const char *dir, const drv_scenario *sc, drv_diag *
     fputc('\n', f);
     json_decref(o);
     if (rc) {
-        fclose(f);
-        remove(tmp);
-        return drv_fail(d, DRV_EIO, "%s: write failed", final);
+        drv_file_out_abort(&out);
+        return drv_fail(d, DRV_EIO, "%s: write failed", out.path);
     }
-    return finish(f, tmp, final, d);
+    return drv_file_out_commit(&out, d);
 }
 
 /* The name of a job's model: its calibrated model's, its catalogue family's, or its index. */
@@ -392,11 +376,12 @@ static void model_name(const drv_jobspec *j, const drv_report_meta *meta, char *
 int drv_report_run_files(const char *dir, const drv_sim *s, const drv_report_meta *meta,
                          drv_diag *d)
 {
-    char tmp[4096], final[4096], name[128];
+    char name[128];
+    drv_file_out o;
     const drv_workload *wl = drv_sim_workload(s);
     const char *policy = drv_sim_policy(s);
     snprintf(name, sizeof name, "jobs-%s.csv", policy);
-    FILE *f = begin(dir, name, tmp, final, sizeof tmp, d);
+    FILE *f = begin(&o, dir, name, d);
     if (!f)
         return DRV_EIO;
     int32_t n;
@@ -428,11 +413,11 @@ int drv_report_run_files(const char *dir, const drv_sim *s, const drv_report_met
             fputs(",", f);
         fprintf(f, ",%d,%d,%d\n", r[i].restarts, r[i].migrations, r[i].preemptions);
     }
-    int rc = finish(f, tmp, final, d);
+    int rc = drv_file_out_commit(&o, d);
     if (rc)
         return rc;
     snprintf(name, sizeof name, "timeline-%s.csv", policy);
-    f = begin(dir, name, tmp, final, sizeof tmp, d);
+    f = begin(&o, dir, name, d);
     if (!f)
         return DRV_EIO;
     int32_t nt;
@@ -441,7 +426,7 @@ int drv_report_run_files(const char *dir, const drv_sim *s, const drv_report_met
     for (int32_t i = 0; i < nt; i++)
         fprintf(f, "%.3f,%.0f,%.0f,%.0f,%.0f,%d,%d\n", t[i].t, t[i].cpu_used, t[i].cpu_useful,
                 t[i].gpu_used, t[i].gpu_useful, t[i].pending, t[i].running);
-    rc = finish(f, tmp, final, d);
+    rc = drv_file_out_commit(&o, d);
     if (rc)
         return rc;
     return placement_file(dir, s, d);

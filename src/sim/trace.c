@@ -24,6 +24,7 @@
  */
 #include "drover/trace.h"
 #include "trace_read.h" /* the formats added later (trace_formats.c) */
+#include "drover/file.h"
 
 #include <errno.h>
 #include <math.h>
@@ -341,34 +342,11 @@ int drv_trace_parse(drv_workload *w, const char *file, char *text, const drv_cat
 int drv_trace_load(drv_workload *w, const char *path, const drv_catalogue *cat,
                    const drv_trace_opts *o, int32_t *skipped, drv_diag *d)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return drv_fail(d, DRV_EIO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = drv_malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1)
-            break;
-        char *nb = drv_realloc(buf, cap * 2);
-        if (!nb) {
-            drv_free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    bool err = ferror(f) != 0;
-    fclose(f);
-    if (!buf)
-        return drv_fail(d, DRV_ENOMEM, "%s: out of memory", path);
-    if (err) {
-        drv_free(buf);
-        return drv_fail(d, DRV_EIO, "%s: read error", path);
-    }
-    buf[n] = 0;
-    int rc = drv_trace_parse(w, path, buf, cat, o, skipped, d);
+    char *buf;
+    int rc = drv_file_read(path, &buf, NULL, d);
+    if (rc)
+        return rc;
+    rc = drv_trace_parse(w, path, buf, cat, o, skipped, d);
     drv_free(buf);
     return rc;
 }

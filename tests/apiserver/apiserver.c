@@ -22,6 +22,7 @@
  * timeoutSeconds (default 30 s, capped at 300 s).
  */
 #include "apiserver.h"
+#include "drover/clock.h"
 
 #include <gnutls/gnutls.h>
 #include <jansson.h>
@@ -182,21 +183,14 @@ static char *fixture_body(const char *dir, const char *name)
 
 static void now_rfc3339(char *out, size_t n, long offset_s)
 {
-    time_t t = time(NULL) + offset_s;
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    drv_time_rfc3339(out, n, (double)(time(NULL) + offset_s), false);
 }
 
+/* Whole seconds since the epoch; 0 when s is absent or not a time. */
 static time_t parse_rfc3339(const char *s)
 {
-    struct tm tm = {0};
-    if (!s || sscanf(s, "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                     &tm.tm_min, &tm.tm_sec) != 6)
-        return 0;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    return timegm(&tm);
+    double t;
+    return drv_time_parse_rfc3339(s, &t) == 0 ? (time_t)t : 0;
 }
 
 static void age(char *out, size_t n, const char *ts)

@@ -31,6 +31,7 @@
 #include "drover/kube.h"
 #include "drover/kube_emulate.h"
 #include "drover/kube_types.h"
+#include "json.h"
 #include "kubectl_util.h"
 
 #include <jansson.h>

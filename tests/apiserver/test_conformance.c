@@ -24,6 +24,9 @@
 
 #include <cmocka.h>
 
+#include "drover/file.h"
+#include "kbuf.h"
+
 static const char *const ORDER[] = {
     "01-discovery-api",
     "01-discovery-apis",
@@ -119,42 +122,10 @@ static const char *const SKIP[] = {
     "05-watch-pods-raw-chunked",
 };
 
-struct buf {
-    char *p;
-    size_t n;
-};
-
-static size_t on_data(char *d, size_t sz, size_t nm, void *u)
-{
-    struct buf *b = u;
-    size_t n = sz * nm;
-    char *np = realloc(b->p, b->n + n + 1);
-    if (!np)
-        return 0;
-    memcpy(np + b->n, d, n);
-    b->p = np;
-    b->n += n;
-    b->p[b->n] = 0;
-    return n;
-}
-
 static char *slurp(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *p = malloc((size_t)n + 1);
-    if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
-        free(p);
-        p = NULL;
-    }
-    if (p)
-        p[n] = 0;
-    fclose(f);
-    return p;
+    char *text = NULL;
+    return drv_file_read(path, &text, NULL, NULL) == 0 ? text : NULL;
 }
 
 static const char *fixdir(void)
@@ -194,9 +165,9 @@ static void current_rv(const char *path, char *out, size_t n)
     char url[2200];
     snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, path);
     CURL *c = curl_easy_init();
-    struct buf b = {0};
+    drv_kbuf b = {0};
     curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, drv_kbuf_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
     curl_easy_perform(c);
@@ -206,7 +177,7 @@ static void current_rv(const char *path, char *out, size_t n)
         json_string_value(json_object_get(json_object_get(j, "metadata"), "resourceVersion"));
     snprintf(out, n, "%s", rv ? rv : "");
     json_decref(j);
-    free(b.p);
+    drv_free(b.p);
 }
 
 static int replay(const char *name)
@@ -283,7 +254,7 @@ static int replay(const char *name)
         snprintf(line, sizeof line, "Accept: %s", accept);
         h = curl_slist_append(h, line);
     }
-    struct buf got = {0};
+    drv_kbuf got = {0};
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
@@ -291,7 +262,7 @@ static int replay(const char *name)
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
     }
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, drv_kbuf_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &got);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
     CURLcode cc = curl_easy_perform(c);
@@ -347,12 +318,12 @@ static int replay(const char *name)
     }
     json_decref(w);
     json_decref(g);
-    free(got.p);
+    drv_free(got.p);
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
     free(newbody);
-    free(req);
-    free(rsp);
+    drv_free(req);
+    drv_free(rsp);
     return fails;
 }
 
@@ -371,23 +342,23 @@ static void seed_pod(const char *name)
     snprintf(url, sizeof url, "http://127.0.0.1:%u/api/v1/namespaces/default/pods", port);
     CURL *c = curl_easy_init();
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-    struct buf got = {0};
+    drv_kbuf got = {0};
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, drv_kbuf_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &got);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
     assert_int_equal(curl_easy_perform(c), CURLE_OK);
     long code = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
     assert_int_equal(code, 201);
-    free(got.p);
+    drv_free(got.p);
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
     free(body);
     json_decref(pod);
-    free(req);
+    drv_free(req);
 }
 
 static void test_replay_all(void **state)
@@ -433,7 +404,7 @@ static void test_every_recording_is_covered(void **state)
             missing++;
         }
     }
-    free(idx);
+    drv_free(idx);
     assert_int_equal(missing, 0);
 }
 

@@ -21,31 +21,14 @@
 
 #include <cmocka.h>
 
-struct buf {
-    char *p;
-    size_t n;
-};
-
-static size_t on_data(char *d, size_t sz, size_t nm, void *u)
-{
-    struct buf *b = u;
-    size_t n = sz * nm;
-    char *np = realloc(b->p, b->n + n + 1);
-    if (!np)
-        return 0;
-    memcpy(np + b->n, d, n);
-    b->p = np;
-    b->n += n;
-    b->p[b->n] = 0;
-    return n;
-}
+#include "kbuf.h"
 
 struct call {
     uint16_t port;
     const char *method, *path, *body, *ctype;
     long code;
     CURLcode cc;
-    struct buf out;
+    drv_kbuf out;
     char retry_after[16];
     int done; /* set (atomically) when the transfer has ended */
 };
@@ -75,7 +58,7 @@ static void *do_call(void *arg)
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
     if (c->body)
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, c->body);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, drv_kbuf_write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &c->out);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
@@ -91,14 +74,14 @@ static void *do_call(void *arg)
 static drv_apiserver *srv;
 static uint16_t port;
 
-static long call(const char *method, const char *path, const char *body, struct buf *out)
+static long call(const char *method, const char *path, const char *body, drv_kbuf *out)
 {
     struct call c = {.port = port, .method = method, .path = path, .body = body};
     do_call(&c);
     if (out)
         *out = c.out;
     else
-        free(c.out.p);
+        drv_free(c.out.p);
     return c.code;
 }
 
@@ -146,7 +129,7 @@ static void test_injected_429_then_ok(void **state)
     json_t *j = json_loads(c.out.p, 0, NULL);
     assert_string_equal(json_string_value(json_object_get(j, "reason")), "TooManyRequests");
     json_decref(j);
-    free(c.out.p);
+    drv_free(c.out.p);
     assert_int_equal(call("GET", "/api/v1/nodes", NULL, NULL), 200);
     drv_apiserver_fail_next(srv, 500, 2, 0);
     assert_int_equal(call("GET", "/api/v1/nodes", NULL, NULL), 500);
@@ -162,7 +145,7 @@ static void test_watch_from_expired_rv_gets_410(void **state)
     snprintf(path, sizeof path, "/api/v1/namespaces/default/pods?watch=1&resourceVersion=%llu",
              (unsigned long long)drv_apiserver_rv(srv) - 1);
     drv_apiserver_expire(srv);
-    struct buf out = {0};
+    drv_kbuf out = {0};
     assert_int_equal(call("GET", path, NULL, &out), 200);
     json_t *ev = json_loads(out.p, JSON_DISABLE_EOF_CHECK, NULL);
     assert_string_equal(json_string_value(json_object_get(ev, "type")), "ERROR");
@@ -170,7 +153,7 @@ static void test_watch_from_expired_rv_gets_410(void **state)
     assert_string_equal(json_string_value(json_object_get(st, "reason")), "Expired");
     assert_int_equal(json_integer_value(json_object_get(st, "code")), 410);
     json_decref(ev);
-    free(out.p);
+    drv_free(out.p);
 }
 
 static void test_watch_bookmarks_and_selector_transition(void **state)
@@ -196,7 +179,7 @@ static void test_watch_bookmarks_and_selector_transition(void **state)
     assert_non_null(c.out.p);
     assert_non_null(strstr(c.out.p, "\"type\":\"DELETED\""));
     assert_non_null(strstr(c.out.p, "\"type\":\"BOOKMARK\""));
-    free(c.out.p);
+    drv_free(c.out.p);
 }
 
 static void test_drop_cuts_open_watch(void **state)
@@ -215,13 +198,13 @@ static void test_drop_cuts_open_watch(void **state)
     }
     pthread_join(t, NULL);
     assert_int_not_equal(c.cc, CURLE_OK); /* no terminating chunk: the client sees an error */
-    free(c.out.p);
+    drv_free(c.out.p);
 }
 
 static void test_foreground_delete_removes_dependents_first(void **state)
 {
     (void)state;
-    struct buf out = {0};
+    drv_kbuf out = {0};
     assert_int_equal(
         call("POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
              "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":"
@@ -229,7 +212,7 @@ static void test_foreground_delete_removes_dependents_first(void **state)
              &out),
         201);
     json_t *tj = json_loads(out.p, 0, NULL);
-    free(out.p);
+    drv_free(out.p);
     char b[1024];
     snprintf(b, sizeof b,
              "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"dep-0\","
@@ -245,7 +228,7 @@ static void test_foreground_delete_removes_dependents_first(void **state)
     snprintf(path, sizeof path, "%s?propagationPolicy=Foreground", owner);
     assert_int_equal(call("DELETE", path, NULL, &out), 200);
     assert_non_null(strstr(out.p, "foregroundDeletion"));
-    free(out.p);
+    drv_free(out.p);
     assert_int_equal(call("GET", owner, NULL, NULL), 200); /* still there, being deleted */
     assert_int_equal(call("GET", "/api/v1/namespaces/default/pods/dep-0", NULL, NULL), 404);
     assert_int_equal(call("GET", owner, NULL, NULL), 404);
@@ -257,18 +240,18 @@ static void test_foreground_delete_removes_dependents_first(void **state)
 static void test_delete_uid_precondition(void **state)
 {
     (void)state;
-    struct buf out = {0};
+    drv_kbuf out = {0};
     char b[512];
     snprintf(b, sizeof b, POD, "again");
     assert_int_equal(call("POST", "/api/v1/namespaces/default/pods", b, &out), 201);
     json_t *pod = json_loads(out.p, 0, NULL);
-    free(out.p);
+    drv_free(out.p);
     char uid[64];
     snprintf(uid, sizeof uid, "%s",
              json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid")));
     json_decref(pod);
     const char *path = "/api/v1/namespaces/default/pods/again";
-    out = (struct buf){0};
+    out = (drv_kbuf){0};
     assert_int_equal(
         call("DELETE", path,
              "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"gracePeriodSeconds\":"
@@ -276,7 +259,7 @@ static void test_delete_uid_precondition(void **state)
              &out),
         409);
     json_t *st = json_loads(out.p, 0, NULL);
-    free(out.p);
+    drv_free(out.p);
     assert_string_equal(json_string_value(json_object_get(st, "reason")), "Conflict");
     assert_non_null(strstr(json_string_value(json_object_get(st, "message")), "Precondition"));
     json_decref(st);

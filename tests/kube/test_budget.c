@@ -5,6 +5,7 @@
  */
 #include "apiserver.h"
 #include "drover/kube.h"
+#include "json.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -8,6 +8,7 @@
 #include "apiserver.h"
 #include "drover/kube.h"
 #include "drover/kube_types.h"
+#include "json.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -9,6 +9,7 @@
 #include "drover/kube_controller.h"
 #include "drover/kube_types.h"
 #include "drover/policy.h"
+#include "json.h"
 
 #include <pthread.h>
 #include <setjmp.h>

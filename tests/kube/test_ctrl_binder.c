@@ -81,7 +81,7 @@ static void sync_mirror(drv_ctrl *c, ctrl_event **batch, int32_t *cap)
 {
     for (int i = 0; i < 1000; i++) {
         bool synced = ctrl_intake_synced(c);
-        int32_t n = ctrl_events_take(c, batch, cap, mono() + 0.01);
+        int32_t n = ctrl_events_take(c, batch, cap, drv_clock_mono() + 0.01);
         assert_int_equal(ctrl_apply_events(c, *batch, n), 0);
         if (synced)
             return;
@@ -93,7 +93,7 @@ static void sync_mirror(drv_ctrl *c, ctrl_event **batch, int32_t *cap)
 static void apply_answer(drv_ctrl *c, ctrl_event **batch, int32_t *cap)
 {
     for (int i = 0; i < 1000; i++) {
-        int32_t n = ctrl_events_take(c, batch, cap, mono() + 0.01);
+        int32_t n = ctrl_events_take(c, batch, cap, drv_clock_mono() + 0.01);
         bool answered = false;
         for (int32_t k = 0; k < n; k++)
             answered |= (*batch)[k].kind == EV_ANSWER;
@@ -127,7 +127,7 @@ static void test_conflict_is_read_not_undone(void **state)
     drv_ctrl_opts o = {.profile = &prof, .binders = 1, .no_events = true};
     drv_ctrl *c;
     assert_int_equal(drv_ctrl_new(&c, &f->cfg, &o, &d), 0);
-    c->loop.t0 = mono();
+    c->loop.t0 = drv_clock_mono();
     ctrl_event *batch = NULL;
     int32_t cap = 0;
     assert_int_equal(ctrl_intake_start(c, &d), 0);

@@ -12,6 +12,7 @@
 #include "apiserver.h"
 #include "drover/kube_emulate.h"
 #include "drover/kube_types.h"
+#include "json.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

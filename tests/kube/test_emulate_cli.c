@@ -9,6 +9,7 @@
 #include "drover/kube.h"
 #include "drover/kube_emulate.h"
 #include "drover/kube_types.h"
+#include "json.h"
 
 #include <setjmp.h>
 #include <signal.h>

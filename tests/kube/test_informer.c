@@ -12,6 +12,7 @@
 #include "apiserver.h"
 #include "drover/kube_informer.h"
 #include "drover/kube_types.h"
+#include "json.h"
 
 #include <pthread.h>
 #include <setjmp.h>

@@ -7,8 +7,10 @@
  * typed yet. Then the decoders on hand-made objects: fields, the init-container rule, each
  * malformed field named in the error; the quantity parser on a table of good and bad input.
  */
+#include "drover/file.h"
 #include "drover/kube_types.h"
 #include "drover/kube_watch.h"
+#include "json.h"
 
 #include <dirent.h>
 #include <setjmp.h>
@@ -27,17 +29,8 @@ typedef struct tally {
 
 static char *slurp(const char *path, size_t *n)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)len + 1);
-    *n = fread(b, 1, (size_t)len, f);
-    b[*n] = 0;
-    fclose(f);
-    return b;
+    char *text = NULL;
+    return drv_file_read(path, &text, n, NULL) == 0 ? text : NULL;
 }
 
 /* Decodes one object by its kind (or the list's item kind). */
@@ -188,8 +181,8 @@ static void test_golden_transcripts(void **unused)
             decode_body(de->d_name, o, http, &t);
             json_decref(o);
         }
-        free(req);
-        free(resp);
+        drv_free(req);
+        drv_free(resp);
     }
     closedir(dir);
     print_message(
@@ -339,7 +332,7 @@ static json_t *recorded(const char *name)
     char *body = strstr(r, "\r\n\r\n");
     body = body ? body + 4 : strstr(r, "\n\n") + 2;
     json_t *o = json_loads(body, 0, NULL);
-    free(r);
+    drv_free(r);
     assert_non_null(o);
     return o;
 }

@@ -5,7 +5,9 @@
  * Expected event counts and types are read from the recordings themselves (one event per
  * non-blank body line), not from this program's output.
  */
+#include "drover/file.h"
 #include "drover/kube_watch.h"
+#include "json.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,24 +24,12 @@ static char *body_of(const char *name)
     const char *src = getenv("DROVER_SOURCE_DIR");
     snprintf(path, sizeof path, "%.400s/tests/fixtures/k8s/transcripts/%s/response.txt",
              src ? src : ".", name);
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    char *p;
+    if (drv_file_read(path, &p, NULL, NULL) != 0)
         return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *p = malloc((size_t)n + 1);
-    if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    if (!p)
-        return NULL;
-    p[n] = 0;
     char *b = strstr(p, "\r\n\r\n");
     char *out = strdup(b ? b + 4 : "");
-    free(p);
+    drv_free(p);
     return out;
 }
 

@@ -1,0 +1,141 @@
+/*
+ * json.h - the parts of the Kubernetes client that take or give jansson objects, private to
+ * src/kube (and to tests and benchmarks that use internals: they add src/kube to their include
+ * path). The public headers (drover/kube.h, kube_types.h, kube_watch.h, kube_informer.h) need
+ * no jansson; a program outside src/kube drives the controller, the emulator and informers
+ * through them, never JSON.
+ */
+#ifndef DROVER_KUBE_JSON_H
+#define DROVER_KUBE_JSON_H
+
+#include "drover/kube.h"
+#include "drover/kube_informer.h"
+#include "drover/kube_types.h"
+#include "drover/kube_watch.h"
+
+#include <jansson.h>
+
+/* ---- watch stream decoding (kube_watch.h) --------------------------------------------------- */
+
+typedef struct drv_watch_event {
+    int type;        /* enum drv_watch_type */
+    json_t *object;  /* borrowed for the duration of the callback */
+    const char *rv;  /* object's metadata.resourceVersion, or "" */
+    uint64_t offset; /* byte offset of the event's line in the stream */
+} drv_watch_event;
+
+/* Returns 0 to continue, or a negative code that feed returns unchanged. */
+typedef int (*drv_watch_cb)(const drv_watch_event *ev, void *arg);
+
+/* Feeds n bytes; calls cb for every complete event line. 0 or a negative DRV_E*. */
+int drv_watch_decoder_feed(drv_watch_decoder *w, const char *data, size_t n, drv_watch_cb cb,
+                           void *arg, drv_diag *d);
+
+/* ---- the API client (kube.h) ---------------------------------------------------------------- */
+
+/*
+ * One request. method: "GET", "POST", "PUT", "PATCH", "DELETE"; path starts with "/" and may
+ * carry a query; body (NULL for none) is sent with content type ctype (NULL:
+ * "application/json"). On a 2xx answer returns 0 and *out (if out) receives the decoded body
+ * (NULL when empty; the caller json_decref's it). Otherwise returns DRV_EIO (transport, or a
+ * non-2xx answer after retries: *status says which, 0 for transport) or DRV_EPARSE (a 2xx
+ * body that is not JSON), with the message in d.
+ */
+int drv_kube_request(drv_kube *k, const char *method, const char *path, const char *ctype,
+                     const char *body, long *status, json_t **out, drv_diag *d);
+/*
+ * Read-modify-write with optimistic concurrency: GETs path, lets mutate change the object (it
+ * returns 0, or a negative code that aborts), PUTs it back — the resourceVersion read is the
+ * precondition, and every field of the object, known to Drover or not, is written back as
+ * read. On 409 Conflict it reads again and re-applies mutate to the fresh object, up to
+ * `attempts` times (0: 5): safe because mutate never works on stale data. *out (optional)
+ * receives the object written; *status (optional) the HTTP status of the last request, as in
+ * drv_kube_request (404: no such object). Use path ".../status" for the status subresource.
+ */
+typedef int (*drv_kube_mutate_fn)(json_t *obj, void *arg);
+int drv_kube_update(drv_kube *k, const char *path, drv_kube_mutate_fn mutate, void *arg,
+                    int attempts, json_t **out, long *status, drv_diag *d);
+
+/* Called for every item of a list; returns 0 to go on, or a negative code that stops the list
+ * and is returned. The item is borrowed for the call. */
+typedef int (*drv_kube_item_cb)(json_t *item, void *arg);
+
+/*
+ * Lists path (a collection, e.g. "/api/v1/pods"; query in `query` such as
+ * "labelSelector=app%3Dx", or NULL) page by page with limit (0: no paging) and continue
+ * tokens; calls cb for every item. rv (n bytes) receives the list's resourceVersion, from
+ * which a watch continues. DRV_KUBE_RELIST when a continue token expired mid-list (list again
+ * from the start).
+ */
+int drv_kube_list(drv_kube *k, const char *path, const char *query, int limit, drv_kube_item_cb cb,
+                  void *arg, char *rv, size_t n, drv_diag *d);
+
+/*
+ * One watch stream on path from resourceVersion rv with bookmarks, ending after timeout_s on
+ * the server side. Events go to cb as they arrive (incremental decoding: drv_watch_decoder).
+ * last_rv (n bytes) tracks the resourceVersion of the last event, bookmarks included; it is
+ * where the next watch continues. Returns:
+ *   0                 the stream ended cleanly (server timeout): watch again from last_rv;
+ *   DRV_KUBE_RELIST   an ERROR event with code 410 (Expired), or HTTP 410: list again;
+ *   DRV_EIO           the connection failed or dropped: back off, watch again from last_rv;
+ *   DRV_EPARSE        a malformed event (the stream is abandoned: list again to be safe);
+ *   a negative code   returned by cb.
+ * *stop (may be NULL), when it becomes non-zero, ends the stream early with 0.
+ */
+int drv_kube_watch(drv_kube *k, const char *path, const char *rv, int timeout_s, drv_watch_cb cb,
+                   void *arg, char *last_rv, size_t n, volatile int *stop, drv_diag *d);
+
+/* ---- objects: decoding and write-back (kube_types.h) ---------------------------------------- */
+
+/* Decodes a Pod (a Node). Errors name the kind, the object and the field path with the bad
+ * text: "pod default/x: spec.containers[1].resources.requests.cpu: expected a CPU quantity
+ * such as 500m or 2, found '2x'". Strings are interned in names. */
+int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag *d);
+int drv_kube_decode_node(json_t *obj, drv_strtab *names, drv_knode *out, drv_diag *d);
+
+/* A Status object's code and reason (reason may be NULL). A success Status may have no code:
+ * *code is then 0 (the HTTP status stands). DRV_EPARSE when obj is no Status. */
+int drv_kube_decode_status(json_t *obj, long *code, const char **reason, drv_diag *d);
+
+int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob *out, drv_diag *d);
+int drv_kube_decode_podgroup(json_t *obj, drv_strtab *names, drv_kpodgroup *out, drv_diag *d);
+int drv_kube_decode_lease(json_t *obj, drv_klease *out, drv_diag *d);
+int drv_kube_decode_event(json_t *obj, drv_kevent *out, drv_diag *d);
+
+/*
+ * Write-back: these change the given object in place, touching only the fields named, so
+ * whatever else it holds — fields Drover does not know included — is sent back as read (use
+ * with drv_kube_update, which reads the object and PUTs it). 0 or DRV_ENOMEM.
+ */
+/* status.phase, status.message, and status.replicaStatuses.<Role>.active per role. */
+int drv_kube_trainingjob_set_status(json_t *obj, const char *phase, const char *message,
+                                    const int32_t active[DRV_NROLES]);
+/* spec.holderIdentity, leaseDurationSeconds, renewTime; acquireTime and leaseTransitions when
+ * the holder changes. now: RFC 3339 with microseconds ("2026-11-22T04:11:05.123456Z"). */
+int drv_kube_lease_set(json_t *obj, const char *holder, int32_t duration_s, const char *now);
+/* status.phase and the counts of a PodGroup. */
+int drv_kube_podgroup_set_status(json_t *obj, const char *phase, int32_t running,
+                                 int32_t scheduled);
+
+/* ---- informers (kube_informer.h) ------------------------------------------------------------ */
+
+typedef struct drv_informer_ops {
+    /* The record to cache for obj, or NULL with d set (the object is skipped and logged). */
+    void *(*decode)(json_t *obj, void *arg, drv_diag *d);
+    void (*release)(void *rec, void *arg);
+    /* Optional handlers. For on_update, old is released after the call. */
+    void (*on_add)(const char *key, void *rec, void *arg);
+    void (*on_update)(const char *key, void *old, void *rec, void *arg);
+    void (*on_delete)(const char *key, void *rec, void *arg);
+} drv_informer_ops;
+
+/* path: the collection, e.g. "/api/v1/pods" or "/api/v1/namespaces/ns/pods". page: list page
+ * size (0: 500). watch_timeout_s: server-side timeout of each watch (0: 300). */
+int drv_informer_new(drv_informer **out, drv_kube *k, const char *path, int page,
+                     int watch_timeout_s, const drv_informer_ops *ops, void *arg, drv_diag *d);
+
+/* Applies one event (DRV_WATCH_ADDED, _MODIFIED, _DELETED) as if it came from the watch: for
+ * callers that receive objects another way, tests and benchmarks. 0 or DRV_ENOMEM. */
+int drv_informer_apply(drv_informer *inf, int type, json_t *obj);
+
+#endif

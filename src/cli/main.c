@@ -516,6 +516,9 @@ static int cmd_sim(int argc, char **argv)
         rc = drv_fail(&d, DRV_ENOMEM, "out of memory");
         goto fail;
     }
+    const char *inputs[] = {o.workload, o.cluster, o.trace, o.models, o.profiles, o.calib_dir};
+    if ((rc = drv_sim_check_out(o.out, inputs, 6, &d)) != 0)
+        goto fail;
     if (o.out && make_dirs(o.out) != 0) {
         rc = drv_fail(&d, DRV_EIO, "--out %s: cannot create directory: %s", o.out, strerror(errno));
         goto fail;
@@ -533,7 +536,8 @@ static int cmd_sim(int argc, char **argv)
                           .placements = o.out != NULL,
                           .progress = progress_cb,
                           .progress_arg = &prog,
-                          .calib = o.trace ? &calib : NULL};
+                          .calib = o.trace ? &calib : NULL,
+                          .workload_file = o.trace ? o.trace : o.workload};
     for (int i = 0; i < nprof; i++) {
         drv_sim *s = NULL;
         prog.run = i;

@@ -22,6 +22,7 @@
  * reported as file:line:column: field: expected ...; with skip_bad it is logged, counted and
  * skipped, otherwise the load fails and the workload is untouched.
  */
+#include "drover/strtab.h"
 #include "drover/trace.h"
 
 #include <errno.h>
@@ -258,8 +259,16 @@ int drv_trace_parse(drv_workload *w, const char *file, char *text, const drv_cat
     int rc = 0, line = 0;
     int32_t nskip = 0;
     double t0 = INFINITY;
-    char *save = NULL;
-    for (char *s = strtok_r(text, "\n", &save); s && !rc; s = strtok_r(NULL, "\n", &save)) {
+    /* Job names must be unique (results are keyed by them): a hash, not a scan per row. */
+    drv_strtab *names = drv_strtab_new();
+    if (!names)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    /* Lines are split by hand, not with strtok: strtok skips empty lines, and every row after
+     * a blank line was reported one line early. */
+    for (char *s = text, *next; s && *s && !rc; s = next) {
+        next = strchr(s, '\n');
+        if (next)
+            *next++ = 0;
         line++;
         size_t len = strlen(s);
         if (len && s[len - 1] == '\r')
@@ -306,10 +315,21 @@ int drv_trace_parse(drv_workload *w, const char *file, char *text, const drv_cat
             continue;
         }
         if (!rc) {
+            int32_t before = drv_strtab_count(names);
+            int32_t id = drv_strtab_intern(names, t.jobs[t.n].name);
+            if (id < 0)
+                rc = drv_fail(d, DRV_ENOMEM, "out of memory");
+            else if (id < before)
+                rc = drv_fail(d, DRV_EPARSE, "%s:%d:1: row: job '%s' is in the trace twice", file,
+                              line, t.jobs[t.n].name);
+        }
+        if (!rc) {
+            t.jobs[t.n].line = line;
             t0 = fmin(t0, t.jobs[t.n].submit);
             t.n++;
         }
     }
+    drv_strtab_free(names);
     if (!rc && line == 0)
         rc = drv_fail(d, DRV_EPARSE, "%s:1:1: header: expected a header line, found nothing", file);
     if (rc) {
@@ -357,6 +377,13 @@ int drv_trace_load(drv_workload *w, const char *path, const drv_catalogue *cat,
         return drv_fail(d, DRV_EIO, "%s: read error", path);
     }
     buf[n] = 0;
+    /* A NUL byte ended the text there and the rest of the file was dropped unseen. */
+    const char *nul = memchr(buf, 0, n);
+    if (nul) {
+        drv_free(buf);
+        return drv_fail(d, DRV_EPARSE, "%s: byte %zu: a NUL byte; expected text", path,
+                        (size_t)(nul - buf));
+    }
     int rc = drv_trace_parse(w, path, buf, cat, o, skipped, d);
     drv_free(buf);
     return rc;

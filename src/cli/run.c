@@ -35,8 +35,9 @@ const char *const usage_run =
     "                      15 s without renewal, on its own clock)\n"
     "  --lease NS/NAME     the Lease for --leader-elect (default: drover-system/drover)\n"
     "  --metrics-addr A    serve Prometheus metrics on /metrics and health on /healthz and\n"
-    "                      /readyz at A = [HOST]:PORT (\":8080\", \"127.0.0.1:0\" for any free\n"
-    "                      port, \"[::]:8080\"); off by default\n"
+    "                      /readyz at A = [HOST]:PORT; without HOST only on loopback\n"
+    "                      (\":8080\" is 127.0.0.1:8080; \"0.0.0.0:8080\" or \"[::]:8080\" for\n"
+    "                      every interface, \":0\" for any free port); off by default\n"
     "  -v, --verbose       also log informational messages: caches synced, lease taken,\n"
     "                      conflicts retried, progress scrapes that failed (failed requests\n"
     "                      are logged as warnings either way)\n"
@@ -212,7 +213,7 @@ int cmd_run(int argc, char **argv)
             return EXIT_USAGE;
         }
         fprintf(stderr, "drover run: metrics on http://%s%s%s:%u/metrics\n",
-                strchr(mhost, ':') ? "[" : "", mhost[0] ? mhost : "0.0.0.0",
+                strchr(mhost, ':') ? "[" : "", mhost[0] ? mhost : DRV_METRICS_DEFAULT_HOST,
                 strchr(mhost, ':') ? "]" : "", port);
         o.metrics = m;
     }

@@ -501,7 +501,9 @@ int drv_metrics_serve(drv_metrics *m, const char *bind_addr, uint16_t port, uint
     memset(&sa6, 0, sizeof sa6);
     struct sockaddr *sa = (struct sockaddr *)&sa4;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD;
-    const char *addr = bind_addr ? bind_addr : "0.0.0.0";
+    /* Loopback unless told otherwise: metrics and health say what the cluster runs, and an
+     * operator must choose to show them beyond the node (deploy/drover.yaml does, for probes). */
+    const char *addr = bind_addr && *bind_addr ? bind_addr : DRV_METRICS_DEFAULT_HOST;
     if (inet_pton(AF_INET, addr, &sa4.sin_addr) == 1) {
         sa4.sin_family = AF_INET;
         sa4.sin_port = htons(port);

@@ -7,6 +7,8 @@ PKGS="build-essential cmake pkg-config libcmocka-dev libjansson-dev libyaml-dev 
 libcurl4-openssl-dev libmicrohttpd-dev libgnutls28-dev gnuplot-nox jq"
 # kubectl drives the test API server in the Kubernetes tests; Debian ships it as kubernetes-client.
 command -v kubectl >/dev/null 2>&1 || PKGS="$PKGS kubernetes-client"
+# `scripts/deps.sh fuzz` (make fuzz) also needs clang, for libFuzzer; nothing else does.
+[ "${1:-}" = fuzz ] && PKGS="$PKGS clang"
 
 missing=""
 for p in $PKGS; do

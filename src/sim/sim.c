@@ -835,7 +835,6 @@ int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_cata
         drv_sim_free(s);
         return drv_fail(d, rc, "cluster: %s", drv_strerror(rc));
     }
-    warn_never_run(c, w, s->capacity);
     /* Jobs, their pods and their simulator state live in released-as-they-finish arrays
      * (pages.h): memory follows the jobs not finished, plus one result row per job. */
     int64_t npods = 0;
@@ -889,6 +888,7 @@ int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_cata
             pod += js->role[r].max > js->role[r].replicas ? js->role[r].max : js->role[r].replicas;
         s->res[i] = (drv_jobresult){js->submit, -1, -1, 0, 0, 0, 0};
     }
+    warn_never_run(c, w, s->capacity); /* after the refusals: a refused run needs no warning */
     /* Job i's arrival has sequence number i; other events come after. Without a NaN
      * submission time (no order then) arrivals enter the heap one by one. */
     s->seq = (uint64_t)w->n;

@@ -82,10 +82,12 @@ static int num(row_ctx *r, int k, const char *field, double lo, double hi, bool 
 {
     char *end;
     errno = 0;
+    /* Decimal only: strtod alone also takes "0x10", "inf" and leading spaces. */
+    bool decimal = strspn(r->f[k], "0123456789.eE+-") == strlen(r->f[k]);
     double v = strtod(r->f[k], &end);
     char what[96];
     snprintf(what, sizeof what, "%s in [%g, %g]", whole ? "a whole number" : "a number", lo, hi);
-    if (errno || end == r->f[k] || *end || !isfinite(v) || v < lo || v > hi ||
+    if (!decimal || errno || end == r->f[k] || *end || !isfinite(v) || v < lo || v > hi ||
         (whole && v != floor(v)))
         return bad(r, k, field, what);
     *out = v;

@@ -684,6 +684,54 @@ static void test_out_dir_holding_an_input_is_refused(void **unused)
     rmdir(dir);
 }
 
+static char warned[2048];
+static void keep_log(enum drv_log_level lvl, const char *msg, void *arg)
+{
+    (void)arg;
+    if (lvl != DRV_LOG_WARN)
+        return;
+    strncat(warned, msg, sizeof warned - strlen(warned) - 2);
+    strcat(warned, "\n");
+}
+
+/* Jobs that will never run (submitted past the horizon, or needing more than the whole cluster
+ * at their smallest) were silently never run: each kind is warned about once, with a count. */
+static void test_never_run_jobs_are_warned(void **unused)
+{
+    (void)unused;
+    drv_cluster_spec c = {0};
+    assert_int_equal(drv_cluster_uniform(&c, 2, (drv_res){4000, 16LL << 30, 0}), 0);
+    c.timing.horizon = 1000;
+    drv_jobspec v[3];
+    memset(v, 0, sizeof v);
+    for (int i = 0; i < 3; i++) {
+        snprintf(v[i].name, sizeof v[i].name, "j%d", i);
+        v[i].model = 0;
+        v[i].target_loss = cat.v[0].target_loss;
+        v[i].role[DRV_ROLE_WORKER] = (drv_rolespec){1, 1, 1, {1000, 1LL << 30, 0}, 1000};
+    }
+    v[1].submit = 5000;                                                               /* late */
+    v[2].role[DRV_ROLE_WORKER] = (drv_rolespec){3, 3, 3, {4000, 1LL << 30, 0}, 4000}; /* 12 > 8 */
+    drv_workload w = {.jobs = v, .n = 3, .cap = 3};
+    drv_profile p;
+    drv_diag d;
+    assert_int_equal(drv_profile_builtin("gang-fifo", &p, &d), 0);
+    drv_sim_config cfg = {.seed = 1};
+    drv_sim *s = NULL;
+    warned[0] = 0;
+    drv_log_set(keep_log, NULL, DRV_LOG_WARN);
+    int rc = drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d);
+    drv_log_set(NULL, NULL, DRV_LOG_WARN);
+    assert_int_equal(rc, 0);
+    assert_string_equal(warned,
+                        "1 job(s) submitted after the horizon (1000 s) will not run, the first j1 "
+                        "at 5000 s\n"
+                        "1 job(s) need more than the whole cluster at their smallest and will not "
+                        "run, the first j2\n");
+    drv_sim_free(s);
+    drv_cluster_fini(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -692,6 +740,7 @@ int main(void)
         cmocka_unit_test(test_job_that_fits_nowhere_is_refused),
         cmocka_unit_test(test_huge_quantities_refused),
         cmocka_unit_test(test_generate_limit),
+        cmocka_unit_test(test_never_run_jobs_are_warned),
         cmocka_unit_test(test_out_dir_holding_an_input_is_refused),
         cmocka_unit_test(test_k8s_default_deadlocks_gang_does_not),
         cmocka_unit_test(test_single_job_matches_model),

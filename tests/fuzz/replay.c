@@ -69,7 +69,8 @@ static int replay_dir(const char *dir, int *count)
         names[n++] = strdup(e->d_name);
     }
     closedir(d);
-    qsort(names, n, sizeof *names, by_name);
+    if (n > 1)
+        qsort(names, n, sizeof *names, by_name);
     for (size_t i = 0; i < n; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);

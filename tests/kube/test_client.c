@@ -542,14 +542,15 @@ static void capture(enum drv_log_level lvl, const char *msg, void *arg)
     strcat(logged, "\n");
 }
 
-/* No token in any log line, at the most verbose level, through successes, errors, retries and
- * a connection refused: a sentinel token is looked for in everything logged. */
+/* No token or key in any log line, at every level up to the most verbose, through successes,
+ * errors, retries and a connection refused: a sentinel token is looked for in everything logged. */
 static void test_no_token_in_logs(void **state)
 {
     world *w = *state;
-    static const char sentinel[] = "SENTINEL-TOKEN-5b1f0c";
+    static const char sentinel[] = "SENTINEL-TOKEN-5b1f0c", key[] = "SENTINEL-KEY-93ad7e";
     drv_kube_config c = {.server = NULL,
                          .token = (char *)sentinel,
+                         .key_data = (char *)key,
                          .qps = 1000,
                          .burst = 1000,
                          .backoff_ms = 1,
@@ -585,6 +586,7 @@ static void test_no_token_in_logs(void **state)
     drv_log_set(NULL, NULL, DRV_LOG_WARN);
     assert_true(strlen(logged) > 0); /* the retries were logged: the check saw real lines */
     assert_null(strstr(logged, sentinel));
+    assert_null(strstr(logged, key));
 }
 
 int main(void)

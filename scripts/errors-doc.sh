@@ -23,6 +23,7 @@ function section(f) {
     if (f ~ /^t-/) return "Traces (`--trace`)"
     if (f ~ /^p-/) return "Policy profiles (`--profiles`)"
     if (f ~ /^k-/) return "Kubeconfig (`drover run`)"
+    if (f ~ /^m-/) return "Model catalogue (`--models`)"
     return "The command line"
 }
 /^#/ || NF < 5 { next }

@@ -16,6 +16,9 @@ extern const char drv_builtin_models_csv[]; /* generated from data/models.csv */
 static const char *const columns[] = {"name",  "kind",  "compute_s",   "model_mb", "beta0",
                                       "beta1", "beta2", "target_loss", "noise"};
 enum { NCOL = sizeof columns / sizeof columns[0] };
+/* Families a catalogue may hold: far above any real one (7 built in), and low enough that the
+ * scan for a duplicate name per row, and drv_catalogue_find per job, stay cheap. */
+enum { MAX_FAMILIES = 1000 };
 
 void drv_catalogue_fini(drv_catalogue *cat)
 {
@@ -126,6 +129,11 @@ int drv_catalogue_parse(drv_catalogue *cat, const char *name, const char *text, 
                 lineno, col[7], fam.target_loss, fam.beta2);
             break;
         }
+        if (out.n == MAX_FAMILIES) {
+            rc = drv_fail(d, DRV_ERANGE, "%s:%d: more than %d model families", name, lineno,
+                          MAX_FAMILIES);
+            break;
+        }
         if (drv_catalogue_find(&out, fam.name) >= 0) {
             rc = drv_fail(d, DRV_EEXIST, "%s:%d:1: name: '%s' is listed twice", name, lineno,
                           fam.name);
@@ -171,6 +179,12 @@ int drv_catalogue_load(drv_catalogue *cat, const char *path, drv_diag *d)
     size_t got = fread(buf, 1, (size_t)len, f);
     fclose(f);
     buf[got] = 0;
+    const char *nul = memchr(buf, 0, got); /* it would end the text there, silently */
+    if (nul) {
+        drv_free(buf);
+        return drv_fail(d, DRV_EPARSE, "%s: byte %zu: a NUL byte; expected text", path,
+                        (size_t)(nul - buf));
+    }
     int rc = drv_catalogue_parse(cat, path, buf, d);
     drv_free(buf);
     return rc;

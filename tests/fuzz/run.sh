@@ -9,7 +9,7 @@ build=$1
 secs=$2
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
-names=${*:-"conf cluster workload profile kubeconfig objects watch trace report"}
+names=${*:-"conf cluster workload profile kubeconfig objects watch trace report catalogue"}
 status=0
 for n in $names; do
     exe="$build/tests/fuzz/fuzz_$n"

@@ -309,14 +309,7 @@ int drv_trace_parse(drv_workload *w, const char *file, char *text, const drv_cat
         }
         rc = parse_row(&L, &r, &t.jobs[t.n]);
         L.row++;
-        if (rc == DRV_EPARSE && o->skip_bad) {
-            drv_log(DRV_LOG_WARN, "skipped: %s", d->msg);
-            nskip++;
-            rc = 0;
-            d->msg[0] = 0;
-            continue;
-        }
-        if (!rc) {
+        if (!rc) { /* a name twice is a bad row too (skipped with --on-bad-row skip) */
             int32_t before = drv_strtab_count(names);
             int32_t id = drv_strtab_intern(names, t.jobs[t.n].name);
             if (id < 0)
@@ -324,6 +317,13 @@ int drv_trace_parse(drv_workload *w, const char *file, char *text, const drv_cat
             else if (id < before)
                 rc = drv_fail(d, DRV_EPARSE, "%s:%d:1: row: job '%s' is in the trace twice", file,
                               line, t.jobs[t.n].name);
+        }
+        if (rc == DRV_EPARSE && o->skip_bad) {
+            drv_log(DRV_LOG_WARN, "skipped: %s", d->msg);
+            nskip++;
+            rc = 0;
+            d->msg[0] = 0;
+            continue;
         }
         if (!rc) {
             t.jobs[t.n].line = line;

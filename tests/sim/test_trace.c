@@ -300,6 +300,18 @@ static void test_lines_duplicates_nul(void **unused)
     assert_int_equal(drv_trace_parse(&w, "t.csv", dup, &cat, &o, NULL, &d), DRV_EPARSE);
     assert_string_equal(d.msg, "t.csv:5:1: row: job 'a' is in the trace twice");
     assert_int_equal(w.n, 0);
+    /* with --on-bad-row skip the second 'a' is skipped and counted like any bad row */
+    char dup2[] = "name,time,application,num_replicas,batch_size\n"
+                  "a,0,cifar10,1,128\nb,1,cifar10,1,128\na,2,cifar10,1,128\n";
+    drv_trace_opts skip = opts("auto", true);
+    int32_t skipped = 0;
+    drv_log_set(NULL, NULL, DRV_LOG_ERROR);
+    assert_int_equal(drv_trace_parse(&w, "t.csv", dup2, &cat, &skip, &skipped, &d), 0);
+    drv_log_set(NULL, NULL, DRV_LOG_WARN);
+    assert_int_equal(skipped, 1);
+    assert_int_equal(w.n, 2);
+    assert_true(w.jobs[1].submit == 1);
+    drv_workload_fini(&w);
     char ok[] = "name,time,application,num_replicas,batch_size\n\na,0,cifar10,1,128\n";
     assert_int_equal(drv_trace_parse(&w, "t.csv", ok, &cat, &o, NULL, &d), 0);
     assert_int_equal(w.n, 1);

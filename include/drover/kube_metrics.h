@@ -81,6 +81,14 @@ void drv_metrics_set_ready(drv_metrics *m, bool ready, const char *reason);
  * when already serving.
  */
 #define DRV_METRICS_DEFAULT_HOST "127.0.0.1"
+/*
+ * Parses a listen address "[HOST]:PORT" (":8080", "0.0.0.0:8080", "[::]:0") into host (the IP
+ * literal, brackets removed; DRV_METRICS_DEFAULT_HOST when HOST is empty: loopback unless every
+ * interface is asked for) and port. DRV_EINVAL, naming the text, when it is not of that form;
+ * the address itself is checked by drv_metrics_serve.
+ */
+int drv_metrics_parse_addr(const char *text, char *host, size_t hostcap, uint16_t *port,
+                           drv_diag *d);
 int drv_metrics_serve(drv_metrics *m, const char *bind_addr, uint16_t port, uint16_t *actual_port,
                       drv_diag *d);
 /* Stops serving (waits for requests in flight). No-op when not serving. */

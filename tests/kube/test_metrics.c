@@ -410,10 +410,38 @@ static void test_default_is_loopback_and_read_only(void **unused)
     drv_metrics_free(m);
 }
 
+/* Listen addresses: an empty host is loopback, brackets come off IPv6, bad forms are named. */
+static void test_parse_addr(void **unused)
+{
+    (void)unused;
+    char host[64];
+    uint16_t port = 1;
+    drv_diag d;
+    assert_int_equal(drv_metrics_parse_addr(":8080", host, sizeof host, &port, &d), 0);
+    assert_string_equal(host, "127.0.0.1");
+    assert_int_equal(port, 8080);
+    assert_int_equal(drv_metrics_parse_addr("0.0.0.0:0", host, sizeof host, &port, &d), 0);
+    assert_string_equal(host, "0.0.0.0");
+    assert_int_equal(port, 0);
+    assert_int_equal(drv_metrics_parse_addr("[::]:9090", host, sizeof host, &port, &d), 0);
+    assert_string_equal(host, "::");
+    assert_int_equal(port, 9090);
+    static const char *const bad[] = {"8080",   ":",       ":x",    ":-1", ":+80",
+                                      ":65536", "[::1:80", "a]:80", ":80 "};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        port = 7;
+        assert_int_equal(drv_metrics_parse_addr(bad[i], host, sizeof host, &port, &d), DRV_EINVAL);
+        assert_int_equal(port, 7);
+    }
+    assert_string_equal(d.msg, "expected [HOST]:PORT such as :8080, found ':80 '");
+    assert_int_equal(drv_metrics_parse_addr("1.2.3.4:80", host, 4, &port, &d), DRV_EINVAL);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_default_is_loopback_and_read_only),
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_parse_addr),
+                                       cmocka_unit_test(test_default_is_loopback_and_read_only),
                                        cmocka_unit_test(test_render),
                                        cmocka_unit_test(test_registration_errors),
                                        cmocka_unit_test(test_failing_allocations),

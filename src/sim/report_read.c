@@ -15,6 +15,7 @@
  * freed by drv_report_data_fini.
  */
 #include "drover/sim.h"
+#include "drover/strtab.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -411,14 +412,6 @@ static int load_timeline(drv_report_run *run, const char *path, drv_diag *d)
     return rc < 0 ? rc : 0;
 }
 
-static int find_name(char **v, int32_t n, const char *s)
-{
-    for (int32_t i = 0; i < n; i++)
-        if (strcmp(v[i], s) == 0)
-            return i;
-    return -1;
-}
-
 /* A job name and its row, for finding a placement's job by binary search. */
 typedef struct named {
     const char *name;
@@ -430,24 +423,58 @@ static int cmp_named(const void *a, const void *b)
     return strcmp(((const named *)a)->name, ((const named *)b)->name);
 }
 
+static int cmp_named_natural(const void *a, const void *b)
+{
+    return cmp_natural(&((const named *)a)->name, &((const named *)b)->name);
+}
+
+/* Sorts run's node names naturally and renumbers the placements to match: O(n log n). */
+static int sort_nodes(drv_report_run *run, drv_diag *d)
+{
+    named *order = drv_malloc(sizeof *order * (size_t)(run->nnodes + 1));
+    int32_t *map = drv_malloc(sizeof *map * (size_t)(run->nnodes + 1));
+    if (!order || !map) {
+        drv_free(order);
+        drv_free(map);
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    }
+    for (int32_t i = 0; i < run->nnodes; i++)
+        order[i] = (named){run->nodes[i], i};
+    qsort(order, (size_t)run->nnodes, sizeof *order, cmp_named_natural);
+    for (int32_t i = 0; i < run->nnodes; i++) {
+        map[order[i].idx] = i;
+        run->nodes[i] = (char *)order[i].name; /* the same strings, in sorted order */
+    }
+    for (int32_t i = 0; i < run->npl; i++)
+        run->pl[i].node = map[run->pl[i].node];
+    drv_free(order);
+    drv_free(map);
+    return 0;
+}
+
 /*
  * Placement rows name jobs of the jobs file (found by binary search in a sorted copy) and nodes
- * (found by a linear scan: clusters have far fewer nodes than a trace has jobs); the nodes are
- * collected, then sorted.
+ * (found in a strtab: a run may have 10^5 nodes, and a scan per row was quadratic); the nodes
+ * are collected, then sorted.
  */
 static int load_placements(drv_report_run *run, char **jobs, const char *path, drv_diag *d)
 {
     static const char *const want[] = {"job", "node", "start_s", "end_s"};
     drv_csv c;
     named *byname = drv_malloc(sizeof *byname * (size_t)(run->jobs + 1));
-    if (!byname)
+    drv_strtab *ids = drv_strtab_new(); /* node name -> 1 + its index in run->nodes */
+    if (!byname || !ids) {
+        drv_free(byname);
+        drv_strtab_free(ids);
         return drv_fail(d, DRV_ENOMEM, "out of memory");
+    }
     for (int32_t i = 0; i < run->jobs; i++)
         byname[i] = (named){jobs[i], i};
     qsort(byname, (size_t)run->jobs, sizeof *byname, cmp_named);
     int rc = drv_csv_open(&c, path, want, 4, d);
     if (rc) {
         drv_free(byname);
+        drv_strtab_free(ids);
         if (rc != DRV_ENOENT)
             return rc;
         d->msg[0] = 0;
@@ -469,14 +496,19 @@ static int load_placements(drv_report_run *run, char **jobs, const char *path, d
             break;
         }
         const char *node = drv_csv_get(&c, 1);
-        int k = find_name(run->nodes, run->nnodes, node);
+        if (!*node) {
+            rc = drv_fail(d, DRV_EPARSE, "%s:%d: node: expected a node name", c.path, c.line);
+            break;
+        }
+        int32_t k = drv_strtab_find(ids, node) - 1;
         if (k < 0) {
-            if (!*node) {
-                rc = drv_fail(d, DRV_EPARSE, "%s:%d: node: expected a node name", c.path, c.line);
-                break;
-            }
             if (drv_grow(&run->nodes, sizeof *run->nodes, &capn, run->nnodes + 1) != 0 ||
                 !(run->nodes[run->nnodes] = drv_strdup(node))) {
+                rc = drv_fail(d, DRV_ENOMEM, "out of memory");
+                break;
+            }
+            if (drv_strtab_intern(ids, node) != run->nnodes + 1) {
+                drv_free(run->nodes[run->nnodes]);
                 rc = drv_fail(d, DRV_ENOMEM, "out of memory");
                 break;
             }
@@ -490,28 +522,10 @@ static int load_placements(drv_report_run *run, char **jobs, const char *path, d
     }
     drv_csv_close(&c);
     drv_free(byname);
+    drv_strtab_free(ids);
     if (rc < 0)
         return rc;
-    /* Sort the node names and renumber the placements to match. */
-    char **sorted = drv_malloc(sizeof *sorted * (size_t)(run->nnodes + 1));
-    int32_t *map = drv_malloc(sizeof *map * (size_t)(run->nnodes + 1));
-    if (!sorted || !map) {
-        drv_free(sorted);
-        drv_free(map);
-        return drv_fail(d, DRV_ENOMEM, "out of memory");
-    }
-    if (run->nnodes > 0)
-        memcpy(sorted, run->nodes, sizeof *sorted * (size_t)run->nnodes);
-    qsort(sorted, (size_t)run->nnodes, sizeof *sorted, cmp_natural);
-    for (int32_t i = 0; i < run->nnodes; i++)
-        map[i] = find_name(sorted, run->nnodes, run->nodes[i]);
-    for (int32_t i = 0; i < run->npl; i++)
-        run->pl[i].node = map[run->pl[i].node];
-    if (run->nnodes > 0)
-        memcpy(run->nodes, sorted, sizeof *sorted * (size_t)run->nnodes);
-    drv_free(sorted);
-    drv_free(map);
-    return 0;
+    return sort_nodes(run, d);
 }
 
 int drv_report_load(drv_report_data *r, const char *dir, drv_diag *d)

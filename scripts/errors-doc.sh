@@ -24,6 +24,7 @@ function section(f) {
     if (f ~ /^p-/) return "Policy profiles (`--profiles`)"
     if (f ~ /^k-/) return "Kubeconfig (`drover run`)"
     if (f ~ /^m-/) return "Model catalogue (`--models`)"
+    if (f ~ /^r-/) return "Report directories (`drover report`)"
     return "The command line"
 }
 /^#/ || NF < 5 { next }

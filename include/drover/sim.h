@@ -53,6 +53,7 @@ typedef struct drv_jobspec {
     double batch;       /* total batch size of a calibrated job */
     double batch_min, batch_max; /* the range a policy may choose its batch in (DRV_BATCH);
                                     0, 0: the batch is fixed */
+    int32_t line; /* its line in the file it was read from, for messages; 0: generated */
 } drv_jobspec;
 
 typedef struct drv_workload {
@@ -79,6 +80,10 @@ int drv_workload_generate(drv_workload *w, const drv_genparams *g, const drv_cat
                           drv_diag *d);
 int drv_workload_load(drv_workload *w, const char *path, const drv_catalogue *cat, uint64_t seed,
                       drv_diag *d);
+/* DRV_EINVAL, naming it, when one of the n input files (NULL entries skipped) lies directly in
+ * the output directory out under a name a run writes there (outdir.c lists them), so the run
+ * would overwrite its own input. 0 when out is NULL or does not exist yet. */
+int drv_sim_check_out(const char *out, const char *const *inputs, int n, drv_diag *d);
 void drv_workload_fini(drv_workload *w);
 
 /* ---- a run -------------------------------------------------------------------------------- */
@@ -107,6 +112,8 @@ typedef struct drv_sim_config {
                                  the simulator reads no clock, the callback may */
     void *progress_arg;
     const struct drv_calib *calib; /* measured profiles for jobs with calib_app (may be NULL) */
+    const char *workload_file;     /* the file the jobs were read from, named with their line in
+                                      messages about a job (borrowed; NULL: none) */
 } drv_sim_config;
 
 /* One interval during which a pod was bound to a node (the placement log). */

@@ -91,8 +91,9 @@ static const cli_flag run_flags[] = {
      AT(maddr),
      .arg = "A",
      .help = "serve Prometheus metrics on /metrics and health on /healthz and\n"
-             "/readyz at A = [HOST]:PORT (\":8080\", \"127.0.0.1:0\" for any free\n"
-             "port, \"[::]:8080\"); off by default"},
+             "/readyz at A = [HOST]:PORT; without HOST only on loopback\n"
+             "(\":8080\" is 127.0.0.1:8080; \"0.0.0.0:8080\" or \"[::]:8080\" for\n"
+             "every interface, \":0\" for any free port); off by default"},
     {.name = "verbose",
      .short_name = 'v',
      .kind = FLAG_SWITCH,
@@ -121,7 +122,7 @@ const cli_command run_command = {
 /* What the flags say, checked and split: the Lease's namespace and name, the metrics address. */
 typedef struct run_plan {
     char lease_ns[254], lease_name[254];
-    char mhost[64]; /* empty: every address */
+    char mhost[64]; /* empty: loopback (DRV_METRICS_DEFAULT_HOST) */
     long mport;     /* -1: no metrics */
 } run_plan;
 
@@ -151,23 +152,13 @@ static int split_lease(const char *lease, run_plan *p)
 /* --metrics-addr [HOST]:PORT into the plan; -1 with a message when it is not that. */
 static int split_metrics_addr(const char *maddr, run_plan *p)
 {
-    const char *colon = strrchr(maddr, ':');
-    char *end = NULL;
-    if (colon)
-        p->mport = strtol(colon + 1, &end, 10);
-    size_t hl = colon ? (size_t)(colon - maddr) : 0;
-    const char *h = maddr;
-    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') { /* [IPv6]:port */
-        h++;
-        hl -= 2;
-    }
-    if (!colon || !colon[1] || *end || p->mport < 0 || p->mport > 65535 || hl >= sizeof p->mhost) {
-        fprintf(stderr,
-                "drover run: --metrics-addr: expected [HOST]:PORT such as :8080, found '%s'\n",
-                maddr);
+    drv_diag d = {{0}};
+    uint16_t port;
+    if (drv_metrics_parse_addr(maddr, p->mhost, sizeof p->mhost, &port, &d) != 0) {
+        fprintf(stderr, "drover run: --metrics-addr: %s\n", d.msg);
         return -1;
     }
-    snprintf(p->mhost, sizeof p->mhost, "%.*s", (int)hl, h);
+    p->mport = port;
     return 0;
 }
 
@@ -223,7 +214,7 @@ static int start_metrics(const run_opts *o, const run_plan *p, drv_metrics **m)
     }
     bool v6 = strchr(p->mhost, ':') != NULL;
     fprintf(stderr, "drover run: metrics on http://%s%s%s:%u/metrics\n", v6 ? "[" : "",
-            p->mhost[0] ? p->mhost : "0.0.0.0", v6 ? "]" : "", port);
+            p->mhost[0] ? p->mhost : DRV_METRICS_DEFAULT_HOST, v6 ? "]" : "", port);
     return 0;
 }
 

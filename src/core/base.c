@@ -57,6 +57,11 @@ void drv_alloc_fail_at(long nth)
     fail_countdown = nth;
 }
 
+long drv_alloc_fail_pending(void)
+{
+    return fail_countdown;
+}
+
 static bool should_fail(void)
 {
     if (fail_countdown <= 0)

@@ -43,7 +43,7 @@ int drv_file_read(const char *path, char **text, size_t *len, drv_diag *d)
     if (nul) {
         size_t at = (size_t)(nul - buf);
         drv_free(buf);
-        return drv_fail(d, DRV_EPARSE, "%s: byte %zu: a NUL byte, expected text", path, at);
+        return drv_fail(d, DRV_EPARSE, "%s: byte %zu: a NUL byte; expected text", path, at);
     }
     buf[n] = 0;
     *text = buf;

@@ -730,6 +730,79 @@ static int run_cycle(drv_sim *s, drv_diag *d)
 
 /* ---- lifecycle ---------------------------------------------------------------------------- */
 
+/* a + b, saturating at INT64_MAX: a cluster's capacity must not wrap to a negative sum (memory
+ * 5e18 on two nodes did, and no job was ever admitted). Parsers bound each quantity too. */
+static int64_t add_sat(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+static drv_res res_add_sat(drv_res a, drv_res b)
+{
+    return (drv_res){add_sat(a.cpu, b.cpu), add_sat(a.mem, b.mem), add_sat(a.gpu, b.gpu)};
+}
+
+/* "cpu 4, memory 8Gi, gpu 0": CPU in cores (or m), memory in Gi or Mi as people write it. */
+static const char *res_text(drv_res r, char *buf, size_t n)
+{
+    char cpu[32], mem[32];
+    if (r.cpu % 1000 == 0)
+        snprintf(cpu, sizeof cpu, "%lld", (long long)(r.cpu / 1000));
+    else
+        snprintf(cpu, sizeof cpu, "%lldm", (long long)r.cpu);
+    if (r.mem >= (1LL << 30))
+        snprintf(mem, sizeof mem, "%.4gGi", (double)r.mem / (1LL << 30));
+    else if (r.mem >= (1LL << 20))
+        snprintf(mem, sizeof mem, "%.4gMi", (double)r.mem / (1LL << 20));
+    else
+        snprintf(mem, sizeof mem, "%lld", (long long)r.mem);
+    snprintf(buf, n, "cpu %s, memory %s, gpu %lld", cpu, mem, (long long)r.gpu);
+    return buf;
+}
+
+/* Prefixes d's message with where job js came from: "w.yaml:12: job a: " (or "job a: " for a
+ * generated job) and returns DRV_EINVAL. */
+static int job_fail(const char *file, const drv_jobspec *js, drv_diag *d)
+{
+    char what[sizeof d->msg];
+    snprintf(what, sizeof what, "%s", d->msg);
+    if (file && js->line > 0)
+        return drv_fail(d, DRV_EINVAL, "%s:%d: job %s: %s", file, js->line, js->name, what);
+    return drv_fail(d, DRV_EINVAL, "job %s: %s", js->name, what);
+}
+
+/* Jobs that will never run are not errors of the input (a trace may run past a short horizon,
+ * or hold a job bigger than the cluster under study), but a silent non-run reads as a
+ * scheduling result: warn once per kind, with the count and the first such job. */
+static void warn_never_run(const drv_cluster_spec *c, const drv_workload *w, drv_res capacity)
+{
+    int32_t late = 0, big = 0, first_late = -1, first_big = -1;
+    for (int32_t i = 0; i < w->n; i++) {
+        const drv_jobspec *js = &w->jobs[i];
+        if (js->submit > c->timing.horizon && late++ == 0)
+            first_late = i;
+        drv_res need = {0, 0, 0};
+        for (int r = 0; r < DRV_NROLES; r++) {
+            int64_t k =
+                js->role[r].min < js->role[r].replicas ? js->role[r].min : js->role[r].replicas;
+            need = res_add_sat(need, drv_res_scale(js->role[r].req, k));
+        }
+        if (!drv_res_fits(need, capacity) && big++ == 0)
+            first_big = i;
+    }
+    if (late)
+        drv_log(DRV_LOG_WARN,
+                "%d job(s) submitted after the horizon (%.0f s) will not run, the first %s at "
+                "%.0f s",
+                late, c->timing.horizon, w->jobs[first_late].name, w->jobs[first_late].submit);
+    if (big)
+        drv_log(DRV_LOG_WARN,
+                "%d job(s) need more than the whole cluster at their smallest and will not run, "
+                "the first %s",
+                big, w->jobs[first_big].name);
+}
+
 int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_catalogue *cat,
                 const drv_profile *prof, const drv_sim_config *cfg, drv_sim **out, drv_diag *d)
 {
@@ -750,7 +823,7 @@ int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_cata
     for (int32_t i = 0; i < c->n && !rc; i++) {
         rc = drv_state_add_node(&s->st, c->nodes[i].name, c->nodes[i].alloc, c->nodes[i].zone,
                                 c->nodes[i].rack, NULL);
-        s->capacity = drv_res_add(s->capacity, c->nodes[i].alloc);
+        s->capacity = res_add_sat(s->capacity, c->nodes[i].alloc);
         if (c->nodes[i].alloc.cpu > biggest.cpu)
             biggest.cpu = c->nodes[i].alloc.cpu;
         if (c->nodes[i].alloc.mem > biggest.mem)
@@ -792,12 +865,12 @@ int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_cata
         for (int r = 0; r < DRV_NROLES; r++) {
             const drv_res *q = &js->role[r].req;
             if (js->role[r].max > 0 && !drv_res_fits(*q, biggest)) {
+                char podres[96], big[96];
+                drv_fail(d, DRV_EINVAL, "%s pod (%s) fits on no node of the cluster (largest: %s)",
+                         drv_role_name(r), res_text(*q, podres, sizeof podres),
+                         res_text(biggest, big, sizeof big));
                 drv_sim_free(s);
-                return drv_fail(d, DRV_EINVAL,
-                                "job %s: a %s pod (cpu %lldm, memory %lld, gpu %lld) fits on no "
-                                "node of the cluster",
-                                js->name, drv_role_name(r), (long long)q->cpu, (long long)q->mem,
-                                (long long)q->gpu);
+                return job_fail(cfg->workload_file, js, d);
             }
         }
         /* Names are interned in workload order, as before jobs entered the state at their
@@ -815,6 +888,7 @@ int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_cata
             pod += js->role[r].max > js->role[r].replicas ? js->role[r].max : js->role[r].replicas;
         s->res[i] = (drv_jobresult){js->submit, -1, -1, 0, 0, 0, 0};
     }
+    warn_never_run(c, w, s->capacity); /* after the refusals: a refused run needs no warning */
     /* Job i's arrival has sequence number i; other events come after. Without a NaN
      * submission time (no order then) arrivals enter the heap one by one. */
     s->seq = (uint64_t)w->n;

@@ -8,12 +8,30 @@
  */
 #include "drover/conf.h"
 #include "drover/sim.h"
+#include "drover/strtab.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #define GiB (1024LL * 1024 * 1024)
+
+/* Bounds on what a small file may ask for. Nodes: Kubernetes is tested to 5,000; 10^5 in all
+ * (count included). Generated jobs: `generate: {jobs: N}` costs ~330 bytes per job before the
+ * run and more during it; 10^5 is ~33 MB (10^7 asked 3.3 GB of a 45-byte file). */
+#define MAX_NODES 100000
+#define DEF_GENERATE_JOBS 60
+#define MAX_GENERATE_JOBS 100000
+
+/* 1 when name was added to names before, 0 when it is new, DRV_ENOMEM. A hash lookup, so n
+ * names cost O(n): `count: 100000` took 38 s with a scan of the earlier names per name. The
+ * empty string is in every strtab; callers never pass it. */
+static int name_seen(drv_strtab *names, const char *name)
+{
+    int32_t before = drv_strtab_count(names);
+    int32_t id = drv_strtab_intern(names, name);
+    return id < 0 ? DRV_ENOMEM : id < before;
+}
 
 /* ---- cluster ------------------------------------------------------------------------------ */
 
@@ -131,10 +149,14 @@ int drv_cluster_load(drv_cluster_spec *out, const char *path, drv_diag *d)
     memset(&c, 0, sizeof c);
     net_default(&c.net);
     timing_default(&c.timing);
-    int rc = drv_conf_load_file(&doc, path, d);
-    if (rc)
+    drv_strtab *names = drv_strtab_new();
+    int rc = names ? drv_conf_load_file(&doc, path, d) : drv_fail(d, DRV_ENOMEM, "out of memory");
+    if (rc) {
+        drv_strtab_free(names);
         return rc;
+    }
     char p[128];
+    double total_cpu = 0, total_mem = 0;
     if ((rc = drv_conf_expect(&doc, doc.root, DRV_CONF_MAP, "top level", d)) != 0)
         goto out;
     drv_conf *nodes = drv_conf_get(doc.root, "nodes");
@@ -161,7 +183,7 @@ int drv_cluster_load(drv_cluster_spec *out, const char *path, drv_diag *d)
         if ((rc = copy_name(&doc, f, p, name, sizeof name, d)) != 0)
             goto out;
         snprintf(p, sizeof p, "nodes[%d].count", i);
-        OPT(drv_conf_int, n, "count", p, 1, 100000, &count, d);
+        OPT(drv_conf_int, n, "count", p, 1, MAX_NODES, &count, d);
         snprintf(p, sizeof p, "nodes[%d]", i);
         if ((rc = read_resources(&doc, n, p, &cpu, &mem, &gpu, d)) != 0)
             goto out;
@@ -183,18 +205,28 @@ int drv_cluster_load(drv_cluster_spec *out, const char *path, drv_diag *d)
         snprintf(p, sizeof p, "nodes[%d]", i);
         if ((rc = drv_conf_check_unused(&doc, n, p, d)) != 0)
             goto out;
+        total_cpu += (double)cpu * (double)count;
+        total_mem += (double)mem * (double)count;
+        if (c.n + count > MAX_NODES || total_cpu > (double)DRV_MAX_TOTAL ||
+            total_mem > (double)DRV_MAX_TOTAL) {
+            rc = drv_fail(d, DRV_ERANGE,
+                          "%s:%d: %s: the cluster grows past %d nodes or %lldTi of memory in all",
+                          path, n->line, p, MAX_NODES, DRV_MAX_TOTAL >> 40);
+            goto out;
+        }
         for (int64_t k = 0; k < count; k++) {
             char full[64];
             if (count > 1)
                 snprintf(full, sizeof full, "%s-%lld", name, (long long)k);
             else
                 snprintf(full, sizeof full, "%s", name);
-            for (int32_t m = 0; m < c.n; m++)
-                if (strcmp(c.nodes[m].name, full) == 0) {
-                    rc = drv_fail(d, DRV_EEXIST, "%s:%d: nodes[%d].name: node '%s' defined twice",
-                                  path, n->line, i, full);
-                    goto out;
-                }
+            if ((rc = name_seen(names, full)) != 0) {
+                rc = rc < 0
+                         ? drv_fail(d, rc, "%s: out of memory", path)
+                         : drv_fail(d, DRV_EEXIST, "%s:%d: nodes[%d].name: node '%s' defined twice",
+                                    path, n->line, i, full);
+                goto out;
+            }
             if (add_nodespec(&c, full, zone, rack, (drv_res){cpu, mem, gpu}) != 0) {
                 rc = drv_fail(d, DRV_ENOMEM, "%s: out of memory", path);
                 goto out;
@@ -229,6 +261,7 @@ int drv_cluster_load(drv_cluster_spec *out, const char *path, drv_diag *d)
     if (c.n == 0)
         rc = drv_fail(d, DRV_EINVAL, "%s:%d: nodes: the list is empty", path, nodes->line);
 out:
+    drv_strtab_free(names);
     drv_conf_doc_fini(&doc);
     if (rc) {
         drv_cluster_fini(&c);
@@ -257,7 +290,7 @@ static int push_job(drv_workload *w, const drv_jobspec *j)
 
 void drv_genparams_default(drv_genparams *g, uint64_t seed)
 {
-    g->jobs = 60;
+    g->jobs = DEF_GENERATE_JOBS;
     g->mean_interarrival = 60.0;
     g->seed = seed;
 }
@@ -360,9 +393,12 @@ int drv_workload_load(drv_workload *out, const char *path, const drv_catalogue *
 {
     drv_conf_doc doc = {0};
     drv_workload w = {0};
-    int rc = drv_conf_load_file(&doc, path, d);
-    if (rc)
+    drv_strtab *names = drv_strtab_new();
+    int rc = names ? drv_conf_load_file(&doc, path, d) : drv_fail(d, DRV_ENOMEM, "out of memory");
+    if (rc) {
+        drv_strtab_free(names);
         return rc;
+    }
     char p[128];
     if ((rc = drv_conf_expect(&doc, doc.root, DRV_CONF_MAP, "top level", d)) != 0)
         goto out;
@@ -390,12 +426,13 @@ int drv_workload_load(drv_workload *out, const char *path, const drv_catalogue *
             }
             if ((rc = copy_name(&doc, f, p, j.name, sizeof j.name, d)) != 0)
                 goto out;
-            for (int32_t k = 0; k < w.n; k++)
-                if (strcmp(w.jobs[k].name, j.name) == 0) {
-                    rc = drv_fail(d, DRV_EEXIST, "%s:%d: %s: job '%s' defined twice", path, f->line,
-                                  p, j.name);
-                    goto out;
-                }
+            if ((rc = name_seen(names, j.name)) != 0) {
+                rc = rc < 0 ? drv_fail(d, rc, "%s: out of memory", path)
+                            : drv_fail(d, DRV_EEXIST, "%s:%d: %s: job '%s' defined twice", path,
+                                       f->line, p, j.name);
+                goto out;
+            }
+            j.line = jn->line;
             snprintf(j.user, sizeof j.user, "default");
             snprintf(j.queue, sizeof j.queue, "default");
             if ((f = drv_conf_get(jn, "user"))) {
@@ -486,7 +523,7 @@ int drv_workload_load(drv_workload *out, const char *path, const drv_catalogue *
         int64_t n = g.jobs, s = (int64_t)(seed & 0x7fffffffffffffffULL);
         if ((rc = drv_conf_expect(&doc, gen, DRV_CONF_MAP, "generate", d)) != 0)
             goto out;
-        OPT(drv_conf_int, gen, "jobs", "generate.jobs", 1, 10000000, &n, d);
+        OPT(drv_conf_int, gen, "jobs", "generate.jobs", 1, MAX_GENERATE_JOBS, &n, d);
         OPT(drv_conf_double, gen, "meanInterarrival", "generate.meanInterarrival", 0, 1e9,
             &g.mean_interarrival, d);
         OPT(drv_conf_int, gen, "seed", "generate.seed", 0, INT64_MAX, &s, d);
@@ -500,6 +537,7 @@ int drv_workload_load(drv_workload *out, const char *path, const drv_catalogue *
     if ((rc = drv_conf_check_unused(&doc, doc.root, "top level", d)) != 0)
         goto out;
 out:
+    drv_strtab_free(names);
     drv_conf_doc_fini(&doc);
     if (rc) {
         drv_workload_fini(&w);

@@ -400,16 +400,11 @@ static int cmp_want(const void *pa, const void *pb)
     return (a->id > b->id) - (a->id < b->id);
 }
 
-static void pass(drv_ctx *c, goodput *g)
+/* 1. The goodput tables: per model of this calibration, for this cluster's GPUs per node
+ * (rebuilt when either changes). False when there are none to plan with. */
+static bool ready_tables(const drv_ctx *c, goodput *g, const drv_calib *calib)
 {
     const drv_state *st = drv_ctx_state(c);
-    const drv_calib *calib = drv_ctx_snap(c)->calib;
-    if (!calib || g->ran == drv_ctx_cycle(c) + 1)
-        return;
-    g->ran = drv_ctx_cycle(c) + 1;
-    if (st->nlive_adaptive == 0)
-        return;
-    /* tables: per model of this calibration, for this cluster's GPUs per node */
     int32_t per = 0;
     for (int32_t nd = 0; nd < st->nnodes; nd++)
         if (st->nodes[nd].alloc.gpu > per)
@@ -418,29 +413,33 @@ static void pass(drv_ctx *c, goodput *g)
         drop_tables(g);
         g->tab = drv_calloc((size_t)calib->n + 1, sizeof *g->tab);
         if (!g->tab)
-            return;
+            return false;
         g->ntab = calib->n;
         g->calib = calib;
         g->gpn = per;
     }
-    if (per <= 0)
-        return;
-    drv_arena *ar = drv_ctx_arena(c);
-    gjob *v = drv_arena_alloc(ar, sizeof *v * ((size_t)st->nlive + 1));
-    if (!v)
-        return;
+    return per > 0;
+}
+
+/* Our jobs (live, batch-adaptive, one GPU per worker, runnable on their minimum) into v, with
+ * their epoch, LAS level, GPUs held and bounds; *gpus receives our GPUs (free ones plus those
+ * our jobs hold). Returns how many, or -1 when g->seen cannot grow. */
+static int32_t our_jobs(const drv_ctx *c, goodput *g, const drv_calib *calib, gjob *v,
+                        int64_t *gpus)
+{
+    const drv_state *st = drv_ctx_state(c);
     if (st->njobs > g->cap_seen) {
         int32_t old = g->cap_seen;
         if (drv_grow(&g->seen, sizeof *g->seen, &g->cap_seen, st->njobs) != 0)
-            return;
+            return -1;
         for (int32_t k = old; k < g->cap_seen; k++)
             g->seen[k] = (struct seen){-1, -1, -1, 0, 0};
     }
     int32_t n = 0;
-    int64_t gpus = 0; /* ours: free, plus held by our jobs */
+    *gpus = 0;
     for (int32_t nd = 0; nd < st->nnodes; nd++)
         if (st->nodes[nd].schedulable)
-            gpus += drv_ctx_free(c, nd).gpu;
+            *gpus += drv_ctx_free(c, nd).gpu;
     DRV_FOR_LIVE(st, i)
     {
         const drv_job *j = &st->jobs[i];
@@ -468,12 +467,18 @@ static void pass(drv_ctx *c, goodput *g)
         x.base = table_goodput(g, j, x.minw, x.epoch, NULL);
         if (x.base <= 0 || x.nmax < x.minw)
             continue; /* no batch in its range runs on its minimum: it waits (none in traces) */
-        gpus += x.have;
+        *gpus += x.have;
         v[n++] = x;
     }
-    if (n == 0)
-        return;
-    qsort(v, (size_t)n, sizeof *v, cmp_order);
+    return n;
+}
+
+/* 3. Allocation over v (in LAS order): each job's minimum while GPUs are left, then
+ * repeatedly the job and count whose extra GPUs raise the utility most per GPU, while it
+ * rises. Sets v[i].want. 0, or DRV_ENOMEM from the arena. */
+static int allocate(goodput *g, drv_ctx *c, gjob *v, int32_t n, int64_t gpus)
+{
+    const drv_state *st = drv_ctx_state(c);
     /* 3a. its minimum (one worker) each, in LAS order */
     for (int32_t i = 0; i < n; i++)
         if (gpus >= v[i].minw) {
@@ -483,9 +488,9 @@ static void pass(drv_ctx *c, goodput *g)
     /* 3b. then the largest rise in utility per GPU */
     for (int32_t i = 0; i < n; i++) {
         gjob *x = &v[i];
-        x->u = drv_arena_alloc(ar, sizeof *x->u * ((size_t)x->nmax + 1));
+        x->u = drv_arena_alloc(drv_ctx_arena(c), sizeof *x->u * ((size_t)x->nmax + 1));
         if (!x->u)
-            return;
+            return DRV_ENOMEM;
         for (int32_t k = x->minw; k <= x->nmax; k++)
             x->u[k] = value(g, st, x, k);
     }
@@ -511,51 +516,89 @@ static void pass(drv_ctx *c, goodput *g)
         v[best].want += bestk;
         gpus -= bestk;
     }
-    /* 4. apply: release first, then place the changed jobs, largest first */
+    return 0;
+}
+
+/* 4a. Releases every job whose count changed (or that waits): its pods evicted, its wanted
+ * workers set. 0 or an error from the decision list. */
+static int release(drv_ctx *c, gjob *v, int32_t n)
+{
+    const drv_state *st = drv_ctx_state(c);
     for (int32_t i = 0; i < n; i++) {
         gjob *x = &v[i];
         const drv_job *j = &st->jobs[x->id];
         bool same = x->running && x->want == x->have && drv_ctx_workers(c, x->id) == x->want;
         if (same)
             continue;
-        for (int32_t k = 0; x->have > 0 && k < j->pod_count; k++)
-            if (drv_ctx_evict(c, j->pod_base + k,
-                              x->want == 0 ? DRV_REASON_PREEMPT : DRV_REASON_SHRINK) != 0)
-                return;
+        for (int32_t k = 0; x->have > 0 && k < j->pod_count; k++) {
+            int rc = drv_ctx_evict(c, j->pod_base + k,
+                                   x->want == 0 ? DRV_REASON_PREEMPT : DRV_REASON_SHRINK);
+            if (rc)
+                return rc;
+        }
         x->have = 0;
-        if (x->want > 0 && drv_ctx_scale(c, x->id, x->want) != 0)
-            return;
+        int rc = x->want > 0 ? drv_ctx_scale(c, x->id, x->want) : 0;
+        if (rc)
+            return rc;
     }
+    return 0;
+}
+
+/* The batch to give job x, or 0 for none: where a released job got placed, its best batch
+ * there; a job that kept its GPUs, its best batch only when that raises its goodput by the
+ * fraction `rebatch` (checked once per epoch, placement and batch). < 0 on error. */
+static double batch_for(drv_ctx *c, goodput *g, gjob *x)
+{
+    const drv_job *j = &drv_ctx_state(c)->jobs[x->id];
+    double gp = 0, b;
+    if (x->have == 0) {
+        int rc = place(c, x->id);
+        if (rc <= 0)
+            return rc;
+        return best_here(g, c, x, &gp);
+    }
+    struct seen *was = &g->seen[x->id];
+    if (x->epoch == was->epoch && j->restarts == was->restarts && x->have == was->have &&
+        j->batch == was->batch)
+        return 0; /* checked on this epoch, placement and batch already: no gain */
+    was->epoch = x->epoch;
+    was->restarts = j->restarts;
+    was->have = x->have;
+    was->batch = j->batch;
+    b = best_here(g, c, x, &gp);
+    int32_t gpn[MAXNODES], nn = placement(c, x->id, gpn);
+    double cur = drv_calib_goodput(g->calib, j->calib_app - 1, gpn, nn, j->batch, x->epoch);
+    return gp > cur * (1 + g->rebatch) ? b : 0;
+}
+
+static void pass(drv_ctx *c, goodput *g)
+{
+    const drv_state *st = drv_ctx_state(c);
+    const drv_calib *calib = drv_ctx_snap(c)->calib;
+    if (!calib || g->ran == drv_ctx_cycle(c) + 1)
+        return;
+    g->ran = drv_ctx_cycle(c) + 1;
+    if (st->nlive_adaptive == 0 || !ready_tables(c, g, calib))
+        return;
+    gjob *v = drv_arena_alloc(drv_ctx_arena(c), sizeof *v * ((size_t)st->nlive + 1));
+    int64_t gpus;
+    int32_t n = v ? our_jobs(c, g, calib, v, &gpus) : -1;
+    if (n <= 0)
+        return;
+    qsort(v, (size_t)n, sizeof *v, cmp_order); /* 2. LAS order */
+    if (allocate(g, c, v, n, gpus) != 0)
+        return;
+    /* 4. apply: release first, then place the changed jobs, largest first, and set batches */
+    if (release(c, v, n) != 0)
+        return;
     qsort(v, (size_t)n, sizeof *v, cmp_want);
     for (int32_t i = 0; i < n; i++) {
-        gjob *x = &v[i];
-        if (x->want == 0)
+        if (v[i].want == 0)
             continue;
-        const drv_job *j = &st->jobs[x->id];
-        double gp = 0, b;
-        if (x->have == 0) {
-            int rc = place(c, x->id);
-            if (rc < 0)
-                return;
-            if (rc == 0)
-                continue;
-            b = best_here(g, c, x, &gp);
-        } else {
-            struct seen *was = &g->seen[x->id];
-            if (x->epoch == was->epoch && j->restarts == was->restarts && x->have == was->have &&
-                j->batch == was->batch)
-                continue; /* checked on this epoch, placement and batch already: no gain */
-            was->epoch = x->epoch;
-            was->restarts = j->restarts;
-            was->have = x->have;
-            was->batch = j->batch;
-            b = best_here(g, c, x, &gp);
-            int32_t gpn[MAXNODES], nn = placement(c, x->id, gpn);
-            double cur = drv_calib_goodput(calib, j->calib_app - 1, gpn, nn, j->batch, x->epoch);
-            if (!(gp > cur * (1 + g->rebatch)))
-                continue;
-        }
-        if (b > 0 && drv_ctx_set_batch(c, x->id, (int64_t)b) != 0) /* (a same batch: no-op) */
+        double b = batch_for(c, g, &v[i]);
+        if (b < 0)
+            return;
+        if (b > 0 && drv_ctx_set_batch(c, v[i].id, (int64_t)b) != 0) /* same batch: no-op */
             return;
     }
 }

@@ -85,7 +85,8 @@ typedef struct drv_profile drv_profile;
 
 /* ---- plugins ------------------------------------------------------------------------------ */
 
-/* Knob values for one plugin in one profile, as "name=value" pairs parsed by its init. */
+/* One knob of a plugin use: its name and its value, parsed from text once, when the profile
+ * is (policy.h); the plugin's init checks the name and range against its knob specs. */
 typedef struct drv_knob {
     char name[32];
     double value;
@@ -191,14 +192,16 @@ bool drv_starts_blind(const drv_ctx *c, void *state);
 
 /* ---- profiles ----------------------------------------------------------------------------- */
 
-enum { DRV_MAX_SLOT_PLUGINS = 8, DRV_MAX_KNOBS = 16 };
+/* Bounds: plugins per extension point, knobs per plugin use, knobs per profile in all. */
+enum { DRV_MAX_SLOT_PLUGINS = 8, DRV_MAX_KNOBS = 16, DRV_MAX_PROFILE_KNOBS = 64 };
 
-/* One plugin enabled in a profile, with its score weight and knobs. */
+/* One plugin enabled in a profile, with its score weight and knobs: its knobs are
+ * knobs[knob0 .. knob0 + nknobs) of the profile's pool (drv_profile.knobs). */
 typedef struct drv_plugin_use {
     const drv_plugin *p;
     int32_t weight; /* for score plugins; >= 1 */
-    drv_knob knobs[DRV_MAX_KNOBS];
-    int32_t nknobs;
+    int16_t knob0;  /* first of its knobs in the profile's pool */
+    int16_t nknobs; /* how many (<= DRV_MAX_KNOBS) */
 } drv_plugin_use;
 
 /* Extension points, in the order a cycle runs them. */
@@ -214,6 +217,7 @@ enum drv_point {
 };
 const char *drv_point_name(int pt);
 
+/* A profile: a few kilobytes, built once (policy.h) and then handed around by pointer. */
 struct drv_profile {
     char name[64];
     char doc[160];
@@ -221,14 +225,23 @@ struct drv_profile {
     double period; /* seconds between cycles */
     drv_plugin_use use[DRV_NPOINTS][DRV_MAX_SLOT_PLUGINS];
     int32_t nuse[DRV_NPOINTS];
+    drv_knob knobs[DRV_MAX_PROFILE_KNOBS]; /* every use's knobs, values parsed once */
+    int32_t nknobs;
 };
+/* The knobs of use u of profile p: its slice of the profile's pool. */
+static inline const drv_knob *drv_profile_knobs(const drv_profile *p, const drv_plugin_use *u)
+{
+    return p->knobs + u->knob0;
+}
 
 /* ---- a scheduler: a profile with its plugins' state ---------------------------------------- */
 
 typedef struct drv_sched drv_sched;
 
-/* Creates a scheduler for a profile (copied). Runs every plugin's init; errors name the
- * plugin and knob. */
+/* Creates a scheduler for a profile. The profile is borrowed, not copied: the caller keeps it
+ * alive and unchanged while the scheduler is used (drv_sched_cycle, drv_sched_profile);
+ * drv_sched_free does not read it. Runs every plugin's init; errors name the plugin and
+ * knob. */
 int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d);
 void drv_sched_free(drv_sched *s);
 /* Scan every node for every pod even when the profile allows the best-node index: the

@@ -149,7 +149,9 @@ typedef struct drv_tick {
 
 typedef struct drv_sim drv_sim;
 
-/* Creates a run; the inputs are borrowed and must outlive it. */
+/* Creates a run; the cluster, workload and catalogue are borrowed and must outlive it; the
+ * profile is borrowed by its scheduler (drv_sched_new) and must stay alive while the run does
+ * (drv_sim_run, drv_sim_run_until); results and drv_sim_free do not read it. */
 int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_catalogue *cat,
                 const drv_profile *prof, const drv_sim_config *cfg, drv_sim **out, drv_diag *d);
 void drv_sim_free(drv_sim *s);

@@ -421,7 +421,7 @@ static int explain_job(const drv_cluster_spec *cl, const drv_workload *wl, const
     const drv_plugin *prio = drv_plugin_find("priority");
     for (int i = 0; i < prof->nuse[DRV_PT_QUEUE_ORDER]; i++)
         if (prof->use[DRV_PT_QUEUE_ORDER][i].p == prio) {
-            knobs = prof->use[DRV_PT_QUEUE_ORDER][i].knobs;
+            knobs = drv_profile_knobs(prof, &prof->use[DRV_PT_QUEUE_ORDER][i]);
             nknobs = prof->use[DRV_PT_QUEUE_ORDER][i].nknobs;
         }
     drv_diag d = {{0}};

@@ -26,15 +26,15 @@ int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d)
     drv_sched *s = drv_calloc(1, sizeof *s);
     if (!s)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
-    s->prof = *prof;
+    s->prof = prof;
     drv_arena_init(&s->arena, 256 * 1024);
-    if (s->prof.nuse[DRV_PT_ADMIT] == 0) {
+    if (s->prof->nuse[DRV_PT_ADMIT] == 0) {
         drv_free(s);
         return drv_fail(d, DRV_EINVAL, "profile %s: no admit plugin", prof->name);
     }
     for (int pt = 0; pt < DRV_NPOINTS; pt++) {
-        for (int i = 0; i < s->prof.nuse[pt]; i++) {
-            const drv_plugin_use *u = &s->prof.use[pt][i];
+        for (int i = 0; i < s->prof->nuse[pt]; i++) {
+            const drv_plugin_use *u = &s->prof->use[pt][i];
             int32_t k = 0;
             while (k < s->ninst && s->inst[k].p != u->p)
                 k++;
@@ -43,9 +43,10 @@ int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d)
                 s->ninst++;
                 if (u->p->init) {
                     drv_diag pd = {{0}};
-                    int rc = u->p->init(&s->inst[k].state, u->knobs, u->nknobs, &pd);
+                    int rc =
+                        u->p->init(&s->inst[k].state, drv_profile_knobs(prof, u), u->nknobs, &pd);
                     if (rc) {
-                        const char *pname = u->p->name; /* u lives in s: read it first */
+                        const char *pname = u->p->name;
                         s->ninst--;
                         drv_sched_free(s);
                         return drv_fail(d, rc, "profile %s: plugin %s: %s", prof->name, pname,
@@ -58,7 +59,7 @@ int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d)
     }
     /* The index applies with no filters and either one keyed score alone (best by key), or
      * scores that all have bounds, at most one of them keyed (branch and bound). */
-    const drv_profile *pr = &s->prof;
+    const drv_profile *pr = s->prof;
     int keyed = 0, bounded = 0, mixed = 0, nscore = pr->nuse[DRV_PT_SCORE];
     for (int i = 0; i < nscore; i++) {
         const drv_plugin *p = pr->use[DRV_PT_SCORE][i].p;
@@ -129,7 +130,7 @@ void drv_sched_free(drv_sched *s)
 
 const drv_profile *drv_sched_profile(const drv_sched *s)
 {
-    return &s->prof;
+    return s->prof;
 }
 
 /* ---- the overlay ------------------------------------------------------------------------- */
@@ -271,7 +272,7 @@ static int prepare(drv_sched *s, const drv_state *st)
 static void run_points(drv_ctx *c, const int32_t *pend, int32_t npend)
 {
     drv_sched *s = c->s;
-    const drv_profile *pr = &s->prof;
+    const drv_profile *pr = s->prof;
     for (int i = 0; i < pr->nuse[DRV_PT_ADMIT] && !c->err; i++)
         pr->use[DRV_PT_ADMIT][i].p->admit(c, s->ustate[DRV_PT_ADMIT][i], pend, npend);
     for (int i = 0; i < pr->nuse[DRV_PT_SCALE] && !c->err; i++)
@@ -338,7 +339,7 @@ bool drv_starts_blind(const drv_ctx *c, void *state)
 
 double drv_ctx_period(const drv_ctx *c)
 {
-    return c->s->prof.period;
+    return c->s->prof->period;
 }
 
 const drv_job *drv_ctx_progress(const drv_ctx *c, int32_t job)

@@ -67,7 +67,7 @@ typedef struct plugin_inst {
 } plugin_inst;
 
 struct drv_sched {
-    drv_profile prof;
+    const drv_profile *prof; /* borrowed (drv_sched_new) */
     plugin_inst inst[DRV_NPOINTS * DRV_MAX_SLOT_PLUGINS]; /* distinct plugins */
     int32_t ninst;
     void *ustate[DRV_NPOINTS][DRV_MAX_SLOT_PLUGINS]; /* state of each use's plugin */

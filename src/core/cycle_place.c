@@ -35,7 +35,7 @@ int drv_ctx_filter(const drv_ctx *c, int32_t pod, int32_t node)
         return DRV_UNRESOLVABLE;
     if (!drv_res_fits(req, c->s->free[node]))
         return DRV_UNSCHEDULABLE;
-    const drv_profile *pr = &c->s->prof;
+    const drv_profile *pr = c->s->prof;
     for (int i = 0; i < pr->nuse[DRV_PT_FILTER]; i++) {
         int r = pr->use[DRV_PT_FILTER][i].p->filter(c, c->s->ustate[DRV_PT_FILTER][i], pod, node);
         if (r != DRV_FIT)
@@ -46,7 +46,7 @@ int drv_ctx_filter(const drv_ctx *c, int32_t pod, int32_t node)
 
 int64_t drv_ctx_score(const drv_ctx *c, int32_t pod, int32_t node)
 {
-    const drv_profile *pr = &c->s->prof;
+    const drv_profile *pr = c->s->prof;
     int64_t sum = 0;
     for (int i = 0; i < pr->nuse[DRV_PT_SCORE]; i++) {
         const drv_plugin_use *u = &pr->use[DRV_PT_SCORE][i];
@@ -78,7 +78,7 @@ typedef struct bb_arg {
 static int64_t bb_bound(void *arg, const drv_node_set *set)
 {
     const bb_arg *a = arg;
-    const drv_profile *pr = &a->c->s->prof;
+    const drv_profile *pr = a->c->s->prof;
     int64_t sum = 0;
     for (int i = 0; i < pr->nuse[DRV_PT_SCORE]; i++) {
         const drv_plugin_use *u = &pr->use[DRV_PT_SCORE][i];

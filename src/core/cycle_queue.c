@@ -31,7 +31,7 @@ static qent make_qent(const drv_state *st, int32_t job)
 
 static int queue_cmp(const drv_ctx *c, int32_t a, int32_t b)
 {
-    const drv_profile *pr = &c->s->prof;
+    const drv_profile *pr = c->s->prof;
     for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++) {
         const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][i].p;
         void *ps = c->s->ustate[DRV_PT_QUEUE_ORDER][i];
@@ -232,7 +232,7 @@ int cycle_order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
 {
     drv_sched *s = c->s;
     const drv_state *st = c->snap->st;
-    const drv_profile *pr = &s->prof;
+    const drv_profile *pr = s->prof;
     int32_t nq = st->nqueued;
     int32_t *pend = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
     int32_t *tmp = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));

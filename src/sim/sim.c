@@ -249,6 +249,7 @@ int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_cata
         drv_sim_free(s);
         return rc;
     }
+    snprintf(s->policy, sizeof s->policy, "%s", prof->name);
     s->gang = prof->gang;
     s->period = prof->period > 0 ? prof->period : 1.0;
     s->last_tick = -INFINITY;
@@ -496,5 +497,5 @@ const drv_state *drv_sim_state(const drv_sim *s)
 
 const char *drv_sim_policy(const drv_sim *s)
 {
-    return drv_sched_profile(s->sched)->name;
+    return s->policy;
 }

@@ -205,8 +205,8 @@ int sim_run_cycle(drv_sim *s, drv_diag *d)
         drv_diag cd;
         rc = drv_state_check(&s->st, s->gang, &cd);
         if (rc)
-            return drv_fail(d, rc, "after the cycle at t=%.3f (policy %s): %s", s->now,
-                            drv_sched_profile(s->sched)->name, cd.msg);
+            return drv_fail(d, rc, "after the cycle at t=%.3f (policy %s): %s", s->now, s->policy,
+                            cd.msg);
     }
     if ((s->periodic || s->cfg.tick) && s->live > 0)
         rc = push_tick(s, s->now + s->period);

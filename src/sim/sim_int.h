@@ -47,7 +47,8 @@ struct drv_sim {
     drv_sim_config cfg;
     drv_state st;
     drv_sched *sched;
-    bool periodic; /* the profile has time-driven points */
+    char policy[64]; /* the profile's name: the profile itself is read only while running */
+    bool periodic;   /* the profile has time-driven points */
     bool gang;
     double period;
 

@@ -93,7 +93,7 @@ static double pct(const double *v, int32_t n, double p)
 void drv_sim_summary(const drv_sim *s, drv_summary *o)
 {
     memset(o, 0, sizeof *o);
-    snprintf(o->policy, sizeof o->policy, "%s", drv_sched_profile(s->sched)->name);
+    snprintf(o->policy, sizeof o->policy, "%s", s->policy);
     o->jobs = s->wl->n;
     double *jct = drv_calloc((size_t)s->wl->n + 1, sizeof *jct);
     double first = INFINITY, last = 0, wait = 0;

@@ -67,9 +67,11 @@ typedef struct drv_snapshot {
      * when a plugin is about to read them (drv_ctx_progress). NULL: always current. */
     void (*sync)(void *arg, int32_t job);
     void *sync_arg;
-    /* Optional: the calibrated model of jobs with drv_job.calib_app (calib.h), for plugins
-     * that plan with it (goodput). NULL: none. */
-    const struct drv_calib *calib;
+    /* Optional: what src/model knows of the jobs - their calibrated model and batch
+     * (drv_calib_jobs, calib.h) - for plugins that plan with it (goodput) or leave such jobs to
+     * others (dragon's adaptive=0). An opaque handle to the core, which never reads it: the
+     * core's structs hold no model. NULL: none. */
+    const struct drv_calib_jobs *model;
 } drv_snapshot;
 
 /* Outcome of a filter or a placement: results, not errors (cf. kube-scheduler's Status). */
@@ -312,12 +314,14 @@ int drv_ctx_evict(drv_ctx *c, int32_t pod, int reason);
 int drv_ctx_scale(drv_ctx *c, int32_t job, int32_t workers);
 int drv_ctx_resize(drv_ctx *c, int32_t pod, int64_t cpu_limit);
 int drv_ctx_migrate(drv_ctx *c, int32_t pod, int32_t node);
-/* BATCH: a batch-adaptive job (drv_job_batch_adaptive) now trains at total batch `batch`, which
- * must lie in [batch_min, batch_max]; a running job checkpoints and restarts. The assumed batch
- * is drv_ctx_batch. */
-int drv_ctx_set_batch(drv_ctx *c, int32_t job, int64_t batch);
-/* The job's total batch as assumed by this cycle. */
-double drv_ctx_batch(const drv_ctx *c, int32_t job);
+/* BATCH: a batch-adaptive job (drv_calib_job_adaptive, calib.h) now trains at total batch
+ * `batch`, which must lie in its range; a running job checkpoints and restarts. `now` is its
+ * batch before this cycle, which the plugin reads from the model (the core holds none); no
+ * decision when the assumed batch (drv_ctx_batch) is `batch` already. */
+int drv_ctx_set_batch(drv_ctx *c, int32_t job, int64_t batch, int64_t now);
+/* The job's total batch as assumed by this cycle: the newest BATCH of this cycle for it, else
+ * `now`, its batch before the cycle. */
+int64_t drv_ctx_batch(const drv_ctx *c, int32_t job, int64_t now);
 
 /* Places one pod on its best node and binds it. Returns the node, or -1 when none fits. */
 int32_t drv_ctx_place_pod(drv_ctx *c, int32_t pod);

@@ -180,6 +180,9 @@ int drv_sim_enter_job(drv_sim *s, int32_t job);
 const drv_workload *drv_sim_workload(const drv_sim *s);
 /* Name of the profile the run uses. */
 const char *drv_sim_policy(const drv_sim *s);
+/* What the calibrated model knows of the run's jobs (their model, batch and batch range;
+ * calib.h), or NULL when the run has no calibration (drv_sim_config.calib). */
+const struct drv_calib_jobs *drv_sim_model(const drv_sim *s);
 
 /* ---- reports (report.c) ------------------------------------------------------------------- */
 

@@ -176,9 +176,9 @@ int drv_ctx_migrate(drv_ctx *c, int32_t pod, int32_t node)
     return 0;
 }
 
-int drv_ctx_set_batch(drv_ctx *c, int32_t job, int64_t batch)
+int drv_ctx_set_batch(drv_ctx *c, int32_t job, int64_t batch, int64_t now)
 {
-    int64_t prev = (int64_t)drv_ctx_batch(c, job);
+    int64_t prev = drv_ctx_batch(c, job, now);
     if (prev == batch)
         return 0;
     drv_decision x = {.kind = DRV_BATCH,
@@ -191,14 +191,14 @@ int drv_ctx_set_batch(drv_ctx *c, int32_t job, int64_t batch)
     return push(c, x);
 }
 
-/* The newest BATCH of this cycle for the job (a rollback pops it), else the state's: batch
+/* The newest BATCH of this cycle for the job (a rollback pops it), else the caller's: batch
  * decisions are few, so no per-job array is kept for them. */
-double drv_ctx_batch(const drv_ctx *c, int32_t job)
+int64_t drv_ctx_batch(const drv_ctx *c, int32_t job, int64_t now)
 {
     for (int32_t i = c->out->n - 1; i >= c->base; i--)
         if (c->out->v[i].kind == DRV_BATCH && c->out->v[i].job == job)
-            return (double)c->out->v[i].value;
-    return c->snap->st->jobs[job].batch;
+            return c->out->v[i].value;
+    return now;
 }
 
 drv_mark drv_ctx_mark(const drv_ctx *c)

@@ -147,7 +147,8 @@ static int64_t job_slots(const drv_jobspec *js)
 }
 
 /* Jobs, their pods and their simulator state live in released-as-they-finish arrays (pages.h):
- * memory follows the jobs not finished, plus one result row per job. */
+ * memory follows the jobs not finished, plus one result row per job (and, in calibrated runs,
+ * one record of its calibration, calib.h). */
 static int reserve_jobs(drv_sim *s, const drv_workload *w, bool check, drv_diag *d)
 {
     int64_t npods = 0;
@@ -163,7 +164,8 @@ static int reserve_jobs(drv_sim *s, const drv_workload *w, bool check, drv_diag 
     s->runl = drv_calloc((size_t)w->n + 1, sizeof *s->runl);
     s->pod_base = drv_calloc((size_t)w->n + 1, sizeof *s->pod_base);
     s->names = drv_calloc(3 * (size_t)w->n + 1, sizeof *s->names);
-    if (!s->res || !s->runl || !s->pod_base || !s->names)
+    if (!s->res || !s->runl || !s->pod_base || !s->names ||
+        (s->cfg.calib && drv_calib_jobs_init(&s->model, s->cfg.calib, w->n) != 0))
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     return 0;
 }
@@ -266,6 +268,7 @@ void drv_sim_free(drv_sim *s)
     drv_sched_free(s->sched);
     drv_state_fini(&s->st);
     drv_decisions_fini(&s->dec);
+    drv_calib_jobs_fini(&s->model);
     drv_free(s->heap);
     drv_free(s->arrivals);
     drv_pages_fini(&s->js_pages);
@@ -342,10 +345,6 @@ static int fill_job(drv_sim *s, int32_t i)
     t.priority = js->priority;
     t.user_priority = js->user_priority;
     t.model = js->model;
-    t.calib_app = cfg->calib ? js->calib_app : 0;
-    t.batch = (int32_t)lround(js->batch); /* whole in every trace */
-    t.batch_min = js->batch_max > 0 ? (int32_t)lround(js->batch_min) : t.batch;
-    t.batch_max = js->batch_max > 0 ? (int32_t)lround(js->batch_max) : t.batch;
     t.submit = js->submit;
     memcpy(t.role, js->role, sizeof t.role);
     t.phase = DRV_JOB_FUTURE;
@@ -358,6 +357,13 @@ static int fill_job(drv_sim *s, int32_t i)
     int rc = drv_state_fill_job(&s->st, i, s->pod_base[i], &t);
     if (rc)
         return rc;
+    if (cfg->calib) { /* its calibration, kept beside the state (calib.h) */
+        drv_calib_job *m = &s->model.v[i];
+        m->app = js->calib_app;
+        m->batch = (int32_t)lround(js->batch); /* whole in every trace */
+        m->batch_min = js->batch_max > 0 ? (int32_t)lround(js->batch_min) : m->batch;
+        m->batch_max = js->batch_max > 0 ? (int32_t)lround(js->batch_max) : m->batch;
+    }
     s->js[i].runpos = -1;
     s->js[i].owe_t = INFINITY;
     return 0;
@@ -493,6 +499,11 @@ const drv_workload *drv_sim_workload(const drv_sim *s)
 const drv_state *drv_sim_state(const drv_sim *s)
 {
     return &s->st;
+}
+
+const drv_calib_jobs *drv_sim_model(const drv_sim *s)
+{
+    return s->cfg.calib ? &s->model : NULL;
 }
 
 const char *drv_sim_policy(const drv_sim *s)

@@ -95,11 +95,12 @@ static int set_batch(drv_sim *s, int32_t job, double batch)
 {
     drv_job *j = &s->st.jobs[job];
     jobsim *x = &s->js[job];
-    if (!sim_calibrated(s, job) || !(batch >= j->batch_min && batch <= j->batch_max))
+    drv_calib_job *m = &s->model.v[job];
+    if (!sim_calibrated(s, job) || !(batch >= m->batch_min && batch <= m->batch_max))
         return DRV_EINVAL;
-    int32_t app = j->calib_app - 1;
-    double p = drv_calib_progress(s->cfg.calib, app, j->batch, j->steps);
-    j->batch = (int32_t)batch;
+    int32_t app = m->app - 1;
+    double p = drv_calib_progress(s->cfg.calib, app, m->batch, j->steps);
+    m->batch = (int32_t)batch;
     j->steps_total = drv_calib_steps(s->cfg.calib, app, batch);
     j->steps = fmin(drv_calib_steps_to(s->cfg.calib, app, batch, p), j->steps_total);
     x->a_steps = j->steps; /* advanced to now before the decisions were applied */
@@ -191,7 +192,8 @@ int sim_run_cycle(drv_sim *s, drv_diag *d)
     for (int32_t k = 0; s->periodic && k < s->nrun; k++)
         sim_progress_at(s, s->runl[k]);
     s->dec.n = 0;
-    drv_snapshot snap = {&s->st, s->now, s->periodic ? sim_sync_hook : NULL, s, s->cfg.calib};
+    drv_snapshot snap = {&s->st, s->now, s->periodic ? sim_sync_hook : NULL, s,
+                         s->cfg.calib ? &s->model : NULL};
     int rc = drv_sched_cycle(s->sched, &snap, &s->dec);
     if (rc)
         return drv_fail(d, rc, "scheduling cycle at t=%.3f: %s", s->now, drv_strerror(rc));

@@ -67,10 +67,12 @@ struct drv_sim {
 
     jobsim *js; /* per job, in js_pages: released with the job */
     drv_pages js_pages;
-    drv_jobresult *res; /* per job, kept for the report: the compact O(trace) part */
-    int32_t *pod_base;  /* per job: its first pod slot (slots are laid out in workload order) */
-    int32_t *names;     /* per job: its interned name, user and queue (interned in workload order
-                           at the start, so ids do not depend on the order of submissions) */
+    drv_jobresult *res;   /* per job, kept for the report: the compact O(trace) part */
+    int32_t *pod_base;    /* per job: its first pod slot (slots are laid out in workload order) */
+    int32_t *names;       /* per job: its interned name, user and queue (interned in workload order
+                             at the start, so ids do not depend on the order of submissions) */
+    drv_calib_jobs model; /* calibrated runs (cfg.calib): each job's model and batch; the
+                             snapshot's model handle */
     drv_decisions dec;
     uint32_t cycle_no;
     int32_t *touched;

@@ -31,6 +31,11 @@ void sim_set_phase(drv_sim *s, int32_t job, int phase)
         x->runpos = s->nrun;
         s->runl[s->nrun++] = job;
     }
+    /* the model's count of live batch-adaptive jobs follows the live set (calib.h) */
+    bool was_live = j->phase != DRV_JOB_FUTURE && j->phase != DRV_JOB_DONE;
+    bool is_live = phase != DRV_JOB_FUTURE && phase != DRV_JOB_DONE;
+    if (was_live != is_live && drv_calib_job_adaptive(drv_sim_model(s), job))
+        s->model.nlive_adaptive += is_live ? 1 : -1;
     drv_state_set_phase(&s->st, job, phase);
     *bucket(s, job) = drv_res_add(*bucket(s, job), x->held);
     s->running += (int)is_useful_phase(phase) - (int)was_running;
@@ -215,7 +220,8 @@ static drv_step calib_step(drv_sim *s, int32_t job)
     jobsim *x = &s->js[job];
     if (x->calib_sig != sig || x->calib_t <= 0) {
         x->calib_sig = sig;
-        x->calib_t = drv_calib_step_time(s->cfg.calib, js->calib_app - 1, gpn, nn, j->batch);
+        x->calib_t =
+            drv_calib_step_time(s->cfg.calib, js->calib_app - 1, gpn, nn, s->model.v[job].batch);
     }
     double t = x->calib_t;
     if (t > 0) {

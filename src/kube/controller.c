@@ -136,7 +136,7 @@ typedef struct cpod {
 
 struct drv_ctrl {
     drv_ctrl_opts o;
-    drv_profile prof;
+    const drv_profile *prof; /* borrowed from drv_ctrl_opts: outlives the controller */
     char sched_name[64], ns[254];
     int32_t sched_kn;     /* sched_name interned in kn */
     drv_kube *k;          /* the scheduler thread's client */
@@ -475,8 +475,7 @@ int drv_ctrl_new(drv_ctrl **out, const drv_kube_config *cfg, const drv_ctrl_opts
     if (!c)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     c->o = *o;
-    c->prof = *o->profile;
-    c->o.profile = &c->prof;
+    c->prof = o->profile;
     snprintf(c->sched_name, sizeof c->sched_name, "%s", o->scheduler ? o->scheduler : "drover");
     snprintf(c->ns, sizeof c->ns, "%s", o->namespace_ ? o->namespace_ : "");
     c->o.scheduler = c->sched_name;
@@ -518,7 +517,7 @@ int drv_ctrl_new(drv_ctrl **out, const drv_kube_config *cfg, const drv_ctrl_opts
         drv_ctrl_free(c);
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     }
-    if ((rc = drv_sched_new(&c->prof, &c->sched, d)) != 0) {
+    if ((rc = drv_sched_new(c->prof, &c->sched, d)) != 0) {
         drv_ctrl_free(c);
         return rc;
     }
@@ -633,7 +632,7 @@ static int register_metrics(drv_ctrl *c, drv_diag *d)
     drv_metrics *r = c->o.metrics;
     static const double lat[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                  0.01,   0.025,   0.05,   0.1,   0.25,   1};
-    const char *const prof[] = {"profile", c->prof.name, NULL};
+    const char *const prof[] = {"profile", c->prof->name, NULL};
     int rc = 0;
 #define COUNTER(field, name, help)                                                                 \
     if (!rc)                                                                                       \
@@ -1707,7 +1706,7 @@ static void why_pending(const drv_ctrl *c, int32_t j, int32_t pos, int32_t npend
              "all (queue position %d of %d, profile %s)",
              drv_job_wanted(jb), (double)need.cpu / 1000, (double)need.mem / (1 << 30),
              (long long)need.gpu, ok, (double)free.cpu / 1000, (double)free.mem / (1 << 30),
-             (long long)free.gpu, pos, npend, c->prof.name);
+             (long long)free.gpu, pos, npend, c->prof->name);
 }
 
 /* Sends the cycle's decisions: deletions, then bindings (and bound creations) gang by gang,
@@ -1741,7 +1740,7 @@ static int send_decisions(drv_ctrl *c, const drv_decisions *dv, double t_decide)
             drv_log(DRV_LOG_WARN,
                     "profile %s resizes CPU limits or batch sizes; drover run does not send "
                     "these yet (docs/running.md)",
-                    c->prof.name);
+                    c->prof->name);
         }
     }
     int32_t last = -1;
@@ -1873,7 +1872,7 @@ static int reconcile(drv_ctrl *c, const int32_t *queue_pos)
             if (cj->why_written || cj->written == ST_NONE) {
                 char msg[256];
                 snprintf(msg, sizeof msg, "%d pods bound by profile %s", drv_job_wanted(jb),
-                         c->prof.name);
+                         c->prof->name);
                 write_event(c, j, "Normal", "Scheduled", msg);
             }
             cj->why_written = false;
@@ -2022,7 +2021,7 @@ int drv_ctrl_run(drv_ctrl *c, volatile int *stop, drv_diag *d)
             c->wstarted = true;
     }
     if (rc == 0) {
-        c->scrape_s = c->prof.period < 1 ? 1 : c->prof.period > 60 ? 60 : c->prof.period;
+        c->scrape_s = c->prof->period < 1 ? 1 : c->prof->period > 60 ? 60 : c->prof->period;
         if (pthread_create(&c->scr_thr, NULL, scrape_main, c) != 0)
             rc = drv_fail(d, DRV_ENOMEM, "cannot start the progress collector's thread");
         else
@@ -2036,7 +2035,7 @@ int drv_ctrl_run(drv_ctrl *c, volatile int *stop, drv_diag *d)
         /* 1. wait */
         double now = mono() - c->t0;
         double wake = drv_sched_wake(c->sched);
-        double until = synced ? (wake == -INFINITY ? last + c->prof.period : wake) : now + 0.05;
+        double until = synced ? (wake == -INFINITY ? last + c->prof->period : wake) : now + 0.05;
         if (until > now + 0.05)
             until = now + 0.05; /* to notice *stop, and the lease's time */
         pthread_mutex_lock(&c->mu);
@@ -2074,7 +2073,7 @@ int drv_ctrl_run(drv_ctrl *c, volatile int *stop, drv_diag *d)
             if (c->o.metrics)
                 drv_metrics_set_ready(c->o.metrics, true, NULL);
             drv_log(DRV_LOG_INFO, "drover run: caches synced (%d nodes, %d jobs); profile %s",
-                    c->st.nnodes, c->st.njobs, c->prof.name);
+                    c->st.nnodes, c->st.njobs, c->prof->name);
             c->dirty = true;
         }
         /* 3. cycle when something changed, or a plugin asked for the time, and we lead */
@@ -2082,7 +2081,7 @@ int drv_ctrl_run(drv_ctrl *c, volatile int *stop, drv_diag *d)
         lease_tick(c, now);
         if (!c->leader)
             continue;
-        bool due = c->dirty || (wake == -INFINITY ? now >= last + c->prof.period : now >= wake);
+        bool due = c->dirty || (wake == -INFINITY ? now >= last + c->prof->period : now >= wake);
         if (!due || c->st.nlive == 0)
             continue;
         attain(c, now - last);

@@ -39,12 +39,14 @@ int drv_knobs_read(const drv_knob_spec *spec, int nspec, const drv_knob *knobs, 
 
 /* ---- profile lines ------------------------------------------------------------------------
  *
- * One pass over the text with a cursor (no copy, no tokeniser): a setting is key=value up to
- * white space; a point's value is a list of uses, name[*weight][(knob=number;...)], split at
- * commas outside parentheses. Each knob's value becomes a number here, once, into the
+ * One pass over the text with a cursor (no copy of the line, no tokeniser): a setting is
+ * key=value up to white space; a point's value is a list of uses, name[*weight][(k=v;...)],
+ * split at commas outside parentheses. Each knob's value becomes a number here, once, into the
  * profile's knob pool; which knobs a plugin has, and their ranges, its init checks when a
  * scheduler is created (drv_knobs_read). The YAML loader (profile_file.c) sets gang and
- * period from typed fields and hands each point's value to drv_profile_set_point. */
+ * period from typed fields and hands each point's value to drv_profile_set_point.
+ * Example: "score=locality*3,least-allocated(x=1)" gives two score uses, weights 3 and 1,
+ * the second with one knob {x, 1.0} in the pool. */
 
 typedef struct span {
     const char *s;

@@ -1,7 +1,7 @@
 /*
  * cycle_int.h - the scheduler's private state, shared by the files of the cycle (internal to
- * core): cycle.c (lifecycle and the cycle's phases), cycle_queue.c (collecting and ordering the
- * queue), cycle_decide.c (the decision list and the assumed overlay it keeps) and
+ * core): cycle.c (lifecycle, the cycle's phases, collecting and ordering the queue),
+ * cycle_decide.c (the decision list and the assumed overlay it keeps) and
  * cycle_place.c (filter, score, best node, gang placement).
  *
  * The cycle never changes the drv_state it is given. What its decisions would do is kept in an
@@ -67,7 +67,7 @@ typedef struct plugin_inst {
 } plugin_inst;
 
 struct drv_sched {
-    const drv_profile *prof; /* borrowed (drv_sched_new) */
+    const drv_profile *prof;                              /* borrowed (drv_sched_new) */
     plugin_inst inst[DRV_NPOINTS * DRV_MAX_SLOT_PLUGINS]; /* distinct plugins */
     int32_t ninst;
     void *ustate[DRV_NPOINTS][DRV_MAX_SLOT_PLUGINS]; /* state of each use's plugin */
@@ -150,10 +150,5 @@ static inline int32_t cycle_pod_node(const drv_ctx *c, int32_t pod)
     const drv_sched *s = c->s;
     return s->pod_stamp[pod] == s->stamp ? s->pod_node[pod] : c->snap->st->pods[pod].node;
 }
-
-/* cycle_queue.c: phase 1 of a cycle. Collects the queued jobs and orders them (queue_order
- * plugins); *jobs receives them in order (in the cycle's arena), *n their count; s->order holds
- * their records. 0 or DRV_ENOMEM. */
-int cycle_order_queue(drv_ctx *c, int32_t **jobs, int32_t *n);
 
 #endif

@@ -63,7 +63,9 @@ long drv_alloc_fail_pending(void);
 enum drv_log_level { DRV_LOG_ERROR, DRV_LOG_WARN, DRV_LOG_INFO, DRV_LOG_DEBUG };
 typedef void (*drv_log_fn)(enum drv_log_level lvl, const char *msg, void *arg);
 void drv_log(enum drv_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Sets the sink and the most verbose level shown; the default writes warnings to stderr. */
+/* Sets the sink and the most verbose level shown; the default writes warnings to stderr.
+ * Thread-safe: drv_log may run on any thread; once this returns, the old sink is not called
+ * again. The sink is called under a lock, one message at a time, and must not call drv_log. */
 void drv_log_set(drv_log_fn fn, void *arg, enum drv_log_level max);
 
 /* A vector of schedulable resources. CPU in millicores, memory in bytes, GPUs whole. */

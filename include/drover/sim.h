@@ -156,7 +156,9 @@ typedef struct drv_tick {
 
 typedef struct drv_sim drv_sim;
 
-/* Creates a run; the inputs are borrowed and must outlive it. */
+/* Creates a run; the cluster, workload and catalogue are borrowed and must outlive it; the
+ * profile is borrowed by its scheduler (drv_sched_new) and must stay alive while the run does
+ * (drv_sim_run, drv_sim_run_until); results and drv_sim_free do not read it. */
 int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_catalogue *cat,
                 const drv_profile *prof, const drv_sim_config *cfg, drv_sim **out, drv_diag *d);
 void drv_sim_free(drv_sim *s);
@@ -185,6 +187,9 @@ int drv_sim_enter_job(drv_sim *s, int32_t job);
 const drv_workload *drv_sim_workload(const drv_sim *s);
 /* Name of the profile the run uses. */
 const char *drv_sim_policy(const drv_sim *s);
+/* What the calibrated model knows of the run's jobs (their model, batch and batch range;
+ * calib.h), or NULL when the run has no calibration (drv_sim_config.calib). */
+const struct drv_calib_jobs *drv_sim_model(const drv_sim *s);
 
 /* ---- reports (report.c) ------------------------------------------------------------------- */
 
@@ -236,9 +241,6 @@ int drv_report_summary_files(const char *dir, const drv_summary *v, int n,
                              const drv_report_meta *meta, drv_diag *d);
 /* SHA-256 of a file's bytes as 64 lowercase hex digits in out[65]; DRV_ENOENT/DRV_EIO. */
 int drv_report_sha256_file(const char *path, char out[65], drv_diag *d);
-/* A profile as one profile line (policy.h), e.g. "gang=true period=1 queue_order=fifo ...",
- * cut to fit n bytes; always terminated. */
-void drv_report_profile_line(const drv_profile *p, char *out, size_t n);
 
 /* What was simulated, for the report page and the utilisation plot (scenario.json). */
 typedef struct drv_scenario {

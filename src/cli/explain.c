@@ -78,7 +78,8 @@ int cli_explain_job(const drv_cluster_spec *cl, const drv_workload *wl, const dr
     if (!rc) /* submitted at t itself: not in the state yet */
         rc = drv_sim_enter_job(s, job);
     if (!rc)
-        rc = drv_priority_explain(drv_sim_state(s), t, job, use->knobs, use->nknobs, &b, &d);
+        rc = drv_priority_explain(drv_sim_state(s), t, job, drv_profile_knobs(prof, use),
+                                  use->nknobs, &b, &d);
     if (rc) {
         fprintf(stderr, "drover: %s\n", d.msg[0] ? d.msg : drv_strerror(rc));
         drv_sim_free(s);

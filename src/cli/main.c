@@ -97,7 +97,7 @@ static int cmd_policies(int argc, char **argv)
         printf("\npolicies from %s:\n", ps.path);
     for (int i = 0; i < ps.nfile; i++) {
         char line[2048];
-        cli_profile_line(&ps.file[i], line, sizeof line);
+        drv_profile_format(&ps.file[i], line, sizeof line);
         print_policy(ps.file[i].name, ps.file[i].doc, line, "");
     }
     puts("\nplugins:");

@@ -145,40 +145,6 @@ static void put(char *buf, size_t n, size_t *len, const char *fmt, ...)
     *len = w < 0 ? n : *len + (size_t)w;
 }
 
-/* The shortest %g form that reads back as the same double. */
-static void put_number(char *buf, size_t n, size_t *len, double x)
-{
-    char s[40];
-    snprintf(s, sizeof s, "%.15g", x);
-    if (strtod(s, NULL) != x)
-        snprintf(s, sizeof s, "%.17g", x);
-    put(buf, n, len, "%s", s);
-}
-
-void cli_profile_line(const drv_profile *p, char *buf, size_t n)
-{
-    size_t len = 0;
-    buf[0] = 0;
-    put(buf, n, &len, "gang=%s period=", p->gang ? "true" : "false");
-    put_number(buf, n, &len, p->period);
-    for (int pt = 0; pt < DRV_NPOINTS; pt++) {
-        for (int i = 0; i < p->nuse[pt]; i++) {
-            const drv_plugin_use *u = &p->use[pt][i];
-            if (i == 0)
-                put(buf, n, &len, " %s=", drv_point_name(pt));
-            put(buf, n, &len, "%s%s", i ? "," : "", u->p->name);
-            if (pt == DRV_PT_SCORE && u->weight != 1)
-                put(buf, n, &len, "*%d", (int)u->weight);
-            for (int k = 0; k < u->nknobs; k++) {
-                put(buf, n, &len, "%s%s=", k ? ";" : "(", u->knobs[k].name);
-                put_number(buf, n, &len, u->knobs[k].value);
-            }
-            if (u->nknobs)
-                put(buf, n, &len, ")");
-        }
-    }
-}
-
 /*
  * The design notes number the five seed systems; a user knows them by name. "(seed 001)"
  * becomes "(DRAGON)"; "(seed 004, Volcano)" becomes "(Volcano)", as the text names the system

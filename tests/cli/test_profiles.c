@@ -127,7 +127,7 @@ static void test_line_reads_back(void **unused)
         memset(&b, 0, sizeof b);
         assert_int_equal(
             drv_profile_parse(drv_profile_builtin_name(i), drv_profile_builtin_line(i), &a, &d), 0);
-        cli_profile_line(&a, line, sizeof line);
+        drv_profile_format(&a, line, sizeof line);
         assert_int_equal(drv_profile_parse(a.name, line, &b, &d), 0);
         assert_memory_equal(&a, &b, sizeof a);
     }
@@ -138,14 +138,14 @@ static void test_line_reads_back(void **unused)
     memset(&b, 0, sizeof b);
     assert_int_equal(drv_profile_parse("x", "period=0.3 admit=dragon(quiet=61.123456789)", &a, &d),
                      0);
-    cli_profile_line(&a, line, sizeof line);
+    drv_profile_format(&a, line, sizeof line);
     assert_non_null(strstr(line, "quiet=61.123456789"));
     assert_int_equal(drv_profile_parse("x", line, &b, &d), 0);
     assert_memory_equal(&a, &b, sizeof a);
     /* A short buffer cuts the line, never overruns it. */
     char small[12];
     memset(small, 'z', sizeof small);
-    cli_profile_line(&a, small, 8);
+    drv_profile_format(&a, small, 8);
     assert_int_equal(strlen(small), 7);
     assert_int_equal(small[8], 'z');
 }

@@ -538,37 +538,6 @@ static void test_many_nodes(void **unused)
     }
 }
 
-/* The profile line written to summary.json parses back to the same profile, for every
- * built-in (two ways to the same profile agree). */
-static void test_profile_line_round_trip(void **unused)
-{
-    (void)unused;
-    for (int i = 0; i < drv_profile_builtin_count(); i++) {
-        drv_profile a, b;
-        drv_diag d = {{0}};
-        assert_int_equal(drv_profile_builtin(drv_profile_builtin_name(i), &a, &d), 0);
-        char line[4096];
-        drv_report_profile_line(&a, line, sizeof line);
-        if (drv_profile_parse("again", line, &b, &d) != 0)
-            fail_msg("%s: '%s' does not parse: %s", a.name, line, d.msg);
-        assert_int_equal(a.gang, b.gang);
-        assert_true(a.period == b.period);
-        for (int pt = 0; pt < DRV_NPOINTS; pt++) {
-            assert_int_equal(a.nuse[pt], b.nuse[pt]);
-            for (int32_t k = 0; k < a.nuse[pt]; k++) {
-                const drv_plugin_use *x = &a.use[pt][k], *y = &b.use[pt][k];
-                assert_ptr_equal(x->p, y->p);
-                assert_int_equal(x->weight, y->weight);
-                assert_int_equal(x->nknobs, y->nknobs);
-                for (int32_t q = 0; q < x->nknobs; q++) {
-                    assert_string_equal(x->knobs[q].name, y->knobs[q].name);
-                    assert_true(x->knobs[q].value == y->knobs[q].value);
-                }
-            }
-        }
-    }
-}
-
 /* summary.json records version, seed, profile line and inputs with their SHA-256 (the
  * FIPS 180-2 example: "abc"); jobs-*.csv names each job's model. */
 static void test_provenance(void **unused)
@@ -782,7 +751,6 @@ int main(void)
         cmocka_unit_test(test_policy_name_refused),
         cmocka_unit_test(test_timeline_count_range),
         cmocka_unit_test(test_many_nodes),
-        cmocka_unit_test(test_profile_line_round_trip),
         cmocka_unit_test(test_provenance),
         cmocka_unit_test(test_table_gpu_first),
         cmocka_unit_test(test_pick),

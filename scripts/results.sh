@@ -159,6 +159,26 @@ done
 echo
 echo "Sources: $(echo "$papers" | awk -F'|' '{ printf "%s%s — %s", (NR > 1 ? "; " : ""), $1, $4 }')."
 echo
+echo "The same comparison over the loss-noise seeds 1-5 (\`--seed N\`; the workloads are fixed, the"
+echo "noise moves the growth measurements): the range of each change against \`k8s-default\`."
+echo
+echo "| seed | scenario | Δ avg JCT, seeds 1-5 | Δ makespan, seeds 1-5 |"
+echo "|---|---|---|---|"
+echo "$papers" | while IFS='|' read -r seed prof sc src pjob pavg pmk; do
+    wl=$(echo "$scenarios" | awk -F'|' -v n="$sc" '$1 == n { print $2 }')
+    cl=$(echo "$scenarios" | awk -F'|' -v n="$sc" '$1 == n { print $3 }')
+    for n in 1 2 3 4 5; do
+        "$drover" sim --seed "$n" --workload "$root/$wl" --cluster "$root/$cl" \
+            --policy "k8s-default,$prof" --format csv --check
+    done | awk -F, -v seed="$seed" -v prof="$prof" -v sc="$sc" '
+        $1 == "policy" { for (i = 1; i <= NF; i++) c[$i] = i; next }
+        $1 == "k8s-default" { ba = $c["avg_jct_s"]; bm = $c["makespan_s"]; next }
+        { a = 100 * ($c["avg_jct_s"] / ba - 1); m = 100 * ($c["makespan_s"] / bm - 1)
+          if (!n++) { a0 = a1 = a; m0 = m1 = m }
+          if (a < a0) a0 = a; if (a > a1) a1 = a; if (m < m0) m0 = m; if (m > m1) m1 = m }
+        END { printf "| %s `%s` | %s | %+.1f %% .. %+.1f %% | %+.1f %% .. %+.1f %% |\n", seed, prof, sc, a0, a1, m0, m1 }'
+done
+echo
 echo "Mechanism ablations (average JCT / makespan in minutes, migrations/resizes):"
 echo
 echo "| scenario | policy | avg JCT | makespan | Δ avg JCT | Δ makespan | migr/resizes |"
@@ -188,7 +208,7 @@ note() { # scenario, expected best policy, text
 }
 note builtin drover "\`drover\` wins; combined priority with locality (also in \`volcano-priority\`) is most of the gain over \`gang-fifo\`, as a job whose PS and workers share a node exchanges gradients over the node's memory bandwidth rather than the network; admission between min and requested workers and the growth of long jobs add the rest."
 note flowcon specon "\`specon\` is best here: limits above requests let co-located jobs throttle each other, and moving a converging job to a node where it throttles less, net of what the jobs there lose, gives CPU back to the jobs it left (its migrations column). \`flowcon\` beats \`k8s-default\` too, but through its FlowCon 2.0 placement (a new job goes beside converging jobs rather than growing ones): its limit reallocation under the default placement (\`flowcon-no-placement\` above) is worse than \`k8s-default\`. In our model a job's speed is linear in its CPU share and every job does all its worker-steps (the scenario ends jobs at maxSteps), so CPU moved from a converging job to a growing one delays the first as much as it speeds the second, and the growing job usually has more work left - the opposite of shortest-remaining-first. \`drover\` migrates too, but its other parts - priority order, locality, elastic admission - have nothing to work with on single-container jobs of equal priority; \`tiresias\` and \`optimus\` (with single-container jobs that cannot be resized, both reduce to running the least-served jobs first) gain a little from least-attained-service order. \`dragon\` is far behind on the single-container scenarios because its placement packs (most-allocated): four jobs with 8-CPU limits on one 8-CPU node throttle each other while other nodes idle."
-note specon specon "\`specon\` has the lowest average JCT: least-allocated puts the fifth job, a BiRNN, beside another BiRNN on node-0 while the LeNets on the other nodes finish within two minutes; SpeCon moves the converging BiRNN next to a LeNet about to finish, and from then on both BiRNNs have a node each. \`flowcon\` comes next by giving the growing BiRNNs the CPU of converged-looking LeNets. \`drover\` keeps SpeCon's growth unit of 10 s (with it a BiRNN never counts as growing while it shares a node, \`specon-unit10\` above), so it does not migrate here."
+note specon specon "\`specon\` has the lowest average JCT: least-allocated puts the fifth job, a BiRNN, beside another BiRNN on node-0 while the LeNets on the other nodes finish within two minutes; SpeCon moves the converging BiRNN next to a LeNet about to finish, and from then on both BiRNNs have a node each. \`flowcon\` comes next by giving the growing BiRNNs the CPU of converged-looking LeNets. \`drover\` keeps SpeCon's growth unit of 10 s (with it a BiRNN never counts as growing while it shares a node, \`specon-unit10\` above), so it does not migrate here. SpeCon's makespan gain does not hold on every noise seed (the seeds 1-5 table): on seed 3 it also migrates a second BiRNN, and the last job ends later than under \`k8s-default\`."
 note mix drover "\`drover\` wins, for the same reasons as on the built-in scenario; the heterogeneous nodes make locality matter more (a 64-CPU node holds a whole wide job)."
 note gpu drover "\`drover\` wins: DRAGON-style admission between min and requested workers removes most of the queueing that gang-FIFO and volcano-priority suffer, and growing only jobs with more than 10 minutes of work left avoids restarts that do not pay."
 if [ "$(cat "$tmp/heldout.lost")" -gt 0 ]; then

@@ -61,8 +61,8 @@ static const struct {
      "gang=false period=10 queue_order=fifo admit=pod-by-pod score=flowcon*2,least-allocated "
      "reallocate=flowcon"},
     {"specon", "migrate converging jobs off contended nodes when gain > cost (seed 003)",
-     "gang=false period=10 queue_order=fifo admit=pod-by-pod score=least-allocated "
-     "migrate=specon"},
+     "gang=false period=1 queue_order=fifo admit=pod-by-pod score=least-allocated "
+     "migrate=specon(unit=60)"},
     {"tiresias", "Tiresias: 2D least-attained service, discretised queues, preemptive",
      "gang=true period=60 queue_order=tiresias admit=tiresias migrate=tiresias"},
     {"optimus", "Optimus: workers by marginal gain in remaining time, re-sized every period",

@@ -97,7 +97,7 @@ double drv_calib_best_batch(const drv_calib *c, int32_t app, const int32_t *gpn,
 
 /* ---- what the calibrated model knows of a run's jobs ---------------------------------------
  *
- * The core's job records hold no model (DESIGN.md): a driver that runs calibrated jobs keeps
+ * The core's job records hold no model (docs/cycle.md): a driver that runs calibrated jobs keeps
  * their calibration here - which measured model each follows, its total batch now and the
  * range a policy may set it in - and hands it to plugins through the snapshot's model handle
  * (drv_snapshot.model). Plugins read it through the functions below; only the driver writes

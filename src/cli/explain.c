@@ -43,9 +43,7 @@ static void print_order(const drv_profile *prof, const char *job)
         printf("policy %s orders its queue by queue_order=", prof->name);
         for (int i = 0; i < n; i++)
             printf("%s%s", i ? "," : "", q[i].p->name);
-        char doc[256];
-        cli_user_doc(q[0].p->doc, doc, sizeof doc);
-        printf(": %s.\n", doc);
+        printf(": %s.\n", q[0].p->doc);
     }
     printf("It does not use the combined priority, so job %s has no priority factors to show.\n",
            job);

@@ -2,7 +2,8 @@
  * elastic.c - the three-phase elastic loop of DRAGON (seed 001), also run, with symmetric
  * release and growth, by the autoscaling operator (seed 000). Source: DRAGON's released
  * controller (Lin et al., "DRAGON: a dynamic scheduling and scaling controller for managing
- * distributed deep learning jobs in Kubernetes cluster"); ALGORITHMS.md for the details.
+ * distributed deep learning jobs in Kubernetes cluster"); docs/sources.md and docs/policies.md for
+ * the details.
  *
  * Each cycle (the profile's period, 15 s for DRAGON):
  *  1. Gang admission (admit point): walk the queue in order; start a job if all its PS pods

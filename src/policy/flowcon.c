@@ -1,7 +1,7 @@
 /*
  * flowcon.c - FlowCon (seed 002): CPU limits from growth efficiency, and FlowCon 2.0
  * placement. Source: the authors' released code (Zheng et al., FlowCon, 2019/2020), as
- * summarised in ALGORITHMS.md.
+ * summarised in docs/sources.md and docs/policies.md.
  *
  *  flowcon  reallocate  Every interval I (knob, 30 s) for each running job j:
  *                         normalised loss = loss / largest loss seen for j;
@@ -264,7 +264,7 @@ static int fc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
 
 const drv_plugin drv_plugin_flowcon = {
     .name = "flowcon",
-    .doc = "reallocate+score: CPU limits from growth efficiency G=P/R (seed 002, FlowCon 2.0)",
+    .doc = "reallocate+score: CPU limits from growth efficiency G=P/R (FlowCon 2.0)",
     .init = fc_init,
     .fini = fc_fini,
     .score = fc_score,

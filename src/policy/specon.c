@@ -1,7 +1,7 @@
 /*
  * specon.c - SpeCon (seed 003): speculative migration of slow-growing jobs off contended
  * nodes. Source: SpeCon's released configuration (10 s monitor interval, alpha 0.1); the
- * algorithm is our reconstruction (ALGORITHMS.md [R]); node ranking is ProCon's.
+ * algorithm is our reconstruction ([R], docs/policies.md); node ranking is ProCon's.
  *
  * Every interval (at the first cycle at or after each multiple of it), per running job: growth
  * g = |L(t_m) - L(t_m-1)| on loss normalised by its first observed loss [R: SpeCon says its
@@ -167,7 +167,7 @@ static double node_gain(const drv_ctx *c, const int32_t *run, int32_t n, int32_t
 
 /* Net seconds of job time won by moving job (holding lim of CPU limits on `from`) to `to`: the
  * jobs left on `from` speed up, those on `to` slow down, and the job itself runs at `to`'s
- * throttling instead of `from`'s [R: ALGORITHMS.md says "the predicted gain"; counting only
+ * throttling instead of `from`'s [R: the paper says "the predicted gain"; counting only
  * the source node's growing jobs moved converging jobs onto busy nodes, 41 migrations and
  * +37 % average JCT on the FlowCon scenario with unit=30]. */
 static double net_gain(const drv_ctx *c, const int32_t *run, int32_t n, int32_t job, double lim,
@@ -302,7 +302,7 @@ static double sc_wake(const drv_ctx *c, void *state)
 
 const drv_plugin drv_plugin_specon = {
     .name = "specon",
-    .doc = "migrate: move converging jobs off contended nodes when gain > cost (seed 003)",
+    .doc = "migrate: move converging jobs off contended nodes when gain > cost (SpeCon)",
     .init = sc_init,
     .fini = sc_fini,
     .migrate = sc_migrate,

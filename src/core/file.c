@@ -77,10 +77,15 @@ int drv_file_out_commit(drv_file_out *o, drv_diag *d)
         remove(o->tmp);
         return drv_fail(d, DRV_EIO, "%s: write failed", o->path);
     }
-    if (rename(o->tmp, o->path) != 0) {
+    return drv_file_publish(o->tmp, o->path, d);
+}
+
+int drv_file_publish(const char *tmp, const char *path, drv_diag *d)
+{
+    if (rename(tmp, path) != 0) {
         int e = errno;
-        remove(o->tmp);
-        return drv_fail(d, DRV_EIO, "%s: cannot rename into place: %s", o->path, strerror(e));
+        remove(tmp);
+        return drv_fail(d, DRV_EIO, "%s: cannot rename into place: %s", path, strerror(e));
     }
     return 0;
 }

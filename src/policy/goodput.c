@@ -16,11 +16,18 @@
  * `adaptive=0`); their GPUs are not counted as ours.
  *
  * Every `interval` (60 s: Pollux's round; at the first cycle at or after each multiple):
- *   1. Goodput table. For a job of model m in epoch e (from its progress, calib.h) on n GPUs
- *      packed on the fewest nodes: G(m, n, e) = max over candidate batches B of
- *      gain(B, e) / step_time(n, B), B in the job's validated range with every replica getting
- *      at least the smallest measured local batch (drv_calib_best_batch). Its speed-up is
- *      s(n) = G(n) / G(its minimum, 1 worker in the traces). Cached per (model, n, epoch).
+ *   1. Goodput. For a job in epoch e (from its progress, calib.h) on n GPUs packed on the
+ *      fewest nodes: G(n) = max over candidate batches B of gain(B) / step_time(n, B), B in the
+ *      job's validated range with every replica getting at least the smallest local batch.
+ *      Its speed-up is s(n) = G(n) / G(its minimum, 1 worker in the traces).
+ *      Online (the default, oracle=0), as Pollux: step_time is the job's own model
+ *      (online.h), fitted from the measurements the driver publishes of the configuration it
+ *      runs (drv_calib_job.seen) and nothing else; gain(B) is extrapolated from the gradient
+ *      statistics at its current batch; before its first measurement G(n) = n (Pollux's prior
+ *      of a linear speed-up), and it gets at most `explore` (2) times the most GPUs it has run
+ *      on. Oracle (oracle=1, an ablation): the measured profiles' step time of every
+ *      placement and the statistics at every batch (drv_calib_best_batch), cached per
+ *      (model, n, epoch).
  *   2. Order (Tiresias' discretised LAS): queue k = number of thresholds threshold*factor^i
  *      the job's attained GPU-seconds have passed; by queue, then submission, then id.
  *   3. Allocation. Our GPUs = free GPUs + those our jobs hold. In order, each job gets its
@@ -34,22 +41,21 @@
  *   4. Apply. A job whose count changed, or that waits and got GPUs, is evicted and re-placed
  *      (largest first; each on the node that fits its remaining workers most tightly, else
  *      the freest), then given the best batch for the placement it actually got (BATCH). A
- *      job that keeps its GPUs is re-batched (a restart) only when the best batch for its
- *      current epoch raises its goodput by the fraction `rebatch`.
+ *      job that keeps its GPUs is re-batched when the best batch raises its goodput: in place
+ *      (AdaptDL, `batch_restart=0`) by any margin over 0.1 %; with a restart
+ *      (`batch_restart=1`) only by the fraction `rebatch`, checked once per epoch, placement,
+ *      batch and model.
  * Example: cifar10 in epoch 60 has large gradient noise: a step at B = 1024 gains 7.1 times
  * one at its initial 128 (of a possible 8; 1.5 in epoch 0), so on 4 GPUs a batch well above
  * 128 has the higher goodput, and more GPUs usually want a bigger batch still. Whether it gets
  * GPUs 5..8 depends on how much they raise its u(s) against what they would do for others.
  *
  * [R] Reconstructions: Pollux searches allocations with a genetic algorithm over per-node
- * matrices; we allocate greedily by utility per GPU and place packed. Pollux learns each
- * job's throughput model online and explores at most twice the GPUs a job has run on; we read
- * the calibrated (measured) step times, as the Pollux simulator's own Optimus does (knob
- * `explore=2` limits growth as Pollux's exploration does; off by default). Pollux
- * changes a batch without restarting; here a batch changes only with a checkpoint-restart
- * (the driver's restart pause), so we re-batch a running job only for a clear gain. Pollux
- * has no queue order; we add Tiresias' LAS order for who gets a first GPU when GPUs are
- * short (on Pollux workloads 1-4 they never were: its knobs do not change the averages).
+ * matrices; we allocate greedily by utility per GPU and place packed. Pollux fits its
+ * throughput model by L-BFGS on the log error; online.c fits the same model in closed form.
+ * Pollux changes a batch without restarting (AdaptDL); so do we by default. Pollux has no
+ * queue order; we add Tiresias' LAS order for who gets a first GPU when GPUs are short (on
+ * Pollux workloads 1-4 they never were: its knobs do not change the averages).
  *
  * Cost per cycle: O(our jobs x GPUs x steps of the greedy), table entries computed once each.
  */

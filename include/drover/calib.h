@@ -84,6 +84,30 @@ int32_t drv_calib_epoch(const drv_calib *c, int32_t app, double progress);
 /* Goodput (Pollux): progress per second = gain(batch, epoch) / step time of the placement. */
 double drv_calib_goodput(const drv_calib *c, int32_t app, const int32_t *gpn, int32_t nn,
                          double batch, int32_t epoch);
+/* One measurement a running job makes of its own configuration (what Pollux's agent reports):
+ * valid when replicas > 0. */
+typedef struct drv_calib_sample {
+    int32_t nodes, replicas;
+    double atomic;  /* per-replica batch of one pass */
+    int32_t accum;  /* extra gradient-accumulation passes per step */
+    double compute; /* seconds of one pass without synchronising (T_grad) */
+    double sync;    /* seconds spent synchronising at the step's last pass */
+    double step;    /* seconds per global step: accum * compute + the synchronised pass */
+} drv_calib_sample;
+/* The framework's split of a total batch on `replicas` GPUs (AdaptDL's, as the Pollux simulator
+ * does it): extra accumulation passes when the per-replica batch exceeds the largest local
+ * batch (at least one for one replica above the initial batch), and the batch of one pass. */
+void drv_calib_split(const drv_calib_app *a, int32_t replicas, double batch, double *atomic,
+                     int32_t *accum);
+/* The measurement a job of app running at total batch `batch` on placement gpn[0..nn) would
+ * make (the same lookup as drv_calib_step_time, which equals out->step). 0, or DRV_EINVAL when
+ * no replica is placed. */
+int drv_calib_measure(const drv_calib *c, int32_t app, const int32_t *gpn, int32_t nn, double batch,
+                      drv_calib_sample *out);
+/* Gradient statistics of app at total batch `batch` in epoch `epoch` (what a job training at
+ * that batch measures): squared norm and variance, per the validation curves. */
+void drv_calib_grad(const drv_calib *c, int32_t app, double batch, int32_t epoch, double *sqr,
+                    double *var);
 enum { DRV_CALIB_MAXCAND = 384 };
 /* The batches worth trying on a placement within [lo, hi] (see calibrate.c), ascending, with
  * their step times: into batch[] and step[] (DRV_CALIB_MAXCAND each); returns how many (0 when
@@ -102,13 +126,17 @@ double drv_calib_best_batch(const drv_calib *c, int32_t app, const int32_t *gpn,
  * range a policy may set it in - and hands it to plugins through the snapshot's model handle
  * (drv_snapshot.model). Plugins read it through the functions below; only the driver writes
  * it (a job's record when the job is submitted, its batch when a BATCH decision is applied,
- * nlive_adaptive when a job enters or leaves the live set).
+ * its measurement `seen` when it runs a configuration, nlive_adaptive when a job enters or
+ * leaves the live set).
  */
 typedef struct drv_calib_job {
     int32_t app;                  /* 1 + index of its model in calib, 0: not calibrated */
     int32_t batch;                /* its total batch size now */
     int32_t batch_min, batch_max; /* the range a policy may set it in (DRV_BATCH); equal when
                                      the batch is fixed */
+    drv_calib_sample seen;        /* the job's own measurement of the configuration it runs
+                                     (or last ran); replicas 0 until it has run. The only step
+                                     time an online policy may read (online.h) */
 } drv_calib_job;
 
 typedef struct drv_calib_jobs {

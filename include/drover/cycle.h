@@ -26,7 +26,8 @@ enum drv_decision_kind {
     DRV_SCALE,   /* set the job's wanted worker count to value (checkpoint-restart if running) */
     DRV_RESIZE,  /* set pod's CPU limit to value millicores, in place */
     DRV_MIGRATE, /* move pod to node (checkpoint, delete, recreate there, restore) */
-    DRV_BATCH,   /* set a calibrated job's total batch size to value (checkpoint-restart) */
+    DRV_BATCH,   /* set a calibrated job's total batch size to value (checkpoint-restart;
+                    in place with reason DRV_REASON_INPLACE) */
 };
 enum drv_reason {
     DRV_REASON_NONE,
@@ -34,6 +35,7 @@ enum drv_reason {
     DRV_REASON_SHRINK,   /* removed by an elastic scale-down */
     DRV_REASON_STARVE,   /* removed to make room for a starving job */
     DRV_REASON_COMPLETE, /* job finished */
+    DRV_REASON_INPLACE,  /* BATCH: the framework changes it while the job runs (AdaptDL) */
 };
 typedef struct drv_decision {
     int32_t kind; /* enum drv_decision_kind */
@@ -41,7 +43,7 @@ typedef struct drv_decision {
     int32_t pod;    /* -1 for SCALE */
     int32_t node;   /* BIND, MIGRATE target; -1 otherwise */
     int64_t value;  /* SCALE: workers; RESIZE: millicores; BATCH: total batch size */
-    int32_t reason; /* enum drv_reason, for EVICT */
+    int32_t reason; /* enum drv_reason, for EVICT; BATCH: INPLACE or NONE (restart) */
     int32_t from;   /* EVICT, MIGRATE: the node the pod was on; -1 otherwise */
     int64_t prev;   /* SCALE: workers before; RESIZE: limit before; BATCH: batch before (lets a
                        cycle roll back) */
@@ -319,6 +321,8 @@ int drv_ctx_migrate(drv_ctx *c, int32_t pod, int32_t node);
  * batch before this cycle, which the plugin reads from the model (the core holds none); no
  * decision when the assumed batch (drv_ctx_batch) is `batch` already. */
 int drv_ctx_set_batch(drv_ctx *c, int32_t job, int64_t batch, int64_t now);
+/* The same, changed while the job runs, without a restart (a framework such as AdaptDL). */
+int drv_ctx_set_batch_inplace(drv_ctx *c, int32_t job, int64_t batch, int64_t now);
 /* The job's total batch as assumed by this cycle: the newest BATCH of this cycle for it, else
  * `now`, its batch before the cycle. */
 int64_t drv_ctx_batch(const drv_ctx *c, int32_t job, int64_t now);

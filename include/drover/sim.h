@@ -112,8 +112,11 @@ typedef struct drv_sim_config {
                                  the simulator reads no clock, the callback may */
     void *progress_arg;
     const struct drv_calib *calib; /* measured profiles for jobs with calib_app (may be NULL) */
-    const char *workload_file;     /* the file the jobs were read from, named with their line in
-                                      messages about a job (borrowed; NULL: none) */
+    const struct drv_calib *policy_calib; /* the profiles plugins are handed (drv_snapshot.model;
+                                             NULL: calib). A test hands a poisoned copy to show
+                                             what a policy reads; the run uses calib */
+    const char *workload_file; /* the file the jobs were read from, named with their line in
+                                  messages about a job (borrowed; NULL: none) */
 } drv_sim_config;
 
 /* One interval during which a pod was bound to a node (the placement log). */

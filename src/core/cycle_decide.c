@@ -176,7 +176,7 @@ int drv_ctx_migrate(drv_ctx *c, int32_t pod, int32_t node)
     return 0;
 }
 
-int drv_ctx_set_batch(drv_ctx *c, int32_t job, int64_t batch, int64_t now)
+static int set_batch(drv_ctx *c, int32_t job, int64_t batch, int64_t now, int32_t reason)
 {
     int64_t prev = drv_ctx_batch(c, job, now);
     if (prev == batch)
@@ -186,9 +186,20 @@ int drv_ctx_set_batch(drv_ctx *c, int32_t job, int64_t batch, int64_t now)
                       .pod = -1,
                       .node = -1,
                       .value = batch,
+                      .reason = reason,
                       .from = -1,
                       .prev = prev};
     return push(c, x);
+}
+
+int drv_ctx_set_batch(drv_ctx *c, int32_t job, int64_t batch, int64_t now)
+{
+    return set_batch(c, job, batch, now, DRV_REASON_NONE);
+}
+
+int drv_ctx_set_batch_inplace(drv_ctx *c, int32_t job, int64_t batch, int64_t now)
+{
+    return set_batch(c, job, batch, now, DRV_REASON_INPLACE);
 }
 
 /* The newest BATCH of this cycle for the job (a rollback pops it), else the caller's: batch

@@ -29,8 +29,8 @@ int drv_decisions_push(drv_decisions *d, drv_decision x)
 
 static const char *reason_name(int r)
 {
-    static const char *const names[] = {"", "preempt", "shrink", "starve", "complete"};
-    return (r >= 0 && r <= DRV_REASON_COMPLETE) ? names[r] : "?";
+    static const char *const names[] = {"", "preempt", "shrink", "starve", "complete", "inplace"};
+    return (r >= 0 && r <= DRV_REASON_INPLACE) ? names[r] : "?";
 }
 
 const char *drv_decision_format(const drv_state *st, const drv_decision *x, char *buf, size_t n)
@@ -57,7 +57,8 @@ const char *drv_decision_format(const drv_state *st, const drv_decision *x, char
         snprintf(buf, n, "MIGRATE %s/%s-%d %s", job, role, idx, node);
         break;
     case DRV_BATCH:
-        snprintf(buf, n, "BATCH %s %lld", job, (long long)x->value);
+        snprintf(buf, n, "BATCH %s %lld%s", job, (long long)x->value,
+                 x->reason == DRV_REASON_INPLACE ? " inplace" : "");
         break;
     default:
         snprintf(buf, n, "? kind %d", x->kind);

@@ -470,8 +470,25 @@ static st2 measured(const drv_calib_app *a, int32_t placement, int32_t nodes, in
     return lerp(x, y, nlo, nhi, n);
 }
 
-double drv_calib_step_time(const drv_calib *c, int32_t app, const int32_t *gpn, int32_t nn,
-                           double batch)
+void drv_calib_split(const drv_calib_app *a, int32_t replicas, double batch, double *atomic,
+                     int32_t *accum)
+{
+    double local = ceil(batch / replicas - 1e-8);
+    double k = ceil(local / a->max_local_bsz - 1e-8) - 1;
+    if (replicas == 1 && batch > a->init_bsz && k < 1)
+        k = 1;
+    if (k < 0)
+        k = 0;
+    double at = ceil(local / (k + 1) - 1e-8);
+    double cap = floor(a->max_bsz / (replicas * (k + 1)));
+    if (at > cap && cap >= 1)
+        at = cap;
+    *atomic = at;
+    *accum = (int32_t)k;
+}
+
+int drv_calib_measure(const drv_calib *c, int32_t app, const int32_t *gpn, int32_t nn, double batch,
+                      drv_calib_sample *out)
 {
     const drv_calib_app *a = &c->v[app];
     int32_t nodes = 0, replicas = 0, placement = 0;
@@ -487,20 +504,27 @@ double drv_calib_step_time(const drv_calib *c, int32_t app, const int32_t *gpn, 
             placement = placement * 10 + gpn[i];
     }
     if (replicas == 0)
-        return 0;
+        return DRV_EINVAL;
     placement = digits ? rotate_min(placement) : 0;
-    double local = ceil(batch / replicas - 1e-8);
-    double accum = ceil(local / a->max_local_bsz - 1e-8) - 1;
-    if (replicas == 1 && batch > a->init_bsz && accum < 1)
-        accum = 1;
-    if (accum < 0)
-        accum = 0;
-    double atomic = ceil(local / (accum + 1) - 1e-8);
-    double cap = floor(a->max_bsz / (replicas * (accum + 1)));
-    if (atomic > cap && cap >= 1)
-        atomic = cap;
+    double atomic;
+    int32_t accum;
+    drv_calib_split(a, replicas, batch, &atomic, &accum);
     st2 m = measured(a, placement, nodes, replicas, atomic);
-    return m.step + accum * (m.step - m.sync);
+    *out = (drv_calib_sample){.nodes = nodes,
+                              .replicas = replicas,
+                              .atomic = atomic,
+                              .accum = accum,
+                              .compute = m.step - m.sync,
+                              .sync = m.sync,
+                              .step = m.step + accum * (m.step - m.sync)};
+    return 0;
+}
+
+double drv_calib_step_time(const drv_calib *c, int32_t app, const int32_t *gpn, int32_t nn,
+                           double batch)
+{
+    drv_calib_sample s;
+    return drv_calib_measure(c, app, gpn, nn, batch, &s) == 0 ? s.step : 0;
 }
 
 /* ---- progress ----------------------------------------------------------------------------- */
@@ -558,6 +582,15 @@ double drv_calib_gain(const drv_calib *c, int32_t app, double batch, int32_t epo
     int32_t e = epoch < 0 ? 0 : epoch >= a->max_epochs ? a->max_epochs - 1 : epoch;
     double sqr = curve_at(a, batch, e, 0), var = curve_at(a, batch, e, 1);
     return (var + sqr) / (var / (batch / a->init_bsz) + sqr);
+}
+
+void drv_calib_grad(const drv_calib *c, int32_t app, double batch, int32_t epoch, double *sqr,
+                    double *var)
+{
+    const drv_calib_app *a = &c->v[app];
+    int32_t e = epoch < 0 ? 0 : epoch >= a->max_epochs ? a->max_epochs - 1 : epoch;
+    *sqr = curve_at(a, batch, e, 0);
+    *var = curve_at(a, batch, e, 1);
 }
 
 double drv_calib_progress(const drv_calib *c, int32_t app, double batch, double steps)

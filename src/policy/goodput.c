@@ -16,11 +16,18 @@
  * `adaptive=0`); their GPUs are not counted as ours.
  *
  * Every `interval` (60 s: Pollux's round; at the first cycle at or after each multiple):
- *   1. Goodput table. For a job of model m in epoch e (from its progress, calib.h) on n GPUs
- *      packed on the fewest nodes: G(m, n, e) = max over candidate batches B of
- *      gain(B, e) / step_time(n, B), B in the job's validated range with every replica getting
- *      at least the smallest measured local batch (drv_calib_best_batch). Its speed-up is
- *      s(n) = G(n) / G(its minimum, 1 worker in the traces). Cached per (model, n, epoch).
+ *   1. Goodput. For a job in epoch e (from its progress, calib.h) on n GPUs packed on the
+ *      fewest nodes: G(n) = max over candidate batches B of gain(B) / step_time(n, B), B in the
+ *      job's validated range with every replica getting at least the smallest local batch.
+ *      Its speed-up is s(n) = G(n) / G(its minimum, 1 worker in the traces).
+ *      Online (the default, oracle=0), as Pollux: step_time is the job's own model
+ *      (online.h), fitted from the measurements the driver publishes of the configuration it
+ *      runs (drv_calib_job.seen) and nothing else; gain(B) is extrapolated from the gradient
+ *      statistics at its current batch; before its first measurement G(n) = n (Pollux's prior
+ *      of a linear speed-up), and it gets at most `explore` (2) times the most GPUs it has run
+ *      on. Oracle (oracle=1, an ablation): the measured profiles' step time of every
+ *      placement and the statistics at every batch (drv_calib_best_batch), cached per
+ *      (model, n, epoch).
  *   2. Order (Tiresias' discretised LAS): queue k = number of thresholds threshold*factor^i
  *      the job's attained GPU-seconds have passed; by queue, then submission, then id.
  *   3. Allocation. Our GPUs = free GPUs + those our jobs hold. In order, each job gets its
@@ -34,26 +41,26 @@
  *   4. Apply. A job whose count changed, or that waits and got GPUs, is evicted and re-placed
  *      (largest first; each on the node that fits its remaining workers most tightly, else
  *      the freest), then given the best batch for the placement it actually got (BATCH). A
- *      job that keeps its GPUs is re-batched (a restart) only when the best batch for its
- *      current epoch raises its goodput by the fraction `rebatch`.
+ *      job that keeps its GPUs is re-batched when the best batch raises its goodput: in place
+ *      (AdaptDL, `batch_restart=0`) by any margin over 0.1 %; with a restart
+ *      (`batch_restart=1`) only by the fraction `rebatch`, checked once per epoch, placement,
+ *      batch and model.
  * Example: cifar10 in epoch 60 has large gradient noise: a step at B = 1024 gains 7.1 times
  * one at its initial 128 (of a possible 8; 1.5 in epoch 0), so on 4 GPUs a batch well above
  * 128 has the higher goodput, and more GPUs usually want a bigger batch still. Whether it gets
  * GPUs 5..8 depends on how much they raise its u(s) against what they would do for others.
  *
  * [R] Reconstructions: Pollux searches allocations with a genetic algorithm over per-node
- * matrices; we allocate greedily by utility per GPU and place packed. Pollux learns each
- * job's throughput model online and explores at most twice the GPUs a job has run on; we read
- * the calibrated (measured) step times, as the Pollux simulator's own Optimus does (knob
- * `explore=2` limits growth as Pollux's exploration does; off by default). Pollux
- * changes a batch without restarting; here a batch changes only with a checkpoint-restart
- * (the driver's restart pause), so we re-batch a running job only for a clear gain. Pollux
- * has no queue order; we add Tiresias' LAS order for who gets a first GPU when GPUs are
- * short (on Pollux workloads 1-4 they never were: its knobs do not change the averages).
+ * matrices; we allocate greedily by utility per GPU and place packed. Pollux fits its
+ * throughput model by L-BFGS on the log error; online.c fits the same model in closed form.
+ * Pollux changes a batch without restarting (AdaptDL); so do we by default. Pollux has no
+ * queue order; we add Tiresias' LAS order for who gets a first GPU when GPUs are short (on
+ * Pollux workloads 1-4 they never were: its knobs do not change the averages).
  *
  * Cost per cycle: O(our jobs x GPUs x steps of the greedy), table entries computed once each.
  */
 #include "drover/calib.h"
+#include "drover/online.h"
 #include "drover/policy.h"
 
 #include <math.h>
@@ -73,13 +80,22 @@ static const drv_knob_spec knobs[] = {
     {"threshold", 57600, 1, 1e9, "attained GPU-seconds of the first demotion (LAS queues)"},
     {"factor", 10, 1, 1000, "each further queue's threshold is this times the previous one"},
     {"queues", 2, 1, 8, "number of LAS queues (1: first come, first served)"},
-    {"explore", 0, 0, 64,
-     "a job gets at most this times the most GPUs it has run on (at least 1; 0: no limit)"},
+    {"explore", 2, 0, 64,
+     "a job gets at most this times the most GPUs it has run on (at least 1; 0: no limit; "
+     "2: Pollux's exploration)"},
     {"interval", 60, 1, 3600,
      "seconds between re-allocations (Pollux's scheduling round): it runs at the first cycle "
      "at or after each multiple"},
+    {"oracle", 0, 0, 1,
+     "1: read every placement's measured step time and the gradient statistics at every "
+     "batch (an ablation); 0: learn each job's throughput from what it has run (Pollux)"},
+    {"batch_restart", 0, 0, 1,
+     "1: a batch change of a running job costs a checkpoint-restart; 0: it changes in place, "
+     "as AdaptDL does under Pollux"},
 };
 enum { NKNOBS = sizeof knobs / sizeof knobs[0], MAXW = 64, MAXNODES = 256 };
+/* A batch changed in place (free) still needs this predicted gain: no churn on rounding. */
+static const double MIN_GAIN = 1e-3;
 
 /* Best batch and goodput of (model, n GPUs packed, epoch); batch 0 until computed. */
 typedef struct cell {
@@ -102,6 +118,7 @@ typedef struct goodput {
     double p, penalty, rebatch, threshold, factor;
     int32_t queues;
     double explore, interval;
+    bool oracle, batch_restart;
     const drv_calib *calib; /* the one the tables were built from */
     int32_t gpn;            /* GPUs per node the packed shapes assume */
     table *tab;             /* per model */
@@ -113,6 +130,8 @@ typedef struct goodput {
         int32_t epoch, restarts, have;
         double batch;
         int32_t most;
+        uint32_t ver;      /* the model version that check saw */
+        drv_online_job ol; /* its throughput as learnt from its own measurements (oracle=0) */
     } * seen;
     int32_t cap_seen;
 } goodput;
@@ -134,6 +153,8 @@ static int g_init(void **state, const drv_knob *kv, int nkv, drv_diag *d)
     g->queues = (int32_t)v[5];
     g->explore = v[6];
     g->interval = v[7];
+    g->oracle = v[8] != 0;
+    g->batch_restart = v[9] != 0;
     *state = g;
     return 0;
 }
@@ -156,6 +177,8 @@ static void g_fini(void *state)
     if (!g)
         return;
     drop_tables(g);
+    for (int32_t i = 0; i < g->cap_seen; i++)
+        drv_online_job_fini(&g->seen[i].ol);
     drv_free(g->seen);
     drv_free(g);
 }
@@ -246,6 +269,7 @@ typedef struct gjob {
     int32_t want;            /* workers allocated */
     bool running;            /* holds its GPUs (starting, running or restarting) */
     double base;             /* G(minw) */
+    drv_online_grad grad;    /* gradient statistics at its current batch (oracle=0) */
     double *u;               /* u[n]: its utility at n workers, minw <= n <= nmax */
     double submit;
 } gjob;
@@ -271,10 +295,34 @@ static int32_t level_of(const goodput *g, double attained)
     return k;
 }
 
+/* Online (oracle=0): job x's best goodput on n GPUs packed on the fewest nodes, from its own
+ * model and the gradient statistics at its current batch (its batch into *batch when not
+ * NULL). Before its first measurement Pollux's prior: a linear speed-up, G(n) = n, its batch
+ * kept (0). */
+static double online_goodput(const goodput *g, const gjob *x, int32_t n, double *batch)
+{
+    const drv_online_job *o = &g->seen[x->id].ol;
+    double gp = 0, b = 0;
+    if (o->nobs == 0)
+        gp = n;
+    else if (n >= 1)
+        b = drv_online_best_batch(o, &g->calib->v[x->cj->app - 1], &x->grad,
+                                  (n + g->gpn - 1) / g->gpn, n, x->cj->batch_min, x->cj->batch_max,
+                                  &gp);
+    if (batch)
+        *batch = b;
+    return gp;
+}
+
+static double goodput_at(goodput *g, const gjob *x, int32_t n)
+{
+    return g->oracle ? table_goodput(g, x->cj, n, x->epoch, NULL) : online_goodput(g, x, n, NULL);
+}
+
 /* Utility of job x at n workers (n >= 1). */
 static double value(goodput *g, const gjob *x, int32_t n)
 {
-    double s = table_goodput(g, x->cj, n, x->epoch, NULL) / x->base;
+    double s = goodput_at(g, x, n) / x->base;
     if (x->running && n != x->have)
         s *= 1 - g->penalty;
     return utility(g, s);
@@ -374,13 +422,34 @@ static int place(drv_ctx *c, int32_t job)
     return 1;
 }
 
-/* The best batch for the job where it is now placed, and its goodput there. */
+/* Online: the job's predicted goodput at its current batch where it is placed. */
+static double online_now(const goodput *g, const gjob *x, int32_t nodes, int32_t replicas)
+{
+    const drv_online_job *o = &g->seen[x->id].ol;
+    double atomic;
+    int32_t accum;
+    if (replicas < 1)
+        return 0;
+    drv_calib_split(&g->calib->v[x->cj->app - 1], replicas, x->cj->batch, &atomic, &accum);
+    double t = drv_online_step(o, nodes, replicas, atomic, accum);
+    return t > 0 ? drv_online_gain(&x->grad, x->cj->batch) / t : 0;
+}
+
+/* The best batch for the job where it is now placed, and its goodput there (online: 0 before
+ * its first measurement, which keeps its batch). */
 static double best_here(goodput *g, const drv_ctx *c, const gjob *x, double *gp)
 {
     const drv_calib_job *j = x->cj;
     int32_t gpn[MAXNODES], nn = placement(c, x->id, gpn), r = 0, pk[MAXNODES];
     for (int32_t i = 0; i < nn; i++)
         r += gpn[i];
+    if (!g->oracle) {
+        const drv_online_job *o = &g->seen[x->id].ol;
+        *gp = 0;
+        return o->nobs == 0 ? 0
+                            : drv_online_best_batch(o, &g->calib->v[j->app - 1], &x->grad, nn, r,
+                                                    j->batch_min, j->batch_max, gp);
+    }
     /* packed the way the table assumes (in some node order): its cached answer */
     int32_t np = packed(r, g->gpn, pk), full = 0, part = 0;
     for (int32_t i = 0; i < nn; i++)
@@ -423,6 +492,20 @@ static bool ready_tables(const drv_ctx *c, goodput *g, const drv_calib *calib)
     return per > 0;
 }
 
+/* Online: what job x has measured of the configuration it runs (only that: the driver's
+ * cj->seen) enters its model, and its gradient statistics at its current batch, in its
+ * current epoch, are what the goodput of every batch is estimated from. 0 or DRV_ENOMEM. */
+static int learn(goodput *g, gjob *x, const drv_calib_job *cj)
+{
+    int32_t app = cj->app - 1;
+    x->grad.init_bsz = g->calib->v[app].init_bsz;
+    drv_calib_grad(g->calib, app, cj->batch, x->epoch, &x->grad.sqr, &x->grad.var);
+    if (!x->running || cj->seen.replicas != x->have)
+        return 0; /* not running the configuration it measured (yet) */
+    int rc = drv_online_observe(&g->seen[x->id].ol, &cj->seen);
+    return rc == DRV_ENOMEM ? rc : 0;
+}
+
 /* Our jobs (live, batch-adaptive, one GPU per worker, runnable on their minimum) into v, with
  * their epoch, LAS level, GPUs held and bounds; *gpus receives our GPUs (free ones plus those
  * our jobs hold). Returns how many, or -1 when g->seen cannot grow. */
@@ -435,8 +518,10 @@ static int32_t our_jobs(const drv_ctx *c, goodput *g, const drv_calib_jobs *m, g
         int32_t old = g->cap_seen;
         if (drv_grow(&g->seen, sizeof *g->seen, &g->cap_seen, st->njobs) != 0)
             return -1;
-        for (int32_t k = old; k < g->cap_seen; k++)
-            g->seen[k] = (struct seen){-1, -1, -1, 0, 0};
+        for (int32_t k = old; k < g->cap_seen; k++) {
+            g->seen[k] = (struct seen){-1, -1, -1, 0, 0, 0, {0}};
+            drv_online_job_init(&g->seen[k].ol);
+        }
     }
     int32_t n = 0;
     *gpus = 0;
@@ -468,7 +553,9 @@ static int32_t our_jobs(const drv_ctx *c, goodput *g, const drv_calib_jobs *m, g
             x.nmax = x.nmax < lim ? x.nmax : lim;
         }
         x.minw = j->role[DRV_ROLE_WORKER].min > 1 ? j->role[DRV_ROLE_WORKER].min : 1;
-        x.base = table_goodput(g, cj, x.minw, x.epoch, NULL);
+        if (!g->oracle && learn(g, &x, cj) != 0)
+            return -1;
+        x.base = goodput_at(g, &x, x.minw);
         if (x.base <= 0 || x.nmax < x.minw)
             continue; /* no batch in its range runs on its minimum: it waits (none in traces) */
         *gpus += x.have;
@@ -562,17 +649,20 @@ static double batch_for(drv_ctx *c, goodput *g, gjob *x)
         return best_here(g, c, x, &gp);
     }
     struct seen *was = &g->seen[x->id];
+    uint32_t ver = g->oracle ? 0 : was->ol.version;
     if (x->epoch == was->epoch && j->restarts == was->restarts && x->have == was->have &&
-        cj->batch == was->batch)
-        return 0; /* checked on this epoch, placement and batch already: no gain */
+        cj->batch == was->batch && ver == was->ver)
+        return 0; /* checked on this epoch, placement, batch and model already: no gain */
+    was->ver = ver;
     was->epoch = x->epoch;
     was->restarts = j->restarts;
     was->have = x->have;
     was->batch = cj->batch;
     b = best_here(g, c, x, &gp);
     int32_t gpn[MAXNODES], nn = placement(c, x->id, gpn);
-    double cur = drv_calib_goodput(g->calib, cj->app - 1, gpn, nn, cj->batch, x->epoch);
-    return gp > cur * (1 + g->rebatch) ? b : 0;
+    double cur = g->oracle ? drv_calib_goodput(g->calib, cj->app - 1, gpn, nn, cj->batch, x->epoch)
+                           : online_now(g, x, nn, x->have);
+    return gp > cur * (1 + (g->batch_restart ? g->rebatch : MIN_GAIN)) ? b : 0;
 }
 
 static void pass(drv_ctx *c, goodput *g)
@@ -602,8 +692,9 @@ static void pass(drv_ctx *c, goodput *g)
         double b = batch_for(c, g, &v[i]);
         if (b < 0)
             return;
-        if (b > 0 &&
-            drv_ctx_set_batch(c, v[i].id, (int64_t)b, v[i].cj->batch) != 0) /* same: no-op */
+        int (*set)(drv_ctx *, int32_t, int64_t, int64_t) =
+            g->batch_restart ? drv_ctx_set_batch : drv_ctx_set_batch_inplace;
+        if (b > 0 && set(c, v[i].id, (int64_t)b, v[i].cj->batch) != 0) /* same: no-op */
             return;
     }
 }

@@ -238,7 +238,9 @@ static int reserve_jobs(drv_sim *s, const drv_workload *w, bool check, drv_diag 
     s->pod_base = drv_calloc((size_t)w->n + 1, sizeof *s->pod_base);
     s->names = drv_calloc(3 * (size_t)w->n + 1, sizeof *s->names);
     if (!s->res || !s->runl || !s->pod_base || !s->names ||
-        (s->cfg.calib && drv_calib_jobs_init(&s->model, s->cfg.calib, w->n) != 0))
+        (s->cfg.calib &&
+         drv_calib_jobs_init(&s->model, s->cfg.policy_calib ? s->cfg.policy_calib : s->cfg.calib,
+                             w->n) != 0))
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     return 0;
 }

@@ -87,11 +87,13 @@ static bool shares_change(const drv_sim *s)
 }
 
 /*
- * DRV_BATCH: a calibrated job trains at a new total batch from its restart on. Its progress
- * (calib.h) is kept: the steps done and the steps to finish are those of the new batch at the
- * same progress. A batch outside the job's range is an error (the policy broke the contract).
+ * DRV_BATCH: a calibrated job trains at a new total batch from its restart on, or at once
+ * when the decision says DRV_REASON_INPLACE (a framework that adapts its batch while it runs,
+ * as AdaptDL does for Pollux). Its progress (calib.h) is kept: the steps done and the steps to
+ * finish are those of the new batch at the same progress. A batch outside the job's range is
+ * an error (the policy broke the contract).
  */
-static int set_batch(drv_sim *s, int32_t job, double batch)
+static int set_batch(drv_sim *s, int32_t job, double batch, bool restart)
 {
     drv_job *j = &s->st.jobs[job];
     jobsim *x = &s->js[job];
@@ -105,7 +107,7 @@ static int set_batch(drv_sim *s, int32_t job, double batch)
     j->steps = fmin(drv_calib_steps_to(s->cfg.calib, app, batch, p), j->steps_total);
     x->a_steps = j->steps; /* advanced to now before the decisions were applied */
     x->calib_t = 0;        /* the step time is the new batch's */
-    x->restart = true;
+    x->restart = x->restart || restart;
     return 0;
 }
 
@@ -145,7 +147,7 @@ static int apply(drv_sim *s)
             s->resizes++;
             break;
         case DRV_BATCH:
-            rc = set_batch(s, x->job, (double)x->value);
+            rc = set_batch(s, x->job, (double)x->value, x->reason != DRV_REASON_INPLACE);
             break;
         case DRV_MIGRATE:
             sim_unbind(s, x->pod);

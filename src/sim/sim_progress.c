@@ -219,9 +219,14 @@ static drv_step calib_step(drv_sim *s, int32_t job)
         sig = (sig ^ (uint64_t)gpn[i]) * 1099511628211ULL;
     jobsim *x = &s->js[job];
     if (x->calib_sig != sig || x->calib_t <= 0) {
+        drv_calib_sample m;
         x->calib_sig = sig;
-        x->calib_t =
-            drv_calib_step_time(s->cfg.calib, js->calib_app - 1, gpn, nn, s->model.v[job].batch);
+        x->calib_t = 0;
+        if (drv_calib_measure(s->cfg.calib, js->calib_app - 1, gpn, nn, s->model.v[job].batch,
+                              &m) == 0) {
+            x->calib_t = m.step;
+            s->model.v[job].seen = m; /* what the job itself measures: all a policy may learn */
+        }
     }
     double t = x->calib_t;
     if (t > 0) {

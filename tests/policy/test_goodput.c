@@ -1,12 +1,17 @@
 /*
  * Tests for the goodput plugin (src/policy/goodput.c) and the BATCH decision it makes, on the
  * Pollux workloads and the measured profiles (data/pollux):
- *  - on a cluster too small for two jobs at full size, the GPUs beyond one each go to the job
- *    whose goodput rises more with them (from the calibrated model, not from a number here);
+ *  - with the oracle (oracle=1), on a cluster too small for two jobs at full size, the GPUs
+ *    beyond one each go to the job whose goodput rises more with them (from the calibrated
+ *    model, not from a number here);
  *  - a batch is only ever set within the job's validated range, every job finishes, and a job
  *    keeps its progress across batch changes (its steps never pass its steps to finish);
  *  - the fixed-batch baselines never change a batch;
- *  - with explore=2 a job never gets more than twice the most workers it has run with;
+ *  - by default (explore=2) a job never gets more than twice the most workers it has run with;
+ *  - with oracle=0 (the default) the plugin reads no step time of a configuration a job has
+ *    not run: handed a copy of the profiles whose every measured step and sync time is
+ *    poisoned (scaled by a factor that varies with the placement), it decides exactly as with
+ *    the true ones, job for job; the oracle (oracle=1) decides differently (the check can fail);
  *  - the drover profile gives every job the same start, end, restarts and workers whether the
  *    simulator skips quiet cycles or runs every one (docs/cycle.md, "Quiet cycles").
  */
@@ -111,10 +116,15 @@ static void test_gpus_go_where_goodput_rises(void **unused)
     drv_cluster_spec c = {0};
     drv_cluster_pollux(&c, 2, 4);
     drv_profile p;
-    profile("drover", &p);
+    drv_diag d = {{0}};
+    /* the oracle ablation: at the first round only it knows how each job scales */
+    assert_int_equal(drv_profile_parse("oracle",
+                                       "gang=true period=60 admit=goodput(oracle=1;explore=0) "
+                                       "scale=goodput",
+                                       &p, &d),
+                     0);
     drv_sim_config cfg = {.seed = 1, .check = true, .calib = &calib};
     drv_sim *s;
-    drv_diag d = {{0}};
     assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
     assert_int_equal(drv_sim_run_until(s, 1, &d), 0); /* the first cycle, at 0 */
     const drv_state *st = drv_sim_state(s);
@@ -229,8 +239,9 @@ static void test_drover_skipping_equals_ticking(void **unused)
     drv_workload_fini(&w);
 }
 
-/* explore=2: a job never wants more than twice the most workers it has run with (one to start
- * with). Looked at after every round: what a round saw bound is what the next one limits by. */
+/* The default (explore=2): a job never wants more than twice the most workers it has run with (one
+ * to start with). Looked at after every round: what a round saw bound is what the next one limits
+ * by. */
 static void test_explore_limits_growth(void **unused)
 {
     (void)unused;
@@ -241,7 +252,7 @@ static void test_explore_limits_growth(void **unused)
     drv_profile p;
     drv_diag d = {{0}};
     assert_int_equal(drv_profile_parse("explore",
-                                       "gang=true period=60 admit=goodput(explore=2) "
+                                       "gang=true period=60 admit=goodput "
                                        "scale=goodput",
                                        &p, &d),
                      0);
@@ -274,6 +285,71 @@ static void test_explore_limits_growth(void **unused)
     drv_workload_fini(&w);
 }
 
+/* Runs 25 jobs of workload 2 with admit=goodput(KNOBS), the plugins handed `seen` (the run
+ * uses the true profiles); each job's start, end and restarts into r[0..n). */
+static int32_t run_seeing(const char *knobs, const drv_calib *seen, drv_jobresult *r, int32_t n)
+{
+    drv_workload w = {0};
+    load(&w, 2, n);
+    drv_cluster_spec c = {0};
+    drv_cluster_pollux(&c, DRV_POLLUX_NODES, DRV_POLLUX_GPUS);
+    drv_profile p;
+    drv_diag d = {{0}};
+    char text[256];
+    snprintf(text, sizeof text, "gang=true period=60 admit=goodput(%s) scale=goodput", knobs);
+    assert_int_equal(drv_profile_parse("seeing", text, &p, &d), 0);
+    drv_sim_config cfg = {.seed = 1, .check = true, .calib = &calib, .policy_calib = seen};
+    drv_sim *s;
+    assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
+    assert_int_equal(drv_sim_run(s, &d), 0);
+    int32_t got = 0;
+    const drv_jobresult *res = drv_sim_jobs(s, &got);
+    assert_int_equal(got, w.n);
+    memcpy(r, res, sizeof *r * (size_t)got);
+    drv_sim_free(s);
+    drv_cluster_fini(&c);
+    drv_workload_fini(&w);
+    return got;
+}
+
+static bool same_runs(const drv_jobresult *a, const drv_jobresult *b, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (a[i].start != b[i].start || a[i].end != b[i].end || a[i].restarts != b[i].restarts)
+            return false;
+    return true;
+}
+
+static void test_online_reads_only_what_ran(void **unused)
+{
+    (void)unused;
+    drv_calib poisoned = {0}; /* drv_calib_load frees what it held */
+    drv_diag d = {{0}};
+    assert_int_equal(drv_calib_load(&poisoned, path("data/pollux/profiles"), &d), 0);
+    for (int32_t a = 0; a < poisoned.n; a++) {
+        drv_calib_app *x = &poisoned.v[a];
+        for (int32_t k = 0; k < x->npl; k++) { /* 0.3x to 3.3x, by placement */
+            double f = 0.3 + (double)(x->pl[k].placement % 7) / 2;
+            x->pl[k].step *= f;
+            x->pl[k].sync *= f;
+        }
+        for (int32_t k = 0; k < x->nsc; k++) {
+            double f = 0.3 + (double)((x->sc[k].replicas + x->sc[k].nodes) % 7) / 2;
+            x->sc[k].step *= f;
+            x->sc[k].sync *= f;
+        }
+    }
+    enum { N = 25 };
+    drv_jobresult truth[N], lied[N];
+    int32_t n = run_seeing("oracle=0", &calib, truth, N);
+    assert_int_equal(run_seeing("oracle=0", &poisoned, lied, N), n);
+    assert_true(same_runs(truth, lied, n));
+    assert_int_equal(run_seeing("oracle=1", &calib, truth, N), n);
+    assert_int_equal(run_seeing("oracle=1", &poisoned, lied, N), n);
+    assert_false(same_runs(truth, lied, n));
+    drv_calib_fini(&poisoned);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -281,6 +357,7 @@ int main(void)
         cmocka_unit_test(test_batches_in_range),
         cmocka_unit_test(test_drover_skipping_equals_ticking),
         cmocka_unit_test(test_explore_limits_growth),
+        cmocka_unit_test(test_online_reads_only_what_ran),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

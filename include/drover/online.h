@@ -1,0 +1,64 @@
+/*
+ * online.h - a data-parallel job's throughput model learnt online from its own measurements,
+ * as Pollux's agent learns it (Qiao et al., OSDI'21, section 3.2): no profile is read, only the
+ * step times of the configurations the job has actually run. online.c holds the algorithm.
+ *
+ * Model (Pollux's): a step of local (per-replica) batch `atomic` with `accum` extra
+ * accumulation passes on `replicas` GPUs over `nodes` nodes takes
+ *   T = accum * T_grad + (T_grad^gamma + T_sync^gamma)^(1/gamma),
+ *   T_grad = ac + bc * atomic,
+ *   T_sync = 0 (one replica) | ar + br * (replicas - 2) (one node) | an + bn * (replicas - 2).
+ * Until it has seen a kind of configuration, its terms are 0 (Pollux's fixed lower bounds):
+ * the prior is a linear speed-up.
+ *
+ * Ownership: a drv_online_job is caller-owned (drv_online_job_init / _fini); it owns its
+ * sample array. Not thread-safe; one per job.
+ */
+#ifndef DROVER_ONLINE_H
+#define DROVER_ONLINE_H
+
+#include "drover/base.h"
+#include "drover/calib.h"
+
+/* The fitted parameters (seconds; gamma in [1, 10]). */
+typedef struct drv_online_params {
+    double ac, bc, ar, br, an, bn, gamma;
+} drv_online_params;
+
+typedef struct drv_online_job {
+    drv_calib_sample *obs; /* distinct configurations seen (nodes, replicas, atomic, accum), the
+                              newest measurement of each; at most DRV_ONLINE_MAXOBS */
+    int32_t nobs, cap;
+    int32_t most;     /* most replicas it has run on (0: none yet) */
+    uint32_t version; /* +1 at every refit: a cache of its predictions is valid while equal */
+    drv_online_params p;
+} drv_online_job;
+
+enum { DRV_ONLINE_MAXOBS = 64 };
+
+void drv_online_job_init(drv_online_job *o);
+void drv_online_job_fini(drv_online_job *o);
+/* Records one measurement of the configuration the job runs now and refits when it is new or
+ * its time changed. 0, DRV_EINVAL (no replicas, a non-positive time), or DRV_ENOMEM (then o is
+ * unchanged). Beyond DRV_ONLINE_MAXOBS configurations the oldest is forgotten. */
+int drv_online_observe(drv_online_job *o, const drv_calib_sample *s);
+/* Predicted seconds per global step; 0 when replicas < 1. */
+double drv_online_step(const drv_online_job *o, int32_t nodes, int32_t replicas, double atomic,
+                       int32_t accum);
+
+/* Gradient statistics measured at the job's current batch in its current epoch: the gain of a
+ * step at any batch B is estimated from them alone (Pollux's E(M) extrapolation). */
+typedef struct drv_online_grad {
+    double sqr, var, init_bsz;
+} drv_online_grad;
+double drv_online_gain(const drv_online_grad *g, double batch);
+
+/* The batch of highest estimated goodput (gain / predicted step time) on `replicas` GPUs over
+ * `nodes` nodes within [lo, hi], every replica at least app->min_local_bsz; 0 when none; its
+ * goodput into *goodput. Tries at most DRV_ONLINE_CANDS batches. */
+enum { DRV_ONLINE_CANDS = 48 };
+double drv_online_best_batch(const drv_online_job *o, const drv_calib_app *app,
+                             const drv_online_grad *g, int32_t nodes, int32_t replicas, double lo,
+                             double hi, double *goodput);
+
+#endif

@@ -51,6 +51,7 @@ enum rtype_id {
     R_LEASES,
     R_CRDS,
     R_TJ,
+    R_SERVICES,
     R_N
 };
 
@@ -75,6 +76,7 @@ static const struct rtype RT[R_N] = {
     [R_CRDS] = {"apiextensions.k8s.io", "v1", "customresourcedefinitions",
                 "CustomResourceDefinition", false, true, true, false},
     [R_TJ] = {"drover.dev", "v1alpha1", "trainingjobs", "TrainingJob", true, true, true, true},
+    [R_SERVICES] = {"", "v1", "services", "Service", true, true, false, false},
 };
 
 struct wevent {
@@ -249,6 +251,7 @@ static const char *api_version(int rt)
         [R_LEASES] = "coordination.k8s.io/v1",
         [R_CRDS] = "apiextensions.k8s.io/v1",
         [R_TJ] = "drover.dev/v1alpha1",
+        [R_SERVICES] = "v1",
     };
     return av[rt];
 }

@@ -93,9 +93,12 @@ void ctrl_lifecycle_init(drv_ctrl *c, int32_t j, const tj_record *t)
     /* Adopted placed or running: the Scheduled Event was written by whoever placed it. */
     jr->adopted = jr->cond == DRV_COND_RUNNING || jr->cond == DRV_COND_RESTARTING ||
                   jr->cond == DRV_COND_SCALING;
-    if (!jr->conds[DRV_COND_CREATED].set)
-        drv_condition_set(jr->conds, DRV_COND_CREATED, true, "JobCreated",
-                          "the TrainingJob was accepted by drover", drv_clock_wall());
+    if (!jr->conds[DRV_COND_CREATED].set) {
+        const char *msg = "the TrainingJob was accepted by drover";
+        drv_condition_set(jr->conds, DRV_COND_CREATED, true, "JobCreated", msg, drv_clock_wall());
+        jr->cond_changes++;
+        ctrl_writer_event(c, j, "Normal", "JobCreated", msg);
+    }
 }
 
 /* ---- conditions and Events ------------------------------------------------------------------ */
@@ -106,9 +109,10 @@ static void transition(drv_ctrl *c, int32_t j, int cond, const char *reason, con
     job_record *jr = &c->mirror.jobs[j];
     double now = drv_clock_wall();
     bool same = jr->cond == cond && !strcmp(jr->conds[cond].reason, reason);
-    if (jr->cond >= 0 && jr->cond != cond)
-        drv_condition_set(jr->conds, jr->cond, false, jr->conds[jr->cond].reason,
-                          jr->conds[jr->cond].message, now);
+    if (jr->cond >= 0 && jr->cond != cond) {
+        drv_condition was = jr->conds[jr->cond]; /* (set copies from it) */
+        drv_condition_set(jr->conds, jr->cond, false, was.reason, was.message, now);
+    }
     drv_condition_set(jr->conds, cond, true, reason, message, now);
     if (same)
         return;
@@ -266,7 +270,7 @@ bool ctrl_lifecycle_reconcile(drv_ctrl *c, int32_t j)
     char why[300];
     if (out.state == DRV_COND_QUEUED && ctrl_lifecycle_never_fits(c, j, why, sizeof why))
         transition(c, j, DRV_COND_QUEUED, "NeverFits", why);
-    else if (out.state != DRV_COND_RUNNING || jr->cond != DRV_COND_RUNNING)
+    else
         transition(c, j, out.state, out.reason, out.message);
     return false;
 }
@@ -339,9 +343,22 @@ int ctrl_lifecycle_edit(drv_ctrl *c, int32_t j, const tj_record *t)
     }
     if (want == jb->target[DRV_ROLE_WORKER])
         return 0;
-    drv_state_set_workers(&m->st, j, want);
     snprintf(msg, sizeof msg, "workers %d -> %d (spec.replicaSpecs.Worker.replicas edited)",
              jb->target[DRV_ROLE_WORKER], want);
+    drv_state_set_workers(&m->st, j, want);
+    /* Fewer: the workers above the count go (their room is held until they are gone); more:
+     * the next cycles place the new ones. */
+    for (int32_t k = 0; k < jb->pod_count; k++) {
+        int32_t s = jb->pod_base + k;
+        const drv_pod *sp = &m->st.pods[s];
+        if (sp->role != DRV_ROLE_WORKER || sp->index < want)
+            continue;
+        m->pods[s].want = -1;
+        if (sp->node >= 0)
+            drv_state_unbind(&m->st, s);
+        if (m->pods[s].exists == 1 || m->pods[s].inflight)
+            ctrl_binder_delete(c, s);
+    }
     ctrl_writer_event(c, j, "Normal", "ReplicasEdited", msg);
     m->dirty = true;
     return 0;

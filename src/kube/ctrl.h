@@ -139,6 +139,7 @@ typedef struct job_record {
     bool adopted;       /* placed by an earlier controller: no second Scheduled Event */
     bool suspended;     /* spec.runPolicy.suspend: out of the state until resumed */
     bool service_asked; /* its headless Service was handed to the writer */
+    bool ttl_done;      /* its deletion after ttlSecondsAfterFinished was handed over */
 } job_record;
 
 /* A pod slot of the state: what the API has of its pod. */
@@ -226,7 +227,8 @@ typedef struct status_request {
     int32_t restarts;
 } status_request;
 
-/* An object to create: an Event, or (conflict_ok) one that may exist already. */
+/* An object to create: an Event, or (conflict_ok) one that may exist already; or (body NULL)
+ * an object to delete. */
 typedef struct event_request {
     char *path, *body;
     bool conflict_ok; /* not an Event: a 409 means it exists, which is what was wanted */
@@ -389,6 +391,8 @@ void ctrl_writer_event_about(drv_ctrl *c, const char *ns, const char *name, cons
                              const char *type, const char *reason, const char *message);
 /* Creates an object (path and body copied), in order with the Events. 0 or DRV_ENOMEM. */
 int ctrl_writer_post(drv_ctrl *c, const char *path, const char *body, bool conflict_ok);
+/* Deletes the object at path (Background propagation; a 404 is done). 0 or DRV_ENOMEM. */
+int ctrl_writer_delete(drv_ctrl *c, const char *path);
 int ctrl_writer_start(drv_ctrl *c, drv_diag *d);
 void ctrl_writer_stop(drv_ctrl *c);
 void ctrl_writer_fini(drv_ctrl *c);
@@ -421,6 +425,7 @@ int ctrl_lifecycle_edit(drv_ctrl *c, int32_t j, const tj_record *t);
 void ctrl_lifecycle_invalid(drv_ctrl *c, const ctrl_event *e);
 int ctrl_lifecycle_pod_env(drv_ctrl *c, int32_t slot, json_t *pod);
 void ctrl_lifecycle_service(drv_ctrl *c, int32_t j);
+void ctrl_lifecycle_expire(drv_ctrl *c); /* finished jobs past their TTL are deleted */
 int ctrl_lifecycle_write_status(json_t *obj, const status_request *r); /* writer thread */
 
 /* ---- cycle (ctrl_cycle.c) ------------------------------------------------------------------- */

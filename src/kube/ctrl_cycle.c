@@ -252,6 +252,7 @@ static int reconcile(drv_ctrl *c, const int32_t *queue_pos)
         ctrl_writer_status(c, j,
                            jr->status == ST_RUNNING ? "all pods running" : "waiting for pods");
     }
+    ctrl_lifecycle_expire(c);
     return 0;
 }
 

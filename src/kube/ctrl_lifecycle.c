@@ -439,6 +439,44 @@ void ctrl_lifecycle_service(drv_ctrl *c, int32_t j)
     free(text);
 }
 
+/* Finished jobs past ttlSecondsAfterFinished are deleted. O(jobs of the state) per call:
+ * finished jobs stay in the state's arrays (a few hundred bytes each), so this visits every
+ * job the controller has seen since it started.
+ *
+ * Timers: the loop runs a cycle when the mirror is dirty (it looks at least every 50 ms) or
+ * when a plugin asks; a pending deadline or TTL keeps the mirror dirty, so it is noticed
+ * within about 50 ms, at the cost of a cycle that often while one is pending. */
+void ctrl_lifecycle_expire(drv_ctrl *c)
+{
+    ctrl_mirror *m = &c->mirror;
+    double now = drv_clock_wall();
+    bool pending = false;
+    for (int32_t j = 0; j < m->st.njobs; j++) {
+        job_record *jr = &m->jobs[j];
+        if (jr->status < ST_SUCCEEDED && jr->policy.active_deadline_s > 0 && !jr->gone &&
+            !jr->suspended && m->st.jobs[j].phase != DRV_JOB_DONE)
+            pending = true;
+        if (jr->status < ST_SUCCEEDED || jr->gone || jr->ttl_done ||
+            jr->policy.ttl_after_finished_s < 0 || jr->completion_time < 0)
+            continue;
+        if (now - jr->completion_time < jr->policy.ttl_after_finished_s) {
+            pending = true;
+            continue;
+        }
+        char ns[256], name[256], path[700];
+        ctrl_name_str(c, jr->ns, ns, sizeof ns);
+        ctrl_name_str(c, jr->name, name, sizeof name);
+        snprintf(path, sizeof path, "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs/%s", ns,
+                 name);
+        if (ctrl_writer_delete(c, path) == 0)
+            jr->ttl_done = true;
+        ctrl_writer_event(c, j, "Normal", "JobExpired",
+                          "ttlSecondsAfterFinished has passed since it finished: deleted");
+    }
+    if (pending)
+        m->dirty = true;
+}
+
 /* ---- status (writer thread) ----------------------------------------------------------------- */
 
 static json_t *time_json(double t)

@@ -124,7 +124,7 @@ void ctrl_writer_status(drv_ctrl *c, int32_t job, const char *message)
 static bool post_queue(ctrl_writer *w, char *path, char *body, bool conflict_ok)
 {
     pthread_mutex_lock(&w->mu);
-    bool ok = body && path &&
+    bool ok = (body || conflict_ok) && path &&
               drv_grow(&w->events, sizeof *w->events, &w->cap_events, w->nevents + 1) == 0;
     if (ok)
         w->events[w->nevents++] = (event_request){path, body, conflict_ok};
@@ -138,6 +138,16 @@ int ctrl_writer_post(drv_ctrl *c, const char *path, const char *body, bool confl
     if (!post_queue(&c->writer, p, b, conflict_ok)) {
         drv_free(p);
         drv_free(b);
+        return DRV_ENOMEM;
+    }
+    return drv_workqueue_add(c->writer.queue, "e") != 0 ? DRV_ENOMEM : 0;
+}
+
+int ctrl_writer_delete(drv_ctrl *c, const char *path)
+{
+    char *p = drv_strdup(path);
+    if (!post_queue(&c->writer, p, NULL, true)) {
+        drv_free(p);
         return DRV_ENOMEM;
     }
     return drv_workqueue_add(c->writer.queue, "e") != 0 ? DRV_ENOMEM : 0;
@@ -199,11 +209,13 @@ static void write_events(drv_ctrl *c)
     for (int32_t i = 0; i < n; i++) {
         drv_diag d = {{0}};
         long status = 0;
-        int rc = drv_kube_request(w->client, "POST", v[i].path, NULL, v[i].body, &status, NULL, &d);
+        int rc = v[i].body ? drv_kube_request(w->client, "POST", v[i].path, NULL, v[i].body,
+                                              &status, NULL, &d)
+                           : drv_kube_delete(w->client, v[i].path, -1, "Background", &status, &d);
         if (rc == 0 && !v[i].conflict_ok) {
             ctrl_count(c, &c->counters.stats.events, 1);
-        } else if (rc == 0 || (v[i].conflict_ok && status == 409)) {
-            /* (created, or there already) */
+        } else if (rc == 0 || (v[i].conflict_ok && status == (v[i].body ? 409 : 404))) {
+            /* (created or deleted, or there already or gone already) */
         } else {
             drv_log(DRV_LOG_WARN, "%s", d.msg);
             ctrl_count(c, &c->counters.stats.api_errors, 1);

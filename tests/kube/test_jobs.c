@@ -541,6 +541,33 @@ static void test_adopted_job_not_announced_again(void **state)
     stop(&r);
 }
 
+/* activeDeadlineSeconds fails a running job; ttlSecondsAfterFinished deletes a finished one. */
+static void test_deadline_and_ttl(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    char worker[1024];
+    role(worker, sizeof worker, "Worker", 1, "1", "");
+    add_job(f, "dl", worker, "\"runPolicy\":{\"activeDeadlineSeconds\":1},");
+    add_job(f, "tt", worker, "\"runPolicy\":{\"ttlSecondsAfterFinished\":1},");
+    WAIT_FOR(pod_bound(f, "dl-worker-0") && pod_bound(f, "tt-worker-0"));
+    set_phase(f, "dl-worker-0", "Running");
+    set_phase(f, "tt-worker-0", "Running");
+    WAIT_FOR(now_in(f, "tt", "Running", "JobRunning"));
+    set_phase(f, "tt-worker-0", "Succeeded");
+    WAIT_FOR(now_in(f, "tt", "Succeeded", NULL));
+    json_t *o = NULL;
+    WAIT_FOR((json_decref(o),
+              o = get(f, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/tt")) == NULL);
+    WAIT_FOR(now_in(f, "dl", "Failed", "DeadlineExceeded"));
+    assert_non_null(o = get(f, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/dl"));
+    json_decref(o);
+    stop(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -551,6 +578,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_replicas_edit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_and_never_fits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adopted_job_not_announced_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deadline_and_ttl, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -136,6 +136,8 @@ typedef struct job_record {
     int32_t restarts;                   /* pods restarted under restartPolicy so far */
     double start_time, completion_time; /* wall clock, -1: not yet */
     int32_t spec_workers;               /* spec.replicaSpecs.Worker.replicas last seen */
+    int32_t rendered[DRV_NROLES];       /* the counts its pods' peer environment names */
+    bool scaling;                       /* pods re-created for a new count are not all back */
     bool adopted;       /* placed by an earlier controller: no second Scheduled Event */
     bool suspended;     /* spec.runPolicy.suspend: out of the state until resumed */
     bool service_asked; /* its headless Service was handed to the writer */

@@ -90,6 +90,8 @@ void ctrl_lifecycle_init(drv_ctrl *c, int32_t j, const tj_record *t)
     jr->start_time = t->start_time;
     jr->completion_time = t->completion_time;
     jr->restarts = t->restarts;
+    jr->rendered[0] = -1; /* set by the first reconcile: its pods are created (or were) as
+                             the first cycle's targets say */
     /* Adopted placed or running: the Scheduled Event was written by whoever placed it. */
     jr->adopted = jr->cond == DRV_COND_RUNNING || jr->cond == DRV_COND_RESTARTING ||
                   jr->cond == DRV_COND_SCALING;
@@ -211,6 +213,52 @@ static void finish(drv_ctrl *c, int32_t j, const drv_lifecycle_out *out)
     ctrl_count(c, &c->counters.stats.jobs_done, 1);
 }
 
+/*
+ * The peers' environment names every pod of the job, so when its counts change (an edit, or a
+ * policy's scaling) the pods it has are re-created with the new one: each is deleted and
+ * created again on the same node (its room is held meanwhile: the state keeps it bound and
+ * the pod record wants that node), as a migration to where it is. A training script sees its
+ * process stopped and started again with new peers (docs/running.md: checkpoint and resume).
+ */
+static void rerender(drv_ctrl *c, int32_t j)
+{
+    ctrl_mirror *m = &c->mirror;
+    job_record *jr = &m->jobs[j];
+    const drv_job *jb = &m->st.jobs[j];
+    if (jr->rendered[0] < 0)
+        memcpy(jr->rendered, jb->target, sizeof jr->rendered);
+    bool same = true;
+    for (int r = 0; r < DRV_NROLES; r++)
+        same &= jr->rendered[r] == jb->target[r];
+    bool scaling = false;
+    int32_t n = 0;
+    for (int32_t k = 0; k < jb->pod_count; k++) {
+        int32_t s = jb->pod_base + k;
+        const drv_pod *sp = &m->st.pods[s];
+        pod_record *p = &m->pods[s];
+        if (sp->index >= jb->target[sp->role])
+            continue;
+        if (!same && p->exists == 1 && !ctrl_pod_terminal(p->phase) && !p->inflight &&
+            sp->node >= 0 && p->want < 0) {
+            p->want = sp->node;
+            ctrl_binder_delete(c, s);
+            n++;
+        }
+        scaling |= p->want >= 0;
+    }
+    jr->scaling = scaling;
+    if (same)
+        return;
+    char msg[200];
+    snprintf(msg, sizeof msg,
+             "%d pod(s) re-created: their peers changed (workers %d -> %d); scripts resume from "
+             "their checkpoint",
+             n, jr->rendered[DRV_ROLE_WORKER], jb->target[DRV_ROLE_WORKER]);
+    memcpy(jr->rendered, jb->target, sizeof jr->rendered);
+    if (n > 0)
+        ctrl_writer_event(c, j, "Normal", "PeersChanged", msg);
+}
+
 bool ctrl_lifecycle_reconcile(drv_ctrl *c, int32_t j)
 {
     ctrl_mirror *m = &c->mirror;
@@ -251,6 +299,8 @@ bool ctrl_lifecycle_reconcile(drv_ctrl *c, int32_t j)
         finish(c, j, &out);
         return true;
     }
+    rerender(c, j);
+    in.scaling = jr->scaling;
     drv_lifecycle_step(&in, jr->cond < 0 ? DRV_COND_CREATED : jr->cond, &out);
     if (out.started)
         jr->start_time = in.now;

@@ -231,8 +231,11 @@ static int own_pod(drv_ctrl *c, int32_t s, const drv_kpod *kp, double t)
          * and it holds its node's room until it is gone. */
         p->exists = 2;
         p->delete_assumed = false;
-        bool held = sp->node >= 0 && sp->node == node && p->want < 0;
-        if (ctrl_pod_terminal(kp->phase) && held)
+        /* (re-created in place, want == its node: the state's binding holds the room for the
+         * new pod, so the old one is no ghost; ctrl_lifecycle.c) */
+        bool in_place = p->want >= 0 && p->want == node;
+        bool held = sp->node >= 0 && sp->node == node && (p->want < 0 || in_place);
+        if (ctrl_pod_terminal(kp->phase) && held && !in_place)
             drv_state_unbind(&m->st, s);
         ctrl_mirror_set_ghost(c, p, held || ctrl_pod_terminal(kp->phase) ? 0 : kp->node, kp->req);
         return 0;

@@ -448,7 +448,20 @@ static void test_suspend_and_resume(void **state)
     stop(&r);
 }
 
-/* An edit of Worker replicas within its bounds is followed: up, then down. */
+/* The number of workers in a pod's TF_CONFIG (-1: no pod, or none). */
+static int tf_workers(fixture *f, const char *name)
+{
+    json_t *p = pod(f, name);
+    json_t *tf = p ? json_loads(env_of(p, "TF_CONFIG"), 0, NULL) : NULL;
+    json_t *w = json_object_get(json_object_get(tf, "cluster"), "worker");
+    int n = w ? (int)json_array_size(w) : -1;
+    json_decref(tf);
+    json_decref(p);
+    return n;
+}
+
+/* An edit of Worker replicas within its bounds is followed, up then down; the pods that stay
+ * are re-created with their new peers (Scaling meanwhile). */
 static void test_replicas_edit(void **state)
 {
     fixture *f = *state;
@@ -461,21 +474,22 @@ static void test_replicas_edit(void **state)
     add_job(f, "ed", worker, "");
     WAIT_FOR(pod_bound(f, "ed-worker-0") && pod_bound(f, "ed-worker-1"));
     assert_null(pod(f, "ed-worker-2"));
+    assert_int_equal(tf_workers(f, "ed-worker-0"), 2);
     const char *path = "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/ed";
     req(f, "PATCH", path, "{\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":3}}}}");
-    WAIT_FOR(pod_bound(f, "ed-worker-2"));
-    json_t *p = pod(f, "ed-worker-2");
-    json_t *tf = json_loads(env_of(p, "TF_CONFIG"), 0, NULL);
-    assert_int_equal(json_array_size(json_object_get(json_object_get(tf, "cluster"), "worker")), 3);
-    json_decref(tf);
-    json_decref(p);
+    WAIT_FOR(now_in(f, "ed", "Scaling", "JobScaling"));
+    WAIT_FOR((finish_deletes(f), pod_bound(f, "ed-worker-2") && pod_bound(f, "ed-worker-0") &&
+                                     pod_bound(f, "ed-worker-1") &&
+                                     tf_workers(f, "ed-worker-0") == 3 &&
+                                     tf_workers(f, "ed-worker-1") == 3));
+    assert_int_equal(tf_workers(f, "ed-worker-2"), 3);
+    WAIT_FOR(events(f, "ed", "PeersChanged", NULL, 0) == 1);
     req(f, "PATCH", path, "{\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":1}}}}");
-    int gone = 0;
-    WAIT_FOR((gone += finish_deletes(f)) == 2);
-    assert_null(pod(f, "ed-worker-1"));
-    assert_null(pod(f, "ed-worker-2"));
-    assert_true(pod_bound(f, "ed-worker-0"));
+    WAIT_FOR((finish_deletes(f), !pod(f, "ed-worker-1") && !pod(f, "ed-worker-2") &&
+                                     pod_bound(f, "ed-worker-0") &&
+                                     tf_workers(f, "ed-worker-0") == 1));
     assert_int_equal(events(f, "ed", "ReplicasEdited", NULL, 0), 2);
+    WAIT_FOR(!now_in(f, "ed", "Scaling", NULL));
     stop(&r);
 }
 

@@ -36,6 +36,8 @@ typedef struct drv_kpod {
     int8_t role;       /* enum drv_role, -1 when absent */
     int8_t phase;      /* enum drv_kpod_phase */
     bool deleting;     /* metadata.deletionTimestamp is set */
+    int16_t exit_code; /* a terminated container's status.containerStatuses[].state.terminated
+                          .exitCode (the first non-zero one), -1 when none */
     uint8_t ip_family; /* status.podIP: 0 when unset, 4 or 6 */
     uint8_t ip[16];    /* ... its address, network order (4 bytes for IPv4) */
     drv_res req;       /* effective request */

@@ -148,6 +148,7 @@ typedef struct job_record {
 typedef struct pod_record {
     int8_t exists;             /* 0: no pod; 1: a pod; 2: a pod being deleted */
     int8_t phase;              /* enum drv_kpod_phase of the pod */
+    int16_t exit_code;         /* its failed container's exit code, -1 (restartPolicy ExitCode) */
     int32_t api_node;          /* the node the API has it on, -1 */
     int32_t api_name;          /* ... its interned name, 0 when unbound */
     uint8_t ip_family, ip[16]; /* status.podIP (0: none yet) */

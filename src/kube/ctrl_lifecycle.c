@@ -271,7 +271,7 @@ bool ctrl_lifecycle_reconcile(drv_ctrl *c, int32_t j)
         obs[nobs++] = (drv_pod_obs){.role = sp->role,
                                     .phase = obs_phase(&m->pods[jb->pod_base + k]),
                                     .rank = sp->index,
-                                    .exit_code = -1};
+                                    .exit_code = m->pods[jb->pod_base + k].exit_code};
     }
     drv_lifecycle_in in = {.policy = jr->policy,
                            .allreduce = jr->allreduce,

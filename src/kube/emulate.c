@@ -7,7 +7,9 @@
  * the real (monotonic) time its next step is due:
  *
  *     bound here, Pending        -> STARTING, due now + start_delay / speed
- *     Running (by us or before)  -> RUNNING,  due start + duration / speed (never without one)
+ *     Running (by us or before)  -> RUNNING,  due start + duration / speed (never without one),
+ *                                   then Succeeded, or Failed with drover.dev/exit-code (the
+ *                                   first drover.dev/fail-times times a pod of its name ends)
  *     deletionTimestamp set      -> DELETING, due now
  *     Succeeded, Failed, deleted -> dropped
  *
@@ -48,10 +50,18 @@ typedef struct tpod {
     char *key; /* "namespace/name"; owned, the table borrows it as its key */
     char ns[64], name[254], uid[64];
     enum tstate state;
-    double due;   /* monotonic seconds of the next step; INFINITY: none (runs until deleted) */
-    double run_s; /* real seconds from Running to Succeeded; < 0: forever */
-    int fails;    /* consecutive failed writes, for back-off */
+    double due;     /* monotonic seconds of the next step; INFINITY: none (runs until deleted) */
+    double run_s;   /* real seconds from Running to Succeeded; < 0: forever */
+    int fails;      /* consecutive failed writes, for back-off */
+    int exit_code;  /* drover.dev/exit-code: how it ends (0: Succeeded) */
+    int fail_times; /* drover.dev/fail-times: how many times a pod of its name fails; -1 all */
 } tpod;
+
+/* Pods of one name failed so far (drover.dev/fail-times counts across re-creations). */
+typedef struct emu_ends {
+    char *key; /* "namespace/name", owned; the table borrows it */
+    int failed;
+} emu_ends;
 
 /* What the informer caches per pod. */
 typedef struct podrec {
@@ -60,6 +70,8 @@ typedef struct podrec {
     int8_t phase; /* enum drv_kpod_phase */
     bool deleting;
     double duration;   /* emulated seconds from the annotation; < 0 when absent or bad */
+    int exit_code;     /* drover.dev/exit-code, 0 when absent or bad */
+    int fail_times;    /* drover.dev/fail-times, -1 when absent or bad */
     double started_at; /* status.startTime, epoch seconds; 0 when absent */
 } podrec;
 
@@ -104,6 +116,8 @@ static tpod *track(drv_emulator *e, const char *key, const podrec *r)
     snprintf(t->name, sizeof t->name, "%s", r->name);
     snprintf(t->uid, sizeof t->uid, "%s", r->uid);
     t->run_s = r->duration < 0 ? -1 : r->duration / e->o.speed;
+    t->exit_code = r->exit_code;
+    t->fail_times = r->fail_times;
     return t;
 }
 
@@ -120,6 +134,23 @@ static void set_running(tpod *t, double started_at)
 }
 
 /* ---- informer side -------------------------------------------------------------------------- */
+
+/* An integer annotation in [lo, hi]; dflt when absent, or bad (logged). */
+static int int_annotation(json_t *ann, const char *key, int lo, int hi, int dflt, const podrec *r)
+{
+    const char *v = json_string_value(json_object_get(ann, key));
+    if (!v)
+        return dflt;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (end != v && !*end && n >= lo && n <= hi)
+        return (int)n;
+    drv_log(DRV_LOG_WARN,
+            "emulate: pod %s/%s: annotation %s: expected an integer in [%d, %d], "
+            "found '%s' (ignored)",
+            r->ns, r->name, key, lo, hi, v);
+    return dflt;
+}
 
 static void *decode(json_t *obj, void *arg, drv_diag *d)
 {
@@ -154,6 +185,9 @@ static void *decode(json_t *obj, void *arg, drv_diag *d)
                     "found '%s' (the pod runs until deleted)",
                     r->ns, r->name, DRV_EMU_DURATION_ANNOTATION, dur);
     }
+    json_t *ann = json_object_get(meta, "annotations");
+    r->exit_code = int_annotation(ann, DRV_EMU_EXIT_CODE_ANNOTATION, 0, 255, 0, r);
+    r->fail_times = int_annotation(ann, DRV_EMU_FAIL_TIMES_ANNOTATION, 0, 1000000, -1, r);
     const char *start =
         json_string_value(json_object_get(json_object_get(obj, "status"), "startTime"));
     if (drv_time_parse_rfc3339(start, &r->started_at) != 0)
@@ -243,6 +277,7 @@ typedef struct pod_arg {
     const char *uid;
     double now;
     int phase_seen; /* the phase found on the fresh object */
+    int exit_code;  /* mut_ended: 0 Succeeded, else Failed with it */
 } pod_arg;
 
 static int phase_of(json_t *obj)
@@ -343,7 +378,8 @@ static int mut_running(json_t *obj, void *arg)
     return 0;
 }
 
-static int mut_succeeded(json_t *obj, void *arg)
+/* Running -> Succeeded (exit code 0), or Failed with a.exit_code. */
+static int mut_ended(json_t *obj, void *arg)
 {
     pod_arg *a = arg;
     json_t *status, *conds;
@@ -354,9 +390,10 @@ static int mut_succeeded(json_t *obj, void *arg)
         return DRV_EEXIST;
     char now[32];
     drv_time_rfc3339(now, sizeof now, a->now, false);
-    json_object_set_new(status, "phase", json_string("Succeeded"));
-    set_condition(conds, "Ready", "False", "PodCompleted", now);
-    set_condition(conds, "ContainersReady", "False", "PodCompleted", now);
+    bool ok = a->exit_code == 0;
+    json_object_set_new(status, "phase", json_string(ok ? "Succeeded" : "Failed"));
+    set_condition(conds, "Ready", "False", ok ? "PodCompleted" : "PodFailed", now);
+    set_condition(conds, "ContainersReady", "False", ok ? "PodCompleted" : "PodFailed", now);
     size_t i;
     json_t *c;
     json_array_foreach(json_object_get(status, "containerStatuses"), i, c)
@@ -366,11 +403,30 @@ static int mut_succeeded(json_t *obj, void *arg)
         json_object_set_new(c, "ready", json_false());
         json_object_set_new(c, "started", json_false());
         json_object_set_new(c, "state",
-                            json_pack("{s:{s:i, s:s, s:s, s:s}}", "terminated", "exitCode", 0,
-                                      "reason", "Completed", "startedAt", started ? started : now,
-                                      "finishedAt", now));
+                            json_pack("{s:{s:i, s:s, s:s, s:s}}", "terminated", "exitCode",
+                                      i == 0 ? a->exit_code : 0, "reason",
+                                      ok || i > 0 ? "Completed" : "Error", "startedAt",
+                                      started ? started : now, "finishedAt", now));
     }
     return 0;
+}
+
+/* A pod of that name was failed (under e->mu). */
+static void count_failure(drv_emulator *e, const char *key)
+{
+    e->st.failed++;
+    emu_ends *x = drv_hashmap_get(e->ends, key);
+    if (!x) {
+        x = drv_calloc(1, sizeof *x);
+        if (!x || !(x->key = drv_strdup(key)) || drv_hashmap_put(e->ends, x->key, x) != 0) {
+            if (x)
+                drv_free(x->key);
+            drv_free(x);
+            drv_log(DRV_LOG_ERROR, "emulate: out of memory: failures of %s not counted", key);
+            return;
+        }
+    }
+    x->failed++;
 }
 
 /* One step, done without the lock; then its outcome applied under it. */
@@ -380,21 +436,29 @@ static void step(drv_emulator *e, const tpod *snap)
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s%s", snap->ns, snap->name,
              snap->state == T_DELETING ? "" : "/status");
     drv_diag d = {{0}};
-    pod_arg a = {snap->uid, drv_clock_wall(), -1};
+    pod_arg a = {snap->uid, drv_clock_wall(), -1, 0};
+    if (snap->state == T_RUNNING && snap->exit_code != 0) {
+        pthread_mutex_lock(&e->mu);
+        emu_ends *x = drv_hashmap_get(e->ends, snap->key);
+        if (snap->fail_times < 0 || !x || x->failed < snap->fail_times)
+            a.exit_code = snap->exit_code;
+        pthread_mutex_unlock(&e->mu);
+    }
     long st = 0;
     int rc;
     if (snap->state == T_DELETING) /* grace 0; a pod created again under the name is safe */
         rc = drv_kube_delete_uid(e->writer, path, 0, NULL, snap->uid, &st, &d);
     else
-        rc = drv_kube_update(e->writer, path,
-                             snap->state == T_STARTING ? mut_running : mut_succeeded, &a, 0, NULL,
-                             &st, &d);
+        rc = drv_kube_update(e->writer, path, snap->state == T_STARTING ? mut_running : mut_ended,
+                             &a, 0, NULL, &st, &d);
     pthread_mutex_lock(&e->mu);
     tpod *t = find(e, snap->key);
     bool same = t && !strcmp(t->uid, snap->uid) && t->state == snap->state;
     if (rc == 0) {
         if (snap->state == T_STARTING)
             e->st.started++;
+        else if (snap->state == T_RUNNING && a.exit_code != 0)
+            count_failure(e, snap->key);
         else if (snap->state == T_RUNNING)
             e->st.succeeded++;
         else
@@ -550,7 +614,8 @@ int drv_emulator_new(drv_emulator **out, const drv_kube_config *cfg, const drv_e
     e->nodes = drv_malloc((size_t)n * sizeof *e->nodes);
     e->names = drv_strtab_new();
     e->pods = drv_hashmap_new(&drv_hashmap_borrowed_strings);
-    if (rc || !e->nodes || !e->names || !e->pods) {
+    e->ends = drv_hashmap_new(&drv_hashmap_borrowed_strings);
+    if (rc || !e->nodes || !e->names || !e->pods || !e->ends) {
         drv_emulator_free(e);
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     }
@@ -654,6 +719,12 @@ void drv_emulator_free(drv_emulator *e)
         drv_free(v);
     }
     drv_hashmap_free(e->pods);
+    drv_hashmap_iter_init(&it, e->ends);
+    for (void *v; e->ends && drv_hashmap_next(&it, NULL, &v);) {
+        drv_free(((emu_ends *)v)->key);
+        drv_free(v);
+    }
+    drv_hashmap_free(e->ends);
     drv_free(e->is_node);
     drv_strtab_free(e->names);
     drv_free(e->nodes);

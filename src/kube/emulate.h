@@ -34,6 +34,7 @@ struct drv_emulator {
     pthread_mutex_t mu; /* the table, the stats, the condition */
     pthread_cond_t cv;
     drv_hashmap *pods; /* key -> tpod: the pods being emulated */
+    drv_hashmap *ends; /* key -> emu_ends: how often pods of that name were failed */
     double next_heartbeat;
     drv_emulator_stats st;
 };

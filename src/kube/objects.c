@@ -237,6 +237,20 @@ int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag 
     for (int i = 0; phase && i < 5; i++)
         if (!strcmp(phase, phases[i]))
             out->phase = (int8_t)i;
+    /* The first container that terminated with a code other than 0 (the one that failed the
+     * pod, for restartPolicy ExitCode); else the first one's. */
+    out->exit_code = -1;
+    size_t k;
+    json_t *st;
+    json_array_foreach(json_object_get(json_object_get(obj, "status"), "containerStatuses"), k, st)
+    {
+        json_t *code = json_object_get(json_object_get(json_object_get(st, "state"), "terminated"),
+                                       "exitCode");
+        if (json_is_integer(code) && (out->exit_code <= 0 || k == 0))
+            out->exit_code = (int16_t)json_integer_value(code);
+        if (out->exit_code > 0)
+            break;
+    }
     json_t *cs = json_object_get(spec, "containers");
     if (!json_is_array(cs))
         return drv_fail(d, DRV_EPARSE, "%s: spec.containers: expected a list", who);

@@ -9,6 +9,7 @@
  */
 #include "apiserver.h"
 #include "drover/kube_controller.h"
+#include "drover/kube_emulate.h"
 #include "drover/kube_types.h"
 #include "drover/policy.h"
 #include "json.h"
@@ -582,6 +583,56 @@ static void test_deadline_and_ttl(void **state)
     stop(&r);
 }
 
+/* A job whose one worker runs under the emulator (kubelet's part), annotated to end with
+ * exit_code the first fail_times times, under restartPolicy. */
+static drv_emulator *emulated_job(fixture *f, const char *name, const char *restart, int exit_code,
+                                  int fail_times)
+{
+    drv_emu_node node = {.name = "emu-0", .alloc = {8000, 64LL << 30, 0}};
+    drv_emulator_opts o;
+    drv_emulator_opts_default(&o);
+    o.speed = 100; /* its 10 s run takes 0.1 s */
+    o.start_delay_s = 1;
+    drv_emulator *e;
+    drv_diag d = {{0}};
+    assert_int_equal(drv_emulator_new(&e, &f->cfg, &node, 1, &o, &d), 0);
+    assert_int_equal(drv_emulator_start(e, &d), 0);
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
+        "\"name\":\"%s\",\"namespace\":\"default\"},\"spec\":{\"runPolicy\":{"
+        "\"backoffLimit\":3},\"replicaSpecs\":{\"Worker\":{\"replicas\":1,\"restartPolicy\":"
+        "\"%s\",\"template\":{\"metadata\":{\"annotations\":{\"" DRV_EMU_DURATION_ANNOTATION
+        "\":\"10\",\"" DRV_EMU_EXIT_CODE_ANNOTATION "\":\"%d\",\"" DRV_EMU_FAIL_TIMES_ANNOTATION
+        "\":\"%d\"}},\"spec\":{\"schedulerName\":\"drover\",\"containers\":[{\"name\":"
+        "\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}",
+        name, restart, exit_code, fail_times);
+    return e;
+}
+
+/* restartPolicy ExitCode, pods run by the emulator: killed by a signal (137) the pod is
+ * restarted and then succeeds; an exit code of 1 fails the job at once (PermanentError). */
+static void test_exit_code_policy(void **state)
+{
+    fixture *f = *state;
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    drv_emulator *e = emulated_job(f, "ok", "ExitCode", 137, 1);
+    WAIT_FOR(now_in(f, "ok", "Succeeded", "JobSucceeded"));
+    assert_int_equal(events(f, "ok", "PodRestarting", NULL, 0), 1);
+    json_t *o = get(f, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/ok");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "status"), "restarts")),
+                     1);
+    json_decref(o);
+    assert_int_equal(drv_emulator_get_stats(e).failed, 1);
+    drv_emulator_free(e);
+    e = emulated_job(f, "perm", "ExitCode", 1, -1);
+    WAIT_FOR(now_in(f, "perm", "Failed", "PermanentError"));
+    assert_int_equal(events(f, "perm", "PodRestarting", NULL, 0), 0);
+    drv_emulator_free(e);
+    stop(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -593,6 +644,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_invalid_and_never_fits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adopted_job_not_announced_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deadline_and_ttl, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exit_code_policy, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -264,9 +264,26 @@ bool ctrl_lifecycle_reconcile(drv_ctrl *c, int32_t j)
     ctrl_mirror *m = &c->mirror;
     job_record *jr = &m->jobs[j];
     const drv_job *jb = &m->st.jobs[j];
-    drv_pod_obs obs[256];
-    int32_t nobs = 0;
-    for (int32_t k = 0; k < jb->pod_count && nobs < 256; k++) {
+    drv_lifecycle_out out;
+    if (jr->gone || jr->status >= ST_SUCCEEDED) {
+        /* Deleted, or its status finished by someone else: over, whatever its pods say. */
+        memset(&out, 0, sizeof out);
+        out.state = jr->status == ST_SUCCEEDED ? DRV_COND_SUCCEEDED : DRV_COND_FAILED;
+        out.delete_running = true;
+        snprintf(out.reason, sizeof out.reason, "%s", jr->gone ? "JobDeleted" : "StatusFinished");
+        snprintf(out.message, sizeof out.message, "%s",
+                 jr->gone ? "the TrainingJob was deleted" : "its status was set finished");
+        finish(c, j, &out);
+        return true;
+    }
+    /* (its pods as lifecycle.c reads them: on the stack for up to 256, the usual case) */
+    drv_pod_obs stack[256], *obs = stack;
+    int32_t cap = 256, nobs = 0;
+    if (jb->pod_count > cap && (obs = drv_malloc(sizeof *obs * (size_t)jb->pod_count)) != NULL)
+        cap = jb->pod_count;
+    else if (!obs)
+        obs = stack; /* out of memory: the first 256 pods only, this cycle */
+    for (int32_t k = 0; k < jb->pod_count && nobs < cap; k++) {
         const drv_pod *sp = &m->st.pods[jb->pod_base + k];
         obs[nobs++] = (drv_pod_obs){.role = sp->role,
                                     .phase = obs_phase(&m->pods[jb->pod_base + k]),
@@ -287,21 +304,11 @@ bool ctrl_lifecycle_reconcile(drv_ctrl *c, int32_t j)
         in.restart[r] = (drv_restart)jr->restart[r];
         in.replicas[r] = jb->target[r];
     }
-    drv_lifecycle_out out;
-    if (jr->gone || jr->status >= ST_SUCCEEDED) {
-        /* Deleted, or its status finished by someone else: over, whatever its pods say. */
-        memset(&out, 0, sizeof out);
-        out.state = jr->status == ST_SUCCEEDED ? DRV_COND_SUCCEEDED : DRV_COND_FAILED;
-        out.delete_running = true;
-        snprintf(out.reason, sizeof out.reason, "%s", jr->gone ? "JobDeleted" : "StatusFinished");
-        snprintf(out.message, sizeof out.message, "%s",
-                 jr->gone ? "the TrainingJob was deleted" : "its status was set finished");
-        finish(c, j, &out);
-        return true;
-    }
     rerender(c, j);
     in.scaling = jr->scaling;
     drv_lifecycle_step(&in, jr->cond < 0 ? DRV_COND_CREATED : jr->cond, &out);
+    if (obs != stack)
+        drv_free(obs);
     if (out.started)
         jr->start_time = in.now;
     if (out.state == DRV_COND_SUCCEEDED || out.state == DRV_COND_FAILED) {
@@ -315,6 +322,7 @@ bool ctrl_lifecycle_reconcile(drv_ctrl *c, int32_t j)
             drv_state_unbind(&m->st, s);
         ctrl_binder_delete(c, s);
         jr->restarts++;
+        jr->cond_changes++; /* (status.restarts is to be written) */
         m->dirty = true;
     }
     char why[300];

@@ -446,6 +446,18 @@ static int edit_job(drv_ctrl *c, int32_t j, ctrl_event *e)
     return ctrl_lifecycle_edit(c, j, e->tj);
 }
 
+/* A TrainingJob whose spec is invalid: failed with the reason, when it is ours. */
+static int invalid_job(drv_ctrl *c, const ctrl_event *e)
+{
+    const tj_record *t = e->tj;
+    char ns[256];
+    ctrl_name_str(c, t->tj.ns, ns, sizeof ns);
+    if (!t->finished && (!t->tj.scheduler || t->tj.scheduler == c->names.scheduler) &&
+        (!c->ns[0] || !strcmp(ns, c->ns)))
+        ctrl_lifecycle_invalid(c, e);
+    return 0;
+}
+
 int ctrl_mirror_apply_trainingjob(drv_ctrl *c, ctrl_event *e)
 {
     ctrl_mirror *m = &c->mirror;
@@ -465,7 +477,7 @@ int ctrl_mirror_apply_trainingjob(drv_ctrl *c, ctrl_event *e)
         }
         m->jobs[j].gone = true;
         m->job_of[e->key] = -1;
-        return add_job(c, e);
+        return e->tj->invalid[0] ? invalid_job(c, e) : add_job(c, e);
     }
     if (e->type == DRV_WATCH_DELETED) {
         if (j >= 0) {
@@ -476,15 +488,8 @@ int ctrl_mirror_apply_trainingjob(drv_ctrl *c, ctrl_event *e)
         }
         return 0;
     }
-    if (j < 0 && e->tj->invalid[0]) {
-        const tj_record *t = e->tj;
-        char ns[256];
-        ctrl_name_str(c, t->tj.ns, ns, sizeof ns);
-        if (!t->finished && (!t->tj.scheduler || t->tj.scheduler == c->names.scheduler) &&
-            (!c->ns[0] || !strcmp(ns, c->ns)))
-            ctrl_lifecycle_invalid(c, e);
-        return 0;
-    }
+    if (j < 0 && e->tj->invalid[0])
+        return invalid_job(c, e);
     if (j < 0)
         return add_job(c, e);
     /* A status written by someone else as finished ends it. */

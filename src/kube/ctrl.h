@@ -136,7 +136,8 @@ typedef struct job_record {
     int32_t restarts;                   /* pods restarted under restartPolicy so far */
     double start_time, completion_time; /* wall clock, -1: not yet */
     int32_t spec_workers;               /* spec.replicaSpecs.Worker.replicas last seen */
-    int32_t rendered[DRV_NROLES];       /* the counts its pods' peer environment names */
+    int32_t rendered[DRV_NROLES];       /* the counts its pods' peer environment names ... */
+    int32_t env_gen;                    /* ... counted up each time they change */
     bool scaling;                       /* pods re-created for a new count are not all back */
     bool adopted;       /* placed by an earlier controller: no second Scheduled Event */
     bool suspended;     /* spec.runPolicy.suspend: out of the state until resumed */
@@ -149,6 +150,7 @@ typedef struct pod_record {
     int8_t exists;             /* 0: no pod; 1: a pod; 2: a pod being deleted */
     int8_t phase;              /* enum drv_kpod_phase of the pod */
     int16_t exit_code;         /* its failed container's exit code, -1 (restartPolicy ExitCode) */
+    int32_t env_gen;           /* the job's env_gen its peer environment was rendered for */
     int32_t api_node;          /* the node the API has it on, -1 */
     int32_t api_name;          /* ... its interned name, 0 when unbound */
     uint8_t ip_family, ip[16]; /* status.podIP (0: none yet) */

@@ -227,36 +227,33 @@ static void rerender(drv_ctrl *c, int32_t j)
     const drv_job *jb = &m->st.jobs[j];
     if (jr->rendered[0] < 0)
         memcpy(jr->rendered, jb->target, sizeof jr->rendered);
-    bool same = true;
-    for (int r = 0; r < DRV_NROLES; r++)
-        same &= jr->rendered[r] == jb->target[r];
+    if (memcmp(jr->rendered, jb->target, sizeof jr->rendered) != 0) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "its pods are re-created: their peers changed (workers %d -> %d); scripts "
+                 "resume from their checkpoint",
+                 jr->rendered[DRV_ROLE_WORKER], jb->target[DRV_ROLE_WORKER]);
+        ctrl_writer_event(c, j, "Normal", "PeersChanged", msg);
+        memcpy(jr->rendered, jb->target, sizeof jr->rendered);
+        jr->env_gen++; /* (pods created from now on get the new environment) */
+    }
+    /* A pod rendered for older counts is re-created once no request about it is out (one
+     * being created or bound now is seen to on a later cycle). */
     bool scaling = false;
-    int32_t n = 0;
     for (int32_t k = 0; k < jb->pod_count; k++) {
         int32_t s = jb->pod_base + k;
         const drv_pod *sp = &m->st.pods[s];
         pod_record *p = &m->pods[s];
         if (sp->index >= jb->target[sp->role])
             continue;
-        if (!same && p->exists == 1 && !ctrl_pod_terminal(p->phase) && !p->inflight &&
-            sp->node >= 0 && p->want < 0) {
-            p->want = sp->node;
+        if (p->exists == 1 && !ctrl_pod_terminal(p->phase) && !p->inflight && p->want < 0 &&
+            p->env_gen != jr->env_gen) {
+            p->want = sp->node; /* bound: again where it is; unbound: placed by a cycle */
             ctrl_binder_delete(c, s);
-            n++;
         }
-        scaling |= p->want >= 0;
+        scaling |= p->want >= 0 || (p->exists && p->env_gen != jr->env_gen);
     }
     jr->scaling = scaling;
-    if (same)
-        return;
-    char msg[200];
-    snprintf(msg, sizeof msg,
-             "%d pod(s) re-created: their peers changed (workers %d -> %d); scripts resume from "
-             "their checkpoint",
-             n, jr->rendered[DRV_ROLE_WORKER], jb->target[DRV_ROLE_WORKER]);
-    memcpy(jr->rendered, jb->target, sizeof jr->rendered);
-    if (n > 0)
-        ctrl_writer_event(c, j, "Normal", "PeersChanged", msg);
 }
 
 bool ctrl_lifecycle_reconcile(drv_ctrl *c, int32_t j)
@@ -471,6 +468,7 @@ int ctrl_lifecycle_pod_env(drv_ctrl *c, int32_t slot, json_t *pod)
     char ns[256], name[256];
     drv_peer_job pj;
     peer_job(c, p->job, &pj, ns, name, sizeof ns);
+    c->mirror.pods[slot].env_gen = c->mirror.jobs[p->job].env_gen;
     drv_diag d = {{0}};
     int rc = drv_peers_apply(&pj, p->role, p->index, pod, &d);
     if (rc)

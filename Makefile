@@ -1,6 +1,8 @@
 # The two commands a newcomer needs: `make demo` and `make test`. Everything else is a helper.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 PREFIX     ?= /usr/local
@@ -9,7 +11,7 @@ ifdef CI
 CMAKE_FLAGS += -DDROVER_WERROR=ON
 endif
 
-.PHONY: all deps build build-drover build-asan demo test test-unit test-asan bench format \
+.PHONY: all deps build build-drover build-asan demo test test-unit test-asan fuzz bench format \
         check-format install image clean
 
 all: build
@@ -47,6 +49,14 @@ test-unit: build
 test-asan: build-asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -LE slow
 
+# libFuzzer on every parser (tests/fuzz/README.md): FUZZ_SECONDS each, crashes kept under
+# tests/fuzz/crashes/ (replayed by `make test`). Needs clang: scripts/deps.sh fuzz installs it.
+fuzz:
+	@sh scripts/deps.sh fuzz
+	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDROVER_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_targets
+	sh tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 bench: build
 	sh bench/run.sh $(BUILD)
 
@@ -76,4 +86,4 @@ image:
 	 fi
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) out
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) out

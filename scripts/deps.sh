@@ -10,6 +10,8 @@ command -v kubectl >/dev/null 2>&1 || PKGS="$PKGS kubernetes-client"
 # help2man formats the man page (make install); without it cmake/manpage.cmake writes a plainer
 # one, so a machine that cannot install it still builds.
 OPTIONAL="help2man"
+# `scripts/deps.sh fuzz` (make fuzz) also needs clang, for libFuzzer; nothing else does.
+[ "${1:-}" = fuzz ] && PKGS="$PKGS clang"
 
 missing=""
 for p in $PKGS; do

@@ -55,12 +55,17 @@ int drv_grow(void *arr, size_t elem, int32_t *cap, int32_t need);
 /* Test hook: the nth allocation from now (1 = the next) fails; 0 turns failures off.
  * Thread-local, so tests running in parallel threads do not disturb each other. */
 void drv_alloc_fail_at(long nth);
+/* Test hook: allocations still to come before the planned failure (0 once it has happened or
+ * when none is planned). After a call, > 0 means the call made fewer than nth allocations. */
+long drv_alloc_fail_pending(void);
 
 /* Logging. Only src/cli decides where logs go; modules just log. */
 enum drv_log_level { DRV_LOG_ERROR, DRV_LOG_WARN, DRV_LOG_INFO, DRV_LOG_DEBUG };
 typedef void (*drv_log_fn)(enum drv_log_level lvl, const char *msg, void *arg);
 void drv_log(enum drv_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Sets the sink and the most verbose level shown; the default writes warnings to stderr. */
+/* Sets the sink and the most verbose level shown; the default writes warnings to stderr.
+ * Thread-safe: drv_log may run on any thread; once this returns, the old sink is not called
+ * again. The sink is called under a lock, one message at a time, and must not call drv_log. */
 void drv_log_set(drv_log_fn fn, void *arg, enum drv_log_level max);
 
 /* A vector of schedulable resources. CPU in millicores, memory in bytes, GPUs whole. */

@@ -95,6 +95,47 @@ int32_t drv_calib_batches(const drv_calib *c, int32_t app, const int32_t *gpn, i
 double drv_calib_best_batch(const drv_calib *c, int32_t app, const int32_t *gpn, int32_t nn,
                             int32_t epoch, double lo, double hi, double *goodput);
 
+/* ---- what the calibrated model knows of a run's jobs ---------------------------------------
+ *
+ * The core's job records hold no model (docs/cycle.md): a driver that runs calibrated jobs keeps
+ * their calibration here - which measured model each follows, its total batch now and the
+ * range a policy may set it in - and hands it to plugins through the snapshot's model handle
+ * (drv_snapshot.model). Plugins read it through the functions below; only the driver writes
+ * it (a job's record when the job is submitted, its batch when a BATCH decision is applied,
+ * nlive_adaptive when a job enters or leaves the live set).
+ */
+typedef struct drv_calib_job {
+    int32_t app;                  /* 1 + index of its model in calib, 0: not calibrated */
+    int32_t batch;                /* its total batch size now */
+    int32_t batch_min, batch_max; /* the range a policy may set it in (DRV_BATCH); equal when
+                                     the batch is fixed */
+} drv_calib_job;
+
+typedef struct drv_calib_jobs {
+    const drv_calib *calib; /* the measured models (borrowed) */
+    drv_calib_job *v;       /* per job id, [0, n) */
+    int32_t n;
+    int32_t nlive_adaptive; /* live jobs that are batch-adaptive: lets a plugin for them cost
+                               nothing where there are none */
+} drv_calib_jobs;
+
+/* Records for njobs jobs, none calibrated yet. 0 or DRV_ENOMEM. */
+int drv_calib_jobs_init(drv_calib_jobs *m, const drv_calib *calib, int32_t njobs);
+void drv_calib_jobs_fini(drv_calib_jobs *m);
+
+/* The job's record when it is calibrated, else NULL (also when m is NULL). */
+static inline const drv_calib_job *drv_calib_job_of(const drv_calib_jobs *m, int32_t job)
+{
+    return m && job >= 0 && job < m->n && m->v[job].app > 0 ? &m->v[job] : NULL;
+}
+
+/* A calibrated job whose batch a policy may choose (DRV_BATCH), within [batch_min, batch_max]. */
+static inline bool drv_calib_job_adaptive(const drv_calib_jobs *m, int32_t job)
+{
+    const drv_calib_job *j = drv_calib_job_of(m, job);
+    return j && j->batch_max > j->batch_min;
+}
+
 /* The analytic throughput model fitted to an app's placements (least squares, see
  * calibrate.c): step = ac + bc*local_bsz + (one node ? ar + br*replicas : an + bn*replicas). */
 typedef struct drv_calib_fit {

@@ -6,7 +6,7 @@
  * the Kubernetes API. A double holds today's wall time to about 0.24 us, enough for the
  * microsecond stamps of metav1.MicroTime.
  *
- * Policies never read these: they read the snapshot's time (determinism, DESIGN.md). The
+ * Policies never read these: they read the snapshot's time (determinism: docs/cycle.md). The
  * controller, the emulator, the work queue and the command line do.
  */
 #ifndef DROVER_CLOCK_H

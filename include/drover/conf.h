@@ -65,9 +65,20 @@ int drv_conf_expect(const drv_conf_doc *doc, const drv_conf *c, int kind, const 
 int drv_conf_check_unused(const drv_conf_doc *doc, const drv_conf *c, const char *path,
                           drv_diag *d);
 
-/* Parses a Kubernetes CPU quantity string into millicores; DRV_EINVAL if malformed. */
+/*
+ * The largest quantities accepted: far beyond any machine (10^9 cores, 1 PiB), and small enough
+ * that a sum over 8,000 of them (nodes of a cluster, replicas of a job) stays within int64;
+ * drv_cluster_load refuses a cluster whose total goes beyond DRV_MAX_TOTAL.
+ */
+#define DRV_MAX_CPU_MILLI 1000000000000LL
+#define DRV_MAX_MEM_BYTES (1LL << 50)
+#define DRV_MAX_TOTAL (1LL << 62)
+
+/* Parses a Kubernetes CPU quantity string ("4", "1.5", "500m", "1e3"; decimal only, no sign)
+ * into millicores; DRV_EINVAL if malformed, DRV_ERANGE above DRV_MAX_CPU_MILLI. */
 int drv_parse_cpu(const char *s, int64_t *out);
-/* Parses a Kubernetes memory quantity string into bytes; DRV_EINVAL if malformed. */
+/* Parses a Kubernetes memory quantity string ("128Gi", "1G", "1000") into bytes; DRV_EINVAL if
+ * malformed, DRV_ERANGE above DRV_MAX_MEM_BYTES. */
 int drv_parse_mem(const char *s, int64_t *out);
 
 #endif

@@ -67,9 +67,11 @@ typedef struct drv_snapshot {
      * when a plugin is about to read them (drv_ctx_progress). NULL: always current. */
     void (*sync)(void *arg, int32_t job);
     void *sync_arg;
-    /* Optional: the calibrated model of jobs with drv_job.calib_app (calib.h), for plugins
-     * that plan with it (goodput). NULL: none. */
-    const struct drv_calib *calib;
+    /* Optional: what src/model knows of the jobs - their calibrated model and batch
+     * (drv_calib_jobs, calib.h) - for plugins that plan with it (goodput) or leave such jobs to
+     * others (dragon's adaptive=0). An opaque handle to the core, which never reads it: the
+     * core's structs hold no model. NULL: none. */
+    const struct drv_calib_jobs *model;
 } drv_snapshot;
 
 /* Outcome of a filter or a placement: results, not errors (cf. kube-scheduler's Status). */
@@ -85,7 +87,8 @@ typedef struct drv_profile drv_profile;
 
 /* ---- plugins ------------------------------------------------------------------------------ */
 
-/* Knob values for one plugin in one profile, as "name=value" pairs parsed by its init. */
+/* One knob of a plugin use: its name and its value, parsed from text once, when the profile
+ * is (policy.h); the plugin's init checks the name and range against its knob specs. */
 typedef struct drv_knob {
     char name[32];
     double value;
@@ -191,14 +194,16 @@ bool drv_starts_blind(const drv_ctx *c, void *state);
 
 /* ---- profiles ----------------------------------------------------------------------------- */
 
-enum { DRV_MAX_SLOT_PLUGINS = 8, DRV_MAX_KNOBS = 16 };
+/* Bounds: plugins per extension point, knobs per plugin use, knobs per profile in all. */
+enum { DRV_MAX_SLOT_PLUGINS = 8, DRV_MAX_KNOBS = 16, DRV_MAX_PROFILE_KNOBS = 64 };
 
-/* One plugin enabled in a profile, with its score weight and knobs. */
+/* One plugin enabled in a profile, with its score weight and knobs: its knobs are
+ * knobs[knob0 .. knob0 + nknobs) of the profile's pool (drv_profile.knobs). */
 typedef struct drv_plugin_use {
     const drv_plugin *p;
     int32_t weight; /* for score plugins; >= 1 */
-    drv_knob knobs[DRV_MAX_KNOBS];
-    int32_t nknobs;
+    int16_t knob0;  /* first of its knobs in the profile's pool */
+    int16_t nknobs; /* how many (<= DRV_MAX_KNOBS) */
 } drv_plugin_use;
 
 /* Extension points, in the order a cycle runs them. */
@@ -214,6 +219,7 @@ enum drv_point {
 };
 const char *drv_point_name(int pt);
 
+/* A profile: a few kilobytes, built once (policy.h) and then handed around by pointer. */
 struct drv_profile {
     char name[64];
     char doc[160];
@@ -221,14 +227,23 @@ struct drv_profile {
     double period; /* seconds between cycles */
     drv_plugin_use use[DRV_NPOINTS][DRV_MAX_SLOT_PLUGINS];
     int32_t nuse[DRV_NPOINTS];
+    drv_knob knobs[DRV_MAX_PROFILE_KNOBS]; /* every use's knobs, values parsed once */
+    int32_t nknobs;
 };
+/* The knobs of use u of profile p: its slice of the profile's pool. */
+static inline const drv_knob *drv_profile_knobs(const drv_profile *p, const drv_plugin_use *u)
+{
+    return p->knobs + u->knob0;
+}
 
 /* ---- a scheduler: a profile with its plugins' state ---------------------------------------- */
 
 typedef struct drv_sched drv_sched;
 
-/* Creates a scheduler for a profile (copied). Runs every plugin's init; errors name the
- * plugin and knob. */
+/* Creates a scheduler for a profile. The profile is borrowed, not copied: the caller keeps it
+ * alive and unchanged while the scheduler is used (drv_sched_cycle, drv_sched_profile);
+ * drv_sched_free does not read it. Runs every plugin's init; errors name the plugin and
+ * knob. */
 int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d);
 void drv_sched_free(drv_sched *s);
 /* Scan every node for every pod even when the profile allows the best-node index: the
@@ -299,12 +314,14 @@ int drv_ctx_evict(drv_ctx *c, int32_t pod, int reason);
 int drv_ctx_scale(drv_ctx *c, int32_t job, int32_t workers);
 int drv_ctx_resize(drv_ctx *c, int32_t pod, int64_t cpu_limit);
 int drv_ctx_migrate(drv_ctx *c, int32_t pod, int32_t node);
-/* BATCH: a batch-adaptive job (drv_job_batch_adaptive) now trains at total batch `batch`, which
- * must lie in [batch_min, batch_max]; a running job checkpoints and restarts. The assumed batch
- * is drv_ctx_batch. */
-int drv_ctx_set_batch(drv_ctx *c, int32_t job, int64_t batch);
-/* The job's total batch as assumed by this cycle. */
-double drv_ctx_batch(const drv_ctx *c, int32_t job);
+/* BATCH: a batch-adaptive job (drv_calib_job_adaptive, calib.h) now trains at total batch
+ * `batch`, which must lie in its range; a running job checkpoints and restarts. `now` is its
+ * batch before this cycle, which the plugin reads from the model (the core holds none); no
+ * decision when the assumed batch (drv_ctx_batch) is `batch` already. */
+int drv_ctx_set_batch(drv_ctx *c, int32_t job, int64_t batch, int64_t now);
+/* The job's total batch as assumed by this cycle: the newest BATCH of this cycle for it, else
+ * `now`, its batch before the cycle. */
+int64_t drv_ctx_batch(const drv_ctx *c, int32_t job, int64_t now);
 
 /* Places one pod on its best node and binds it. Returns the node, or -1 when none fits. */
 int32_t drv_ctx_place_pod(drv_ctx *c, int32_t pod);

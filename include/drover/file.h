@@ -12,7 +12,7 @@
 /*
  * Reads the file at path into *text (NUL-terminated, drv_free it) and its length into *len
  * (may be NULL). Refuses a file that contains a NUL byte (DRV_EPARSE, "path: byte 1234: a NUL
- * byte, expected text"): text parsers would silently stop there. DRV_EIO names path and the
+ * byte; expected text"): text parsers would silently stop there. DRV_EIO names path and the
  * system's reason; DRV_ENOMEM. On failure *text and *len are untouched.
  */
 int drv_file_read(const char *path, char **text, size_t *len, drv_diag *d);
@@ -40,6 +40,9 @@ int drv_file_out_open(drv_file_out *o, const char *path, drv_diag *d);
 int drv_file_out_commit(drv_file_out *o, drv_diag *d);
 /* Closes and removes the temporary file (a no-op when not open). */
 void drv_file_out_abort(drv_file_out *o);
+/* Renames a finished temporary file (written by another program, e.g. gnuplot's images) over
+ * path; on failure removes it. 0 or DRV_EIO ("path: cannot rename into place: reason"). */
+int drv_file_publish(const char *tmp, const char *path, drv_diag *d);
 /* The whole of data[0..len) as path's new contents: open, write, commit. */
 int drv_file_write_atomic(const char *path, const void *data, size_t len, drv_diag *d);
 

@@ -16,7 +16,10 @@
  *  - any other non-2xx answer is an error whose message names the verb, the path, the HTTP
  *    status and the Status object's reason and message; *status tells the caller which;
  *  - TLS: the server certificate is verified against the configured CA (or the system's)
- *    unless the configuration says insecure, which is logged as a warning once per client.
+ *    unless the configuration says insecure, which is logged as a warning once per client;
+ *  - the bearer token is refused when it holds a control character (it would inject HTTP
+ *    headers), and over http:// unless the server is on loopback or the configuration says
+ *    insecure (then it is sent, with a warning, in clear).
  *
  * Thread safety: a drv_kube is used by one thread at a time, except that drv_kube_watch may
  * run on other threads concurrently (each watch has its own connection).
@@ -65,8 +68,9 @@ void drv_kube_config_fini(drv_kube_config *c);
  * context: the context to use, or NULL for current-context. Relative file references
  * (certificate-authority, client-certificate, client-key, tokenFile) are relative to the file
  * that holds them; *-data fields are base64 and are decoded. Fills out (fini it); errors name
- * file:line: field: what was expected (an unknown context lists the known ones). exec and
- * auth-provider users are refused (DRV_ENOTSUP): Drover runs with a token or a certificate.
+ * file:line: field: what was expected (an unknown context lists the known ones). exec,
+ * auth-provider and basic-auth (username, password) users are refused (DRV_ENOTSUP): Drover runs
+ * with a token or a certificate. A token with a control character is DRV_EINVAL.
  */
 int drv_kubeconfig_load(drv_kube_config *out, const char *files, const char *context, drv_diag *d);
 /*

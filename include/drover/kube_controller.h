@@ -39,7 +39,7 @@
 #include "drover/kube_metrics.h"
 
 typedef struct drv_ctrl_opts {
-    const drv_profile *profile; /* the scheduling profile (copied) */
+    const drv_profile *profile; /* the scheduling profile: borrowed, outlives the controller */
     const char *scheduler;      /* schedulerName served; NULL: "drover" */
     const char *namespace_;     /* TrainingJobs of this namespace only; NULL: every namespace */
     int watch_timeout_s;        /* server-side timeout of each watch; 0: 300 */

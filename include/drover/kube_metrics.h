@@ -74,11 +74,21 @@ void drv_metrics_set_ready(drv_metrics *m, bool ready, const char *reason);
 
 /*
  * Serves GET and HEAD of /metrics (text/plain; version=0.0.4), /healthz and /readyz on its own
- * thread. bind_addr: an IPv4 or IPv6 literal ("127.0.0.1", "0.0.0.0", "::"), or NULL for every
- * IPv4 interface. port 0 picks a free one; *actual_port (may be NULL) receives the port bound.
- * Other paths answer 404, other methods 405. DRV_EINVAL for a bad address, DRV_EIO when the
- * socket cannot be bound, DRV_EEXIST when already serving.
+ * thread. bind_addr: an IPv4 or IPv6 literal ("127.0.0.1", "0.0.0.0", "::"), or NULL (or "")
+ * for DRV_METRICS_DEFAULT_HOST, loopback only: every interface must be asked for. port 0 picks a
+ * free one; *actual_port (may be NULL) receives the port bound. Other paths answer 404, other
+ * methods 405. DRV_EINVAL for a bad address, DRV_EIO when the socket cannot be bound, DRV_EEXIST
+ * when already serving.
  */
+#define DRV_METRICS_DEFAULT_HOST "127.0.0.1"
+/*
+ * Parses a listen address "[HOST]:PORT" (":8080", "0.0.0.0:8080", "[::]:0") into host (the IP
+ * literal, brackets removed; DRV_METRICS_DEFAULT_HOST when HOST is empty: loopback unless every
+ * interface is asked for) and port. DRV_EINVAL, naming the text, when it is not of that form;
+ * the address itself is checked by drv_metrics_serve.
+ */
+int drv_metrics_parse_addr(const char *text, char *host, size_t hostcap, uint16_t *port,
+                           drv_diag *d);
 int drv_metrics_serve(drv_metrics *m, const char *bind_addr, uint16_t port, uint16_t *actual_port,
                       drv_diag *d);
 /* Stops serving (waits for requests in flight). No-op when not serving. */

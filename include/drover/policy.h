@@ -20,8 +20,22 @@
 const drv_plugin *const *drv_plugins(int *n);
 const drv_plugin *drv_plugin_find(const char *name);
 
-/* Parses a profile line into out (named name). Errors name the token and what was expected. */
+/* Parses a profile line into out (named name). Errors name the token and what was expected;
+ * on error out is untouched. */
 int drv_profile_parse(const char *name, const char *line, drv_profile *out, drv_diag *d);
+/* The profile as one profile line that drv_profile_parse reads back to the same profile
+ * ("gang=true period=1 queue_order=fifo admit=gang ..."; knob values in the shortest form that
+ * reads back as the same double), cut to fit n bytes; always terminated. */
+void drv_profile_format(const drv_profile *p, char *buf, size_t n);
+
+/* Building a profile from parts (what the YAML loader does, with gang and period already
+ * typed): an empty profile named name with the defaults (gang, period 1 s); then the plugin
+ * list of one extension point, as written after "point=" in a profile line (text[0..len),
+ * white space around names ignored), appended to the point's; then the check that the profile
+ * is complete (an admit plugin). Errors as drv_profile_parse's. */
+void drv_profile_init(drv_profile *p, const char *name);
+int drv_profile_set_point(drv_profile *p, int pt, const char *text, size_t len, drv_diag *d);
+int drv_profile_check(const drv_profile *p, drv_diag *d);
 
 /* A built-in profile by name: DRV_ENOENT (with the known names in d) when there is none. */
 int drv_profile_builtin(const char *name, drv_profile *out, drv_diag *d);

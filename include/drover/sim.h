@@ -53,6 +53,7 @@ typedef struct drv_jobspec {
     double batch;       /* total batch size of a calibrated job */
     double batch_min, batch_max; /* the range a policy may choose its batch in (DRV_BATCH);
                                     0, 0: the batch is fixed */
+    int32_t line; /* its line in the file it was read from, for messages; 0: generated */
 } drv_jobspec;
 
 typedef struct drv_workload {
@@ -79,6 +80,10 @@ int drv_workload_generate(drv_workload *w, const drv_genparams *g, const drv_cat
                           drv_diag *d);
 int drv_workload_load(drv_workload *w, const char *path, const drv_catalogue *cat, uint64_t seed,
                       drv_diag *d);
+/* DRV_EINVAL, naming it, when one of the n input files (NULL entries skipped) lies directly in
+ * the output directory out under a name a run writes there (outdir.c lists them), so the run
+ * would overwrite its own input. 0 when out is NULL or does not exist yet. */
+int drv_sim_check_out(const char *out, const char *const *inputs, int n, drv_diag *d);
 void drv_workload_fini(drv_workload *w);
 
 /* ---- a run -------------------------------------------------------------------------------- */
@@ -107,6 +112,8 @@ typedef struct drv_sim_config {
                                  the simulator reads no clock, the callback may */
     void *progress_arg;
     const struct drv_calib *calib; /* measured profiles for jobs with calib_app (may be NULL) */
+    const char *workload_file;     /* the file the jobs were read from, named with their line in
+                                      messages about a job (borrowed; NULL: none) */
 } drv_sim_config;
 
 /* One interval during which a pod was bound to a node (the placement log). */
@@ -149,7 +156,9 @@ typedef struct drv_tick {
 
 typedef struct drv_sim drv_sim;
 
-/* Creates a run; the inputs are borrowed and must outlive it. */
+/* Creates a run; the cluster, workload and catalogue are borrowed and must outlive it; the
+ * profile is borrowed by its scheduler (drv_sched_new) and must stay alive while the run does
+ * (drv_sim_run, drv_sim_run_until); results and drv_sim_free do not read it. */
 int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_catalogue *cat,
                 const drv_profile *prof, const drv_sim_config *cfg, drv_sim **out, drv_diag *d);
 void drv_sim_free(drv_sim *s);
@@ -178,6 +187,9 @@ int drv_sim_enter_job(drv_sim *s, int32_t job);
 const drv_workload *drv_sim_workload(const drv_sim *s);
 /* Name of the profile the run uses. */
 const char *drv_sim_policy(const drv_sim *s);
+/* What the calibrated model knows of the run's jobs (their model, batch and batch range;
+ * calib.h), or NULL when the run has no calibration (drv_sim_config.calib). */
+const struct drv_calib_jobs *drv_sim_model(const drv_sim *s);
 
 /* ---- reports (report.c) ------------------------------------------------------------------- */
 
@@ -229,9 +241,6 @@ int drv_report_summary_files(const char *dir, const drv_summary *v, int n,
                              const drv_report_meta *meta, drv_diag *d);
 /* SHA-256 of a file's bytes as 64 lowercase hex digits in out[65]; DRV_ENOENT/DRV_EIO. */
 int drv_report_sha256_file(const char *path, char out[65], drv_diag *d);
-/* A profile as one profile line (policy.h), e.g. "gang=true period=1 queue_order=fifo ...",
- * cut to fit n bytes; always terminated. */
-void drv_report_profile_line(const drv_profile *p, char *out, size_t n);
 
 /* What was simulated, for the report page and the utilisation plot (scenario.json). */
 typedef struct drv_scenario {

@@ -73,31 +73,27 @@ typedef struct drv_job {
     int32_t model;             /* model family index in the driver's catalogue, -1 unknown */
     double submit;             /* submission time, seconds */
     drv_rolespec role[DRV_NROLES];
-    int32_t target[DRV_NROLES];   /* replicas currently wanted per role */
-    int32_t bound[DRV_NROLES];    /* pods bound per role (derived) */
-    int32_t pod_base;             /* first pod slot */
-    int32_t pod_count;            /* number of pod slots */
-    int32_t phase;                /* enum drv_job_phase */
-    int32_t calib_app;            /* 1 + index of its calibrated model (calib.h), 0: none */
-    double start;                 /* first time the job ran, or -1 */
-    double end;                   /* completion time, or -1 */
-    double steps;                 /* worker-steps done at the last progress update */
-    double steps_total;           /* worker-steps at which the job completes */
-    double loss;                  /* loss at the last progress update */
-    double attained;              /* resource-seconds of service received (GPU or CPU-seconds) */
-    int32_t restarts;             /* checkpoint-restarts so far (scale, migration) */
-    int32_t migrations;           /* pods migrated */
-    int32_t preemptions;          /* times evicted by preemption */
-    int32_t batch;                /* calibrated job: its total batch size now */
-    int32_t batch_min, batch_max; /* the range a policy may set it in (DRV_BATCH); equal when
-                                     the batch is fixed */
-    double loss0;                 /* observed loss of the job's first progress sample (what
-                                     growth is normalised by), 0 before it */
-    int32_t nhist;                /* samples in hist (<= DRV_HIST) */
-    int32_t hist_head;            /* index of the oldest sample */
-    drv_sample *hist;             /* ring of DRV_HIST recent samples, allocated at the first
-                                     sample and freed when the job is done: a finished job of a
-                                     long trace costs no history */
+    int32_t target[DRV_NROLES]; /* replicas currently wanted per role */
+    int32_t bound[DRV_NROLES];  /* pods bound per role (derived) */
+    int32_t pod_base;           /* first pod slot */
+    int32_t pod_count;          /* number of pod slots */
+    int32_t phase;              /* enum drv_job_phase */
+    double start;               /* first time the job ran, or -1 */
+    double end;                 /* completion time, or -1 */
+    double steps;               /* worker-steps done at the last progress update */
+    double steps_total;         /* worker-steps at which the job completes */
+    double loss;                /* loss at the last progress update */
+    double attained;            /* resource-seconds of service received (GPU or CPU-seconds) */
+    int32_t restarts;           /* checkpoint-restarts so far (scale, migration) */
+    int32_t migrations;         /* pods migrated */
+    int32_t preemptions;        /* times evicted by preemption */
+    double loss0;               /* observed loss of the job's first progress sample (what
+                                   growth is normalised by), 0 before it */
+    int32_t nhist;              /* samples in hist (<= DRV_HIST) */
+    int32_t hist_head;          /* index of the oldest sample */
+    drv_sample *hist;           /* ring of DRV_HIST recent samples, allocated at the first
+                                   sample and freed when the job is done: a finished job of a
+                                   long trace costs no history */
 } drv_job;
 
 typedef struct drv_pod {
@@ -125,9 +121,6 @@ typedef struct drv_state {
     int32_t npods, cap_pods;
     drv_jobset live;         /* jobs submitted and not done (derived) */
     int32_t nlive;           /* their number */
-    int32_t nlive_adaptive;  /* of which jobs whose batch a policy may choose
-                                (drv_job_batch_adaptive; derived): lets a plugin for them cost
-                                nothing where there are none */
     drv_jobset pending;      /* jobs in phase DRV_JOB_PENDING (derived) */
     int32_t npending;        /* their number */
     drv_jobset queued;       /* of those, the ones that still want pods: drv_job_needs_pods, what a
@@ -235,11 +228,6 @@ bool drv_job_complete(const drv_job *j);
 bool drv_job_needs_pods(const drv_job *j);
 /* Total request of the wanted pods of a job. */
 drv_res drv_job_demand(const drv_job *j);
-/* A calibrated job whose batch a policy may choose (DRV_BATCH), within [batch_min, batch_max]. */
-static inline bool drv_job_batch_adaptive(const drv_job *j)
-{
-    return j->calib_app > 0 && j->batch_max > j->batch_min;
-}
 /* Pods the job wants in total. */
 int32_t drv_job_wanted(const drv_job *j);
 /* Free resources on a node. */

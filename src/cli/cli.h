@@ -81,10 +81,5 @@ bool cli_profile_overridden(const cli_profiles *ps, const char *name);
  */
 int cli_profiles_resolve(const cli_profiles *ps, const char *list, drv_profile **out, int *n,
                          drv_diag *d);
-/* p written as a profile line that drv_profile_parse reads back to the same profile (cut at
- * n - 1 characters). */
-void cli_profile_line(const drv_profile *p, char *buf, size_t n);
-/* doc with the design notes' seed numbers ("seed 001") replaced by the systems' names. */
-void cli_user_doc(const char *doc, char *buf, size_t n);
 
 #endif

@@ -7,6 +7,7 @@
  * it did.
  */
 #include "cli.h"
+#include "logfmt.h"
 
 #include "drover/kube_emulate.h"
 
@@ -17,7 +18,7 @@
 #include <time.h>
 
 typedef struct emulate_opts {
-    const char *cluster, *kubeconfig, *context;
+    const char *cluster, *kubeconfig, *context, *log_format;
     double speed;
     double start_delay; /* < 0: not given (the cluster file's timing decides) */
 } emulate_opts;
@@ -54,6 +55,13 @@ static const cli_flag emulate_flags[] = {
      .hi = 86400,
      .help = "emulated seconds from binding to Running (default: the cluster\n"
              "file's timing.podStartSeconds, which defaults to 5)"},
+    {.name = "log-format",
+     .kind = FLAG_CHOICE,
+     AT(log_format),
+     .arg = "F",
+     .choices = CLI_LOG_FORMATS,
+     .help = "text (default): a timestamp, the level and the message a line; json:\n"
+             "one object a line with ts, level, component and msg"},
 };
 #undef AT
 
@@ -123,19 +131,16 @@ static int emulate_until_signal(drv_emulator *e, const drv_kube_config *cfg, int
     sigaction(SIGTERM, &sa, NULL);
     if (drv_emulator_start(e, d) != 0)
         return EXIT_RUN;
-    fprintf(stderr,
-            "drover emulate: %d nodes registered on %s (speed %g, start delay %g s); "
-            "SIGINT or SIGTERM stops\n",
-            n, cfg->server, o->speed, o->start_delay_s);
+    cli_say("%d nodes registered on %s (speed %g, start delay %g s); SIGINT or SIGTERM stops", n,
+            cfg->server, o->speed, o->start_delay_s);
     while (!emulate_signal) {
         struct timespec ts = {0, 100000000L};
         nanosleep(&ts, NULL);
     }
     drv_emulator_stop(e);
     drv_emulator_stats s = drv_emulator_get_stats(e);
-    fprintf(stderr,
-            "drover emulate: stopped (signal %d): %ld pods started, %ld succeeded, %ld "
-            "deletions confirmed, %ld failed writes\n",
+    cli_say("stopped (signal %d): %ld pods started, %ld succeeded, %ld deletions confirmed, "
+            "%ld failed writes",
             (int)emulate_signal, s.started, s.succeeded, s.deleted, s.errors);
     return 0;
 }
@@ -172,6 +177,7 @@ int cmd_emulate(int argc, char **argv)
     /* One status write per pod step and per node heartbeat: more than client-go's 5 QPS. */
     cfg.qps = 50;
     cfg.burst = 100;
+    cli_log_setup(eo.log_format, false, "emulate");
     drv_emulator *e = NULL;
     status = EXIT_USAGE;
     if (drv_emulator_new(&e, &cfg, nodes, n, &o, &d) == 0)

@@ -43,9 +43,7 @@ static void print_order(const drv_profile *prof, const char *job)
         printf("policy %s orders its queue by queue_order=", prof->name);
         for (int i = 0; i < n; i++)
             printf("%s%s", i ? "," : "", q[i].p->name);
-        char doc[256];
-        cli_user_doc(q[0].p->doc, doc, sizeof doc);
-        printf(": %s.\n", doc);
+        printf(": %s.\n", q[0].p->doc);
     }
     printf("It does not use the combined priority, so job %s has no priority factors to show.\n",
            job);
@@ -78,7 +76,8 @@ int cli_explain_job(const drv_cluster_spec *cl, const drv_workload *wl, const dr
     if (!rc) /* submitted at t itself: not in the state yet */
         rc = drv_sim_enter_job(s, job);
     if (!rc)
-        rc = drv_priority_explain(drv_sim_state(s), t, job, use->knobs, use->nknobs, &b, &d);
+        rc = drv_priority_explain(drv_sim_state(s), t, job, drv_profile_knobs(prof, use),
+                                  use->nknobs, &b, &d);
     if (rc) {
         fprintf(stderr, "drover: %s\n", d.msg[0] ? d.msg : drv_strerror(rc));
         drv_sim_free(s);

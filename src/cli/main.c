@@ -66,10 +66,8 @@ static const cli_command policies_command = {
 /* One policy: name and doc, then its profile line under the doc. */
 static void print_policy(const char *name, const char *doc, const char *line, const char *note)
 {
-    char text[512];
-    cli_user_doc(doc, text, sizeof text);
-    if (text[0] || note[0])
-        printf("  %-20s %s%s\n", name, text, note);
+    if (doc[0] || note[0])
+        printf("  %-20s %s%s\n", name, doc, note);
     else
         printf("  %s\n", name);
     printf("  %-20s %s\n", "", line);
@@ -97,16 +95,14 @@ static int cmd_policies(int argc, char **argv)
         printf("\npolicies from %s:\n", ps.path);
     for (int i = 0; i < ps.nfile; i++) {
         char line[2048];
-        cli_profile_line(&ps.file[i], line, sizeof line);
+        drv_profile_format(&ps.file[i], line, sizeof line);
         print_policy(ps.file[i].name, ps.file[i].doc, line, "");
     }
     puts("\nplugins:");
     int n;
     const drv_plugin *const *plugins = drv_plugins(&n);
     for (int i = 0; i < n; i++) {
-        char text[512];
-        cli_user_doc(plugins[i]->doc, text, sizeof text);
-        printf("  %-20s %s\n", plugins[i]->name, text);
+        printf("  %-20s %s\n", plugins[i]->name, plugins[i]->doc);
     }
     cli_profiles_fini(&ps);
     return 0;

@@ -7,6 +7,7 @@
  * SIGINT or SIGTERM; print what it did.
  */
 #include "cli.h"
+#include "logfmt.h"
 
 #include "drover/kube_controller.h"
 #include "drover/policy.h"
@@ -19,6 +20,7 @@
 
 typedef struct run_opts {
     const char *policy, *profiles, *kubeconfig, *context, *ns, *sched, *lease, *maddr;
+    const char *log_format;
     bool incluster, verbose, elect;
     double qps;
     int burst;
@@ -91,8 +93,16 @@ static const cli_flag run_flags[] = {
      AT(maddr),
      .arg = "A",
      .help = "serve Prometheus metrics on /metrics and health on /healthz and\n"
-             "/readyz at A = [HOST]:PORT (\":8080\", \"127.0.0.1:0\" for any free\n"
-             "port, \"[::]:8080\"); off by default"},
+             "/readyz at A = [HOST]:PORT; without HOST only on loopback\n"
+             "(\":8080\" is 127.0.0.1:8080; \"0.0.0.0:8080\" or \"[::]:8080\" for\n"
+             "every interface, \":0\" for any free port); off by default"},
+    {.name = "log-format",
+     .kind = FLAG_CHOICE,
+     AT(log_format),
+     .arg = "F",
+     .choices = CLI_LOG_FORMATS,
+     .help = "text (default): a timestamp, the level and the message a line; json:\n"
+             "one object a line with ts, level, component and msg"},
     {.name = "verbose",
      .short_name = 'v',
      .kind = FLAG_SWITCH,
@@ -121,7 +131,7 @@ const cli_command run_command = {
 /* What the flags say, checked and split: the Lease's namespace and name, the metrics address. */
 typedef struct run_plan {
     char lease_ns[254], lease_name[254];
-    char mhost[64]; /* empty: every address */
+    char mhost[64]; /* empty: loopback (DRV_METRICS_DEFAULT_HOST) */
     long mport;     /* -1: no metrics */
 } run_plan;
 
@@ -151,23 +161,13 @@ static int split_lease(const char *lease, run_plan *p)
 /* --metrics-addr [HOST]:PORT into the plan; -1 with a message when it is not that. */
 static int split_metrics_addr(const char *maddr, run_plan *p)
 {
-    const char *colon = strrchr(maddr, ':');
-    char *end = NULL;
-    if (colon)
-        p->mport = strtol(colon + 1, &end, 10);
-    size_t hl = colon ? (size_t)(colon - maddr) : 0;
-    const char *h = maddr;
-    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') { /* [IPv6]:port */
-        h++;
-        hl -= 2;
-    }
-    if (!colon || !colon[1] || *end || p->mport < 0 || p->mport > 65535 || hl >= sizeof p->mhost) {
-        fprintf(stderr,
-                "drover run: --metrics-addr: expected [HOST]:PORT such as :8080, found '%s'\n",
-                maddr);
+    drv_diag d = {{0}};
+    uint16_t port;
+    if (drv_metrics_parse_addr(maddr, p->mhost, sizeof p->mhost, &port, &d) != 0) {
+        fprintf(stderr, "drover run: --metrics-addr: %s\n", d.msg);
         return -1;
     }
-    snprintf(p->mhost, sizeof p->mhost, "%.*s", (int)hl, h);
+    p->mport = port;
     return 0;
 }
 
@@ -222,8 +222,8 @@ static int start_metrics(const run_opts *o, const run_plan *p, drv_metrics **m)
         return EXIT_USAGE;
     }
     bool v6 = strchr(p->mhost, ':') != NULL;
-    fprintf(stderr, "drover run: metrics on http://%s%s%s:%u/metrics\n", v6 ? "[" : "",
-            p->mhost[0] ? p->mhost : "0.0.0.0", v6 ? "]" : "", port);
+    cli_say("metrics on http://%s%s%s:%u/metrics", v6 ? "[" : "",
+            p->mhost[0] ? p->mhost : DRV_METRICS_DEFAULT_HOST, v6 ? "]" : "", port);
     return 0;
 }
 
@@ -235,20 +235,20 @@ static int run_controller(drv_ctrl *c, const run_opts *o, const run_plan *p)
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    fprintf(stderr, "drover run: policy %s, scheduler name %s, %s", o->policy, o->sched,
-            o->ns ? o->ns : "every namespace");
+    char lease[600] = "";
     if (o->elect)
-        fprintf(stderr, ", leader election on lease %s/%s", p->lease_ns, p->lease_name);
-    fputc('\n', stderr);
+        snprintf(lease, sizeof lease, ", leader election on lease %s/%s", p->lease_ns,
+                 p->lease_name);
+    cli_say("policy %s, scheduler name %s, %s%s", o->policy, o->sched,
+            o->ns ? o->ns : "every namespace", lease);
     drv_diag d = {{0}};
     int rc = drv_ctrl_run(c, &stop_flag, &d);
     drv_ctrl_stats st = drv_ctrl_get_stats(c);
-    fprintf(stderr,
-            "drover run: stopped after %ld cycles: %ld jobs (%ld finished), %ld pods created, "
-            "%ld bound, %ld deleted, %ld failed requests\n",
+    cli_say("stopped after %ld cycles: %ld jobs (%ld finished), %ld pods created, "
+            "%ld bound, %ld deleted, %ld failed requests",
             st.cycles, st.jobs, st.jobs_done, st.creates, st.binds, st.deletes, st.api_errors);
     if (rc != 0) {
-        fprintf(stderr, "drover run: %s\n", d.msg);
+        cli_log_write(stderr, "error", d.msg);
         return EXIT_RUN;
     }
     return 0;
@@ -276,8 +276,7 @@ int cmd_run(int argc, char **argv)
     }
     cfg.qps = o.qps;
     cfg.burst = o.burst;
-    if (o.verbose)
-        drv_log_set(NULL, NULL, DRV_LOG_INFO);
+    cli_log_setup(o.log_format, o.verbose, "run");
     drv_ctrl_opts co = {.profile = &prof, .scheduler = o.sched, .namespace_ = o.ns};
     if (o.elect) {
         co.lease_namespace = plan.lease_ns;

@@ -454,7 +454,8 @@ static int run_policies(const sim_opts *o, const sim_inputs *in, drv_summary *su
                                           .placements = o->out != NULL && seed == 0,
                                           .progress = run_progress_cb,
                                           .progress_arg = &rp[i],
-                                          .calib = o->trace ? &in->calib : NULL},
+                                          .calib = o->trace ? &in->calib : NULL,
+                                          .workload_file = o->trace ? in->trace_path : o->workload},
                                   .out_dir = seed == 0 ? o->out : NULL,
                                   .meta = &meta};
     }
@@ -582,6 +583,14 @@ static int simulate(const sim_opts *o, const sim_inputs *in)
     if (!sums) {
         fprintf(stderr, "drover: out of memory\n");
         return EXIT_RUN;
+    }
+    const char *inputs[] = {o->workload, o->cluster,  in->trace_path[0] ? in->trace_path : NULL,
+                            o->models,   o->profiles, o->calib_dir};
+    drv_diag d = {{0}};
+    if (drv_sim_check_out(o->out, inputs, 6, &d) != 0) {
+        fprintf(stderr, "drover: %s\n", d.msg);
+        drv_free(sums);
+        return EXIT_USAGE;
     }
     if (o->out && make_dirs(o->out) != 0) {
         fprintf(stderr, "drover: --out %s: cannot create directory: %s\n", o->out, strerror(errno));

@@ -7,6 +7,7 @@
  * on the stack. Depth is bounded (MAX_DEPTH) so hostile input cannot exhaust memory.
  */
 #include "drover/conf.h"
+#include "drover/strtab.h"
 
 #include <errno.h>
 #include <math.h>
@@ -16,6 +17,9 @@
 #include <yaml.h>
 
 enum { MAX_DEPTH = 64 };
+/* A map with more keys than this finds duplicates through a hash table (one per open map), so
+ * a map of n keys costs O(n), not O(n^2): 200,000 keys took a minute with the plain scan. */
+enum { KEY_SCAN_MAX = 8 };
 
 static void conf_free(drv_conf *c)
 {
@@ -58,9 +62,37 @@ static int attach(drv_conf *parent, drv_conf *child)
 typedef struct builder {
     drv_conf *stack[MAX_DEPTH];
     char *pending_key[MAX_DEPTH]; /* for maps: key read, value not yet */
+    drv_strtab *keys[MAX_DEPTH];  /* for maps of more than KEY_SCAN_MAX keys: the keys seen */
     int depth;
     drv_conf *root;
 } builder;
+
+/* 1 when map top (on top of b's stack) already has key, 0 when not, DRV_ENOMEM. Small maps are
+ * scanned; from KEY_SCAN_MAX keys on, the keys go into a table (an empty key, which the table
+ * holds from the start, is always looked for by the scan). */
+static int key_seen(builder *b, const drv_conf *top, const char *key)
+{
+    drv_strtab **t = &b->keys[b->depth - 1];
+    if (top->nitems < KEY_SCAN_MAX || !*key) {
+        for (int32_t i = 0; i < top->nitems; i++)
+            if (strcmp(top->items[i]->key, key) == 0)
+                return 1;
+        if (top->nitems < KEY_SCAN_MAX - 1 || !*key)
+            return 0;
+    }
+    if (!*t) { /* the map reaches KEY_SCAN_MAX keys: its earlier keys enter the table */
+        if (!(*t = drv_strtab_new()))
+            return DRV_ENOMEM;
+        for (int32_t i = 0; i < top->nitems; i++)
+            if (drv_strtab_intern(*t, top->items[i]->key) < 0)
+                return DRV_ENOMEM;
+    }
+    int32_t before = drv_strtab_count(*t);
+    int32_t id = drv_strtab_intern(*t, key);
+    if (id < 0)
+        return DRV_ENOMEM;
+    return id < before;
+}
 
 /* Adds a finished node to the container on top of the stack (or makes it the root). */
 static int add_node(builder *b, drv_conf *n, const char *file, drv_diag *d)
@@ -79,13 +111,16 @@ static int add_node(builder *b, drv_conf *n, const char *file, drv_diag *d)
                 return drv_fail(d, DRV_EPARSE, "%s:%d: a map key must be a plain string", file,
                                 line);
             }
-            for (int32_t i = 0; i < top->nitems; i++)
-                if (strcmp(top->items[i]->key, n->text) == 0) {
-                    int line = n->line;
+            int dup = key_seen(b, top, n->text);
+            if (dup) {
+                int line = n->line;
+                if (dup < 0)
+                    drv_fail(d, DRV_ENOMEM, "%s: out of memory", file);
+                else
                     drv_fail(d, DRV_EPARSE, "%s:%d: duplicate key '%s'", file, line, n->text);
-                    conf_free(n);
-                    return DRV_EPARSE;
-                }
+                conf_free(n);
+                return dup < 0 ? DRV_ENOMEM : DRV_EPARSE;
+            }
             *pk = n->text;
             n->text = NULL;
             conf_free(n);
@@ -109,6 +144,11 @@ int drv_conf_load_string(drv_conf_doc *doc, const char *name, const char *text, 
     memset(&b, 0, sizeof b);
     int rc = 0;
     bool done = false;
+    /* A NUL byte would end the text early for some readers: refuse it rather than guess. */
+    const char *nul = memchr(text, 0, len);
+    if (nul)
+        return drv_fail(d, DRV_EPARSE, "%s: byte %zu: a NUL byte; expected text", name,
+                        (size_t)(nul - text));
     if (!yaml_parser_initialize(&p))
         return drv_fail(d, DRV_ENOMEM, "%s: out of memory", name);
     yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
@@ -160,12 +200,15 @@ int drv_conf_load_string(drv_conf_doc *doc, const char *name, const char *text, 
                 break;
             }
             b.pending_key[b.depth] = NULL;
+            b.keys[b.depth] = NULL;
             b.stack[b.depth++] = n;
             break;
         }
         case YAML_SEQUENCE_END_EVENT:
         case YAML_MAPPING_END_EVENT: {
             drv_conf *n = b.stack[--b.depth];
+            drv_strtab_free(b.keys[b.depth]);
+            b.keys[b.depth] = NULL;
             rc = add_node(&b, n, name, d);
             break;
         }
@@ -179,6 +222,7 @@ int drv_conf_load_string(drv_conf_doc *doc, const char *name, const char *text, 
     while (b.depth > 0) {
         b.depth--;
         drv_free(b.pending_key[b.depth]);
+        drv_strtab_free(b.keys[b.depth]);
         conf_free(b.stack[b.depth]);
     }
     if (rc) {
@@ -325,19 +369,44 @@ int drv_conf_bool(const drv_conf_doc *doc, const drv_conf *c, const char *path, 
     return 0;
 }
 
+/*
+ * The syntax of a Kubernetes quantity's number, decimal only: digits [. digits]
+ * [e|E [+|-] digits], at least one digit before the exponent. Returns where the suffix starts,
+ * or NULL. strtod alone also takes "0x10", "inf", " 5" and "-1", which Kubernetes refuses.
+ */
+static const char *quantity_number(const char *s)
+{
+    const char *p = s;
+    size_t digits = 0;
+    while (*p >= '0' && *p <= '9')
+        p++, digits++;
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9'; p++)
+            digits++;
+    if (!digits)
+        return NULL;
+    if ((*p == 'e' || *p == 'E') && p[1] && p[1] != 'i') {
+        const char *q = p + 1;
+        if (*q == '+' || *q == '-')
+            q++;
+        if (*q < '0' || *q > '9')
+            return NULL;
+        while (*q >= '0' && *q <= '9')
+            q++;
+        p = q;
+    }
+    return p;
+}
+
 int drv_parse_cpu(const char *s, int64_t *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || v < 0 || !isfinite(v))
+    const char *end = quantity_number(s);
+    if (!end || (*end && strcmp(end, "m") != 0))
         return DRV_EINVAL;
-    if (strcmp(end, "m") == 0)
-        *out = (int64_t)llround(v);
-    else if (*end == 0)
-        *out = (int64_t)llround(v * 1000.0);
-    else
-        return DRV_EINVAL;
+    double v = strtod(s, NULL) * (*end ? 1.0 : 1000.0);
+    if (!isfinite(v) || v > (double)DRV_MAX_CPU_MILLI)
+        return DRV_ERANGE; /* checked before the conversion: llround of 1e33 is undefined */
+    *out = (int64_t)llround(v);
     return 0;
 }
 
@@ -349,16 +418,14 @@ int drv_parse_mem(const char *s, int64_t *out)
     } units[] = {{"", 1},           {"k", 1e3},           {"M", 1e6},
                  {"G", 1e9},        {"T", 1e12},          {"Ki", 1024.0},
                  {"Mi", 1048576.0}, {"Gi", 1073741824.0}, {"Ti", 1099511627776.0}};
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || v < 0 || !isfinite(v))
+    const char *end = quantity_number(s);
+    if (!end)
         return DRV_EINVAL;
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (strcmp(end, units[i].suffix) == 0) {
-            double b = v * units[i].mult;
-            if (b > 9.0e18)
-                return DRV_EINVAL;
+            double b = strtod(s, NULL) * units[i].mult;
+            if (!isfinite(b) || b > (double)DRV_MAX_MEM_BYTES)
+                return DRV_ERANGE;
             *out = (int64_t)llround(b);
             return 0;
         }
@@ -371,7 +438,11 @@ int drv_conf_cpu(const drv_conf_doc *doc, const drv_conf *c, const char *path, i
     int rc = drv_conf_expect(doc, c, DRV_CONF_SCALAR, path, d);
     if (rc)
         return rc;
-    if (drv_parse_cpu(c->text, out) != 0)
+    rc = drv_parse_cpu(c->text, out);
+    if (rc == DRV_ERANGE)
+        return drv_fail(d, rc, "%s:%d: %s: %s is more than the largest CPU quantity accepted, %lld",
+                        doc->file, c->line, path, c->text, DRV_MAX_CPU_MILLI / 1000);
+    if (rc)
         return drv_fail(d, DRV_EINVAL,
                         "%s:%d: %s: expected a CPU quantity such as 4, 1.5 or 500m, found '%s'",
                         doc->file, c->line, path, c->text);
@@ -384,7 +455,12 @@ int drv_conf_mem(const drv_conf_doc *doc, const drv_conf *c, const char *path, i
     int rc = drv_conf_expect(doc, c, DRV_CONF_SCALAR, path, d);
     if (rc)
         return rc;
-    if (drv_parse_mem(c->text, out) != 0)
+    rc = drv_parse_mem(c->text, out);
+    if (rc == DRV_ERANGE)
+        return drv_fail(d, rc,
+                        "%s:%d: %s: %s is more than the largest memory quantity accepted, %lldTi",
+                        doc->file, c->line, path, c->text, DRV_MAX_MEM_BYTES >> 40);
+    if (rc)
         return drv_fail(d, DRV_EINVAL,
                         "%s:%d: %s: expected a memory quantity such as 128Gi, 512Mi or 1G, "
                         "found '%s'",

@@ -5,6 +5,8 @@
 #include "drover/base.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +57,11 @@ static _Thread_local long fail_countdown; /* 0: off; n: the nth allocation from 
 void drv_alloc_fail_at(long nth)
 {
     fail_countdown = nth;
+}
+
+long drv_alloc_fail_pending(void)
+{
+    return fail_countdown;
 }
 
 static bool should_fail(void)
@@ -120,28 +127,47 @@ static void log_stderr(enum drv_log_level lvl, const char *msg, void *arg)
     fprintf(stderr, "drover: %s: %s\n", tag[lvl], msg);
 }
 
-/* The sink is process-wide by nature (like syslog); only src/cli sets it. */
-static drv_log_fn log_fn = log_stderr;
-static void *log_arg;
-static enum drv_log_level log_max = DRV_LOG_WARN;
+/*
+ * The sink. Where logs go is one decision for the whole process (like syslog's openlog): an
+ * explicit logger object would be threaded through every module and every plugin call for a
+ * choice only src/cli makes, once, at start-up. What must not be is a data race: `drover run`
+ * logs from its informer, binder and scheduler threads while a test may swap the sink. So the
+ * three settings are one record guarded by a mutex, and the sink is called with it held: once
+ * drv_log_set returns, the old sink is never called again (its argument may be freed), and
+ * lines from different threads never interleave. The level is also kept in an atomic so a
+ * message that is not shown costs no lock. Bound: a sink must not call drv_log (it would wait
+ * for itself).
+ */
+typedef struct log_sink {
+    drv_log_fn fn;
+    void *arg;
+} log_sink;
+
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static log_sink log_to = {log_stderr, NULL}; /* guarded by log_mu */
+static _Atomic int log_max = DRV_LOG_WARN;
 
 void drv_log_set(drv_log_fn fn, void *arg, enum drv_log_level max)
 {
-    log_fn = fn ? fn : log_stderr;
-    log_arg = arg;
-    log_max = max;
+    pthread_mutex_lock(&log_mu);
+    log_to = (log_sink){fn ? fn : log_stderr, arg};
+    atomic_store(&log_max, (int)max);
+    pthread_mutex_unlock(&log_mu);
 }
 
 void drv_log(enum drv_log_level lvl, const char *fmt, ...)
 {
-    if (lvl > log_max)
+    if ((int)lvl > atomic_load(&log_max))
         return;
     char buf[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    log_fn(lvl, buf, log_arg);
+    pthread_mutex_lock(&log_mu);
+    if ((int)lvl <= atomic_load(&log_max)) /* the level may have changed meanwhile */
+        log_to.fn(lvl, buf, log_to.arg);
+    pthread_mutex_unlock(&log_mu);
 }
 
 /* ---- random numbers ---------------------------------------------------------------------- */

@@ -43,7 +43,7 @@ int drv_file_read(const char *path, char **text, size_t *len, drv_diag *d)
     if (nul) {
         size_t at = (size_t)(nul - buf);
         drv_free(buf);
-        return drv_fail(d, DRV_EPARSE, "%s: byte %zu: a NUL byte, expected text", path, at);
+        return drv_fail(d, DRV_EPARSE, "%s: byte %zu: a NUL byte; expected text", path, at);
     }
     buf[n] = 0;
     *text = buf;
@@ -77,10 +77,15 @@ int drv_file_out_commit(drv_file_out *o, drv_diag *d)
         remove(o->tmp);
         return drv_fail(d, DRV_EIO, "%s: write failed", o->path);
     }
-    if (rename(o->tmp, o->path) != 0) {
+    return drv_file_publish(o->tmp, o->path, d);
+}
+
+int drv_file_publish(const char *tmp, const char *path, drv_diag *d)
+{
+    if (rename(tmp, path) != 0) {
         int e = errno;
-        remove(o->tmp);
-        return drv_fail(d, DRV_EIO, "%s: cannot rename into place: %s", o->path, strerror(e));
+        remove(tmp);
+        return drv_fail(d, DRV_EIO, "%s: cannot rename into place: %s", path, strerror(e));
     }
     return 0;
 }

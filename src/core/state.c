@@ -264,8 +264,6 @@ void drv_state_set_phase(drv_state *st, int32_t job, int phase)
         drv_job_clear_hist(&st->jobs[job]);
     int live = jobset_put(&st->live, job, phase != DRV_JOB_FUTURE && phase != DRV_JOB_DONE);
     st->nlive += live;
-    if (drv_job_batch_adaptive(&st->jobs[job]))
-        st->nlive_adaptive += live;
     st->npending += jobset_put(&st->pending, job, phase == DRV_JOB_PENDING);
     st->nstarting +=
         jobset_put(&st->starting, job, phase == DRV_JOB_STARTING || phase == DRV_JOB_RESTARTING);

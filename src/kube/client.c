@@ -163,6 +163,41 @@ static void curl_init_once(void)
     curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
+/* True for a URL whose host is a loopback address: cleartext there never leaves the machine. */
+static bool loopback(const char *url)
+{
+    const char *h = strstr(url, "://");
+    h = h ? h + 3 : url;
+    static const char *const local[] = {"127.", "localhost:", "localhost/", "[::1]"};
+    for (size_t i = 0; i < sizeof local / sizeof local[0]; i++)
+        if (!strncmp(h, local[i], strlen(local[i])))
+            return true;
+    return !strcmp(h, "localhost");
+}
+
+/*
+ * The token goes verbatim into an "Authorization: Bearer" header: a control character (CR LF
+ * would start a header of the token's choosing) is refused. Over http:// it would travel in
+ * clear: refused, unless the server is on loopback or the configuration says insecure (then a
+ * warning says so).
+ */
+static int check_token(const drv_kube_config *c, drv_diag *d)
+{
+    for (const unsigned char *p = (const unsigned char *)c->token; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return drv_fail(d, DRV_EINVAL, "token: contains a control character (byte %zu)",
+                            (size_t)(p - (const unsigned char *)c->token));
+    if (strncmp(c->server, "http://", 7) || loopback(c->server))
+        return 0;
+    if (!c->insecure)
+        return drv_fail(d, DRV_EINVAL,
+                        "server %s: plain http would send the bearer token unencrypted; use "
+                        "https://, or set insecure-skip-tls-verify to accept that",
+                        c->server);
+    drv_log(DRV_LOG_WARN, "%s: plain http: the bearer token is sent unencrypted", c->server);
+    return 0;
+}
+
 int drv_kube_new(drv_kube **out, const drv_kube_config *cfg, drv_diag *d)
 {
     *out = NULL;
@@ -187,6 +222,11 @@ int drv_kube_new(drv_kube **out, const drv_kube_config *cfg, drv_diag *d)
         if (strlen(k->cfg.token) > 4096) {
             drv_kube_free(k);
             return drv_fail(d, DRV_EINVAL, "token: longer than 4096 bytes");
+        }
+        int rc = check_token(&k->cfg, d);
+        if (rc) {
+            drv_kube_free(k);
+            return rc;
         }
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", k->cfg.token);
         struct curl_slist *h = curl_slist_append(k->hdr, auth);

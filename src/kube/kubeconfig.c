@@ -90,6 +90,16 @@ static char *read_small_file(const char *path)
     return buf;
 }
 
+/* 1 when s holds a control character (below 0x20, or DEL). A token goes verbatim into an
+ * "Authorization: Bearer" header: a CR LF in it would start a header of the token's choosing. */
+static bool has_control(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return true;
+    return false;
+}
+
 /* path made absolute against dir (the kubeconfig's directory) when relative. */
 static char *resolve(const char *dir, const char *path)
 {
@@ -277,7 +287,11 @@ static int fill_user(drv_kube_config *o, kfiles *f, int fi, drv_conf *m, const c
                      drv_diag *d)
 {
     const drv_conf_doc *doc = &f->doc[fi];
-    for (const char *const *k = (const char *const[]){"exec", "auth-provider", NULL}; *k; k++)
+    /* Basic authentication (username, password) was removed from Kubernetes in 1.19; a user
+     * that names it must not be silently used without credentials. */
+    for (const char *const *k =
+             (const char *const[]){"exec", "auth-provider", "username", "password", NULL};
+         *k; k++)
         if (drv_conf_get(m, *k))
             return drv_fail(d, DRV_ENOTSUP,
                             "%s:%d: users[%s].user.%s: not supported (use a token, a tokenFile "
@@ -297,6 +311,9 @@ static int fill_user(drv_kube_config *o, kfiles *f, int fi, drv_conf *m, const c
         rc = opt_str(doc, m, "client-key-data", "client-key-data", &keyd, d);
     if (rc)
         return rc;
+    if (token && has_control(token))
+        return drv_fail(d, DRV_EINVAL, "%s:%d: users[%s].user.token: contains a control character",
+                        doc->file, drv_conf_get(m, "token")->line, name);
     if (token && set_str(&o->token, token))
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     if (!token && tfile) {
@@ -306,6 +323,14 @@ static int fill_user(drv_kube_config *o, kfiles *f, int fi, drv_conf *m, const c
             rc = drv_fail(d, DRV_EIO, "%s:%d: users[%s].user.tokenFile: cannot read %s: %s",
                           doc->file, drv_conf_get(m, "tokenFile")->line, name, p ? p : tfile,
                           strerror(errno));
+            drv_free(p);
+            return rc;
+        }
+        if (has_control(o->token)) {
+            rc = drv_fail(d, DRV_EINVAL,
+                          "%s:%d: users[%s].user.tokenFile: %s: the token contains a control "
+                          "character",
+                          doc->file, drv_conf_get(m, "tokenFile")->line, name, p ? p : tfile);
             drv_free(p);
             return rc;
         }
@@ -400,6 +425,10 @@ int drv_kube_incluster(drv_kube_config *out, const char *root, drv_diag *d)
                           strerror(errno));
         drv_kube_config_fini(out);
         return rc;
+    }
+    if (has_control(out->token)) {
+        drv_kube_config_fini(out);
+        return drv_fail(d, DRV_EINVAL, "%s: the token contains a control character", path);
     }
     snprintf(path, sizeof path, "%s/ca.crt", dir);
     if (!(out->ca_file = drv_strdup(path))) {

@@ -492,6 +492,30 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return answer(c, ok ? 200 : 503, text, msg, strlen(msg));
 }
 
+int drv_metrics_parse_addr(const char *text, char *host, size_t hostcap, uint16_t *port,
+                           drv_diag *d)
+{
+    const char *colon = strrchr(text, ':');
+    char *end = NULL;
+    long p = colon ? strtol(colon + 1, &end, 10) : -1;
+    size_t hl = colon ? (size_t)(colon - text) : 0;
+    const char *h = text;
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') { /* [IPv6]:port */
+        h++;
+        hl -= 2;
+    }
+    bool stray = memchr(h, '[', hl) || memchr(h, ']', hl); /* "[::1", "a]" */
+    if (!colon || !colon[1] || colon[1] == '-' || colon[1] == '+' || *end || p < 0 || p > 65535 ||
+        hl >= hostcap || stray)
+        return drv_fail(d, DRV_EINVAL, "expected [HOST]:PORT such as :8080, found '%s'", text);
+    if (hl == 0)
+        snprintf(host, hostcap, "%s", DRV_METRICS_DEFAULT_HOST);
+    else
+        snprintf(host, hostcap, "%.*s", (int)hl, h);
+    *port = (uint16_t)p;
+    return 0;
+}
+
 int drv_metrics_serve(drv_metrics *m, const char *bind_addr, uint16_t port, uint16_t *actual_port,
                       drv_diag *d)
 {
@@ -501,7 +525,9 @@ int drv_metrics_serve(drv_metrics *m, const char *bind_addr, uint16_t port, uint
     memset(&sa6, 0, sizeof sa6);
     struct sockaddr *sa = (struct sockaddr *)&sa4;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD;
-    const char *addr = bind_addr ? bind_addr : "0.0.0.0";
+    /* Loopback unless told otherwise: metrics and health say what the cluster runs, and an
+     * operator must choose to show them beyond the node (deploy/drover.yaml does, for probes). */
+    const char *addr = bind_addr && *bind_addr ? bind_addr : DRV_METRICS_DEFAULT_HOST;
     if (inet_pton(AF_INET, addr, &sa4.sin_addr) == 1) {
         sa4.sin_family = AF_INET;
         sa4.sin_port = htons(port);

@@ -17,6 +17,9 @@ extern const char drv_builtin_models_csv[]; /* generated from data/models.csv */
 static const char *const columns[] = {"name",  "kind",  "compute_s",   "model_mb", "beta0",
                                       "beta1", "beta2", "target_loss", "noise"};
 enum { NCOL = sizeof columns / sizeof columns[0] };
+/* Families a catalogue may hold: far above any real one (7 built in), and low enough that the
+ * scan for a duplicate name per row, and drv_catalogue_find per job, stay cheap. */
+enum { MAX_FAMILIES = 1000 };
 
 void drv_catalogue_fini(drv_catalogue *cat)
 {
@@ -125,6 +128,11 @@ int drv_catalogue_parse(drv_catalogue *cat, const char *name, const char *text, 
                 d, DRV_EINVAL,
                 "%s:%d:%d: target_loss: %g is never reached (the curve's floor beta2 is %g)", name,
                 lineno, col[7], fam.target_loss, fam.beta2);
+            break;
+        }
+        if (out.n == MAX_FAMILIES) {
+            rc = drv_fail(d, DRV_ERANGE, "%s:%d: more than %d model families", name, lineno,
+                          MAX_FAMILIES);
             break;
         }
         if (drv_catalogue_find(&out, fam.name) >= 0) {

@@ -29,7 +29,8 @@ static int autoscale_init(void **state, const drv_knob *knobs, int nknobs, drv_d
 
 const drv_plugin drv_plugin_autoscale = {
     .name = "autoscale",
-    .doc = "admit+scale: DRAGON's loop with symmetric release and growth (seed 000)",
+    .doc = "admit+scale: DRAGON's loop with symmetric release and growth (Jeong & Yu's autoscaling "
+           "operator)",
     .init = autoscale_init,
     .fini = drv_elastic_free,
     .admit = drv_elastic_admit,

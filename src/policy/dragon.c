@@ -40,7 +40,7 @@ static int dragon_init(void **state, const drv_knob *knobs, int nknobs, drv_diag
 
 const drv_plugin drv_plugin_dragon = {
     .name = "dragon",
-    .doc = "admit+scale: gang at min..requested, starvation relief, idle growth (seed 001)",
+    .doc = "admit+scale: gang at min..requested, starvation relief, idle growth (DRAGON)",
     .init = dragon_init,
     .fini = drv_elastic_free,
     .admit = drv_elastic_admit,

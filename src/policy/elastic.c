@@ -2,7 +2,8 @@
  * elastic.c - the three-phase elastic loop of DRAGON (seed 001), also run, with symmetric
  * release and growth, by the autoscaling operator (seed 000). Source: DRAGON's released
  * controller (Lin et al., "DRAGON: a dynamic scheduling and scaling controller for managing
- * distributed deep learning jobs in Kubernetes cluster"); ALGORITHMS.md for the details.
+ * distributed deep learning jobs in Kubernetes cluster"); docs/sources.md and docs/policies.md for
+ * the details.
  *
  * Each cycle (the profile's period, 15 s for DRAGON):
  *  1. Gang admission (admit point): walk the queue in order; start a job if all its PS pods
@@ -30,6 +31,7 @@
  * cycle, for the queue head only.
  */
 #include "elastic.h"
+#include "drover/calib.h"
 
 #include "progress.h"
 
@@ -65,6 +67,13 @@ static int32_t bound_pods(const drv_ctx *c, int32_t job)
     return n;
 }
 
+/* A batch-adaptive job (calib.h) that this plugin leaves to another (knob adaptive=0). */
+static bool left_alone(const drv_ctx *c, const drv_elastic *e, int32_t job)
+{
+    const drv_calib_jobs *m = drv_ctx_snap(c)->model;
+    return e->cfg.skip_adaptive && m && m->nlive_adaptive > 0 && drv_calib_job_adaptive(m, job);
+}
+
 void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
 {
     drv_elastic *e = state;
@@ -81,7 +90,7 @@ void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
     for (int32_t i = 0; i < n; i++) {
         const drv_job *j = &st->jobs[jobs[i]];
         const drv_rolespec *w = &j->role[DRV_ROLE_WORKER];
-        if (e->cfg.skip_adaptive && st->nlive_adaptive > 0 && drv_job_batch_adaptive(j))
+        if (left_alone(c, e, jobs[i]))
             continue;
         int32_t want = j->target[DRV_ROLE_WORKER];
         int32_t lo = w->min < want ? w->min : want;
@@ -107,15 +116,15 @@ void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
 static int32_t waiting_head(const drv_ctx *c, const drv_elastic *e)
 {
     for (int32_t i = 0; i < e->nqueue; i++)
-        if (bound_pods(c, e->queue[i]) == 0 &&
-            !(e->cfg.skip_adaptive && drv_job_batch_adaptive(&drv_ctx_state(c)->jobs[e->queue[i]])))
+        if (bound_pods(c, e->queue[i]) == 0 && !left_alone(c, e, e->queue[i]))
             return e->queue[i];
     return -1;
 }
 
-static bool can_change(const drv_elastic *e, const drv_job *j)
+static bool can_change(const drv_ctx *c, const drv_elastic *e, int32_t job)
 {
-    return j->phase == DRV_JOB_RUNNING && !(e->cfg.skip_adaptive && drv_job_batch_adaptive(j)) &&
+    const drv_job *j = &drv_ctx_state(c)->jobs[job];
+    return j->phase == DRV_JOB_RUNNING && !left_alone(c, e, job) &&
            j->role[DRV_ROLE_WORKER].max > j->role[DRV_ROLE_WORKER].min;
 }
 
@@ -152,7 +161,7 @@ static int32_t running_jobs(drv_ctx *c, const drv_elastic *e, int32_t **out)
     if (!v)
         return 0;
     DRV_FOR_LIVE(st, j)
-    if (can_change(e, &st->jobs[j]))
+    if (can_change(c, e, j))
         v[n++] = j; /* ids follow submission order in both drivers */
     *out = v;
     return n;
@@ -394,7 +403,7 @@ double drv_elastic_wake(const drv_ctx *c, void *state)
     DRV_FOR_LIVE(st, j)
     {
         const drv_job *jb = &st->jobs[j];
-        if (can_change(e, jb) && drv_ctx_workers(c, j) < jb->role[DRV_ROLE_WORKER].max &&
+        if (can_change(c, e, j) && drv_ctx_workers(c, j) < jb->role[DRV_ROLE_WORKER].max &&
             !grow_ok(c, e, j))
             return -INFINITY;
     }

@@ -14,7 +14,8 @@ typedef struct drv_elastic_cfg {
     double start_share;   /* start a job only with >= this fraction of its requested workers */
     bool symmetric;       /* release and grow one worker at a time across jobs (000) */
     bool grow_queued;     /* grow even while jobs wait (they can reclaim by starvation relief) */
-    bool skip_adaptive;   /* leave batch-adaptive jobs (drv_job_batch_adaptive) to another plugin */
+    bool skip_adaptive;   /* leave batch-adaptive jobs (drv_calib_job_adaptive, calib.h) to another
+                             plugin */
 } drv_elastic_cfg;
 
 typedef struct drv_elastic {

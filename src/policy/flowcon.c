@@ -1,7 +1,7 @@
 /*
  * flowcon.c - FlowCon (seed 002): CPU limits from growth efficiency, and FlowCon 2.0
  * placement. Source: the authors' released code (Zheng et al., FlowCon, 2019/2020), as
- * summarised in ALGORITHMS.md.
+ * summarised in docs/sources.md and docs/policies.md.
  *
  *  flowcon  reallocate  Every interval I (knob, 30 s) for each running job j:
  *                         normalised loss = loss / largest loss seen for j;
@@ -12,19 +12,21 @@
  * completing every limit goes to the whole node; otherwise, ratio = G_j / sum G, completing ->
  * max(ratio, 1/(beta n)) * node CPUs, growing -> min(ratio, 1) * node CPUs, watching unchanged. A
  * job's share is split evenly over its compute pods on the node and never set below a pod's
- * request. While every job is completing the interval doubles (up to max_interval); it resets when
- * a job starts or stops. score       FlowCon 2.0 placement [R]: prefer the node whose running jobs
- * have the lowest total G (the most "completing" load): score = 100 * alpha / (alpha + sum G on the
- * node). Worked example: node of 8 CPUs, job A completing with G=0.01, job B growing with G=0.09:
- * n=2, beta=1.5, ratio A=0.1 -> max(0.1, 1/3)*8 = 2.67 CPUs, B: 0.9*8 = 7.2 CPUs.
- * [R] The time unit of P is a knob, `unit`, defaulting to I (30 s): with P per second, alpha =
- * 0.05 could only be reached by a job losing 1.5·R of its normalised loss per interval, i.e.
- * every job would count as completing from its first measurement; per interval, alpha = 0.05
- * means "lost 5 % of its largest loss in one interval per unit of CPU share".
- * A job not yet measured (no two windows of samples) counts as growing with the largest G on
- * its node (or alpha when alone) [R].
- * In the simulator the new limit changes the worker's CPU share in the performance model; on
- * Kubernetes it is an in-place pods/resize.
+ * request. While every job is completing the interval doubles (up to max_interval); when a job
+ * starts or stops the interval resets and the limits are recomputed at once [R: else a node whose
+ * limits were cut to G ratios leaves the leaver's CPU idle for up to an interval].
+ * score       FlowCon 2.0 placement [R]: prefer the node whose running jobs have the lowest total
+ * G (the most "completing" load): score = 100 * alpha / (alpha + sum G on the node), a job not yet
+ * measured counting as growing (see below). Worked example: node of 8 CPUs, job A completing with
+ * G=0.01, job B growing with G=0.09: n=2, beta=1.5, ratio A=0.1 -> max(0.1, 1/3)*8 = 2.67 CPUs, B:
+ * 0.9*8 = 7.2 CPUs. [R] The time unit of P is a knob, `unit`, defaulting to I (30 s): with P per
+ * second, alpha = 0.05 could only be reached by a job losing 1.5·R of its normalised loss per
+ * interval, i.e. every job would count as completing from its first measurement; per interval,
+ * alpha = 0.05 means "lost 5 % of its largest loss in one interval per unit of CPU share". A job
+ * not yet measured (no two windows of samples) counts as growing with the largest G on its node (or
+ * alpha when none there is measured) [R], in the limits and in the score alike. In the simulator
+ * the new limit changes the worker's CPU share in the performance model; on Kubernetes it is an
+ * in-place pods/resize.
  */
 #include "drover/policy.h"
 
@@ -213,10 +215,8 @@ static void fc_reallocate(drv_ctx *c, void *state)
     }
     if (sig != s->running_sig) { /* a job started or stopped: back-off resets */
         s->running_sig = sig;
-        if (s->cur_interval != s->interval) {
-            s->cur_interval = s->interval;
-            s->next = now;
-        }
+        s->cur_interval = s->interval;
+        s->next = now;
     }
     if (now < s->next || n == 0)
         return;
@@ -236,26 +236,35 @@ static int fc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
     (void)pod;
     const fc_state *s = state;
     const drv_state *st = drv_ctx_state(c);
-    double sum = 0;
+    /* A job not yet measured counts as growing, with the largest G on the node (alpha when
+     * none is measured), as in update_node: counting it as 0 made a node of fresh jobs look
+     * idle, and new jobs piled onto it (4 jobs on one node, 3 nodes half empty). */
+    double sum = 0, gmax = s->alpha;
+    int32_t fresh = 0;
     DRV_FOR_LIVE(st, j)
     {
-        if (j >= s->cap)
-            break;
         const drv_job *jb = &st->jobs[j];
-        if (jb->phase != DRV_JOB_RUNNING || s->g[j].g < 0)
+        if (jb->phase != DRV_JOB_RUNNING)
             continue;
-        for (int32_t k = 0; k < jb->pod_count; k++)
-            if (st->pods[jb->pod_base + k].node == node) {
-                sum += s->g[j].g;
-                break;
-            }
+        bool here = false;
+        for (int32_t k = 0; k < jb->pod_count && !here; k++)
+            here = st->pods[jb->pod_base + k].node == node;
+        if (!here)
+            continue;
+        if (j >= s->cap || s->g[j].g < 0) {
+            fresh++;
+            continue;
+        }
+        sum += s->g[j].g;
+        gmax = fmax(gmax, s->g[j].g);
     }
+    sum += fresh * gmax;
     return (int)(100.0 * s->alpha / (s->alpha + sum) + 0.5);
 }
 
 const drv_plugin drv_plugin_flowcon = {
     .name = "flowcon",
-    .doc = "reallocate+score: CPU limits from growth efficiency G=P/R (seed 002, FlowCon 2.0)",
+    .doc = "reallocate+score: CPU limits from growth efficiency G=P/R (FlowCon 2.0)",
     .init = fc_init,
     .fini = fc_fini,
     .score = fc_score,

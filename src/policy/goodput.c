@@ -9,7 +9,7 @@
  * epochs). Choosing both together, for every job, is what Pollux gains over fixed-batch
  * schedulers; ordering by attained service keeps short jobs short without knowing durations.
  *
- * Which jobs: those whose batch a policy may choose (drv_job_batch_adaptive: a calibrated
+ * Which jobs: those whose batch a policy may choose (drv_calib_job_adaptive: a calibrated
  * model and a validated batch range, i.e. GPU data-parallel jobs with measured profiles and
  * gradient statistics) and whose workers take one GPU each (a replica of the model). Every other
  * job is left to the profile's other plugins, which must leave these alone (dragon's knob
@@ -179,9 +179,10 @@ static double utility(const goodput *g, double s)
 }
 
 /* G(model, n, epoch) for a job with batch range [lo, hi]; 0 when n GPUs cannot run it. */
-static double table_goodput(goodput *g, const drv_job *j, int32_t n, int32_t epoch, double *batch)
+static double table_goodput(goodput *g, const drv_calib_job *j, int32_t n, int32_t epoch,
+                            double *batch)
 {
-    int32_t app = j->calib_app - 1, gpn[MAXNODES];
+    int32_t app = j->app - 1, gpn[MAXNODES];
     const drv_calib_app *a = &g->calib->v[app];
     if (n <= 0 || n > MAXW)
         return 0;
@@ -237,14 +238,15 @@ static double table_goodput(goodput *g, const drv_job *j, int32_t n, int32_t epo
 /* What the pass knows of one of our jobs. */
 typedef struct gjob {
     int32_t id, epoch;
-    int32_t level; /* LAS queue */
-    int32_t have;  /* workers bound now */
-    int32_t minw;  /* fewest workers it runs with (its minimum, at least 1) */
-    int32_t nmax;  /* most workers it may get */
-    int32_t want;  /* workers allocated */
-    bool running;  /* holds its GPUs (starting, running or restarting) */
-    double base;   /* G(minw) */
-    double *u;     /* u[n]: its utility at n workers, minw <= n <= nmax */
+    const drv_calib_job *cj; /* its calibration: model, batch and range (calib.h) */
+    int32_t level;           /* LAS queue */
+    int32_t have;            /* workers bound now */
+    int32_t minw;            /* fewest workers it runs with (its minimum, at least 1) */
+    int32_t nmax;            /* most workers it may get */
+    int32_t want;            /* workers allocated */
+    bool running;            /* holds its GPUs (starting, running or restarting) */
+    double base;             /* G(minw) */
+    double *u;               /* u[n]: its utility at n workers, minw <= n <= nmax */
     double submit;
 } gjob;
 
@@ -270,9 +272,9 @@ static int32_t level_of(const goodput *g, double attained)
 }
 
 /* Utility of job x at n workers (n >= 1). */
-static double value(goodput *g, const drv_state *st, const gjob *x, int32_t n)
+static double value(goodput *g, const gjob *x, int32_t n)
 {
-    double s = table_goodput(g, &st->jobs[x->id], n, x->epoch, NULL) / x->base;
+    double s = table_goodput(g, x->cj, n, x->epoch, NULL) / x->base;
     if (x->running && n != x->have)
         s *= 1 - g->penalty;
     return utility(g, s);
@@ -375,7 +377,7 @@ static int place(drv_ctx *c, int32_t job)
 /* The best batch for the job where it is now placed, and its goodput there. */
 static double best_here(goodput *g, const drv_ctx *c, const gjob *x, double *gp)
 {
-    const drv_job *j = &drv_ctx_state(c)->jobs[x->id];
+    const drv_calib_job *j = x->cj;
     int32_t gpn[MAXNODES], nn = placement(c, x->id, gpn), r = 0, pk[MAXNODES];
     for (int32_t i = 0; i < nn; i++)
         r += gpn[i];
@@ -388,8 +390,8 @@ static double best_here(goodput *g, const drv_ctx *c, const gjob *x, double *gp)
         *gp = table_goodput(g, j, r, x->epoch, &b);
         return b > 0 ? b : 0;
     }
-    return drv_calib_best_batch(g->calib, j->calib_app - 1, gpn, nn, x->epoch, j->batch_min,
-                                j->batch_max, gp);
+    return drv_calib_best_batch(g->calib, j->app - 1, gpn, nn, x->epoch, j->batch_min, j->batch_max,
+                                gp);
 }
 
 static int cmp_want(const void *pa, const void *pb)
@@ -400,16 +402,11 @@ static int cmp_want(const void *pa, const void *pb)
     return (a->id > b->id) - (a->id < b->id);
 }
 
-static void pass(drv_ctx *c, goodput *g)
+/* 1. The goodput tables: per model of this calibration, for this cluster's GPUs per node
+ * (rebuilt when either changes). False when there are none to plan with. */
+static bool ready_tables(const drv_ctx *c, goodput *g, const drv_calib *calib)
 {
     const drv_state *st = drv_ctx_state(c);
-    const drv_calib *calib = drv_ctx_snap(c)->calib;
-    if (!calib || g->ran == drv_ctx_cycle(c) + 1)
-        return;
-    g->ran = drv_ctx_cycle(c) + 1;
-    if (st->nlive_adaptive == 0)
-        return;
-    /* tables: per model of this calibration, for this cluster's GPUs per node */
     int32_t per = 0;
     for (int32_t nd = 0; nd < st->nnodes; nd++)
         if (st->nodes[nd].alloc.gpu > per)
@@ -418,42 +415,48 @@ static void pass(drv_ctx *c, goodput *g)
         drop_tables(g);
         g->tab = drv_calloc((size_t)calib->n + 1, sizeof *g->tab);
         if (!g->tab)
-            return;
+            return false;
         g->ntab = calib->n;
         g->calib = calib;
         g->gpn = per;
     }
-    if (per <= 0)
-        return;
-    drv_arena *ar = drv_ctx_arena(c);
-    gjob *v = drv_arena_alloc(ar, sizeof *v * ((size_t)st->nlive + 1));
-    if (!v)
-        return;
+    return per > 0;
+}
+
+/* Our jobs (live, batch-adaptive, one GPU per worker, runnable on their minimum) into v, with
+ * their epoch, LAS level, GPUs held and bounds; *gpus receives our GPUs (free ones plus those
+ * our jobs hold). Returns how many, or -1 when g->seen cannot grow. */
+static int32_t our_jobs(const drv_ctx *c, goodput *g, const drv_calib_jobs *m, gjob *v,
+                        int64_t *gpus)
+{
+    const drv_state *st = drv_ctx_state(c);
+    const drv_calib *calib = m->calib;
     if (st->njobs > g->cap_seen) {
         int32_t old = g->cap_seen;
         if (drv_grow(&g->seen, sizeof *g->seen, &g->cap_seen, st->njobs) != 0)
-            return;
+            return -1;
         for (int32_t k = old; k < g->cap_seen; k++)
             g->seen[k] = (struct seen){-1, -1, -1, 0, 0};
     }
     int32_t n = 0;
-    int64_t gpus = 0; /* ours: free, plus held by our jobs */
+    *gpus = 0;
     for (int32_t nd = 0; nd < st->nnodes; nd++)
         if (st->nodes[nd].schedulable)
-            gpus += drv_ctx_free(c, nd).gpu;
+            *gpus += drv_ctx_free(c, nd).gpu;
     DRV_FOR_LIVE(st, i)
     {
         const drv_job *j = &st->jobs[i];
-        if (!drv_job_batch_adaptive(j) || j->calib_app > calib->n ||
+        const drv_calib_job *cj = drv_calib_job_of(m, i);
+        if (!drv_calib_job_adaptive(m, i) || cj->app > calib->n ||
             j->role[DRV_ROLE_WORKER].req.gpu != 1)
             continue;
-        int32_t app = j->calib_app - 1;
-        gjob x = {.id = i, .submit = j->submit};
-        x.epoch = drv_calib_epoch(calib, app, drv_calib_progress(calib, app, j->batch, j->steps));
+        int32_t app = cj->app - 1;
+        gjob x = {.id = i, .cj = cj, .submit = j->submit};
+        x.epoch = drv_calib_epoch(calib, app, drv_calib_progress(calib, app, cj->batch, j->steps));
         x.level = level_of(g, j->attained);
         x.have = bound_workers(c, i);
         x.running = x.have > 0 && j->phase != DRV_JOB_PENDING;
-        int32_t cap = (int32_t)floor(j->batch_max / calib->v[app].min_local_bsz + 1e-9);
+        int32_t cap = (int32_t)floor(cj->batch_max / calib->v[app].min_local_bsz + 1e-9);
         x.nmax = j->role[DRV_ROLE_WORKER].max;
         x.nmax = x.nmax < cap ? x.nmax : cap;
         x.nmax = x.nmax < MAXW ? x.nmax : MAXW;
@@ -465,15 +468,20 @@ static void pass(drv_ctx *c, goodput *g)
             x.nmax = x.nmax < lim ? x.nmax : lim;
         }
         x.minw = j->role[DRV_ROLE_WORKER].min > 1 ? j->role[DRV_ROLE_WORKER].min : 1;
-        x.base = table_goodput(g, j, x.minw, x.epoch, NULL);
+        x.base = table_goodput(g, cj, x.minw, x.epoch, NULL);
         if (x.base <= 0 || x.nmax < x.minw)
             continue; /* no batch in its range runs on its minimum: it waits (none in traces) */
-        gpus += x.have;
+        *gpus += x.have;
         v[n++] = x;
     }
-    if (n == 0)
-        return;
-    qsort(v, (size_t)n, sizeof *v, cmp_order);
+    return n;
+}
+
+/* 3. Allocation over v (in LAS order): each job's minimum while GPUs are left, then
+ * repeatedly the job and count whose extra GPUs raise the utility most per GPU, while it
+ * rises. Sets v[i].want. 0, or DRV_ENOMEM from the arena. */
+static int allocate(goodput *g, drv_ctx *c, gjob *v, int32_t n, int64_t gpus)
+{
     /* 3a. its minimum (one worker) each, in LAS order */
     for (int32_t i = 0; i < n; i++)
         if (gpus >= v[i].minw) {
@@ -483,11 +491,11 @@ static void pass(drv_ctx *c, goodput *g)
     /* 3b. then the largest rise in utility per GPU */
     for (int32_t i = 0; i < n; i++) {
         gjob *x = &v[i];
-        x->u = drv_arena_alloc(ar, sizeof *x->u * ((size_t)x->nmax + 1));
+        x->u = drv_arena_alloc(drv_ctx_arena(c), sizeof *x->u * ((size_t)x->nmax + 1));
         if (!x->u)
-            return;
+            return DRV_ENOMEM;
         for (int32_t k = x->minw; k <= x->nmax; k++)
-            x->u[k] = value(g, st, x, k);
+            x->u[k] = value(g, x, k);
     }
     for (;;) {
         int32_t best = -1, bestk = 0;
@@ -511,51 +519,91 @@ static void pass(drv_ctx *c, goodput *g)
         v[best].want += bestk;
         gpus -= bestk;
     }
-    /* 4. apply: release first, then place the changed jobs, largest first */
+    return 0;
+}
+
+/* 4a. Releases every job whose count changed (or that waits): its pods evicted, its wanted
+ * workers set. 0 or an error from the decision list. */
+static int release(drv_ctx *c, gjob *v, int32_t n)
+{
+    const drv_state *st = drv_ctx_state(c);
     for (int32_t i = 0; i < n; i++) {
         gjob *x = &v[i];
         const drv_job *j = &st->jobs[x->id];
         bool same = x->running && x->want == x->have && drv_ctx_workers(c, x->id) == x->want;
         if (same)
             continue;
-        for (int32_t k = 0; x->have > 0 && k < j->pod_count; k++)
-            if (drv_ctx_evict(c, j->pod_base + k,
-                              x->want == 0 ? DRV_REASON_PREEMPT : DRV_REASON_SHRINK) != 0)
-                return;
+        for (int32_t k = 0; x->have > 0 && k < j->pod_count; k++) {
+            int rc = drv_ctx_evict(c, j->pod_base + k,
+                                   x->want == 0 ? DRV_REASON_PREEMPT : DRV_REASON_SHRINK);
+            if (rc)
+                return rc;
+        }
         x->have = 0;
-        if (x->want > 0 && drv_ctx_scale(c, x->id, x->want) != 0)
-            return;
+        int rc = x->want > 0 ? drv_ctx_scale(c, x->id, x->want) : 0;
+        if (rc)
+            return rc;
     }
+    return 0;
+}
+
+/* The batch to give job x, or 0 for none: where a released job got placed, its best batch
+ * there; a job that kept its GPUs, its best batch only when that raises its goodput by the
+ * fraction `rebatch` (checked once per epoch, placement and batch). < 0 on error. */
+static double batch_for(drv_ctx *c, goodput *g, gjob *x)
+{
+    const drv_job *j = &drv_ctx_state(c)->jobs[x->id];
+    const drv_calib_job *cj = x->cj;
+    double gp = 0, b;
+    if (x->have == 0) {
+        int rc = place(c, x->id);
+        if (rc <= 0)
+            return rc;
+        return best_here(g, c, x, &gp);
+    }
+    struct seen *was = &g->seen[x->id];
+    if (x->epoch == was->epoch && j->restarts == was->restarts && x->have == was->have &&
+        cj->batch == was->batch)
+        return 0; /* checked on this epoch, placement and batch already: no gain */
+    was->epoch = x->epoch;
+    was->restarts = j->restarts;
+    was->have = x->have;
+    was->batch = cj->batch;
+    b = best_here(g, c, x, &gp);
+    int32_t gpn[MAXNODES], nn = placement(c, x->id, gpn);
+    double cur = drv_calib_goodput(g->calib, cj->app - 1, gpn, nn, cj->batch, x->epoch);
+    return gp > cur * (1 + g->rebatch) ? b : 0;
+}
+
+static void pass(drv_ctx *c, goodput *g)
+{
+    const drv_state *st = drv_ctx_state(c);
+    const drv_calib_jobs *m = drv_ctx_snap(c)->model;
+    if (!m || !m->calib || g->ran == drv_ctx_cycle(c) + 1)
+        return;
+    g->ran = drv_ctx_cycle(c) + 1;
+    if (m->nlive_adaptive == 0 || !ready_tables(c, g, m->calib))
+        return;
+    gjob *v = drv_arena_alloc(drv_ctx_arena(c), sizeof *v * ((size_t)st->nlive + 1));
+    int64_t gpus;
+    int32_t n = v ? our_jobs(c, g, m, v, &gpus) : -1;
+    if (n <= 0)
+        return;
+    qsort(v, (size_t)n, sizeof *v, cmp_order); /* 2. LAS order */
+    if (allocate(g, c, v, n, gpus) != 0)
+        return;
+    /* 4. apply: release first, then place the changed jobs, largest first, and set batches */
+    if (release(c, v, n) != 0)
+        return;
     qsort(v, (size_t)n, sizeof *v, cmp_want);
     for (int32_t i = 0; i < n; i++) {
-        gjob *x = &v[i];
-        if (x->want == 0)
+        if (v[i].want == 0)
             continue;
-        const drv_job *j = &st->jobs[x->id];
-        double gp = 0, b;
-        if (x->have == 0) {
-            int rc = place(c, x->id);
-            if (rc < 0)
-                return;
-            if (rc == 0)
-                continue;
-            b = best_here(g, c, x, &gp);
-        } else {
-            struct seen *was = &g->seen[x->id];
-            if (x->epoch == was->epoch && j->restarts == was->restarts && x->have == was->have &&
-                j->batch == was->batch)
-                continue; /* checked on this epoch, placement and batch already: no gain */
-            was->epoch = x->epoch;
-            was->restarts = j->restarts;
-            was->have = x->have;
-            was->batch = j->batch;
-            b = best_here(g, c, x, &gp);
-            int32_t gpn[MAXNODES], nn = placement(c, x->id, gpn);
-            double cur = drv_calib_goodput(calib, j->calib_app - 1, gpn, nn, j->batch, x->epoch);
-            if (!(gp > cur * (1 + g->rebatch)))
-                continue;
-        }
-        if (b > 0 && drv_ctx_set_batch(c, x->id, (int64_t)b) != 0) /* (a same batch: no-op) */
+        double b = batch_for(c, g, &v[i]);
+        if (b < 0)
+            return;
+        if (b > 0 &&
+            drv_ctx_set_batch(c, v[i].id, (int64_t)b, v[i].cj->batch) != 0) /* same: no-op */
             return;
     }
 }
@@ -588,7 +636,8 @@ static void g_scale(drv_ctx *c, void *state)
 static double g_wake(const drv_ctx *c, void *state)
 {
     const goodput *g = state;
-    if (!drv_ctx_snap(c)->calib || drv_ctx_state(c)->nlive_adaptive == 0)
+    const drv_calib_jobs *m = drv_ctx_snap(c)->model;
+    if (!m || !m->calib || m->nlive_adaptive == 0)
         return INFINITY;
     return (floor(drv_ctx_now(c) / g->interval) + 1) * g->interval;
 }

@@ -4,8 +4,10 @@
  */
 #include "drover/policy.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,12 +38,40 @@ int drv_knobs_read(const drv_knob_spec *spec, int nspec, const drv_knob *knobs, 
     return 0;
 }
 
-/* ---- profile lines ------------------------------------------------------------------------ */
+/* ---- profile lines ------------------------------------------------------------------------
+ *
+ * One pass over the text with a cursor (no copy of the line, no tokeniser): a setting is
+ * key=value up to white space; a point's value is a list of uses, name[*weight][(k=v;...)],
+ * split at commas outside parentheses. Each knob's value becomes a number here, once, into the
+ * profile's knob pool; which knobs a plugin has, and their ranges, its init checks when a
+ * scheduler is created (drv_knobs_read). The YAML loader (profile_file.c) sets gang and
+ * period from typed fields and hands each point's value to drv_profile_set_point.
+ * Example: "score=locality*3,least-allocated(x=1)" gives two score uses, weights 3 and 1,
+ * the second with one knob {x, 1.0} in the pool. */
 
-static int point_by_name(const char *s)
+typedef struct span {
+    const char *s;
+    int n;
+} span;
+
+static span span_trim(const char *s, const char *e)
+{
+    while (s < e && isspace((unsigned char)*s))
+        s++;
+    while (e > s && isspace((unsigned char)e[-1]))
+        e--;
+    return (span){s, (int)(e - s)};
+}
+
+static bool span_is(span a, const char *lit)
+{
+    return (size_t)a.n == strlen(lit) && memcmp(a.s, lit, (size_t)a.n) == 0;
+}
+
+static int point_by_name(span s)
 {
     for (int pt = 0; pt < DRV_NPOINTS; pt++)
-        if (strcmp(drv_point_name(pt), s) == 0)
+        if (span_is(s, drv_point_name(pt)))
             return pt;
     return -1;
 }
@@ -81,149 +111,253 @@ static void list_plugins_for(int pt, char *buf, size_t n)
         }
 }
 
-/* Parses "name[*w][(k=v;k=v)]" into u. */
-static int parse_use(const char *prof, int pt, char *tok, drv_plugin_use *u, drv_diag *d)
+/* The plugin named s that implements pt, or an error listing those that do. */
+static int find_plugin(const drv_profile *p, int pt, span s, const drv_plugin **out, drv_diag *d)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", s.n, s.s);
+    const drv_plugin *pl = drv_plugin_find(name);
+    if (pl && implements(pl, pt) && (size_t)s.n < sizeof name) {
+        *out = pl;
+        return 0;
+    }
+    char known[512];
+    list_plugins_for(pt, known, sizeof known);
+    const char *ptn = drv_point_name(pt);
+    if (pl)
+        return drv_fail(d, DRV_ENOENT,
+                        "profile %s: %s: plugin '%.*s' does not implement %s (%s plugins: %s)",
+                        p->name, ptn, s.n, s.s, ptn, ptn, known);
+    return drv_fail(d, DRV_ENOENT, "profile %s: %s: unknown plugin '%.*s' (%s plugins: %s)",
+                    p->name, ptn, s.n, s.s, ptn, known);
+}
+
+/* Parses "k=v;k=v" (the text inside a use's parentheses) into the profile's knob pool, for
+ * use u. Bounds: DRV_MAX_KNOBS per use, DRV_MAX_PROFILE_KNOBS per profile. */
+static int parse_knobs(drv_profile *p, drv_plugin_use *u, span in, drv_diag *d)
+{
+    const char *s = in.s, *end = in.s + in.n;
+    u->knob0 = (int16_t)p->nknobs;
+    while (s < end) {
+        const char *e = memchr(s, ';', (size_t)(end - s));
+        e = e ? e : end;
+        span kv = span_trim(s, e);
+        s = e < end ? e + 1 : e;
+        if (kv.n == 0)
+            continue; /* "(a=1;)" or "()" */
+        const char *eq = memchr(kv.s, '=', (size_t)kv.n);
+        if (!eq)
+            return drv_fail(d, DRV_EINVAL, "profile %s: %s(%.*s): expected knob=value", p->name,
+                            u->p->name, kv.n, kv.s);
+        span name = span_trim(kv.s, eq), val = span_trim(eq + 1, kv.s + kv.n);
+        char num[64], *numend;
+        snprintf(num, sizeof num, "%.*s", val.n, val.s);
+        errno = 0;
+        double v = strtod(num, &numend);
+        if (errno || val.n == 0 || (size_t)val.n >= sizeof num || *numend || !isfinite(v))
+            return drv_fail(d, DRV_EINVAL, "profile %s: %s(%.*s): '%.*s' is not a number", p->name,
+                            u->p->name, name.n, name.s, val.n, val.s);
+        if (u->nknobs == DRV_MAX_KNOBS)
+            return drv_fail(d, DRV_ERANGE, "profile %s: %s: more than %d knobs", p->name,
+                            u->p->name, DRV_MAX_KNOBS);
+        if (p->nknobs == DRV_MAX_PROFILE_KNOBS)
+            return drv_fail(d, DRV_ERANGE, "profile %s: more than %d knobs in all", p->name,
+                            DRV_MAX_PROFILE_KNOBS);
+        if ((size_t)name.n >= sizeof p->knobs[0].name)
+            return drv_fail(d, DRV_EINVAL, "profile %s: %s: knob name '%.*s' is too long", p->name,
+                            u->p->name, name.n, name.s);
+        drv_knob *k = &p->knobs[p->nknobs++];
+        snprintf(k->name, sizeof k->name, "%.*s", name.n, name.s);
+        k->value = v;
+        u->nknobs++;
+    }
+    return 0;
+}
+
+/* Parses one use, "name[*w][(k=v;k=v)]", at point pt into u. */
+static int parse_use(drv_profile *p, int pt, span tok, drv_plugin_use *u, drv_diag *d)
 {
     memset(u, 0, sizeof *u);
     u->weight = 1;
-    char *knobs = strchr(tok, '(');
-    if (knobs) {
-        char *close = strrchr(knobs, ')');
-        if (!close || close[1])
-            return drv_fail(d, DRV_EINVAL, "profile %s: %s: '%s': expected ')' at the end", prof,
-                            drv_point_name(pt), tok);
-        *knobs++ = 0;
-        *close = 0;
-    }
-    char *star = strchr(tok, '*');
+    const char *end = tok.s + tok.n;
+    const char *open = memchr(tok.s, '(', (size_t)tok.n);
+    if (open && end[-1] != ')')
+        return drv_fail(d, DRV_EINVAL, "profile %s: %s: '%.*s': expected ')' at the end", p->name,
+                        drv_point_name(pt), tok.n, tok.s);
+    const char *head_end = open ? open : end;
+    const char *star = memchr(tok.s, '*', (size_t)(head_end - tok.s));
     if (star) {
-        *star++ = 0;
-        char *end;
-        long w = strtol(star, &end, 10);
-        if (*end || w < 1 || w > 1000)
-            return drv_fail(d, DRV_EINVAL, "profile %s: %s: weight '%s' must be 1..1000", prof,
-                            drv_point_name(pt), star);
-        u->weight = (int32_t)w;
+        span w = span_trim(star + 1, head_end);
+        char buf[32], *wend;
+        snprintf(buf, sizeof buf, "%.*s", w.n, w.s);
+        long v = strtol(buf, &wend, 10);
+        if (w.n == 0 || (size_t)w.n >= sizeof buf || *wend || v < 1 || v > 1000)
+            return drv_fail(d, DRV_EINVAL, "profile %s: %s: weight '%.*s' must be 1..1000", p->name,
+                            drv_point_name(pt), w.n, w.s);
+        u->weight = (int32_t)v;
     }
-    u->p = drv_plugin_find(tok);
-    if (!u->p || !implements(u->p, pt)) {
-        char known[512];
-        list_plugins_for(pt, known, sizeof known);
-        if (u->p)
-            return drv_fail(
-                d, DRV_ENOENT, "profile %s: %s: plugin '%s' does not implement %s (%s plugins: %s)",
-                prof, drv_point_name(pt), tok, drv_point_name(pt), drv_point_name(pt), known);
-        return drv_fail(d, DRV_ENOENT, "profile %s: %s: unknown plugin '%s' (%s plugins: %s)", prof,
-                        drv_point_name(pt), tok, drv_point_name(pt), known);
-    }
+    int rc = find_plugin(p, pt, span_trim(tok.s, star ? star : head_end), &u->p, d);
+    if (rc)
+        return rc;
     if (star && pt != DRV_PT_SCORE)
-        return drv_fail(d, DRV_EINVAL, "profile %s: %s: only score plugins take a weight", prof,
+        return drv_fail(d, DRV_EINVAL, "profile %s: %s: only score plugins take a weight", p->name,
                         drv_point_name(pt));
-    if (knobs && *knobs) {
-        char *save = NULL;
-        for (char *kv = strtok_r(knobs, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
-            char *eq = strchr(kv, '=');
-            if (!eq)
-                return drv_fail(d, DRV_EINVAL, "profile %s: %s(%s): expected knob=value", prof,
-                                u->p->name, kv);
-            *eq = 0;
-            char *end;
-            errno = 0;
-            double v = strtod(eq + 1, &end);
-            if (errno || end == eq + 1 || *end || !isfinite(v))
-                return drv_fail(d, DRV_EINVAL, "profile %s: %s(%s): '%s' is not a number", prof,
-                                u->p->name, kv, eq + 1);
-            if (u->nknobs == DRV_MAX_KNOBS)
-                return drv_fail(d, DRV_ERANGE, "profile %s: %s: more than %d knobs", prof,
-                                u->p->name, DRV_MAX_KNOBS);
-            if (strlen(kv) >= sizeof u->knobs[0].name)
-                return drv_fail(d, DRV_EINVAL, "profile %s: %s: knob name '%s' is too long", prof,
-                                u->p->name, kv);
-            snprintf(u->knobs[u->nknobs].name, sizeof u->knobs[0].name, "%s", kv);
-            u->knobs[u->nknobs].value = v;
-            u->nknobs++;
+    return open ? parse_knobs(p, u, (span){open + 1, (int)(end - 1 - (open + 1))}, d) : 0;
+}
+
+int drv_profile_set_point(drv_profile *p, int pt, const char *text, size_t len, drv_diag *d)
+{
+    if (pt < 0 || pt >= DRV_NPOINTS)
+        return drv_fail(d, DRV_EINVAL, "profile %s: no extension point %d", p->name, pt);
+    span all = span_trim(text, text + len);
+    const char *s = all.s, *end = all.s + all.n;
+    while (s < end) { /* an empty list adds nothing; a trailing comma ends it */
+        const char *e = s;
+        int depth = 0;
+        while (e < end && (depth || *e != ',')) {
+            depth += *e == '(' ? 1 : *e == ')' ? -1 : 0;
+            e++;
         }
+        span tok = span_trim(s, e);
+        if (p->nuse[pt] == DRV_MAX_SLOT_PLUGINS)
+            return drv_fail(d, DRV_ERANGE, "profile %s: %s: more than %d plugins", p->name,
+                            drv_point_name(pt), DRV_MAX_SLOT_PLUGINS);
+        if (tok.n == 0)
+            return drv_fail(d, DRV_EINVAL, "profile %s: %s: empty plugin name", p->name,
+                            drv_point_name(pt));
+        int rc = parse_use(p, pt, tok, &p->use[pt][p->nuse[pt]++], d);
+        if (rc)
+            return rc;
+        s = e < end ? e + 1 : e;
     }
     return 0;
+}
+
+void drv_profile_init(drv_profile *p, const char *name)
+{
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->gang = true;
+    p->period = 1.0;
+}
+
+int drv_profile_check(const drv_profile *p, drv_diag *d)
+{
+    if (p->nuse[DRV_PT_ADMIT] == 0)
+        return drv_fail(d, DRV_EINVAL, "profile %s: no admit plugin (add admit=gang, for example)",
+                        p->name);
+    return 0;
+}
+
+/* One setting of a profile line, key=value. */
+static int parse_setting(drv_profile *p, span key, span val, drv_diag *d)
+{
+    if (span_is(key, "gang")) {
+        if (!span_is(val, "true") && !span_is(val, "false"))
+            return drv_fail(d, DRV_EINVAL, "profile %s: gang: expected true or false, found '%.*s'",
+                            p->name, val.n, val.s);
+        p->gang = span_is(val, "true");
+        return 0;
+    }
+    if (span_is(key, "period")) {
+        char buf[64], *end;
+        snprintf(buf, sizeof buf, "%.*s", val.n, val.s);
+        double v = strtod(buf, &end);
+        if (val.n == 0 || (size_t)val.n >= sizeof buf || *end || !(v >= 0.01 && v <= 3600))
+            return drv_fail(d, DRV_EINVAL,
+                            "profile %s: period: expected seconds in [0.01, 3600], found '%.*s'",
+                            p->name, val.n, val.s);
+        p->period = v;
+        return 0;
+    }
+    int pt = point_by_name(key);
+    if (pt < 0) {
+        char known[256] = "gang, period";
+        for (int i = 0; i < DRV_NPOINTS; i++) {
+            strncat(known, ", ", sizeof known - strlen(known) - 1);
+            strncat(known, drv_point_name(i), sizeof known - strlen(known) - 1);
+        }
+        return drv_fail(d, DRV_EINVAL, "profile %s: unknown key '%.*s' (known: %s)", p->name, key.n,
+                        key.s, known);
+    }
+    return drv_profile_set_point(p, pt, val.s, (size_t)val.n, d);
 }
 
 int drv_profile_parse(const char *name, const char *line, drv_profile *out, drv_diag *d)
 {
     drv_profile p;
-    memset(&p, 0, sizeof p);
-    snprintf(p.name, sizeof p.name, "%s", name);
-    p.gang = true;
-    p.period = 1.0;
-    size_t len = strlen(line);
-    char *buf = drv_malloc(len + 1);
-    if (!buf)
-        return drv_fail(d, DRV_ENOMEM, "out of memory");
-    memcpy(buf, line, len + 1);
+    drv_profile_init(&p, name);
+    const char *s = line;
     int rc = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(buf, " \t\n", &save); tok && !rc;
-         tok = strtok_r(NULL, " \t\n", &save)) {
-        char *eq = strchr(tok, '=');
-        if (!eq) {
-            rc = drv_fail(d, DRV_EINVAL, "profile %s: '%s': expected key=value", name, tok);
+    while (!rc) {
+        while (*s && isspace((unsigned char)*s))
+            s++;
+        if (!*s)
             break;
-        }
-        *eq = 0;
-        char *val = eq + 1;
-        if (strcmp(tok, "gang") == 0) {
-            if (strcmp(val, "true") && strcmp(val, "false"))
-                rc = drv_fail(d, DRV_EINVAL, "profile %s: gang: expected true or false, found '%s'",
-                              name, val);
-            p.gang = strcmp(val, "true") == 0;
-            continue;
-        }
-        if (strcmp(tok, "period") == 0) {
-            char *end;
-            double v = strtod(val, &end);
-            if (*end || !(v >= 0.01 && v <= 3600))
-                rc = drv_fail(d, DRV_EINVAL,
-                              "profile %s: period: expected seconds in [0.01, 3600], found '%s'",
-                              name, val);
-            p.period = v;
-            continue;
-        }
-        int pt = point_by_name(tok);
-        if (pt < 0) {
-            char known[256] = "gang, period";
-            for (int i = 0; i < DRV_NPOINTS; i++) {
-                strncat(known, ", ", sizeof known - strlen(known) - 1);
-                strncat(known, drv_point_name(i), sizeof known - strlen(known) - 1);
-            }
-            rc = drv_fail(d, DRV_EINVAL, "profile %s: unknown key '%s' (known: %s)", name, tok,
-                          known);
-            break;
-        }
-        /* Split the list at commas outside parentheses. */
-        char *s = val;
-        while (*s && !rc) {
-            char *e = s;
-            int depth = 0;
-            while (*e && (depth || *e != ',')) {
-                depth += *e == '(' ? 1 : *e == ')' ? -1 : 0;
-                e++;
-            }
-            char saved = *e;
-            *e = 0;
-            if (p.nuse[pt] == DRV_MAX_SLOT_PLUGINS)
-                rc = drv_fail(d, DRV_ERANGE, "profile %s: %s: more than %d plugins", name, tok,
-                              DRV_MAX_SLOT_PLUGINS);
-            else if (!*s)
-                rc = drv_fail(d, DRV_EINVAL, "profile %s: %s: empty plugin name", name, tok);
-            else
-                rc = parse_use(name, pt, s, &p.use[pt][p.nuse[pt]++], d);
-            s = saved ? e + 1 : e;
-        }
+        const char *e = s;
+        while (*e && !isspace((unsigned char)*e))
+            e++;
+        const char *eq = memchr(s, '=', (size_t)(e - s));
+        if (!eq)
+            rc = drv_fail(d, DRV_EINVAL, "profile %s: '%.*s': expected key=value", name,
+                          (int)(e - s), s);
+        else
+            rc = parse_setting(&p, (span){s, (int)(eq - s)}, (span){eq + 1, (int)(e - eq - 1)}, d);
+        s = e;
     }
-    drv_free(buf);
-    if (!rc && p.nuse[DRV_PT_ADMIT] == 0)
-        rc = drv_fail(d, DRV_EINVAL, "profile %s: no admit plugin (add admit=gang, for example)",
-                      name);
+    if (!rc)
+        rc = drv_profile_check(&p, d);
     if (!rc)
         *out = p;
     return rc;
+}
+
+/* ---- profiles as lines ---------------------------------------------------------------- */
+
+/* Appends to buf at *len, never past n (the text is cut at the end of buf). */
+static void put(char *buf, size_t n, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t n, size_t *len, const char *fmt, ...)
+{
+    if (*len >= n)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(buf + *len, n - *len, fmt, ap);
+    va_end(ap);
+    *len = w < 0 ? n : *len + (size_t)w;
+}
+
+/* The shortest %g form that reads back as the same double. */
+static void put_number(char *buf, size_t n, size_t *len, double x)
+{
+    char s[40];
+    snprintf(s, sizeof s, "%.15g", x);
+    if (strtod(s, NULL) != x)
+        snprintf(s, sizeof s, "%.17g", x);
+    put(buf, n, len, "%s", s);
+}
+
+void drv_profile_format(const drv_profile *p, char *buf, size_t n)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    put(buf, n, &len, "gang=%s period=", p->gang ? "true" : "false");
+    put_number(buf, n, &len, p->period);
+    for (int pt = 0; pt < DRV_NPOINTS; pt++) {
+        for (int i = 0; i < p->nuse[pt]; i++) {
+            const drv_plugin_use *u = &p->use[pt][i];
+            if (i == 0)
+                put(buf, n, &len, " %s=", drv_point_name(pt));
+            put(buf, n, &len, "%s%s", i ? "," : "", u->p ? u->p->name : "?");
+            if (pt == DRV_PT_SCORE && u->weight != 1)
+                put(buf, n, &len, "*%d", (int)u->weight);
+            for (int k = 0; k < u->nknobs; k++) {
+                put(buf, n, &len, "%s%s=", k ? ";" : "(", drv_profile_knobs(p, u)[k].name);
+                put_number(buf, n, &len, drv_profile_knobs(p, u)[k].value);
+            }
+            if (u->nknobs)
+                put(buf, n, &len, ")");
+        }
+    }
 }

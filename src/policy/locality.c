@@ -477,7 +477,7 @@ static int anti_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node
 const drv_plugin drv_plugin_ps_anti_affinity = {
     .name = "ps-anti-affinity",
     .timeless = true,
-    .doc = "score: prefer nodes without another job's PS (preferred anti-affinity, seed 004)",
+    .doc = "score: prefer nodes without another job's PS (preferred anti-affinity, Volcano-style)",
     .score = anti_score,
     .score_bound = anti_bound,
     .bound_mixed = true,

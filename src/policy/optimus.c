@@ -1,6 +1,6 @@
 /*
  * optimus.c - Optimus' marginal-gain resource allocation (Peng et al., EuroSys'18; as the
- * Pollux artifact's simulator runs it, with a throughput model learnt online).
+ * Pollux artifact's simulator runs it).
  *
  * Why: the research baseline that sizes elastic jobs by how much each extra worker shortens
  * their remaining time, from a model of their convergence and of their speed.
@@ -10,14 +10,19 @@
  *      simulator's loss curve l(k) = 1/(b0*k + b1) + b2 (or a calibrated job's validation
  *      curve) is known exactly here, so the fitted curve is the true one; this is also what
  *      the Pollux simulator's Optimus does (it reads the validation curve).
- *   2. Speed s(n) in steps/s at n workers: measured between two cycles in which the job ran
+ *   2. Speed s(n) in steps/s at n workers. A job with a calibrated model (calib.h) reads it
+ *      from its measured profile: 1 / step time of n GPUs packed onto the fewest nodes, at its
+ *      batch - what the Pollux simulator's Optimus does (predict_step_time). Learning it
+ *      online instead was our low-load bias: with idle GPUs the extrapolation grew a job far
+ *      past its size, the next measurement shrank it, and each change cost a restart
+ *      (docs/data.md, "Peer fidelity"). Any other job: measured between two cycles in which it ran
  *      at n workers without a restart in between; for other n, the measured speed closest in
  *      n scaled by g(n) = n / (1 + sigma*(n - 1)), an Amdahl-style speed-up whose serial
  *      fraction sigma is fitted from the two most distant measured counts (knob `sigma` until
  *      two counts are measured).
  *   3. Every live job (submission order) gets one worker while the cluster has room; then, one
  *      worker at a time, the job with the largest gain  R * (1/s(n) - 1/s(n+1))  gets one more,
- *      up to its maximum. A job with no measurement yet grows first to its requested size.
+ *      up to its maximum. A job with no speed known yet grows first to its requested size.
  *   4. Jobs whose worker count changes are restarted at the new size (pods evicted, SCALE,
  *      re-placed), smallest jobs first, each on the nodes with most free GPUs (consolidated).
  *      Jobs left with no worker are preempted; they keep their progress.
@@ -28,6 +33,7 @@
  * The pass runs at admit and at scale (so it ticks on the period); the second run in a cycle
  * changes nothing.
  */
+#include "drover/calib.h"
 #include "drover/policy.h"
 #include "helper.h"
 
@@ -142,6 +148,22 @@ static double speed(const optimus *p, const obs *o, int32_t n)
     return measured(o, near) * g(n, sigma) / g(near, sigma);
 }
 
+/* Steps/s of a calibrated job at n replicas packed `per` to a node, read from its measured
+ * profile as the Pollux simulator's Optimus reads it (predict_step_time: the true step time of
+ * a packed placement); 0 for a job without a calibrated model. */
+static double profiled(const drv_ctx *c, int32_t job, int32_t n, int32_t per)
+{
+    const drv_calib_jobs *m = drv_ctx_snap(c)->model;
+    const drv_calib_job *cj = drv_calib_job_of(m, job);
+    if (!cj || !m->calib || cj->app > m->calib->n || per <= 0 || n <= 0 || n > MAXW)
+        return 0;
+    int32_t gpn[MAXW], nn = 0;
+    for (int32_t left = n; left > 0; left -= gpn[nn++])
+        gpn[nn] = left < per ? left : per;
+    double t = drv_calib_step_time(m->calib, cj->app - 1, gpn, nn, cj->batch);
+    return t > 0 ? 1 / t : 0;
+}
+
 static int32_t bound_workers(const drv_ctx *c, const drv_job *j)
 {
     int32_t n = 0;
@@ -244,9 +266,12 @@ static void pass(drv_ctx *c, optimus *p)
     for (int32_t x = 0; x < n; x++)
         live[x] = ord[x].job;
     drv_res left = {0, 0, 0};
+    int32_t per = 0; /* GPUs per node, for a packed placement */
     for (int32_t i = 0; i < st->nnodes; i++)
-        if (st->nodes[i].schedulable)
+        if (st->nodes[i].schedulable) {
             left = drv_res_add(left, st->nodes[i].alloc);
+            per = st->nodes[i].alloc.gpu > per ? (int32_t)st->nodes[i].alloc.gpu : per;
+        }
     /* 3a. one worker each (or the job's minimum), in submission order */
     for (int32_t x = 0; x < n; x++) {
         const drv_job *j = &st->jobs[live[x]];
@@ -269,7 +294,12 @@ static void pass(drv_ctx *c, optimus *p)
                 !drv_res_fits(j->role[DRV_ROLE_WORKER].req, left))
                 continue;
             const obs *o = &p->o[live[x]];
-            double s0 = speed(p, o, want[x]), s1 = speed(p, o, want[x] + 1), gx;
+            double s0 = profiled(c, live[x], want[x], per),
+                   s1 = profiled(c, live[x], want[x] + 1, per), gx;
+            if (s0 <= 0 || s1 <= 0) {
+                s0 = speed(p, o, want[x]);
+                s1 = speed(p, o, want[x] + 1);
+            }
             if (s0 <= 0 || s1 <= 0) /* unmeasured: its requested size first */
                 gx = want[x] < j->role[DRV_ROLE_WORKER].replicas ? INFINITY : 0;
             else

@@ -241,7 +241,7 @@ int drv_priority_explain(const drv_state *st, double now, int32_t job, const drv
 const drv_plugin drv_plugin_priority = {
     .name = "priority",
     .timeless = true,
-    .doc = "queue order: weighted user priority, class, waiting time, parallelism (seed 004)",
+    .doc = "queue order: weighted user priority, class, waiting time, parallelism (Volcano-style)",
     .init = prio_init,
     .fini = prio_fini,
     .queue_begin = prio_begin,

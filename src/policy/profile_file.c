@@ -1,7 +1,8 @@
 /*
  * profile_file.c - profiles defined in a YAML file (`drover sim --profiles FILE`), so a user
- * can combine plugins and weights without rebuilding. Each entry is turned into the same
- * profile line the built-in profiles use and parsed by drv_profile_parse, so both ways of
+ * can combine plugins and weights without rebuilding. Each entry fills a profile directly:
+ * gang and period from the YAML's typed fields, each extension point's plugin list through
+ * drv_profile_set_point - the same parser a profile line's values go through, so both ways of
  * writing a profile accept exactly the same plugins, weights and knobs.
  *
  *     profiles:
@@ -14,29 +15,37 @@
  *         scale: dragon
  *         score: locality*3, least-allocated
  *
- * becomes "gang=true period=5 queue_order=priority(w_par=0) admit=dragon scale=dragon
- * score=locality*3,least-allocated". An unknown key is reported as file:line: profiles[i].key.
+ * is the profile of the line "gang=true period=5 queue_order=priority(w_par=0) admit=dragon
+ * scale=dragon score=locality*3,least-allocated". An unknown key is reported as
+ * file:line: profiles[i].key.
  */
 #include "drover/conf.h"
 #include "drover/policy.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
-enum { LINE_MAX_LEN = 2048 };
-
-/* Appends " key=value" with the value's whitespace removed. */
-static void append(char *line, const char *key, const char *val)
+/* The optional gang and period of entry e into p. */
+static int load_settings(const drv_conf_doc *doc, drv_conf *e, const char *path, drv_profile *p,
+                         drv_diag *d)
 {
-    size_t n = strlen(line);
-    n += (size_t)snprintf(line + n, LINE_MAX_LEN - n, " %s=", key);
-    for (const char *s = val; *s && n + 1 < LINE_MAX_LEN; s++)
-        if (!isspace((unsigned char)*s))
-            line[n++] = *s;
-    line[n] = 0;
+    char field[96];
+    drv_conf *v;
+    int rc;
+    if ((v = drv_conf_get(e, "gang")) != NULL) {
+        snprintf(field, sizeof field, "%s.gang", path);
+        if ((rc = drv_conf_bool(doc, v, field, &p->gang, d)) != 0)
+            return rc;
+    }
+    if ((v = drv_conf_get(e, "period")) != NULL) {
+        snprintf(field, sizeof field, "%s.period", path);
+        if ((rc = drv_conf_double(doc, v, field, 0.01, 3600, &p->period, d)) != 0)
+            return rc;
+    }
+    return 0;
 }
 
+/* Entry i of the list into *out (left partly filled on error: the caller drops it). */
 static int load_one(const drv_conf_doc *doc, drv_conf *e, int i, drv_profile *out, drv_diag *d)
 {
     char path[64], field[96];
@@ -56,38 +65,26 @@ static int load_one(const drv_conf_doc *doc, drv_conf *e, int i, drv_profile *ou
         if ((rc = drv_conf_str(doc, v, field, &docstr, d)) != 0)
             return rc;
     }
-    char line[LINE_MAX_LEN] = "";
-    if ((v = drv_conf_get(e, "gang")) != NULL) {
-        bool g;
-        snprintf(field, sizeof field, "%s.gang", path);
-        if ((rc = drv_conf_bool(doc, v, field, &g, d)) != 0)
-            return rc;
-        append(line, "gang", g ? "true" : "false");
-    }
-    if ((v = drv_conf_get(e, "period")) != NULL) {
-        double p;
-        char buf[32];
-        snprintf(field, sizeof field, "%s.period", path);
-        if ((rc = drv_conf_double(doc, v, field, 0.01, 3600, &p, d)) != 0)
-            return rc;
-        snprintf(buf, sizeof buf, "%.17g", p);
-        append(line, "period", buf);
-    }
+    drv_profile_init(out, name);
+    snprintf(out->doc, sizeof out->doc, "%s", docstr);
+    if ((rc = load_settings(doc, e, path, out, d)) != 0)
+        return rc;
+    const char *val[DRV_NPOINTS] = {0}; /* each point's plugin list, when given */
     for (int pt = 0; pt < DRV_NPOINTS; pt++) {
-        const char *val;
         if ((v = drv_conf_get(e, drv_point_name(pt))) == NULL)
             continue;
         snprintf(field, sizeof field, "%s.%s", path, drv_point_name(pt));
-        if ((rc = drv_conf_str(doc, v, field, &val, d)) != 0)
+        if ((rc = drv_conf_str(doc, v, field, &val[pt], d)) != 0)
             return rc;
-        append(line, drv_point_name(pt), val);
     }
     if ((rc = drv_conf_check_unused(doc, e, path, d)) != 0)
         return rc;
     drv_diag pd = {{0}};
-    if ((rc = drv_profile_parse(name, line, out, &pd)) != 0)
+    for (int pt = 0; pt < DRV_NPOINTS; pt++)
+        if (val[pt] && (rc = drv_profile_set_point(out, pt, val[pt], strlen(val[pt]), &pd)) != 0)
+            return drv_fail(d, rc, "%s:%d: %s: %s", doc->file, e->line, path, pd.msg);
+    if ((rc = drv_profile_check(out, &pd)) != 0)
         return drv_fail(d, rc, "%s:%d: %s: %s", doc->file, e->line, path, pd.msg);
-    snprintf(out->doc, sizeof out->doc, "%s", docstr);
     return 0;
 }
 

@@ -47,22 +47,22 @@ static const struct {
      "gang=false period=1 queue_order=fifo admit=pod-by-pod score=least-allocated"},
     {"gang-fifo", "whole-job admission in FIFO order, no elasticity (Volcano gang + FIFO)",
      "gang=true period=1 queue_order=fifo admit=gang score=least-allocated"},
-    {"volcano-priority",
-     "combined priority, gang, PS-worker affinity, PS anti-affinity (seed 004, Volcano)",
+    {"volcano-priority", "combined priority, gang, PS-worker affinity, PS anti-affinity (Volcano)",
      "gang=true period=1 queue_order=priority admit=gang "
      "score=locality*2,ps-anti-affinity,least-allocated"},
-    {"dragon", "gang at min..requested, starvation relief, idle scale-up, locality (seed 001)",
+    {"dragon", "gang at min..requested, starvation relief, idle scale-up, locality (DRAGON)",
      "gang=true period=15 queue_order=fifo admit=dragon scale=dragon "
      "score=locality*3,most-allocated"},
-    {"autoscale-operator", "affinity-first placement, symmetric release/grow (seed 000)",
+    {"autoscale-operator",
+     "affinity-first placement, symmetric release/grow (Jeong & Yu's autoscaling operator)",
      "gang=true period=15 queue_order=fifo admit=autoscale scale=autoscale "
      "score=locality*5,least-allocated"},
-    {"flowcon", "CPU limits from growth efficiency, FlowCon 2.0 placement (seed 002)",
+    {"flowcon", "CPU limits from growth efficiency, FlowCon 2.0 placement (FlowCon)",
      "gang=false period=10 queue_order=fifo admit=pod-by-pod score=flowcon*2,least-allocated "
      "reallocate=flowcon"},
-    {"specon", "migrate converging jobs off contended nodes when gain > cost (seed 003)",
-     "gang=false period=10 queue_order=fifo admit=pod-by-pod score=least-allocated "
-     "migrate=specon"},
+    {"specon", "migrate converging jobs off contended nodes when gain > cost (SpeCon)",
+     "gang=false period=1 queue_order=fifo admit=pod-by-pod score=least-allocated "
+     "migrate=specon(unit=60)"},
     {"tiresias", "Tiresias: 2D least-attained service, discretised queues, preemptive",
      "gang=true period=60 queue_order=tiresias admit=tiresias migrate=tiresias"},
     {"optimus", "Optimus: workers by marginal gain in remaining time, re-sized every period",

@@ -642,8 +642,8 @@ int drv_plot_render(const char *dir, const drv_report_data *r, drv_diag *d)
         snprintf(final, sizeof final, "%s/%s", dir, o->name[k]);
         if (rc)
             remove(tmp);
-        else if (rename(tmp, final) != 0)
-            rc = drv_fail(d, DRV_EIO, "%s: cannot rename into place: %s", final, strerror(errno));
+        else
+            rc = drv_file_publish(tmp, final, d);
     }
     remove(script);
     remove(log);

@@ -8,6 +8,7 @@
 
 #include "drover/calib.h"
 #include "drover/file.h"
+#include "drover/policy.h"
 #include "drover/version.h"
 
 #include <errno.h>
@@ -149,46 +150,6 @@ int drv_report_sha256_file(const char *path, char out[65], drv_diag *d)
     return 0;
 }
 
-/* Appends to out (length *len, capacity n) without overflowing; the text is cut at the end. */
-static void put_text(char *out, size_t n, size_t *len, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void put_text(char *out, size_t n, size_t *len, const char *fmt, ...)
-{
-    if (*len + 1 >= n)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(out + *len, n - *len, fmt, ap);
-    va_end(ap);
-    if (k > 0)
-        *len = *len + (size_t)k < n ? *len + (size_t)k : n - 1;
-}
-
-void drv_report_profile_line(const drv_profile *p, char *out, size_t n)
-{
-    size_t len = 0;
-    out[0] = 0;
-    put_text(out, n, &len, "gang=%s period=%g", p->gang ? "true" : "false", p->period);
-    for (int pt = 0; pt < DRV_NPOINTS; pt++) {
-        for (int32_t k = 0; k < p->nuse[pt]; k++) {
-            const drv_plugin_use *u = &p->use[pt][k];
-            if (k == 0)
-                put_text(out, n, &len, " %s=", drv_point_name(pt));
-            else
-                put_text(out, n, &len, ",");
-            put_text(out, n, &len, "%s", u->p ? u->p->name : "?");
-            for (int32_t q = 0; q < u->nknobs; q++)
-                put_text(out, n, &len, "%s%s=%g", q ? ";" : "(", u->knobs[q].name,
-                         u->knobs[q].value);
-            if (u->nknobs > 0)
-                put_text(out, n, &len, ")");
-            if (pt == DRV_PT_SCORE)
-                put_text(out, n, &len, "*%d", u->weight);
-        }
-    }
-}
-
 /* Adds drover_version, seed, profile and inputs to a summary record; 0 or an error. */
 static int add_provenance(json_t *o, const drv_report_meta *meta, int i, json_t **inputs,
                           drv_diag *d)
@@ -197,7 +158,7 @@ static int add_provenance(json_t *o, const drv_report_meta *meta, int i, json_t 
     json_object_set_new(o, "seed", json_integer((json_int_t)meta->seed));
     if (meta->profiles) {
         char line[4096];
-        drv_report_profile_line(&meta->profiles[i], line, sizeof line);
+        drv_profile_format(&meta->profiles[i], line, sizeof line);
         json_object_set_new(o, "profile", json_string(line));
     }
     if (!*inputs) { /* hashed once, shared by every record */

@@ -30,6 +30,8 @@ static int read_line(drv_csv *c)
     size_t n = 0;
     int ch;
     while ((ch = getc(c->f)) != EOF && ch != '\n') {
+        if (ch == 0) /* it would end the line early, silently: refused */
+            return DRV_EPARSE;
         if (n + 2 > c->cap) {
             size_t cap = c->cap ? 2 * c->cap : 256;
             char *b = drv_realloc(c->buf, cap);
@@ -88,6 +90,8 @@ int drv_csv_open(drv_csv *c, const char *path, const char *const *want, int32_t 
     int rc = read_line(c);
     if (rc == 0)
         rc = drv_fail(d, DRV_EPARSE, "%s:1: expected a header line, found an empty file", path);
+    else if (rc == DRV_EPARSE)
+        drv_fail(d, rc, "%s:1: a NUL byte; expected text", path);
     else if (rc < 0)
         drv_fail(d, rc, "%s: out of memory", path);
     else
@@ -114,6 +118,8 @@ int drv_csv_open(drv_csv *c, const char *path, const char *const *want, int32_t 
 int drv_csv_next(drv_csv *c, drv_diag *d)
 {
     int rc = read_line(c);
+    if (rc == DRV_EPARSE)
+        return drv_fail(d, rc, "%s:%d: a NUL byte; expected text", c->path, c->line + 1);
     if (rc < 0)
         return drv_fail(d, rc, "%s: out of memory", c->path);
     if (rc == 0) {
@@ -148,7 +154,8 @@ int drv_csv_num(const drv_csv *c, int32_t k, bool empty_ok, double *out, drv_dia
     char *end;
     errno = 0;
     double x = strtod(s, &end);
-    if (errno || *end || !isfinite(x))
+    bool decimal = strspn(s, "0123456789.eE+-") == strlen(s); /* strtod takes "0x10" too */
+    if (!decimal || errno || *end || !isfinite(x))
         return drv_fail(d, DRV_EPARSE, "%s:%d: %s: expected a number, found '%s'", c->path, c->line,
                         c->want[k], s);
     *out = x;

@@ -22,6 +22,7 @@
  * reported as file:line:column: field: expected ...; with skip_bad it is logged, counted and
  * skipped, otherwise the load fails and the workload is untouched.
  */
+#include "drover/strtab.h"
 #include "drover/trace.h"
 #include "trace_read.h" /* the formats added later (trace_formats.c) */
 #include "drover/file.h"
@@ -88,10 +89,12 @@ static int num(row_ctx *r, int k, const char *field, double lo, double hi, bool 
 {
     char *end;
     errno = 0;
+    /* Decimal only: strtod alone also takes "0x10", "inf" and leading spaces. */
+    bool decimal = strspn(r->f[k], "0123456789.eE+-") == strlen(r->f[k]);
     double v = strtod(r->f[k], &end);
     char what[96];
     snprintf(what, sizeof what, "%s in [%g, %g]", whole ? "a whole number" : "a number", lo, hi);
-    if (errno || end == r->f[k] || *end || !isfinite(v) || v < lo || v > hi ||
+    if (!decimal || errno || end == r->f[k] || *end || !isfinite(v) || v < lo || v > hi ||
         (whole && v != floor(v)))
         return bad(r, k, field, what);
     *out = v;
@@ -268,8 +271,16 @@ int drv_trace_parse(drv_workload *w, const char *file, char *text, const drv_cat
     int rc = 0, line = 0;
     int32_t nskip = 0;
     double t0 = INFINITY;
-    char *save = NULL;
-    for (char *s = strtok_r(text, "\n", &save); s && !rc; s = strtok_r(NULL, "\n", &save)) {
+    /* Job names must be unique (results are keyed by them): a hash, not a scan per row. */
+    drv_strtab *names = drv_strtab_new();
+    if (!names)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    /* Lines are split by hand, not with strtok: strtok skips empty lines, and every row after
+     * a blank line was reported one line early. */
+    for (char *s = text, *next; s && *s && !rc; s = next) {
+        next = strchr(s, '\n');
+        if (next)
+            *next++ = 0;
         line++;
         size_t len = strlen(s);
         if (len && s[len - 1] == '\r')
@@ -310,6 +321,15 @@ int drv_trace_parse(drv_workload *w, const char *file, char *text, const drv_cat
         }
         rc = parse_row(&L, &r, &t.jobs[t.n]);
         L.row++;
+        if (!rc) { /* a name twice is a bad row too (skipped with --on-bad-row skip) */
+            int32_t before = drv_strtab_count(names);
+            int32_t id = drv_strtab_intern(names, t.jobs[t.n].name);
+            if (id < 0)
+                rc = drv_fail(d, DRV_ENOMEM, "out of memory");
+            else if (id < before)
+                rc = drv_fail(d, DRV_EPARSE, "%s:%d:1: row: job '%s' is in the trace twice", file,
+                              line, t.jobs[t.n].name);
+        }
         if (rc == DRV_EPARSE && o->skip_bad) {
             drv_log(DRV_LOG_WARN, "skipped: %s", d->msg);
             nskip++;
@@ -318,10 +338,12 @@ int drv_trace_parse(drv_workload *w, const char *file, char *text, const drv_cat
             continue;
         }
         if (!rc) {
+            t.jobs[t.n].line = line;
             t0 = fmin(t0, t.jobs[t.n].submit);
             t.n++;
         }
     }
+    drv_strtab_free(names);
     if (!rc && line == 0)
         rc = drv_fail(d, DRV_EPARSE, "%s:1:1: header: expected a header line, found nothing", file);
     if (rc) {

@@ -8,12 +8,30 @@
  */
 #include "drover/conf.h"
 #include "drover/sim.h"
+#include "drover/strtab.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #define GiB (1024LL * 1024 * 1024)
+
+/* Bounds on what a small file may ask for. Nodes: Kubernetes is tested to 5,000; 10^5 in all
+ * (count included). Generated jobs: `generate: {jobs: N}` costs ~330 bytes per job before the
+ * run and more during it; 10^5 is ~33 MB (10^7 asked 3.3 GB of a 45-byte file). */
+#define MAX_NODES 100000
+#define DEF_GENERATE_JOBS 60
+#define MAX_GENERATE_JOBS 100000
+
+/* 1 when name was added to names before, 0 when it is new, DRV_ENOMEM. A hash lookup, so n
+ * names cost O(n): `count: 100000` took 38 s with a scan of the earlier names per name. The
+ * empty string is in every strtab; callers never pass it. */
+static int name_seen(drv_strtab *names, const char *name)
+{
+    int32_t before = drv_strtab_count(names);
+    int32_t id = drv_strtab_intern(names, name);
+    return id < 0 ? DRV_ENOMEM : id < before;
+}
 
 /* ---- cluster ------------------------------------------------------------------------------ */
 
@@ -124,6 +142,43 @@ static int copy_name(const drv_conf_doc *doc, drv_conf *c, const char *path, cha
     return 0;
 }
 
+/* The optional network and timing maps of a cluster file into c. */
+static int read_network_timing(const drv_conf_doc *docp, drv_cluster_spec *cp, drv_diag *d)
+{
+    drv_conf_doc doc = *docp;
+    drv_cluster_spec c = *cp;
+    int rc = 0;
+    drv_conf *net = drv_conf_get(doc.root, "network");
+    if (net) {
+        if ((rc = drv_conf_expect(&doc, net, DRV_CONF_MAP, "network", d)) != 0)
+            goto out;
+        OPT(drv_conf_double, net, "intraMBps", "network.intraMBps", 1, 1e9, &c.net.intra_MBps, d);
+        OPT(drv_conf_double, net, "interMBps", "network.interMBps", 1, 1e9, &c.net.inter_MBps, d);
+        OPT(drv_conf_double, net, "hopSeconds", "network.hopSeconds", 0, 10, &c.net.hop_s, d);
+        if ((rc = drv_conf_check_unused(&doc, net, "network", d)) != 0)
+            goto out;
+    }
+    drv_conf *tm = drv_conf_get(doc.root, "timing");
+    if (tm) {
+        if ((rc = drv_conf_expect(&doc, tm, DRV_CONF_MAP, "timing", d)) != 0)
+            goto out;
+        OPT(drv_conf_double, tm, "podStartSeconds", "timing.podStartSeconds", 0, 3600,
+            &c.timing.pod_start, d);
+        OPT(drv_conf_double, tm, "restartSeconds", "timing.restartSeconds", 0, 3600,
+            &c.timing.restart, d);
+        OPT(drv_conf_double, tm, "horizonSeconds", "timing.horizonSeconds", 1, 1e9,
+            &c.timing.horizon, d);
+        if ((rc = drv_conf_check_unused(&doc, tm, "timing", d)) != 0)
+            goto out;
+    }
+out:
+    if (!rc) {
+        cp->net = c.net;
+        cp->timing = c.timing;
+    }
+    return rc;
+}
+
 int drv_cluster_load(drv_cluster_spec *out, const char *path, drv_diag *d)
 {
     drv_conf_doc doc = {0};
@@ -131,10 +186,14 @@ int drv_cluster_load(drv_cluster_spec *out, const char *path, drv_diag *d)
     memset(&c, 0, sizeof c);
     net_default(&c.net);
     timing_default(&c.timing);
-    int rc = drv_conf_load_file(&doc, path, d);
-    if (rc)
+    drv_strtab *names = drv_strtab_new();
+    int rc = names ? drv_conf_load_file(&doc, path, d) : drv_fail(d, DRV_ENOMEM, "out of memory");
+    if (rc) {
+        drv_strtab_free(names);
         return rc;
+    }
     char p[128];
+    double total_cpu = 0, total_mem = 0;
     if ((rc = drv_conf_expect(&doc, doc.root, DRV_CONF_MAP, "top level", d)) != 0)
         goto out;
     drv_conf *nodes = drv_conf_get(doc.root, "nodes");
@@ -161,7 +220,7 @@ int drv_cluster_load(drv_cluster_spec *out, const char *path, drv_diag *d)
         if ((rc = copy_name(&doc, f, p, name, sizeof name, d)) != 0)
             goto out;
         snprintf(p, sizeof p, "nodes[%d].count", i);
-        OPT(drv_conf_int, n, "count", p, 1, 100000, &count, d);
+        OPT(drv_conf_int, n, "count", p, 1, MAX_NODES, &count, d);
         snprintf(p, sizeof p, "nodes[%d]", i);
         if ((rc = read_resources(&doc, n, p, &cpu, &mem, &gpu, d)) != 0)
             goto out;
@@ -183,52 +242,42 @@ int drv_cluster_load(drv_cluster_spec *out, const char *path, drv_diag *d)
         snprintf(p, sizeof p, "nodes[%d]", i);
         if ((rc = drv_conf_check_unused(&doc, n, p, d)) != 0)
             goto out;
+        total_cpu += (double)cpu * (double)count;
+        total_mem += (double)mem * (double)count;
+        if (c.n + count > MAX_NODES || total_cpu > (double)DRV_MAX_TOTAL ||
+            total_mem > (double)DRV_MAX_TOTAL) {
+            rc = drv_fail(d, DRV_ERANGE,
+                          "%s:%d: %s: the cluster grows past %d nodes or %lldTi of memory in all",
+                          path, n->line, p, MAX_NODES, DRV_MAX_TOTAL >> 40);
+            goto out;
+        }
         for (int64_t k = 0; k < count; k++) {
             char full[64];
             if (count > 1)
                 snprintf(full, sizeof full, "%s-%lld", name, (long long)k);
             else
                 snprintf(full, sizeof full, "%s", name);
-            for (int32_t m = 0; m < c.n; m++)
-                if (strcmp(c.nodes[m].name, full) == 0) {
-                    rc = drv_fail(d, DRV_EEXIST, "%s:%d: nodes[%d].name: node '%s' defined twice",
-                                  path, n->line, i, full);
-                    goto out;
-                }
+            if ((rc = name_seen(names, full)) != 0) {
+                rc = rc < 0
+                         ? drv_fail(d, rc, "%s: out of memory", path)
+                         : drv_fail(d, DRV_EEXIST, "%s:%d: nodes[%d].name: node '%s' defined twice",
+                                    path, n->line, i, full);
+                goto out;
+            }
             if (add_nodespec(&c, full, zone, rack, (drv_res){cpu, mem, gpu}) != 0) {
                 rc = drv_fail(d, DRV_ENOMEM, "%s: out of memory", path);
                 goto out;
             }
         }
     }
-    drv_conf *net = drv_conf_get(doc.root, "network");
-    if (net) {
-        if ((rc = drv_conf_expect(&doc, net, DRV_CONF_MAP, "network", d)) != 0)
-            goto out;
-        OPT(drv_conf_double, net, "intraMBps", "network.intraMBps", 1, 1e9, &c.net.intra_MBps, d);
-        OPT(drv_conf_double, net, "interMBps", "network.interMBps", 1, 1e9, &c.net.inter_MBps, d);
-        OPT(drv_conf_double, net, "hopSeconds", "network.hopSeconds", 0, 10, &c.net.hop_s, d);
-        if ((rc = drv_conf_check_unused(&doc, net, "network", d)) != 0)
-            goto out;
-    }
-    drv_conf *tm = drv_conf_get(doc.root, "timing");
-    if (tm) {
-        if ((rc = drv_conf_expect(&doc, tm, DRV_CONF_MAP, "timing", d)) != 0)
-            goto out;
-        OPT(drv_conf_double, tm, "podStartSeconds", "timing.podStartSeconds", 0, 3600,
-            &c.timing.pod_start, d);
-        OPT(drv_conf_double, tm, "restartSeconds", "timing.restartSeconds", 0, 3600,
-            &c.timing.restart, d);
-        OPT(drv_conf_double, tm, "horizonSeconds", "timing.horizonSeconds", 1, 1e9,
-            &c.timing.horizon, d);
-        if ((rc = drv_conf_check_unused(&doc, tm, "timing", d)) != 0)
-            goto out;
-    }
+    if ((rc = read_network_timing(&doc, &c, d)) != 0)
+        goto out;
     if ((rc = drv_conf_check_unused(&doc, doc.root, "top level", d)) != 0)
         goto out;
     if (c.n == 0)
         rc = drv_fail(d, DRV_EINVAL, "%s:%d: nodes: the list is empty", path, nodes->line);
 out:
+    drv_strtab_free(names);
     drv_conf_doc_fini(&doc);
     if (rc) {
         drv_cluster_fini(&c);
@@ -257,7 +306,7 @@ static int push_job(drv_workload *w, const drv_jobspec *j)
 
 void drv_genparams_default(drv_genparams *g, uint64_t seed)
 {
-    g->jobs = 60;
+    g->jobs = DEF_GENERATE_JOBS;
     g->mean_interarrival = 60.0;
     g->seed = seed;
 }
@@ -355,15 +404,174 @@ out:
     return rc;
 }
 
+/* A job's names and numbers: name (unique in w), user, queue, priority, userPriority, submit.
+ * file is the workload's path, for messages. */
+static int read_names(const drv_conf_doc *docp, const char *file, drv_conf *jn, int32_t i,
+                      drv_strtab *names, drv_jobspec *j, drv_diag *d)
+{
+    drv_conf_doc doc = *docp;
+    char p[128];
+    drv_conf *f;
+    int rc = 0;
+    snprintf(p, sizeof p, "jobs[%d].name", i);
+    if (!(f = drv_conf_get(jn, "name")))
+        return drv_fail(d, DRV_EINVAL, "%s:%d: %s: missing", file, jn->line, p);
+    if ((rc = copy_name(&doc, f, p, j->name, sizeof j->name, d)) != 0)
+        return rc;
+    if ((rc = name_seen(names, j->name)) != 0)
+        return rc < 0 ? drv_fail(d, rc, "%s: out of memory", file)
+                      : drv_fail(d, DRV_EEXIST, "%s:%d: %s: job '%s' defined twice", file, f->line,
+                                 p, j->name);
+    j->line = jn->line;
+    snprintf(j->user, sizeof j->user, "default");
+    snprintf(j->queue, sizeof j->queue, "default");
+    if ((f = drv_conf_get(jn, "user"))) {
+        snprintf(p, sizeof p, "jobs[%d].user", i);
+        if ((rc = copy_name(&doc, f, p, j->user, sizeof j->user, d)) != 0)
+            return rc;
+    }
+    if ((f = drv_conf_get(jn, "queue"))) {
+        snprintf(p, sizeof p, "jobs[%d].queue", i);
+        if ((rc = copy_name(&doc, f, p, j->queue, sizeof j->queue, d)) != 0)
+            return rc;
+    }
+    int64_t prio = 0, uprio = 1;
+    snprintf(p, sizeof p, "jobs[%d].priority", i);
+    OPT(drv_conf_int, jn, "priority", p, -1000000, 1000000, &prio, d);
+    snprintf(p, sizeof p, "jobs[%d].userPriority", i);
+    OPT(drv_conf_int, jn, "userPriority", p, 0, 1000000, &uprio, d);
+    j->priority = (int32_t)prio;
+    j->user_priority = (int32_t)uprio;
+    snprintf(p, sizeof p, "jobs[%d].submit", i);
+    OPT(drv_conf_double, jn, "submit", p, 0, 1e10, &j->submit, d);
+out:
+    return rc;
+}
+
+/* A job's model family (from the catalogue), target loss (above the family's floor) and step
+ * budget. */
+static int read_model(const drv_conf_doc *docp, const char *file, drv_conf *jn, int32_t i,
+                      const drv_catalogue *cat, drv_jobspec *j, drv_diag *d)
+{
+    drv_conf_doc doc = *docp;
+    char p[128];
+    drv_conf *f;
+    int rc = 0;
+    snprintf(p, sizeof p, "jobs[%d].model", i);
+    if (!(f = drv_conf_get(jn, "model")))
+        return drv_fail(d, DRV_EINVAL, "%s:%d: %s: missing", file, jn->line, p);
+    const char *model;
+    if ((rc = drv_conf_str(&doc, f, p, &model, d)) != 0)
+        return rc;
+    j->model = drv_catalogue_find(cat, model);
+    if (j->model < 0) {
+        char known[256] = "";
+        for (int32_t k = 0; k < cat->n; k++) {
+            strncat(known, k ? ", " : "", sizeof known - strlen(known) - 1);
+            strncat(known, cat->v[k].name, sizeof known - strlen(known) - 1);
+        }
+        return drv_fail(d, DRV_EINVAL, "%s:%d: %s: unknown model family '%s' (known: %s)", file,
+                        f->line, p, model, known);
+    }
+    j->target_loss = cat->v[j->model].target_loss;
+    snprintf(p, sizeof p, "jobs[%d].targetLoss", i);
+    OPT(drv_conf_double, jn, "targetLoss", p, 0, 1e9, &j->target_loss, d);
+    if (j->target_loss <= cat->v[j->model].beta2)
+        return drv_fail(d, DRV_EINVAL, "%s:%d: %s: %g is below the %s loss floor %g, never reached",
+                        file, jn->line, p, j->target_loss, model, cat->v[j->model].beta2);
+    snprintf(p, sizeof p, "jobs[%d].maxSteps", i);
+    OPT(drv_conf_double, jn, "maxSteps", p, 1, 1e15, &j->max_steps, d);
+out:
+    return rc;
+}
+
+/* A job's roles map: each known role (read_role), no other key, a worker or a chief. */
+static int read_roles(const drv_conf_doc *doc, const char *file, drv_conf *jn, int32_t i,
+                      drv_jobspec *j, drv_diag *d)
+{
+    char p[128];
+    int rc;
+    drv_conf *roles = drv_conf_get(jn, "roles");
+    snprintf(p, sizeof p, "jobs[%d].roles", i);
+    if (!roles)
+        return drv_fail(d, DRV_EINVAL, "%s:%d: %s: missing", file, jn->line, p);
+    if ((rc = drv_conf_expect(doc, roles, DRV_CONF_MAP, p, d)) != 0)
+        return rc;
+    for (int r = 0; r < DRV_NROLES; r++) {
+        drv_conf *rn = drv_conf_get(roles, drv_role_name(r));
+        if (!rn)
+            continue;
+        snprintf(p, sizeof p, "jobs[%d].roles.%s", i, drv_role_name(r));
+        if ((rc = read_role(doc, rn, p, &j->role[r], r == DRV_ROLE_WORKER, d)) != 0)
+            return rc;
+    }
+    snprintf(p, sizeof p, "jobs[%d].roles", i);
+    if ((rc = drv_conf_check_unused(doc, roles, p, d)) != 0)
+        return rc;
+    if (j->role[DRV_ROLE_WORKER].replicas + j->role[DRV_ROLE_CHIEF].replicas == 0)
+        return drv_fail(d, DRV_EINVAL, "%s:%d: %s: a job needs a worker or a chief", file,
+                        roles->line, p);
+    return 0;
+}
+
+/* One entry of the `jobs:` list, appended to w. */
+static int read_job(const drv_conf_doc *doc, const char *file, drv_conf *jn, int32_t i,
+                    const drv_catalogue *cat, drv_strtab *names, drv_workload *w, drv_diag *d)
+{
+    drv_jobspec j;
+    memset(&j, 0, sizeof j);
+    char p[128];
+    snprintf(p, sizeof p, "jobs[%d]", i);
+    int rc;
+    if ((rc = drv_conf_expect(doc, jn, DRV_CONF_MAP, p, d)) != 0 ||
+        (rc = read_names(doc, file, jn, i, names, &j, d)) != 0 ||
+        (rc = read_model(doc, file, jn, i, cat, &j, d)) != 0 ||
+        (rc = read_roles(doc, file, jn, i, &j, d)) != 0)
+        return rc;
+    snprintf(p, sizeof p, "jobs[%d]", i);
+    if ((rc = drv_conf_check_unused(doc, jn, p, d)) != 0)
+        return rc;
+    if (push_job(w, &j) != 0)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    return 0;
+}
+
+/* The `generate:` map: the default scenario's generator with its jobs, meanInterarrival and
+ * seed (the run's seed unless given), appended to w. */
+static int read_generate(const drv_conf_doc *docp, drv_conf *gen, uint64_t seed,
+                         const drv_catalogue *cat, drv_workload *w, drv_diag *d)
+{
+    drv_conf_doc doc = *docp;
+    drv_genparams g;
+    drv_genparams_default(&g, seed);
+    int64_t n = g.jobs, s = (int64_t)(seed & 0x7fffffffffffffffULL);
+    int rc;
+    if ((rc = drv_conf_expect(&doc, gen, DRV_CONF_MAP, "generate", d)) != 0)
+        goto out;
+    OPT(drv_conf_int, gen, "jobs", "generate.jobs", 1, MAX_GENERATE_JOBS, &n, d);
+    OPT(drv_conf_double, gen, "meanInterarrival", "generate.meanInterarrival", 0, 1e9,
+        &g.mean_interarrival, d);
+    OPT(drv_conf_int, gen, "seed", "generate.seed", 0, INT64_MAX, &s, d);
+    if ((rc = drv_conf_check_unused(&doc, gen, "generate", d)) != 0)
+        goto out;
+    g.jobs = (int32_t)n;
+    g.seed = (uint64_t)s;
+    rc = drv_workload_generate(w, &g, cat, d);
+out:
+    return rc;
+}
+
 int drv_workload_load(drv_workload *out, const char *path, const drv_catalogue *cat, uint64_t seed,
                       drv_diag *d)
 {
     drv_conf_doc doc = {0};
     drv_workload w = {0};
-    int rc = drv_conf_load_file(&doc, path, d);
-    if (rc)
+    drv_strtab *names = drv_strtab_new(); /* job names seen, to refuse one twice in O(1) */
+    int rc = names ? drv_conf_load_file(&doc, path, d) : drv_fail(d, DRV_ENOMEM, "out of memory");
+    if (rc) {
+        drv_strtab_free(names);
         return rc;
-    char p[128];
+    }
     if ((rc = drv_conf_expect(&doc, doc.root, DRV_CONF_MAP, "top level", d)) != 0)
         goto out;
     drv_conf *jobs = drv_conf_get(doc.root, "jobs");
@@ -372,134 +580,16 @@ int drv_workload_load(drv_workload *out, const char *path, const drv_catalogue *
         rc = drv_fail(d, DRV_EINVAL, "%s:1: expected 'jobs' (a list) or 'generate' (a map)", path);
         goto out;
     }
-    if (jobs) {
-        if ((rc = drv_conf_expect(&doc, jobs, DRV_CONF_SEQ, "jobs", d)) != 0)
-            goto out;
-        for (int32_t i = 0; i < jobs->nitems; i++) {
-            drv_conf *jn = jobs->items[i];
-            drv_jobspec j;
-            memset(&j, 0, sizeof j);
-            snprintf(p, sizeof p, "jobs[%d]", i);
-            if ((rc = drv_conf_expect(&doc, jn, DRV_CONF_MAP, p, d)) != 0)
-                goto out;
-            drv_conf *f;
-            snprintf(p, sizeof p, "jobs[%d].name", i);
-            if (!(f = drv_conf_get(jn, "name"))) {
-                rc = drv_fail(d, DRV_EINVAL, "%s:%d: %s: missing", path, jn->line, p);
-                goto out;
-            }
-            if ((rc = copy_name(&doc, f, p, j.name, sizeof j.name, d)) != 0)
-                goto out;
-            for (int32_t k = 0; k < w.n; k++)
-                if (strcmp(w.jobs[k].name, j.name) == 0) {
-                    rc = drv_fail(d, DRV_EEXIST, "%s:%d: %s: job '%s' defined twice", path, f->line,
-                                  p, j.name);
-                    goto out;
-                }
-            snprintf(j.user, sizeof j.user, "default");
-            snprintf(j.queue, sizeof j.queue, "default");
-            if ((f = drv_conf_get(jn, "user"))) {
-                snprintf(p, sizeof p, "jobs[%d].user", i);
-                if ((rc = copy_name(&doc, f, p, j.user, sizeof j.user, d)) != 0)
-                    goto out;
-            }
-            if ((f = drv_conf_get(jn, "queue"))) {
-                snprintf(p, sizeof p, "jobs[%d].queue", i);
-                if ((rc = copy_name(&doc, f, p, j.queue, sizeof j.queue, d)) != 0)
-                    goto out;
-            }
-            int64_t prio = 0, uprio = 1;
-            snprintf(p, sizeof p, "jobs[%d].priority", i);
-            OPT(drv_conf_int, jn, "priority", p, -1000000, 1000000, &prio, d);
-            snprintf(p, sizeof p, "jobs[%d].userPriority", i);
-            OPT(drv_conf_int, jn, "userPriority", p, 0, 1000000, &uprio, d);
-            j.priority = (int32_t)prio;
-            j.user_priority = (int32_t)uprio;
-            snprintf(p, sizeof p, "jobs[%d].submit", i);
-            OPT(drv_conf_double, jn, "submit", p, 0, 1e10, &j.submit, d);
-            snprintf(p, sizeof p, "jobs[%d].model", i);
-            if (!(f = drv_conf_get(jn, "model"))) {
-                rc = drv_fail(d, DRV_EINVAL, "%s:%d: %s: missing", path, jn->line, p);
-                goto out;
-            }
-            const char *model;
-            if ((rc = drv_conf_str(&doc, f, p, &model, d)) != 0)
-                goto out;
-            j.model = drv_catalogue_find(cat, model);
-            if (j.model < 0) {
-                char known[256] = "";
-                for (int32_t k = 0; k < cat->n; k++) {
-                    strncat(known, k ? ", " : "", sizeof known - strlen(known) - 1);
-                    strncat(known, cat->v[k].name, sizeof known - strlen(known) - 1);
-                }
-                rc = drv_fail(d, DRV_EINVAL, "%s:%d: %s: unknown model family '%s' (known: %s)",
-                              path, f->line, p, model, known);
-                goto out;
-            }
-            j.target_loss = cat->v[j.model].target_loss;
-            snprintf(p, sizeof p, "jobs[%d].targetLoss", i);
-            OPT(drv_conf_double, jn, "targetLoss", p, 0, 1e9, &j.target_loss, d);
-            if (j.target_loss <= cat->v[j.model].beta2) {
-                rc = drv_fail(d, DRV_EINVAL,
-                              "%s:%d: %s: %g is below the %s loss floor %g, never reached", path,
-                              jn->line, p, j.target_loss, model, cat->v[j.model].beta2);
-                goto out;
-            }
-            snprintf(p, sizeof p, "jobs[%d].maxSteps", i);
-            OPT(drv_conf_double, jn, "maxSteps", p, 1, 1e15, &j.max_steps, d);
-            drv_conf *roles = drv_conf_get(jn, "roles");
-            snprintf(p, sizeof p, "jobs[%d].roles", i);
-            if (!roles) {
-                rc = drv_fail(d, DRV_EINVAL, "%s:%d: %s: missing", path, jn->line, p);
-                goto out;
-            }
-            if ((rc = drv_conf_expect(&doc, roles, DRV_CONF_MAP, p, d)) != 0)
-                goto out;
-            for (int r = 0; r < DRV_NROLES; r++) {
-                drv_conf *rn = drv_conf_get(roles, drv_role_name(r));
-                if (!rn)
-                    continue;
-                snprintf(p, sizeof p, "jobs[%d].roles.%s", i, drv_role_name(r));
-                if ((rc = read_role(&doc, rn, p, &j.role[r], r == DRV_ROLE_WORKER, d)) != 0)
-                    goto out;
-            }
-            snprintf(p, sizeof p, "jobs[%d].roles", i);
-            if ((rc = drv_conf_check_unused(&doc, roles, p, d)) != 0)
-                goto out;
-            if (j.role[DRV_ROLE_WORKER].replicas + j.role[DRV_ROLE_CHIEF].replicas == 0) {
-                rc = drv_fail(d, DRV_EINVAL, "%s:%d: %s: a job needs a worker or a chief", path,
-                              roles->line, p);
-                goto out;
-            }
-            snprintf(p, sizeof p, "jobs[%d]", i);
-            if ((rc = drv_conf_check_unused(&doc, jn, p, d)) != 0)
-                goto out;
-            if (push_job(&w, &j) != 0) {
-                rc = drv_fail(d, DRV_ENOMEM, "out of memory");
-                goto out;
-            }
-        }
-    }
-    if (gen) {
-        drv_genparams g;
-        drv_genparams_default(&g, seed);
-        int64_t n = g.jobs, s = (int64_t)(seed & 0x7fffffffffffffffULL);
-        if ((rc = drv_conf_expect(&doc, gen, DRV_CONF_MAP, "generate", d)) != 0)
-            goto out;
-        OPT(drv_conf_int, gen, "jobs", "generate.jobs", 1, 10000000, &n, d);
-        OPT(drv_conf_double, gen, "meanInterarrival", "generate.meanInterarrival", 0, 1e9,
-            &g.mean_interarrival, d);
-        OPT(drv_conf_int, gen, "seed", "generate.seed", 0, INT64_MAX, &s, d);
-        if ((rc = drv_conf_check_unused(&doc, gen, "generate", d)) != 0)
-            goto out;
-        g.jobs = (int32_t)n;
-        g.seed = (uint64_t)s;
-        if ((rc = drv_workload_generate(&w, &g, cat, d)) != 0)
-            goto out;
-    }
-    if ((rc = drv_conf_check_unused(&doc, doc.root, "top level", d)) != 0)
+    if (jobs && (rc = drv_conf_expect(&doc, jobs, DRV_CONF_SEQ, "jobs", d)) != 0)
         goto out;
+    for (int32_t i = 0; jobs && i < jobs->nitems && !rc; i++)
+        rc = read_job(&doc, path, jobs->items[i], i, cat, names, &w, d);
+    if (!rc && gen)
+        rc = read_generate(&doc, gen, seed, cat, &w, d);
+    if (!rc)
+        rc = drv_conf_check_unused(&doc, doc.root, "top level", d);
 out:
+    drv_strtab_free(names);
     drv_conf_doc_fini(&doc);
     if (rc) {
         drv_workload_fini(&w);

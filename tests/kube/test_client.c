@@ -507,6 +507,89 @@ static void test_bad_config(void **unused)
     drv_kube_free(k);
 }
 
+/* A token is refused when it could inject a header, or travel in clear to a remote server. */
+static void test_token_refusals(void **unused)
+{
+    (void)unused;
+    drv_kube *k = NULL;
+    drv_diag d;
+    drv_kube_config crlf = {.server = "https://x:6443", .token = "abc\r\nX-Injected: 1"};
+    assert_int_equal(drv_kube_new(&k, &crlf, &d), DRV_EINVAL);
+    assert_string_equal(d.msg, "token: contains a control character (byte 3)");
+    drv_kube_config clear = {.server = "http://10.0.0.1:8080", .token = "t"};
+    assert_int_equal(drv_kube_new(&k, &clear, &d), DRV_EINVAL);
+    assert_string_equal(d.msg, "server http://10.0.0.1:8080: plain http would send the bearer "
+                               "token unencrypted; use https://, or set insecure-skip-tls-verify "
+                               "to accept that");
+    assert_null(k);
+    /* said explicitly: accepted (with a warning); loopback: accepted */
+    drv_log_set(NULL, NULL, DRV_LOG_ERROR);
+    clear.insecure = true;
+    assert_int_equal(drv_kube_new(&k, &clear, &d), 0);
+    drv_kube_free(k);
+    drv_log_set(NULL, NULL, DRV_LOG_WARN);
+    drv_kube_config local = {.server = "http://127.0.0.1:1", .token = "t"};
+    assert_int_equal(drv_kube_new(&k, &local, &d), 0);
+    drv_kube_free(k);
+}
+
+/* The log sink of the sentinel test: every line, concatenated. */
+static char logged[1 << 16];
+static void capture(enum drv_log_level lvl, const char *msg, void *arg)
+{
+    (void)lvl;
+    (void)arg;
+    strncat(logged, msg, sizeof logged - strlen(logged) - 2);
+    strcat(logged, "\n");
+}
+
+/* No token or key in any log line, at every level up to the most verbose, through successes,
+ * errors, retries and a connection refused: a sentinel token is looked for in everything logged. */
+static void test_no_token_in_logs(void **state)
+{
+    world *w = *state;
+    static const char sentinel[] = "SENTINEL-TOKEN-5b1f0c", key[] = "SENTINEL-KEY-93ad7e";
+    drv_kube_config c = {.server = NULL,
+                         .token = (char *)sentinel,
+                         .key_data = (char *)key,
+                         .qps = 1000,
+                         .burst = 1000,
+                         .backoff_ms = 1,
+                         .backoff_max_ms = 2,
+                         .retries = 2,
+                         .retry_after_max_s = 1};
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", drv_apiserver_port(w->srv));
+    c.server = url;
+    logged[0] = 0;
+    for (int lvl = DRV_LOG_ERROR; lvl <= DRV_LOG_DEBUG; lvl++) {
+        drv_log_set(capture, NULL, (enum drv_log_level)lvl);
+        drv_kube *k = NULL;
+        drv_diag d;
+        assert_int_equal(drv_kube_new(&k, &c, &d), 0);
+        long st;
+        json_t *out = NULL;
+        drv_kube_request(k, "GET", "/api/v1/namespaces/default/pods", NULL, NULL, &st, &out, &d);
+        json_decref(out);
+        drv_kube_request(k, "GET", "/api/v1/namespaces/default/pods/none", NULL, NULL, &st, NULL,
+                         &d);
+        assert_null(strstr(d.msg, sentinel));
+        drv_kube_request(k, "POST", "/api/v1/namespaces/default/pods", NULL, "{bad", &st, NULL, &d);
+        assert_null(strstr(d.msg, sentinel));
+        drv_kube_free(k);
+        drv_kube_config dead = c;
+        dead.server = "http://127.0.0.1:1";
+        assert_int_equal(drv_kube_new(&k, &dead, &d), 0);
+        assert_int_equal(drv_kube_request(k, "GET", "/api", NULL, NULL, &st, NULL, &d), DRV_EIO);
+        assert_null(strstr(d.msg, sentinel));
+        drv_kube_free(k);
+    }
+    drv_log_set(NULL, NULL, DRV_LOG_WARN);
+    assert_true(strlen(logged) > 0); /* the retries were logged: the check saw real lines */
+    assert_null(strstr(logged, sentinel));
+    assert_null(strstr(logged, key));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -520,6 +603,8 @@ int main(void)
         cmocka_unit_test(test_token_bucket),
         cmocka_unit_test(test_backoff),
         cmocka_unit_test(test_bad_config),
+        cmocka_unit_test(test_token_refusals),
+        cmocka_unit_test_setup_teardown(test_no_token_in_logs, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,6 +32,7 @@ typedef struct fixture {
 } fixture;
 
 typedef struct runner {
+    drv_profile prof; /* the controller borrows it */
     drv_ctrl *c;
     pthread_t t;
     volatile int stop;
@@ -48,18 +49,17 @@ static void *run_main(void *arg)
 
 static void start_opts(fixture *f, runner *r, const char *policy, const drv_ctrl_opts *extra)
 {
-    drv_profile prof;
+    memset(r, 0, sizeof *r);
     drv_diag d = {{0}};
     if (strchr(policy, '='))
-        assert_int_equal(drv_profile_parse("test", policy, &prof, &d), 0);
+        assert_int_equal(drv_profile_parse("test", policy, &r->prof, &d), 0);
     else
-        assert_int_equal(drv_profile_builtin(policy, &prof, &d), 0);
-    drv_ctrl_opts o = {.profile = &prof};
+        assert_int_equal(drv_profile_builtin(policy, &r->prof, &d), 0);
+    drv_ctrl_opts o = {.profile = &r->prof};
     if (extra) {
         o = *extra;
-        o.profile = &prof;
+        o.profile = &r->prof;
     }
-    memset(r, 0, sizeof *r);
     assert_int_equal(drv_ctrl_new(&r->c, &f->cfg, &o, &d), 0);
     assert_int_equal(pthread_create(&r->t, NULL, run_main, r), 0);
 }

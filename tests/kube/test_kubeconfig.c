@@ -159,6 +159,47 @@ static void test_errors(void **unused)
     assert_int_equal(drv_kube_new(&k, &empty, &d), DRV_EINVAL);
 }
 
+/* A token with CR LF would inject an HTTP header; basic-auth users would silently run with no
+ * credentials. Both are refused, naming file:line and field. */
+static void test_hostile_users(void **unused)
+{
+    (void)unused;
+    put("h.yaml", "clusters:\n"
+                  "- name: c\n"
+                  "  cluster: {server: 'https://c:6443'}\n"
+                  "users:\n"
+                  "- name: crlf\n"
+                  "  user: {token: \"abc\\r\\nX-Injected: 1\"}\n"
+                  "- name: basic\n"
+                  "  user: {username: admin, password: hunter2}\n"
+                  "- name: tf\n"
+                  "  user: {tokenFile: badtok}\n"
+                  "contexts:\n"
+                  "- {name: crlf, context: {cluster: c, user: crlf}}\n"
+                  "- {name: basic, context: {cluster: c, user: basic}}\n"
+                  "- {name: tf, context: {cluster: c, user: tf}}\n");
+    put("badtok", "abc\nX-Injected: 1\n");
+    drv_kube_config c;
+    drv_diag d;
+    char want[700];
+    assert_int_equal(drv_kubeconfig_load(&c, paths("h.yaml", NULL), "crlf", &d), DRV_EINVAL);
+    snprintf(want, sizeof want, "%s/h.yaml:6: users[crlf].user.token: contains a control character",
+             dir);
+    assert_string_equal(d.msg, want);
+    assert_int_equal(drv_kubeconfig_load(&c, paths("h.yaml", NULL), "basic", &d), DRV_ENOTSUP);
+    snprintf(want, sizeof want,
+             "%s/h.yaml:8: users[basic].user.username: not supported (use a token, a tokenFile or "
+             "a client certificate)",
+             dir);
+    assert_string_equal(d.msg, want);
+    assert_int_equal(drv_kubeconfig_load(&c, paths("h.yaml", NULL), "tf", &d), DRV_EINVAL);
+    snprintf(want, sizeof want,
+             "%s/h.yaml:10: users[tf].user.tokenFile: %s/badtok: the token contains a control "
+             "character",
+             dir, dir);
+    assert_string_equal(d.msg, want);
+}
+
 static void test_in_cluster(void **unused)
 {
     (void)unused;
@@ -193,6 +234,7 @@ static void test_in_cluster(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hostile_users),
         cmocka_unit_test(test_merge_and_current_context),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_in_cluster),

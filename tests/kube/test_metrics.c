@@ -19,6 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cmocka.h>
 
 /* The value of the series written exactly as `series` (name and labels), or NAN. */
@@ -364,13 +369,84 @@ static void test_endpoint(void **unused)
     drv_metrics_free(m); /* stops the endpoint */
 }
 
+/* 1 when a TCP connection to ip:port is accepted. */
+static int connects(const char *ip, uint16_t port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+    assert_int_equal(inet_pton(AF_INET, ip, &sa.sin_addr), 1);
+    int ok = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    close(fd);
+    return ok;
+}
+
+/* Without a host the endpoint listens on loopback only (it bound every interface): 127.0.0.2
+ * reaches a socket bound to 0.0.0.0 but not one bound to 127.0.0.1, all without leaving lo.
+ * And nothing served changes state: every method but GET and HEAD is 405. */
+static void test_default_is_loopback_and_read_only(void **unused)
+{
+    (void)unused;
+    drv_metrics *m;
+    drv_diag d;
+    uint16_t port = 0;
+    assert_int_equal(drv_metrics_new(&m), 0);
+    assert_int_equal(drv_metrics_serve(m, NULL, 0, &port, &d), 0);
+    assert_true(connects("127.0.0.1", port));
+    assert_false(connects("127.0.0.2", port));
+    fetched f;
+    const char *methods[] = {"POST", "PUT", "DELETE", "PATCH"};
+    for (int i = 0; i < 4; i++) {
+        fetch(port, methods[i], "/metrics", &f);
+        assert_int_equal(f.code, 405);
+        fetch(port, methods[i], "/healthz", &f);
+        assert_int_equal(f.code, 405);
+    }
+    drv_metrics_free(m);
+    /* the contrast that makes the check mean something: every interface, asked for */
+    assert_int_equal(drv_metrics_new(&m), 0);
+    assert_int_equal(drv_metrics_serve(m, "0.0.0.0", 0, &port, &d), 0);
+    assert_true(connects("127.0.0.2", port));
+    drv_metrics_free(m);
+}
+
+/* Listen addresses: an empty host is loopback, brackets come off IPv6, bad forms are named. */
+static void test_parse_addr(void **unused)
+{
+    (void)unused;
+    char host[64];
+    uint16_t port = 1;
+    drv_diag d;
+    assert_int_equal(drv_metrics_parse_addr(":8080", host, sizeof host, &port, &d), 0);
+    assert_string_equal(host, "127.0.0.1");
+    assert_int_equal(port, 8080);
+    assert_int_equal(drv_metrics_parse_addr("0.0.0.0:0", host, sizeof host, &port, &d), 0);
+    assert_string_equal(host, "0.0.0.0");
+    assert_int_equal(port, 0);
+    assert_int_equal(drv_metrics_parse_addr("[::]:9090", host, sizeof host, &port, &d), 0);
+    assert_string_equal(host, "::");
+    assert_int_equal(port, 9090);
+    static const char *const bad[] = {"8080",   ":",       ":x",    ":-1", ":+80",
+                                      ":65536", "[::1:80", "a]:80", ":80 "};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        port = 7;
+        assert_int_equal(drv_metrics_parse_addr(bad[i], host, sizeof host, &port, &d), DRV_EINVAL);
+        assert_int_equal(port, 7);
+    }
+    assert_string_equal(d.msg, "expected [HOST]:PORT such as :8080, found ':80 '");
+    assert_int_equal(drv_metrics_parse_addr("1.2.3.4:80", host, 4, &port, &d), DRV_EINVAL);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_render), cmocka_unit_test(test_registration_errors),
-        cmocka_unit_test(test_failing_allocations), cmocka_unit_test(test_concurrent_updates),
-        cmocka_unit_test(test_endpoint)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_parse_addr),
+                                       cmocka_unit_test(test_default_is_loopback_and_read_only),
+                                       cmocka_unit_test(test_render),
+                                       cmocka_unit_test(test_registration_errors),
+                                       cmocka_unit_test(test_failing_allocations),
+                                       cmocka_unit_test(test_concurrent_updates),
+                                       cmocka_unit_test(test_endpoint)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
     return rc;

@@ -127,9 +127,10 @@ static void test_gpus_go_where_goodput_rises(void **unused)
     else
         assert_true(nb > na);
     /* each got the best batch for its placement, within range */
+    const drv_calib_job *m = drv_sim_model(s)->v; /* batches live in the model (calib.h) */
     for (int i = 0; i < 2; i++)
-        assert_true(st->jobs[i].batch >= v[i].batch_min && st->jobs[i].batch <= v[i].batch_max);
-    assert_true(st->jobs[0].batch > v[0].batch || st->jobs[1].batch > v[1].batch);
+        assert_true(m[i].batch >= v[i].batch_min && m[i].batch <= v[i].batch_max);
+    assert_true(m[0].batch > v[0].batch || m[1].batch > v[1].batch);
     drv_sim_free(s);
     drv_cluster_fini(&c);
 }
@@ -161,11 +162,12 @@ static int run_checking_batches(const char *policy, int w_no, int32_t n)
             const drv_job *j = &st->jobs[i];
             if (j->phase == DRV_JOB_FUTURE) /* not submitted: a blank placeholder */
                 continue;
-            assert_true(j->batch >= j->batch_min && j->batch <= j->batch_max);
-            assert_true(j->batch_min == w.jobs[i].batch_min && j->batch_max == w.jobs[i].batch_max);
+            const drv_calib_job *m = &drv_sim_model(s)->v[i]; /* its batch (calib.h) */
+            assert_true(m->batch >= m->batch_min && m->batch <= m->batch_max);
+            assert_true(m->batch_min == w.jobs[i].batch_min && m->batch_max == w.jobs[i].batch_max);
             assert_true(j->steps <= j->steps_total);
-            changes += last[i] != 0 && last[i] != j->batch;
-            last[i] = j->batch;
+            changes += last[i] != 0 && last[i] != m->batch;
+            last[i] = m->batch;
         }
     }
     assert_int_equal(drv_sim_run(s, &d), 0);

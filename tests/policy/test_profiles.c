@@ -27,6 +27,87 @@ static void test_builtins_parse(void **unused)
     assert_non_null(strstr(d.msg, "gang-fifo"));
 }
 
+/* Two profiles say the same: points, plugins, weights, knobs (names and values), settings. */
+static void assert_same_profile(const drv_profile *a, const drv_profile *b)
+{
+    assert_int_equal(a->gang, b->gang);
+    assert_true(a->period == b->period);
+    for (int pt = 0; pt < DRV_NPOINTS; pt++) {
+        assert_int_equal(a->nuse[pt], b->nuse[pt]);
+        for (int i = 0; i < a->nuse[pt]; i++) {
+            const drv_plugin_use *u = &a->use[pt][i], *v = &b->use[pt][i];
+            assert_ptr_equal(u->p, v->p);
+            assert_int_equal(u->weight, v->weight);
+            assert_int_equal(u->nknobs, v->nknobs);
+            for (int k = 0; k < u->nknobs; k++) {
+                assert_string_equal(drv_profile_knobs(a, u)[k].name,
+                                    drv_profile_knobs(b, v)[k].name);
+                assert_true(drv_profile_knobs(a, u)[k].value == drv_profile_knobs(b, v)[k].value);
+            }
+        }
+    }
+}
+
+/* A profile built from parts, the YAML loader's way (typed settings, each point's text with
+ * spaces as a person writes it), equals the one parsed from the line: one parser, two ways in
+ * (a metamorphic check). Knob values are numbers from the start. */
+static void test_profile_parts_equal_line(void **unused)
+{
+    (void)unused;
+    drv_diag d = {{0}};
+    drv_profile line, parts;
+    assert_int_equal(
+        drv_profile_parse("x",
+                          "gang=false period=5 queue_order=priority(w_par=0;w_wait=2.5) "
+                          "admit=dragon(starve_wait=30) scale=dragon "
+                          "score=locality*3,least-allocated",
+                          &line, &d),
+        0);
+    drv_profile_init(&parts, "x");
+    parts.gang = false;
+    parts.period = 5;
+    static const struct {
+        int pt;
+        const char *text;
+    } in[] = {{DRV_PT_QUEUE_ORDER, " priority( w_par = 0 ; w_wait=2.5 ) "},
+              {DRV_PT_ADMIT, "dragon(starve_wait=30)"},
+              {DRV_PT_SCALE, "dragon"},
+              {DRV_PT_SCORE, "locality * 3, least-allocated,"}};
+    for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
+        if (drv_profile_set_point(&parts, in[i].pt, in[i].text, strlen(in[i].text), &d) != 0)
+            fail_msg("%s: %s", in[i].text, d.msg);
+    assert_int_equal(drv_profile_check(&parts, &d), 0);
+    assert_same_profile(&line, &parts);
+    const drv_plugin_use *q = &line.use[DRV_PT_QUEUE_ORDER][0];
+    assert_int_equal(q->nknobs, 2);
+    assert_true(drv_profile_knobs(&line, q)[1].value == 2.5);
+    /* The same errors either way, and a profile's knobs are bounded in all. */
+    assert_int_equal(drv_profile_set_point(&parts, DRV_PT_SCORE, "locality*0", 10, &d), DRV_EINVAL);
+    assert_non_null(strstr(d.msg, "weight '0' must be 1..1000"));
+    assert_int_equal(drv_profile_set_point(&parts, DRV_PT_ADMIT, "gang(strict)", 12, &d),
+                     DRV_EINVAL);
+    assert_non_null(strstr(d.msg, "expected knob=value"));
+    assert_int_equal(drv_profile_set_point(&parts, DRV_PT_ADMIT, "gang(strict=x)", 14, &d),
+                     DRV_EINVAL);
+    assert_non_null(strstr(d.msg, "'x' is not a number"));
+    assert_int_equal(drv_profile_set_point(&parts, DRV_PT_ADMIT, "gang(strict=1", 13, &d),
+                     DRV_EINVAL);
+    assert_non_null(strstr(d.msg, "expected ')' at the end"));
+    char full[512] = "locality("; /* DRV_MAX_KNOBS knobs: names are checked by the plugin */
+    for (int k = 0; k < DRV_MAX_KNOBS; k++)
+        snprintf(full + strlen(full), sizeof full - strlen(full), "k%d=1%s", k,
+                 k + 1 < DRV_MAX_KNOBS ? ";" : ")");
+    drv_profile many;
+    drv_profile_init(&many, "many");
+    int rc = 0, uses = 0;
+    for (; uses <= DRV_MAX_PROFILE_KNOBS / DRV_MAX_KNOBS && !rc; uses++)
+        rc = drv_profile_set_point(&many, DRV_PT_SCORE, full, strlen(full), &d);
+    assert_int_equal(rc, DRV_ERANGE);
+    assert_int_equal(uses, DRV_MAX_PROFILE_KNOBS / DRV_MAX_KNOBS + 1);
+    assert_int_equal(many.nknobs, DRV_MAX_PROFILE_KNOBS);
+    assert_non_null(strstr(d.msg, "knobs in all"));
+}
+
 static void test_profile_line_errors(void **unused)
 {
     (void)unused;
@@ -145,9 +226,8 @@ static void test_interleaving_versus_gang(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_builtins_parse),
-        cmocka_unit_test(test_profile_line_errors),
-        cmocka_unit_test(test_spread_versus_pack),
+        cmocka_unit_test(test_builtins_parse),           cmocka_unit_test(test_profile_line_errors),
+        cmocka_unit_test(test_profile_parts_equal_line), cmocka_unit_test(test_spread_versus_pack),
         cmocka_unit_test(test_interleaving_versus_gang),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

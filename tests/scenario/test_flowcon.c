@@ -39,10 +39,54 @@ static void test_cpu_moves_to_growing_job(void **unused)
     drv_cluster_fini(&c);
 }
 
+/* Node a pod of job `job` is bound to, or -1. */
+static int32_t node_of(const drv_state *st, int32_t job)
+{
+    return st->pods[drv_job_pod(st, job, DRV_ROLE_WORKER, 0)].node;
+}
+
+/*
+ * FlowCon 2.0 placement: a new job goes where the running jobs have the lowest total growth,
+ * and a job not yet measured counts as growing. Two nodes of 8 CPUs: A (3 CPUs) has converged
+ * on one by t=600; B (2 CPUs) starts on the other at t=600 and C arrives at t=605, before B has
+ * been measured. Least-allocated alone prefers B's node (less requested); the FlowCon score
+ * must outweigh it and put C beside the converged A. Counting the unmeasured B as 0 made B's
+ * node look idle and piled C onto it.
+ */
+static void test_new_job_joins_converged_one(void **unused)
+{
+    (void)unused;
+    drv_jobspec v[3] = {job("a", "lenet", 0, 0, 1, 1, 1, 3000, 8000, 1e6),
+                        job("b", "lenet", 600, 0, 1, 1, 1, 2000, 8000, 1e6),
+                        job("c", "lenet", 605, 0, 1, 1, 1, 2000, 8000, 1e6)};
+    drv_workload w = {v, 3, 3};
+    drv_cluster_spec c = {0};
+    drv_sim *s = start(&c, &w, 2, 8000,
+                       "gang=false period=10 admit=pod-by-pod score=flowcon*2,least-allocated "
+                       "reallocate=flowcon");
+    until(s, 630);
+    const drv_state *st = drv_sim_state(s);
+    assert_true(node_of(st, 0) >= 0 && node_of(st, 1) >= 0);
+    assert_int_not_equal(node_of(st, 0), node_of(st, 1));
+    assert_int_equal(node_of(st, 2), node_of(st, 0));
+    drv_sim_free(s);
+    drv_cluster_fini(&c);
+
+    /* The same jobs without the FlowCon score: C follows least-allocated, to B's node. */
+    s = start(&c, &w, 2, 8000,
+              "gang=false period=10 admit=pod-by-pod score=least-allocated reallocate=flowcon");
+    until(s, 630);
+    st = drv_sim_state(s);
+    assert_int_equal(node_of(st, 2), node_of(st, 1));
+    drv_sim_free(s);
+    drv_cluster_fini(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cpu_moves_to_growing_job),
+        cmocka_unit_test(test_new_job_joins_converged_one),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -538,37 +538,6 @@ static void test_many_nodes(void **unused)
     }
 }
 
-/* The profile line written to summary.json parses back to the same profile, for every
- * built-in (two ways to the same profile agree). */
-static void test_profile_line_round_trip(void **unused)
-{
-    (void)unused;
-    for (int i = 0; i < drv_profile_builtin_count(); i++) {
-        drv_profile a, b;
-        drv_diag d = {{0}};
-        assert_int_equal(drv_profile_builtin(drv_profile_builtin_name(i), &a, &d), 0);
-        char line[4096];
-        drv_report_profile_line(&a, line, sizeof line);
-        if (drv_profile_parse("again", line, &b, &d) != 0)
-            fail_msg("%s: '%s' does not parse: %s", a.name, line, d.msg);
-        assert_int_equal(a.gang, b.gang);
-        assert_true(a.period == b.period);
-        for (int pt = 0; pt < DRV_NPOINTS; pt++) {
-            assert_int_equal(a.nuse[pt], b.nuse[pt]);
-            for (int32_t k = 0; k < a.nuse[pt]; k++) {
-                const drv_plugin_use *x = &a.use[pt][k], *y = &b.use[pt][k];
-                assert_ptr_equal(x->p, y->p);
-                assert_int_equal(x->weight, y->weight);
-                assert_int_equal(x->nknobs, y->nknobs);
-                for (int32_t q = 0; q < x->nknobs; q++) {
-                    assert_string_equal(x->knobs[q].name, y->knobs[q].name);
-                    assert_true(x->knobs[q].value == y->knobs[q].value);
-                }
-            }
-        }
-    }
-}
-
 /* summary.json records version, seed, profile line and inputs with their SHA-256 (the
  * FIPS 180-2 example: "abc"); jobs-*.csv names each job's model. */
 static void test_provenance(void **unused)
@@ -715,9 +684,63 @@ static void test_pick(void **unused)
     assert_int_equal(best, 0);
 }
 
+/* Placement nodes are found through a hash (a scan per row was quadratic in 10^5 nodes), then
+ * sorted naturally, and every placement still names the node it named in the file. */
+static void test_placement_nodes_sorted_and_mapped(void **unused)
+{
+    (void)unused;
+    char tdir[] = "/tmp/drover-test-nodes-XXXXXX";
+    assert_non_null(mkdtemp(tdir));
+    static const char *const files[][2] = {
+        {"summary.json",
+         "[{\"policy\":\"p\",\"jobs\":1,\"done\":1,\"avg_jct_s\":10,\"p50_jct_s\":10,"
+         "\"p95_jct_s\":10,\"p99_jct_s\":10,\"makespan_s\":10,\"avg_wait_s\":0,"
+         "\"cpu_util\":0.5,\"cpu_useful\":0.5,\"cpu_wasted\":0,\"gpu_util\":0,"
+         "\"gpu_useful\":0,\"gpu_wasted\":0,\"preemptions\":0,\"migrations\":0,"
+         "\"restarts\":0,\"scales\":0,\"resizes\":0,\"cycles\":1,\"cycles_skipped\":0,"
+         "\"events\":2,\"decisions\":1,\"stuck\":0,\"stuck_cpu\":0,\"end_s\":10}]"},
+        {"jobs-p.csv", "job,user,model,ps,workers_requested,workers_last,submit_s,start_s,end_s,"
+                       "wait_s,jct_s,restarts,migrations,preemptions\n"
+                       "a,u,0,0,1,1,0,0,10,0,10,0,0,0\n"},
+        {"timeline-p.csv", "t_s,cpu_used_m,cpu_useful_m,gpu_used,gpu_useful,pending_jobs,"
+                           "running_jobs\n0,1000,1000,0,0,0,1\n"},
+        {"placements-p.csv", "job,pod,node,start_s,end_s\n"
+                             "a,w0,node-10,0,1\na,w0,node-2,1,2\na,w0,node-1,2,3\n"
+                             "a,w0,node-2,3,4\n"},
+    };
+    char path[256];
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", tdir, files[i][0]);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(files[i][1], f);
+        fclose(f);
+    }
+    drv_report_data r;
+    drv_diag d;
+    if (drv_report_load(&r, tdir, &d) != 0)
+        fail_msg("%s", d.msg);
+    drv_report_run *run = &r.runs[0];
+    assert_int_equal(run->nnodes, 3);
+    assert_string_equal(run->nodes[0], "node-1");
+    assert_string_equal(run->nodes[1], "node-2");
+    assert_string_equal(run->nodes[2], "node-10");
+    static const char *const named[] = {"node-10", "node-2", "node-1", "node-2"};
+    assert_int_equal(run->npl, 4);
+    for (int i = 0; i < 4; i++)
+        assert_string_equal(run->nodes[run->pl[i].node], named[i]);
+    drv_report_data_fini(&r);
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", tdir, files[i][0]);
+        remove(path);
+    }
+    rmdir(tdir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_placement_nodes_sorted_and_mapped),
         cmocka_unit_test(test_csv_reads_columns_by_name),
         cmocka_unit_test(test_csv_long_line),
         cmocka_unit_test(test_csv_errors),
@@ -728,7 +751,6 @@ int main(void)
         cmocka_unit_test(test_policy_name_refused),
         cmocka_unit_test(test_timeline_count_range),
         cmocka_unit_test(test_many_nodes),
-        cmocka_unit_test(test_profile_line_round_trip),
         cmocka_unit_test(test_provenance),
         cmocka_unit_test(test_table_gpu_first),
         cmocka_unit_test(test_pick),

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "drover/policy.h"
@@ -106,9 +107,81 @@ static void test_job_that_fits_nowhere_is_refused(void **unused)
     assert_int_equal(drv_workload_load(&w, fixture("too-big.yaml"), &cat, 1, &d), 0);
     drv_cluster_default(&c);
     assert_int_equal(run(&c, &w, "gang-fifo", 1, &s, &d), DRV_EINVAL);
-    assert_non_null(strstr(d.msg, "job whale: a worker pod"));
+    assert_string_equal(d.msg, "job whale: worker pod (cpu 64, memory 8Gi, gpu 0) fits on no node "
+                               "of the cluster (largest: cpu 32, memory 128Gi, gpu 0)");
+    /* Named by file and line when the caller says where the jobs came from. */
+    drv_profile p;
+    assert_int_equal(drv_profile_builtin("gang-fifo", &p, &d), 0);
+    drv_sim_config cfg = {.seed = 1, .workload_file = "too-big.yaml"};
+    drv_sim *sim = NULL;
+    assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &sim, &d), DRV_EINVAL);
+    assert_null(sim);
+    assert_string_equal(d.msg, "too-big.yaml:2: job whale: worker pod (cpu 64, memory 8Gi, gpu 0) "
+                               "fits on no node of the cluster (largest: cpu 32, memory 128Gi, "
+                               "gpu 0)");
     drv_workload_fini(&w);
     drv_cluster_fini(&c);
+}
+
+/* Two nodes of 5e18 bytes each wrapped the capacity sum negative and no job ever ran: such a
+ * quantity is now refused where it is read, naming file, line and field. */
+static void test_huge_quantities_refused(void **unused)
+{
+    (void)unused;
+    drv_cluster_spec c = {0};
+    drv_diag d = {{0}};
+    char path[] = "/tmp/drover-test-huge-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("nodes:\n  - {name: a, count: 2, cpu: 4, memory: 5e18}\n", f);
+    fclose(f);
+    assert_int_equal(drv_cluster_load(&c, path, &d), DRV_ERANGE);
+    char want[512];
+    snprintf(want, sizeof want,
+             "%s:2: nodes[0].memory: 5e18 is more than the largest memory quantity accepted, "
+             "1024Ti",
+             path);
+    assert_string_equal(d.msg, want);
+    f = fopen(path, "w");
+    fputs("nodes:\n  - {name: a, cpu: 1e30, memory: 1Gi}\n", f);
+    fclose(f);
+    assert_int_equal(drv_cluster_load(&c, path, &d), DRV_ERANGE);
+    snprintf(want, sizeof want,
+             "%s:2: nodes[0].cpu: 1e30 is more than the largest CPU quantity accepted, 1000000000",
+             path);
+    assert_string_equal(d.msg, want);
+    /* many nodes of the largest memory: refused before their sum leaves int64 */
+    f = fopen(path, "w");
+    fputs("nodes:\n  - {name: a, count: 5000, cpu: 1, memory: 1024Ti}\n", f);
+    fclose(f);
+    assert_int_equal(drv_cluster_load(&c, path, &d), DRV_ERANGE);
+    snprintf(want, sizeof want,
+             "%s:2: nodes[0]: the cluster grows past 100000 nodes or 4194304Ti of memory in all",
+             path);
+    assert_string_equal(d.msg, want);
+    /* 100,000 nodes from one line load (the name check scanned every earlier name: 38 s) */
+    f = fopen(path, "w");
+    fputs("nodes:\n  - {name: a, count: 100000, cpu: 1, memory: 1Gi}\n  - {name: a-7, cpu: 1, "
+          "memory: 1Gi}\n",
+          f);
+    fclose(f);
+    assert_int_equal(drv_cluster_load(&c, path, &d), DRV_ERANGE);
+    f = fopen(path, "w");
+    fputs("nodes:\n  - {name: a, count: 99999, cpu: 1, memory: 1Gi}\n  - {name: a-7, cpu: 1, "
+          "memory: 1Gi}\n",
+          f);
+    fclose(f);
+    assert_int_equal(drv_cluster_load(&c, path, &d), DRV_EEXIST);
+    snprintf(want, sizeof want, "%s:3: nodes[1].name: node 'a-7' defined twice", path);
+    assert_string_equal(d.msg, want);
+    f = fopen(path, "w");
+    fputs("nodes:\n  - {name: a, count: 100000, cpu: 1, memory: 1Gi}\n", f);
+    fclose(f);
+    assert_int_equal(drv_cluster_load(&c, path, &d), 0);
+    assert_int_equal(c.n, 100000);
+    drv_cluster_fini(&c);
+    remove(path);
 }
 
 /* The crafted two-job workload: k8s-default deadlocks, gang-fifo finishes both. */
@@ -391,7 +464,8 @@ static void test_skipping_keeps_migrations(void **unused)
     drv_diag d = {{0}};
     drv_jobspec v[3];
     const char *names[3] = {"a", "c", "b"}, *models[3] = {"lenet", "birnn", "lenet"};
-    double submit[3] = {0, 0, 600}, steps[3] = {1e6, 1e6, 1e5};
+    /* C nearly done when B arrives, so moving A beside it pays (test_specon.c). */
+    double submit[3] = {0, 0, 600}, steps[3] = {1e6, 1700, 1e5};
     int64_t limit[3] = {8000, 4000, 8000};
     for (int i = 0; i < 3; i++) {
         memset(&v[i], 0, sizeof v[i]);
@@ -559,12 +633,116 @@ static void test_lazy_samples_are_in_order(void **unused)
     drv_cluster_fini(&c);
 }
 
+/* A 45-byte `generate: {jobs: 10000000}` asked for 3.3 GB: the limit is stated and refused. */
+static void test_generate_limit(void **unused)
+{
+    (void)unused;
+    drv_workload w = {0};
+    drv_diag d = {{0}};
+    char path[] = "/tmp/drover-test-gen-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("generate: {jobs: 10000000}\n", f);
+    fclose(f);
+    assert_int_equal(drv_workload_load(&w, path, &cat, 1, &d), DRV_ERANGE);
+    char want[512];
+    snprintf(want, sizeof want, "%s:1: generate.jobs: 10000000 is out of range [1, 100000]", path);
+    assert_string_equal(d.msg, want);
+    assert_int_equal(w.n, 0);
+    remove(path);
+}
+
+/* --workload OUT/summary.json --out OUT overwrote its own input. */
+static void test_out_dir_holding_an_input_is_refused(void **unused)
+{
+    (void)unused;
+    char dir[] = "/tmp/drover-test-out-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char in[600], other[600], want[1400];
+    snprintf(in, sizeof in, "%s/summary.json", dir);
+    snprintf(other, sizeof other, "%s/w.yaml", dir);
+    fclose(fopen(in, "w"));
+    fclose(fopen(other, "w"));
+    drv_diag d = {{0}};
+    const char *inputs[] = {NULL, other, in};
+    assert_int_equal(drv_sim_check_out(dir, inputs, 3, &d), DRV_EINVAL);
+    snprintf(want, sizeof want,
+             "--out %s: the run would overwrite its own input %s (it writes summary.* there); "
+             "choose another directory",
+             dir, in);
+    assert_string_equal(d.msg, want);
+    /* the same directory named another way */
+    char alias[700];
+    snprintf(alias, sizeof alias, "%s/../%s", dir, strrchr(dir, '/') + 1);
+    assert_int_equal(drv_sim_check_out(alias, inputs, 3, &d), DRV_EINVAL);
+    /* a file the run does not write, and an out directory not made yet, are fine */
+    assert_int_equal(drv_sim_check_out(dir, inputs, 2, &d), 0);
+    snprintf(alias, sizeof alias, "%s/new", dir);
+    assert_int_equal(drv_sim_check_out(alias, inputs, 3, &d), 0);
+    remove(in);
+    remove(other);
+    rmdir(dir);
+}
+
+static char warned[2048];
+static void keep_log(enum drv_log_level lvl, const char *msg, void *arg)
+{
+    (void)arg;
+    if (lvl != DRV_LOG_WARN)
+        return;
+    strncat(warned, msg, sizeof warned - strlen(warned) - 2);
+    strcat(warned, "\n");
+}
+
+/* Jobs that will never run (submitted past the horizon, or needing more than the whole cluster
+ * at their smallest) were silently never run: each kind is warned about once, with a count. */
+static void test_never_run_jobs_are_warned(void **unused)
+{
+    (void)unused;
+    drv_cluster_spec c = {0};
+    assert_int_equal(drv_cluster_uniform(&c, 2, (drv_res){4000, 16LL << 30, 0}), 0);
+    c.timing.horizon = 1000;
+    drv_jobspec v[3];
+    memset(v, 0, sizeof v);
+    for (int i = 0; i < 3; i++) {
+        snprintf(v[i].name, sizeof v[i].name, "j%d", i);
+        v[i].model = 0;
+        v[i].target_loss = cat.v[0].target_loss;
+        v[i].role[DRV_ROLE_WORKER] = (drv_rolespec){1, 1, 1, {1000, 1LL << 30, 0}, 1000};
+    }
+    v[1].submit = 5000;                                                               /* late */
+    v[2].role[DRV_ROLE_WORKER] = (drv_rolespec){3, 3, 3, {4000, 1LL << 30, 0}, 4000}; /* 12 > 8 */
+    drv_workload w = {.jobs = v, .n = 3, .cap = 3};
+    drv_profile p;
+    drv_diag d;
+    assert_int_equal(drv_profile_builtin("gang-fifo", &p, &d), 0);
+    drv_sim_config cfg = {.seed = 1};
+    drv_sim *s = NULL;
+    warned[0] = 0;
+    drv_log_set(keep_log, NULL, DRV_LOG_WARN);
+    int rc = drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d);
+    drv_log_set(NULL, NULL, DRV_LOG_WARN);
+    assert_int_equal(rc, 0);
+    assert_string_equal(warned,
+                        "1 job(s) submitted after the horizon (1000 s) will not run, the first j1 "
+                        "at 5000 s\n"
+                        "1 job(s) need more than the whole cluster at their smallest and will not "
+                        "run, the first j2\n");
+    drv_sim_free(s);
+    drv_cluster_fini(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_workload_errors),
         cmocka_unit_test(test_cluster_errors_and_counts),
         cmocka_unit_test(test_job_that_fits_nowhere_is_refused),
+        cmocka_unit_test(test_huge_quantities_refused),
+        cmocka_unit_test(test_generate_limit),
+        cmocka_unit_test(test_never_run_jobs_are_warned),
+        cmocka_unit_test(test_out_dir_holding_an_input_is_refused),
         cmocka_unit_test(test_k8s_default_deadlocks_gang_does_not),
         cmocka_unit_test(test_single_job_matches_model),
         cmocka_unit_test(test_determinism),

@@ -283,9 +283,59 @@ static void test_failing_allocations(void **unused)
     assert_int_equal(rc, 0);
 }
 
+/* Blank lines count: a bad row after them is named by its own line (strtok skipped them and
+ * named the row two lines early). A job name twice is refused, and so is a NUL byte. */
+static void test_lines_duplicates_nul(void **unused)
+{
+    (void)unused;
+    drv_workload w = {0};
+    drv_diag d = {{0}};
+    drv_trace_opts o = opts("auto", false);
+    char text[] = "name,time,application,num_replicas,batch_size\n"
+                  "a,0,cifar10,1,128\n\n\nb,1x,cifar10,1,128\n";
+    assert_int_equal(drv_trace_parse(&w, "t.csv", text, &cat, &o, NULL, &d), DRV_EPARSE);
+    assert_string_equal(d.msg, "t.csv:5:3: time: expected a number in [0, 1e+10], found '1x'");
+    char dup[] = "name,time,application,num_replicas,batch_size\r\n"
+                 "a,0,cifar10,1,128\r\n\r\nb,1,cifar10,1,128\r\na,2,cifar10,1,128\r\n";
+    assert_int_equal(drv_trace_parse(&w, "t.csv", dup, &cat, &o, NULL, &d), DRV_EPARSE);
+    assert_string_equal(d.msg, "t.csv:5:1: row: job 'a' is in the trace twice");
+    assert_int_equal(w.n, 0);
+    /* with --on-bad-row skip the second 'a' is skipped and counted like any bad row */
+    char dup2[] = "name,time,application,num_replicas,batch_size\n"
+                  "a,0,cifar10,1,128\nb,1,cifar10,1,128\na,2,cifar10,1,128\n";
+    drv_trace_opts skip = opts("auto", true);
+    int32_t skipped = 0;
+    drv_log_set(NULL, NULL, DRV_LOG_ERROR);
+    assert_int_equal(drv_trace_parse(&w, "t.csv", dup2, &cat, &skip, &skipped, &d), 0);
+    drv_log_set(NULL, NULL, DRV_LOG_WARN);
+    assert_int_equal(skipped, 1);
+    assert_int_equal(w.n, 2);
+    assert_true(w.jobs[1].submit == 1);
+    drv_workload_fini(&w);
+    char ok[] = "name,time,application,num_replicas,batch_size\n\na,0,cifar10,1,128\n";
+    assert_int_equal(drv_trace_parse(&w, "t.csv", ok, &cat, &o, NULL, &d), 0);
+    assert_int_equal(w.n, 1);
+    assert_int_equal(w.jobs[0].line, 3);
+    drv_workload_fini(&w);
+
+    char tmp[] = "/tmp/drover-test-nul-XXXXXX";
+    int fd = mkstemp(tmp);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "wb");
+    fwrite("name,time,application,num_replicas,batch_size\na,0,cifar10,1,128\n\0b,1,x\n", 1, 71, f);
+    fclose(f);
+    assert_int_equal(drv_trace_load(&w, tmp, &cat, &o, NULL, &d), DRV_EPARSE);
+    char want[300];
+    snprintf(want, sizeof want, "%s: byte 64: a NUL byte; expected text", tmp);
+    assert_string_equal(d.msg, want);
+    assert_int_equal(w.n, 0);
+    remove(tmp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lines_duplicates_nul),
         cmocka_unit_test(test_pollux),
         cmocka_unit_test(test_pollux_bad_rows),
         cmocka_unit_test(test_philly),

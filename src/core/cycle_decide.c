@@ -1,0 +1,241 @@
+/*
+ * cycle_decide.c - the decision list of a cycle and the assumed overlay it keeps current
+ * (cycle_int.h): every drv_ctx_bind, evict, scale, resize, migrate or set_batch appends one
+ * decision and updates the per-node free resources, per-pod nodes and per-job worker counts the
+ * rest of the cycle sees; drv_ctx_rollback undoes decisions newest first, restoring the overlay
+ * exactly (capacity given back by a rollback does not clear the failed-gang memo).
+ */
+#include "cycle_int.h"
+
+static void ix_update(drv_sched *s, int32_t node)
+{
+    drv_nodeindex_update(s->ix, node, s->free[node], s->nrole[node * DRV_NROLES + DRV_ROLE_PS]);
+}
+
+static void set_pod_node(drv_ctx *c, int32_t pod, int32_t node)
+{
+    int role = c->snap->st->pods[pod].role;
+    int32_t from = cycle_pod_node(c, pod);
+    if (from >= 0)
+        c->s->nrole[from * DRV_NROLES + role]--;
+    if (node >= 0)
+        c->s->nrole[node * DRV_NROLES + role]++;
+    if (role == DRV_ROLE_PS && c->s->ix_ok) { /* the index keeps PS counts for bounds */
+        if (from >= 0)
+            ix_update(c->s, from);
+        if (node >= 0)
+            ix_update(c->s, node);
+    }
+    c->s->pod_stamp[pod] = c->s->stamp;
+    c->s->pod_node[pod] = node;
+    c->s->job_touch[c->snap->st->pods[pod].job] = c->s->stamp;
+}
+
+static void set_workers(drv_ctx *c, int32_t job, int32_t n)
+{
+    c->s->job_stamp[job] = c->s->stamp;
+    c->s->job_workers[job] = n;
+}
+
+static void take(drv_ctx *c, int32_t node, drv_res r)
+{
+    drv_sched *s = c->s;
+    s->free[node] = drv_res_sub(s->free[node], r);
+    if (c->snap->st->nodes[node].schedulable)
+        s->totfree = drv_res_sub(s->totfree, r);
+    if (s->ix_ok)
+        ix_update(s, node);
+}
+
+static void give(drv_ctx *c, int32_t node, drv_res r)
+{
+    drv_sched *s = c->s;
+    s->free[node] = drv_res_add(s->free[node], r);
+    if (s->ix_ok)
+        ix_update(s, node);
+    if (c->snap->st->nodes[node].schedulable) {
+        s->totfree = drv_res_add(s->totfree, r);
+        s->maxfree = cycle_res_max(s->maxfree, s->free[node]);
+    }
+    if (!s->rolling_back && s->nfailed) {
+        s->nfailed = 0; /* capacity grew: a gang that failed may fit now */
+        s->memo_epoch++;
+    }
+}
+
+static int push(drv_ctx *c, drv_decision x)
+{
+    int rc = drv_decisions_push(c->out, x);
+    if (rc && !c->err)
+        c->err = rc;
+    c->changes += rc == 0;
+    return rc;
+}
+
+/* ---- decisions --------------------------------------------------------------------------- */
+
+int drv_ctx_bind(drv_ctx *c, int32_t pod, int32_t node)
+{
+    const drv_state *st = c->snap->st;
+    drv_decision x = {
+        .kind = DRV_BIND, .job = st->pods[pod].job, .pod = pod, .node = node, .from = -1};
+    int rc = push(c, x);
+    if (rc)
+        return rc;
+    take(c, node, cycle_pod_req(st, pod));
+    set_pod_node(c, pod, node);
+    return 0;
+}
+
+int drv_ctx_evict(drv_ctx *c, int32_t pod, int reason)
+{
+    const drv_state *st = c->snap->st;
+    int32_t from = cycle_pod_node(c, pod);
+    if (from < 0)
+        return 0;
+    drv_decision x = {.kind = DRV_EVICT,
+                      .job = st->pods[pod].job,
+                      .pod = pod,
+                      .node = -1,
+                      .reason = reason,
+                      .from = from};
+    int rc = push(c, x);
+    if (rc)
+        return rc;
+    give(c, from, cycle_pod_req(st, pod));
+    set_pod_node(c, pod, -1);
+    return 0;
+}
+
+int drv_ctx_scale(drv_ctx *c, int32_t job, int32_t workers)
+{
+    int32_t prev = drv_ctx_workers(c, job);
+    if (prev == workers)
+        return 0;
+    /* A shrink below the workers bound takes the surplus off first, highest slots first (a
+     * role never has more pods bound than its target, docs/cycle.md): a plugin that only
+     * means "this job now wants n" (tiresias resetting a job grown by dragon) cannot leave
+     * workers running that nobody wants. A shrink that evicted its victims itself finds none
+     * left to take. */
+    const drv_state *st = c->snap->st;
+    int32_t nbound = 0, slots = 0;
+    for (int32_t pod; (pod = drv_job_pod(st, job, DRV_ROLE_WORKER, slots)) >= 0; slots++)
+        nbound += cycle_pod_node(c, pod) >= 0;
+    for (int32_t i = slots - 1; i >= 0 && nbound > workers; i--) {
+        int32_t pod = drv_job_pod(st, job, DRV_ROLE_WORKER, i);
+        if (cycle_pod_node(c, pod) < 0)
+            continue;
+        int rc = drv_ctx_evict(c, pod, DRV_REASON_SHRINK);
+        if (rc)
+            return rc;
+        nbound--;
+    }
+    drv_decision x = {.kind = DRV_SCALE,
+                      .job = job,
+                      .pod = -1,
+                      .node = -1,
+                      .value = workers,
+                      .from = -1,
+                      .prev = prev};
+    int rc = push(c, x);
+    if (rc)
+        return rc;
+    set_workers(c, job, workers);
+    return 0;
+}
+
+int drv_ctx_resize(drv_ctx *c, int32_t pod, int64_t cpu_limit)
+{
+    const drv_state *st = c->snap->st;
+    const drv_pod *p = &st->pods[pod];
+    if (p->cpu_limit == cpu_limit)
+        return 0;
+    drv_decision x = {.kind = DRV_RESIZE,
+                      .job = p->job,
+                      .pod = pod,
+                      .node = -1,
+                      .value = cpu_limit,
+                      .from = -1,
+                      .prev = p->cpu_limit};
+    return push(c, x);
+}
+
+int drv_ctx_migrate(drv_ctx *c, int32_t pod, int32_t node)
+{
+    const drv_state *st = c->snap->st;
+    int32_t from = cycle_pod_node(c, pod);
+    drv_decision x = {
+        .kind = DRV_MIGRATE, .job = st->pods[pod].job, .pod = pod, .node = node, .from = from};
+    int rc = push(c, x);
+    if (rc)
+        return rc;
+    if (from >= 0)
+        give(c, from, cycle_pod_req(st, pod));
+    take(c, node, cycle_pod_req(st, pod));
+    set_pod_node(c, pod, node);
+    return 0;
+}
+
+int drv_ctx_set_batch(drv_ctx *c, int32_t job, int64_t batch, int64_t now)
+{
+    int64_t prev = drv_ctx_batch(c, job, now);
+    if (prev == batch)
+        return 0;
+    drv_decision x = {.kind = DRV_BATCH,
+                      .job = job,
+                      .pod = -1,
+                      .node = -1,
+                      .value = batch,
+                      .from = -1,
+                      .prev = prev};
+    return push(c, x);
+}
+
+/* The newest BATCH of this cycle for the job (a rollback pops it), else the caller's: batch
+ * decisions are few, so no per-job array is kept for them. */
+int64_t drv_ctx_batch(const drv_ctx *c, int32_t job, int64_t now)
+{
+    for (int32_t i = c->out->n - 1; i >= c->base; i--)
+        if (c->out->v[i].kind == DRV_BATCH && c->out->v[i].job == job)
+            return c->out->v[i].value;
+    return now;
+}
+
+drv_mark drv_ctx_mark(const drv_ctx *c)
+{
+    return (drv_mark){c->out->n};
+}
+
+void drv_ctx_rollback(drv_ctx *c, drv_mark m)
+{
+    const drv_state *st = c->snap->st;
+    if (m.ndec < c->base)
+        m.ndec = c->base;
+    c->changes += 2;
+    c->s->rolling_back = true;
+    while (c->out->n > m.ndec) {
+        const drv_decision *x = &c->out->v[--c->out->n];
+        switch (x->kind) {
+        case DRV_BIND:
+            give(c, x->node, cycle_pod_req(st, x->pod));
+            set_pod_node(c, x->pod, -1);
+            break;
+        case DRV_EVICT:
+            take(c, x->from, cycle_pod_req(st, x->pod));
+            set_pod_node(c, x->pod, x->from);
+            break;
+        case DRV_SCALE:
+            set_workers(c, x->job, (int32_t)x->prev);
+            break;
+        case DRV_MIGRATE:
+            give(c, x->node, cycle_pod_req(st, x->pod));
+            if (x->from >= 0)
+                take(c, x->from, cycle_pod_req(st, x->pod));
+            set_pod_node(c, x->pod, x->from);
+            break;
+        default:
+            break;
+        }
+    }
+    c->s->rolling_back = false;
+}

@@ -1,0 +1,371 @@
+/*
+ * cycle_place.c - where a pod goes: the profile's filters and weighted scores, the best node by
+ * a full scan or through the best-node index (exact either way, docs/cycle.md "Cost"), and gang
+ * placement with its O(1) rejections (maxfree, totfree, the failed-gang memo) and rollback.
+ */
+#include "cycle_int.h"
+
+#include <string.h>
+
+/* Remembers that job's gang at `workers` does not fit in the current memo epoch. */
+static void mark_failed(drv_sched *s, int32_t job, int32_t workers)
+{
+    s->job_fail_epoch[job] = s->memo_epoch + 1;
+    s->job_fail_workers[job] = workers;
+}
+
+/* Does gang a need at least what gang b needs, in every role? */
+static bool dominates(const gang_shape *a, const gang_shape *b)
+{
+    for (int r = 0; r < DRV_NROLES; r++) {
+        if (a->missing[r] < b->missing[r])
+            return false;
+        if (b->missing[r] > 0 && !drv_res_fits(b->req[r], a->req[r]))
+            return false;
+    }
+    return true;
+}
+
+int drv_ctx_filter(const drv_ctx *c, int32_t pod, int32_t node)
+{
+    const drv_state *st = c->snap->st;
+    const drv_node *n = &st->nodes[node];
+    drv_res req = cycle_pod_req(st, pod);
+    if (!n->schedulable || !drv_res_fits(req, n->alloc))
+        return DRV_UNRESOLVABLE;
+    if (!drv_res_fits(req, c->s->free[node]))
+        return DRV_UNSCHEDULABLE;
+    const drv_profile *pr = c->s->prof;
+    for (int i = 0; i < pr->nuse[DRV_PT_FILTER]; i++) {
+        int r = pr->use[DRV_PT_FILTER][i].p->filter(c, c->s->ustate[DRV_PT_FILTER][i], pod, node);
+        if (r != DRV_FIT)
+            return r;
+    }
+    return DRV_FIT;
+}
+
+int64_t drv_ctx_score(const drv_ctx *c, int32_t pod, int32_t node)
+{
+    const drv_profile *pr = c->s->prof;
+    int64_t sum = 0;
+    for (int i = 0; i < pr->nuse[DRV_PT_SCORE]; i++) {
+        const drv_plugin_use *u = &pr->use[DRV_PT_SCORE][i];
+        int v = u->p->score(c, c->s->ustate[DRV_PT_SCORE][i], pod, node);
+        v = v < 0 ? 0 : v > 100 ? 100 : v;
+        sum += (int64_t)u->weight * v;
+    }
+    return sum;
+}
+
+/* Keeps the better of (n, its real score) and the best so far; ties go to the lower id. */
+static void consider(const drv_ctx *c, int32_t pod, int32_t n, int32_t *best, int64_t *best_sc)
+{
+    if (n < 0)
+        return;
+    int64_t sc = drv_ctx_score(c, pod, n);
+    if (sc > *best_sc || (sc == *best_sc && n < *best)) {
+        *best = n;
+        *best_sc = sc;
+    }
+}
+
+/* Branch and bound callbacks: the weighted sum of the score plugins' bounds; the real score. */
+typedef struct bb_arg {
+    const drv_ctx *c;
+    int32_t pod;
+} bb_arg;
+
+static int64_t bb_bound(void *arg, const drv_node_set *set)
+{
+    const bb_arg *a = arg;
+    const drv_profile *pr = a->c->s->prof;
+    int64_t sum = 0;
+    for (int i = 0; i < pr->nuse[DRV_PT_SCORE]; i++) {
+        const drv_plugin_use *u = &pr->use[DRV_PT_SCORE][i];
+        int v = u->p->score_bound(a->c, a->c->s->ustate[DRV_PT_SCORE][i], a->pod, set);
+        v = v < 0 ? 0 : v > 100 ? 100 : v;
+        sum += (int64_t)u->weight * v;
+    }
+    return sum;
+}
+
+static int64_t bb_score(void *arg, int32_t node)
+{
+    const bb_arg *a = arg;
+    return drv_ctx_score(a->c, a->pod, node);
+}
+
+/* Searches every group of family fam, or those labelled label (>= 0). Returns the number of
+ * nodes in the groups. */
+static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, int32_t label,
+                             int32_t *best, int64_t *best_sc)
+{
+    const drv_nodeindex *ix = c->s->ix;
+    const int32_t *g = NULL;
+    int32_t n =
+        label >= 0 ? drv_nodeindex_with_label(ix, fam, label, &g) : drv_nodeindex_groups(ix, fam);
+    int32_t nodes;
+    drv_node_set u;
+    int32_t fit = drv_nodeindex_union(ix, fam, g, n, req, fam == DRV_IX_ZONE ? label : -1,
+                                      fam == DRV_IX_RACK ? label : -1, &u, &nodes);
+    if (fit == 0)
+        return nodes; /* no node here fits */
+    /* One bound for all the classes at once (a mixed set of the same zone and rack labels, so
+     * the plugins' bounds hold for each of its nodes): when it is below the best score found,
+     * no node here can beat it, nor tie it (a tie would need an equal score). Most placements
+     * land on the job's own nodes and skip their racks and zones this way. With label -1 the
+     * groups' labels differ: no one set stands for them (but for the global family's). */
+    if (fit > 1 && *best >= 0 && c->s->ix_mixed && (label >= 0 || fam == DRV_IX_GLOBAL) &&
+        bb_bound(a, &u) < *best_sc)
+        return nodes;
+    /* Bound every group first, then search the most promising first: the best node found
+     * there lets the others be pruned at their root (any order finds the same node). */
+    struct {
+        int32_t grp;
+        int64_t ub;
+    } o[MAX_ORDER];
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t grp = g ? g[i] : i;
+        int32_t lab = drv_nodeindex_label(ix, fam, grp);
+        int32_t zone = fam == DRV_IX_ZONE ? lab : -1, rack = fam == DRV_IX_RACK ? lab : -1;
+        if (n > MAX_ORDER) { /* too many to order: in group order */
+            drv_nodeindex_search(ix, fam, grp, req, zone, rack, bb_bound, bb_score, a, best,
+                                 best_sc);
+            continue;
+        }
+        if (!drv_nodeindex_root(ix, fam, grp, req, zone, rack, &u))
+            continue;
+        int64_t ub = bb_bound(a, &u);
+        int32_t at = m++;
+        for (; at > 0 && o[at - 1].ub < ub; at--) /* by bound, descending; stable */
+            o[at] = o[at - 1];
+        o[at].grp = grp;
+        o[at].ub = ub;
+    }
+    for (int32_t i = 0; i < m; i++) {
+        int32_t lab = drv_nodeindex_label(ix, fam, o[i].grp);
+        drv_nodeindex_search_ub(ix, fam, o[i].grp, req, fam == DRV_IX_ZONE ? lab : -1,
+                                fam == DRV_IX_RACK ? lab : -1, o[i].ub, bb_bound, bb_score, a, best,
+                                best_sc);
+    }
+    return nodes;
+}
+
+/* Lists node n in o unless it is listed already. */
+static void own_add(drv_sched *s, const drv_state *st, own_list *o, int32_t n)
+{
+    if (s->node_seen[n] == s->seen_tag)
+        return;
+    s->node_seen[n] = s->seen_tag;
+    o->node[o->n++] = n;
+    int32_t z = st->nodes[n].zone, r = st->nodes[n].rack, i;
+    for (i = 0; i < o->nz && o->zones[i] != z; i++)
+        ;
+    if (i == o->nz && !(o->all_z = o->all_z || o->nz == 16))
+        o->zones[o->nz++] = z;
+    for (i = 0; i < o->nr && o->racks[i] != r; i++)
+        ;
+    if (i == o->nr && !(o->all_r = o->all_r || o->nr == 16))
+        o->racks[o->nr++] = r;
+}
+
+/* The nodes, zones and racks of the placed pods of pod's job, in the assumed state. */
+static const own_list *own_nodes(const drv_ctx *c, int32_t pod)
+{
+    const drv_state *st = c->snap->st;
+    drv_sched *s = c->s;
+    own_list *o = &s->own;
+    int32_t job = st->pods[pod].job, at;
+    bool same = o->cycle == s->stamp && o->job == job;
+    if (same && o->changes + 1 == c->changes && o->pod_free &&
+        (at = cycle_pod_node(c, o->pod)) >= 0) {
+        own_add(s, st, o, at); /* the one change since: o->pod placed on at */
+    } else if (!same || o->changes != c->changes) {
+        if (++s->seen_tag == 0) { /* a new tag marks no node */
+            memset(s->node_seen, 0, (size_t)s->cap_node_seen * sizeof *s->node_seen);
+            s->seen_tag = 1;
+        }
+        o->n = o->nz = o->nr = 0;
+        o->all_z = o->all_r = false;
+        const drv_job *j = &st->jobs[job];
+        for (int32_t k = 0; k < j->pod_count; k++)
+            if ((at = cycle_pod_node(c, j->pod_base + k)) >= 0)
+                own_add(s, st, o, at);
+    }
+    o->cycle = s->stamp;
+    o->changes = c->changes;
+    o->job = job;
+    o->pod = pod;
+    o->pod_free = cycle_pod_node(c, pod) < 0;
+    return o;
+}
+
+/*
+ * Best node through the index, exact (docs/cycle.md, "Cost"). With one keyed score alone: each
+ * allocatable class's best fitting node by key. Otherwise branch and bound, covering every node
+ * with a search whose bounds hold for it (drv_node_set): the job's own nodes are scored exactly;
+ * nodes of the job's racks are searched rack by rack; other nodes of the job's zones zone by
+ * zone; all others class by class. Leaves are scored for real, so every candidate is exact.
+ */
+static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
+{
+    int32_t best = -1;
+    int64_t best_sc = -1;
+    if (!c->s->ix_bb) {
+        int32_t ng = drv_nodeindex_groups(c->s->ix, DRV_IX_GLOBAL);
+        for (int32_t g = 0; g < ng; g++)
+            consider(c, pod, drv_nodeindex_best(c->s->ix, DRV_IX_GLOBAL, g, req), &best, &best_sc);
+        return best;
+    }
+    const own_list *o = own_nodes(c, pod);
+    /* A job's pods often share nodes: each node is scored once. */
+    for (int32_t i = 0; i < o->n; i++)
+        if (drv_ctx_filter(c, pod, o->node[i]) == DRV_FIT)
+            consider(c, pod, o->node[i], &best, &best_sc);
+    const int32_t *zones = o->zones, *racks = o->racks;
+    int32_t nz = o->nz, nr = o->nr;
+    bool all_z = o->all_z, all_r = o->all_r;
+    bb_arg a = {c, pod};
+    if (all_r) { /* spread over too many racks to list: every rack group covers its nodes */
+        search_family(c, &a, req, DRV_IX_RACK, -1, &best, &best_sc);
+        return best;
+    }
+    for (int32_t i = 0; i < nr; i++)
+        search_family(c, &a, req, DRV_IX_RACK, racks[i], &best, &best_sc);
+    if (all_z) { /* every zone group: together they cover every node outside the racks */
+        search_family(c, &a, req, DRV_IX_ZONE, -1, &best, &best_sc);
+        return best;
+    }
+    int32_t covered = 0;
+    for (int32_t i = 0; i < nz; i++)
+        covered += search_family(c, &a, req, DRV_IX_ZONE, zones[i], &best, &best_sc);
+    /* The job's zones hold every indexed node (one-zone clusters): no node is left for the
+     * global groups. */
+    if (covered < c->s->ix_nodes)
+        search_family(c, &a, req, DRV_IX_GLOBAL, -1, &best, &best_sc);
+    return best;
+}
+
+int32_t drv_ctx_best_node(const drv_ctx *c, int32_t pod)
+{
+    const drv_state *st = c->snap->st;
+    drv_sched *s = c->s;
+    drv_res req = cycle_pod_req(st, pod);
+    if (!drv_res_fits(req, s->maxfree))
+        return -1; /* larger than any node's free room: no need to look */
+    if (s->ix_ok)
+        return indexed_best(c, pod, req);
+    int32_t best = -1;
+    int64_t best_score = -1;
+    drv_res exact = {0, 0, 0};
+    for (int32_t n = 0; n < st->nnodes; n++) {
+        if (st->nodes[n].schedulable)
+            exact = cycle_res_max(exact, s->free[n]);
+        if (drv_ctx_filter(c, pod, n) != DRV_FIT)
+            continue;
+        int64_t sc = drv_ctx_score(c, pod, n);
+        if (sc > best_score) {
+            best = n;
+            best_score = sc;
+        }
+    }
+    s->maxfree = exact; /* the scan saw every node: the bound is exact again */
+    return best;
+}
+
+int32_t drv_ctx_place_pod(drv_ctx *c, int32_t pod)
+{
+    int32_t n = drv_ctx_best_node(c, pod);
+    if (n >= 0 && drv_ctx_bind(c, pod, n) != 0)
+        return -1;
+    return n;
+}
+
+/* Intra-job placement order: PS first, then chief, workers, evaluators (Volcano task-order). */
+static const int role_order[DRV_NROLES] = {DRV_ROLE_PS, DRV_ROLE_CHIEF, DRV_ROLE_WORKER,
+                                           DRV_ROLE_EVALUATOR};
+
+/* What the gang of job at `workers` still needs (its shape), and whether that passes the
+ * capacity bounds: every missing pod within maxfree, all of them within totfree. Changes
+ * nothing. */
+static bool gang_room(const drv_ctx *c, int32_t job, int32_t workers, gang_shape *shape)
+{
+    const drv_state *st = c->snap->st;
+    const drv_job *j = &st->jobs[job];
+    const drv_sched *s = c->s;
+    drv_res need = {0, 0, 0};
+    for (int r = 0; r < DRV_NROLES; r++) {
+        int32_t want = r == DRV_ROLE_WORKER ? workers : j->target[r];
+        int32_t have = j->bound[r];
+        if (s->job_touch[job] == s->stamp) /* pods moved this cycle: count them */
+            for (int32_t i = 0, pod; (pod = drv_job_pod(st, job, r, i)) >= 0; i++)
+                have += (cycle_pod_node(c, pod) >= 0) - (st->pods[pod].node >= 0);
+        shape->missing[r] = want > have ? want - have : 0;
+        shape->req[r] = j->role[r].req;
+        if (shape->missing[r] == 0)
+            continue;
+        if (!drv_res_fits(j->role[r].req, s->maxfree))
+            return false;
+        need = drv_res_add(need, drv_res_scale(j->role[r].req, shape->missing[r]));
+    }
+    return drv_res_fits(need, s->totfree);
+}
+
+bool drv_ctx_gang_room(const drv_ctx *c, int32_t job, int32_t workers)
+{
+    gang_shape shape;
+    return gang_room(c, job, workers, &shape);
+}
+
+int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
+{
+    const drv_state *st = c->snap->st;
+    const drv_job *j = &st->jobs[job];
+    drv_sched *s = c->s;
+    /* The same gang already failed and no capacity was given back since: O(1). */
+    if (s->job_fail_epoch[job] == s->memo_epoch + 1 && s->job_fail_workers[job] == workers &&
+        s->job_touch[job] != s->stamp)
+        return 0;
+    /* Necessary conditions first: every unplaced pod within maxfree, all within totfree, and
+     * not at least as large as a gang that already failed. */
+    gang_shape shape;
+    if (!gang_room(c, job, workers, &shape))
+        return 0;
+    for (int32_t k = 0; k < s->nfailed; k++)
+        if (dominates(&shape, &s->failed[k])) {
+            mark_failed(s, job, workers);
+            return 0;
+        }
+    drv_mark m = drv_ctx_mark(c);
+    if (drv_ctx_scale(c, job, workers) != 0)
+        return DRV_ENOMEM;
+    for (int k = 0; k < DRV_NROLES; k++) {
+        int r = role_order[k];
+        int32_t want = r == DRV_ROLE_WORKER ? workers : j->target[r];
+        int32_t have = 0;
+        int32_t first = drv_job_pod(st, job, r, 0);
+        int32_t nslots = 0;
+        while (first >= 0 && drv_job_pod(st, job, r, nslots) >= 0)
+            nslots++;
+        for (int32_t i = 0; i < nslots; i++)
+            if (cycle_pod_node(c, first + i) >= 0)
+                have++;
+        for (int32_t i = 0; i < nslots && have < want; i++) {
+            int32_t pod = first + i;
+            if (cycle_pod_node(c, pod) >= 0)
+                continue;
+            if (drv_ctx_place_pod(c, pod) < 0) {
+                int err = c->err;
+                drv_ctx_rollback(c, m);
+                if (!err && s->nfailed < MAX_FAILED)
+                    s->failed[s->nfailed++] = shape;
+                if (!err)
+                    mark_failed(s, job, workers);
+                return err ? err : 0;
+            }
+            have++;
+        }
+    }
+    return 1;
+}

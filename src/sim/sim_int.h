@@ -1,0 +1,151 @@
+/*
+ * sim_int.h - the simulator's private state, shared by its files (internal to src/sim): sim.c
+ * (lifecycle, the event heap and event handling), sim_progress.c (what a job does over time:
+ * phases, binds, progress, samples, rates), sim_apply.c (running a cycle and applying its
+ * decisions) and sim_metrics.c (utilisation, the time series, the placement log, the summary).
+ * sim.c's opening comment describes the simulator as a whole.
+ */
+#ifndef DROVER_SIM_INT_H
+#define DROVER_SIM_INT_H
+
+#include "drover/calib.h"
+#include "drover/sim.h"
+
+#include <math.h>
+
+enum { EV_ARRIVAL, EV_CYCLE, EV_STARTED, EV_COMPLETE };
+
+typedef struct event {
+    double t;
+    uint64_t seq;
+    int32_t kind;
+    int32_t job;
+    uint32_t gen;
+} event;
+
+typedef struct jobsim {
+    double rate;      /* worker-steps per second while RUNNING */
+    double upd_t;     /* anchor: time of the last progress update that changed nothing ... */
+    double a_steps;   /* ... and steps and attained service then: progress at t is computed */
+    double a_att;     /* from the anchor, so skipping a sampling tick changes no later value */
+    uint32_t gen;     /* bumps on every phase change: stale events are dropped */
+    uint32_t touched; /* cycle stamp of the last decision touching this job */
+    bool restart;     /* a decision this cycle requires a checkpoint-restart */
+    int64_t nsamples;
+    drv_res held;       /* resources of the job's bound pods */
+    int32_t runpos;     /* index in drv_sim.runl while RUNNING, else -1 */
+    uint64_t calib_sig; /* calibrated jobs: signature of the placement calib_t was computed for */
+    double calib_t;     /* its step time (a lookup is costly; rates are recomputed often) */
+    double owe_t;       /* while RUNNING under a periodic profile: the first periodic cycle whose
+                           progress sample is not drawn yet (INFINITY: none); see sync() */
+} jobsim;
+
+struct drv_sim {
+    const drv_cluster_spec *cluster;
+    const drv_workload *wl;
+    const drv_catalogue *cat;
+    drv_sim_config cfg;
+    drv_state st;
+    drv_sched *sched;
+    char policy[64]; /* the profile's name: the profile itself is read only while running */
+    bool periodic;   /* the profile has time-driven points */
+    bool gang;
+    double period;
+
+    event *heap;
+    int32_t nheap, cap_heap;
+    uint64_t seq;
+    int32_t *arrivals;    /* jobs in (submit, id) order */
+    int32_t next_arrival; /* the first of them not in the heap yet */
+    double now;
+    bool cycle_pending;
+    bool quiet;       /* nothing changed since the last cycle run, and it decided nothing */
+    double wake;      /* the scheduler's drv_sched_wake after that cycle */
+    bool blind;       /* and its drv_sched_starts_blind: a job starting is no change for it */
+    double last_tick; /* time of the last periodic cycle, run or skipped */
+    double next_tick; /* time of the cycle event pending (cycle_pending) */
+
+    jobsim *js; /* per job, in js_pages: released with the job */
+    drv_pages js_pages;
+    drv_jobresult *res;   /* per job, kept for the report: the compact O(trace) part */
+    int32_t *pod_base;    /* per job: its first pod slot (slots are laid out in workload order) */
+    int32_t *names;       /* per job: its interned name, user and queue (interned in workload order
+                             at the start, so ids do not depend on the order of submissions) */
+    drv_calib_jobs model; /* calibrated runs (cfg.calib): each job's model and batch; the
+                             snapshot's model handle */
+    drv_decisions dec;
+    uint32_t cycle_no;
+    int32_t *touched;
+    int32_t ntouched, cap_touched;
+    int32_t *runl; /* jobs in phase RUNNING, in no particular order */
+    int32_t nrun;
+
+    /* accounting */
+    int32_t live;        /* submitted, not done */
+    int32_t running;     /* STARTING, RUNNING or RESTARTING */
+    drv_res held_useful; /* held by jobs whose gang is complete */
+    drv_res held_wasted; /* held by PENDING jobs (incomplete gangs) */
+    double last_t;
+    double area_cpu_used, area_cpu_useful, area_gpu_used, area_gpu_useful;
+    drv_res capacity;
+    int64_t skipped; /* quiet cycles skipped */
+    int64_t events, cycles, decisions, preemptions, migrations, restarts, scales, resizes;
+    drv_tick *ticks;
+    int32_t nticks, cap_ticks;
+    /* placement log (cfg.placements only): intervals, and per pod the open interval or -1 */
+    drv_placement *pl;
+    int32_t npl, cap_pl;
+    int32_t *pl_open;
+    int32_t cap_open;
+    bool sync_failed; /* a sample could not be drawn (out of memory) */
+    bool pl_failed;   /* an allocation for the log failed; the run stops with DRV_ENOMEM */
+    int32_t ndone;    /* jobs finished (for progress reports) */
+};
+
+/* ---- shared helpers ----------------------------------------------------------------------- */
+
+static inline bool is_useful_phase(int phase)
+{
+    return phase == DRV_JOB_STARTING || phase == DRV_JOB_RUNNING || phase == DRV_JOB_RESTARTING;
+}
+
+static inline drv_res *bucket(drv_sim *s, int32_t job)
+{
+    return is_useful_phase(s->st.jobs[job].phase) ? &s->held_useful : &s->held_wasted;
+}
+
+/* Something changed (an arrival, a start, a completion): no skipping until a cycle has looked
+ * at the change. */
+static inline void disturb(drv_sim *s)
+{
+    s->quiet = false;
+}
+
+/* sim.c */
+int sim_push_event(drv_sim *s, double t, int kind, int32_t job, uint32_t gen);
+
+/* sim_metrics.c: utilisation areas up to t; the time series after an event; the placement
+ * log's intervals (cfg.placements only). */
+void sim_integrate(drv_sim *s, double t);
+int sim_record_tick(drv_sim *s);
+void sim_log_bind(drv_sim *s, int32_t pod, int32_t node);
+void sim_log_unbind(drv_sim *s, int32_t pod);
+
+/* sim_progress.c */
+void sim_set_phase(drv_sim *s, int32_t job, int phase);
+void sim_bind(drv_sim *s, int32_t pod, int32_t node);
+void sim_unbind(drv_sim *s, int32_t pod);
+const drv_family *sim_family(const drv_sim *s, int32_t job);
+void sim_progress_at(drv_sim *s, int32_t job);
+void sim_advance(drv_sim *s, int32_t job);
+int sim_sample(drv_sim *s, int32_t job);
+int sim_sync(drv_sim *s, int32_t job);
+void sim_sync_hook(void *arg, int32_t job);
+bool sim_calibrated(const drv_sim *s, int32_t job);
+int sim_reschedule(drv_sim *s, int32_t job);
+
+/* sim_apply.c */
+int sim_request_cycle(drv_sim *s);
+int sim_run_cycle(drv_sim *s, drv_diag *d);
+
+#endif

@@ -1,0 +1,177 @@
+/*
+ * sim_metrics.c - what a run measures: resource-seconds held by complete gangs (useful) and by
+ * incomplete ones (wasted), integrated between events; the cluster's time series as a step
+ * function; the placement log behind the Gantt chart; and the summary (JCT percentiles,
+ * makespan, utilisation) drv_sim_summary reports.
+ */
+#include "sim_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sim_integrate(drv_sim *s, double t)
+{
+    double dt = t - s->last_t;
+    if (dt > 0) {
+        drv_res used = drv_res_add(s->held_useful, s->held_wasted);
+        s->area_cpu_used += (double)used.cpu * dt;
+        s->area_cpu_useful += (double)s->held_useful.cpu * dt;
+        s->area_gpu_used += (double)used.gpu * dt;
+        s->area_gpu_useful += (double)s->held_useful.gpu * dt;
+    }
+    s->last_t = t;
+}
+
+/* Same values, whatever the time. */
+static bool same_tick(const drv_tick *a, const drv_tick *b)
+{
+    return a->cpu_used == b->cpu_used && a->cpu_useful == b->cpu_useful &&
+           a->gpu_used == b->gpu_used && a->gpu_useful == b->gpu_useful &&
+           a->pending == b->pending && a->running == b->running;
+}
+
+/* Appends the cluster's state after an event to the time series - a step function, so an
+ * event that changed none of its values (most: a skipped cycle, a stale completion) adds no
+ * point, and a long trace's series follows its changes, not its events. */
+int sim_record_tick(drv_sim *s)
+{
+    drv_res used = drv_res_add(s->held_useful, s->held_wasted);
+    drv_tick tk = {s->now,           (double)used.cpu,           (double)s->held_useful.cpu,
+                   (double)used.gpu, (double)s->held_useful.gpu, s->live - s->running,
+                   s->running};
+    if (s->nticks > 0 && same_tick(&s->ticks[s->nticks - 1], &tk))
+        return 0;
+    if (drv_grow(&s->ticks, sizeof *s->ticks, &s->cap_ticks, s->nticks + 1) != 0)
+        return DRV_ENOMEM;
+    if (s->nticks > 0 && s->ticks[s->nticks - 1].t == s->now)
+        s->ticks[s->nticks - 1] = tk;
+    else
+        s->ticks[s->nticks++] = tk;
+    return 0;
+}
+
+/* Opens a placement interval for pod on node (placement log only). */
+void sim_log_bind(drv_sim *s, int32_t pod, int32_t node)
+{
+    int32_t old = s->cap_open;
+    if (drv_grow(&s->pl, sizeof *s->pl, &s->cap_pl, s->npl + 1) != 0 ||
+        drv_grow(&s->pl_open, sizeof *s->pl_open, &s->cap_open, pod + 1) != 0) {
+        s->pl_failed = true;
+        return;
+    }
+    for (int32_t i = old; i < s->cap_open; i++)
+        s->pl_open[i] = -1;
+    const drv_pod *p = &s->st.pods[pod];
+    s->pl_open[pod] = s->npl;
+    s->pl[s->npl++] = (drv_placement){p->job, pod, p->role, node, s->now, -1, p->index};
+}
+
+void sim_log_unbind(drv_sim *s, int32_t pod)
+{
+    if (pod < s->cap_open && s->pl_open[pod] >= 0) {
+        s->pl[s->pl_open[pod]].end = s->now;
+        s->pl_open[pod] = -1;
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of sorted v[0..n). */
+static double pct(const double *v, int32_t n, double p)
+{
+    if (n == 0)
+        return NAN;
+    int32_t k = (int32_t)ceil(p / 100.0 * n) - 1;
+    return v[k < 0 ? 0 : k >= n ? n - 1 : k];
+}
+
+void drv_sim_summary(const drv_sim *s, drv_summary *o)
+{
+    memset(o, 0, sizeof *o);
+    snprintf(o->policy, sizeof o->policy, "%s", s->policy);
+    o->jobs = s->wl->n;
+    double *jct = drv_calloc((size_t)s->wl->n + 1, sizeof *jct);
+    double first = INFINITY, last = 0, wait = 0;
+    int32_t started = 0;
+    for (int32_t i = 0; i < s->wl->n; i++) {
+        const drv_jobresult *r = &s->res[i];
+        if (r->submit < first)
+            first = r->submit;
+        if (r->start >= 0) {
+            wait += r->start - r->submit;
+            started++;
+        }
+        if (r->end >= 0) {
+            if (jct)
+                jct[o->done] = r->end - r->submit;
+            o->done++;
+            if (r->end > last)
+                last = r->end;
+        }
+    }
+    if (jct && o->done > 0) {
+        double sum = 0;
+        for (int32_t i = 0; i < o->done; i++)
+            sum += jct[i];
+        qsort(jct, (size_t)o->done, sizeof *jct, cmp_double);
+        o->avg_jct = sum / o->done;
+        o->p50_jct = pct(jct, o->done, 50);
+        o->p95_jct = pct(jct, o->done, 95);
+        o->p99_jct = pct(jct, o->done, 99);
+    } else {
+        o->avg_jct = o->p50_jct = o->p95_jct = o->p99_jct = NAN;
+    }
+    drv_free(jct);
+    o->makespan = o->done > 0 ? last - first : NAN;
+    o->avg_wait = started ? wait / started : NAN;
+    /* Utilisation over the makespan window; unfinished runs use the time the run stopped. */
+    double span = (o->done == o->jobs ? last : s->last_t) - (isfinite(first) ? first : 0);
+    if (span > 0 && s->capacity.cpu > 0) {
+        o->cpu_util = s->area_cpu_used / (span * (double)s->capacity.cpu);
+        o->cpu_useful = s->area_cpu_useful / (span * (double)s->capacity.cpu);
+        o->cpu_wasted = o->cpu_util - o->cpu_useful;
+    }
+    if (span > 0 && s->capacity.gpu > 0) {
+        o->gpu_util = s->area_gpu_used / (span * (double)s->capacity.gpu);
+        o->gpu_useful = s->area_gpu_useful / (span * (double)s->capacity.gpu);
+        o->gpu_wasted = o->gpu_util - o->gpu_useful;
+    }
+    o->stuck = o->jobs - o->done;
+    o->stuck_cpu = s->capacity.cpu > 0 ? (double)s->held_wasted.cpu / (double)s->capacity.cpu : 0;
+    o->end = s->last_t;
+    o->preemptions = s->preemptions;
+    o->migrations = s->migrations;
+    o->restarts = s->restarts;
+    o->scales = s->scales;
+    o->resizes = s->resizes;
+    o->cycles = s->cycles;
+    o->skipped = s->skipped;
+    o->events = s->events;
+    o->decisions = s->decisions;
+}
+
+const drv_jobresult *drv_sim_jobs(const drv_sim *s, int32_t *n)
+{
+    *n = s->wl->n;
+    return s->res;
+}
+
+const drv_tick *drv_sim_ticks(const drv_sim *s, int32_t *n)
+{
+    *n = s->nticks;
+    return s->ticks;
+}
+
+const drv_placement *drv_sim_placements(const drv_sim *s, int32_t *n)
+{
+    static const drv_placement none[1];
+    *n = s->npl;
+    if (!s->cfg.placements)
+        return NULL;
+    return s->pl ? s->pl : none;
+}

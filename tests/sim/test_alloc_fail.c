@@ -1,0 +1,204 @@
+/*
+ * Failing allocations in the parsers (conf, cluster, workload, trace, profiles) and in a whole
+ * small simulation: for every n up to a bound, the nth allocation fails (drv_alloc_fail_at) and
+ * the call must return DRV_ENOMEM with a message, leave its output as it was, and crash or leak
+ * nothing (the ASan build's leak checker runs at exit). A case ends when allocation n never
+ * comes (drv_alloc_fail_pending): every allocation of the call has been failed once.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "drover/conf.h"
+#include "drover/policy.h"
+#include "drover/trace.h"
+
+static drv_catalogue cat;
+static drv_calib calib;
+
+static const char *src_path(const char *rel)
+{
+    static char buf[4][4096];
+    static int k;
+    const char *src = getenv("DROVER_SOURCE_DIR");
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", src ? src : ".", rel);
+    return buf[k];
+}
+
+/* One attempt at a parse or a run: 0, or a negative code with d filled. */
+typedef int (*attempt_fn)(drv_diag *d);
+
+/* Fails allocation n = 1, 2, ... until the call makes fewer than n allocations (at most max);
+ * returns how many n failed cleanly. A call may absorb a failure and succeed (a sample
+ * dropped): that is fine, and counted apart. */
+static int fail_each(const char *what, attempt_fn f, int max)
+{
+    int clean = 0, absorbed = 0, n;
+    for (n = 1; n <= max; n++) {
+        drv_diag d = {{0}};
+        drv_alloc_fail_at(n);
+        int rc = f(&d);
+        long pending = drv_alloc_fail_pending();
+        drv_alloc_fail_at(0);
+        if (pending > 0) { /* allocation n never came: every one has been failed */
+            assert_int_equal(rc, 0);
+            break;
+        }
+        if (rc == 0) {
+            absorbed++;
+            continue;
+        }
+        if (rc != DRV_ENOMEM || !strstr(d.msg, "out of memory"))
+            fail_msg("%s: allocation %d failed: got %d '%s', want DRV_ENOMEM and 'out of memory'",
+                     what, n, rc, d.msg);
+        clean++;
+    }
+    assert_true(n <= max); /* the bound was large enough to see every allocation */
+    print_message("%s: %d allocations: %d failed cleanly, %d absorbed\n", what, n - 1, clean,
+                  absorbed);
+    return clean;
+}
+
+static int conf_once(drv_diag *d)
+{
+    drv_conf_doc doc = {0};
+    int rc = drv_conf_load_file(&doc, src_path("examples/workload.yaml"), d);
+    if (!rc)
+        drv_conf_doc_fini(&doc);
+    return rc;
+}
+
+static int cluster_once(drv_diag *d)
+{
+    drv_cluster_spec c = {0};
+    int rc = drv_cluster_load(&c, src_path("examples/cluster-hetero-8node.yaml"), d);
+    if (!rc)
+        drv_cluster_fini(&c);
+    else
+        assert_int_equal(c.n, 0); /* untouched */
+    return rc;
+}
+
+static int workload_once(drv_diag *d)
+{
+    drv_workload w = {0};
+    int rc = drv_workload_load(&w, src_path("tests/fixtures/sim/two-jobs.yaml"), &cat, 1, d);
+    if (!rc)
+        drv_workload_fini(&w);
+    else
+        assert_int_equal(w.n, 0);
+    return rc;
+}
+
+static int generate_once(drv_diag *d)
+{
+    drv_workload w = {0};
+    int rc = drv_workload_load(&w, src_path("examples/workload.yaml"), &cat, 1, d);
+    if (!rc)
+        drv_workload_fini(&w);
+    return rc;
+}
+
+static int trace_once(drv_diag *d)
+{
+    drv_workload w = {0};
+    drv_trace_opts o = {DRV_TRACE_AUTO, false, 1, &calib, 4};
+    int rc =
+        drv_trace_load(&w, src_path("tests/fixtures/trace/pollux-good.csv"), &cat, &o, NULL, d);
+    if (!rc)
+        drv_workload_fini(&w);
+    return rc;
+}
+
+static int profile_once(drv_diag *d)
+{
+    drv_profile *p = NULL;
+    int n = 0;
+    int rc = drv_profile_file_load(src_path("tests/fixtures/policy/profiles.yaml"), &p, &n, d);
+    if (!rc)
+        drv_free(p);
+    else
+        assert_null(p);
+    return rc;
+}
+
+/* Two nodes, two jobs, a gang policy and an elastic one, run to the end. */
+static const char *sim_policy;
+static int sim_once(drv_diag *d)
+{
+    drv_cluster_spec c = {0};
+    drv_workload w = {0};
+    drv_profile p;
+    drv_sim *s = NULL;
+    int rc = drv_cluster_load(&c, src_path("tests/fixtures/sim/two-nodes.yaml"), d);
+    if (!rc)
+        rc = drv_workload_load(&w, src_path("tests/fixtures/sim/two-jobs.yaml"), &cat, 1, d);
+    if (!rc)
+        rc = drv_profile_builtin(sim_policy, &p, d);
+    drv_sim_config cfg = {.seed = 1, .check = true, .placements = true};
+    if (!rc)
+        rc = drv_sim_new(&c, &w, &cat, &p, &cfg, &s, d);
+    if (!rc)
+        rc = drv_sim_run(s, d);
+    if (!rc) {
+        drv_summary sum;
+        drv_sim_summary(s, &sum);
+        assert_int_equal(sum.jobs, 2);
+    }
+    drv_sim_free(s);
+    drv_workload_fini(&w);
+    drv_cluster_fini(&c);
+    return rc;
+}
+
+static void test_parsers(void **unused)
+{
+    (void)unused;
+    assert_true(fail_each("conf", conf_once, 500) > 10);
+    assert_true(fail_each("cluster", cluster_once, 500) > 10);
+    assert_true(fail_each("workload", workload_once, 500) > 10);
+    assert_true(fail_each("generate", generate_once, 500) > 5);
+    assert_true(fail_each("trace", trace_once, 500) > 3);
+    assert_true(fail_each("profiles", profile_once, 500) > 5);
+}
+
+static void test_whole_simulation(void **unused)
+{
+    (void)unused;
+    static const char *const policies[] = {"gang-fifo", "drover"};
+    for (int i = 0; i < 2; i++) {
+        sim_policy = policies[i];
+        assert_true(fail_each(policies[i], sim_once, 20000) > 50);
+    }
+}
+
+static int setup(void **unused)
+{
+    (void)unused;
+    drv_diag d;
+    if (drv_catalogue_builtin(&cat, &d))
+        return -1;
+    return drv_calib_load(&calib, src_path("data/pollux/profiles"), &d);
+}
+
+static int teardown(void **unused)
+{
+    (void)unused;
+    drv_catalogue_fini(&cat);
+    drv_calib_fini(&calib);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parsers),
+        cmocka_unit_test(test_whole_simulation),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

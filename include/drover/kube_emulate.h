@@ -6,7 +6,8 @@
  * capacity = allocatable, a Ready condition) and keeps them Ready with a heartbeat. It watches
  * every pod; a pod bound to one of its nodes (spec.nodeName) and still Pending becomes Running
  * start_delay_s (emulated) later, then Succeeded after its run duration: the annotation
- * drover.dev/duration-seconds, in emulated seconds; a pod without it runs until deleted. Time
+ * drover.dev/duration-seconds, in emulated seconds; a pod without it runs until deleted (and one
+ * annotated drover.dev/exit-code fails then instead, so that restarts can be exercised). Time
  * runs `speed` emulated seconds per real second. A pod being deleted (deletionTimestamp) on one
  * of its nodes is deleted with grace 0, as a kubelet confirms a graceful deletion once its
  * containers stopped; a pod deleted is forgotten. Details and limits: docs/emulate.md.
@@ -23,6 +24,12 @@
 
 /* The annotation that says how long an emulated pod runs, in emulated seconds ("90", "2.5"). */
 #define DRV_EMU_DURATION_ANNOTATION "drover.dev/duration-seconds"
+/* A pod that ends with this exit code ("137", "1") instead of 0: Failed, its container
+ * terminated with that code (reason Error), when its duration has passed. */
+#define DRV_EMU_EXIT_CODE_ANNOTATION "drover.dev/exit-code"
+/* ... only the first N times a pod of that namespace/name ends ("1": a restarted pod then
+ * succeeds); without it, every time. */
+#define DRV_EMU_FAIL_TIMES_ANNOTATION "drover.dev/fail-times"
 /* The label every emulated node carries ("true"). */
 #define DRV_EMU_NODE_LABEL "drover.dev/emulated"
 
@@ -57,6 +64,7 @@ typedef struct drv_emulator_stats {
     long heartbeats;       /* node status writes after the first */
     long started;          /* pods set Running */
     long succeeded;        /* pods set Succeeded */
+    long failed;           /* pods set Failed (drover.dev/exit-code) */
     long deleted;          /* terminating pods deleted with grace 0 */
     long forgotten;        /* pods dropped from tracking (deleted, finished elsewhere, replaced) */
     long errors;           /* writes that failed (logged; retried while the pod is tracked) */

@@ -36,6 +36,8 @@ typedef struct drv_kpod {
     int8_t role;       /* enum drv_role, -1 when absent */
     int8_t phase;      /* enum drv_kpod_phase */
     bool deleting;     /* metadata.deletionTimestamp is set */
+    int16_t exit_code; /* a terminated container's status.containerStatuses[].state.terminated
+                          .exitCode (the first non-zero one), -1 when none */
     uint8_t ip_family; /* status.podIP: 0 when unset, 4 or 6 */
     uint8_t ip[16];    /* ... its address, network order (4 bytes for IPv4) */
     drv_res req;       /* effective request */
@@ -50,9 +52,10 @@ typedef struct drv_knode {
     bool noschedule;          /* a NoSchedule or NoExecute taint */
 } drv_knode;
 
-/* A TrainingJob (drover.dev/v1alpha1): per role (replicaSpecs PS, Chief, Worker, Evaluator)
- * the replica bounds and the per-pod request of its template (requests, or limits where a
- * request is absent, as the API server defaults a pod). */
+/* A TrainingJob (drover.dev/v1alpha1): per role (replicaSpecs PS, Chief, Master, Worker,
+ * Evaluator; a Master is kept as DRV_ROLE_CHIEF with allreduce set) the replica bounds and the
+ * per-pod request of its template (requests, or limits where a request is absent, as the API
+ * server defaults a pod), each role's restartPolicy and Kubeflow's spec.runPolicy. */
 typedef struct drv_ktrainingjob {
     char rv[24];
     int32_t ns, name, scheduler; /* interned; scheduler from any template, 0 when absent */
@@ -62,10 +65,19 @@ typedef struct drv_ktrainingjob {
     /* spec.progress: where the job's chief serves its training progress as Prometheus text
      * (docs/running.md). port 0: not given. */
     int32_t progress_port;
-    char progress_path[128]; /* default "/metrics" */
-    char step_metric[96];    /* default "drover_train_step" */
-    char loss_metric[96];    /* default "drover_train_loss" */
-    double total_steps;      /* spec.progress.totalSteps: the step it ends at, 0 unknown */
+    char progress_path[128];    /* default "/metrics" */
+    char step_metric[96];       /* default "drover_train_step" */
+    char loss_metric[96];       /* default "drover_train_loss" */
+    double total_steps;         /* spec.progress.totalSteps: the step it ends at, 0 unknown */
+    bool allreduce;             /* a Master role: PyTorchJob's shape (MASTER_ADDR, RANK...) */
+    int8_t restart[DRV_NROLES]; /* replicaSpecs.<role>.restartPolicy: 0 Never, 1 OnFailure,
+                                   2 ExitCode, 3 Always (enum drv_restart); default Never */
+    /* spec.runPolicy (src/kube/lifecycle.h states the rules) */
+    int32_t backoff_limit;     /* backoffLimit; -1 when absent (no limit) */
+    int64_t active_deadline_s; /* activeDeadlineSeconds; 0 when absent */
+    int64_t ttl_s;             /* ttlSecondsAfterFinished; -1 when absent (kept) */
+    int8_t clean_pods;         /* cleanPodPolicy: 0 Running (default), 1 All, 2 None */
+    bool suspend;              /* suspend */
 } drv_ktrainingjob;
 
 /* A PodGroup (scheduling.x-k8s.io/v1alpha1, the coscheduling plugin's gang). */

@@ -13,6 +13,8 @@
  *   ctrl_lease.c     leader election on the lease thread; changes come back as events
  *   ctrl_progress.c  the progress collector's thread (progress: own lock)
  *   ctrl_cycle.c     one scheduling cycle and the reconciling after it (scheduler thread)
+ *   ctrl_lifecycle.c a job's conditions, restarts, suspend, edits; its pods' peers (scheduler
+ *                    thread; reading a status back on informer threads)
  *   ctrl_metrics.c   counters, latencies and their metrics (counters: own lock)
  *   ctrl_loop.c      create/free, and the loop: start, one iteration, stop
  *
@@ -34,6 +36,7 @@
 #include "drover/kube_workqueue.h"
 
 #include "json.h"
+#include "lifecycle.h"
 
 #include "drover/clock.h"
 
@@ -50,6 +53,11 @@ typedef struct tj_record {
     char uid[64];
     char *tmpl[DRV_NROLES]; /* each role's pod template, as compact JSON (NULL when absent) */
     bool finished;          /* status.phase is Succeeded or Failed */
+    char invalid[512];      /* why its spec is invalid (names the field), "" when valid */
+    /* what its status says already (a restarted controller carries it on): */
+    drv_condition conds[DRV_NCONDS];
+    double start_time, completion_time; /* status.startTime, completionTime (wall), -1 */
+    int32_t restarts;                   /* status.restarts: pods restarted so far */
 } tj_record;
 void ctrl_tj_record_free(tj_record *t);
 
@@ -117,12 +125,32 @@ typedef struct job_record {
     bool gone;        /* the TrainingJob was deleted */
     int32_t port;     /* spec.progress: where its chief serves progress (0: nowhere) */
     char path[128], step[96], loss[96];
+    /* its lifecycle (ctrl_lifecycle.c) */
+    bool allreduce;                     /* Master + Workers: the all-reduce environment */
+    int8_t restart[DRV_NROLES];         /* enum drv_restart per role */
+    drv_run_policy policy;              /* spec.runPolicy */
+    drv_condition conds[DRV_NCONDS];    /* status.conditions (wall-clock transition times) */
+    int8_t cond;                        /* DRV_COND_* True now, -1 none yet */
+    int32_t cond_changes;               /* transitions so far ... */
+    int32_t wrote_changes;              /* ... and as many when its status was last asked for */
+    int32_t restarts;                   /* pods restarted under restartPolicy so far */
+    double start_time, completion_time; /* wall clock, -1: not yet */
+    int32_t spec_workers;               /* spec.replicaSpecs.Worker.replicas last seen */
+    int32_t rendered[DRV_NROLES];       /* the counts its pods' peer environment names ... */
+    int32_t env_gen;                    /* ... counted up each time they change */
+    bool scaling;                       /* pods re-created for a new count are not all back */
+    bool adopted;       /* placed by an earlier controller: no second Scheduled Event */
+    bool suspended;     /* spec.runPolicy.suspend: out of the state until resumed */
+    bool service_asked; /* its headless Service was handed to the writer */
+    bool ttl_done;      /* its deletion after ttlSecondsAfterFinished was handed over */
 } job_record;
 
 /* A pod slot of the state: what the API has of its pod. */
 typedef struct pod_record {
     int8_t exists;             /* 0: no pod; 1: a pod; 2: a pod being deleted */
     int8_t phase;              /* enum drv_kpod_phase of the pod */
+    int16_t exit_code;         /* its failed container's exit code, -1 (restartPolicy ExitCode) */
+    int32_t env_gen;           /* the job's env_gen its peer environment was rendered for */
     int32_t api_node;          /* the node the API has it on, -1 */
     int32_t api_name;          /* ... its interned name, 0 when unbound */
     uint8_t ip_family, ip[16]; /* status.podIP (0: none yet) */
@@ -198,11 +226,17 @@ typedef struct ctrl_binder {
 typedef struct status_request {
     char path[800];
     char phase[16], message[64];
-    int32_t active[DRV_NROLES];
+    int32_t active[DRV_NROLES], succeeded[DRV_NROLES], failed[DRV_NROLES];
+    drv_condition conds[DRV_NCONDS];
+    double start_time, completion_time; /* wall, -1: none */
+    int32_t restarts;
 } status_request;
 
+/* An object to create: an Event, or (conflict_ok) one that may exist already; or (body NULL)
+ * an object to delete. */
 typedef struct event_request {
     char *path, *body;
+    bool conflict_ok; /* not an Event: a 409 means it exists, which is what was wanted */
 } event_request;
 
 /* The writer: the scheduler thread says what to write, the writer thread writes it. */
@@ -356,6 +390,14 @@ void ctrl_writer_status(drv_ctrl *c, int32_t job, const char *message);
 void ctrl_writer_event(drv_ctrl *c, int32_t job, const char *type, const char *reason,
                        const char *message);
 void ctrl_job_active(const drv_ctrl *c, int32_t job, int32_t active[DRV_NROLES], bool *all_running);
+/* A status for the job of interned key (one that may have no job record: an invalid one). */
+void ctrl_writer_status_request(drv_ctrl *c, int32_t key, const status_request *r);
+void ctrl_writer_event_about(drv_ctrl *c, const char *ns, const char *name, const char *uid,
+                             const char *type, const char *reason, const char *message);
+/* Creates an object (path and body copied), in order with the Events. 0 or DRV_ENOMEM. */
+int ctrl_writer_post(drv_ctrl *c, const char *path, const char *body, bool conflict_ok);
+/* Deletes the object at path (Background propagation; a 404 is done). 0 or DRV_ENOMEM. */
+int ctrl_writer_delete(drv_ctrl *c, const char *path);
 int ctrl_writer_start(drv_ctrl *c, drv_diag *d);
 void ctrl_writer_stop(drv_ctrl *c);
 void ctrl_writer_fini(drv_ctrl *c);
@@ -375,6 +417,21 @@ void ctrl_progress_fini(drv_ctrl *c);
 
 /* ---- loop (ctrl_loop.c) --------------------------------------------------------------------- */
 int ctrl_apply_events(drv_ctrl *c, ctrl_event *ev, int32_t n); /* frees their tj records */
+
+/* ---- lifecycle (ctrl_lifecycle.c) ----------------------------------------------------------- */
+void ctrl_lifecycle_read_status(json_t *status, tj_record *t); /* informer threads */
+void ctrl_lifecycle_init(drv_ctrl *c, int32_t j, const tj_record *t);
+/* After a cycle: true when job j ended (Succeeded or Failed) by this call. */
+bool ctrl_lifecycle_reconcile(drv_ctrl *c, int32_t j);
+bool ctrl_lifecycle_never_fits(const drv_ctrl *c, int32_t j, char *buf, size_t n);
+void ctrl_lifecycle_suspend(drv_ctrl *c, int32_t j);
+void ctrl_lifecycle_resumed(drv_ctrl *c, int32_t j, const job_record *old);
+int ctrl_lifecycle_edit(drv_ctrl *c, int32_t j, const tj_record *t);
+void ctrl_lifecycle_invalid(drv_ctrl *c, const ctrl_event *e);
+int ctrl_lifecycle_pod_env(drv_ctrl *c, int32_t slot, json_t *pod);
+void ctrl_lifecycle_service(drv_ctrl *c, int32_t j);
+void ctrl_lifecycle_expire(drv_ctrl *c); /* finished jobs past their TTL are deleted */
+int ctrl_lifecycle_write_status(json_t *obj, const status_request *r); /* writer thread */
 
 /* ---- cycle (ctrl_cycle.c) ------------------------------------------------------------------- */
 int ctrl_cycle_run(drv_ctrl *c);

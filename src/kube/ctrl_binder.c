@@ -45,7 +45,9 @@ void ctrl_pod_name(drv_ctrl *c, int32_t slot, char *buf, size_t n)
     const drv_pod *p = &c->mirror.st.pods[slot];
     char name[256];
     ctrl_name_str(c, c->mirror.jobs[p->job].name, name, sizeof name);
-    snprintf(buf, n, "%s-%s-%d", name, drv_role_name(p->role), p->index);
+    /* (peers.h's names: an all-reduce job's chief is its master) */
+    bool master = p->role == DRV_ROLE_CHIEF && c->mirror.jobs[p->job].allreduce;
+    snprintf(buf, n, "%s-%s-%d", name, master ? "master" : drv_role_name(p->role), p->index);
 }
 
 /* Sets obj[key] to a new object unless it holds one already; returns it. */
@@ -93,6 +95,10 @@ static char *pod_body(drv_ctrl *c, int32_t s, int32_t node)
                             json_string(drv_strtab_str(st->names, st->nodes[node].name)));
     json_object_set_new(tm, "apiVersion", json_string("v1"));
     json_object_set_new(tm, "kind", json_string("Pod"));
+    if (ctrl_lifecycle_pod_env(c, s, tm) == DRV_ENOMEM) {
+        json_decref(tm);
+        return NULL;
+    }
     char *s2 = json_dumps(tm, JSON_COMPACT);
     json_decref(tm);
     char *out = s2 ? drv_strdup(s2) : NULL;
@@ -131,6 +137,7 @@ int ctrl_binder_create(drv_ctrl *c, int32_t slot, int32_t node)
 {
     char path[1200];
     pods_path(c, c->mirror.jobs[c->mirror.st.pods[slot].job].ns, path, sizeof path);
+    ctrl_lifecycle_service(c, c->mirror.st.pods[slot].job); /* with its first pods */
     return enqueue(c, slot, node, REQ_CREATE, drv_strdup(path), pod_body(c, slot, node));
 }
 

@@ -5,7 +5,8 @@
  *   1. drv_sched_cycle decides on a snapshot of the mirror's state;
  *   2. every decision is applied to the state as assumed (a binding holds its node's room from
  *      now), and sent through the binder: deletions first, then bindings gang by gang;
- *   3. reconcile: finished jobs end (their pods deleted), pods above a job's targets go, the
+ *   3. reconcile: each job's lifecycle steps (ctrl_lifecycle.c: failed pods restarted,
+ *      finished jobs ended, conditions), pods above a job's targets go, the
  *      wanted pods of a waiting job are created unbound once, and status and Events are handed
  *      to the writer;
  *   4. the progress collector's targets are published, the metrics exported.
@@ -145,42 +146,6 @@ static void assume(drv_ctrl *c, const drv_decision *x)
     }
 }
 
-/* Finished: the chief (worker 0 without one) succeeded, or any pod failed. Returns whether
- * job j is finished, having then ended it (its pods deleted, its final status asked for). */
-static bool reconcile_finished(drv_ctrl *c, int32_t j)
-{
-    ctrl_mirror *m = &c->mirror;
-    job_record *jr = &m->jobs[j];
-    const drv_job *jb = &m->st.jobs[j];
-    int lead_role = jb->role[DRV_ROLE_CHIEF].replicas > 0 ? DRV_ROLE_CHIEF : DRV_ROLE_WORKER;
-    int32_t lead = drv_job_pod(&m->st, j, lead_role, 0);
-    if (jr->status < ST_SUCCEEDED) {
-        for (int32_t k = 0; k < jb->pod_count; k++)
-            if (m->pods[jb->pod_base + k].phase == DRV_KPOD_FAILED)
-                jr->status = ST_FAILED;
-        if (lead >= 0 && m->pods[lead].phase == DRV_KPOD_SUCCEEDED)
-            jr->status = ST_SUCCEEDED;
-    }
-    if (jr->status < ST_SUCCEEDED)
-        return false;
-    for (int32_t k = 0; k < jb->pod_count; k++) {
-        int32_t s = jb->pod_base + k;
-        pod_record *p = &m->pods[s];
-        p->want = -1;
-        if (m->st.pods[s].node >= 0)
-            drv_state_unbind(&m->st, s);
-        /* (A deleted TrainingJob's pods also go through the garbage collector, as their owner
-         * is gone: deleting them here too only makes it sooner.) */
-        if ((p->exists == 1 && !ctrl_pod_terminal(p->phase)) || p->inflight)
-            ctrl_binder_delete(c, s);
-    }
-    if (!jr->gone)
-        ctrl_writer_status(c, j, jr->status == ST_SUCCEEDED ? "finished" : "failed");
-    drv_state_set_phase(&m->st, j, DRV_JOB_DONE);
-    ctrl_count(c, &c->counters.stats.jobs_done, 1);
-    return true;
-}
-
 /* Pods above the targets go; a placement that waited for a pod to go is sent. */
 static int reconcile_pods(drv_ctrl *c, int32_t j)
 {
@@ -228,8 +193,12 @@ static int reconcile_waiting(drv_ctrl *c, int32_t j, const int32_t *queue_pos, i
     }
     if (!jr->why_written) {
         char msg[512];
-        why_pending(c, j, queue_pos ? queue_pos[j] : 0, npend, msg, sizeof msg);
-        ctrl_writer_event(c, j, "Normal", "Waiting", msg);
+        if (ctrl_lifecycle_never_fits(c, j, msg, sizeof msg)) {
+            ctrl_writer_event(c, j, "Warning", "NeverFits", msg);
+        } else {
+            why_pending(c, j, queue_pos ? queue_pos[j] : 0, npend, msg, sizeof msg);
+            ctrl_writer_event(c, j, "Normal", "Waiting", msg);
+        }
         jr->why_written = true;
     }
     jr->status = ST_PENDING;
@@ -242,7 +211,7 @@ static void reconcile_placed(drv_ctrl *c, int32_t j)
     ctrl_mirror *m = &c->mirror;
     job_record *jr = &m->jobs[j];
     const drv_job *jb = &m->st.jobs[j];
-    if (jr->why_written || jr->written == ST_NONE) {
+    if (jr->why_written || (jr->written == ST_NONE && !jr->adopted)) {
         char msg[256];
         snprintf(msg, sizeof msg, "%d pods bound by profile %s", drv_job_wanted(jb), c->prof.name);
         ctrl_writer_event(c, j, "Normal", "Scheduled", msg);
@@ -267,7 +236,7 @@ static int reconcile(drv_ctrl *c, const int32_t *queue_pos)
     int32_t npend = m->st.npending;
     DRV_FOR_LIVE(&m->st, j)
     {
-        if (reconcile_finished(c, j))
+        if (ctrl_lifecycle_reconcile(c, j))
             continue;
         int rc = reconcile_pods(c, j);
         if (rc)
@@ -283,6 +252,7 @@ static int reconcile(drv_ctrl *c, const int32_t *queue_pos)
         ctrl_writer_status(c, j,
                            jr->status == ST_RUNNING ? "all pods running" : "waiting for pods");
     }
+    ctrl_lifecycle_expire(c);
     return 0;
 }
 

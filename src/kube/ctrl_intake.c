@@ -99,20 +99,29 @@ void ctrl_tj_record_free(tj_record *t)
     drv_free(t);
 }
 
-/* A TrainingJob's uid, finished phase and pod templates, beside its compact record. */
+/* A TrainingJob's uid, finished phase and pod templates, beside its compact record. A spec
+ * that does not validate (but names its job) is kept, marked invalid with the reason, so that
+ * the job can be failed with it rather than ignored. */
 static int decode_trainingjob(json_t *obj, drv_ctrl *c, tj_record *t, drv_diag *d)
 {
     int rc = drv_kube_decode_trainingjob(obj, c->names.tab, &t->tj, d);
-    if (rc != 0)
+    if (rc == DRV_EPARSE && t->tj.ns > 0 && t->tj.name > 0)
+        snprintf(t->invalid, sizeof t->invalid, "%s", d->msg);
+    else if (rc != 0)
         return rc;
     json_t *meta = json_object_get(obj, "metadata");
     const char *uid = json_string_value(json_object_get(meta, "uid"));
     snprintf(t->uid, sizeof t->uid, "%s", uid ? uid : "");
-    const char *ph = json_string_value(json_object_get(json_object_get(obj, "status"), "phase"));
+    json_t *status = json_object_get(obj, "status");
+    const char *ph = json_string_value(json_object_get(status, "phase"));
     t->finished = ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed"));
+    ctrl_lifecycle_read_status(status, t);
+    if (t->invalid[0])
+        return 0;
     json_t *specs = json_object_get(json_object_get(obj, "spec"), "replicaSpecs");
     for (int r = 0; r < DRV_NROLES; r++) {
-        json_t *tm = json_object_get(json_object_get(specs, role_key[r]), "template");
+        const char *key = r == DRV_ROLE_CHIEF && t->tj.allreduce ? "Master" : role_key[r];
+        json_t *tm = json_object_get(json_object_get(specs, key), "template");
         if (!tm)
             continue;
         char *s = json_dumps(tm, JSON_COMPACT);

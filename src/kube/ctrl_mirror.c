@@ -231,14 +231,18 @@ static int own_pod(drv_ctrl *c, int32_t s, const drv_kpod *kp, double t)
          * and it holds its node's room until it is gone. */
         p->exists = 2;
         p->delete_assumed = false;
-        bool held = sp->node >= 0 && sp->node == node && p->want < 0;
-        if (ctrl_pod_terminal(kp->phase) && held)
+        /* (re-created in place, want == its node: the state's binding holds the room for the
+         * new pod, so the old one is no ghost; ctrl_lifecycle.c) */
+        bool in_place = p->want >= 0 && p->want == node;
+        bool held = sp->node >= 0 && sp->node == node && (p->want < 0 || in_place);
+        if (ctrl_pod_terminal(kp->phase) && held && !in_place)
             drv_state_unbind(&m->st, s);
         ctrl_mirror_set_ghost(c, p, held || ctrl_pod_terminal(kp->phase) ? 0 : kp->node, kp->req);
         return 0;
     }
     p->exists = 1;
     p->phase = kp->phase;
+    p->exit_code = kp->exit_code;
     p->ip_family = kp->ip_family;
     memcpy(p->ip, kp->ip, sizeof p->ip);
     p->api_node = node;
@@ -251,14 +255,10 @@ static int own_pod(drv_ctrl *c, int32_t s, const drv_kpod *kp, double t)
         m->orphans[m->norphans++] = (orphan_pod){s, kp->node};
         return 0;
     }
-    /* A failed pod fails its job (reconcile). A succeeded one keeps its slot, done: the gang
-     * stays whole and the pod is never placed again (a worker may finish before its chief);
-     * its room is counted as held until the job ends. */
-    if (kp->phase == DRV_KPOD_FAILED) {
-        if (sp->node >= 0)
-            drv_state_unbind(&m->st, s);
-        return 0;
-    }
+    /* A failed pod is restarted or fails its job (ctrl_lifecycle.c, after the next cycle): it
+     * holds its slot till then, so that no cycle places it meanwhile. A succeeded one keeps
+     * its slot, done: the gang stays whole and the pod is never placed again (a worker may
+     * finish before its chief); its room is counted as held until the job ends. */
     if (m->st.jobs[sp->job].phase == DRV_JOB_DONE)
         return 0; /* (its pods are no longer the state's) */
     if (node >= 0 && sp->node != node && p->want < 0) {
@@ -403,6 +403,8 @@ static int add_job(drv_ctrl *c, ctrl_event *e)
         return DRV_ENOMEM;
     m->cap_pods = cap;
     job_record_init(c, j, e, t);
+    ctrl_lifecycle_init(c, j, t);
+    m->jobs[j].spec_workers = t->tj.role[DRV_ROLE_WORKER].replicas;
     const drv_job *jb = &m->st.jobs[j];
     for (int32_t k = 0; k < jb->pod_count; k++)
         m->pods[jb->pod_base + k] =
@@ -411,7 +413,48 @@ static int add_job(drv_ctrl *c, ctrl_event *e)
     ctrl_count(c, &c->counters.stats.jobs, 1);
     if ((rc = adopt_parked(c, j, t, ns, e->t)) != 0)
         return rc;
+    if (t->tj.suspend)
+        ctrl_lifecycle_suspend(c, j);
     m->dirty = true;
+    return 0;
+}
+
+/* Known job j's spec was edited: suspended, resumed, or its replicas or run policy changed. */
+static int edit_job(drv_ctrl *c, int32_t j, ctrl_event *e)
+{
+    ctrl_mirror *m = &c->mirror;
+    if (e->tj->invalid[0]) {
+        drv_log(DRV_LOG_WARN, "edit not followed: %s", e->tj->invalid);
+        return 0;
+    }
+    if (e->tj->tj.suspend && !m->jobs[j].suspended) {
+        m->jobs[j].policy.suspend = true;
+        ctrl_lifecycle_suspend(c, j);
+        return 0;
+    }
+    if (!e->tj->tj.suspend && m->jobs[j].suspended) {
+        /* Resumed: queued again as a new job of the state, its conditions carried on. */
+        job_record old = m->jobs[j];
+        m->jobs[j].gone = true;
+        m->job_of[e->key] = -1;
+        int rc = add_job(c, e);
+        int32_t j2 = m->job_of[e->key];
+        if (rc == 0 && j2 >= 0)
+            ctrl_lifecycle_resumed(c, j2, &old);
+        return rc;
+    }
+    return ctrl_lifecycle_edit(c, j, e->tj);
+}
+
+/* A TrainingJob whose spec is invalid: failed with the reason, when it is ours. */
+static int invalid_job(drv_ctrl *c, const ctrl_event *e)
+{
+    const tj_record *t = e->tj;
+    char ns[256];
+    ctrl_name_str(c, t->tj.ns, ns, sizeof ns);
+    if (!t->finished && (!t->tj.scheduler || t->tj.scheduler == c->names.scheduler) &&
+        (!c->ns[0] || !strcmp(ns, c->ns)))
+        ctrl_lifecycle_invalid(c, e);
     return 0;
 }
 
@@ -434,7 +477,7 @@ int ctrl_mirror_apply_trainingjob(drv_ctrl *c, ctrl_event *e)
         }
         m->jobs[j].gone = true;
         m->job_of[e->key] = -1;
-        return add_job(c, e);
+        return e->tj->invalid[0] ? invalid_job(c, e) : add_job(c, e);
     }
     if (e->type == DRV_WATCH_DELETED) {
         if (j >= 0) {
@@ -445,15 +488,17 @@ int ctrl_mirror_apply_trainingjob(drv_ctrl *c, ctrl_event *e)
         }
         return 0;
     }
+    if (j < 0 && e->tj->invalid[0])
+        return invalid_job(c, e);
     if (j < 0)
         return add_job(c, e);
-    /* Spec changes of a known job are not followed yet (docs/running.md). A status written by
-     * someone else as finished ends it. */
+    /* A status written by someone else as finished ends it. */
     if (e->tj->finished && m->jobs[j].status < ST_SUCCEEDED) {
         m->jobs[j].status = ST_FAILED;
         m->dirty = true;
+        return 0;
     }
-    return 0;
+    return edit_job(c, j, e);
 }
 
 /* A progress sample scraped from a running job's chief. */

@@ -3,6 +3,9 @@
  * per role) and Events, written by one thread with its own API client and work queue, so that
  * no write to the API delays a scheduling decision (ctrl.h).
  *
+ * It also creates the objects a job needs beside its pods (its headless Service), in order with
+ * the Events, where a 409 (there already) is what was wanted.
+ *
  * Owns: c->writer. The scheduler thread says what it wants written (ctrl_writer_status keeps
  * only the latest status per job; ctrl_writer_event queues Events in order) under writer.mu;
  * the writer thread takes them from there and writes them. A status update is a read-modify-
@@ -49,6 +52,42 @@ static status_request *status_slot(ctrl_writer *w, int32_t key)
     return w->status[key];
 }
 
+/* Queues r as the status to write for the job of interned key (the latest one wins). */
+static bool status_queue(drv_ctrl *c, int32_t key, const status_request *r)
+{
+    char k[32];
+    snprintf(k, sizeof k, "s/%d", (int)key);
+    pthread_mutex_lock(&c->writer.mu);
+    status_request *slot = status_slot(&c->writer, key);
+    if (slot)
+        *slot = *r;
+    pthread_mutex_unlock(&c->writer.mu);
+    if (!slot || drv_workqueue_add(c->writer.queue, k) != 0) {
+        drv_log(DRV_LOG_ERROR, "out of memory: status at %s not written", r->path);
+        return false;
+    }
+    return true;
+}
+
+void ctrl_writer_status_request(drv_ctrl *c, int32_t key, const status_request *r)
+{
+    status_queue(c, key, r);
+}
+
+/* Pods per role that have succeeded and failed. */
+static void job_done_pods(const drv_ctrl *c, int32_t job, status_request *r)
+{
+    const drv_job *jb = &c->mirror.st.jobs[job];
+    for (int32_t k = 0; k < jb->pod_count; k++) {
+        const pod_record *pr = &c->mirror.pods[jb->pod_base + k];
+        int role = c->mirror.st.pods[jb->pod_base + k].role;
+        if (pr->exists == 1 && pr->phase == DRV_KPOD_SUCCEEDED)
+            r->succeeded[role]++;
+        else if (pr->exists == 1 && pr->phase == DRV_KPOD_FAILED)
+            r->failed[role]++;
+    }
+}
+
 /* Asks for job's status to be written, when it differs from what was last asked. */
 void ctrl_writer_status(drv_ctrl *c, int32_t job, const char *message)
 {
@@ -56,9 +95,11 @@ void ctrl_writer_status(drv_ctrl *c, int32_t job, const char *message)
     int32_t active[DRV_NROLES];
     bool running;
     ctrl_job_active(c, job, active, &running);
-    if (jr->written == jr->status && !memcmp(active, jr->wrote_active, sizeof active))
+    if (jr->written == jr->status && !memcmp(active, jr->wrote_active, sizeof active) &&
+        jr->wrote_changes == jr->cond_changes)
         return;
     status_request r;
+    memset(&r, 0, sizeof r);
     char ns[256], name[256];
     ctrl_name_str(c, jr->ns, ns, sizeof ns);
     ctrl_name_str(c, jr->name, name, sizeof name);
@@ -67,44 +108,76 @@ void ctrl_writer_status(drv_ctrl *c, int32_t job, const char *message)
     snprintf(r.phase, sizeof r.phase, "%s", ctrl_phase_name[jr->status]);
     snprintf(r.message, sizeof r.message, "%s", message);
     memcpy(r.active, active, sizeof active);
-    char key[32];
-    snprintf(key, sizeof key, "s/%d", (int)jr->key);
-    pthread_mutex_lock(&c->writer.mu);
-    status_request *slot = status_slot(&c->writer, jr->key);
-    if (slot)
-        *slot = r;
-    pthread_mutex_unlock(&c->writer.mu);
-    if (!slot || drv_workqueue_add(c->writer.queue, key) != 0) {
-        drv_log(DRV_LOG_ERROR, "out of memory: status of %s/%s not written", ns, name);
+    job_done_pods(c, job, &r);
+    memcpy(r.conds, jr->conds, sizeof r.conds);
+    r.start_time = jr->start_time;
+    r.completion_time = jr->completion_time;
+    r.restarts = jr->restarts;
+    if (!status_queue(c, jr->key, &r))
         return;
-    }
     jr->written = jr->status;
+    jr->wrote_changes = jr->cond_changes;
     memcpy(jr->wrote_active, active, sizeof active);
+}
+
+/* Queues path and body (owned, then the queue's) to be POSTed in order with the Events. */
+static bool post_queue(ctrl_writer *w, char *path, char *body, bool conflict_ok)
+{
+    pthread_mutex_lock(&w->mu);
+    bool ok = (body || conflict_ok) && path &&
+              drv_grow(&w->events, sizeof *w->events, &w->cap_events, w->nevents + 1) == 0;
+    if (ok)
+        w->events[w->nevents++] = (event_request){path, body, conflict_ok};
+    pthread_mutex_unlock(&w->mu);
+    return ok;
+}
+
+int ctrl_writer_post(drv_ctrl *c, const char *path, const char *body, bool conflict_ok)
+{
+    char *p = drv_strdup(path), *b = drv_strdup(body);
+    if (!post_queue(&c->writer, p, b, conflict_ok)) {
+        drv_free(p);
+        drv_free(b);
+        return DRV_ENOMEM;
+    }
+    return drv_workqueue_add(c->writer.queue, "e") != 0 ? DRV_ENOMEM : 0;
+}
+
+int ctrl_writer_delete(drv_ctrl *c, const char *path)
+{
+    char *p = drv_strdup(path);
+    if (!post_queue(&c->writer, p, NULL, true)) {
+        drv_free(p);
+        return DRV_ENOMEM;
+    }
+    return drv_workqueue_add(c->writer.queue, "e") != 0 ? DRV_ENOMEM : 0;
 }
 
 /* Queues an Event about job (none with drv_ctrl_opts.no_events). */
 void ctrl_writer_event(drv_ctrl *c, int32_t job, const char *type, const char *reason,
                        const char *message)
 {
+    const job_record *jr = &c->mirror.jobs[job];
+    char ns[256], name[256];
+    ctrl_name_str(c, jr->ns, ns, sizeof ns);
+    ctrl_name_str(c, jr->name, name, sizeof name);
+    ctrl_writer_event_about(c, ns, name, jr->uid, type, reason, message);
+}
+
+void ctrl_writer_event_about(drv_ctrl *c, const char *ns, const char *name, const char *uid,
+                             const char *type, const char *reason, const char *message)
+{
     if (c->o.no_events)
         return;
     ctrl_writer *w = &c->writer;
-    const job_record *jr = &c->mirror.jobs[job];
-    char ns[256], name[256], now[40];
-    ctrl_name_str(c, jr->ns, ns, sizeof ns);
-    ctrl_name_str(c, jr->name, name, sizeof name);
+    char now[40];
     drv_time_rfc3339(now, sizeof now, drv_clock_wall(), false);
-    char *body = drv_kube_event_json(ns, "TrainingJob", "drover.dev/v1alpha1", name, jr->uid, type,
+    char *body = drv_kube_event_json(ns, "TrainingJob", "drover.dev/v1alpha1", name, uid, type,
                                      reason, message, now, c->scheduler);
     char *path = drv_malloc(300);
     if (body && path)
         snprintf(path, 300, "/api/v1/namespaces/%s/events", ns);
-    pthread_mutex_lock(&w->mu);
-    bool ok = body && path &&
-              drv_grow(&w->events, sizeof *w->events, &w->cap_events, w->nevents + 1) == 0;
-    if (ok)
-        w->events[w->nevents++] = (event_request){path, body};
-    pthread_mutex_unlock(&w->mu);
+    bool ok = post_queue(w, path, body, false);
     if (!ok || drv_workqueue_add(w->queue, "e") != 0) {
         if (!ok) {
             drv_free(body);
@@ -116,15 +189,11 @@ void ctrl_writer_event(drv_ctrl *c, int32_t job, const char *type, const char *r
 
 /* ---- the writer thread ---------------------------------------------------------------------- */
 
-typedef struct status_arg {
-    const char *phase, *message;
-    const int32_t *active;
-} status_arg;
-
 static int set_status(json_t *obj, void *arg)
 {
-    const status_arg *a = arg;
-    return drv_kube_trainingjob_set_status(obj, a->phase, a->message, a->active);
+    const status_request *r = arg;
+    int rc = drv_kube_trainingjob_set_status(obj, r->phase, r->message, r->active);
+    return rc ? rc : ctrl_lifecycle_write_status(obj, r);
 }
 
 /* Writes every Event queued so far, in order. */
@@ -140,9 +209,13 @@ static void write_events(drv_ctrl *c)
     for (int32_t i = 0; i < n; i++) {
         drv_diag d = {{0}};
         long status = 0;
-        if (drv_kube_request(w->client, "POST", v[i].path, NULL, v[i].body, &status, NULL, &d) ==
-            0) {
+        int rc = v[i].body ? drv_kube_request(w->client, "POST", v[i].path, NULL, v[i].body,
+                                              &status, NULL, &d)
+                           : drv_kube_delete(w->client, v[i].path, -1, "Background", &status, &d);
+        if (rc == 0 && !v[i].conflict_ok) {
             ctrl_count(c, &c->counters.stats.events, 1);
+        } else if (rc == 0 || (v[i].conflict_ok && status == (v[i].body ? 409 : 404))) {
+            /* (created or deleted, or there already or gone already) */
         } else {
             drv_log(DRV_LOG_WARN, "%s", d.msg);
             ctrl_count(c, &c->counters.stats.api_errors, 1);
@@ -168,10 +241,9 @@ static void write_status(drv_ctrl *c, const char *key)
     pthread_mutex_unlock(&w->mu);
     if (!have)
         return;
-    status_arg a = {r.phase, r.message, r.active};
     drv_diag d = {{0}};
     long status = 0;
-    if (drv_kube_update(w->client, r.path, set_status, &a, 0, NULL, &status, &d) == 0) {
+    if (drv_kube_update(w->client, r.path, set_status, &r, 0, NULL, &status, &d) == 0) {
         ctrl_count(c, &c->counters.stats.status_writes, 1);
         drv_workqueue_forget(w->queue, key);
     } else if (status == 404) {

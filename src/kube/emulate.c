@@ -7,7 +7,9 @@
  * the real (monotonic) time its next step is due:
  *
  *     bound here, Pending        -> STARTING, due now + start_delay / speed
- *     Running (by us or before)  -> RUNNING,  due start + duration / speed (never without one)
+ *     Running (by us or before)  -> RUNNING,  due start + duration / speed (never without one),
+ *                                   then Succeeded, or Failed with drover.dev/exit-code (the
+ *                                   first drover.dev/fail-times times a pod of its name ends)
  *     deletionTimestamp set      -> DELETING, due now
  *     Succeeded, Failed, deleted -> dropped
  *
@@ -30,6 +32,7 @@
 #include "drover/kube_types.h"
 #include "drover/clock.h"
 #include "drover/hashmap.h"
+#include "emulate.h"
 #include "json.h"
 
 #include <math.h>
@@ -47,10 +50,18 @@ typedef struct tpod {
     char *key; /* "namespace/name"; owned, the table borrows it as its key */
     char ns[64], name[254], uid[64];
     enum tstate state;
-    double due;   /* monotonic seconds of the next step; INFINITY: none (runs until deleted) */
-    double run_s; /* real seconds from Running to Succeeded; < 0: forever */
-    int fails;    /* consecutive failed writes, for back-off */
+    double due;     /* monotonic seconds of the next step; INFINITY: none (runs until deleted) */
+    double run_s;   /* real seconds from Running to Succeeded; < 0: forever */
+    int fails;      /* consecutive failed writes, for back-off */
+    int exit_code;  /* drover.dev/exit-code: how it ends (0: Succeeded) */
+    int fail_times; /* drover.dev/fail-times: how many times a pod of its name fails; -1 all */
 } tpod;
+
+/* Pods of one name failed so far (drover.dev/fail-times counts across re-creations). */
+typedef struct emu_ends {
+    char *key; /* "namespace/name", owned; the table borrows it */
+    int failed;
+} emu_ends;
 
 /* What the informer caches per pod. */
 typedef struct podrec {
@@ -59,30 +70,10 @@ typedef struct podrec {
     int8_t phase; /* enum drv_kpod_phase */
     bool deleting;
     double duration;   /* emulated seconds from the annotation; < 0 when absent or bad */
+    int exit_code;     /* drover.dev/exit-code, 0 when absent or bad */
+    int fail_times;    /* drover.dev/fail-times, -1 when absent or bad */
     double started_at; /* status.startTime, epoch seconds; 0 when absent */
 } podrec;
-
-struct drv_emulator {
-    drv_kube_config cfg; /* owned copy */
-    drv_emu_node *nodes;
-    int32_t n;
-    drv_emulator_opts o;
-    drv_rng rng;            /* back-off jitter (under mu) */
-    char registered_at[32]; /* lastTransitionTime of the Ready condition */
-    drv_strtab *names;      /* node names first; then the informer's (its thread only) */
-    bool *is_node;          /* by interned id, up to nnames */
-    int32_t nnames;
-    drv_kube *reader, *writer;
-    drv_informer *inf;
-    pthread_t tinf, twork;
-    bool started;
-    volatile int stop;
-    pthread_mutex_t mu; /* the table, the stats, the condition */
-    pthread_cond_t cv;
-    drv_hashmap *pods; /* key -> tpod: the pods being emulated */
-    double next_heartbeat;
-    drv_emulator_stats st;
-};
 
 void drv_emulator_opts_default(drv_emulator_opts *o)
 {
@@ -125,6 +116,8 @@ static tpod *track(drv_emulator *e, const char *key, const podrec *r)
     snprintf(t->name, sizeof t->name, "%s", r->name);
     snprintf(t->uid, sizeof t->uid, "%s", r->uid);
     t->run_s = r->duration < 0 ? -1 : r->duration / e->o.speed;
+    t->exit_code = r->exit_code;
+    t->fail_times = r->fail_times;
     return t;
 }
 
@@ -141,6 +134,23 @@ static void set_running(tpod *t, double started_at)
 }
 
 /* ---- informer side -------------------------------------------------------------------------- */
+
+/* An integer annotation in [lo, hi]; dflt when absent, or bad (logged). */
+static int int_annotation(json_t *ann, const char *key, int lo, int hi, int dflt, const podrec *r)
+{
+    const char *v = json_string_value(json_object_get(ann, key));
+    if (!v)
+        return dflt;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (end != v && !*end && n >= lo && n <= hi)
+        return (int)n;
+    drv_log(DRV_LOG_WARN,
+            "emulate: pod %s/%s: annotation %s: expected an integer in [%d, %d], "
+            "found '%s' (ignored)",
+            r->ns, r->name, key, lo, hi, v);
+    return dflt;
+}
 
 static void *decode(json_t *obj, void *arg, drv_diag *d)
 {
@@ -175,6 +185,9 @@ static void *decode(json_t *obj, void *arg, drv_diag *d)
                     "found '%s' (the pod runs until deleted)",
                     r->ns, r->name, DRV_EMU_DURATION_ANNOTATION, dur);
     }
+    json_t *ann = json_object_get(meta, "annotations");
+    r->exit_code = int_annotation(ann, DRV_EMU_EXIT_CODE_ANNOTATION, 0, 255, 0, r);
+    r->fail_times = int_annotation(ann, DRV_EMU_FAIL_TIMES_ANNOTATION, 0, 1000000, -1, r);
     const char *start =
         json_string_value(json_object_get(json_object_get(obj, "status"), "startTime"));
     if (drv_time_parse_rfc3339(start, &r->started_at) != 0)
@@ -258,190 +271,13 @@ static void *informer_main(void *arg)
     return NULL;
 }
 
-/* ---- nodes ---------------------------------------------------------------------------------- */
-
-static void quantity_cpu(char *out, size_t n, int64_t milli)
-{
-    if (milli % 1000 == 0)
-        snprintf(out, n, "%lld", (long long)(milli / 1000));
-    else
-        snprintf(out, n, "%lldm", (long long)milli);
-}
-
-static void quantity_bytes(char *out, size_t n, int64_t b)
-{
-    static const char *const suf[] = {"Ti", "Gi", "Mi", "Ki"};
-    for (int i = 0; i < 4; i++) {
-        int64_t unit = (int64_t)1 << (10 * (4 - i));
-        if (b >= unit && b % unit == 0) {
-            snprintf(out, n, "%lld%s", (long long)(b / unit), suf[i]);
-            return;
-        }
-    }
-    snprintf(out, n, "%lld", (long long)b);
-}
-
-static json_t *resources_json(const drv_emu_node *nd)
-{
-    char cpu[32], mem[32], gpu[24];
-    quantity_cpu(cpu, sizeof cpu, nd->alloc.cpu);
-    quantity_bytes(mem, sizeof mem, nd->alloc.mem);
-    snprintf(gpu, sizeof gpu, "%lld", (long long)nd->alloc.gpu);
-    return json_pack("{s:s, s:s, s:s, s:s}", "cpu", cpu, "memory", mem, "nvidia.com/gpu", gpu,
-                     "pods", "110");
-}
-
-/* The node's status as the emulated kubelet reports it; heartbeat is now. */
-static json_t *node_status(const drv_emulator *e, const drv_emu_node *nd, const char *heartbeat)
-{
-    json_t *res = resources_json(nd);
-    if (!res)
-        return NULL;
-    json_t *conds = json_array();
-    static const char *const pressure[][3] = {
-        {"MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory"},
-        {"DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
-        {"PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"}};
-    for (int i = 0; i < 3; i++)
-        json_array_append_new(conds,
-                              json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type", pressure[i][0],
-                                        "status", "False", "reason", pressure[i][1], "message",
-                                        pressure[i][2], "lastHeartbeatTime", heartbeat,
-                                        "lastTransitionTime", e->registered_at));
-    json_array_append_new(conds, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type", "Ready",
-                                           "status", "True", "reason", "KubeletReady", "message",
-                                           "kubelet is posting ready status (drover emulate)",
-                                           "lastHeartbeatTime", heartbeat, "lastTransitionTime",
-                                           e->registered_at));
-    return json_pack("{s:O, s:o, s:o, s:[{s:s, s:s}], s:{s:s, s:s, s:s}}", "capacity", res,
-                     "allocatable", res, "conditions", conds, "addresses", "type", "Hostname",
-                     "address", nd->name, "nodeInfo", "kubeletVersion", "drover-emulate",
-                     "operatingSystem", "linux", "architecture", "amd64");
-}
-
-/* Our labels onto labels (an object). */
-static int set_labels(json_t *labels, const drv_emu_node *nd)
-{
-    int rc = json_object_set_new(labels, "kubernetes.io/hostname", json_string(nd->name));
-    rc |= json_object_set_new(labels, "kubernetes.io/os", json_string("linux"));
-    rc |= json_object_set_new(labels, DRV_EMU_NODE_LABEL, json_string("true"));
-    if (nd->zone[0])
-        rc |= json_object_set_new(labels, "topology.kubernetes.io/zone", json_string(nd->zone));
-    if (nd->rack[0])
-        rc |= json_object_set_new(labels, "drover.dev/rack", json_string(nd->rack));
-    return rc ? DRV_ENOMEM : 0;
-}
-
-/* Removes the node.kubernetes.io/not-ready taint the API server puts on a new node; *changed
- * says whether there was one. */
-static void drop_not_ready(json_t *node, bool *changed)
-{
-    json_t *taints = json_object_get(json_object_get(node, "spec"), "taints");
-    size_t i = 0;
-    while (i < json_array_size(taints)) {
-        const char *k = json_string_value(json_object_get(json_array_get(taints, i), "key"));
-        if (k && !strcmp(k, "node.kubernetes.io/not-ready")) {
-            json_array_remove(taints, i);
-            *changed = true;
-        } else {
-            i++;
-        }
-    }
-}
-
-typedef struct node_arg {
-    const drv_emu_node *nd;
-    bool changed;
-} node_arg;
-
-static int mut_node(json_t *obj, void *arg)
-{
-    node_arg *a = arg;
-    json_t *meta = json_object_get(obj, "metadata");
-    json_t *labels = json_object_get(meta, "labels");
-    if (!json_is_object(labels)) {
-        labels = json_object();
-        if (!labels || json_object_set_new(meta, "labels", labels))
-            return DRV_ENOMEM;
-    }
-    json_t *before = json_deep_copy(labels);
-    int rc = set_labels(labels, a->nd);
-    a->changed = !json_equal(before, labels);
-    json_decref(before);
-    if (rc)
-        return rc;
-    drop_not_ready(obj, &a->changed);
-    return a->changed ? 0 : DRV_EEXIST; /* DRV_EEXIST: nothing to write */
-}
-
-static int patch_node_status(drv_emulator *e, drv_kube *k, const drv_emu_node *nd, drv_diag *d)
-{
-    char now[32], path[160];
-    drv_time_rfc3339(now, sizeof now, drv_clock_wall(), false);
-    json_t *p = json_pack("{s:o}", "status", node_status(e, nd, now));
-    char *body = p ? json_dumps(p, JSON_COMPACT) : NULL;
-    json_decref(p);
-    if (!body)
-        return drv_fail(d, DRV_ENOMEM, "out of memory");
-    snprintf(path, sizeof path, "/api/v1/nodes/%s/status", nd->name);
-    long st = 0;
-    int rc = drv_kube_request(k, "PATCH", path, "application/merge-patch+json", body, &st, NULL, d);
-    free(body);
-    return rc;
-}
-
-static int register_node(drv_emulator *e, const drv_emu_node *nd, drv_diag *d)
-{
-    char now[32];
-    drv_time_rfc3339(now, sizeof now, drv_clock_wall(), false);
-    json_t *labels = json_object();
-    json_t *obj = json_pack("{s:s, s:s, s:{s:s, s:O}, s:{}, s:o}", "apiVersion", "v1", "kind",
-                            "Node", "metadata", "name", nd->name, "labels", labels, "spec",
-                            "status", node_status(e, nd, now));
-    int rc = obj && labels
-                 ? set_labels(json_object_get(json_object_get(obj, "metadata"), "labels"), nd)
-                 : DRV_ENOMEM;
-    json_decref(labels);
-    char *body = rc ? NULL : json_dumps(obj, JSON_COMPACT);
-    if (!body) {
-        json_decref(obj);
-        return drv_fail(d, DRV_ENOMEM, "out of memory");
-    }
-    json_decref(obj);
-    long st = 0;
-    json_t *created = NULL;
-    char path[160];
-    snprintf(path, sizeof path, "/api/v1/nodes/%s", nd->name);
-    rc = drv_kube_request(e->writer, "POST", "/api/v1/nodes", NULL, body, &st, &created, d);
-    free(body);
-    /* Ready first, then the taint: the node lifecycle controller, when one runs, puts the
-     * not-ready taint back on a node it does not see Ready. */
-    node_arg a = {nd, false};
-    bool exists = rc && st == 409;
-    if (rc == 0) { /* new: only the not-ready taint may need to go */
-        drop_not_ready(created, &a.changed);
-        json_decref(created);
-    }
-    if (rc == 0 || exists)
-        rc = patch_node_status(e, e->writer, nd, d);
-    if (rc == 0 && (a.changed || exists)) /* exists: our labels too */
-        rc = drv_kube_update(e->writer, path, mut_node, &a, 0, NULL, NULL, d);
-    if (rc == DRV_EEXIST) /* nothing to change */
-        rc = 0;
-    if (rc) {
-        char why[sizeof d->msg];
-        snprintf(why, sizeof why, "%s", d ? d->msg : "");
-        return drv_fail(d, rc, "emulate: node %s: %s", nd->name, why);
-    }
-    return 0;
-}
-
 /* ---- pods ----------------------------------------------------------------------------------- */
 
 typedef struct pod_arg {
     const char *uid;
     double now;
     int phase_seen; /* the phase found on the fresh object */
+    int exit_code;  /* mut_ended: 0 Succeeded, else Failed with it */
 } pod_arg;
 
 static int phase_of(json_t *obj)
@@ -542,7 +378,8 @@ static int mut_running(json_t *obj, void *arg)
     return 0;
 }
 
-static int mut_succeeded(json_t *obj, void *arg)
+/* Running -> Succeeded (exit code 0), or Failed with a.exit_code. */
+static int mut_ended(json_t *obj, void *arg)
 {
     pod_arg *a = arg;
     json_t *status, *conds;
@@ -553,9 +390,10 @@ static int mut_succeeded(json_t *obj, void *arg)
         return DRV_EEXIST;
     char now[32];
     drv_time_rfc3339(now, sizeof now, a->now, false);
-    json_object_set_new(status, "phase", json_string("Succeeded"));
-    set_condition(conds, "Ready", "False", "PodCompleted", now);
-    set_condition(conds, "ContainersReady", "False", "PodCompleted", now);
+    bool ok = a->exit_code == 0;
+    json_object_set_new(status, "phase", json_string(ok ? "Succeeded" : "Failed"));
+    set_condition(conds, "Ready", "False", ok ? "PodCompleted" : "PodFailed", now);
+    set_condition(conds, "ContainersReady", "False", ok ? "PodCompleted" : "PodFailed", now);
     size_t i;
     json_t *c;
     json_array_foreach(json_object_get(status, "containerStatuses"), i, c)
@@ -565,11 +403,30 @@ static int mut_succeeded(json_t *obj, void *arg)
         json_object_set_new(c, "ready", json_false());
         json_object_set_new(c, "started", json_false());
         json_object_set_new(c, "state",
-                            json_pack("{s:{s:i, s:s, s:s, s:s}}", "terminated", "exitCode", 0,
-                                      "reason", "Completed", "startedAt", started ? started : now,
-                                      "finishedAt", now));
+                            json_pack("{s:{s:i, s:s, s:s, s:s}}", "terminated", "exitCode",
+                                      i == 0 ? a->exit_code : 0, "reason",
+                                      ok || i > 0 ? "Completed" : "Error", "startedAt",
+                                      started ? started : now, "finishedAt", now));
     }
     return 0;
+}
+
+/* A pod of that name was failed (under e->mu). */
+static void count_failure(drv_emulator *e, const char *key)
+{
+    e->st.failed++;
+    emu_ends *x = drv_hashmap_get(e->ends, key);
+    if (!x) {
+        x = drv_calloc(1, sizeof *x);
+        if (!x || !(x->key = drv_strdup(key)) || drv_hashmap_put(e->ends, x->key, x) != 0) {
+            if (x)
+                drv_free(x->key);
+            drv_free(x);
+            drv_log(DRV_LOG_ERROR, "emulate: out of memory: failures of %s not counted", key);
+            return;
+        }
+    }
+    x->failed++;
 }
 
 /* One step, done without the lock; then its outcome applied under it. */
@@ -579,21 +436,29 @@ static void step(drv_emulator *e, const tpod *snap)
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s%s", snap->ns, snap->name,
              snap->state == T_DELETING ? "" : "/status");
     drv_diag d = {{0}};
-    pod_arg a = {snap->uid, drv_clock_wall(), -1};
+    pod_arg a = {snap->uid, drv_clock_wall(), -1, 0};
+    if (snap->state == T_RUNNING && snap->exit_code != 0) {
+        pthread_mutex_lock(&e->mu);
+        emu_ends *x = drv_hashmap_get(e->ends, snap->key);
+        if (snap->fail_times < 0 || !x || x->failed < snap->fail_times)
+            a.exit_code = snap->exit_code;
+        pthread_mutex_unlock(&e->mu);
+    }
     long st = 0;
     int rc;
     if (snap->state == T_DELETING) /* grace 0; a pod created again under the name is safe */
         rc = drv_kube_delete_uid(e->writer, path, 0, NULL, snap->uid, &st, &d);
     else
-        rc = drv_kube_update(e->writer, path,
-                             snap->state == T_STARTING ? mut_running : mut_succeeded, &a, 0, NULL,
-                             &st, &d);
+        rc = drv_kube_update(e->writer, path, snap->state == T_STARTING ? mut_running : mut_ended,
+                             &a, 0, NULL, &st, &d);
     pthread_mutex_lock(&e->mu);
     tpod *t = find(e, snap->key);
     bool same = t && !strcmp(t->uid, snap->uid) && t->state == snap->state;
     if (rc == 0) {
         if (snap->state == T_STARTING)
             e->st.started++;
+        else if (snap->state == T_RUNNING && a.exit_code != 0)
+            count_failure(e, snap->key);
         else if (snap->state == T_RUNNING)
             e->st.succeeded++;
         else
@@ -635,7 +500,7 @@ static void heartbeat(drv_emulator *e)
 {
     for (int32_t i = 0; i < e->n && !e->stop; i++) {
         drv_diag d = {{0}};
-        int rc = patch_node_status(e, e->writer, &e->nodes[i], &d);
+        int rc = emu_patch_node_status(e, e->writer, &e->nodes[i], &d);
         pthread_mutex_lock(&e->mu);
         if (rc) {
             e->st.errors++;
@@ -749,7 +614,8 @@ int drv_emulator_new(drv_emulator **out, const drv_kube_config *cfg, const drv_e
     e->nodes = drv_malloc((size_t)n * sizeof *e->nodes);
     e->names = drv_strtab_new();
     e->pods = drv_hashmap_new(&drv_hashmap_borrowed_strings);
-    if (rc || !e->nodes || !e->names || !e->pods) {
+    e->ends = drv_hashmap_new(&drv_hashmap_borrowed_strings);
+    if (rc || !e->nodes || !e->names || !e->pods || !e->ends) {
         drv_emulator_free(e);
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     }
@@ -797,7 +663,7 @@ int drv_emulator_start(drv_emulator *e, drv_diag *d)
         return rc;
     drv_time_rfc3339(e->registered_at, sizeof e->registered_at, drv_clock_wall(), false);
     for (int32_t i = 0; i < e->n; i++) {
-        if ((rc = register_node(e, &e->nodes[i], d)) != 0)
+        if ((rc = emu_register_node(e, &e->nodes[i], d)) != 0)
             return rc;
         e->st.nodes_registered++;
     }
@@ -853,6 +719,12 @@ void drv_emulator_free(drv_emulator *e)
         drv_free(v);
     }
     drv_hashmap_free(e->pods);
+    drv_hashmap_iter_init(&it, e->ends);
+    for (void *v; e->ends && drv_hashmap_next(&it, NULL, &v);) {
+        drv_free(((emu_ends *)v)->key);
+        drv_free(v);
+    }
+    drv_hashmap_free(e->ends);
     drv_free(e->is_node);
     drv_strtab_free(e->names);
     drv_free(e->nodes);

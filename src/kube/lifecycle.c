@@ -213,7 +213,7 @@ void drv_lifecycle_step(const drv_lifecycle_in *in, int prev, drv_lifecycle_out 
         running |= in->pods[i].phase == DRV_OBS_RUNNING;
     if (running && in->start_time < 0)
         out->started = true;
-    if (running && in->scaling)
+    if (in->scaling) /* (its pods are re-created with new peers: few or none run meanwhile) */
         say(out, DRV_COND_SCALING, "JobScaling", "the number of workers is being changed");
     else if (running)
         say(out, DRV_COND_RUNNING, "JobRunning", "the job's pods are running");

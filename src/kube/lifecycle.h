@@ -108,7 +108,7 @@ typedef struct drv_lifecycle_in {
     int32_t npods;
     int32_t restarts;       /* pods this controller has restarted so far (the job's count) */
     bool placed;            /* the scheduler has bound the job's gang */
-    bool scaling;           /* its worker count is being changed */
+    bool scaling;           /* its worker count is being changed (its pods re-created) */
     double now;             /* seconds, on the caller's clock */
     double start_time;      /* when it first ran (a pod Running); < 0: not yet */
     double completion_time; /* when it finished; < 0: not yet */

@@ -4,6 +4,7 @@
  */
 #include "drover/kube_types.h"
 #include "json.h"
+#include "lifecycle.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -236,6 +237,20 @@ int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag 
     for (int i = 0; phase && i < 5; i++)
         if (!strcmp(phase, phases[i]))
             out->phase = (int8_t)i;
+    /* The first container that terminated with a code other than 0 (the one that failed the
+     * pod, for restartPolicy ExitCode); else the first one's. */
+    out->exit_code = -1;
+    size_t k;
+    json_t *st;
+    json_array_foreach(json_object_get(json_object_get(obj, "status"), "containerStatuses"), k, st)
+    {
+        json_t *code = json_object_get(json_object_get(json_object_get(st, "state"), "terminated"),
+                                       "exitCode");
+        if (json_is_integer(code) && (out->exit_code <= 0 || k == 0))
+            out->exit_code = (int16_t)json_integer_value(code);
+        if (out->exit_code > 0)
+            break;
+    }
     json_t *cs = json_object_get(spec, "containers");
     if (!json_is_array(cs))
         return drv_fail(d, DRV_EPARSE, "%s: spec.containers: expected a list", who);
@@ -364,6 +379,50 @@ static int get_int(json_t *o, const char *key, const char *who, const char *path
     return 0;
 }
 
+/* replicaSpecs.<role>.restartPolicy: Never when absent. */
+static int decode_restart(json_t *rs, const char *who, const char *key, int8_t *out, drv_diag *d)
+{
+    json_t *v = json_object_get(rs, "restartPolicy");
+    drv_restart r = DRV_RESTART_NEVER;
+    if (v && (!json_is_string(v) || drv_restart_parse(json_string_value(v), &r) != 0))
+        return drv_fail(d, DRV_EPARSE,
+                        "%s: spec.replicaSpecs.%s.restartPolicy: expected Never, OnFailure, "
+                        "ExitCode or Always",
+                        who, key);
+    *out = (int8_t)r;
+    return 0;
+}
+
+/* spec.runPolicy as Kubeflow names it; absent fields keep Kubeflow's defaults. */
+static int decode_run_policy(json_t *rp, const char *who, drv_ktrainingjob *out, drv_diag *d)
+{
+    int64_t backoff, deadline, ttl;
+    int rc = get_int(rp, "backoffLimit", who, "spec.runPolicy.backoffLimit", 0, 1000000, -1,
+                     &backoff, d);
+    if (!rc)
+        rc = get_int(rp, "activeDeadlineSeconds", who, "spec.runPolicy.activeDeadlineSeconds", 1,
+                     INT32_MAX, 0, &deadline, d);
+    if (!rc)
+        rc = get_int(rp, "ttlSecondsAfterFinished", who, "spec.runPolicy.ttlSecondsAfterFinished",
+                     0, INT32_MAX, -1, &ttl, d);
+    if (rc)
+        return rc;
+    out->backoff_limit = (int32_t)backoff;
+    out->active_deadline_s = deadline;
+    out->ttl_s = ttl;
+    json_t *clean = json_object_get(rp, "cleanPodPolicy");
+    drv_clean_pods cp = DRV_CLEAN_RUNNING;
+    if (clean && (!json_is_string(clean) || drv_clean_pods_parse(json_string_value(clean), &cp)))
+        return drv_fail(d, DRV_EPARSE,
+                        "%s: spec.runPolicy.cleanPodPolicy: expected Running, All or None", who);
+    out->clean_pods = (int8_t)cp;
+    json_t *sus = json_object_get(rp, "suspend");
+    if (sus && !json_is_boolean(sus))
+        return drv_fail(d, DRV_EPARSE, "%s: spec.runPolicy.suspend: expected true or false", who);
+    out->suspend = json_is_true(sus);
+    return 0;
+}
+
 int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob *out, drv_diag *d)
 {
     memset(out, 0, sizeof *out);
@@ -418,6 +477,10 @@ int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob
             snprintf(dst[k], cap[k], "%s", t);
         }
     }
+    int rc =
+        decode_run_policy(json_object_get(json_object_get(obj, "spec"), "runPolicy"), who, out, d);
+    if (rc)
+        return rc;
     const char *key;
     json_t *rs;
     json_object_foreach(specs, key, rs)
@@ -425,15 +488,27 @@ int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob
         int r = 0;
         while (r < DRV_NROLES && strcmp(key, tj_roles[r]) != 0)
             r++;
+        if (!strcmp(key, "Master")) {
+            r = DRV_ROLE_CHIEF;
+            out->allreduce = true;
+        }
         if (r == DRV_NROLES)
             return drv_fail(d, DRV_EPARSE,
-                            "%s: spec.replicaSpecs.%s: expected PS, Chief, Worker "
+                            "%s: spec.replicaSpecs.%s: expected PS, Chief, Master, Worker "
                             "or Evaluator",
                             who, key);
+        if (r == DRV_ROLE_CHIEF && json_object_get(specs, "Chief") &&
+            json_object_get(specs, "Master"))
+            return drv_fail(d, DRV_EPARSE,
+                            "%s: spec.replicaSpecs: expected Chief (TensorFlow) or Master "
+                            "(all-reduce), not both",
+                            who);
+        if ((rc = decode_restart(rs, who, key, &out->restart[r], d)) != 0)
+            return rc;
         char path[96];
         int64_t n, lo, hi;
         snprintf(path, sizeof path, "spec.replicaSpecs.%s.replicas", key);
-        int rc = get_int(rs, "replicas", who, path, 0, 100000, 1, &n, d);
+        rc = get_int(rs, "replicas", who, path, 0, 100000, 1, &n, d);
         snprintf(path, sizeof path, "spec.replicaSpecs.%s.minReplicas", key);
         if (!rc)
             rc = get_int(rs, "minReplicas", who, path, 0, 100000, n, &lo, d);
@@ -449,10 +524,10 @@ int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob
                             who, key, (long long)lo, (long long)n, (long long)hi);
         json_t *pspec = json_object_get(json_object_get(rs, "template"), "spec");
         json_t *cs = json_object_get(pspec, "containers");
-        if (!json_is_array(cs))
+        if (!json_is_array(cs) || json_array_size(cs) == 0)
             return drv_fail(d, DRV_EPARSE,
                             "%s: spec.replicaSpecs.%s.template.spec.containers: "
-                            "expected a list",
+                            "expected a pod template with at least one container",
                             who, key);
         if (!out->scheduler && intern(names, str_at(pspec, "schedulerName"), &out->scheduler))
             return drv_fail(d, DRV_ENOMEM, "out of memory");
@@ -468,6 +543,11 @@ int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob
         }
         out->role[r] = (drv_rolespec){(int32_t)n, (int32_t)lo, (int32_t)hi, sum, sum.cpu};
     }
+    if (out->role[DRV_ROLE_WORKER].max == 0 && out->role[DRV_ROLE_CHIEF].max == 0)
+        return drv_fail(d, DRV_EPARSE,
+                        "%s: spec.replicaSpecs.Worker: expected at least one worker (or a "
+                        "Chief or Master)",
+                        who);
     return 0;
 }
 
@@ -589,9 +669,12 @@ int drv_kube_trainingjob_set_status(json_t *obj, const char *phase, const char *
         return DRV_ENOMEM;
     json_t *specs = json_object_get(json_object_get(obj, "spec"), "replicaSpecs");
     for (int r = 0; r < DRV_NROLES; r++) {
-        if (!json_object_get(specs, tj_roles[r]))
+        const char *key = tj_roles[r];
+        if (r == DRV_ROLE_CHIEF && json_object_get(specs, "Master"))
+            key = "Master";
+        if (!json_object_get(specs, key))
             continue;
-        json_t *one = map_at(rs, tj_roles[r]);
+        json_t *one = map_at(rs, key);
         if (!one || json_object_set_new(one, "active", json_integer(active[r])) != 0)
             return DRV_ENOMEM;
     }

@@ -51,6 +51,7 @@ enum rtype_id {
     R_LEASES,
     R_CRDS,
     R_TJ,
+    R_SERVICES,
     R_N
 };
 
@@ -75,6 +76,7 @@ static const struct rtype RT[R_N] = {
     [R_CRDS] = {"apiextensions.k8s.io", "v1", "customresourcedefinitions",
                 "CustomResourceDefinition", false, true, true, false},
     [R_TJ] = {"drover.dev", "v1alpha1", "trainingjobs", "TrainingJob", true, true, true, true},
+    [R_SERVICES] = {"", "v1", "services", "Service", true, true, false, false},
 };
 
 struct wevent {
@@ -249,6 +251,7 @@ static const char *api_version(int rt)
         [R_LEASES] = "coordination.k8s.io/v1",
         [R_CRDS] = "apiextensions.k8s.io/v1",
         [R_TJ] = "drover.dev/v1alpha1",
+        [R_SERVICES] = "v1",
     };
     return av[rt];
 }
@@ -791,14 +794,19 @@ static json_t *table_columns(int rt)
         json_array_append_new(
             c, coldef("Container-Runtime", "string", "", "Container Runtime Version", 1));
     } else if (rt == R_TJ) {
-        json_array_append_new(c, coldef("Phase", "string", "",
-                                        "Custom resource definition column (in JSONPath format): "
-                                        ".status.phase",
-                                        0));
-        json_array_append_new(c, coldef("Age", "date", "",
-                                        "Custom resource definition column (in JSONPath format): "
-                                        ".metadata.creationTimestamp",
-                                        0));
+        /* deploy/crd.yaml's additionalPrinterColumns, as the API server renders them */
+        static const char *const cols[][4] = {
+            {"State", "string", ".status.conditions[-1:].type", "0"},
+            {"Workers", "integer", ".status.replicaStatuses.Worker.active", "0"},
+            {"Restarts", "integer", ".status.restarts", "0"},
+            {"Age", "date", ".metadata.creationTimestamp", "0"},
+            {"Message", "string", ".status.conditions[-1:].message", "1"}};
+        for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {
+            char desc[200];
+            snprintf(desc, sizeof desc,
+                     "Custom resource definition column (in JSONPath format): %s", cols[i][2]);
+            json_array_append_new(c, coldef(cols[i][0], cols[i][1], "", desc, cols[i][3][0] - '0'));
+        }
     } else if (rt == R_NAMESPACES) {
         json_array_append_new(c, coldef("Status", "string", "", "The status of the namespace", 0));
         json_array_append_new(c, coldef("Age", "string", "", "CreationTimestamp", 0));
@@ -872,10 +880,17 @@ static json_t *table_cells(int rt, json_t *o)
             c, json_string(
                    str_or(path_get(o, "status.nodeInfo.containerRuntimeVersion"), "<unknown>")));
     } else if (rt == R_TJ) {
-        json_t *ph = path_get(o, "status.phase");
-        json_array_append_new(c, ph ? json_incref(ph) : json_null());
+        json_t *conds = path_get(o, "status.conditions");
+        json_t *last = json_array_get(conds, json_array_size(conds) - 1);
+        json_t *type = json_object_get(last, "type"), *msg = json_object_get(last, "message");
+        json_t *w = path_get(o, "status.replicaStatuses.Worker.active");
+        json_t *n = path_get(o, "status.restarts");
+        json_array_append_new(c, type ? json_incref(type) : json_null());
+        json_array_append_new(c, w ? json_incref(w) : json_null());
+        json_array_append_new(c, n ? json_incref(n) : json_null());
         json_array_append_new(c,
                               json_string(str_or(path_get(o, "metadata.creationTimestamp"), "")));
+        json_array_append_new(c, msg ? json_incref(msg) : json_null());
     } else if (rt == R_NAMESPACES) {
         json_array_append_new(c, json_string(str_or(path_get(o, "status.phase"), "Active")));
         json_array_append_new(c, json_string(a));
@@ -2556,9 +2571,9 @@ static json_t *crd_object(void)
         "name", "trainingjobs.drover.dev", "spec", "group", "drover.dev", "scope", "Namespaced",
         "names", "plural", "trainingjobs", "singular", "trainingjob", "kind", "TrainingJob",
         "listKind", "TrainingJobList", "shortNames", "tj", "versions", "name", "v1alpha1", "served",
-        1, "storage", 1, "subresources", "status", "additionalPrinterColumns", "name", "Phase",
-        "type", "string", "jsonPath", ".status.phase", "name", "Age", "type", "date", "jsonPath",
-        ".metadata.creationTimestamp");
+        1, "storage", 1, "subresources", "status", "additionalPrinterColumns", "name", "State",
+        "type", "string", "jsonPath", ".status.conditions[-1:].type", "name", "Age", "type", "date",
+        "jsonPath", ".metadata.creationTimestamp");
 }
 
 int drv_apiserver_start(drv_apiserver **out, const drv_apiserver_opts *o, drv_diag *d)

@@ -74,7 +74,7 @@ int main(void)
     kc_expect(rc == 0 && strstr(out, "\"schedulerName\": \"drover\""), "kubectl get pod -o json",
               out);
     rc = kc_run(out, sizeof out, "get tj");
-    kc_expect(rc == 0 && strstr(out, "kc-tj") && strstr(out, "PHASE"), "kubectl get tj", out);
+    kc_expect(rc == 0 && strstr(out, "kc-tj") && strstr(out, "STATE"), "kubectl get tj", out);
     rc = kc_run(out, sizeof out, "get trainingjobs kc-tj -o json");
     kc_expect(rc == 0 && strstr(out, "\"replicas\": 2"), "kubectl get trainingjob -o json", out);
     rc = kc_run(out, sizeof out, "get nodes -l topology.kubernetes.io/zone=zone-a -o name");

@@ -149,8 +149,21 @@ int main(void)
     rc = kc_run(out, sizeof out, "get pods -l drover.dev/role=worker -o name");
     kc_expect(rc == 0 && strstr(out, "pod/mnist-worker-0") && strstr(out, "pod/mnist-worker-1"),
               "its workers are named <job>-worker-<rank>", out);
-    rc = kc_run(out, sizeof out, "get tj");
-    kc_expect(rc == 0 && strstr(out, "mnist"), "kubectl get tj", out);
+    /* The printer columns read the conditions: bound whole, the job is Running (its pods
+     * starting: reason JobPlaced in -o wide's MESSAGE). */
+    for (int i = 0; i < 100; i++) {
+        rc = kc_run(out, sizeof out, "get tj");
+        if (rc == 0 && strstr(out, "STATE") && strstr(out, "Running"))
+            break;
+        usleep(100000);
+    }
+    kc_expect(rc == 0 && strstr(out, "mnist") && strstr(out, "STATE") && strstr(out, "Running"),
+              "kubectl get tj: STATE Running", out);
+    rc = kc_run(out, sizeof out, "get tj -o wide");
+    kc_expect(rc == 0 && strstr(out, "MESSAGE") && strstr(out, "bound"), "kubectl get tj -o wide",
+              out);
+    rc = kc_run(out, sizeof out, "get service mnist -o jsonpath={.spec.clusterIP}");
+    kc_expect(rc == 0 && !strcmp(out, "None"), "the job's headless Service", out);
     rc = kc_run(out, sizeof out,
                 "get events -o jsonpath='{range .items[*]}{.reason}: {.message}{\"\\n\"}{end}'");
     kc_expect(rc == 0 && strstr(out, "Scheduled") && strstr(out, "3 pods bound by profile drover"),

@@ -11,6 +11,7 @@
 #include "drover/kube_types.h"
 #include "drover/kube_watch.h"
 #include "json.h"
+#include "lifecycle.h"
 
 #include <dirent.h>
 #include <setjmp.h>
@@ -231,6 +232,7 @@ static void test_pod_decode(void **unused)
     assert_int_equal(p.replica, 3);
     assert_int_equal(p.phase, DRV_KPOD_RUNNING);
     assert_string_equal(p.rv, "77");
+    assert_int_equal(p.exit_code, -1); /* none terminated */
     assert_int_equal(p.req.cpu, 1750); /* containers add up */
     assert_int_equal(p.req.mem, 1073741824);
     assert_int_equal(p.req.gpu, 1);
@@ -485,6 +487,94 @@ static void test_trainingjob_lease_podgroup_event(void **unused)
     drv_strtab_free(names);
 }
 
+/* Issue 13: Master (all-reduce), restartPolicy, runPolicy, and invalid specs naming the field. */
+static void test_trainingjob_roles_and_policies(void **unused)
+{
+    (void)unused;
+    drv_strtab *names = drv_strtab_new();
+    drv_diag d;
+    /* a failed pod's exit code: the first container that terminated with one but 0 */
+    json_t *pod = pod_json("1", "1", "worker");
+    json_t *cs = json_pack("[{s:{s:{s:i}}}, {s:{s:{s:i}}}]", "state", "terminated", "exitCode", 0,
+                           "state", "terminated", "exitCode", 137);
+    json_object_set_new(json_object_get(pod, "status"), "containerStatuses", cs);
+    drv_kpod kp;
+    assert_int_equal(drv_kube_decode_pod(pod, names, &kp, &d), 0);
+    assert_int_equal(kp.exit_code, 137);
+    json_decref(pod);
+    json_t *tj = recorded("08-tj-get");
+    json_t *spec = json_object_get(tj, "spec");
+    json_t *specs = json_object_get(spec, "replicaSpecs");
+    drv_ktrainingjob j;
+    assert_int_equal(drv_kube_decode_trainingjob(tj, names, &j, &d), 0);
+    assert_false(j.allreduce);
+    assert_int_equal(j.restart[DRV_ROLE_WORKER], DRV_RESTART_NEVER); /* the default */
+    assert_int_equal(j.backoff_limit, -1);
+    assert_int_equal(j.ttl_s, -1);
+    assert_int_equal(j.active_deadline_s, 0);
+    assert_int_equal(j.clean_pods, DRV_CLEAN_RUNNING);
+    assert_false(j.suspend);
+    /* a Master makes it all-reduce, kept as the chief */
+    json_t *worker = json_object_get(specs, "Worker");
+    json_object_set(specs, "Master", worker);
+    json_object_del(specs, "PS");
+    json_object_set_new(worker, "restartPolicy", json_string("ExitCode"));
+    json_object_set_new(spec, "runPolicy",
+                        json_pack("{s:i, s:i, s:i, s:s, s:b}", "backoffLimit", 3,
+                                  "activeDeadlineSeconds", 600, "ttlSecondsAfterFinished", 0,
+                                  "cleanPodPolicy", "All", "suspend", 1));
+    assert_int_equal(drv_kube_decode_trainingjob(tj, names, &j, &d), 0);
+    assert_true(j.allreduce);
+    assert_int_equal(j.role[DRV_ROLE_CHIEF].replicas, 2);
+    assert_int_equal(j.restart[DRV_ROLE_CHIEF], DRV_RESTART_EXIT_CODE); /* same object */
+    assert_int_equal(j.restart[DRV_ROLE_WORKER], DRV_RESTART_EXIT_CODE);
+    assert_int_equal(j.backoff_limit, 3);
+    assert_int_equal(j.active_deadline_s, 600);
+    assert_int_equal(j.ttl_s, 0);
+    assert_int_equal(j.clean_pods, DRV_CLEAN_ALL);
+    assert_true(j.suspend);
+    /* the status names the Master role */
+    int32_t active[DRV_NROLES] = {0, 1, 2, 0};
+    assert_int_equal(drv_kube_trainingjob_set_status(tj, "Running", "", active), 0);
+    json_t *rs = json_object_get(json_object_get(tj, "status"), "replicaStatuses");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(rs, "Master"), "active")),
+                     1);
+    /* errors name the field */
+    static const struct {
+        const char *path, *value, *msg;
+    } bad[] = {
+        {"runPolicy.cleanPodPolicy", "Some", "spec.runPolicy.cleanPodPolicy: expected Running"},
+        {"restartPolicy", "Sometimes", "spec.replicaSpecs.Worker.restartPolicy: expected Never"},
+    };
+    for (int i = 0; i < 2; i++) {
+        json_t *at = i == 0 ? json_object_get(spec, "runPolicy") : worker;
+        const char *key = strchr(bad[i].path, '.') ? strchr(bad[i].path, '.') + 1 : bad[i].path;
+        json_t *old = json_deep_copy(json_object_get(at, key));
+        json_object_set_new(at, key, json_string(bad[i].value));
+        assert_int_equal(drv_kube_decode_trainingjob(tj, names, &j, &d), DRV_EPARSE);
+        assert_non_null(strstr(d.msg, bad[i].msg));
+        json_object_set_new(at, key, old);
+    }
+    json_object_set(specs, "Chief", worker);
+    assert_int_equal(drv_kube_decode_trainingjob(tj, names, &j, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "spec.replicaSpecs: expected Chief (TensorFlow) or Master"));
+    json_object_del(specs, "Chief");
+    json_object_del(specs, "Master");
+    json_object_set_new(worker, "replicas", json_integer(0));
+    json_object_set_new(worker, "minReplicas", json_integer(0));
+    json_object_set_new(worker, "maxReplicas", json_integer(0));
+    assert_int_equal(drv_kube_decode_trainingjob(tj, names, &j, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "spec.replicaSpecs.Worker: expected at least one worker"));
+    json_object_set_new(worker, "maxReplicas", json_integer(2));
+    json_object_set_new(worker, "replicas", json_integer(1));
+    json_object_set_new(worker, "template", json_object());
+    assert_int_equal(drv_kube_decode_trainingjob(tj, names, &j, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "spec.replicaSpecs.Worker.template.spec.containers: expected "
+                                  "a pod template with at least one container"));
+    json_decref(tj);
+    drv_strtab_free(names);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -493,6 +583,7 @@ int main(void)
         cmocka_unit_test(test_node_decode_and_binding),
         cmocka_unit_test(test_quantities),
         cmocka_unit_test(test_trainingjob_lease_podgroup_event),
+        cmocka_unit_test(test_trainingjob_roles_and_policies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,596 @@
+/*
+ * ctrl_lifecycle.c - a TrainingJob's life in `drover run` as Kubeflow's operators lead it
+ * (ctrl.h): its conditions, its failed pods restarted under restartPolicy and backoffLimit,
+ * activeDeadlineSeconds, cleanPodPolicy, suspend and resume, replicas edited, invalid specs
+ * failed with the field named, and its pods' peer environment (peers.h) with the headless
+ * Service that makes their names resolve.
+ *
+ * The rules are lifecycle.c's (pure); this unit feeds it each job's pods as the mirror has them
+ * after a cycle, and acts on its answer: deletes the pods to restart (the next cycle places
+ * them again, created bound), ends a finished job, and hands conditions and an Event per
+ * transition to the writer. Owns: the lifecycle fields of the job records (scheduler thread),
+ * and nothing else; ctrl_lifecycle_read_status runs on informer threads and touches only the
+ * record it fills.
+ *
+ * Example: worker 1 of "mnist" (restartPolicy OnFailure, backoffLimit 1) fails: it is deleted
+ * and created again (conditions: Restarting True, Running False; Event Restarting). It fails
+ * again: the job fails with BackoffLimitExceeded, its running pods are deleted (cleanPodPolicy
+ * Running), and status.completionTime is set.
+ *
+ * A restarted controller carries on what the status says (conditions and their transition
+ * times, startTime, restarts): a job it adopts gets no second Created, Scheduled or Running.
+ */
+#include "ctrl.h"
+#include "peers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- reading a status back (informer threads) ---------------------------------------------- */
+
+static double time_at(json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    double t;
+    return s && drv_time_parse_rfc3339(s, &t) == 0 ? t : -1;
+}
+
+void ctrl_lifecycle_read_status(json_t *status, tj_record *t)
+{
+    t->start_time = time_at(status, "startTime");
+    t->completion_time = time_at(status, "completionTime");
+    json_t *n = json_object_get(status, "restarts");
+    t->restarts = json_is_integer(n) ? (int32_t)json_integer_value(n) : 0;
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(status, "conditions"), i, c)
+    {
+        const char *type = json_string_value(json_object_get(c, "type"));
+        for (int k = 0; type && k < DRV_NCONDS; k++) {
+            if (strcmp(type, drv_job_cond_name(k)) != 0)
+                continue;
+            drv_condition *x = &t->conds[k];
+            const char *st = json_string_value(json_object_get(c, "status"));
+            const char *reason = json_string_value(json_object_get(c, "reason"));
+            const char *msg = json_string_value(json_object_get(c, "message"));
+            x->set = true;
+            x->status = st && !strcmp(st, "True");
+            snprintf(x->reason, sizeof x->reason, "%s", reason ? reason : "");
+            snprintf(x->message, sizeof x->message, "%s", msg ? msg : "");
+            x->last_transition = time_at(c, "lastTransitionTime");
+        }
+    }
+}
+
+/* The condition that is True (the latest to become so), or -1. */
+static int8_t true_cond(const drv_condition conds[DRV_NCONDS])
+{
+    int8_t best = -1;
+    for (int k = 0; k < DRV_NCONDS; k++)
+        if (conds[k].set && conds[k].status && k != DRV_COND_CREATED &&
+            (best < 0 || conds[k].last_transition >= conds[best].last_transition))
+            best = (int8_t)k;
+    return best;
+}
+
+void ctrl_lifecycle_init(drv_ctrl *c, int32_t j, const tj_record *t)
+{
+    job_record *jr = &c->mirror.jobs[j];
+    const drv_ktrainingjob *k = &t->tj;
+    jr->allreduce = k->allreduce;
+    for (int r = 0; r < DRV_NROLES; r++)
+        jr->restart[r] = k->restart[r];
+    jr->policy = (drv_run_policy){.backoff_limit = k->backoff_limit,
+                                  .active_deadline_s = (double)k->active_deadline_s,
+                                  .ttl_after_finished_s = (double)k->ttl_s,
+                                  .clean = (drv_clean_pods)k->clean_pods,
+                                  .suspend = k->suspend};
+    memcpy(jr->conds, t->conds, sizeof jr->conds);
+    jr->cond = true_cond(jr->conds);
+    jr->start_time = t->start_time;
+    jr->completion_time = t->completion_time;
+    jr->restarts = t->restarts;
+    jr->rendered[0] = -1; /* set by the first reconcile: its pods are created (or were) as
+                             the first cycle's targets say */
+    /* Adopted placed or running: the Scheduled Event was written by whoever placed it. */
+    jr->adopted = jr->cond == DRV_COND_RUNNING || jr->cond == DRV_COND_RESTARTING ||
+                  jr->cond == DRV_COND_SCALING;
+    if (!jr->conds[DRV_COND_CREATED].set) {
+        const char *msg = "the TrainingJob was accepted by drover";
+        drv_condition_set(jr->conds, DRV_COND_CREATED, true, "JobCreated", msg, drv_clock_wall());
+        jr->cond_changes++;
+        ctrl_writer_event(c, j, "Normal", "JobCreated", msg);
+    }
+}
+
+/* ---- conditions and Events ------------------------------------------------------------------ */
+
+/* Makes cond True (the one True before False) and says so in an Event, when it changed. */
+static void transition(drv_ctrl *c, int32_t j, int cond, const char *reason, const char *message)
+{
+    job_record *jr = &c->mirror.jobs[j];
+    double now = drv_clock_wall();
+    bool same = jr->cond == cond && !strcmp(jr->conds[cond].reason, reason);
+    if (jr->cond >= 0 && jr->cond != cond) {
+        drv_condition was = jr->conds[jr->cond]; /* (set copies from it) */
+        drv_condition_set(jr->conds, jr->cond, false, was.reason, was.message, now);
+    }
+    drv_condition_set(jr->conds, cond, true, reason, message, now);
+    if (same)
+        return;
+    jr->cond = (int8_t)cond;
+    jr->cond_changes++;
+    bool bad = cond == DRV_COND_FAILED || cond == DRV_COND_RESTARTING;
+    ctrl_writer_event(c, j, bad ? "Warning" : "Normal", reason, message);
+}
+
+/* ---- never fits ----------------------------------------------------------------------------- */
+
+bool ctrl_lifecycle_never_fits(const drv_ctrl *c, int32_t j, char *buf, size_t n)
+{
+    const ctrl_mirror *m = &c->mirror;
+    const drv_state *st = &m->st;
+    const drv_job *jb = &st->jobs[j];
+    if (st->nnodes == 0)
+        return false; /* no node seen yet: nothing to compare with */
+    drv_res all = {0, 0, 0}, need = drv_job_demand(jb);
+    for (int32_t i = 0; i < st->nnodes; i++)
+        all = drv_res_add(all, m->allocatable[i]);
+    for (int r = 0; r < DRV_NROLES; r++) {
+        if (jb->target[r] == 0)
+            continue;
+        drv_res q = jb->role[r].req;
+        bool one = false;
+        for (int32_t i = 0; i < st->nnodes && !one; i++)
+            one = drv_res_nonneg(drv_res_sub(m->allocatable[i], q));
+        if (!one) {
+            snprintf(buf, n,
+                     "it can never run: one %s pod asks for cpu %.1f, memory %.1f GiB, gpu %lld "
+                     "and no node allocates that much",
+                     drv_role_name(r), (double)q.cpu / 1000, (double)q.mem / (1 << 30),
+                     (long long)q.gpu);
+            return true;
+        }
+    }
+    if (drv_res_nonneg(drv_res_sub(all, need)))
+        return false;
+    snprintf(buf, n,
+             "it can never run: its gang of %d pods needs cpu %.1f, memory %.1f GiB, gpu %lld "
+             "together; the whole cluster (%d nodes) allocates cpu %.1f, memory %.1f GiB, gpu "
+             "%lld",
+             drv_job_wanted(jb), (double)need.cpu / 1000, (double)need.mem / (1 << 30),
+             (long long)need.gpu, st->nnodes, (double)all.cpu / 1000, (double)all.mem / (1 << 30),
+             (long long)all.gpu);
+    return true;
+}
+
+/* ---- after a cycle -------------------------------------------------------------------------- */
+
+static int8_t obs_phase(const pod_record *p)
+{
+    if (p->exists != 1)
+        return DRV_OBS_ABSENT;
+    switch (p->phase) {
+    case DRV_KPOD_RUNNING:
+        return DRV_OBS_RUNNING;
+    case DRV_KPOD_SUCCEEDED:
+        return DRV_OBS_SUCCEEDED;
+    case DRV_KPOD_FAILED:
+        return DRV_OBS_FAILED;
+    default:
+        return DRV_OBS_PENDING;
+    }
+}
+
+/* Ends job j (Succeeded or Failed): its pods leave the state, cleanPodPolicy says which are
+ * deleted, and its final status is asked for. */
+static void finish(drv_ctrl *c, int32_t j, const drv_lifecycle_out *out)
+{
+    ctrl_mirror *m = &c->mirror;
+    job_record *jr = &m->jobs[j];
+    const drv_job *jb = &m->st.jobs[j];
+    jr->status = out->state == DRV_COND_SUCCEEDED ? ST_SUCCEEDED : ST_FAILED;
+    for (int32_t k = 0; k < jb->pod_count; k++) {
+        int32_t s = jb->pod_base + k;
+        pod_record *p = &m->pods[s];
+        p->want = -1;
+        if (m->st.pods[s].node >= 0)
+            drv_state_unbind(&m->st, s);
+        /* (A deleted TrainingJob's pods also go through the garbage collector, as their owner
+         * is gone: deleting them here too only makes it sooner.) */
+        bool live = p->exists == 1 && !ctrl_pod_terminal(p->phase);
+        if ((out->delete_all && p->exists == 1) || (out->delete_running && live) ||
+            (jr->gone && live) || p->inflight)
+            ctrl_binder_delete(c, s);
+    }
+    if (jr->completion_time < 0)
+        jr->completion_time = drv_clock_wall();
+    if (!jr->gone) {
+        transition(c, j, out->state, out->reason, out->message);
+        ctrl_writer_status(c, j, out->state == DRV_COND_SUCCEEDED ? "finished" : "failed");
+    }
+    drv_state_set_phase(&m->st, j, DRV_JOB_DONE);
+    ctrl_count(c, &c->counters.stats.jobs_done, 1);
+}
+
+/*
+ * The peers' environment names every pod of the job, so when its counts change (an edit, or a
+ * policy's scaling) the pods it has are re-created with the new one: each is deleted and
+ * created again on the same node (its room is held meanwhile: the state keeps it bound and
+ * the pod record wants that node), as a migration to where it is. A training script sees its
+ * process stopped and started again with new peers (docs/running.md: checkpoint and resume).
+ */
+static void rerender(drv_ctrl *c, int32_t j)
+{
+    ctrl_mirror *m = &c->mirror;
+    job_record *jr = &m->jobs[j];
+    const drv_job *jb = &m->st.jobs[j];
+    if (jr->rendered[0] < 0)
+        memcpy(jr->rendered, jb->target, sizeof jr->rendered);
+    if (memcmp(jr->rendered, jb->target, sizeof jr->rendered) != 0) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "its pods are re-created: their peers changed (workers %d -> %d); scripts "
+                 "resume from their checkpoint",
+                 jr->rendered[DRV_ROLE_WORKER], jb->target[DRV_ROLE_WORKER]);
+        ctrl_writer_event(c, j, "Normal", "PeersChanged", msg);
+        memcpy(jr->rendered, jb->target, sizeof jr->rendered);
+        jr->env_gen++; /* (pods created from now on get the new environment) */
+    }
+    /* A pod rendered for older counts is re-created once no request about it is out (one
+     * being created or bound now is seen to on a later cycle). */
+    bool scaling = false;
+    for (int32_t k = 0; k < jb->pod_count; k++) {
+        int32_t s = jb->pod_base + k;
+        const drv_pod *sp = &m->st.pods[s];
+        pod_record *p = &m->pods[s];
+        if (sp->index >= jb->target[sp->role])
+            continue;
+        if (p->exists == 1 && !ctrl_pod_terminal(p->phase) && !p->inflight && p->want < 0 &&
+            p->env_gen != jr->env_gen) {
+            p->want = sp->node; /* bound: again where it is; unbound: placed by a cycle */
+            ctrl_binder_delete(c, s);
+        }
+        scaling |= p->want >= 0 || (p->exists && p->env_gen != jr->env_gen);
+    }
+    jr->scaling = scaling;
+}
+
+bool ctrl_lifecycle_reconcile(drv_ctrl *c, int32_t j)
+{
+    ctrl_mirror *m = &c->mirror;
+    job_record *jr = &m->jobs[j];
+    const drv_job *jb = &m->st.jobs[j];
+    drv_lifecycle_out out;
+    if (jr->gone || jr->status >= ST_SUCCEEDED) {
+        /* Deleted, or its status finished by someone else: over, whatever its pods say. */
+        memset(&out, 0, sizeof out);
+        out.state = jr->status == ST_SUCCEEDED ? DRV_COND_SUCCEEDED : DRV_COND_FAILED;
+        out.delete_running = true;
+        snprintf(out.reason, sizeof out.reason, "%s", jr->gone ? "JobDeleted" : "StatusFinished");
+        snprintf(out.message, sizeof out.message, "%s",
+                 jr->gone ? "the TrainingJob was deleted" : "its status was set finished");
+        finish(c, j, &out);
+        return true;
+    }
+    /* (its pods as lifecycle.c reads them: on the stack for up to 256, the usual case) */
+    drv_pod_obs stack[256], *obs = stack;
+    int32_t cap = 256, nobs = 0;
+    if (jb->pod_count > cap && (obs = drv_malloc(sizeof *obs * (size_t)jb->pod_count)) != NULL)
+        cap = jb->pod_count;
+    else if (!obs)
+        obs = stack; /* out of memory: the first 256 pods only, this cycle */
+    for (int32_t k = 0; k < jb->pod_count && nobs < cap; k++) {
+        const drv_pod *sp = &m->st.pods[jb->pod_base + k];
+        obs[nobs++] = (drv_pod_obs){.role = sp->role,
+                                    .phase = obs_phase(&m->pods[jb->pod_base + k]),
+                                    .rank = sp->index,
+                                    .exit_code = m->pods[jb->pod_base + k].exit_code};
+    }
+    drv_lifecycle_in in = {.policy = jr->policy,
+                           .allreduce = jr->allreduce,
+                           .pods = obs,
+                           .npods = nobs,
+                           .restarts = jr->restarts,
+                           .placed = drv_job_complete(jb) && drv_job_wanted(jb) > 0,
+                           .now = drv_clock_wall(),
+                           .start_time = jr->start_time,
+                           .completion_time = -1};
+    in.policy.suspend = false; /* (a suspended job leaves the state: ctrl_lifecycle_suspend) */
+    for (int r = 0; r < DRV_NROLES; r++) {
+        in.restart[r] = (drv_restart)jr->restart[r];
+        in.replicas[r] = jb->target[r];
+    }
+    rerender(c, j);
+    in.scaling = jr->scaling;
+    drv_lifecycle_step(&in, jr->cond < 0 ? DRV_COND_CREATED : jr->cond, &out);
+    if (obs != stack)
+        drv_free(obs);
+    if (out.started)
+        jr->start_time = in.now;
+    if (out.state == DRV_COND_SUCCEEDED || out.state == DRV_COND_FAILED) {
+        finish(c, j, &out);
+        return true;
+    }
+    for (int32_t i = 0; i < out.nrestart; i++) {
+        int32_t s = jb->pod_base + out.restart[i];
+        m->pods[s].want = -1;
+        if (m->st.pods[s].node >= 0)
+            drv_state_unbind(&m->st, s);
+        ctrl_binder_delete(c, s);
+        jr->restarts++;
+        jr->cond_changes++; /* (status.restarts is to be written) */
+        m->dirty = true;
+    }
+    char why[300];
+    if (out.state == DRV_COND_QUEUED && ctrl_lifecycle_never_fits(c, j, why, sizeof why))
+        transition(c, j, DRV_COND_QUEUED, "NeverFits", why);
+    else
+        transition(c, j, out.state, out.reason, out.message);
+    return false;
+}
+
+/* ---- suspend, edits, invalid jobs (scheduler thread, from the mirror) ----------------------- */
+
+void ctrl_lifecycle_suspend(drv_ctrl *c, int32_t j)
+{
+    ctrl_mirror *m = &c->mirror;
+    job_record *jr = &m->jobs[j];
+    const drv_job *jb = &m->st.jobs[j];
+    if (jr->suspended)
+        return;
+    jr->suspended = true;
+    for (int32_t k = 0; k < jb->pod_count; k++) {
+        int32_t s = jb->pod_base + k;
+        pod_record *p = &m->pods[s];
+        p->want = -1;
+        if (m->st.pods[s].node >= 0)
+            drv_state_unbind(&m->st, s);
+        if (p->exists == 1 || p->inflight)
+            ctrl_binder_delete(c, s);
+    }
+    if (jb->phase != DRV_JOB_DONE)
+        drv_state_set_phase(&m->st, j, DRV_JOB_DONE);
+    jr->status = ST_PENDING;
+    transition(c, j, DRV_COND_SUSPENDED, "JobSuspended",
+               "spec.runPolicy.suspend is true: the job's pods are deleted until it is resumed");
+    ctrl_writer_status(c, j, "suspended");
+    m->dirty = true;
+}
+
+void ctrl_lifecycle_resumed(drv_ctrl *c, int32_t j, const job_record *old)
+{
+    job_record *jr = &c->mirror.jobs[j];
+    memcpy(jr->conds, old->conds, sizeof jr->conds);
+    jr->cond = old->cond;
+    jr->restarts = old->restarts;
+    jr->start_time = old->start_time;
+    transition(c, j, DRV_COND_QUEUED, "JobResumed",
+               "spec.runPolicy.suspend is false: the job is queued again");
+}
+
+int ctrl_lifecycle_edit(drv_ctrl *c, int32_t j, const tj_record *t)
+{
+    ctrl_mirror *m = &c->mirror;
+    job_record *jr = &m->jobs[j];
+    const drv_job *jb = &m->st.jobs[j];
+    jr->policy.backoff_limit = t->tj.backoff_limit;
+    jr->policy.active_deadline_s = (double)t->tj.active_deadline_s;
+    jr->policy.ttl_after_finished_s = (double)t->tj.ttl_s;
+    jr->policy.clean = (drv_clean_pods)t->tj.clean_pods;
+    for (int r = 0; r < DRV_NROLES; r++)
+        jr->restart[r] = t->tj.restart[r];
+    if (jb->phase == DRV_JOB_DONE)
+        return 0;
+    int32_t want = t->tj.role[DRV_ROLE_WORKER].replicas;
+    const drv_rolespec *w = &jb->role[DRV_ROLE_WORKER];
+    if (want == jr->spec_workers)
+        return 0; /* (a status write or another field: not a replicas edit) */
+    jr->spec_workers = want;
+    char msg[200];
+    if (want < w->min || want > w->max) {
+        snprintf(msg, sizeof msg,
+                 "spec.replicaSpecs.Worker.replicas %d is outside the bounds the job was "
+                 "created with [%d, %d]: not followed (delete and create the job to change them)",
+                 want, w->min, w->max);
+        ctrl_writer_event(c, j, "Warning", "ReplicasNotFollowed", msg);
+        return 0;
+    }
+    if (want == jb->target[DRV_ROLE_WORKER])
+        return 0;
+    snprintf(msg, sizeof msg, "workers %d -> %d (spec.replicaSpecs.Worker.replicas edited)",
+             jb->target[DRV_ROLE_WORKER], want);
+    drv_state_set_workers(&m->st, j, want);
+    /* Fewer: the workers above the count go (their room is held until they are gone); more:
+     * the next cycles place the new ones. */
+    for (int32_t k = 0; k < jb->pod_count; k++) {
+        int32_t s = jb->pod_base + k;
+        const drv_pod *sp = &m->st.pods[s];
+        if (sp->role != DRV_ROLE_WORKER || sp->index < want)
+            continue;
+        m->pods[s].want = -1;
+        if (sp->node >= 0)
+            drv_state_unbind(&m->st, s);
+        if (m->pods[s].exists == 1 || m->pods[s].inflight)
+            ctrl_binder_delete(c, s);
+    }
+    ctrl_writer_event(c, j, "Normal", "ReplicasEdited", msg);
+    m->dirty = true;
+    return 0;
+}
+
+void ctrl_lifecycle_invalid(drv_ctrl *c, const ctrl_event *e)
+{
+    const tj_record *t = e->tj;
+    if (t->conds[DRV_COND_FAILED].set && t->conds[DRV_COND_FAILED].status &&
+        !strcmp(t->conds[DRV_COND_FAILED].reason, "Invalid"))
+        return; /* said already */
+    char ns[256], name[256];
+    ctrl_name_str(c, t->tj.ns, ns, sizeof ns);
+    ctrl_name_str(c, t->tj.name, name, sizeof name);
+    status_request r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.path, sizeof r.path,
+             "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs/%s/status", ns, name);
+    snprintf(r.phase, sizeof r.phase, "Failed");
+    snprintf(r.message, sizeof r.message, "invalid spec");
+    memcpy(r.conds, t->conds, sizeof r.conds);
+    double now = drv_clock_wall();
+    drv_condition_set(r.conds, DRV_COND_CREATED, true, "JobCreated",
+                      "the TrainingJob was accepted by drover", now);
+    drv_condition_set(r.conds, DRV_COND_FAILED, true, "Invalid", t->invalid, now);
+    r.start_time = -1;
+    r.completion_time = now;
+    drv_log(DRV_LOG_WARN, "%s", t->invalid);
+    ctrl_writer_status_request(c, e->key, &r);
+    ctrl_writer_event_about(c, ns, name, t->uid, "Warning", "Invalid", t->invalid);
+}
+
+/* ---- peers ---------------------------------------------------------------------------------- */
+
+static void peer_job(drv_ctrl *c, int32_t j, drv_peer_job *pj, char *ns, char *name, size_t n)
+{
+    const job_record *jr = &c->mirror.jobs[j];
+    const drv_job *jb = &c->mirror.st.jobs[j];
+    ctrl_name_str(c, jr->ns, ns, n);
+    ctrl_name_str(c, jr->name, name, n);
+    *pj = (drv_peer_job){.ns = ns,
+                         .name = name,
+                         .framework =
+                             jr->allreduce ? DRV_FRAMEWORK_ALLREDUCE : DRV_FRAMEWORK_TENSORFLOW};
+    for (int r = 0; r < DRV_NROLES; r++)
+        pj->replicas[r] = jb->target[r];
+}
+
+int ctrl_lifecycle_pod_env(drv_ctrl *c, int32_t slot, json_t *pod)
+{
+    const drv_pod *p = &c->mirror.st.pods[slot];
+    char ns[256], name[256];
+    drv_peer_job pj;
+    peer_job(c, p->job, &pj, ns, name, sizeof ns);
+    c->mirror.pods[slot].env_gen = c->mirror.jobs[p->job].env_gen;
+    drv_diag d = {{0}};
+    int rc = drv_peers_apply(&pj, p->role, p->index, pod, &d);
+    if (rc)
+        drv_log(DRV_LOG_ERROR, "%s", d.msg);
+    return rc;
+}
+
+void ctrl_lifecycle_service(drv_ctrl *c, int32_t j)
+{
+    job_record *jr = &c->mirror.jobs[j];
+    if (jr->service_asked)
+        return;
+    jr->service_asked = true;
+    char ns[256], name[256];
+    drv_peer_job pj;
+    peer_job(c, j, &pj, ns, name, sizeof ns);
+    json_t *svc = drv_peers_service(&pj, jr->uid);
+    char *text = svc ? json_dumps(svc, JSON_COMPACT) : NULL;
+    json_decref(svc);
+    char path[400];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/services", ns);
+    if (!text || ctrl_writer_post(c, path, text, true) != 0)
+        drv_log(DRV_LOG_ERROR, "out of memory: the Service of %s/%s not created", ns, name);
+    free(text);
+}
+
+/* Finished jobs past ttlSecondsAfterFinished are deleted. O(jobs of the state) per call:
+ * finished jobs stay in the state's arrays (a few hundred bytes each), so this visits every
+ * job the controller has seen since it started.
+ *
+ * Timers: the loop runs a cycle when the mirror is dirty (it looks at least every 50 ms) or
+ * when a plugin asks; a pending deadline or TTL keeps the mirror dirty, so it is noticed
+ * within about 50 ms, at the cost of a cycle that often while one is pending. */
+void ctrl_lifecycle_expire(drv_ctrl *c)
+{
+    ctrl_mirror *m = &c->mirror;
+    double now = drv_clock_wall();
+    bool pending = false;
+    for (int32_t j = 0; j < m->st.njobs; j++) {
+        job_record *jr = &m->jobs[j];
+        if (jr->status < ST_SUCCEEDED && jr->policy.active_deadline_s > 0 && !jr->gone &&
+            !jr->suspended && m->st.jobs[j].phase != DRV_JOB_DONE)
+            pending = true;
+        if (jr->status < ST_SUCCEEDED || jr->gone || jr->ttl_done ||
+            jr->policy.ttl_after_finished_s < 0 || jr->completion_time < 0)
+            continue;
+        if (now - jr->completion_time < jr->policy.ttl_after_finished_s) {
+            pending = true;
+            continue;
+        }
+        char ns[256], name[256], path[700];
+        ctrl_name_str(c, jr->ns, ns, sizeof ns);
+        ctrl_name_str(c, jr->name, name, sizeof name);
+        snprintf(path, sizeof path, "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs/%s", ns,
+                 name);
+        if (ctrl_writer_delete(c, path) == 0)
+            jr->ttl_done = true;
+        ctrl_writer_event(c, j, "Normal", "JobExpired",
+                          "ttlSecondsAfterFinished has passed since it finished: deleted");
+    }
+    if (pending)
+        m->dirty = true;
+}
+
+/* ---- status (writer thread) ----------------------------------------------------------------- */
+
+static json_t *time_json(double t)
+{
+    char buf[40];
+    drv_time_rfc3339(buf, sizeof buf, t, false);
+    return json_string(buf);
+}
+
+int ctrl_lifecycle_write_status(json_t *obj, const status_request *r)
+{
+    json_t *st = json_object_get(obj, "status");
+    if (!json_is_object(st))
+        return DRV_ENOMEM;
+    /* The True condition last: Kubeflow's printer column reads .status.conditions[-1:]. */
+    json_t *list = json_array();
+    int8_t last = true_cond(r->conds);
+    for (int k = 0; list && k <= DRV_NCONDS; k++) {
+        int type = k == DRV_NCONDS ? last : k;
+        if (type < 0 || !r->conds[type].set || (k < DRV_NCONDS && type == last))
+            continue;
+        const drv_condition *x = &r->conds[type];
+        json_t *one =
+            json_pack("{s:s, s:s, s:s, s:s}", "type", drv_job_cond_name(type), "status",
+                      x->status ? "True" : "False", "reason", x->reason, "message", x->message);
+        if (!one ||
+            json_object_set_new(one, "lastTransitionTime", time_json(x->last_transition)) != 0 ||
+            json_array_append_new(list, one) != 0) {
+            json_decref(list);
+            return DRV_ENOMEM;
+        }
+    }
+    if (!list || json_object_set_new(st, "conditions", list) != 0 ||
+        json_object_set_new(st, "restarts", json_integer(r->restarts)) != 0)
+        return DRV_ENOMEM;
+    if (r->start_time >= 0 && json_object_set_new(st, "startTime", time_json(r->start_time)))
+        return DRV_ENOMEM;
+    if (r->completion_time >= 0 &&
+        json_object_set_new(st, "completionTime", time_json(r->completion_time)))
+        return DRV_ENOMEM;
+    json_t *rs = json_object_get(st, "replicaStatuses");
+    const char *key;
+    json_t *one;
+    json_object_foreach(rs, key, one)
+    {
+        int r2 = drv_role_parse(!strcmp(key, "Master") ? "chief" : key);
+        if (r2 < 0) {
+            char low[16];
+            snprintf(low, sizeof low, "%s", key);
+            for (char *q = low; *q; q++)
+                *q = (char)(*q >= 'A' && *q <= 'Z' ? *q + 32 : *q);
+            r2 = drv_role_parse(low);
+        }
+        if (r2 < 0)
+            continue;
+        if (json_object_set_new(one, "succeeded", json_integer(r->succeeded[r2])) != 0 ||
+            json_object_set_new(one, "failed", json_integer(r->failed[r2])) != 0)
+            return DRV_ENOMEM;
+    }
+    return 0;
+}

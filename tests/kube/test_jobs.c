@@ -1,0 +1,660 @@
+/*
+ * test_jobs.c - real training jobs under `drover run`'s controller (issue 13), end to end
+ * against the in-memory test API server (loopback): peer discovery (TF_CONFIG, the all-reduce
+ * ranks, hostnames and the headless Service), Kubeflow's lifecycle (conditions, a failed pod
+ * restarted under OnFailure and the job failed past backoffLimit, suspend and resume), edits
+ * of replicas followed, an invalid job failed while another runs, a job that can never fit,
+ * and a restarted controller that does not announce an adopted job again. Kubelet's part
+ * (pod phases, removing deleted pods) is played by the test.
+ */
+#include "apiserver.h"
+#include "drover/kube_controller.h"
+#include "drover/kube_emulate.h"
+#include "drover/kube_types.h"
+#include "drover/policy.h"
+#include "json.h"
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+typedef struct fixture {
+    drv_apiserver *srv;
+    drv_kube *k;
+    drv_kube_config cfg;
+    char url[64];
+} fixture;
+
+typedef struct runner {
+    drv_ctrl *c;
+    pthread_t t;
+    volatile int stop;
+    int rc;
+    drv_diag d;
+} runner;
+
+static void *run_main(void *arg)
+{
+    runner *r = arg;
+    r->rc = drv_ctrl_run(r->c, &r->stop, &r->d);
+    return NULL;
+}
+
+static void start(fixture *f, runner *r)
+{
+    drv_profile prof;
+    drv_diag d = {{0}};
+    assert_int_equal(drv_profile_builtin("gang-fifo", &prof, &d), 0);
+    drv_ctrl_opts o = {.profile = &prof};
+    memset(r, 0, sizeof *r);
+    assert_int_equal(drv_ctrl_new(&r->c, &f->cfg, &o, &d), 0);
+    assert_int_equal(pthread_create(&r->t, NULL, run_main, r), 0);
+}
+
+static void stop(runner *r)
+{
+    r->stop = 1;
+    pthread_join(r->t, NULL);
+    assert_int_equal(r->rc, 0);
+    drv_ctrl_free(r->c);
+}
+
+static void req(fixture *f, const char *method, const char *path, const char *fmt, ...)
+{
+    char body[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof body, fmt, ap);
+    va_end(ap);
+    drv_diag d = {{0}};
+    long status = 0;
+    const char *ctype = strcmp(method, "PATCH") == 0 ? "application/merge-patch+json" : NULL;
+    if (drv_kube_request(f->k, method, path, ctype, body[0] ? body : NULL, &status, NULL, &d))
+        fail_msg("%s %s: %s", method, path, d.msg);
+}
+
+static json_t *get(fixture *f, const char *fmt, ...)
+{
+    char path[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(path, sizeof path, fmt, ap);
+    va_end(ap);
+    drv_diag d = {{0}};
+    json_t *o = NULL;
+    long status = 0;
+    if (drv_kube_request(f->k, "GET", path, NULL, NULL, &status, &o, &d) != 0)
+        return NULL;
+    return o;
+}
+
+#define WAIT_FOR(cond)                                                                             \
+    do {                                                                                           \
+        int waited_ = 0;                                                                           \
+        while (!(cond) && waited_ < 1000) {                                                        \
+            usleep(10000);                                                                         \
+            waited_++;                                                                             \
+        }                                                                                          \
+        if (!(cond))                                                                               \
+            fail_msg("timed out waiting for %s", #cond);                                           \
+    } while (0)
+
+static void add_node(fixture *f, const char *name, const char *cpu)
+{
+    req(f, "POST", "/api/v1/nodes",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\"},\"spec\":{},"
+        "\"status\":{\"allocatable\":{\"cpu\":\"%s\",\"memory\":\"64Gi\",\"pods\":\"110\"},"
+        "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+        name, cpu);
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/nodes/%s", name);
+    req(f, "PATCH", path, "{\"spec\":{\"taints\":null}}");
+}
+
+/* A role of replicaSpecs: "<Key>":{...} with n pods of cpu each (extra: more fields, ""). */
+static void role(char *buf, size_t n, const char *key, int replicas, const char *cpu,
+                 const char *extra)
+{
+    snprintf(buf, n,
+             "\"%s\":{%s\"replicas\":%d,\"template\":{\"spec\":{\"schedulerName\":\"drover\","
+             "\"containers\":[{\"name\":\"main\",\"image\":\"t\",\"env\":[{\"name\":\"MINE\","
+             "\"value\":\"kept\"}],\"resources\":{\"requests\":{\"cpu\":\"%s\"}}}]}}}",
+             key, extra, replicas, cpu);
+}
+
+static void add_job(fixture *f, const char *name, const char *specs, const char *run_policy)
+{
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
+        "\"name\":\"%s\",\"namespace\":\"default\"},\"spec\":{%s\"replicaSpecs\":{%s}}}",
+        name, run_policy, specs);
+}
+
+static json_t *pod(fixture *f, const char *name)
+{
+    return get(f, "/api/v1/namespaces/default/pods/%s", name);
+}
+
+static bool pod_exists(fixture *f, const char *name)
+{
+    json_t *p = pod(f, name);
+    json_decref(p);
+    return p != NULL;
+}
+
+static bool pod_bound(fixture *f, const char *name)
+{
+    json_t *p = pod(f, name);
+    bool b = p && json_object_get(json_object_get(p, "spec"), "nodeName") &&
+             !json_object_get(json_object_get(p, "metadata"), "deletionTimestamp");
+    json_decref(p);
+    return b;
+}
+
+/* The value of env variable var in the pod's first container ("" when absent). */
+static const char *env_of(json_t *p, const char *var)
+{
+    json_t *c0 = json_array_get(json_object_get(json_object_get(p, "spec"), "containers"), 0);
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(c0, "env"), i, e)
+    {
+        if (!strcmp(json_string_value(json_object_get(e, "name")), var))
+            return json_string_value(json_object_get(e, "value"));
+    }
+    return "";
+}
+
+static bool pod_failed(fixture *f, const char *name)
+{
+    json_t *p = pod(f, name);
+    const char *ph = json_string_value(json_object_get(json_object_get(p, "status"), "phase"));
+    bool failed = ph && !strcmp(ph, "Failed");
+    json_decref(p);
+    return failed;
+}
+
+static void set_phase(fixture *f, const char *pod_name, const char *phase)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/%s/status", pod_name);
+    req(f, "PATCH", path, "{\"status\":{\"phase\":\"%s\"}}", phase);
+}
+
+/* Kubelet's part of graceful deletions: pods being deleted are removed. Returns how many. */
+static int finish_deletes(fixture *f)
+{
+    json_t *l = get(f, "/api/v1/namespaces/default/pods");
+    int n = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(l, "items"), i, p)
+    {
+        json_t *m = json_object_get(p, "metadata");
+        if (!json_object_get(m, "deletionTimestamp"))
+            continue;
+        char path[256];
+        snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/%s",
+                 json_string_value(json_object_get(m, "name")));
+        drv_diag d = {{0}};
+        long status;
+        drv_kube_delete(f->k, path, 0, NULL, &status, &d);
+        n++;
+    }
+    json_decref(l);
+    return n;
+}
+
+/* The job's condition of type: its status, reason and message copied ("" when absent); true
+ * when it is the last of the list (the current one, as printer columns read it). */
+static bool cond_of(fixture *f, const char *job, const char *type, char *status, char *reason,
+                    char *message)
+{
+    status[0] = reason[0] = 0;
+    if (message)
+        message[0] = 0;
+    json_t *o = get(f, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/%s", job);
+    json_t *list = json_object_get(json_object_get(o, "status"), "conditions");
+    bool last = false;
+    size_t i;
+    json_t *c;
+    json_array_foreach(list, i, c)
+    {
+        if (strcmp(json_string_value(json_object_get(c, "type")), type) != 0)
+            continue;
+        snprintf(status, 8, "%s", json_string_value(json_object_get(c, "status")));
+        snprintf(reason, 48, "%s", json_string_value(json_object_get(c, "reason")));
+        if (message)
+            snprintf(message, 300, "%s", json_string_value(json_object_get(c, "message")));
+        last = i + 1 == json_array_size(list);
+    }
+    json_decref(o);
+    return last;
+}
+
+/* Is the job's current (last) condition type, True, with reason (any when NULL)? */
+static bool now_in(fixture *f, const char *job, const char *type, const char *reason)
+{
+    char st[8], why[48];
+    bool last = cond_of(f, job, type, st, why, NULL);
+    return last && !strcmp(st, "True") && (!reason || !strcmp(why, reason));
+}
+
+/* Events about obj with reason; *message gets the last one's message. */
+static int events(fixture *f, const char *obj, const char *reason, char *message, size_t n)
+{
+    json_t *l = get(f, "/api/v1/namespaces/default/events");
+    int count = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(l, "items"), i, e)
+    {
+        const char *o =
+            json_string_value(json_object_get(json_object_get(e, "involvedObject"), "name"));
+        const char *r = json_string_value(json_object_get(e, "reason"));
+        if (o && r && !strcmp(o, obj) && !strcmp(r, reason)) {
+            count++;
+            if (message)
+                snprintf(message, n, "%s", json_string_value(json_object_get(e, "message")));
+        }
+    }
+    json_decref(l);
+    return count;
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    drv_diag d = {{0}};
+    drv_apiserver_opts o = {.fixture_dir = FIXTURE_DIR, .crd_installed = true};
+    if (getenv("DROVER_TEST_DEBUG"))
+        drv_log_set(NULL, NULL, DRV_LOG_DEBUG);
+    assert_int_equal(drv_apiserver_start(&f->srv, &o, &d), 0);
+    snprintf(f->url, sizeof f->url, "http://127.0.0.1:%u", drv_apiserver_port(f->srv));
+    f->cfg.server = f->url;
+    f->cfg.qps = 1e6;
+    f->cfg.burst = 1000000;
+    assert_int_equal(drv_kube_new(&f->k, &f->cfg, &d), 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    drv_kube_free(f->k);
+    drv_apiserver_free(f->srv);
+    free(f);
+    return 0;
+}
+
+/* A TensorFlow job: every pod names its peers in TF_CONFIG, has its hostname and subdomain,
+ * keeps the template's own variables, and the job's headless Service exists. */
+static void test_tf_job_peers(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    char ps[1024], chief[1024], worker[1024], specs[3200];
+    role(ps, sizeof ps, "PS", 1, "1", "");
+    role(chief, sizeof chief, "Chief", 1, "1", "");
+    role(worker, sizeof worker, "Worker", 2, "1", "");
+    snprintf(specs, sizeof specs, "%s,%s,%s", ps, chief, worker);
+    add_job(f, "mnist", specs, "");
+    WAIT_FOR(pod_bound(f, "mnist-worker-1") && pod_bound(f, "mnist-ps-0") &&
+             pod_bound(f, "mnist-chief-0") && pod_bound(f, "mnist-worker-0"));
+    json_t *p = pod(f, "mnist-worker-1");
+    json_t *spec = json_object_get(p, "spec");
+    assert_string_equal(json_string_value(json_object_get(spec, "hostname")), "mnist-worker-1");
+    assert_string_equal(json_string_value(json_object_get(spec, "subdomain")), "mnist");
+    assert_string_equal(env_of(p, "MINE"), "kept");
+    json_t *tf = json_loads(env_of(p, "TF_CONFIG"), 0, NULL);
+    assert_non_null(tf);
+    json_t *cluster = json_object_get(tf, "cluster");
+    json_t *workers = json_object_get(cluster, "worker");
+    assert_int_equal(json_array_size(workers), 2);
+    assert_string_equal(json_string_value(json_array_get(workers, 1)),
+                        "mnist-worker-1.mnist.default.svc:2222");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(cluster, "ps"), 0)),
+                        "mnist-ps-0.mnist.default.svc:2222");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(cluster, "chief"), 0)),
+                        "mnist-chief-0.mnist.default.svc:2222");
+    json_t *task = json_object_get(tf, "task");
+    assert_string_equal(json_string_value(json_object_get(task, "type")), "worker");
+    assert_int_equal(json_integer_value(json_object_get(task, "index")), 1);
+    json_decref(tf);
+    json_decref(p);
+    json_t *job = get(f, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/mnist");
+    const char *uid = json_string_value(json_object_get(json_object_get(job, "metadata"), "uid"));
+    json_t *svc = NULL;
+    WAIT_FOR((json_decref(svc), svc = get(f, "/api/v1/namespaces/default/services/mnist")));
+    json_t *ss = json_object_get(svc, "spec");
+    assert_string_equal(json_string_value(json_object_get(ss, "clusterIP")), "None");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(ss, "selector"), "drover.dev/job")),
+        "mnist");
+    json_t *owner =
+        json_array_get(json_object_get(json_object_get(svc, "metadata"), "ownerReferences"), 0);
+    assert_string_equal(json_string_value(json_object_get(owner, "uid")), uid);
+    json_decref(svc);
+    json_decref(job);
+    assert_int_equal(drv_ctrl_get_stats(r.c).api_errors, 0);
+    stop(&r);
+}
+
+/* A PyTorch-shaped job (Master + Workers): ranks, world size, the master's address. */
+static void test_allreduce_ranks(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    char master[1024], worker[1024], specs[2100];
+    role(master, sizeof master, "Master", 1, "1", "");
+    role(worker, sizeof worker, "Worker", 3, "1", "");
+    snprintf(specs, sizeof specs, "%s,%s", master, worker);
+    add_job(f, "pt", specs, "");
+    WAIT_FOR(pod_bound(f, "pt-master-0") && pod_bound(f, "pt-worker-2"));
+    const char *names[] = {"pt-master-0", "pt-worker-0", "pt-worker-1", "pt-worker-2"};
+    for (int i = 0; i < 4; i++) {
+        json_t *p = pod(f, names[i]);
+        char rank[8];
+        snprintf(rank, sizeof rank, "%d", i);
+        assert_string_equal(env_of(p, "RANK"), rank);
+        assert_string_equal(env_of(p, "WORLD_SIZE"), "4");
+        assert_string_equal(env_of(p, "MASTER_ADDR"), "pt-master-0.pt.default.svc");
+        assert_string_equal(env_of(p, "MASTER_PORT"), "23456");
+        assert_string_equal(env_of(p, "TF_CONFIG"), "");
+        json_decref(p);
+    }
+    stop(&r);
+}
+
+/* restartPolicy OnFailure with backoffLimit 1: the first failure restarts the pod (deleted,
+ * created again), the second fails the job. */
+static void test_restart_then_backoff(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    char worker[1024];
+    role(worker, sizeof worker, "Worker", 2, "1", "\"restartPolicy\":\"OnFailure\",");
+    add_job(f, "rs", worker, "\"runPolicy\":{\"backoffLimit\":1},");
+    WAIT_FOR(pod_bound(f, "rs-worker-0") && pod_bound(f, "rs-worker-1"));
+    set_phase(f, "rs-worker-0", "Running");
+    set_phase(f, "rs-worker-1", "Running");
+    WAIT_FOR(now_in(f, "rs", "Running", NULL));
+    set_phase(f, "rs-worker-1", "Failed");
+    WAIT_FOR(events(f, "rs", "PodRestarting", NULL, 0) == 1);
+    /* deleted (a finished pod goes at once), then created again, bound, not failed */
+    WAIT_FOR((finish_deletes(f), pod_bound(f, "rs-worker-1") && !pod_failed(f, "rs-worker-1")));
+    char st[8], why[48];
+    cond_of(f, "rs", "Restarting", st, why, NULL);
+    assert_string_equal(why, "PodRestarting");
+    set_phase(f, "rs-worker-1", "Running");
+    WAIT_FOR(now_in(f, "rs", "Running", NULL));
+    /* Fails again: past the limit. */
+    set_phase(f, "rs-worker-1", "Failed");
+    WAIT_FOR(now_in(f, "rs", "Failed", "BackoffLimitExceeded"));
+    json_t *o = get(f, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/rs");
+    json_t *status = json_object_get(o, "status");
+    assert_string_equal(json_string_value(json_object_get(status, "phase")), "Failed");
+    assert_non_null(json_object_get(status, "completionTime"));
+    assert_non_null(json_object_get(status, "startTime"));
+    assert_int_equal(json_integer_value(json_object_get(status, "restarts")), 1);
+    json_decref(o);
+    cond_of(f, "rs", "Running", st, why, NULL);
+    assert_string_equal(st, "False");
+    assert_int_equal(events(f, "rs", "BackoffLimitExceeded", NULL, 0), 1);
+    /* cleanPodPolicy Running (the default): the running worker 0 is deleted; the failed
+     * worker 1 is kept, for its logs. */
+    WAIT_FOR((finish_deletes(f), !pod_exists(f, "rs-worker-0")));
+    assert_true(pod_failed(f, "rs-worker-1"));
+    stop(&r);
+}
+
+/* spec.runPolicy.suspend: the pods go and the job is Suspended; resumed, it is queued and
+ * placed again. */
+static void test_suspend_and_resume(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    char worker[1024];
+    role(worker, sizeof worker, "Worker", 2, "1", "");
+    add_job(f, "sp", worker, "");
+    WAIT_FOR(pod_bound(f, "sp-worker-0") && pod_bound(f, "sp-worker-1"));
+    const char *path = "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/sp";
+    req(f, "PATCH", path, "{\"spec\":{\"runPolicy\":{\"suspend\":true}}}");
+    WAIT_FOR(now_in(f, "sp", "Suspended", "JobSuspended"));
+    int gone = 0;
+    WAIT_FOR((gone += finish_deletes(f)) == 2);
+    assert_false(pod_exists(f, "sp-worker-0"));
+    usleep(200000); /* several cycles: nothing is placed while suspended */
+    assert_false(pod_exists(f, "sp-worker-0"));
+    req(f, "PATCH", path, "{\"spec\":{\"runPolicy\":{\"suspend\":false}}}");
+    WAIT_FOR(pod_bound(f, "sp-worker-0") && pod_bound(f, "sp-worker-1"));
+    char st[8], why[48];
+    cond_of(f, "sp", "Suspended", st, why, NULL);
+    WAIT_FOR((cond_of(f, "sp", "Suspended", st, why, NULL), !strcmp(st, "False")));
+    assert_int_equal(events(f, "sp", "JobResumed", NULL, 0), 1);
+    assert_int_equal(drv_ctrl_get_stats(r.c).api_errors, 0);
+    stop(&r);
+}
+
+/* The number of workers in a pod's TF_CONFIG (-1: no pod, or none). */
+static int tf_workers(fixture *f, const char *name)
+{
+    json_t *p = pod(f, name);
+    json_t *tf = p ? json_loads(env_of(p, "TF_CONFIG"), 0, NULL) : NULL;
+    json_t *w = json_object_get(json_object_get(tf, "cluster"), "worker");
+    int n = w ? (int)json_array_size(w) : -1;
+    json_decref(tf);
+    json_decref(p);
+    return n;
+}
+
+/* An edit of Worker replicas within its bounds is followed, up then down; the pods that stay
+ * are re-created with their new peers (Scaling meanwhile). */
+static void test_replicas_edit(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    char worker[1024];
+    role(worker, sizeof worker, "Worker", 2, "1", "\"minReplicas\":1,\"maxReplicas\":4,");
+    add_job(f, "ed", worker, "");
+    WAIT_FOR(pod_bound(f, "ed-worker-0") && pod_bound(f, "ed-worker-1"));
+    assert_false(pod_exists(f, "ed-worker-2"));
+    assert_int_equal(tf_workers(f, "ed-worker-0"), 2);
+    const char *path = "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/ed";
+    req(f, "PATCH", path, "{\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":3}}}}");
+    WAIT_FOR(now_in(f, "ed", "Scaling", "JobScaling"));
+    WAIT_FOR((finish_deletes(f), pod_bound(f, "ed-worker-2") && pod_bound(f, "ed-worker-0") &&
+                                     pod_bound(f, "ed-worker-1") &&
+                                     tf_workers(f, "ed-worker-0") == 3 &&
+                                     tf_workers(f, "ed-worker-1") == 3));
+    assert_int_equal(tf_workers(f, "ed-worker-2"), 3);
+    WAIT_FOR(events(f, "ed", "PeersChanged", NULL, 0) == 1);
+    req(f, "PATCH", path, "{\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":1}}}}");
+    WAIT_FOR((finish_deletes(f), !pod_exists(f, "ed-worker-1") && !pod_exists(f, "ed-worker-2") &&
+                                     pod_bound(f, "ed-worker-0") &&
+                                     tf_workers(f, "ed-worker-0") == 1));
+    assert_int_equal(events(f, "ed", "ReplicasEdited", NULL, 0), 2);
+    WAIT_FOR(!now_in(f, "ed", "Scaling", NULL));
+    stop(&r);
+}
+
+/* An invalid job is failed with reason Invalid, its Event naming the field; another job is
+ * served meanwhile. A job larger than the cluster is said never to fit. */
+static void test_invalid_and_never_fits(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "32");
+    add_node(f, "node-b", "32");
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    char bad[1024], good[1024], big[1024];
+    role(bad, sizeof bad, "Launcher", 1, "1", "");
+    add_job(f, "bad", bad, "");
+    role(good, sizeof good, "Worker", 1, "1", "");
+    add_job(f, "good", good, "");
+    role(big, sizeof big, "Worker", 10, "32", "");
+    add_job(f, "big", big, "");
+    WAIT_FOR(now_in(f, "bad", "Failed", "Invalid"));
+    char msg[600];
+    WAIT_FOR(events(f, "bad", "Invalid", msg, sizeof msg) == 1);
+    assert_non_null(strstr(msg, "spec.replicaSpecs.Launcher"));
+    WAIT_FOR(pod_bound(f, "good-worker-0"));
+    WAIT_FOR(now_in(f, "big", "Queued", "NeverFits"));
+    char st[8], why[48], cmsg[300];
+    cond_of(f, "big", "Queued", st, why, cmsg);
+    assert_non_null(strstr(cmsg, "can never run"));
+    assert_int_equal(events(f, "big", "Waiting", NULL, 0), 0);
+    json_t *o = get(f, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/bad");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(o, "status"), "phase")),
+                        "Failed");
+    json_decref(o);
+    stop(&r);
+}
+
+/* A restarted controller adopts a running job without a second Scheduled or Running Event. */
+static void test_adopted_job_not_announced_again(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    char worker[1024];
+    role(worker, sizeof worker, "Worker", 2, "1", "");
+    add_job(f, "ad", worker, "");
+    WAIT_FOR(pod_bound(f, "ad-worker-0") && pod_bound(f, "ad-worker-1"));
+    set_phase(f, "ad-worker-0", "Running");
+    set_phase(f, "ad-worker-1", "Running");
+    WAIT_FOR(now_in(f, "ad", "Running", "JobRunning"));
+    WAIT_FOR(events(f, "ad", "JobRunning", NULL, 0) == 1);
+    assert_int_equal(events(f, "ad", "Scheduled", NULL, 0), 1);
+    stop(&r);
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).cycles >= 1);
+    usleep(500000); /* several periods: whatever it would announce is written by now */
+    assert_int_equal(events(f, "ad", "Scheduled", NULL, 0), 1);
+    assert_int_equal(events(f, "ad", "JobRunning", NULL, 0), 1);
+    assert_int_equal(events(f, "ad", "JobCreated", NULL, 0), 1);
+    stop(&r);
+}
+
+/* activeDeadlineSeconds fails a running job; ttlSecondsAfterFinished deletes a finished one. */
+static void test_deadline_and_ttl(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    char worker[1024];
+    role(worker, sizeof worker, "Worker", 1, "1", "");
+    add_job(f, "dl", worker, "\"runPolicy\":{\"activeDeadlineSeconds\":1},");
+    add_job(f, "tt", worker, "\"runPolicy\":{\"ttlSecondsAfterFinished\":1},");
+    /* (a TTL is looked at only while some job is live: docs/running.md; "bg" stays so) */
+    add_job(f, "bg", worker, "");
+    WAIT_FOR(pod_bound(f, "dl-worker-0") && pod_bound(f, "tt-worker-0") &&
+             pod_bound(f, "bg-worker-0"));
+    set_phase(f, "dl-worker-0", "Running");
+    set_phase(f, "tt-worker-0", "Running");
+    WAIT_FOR(now_in(f, "tt", "Running", "JobRunning"));
+    set_phase(f, "tt-worker-0", "Succeeded");
+    WAIT_FOR(now_in(f, "tt", "Succeeded", NULL));
+    json_t *o = NULL;
+    WAIT_FOR((json_decref(o),
+              o = get(f, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/tt")) == NULL);
+    WAIT_FOR(now_in(f, "dl", "Failed", "DeadlineExceeded"));
+    assert_non_null(o = get(f, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/dl"));
+    json_decref(o);
+    stop(&r);
+}
+
+/* A job whose one worker runs under the emulator (kubelet's part), annotated to end with
+ * exit_code the first fail_times times, under restartPolicy. */
+static drv_emulator *emulated_job(fixture *f, const char *name, const char *restart, int exit_code,
+                                  int fail_times)
+{
+    drv_emu_node node = {.name = "emu-0", .alloc = {8000, 64LL << 30, 0}};
+    drv_emulator_opts o;
+    drv_emulator_opts_default(&o);
+    o.speed = 100; /* its 10 s run takes 0.1 s */
+    o.start_delay_s = 1;
+    drv_emulator *e;
+    drv_diag d = {{0}};
+    assert_int_equal(drv_emulator_new(&e, &f->cfg, &node, 1, &o, &d), 0);
+    assert_int_equal(drv_emulator_start(e, &d), 0);
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
+        "\"name\":\"%s\",\"namespace\":\"default\"},\"spec\":{\"runPolicy\":{"
+        "\"backoffLimit\":3},\"replicaSpecs\":{\"Worker\":{\"replicas\":1,\"restartPolicy\":"
+        "\"%s\",\"template\":{\"metadata\":{\"annotations\":{\"" DRV_EMU_DURATION_ANNOTATION
+        "\":\"10\",\"" DRV_EMU_EXIT_CODE_ANNOTATION "\":\"%d\",\"" DRV_EMU_FAIL_TIMES_ANNOTATION
+        "\":\"%d\"}},\"spec\":{\"schedulerName\":\"drover\",\"containers\":[{\"name\":"
+        "\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}",
+        name, restart, exit_code, fail_times);
+    return e;
+}
+
+/* restartPolicy ExitCode, pods run by the emulator: killed by a signal (137) the pod is
+ * restarted and then succeeds; an exit code of 1 fails the job at once (PermanentError). */
+static void test_exit_code_policy(void **state)
+{
+    fixture *f = *state;
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    drv_emulator *e = emulated_job(f, "ok", "ExitCode", 137, 1);
+    WAIT_FOR(now_in(f, "ok", "Succeeded", "JobSucceeded"));
+    assert_int_equal(events(f, "ok", "PodRestarting", NULL, 0), 1);
+    json_t *o = get(f, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/ok");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "status"), "restarts")),
+                     1);
+    json_decref(o);
+    assert_int_equal(drv_emulator_get_stats(e).failed, 1);
+    drv_emulator_free(e);
+    e = emulated_job(f, "perm", "ExitCode", 1, -1);
+    WAIT_FOR(now_in(f, "perm", "Failed", "PermanentError"));
+    assert_int_equal(events(f, "perm", "PodRestarting", NULL, 0), 0);
+    drv_emulator_free(e);
+    stop(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_tf_job_peers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_allreduce_ranks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restart_then_backoff, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_suspend_and_resume, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replicas_edit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_invalid_and_never_fits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_adopted_job_not_announced_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deadline_and_ttl, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exit_code_policy, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -423,24 +423,9 @@ static int decode_run_policy(json_t *rp, const char *who, drv_ktrainingjob *out,
     return 0;
 }
 
-int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob *out, drv_diag *d)
+/* spec.progress: where the chief serves its training progress (defaults when absent). */
+static int decode_progress(json_t *prog, const char *who, drv_ktrainingjob *out, drv_diag *d)
 {
-    memset(out, 0, sizeof *out);
-    json_t *meta = json_object_get(obj, "metadata");
-    char who[300];
-    int rc0 = begin(meta, "trainingjob", who, sizeof who, out->rv, sizeof out->rv, d);
-    if (rc0)
-        return rc0;
-    json_t *gen = json_object_get(meta, "generation");
-    out->generation = json_is_integer(gen) ? json_integer_value(gen) : 0;
-    if (intern(names, str_at(meta, "namespace"), &out->ns) ||
-        intern(names, str_at(meta, "name"), &out->name) ||
-        intern(names, str_at(json_object_get(obj, "status"), "phase"), &out->phase))
-        return drv_fail(d, DRV_ENOMEM, "out of memory");
-    json_t *specs = json_object_get(json_object_get(obj, "spec"), "replicaSpecs");
-    if (!json_is_object(specs))
-        return drv_fail(d, DRV_EPARSE, "%s: spec.replicaSpecs: expected a map of roles", who);
-    json_t *prog = json_object_get(json_object_get(obj, "spec"), "progress");
     snprintf(out->progress_path, sizeof out->progress_path, "/metrics");
     snprintf(out->step_metric, sizeof out->step_metric, "drover_train_step");
     snprintf(out->loss_metric, sizeof out->loss_metric, "drover_train_loss");
@@ -477,8 +462,31 @@ int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob
             snprintf(dst[k], cap[k], "%s", t);
         }
     }
+    return 0;
+}
+
+int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob *out, drv_diag *d)
+{
+    memset(out, 0, sizeof *out);
+    json_t *meta = json_object_get(obj, "metadata");
+    char who[300];
+    int rc0 = begin(meta, "trainingjob", who, sizeof who, out->rv, sizeof out->rv, d);
+    if (rc0)
+        return rc0;
+    json_t *gen = json_object_get(meta, "generation");
+    out->generation = json_is_integer(gen) ? json_integer_value(gen) : 0;
+    if (intern(names, str_at(meta, "namespace"), &out->ns) ||
+        intern(names, str_at(meta, "name"), &out->name) ||
+        intern(names, str_at(json_object_get(obj, "status"), "phase"), &out->phase))
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    json_t *specs = json_object_get(json_object_get(obj, "spec"), "replicaSpecs");
+    if (!json_is_object(specs))
+        return drv_fail(d, DRV_EPARSE, "%s: spec.replicaSpecs: expected a map of roles", who);
     int rc =
-        decode_run_policy(json_object_get(json_object_get(obj, "spec"), "runPolicy"), who, out, d);
+        decode_progress(json_object_get(json_object_get(obj, "spec"), "progress"), who, out, d);
+    if (!rc)
+        rc = decode_run_policy(json_object_get(json_object_get(obj, "spec"), "runPolicy"), who, out,
+                               d);
     if (rc)
         return rc;
     const char *key;

@@ -469,6 +469,11 @@ static int run_policies(const sim_opts *o, const sim_inputs *in, drv_summary *su
                     tasks[i].d.msg[0] ? tasks[i].d.msg : drv_strerror(tasks[i].rc));
             status =
                 tasks[i].rc == DRV_EINVAL && !tasks[i].summary.policy[0] ? EXIT_USAGE : EXIT_RUN;
+            if (status == EXIT_USAGE && o->trace && !o->cluster && !in->pollux &&
+                in->cluster.n > 0 && in->cluster.nodes[0].alloc.gpu == 0)
+                fprintf(stderr, "drover sim: a trace's jobs need GPUs and the built-in cluster has "
+                                "none: add --mechanics pollux (16 nodes x 4 GPUs, as the Pollux "
+                                "simulator) or --cluster FILE with GPU nodes\n");
             break;
         }
 out:

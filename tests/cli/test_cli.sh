@@ -264,5 +264,11 @@ grep -q -- '--seeds: expected seeds and ranges' "$tmp/err"
 check seeds-bad-message $?
 expect_status seeds-explain 2 "$drover" sim --seeds 1-2 --explain x
 
+
+# A GPU trace on the built-in (CPU) cluster: exit 2, and the message says what to add.
+expect_status trace-no-gpus 2 "$drover" sim --trace "$src/tests/fixtures/trace/helios.csv"
+grep -q -- "add --mechanics pollux" "$tmp/err"
+check trace-no-gpus-hint $?
+
 echo "$pass passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -117,6 +117,9 @@ typedef struct drv_node_set {
     /* The nodes differ in allocatable; alloc is the per-dimension minimum of theirs. Only
      * passed to plugins with drv_plugin.bound_mixed. */
     bool mixed;
+    /* The node class (drv_node.node_class) of every node of the set, or -1 when they differ
+     * (mixed sets). Read by the core only. */
+    int32_t node_class;
 } drv_node_set;
 
 struct drv_plugin {

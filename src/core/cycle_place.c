@@ -61,6 +61,11 @@ static const int32_t *cons_row(const drv_ctx *c, int32_t pod)
     return s->cfit + (size_t)k * (size_t)s->cfit_cls;
 }
 
+bool drv_ctx_allowed(const drv_ctx *c, int32_t pod, int32_t node)
+{
+    return cycle_cons(c, pod, c->snap->st->nodes[node].node_class) >= 0;
+}
+
 int drv_ctx_filter(const drv_ctx *c, int32_t pod, int32_t node)
 {
     const drv_state *st = c->snap->st;

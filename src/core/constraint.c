@@ -129,7 +129,11 @@ int drv_state_set_node_meta(drv_state *st, int32_t node, const drv_label *labels
     if (node < 0 || node >= st->nnodes || nlabels < 0 || ntaints < 0)
         return DRV_EINVAL;
     for (int32_t i = 0; i < ntaints; i++)
-        if (taints[i].effect < 0 || taints[i].effect >= DRV_EFFECT_ANY)
+        if (taints[i].effect < 0 || taints[i].effect >= DRV_EFFECT_ANY || taints[i].key < 0 ||
+            taints[i].value < 0)
+            return DRV_EINVAL;
+    for (int32_t i = 0; i < nlabels; i++)
+        if (labels[i].key < 0 || labels[i].value < 0)
             return DRV_EINVAL;
     if (nlabels == 0 && ntaints == 0) {
         st->nodes[node].node_class = 0;

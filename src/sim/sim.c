@@ -216,6 +216,13 @@ static drv_res res_max(drv_res a, drv_res b)
                      a.gpu > b.gpu ? a.gpu : b.gpu};
 }
 
+/* A string of the cluster file's table interned in the state's, or -1. */
+static int32_t reintern(drv_state *st, const drv_strtab *from, int32_t id)
+{
+    const char *str = drv_strtab_str(from, id);
+    return str ? drv_strtab_intern(st->names, str) : -1;
+}
+
 /* Node labels, taints and unschedulable flags, and the workload's constraints, into the state
  * (after the jobs' names: interned ids of runs without constraints stay as they were). Warns
  * once about jobs that ask for nodes no node satisfies: they never run, like jobs bigger than
@@ -235,15 +242,18 @@ static int add_constraints(drv_sim *s, const drv_cluster_spec *c, const drv_work
         drv_taint t[32];
         if (k->nlabels > 64 || k->ntaints > 32)
             return drv_fail(d, DRV_EINVAL, "cluster: node %s: too many labels or taints", ns->name);
-        for (int32_t j = 0; j < k->nlabels; j++)
-            l[j] = (drv_label){
-                drv_strtab_intern(st->names, drv_strtab_str(c->names, k->labels[j].key)),
-                drv_strtab_intern(st->names, drv_strtab_str(c->names, k->labels[j].value))};
-        for (int32_t j = 0; j < k->ntaints; j++)
-            t[j] = (drv_taint){
-                drv_strtab_intern(st->names, drv_strtab_str(c->names, k->taints[j].key)),
-                drv_strtab_intern(st->names, drv_strtab_str(c->names, k->taints[j].value)),
-                k->taints[j].effect};
+        int32_t ok = 0; /* negative when an intern ran out of memory */
+        for (int32_t j = 0; j < k->nlabels; j++) {
+            ok |= l[j].key = reintern(st, c->names, k->labels[j].key);
+            ok |= l[j].value = reintern(st, c->names, k->labels[j].value);
+        }
+        for (int32_t j = 0; j < k->ntaints; j++) {
+            ok |= t[j].key = reintern(st, c->names, k->taints[j].key);
+            ok |= t[j].value = reintern(st, c->names, k->taints[j].value);
+            t[j].effect = k->taints[j].effect;
+        }
+        if (ok < 0)
+            return drv_fail(d, DRV_ENOMEM, "out of memory");
         int rc = drv_state_set_node_meta(st, i, l, k->nlabels, t, k->ntaints);
         if (rc)
             return drv_fail(d, rc, "cluster: node %s: %s", ns->name, drv_strerror(rc));

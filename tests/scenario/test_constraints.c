@@ -240,6 +240,52 @@ static void test_preferred_affinity_and_unschedulable(void **unused)
         run(pref_cluster, pref_workload, profiles[k], 2.5, check_pref);
 }
 
+static char warned[512];
+
+static void keep_log(enum drv_log_level lvl, const char *msg, void *arg)
+{
+    (void)arg;
+    if (lvl == DRV_LOG_WARN && strlen(warned) + strlen(msg) + 2 < sizeof warned) {
+        strcat(warned, msg);
+        strcat(warned, "\n");
+    }
+}
+
+/* A job asking for nodes no node satisfies is warned about once, like one bigger than the
+ * cluster; the tolerating one beside it is not. */
+static void test_unsatisfiable_selector_is_warned(void **unused)
+{
+    (void)unused;
+    static const char wl[] =
+        "jobs:\n"
+        "  - name: lost\n"
+        "    model: lenet\n"
+        "    roles: {worker: {cpu: 1, memory: 1Gi, nodeSelector: {pool: tpu}}}\n"
+        "  - name: found\n"
+        "    model: lenet\n"
+        "    roles: {worker: {cpu: 1, memory: 1Gi, nodeSelector: {pool: gpu},\n"
+        "            tolerations: [{key: gpu, operator: Exists}]}}\n";
+    drv_cluster_spec c = {0};
+    drv_workload w = {0};
+    load(&c, &w, pool_cluster, wl);
+    drv_profile p;
+    drv_diag d = {{0}};
+    assert_int_equal(drv_profile_parse("test", profiles[0], &p, &d), 0);
+    drv_sim_config cfg = {.seed = 1};
+    drv_sim *s = NULL;
+    warned[0] = 0;
+    drv_log_set(keep_log, NULL, DRV_LOG_WARN);
+    int rc = drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d);
+    drv_log_set(NULL, NULL, DRV_LOG_WARN);
+    assert_int_equal(rc, 0);
+    assert_string_equal(warned, "1 job(s) ask for nodes (nodeSelector, affinity, tolerations) that "
+                                "no node of the cluster satisfies and will not run, the first "
+                                "lost\n");
+    drv_sim_free(s);
+    drv_workload_fini(&w);
+    drv_cluster_fini(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -247,6 +293,7 @@ int main(void)
         cmocka_unit_test(test_selecting_job_stays_in_its_pool),
         cmocka_unit_test(test_required_affinity),
         cmocka_unit_test(test_preferred_affinity_and_unschedulable),
+        cmocka_unit_test(test_unsatisfiable_selector_is_warned),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -22,8 +22,14 @@
  *
  * --profile-only 1 runs the core alone (no baseline, no quality check): for perf record.
  *
+ * --constraints 1 adds node constraints (issue 14): 30 % of the nodes (3 in every 10) are
+ * labelled pool=gpu and tainted gpu=true:NoSchedule; every other job (half the pods) selects
+ * pool=gpu and tolerates the taint, the others, tolerating nothing, may not go there. The
+ * default profile's hand-written scan applies the same rule (a job may use a node when it is
+ * tainted exactly when the job selects the pool), written out here apart from the core.
+ *
  * usage: place [--nodes N[,N...]] [--pods N] [--reps R] [--latency K] [--profile LINE]
- *              [--seed S] [--profile-only 0|1]
+ *              [--seed S] [--profile-only 0|1] [--constraints 0|1]
  */
 #include "drover/policy.h"
 
@@ -50,12 +56,39 @@ static const drv_res pod_shapes[] = {
     {4000, 8 * GiB, 0}, {8000, 16 * GiB, 0}, {4000, 32 * GiB, 1},
 };
 
+/* --constraints: node i is in the tainted pool; job j selects it. */
+static bool in_pool(int32_t node)
+{
+    return node % 10 < 3;
+}
+
+static bool selects_pool(int32_t job)
+{
+    return job % 2 == 0;
+}
+
+/* The constraint of the jobs that select the pool: nodeSelector pool=gpu, toleration
+ * gpu Exists NoSchedule. Returns its id. */
+static int32_t add_pool_constraint(drv_state *st)
+{
+    drv_label sel = {drv_strtab_intern(st->names, "pool"), drv_strtab_intern(st->names, "gpu")};
+    drv_toleration tol = {drv_strtab_intern(st->names, "gpu"), 0, true, DRV_EFFECT_NO_SCHEDULE};
+    drv_constraint c = {.selector = &sel, .nselector = 1, .tol = &tol, .ntol = 1};
+    int32_t id = 0;
+    drv_state_add_constraint(st, &c, NULL, &id);
+    return id;
+}
+
 /* Builds the cluster and the pending gangs. */
-static void build(drv_state *st, int32_t nodes, int32_t pods, uint64_t seed)
+static void build(drv_state *st, int32_t nodes, int32_t pods, uint64_t seed, bool cons)
 {
     drv_rng r;
     drv_rng_seed(&r, seed);
     drv_state_init(st);
+    int32_t pool = cons ? add_pool_constraint(st) : 0;
+    drv_label lab = {drv_strtab_intern(st->names, "pool"), drv_strtab_intern(st->names, "gpu")};
+    drv_taint taint = {drv_strtab_intern(st->names, "gpu"), drv_strtab_intern(st->names, "true"),
+                       DRV_EFFECT_NO_SCHEDULE};
     for (int32_t i = 0; i < nodes; i++) {
         char name[32];
         snprintf(name, sizeof name, "node-%d", i);
@@ -63,6 +96,8 @@ static void build(drv_state *st, int32_t nodes, int32_t pods, uint64_t seed)
         drv_state_add_node(st, name, a, "zone-a", i % 40 < 20 ? "rack-a" : "rack-b", NULL);
         /* 30 % used, not in any job: model it as reduced allocatable headroom. */
         st->nodes[i].used = (drv_res){a.cpu * 3 / 10, a.mem * 3 / 10, 0};
+        if (cons && in_pool(i))
+            drv_state_set_node_meta(st, i, &lab, 1, &taint, 1);
     }
     int32_t made = 0, jid = 0;
     while (made < pods) {
@@ -81,6 +116,9 @@ static void build(drv_state *st, int32_t nodes, int32_t pods, uint64_t seed)
         drv_res w = pod_shapes[drv_rng_range(&r, 0, 5)];
         t.role[DRV_ROLE_PS] = (drv_rolespec){nps, nps, nps, ps, ps.cpu};
         t.role[DRV_ROLE_WORKER] = (drv_rolespec){size - nps, size - nps, size - nps, w, w.cpu};
+        if (cons && selects_pool(jid - 1))
+            for (int k = 0; k < DRV_NROLES; k++)
+                t.cons[k] = pool;
         drv_state_add_job(st, &t, NULL);
         made += size;
     }
@@ -101,6 +139,12 @@ static int la_score(const drv_node *n, drv_res free, drv_res req)
     return k ? (int)(100.0 * sum / k) : 0;
 }
 
+/* Whether the job may use the node (--constraints; always without). */
+static bool allowed(const drv_state *st, int32_t job, int32_t node)
+{
+    return st->nclasses == 0 || in_pool(node) == selects_pool(job);
+}
+
 /* The baseline: exhaustive scan per pod, gangs all-or-nothing. Returns pods placed. */
 static int64_t scan_place(const drv_state *st, drv_res *fr)
 {
@@ -116,7 +160,7 @@ static int64_t scan_place(const drv_state *st, drv_res *fr)
                 int32_t best = -1;
                 int bs = -1;
                 for (int32_t k = 0; k < st->nnodes; k++) {
-                    if (!drv_res_fits(req, fr[k]))
+                    if (!drv_res_fits(req, fr[k]) || !allowed(st, j, k))
                         continue;
                     int s = la_score(&st->nodes[k], fr[k], req);
                     if (s > bs)
@@ -154,7 +198,7 @@ static double pctl(double *v, int n, double p)
 }
 
 static int latency(const drv_profile *prof, bool ref_core, const char *nodes_arg, int32_t pods,
-                   int k, uint64_t seed)
+                   int k, uint64_t seed, bool cons)
 {
     printf("%7s %10s %10s %10s %12s %12s %12s\n", "nodes", "p50_ms", "p99_ms", "max_ms",
            "scan_p50_ms", "scan_p99_ms", "scan_max_ms");
@@ -162,7 +206,7 @@ static int latency(const drv_profile *prof, bool ref_core, const char *nodes_arg
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         int32_t nn = atoi(tok);
         drv_state st;
-        build(&st, nn, pods, seed);
+        build(&st, nn, pods, seed, cons);
         drv_diag d = {{0}};
         drv_sched *s, *ref = NULL;
         if (drv_sched_new(prof, &s, &d) || (ref_core && drv_sched_new(prof, &ref, &d))) {
@@ -224,7 +268,7 @@ int main(int argc, char **argv)
     const char *nodes_arg = "1000,5000,10000,50000";
     int32_t pods = 10000, reps = 3, lat = 0;
     uint64_t seed = 1;
-    int profile_only = 0;
+    int profile_only = 0, cons = 0;
     static const char default_line[] = "admit=gang score=least-allocated";
     const char *line = default_line;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -242,6 +286,8 @@ int main(int argc, char **argv)
             seed = strtoull(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--profile-only")) /* for perf: no baseline, no check */
             profile_only = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--constraints"))
+            cons = atoi(argv[i + 1]);
     }
     drv_diag d = {{0}};
     drv_profile prof;
@@ -249,18 +295,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "place: %s\n", d.msg);
         return 2;
     }
-    printf("place: %d pending pods in gangs of 1-64, profile: %s\n", pods, line);
+    printf("place: %d pending pods in gangs of 1-64, profile: %s%s\n", pods, line,
+           cons ? ", 30 % of nodes tainted, half the pods selecting them" : "");
     /* Any profile but the default is compared with the core scanning every node. */
     bool ref_core = strcmp(line, default_line) != 0;
     if (lat > 0)
-        return latency(&prof, ref_core, nodes_arg, pods, lat, seed);
+        return latency(&prof, ref_core, nodes_arg, pods, lat, seed, cons);
     printf("%7s %12s %12s %8s %9s %10s %9s\n", "nodes", "core_pods/s", "scan_pods/s", "ratio",
            "placed", "scan_plcd", "worse");
     char *list = strdup(nodes_arg);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         int32_t nn = atoi(tok);
         drv_state st;
-        build(&st, nn, pods, seed);
+        build(&st, nn, pods, seed, cons);
         drv_sched *s, *ref = NULL;
         if (drv_sched_new(&prof, &s, &d) || (ref_core && drv_sched_new(&prof, &ref, &d))) {
             fprintf(stderr, "place: %s\n", d.msg);
@@ -319,13 +366,13 @@ int main(int argc, char **argv)
             drv_res req = st.jobs[p->job].role[p->role].req;
             int bs = -1;
             for (int32_t k = 0; k < nn; k++)
-                if (drv_res_fits(req, fr[k])) {
+                if (drv_res_fits(req, fr[k]) && allowed(&st, p->job, k)) {
                     int sc = la_score(&st.nodes[k], fr[k], req);
                     if (sc > bs)
                         bs = sc;
                 }
             if (la_score(&st.nodes[x->node], fr[x->node], req) < bs ||
-                !drv_res_fits(req, fr[x->node]))
+                !drv_res_fits(req, fr[x->node]) || !allowed(&st, p->job, x->node))
                 worse++;
             fr[x->node] = drv_res_sub(fr[x->node], req);
         }

@@ -119,6 +119,9 @@ typedef struct drv_node_set {
     /* The nodes differ in allocatable; alloc is the per-dimension minimum of theirs. Only
      * passed to plugins with drv_plugin.bound_mixed. */
     bool mixed;
+    /* The node class (drv_node.node_class) of every node of the set, or -1 when they differ
+     * (mixed sets). Read by the core only. */
+    int32_t node_class;
 } drv_node_set;
 
 struct drv_plugin {
@@ -301,7 +304,11 @@ uint32_t drv_ctx_cycle(const drv_ctx *c);
  * instead of rebuilt). */
 uint64_t drv_ctx_changes(const drv_ctx *c);
 
-/* Runs the profile's filters for pod on node: DRV_FIT or why not. */
+/* Whether pod's node constraints (nodeSelector, required affinity, taints; state.h) admit
+ * node, whatever its room: for plugins that choose nodes themselves. O(1). */
+bool drv_ctx_allowed(const drv_ctx *c, int32_t pod, int32_t node);
+/* Runs the profile's filters for pod on node: DRV_FIT or why not. The core checks first that
+ * the node is schedulable, admitted by drv_ctx_allowed and has the room. */
 int drv_ctx_filter(const drv_ctx *c, int32_t pod, int32_t node);
 /* Weighted, normalised score of pod on node (sum over score plugins of weight * 0..100). */
 int64_t drv_ctx_score(const drv_ctx *c, int32_t pod, int32_t node);

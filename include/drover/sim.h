@@ -18,6 +18,8 @@ typedef struct drv_nodespec {
     char zone[32];
     char rack[32];
     drv_res alloc;
+    int32_t node_class; /* its labels and taints: drv_cluster_spec.classes, 0 for none */
+    bool unschedulable; /* spec.unschedulable: no pod is placed there */
 } drv_nodespec;
 
 typedef struct drv_timing {
@@ -35,6 +37,9 @@ typedef struct drv_cluster_spec {
     int32_t n, cap;
     drv_netparams net;
     drv_timing timing;
+    drv_strtab *names;      /* the strings of classes, or NULL when there are none */
+    drv_nodeclass *classes; /* labels and taints of nodes; [0] is empty (unused) */
+    int32_t nclasses, cap_classes;
 } drv_cluster_spec;
 
 typedef struct drv_jobspec {
@@ -46,11 +51,12 @@ typedef struct drv_jobspec {
     double submit;         /* seconds */
     int32_t model;         /* index into the catalogue */
     drv_rolespec role[DRV_NROLES];
-    double target_loss; /* the job ends when its loss reaches this */
-    double max_steps;   /* ... or when it has done this many worker-steps */
-    int32_t calib_app;  /* 1 + index of its model in the calibrated profiles (drv_sim_config.calib);
-                           0: the analytic model. Calibrated jobs count global steps (calib.h) */
-    double batch;       /* total batch size of a calibrated job */
+    int32_t cons[DRV_NROLES]; /* per role, its node constraints: drv_workload.cons, 0: none */
+    double target_loss;       /* the job ends when its loss reaches this */
+    double max_steps;         /* ... or when it has done this many worker-steps */
+    int32_t calib_app; /* 1 + index of its model in the calibrated profiles (drv_sim_config.calib);
+                          0: the analytic model. Calibrated jobs count global steps (calib.h) */
+    double batch;      /* total batch size of a calibrated job */
     double batch_min, batch_max; /* the range a policy may choose its batch in (DRV_BATCH);
                                     0, 0: the batch is fixed */
     int32_t line; /* its line in the file it was read from, for messages; 0: generated */
@@ -59,6 +65,9 @@ typedef struct drv_jobspec {
 typedef struct drv_workload {
     drv_jobspec *jobs;
     int32_t n, cap;
+    drv_strtab *names;    /* the strings of cons, or NULL when there are none */
+    drv_constraint *cons; /* roles' node constraints; [0] is empty (unused) */
+    int32_t ncons, cap_cons;
 } drv_workload;
 
 /* Parameters of the synthetic workload generator (the default scenario, `generate:`). */

@@ -28,6 +28,84 @@ const char *drv_role_name(int role);
 /* Returns the role for a name ("ps", "chief", "worker", "evaluator") or -1. */
 int drv_role_parse(const char *s);
 
+/*
+ * Node constraints (Kubernetes' nodeSelector, node affinity, taints and tolerations; design in
+ * src/core/constraint.c). Every string is interned in drv_state.names (0 is the empty string).
+ * Nodes with the same labels and taints share a node class (drv_node.node_class, 0: none at
+ * all); a pod template's constraints are a drv_constraint (drv_job.cons, 0: none). Both
+ * are immutable once added, so whether a class satisfies a constraint is computed once.
+ */
+enum drv_taint_effect {
+    DRV_EFFECT_NO_SCHEDULE,
+    DRV_EFFECT_PREFER_NO_SCHEDULE,
+    DRV_EFFECT_NO_EXECUTE,
+    DRV_EFFECT_ANY, /* tolerations only: an empty effect tolerates every effect */
+};
+/* Returns the effect for its Kubernetes spelling ("NoSchedule", ...) or -1. */
+int drv_effect_parse(const char *s);
+const char *drv_effect_name(int effect);
+
+typedef struct drv_label {
+    int32_t key, value; /* interned */
+} drv_label;
+
+typedef struct drv_taint {
+    int32_t key, value; /* interned */
+    int32_t effect;     /* enum drv_taint_effect, never DRV_EFFECT_ANY */
+} drv_taint;
+
+/* Labels (sorted by key, keys distinct) and taints (sorted) shared by nodes. */
+typedef struct drv_nodeclass {
+    drv_label *labels;
+    int32_t nlabels;
+    drv_taint *taints;
+    int32_t ntaints;
+} drv_nodeclass;
+
+enum drv_sel_op {
+    DRV_SEL_IN,
+    DRV_SEL_NOT_IN,
+    DRV_SEL_EXISTS,
+    DRV_SEL_DOES_NOT_EXIST,
+    DRV_SEL_GT,
+    DRV_SEL_LT
+};
+/* Returns the operator for its Kubernetes spelling ("In", "NotIn", ...) or -1. */
+int drv_sel_op_parse(const char *s);
+
+enum { DRV_MAX_SEL_VALUES = 16 }; /* values of one matchExpression */
+
+/* One matchExpression of a node selector term. */
+typedef struct drv_selexpr {
+    int32_t term;    /* its term: required terms 0..nrequired-1, then the preferred ones */
+    int32_t key;     /* interned */
+    int32_t op;      /* enum drv_sel_op */
+    int32_t nvalues; /* In, NotIn: 1..DRV_MAX_SEL_VALUES; others 0 */
+    int32_t values[DRV_MAX_SEL_VALUES]; /* interned */
+    int64_t num;                        /* Gt, Lt: the integer compared with */
+} drv_selexpr;
+
+typedef struct drv_toleration {
+    int32_t key;    /* interned; 0 (empty) with exists: every key */
+    int32_t value;  /* interned; read when !exists (operator Equal) */
+    bool exists;    /* operator Exists */
+    int32_t effect; /* enum drv_taint_effect; DRV_EFFECT_ANY when empty */
+} drv_toleration;
+
+/* What a pod template asks of its node. A node fits when it has every selector label, matches
+ * one required term (when there are any) and tolerates each NoSchedule and NoExecute taint. */
+typedef struct drv_constraint {
+    drv_label *selector; /* nodeSelector: every label required */
+    int32_t nselector;
+    drv_selexpr *expr; /* the expressions of all terms, each naming its term */
+    int32_t nexpr;
+    int32_t nrequired;  /* required terms, ORed (expressions within one ANDed); 0: none */
+    int32_t npreferred; /* preferred terms */
+    int32_t *weight;    /* per preferred term, 1..100 */
+    drv_toleration *tol;
+    int32_t ntol;
+} drv_constraint;
+
 typedef struct drv_node {
     int32_t name;              /* interned */
     int32_t zone;              /* interned topology.kubernetes.io/zone, 0 when unset */
@@ -38,6 +116,7 @@ typedef struct drv_node {
     int64_t cpu_limit;         /* sum of CPU limits of pods bound here (derived) */
     int32_t npods;             /* pods bound here (derived) */
     int32_t nrole[DRV_NROLES]; /* of which per role (derived) */
+    int32_t node_class;        /* its labels and taints: drv_state.classes, 0 for none */
 } drv_node;
 
 typedef struct drv_rolespec {
@@ -73,6 +152,7 @@ typedef struct drv_job {
     int32_t model;             /* model family index in the driver's catalogue, -1 unknown */
     double submit;             /* submission time, seconds */
     drv_rolespec role[DRV_NROLES];
+    int32_t cons[DRV_NROLES];   /* per role, its node constraints: drv_state.cons, 0 for none */
     int32_t target[DRV_NROLES]; /* replicas currently wanted per role */
     int32_t bound[DRV_NROLES];  /* pods bound per role (derived) */
     int32_t pod_base;           /* first pod slot */
@@ -136,6 +216,11 @@ typedef struct drv_state {
     drv_jobset filled;       /* when reserved: the placeholders filled in (drv_state_fill_job) */
     drv_pages job_pages;     /* when reserved: the memory of jobs, returned as they are released */
     drv_pages pod_pages;     /* when reserved: the memory of pods, likewise */
+    drv_nodeclass *classes;  /* node classes; [0] has no label and no taint */
+    int32_t nclasses, cap_classes; /* nclasses 0 until a node gets labels or taints */
+    drv_constraint *cons;          /* pod constraints; [0] is empty */
+    int32_t ncons, cap_cons;       /* ncons 0 until one is added */
+    bool has_prefer_taint;         /* some class has a PreferNoSchedule taint */
 } drv_state;
 
 int drv_state_init(drv_state *st);
@@ -145,7 +230,8 @@ void drv_state_fini(drv_state *st);
 int drv_state_add_node(drv_state *st, const char *name, drv_res alloc, const char *zone,
                        const char *rack, int32_t *id);
 /*
- * Adds a job from a filled-in template (name, roles, submit, ...; derived fields are ignored)
+ * Adds a job from a filled-in template (name, roles, submit, ...; derived fields are ignored;
+ * DRV_EINVAL when a role names a constraint the state does not have)
  * and creates its pod slots. Targets start at the requested replicas. *id receives its id.
  */
 int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id);
@@ -180,6 +266,35 @@ bool drv_state_job_released(const drv_state *st, int32_t job);
 /* Changes what a node offers: its allocatable and whether pods may go there (a controller
  * following the API's nodes). Pods bound there stay. */
 void drv_state_set_node(drv_state *st, int32_t node, drv_res alloc, bool schedulable);
+
+/*
+ * Gives a node its labels and taints (the Kubernetes controller's mirror calls this for each
+ * Node it sees; the simulator for its cluster file's nodes). Strings interned in st->names;
+ * labels need distinct keys. The arrays are copied (borrowed for the call). Nodes with equal
+ * sets share a class; finding it costs O(classes · labels). 0, DRV_EINVAL or DRV_ENOMEM.
+ */
+int drv_state_set_node_meta(drv_state *st, int32_t node, const drv_label *labels, int32_t nlabels,
+                            const drv_taint *taints, int32_t ntaints);
+/*
+ * Adds a pod template's constraints, deep-copied; *id receives the id to put in
+ * drv_job.cons (0 when c asks nothing). Strings are ids of `from` (re-interned into
+ * st->names), or of st->names when from is NULL. 0, DRV_EINVAL (a bad operator, value count,
+ * weight or effect) or DRV_ENOMEM.
+ */
+int drv_state_add_constraint(drv_state *st, const drv_constraint *c, const drv_strtab *from,
+                             int32_t *id);
+/*
+ * Whether nodes of class cls satisfy constraint cons (nodeSelector, required affinity, taints);
+ * when they do, *score (may be NULL) receives the constraint score, 0..300: twice the sum of
+ * matching preferred terms' weights (capped at 100, kube-scheduler's NodeAffinity weight 2),
+ * plus 100 when no untolerated PreferNoSchedule taint is on the class and some class of the
+ * state has one (its penalty: a small one, a third of the affinity's). O(expressions · labels).
+ */
+bool drv_constraint_fits(const drv_state *st, int32_t cons, int32_t cls, int32_t *score);
+/* Frees what a caller-built drv_constraint or drv_nodeclass holds (drv_state_add_constraint
+ * copies, so parsers free theirs with these). */
+void drv_constraint_fini(drv_constraint *c);
+void drv_nodeclass_fini(drv_nodeclass *c);
 
 /* Sets a job's phase (enum drv_job_phase), keeping the set of live jobs current. Drivers
  * change phases only through this. Entering DRV_JOB_DONE frees the job's progress history. */

@@ -119,6 +119,7 @@ void drv_sched_free(drv_sched *s)
     drv_free(s->job_fail_epoch);
     drv_free(s->job_fail_workers);
     drv_free(s->qkey);
+    drv_free(s->cfit);
     drv_free(s->order);
     drv_free(s->order2);
     drv_free(s->seen);
@@ -258,6 +259,8 @@ static int prepare(drv_sched *s, const drv_state *st)
     s->stamp++;
     drv_arena_reset(&s->arena);
     s->ix_ok = false;
+    if (cycle_cons_refresh(s, st) != 0)
+        return DRV_ENOMEM;
     if (s->use_ix && !s->exhaustive)
         s->ix_ok = drv_nodeindex_build(s->ix, st, s->free, s->nrole + DRV_ROLE_PS, DRV_NROLES,
                                        s->ix_key, s->ix_fam) == 0;

@@ -35,6 +35,7 @@ enum { MAX_FAILED = 32, MAX_ORDER = 64 /* groups of a family ordered by bound (s
 typedef struct gang_shape {
     int32_t missing[DRV_NROLES];
     drv_res req[DRV_NROLES];
+    int32_t cons[DRV_NROLES]; /* each role's node constraints: only equal ones compare */
 } gang_shape;
 
 /* The distinct nodes, zones and racks of one job's placed pods, for indexed_best: kept from
@@ -119,6 +120,13 @@ struct drv_sched {
     bool blind;   /* drv_sched_starts_blind: likewise */
     double *qkey; /* per job: the first queue_order plugin's key this cycle (pending jobs only) */
     int32_t cap_qkey;
+    /* Node constraints (constraint.c): when the state has any (cons_on), cfit[cons * cfit_cls +
+     * class] is the constraint score of class for constraint cons, or -1 when it does not fit;
+     * computed for new constraints and classes at the start of a cycle (both are immutable). */
+    bool cons_on;
+    int32_t *cfit;
+    int32_t cfit_cons, cfit_cls; /* the table's dimensions */
+    int32_t cap_cfit;
 };
 
 struct drv_ctx {
@@ -142,6 +150,20 @@ static inline drv_res cycle_res_max(drv_res a, drv_res b)
 {
     return (drv_res){a.cpu > b.cpu ? a.cpu : b.cpu, a.mem > b.mem ? a.mem : b.mem,
                      a.gpu > b.gpu ? a.gpu : b.gpu};
+}
+
+/* Brings the constraint table up to the state's constraints and classes. 0 or DRV_ENOMEM. */
+int cycle_cons_refresh(drv_sched *s, const drv_state *st);
+
+/* The constraint score of node class cls for pod, or -1 when the class does not fit it. */
+static inline int32_t cycle_cons(const drv_ctx *c, int32_t pod, int32_t cls)
+{
+    const drv_sched *s = c->s;
+    if (!s->cons_on)
+        return 0;
+    const drv_pod *p = &c->snap->st->pods[pod];
+    int32_t k = c->snap->st->jobs[p->job].cons[p->role];
+    return s->cfit[(size_t)k * (size_t)s->cfit_cls + (size_t)cls];
 }
 
 /* drv_ctx_pod_node, inline for the files of the cycle (placement asks it per pod slot). */

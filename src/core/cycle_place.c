@@ -14,16 +14,56 @@ static void mark_failed(drv_sched *s, int32_t job, int32_t workers)
     s->job_fail_workers[job] = workers;
 }
 
-/* Does gang a need at least what gang b needs, in every role? */
+/* Does gang a need at least what gang b needs, in every role, on the same nodes? */
 static bool dominates(const gang_shape *a, const gang_shape *b)
 {
     for (int r = 0; r < DRV_NROLES; r++) {
         if (a->missing[r] < b->missing[r])
             return false;
+        if (b->missing[r] > 0 && a->cons[r] != b->cons[r])
+            return false; /* other constraints, other nodes: b's failure says nothing of a */
         if (b->missing[r] > 0 && !drv_res_fits(b->req[r], a->req[r]))
             return false;
     }
     return true;
+}
+
+int cycle_cons_refresh(drv_sched *s, const drv_state *st)
+{
+    int32_t ncons = st->ncons > 0 ? st->ncons : 1, ncls = st->nclasses > 0 ? st->nclasses : 1;
+    s->cons_on = ncons > 1 || ncls > 1;
+    if (!s->cons_on || (ncons == s->cfit_cons && ncls == s->cfit_cls))
+        return 0;
+    /* Classes added: every row is recomputed (has_prefer_taint may have changed the scores);
+     * only constraints added: only their rows. O(new rows · classes · expressions · labels). */
+    int32_t from = ncls == s->cfit_cls ? s->cfit_cons : 0;
+    if (drv_grow(&s->cfit, sizeof *s->cfit, &s->cap_cfit, ncons * ncls) != 0)
+        return DRV_ENOMEM;
+    for (int32_t k = from; k < ncons; k++)
+        for (int32_t cl = 0; cl < ncls; cl++) {
+            int32_t sc;
+            s->cfit[(size_t)k * (size_t)ncls + (size_t)cl] =
+                drv_constraint_fits(st, k, cl, &sc) ? sc : -1;
+        }
+    s->cfit_cons = ncons;
+    s->cfit_cls = ncls;
+    return 0;
+}
+
+/* The pod's row of the constraint table (per node class), or NULL when there is none. */
+static const int32_t *cons_row(const drv_ctx *c, int32_t pod)
+{
+    const drv_sched *s = c->s;
+    if (!s->cons_on)
+        return NULL;
+    const drv_pod *p = &c->snap->st->pods[pod];
+    int32_t k = c->snap->st->jobs[p->job].cons[p->role];
+    return s->cfit + (size_t)k * (size_t)s->cfit_cls;
+}
+
+bool drv_ctx_allowed(const drv_ctx *c, int32_t pod, int32_t node)
+{
+    return cycle_cons(c, pod, c->snap->st->nodes[node].node_class) >= 0;
 }
 
 int drv_ctx_filter(const drv_ctx *c, int32_t pod, int32_t node)
@@ -31,7 +71,7 @@ int drv_ctx_filter(const drv_ctx *c, int32_t pod, int32_t node)
     const drv_state *st = c->snap->st;
     const drv_node *n = &st->nodes[node];
     drv_res req = cycle_pod_req(st, pod);
-    if (!n->schedulable || !drv_res_fits(req, n->alloc))
+    if (!n->schedulable || !drv_res_fits(req, n->alloc) || cycle_cons(c, pod, n->node_class) < 0)
         return DRV_UNRESOLVABLE;
     if (!drv_res_fits(req, c->s->free[node]))
         return DRV_UNSCHEDULABLE;
@@ -54,6 +94,10 @@ int64_t drv_ctx_score(const drv_ctx *c, int32_t pod, int32_t node)
         v = v < 0 ? 0 : v > 100 ? 100 : v;
         sum += (int64_t)u->weight * v;
     }
+    if (c->s->cons_on) { /* preferred affinity, PreferNoSchedule: only where the pod fits */
+        int32_t k = cycle_cons(c, pod, c->snap->st->nodes[node].node_class);
+        sum += k > 0 ? k : 0;
+    }
     return sum;
 }
 
@@ -73,6 +117,8 @@ static void consider(const drv_ctx *c, int32_t pod, int32_t n, int32_t *best, in
 typedef struct bb_arg {
     const drv_ctx *c;
     int32_t pod;
+    const int32_t *row; /* cons_row of pod, or NULL */
+    int32_t mixed_max;  /* with row: the largest constraint score of the mixed set bounded */
 } bb_arg;
 
 static int64_t bb_bound(void *arg, const drv_node_set *set)
@@ -86,6 +132,8 @@ static int64_t bb_bound(void *arg, const drv_node_set *set)
         v = v < 0 ? 0 : v > 100 ? 100 : v;
         sum += (int64_t)u->weight * v;
     }
+    if (a->row) /* the constraint score: exact for one class, the largest for a mixed set */
+        sum += set->node_class >= 0 ? a->row[set->node_class] : a->mixed_max;
     return sum;
 }
 
@@ -106,8 +154,9 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
         label >= 0 ? drv_nodeindex_with_label(ix, fam, label, &g) : drv_nodeindex_groups(ix, fam);
     int32_t nodes;
     drv_node_set u;
-    int32_t fit = drv_nodeindex_union(ix, fam, g, n, req, fam == DRV_IX_ZONE ? label : -1,
-                                      fam == DRV_IX_RACK ? label : -1, &u, &nodes);
+    int32_t fit =
+        drv_nodeindex_union(ix, fam, g, n, req, fam == DRV_IX_ZONE ? label : -1,
+                            fam == DRV_IX_RACK ? label : -1, a->row, &u, &nodes, &a->mixed_max);
     if (fit == 0)
         return nodes; /* no node here fits */
     /* One bound for all the classes at once (a mixed set of the same zone and rack labels, so
@@ -127,6 +176,8 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
     int32_t m = 0;
     for (int32_t i = 0; i < n; i++) {
         int32_t grp = g ? g[i] : i;
+        if (a->row && a->row[drv_nodeindex_class(ix, fam, grp)] < 0)
+            continue; /* the pod's node constraints refuse the whole group */
         int32_t lab = drv_nodeindex_label(ix, fam, grp);
         int32_t zone = fam == DRV_IX_ZONE ? lab : -1, rack = fam == DRV_IX_RACK ? lab : -1;
         if (n > MAX_ORDER) { /* too many to order: in group order */
@@ -212,10 +263,15 @@ static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
 {
     int32_t best = -1;
     int64_t best_sc = -1;
+    const int32_t *row = cons_row(c, pod);
     if (!c->s->ix_bb) {
+        /* A group's nodes share a class, so its constraint score: its best by key is its
+         * best by score. */
         int32_t ng = drv_nodeindex_groups(c->s->ix, DRV_IX_GLOBAL);
         for (int32_t g = 0; g < ng; g++)
-            consider(c, pod, drv_nodeindex_best(c->s->ix, DRV_IX_GLOBAL, g, req), &best, &best_sc);
+            if (!row || row[drv_nodeindex_class(c->s->ix, DRV_IX_GLOBAL, g)] >= 0)
+                consider(c, pod, drv_nodeindex_best(c->s->ix, DRV_IX_GLOBAL, g, req), &best,
+                         &best_sc);
         return best;
     }
     const own_list *o = own_nodes(c, pod);
@@ -226,7 +282,7 @@ static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
     const int32_t *zones = o->zones, *racks = o->racks;
     int32_t nz = o->nz, nr = o->nr;
     bool all_z = o->all_z, all_r = o->all_r;
-    bb_arg a = {c, pod};
+    bb_arg a = {c, pod, row, 0};
     if (all_r) { /* spread over too many racks to list: every rack group covers its nodes */
         search_family(c, &a, req, DRV_IX_RACK, -1, &best, &best_sc);
         return best;
@@ -303,6 +359,7 @@ static bool gang_room(const drv_ctx *c, int32_t job, int32_t workers, gang_shape
                 have += (cycle_pod_node(c, pod) >= 0) - (st->pods[pod].node >= 0);
         shape->missing[r] = want > have ? want - have : 0;
         shape->req[r] = j->role[r].req;
+        shape->cons[r] = j->cons[r];
         if (shape->missing[r] == 0)
             continue;
         if (!drv_res_fits(j->role[r].req, s->maxfree))

@@ -13,6 +13,7 @@
 typedef struct cls {
     drv_res alloc;
     int32_t label; /* zone or rack (interned), 0 for the global family */
+    int32_t ncls;  /* the node class (labels and taints) of every node of the group */
     int32_t n;     /* nodes in the class */
     int32_t size;  /* leaves: power of two >= n */
     int32_t *node; /* leaf position -> node id (ascending) */
@@ -31,6 +32,7 @@ typedef struct node_sig {
     drv_res alloc;
     int32_t zone, rack;
     bool schedulable;
+    int32_t node_class;
 } node_sig;
 
 typedef struct family {
@@ -89,7 +91,7 @@ void drv_nodeindex_free(drv_nodeindex *ix)
 static bool same_topology(const node_sig *a, const drv_node *b)
 {
     return memcmp(&a->alloc, &b->alloc, sizeof(drv_res)) == 0 && a->zone == b->zone &&
-           a->rack == b->rack && a->schedulable == b->schedulable;
+           a->rack == b->rack && a->schedulable == b->schedulable && a->node_class == b->node_class;
 }
 
 static bool same_nodes(const drv_nodeindex *ix, const drv_state *st, int nfam)
@@ -112,9 +114,9 @@ static bool same_res(drv_res a, drv_res b)
     return a.cpu == b.cpu && a.mem == b.mem && a.gpu == b.gpu;
 }
 
-/* Groups schedulable nodes by allocatable (and label); groups in order of first appearance.
- * glob, the global family already grouped (NULL when building it), gives each node's class of
- * allocatable: the group that class's previous node went to is tried first, and matches
+/* Groups schedulable nodes by allocatable and node class (and label); groups in order of first
+ * appearance. glob, the global family already grouped (NULL when building it), gives each node's
+ * class of allocatable: the group that class's previous node went to is tried first, and matches
  * whenever labels come in runs (racks of consecutive nodes), so grouping is about O(nodes). */
 static int make_family(family *f, const family *glob, const drv_state *st, int fam)
 {
@@ -139,7 +141,8 @@ static int make_family(family *f, const family *glob, const drv_state *st, int f
         if (hint && *hint >= 0 && f->c[*hint].label == label)
             c = *hint;
         else /* groups are node types x racks: a linear search over them is fine here */
-            while (c < f->nc && (f->c[c].label != label || !same_res(f->c[c].alloc, nd->alloc)))
+            while (c < f->nc && (f->c[c].label != label || f->c[c].ncls != nd->node_class ||
+                                 !same_res(f->c[c].alloc, nd->alloc)))
                 c++;
         if (hint)
             *hint = c;
@@ -151,6 +154,7 @@ static int make_family(family *f, const family *glob, const drv_state *st, int f
             memset(&f->c[c], 0, sizeof f->c[c]);
             f->c[c].alloc = nd->alloc;
             f->c[c].label = label;
+            f->c[c].ncls = nd->node_class;
             f->c[c].gc = glob ? glob->node_cls[i] : c;
             f->nc++;
         }
@@ -248,7 +252,7 @@ int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *f
             return DRV_ENOMEM;
         for (int32_t i = 0; i < st->nnodes; i++) {
             const drv_node *nd = &st->nodes[i];
-            ix->sig[i] = (node_sig){nd->alloc, nd->zone, nd->rack, nd->schedulable};
+            ix->sig[i] = (node_sig){nd->alloc, nd->zone, nd->rack, nd->schedulable, nd->node_class};
         }
         ix->nnodes = st->nnodes;
         ix->nfam = nfam;
@@ -330,6 +334,11 @@ int32_t drv_nodeindex_label(const drv_nodeindex *ix, int fam, int32_t g)
     return ix->f[fam].c[g].label;
 }
 
+int32_t drv_nodeindex_class(const drv_nodeindex *ix, int fam, int32_t g)
+{
+    return ix->f[fam].c[g].ncls;
+}
+
 int32_t drv_nodeindex_with_label(const drv_nodeindex *ix, int fam, int32_t label,
                                  const int32_t **out)
 {
@@ -402,23 +411,29 @@ static drv_res rmin(drv_res a, drv_res b)
 static drv_node_set set_at(const drv_nodeindex *ix, const cls *k, int32_t t, int32_t zone,
                            int32_t rack)
 {
-    return (drv_node_set){k->alloc, k->mx[t], k->key[t], ix->key, k->mps[t], zone, rack, false};
+    return (drv_node_set){k->alloc, k->mx[t], k->key[t], ix->key, k->mps[t],
+                          zone,     rack,     false,     k->ncls};
 }
 
 int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, int32_t n,
-                            drv_res req, int32_t zone, int32_t rack, drv_node_set *out,
-                            int32_t *nodes)
+                            drv_res req, int32_t zone, int32_t rack, const int32_t *row,
+                            drv_node_set *out, int32_t *nodes, int32_t *row_max)
 {
     int32_t used = 0;
     *nodes = 0;
+    *row_max = 0;
     for (int32_t i = 0; i < n; i++) {
         const cls *k = &ix->f[fam].c[g ? g[i] : i];
         *nodes += k->n;
-        if (!drv_res_fits(req, k->alloc) || !drv_res_fits(req, k->mx[1]))
+        if (!drv_res_fits(req, k->alloc) || !drv_res_fits(req, k->mx[1]) ||
+            (row && row[k->ncls] < 0))
             continue; /* no node of the group fits: nothing there to stand for */
+        if (row && row[k->ncls] > *row_max)
+            *row_max = row[k->ncls];
         if (used++ == 0) {
             *out = set_at(ix, k, 1, zone, rack);
             out->mixed = true;
+            out->node_class = -1;
             continue;
         }
         out->alloc = rmin(out->alloc, k->alloc);

@@ -6,9 +6,10 @@
  * nodes of equal allocatable its score is non-decreasing in a per-node key).
  *
  * Nodes are grouped three ways — by allocatable alone (family GLOBAL), by allocatable and zone
- * (ZONE), by allocatable and rack (RACK) — and each group keeps a segment tree over its nodes
- * (in id order) of the maximum free CPU, memory, GPU and key and the minimum PS pod count below
- * each tree node. Two queries:
+ * (ZONE), by allocatable and rack (RACK), each also by node class (labels and taints, so that a
+ * pod's node constraints admit or refuse a whole group at once) — and each group keeps a segment
+ * tree over its nodes (in id order) of the maximum free CPU, memory, GPU and key and the minimum PS
+ * pod count below each tree node. Two queries:
  *  - drv_nodeindex_best walks one group's tree best-key-first, pruning subtrees that cannot fit
  *    the request or beat the best found, and returns the group's fitting node of highest key
  *    (lowest id among equal keys): the whole answer when the keyed plugin is the only score;
@@ -51,16 +52,21 @@ int32_t drv_nodeindex_with_label(const drv_nodeindex *ix, int fam, int32_t label
 int32_t drv_nodeindex_group_nodes(const drv_nodeindex *ix, int fam, int32_t g);
 /* The topology label of group g of family fam (0 for GLOBAL). */
 int32_t drv_nodeindex_label(const drv_nodeindex *ix, int fam, int32_t g);
+/* The node class (drv_node.node_class) of every node of group g of family fam. */
+int32_t drv_nodeindex_class(const drv_nodeindex *ix, int fam, int32_t g);
 /* The best fitting node of group g of family fam for req, or -1. */
 int32_t drv_nodeindex_best(const drv_nodeindex *ix, int fam, int32_t g, drv_res req);
 
 /* The summary of the groups g[0..n) of family fam (groups 0..n-1 when g is NULL) that may hold
- * a node fitting req, as one mixed set (drv_node_set.mixed) with the given zone and rack: it
- * stands for every node of those groups. Returns how many groups it covers, 0 when none may fit
- * (*out is then unset); *nodes is set to the number of nodes in all n groups. O(n). */
+ * a node fitting req, as one mixed set (drv_node_set.mixed, node_class -1) with the given zone
+ * and rack: it stands for every node of those groups. row, when not NULL, is per node class a
+ * score >= 0, or -1 for classes the pod may not use (their groups are left out); *row_max
+ * receives the largest score of the groups covered (0 without row). Returns how many groups it
+ * covers, 0 when none may fit (*out is then unset); *nodes is set to the number of nodes in
+ * all n groups. O(n). */
 int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, int32_t n,
-                            drv_res req, int32_t zone, int32_t rack, drv_node_set *out,
-                            int32_t *nodes);
+                            drv_res req, int32_t zone, int32_t rack, const int32_t *row,
+                            drv_node_set *out, int32_t *nodes, int32_t *row_max);
 
 /* An upper bound of the score over a set of nodes; the exact score of one node. */
 typedef int64_t (*drv_ix_bound_fn)(void *arg, const drv_node_set *set);

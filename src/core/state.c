@@ -65,6 +65,12 @@ void drv_state_fini(drv_state *st)
     drv_free(st->queued_bound.sum);
     drv_free(st->starting.bits);
     drv_free(st->starting.sum);
+    for (int32_t i = 0; i < st->nclasses; i++)
+        drv_nodeclass_fini(&st->classes[i]);
+    drv_free(st->classes);
+    for (int32_t i = 0; i < st->ncons; i++)
+        drv_constraint_fini(&st->cons[i]);
+    drv_free(st->cons);
     memset(st, 0, sizeof *st);
 }
 
@@ -197,6 +203,15 @@ static void init_job(drv_state *st, int32_t jid, int32_t pod_base, int32_t slots
     drv_state_set_phase(st, jid, tmpl->phase);
 }
 
+/* Whether each role's constraint id names a constraint of the state (0: none). */
+static bool cons_valid(const drv_state *st, const drv_job *tmpl)
+{
+    for (int r = 0; r < DRV_NROLES; r++)
+        if (tmpl->cons[r] < 0 || (tmpl->cons[r] > 0 && tmpl->cons[r] >= st->ncons))
+            return false;
+    return true;
+}
+
 static int32_t job_slots(const drv_job *tmpl)
 {
     int32_t slots = 0;
@@ -208,6 +223,8 @@ static int32_t job_slots(const drv_job *tmpl)
 int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id)
 {
     int32_t slots = job_slots(tmpl);
+    if (!cons_valid(st, tmpl))
+        return DRV_EINVAL;
     if (st->reserved || drv_grow(&st->jobs, sizeof *st->jobs, &st->cap_jobs, st->njobs + 1) != 0 ||
         drv_grow(&st->pods, sizeof *st->pods, &st->cap_pods, st->npods + slots) != 0 ||
         jobset_reserve(&st->live, st->njobs + 1) != 0 ||
@@ -229,7 +246,7 @@ int drv_state_fill_job(drv_state *st, int32_t id, int32_t pod_base, const drv_jo
 {
     int32_t slots = job_slots(tmpl);
     if (!st->reserved || id < 0 || id >= st->njobs || pod_base < 0 ||
-        pod_base > st->npods - slots || jobset_has(&st->filled, id))
+        pod_base > st->npods - slots || jobset_has(&st->filled, id) || !cons_valid(st, tmpl))
         return DRV_EINVAL;
     /* the placeholder itself is not read: a read before the first write of its page would map
      * the zero page and fault a second time at the write (7,000 more faults on 100,000 jobs) */

@@ -4,10 +4,11 @@
  *
  * drv_place_packed packs a job the way the Pollux simulator places Tiresias and Optimus jobs:
  * each unbound pod goes to the node already being filled while it fits, otherwise to the
- * schedulable node with the most free GPUs (free CPU for pods without GPUs), ties to the lower
- * node id. Example: nodes with 8, 6 and 8 free GPUs and a job of three 4-GPU workers: two go
- * to node 0 (8 free, lowest id), the third to node 2 (8 free, more than node 1's 6). All or
- * nothing: when one pod does not fit, every bind of this call is rolled back.
+ * schedulable node its node constraints admit with the most free GPUs (free CPU for pods
+ * without GPUs), ties to the lower node id. Example: nodes with 8, 6 and 8 free GPUs and a job
+ * of three 4-GPU workers: two go to node 0 (8 free, lowest id), the third to node 2 (8 free,
+ * more than node 1's 6). All or nothing: when one pod does not fit, every bind of this call is
+ * rolled back.
  * Cost: O(pods x nodes) free-resource reads.
  */
 #include "helper.h"
@@ -31,10 +32,13 @@ int drv_place_packed(drv_ctx *c, int32_t job)
                 continue;
             }
             /* fill the chosen node before moving on (Pollux takes min(free, left) there) */
-            int32_t best = cur >= 0 && drv_res_fits(req, drv_ctx_free(c, cur)) ? cur : -1;
+            int32_t best =
+                cur >= 0 && drv_res_fits(req, drv_ctx_free(c, cur)) && drv_ctx_allowed(c, pod, cur)
+                    ? cur
+                    : -1;
             int64_t bestv = best >= 0 ? INT64_MAX : -1;
             for (int32_t n = 0; bestv != INT64_MAX && n < st->nnodes; n++) {
-                if (!st->nodes[n].schedulable)
+                if (!st->nodes[n].schedulable || !drv_ctx_allowed(c, pod, n))
                     continue;
                 drv_res f = drv_ctx_free(c, n);
                 if (!drv_res_fits(req, f))

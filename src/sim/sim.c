@@ -210,6 +210,95 @@ static int add_nodes(drv_sim *s, const drv_cluster_spec *c, drv_res *biggest, dr
     return rc ? drv_fail(d, rc, "cluster: %s", drv_strerror(rc)) : 0;
 }
 
+static drv_res res_max(drv_res a, drv_res b)
+{
+    return (drv_res){a.cpu > b.cpu ? a.cpu : b.cpu, a.mem > b.mem ? a.mem : b.mem,
+                     a.gpu > b.gpu ? a.gpu : b.gpu};
+}
+
+/* A string of the cluster file's table interned in the state's, or -1. */
+static int32_t reintern(drv_state *st, const drv_strtab *from, int32_t id)
+{
+    const char *str = drv_strtab_str(from, id);
+    return str ? drv_strtab_intern(st->names, str) : -1;
+}
+
+/* Node labels, taints and unschedulable flags, and the workload's constraints, into the state
+ * (after the jobs' names: interned ids of runs without constraints stay as they were). Warns
+ * once about jobs that ask for nodes no node satisfies: they never run, like jobs bigger than
+ * the cluster. */
+static int add_constraints(drv_sim *s, const drv_cluster_spec *c, const drv_workload *w,
+                           drv_diag *d)
+{
+    drv_state *st = &s->st;
+    for (int32_t i = 0; i < c->n; i++) {
+        const drv_nodespec *ns = &c->nodes[i];
+        if (ns->unschedulable)
+            drv_state_set_node(st, i, ns->alloc, false);
+        if (ns->node_class <= 0)
+            continue;
+        const drv_nodeclass *k = &c->classes[ns->node_class];
+        drv_label l[64];
+        drv_taint t[32];
+        if (k->nlabels > 64 || k->ntaints > 32)
+            return drv_fail(d, DRV_EINVAL, "cluster: node %s: too many labels or taints", ns->name);
+        int32_t ok = 0; /* negative when an intern ran out of memory */
+        for (int32_t j = 0; j < k->nlabels; j++) {
+            ok |= l[j].key = reintern(st, c->names, k->labels[j].key);
+            ok |= l[j].value = reintern(st, c->names, k->labels[j].value);
+        }
+        for (int32_t j = 0; j < k->ntaints; j++) {
+            ok |= t[j].key = reintern(st, c->names, k->taints[j].key);
+            ok |= t[j].value = reintern(st, c->names, k->taints[j].value);
+            t[j].effect = k->taints[j].effect;
+        }
+        if (ok < 0)
+            return drv_fail(d, DRV_ENOMEM, "out of memory");
+        int rc = drv_state_set_node_meta(st, i, l, k->nlabels, t, k->ntaints);
+        if (rc)
+            return drv_fail(d, rc, "cluster: node %s: %s", ns->name, drv_strerror(rc));
+    }
+    s->cons_map = drv_calloc((size_t)w->ncons + 1, sizeof *s->cons_map);
+    if (!s->cons_map)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    for (int32_t k = 1; k < w->ncons; k++) {
+        int rc = drv_state_add_constraint(st, &w->cons[k], w->names, &s->cons_map[k]);
+        if (rc)
+            return drv_fail(d, rc, "workload: node constraints: %s", drv_strerror(rc));
+    }
+    /* Per class, the largest schedulable node in each dimension: a role is judged against
+     * classes, O(roles · classes), not against every node. */
+    int32_t ncls = st->nclasses > 0 ? st->nclasses : 1, never = 0, first = -1;
+    drv_res *big = drv_calloc((size_t)ncls, sizeof *big);
+    if (!big)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    for (int32_t n = 0; n < st->nnodes; n++)
+        if (st->nodes[n].schedulable)
+            big[st->nodes[n].node_class] =
+                res_max(big[st->nodes[n].node_class], st->nodes[n].alloc);
+    for (int32_t i = 0; w->ncons > 1 && i < w->n; i++) {
+        bool ok = true;
+        for (int r = 0; r < DRV_NROLES && ok; r++) {
+            const drv_jobspec *js = &w->jobs[i];
+            if (js->cons[r] == 0 || (js->role[r].replicas == 0 && js->role[r].min == 0))
+                continue;
+            ok = false;
+            for (int32_t k = 0; k < ncls && !ok; k++)
+                ok = drv_res_fits(js->role[r].req, big[k]) &&
+                     drv_constraint_fits(st, s->cons_map[js->cons[r]], k, NULL);
+        }
+        if (!ok && never++ == 0)
+            first = i;
+    }
+    drv_free(big);
+    if (never)
+        drv_log(DRV_LOG_WARN,
+                "%d job(s) ask for nodes (nodeSelector, affinity, tolerations) that no node of the "
+                "cluster satisfies and will not run, the first %s",
+                never, w->jobs[first].name);
+    return 0;
+}
+
 /* Pod slots of a job: per role, the larger of its replicas and its maximum. */
 static int64_t job_slots(const drv_jobspec *js)
 {
@@ -322,7 +411,7 @@ int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_cata
     }
     drv_res biggest = {0, 0, 0};
     if ((rc = add_nodes(s, c, &biggest, d)) != 0 || (rc = reserve_jobs(s, w, cfg->check, d)) != 0 ||
-        (rc = index_jobs(s, w, biggest, d)) != 0) {
+        (rc = index_jobs(s, w, biggest, d)) != 0 || (rc = add_constraints(s, c, w, d)) != 0) {
         drv_sim_free(s);
         return rc;
     }
@@ -351,6 +440,7 @@ void drv_sim_free(drv_sim *s)
     drv_calib_jobs_fini(&s->model);
     drv_free(s->heap);
     drv_free(s->arrivals);
+    drv_free(s->cons_map);
     drv_pages_fini(&s->js_pages);
     drv_free(s->res);
     drv_free(s->pod_base);
@@ -427,6 +517,8 @@ static int fill_job(drv_sim *s, int32_t i)
     t.model = js->model;
     t.submit = js->submit;
     memcpy(t.role, js->role, sizeof t.role);
+    for (int r = 0; r < DRV_NROLES; r++)
+        t.cons[r] = s->cons_map[js->cons[r]];
     t.phase = DRV_JOB_FUTURE;
     const drv_family *f = &cat->v[js->model];
     double k = drv_steps_to_loss(f, js->target_loss);

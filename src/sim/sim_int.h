@@ -55,6 +55,7 @@ struct drv_sim {
     event *heap;
     int32_t nheap, cap_heap;
     uint64_t seq;
+    int32_t *cons_map;    /* workload constraint id -> the state's (drv_workload.cons) */
     int32_t *arrivals;    /* jobs in (submit, id) order */
     int32_t next_arrival; /* the first of them not in the heap yet */
     double now;

@@ -6,6 +6,7 @@
  * "file:line: jobs[3].roles.worker.cpu: expected a CPU quantity ..." and unknown fields are
  * refused (a typo must not silently fall back to a default).
  */
+#include "constraints_read.h"
 #include "drover/conf.h"
 #include "drover/sim.h"
 #include "drover/strtab.h"
@@ -52,6 +53,10 @@ static void net_default(drv_netparams *n)
 void drv_cluster_fini(drv_cluster_spec *c)
 {
     drv_free(c->nodes);
+    for (int32_t i = 0; i < c->nclasses; i++)
+        drv_nodeclass_fini(&c->classes[i]);
+    drv_free(c->classes);
+    drv_strtab_free(c->names);
     memset(c, 0, sizeof *c);
 }
 
@@ -240,7 +245,10 @@ int drv_cluster_load(drv_cluster_spec *out, const char *path, drv_diag *d)
                 goto out;
         }
         snprintf(p, sizeof p, "nodes[%d]", i);
-        if ((rc = drv_conf_check_unused(&doc, n, p, d)) != 0)
+        int32_t node_class;
+        bool unsched;
+        if ((rc = drv_read_node_meta(&doc, n, p, &c, &node_class, &unsched, d)) != 0 ||
+            (rc = drv_conf_check_unused(&doc, n, p, d)) != 0)
             goto out;
         total_cpu += (double)cpu * (double)count;
         total_mem += (double)mem * (double)count;
@@ -268,6 +276,8 @@ int drv_cluster_load(drv_cluster_spec *out, const char *path, drv_diag *d)
                 rc = drv_fail(d, DRV_ENOMEM, "%s: out of memory", path);
                 goto out;
             }
+            c.nodes[c.n - 1].node_class = node_class;
+            c.nodes[c.n - 1].unschedulable = unsched;
         }
     }
     if ((rc = read_network_timing(&doc, &c, d)) != 0)
@@ -293,6 +303,10 @@ out:
 void drv_workload_fini(drv_workload *w)
 {
     drv_free(w->jobs);
+    for (int32_t i = 0; i < w->ncons; i++)
+        drv_constraint_fini(&w->cons[i]);
+    drv_free(w->cons);
+    drv_strtab_free(w->names);
     memset(w, 0, sizeof *w);
 }
 
@@ -351,7 +365,7 @@ int drv_workload_generate(drv_workload *w, const drv_genparams *g, const drv_cat
 }
 
 static int read_role(const drv_conf_doc *docp, drv_conf *rc_node, const char *path,
-                     drv_rolespec *rs, bool is_worker, drv_diag *d)
+                     drv_rolespec *rs, bool is_worker, drv_workload *w, int32_t *cons, drv_diag *d)
 {
     drv_conf_doc doc = *docp;
     int rc;
@@ -371,7 +385,8 @@ static int read_role(const drv_conf_doc *docp, drv_conf *rc_node, const char *pa
         snprintf(p, sizeof p, "%s.max", path);
         OPT(drv_conf_int, rc_node, "max", p, 1, 4096, &mx, d);
     }
-    if ((rc = drv_conf_check_unused(&doc, rc_node, path, d)) != 0)
+    if ((rc = drv_read_role_constraint(&doc, rc_node, path, w, cons, d)) != 0 ||
+        (rc = drv_conf_check_unused(&doc, rc_node, path, d)) != 0)
         goto out;
     if (cpu < 0 && gpu == 0) {
         rc = drv_fail(d, DRV_EINVAL, "%s:%d: %s: cpu or gpu is required", doc.file, rc_node->line,
@@ -487,7 +502,7 @@ out:
 
 /* A job's roles map: each known role (read_role), no other key, a worker or a chief. */
 static int read_roles(const drv_conf_doc *doc, const char *file, drv_conf *jn, int32_t i,
-                      drv_jobspec *j, drv_diag *d)
+                      drv_jobspec *j, drv_workload *w, drv_diag *d)
 {
     char p[128];
     int rc;
@@ -502,7 +517,7 @@ static int read_roles(const drv_conf_doc *doc, const char *file, drv_conf *jn, i
         if (!rn)
             continue;
         snprintf(p, sizeof p, "jobs[%d].roles.%s", i, drv_role_name(r));
-        if ((rc = read_role(doc, rn, p, &j->role[r], r == DRV_ROLE_WORKER, d)) != 0)
+        if ((rc = read_role(doc, rn, p, &j->role[r], r == DRV_ROLE_WORKER, w, &j->cons[r], d)) != 0)
             return rc;
     }
     snprintf(p, sizeof p, "jobs[%d].roles", i);
@@ -526,7 +541,7 @@ static int read_job(const drv_conf_doc *doc, const char *file, drv_conf *jn, int
     if ((rc = drv_conf_expect(doc, jn, DRV_CONF_MAP, p, d)) != 0 ||
         (rc = read_names(doc, file, jn, i, names, &j, d)) != 0 ||
         (rc = read_model(doc, file, jn, i, cat, &j, d)) != 0 ||
-        (rc = read_roles(doc, file, jn, i, &j, d)) != 0)
+        (rc = read_roles(doc, file, jn, i, &j, w, d)) != 0)
         return rc;
     snprintf(p, sizeof p, "jobs[%d]", i);
     if ((rc = drv_conf_check_unused(doc, jn, p, d)) != 0)

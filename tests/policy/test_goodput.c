@@ -112,7 +112,7 @@ static void test_gpus_go_where_goodput_rises(void **unused)
     (void)unused;
     /* imagenet and yolov3 scale differently (docs/data.md); which gains more is the model's */
     drv_jobspec v[2] = {job("imagenet", "a"), job("yolov3", "b")};
-    drv_workload w = {v, 2, 2};
+    drv_workload w = {.jobs = v, .n = 2, .cap = 2};
     drv_cluster_spec c = {0};
     drv_cluster_pollux(&c, 2, 4);
     drv_profile p;

@@ -16,7 +16,7 @@ static void relief_split(const char *plugin, int want_a, int want_b)
     drv_jobspec v[3] = {job("a", "lenet", 0, 1, 4, 1, 4, 2000, 0, 1e6),
                         job("b", "lenet", 0, 1, 4, 1, 4, 2000, 0, 1e6),
                         job("c", "lenet", 0, 1, 1, 1, 1, 6000, 0, 1000)};
-    drv_workload w = {v, 3, 3};
+    drv_workload w = {.jobs = v, .n = 3, .cap = 3};
     drv_cluster_spec c = {0};
     char line[160];
     snprintf(line, sizeof line, "gang=true period=15 admit=%s scale=%s score=locality", plugin,

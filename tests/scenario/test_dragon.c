@@ -16,7 +16,7 @@ static void test_relief_then_growth(void **unused)
     (void)unused;
     drv_jobspec v[2] = {job("a", "lenet", 0, 1, 3, 1, 3, 4000, 0, 60000),
                         job("b", "lenet", 0, 1, 1, 1, 1, 4000, 0, 500)};
-    drv_workload w = {v, 2, 2};
+    drv_workload w = {.jobs = v, .n = 2, .cap = 2};
     drv_cluster_spec c = {0};
     drv_sim *s = start(&c, &w, 1, 16000,
                        "gang=true period=15 queue_order=fifo admit=dragon scale=dragon "
@@ -54,7 +54,7 @@ static void test_admits_between_min_and_requested(void **unused)
 {
     (void)unused;
     drv_jobspec v[1] = {job("b", "lenet", 0, 1, 3, 1, 3, 4000, 0, 500)};
-    drv_workload w = {v, 1, 1};
+    drv_workload w = {.jobs = v, .n = 1, .cap = 1};
     drv_cluster_spec c = {0};
     drv_sim *s = start(&c, &w, 1, 10000, "gang=true period=15 admit=dragon");
     until(s, 1);

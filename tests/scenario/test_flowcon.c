@@ -15,7 +15,7 @@ static void test_cpu_moves_to_growing_job(void **unused)
     (void)unused;
     drv_jobspec v[2] = {job("a", "lenet", 0, 0, 1, 1, 1, 2000, 8000, 1e6),
                         job("b", "lenet", 600, 0, 1, 1, 1, 2000, 8000, 1e6)};
-    drv_workload w = {v, 2, 2};
+    drv_workload w = {.jobs = v, .n = 2, .cap = 2};
     drv_cluster_spec c = {0};
     drv_sim *s = start(&c, &w, 1, 8000, "gang=false period=10 admit=pod-by-pod reallocate=flowcon");
     until(s, 700);
@@ -59,7 +59,7 @@ static void test_new_job_joins_converged_one(void **unused)
     drv_jobspec v[3] = {job("a", "lenet", 0, 0, 1, 1, 1, 3000, 8000, 1e6),
                         job("b", "lenet", 600, 0, 1, 1, 1, 2000, 8000, 1e6),
                         job("c", "lenet", 605, 0, 1, 1, 1, 2000, 8000, 1e6)};
-    drv_workload w = {v, 3, 3};
+    drv_workload w = {.jobs = v, .n = 3, .cap = 3};
     drv_cluster_spec c = {0};
     drv_sim *s = start(&c, &w, 2, 8000,
                        "gang=false period=10 admit=pod-by-pod score=flowcon*2,least-allocated "

@@ -9,7 +9,7 @@ static void test_colocates_ps_and_workers(void **unused)
 {
     (void)unused;
     drv_jobspec v[1] = {job("a", "resnet50", 0, 1, 3, 3, 3, 4000, 0, 100)};
-    drv_workload w = {v, 1, 1};
+    drv_workload w = {.jobs = v, .n = 1, .cap = 1};
     drv_cluster_spec c = {0};
     drv_sim *s = start(&c, &w, 4, 16000, "admit=gang score=locality*3,least-allocated");
     until(s, 1.5);
@@ -36,7 +36,7 @@ static void test_ps_with_workers(void **unused)
     (void)unused;
     drv_jobspec v[2] = {job("hog", "lenet", 0, 0, 1, 1, 1, 10000, 0, 1e6),
                         job("a", "resnet50", 1, 1, 3, 3, 3, 4000, 0, 100)};
-    drv_workload w = {v, 2, 2};
+    drv_workload w = {.jobs = v, .n = 2, .cap = 2};
     drv_cluster_spec c = {0};
     drv_sim *s = start(&c, &w, 4, 10000, "admit=gang score=locality*3,least-allocated");
     until(s, 2.5);

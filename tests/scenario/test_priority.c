@@ -30,7 +30,7 @@ static void test_order_follows_factors(void **unused)
     v[2].priority = 100;
     v[3].user_priority = 2;
     v[3].priority = 10;
-    drv_workload w = {v, 4, 4};
+    drv_workload w = {.jobs = v, .n = 4, .cap = 4};
     drv_cluster_spec c = {0};
     drv_sim *s = start(&c, &w, 1, 10000, "gang=true period=1 queue_order=priority admit=gang");
     until(s, 5);

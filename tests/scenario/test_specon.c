@@ -20,7 +20,7 @@ static drv_sim *scenario(drv_cluster_spec *c, drv_workload *w, drv_jobspec *v, d
     v[0] = job("a", "lenet", 0, 0, 1, 1, 1, 3000, 8000, 1e6);
     v[1] = job("c", "birnn", 0, 0, 1, 1, 1, 3000, 4000, c_steps);
     v[2] = job("b", "lenet", 600, 0, 1, 1, 1, 3000, 8000, 1e5);
-    *w = (drv_workload){v, 3, 3};
+    *w = (drv_workload){.jobs = v, .n = 3, .cap = 3};
     char line[256];
     snprintf(line, sizeof line,
              "gang=false period=10 admit=pod-by-pod score=least-allocated migrate=%s", migrate);

@@ -156,6 +156,41 @@ static int sim_once(drv_diag *d)
     return rc;
 }
 
+/* The tainted-pool example (labels, taints, selectors, affinity, tolerations) parsed and run
+ * with the drover profile. */
+static int constraints_once(drv_diag *d)
+{
+    drv_cluster_spec c = {0};
+    drv_workload w = {0};
+    drv_profile p;
+    drv_sim *s = NULL;
+    int rc = drv_cluster_load(&c, src_path("examples/cluster-tainted.yaml"), d);
+    if (!rc)
+        rc = drv_workload_load(&w, src_path("examples/tainted-workload.yaml"), &cat, 1, d);
+    if (!rc)
+        rc = drv_profile_builtin("drover", &p, d);
+    drv_sim_config cfg = {.seed = 1, .check = true};
+    if (!rc)
+        rc = drv_sim_new(&c, &w, &cat, &p, &cfg, &s, d);
+    if (!rc)
+        rc = drv_sim_run(s, d);
+    if (!rc) {
+        drv_summary sum;
+        drv_sim_summary(s, &sum);
+        assert_int_equal(sum.jobs, 4);
+    }
+    drv_sim_free(s);
+    drv_workload_fini(&w);
+    drv_cluster_fini(&c);
+    return rc;
+}
+
+static void test_constraints(void **unused)
+{
+    (void)unused;
+    assert_true(fail_each("constraints", constraints_once, 20000) > 50);
+}
+
 static void test_parsers(void **unused)
 {
     (void)unused;
@@ -199,6 +234,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parsers),
         cmocka_unit_test(test_whole_simulation),
+        cmocka_unit_test(test_constraints),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -479,7 +479,7 @@ static void test_skipping_keeps_migrations(void **unused)
         v[i].role[DRV_ROLE_WORKER] = (drv_rolespec){1, 1, 1, {3000, 2LL << 30, 0}, limit[i]};
         v[i].max_steps = steps[i];
     }
-    drv_workload w = {v, 3, 3};
+    drv_workload w = {.jobs = v, .n = 3, .cap = 3};
     drv_cluster_spec c = {0};
     assert_int_equal(drv_cluster_uniform(&c, 2, (drv_res){8000, 64LL << 30, 0}), 0);
     const char *lines[] = {
@@ -523,7 +523,7 @@ static void test_starts_that_matter_run_a_cycle(void **unused)
     v[0].role[DRV_ROLE_WORKER] = (drv_rolespec){1, 1, 4, {2000, 1LL << 30, 0}, 2000};
     v[1].role[DRV_ROLE_WORKER] = (drv_rolespec){1, 1, 1, {1000, 1LL << 30, 0}, 1000};
     v[1].submit = 4000;
-    drv_workload w = {v, 2, 2};
+    drv_workload w = {.jobs = v, .n = 2, .cap = 2};
     drv_cluster_spec c = {0};
     assert_int_equal(drv_cluster_uniform(&c, 1, (drv_res){16000, 64LL << 30, 0}), 0);
     c.timing.pod_start = 30;
@@ -564,7 +564,7 @@ static void test_arrivals_in_submit_order(void **unused)
         v[i].submit = submit[i];
         v[i].role[DRV_ROLE_WORKER] = (drv_rolespec){1, 1, 1, {1000, 1LL << 30, 0}, 1000};
     }
-    drv_workload w = {v, N, N};
+    drv_workload w = {.jobs = v, .n = N, .cap = N};
     drv_cluster_spec c = {0};
     assert_int_equal(drv_cluster_uniform(&c, 1, (drv_res){8000, 64LL << 30, 0}), 0);
     drv_profile p;

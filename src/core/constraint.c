@@ -1,0 +1,365 @@
+/*
+ * constraint.c - node labels and taints, pod templates' node constraints, and whether one
+ * satisfies the other, with Kubernetes' semantics (issue 14; the API reference's NodeSelector,
+ * NodeAffinity, Taint and Toleration).
+ *
+ * Nodes are few in kinds: the nodes of one pool carry the same labels and taints. So a node
+ * holds a class id, classes are interned (equal label and taint sets share one), and a
+ * constraint is judged per class, not per node: the scheduler caches fits(cons, class) in a
+ * table and its best-node index groups nodes by class (nodeindex.c), so a pod's filter costs
+ * one table read per group of nodes.
+ *
+ * Matching, as kube-scheduler does:
+ *  - nodeSelector: every key present with that value;
+ *  - required node affinity: the terms are ORed, a term's expressions ANDed (a term without
+ *    expressions matches nothing); In: present with one of the values; NotIn: absent or none of
+ *    them; Exists / DoesNotExist; Gt / Lt: present, an integer, greater / less than the one given;
+ *  - taints NoSchedule and NoExecute must each be tolerated: a toleration tolerates a taint when
+ *    its effect is empty or equal, and its key is equal (or empty with Exists: every taint), and
+ *    it is Exists or its value is equal. PreferNoSchedule taints only cost score.
+ *
+ * Worked example: class {pool=gpu; taint gpu=true:NoSchedule}. A template with nodeSelector
+ * pool=gpu and toleration {key gpu, Exists} fits it; one with no toleration does not, and fits
+ * class 0 (no labels, no taints) only if it selects nothing.
+ */
+#include "drover/state.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const effect_names[] = {"NoSchedule", "PreferNoSchedule", "NoExecute", ""};
+static const char *const op_names[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
+
+int drv_effect_parse(const char *s)
+{
+    for (int i = 0; i < DRV_EFFECT_ANY; i++)
+        if (strcmp(s, effect_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+const char *drv_effect_name(int effect)
+{
+    return effect >= 0 && effect <= DRV_EFFECT_ANY ? effect_names[effect] : "?";
+}
+
+int drv_sel_op_parse(const char *s)
+{
+    for (int i = 0; i <= DRV_SEL_LT; i++)
+        if (strcmp(s, op_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+void drv_constraint_fini(drv_constraint *c)
+{
+    if (!c)
+        return;
+    drv_free(c->selector);
+    drv_free(c->expr);
+    drv_free(c->weight);
+    drv_free(c->tol);
+    memset(c, 0, sizeof *c);
+}
+
+void drv_nodeclass_fini(drv_nodeclass *c)
+{
+    if (!c)
+        return;
+    drv_free(c->labels);
+    drv_free(c->taints);
+    memset(c, 0, sizeof *c);
+}
+
+static int cmp_label(const void *a, const void *b)
+{
+    const drv_label *x = a, *y = b;
+    return x->key != y->key ? (x->key > y->key) - (x->key < y->key)
+                            : (x->value > y->value) - (x->value < y->value);
+}
+
+static int cmp_taint(const void *a, const void *b)
+{
+    const drv_taint *x = a, *y = b;
+    if (x->key != y->key)
+        return (x->key > y->key) - (x->key < y->key);
+    if (x->value != y->value)
+        return (x->value > y->value) - (x->value < y->value);
+    return (x->effect > y->effect) - (x->effect < y->effect);
+}
+
+/* A copy of n elements of size sz (NULL for none); *err set on failure. */
+static void *dup_array(const void *src, int32_t n, size_t sz, int *err)
+{
+    if (n <= 0)
+        return NULL;
+    void *p = drv_malloc(sz * (size_t)n);
+    if (!p) {
+        *err = DRV_ENOMEM;
+        return NULL;
+    }
+    memcpy(p, src, sz * (size_t)n);
+    return p;
+}
+
+/* Class 0 (no labels, no taints) exists once anything is added. */
+static int ensure_class0(drv_state *st)
+{
+    if (st->nclasses > 0)
+        return 0;
+    if (drv_grow(&st->classes, sizeof *st->classes, &st->cap_classes, 1) != 0)
+        return DRV_ENOMEM;
+    memset(&st->classes[0], 0, sizeof st->classes[0]);
+    st->nclasses = 1;
+    return 0;
+}
+
+static bool same_class(const drv_nodeclass *c, const drv_label *l, int32_t nl, const drv_taint *t,
+                       int32_t nt)
+{
+    return c->nlabels == nl && c->ntaints == nt &&
+           (nl == 0 || memcmp(c->labels, l, sizeof *l * (size_t)nl) == 0) &&
+           (nt == 0 || memcmp(c->taints, t, sizeof *t * (size_t)nt) == 0);
+}
+
+int drv_state_set_node_meta(drv_state *st, int32_t node, const drv_label *labels, int32_t nlabels,
+                            const drv_taint *taints, int32_t ntaints)
+{
+    if (node < 0 || node >= st->nnodes || nlabels < 0 || ntaints < 0)
+        return DRV_EINVAL;
+    for (int32_t i = 0; i < ntaints; i++)
+        if (taints[i].effect < 0 || taints[i].effect >= DRV_EFFECT_ANY || taints[i].key < 0 ||
+            taints[i].value < 0)
+            return DRV_EINVAL;
+    for (int32_t i = 0; i < nlabels; i++)
+        if (labels[i].key < 0 || labels[i].value < 0)
+            return DRV_EINVAL;
+    if (nlabels == 0 && ntaints == 0) {
+        st->nodes[node].node_class = 0;
+        return 0;
+    }
+    int err = 0;
+    drv_label *l = dup_array(labels, nlabels, sizeof *labels, &err);
+    drv_taint *t = dup_array(taints, ntaints, sizeof *taints, &err);
+    if (err || ensure_class0(st) != 0) {
+        drv_free(l);
+        drv_free(t);
+        return DRV_ENOMEM;
+    }
+    if (l)
+        qsort(l, (size_t)nlabels, sizeof *l, cmp_label);
+    if (t)
+        qsort(t, (size_t)ntaints, sizeof *t, cmp_taint);
+    for (int32_t i = 1; i < nlabels; i++)
+        if (l[i].key == l[i - 1].key) {
+            drv_free(l);
+            drv_free(t);
+            return DRV_EINVAL;
+        }
+    for (int32_t c = 1; c < st->nclasses; c++)
+        if (same_class(&st->classes[c], l, nlabels, t, ntaints)) {
+            drv_free(l);
+            drv_free(t);
+            st->nodes[node].node_class = c;
+            return 0;
+        }
+    if (drv_grow(&st->classes, sizeof *st->classes, &st->cap_classes, st->nclasses + 1) != 0) {
+        drv_free(l);
+        drv_free(t);
+        return DRV_ENOMEM;
+    }
+    st->classes[st->nclasses] = (drv_nodeclass){l, nlabels, t, ntaints};
+    for (int32_t i = 0; i < ntaints; i++)
+        st->has_prefer_taint |= t[i].effect == DRV_EFFECT_PREFER_NO_SCHEDULE;
+    st->nodes[node].node_class = st->nclasses++;
+    return 0;
+}
+
+/* id of `from` re-interned into st->names (id itself when from is NULL), or -1. */
+static int32_t reintern(drv_state *st, const drv_strtab *from, int32_t id)
+{
+    if (!from)
+        return id;
+    const char *s = drv_strtab_str(from, id);
+    return s ? drv_strtab_intern(st->names, s) : -1;
+}
+
+/* Checks c and re-interns its strings in place (c is the state's copy). */
+static int adopt(drv_state *st, drv_constraint *c, const drv_strtab *from)
+{
+    int32_t ok = 0;
+    for (int32_t i = 0; i < c->nselector; i++) {
+        ok |= (c->selector[i].key = reintern(st, from, c->selector[i].key));
+        ok |= (c->selector[i].value = reintern(st, from, c->selector[i].value));
+    }
+    for (int32_t i = 0; i < c->nexpr; i++) {
+        drv_selexpr *e = &c->expr[i];
+        bool listed = e->op == DRV_SEL_IN || e->op == DRV_SEL_NOT_IN;
+        if (e->op < 0 || e->op > DRV_SEL_LT || e->term < 0 ||
+            e->term >= c->nrequired + c->npreferred ||
+            (listed ? e->nvalues < 1 || e->nvalues > DRV_MAX_SEL_VALUES : e->nvalues != 0))
+            return DRV_EINVAL;
+        ok |= (e->key = reintern(st, from, e->key));
+        for (int32_t k = 0; k < e->nvalues; k++)
+            ok |= (e->values[k] = reintern(st, from, e->values[k]));
+    }
+    for (int32_t i = 0; i < c->npreferred; i++)
+        if (c->weight[i] < 1 || c->weight[i] > 100)
+            return DRV_EINVAL;
+    for (int32_t i = 0; i < c->ntol; i++) {
+        drv_toleration *t = &c->tol[i];
+        if (t->effect < 0 || t->effect > DRV_EFFECT_ANY)
+            return DRV_EINVAL;
+        ok |= (t->key = reintern(st, from, t->key));
+        ok |= (t->value = reintern(st, from, t->value));
+    }
+    return ok < 0 ? DRV_ENOMEM : 0;
+}
+
+int drv_state_add_constraint(drv_state *st, const drv_constraint *c, const drv_strtab *from,
+                             int32_t *id)
+{
+    if (c->nselector + c->nexpr + c->nrequired + c->npreferred + c->ntol == 0) {
+        *id = 0;
+        return 0;
+    }
+    if (c->nselector < 0 || c->nexpr < 0 || c->nrequired < 0 || c->npreferred < 0 || c->ntol < 0)
+        return DRV_EINVAL;
+    if (st->ncons == 0) {
+        if (drv_grow(&st->cons, sizeof *st->cons, &st->cap_cons, 1) != 0)
+            return DRV_ENOMEM;
+        memset(&st->cons[0], 0, sizeof st->cons[0]);
+        st->ncons = 1;
+    }
+    if (drv_grow(&st->cons, sizeof *st->cons, &st->cap_cons, st->ncons + 1) != 0)
+        return DRV_ENOMEM;
+    int err = 0;
+    drv_constraint k = *c;
+    k.selector = dup_array(c->selector, c->nselector, sizeof *c->selector, &err);
+    k.expr = dup_array(c->expr, c->nexpr, sizeof *c->expr, &err);
+    k.weight = dup_array(c->weight, c->npreferred, sizeof *c->weight, &err);
+    k.tol = dup_array(c->tol, c->ntol, sizeof *c->tol, &err);
+    if (err || (err = adopt(st, &k, from)) != 0) {
+        drv_constraint_fini(&k);
+        return err;
+    }
+    st->cons[st->ncons] = k;
+    *id = st->ncons++;
+    return 0;
+}
+
+/* The value of label key on class k, or -1 when absent (binary search: labels sorted). */
+static int32_t label_value(const drv_nodeclass *k, int32_t key)
+{
+    int32_t lo = 0, hi = k->nlabels;
+    while (lo < hi) {
+        int32_t mid = (lo + hi) / 2;
+        if (k->labels[mid].key < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < k->nlabels && k->labels[lo].key == key ? k->labels[lo].value : -1;
+}
+
+/* A label value as an integer, Kubernetes' Gt/Lt parse (decimal, optional sign). */
+static bool label_int(const drv_state *st, int32_t value, int64_t *out)
+{
+    const char *s = drv_strtab_str(st->names, value);
+    if (!s || !*s)
+        return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (*end || errno)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool expr_matches(const drv_state *st, const drv_nodeclass *k, const drv_selexpr *e)
+{
+    int32_t v = label_value(k, e->key);
+    int64_t num;
+    switch (e->op) {
+    case DRV_SEL_IN:
+    case DRV_SEL_NOT_IN: {
+        bool in = false;
+        for (int32_t i = 0; i < e->nvalues && v >= 0; i++)
+            in |= e->values[i] == v;
+        return e->op == DRV_SEL_IN ? in : !in;
+    }
+    case DRV_SEL_EXISTS:
+        return v >= 0;
+    case DRV_SEL_DOES_NOT_EXIST:
+        return v < 0;
+    case DRV_SEL_GT:
+        return v >= 0 && label_int(st, v, &num) && num > e->num;
+    case DRV_SEL_LT:
+        return v >= 0 && label_int(st, v, &num) && num < e->num;
+    }
+    return false;
+}
+
+/* Whether term t has expressions and all of them match. */
+static bool term_matches(const drv_state *st, const drv_nodeclass *k, const drv_constraint *c,
+                         int32_t t)
+{
+    bool any = false;
+    for (int32_t i = 0; i < c->nexpr; i++) {
+        if (c->expr[i].term != t)
+            continue;
+        if (!expr_matches(st, k, &c->expr[i]))
+            return false;
+        any = true;
+    }
+    return any;
+}
+
+static bool tolerated(const drv_constraint *c, const drv_taint *t)
+{
+    for (int32_t i = 0; i < c->ntol; i++) {
+        const drv_toleration *o = &c->tol[i];
+        if (o->effect != DRV_EFFECT_ANY && o->effect != t->effect)
+            continue;
+        if (o->key == 0 && o->exists)
+            return true;
+        if (o->key == t->key && (o->exists || o->value == t->value))
+            return true;
+    }
+    return false;
+}
+
+bool drv_constraint_fits(const drv_state *st, int32_t cons, int32_t cls, int32_t *score)
+{
+    static const drv_nodeclass none = {0};
+    static const drv_constraint nothing = {0};
+    const drv_nodeclass *k = cls > 0 && cls < st->nclasses ? &st->classes[cls] : &none;
+    const drv_constraint *c = cons > 0 && cons < st->ncons ? &st->cons[cons] : &nothing;
+    for (int32_t i = 0; i < c->nselector; i++)
+        if (label_value(k, c->selector[i].key) != c->selector[i].value)
+            return false;
+    bool req = c->nrequired == 0;
+    for (int32_t t = 0; t < c->nrequired && !req; t++)
+        req = term_matches(st, k, c, t);
+    if (!req)
+        return false;
+    bool prefer_ok = true;
+    for (int32_t i = 0; i < k->ntaints; i++) {
+        const drv_taint *t = &k->taints[i];
+        if (tolerated(c, t))
+            continue;
+        if (t->effect != DRV_EFFECT_PREFER_NO_SCHEDULE)
+            return false;
+        prefer_ok = false;
+    }
+    if (score) {
+        int32_t w = 0;
+        for (int32_t t = 0; t < c->npreferred; t++)
+            if (term_matches(st, k, c, c->nrequired + t))
+                w += c->weight[t];
+        *score = 2 * (w > 100 ? 100 : w) + (st->has_prefer_taint && prefer_ok ? 100 : 0);
+    }
+    return true;
+}

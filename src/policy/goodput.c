@@ -374,12 +374,16 @@ static int place(drv_ctx *c, int32_t job)
     const drv_state *st = drv_ctx_state(c);
     drv_res req = st->jobs[job].role[DRV_ROLE_WORKER].req;
     int32_t left = drv_ctx_workers(c, job) - bound_workers(c, job), slot = 0;
+    int32_t probe = -1; /* a worker pod, to ask the job's node constraints (drv_ctx_allowed) */
+    for (int32_t k = 0; k < st->jobs[job].pod_count && probe < 0; k++)
+        if (st->pods[st->jobs[job].pod_base + k].role == DRV_ROLE_WORKER)
+            probe = st->jobs[job].pod_base + k;
     drv_mark m = drv_ctx_mark(c);
     while (left > 0) {
         int32_t tight = -1, freest = -1;
         int64_t tight_v = INT64_MAX, freest_v = 0;
         for (int32_t nd = 0; nd < st->nnodes; nd++) {
-            if (!st->nodes[nd].schedulable)
+            if (!st->nodes[nd].schedulable || (probe >= 0 && !drv_ctx_allowed(c, probe, nd)))
                 continue;
             drv_res f = drv_ctx_free(c, nd);
             int64_t fit = INT64_MAX; /* workers that fit there */

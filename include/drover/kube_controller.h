@@ -79,6 +79,7 @@ typedef struct drv_ctrl_stats {
     long cycles;                 /* scheduling cycles run */
     long binds;                  /* pods/binding requests that succeeded */
     long creates;                /* pods created (bound or not) */
+    long created_bound;          /* ... of which created bound (spec.nodeName: no binding) */
     long deletes;                /* pods deleted */
     long api_errors;             /* requests that failed (logged) */
     long status_writes;          /* TrainingJob status updates */

@@ -243,10 +243,14 @@ static int run_controller(drv_ctrl *c, const run_opts *o, const run_plan *p)
     drv_diag d = {{0}};
     int rc = drv_ctrl_run(c, &stop_flag, &d);
     drv_ctrl_stats st = drv_ctrl_get_stats(c);
+    /* what happened to pods, each counted once: created already bound (spec.nodeName), created
+     * unbound (bound later by a Binding, or never), bound by a Binding; and every non-2xx
+     * answer of the API budget, retried ones included */
     fprintf(stderr,
-            "drover run: stopped after %ld cycles: %ld jobs (%ld finished), %ld pods created, "
-            "%ld bound, %ld deleted, %ld failed requests\n",
-            st.cycles, st.jobs, st.jobs_done, st.creates, st.binds, st.deletes, st.api_errors);
+            "drover run: stopped after %ld cycles: %ld jobs (%ld finished), pods: %ld created "
+            "bound, %ld created unbound, %ld bound by Binding, %ld deleted; %ld failed requests\n",
+            st.cycles, st.jobs, st.jobs_done, st.created_bound, st.creates - st.created_bound,
+            st.binds, st.deletes, st.api_errors);
     if (rc != 0) {
         fprintf(stderr, "drover run: %s\n", d.msg);
         return EXIT_RUN;
@@ -276,6 +280,7 @@ int cmd_run(int argc, char **argv)
     }
     cfg.qps = o.qps;
     cfg.burst = o.burst;
+    cfg.component = "run"; /* User-Agent drover-run/<version> */
     if (o.verbose)
         drv_log_set(NULL, NULL, DRV_LOG_INFO);
     drv_ctrl_opts co = {.profile = &prof, .scheduler = o.sched, .namespace_ = o.ns};

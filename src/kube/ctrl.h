@@ -61,6 +61,9 @@ enum { NINFORMERS = 3 };
 enum { REQ_NONE, REQ_CREATE, REQ_BIND, REQ_DELETE };
 /* What a binder thread read back after a conflict. */
 enum { READ_NONE, READ_FOUND, READ_GONE };
+/* A pod's deletion that fails is sent again up to this many times in all (then its room stays
+ * held until the pod goes: the watch says when). */
+enum { MAX_DELETE_TRIES = 6 };
 
 typedef struct ctrl_event {
     int8_t kind, type; /* EV_*; informers: DRV_WATCH_ADDED / _MODIFIED / _DELETED */
@@ -84,6 +87,7 @@ typedef struct ctrl_event {
             long status;        /* HTTP status, 0 when none came */
             int8_t read;        /* after a 409: READ_* what a GET of the pod found */
             int32_t read_node;  /* READ_FOUND: the node it is bound to, interned (0: none) */
+            bool read_deleting; /* READ_FOUND: its deletion has begun */
             double sent, done;  /* mono */
         } answer;               /* EV_ANSWER: a binder thread's */
         struct {
@@ -133,6 +137,8 @@ typedef struct pod_record {
     int8_t inflight;     /* REQ_* a binder thread is sending about it, REQ_NONE */
     bool delete_after;   /* ... and it is to be deleted once that is done */
     bool delete_assumed; /* exists = 2 was assumed for a deletion not yet answered */
+    int8_t delete_tries; /* deletions of its current pod that failed (sent again while below
+                            MAX_DELETE_TRIES; its ghost holds the room meanwhile) */
 } pod_record;
 
 /* ---- the units' parts of the controller ------------------------------------------------------ */
@@ -260,9 +266,15 @@ typedef struct ctrl_counters {
     drv_ctrl_latency *lat;
     int32_t nlat, cap_lat;
     /* drv_ctrl_opts.metrics (scheduler thread): the metrics, and what was last exported */
-    drv_metric *cycles, *binds, *creates, *deletes, *errors, *status, *events, *samples;
+    drv_metric *cycles, *binds, *creates, *deletes, *status, *events, *samples;
     drv_metric *pending, *running, *leader, *cycle_s, *latency_s;
     drv_ctrl_stats exported;
+    /* drover_api_errors_total{code,verb,resource}: one counter per row of the budget's
+     * (drv_kube_budget_errors, rows in order of first occurrence), registered as rows appear;
+     * and the count of each row last exported */
+    drv_metric **api_errors;
+    long *api_exported;
+    int32_t napi, cap_api;
 } ctrl_counters;
 
 /* A drover pod bound to a node not seen yet. */
@@ -303,7 +315,10 @@ typedef struct ctrl_loop {
 } ctrl_loop;
 
 struct drv_ctrl {
-    drv_ctrl_opts o; /* copied; o.profile points at prof */
+    drv_ctrl_opts o;         /* copied; o.profile points at prof */
+    drv_kube_budget *budget; /* every client's: one token bucket, every non-2xx answer counted
+                                (the caller's when its config has one, else owned_budget) */
+    drv_kube_budget *owned_budget;
     drv_profile prof;
     char scheduler[64], ns[254];
     drv_sched *sched;

@@ -47,14 +47,10 @@ static int send_removal(drv_ctrl *c, const drv_decision *x)
 {
     ctrl_mirror *m = &c->mirror;
     pod_record *p = &m->pods[x->pod];
-    const drv_pod *sp = &m->st.pods[x->pod];
     p->want = -1;
-    bool had = p->exists == 1;
-    int rc = ctrl_binder_delete(c, x->pod);
+    int rc = ctrl_binder_delete(c, x->pod); /* (which holds its room meanwhile) */
     if (rc == DRV_ENOMEM)
         return rc;
-    if (rc == 0 && had && p->api_name)
-        ctrl_mirror_set_ghost(c, p, p->api_name, m->st.jobs[sp->job].role[sp->role].req);
     if (x->kind == DRV_MIGRATE && p->exists)
         p->want = x->node;
     else if (x->kind == DRV_MIGRATE)

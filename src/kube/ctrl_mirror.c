@@ -237,6 +237,15 @@ static int own_pod(drv_ctrl *c, int32_t s, const drv_kpod *kp, double t)
         ctrl_mirror_set_ghost(c, p, held || ctrl_pod_terminal(kp->phase) ? 0 : kp->node, kp->req);
         return 0;
     }
+    /* A finished pod holds no room (as kube-scheduler counts it), its ghost neither. */
+    if (ctrl_pod_terminal(kp->phase))
+        ctrl_mirror_set_ghost(c, p, 0, (drv_res){0, 0, 0});
+    if (p->exists == 2) {
+        /* Being deleted (its deletion sent, or seen): this event is older than that (a
+         * deletionTimestamp, once set, stays), and the pod is not placed again from it. */
+        p->phase = kp->phase;
+        return 0;
+    }
     p->exists = 1;
     p->phase = kp->phase;
     p->ip_family = kp->ip_family;

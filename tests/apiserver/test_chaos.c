@@ -8,7 +8,7 @@
  * workers (500m, 1Gi each), then runs `drover run` as a child process and SIGKILLs it --kills
  * times at seeded random moments, restarting it at once each time; the last one runs until
  * every job has succeeded and is stopped with SIGTERM. Meanwhile the server answers about
- * --rate of the controller's requests (its User-Agent is drover/<version>; the emulator's and
+ * --rate of the controller's requests (its User-Agent is drover-run/<version>; the emulator's and
  * the test's are not touched) with a fault: 409, 429 with Retry-After, 500, a 300 ms delay, every
  * watch dropped, or the watch window expired (410).
  *
@@ -412,7 +412,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < o.jobs; i++)
         submit(k, i);
 
-    drv_apiserver_chaos(srv, o.seed, o.rate, "drover/");
+    drv_apiserver_chaos(srv, o.seed, o.rate, "drover-run/");
     char log[600];
     for (int kill_no = 0; kill_no < o.kills; kill_no++) {
         pid_t pid = start_drover(&o, kill_no, log, sizeof log);

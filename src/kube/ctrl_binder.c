@@ -206,15 +206,22 @@ int ctrl_binder_place(drv_ctrl *c, int32_t slot, int32_t node)
 
 /* ---- the binder threads --------------------------------------------------------------------- */
 
-/* After a 409 to a creation or binding: what the pod is, read rather than guessed (a conflict
- * is never retried blindly nor forgotten). */
+/* After a 409: what the pod is, read rather than guessed (a conflict is never retried blindly
+ * nor forgotten). Read as a list of the namespace's pods filtered by name, so that a pod that
+ * does not exist is an answer (no items) rather than a 404 counted as a failed request. */
 static void read_pod(binder_thread *t, const bind_request *r, ctrl_event *e)
 {
     drv_diag d = {{0}};
     long status = 0;
-    json_t *o = NULL;
-    int rc = drv_kube_request(t->client, "GET", r->pod_path, NULL, NULL, &status, &o, &d);
-    if (rc == 0) {
+    json_t *list = NULL, *o = NULL;
+    char path[1400];
+    const char *slash = strrchr(r->pod_path, '/');
+    snprintf(path, sizeof path, "%.*s?fieldSelector=metadata.name%%3D%s",
+             (int)(slash - r->pod_path), r->pod_path, slash + 1);
+    int rc = drv_kube_request(t->client, "GET", path, NULL, NULL, &status, &list, &d);
+    if (rc == 0)
+        o = json_array_get(json_object_get(list, "items"), 0);
+    if (rc == 0 && o) {
         const char *node =
             json_string_value(json_object_get(json_object_get(o, "spec"), "nodeName"));
         e->u.answer.read = READ_FOUND;
@@ -223,12 +230,12 @@ static void read_pod(binder_thread *t, const bind_request *r, ctrl_event *e)
         e->u.answer.read_node = node ? ctrl_name_intern(t->c, node) : 0;
         if (e->u.answer.read_node < 0) /* (out of memory: as if not read) */
             e->u.answer.read = READ_NONE;
-    } else if (status == 404) {
+    } else if (rc == 0) {
         e->u.answer.read = READ_GONE;
     } else {
         drv_log(DRV_LOG_WARN, "%s", d.msg);
     }
-    json_decref(o);
+    json_decref(list);
 }
 
 /* Sends one request; fills the answer's fields. (Every answer but a success is counted by the

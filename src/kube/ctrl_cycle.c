@@ -301,6 +301,10 @@ int ctrl_cycle_run(drv_ctrl *c)
     double t_start = drv_clock_mono();
     drv_log(DRV_LOG_DEBUG, "cycle: %d nodes, %d live jobs, %d pending", st->nnodes, st->nlive,
             st->npending);
+    /* Jobs found finished end before anything is decided: a restarted controller that sees a
+     * job's chief succeeded (its status not written yet) must not place its other pods again. */
+    DRV_FOR_LIVE(st, j)
+    reconcile_finished(c, j);
     drv_snapshot snap = {.st = st, .now = drv_clock_mono() - c->loop.t0};
     drv_decisions dv;
     drv_decisions_init(&dv);

@@ -50,6 +50,8 @@ typedef struct tj_record {
     char uid[64];
     char *tmpl[DRV_NROLES]; /* each role's pod template, as compact JSON (NULL when absent) */
     bool finished;          /* status.phase is Succeeded or Failed */
+    bool node_name;         /* a template named a spec.nodeName (taken out of tmpl: Drover
+                               decides the node, within gang and capacity checks) */
 } tj_record;
 void ctrl_tj_record_free(tj_record *t);
 
@@ -116,10 +118,12 @@ typedef struct job_record {
     int32_t lat_out, lat_pods;
     bool lat_armed;
     double lat_t0, lat_decide, lat_sent, lat_server;
-    bool why_written; /* the waiting Event of the current wait was written */
-    bool created;     /* its wanted pods were created (unbound) */
-    bool gone;        /* the TrainingJob was deleted */
-    int32_t port;     /* spec.progress: where its chief serves progress (0: nowhere) */
+    bool why_written;    /* the waiting Event of the current wait was written */
+    bool created;        /* its wanted pods were created (unbound) */
+    bool gone;           /* the TrainingJob was deleted */
+    bool node_name;      /* its templates named a spec.nodeName, ignored (tj_record) ... */
+    bool node_name_told; /* ... and an Event said so */
+    int32_t port;        /* spec.progress: where its chief serves progress (0: nowhere) */
     char path[128], step[96], loss[96];
 } job_record;
 
@@ -189,12 +193,22 @@ typedef struct binder_thread {
     bool started;
 } binder_thread;
 
+/* A FIFO of requests: [head, n) waiting. */
+typedef struct bind_queue {
+    bind_request *v;
+    int32_t head, n, cap;
+} bind_queue;
+
+/* The queues' classes: what places or removes pods goes before the creation of unbound pods
+ * for waiting jobs (which only shows them Pending), lest a restarted controller's hundreds of
+ * those hold its bindings back while half-bound gangs run. */
+enum { QUEUE_URGENT, QUEUE_BACKGROUND, NQUEUES };
+
 /* The binders: the scheduler thread queues, the binder threads send. */
 typedef struct ctrl_binder {
-    pthread_mutex_t mu; /* guards queue, head, n, cap, stop */
+    pthread_mutex_t mu; /* guards queue, stop */
     pthread_cond_t cv;
-    bind_request *queue; /* [head, n) waiting */
-    int32_t head, n, cap;
+    bind_queue queue[NQUEUES]; /* taken urgent first */
     bool stop;
     binder_thread *threads;
     int nthreads;

@@ -106,13 +106,14 @@ static int enqueue(drv_ctrl *c, int32_t s, int32_t node, int8_t request, char *p
 {
     ctrl_binder *b = &c->binder;
     char *own = pod_path(c, s);
+    bind_queue *q = &b->queue[request == REQ_CREATE && node < 0 ? QUEUE_BACKGROUND : QUEUE_URGENT];
     pthread_mutex_lock(&b->mu);
-    if (b->head == b->n)
-        b->head = b->n = 0;
+    if (q->head == q->n)
+        q->head = q->n = 0;
     bool ok = (body || request == REQ_DELETE) && path && own &&
-              drv_grow(&b->queue, sizeof *b->queue, &b->cap, b->n + 1) == 0;
+              drv_grow(&q->v, sizeof *q->v, &q->cap, q->n + 1) == 0;
     if (ok) {
-        b->queue[b->n++] = (bind_request){s, node, request, path, body, own};
+        q->v[q->n++] = (bind_request){s, node, request, path, body, own};
         pthread_cond_signal(&b->cv);
     }
     pthread_mutex_unlock(&b->mu);
@@ -262,19 +263,29 @@ static void send_request(binder_thread *t, const bind_request *r, ctrl_event *e)
         read_pod(t, r, e);
 }
 
+/* The queue to take from (urgent first), or NULL when both are empty; under b->mu. */
+static bind_queue *next_queue(ctrl_binder *b)
+{
+    for (int i = 0; i < NQUEUES; i++)
+        if (b->queue[i].head < b->queue[i].n)
+            return &b->queue[i];
+    return NULL;
+}
+
 static void *binder_main(void *arg)
 {
     binder_thread *t = arg;
     ctrl_binder *b = &t->c->binder;
     for (;;) {
         pthread_mutex_lock(&b->mu);
-        while (!b->stop && b->head == b->n)
+        bind_queue *q = NULL;
+        while (!b->stop && !(q = next_queue(b)))
             pthread_cond_wait(&b->cv, &b->mu);
         if (b->stop) { /* what is still queued is dropped: the next leader redoes it */
             pthread_mutex_unlock(&b->mu);
             break;
         }
-        bind_request r = b->queue[b->head++];
+        bind_request r = q->v[q->head++];
         pthread_mutex_unlock(&b->mu);
         ctrl_event e = {.kind = EV_ANSWER};
         send_request(t, &r, &e);
@@ -296,18 +307,21 @@ void ctrl_binder_drop_queued(drv_ctrl *c)
 {
     ctrl_binder *b = &c->binder;
     pthread_mutex_lock(&b->mu);
-    for (int32_t i = b->head; i < b->n; i++) {
-        ctrl_event e = {.kind = EV_ANSWER, .t = drv_clock_mono()};
-        e.u.answer.slot = b->queue[i].slot;
-        e.u.answer.node = b->queue[i].node;
-        e.u.answer.request = b->queue[i].request;
-        e.u.answer.sent = e.u.answer.done = e.t;
-        ctrl_events_push(c, &e, "a dropped request's answer");
-        drv_free(b->queue[i].path);
-        drv_free(b->queue[i].body);
-        drv_free(b->queue[i].pod_path);
+    for (int k = 0; k < NQUEUES; k++) {
+        bind_queue *q = &b->queue[k];
+        for (int32_t i = q->head; i < q->n; i++) {
+            ctrl_event e = {.kind = EV_ANSWER, .t = drv_clock_mono()};
+            e.u.answer.slot = q->v[i].slot;
+            e.u.answer.node = q->v[i].node;
+            e.u.answer.request = q->v[i].request;
+            e.u.answer.sent = e.u.answer.done = e.t;
+            ctrl_events_push(c, &e, "a dropped request's answer");
+            drv_free(q->v[i].path);
+            drv_free(q->v[i].body);
+            drv_free(q->v[i].pod_path);
+        }
+        q->head = q->n = 0;
     }
-    b->head = b->n = 0;
     pthread_mutex_unlock(&b->mu);
 }
 
@@ -454,10 +468,13 @@ void ctrl_binder_fini(drv_ctrl *c)
     for (int i = 0; b->threads && i < b->nthreads; i++)
         drv_kube_free(b->threads[i].client);
     drv_free(b->threads);
-    for (int32_t i = b->head; i < b->n; i++) {
-        drv_free(b->queue[i].path);
-        drv_free(b->queue[i].body);
-        drv_free(b->queue[i].pod_path);
+    for (int k = 0; k < NQUEUES; k++) {
+        bind_queue *q = &b->queue[k];
+        for (int32_t i = q->head; i < q->n; i++) {
+            drv_free(q->v[i].path);
+            drv_free(q->v[i].body);
+            drv_free(q->v[i].pod_path);
+        }
+        drv_free(q->v);
     }
-    drv_free(b->queue);
 }

@@ -256,6 +256,18 @@ static void reconcile_placed(drv_ctrl *c, int32_t j)
     jr->status = running ? ST_RUNNING : ST_PENDING;
 }
 
+/* A job whose templates named a node is told once, by an Event, that Drover chose instead. */
+static void tell_node_name(drv_ctrl *c, int32_t j)
+{
+    job_record *jr = &c->mirror.jobs[j];
+    if (!jr->node_name || jr->node_name_told)
+        return;
+    ctrl_writer_event(c, j, "Warning", "NodeNameIgnored",
+                      "spec.nodeName in a pod template is ignored: Drover chooses each pod's "
+                      "node, so that the gang is placed whole and no node is over-committed");
+    jr->node_name_told = true;
+}
+
 /* After a cycle: phases, pods to create or delete, status, Events. */
 static int reconcile(drv_ctrl *c, const int32_t *queue_pos)
 {
@@ -276,8 +288,14 @@ static int reconcile(drv_ctrl *c, const int32_t *queue_pos)
             reconcile_placed(c, j);
         }
         job_record *jr = &m->jobs[j];
-        ctrl_writer_status(c, j,
-                           jr->status == ST_RUNNING ? "all pods running" : "waiting for pods");
+        tell_node_name(c, j);
+        const char *msg = jr->status == ST_RUNNING ? "all pods running" : "waiting for pods";
+        char with[64];
+        if (jr->node_name) {
+            snprintf(with, sizeof with, "%s; spec.nodeName ignored", msg);
+            msg = with;
+        }
+        ctrl_writer_status(c, j, msg);
     }
     return 0;
 }

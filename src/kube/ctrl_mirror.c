@@ -360,6 +360,7 @@ static void job_record_init(drv_ctrl *c, int32_t j, const ctrl_event *e, tj_reco
         t->tmpl[r] = NULL; /* taken over */
     }
     jr->t_ready = e->t;
+    jr->node_name = t->node_name;
     jr->status = ST_PENDING;
     jr->port = t->tj.progress_port;
     snprintf(jr->path, sizeof jr->path, "%s", t->tj.progress_path);

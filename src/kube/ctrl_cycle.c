@@ -202,6 +202,35 @@ static int reconcile_pods(drv_ctrl *c, int32_t j)
     return 0;
 }
 
+/* Under gang admission, a job left partly bound (a controller killed between its gang's
+ * requests, or one of them failed) that this cycle did not complete is rolled back: its bound
+ * pods are deleted (their room held until they are gone) and it waits whole. Left alone, they
+ * would run, and finish, without their peers. Not while a request about one of its pods is out
+ * or waits, nor for a job this controller saw whole (an elastic job growing keeps its pods). */
+static int rollback_partial(drv_ctrl *c, int32_t j)
+{
+    ctrl_mirror *m = &c->mirror;
+    const drv_job *jb = &m->st.jobs[j];
+    if (!c->prof.gang || m->jobs[j].was_whole)
+        return 0;
+    for (int32_t k = 0; k < jb->pod_count; k++) {
+        const pod_record *p = &m->pods[jb->pod_base + k];
+        if (p->inflight || p->want >= 0)
+            return 0;
+    }
+    for (int32_t k = 0; k < jb->pod_count; k++) {
+        int32_t s = jb->pod_base + k;
+        const pod_record *p = &m->pods[s];
+        if (m->st.pods[s].node < 0 || p->exists != 1 || ctrl_pod_terminal(p->phase))
+            continue;
+        drv_state_unbind(&m->st, s);
+        if (ctrl_binder_delete(c, s) == DRV_ENOMEM)
+            return DRV_ENOMEM;
+        m->dirty = true;
+    }
+    return 0;
+}
+
 /* A job that waits: its wanted pods are created unbound (once), and an Event says why. */
 static int reconcile_waiting(drv_ctrl *c, int32_t j, const int32_t *queue_pos, int32_t npend)
 {
@@ -210,6 +239,8 @@ static int reconcile_waiting(drv_ctrl *c, int32_t j, const int32_t *queue_pos, i
     const drv_job *jb = &m->st.jobs[j];
     if (jb->phase != DRV_JOB_PENDING)
         drv_state_set_phase(&m->st, j, DRV_JOB_PENDING);
+    if (rollback_partial(c, j) == DRV_ENOMEM)
+        return DRV_ENOMEM;
     jr->t_ready = -1; /* a later placement is measured from what frees room, not this */
     if (!jr->created) {
         for (int32_t k = 0; k < jb->pod_count; k++) {
@@ -244,6 +275,7 @@ static void reconcile_placed(drv_ctrl *c, int32_t j)
         ctrl_writer_event(c, j, "Normal", "Scheduled", msg);
     }
     jr->why_written = false;
+    jr->was_whole = true;
     int32_t active[DRV_NROLES];
     bool running;
     ctrl_job_active(c, j, active, &running);

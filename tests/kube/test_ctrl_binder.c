@@ -346,6 +346,44 @@ static void test_finished_job_not_placed_again(void **state)
     close_ctrl(c, batch);
 }
 
+/* A gang left partly bound (its other creation failed before a kill) that the cycle cannot
+ * complete is rolled back: its bound pod is deleted, its room held until gone. */
+static void test_partial_gang_rolled_back(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
+        "\"name\":\"hg\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{"
+        "\"replicas\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":\"main\","
+        "\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}");
+    req(f, "POST", "/api/v1/namespaces/default/pods",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"hg-worker-0\","
+        "\"labels\":{\"drover.dev/job\":\"hg\",\"drover.dev/role\":\"worker\","
+        "\"drover.dev/rank\":\"0\"}},\"spec\":{\"schedulerName\":\"drover\",\"nodeName\":"
+        "\"node-a\",\"containers\":[{\"name\":\"main\",\"image\":\"t\",\"resources\":{"
+        "\"requests\":{\"cpu\":\"1\"}}}]}}");
+    /* someone else's pod takes the rest of the node: worker 1 cannot be placed */
+    req(f, "POST", "/api/v1/namespaces/default/pods",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"other\"},"
+        "\"spec\":{\"nodeName\":\"node-a\",\"containers\":[{\"name\":\"main\",\"image\":"
+        "\"t\",\"resources\":{\"requests\":{\"cpu\":\"3\"}}}]}}");
+    ctrl_event *batch = NULL;
+    int32_t cap = 0;
+    drv_ctrl *c = open_ctrl(&batch, &cap, f, NULL);
+    ctrl_binder_stop(c); /* what the cycle sends stays queued, for the test to see */
+    drv_state *st = &c->mirror.st;
+    int32_t w0 = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0),
+            w1 = drv_job_pod(st, 0, DRV_ROLE_WORKER, 1);
+    assert_int_equal(st->pods[w0].node, 0);
+    assert_int_equal(ctrl_cycle_run(c), 0);
+    assert_int_equal(st->pods[w1].node, -1);
+    assert_int_equal(st->pods[w0].node, -1);
+    assert_int_equal(c->mirror.pods[w0].inflight, REQ_DELETE);
+    assert_int_equal(drv_node_free(&st->nodes[0]).cpu, 0); /* held until gone */
+    close_ctrl(c, batch);
+}
+
 /* A template's spec.nodeName is taken out: the pod Drover creates carries the node it chose,
  * or none, never the template's. */
 static void test_template_node_name_ignored(void **state)
@@ -397,6 +435,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_binding_404_forgets_the_pod, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pod_being_deleted_holds_its_room, setup, teardown),
         cmocka_unit_test_setup_teardown(test_finished_job_not_placed_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_partial_gang_rolled_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_template_node_name_ignored, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -454,12 +454,16 @@ int main(int argc, char **argv)
     drv_apiserver_chaos(srv, o.seed, o.rate, "drover-run/");
     drv_apiserver_set_delay(srv, o.delay_ms);
     char log[600];
+    int kills_bound = 0; /* kills that came with kill_bound pods bound (not after 10 s) */
     for (int kill_no = 0; kill_no < o.kills; kill_no++) {
         pid_t pid = start_drover(&o, kill_no, log, sizeof log);
         if (o.kill_bound > 0) { /* once that many are bound (or 10 s on), after 0.3-1 s */
             double t0 = now(), min = 0.3 + 0.7 * uniform();
-            while (now() - t0 < 10 && (now() - t0 < min || live_bound_pods(k) < o.kill_bound))
+            int bound = 0;
+            while (now() - t0 < 10 &&
+                   (now() - t0 < min || (bound = live_bound_pods(k)) < o.kill_bound))
                 sleep_s(0.05);
+            kills_bound += bound >= o.kill_bound;
         } else {
             sleep_s(0.3 + 2.7 * uniform());
         }
@@ -487,15 +491,18 @@ int main(int argc, char **argv)
     long injected = (after.conflict - before.conflict) + (after.throttled - before.throttled) +
                     (after.internal - before.internal);
     long counted = stop_line_failures(log);
+    char how[64] = "";
+    if (o.kill_bound > 0)
+        snprintf(how, sizeof how, " (%d of them once %d+ pods were bound)", kills_bound,
+                 o.kill_bound);
     printf(
         "seed %llu: %d nodes, %d jobs, %d kills%s; faults injected: %ld conflict, %ld throttled, "
         "%ld internal, %ld gone, %ld slow, %ld dropped; jobs succeeded %d; events %ld; "
         "double binds %ld, succeeded twice %ld, over-commits %ld, half gangs %ld; last "
         "controller: %ld error faults injected, %ld failed requests counted\n",
-        (unsigned long long)o.seed, o.nodes, o.jobs, o.kills,
-        o.kill_bound > 0 ? " (each once enough pods were bound)" : "", after.conflict,
-        after.throttled, after.internal, after.gone, after.slow, after.dropped, done, h.events,
-        h.double_binds, h.twice_done, h.overcommits, h.half_gangs, injected, counted);
+        (unsigned long long)o.seed, o.nodes, o.jobs, o.kills, how, after.conflict, after.throttled,
+        after.internal, after.gone, after.slow, after.dropped, done, h.events, h.double_binds,
+        h.twice_done, h.overcommits, h.half_gangs, injected, counted);
     expect(done == o.jobs, "jobs that did not succeed", o.jobs - done);
     expect(h.double_binds == 0, "double binds", h.double_binds);
     expect(h.twice_done == 0, "ranks succeeded twice", h.twice_done);

@@ -203,6 +203,7 @@ static void own_pod_gone(drv_ctrl *c, int32_t s, double t)
     ctrl_mirror_set_ghost(c, p, 0, (drv_res){0, 0, 0});
     p->exists = 0;
     p->delete_assumed = false;
+    p->delete_tries = 0;
     p->api_node = -1;
     p->api_name = 0;
     p->ip_family = 0;

@@ -121,7 +121,7 @@ typedef struct job_record {
     bool why_written;    /* the waiting Event of the current wait was written */
     bool created;        /* its wanted pods were created (unbound) */
     bool gone;           /* the TrainingJob was deleted */
-    bool was_whole;      /* this controller has seen its gang placed whole */
+    bool was_whole;      /* this controller has seen its gang whole and running */
     bool node_name;      /* its templates named a spec.nodeName, ignored (tj_record) ... */
     bool node_name_told; /* ... and an Event said so */
     int32_t port;        /* spec.progress: where its chief serves progress (0: nowhere) */

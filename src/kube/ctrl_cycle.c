@@ -275,10 +275,11 @@ static void reconcile_placed(drv_ctrl *c, int32_t j)
         ctrl_writer_event(c, j, "Normal", "Scheduled", msg);
     }
     jr->why_written = false;
-    jr->was_whole = true;
     int32_t active[DRV_NROLES];
     bool running;
     ctrl_job_active(c, j, active, &running);
+    /* whole in the API, not only as assumed: a binding of the gang may still fail */
+    jr->was_whole |= running;
     if (jb->phase == DRV_JOB_PENDING)
         drv_state_set_phase(&m->st, j, running ? DRV_JOB_RUNNING : DRV_JOB_STARTING);
     else if (jb->phase == DRV_JOB_STARTING && running)

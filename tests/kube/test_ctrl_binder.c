@@ -384,6 +384,42 @@ static void test_partial_gang_rolled_back(void **state)
     close_ctrl(c, batch);
 }
 
+/* A gang placed whole by a cycle whose one creation then fails is not taken for whole: when the
+ * next cycle cannot place that pod again, the gang is rolled back. */
+static void test_gang_failed_in_flight_rolled_back(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
+        "\"name\":\"hf\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{"
+        "\"replicas\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":\"main\","
+        "\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}");
+    ctrl_event *batch = NULL;
+    int32_t cap = 0;
+    drv_ctrl *c = open_ctrl(&batch, &cap, f, NULL);
+    drv_state *st = &c->mirror.st;
+    int32_t w0 = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0),
+            w1 = drv_job_pod(st, 0, DRV_ROLE_WORKER, 1);
+    drv_apiserver_fail_next(f->srv, 500, 1, 0); /* the first creation (one binder: in order) */
+    assert_int_equal(ctrl_cycle_run(c), 0);
+    for (int i = 0; i < 2 && drv_ctrl_get_stats(c).creates < 1; i++)
+        apply_answer(c, &batch, &cap);
+    while (c->mirror.pods[w0].inflight || c->mirror.pods[w1].inflight)
+        apply_answer(c, &batch, &cap);
+    assert_int_equal(drv_ctrl_get_stats(c).creates, 1);
+    int32_t failed = c->mirror.pods[w0].exists ? w1 : w0, made = w0 + w1 - failed;
+    assert_int_equal(st->pods[failed].node, -1);
+    /* the room it had is gone meanwhile */
+    drv_state_set_node(st, 0, (drv_res){1000, 8LL << 30, 0}, true);
+    assert_int_equal(ctrl_cycle_run(c), 0);
+    assert_int_equal(st->pods[failed].node, -1);
+    assert_int_equal(st->pods[made].node, -1);
+    assert_int_equal(c->mirror.pods[made].inflight, REQ_DELETE);
+    apply_answer(c, &batch, &cap);
+    close_ctrl(c, batch);
+}
+
 /* A template's spec.nodeName is taken out: the pod Drover creates carries the node it chose,
  * or none, never the template's. */
 static void test_template_node_name_ignored(void **state)
@@ -436,6 +472,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pod_being_deleted_holds_its_room, setup, teardown),
         cmocka_unit_test_setup_teardown(test_finished_job_not_placed_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_partial_gang_rolled_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_failed_in_flight_rolled_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_template_node_name_ignored, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

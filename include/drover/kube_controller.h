@@ -79,8 +79,10 @@ typedef struct drv_ctrl_stats {
     long cycles;                 /* scheduling cycles run */
     long binds;                  /* pods/binding requests that succeeded */
     long creates;                /* pods created (bound or not) */
+    long created_bound;          /* ... of which created bound (spec.nodeName: no binding) */
     long deletes;                /* pods deleted */
-    long api_errors;             /* requests that failed (logged) */
+    long api_errors;             /* answers other than 2xx to any of its clients, retried ones
+                                    included (the API budget's count, drv_kube_budget) */
     long status_writes;          /* TrainingJob status updates */
     long events;                 /* Events written */
     long jobs;                   /* TrainingJobs known */

@@ -58,6 +58,8 @@ typedef struct tj_record {
     drv_condition conds[DRV_NCONDS];
     double start_time, completion_time; /* status.startTime, completionTime (wall), -1 */
     int32_t restarts;                   /* status.restarts: pods restarted so far */
+    bool node_name; /* a template named a spec.nodeName (taken out of tmpl: Drover
+                       decides the node, within gang and capacity checks) */
 } tj_record;
 void ctrl_tj_record_free(tj_record *t);
 
@@ -69,6 +71,9 @@ enum { NINFORMERS = 3 };
 enum { REQ_NONE, REQ_CREATE, REQ_BIND, REQ_DELETE };
 /* What a binder thread read back after a conflict. */
 enum { READ_NONE, READ_FOUND, READ_GONE };
+/* A pod's deletion that fails is sent again up to this many times in all (then its room stays
+ * held until the pod goes: the watch says when). */
+enum { MAX_DELETE_TRIES = 6 };
 
 typedef struct ctrl_event {
     int8_t kind, type; /* EV_*; informers: DRV_WATCH_ADDED / _MODIFIED / _DELETED */
@@ -92,6 +97,7 @@ typedef struct ctrl_event {
             long status;        /* HTTP status, 0 when none came */
             int8_t read;        /* after a 409: READ_* what a GET of the pod found */
             int32_t read_node;  /* READ_FOUND: the node it is bound to, interned (0: none) */
+            bool read_deleting; /* READ_FOUND: its deletion has begun */
             double sent, done;  /* mono */
         } answer;               /* EV_ANSWER: a binder thread's */
         struct {
@@ -120,10 +126,13 @@ typedef struct job_record {
     int32_t lat_out, lat_pods;
     bool lat_armed;
     double lat_t0, lat_decide, lat_sent, lat_server;
-    bool why_written; /* the waiting Event of the current wait was written */
-    bool created;     /* its wanted pods were created (unbound) */
-    bool gone;        /* the TrainingJob was deleted */
-    int32_t port;     /* spec.progress: where its chief serves progress (0: nowhere) */
+    bool why_written;    /* the waiting Event of the current wait was written */
+    bool created;        /* its wanted pods were created (unbound) */
+    bool gone;           /* the TrainingJob was deleted */
+    bool was_whole;      /* this controller has seen its gang whole and running */
+    bool node_name;      /* its templates named a spec.nodeName, ignored (tj_record) ... */
+    bool node_name_told; /* ... and an Event said so */
+    int32_t port;        /* spec.progress: where its chief serves progress (0: nowhere) */
     char path[128], step[96], loss[96];
     /* its lifecycle (ctrl_lifecycle.c) */
     bool allreduce;                     /* Master + Workers: the all-reduce environment */
@@ -161,6 +170,8 @@ typedef struct pod_record {
     int8_t inflight;     /* REQ_* a binder thread is sending about it, REQ_NONE */
     bool delete_after;   /* ... and it is to be deleted once that is done */
     bool delete_assumed; /* exists = 2 was assumed for a deletion not yet answered */
+    int8_t delete_tries; /* deletions of its current pod that failed (sent again while below
+                            MAX_DELETE_TRIES; its ghost holds the room meanwhile) */
 } pod_record;
 
 /* ---- the units' parts of the controller ------------------------------------------------------ */
@@ -211,12 +222,22 @@ typedef struct binder_thread {
     bool started;
 } binder_thread;
 
+/* A FIFO of requests: [head, n) waiting. */
+typedef struct bind_queue {
+    bind_request *v;
+    int32_t head, n, cap;
+} bind_queue;
+
+/* The queues' classes: what places or removes pods goes before the creation of unbound pods
+ * for waiting jobs (which only shows them Pending), lest a restarted controller's hundreds of
+ * those hold its bindings back while half-bound gangs run. */
+enum { QUEUE_URGENT, QUEUE_BACKGROUND, NQUEUES };
+
 /* The binders: the scheduler thread queues, the binder threads send. */
 typedef struct ctrl_binder {
-    pthread_mutex_t mu; /* guards queue, head, n, cap, stop */
+    pthread_mutex_t mu; /* guards queue, stop */
     pthread_cond_t cv;
-    bind_request *queue; /* [head, n) waiting */
-    int32_t head, n, cap;
+    bind_queue queue[NQUEUES]; /* taken urgent first */
     bool stop;
     binder_thread *threads;
     int nthreads;
@@ -294,9 +315,15 @@ typedef struct ctrl_counters {
     drv_ctrl_latency *lat;
     int32_t nlat, cap_lat;
     /* drv_ctrl_opts.metrics (scheduler thread): the metrics, and what was last exported */
-    drv_metric *cycles, *binds, *creates, *deletes, *errors, *status, *events, *samples;
+    drv_metric *cycles, *binds, *creates, *deletes, *status, *events, *samples;
     drv_metric *pending, *running, *leader, *cycle_s, *latency_s;
     drv_ctrl_stats exported;
+    /* drover_api_errors_total{code,verb,resource}: one counter per row of the budget's
+     * (drv_kube_budget_errors, rows in order of first occurrence), registered as rows appear;
+     * and the count of each row last exported */
+    drv_metric **api_errors;
+    long *api_exported;
+    int32_t napi, cap_api;
 } ctrl_counters;
 
 /* A drover pod bound to a node not seen yet. */
@@ -337,7 +364,10 @@ typedef struct ctrl_loop {
 } ctrl_loop;
 
 struct drv_ctrl {
-    drv_ctrl_opts o; /* copied; o.profile points at prof */
+    drv_ctrl_opts o;         /* copied; o.profile points at prof */
+    drv_kube_budget *budget; /* every client's: one token bucket, every non-2xx answer counted
+                                (the caller's when its config has one, else owned_budget) */
+    drv_kube_budget *owned_budget;
     drv_profile prof;
     char scheduler[64], ns[254];
     drv_sched *sched;
@@ -423,6 +453,9 @@ void ctrl_lifecycle_read_status(json_t *status, tj_record *t); /* informer threa
 void ctrl_lifecycle_init(drv_ctrl *c, int32_t j, const tj_record *t);
 /* After a cycle: true when job j ended (Succeeded or Failed) by this call. */
 bool ctrl_lifecycle_reconcile(drv_ctrl *c, int32_t j);
+/* Before a cycle: ends job j (true) when its pods say it is over, and does nothing else, so
+ * that a restarted controller never places the pods of a job whose chief has succeeded. */
+bool ctrl_lifecycle_end_finished(drv_ctrl *c, int32_t j);
 bool ctrl_lifecycle_never_fits(const drv_ctrl *c, int32_t j, char *buf, size_t n);
 void ctrl_lifecycle_suspend(drv_ctrl *c, int32_t j);
 void ctrl_lifecycle_resumed(drv_ctrl *c, int32_t j, const job_record *old);

@@ -112,13 +112,14 @@ static int enqueue(drv_ctrl *c, int32_t s, int32_t node, int8_t request, char *p
 {
     ctrl_binder *b = &c->binder;
     char *own = pod_path(c, s);
+    bind_queue *q = &b->queue[request == REQ_CREATE && node < 0 ? QUEUE_BACKGROUND : QUEUE_URGENT];
     pthread_mutex_lock(&b->mu);
-    if (b->head == b->n)
-        b->head = b->n = 0;
+    if (q->head == q->n)
+        q->head = q->n = 0;
     bool ok = (body || request == REQ_DELETE) && path && own &&
-              drv_grow(&b->queue, sizeof *b->queue, &b->cap, b->n + 1) == 0;
+              drv_grow(&q->v, sizeof *q->v, &q->cap, q->n + 1) == 0;
     if (ok) {
-        b->queue[b->n++] = (bind_request){s, node, request, path, body, own};
+        q->v[q->n++] = (bind_request){s, node, request, path, body, own};
         pthread_cond_signal(&b->cv);
     }
     pthread_mutex_unlock(&b->mu);
@@ -152,8 +153,21 @@ static int bind(drv_ctrl *c, int32_t slot, int32_t node)
     return enqueue(c, slot, node, REQ_BIND, drv_strdup(path), body);
 }
 
-/* Deletes slot s's pod: assumed gone from now (exists 2) until the answer says otherwise. A
- * request still out about it is answered first (delete_after); a deletion out is enough. */
+/* A pod being deleted holds its node's room until it is gone or finished, like
+ * kube-scheduler counts terminating pods: when the state no longer has it where the API has it
+ * (its job ended, it was evicted or migrated), that room is its ghost meanwhile. */
+static void hold_room(drv_ctrl *c, int32_t slot)
+{
+    ctrl_mirror *m = &c->mirror;
+    pod_record *p = &m->pods[slot];
+    const drv_pod *sp = &m->st.pods[slot];
+    if (p->exists && p->api_name && !ctrl_pod_terminal(p->phase) && sp->node != p->api_node)
+        ctrl_mirror_set_ghost(c, p, p->api_name, m->st.jobs[sp->job].role[sp->role].req);
+}
+
+/* Deletes slot s's pod: assumed gone from now (exists 2) until the answer says otherwise; its
+ * room stays held meanwhile (hold_room). A request still out about it is answered first
+ * (delete_after); a deletion out is enough. */
 int ctrl_binder_delete(drv_ctrl *c, int32_t slot)
 {
     pod_record *p = &c->mirror.pods[slot];
@@ -163,6 +177,7 @@ int ctrl_binder_delete(drv_ctrl *c, int32_t slot)
         p->delete_after = true;
         return 0;
     }
+    hold_room(c, slot);
     int rc = enqueue(c, slot, -1, REQ_DELETE, pod_path(c, slot), NULL);
     if (rc == 0 && p->exists == 1) {
         p->exists = 2;
@@ -199,33 +214,41 @@ int ctrl_binder_place(drv_ctrl *c, int32_t slot, int32_t node)
 
 /* ---- the binder threads --------------------------------------------------------------------- */
 
-/* After a 409 to a creation or binding: what the pod is, read rather than guessed (a conflict
- * is never retried blindly nor forgotten). */
+/* After a 409: what the pod is, read rather than guessed (a conflict is never retried blindly
+ * nor forgotten). Read as a list of the namespace's pods filtered by name, so that a pod that
+ * does not exist is an answer (no items) rather than a 404 counted as a failed request. */
 static void read_pod(binder_thread *t, const bind_request *r, ctrl_event *e)
 {
     drv_diag d = {{0}};
     long status = 0;
-    json_t *o = NULL;
-    int rc = drv_kube_request(t->client, "GET", r->pod_path, NULL, NULL, &status, &o, &d);
-    if (rc == 0) {
+    json_t *list = NULL, *o = NULL;
+    char path[1400];
+    const char *slash = strrchr(r->pod_path, '/');
+    snprintf(path, sizeof path, "%.*s?fieldSelector=metadata.name%%3D%s",
+             (int)(slash - r->pod_path), r->pod_path, slash + 1);
+    int rc = drv_kube_request(t->client, "GET", path, NULL, NULL, &status, &list, &d);
+    if (rc == 0)
+        o = json_array_get(json_object_get(list, "items"), 0);
+    if (rc == 0 && o) {
         const char *node =
             json_string_value(json_object_get(json_object_get(o, "spec"), "nodeName"));
         e->u.answer.read = READ_FOUND;
+        e->u.answer.read_deleting =
+            json_object_get(json_object_get(o, "metadata"), "deletionTimestamp") != NULL;
         e->u.answer.read_node = node ? ctrl_name_intern(t->c, node) : 0;
         if (e->u.answer.read_node < 0) /* (out of memory: as if not read) */
             e->u.answer.read = READ_NONE;
-    } else if (status == 404) {
+    } else if (rc == 0) {
         e->u.answer.read = READ_GONE;
     } else {
         drv_log(DRV_LOG_WARN, "%s", d.msg);
-        ctrl_count(t->c, &t->c->counters.stats.api_errors, 1);
     }
-    json_decref(o);
+    json_decref(list);
 }
 
-/* Sends one request; fills the answer's fields. Every answer but a success is counted as an
- * API error; a 409 to a creation or binding and a 404 to a deletion are expected in a race
- * with the informers (logged at info level), and after a 409 the pod is read. */
+/* Sends one request; fills the answer's fields. (Every answer but a success is counted by the
+ * budget.) A 409 and a deletion's 404 can be a race with the informers (logged at info level);
+ * after a 409 the pod is read: a conflict is resolved by what the API has, never guessed. */
 static void send_request(binder_thread *t, const bind_request *r, ctrl_event *e)
 {
     drv_diag d = {{0}};
@@ -241,12 +264,19 @@ static void send_request(binder_thread *t, const bind_request *r, ctrl_event *e)
     e->u.answer.status = status;
     e->u.answer.ok = rc == 0 || (r->request == REQ_DELETE && status == 404);
     bool expected = r->request == REQ_DELETE ? status == 404 : status == 409;
-    if (rc != 0) {
+    if (rc != 0)
         drv_log(expected ? DRV_LOG_INFO : DRV_LOG_WARN, "%s", d.msg);
-        ctrl_count(t->c, &t->c->counters.stats.api_errors, 1);
-    }
-    if (rc != 0 && status == 409 && r->request != REQ_DELETE)
+    if (rc != 0 && status == 409)
         read_pod(t, r, e);
+}
+
+/* The queue to take from (urgent first), or NULL when both are empty; under b->mu. */
+static bind_queue *next_queue(ctrl_binder *b)
+{
+    for (int i = 0; i < NQUEUES; i++)
+        if (b->queue[i].head < b->queue[i].n)
+            return &b->queue[i];
+    return NULL;
 }
 
 static void *binder_main(void *arg)
@@ -255,13 +285,14 @@ static void *binder_main(void *arg)
     ctrl_binder *b = &t->c->binder;
     for (;;) {
         pthread_mutex_lock(&b->mu);
-        while (!b->stop && b->head == b->n)
+        bind_queue *q = NULL;
+        while (!b->stop && !(q = next_queue(b)))
             pthread_cond_wait(&b->cv, &b->mu);
         if (b->stop) { /* what is still queued is dropped: the next leader redoes it */
             pthread_mutex_unlock(&b->mu);
             break;
         }
-        bind_request r = b->queue[b->head++];
+        bind_request r = q->v[q->head++];
         pthread_mutex_unlock(&b->mu);
         ctrl_event e = {.kind = EV_ANSWER};
         send_request(t, &r, &e);
@@ -283,22 +314,34 @@ void ctrl_binder_drop_queued(drv_ctrl *c)
 {
     ctrl_binder *b = &c->binder;
     pthread_mutex_lock(&b->mu);
-    for (int32_t i = b->head; i < b->n; i++) {
-        ctrl_event e = {.kind = EV_ANSWER, .t = drv_clock_mono()};
-        e.u.answer.slot = b->queue[i].slot;
-        e.u.answer.node = b->queue[i].node;
-        e.u.answer.request = b->queue[i].request;
-        e.u.answer.sent = e.u.answer.done = e.t;
-        ctrl_events_push(c, &e, "a dropped request's answer");
-        drv_free(b->queue[i].path);
-        drv_free(b->queue[i].body);
-        drv_free(b->queue[i].pod_path);
+    for (int k = 0; k < NQUEUES; k++) {
+        bind_queue *q = &b->queue[k];
+        for (int32_t i = q->head; i < q->n; i++) {
+            ctrl_event e = {.kind = EV_ANSWER, .t = drv_clock_mono()};
+            e.u.answer.slot = q->v[i].slot;
+            e.u.answer.node = q->v[i].node;
+            e.u.answer.request = q->v[i].request;
+            e.u.answer.sent = e.u.answer.done = e.t;
+            ctrl_events_push(c, &e, "a dropped request's answer");
+            drv_free(q->v[i].path);
+            drv_free(q->v[i].body);
+            drv_free(q->v[i].pod_path);
+        }
+        q->head = q->n = 0;
     }
-    b->head = b->n = 0;
     pthread_mutex_unlock(&b->mu);
 }
 
 /* ---- answers (scheduler thread) ------------------------------------------------------------- */
+
+/* A success counted as what it did: a pod created bound, created unbound, or bound. */
+static void count_success(drv_ctrl *c, bool create, bool bound)
+{
+    drv_ctrl_stats *st = &c->counters.stats;
+    ctrl_count(c, create ? &st->creates : &st->binds, 1);
+    if (create && bound)
+        ctrl_count(c, &st->created_bound, 1);
+}
 
 /* A gang whose last answer this is has its latency recorded. */
 static void gang_answered(drv_ctrl *c, job_record *jr, int32_t job, const ctrl_event *e)
@@ -319,20 +362,38 @@ static void gang_answered(drv_ctrl *c, job_record *jr, int32_t job, const ctrl_e
     }
 }
 
-/* A deletion's answer: done (counted), or its assumption undone (the pod is still there). */
-static void deletion_answered(drv_ctrl *c, int32_t s, const ctrl_event *e)
+/* A deletion's answer. Done: counted (a 404: gone already; after a 409, read as gone or as
+ * being deleted). Failed: the pod is still there, so its room stays held (its ghost) and it is
+ * deleted again, up to MAX_DELETE_TRIES in all; then, or when this controller no longer leads,
+ * the assumption is undone and the watch says when it goes. */
+static int deletion_answered(drv_ctrl *c, int32_t s, const ctrl_event *e)
 {
     pod_record *p = &c->mirror.pods[s];
-    if (e->u.answer.ok) {
-        if (e->u.answer.status != 404)
+    int8_t read = e->u.answer.read;
+    if (e->u.answer.ok || read == READ_GONE || (read == READ_FOUND && e->u.answer.read_deleting)) {
+        if (e->u.answer.ok && e->u.answer.status != 404)
             ctrl_count(c, &c->counters.stats.deletes, 1);
-    } else if (p->delete_assumed) {
-        if (p->exists == 2)
-            p->exists = 1;
-        ctrl_mirror_set_ghost(c, p, 0, (drv_res){0, 0, 0});
-        c->mirror.dirty = true;
+        p->delete_assumed = false;
+        p->delete_tries = 0;
+        return 0;
     }
+    if (p->exists == 0) /* gone meanwhile (its watch event came first) */
+        return 0;
+    if (c->loop.leader && ++p->delete_tries < MAX_DELETE_TRIES) {
+        int rc = ctrl_binder_delete(c, s);
+        return rc == DRV_ENOMEM ? rc : 0;
+    }
+    if (c->loop.leader)
+        drv_log(DRV_LOG_WARN,
+                "drover run: a pod's deletion failed %d times; its room stays held "
+                "until it goes",
+                MAX_DELETE_TRIES);
+    if (p->delete_assumed && p->exists == 2)
+        p->exists = 1;
     p->delete_assumed = false;
+    p->delete_tries = 0;
+    c->mirror.dirty = true;
+    return 0;
 }
 
 /* A binder's answer: the pod exists (and where), or the assumption is undone; a deletion that
@@ -346,24 +407,28 @@ int ctrl_binder_apply_answer(drv_ctrl *c, const ctrl_event *e)
     job_record *jr = &m->jobs[sp->job];
     bool create = e->u.answer.request == REQ_CREATE;
     p->inflight = REQ_NONE;
-    if (e->u.answer.request == REQ_DELETE) {
-        deletion_answered(c, s, e);
-        return 0;
-    }
+    if (e->u.answer.request == REQ_DELETE)
+        return deletion_answered(c, s, e);
     if (e->u.answer.ok) {
         if (p->exists == 0)
             p->exists = 1;
-        if (node >= 0)
+        if (node >= 0) {
+            int32_t name = ctrl_name_intern(c, drv_strtab_str(m->st.names, m->st.nodes[node].name));
             p->api_node = node;
-        ctrl_count(c, create ? &c->counters.stats.creates : &c->counters.stats.binds, 1);
+            p->api_name = name > 0 ? name : 0;
+        }
+        count_success(c, create, node >= 0);
     } else {
-        /* A conflict: mirrored as read (bound where the API has it: nothing to send again; not
-         * bound: bound next time). Anything else: the assumption is undone. */
+        /* The assumption is undone, and only what the API says is believed: after a 409 the
+         * pod as read (bound where the API has it: nothing to send again; not bound: bound
+         * next time; gone, or not read: created next time, where a 409 reads it again); a 404
+         * says the pod does not exist (a binding of a pod whose creation failed). A failed
+         * creation is never taken to have made the pod. */
         bool bound = false;
         if (e->u.answer.read == READ_FOUND)
             bound = ctrl_mirror_pod_read(c, s, e->u.answer.read_node);
-        else if (create && e->u.answer.status == 409 && p->exists == 0)
-            p->exists = 1; /* it exists (not read): bind it next time */
+        else if ((e->u.answer.read == READ_GONE || e->u.answer.status == 404) && p->exists == 1)
+            p->exists = 0;
         if (!bound && node >= 0 && sp->node == node && p->want < 0)
             drv_state_unbind(&m->st, s);
         m->dirty = true;
@@ -410,10 +475,13 @@ void ctrl_binder_fini(drv_ctrl *c)
     for (int i = 0; b->threads && i < b->nthreads; i++)
         drv_kube_free(b->threads[i].client);
     drv_free(b->threads);
-    for (int32_t i = b->head; i < b->n; i++) {
-        drv_free(b->queue[i].path);
-        drv_free(b->queue[i].body);
-        drv_free(b->queue[i].pod_path);
+    for (int k = 0; k < NQUEUES; k++) {
+        bind_queue *q = &b->queue[k];
+        for (int32_t i = q->head; i < q->n; i++) {
+            drv_free(q->v[i].path);
+            drv_free(q->v[i].body);
+            drv_free(q->v[i].pod_path);
+        }
+        drv_free(q->v);
     }
-    drv_free(b->queue);
 }

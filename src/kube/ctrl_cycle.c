@@ -48,14 +48,10 @@ static int send_removal(drv_ctrl *c, const drv_decision *x)
 {
     ctrl_mirror *m = &c->mirror;
     pod_record *p = &m->pods[x->pod];
-    const drv_pod *sp = &m->st.pods[x->pod];
     p->want = -1;
-    bool had = p->exists == 1;
-    int rc = ctrl_binder_delete(c, x->pod);
+    int rc = ctrl_binder_delete(c, x->pod); /* (which holds its room meanwhile) */
     if (rc == DRV_ENOMEM)
         return rc;
-    if (rc == 0 && had && p->api_name)
-        ctrl_mirror_set_ghost(c, p, p->api_name, m->st.jobs[sp->job].role[sp->role].req);
     if (x->kind == DRV_MIGRATE && p->exists)
         p->want = x->node;
     else if (x->kind == DRV_MIGRATE)
@@ -171,6 +167,35 @@ static int reconcile_pods(drv_ctrl *c, int32_t j)
     return 0;
 }
 
+/* Under gang admission, a job left partly bound (a controller killed between its gang's
+ * requests, or one of them failed) that this cycle did not complete is rolled back: its bound
+ * pods are deleted (their room held until they are gone) and it waits whole. Left alone, they
+ * would run, and finish, without their peers. Not while a request about one of its pods is out
+ * or waits, nor for a job this controller saw whole (an elastic job growing keeps its pods). */
+static int rollback_partial(drv_ctrl *c, int32_t j)
+{
+    ctrl_mirror *m = &c->mirror;
+    const drv_job *jb = &m->st.jobs[j];
+    if (!c->prof.gang || m->jobs[j].was_whole)
+        return 0;
+    for (int32_t k = 0; k < jb->pod_count; k++) {
+        const pod_record *p = &m->pods[jb->pod_base + k];
+        if (p->inflight || p->want >= 0)
+            return 0;
+    }
+    for (int32_t k = 0; k < jb->pod_count; k++) {
+        int32_t s = jb->pod_base + k;
+        const pod_record *p = &m->pods[s];
+        if (m->st.pods[s].node < 0 || p->exists != 1 || ctrl_pod_terminal(p->phase))
+            continue;
+        drv_state_unbind(&m->st, s);
+        if (ctrl_binder_delete(c, s) == DRV_ENOMEM)
+            return DRV_ENOMEM;
+        m->dirty = true;
+    }
+    return 0;
+}
+
 /* A job that waits: its wanted pods are created unbound (once), and an Event says why. */
 static int reconcile_waiting(drv_ctrl *c, int32_t j, const int32_t *queue_pos, int32_t npend)
 {
@@ -179,6 +204,8 @@ static int reconcile_waiting(drv_ctrl *c, int32_t j, const int32_t *queue_pos, i
     const drv_job *jb = &m->st.jobs[j];
     if (jb->phase != DRV_JOB_PENDING)
         drv_state_set_phase(&m->st, j, DRV_JOB_PENDING);
+    if (rollback_partial(c, j) == DRV_ENOMEM)
+        return DRV_ENOMEM;
     jr->t_ready = -1; /* a later placement is measured from what frees room, not this */
     if (!jr->created) {
         for (int32_t k = 0; k < jb->pod_count; k++) {
@@ -220,6 +247,8 @@ static void reconcile_placed(drv_ctrl *c, int32_t j)
     int32_t active[DRV_NROLES];
     bool running;
     ctrl_job_active(c, j, active, &running);
+    /* whole in the API, not only as assumed: a binding of the gang may still fail */
+    jr->was_whole |= running;
     if (jb->phase == DRV_JOB_PENDING)
         drv_state_set_phase(&m->st, j, running ? DRV_JOB_RUNNING : DRV_JOB_STARTING);
     else if (jb->phase == DRV_JOB_STARTING && running)
@@ -227,6 +256,18 @@ static void reconcile_placed(drv_ctrl *c, int32_t j)
     if (running && m->st.jobs[j].start < 0)
         m->st.jobs[j].start = drv_clock_mono() - c->loop.t0;
     jr->status = running ? ST_RUNNING : ST_PENDING;
+}
+
+/* A job whose templates named a node is told once, by an Event, that Drover chose instead. */
+static void tell_node_name(drv_ctrl *c, int32_t j)
+{
+    job_record *jr = &c->mirror.jobs[j];
+    if (!jr->node_name || jr->node_name_told)
+        return;
+    ctrl_writer_event(c, j, "Warning", "NodeNameIgnored",
+                      "spec.nodeName in a pod template is ignored: Drover chooses each pod's "
+                      "node, so that the gang is placed whole and no node is over-committed");
+    jr->node_name_told = true;
 }
 
 /* After a cycle: phases, pods to create or delete, status, Events. */
@@ -249,8 +290,14 @@ static int reconcile(drv_ctrl *c, const int32_t *queue_pos)
             reconcile_placed(c, j);
         }
         job_record *jr = &m->jobs[j];
-        ctrl_writer_status(c, j,
-                           jr->status == ST_RUNNING ? "all pods running" : "waiting for pods");
+        tell_node_name(c, j);
+        const char *msg = jr->status == ST_RUNNING ? "all pods running" : "waiting for pods";
+        char with[64];
+        if (jr->node_name) {
+            snprintf(with, sizeof with, "%s; spec.nodeName ignored", msg);
+            msg = with;
+        }
+        ctrl_writer_status(c, j, msg);
     }
     ctrl_lifecycle_expire(c);
     return 0;
@@ -275,6 +322,10 @@ int ctrl_cycle_run(drv_ctrl *c)
     double t_start = drv_clock_mono();
     drv_log(DRV_LOG_DEBUG, "cycle: %d nodes, %d live jobs, %d pending", st->nnodes, st->nlive,
             st->npending);
+    /* Jobs found finished end before anything is decided: a restarted controller that sees a
+     * job's chief succeeded (its status not written yet) must not place its other pods again. */
+    DRV_FOR_LIVE(st, j)
+    ctrl_lifecycle_end_finished(c, j);
     drv_snapshot snap = {.st = st, .now = drv_clock_mono() - c->loop.t0};
     drv_decisions dv;
     drv_decisions_init(&dv);

@@ -124,6 +124,14 @@ static int decode_trainingjob(json_t *obj, drv_ctrl *c, tj_record *t, drv_diag *
         json_t *tm = json_object_get(json_object_get(specs, key), "template");
         if (!tm)
             continue;
+        /* A pod created with spec.nodeName is bound without any scheduler's check: 4 workers of
+         * 2 CPUs pinned to a 4-CPU node would all be bound there, and a gang half placed. The
+         * node is Drover's to decide, so the field is dropped (and the job told why). */
+        json_t *spec = json_object_get(tm, "spec");
+        if (json_object_get(spec, "nodeName")) {
+            json_object_del(spec, "nodeName");
+            t->node_name = true;
+        }
         char *s = json_dumps(tm, JSON_COMPACT);
         t->tmpl[r] = s ? drv_strdup(s) : NULL;
         free(s);

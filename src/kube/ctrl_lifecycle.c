@@ -256,21 +256,22 @@ static void rerender(drv_ctrl *c, int32_t j)
     jr->scaling = scaling;
 }
 
-bool ctrl_lifecycle_reconcile(drv_ctrl *c, int32_t j)
+/* The job's state by lifecycle.c's rules from its pods as last seen, into *out. True when it
+ * is over already (deleted, or its status finished by someone else): out says so. With
+ * rerender, pods whose peer environment is stale are re-rendered first (after a cycle only). */
+static bool decide(drv_ctrl *c, int32_t j, bool rerender_env, drv_lifecycle_out *out)
 {
     ctrl_mirror *m = &c->mirror;
     job_record *jr = &m->jobs[j];
     const drv_job *jb = &m->st.jobs[j];
-    drv_lifecycle_out out;
     if (jr->gone || jr->status >= ST_SUCCEEDED) {
         /* Deleted, or its status finished by someone else: over, whatever its pods say. */
-        memset(&out, 0, sizeof out);
-        out.state = jr->status == ST_SUCCEEDED ? DRV_COND_SUCCEEDED : DRV_COND_FAILED;
-        out.delete_running = true;
-        snprintf(out.reason, sizeof out.reason, "%s", jr->gone ? "JobDeleted" : "StatusFinished");
-        snprintf(out.message, sizeof out.message, "%s",
+        memset(out, 0, sizeof *out);
+        out->state = jr->status == ST_SUCCEEDED ? DRV_COND_SUCCEEDED : DRV_COND_FAILED;
+        out->delete_running = true;
+        snprintf(out->reason, sizeof out->reason, "%s", jr->gone ? "JobDeleted" : "StatusFinished");
+        snprintf(out->message, sizeof out->message, "%s",
                  jr->gone ? "the TrainingJob was deleted" : "its status was set finished");
-        finish(c, j, &out);
         return true;
     }
     /* (its pods as lifecycle.c reads them: on the stack for up to 256, the usual case) */
@@ -301,14 +302,35 @@ bool ctrl_lifecycle_reconcile(drv_ctrl *c, int32_t j)
         in.restart[r] = (drv_restart)jr->restart[r];
         in.replicas[r] = jb->target[r];
     }
-    rerender(c, j);
+    if (rerender_env)
+        rerender(c, j);
     in.scaling = jr->scaling;
-    drv_lifecycle_step(&in, jr->cond < 0 ? DRV_COND_CREATED : jr->cond, &out);
+    drv_lifecycle_step(&in, jr->cond < 0 ? DRV_COND_CREATED : jr->cond, out);
     if (obs != stack)
         drv_free(obs);
-    if (out.started)
+    if (out->started && rerender_env)
         jr->start_time = in.now;
-    if (out.state == DRV_COND_SUCCEEDED || out.state == DRV_COND_FAILED) {
+    return false;
+}
+
+bool ctrl_lifecycle_end_finished(drv_ctrl *c, int32_t j)
+{
+    drv_lifecycle_out out;
+    decide(c, j, false, &out);
+    if (out.state != DRV_COND_SUCCEEDED && out.state != DRV_COND_FAILED)
+        return false;
+    finish(c, j, &out);
+    return true;
+}
+
+bool ctrl_lifecycle_reconcile(drv_ctrl *c, int32_t j)
+{
+    ctrl_mirror *m = &c->mirror;
+    job_record *jr = &m->jobs[j];
+    const drv_job *jb = &m->st.jobs[j];
+    drv_lifecycle_out out;
+    if (decide(c, j, true, &out) || out.state == DRV_COND_SUCCEEDED ||
+        out.state == DRV_COND_FAILED) {
         finish(c, j, &out);
         return true;
     }
@@ -365,6 +387,7 @@ void ctrl_lifecycle_resumed(drv_ctrl *c, int32_t j, const job_record *old)
     jr->cond = old->cond;
     jr->restarts = old->restarts;
     jr->start_time = old->start_time;
+    jr->service_asked = old->service_asked; /* the Service outlives a suspension */
     transition(c, j, DRV_COND_QUEUED, "JobResumed",
                "spec.runPolicy.suspend is false: the job is queued again");
 }

@@ -58,9 +58,21 @@ static int new_clients(drv_ctrl *c, const drv_kube_config *cfg, int binders, drv
     return 0;
 }
 
-static int ctrl_init(drv_ctrl *c, const drv_kube_config *cfg, const drv_ctrl_opts *o, drv_diag *d)
+/* One API budget for every client (kube.h): the controller's requests together stay within
+ * cfg's qps and burst (as client-go's clients of one process share a rate limiter), and every
+ * non-2xx answer, retried ones included, is counted in one place. */
+static int ctrl_init(drv_ctrl *c, const drv_kube_config *given, const drv_ctrl_opts *o, drv_diag *d)
 {
     int rc;
+    drv_kube_config cfg_ = *given, *cfg = &cfg_;
+    if (!cfg->budget) {
+        rc = drv_kube_budget_new(&c->owned_budget, cfg->qps > 0 ? cfg->qps : 5,
+                                 cfg->burst > 0 ? cfg->burst : 10, d);
+        if (rc != 0)
+            return rc;
+        cfg->budget = c->owned_budget;
+    }
+    c->budget = cfg->budget;
     if (!(c->names.tab = drv_strtab_new()) || drv_state_init(&c->mirror.st) != 0 ||
         (c->names.scheduler = drv_strtab_intern(c->names.tab, c->scheduler)) < 0)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
@@ -123,6 +135,7 @@ void drv_ctrl_free(drv_ctrl *c)
     ctrl_counters_fini(c);
     ctrl_mirror_fini(c);
     drv_strtab_free(c->names.tab);
+    drv_kube_budget_free(c->owned_budget);
     pthread_cond_destroy(&c->events.cv);
     pthread_mutex_destroy(&c->events.mu);
     pthread_mutex_destroy(&c->names.mu);

@@ -36,6 +36,9 @@ drv_ctrl_stats drv_ctrl_get_stats(drv_ctrl *c)
     pthread_mutex_lock(&c->counters.mu);
     drv_ctrl_stats s = c->counters.stats;
     pthread_mutex_unlock(&c->counters.mu);
+    /* every client's non-2xx answers, retried ones included (the budget counts them all; what
+     * the units count themselves would miss the client's retries) */
+    s.api_errors = drv_kube_budget_error_total(c->budget);
     return s;
 }
 
@@ -67,7 +70,6 @@ int ctrl_metrics_register(drv_ctrl *c, drv_diag *d)
     COUNTER(binds, "drover_bindings_total", "pods/binding requests that succeeded.");
     COUNTER(creates, "drover_pods_created_total", "Pods created (bound or not).");
     COUNTER(deletes, "drover_pods_deleted_total", "Pods deleted.");
-    COUNTER(errors, "drover_api_errors_total", "API requests that failed.");
     COUNTER(status, "drover_status_writes_total", "TrainingJob status updates written.");
     COUNTER(events, "drover_events_total", "Events written.");
     COUNTER(samples, "drover_progress_samples_total", "Progress samples scraped.");
@@ -87,6 +89,44 @@ int ctrl_metrics_register(drv_ctrl *c, drv_diag *d)
     return rc;
 }
 
+/* drover_api_errors_total{code,verb,resource}: a counter per row of the budget, registered
+ * when the row first appears (at most the budget's 128 rows), advanced by what the row gained
+ * since the last export. */
+static void export_api_errors(drv_ctrl *c)
+{
+    ctrl_counters *k = &c->counters;
+    drv_kube_api_errors rows[128];
+    size_t n = drv_kube_budget_errors(c->budget, rows, 128);
+    if (n > 128)
+        n = 128;
+    for (size_t i = 0; i < n; i++) {
+        if ((int32_t)i >= k->napi) {
+            int32_t cap = k->cap_api;
+            if (drv_grow(&k->api_errors, sizeof *k->api_errors, &k->cap_api, (int32_t)i + 1) != 0 ||
+                drv_grow(&k->api_exported, sizeof *k->api_exported, &cap, (int32_t)i + 1) != 0)
+                return; /* (out of memory: exported later) */
+            char code[16];
+            snprintf(code, sizeof code, "%ld", rows[i].code);
+            const char *const labels[] = {"profile",  c->prof.name,     "code",
+                                          code,       "verb",           rows[i].verb,
+                                          "resource", rows[i].resource, NULL};
+            drv_diag d = {{0}};
+            drv_metric *x = NULL;
+            if (drv_metrics_counter(c->o.metrics, "drover_api_errors_total",
+                                    "API answers other than 2xx, retried ones included.", labels,
+                                    &x, &d) != 0) {
+                drv_log(DRV_LOG_WARN, "drover_api_errors_total: %s", d.msg);
+                return;
+            }
+            k->api_errors[i] = x;
+            k->api_exported[i] = 0;
+            k->napi = (int32_t)i + 1;
+        }
+        drv_metric_add(k->api_errors[i], (double)(rows[i].n - k->api_exported[i]));
+        k->api_exported[i] = rows[i].n;
+    }
+}
+
 /* Adds what changed since the last export (scheduler thread). The job gauges walk the live
  * jobs: with gauges only, after cycles. */
 void ctrl_metrics_export(drv_ctrl *c, bool gauges)
@@ -99,7 +139,7 @@ void ctrl_metrics_export(drv_ctrl *c, bool gauges)
     drv_metric_add(k->binds, (double)(s.binds - l->binds));
     drv_metric_add(k->creates, (double)(s.creates - l->creates));
     drv_metric_add(k->deletes, (double)(s.deletes - l->deletes));
-    drv_metric_add(k->errors, (double)(s.api_errors - l->api_errors));
+    export_api_errors(c);
     drv_metric_add(k->status, (double)(s.status_writes - l->status_writes));
     drv_metric_add(k->events, (double)(s.events - l->events));
     drv_metric_add(k->samples, (double)(s.samples - l->samples));
@@ -118,4 +158,6 @@ void ctrl_metrics_export(drv_ctrl *c, bool gauges)
 void ctrl_counters_fini(drv_ctrl *c)
 {
     drv_free(c->counters.lat);
+    drv_free(c->counters.api_errors);
+    drv_free(c->counters.api_exported);
 }

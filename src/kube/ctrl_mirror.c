@@ -203,6 +203,7 @@ static void own_pod_gone(drv_ctrl *c, int32_t s, double t)
     ctrl_mirror_set_ghost(c, p, 0, (drv_res){0, 0, 0});
     p->exists = 0;
     p->delete_assumed = false;
+    p->delete_tries = 0;
     p->api_node = -1;
     p->api_name = 0;
     p->ip_family = 0;
@@ -238,6 +239,15 @@ static int own_pod(drv_ctrl *c, int32_t s, const drv_kpod *kp, double t)
         if (ctrl_pod_terminal(kp->phase) && held && !in_place)
             drv_state_unbind(&m->st, s);
         ctrl_mirror_set_ghost(c, p, held || ctrl_pod_terminal(kp->phase) ? 0 : kp->node, kp->req);
+        return 0;
+    }
+    /* A finished pod holds no room (as kube-scheduler counts it), its ghost neither. */
+    if (ctrl_pod_terminal(kp->phase))
+        ctrl_mirror_set_ghost(c, p, 0, (drv_res){0, 0, 0});
+    if (p->exists == 2) {
+        /* Being deleted (its deletion sent, or seen): this event is older than that (a
+         * deletionTimestamp, once set, stays), and the pod is not placed again from it. */
+        p->phase = kp->phase;
         return 0;
     }
     p->exists = 1;
@@ -351,6 +361,7 @@ static void job_record_init(drv_ctrl *c, int32_t j, const ctrl_event *e, tj_reco
         t->tmpl[r] = NULL; /* taken over */
     }
     jr->t_ready = e->t;
+    jr->node_name = t->node_name;
     jr->status = ST_PENDING;
     jr->port = t->tj.progress_port;
     snprintf(jr->path, sizeof jr->path, "%s", t->tj.progress_path);

@@ -243,7 +243,16 @@ static void write_status(drv_ctrl *c, const char *key)
         return;
     drv_diag d = {{0}};
     long status = 0;
-    if (drv_kube_update(w->client, r.path, set_status, &r, 0, NULL, &status, &d) == 0) {
+    /* A JSON merge patch of the status subresource: it carries no resourceVersion, so an edit
+     * of the job's spec meanwhile is no conflict (a read-modify-write PUT would get a 409) */
+    json_t *patch = json_pack("{s:{}}", "status");
+    char *body = patch && set_status(patch, &r) == 0 ? json_dumps(patch, JSON_COMPACT) : NULL;
+    json_decref(patch);
+    int rc = body ? drv_kube_request(w->client, "PATCH", r.path, "application/merge-patch+json",
+                                     body, &status, NULL, &d)
+                  : drv_fail(&d, DRV_ENOMEM, "%s: out of memory", r.path);
+    free(body);
+    if (rc == 0) {
         ctrl_count(c, &c->counters.stats.status_writes, 1);
         drv_workqueue_forget(w->queue, key);
     } else if (status == 404) {

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- quantities ---------------------------------------------------------------------------- */
 
@@ -754,9 +755,15 @@ char *drv_kube_event_json(const char *ns, const char *kind, const char *api_vers
                           const char *name, const char *uid, const char *type, const char *reason,
                           const char *message, const char *now, const char *component)
 {
-    /* Event names are the object's name and a unique suffix, like kubectl's recorder. */
+    /* Event names are the object's name and a unique suffix, like kubectl's recorder (which
+     * uses the time in nanoseconds): a controller restarted within the second it was killed
+     * writes the same messages in the same order, so the wall clock's nanoseconds are mixed in
+     * too, lest its Events collide with its predecessor's (409 AlreadyExists). */
     static uint64_t seq;
-    uint64_t h = 1469598103934665603ull ^ (uint64_t)__atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)__atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED) ^
+                 ((uint64_t)ts.tv_nsec << 20);
     for (const char *p = now; *p; p++)
         h = (h ^ (unsigned char)*p) * 1099511628211ull;
     for (const char *p = message; *p; p++)

@@ -8,7 +8,7 @@
  * workers (500m, 1Gi each), then runs `drover run` as a child process and SIGKILLs it --kills
  * times at seeded random moments, restarting it at once each time; the last one runs until
  * every job has succeeded and is stopped with SIGTERM. Meanwhile the server answers about
- * --rate of the controller's requests (its User-Agent is drover/<version>; the emulator's and
+ * --rate of the controller's requests (its User-Agent is drover-run/<version>; the emulator's and
  * the test's are not touched) with a fault: 409, 429 with Retry-After, 500, a 300 ms delay, every
  * watch dropped, or the watch window expired (410).
  *
@@ -24,8 +24,13 @@
  * Seeded and repeatable in what it injects: the same --seed draws the same faults and kill
  * times (the interleaving of threads still varies). Prints one summary line.
  *
- * usage: test_chaos [--seed N] [--jobs N] [--rate R] [--kills N] [--policy NAME]
- *        (defaults: seed $CHAOS_SEED or 1, 200 jobs, rate 0.1, 6 kills, gang-fifo)
+ * usage: test_chaos [--seed N] [--jobs N] [--rate R] [--kills N] [--policy NAME] [--nodes N]
+ *                   [--delay-ms MS] [--kill-bound N]
+ *        (defaults: seed $CHAOS_SEED or 1, 200 jobs, rate 0.1, 6 kills, gang-fifo, 8 nodes, no
+ *        delay, kills at random moments)
+ * The restart experiment of issue 12 (4 nodes, 20 jobs, every request 150 ms late, each of 37
+ * kills once 13 pods are bound and live, no faults):
+ *        test_chaos --nodes 4 --jobs 20 --delay-ms 150 --kills 37 --kill-bound 13 --rate 0
  */
 #include "apiserver.h"
 #include "drover/kube.h"
@@ -47,7 +52,10 @@ enum { NODES = 8, RANKS = 5, MAX_JOBS = 2000 };
 
 typedef struct opts {
     uint64_t seed;
-    int jobs, kills;
+    int jobs, kills, nodes;
+    int delay_ms;   /* every request served this late (drv_apiserver_set_delay), 0: none */
+    int kill_bound; /* > 0: each kill comes once this many pods are bound and live (and the
+                       controller has run a random 0.3-1 s), not at a random moment */
     double rate;
     const char *policy;
 } opts;
@@ -148,6 +156,28 @@ static void submit(drv_kube *k, int i)
         fprintf(stderr, "test_chaos: cannot submit job-%d: %ld %s\n", i, st, d.msg);
         exit(1);
     }
+}
+
+/* How many pods are bound and live (neither finished nor being deleted), or -1. */
+static int live_bound_pods(drv_kube *k)
+{
+    drv_diag d = {{0}};
+    long st = 0;
+    json_t *list = NULL;
+    if (drv_kube_request(k, "GET", "/api/v1/pods", NULL, NULL, &st, &list, &d) != 0)
+        return -1;
+    int n = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(list, "items"), i, p)
+    {
+        const char *ph = json_string_value(json_object_get(json_object_get(p, "status"), "phase"));
+        bool finished = ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed"));
+        n += json_object_get(json_object_get(p, "spec"), "nodeName") && !finished &&
+             !json_object_get(json_object_get(p, "metadata"), "deletionTimestamp");
+    }
+    json_decref(list);
+    return n;
 }
 
 /* How many TrainingJobs have status.phase Succeeded. */
@@ -330,7 +360,7 @@ static void replay(history *h, const char *audit)
 static int usage(void)
 {
     fprintf(stderr, "usage: test_chaos [--seed N] [--jobs N] [--rate R] [--kills N] "
-                    "[--policy NAME]\n");
+                    "[--policy NAME] [--nodes N] [--delay-ms MS] [--kill-bound N]\n");
     return 2;
 }
 
@@ -341,6 +371,7 @@ static int parse(int argc, char **argv, opts *o)
                 .jobs = 200,
                 .rate = 0.1,
                 .kills = 6,
+                .nodes = NODES,
                 .policy = "gang-fifo"};
     for (int i = 1; i < argc; i += 2) {
         if (i + 1 >= argc)
@@ -355,18 +386,26 @@ static int parse(int argc, char **argv, opts *o)
             o->kills = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--policy"))
             o->policy = argv[i + 1];
+        else if (!strcmp(argv[i], "--nodes"))
+            o->nodes = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--delay-ms"))
+            o->delay_ms = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--kill-bound"))
+            o->kill_bound = atoi(argv[i + 1]);
         else
             return usage();
     }
-    if (o->jobs < 1 || o->jobs > MAX_JOBS || o->kills < 0 || o->rate < 0 || o->rate > 0.5)
+    if (o->jobs < 1 || o->jobs > MAX_JOBS || o->kills < 0 || o->rate < 0 || o->rate > 0.5 ||
+        o->nodes < 1 || o->nodes > NODES || o->delay_ms < 0 || o->delay_ms > 5000 ||
+        o->kill_bound < 0)
         return usage();
     return 0;
 }
 
-static drv_emulator *start_emulator(const char *url)
+static drv_emulator *start_emulator(const char *url, int n)
 {
     drv_emu_node nodes[NODES];
-    for (int i = 0; i < NODES; i++) {
+    for (int i = 0; i < n; i++) {
         nodes[i] = (drv_emu_node){.alloc = {.cpu = 8000, .mem = 32LL << 30}};
         snprintf(nodes[i].name, sizeof nodes[i].name, "n%d", i);
         snprintf(nodes[i].zone, sizeof nodes[i].zone, "zone-%d", i % 2);
@@ -380,7 +419,7 @@ static drv_emulator *start_emulator(const char *url)
         .server = (char *)url, .qps = 1000, .burst = 1000, .component = "emulate"};
     drv_emulator *e = NULL;
     drv_diag d = {{0}};
-    if (drv_emulator_new(&e, &cfg, nodes, NODES, &eo, &d) != 0 || drv_emulator_start(e, &d) != 0) {
+    if (drv_emulator_new(&e, &cfg, nodes, n, &eo, &d) != 0 || drv_emulator_start(e, &d) != 0) {
         fprintf(stderr, "test_chaos: emulator: %s\n", d.msg);
         exit(1);
     }
@@ -404,7 +443,7 @@ int main(int argc, char **argv)
         return 1;
     }
     snprintf(url, sizeof url, "http://127.0.0.1:%u", drv_apiserver_port(srv));
-    drv_emulator *emu = start_emulator(url);
+    drv_emulator *emu = start_emulator(url, o.nodes);
     drv_kube_config cfg = {.server = url, .qps = 1000, .burst = 1000, .component = "test"};
     drv_kube *k;
     if (drv_kube_new(&k, &cfg, &d) != 0)
@@ -412,11 +451,22 @@ int main(int argc, char **argv)
     for (int i = 0; i < o.jobs; i++)
         submit(k, i);
 
-    drv_apiserver_chaos(srv, o.seed, o.rate, "drover/");
+    drv_apiserver_chaos(srv, o.seed, o.rate, "drover-run/");
+    drv_apiserver_set_delay(srv, o.delay_ms);
     char log[600];
+    int kills_bound = 0; /* kills that came with kill_bound pods bound (not after 10 s) */
     for (int kill_no = 0; kill_no < o.kills; kill_no++) {
         pid_t pid = start_drover(&o, kill_no, log, sizeof log);
-        sleep_s(0.3 + 2.7 * uniform());
+        if (o.kill_bound > 0) { /* once that many are bound (or 10 s on), after 0.3-1 s */
+            double t0 = now(), min = 0.3 + 0.7 * uniform();
+            int bound = 0;
+            while (now() - t0 < 10 &&
+                   (now() - t0 < min || (bound = live_bound_pods(k)) < o.kill_bound))
+                sleep_s(0.05);
+            kills_bound += bound >= o.kill_bound;
+        } else {
+            sleep_s(0.3 + 2.7 * uniform());
+        }
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
     }
@@ -441,13 +491,18 @@ int main(int argc, char **argv)
     long injected = (after.conflict - before.conflict) + (after.throttled - before.throttled) +
                     (after.internal - before.internal);
     long counted = stop_line_failures(log);
-    printf("seed %llu: %d jobs, %d kills; faults injected: %ld conflict, %ld throttled, "
-           "%ld internal, %ld gone, %ld slow, %ld dropped; jobs succeeded %d; events %ld; "
-           "double binds %ld, succeeded twice %ld, over-commits %ld, half gangs %ld; last "
-           "controller: %ld error faults injected, %ld failed requests counted\n",
-           (unsigned long long)o.seed, o.jobs, o.kills, after.conflict, after.throttled,
-           after.internal, after.gone, after.slow, after.dropped, done, h.events, h.double_binds,
-           h.twice_done, h.overcommits, h.half_gangs, injected, counted);
+    char how[64] = "";
+    if (o.kill_bound > 0)
+        snprintf(how, sizeof how, " (%d of them once %d+ pods were bound)", kills_bound,
+                 o.kill_bound);
+    printf(
+        "seed %llu: %d nodes, %d jobs, %d kills%s; faults injected: %ld conflict, %ld throttled, "
+        "%ld internal, %ld gone, %ld slow, %ld dropped; jobs succeeded %d; events %ld; "
+        "double binds %ld, succeeded twice %ld, over-commits %ld, half gangs %ld; last "
+        "controller: %ld error faults injected, %ld failed requests counted\n",
+        (unsigned long long)o.seed, o.nodes, o.jobs, o.kills, how, after.conflict, after.throttled,
+        after.internal, after.gone, after.slow, after.dropped, done, h.events, h.double_binds,
+        h.twice_done, h.overcommits, h.half_gangs, injected, counted);
     expect(done == o.jobs, "jobs that did not succeed", o.jobs - done);
     expect(h.double_binds == 0, "double binds", h.double_binds);
     expect(h.twice_done == 0, "ranks succeeded twice", h.twice_done);

@@ -6,7 +6,10 @@
  * Issue 12: a binding answered 409 because the pod is already bound (by a previous leader, or
  * a watch event the mirror applied before the answer) must be resolved by reading the pod, not
  * by undoing the assumption: undone, the state says "unbound" while the API says "bound", no
- * watch event corrects it, and every cycle sends the binding again.
+ * watch event corrects it, and every cycle sends the binding again. And what test_chaos found:
+ * a failed creation taken to have made its pod (then bound, 404, forever), the room of pods
+ * being deleted given away before they were gone, a finished job's pods created again after a
+ * restart, and a template's spec.nodeName bypassing every check.
  */
 #include "apiserver.h"
 #include "ctrl.h"
@@ -167,10 +170,310 @@ static void test_conflict_is_read_not_undone(void **state)
     drv_ctrl_free(c);
 }
 
+/* ---- issue 12 under chaos: assumptions after 404/409/500, room of pods being deleted ------ */
+
+static const char *const job_cw1 =
+    "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{\"name\":"
+    "\"cw\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":"
+    "1,\"template\":{\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"t\","
+    "\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}";
+
+/* A controller whose mirror holds what the API has now, its informers then stopped, and its
+ * binder threads (one) started. */
+static drv_ctrl *open_ctrl(ctrl_event **batch, int32_t *cap, fixture *f, drv_metrics *m)
+{
+    drv_profile prof;
+    drv_diag d = {{0}};
+    assert_int_equal(drv_profile_builtin("gang-fifo", &prof, &d), 0);
+    drv_ctrl_opts o = {.profile = &prof, .binders = 1, .no_events = true, .metrics = m};
+    drv_ctrl *c;
+    assert_int_equal(drv_ctrl_new(&c, &f->cfg, &o, &d), 0);
+    c->loop.t0 = drv_clock_mono();
+    c->loop.leader = true;
+    assert_int_equal(ctrl_intake_start(c, &d), 0);
+    sync_mirror(c, batch, cap);
+    ctrl_intake_stop(c);
+    assert_int_equal(ctrl_binder_start(c, &d), 0);
+    return c;
+}
+
+static void close_ctrl(drv_ctrl *c, ctrl_event *batch)
+{
+    ctrl_binder_stop(c);
+    drv_free(batch);
+    drv_ctrl_free(c);
+}
+
+/* A creation answered 409 that the API did not apply (the pod is not there when read): the pod
+ * is not taken to exist, so the next placement creates it again instead of binding a pod that
+ * does not exist (which was answered 404 forever); the read is no failed request. */
+static void test_conflict_on_create_read_as_gone(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_cw1);
+    ctrl_event *batch = NULL;
+    int32_t cap = 0;
+    drv_metrics *m = NULL;
+    assert_int_equal(drv_metrics_new(&m), 0);
+    drv_ctrl *c = open_ctrl(&batch, &cap, f, m);
+    drv_state *st = &c->mirror.st;
+    int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
+    assert_int_equal(c->mirror.pods[s].exists, 0);
+
+    drv_apiserver_fail_next(f->srv, 409, 1, 0);
+    drv_state_bind(st, s, 0);
+    assert_int_equal(ctrl_binder_place(c, s, 0), 0);
+    assert_int_equal(c->mirror.pods[s].inflight, REQ_CREATE);
+    apply_answer(c, &batch, &cap);
+    assert_int_equal(c->mirror.pods[s].exists, 0);
+    assert_int_equal(st->pods[s].node, -1);
+    drv_ctrl_stats stats = drv_ctrl_get_stats(c);
+    assert_int_equal(stats.api_errors, 1); /* the 409 only: the read found no pod, no 404 */
+    assert_int_equal(stats.creates, 0);
+    ctrl_metrics_export(c, false);
+    char *text = drv_metrics_render(m);
+    assert_non_null(strstr(text, "drover_api_errors_total{profile=\"gang-fifo\",code=\"409\","
+                                 "verb=\"POST\",resource=\"pods\"} 1\n"));
+    assert_null(strstr(text, "code=\"404\""));
+    drv_free(text);
+
+    /* placed again: created (bound), not bound through pods/binding */
+    drv_state_bind(st, s, 0);
+    assert_int_equal(ctrl_binder_place(c, s, 0), 0);
+    assert_int_equal(c->mirror.pods[s].inflight, REQ_CREATE);
+    apply_answer(c, &batch, &cap);
+    stats = drv_ctrl_get_stats(c);
+    assert_int_equal(stats.creates, 1);
+    assert_int_equal(stats.created_bound, 1);
+    assert_int_equal(stats.binds, 0);
+    assert_int_equal(c->mirror.pods[s].exists, 1);
+    close_ctrl(c, batch);
+    drv_metrics_free(m);
+}
+
+/* A binding answered 404: the pod does not exist (whatever was assumed), so it is created next
+ * time rather than bound again and again. */
+static void test_binding_404_forgets_the_pod(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_cw1);
+    ctrl_event *batch = NULL;
+    int32_t cap = 0;
+    drv_ctrl *c = open_ctrl(&batch, &cap, f, NULL);
+    drv_state *st = &c->mirror.st;
+    int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
+    c->mirror.pods[s].exists = 1; /* a wrong assumption */
+    drv_state_bind(st, s, 0);
+    assert_int_equal(ctrl_binder_place(c, s, 0), 0);
+    assert_int_equal(c->mirror.pods[s].inflight, REQ_BIND);
+    apply_answer(c, &batch, &cap);
+    assert_int_equal(c->mirror.pods[s].exists, 0);
+    assert_int_equal(st->pods[s].node, -1);
+    drv_state_bind(st, s, 0);
+    assert_int_equal(ctrl_binder_place(c, s, 0), 0);
+    assert_int_equal(c->mirror.pods[s].inflight, REQ_CREATE);
+    apply_answer(c, &batch, &cap);
+    close_ctrl(c, batch);
+}
+
+/* A pod deleted where the state no longer has it (its job ended) holds its node's room until it
+ * is gone; a deletion that fails keeps holding it and is sent again, after reading the pod. */
+static void test_pod_being_deleted_holds_its_room(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_cw1);
+    req(f, "POST", "/api/v1/namespaces/default/pods",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"cw-worker-0\","
+        "\"labels\":{\"drover.dev/job\":\"cw\",\"drover.dev/role\":\"worker\","
+        "\"drover.dev/rank\":\"0\"}},\"spec\":{\"schedulerName\":\"drover\",\"nodeName\":"
+        "\"node-a\",\"containers\":[{\"name\":\"main\",\"image\":\"t\",\"resources\":{"
+        "\"requests\":{\"cpu\":\"1\"}}}]}}");
+    ctrl_event *batch = NULL;
+    int32_t cap = 0;
+    drv_ctrl *c = open_ctrl(&batch, &cap, f, NULL);
+    drv_state *st = &c->mirror.st;
+    int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
+    assert_int_equal(st->pods[s].node, 0); /* adopted where the API has it */
+    assert_int_equal(drv_node_free(&st->nodes[0]).cpu, 3000);
+
+    drv_state_unbind(st, s); /* its job ended */
+    drv_apiserver_fail_next(f->srv, 409, 1, 0);
+    assert_int_equal(ctrl_binder_delete(c, s), 0);
+    assert_int_equal(drv_node_free(&st->nodes[0]).cpu, 3000); /* still held */
+    apply_answer(c, &batch, &cap);
+    /* read: there, not being deleted: sent again, the room still held */
+    assert_int_equal(c->mirror.pods[s].inflight, REQ_DELETE);
+    assert_int_equal(drv_node_free(&st->nodes[0]).cpu, 3000);
+    apply_answer(c, &batch, &cap);
+    drv_ctrl_stats stats = drv_ctrl_get_stats(c);
+    assert_int_equal(stats.deletes, 1);
+    assert_int_equal(stats.api_errors, 1);
+    assert_int_equal(drv_node_free(&st->nodes[0]).cpu, 3000); /* until its watch says gone */
+    close_ctrl(c, batch);
+}
+
+/* A restarted controller that finds a job's lead pod succeeded (its status not written before
+ * the kill) ends the job before the cycle decides: none of its pods is created again. */
+static void test_finished_job_not_placed_again(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
+        "\"name\":\"fj\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{"
+        "\"replicas\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":\"main\","
+        "\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}");
+    req(f, "POST", "/api/v1/namespaces/default/pods",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"fj-worker-0\","
+        "\"labels\":{\"drover.dev/job\":\"fj\",\"drover.dev/role\":\"worker\","
+        "\"drover.dev/rank\":\"0\"}},\"spec\":{\"schedulerName\":\"drover\",\"nodeName\":"
+        "\"node-a\",\"containers\":[{\"name\":\"main\",\"image\":\"t\",\"resources\":{"
+        "\"requests\":{\"cpu\":\"1\"}}}]}}");
+    req(f, "PATCH", "/api/v1/namespaces/default/pods/fj-worker-0/status",
+        "{\"status\":{\"phase\":\"Succeeded\"}}");
+    ctrl_event *batch = NULL;
+    int32_t cap = 0;
+    drv_ctrl *c = open_ctrl(&batch, &cap, f, NULL);
+    ctrl_binder_stop(c); /* what the cycle sends stays queued, for the test to see */
+    drv_state *st = &c->mirror.st;
+    assert_int_equal(ctrl_cycle_run(c), 0);
+    assert_int_equal(st->jobs[0].phase, DRV_JOB_DONE);
+    for (int32_t k = 0; k < st->jobs[0].pod_count; k++)
+        assert_int_not_equal(c->mirror.pods[st->jobs[0].pod_base + k].inflight, REQ_CREATE);
+    close_ctrl(c, batch);
+}
+
+/* A gang left partly bound (its other creation failed before a kill) that the cycle cannot
+ * complete is rolled back: its bound pod is deleted, its room held until gone. */
+static void test_partial_gang_rolled_back(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
+        "\"name\":\"hg\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{"
+        "\"replicas\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":\"main\","
+        "\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}");
+    req(f, "POST", "/api/v1/namespaces/default/pods",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"hg-worker-0\","
+        "\"labels\":{\"drover.dev/job\":\"hg\",\"drover.dev/role\":\"worker\","
+        "\"drover.dev/rank\":\"0\"}},\"spec\":{\"schedulerName\":\"drover\",\"nodeName\":"
+        "\"node-a\",\"containers\":[{\"name\":\"main\",\"image\":\"t\",\"resources\":{"
+        "\"requests\":{\"cpu\":\"1\"}}}]}}");
+    /* someone else's pod takes the rest of the node: worker 1 cannot be placed */
+    req(f, "POST", "/api/v1/namespaces/default/pods",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"other\"},"
+        "\"spec\":{\"nodeName\":\"node-a\",\"containers\":[{\"name\":\"main\",\"image\":"
+        "\"t\",\"resources\":{\"requests\":{\"cpu\":\"3\"}}}]}}");
+    ctrl_event *batch = NULL;
+    int32_t cap = 0;
+    drv_ctrl *c = open_ctrl(&batch, &cap, f, NULL);
+    ctrl_binder_stop(c); /* what the cycle sends stays queued, for the test to see */
+    drv_state *st = &c->mirror.st;
+    int32_t w0 = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0),
+            w1 = drv_job_pod(st, 0, DRV_ROLE_WORKER, 1);
+    assert_int_equal(st->pods[w0].node, 0);
+    assert_int_equal(ctrl_cycle_run(c), 0);
+    assert_int_equal(st->pods[w1].node, -1);
+    assert_int_equal(st->pods[w0].node, -1);
+    assert_int_equal(c->mirror.pods[w0].inflight, REQ_DELETE);
+    assert_int_equal(drv_node_free(&st->nodes[0]).cpu, 0); /* held until gone */
+    close_ctrl(c, batch);
+}
+
+/* A gang placed whole by a cycle whose one creation then fails is not taken for whole: when the
+ * next cycle cannot place that pod again, the gang is rolled back. */
+static void test_gang_failed_in_flight_rolled_back(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
+        "\"name\":\"hf\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{"
+        "\"replicas\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":\"main\","
+        "\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}");
+    ctrl_event *batch = NULL;
+    int32_t cap = 0;
+    drv_ctrl *c = open_ctrl(&batch, &cap, f, NULL);
+    drv_state *st = &c->mirror.st;
+    int32_t w0 = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0),
+            w1 = drv_job_pod(st, 0, DRV_ROLE_WORKER, 1);
+    drv_apiserver_fail_next(f->srv, 500, 1, 0); /* the first creation (one binder: in order) */
+    assert_int_equal(ctrl_cycle_run(c), 0);
+    for (int i = 0; i < 2 && drv_ctrl_get_stats(c).creates < 1; i++)
+        apply_answer(c, &batch, &cap);
+    while (c->mirror.pods[w0].inflight || c->mirror.pods[w1].inflight)
+        apply_answer(c, &batch, &cap);
+    assert_int_equal(drv_ctrl_get_stats(c).creates, 1);
+    int32_t failed = c->mirror.pods[w0].exists ? w1 : w0, made = w0 + w1 - failed;
+    assert_int_equal(st->pods[failed].node, -1);
+    /* the room it had is gone meanwhile */
+    drv_state_set_node(st, 0, (drv_res){1000, 8LL << 30, 0}, true);
+    assert_int_equal(ctrl_cycle_run(c), 0);
+    assert_int_equal(st->pods[failed].node, -1);
+    assert_int_equal(st->pods[made].node, -1);
+    assert_int_equal(c->mirror.pods[made].inflight, REQ_DELETE);
+    apply_answer(c, &batch, &cap);
+    close_ctrl(c, batch);
+}
+
+/* A template's spec.nodeName is taken out: the pod Drover creates carries the node it chose,
+ * or none, never the template's. */
+static void test_template_node_name_ignored(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
+        "\"name\":\"pin\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{"
+        "\"replicas\":4,\"template\":{\"spec\":{\"nodeName\":\"node-a\",\"containers\":[{"
+        "\"name\":\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"2\"}}}]}}}}"
+        "}}");
+    ctrl_event *batch = NULL;
+    int32_t cap = 0;
+    drv_ctrl *c = open_ctrl(&batch, &cap, f, NULL);
+    drv_state *st = &c->mirror.st;
+    assert_true(c->mirror.jobs[0].node_name);
+    assert_null(strstr(c->mirror.jobs[0].tmpl[DRV_ROLE_WORKER], "nodeName"));
+    /* 4 x 2 CPUs do not fit the 4-CPU node: the job waits, its pods created unbound */
+    assert_int_equal(ctrl_cycle_run(c), 0);
+    assert_int_equal(st->jobs[0].phase, DRV_JOB_PENDING);
+    for (int i = 0; i < 4 && drv_ctrl_get_stats(c).creates < 4; i++)
+        apply_answer(c, &batch, &cap);
+    assert_int_equal(drv_ctrl_get_stats(c).creates, 4);
+    assert_int_equal(drv_ctrl_get_stats(c).created_bound, 0);
+    json_t *list = NULL;
+    long status = 0;
+    drv_diag d = {{0}};
+    assert_int_equal(drv_kube_request(f->k, "GET", "/api/v1/namespaces/default/pods", NULL, NULL,
+                                      &status, &list, &d),
+                     0);
+    json_t *items = json_object_get(list, "items");
+    assert_int_equal(json_array_size(items), 4);
+    size_t i;
+    json_t *p;
+    json_array_foreach(items, i, p)
+    {
+        assert_null(json_object_get(json_object_get(p, "spec"), "nodeName"));
+    }
+    json_decref(list);
+    close_ctrl(c, batch);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_conflict_is_read_not_undone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_conflict_on_create_read_as_gone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_binding_404_forgets_the_pod, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pod_being_deleted_holds_its_room, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_finished_job_not_placed_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_partial_gang_rolled_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_failed_in_flight_rolled_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_template_node_name_ignored, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,6 +49,14 @@ static int send_removal(drv_ctrl *c, const drv_decision *x)
     ctrl_mirror *m = &c->mirror;
     pod_record *p = &m->pods[x->pod];
     const drv_pod *sp = &m->st.pods[x->pod];
+    if (m->jobs[sp->job].members) {
+        /* Another operator's pod is never deleted by Drover: it stays where the API has it. */
+        if (sp->node >= 0)
+            drv_state_unbind(&m->st, x->pod);
+        if (p->api_node >= 0)
+            drv_state_bind(&m->st, x->pod, p->api_node);
+        return 0;
+    }
     p->want = -1;
     bool had = p->exists == 1;
     int rc = ctrl_binder_delete(c, x->pod);
@@ -236,12 +244,23 @@ static int reconcile(drv_ctrl *c, const int32_t *queue_pos)
     int32_t npend = m->st.npending;
     DRV_FOR_LIVE(&m->st, j)
     {
+        const drv_job *jb = &m->st.jobs[j];
+        if (m->jobs[j].members) { /* another operator's gang (ctrl_podgroup.c) */
+            int rc = reconcile_pods(c, j);
+            if (rc)
+                return rc;
+            bool placed = drv_job_complete(jb) && drv_job_wanted(jb) > 0;
+            char why[512] = "";
+            if (!placed && !m->jobs[j].why_written)
+                why_pending(c, j, queue_pos ? queue_pos[j] : 0, npend, why, sizeof why);
+            ctrl_podgroup_reconcile(c, j, placed, why);
+            continue;
+        }
         if (ctrl_lifecycle_reconcile(c, j))
             continue;
         int rc = reconcile_pods(c, j);
         if (rc)
             return rc;
-        const drv_job *jb = &m->st.jobs[j];
         if (!drv_job_complete(jb) || drv_job_wanted(jb) == 0) {
             if ((rc = reconcile_waiting(c, j, queue_pos, npend)) != 0)
                 return rc;

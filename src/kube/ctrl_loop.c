@@ -166,6 +166,9 @@ int ctrl_apply_events(drv_ctrl *c, ctrl_event *ev, int32_t n)
         case EV_TRAININGJOB:
             rc = ctrl_mirror_apply_trainingjob(c, e);
             break;
+        case EV_PODGROUP:
+            rc = ctrl_podgroup_apply(c, e);
+            break;
         case EV_PROGRESS:
             rc = ctrl_mirror_apply_progress(c, e);
             break;
@@ -247,10 +250,13 @@ static int loop_iterate(drv_ctrl *c)
         if ((rc = on_synced(c)) != 0)
             return rc;
     }
-    /* 4. cycle when something changed, or a plugin asked for the time, and we lead */
+    /* 4. cycle when something changed, or a plugin asked for the time, and we lead; other
+     * operators' gangs complete enough become jobs first (ctrl_podgroup.c) */
     now = drv_clock_mono() - l->t0;
     if (!l->leader)
         return 0;
+    if ((rc = ctrl_podgroup_admit(c)) != 0)
+        return rc;
     bool due =
         c->mirror.dirty || (wake == -INFINITY ? now >= l->last + c->prof.period : now >= wake);
     if (!due || c->mirror.st.nlive == 0)

@@ -913,8 +913,12 @@ static json_t *table_cells(int rt, json_t *o)
     } else if (rt == R_PG) {
         /* a path absent is null, which kubectl prints as <none> (as for a CRD's columns) */
         for (size_t i = 0; i < sizeof PG_COLS / sizeof PG_COLS[0]; i++) {
+            /* (a date column is sent as an age, "5m", as kube-apiserver's CRD tables do) */
             json_t *v = path_get(o, PG_COLS[i][2] + 1);
-            json_array_append_new(c, v ? json_incref(v) : json_null());
+            if (!strcmp(PG_COLS[i][1], "date"))
+                json_array_append_new(c, json_string(a));
+            else
+                json_array_append_new(c, v ? json_incref(v) : json_null());
         }
     } else if (rt == R_NAMESPACES) {
         json_array_append_new(c, json_string(str_or(path_get(o, "status.phase"), "Active")));

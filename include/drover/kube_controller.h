@@ -83,7 +83,7 @@ typedef struct drv_ctrl_stats {
     long api_errors;             /* requests that failed (logged) */
     long status_writes;          /* TrainingJob status updates */
     long events;                 /* Events written */
-    long jobs;                   /* TrainingJobs known */
+    long jobs;                   /* TrainingJobs known, and other operators' gangs admitted */
     long jobs_done;              /* ... finished (Succeeded or Failed) */
     long leaderships;            /* times this controller became the leader */
     long samples;                /* progress samples collected */

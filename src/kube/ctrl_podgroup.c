@@ -24,7 +24,8 @@
  * done), as scheduler-plugins' controller writes it.
  *
  * Bounds: admit visits every group, only on an iteration after a pod or PodGroup event
- * changed one; a group remembers at most one record per pod.
+ * changed one; a group remembers at most one record per pod; the table holds only groups with
+ * a PodGroup, a pod waiting or a live job (drop_idle).
  */
 #include "ctrl.h"
 
@@ -94,6 +95,24 @@ static pg_group *group_of(drv_ctrl *c, int32_t key, int32_t ns, int32_t name, bo
     return g;
 }
 
+/* A group with nothing left to serve (no pods waiting, no job, and no PodGroup or alone) is
+ * forgotten, so that the table holds only live groups: the last one takes its place. */
+static void drop_idle(struct pg_table *t, int32_t key)
+{
+    int32_t i = key < t->cap_key ? t->by_key[key] : -1;
+    if (i < 0)
+        return;
+    pg_group *g = &t->v[i];
+    if (g->npods > 0 || g->job >= 0 || (g->exists && !g->lone))
+        return;
+    drv_free(g->pods);
+    t->by_key[key] = -1;
+    if (i != --t->n) {
+        t->v[i] = t->v[t->n];
+        t->by_key[t->v[i].key] = i;
+    }
+}
+
 int ctrl_podgroup_apply(drv_ctrl *c, const ctrl_event *e)
 {
     const drv_kpodgroup *pg = e->type == DRV_WATCH_DELETED ? &e->old.group : &e->cur.group;
@@ -111,6 +130,7 @@ int ctrl_podgroup_apply(drv_ctrl *c, const ctrl_event *e)
     g->min_member = pg->min_member > 0 ? pg->min_member : 1;
     g->said = -1; /* (its wait is said again, with the new minimum) */
     table(c)->changed = true;
+    drop_idle(table(c), id);
     return 0;
 }
 
@@ -132,6 +152,7 @@ int ctrl_podgroup_pod(drv_ctrl *c, const ctrl_event *e)
         g->pods[g->npods++] = (pg_member){e->key, *p};
     }
     table(c)->changed = true;
+    drop_idle(table(c), e->job_key);
     return 0;
 }
 
@@ -232,9 +253,13 @@ static int make_job(drv_ctrl *c, pg_group *g)
     m->job_of[g->key] = j;
     g->job = j;
     ctrl_count(c, &c->counters.stats.jobs, 1);
-    for (int32_t k = 0; k < jb->pod_count && rc == 0; k++)
+    bool bound = true;
+    for (int32_t k = 0; k < jb->pod_count && rc == 0; k++) {
         rc = ctrl_mirror_adopt(c, jb->pod_base + k, members[k], jr->t_ready);
-    g->npods = 0; /* (the job's now) */
+        bound &= m->pods[jb->pod_base + k].api_node >= 0;
+    }
+    jr->adopted = bound; /* (placed before: by an earlier controller, no second Scheduled) */
+    g->npods = 0;        /* (the job's now) */
     g->said = -1;
     m->dirty = true;
     return rc;
@@ -343,8 +368,10 @@ static void end_job(drv_ctrl *c, int32_t j, bool ok)
     jr->status = ok ? ST_SUCCEEDED : ST_FAILED;
     m->job_of[jr->key] = -1;
     struct pg_table *t = m->groups;
-    if (t && jr->key < t->cap_key && t->by_key[jr->key] >= 0)
+    if (t && jr->key < t->cap_key && t->by_key[jr->key] >= 0) {
         t->v[t->by_key[jr->key]].job = -1;
+        drop_idle(t, jr->key);
+    }
 }
 
 void ctrl_podgroup_reconcile(drv_ctrl *c, int32_t j, bool placed, const char *why)
@@ -375,7 +402,7 @@ void ctrl_podgroup_reconcile(drv_ctrl *c, int32_t j, bool placed, const char *wh
         }
         jr->status = ST_PENDING;
     } else {
-        if (jr->why_written || jr->written == ST_NONE) {
+        if (jr->why_written || (jr->written == ST_NONE && !jr->adopted)) {
             char msg[256];
             snprintf(msg, sizeof msg, "%d pods bound by profile %s", jb->pod_count, c->prof.name);
             event_on(c, lone, jr->ns, jr->name, "Normal", "Scheduled", msg);

@@ -309,7 +309,8 @@ static void test_gang_all_or_nothing(void **state)
     stop(&r);
 }
 
-/* A pod with schedulerName drover and no pod-group label is a gang of one. */
+/* A pod with schedulerName drover and no pod-group label is a gang of one; a restarted
+ * controller adopts it. */
 static void test_lone_pod(void **state)
 {
     fixture *f = *state;
@@ -321,6 +322,13 @@ static void test_lone_pod(void **state)
     WAIT_FOR(pod_bound(f, "solo"));
     WAIT_FOR(events(f, "solo", "Scheduled", NULL, 0) == 1);
     assert_int_equal(drv_ctrl_get_stats(r.c).creates, 0);
+    stop(&r);
+    /* A restarted controller adopts it where it is, without a second Scheduled Event. */
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).jobs == 1 && drv_ctrl_get_stats(r.c).cycles >= 1);
+    usleep(500000); /* several periods: whatever it would announce is written by now */
+    assert_int_equal(events(f, "solo", "Scheduled", NULL, 0), 1);
+    assert_int_equal(drv_ctrl_get_stats(r.c).binds, 0);
     stop(&r);
 }
 

@@ -460,6 +460,8 @@ int ctrl_lifecycle_write_status(json_t *obj, const status_request *r); /* writer
 int ctrl_podgroup_apply(drv_ctrl *c, const ctrl_event *e); /* an EV_PODGROUP */
 /* A pod of ours with a pod-group label (or alone) whose gang is not a job yet: remembered. */
 int ctrl_podgroup_pod(drv_ctrl *c, const ctrl_event *e);
+/* The slot of such a pod in its gang's job, or -1. */
+int32_t ctrl_podgroup_slot(drv_ctrl *c, const ctrl_event *e);
 /* Gangs complete enough become jobs of the state; those that wait say why once. */
 int ctrl_podgroup_admit(drv_ctrl *c);
 /* After a cycle, instead of the TrainingJob lifecycle: phase, PodGroup status, Events. */

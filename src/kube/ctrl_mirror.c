@@ -203,19 +203,12 @@ static void job_placeable(drv_ctrl *c, int32_t j, double t)
 static int32_t slot_of(drv_ctrl *c, const ctrl_event *e, const drv_kpod *p)
 {
     const ctrl_mirror *m = &c->mirror;
-    if (!e->job_key || e->job_key >= m->cap_by_key || m->job_of[e->job_key] < 0)
+    if (!p->job) /* another operator's pod */
+        return ctrl_podgroup_slot(c, e);
+    if (!e->job_key || e->job_key >= m->cap_by_key || m->job_of[e->job_key] < 0 || p->role < 0 ||
+        p->replica < 0)
         return -1;
-    int32_t j = m->job_of[e->job_key];
-    const job_record *jr = &m->jobs[j];
-    if (jr->members) { /* another operator's pods: by name */
-        for (int32_t k = 0; k < m->st.jobs[j].pod_count; k++)
-            if (jr->members[k] == e->key)
-                return m->st.jobs[j].pod_base + k;
-        return -1;
-    }
-    if (p->role < 0 || p->replica < 0)
-        return -1;
-    return drv_job_pod(&m->st, j, p->role, p->replica);
+    return drv_job_pod(&m->st, m->job_of[e->job_key], p->role, p->replica);
 }
 
 /* Drover's own pods, and other operators' that name our scheduler (ctrl_podgroup.c). */

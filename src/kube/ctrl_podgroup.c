@@ -134,10 +134,51 @@ int ctrl_podgroup_apply(drv_ctrl *c, const ctrl_event *e)
     return 0;
 }
 
+/* The interned key of pod key's own gang of one ("pod:ns/name"); 0 when not interned and
+ * !make, < 0 when out of memory. */
+static int32_t lone_key(drv_ctrl *c, int32_t key, bool make)
+{
+    char pod[540], k[560];
+    ctrl_name_str(c, key, pod, sizeof pod);
+    snprintf(k, sizeof k, "pod:%s", pod);
+    return make ? ctrl_name_intern(c, k) : ctrl_name_find(c, k);
+}
+
+/* Slot of pod key in the job of gang key, or -1. */
+static int32_t member_slot(const drv_ctrl *c, int32_t gang, int32_t key)
+{
+    const ctrl_mirror *m = &c->mirror;
+    int32_t j = gang > 0 && gang < m->cap_by_key ? m->job_of[gang] : -1;
+    if (j < 0 || !m->jobs[j].members)
+        return -1;
+    for (int32_t k = 0; k < m->st.jobs[j].pod_count; k++)
+        if (m->jobs[j].members[k] == key)
+            return m->st.jobs[j].pod_base + k;
+    return -1;
+}
+
+int32_t ctrl_podgroup_slot(drv_ctrl *c, const ctrl_event *e)
+{
+    const drv_kpod *p = e->type == DRV_WATCH_DELETED ? &e->old.pod : &e->cur.pod;
+    int32_t s = member_slot(c, e->job_key, e->key);
+    if (s >= 0 || !p->group)
+        return s;
+    return member_slot(c, lone_key(c, e->key, false), e->key); /* (came late: below) */
+}
+
 int ctrl_podgroup_pod(drv_ctrl *c, const ctrl_event *e)
 {
     const drv_kpod *p = e->type == DRV_WATCH_DELETED ? &e->old.pod : &e->cur.pod;
-    pg_group *g = group_of(c, e->job_key, p->ns, p->group ? p->group : p->name, !p->group);
+    /* A pod of a group whose gang was admitted before it came is placed alone: the gang's
+     * minimum is met, and (as with scheduler-plugins) members beyond it need not wait. */
+    struct pg_table *t = table(c);
+    int32_t key = e->job_key;
+    bool late =
+        p->group && t && key < t->cap_key && t->by_key[key] >= 0 && t->v[t->by_key[key]].job >= 0;
+    if (late && (key = lone_key(c, e->key, true)) < 0)
+        return DRV_ENOMEM;
+    bool lone = !p->group || late;
+    pg_group *g = group_of(c, key, p->ns, lone ? p->name : p->group, lone);
     if (!g)
         return DRV_ENOMEM;
     for (int32_t i = 0; i < g->npods; i++)
@@ -152,7 +193,7 @@ int ctrl_podgroup_pod(drv_ctrl *c, const ctrl_event *e)
         g->pods[g->npods++] = (pg_member){e->key, *p};
     }
     table(c)->changed = true;
-    drop_idle(table(c), e->job_key);
+    drop_idle(table(c), key);
     return 0;
 }
 

@@ -354,7 +354,8 @@ static void test_missing_group(void **state)
 }
 
 /* minMember above the pods that exist: none is placed, the Event says how many are missing;
- * the missing pod arrives and the gang is bound whole by one cycle. */
+ * the missing pod arrives and the gang is bound whole by one cycle; a pod arriving after it is
+ * placed alone. */
 static void test_min_member_above_pods(void **state)
 {
     fixture *f = *state;
@@ -376,6 +377,10 @@ static void test_min_member_above_pods(void **state)
     assert_int_equal(drv_ctrl_latencies(r.c, lat, 8), 1);
     assert_int_equal(lat[0].pods, 3); /* one gang, its 3 bindings sent by one cycle */
     assert_int_equal(drv_ctrl_get_stats(r.c).creates, 0);
+    /* a member beyond the admitted gang does not wait for another gang: it is placed alone */
+    add_pod(f, "short-3", "short", "1");
+    WAIT_FOR(pod_bound(f, "short-3"));
+    WAIT_FOR(events(f, "short-3", "Scheduled", NULL, 0) == 1);
     stop(&r);
 }
 

@@ -16,9 +16,9 @@
  * BINDS these pods (pods/binding) and never creates, deletes or restarts them: their operator
  * owns them (ctrl_binder_place, ctrl_cycle.c's removals).
  *
- * Worked example: PodGroup ml/tf1 (minMember 4) and pods tf1-worker-0..3 arrive. After the
- * third pod the group waits, and its Event says "3 of its minMember 4 pods exist: waiting for
- * 1 more"; the fourth makes job "ml/tf1" with 4 slots; the cycle binds all 4 (or none, and the
+ * Worked example: PodGroup ml/tf1 (minMember 4) and pods tf1-worker-0..3 arrive. While only
+ * three exist the group waits, its Event saying "3 of its minMember 4 pods exist: waiting for
+ * 1 more"; the fourth makes job "ml/tf1" with 4 slots (a fifth, later, is placed alone); the cycle binds all 4 (or none, and the
  * PodGroup's Event says why), and the PodGroup's status goes Pending -> Scheduled -> Running
  * (minMember running) -> Succeeded (minMember succeeded) or Failed (a pod failed and all are
  * done), as scheduler-plugins' controller writes it.

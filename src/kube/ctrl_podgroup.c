@@ -18,10 +18,10 @@
  *
  * Worked example: PodGroup ml/tf1 (minMember 4) and pods tf1-worker-0..3 arrive. While only
  * three exist the group waits, its Event saying "3 of its minMember 4 pods exist: waiting for
- * 1 more"; the fourth makes job "ml/tf1" with 4 slots (a fifth, later, is placed alone); the cycle binds all 4 (or none, and the
- * PodGroup's Event says why), and the PodGroup's status goes Pending -> Scheduled -> Running
- * (minMember running) -> Succeeded (minMember succeeded) or Failed (a pod failed and all are
- * done), as scheduler-plugins' controller writes it.
+ * 1 more"; the fourth makes job "ml/tf1" with 4 slots (a fifth, later, is placed alone). The
+ * cycle binds all 4 (or none, and the PodGroup's Event says why), and the PodGroup's status
+ * goes Pending -> Scheduled -> Running (every slot running or done) -> Succeeded (every one
+ * succeeded) or Failed (all done, one failed), in scheduler-plugins' phase names.
  *
  * Bounds: admit visits every group, only on an iteration after a pod or PodGroup event
  * changed one; a group remembers at most one record per pod; the table holds only groups with

@@ -85,7 +85,7 @@ typedef struct drv_ctrl_stats {
                                     included (the API budget's count, drv_kube_budget) */
     long status_writes;          /* TrainingJob status updates */
     long events;                 /* Events written */
-    long jobs;                   /* TrainingJobs known */
+    long jobs;                   /* TrainingJobs known, and other operators' gangs admitted */
     long jobs_done;              /* ... finished (Succeeded or Failed) */
     long leaderships;            /* times this controller became the leader */
     long samples;                /* progress samples collected */

@@ -4,7 +4,8 @@
  *
  * Labels Drover reads (docs/kubernetes-client.md, "Typed objects"):
  *   pods:  drover.dev/job (the training job), drover.dev/role (ps, chief, worker, evaluator),
- *          drover.dev/rank (replica index);
+ *          drover.dev/rank (replica index), scheduling.x-k8s.io/pod-group (another operator's
+ *          gang: its PodGroup's name);
  *   nodes: topology.kubernetes.io/zone, drover.dev/rack.
  * A pod's request is what kube-scheduler counts: the sum over containers, or the largest init
  * container's when that is larger, per resource; CPU in millicores, memory in bytes, GPUs
@@ -31,6 +32,7 @@ typedef struct drv_kpod {
     int32_t ns, name;  /* interned */
     int32_t node;      /* interned spec.nodeName, 0 when unbound */
     int32_t job;       /* interned drover.dev/job label, 0 when absent */
+    int32_t group;     /* interned scheduling.x-k8s.io/pod-group label (its PodGroup), 0 */
     int32_t scheduler; /* interned spec.schedulerName, 0 when absent */
     int32_t replica;   /* drover.dev/rank, -1 when absent */
     int8_t role;       /* enum drv_role, -1 when absent */

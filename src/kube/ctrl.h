@@ -15,6 +15,8 @@
  *   ctrl_cycle.c     one scheduling cycle and the reconciling after it (scheduler thread)
  *   ctrl_lifecycle.c a job's conditions, restarts, suspend, edits; its pods' peers (scheduler
  *                    thread; reading a status back on informer threads)
+ *   ctrl_podgroup.c  other operators' gangs: PodGroups and their pods, lone pods (scheduler
+ *                    thread)
  *   ctrl_metrics.c   counters, latencies and their metrics (counters: own lock)
  *   ctrl_loop.c      create/free, and the loop: start, one iteration, stop
  *
@@ -63,9 +65,9 @@ typedef struct tj_record {
 } tj_record;
 void ctrl_tj_record_free(tj_record *t);
 
-/* The informers are indexed by the kind they watch (EV_NODE .. EV_TRAININGJOB). */
-enum { EV_NODE, EV_POD, EV_TRAININGJOB, EV_PROGRESS, EV_ANSWER, EV_LEASE };
-enum { NINFORMERS = 3 };
+/* The informers are indexed by the kind they watch (EV_NODE .. EV_PODGROUP). */
+enum { EV_NODE, EV_POD, EV_TRAININGJOB, EV_PODGROUP, EV_PROGRESS, EV_ANSWER, EV_LEASE };
+enum { NINFORMERS = 4 };
 
 /* What a binder thread sends. */
 enum { REQ_NONE, REQ_CREATE, REQ_BIND, REQ_DELETE };
@@ -80,12 +82,14 @@ typedef struct ctrl_event {
     bool has_old;
     int32_t key;     /* interned informer key ("ns/name", or "name" for nodes); EV_PROGRESS: the
                         job's key */
-    int32_t job_key; /* pods: interned "ns/<drover.dev/job>", or 0 */
+    int32_t job_key; /* pods: interned "ns/<drover.dev/job>"; another operator's pod of ours:
+                        "pg:ns/<pod-group>", or "pod:ns/<name>" alone; else 0 */
     double t;        /* when it happened (mono) */
     union {
         drv_kpod pod;
         drv_knode node;
-    } old, cur; /* EV_NODE, EV_POD */
+        drv_kpodgroup group;
+    } old, cur; /* EV_NODE, EV_POD, EV_PODGROUP */
     union {
         struct {
             double step, loss; /* loss NAN when the job does not serve it */
@@ -112,9 +116,16 @@ typedef struct ctrl_event {
 enum { ST_NONE, ST_PENDING, ST_RUNNING, ST_SUCCEEDED, ST_FAILED };
 extern const char *const ctrl_phase_name[]; /* by ST_* */
 
+/* What a job of the state stands for. */
+enum { JOB_TRAININGJOB, JOB_PODGROUP, JOB_LONE_POD };
+
 /* A job of the state: what the API knows of its TrainingJob and what was written back. */
 typedef struct job_record {
     int32_t key, ns, name; /* interned in names */
+    int8_t kind;           /* JOB_*: a PodGroup's or a lone pod's are not Drover's to create,
+                              delete or restart (ctrl_podgroup.c) */
+    int32_t *members;      /* JOB_PODGROUP, JOB_LONE_POD: each slot's pod, its interned name
+                              (owned; NULL for a TrainingJob, whose pods Drover names) */
     char uid[64];
     char *tmpl[DRV_NROLES]; /* owned; see tj_record */
     double t_ready; /* when the event that made it placeable whole arrived (latency), or -1 */
@@ -246,6 +257,8 @@ typedef struct ctrl_binder {
 /* A TrainingJob status the writer is to write. */
 typedef struct status_request {
     char path[800];
+    bool podgroup; /* a PodGroup's: phase, and its running, succeeded, failed pods in active[0],
+                      succeeded[0], failed[0], the scheduled ones in restarts */
     char phase[16], message[64];
     int32_t active[DRV_NROLES], succeeded[DRV_NROLES], failed[DRV_NROLES];
     drv_condition conds[DRV_NCONDS];
@@ -344,6 +357,7 @@ typedef struct ctrl_mirror {
     /* by interned key (cap_by_key entries each) */
     int32_t *job_of, *node_of; /* state job id / node id, or -1 */
     drv_kpod **parked;         /* drover pods of jobs not known yet */
+    struct pg_table *groups;   /* other operators' gangs (ctrl_podgroup.c) */
     drv_res *foreign;          /* by node name: requests of pods Drover does not schedule
                                   (kept by name: a pod may be seen before its node) */
     int32_t cap_by_key;
@@ -402,6 +416,11 @@ int ctrl_mirror_apply_trainingjob(drv_ctrl *c, ctrl_event *e);
 int ctrl_mirror_apply_progress(drv_ctrl *c, const ctrl_event *e);
 void ctrl_mirror_set_ghost(drv_ctrl *c, pod_record *p, int32_t name, drv_res req);
 bool ctrl_mirror_pod_read(drv_ctrl *c, int32_t slot, int32_t node_name);
+int ctrl_mirror_grow_by_key(drv_ctrl *c, int32_t id);
+/* The parked pod of interned key pod_key, if any, becomes slot's (state job j's). */
+int ctrl_mirror_adopt(drv_ctrl *c, int32_t slot, int32_t pod_key, double now);
+/* Makes the job and pod records hold the state's jobs and slots. */
+int ctrl_mirror_grow_records(drv_ctrl *c);
 void ctrl_mirror_fini(drv_ctrl *c);
 
 /* ---- binder (ctrl_binder.c) ----------------------------------------------------------------- */
@@ -424,6 +443,10 @@ void ctrl_job_active(const drv_ctrl *c, int32_t job, int32_t active[DRV_NROLES],
 void ctrl_writer_status_request(drv_ctrl *c, int32_t key, const status_request *r);
 void ctrl_writer_event_about(drv_ctrl *c, const char *ns, const char *name, const char *uid,
                              const char *type, const char *reason, const char *message);
+/* An Event about an object of another kind ("PodGroup", "scheduling.x-k8s.io/v1alpha1"). */
+void ctrl_writer_event_kind(drv_ctrl *c, const char *kind, const char *api_version, const char *ns,
+                            const char *name, const char *uid, const char *type, const char *reason,
+                            const char *message);
 /* Creates an object (path and body copied), in order with the Events. 0 or DRV_ENOMEM. */
 int ctrl_writer_post(drv_ctrl *c, const char *path, const char *body, bool conflict_ok);
 /* Deletes the object at path (Background propagation; a 404 is done). 0 or DRV_ENOMEM. */
@@ -465,6 +488,18 @@ int ctrl_lifecycle_pod_env(drv_ctrl *c, int32_t slot, json_t *pod);
 void ctrl_lifecycle_service(drv_ctrl *c, int32_t j);
 void ctrl_lifecycle_expire(drv_ctrl *c); /* finished jobs past their TTL are deleted */
 int ctrl_lifecycle_write_status(json_t *obj, const status_request *r); /* writer thread */
+
+/* ---- other operators' gangs (ctrl_podgroup.c) ----------------------------------------------- */
+int ctrl_podgroup_apply(drv_ctrl *c, const ctrl_event *e); /* an EV_PODGROUP */
+/* A pod of ours with a pod-group label (or alone) whose gang is not a job yet: remembered. */
+int ctrl_podgroup_pod(drv_ctrl *c, const ctrl_event *e);
+/* The slot of such a pod in its gang's job, or -1. */
+int32_t ctrl_podgroup_slot(drv_ctrl *c, const ctrl_event *e);
+/* Gangs complete enough become jobs of the state; those that wait say why once. */
+int ctrl_podgroup_admit(drv_ctrl *c);
+/* After a cycle, instead of the TrainingJob lifecycle: phase, PodGroup status, Events. */
+void ctrl_podgroup_reconcile(drv_ctrl *c, int32_t j, bool placed, const char *why);
+void ctrl_podgroup_fini(drv_ctrl *c);
 
 /* ---- cycle (ctrl_cycle.c) ------------------------------------------------------------------- */
 int ctrl_cycle_run(drv_ctrl *c);

@@ -43,7 +43,14 @@ static char *pod_path(drv_ctrl *c, int32_t s)
 void ctrl_pod_name(drv_ctrl *c, int32_t slot, char *buf, size_t n)
 {
     const drv_pod *p = &c->mirror.st.pods[slot];
-    char name[256];
+    const job_record *jr = &c->mirror.jobs[p->job];
+    char name[600];
+    if (jr->members) { /* another operator's pod: its own name (its key is "ns/name") */
+        ctrl_name_str(c, jr->members[slot - c->mirror.st.jobs[p->job].pod_base], name, sizeof name);
+        const char *slash = strchr(name, '/');
+        snprintf(buf, n, "%s", slash ? slash + 1 : name);
+        return;
+    }
     ctrl_name_str(c, c->mirror.jobs[p->job].name, name, sizeof name);
     /* (peers.h's names: an all-reduce job's chief is its master) */
     bool master = p->role == DRV_ROLE_CHIEF && c->mirror.jobs[p->job].allreduce;
@@ -195,7 +202,9 @@ int ctrl_binder_place(drv_ctrl *c, int32_t slot, int32_t node)
     ctrl_mirror *m = &c->mirror;
     pod_record *p = &m->pods[slot];
     job_record *jr = &m->jobs[m->st.pods[slot].job];
-    if (p->exists == 2 || p->inflight || !drv_res_nonneg(drv_node_free(&m->st.nodes[node]))) {
+    /* (another operator's pod that is gone is never created: bound if it comes back) */
+    if (p->exists == 2 || p->inflight || (p->exists == 0 && jr->members) ||
+        !drv_res_nonneg(drv_node_free(&m->st.nodes[node]))) {
         p->want = node;
         jr->lat_armed = false; /* not bound by this cycle's requests alone */
         return 0;

@@ -48,6 +48,15 @@ static int send_removal(drv_ctrl *c, const drv_decision *x)
 {
     ctrl_mirror *m = &c->mirror;
     pod_record *p = &m->pods[x->pod];
+    const drv_pod *sp = &m->st.pods[x->pod];
+    if (m->jobs[sp->job].members) {
+        /* Another operator's pod is never deleted by Drover: it stays where the API has it. */
+        if (sp->node >= 0)
+            drv_state_unbind(&m->st, x->pod);
+        if (p->api_node >= 0)
+            drv_state_bind(&m->st, x->pod, p->api_node);
+        return 0;
+    }
     p->want = -1;
     int rc = ctrl_binder_delete(c, x->pod); /* (which holds its room meanwhile) */
     if (rc == DRV_ENOMEM)
@@ -171,13 +180,14 @@ static int reconcile_pods(drv_ctrl *c, int32_t j)
  * requests, or one of them failed) that this cycle did not complete is rolled back: its bound
  * pods are deleted (their room held until they are gone) and it waits whole. Left alone, they
  * would run, and finish, without their peers. Not while a request about one of its pods is out
- * or waits, nor for a job this controller saw whole (an elastic job growing keeps its pods). */
+ * or waits, nor for a job this controller saw whole (an elastic job growing keeps its pods), nor
+ * for a pod group's pods, which belong to their operator. */
 static int rollback_partial(drv_ctrl *c, int32_t j)
 {
     ctrl_mirror *m = &c->mirror;
     const drv_job *jb = &m->st.jobs[j];
-    if (!c->prof.gang || m->jobs[j].was_whole)
-        return 0;
+    if (!c->prof.gang || m->jobs[j].was_whole || m->jobs[j].members)
+        return 0; /* (another operator's pods are never deleted by Drover) */
     for (int32_t k = 0; k < jb->pod_count; k++) {
         const pod_record *p = &m->pods[jb->pod_base + k];
         if (p->inflight || p->want >= 0)
@@ -277,12 +287,23 @@ static int reconcile(drv_ctrl *c, const int32_t *queue_pos)
     int32_t npend = m->st.npending;
     DRV_FOR_LIVE(&m->st, j)
     {
+        const drv_job *jb = &m->st.jobs[j];
+        if (m->jobs[j].members) { /* another operator's gang (ctrl_podgroup.c) */
+            int rc = reconcile_pods(c, j);
+            if (rc)
+                return rc;
+            bool placed = drv_job_complete(jb) && drv_job_wanted(jb) > 0;
+            char why[512] = "";
+            if (!placed && !m->jobs[j].why_written)
+                why_pending(c, j, queue_pos ? queue_pos[j] : 0, npend, why, sizeof why);
+            ctrl_podgroup_reconcile(c, j, placed, why);
+            continue;
+        }
         if (ctrl_lifecycle_reconcile(c, j))
             continue;
         int rc = reconcile_pods(c, j);
         if (rc)
             return rc;
-        const drv_job *jb = &m->st.jobs[j];
         if (!drv_job_complete(jb) || drv_job_wanted(jb) == 0) {
             if ((rc = reconcile_waiting(c, j, queue_pos, npend)) != 0)
                 return rc;

@@ -1,7 +1,8 @@
 /*
- * ctrl_intake.c - `drover run`'s intake: three informers (nodes, pods, TrainingJobs), each on
- * its own thread with its own API client, decode what changed and push it as an event; the
- * scheduler thread takes the queued events as one batch (ctrl.h).
+ * ctrl_intake.c - `drover run`'s intake: four informers (nodes, pods, TrainingJobs and, when the
+ * API serves them, PodGroups), each on its own thread with its own API client, decode what
+ * changed and push it as an event; the scheduler thread takes the queued events as one batch
+ * (ctrl.h).
  *
  * Owns: c->names (interned names, under names.mu), c->events (the queue, under events.mu) and
  * c->intake (the informers and their threads). Touches nothing else: the decoded records are
@@ -9,7 +10,9 @@
  *
  * Example: a pod "ns/tj1-worker-0" labelled drover.dev/job=tj1 arrives as an EV_POD event with
  * key = intern("ns/tj1-worker-0") and job_key = intern("ns/tj1"), which the mirror looks up in
- * its job_of table to find the state's job.
+ * its job_of table to find the state's job. A pod of another operator with our schedulerName
+ * gets job_key = intern("pg:ns/<its pod-group label>"), or intern("pod:ns/<its name>") when it
+ * has none (a gang of one): neither can collide with a TrainingJob's "ns/name".
  */
 #include "ctrl.h"
 
@@ -155,6 +158,9 @@ static void *decode(json_t *obj, void *arg, drv_diag *d)
     } else if (a->kind == EV_POD) {
         if ((rec = drv_malloc(sizeof(drv_kpod))))
             rc = drv_kube_decode_pod(obj, c->names.tab, rec, d);
+    } else if (a->kind == EV_PODGROUP) {
+        if ((rec = drv_malloc(sizeof(drv_kpodgroup))))
+            rc = drv_kube_decode_podgroup(obj, c->names.tab, rec, d);
     } else if ((rec = drv_calloc(1, sizeof(tj_record)))) {
         rc = decode_trainingjob(obj, c, rec, d);
     }
@@ -215,13 +221,23 @@ static void push(drv_ctrl *c, int kind, int type, const char *key, const void *o
         if (cur)
             e.cur.pod = *(const drv_kpod *)cur;
         const drv_kpod *p = cur ? cur : old;
-        if (p->job) {
-            char ns[256], job[256], job_key[520];
+        bool other = !p->job && p->scheduler == c->names.scheduler; /* (fixed at creation) */
+        if (p->job || other) {
+            char ns[256], job[256], job_key[540];
             ctrl_name_str(c, p->ns, ns, sizeof ns);
-            ctrl_name_str(c, p->job, job, sizeof job);
-            snprintf(job_key, sizeof job_key, "%s/%s", ns, job);
+            ctrl_name_str(c, p->job ? p->job : p->group ? p->group : p->name, job, sizeof job);
+            snprintf(job_key, sizeof job_key, "%s%s/%s",
+                     p->job     ? ""
+                     : p->group ? "pg:"
+                                : "pod:",
+                     ns, job);
             e.job_key = ctrl_name_intern(c, job_key);
         }
+    } else if (kind == EV_PODGROUP) {
+        if (old)
+            e.old.group = *(const drv_kpodgroup *)old;
+        if (cur)
+            e.cur.group = *(const drv_kpodgroup *)cur;
     } else if (cur) {
         e.tj = tj_record_copy(cur);
         if (!e.tj) {
@@ -268,22 +284,61 @@ static void *informer_main(void *arg)
 
 /* ---- start and stop ------------------------------------------------------------------------- */
 
+/* Whether the API serves PodGroups (their CRD is installed): asked once at start. Without it
+ * their informer would only log a failed list every few seconds; pods naming a PodGroup then
+ * wait (docs/running.md). */
+static bool podgroups_served(drv_ctrl *c)
+{
+    /* The group list (GET /apis, an APIGroupList) answers 200 whether or not the group is
+     * served, as client-go's discovery reads it: asking the group itself would answer 404, a
+     * failed request counted for nothing. */
+    drv_diag d = {{0}};
+    long status = 0;
+    json_t *list = NULL;
+    int rc = drv_kube_request(c->intake.client[EV_PODGROUP], "GET", "/apis", NULL, NULL, &status,
+                              &list, &d);
+    bool served = false;
+    size_t i, k;
+    json_t *g, *v;
+    json_array_foreach(json_object_get(list, "groups"), i, g)
+    {
+        const char *name = json_string_value(json_object_get(g, "name"));
+        if (!name || strcmp(name, "scheduling.x-k8s.io") != 0)
+            continue;
+        json_array_foreach(json_object_get(g, "versions"), k, v)
+        {
+            const char *ver = json_string_value(json_object_get(v, "version"));
+            served |= ver && strcmp(ver, "v1alpha1") == 0;
+        }
+    }
+    json_decref(list);
+    if (!served)
+        drv_log(DRV_LOG_INFO,
+                "PodGroups (scheduling.x-k8s.io/v1alpha1) are not served (%s): pods of pod "
+                "groups wait; install deploy/podgroup-crd.yaml and restart to serve them",
+                rc ? d.msg : "not in the API's group list");
+    return served;
+}
+
 int ctrl_intake_start(drv_ctrl *c, drv_diag *d)
 {
-    static const char *const paths[NINFORMERS] = {"/api/v1/nodes", "/api/v1/pods",
-                                                  "/apis/drover.dev/v1alpha1/trainingjobs"};
+    static const char *const paths[NINFORMERS][2] = {
+        {"/api/v1", "nodes"},
+        {"/api/v1", "pods"},
+        {"/apis/drover.dev/v1alpha1", "trainingjobs"},
+        {"/apis/scheduling.x-k8s.io/v1alpha1", "podgroups"}};
     ctrl_intake *in = &c->intake;
     in->stop = 0;
     int rc = 0;
     for (int i = 0; i < NINFORMERS && rc == 0; i++) {
         in->arg[i] = (informer_arg){c, i};
-        char tjpath[400];
-        const char *path = paths[i];
-        if (i == EV_TRAININGJOB && c->ns[0]) {
-            snprintf(tjpath, sizeof tjpath, "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs",
-                     c->ns);
-            path = tjpath;
-        }
+        if (i == EV_PODGROUP && !podgroups_served(c))
+            continue;
+        char path[400];
+        if ((i == EV_TRAININGJOB || i == EV_PODGROUP) && c->ns[0])
+            snprintf(path, sizeof path, "%s/namespaces/%s/%s", paths[i][0], c->ns, paths[i][1]);
+        else
+            snprintf(path, sizeof path, "%s/%s", paths[i][0], paths[i][1]);
         drv_informer_ops ops = {decode, release, on_add, on_update, on_delete};
         rc = drv_informer_new(&in->informer[i], in->client[i], path, 0, c->o.watch_timeout_s, &ops,
                               &in->arg[i], d);
@@ -298,7 +353,7 @@ int ctrl_intake_start(drv_ctrl *c, drv_diag *d)
 bool ctrl_intake_synced(drv_ctrl *c)
 {
     for (int i = 0; i < NINFORMERS; i++)
-        if (!drv_informer_synced(c->intake.informer[i]))
+        if (c->intake.informer[i] && !drv_informer_synced(c->intake.informer[i]))
             return false;
     return true;
 }

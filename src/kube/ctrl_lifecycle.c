@@ -315,6 +315,8 @@ static bool decide(drv_ctrl *c, int32_t j, bool rerender_env, drv_lifecycle_out 
 
 bool ctrl_lifecycle_end_finished(drv_ctrl *c, int32_t j)
 {
+    if (c->mirror.jobs[j].members)
+        return false; /* a pod group's end is its pods' (ctrl_podgroup.c) */
     drv_lifecycle_out out;
     decide(c, j, false, &out);
     if (out.state != DRV_COND_SUCCEEDED && out.state != DRV_COND_FAILED)

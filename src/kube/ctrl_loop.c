@@ -8,12 +8,14 @@
  * One iteration, in this order:
  *   1. wait: for events, or until the time the plugins asked to be woken (drv_sched_wake), or
  *      the profile's period when a plugin wants every cycle; at most 50 ms (to notice stop);
- *   2. apply the batch: informers' objects (mirror), binders' answers (binder), progress
- *      samples (mirror), leadership changes (lease);
+ *   2. apply the batch: informers' objects (mirror; PodGroups: podgroup), binders' answers
+ *      (binder), progress samples (mirror), leadership changes (lease);
  *   3. until every informer has listed once and all it listed is applied, nothing more; when
  *      so, start the lease (no decision is made on a partly listed cluster);
- *   4. when this controller leads and something changed (or a plugin's time came): one cycle
+ *   4. when this controller leads: other operators' gangs complete enough become jobs
+ *      (ctrl_podgroup.c); and when something changed (or a plugin's time came): one cycle
  *      (ctrl_cycle.c), which sends its decisions through the binder and writer.
+ * (Starting asks the API once, blocking, whether it serves PodGroups: ctrl_intake.c.)
  * No iteration makes a blocking API request: every request goes through a thread of its own.
  *
  * Owns: c->loop (scheduler thread), and the creation and freeing of every unit.
@@ -179,6 +181,9 @@ int ctrl_apply_events(drv_ctrl *c, ctrl_event *ev, int32_t n)
         case EV_TRAININGJOB:
             rc = ctrl_mirror_apply_trainingjob(c, e);
             break;
+        case EV_PODGROUP:
+            rc = ctrl_podgroup_apply(c, e);
+            break;
         case EV_PROGRESS:
             rc = ctrl_mirror_apply_progress(c, e);
             break;
@@ -260,10 +265,13 @@ static int loop_iterate(drv_ctrl *c)
         if ((rc = on_synced(c)) != 0)
             return rc;
     }
-    /* 4. cycle when something changed, or a plugin asked for the time, and we lead */
+    /* 4. cycle when something changed, or a plugin asked for the time, and we lead; other
+     * operators' gangs complete enough become jobs first (ctrl_podgroup.c) */
     now = drv_clock_mono() - l->t0;
     if (!l->leader)
         return 0;
+    if ((rc = ctrl_podgroup_admit(c)) != 0)
+        return rc;
     bool due =
         c->mirror.dirty || (wake == -INFINITY ? now >= l->last + c->prof.period : now >= wake);
     if (!due || c->mirror.st.nlive == 0)

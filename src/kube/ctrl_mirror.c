@@ -11,7 +11,8 @@
  *   a node      its allocatable minus the requests of pods Drover does not schedule (other
  *               schedulers' pods, DaemonSets) bound there and not finished: "foreign" load;
  *   a job       one drv_job per TrainingJob of our schedulerName (and namespace), its pods the
- *               job's slots; a drover pod seen before its job is "parked" as foreign load and
+ *               job's slots (or per gang of another operator's pods: ctrl_podgroup.c); a drover
+ *               pod seen before its job is "parked" as foreign load and
  *               adopted when the job shows up, one bound to a node not seen yet is an orphan
  *               bound when the node shows up;
  *   a pod       where the API has it bound is the truth (adopted after a restart), except a
@@ -49,6 +50,25 @@ static int grow_by_key(drv_ctrl *c, int32_t id)
         m->foreign[i] = (drv_res){0, 0, 0};
     }
     m->cap_by_key = cap;
+    return 0;
+}
+
+int ctrl_mirror_grow_by_key(drv_ctrl *c, int32_t id)
+{
+    return grow_by_key(c, id);
+}
+
+int ctrl_mirror_grow_records(drv_ctrl *c)
+{
+    ctrl_mirror *m = &c->mirror;
+    int32_t cap = m->cap_jobs;
+    if (drv_grow(&m->jobs, sizeof *m->jobs, &cap, m->st.njobs) != 0)
+        return DRV_ENOMEM;
+    m->cap_jobs = cap;
+    cap = m->cap_pods;
+    if (drv_grow(&m->pods, sizeof *m->pods, &cap, m->st.npods) != 0)
+        return DRV_ENOMEM;
+    m->cap_pods = cap;
     return 0;
 }
 
@@ -183,15 +203,18 @@ static void job_placeable(drv_ctrl *c, int32_t j, double t)
 static int32_t slot_of(drv_ctrl *c, const ctrl_event *e, const drv_kpod *p)
 {
     const ctrl_mirror *m = &c->mirror;
+    if (!p->job) /* another operator's pod */
+        return ctrl_podgroup_slot(c, e);
     if (!e->job_key || e->job_key >= m->cap_by_key || m->job_of[e->job_key] < 0 || p->role < 0 ||
         p->replica < 0)
         return -1;
     return drv_job_pod(&m->st, m->job_of[e->job_key], p->role, p->replica);
 }
 
+/* Drover's own pods, and other operators' that name our scheduler (ctrl_podgroup.c). */
 static bool ours(const drv_kpod *p, int32_t scheduler)
 {
-    return p->job && p->scheduler == scheduler;
+    return p->scheduler == scheduler;
 }
 
 /* Slot s's pod went away: the slot is free again (unless it waits to be created elsewhere). */
@@ -316,8 +339,10 @@ int ctrl_mirror_apply_pod(drv_ctrl *c, const ctrl_event *e)
         return 0;
     }
     int32_t s = slot_of(c, e, any);
-    if (s < 0)
-        return park(c, e->key, cur);
+    if (s < 0) {
+        int rc = park(c, e->key, cur);
+        return rc == 0 && !any->job ? ctrl_podgroup_pod(c, e) : rc;
+    }
     return own_pod(c, s, cur, e->t);
 }
 
@@ -345,6 +370,19 @@ static int adopt_parked(drv_ctrl *c, int32_t j, const tj_record *t, const char *
             return rc;
     }
     return 0;
+}
+
+int ctrl_mirror_adopt(drv_ctrl *c, int32_t slot, int32_t pod_key, double now)
+{
+    ctrl_mirror *m = &c->mirror;
+    drv_kpod *pk = pod_key > 0 && pod_key < m->cap_by_key ? m->parked[pod_key] : NULL;
+    if (!pk)
+        return 0;
+    foreign_add(c, pk, -1);
+    m->parked[pod_key] = NULL;
+    int rc = own_pod(c, slot, pk, now);
+    drv_free(pk);
+    return rc;
 }
 
 /* The job record of the state's new job j, taking over t's templates. */
@@ -405,14 +443,8 @@ static int add_job(drv_ctrl *c, ctrl_event *e)
     int rc = drv_state_add_job(&m->st, &tmpl, &j);
     if (rc != 0)
         return rc;
-    int32_t cap = m->cap_jobs;
-    if (drv_grow(&m->jobs, sizeof *m->jobs, &cap, m->st.njobs) != 0)
-        return DRV_ENOMEM;
-    m->cap_jobs = cap;
-    cap = m->cap_pods;
-    if (drv_grow(&m->pods, sizeof *m->pods, &cap, m->st.npods) != 0)
-        return DRV_ENOMEM;
-    m->cap_pods = cap;
+    if ((rc = ctrl_mirror_grow_records(c)) != 0)
+        return rc;
     job_record_init(c, j, e, t);
     ctrl_lifecycle_init(c, j, t);
     m->jobs[j].spec_workers = t->tj.role[DRV_ROLE_WORKER].replicas;
@@ -538,9 +570,12 @@ int ctrl_mirror_apply_progress(drv_ctrl *c, const ctrl_event *e)
 void ctrl_mirror_fini(drv_ctrl *c)
 {
     ctrl_mirror *m = &c->mirror;
-    for (int32_t j = 0; j < m->st.njobs && m->jobs; j++)
+    for (int32_t j = 0; j < m->st.njobs && m->jobs; j++) {
         for (int r = 0; r < DRV_NROLES; r++)
             drv_free(m->jobs[j].tmpl[r]);
+        drv_free(m->jobs[j].members);
+    }
+    ctrl_podgroup_fini(c);
     drv_free(m->jobs);
     drv_free(m->pods);
     drv_free(m->allocatable);

@@ -167,13 +167,21 @@ void ctrl_writer_event(drv_ctrl *c, int32_t job, const char *type, const char *r
 void ctrl_writer_event_about(drv_ctrl *c, const char *ns, const char *name, const char *uid,
                              const char *type, const char *reason, const char *message)
 {
+    ctrl_writer_event_kind(c, "TrainingJob", "drover.dev/v1alpha1", ns, name, uid, type, reason,
+                           message);
+}
+
+void ctrl_writer_event_kind(drv_ctrl *c, const char *kind, const char *api_version, const char *ns,
+                            const char *name, const char *uid, const char *type, const char *reason,
+                            const char *message)
+{
     if (c->o.no_events)
         return;
     ctrl_writer *w = &c->writer;
     char now[40];
     drv_time_rfc3339(now, sizeof now, drv_clock_wall(), false);
-    char *body = drv_kube_event_json(ns, "TrainingJob", "drover.dev/v1alpha1", name, uid, type,
-                                     reason, message, now, c->scheduler);
+    char *body = drv_kube_event_json(ns, kind, api_version, name, uid, type, reason, message, now,
+                                     c->scheduler);
     char *path = drv_malloc(300);
     if (body && path)
         snprintf(path, 300, "/api/v1/namespaces/%s/events", ns);
@@ -192,6 +200,9 @@ void ctrl_writer_event_about(drv_ctrl *c, const char *ns, const char *name, cons
 static int set_status(json_t *obj, void *arg)
 {
     const status_request *r = arg;
+    if (r->podgroup)
+        return drv_kube_podgroup_set_status(obj, r->phase, r->active[0], r->succeeded[0],
+                                            r->failed[0], r->restarts);
     int rc = drv_kube_trainingjob_set_status(obj, r->phase, r->message, r->active);
     return rc ? rc : ctrl_lifecycle_write_status(obj, r);
 }

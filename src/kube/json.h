@@ -114,8 +114,8 @@ int drv_kube_trainingjob_set_status(json_t *obj, const char *phase, const char *
  * the holder changes. now: RFC 3339 with microseconds ("2026-11-22T04:11:05.123456Z"). */
 int drv_kube_lease_set(json_t *obj, const char *holder, int32_t duration_s, const char *now);
 /* status.phase and the counts of a PodGroup. */
-int drv_kube_podgroup_set_status(json_t *obj, const char *phase, int32_t running,
-                                 int32_t scheduled);
+int drv_kube_podgroup_set_status(json_t *obj, const char *phase, int32_t running, int32_t succeeded,
+                                 int32_t failed, int32_t scheduled);
 
 /* ---- informers (kube_informer.h) ------------------------------------------------------------ */
 

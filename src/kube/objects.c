@@ -201,6 +201,7 @@ int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag 
         intern(names, str_at(meta, "name"), &out->name) ||
         intern(names, str_at(spec, "nodeName"), &out->node) ||
         intern(names, str_at(labels, "drover.dev/job"), &out->job) ||
+        intern(names, str_at(labels, "scheduling.x-k8s.io/pod-group"), &out->group) ||
         intern(names, str_at(spec, "schedulerName"), &out->scheduler))
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     const char *role = str_at(labels, "drover.dev/role");
@@ -710,11 +711,14 @@ int drv_kube_lease_set(json_t *obj, const char *holder, int32_t duration_s, cons
     return 0;
 }
 
-int drv_kube_podgroup_set_status(json_t *obj, const char *phase, int32_t running, int32_t scheduled)
+int drv_kube_podgroup_set_status(json_t *obj, const char *phase, int32_t running, int32_t succeeded,
+                                 int32_t failed, int32_t scheduled)
 {
     json_t *st = map_at(obj, "status");
     if (!st || json_object_set_new(st, "phase", json_string(phase)) != 0 ||
         json_object_set_new(st, "running", json_integer(running)) != 0 ||
+        json_object_set_new(st, "succeeded", json_integer(succeeded)) != 0 ||
+        json_object_set_new(st, "failed", json_integer(failed)) != 0 ||
         json_object_set_new(st, "scheduled", json_integer(scheduled)) != 0)
         return DRV_ENOMEM;
     return 0;

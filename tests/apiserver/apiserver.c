@@ -37,6 +37,7 @@
 #include <arpa/inet.h>
 
 #define MAX_BODY (4u << 20)
+#define PG_CRD "podgroups.scheduling.x-k8s.io"
 #define DEF_WINDOW 200
 #define MAX_WINDOW 100000
 #define DEF_WATCH_TIMEOUT_S 30
@@ -52,6 +53,7 @@ enum rtype_id {
     R_CRDS,
     R_TJ,
     R_SERVICES,
+    R_PG,
     R_N
 };
 
@@ -77,6 +79,7 @@ static const struct rtype RT[R_N] = {
                 "CustomResourceDefinition", false, true, true, false},
     [R_TJ] = {"drover.dev", "v1alpha1", "trainingjobs", "TrainingJob", true, true, true, true},
     [R_SERVICES] = {"", "v1", "services", "Service", true, true, false, false},
+    [R_PG] = {"scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", true, true, true, true},
 };
 
 struct wevent {
@@ -104,7 +107,8 @@ struct drv_apiserver {
     uint64_t compacted; /* events with rv <= compacted are gone from the window */
     struct wevent *ring;
     int cap, head, n;
-    bool crd; /* trainingjobs.drover.dev is served */
+    bool crd;    /* trainingjobs.drover.dev is served */
+    bool pg_crd; /* podgroups.scheduling.x-k8s.io is served */
     int bookmark_ms;
     long seq; /* requests served */
     uint64_t uid_seq;
@@ -252,6 +256,7 @@ static const char *api_version(int rt)
         [R_CRDS] = "apiextensions.k8s.io/v1",
         [R_TJ] = "drover.dev/v1alpha1",
         [R_SERVICES] = "v1",
+        [R_PG] = "scheduling.x-k8s.io/v1alpha1",
     };
     return av[rt];
 }
@@ -758,6 +763,12 @@ static const char NAME_DESC[] =
     "definition. Cannot be updated. More info: http://kubernetes.io/docs/user-guide/"
     "identifiers#names";
 
+/* The PodGroup CRD's printer columns: name, type, JSON path (dotted). */
+static const char *const PG_COLS[][3] = {
+    {"Phase", "string", ".status.phase"},      {"MinMember", "integer", ".spec.minMember"},
+    {"Running", "integer", ".status.running"}, {"Succeeded", "integer", ".status.succeeded"},
+    {"Failed", "integer", ".status.failed"},   {"Age", "date", ".metadata.creationTimestamp"}};
+
 static json_t *table_columns(int rt)
 {
     json_t *c = json_array();
@@ -806,6 +817,14 @@ static json_t *table_columns(int rt)
             snprintf(desc, sizeof desc,
                      "Custom resource definition column (in JSONPath format): %s", cols[i][2]);
             json_array_append_new(c, coldef(cols[i][0], cols[i][1], "", desc, cols[i][3][0] - '0'));
+        }
+    } else if (rt == R_PG) {
+        /* deploy/podgroup-crd.yaml's additionalPrinterColumns */
+        for (size_t i = 0; i < sizeof PG_COLS / sizeof PG_COLS[0]; i++) {
+            char desc[200];
+            snprintf(desc, sizeof desc,
+                     "Custom resource definition column (in JSONPath format): %s", PG_COLS[i][2]);
+            json_array_append_new(c, coldef(PG_COLS[i][0], PG_COLS[i][1], "", desc, 0));
         }
     } else if (rt == R_NAMESPACES) {
         json_array_append_new(c, coldef("Status", "string", "", "The status of the namespace", 0));
@@ -891,6 +910,16 @@ static json_t *table_cells(int rt, json_t *o)
         json_array_append_new(c,
                               json_string(str_or(path_get(o, "metadata.creationTimestamp"), "")));
         json_array_append_new(c, msg ? json_incref(msg) : json_null());
+    } else if (rt == R_PG) {
+        /* a path absent is null, which kubectl prints as <none> (as for a CRD's columns) */
+        for (size_t i = 0; i < sizeof PG_COLS / sizeof PG_COLS[0]; i++) {
+            /* (a date column is sent as an age, "5m", as kube-apiserver's CRD tables do) */
+            json_t *v = path_get(o, PG_COLS[i][2] + 1);
+            if (!strcmp(PG_COLS[i][1], "date"))
+                json_array_append_new(c, json_string(a));
+            else
+                json_array_append_new(c, v ? json_incref(v) : json_null());
+        }
     } else if (rt == R_NAMESPACES) {
         json_array_append_new(c, json_string(str_or(path_get(o, "status.phase"), "Active")));
         json_array_append_new(c, json_string(a));
@@ -1137,7 +1166,7 @@ static const char *qarg(struct MHD_Connection *c, const char *k)
 static int find_rt(drv_apiserver *s, const char *group, const char *version, const char *plural)
 {
     for (int i = 0; i < R_N; i++) {
-        if (i == R_TJ && !s->crd)
+        if ((i == R_TJ && !s->crd) || (i == R_PG && !s->pg_crd))
             continue;
         if (!strcmp(RT[i].group, group) && !strcmp(RT[i].version, version) &&
             !strcmp(RT[i].plural, plural))
@@ -1471,6 +1500,8 @@ static void apply_defaults(drv_apiserver *s, int rt, json_t *o)
                       names ? names : json_object(), "storedVersions", "v1alpha1"));
         if (!strcmp(str_or(path_get(o, "metadata.name"), ""), "trainingjobs.drover.dev"))
             s->crd = true;
+        if (!strcmp(str_or(path_get(o, "metadata.name"), ""), PG_CRD))
+            s->pg_crd = true;
     } else if (rt == R_NODES) {
         /* The TaintNodesByCondition admission plugin taints a new node not-ready (NoSchedule)
          * until the node lifecycle controller sees it Ready (02-node-create). */
@@ -1913,6 +1944,10 @@ static void do_delete(drv_apiserver *s, struct MHD_Connection *c, const struct r
         s->crd = false;
         json_object_clear(s->store[R_TJ]);
     }
+    if (t == R_CRDS && !strcmp(rt->name, PG_CRD)) {
+        s->pg_crd = false;
+        json_object_clear(s->store[R_PG]);
+    }
     store_del(s, t, key);
     set_json(r, 200, st);
 }
@@ -2186,6 +2221,13 @@ static char *apis_doc(drv_apiserver *s)
             json_array_append_new(keep, cp);
         }
     }
+    if (s->pg_crd) {
+        /* Not in the recorded documents: a CRD's group as kube-apiserver lists one. */
+        json_t *gv = json_pack("{s:s,s:s}", "groupVersion", "scheduling.x-k8s.io/v1alpha1",
+                               "version", "v1alpha1");
+        json_array_append_new(keep, json_pack("{s:s,s:[O],s:o}", "name", "scheduling.x-k8s.io",
+                                              "versions", gv, "preferredVersion", gv));
+    }
     json_object_set_new(doc, "groups", keep);
     char *out = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
@@ -2228,6 +2270,19 @@ static bool serve_discovery(drv_apiserver *s, struct MHD_Connection *c, const ch
             set_fixture(r, s->fx_drover);
         else
             not_found_page(r);
+    } else if (!strcmp(url, "/apis/scheduling.x-k8s.io/v1alpha1")) {
+        if (!s->pg_crd) {
+            not_found_page(r);
+            return true;
+        }
+        json_t *res = json_array(), *pg = resource_entry(R_PG, "podgroups", false);
+        json_object_set_new(pg, "singularName", json_string("podgroup"));
+        json_object_set_new(pg, "shortNames", json_pack("[s,s]", "pg", "pgs"));
+        json_array_append_new(res, pg);
+        json_array_append_new(res, resource_entry(R_PG, "podgroups/status", true));
+        set_json(r, 200,
+                 json_pack("{s:s,s:s,s:s,s:o}", "kind", "APIResourceList", "apiVersion", "v1",
+                           "groupVersion", "scheduling.x-k8s.io/v1alpha1", "resources", res));
     } else if (!strcmp(url, "/apis/apiextensions.k8s.io/v1")) {
         json_t *res = json_array();
         json_array_append_new(res, resource_entry(R_CRDS, "customresourcedefinitions", false));
@@ -2576,6 +2631,19 @@ static json_t *crd_object(void)
         "jsonPath", ".metadata.creationTimestamp");
 }
 
+/* deploy/podgroup-crd.yaml's names, versions and status subresource (its schema is not
+ * checked here). */
+static json_t *pg_crd_object(void)
+{
+    return json_pack("{s:s,s:s,s:{s:s},s:{s:s,s:s,s:{s:s,s:s,s:s,s:s,s:[s,s]},s:[{s:s,s:b,s:b,"
+                     "s:{s:{}}}]}}",
+                     "apiVersion", "apiextensions.k8s.io/v1", "kind", "CustomResourceDefinition",
+                     "metadata", "name", PG_CRD, "spec", "group", "scheduling.x-k8s.io", "scope",
+                     "Namespaced", "names", "plural", "podgroups", "singular", "podgroup", "kind",
+                     "PodGroup", "listKind", "PodGroupList", "shortNames", "pg", "pgs", "versions",
+                     "name", "v1alpha1", "served", 1, "storage", 1, "subresources", "status");
+}
+
 int drv_apiserver_start(drv_apiserver **out, const drv_apiserver_opts *o, drv_diag *d)
 {
     drv_apiserver *s = drv_calloc(1, sizeof *s);
@@ -2609,8 +2677,10 @@ int drv_apiserver_start(drv_apiserver **out, const drv_apiserver_opts *o, drv_di
         do_create(s, &rt, b, strlen(b), &r);
         free(r.body);
     }
-    if (o->crd_installed) {
-        json_t *crd = crd_object();
+    for (int k = 0; k < 2; k++) {
+        if (!(k == 0 ? o->crd_installed : o->podgroup_crd))
+            continue;
+        json_t *crd = k == 0 ? crd_object() : pg_crd_object();
         char *b = json_dumps(crd, JSON_COMPACT);
         json_decref(crd);
         struct route rt = {.rt = R_CRDS};

@@ -3,7 +3,8 @@
  *
  * It answers the way the recorded kube-apiserver v1.24 answers (tests/fixtures/k8s/transcripts):
  * discovery, /version, /openapi/v3, CRUD for nodes, pods, namespaces, configmaps, events,
- * leases, CRDs and trainingjobs.drover.dev (with a status subresource), list with label and
+ * leases, CRDs, trainingjobs.drover.dev and podgroups.scheduling.x-k8s.io (each served once its
+ * CRD is created, with a status subresource), list with label and
  * field selectors and limit/continue, watch with bookmarks and a bounded event window that
  * yields a 410 Expired ERROR event, resourceVersion preconditions (409), pods/binding,
  * merge / JSON / strategic patches with their 415/422 answers, and Table responses for kubectl.
@@ -26,6 +27,7 @@ typedef struct drv_apiserver_opts {
     int window;               /* events kept for watch resumption; 0 = 200 */
     int bookmark_ms;          /* idle time before a BOOKMARK is sent; 0 = 1000 */
     bool crd_installed;       /* start with trainingjobs.drover.dev already established */
+    bool podgroup_crd;        /* ... and podgroups.scheduling.x-k8s.io (deploy/podgroup-crd.yaml) */
     const char *tls_cert_pem; /* with tls_key_pem: serve HTTPS with this certificate (PEM text) */
     const char *tls_key_pem;
     /* With TLS: require a client certificate signed by this CA (PEM text), as a kube-apiserver

@@ -473,7 +473,7 @@ int main(int argc, char **argv)
     drv_apiserver_faults before = drv_apiserver_fault_counts(srv);
     pid_t pid = start_drover(&o, o.kills, log, sizeof log);
     int done = 0;
-    for (double t0 = now(); now() - t0 < 400 && done < o.jobs; sleep_s(0.5))
+    for (double t0 = now(); now() - t0 < 200 && done < o.jobs; sleep_s(0.5))
         done = succeeded_jobs(k);
     kill(pid, SIGTERM);
     int status = 0;

@@ -1,6 +1,7 @@
 /*
  * test_kubectl.c - real kubectl against the in-memory API server: create, get (-o wide,
- * -o json), watch and delete pods, nodes and TrainingJobs.
+ * -o json), watch and delete pods, nodes and TrainingJobs; deploy/podgroup-crd.yaml applied and
+ * PodGroups listed with its columns.
  *
  * `create` runs with --validate=false. With validation on, kubectl 1.32 reads /openapi/v3 and
  * api/v1's document, finds no fieldValidation parameter in it (the recording is of a v1.24
@@ -77,6 +78,30 @@ int main(void)
     kc_expect(rc == 0 && strstr(out, "kc-tj") && strstr(out, "STATE"), "kubectl get tj", out);
     rc = kc_run(out, sizeof out, "get trainingjobs kc-tj -o json");
     kc_expect(rc == 0 && strstr(out, "\"replicas\": 2"), "kubectl get trainingjob -o json", out);
+    /* The PodGroup CRD we ship: served once applied, its status written through the status
+     * subresource, printed with its columns. */
+    snprintf(args, sizeof args, "apply --validate=false -f %s/deploy/podgroup-crd.yaml",
+             src ? src : ".");
+    rc = kc_run(out, sizeof out, args);
+    kc_expect(rc == 0 && strstr(out, "podgroups.scheduling.x-k8s.io"),
+              "kubectl apply deploy/podgroup-crd.yaml", out);
+    kc_write("pg.yaml", "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata:\n"
+                        "  name: kc-pg\nspec:\n  minMember: 4\n");
+    snprintf(args, sizeof args, "create --validate=false -f %s/pg.yaml", kc_dir());
+    rc = kc_run(out, sizeof out, args);
+    kc_expect(rc == 0 && strstr(out, "podgroup.scheduling.x-k8s.io/kc-pg created"),
+              "kubectl create podgroup", out);
+    rc = kc_run(out, sizeof out,
+                "patch pg kc-pg --subresource=status --type=merge "
+                "-p '{\"status\":{\"phase\":\"Scheduled\",\"scheduled\":4,\"running\":0}}'");
+    kc_expect(rc == 0 && strstr(out, "patched"), "kubectl patch podgroup status", out);
+    rc = kc_run(out, sizeof out, "get podgroups");
+    kc_expect(rc == 0 && strstr(out, "MINMEMBER") && strstr(out, "kc-pg") &&
+                  strstr(out, "Scheduled"),
+              "kubectl get podgroups", out);
+    rc = kc_run(out, sizeof out, "delete pg kc-pg");
+    kc_expect(rc == 0 && strstr(out, "deleted"), "kubectl delete podgroup", out);
+
     rc = kc_run(out, sizeof out, "get nodes -l topology.kubernetes.io/zone=zone-a -o name");
     kc_expect(rc == 0 && strstr(out, "node/gpu-node-1"), "kubectl get nodes -l", out);
 

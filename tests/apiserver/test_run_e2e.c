@@ -7,6 +7,9 @@
  *   drover run --kubeconfig K --policy P        (a child process)
  *   kubectl create -f examples/trainingjob.yaml (the example we ship)
  *   -> its 3 pods are bound, `kubectl get tj` shows it, an Event says it was scheduled;
+ *   kubectl create -f <a PodGroup and its 2 pods> (another operator's gang, schedulerName drover)
+ *   -> both pods are bound, `kubectl get podgroups` shows it Scheduled (DROVER_E2E_SHOW=1
+ *      prints what kubectl printed: docs/running.md quotes it);
  *   SIGTERM -> drover exits 0 with its summary line.
  *
  * Skipped (77) when kubectl is not on PATH. kubectl runs with --validate=false (test_kubectl.c
@@ -111,6 +114,10 @@ int main(void)
     rc = kc_run(out, sizeof out, args);
     kc_expect(rc == 0 && strstr(out, "trainingjobs.drover.dev"), "kubectl apply deploy/crd.yaml",
               out);
+    snprintf(args, sizeof args, "apply --validate=false -f %s/deploy/podgroup-crd.yaml", src);
+    rc = kc_run(out, sizeof out, args);
+    kc_expect(rc == 0 && strstr(out, "podgroups.scheduling.x-k8s.io"),
+              "kubectl apply deploy/podgroup-crd.yaml", out);
     snprintf(args, sizeof args, "create --validate=false -f %s/nodes.yaml", kc_dir());
     rc = kc_run(out, sizeof out, args);
     kc_expect(rc == 0 && strstr(out, "node/n2 created"), "kubectl create nodes", out);
@@ -189,6 +196,47 @@ int main(void)
     }
     kc_expect(counted, "drover run's /metrics counts the 3 pods and one gang's decision", body);
 
+    /* Another operator's gang, as Kubeflow's training operator makes one. */
+    kc_write(
+        "gang.yaml",
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata:\n  name: tf-gang\n"
+        "spec:\n  minMember: 2\n"
+        "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: tf-gang-worker-0\n  labels:\n"
+        "    scheduling.x-k8s.io/pod-group: tf-gang\nspec:\n  schedulerName: drover\n"
+        "  containers:\n  - {name: tensorflow, image: t, resources: {requests: {cpu: \"1\"}}}\n"
+        "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: tf-gang-worker-1\n  labels:\n"
+        "    scheduling.x-k8s.io/pod-group: tf-gang\nspec:\n  schedulerName: drover\n"
+        "  containers:\n  - {name: tensorflow, image: t, resources: {requests: {cpu: \"1\"}}}\n");
+    snprintf(args, sizeof args, "create --validate=false -f %s/gang.yaml", kc_dir());
+    rc = kc_run(out, sizeof out, args);
+    kc_expect(rc == 0 && strstr(out, "tf-gang-worker-1 created"), "kubectl create a pod group",
+              out);
+    for (int i = 0; i < 100; i++) {
+        rc = kc_run(out, sizeof out, "get podgroups");
+        if (rc == 0 && strstr(out, "Scheduled"))
+            break;
+        usleep(100000);
+    }
+    if (getenv("DROVER_E2E_SHOW"))
+        printf("$ kubectl get podgroups\n%s", out);
+    kc_expect(rc == 0 && strstr(out, "tf-gang") && strstr(out, "Scheduled") &&
+                  strstr(out, "MINMEMBER"),
+              "kubectl get podgroups: tf-gang Scheduled", out);
+    rc = kc_run(out, sizeof out, "get pods -l scheduling.x-k8s.io/pod-group=tf-gang -o wide");
+    if (getenv("DROVER_E2E_SHOW"))
+        printf("$ kubectl get pods -l scheduling.x-k8s.io/pod-group=tf-gang -o wide\n%s", out);
+    rc = kc_run(out, sizeof out,
+                "get pods -l scheduling.x-k8s.io/pod-group=tf-gang -o "
+                "jsonpath='{range .items[*]}{.spec.nodeName}{\"\\n\"}{end}'");
+    kc_expect(rc == 0 && lines(out) == 2, "its two pods are bound", out);
+    rc = kc_run(out, sizeof out,
+                "get events --field-selector involvedObject.kind=PodGroup -o "
+                "jsonpath='{range .items[*]}{.reason}: {.message}{\"\\n\"}{end}'");
+    if (getenv("DROVER_E2E_SHOW"))
+        printf("$ kubectl get events (PodGroup)\n%s", out);
+    kc_expect(rc == 0 && strstr(out, "Scheduled: 2 pods bound by profile drover"),
+              "an Event says the pod group was scheduled", out);
+
     int st = 0;
     kill(pid, SIGTERM);
     waitpid(pid, &st, 0);
@@ -198,7 +246,7 @@ int main(void)
     if (f)
         fclose(f);
     kc_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, "stopped after") &&
-                  strstr(out, "1 jobs"),
+                  strstr(out, "2 jobs"),
               "drover run stops on SIGTERM with exit status 0 and a summary", out);
 
     drv_apiserver_free(s);

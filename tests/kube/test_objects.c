@@ -228,6 +228,7 @@ static void test_pod_decode(void **unused)
     assert_string_equal(drv_strtab_str(names, p.ns), "ml");
     assert_string_equal(drv_strtab_str(names, p.node), "n1");
     assert_string_equal(drv_strtab_str(names, p.job), "tj1");
+    assert_int_equal(p.group, 0); /* no pod-group label */
     assert_int_equal(p.role, DRV_ROLE_WORKER);
     assert_int_equal(p.replica, 3);
     assert_int_equal(p.phase, DRV_KPOD_RUNNING);
@@ -236,6 +237,11 @@ static void test_pod_decode(void **unused)
     assert_int_equal(p.req.cpu, 1750); /* containers add up */
     assert_int_equal(p.req.mem, 1073741824);
     assert_int_equal(p.req.gpu, 1);
+    /* another operator's gang member names its PodGroup */
+    json_object_set_new(json_object_get(json_object_get(o, "metadata"), "labels"),
+                        "scheduling.x-k8s.io/pod-group", json_string("tfjob-a"));
+    assert_int_equal(drv_kube_decode_pod(o, names, &p, &d), 0);
+    assert_string_equal(drv_strtab_str(names, p.group), "tfjob-a");
     json_decref(o);
     /* an init container asking more than the containers together sets the request */
     o = pod_json("1500m", "4", "ps");
@@ -450,9 +456,12 @@ static void test_trainingjob_lease_podgroup_event(void **unused)
     assert_int_equal(g.min_resources.mem, 3LL << 30);
     assert_int_equal(g.min_resources.gpu, 2);
     assert_int_equal(g.timeout_s, 60);
-    assert_int_equal(drv_kube_podgroup_set_status(po, "Scheduled", 3, 3), 0);
+    assert_int_equal(drv_kube_podgroup_set_status(po, "Running", 2, 1, 0, 3), 0);
     assert_int_equal(drv_kube_decode_podgroup(po, names, &g, &d), 0);
-    assert_string_equal(drv_strtab_str(names, g.phase), "Scheduled");
+    assert_string_equal(drv_strtab_str(names, g.phase), "Running");
+    assert_int_equal(g.running, 2);
+    assert_int_equal(g.succeeded, 1);
+    assert_int_equal(g.failed, 0);
     assert_int_equal(g.scheduled, 3);
     json_object_del(json_object_get(po, "spec"), "minMember");
     assert_int_equal(drv_kube_decode_podgroup(po, names, &g, &d), DRV_EPARSE);

@@ -102,12 +102,24 @@ static void test_rbac(void **unused)
     assert_non_null(cr);
     no_wildcards_nor_secrets(cr);
     drv_conf *rules = drv_conf_get(cr, "rules");
+    bool pg_read = false, pg_status = false;
     for (int32_t i = 0; i < rules->nitems; i++) {
         drv_conf *res = drv_conf_get(rules->items[i], "resources");
         assert_false(list_has(res, "leases")); /* cluster-wide Lease writes were the finding */
         assert_false(list_has(res, "nodes") &&
                      list_has(drv_conf_get(rules->items[i], "verbs"), "update"));
+        /* Other operators' PodGroups are read and their status written, never created, edited
+         * or deleted (their operator owns them). */
+        drv_conf *verbs = drv_conf_get(rules->items[i], "verbs");
+        if (list_has(res, "podgroups")) {
+            pg_read = list_has(verbs, "watch") && list_has(verbs, "list");
+            assert_false(list_has(verbs, "create") || list_has(verbs, "delete") ||
+                         list_has(verbs, "update") || list_has(verbs, "patch"));
+        }
+        if (list_has(res, "podgroups/status"))
+            pg_status = list_has(verbs, "update");
     }
+    assert_true(pg_read && pg_status);
     drv_conf *role = find(&m, "Role", "drover-lease");
     assert_non_null(role);
     assert_string_equal(text_at(role, "metadata", "namespace"), "drover-system");

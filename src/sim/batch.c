@@ -201,8 +201,8 @@ void drv_report_ci_table(FILE *f, const drv_summary_ci *ci, int n)
         cell(w, sizeof w, ci[i].m[DRV_CI_AVG_WAIT], 1 / 60.0, 1);
         cell(u, sizeof u, ci[i].m[gpu ? DRV_CI_GPU_UTIL : DRV_CI_CPU_UTIL], 100, 1);
         /* "±" is two bytes in UTF-8: pad by one more byte per cell */
-        fprintf(f, "%-18s %4d  %-19s %-19s %-19s %-17s %-15s\n", ci[i].policy, ci[i].runs, a, b,
-                c, w, u);
+        fprintf(f, "%-18s %4d  %-19s %-19s %-19s %-17s %-15s\n", ci[i].policy, ci[i].runs, a, b, c,
+                w, u);
     }
     fprintf(f, "\nmean ± half-width of the 95 %% confidence interval over seeds (Student's t)\n");
 }

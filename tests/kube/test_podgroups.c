@@ -7,7 +7,7 @@
  * never fit says so. Against the in-memory test API server (loopback); kubelet's part (pod
  * phases) is played by the test. No timing is asserted: each wait is for an observable effect.
  */
-#include "apiserver.h"
+#include "ctrl_fixture.h"
 #include "drover/kube_controller.h"
 #include "drover/kube_types.h"
 #include "drover/policy.h"
@@ -23,99 +23,6 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-
-typedef struct fixture {
-    drv_apiserver *srv;
-    drv_kube *k;
-    drv_kube_config cfg;
-    char url[64];
-} fixture;
-
-typedef struct runner {
-    drv_ctrl *c;
-    pthread_t t;
-    volatile int stop;
-    int rc;
-    drv_diag d;
-} runner;
-
-static void *run_main(void *arg)
-{
-    runner *r = arg;
-    r->rc = drv_ctrl_run(r->c, &r->stop, &r->d);
-    return NULL;
-}
-
-static void start(fixture *f, runner *r)
-{
-    drv_profile prof;
-    drv_diag d = {{0}};
-    assert_int_equal(drv_profile_builtin("gang-fifo", &prof, &d), 0);
-    drv_ctrl_opts o = {.profile = &prof};
-    memset(r, 0, sizeof *r);
-    assert_int_equal(drv_ctrl_new(&r->c, &f->cfg, &o, &d), 0);
-    assert_int_equal(pthread_create(&r->t, NULL, run_main, r), 0);
-}
-
-static void stop(runner *r)
-{
-    r->stop = 1;
-    pthread_join(r->t, NULL);
-    assert_int_equal(r->rc, 0);
-    drv_ctrl_free(r->c);
-}
-
-static void req(fixture *f, const char *method, const char *path, const char *fmt, ...)
-{
-    char body[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(body, sizeof body, fmt, ap);
-    va_end(ap);
-    drv_diag d = {{0}};
-    long status = 0;
-    const char *ctype = strcmp(method, "PATCH") == 0 ? "application/merge-patch+json" : NULL;
-    if (drv_kube_request(f->k, method, path, ctype, body[0] ? body : NULL, &status, NULL, &d))
-        fail_msg("%s %s: %s", method, path, d.msg);
-}
-
-static json_t *get(fixture *f, const char *fmt, ...)
-{
-    char path[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(path, sizeof path, fmt, ap);
-    va_end(ap);
-    drv_diag d = {{0}};
-    json_t *o = NULL;
-    long status = 0;
-    if (drv_kube_request(f->k, "GET", path, NULL, NULL, &status, &o, &d) != 0)
-        return NULL;
-    return o;
-}
-
-#define WAIT_FOR(cond)                                                                             \
-    do {                                                                                           \
-        int waited_ = 0;                                                                           \
-        while (!(cond) && waited_ < 1000) {                                                        \
-            usleep(10000);                                                                         \
-            waited_++;                                                                             \
-        }                                                                                          \
-        if (!(cond))                                                                               \
-            fail_msg("timed out waiting for %s", #cond);                                           \
-    } while (0)
-
-static void add_node(fixture *f, const char *name, const char *cpu)
-{
-    req(f, "POST", "/api/v1/nodes",
-        "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\"},\"spec\":{},"
-        "\"status\":{\"allocatable\":{\"cpu\":\"%s\",\"memory\":\"64Gi\",\"pods\":\"110\"},"
-        "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
-        name, cpu);
-    char path[256];
-    snprintf(path, sizeof path, "/api/v1/nodes/%s", name);
-    req(f, "PATCH", path, "{\"spec\":{\"taints\":null}}");
-}
 
 static json_t *pod(fixture *f, const char *name)
 {

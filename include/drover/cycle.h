@@ -293,6 +293,9 @@ drv_res drv_ctx_free(const drv_ctx *c, int32_t node);
 int32_t drv_ctx_pod_node(const drv_ctx *c, int32_t pod);
 /* The job's wanted worker count as assumed by this cycle. */
 int32_t drv_ctx_workers(const drv_ctx *c, int32_t job);
+/* A queue's used resources (drv_queue.used, state.h) as assumed by this cycle: after the binds
+ * and evictions made so far. Zero when the state has no queue. O(1). */
+drv_res drv_ctx_queue_used(const drv_ctx *c, int32_t queue);
 /* Pods of a role on a node as assumed by this cycle. O(1). */
 int32_t drv_ctx_node_role_pods(const drv_ctx *c, int32_t node, int role);
 /* Identifies this cycle among the scheduler's cycles, and with drv_ctx_mark(c).ndec the exact

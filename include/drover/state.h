@@ -106,6 +106,26 @@ typedef struct drv_constraint {
     int32_t ntol;
 } drv_constraint;
 
+/*
+ * Queues (Kueue's ClusterQueue with its cohort, Volcano's Queue): the jobs naming a queue share
+ * its nominal quota, may borrow beyond it up to a limit from what the other queues of its cohort
+ * leave unused, and share the cluster with the other queues by weight (fair share). Queue 0 is
+ * the default queue ("default": no quota, weight 1, no cohort); a job's drv_job.queue names
+ * its queue by index. A state holds no queue (nqueues 0) until one is added; then queue 0 is
+ * made too. Admission within quota is the cycle's (cycle.h, drv_ctx_queue_room).
+ */
+#define DRV_UNLIMITED INT64_MAX /* a quota or borrowing limit with no bound */
+
+typedef struct drv_queue {
+    int32_t name;   /* interned */
+    int32_t cohort; /* interned cohort name; 0 (empty): in no cohort, lends and borrows nothing */
+    double weight;  /* fair-share weight, > 0 */
+    drv_res quota;  /* nominal quota per dimension; DRV_UNLIMITED: no bound */
+    drv_res borrow; /* borrowing limit: how far beyond its quota it may go, per dimension, using
+                       its cohort's unused quota; 0: none, DRV_UNLIMITED: no limit */
+    drv_res used;   /* requests of the bound pods of its jobs (derived) */
+} drv_queue;
+
 typedef struct drv_node {
     int32_t name;              /* interned */
     int32_t zone;              /* interned topology.kubernetes.io/zone, 0 when unset */
@@ -146,11 +166,12 @@ typedef struct drv_sample {
 enum { DRV_HIST = 32 }; /* progress samples kept per live job (a ring) */
 
 typedef struct drv_job {
-    int32_t name, user, queue; /* interned */
-    int32_t priority;          /* priority class value: larger is more important */
-    int32_t user_priority;     /* the submitting user's priority */
-    int32_t model;             /* model family index in the driver's catalogue, -1 unknown */
-    double submit;             /* submission time, seconds */
+    int32_t name, user;    /* interned */
+    int32_t queue;         /* its queue: an index of drv_state.queues, 0 the default queue */
+    int32_t priority;      /* priority class value: larger is more important */
+    int32_t user_priority; /* the submitting user's priority */
+    int32_t model;         /* model family index in the driver's catalogue, -1 unknown */
+    double submit;         /* submission time, seconds */
     drv_rolespec role[DRV_NROLES];
     int32_t cons[DRV_NROLES];   /* per role, its node constraints: drv_state.cons, 0 for none */
     int32_t target[DRV_NROLES]; /* replicas currently wanted per role */
@@ -221,6 +242,8 @@ typedef struct drv_state {
     drv_constraint *cons;          /* pod constraints; [0] is empty */
     int32_t ncons, cap_cons;       /* ncons 0 until one is added */
     bool has_prefer_taint;         /* some class has a PreferNoSchedule taint */
+    drv_queue *queues;             /* queues; [0] is the default queue */
+    int32_t nqueues, cap_queues;   /* nqueues 0 until one is added */
 } drv_state;
 
 int drv_state_init(drv_state *st);
@@ -231,7 +254,8 @@ int drv_state_add_node(drv_state *st, const char *name, drv_res alloc, const cha
                        const char *rack, int32_t *id);
 /*
  * Adds a job from a filled-in template (name, roles, submit, ...; derived fields are ignored;
- * DRV_EINVAL when a role names a constraint the state does not have)
+ * DRV_EINVAL when a role names a constraint the state does not have, or the job a queue: queue
+ * 0 is always valid)
  * and creates its pod slots. Targets start at the requested replicas. *id receives its id.
  */
 int drv_state_add_job(drv_state *st, const drv_job *tmpl, int32_t *id);
@@ -295,6 +319,19 @@ bool drv_constraint_fits(const drv_state *st, int32_t cons, int32_t cls, int32_t
  * copies, so parsers free theirs with these). */
 void drv_constraint_fini(drv_constraint *c);
 void drv_nodeclass_fini(drv_nodeclass *c);
+
+/*
+ * Adds a queue (name, cohort, weight, quota, borrow of q; used is ignored); *id receives its id.
+ * Strings are ids of st->names. The first call also makes queue 0, the default queue, unless q
+ * is named "default" (then it is queue 0). DRV_EEXIST when the name is taken, DRV_EINVAL for a
+ * weight <= 0 (or NaN) or a negative quota or borrowing limit, DRV_ENOMEM.
+ */
+int drv_state_add_queue(drv_state *st, const drv_queue *q, int32_t *id);
+/* Changes a queue's cohort, weight, quota and borrowing limit (a controller following Queue
+ * objects); its used resources stay. 0 or DRV_EINVAL as drv_state_add_queue. */
+int drv_state_set_queue(drv_state *st, int32_t id, const drv_queue *q);
+/* The id of the queue with interned name `name`, or -1. O(queues). */
+int32_t drv_state_find_queue(const drv_state *st, int32_t name);
 
 /* Sets a job's phase (enum drv_job_phase), keeping the set of live jobs current. Drivers
  * change phases only through this. Entering DRV_JOB_DONE frees the job's progress history. */
@@ -360,7 +397,8 @@ static inline drv_res drv_node_free(const drv_node *n)
  *  - when gang is true: a job with any pod bound has all its wanted PS/chief pods and at least
  *    min workers bound (admitted whole or not at all);
  *  - the live, pending, queued and starting job sets and their counts follow the jobs' phases
- *    and pods.
+ *    and pods;
+ *  - each queue's used resources equal the sum over the pods bound of its jobs.
  * Returns 0 or DRV_EINVARIANT with the first violation described in d.
  */
 int drv_state_check(const drv_state *st, bool gang, drv_diag *d);

@@ -111,6 +111,7 @@ void drv_sched_free(drv_sched *s)
     drv_arena_fini(&s->arena);
     drv_nodeindex_free(s->ix);
     drv_free(s->free);
+    drv_free(s->qused);
     drv_free(s->pod_node);
     drv_free(s->pod_stamp);
     drv_free(s->job_workers);
@@ -164,6 +165,11 @@ drv_res drv_ctx_free(const drv_ctx *c, int32_t node)
 int32_t drv_ctx_pod_node(const drv_ctx *c, int32_t pod)
 {
     return cycle_pod_node(c, pod);
+}
+
+drv_res drv_ctx_queue_used(const drv_ctx *c, int32_t queue)
+{
+    return c->snap->st->nqueues > 0 ? c->s->qused[queue] : (drv_res){0, 0, 0};
 }
 
 int32_t drv_ctx_workers(const drv_ctx *c, int32_t job)
@@ -240,6 +246,10 @@ static int prepare(drv_sched *s, const drv_state *st)
                (size_t)(s->cap_node_seen - ns_old) * sizeof *s->node_seen);
     if (drv_grow(&s->own.node, sizeof *s->own.node, &s->own.cap, st->nnodes) != 0)
         return DRV_ENOMEM;
+    if (drv_grow(&s->qused, sizeof *s->qused, &s->cap_qused, st->nqueues) != 0)
+        return DRV_ENOMEM;
+    for (int32_t q = 0; q < st->nqueues; q++)
+        s->qused[q] = st->queues[q].used;
     s->maxfree = s->totfree = (drv_res){0, 0, 0};
     s->cap_free_used = st->nnodes;
     for (int32_t n = 0; n < st->nnodes; n++) {

@@ -14,8 +14,15 @@ static void ix_update(drv_sched *s, int32_t node)
 
 static void set_pod_node(drv_ctx *c, int32_t pod, int32_t node)
 {
-    int role = c->snap->st->pods[pod].role;
+    const drv_state *st = c->snap->st;
+    int role = st->pods[pod].role;
     int32_t from = cycle_pod_node(c, pod);
+    if (st->nqueues > 0 && (from < 0) != (node < 0)) { /* bound or unbound: its queue's use */
+        int32_t q = st->jobs[st->pods[pod].job].queue;
+        drv_res r = cycle_pod_req(st, pod);
+        c->s->qused[q] =
+            node >= 0 ? drv_res_add(c->s->qused[q], r) : drv_res_sub(c->s->qused[q], r);
+    }
     if (from >= 0)
         c->s->nrole[from * DRV_NROLES + role]--;
     if (node >= 0)

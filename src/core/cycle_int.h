@@ -127,6 +127,11 @@ struct drv_sched {
     int32_t *cfit;
     int32_t cfit_cons, cfit_cls; /* the table's dimensions */
     int32_t cap_cfit;
+    /* Queues: each queue's used resources as assumed by this cycle, copied from the state at
+     * its start (O(queues)) and kept by set_pod_node as pods are bound, evicted and rolled
+     * back; empty when the state has no queue. */
+    drv_res *qused;
+    int32_t cap_qused;
 };
 
 struct drv_ctx {

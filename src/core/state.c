@@ -71,6 +71,7 @@ void drv_state_fini(drv_state *st)
     for (int32_t i = 0; i < st->ncons; i++)
         drv_constraint_fini(&st->cons[i]);
     drv_free(st->cons);
+    drv_free(st->queues);
     memset(st, 0, sizeof *st);
 }
 
@@ -203,9 +204,12 @@ static void init_job(drv_state *st, int32_t jid, int32_t pod_base, int32_t slots
     drv_state_set_phase(st, jid, tmpl->phase);
 }
 
-/* Whether each role's constraint id names a constraint of the state (0: none). */
+/* Whether each role's constraint id names a constraint of the state (0: none), and the job's
+ * queue a queue of it (0: the default queue). */
 static bool cons_valid(const drv_state *st, const drv_job *tmpl)
 {
+    if (tmpl->queue < 0 || (tmpl->queue > 0 && tmpl->queue >= st->nqueues))
+        return false;
     for (int r = 0; r < DRV_NROLES; r++)
         if (tmpl->cons[r] < 0 || (tmpl->cons[r] > 0 && tmpl->cons[r] >= st->ncons))
             return false;
@@ -366,6 +370,77 @@ int32_t drv_state_next_pending(const drv_state *st, int32_t from)
     return jobset_next(&st->pending, st->njobs, from);
 }
 
+/* Adds r to the used resources of job j's queue, when the state has queues. */
+static void queue_use(drv_state *st, const drv_job *j, drv_res r, int64_t sign)
+{
+    if (st->nqueues > 0) {
+        drv_queue *q = &st->queues[j->queue];
+        q->used = drv_res_add(q->used, drv_res_scale(r, sign));
+    }
+}
+
+static bool queue_valid(const drv_queue *q)
+{
+    return q->weight > 0 && q->quota.cpu >= 0 && q->quota.mem >= 0 && q->quota.gpu >= 0 &&
+           q->borrow.cpu >= 0 && q->borrow.mem >= 0 && q->borrow.gpu >= 0;
+}
+
+int32_t drv_state_find_queue(const drv_state *st, int32_t name)
+{
+    for (int32_t i = 0; i < st->nqueues; i++)
+        if (st->queues[i].name == name)
+            return i;
+    return -1;
+}
+
+int drv_state_add_queue(drv_state *st, const drv_queue *q, int32_t *id)
+{
+    if (!queue_valid(q)) /* also false for a NaN weight */
+        return DRV_EINVAL;
+    int32_t dflt = drv_strtab_intern(st->names, "default");
+    if (dflt < 0)
+        return DRV_ENOMEM;
+    if (drv_state_find_queue(st, q->name) >= 0)
+        return DRV_EEXIST;
+    bool make_default = st->nqueues == 0 && q->name != dflt;
+    if (drv_grow(&st->queues, sizeof *st->queues, &st->cap_queues,
+                 st->nqueues + 1 + make_default) != 0)
+        return DRV_ENOMEM;
+    if (make_default) {
+        /* jobs added before any queue are in queue 0 already: it starts with their use */
+        drv_queue *d = &st->queues[st->nqueues++];
+        *d = (drv_queue){.name = dflt,
+                         .weight = 1,
+                         .quota = {DRV_UNLIMITED, DRV_UNLIMITED, DRV_UNLIMITED},
+                         .borrow = {0, 0, 0}};
+        for (int32_t n = 0; n < st->nnodes; n++)
+            d->used = drv_res_add(d->used, st->nodes[n].used);
+    }
+    drv_queue *nq = &st->queues[st->nqueues];
+    *nq = *q;
+    nq->used = (drv_res){0, 0, 0};
+    if (st->nqueues == 0) /* "default" itself, first: it holds what is bound already */
+        for (int32_t n = 0; n < st->nnodes; n++)
+            nq->used = drv_res_add(nq->used, st->nodes[n].used);
+    if (id)
+        *id = st->nqueues;
+    st->nqueues++;
+    return 0;
+}
+
+int drv_state_set_queue(drv_state *st, int32_t id, const drv_queue *q)
+{
+    if (id < 0 || id >= st->nqueues || !queue_valid(q))
+        return DRV_EINVAL;
+    drv_queue *d = &st->queues[id];
+    drv_res used = d->used;
+    int32_t name = d->name;
+    *d = *q;
+    d->name = name;
+    d->used = used;
+    return 0;
+}
+
 void drv_state_bind(drv_state *st, int32_t pod, int32_t node)
 {
     drv_pod *p = &st->pods[pod];
@@ -379,6 +454,7 @@ void drv_state_bind(drv_state *st, int32_t pod, int32_t node)
     n->npods++;
     n->nrole[p->role]++;
     j->bound[p->role]++;
+    queue_use(st, j, j->role[p->role].req, 1);
     requeue(st, p->job);
 }
 
@@ -394,6 +470,7 @@ void drv_state_unbind(drv_state *st, int32_t pod)
     n->npods--;
     n->nrole[p->role]--;
     j->bound[p->role]--;
+    queue_use(st, j, j->role[p->role].req, -1);
     p->node = -1;
     requeue(st, p->job);
 }
@@ -489,6 +566,33 @@ int32_t drv_job_wanted(const drv_job *j)
 }
 
 /* ---- invariants -------------------------------------------------------------------------- */
+
+/* Each queue's used resources against the sum over the bound pods of its jobs. */
+static int check_queues(const drv_state *st, drv_diag *d)
+{
+    if (st->nqueues == 0)
+        return 0;
+    drv_res *qused = drv_calloc((size_t)st->nqueues, sizeof *qused);
+    if (!qused)
+        return drv_fail(d, DRV_ENOMEM, "invariant check: out of memory");
+    for (int32_t j = 0; j < st->njobs; j++) {
+        if (jobset_has(&st->released, j))
+            continue;
+        const drv_job *job = &st->jobs[j];
+        for (int32_t k = 0; k < job->pod_count; k++) {
+            const drv_pod *p = &st->pods[job->pod_base + k];
+            if (p->node >= 0)
+                qused[job->queue] = drv_res_add(qused[job->queue], job->role[p->role].req);
+        }
+    }
+    int rc = 0;
+    for (int32_t q = 0; q < st->nqueues && !rc; q++)
+        if (memcmp(&qused[q], &st->queues[q].used, sizeof qused[q]) != 0)
+            rc = drv_fail(d, DRV_EINVARIANT, "queue %s: used resources disagree with its pods",
+                          drv_strtab_str(st->names, st->queues[q].name));
+    drv_free(qused);
+    return rc;
+}
 
 int drv_state_check(const drv_state *st, bool gang, drv_diag *d)
 {
@@ -600,6 +704,8 @@ int drv_state_check(const drv_state *st, bool gang, drv_diag *d)
                           (long long)nd->used.mem, (long long)nd->alloc.mem,
                           (long long)nd->used.gpu, (long long)nd->alloc.gpu);
     }
+    if (!rc)
+        rc = check_queues(st, d);
 out:
     drv_free(used);
     drv_free(lim);

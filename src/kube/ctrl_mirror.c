@@ -427,7 +427,7 @@ static int add_job(drv_ctrl *c, ctrl_event *e)
         return DRV_ENOMEM;
     tmpl.name = name_id;
     tmpl.user = user_id;
-    tmpl.queue = user_id;
+    tmpl.queue = 0; /* the default queue: Queue objects are not read yet */
     tmpl.model = -1;
     tmpl.submit = e->t - c->loop.t0;
     tmpl.phase = DRV_JOB_PENDING;

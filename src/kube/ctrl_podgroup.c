@@ -245,7 +245,8 @@ static int make_job(drv_ctrl *c, pg_group *g)
     drv_job tmpl;
     memset(&tmpl, 0, sizeof tmpl);
     tmpl.name = drv_strtab_intern(m->st.names, key);
-    tmpl.user = tmpl.queue = drv_strtab_intern(m->st.names, ns);
+    tmpl.user = drv_strtab_intern(m->st.names, ns);
+    tmpl.queue = 0; /* the default queue: Queue objects are not read yet */
     if (tmpl.name < 0 || tmpl.user < 0)
         return DRV_ENOMEM;
     tmpl.model = -1;

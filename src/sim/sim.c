@@ -511,7 +511,7 @@ static int fill_job(drv_sim *s, int32_t i)
     memset(&t, 0, sizeof t);
     t.name = s->names[3 * (size_t)i];
     t.user = s->names[3 * (size_t)i + 1];
-    t.queue = s->names[3 * (size_t)i + 2];
+    t.queue = 0; /* queues of the cluster file: not read yet */
     t.priority = js->priority;
     t.user_priority = js->user_priority;
     t.model = js->model;

@@ -314,6 +314,105 @@ static void test_cycle_gang_rollback(void **unused)
     drv_state_fini(&st);
 }
 
+/* An admit plugin that places job 1's gang, rolls it back and places it again, recording the
+ * assumed use of queue 1 at each step. */
+static drv_res queue_seen[4];
+static void admit_queue_probe(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
+{
+    (void)state;
+    (void)jobs;
+    (void)n;
+    queue_seen[0] = drv_ctx_queue_used(c, 1);
+    drv_mark m = drv_ctx_mark(c);
+    assert_int_equal(drv_ctx_place_gang(c, 1, 2), 1);
+    queue_seen[1] = drv_ctx_queue_used(c, 1);
+    drv_ctx_rollback(c, m);
+    queue_seen[2] = drv_ctx_queue_used(c, 1);
+    assert_int_equal(drv_ctx_place_gang(c, 1, 2), 1);
+    queue_seen[3] = drv_ctx_queue_used(c, 1);
+}
+
+static const drv_plugin queue_probe_plugin = {.name = "test-queue", .admit = admit_queue_probe};
+
+/* Queues: the default queue is made with the first, names are unique, bad numbers refused;
+ * a queue's use follows binds, survives a change of quota, is checked as an invariant, and the
+ * cycle's assumed use follows its binds and rollbacks. */
+static void test_queues(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    drv_diag d;
+    make_state(&st, 2);
+    int32_t early = add_job(&st, "early", 0, 1, 1, 1, 1000); /* before any queue: queue 0 */
+    drv_state_bind(&st, st.jobs[early].pod_base, 0);
+    drv_queue q = {.name = drv_strtab_intern(st.names, "team-a"),
+                   .weight = 2,
+                   .quota = {4000, 64 * GiB, 0},
+                   .borrow = {1000, 0, 0}};
+    int32_t qa = -1;
+    assert_int_equal(drv_state_add_queue(&st, &q, &qa), 0);
+    assert_int_equal(qa, 1);
+    assert_int_equal(st.nqueues, 2);
+    assert_string_equal(drv_strtab_str(st.names, st.queues[0].name), "default");
+    assert_int_equal(st.queues[0].used.cpu, 1000); /* what was bound before */
+    assert_int_equal(st.queues[0].quota.cpu, DRV_UNLIMITED);
+    assert_int_equal(drv_state_add_queue(&st, &q, NULL), DRV_EEXIST);
+    assert_int_equal(drv_state_find_queue(&st, q.name), 1);
+    assert_int_equal(drv_state_find_queue(&st, drv_strtab_intern(st.names, "nope")), -1);
+    drv_queue bad = q;
+    bad.name = drv_strtab_intern(st.names, "bad");
+    bad.weight = 0;
+    assert_int_equal(drv_state_add_queue(&st, &bad, NULL), DRV_EINVAL);
+    bad.weight = 1;
+    bad.quota.gpu = -1;
+    assert_int_equal(drv_state_add_queue(&st, &bad, NULL), DRV_EINVAL);
+
+    /* a job naming queue 1 (added after it), one naming a queue that does not exist */
+    drv_job t;
+    memset(&t, 0, sizeof t);
+    t.name = drv_strtab_intern(st.names, "j1");
+    t.phase = DRV_JOB_PENDING;
+    t.queue = 1;
+    t.role[DRV_ROLE_PS] = (drv_rolespec){1, 1, 1, {1000, GiB, 0}, 1000};
+    t.role[DRV_ROLE_WORKER] = (drv_rolespec){2, 2, 2, {1500, GiB, 0}, 1500};
+    int32_t j1;
+    assert_int_equal(drv_state_add_job(&st, &t, &j1), 0);
+    t.queue = 7;
+    assert_int_equal(drv_state_add_job(&st, &t, NULL), DRV_EINVAL);
+
+    /* the cycle: job `early` (queue 0) is bound; j1's gang uses 4000m of queue 1 */
+    drv_sched *s = gang_sched(&queue_probe_plugin);
+    drv_snapshot snap = {.st = &st, .now = 0};
+    drv_decisions ds;
+    drv_decisions_init(&ds);
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    assert_int_equal(queue_seen[0].cpu, 0);
+    assert_int_equal(queue_seen[1].cpu, 4000);
+    assert_int_equal(queue_seen[2].cpu, 0);
+    assert_int_equal(queue_seen[3].cpu, 4000);
+    assert_int_equal(queue_seen[3].mem, 3 * GiB);
+    apply(&st, &ds);
+    assert_int_equal(st.queues[1].used.cpu, 4000);
+    assert_int_equal(drv_state_check(&st, true, &d), 0);
+
+    /* a new quota keeps the use; a drifted use is an invariant violation */
+    q.quota.cpu = 2000;
+    assert_int_equal(drv_state_set_queue(&st, 1, &q), 0);
+    assert_int_equal(st.queues[1].used.cpu, 4000);
+    assert_int_equal(st.queues[1].quota.cpu, 2000);
+    q.weight = -1;
+    assert_int_equal(drv_state_set_queue(&st, 1, &q), DRV_EINVAL);
+    st.queues[1].used.cpu++;
+    assert_int_equal(drv_state_check(&st, true, &d), DRV_EINVARIANT);
+    assert_non_null(strstr(d.msg, "queue team-a"));
+    st.queues[1].used.cpu--;
+    drv_state_unbind(&st, st.jobs[j1].pod_base);
+    assert_int_equal(st.queues[1].used.cpu, 3000);
+    drv_decisions_fini(&ds);
+    drv_sched_free(s);
+    drv_state_fini(&st);
+}
+
 /* An admit plugin that only says "job 0 now wants 2 workers". */
 static void admit_shrink(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
 {
@@ -831,6 +930,7 @@ int main(void)
         cmocka_unit_test(test_check_worker_bounds),
         cmocka_unit_test(test_cycle_gang_rollback),
         cmocka_unit_test(test_scale_down_evicts_surplus),
+        cmocka_unit_test(test_queues),
         cmocka_unit_test(test_queue_keys_kept),
         cmocka_unit_test(test_gang_room),
         cmocka_unit_test(test_queue_stuck),

@@ -44,7 +44,7 @@ static const cli_flag sim_flags[] = {
      .kind = FLAG_TEXT,
      AT(cluster),
      .arg = "FILE",
-     .help = "nodes, network and timing (YAML; docs/formats.md). Default: built-in"},
+     .help = "nodes, queues, network, timing (YAML; docs/formats.md). Default: built-in"},
     {.name = "policy",
      .kind = FLAG_TEXT,
      AT(policy),

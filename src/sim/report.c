@@ -461,9 +461,11 @@ int drv_report_run_files(const char *dir, const drv_sim *s, const drv_report_met
         return DRV_EIO;
     int32_t n;
     const drv_jobresult *r = drv_sim_jobs(s, &n);
+    bool queues = drv_sim_state(s)->nqueues > 0; /* then a last column names each job's queue */
     fputs("job,user,model,ps,workers_requested,workers_last,submit_s,start_s,end_s,wait_s,jct_s,"
-          "restarts,migrations,preemptions\n",
+          "restarts,migrations,preemptions",
           f);
+    fputs(queues ? ",queue\n" : "\n", f);
     for (int32_t i = 0; i < n; i++) {
         const drv_jobspec *j = &wl->jobs[i]; /* finished jobs are released from the state */
         char model[64];
@@ -486,7 +488,10 @@ int drv_report_run_files(const char *dir, const drv_sim *s, const drv_report_met
             fprintf(f, ",%.3f", r[i].end - r[i].submit);
         else
             fputs(",", f);
-        fprintf(f, ",%d,%d,%d\n", r[i].restarts, r[i].migrations, r[i].preemptions);
+        fprintf(f, ",%d,%d,%d", r[i].restarts, r[i].migrations, r[i].preemptions);
+        if (queues) /* the name the job gave: the queue it is in, as undeclared names are refused */
+            fprintf(f, ",%s", j->queue);
+        fputc('\n', f);
     }
     int rc = drv_file_out_commit(&o, d);
     if (rc)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "drover/policy.h"
@@ -379,6 +380,72 @@ static void test_reports_only_with_queues(void **unused)
     free(buf);
 }
 
+/* summary.json's queues read back by drover report's loader give the figures written, and
+ * jobs-<policy>.csv names each job's queue. */
+static void test_report_round_trip(void **unused)
+{
+    (void)unused;
+    drv_cluster_spec c;
+    drv_workload w = {0};
+    drv_diag d = {{0}};
+    drv_cluster_default(&c);
+    drv_queuespec q[2] = {queue("prod", 3), queue("research", 1)};
+    q[0].quota.cpu = 128000;
+    set_queues(&c, q, 2);
+    static const char *const names[] = {"prod", "research"};
+    jobs(&w, 12, names, 2);
+    drv_profile p;
+    assert_int_equal(drv_profile_builtin("gang-fifo", &p, &d), 0);
+    drv_sim_config cfg = {.seed = 1, .check = true};
+    drv_sim *s;
+    assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
+    assert_int_equal(drv_sim_run(s, &d), 0);
+    drv_summary sum;
+    drv_sim_summary(s, &sum);
+    char dir[] = "/tmp/drover-test-queues-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(drv_report_run_files(dir, s, NULL, &d), 0);
+    assert_int_equal(drv_report_summary_files(dir, &sum, 1, NULL, &d), 0);
+    drv_sim_free(s);
+    drv_report_data r;
+    if (drv_report_load(&r, dir, &d) != 0)
+        fail_msg("%s", d.msg);
+    assert_int_equal(r.sum[0].nqueues, 2);
+    for (int32_t k = 0; k < 2; k++) {
+        const drv_queue_summary *a = &sum.queue[k], *b = &r.sum[0].queue[k];
+        assert_string_equal(a->name, b->name);
+        assert_int_equal(a->jobs, b->jobs);
+        assert_int_equal(a->done, b->done);
+        assert_near(b->weight, a->weight, 0);
+        assert_near(b->avg_jct, a->avg_jct, 1e-6 * a->avg_jct);
+        assert_near(b->share, a->share, 1e-9);
+    }
+    assert_true(isnan(r.sum[0].queue[1].quota_use)); /* null: research has no quota */
+    assert_near(r.sum[0].ftf_max, sum.ftf_max, 1e-9);
+    assert_near(r.sum[0].jain_share, sum.jain_share, 1e-9);
+    drv_report_data_fini(&r);
+    char path[4200], line[512];
+    snprintf(path, sizeof path, "%s/jobs-gang-fifo.csv", dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_non_null(strstr(line, ",preemptions,queue\n"));
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_non_null(strstr(line, ",prod\n"));
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_non_null(strstr(line, ",research\n"));
+    fclose(f);
+    static const char *const files[] = {"jobs-gang-fifo.csv", "timeline-gang-fifo.csv",
+                                        "summary.json", "summary.csv"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    assert_int_equal(rmdir(dir), 0);
+    drv_workload_fini(&w);
+    drv_cluster_fini(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -389,6 +456,7 @@ int main(void)
         cmocka_unit_test(test_two_queues_by_hand),
         cmocka_unit_test(test_queues_add_up),
         cmocka_unit_test(test_reports_only_with_queues),
+        cmocka_unit_test(test_report_round_trip),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -26,12 +26,12 @@
  *   1. Elastic victims shrink toward their worker minimum (SCALE, its EVICTs reason shrink),
  *      lowest priority first (then id), one worker at a time, P tried after each step.
  *   2. Whole gangs (every bound pod, EVICT reason preempt), the fewest victims first, then the
- *      least lost work, then the lowest priority: each victim alone is tried in the order lost
- *      work, priority, id (so when one gang is enough, the set is the exact optimum); else
- *      candidates (the first `candidates` by priority, then id) are evicted in that order until
- *      P fits, and then each is given back, most lost work first, when P still fits without it
- *      (kube-scheduler's reprieve): a minimal set - no victim can be spared - though not always
- *      a minimum one (that is set cover).
+ *      least lost work, then the lowest priority. The candidates are the first `candidates`
+ *      eligible victims by priority, then id. Each alone is tried in the order lost work,
+ *      priority, id (so when one gang is enough, the set is the exact optimum among them);
+ *      else they are evicted in their order until P fits, and then each is given back, most
+ *      lost work first, when P still fits without it (kube-scheduler's reprieve): a minimal
+ *      set - no victim can be spared - though not always a minimum one (that is set cover).
  *   3. P is placed (drv_ctx_place_gang at its worker minimum) on the freed room in the same
  *      cycle. When it does not fit, every decision for P is rolled back: no eviction without
  *      an admission. In the decision list, P's shrinks and evictions are followed directly by
@@ -165,12 +165,11 @@ static bool was_preempted_by(const preempt *p, int32_t job, int32_t other)
     return false;
 }
 
-static int remember(preempt *p, int32_t victim, int32_t by)
+/* Room for n more pairs, made before an attempt decides anything: a preemption is never left
+ * unremembered for want of memory. 0 or DRV_ENOMEM. */
+static int reserve_pairs(preempt *p, int32_t n)
 {
-    if (drv_grow(&p->pairs, sizeof *p->pairs, &p->cap_pairs, p->npairs + 1) != 0)
-        return DRV_ENOMEM;
-    p->pairs[p->npairs++] = (pair){victim, by};
-    return 0;
+    return drv_grow(&p->pairs, sizeof *p->pairs, &p->cap_pairs, p->npairs + n) ? DRV_ENOMEM : 0;
 }
 
 static bool skipped(const preempt *p, const drv_ctx *c, int32_t job)
@@ -417,9 +416,12 @@ static int greedy(drv_ctx *c, attempt *a, drv_mark m, cand *order)
     return rc;
 }
 
-/* One preemptor: 1 placed (its victims evicted), 0 not (nothing changed), or an error. */
+/* One preemptor: 1 placed (its victims evicted), 0 not (nothing changed), or an error (a
+ * failed decision: the core then stops the cycle, cycle.h). */
 static int try_one(preempt *p, drv_ctx *c, attempt *a, cand *order)
 {
+    if (reserve_pairs(p, a->ncand) != 0)
+        return DRV_ENOMEM;
     drv_mark m0 = drv_ctx_mark(c);
     int rc = drv_ctx_place_gang(c, a->job, a->size);
     if (rc != 0) { /* it fits as it is: admission chose to leave it waiting, not ours to undo */
@@ -438,8 +440,8 @@ static int try_one(preempt *p, drv_ctx *c, attempt *a, cand *order)
         return rc;
     }
     for (int32_t i = 0; i < a->nset; i++)
-        if (!a->spared[i] && (rc = remember(p, a->set[i].job, a->job)) != 0)
-            return rc;
+        if (!a->spared[i])
+            p->pairs[p->npairs++] = (pair){a->set[i].job, a->job};
     return 1;
 }
 

@@ -140,11 +140,60 @@ static void test_without_preemption_urgent_waits(void **unused)
     drv_sim_free(s);
 }
 
+/*
+ * Quiet cycles (docs/cycle.md): the plugin's wake is "never", as whether it preempts depends on
+ * the cluster state alone. Skipping quiet cycles must then change nothing: the heterogeneous
+ * mix (three priority classes, elastic jobs) under DRAGON with preemption gives every job the
+ * same start, end, restarts, preemptions and workers, to the bit, as running every cycle.
+ */
+static void test_skipping_quiet_cycles_changes_nothing(void **unused)
+{
+    (void)unused;
+    drv_diag d = {{0}};
+    drv_cluster_spec c = {0};
+    drv_workload w = {0};
+    assert_int_equal(drv_cluster_load(&c, src_path("examples/cluster-hetero-8node.yaml"), &d), 0);
+    assert_int_equal(drv_workload_load(&w, src_path("examples/mix-8node-60job.yaml"), &cat, 1, &d),
+                     0);
+    drv_profile p;
+    assert_int_equal(drv_profile_parse("dragon-preempt",
+                                       "gang=true period=5 queue_order=priority admit=dragon "
+                                       "scale=dragon score=locality*3,least-allocated "
+                                       "migrate=preempt",
+                                       &p, &d),
+                     0);
+    drv_sim *s[2];
+    for (int tick = 0; tick < 2; tick++) {
+        drv_sim_config cfg = {.seed = 1, .check = true, .tick = tick == 1};
+        assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s[tick], &d), 0);
+        assert_int_equal(drv_sim_run(s[tick], &d), 0);
+    }
+    int32_t n0, n1;
+    const drv_jobresult *a = drv_sim_jobs(s[0], &n0), *b = drv_sim_jobs(s[1], &n1);
+    assert_int_equal(n0, n1);
+    int preempted = 0;
+    for (int32_t i = 0; i < n0; i++) {
+        assert_memory_equal(&a[i], &b[i], sizeof a[i]);
+        preempted += a[i].preemptions;
+    }
+    assert_true(preempted > 0);
+    drv_summary s0, s1;
+    drv_sim_summary(s[0], &s0);
+    drv_sim_summary(s[1], &s1);
+    assert_true(s0.skipped > 0);
+    assert_int_equal(s1.skipped, 0);
+    for (int tick = 0; tick < 2; tick++)
+        drv_sim_free(s[tick]);
+    drv_workload_fini(&w);
+    drv_cluster_fini(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_urgent_gang_preempts_one_whole_gang),
         cmocka_unit_test(test_without_preemption_urgent_waits),
+        cmocka_unit_test(test_skipping_quiet_cycles_changes_nothing),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

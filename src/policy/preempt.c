@@ -53,9 +53,9 @@
  *     a victim take its preemptor: V's reclaim may take X, never P. (tests/policy/test_preempt.c)
  *
  * Worked example: one node of 8 CPUs; running low-priority jobs A (2 CPUs, attained 10), B (2,
- * attained 20) and C (4, attained 100), all priority 0; P (priority 10) needs 4. Alone, A and B
- * free too little, C frees 4: C is the one victim, though A and B lost less work together.
- * Decisions: EVICT C/worker-0 preempt, EVICT C/worker-1 preempt, BIND P/worker-0 node0, ...
+ * attained 20) and C (4, attained 100), all priority 0, one worker each; P (priority 10) needs
+ * 4. Alone, A and B free too little, C frees 4: C is the one victim, though A and B lost less
+ * work together. Decisions: EVICT C/worker-0 preempt, BIND P/worker-0 n0.
  *
  * Cost: O(1) when nothing is queued; else one pass over the queued and the live jobs, and when
  * some queued job outranks a running one (or a queue borrows), per preemptor tried: O(victim

@@ -31,6 +31,7 @@ typedef struct jobsim {
     double a_att;     /* from the anchor, so skipping a sampling tick changes no later value */
     uint32_t gen;     /* bumps on every phase change: stale events are dropped */
     uint32_t touched; /* cycle stamp of the last decision touching this job */
+    uint32_t preempt; /* cycle stamp of its last preemption (counted once per cycle) */
     bool restart;     /* a decision this cycle requires a checkpoint-restart */
     int64_t nsamples;
     drv_res held;       /* resources of the job's bound pods */

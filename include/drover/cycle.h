@@ -42,7 +42,8 @@ typedef struct drv_decision {
     int32_t job;
     int32_t pod;    /* -1 for SCALE */
     int32_t node;   /* BIND, MIGRATE target; -1 otherwise */
-    int64_t value;  /* SCALE: workers; RESIZE: millicores; BATCH: total batch size */
+    int64_t value;  /* SCALE: workers; RESIZE: millicores; BATCH: total batch size; EVICT: the
+                       preemptor's job id (drv_ctx_preempt), -1 when none */
     int32_t reason; /* enum drv_reason, for EVICT; BATCH: INPLACE or NONE (restart) */
     int32_t from;   /* EVICT, MIGRATE: the node the pod was on; -1 otherwise */
     int64_t prev;   /* SCALE: workers before; RESIZE: limit before; BATCH: batch before (lets a
@@ -321,6 +322,9 @@ int32_t drv_ctx_best_node(const drv_ctx *c, int32_t pod);
 /* Records a decision and updates the assumed state. Return 0 or DRV_ENOMEM. */
 int drv_ctx_bind(drv_ctx *c, int32_t pod, int32_t node);
 int drv_ctx_evict(drv_ctx *c, int32_t pod, int reason);
+/* EVICT with reason DRV_REASON_PREEMPT on behalf of job `by` (the preemptor, named in the
+ * decision's value so a driver can say who preempted whom). */
+int drv_ctx_preempt(drv_ctx *c, int32_t pod, int32_t by);
 /* SCALE: a shrink below the workers bound first evicts the surplus (reason shrink), highest
  * worker slots first, so the list never leaves more workers bound than wanted. */
 int drv_ctx_scale(drv_ctx *c, int32_t job, int32_t workers);

@@ -34,9 +34,9 @@
  *      set - no victim can be spared - though not always a minimum one (that is set cover).
  *   3. P is placed (drv_ctx_place_gang at its worker minimum) on the freed room in the same
  *      cycle. When it does not fit, every decision for P is rolled back: no eviction without
- *      an admission. In the decision list, P's shrinks and evictions are followed directly by
- *      P's SCALE and BINDs: the job bound next is who preempted them (what a driver writes in
- *      the victims' Events).
+ *      an admission. Each eviction names P (drv_ctx_preempt: the decision's value), what a
+ *      driver writes in the victims' Events; P's shrinks and evictions are followed directly
+ *      by P's SCALE and BINDs.
  * Lost work is the work since the last checkpoint; the core knows no checkpoints, so it is the
  * job's attained service (drv_job.attained, resource-seconds), which bounds it.
  *
@@ -279,7 +279,7 @@ static int evict_gang(drv_ctx *c, const attempt *a, int32_t v)
         return 0;
     const drv_job *j = &drv_ctx_state(c)->jobs[v];
     for (int32_t k = 0; k < j->pod_count; k++) {
-        int rc = drv_ctx_evict(c, j->pod_base + k, DRV_REASON_PREEMPT);
+        int rc = drv_ctx_preempt(c, j->pod_base + k, a->job);
         if (rc)
             return rc;
     }

@@ -147,6 +147,7 @@ static void test_whole_lower_gangs_only(void **unused)
         const drv_decision *x = &f.ds.v[i];
         if (x->kind == DRV_EVICT) {
             assert_int_equal(x->job, l);
+            assert_int_equal(x->value, p); /* the decision names its preemptor */
             last_evict = i;
             nevict++;
         } else if (x->kind == DRV_BIND && first_bind < 0) {

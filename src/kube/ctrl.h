@@ -374,6 +374,7 @@ typedef struct ctrl_loop {
     bool leader;        /* it schedules (the lease thread said so, or no election) */
     bool warned_resize; /* the resize warning was logged */
     double last;        /* when the last cycle ran (since t0) */
+    double deadline;    /* the lifecycle's next deadline (since t0; INFINITY: none) */
     double t0;          /* drv_clock_mono() when started: the snapshot's zero */
 } ctrl_loop;
 
@@ -486,7 +487,8 @@ int ctrl_lifecycle_edit(drv_ctrl *c, int32_t j, const tj_record *t);
 void ctrl_lifecycle_invalid(drv_ctrl *c, const ctrl_event *e);
 int ctrl_lifecycle_pod_env(drv_ctrl *c, int32_t slot, json_t *pod);
 void ctrl_lifecycle_service(drv_ctrl *c, int32_t j);
-void ctrl_lifecycle_expire(drv_ctrl *c); /* finished jobs past their TTL are deleted */
+/* Finished jobs past their TTL are deleted; the next deadline (wall), INFINITY: none. */
+double ctrl_lifecycle_expire(drv_ctrl *c);
 int ctrl_lifecycle_write_status(json_t *obj, const status_request *r); /* writer thread */
 
 /* ---- other operators' gangs (ctrl_podgroup.c) ----------------------------------------------- */

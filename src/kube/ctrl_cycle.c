@@ -320,7 +320,6 @@ static int reconcile(drv_ctrl *c, const int32_t *queue_pos)
         }
         ctrl_writer_status(c, j, msg);
     }
-    ctrl_lifecycle_expire(c);
     return 0;
 }
 

@@ -482,10 +482,7 @@ static void test_deadline_and_ttl(void **state)
     role(worker, sizeof worker, "Worker", 1, "1", "");
     add_job(f, "dl", worker, "\"runPolicy\":{\"activeDeadlineSeconds\":1},");
     add_job(f, "tt", worker, "\"runPolicy\":{\"ttlSecondsAfterFinished\":1},");
-    /* (a TTL is looked at only while some job is live: docs/running.md; "bg" stays so) */
-    add_job(f, "bg", worker, "");
-    WAIT_FOR(pod_bound(f, "dl-worker-0") && pod_bound(f, "tt-worker-0") &&
-             pod_bound(f, "bg-worker-0"));
+    WAIT_FOR(pod_bound(f, "dl-worker-0") && pod_bound(f, "tt-worker-0"));
     set_phase(f, "dl-worker-0", "Running");
     set_phase(f, "tt-worker-0", "Running");
     WAIT_FOR(now_in(f, "tt", "Running", "JobRunning"));
@@ -497,6 +494,42 @@ static void test_deadline_and_ttl(void **state)
     WAIT_FOR(now_in(f, "dl", "Failed", "DeadlineExceeded"));
     assert_non_null(o = get(f, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/dl"));
     json_decref(o);
+    stop(&r);
+}
+
+/* A deadline wakes the loop when it comes; no cycle runs to look for it meanwhile. A job waits
+ * out its ttlSecondsAfterFinished (2 s) alone, then another its activeDeadlineSeconds (2 s):
+ * each wait costs a few cycles (one every 50 ms would be about 40). The TTL fires with no job
+ * live at all. */
+static void test_deadlines_wake_the_loop(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    char worker[1024];
+    role(worker, sizeof worker, "Worker", 1, "1", "");
+    add_job(f, "tt", worker, "\"runPolicy\":{\"ttlSecondsAfterFinished\":2},");
+    WAIT_FOR(pod_bound(f, "tt-worker-0"));
+    set_phase(f, "tt-worker-0", "Running");
+    WAIT_FOR(now_in(f, "tt", "Running", "JobRunning"));
+    set_phase(f, "tt-worker-0", "Succeeded");
+    WAIT_FOR(now_in(f, "tt", "Succeeded", NULL));
+    long c0 = drv_ctrl_get_stats(r.c).cycles;
+    json_t *o = NULL;
+    WAIT_FOR((json_decref(o),
+              o = get(f, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/tt")) == NULL);
+    long idle = drv_ctrl_get_stats(r.c).cycles - c0;
+    assert_in_range(idle, 0, 3);
+    add_job(f, "dl", worker, "\"runPolicy\":{\"activeDeadlineSeconds\":2},");
+    WAIT_FOR(pod_bound(f, "dl-worker-0"));
+    set_phase(f, "dl-worker-0", "Running");
+    WAIT_FOR(now_in(f, "dl", "Running", "JobRunning"));
+    c0 = drv_ctrl_get_stats(r.c).cycles;
+    WAIT_FOR(now_in(f, "dl", "Failed", "DeadlineExceeded"));
+    idle = drv_ctrl_get_stats(r.c).cycles - c0;
+    assert_in_range(idle, 1, 4); /* (the one that failed it, and what its writes bring) */
     stop(&r);
 }
 
@@ -561,6 +594,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_invalid_and_never_fits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adopted_job_not_announced_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deadline_and_ttl, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deadlines_wake_the_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit_code_policy, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

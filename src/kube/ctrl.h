@@ -170,6 +170,7 @@ typedef struct pod_record {
     int8_t exists;             /* 0: no pod; 1: a pod; 2: a pod being deleted */
     int8_t phase;              /* enum drv_kpod_phase of the pod */
     int16_t exit_code;         /* its failed container's exit code, -1 (restartPolicy ExitCode) */
+    int32_t restarts;          /* the kubelet's restarts in place (drv_kpod.restarts) */
     int32_t env_gen;           /* the job's env_gen its peer environment was rendered for */
     int32_t api_node;          /* the node the API has it on, -1 */
     int32_t api_name;          /* ... its interned name, 0 when unbound */

@@ -287,7 +287,8 @@ static bool decide(drv_ctrl *c, int32_t j, bool rerender_env, drv_lifecycle_out 
         obs[nobs++] = (drv_pod_obs){.role = sp->role,
                                     .phase = obs_phase(&m->pods[jb->pod_base + k]),
                                     .rank = sp->index,
-                                    .exit_code = m->pods[jb->pod_base + k].exit_code};
+                                    .exit_code = m->pods[jb->pod_base + k].exit_code,
+                                    .restarts = m->pods[jb->pod_base + k].restarts};
     }
     drv_lifecycle_in in = {.policy = jr->policy,
                            .allreduce = jr->allreduce,

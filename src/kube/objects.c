@@ -184,6 +184,24 @@ static int begin(json_t *meta, const char *kind, char *who, size_t nwho, char *r
 
 /* ---- Pod ----------------------------------------------------------------------------------- */
 
+/* The kubelet's restarts in place (each restartCount within [0, 1e6]; a bad one counts 0). */
+static int32_t restart_count(json_t *status)
+{
+    static const char *const lists[] = {"containerStatuses", "initContainerStatuses"};
+    int32_t n = 0;
+    for (int l = 0; l < 2; l++) {
+        size_t k;
+        json_t *st;
+        json_array_foreach(json_object_get(status, lists[l]), k, st)
+        {
+            json_int_t c = json_integer_value(json_object_get(st, "restartCount"));
+            if (c > 0 && c <= 1000000 && n < INT32_MAX - 1000000)
+                n += (int32_t)c;
+        }
+    }
+    return n;
+}
+
 int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag *d)
 {
     memset(out, 0, sizeof *out);
@@ -253,6 +271,7 @@ int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag 
         if (out->exit_code > 0)
             break;
     }
+    out->restarts = restart_count(json_object_get(obj, "status"));
     json_t *cs = json_object_get(spec, "containers");
     if (!json_is_array(cs))
         return drv_fail(d, DRV_EPARSE, "%s: spec.containers: expected a list", who);

@@ -19,7 +19,8 @@
  *      (expired jobs deleted, the next deadline); and when something changed (or a plugin's
  *      time came, or a job's activeDeadlineSeconds): one cycle (ctrl_cycle.c), which sends its
  *      decisions through the binder and writer, and the timers again after it.
- * (Starting asks the API once, blocking, whether it serves PodGroups: ctrl_intake.c.)
+ * (Starting asks the API once, blocking, whether it serves PodGroups, ctrl_intake.c, and
+ * pods/resize, ctrl_resize.c.)
  * No iteration makes a blocking API request: every request goes through a thread of its own.
  *
  * Owns: c->loop (scheduler thread), and the creation and freeing of every unit.
@@ -162,6 +163,8 @@ static int loop_start(drv_ctrl *c, drv_diag *d)
     c->loop.last = 0;
     c->loop.deadline = INFINITY;
     int rc = ctrl_intake_start(c, d);
+    if (rc == 0)
+        ctrl_resize_discover(c); /* (before the binders: they read what it found) */
     if (rc == 0)
         rc = ctrl_binder_start(c, d);
     if (rc == 0)

@@ -509,8 +509,12 @@ int ctrl_podgroup_apply(drv_ctrl *c, const ctrl_event *e); /* an EV_PODGROUP */
 int ctrl_podgroup_pod(drv_ctrl *c, const ctrl_event *e);
 /* The slot of such a pod in its gang's job, or -1. */
 int32_t ctrl_podgroup_slot(drv_ctrl *c, const ctrl_event *e);
-/* Gangs complete enough become jobs of the state; those that wait say why once. */
+/* Gangs complete enough (and whose minResources are free) become jobs of the state; those
+ * that wait say why once. */
 int ctrl_podgroup_admit(drv_ctrl *c);
+/* Gangs past their scheduleTimeoutSeconds unplaced say so; the next timeout (wall), INFINITY:
+ * none. */
+double ctrl_podgroup_timeouts(drv_ctrl *c);
 /* After a cycle, instead of the TrainingJob lifecycle: phase, PodGroup status, Events. */
 void ctrl_podgroup_reconcile(drv_ctrl *c, int32_t j, bool placed, const char *why);
 void ctrl_podgroup_fini(drv_ctrl *c);

@@ -8,7 +8,8 @@
  * One iteration, in this order:
  *   1. wait: for events, or until the time the plugins asked to be woken (drv_sched_wake), or
  *      the profile's period when a plugin wants every cycle, or the lifecycle's next deadline
- *      (activeDeadlineSeconds, ttlSecondsAfterFinished: ctrl_lifecycle_expire); at most 50 ms
+ *      (activeDeadlineSeconds, ttlSecondsAfterFinished: ctrl_lifecycle_expire; a PodGroup's
+ *      scheduleTimeoutSeconds: ctrl_podgroup_timeouts); at most 50 ms
  *      (to notice stop: an idle iteration runs no cycle);
  *   2. apply the batch: informers' objects (mirror; PodGroups: podgroup), binders' answers
  *      (binder), progress samples (mirror), leadership changes (lease);
@@ -246,11 +247,13 @@ static void attain(drv_ctrl *c, double dt)
     }
 }
 
-/* The lifecycle's timers: TTLs past are acted on, and the loop is to wake at the next
- * deadline, kept on the loop's clock (mono since t0). */
+/* The lifecycle's timers (and pod groups' scheduleTimeoutSeconds): TTLs past are acted on,
+ * and the loop is to wake at the next deadline, kept on the loop's clock (mono since t0). */
 static void lifecycle_timers(drv_ctrl *c)
 {
-    double at = ctrl_lifecycle_expire(c);
+    double at = ctrl_lifecycle_expire(c), pg = ctrl_podgroup_timeouts(c);
+    if (pg < at)
+        at = pg;
     c->loop.deadline =
         isinf(at) ? INFINITY : at - drv_clock_wall() + (drv_clock_mono() - c->loop.t0);
 }

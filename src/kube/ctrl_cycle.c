@@ -4,7 +4,8 @@
  *
  *   1. drv_sched_cycle decides on a snapshot of the mirror's state;
  *   2. every decision is applied to the state as assumed (a binding holds its node's room from
- *      now), and sent through the binder: deletions first, then bindings gang by gang;
+ *      now), and sent through the binder: deletions and CPU resizes first (ctrl_resize.c),
+ *      then bindings gang by gang;
  *   3. reconcile: each job's lifecycle steps (ctrl_lifecycle.c: failed pods restarted,
  *      finished jobs ended, conditions), pods above a job's targets go, the
  *      wanted pods of a waiting job are created unbound once, and status and Events are handed
@@ -99,13 +100,15 @@ static int send_decisions(drv_ctrl *c, const drv_decisions *dv, double t_decide)
         const drv_decision *x = &dv->v[i];
         if (x->kind == DRV_EVICT || x->kind == DRV_MIGRATE) {
             rc = send_removal(c, x);
-        } else if ((x->kind == DRV_RESIZE || x->kind == DRV_BATCH) && !c->loop.warned_resize) {
+        } else if (x->kind == DRV_RESIZE) {
+            rc = ctrl_resize_decided(c, x); /* (assumed there, only when sent) */
+        } else if (x->kind == DRV_BATCH && !c->loop.warned_batch) {
             /* (BATCH comes only for jobs with a calibrated model, which the cluster's jobs have
              * not: the goodput plugin leaves them alone.) */
-            c->loop.warned_resize = true;
+            c->loop.warned_batch = true;
             drv_log(DRV_LOG_WARN,
-                    "profile %s resizes CPU limits or batch sizes; drover run does not send "
-                    "these yet (docs/running.md)",
+                    "profile %s changes batch sizes; drover run does not send these "
+                    "(docs/running.md)",
                     c->prof.name);
         }
     }
@@ -127,7 +130,8 @@ static int send_decisions(drv_ctrl *c, const drv_decisions *dv, double t_decide)
     return rc;
 }
 
-/* Applies a decision to the state as the cycle assumed it. */
+/* Applies a decision to the state as the cycle assumed it. (A RESIZE is assumed only when it
+ * is sent: ctrl_resize_decided.) */
 static void assume(drv_ctrl *c, const drv_decision *x)
 {
     drv_state *st = &c->mirror.st;
@@ -140,9 +144,6 @@ static void assume(drv_ctrl *c, const drv_decision *x)
         break;
     case DRV_SCALE:
         drv_state_set_workers(st, x->job, (int32_t)x->value);
-        break;
-    case DRV_RESIZE:
-        drv_state_set_cpu_limit(st, x->pod, x->value);
         break;
     case DRV_MIGRATE:
         drv_state_unbind(st, x->pod);
@@ -320,7 +321,6 @@ static int reconcile(drv_ctrl *c, const int32_t *queue_pos)
         }
         ctrl_writer_status(c, j, msg);
     }
-    ctrl_lifecycle_expire(c);
     return 0;
 }
 

@@ -107,8 +107,9 @@ struct drv_apiserver {
     uint64_t compacted; /* events with rv <= compacted are gone from the window */
     struct wevent *ring;
     int cap, head, n;
-    bool crd;    /* trainingjobs.drover.dev is served */
-    bool pg_crd; /* podgroups.scheduling.x-k8s.io is served */
+    bool crd;        /* trainingjobs.drover.dev is served */
+    bool pg_crd;     /* podgroups.scheduling.x-k8s.io is served */
+    bool pod_resize; /* pods/resize is served and listed (drv_apiserver_opts.pod_resize) */
     int bookmark_ms;
     long seq; /* requests served */
     uint64_t uid_seq;
@@ -1220,7 +1221,9 @@ static int parse_route(drv_apiserver *s, const char *url, struct route *r)
         snprintf(r->sub, sizeof r->sub, "%s", seg[i + 2]);
     if (i + 3 < n)
         return -1;
-    if (r->sub[0] && strcmp(r->sub, "status") && !(r->rt == R_PODS && !strcmp(r->sub, "binding")))
+    bool pod_sub = r->rt == R_PODS &&
+                   (!strcmp(r->sub, "binding") || (s->pod_resize && !strcmp(r->sub, "resize")));
+    if (r->sub[0] && strcmp(r->sub, "status") && !pod_sub)
         return -1;
     if (!strcmp(r->sub, "status") && !RT[r->rt].status)
         return -1;
@@ -1633,6 +1636,100 @@ static void do_create(drv_apiserver *s, const struct route *rt, const char *body
 
 /* Common tail of PUT and PATCH: checks the precondition, keeps what the subresource rules keep,
  * validates, bumps generation, stores. nw is consumed. */
+/* ---- pods/resize (kube-apiserver >= 1.33) ---------------------------------------------------- */
+
+/* A pod's QoS class computed from its spec, as kube-apiserver's ComputePodQOS: BestEffort when
+ * no container requests or limits cpu or memory; Guaranteed when every container limits both
+ * and its requests (absent: defaulted to the limits) equal them; Burstable otherwise. (Equal
+ * means the same quantity string: "1" and "1000m" differ here, unlike the real server.) */
+static const char *qos_class(json_t *spec)
+{
+    static const char *const res[] = {"cpu", "memory"};
+    bool any = false, guaranteed = true;
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(spec, "containers"), i, c)
+    {
+        json_t *rs = json_object_get(c, "resources");
+        json_t *req = json_object_get(rs, "requests"), *lim = json_object_get(rs, "limits");
+        for (int k = 0; k < 2; k++) {
+            json_t *q = json_object_get(req, res[k]), *l = json_object_get(lim, res[k]);
+            any |= q || l;
+            guaranteed &= l && (!q || json_equal(q, l));
+        }
+    }
+    return !any ? "BestEffort" : guaranteed ? "Guaranteed" : "Burstable";
+}
+
+/* Whether a resize changes a resource other than cpu and memory in one container's requests
+ * or limits (which) from a to b, or removes one: the message, or NULL. */
+static const char *resize_forbidden(json_t *a, json_t *b, const char *which)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(a, k, v)
+    {
+        json_t *w = json_object_get(b, k);
+        if (!w)
+            return !strcmp(which, "limits") ? "resource limits cannot be removed"
+                                            : "resource requests cannot be removed";
+        if (!json_equal(v, w) && strcmp(k, "cpu") && strcmp(k, "memory"))
+            return "only cpu and memory resources are mutable";
+    }
+    json_object_foreach(b, k, v)
+    {
+        if (!json_object_get(a, k) && strcmp(k, "cpu") && strcmp(k, "memory"))
+            return "only cpu and memory resources are mutable";
+    }
+    return NULL;
+}
+
+/* The pod after a write to pods/NAME/resize, or NULL with r set (422): as kube-apiserver's
+ * resize strategy, only spec.containers[*].resources are taken from the new object (matched
+ * by container name; anything else it changes is dropped), then ValidatePodResize's rules:
+ * only cpu and memory change, none is removed, and the QoS class stays. The status is left as
+ * it is: since 1.33 the API server no longer writes status.resize (the kubelet reports the
+ * resize in the PodResizePending / PodResizeInProgress conditions; there is none here). */
+static json_t *resized(json_t *old, json_t *nw, const char *name, struct resp *r)
+{
+    json_t *out = json_deep_copy(old);
+    json_t *ospec = json_object_get(out, "spec");
+    size_t i, k;
+    json_t *c, *n;
+    const char *why = NULL;
+    json_array_foreach(json_object_get(ospec, "containers"), i, c)
+    {
+        json_array_foreach(json_object_get(json_object_get(nw, "spec"), "containers"), k, n)
+        {
+            const char *cn = json_string_value(json_object_get(n, "name"));
+            if (!cn || strcmp(cn, str_or(json_object_get(c, "name"), "")) != 0)
+                continue;
+            json_t *a = json_object_get(c, "resources"), *b = json_object_get(n, "resources");
+            for (int w = 0; w < 2 && !why; w++) {
+                const char *which = w ? "limits" : "requests";
+                why = resize_forbidden(json_object_get(a, which), json_object_get(b, which), which);
+            }
+            if (json_is_object(b))
+                json_object_set(c, "resources", b);
+        }
+    }
+    if (!why && strcmp(qos_class(json_object_get(old, "spec")), qos_class(ospec)) != 0) {
+        set_status(r, 422, "Invalid", name, NULL, "Pod", false,
+                   "Pod \"%s\" is invalid: spec: Invalid value: \"%s\": Pod QOS Class may not "
+                   "change as a result of resizing",
+                   name, qos_class(json_object_get(old, "spec")));
+        json_decref(out);
+        return NULL;
+    }
+    if (why) {
+        set_status(r, 422, "Invalid", name, NULL, "Pod", false,
+                   "Pod \"%s\" is invalid: spec: Forbidden: %s", name, why);
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
 static void finish_update(drv_apiserver *s, const struct route *rt, const char *key, json_t *old,
                           json_t *nw, struct resp *r)
 {
@@ -1644,7 +1741,13 @@ static void finish_update(drv_apiserver *s, const struct route *rt, const char *
         return;
     }
     json_t *out;
-    if (!strcmp(rt->sub, "status")) {
+    bool resize = !strcmp(rt->sub, "resize");
+    if (resize) {
+        out = resized(old, nw, rt->name, r);
+        json_decref(nw);
+        if (!out)
+            return;
+    } else if (!strcmp(rt->sub, "status")) {
         out = json_deep_copy(old);
         json_t *st = json_object_get(nw, "status");
         if (st)
@@ -1677,7 +1780,7 @@ static void finish_update(drv_apiserver *s, const struct route *rt, const char *
     json_object_set_new(out, "kind", json_string(RT[t].kind));
     json_object_set_new(out, "apiVersion", json_string(api_version(t)));
     json_object_set(m, "resourceVersion", json_object_get(om, "resourceVersion"));
-    if (validate(s, t, out, old, rt->ns, r)) {
+    if (!resize && validate(s, t, out, old, rt->ns, r)) {
         json_decref(out);
         return;
     }
@@ -2256,6 +2359,19 @@ static bool serve_discovery(drv_apiserver *s, struct MHD_Connection *c, const ch
         set_fixture(r, s->fx_version);
     } else if (!strcmp(url, "/api")) {
         set_fixture(r, s->fx_api);
+    } else if (!strcmp(url, "/api/v1") && s->pod_resize) {
+        /* The recorded 1.24 list, with the entry kube-apiserver >= 1.33 lists after pods/proxy
+         * (the same shape as pods/status: kind Pod, verbs get, patch, update). */
+        json_t *doc = json_loads(s->fx_api_v1, 0, NULL), *res = json_object_get(doc, "resources");
+        size_t i, at = json_array_size(res);
+        json_t *e;
+        json_array_foreach(res, i, e)
+        {
+            if (!strcmp(str_or(json_object_get(e, "name"), ""), "pods/proxy"))
+                at = i + 1;
+        }
+        json_array_insert_new(res, at, resource_entry(R_PODS, "pods/resize", true));
+        set_json(r, 200, doc);
     } else if (!strcmp(url, "/api/v1")) {
         set_fixture(r, s->fx_api_v1);
     } else if (!strcmp(url, "/apis")) {
@@ -2654,6 +2770,7 @@ int drv_apiserver_start(drv_apiserver **out, const drv_apiserver_opts *o, drv_di
     s->cap = o->window > 0 ? (o->window < MAX_WINDOW ? o->window : MAX_WINDOW) : DEF_WINDOW;
     s->bookmark_ms = o->bookmark_ms > 0 ? o->bookmark_ms : 1000;
     s->audit = o->audit;
+    s->pod_resize = o->pod_resize;
     s->ring = drv_calloc((size_t)s->cap, sizeof *s->ring);
     s->rv = 100;
     int rc = s->ring ? 0 : drv_fail(d, DRV_ENOMEM, "apiserver: out of memory");

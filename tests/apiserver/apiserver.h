@@ -7,6 +7,7 @@
  * CRD is created, with a status subresource), list with label and
  * field selectors and limit/continue, watch with bookmarks and a bounded event window that
  * yields a 410 Expired ERROR event, resourceVersion preconditions (409), pods/binding,
+ * pods/resize (opts.pod_resize: Kubernetes >= 1.33),
  * merge / JSON / strategic patches with their 415/422 answers, and Table responses for kubectl.
  *
  * Faults are injected from the test's own thread through the functions below; every one is
@@ -36,6 +37,11 @@ typedef struct drv_apiserver_opts {
     /* Keep every node and pod event (drv_apiserver_audit), never compacted: what a test checks
      * the whole history against (over-commit at any moment, pods bound twice). */
     bool audit;
+    /* Serve pods/NAME/resize and list it in /api/v1's resources, as kube-apiserver >= 1.33
+     * (in-place resize, beta and on by default): a PATCH or PUT there changes only the
+     * containers' resources (cpu and memory; the QoS class kept, else 422). Without it, as on
+     * the recorded 1.24, the path is a 404 and the list does not name it. */
+    bool pod_resize;
 } drv_apiserver_opts;
 
 /* Starts a server on 127.0.0.1 with an ephemeral port. */

@@ -102,7 +102,7 @@ static void test_rbac(void **unused)
     assert_non_null(cr);
     no_wildcards_nor_secrets(cr);
     drv_conf *rules = drv_conf_get(cr, "rules");
-    bool pg_read = false, pg_status = false;
+    bool pg_read = false, pg_status = false, resize = false;
     for (int32_t i = 0; i < rules->nitems; i++) {
         drv_conf *res = drv_conf_get(rules->items[i], "resources");
         assert_false(list_has(res, "leases")); /* cluster-wide Lease writes were the finding */
@@ -118,8 +118,13 @@ static void test_rbac(void **unused)
         }
         if (list_has(res, "podgroups/status"))
             pg_status = list_has(verbs, "update");
+        /* CPU limits change through pods/resize (patch) only: a pod itself is never edited. */
+        if (list_has(res, "pods/resize"))
+            resize = list_has(verbs, "patch") && verbs->nitems == 1;
+        if (list_has(res, "pods"))
+            assert_false(list_has(verbs, "update") || list_has(verbs, "patch"));
     }
-    assert_true(pg_read && pg_status);
+    assert_true(pg_read && pg_status && resize);
     drv_conf *role = find(&m, "Role", "drover-lease");
     assert_non_null(role);
     assert_string_equal(text_at(role, "metadata", "namespace"), "drover-system");

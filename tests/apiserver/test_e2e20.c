@@ -624,11 +624,11 @@ int main(int argc, char **argv)
     char *run_argv[] = {exe,        "run",  "--kubeconfig",   (char *)kc_config(),
                         "--policy", POLICY, "--metrics-addr", "127.0.0.1:0",
                         NULL};
-    pid_t emu = spawn(log_emu, emu_argv);
     drv_kube_config cfg = {.server = url, .qps = 1000, .burst = 1000, .component = "test"};
     drv_kube *k = NULL;
     if (drv_kube_new(&k, &cfg, &d) != 0)
         return 1;
+    pid_t emu = spawn(log_emu, emu_argv); /* from here on, every path stops both children */
     int nodes = 0;
     for (double t0 = now_s(); now_s() - t0 < 20 && nodes < in.cl.n; sleep_s(0.05))
         nodes = ready_nodes(k);
@@ -640,7 +640,8 @@ int main(int argc, char **argv)
     double makespan = 0;
     for (int i = 0; i < MAX_JOBS; i++)
         makespan = fmax(makespan, jobs[i].sim_end);
-    int done = ready ? drive(k, jobs, MAX_JOBS, speed, 2 * makespan / speed + 30) : 0;
+    /* the simulator's makespan and half again, in real seconds, within ctest's TIMEOUT 150 */
+    int done = ready ? drive(k, jobs, MAX_JOBS, speed, 1.5 * makespan / speed + 15) : 0;
     expect(done == MAX_JOBS, "every job Succeeded", done);
     if (getenv("DROVER_E2E_SHOW") && kc_available())
         show();

@@ -493,6 +493,7 @@ static void end_job(drv_ctrl *c, int32_t j, bool ok)
         if (m->st.pods[jb->pod_base + k].node >= 0)
             drv_state_unbind(&m->st, jb->pod_base + k);
     drv_state_set_phase(&m->st, j, DRV_JOB_DONE);
+    m->dirty = true; /* its room is free now, after this cycle: the next one runs at once */
     ctrl_count(c, &c->counters.stats.jobs_done, 1);
     job_record *jr = &m->jobs[j];
     jr->status = ok ? ST_SUCCEEDED : ST_FAILED;

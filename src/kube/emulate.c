@@ -495,6 +495,11 @@ static void step(drv_emulator *e, const tpod *snap)
     pthread_mutex_lock(&e->mu);
     tpod *t = find(e, snap->key);
     bool same = t && !strcmp(t->uid, snap->uid) && t->state == snap->state;
+    /* Our Running write's echo may have come first and set the run's end from startTime, which
+     * has whole seconds only (up to `speed` emulated seconds early): our own start time is exact.
+     */
+    bool echoed =
+        t && !strcmp(t->uid, snap->uid) && snap->state == T_STARTING && t->state == T_RUNNING;
     if (rc == 0) {
         if (snap->state == T_STARTING)
             e->st.started++;
@@ -504,8 +509,10 @@ static void step(drv_emulator *e, const tpod *snap)
             e->st.succeeded++;
         else
             e->st.deleted++;
-        if (same && (snap->state == T_STARTING || restarted))
-            set_running(t, restarted ? 0 : a.now); /* (restarted: its run starts over) */
+        if ((same || echoed) && snap->state == T_STARTING)
+            set_running(t, a.now);
+        else if (same && restarted)
+            set_running(t, 0); /* its run starts over */
         else if (same)
             forget(e, snap->key);
     } else if (snap->state == T_DELETING && (st == 404 || st == 409)) {

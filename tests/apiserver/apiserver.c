@@ -127,6 +127,9 @@ struct drv_apiserver {
     bool audit;
     char *audit_buf;
     size_t audit_len, audit_cap;
+    /* ... and every answer of 400 or more, a line each (drv_apiserver_errors) */
+    char *err_buf;
+    size_t err_len, err_cap;
     bool stopping;
     struct fgdel *fg;
     int nfg;
@@ -384,6 +387,27 @@ static void conflict(struct resp *r, int rt, const char *name)
 
 /* ---- store and events (mutex held) ------------------------------------------------------- */
 
+/* Appends line and a newline to the log buf (len, cap); a line that does not fit in memory is
+ * left out (the log is a test's evidence, not the server's state). */
+static void log_append(char **buf, size_t *len, size_t *cap, const char *line)
+{
+    size_t n = line ? strlen(line) : 0;
+    if (line && *len + n + 2 > *cap) {
+        size_t want = (*len + n + 2) * 2;
+        char *b = drv_realloc(*buf, want);
+        if (b) {
+            *buf = b;
+            *cap = want;
+        }
+    }
+    if (line && *len + n + 2 <= *cap) {
+        memcpy(*buf + *len, line, n);
+        (*buf)[*len + n] = '\n';
+        *len += n + 1;
+        (*buf)[*len] = 0;
+    }
+}
+
 /* Appends {"type":..,"object":..} to the audit log (opts.audit), nodes and pods only. */
 static void audit_event(drv_apiserver *s, int rt, const char *type, json_t *obj)
 {
@@ -392,21 +416,7 @@ static void audit_event(drv_apiserver *s, int rt, const char *type, json_t *obj)
     json_t *ev = json_pack("{s:s, s:O}", "type", type, "object", obj);
     char *line = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
     json_decref(ev);
-    size_t n = line ? strlen(line) : 0;
-    if (line && s->audit_len + n + 2 > s->audit_cap) {
-        size_t cap = (s->audit_len + n + 2) * 2;
-        char *b = drv_realloc(s->audit_buf, cap);
-        if (b) {
-            s->audit_buf = b;
-            s->audit_cap = cap;
-        }
-    }
-    if (line && s->audit_len + n + 2 <= s->audit_cap) {
-        memcpy(s->audit_buf + s->audit_len, line, n);
-        s->audit_buf[s->audit_len + n] = '\n';
-        s->audit_len += n + 1;
-        s->audit_buf[s->audit_len] = 0;
-    }
+    log_append(&s->audit_buf, &s->audit_len, &s->audit_cap, line);
     free(line);
 }
 
@@ -2545,6 +2555,21 @@ static int chaos_fault(drv_apiserver *s, bool is_watch)
     }
 }
 
+/* Queues r; with opts.audit, an answer of 400 or more is logged first: "CODE METHOD URL AGENT". */
+static enum MHD_Result answer(drv_apiserver *s, struct MHD_Connection *c, const char *method,
+                              const char *url, struct resp *r)
+{
+    if (s->audit && r->code >= 400) {
+        const char *ua = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent");
+        char line[640];
+        snprintf(line, sizeof line, "%d %s %.400s %.120s", r->code, method, url, ua ? ua : "-");
+        pthread_mutex_lock(&s->mu);
+        log_append(&s->err_buf, &s->err_len, &s->err_cap, line);
+        pthread_mutex_unlock(&s->mu);
+    }
+    return queue(c, r);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **con_cls)
@@ -2589,24 +2614,24 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     struct resp r = {0};
     if (s->client_auth && !client_verified(c)) {
         set_status(&r, 401, "Unauthorized", NULL, NULL, NULL, false, "Unauthorized");
-        return queue(c, &r);
+        return answer(s, c, method, url, &r);
     }
     if (cn->too_big) {
         set_status(&r, 413, "RequestEntityTooLarge", NULL, NULL, NULL, false,
                    "the request body is larger than %u bytes", MAX_BODY);
-        return queue(c, &r);
+        return answer(s, c, method, url, &r);
     }
     pthread_mutex_lock(&s->mu);
     run_gc(s);
     if (serve_discovery(s, c, url, &r)) {
         pthread_mutex_unlock(&s->mu);
-        return queue(c, &r);
+        return answer(s, c, method, url, &r);
     }
     struct route rt;
     if (parse_route(s, url, &rt)) {
         pthread_mutex_unlock(&s->mu);
         not_found_page(&r);
-        return queue(c, &r);
+        return answer(s, c, method, url, &r);
     }
     if (s->fail_count > 0) {
         s->fail_count--;
@@ -2620,7 +2645,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         pthread_mutex_unlock(&s->mu);
         set_status(&r, code, reason, NULL, NULL, NULL, true, "injected fault: %d %s", code, reason);
         r.retry_after = r.retry_after; /* kept from above */
-        return queue(c, &r);
+        return answer(s, c, method, url, &r);
     }
     const char *wq = qarg(c, "watch");
     bool is_watch = wq && (!strcmp(wq, "1") || !strcmp(wq, "true"));
@@ -2639,14 +2664,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                        : code == 429 ? "TooManyRequests"
                                      : "InternalError",
                        NULL, NULL, NULL, true, "injected fault: %d", code);
-            return queue(c, &r);
+            return answer(s, c, method, url, &r);
         }
     }
     if (!strcmp(method, "GET") && is_watch) {
         struct watch *w = start_watch(s, c, &rt, &r);
         pthread_mutex_unlock(&s->mu);
         if (!w)
-            return queue(c, &r);
+            return answer(s, c, method, url, &r);
         struct MHD_Response *mr =
             MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, watch_read, w, watch_free);
         if (!mr) {
@@ -2680,7 +2705,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                    "the server does not allow this method on the requested resource");
     }
     pthread_mutex_unlock(&s->mu);
-    return queue(c, &r);
+    return answer(s, c, method, url, &r);
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -2860,6 +2885,7 @@ void drv_apiserver_free(drv_apiserver *s)
         drv_free(s->fg[i].key);
     drv_free(s->fg);
     drv_free(s->audit_buf);
+    drv_free(s->err_buf);
     char *fx[] = {s->fx_api,    s->fx_api_v1,  s->fx_apis,    s->fx_apis_crd, s->fx_coord,
                   s->fx_drover, s->fx_version, s->fx_v3index, s->fx_v3_v1,    s->fx_v3_coord};
     for (size_t i = 0; i < sizeof fx / sizeof *fx; i++)
@@ -2887,6 +2913,14 @@ char *drv_apiserver_audit(drv_apiserver *s)
 {
     pthread_mutex_lock(&s->mu);
     char *out = drv_strdup(s->audit_buf ? s->audit_buf : "");
+    pthread_mutex_unlock(&s->mu);
+    return out;
+}
+
+char *drv_apiserver_errors(drv_apiserver *s)
+{
+    pthread_mutex_lock(&s->mu);
+    char *out = drv_strdup(s->err_buf ? s->err_buf : "");
     pthread_mutex_unlock(&s->mu);
     return out;
 }

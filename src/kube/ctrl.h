@@ -162,6 +162,8 @@ typedef struct job_record {
     int32_t rendered[DRV_NROLES];       /* the counts its pods' peer environment names ... */
     int32_t env_gen;                    /* ... counted up each time they change */
     bool scaling;                       /* pods re-created for a new count are not all back */
+    bool peers_pending;                 /* some pod was deleted to get new peers, and not every
+                                           pod is back: a restart of a failed pod is not this */
     bool adopted;       /* placed by an earlier controller: no second Scheduled Event */
     bool suspended;     /* spec.runPolicy.suspend: out of the state until resumed */
     bool service_asked; /* its headless Service was handed to the writer */

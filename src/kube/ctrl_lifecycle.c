@@ -240,7 +240,7 @@ static void rerender(drv_ctrl *c, int32_t j)
     }
     /* A pod rendered for older counts is re-created once no request about it is out (one
      * being created or bound now is seen to on a later cycle). */
-    bool scaling = false;
+    bool busy = false;
     for (int32_t k = 0; k < jb->pod_count; k++) {
         int32_t s = jb->pod_base + k;
         const drv_pod *sp = &m->st.pods[s];
@@ -251,10 +251,15 @@ static void rerender(drv_ctrl *c, int32_t j)
             p->env_gen != jr->env_gen) {
             p->want = sp->node; /* bound: again where it is; unbound: placed by a cycle */
             ctrl_binder_delete(c, s);
+            jr->peers_pending = true;
         }
-        scaling |= p->want >= 0 || (p->exists && p->env_gen != jr->env_gen);
+        busy |= p->want >= 0 || (p->exists && p->env_gen != jr->env_gen);
     }
-    jr->scaling = scaling;
+    /* Scaling while pods re-created for new peers are not all back; a failed pod re-created
+     * alone (restartPolicy) is a restart, which the lifecycle reports as such. */
+    if (!busy)
+        jr->peers_pending = false;
+    jr->scaling = jr->peers_pending && busy;
 }
 
 /* The job's state by lifecycle.c's rules from its pods as last seen, into *out. True when it

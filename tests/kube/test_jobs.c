@@ -310,6 +310,8 @@ static void test_restart_then_backoff(void **state)
     char st[8], why[48];
     cond_of(f, "rs", "Restarting", st, why, NULL);
     assert_string_equal(why, "PodRestarting");
+    /* a restart is not a change of the job's size */
+    assert_int_equal(events(f, "rs", "JobScaling", NULL, 0), 0);
     set_phase(f, "rs-worker-1", "Running");
     WAIT_FOR(now_in(f, "rs", "Running", NULL));
     /* Fails again: past the limit. */

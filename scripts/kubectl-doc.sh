@@ -39,8 +39,7 @@ show() {
     echo
     sed -n '/^per-job table/,/^mean difference/p' "$tmp/run.out" | sed 's/^/    /; s/ *$//'
     echo
-    echo "What kubectl showed once all 20 had succeeded (the test server prints AGE in \`get\` as"
-    echo "the raw creation time; a real API server prints an age such as \`12s\`):"
+    echo "What kubectl showed once all 20 had succeeded:"
     echo
     show "get tj"
     show "describe tj failonce-08"

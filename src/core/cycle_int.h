@@ -157,6 +157,10 @@ static inline drv_res cycle_res_max(drv_res a, drv_res b)
                      a.gpu > b.gpu ? a.gpu : b.gpu};
 }
 
+/* What the gang of job at `workers` still misses in the assumed state, summed over its pods
+ * (quota.c). O(roles), O(pods of the job) when some pod of it moved this cycle. */
+drv_res cycle_gang_need(const drv_ctx *c, int32_t job, int32_t workers);
+
 /* Brings the constraint table up to the state's constraints and classes. 0 or DRV_ENOMEM. */
 int cycle_cons_refresh(drv_sched *s, const drv_state *st);
 

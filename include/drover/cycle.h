@@ -146,6 +146,11 @@ struct drv_plugin {
      * queue alone: true when every job it was handed at its previous queue_begin has the same
      * key now as then (to the bit), so the core keeps those keys and asks only for newcomers. */
     bool (*queue_kept)(const drv_ctx *c, void *state);
+    /* queue_order, optional: asked after queue_begin; true when every key or comparison of this
+     * cycle would tie (the plugin orders nothing now: fairshare without queues), so the core
+     * leaves it out of the chain this cycle - a chain such as fairshare,priority then costs what
+     * priority alone does. */
+    bool (*queue_idle)(const drv_ctx *c, void *state);
     /* admit: given pending jobs in queue order, decide which to start and place their pods with
      * drv_ctx_place_pod / drv_ctx_place_gang. */
     void (*admit)(drv_ctx *c, void *state, const int32_t *jobs, int32_t njobs);

@@ -311,9 +311,9 @@ static qent make_qent(const drv_state *st, int32_t job)
 static int queue_cmp(const drv_ctx *c, int32_t a, int32_t b)
 {
     const drv_profile *pr = c->s->prof;
-    for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++) {
-        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][i].p;
-        void *ps = c->s->ustate[DRV_PT_QUEUE_ORDER][i];
+    for (int i = 0; i < c->s->nqo; i++) { /* the chain, idle plugins left out */
+        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][c->s->qo[i]].p;
+        void *ps = c->s->ustate[DRV_PT_QUEUE_ORDER][c->s->qo[i]];
         int r;
         if (p->queue_key) {
             /* The first plugin's keys were computed once for this cycle. */
@@ -527,6 +527,7 @@ static int order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
     if (s->cap_seen > seen_old)
         memset(s->seen + seen_old, 0, (size_t)(s->cap_seen - seen_old) * sizeof *s->seen);
     bool was_keyed = s->order_keyed;
+    int32_t was_use = s->order_use;
     s->order_keyed = false; /* until this cycle's keys are in the records */
     int32_t nold = collect(s, st);
     int32_t npend = s->norder;
@@ -536,18 +537,24 @@ static int order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
         if (pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin)
             pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin(c, s->ustate[DRV_PT_QUEUE_ORDER][i], pend,
                                                           npend);
-    const drv_plugin *q0 =
-        pr->nuse[DRV_PT_QUEUE_ORDER] > 0 ? pr->use[DRV_PT_QUEUE_ORDER][0].p : NULL;
-    void *q0s = s->ustate[DRV_PT_QUEUE_ORDER][0];
-    bool lone_key = pr->nuse[DRV_PT_QUEUE_ORDER] == 1 && q0->queue_key;
+    s->nqo = 0; /* the chain this cycle: plugins that order something */
+    for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++) {
+        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][i].p;
+        if (!p->queue_idle || !p->queue_idle(c, s->ustate[DRV_PT_QUEUE_ORDER][i]))
+            s->qo[s->nqo++] = i;
+    }
+    const drv_plugin *q0 = s->nqo > 0 ? pr->use[DRV_PT_QUEUE_ORDER][s->qo[0]].p : NULL;
+    void *q0s = s->nqo > 0 ? s->ustate[DRV_PT_QUEUE_ORDER][s->qo[0]] : NULL;
+    bool lone_key = s->nqo == 1 && q0->queue_key;
     bool sorted = true;
-    if (lone_key)
-        sorted = sort_keyed(c, q0, q0s, nold, was_keyed, idx, tmp);
+    if (lone_key) /* keys kept only from the same plugin's */
+        sorted = sort_keyed(c, q0, q0s, nold, was_keyed && was_use == s->qo[0], idx, tmp);
     else if (sort_by_plugins(c, q0, q0s, pend, tmp) != 0)
         return DRV_ENOMEM;
     if (!sorted && adopt_order(s, idx, pend) != 0)
         return DRV_ENOMEM;
     s->order_keyed = lone_key;
+    s->order_use = lone_key ? s->qo[0] : -1;
     *jobs = pend;
     *n = npend;
     return 0;

@@ -113,8 +113,12 @@ struct drv_sched {
     int32_t norder, cap_order;
     qent *order2; /* where a sort puts the records; then the two swap */
     int32_t cap_order2;
-    bool order_keyed; /* order[].key holds the keys of a lone keyed queue plugin */
-    uint32_t *seen;   /* per job: == stamp when already in this cycle's queue */
+    bool order_keyed;  /* order[].key holds the keys of a lone keyed queue plugin */
+    int32_t order_use; /* when order_keyed: that plugin's index among the queue_order uses */
+    /* This cycle's queue_order chain: indices of the uses not idle (drv_plugin.queue_idle). */
+    int32_t qo[DRV_MAX_SLOT_PLUGINS];
+    int32_t nqo;
+    uint32_t *seen; /* per job: == stamp when already in this cycle's queue */
     int32_t cap_seen;
     double wake;  /* drv_sched_wake: computed at the end of each cycle */
     bool blind;   /* drv_sched_starts_blind: likewise */

@@ -17,7 +17,9 @@
  * scanning every node — in a saturated cluster with a long queue that is most attempts.
  * Third, the shapes of gangs that failed this cycle (pods missing per role and their requests)
  * are remembered until capacity is given back: a gang that needs at least as many pods, each at
- * least as large, in every role, fails the same way and is not tried.
+ * least as large, in every role, fails the same way and is not tried. A gang its queue's quota
+ * refuses (quota.c) is never remembered: quota is per queue, and it frees up without capacity
+ * being given back.
  *
  * Worked example (gang, 2 nodes with 4 free CPUs each, a job of 1 PS + 2 workers of 3 CPUs):
  * PS -> node0 (free 1,4), worker -> node1 (free 1,1), next worker fits nowhere -> roll back both

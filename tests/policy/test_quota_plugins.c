@@ -3,7 +3,8 @@
  * (docs/cycle.md, "Admission within quota"): Tiresias selects only what each queue admits, so
  * a job beyond its queue's quota is neither placed nor a reason to preempt, and a running job
  * its queue no longer admits is preempted like any job not selected; Optimus' packed placement
- * refuses a gang its queue does not admit.
+ * refuses a gang its queue does not admit; DRAGON grows an elastic job only as far as its
+ * queue's quota (growth goes through drv_ctx_place_gang).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -38,8 +39,8 @@ static int32_t make_state(drv_state *st)
     return id;
 }
 
-/* A pending job of `gpus` one-GPU workers in queue q. */
-static int32_t add_job(drv_state *st, int32_t q, int gpus, double submit)
+/* A pending job of `gpus` one-GPU workers (up to max) in queue q. */
+static int32_t add_job(drv_state *st, int32_t q, int gpus, int max, double submit)
 {
     static int seq;
     char name[32];
@@ -51,7 +52,7 @@ static int32_t add_job(drv_state *st, int32_t q, int gpus, double submit)
     t.queue = q;
     t.submit = submit;
     t.phase = DRV_JOB_PENDING;
-    t.role[DRV_ROLE_WORKER] = (drv_rolespec){gpus, gpus, gpus, {1000, GiB, 1}, 1000};
+    t.role[DRV_ROLE_WORKER] = (drv_rolespec){gpus, gpus, max, {1000, GiB, 1}, 1000};
     int32_t id = -1;
     assert_int_equal(drv_state_add_job(st, &t, &id), 0);
     return id;
@@ -83,7 +84,8 @@ static void test_tiresias(void **unused)
     (void)unused;
     drv_state st;
     int32_t qa = make_state(&st);
-    int32_t a1 = add_job(&st, qa, 2, 0), a2 = add_job(&st, qa, 2, 1), b = add_job(&st, 0, 4, 2);
+    int32_t a1 = add_job(&st, qa, 2, 2, 0), a2 = add_job(&st, qa, 2, 2, 1);
+    int32_t b = add_job(&st, 0, 4, 4, 2);
     drv_profile p;
     drv_diag d;
     assert_int_equal(drv_profile_parse("t",
@@ -125,7 +127,7 @@ static void test_optimus(void **unused)
     (void)unused;
     drv_state st;
     int32_t qa = make_state(&st);
-    int32_t a1 = add_job(&st, qa, 3, 0), b = add_job(&st, 0, 3, 1);
+    int32_t a1 = add_job(&st, qa, 3, 3, 0), b = add_job(&st, 0, 3, 3, 1);
     drv_profile p;
     drv_diag d;
     assert_int_equal(
@@ -147,11 +149,49 @@ static void test_optimus(void **unused)
     drv_state_fini(&st);
 }
 
+/* An elastic job (1..8 workers of 1 GPU) in queue a (2 GPUs) on 8 free GPUs: DRAGON starts it
+ * and grows it while nobody waits, to 2 workers, not 8; the same job in the default queue grows
+ * to 8. */
+static void test_dragon_growth(void **unused)
+{
+    (void)unused;
+    for (int inq = 1; inq >= 0; inq--) {
+        drv_state st;
+        int32_t qa = make_state(&st);
+        int32_t j = add_job(&st, inq ? qa : 0, 1, 8, 0);
+        drv_profile p;
+        drv_diag d;
+        assert_int_equal(drv_profile_parse("t",
+                                           "gang=true period=15 queue_order=fifo "
+                                           "admit=dragon(quiet=0) scale=dragon(quiet=0)",
+                                           &p, &d),
+                         0);
+        drv_sched *s;
+        assert_int_equal(drv_sched_new(&p, &s, &d), 0);
+        drv_decisions ds;
+        drv_decisions_init(&ds);
+        for (int t = 0; t < 6; t++) {
+            drv_snapshot snap = {.st = &st, .now = 15.0 * t};
+            ds.n = 0;
+            assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+            apply(&st, &ds);
+            assert_int_equal(drv_state_check(&st, true, &d), 0);
+            if (drv_job_complete(&st.jobs[j]) && st.jobs[j].phase != DRV_JOB_RUNNING)
+                drv_state_set_phase(&st, j, DRV_JOB_RUNNING);
+        }
+        assert_int_equal(st.jobs[j].bound[DRV_ROLE_WORKER], inq ? 2 : 8);
+        drv_decisions_fini(&ds);
+        drv_sched_free(s);
+        drv_state_fini(&st);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiresias),
         cmocka_unit_test(test_optimus),
+        cmocka_unit_test(test_dragon_growth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -122,10 +122,12 @@ struct drv_sched {
     int32_t nqo;
     uint32_t *seen; /* per job: == stamp when already in this cycle's queue */
     int32_t cap_seen;
-    double wake;  /* drv_sched_wake: computed at the end of each cycle */
-    bool blind;   /* drv_sched_starts_blind: likewise */
-    double *qkey; /* per job: the first queue_order plugin's key this cycle (pending jobs only) */
-    int32_t cap_qkey;
+    double wake; /* drv_sched_wake: computed at the end of each cycle */
+    bool blind;  /* drv_sched_starts_blind: likewise */
+    /* per chain position (qo) of a keyed queue_order plugin, per job: its key this cycle
+     * (pending jobs only), asked once per job instead of once per comparison */
+    double *qkey[DRV_MAX_SLOT_PLUGINS];
+    int32_t cap_qkey[DRV_MAX_SLOT_PLUGINS];
     /* Node constraints (constraint.c): when the state has any (cons_on), cfit[cons * cfit_cls +
      * class] is the constraint score of class for constraint cons, or -1 when it does not fit;
      * computed for new constraints and classes at the start of a cycle (both are immutable). */

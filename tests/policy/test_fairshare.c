@@ -203,6 +203,39 @@ static void test_progressive(void **unused)
     }
 }
 
+/* The chain fairshare,priority: the queue with the smaller share first, priority within it.
+ * Queue a runs 4 of 5 CPUs; pending, room for one: a's job of class 100, b's of class 0 and
+ * class 50. Priority alone takes a's; the chain b's class-50 job. */
+static void test_chain(void **unused)
+{
+    (void)unused;
+    for (int chain = 0; chain < 2; chain++) {
+        drv_state st;
+        make_state(&st, 1, 5000);
+        int32_t qa = add_queue(&st, "a", 1, (drv_res){UNL, UNL, UNL});
+        int32_t qb = add_queue(&st, "b", 1, (drv_res){UNL, UNL, UNL});
+        int32_t run = add_job(&st, qa, "u", 4000, 0);
+        drv_state_bind(&st, st.jobs[run].pod_base, 0);
+        drv_state_set_phase(&st, run, DRV_JOB_RUNNING);
+        int32_t ja = add_job(&st, qa, "u", 1000, 1), jb0 = add_job(&st, qb, "v", 1000, 2),
+                jb5 = add_job(&st, qb, "v", 1000, 3);
+        st.jobs[ja].priority = 100;
+        st.jobs[jb5].priority = 50;
+        (void)jb0;
+        drv_profile p;
+        drv_sched *s = sched(&p, chain ? "queue_order=fairshare,priority admit=gang"
+                                       : "queue_order=priority admit=gang");
+        drv_decisions ds;
+        drv_decisions_init(&ds);
+        cycle(s, &st, &ds, 5);
+        assert_int_equal(ds.n, 1);
+        assert_int_equal(ds.v[0].job, chain ? jb5 : ja);
+        drv_sched_free(s);
+        drv_decisions_fini(&ds);
+        drv_state_fini(&st);
+    }
+}
+
 /* ---- fair share among users: the priority's share factor ---------------------------------- */
 
 /* Queue a (quota 8 CPUs) on one node of 8: u1 runs 4 CPUs; u1 and then u2 each ask 4 more, room
@@ -292,9 +325,8 @@ static void test_no_queue_same(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_drf_converges),
-        cmocka_unit_test(test_progressive),
-        cmocka_unit_test(test_user_share),
+        cmocka_unit_test(test_drf_converges), cmocka_unit_test(test_progressive),
+        cmocka_unit_test(test_chain),         cmocka_unit_test(test_user_share),
         cmocka_unit_test(test_no_queue_same),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

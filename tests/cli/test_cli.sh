@@ -226,11 +226,11 @@ check run-override-found $?
 expect_status explain-fifo 0 "$drover" sim --policy k8s-default --explain resnet50-1
 grep -q 'k8s-default orders its queue FIFO' "$tmp/out"
 check explain-fifo-says-fifo $?
-grep -q -E '^(user|class|wait|parallelism|priority) ' "$tmp/out"
+grep -q -E '^(user|class|wait|parallelism|share|priority) ' "$tmp/out"
 [ $? -ne 0 ]
 check explain-fifo-no-factors $?
 expect_status explain-priority 0 "$drover" sim --policy volcano-priority --explain resnet50-1
-[ "$(grep -c -E '^(user|class|wait|parallelism|priority) ' "$tmp/out")" -eq 5 ]
+[ "$(grep -c -E '^(user|class|wait|parallelism|share|priority) ' "$tmp/out")" -eq 6 ]
 check explain-priority-factors $?
 
 

@@ -81,8 +81,8 @@ echo "*Jain (share)* is Jain's index over the queues' time-average dominant shar
 echo "weights (1: shares in proportion to weights); ρ is finish-time fairness, a job's JCT over its"
 echo "time alone on 1/N of the cluster (N queues; ρ ≤ 1 is fair), with its largest value and Jain's"
 echo "index over all jobs (docs/model.md, \"Queues and fairness\"). Per queue: average JCT in minutes,"
-echo "share % of the cluster and use % of its nominal quota. Quotas are reported, not enforced, by"
-echo "profiles whose admission ignores them."
+echo "share % of the cluster and use % of its nominal quota (above 100 %: borrowed from the cohort;"
+echo "the core admits every profile's gangs within quota plus borrowing, docs/cycle.md)."
 echo
 awk -F, '
 NR == 1 {

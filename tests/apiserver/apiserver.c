@@ -2159,7 +2159,17 @@ static void collect_events(struct watch *w)
         expired_line(w, s->compacted + 1);
         return;
     }
-    for (int i = 0; i < s->n; i++) {
+    /* The ring is in resourceVersion order: the first event newer than w->rv is found by
+     * bisection, so a wake-up costs the new events, not the whole window. */
+    int lo = 0, hi = s->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (s->ring[(s->head + mid) % s->cap].rv <= w->rv)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (int i = lo; i < s->n; i++) {
         struct wevent *e = &s->ring[(s->head + i) % s->cap];
         if (e->rv <= w->rv || e->rt != w->rt.rt)
             continue;

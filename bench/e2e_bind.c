@@ -21,8 +21,11 @@
  * its first request, polled every millisecond), and the binding phase's fraction (creates s /
  * Drover's time from sync to the last pod placed).
  *
+ * Drover runs with `drover run`'s default API budget (--kube-api-qps, --kube-api-burst), or
+ * --qps/--burst: a limiter that held it below the server's pace would show here.
+ *
  * usage: e2e_bind [--nodes N] [--existing N] [--jobs N] [--workers N] [--threads N]
- *                 [--policy NAME] [--reps N]
+ *                 [--policy NAME] [--reps N] [--qps N] [--burst N]
  */
 #include "apiserver.h"
 #include "drover/kube_controller.h"
@@ -39,6 +42,7 @@
 
 typedef struct params {
     int nodes, existing, jobs, workers, threads, reps;
+    int qps, burst; /* Drover's API budget (the ceiling's client has none) */
     const char *policy;
 } params;
 
@@ -311,7 +315,7 @@ static drover_times drover(const params *p, const drv_profile *prof)
     char url[64];
     drv_apiserver *srv = cluster(p, true, url, sizeof url);
     drv_diag d = {{0}};
-    drv_kube_config cfg = {.server = url, .qps = 1e6, .burst = 1000000};
+    drv_kube_config cfg = {.server = url, .qps = p->qps, .burst = p->burst};
     drv_ctrl_opts o = {.profile = prof, .no_events = true, .binders = p->threads};
     long pods = (long)p->jobs * p->workers;
     drover_times out = {0};
@@ -350,7 +354,7 @@ static drover_times drover(const params *p, const drv_profile *prof)
 static int usage(void)
 {
     fprintf(stderr, "usage: e2e_bind [--nodes N] [--existing N] [--jobs N] [--workers N] "
-                    "[--threads N] [--policy NAME] [--reps N]\n");
+                    "[--threads N] [--policy NAME] [--reps N] [--qps N] [--burst N]\n");
     return 2;
 }
 
@@ -362,6 +366,8 @@ int main(int argc, char **argv)
                 .workers = 4,
                 .threads = 8,
                 .reps = 3,
+                .qps = DRV_CTRL_DEF_QPS,
+                .burst = DRV_CTRL_DEF_BURST,
                 .policy = "drover"};
     for (int i = 1; i < argc; i += 2) {
         if (i + 1 >= argc)
@@ -372,6 +378,8 @@ int main(int argc, char **argv)
                      : !strcmp(argv[i], "--workers")  ? &p.workers
                      : !strcmp(argv[i], "--threads")  ? &p.threads
                      : !strcmp(argv[i], "--reps")     ? &p.reps
+                     : !strcmp(argv[i], "--qps")      ? &p.qps
+                     : !strcmp(argv[i], "--burst")    ? &p.burst
                                                       : NULL;
         if (field)
             *field = atoi(argv[i + 1]);
@@ -381,7 +389,7 @@ int main(int argc, char **argv)
             return usage();
     }
     if (p.nodes < 1 || p.existing < 0 || p.jobs < 1 || p.workers < 1 || p.threads < 1 ||
-        p.threads > 64 || p.reps < 1) {
+        p.threads > 64 || p.reps < 1 || p.qps < 1 || p.burst < 1) {
         fprintf(stderr, "e2e_bind: counts must be at least 1 (threads at most 64)\n");
         return 2;
     }
@@ -391,8 +399,8 @@ int main(int argc, char **argv)
         die("--policy", &d);
     long pods = (long)p.jobs * p.workers;
     printf("%d nodes, %d existing pods, %d gangs x %d workers = %ld new pods; policy %s; "
-           "%d client threads / binders\n",
-           p.nodes, p.existing, p.jobs, p.workers, pods, p.policy, p.threads);
+           "%d client threads / binders; drover's API budget %d/s, burst %d\n",
+           p.nodes, p.existing, p.jobs, p.workers, pods, p.policy, p.threads, p.qps, p.burst);
     printf("%-4s %9s %8s %9s   %9s %8s   %8s   %7s %7s %9s %6s\n", "rep", "ceiling s", "lists s",
            "creates s", "drover s", "pods/s", "fraction", "sync s", "first s", "bind frac",
            "errors");

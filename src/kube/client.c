@@ -510,6 +510,11 @@ int drv_kube_request(drv_kube *k, const char *method, const char *path, const ch
     return request(k, method, path, ctype, body, status, out, NULL, d);
 }
 
+int drv_kube_get_page(drv_kube *k, const char *path, drv_list_decoder *l, long *status, drv_diag *d)
+{
+    return request(k, "GET", path, NULL, NULL, status, NULL, l, d);
+}
+
 int drv_kube_update(drv_kube *k, const char *path, drv_kube_mutate_fn mutate, void *arg,
                     int attempts, json_t **out, long *status, drv_diag *d)
 {
@@ -578,65 +583,6 @@ int drv_kube_delete_uid(drv_kube *k, const char *path, int grace_s, const char *
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     int rc = drv_kube_request(k, "DELETE", path, NULL, body, status, NULL, d);
     free(body);
-    return rc;
-}
-
-/* ---- lists --------------------------------------------------------------------------------- */
-
-int drv_kube_list(drv_kube *k, const char *path, const char *query, int limit, drv_kube_item_cb cb,
-                  void *arg, char *rv, size_t n, drv_diag *d)
-{
-    char *cont = NULL;
-    int rc = 0;
-    if (n)
-        rv[0] = 0;
-    struct timespec W0, C0, W1, C1;
-    clock_gettime(CLOCK_MONOTONIC, &W0);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &C0);
-    do {
-        size_t len = strlen(path) + (query ? strlen(query) : 0) + (cont ? strlen(cont) : 0) + 64;
-        char *p = drv_malloc(len);
-        if (!p) {
-            rc = drv_fail(d, DRV_ENOMEM, "out of memory");
-            break;
-        }
-        int w = snprintf(p, len, "%s?", path);
-        if (query && *query)
-            w += snprintf(p + w, len - (size_t)w, "%s&", query);
-        if (limit > 0)
-            w += snprintf(p + w, len - (size_t)w, "limit=%d&", limit);
-        if (cont)
-            w += snprintf(p + w, len - (size_t)w, "continue=%s&", cont);
-        p[w - 1] = 0; /* the trailing '?' or '&' */
-        /* Items go to cb as the page arrives (listdec.h), not after a tree of the whole page. */
-        char what[200];
-        snprintf(what, sizeof what, "GET %s", path);
-        drv_list_decoder ld;
-        drv_list_decoder_init(&ld, what, cb, arg);
-        long status = 0;
-        rc = request(k, "GET", p, NULL, NULL, &status, NULL, &ld, d);
-        drv_free(p);
-        drv_free(cont);
-        cont = NULL;
-        if (rc == 0 && (!ld.meta || !ld.has_items))
-            rc = drv_fail(d, DRV_EPARSE, "GET %s: a list must have items and metadata", path);
-        if (rc == 0) {
-            if (n && *drv_list_decoder_rv(&ld))
-                snprintf(rv, n, "%s", drv_list_decoder_rv(&ld));
-            const char *c = drv_list_decoder_continue(&ld);
-            if (*c && !(cont = drv_strdup(c)))
-                rc = drv_fail(d, DRV_ENOMEM, "out of memory");
-        } else if (status == 410) {
-            rc = DRV_KUBE_RELIST; /* the continue token expired: list again from the start */
-        }
-        drv_list_decoder_fini(&ld);
-    } while (!rc && cont);
-    clock_gettime(CLOCK_MONOTONIC, &W1);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &C1);
-    fprintf(stderr, "TIMING list %s wall %.3f cpu %.3f\n", path,
-            (W1.tv_sec - W0.tv_sec) + (W1.tv_nsec - W0.tv_nsec) * 1e-9,
-            (C1.tv_sec - C0.tv_sec) + (C1.tv_nsec - C0.tv_nsec) * 1e-9);
-    drv_free(cont);
     return rc;
 }
 

@@ -128,7 +128,7 @@ static int open_bracket(drv_list_decoder *l, char c, bool *start)
     } else if (l->depth == 2 && l->in_items) {
         if (c != '{')
             return -1;
-        *start = l->in_item = true;
+        *start = l->in_item = l->cb != NULL; /* without a callback the item is only skipped */
     }
     l->depth++;
     return 0;
@@ -210,6 +210,9 @@ int drv_list_decoder_feed(drv_list_decoder *l, const char *data, size_t n, drv_d
     if (l->depth < 0)
         return drv_fail(d, DRV_EPARSE, "%s: byte %llu: fed after an error", l->what,
                         (unsigned long long)l->offset);
+    if (l->raw && n && drv_kbuf_write((char *)data, 1, n, l->raw) != n)
+        return failed(l, drv_fail(d, l->raw->oom ? DRV_ENOMEM : DRV_ERANGE, "%s: %s", l->what,
+                                  l->raw->oom ? "out of memory" : "answer too long"));
     size_t seg = l->in_item || l->in_meta ? 0 : SIZE_MAX; /* a capture going on continues here */
     for (size_t i = 0; i < n; i++) {
         char c = data[i];

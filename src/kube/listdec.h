@@ -12,6 +12,7 @@
 #define DROVER_KUBE_LISTDEC_H
 
 #include "json.h"
+#include "kbuf.h"
 
 #include <stdint.h>
 
@@ -23,8 +24,10 @@ typedef int (*drv_list_item_fn)(json_t *item, void *arg);
 
 typedef struct drv_list_decoder {
     const char *what;    /* the list, for messages (borrowed): "GET /api/v1/pods" */
-    drv_list_item_fn cb; /* the item callback and its argument */
+    drv_list_item_fn cb; /* the item callback and its argument; NULL: items are skipped, not
+                            parsed (only the metadata is read) */
     void *arg;
+    drv_kbuf *raw;   /* optional: every byte fed is also appended here */
     char *buf;       /* the item or metadata being captured (drv_malloc'd) */
     size_t len, cap; /* bytes in buf, allocated */
     uint64_t offset; /* bytes fed so far */
@@ -56,5 +59,11 @@ int drv_list_decoder_finish(drv_list_decoder *l, drv_diag *d);
  * decoder until fini. */
 const char *drv_list_decoder_rv(const drv_list_decoder *l);
 const char *drv_list_decoder_continue(const drv_list_decoder *l);
+
+/* client.c: GET path (one list page), a 2xx answer fed to l as it arrives (then finished);
+ * drv_kube_request's retries, budget and errors; *status the HTTP status (0: none). A failure
+ * after bytes reached l is not retried. */
+int drv_kube_get_page(drv_kube *k, const char *path, drv_list_decoder *l, long *status,
+                      drv_diag *d);
 
 #endif

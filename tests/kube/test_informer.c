@@ -237,7 +237,9 @@ static void write_pod(drv_kube *k, const char *method, int i, const char *body)
 /* Decodes as decode does; at the third object (the end of the first page of 3) changes the
  * server once: p01 (listed already) and p05 (not yet) modified, p02 (being listed: cached as it
  * was) and p07 (not yet listed) deleted, p10 created. The informer's thread makes these requests
- * itself (on its own client), so they surely fall between the first page and the second. */
+ * itself (on its own client) while it decodes the first page, so they fall before the third
+ * page is asked for (the pager fetches one page ahead: the second may show the objects as they
+ * were, or not). */
 static void *decode_paging(json_t *obj, void *arg, drv_diag *d)
 {
     paging *p = arg;

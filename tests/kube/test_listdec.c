@@ -86,6 +86,22 @@ static void check_against_whole(const char *body)
         assert_string_equal(drv_list_decoder_continue(&l), cont ? cont : "");
         drv_list_decoder_fini(&l);
         json_decref(s.items);
+        /* without a callback (the pager's scan): items skipped, metadata read, bytes kept */
+        drv_kbuf raw = {0};
+        drv_list_decoder_init(&l, "GET /test", NULL, NULL);
+        l.raw = &raw;
+        for (size_t at = 0; at < n; at += pieces[p])
+            assert_int_equal(
+                drv_list_decoder_feed(&l, body + at, n - at < pieces[p] ? n - at : pieces[p], &d),
+                0);
+        assert_int_equal(drv_list_decoder_finish(&l, &d), 0);
+        assert_int_equal(l.items, 0);
+        assert_int_equal(raw.n, n);
+        assert_memory_equal(raw.p, body, n);
+        assert_string_equal(drv_list_decoder_rv(&l), rv ? rv : "");
+        assert_string_equal(drv_list_decoder_continue(&l), cont ? cont : "");
+        drv_list_decoder_fini(&l);
+        drv_free(raw.p);
     }
     json_decref(whole);
     json_decref(none);

@@ -11,7 +11,8 @@
  * not (and escapes), the nesting depth, and at depth 1 the current key. The value of "metadata"
  * (depth 2) and each element of "items" (depth 3 and deeper) are captured verbatim and parsed with
  * jansson when their closing brace arrives; every other value is skipped. Each byte is looked at
- * once and copied at most once (runs are copied with memcpy, at a capture's end or the chunk's).
+ * once and copied at most once (runs are copied with memcpy, at a capture's end or the chunk's;
+ * inside strings, memchr jumps to the next quote or backslash).
  *
  * Example: feeding {"kind":"PodList","metadata":{"resourceVersion":"7"},"items":[{"a":1},{"b":2}]}
  * in chunks of any size calls cb with {"a":1}, then {"b":2}; rv is then "7".
@@ -216,6 +217,13 @@ int drv_list_decoder_feed(drv_list_decoder *l, const char *data, size_t n, drv_d
     size_t seg = l->in_item || l->in_meta ? 0 : SIZE_MAX; /* a capture going on continues here */
     for (size_t i = 0; i < n; i++) {
         char c = data[i];
+        if (l->str && !l->esc && !l->in_key && c != '"' && c != '\\') {
+            /* most bytes are inside strings: skip to the next quote or backslash at once */
+            const char *q = memchr(data + i, '"', n - i);
+            const char *e = memchr(data + i, '\\', (size_t)((q ? q : data + n) - (data + i)));
+            i = (size_t)((e ? e : q ? q : data + n) - data) - 1;
+            continue;
+        }
         if (l->str) {
             if (l->esc)
                 l->esc = false;

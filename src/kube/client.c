@@ -399,7 +399,8 @@ static bool retryable(const char *method, long status, CURLcode cc)
 }
 
 /* drv_kube_request; with list, a 2xx answer is fed to it as it arrives (and *out is unused). A
- * failure after items were handed on is not retried: the caller lists again. */
+ * failure after items were handed on is not retried: the caller lists again; with a decoder
+ * that hands nothing on (no callback), the page is read again from the start. */
 static int request(drv_kube *k, const char *method, const char *path, const char *ctype,
                    const char *body, long *status, json_t **out, drv_list_decoder *list,
                    drv_diag *d)
@@ -464,6 +465,10 @@ static int request(drv_kube *k, const char *method, const char *path, const char
             if (list)
                 rc = drv_list_decoder_finish(list, d);
             break;
+        }
+        if (b.streamed && !list->cb) { /* nothing handed on yet (the pager's scan): start over */
+            drv_list_decoder_reset(list);
+            b.streamed = false;
         }
         if (!b.streamed && attempt < k->cfg.retries && retryable(method, code, cc)) {
             k->retries++;

@@ -41,6 +41,16 @@ void drv_list_decoder_fini(drv_list_decoder *l)
     l->len = l->cap = 0;
 }
 
+void drv_list_decoder_reset(drv_list_decoder *l)
+{
+    drv_list_decoder_fini(l);
+    drv_kbuf *raw = l->raw;
+    drv_list_decoder_init(l, l->what, l->cb, l->arg);
+    l->raw = raw;
+    if (raw)
+        raw->n = 0;
+}
+
 static const char *meta_str(const drv_list_decoder *l, const char *field)
 {
     const char *s = json_string_value(json_object_get(l->meta, field));

@@ -6,24 +6,34 @@
  * 100m CPU each), then --jobs TrainingJobs of --workers workers each (1 CPU), all submitted
  * before the controller starts, so that the run measures what a restart or a burst costs:
  *
- *   ceiling   a plain client with --threads threads sends exactly the requests Drover sends for
- *             gangs that fit at once (one pod creation with spec.nodeName per pod, the same
- *             labels and owner reference), from its first request to its last answer;
+ *   ceiling   a plain client sends exactly the requests Drover sends: first the lists its
+ *             informers make (nodes, pods, TrainingJobs, one thread each, pages of 500 with
+ *             continue tokens; the bytes are read, not decoded), then, with --threads threads,
+ *             the requests for gangs that fit at once (one pod creation with spec.nodeName per
+ *             pod, the same labels and owner reference); from its first request to its last
+ *             answer. Both parts are reported: "lists s" and "creates s";
  *   drover    drv_ctrl_new (the process's start) to the last pod placed: listing and syncing
  *             the informers, the cycles, and the binder threads' requests.
  *
- * Each is measured on a fresh server holding the same objects. Reported: seconds and pods/s,
- * Drover's rate as a fraction of the ceiling's, Drover's time to sync, and its first decision
- * after the caches were synced (the time to its first request, polled every millisecond).
+ * Each is measured on a fresh server holding the same objects. Reported: seconds, Drover's
+ * time as a fraction of the ceiling's (ceiling s / drover s: 1 is as fast as the server
+ * allows), Drover's time to sync, its first decision after the caches were synced (the time to
+ * its first request's write on the server, polled every millisecond), and the binding phase's
+ * fraction (creates s /
+ * Drover's time from sync to the last pod placed).
+ *
+ * Drover runs with `drover run`'s default API budget (--kube-api-qps, --kube-api-burst), or
+ * --qps/--burst: a limiter that held it below the server's pace would show here.
  *
  * usage: e2e_bind [--nodes N] [--existing N] [--jobs N] [--workers N] [--threads N]
- *                 [--policy NAME] [--reps N]
+ *                 [--policy NAME] [--reps N] [--qps N] [--burst N]
  */
 #include "apiserver.h"
 #include "drover/kube_controller.h"
 #include "drover/policy.h"
 #include "json.h"
 
+#include <curl/curl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +43,7 @@
 
 typedef struct params {
     int nodes, existing, jobs, workers, threads, reps;
+    int qps, burst; /* Drover's API budget (the ceiling's client has none) */
     const char *policy;
 } params;
 
@@ -198,15 +209,87 @@ static drv_apiserver *cluster(const params *p, bool with_jobs, char *url, size_t
     return srv;
 }
 
+/* ---- a plain paged list -------------------------------------------------------------------- */
+
+/* The head of a page (where metadata.continue is: the API server writes metadata before items),
+ * and its size. */
+typedef struct page {
+    char head[4096];
+    size_t n;
+} page;
+
+static size_t keep_head(char *data, size_t size, size_t nmemb, void *arg)
+{
+    page *pg = arg;
+    size_t n = size * nmemb;
+    if (pg->n < sizeof pg->head - 1) {
+        size_t k = n < sizeof pg->head - 1 - pg->n ? n : sizeof pg->head - 1 - pg->n;
+        memcpy(pg->head + pg->n, data, k);
+        pg->head[pg->n + k] = 0;
+    }
+    pg->n += n;
+    return n;
+}
+
+typedef struct lister {
+    const char *url, *path;
+} lister;
+
+/* Lists path in pages of 500 as Drover's informers do, reading the bytes without decoding
+ * them: only the continue token is picked out of each page's head. */
+static void *list_plain(void *arg)
+{
+    const lister *l = arg;
+    CURL *h = curl_easy_init();
+    if (!h)
+        die("curl", NULL);
+    char url[2048], cont[1024] = "";
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, keep_head);
+    do {
+        page pg = {.n = 0};
+        snprintf(url, sizeof url, "%s%s?limit=500%s%s", l->url, l->path,
+                 cont[0] ? "&continue=" : "", cont);
+        curl_easy_setopt(h, CURLOPT_URL, url);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &pg);
+        long code = 0;
+        if (curl_easy_perform(h) != CURLE_OK ||
+            curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK || code != 200)
+            die(l->path, NULL);
+        const char *c = strstr(pg.head, "\"continue\":\"");
+        cont[0] = 0;
+        if (c)
+            snprintf(cont, sizeof cont, "%.*s", (int)strcspn(c + 12, "\""), c + 12);
+    } while (cont[0]);
+    curl_easy_cleanup(h);
+    return NULL;
+}
+
 /* ---- the two measurements ------------------------------------------------------------------ */
 
-static double ceiling(const params *p)
+typedef struct ceiling_times {
+    double lists, creates;
+} ceiling_times;
+
+static ceiling_times ceiling(const params *p)
 {
     char url[64];
-    drv_apiserver *srv = cluster(p, false, url, sizeof url);
-    double t = send_all(p, url, ceiling_req, p->jobs * p->workers, p->threads);
+    drv_apiserver *srv = cluster(p, true, url, sizeof url);
+    static const char *const paths[] = {"/api/v1/nodes", "/api/v1/pods",
+                                        "/apis/drover.dev/v1alpha1/trainingjobs"};
+    pthread_t t[3];
+    lister l[3];
+    ceiling_times out;
+    double t0 = now();
+    for (int i = 0; i < 3; i++) {
+        l[i] = (lister){url, paths[i]};
+        pthread_create(&t[i], NULL, list_plain, &l[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    out.lists = now() - t0;
+    out.creates = send_all(p, url, ceiling_req, p->jobs * p->workers, p->threads);
     drv_apiserver_free(srv);
-    return t;
+    return out;
 }
 
 typedef struct runner {
@@ -233,12 +316,13 @@ static drover_times drover(const params *p, const drv_profile *prof)
     char url[64];
     drv_apiserver *srv = cluster(p, true, url, sizeof url);
     drv_diag d = {{0}};
-    drv_kube_config cfg = {.server = url, .qps = 1e6, .burst = 1000000};
+    drv_kube_config cfg = {.server = url, .qps = p->qps, .burst = p->burst};
     drv_ctrl_opts o = {.profile = prof, .no_events = true, .binders = p->threads};
     long pods = (long)p->jobs * p->workers;
     drover_times out = {0};
     runner r = {0};
     double t0 = now(), synced = 0;
+    uint64_t rv_synced = 0; /* the server's resourceVersion when the caches were synced */
     if (drv_ctrl_new(&r.c, &cfg, &o, &d) != 0)
         die("controller", &d);
     pthread_t t;
@@ -246,9 +330,14 @@ static drover_times drover(const params *p, const drv_profile *prof)
     for (;;) {
         drv_ctrl_stats st = drv_ctrl_get_stats(r.c);
         double tn = now();
-        if (st.synced && synced == 0)
+        if (st.synced && synced == 0) {
             synced = tn;
-        if (synced > 0 && out.first == 0 && st.creates + st.binds > 0)
+            rv_synced = drv_apiserver_rv(srv);
+        }
+        /* The first decision: when its first request has reached the server (a write moves the
+         * server's resourceVersion; Drover writes nothing else before placing pods here). Its
+         * answer is applied, and counted in st.creates, only after the whole first cycle. */
+        if (synced > 0 && out.first == 0 && drv_apiserver_rv(srv) > rv_synced)
             out.first = tn - synced;
         if (st.creates + st.binds >= pods) {
             out.total = tn - t0;
@@ -272,7 +361,7 @@ static drover_times drover(const params *p, const drv_profile *prof)
 static int usage(void)
 {
     fprintf(stderr, "usage: e2e_bind [--nodes N] [--existing N] [--jobs N] [--workers N] "
-                    "[--threads N] [--policy NAME] [--reps N]\n");
+                    "[--threads N] [--policy NAME] [--reps N] [--qps N] [--burst N]\n");
     return 2;
 }
 
@@ -284,6 +373,8 @@ int main(int argc, char **argv)
                 .workers = 4,
                 .threads = 8,
                 .reps = 3,
+                .qps = DRV_CTRL_DEF_QPS,
+                .burst = DRV_CTRL_DEF_BURST,
                 .policy = "drover"};
     for (int i = 1; i < argc; i += 2) {
         if (i + 1 >= argc)
@@ -294,6 +385,8 @@ int main(int argc, char **argv)
                      : !strcmp(argv[i], "--workers")  ? &p.workers
                      : !strcmp(argv[i], "--threads")  ? &p.threads
                      : !strcmp(argv[i], "--reps")     ? &p.reps
+                     : !strcmp(argv[i], "--qps")      ? &p.qps
+                     : !strcmp(argv[i], "--burst")    ? &p.burst
                                                       : NULL;
         if (field)
             *field = atoi(argv[i + 1]);
@@ -303,7 +396,7 @@ int main(int argc, char **argv)
             return usage();
     }
     if (p.nodes < 1 || p.existing < 0 || p.jobs < 1 || p.workers < 1 || p.threads < 1 ||
-        p.threads > 64 || p.reps < 1) {
+        p.threads > 64 || p.reps < 1 || p.qps < 1 || p.burst < 1) {
         fprintf(stderr, "e2e_bind: counts must be at least 1 (threads at most 64)\n");
         return 2;
     }
@@ -313,16 +406,18 @@ int main(int argc, char **argv)
         die("--policy", &d);
     long pods = (long)p.jobs * p.workers;
     printf("%d nodes, %d existing pods, %d gangs x %d workers = %ld new pods; policy %s; "
-           "%d client threads / binders\n",
-           p.nodes, p.existing, p.jobs, p.workers, pods, p.policy, p.threads);
-    printf("%-4s %10s %10s   %10s %10s   %8s   %8s %10s %7s\n", "rep", "ceiling s", "pods/s",
-           "drover s", "pods/s", "fraction", "sync s", "first s", "errors");
+           "%d client threads / binders; drover's API budget %d/s, burst %d\n",
+           p.nodes, p.existing, p.jobs, p.workers, pods, p.policy, p.threads, p.qps, p.burst);
+    printf("%-4s %9s %8s %9s   %9s %8s   %8s   %7s %7s %9s %6s\n", "rep", "ceiling s", "lists s",
+           "creates s", "drover s", "pods/s", "fraction", "sync s", "first s", "bind frac",
+           "errors");
     for (int rep = 1; rep <= p.reps; rep++) {
-        double c = ceiling(&p);
+        ceiling_times c = ceiling(&p);
         drover_times dt = drover(&p, &prof);
-        printf("%-4d %10.3f %10.0f   %10.3f %10.0f   %8.2f   %8.3f %10.3f %7ld\n", rep, c,
-               (double)pods / c, dt.total, (double)pods / dt.total, c / dt.total, dt.sync, dt.first,
-               dt.errors);
+        double cs = c.lists + c.creates;
+        printf("%-4d %9.3f %8.3f %9.3f   %9.3f %8.0f   %8.2f   %7.3f %7.3f %9.2f %6ld\n", rep, cs,
+               c.lists, c.creates, dt.total, (double)pods / dt.total, cs / dt.total, dt.sync,
+               dt.first, c.creates / (dt.total - dt.sync), dt.errors);
         fflush(stdout);
     }
     return 0;

@@ -49,7 +49,7 @@ run "Controller decision latency: watch event completing a gang to its last bind
     "$b/bench/watch_bind" --nodes 5000 --jobs 200
 run "Simulator on every core: every policy x 8 seeds on Pollux workload 1, one run at a time vs one thread per core (same process; results must be identical)" \
     "$b/bench/sim_parallel" --seeds 8
-run "drover run end to end: 5,000 nodes, 16,000 existing pods, 500 gangs x 4 workers submitted before start; drover from start (list, sync) to the last pod placed vs a plain parallel client sending the same pod creations (the ceiling)" \
+run "drover run end to end: 5,000 nodes, 16,000 existing pods, 500 gangs x 4 workers submitted before start; drover (default API budget) from start (list, sync) to the last pod placed vs a plain client sending the same requests (the ceiling: the informers' paged lists, then the pod creations from 8 threads)" \
     "$b/bench/e2e_bind" --reps 3
 run "Controller informer caches: 50,000 pods and 5,000 nodes, compact records vs the API objects" \
     "$b/bench/informer_mem" --pods 50000 --nodes 5000

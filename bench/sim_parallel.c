@@ -74,7 +74,7 @@ int main(int argc, char **argv)
     if (threads <= 0)
         threads = drv_sim_batch_threads();
     drv_diag d = {{0}};
-    drv_catalogue cat;
+    drv_catalogue cat = {0}; /* drv_catalogue_builtin frees what it held */
     drv_cluster_spec cl;
     drv_calib calib = {0};
     if (drv_catalogue_builtin(&cat, &d) || drv_calib_load(&calib, "data/pollux/profiles", &d))

@@ -38,6 +38,17 @@
 #include "drover/kube.h"
 #include "drover/kube_metrics.h"
 
+/*
+ * `drover run`'s default API budget, all of its clients together (--kube-api-qps,
+ * --kube-api-burst; the reasons: docs/running.md). A start on 5,000 nodes with 16,000 pods and
+ * 2,000 new pods in gangs sends ~2,050 requests (the informers' paged lists, then one creation
+ * per pod): all fit in the burst, so the limiter does not hold Drover below the API server's
+ * own pace, and 5,000/s after it is above what an API server answers for pod writes (its
+ * priority and fairness, 429 with Retry-After, bound Drover then, not this bucket).
+ */
+#define DRV_CTRL_DEF_QPS 5000
+#define DRV_CTRL_DEF_BURST 5000
+
 typedef struct drv_ctrl_opts {
     const drv_profile *profile; /* the scheduling profile: borrowed, outlives the controller */
     const char *scheduler;      /* schedulerName served; NULL: "drover" */

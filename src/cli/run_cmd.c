@@ -70,16 +70,16 @@ static const cli_flag run_flags[] = {
      .lo = 1,
      .hi = 1e6,
      .help = "requests per second to the API server, all of the controller's\n"
-             "clients together (default: 500; kube-scheduler's 50 would hold the\n"
-             "8 binder threads to a fraction of their pace)"},
+             "clients together (default: 5000; kube-scheduler's 50 would hold the\n"
+             "8 binder threads to a small fraction of the API server's pace)"},
     {.name = "kube-api-burst",
      .kind = FLAG_INT,
      AT(burst),
      .arg = "B",
      .lo = 1,
      .hi = 1e6,
-     .help = "burst of requests above the rate (default: 1000: one cycle's\n"
-             "bindings for 200 gangs of 5 go out without waiting)"},
+     .help = "burst of requests above the rate (default: 5000: a start's lists\n"
+             "and the pods of 1,000 gangs of 4 go out without waiting)"},
     {.name = "leader-elect",
      .kind = FLAG_SWITCH,
      AT(elect),
@@ -264,10 +264,11 @@ static int run_controller(drv_ctrl *c, const run_opts *o, const run_plan *p)
 
 int cmd_run(int argc, char **argv)
 {
-    /* DEF_QPS, DEF_BURST: for throughput. 8 binder threads answered in ~10 ms each could send
-     * ~800 requests/s; 500/s keeps them near that pace while bounding what one controller asks
-     * of the API server (whose priority and fairness protect it beyond that). */
-    run_opts o = {.policy = "drover", .sched = "drover", .qps = 500, .burst = 1000};
+    /* The API budget's defaults are for throughput (kube_controller.h says why). */
+    run_opts o = {.policy = "drover",
+                  .sched = "drover",
+                  .qps = DRV_CTRL_DEF_QPS,
+                  .burst = DRV_CTRL_DEF_BURST};
     run_plan plan;
     drv_profile prof;
     int first, status = cli_begin(&run_command, argc, argv, &o, &first);

@@ -1,6 +1,7 @@
 /*
  * client.c - the Kubernetes API client (kube.h): libcurl requests with rate limit and retries,
- * paged lists, watch streams fed to the incremental decoder as bytes arrive.
+ * paged lists whose items are decoded one by one as the page arrives (listdec.h), watch streams
+ * fed to the incremental decoder as bytes arrive.
  *
  * One CURL easy handle per client is reused for plain requests (keep-alive); each watch gets
  * its own handle, so watches may run on other threads while requests go on.
@@ -11,6 +12,7 @@
 
 #include "json.h"
 #include "kbuf.h"
+#include "listdec.h"
 
 #include <curl/curl.h>
 #include <math.h>
@@ -326,7 +328,29 @@ typedef struct rbuf {
     drv_kbuf body;
     int retry_after; /* seconds, -1 when absent */
     char ctype[128];
+    /* A list page: a 2xx body goes to this decoder as it arrives instead of into body. */
+    drv_list_decoder *list;
+    CURL *h;
+    int list_rc;   /* the decoder's first error (its message in d) */
+    bool streamed; /* bytes reached the decoder: items may have been handed on */
+    drv_diag *d;
 } rbuf;
+
+/* The body of an answer: a 2xx list page to the decoder, anything else into the buffer. */
+static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
+{
+    rbuf *b = arg;
+    long code = 0;
+    if (b->list && !b->streamed)
+        curl_easy_getinfo(b->h, CURLINFO_RESPONSE_CODE, &code);
+    if (!b->list || (!b->streamed && (code < 200 || code >= 300)) || b->body.n)
+        return drv_kbuf_write(data, size, nmemb, &b->body);
+    b->streamed = true;
+    size_t n = size * nmemb;
+    if (b->list_rc || (b->list_rc = drv_list_decoder_feed(b->list, data, n, b->d)) != 0)
+        return 0; /* aborts the transfer */
+    return n;
+}
 
 static size_t on_header(char *data, size_t sz, size_t nm, void *arg)
 {
@@ -374,8 +398,12 @@ static bool retryable(const char *method, long status, CURLcode cc)
     return !post && (status == 500 || status == 502 || status == 503 || status == 504);
 }
 
-int drv_kube_request(drv_kube *k, const char *method, const char *path, const char *ctype,
-                     const char *body, long *status, json_t **out, drv_diag *d)
+/* drv_kube_request; with list, a 2xx answer is fed to it as it arrives (and *out is unused). A
+ * failure after items were handed on is not retried: the caller lists again; with a decoder
+ * that hands nothing on (no callback), the page is read again from the start. */
+static int request(drv_kube *k, const char *method, const char *path, const char *ctype,
+                   const char *body, long *status, json_t **out, drv_list_decoder *list,
+                   drv_diag *d)
 {
     if (out)
         *out = NULL;
@@ -397,7 +425,7 @@ int drv_kube_request(drv_kube *k, const char *method, const char *path, const ch
         drv_free(url);
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     }
-    rbuf b = {0};
+    rbuf b = {.list = list, .h = k->h, .d = d};
     int rc = 0;
     long code = 0;
     for (int attempt = 0;; attempt++) {
@@ -415,8 +443,8 @@ int drv_kube_request(drv_kube *k, const char *method, const char *path, const ch
         }
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, strcmp(method, "GET") ? method : NULL);
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, drv_kbuf_write);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &b.body);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
         curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
         curl_easy_setopt(h, CURLOPT_HEADERDATA, &b);
         curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)k->cfg.timeout_s);
@@ -429,9 +457,20 @@ int drv_kube_request(drv_kube *k, const char *method, const char *path, const ch
             rc = drv_fail(d, DRV_ENOMEM, "%s %s: out of memory reading the answer", method, path);
             break;
         }
-        if (cc == CURLE_OK && code >= 200 && code < 300)
+        if (b.list_rc) {
+            rc = b.list_rc; /* d says why */
             break;
-        if (attempt < k->cfg.retries && retryable(method, code, cc)) {
+        }
+        if (cc == CURLE_OK && code >= 200 && code < 300) {
+            if (list)
+                rc = drv_list_decoder_finish(list, d);
+            break;
+        }
+        if (b.streamed && !list->cb) { /* nothing handed on yet (the pager's scan): start over */
+            drv_list_decoder_reset(list);
+            b.streamed = false;
+        }
+        if (!b.streamed && attempt < k->cfg.retries && retryable(method, code, cc)) {
             k->retries++;
             double wait = b.retry_after >= 0 ? (double)(b.retry_after < k->cfg.retry_after_max_s
                                                             ? b.retry_after
@@ -468,6 +507,17 @@ int drv_kube_request(drv_kube *k, const char *method, const char *path, const ch
     drv_free(url);
     curl_slist_free_all(hdr);
     return rc;
+}
+
+int drv_kube_request(drv_kube *k, const char *method, const char *path, const char *ctype,
+                     const char *body, long *status, json_t **out, drv_diag *d)
+{
+    return request(k, method, path, ctype, body, status, out, NULL, d);
+}
+
+int drv_kube_get_page(drv_kube *k, const char *path, drv_list_decoder *l, long *status, drv_diag *d)
+{
+    return request(k, "GET", path, NULL, NULL, status, NULL, l, d);
 }
 
 int drv_kube_update(drv_kube *k, const char *path, drv_kube_mutate_fn mutate, void *arg,
@@ -538,67 +588,6 @@ int drv_kube_delete_uid(drv_kube *k, const char *path, int grace_s, const char *
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     int rc = drv_kube_request(k, "DELETE", path, NULL, body, status, NULL, d);
     free(body);
-    return rc;
-}
-
-/* ---- lists --------------------------------------------------------------------------------- */
-
-int drv_kube_list(drv_kube *k, const char *path, const char *query, int limit, drv_kube_item_cb cb,
-                  void *arg, char *rv, size_t n, drv_diag *d)
-{
-    char *cont = NULL;
-    int rc = 0;
-    if (n)
-        rv[0] = 0;
-    do {
-        size_t len = strlen(path) + (query ? strlen(query) : 0) + (cont ? strlen(cont) : 0) + 64;
-        char *p = drv_malloc(len);
-        if (!p) {
-            rc = drv_fail(d, DRV_ENOMEM, "out of memory");
-            break;
-        }
-        int w = snprintf(p, len, "%s?", path);
-        if (query && *query)
-            w += snprintf(p + w, len - (size_t)w, "%s&", query);
-        if (limit > 0)
-            w += snprintf(p + w, len - (size_t)w, "limit=%d&", limit);
-        if (cont)
-            w += snprintf(p + w, len - (size_t)w, "continue=%s&", cont);
-        p[w - 1] = 0; /* the trailing '?' or '&' */
-        json_t *page = NULL;
-        long status = 0;
-        rc = drv_kube_request(k, "GET", p, NULL, NULL, &status, &page, d);
-        drv_free(p);
-        drv_free(cont);
-        cont = NULL;
-        if (rc) {
-            if (status == 410)
-                rc = DRV_KUBE_RELIST;
-            break;
-        }
-        json_t *items = json_object_get(page, "items");
-        json_t *meta = json_object_get(page, "metadata");
-        if (!json_is_array(items) || !json_is_object(meta)) {
-            json_decref(page);
-            rc = drv_fail(d, DRV_EPARSE, "GET %s: a list must have items and metadata", path);
-            break;
-        }
-        size_t i;
-        json_t *it;
-        json_array_foreach(items, i, it)
-        {
-            if ((rc = cb(it, arg)) != 0)
-                break;
-        }
-        const char *r = json_string_value(json_object_get(meta, "resourceVersion"));
-        if (r && n)
-            snprintf(rv, n, "%s", r);
-        const char *c = json_string_value(json_object_get(meta, "continue"));
-        if (!rc && c && *c && !(cont = drv_strdup(c)))
-            rc = drv_fail(d, DRV_ENOMEM, "out of memory");
-        json_decref(page);
-    } while (!rc && cont);
-    drv_free(cont);
     return rc;
 }
 

@@ -63,9 +63,11 @@ typedef int (*drv_kube_item_cb)(json_t *item, void *arg);
 /*
  * Lists path (a collection, e.g. "/api/v1/pods"; query in `query` such as
  * "labelSelector=app%3Dx", or NULL) page by page with limit (0: no paging) and continue
- * tokens; calls cb for every item. rv (n bytes) receives the list's resourceVersion, from
- * which a watch continues. DRV_KUBE_RELIST when a continue token expired mid-list (list again
- * from the start).
+ * tokens; calls cb for every item, in order, on the caller's thread (each page is decoded one
+ * item's tree at a time while the next page is fetched: pager.c). rv (n bytes) receives the
+ * list's resourceVersion, from which a watch continues. DRV_KUBE_RELIST when a continue token
+ * expired mid-list (list again from the start). A page is retried as any GET is; cb sees items
+ * of complete pages only.
  */
 int drv_kube_list(drv_kube *k, const char *path, const char *query, int limit, drv_kube_item_cb cb,
                   void *arg, char *rv, size_t n, drv_diag *d);

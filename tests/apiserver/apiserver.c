@@ -15,8 +15,12 @@
  * 50 ms cap so stop / drop / expire requests are noticed promptly.
  *
  * Selectors: a field selector that stops (starts) matching turns MODIFIED into DELETED (ADDED),
- * like the real server. Lists are sorted by key (etcd order) and paginated with a base64url
- * continue token {"v":"meta.k8s.io/v1","rv":N,"start":"key\u0000"}.
+ * like the real server. Lists are sorted by key (etcd order; the sorted keys are cached until a
+ * key is added or removed, so a page costs its items, not a sort of the store) and paginated
+ * with a base64url continue token {"v":"meta.k8s.io/v1","rv":N,"start":"key\u0000"}. A page
+ * shows the objects as they are now (not as of N, as etcd would: the informer's watch from N
+ * replays what changed, so the result is the same); a token whose N is older than the window's
+ * start gets 410 Expired, as a compacted etcd revision does.
  *
  * Bounds: request bodies up to 4 MiB; window up to 100000 events; a watch lasts at most its
  * timeoutSeconds (default 30 s, capped at 300 s).
@@ -103,6 +107,11 @@ struct drv_apiserver {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     json_t *store[R_N]; /* key -> object */
+    /* store[rt]'s keys in strcmp order (borrowed from the store), kept while sorted_ok[rt]: a
+     * write that adds or removes a key clears it, the next list sorts again (once, not per page) */
+    const char **sorted[R_N];
+    size_t nsorted[R_N];
+    bool sorted_ok[R_N];
     uint64_t rv;        /* last resourceVersion handed out */
     uint64_t compacted; /* events with rv <= compacted are gone from the window */
     struct wevent *ring;
@@ -297,6 +306,33 @@ static const char **sorted_keys(json_t *store, size_t *n)
     return keys;
 }
 
+/* store[rt]'s keys in order, from the cache (sorted again after a key was added or removed);
+ * NULL when out of memory. Borrowed: valid until the next write. Mutex held. */
+static const char **cached_keys(drv_apiserver *s, int rt, size_t *n)
+{
+    if (!s->sorted_ok[rt]) {
+        drv_free(s->sorted[rt]);
+        s->sorted[rt] = sorted_keys(s->store[rt], &s->nsorted[rt]);
+        s->sorted_ok[rt] = s->sorted[rt] != NULL;
+    }
+    *n = s->sorted_ok[rt] ? s->nsorted[rt] : 0;
+    return s->sorted[rt];
+}
+
+/* The index of the first key after `after` (strcmp order) in keys[0..n). */
+static size_t first_after(const char **keys, size_t n, const char *after)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(keys[mid], after) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* ---- responses ---------------------------------------------------------------------------- */
 
 struct resp {
@@ -454,6 +490,8 @@ static void store_put(drv_apiserver *s, int rt, const char *key, json_t *o, json
     json_incref(prev); /* the store's reference to prev is dropped by the replacement */
     s->rv++;
     set_rv(o, s->rv);
+    if (!json_object_get(s->store[rt], key))
+        s->sorted_ok[rt] = false; /* a new key */
     json_object_set(s->store[rt], key, o);
     push_event(s, rt, prev ? "MODIFIED" : "ADDED", o, prev);
     json_decref(prev);
@@ -465,6 +503,7 @@ static void store_del(drv_apiserver *s, int rt, const char *key)
     if (!o)
         return;
     json_object_del(s->store[rt], key);
+    s->sorted_ok[rt] = false;
     s->rv++;
     json_t *last = json_deep_copy(o);
     set_rv(last, s->rv);
@@ -1241,19 +1280,100 @@ static int parse_route(drv_apiserver *s, const char *url, struct route *r)
     return 0;
 }
 
-static json_t *strip_for_list(int rt, json_t *o)
+/* A growing response body (malloc-compatible: queue() frees it with free). */
+typedef struct lbody {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} lbody;
+
+/* Appends n bytes; also jansson's json_dump_callback sink (0, or -1 when out of memory). */
+static int body_add(const char *p, size_t n, void *arg)
 {
-    json_t *c = json_deep_copy(o);
-    if (!RT[rt].custom) {
-        json_object_del(c, "kind");
-        json_object_del(c, "apiVersion");
+    lbody *b = arg;
+    if (b->oom)
+        return -1;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 65536;
+        while (cap < b->n + n + 1)
+            cap *= 2;
+        char *q = drv_realloc(b->p, cap);
+        if (!q) {
+            b->oom = true;
+            return -1;
+        }
+        b->p = q;
+        b->cap = cap;
     }
-    return c;
+    memcpy(b->p + b->n, p, n);
+    b->n += n;
+    b->p[b->n] = 0;
+    return 0;
 }
 
-static void list_kind(int rt, char *out, size_t n)
+static void body_str(lbody *b, const char *s)
 {
-    snprintf(out, n, "%sList", RT[rt].kind);
+    body_add(s, strlen(s), b);
+}
+
+/* Appends o as a list item: built-in kinds lose kind and apiVersion (the list carries them).
+ * Written field by field from the stored object, so a page costs one serialisation of its
+ * items and no copy of them. */
+static void body_item(lbody *b, int rt, json_t *o)
+{
+    if (RT[rt].custom) {
+        json_dump_callback(o, body_add, b, JSON_COMPACT);
+        return;
+    }
+    const char *k;
+    json_t *v;
+    bool first = true;
+    body_str(b, "{");
+    json_object_foreach(o, k, v)
+    {
+        if (!strcmp(k, "kind") || !strcmp(k, "apiVersion"))
+            continue;
+        json_t *key = json_string(k);
+        body_str(b, first ? "" : ",");
+        json_dump_callback(key, body_add, b, JSON_ENCODE_ANY);
+        body_str(b, ":");
+        json_dump_callback(v, body_add, b, JSON_COMPACT | JSON_ENCODE_ANY);
+        json_decref(key);
+        first = false;
+    }
+    body_str(b, "}");
+}
+
+/* A 200 answer {"kind":"<Kind>List","apiVersion":..,"metadata":lm,"items":[..]} (lm is
+ * consumed; objs borrowed). */
+static void set_list(struct resp *r, int rt, json_t *objs, json_t *lm)
+{
+    lbody b = {0};
+    char head[160];
+    snprintf(head, sizeof head,
+             "{\"kind\":\"%sList\",\"apiVersion\":\"%s\",\"metadata\":", RT[rt].kind,
+             api_version(rt));
+    body_str(&b, head);
+    json_dump_callback(lm, body_add, &b, JSON_COMPACT);
+    json_decref(lm);
+    body_str(&b, ",\"items\":[");
+    size_t i;
+    json_t *o;
+    json_array_foreach(objs, i, o)
+    {
+        body_str(&b, i ? "," : "");
+        body_item(&b, rt, o);
+    }
+    body_str(&b, "]}");
+    if (b.oom) {
+        free(b.p);
+        set_status(r, 500, "InternalError", NULL, NULL, NULL, false, "out of memory");
+        return;
+    }
+    r->code = 200;
+    r->body = b.p;
+    r->len = b.n;
+    r->ctype = "application/json";
 }
 
 static void do_list(drv_apiserver *s, struct MHD_Connection *c, const struct route *rt_,
@@ -1289,27 +1409,35 @@ static void do_list(drv_apiserver *s, struct MHD_Connection *c, const struct rou
         snprintf(start, sizeof start, "%s", st);
         list_rv = (uint64_t)json_integer_value(trv);
         json_decref(tok);
+        if (list_rv < s->compacted) { /* the snapshot the list began at is gone (etcd: compacted) */
+            set_status(r, 410, "Expired", NULL, NULL, NULL, false,
+                       "The provided continue parameter is too old to display a consistent list "
+                       "result. You can start a new list without the continue parameter.");
+            return;
+        }
     }
     size_t nk = 0;
-    const char **keys = sorted_keys(s->store[rt], &nk);
-    json_t *items = json_array();
+    const char **keys = cached_keys(s, rt, &nk);
     json_t *full = json_array();
+    long nitems = 0;
     long remaining = 0;
     const char *last = NULL;
-    for (size_t i = 0; keys && i < nk; i++) {
+    /* The token's start is "lastkey\0": continue strictly after lastkey. */
+    for (size_t i = start[0] ? first_after(keys, nk, start) : 0; keys && i < nk; i++) {
         json_t *o = json_object_get(s->store[rt], keys[i]);
         if (rt_->ns[0] && strcmp(str_or(path_get(o, "metadata.namespace"), ""), rt_->ns))
             continue;
-        /* The token's start is "lastkey\0": continue strictly after lastkey. */
-        if (start[0] && strcmp(keys[i], start) <= 0)
-            continue;
         if (!sel_match(&ls, o, false) || !sel_match(&fs, o, true))
             continue;
-        if (limit > 0 && (long)json_array_size(items) >= limit) {
+        if (limit > 0 && nitems >= limit) {
+            if (!rt_->ns[0] && ls.n == 0 && fs.n == 0) { /* every later key counts */
+                remaining = (long)(nk - i);
+                break;
+            }
             remaining++;
             continue;
         }
-        json_array_append_new(items, strip_for_list(rt, o));
+        nitems++;
         json_array_append(full, o);
         last = keys[i];
     }
@@ -1331,20 +1459,14 @@ static void do_list(drv_apiserver *s, struct MHD_Connection *c, const struct rou
         if (ls.n == 0 && fs.n == 0)
             json_object_set_new(lm, "remainingItemCount", json_integer(remaining));
     }
-    drv_free(keys);
     if (wants_table(c)) {
         const char *io = qarg(c, "includeObject");
-        json_decref(items);
         set_json(r, 200, make_table(rt, full, lm, !io || strcmp(io, "None")));
         json_decref(full);
         return;
     }
+    set_list(r, rt, full, lm);
     json_decref(full);
-    char lk[64];
-    list_kind(rt, lk, sizeof lk);
-    set_json(r, 200,
-             json_pack("{s:s,s:s,s:o,s:o}", "kind", lk, "apiVersion", api_version(rt), "metadata",
-                       lm, "items", items));
 }
 
 static json_t *lookup(drv_apiserver *s, const struct route *rt, char *key, size_t kn)
@@ -2057,10 +2179,12 @@ static void do_delete(drv_apiserver *s, struct MHD_Connection *c, const struct r
     if (t == R_CRDS && !strcmp(rt->name, "trainingjobs.drover.dev")) {
         s->crd = false;
         json_object_clear(s->store[R_TJ]);
+        s->sorted_ok[R_TJ] = false;
     }
     if (t == R_CRDS && !strcmp(rt->name, PG_CRD)) {
         s->pg_crd = false;
         json_object_clear(s->store[R_PG]);
+        s->sorted_ok[R_PG] = false;
     }
     store_del(s, t, key);
     set_json(r, 200, st);
@@ -2149,7 +2273,17 @@ static void collect_events(struct watch *w)
         expired_line(w, s->compacted + 1);
         return;
     }
-    for (int i = 0; i < s->n; i++) {
+    /* The ring is in resourceVersion order: the first event newer than w->rv is found by
+     * bisection, so a wake-up costs the new events, not the whole window. */
+    int lo = 0, hi = s->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (s->ring[(s->head + mid) % s->cap].rv <= w->rv)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (int i = lo; i < s->n; i++) {
         struct wevent *e = &s->ring[(s->head + i) % s->cap];
         if (e->rv <= w->rv || e->rt != w->rt.rt)
             continue;
@@ -2875,8 +3009,10 @@ void drv_apiserver_free(drv_apiserver *s)
         pthread_mutex_unlock(&s->mu);
         MHD_stop_daemon(s->mhd);
     }
-    for (int i = 0; i < R_N; i++)
+    for (int i = 0; i < R_N; i++) {
         json_decref(s->store[i]);
+        drv_free(s->sorted[i]);
+    }
     for (int i = 0; s->ring && i < s->n; i++) {
         json_decref(s->ring[(s->head + i) % s->cap].obj);
         json_decref(s->ring[(s->head + i) % s->cap].prev);

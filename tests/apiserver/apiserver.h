@@ -76,8 +76,9 @@ char *drv_apiserver_audit(drv_apiserver *s);
 char *drv_apiserver_errors(drv_apiserver *s);
 /* Every open watch stream is cut without its terminating chunk (a dropped connection). */
 void drv_apiserver_drop_watches(drv_apiserver *s);
-/* Every event so far leaves the window: watches from an older resourceVersion get 410, and
- * open watches receive an ERROR 410 Expired event and end. */
+/* Every event so far leaves the window: watches from an older resourceVersion get 410, open
+ * watches receive an ERROR 410 Expired event and end, and continue tokens of lists begun before
+ * the last write get 410 Expired (list again from the start). */
 void drv_apiserver_expire(drv_apiserver *s);
 /* Every open watch stream receives `line` (and a newline) as it is: malformed JSON, an unknown
  * event type... (at most 255 bytes). */

@@ -326,6 +326,13 @@ static int count_item(json_t *item, void *arg)
     return 0;
 }
 
+/* Counts items and fails on the third. */
+static int fail_third(json_t *item, void *arg)
+{
+    (void)item;
+    return ++*(int *)arg == 3 ? -42 : 0;
+}
+
 static void test_list_pages(void **state)
 {
     world *w = *state;
@@ -354,6 +361,15 @@ static void test_list_pages(void **state)
                      0);
     assert_int_equal(items, 7);
     assert_int_equal(drv_kube_requests(w->k) - before, 1);
+    /* the callback's error ends the list with its code; the pager, one page ahead, asks for
+     * the page after the failing one at most */
+    items = 0;
+    before = drv_kube_requests(w->k);
+    assert_int_equal(drv_kube_list(w->k, "/api/v1/namespaces/default/pods", NULL, 2, fail_third,
+                                   &items, rv, sizeof rv, &d),
+                     -42);
+    assert_int_equal(items, 3);
+    assert_true(drv_kube_requests(w->k) - before <= 3);
 }
 
 typedef struct seen {

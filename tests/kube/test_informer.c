@@ -200,6 +200,145 @@ static void test_informer_converges_under_faults(void **unused)
     drv_apiserver_free(srv);
 }
 
+/* ---- paged lists ---------------------------------------------------------------------------- */
+
+/* A paged list meets writes between its pages: what decode sees first, then the change. */
+typedef struct paging {
+    counts c;
+    drv_apiserver *srv;
+    drv_kube *writer;
+    bool expire;  /* after the writes, expire every resourceVersion (the continue token too) */
+    bool changed; /* the writes were made (once) */
+    long decoded; /* objects decoded so far */
+} paging;
+
+static void write_pod(drv_kube *k, const char *method, int i, const char *body)
+{
+    char path[128];
+    long st;
+    drv_diag d;
+    if (!strcmp(method, "POST"))
+        snprintf(path, sizeof path, "/api/v1/namespaces/default/pods");
+    else
+        snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/p%02d", i);
+    char b[512];
+    if (!body) {
+        snprintf(b, sizeof b,
+                 "{\"metadata\":{\"name\":\"p%02d\"},\"spec\":{\"containers\":[{\"name\":"
+                 "\"c\",\"image\":\"busybox\"}]}}",
+                 i);
+        body = b;
+    }
+    const char *ct = !strcmp(method, "PATCH") ? "application/merge-patch+json" : NULL;
+    if (drv_kube_request(k, method, path, ct, body, &st, NULL, &d) != 0)
+        fail_msg("%s p%02d: %s", method, i, d.msg);
+}
+
+/* Decodes as decode does; at the third object (the end of the first page of 3) changes the
+ * server once: p01 (listed already) and p05 (not yet) modified, p02 (being listed: cached as it
+ * was) and p07 (not yet listed) deleted, p10 created. The informer's thread makes these requests
+ * itself (on its own client) while it decodes the first page, so they fall before the third
+ * page is asked for (the pager fetches one page ahead: the second may show the objects as they
+ * were, or not). */
+static void *decode_paging(json_t *obj, void *arg, drv_diag *d)
+{
+    paging *p = arg;
+    if (++p->decoded == 3 && !p->changed) {
+        p->changed = true;
+        write_pod(p->writer, "PATCH", 1, "{\"metadata\":{\"labels\":{\"between\":\"pages\"}}}");
+        write_pod(p->writer, "PATCH", 5, "{\"metadata\":{\"labels\":{\"between\":\"pages\"}}}");
+        write_pod(p->writer, "DELETE", 2, "{\"gracePeriodSeconds\":0}");
+        write_pod(p->writer, "DELETE", 7, "{\"gracePeriodSeconds\":0}");
+        write_pod(p->writer, "POST", 10, NULL);
+        if (p->expire)
+            drv_apiserver_expire(p->srv);
+    }
+    return decode(obj, &p->c, d);
+}
+
+static void release_paging(void *rec, void *arg)
+{
+    release(rec, &((paging *)arg)->c);
+}
+
+/* Runs an informer listing pods in pages of 3 over p00..p09 while decode_paging changes the
+ * server between the first and second page; waits until its cache equals the server's store. */
+static drv_informer_stats list_across_writes(bool expire)
+{
+    drv_apiserver *srv;
+    drv_diag d;
+    drv_apiserver_opts o = {.fixture_dir = FIXTURE_DIR, .bookmark_ms = 100};
+    assert_int_equal(drv_apiserver_start(&srv, &o, &d), 0);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", drv_apiserver_port(srv));
+    drv_kube_config cfg = {.server = url, .qps = 10000, .burst = 10000, .backoff_ms = 5};
+    paging p = {.srv = srv, .expire = expire};
+    drv_kube *reader;
+    assert_int_equal(drv_kube_new(&p.writer, &cfg, &d), 0);
+    assert_int_equal(drv_kube_new(&reader, &cfg, &d), 0);
+    for (int i = 0; i < 10; i++)
+        write_pod(p.writer, "POST", i, NULL);
+    drv_informer_ops ops = {decode_paging, release_paging, NULL, NULL, NULL};
+    runner r = {0};
+    assert_int_equal(drv_informer_new(&r.inf, reader, "/api/v1/pods", 3, 2, &ops, &p, &d), 0);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, run, &r), 0);
+    char *want = NULL, *got = NULL;
+    for (int tries = 0; tries < 200; tries++) {
+        drv_free(want);
+        drv_free(got);
+        want = drv_apiserver_dump(srv, "pods");
+        got = drv_informer_dump(r.inf);
+        if (p.changed && want && got && !strcmp(want, got))
+            break;
+        sleep_ms(50);
+    }
+    r.stop = 1;
+    pthread_join(t, NULL);
+    assert_int_equal(r.rc, 0);
+    assert_true(p.changed);
+    assert_non_null(want);
+    assert_non_null(got);
+    if (strcmp(want, got) != 0)
+        fail_msg("cache differs from the server:\n--- server\n%s--- informer\n%s", want, got);
+    /* the writes are in it: p02 and p07 gone, p10 there (p01's and p05's versions: compared) */
+    assert_non_null(strstr(got, "default/p10@"));
+    assert_null(strstr(got, "default/p02@"));
+    assert_null(strstr(got, "default/p07@"));
+    drv_informer_stats s = drv_informer_get_stats(r.inf);
+    drv_free(want);
+    drv_free(got);
+    drv_informer_free(r.inf);
+    assert_int_equal(p.c.live_records, 0);
+    drv_kube_free(p.writer);
+    drv_kube_free(reader);
+    drv_apiserver_free(srv);
+    return s;
+}
+
+/* Writes between pages: the list completes (its later pages show the objects as they are now),
+ * and the watch from the list's resourceVersion — the first page's, which the continue token
+ * carries — replays every write, p01's included (listed before it changed). Had the informer
+ * watched from a later resourceVersion, p01 would stay stale and the caches differ. */
+static void test_informer_paged_list_with_writes_between_pages(void **unused)
+{
+    (void)unused;
+    drv_informer_stats s = list_across_writes(false);
+    assert_int_equal(s.lists, 1);
+    assert_int_equal(s.relists, 0);
+    assert_true(s.events >= 5); /* the five writes, replayed by the watch */
+}
+
+/* The continue token expires between pages (410 Expired, as from a compacted etcd): the
+ * informer lists again from the start, and p02, cached by the failed list and deleted since
+ * (no watch can replay that: the window is gone), is swept by the complete one. */
+static void test_informer_expired_continue_relists(void **unused)
+{
+    (void)unused;
+    drv_informer_stats s = list_across_writes(true);
+    assert_int_equal(s.lists, 2); /* the one that met 410, and the complete one */
+}
+
 /* Indexes: typed pod records filed by node and by job, checked against a brute-force count
  * after every one of many random adds, moves and deletes. */
 static drv_strtab *ix_names;
@@ -295,7 +434,10 @@ static void test_informer_indexes(void **unused)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_informer_converges_under_faults),
-                                       cmocka_unit_test(test_informer_indexes)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_informer_converges_under_faults),
+        cmocka_unit_test(test_informer_paged_list_with_writes_between_pages),
+        cmocka_unit_test(test_informer_expired_continue_relists),
+        cmocka_unit_test(test_informer_indexes)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -363,8 +363,10 @@ int ctrl_cycle_run(drv_ctrl *c)
     int32_t *pos = rc == 0 ? queue_positions(st) : NULL;
     if (rc == 0)
         rc = reconcile(c, pos);
-    if (rc == 0)
+    if (rc == 0) {
         ctrl_progress_publish(c);
+        ctrl_shared_queue_status(c);
+    }
     ctrl_metrics_export(c, true);
     drv_free(pos);
     drv_decisions_fini(&dv);

@@ -135,6 +135,7 @@ void drv_ctrl_free(drv_ctrl *c)
     drv_free(c->events.v);
     drv_free(c->loop.batch);
     ctrl_counters_fini(c);
+    ctrl_shared_fini(c);
     ctrl_mirror_fini(c);
     drv_strtab_free(c->names.tab);
     drv_kube_budget_free(c->owned_budget);
@@ -183,6 +184,12 @@ int ctrl_apply_events(drv_ctrl *c, ctrl_event *ev, int32_t n)
             break;
         case EV_PODGROUP:
             rc = ctrl_podgroup_apply(c, e);
+            break;
+        case EV_PRIORITYCLASS:
+            rc = ctrl_shared_apply_priorityclass(c, e);
+            break;
+        case EV_QUEUE:
+            rc = ctrl_shared_apply_queue(c, e);
             break;
         case EV_PROGRESS:
             rc = ctrl_mirror_apply_progress(c, e);
@@ -270,7 +277,7 @@ static int loop_iterate(drv_ctrl *c)
     now = drv_clock_mono() - l->t0;
     if (!l->leader)
         return 0;
-    if ((rc = ctrl_podgroup_admit(c)) != 0)
+    if ((rc = ctrl_shared_admit(c)) != 0 || (rc = ctrl_podgroup_admit(c)) != 0)
         return rc;
     bool due =
         c->mirror.dirty || (wake == -INFINITY ? now >= l->last + c->prof.period : now >= wake);

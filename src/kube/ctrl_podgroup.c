@@ -246,9 +246,22 @@ static int make_job(drv_ctrl *c, pg_group *g)
     memset(&tmpl, 0, sizeof tmpl);
     tmpl.name = drv_strtab_intern(m->st.names, key);
     tmpl.user = drv_strtab_intern(m->st.names, ns);
-    tmpl.queue = 0; /* the default queue: Queue objects are not read yet */
+    tmpl.queue = 0; /* (a PodGroup's spec.queue is not followed: the default queue) */
     if (tmpl.name < 0 || tmpl.user < 0)
         return DRV_ENOMEM;
+    /* Its pods' priority (the API server resolved their priorityClassName into spec.priority)
+     * and node constraints: the highest, and the first pod's (one template makes them all). */
+    tmpl.priority = g->npods ? g->pods[0].pod.priority : 0;
+    for (int32_t i = 1; i < g->npods; i++)
+        if (g->pods[i].pod.priority > tmpl.priority)
+            tmpl.priority = g->pods[i].pod.priority;
+    drv_diag d = {{0}};
+    int crc = ctrl_mirror_constraint(c, g->npods ? g->pods[0].pod.cons : 0, key, "spec",
+                                     &tmpl.cons[DRV_ROLE_WORKER], &d);
+    if (crc == DRV_ENOMEM)
+        return crc;
+    if (crc) /* (the API server validates pods: only a test server lets this through) */
+        drv_log(DRV_LOG_WARN, "pod group %s: node constraints ignored: %s", key, d.msg);
     tmpl.model = -1;
     tmpl.submit = drv_clock_mono() - c->loop.t0;
     tmpl.phase = DRV_JOB_PENDING;

@@ -505,6 +505,10 @@ int ctrl_shared_admit(drv_ctrl *c);
 void ctrl_shared_queue_status(drv_ctrl *c);
 /* Why the quota of job j's queue holds it back, or false (buf unchanged). */
 bool ctrl_shared_quota_why(const drv_ctrl *c, int32_t j, char *buf, size_t n);
+/* Why no schedulable node satisfies some role's node constraints of job j, or false. */
+bool ctrl_shared_nodes_why(const drv_ctrl *c, int32_t j, char *buf, size_t n);
+/* Whether node takes every wanted role of job j (nodeSelector, affinity, taints). */
+bool ctrl_shared_node_fits(const drv_ctrl *c, int32_t j, int32_t node);
 void ctrl_shared_fini(drv_ctrl *c);
 
 /* ---- binder (ctrl_binder.c) ----------------------------------------------------------------- */

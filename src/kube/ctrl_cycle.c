@@ -17,16 +17,23 @@
 
 #include <string.h>
 
-/* Why a job waits, in words a kubectl user can act on. */
+/* Why a job waits, in words a kubectl user can act on: no node its constraints allow, its
+ * queue's quota (ctrl_shared.c), or room on the nodes it may use. */
 static void why_pending(const drv_ctrl *c, int32_t j, int32_t pos, int32_t npend, char *buf,
                         size_t n)
 {
     const drv_state *st = &c->mirror.st;
     const drv_job *jb = &st->jobs[j];
+    char why[400];
+    if (ctrl_shared_nodes_why(c, j, why, sizeof why) ||
+        ctrl_shared_quota_why(c, j, why, sizeof why)) {
+        snprintf(buf, n, "waiting: %s (profile %s)", why, c->prof.name);
+        return;
+    }
     drv_res need = drv_job_demand(jb), free = {0, 0, 0};
     int32_t ok = 0;
     for (int32_t i = 0; i < st->nnodes; i++)
-        if (st->nodes[i].schedulable) {
+        if (st->nodes[i].schedulable && ctrl_shared_node_fits(c, j, i)) {
             ok++;
             drv_res f = drv_node_free(&st->nodes[i]);
             if (drv_res_nonneg(f))
@@ -34,8 +41,8 @@ static void why_pending(const drv_ctrl *c, int32_t j, int32_t pos, int32_t npend
         }
     snprintf(buf, n,
              "waiting for room: its gang of %d pods needs cpu %.1f, memory %.1f GiB, gpu %lld "
-             "together; %d schedulable nodes have cpu %.1f, memory %.1f GiB, gpu %lld free in "
-             "all (queue position %d of %d, profile %s)",
+             "together; %d schedulable nodes its constraints allow have cpu %.1f, memory %.1f "
+             "GiB, gpu %lld free in all (queue position %d of %d, profile %s)",
              drv_job_wanted(jb), (double)need.cpu / 1000, (double)need.mem / (1 << 30),
              (long long)need.gpu, ok, (double)free.cpu / 1000, (double)free.mem / (1 << 30),
              (long long)free.gpu, pos, npend, c->prof.name);
@@ -232,6 +239,8 @@ static int reconcile_waiting(drv_ctrl *c, int32_t j, const int32_t *queue_pos, i
         char msg[512];
         if (ctrl_lifecycle_never_fits(c, j, msg, sizeof msg)) {
             ctrl_writer_event(c, j, "Warning", "NeverFits", msg);
+        } else if (ctrl_shared_nodes_why(c, j, msg, sizeof msg)) {
+            /* (said by the NoNodeMatches condition's Event: ctrl_lifecycle.c) */
         } else {
             why_pending(c, j, queue_pos ? queue_pos[j] : 0, npend, msg, sizeof msg);
             ctrl_writer_event(c, j, "Normal", "Waiting", msg);

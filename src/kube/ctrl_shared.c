@@ -329,6 +329,103 @@ bool ctrl_shared_quota_why(const drv_ctrl *c, int32_t j, char *buf, size_t n)
     return false;
 }
 
+/* ---- why no node will do -------------------------------------------------------------------- */
+
+/* Whether toleration list c tolerates taint t (state.h's rule: effect empty or equal, key equal
+ * or empty with Exists, Exists or value equal). */
+static bool tolerates(const drv_constraint *c, const drv_taint *t)
+{
+    for (int32_t i = 0; i < c->ntol; i++) {
+        const drv_toleration *o = &c->tol[i];
+        if ((o->effect == DRV_EFFECT_ANY || o->effect == t->effect) &&
+            (o->key == t->key || (!o->key && o->exists)) && (o->exists || o->value == t->value))
+            return true;
+    }
+    return false;
+}
+
+static int32_t class_label(const drv_nodeclass *k, int32_t key)
+{
+    for (int32_t i = 0; i < k->nlabels; i++)
+        if (k->labels[i].key == key)
+            return k->labels[i].value;
+    return -1;
+}
+
+/* What keeps role r's constraint off every schedulable node, in words: a selector label no node
+ * has, a taint not tolerated on the nodes left, or the required affinity. */
+static void describe(const drv_state *st, int r, const drv_constraint *k, char *buf, size_t n)
+{
+    static const drv_nodeclass none = {0};
+    for (int32_t i = 0; i < k->nselector; i++) {
+        int32_t have = 0;
+        for (int32_t x = 0; x < st->nnodes; x++) {
+            const drv_node *nd = &st->nodes[x];
+            const drv_nodeclass *cl = nd->node_class > 0 ? &st->classes[nd->node_class] : &none;
+            have += nd->schedulable && class_label(cl, k->selector[i].key) == k->selector[i].value;
+        }
+        if (have == 0) {
+            snprintf(buf, n, "no schedulable node has its %s pods' nodeSelector label %s=%s",
+                     drv_role_name(r), drv_strtab_str(st->names, k->selector[i].key),
+                     drv_strtab_str(st->names, k->selector[i].value));
+            return;
+        }
+    }
+    for (int32_t x = 0; x < st->nnodes; x++) {
+        const drv_node *nd = &st->nodes[x];
+        const drv_nodeclass *cl = nd->node_class > 0 ? &st->classes[nd->node_class] : &none;
+        for (int32_t i = 0; nd->schedulable && i < cl->ntaints; i++) {
+            const drv_taint *t = &cl->taints[i];
+            if (t->effect != DRV_EFFECT_PREFER_NO_SCHEDULE && !tolerates(k, t)) {
+                snprintf(buf, n,
+                         "no schedulable node will take its %s pods: node %s and others have "
+                         "taint %s=%s:%s, which they do not tolerate, or do not match their "
+                         "nodeSelector or required node affinity",
+                         drv_role_name(r), drv_strtab_str(st->names, nd->name),
+                         drv_strtab_str(st->names, t->key), drv_strtab_str(st->names, t->value),
+                         drv_effect_name(t->effect));
+                return;
+            }
+        }
+    }
+    snprintf(buf, n, "no schedulable node matches its %s pods' required node affinity",
+             drv_role_name(r));
+}
+
+bool ctrl_shared_nodes_why(const drv_ctrl *c, int32_t j, char *buf, size_t n)
+{
+    const drv_state *st = &c->mirror.st;
+    const drv_job *jb = &st->jobs[j];
+    bool some = false; /* (no node at all, or none schedulable: not the constraints' doing) */
+    for (int32_t x = 0; x < st->nnodes && !some; x++)
+        some = st->nodes[x].schedulable;
+    for (int r = 0; r < DRV_NROLES && some; r++) {
+        if (jb->target[r] == 0)
+            continue; /* (a role that asks nothing is still kept off tainted nodes) */
+        bool any = false;
+        for (int32_t x = 0; x < st->nnodes && !any; x++)
+            any = st->nodes[x].schedulable &&
+                  drv_constraint_fits(st, jb->cons[r], st->nodes[x].node_class, NULL);
+        if (!any) {
+            static const drv_constraint nothing = {0};
+            describe(st, r, jb->cons[r] > 0 ? &st->cons[jb->cons[r]] : &nothing, buf, n);
+            return true;
+        }
+    }
+    return false;
+}
+
+bool ctrl_shared_node_fits(const drv_ctrl *c, int32_t j, int32_t node)
+{
+    const drv_state *st = &c->mirror.st;
+    const drv_job *jb = &st->jobs[j];
+    for (int r = 0; r < DRV_NROLES; r++)
+        if (jb->target[r] > 0 &&
+            !drv_constraint_fits(st, jb->cons[r], st->nodes[node].node_class, NULL))
+            return false;
+    return true;
+}
+
 void ctrl_shared_fini(drv_ctrl *c)
 {
     ctrl_shared *s = &c->shared;

@@ -75,6 +75,46 @@ static int send_removal(drv_ctrl *c, const drv_decision *x)
     return 0;
 }
 
+/* Each job preempted this cycle (an EVICT with DRV_REASON_PREEMPT) is told by an Event who
+ * takes its place: the most important job the cycle binds (its pods' deletions, sent by
+ * send_removal, keep their terminationGracePeriodSeconds: a training job checkpoints on
+ * SIGTERM). O(decisions) per victim; victims are few. */
+static void tell_preempted(drv_ctrl *c, const drv_decisions *dv)
+{
+    drv_state *st = &c->mirror.st;
+    int32_t by = -1;
+    for (int32_t i = 0; i < dv->n; i++)
+        if (dv->v[i].kind == DRV_BIND &&
+            (by < 0 || st->jobs[dv->v[i].job].priority > st->jobs[by].priority))
+            by = dv->v[i].job;
+    for (int32_t i = 0; i < dv->n; i++) {
+        const drv_decision *x = &dv->v[i];
+        if (x->kind != DRV_EVICT || x->reason != DRV_REASON_PREEMPT ||
+            c->mirror.jobs[x->job].members)
+            continue;
+        bool told = false; /* (one Event per victim: its first eviction of the cycle) */
+        for (int32_t k = 0; k < i && !told; k++)
+            told = dv->v[k].kind == DRV_EVICT && dv->v[k].reason == DRV_REASON_PREEMPT &&
+                   dv->v[k].job == x->job;
+        if (told)
+            continue;
+        st->jobs[x->job].preemptions++;
+        char msg[512];
+        if (by >= 0)
+            snprintf(msg, sizeof msg,
+                     "preempted by %s (priority %d; this job's %d) under profile %s: its pods "
+                     "are deleted with their grace period and it waits to be placed again",
+                     drv_strtab_str(st->names, st->jobs[by].name), st->jobs[by].priority,
+                     st->jobs[x->job].priority, c->prof.name);
+        else
+            snprintf(msg, sizeof msg,
+                     "preempted under profile %s to make room for jobs it ranks first: its pods "
+                     "are deleted with their grace period and it waits to be placed again",
+                     c->prof.name);
+        ctrl_writer_event(c, x->job, "Warning", "Preempted", msg);
+    }
+}
+
 /* A gang's latency is measured from the event that made it placeable to its last request, when
  * all its requests went out this cycle; one none of whose requests went out is not measured. */
 static void gang_close(job_record *jr)
@@ -116,6 +156,8 @@ static int send_decisions(drv_ctrl *c, const drv_decisions *dv, double t_decide)
                     c->prof.name);
         }
     }
+    if (rc == 0)
+        tell_preempted(c, dv);
     int32_t last = -1;
     for (int32_t i = 0; i < dv->n && rc == 0; i++) {
         const drv_decision *x = &dv->v[i];

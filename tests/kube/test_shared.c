@@ -9,6 +9,7 @@
  */
 #include "ctrl_fixture.h"
 #include "drover/kube_controller.h"
+#include "drover/policy.h"
 #include "json.h"
 
 #include <setjmp.h>
@@ -282,6 +283,81 @@ static void test_missing_queue_then_status(void **state)
     stop(&r);
 }
 
+static void *run_main(void *arg)
+{
+    runner *r = arg;
+    r->rc = drv_ctrl_run(r->c, &r->stop, &r->d);
+    return NULL;
+}
+
+/* A controller under the given profile text. */
+static void start_profile(fixture *f, runner *r, const char *text, drv_profile *prof)
+{
+    drv_diag d = {{0}};
+    assert_int_equal(drv_profile_parse("test", text, prof, &d), 0);
+    drv_ctrl_opts o = {.profile = prof};
+    memset(r, 0, sizeof *r);
+    assert_int_equal(drv_ctrl_new(&r->c, &f->cfg, &o, &d), 0);
+    assert_int_equal(pthread_create(&r->t, NULL, run_main, r), 0);
+}
+
+/* Kubelet's part: the pods of job bound and not being deleted run; those being deleted go.
+ * Returns how many are being deleted with grace_s as their grace period. */
+static int kubelet(fixture *f, const char *job, long grace_s)
+{
+    json_t *l = get(f, "/api/v1/namespaces/default/pods");
+    int graceful = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(l, "items"), i, p)
+    {
+        json_t *m = json_object_get(p, "metadata");
+        const char *j =
+            json_string_value(json_object_get(json_object_get(m, "labels"), "drover.dev/job"));
+        const char *name = json_string_value(json_object_get(m, "name"));
+        if (!j || strcmp(j, job) != 0)
+            continue;
+        char path[256];
+        snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/%s", name);
+        if (json_object_get(m, "deletionTimestamp")) {
+            json_t *g = json_object_get(m, "deletionGracePeriodSeconds");
+            graceful += json_is_integer(g) && json_integer_value(g) == grace_s;
+        } else if (json_object_get(json_object_get(p, "spec"), "nodeName")) {
+            strncat(path, "/status", sizeof path - strlen(path) - 1);
+            req(f, "PATCH", path, "{\"status\":{\"phase\":\"Running\"}}");
+        }
+    }
+    json_decref(l);
+    return graceful;
+}
+
+/* A preempted job (Tiresias demotes it once it has had its share) has its pods deleted with
+ * their terminationGracePeriodSeconds, not at once, and an Event names who took its place. */
+static void test_preemption_keeps_grace_and_says_why(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    runner r;
+    drv_profile prof;
+    start_profile(
+        f, &r,
+        "gang=true period=1 queue_order=tiresias(threshold=1) admit=tiresias(threshold=1) "
+        "migrate=tiresias(threshold=1)",
+        &prof);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    add_tj(f, "a", 2, "4", "", "\"terminationGracePeriodSeconds\":45,");
+    WAIT_FOR(bound(f, "a", NULL, 0) == 2);
+    kubelet(f, "a", 45);
+    add_tj(f, "b", 2, "4", "", "");
+    WAIT_FOR(kubelet(f, "a", 45) == 2);
+    char msg[512];
+    WAIT_FOR(events(f, "a", "Preempted", msg, sizeof msg) == 1);
+    assert_non_null(strstr(msg, "preempted by default/b"));
+    assert_non_null(strstr(msg, "grace period"));
+    assert_int_equal(bound(f, "b", NULL, 0), 0); /* (a's pods hold the room until gone) */
+    stop(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +365,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_untolerated_taint_and_invalid, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_priority_class, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_queue_then_status, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_preemption_keeps_grace_and_says_why, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

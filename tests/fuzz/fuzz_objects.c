@@ -40,11 +40,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         drv_kube_decode_event(obj, &ev, &d);
         drv_kube_decode_status(obj, &code, &reason, &d);
         drv_kpriorityclass pc;
-        drv_kqueue q;
+        drv_kqueue queue;
         drv_constraint c;
         int32_t meta;
         drv_kube_decode_priorityclass(obj, names, &pc, &d);
-        drv_kube_decode_queue(obj, names, &q, &d);
+        drv_kube_decode_queue(obj, names, &queue, &d);
         if (drv_kube_decode_constraint(obj, names, "fuzz", "spec", &c, &d) == 0)
             drv_constraint_fini(&c);
         if (drv_kube_node_meta(obj, names, "fuzz", &meta, &d) == 0 && meta > 0) {

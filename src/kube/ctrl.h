@@ -17,6 +17,8 @@
  *                    thread; reading a status back on informer threads)
  *   ctrl_podgroup.c  other operators' gangs: PodGroups and their pods, lone pods (scheduler
  *                    thread)
+ *   ctrl_shared.c    PriorityClasses and Queues, jobs held until what they name exists, Queue
+ *                    status, why a node constraint or quota holds a job (scheduler thread)
  *   ctrl_metrics.c   counters, latencies and their metrics (counters: own lock)
  *   ctrl_loop.c      create/free, and the loop: start, one iteration, stop
  *

@@ -291,7 +291,31 @@ void ctrl_shared_queue_status(drv_ctrl *c)
     drv_free(count);
 }
 
-/* "cpu 6.0 used + 4.0 wanted > quota 8.0" for the first dimension over its quota, or false. */
+/* What queue q may borrow in dimension k: what the other queues of its cohort leave unused of
+ * their nominal quota, within its borrowing limit (state.h's model; the core decides, this
+ * only explains). */
+static int64_t may_borrow(const drv_state *st, int32_t q, int k)
+{
+    const drv_queue *me = &st->queues[q];
+    const int64_t lim = k == 0 ? me->borrow.cpu : k == 1 ? me->borrow.mem : me->borrow.gpu;
+    if (!me->cohort || lim == 0)
+        return 0;
+    int64_t free = 0;
+    for (int32_t o = 0; o < st->nqueues; o++) {
+        const drv_queue *x = &st->queues[o];
+        if (o == q || x->cohort != me->cohort)
+            continue;
+        int64_t quota = k == 0 ? x->quota.cpu : k == 1 ? x->quota.mem : x->quota.gpu;
+        int64_t used = k == 0 ? x->used.cpu : k == 1 ? x->used.mem : x->used.gpu;
+        if (quota == DRV_UNLIMITED)
+            return lim; /* (a lender without bound: the limit is all that holds) */
+        free += quota > used ? quota - used : 0;
+    }
+    return lim < free ? lim : free;
+}
+
+/* "cpu 6.0 used + 4.0 wanted > nominal quota 8.0" for the first dimension where the job's
+ * unbound wanted pods do not fit its queue's quota and what it may borrow, or false. */
 bool ctrl_shared_quota_why(const drv_ctrl *c, int32_t j, char *buf, size_t n)
 {
     const drv_state *st = &c->mirror.st;
@@ -314,13 +338,13 @@ bool ctrl_shared_quota_why(const drv_ctrl *c, int32_t j, char *buf, size_t n)
     for (int k = 0; k < 3; k++) {
         if (quota[k] == DRV_UNLIMITED || want[k] == 0 || used[k] + want[k] <= quota[k])
             continue;
+        int64_t lend_now = may_borrow(st, jb->queue, k);
+        if (lend_now == DRV_UNLIMITED || used[k] + want[k] - quota[k] <= lend_now)
+            continue; /* (borrowing covers it) */
         char lend[160] = "";
-        if (q->cohort && borrow[k] == DRV_UNLIMITED)
-            snprintf(lend, sizeof lend, "; it may borrow what cohort %s leaves unused",
-                     drv_strtab_str(st->names, q->cohort));
-        else if (q->cohort && borrow[k] > 0)
-            snprintf(lend, sizeof lend, "; it may borrow up to %.1f from cohort %s",
-                     (double)borrow[k] / unit[k], drv_strtab_str(st->names, q->cohort));
+        if (q->cohort && borrow[k] != 0)
+            snprintf(lend, sizeof lend, "; cohort %s lends %.1f now",
+                     drv_strtab_str(st->names, q->cohort), (double)lend_now / unit[k]);
         snprintf(buf, n, "queue %s: %s %.1f used + %.1f wanted > nominal quota %.1f%s",
                  drv_strtab_str(st->names, q->name), dim[k], (double)used[k] / unit[k],
                  (double)want[k] / unit[k], (double)quota[k] / unit[k], lend);

@@ -286,6 +286,30 @@ static void test_missing_queue_then_status(void **state)
     stop(&r);
 }
 
+/* A job whose queue's quota is what holds it back: its Waiting Event says so, with the
+ * numbers; a job in the default queue is served meanwhile. */
+static void test_quota_named_in_waiting_event(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/queues",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":"
+        "\"small\"},\"spec\":{\"cohort\":\"lab\",\"nominalQuota\":{\"cpu\":\"2\"},"
+        "\"borrowingLimit\":{\"cpu\":\"1\"}}}");
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    add_tj(f, "big", 3, "2", "", "");
+    WAIT_FOR(bound(f, "big", NULL, 0) == 3);
+    add_tj(f, "q", 2, "2", "\"queue\":\"small\",", "");
+    char msg[512];
+    WAIT_FOR(events(f, "q", "Waiting", msg, sizeof msg) == 1);
+    assert_non_null(strstr(msg, "queue small: cpu 0.0 used + 4.0 wanted > nominal quota 2.0"));
+    assert_non_null(strstr(msg, "cohort lab lends 0.0 now")); /* (no other queue in lab) */
+    assert_int_equal(bound(f, "q", NULL, 0), 0);
+    stop(&r);
+}
+
 static void *run_main(void *arg)
 {
     runner *r = arg;
@@ -368,6 +392,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_untolerated_taint_and_invalid, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_priority_class, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_queue_then_status, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_quota_named_in_waiting_event, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preemption_keeps_grace_and_says_why, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -286,6 +286,73 @@ static void test_missing_queue_then_status(void **state)
     stop(&r);
 }
 
+/* The node a pod is bound to ("" when none). */
+static void node_of(fixture *f, const char *pod, char *out, size_t n)
+{
+    json_t *p = get(f, "/api/v1/namespaces/default/pods/%s", pod);
+    const char *node = json_string_value(json_object_get(json_object_get(p, "spec"), "nodeName"));
+    snprintf(out, n, "%s", node ? node : "");
+    json_decref(p);
+}
+
+/* Labels and taints given to nodes while the controller runs are followed for the jobs that
+ * come after; a lone pod of another operator is placed by its own tolerations and selector. */
+static void test_node_changes_followed(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "n1", "4");
+    add_node(f, "n2", "4");
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    /* A probe selecting the label to come: its NoNodeMatches condition goes once the
+     * controller has seen the label, and with it the taint given before (one informer, in
+     * order). (The probe itself would wait on: a gang that failed is tried again when room
+     * grows, docs/running.md.) */
+    add_tj(f, "probe", 1, "1", "", "\"nodeSelector\":{\"pool\":\"tpu\"},");
+    WAIT_FOR(cond(f, "probe", "Queued", "NoNodeMatches", NULL, 0));
+    req(f, "PATCH", "/api/v1/nodes/n1",
+        "{\"spec\":{\"taints\":[{\"key\":\"dedicated\",\"value\":\"infer\",\"effect\":"
+        "\"NoExecute\"}]}}");
+    req(f, "PATCH", "/api/v1/nodes/n2", "{\"metadata\":{\"labels\":{\"pool\":\"tpu\"}}}");
+    WAIT_FOR(!cond(f, "probe", "Queued", "NoNodeMatches", NULL, 0));
+    drv_diag d = {{0}};
+    long status = 0; /* (FIFO: the probe would hold the others back) */
+    assert_int_equal(drv_kube_delete(f->k, TJ_PATH "/probe", -1, NULL, &status, &d), 0);
+    /* (t asks the same as the probe in other words: the probe's failure, remembered by the
+     * core until room grows, is not t's) */
+    add_tj(f, "t", 1, "1", "",
+           "\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":"
+           "{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"pool\",\"operator\":"
+           "\"In\",\"values\":[\"tpu\"]}]}]}}},");
+    add_tj(f, "p", 1, "1", "", "");
+    char nodes[128];
+    WAIT_FOR(bound(f, "t", NULL, 0) == 1 && bound(f, "p", NULL, 0) == 1);
+    bound(f, "t", nodes, sizeof nodes);
+    assert_string_equal(nodes, "n2,");
+    bound(f, "p", nodes, sizeof nodes);
+    assert_string_equal(nodes, "n2,"); /* (n1's taint is not tolerated) */
+    /* another operator's lone pod, tolerating n1's taint and selecting nothing: n2 is full
+     * after one more, n1 takes it */
+    req(f, "POST", "/api/v1/namespaces/default/pods",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"infer-0\"},"
+        "\"spec\":{\"schedulerName\":\"drover\",\"tolerations\":[{\"key\":\"dedicated\","
+        "\"operator\":\"Equal\",\"value\":\"infer\"}],\"nodeSelector\":{\"pool\":\"tpu\"},"
+        "\"containers\":[{\"name\":\"m\",\"image\":\"t\",\"resources\":{\"requests\":{"
+        "\"cpu\":\"1\"}}}]}}");
+    char node[64];
+    WAIT_FOR((node_of(f, "infer-0", node, sizeof node), node[0] != 0));
+    assert_string_equal(node, "n2"); /* (its selector: pool=tpu) */
+    req(f, "POST", "/api/v1/namespaces/default/pods",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"infer-1\"},"
+        "\"spec\":{\"schedulerName\":\"drover\",\"tolerations\":[{\"key\":\"dedicated\","
+        "\"operator\":\"Equal\",\"value\":\"infer\"}],\"containers\":[{\"name\":\"m\","
+        "\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"2\"}}}]}}");
+    WAIT_FOR((node_of(f, "infer-1", node, sizeof node), node[0] != 0));
+    assert_string_equal(node, "n1"); /* (n2 has 1 CPU left; it tolerates n1's taint) */
+    stop(&r);
+}
+
 /* A job whose queue's quota is what holds it back: its Waiting Event says so, with the
  * numbers; a job in the default queue is served meanwhile. */
 static void test_quota_named_in_waiting_event(void **state)
@@ -390,6 +457,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_taints_and_selectors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_untolerated_taint_and_invalid, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_node_changes_followed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_priority_class, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_queue_then_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_quota_named_in_waiting_event, setup, teardown),

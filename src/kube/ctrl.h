@@ -496,6 +496,10 @@ int ctrl_shared_apply_queue(drv_ctrl *c, const ctrl_event *e);
  * when its queue or priority class is missing. */
 bool ctrl_shared_resolve(drv_ctrl *c, const tj_record *t, drv_job *tmpl, char *why, size_t n,
                          char *reason, size_t nr);
+/* The same for a queue and a priority class named by interned names (0: none): another
+ * operator's PodGroup's (Volcano's spec.queue, spec.priorityClassName). */
+bool ctrl_shared_resolve_names(drv_ctrl *c, int32_t queue, int32_t pclass, drv_job *tmpl, char *why,
+                               size_t n, char *reason, size_t nr);
 /* Holds e's TrainingJob (e->tj taken) until what it names appears. 0 or DRV_ENOMEM. */
 int ctrl_shared_hold(drv_ctrl *c, ctrl_event *e, const char *why, const char *reason);
 /* Forgets the held TrainingJob of interned key, if any (edited, deleted). */
@@ -589,6 +593,8 @@ int32_t ctrl_podgroup_slot(drv_ctrl *c, const ctrl_event *e);
 int ctrl_podgroup_admit(drv_ctrl *c);
 /* After a cycle, instead of the TrainingJob lifecycle: phase, PodGroup status, Events. */
 void ctrl_podgroup_reconcile(drv_ctrl *c, int32_t j, bool placed, const char *why);
+/* Makes the next ctrl_podgroup_admit look at every waiting gang (a Queue or class came). */
+void ctrl_podgroup_touch(drv_ctrl *c);
 void ctrl_podgroup_fini(drv_ctrl *c);
 
 /* ---- cycle (ctrl_cycle.c) ------------------------------------------------------------------- */

@@ -40,6 +40,7 @@ int ctrl_shared_apply_priorityclass(drv_ctrl *c, const ctrl_event *e)
         return DRV_ENOMEM;
     s->pc[i] = (prio_class){k->name, k->value, k->global_default};
     s->changed = true;
+    ctrl_podgroup_touch(c); /* (a gang waiting for it is looked at again) */
     return 0;
 }
 
@@ -110,25 +111,22 @@ int ctrl_shared_apply_queue(drv_ctrl *c, const ctrl_event *e)
     s->queues[id].gone = false;
     s->queues[id].written = false; /* (its status is ours to write: say it again) */
     s->changed = true;
+    ctrl_podgroup_touch(c);
     c->mirror.dirty = true;
     return 0;
 }
 
 /* ---- resolving a new job's priority, queue and user ----------------------------------------- */
 
-bool ctrl_shared_resolve(drv_ctrl *c, const tj_record *t, drv_job *tmpl, char *why, size_t n,
-                         char *reason, size_t nr)
+bool ctrl_shared_resolve_names(drv_ctrl *c, int32_t queue, int32_t pclass, drv_job *tmpl, char *why,
+                               size_t n, char *reason, size_t nr)
 {
     ctrl_shared *s = &c->shared;
     drv_state *st = &c->mirror.st;
     char buf[256];
-    ctrl_name_str(c, t->tj.user ? t->tj.user : t->tj.ns, buf, sizeof buf);
-    tmpl->user = drv_strtab_intern(st->names, buf);
-    if (tmpl->user < 0)
-        tmpl->user = 0; /* (out of memory: the job is served, its user unnamed) */
     tmpl->queue = 0;
-    if (!class_value(s, t->tj.priority_class, &tmpl->priority)) {
-        ctrl_name_str(c, t->tj.priority_class, buf, sizeof buf);
+    if (!class_value(s, pclass, &tmpl->priority)) {
+        ctrl_name_str(c, pclass, buf, sizeof buf);
         snprintf(why, n,
                  "spec.priorityClassName names PriorityClass %s, which does not exist: waiting "
                  "for it",
@@ -136,9 +134,9 @@ bool ctrl_shared_resolve(drv_ctrl *c, const tj_record *t, drv_job *tmpl, char *w
         snprintf(reason, nr, "PriorityClassMissing");
         return false;
     }
-    if (!t->tj.queue)
+    if (!queue)
         return true;
-    ctrl_name_str(c, t->tj.queue, buf, sizeof buf);
+    ctrl_name_str(c, queue, buf, sizeof buf);
     int32_t name = drv_strtab_find(st->names, buf);
     int32_t q = name > 0 ? drv_state_find_queue(st, name) : -1;
     if (q >= 0 && q < s->cap_queues && s->queues[q].key && !s->queues[q].gone) {
@@ -154,6 +152,18 @@ bool ctrl_shared_resolve(drv_ctrl *c, const tj_record *t, drv_job *tmpl, char *w
                  buf);
     snprintf(reason, nr, "QueueMissing");
     return false;
+}
+
+bool ctrl_shared_resolve(drv_ctrl *c, const tj_record *t, drv_job *tmpl, char *why, size_t n,
+                         char *reason, size_t nr)
+{
+    char buf[256];
+    ctrl_name_str(c, t->tj.user ? t->tj.user : t->tj.ns, buf, sizeof buf);
+    tmpl->user = drv_strtab_intern(c->mirror.st.names, buf);
+    if (tmpl->user < 0)
+        tmpl->user = 0; /* (out of memory: the job is served, its user unnamed) */
+    return ctrl_shared_resolve_names(c, t->tj.queue, t->tj.priority_class, tmpl, why, n, reason,
+                                     nr);
 }
 
 /* ---- held jobs ------------------------------------------------------------------------------ */

@@ -140,6 +140,23 @@ static int setup(void **state)
     return 0;
 }
 
+/* The same with PodGroups served (deploy/podgroup-crd.yaml). */
+static int setup_pg(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    drv_diag d = {{0}};
+    drv_apiserver_opts o = {
+        .fixture_dir = FIXTURE_DIR, .crd_installed = true, .queue_crd = true, .podgroup_crd = true};
+    assert_int_equal(drv_apiserver_start(&f->srv, &o, &d), 0);
+    snprintf(f->url, sizeof f->url, "http://127.0.0.1:%u", drv_apiserver_port(f->srv));
+    f->cfg.server = f->url;
+    f->cfg.qps = 1e6;
+    f->cfg.burst = 1000000;
+    assert_int_equal(drv_kube_new(&f->k, &f->cfg, &d), 0);
+    *state = f;
+    return 0;
+}
+
 static int teardown(void **state)
 {
     fixture *f = *state;
@@ -353,6 +370,42 @@ static void test_node_changes_followed(void **state)
     stop(&r);
 }
 
+/* Another operator's PodGroup naming a Queue (Volcano's spec.queue) that does not exist
+ * waits, a Warning Event on it saying so, and is placed once the Queue is created. */
+static void test_podgroup_queue(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    req(f, "POST", "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups",
+        "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\",\"metadata\""
+        ":{\"name\":\"vg\",\"namespace\":\"default\"},\"spec\":{\"minMember\":2,"
+        "\"queue\":\"team\"}}");
+    for (int i = 0; i < 2; i++)
+        req(f, "POST", "/api/v1/namespaces/default/pods",
+            "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"vg-%d\","
+            "\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"vg\"}},\"spec\":{"
+            "\"schedulerName\":\"drover\",\"containers\":[{\"name\":\"m\",\"image\":\"t\","
+            "\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}",
+            i);
+    char msg[512], node[64];
+    WAIT_FOR(events(f, "vg", "QueueMissing", msg, sizeof msg) == 1);
+    assert_non_null(strstr(msg, "Queue team, which does not exist"));
+    node_of(f, "vg-0", node, sizeof node);
+    assert_string_equal(node, "");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/queues",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":"
+        "\"team\"}}");
+    WAIT_FOR((node_of(f, "vg-1", node, sizeof node), node[0] != 0));
+    char cpu[32];
+    int pending = -1, admitted = -1;
+    WAIT_FOR((queue_status(f, "team", cpu, sizeof cpu, &pending, &admitted),
+              !strcmp(cpu, "2") && admitted == 1));
+    stop(&r);
+}
+
 /* A job whose queue's quota is what holds it back: its Waiting Event says so, with the
  * numbers; a job in the default queue is served meanwhile. */
 static void test_quota_named_in_waiting_event(void **state)
@@ -461,6 +514,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_priority_class, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_queue_then_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_quota_named_in_waiting_event, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_podgroup_queue, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_preemption_keeps_grace_and_says_why, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

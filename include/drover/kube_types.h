@@ -38,7 +38,9 @@ typedef struct drv_kpod {
     int32_t scheduler; /* interned spec.schedulerName, 0 when absent */
     int32_t replica;   /* drover.dev/rank, -1 when absent */
     int32_t cons;      /* interned compact JSON of spec.nodeSelector, affinity.nodeAffinity and
-                          tolerations (drv_kube_constraint_json), 0 when it has none */
+                          tolerations (drv_kube_constraint_json), 0 when it has none, and for
+                          pods with a drover.dev/job label or no schedulerName but
+                          default-scheduler (not needed: it saves a text per DaemonSet pod) */
     int32_t priority;  /* spec.priority (the API server resolves priorityClassName into it) */
     int8_t role;       /* enum drv_role, -1 when absent */
     int8_t phase;      /* enum drv_kpod_phase */

@@ -8,14 +8,18 @@
  * One iteration, in this order:
  *   1. wait: for events, or until the time the plugins asked to be woken (drv_sched_wake), or
  *      the profile's period when a plugin wants every cycle; at most 50 ms (to notice stop);
- *   2. apply the batch: informers' objects (mirror; PodGroups: podgroup), binders' answers
- *      (binder), progress samples (mirror), leadership changes (lease);
+ *   2. apply the batch: informers' objects (mirror; PodGroups: podgroup; PriorityClasses and
+ *      Queues: shared), binders' answers (binder), progress samples (mirror), leadership
+ *      changes (lease);
  *   3. until every informer has listed once and all it listed is applied, nothing more; when
  *      so, start the lease (no decision is made on a partly listed cluster);
- *   4. when this controller leads: other operators' gangs complete enough become jobs
- *      (ctrl_podgroup.c); and when something changed (or a plugin's time came): one cycle
- *      (ctrl_cycle.c), which sends its decisions through the binder and writer.
- * (Starting asks the API once, blocking, whether it serves PodGroups: ctrl_intake.c.)
+ *   4. when this controller leads: TrainingJobs held for a missing Queue or PriorityClass
+ *      that now exists become jobs, the others are told why once (ctrl_shared.c); other
+ *      operators' gangs complete enough become jobs (ctrl_podgroup.c); and when something
+ *      changed (or a plugin's time came): one cycle (ctrl_cycle.c), which sends its decisions
+ *      through the binder and writer.
+ * (Starting asks the API once, blocking, whether it serves PodGroups and Queues:
+ * ctrl_intake.c.)
  * No iteration makes a blocking API request: every request goes through a thread of its own.
  *
  * Owns: c->loop (scheduler thread), and the creation and freeing of every unit.
@@ -272,8 +276,9 @@ static int loop_iterate(drv_ctrl *c)
         if ((rc = on_synced(c)) != 0)
             return rc;
     }
-    /* 4. cycle when something changed, or a plugin asked for the time, and we lead; other
-     * operators' gangs complete enough become jobs first (ctrl_podgroup.c) */
+    /* 4. cycle when something changed, or a plugin asked for the time, and we lead; held
+     * TrainingJobs (ctrl_shared.c) and other operators' gangs complete enough
+     * (ctrl_podgroup.c) become jobs first */
     now = drv_clock_mono() - l->t0;
     if (!l->leader)
         return 0;

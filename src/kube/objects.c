@@ -224,7 +224,12 @@ int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag 
     out->deleting = json_object_get(meta, "deletionTimestamp") != NULL;
     json_t *prio = json_object_get(spec, "priority");
     out->priority = json_is_integer(prio) ? (int32_t)json_integer_value(prio) : 0;
-    char *cons = drv_kube_constraint_json(spec);
+    /* Its constraints matter only for another operator's pod naming some scheduler of its
+     * own (Drover's pods get theirs from their job's template): DaemonSet pods, whose
+     * affinity names their node, would otherwise intern a text per node. */
+    const char *sched = str_at(spec, "schedulerName");
+    bool other = !out->job && sched && strcmp(sched, "default-scheduler") != 0;
+    char *cons = other ? drv_kube_constraint_json(spec) : NULL;
     int crc = cons ? intern(names, cons, &out->cons) : 0;
     drv_free(cons);
     if (crc)

@@ -264,6 +264,55 @@ static void test_priorityclass_and_queue(void **unused)
     drv_strtab_free(names);
 }
 
+/* Every allocation of the decoders failing in turn: DRV_ENOMEM (or success, once the
+ * failure falls past them), never a crash or a leak (the sanitizer build checks leaks). */
+static void test_allocation_failures(void **unused)
+{
+    (void)unused;
+    json_t *node = load("{\"metadata\":{\"name\":\"g\",\"labels\":{\"a\":\"1\",\"b\":\"2\"}},"
+                        "\"spec\":{\"taints\":[{\"key\":\"k\",\"effect\":\"NoSchedule\"}]}}");
+    json_t *spec =
+        load("{\"nodeSelector\":{\"p\":\"g\"},\"affinity\":{\"nodeAffinity\":{"
+             "\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\""
+             ":[{\"matchExpressions\":[{\"key\":\"z\",\"operator\":\"In\",\"values\":"
+             "[\"a\"]}]}]},\"preferredDuringSchedulingIgnoredDuringExecution\":[{"
+             "\"weight\":5,\"preference\":{\"matchExpressions\":[{\"key\":\"s\","
+             "\"operator\":\"Exists\"}]}}]}},\"tolerations\":[{\"operator\":\"Exists\"}]}");
+    int ok = 0;
+    for (long nth = 1; nth < 60; nth++) {
+        drv_strtab *names = drv_strtab_new();
+        if (!names)
+            continue;
+        drv_diag d;
+        int32_t meta = 0;
+        drv_alloc_fail_at(nth);
+        int rc1 = drv_kube_node_meta(node, names, "node g", &meta, &d);
+        drv_label *l = NULL;
+        drv_taint *t = NULL;
+        int32_t nl = 0, nt = 0;
+        int rc2 = rc1 == 0 ? drv_kube_node_meta_parse(drv_strtab_str(names, meta), names, &l, &nl,
+                                                      &t, &nt)
+                           : rc1;
+        drv_constraint c;
+        int rc3 = drv_kube_decode_constraint(spec, names, "pod p", "spec", &c, &d);
+        char *text = drv_kube_constraint_json(spec);
+        drv_alloc_fail_at(0);
+        assert_true(rc1 == 0 || rc1 == DRV_ENOMEM);
+        assert_true(rc2 == 0 || rc2 == DRV_ENOMEM);
+        assert_true(rc3 == 0 || rc3 == DRV_ENOMEM);
+        if (rc3 == 0)
+            drv_constraint_fini(&c);
+        ok += rc1 == 0 && rc2 == 0 && rc3 == 0 && text;
+        drv_free(text);
+        drv_free(l);
+        drv_free(t);
+        drv_strtab_free(names);
+    }
+    assert_true(ok > 0); /* (the failure fell past them at last) */
+    json_decref(node);
+    json_decref(spec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -272,6 +321,7 @@ int main(void)
         cmocka_unit_test(test_constraint_errors),
         cmocka_unit_test(test_trainingjob_shared_fields),
         cmocka_unit_test(test_priorityclass_and_queue),
+        cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,8 +28,15 @@
  * default profile's hand-written scan applies the same rule (a job may use a node when it is
  * tainted exactly when the job selects the pool), written out here apart from the core.
  *
+ * --queues Q puts the jobs, round robin, in Q queues of one cohort (issue 14): the first with
+ * a nominal quota of the whole cluster's allocatable, the others with none and no borrowing
+ * limit. The cohort's quota covers the cluster, so quota never refuses and the placements are
+ * those without queues (the same baseline holds), while every gang pays the admission check,
+ * all but the first queue's on the borrowing path (O(queues)): the cost of quotas that do not
+ * bind.
+ *
  * usage: place [--nodes N[,N...]] [--pods N] [--reps R] [--latency K] [--profile LINE]
- *              [--seed S] [--profile-only 0|1] [--constraints 0|1]
+ *              [--seed S] [--profile-only 0|1] [--constraints 0|1] [--queues Q]
  */
 #include "drover/policy.h"
 
@@ -79,8 +86,27 @@ static int32_t add_pool_constraint(drv_state *st)
     return id;
 }
 
-/* Builds the cluster and the pending gangs. */
-static void build(drv_state *st, int32_t nodes, int32_t pods, uint64_t seed, bool cons)
+/* --queues: q queues of cohort "bench": the first lends the whole cluster, the others borrow
+ * it without limit. */
+static void add_queues(drv_state *st, int32_t q)
+{
+    drv_res all = {0, 0, 0};
+    for (int32_t i = 0; i < st->nnodes; i++)
+        all = drv_res_add(all, st->nodes[i].alloc);
+    for (int32_t i = 0; i < q; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "queue-%d", i);
+        drv_queue qu = {.name = drv_strtab_intern(st->names, name),
+                        .cohort = drv_strtab_intern(st->names, "bench"),
+                        .weight = 1,
+                        .quota = i == 0 ? all : (drv_res){0, 0, 0},
+                        .borrow = {DRV_UNLIMITED, DRV_UNLIMITED, DRV_UNLIMITED}};
+        drv_state_add_queue(st, &qu, NULL);
+    }
+}
+
+/* Builds the cluster and the pending gangs (in nq queues, none when 0). */
+static void build(drv_state *st, int32_t nodes, int32_t pods, uint64_t seed, bool cons, int32_t nq)
 {
     drv_rng r;
     drv_rng_seed(&r, seed);
@@ -99,6 +125,8 @@ static void build(drv_state *st, int32_t nodes, int32_t pods, uint64_t seed, boo
         if (cons && in_pool(i))
             drv_state_set_node_meta(st, i, &lab, 1, &taint, 1);
     }
+    if (nq > 0)
+        add_queues(st, nq);
     int32_t made = 0, jid = 0;
     while (made < pods) {
         int32_t size = (int32_t)drv_rng_range(&r, 1, 64);
@@ -111,6 +139,7 @@ static void build(drv_state *st, int32_t nodes, int32_t pods, uint64_t seed, boo
         t.name = drv_strtab_intern(st->names, name);
         t.phase = DRV_JOB_PENDING;
         t.submit = jid;
+        t.queue = nq > 0 ? 1 + jid % nq : 0; /* queue 0 is the default queue */
         int32_t nps = size >= 8 ? 1 + size / 32 : 0;
         drv_res ps = pod_shapes[drv_rng_range(&r, 1, 3)];
         drv_res w = pod_shapes[drv_rng_range(&r, 0, 5)];
@@ -198,7 +227,7 @@ static double pctl(double *v, int n, double p)
 }
 
 static int latency(const drv_profile *prof, bool ref_core, const char *nodes_arg, int32_t pods,
-                   int k, uint64_t seed, bool cons)
+                   int k, uint64_t seed, bool cons, int32_t nq)
 {
     printf("%7s %10s %10s %10s %12s %12s %12s\n", "nodes", "p50_ms", "p99_ms", "max_ms",
            "scan_p50_ms", "scan_p99_ms", "scan_max_ms");
@@ -206,7 +235,7 @@ static int latency(const drv_profile *prof, bool ref_core, const char *nodes_arg
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         int32_t nn = atoi(tok);
         drv_state st;
-        build(&st, nn, pods, seed, cons);
+        build(&st, nn, pods, seed, cons, nq);
         drv_diag d = {{0}};
         drv_sched *s, *ref = NULL;
         if (drv_sched_new(prof, &s, &d) || (ref_core && drv_sched_new(prof, &ref, &d))) {
@@ -268,7 +297,7 @@ int main(int argc, char **argv)
     const char *nodes_arg = "1000,5000,10000,50000";
     int32_t pods = 10000, reps = 3, lat = 0;
     uint64_t seed = 1;
-    int profile_only = 0, cons = 0;
+    int profile_only = 0, cons = 0, nq = 0;
     static const char default_line[] = "admit=gang score=least-allocated";
     const char *line = default_line;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -288,6 +317,8 @@ int main(int argc, char **argv)
             profile_only = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--constraints"))
             cons = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--queues"))
+            nq = atoi(argv[i + 1]);
     }
     drv_diag d = {{0}};
     drv_profile prof;
@@ -295,19 +326,22 @@ int main(int argc, char **argv)
         fprintf(stderr, "place: %s\n", d.msg);
         return 2;
     }
-    printf("place: %d pending pods in gangs of 1-64, profile: %s%s\n", pods, line,
+    printf("place: %d pending pods in gangs of 1-64, profile: %s%s", pods, line,
            cons ? ", 30 % of nodes tainted, half the pods selecting them" : "");
+    if (nq > 0)
+        printf(", %d queues sharing the cluster", nq);
+    printf("\n");
     /* Any profile but the default is compared with the core scanning every node. */
     bool ref_core = strcmp(line, default_line) != 0;
     if (lat > 0)
-        return latency(&prof, ref_core, nodes_arg, pods, lat, seed, cons);
+        return latency(&prof, ref_core, nodes_arg, pods, lat, seed, cons, nq);
     printf("%7s %12s %12s %8s %9s %10s %9s\n", "nodes", "core_pods/s", "scan_pods/s", "ratio",
            "placed", "scan_plcd", "worse");
     char *list = strdup(nodes_arg);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         int32_t nn = atoi(tok);
         drv_state st;
-        build(&st, nn, pods, seed, cons);
+        build(&st, nn, pods, seed, cons, nq);
         drv_sched *s, *ref = NULL;
         if (drv_sched_new(&prof, &s, &d) || (ref_core && drv_sched_new(&prof, &ref, &d))) {
             fprintf(stderr, "place: %s\n", d.msg);

@@ -20,7 +20,8 @@ scenarios='builtin|||the built-in scenario: 60 PS jobs on 8 nodes of 32 CPUs (se
 flowcon|examples/flowcon-4node-20job.yaml|examples/cluster-4node.yaml|FlowCon-like: 20 single-container jobs, 4 nodes of 8 CPUs, limits above requests
 specon|examples/specon-4node-7job.yaml|examples/cluster-4node.yaml|SpeCon-like: 7 BiRNN/LeNet jobs at t = 25, 43, 50, 65, 86, 142, 192 s on 4 nodes
 mix|examples/mix-8node-60job.yaml|examples/cluster-hetero-8node.yaml|heterogeneous: 60 elastic PS jobs on 8 nodes of 16-64 CPUs
-gpu|examples/dragon-gpu.yaml|examples/cluster-gpu.yaml|DRAGON-like: 30 elastic GPU PS jobs on 4 nodes of 8 GPUs'
+gpu|examples/dragon-gpu.yaml|examples/cluster-gpu.yaml|DRAGON-like: 30 elastic GPU PS jobs on 4 nodes of 8 GPUs
+tenants|examples/tenants-workload.yaml|examples/cluster-tenants.yaml|multi-tenant: 30 jobs of three queues (weights 3, 2, 1; quotas; one cohort) on a CPU pool and a tainted GPU pool'
 
 echo "$scenarios" | while IFS='|' read -r name wl cl desc; do
     set -- --policy all --format csv --check
@@ -71,6 +72,45 @@ echo "$scenarios" | while IFS='|' read -r name wl cl desc; do
     }' "$tmp/$name.csv"
     echo
 done
+
+echo "## Multi-tenant: per queue and fairness"
+echo
+echo "The \`tenants\` scenario above, per queue (\`examples/cluster-tenants.yaml\`: \`prod\` weight 3 and"
+echo "\`research\` weight 2 share the cohort \`lab\` and the GPU pool, \`batch\` weight 1 has CPUs only)."
+echo "*Jain (share)* is Jain's index over the queues' time-average dominant shares divided by their"
+echo "weights (1: shares in proportion to weights); ρ is finish-time fairness, a job's JCT over its"
+echo "time alone on 1/N of the cluster (N queues; ρ ≤ 1 is fair), with its largest value and Jain's"
+echo "index over all jobs (docs/model.md, \"Queues and fairness\"). Per queue: average JCT in minutes,"
+echo "share % of the cluster and use % of its nominal quota (above 100 %: borrowed from the cohort;"
+echo "the core admits every profile's gangs within quota plus borrowing, docs/cycle.md)."
+echo
+awk -F, '
+NR == 1 {
+    for (i = 1; i <= NF; i++) {
+        col[$i] = i
+        if ($i ~ /\.avg_jct_s$/) { q = $i; sub(/\.avg_jct_s$/, "", q); queue[++nq] = q }
+    }
+    printf "| policy | Jain (share) | max ρ | Jain (ρ) |"
+    for (k = 1; k <= nq; k++) printf " `%s` JCT / share / quota |", queue[k]
+    printf "\n|---|---|---|---|"
+    for (k = 1; k <= nq; k++) printf "---|"
+    print ""
+    next
+}
+function pct(v) { return v == "" ? "-" : sprintf("%.0f", 100 * v) }
+{
+    printf "| `%s` | %.3f | %.2f | %.3f |", $col["policy"], $col["jain_share"], $col["ftf_max"], $col["ftf_jain"]
+    for (k = 1; k <= nq; k++) {
+        q = queue[k]
+        printf " %.1f / %s %% / %s %% |", $col[q ".avg_jct_s"] / 60, pct($col[q ".share"]), pct($col[q ".quota_use"])
+    }
+    print ""
+    if (!n++ || $col["jain_share"] > bj) { bj = $col["jain_share"]; bjp = $col["policy"] }
+    if (!m++ || $col["ftf_max"] < br) { br = $col["ftf_max"]; brp = $col["policy"] }
+}
+END { printf "\nMost even weighted shares: `%s` (Jain %.3f); smallest worst-case ρ: `%s` (%.2f).\n", bjp, bj, brp, br }
+' "$tmp/tenants.csv"
+echo
 
 echo "## Held out: the built-in scenario with other seeds"
 echo

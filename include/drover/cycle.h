@@ -42,7 +42,8 @@ typedef struct drv_decision {
     int32_t job;
     int32_t pod;    /* -1 for SCALE */
     int32_t node;   /* BIND, MIGRATE target; -1 otherwise */
-    int64_t value;  /* SCALE: workers; RESIZE: millicores; BATCH: total batch size */
+    int64_t value;  /* SCALE: workers; RESIZE: millicores; BATCH: total batch size; EVICT: the
+                       preemptor's job id (drv_ctx_preempt), -1 when none */
     int32_t reason; /* enum drv_reason, for EVICT; BATCH: INPLACE or NONE (restart) */
     int32_t from;   /* EVICT, MIGRATE: the node the pod was on; -1 otherwise */
     int64_t prev;   /* SCALE: workers before; RESIZE: limit before; BATCH: batch before (lets a
@@ -146,6 +147,11 @@ struct drv_plugin {
      * queue alone: true when every job it was handed at its previous queue_begin has the same
      * key now as then (to the bit), so the core keeps those keys and asks only for newcomers. */
     bool (*queue_kept)(const drv_ctx *c, void *state);
+    /* queue_order, optional: asked after queue_begin; true when every key or comparison of this
+     * cycle would tie (the plugin orders nothing now: fairshare without queues), so the core
+     * leaves it out of the chain this cycle - a chain such as fairshare,priority then costs what
+     * priority alone does. */
+    bool (*queue_idle)(const drv_ctx *c, void *state);
     /* admit: given pending jobs in queue order, decide which to start and place their pods with
      * drv_ctx_place_pod / drv_ctx_place_gang. */
     void (*admit)(drv_ctx *c, void *state, const int32_t *jobs, int32_t njobs);
@@ -296,6 +302,22 @@ int32_t drv_ctx_workers(const drv_ctx *c, int32_t job);
 /* A queue's used resources (drv_queue.used, state.h) as assumed by this cycle: after the binds
  * and evictions made so far. Zero when the state has no queue. O(1). */
 drv_res drv_ctx_queue_used(const drv_ctx *c, int32_t queue);
+/*
+ * Queue quotas (src/core/quota.c, docs/cycle.md "Admission within quota"): whether queue may
+ * take `add` more resources, Kueue's rule - per dimension add touches, its use after is within
+ * its quota, or within quota + borrowing limit while its cohort's total use stays within the
+ * cohort's total quota. DRV_UNLIMITED never binds; sums saturate. `used` is every queue's use
+ * (drv_state.queues[].used, or a caller's what-if copy). True when the state has no queue.
+ * O(1), O(queues) when the queue borrows.
+ */
+bool drv_queue_admits(const drv_state *st, const drv_res *used, int32_t queue, drv_res add);
+/* drv_queue_admits on this cycle's assumed use (drv_ctx_queue_used). */
+bool drv_ctx_queue_fits(const drv_ctx *c, int32_t queue, drv_res add);
+/* Whether job's queue admits what its gang at `workers` still misses in the assumed state (its
+ * unbound wanted PS, chief, evaluator pods and workers up to `workers`): what
+ * drv_ctx_place_gang checks before placing. True when the state has no queue. O(roles) + the
+ * above. */
+bool drv_ctx_queue_room(const drv_ctx *c, int32_t job, int32_t workers);
 /* Pods of a role on a node as assumed by this cycle. O(1). */
 int32_t drv_ctx_node_role_pods(const drv_ctx *c, int32_t node, int role);
 /* Identifies this cycle among the scheduler's cycles, and with drv_ctx_mark(c).ndec the exact
@@ -321,6 +343,9 @@ int32_t drv_ctx_best_node(const drv_ctx *c, int32_t pod);
 /* Records a decision and updates the assumed state. Return 0 or DRV_ENOMEM. */
 int drv_ctx_bind(drv_ctx *c, int32_t pod, int32_t node);
 int drv_ctx_evict(drv_ctx *c, int32_t pod, int reason);
+/* EVICT with reason DRV_REASON_PREEMPT on behalf of job `by` (the preemptor, named in the
+ * decision's value so a driver can say who preempted whom). */
+int drv_ctx_preempt(drv_ctx *c, int32_t pod, int32_t by);
 /* SCALE: a shrink below the workers bound first evicts the surplus (reason shrink), highest
  * worker slots first, so the list never leaves more workers bound than wanted. */
 int drv_ctx_scale(drv_ctx *c, int32_t job, int32_t workers);
@@ -337,23 +362,27 @@ int drv_ctx_set_batch_inplace(drv_ctx *c, int32_t job, int64_t batch, int64_t no
  * `now`, its batch before the cycle. */
 int64_t drv_ctx_batch(const drv_ctx *c, int32_t job, int64_t now);
 
-/* Places one pod on its best node and binds it. Returns the node, or -1 when none fits. */
+/* Places one pod on its best node and binds it. Returns the node, or -1 when none fits or its
+ * job's queue does not admit it (drv_ctx_queue_fits). */
 int32_t drv_ctx_place_pod(drv_ctx *c, int32_t pod);
 /*
  * Places a whole gang: all PS/chief/evaluator pods of the job and `workers` workers, or nothing.
  * Pods are placed PS first, then chief, workers, evaluators (Volcano's task-order). When they do
  * not all fit, every tentative bind is rolled back and the decision list is as before.
+ * A gang its queue does not admit (drv_ctx_queue_room) is not tried: 0, nothing changed.
  * On success, emits SCALE first if workers differs from the job's current target.
  * Returns 1 when placed, 0 when it does not fit, DRV_ENOMEM on failure.
  */
 int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers);
 
 /*
- * False when the gang of job at `workers` cannot fit for capacity alone: some pod it misses is
- * larger than any node's free room, or together they exceed the free room of all nodes. Then
- * drv_ctx_place_gang returns 0 for it, and for the job at any larger worker count, without
- * changing anything (a larger gang misses at least the same pods) - so a plugin trying sizes
- * from large to small may test its smallest first and skip them all. Changes nothing. O(roles).
+ * False when the gang of job at `workers` cannot fit for capacity or quota alone: some pod it
+ * misses is larger than any node's free room, together they exceed the free room of all nodes,
+ * or its queue does not admit them (drv_ctx_queue_room). Then drv_ctx_place_gang returns 0 for
+ * it, and for the job at any larger worker count, without changing anything (a larger gang
+ * misses at least the same pods, and quota admits less the more is asked) - so a plugin trying
+ * sizes from large to small may test its smallest first and skip them all. Changes nothing.
+ * O(roles), O(queues) when the queue borrows.
  */
 bool drv_ctx_gang_room(const drv_ctx *c, int32_t job, int32_t workers);
 /*
@@ -361,7 +390,9 @@ bool drv_ctx_gang_room(const drv_ctx *c, int32_t job, int32_t workers);
  * job has a pod bound, every gang of one with at least min(worker minimum, target) workers has
  * a pod, and no pod of a queued job fits any node's free room. Then drv_ctx_place_gang fails,
  * changing nothing, for every queued job at every such size: an admit plugin that asks for no
- * less may return at once. O(1); false once a decision was made.
+ * less may return at once. Capacity alone: quotas only refuse more, so they never make it
+ * wrong (nor does it say true for a queue that quota alone blocks). O(1); false once a
+ * decision was made.
  */
 bool drv_ctx_queue_stuck(const drv_ctx *c);
 

@@ -81,6 +81,8 @@ typedef struct drv_ctrl_stats {
     long creates;                /* pods created (bound or not) */
     long created_bound;          /* ... of which created bound (spec.nodeName: no binding) */
     long deletes;                /* pods deleted */
+    long resizes;                /* pods/resize requests that succeeded (CPU limits changed in
+                                    place; docs/running.md) */
     long api_errors;             /* answers other than 2xx to any of its clients, retried ones
                                     included (the API budget's count, drv_kube_budget) */
     long status_writes;          /* TrainingJob status updates */

@@ -28,7 +28,8 @@
  * terminated with that code (reason Error), when its duration has passed. */
 #define DRV_EMU_EXIT_CODE_ANNOTATION "drover.dev/exit-code"
 /* ... only the first N times a pod of that namespace/name ends ("1": a restarted pod then
- * succeeds); without it, every time. */
+ * succeeds); without it, every time. A pod whose spec.restartPolicy is OnFailure does not end
+ * Failed: its container restarts in place (restartCount + 1, still Running; docs/emulate.md). */
 #define DRV_EMU_FAIL_TIMES_ANNOTATION "drover.dev/fail-times"
 /* The label every emulated node carries ("true"). */
 #define DRV_EMU_NODE_LABEL "drover.dev/emulated"

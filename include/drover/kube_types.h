@@ -47,9 +47,13 @@ typedef struct drv_kpod {
     bool deleting;     /* metadata.deletionTimestamp is set */
     int16_t exit_code; /* a terminated container's status.containerStatuses[].state.terminated
                           .exitCode (the first non-zero one), -1 when none */
+    int32_t restarts;  /* the kubelet's restarts in place: the sum of status.containerStatuses[]
+                          and initContainerStatuses[] .restartCount */
     uint8_t ip_family; /* status.podIP: 0 when unset, 4 or 6 */
     uint8_t ip[16];    /* ... its address, network order (4 bytes for IPv4) */
     drv_res req;       /* effective request */
+    int64_t cpu_limit; /* the sum of its containers' resources.limits.cpu in millicores; 0 when
+                          a container has none (or an unreadable one): no limit */
 } drv_kpod;
 
 typedef struct drv_knode {

@@ -63,12 +63,19 @@ int drv_knobs_read(const drv_knob_spec *spec, int nspec, const drv_knob *knobs, 
 
 /* ---- combined priority (src/policy/priority.c): the per-factor breakdown, like sprio ------- */
 
-enum { DRV_PRIO_USER, DRV_PRIO_CLASS, DRV_PRIO_WAIT, DRV_PRIO_PARALLEL, DRV_PRIO_NFACTORS };
-/* "user", "class", "wait", "parallelism". */
+enum {
+    DRV_PRIO_USER,
+    DRV_PRIO_CLASS,
+    DRV_PRIO_WAIT,
+    DRV_PRIO_PARALLEL,
+    DRV_PRIO_SHARE, /* the user's fair share within the job's queue (raw: the share, 0..) */
+    DRV_PRIO_NFACTORS
+};
+/* "user", "class", "wait", "parallelism", "share". */
 const char *drv_priority_factor_name(int f);
 
 typedef struct drv_priority_breakdown {
-    double raw[DRV_PRIO_NFACTORS];    /* the factor's value (priority, seconds, workers) */
+    double raw[DRV_PRIO_NFACTORS];    /* the factor's value (priority, seconds, workers, share) */
     double norm[DRV_PRIO_NFACTORS];   /* min-max normalised over the queue, 0..1 */
     double weight[DRV_PRIO_NFACTORS]; /* the knob weights */
     double total;                     /* sum of weight * norm */
@@ -82,6 +89,31 @@ typedef struct drv_priority_breakdown {
  */
 int drv_priority_explain(const drv_state *st, double now, int32_t job, const drv_knob *knobs,
                          int nknobs, drv_priority_breakdown *out, drv_diag *d);
+
+/* ---- fair share (src/policy/fairshare.c) ---------------------------------------------------- */
+
+/* The cluster's capacity: allocatable summed over the schedulable nodes. O(nodes). */
+drv_res drv_cluster_capacity(const drv_state *st);
+/* The largest of part/whole over the dimensions whole has (> 0); 0 when it has none. */
+double drv_dominant_share(drv_res part, drv_res whole);
+/* A queue's weighted dominant share: the dominant share of `used` (its use, state's or a
+ * cycle's) in `capacity`, divided by its weight. What the fairshare plugin orders by. */
+double drv_queue_share(const drv_state *st, int32_t queue, drv_res used, drv_res capacity);
+/* A user's share within its queue: the dominant share of `used` (its bound pods in that queue)
+ * against the queue's nominal quota where bounded, the capacity where not. */
+double drv_user_share(const drv_state *st, int32_t queue, drv_res used, drv_res capacity);
+
+/* Per (queue, user), the resources of the bound pods of its live jobs. */
+typedef struct drv_user_use {
+    int64_t key; /* queue << 32 | user */
+    drv_res used;
+} drv_user_use;
+/* Fills *tab (grown with drv_grow, *cap its capacity; the caller drv_frees it) with the
+ * (queue, user) pairs that have pods bound, sorted; *n their count. O(live log live).
+ * 0 or DRV_ENOMEM. */
+int drv_user_use_build(const drv_state *st, drv_user_use **tab, int32_t *n, int32_t *cap);
+/* A pair's use in such a table (zero when absent). O(log n). */
+drv_res drv_user_use_find(const drv_user_use *tab, int32_t n, int32_t queue, int32_t user);
 
 /* ---- profiles from a file (src/policy/profile_file.c) -------------------------------------- */
 

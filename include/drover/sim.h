@@ -32,6 +32,22 @@ typedef struct drv_timing {
 #define DRV_DEF_RESTART 30.0
 #define DRV_DEF_HORIZON (90.0 * 86400.0)
 
+/*
+ * A queue of the cluster file (`queues:`, docs/formats.md "Queues"): Kueue's ClusterQueue in
+ * Kueue's spelling (nominalQuota, borrowingLimit, cohort) with Volcano's weight. Cohorts are
+ * flat (a name shared by queues; no cohort of cohorts, so no cycle can arise).
+ */
+#define DRV_MAX_QUEUES 32 /* queues of a run, the default queue included (drv_summary.queue) */
+
+typedef struct drv_queuespec {
+    char name[32];
+    char cohort[32]; /* "" when in no cohort */
+    double weight;   /* fair-share weight, > 0 */
+    drv_res quota;   /* nominalQuota; DRV_UNLIMITED where not given */
+    drv_res borrow;  /* borrowingLimit; DRV_UNLIMITED where not given in a cohort, 0 outside one */
+    int32_t line;    /* its line in the cluster file, for messages */
+} drv_queuespec;
+
 typedef struct drv_cluster_spec {
     drv_nodespec *nodes;
     int32_t n, cap;
@@ -40,6 +56,10 @@ typedef struct drv_cluster_spec {
     drv_strtab *names;      /* the strings of classes, or NULL when there are none */
     drv_nodeclass *classes; /* labels and taints of nodes; [0] is empty (unused) */
     int32_t nclasses, cap_classes;
+    drv_queuespec *queues; /* the file's queues (nqueues 0: none declared, every job's queue
+                              name then means the default queue) */
+    int32_t nqueues;
+    char queue_file[256]; /* the cluster file's path when it declares queues, for messages */
 } drv_cluster_spec;
 
 typedef struct drv_jobspec {
@@ -142,6 +162,22 @@ typedef struct drv_jobresult {
     int32_t workers; /* workers when it last ran */
 } drv_jobresult;
 
+/*
+ * One queue's results (sim_queues.c). Shares are time averages over the window utilisation is
+ * averaged over (first submission to last completion, or to the end of an unfinished run).
+ */
+typedef struct drv_queue_summary {
+    char name[32];
+    double weight;
+    int32_t jobs, done;
+    double avg_jct;   /* over its finished jobs, seconds; NaN when none finished */
+    double avg_wait;  /* queueing delay, submission to first run, over its started jobs; NaN */
+    double share;     /* time-average dominant share of the cluster its bound pods held (DRF:
+                         the largest of cpu, memory and gpu as a fraction of the cluster's) */
+    double quota_use; /* time-average of its use of its nominal quota (the largest used/quota
+                         over the dimensions with a finite quota > 0); NaN when it has none */
+} drv_queue_summary;
+
 typedef struct drv_summary {
     char policy[64];
     int32_t jobs, done;
@@ -156,7 +192,32 @@ typedef struct drv_summary {
     int32_t stuck;    /* jobs that never finished */
     double stuck_cpu; /* fraction of CPU capacity they held when the run ended */
     double end;       /* simulated time of the last event, seconds */
+    /* Queues and fairness: only when the cluster file declares queues (nqueues 0 otherwise,
+     * and every output is as without them). */
+    int32_t nqueues; /* the declared queues, then the default queue when jobs are in it */
+    drv_queue_summary queue[DRV_MAX_QUEUES];
+    double jain_share; /* Jain's index over the weighted shares (share / weight) of the queues
+                          with jobs; 1: shares exactly in proportion to weights */
+    double ftf_max;    /* finish-time fairness (Themis, Gavel): the largest rho over finished
+                          jobs, rho = JCT / T_isolated (drv_ftf_rho); > 1: worse than alone on
+                          its tenant's slice of the cluster */
+    double ftf_jain;   /* Jain's index over the finished jobs' rho */
 } drv_summary;
+
+/*
+ * Jain's fairness index of x[0..n): (sum x)^2 / (n * sum x^2), from 1/n (one gets all) to 1
+ * (all equal). NaN when n is 0; 1 when every x is 0 (all equal).
+ */
+double drv_jain_index(const double *x, int32_t n);
+/*
+ * Finish-time fairness of one finished job (Themis, NSDI'20; Gavel, OSDI'20): rho =
+ * T_shared / T_isolated, where T_shared is its JCT and T_isolated estimates its JCT alone on
+ * 1/ntenants of the cluster: its run time as simulated (first start to end), stretched by
+ * ntenants * dshare when its dominant share dshare of the cluster (at its requested size) is
+ * more than that slice holds (linear speed-up assumed): T_isolated = run * max(1, ntenants *
+ * dshare). NaN when run <= 0.
+ */
+double drv_ftf_rho(double jct, double run, double dshare, int32_t ntenants);
 
 /* A point of the cluster's time series (recorded when a run is asked to). */
 typedef struct drv_tick {

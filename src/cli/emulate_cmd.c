@@ -218,6 +218,7 @@ int cmd_emulate(int argc, char **argv)
     /* One status write per pod step and per node heartbeat: more than client-go's 5 QPS. */
     cfg.qps = 50;
     cfg.burst = 100;
+    cfg.component = "emulate"; /* User-Agent drover-emulate/<version>, told apart from run's */
     cli_log_setup(eo.log_format, false, "emulate");
     drv_emulator *e = NULL;
     status = EXIT_USAGE;

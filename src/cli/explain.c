@@ -5,7 +5,10 @@
  * factor by factor (value, normalised, weight, contribution; like Slurm's sprio) as the first
  * cycle after its submission sees it: the simulation runs up to that moment only. Under any
  * other policy there are no priority factors: it says what the queue is ordered by instead (for
- * k8s-default: FIFO, by submission time) and prints no factor table.
+ * k8s-default: FIFO, by submission time) and prints no factor table. When the cluster has
+ * queues, or the policy orders by `fairshare`, it first prints the job's queue and its weighted
+ * dominant share (what `fairshare` orders by) and the user's share within it (the `share`
+ * factor).
  */
 #include "cli.h"
 
@@ -24,6 +27,45 @@ static const drv_plugin_use *priority_use(const drv_profile *prof)
         if (prof->use[DRV_PT_QUEUE_ORDER][i].p == prio)
             found = &prof->use[DRV_PT_QUEUE_ORDER][i];
     return found;
+}
+
+/* Whether prof's queue order uses the plugin named name. */
+static bool orders_by(const drv_profile *prof, const char *name)
+{
+    for (int i = 0; i < prof->nuse[DRV_PT_QUEUE_ORDER]; i++)
+        if (strcmp(prof->use[DRV_PT_QUEUE_ORDER][i].p->name, name) == 0)
+            return true;
+    return false;
+}
+
+/* The job's queue, its use and weighted dominant share, and the user's share within it. */
+static int print_shares(const drv_state *st, int32_t job)
+{
+    const drv_job *j = &st->jobs[job];
+    if (st->nqueues == 0) {
+        printf("the cluster defines no queue: every job is in the default queue, with no share "
+               "to order by\n\n");
+        return 0;
+    }
+    drv_res cap = drv_cluster_capacity(st);
+    const drv_queue *q = &st->queues[j->queue];
+    drv_user_use *use = NULL;
+    int32_t nuse = 0, cap_use = 0;
+    if (drv_user_use_build(st, &use, &nuse, &cap_use) != 0)
+        return DRV_ENOMEM;
+    drv_res mine = drv_user_use_find(use, nuse, j->queue, j->user);
+    drv_free(use);
+    printf("queue %s (weight %g): uses %lld m CPU, %lld MiB, %lld GPUs of %lld m, %lld MiB, %lld; "
+           "weighted dominant share %.4f\n",
+           drv_strtab_str(st->names, q->name), q->weight, (long long)q->used.cpu,
+           (long long)(q->used.mem >> 20), (long long)q->used.gpu, (long long)cap.cpu,
+           (long long)(cap.mem >> 20), (long long)cap.gpu,
+           drv_queue_share(st, j->queue, q->used, cap));
+    printf("user %s in queue %s: share %.4f (of the queue's quota where bounded, else of the "
+           "cluster)\n\n",
+           drv_strtab_str(st->names, j->user), drv_strtab_str(st->names, q->name),
+           drv_user_share(st, j->queue, mine, cap));
+    return 0;
 }
 
 /* What prof orders its queue by, for a profile without the `priority` plugin. */
@@ -61,7 +103,8 @@ int cli_explain_job(const drv_cluster_spec *cl, const drv_workload *wl, const dr
         return EXIT_USAGE;
     }
     const drv_plugin_use *use = priority_use(prof);
-    if (!use) {
+    bool fair = orders_by(prof, "fairshare");
+    if (!use && !fair) {
         print_order(prof, name);
         return 0;
     }
@@ -75,20 +118,33 @@ int cli_explain_job(const drv_cluster_spec *cl, const drv_workload *wl, const dr
         rc = drv_sim_run_until(s, t, &d);
     if (!rc) /* submitted at t itself: not in the state yet */
         rc = drv_sim_enter_job(s, job);
-    if (!rc)
+    if (!rc && use)
         rc = drv_priority_explain(drv_sim_state(s), t, job, drv_profile_knobs(prof, use),
                                   use->nknobs, &b, &d);
+    if (!rc) {
+        printf("job %s at t=%.1f s (policy %s)", name, t, prof->name);
+        if (use)
+            printf(", normalised over %d queued jobs", (int)b.queued);
+        printf("\n\n");
+    }
+    if (!rc && (fair || drv_sim_state(s)->nqueues > 0))
+        rc = print_shares(drv_sim_state(s), job);
     if (rc) {
         fprintf(stderr, "drover: %s\n", d.msg[0] ? d.msg : drv_strerror(rc));
         drv_sim_free(s);
         return rc == DRV_EINVAL ? EXIT_USAGE : EXIT_RUN;
     }
-    printf("job %s at t=%.1f s (policy %s), normalised over %d queued jobs\n\n", name, t,
-           prof->name, (int)b.queued);
+    if (!use) {
+        print_order(prof, name);
+        drv_sim_free(s);
+        return 0;
+    }
     printf("%-12s %12s %10s %8s %12s\n", "factor", "value", "normalised", "weight", "contribution");
-    for (int f = 0; f < DRV_PRIO_NFACTORS; f++)
-        printf("%-12s %12.1f %10.3f %8.3f %12.4f\n", drv_priority_factor_name(f), b.raw[f],
-               b.norm[f], b.weight[f], b.weight[f] * b.norm[f]);
+    for (int f = 0; f < DRV_PRIO_NFACTORS; f++) /* a share is a fraction: more digits */
+        printf(f == DRV_PRIO_SHARE ? "%-12s %12.4f %10.3f %8.3f %12.4f\n"
+                                   : "%-12s %12.1f %10.3f %8.3f %12.4f\n",
+               drv_priority_factor_name(f), b.raw[f], b.norm[f], b.weight[f],
+               b.weight[f] * b.norm[f]);
     printf("%-12s %12s %10s %8s %12.4f\n", "priority", "", "", "", b.total);
     drv_sim_free(s);
     return 0;

@@ -250,12 +250,13 @@ static int run_controller(drv_ctrl *c, const run_opts *o, const run_plan *p)
     int rc = drv_ctrl_run(c, &stop_flag, &d);
     drv_ctrl_stats st = drv_ctrl_get_stats(c);
     /* what happened to pods, each counted once: created already bound (spec.nodeName), created
-     * unbound (bound later by a Binding, or never), bound by a Binding; and every non-2xx
-     * answer of the API budget, retried ones included */
+     * unbound (bound later by a Binding, or never), bound by a Binding, CPU limits resized in
+     * place; and every non-2xx answer of the API budget, retried ones included */
     cli_say("stopped after %ld cycles: %ld jobs (%ld finished), pods: %ld created bound, %ld "
-            "created unbound, %ld bound by Binding, %ld deleted; %ld failed requests",
+            "created unbound, %ld bound by Binding, %ld deleted, %ld resized; %ld failed "
+            "requests",
             st.cycles, st.jobs, st.jobs_done, st.created_bound, st.creates - st.created_bound,
-            st.binds, st.deletes, st.api_errors);
+            st.binds, st.deletes, st.resizes, st.api_errors);
     if (rc != 0) {
         cli_log_write(stderr, "error", d.msg);
         return EXIT_RUN;

@@ -44,7 +44,7 @@ static const cli_flag sim_flags[] = {
      .kind = FLAG_TEXT,
      AT(cluster),
      .arg = "FILE",
-     .help = "nodes, network and timing (YAML; docs/formats.md). Default: built-in"},
+     .help = "nodes, queues, network, timing (YAML; docs/formats.md). Default: built-in"},
     {.name = "policy",
      .kind = FLAG_TEXT,
      AT(policy),
@@ -108,7 +108,9 @@ static const cli_flag sim_flags[] = {
              "as the first cycle after its submission sees it under the first\n"
              "policy of --policy, with that policy's `priority` weights (the\n"
              "defaults when it has none); for a policy that does not order its\n"
-             "queue by priority, says what it orders by. Runs nothing else"},
+             "queue by priority, says what it orders by. With queues in the cluster\n"
+             "or a fairshare order, also the job's queue share and its user's share\n"
+             "within it. Runs nothing else"},
     {.name = "trace",
      .kind = FLAG_TEXT,
      AT(trace),

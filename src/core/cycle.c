@@ -119,7 +119,8 @@ void drv_sched_free(drv_sched *s)
     drv_free(s->job_touch);
     drv_free(s->job_fail_epoch);
     drv_free(s->job_fail_workers);
-    drv_free(s->qkey);
+    for (int i = 0; i < DRV_MAX_SLOT_PLUGINS; i++)
+        drv_free(s->qkey[i]);
     drv_free(s->cfit);
     drv_free(s->order);
     drv_free(s->order2);
@@ -311,17 +312,14 @@ static qent make_qent(const drv_state *st, int32_t job)
 static int queue_cmp(const drv_ctx *c, int32_t a, int32_t b)
 {
     const drv_profile *pr = c->s->prof;
-    for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++) {
-        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][i].p;
-        void *ps = c->s->ustate[DRV_PT_QUEUE_ORDER][i];
+    for (int i = 0; i < c->s->nqo; i++) { /* the chain, idle plugins left out */
+        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][c->s->qo[i]].p;
         int r;
-        if (p->queue_key) {
-            /* The first plugin's keys were computed once for this cycle. */
-            double ka = i == 0 ? c->s->qkey[a] : p->queue_key(c, ps, a);
-            double kb = i == 0 ? c->s->qkey[b] : p->queue_key(c, ps, b);
+        if (p->queue_key) { /* keys were asked once this cycle (sort_by_plugins) */
+            double ka = c->s->qkey[i][a], kb = c->s->qkey[i][b];
             r = ka < kb ? -1 : ka > kb ? 1 : 0;
         } else {
-            r = p->queue_cmp(c, ps, a, b);
+            r = p->queue_cmp(c, c->s->ustate[DRV_PT_QUEUE_ORDER][c->s->qo[i]], a, b);
         }
         if (r)
             return r;
@@ -468,18 +466,23 @@ static bool sort_keyed(drv_ctx *c, const drv_plugin *q0, void *q0s, int32_t nold
     return sorted;
 }
 
-/* Any other queue_order: sorts the job ids with the plugins' comparison (the first plugin's
- * keys asked once per job), then rebuilds the records in that order. 0 or DRV_ENOMEM. */
-static int sort_by_plugins(drv_ctx *c, const drv_plugin *q0, void *q0s, int32_t *pend, int32_t *tmp)
+/* Any other queue_order: sorts the job ids with the plugins' comparison (each keyed plugin's
+ * keys asked once per job, in the order queue_begin was handed the jobs), then rebuilds the
+ * records in that order. 0 or DRV_ENOMEM. */
+static int sort_by_plugins(drv_ctx *c, int32_t *pend, int32_t *tmp)
 {
     drv_sched *s = c->s;
     const drv_state *st = c->snap->st;
     int32_t npend = s->norder;
-    if (q0 && q0->queue_key) {
-        if (drv_grow(&s->qkey, sizeof *s->qkey, &s->cap_qkey, st->njobs) != 0)
+    for (int i = 0; i < s->nqo; i++) {
+        const drv_plugin *p = s->prof->use[DRV_PT_QUEUE_ORDER][s->qo[i]].p;
+        void *ps = s->ustate[DRV_PT_QUEUE_ORDER][s->qo[i]];
+        if (!p->queue_key)
+            continue;
+        if (drv_grow(&s->qkey[i], sizeof *s->qkey[i], &s->cap_qkey[i], st->njobs) != 0)
             return DRV_ENOMEM;
-        for (int32_t i = 0; i < npend; i++)
-            s->qkey[pend[i]] = q0->queue_key(c, q0s, pend[i]);
+        for (int32_t k = 0; k < npend; k++)
+            s->qkey[i][pend[k]] = p->queue_key(c, ps, pend[k]);
     }
     merge_sort(c, pend, tmp, npend);
     for (int32_t i = 0; i < npend; i++)
@@ -527,6 +530,7 @@ static int order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
     if (s->cap_seen > seen_old)
         memset(s->seen + seen_old, 0, (size_t)(s->cap_seen - seen_old) * sizeof *s->seen);
     bool was_keyed = s->order_keyed;
+    int32_t was_use = s->order_use;
     s->order_keyed = false; /* until this cycle's keys are in the records */
     int32_t nold = collect(s, st);
     int32_t npend = s->norder;
@@ -536,18 +540,24 @@ static int order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
         if (pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin)
             pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin(c, s->ustate[DRV_PT_QUEUE_ORDER][i], pend,
                                                           npend);
-    const drv_plugin *q0 =
-        pr->nuse[DRV_PT_QUEUE_ORDER] > 0 ? pr->use[DRV_PT_QUEUE_ORDER][0].p : NULL;
-    void *q0s = s->ustate[DRV_PT_QUEUE_ORDER][0];
-    bool lone_key = pr->nuse[DRV_PT_QUEUE_ORDER] == 1 && q0->queue_key;
+    s->nqo = 0; /* the chain this cycle: plugins that order something */
+    for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++) {
+        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][i].p;
+        if (!p->queue_idle || !p->queue_idle(c, s->ustate[DRV_PT_QUEUE_ORDER][i]))
+            s->qo[s->nqo++] = i;
+    }
+    const drv_plugin *q0 = s->nqo > 0 ? pr->use[DRV_PT_QUEUE_ORDER][s->qo[0]].p : NULL;
+    void *q0s = s->nqo > 0 ? s->ustate[DRV_PT_QUEUE_ORDER][s->qo[0]] : NULL;
+    bool lone_key = s->nqo == 1 && q0->queue_key;
     bool sorted = true;
-    if (lone_key)
-        sorted = sort_keyed(c, q0, q0s, nold, was_keyed, idx, tmp);
-    else if (sort_by_plugins(c, q0, q0s, pend, tmp) != 0)
+    if (lone_key) /* keys kept only from the same plugin's */
+        sorted = sort_keyed(c, q0, q0s, nold, was_keyed && was_use == s->qo[0], idx, tmp);
+    else if (sort_by_plugins(c, pend, tmp) != 0)
         return DRV_ENOMEM;
     if (!sorted && adopt_order(s, idx, pend) != 0)
         return DRV_ENOMEM;
     s->order_keyed = lone_key;
+    s->order_use = lone_key ? s->qo[0] : -1;
     *jobs = pend;
     *n = npend;
     return 0;

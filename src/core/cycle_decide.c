@@ -94,7 +94,7 @@ int drv_ctx_bind(drv_ctx *c, int32_t pod, int32_t node)
     return 0;
 }
 
-int drv_ctx_evict(drv_ctx *c, int32_t pod, int reason)
+static int evict(drv_ctx *c, int32_t pod, int reason, int32_t by)
 {
     const drv_state *st = c->snap->st;
     int32_t from = cycle_pod_node(c, pod);
@@ -104,6 +104,7 @@ int drv_ctx_evict(drv_ctx *c, int32_t pod, int reason)
                       .job = st->pods[pod].job,
                       .pod = pod,
                       .node = -1,
+                      .value = by,
                       .reason = reason,
                       .from = from};
     int rc = push(c, x);
@@ -112,6 +113,16 @@ int drv_ctx_evict(drv_ctx *c, int32_t pod, int reason)
     give(c, from, cycle_pod_req(st, pod));
     set_pod_node(c, pod, -1);
     return 0;
+}
+
+int drv_ctx_evict(drv_ctx *c, int32_t pod, int reason)
+{
+    return evict(c, pod, reason, -1);
+}
+
+int drv_ctx_preempt(drv_ctx *c, int32_t pod, int32_t by)
+{
+    return evict(c, pod, DRV_REASON_PREEMPT, by);
 }
 
 int drv_ctx_scale(drv_ctx *c, int32_t job, int32_t workers)

@@ -17,7 +17,9 @@
  * scanning every node — in a saturated cluster with a long queue that is most attempts.
  * Third, the shapes of gangs that failed this cycle (pods missing per role and their requests)
  * are remembered until capacity is given back: a gang that needs at least as many pods, each at
- * least as large, in every role, fails the same way and is not tried.
+ * least as large, in every role, fails the same way and is not tried. A gang its queue's quota
+ * refuses (quota.c) is never remembered: quota is per queue, and it frees up without capacity
+ * being given back.
  *
  * Worked example (gang, 2 nodes with 4 free CPUs each, a job of 1 PS + 2 workers of 3 CPUs):
  * PS -> node0 (free 1,4), worker -> node1 (free 1,1), next worker fits nowhere -> roll back both
@@ -113,13 +115,19 @@ struct drv_sched {
     int32_t norder, cap_order;
     qent *order2; /* where a sort puts the records; then the two swap */
     int32_t cap_order2;
-    bool order_keyed; /* order[].key holds the keys of a lone keyed queue plugin */
-    uint32_t *seen;   /* per job: == stamp when already in this cycle's queue */
+    bool order_keyed;  /* order[].key holds the keys of a lone keyed queue plugin */
+    int32_t order_use; /* when order_keyed: that plugin's index among the queue_order uses */
+    /* This cycle's queue_order chain: indices of the uses not idle (drv_plugin.queue_idle). */
+    int32_t qo[DRV_MAX_SLOT_PLUGINS];
+    int32_t nqo;
+    uint32_t *seen; /* per job: == stamp when already in this cycle's queue */
     int32_t cap_seen;
-    double wake;  /* drv_sched_wake: computed at the end of each cycle */
-    bool blind;   /* drv_sched_starts_blind: likewise */
-    double *qkey; /* per job: the first queue_order plugin's key this cycle (pending jobs only) */
-    int32_t cap_qkey;
+    double wake; /* drv_sched_wake: computed at the end of each cycle */
+    bool blind;  /* drv_sched_starts_blind: likewise */
+    /* per chain position (qo) of a keyed queue_order plugin, per job: its key this cycle
+     * (pending jobs only), asked once per job instead of once per comparison */
+    double *qkey[DRV_MAX_SLOT_PLUGINS];
+    int32_t cap_qkey[DRV_MAX_SLOT_PLUGINS];
     /* Node constraints (constraint.c): when the state has any (cons_on), cfit[cons * cfit_cls +
      * class] is the constraint score of class for constraint cons, or -1 when it does not fit;
      * computed for new constraints and classes at the start of a cycle (both are immutable). */
@@ -156,6 +164,10 @@ static inline drv_res cycle_res_max(drv_res a, drv_res b)
     return (drv_res){a.cpu > b.cpu ? a.cpu : b.cpu, a.mem > b.mem ? a.mem : b.mem,
                      a.gpu > b.gpu ? a.gpu : b.gpu};
 }
+
+/* What the gang of job at `workers` still misses in the assumed state, summed over its pods
+ * (quota.c). O(roles), O(pods of the job) when some pod of it moved this cycle. */
+drv_res cycle_gang_need(const drv_ctx *c, int32_t job, int32_t workers);
 
 /* Brings the constraint table up to the state's constraints and classes. 0 or DRV_ENOMEM. */
 int cycle_cons_refresh(drv_sched *s, const drv_state *st);

@@ -1,7 +1,8 @@
 /*
  * cycle_place.c - where a pod goes: the profile's filters and weighted scores, the best node by
  * a full scan or through the best-node index (exact either way, docs/cycle.md "Cost"), and gang
- * placement with its O(1) rejections (maxfree, totfree, the failed-gang memo) and rollback.
+ * placement with its O(1) rejections (maxfree, totfree, the failed-gang memo), its queue's
+ * quota (quota.c) and rollback.
  */
 #include "cycle_int.h"
 
@@ -330,12 +331,22 @@ int32_t drv_ctx_best_node(const drv_ctx *c, int32_t pod)
     return best;
 }
 
-int32_t drv_ctx_place_pod(drv_ctx *c, int32_t pod)
+/* Places one pod, its quota already admitted (a gang's is checked whole). */
+static int32_t place_one(drv_ctx *c, int32_t pod)
 {
     int32_t n = drv_ctx_best_node(c, pod);
     if (n >= 0 && drv_ctx_bind(c, pod, n) != 0)
         return -1;
     return n;
+}
+
+int32_t drv_ctx_place_pod(drv_ctx *c, int32_t pod)
+{
+    const drv_state *st = c->snap->st;
+    if (st->nqueues > 0 &&
+        !drv_ctx_queue_fits(c, st->jobs[st->pods[pod].job].queue, cycle_pod_req(st, pod)))
+        return -1;
+    return place_one(c, pod);
 }
 
 /* Intra-job placement order: PS first, then chief, workers, evaluators (Volcano task-order). */
@@ -369,10 +380,22 @@ static bool gang_room(const drv_ctx *c, int32_t job, int32_t workers, gang_shape
     return drv_res_fits(need, s->totfree);
 }
 
+/* Whether the job's queue admits what the gang of this shape misses (true with no queue). */
+static bool shape_quota(const drv_ctx *c, int32_t job, const gang_shape *shape)
+{
+    const drv_state *st = c->snap->st;
+    if (st->nqueues == 0)
+        return true;
+    drv_res need = {0, 0, 0};
+    for (int r = 0; r < DRV_NROLES; r++)
+        need = drv_res_add(need, drv_res_scale(shape->req[r], shape->missing[r]));
+    return drv_ctx_queue_fits(c, st->jobs[job].queue, need);
+}
+
 bool drv_ctx_gang_room(const drv_ctx *c, int32_t job, int32_t workers)
 {
     gang_shape shape;
-    return gang_room(c, job, workers, &shape);
+    return gang_room(c, job, workers, &shape) && shape_quota(c, job, &shape);
 }
 
 int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
@@ -394,6 +417,11 @@ int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
             mark_failed(s, job, workers);
             return 0;
         }
+    /* Quota last, and remembered nowhere: the memos speak of capacity, which another job's
+     * gang of this shape in another queue may well find, and a queue's room grows without any
+     * capacity given back (its quota raised, a borrower's use falling in its cohort). */
+    if (!shape_quota(c, job, &shape))
+        return 0;
     drv_mark m = drv_ctx_mark(c);
     if (drv_ctx_scale(c, job, workers) != 0)
         return DRV_ENOMEM;
@@ -412,7 +440,7 @@ int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
             int32_t pod = first + i;
             if (cycle_pod_node(c, pod) >= 0)
                 continue;
-            if (drv_ctx_place_pod(c, pod) < 0) {
+            if (place_one(c, pod) < 0) {
                 int err = c->err;
                 drv_ctx_rollback(c, m);
                 if (!err && s->nfailed < MAX_FAILED)

@@ -45,7 +45,11 @@ const char *drv_decision_format(const drv_state *st, const drv_decision *x, char
         snprintf(buf, n, "BIND %s/%s-%d %s", job, role, idx, node);
         break;
     case DRV_EVICT:
-        snprintf(buf, n, "EVICT %s/%s-%d %s", job, role, idx, reason_name(x->reason));
+        if (x->reason == DRV_REASON_PREEMPT && x->value >= 0 && x->value < st->njobs)
+            snprintf(buf, n, "EVICT %s/%s-%d %s by %s", job, role, idx, reason_name(x->reason),
+                     drv_strtab_str(st->names, st->jobs[x->value].name));
+        else
+            snprintf(buf, n, "EVICT %s/%s-%d %s", job, role, idx, reason_name(x->reason));
         break;
     case DRV_SCALE:
         snprintf(buf, n, "SCALE %s %lld", job, (long long)x->value);

@@ -19,6 +19,8 @@
  *                    thread)
  *   ctrl_shared.c    PriorityClasses and Queues, jobs held until what they name exists, Queue
  *                    status, why a node constraint or quota holds a job (scheduler thread)
+ *   ctrl_resize.c    CPU limits resized in place (pods/resize, sent by the binder threads) or
+ *                    at a pod's next creation (scheduler thread)
  *   ctrl_metrics.c   counters, latencies and their metrics (counters: own lock)
  *   ctrl_loop.c      create/free, and the loop: start, one iteration, stop
  *
@@ -37,6 +39,7 @@
 
 #include "drover/kube_informer.h"
 #include "drover/kube_types.h"
+#include "drover/cycle.h"
 #include "drover/kube_workqueue.h"
 
 #include "json.h"
@@ -82,7 +85,7 @@ enum {
 enum { NINFORMERS = 6 };
 
 /* What a binder thread sends. */
-enum { REQ_NONE, REQ_CREATE, REQ_BIND, REQ_DELETE };
+enum { REQ_NONE, REQ_CREATE, REQ_BIND, REQ_DELETE, REQ_RESIZE };
 /* What a binder thread read back after a conflict. */
 enum { READ_NONE, READ_FOUND, READ_GONE };
 /* A pod's deletion that fails is sent again up to this many times in all (then its room stays
@@ -173,6 +176,8 @@ typedef struct job_record {
     int32_t rendered[DRV_NROLES];       /* the counts its pods' peer environment names ... */
     int32_t env_gen;                    /* ... counted up each time they change */
     bool scaling;                       /* pods re-created for a new count are not all back */
+    bool peers_pending;                 /* some pod was deleted to get new peers, and not every
+                                           pod is back: a restart of a failed pod is not this */
     bool adopted;       /* placed by an earlier controller: no second Scheduled Event */
     bool suspended;     /* spec.runPolicy.suspend: out of the state until resumed */
     bool service_asked; /* its headless Service was handed to the writer */
@@ -184,6 +189,7 @@ typedef struct pod_record {
     int8_t exists;             /* 0: no pod; 1: a pod; 2: a pod being deleted */
     int8_t phase;              /* enum drv_kpod_phase of the pod */
     int16_t exit_code;         /* its failed container's exit code, -1 (restartPolicy ExitCode) */
+    int32_t restarts;          /* the kubelet's restarts in place (drv_kpod.restarts) */
     int32_t env_gen;           /* the job's env_gen its peer environment was rendered for */
     int32_t api_node;          /* the node the API has it on, -1 */
     int32_t api_name;          /* ... its interned name, 0 when unbound */
@@ -191,12 +197,16 @@ typedef struct pod_record {
     int32_t ghost;             /* being deleted where the state no longer has it: the interned
                                   node whose room it holds until gone (counted as foreign), 0 */
     drv_res ghost_req;
-    int32_t want;        /* create it bound to this node once the old pod is gone, -1 */
-    int8_t inflight;     /* REQ_* a binder thread is sending about it, REQ_NONE */
-    bool delete_after;   /* ... and it is to be deleted once that is done */
-    bool delete_assumed; /* exists = 2 was assumed for a deletion not yet answered */
-    int8_t delete_tries; /* deletions of its current pod that failed (sent again while below
-                            MAX_DELETE_TRIES; its ghost holds the room meanwhile) */
+    int32_t want;           /* create it bound to this node once the old pod is gone, -1 */
+    int8_t inflight;        /* REQ_* a binder thread is sending about it, REQ_NONE */
+    bool delete_after;      /* ... and it is to be deleted once that is done */
+    bool delete_assumed;    /* exists = 2 was assumed for a deletion not yet answered */
+    int64_t api_cpu_limit;  /* its pod's CPU limit as the API has it (drv_kpod.cpu_limit, 0:
+                               none); what the state is restored to when a resize fails */
+    int64_t want_cpu_limit; /* a CPU limit decided but not resized in place: given to its pod
+                               when it is next created (ctrl_resize.c); 0: none */
+    int8_t delete_tries;    /* deletions of its current pod that failed (sent again while below
+                               MAX_DELETE_TRIES; its ghost holds the room meanwhile) */
 } pod_record;
 
 /* ---- the units' parts of the controller ------------------------------------------------------ */
@@ -235,8 +245,8 @@ typedef struct ctrl_intake {
 /* A request queued for the binder threads (owned strings). */
 typedef struct bind_request {
     int32_t slot, node; /* node -1: unbound creation, or a deletion */
-    int8_t request;     /* REQ_CREATE, REQ_BIND, REQ_DELETE */
-    char *path, *body;  /* body NULL for a deletion */
+    int8_t request;     /* REQ_CREATE, REQ_BIND, REQ_DELETE, REQ_RESIZE */
+    char *path, *body;  /* body NULL for a deletion; REQ_RESIZE: a strategic merge patch */
     char *pod_path;     /* the pod's own path (read after a 409) */
 } bind_request;
 
@@ -345,7 +355,7 @@ typedef struct ctrl_counters {
     drv_ctrl_latency *lat;
     int32_t nlat, cap_lat;
     /* drv_ctrl_opts.metrics (scheduler thread): the metrics, and what was last exported */
-    drv_metric *cycles, *binds, *creates, *deletes, *status, *events, *samples;
+    drv_metric *cycles, *binds, *creates, *deletes, *resizes, *status, *events, *samples;
     drv_metric *pending, *running, *leader, *cycle_s, *latency_s;
     drv_ctrl_stats exported;
     /* drover_api_errors_total{code,verb,resource}: one counter per row of the budget's
@@ -427,11 +437,12 @@ typedef struct ctrl_shared {
 typedef struct ctrl_loop {
     ctrl_event *batch; /* the events being applied (swapped with the queue's) */
     int32_t cap_batch;
-    bool synced;        /* every informer has listed once */
-    bool leader;        /* it schedules (the lease thread said so, or no election) */
-    bool warned_resize; /* the resize warning was logged */
-    double last;        /* when the last cycle ran (since t0) */
-    double t0;          /* drv_clock_mono() when started: the snapshot's zero */
+    bool synced;       /* every informer has listed once */
+    bool leader;       /* it schedules (the lease thread said so, or no election) */
+    bool warned_batch; /* the warning that batch sizes are not sent was logged */
+    double last;       /* when the last cycle ran (since t0) */
+    double deadline;   /* the lifecycle's next deadline (since t0; INFINITY: none) */
+    double t0;         /* drv_clock_mono() when started: the snapshot's zero */
 } ctrl_loop;
 
 struct drv_ctrl {
@@ -439,6 +450,8 @@ struct drv_ctrl {
     drv_kube_budget *budget; /* every client's: one token bucket, every non-2xx answer counted
                                 (the caller's when its config has one, else owned_budget) */
     drv_kube_budget *owned_budget;
+    bool resize_served; /* the API lists pods/resize (Kubernetes >= 1.33): asked once at start */
+    bool resize_told;   /* the log said how resizes are applied (once) */
     drv_profile prof;
     char scheduler[64], ns[254];
     drv_sched *sched;
@@ -522,6 +535,8 @@ void ctrl_pod_name(drv_ctrl *c, int32_t slot, char *buf, size_t n);
 int ctrl_binder_create(drv_ctrl *c, int32_t slot, int32_t node); /* node -1: unbound */
 int ctrl_binder_place(drv_ctrl *c, int32_t slot, int32_t node);
 int ctrl_binder_delete(drv_ctrl *c, int32_t slot);
+/* PATCHes slot's pods/resize with body (owned from now) through the binder threads. */
+int ctrl_binder_resize(drv_ctrl *c, int32_t slot, char *body);
 int ctrl_binder_apply_answer(drv_ctrl *c, const ctrl_event *e);
 void ctrl_binder_drop_queued(drv_ctrl *c); /* each as a failed answer */
 int ctrl_binder_start(drv_ctrl *c, drv_diag *d);
@@ -580,7 +595,8 @@ int ctrl_lifecycle_edit(drv_ctrl *c, int32_t j, const tj_record *t);
 void ctrl_lifecycle_invalid(drv_ctrl *c, const ctrl_event *e);
 int ctrl_lifecycle_pod_env(drv_ctrl *c, int32_t slot, json_t *pod);
 void ctrl_lifecycle_service(drv_ctrl *c, int32_t j);
-void ctrl_lifecycle_expire(drv_ctrl *c); /* finished jobs past their TTL are deleted */
+/* Finished jobs past their TTL are deleted; the next deadline (wall), INFINITY: none. */
+double ctrl_lifecycle_expire(drv_ctrl *c);
 int ctrl_lifecycle_write_status(json_t *obj, const status_request *r); /* writer thread */
 
 /* ---- other operators' gangs (ctrl_podgroup.c) ----------------------------------------------- */
@@ -589,13 +605,27 @@ int ctrl_podgroup_apply(drv_ctrl *c, const ctrl_event *e); /* an EV_PODGROUP */
 int ctrl_podgroup_pod(drv_ctrl *c, const ctrl_event *e);
 /* The slot of such a pod in its gang's job, or -1. */
 int32_t ctrl_podgroup_slot(drv_ctrl *c, const ctrl_event *e);
-/* Gangs complete enough become jobs of the state; those that wait say why once. */
+/* Gangs complete enough (and whose minResources are free) become jobs of the state; those
+ * that wait say why once. */
 int ctrl_podgroup_admit(drv_ctrl *c);
+/* Gangs past their scheduleTimeoutSeconds unplaced say so; the next timeout (wall), INFINITY:
+ * none. */
+double ctrl_podgroup_timeouts(drv_ctrl *c);
 /* After a cycle, instead of the TrainingJob lifecycle: phase, PodGroup status, Events. */
 void ctrl_podgroup_reconcile(drv_ctrl *c, int32_t j, bool placed, const char *why);
 /* Makes the next ctrl_podgroup_admit look at every waiting gang (a Queue or class came). */
 void ctrl_podgroup_touch(drv_ctrl *c);
 void ctrl_podgroup_fini(drv_ctrl *c);
+
+/* ---- CPU limits (ctrl_resize.c) ------------------------------------------------------------ */
+void ctrl_resize_discover(drv_ctrl *c); /* blocking: at start, before the binder threads */
+/* A RESIZE decision: sent (and assumed) when the API serves pods/resize and the pod can take
+ * it now; else kept for the pod's next creation, the state keeping the API's limit. */
+int ctrl_resize_decided(drv_ctrl *c, const drv_decision *x);
+void ctrl_resize_answered(drv_ctrl *c, const ctrl_event *e);          /* a REQ_RESIZE's answer */
+void ctrl_resize_seen(drv_ctrl *c, int32_t slot, const drv_kpod *kp); /* the pod's limit */
+/* The wanted limit, if any, into a pod about to be created (its first container's). */
+int ctrl_resize_render(drv_ctrl *c, int32_t slot, json_t *pod);
 
 /* ---- cycle (ctrl_cycle.c) ------------------------------------------------------------------- */
 int ctrl_cycle_run(drv_ctrl *c);

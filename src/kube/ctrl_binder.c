@@ -1,7 +1,8 @@
 /*
- * ctrl_binder.c - `drover run`'s binder: pod creations (bound or not), bindings and pod
- * deletions, sent by binder threads (several at once, each with its own API client, as
- * kube-scheduler binds asynchronously) so that no request blocks the scheduler thread (ctrl.h).
+ * ctrl_binder.c - `drover run`'s binder: pod creations (bound or not), bindings, pod
+ * deletions and CPU resizes (pods/resize: ctrl_resize.c decides), sent by binder threads (several
+ * at once, each with its own API client, as kube-scheduler binds asynchronously) so that no request
+ * blocks the scheduler thread (ctrl.h).
  *
  * Owns: c->binder (the request queue and the threads, under binder.mu). The scheduler thread
  * queues (ctrl_binder_create/_place/_delete), marking the pod record's request in flight; a
@@ -102,7 +103,7 @@ static char *pod_body(drv_ctrl *c, int32_t s, int32_t node)
                             json_string(drv_strtab_str(st->names, st->nodes[node].name)));
     json_object_set_new(tm, "apiVersion", json_string("v1"));
     json_object_set_new(tm, "kind", json_string("Pod"));
-    if (ctrl_lifecycle_pod_env(c, s, tm) == DRV_ENOMEM) {
+    if (ctrl_lifecycle_pod_env(c, s, tm) == DRV_ENOMEM || ctrl_resize_render(c, s, tm) != 0) {
         json_decref(tm);
         return NULL;
     }
@@ -158,6 +159,15 @@ static int bind(drv_ctrl *c, int32_t slot, int32_t node)
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/binding", ns, pod);
     char *body = drv_kube_binding_json(ns, pod, drv_strtab_str(st->names, st->nodes[node].name));
     return enqueue(c, slot, node, REQ_BIND, drv_strdup(path), body);
+}
+
+int ctrl_binder_resize(drv_ctrl *c, int32_t slot, char *body)
+{
+    char *own = pod_path(c, slot), *path = NULL;
+    if (own && (path = drv_malloc(strlen(own) + sizeof "/resize")) != NULL)
+        sprintf(path, "%s/resize", own);
+    drv_free(own);
+    return enqueue(c, slot, -1, REQ_RESIZE, path, body);
 }
 
 /* A pod being deleted holds its node's room until it is gone or finished, like
@@ -263,9 +273,14 @@ static void send_request(binder_thread *t, const bind_request *r, ctrl_event *e)
     drv_diag d = {{0}};
     long status = 0;
     e->u.answer.sent = drv_clock_mono();
-    int rc = r->request == REQ_DELETE
-                 ? drv_kube_delete(t->client, r->path, -1, "Background", &status, &d)
-                 : drv_kube_request(t->client, "POST", r->path, NULL, r->body, &status, NULL, &d);
+    int rc;
+    if (r->request == REQ_DELETE)
+        rc = drv_kube_delete(t->client, r->path, -1, "Background", &status, &d);
+    else if (r->request == REQ_RESIZE) /* (kubectl patch --subresource resize's patch type) */
+        rc = drv_kube_request(t->client, "PATCH", r->path, "application/strategic-merge-patch+json",
+                              r->body, &status, NULL, &d);
+    else
+        rc = drv_kube_request(t->client, "POST", r->path, NULL, r->body, &status, NULL, &d);
     e->u.answer.done = e->t = drv_clock_mono();
     e->u.answer.slot = r->slot;
     e->u.answer.node = r->node;
@@ -275,7 +290,7 @@ static void send_request(binder_thread *t, const bind_request *r, ctrl_event *e)
     bool expected = r->request == REQ_DELETE ? status == 404 : status == 409;
     if (rc != 0)
         drv_log(expected ? DRV_LOG_INFO : DRV_LOG_WARN, "%s", d.msg);
-    if (rc != 0 && status == 409)
+    if (rc != 0 && status == 409 && r->request != REQ_RESIZE)
         read_pod(t, r, e);
 }
 
@@ -307,7 +322,10 @@ static void *binder_main(void *arg)
         send_request(t, &r, &e);
         char what[1300];
         snprintf(what, sizeof what, "the answer to %s %s",
-                 r.request == REQ_DELETE ? "DELETE" : "POST", r.path);
+                 r.request == REQ_DELETE   ? "DELETE"
+                 : r.request == REQ_RESIZE ? "PATCH"
+                                           : "POST",
+                 r.path);
         ctrl_events_push(t->c, &e, what);
         drv_free(r.path);
         drv_free(r.body);
@@ -418,7 +436,9 @@ int ctrl_binder_apply_answer(drv_ctrl *c, const ctrl_event *e)
     p->inflight = REQ_NONE;
     if (e->u.answer.request == REQ_DELETE)
         return deletion_answered(c, s, e);
-    if (e->u.answer.ok) {
+    if (e->u.answer.request == REQ_RESIZE) {
+        ctrl_resize_answered(c, e);
+    } else if (e->u.answer.ok) {
         if (p->exists == 0)
             p->exists = 1;
         if (node >= 0) {
@@ -447,7 +467,8 @@ int ctrl_binder_apply_answer(drv_ctrl *c, const ctrl_event *e)
         if (p->exists == 1 && ctrl_binder_delete(c, s) == DRV_ENOMEM)
             return DRV_ENOMEM;
     }
-    gang_answered(c, jr, sp->job, e);
+    if (e->u.answer.request != REQ_RESIZE) /* (a resize is no part of a gang's placing) */
+        gang_answered(c, jr, sp->job, e);
     return 0;
 }
 

@@ -4,7 +4,8 @@
  *
  *   1. drv_sched_cycle decides on a snapshot of the mirror's state;
  *   2. every decision is applied to the state as assumed (a binding holds its node's room from
- *      now), and sent through the binder: deletions first, then bindings gang by gang;
+ *      now), and sent through the binder: deletions and CPU resizes first (ctrl_resize.c),
+ *      then bindings gang by gang;
  *   3. reconcile: each job's lifecycle steps (ctrl_lifecycle.c: failed pods restarted,
  *      finished jobs ended, conditions), pods above a job's targets go, the
  *      wanted pods of a waiting job are created unbound once, and status and Events are handed
@@ -76,22 +77,24 @@ static int send_removal(drv_ctrl *c, const drv_decision *x)
 }
 
 /* Each job preempted this cycle (an EVICT with DRV_REASON_PREEMPT) is told by an Event who
- * takes its place: the most important job the cycle binds (its pods' deletions, sent by
- * send_removal, keep their terminationGracePeriodSeconds: a training job checkpoints on
- * SIGTERM). O(decisions) per victim; victims are few. */
+ * takes its place: the preemptor the decision names (drv_ctx_preempt), else (a plugin that
+ * evicts without naming one, as Tiresias) the most important job the cycle binds. Its pods'
+ * deletions, sent by send_removal, keep their terminationGracePeriodSeconds: a training job
+ * checkpoints on SIGTERM. O(decisions) per victim; victims are few. */
 static void tell_preempted(drv_ctrl *c, const drv_decisions *dv)
 {
     drv_state *st = &c->mirror.st;
-    int32_t by = -1;
+    int32_t bound = -1;
     for (int32_t i = 0; i < dv->n; i++)
         if (dv->v[i].kind == DRV_BIND &&
-            (by < 0 || st->jobs[dv->v[i].job].priority > st->jobs[by].priority))
-            by = dv->v[i].job;
+            (bound < 0 || st->jobs[dv->v[i].job].priority > st->jobs[bound].priority))
+            bound = dv->v[i].job;
     for (int32_t i = 0; i < dv->n; i++) {
         const drv_decision *x = &dv->v[i];
         if (x->kind != DRV_EVICT || x->reason != DRV_REASON_PREEMPT ||
             c->mirror.jobs[x->job].members)
             continue;
+        int32_t by = x->value >= 0 && x->value < st->njobs ? (int32_t)x->value : bound;
         bool told = false; /* (one Event per victim: its first eviction of the cycle) */
         for (int32_t k = 0; k < i && !told; k++)
             told = dv->v[k].kind == DRV_EVICT && dv->v[k].reason == DRV_REASON_PREEMPT &&
@@ -146,13 +149,15 @@ static int send_decisions(drv_ctrl *c, const drv_decisions *dv, double t_decide)
         const drv_decision *x = &dv->v[i];
         if (x->kind == DRV_EVICT || x->kind == DRV_MIGRATE) {
             rc = send_removal(c, x);
-        } else if ((x->kind == DRV_RESIZE || x->kind == DRV_BATCH) && !c->loop.warned_resize) {
+        } else if (x->kind == DRV_RESIZE) {
+            rc = ctrl_resize_decided(c, x); /* (assumed there, only when sent) */
+        } else if (x->kind == DRV_BATCH && !c->loop.warned_batch) {
             /* (BATCH comes only for jobs with a calibrated model, which the cluster's jobs have
              * not: the goodput plugin leaves them alone.) */
-            c->loop.warned_resize = true;
+            c->loop.warned_batch = true;
             drv_log(DRV_LOG_WARN,
-                    "profile %s resizes CPU limits or batch sizes; drover run does not send "
-                    "these yet (docs/running.md)",
+                    "profile %s changes batch sizes; drover run does not send these "
+                    "(docs/running.md)",
                     c->prof.name);
         }
     }
@@ -176,7 +181,8 @@ static int send_decisions(drv_ctrl *c, const drv_decisions *dv, double t_decide)
     return rc;
 }
 
-/* Applies a decision to the state as the cycle assumed it. */
+/* Applies a decision to the state as the cycle assumed it. (A RESIZE is assumed only when it
+ * is sent: ctrl_resize_decided.) */
 static void assume(drv_ctrl *c, const drv_decision *x)
 {
     drv_state *st = &c->mirror.st;
@@ -189,9 +195,6 @@ static void assume(drv_ctrl *c, const drv_decision *x)
         break;
     case DRV_SCALE:
         drv_state_set_workers(st, x->job, (int32_t)x->value);
-        break;
-    case DRV_RESIZE:
-        drv_state_set_cpu_limit(st, x->pod, x->value);
         break;
     case DRV_MIGRATE:
         drv_state_unbind(st, x->pod);
@@ -371,7 +374,6 @@ static int reconcile(drv_ctrl *c, const int32_t *queue_pos)
         }
         ctrl_writer_status(c, j, msg);
     }
-    ctrl_lifecycle_expire(c);
     return 0;
 }
 

@@ -23,6 +23,7 @@
 #include "ctrl.h"
 #include "peers.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -239,7 +240,7 @@ static void rerender(drv_ctrl *c, int32_t j)
     }
     /* A pod rendered for older counts is re-created once no request about it is out (one
      * being created or bound now is seen to on a later cycle). */
-    bool scaling = false;
+    bool busy = false;
     for (int32_t k = 0; k < jb->pod_count; k++) {
         int32_t s = jb->pod_base + k;
         const drv_pod *sp = &m->st.pods[s];
@@ -250,10 +251,15 @@ static void rerender(drv_ctrl *c, int32_t j)
             p->env_gen != jr->env_gen) {
             p->want = sp->node; /* bound: again where it is; unbound: placed by a cycle */
             ctrl_binder_delete(c, s);
+            jr->peers_pending = true;
         }
-        scaling |= p->want >= 0 || (p->exists && p->env_gen != jr->env_gen);
+        busy |= p->want >= 0 || (p->exists && p->env_gen != jr->env_gen);
     }
-    jr->scaling = scaling;
+    /* Scaling while pods re-created for new peers are not all back; a failed pod re-created
+     * alone (restartPolicy) is a restart, which the lifecycle reports as such. */
+    if (!busy)
+        jr->peers_pending = false;
+    jr->scaling = jr->peers_pending && busy;
 }
 
 /* The job's state by lifecycle.c's rules from its pods as last seen, into *out. True when it
@@ -286,7 +292,8 @@ static bool decide(drv_ctrl *c, int32_t j, bool rerender_env, drv_lifecycle_out 
         obs[nobs++] = (drv_pod_obs){.role = sp->role,
                                     .phase = obs_phase(&m->pods[jb->pod_base + k]),
                                     .rank = sp->index,
-                                    .exit_code = m->pods[jb->pod_base + k].exit_code};
+                                    .exit_code = m->pods[jb->pod_base + k].exit_code,
+                                    .restarts = m->pods[jb->pod_base + k].restarts};
     }
     drv_lifecycle_in in = {.policy = jr->policy,
                            .allreduce = jr->allreduce,
@@ -522,28 +529,34 @@ void ctrl_lifecycle_service(drv_ctrl *c, int32_t j)
     free(text);
 }
 
-/* Finished jobs past ttlSecondsAfterFinished are deleted. O(jobs of the state) per call:
- * finished jobs stay in the state's arrays (a few hundred bytes each), so this visits every
- * job the controller has seen since it started.
- *
- * Timers: the loop runs a cycle when the mirror is dirty (it looks at least every 50 ms) or
- * when a plugin asks; a pending deadline or TTL keeps the mirror dirty, so it is noticed
- * within about 50 ms, at the cost of a cycle that often while one is pending. */
-void ctrl_lifecycle_expire(drv_ctrl *c)
+/* Finished jobs past ttlSecondsAfterFinished are deleted; a job past its activeDeadlineSeconds
+ * makes the mirror dirty (the cycle's reconcile fails it: decide()). Returns the earliest
+ * deadline still to come (wall clock), INFINITY when none: the loop sleeps until then rather
+ * than cycling to look (ctrl_loop.c). A deadline already passed is never returned (the loop
+ * would wake at once, over and over): the cycle it asks for ends its job, and the next call
+ * after that cycle finds the next one. O(jobs of the state) per call: finished jobs stay in
+ * the state's arrays (a few hundred bytes each), so this visits every job the controller has
+ * seen since it started; it runs after each cycle and when a deadline comes. */
+double ctrl_lifecycle_expire(drv_ctrl *c)
 {
     ctrl_mirror *m = &c->mirror;
-    double now = drv_clock_wall();
-    bool pending = false;
+    double now = drv_clock_wall(), next = INFINITY;
     for (int32_t j = 0; j < m->st.njobs; j++) {
         job_record *jr = &m->jobs[j];
         if (jr->status < ST_SUCCEEDED && jr->policy.active_deadline_s > 0 && !jr->gone &&
-            !jr->suspended && m->st.jobs[j].phase != DRV_JOB_DONE)
-            pending = true;
+            !jr->suspended && jr->start_time >= 0 && m->st.jobs[j].phase != DRV_JOB_DONE) {
+            double at = jr->start_time + jr->policy.active_deadline_s;
+            if (at > now && at < next)
+                next = at;
+            else if (at <= now)
+                m->dirty = true;
+        }
         if (jr->status < ST_SUCCEEDED || jr->gone || jr->ttl_done ||
             jr->policy.ttl_after_finished_s < 0 || jr->completion_time < 0)
             continue;
-        if (now - jr->completion_time < jr->policy.ttl_after_finished_s) {
-            pending = true;
+        double at = jr->completion_time + jr->policy.ttl_after_finished_s;
+        if (now < at) {
+            next = at < next ? at : next;
             continue;
         }
         char ns[256], name[256], path[700];
@@ -556,8 +569,7 @@ void ctrl_lifecycle_expire(drv_ctrl *c)
         ctrl_writer_event(c, j, "Normal", "JobExpired",
                           "ttlSecondsAfterFinished has passed since it finished: deleted");
     }
-    if (pending)
-        m->dirty = true;
+    return next;
 }
 
 /* ---- status (writer thread) ----------------------------------------------------------------- */

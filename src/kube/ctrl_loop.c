@@ -7,7 +7,10 @@
  *
  * One iteration, in this order:
  *   1. wait: for events, or until the time the plugins asked to be woken (drv_sched_wake), or
- *      the profile's period when a plugin wants every cycle; at most 50 ms (to notice stop);
+ *      the profile's period when a plugin wants every cycle, or the lifecycle's next deadline
+ *      (activeDeadlineSeconds, ttlSecondsAfterFinished: ctrl_lifecycle_expire; a PodGroup's
+ *      scheduleTimeoutSeconds: ctrl_podgroup_timeouts); at most 50 ms
+ *      (to notice stop: an idle iteration runs no cycle);
  *   2. apply the batch: informers' objects (mirror; PodGroups: podgroup; PriorityClasses and
  *      Queues: shared), binders' answers (binder), progress samples (mirror), leadership
  *      changes (lease);
@@ -15,11 +18,12 @@
  *      so, start the lease (no decision is made on a partly listed cluster);
  *   4. when this controller leads: TrainingJobs held for a missing Queue or PriorityClass
  *      that now exists become jobs, the others are told why once (ctrl_shared.c); other
- *      operators' gangs complete enough become jobs (ctrl_podgroup.c); and when something
- *      changed (or a plugin's time came): one cycle (ctrl_cycle.c), which sends its decisions
- *      through the binder and writer.
- * (Starting asks the API once, blocking, whether it serves PodGroups and Queues:
- * ctrl_intake.c.)
+ *      operators' gangs complete enough become jobs (ctrl_podgroup.c); when something changed or a
+ * deadline came, the lifecycle's timers (expired jobs deleted, the next deadline); and when
+ * something changed (or a plugin's time came, or a job's activeDeadlineSeconds): one cycle
+ * (ctrl_cycle.c), which sends its decisions through the binder and writer, and the timers again
+ * after it. (Starting asks the API once, blocking, whether it serves PodGroups and Queues,
+ * ctrl_intake.c, and pods/resize, ctrl_resize.c.)
  * No iteration makes a blocking API request: every request goes through a thread of its own.
  *
  * Owns: c->loop (scheduler thread), and the creation and freeing of every unit.
@@ -161,7 +165,10 @@ static int loop_start(drv_ctrl *c, drv_diag *d)
     c->loop.t0 = drv_clock_mono();
     c->loop.synced = false;
     c->loop.last = 0;
+    c->loop.deadline = INFINITY;
     int rc = ctrl_intake_start(c, d);
+    if (rc == 0)
+        ctrl_resize_discover(c); /* (before the binders: they read what it found) */
     if (rc == 0)
         rc = ctrl_binder_start(c, d);
     if (rc == 0)
@@ -249,6 +256,17 @@ static void attain(drv_ctrl *c, double dt)
     }
 }
 
+/* The lifecycle's timers (and pod groups' scheduleTimeoutSeconds): TTLs past are acted on,
+ * and the loop is to wake at the next deadline, kept on the loop's clock (mono since t0). */
+static void lifecycle_timers(drv_ctrl *c)
+{
+    double at = ctrl_lifecycle_expire(c), pg = ctrl_podgroup_timeouts(c);
+    if (pg < at)
+        at = pg;
+    c->loop.deadline =
+        isinf(at) ? INFINITY : at - drv_clock_wall() + (drv_clock_mono() - c->loop.t0);
+}
+
 /* One iteration (the phases above). Returns 0 to go on, or an error that ends the loop. */
 static int loop_iterate(drv_ctrl *c)
 {
@@ -260,6 +278,8 @@ static int loop_iterate(drv_ctrl *c)
     double now = drv_clock_mono() - l->t0;
     double wake = drv_sched_wake(c->sched);
     double until = l->synced ? (wake == -INFINITY ? l->last + c->prof.period : wake) : now + 0.05;
+    if (l->leader && until > l->deadline)
+        until = l->deadline;
     if (until > now + 0.05)
         until = now + 0.05;
     int32_t n = ctrl_events_take(c, &l->batch, &l->cap_batch, l->t0 + until);
@@ -284,14 +304,22 @@ static int loop_iterate(drv_ctrl *c)
         return 0;
     if ((rc = ctrl_shared_admit(c)) != 0 || (rc = ctrl_podgroup_admit(c)) != 0)
         return rc;
+    if (c->mirror.dirty || now >= l->deadline)
+        lifecycle_timers(c); /* (a deadline passed makes the mirror dirty) */
     bool due =
         c->mirror.dirty || (wake == -INFINITY ? now >= l->last + c->prof.period : now >= wake);
-    if (!due || c->mirror.st.nlive == 0)
+    if (!due)
         return 0;
+    if (c->mirror.st.nlive == 0) {
+        c->mirror.dirty = false; /* nothing to schedule: a new job makes it dirty again */
+        return 0;
+    }
     attain(c, now - l->last);
     l->last = now;
     c->mirror.dirty = false;
-    return ctrl_cycle_run(c);
+    if ((rc = ctrl_cycle_run(c)) == 0)
+        lifecycle_timers(c); /* (a job started or finished: its deadline moved) */
+    return rc;
 }
 
 /* Stops every thread (the informers and collector told first, so that they wind down while

@@ -70,6 +70,7 @@ int ctrl_metrics_register(drv_ctrl *c, drv_diag *d)
     COUNTER(binds, "drover_bindings_total", "pods/binding requests that succeeded.");
     COUNTER(creates, "drover_pods_created_total", "Pods created (bound or not).");
     COUNTER(deletes, "drover_pods_deleted_total", "Pods deleted.");
+    COUNTER(resizes, "drover_pod_resizes_total", "pods/resize requests that succeeded.");
     COUNTER(status, "drover_status_writes_total", "TrainingJob status updates written.");
     COUNTER(events, "drover_events_total", "Events written.");
     COUNTER(samples, "drover_progress_samples_total", "Progress samples scraped.");
@@ -139,6 +140,7 @@ void ctrl_metrics_export(drv_ctrl *c, bool gauges)
     drv_metric_add(k->binds, (double)(s.binds - l->binds));
     drv_metric_add(k->creates, (double)(s.creates - l->creates));
     drv_metric_add(k->deletes, (double)(s.deletes - l->deletes));
+    drv_metric_add(k->resizes, (double)(s.resizes - l->resizes));
     export_api_errors(c);
     drv_metric_add(k->status, (double)(s.status_writes - l->status_writes));
     drv_metric_add(k->events, (double)(s.events - l->events));

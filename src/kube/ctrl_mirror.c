@@ -316,6 +316,8 @@ static int own_pod(drv_ctrl *c, int32_t s, const drv_kpod *kp, double t)
     p->exists = 1;
     p->phase = kp->phase;
     p->exit_code = kp->exit_code;
+    p->restarts = kp->restarts;
+    ctrl_resize_seen(c, s, kp);
     p->ip_family = kp->ip_family;
     memcpy(p->ip, kp->ip, sizeof p->ip);
     p->api_node = node;

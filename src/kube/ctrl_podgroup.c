@@ -23,12 +23,26 @@
  * goes Pending -> Scheduled -> Running (every slot running or done) -> Succeeded (every one
  * succeeded) or Failed (all done, one failed), in scheduler-plugins' phase names.
  *
+ * scheduler-plugins' other two fields, as its coscheduling plugin reads them:
+ *   spec.minResources   checked before the gang is tried (its PreFilter): while they exceed
+ *                       what the schedulable nodes have free in all, the group is not made a
+ *                       job (the core never tries it) and an Event says so once;
+ *   spec.scheduleTimeoutSeconds
+ *                       how long a gang may wait for room (its Permit wait): past it, not
+ *                       placed, a Warning Event ScheduleTimeout says so once. scheduler-plugins
+ *                       then rejects the pods it holds in Permit and retries the group after a
+ *                       back-off, its phase staying Pending; Drover never holds a gang half
+ *                       bound, so the group simply stays queued, Pending. Absent: no timeout.
+ *
  * Bounds: admit visits every group, only on an iteration after a pod or PodGroup event
- * changed one; a group remembers at most one record per pod; the table holds only groups with
- * a PodGroup, a pod waiting or a live job (drop_idle).
+ * changed one (or, while a group waits for its minResources, after anything changed); a group
+ * remembers at most one record per pod; the table holds only groups with a PodGroup, a pod
+ * waiting or a live job (drop_idle). The timeouts visit every group, after each cycle and when
+ * one comes (ctrl_loop.c).
  */
 #include "ctrl.h"
 
+#include <math.h>
 #include <string.h>
 
 /* A pod of a gang that is not a job yet. */
@@ -48,6 +62,11 @@ typedef struct pg_group {
     int32_t job;           /* the state's job while it is one, else -1 */
     int32_t said;          /* the pod count its last waiting Event was about, -1: none */
     bool said_missing;     /* the Events about its missing PodGroup were written */
+    drv_res min_res;       /* spec.minResources (0: none) */
+    int32_t timeout_s;     /* spec.scheduleTimeoutSeconds (0: none) */
+    bool min_res_wait;     /* held back by its minResources (its Event written) */
+    double since;          /* while a job: when it became one (wall), for its timeout */
+    bool timeout_done;     /* its timeout was said, or it was placed before it */
     int32_t queue, pclass; /* interned: its PodGroup's spec.queue, spec.priorityClassName */
     char held[400];        /* the Event said about its missing queue or class, "" none */
 } pg_group;
@@ -57,7 +76,8 @@ struct pg_table {
     int32_t n, cap;
     int32_t *by_key; /* by interned key: index in v, or -1 */
     int32_t cap_key;
-    bool changed; /* since admit last looked */
+    bool changed;     /* since admit last looked */
+    int32_t held_res; /* groups held back by their minResources (admit looks again) */
 };
 
 static struct pg_table *table(drv_ctrl *c)
@@ -130,6 +150,8 @@ int ctrl_podgroup_apply(drv_ctrl *c, const ctrl_event *e)
         return DRV_ENOMEM;
     g->exists = e->type != DRV_WATCH_DELETED;
     g->min_member = pg->min_member > 0 ? pg->min_member : 1;
+    g->min_res = pg->min_resources;
+    g->timeout_s = pg->timeout_s > 0 ? pg->timeout_s : 0;
     g->queue = pg->queue;
     g->pclass = pg->priority_class;
     g->said = -1; /* (its wait is said again, with the new minimum) */
@@ -334,6 +356,8 @@ static int make_job(drv_ctrl *c, pg_group *g, const drv_job *named)
     }
     m->job_of[g->key] = j;
     g->job = j;
+    g->since = drv_clock_wall();
+    g->timeout_done = false;
     ctrl_count(c, &c->counters.stats.jobs, 1);
     bool bound = true;
     for (int32_t k = 0; k < jb->pod_count && rc == 0; k++) {
@@ -347,12 +371,44 @@ static int make_job(drv_ctrl *c, pg_group *g, const drv_job *named)
     return rc;
 }
 
+/* What the schedulable nodes have free in all (as a cycle would count it now). */
+static drv_res cluster_free(const drv_state *st)
+{
+    drv_res free = {0, 0, 0};
+    for (int32_t i = 0; i < st->nnodes; i++) {
+        drv_res f = drv_node_free(&st->nodes[i]);
+        if (st->nodes[i].schedulable && drv_res_nonneg(f))
+            free = drv_res_add(free, f);
+    }
+    return free;
+}
+
+/* Whether g's minResources exceed the free cluster: it waits, its Event said once. */
+static bool held_by_min_resources(drv_ctrl *c, pg_group *g)
+{
+    drv_res need = g->min_res, free = cluster_free(&c->mirror.st);
+    bool held = (need.cpu || need.mem || need.gpu) && !drv_res_nonneg(drv_res_sub(free, need));
+    if (held && !g->min_res_wait) {
+        char msg[400];
+        snprintf(msg, sizeof msg,
+                 "its minResources (cpu %.1f, memory %.1f GiB, gpu %lld) exceed what the "
+                 "schedulable nodes have free (cpu %.1f, memory %.1f GiB, gpu %lld): waiting "
+                 "before any pod is tried",
+                 (double)need.cpu / 1000, (double)need.mem / (1 << 30), (long long)need.gpu,
+                 (double)free.cpu / 1000, (double)free.mem / (1 << 30), (long long)free.gpu);
+        event_on(c, false, g->ns, g->name, "Normal", "Waiting", msg);
+    }
+    g->min_res_wait = held;
+    return held;
+}
+
 int ctrl_podgroup_admit(drv_ctrl *c)
 {
     struct pg_table *t = c->mirror.groups;
-    if (!t || !t->changed)
+    if (!t || !(t->changed || (t->held_res > 0 && c->mirror.dirty)))
         return 0;
     t->changed = false;
+    t->held_res = 0;
     int rc = 0;
     for (int32_t i = 0; i < t->n && rc == 0; i++) {
         pg_group *g = &t->v[i];
@@ -372,6 +428,8 @@ int ctrl_podgroup_admit(drv_ctrl *c)
                 event_on(c, false, g->ns, g->name, "Normal", "Waiting", msg);
                 g->said = g->npods;
             }
+        } else if (held_by_min_resources(c, g)) {
+            t->held_res++;
         } else {
             drv_job named;
             memset(&named, 0, sizeof named);
@@ -380,6 +438,36 @@ int ctrl_podgroup_admit(drv_ctrl *c)
         }
     }
     return rc;
+}
+
+double ctrl_podgroup_timeouts(drv_ctrl *c)
+{
+    struct pg_table *t = c->mirror.groups;
+    const drv_state *st = &c->mirror.st;
+    double now = drv_clock_wall(), next = INFINITY;
+    for (int32_t i = 0; t && i < t->n; i++) {
+        pg_group *g = &t->v[i];
+        if (g->job < 0 || g->timeout_s <= 0 || g->timeout_done || g->lone)
+            continue;
+        const drv_job *jb = &st->jobs[g->job];
+        if ((drv_job_complete(jb) && drv_job_wanted(jb) > 0) || jb->phase == DRV_JOB_DONE) {
+            g->timeout_done = true; /* placed in time */
+            continue;
+        }
+        double at = g->since + g->timeout_s;
+        if (now < at) {
+            next = at < next ? at : next;
+            continue;
+        }
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "not placed within scheduleTimeoutSeconds (%d s): its %d pods stay queued, "
+                 "none bound, until there is room for all of them",
+                 g->timeout_s, jb->pod_count);
+        event_on(c, false, g->ns, g->name, "Warning", "ScheduleTimeout", msg);
+        g->timeout_done = true;
+    }
+    return next;
 }
 
 /* ---- after a cycle: phase, status, Events -----------------------------------------------------
@@ -448,6 +536,7 @@ static void end_job(drv_ctrl *c, int32_t j, bool ok)
         if (m->st.pods[jb->pod_base + k].node >= 0)
             drv_state_unbind(&m->st, jb->pod_base + k);
     drv_state_set_phase(&m->st, j, DRV_JOB_DONE);
+    m->dirty = true; /* its room is free now, after this cycle: the next one runs at once */
     ctrl_count(c, &c->counters.stats.jobs_done, 1);
     job_record *jr = &m->jobs[j];
     jr->status = ok ? ST_SUCCEEDED : ST_FAILED;

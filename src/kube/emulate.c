@@ -55,6 +55,7 @@ typedef struct tpod {
     int fails;      /* consecutive failed writes, for back-off */
     int exit_code;  /* drover.dev/exit-code: how it ends (0: Succeeded) */
     int fail_times; /* drover.dev/fail-times: how many times a pod of its name fails; -1 all */
+    bool in_place;  /* spec.restartPolicy OnFailure: a failure restarts the container in place */
 } tpod;
 
 /* Pods of one name failed so far (drover.dev/fail-times counts across re-creations). */
@@ -72,6 +73,7 @@ typedef struct podrec {
     double duration;   /* emulated seconds from the annotation; < 0 when absent or bad */
     int exit_code;     /* drover.dev/exit-code, 0 when absent or bad */
     int fail_times;    /* drover.dev/fail-times, -1 when absent or bad */
+    bool in_place;     /* spec.restartPolicy is OnFailure */
     double started_at; /* status.startTime, epoch seconds; 0 when absent */
 } podrec;
 
@@ -118,6 +120,7 @@ static tpod *track(drv_emulator *e, const char *key, const podrec *r)
     t->run_s = r->duration < 0 ? -1 : r->duration / e->o.speed;
     t->exit_code = r->exit_code;
     t->fail_times = r->fail_times;
+    t->in_place = r->in_place;
     return t;
 }
 
@@ -188,6 +191,9 @@ static void *decode(json_t *obj, void *arg, drv_diag *d)
     json_t *ann = json_object_get(meta, "annotations");
     r->exit_code = int_annotation(ann, DRV_EMU_EXIT_CODE_ANNOTATION, 0, 255, 0, r);
     r->fail_times = int_annotation(ann, DRV_EMU_FAIL_TIMES_ANNOTATION, 0, 1000000, -1, r);
+    const char *policy =
+        json_string_value(json_object_get(json_object_get(obj, "spec"), "restartPolicy"));
+    r->in_place = policy && !strcmp(policy, "OnFailure");
     const char *start =
         json_string_value(json_object_get(json_object_get(obj, "status"), "startTime"));
     if (drv_time_parse_rfc3339(start, &r->started_at) != 0)
@@ -411,6 +417,37 @@ static int mut_ended(json_t *obj, void *arg)
     return 0;
 }
 
+/* Running, its first container failed with a.exit_code and started again in place, as the
+ * kubelet does under restartPolicy OnFailure: restartCount one more, the failure in lastState,
+ * the phase still Running (the kubelet's back-off between restarts is not emulated). */
+static int mut_restarted(json_t *obj, void *arg)
+{
+    pod_arg *a = arg;
+    json_t *status, *conds;
+    int rc = pod_prologue(obj, a, &status, &conds);
+    if (rc)
+        return rc;
+    if (a->phase_seen != DRV_KPOD_RUNNING)
+        return DRV_EEXIST;
+    json_t *c = json_array_get(json_object_get(status, "containerStatuses"), 0);
+    if (!c)
+        return DRV_EEXIST; /* (not one the emulator started) */
+    char now[32];
+    drv_time_rfc3339(now, sizeof now, a->now, false);
+    const char *started = json_string_value(
+        json_object_get(json_object_get(json_object_get(c, "state"), "running"), "startedAt"));
+    json_t *last =
+        json_pack("{s:{s:i, s:s, s:s, s:s}}", "terminated", "exitCode", a->exit_code, "reason",
+                  "Error", "startedAt", started ? started : now, "finishedAt", now);
+    json_t *state = json_pack("{s:{s:s}}", "running", "startedAt", now);
+    json_int_t n = json_integer_value(json_object_get(c, "restartCount"));
+    if (!last || !state || json_object_set_new(c, "lastState", last) ||
+        json_object_set_new(c, "state", state) ||
+        json_object_set_new(c, "restartCount", json_integer(n + 1)))
+        return DRV_ENOMEM;
+    return 0;
+}
+
 /* A pod of that name was failed (under e->mu). */
 static void count_failure(drv_emulator *e, const char *key)
 {
@@ -449,11 +486,20 @@ static void step(drv_emulator *e, const tpod *snap)
     if (snap->state == T_DELETING) /* grace 0; a pod created again under the name is safe */
         rc = drv_kube_delete_uid(e->writer, path, 0, NULL, snap->uid, &st, &d);
     else
-        rc = drv_kube_update(e->writer, path, snap->state == T_STARTING ? mut_running : mut_ended,
+        rc = drv_kube_update(e->writer, path,
+                             snap->state == T_STARTING            ? mut_running
+                             : snap->in_place && a.exit_code != 0 ? mut_restarted
+                                                                  : mut_ended,
                              &a, 0, NULL, &st, &d);
+    bool restarted = rc == 0 && snap->state == T_RUNNING && snap->in_place && a.exit_code != 0;
     pthread_mutex_lock(&e->mu);
     tpod *t = find(e, snap->key);
     bool same = t && !strcmp(t->uid, snap->uid) && t->state == snap->state;
+    /* Our Running write's echo may have come first and set the run's end from startTime, which
+     * has whole seconds only (up to `speed` emulated seconds early): our own start time is exact.
+     */
+    bool echoed =
+        t && !strcmp(t->uid, snap->uid) && snap->state == T_STARTING && t->state == T_RUNNING;
     if (rc == 0) {
         if (snap->state == T_STARTING)
             e->st.started++;
@@ -463,8 +509,10 @@ static void step(drv_emulator *e, const tpod *snap)
             e->st.succeeded++;
         else
             e->st.deleted++;
-        if (same && snap->state == T_STARTING)
+        if ((same || echoed) && snap->state == T_STARTING)
             set_running(t, a.now);
+        else if (same && restarted)
+            set_running(t, 0); /* its run starts over */
         else if (same)
             forget(e, snap->key);
     } else if (snap->state == T_DELETING && (st == 404 || st == 409)) {

@@ -142,14 +142,35 @@ static void finished_step(const drv_lifecycle_in *in, int prev, drv_lifecycle_ou
         in->policy.ttl_after_finished_s >= 0 && in->now - done >= in->policy.ttl_after_finished_s;
 }
 
-/* Failed pods: restart them within the backoff limit, or fail the job. Returns true when the
- * job failed. */
+/* Container restarts the kubelet made in place, as Kubeflow counts them toward backoffLimit:
+ * those of the pods there now (a pod deleted takes its count with it) of roles whose policy
+ * is OnFailure or Always (an ExitCode role's pods are Never to the kubelet). */
+static int32_t kubelet_restarts(const drv_lifecycle_in *in)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < in->npods; i++) {
+        const drv_pod_obs *p = &in->pods[i];
+        drv_restart r = in->restart[p->role];
+        if (p->phase != DRV_OBS_ABSENT && p->restarts > 0 &&
+            (r == DRV_RESTART_ON_FAILURE || r == DRV_RESTART_ALWAYS))
+            n += p->restarts;
+    }
+    return n;
+}
+
+/* Failed pods: restart them within the backoff limit, or fail the job; so do the kubelet's
+ * restarts in place past it, no pod having failed. Returns true when the job failed. */
 static bool handle_failures(const drv_lifecycle_in *in, drv_lifecycle_out *out)
 {
-    int32_t kubelet_restarts = 0;
-    for (int32_t i = 0; i < in->npods; i++)
-        kubelet_restarts += in->pods[i].restarts;
-    int32_t restarts = in->restarts + kubelet_restarts;
+    int32_t in_place = kubelet_restarts(in);
+    int32_t restarts = in->restarts + in_place;
+    if (in->policy.backoff_limit >= 0 && restarts > in->policy.backoff_limit) {
+        say(out, DRV_COND_FAILED, "BackoffLimitExceeded",
+            "its containers were restarted %d time(s) in place and its pods %d time(s); "
+            "backoffLimit is %d",
+            in_place, in->restarts, in->policy.backoff_limit);
+        return true;
+    }
     for (int32_t i = 0; i < in->npods; i++) {
         const drv_pod_obs *p = &in->pods[i];
         if (p->phase != DRV_OBS_FAILED)

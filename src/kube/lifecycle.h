@@ -18,7 +18,8 @@
  *                          signal, e.g. 137 after an eviction or OOM kill), and fails the job
  *                          otherwise (1-127: the program's own error; reason PermanentError).
  *             Each restart counts against backoffLimit, with the pods' own container restarts
- *             (kubelet's, under OnFailure); past it the job fails (BackoffLimitExceeded).
+ *             (the kubelet's in place, in pods of OnFailure and Always roles that are there
+ *             now); past it the job fails (BackoffLimitExceeded), a pod failed or not.
  *   deadline  activeDeadlineSeconds after its start the job fails (DeadlineExceeded).
  *   suspend   a suspended job's pods are deleted; it is Suspended until resumed, then Queued.
  *   finish    on Succeeded or Failed, cleanPodPolicy says which pods to delete (Running: the
@@ -96,7 +97,9 @@ typedef struct drv_pod_obs {
     int8_t phase;      /* DRV_OBS_* */
     int32_t rank;      /* its index within the role */
     int32_t exit_code; /* of its failed main container; -1: unknown */
-    int32_t restarts;  /* container restarts kubelet made (restartPolicy OnFailure) */
+    int32_t restarts;  /* container restarts the kubelet made in place (the pod's own
+                          restartPolicy OnFailure or Always): the sum of its containers'
+                          status.containerStatuses[].restartCount */
 } drv_pod_obs;
 
 typedef struct drv_lifecycle_in {

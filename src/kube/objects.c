@@ -184,6 +184,43 @@ static int begin(json_t *meta, const char *kind, char *who, size_t nwho, char *r
 
 /* ---- Pod ----------------------------------------------------------------------------------- */
 
+/* A pod's CPU limit: the sum of its containers' limits.cpu (millicores), or 0 when one of
+ * them has none or an unreadable one (unlimited; its requests are checked elsewhere). */
+static int64_t pod_cpu_limit(json_t *containers)
+{
+    int64_t sum = 0;
+    size_t i;
+    json_t *c;
+    json_array_foreach(containers, i, c)
+    {
+        const char *s = json_string_value(
+            json_object_get(json_object_get(json_object_get(c, "resources"), "limits"), "cpu"));
+        int64_t v;
+        if (!s || drv_kube_quantity_milli(s, &v) != 0 || v <= 0)
+            return 0;
+        sum += v;
+    }
+    return sum;
+}
+
+/* The kubelet's restarts in place (each restartCount within [0, 1e6]; a bad one counts 0). */
+static int32_t restart_count(json_t *status)
+{
+    static const char *const lists[] = {"containerStatuses", "initContainerStatuses"};
+    int32_t n = 0;
+    for (int l = 0; l < 2; l++) {
+        size_t k;
+        json_t *st;
+        json_array_foreach(json_object_get(status, lists[l]), k, st)
+        {
+            json_int_t c = json_integer_value(json_object_get(st, "restartCount"));
+            if (c > 0 && c <= 1000000 && n < INT32_MAX - 1000000)
+                n += (int32_t)c;
+        }
+    }
+    return n;
+}
+
 int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag *d)
 {
     memset(out, 0, sizeof *out);
@@ -265,6 +302,7 @@ int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag 
         if (out->exit_code > 0)
             break;
     }
+    out->restarts = restart_count(json_object_get(obj, "status"));
     json_t *cs = json_object_get(spec, "containers");
     if (!json_is_array(cs))
         return drv_fail(d, DRV_EPARSE, "%s: spec.containers: expected a list", who);
@@ -286,6 +324,7 @@ int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag 
         sum = res_max(sum, r);
     }
     out->req = sum;
+    out->cpu_limit = pod_cpu_limit(cs);
     return 0;
 }
 

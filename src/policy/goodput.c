@@ -368,10 +368,13 @@ static int32_t placement(const drv_ctx *c, int32_t job, int32_t *gpn)
 }
 
 /* Places the job's wanted workers, each batch of them on the node that holds all that are
- * left most tightly, else on the freest node. All or nothing: 1 placed, 0 not, < 0 error. */
+ * left most tightly, else on the freest node. All or nothing: 1 placed, 0 not (no room, or
+ * its queue's quota refuses them), < 0 error. */
 static int place(drv_ctx *c, int32_t job)
 {
     const drv_state *st = drv_ctx_state(c);
+    if (!drv_ctx_queue_room(c, job, drv_ctx_workers(c, job)))
+        return 0;
     drv_res req = st->jobs[job].role[DRV_ROLE_WORKER].req;
     int32_t left = drv_ctx_workers(c, job) - bound_workers(c, job), slot = 0;
     int32_t probe = -1; /* a worker pod, to ask the job's node constraints (drv_ctx_allowed) */

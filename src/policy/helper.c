@@ -8,7 +8,8 @@
  * without GPUs), ties to the lower node id. Example: nodes with 8, 6 and 8 free GPUs and a job
  * of three 4-GPU workers: two go to node 0 (8 free, lowest id), the third to node 2 (8 free,
  * more than node 1's 6). All or nothing: when one pod does not fit, every bind of this call is
- * rolled back.
+ * rolled back. A job whose queue's quota does not admit its gang (drv_ctx_queue_room) is not
+ * tried, as in drv_ctx_place_gang.
  * Cost: O(pods x nodes) free-resource reads.
  */
 #include "helper.h"
@@ -17,6 +18,8 @@ int drv_place_packed(drv_ctx *c, int32_t job)
 {
     const drv_state *st = drv_ctx_state(c);
     const drv_job *j = &st->jobs[job];
+    if (!drv_ctx_queue_room(c, job, drv_ctx_workers(c, job)))
+        return 0; /* its queue's quota refuses the gang, as drv_ctx_place_gang would */
     drv_mark m = drv_ctx_mark(c);
     int32_t cur = -1;
     for (int role = 0; role < DRV_NROLES; role++) {

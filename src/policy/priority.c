@@ -3,11 +3,15 @@
  * priority scheduling on Volcano; the weighted sum follows Slurm's multifactor plugin).
  *
  * A pending job's priority is
- *     w_user·Û + w_class·T̂ + w_wait·Ŵ + w_par·N̂
+ *     w_user·Û + w_class·T̂ + w_wait·Ŵ + w_par·N̂ + w_share·Ŝ
  * where Û is the submitting user's priority, T̂ the job's priority class, Ŵ the time it has
- * waited and N̂ its parallelism (requested workers), each min-max normalised to [0, 1] over the
- * jobs queued right now (a factor equal for all of them contributes 0 to everybody). Higher
- * goes first; a tie falls back to submission order (the core's rule).
+ * waited, N̂ its parallelism (requested workers) and Ŝ the user's fair share within the job's
+ * queue, inverted (the user's dominant share of the queue's quota, fairshare.c: the less the
+ * user's bound pods in that queue take, the higher), each min-max normalised to [0, 1] over the
+ * jobs queued right now (a factor equal for all of them contributes 0 to everybody). The user
+ * factor is thus the user's priority and its fair share. Higher goes first; a tie falls back to
+ * submission order (the core's rule). Ŝ exists only once the state has queues (issue 14): with
+ * none it is 0 for everybody and costs nothing.
  *
  * Worked example (defaults 0.4/0.3/0.2/0.1): two queued jobs, A (user prio 1, class 100,
  * waited 60 s, 8 workers) and B (user prio 3, class 0, waited 0 s, 2 workers):
@@ -18,7 +22,9 @@
  *
  * Cost: the normalisation bounds are computed once per cycle over the pending jobs the core
  * hands to queue_begin (O(pending)); a key is then O(1). When the bounds are those of the last
- * cycle, every key is too (queue_kept), and the core asks keys of newcomers only.
+ * cycle, every key is too (queue_kept), and the core asks keys of newcomers only. With queues
+ * and w_share > 0, the users' use is summed once per cycle (O(live log live)) and keys are
+ * never kept (a share moves without the bounds moving).
  */
 #include "drover/policy.h"
 
@@ -30,6 +36,8 @@ static const drv_knob_spec prio_knobs[] = {
     {"w_class", 0.3, 0, 1, "weight of the job's priority class"},
     {"w_wait", 0.2, 0, 1, "weight of the time waited"},
     {"w_par", 0.1, 0, 1, "weight of the parallelism (requested workers)"},
+    {"w_share", 0.2, 0, 1,
+     "weight of the user's fair share within the job's queue (less used, higher; with queues)"},
 };
 enum { NKNOBS = sizeof prio_knobs / sizeof prio_knobs[0] };
 
@@ -44,11 +52,16 @@ typedef struct prio_state {
     double (*f)[DRV_PRIO_NFACTORS], (*f2)[DRV_PRIO_NFACTORS];
     int32_t n, cap, cap2, fcap, fcap2;
     int32_t cursor; /* where the next queue_key is likely to be */
+    /* The share factor, this cycle: on when the state has queues and w_share > 0. */
+    bool share_on;
+    drv_res capacity;  /* the cluster's, at queue_begin */
+    drv_user_use *use; /* per (queue, user), the use of their bound pods (fairshare.c) */
+    int32_t nuse, cap_use;
 } prio_state;
 
 const char *drv_priority_factor_name(int f)
 {
-    static const char *const names[] = {"user", "class", "wait", "parallelism"};
+    static const char *const names[] = {"user", "class", "wait", "parallelism", "share"};
     return f >= 0 && f < DRV_PRIO_NFACTORS ? names[f] : "?";
 }
 
@@ -58,6 +71,29 @@ static void raw_factors(const drv_job *j, double now, double *v)
     v[DRV_PRIO_CLASS] = j->priority;
     v[DRV_PRIO_WAIT] = now > j->submit ? now - j->submit : 0;
     v[DRV_PRIO_PARALLEL] = j->role[DRV_ROLE_WORKER].replicas;
+    v[DRV_PRIO_SHARE] = 0; /* not of the job alone: share_factor */
+}
+
+/* The share factor's value for the key: minus the user's share within the job's queue, so
+ * the least served user normalises to 1. 0 when off. */
+static double share_factor(const prio_state *p, const drv_state *st, const drv_job *j)
+{
+    if (!p->share_on)
+        return 0;
+    drv_res u = drv_user_use_find(p->use, p->nuse, j->queue, j->user);
+    return -drv_user_share(st, j->queue, u, p->capacity);
+}
+
+/* Turns the share factor on for this cycle when it applies (the state has queues, and it
+ * weighs something or is to be shown all the same): sums the users' use. */
+static void share_begin(prio_state *p, const drv_state *st, bool show)
+{
+    p->share_on = (show || p->w[DRV_PRIO_SHARE] > 0) && st->nqueues > 0;
+    if (!p->share_on)
+        return;
+    p->capacity = drv_cluster_capacity(st);
+    if (drv_user_use_build(st, &p->use, &p->nuse, &p->cap_use) != 0)
+        p->share_on = false; /* no memory: no share factor this cycle */
 }
 
 /* The factors as normalised: the time waited as minus the submission time. Min-max
@@ -126,6 +162,7 @@ static void prio_fini(void *state)
     drv_free(p->ids2);
     drv_free(p->f);
     drv_free(p->f2);
+    drv_free(p->use);
     drv_free(p);
 }
 
@@ -148,12 +185,14 @@ static void prio_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32
     const drv_state *st = drv_ctx_state(c);
     double lo[DRV_PRIO_NFACTORS], hi[DRV_PRIO_NFACTORS];
     bounds_empty(lo, hi);
+    share_begin(p, st, false);
     if (drv_grow(&p->ids2, sizeof *p->ids2, &p->cap2, n) != 0 ||
         drv_grow(&p->f2, sizeof *p->f2, &p->fcap2, n) != 0) {
         p->n = 0; /* no cache: read every job */
         for (int32_t i = 0; i < n; i++) {
             double v[DRV_PRIO_NFACTORS];
             key_factors(&st->jobs[jobs[i]], v);
+            v[DRV_PRIO_SHARE] = share_factor(p, st, &st->jobs[jobs[i]]);
             bounds_add(lo, hi, v);
         }
     } else {
@@ -165,6 +204,8 @@ static void prio_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32
             } else {
                 key_factors(&st->jobs[jobs[i]], p->f2[i]);
             }
+            if (p->share_on) /* the only factor that moves: read afresh */
+                p->f2[i][DRV_PRIO_SHARE] = share_factor(p, st, &st->jobs[jobs[i]]);
             p->ids2[i] = jobs[i];
             bounds_add(lo, hi, p->f2[i]);
         }
@@ -181,8 +222,10 @@ static void prio_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32
         p->n = n;
     }
     p->cursor = 0;
-    /* A job's factors never change, so its key changes only with the bounds. */
-    p->kept = memcmp(lo, p->lo, sizeof lo) == 0 && memcmp(hi, p->hi, sizeof hi) == 0;
+    /* A job's factors never change but for its share, so without shares its key changes only
+     * with the bounds. */
+    p->kept =
+        !p->share_on && memcmp(lo, p->lo, sizeof lo) == 0 && memcmp(hi, p->hi, sizeof hi) == 0;
     memcpy(p->lo, lo, sizeof lo);
     memcpy(p->hi, hi, sizeof hi);
 }
@@ -205,7 +248,9 @@ static double prio_key(const drv_ctx *c, void *state, int32_t job)
         return -combine(p->w, p->lo, p->hi, p->f[t], NULL);
     }
     double v[DRV_PRIO_NFACTORS];
-    key_factors(&drv_ctx_state(c)->jobs[job], v);
+    const drv_state *st = drv_ctx_state(c);
+    key_factors(&st->jobs[job], v);
+    v[DRV_PRIO_SHARE] = share_factor(p, st, &st->jobs[job]);
     return -combine(p->w, p->lo, p->hi, v, NULL);
 }
 
@@ -219,12 +264,16 @@ int drv_priority_explain(const drv_state *st, double now, int32_t job, const drv
     if (job < 0 || job >= st->njobs)
         return drv_fail(d, DRV_ENOENT, "no job with id %d", (int)job);
     drv_priority_breakdown b = {0};
+    prio_state p = {.w = {0}}; /* the share factor's table, as a cycle would build it */
+    memcpy(p.w, w, sizeof p.w);
+    share_begin(&p, st, true); /* shown even at weight 0 */
     double lo[DRV_PRIO_NFACTORS], hi[DRV_PRIO_NFACTORS];
     bounds_empty(lo, hi); /* over the queued jobs, and the one explained */
     DRV_FOR_LIVE(st, i)
     if (i == job || queued(&st->jobs[i])) {
         double v[DRV_PRIO_NFACTORS];
         key_factors(&st->jobs[i], v);
+        v[DRV_PRIO_SHARE] = share_factor(&p, st, &st->jobs[i]);
         bounds_add(lo, hi, v);
         b.queued++;
     }
@@ -233,7 +282,10 @@ int drv_priority_explain(const drv_state *st, double now, int32_t job, const drv
         b.weight[f] = w[f];
     double v[DRV_PRIO_NFACTORS];
     key_factors(&st->jobs[job], v);
+    v[DRV_PRIO_SHARE] = share_factor(&p, st, &st->jobs[job]);
+    b.raw[DRV_PRIO_SHARE] = v[DRV_PRIO_SHARE] != 0 ? -v[DRV_PRIO_SHARE] : 0; /* the share */
     b.total = combine(w, lo, hi, v, b.norm);
+    drv_free(p.use);
     *out = b;
     return 0;
 }

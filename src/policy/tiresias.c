@@ -13,7 +13,11 @@
  *      queues are FIFO lists; queue 0 is ordered by submission.
  *   2. Walk all live jobs, queue 0 first: a job is selected when its whole demand (all its
  *      pods at the requested size) fits in what the cluster's total capacity has left after
- *      the jobs selected before it (capacity counted in total, not per node: Tiresias' choice).
+ *      the jobs selected before it (capacity counted in total, not per node: Tiresias' choice),
+ *      and, when the cluster has queues (issue 14), its queue admits it on top of the demand of
+ *      the jobs of every queue selected before it (drv_queue_admits): a job beyond its quota
+ *      is neither placed nor a reason to preempt others, and a running one its queue no
+ *      longer admits (its quota lowered, its cohort's lender back) is preempted as in 3.
  *   3. Running jobs not selected are preempted (all pods evicted; they keep their progress and
  *      pay a restart when they resume). Selected jobs not running are placed, pods going one
  *      node at a time to the node with the most free GPUs (CPU for CPU jobs), as many as fit:
@@ -195,15 +199,21 @@ static void pass(drv_ctx *c, tiresias *t)
     qsort(ord, (size_t)n, sizeof *ord, cmp_key);
     for (int32_t x = 0; x < n; x++)
         live[x] = ord[x].job;
-    drv_res left = {0, 0, 0};
-    for (int32_t i = 0; i < st->nnodes; i++)
-        if (st->nodes[i].schedulable)
-            left = drv_res_add(left, st->nodes[i].alloc);
+    drv_res left = drv_cluster_capacity(st);
+    /* per queue, the demand selected so far: what each queue would use (none without queues) */
+    drv_res *quse = drv_arena_alloc(a, sizeof(drv_res) * ((size_t)st->nqueues + 1));
+    if (!quse)
+        return;
+    memset(quse, 0, sizeof(drv_res) * ((size_t)st->nqueues + 1));
     for (int32_t x = 0; x < n; x++) {
-        drv_res need = demand(&st->jobs[live[x]]);
-        sel[x] = drv_res_fits(need, left);
-        if (sel[x])
+        const drv_job *j = &st->jobs[live[x]];
+        drv_res need = demand(j);
+        sel[x] = drv_res_fits(need, left) && drv_queue_admits(st, quse, j->queue, need);
+        if (sel[x]) {
             left = drv_res_sub(left, need);
+            if (st->nqueues > 0)
+                quse[j->queue] = drv_res_add(quse[j->queue], need);
+        }
     }
     /* preempt first, so the freed room is there for the placements */
     for (int32_t x = 0; x < n; x++) {

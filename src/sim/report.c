@@ -34,6 +34,55 @@ bool drv_report_gpu_first(const drv_summary *v, int n)
     return false;
 }
 
+static void cell_pct(FILE *f, int width, double fraction)
+{
+    if (isfinite(fraction))
+        fprintf(f, " %*.1f", width, 100 * fraction);
+    else
+        fprintf(f, " %*s", width, "-");
+}
+
+/*
+ * The queues' block under the table, only when the cluster declares queues: per policy a line
+ * of fairness figures, then a row per queue.
+ */
+static void queue_table(FILE *f, const drv_summary *v, int n)
+{
+    int w = 14;
+    bool any = false;
+    for (int i = 0; i < n; i++) {
+        any |= v[i].nqueues > 0;
+        if ((int)strlen(v[i].policy) > w)
+            w = (int)strlen(v[i].policy);
+        for (int32_t k = 0; k < v[i].nqueues; k++)
+            if ((int)strlen(v[i].queue[k].name) + 2 > w)
+                w = (int)strlen(v[i].queue[k].name) + 2;
+    }
+    if (!any)
+        return;
+    fprintf(f, "\nper queue (JCT and wait in minutes; share%%: time-average dominant share of the "
+               "cluster; quota%%: of its nominal quota)\nfairness: Jain's index over share/weight; "
+               "finish-time fairness rho = JCT / time alone on 1/N of the cluster (N queues)\n");
+    fprintf(f, "%-*s %7s %5s %5s %8s %8s %7s %7s\n", w, "policy / queue", "weight", "jobs", "done",
+            "avgJCT", "avgWait", "share%", "quota%");
+    for (int i = 0; i < n; i++) {
+        const drv_summary *s = &v[i];
+        if (s->nqueues == 0)
+            continue;
+        fprintf(f, "%-*s fairness: Jain(share/weight) %.3f; rho max %.2f, Jain(rho) %.3f\n", w,
+                s->policy, s->jain_share, s->ftf_max, s->ftf_jain);
+        for (int32_t k = 0; k < s->nqueues; k++) {
+            const drv_queue_summary *q = &s->queue[k];
+            fprintf(f, "  %-*s %7.4g %5d %5d", w - 2, q->name, q->weight, q->jobs, q->done);
+            cell_min(f, 8, q->avg_jct);
+            cell_min(f, 8, q->avg_wait);
+            cell_pct(f, 7, q->share);
+            cell_pct(f, 7, q->quota_use);
+            fputc('\n', f);
+        }
+    }
+}
+
 /*
  * On a GPU cluster the utilisation columns are the GPU's (what such a cluster is bought for)
  * and a last column gives CPU utilisation; on a CPU cluster they are the CPU's.
@@ -73,21 +122,48 @@ void drv_report_table(FILE *f, const drv_summary *v, int n)
             fprintf(f, " %6.1f", 100 * s->cpu_util);
         fputc('\n', f);
     }
-    if (!unfinished)
-        return;
-    fprintf(f, "\n* JCT and makespan cover finished jobs only.\n");
-    for (int i = 0; i < n; i++)
-        if (v[i].stuck > 0)
-            fprintf(f,
-                    "  %s: %d job(s) never finished; at the end (t=%.1f min) jobs that could not "
-                    "start held %.0f%% of the CPU%s\n",
-                    v[i].policy, v[i].stuck, v[i].end / 60.0, 100 * v[i].stuck_cpu,
-                    v[i].stuck_cpu > 0 ? " (partly placed jobs deadlocked)" : "");
+    if (unfinished) {
+        fprintf(f, "\n* JCT and makespan cover finished jobs only.\n");
+        for (int i = 0; i < n; i++)
+            if (v[i].stuck > 0)
+                fprintf(f,
+                        "  %s: %d job(s) never finished; at the end (t=%.1f min) jobs that could "
+                        "not start held %.0f%% of the CPU%s\n",
+                        v[i].policy, v[i].stuck, v[i].end / 60.0, 100 * v[i].stuck_cpu,
+                        v[i].stuck_cpu > 0 ? " (partly placed jobs deadlocked)" : "");
+    }
+    queue_table(f, v, n);
 }
 
 static json_t *num(double x)
 {
     return isfinite(x) ? json_real(x) : json_null();
+}
+
+/* "queues" (one object per queue) and the fairness figures, added to a summary record. */
+static int queues_json(json_t *o, const drv_summary *s)
+{
+    json_t *arr = json_array();
+    if (!arr || json_object_set_new(o, "queues", arr) != 0)
+        return DRV_ENOMEM;
+    for (int32_t k = 0; k < s->nqueues; k++) {
+        const drv_queue_summary *q = &s->queue[k];
+        json_t *e = json_object();
+        if (!e || json_array_append_new(arr, e) != 0)
+            return DRV_ENOMEM;
+        json_object_set_new(e, "name", json_string(q->name));
+        json_object_set_new(e, "weight", num(q->weight));
+        json_object_set_new(e, "jobs", json_integer(q->jobs));
+        json_object_set_new(e, "done", json_integer(q->done));
+        json_object_set_new(e, "avg_jct_s", num(q->avg_jct));
+        json_object_set_new(e, "avg_wait_s", num(q->avg_wait));
+        json_object_set_new(e, "share", num(q->share));
+        json_object_set_new(e, "quota_use", num(q->quota_use));
+    }
+    json_object_set_new(o, "jain_share", num(s->jain_share));
+    json_object_set_new(o, "ftf_max", num(s->ftf_max));
+    json_object_set_new(o, "ftf_jain", num(s->ftf_jain));
+    return 0;
 }
 
 static json_t *summary_json(const drv_summary *s)
@@ -122,6 +198,10 @@ static json_t *summary_json(const drv_summary *s)
     json_object_set_new(o, "stuck", json_integer(s->stuck));
     json_object_set_new(o, "stuck_cpu", num(s->stuck_cpu));
     json_object_set_new(o, "end_s", num(s->end));
+    if (s->nqueues > 0 && queues_json(o, s) != 0) {
+        json_decref(o);
+        return NULL;
+    }
     return o;
 }
 
@@ -220,12 +300,45 @@ static void csv_num(FILE *f, double x)
         fputs(",", f);
 }
 
+/* The queues' columns of summary.csv, after the others, only when the runs have queues (the
+ * runs of one comparison share a cluster, so the first run's queues name them all): the
+ * fairness figures, then per queue NAME.avg_jct_s, NAME.avg_wait_s, NAME.share,
+ * NAME.quota_use (queue names are letters, digits, '-', '_' and '.': never a comma). */
+static void csv_queue_header(FILE *f, const drv_summary *v, int n)
+{
+    if (n == 0 || v[0].nqueues == 0)
+        return;
+    fputs(",jain_share,ftf_max,ftf_jain", f);
+    for (int32_t k = 0; k < v[0].nqueues; k++) {
+        const char *q = v[0].queue[k].name;
+        fprintf(f, ",%s.avg_jct_s,%s.avg_wait_s,%s.share,%s.quota_use", q, q, q, q);
+    }
+}
+
+static void csv_queue_row(FILE *f, const drv_summary *first, const drv_summary *s)
+{
+    if (first->nqueues == 0)
+        return;
+    csv_num(f, s->jain_share);
+    csv_num(f, s->ftf_max);
+    csv_num(f, s->ftf_jain);
+    for (int32_t k = 0; k < first->nqueues; k++) {
+        const drv_queue_summary *q = k < s->nqueues ? &s->queue[k] : NULL;
+        csv_num(f, q ? q->avg_jct : NAN);
+        csv_num(f, q ? q->avg_wait : NAN);
+        csv_num(f, q ? q->share : NAN);
+        csv_num(f, q ? q->quota_use : NAN);
+    }
+}
+
 void drv_report_csv(FILE *f, const drv_summary *v, int n)
 {
     fputs("policy,jobs,done,avg_jct_s,p50_jct_s,p95_jct_s,p99_jct_s,makespan_s,avg_wait_s,"
           "cpu_util,cpu_useful,cpu_wasted,gpu_util,gpu_useful,gpu_wasted,preemptions,migrations,"
-          "restarts,scales,resizes\n",
+          "restarts,scales,resizes",
           f);
+    csv_queue_header(f, v, n);
+    fputc('\n', f);
     for (int i = 0; i < n; i++) {
         const drv_summary *s = &v[i];
         fprintf(f, "%s,%d,%d", s->policy, s->jobs, s->done);
@@ -234,9 +347,10 @@ void drv_report_csv(FILE *f, const drv_summary *v, int n)
                        s->cpu_wasted, s->gpu_util, s->gpu_useful, s->gpu_wasted};
         for (size_t k = 0; k < sizeof xs / sizeof xs[0]; k++)
             csv_num(f, xs[k]);
-        fprintf(f, ",%lld,%lld,%lld,%lld,%lld\n", (long long)s->preemptions,
-                (long long)s->migrations, (long long)s->restarts, (long long)s->scales,
-                (long long)s->resizes);
+        fprintf(f, ",%lld,%lld,%lld,%lld,%lld", (long long)s->preemptions, (long long)s->migrations,
+                (long long)s->restarts, (long long)s->scales, (long long)s->resizes);
+        csv_queue_row(f, &v[0], s);
+        fputc('\n', f);
     }
 }
 
@@ -347,9 +461,11 @@ int drv_report_run_files(const char *dir, const drv_sim *s, const drv_report_met
         return DRV_EIO;
     int32_t n;
     const drv_jobresult *r = drv_sim_jobs(s, &n);
+    bool queues = drv_sim_state(s)->nqueues > 0; /* then a last column names each job's queue */
     fputs("job,user,model,ps,workers_requested,workers_last,submit_s,start_s,end_s,wait_s,jct_s,"
-          "restarts,migrations,preemptions\n",
+          "restarts,migrations,preemptions",
           f);
+    fputs(queues ? ",queue\n" : "\n", f);
     for (int32_t i = 0; i < n; i++) {
         const drv_jobspec *j = &wl->jobs[i]; /* finished jobs are released from the state */
         char model[64];
@@ -372,7 +488,10 @@ int drv_report_run_files(const char *dir, const drv_sim *s, const drv_report_met
             fprintf(f, ",%.3f", r[i].end - r[i].submit);
         else
             fputs(",", f);
-        fprintf(f, ",%d,%d,%d\n", r[i].restarts, r[i].migrations, r[i].preemptions);
+        fprintf(f, ",%d,%d,%d", r[i].restarts, r[i].migrations, r[i].preemptions);
+        if (queues) /* the name the job gave: the queue it is in, as undeclared names are refused */
+            fprintf(f, ",%s", j->queue);
+        fputc('\n', f);
     }
     int rc = drv_file_out_commit(&o, d);
     if (rc)

@@ -1,7 +1,7 @@
 /*
  * report_html.c - the body of index.html, the report page (plot.c opens the file and renames it
- * into place): what was simulated, the summary table, the plots, one section per policy, links
- * to the data files.
+ * into place): what was simulated, the summary table, the queues and fairness (a cluster with
+ * queues only), the plots, one section per policy, links to the data files.
  *
  * The page is static and self-contained: no script, no external resource (a report directory is
  * viewed from disk, offline). It stays short with many policies: a navigation bar with an anchor
@@ -152,9 +152,74 @@ static void html_table(FILE *f, const drv_report_data *r, bool gpu, int32_t best
         fputs("<p class=\"note\">* JCT and makespan cover finished jobs only.</p>\n", f);
 }
 
+static bool has_queues(const drv_report_data *r)
+{
+    for (int32_t i = 0; i < r->n; i++)
+        if (r->sum[i].nqueues > 0)
+            return true;
+    return false;
+}
+
+/* A cell with x to prec decimals, or "-" when x is not defined (NaN). */
+static void html_num(FILE *f, int prec, double x)
+{
+    fputs("<td>", f);
+    if (isfinite(x))
+        fprintf(f, "%.*f", prec, x);
+    else
+        fputs("-", f);
+    fputs("</td>", f);
+}
+
+/* The queues' section (runs of a cluster with queues only): fairness per policy, then each
+ * queue's results per policy (docs/model.md, "Queues and fairness"). */
+static void html_queues(FILE *f, const drv_report_data *r)
+{
+    fputs("<h2 id=\"queues\">Queues and fairness</h2>\n<p>Jain's index over the queues' weighted "
+          "shares (share / weight: 1 when shares follow weights); finish-time fairness &rho; = "
+          "JCT / the job's time alone on 1/N of the cluster (N queues; &rho; &le; 1 is fair), "
+          "its largest value and Jain's index over all jobs.</p>\n<table>\n<thead><tr>"
+          "<th>policy</th><th>Jain (share/weight)</th><th>max &rho;</th><th>Jain (&rho;)</th>"
+          "</tr></thead>\n<tbody>\n",
+          f);
+    for (int32_t i = 0; i < r->n; i++) {
+        const drv_summary *s = &r->sum[i];
+        fputs("<tr><td>", f);
+        html_text(f, s->policy);
+        fputs("</td>", f);
+        html_num(f, 3, s->jain_share);
+        html_num(f, 2, s->ftf_max);
+        html_num(f, 3, s->ftf_jain);
+        fputs("</tr>\n", f);
+    }
+    fputs("</tbody></table>\n<p>Per queue: <em>share</em> is the time-average dominant share of "
+          "the cluster its pods held, <em>quota</em> the time-average use of its nominal quota "
+          "(over 100 %: beyond it).</p>\n<table>\n<thead><tr><th>policy</th><th>queue</th>"
+          "<th>weight</th><th>jobs</th><th>done</th><th>avg JCT (min)</th>"
+          "<th>avg wait (min)</th><th>share %</th><th>quota %</th></tr></thead>\n<tbody>\n",
+          f);
+    for (int32_t i = 0; i < r->n; i++)
+        for (int32_t k = 0; k < r->sum[i].nqueues; k++) {
+            const drv_queue_summary *q = &r->sum[i].queue[k];
+            fputs("<tr><td>", f);
+            html_text(f, r->sum[i].policy);
+            fputs("</td><td>", f);
+            html_text(f, q->name);
+            fprintf(f, "</td><td>%.4g</td><td>%d</td><td>%d</td>", q->weight, q->jobs, q->done);
+            html_min(f, q->avg_jct);
+            html_min(f, q->avg_wait);
+            html_num(f, 1, 100 * q->share);
+            html_num(f, 1, 100 * q->quota_use);
+            fputs("</tr>\n", f);
+        }
+    fputs("</tbody></table>\n", f);
+}
+
 static void html_nav(FILE *f, const drv_report_data *r, bool plots)
 {
     fputs("<nav><a href=\"#summary\">Summary</a>", f);
+    if (has_queues(r))
+        fputs("<a href=\"#queues\">Queues</a>", f);
     if (plots)
         fputs("<a href=\"#jct\">Completion</a><a href=\"#utilisation\">Utilisation</a>"
               "<a href=\"#queue\">Queue</a>",
@@ -279,6 +344,8 @@ void drv_report_page(FILE *f, const drv_report_data *r, bool plots)
         html_text(f, r->sum[baseline].policy);
         fputs("</b> (baseline).</p>\n", f);
     }
+    if (has_queues(r))
+        html_queues(f, r);
     if (!plots)
         fputs("<p class=\"note\">Plots were not rendered (gnuplot was not available). Install "
               "gnuplot and run <code>drover report DIR</code> on this directory.</p>\n",

@@ -237,6 +237,50 @@ static bool policy_name_ok(const char *s, size_t cap)
     return true;
 }
 
+/*
+ * The optional "queues" array and fairness figures of a summary record (runs of a cluster with
+ * queues) into s; absent, s has no queue. NULL, or the field found wrong, with *what expected.
+ */
+static const char *load_queues(json_t *o, drv_summary *s, const char **what)
+{
+    json_t *qs = json_object_get(o, "queues");
+    if (!qs)
+        return NULL;
+    *what = "a list of at most 32 queue objects";
+    if (!json_is_array(qs) || json_array_size(qs) > DRV_MAX_QUEUES)
+        return "queues";
+    static const char *const nums[] = {"weight", "avg_jct_s", "avg_wait_s", "share", "quota_use"};
+    for (size_t k = 0; k < json_array_size(qs); k++) {
+        json_t *e = json_array_get(qs, k);
+        drv_queue_summary *q = &s->queue[k];
+        const char *name = json_string_value(json_object_get(e, "name"));
+        json_t *jobs = json_object_get(e, "jobs"), *done = json_object_get(e, "done");
+        *what = "a queue object with a name of 1 to 31 characters and whole numbers jobs, done";
+        if (!json_is_object(e) || !name || !*name || strlen(name) >= sizeof q->name ||
+            !json_is_integer(jobs) || !json_is_integer(done) || json_integer_value(jobs) < 0 ||
+            json_integer_value(done) < 0 || json_integer_value(jobs) > INT32_MAX ||
+            json_integer_value(done) > INT32_MAX)
+            return "queues";
+        double x[sizeof nums / sizeof nums[0]];
+        *what = "a number or null";
+        for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+            if (get_num(e, nums[i], &x[i]) != 0)
+                return nums[i];
+        snprintf(q->name, sizeof q->name, "%s", name);
+        q->jobs = (int32_t)json_integer_value(jobs), q->done = (int32_t)json_integer_value(done);
+        q->weight = x[0], q->avg_jct = x[1], q->avg_wait = x[2], q->share = x[3];
+        q->quota_use = x[4];
+    }
+    if (get_num(o, "jain_share", &s->jain_share) != 0)
+        return "jain_share";
+    if (get_num(o, "ftf_max", &s->ftf_max) != 0)
+        return "ftf_max";
+    if (get_num(o, "ftf_jain", &s->ftf_jain) != 0)
+        return "ftf_jain";
+    s->nqueues = (int32_t)json_array_size(qs);
+    return NULL;
+}
+
 static int load_summary(drv_report_data *r, const char *dir, drv_diag *d)
 {
     char path[4096];
@@ -287,6 +331,8 @@ static int load_summary(drv_report_data *r, const char *dir, drv_diag *d)
             else
                 v[k] = json_integer_value(e);
         }
+        if (!bad)
+            bad = load_queues(o, s, &what);
         if (bad) {
             int line = object_line(path, i);
             json_decref(root);

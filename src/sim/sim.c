@@ -35,7 +35,8 @@
  * itself never reads a clock, so progress reporting cannot change a run.
  *
  * This file holds the lifecycle, the event heap and the event loop; sim_progress.c what a job
- * does over time, sim_apply.c cycles and their decisions, sim_metrics.c what a run measures.
+ * does over time, sim_apply.c cycles and their decisions, sim_metrics.c what a run measures,
+ * sim_queues.c the cluster file's queues (each job's queue, per-queue results, fairness).
  */
 #include "sim_int.h"
 
@@ -411,7 +412,8 @@ int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_cata
     }
     drv_res biggest = {0, 0, 0};
     if ((rc = add_nodes(s, c, &biggest, d)) != 0 || (rc = reserve_jobs(s, w, cfg->check, d)) != 0 ||
-        (rc = index_jobs(s, w, biggest, d)) != 0 || (rc = add_constraints(s, c, w, d)) != 0) {
+        (rc = index_jobs(s, w, biggest, d)) != 0 || (rc = add_constraints(s, c, w, d)) != 0 ||
+        (rc = sim_add_queues(s, d)) != 0) {
         drv_sim_free(s);
         return rc;
     }
@@ -441,6 +443,7 @@ void drv_sim_free(drv_sim *s)
     drv_free(s->heap);
     drv_free(s->arrivals);
     drv_free(s->cons_map);
+    drv_free(s->qidx);
     drv_pages_fini(&s->js_pages);
     drv_free(s->res);
     drv_free(s->pod_base);
@@ -511,7 +514,7 @@ static int fill_job(drv_sim *s, int32_t i)
     memset(&t, 0, sizeof t);
     t.name = s->names[3 * (size_t)i];
     t.user = s->names[3 * (size_t)i + 1];
-    t.queue = 0; /* queues of the cluster file: not read yet */
+    t.queue = s->qidx ? s->qidx[i] : 0; /* the default queue when the cluster declares none */
     t.priority = js->priority;
     t.user_priority = js->user_priority;
     t.model = js->model;

@@ -132,7 +132,9 @@ static int apply(drv_sim *s)
         case DRV_EVICT:
             sim_unbind(s, x->pod);
             s->js[x->job].restart = true;
-            if (x->reason == DRV_REASON_PREEMPT) {
+            /* one preemption per job and cycle, however many of its pods it evicts */
+            if (x->reason == DRV_REASON_PREEMPT && s->js[x->job].preempt != s->cycle_no) {
+                s->js[x->job].preempt = s->cycle_no;
                 s->st.jobs[x->job].preemptions++;
                 s->preemptions++;
             }

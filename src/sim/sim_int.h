@@ -2,7 +2,8 @@
  * sim_int.h - the simulator's private state, shared by its files (internal to src/sim): sim.c
  * (lifecycle, the event heap and event handling), sim_progress.c (what a job does over time:
  * phases, binds, progress, samples, rates), sim_apply.c (running a cycle and applying its
- * decisions) and sim_metrics.c (utilisation, the time series, the placement log, the summary).
+ * decisions), sim_metrics.c (utilisation, the time series, the placement log, the summary) and
+ * sim_queues.c (the cluster file's queues: each job's, their shares, fairness).
  * sim.c's opening comment describes the simulator as a whole.
  */
 #ifndef DROVER_SIM_INT_H
@@ -30,6 +31,7 @@ typedef struct jobsim {
     double a_att;     /* from the anchor, so skipping a sampling tick changes no later value */
     uint32_t gen;     /* bumps on every phase change: stale events are dropped */
     uint32_t touched; /* cycle stamp of the last decision touching this job */
+    uint32_t preempt; /* cycle stamp of its last preemption (counted once per cycle) */
     bool restart;     /* a decision this cycle requires a checkpoint-restart */
     int64_t nsamples;
     drv_res held;       /* resources of the job's bound pods */
@@ -98,9 +100,18 @@ struct drv_sim {
     int32_t npl, cap_pl;
     int32_t *pl_open;
     int32_t cap_open;
-    bool sync_failed; /* a sample could not be drawn (out of memory) */
-    bool pl_failed;   /* an allocation for the log failed; the run stops with DRV_ENOMEM */
-    int32_t ndone;    /* jobs finished (for progress reports) */
+    /* queues (sim_queues.c), only when the cluster file declares some: else qidx is NULL,
+     * the state has no queue and nothing below is touched */
+    int32_t *qidx;                       /* per job: its queue, an id of st.queues */
+    int32_t qshow[DRV_MAX_QUEUES];       /* the queues reported, as ids of st.queues: the file's
+                                            order, then the default queue when jobs are in it */
+    int32_t nqshow;                      /* their number */
+    double q_share_area[DRV_MAX_QUEUES]; /* per id of st.queues: the integral over time of its
+                                            dominant share of the cluster */
+    double q_quota_area[DRV_MAX_QUEUES]; /* ... and of its use of its nominal quota */
+    bool sync_failed;                    /* a sample could not be drawn (out of memory) */
+    bool pl_failed; /* an allocation for the log failed; the run stops with DRV_ENOMEM */
+    int32_t ndone;  /* jobs finished (for progress reports) */
 };
 
 /* ---- shared helpers ----------------------------------------------------------------------- */
@@ -131,6 +142,13 @@ void sim_integrate(drv_sim *s, double t);
 int sim_record_tick(drv_sim *s);
 void sim_log_bind(drv_sim *s, int32_t pod, int32_t node);
 void sim_log_unbind(drv_sim *s, int32_t pod);
+
+/* sim_queues.c: the cluster file's queues into the state and each job's queue (errors for a
+ * queue not declared or a gang above its queue's ceiling), their shares integrated over dt
+ * (before time moves on, as sim_integrate), and their part of the summary over span seconds. */
+int sim_add_queues(drv_sim *s, drv_diag *d);
+void sim_queues_integrate(drv_sim *s, double dt);
+void sim_queues_summary(const drv_sim *s, drv_summary *o, double span);
 
 /* sim_progress.c */
 void sim_set_phase(drv_sim *s, int32_t job, int phase);

@@ -2,7 +2,7 @@
  * sim_metrics.c - what a run measures: resource-seconds held by complete gangs (useful) and by
  * incomplete ones (wasted), integrated between events; the cluster's time series as a step
  * function; the placement log behind the Gantt chart; and the summary (JCT percentiles,
- * makespan, utilisation) drv_sim_summary reports.
+ * makespan, utilisation; per queue and fairness from sim_queues.c) drv_sim_summary reports.
  */
 #include "sim_int.h"
 
@@ -19,6 +19,8 @@ void sim_integrate(drv_sim *s, double t)
         s->area_cpu_useful += (double)s->held_useful.cpu * dt;
         s->area_gpu_used += (double)used.gpu * dt;
         s->area_gpu_useful += (double)s->held_useful.gpu * dt;
+        if (s->qidx)
+            sim_queues_integrate(s, dt);
     }
     s->last_t = t;
 }
@@ -141,6 +143,7 @@ void drv_sim_summary(const drv_sim *s, drv_summary *o)
         o->gpu_useful = s->area_gpu_useful / (span * (double)s->capacity.gpu);
         o->gpu_wasted = o->gpu_util - o->gpu_useful;
     }
+    sim_queues_summary(s, o, span);
     o->stuck = o->jobs - o->done;
     o->stuck_cpu = s->capacity.cpu > 0 ? (double)s->held_wasted.cpu / (double)s->capacity.cpu : 0;
     o->end = s->last_t;

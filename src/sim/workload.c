@@ -1,6 +1,7 @@
 /*
  * workload.c - cluster and workload files (docs/formats.md), and the synthetic generator
- * behind the built-in scenario.
+ * behind the built-in scenario. A cluster file's queues are read by queues_read.c, node labels
+ * and taints and roles' constraints by constraints_read.c.
  *
  * Every field is read through src/conf, so a bad value is reported as
  * "file:line: jobs[3].roles.worker.cpu: expected a CPU quantity ..." and unknown fields are
@@ -8,6 +9,7 @@
  */
 #include "constraints_read.h"
 #include "drover/conf.h"
+#include "queues_read.h"
 #include "drover/sim.h"
 #include "drover/strtab.h"
 
@@ -57,6 +59,7 @@ void drv_cluster_fini(drv_cluster_spec *c)
         drv_nodeclass_fini(&c->classes[i]);
     drv_free(c->classes);
     drv_strtab_free(c->names);
+    drv_free(c->queues);
     memset(c, 0, sizeof *c);
 }
 
@@ -280,7 +283,7 @@ int drv_cluster_load(drv_cluster_spec *out, const char *path, drv_diag *d)
             c.nodes[c.n - 1].unschedulable = unsched;
         }
     }
-    if ((rc = read_network_timing(&doc, &c, d)) != 0)
+    if ((rc = read_network_timing(&doc, &c, d)) != 0 || (rc = drv_read_queues(&doc, &c, d)) != 0)
         goto out;
     if ((rc = drv_conf_check_unused(&doc, doc.root, "top level", d)) != 0)
         goto out;

@@ -113,9 +113,10 @@ struct drv_apiserver {
     uint64_t compacted; /* events with rv <= compacted are gone from the window */
     struct wevent *ring;
     int cap, head, n;
-    bool crd;       /* trainingjobs.drover.dev is served */
-    bool pg_crd;    /* podgroups.scheduling.x-k8s.io is served */
-    bool queue_crd; /* queues.drover.dev is served */
+    bool crd;        /* trainingjobs.drover.dev is served */
+    bool pg_crd;     /* podgroups.scheduling.x-k8s.io is served */
+    bool queue_crd;  /* queues.drover.dev is served */
+    bool pod_resize; /* pods/resize is served and listed (drv_apiserver_opts.pod_resize) */
     int bookmark_ms;
     long seq; /* requests served */
     uint64_t uid_seq;
@@ -133,6 +134,9 @@ struct drv_apiserver {
     bool audit;
     char *audit_buf;
     size_t audit_len, audit_cap;
+    /* ... and every answer of 400 or more, a line each (drv_apiserver_errors) */
+    char *err_buf;
+    size_t err_len, err_cap;
     bool stopping;
     struct fgdel *fg;
     int nfg;
@@ -392,6 +396,27 @@ static void conflict(struct resp *r, int rt, const char *name)
 
 /* ---- store and events (mutex held) ------------------------------------------------------- */
 
+/* Appends line and a newline to the log buf (len, cap); a line that does not fit in memory is
+ * left out (the log is a test's evidence, not the server's state). */
+static void log_append(char **buf, size_t *len, size_t *cap, const char *line)
+{
+    size_t n = line ? strlen(line) : 0;
+    if (line && *len + n + 2 > *cap) {
+        size_t want = (*len + n + 2) * 2;
+        char *b = drv_realloc(*buf, want);
+        if (b) {
+            *buf = b;
+            *cap = want;
+        }
+    }
+    if (line && *len + n + 2 <= *cap) {
+        memcpy(*buf + *len, line, n);
+        (*buf)[*len + n] = '\n';
+        *len += n + 1;
+        (*buf)[*len] = 0;
+    }
+}
+
 /* Appends {"type":..,"object":..} to the audit log (opts.audit), nodes and pods only. */
 static void audit_event(drv_apiserver *s, int rt, const char *type, json_t *obj)
 {
@@ -400,21 +425,7 @@ static void audit_event(drv_apiserver *s, int rt, const char *type, json_t *obj)
     json_t *ev = json_pack("{s:s, s:O}", "type", type, "object", obj);
     char *line = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
     json_decref(ev);
-    size_t n = line ? strlen(line) : 0;
-    if (line && s->audit_len + n + 2 > s->audit_cap) {
-        size_t cap = (s->audit_len + n + 2) * 2;
-        char *b = drv_realloc(s->audit_buf, cap);
-        if (b) {
-            s->audit_buf = b;
-            s->audit_cap = cap;
-        }
-    }
-    if (line && s->audit_len + n + 2 <= s->audit_cap) {
-        memcpy(s->audit_buf + s->audit_len, line, n);
-        s->audit_buf[s->audit_len + n] = '\n';
-        s->audit_len += n + 1;
-        s->audit_buf[s->audit_len] = 0;
-    }
+    log_append(&s->audit_buf, &s->audit_len, &s->audit_cap, line);
     free(line);
 }
 
@@ -937,8 +948,9 @@ static json_t *table_cells(int rt, json_t *o)
         json_array_append_new(c, type ? json_incref(type) : json_null());
         json_array_append_new(c, w ? json_incref(w) : json_null());
         json_array_append_new(c, n ? json_incref(n) : json_null());
-        json_array_append_new(c,
-                              json_string(str_or(path_get(o, "metadata.creationTimestamp"), "")));
+        /* a date column is sent as an age ("17s"), as kube-apiserver's CRD tables do
+         * (transcript 13-table-tj) */
+        json_array_append_new(c, json_string(a));
         json_array_append_new(c, msg ? json_incref(msg) : json_null());
     } else if (rt == R_PG) {
         /* a path absent is null, which kubectl prints as <none> (as for a CRD's columns) */
@@ -1258,7 +1270,9 @@ static int parse_route(drv_apiserver *s, const char *url, struct route *r)
         snprintf(r->sub, sizeof r->sub, "%s", seg[i + 2]);
     if (i + 3 < n)
         return -1;
-    if (r->sub[0] && strcmp(r->sub, "status") && !(r->rt == R_PODS && !strcmp(r->sub, "binding")))
+    bool pod_sub = r->rt == R_PODS &&
+                   (!strcmp(r->sub, "binding") || (s->pod_resize && !strcmp(r->sub, "resize")));
+    if (r->sub[0] && strcmp(r->sub, "status") && !pod_sub)
         return -1;
     if (!strcmp(r->sub, "status") && !RT[r->rt].status)
         return -1;
@@ -1673,6 +1687,100 @@ static void do_create(drv_apiserver *s, const struct route *rt, const char *body
 
 /* Common tail of PUT and PATCH: checks the precondition, keeps what the subresource rules keep,
  * validates, bumps generation, stores. nw is consumed. */
+/* ---- pods/resize (kube-apiserver >= 1.33) ---------------------------------------------------- */
+
+/* A pod's QoS class computed from its spec, as kube-apiserver's ComputePodQOS: BestEffort when
+ * no container requests or limits cpu or memory; Guaranteed when every container limits both
+ * and its requests (absent: defaulted to the limits) equal them; Burstable otherwise. (Equal
+ * means the same quantity string: "1" and "1000m" differ here, unlike the real server.) */
+static const char *qos_class(json_t *spec)
+{
+    static const char *const res[] = {"cpu", "memory"};
+    bool any = false, guaranteed = true;
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(spec, "containers"), i, c)
+    {
+        json_t *rs = json_object_get(c, "resources");
+        json_t *req = json_object_get(rs, "requests"), *lim = json_object_get(rs, "limits");
+        for (int k = 0; k < 2; k++) {
+            json_t *q = json_object_get(req, res[k]), *l = json_object_get(lim, res[k]);
+            any |= q || l;
+            guaranteed &= l && (!q || json_equal(q, l));
+        }
+    }
+    return !any ? "BestEffort" : guaranteed ? "Guaranteed" : "Burstable";
+}
+
+/* Whether a resize changes a resource other than cpu and memory in one container's requests
+ * or limits (which) from a to b, or removes one: the message, or NULL. */
+static const char *resize_forbidden(json_t *a, json_t *b, const char *which)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(a, k, v)
+    {
+        json_t *w = json_object_get(b, k);
+        if (!w)
+            return !strcmp(which, "limits") ? "resource limits cannot be removed"
+                                            : "resource requests cannot be removed";
+        if (!json_equal(v, w) && strcmp(k, "cpu") && strcmp(k, "memory"))
+            return "only cpu and memory resources are mutable";
+    }
+    json_object_foreach(b, k, v)
+    {
+        if (!json_object_get(a, k) && strcmp(k, "cpu") && strcmp(k, "memory"))
+            return "only cpu and memory resources are mutable";
+    }
+    return NULL;
+}
+
+/* The pod after a write to pods/NAME/resize, or NULL with r set (422): as kube-apiserver's
+ * resize strategy, only spec.containers[*].resources are taken from the new object (matched
+ * by container name; anything else it changes is dropped), then ValidatePodResize's rules:
+ * only cpu and memory change, none is removed, and the QoS class stays. The status is left as
+ * it is: since 1.33 the API server no longer writes status.resize (the kubelet reports the
+ * resize in the PodResizePending / PodResizeInProgress conditions; there is none here). */
+static json_t *resized(json_t *old, json_t *nw, const char *name, struct resp *r)
+{
+    json_t *out = json_deep_copy(old);
+    json_t *ospec = json_object_get(out, "spec");
+    size_t i, k;
+    json_t *c, *n;
+    const char *why = NULL;
+    json_array_foreach(json_object_get(ospec, "containers"), i, c)
+    {
+        json_array_foreach(json_object_get(json_object_get(nw, "spec"), "containers"), k, n)
+        {
+            const char *cn = json_string_value(json_object_get(n, "name"));
+            if (!cn || strcmp(cn, str_or(json_object_get(c, "name"), "")) != 0)
+                continue;
+            json_t *a = json_object_get(c, "resources"), *b = json_object_get(n, "resources");
+            for (int w = 0; w < 2 && !why; w++) {
+                const char *which = w ? "limits" : "requests";
+                why = resize_forbidden(json_object_get(a, which), json_object_get(b, which), which);
+            }
+            if (json_is_object(b))
+                json_object_set(c, "resources", b);
+        }
+    }
+    if (!why && strcmp(qos_class(json_object_get(old, "spec")), qos_class(ospec)) != 0) {
+        set_status(r, 422, "Invalid", name, NULL, "Pod", false,
+                   "Pod \"%s\" is invalid: spec: Invalid value: \"%s\": Pod QOS Class may not "
+                   "change as a result of resizing",
+                   name, qos_class(json_object_get(old, "spec")));
+        json_decref(out);
+        return NULL;
+    }
+    if (why) {
+        set_status(r, 422, "Invalid", name, NULL, "Pod", false,
+                   "Pod \"%s\" is invalid: spec: Forbidden: %s", name, why);
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
 static void finish_update(drv_apiserver *s, const struct route *rt, const char *key, json_t *old,
                           json_t *nw, struct resp *r)
 {
@@ -1684,7 +1792,13 @@ static void finish_update(drv_apiserver *s, const struct route *rt, const char *
         return;
     }
     json_t *out;
-    if (!strcmp(rt->sub, "status")) {
+    bool resize = !strcmp(rt->sub, "resize");
+    if (resize) {
+        out = resized(old, nw, rt->name, r);
+        json_decref(nw);
+        if (!out)
+            return;
+    } else if (!strcmp(rt->sub, "status")) {
         out = json_deep_copy(old);
         json_t *st = json_object_get(nw, "status");
         if (st)
@@ -1717,7 +1831,7 @@ static void finish_update(drv_apiserver *s, const struct route *rt, const char *
     json_object_set_new(out, "kind", json_string(RT[t].kind));
     json_object_set_new(out, "apiVersion", json_string(api_version(t)));
     json_object_set(m, "resourceVersion", json_object_get(om, "resourceVersion"));
-    if (validate(s, t, out, old, rt->ns, r)) {
+    if (!resize && validate(s, t, out, old, rt->ns, r)) {
         json_decref(out);
         return;
     }
@@ -2307,6 +2421,19 @@ static bool serve_discovery(drv_apiserver *s, struct MHD_Connection *c, const ch
         set_fixture(r, s->fx_version);
     } else if (!strcmp(url, "/api")) {
         set_fixture(r, s->fx_api);
+    } else if (!strcmp(url, "/api/v1") && s->pod_resize) {
+        /* The recorded 1.24 list, with the entry kube-apiserver >= 1.33 lists after pods/proxy
+         * (the same shape as pods/status: kind Pod, verbs get, patch, update). */
+        json_t *doc = json_loads(s->fx_api_v1, 0, NULL), *res = json_object_get(doc, "resources");
+        size_t i, at = json_array_size(res);
+        json_t *e;
+        json_array_foreach(res, i, e)
+        {
+            if (!strcmp(str_or(json_object_get(e, "name"), ""), "pods/proxy"))
+                at = i + 1;
+        }
+        json_array_insert_new(res, at, resource_entry(R_PODS, "pods/resize", true));
+        set_json(r, 200, doc);
     } else if (!strcmp(url, "/api/v1")) {
         set_fixture(r, s->fx_api_v1);
     } else if (!strcmp(url, "/apis")) {
@@ -2497,6 +2624,21 @@ static int chaos_fault(drv_apiserver *s, bool is_watch)
     }
 }
 
+/* Queues r; with opts.audit, an answer of 400 or more is logged first: "CODE METHOD URL AGENT". */
+static enum MHD_Result answer(drv_apiserver *s, struct MHD_Connection *c, const char *method,
+                              const char *url, struct resp *r)
+{
+    if (s->audit && r->code >= 400) {
+        const char *ua = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent");
+        char line[640];
+        snprintf(line, sizeof line, "%d %s %.400s %.120s", r->code, method, url, ua ? ua : "-");
+        pthread_mutex_lock(&s->mu);
+        log_append(&s->err_buf, &s->err_len, &s->err_cap, line);
+        pthread_mutex_unlock(&s->mu);
+    }
+    return queue(c, r);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **con_cls)
@@ -2541,24 +2683,24 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     struct resp r = {0};
     if (s->client_auth && !client_verified(c)) {
         set_status(&r, 401, "Unauthorized", NULL, NULL, NULL, false, "Unauthorized");
-        return queue(c, &r);
+        return answer(s, c, method, url, &r);
     }
     if (cn->too_big) {
         set_status(&r, 413, "RequestEntityTooLarge", NULL, NULL, NULL, false,
                    "the request body is larger than %u bytes", MAX_BODY);
-        return queue(c, &r);
+        return answer(s, c, method, url, &r);
     }
     pthread_mutex_lock(&s->mu);
     run_gc(s);
     if (serve_discovery(s, c, url, &r)) {
         pthread_mutex_unlock(&s->mu);
-        return queue(c, &r);
+        return answer(s, c, method, url, &r);
     }
     struct route rt;
     if (parse_route(s, url, &rt)) {
         pthread_mutex_unlock(&s->mu);
         not_found_page(&r);
-        return queue(c, &r);
+        return answer(s, c, method, url, &r);
     }
     if (s->fail_count > 0) {
         s->fail_count--;
@@ -2572,7 +2714,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         pthread_mutex_unlock(&s->mu);
         set_status(&r, code, reason, NULL, NULL, NULL, true, "injected fault: %d %s", code, reason);
         r.retry_after = r.retry_after; /* kept from above */
-        return queue(c, &r);
+        return answer(s, c, method, url, &r);
     }
     const char *wq = qarg(c, "watch");
     bool is_watch = wq && (!strcmp(wq, "1") || !strcmp(wq, "true"));
@@ -2591,14 +2733,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                        : code == 429 ? "TooManyRequests"
                                      : "InternalError",
                        NULL, NULL, NULL, true, "injected fault: %d", code);
-            return queue(c, &r);
+            return answer(s, c, method, url, &r);
         }
     }
     if (!strcmp(method, "GET") && is_watch) {
         struct watch *w = start_watch(s, c, &rt, &r);
         pthread_mutex_unlock(&s->mu);
         if (!w)
-            return queue(c, &r);
+            return answer(s, c, method, url, &r);
         struct MHD_Response *mr =
             MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, watch_read, w, watch_free);
         if (!mr) {
@@ -2632,7 +2774,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                    "the server does not allow this method on the requested resource");
     }
     pthread_mutex_unlock(&s->mu);
-    return queue(c, &r);
+    return answer(s, c, method, url, &r);
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -2735,6 +2877,7 @@ int drv_apiserver_start(drv_apiserver **out, const drv_apiserver_opts *o, drv_di
     s->cap = o->window > 0 ? (o->window < MAX_WINDOW ? o->window : MAX_WINDOW) : DEF_WINDOW;
     s->bookmark_ms = o->bookmark_ms > 0 ? o->bookmark_ms : 1000;
     s->audit = o->audit;
+    s->pod_resize = o->pod_resize;
     s->ring = drv_calloc((size_t)s->cap, sizeof *s->ring);
     s->rv = 100;
     int rc = s->ring ? 0 : drv_fail(d, DRV_ENOMEM, "apiserver: out of memory");
@@ -2824,6 +2967,7 @@ void drv_apiserver_free(drv_apiserver *s)
         drv_free(s->fg[i].key);
     drv_free(s->fg);
     drv_free(s->audit_buf);
+    drv_free(s->err_buf);
     char *fx[] = {s->fx_api,    s->fx_api_v1,  s->fx_apis,    s->fx_apis_crd, s->fx_coord,
                   s->fx_drover, s->fx_version, s->fx_v3index, s->fx_v3_v1,    s->fx_v3_coord};
     for (size_t i = 0; i < sizeof fx / sizeof *fx; i++)
@@ -2851,6 +2995,14 @@ char *drv_apiserver_audit(drv_apiserver *s)
 {
     pthread_mutex_lock(&s->mu);
     char *out = drv_strdup(s->audit_buf ? s->audit_buf : "");
+    pthread_mutex_unlock(&s->mu);
+    return out;
+}
+
+char *drv_apiserver_errors(drv_apiserver *s)
+{
+    pthread_mutex_lock(&s->mu);
+    char *out = drv_strdup(s->err_buf ? s->err_buf : "");
     pthread_mutex_unlock(&s->mu);
     return out;
 }

@@ -7,6 +7,7 @@
  * CRD is created, with a status subresource), list with label and
  * field selectors and limit/continue, watch with bookmarks and a bounded event window that
  * yields a 410 Expired ERROR event, resourceVersion preconditions (409), pods/binding,
+ * pods/resize (opts.pod_resize: Kubernetes >= 1.33),
  * merge / JSON / strategic patches with their 415/422 answers, and Table responses for kubectl.
  *
  * Faults are injected from the test's own thread through the functions below; every one is
@@ -34,9 +35,15 @@ typedef struct drv_apiserver_opts {
     /* With TLS: require a client certificate signed by this CA (PEM text), as a kube-apiserver
      * with --client-ca-file and anonymous access off: a request without one gets 401. */
     const char *tls_client_ca_pem;
-    /* Keep every node and pod event (drv_apiserver_audit), never compacted: what a test checks
-     * the whole history against (over-commit at any moment, pods bound twice). */
+    /* Keep every node and pod event (drv_apiserver_audit), never compacted, and every answer
+     * of 400 or more (drv_apiserver_errors): what a test checks the whole history against
+     * (over-commit at any moment, pods bound twice, unexpected refusals). */
     bool audit;
+    /* Serve pods/NAME/resize and list it in /api/v1's resources, as kube-apiserver >= 1.33
+     * (in-place resize, beta and on by default): a PATCH or PUT there changes only the
+     * containers' resources (cpu and memory; the QoS class kept, else 422). Without it, as on
+     * the recorded 1.24, the path is a 404 and the list does not name it. */
+    bool pod_resize;
 } drv_apiserver_opts;
 
 /* Starts a server on 127.0.0.1 with an ephemeral port. */
@@ -64,6 +71,10 @@ drv_apiserver_faults drv_apiserver_fault_counts(drv_apiserver *s);
 /* With opts.audit: every node and pod event so far, one {"type":..,"object":..} JSON line each,
  * in the order they happened (drv_malloc'd; the caller frees it). */
 char *drv_apiserver_audit(drv_apiserver *s);
+/* With opts.audit: every answer of 400 or more so far (watch events excepted: a 410 inside a
+ * watch stream is an ERROR event of a 200), one "CODE METHOD PATH USER-AGENT" line each, in
+ * order (drv_malloc'd; the caller frees it). What a test checks for unexpected refusals. */
+char *drv_apiserver_errors(drv_apiserver *s);
 /* Every open watch stream is cut without its terminating chunk (a dropped connection). */
 void drv_apiserver_drop_watches(drv_apiserver *s);
 /* Every event so far leaves the window: watches from an older resourceVersion get 410, and

@@ -12,12 +12,12 @@
  * the test's are not touched) with a fault: 409, 429 with Retry-After, 500, a 300 ms delay, every
  * watch dropped, or the watch window expired (410).
  *
- * Checked, from the audit log replayed event by event:
+ * Checked, from the audit log replayed event by event (history.h, shared with test_e2e20):
  *   over-commit   at no moment do the pods bound to a node and not finished request more CPU
  *                 or memory than it has;
  *   double bind   at no moment are two unfinished bound pods the same job, role and rank, and
  *                 no job, role and rank succeeds twice;
- *   half gang     no pod of a job succeeds before a pod of each of its 5 ranks has been bound;
+ *   half gang     no pod of a job ends before a pod of each of its 5 ranks has been bound;
  * and, from the objects at the end: every TrainingJob Succeeded; the last controller's failed
  * requests (its stop line) equal the error faults injected while it ran (409, 429, 500).
  *
@@ -36,6 +36,7 @@
 #include "drover/kube.h"
 #include "drover/kube_emulate.h"
 #include "drover/kube_types.h"
+#include "history.h"
 #include "json.h"
 #include "kubectl_util.h"
 
@@ -201,160 +202,6 @@ static int succeeded_jobs(drv_kube *k)
     return n;
 }
 
-/* ---- replaying the history ----------------------------------------------------------------- */
-
-typedef struct pod_state {
-    char uid[64];
-    int node;      /* -1 unbound */
-    int job, slot; /* job number and rank slot (PS 0, workers 1-4), -1 when not ours */
-    bool live;     /* bound and neither finished nor deleted */
-    bool done;     /* reached Succeeded */
-    int64_t cpu_m, mem;
-} pod_state;
-
-typedef struct history {
-    pod_state *pods;
-    int npods, cap;
-    int64_t node_cpu[NODES], node_mem[NODES];
-    int64_t used_cpu[NODES], used_mem[NODES];
-    unsigned char *ever_bound; /* job * RANKS + slot */
-    unsigned char *live_count, *done_count;
-    bool *half;
-    long overcommits, double_binds, twice_done, half_gangs, events;
-} history;
-
-static int node_index(const char *name)
-{
-    return name && strncmp(name, "n", 1) == 0 ? atoi(name + 1) : -1;
-}
-
-static pod_state *pod_of(history *h, const char *uid)
-{
-    for (int i = h->npods - 1; i >= 0; i--) /* recent pods are looked up most */
-        if (strcmp(h->pods[i].uid, uid) == 0)
-            return &h->pods[i];
-    if (h->npods == h->cap) {
-        h->cap = h->cap ? h->cap * 2 : 1024;
-        h->pods = realloc(h->pods, (size_t)h->cap * sizeof *h->pods);
-    }
-    pod_state *p = &h->pods[h->npods++];
-    memset(p, 0, sizeof *p);
-    snprintf(p->uid, sizeof p->uid, "%s", uid);
-    p->node = p->job = p->slot = -1;
-    return p;
-}
-
-static void requests_of(json_t *pod, int64_t *cpu, int64_t *mem)
-{
-    *cpu = *mem = 0;
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), i, c)
-    {
-        json_t *req = json_object_get(json_object_get(c, "resources"), "requests");
-        int64_t v;
-        if (drv_kube_quantity_milli(json_string_value(json_object_get(req, "cpu")), &v) == 0)
-            *cpu += v;
-        if (drv_kube_quantity(json_string_value(json_object_get(req, "memory")), &v) == 0)
-            *mem += v;
-    }
-}
-
-static void set_live(history *h, pod_state *p, bool live)
-{
-    if (p->live == live)
-        return;
-    int sign = live ? 1 : -1;
-    p->live = live;
-    h->used_cpu[p->node] += sign * p->cpu_m;
-    h->used_mem[p->node] += sign * p->mem;
-    if (p->job >= 0)
-        h->live_count[p->job * RANKS + p->slot] += (unsigned char)sign;
-}
-
-static void replay_pod(history *h, const char *type, json_t *o)
-{
-    json_t *meta = json_object_get(o, "metadata");
-    const char *uid = json_string_value(json_object_get(meta, "uid"));
-    if (!uid)
-        return;
-    pod_state *p = pod_of(h, uid);
-    json_t *labels = json_object_get(meta, "labels");
-    const char *job = json_string_value(json_object_get(labels, "drover.dev/job"));
-    const char *role = json_string_value(json_object_get(labels, "drover.dev/role"));
-    const char *rank = json_string_value(json_object_get(labels, "drover.dev/rank"));
-    if (p->job < 0 && job && role && rank && strncmp(job, "job-", 4) == 0) {
-        p->job = atoi(job + 4);
-        p->slot = strcmp(role, "ps") == 0 ? 0 : 1 + atoi(rank);
-        if (p->job >= MAX_JOBS || p->slot >= RANKS)
-            p->job = -1;
-    }
-    requests_of(o, &p->cpu_m, &p->mem);
-    int node =
-        node_index(json_string_value(json_object_get(json_object_get(o, "spec"), "nodeName")));
-    const char *phase = json_string_value(json_object_get(json_object_get(o, "status"), "phase"));
-    bool finished = phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
-    if (node >= 0 && node < NODES && p->node < 0) {
-        p->node = node;
-        if (p->job >= 0)
-            h->ever_bound[p->job * RANKS + p->slot] = 1;
-    }
-    if (p->node >= 0)
-        set_live(h, p, !finished && strcmp(type, "DELETED") != 0);
-    if (phase && !strcmp(phase, "Succeeded") && !p->done && p->job >= 0) {
-        p->done = true;
-        if (++h->done_count[p->job * RANKS + p->slot] > 1)
-            h->twice_done++;
-        int bound = 0;
-        for (int r = 0; r < RANKS; r++)
-            bound += h->ever_bound[p->job * RANKS + r];
-        if (bound < RANKS && !h->half[p->job]) {
-            h->half[p->job] = true;
-            h->half_gangs++;
-            fprintf(stderr, "half gang: job-%d had %d of %d ranks bound when a pod succeeded\n",
-                    p->job, bound, RANKS);
-        }
-    }
-    if (p->node >= 0 && (h->used_cpu[p->node] > h->node_cpu[p->node] ||
-                         h->used_mem[p->node] > h->node_mem[p->node])) {
-        h->overcommits++;
-        fprintf(stderr, "over-commit: n%d holds %lldm CPU of %lldm\n", p->node,
-                (long long)h->used_cpu[p->node], (long long)h->node_cpu[p->node]);
-    }
-    if (p->job >= 0 && h->live_count[p->job * RANKS + p->slot] > 1) {
-        h->double_binds++;
-        fprintf(stderr, "double bind: job-%d slot %d has two live bound pods\n", p->job, p->slot);
-    }
-}
-
-static void replay(history *h, const char *audit)
-{
-    for (const char *line = audit; *line;) {
-        const char *end = strchr(line, '\n');
-        size_t n = end ? (size_t)(end - line) : strlen(line);
-        json_t *ev = json_loadb(line, n, 0, NULL);
-        const char *type = json_string_value(json_object_get(ev, "type"));
-        json_t *o = json_object_get(ev, "object");
-        const char *kind = json_string_value(json_object_get(o, "kind"));
-        if (type && kind && !strcmp(kind, "Node")) {
-            int i = node_index(
-                json_string_value(json_object_get(json_object_get(o, "metadata"), "name")));
-            json_t *alloc = json_object_get(json_object_get(o, "status"), "allocatable");
-            if (i >= 0 && i < NODES) {
-                drv_kube_quantity_milli(json_string_value(json_object_get(alloc, "cpu")),
-                                        &h->node_cpu[i]);
-                drv_kube_quantity(json_string_value(json_object_get(alloc, "memory")),
-                                  &h->node_mem[i]);
-            }
-        } else if (type && kind && !strcmp(kind, "Pod")) {
-            replay_pod(h, type, o);
-        }
-        h->events++;
-        json_decref(ev);
-        line += n + (end != NULL);
-    }
-}
-
 /* ---- main ---------------------------------------------------------------------------------- */
 
 static int usage(void)
@@ -481,13 +328,16 @@ int main(int argc, char **argv)
     drv_apiserver_faults after = drv_apiserver_fault_counts(srv);
     drv_apiserver_chaos(srv, 0, 0, NULL);
 
-    history h = {0};
-    h.ever_bound = calloc((size_t)MAX_JOBS * RANKS, 1);
-    h.live_count = calloc((size_t)MAX_JOBS * RANKS, 1);
-    h.done_count = calloc((size_t)MAX_JOBS * RANKS, 1);
-    h.half = calloc(MAX_JOBS, sizeof *h.half);
+    hist *h = hist_new();
+    char gang[64];
+    for (int i = 0; i < o.jobs; i++) {
+        snprintf(gang, sizeof gang, "default/job-%d", i);
+        hist_gang(h, gang, RANKS);
+    }
     char *audit = drv_apiserver_audit(srv);
-    replay(&h, audit ? audit : "");
+    hist_replay(h, audit ? audit : "");
+    hist_counts hc = hist_result(h);
+    hist_free(h);
     long injected = (after.conflict - before.conflict) + (after.throttled - before.throttled) +
                     (after.internal - before.internal);
     long counted = stop_line_failures(log);
@@ -501,22 +351,17 @@ int main(int argc, char **argv)
         "double binds %ld, succeeded twice %ld, over-commits %ld, half gangs %ld; last "
         "controller: %ld error faults injected, %ld failed requests counted\n",
         (unsigned long long)o.seed, o.nodes, o.jobs, o.kills, how, after.conflict, after.throttled,
-        after.internal, after.gone, after.slow, after.dropped, done, h.events, h.double_binds,
-        h.twice_done, h.overcommits, h.half_gangs, injected, counted);
+        after.internal, after.gone, after.slow, after.dropped, done, hc.events, hc.double_binds,
+        hc.twice_done, hc.overcommits, hc.half_gangs, injected, counted);
     expect(done == o.jobs, "jobs that did not succeed", o.jobs - done);
-    expect(h.double_binds == 0, "double binds", h.double_binds);
-    expect(h.twice_done == 0, "ranks succeeded twice", h.twice_done);
-    expect(h.overcommits == 0, "over-commits", h.overcommits);
-    expect(h.half_gangs == 0, "half gangs", h.half_gangs);
+    expect(hc.double_binds == 0, "double binds", hc.double_binds);
+    expect(hc.twice_done == 0, "ranks succeeded twice", hc.twice_done);
+    expect(hc.overcommits == 0, "over-commits", hc.overcommits);
+    expect(hc.half_gangs == 0, "half gangs", hc.half_gangs);
     expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "last controller's exit status",
            (long)status);
     expect(counted == injected, "last controller's failed requests unlike the faults injected",
            counted);
-    free(h.pods);
-    free(h.ever_bound);
-    free(h.live_count);
-    free(h.done_count);
-    free(h.half);
     drv_kube_free(k);
     drv_emulator_stop(emu);
     drv_emulator_free(emu);

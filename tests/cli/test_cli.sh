@@ -226,12 +226,22 @@ check run-override-found $?
 expect_status explain-fifo 0 "$drover" sim --policy k8s-default --explain resnet50-1
 grep -q 'k8s-default orders its queue FIFO' "$tmp/out"
 check explain-fifo-says-fifo $?
-grep -q -E '^(user|class|wait|parallelism|priority) ' "$tmp/out"
+grep -q -E '^(user|class|wait|parallelism|share|priority) ' "$tmp/out"
 [ $? -ne 0 ]
 check explain-fifo-no-factors $?
 expect_status explain-priority 0 "$drover" sim --policy volcano-priority --explain resnet50-1
-[ "$(grep -c -E '^(user|class|wait|parallelism|priority) ' "$tmp/out")" -eq 5 ]
+[ "$(grep -c -E '^(user|class|wait|parallelism|share|priority) ' "$tmp/out")" -eq 6 ]
 check explain-priority-factors $?
+# With queues (examples/cluster-tenants.yaml): the job's queue with its weight from the file, and
+# its user's share within that queue, before the factors.
+expect_status explain-queues 0 "$drover" sim --cluster "$src/examples/cluster-tenants.yaml" \
+    --workload "$src/examples/tenants-workload.yaml" --policy drover --explain batch-02-lenet
+grep -q '^queue batch (weight 1): uses .* weighted dominant share 0\.[0-9]' "$tmp/out"
+check explain-queue-line $?
+grep -q '^user dave in queue batch: share 0\.[0-9]' "$tmp/out"
+check explain-user-line $?
+grep -q -E '^share +0\.[0-9]+ ' "$tmp/out"
+check explain-share-factor $?
 
 
 # --seeds: one row per policy with mean ± interval over the seeds; the same numbers whatever

@@ -23,9 +23,14 @@ static void *run_main(void *arg)
 
 void start(fixture *f, runner *r)
 {
+    start_profile(f, r, "gang-fifo");
+}
+
+void start_profile(fixture *f, runner *r, const char *profile)
+{
     drv_profile prof;
     drv_diag d = {{0}};
-    assert_int_equal(drv_profile_builtin("gang-fifo", &prof, &d), 0);
+    assert_int_equal(drv_profile_builtin(profile, &prof, &d), 0);
     drv_ctrl_opts o = {.profile = &prof};
     memset(r, 0, sizeof *r);
     assert_int_equal(drv_ctrl_new(&r->c, &f->cfg, &o, &d), 0);

@@ -30,6 +30,8 @@ typedef struct runner {
 
 /* Starts a controller (profile gang-fifo) on f's server in a thread of its own. */
 void start(fixture *f, runner *r);
+/* ... under another built-in profile. */
+void start_profile(fixture *f, runner *r, const char *profile);
 /* Stops it; its run must have returned 0. */
 void stop(runner *r);
 /* method path with body fmt... (none when it formats to ""); a failure fails the test. */

@@ -310,6 +310,8 @@ static void test_restart_then_backoff(void **state)
     char st[8], why[48];
     cond_of(f, "rs", "Restarting", st, why, NULL);
     assert_string_equal(why, "PodRestarting");
+    /* a restart is not a change of the job's size */
+    assert_int_equal(events(f, "rs", "JobScaling", NULL, 0), 0);
     set_phase(f, "rs-worker-1", "Running");
     WAIT_FOR(now_in(f, "rs", "Running", NULL));
     /* Fails again: past the limit. */
@@ -482,10 +484,7 @@ static void test_deadline_and_ttl(void **state)
     role(worker, sizeof worker, "Worker", 1, "1", "");
     add_job(f, "dl", worker, "\"runPolicy\":{\"activeDeadlineSeconds\":1},");
     add_job(f, "tt", worker, "\"runPolicy\":{\"ttlSecondsAfterFinished\":1},");
-    /* (a TTL is looked at only while some job is live: docs/running.md; "bg" stays so) */
-    add_job(f, "bg", worker, "");
-    WAIT_FOR(pod_bound(f, "dl-worker-0") && pod_bound(f, "tt-worker-0") &&
-             pod_bound(f, "bg-worker-0"));
+    WAIT_FOR(pod_bound(f, "dl-worker-0") && pod_bound(f, "tt-worker-0"));
     set_phase(f, "dl-worker-0", "Running");
     set_phase(f, "tt-worker-0", "Running");
     WAIT_FOR(now_in(f, "tt", "Running", "JobRunning"));
@@ -500,10 +499,47 @@ static void test_deadline_and_ttl(void **state)
     stop(&r);
 }
 
+/* A deadline wakes the loop when it comes; no cycle runs to look for it meanwhile. A job waits
+ * out its ttlSecondsAfterFinished (2 s) alone, then another its activeDeadlineSeconds (2 s):
+ * each wait costs a few cycles (one every 50 ms would be about 40). The TTL fires with no job
+ * live at all. */
+static void test_deadlines_wake_the_loop(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    char worker[1024];
+    role(worker, sizeof worker, "Worker", 1, "1", "");
+    add_job(f, "tt", worker, "\"runPolicy\":{\"ttlSecondsAfterFinished\":2},");
+    WAIT_FOR(pod_bound(f, "tt-worker-0"));
+    set_phase(f, "tt-worker-0", "Running");
+    WAIT_FOR(now_in(f, "tt", "Running", "JobRunning"));
+    set_phase(f, "tt-worker-0", "Succeeded");
+    WAIT_FOR(now_in(f, "tt", "Succeeded", NULL));
+    long c0 = drv_ctrl_get_stats(r.c).cycles;
+    json_t *o = NULL;
+    WAIT_FOR((json_decref(o),
+              o = get(f, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/tt")) == NULL);
+    long idle = drv_ctrl_get_stats(r.c).cycles - c0;
+    assert_in_range(idle, 0, 3);
+    add_job(f, "dl", worker, "\"runPolicy\":{\"activeDeadlineSeconds\":2},");
+    WAIT_FOR(pod_bound(f, "dl-worker-0"));
+    set_phase(f, "dl-worker-0", "Running");
+    WAIT_FOR(now_in(f, "dl", "Running", "JobRunning"));
+    c0 = drv_ctrl_get_stats(r.c).cycles;
+    WAIT_FOR(now_in(f, "dl", "Failed", "DeadlineExceeded"));
+    idle = drv_ctrl_get_stats(r.c).cycles - c0;
+    assert_in_range(idle, 1, 4); /* (the one that failed it, and what its writes bring) */
+    stop(&r);
+}
+
 /* A job whose one worker runs under the emulator (kubelet's part), annotated to end with
- * exit_code the first fail_times times, under restartPolicy. */
-static drv_emulator *emulated_job(fixture *f, const char *name, const char *restart, int exit_code,
-                                  int fail_times)
+ * exit_code the first fail_times times, under restartPolicy (its role's; its pod's is Never,
+ * or OnFailure with in_place: the kubelet restarts its container in place). */
+static drv_emulator *emulated_job(fixture *f, const char *name, const char *restart, bool in_place,
+                                  int exit_code, int fail_times)
 {
     drv_emu_node node = {.name = "emu-0", .alloc = {8000, 64LL << 30, 0}};
     drv_emulator_opts o;
@@ -520,9 +556,10 @@ static drv_emulator *emulated_job(fixture *f, const char *name, const char *rest
         "\"backoffLimit\":3},\"replicaSpecs\":{\"Worker\":{\"replicas\":1,\"restartPolicy\":"
         "\"%s\",\"template\":{\"metadata\":{\"annotations\":{\"" DRV_EMU_DURATION_ANNOTATION
         "\":\"10\",\"" DRV_EMU_EXIT_CODE_ANNOTATION "\":\"%d\",\"" DRV_EMU_FAIL_TIMES_ANNOTATION
-        "\":\"%d\"}},\"spec\":{\"schedulerName\":\"drover\",\"containers\":[{\"name\":"
-        "\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}",
-        name, restart, exit_code, fail_times);
+        "\":\"%d\"}},\"spec\":{\"schedulerName\":\"drover\",\"restartPolicy\":\"%s\","
+        "\"containers\":[{\"name\":\"main\",\"image\":\"t\",\"resources\":{\"requests\":{"
+        "\"cpu\":\"1\"}}}]}}}}}}",
+        name, restart, exit_code, fail_times, in_place ? "OnFailure" : "Never");
     return e;
 }
 
@@ -534,7 +571,7 @@ static void test_exit_code_policy(void **state)
     runner r;
     start(f, &r);
     WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
-    drv_emulator *e = emulated_job(f, "ok", "ExitCode", 137, 1);
+    drv_emulator *e = emulated_job(f, "ok", "ExitCode", false, 137, 1);
     WAIT_FOR(now_in(f, "ok", "Succeeded", "JobSucceeded"));
     assert_int_equal(events(f, "ok", "PodRestarting", NULL, 0), 1);
     json_t *o = get(f, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/ok");
@@ -543,9 +580,35 @@ static void test_exit_code_policy(void **state)
     json_decref(o);
     assert_int_equal(drv_emulator_get_stats(e).failed, 1);
     drv_emulator_free(e);
-    e = emulated_job(f, "perm", "ExitCode", 1, -1);
+    e = emulated_job(f, "perm", "ExitCode", false, 1, -1);
     WAIT_FOR(now_in(f, "perm", "Failed", "PermanentError"));
     assert_int_equal(events(f, "perm", "PodRestarting", NULL, 0), 0);
+    drv_emulator_free(e);
+    stop(&r);
+}
+
+/* restartPolicy OnFailure with the pod's own restartPolicy OnFailure: the kubelet (the emulator)
+ * restarts the failing container in place, the pod stays Running, and its restartCount counts
+ * toward backoffLimit (3) as Kubeflow counts it: the fourth restart fails the job although no
+ * pod failed and Drover restarted none. */
+static void test_kubelet_restarts_count(void **state)
+{
+    fixture *f = *state;
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    drv_emulator *e = emulated_job(f, "inplace", "OnFailure", true, 1, -1);
+    WAIT_FOR(now_in(f, "inplace", "Failed", "BackoffLimitExceeded"));
+    json_t *p = pod(f, "inplace-worker-0");
+    if (p) { /* (cleanPodPolicy Running deletes it; when still there, it never failed) */
+        json_t *st = json_object_get(p, "status");
+        assert_string_equal(json_string_value(json_object_get(st, "phase")), "Running");
+        json_t *c0 = json_array_get(json_object_get(st, "containerStatuses"), 0);
+        assert_true(json_integer_value(json_object_get(c0, "restartCount")) >= 4);
+        json_decref(p);
+    }
+    assert_true(drv_emulator_get_stats(e).failed >= 4);
+    assert_int_equal(events(f, "inplace", "PodRestarting", NULL, 0), 0);
     drv_emulator_free(e);
     stop(&r);
 }
@@ -561,7 +624,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_invalid_and_never_fits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adopted_job_not_announced_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deadline_and_ttl, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deadlines_wake_the_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit_code_policy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kubelet_restarts_count, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -87,6 +87,41 @@ static void on_failure_restarts_until_backoff_limit(void **state)
     assert_int_equal(out.nrestart, 0);
 }
 
+/* The kubelet's restarts in place count toward backoffLimit with no pod failed, as Kubeflow
+ * counts them: a job is failed once they exceed it, not before; an ExitCode role's are not
+ * counted (its pods are Never to the kubelet), nor those of a pod no longer there. */
+static void kubelet_restarts_in_place_count(void **state)
+{
+    (void)state;
+    drv_pod_obs pods[3];
+    drv_lifecycle_in in = tf_job(pods, DRV_RESTART_ON_FAILURE);
+    in.policy.backoff_limit = 3;
+    pods[1].restarts = 2;
+    pods[2].restarts = 1;
+    drv_lifecycle_out out;
+    drv_lifecycle_step(&in, DRV_COND_RUNNING, &out);
+    assert_int_equal(out.state, DRV_COND_RUNNING); /* 3 restarts: within the limit */
+    pods[2].restarts = 2;
+    drv_lifecycle_step(&in, DRV_COND_RUNNING, &out);
+    assert_int_equal(out.state, DRV_COND_FAILED);
+    assert_string_equal(out.reason, "BackoffLimitExceeded");
+    assert_non_null(strstr(out.message, "4 time(s) in place"));
+    assert_int_equal(out.nrestart, 0);
+    assert_true(out.delete_running); /* (cleanPodPolicy Running) */
+    in.restarts = 1;                 /* the controller's own restarts add up with them */
+    pods[2].restarts = 1;
+    drv_lifecycle_step(&in, DRV_COND_RUNNING, &out);
+    assert_int_equal(out.state, DRV_COND_FAILED);
+    pods[2].phase = DRV_OBS_ABSENT; /* deleted: its count went with it */
+    drv_lifecycle_step(&in, DRV_COND_RUNNING, &out);
+    assert_int_equal(out.state, DRV_COND_RUNNING);
+    in = tf_job(pods, DRV_RESTART_EXIT_CODE);
+    in.policy.backoff_limit = 0;
+    pods[1].restarts = 5;
+    drv_lifecycle_step(&in, DRV_COND_RUNNING, &out);
+    assert_int_equal(out.state, DRV_COND_RUNNING);
+}
+
 /* ExitCode: 128-255 (killed by a signal) restart, 1-127 fail. */
 static void exit_code_policy(void **state)
 {
@@ -219,6 +254,7 @@ int main(void)
         cmocka_unit_test(chief_outlives_workers),
         cmocka_unit_test(never_fails_the_job),
         cmocka_unit_test(on_failure_restarts_until_backoff_limit),
+        cmocka_unit_test(kubelet_restarts_in_place_count),
         cmocka_unit_test(exit_code_policy),
         cmocka_unit_test(allreduce_without_master_needs_every_worker),
         cmocka_unit_test(tensorflow_without_chief_follows_worker0),

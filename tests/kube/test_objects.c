@@ -510,6 +510,14 @@ static void test_trainingjob_roles_and_policies(void **unused)
     drv_kpod kp;
     assert_int_equal(drv_kube_decode_pod(pod, names, &kp, &d), 0);
     assert_int_equal(kp.exit_code, 137);
+    assert_int_equal(kp.restarts, 0); /* no restartCount */
+    /* the kubelet's restarts in place: every container's and init container's restartCount */
+    json_object_set_new(json_array_get(cs, 0), "restartCount", json_integer(2));
+    json_object_set_new(json_array_get(cs, 1), "restartCount", json_integer(3));
+    json_object_set_new(json_object_get(pod, "status"), "initContainerStatuses",
+                        json_pack("[{s:i}]", "restartCount", 1));
+    assert_int_equal(drv_kube_decode_pod(pod, names, &kp, &d), 0);
+    assert_int_equal(kp.restarts, 6);
     json_decref(pod);
     json_t *tj = recorded("08-tj-get");
     json_t *spec = json_object_get(tj, "spec");

@@ -4,8 +4,10 @@
  * PodGroup all or nothing, and bound (never created); the PodGroup's status is written; a lone
  * pod is a gang of one; a pod naming a missing PodGroup waits with an Event until it appears; a
  * group with fewer pods than minMember waits saying how many are missing; a group that can
- * never fit says so. Against the in-memory test API server (loopback); kubelet's part (pod
- * phases) is played by the test. No timing is asserted: each wait is for an observable effect.
+ * never fit says so; minResources hold a group back untried while they are not free; a group
+ * past its scheduleTimeoutSeconds says so and stays queued. Against the in-memory test API server
+ * (loopback); kubelet's part (pod phases) is played by the test. No timing is asserted: each wait
+ * is for an observable effect.
  */
 #include "ctrl_fixture.h"
 #include "drover/kube_controller.h"
@@ -109,6 +111,35 @@ static void add_group(fixture *f, const char *name, int min_member)
         "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},"
         "\"spec\":{\"minMember\":%d}}",
         name, min_member);
+}
+
+/* A PodGroup in default with more of its spec (extra: fields after minMember, with a comma). */
+static void add_group_with(fixture *f, const char *name, int min_member, const char *extra)
+{
+    req(f, "POST", "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups",
+        "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
+        "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},"
+        "\"spec\":{\"minMember\":%d%s}}",
+        name, min_member, extra);
+}
+
+/* Another scheduler's pod of cpu CPUs running on node (it takes room Drover must count). */
+static void add_blocker(fixture *f, const char *node, const char *cpu)
+{
+    req(f, "POST", "/api/v1/namespaces/default/pods",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"blocker\"},"
+        "\"spec\":{\"nodeName\":\"%s\",\"containers\":[{\"name\":\"m\",\"image\":\"t\","
+        "\"resources\":{\"requests\":{\"cpu\":\"%s\"}}}]}}",
+        node, cpu);
+    set_phase(f, "blocker", "Running");
+}
+
+static void remove_blocker(fixture *f)
+{
+    drv_diag d = {{0}};
+    long status = 0;
+    assert_int_equal(
+        drv_kube_delete(f->k, "/api/v1/namespaces/default/pods/blocker", 0, NULL, &status, &d), 0);
 }
 
 /* A pod another operator created for us: schedulerName drover, in group (NULL: alone). */
@@ -309,6 +340,55 @@ static void test_never_fits(void **state)
     stop(&r);
 }
 
+/* spec.minResources is checked before the gang is tried (scheduler-plugins' PreFilter): a
+ * group whose one pod of 1 CPU would fit waits, untried, while its minResources (4 CPUs) exceed
+ * the 2 free; once they are free its pod is bound. */
+static void test_min_resources_wait_untried(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    add_blocker(f, "node-a", "6");
+    add_group_with(f, "mr", 1, ",\"minResources\":{\"cpu\":\"4\"}");
+    add_pod(f, "mr-0", "mr", "1");
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    char msg[600];
+    WAIT_FOR(events(f, "mr", "Waiting", msg, sizeof msg) == 1);
+    assert_non_null(strstr(msg, "minResources (cpu 4.0"));
+    assert_non_null(strstr(msg, "free (cpu 2.0"));
+    assert_false(pod_bound(f, "mr-0"));
+    assert_int_equal(drv_ctrl_get_stats(r.c).jobs, 0); /* not tried: no job of the state */
+    remove_blocker(f);
+    WAIT_FOR(pod_bound(f, "mr-0"));
+    assert_int_equal(events(f, "mr", "Waiting", NULL, 0), 1); /* said once */
+    stop(&r);
+}
+
+/* spec.scheduleTimeoutSeconds: a gang not placed within it gets a Warning Event (once) and
+ * stays queued and Pending, none of its pods bound; room made later places it whole. */
+static void test_schedule_timeout(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    add_blocker(f, "node-a", "4");
+    add_group_with(f, "to", 2, ",\"scheduleTimeoutSeconds\":1");
+    add_pod(f, "to-0", "to", "3");
+    add_pod(f, "to-1", "to", "3");
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    char msg[600];
+    WAIT_FOR(events(f, "to", "ScheduleTimeout", msg, sizeof msg) == 1);
+    assert_non_null(strstr(msg, "scheduleTimeoutSeconds (1 s)"));
+    assert_int_equal(bound_of(f, "to", 2), 0);
+    WAIT_FOR(group_is(f, "to", "phase", "Pending"));
+    remove_blocker(f);
+    WAIT_FOR(bound_of(f, "to", 2) == 2);
+    assert_int_equal(events(f, "to", "ScheduleTimeout", NULL, 0), 1);
+    stop(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -317,6 +397,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_group, setup, teardown),
         cmocka_unit_test_setup_teardown(test_min_member_above_pods, setup, teardown),
         cmocka_unit_test_setup_teardown(test_never_fits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_min_resources_wait_untried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_schedule_timeout, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -438,7 +438,7 @@ static void *run_main(void *arg)
 }
 
 /* A controller under the given profile text. */
-static void start_profile(fixture *f, runner *r, const char *text, drv_profile *prof)
+static void start_text(fixture *f, runner *r, const char *text, drv_profile *prof)
 {
     drv_diag d = {{0}};
     assert_int_equal(drv_profile_parse("test", text, prof, &d), 0);
@@ -486,11 +486,10 @@ static void test_preemption_keeps_grace_and_says_why(void **state)
     add_node(f, "node-a", "8");
     runner r;
     drv_profile prof;
-    start_profile(
-        f, &r,
-        "gang=true period=1 queue_order=tiresias(threshold=1) admit=tiresias(threshold=1) "
-        "migrate=tiresias(threshold=1)",
-        &prof);
+    start_text(f, &r,
+               "gang=true period=1 queue_order=tiresias(threshold=1) admit=tiresias(threshold=1) "
+               "migrate=tiresias(threshold=1)",
+               &prof);
     WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
     add_tj(f, "a", 2, "4", "", "\"terminationGracePeriodSeconds\":45,");
     WAIT_FOR(bound(f, "a", NULL, 0) == 2);

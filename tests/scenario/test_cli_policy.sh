@@ -29,10 +29,10 @@ c="$src/examples/cluster-hetero-8node.yaml"
 "$drover" sim --workload "$w" --cluster "$c" --policy volcano-priority --explain mix-35-resnet50 \
     >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 0 ] || fail "--explain runs"
-# The total must equal the sum of weight x normalised over the four factor rows.
-awk '$1 ~ /^(user|class|wait|parallelism)$/ { s += $4 * $3; n++ }
+# The total must equal the sum of weight x normalised over the five factor rows.
+awk '$1 ~ /^(user|class|wait|parallelism|share)$/ { s += $4 * $3; n++ }
      $1 == "priority" { t = $2 }
-     END { exit !(n == 4 && (s - t) < 1e-3 && (t - s) < 1e-3) }' "$tmp/out" ||
+     END { exit !(n == 5 && (s - t) < 1e-3 && (t - s) < 1e-3) }' "$tmp/out" ||
     fail "--explain total is the weighted sum"
 
 # A job submitted at the very time explained is not in the simulator's state yet (jobs enter

@@ -1,9 +1,10 @@
 /*
- * Failing allocations in the parsers (conf, cluster, workload, trace, profiles) and in a whole
- * small simulation: for every n up to a bound, the nth allocation fails (drv_alloc_fail_at) and
- * the call must return DRV_ENOMEM with a message, leave its output as it was, and crash or leak
- * nothing (the ASan build's leak checker runs at exit). A case ends when allocation n never
- * comes (drv_alloc_fail_pending): every allocation of the call has been failed once.
+ * Failing allocations in the parsers (conf, cluster with its queues, workload, trace, profiles)
+ * and in a whole small simulation: for every n up to a bound, the nth allocation fails
+ * (drv_alloc_fail_at) and the call must return DRV_ENOMEM with a message, leave its output as it
+ * was, and crash or leak nothing (the ASan build's leak checker runs at exit). A case ends when
+ * allocation n never comes (drv_alloc_fail_pending): every allocation of the call has been failed
+ * once.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -185,10 +186,41 @@ static int constraints_once(drv_diag *d)
     return rc;
 }
 
+/* Queues (the tenants' cluster: its queues parsed, entered into the state, each job's queue
+ * mapped, per-queue results and fairness summed up) with the tainted example's jobs, which
+ * all go to the default queue. */
+static int queues_once(drv_diag *d)
+{
+    drv_cluster_spec c = {0};
+    drv_workload w = {0};
+    drv_profile p;
+    drv_sim *s = NULL;
+    int rc = drv_cluster_load(&c, src_path("examples/cluster-tenants.yaml"), d);
+    if (!rc)
+        rc = drv_workload_load(&w, src_path("examples/tainted-workload.yaml"), &cat, 1, d);
+    if (!rc)
+        rc = drv_profile_builtin("gang-fifo", &p, d);
+    drv_sim_config cfg = {.seed = 1, .check = true};
+    if (!rc)
+        rc = drv_sim_new(&c, &w, &cat, &p, &cfg, &s, d);
+    if (!rc)
+        rc = drv_sim_run(s, d);
+    if (!rc) {
+        drv_summary sum;
+        drv_sim_summary(s, &sum);
+        assert_int_equal(sum.nqueues, 4); /* prod, research, batch, then default */
+    }
+    drv_sim_free(s);
+    drv_workload_fini(&w);
+    drv_cluster_fini(&c);
+    return rc;
+}
+
 static void test_constraints(void **unused)
 {
     (void)unused;
     assert_true(fail_each("constraints", constraints_once, 20000) > 50);
+    assert_true(fail_each("queues", queues_once, 20000) > 50);
 }
 
 static void test_parsers(void **unused)

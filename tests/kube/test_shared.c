@@ -504,6 +504,38 @@ static void test_preemption_keeps_grace_and_says_why(void **state)
     stop(&r);
 }
 
+/* PriorityClasses drive preemption through drover run: a gang of class high preempts a
+ * running gang of class low (the preempt plugin), whose Event names its preemptor and both
+ * priorities. */
+static void test_priority_class_preempts(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    static const char *const classes[][2] = {{"high", "1000"}, {"low", "0"}};
+    for (int i = 0; i < 2; i++)
+        req(f, "POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
+            "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\",\"metadata\":"
+            "{\"name\":\"%s\"},\"value\":%s}",
+            classes[i][0], classes[i][1]);
+    runner r;
+    drv_profile prof;
+    start_text(f, &r,
+               "gang=true period=1 queue_order=priority admit=gang score=least-allocated "
+               "migrate=preempt",
+               &prof);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    add_tj(f, "low-a", 2, "4", "\"priorityClassName\":\"low\",",
+           "\"terminationGracePeriodSeconds\":30,");
+    WAIT_FOR(bound(f, "low-a", NULL, 0) == 2);
+    kubelet(f, "low-a", 30);
+    add_tj(f, "vip", 2, "4", "\"priorityClassName\":\"high\",", "");
+    WAIT_FOR(kubelet(f, "low-a", 30) == 2);
+    char msg[512];
+    WAIT_FOR(events(f, "low-a", "Preempted", msg, sizeof msg) == 1);
+    assert_non_null(strstr(msg, "preempted by default/vip (priority 1000; this job's 0)"));
+    stop(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -515,6 +547,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_quota_named_in_waiting_event, setup, teardown),
         cmocka_unit_test_setup_teardown(test_podgroup_queue, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_preemption_keeps_grace_and_says_why, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_priority_class_preempts, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,6 +40,11 @@ typedef struct drv_emu_node {
     char zone[32];
     char rack[32];
     drv_res alloc; /* capacity and allocatable: CPU millicores, memory bytes, whole GPUs */
+    /* more labels and its taints, as kubectl label / taint write them, comma-separated
+     * ("pool=gpu,gpu-generation=4"; "gpu=true:NoSchedule,spot:PreferNoSchedule"); "" none */
+    char labels[1024];
+    char taints[512];
+    bool unschedulable; /* spec.unschedulable: cordoned */
 } drv_emu_node;
 
 typedef struct drv_emulator_opts {

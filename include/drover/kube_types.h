@@ -6,7 +6,9 @@
  *   pods:  drover.dev/job (the training job), drover.dev/role (ps, chief, worker, evaluator),
  *          drover.dev/rank (replica index), scheduling.x-k8s.io/pod-group (another operator's
  *          gang: its PodGroup's name);
- *   nodes: topology.kubernetes.io/zone, drover.dev/rack.
+ *   nodes: topology.kubernetes.io/zone, drover.dev/rack, and every label but
+ *          kubernetes.io/hostname for node constraints;
+ *   TrainingJobs: drover.dev/user (the job's user; its namespace when absent).
  * A pod's request is what kube-scheduler counts: the sum over containers, or the largest init
  * container's when that is larger, per resource; CPU in millicores, memory in bytes, GPUs
  * (nvidia.com/gpu) whole.
@@ -35,6 +37,11 @@ typedef struct drv_kpod {
     int32_t group;     /* interned scheduling.x-k8s.io/pod-group label (its PodGroup), 0 */
     int32_t scheduler; /* interned spec.schedulerName, 0 when absent */
     int32_t replica;   /* drover.dev/rank, -1 when absent */
+    int32_t cons;      /* interned compact JSON of spec.nodeSelector, affinity.nodeAffinity and
+                          tolerations (drv_kube_constraint_json), 0 when it has none, and for
+                          pods with a drover.dev/job label or no schedulerName but
+                          default-scheduler (not needed: it saves a text per DaemonSet pod) */
+    int32_t priority;  /* spec.priority (the API server resolves priorityClassName into it) */
     int8_t role;       /* enum drv_role, -1 when absent */
     int8_t phase;      /* enum drv_kpod_phase */
     bool deleting;     /* metadata.deletionTimestamp is set */
@@ -56,6 +63,10 @@ typedef struct drv_knode {
     bool unschedulable;       /* spec.unschedulable */
     bool ready;               /* condition Ready is True */
     bool noschedule;          /* a NoSchedule or NoExecute taint */
+    bool not_ready;           /* ... the node lifecycle's: node.kubernetes.io/not-ready or
+                                 unreachable (the node is not used, as when not Ready) */
+    int32_t meta;             /* interned canonical text of its labels and taints
+                                 (drv_kube_node_meta), 0 when it has none */
 } drv_knode;
 
 /* A TrainingJob (drover.dev/v1alpha1): per role (replicaSpecs PS, Chief, Master, Worker,
@@ -84,6 +95,12 @@ typedef struct drv_ktrainingjob {
     int64_t ttl_s;             /* ttlSecondsAfterFinished; -1 when absent (kept) */
     int8_t clean_pods;         /* cleanPodPolicy: 0 Running (default), 1 All, 2 None */
     bool suspend;              /* suspend */
+    /* shared clusters (docs/running.md, "Shared clusters"); interned, 0 when absent */
+    int32_t queue;            /* spec.queue: a Queue's name (Volcano's spelling) */
+    int32_t priority_class;   /* spec.priorityClassName */
+    int32_t user;             /* metadata.labels drover.dev/user */
+    int32_t cons[DRV_NROLES]; /* per role, its template's constraint fields as compact JSON
+                                 (drv_kube_constraint_json), validated */
 } drv_ktrainingjob;
 
 /* A PodGroup (scheduling.x-k8s.io/v1alpha1, the coscheduling plugin's gang). */
@@ -95,7 +112,25 @@ typedef struct drv_kpodgroup {
     int32_t timeout_s; /* spec.scheduleTimeoutSeconds, 0 when absent */
     int32_t phase;     /* interned status.phase */
     int32_t running, succeeded, failed, scheduled;
+    int32_t queue, priority_class; /* Volcano's spec.queue, spec.priorityClassName; 0 absent */
 } drv_kpodgroup;
+
+/* A PriorityClass (scheduling.k8s.io/v1, cluster-scoped). */
+typedef struct drv_kpriorityclass {
+    char rv[24];
+    int32_t name;        /* interned */
+    int32_t value;       /* value: larger is more important */
+    bool global_default; /* globalDefault: the class of jobs that name none */
+} drv_kpriorityclass;
+
+/* A Queue (drover.dev/v1alpha1, cluster-scoped; state.h's drv_queue): a dimension of
+ * spec.nominalQuota or spec.borrowingLimit that is absent has no bound (DRV_UNLIMITED). */
+typedef struct drv_kqueue {
+    char rv[24];
+    int32_t name, cohort; /* interned; cohort 0 when absent */
+    double weight;        /* spec.weight, default 1 */
+    drv_res quota, borrow;
+} drv_kqueue;
 
 /* A Lease (coordination.k8s.io/v1): leader election. Times are RFC 3339 text as sent. */
 typedef struct drv_klease {

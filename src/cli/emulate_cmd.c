@@ -89,6 +89,36 @@ static void on_emulate_signal(int sig)
     emulate_signal = sig;
 }
 
+/* Class cls's labels and taints as the emulator writes them ("k=v,..." and
+ * "k=v:Effect,..."). DRV_ERANGE when they do not fit its fields. */
+static int node_meta(const drv_cluster_spec *cl, int32_t cls, drv_emu_node *e)
+{
+    e->labels[0] = e->taints[0] = 0;
+    if (cls <= 0 || cls >= cl->nclasses)
+        return 0;
+    const drv_nodeclass *k = &cl->classes[cls];
+    size_t n = 0, m = 0;
+    for (int32_t i = 0; i < k->nlabels; i++) {
+        int w = snprintf(e->labels + n, sizeof e->labels - n, "%s%s=%s", i ? "," : "",
+                         drv_strtab_str(cl->names, k->labels[i].key),
+                         drv_strtab_str(cl->names, k->labels[i].value));
+        if (w < 0 || (size_t)w >= sizeof e->labels - n)
+            return DRV_ERANGE;
+        n += (size_t)w;
+    }
+    for (int32_t i = 0; i < k->ntaints; i++) {
+        const drv_taint *t = &k->taints[i];
+        const char *v = drv_strtab_str(cl->names, t->value);
+        int w = snprintf(e->taints + m, sizeof e->taints - m, "%s%s%s%s:%s", i ? "," : "",
+                         drv_strtab_str(cl->names, t->key), *v ? "=" : "", v,
+                         drv_effect_name(t->effect));
+        if (w < 0 || (size_t)w >= sizeof e->taints - m)
+            return DRV_ERANGE;
+        m += (size_t)w;
+    }
+    return 0;
+}
+
 /* The cluster file's nodes as the emulator's list (*nodes drv_calloc'ed); its pod start delay
  * into *pod_start (negative when the file gives none). Returns 0 or the exit status. */
 static int load_nodes(const char *file, drv_emu_node **nodes, int32_t *n, double *pod_start)
@@ -112,6 +142,17 @@ static int load_nodes(const char *file, drv_emu_node **nodes, int32_t *n, double
         snprintf(e->zone, sizeof e->zone, "%s", cl.nodes[i].zone);
         snprintf(e->rack, sizeof e->rack, "%s", cl.nodes[i].rack);
         e->alloc = cl.nodes[i].alloc;
+        e->unschedulable = cl.nodes[i].unschedulable;
+        if (node_meta(&cl, cl.nodes[i].node_class, e) != 0) {
+            fprintf(stderr,
+                    "drover emulate: %s: node %s: its labels and taints are too long for the "
+                    "emulator (%zu and %zu bytes as text at most)\n",
+                    file, e->name, sizeof e->labels - 1, sizeof e->taints - 1);
+            drv_cluster_fini(&cl);
+            drv_free(*nodes);
+            *nodes = NULL;
+            return EXIT_USAGE;
+        }
     }
     *n = cl.n;
     drv_cluster_fini(&cl);

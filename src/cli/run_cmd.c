@@ -122,9 +122,11 @@ const cli_command run_command = {
              "(drover.dev/v1alpha1)\n"
              "that creates their pods, schedules them with one policy and binds them, scales "
              "elastic\n"
-             "jobs, and writes each job's status and Events. Install the CRD and permissions "
-             "first\n"
-             "(deploy/; docs/running.md). Runs until SIGINT or SIGTERM.\n",
+             "jobs, and writes each job's status and Events. Node labels and taints, pod\n"
+             "templates' nodeSelector, node affinity and tolerations, PriorityClasses and\n"
+             "Queues (queues.drover.dev: quota per team, spec.queue) are honoured. Install the\n"
+             "CRDs and permissions first (deploy/; docs/running.md). Runs until SIGINT or\n"
+             "SIGTERM.\n",
     .footer = "Exit status: 0 stopped by a signal; 1 the controller failed (out of memory); 2 bad\n"
               "usage or configuration (unknown policy, unreadable kubeconfig).\n",
     .flags = run_flags,

@@ -17,6 +17,8 @@
  *                    thread; reading a status back on informer threads)
  *   ctrl_podgroup.c  other operators' gangs: PodGroups and their pods, lone pods (scheduler
  *                    thread)
+ *   ctrl_shared.c    PriorityClasses and Queues, jobs held until what they name exists, Queue
+ *                    status, why a node constraint or quota holds a job (scheduler thread)
  *   ctrl_resize.c    CPU limits resized in place (pods/resize, sent by the binder threads) or
  *                    at a pod's next creation (scheduler thread)
  *   ctrl_metrics.c   counters, latencies and their metrics (counters: own lock)
@@ -68,9 +70,19 @@ typedef struct tj_record {
 } tj_record;
 void ctrl_tj_record_free(tj_record *t);
 
-/* The informers are indexed by the kind they watch (EV_NODE .. EV_PODGROUP). */
-enum { EV_NODE, EV_POD, EV_TRAININGJOB, EV_PODGROUP, EV_PROGRESS, EV_ANSWER, EV_LEASE };
-enum { NINFORMERS = 4 };
+/* The informers are indexed by the kind they watch (EV_NODE .. EV_QUEUE). */
+enum {
+    EV_NODE,
+    EV_POD,
+    EV_TRAININGJOB,
+    EV_PODGROUP,
+    EV_PRIORITYCLASS,
+    EV_QUEUE,
+    EV_PROGRESS,
+    EV_ANSWER,
+    EV_LEASE
+};
+enum { NINFORMERS = 6 };
 
 /* What a binder thread sends. */
 enum { REQ_NONE, REQ_CREATE, REQ_BIND, REQ_DELETE, REQ_RESIZE };
@@ -92,7 +104,9 @@ typedef struct ctrl_event {
         drv_kpod pod;
         drv_knode node;
         drv_kpodgroup group;
-    } old, cur; /* EV_NODE, EV_POD, EV_PODGROUP */
+        drv_kpriorityclass pclass;
+        drv_kqueue queue;
+    } old, cur; /* EV_NODE, EV_POD, EV_PODGROUP, EV_PRIORITYCLASS, EV_QUEUE */
     union {
         struct {
             double step, loss; /* loss NAN when the job does not serve it */
@@ -269,6 +283,9 @@ typedef struct status_request {
     char path[800];
     bool podgroup; /* a PodGroup's: phase, and its running, succeeded, failed pods in active[0],
                       succeeded[0], failed[0], the scheduled ones in restarts */
+    bool queue;    /* a Queue's: its pending and admitted jobs in active[0], active[1], and
+                      used */
+    drv_res used;
     char phase[16], message[64];
     int32_t active[DRV_NROLES], succeeded[DRV_NROLES], failed[DRV_NROLES];
     drv_condition conds[DRV_NCONDS];
@@ -362,10 +379,14 @@ typedef struct ctrl_mirror {
     pod_record *pods; /* per pod slot */
     int32_t cap_pods;
     drv_res *allocatable; /* per state node: the API's allocatable */
-    bool *usable;         /* per state node: ready, not cordoned, not tainted away */
+    bool *usable;         /* per state node: ready and not cordoned (taints are the core's:
+                             drv_state_set_node_meta) */
+    int32_t *meta;        /* per state node: its labels and taints as given to the state,
+                             interned in names (drv_knode.meta) */
     int32_t cap_nodes;
     /* by interned key (cap_by_key entries each) */
     int32_t *job_of, *node_of; /* state job id / node id, or -1 */
+    int32_t *cons_of;          /* by interned constraint JSON: the state's constraint, or -1 */
     drv_kpod **parked;         /* drover pods of jobs not known yet */
     struct pg_table *groups;   /* other operators' gangs (ctrl_podgroup.c) */
     drv_res *foreign;          /* by node name: requests of pods Drover does not schedule
@@ -375,6 +396,42 @@ typedef struct ctrl_mirror {
     int32_t norphans, cap_orphans;
     bool dirty; /* changed since the last cycle */
 } ctrl_mirror;
+
+/* A TrainingJob held out of the state: its queue or priority class is missing. */
+typedef struct held_job {
+    ctrl_event e;  /* its latest event (e.tj owned) */
+    char why[400]; /* what holds it, for its condition and Event */
+    char reason[48];
+    bool told; /* its status and Event were written */
+} held_job;
+
+/* A PriorityClass as last seen. */
+typedef struct prio_class {
+    int32_t name; /* interned in names */
+    int32_t value;
+    bool global_default;
+} prio_class;
+
+/* What a Queue's status last said (to write it only when it changes). */
+typedef struct queue_seen {
+    int32_t key;  /* interned "queue:<name>" in names: the writer's status key */
+    bool gone;    /* its Queue object was deleted: new jobs naming it are held */
+    bool written; /* a status was written */
+    int32_t pending, admitted;
+    drv_res used;
+} queue_seen;
+
+/* Queues, priority classes and held jobs (ctrl_shared.c; scheduler thread only). */
+typedef struct ctrl_shared {
+    prio_class *pc;
+    int32_t npc, cap_pc;
+    held_job *held;
+    int32_t nheld, cap_held;
+    queue_seen *queues; /* per state queue */
+    int32_t cap_queues;
+    bool queues_served; /* the API serves queues.drover.dev (asked once at start) */
+    bool changed;       /* classes, queues or held jobs changed since ctrl_shared_admit */
+} ctrl_shared;
 
 /* The loop's own state (scheduler thread). */
 typedef struct ctrl_loop {
@@ -407,13 +464,15 @@ struct drv_ctrl {
     ctrl_lease lease;
     ctrl_counters counters;
     ctrl_mirror mirror;
+    ctrl_shared shared;
     ctrl_loop loop;
 };
 
 /* ---- intake (ctrl_intake.c) ----------------------------------------------------------------- */
-int32_t ctrl_name_intern(drv_ctrl *c, const char *s);                      /* < 0: out of memory */
-int32_t ctrl_name_find(drv_ctrl *c, const char *s);                        /* 0: not interned */
-const char *ctrl_name_str(drv_ctrl *c, int32_t id, char *buf, size_t n);   /* copies into buf */
+int32_t ctrl_name_intern(drv_ctrl *c, const char *s);                    /* < 0: out of memory */
+int32_t ctrl_name_find(drv_ctrl *c, const char *s);                      /* 0: not interned */
+const char *ctrl_name_str(drv_ctrl *c, int32_t id, char *buf, size_t n); /* copies into buf */
+char *ctrl_name_dup(drv_ctrl *c, int32_t id); /* drv_malloc'd copy; NULL: out of memory */
 void ctrl_events_push(drv_ctrl *c, const ctrl_event *e, const char *what); /* logs when dropped */
 /* Waits until an event is queued or until `until` (mono), then swaps the queue with *batch. */
 int32_t ctrl_events_take(drv_ctrl *c, ctrl_event **batch, int32_t *cap, double until);
@@ -435,6 +494,41 @@ int ctrl_mirror_adopt(drv_ctrl *c, int32_t slot, int32_t pod_key, double now);
 /* Makes the job and pod records hold the state's jobs and slots. */
 int ctrl_mirror_grow_records(drv_ctrl *c);
 void ctrl_mirror_fini(drv_ctrl *c);
+
+/* The state's constraint for interned constraint JSON json (drv_kpod.cons; 0: none), added
+ * once per distinct text. 0, DRV_EPARSE (d names who and path) or DRV_ENOMEM. */
+int ctrl_mirror_constraint(drv_ctrl *c, int32_t json, const char *who, const char *path,
+                           int32_t *id, drv_diag *d);
+/* Adds a TrainingJob that was held (ctrl_shared.c) as its event would have: e->tj is taken. */
+int ctrl_mirror_add_held(drv_ctrl *c, ctrl_event *e);
+
+/* ---- queues, priority classes, held jobs (ctrl_shared.c) ------------------------------------ */
+int ctrl_shared_apply_priorityclass(drv_ctrl *c, const ctrl_event *e);
+int ctrl_shared_apply_queue(drv_ctrl *c, const ctrl_event *e);
+/* Fills a new job's priority, queue and user from its TrainingJob; false (why and reason set)
+ * when its queue or priority class is missing. */
+bool ctrl_shared_resolve(drv_ctrl *c, const tj_record *t, drv_job *tmpl, char *why, size_t n,
+                         char *reason, size_t nr);
+/* The same for a queue and a priority class named by interned names (0: none): another
+ * operator's PodGroup's (Volcano's spec.queue, spec.priorityClassName). */
+bool ctrl_shared_resolve_names(drv_ctrl *c, int32_t queue, int32_t pclass, drv_job *tmpl, char *why,
+                               size_t n, char *reason, size_t nr);
+/* Holds e's TrainingJob (e->tj taken) until what it names appears. 0 or DRV_ENOMEM. */
+int ctrl_shared_hold(drv_ctrl *c, ctrl_event *e, const char *why, const char *reason);
+/* Forgets the held TrainingJob of interned key, if any (edited, deleted). */
+void ctrl_shared_unhold(drv_ctrl *c, int32_t key);
+/* After sync, before a cycle: held jobs whose queue and class now exist are added; the others
+ * are told why once (status and Event). */
+int ctrl_shared_admit(drv_ctrl *c);
+/* After a cycle: each Queue's status (pending, admitted, used) when it changed. */
+void ctrl_shared_queue_status(drv_ctrl *c);
+/* Why the quota of job j's queue holds it back, or false (buf unchanged). */
+bool ctrl_shared_quota_why(const drv_ctrl *c, int32_t j, char *buf, size_t n);
+/* Why no schedulable node satisfies some role's node constraints of job j, or false. */
+bool ctrl_shared_nodes_why(const drv_ctrl *c, int32_t j, char *buf, size_t n);
+/* Whether node takes every wanted role of job j (nodeSelector, affinity, taints). */
+bool ctrl_shared_node_fits(const drv_ctrl *c, int32_t j, int32_t node);
+void ctrl_shared_fini(drv_ctrl *c);
 
 /* ---- binder (ctrl_binder.c) ----------------------------------------------------------------- */
 void ctrl_pod_name(drv_ctrl *c, int32_t slot, char *buf, size_t n);
@@ -519,6 +613,8 @@ int ctrl_podgroup_admit(drv_ctrl *c);
 double ctrl_podgroup_timeouts(drv_ctrl *c);
 /* After a cycle, instead of the TrainingJob lifecycle: phase, PodGroup status, Events. */
 void ctrl_podgroup_reconcile(drv_ctrl *c, int32_t j, bool placed, const char *why);
+/* Makes the next ctrl_podgroup_admit look at every waiting gang (a Queue or class came). */
+void ctrl_podgroup_touch(drv_ctrl *c);
 void ctrl_podgroup_fini(drv_ctrl *c);
 
 /* ---- CPU limits (ctrl_resize.c) ------------------------------------------------------------ */

@@ -18,16 +18,23 @@
 
 #include <string.h>
 
-/* Why a job waits, in words a kubectl user can act on. */
+/* Why a job waits, in words a kubectl user can act on: no node its constraints allow, its
+ * queue's quota (ctrl_shared.c), or room on the nodes it may use. */
 static void why_pending(const drv_ctrl *c, int32_t j, int32_t pos, int32_t npend, char *buf,
                         size_t n)
 {
     const drv_state *st = &c->mirror.st;
     const drv_job *jb = &st->jobs[j];
+    char why[400];
+    if (ctrl_shared_nodes_why(c, j, why, sizeof why) ||
+        ctrl_shared_quota_why(c, j, why, sizeof why)) {
+        snprintf(buf, n, "waiting: %s (profile %s)", why, c->prof.name);
+        return;
+    }
     drv_res need = drv_job_demand(jb), free = {0, 0, 0};
     int32_t ok = 0;
     for (int32_t i = 0; i < st->nnodes; i++)
-        if (st->nodes[i].schedulable) {
+        if (st->nodes[i].schedulable && ctrl_shared_node_fits(c, j, i)) {
             ok++;
             drv_res f = drv_node_free(&st->nodes[i]);
             if (drv_res_nonneg(f))
@@ -35,8 +42,8 @@ static void why_pending(const drv_ctrl *c, int32_t j, int32_t pos, int32_t npend
         }
     snprintf(buf, n,
              "waiting for room: its gang of %d pods needs cpu %.1f, memory %.1f GiB, gpu %lld "
-             "together; %d schedulable nodes have cpu %.1f, memory %.1f GiB, gpu %lld free in "
-             "all (queue position %d of %d, profile %s)",
+             "together; %d schedulable nodes its constraints allow have cpu %.1f, memory %.1f "
+             "GiB, gpu %lld free in all (queue position %d of %d, profile %s)",
              drv_job_wanted(jb), (double)need.cpu / 1000, (double)need.mem / (1 << 30),
              (long long)need.gpu, ok, (double)free.cpu / 1000, (double)free.mem / (1 << 30),
              (long long)free.gpu, pos, npend, c->prof.name);
@@ -67,6 +74,48 @@ static int send_removal(drv_ctrl *c, const drv_decision *x)
     else if (x->kind == DRV_MIGRATE)
         return ctrl_binder_place(c, x->pod, x->node);
     return 0;
+}
+
+/* Each job preempted this cycle (an EVICT with DRV_REASON_PREEMPT) is told by an Event who
+ * takes its place: the preemptor the decision names (drv_ctx_preempt), else (a plugin that
+ * evicts without naming one, as Tiresias) the most important job the cycle binds. Its pods'
+ * deletions, sent by send_removal, keep their terminationGracePeriodSeconds: a training job
+ * checkpoints on SIGTERM. O(decisions) per victim; victims are few. */
+static void tell_preempted(drv_ctrl *c, const drv_decisions *dv)
+{
+    drv_state *st = &c->mirror.st;
+    int32_t bound = -1;
+    for (int32_t i = 0; i < dv->n; i++)
+        if (dv->v[i].kind == DRV_BIND &&
+            (bound < 0 || st->jobs[dv->v[i].job].priority > st->jobs[bound].priority))
+            bound = dv->v[i].job;
+    for (int32_t i = 0; i < dv->n; i++) {
+        const drv_decision *x = &dv->v[i];
+        if (x->kind != DRV_EVICT || x->reason != DRV_REASON_PREEMPT ||
+            c->mirror.jobs[x->job].members)
+            continue;
+        int32_t by = x->value >= 0 && x->value < st->njobs ? (int32_t)x->value : bound;
+        bool told = false; /* (one Event per victim: its first eviction of the cycle) */
+        for (int32_t k = 0; k < i && !told; k++)
+            told = dv->v[k].kind == DRV_EVICT && dv->v[k].reason == DRV_REASON_PREEMPT &&
+                   dv->v[k].job == x->job;
+        if (told)
+            continue;
+        st->jobs[x->job].preemptions++;
+        char msg[512];
+        if (by >= 0)
+            snprintf(msg, sizeof msg,
+                     "preempted by %s (priority %d; this job's %d) under profile %s: its pods "
+                     "are deleted with their grace period and it waits to be placed again",
+                     drv_strtab_str(st->names, st->jobs[by].name), st->jobs[by].priority,
+                     st->jobs[x->job].priority, c->prof.name);
+        else
+            snprintf(msg, sizeof msg,
+                     "preempted under profile %s to make room for jobs it ranks first: its pods "
+                     "are deleted with their grace period and it waits to be placed again",
+                     c->prof.name);
+        ctrl_writer_event(c, x->job, "Warning", "Preempted", msg);
+    }
 }
 
 /* A gang's latency is measured from the event that made it placeable to its last request, when
@@ -112,6 +161,8 @@ static int send_decisions(drv_ctrl *c, const drv_decisions *dv, double t_decide)
                     c->prof.name);
         }
     }
+    if (rc == 0)
+        tell_preempted(c, dv);
     int32_t last = -1;
     for (int32_t i = 0; i < dv->n && rc == 0; i++) {
         const drv_decision *x = &dv->v[i];
@@ -233,6 +284,8 @@ static int reconcile_waiting(drv_ctrl *c, int32_t j, const int32_t *queue_pos, i
         char msg[512];
         if (ctrl_lifecycle_never_fits(c, j, msg, sizeof msg)) {
             ctrl_writer_event(c, j, "Warning", "NeverFits", msg);
+        } else if (ctrl_shared_nodes_why(c, j, msg, sizeof msg)) {
+            /* (said by the NoNodeMatches condition's Event: ctrl_lifecycle.c) */
         } else {
             why_pending(c, j, queue_pos ? queue_pos[j] : 0, npend, msg, sizeof msg);
             ctrl_writer_event(c, j, "Normal", "Waiting", msg);
@@ -363,8 +416,10 @@ int ctrl_cycle_run(drv_ctrl *c)
     int32_t *pos = rc == 0 ? queue_positions(st) : NULL;
     if (rc == 0)
         rc = reconcile(c, pos);
-    if (rc == 0)
+    if (rc == 0) {
         ctrl_progress_publish(c);
+        ctrl_shared_queue_status(c);
+    }
     ctrl_metrics_export(c, true);
     drv_free(pos);
     drv_decisions_fini(&dv);

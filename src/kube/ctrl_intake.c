@@ -1,8 +1,8 @@
 /*
- * ctrl_intake.c - `drover run`'s intake: four informers (nodes, pods, TrainingJobs and, when the
- * API serves them, PodGroups), each on its own thread with its own API client, decode what
- * changed and push it as an event; the scheduler thread takes the queued events as one batch
- * (ctrl.h).
+ * ctrl_intake.c - `drover run`'s intake: six informers (nodes, pods, TrainingJobs,
+ * PriorityClasses and, when the API serves them, PodGroups and Queues), each on its own thread with
+ * its own API client, decode what changed and push it as an event; the scheduler thread takes the
+ * queued events as one batch (ctrl.h).
  *
  * Owns: c->names (interned names, under names.mu), c->events (the queue, under events.mu) and
  * c->intake (the informers and their threads). Touches nothing else: the decoded records are
@@ -46,6 +46,14 @@ const char *ctrl_name_str(drv_ctrl *c, int32_t id, char *buf, size_t n)
     snprintf(buf, n, "%s", drv_strtab_str(c->names.tab, id));
     pthread_mutex_unlock(&c->names.mu);
     return buf;
+}
+
+char *ctrl_name_dup(drv_ctrl *c, int32_t id)
+{
+    pthread_mutex_lock(&c->names.mu);
+    char *s = drv_strdup(drv_strtab_str(c->names.tab, id));
+    pthread_mutex_unlock(&c->names.mu);
+    return s;
 }
 
 /* ---- the event queue ------------------------------------------------------------------------ */
@@ -161,6 +169,12 @@ static void *decode(json_t *obj, void *arg, drv_diag *d)
     } else if (a->kind == EV_PODGROUP) {
         if ((rec = drv_malloc(sizeof(drv_kpodgroup))))
             rc = drv_kube_decode_podgroup(obj, c->names.tab, rec, d);
+    } else if (a->kind == EV_PRIORITYCLASS) {
+        if ((rec = drv_malloc(sizeof(drv_kpriorityclass))))
+            rc = drv_kube_decode_priorityclass(obj, c->names.tab, rec, d);
+    } else if (a->kind == EV_QUEUE) {
+        if ((rec = drv_malloc(sizeof(drv_kqueue))))
+            rc = drv_kube_decode_queue(obj, c->names.tab, rec, d);
     } else if ((rec = drv_calloc(1, sizeof(tj_record)))) {
         rc = decode_trainingjob(obj, c, rec, d);
     }
@@ -238,6 +252,16 @@ static void push(drv_ctrl *c, int kind, int type, const char *key, const void *o
             e.old.group = *(const drv_kpodgroup *)old;
         if (cur)
             e.cur.group = *(const drv_kpodgroup *)cur;
+    } else if (kind == EV_PRIORITYCLASS) {
+        if (old)
+            e.old.pclass = *(const drv_kpriorityclass *)old;
+        if (cur)
+            e.cur.pclass = *(const drv_kpriorityclass *)cur;
+    } else if (kind == EV_QUEUE) {
+        if (old)
+            e.old.queue = *(const drv_kqueue *)old;
+        if (cur)
+            e.cur.queue = *(const drv_kqueue *)cur;
     } else if (cur) {
         e.tj = tj_record_copy(cur);
         if (!e.tj) {
@@ -320,19 +344,50 @@ static bool podgroups_served(drv_ctrl *c)
     return served;
 }
 
+/* Whether the API serves Queues (deploy/queue-crd.yaml is applied): asked once at start, from
+ * drover.dev/v1alpha1's resource list (served with the TrainingJob CRD). Without it jobs
+ * naming a queue are held, saying so. */
+static bool queues_served(drv_ctrl *c)
+{
+    drv_diag d = {{0}};
+    long status = 0;
+    json_t *list = NULL;
+    int rc = drv_kube_request(c->intake.client[EV_QUEUE], "GET", "/apis/drover.dev/v1alpha1", NULL,
+                              NULL, &status, &list, &d);
+    bool served = false;
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(list, "resources"), i, r)
+    {
+        const char *name = json_string_value(json_object_get(r, "name"));
+        served |= name && !strcmp(name, "queues");
+    }
+    json_decref(list);
+    if (!served)
+        drv_log(DRV_LOG_INFO,
+                "Queues (queues.drover.dev) are not served (%s): jobs naming a queue wait; "
+                "apply deploy/queue-crd.yaml and restart to serve them",
+                rc ? d.msg : "not in drover.dev/v1alpha1's resources");
+    return served;
+}
+
 int ctrl_intake_start(drv_ctrl *c, drv_diag *d)
 {
     static const char *const paths[NINFORMERS][2] = {
         {"/api/v1", "nodes"},
         {"/api/v1", "pods"},
         {"/apis/drover.dev/v1alpha1", "trainingjobs"},
-        {"/apis/scheduling.x-k8s.io/v1alpha1", "podgroups"}};
+        {"/apis/scheduling.x-k8s.io/v1alpha1", "podgroups"},
+        {"/apis/scheduling.k8s.io/v1", "priorityclasses"},
+        {"/apis/drover.dev/v1alpha1", "queues"}};
     ctrl_intake *in = &c->intake;
     in->stop = 0;
     int rc = 0;
     for (int i = 0; i < NINFORMERS && rc == 0; i++) {
         in->arg[i] = (informer_arg){c, i};
         if (i == EV_PODGROUP && !podgroups_served(c))
+            continue;
+        if (i == EV_QUEUE && !(c->shared.queues_served = queues_served(c)))
             continue;
         char path[400];
         if ((i == EV_TRAININGJOB || i == EV_PODGROUP) && c->ns[0])

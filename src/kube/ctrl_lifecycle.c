@@ -356,6 +356,8 @@ bool ctrl_lifecycle_reconcile(drv_ctrl *c, int32_t j)
     char why[300];
     if (out.state == DRV_COND_QUEUED && ctrl_lifecycle_never_fits(c, j, why, sizeof why))
         transition(c, j, DRV_COND_QUEUED, "NeverFits", why);
+    else if (out.state == DRV_COND_QUEUED && ctrl_shared_nodes_why(c, j, why, sizeof why))
+        transition(c, j, DRV_COND_QUEUED, "NoNodeMatches", why); /* (and its Event) */
     else
         transition(c, j, out.state, out.reason, out.message);
     return false;

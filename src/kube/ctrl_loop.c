@@ -11,17 +11,19 @@
  *      (activeDeadlineSeconds, ttlSecondsAfterFinished: ctrl_lifecycle_expire; a PodGroup's
  *      scheduleTimeoutSeconds: ctrl_podgroup_timeouts); at most 50 ms
  *      (to notice stop: an idle iteration runs no cycle);
- *   2. apply the batch: informers' objects (mirror; PodGroups: podgroup), binders' answers
- *      (binder), progress samples (mirror), leadership changes (lease);
+ *   2. apply the batch: informers' objects (mirror; PodGroups: podgroup; PriorityClasses and
+ *      Queues: shared), binders' answers (binder), progress samples (mirror), leadership
+ *      changes (lease);
  *   3. until every informer has listed once and all it listed is applied, nothing more; when
  *      so, start the lease (no decision is made on a partly listed cluster);
- *   4. when this controller leads: other operators' gangs complete enough become jobs
- *      (ctrl_podgroup.c); when something changed or a deadline came, the lifecycle's timers
- *      (expired jobs deleted, the next deadline); and when something changed (or a plugin's
- *      time came, or a job's activeDeadlineSeconds): one cycle (ctrl_cycle.c), which sends its
- *      decisions through the binder and writer, and the timers again after it.
- * (Starting asks the API once, blocking, whether it serves PodGroups, ctrl_intake.c, and
- * pods/resize, ctrl_resize.c.)
+ *   4. when this controller leads: TrainingJobs held for a missing Queue or PriorityClass
+ *      that now exists become jobs, the others are told why once (ctrl_shared.c); other
+ *      operators' gangs complete enough become jobs (ctrl_podgroup.c); when something changed or a
+ * deadline came, the lifecycle's timers (expired jobs deleted, the next deadline); and when
+ * something changed (or a plugin's time came, or a job's activeDeadlineSeconds): one cycle
+ * (ctrl_cycle.c), which sends its decisions through the binder and writer, and the timers again
+ * after it. (Starting asks the API once, blocking, whether it serves PodGroups and Queues,
+ * ctrl_intake.c, and pods/resize, ctrl_resize.c.)
  * No iteration makes a blocking API request: every request goes through a thread of its own.
  *
  * Owns: c->loop (scheduler thread), and the creation and freeing of every unit.
@@ -141,6 +143,7 @@ void drv_ctrl_free(drv_ctrl *c)
     drv_free(c->events.v);
     drv_free(c->loop.batch);
     ctrl_counters_fini(c);
+    ctrl_shared_fini(c);
     ctrl_mirror_fini(c);
     drv_strtab_free(c->names.tab);
     drv_kube_budget_free(c->owned_budget);
@@ -192,6 +195,12 @@ int ctrl_apply_events(drv_ctrl *c, ctrl_event *ev, int32_t n)
             break;
         case EV_PODGROUP:
             rc = ctrl_podgroup_apply(c, e);
+            break;
+        case EV_PRIORITYCLASS:
+            rc = ctrl_shared_apply_priorityclass(c, e);
+            break;
+        case EV_QUEUE:
+            rc = ctrl_shared_apply_queue(c, e);
             break;
         case EV_PROGRESS:
             rc = ctrl_mirror_apply_progress(c, e);
@@ -287,12 +296,13 @@ static int loop_iterate(drv_ctrl *c)
         if ((rc = on_synced(c)) != 0)
             return rc;
     }
-    /* 4. cycle when something changed, or a plugin asked for the time, and we lead; other
-     * operators' gangs complete enough become jobs first (ctrl_podgroup.c) */
+    /* 4. cycle when something changed, or a plugin asked for the time, and we lead; held
+     * TrainingJobs (ctrl_shared.c) and other operators' gangs complete enough
+     * (ctrl_podgroup.c) become jobs first */
     now = drv_clock_mono() - l->t0;
     if (!l->leader)
         return 0;
-    if ((rc = ctrl_podgroup_admit(c)) != 0)
+    if ((rc = ctrl_shared_admit(c)) != 0 || (rc = ctrl_podgroup_admit(c)) != 0)
         return rc;
     if (c->mirror.dirty || now >= l->deadline)
         lifecycle_timers(c); /* (a deadline passed makes the mirror dirty) */

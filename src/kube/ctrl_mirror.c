@@ -39,13 +39,14 @@ static int grow_by_key(drv_ctrl *c, int32_t id)
     int32_t cap = old;
     if (drv_grow(&m->job_of, sizeof *m->job_of, &cap, id + 1) != 0)
         return DRV_ENOMEM;
-    int32_t cap2 = old, cap3 = old, cap4 = old;
+    int32_t cap2 = old, cap3 = old, cap4 = old, cap5 = old;
     if (drv_grow(&m->node_of, sizeof *m->node_of, &cap2, cap) != 0 ||
         drv_grow(&m->parked, sizeof *m->parked, &cap3, cap) != 0 ||
-        drv_grow(&m->foreign, sizeof *m->foreign, &cap4, cap) != 0)
+        drv_grow(&m->foreign, sizeof *m->foreign, &cap4, cap) != 0 ||
+        drv_grow(&m->cons_of, sizeof *m->cons_of, &cap5, cap) != 0)
         return DRV_ENOMEM;
     for (int32_t i = old; i < cap; i++) {
-        m->job_of[i] = m->node_of[i] = -1;
+        m->job_of[i] = m->node_of[i] = m->cons_of[i] = -1;
         m->parked[i] = NULL;
         m->foreign[i] = (drv_res){0, 0, 0};
     }
@@ -156,6 +157,33 @@ static void adopt_orphans(drv_ctrl *c, int32_t name, int32_t node)
     m->norphans = k;
 }
 
+/* Node id's labels and taints become those of meta (interned text, drv_knode.meta). */
+static int node_meta(drv_ctrl *c, int32_t id, int32_t meta)
+{
+    ctrl_mirror *m = &c->mirror;
+    char *text = meta ? ctrl_name_dup(c, meta) : NULL;
+    if (meta && !text)
+        return DRV_ENOMEM;
+    drv_label *l;
+    drv_taint *t;
+    int32_t nl, nt;
+    int rc = drv_kube_node_meta_parse(text, m->st.names, &l, &nl, &t, &nt);
+    if (rc == 0)
+        rc = drv_state_set_node_meta(&m->st, id, l, nl, t, nt);
+    drv_free(l);
+    drv_free(t);
+    drv_free(text);
+    if (rc == DRV_EINVAL) {
+        /* (labels with one key twice cannot come from a real API server: logged, kept as were) */
+        drv_log(DRV_LOG_WARN, "node %s: labels or taints not followed (a key given twice)",
+                drv_strtab_str(m->st.names, m->st.nodes[id].name));
+        rc = 0;
+    }
+    if (rc == 0)
+        m->meta[id] = meta;
+    return rc;
+}
+
 int ctrl_mirror_apply_node(drv_ctrl *c, const ctrl_event *e)
 {
     ctrl_mirror *m = &c->mirror;
@@ -163,7 +191,10 @@ int ctrl_mirror_apply_node(drv_ctrl *c, const ctrl_event *e)
     if (grow_by_key(c, kn->name) != 0)
         return DRV_ENOMEM;
     int32_t id = m->node_of[kn->name];
-    bool ok = e->type != DRV_WATCH_DELETED && kn->ready && !kn->unschedulable && !kn->noschedule;
+    /* A NoSchedule taint keeps away only the pods that do not tolerate it (the core's filter),
+     * but the node lifecycle's not-ready taint means the node is not used at all, as when its
+     * Ready condition is not True (a toleration of it is not honoured: Drover waits). */
+    bool ok = e->type != DRV_WATCH_DELETED && kn->ready && !kn->unschedulable && !kn->not_ready;
     if (id < 0) {
         if (e->type == DRV_WATCH_DELETED)
             return 0;
@@ -175,16 +206,25 @@ int ctrl_mirror_apply_node(drv_ctrl *c, const ctrl_event *e)
                                     &id);
         if (rc != 0)
             return rc;
-        int32_t cap = m->cap_nodes, cap2 = m->cap_nodes;
+        int32_t cap = m->cap_nodes, cap2 = m->cap_nodes, cap3 = m->cap_nodes;
         if (drv_grow(&m->allocatable, sizeof *m->allocatable, &cap, m->st.nnodes) != 0 ||
-            drv_grow(&m->usable, sizeof *m->usable, &cap2, m->st.nnodes) != 0)
+            drv_grow(&m->usable, sizeof *m->usable, &cap2, m->st.nnodes) != 0 ||
+            drv_grow(&m->meta, sizeof *m->meta, &cap3, m->st.nnodes) != 0)
             return DRV_ENOMEM;
         m->cap_nodes = cap;
+        m->meta[id] = 0;
         m->node_of[kn->name] = id;
         adopt_orphans(c, kn->name, id);
     }
     /* A node deleted keeps its slot, cordoned with nothing allocatable; its pods are deleted by
-     * the cluster and leave through their own events. Labels do not move once seen. */
+     * the cluster and leave through their own events. Zone and rack do not move once seen;
+     * the other labels and the taints are followed (pods bound stay, as under kube-scheduler:
+     * IgnoredDuringExecution). */
+    if (e->type != DRV_WATCH_DELETED && m->meta[id] != kn->meta) {
+        int rc = node_meta(c, id, kn->meta);
+        if (rc)
+            return rc;
+    }
     m->allocatable[id] = kn->alloc;
     m->usable[id] = ok;
     drv_state_set_node(&m->st, id, drv_res_sub(m->allocatable[id], m->foreign[kn->name]), ok);
@@ -387,6 +427,52 @@ int ctrl_mirror_adopt(drv_ctrl *c, int32_t slot, int32_t pod_key, double now)
     return rc;
 }
 
+int ctrl_mirror_constraint(drv_ctrl *c, int32_t json, const char *who, const char *path,
+                           int32_t *id, drv_diag *d)
+{
+    ctrl_mirror *m = &c->mirror;
+    *id = 0;
+    if (json <= 0)
+        return 0;
+    if (grow_by_key(c, json) != 0)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    if (m->cons_of[json] >= 0) {
+        *id = m->cons_of[json];
+        return 0;
+    }
+    char *text = ctrl_name_dup(c, json);
+    json_t *o = text ? json_loads(text, 0, NULL) : NULL;
+    drv_free(text);
+    if (!o)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    drv_constraint k;
+    int rc = drv_kube_decode_constraint(o, m->st.names, who, path, &k, d);
+    json_decref(o);
+    if (rc)
+        return rc;
+    rc = drv_state_add_constraint(&m->st, &k, NULL, id);
+    drv_constraint_fini(&k);
+    if (rc)
+        return drv_fail(d, rc, "%s: %s: node constraints refused by the core", who, path);
+    m->cons_of[json] = *id;
+    return 0;
+}
+
+/* The constraints of t's role templates into tmpl (validated by the decoder already). */
+static int job_constraints(drv_ctrl *c, const tj_record *t, const char *key, drv_job *tmpl)
+{
+    for (int r = 0; r < DRV_NROLES; r++) {
+        drv_diag d = {{0}};
+        int rc =
+            ctrl_mirror_constraint(c, t->tj.cons[r], key, drv_role_name(r), &tmpl->cons[r], &d);
+        if (rc == DRV_ENOMEM)
+            return rc;
+        if (rc)
+            drv_log(DRV_LOG_ERROR, "trainingjob %s: constraints ignored: %s", key, d.msg);
+    }
+    return 0;
+}
+
 /* The job record of the state's new job j, taking over t's templates. */
 static void job_record_init(drv_ctrl *c, int32_t j, const ctrl_event *e, tj_record *t)
 {
@@ -424,12 +510,9 @@ static int add_job(drv_ctrl *c, ctrl_event *e)
     memset(&tmpl, 0, sizeof tmpl);
     snprintf(key, sizeof key, "%s/%s", ns, name);
     int32_t name_id = drv_strtab_intern(m->st.names, key);
-    int32_t user_id = drv_strtab_intern(m->st.names, ns);
-    if (name_id < 0 || user_id < 0)
+    if (name_id < 0)
         return DRV_ENOMEM;
     tmpl.name = name_id;
-    tmpl.user = user_id;
-    tmpl.queue = 0; /* the default queue: Queue objects are not read yet */
     tmpl.model = -1;
     tmpl.submit = e->t - c->loop.t0;
     tmpl.phase = DRV_JOB_PENDING;
@@ -441,10 +524,17 @@ static int add_job(drv_ctrl *c, ctrl_event *e)
     }
     if (wanted == 0)
         return 0;
-    int32_t j;
-    int rc = drv_state_add_job(&m->st, &tmpl, &j);
+    char why[400], reason[48];
+    if (!ctrl_shared_resolve(c, t, &tmpl, why, sizeof why, reason, sizeof reason))
+        return ctrl_shared_hold(c, e, why, reason); /* (its queue or priority class missing) */
+    int rc = job_constraints(c, t, key, &tmpl);
     if (rc != 0)
         return rc;
+    int32_t j;
+    rc = drv_state_add_job(&m->st, &tmpl, &j);
+    if (rc != 0)
+        return rc;
+    ctrl_shared_unhold(c, e->key);
     if ((rc = ctrl_mirror_grow_records(c)) != 0)
         return rc;
     job_record_init(c, j, e, t);
@@ -503,11 +593,18 @@ static int invalid_job(drv_ctrl *c, const ctrl_event *e)
     return 0;
 }
 
+int ctrl_mirror_add_held(drv_ctrl *c, ctrl_event *e)
+{
+    return add_job(c, e);
+}
+
 int ctrl_mirror_apply_trainingjob(drv_ctrl *c, ctrl_event *e)
 {
     ctrl_mirror *m = &c->mirror;
     if (grow_by_key(c, e->key) != 0)
         return DRV_ENOMEM;
+    if (e->type == DRV_WATCH_DELETED || e->tj->invalid[0])
+        ctrl_shared_unhold(c, e->key); /* (a held one: gone, or failed below) */
     int32_t j = m->job_of[e->key];
     if (j >= 0 && e->type != DRV_WATCH_DELETED && strcmp(m->jobs[j].uid, e->tj->uid) != 0) {
         /* Deleted and created again under the same name (its deletion not seen, or seen and
@@ -584,10 +681,12 @@ void ctrl_mirror_fini(drv_ctrl *c)
     drv_free(m->foreign);
     drv_free(m->orphans);
     drv_free(m->usable);
+    drv_free(m->meta);
     for (int32_t i = 0; i < m->cap_by_key; i++)
         drv_free(m->parked[i]);
     drv_free(m->parked);
     drv_free(m->job_of);
     drv_free(m->node_of);
+    drv_free(m->cons_of);
     drv_state_fini(&m->st);
 }

@@ -59,14 +59,16 @@ typedef struct pg_group {
     int32_t min_member;
     pg_member *pods; /* its unfinished pods not in a job */
     int32_t npods, cap;
-    int32_t job;       /* the state's job while it is one, else -1 */
-    int32_t said;      /* the pod count its last waiting Event was about, -1: none */
-    bool said_missing; /* the Events about its missing PodGroup were written */
-    drv_res min_res;   /* spec.minResources (0: none) */
-    int32_t timeout_s; /* spec.scheduleTimeoutSeconds (0: none) */
-    bool min_res_wait; /* held back by its minResources (its Event written) */
-    double since;      /* while a job: when it became one (wall), for its timeout */
-    bool timeout_done; /* its timeout was said, or it was placed before it */
+    int32_t job;           /* the state's job while it is one, else -1 */
+    int32_t said;          /* the pod count its last waiting Event was about, -1: none */
+    bool said_missing;     /* the Events about its missing PodGroup were written */
+    drv_res min_res;       /* spec.minResources (0: none) */
+    int32_t timeout_s;     /* spec.scheduleTimeoutSeconds (0: none) */
+    bool min_res_wait;     /* held back by its minResources (its Event written) */
+    double since;          /* while a job: when it became one (wall), for its timeout */
+    bool timeout_done;     /* its timeout was said, or it was placed before it */
+    int32_t queue, pclass; /* interned: its PodGroup's spec.queue, spec.priorityClassName */
+    char held[400];        /* the Event said about its missing queue or class, "" none */
 } pg_group;
 
 struct pg_table {
@@ -150,6 +152,8 @@ int ctrl_podgroup_apply(drv_ctrl *c, const ctrl_event *e)
     g->min_member = pg->min_member > 0 ? pg->min_member : 1;
     g->min_res = pg->min_resources;
     g->timeout_s = pg->timeout_s > 0 ? pg->timeout_s : 0;
+    g->queue = pg->queue;
+    g->pclass = pg->priority_class;
     g->said = -1; /* (its wait is said again, with the new minimum) */
     table(c)->changed = true;
     drop_idle(table(c), id);
@@ -257,8 +261,28 @@ static void say_missing(drv_ctrl *c, pg_group *g)
     g->said_missing = true;
 }
 
-/* The state's job for g, its slots the pods known now. */
-static int make_job(drv_ctrl *c, pg_group *g)
+/* Whether g's queue and priority class (Volcano's PodGroup fields) exist: *tmpl gets them;
+ * when not, a Warning Event on the PodGroup says which, once per cause. */
+static bool gang_resolved(drv_ctrl *c, pg_group *g, drv_job *tmpl)
+{
+    char why[400], reason[48];
+    if (g->lone || (!g->queue && !g->pclass))
+        return true;
+    if (ctrl_shared_resolve_names(c, g->queue, g->pclass, tmpl, why, sizeof why, reason,
+                                  sizeof reason)) {
+        g->held[0] = 0;
+        return true;
+    }
+    if (strcmp(g->held, why) != 0) {
+        event_on(c, false, g->ns, g->name, "Warning", reason, why);
+        snprintf(g->held, sizeof g->held, "%s", why);
+    }
+    return false;
+}
+
+/* The state's job for g, its slots the pods known now; its queue and class priority (when its
+ * PodGroup names them) from `named`. */
+static int make_job(drv_ctrl *c, pg_group *g, const drv_job *named)
 {
     ctrl_mirror *m = &c->mirror;
     char ns[256], name[256], key[540];
@@ -268,9 +292,25 @@ static int make_job(drv_ctrl *c, pg_group *g)
     memset(&tmpl, 0, sizeof tmpl);
     tmpl.name = drv_strtab_intern(m->st.names, key);
     tmpl.user = drv_strtab_intern(m->st.names, ns);
-    tmpl.queue = 0; /* the default queue: Queue objects are not read yet */
+    tmpl.queue = named->queue; /* (Volcano's spec.queue; 0: the default queue) */
     if (tmpl.name < 0 || tmpl.user < 0)
         return DRV_ENOMEM;
+    /* Its priority: its PodGroup's class, else its pods' (the API server resolved their
+     * priorityClassName into spec.priority), the highest; its node constraints: the first
+     * pod's (one template makes them all). */
+    tmpl.priority = g->npods ? g->pods[0].pod.priority : 0;
+    for (int32_t i = 1; i < g->npods; i++)
+        if (g->pods[i].pod.priority > tmpl.priority)
+            tmpl.priority = g->pods[i].pod.priority;
+    if (g->pclass)
+        tmpl.priority = named->priority;
+    drv_diag d = {{0}};
+    int crc = ctrl_mirror_constraint(c, g->npods ? g->pods[0].pod.cons : 0, key, "spec",
+                                     &tmpl.cons[DRV_ROLE_WORKER], &d);
+    if (crc == DRV_ENOMEM)
+        return crc;
+    if (crc) /* (the API server validates pods: only a test server lets this through) */
+        drv_log(DRV_LOG_WARN, "pod group %s: node constraints ignored: %s", key, d.msg);
     tmpl.model = -1;
     tmpl.submit = drv_clock_mono() - c->loop.t0;
     tmpl.phase = DRV_JOB_PENDING;
@@ -391,7 +431,10 @@ int ctrl_podgroup_admit(drv_ctrl *c)
         } else if (held_by_min_resources(c, g)) {
             t->held_res++;
         } else {
-            rc = make_job(c, g);
+            drv_job named;
+            memset(&named, 0, sizeof named);
+            if (gang_resolved(c, g, &named))
+                rc = make_job(c, g, &named);
         }
     }
     return rc;
@@ -549,6 +592,12 @@ void ctrl_podgroup_reconcile(drv_ctrl *c, int32_t j, bool placed, const char *wh
             jr->written = ST_PENDING; /* (the Scheduled Event is said once) */
     }
     write_status(c, j, phase, n, jr->status);
+}
+
+void ctrl_podgroup_touch(drv_ctrl *c)
+{
+    if (c->mirror.groups)
+        c->mirror.groups->changed = true;
 }
 
 void ctrl_podgroup_fini(drv_ctrl *c)

@@ -200,6 +200,8 @@ void ctrl_writer_event_kind(drv_ctrl *c, const char *kind, const char *api_versi
 static int set_status(json_t *obj, void *arg)
 {
     const status_request *r = arg;
+    if (r->queue)
+        return drv_kube_queue_set_status(obj, r->active[0], r->active[1], r->used);
     if (r->podgroup)
         return drv_kube_podgroup_set_status(obj, r->phase, r->active[0], r->succeeded[0],
                                             r->failed[0], r->restarts);

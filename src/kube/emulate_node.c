@@ -1,9 +1,9 @@
 /*
- * emulate_node.c - the emulator's nodes (emulate.h): registered with the capacity and labels
- * asked for, the not-ready taint the API server puts on a new node lifted once it is Ready, and
- * a heartbeat that keeps them Ready: one merge-PATCH of the status (the conditions list is the
- * kubelet's to own, so replacing it whole is right); lastTransitionTime stays the registration
- * time.
+ * emulate_node.c - the emulator's nodes (emulate.h): registered with the capacity, labels,
+ * taints and cordon asked for, the not-ready taint the API server puts on a new node lifted once it
+ * is Ready, and a heartbeat that keeps them Ready: one merge-PATCH of the status (the conditions
+ * list is the kubelet's to own, so replacing it whole is right); lastTransitionTime stays the
+ * registration time.
  */
 #include "emulate.h"
 #include "json.h"
@@ -83,7 +83,79 @@ static int set_labels(json_t *labels, const drv_emu_node *nd)
         rc |= json_object_set_new(labels, "topology.kubernetes.io/zone", json_string(nd->zone));
     if (nd->rack[0])
         rc |= json_object_set_new(labels, "drover.dev/rack", json_string(nd->rack));
+    char buf[sizeof nd->labels], *save = NULL;
+    snprintf(buf, sizeof buf, "%s", nd->labels);
+    for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        if (eq) {
+            *eq = 0;
+            rc |= json_object_set_new(labels, kv, json_string(eq + 1));
+        }
+    }
     return rc ? DRV_ENOMEM : 0;
+}
+
+/* Our taints ("key[=value]:Effect,...") as the API's list; NULL when out of memory. */
+static json_t *taints_json(const drv_emu_node *nd)
+{
+    json_t *list = json_array();
+    char buf[sizeof nd->taints], *save = NULL;
+    snprintf(buf, sizeof buf, "%s", nd->taints);
+    for (char *t = strtok_r(buf, ",", &save); t && list; t = strtok_r(NULL, ",", &save)) {
+        char *colon = strrchr(t, ':'), *eq = strchr(t, '=');
+        if (!colon)
+            continue;
+        *colon = 0;
+        if (eq && eq < colon)
+            *eq = 0;
+        json_t *one = json_pack("{s:s, s:s}", "key", t, "effect", colon + 1);
+        if (one && eq && eq < colon)
+            json_object_set_new(one, "value", json_string(eq + 1));
+        if (!one || json_array_append_new(list, one) != 0) {
+            json_decref(list);
+            return NULL;
+        }
+    }
+    return list;
+}
+
+/* Our taints and cordon onto an existing node's spec (taints of others kept); *changed says
+ * whether anything changed. */
+static int set_taints(json_t *node, const drv_emu_node *nd, bool *changed)
+{
+    json_t *spec = json_object_get(node, "spec");
+    if (!json_is_object(spec)) {
+        spec = json_object();
+        if (!spec || json_object_set_new(node, "spec", spec))
+            return DRV_ENOMEM;
+    }
+    json_t *have = json_object_get(spec, "taints"), *ours = taints_json(nd);
+    if (!ours)
+        return DRV_ENOMEM;
+    if (!json_is_array(have)) {
+        have = json_array();
+        if (!have || json_object_set_new(spec, "taints", have)) {
+            json_decref(ours);
+            return DRV_ENOMEM;
+        }
+    }
+    size_t i, k;
+    json_t *t, *h;
+    json_array_foreach(ours, i, t)
+    {
+        bool found = false;
+        json_array_foreach(have, k, h) found |= json_equal(h, t);
+        if (!found) {
+            json_array_append(have, t);
+            *changed = true;
+        }
+    }
+    json_decref(ours);
+    if (json_is_true(json_object_get(spec, "unschedulable")) != nd->unschedulable) {
+        json_object_set_new(spec, "unschedulable", json_boolean(nd->unschedulable));
+        *changed = true;
+    }
+    return 0;
 }
 
 /* Removes the node.kubernetes.io/not-ready taint the API server puts on a new node; *changed
@@ -122,7 +194,7 @@ static int mut_node(json_t *obj, void *arg)
     int rc = set_labels(labels, a->nd);
     a->changed = !json_equal(before, labels);
     json_decref(before);
-    if (rc)
+    if (rc || (rc = set_taints(obj, a->nd, &a->changed)) != 0)
         return rc;
     drop_not_ready(obj, &a->changed);
     return a->changed ? 0 : DRV_EEXIST; /* DRV_EEXIST: nothing to write */
@@ -149,9 +221,10 @@ int emu_register_node(drv_emulator *e, const drv_emu_node *nd, drv_diag *d)
     char now[32];
     drv_time_rfc3339(now, sizeof now, drv_clock_wall(), false);
     json_t *labels = json_object();
-    json_t *obj = json_pack("{s:s, s:s, s:{s:s, s:O}, s:{}, s:o}", "apiVersion", "v1", "kind",
-                            "Node", "metadata", "name", nd->name, "labels", labels, "spec",
-                            "status", node_status(e, nd, now));
+    json_t *obj =
+        json_pack("{s:s, s:s, s:{s:s, s:O}, s:{s:o, s:b}, s:o}", "apiVersion", "v1", "kind", "Node",
+                  "metadata", "name", nd->name, "labels", labels, "spec", "taints", taints_json(nd),
+                  "unschedulable", nd->unschedulable, "status", node_status(e, nd, now));
     int rc = obj && labels
                  ? set_labels(json_object_get(json_object_get(obj, "metadata"), "labels"), nd)
                  : DRV_ENOMEM;

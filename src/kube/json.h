@@ -95,6 +95,26 @@ int drv_kube_watch(drv_kube *k, const char *path, const char *rv, int timeout_s,
 int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag *d);
 int drv_kube_decode_node(json_t *obj, drv_strtab *names, drv_knode *out, drv_diag *d);
 
+/*
+ * The scheduling vocabulary (objects_sched.c). A Node's labels (but kubernetes.io/hostname) and
+ * taints as one interned canonical text (*out 0 when it has none), and that text back as
+ * labels and taints interned in names (arrays drv_malloc'd; the caller frees them). A pod
+ * spec's nodeSelector, affinity.nodeAffinity and tolerations as compact JSON with sorted keys
+ * (drv_malloc'd; NULL when it has none, or out of memory), and decoded into a drv_constraint
+ * with strings in names (drv_constraint_fini it), errors naming who and path.field.
+ */
+int drv_kube_node_meta(json_t *node, drv_strtab *names, const char *who, int32_t *out, drv_diag *d);
+int drv_kube_node_meta_parse(const char *text, drv_strtab *names, drv_label **labels,
+                             int32_t *nlabels, drv_taint **taints, int32_t *ntaints);
+char *drv_kube_constraint_json(json_t *podspec);
+int drv_kube_decode_constraint(json_t *podspec, drv_strtab *names, const char *who,
+                               const char *path, drv_constraint *out, drv_diag *d);
+int drv_kube_decode_priorityclass(json_t *obj, drv_strtab *names, drv_kpriorityclass *out,
+                                  drv_diag *d);
+int drv_kube_decode_queue(json_t *obj, drv_strtab *names, drv_kqueue *out, drv_diag *d);
+/* A Queue's status.pending, status.admitted (jobs) and status.used (quantities). */
+int drv_kube_queue_set_status(json_t *obj, int32_t pending, int32_t admitted, drv_res used);
+
 /* A Status object's code and reason (reason may be NULL). A success Status may have no code:
  * *code is then 0 (the HTTP status stands). DRV_EPARSE when obj is no Status. */
 int drv_kube_decode_status(json_t *obj, long *code, const char **reason, drv_diag *d);

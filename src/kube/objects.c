@@ -259,6 +259,18 @@ int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag 
         out->replica = (int32_t)v;
     }
     out->deleting = json_object_get(meta, "deletionTimestamp") != NULL;
+    json_t *prio = json_object_get(spec, "priority");
+    out->priority = json_is_integer(prio) ? (int32_t)json_integer_value(prio) : 0;
+    /* Its constraints matter only for another operator's pod naming some scheduler of its
+     * own (Drover's pods get theirs from their job's template): DaemonSet pods, whose
+     * affinity names their node, would otherwise intern a text per node. */
+    const char *sched = str_at(spec, "schedulerName");
+    bool other = !out->job && sched && strcmp(sched, "default-scheduler") != 0;
+    char *cons = other ? drv_kube_constraint_json(spec) : NULL;
+    int crc = cons ? intern(names, cons, &out->cons) : 0;
+    drv_free(cons);
+    if (crc)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
     const char *ip = str_at(json_object_get(obj, "status"), "podIP");
     if (ip) {
         if (inet_pton(AF_INET, ip, out->ip) == 1)
@@ -333,13 +345,19 @@ int drv_kube_decode_node(json_t *obj, drv_strtab *names, drv_knode *out, drv_dia
         intern(names, str_at(labels, "drover.dev/rack"), &out->rack))
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     out->unschedulable = json_is_true(json_object_get(spec, "unschedulable"));
+    int rc1 = drv_kube_node_meta(obj, names, who, &out->meta, d);
+    if (rc1)
+        return rc1;
     size_t i;
     json_t *t;
     json_array_foreach(json_object_get(spec, "taints"), i, t)
     {
-        const char *e = str_at(t, "effect");
-        if (e && (!strcmp(e, "NoSchedule") || !strcmp(e, "NoExecute")))
+        const char *e = str_at(t, "effect"), *key = str_at(t, "key");
+        if (e && (!strcmp(e, "NoSchedule") || !strcmp(e, "NoExecute"))) {
             out->noschedule = true;
+            out->not_ready |= key && (!strcmp(key, "node.kubernetes.io/not-ready") ||
+                                      !strcmp(key, "node.kubernetes.io/unreachable"));
+        }
     }
     json_array_foreach(json_object_get(status, "conditions"), i, t)
     {
@@ -506,6 +524,23 @@ static int decode_progress(json_t *prog, const char *who, drv_ktrainingjob *out,
     return 0;
 }
 
+/* A role template's node constraints: validated, kept as interned compact JSON. */
+static int role_constraint(json_t *pspec, drv_strtab *names, const char *who, const char *key,
+                           int32_t *out, drv_diag *d)
+{
+    char path[96];
+    snprintf(path, sizeof path, "spec.replicaSpecs.%s.template.spec", key);
+    drv_constraint c;
+    int rc = drv_kube_decode_constraint(pspec, names, who, path, &c, d);
+    if (rc)
+        return rc;
+    drv_constraint_fini(&c);
+    char *s = drv_kube_constraint_json(pspec);
+    rc = s ? intern(names, s, out) : 0;
+    drv_free(s);
+    return rc ? drv_fail(d, DRV_ENOMEM, "out of memory") : 0;
+}
+
 int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob *out, drv_diag *d)
 {
     memset(out, 0, sizeof *out);
@@ -520,9 +555,18 @@ int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob
         intern(names, str_at(meta, "name"), &out->name) ||
         intern(names, str_at(json_object_get(obj, "status"), "phase"), &out->phase))
         return drv_fail(d, DRV_ENOMEM, "out of memory");
-    json_t *specs = json_object_get(json_object_get(obj, "spec"), "replicaSpecs");
+    json_t *spec = json_object_get(obj, "spec");
+    json_t *specs = json_object_get(spec, "replicaSpecs");
     if (!json_is_object(specs))
         return drv_fail(d, DRV_EPARSE, "%s: spec.replicaSpecs: expected a map of roles", who);
+    static const char *const named[] = {"queue", "priorityClassName"};
+    for (int k = 0; k < 2; k++)
+        if (json_object_get(spec, named[k]) && !json_string_length(json_object_get(spec, named[k])))
+            return drv_fail(d, DRV_EPARSE, "%s: spec.%s: expected a name", who, named[k]);
+    if (intern(names, str_at(spec, "queue"), &out->queue) ||
+        intern(names, str_at(spec, "priorityClassName"), &out->priority_class) ||
+        intern(names, str_at(json_object_get(meta, "labels"), "drover.dev/user"), &out->user))
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
     int rc =
         decode_progress(json_object_get(json_object_get(obj, "spec"), "progress"), who, out, d);
     if (!rc)
@@ -580,6 +624,8 @@ int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob
                             who, key);
         if (!out->scheduler && intern(names, str_at(pspec, "schedulerName"), &out->scheduler))
             return drv_fail(d, DRV_ENOMEM, "out of memory");
+        if ((rc = role_constraint(pspec, names, who, key, &out->cons[r], d)) != 0)
+            return rc;
         drv_res sum = {0, 0, 0}, q;
         size_t i;
         json_t *c;
@@ -611,7 +657,9 @@ int drv_kube_decode_podgroup(json_t *obj, drv_strtab *names, drv_kpodgroup *out,
         return rc0;
     if (intern(names, str_at(meta, "namespace"), &out->ns) ||
         intern(names, str_at(meta, "name"), &out->name) ||
-        intern(names, str_at(st, "phase"), &out->phase))
+        intern(names, str_at(st, "phase"), &out->phase) ||
+        intern(names, str_at(spec, "queue"), &out->queue) ||
+        intern(names, str_at(spec, "priorityClassName"), &out->priority_class))
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     int64_t v;
     int rc = get_int(spec, "minMember", who, "spec.minMember", 1, 1000000, -1, &v, d);

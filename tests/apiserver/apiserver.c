@@ -42,6 +42,7 @@
 
 #define MAX_BODY (4u << 20)
 #define PG_CRD "podgroups.scheduling.x-k8s.io"
+#define QUEUE_CRD "queues.drover.dev"
 #define DEF_WINDOW 200
 #define MAX_WINDOW 100000
 #define DEF_WATCH_TIMEOUT_S 30
@@ -58,6 +59,8 @@ enum rtype_id {
     R_TJ,
     R_SERVICES,
     R_PG,
+    R_PC,
+    R_QUEUE,
     R_N
 };
 
@@ -84,6 +87,9 @@ static const struct rtype RT[R_N] = {
     [R_TJ] = {"drover.dev", "v1alpha1", "trainingjobs", "TrainingJob", true, true, true, true},
     [R_SERVICES] = {"", "v1", "services", "Service", true, true, false, false},
     [R_PG] = {"scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", true, true, true, true},
+    [R_PC] = {"scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", false, false, false,
+              false},
+    [R_QUEUE] = {"drover.dev", "v1alpha1", "queues", "Queue", false, true, true, true},
 };
 
 struct wevent {
@@ -118,6 +124,7 @@ struct drv_apiserver {
     int cap, head, n;
     bool crd;        /* trainingjobs.drover.dev is served */
     bool pg_crd;     /* podgroups.scheduling.x-k8s.io is served */
+    bool queue_crd;  /* queues.drover.dev is served */
     bool pod_resize; /* pods/resize is served and listed (drv_apiserver_opts.pod_resize) */
     int bookmark_ms;
     long seq; /* requests served */
@@ -270,6 +277,8 @@ static const char *api_version(int rt)
         [R_TJ] = "drover.dev/v1alpha1",
         [R_SERVICES] = "v1",
         [R_PG] = "scheduling.x-k8s.io/v1alpha1",
+        [R_PC] = "scheduling.k8s.io/v1",
+        [R_QUEUE] = "drover.dev/v1alpha1",
     };
     return av[rt];
 }
@@ -819,6 +828,19 @@ static const char *const PG_COLS[][3] = {
     {"Running", "integer", ".status.running"}, {"Succeeded", "integer", ".status.succeeded"},
     {"Failed", "integer", ".status.failed"},   {"Age", "date", ".metadata.creationTimestamp"}};
 
+/* deploy/queue-crd.yaml's printer columns: name, type, JSON path to the map, and its key
+ * (apart, as "nvidia.com/gpu" has dots). */
+static const char *const QUEUE_COLS[][4] = {
+    {"Weight", "number", ".spec", "weight"},
+    {"Pending", "integer", ".status", "pending"},
+    {"Admitted", "integer", ".status", "admitted"},
+    {"CPU", "string", ".status.used", "cpu"},
+    {"CPU quota", "string", ".spec.nominalQuota", "cpu"},
+    {"GPU", "string", ".status.used", "nvidia.com/gpu"},
+    {"GPU quota", "string", ".spec.nominalQuota", "nvidia.com/gpu"},
+    {"Cohort", "string", ".spec", "cohort"},
+    {"Age", "date", ".metadata", "creationTimestamp"}};
+
 static json_t *table_columns(int rt)
 {
     json_t *c = json_array();
@@ -875,6 +897,14 @@ static json_t *table_columns(int rt)
             snprintf(desc, sizeof desc,
                      "Custom resource definition column (in JSONPath format): %s", PG_COLS[i][2]);
             json_array_append_new(c, coldef(PG_COLS[i][0], PG_COLS[i][1], "", desc, 0));
+        }
+    } else if (rt == R_QUEUE) {
+        for (size_t i = 0; i < sizeof QUEUE_COLS / sizeof QUEUE_COLS[0]; i++) {
+            char desc[200];
+            snprintf(desc, sizeof desc,
+                     "Custom resource definition column (in JSONPath format): %s.%s",
+                     QUEUE_COLS[i][2], QUEUE_COLS[i][3]);
+            json_array_append_new(c, coldef(QUEUE_COLS[i][0], QUEUE_COLS[i][1], "", desc, 0));
         }
     } else if (rt == R_NAMESPACES) {
         json_array_append_new(c, coldef("Status", "string", "", "The status of the namespace", 0));
@@ -967,6 +997,14 @@ static json_t *table_cells(int rt, json_t *o)
             /* (a date column is sent as an age, "5m", as kube-apiserver's CRD tables do) */
             json_t *v = path_get(o, PG_COLS[i][2] + 1);
             if (!strcmp(PG_COLS[i][1], "date"))
+                json_array_append_new(c, json_string(a));
+            else
+                json_array_append_new(c, v ? json_incref(v) : json_null());
+        }
+    } else if (rt == R_QUEUE) {
+        for (size_t i = 0; i < sizeof QUEUE_COLS / sizeof QUEUE_COLS[0]; i++) {
+            json_t *v = json_object_get(path_get(o, QUEUE_COLS[i][2] + 1), QUEUE_COLS[i][3]);
+            if (!strcmp(QUEUE_COLS[i][1], "date"))
                 json_array_append_new(c, json_string(a));
             else
                 json_array_append_new(c, v ? json_incref(v) : json_null());
@@ -1217,7 +1255,7 @@ static const char *qarg(struct MHD_Connection *c, const char *k)
 static int find_rt(drv_apiserver *s, const char *group, const char *version, const char *plural)
 {
     for (int i = 0; i < R_N; i++) {
-        if ((i == R_TJ && !s->crd) || (i == R_PG && !s->pg_crd))
+        if ((i == R_TJ && !s->crd) || (i == R_PG && !s->pg_crd) || (i == R_QUEUE && !s->queue_crd))
             continue;
         if (!strcmp(RT[i].group, group) && !strcmp(RT[i].version, version) &&
             !strcmp(RT[i].plural, plural))
@@ -1638,6 +1676,8 @@ static void apply_defaults(drv_apiserver *s, int rt, json_t *o)
             s->crd = true;
         if (!strcmp(str_or(path_get(o, "metadata.name"), ""), PG_CRD))
             s->pg_crd = true;
+        if (!strcmp(str_or(path_get(o, "metadata.name"), ""), QUEUE_CRD))
+            s->queue_crd = true;
     } else if (rt == R_NODES) {
         /* The TaintNodesByCondition admission plugin taints a new node not-ready (NoSchedule)
          * until the node lifecycle controller sees it Ready (02-node-create). */
@@ -2186,6 +2226,10 @@ static void do_delete(drv_apiserver *s, struct MHD_Connection *c, const struct r
         json_object_clear(s->store[R_PG]);
         s->sorted_ok[R_PG] = false;
     }
+    if (t == R_CRDS && !strcmp(rt->name, QUEUE_CRD)) {
+        s->queue_crd = false;
+        json_object_clear(s->store[R_QUEUE]);
+    }
     store_del(s, t, key);
     set_json(r, 200, st);
 }
@@ -2469,6 +2513,13 @@ static char *apis_doc(drv_apiserver *s)
             json_array_append_new(keep, cp);
         }
     }
+    {
+        /* Not in the recorded documents (kube-apiserver serves it always): PriorityClasses. */
+        json_t *gv =
+            json_pack("{s:s,s:s}", "groupVersion", "scheduling.k8s.io/v1", "version", "v1");
+        json_array_append_new(keep, json_pack("{s:s,s:[O],s:o}", "name", "scheduling.k8s.io",
+                                              "versions", gv, "preferredVersion", gv));
+    }
     if (s->pg_crd) {
         /* Not in the recorded documents: a CRD's group as kube-apiserver lists one. */
         json_t *gv = json_pack("{s:s,s:s}", "groupVersion", "scheduling.x-k8s.io/v1alpha1",
@@ -2527,10 +2578,27 @@ static bool serve_discovery(drv_apiserver *s, struct MHD_Connection *c, const ch
     } else if (!strcmp(url, "/apis/coordination.k8s.io/v1")) {
         set_fixture(r, s->fx_coord);
     } else if (!strcmp(url, "/apis/drover.dev/v1alpha1")) {
-        if (s->crd)
-            set_fixture(r, s->fx_drover);
-        else
+        if (!s->crd) {
             not_found_page(r);
+        } else if (!s->queue_crd) {
+            set_fixture(r, s->fx_drover);
+        } else { /* the recorded list, and the Queue CRD's resources as a real server adds them */
+            json_t *doc = json_loads(s->fx_drover, 0, NULL);
+            json_t *res = json_object_get(doc, "resources"),
+                   *q = resource_entry(R_QUEUE, "queues", false);
+            json_object_set_new(q, "singularName", json_string("queue"));
+            json_array_append_new(res, q);
+            json_array_append_new(res, resource_entry(R_QUEUE, "queues/status", true));
+            set_json(r, 200, doc);
+        }
+    } else if (!strcmp(url, "/apis/scheduling.k8s.io/v1")) {
+        json_t *res = json_array(), *pc = resource_entry(R_PC, "priorityclasses", false);
+        json_object_set_new(pc, "singularName", json_string("priorityclass"));
+        json_object_set_new(pc, "shortNames", json_pack("[s]", "pc"));
+        json_array_append_new(res, pc);
+        set_json(r, 200,
+                 json_pack("{s:s,s:s,s:s,s:o}", "kind", "APIResourceList", "apiVersion", "v1",
+                           "groupVersion", "scheduling.k8s.io/v1", "resources", res));
     } else if (!strcmp(url, "/apis/scheduling.x-k8s.io/v1alpha1")) {
         if (!s->pg_crd) {
             not_found_page(r);
@@ -2920,6 +2988,19 @@ static json_t *pg_crd_object(void)
                      "name", "v1alpha1", "served", 1, "storage", 1, "subresources", "status");
 }
 
+/* deploy/queue-crd.yaml's names, versions and status subresource (its schema and columns are
+ * QUEUE_COLS here). */
+static json_t *queue_crd_object(void)
+{
+    return json_pack("{s:s,s:s,s:{s:s},s:{s:s,s:s,s:{s:s,s:s,s:s,s:s},s:[{s:s,s:b,s:b,"
+                     "s:{s:{}}}]}}",
+                     "apiVersion", "apiextensions.k8s.io/v1", "kind", "CustomResourceDefinition",
+                     "metadata", "name", QUEUE_CRD, "spec", "group", "drover.dev", "scope",
+                     "Cluster", "names", "plural", "queues", "singular", "queue", "kind", "Queue",
+                     "listKind", "QueueList", "versions", "name", "v1alpha1", "served", 1,
+                     "storage", 1, "subresources", "status");
+}
+
 int drv_apiserver_start(drv_apiserver **out, const drv_apiserver_opts *o, drv_diag *d)
 {
     drv_apiserver *s = drv_calloc(1, sizeof *s);
@@ -2954,10 +3035,10 @@ int drv_apiserver_start(drv_apiserver **out, const drv_apiserver_opts *o, drv_di
         do_create(s, &rt, b, strlen(b), &r);
         free(r.body);
     }
-    for (int k = 0; k < 2; k++) {
-        if (!(k == 0 ? o->crd_installed : o->podgroup_crd))
+    for (int k = 0; k < 3; k++) {
+        if (!(k == 0 ? o->crd_installed : k == 1 ? o->podgroup_crd : o->queue_crd))
             continue;
-        json_t *crd = k == 0 ? crd_object() : pg_crd_object();
+        json_t *crd = k == 0 ? crd_object() : k == 1 ? pg_crd_object() : queue_crd_object();
         char *b = json_dumps(crd, JSON_COMPACT);
         json_decref(crd);
         struct route rt = {.rt = R_CRDS};

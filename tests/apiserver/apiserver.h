@@ -29,6 +29,7 @@ typedef struct drv_apiserver_opts {
     int bookmark_ms;          /* idle time before a BOOKMARK is sent; 0 = 1000 */
     bool crd_installed;       /* start with trainingjobs.drover.dev already established */
     bool podgroup_crd;        /* ... and podgroups.scheduling.x-k8s.io (deploy/podgroup-crd.yaml) */
+    bool queue_crd;           /* ... and queues.drover.dev (deploy/queue-crd.yaml) */
     const char *tls_cert_pem; /* with tls_key_pem: serve HTTPS with this certificate (PEM text) */
     const char *tls_key_pem;
     /* With TLS: require a client certificate signed by this CA (PEM text), as a kube-apiserver

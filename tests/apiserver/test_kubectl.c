@@ -1,7 +1,8 @@
 /*
  * test_kubectl.c - real kubectl against the in-memory API server: create, get (-o wide,
- * -o json), watch and delete pods, nodes and TrainingJobs; deploy/podgroup-crd.yaml applied and
- * PodGroups listed with its columns.
+ * -o json), watch and delete pods, nodes and TrainingJobs; deploy/podgroup-crd.yaml and
+ * deploy/queue-crd.yaml applied, PodGroups and Queues listed with their columns; a
+ * PriorityClass created.
  *
  * `create` runs with --validate=false. With validation on, kubectl 1.32 reads /openapi/v3 and
  * api/v1's document, finds no fieldValidation parameter in it (the recording is of a v1.24
@@ -101,6 +102,40 @@ int main(void)
               "kubectl get podgroups", out);
     rc = kc_run(out, sizeof out, "delete pg kc-pg");
     kc_expect(rc == 0 && strstr(out, "deleted"), "kubectl delete podgroup", out);
+
+    /* The Queue CRD we ship: cluster-scoped, its status written through the status
+     * subresource (as drover run does), printed with its columns; PriorityClasses served. */
+    snprintf(args, sizeof args, "apply --validate=false -f %s/deploy/queue-crd.yaml",
+             src ? src : ".");
+    rc = kc_run(out, sizeof out, args);
+    kc_expect(rc == 0 && strstr(out, "queues.drover.dev"), "kubectl apply deploy/queue-crd.yaml",
+              out);
+    kc_write("queue.yaml", "apiVersion: drover.dev/v1alpha1\nkind: Queue\nmetadata:\n"
+                           "  name: research\nspec:\n  weight: 2\n  cohort: lab\n"
+                           "  nominalQuota:\n    cpu: \"16\"\n    nvidia.com/gpu: 4\n");
+    snprintf(args, sizeof args, "create --validate=false -f %s/queue.yaml", kc_dir());
+    rc = kc_run(out, sizeof out, args);
+    kc_expect(rc == 0 && strstr(out, "queue.drover.dev/research created"), "kubectl create queue",
+              out);
+    rc = kc_run(out, sizeof out,
+                "patch queue research --subresource=status --type=merge -p '{\"status\":{"
+                "\"pending\":1,\"admitted\":2,\"used\":{\"cpu\":\"4500m\","
+                "\"nvidia.com/gpu\":\"3\"}}}'");
+    kc_expect(rc == 0 && strstr(out, "patched"), "kubectl patch queue status", out);
+    rc = kc_run(out, sizeof out, "get queues");
+    kc_expect(rc == 0 && strstr(out, "CPU QUOTA") && strstr(out, "research") &&
+                  strstr(out, "4500m") && strstr(out, "lab"),
+              "kubectl get queues", out);
+    printf("%s", out); /* (quoted in docs/running.md) */
+    kc_write("pc.yaml", "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n"
+                        "  name: high\nvalue: 1000\n");
+    snprintf(args, sizeof args, "create --validate=false -f %s/pc.yaml", kc_dir());
+    rc = kc_run(out, sizeof out, args);
+    kc_expect(rc == 0 && strstr(out, "priorityclass.scheduling.k8s.io/high created"),
+              "kubectl create priorityclass", out);
+    rc = kc_run(out, sizeof out, "get priorityclass high -o name");
+    kc_expect(rc == 0 && strstr(out, "priorityclass.scheduling.k8s.io/high"),
+              "kubectl get priorityclass", out);
 
     rc = kc_run(out, sizeof out, "get nodes -l topology.kubernetes.io/zone=zone-a -o name");
     kc_expect(rc == 0 && strstr(out, "node/gpu-node-1"), "kubectl get nodes -l", out);

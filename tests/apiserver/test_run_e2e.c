@@ -10,6 +10,9 @@
  *   kubectl create -f <a PodGroup and its 2 pods> (another operator's gang, schedulerName drover)
  *   -> both pods are bound, `kubectl get podgroups` shows it Scheduled (DROVER_E2E_SHOW=1
  *      prints what kubectl printed: docs/running.md quotes it);
+ *   kubectl apply -f deploy/queue-crd.yaml; a job naming Queue research before it exists
+ *   -> held, its Event says so; kubectl create the Queue -> the job is admitted and
+ *      `kubectl get queues` shows it and the CPU it uses;
  *   SIGTERM -> drover exits 0 with its summary line.
  *
  * Skipped (77) when kubectl is not on PATH. kubectl runs with --validate=false (test_kubectl.c
@@ -118,6 +121,10 @@ int main(void)
     rc = kc_run(out, sizeof out, args);
     kc_expect(rc == 0 && strstr(out, "podgroups.scheduling.x-k8s.io"),
               "kubectl apply deploy/podgroup-crd.yaml", out);
+    snprintf(args, sizeof args, "apply --validate=false -f %s/deploy/queue-crd.yaml", src);
+    rc = kc_run(out, sizeof out, args);
+    kc_expect(rc == 0 && strstr(out, "queues.drover.dev"), "kubectl apply deploy/queue-crd.yaml",
+              out);
     snprintf(args, sizeof args, "create --validate=false -f %s/nodes.yaml", kc_dir());
     rc = kc_run(out, sizeof out, args);
     kc_expect(rc == 0 && strstr(out, "node/n2 created"), "kubectl create nodes", out);
@@ -237,6 +244,51 @@ int main(void)
     kc_expect(rc == 0 && strstr(out, "Scheduled: 2 pods bound by profile drover"),
               "an Event says the pod group was scheduled", out);
 
+    /* A job naming a Queue that does not exist yet: held, saying why; admitted once the
+     * Queue is created, whose status then shows it and its use. */
+    kc_write("queued.yaml",
+             "apiVersion: drover.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: lab-job\n"
+             "spec:\n  queue: research\n  replicaSpecs:\n    Worker:\n      replicas: 2\n"
+             "      template:\n        spec:\n          schedulerName: drover\n"
+             "          containers:\n          - {name: t, image: t, resources: {requests: "
+             "{cpu: \"1\"}}}\n");
+    kc_write("queue.yaml", "apiVersion: drover.dev/v1alpha1\nkind: Queue\nmetadata:\n"
+                           "  name: research\nspec:\n  weight: 2\n  nominalQuota:\n"
+                           "    cpu: \"4\"\n");
+    snprintf(args, sizeof args, "create --validate=false -f %s/queued.yaml", kc_dir());
+    rc = kc_run(out, sizeof out, args);
+    kc_expect(rc == 0 && strstr(out, "lab-job created"), "kubectl create a job naming a queue",
+              out);
+    for (int i = 0; i < 100; i++) {
+        rc = kc_run(out, sizeof out,
+                    "get events --field-selector involvedObject.name=lab-job -o "
+                    "jsonpath='{range .items[*]}{.reason}: {.message}{\"\\n\"}{end}'");
+        if (rc == 0 && strstr(out, "QueueMissing"))
+            break;
+        usleep(100000);
+    }
+    if (getenv("DROVER_E2E_SHOW"))
+        printf("$ kubectl get events (lab-job)\n%s", out);
+    kc_expect(rc == 0 && strstr(out, "QueueMissing: spec.queue names Queue research"),
+              "an Event says the job waits for its Queue", out);
+    snprintf(args, sizeof args, "create --validate=false -f %s/queue.yaml", kc_dir());
+    rc = kc_run(out, sizeof out, args);
+    kc_expect(rc == 0 && strstr(out, "research created"), "kubectl create the queue", out);
+    for (int i = 0; i < 100; i++) {
+        rc = kc_run(out, sizeof out,
+                    "get queue research -o jsonpath='{.status.admitted}/{.status.used.cpu}'");
+        if (rc == 0 && !strcmp(out, "1/2")) /* (lab-job, its 2 workers of 1 CPU) */
+            break;
+        usleep(100000);
+    }
+    kc_expect(rc == 0 && !strcmp(out, "1/2"), "Queue research's status: 1 admitted, 2 CPUs used",
+              out);
+    rc = kc_run(out, sizeof out, "get queues");
+    if (getenv("DROVER_E2E_SHOW"))
+        printf("$ kubectl get queues\n%s", out);
+    kc_expect(rc == 0 && strstr(out, "research") && strstr(out, "CPU QUOTA"), "kubectl get queues",
+              out);
+
     int st = 0;
     kill(pid, SIGTERM);
     waitpid(pid, &st, 0);
@@ -246,7 +298,7 @@ int main(void)
     if (f)
         fclose(f);
     kc_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, "stopped after") &&
-                  strstr(out, "2 jobs"),
+                  strstr(out, "3 jobs"),
               "drover run stops on SIGTERM with exit status 0 and a summary", out);
 
     drv_apiserver_free(s);

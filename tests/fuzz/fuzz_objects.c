@@ -39,6 +39,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         drv_kube_decode_lease(obj, &lease, &d);
         drv_kube_decode_event(obj, &ev, &d);
         drv_kube_decode_status(obj, &code, &reason, &d);
+        drv_kpriorityclass pc;
+        drv_kqueue queue;
+        drv_constraint c;
+        int32_t meta;
+        drv_kube_decode_priorityclass(obj, names, &pc, &d);
+        drv_kube_decode_queue(obj, names, &queue, &d);
+        if (drv_kube_decode_constraint(obj, names, "fuzz", "spec", &c, &d) == 0)
+            drv_constraint_fini(&c);
+        if (drv_kube_node_meta(obj, names, "fuzz", &meta, &d) == 0 && meta > 0) {
+            drv_label *l;
+            drv_taint *t;
+            int32_t nl, nt;
+            drv_kube_node_meta_parse(drv_strtab_str(names, meta), names, &l, &nl, &t, &nt);
+            drv_free(l);
+            drv_free(t);
+        }
         drv_strtab_free(names);
     }
     json_decref(obj);

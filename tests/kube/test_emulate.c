@@ -63,8 +63,13 @@ static void sleep_ms(int ms)
 }
 
 static const drv_emu_node NODES[] = {
-    {"emu-0", "zone-a", "rack-0", {32000, 128LL << 30, 4}},
-    {"emu-1", "zone-b", "rack-1", {7500, 3LL << 29, 0}},
+    {.name = "emu-0",
+     .zone = "zone-a",
+     .rack = "rack-0",
+     .alloc = {32000, 128LL << 30, 4},
+     .labels = "pool=gpu,gpu-generation=4",
+     .taints = "gpu=true:NoSchedule"},
+    {.name = "emu-1", .zone = "zone-b", .rack = "rack-1", .alloc = {7500, 3LL << 29, 0}},
 };
 
 static drv_emulator *start_emulator(fixture *f)
@@ -182,7 +187,7 @@ static void test_registers_nodes(void **state)
     drv_strtab *names = drv_strtab_new();
     for (int i = 0; i < 2; i++) {
         char path[400];
-        snprintf(path, sizeof path, "/api/v1/nodes/%s", NODES[i].name);
+        snprintf(path, sizeof path, "/api/v1/nodes/%.63s", NODES[i].name);
         json_t *n = get(f, path, &st);
         assert_int_equal(st, 200);
         drv_knode kn;
@@ -194,7 +199,19 @@ static void test_registers_nodes(void **state)
         assert_string_equal(drv_strtab_str(names, kn.zone), NODES[i].zone);
         assert_string_equal(drv_strtab_str(names, kn.rack), NODES[i].rack);
         assert_true(kn.ready);
-        assert_false(kn.noschedule); /* the not-ready taint is gone */
+        assert_false(kn.not_ready);             /* the not-ready taint is gone */
+        assert_true(kn.noschedule == (i == 0)); /* emu-0's own taint stays */
+        json_t *taints = json_object_get(json_object_get(n, "spec"), "taints");
+        assert_int_equal(json_array_size(taints), i == 0 ? 1 : 0);
+        if (i == 0) {
+            json_t *t0 = json_array_get(taints, 0);
+            assert_string_equal(json_string_value(json_object_get(t0, "key")), "gpu");
+            assert_string_equal(json_string_value(json_object_get(t0, "value")), "true");
+            assert_string_equal(json_string_value(json_object_get(t0, "effect")), "NoSchedule");
+            json_t *l = json_object_get(json_object_get(n, "metadata"), "labels");
+            assert_string_equal(json_string_value(json_object_get(l, "pool")), "gpu");
+            assert_string_equal(json_string_value(json_object_get(l, "gpu-generation")), "4");
+        }
         json_t *labels = json_object_get(json_object_get(n, "metadata"), "labels");
         assert_string_equal(json_string_value(json_object_get(labels, "kubernetes.io/hostname")),
                             NODES[i].name);

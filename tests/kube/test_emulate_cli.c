@@ -69,7 +69,8 @@ static void test_emulate_command(void **unused)
     fclose(f);
     f = fopen(cluster, "w");
     assert_non_null(f);
-    fputs("nodes:\n  - {name: gpu, count: 2, cpu: 16, memory: 64Gi, gpu: 4, zone: z1, rack: r7}\n"
+    fputs("nodes:\n  - {name: gpu, count: 2, cpu: 16, memory: 64Gi, gpu: 4, zone: z1, rack: r7,\n"
+          "     labels: {pool: gpu}, taints: [{key: gpu, value: \"true\", effect: NoSchedule}]}\n"
           "timing:\n  podStartSeconds: 3\n",
           f);
     fclose(f);
@@ -101,6 +102,11 @@ static void test_emulate_command(void **unused)
     assert_int_equal(st, 200);
     json_t *labels = json_object_get(json_object_get(obj, "metadata"), "labels");
     assert_string_equal(json_string_value(json_object_get(labels, "drover.dev/rack")), "r7");
+    assert_string_equal(json_string_value(json_object_get(labels, "pool")), "gpu");
+    json_t *t0 = json_array_get(json_object_get(json_object_get(obj, "spec"), "taints"), 0);
+    assert_string_equal(json_string_value(json_object_get(t0, "key")), "gpu");
+    assert_string_equal(json_string_value(json_object_get(t0, "value")), "true");
+    assert_string_equal(json_string_value(json_object_get(t0, "effect")), "NoSchedule");
     assert_string_equal(
         json_string_value(json_object_get(
             json_object_get(json_object_get(obj, "status"), "allocatable"), "nvidia.com/gpu")),

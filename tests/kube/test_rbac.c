@@ -102,7 +102,8 @@ static void test_rbac(void **unused)
     assert_non_null(cr);
     no_wildcards_nor_secrets(cr);
     drv_conf *rules = drv_conf_get(cr, "rules");
-    bool pg_read = false, pg_status = false, resize = false;
+    bool pg_read = false, pg_status = false, resize = false, q_status = false;
+    int q_read = 0;
     for (int32_t i = 0; i < rules->nitems; i++) {
         drv_conf *res = drv_conf_get(rules->items[i], "resources");
         assert_false(list_has(res, "leases")); /* cluster-wide Lease writes were the finding */
@@ -123,8 +124,19 @@ static void test_rbac(void **unused)
             resize = list_has(verbs, "patch") && verbs->nitems == 1;
         if (list_has(res, "pods"))
             assert_false(list_has(verbs, "update") || list_has(verbs, "patch"));
+        /* Queues and PriorityClasses are the cluster admin's: read, and a Queue's status
+         * patched (the writer's merge patch), nothing else. */
+        if (list_has(res, "queues") || list_has(res, "priorityclasses")) {
+            q_read += list_has(verbs, "watch") && list_has(verbs, "list");
+            assert_false(list_has(verbs, "create") || list_has(verbs, "delete") ||
+                         list_has(verbs, "update") || list_has(verbs, "patch"));
+        }
+        if (list_has(res, "queues/status"))
+            q_status = list_has(verbs, "patch") && !list_has(verbs, "update");
     }
     assert_true(pg_read && pg_status && resize);
+    assert_int_equal(q_read, 2);
+    assert_true(q_status);
     drv_conf *role = find(&m, "Role", "drover-lease");
     assert_non_null(role);
     assert_string_equal(text_at(role, "metadata", "namespace"), "drover-system");

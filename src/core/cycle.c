@@ -112,6 +112,7 @@ void drv_sched_free(drv_sched *s)
     drv_nodeindex_free(s->ix);
     drv_free(s->free);
     drv_free(s->qused);
+    drv_free(s->node_admits);
     drv_free(s->pod_node);
     drv_free(s->pod_stamp);
     drv_free(s->job_workers);
@@ -253,10 +254,16 @@ static int prepare(drv_sched *s, const drv_state *st)
         s->qused[q] = st->queues[q].used;
     s->maxfree = s->totfree = (drv_res){0, 0, 0};
     s->cap_free_used = st->nnodes;
+    if (drv_grow(&s->node_admits, sizeof *s->node_admits, &s->cap_node_admits, st->nnodes) != 0)
+        return DRV_ENOMEM;
     for (int32_t n = 0; n < st->nnodes; n++) {
         drv_res f = drv_node_free(&st->nodes[n]);
         if (!grew && n < oldn && !drv_res_fits(f, s->free[n]))
             grew = true;
+        int32_t admits = st->nodes[n].node_class * 2 + st->nodes[n].schedulable;
+        if (n < oldn && admits != s->node_admits[n])
+            grew = true; /* relabelled, retainted, cordoned or uncordoned: may admit more */
+        s->node_admits[n] = admits;
         s->free[n] = f;
         if (st->nodes[n].schedulable) {
             s->maxfree = cycle_res_max(s->maxfree, s->free[n]);

@@ -140,6 +140,11 @@ struct drv_sched {
      * back; empty when the state has no queue. */
     drv_res *qused;
     int32_t cap_qused;
+    /* Per node, what it admitted at the last cycle's start: its class times 2, plus 1 when
+     * schedulable. A node that changes (labels, taints, a cordon lifted) may admit a gang that
+     * failed before, so the failed-gang memo is cleared as when capacity grows. */
+    int32_t *node_admits;
+    int32_t cap_node_admits;
 };
 
 struct drv_ctx {

@@ -314,6 +314,52 @@ static void test_cycle_gang_rollback(void **unused)
     drv_state_fini(&st);
 }
 
+/* A gang that failed because no node admitted it is tried again once a node changes what it
+ * admits (its taint lifted, a cordon lifted), though no capacity was freed: the failed-gang
+ * memo must not outlive the change. Two jobs of the same shape fail in turn. */
+static void test_memo_cleared_by_node_change(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    drv_diag d;
+    make_state(&st, 2);
+    drv_taint t = {drv_strtab_intern(st.names, "gpu"), drv_strtab_intern(st.names, "true"),
+                   DRV_EFFECT_NO_SCHEDULE};
+    assert_int_equal(drv_state_set_node_meta(&st, 0, NULL, 0, &t, 1), 0);
+    drv_state_set_node(&st, 1, st.nodes[1].alloc, false); /* cordoned */
+    int32_t a = add_job(&st, "a", 0, 1, 1, 1, 4000);
+    drv_sched *s = gang_sched(&admit_plugin);
+    drv_snapshot snap = {.st = &st, .now = 0};
+    drv_decisions ds;
+    drv_decisions_init(&ds);
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    assert_int_equal(ds.n, 0); /* tainted and cordoned: nowhere */
+    int32_t b = add_job(&st, "b", 0, 1, 1, 1, 4000);
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    assert_int_equal(ds.n, 0);
+    /* the taint goes: node 0's class changes, nothing is freed */
+    assert_int_equal(drv_state_set_node_meta(&st, 0, NULL, 0, NULL, 0), 0);
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    assert_int_equal(ds.n, 2); /* both fit on node 0 (8 CPUs) */
+    apply(&st, &ds);
+    assert_true(drv_job_complete(&st.jobs[a]) && drv_job_complete(&st.jobs[b]));
+    /* node 0 full; a third job fails, then the cordon on node 1 is lifted */
+    int32_t c = add_job(&st, "c", 0, 1, 1, 1, 4000);
+    ds.n = 0;
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    assert_int_equal(ds.n, 0);
+    drv_state_set_node(&st, 1, st.nodes[1].alloc, true);
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    assert_int_equal(ds.n, 1);
+    assert_int_equal(ds.v[0].job, c);
+    assert_int_equal(ds.v[0].node, 1);
+    apply(&st, &ds);
+    assert_int_equal(drv_state_check(&st, true, &d), 0);
+    drv_decisions_fini(&ds);
+    drv_sched_free(s);
+    drv_state_fini(&st);
+}
+
 /* An admit plugin that places job 1's gang, rolls it back and places it again, recording the
  * assumed use of queue 1 at each step. */
 static drv_res queue_seen[4];
@@ -931,6 +977,7 @@ int main(void)
         cmocka_unit_test(test_cycle_gang_rollback),
         cmocka_unit_test(test_scale_down_evicts_surplus),
         cmocka_unit_test(test_queues),
+        cmocka_unit_test(test_memo_cleared_by_node_change),
         cmocka_unit_test(test_queue_keys_kept),
         cmocka_unit_test(test_gang_room),
         cmocka_unit_test(test_queue_stuck),

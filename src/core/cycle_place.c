@@ -143,20 +143,44 @@ static int64_t bb_score(void *arg, int32_t node)
     return drv_ctx_score(a->c, a->pod, node);
 }
 
+/* The groups of family fam labelled label (every group for -1) and their union for req and
+ * the pod's row (drv_nodeindex_union), from the memo when nothing grew since it was made. */
+static const union_memo *family_union(drv_sched *s, const bb_arg *a, drv_res req, int fam,
+                                      int32_t label)
+{
+    const drv_nodeindex *ix = s->ix;
+    uint64_t grown = drv_nodeindex_grown(ix);
+    uint32_t h = ((uint32_t)label * 2654435761u) ^ (uint32_t)fam ^
+                 (uint32_t)(((uintptr_t)a->row >> 2) * 40503u);
+    union_memo *m = &s->umemo[(h >> 7) % UNION_MEMO];
+    if (m->grown == grown && m->fam == fam && m->label == label && m->row == a->row &&
+        memcmp(&m->req, &req, sizeof req) == 0)
+        return m;
+    m->grown = grown;
+    m->fam = fam;
+    m->label = label;
+    m->row = a->row;
+    m->req = req;
+    m->g = NULL;
+    m->n = label >= 0 ? drv_nodeindex_with_label(ix, fam, label, &m->g)
+                      : drv_nodeindex_groups(ix, fam);
+    m->fit =
+        drv_nodeindex_union(ix, fam, m->g, m->n, req, fam == DRV_IX_ZONE ? label : -1,
+                            fam == DRV_IX_RACK ? label : -1, a->row, &m->u, &m->nodes, &m->row_max);
+    return m;
+}
+
 /* Searches every group of family fam, or those labelled label (>= 0). Returns the number of
  * nodes in the groups. */
 static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, int32_t label,
                              int32_t *best, int64_t *best_sc)
 {
     const drv_nodeindex *ix = c->s->ix;
-    const int32_t *g = NULL;
-    int32_t n =
-        label >= 0 ? drv_nodeindex_with_label(ix, fam, label, &g) : drv_nodeindex_groups(ix, fam);
-    int32_t nodes;
-    drv_node_set u;
-    int32_t fit =
-        drv_nodeindex_union(ix, fam, g, n, req, fam == DRV_IX_ZONE ? label : -1,
-                            fam == DRV_IX_RACK ? label : -1, a->row, &u, &nodes, &a->mixed_max);
+    const union_memo *um = family_union(c->s, a, req, fam, label);
+    const int32_t *g = um->g;
+    int32_t n = um->n, nodes = um->nodes, fit = um->fit;
+    drv_node_set u = um->u;
+    a->mixed_max = um->row_max;
     if (fit == 0)
         return nodes; /* no node here fits */
     /* One bound for all the classes at once (a mixed set of the same zone and rack labels, so

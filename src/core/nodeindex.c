@@ -52,6 +52,8 @@ struct drv_nodeindex {
     const drv_state *st;
     bool filled;                /* the trees hold values for the current grouping and... */
     drv_node_key_fn filled_key; /* ...this key */
+    uint64_t grown; /* drv_nodeindex_grown: bumped by every build and every update that may
+                       raise a summary */
 };
 
 static const drv_res NONE = {-1, -1, -1};
@@ -238,6 +240,7 @@ static double key_of(const drv_nodeindex *ix, int32_t node, drv_res free)
 int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *free,
                         const int32_t *nps, int stride, drv_node_key_fn key, int nfam)
 {
+    ix->grown++; /* anything may have changed */
     ix->key = key;
     ix->st = st;
     if (!same_nodes(ix, st, nfam)) {
@@ -309,6 +312,10 @@ void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free, int32_t
             continue;
         cls *k = &f->c[c];
         int32_t t = k->size + f->node_pos[node];
+        if (fam == DRV_IX_GLOBAL && !drv_res_fits(free, k->mx[t]))
+            ix->grown++; /* more room somewhere: a summary may rise */
+        else if (fam == DRV_IX_GLOBAL && (key > k->key[t] || nps < k->mps[t]))
+            ix->grown++;
         k->mx[t] = free;
         k->key[t] = key;
         k->mps[t] = nps;
@@ -317,6 +324,11 @@ void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free, int32_t
         for (t /= 2; t >= 1 && repull(k, t); t /= 2)
             ;
     }
+}
+
+uint64_t drv_nodeindex_grown(const drv_nodeindex *ix)
+{
+    return ix->grown;
 }
 
 int32_t drv_nodeindex_groups(const drv_nodeindex *ix, int fam)

@@ -42,6 +42,11 @@ int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *f
                         const int32_t *nps, int stride, drv_node_key_fn key, int nfam);
 /* A node's free resources or PS pod count changed. */
 void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free, int32_t nps);
+/* A count that changes whenever some summary of the index may have risen: at every build, and
+ * at every update that gives a node more free room, a higher key or fewer PS pods. While it
+ * stays the same, every summary read earlier (drv_nodeindex_union, drv_nodeindex_root) is
+ * still an upper bound — free room only shrank — so a caller may keep it. */
+uint64_t drv_nodeindex_grown(const drv_nodeindex *ix);
 /* Groups of a family. */
 int32_t drv_nodeindex_groups(const drv_nodeindex *ix, int fam);
 /* The groups of family fam whose topology label (interned zone or rack) is label: *out points

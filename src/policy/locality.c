@@ -66,6 +66,7 @@ typedef struct loc_view {
 
 typedef struct loc_state {
     double w_node, w_rack, w_zone, w_room;
+    double k100; /* 100 / (the weights' sum), for the bound: see loc_bound */
     loc_view v;
 } loc_state;
 
@@ -80,7 +81,7 @@ static int loc_init(void **state, const drv_knob *knobs, int nknobs, drv_diag *d
     loc_state *p = drv_calloc(1, sizeof *p);
     if (!p)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
-    *p = (loc_state){v[0], v[1], v[2], v[3], {.pod = -1}};
+    *p = (loc_state){v[0], v[1], v[2], v[3], 100.0 / (v[0] + v[1] + v[2] + v[3]), {.pod = -1}};
     *state = p;
     return 0;
 }
@@ -254,22 +255,23 @@ static int64_t room_best(const drv_job *j, const int32_t *miss, drv_res free)
  * role in slot order. When all of them fit at once, both the best mix and the greedy fill hold
  * every one: the share is 1 without trying mixes (the usual case once a gang is mostly placed).
  */
-/* The room term as the best mix gives it (1 when all fit, or none is missing); -1 when there
- * are too many mixes to try. What room_share and room_bound have in common. */
-static double room_mix(const drv_job *j, const loc_view *v, drv_res free)
+/* How many of those pods fit in free together as the best mix gives it: all of them (v->want)
+ * when they fit at once, or none is missing; -1 when there are too many mixes to try. What
+ * room_share and room_bound have in common; a count, so that they branch on it before their
+ * division is done. */
+static int64_t room_fit(const drv_job *j, const loc_view *v, drv_res free)
 {
     if (!v->want || drv_res_fits(v->need, free))
-        return 1.0;
-    int64_t fit = room_best(j, v->miss, free);
-    return fit < 0 ? -1 : (double)fit / v->want;
+        return v->want;
+    return room_best(j, v->miss, free);
 }
 
 static double room_share(const drv_job *j, const loc_view *v, drv_res free)
 {
-    double share = room_mix(j, v, free);
-    if (share >= 0)
-        return share;
-    int64_t fit = 0;
+    int64_t fit = room_fit(j, v, free);
+    if (fit >= 0)
+        return v->want ? (double)fit / v->want : 1.0;
+    fit = 0;
     for (int r = 0; r < DRV_NROLES; r++) {
         int64_t k = fit_count(j->role[r].req, v->miss[r], free);
         fit += k;
@@ -335,9 +337,9 @@ static int loc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
  * largest share there is, when all the missing pods fit at once. */
 static double room_bound(const drv_job *j, const loc_view *v, drv_res free)
 {
-    double exact = room_mix(j, v, free);
+    int64_t exact = room_fit(j, v, free);
     if (exact >= 0)
-        return exact;
+        return v->want ? (double)exact / v->want : 1.0;
     const int32_t *miss = v->miss;
     int32_t want = v->want;
     double most = want;
@@ -374,17 +376,14 @@ static double room_bound(const drv_job *j, const loc_view *v, drv_res free)
     return floor(most + 1e-9) / want;
 }
 
-static double loc_weights(const loc_state *w)
-{
-    return w->w_node + w->w_rack + w->w_zone + w->w_room;
-}
-
 /*
  * Bound over a set of nodes holding none of the job's pods (drv_node_set): the room term at the
  * set's maximum free, plus the most rack and zone sharing a node of the set can have — none in
  * a set outside the job's zones and racks; the job's pods in zone z for zone z's set; for rack
  * r's set, its pods in r plus the most of the others in any one zone (a rack's nodes may lie in
- * several zones).
+ * several zones). The score divides by the weights' sum, the bound multiplies by its inverse
+ * (no division on the search's path): the two differ by a few units in the last place, far
+ * below the 1e-9 added before rounding down, so the bound never falls below the score.
  */
 static int loc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_set *set)
 {
@@ -397,7 +396,7 @@ static int loc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_
     if (v->placed == 0)
         return (int)(100.0 * room + 1e-9);
     if (v->tz == set->zone && v->tr == set->rack)
-        return (int)(100.0 * (v->topo + w->w_room * room) / loc_weights(w) + 1e-9);
+        return (int)((v->topo + w->w_room * room) * w->k100 + 1e-9);
     double rack = 0, zone = 0;
     if (!v->ok) { /* too spread to have counted: up to every placed pod, at the larger weight */
         if ((set->zone >= 0 || set->rack >= 0) && w->w_rack >= w->w_zone)
@@ -429,7 +428,7 @@ static int loc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_
     cv->tz = set->zone;
     cv->tr = set->rack;
     cv->topo = w->w_rack * rack / v->placed + w->w_zone * zone / v->placed;
-    return (int)(100.0 * (v->topo + w->w_room * room) / loc_weights(w) + 1e-9);
+    return (int)((v->topo + w->w_room * room) * w->k100 + 1e-9);
 }
 
 const drv_plugin drv_plugin_locality = {

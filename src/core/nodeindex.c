@@ -514,8 +514,12 @@ int32_t drv_nodeindex_search_ub(const drv_nodeindex *ix, int fam, int32_t g, drv
         if (*best >= 0 && (ub < *best_sc || (ub == *best_sc && k->node[first_leaf(k, t)] > *best)))
             continue;
         /* Bound it now and look again; not while nothing is found yet, when no bound could
-         * prune it (its children then inherit the bound they would have had). */
-        if (!own && 2 * t < k->size && *best >= 0) {
+         * prune it (its children then inherit the bound they would have had), nor before this
+         * search has scored a node: it dives to the most promising leaves first, as bounds on
+         * the way down rarely prune when the group's nodes are alike (the root's bound held),
+         * and the node found there prunes the siblings left on the way, most of them by the
+         * bound they inherited (equal nodes score equal, and ties go to the lower id). */
+        if (!own && 2 * t < k->size && *best >= 0 && leaves > 0) {
             set = set_at(ix, k, t, zone, rack);
             stack[sp].t = t;
             stack[sp].own = true;
@@ -525,11 +529,16 @@ int32_t drv_nodeindex_search_ub(const drv_nodeindex *ix, int fam, int32_t g, drv
         int32_t ch[2] = {2 * t, 2 * t + 1};
         if (t >= k->size || ch[0] >= k->size) {
             /* A leaf, or a parent of leaves: a node's bound costs about what its score does
-             * and would rarely prune it, so its fitting nodes are scored without one. */
+             * and would rarely prune it, so its fitting nodes are scored without one — the
+             * larger key first, and the other only while ub, which holds for both, could still
+             * beat the best (equal nodes score equal: the second of a pair rarely can). */
+            int first = t < k->size && k->key[ch[1]] > k->key[ch[0]];
             for (int i = 0; i < (t >= k->size ? 1 : 2); i++) {
-                int32_t leaf = t >= k->size ? t : ch[i];
+                int32_t leaf = t >= k->size ? t : ch[i ^ first];
                 int32_t n = k->node[leaf - k->size];
                 if (n < 0 || !drv_res_fits(req, k->mx[leaf]))
+                    continue;
+                if (*best >= 0 && (ub < *best_sc || (ub == *best_sc && n > *best)))
                     continue;
                 int64_t sc = score(arg, n);
                 leaves++;

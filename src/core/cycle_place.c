@@ -84,29 +84,38 @@ int drv_ctx_filter(const drv_ctx *c, int32_t pod, int32_t node)
     return DRV_FIT;
 }
 
-int64_t drv_ctx_score(const drv_ctx *c, int32_t pod, int32_t node)
+/* drv_ctx_score given the pod's row of the constraint table (cons_row), read once per query. */
+static int64_t score_row(const drv_ctx *c, int32_t pod, int32_t node, const int32_t *row)
 {
-    const drv_profile *pr = c->s->prof;
+    const drv_sched *s = c->s;
+    const drv_profile *pr = s->prof;
     int64_t sum = 0;
     for (int i = 0; i < pr->nuse[DRV_PT_SCORE]; i++) {
         const drv_plugin_use *u = &pr->use[DRV_PT_SCORE][i];
-        int v = u->p->score(c, c->s->ustate[DRV_PT_SCORE][i], pod, node);
+        int v = u->p->score(c, s->ustate[DRV_PT_SCORE][i], pod, node);
         v = v < 0 ? 0 : v > 100 ? 100 : v;
         sum += (int64_t)u->weight * v;
     }
-    if (c->s->cons_on) { /* preferred affinity, PreferNoSchedule: only where the pod fits */
-        int32_t k = cycle_cons(c, pod, c->snap->st->nodes[node].node_class);
+    if (row) { /* preferred affinity, PreferNoSchedule: only where the pod fits */
+        int32_t k = row[c->snap->st->nodes[node].node_class];
         sum += k > 0 ? k : 0;
     }
     return sum;
 }
 
-/* Keeps the better of (n, its real score) and the best so far; ties go to the lower id. */
-static void consider(const drv_ctx *c, int32_t pod, int32_t n, int32_t *best, int64_t *best_sc)
+int64_t drv_ctx_score(const drv_ctx *c, int32_t pod, int32_t node)
+{
+    return score_row(c, pod, node, cons_row(c, pod));
+}
+
+/* Keeps the better of (n, its real score) and the best so far; ties go to the lower id. row:
+ * the pod's cons_row. */
+static void consider(const drv_ctx *c, int32_t pod, const int32_t *row, int32_t n, int32_t *best,
+                     int64_t *best_sc)
 {
     if (n < 0)
         return;
-    int64_t sc = drv_ctx_score(c, pod, n);
+    int64_t sc = score_row(c, pod, n, row);
     if (sc > *best_sc || (sc == *best_sc && n < *best)) {
         *best = n;
         *best_sc = sc;
@@ -140,7 +149,7 @@ static int64_t bb_bound(void *arg, const drv_node_set *set)
 static int64_t bb_score(void *arg, int32_t node)
 {
     const bb_arg *a = arg;
-    return drv_ctx_score(a->c, a->pod, node);
+    return score_row(a->c, a->pod, node, a->row);
 }
 
 /* The groups of family fam labelled label (every group for -1) and their union for req and
@@ -294,7 +303,7 @@ static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
         int32_t ng = drv_nodeindex_groups(c->s->ix, DRV_IX_GLOBAL);
         for (int32_t g = 0; g < ng; g++)
             if (!row || row[drv_nodeindex_class(c->s->ix, DRV_IX_GLOBAL, g)] >= 0)
-                consider(c, pod, drv_nodeindex_best(c->s->ix, DRV_IX_GLOBAL, g, req), &best,
+                consider(c, pod, row, drv_nodeindex_best(c->s->ix, DRV_IX_GLOBAL, g, req), &best,
                          &best_sc);
         return best;
     }
@@ -302,7 +311,7 @@ static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
     /* A job's pods often share nodes: each node is scored once. */
     for (int32_t i = 0; i < o->n; i++)
         if (drv_ctx_filter(c, pod, o->node[i]) == DRV_FIT)
-            consider(c, pod, o->node[i], &best, &best_sc);
+            consider(c, pod, row, o->node[i], &best, &best_sc);
     const int32_t *zones = o->zones, *racks = o->racks;
     int32_t nz = o->nz, nr = o->nr;
     bool all_z = o->all_z, all_r = o->all_r;

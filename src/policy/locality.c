@@ -155,10 +155,10 @@ static void count_placed(loc_view *v, const drv_state *st, int32_t at)
 static const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
 {
     loc_view *v = &w->v;
-    uint32_t cyc = drv_ctx_cycle(c);
     uint64_t chg = drv_ctx_changes(c);
-    if (v->pod == pod && v->cycle == cyc && v->changes == chg)
-        return v;
+    if (v->pod == pod && v->changes == chg && v->cycle == drv_ctx_cycle(c))
+        return v; /* asked for every node and set of one query: checked first */
+    uint32_t cyc = drv_ctx_cycle(c);
     const drv_state *st = drv_ctx_state(c);
     int32_t job = st->pods[pod].job;
     const drv_job *j = &st->jobs[job];

@@ -308,10 +308,16 @@ static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
         return best;
     }
     const own_list *o = own_nodes(c, pod);
-    /* A job's pods often share nodes: each node is scored once. */
-    for (int32_t i = 0; i < o->n; i++)
-        if (drv_ctx_filter(c, pod, o->node[i]) == DRV_FIT)
-            consider(c, pod, row, o->node[i], &best, &best_sc);
+    /* A job's pods often share nodes: each node is scored once. drv_ctx_filter inline: the
+     * index serves only profiles without filter plugins. */
+    const drv_state *st = c->snap->st;
+    for (int32_t i = 0; i < o->n; i++) {
+        int32_t n = o->node[i];
+        const drv_node *nd = &st->nodes[n];
+        if (nd->schedulable && drv_res_fits(req, nd->alloc) && drv_res_fits(req, c->s->free[n]) &&
+            (!row || row[nd->node_class] >= 0))
+            consider(c, pod, row, n, &best, &best_sc);
+    }
     const int32_t *zones = o->zones, *racks = o->racks;
     int32_t nz = o->nz, nr = o->nr;
     bool all_z = o->all_z, all_r = o->all_r;

@@ -42,6 +42,7 @@ enum { NLOC = sizeof loc_knobs / sizeof loc_knobs[0] };
 
 enum { LOC_MAX = 64 };   /* distinct nodes / (rack, zone) pairs cached; more: computed directly */
 enum { LOC_HASH = 128 }; /* open-addressing slots finding a node among them (> LOC_MAX) */
+enum { ROOM_ENUM_MAX = 64 }; /* mixes of non-worker counts tried before falling back */
 
 /* What the score needs about a pod's job, valid for one pod in one assumed state. */
 typedef struct loc_view {
@@ -57,6 +58,7 @@ typedef struct loc_view {
     int32_t have[DRV_NROLES]; /* pods of each role placed, or pod itself */
     int32_t miss[DRV_NROLES]; /* pods of each role still to place, besides pod */
     int32_t want;             /* their sum */
+    int64_t mixes;            /* mixes of PS, chief and evaluator counts among them (room_best) */
     drv_res need;             /* their requests together */
     /* loc_bound's rack and zone terms for the last (zone, rack) it was asked about: a search
      * asks about one pair many times in a row. tz == INT32_MIN: none yet. */
@@ -195,6 +197,10 @@ static const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
         v->want += v->miss[r];
         v->need = drv_res_add(v->need, drv_res_scale(j->role[r].req, v->miss[r]));
     }
+    v->mixes = 1; /* capped past ROOM_ENUM_MAX: room_best only compares it with that */
+    for (int r = 0; r < DRV_NROLES; r++)
+        if (r != DRV_ROLE_WORKER && (v->mixes *= v->miss[r] + 1) > ROOM_ENUM_MAX)
+            v->mixes = ROOM_ENUM_MAX + 1;
     return v;
 }
 
@@ -211,16 +217,12 @@ static int64_t fit_count(drv_res q, int64_t want, drv_res free)
     return k > 0 ? k : 0;
 }
 
-enum { ROOM_ENUM_MAX = 64 }; /* mixes of non-worker counts tried before falling back */
-
 /* The most of the job's unplaced pods that fit in free together: every mix of PS, chief and
- * evaluator counts, workers filling what is left. -1 when there are too many mixes to try. */
-static int64_t room_best(const drv_job *j, const int32_t *miss, drv_res free)
+ * evaluator counts, workers filling what is left. -1 when there are too many mixes to try.
+ * mixes: the number of those mixes, the product of (missing + 1) over the three roles. */
+static int64_t room_best(const drv_job *j, const int32_t *miss, int64_t mixes, drv_res free)
 {
     static const int others[] = {DRV_ROLE_PS, DRV_ROLE_CHIEF, DRV_ROLE_EVALUATOR};
-    int64_t mixes = 1;
-    for (int i = 0; i < 3; i++)
-        mixes *= miss[others[i]] + 1;
     if (mixes > ROOM_ENUM_MAX)
         return -1;
     if (mixes == 1) /* workers only (their PS placed first): the one mix below, directly */
@@ -263,7 +265,7 @@ static int64_t room_fit(const drv_job *j, const loc_view *v, drv_res free)
 {
     if (!v->want || drv_res_fits(v->need, free))
         return v->want;
-    return room_best(j, v->miss, free);
+    return room_best(j, v->miss, v->mixes, free);
 }
 
 static double room_share(const drv_job *j, const loc_view *v, drv_res free)

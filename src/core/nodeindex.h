@@ -14,8 +14,9 @@
  *    the request or beat the best found, and returns the group's fitting node of highest key
  *    (lowest id among equal keys): the whole answer when the keyed plugin is the only score;
  *  - drv_nodeindex_search is branch and bound: a subtree's summary (a drv_node_set) is bounded
- *    by the caller's bound function when the walk reaches it with some node found already
- *    (its parent's bound, which holds for it too, may prune it first), subtrees whose bound is
+ *    by the caller's bound function when the walk reaches it with some node found already and
+ *    some node of the group scored (until then it dives, larger key first; its parent's bound,
+ *    which holds for it too, may prune it first), subtrees whose bound is
  * below the best score found (or equal, with only higher ids) are pruned, the child with the larger
  * key is visited first, and the nodes under a parent of leaves are scored exactly without bounds of
  * their own.

@@ -16,10 +16,10 @@
  *  - drv_nodeindex_search is branch and bound: a subtree's summary (a drv_node_set) is bounded
  *    by the caller's bound function when the walk reaches it with some node found already and
  *    some node of the group scored (until then it dives, larger key first; its parent's bound,
- *    which holds for it too, may prune it first), subtrees whose bound is
- * below the best score found (or equal, with only higher ids) are pruned, the child with the larger
- * key is visited first, and the nodes under a parent of leaves are scored exactly without bounds of
- * their own.
+ *    which holds for it too, may prune it first), subtrees whose bound is below the best score
+ *    found (or equal, with only higher ids) are pruned, the child with the larger key is
+ *    visited first, and the nodes under a parent of leaves are scored exactly without bounds of
+ *    their own (the second of a pair only while their parent's bound could beat the best).
  *
  * Cost: build O(nodes) per family; update O(log n) per family; a query O(log n) per group when
  * the best fitting node is near the top of the order and the bounds are tight (the usual case),

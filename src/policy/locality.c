@@ -59,6 +59,7 @@ typedef struct loc_view {
     int32_t miss[DRV_NROLES]; /* pods of each role still to place, besides pod */
     int32_t want;             /* their sum */
     int64_t mixes;            /* mixes of PS, chief and evaluator counts among them (room_best) */
+    double inv_want;          /* 1 / want (0 when want is 0) */
     drv_res need;             /* their requests together */
     /* loc_bound's rack and zone terms for the last (zone, rack) it was asked about: a search
      * asks about one pair many times in a row. tz == INT32_MIN: none yet. */
@@ -197,6 +198,7 @@ static const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
         v->want += v->miss[r];
         v->need = drv_res_add(v->need, drv_res_scale(j->role[r].req, v->miss[r]));
     }
+    v->inv_want = v->want ? 1.0 / v->want : 0;
     v->mixes = 1; /* capped past ROOM_ENUM_MAX: room_best only compares it with that */
     for (int r = 0; r < DRV_NROLES; r++)
         if (r != DRV_ROLE_WORKER && (v->mixes *= v->miss[r] + 1) > ROOM_ENUM_MAX)
@@ -331,7 +333,8 @@ static int loc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
     return (int)(100.0 * s / sum);
 }
 
-/* An upper bound of room_share over every free' <= free (per dimension). The best mix is
+/* An upper bound of room_share over every free' <= free (per dimension), to within a few units
+ * in the last place, which loc_bound's slack absorbs. The best mix is
  * monotone in free, so it bounds itself. The greedy fallback is not (fitting more of an earlier
  * role can leave less for later ones): bound the count it fits instead — any feasible count
  * fits each dimension on its own, and in one dimension at most what a fractional knapsack
@@ -340,8 +343,8 @@ static int loc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
 static double room_bound(const drv_job *j, const loc_view *v, drv_res free)
 {
     int64_t exact = room_fit(j, v, free);
-    if (exact >= 0)
-        return v->want ? (double)exact / v->want : 1.0;
+    if (exact >= 0) /* times 1/want: within a few units in the last place (see loc_bound) */
+        return v->want ? (double)exact * v->inv_want : 1.0;
     const int32_t *miss = v->miss;
     int32_t want = v->want;
     double most = want;

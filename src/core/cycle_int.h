@@ -55,6 +55,26 @@ typedef struct own_list {
     bool all_z, all_r; /* more than 16 zones / racks */
 } own_list;
 
+/* One family's groups of a label, and the summary drv_nodeindex_union gave for them, kept for
+ * the next pods of the same request and constraints (search_family): the next pod of a gang
+ * asks for the same racks and zones. Valid while drv_nodeindex_grown is unchanged: binds only
+ * lower the groups' summaries, so the kept one still bounds them. */
+typedef struct union_memo {
+    uint64_t grown;     /* drv_nodeindex_grown when made; 0: empty (a build makes it >= 1) */
+    int fam;            /* the family */
+    int32_t label;      /* the label asked (-1: every group) */
+    drv_res req;        /* the request */
+    const int32_t *row; /* the pod's constraint row (cons_row), or NULL */
+    const int32_t *g;   /* the groups (drv_nodeindex_with_label; NULL: 0..n-1) */
+    int32_t n;          /* their number */
+    int32_t fit;        /* what drv_nodeindex_union returned... */
+    int32_t nodes;      /* ...and its *nodes, *row_max and *out */
+    int32_t row_max;
+    drv_node_set u;
+} union_memo;
+
+enum { UNION_MEMO = 16 }; /* entries; a pod asks about a few families and labels */
+
 /* A queued job as the cycle orders it: with a lone keyed queue_order plugin, by key, then
  * submit time, then id, read from here - no call and no read of the job per comparison. */
 typedef struct qent {
@@ -111,7 +131,8 @@ struct drv_sched {
     uint32_t seen_tag;
     int32_t cap_node_seen;
     own_list own;
-    qent *order; /* the last cycle's queue, in order: this cycle starts from it */
+    union_memo umemo[UNION_MEMO]; /* search_family's unions, by family, label and constraint */
+    qent *order;                  /* the last cycle's queue, in order: this cycle starts from it */
     int32_t norder, cap_order;
     qent *order2; /* where a sort puts the records; then the two swap */
     int32_t cap_order2;

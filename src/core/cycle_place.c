@@ -85,29 +85,38 @@ int drv_ctx_filter(const drv_ctx *c, int32_t pod, int32_t node)
     return DRV_FIT;
 }
 
-int64_t drv_ctx_score(const drv_ctx *c, int32_t pod, int32_t node)
+/* drv_ctx_score given the pod's row of the constraint table (cons_row), read once per query. */
+static int64_t score_row(const drv_ctx *c, int32_t pod, int32_t node, const int32_t *row)
 {
-    const drv_profile *pr = c->s->prof;
+    const drv_sched *s = c->s;
+    const drv_profile *pr = s->prof;
     int64_t sum = 0;
     for (int i = 0; i < pr->nuse[DRV_PT_SCORE]; i++) {
         const drv_plugin_use *u = &pr->use[DRV_PT_SCORE][i];
-        int v = u->p->score(c, c->s->ustate[DRV_PT_SCORE][i], pod, node);
+        int v = u->p->score(c, s->ustate[DRV_PT_SCORE][i], pod, node);
         v = v < 0 ? 0 : v > 100 ? 100 : v;
         sum += (int64_t)u->weight * v;
     }
-    if (c->s->cons_on) { /* preferred affinity, PreferNoSchedule: only where the pod fits */
-        int32_t k = cycle_cons(c, pod, c->snap->st->nodes[node].node_class);
+    if (row) { /* preferred affinity, PreferNoSchedule: only where the pod fits */
+        int32_t k = row[c->snap->st->nodes[node].node_class];
         sum += k > 0 ? k : 0;
     }
     return sum;
 }
 
-/* Keeps the better of (n, its real score) and the best so far; ties go to the lower id. */
-static void consider(const drv_ctx *c, int32_t pod, int32_t n, int32_t *best, int64_t *best_sc)
+int64_t drv_ctx_score(const drv_ctx *c, int32_t pod, int32_t node)
+{
+    return score_row(c, pod, node, cons_row(c, pod));
+}
+
+/* Keeps the better of (n, its real score) and the best so far; ties go to the lower id. row:
+ * the pod's cons_row. */
+static void consider(const drv_ctx *c, int32_t pod, const int32_t *row, int32_t n, int32_t *best,
+                     int64_t *best_sc)
 {
     if (n < 0)
         return;
-    int64_t sc = drv_ctx_score(c, pod, n);
+    int64_t sc = score_row(c, pod, n, row);
     if (sc > *best_sc || (sc == *best_sc && n < *best)) {
         *best = n;
         *best_sc = sc;
@@ -141,7 +150,34 @@ static int64_t bb_bound(void *arg, const drv_node_set *set)
 static int64_t bb_score(void *arg, int32_t node)
 {
     const bb_arg *a = arg;
-    return drv_ctx_score(a->c, a->pod, node);
+    return score_row(a->c, a->pod, node, a->row);
+}
+
+/* The groups of family fam labelled label (every group for -1) and their union for req and
+ * the pod's row (drv_nodeindex_union), from the memo when nothing grew since it was made. */
+static const union_memo *family_union(drv_sched *s, const bb_arg *a, drv_res req, int fam,
+                                      int32_t label)
+{
+    const drv_nodeindex *ix = s->ix;
+    uint64_t grown = drv_nodeindex_grown(ix);
+    uint32_t h = ((uint32_t)label * 2654435761u) ^ (uint32_t)fam ^
+                 (uint32_t)(((uintptr_t)a->row >> 2) * 40503u);
+    union_memo *m = &s->umemo[(h >> 7) % UNION_MEMO];
+    if (m->grown == grown && m->fam == fam && m->label == label && m->row == a->row &&
+        memcmp(&m->req, &req, sizeof req) == 0)
+        return m;
+    m->grown = grown;
+    m->fam = fam;
+    m->label = label;
+    m->row = a->row;
+    m->req = req;
+    m->g = NULL;
+    m->n = label >= 0 ? drv_nodeindex_with_label(ix, fam, label, &m->g)
+                      : drv_nodeindex_groups(ix, fam);
+    m->fit =
+        drv_nodeindex_union(ix, fam, m->g, m->n, req, fam == DRV_IX_ZONE ? label : -1,
+                            fam == DRV_IX_RACK ? label : -1, a->row, &m->u, &m->nodes, &m->row_max);
+    return m;
 }
 
 /* Searches every group of family fam, or those labelled label (>= 0). Returns the number of
@@ -150,14 +186,11 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
                              int32_t *best, int64_t *best_sc)
 {
     const drv_nodeindex *ix = c->s->ix;
-    const int32_t *g = NULL;
-    int32_t n =
-        label >= 0 ? drv_nodeindex_with_label(ix, fam, label, &g) : drv_nodeindex_groups(ix, fam);
-    int32_t nodes;
-    drv_node_set u;
-    int32_t fit =
-        drv_nodeindex_union(ix, fam, g, n, req, fam == DRV_IX_ZONE ? label : -1,
-                            fam == DRV_IX_RACK ? label : -1, a->row, &u, &nodes, &a->mixed_max);
+    const union_memo *um = family_union(c->s, a, req, fam, label);
+    const int32_t *g = um->g;
+    int32_t n = um->n, nodes = um->nodes, fit = um->fit;
+    drv_node_set u = um->u;
+    a->mixed_max = um->row_max;
     if (fit == 0)
         return nodes; /* no node here fits */
     /* One bound for all the classes at once (a mixed set of the same zone and rack labels, so
@@ -271,15 +304,21 @@ static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
         int32_t ng = drv_nodeindex_groups(c->s->ix, DRV_IX_GLOBAL);
         for (int32_t g = 0; g < ng; g++)
             if (!row || row[drv_nodeindex_class(c->s->ix, DRV_IX_GLOBAL, g)] >= 0)
-                consider(c, pod, drv_nodeindex_best(c->s->ix, DRV_IX_GLOBAL, g, req), &best,
+                consider(c, pod, row, drv_nodeindex_best(c->s->ix, DRV_IX_GLOBAL, g, req), &best,
                          &best_sc);
         return best;
     }
     const own_list *o = own_nodes(c, pod);
-    /* A job's pods often share nodes: each node is scored once. */
-    for (int32_t i = 0; i < o->n; i++)
-        if (drv_ctx_filter(c, pod, o->node[i]) == DRV_FIT)
-            consider(c, pod, o->node[i], &best, &best_sc);
+    /* A job's pods often share nodes: each node is scored once. drv_ctx_filter inline: the
+     * index serves only profiles without filter plugins. */
+    const drv_state *st = c->snap->st;
+    for (int32_t i = 0; i < o->n; i++) {
+        int32_t n = o->node[i];
+        const drv_node *nd = &st->nodes[n];
+        if (nd->schedulable && drv_res_fits(req, nd->alloc) && drv_res_fits(req, c->s->free[n]) &&
+            (!row || row[nd->node_class] >= 0))
+            consider(c, pod, row, n, &best, &best_sc);
+    }
     const int32_t *zones = o->zones, *racks = o->racks;
     int32_t nz = o->nz, nr = o->nr;
     bool all_z = o->all_z, all_r = o->all_r;

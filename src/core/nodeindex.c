@@ -52,6 +52,8 @@ struct drv_nodeindex {
     const drv_state *st;
     bool filled;                /* the trees hold values for the current grouping and... */
     drv_node_key_fn filled_key; /* ...this key */
+    uint64_t grown; /* drv_nodeindex_grown: bumped by every build and every update that may
+                       raise a summary */
 };
 
 static const drv_res NONE = {-1, -1, -1};
@@ -238,6 +240,7 @@ static double key_of(const drv_nodeindex *ix, int32_t node, drv_res free)
 int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *free,
                         const int32_t *nps, int stride, drv_node_key_fn key, int nfam)
 {
+    ix->grown++; /* anything may have changed */
     ix->key = key;
     ix->st = st;
     if (!same_nodes(ix, st, nfam)) {
@@ -309,6 +312,10 @@ void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free, int32_t
             continue;
         cls *k = &f->c[c];
         int32_t t = k->size + f->node_pos[node];
+        if (fam == DRV_IX_GLOBAL && !drv_res_fits(free, k->mx[t]))
+            ix->grown++; /* more room somewhere: a summary may rise */
+        else if (fam == DRV_IX_GLOBAL && (key > k->key[t] || nps < k->mps[t]))
+            ix->grown++;
         k->mx[t] = free;
         k->key[t] = key;
         k->mps[t] = nps;
@@ -317,6 +324,11 @@ void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free, int32_t
         for (t /= 2; t >= 1 && repull(k, t); t /= 2)
             ;
     }
+}
+
+uint64_t drv_nodeindex_grown(const drv_nodeindex *ix)
+{
+    return ix->grown;
 }
 
 int32_t drv_nodeindex_groups(const drv_nodeindex *ix, int fam)
@@ -502,8 +514,12 @@ int32_t drv_nodeindex_search_ub(const drv_nodeindex *ix, int fam, int32_t g, drv
         if (*best >= 0 && (ub < *best_sc || (ub == *best_sc && k->node[first_leaf(k, t)] > *best)))
             continue;
         /* Bound it now and look again; not while nothing is found yet, when no bound could
-         * prune it (its children then inherit the bound they would have had). */
-        if (!own && 2 * t < k->size && *best >= 0) {
+         * prune it (its children then inherit the bound they would have had), nor before this
+         * search has scored a node: it dives to the most promising leaves first, as bounds on
+         * the way down rarely prune when the group's nodes are alike (the root's bound held),
+         * and the node found there prunes the siblings left on the way, most of them by the
+         * bound they inherited (equal nodes score equal, and ties go to the lower id). */
+        if (!own && 2 * t < k->size && *best >= 0 && leaves > 0) {
             set = set_at(ix, k, t, zone, rack);
             stack[sp].t = t;
             stack[sp].own = true;
@@ -513,11 +529,16 @@ int32_t drv_nodeindex_search_ub(const drv_nodeindex *ix, int fam, int32_t g, drv
         int32_t ch[2] = {2 * t, 2 * t + 1};
         if (t >= k->size || ch[0] >= k->size) {
             /* A leaf, or a parent of leaves: a node's bound costs about what its score does
-             * and would rarely prune it, so its fitting nodes are scored without one. */
+             * and would rarely prune it, so its fitting nodes are scored without one — the
+             * larger key first, and the other only while ub, which holds for both, could still
+             * beat the best (equal nodes score equal: the second of a pair rarely can). */
+            int first = t < k->size && k->key[ch[1]] > k->key[ch[0]];
             for (int i = 0; i < (t >= k->size ? 1 : 2); i++) {
-                int32_t leaf = t >= k->size ? t : ch[i];
+                int32_t leaf = t >= k->size ? t : ch[i ^ first];
                 int32_t n = k->node[leaf - k->size];
                 if (n < 0 || !drv_res_fits(req, k->mx[leaf]))
+                    continue;
+                if (*best >= 0 && (ub < *best_sc || (ub == *best_sc && n > *best)))
                     continue;
                 int64_t sc = score(arg, n);
                 leaves++;

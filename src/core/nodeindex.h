@@ -14,11 +14,12 @@
  *    the request or beat the best found, and returns the group's fitting node of highest key
  *    (lowest id among equal keys): the whole answer when the keyed plugin is the only score;
  *  - drv_nodeindex_search is branch and bound: a subtree's summary (a drv_node_set) is bounded
- *    by the caller's bound function when the walk reaches it with some node found already
- *    (its parent's bound, which holds for it too, may prune it first), subtrees whose bound is
- * below the best score found (or equal, with only higher ids) are pruned, the child with the larger
- * key is visited first, and the nodes under a parent of leaves are scored exactly without bounds of
- * their own.
+ *    by the caller's bound function when the walk reaches it with some node found already and
+ *    some node of the group scored (until then it dives, larger key first; its parent's bound,
+ *    which holds for it too, may prune it first), subtrees whose bound is below the best score
+ *    found (or equal, with only higher ids) are pruned, the child with the larger key is
+ *    visited first, and the nodes under a parent of leaves are scored exactly without bounds of
+ *    their own (the second of a pair only while their parent's bound could beat the best).
  *
  * Cost: build O(nodes) per family; update O(log n) per family; a query O(log n) per group when
  * the best fitting node is near the top of the order and the bounds are tight (the usual case),
@@ -42,6 +43,11 @@ int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *f
                         const int32_t *nps, int stride, drv_node_key_fn key, int nfam);
 /* A node's free resources or PS pod count changed. */
 void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free, int32_t nps);
+/* A count that changes whenever some summary of the index may have risen: at every build, and
+ * at every update that gives a node more free room, a higher key or fewer PS pods. While it
+ * stays the same, every summary read earlier (drv_nodeindex_union, drv_nodeindex_root) is
+ * still an upper bound — free room only shrank — so a caller may keep it. */
+uint64_t drv_nodeindex_grown(const drv_nodeindex *ix);
 /* Groups of a family. */
 int32_t drv_nodeindex_groups(const drv_nodeindex *ix, int fam);
 /* The groups of family fam whose topology label (interned zone or rack) is label: *out points

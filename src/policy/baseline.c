@@ -304,6 +304,12 @@ static double req_share_memo(const drv_ctx *c, la_state *m, int32_t pod, const d
     return m->e[i].share;
 }
 
+/* 100 / k for k resources: the bound multiplies where the score divides (no division on the
+ * search's path); the two differ by a few units in the last place, far below the 1e-6 added.
+ * The sum is then truncated, not floored: the same for the non-negative values that can win,
+ * one more (still a bound) for negative ones, which the core clamps to 0 anyway. */
+static const double per_dim[4] = {0, 100.0, 50.0, 100.0 / 3};
+
 static int least_alloc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_set *set)
 {
     int k = alloc_dims(set->alloc);
@@ -314,13 +320,13 @@ static int least_alloc_bound(const drv_ctx *c, void *state, int32_t pod, const d
          * without our key, or with no dimension known, only 100 does. */
         if (set->key != free_share_key || !k)
             return 100;
-        return set->maxkey > 0 ? (int)floor(100.0 * set->maxkey / k + 1e-6) : 0;
+        return set->maxkey > 0 ? (int)(set->maxkey * per_dim[k] + 1e-6) : 0;
     }
     if (!k)
         return 0;
     drv_node n = {.alloc = set->alloc};
     double top = set->key == free_share_key ? set->maxkey : free_share_key(&n, set->maxfree);
-    return (int)floor(100.0 * (top - req_share_memo(c, state, pod, set)) / k + 1e-6);
+    return (int)((top - req_share_memo(c, state, pod, set)) * per_dim[k] + 1e-6);
 }
 
 static int most_alloc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_set *set)

@@ -42,6 +42,7 @@ enum { NLOC = sizeof loc_knobs / sizeof loc_knobs[0] };
 
 enum { LOC_MAX = 64 };   /* distinct nodes / (rack, zone) pairs cached; more: computed directly */
 enum { LOC_HASH = 128 }; /* open-addressing slots finding a node among them (> LOC_MAX) */
+enum { ROOM_ENUM_MAX = 64 }; /* mixes of non-worker counts tried before falling back */
 
 /* What the score needs about a pod's job, valid for one pod in one assumed state. */
 typedef struct loc_view {
@@ -57,6 +58,8 @@ typedef struct loc_view {
     int32_t have[DRV_NROLES]; /* pods of each role placed, or pod itself */
     int32_t miss[DRV_NROLES]; /* pods of each role still to place, besides pod */
     int32_t want;             /* their sum */
+    int64_t mixes;            /* mixes of PS, chief and evaluator counts among them (room_best) */
+    double inv_want;          /* 1 / want (0 when want is 0) */
     drv_res need;             /* their requests together */
     /* loc_bound's rack and zone terms for the last (zone, rack) it was asked about: a search
      * asks about one pair many times in a row. tz == INT32_MIN: none yet. */
@@ -66,6 +69,7 @@ typedef struct loc_view {
 
 typedef struct loc_state {
     double w_node, w_rack, w_zone, w_room;
+    double k100; /* 100 / (the weights' sum), for the bound: see loc_bound */
     loc_view v;
 } loc_state;
 
@@ -80,7 +84,7 @@ static int loc_init(void **state, const drv_knob *knobs, int nknobs, drv_diag *d
     loc_state *p = drv_calloc(1, sizeof *p);
     if (!p)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
-    *p = (loc_state){v[0], v[1], v[2], v[3], {.pod = -1}};
+    *p = (loc_state){v[0], v[1], v[2], v[3], 100.0 / (v[0] + v[1] + v[2] + v[3]), {.pod = -1}};
     *state = p;
     return 0;
 }
@@ -154,10 +158,10 @@ static void count_placed(loc_view *v, const drv_state *st, int32_t at)
 static const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
 {
     loc_view *v = &w->v;
-    uint32_t cyc = drv_ctx_cycle(c);
     uint64_t chg = drv_ctx_changes(c);
-    if (v->pod == pod && v->cycle == cyc && v->changes == chg)
-        return v;
+    if (v->pod == pod && v->changes == chg && v->cycle == drv_ctx_cycle(c))
+        return v; /* asked for every node and set of one query: checked first */
+    uint32_t cyc = drv_ctx_cycle(c);
     const drv_state *st = drv_ctx_state(c);
     int32_t job = st->pods[pod].job;
     const drv_job *j = &st->jobs[job];
@@ -194,6 +198,11 @@ static const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
         v->want += v->miss[r];
         v->need = drv_res_add(v->need, drv_res_scale(j->role[r].req, v->miss[r]));
     }
+    v->inv_want = v->want ? 1.0 / v->want : 0;
+    v->mixes = 1; /* capped past ROOM_ENUM_MAX: room_best only compares it with that */
+    for (int r = 0; r < DRV_NROLES; r++)
+        if (r != DRV_ROLE_WORKER && (v->mixes *= v->miss[r] + 1) > ROOM_ENUM_MAX)
+            v->mixes = ROOM_ENUM_MAX + 1;
     return v;
 }
 
@@ -210,16 +219,12 @@ static int64_t fit_count(drv_res q, int64_t want, drv_res free)
     return k > 0 ? k : 0;
 }
 
-enum { ROOM_ENUM_MAX = 64 }; /* mixes of non-worker counts tried before falling back */
-
 /* The most of the job's unplaced pods that fit in free together: every mix of PS, chief and
- * evaluator counts, workers filling what is left. -1 when there are too many mixes to try. */
-static int64_t room_best(const drv_job *j, const int32_t *miss, drv_res free)
+ * evaluator counts, workers filling what is left. -1 when there are too many mixes to try.
+ * mixes: the number of those mixes, the product of (missing + 1) over the three roles. */
+static int64_t room_best(const drv_job *j, const int32_t *miss, int64_t mixes, drv_res free)
 {
     static const int others[] = {DRV_ROLE_PS, DRV_ROLE_CHIEF, DRV_ROLE_EVALUATOR};
-    int64_t mixes = 1;
-    for (int i = 0; i < 3; i++)
-        mixes *= miss[others[i]] + 1;
     if (mixes > ROOM_ENUM_MAX)
         return -1;
     if (mixes == 1) /* workers only (their PS placed first): the one mix below, directly */
@@ -254,22 +259,23 @@ static int64_t room_best(const drv_job *j, const int32_t *miss, drv_res free)
  * role in slot order. When all of them fit at once, both the best mix and the greedy fill hold
  * every one: the share is 1 without trying mixes (the usual case once a gang is mostly placed).
  */
-/* The room term as the best mix gives it (1 when all fit, or none is missing); -1 when there
- * are too many mixes to try. What room_share and room_bound have in common. */
-static double room_mix(const drv_job *j, const loc_view *v, drv_res free)
+/* How many of those pods fit in free together as the best mix gives it: all of them (v->want)
+ * when they fit at once, or none is missing; -1 when there are too many mixes to try. What
+ * room_share and room_bound have in common; a count, so that they branch on it before their
+ * division is done. */
+static int64_t room_fit(const drv_job *j, const loc_view *v, drv_res free)
 {
     if (!v->want || drv_res_fits(v->need, free))
-        return 1.0;
-    int64_t fit = room_best(j, v->miss, free);
-    return fit < 0 ? -1 : (double)fit / v->want;
+        return v->want;
+    return room_best(j, v->miss, v->mixes, free);
 }
 
 static double room_share(const drv_job *j, const loc_view *v, drv_res free)
 {
-    double share = room_mix(j, v, free);
-    if (share >= 0)
-        return share;
-    int64_t fit = 0;
+    int64_t fit = room_fit(j, v, free);
+    if (fit >= 0)
+        return v->want ? (double)fit / v->want : 1.0;
+    fit = 0;
     for (int r = 0; r < DRV_NROLES; r++) {
         int64_t k = fit_count(j->role[r].req, v->miss[r], free);
         fit += k;
@@ -327,7 +333,8 @@ static int loc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
     return (int)(100.0 * s / sum);
 }
 
-/* An upper bound of room_share over every free' <= free (per dimension). The best mix is
+/* An upper bound of room_share over every free' <= free (per dimension), to within a few units
+ * in the last place, which loc_bound's slack absorbs. The best mix is
  * monotone in free, so it bounds itself. The greedy fallback is not (fitting more of an earlier
  * role can leave less for later ones): bound the count it fits instead — any feasible count
  * fits each dimension on its own, and in one dimension at most what a fractional knapsack
@@ -335,9 +342,9 @@ static int loc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
  * largest share there is, when all the missing pods fit at once. */
 static double room_bound(const drv_job *j, const loc_view *v, drv_res free)
 {
-    double exact = room_mix(j, v, free);
-    if (exact >= 0)
-        return exact;
+    int64_t exact = room_fit(j, v, free);
+    if (exact >= 0) /* times 1/want: within a few units in the last place (see loc_bound) */
+        return v->want ? (double)exact * v->inv_want : 1.0;
     const int32_t *miss = v->miss;
     int32_t want = v->want;
     double most = want;
@@ -374,17 +381,14 @@ static double room_bound(const drv_job *j, const loc_view *v, drv_res free)
     return floor(most + 1e-9) / want;
 }
 
-static double loc_weights(const loc_state *w)
-{
-    return w->w_node + w->w_rack + w->w_zone + w->w_room;
-}
-
 /*
  * Bound over a set of nodes holding none of the job's pods (drv_node_set): the room term at the
  * set's maximum free, plus the most rack and zone sharing a node of the set can have — none in
  * a set outside the job's zones and racks; the job's pods in zone z for zone z's set; for rack
  * r's set, its pods in r plus the most of the others in any one zone (a rack's nodes may lie in
- * several zones).
+ * several zones). The score divides by the weights' sum, the bound multiplies by its inverse
+ * (no division on the search's path): the two differ by a few units in the last place, far
+ * below the 1e-9 added before rounding down, so the bound never falls below the score.
  */
 static int loc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_set *set)
 {
@@ -397,7 +401,7 @@ static int loc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_
     if (v->placed == 0)
         return (int)(100.0 * room + 1e-9);
     if (v->tz == set->zone && v->tr == set->rack)
-        return (int)(100.0 * (v->topo + w->w_room * room) / loc_weights(w) + 1e-9);
+        return (int)((v->topo + w->w_room * room) * w->k100 + 1e-9);
     double rack = 0, zone = 0;
     if (!v->ok) { /* too spread to have counted: up to every placed pod, at the larger weight */
         if ((set->zone >= 0 || set->rack >= 0) && w->w_rack >= w->w_zone)
@@ -429,7 +433,7 @@ static int loc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_
     cv->tz = set->zone;
     cv->tr = set->rack;
     cv->topo = w->w_rack * rack / v->placed + w->w_zone * zone / v->placed;
-    return (int)(100.0 * (v->topo + w->w_room * room) / loc_weights(w) + 1e-9);
+    return (int)((v->topo + w->w_room * room) * w->k100 + 1e-9);
 }
 
 const drv_plugin drv_plugin_locality = {

@@ -70,6 +70,13 @@ typedef struct drv_ctrl_opts {
     /* Optional: a registry the controller registers its metrics in (drover_*: docs/running.md)
      * and whose readiness it sets once its caches are synced; the caller serves it. */
     drv_metrics *metrics;
+    /* Optional: what a waiting job's Event adds after why it waits - the caller's account of
+     * the job's place in the queue (`drover run` gives the combined priority factor by factor,
+     * as `drover sim --explain` prints it). Called on the scheduler thread with the state as
+     * the last cycle saw it; writes at most n bytes of text into buf (empty: nothing). */
+    void (*explain)(void *arg, const drv_profile *prof, const drv_state *st, double now,
+                    int32_t job, char *buf, size_t n);
+    void *explain_arg;
 } drv_ctrl_opts;
 
 typedef struct drv_ctrl drv_ctrl;

@@ -53,6 +53,11 @@ int cli_render_dir(const char *dir, const char *who, bool *skipped);
  */
 int cli_explain_job(const drv_cluster_spec *cl, const drv_workload *wl, const drv_catalogue *cat,
                     const drv_profile *prof, uint64_t seed, const char *name);
+/* drv_ctrl_opts.explain for `drover run` (explain.c): the combined priority of a waiting job,
+ * factor by factor, appended to its Waiting Event ("; priority 0.600 = user 0.40 x 0.000 +
+ * ..."), when the profile's queue order uses `priority`; nothing otherwise. */
+void cli_explain_event(void *arg, const drv_profile *prof, const drv_state *st, double now,
+                       int32_t job, char *buf, size_t n);
 
 /* ---- policies by name (profiles.c) -------------------------------------------------------- */
 

@@ -149,3 +149,24 @@ int cli_explain_job(const drv_cluster_spec *cl, const drv_workload *wl, const dr
     drv_sim_free(s);
     return 0;
 }
+
+/* `drover run`'s account of a waiting job in its Event (drv_ctrl_opts.explain): the combined
+ * priority factor by factor, weight x normalised value, when the profile orders by it. */
+void cli_explain_event(void *arg, const drv_profile *prof, const drv_state *st, double now,
+                       int32_t job, char *buf, size_t n)
+{
+    (void)arg;
+    buf[0] = 0;
+    const drv_plugin_use *use = priority_use(prof);
+    drv_priority_breakdown b;
+    drv_diag d = {{0}};
+    if (!use ||
+        drv_priority_explain(st, now, job, drv_profile_knobs(prof, use), use->nknobs, &b, &d) != 0)
+        return;
+    size_t at = (size_t)snprintf(buf, n, "; priority %.3f =", b.total);
+    for (int f = 0; f < DRV_PRIO_NFACTORS && at < n; f++)
+        at += (size_t)snprintf(buf + at, n - at, "%s %s %.2f x %.3f", f ? " +" : "",
+                               drv_priority_factor_name(f), b.weight[f], b.norm[f]);
+    if (at < n)
+        snprintf(buf + at, n - at, " over %d queued jobs", (int)b.queued);
+}

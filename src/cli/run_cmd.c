@@ -303,6 +303,7 @@ int cmd_run(int argc, char **argv)
         return status;
     }
     co.metrics = m;
+    co.explain = cli_explain_event; /* a waiting job's Event shows its priority's factors */
     drv_ctrl *c = NULL;
     rc = drv_ctrl_new(&c, &cfg, &co, &d);
     drv_kube_config_fini(&cfg);

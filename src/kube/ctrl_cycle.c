@@ -25,10 +25,13 @@ static void why_pending(const drv_ctrl *c, int32_t j, int32_t pos, int32_t npend
 {
     const drv_state *st = &c->mirror.st;
     const drv_job *jb = &st->jobs[j];
-    char why[400];
+    char why[400], rank[300] = "";
+    if (c->o.explain) /* the caller's account of its place in the queue: "; priority ..." */
+        c->o.explain(c->o.explain_arg, &c->prof, st, drv_clock_mono() - c->loop.t0, j, rank,
+                     sizeof rank);
     if (ctrl_shared_nodes_why(c, j, why, sizeof why) ||
         ctrl_shared_quota_why(c, j, why, sizeof why)) {
-        snprintf(buf, n, "waiting: %s (profile %s)", why, c->prof.name);
+        snprintf(buf, n, "waiting: %s (profile %s)%s", why, c->prof.name, rank);
         return;
     }
     drv_res need = drv_job_demand(jb), free = {0, 0, 0};
@@ -43,10 +46,10 @@ static void why_pending(const drv_ctrl *c, int32_t j, int32_t pos, int32_t npend
     snprintf(buf, n,
              "waiting for room: its gang of %d pods needs cpu %.1f, memory %.1f GiB, gpu %lld "
              "together; %d schedulable nodes its constraints allow have cpu %.1f, memory %.1f "
-             "GiB, gpu %lld free in all (queue position %d of %d, profile %s)",
+             "GiB, gpu %lld free in all (queue position %d of %d, profile %s)%s",
              drv_job_wanted(jb), (double)need.cpu / 1000, (double)need.mem / (1 << 30),
              (long long)need.gpu, ok, (double)free.cpu / 1000, (double)free.mem / (1 << 30),
-             (long long)free.gpu, pos, npend, c->prof.name);
+             (long long)free.gpu, pos, npend, c->prof.name, rank);
 }
 
 /* An eviction or migration: the pod is deleted and holds its node's room until it is gone (its
@@ -281,7 +284,7 @@ static int reconcile_waiting(drv_ctrl *c, int32_t j, const int32_t *queue_pos, i
         jr->created = true;
     }
     if (!jr->why_written) {
-        char msg[512];
+        char msg[1024];
         if (ctrl_lifecycle_never_fits(c, j, msg, sizeof msg)) {
             ctrl_writer_event(c, j, "Warning", "NeverFits", msg);
         } else if (ctrl_shared_nodes_why(c, j, msg, sizeof msg)) {
@@ -347,7 +350,7 @@ static int reconcile(drv_ctrl *c, const int32_t *queue_pos)
             if (rc)
                 return rc;
             bool placed = drv_job_complete(jb) && drv_job_wanted(jb) > 0;
-            char why[512] = "";
+            char why[1024] = "";
             if (!placed && !m->jobs[j].why_written)
                 why_pending(c, j, queue_pos ? queue_pos[j] : 0, npend, why, sizeof why);
             ctrl_podgroup_reconcile(c, j, placed, why);

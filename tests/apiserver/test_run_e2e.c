@@ -13,6 +13,7 @@
  *   kubectl apply -f deploy/queue-crd.yaml; a job naming Queue research before it exists
  *   -> held, its Event says so; kubectl create the Queue -> the job is admitted and
  *      `kubectl get queues` shows it and the CPU it uses;
+ *   a job that waits for room -> its Waiting Event gives its priority factor by factor;
  *   SIGTERM -> drover exits 0 with its summary line.
  *
  * Skipped (77) when kubectl is not on PATH. kubectl runs with --validate=false (test_kubectl.c
@@ -289,6 +290,33 @@ int main(void)
     kc_expect(rc == 0 && strstr(out, "research") && strstr(out, "CPU QUOTA"), "kubectl get queues",
               out);
 
+    /* A job that waits for room (2 workers of 7.5 CPUs: it fits the empty nodes, not these,
+     * whose pods never end here): its Waiting Event gives the room it needs and, the drover
+     * profile ordering by the combined priority, every factor of it. */
+    kc_write("big.yaml",
+             "apiVersion: drover.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: big-job\n"
+             "spec:\n  replicaSpecs:\n    Worker:\n      replicas: 2\n"
+             "      template:\n        spec:\n          schedulerName: drover\n"
+             "          containers:\n          - {name: t, image: t, resources: {requests: "
+             "{cpu: \"7500m\"}}}\n");
+    snprintf(args, sizeof args, "create --validate=false -f %s/big.yaml", kc_dir());
+    rc = kc_run(out, sizeof out, args);
+    kc_expect(rc == 0 && strstr(out, "big-job created"), "kubectl create a job that waits", out);
+    for (int i = 0; i < 100; i++) {
+        rc = kc_run(out, sizeof out,
+                    "get events --field-selector involvedObject.name=big-job,reason=Waiting -o "
+                    "jsonpath='{range .items[*]}{.message}{\"\\n\"}{end}'");
+        if (rc == 0 && strstr(out, "waiting"))
+            break;
+        usleep(100000);
+    }
+    if (getenv("DROVER_E2E_SHOW"))
+        printf("$ kubectl get events (big-job, Waiting)\n%s", out);
+    kc_expect(rc == 0 && strstr(out, "waiting for room") && strstr(out, "; priority ") &&
+                  strstr(out, " user ") && strstr(out, " class ") && strstr(out, " wait ") &&
+                  strstr(out, " parallelism ") && strstr(out, " share "),
+              "the Waiting Event gives every factor of the job's priority", out);
+
     int st = 0;
     kill(pid, SIGTERM);
     waitpid(pid, &st, 0);
@@ -298,7 +326,7 @@ int main(void)
     if (f)
         fclose(f);
     kc_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, "stopped after") &&
-                  strstr(out, "3 jobs"),
+                  strstr(out, "4 jobs"), /* the example, the pod group, lab-job, big-job */
               "drover run stops on SIGTERM with exit status 0 and a summary", out);
 
     drv_apiserver_free(s);

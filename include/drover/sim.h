@@ -248,8 +248,9 @@ int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_cata
  * by drv_sim_run, must outlive the run): memory follows the jobs in flight, not the trace.
  * Each finished job's row goes to cfg->finished and is forgotten; the summary keeps 16 bytes
  * per finished job, so that it is the one of the in-memory run of the same jobs, bit for bit.
- * Not supported yet (DRV_EINVAL): a cluster declaring queues, jobs with node constraints (an
- * error when such a job is read), drv_sim_workload (NULL), the placement log, and reports
+ * It keeps no time series (drv_sim_ticks is empty: it grows with the trace, ~150 bytes per
+ * job). Not supported yet (DRV_EINVAL): a cluster declaring queues, jobs with node constraints
+ * (an error when such a job is read), drv_sim_workload (NULL), the placement log, and reports
  * (drv_report_run_files). A job out of order, one that fits no node or a bad row of the
  * source stops drv_sim_run with the error, naming file:line.
  */

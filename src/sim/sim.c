@@ -763,7 +763,7 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
         default:
             break;
         }
-        if (!rc)
+        if (!rc && !s->stream.src) /* a streamed run keeps no O(trace) time series */
             rc = sim_record_tick(s);
         if (!rc && (s->pl_failed || s->sync_failed))
             rc = DRV_ENOMEM;

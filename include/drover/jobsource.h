@@ -10,6 +10,9 @@
  *   - the generator of the `generate:` scenario (drv_workload_generate): job i is drawn when
  *     asked for, from the same seeded stream, so a streamed run of it equals the in-memory
  *     run of drv_workload_generate's workload job for job;
+ *   - a CSV trace read row by row as the clock reaches it (drv_jobsource_csv): one pass checks
+ *     every row and counts jobs and pods (a bad or out-of-order row is an error naming
+ *     file:line before anything runs), a second pass hands the rows over as asked for;
  *   - any other implementation of the two operations below (a test's fixed rows).
  * The in-memory workload (drv_workload, drv_sim_new) is the third way in, random access.
  */
@@ -42,6 +45,18 @@ struct drv_jobsource {
  */
 int drv_jobsource_generate(drv_jobsource *src, const drv_genparams *g, const drv_catalogue *cat,
                            drv_diag *d);
+
+/*
+ * A CSV trace (drv_trace_load_columns' format, columns mapped by columns) read row by row: the
+ * same jobs as drv_trace_load_columns gives, each with its line. Its rows must be in order of
+ * submission: a row submitted before the one above is an error naming file:line (sort the
+ * file first). Reads the file twice (jobsource_csv.c). 0, DRV_ENOENT, DRV_EPARSE, DRV_EINVAL,
+ * DRV_EIO or DRV_ENOMEM; src is usable only on 0. The trace options (o, its calib) and cat are
+ * borrowed and must outlive the source.
+ */
+struct drv_trace_opts;
+int drv_jobsource_csv(drv_jobsource *src, const char *path, const char *columns,
+                      const drv_catalogue *cat, const struct drv_trace_opts *o, drv_diag *d);
 
 /* Frees what the source holds; accepts a zeroed source. */
 void drv_jobsource_fini(drv_jobsource *src);

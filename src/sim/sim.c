@@ -39,7 +39,8 @@
  * enter job i with sequence number i when job i-1 is submitted, so they pop events in the same
  * order and give the same run. A streamed run keeps every per-job array in released-as-they-
  * finish memory (pages.h) and forgets a finished job but for 16 bytes of its summary (finrec):
- * a million jobs cost what the jobs in flight cost, plus 16 MB.
+ * the simulator's memory follows the jobs in flight (the cycle's per-id arrays, src/core, still
+ * grow with the trace: docs/performance.md, item 22).
  *
  * This file holds the lifecycle, the event heap and the event loop; sim_progress.c what a job
  * does over time, sim_apply.c cycles and their decisions, sim_metrics.c what a run measures,

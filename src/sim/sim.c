@@ -731,8 +731,8 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
         }
         case EV_CYCLE:
             rc = sim_run_cycle(s, d);
-            if (rc)
-                return rc;
+            if (rc) /* an invariant broken says what; a failed push of the next tick does not */
+                return d->msg[0] ? rc : drv_fail(d, rc, "simulation: %s", drv_strerror(rc));
             break;
         case EV_STARTED: {
             if (drv_state_job_released(&s->st, e.job))

@@ -1,7 +1,6 @@
 /*
  * jobsource.h - jobs handed to the simulator one at a time, in order of submission, so that a
- * run holds only the jobs in flight instead of the whole workload (a streamed run,
- * drv_sim_new_stream in sim.h).
+ * run never holds the whole workload (a streamed run, drv_sim_new_stream in sim.h).
  *
  * A source announces how many jobs it will give and how many pod slots they need (the
  * simulator reserves ids for them up front, pages.h: reserving costs address space, not

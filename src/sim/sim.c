@@ -38,9 +38,10 @@
  * job source read as the clock reaches each submission (drv_sim_new_stream, jobsource.h). Both
  * enter job i with sequence number i when job i-1 is submitted, so they pop events in the same
  * order and give the same run. A streamed run keeps every per-job array in released-as-they-
- * finish memory (pages.h) and forgets a finished job but for 16 bytes of its summary (finrec):
- * the simulator's memory follows the jobs in flight (the cycle's per-id arrays, src/core, still
- * grow with the trace: docs/performance.md, item 22).
+ * finish memory (pages.h) and forgets a finished job but for 16 bytes of its summary (finrec).
+ * A page goes back when every job on it finished, so memory follows the jobs submitted within
+ * the longest job's lifetime, not the trace (docs/performance.md, item 22, with what still grows
+ * with the trace: the cycle's per-id arrays in src/core).
  *
  * This file holds the lifecycle, the event heap and the event loop; sim_progress.c what a job
  * does over time, sim_apply.c cycles and their decisions, sim_metrics.c what a run measures,
@@ -324,7 +325,7 @@ static int64_t job_slots(const drv_jobspec *js)
 }
 
 /* A per-job array of n entries of elem bytes: on the heap, or in a streamed run in pages
- * released as the jobs finish (the memory stays with the jobs in flight). */
+ * released as the jobs finish (pages.h). */
 static void *job_array(drv_sim *s, drv_pages *p, size_t elem, int32_t n)
 {
     if (!s->stream.src)

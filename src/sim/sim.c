@@ -350,12 +350,12 @@ static int reserve_jobs(drv_sim *s, int32_t n, int64_t npods, bool check, drv_di
     s->pod_base = job_array(s, &x->podb_pages, sizeof *s->pod_base, n);
     s->names = job_array(s, &x->names_pages, 3 * sizeof *s->names, n);
     if (x->src) {
-        x->spec = job_array(s, &x->spec_pages, sizeof *x->spec, n);
+        x->slot = job_array(s, &x->slot_pages, sizeof *x->slot, n);
         x->fin = drv_calloc((size_t)n + 1, sizeof *x->fin);
-        x->spec_pages.guard = x->res_pages.guard = x->podb_pages.guard = x->names_pages.guard =
+        x->slot_pages.guard = x->res_pages.guard = x->podb_pages.guard = x->names_pages.guard =
             check;
     }
-    if (!s->res || !s->runl || !s->pod_base || !s->names || (x->src && (!x->spec || !x->fin)) ||
+    if (!s->res || !s->runl || !s->pod_base || !s->names || (x->src && (!x->slot || !x->fin)) ||
         (s->cfg.calib &&
          drv_calib_jobs_init(&s->model, s->cfg.policy_calib ? s->cfg.policy_calib : s->cfg.calib,
                              n) != 0))
@@ -411,7 +411,14 @@ static int pull_arrival(drv_sim *s, drv_diag *d)
     int32_t i = s->next_arrival;
     if (i >= s->njobs)
         return 0;
-    drv_jobspec *js = &x->spec[i];
+    if (x->nfree == 0) { /* a new slot, and room to give it back (retire_job) */
+        if (drv_grow(&x->free_slot, sizeof *x->free_slot, &x->cap_free, x->nspec + 1) != 0 ||
+            drv_grow(&x->spec, sizeof *x->spec, &x->cap_spec, x->nspec + 1) != 0)
+            return drv_fail(d, DRV_ENOMEM, "out of memory");
+        x->free_slot[x->nfree++] = x->nspec++;
+    }
+    x->slot[i] = x->free_slot[--x->nfree];
+    drv_jobspec *js = &x->spec[x->slot[i]];
     int rc = x->src->ops->next(x->src, js, d);
     if (rc < 0)
         return rc;
@@ -447,8 +454,8 @@ static int pull_arrival(drv_sim *s, drv_diag *d)
 }
 
 /* A streamed run forgets a finished job whose state is released: its row goes to the caller
- * (cfg.finished, already told), what the summary needs to fin, and its spec, row, names and
- * first slot back to the system with their pages. */
+ * (cfg.finished, already told), what the summary needs to fin, its spec's slot to the next job
+ * read, and its row, names and first pod slot back to the system with their pages. */
 static void retire_job(drv_sim *s, int32_t job)
 {
     sim_stream *x = &s->stream;
@@ -456,7 +463,8 @@ static void retire_job(drv_sim *s, int32_t job)
     x->fin[job] = (finrec){r->end - r->submit, r->start >= 0 ? r->start - r->submit : NAN};
     if (r->end > x->last_end)
         x->last_end = r->end;
-    drv_pages_release(&x->spec_pages, (size_t)job, 1);
+    x->free_slot[x->nfree++] = x->slot[job];
+    drv_pages_release(&x->slot_pages, (size_t)job, 1);
     drv_pages_release(&x->res_pages, (size_t)job, 1);
     drv_pages_release(&x->names_pages, (size_t)job, 1);
     drv_pages_release(&x->podb_pages, (size_t)job, 1);
@@ -579,7 +587,9 @@ void drv_sim_free(drv_sim *s)
     drv_free(s->qidx);
     drv_pages_fini(&s->js_pages);
     if (s->stream.src) { /* the per-job arrays are pages (job_array) */
-        drv_pages_fini(&s->stream.spec_pages);
+        drv_pages_fini(&s->stream.slot_pages);
+        drv_free(s->stream.spec);
+        drv_free(s->stream.free_slot);
         drv_pages_fini(&s->stream.res_pages);
         drv_pages_fini(&s->stream.names_pages);
         drv_pages_fini(&s->stream.podb_pages);
@@ -638,7 +648,7 @@ static int on_complete(drv_sim *s, int32_t job)
         drv_pages_flush(&s->st.pod_pages);
         drv_pages_flush(&s->js_pages);
         if (s->stream.src) {
-            drv_pages_flush(&s->stream.spec_pages);
+            drv_pages_flush(&s->stream.slot_pages);
             drv_pages_flush(&s->stream.res_pages);
             drv_pages_flush(&s->stream.names_pages);
             drv_pages_flush(&s->stream.podb_pages);

@@ -52,9 +52,16 @@ typedef struct finrec {
 /* A streamed run's per-job memory (drv_sim_new_stream): every per-job array lives in a
  * released-as-they-finish array (pages.h), so memory follows the jobs in flight. */
 typedef struct sim_stream {
-    drv_jobsource *src; /* borrowed: jobs in order of submission */
-    drv_jobspec *spec;  /* per job, in spec_pages: written when it is read from src */
-    drv_pages spec_pages, res_pages, names_pages, podb_pages; /* back spec, res, names, pod_base */
+    drv_jobsource *src;      /* borrowed: jobs in order of submission */
+    drv_jobspec *spec;       /* specs of the jobs read and not finished, in slots reused as jobs
+                                finish: a page of ids stays pinned while one of its jobs runs
+                                (pages.h), and a spec is the largest per-job entry (~400 bytes) */
+    int32_t *slot;           /* per job id, in slot_pages: its spec's slot while it is live */
+    int32_t nspec, cap_spec; /* slots in use or free, allocated */
+    int32_t *free_slot;      /* slots of finished jobs, to reuse; grown with spec, so a finished
+                                job's slot always has room (retire_job allocates nothing) */
+    int32_t nfree, cap_free;
+    drv_pages slot_pages, res_pages, names_pages, podb_pages; /* back slot, res, names, pod_base */
     finrec *fin;         /* per job, valid once it finished (its state released) */
     int64_t next_pod;    /* the next job's first pod slot */
     double last_submit;  /* the submission of the last job read (order check) */
@@ -152,7 +159,7 @@ static inline drv_res *bucket(drv_sim *s, int32_t job)
 /* Job i's spec: the workload's entry, or a streamed run's copy (valid while it is live). */
 static inline const drv_jobspec *sim_spec(const drv_sim *s, int32_t i)
 {
-    return s->wl ? &s->wl->jobs[i] : &s->stream.spec[i];
+    return s->wl ? &s->wl->jobs[i] : &s->stream.spec[s->stream.slot[i]];
 }
 
 /* Something changed (an arrival, a start, a completion): no skipping until a cycle has looked

@@ -37,11 +37,12 @@
  * Jobs come from an in-memory workload (drv_sim_new: every existing path) or, streamed, from a
  * job source read as the clock reaches each submission (drv_sim_new_stream, jobsource.h). Both
  * enter job i with sequence number i when job i-1 is submitted, so they pop events in the same
- * order and give the same run. A streamed run keeps every per-job array in released-as-they-
- * finish memory (pages.h) and forgets a finished job but for 16 bytes of its summary (finrec).
- * A page goes back when every job on it finished, so memory follows the jobs submitted within
- * the longest job's lifetime, not the trace (docs/performance.md, item 22, with what still grows
- * with the trace: the cycle's per-id arrays in src/core).
+ * order and give the same run. A streamed run keeps job specs in slots reused as jobs finish,
+ * its other per-job arrays in released-as-they-finish memory (pages.h), and of a finished job
+ * only 16 bytes of its summary (finrec). A page goes back when every job on it finished, so
+ * that memory follows the jobs submitted within the longest job's lifetime, not the trace
+ * (docs/performance.md, item 22, with what still grows with the trace: the cycle's per-id
+ * arrays in src/core).
  *
  * This file holds the lifecycle, the event heap and the event loop; sim_progress.c what a job
  * does over time, sim_apply.c cycles and their decisions, sim_metrics.c what a run measures,

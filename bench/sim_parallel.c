@@ -7,7 +7,8 @@
  * (each run timed alone: the baseline and the per-run times), of the same runs with one thread
  * per core, their ratio, whether every summary is identical, and the speed-up expected on 16
  * cores: the per-run times scheduled as the batch schedules them (each free thread takes the
- * next run in order) on 16 threads.
+ * next run in order) on 16 threads, and the bound no schedule can beat: the longest run (the
+ * critical path) or the sum of the runs over 16, whichever is larger.
  *
  * usage: sim_parallel [--seeds N] [--trace FILE] [--threads N]   (run from the repository root)
  */
@@ -75,7 +76,7 @@ int main(int argc, char **argv)
         threads = drv_sim_batch_threads();
     drv_diag d = {{0}};
     drv_catalogue cat = {0}; /* drv_catalogue_builtin frees what it held */
-    drv_cluster_spec cl;
+    drv_cluster_spec cl = {0};
     drv_calib calib = {0};
     if (drv_catalogue_builtin(&cat, &d) || drv_calib_load(&calib, "data/pollux/profiles", &d))
         die("inputs", &d);
@@ -128,5 +129,10 @@ int main(int argc, char **argv)
            par, seq / par, same, n);
     printf("expected on 16 cores (per-run times, in-order scheduling): %.2f s, speed-up %.2fx\n",
            schedule(t, n, 16), seq / schedule(t, n, 16));
+    /* No schedule beats the longest run (the critical path) nor the work spread evenly. */
+    double bound = longest > seq / 16 ? longest : seq / 16;
+    printf("bound on 16 cores: max(longest run %.2f s, sum/16 %.2f s) = %.2f s, speed-up at most "
+           "%.2fx\n",
+           longest, seq / 16, bound, seq / bound);
     return same == n ? 0 : 1;
 }

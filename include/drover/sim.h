@@ -129,6 +129,13 @@ typedef void (*drv_progress_fn)(void *arg, const drv_progress *p);
 
 #define DRV_PROGRESS_EVERY 1024 /* events between two progress calls */
 
+struct drv_jobresult;
+/* Called with a job's result row when it finishes, and at the end of drv_sim_run for each job
+ * submitted but not finished; spec and r are borrowed for the call. A streamed run keeps no
+ * row (drv_sim_jobs is empty): this is where its per-job results go. */
+typedef void (*drv_finished_fn)(void *arg, int32_t job, const struct drv_jobspec *spec,
+                                const struct drv_jobresult *r);
+
 typedef struct drv_sim_config {
     uint64_t seed;   /* loss-sample noise */
     bool check;      /* run the invariant checker after every cycle; a violation stops the run */
@@ -146,6 +153,8 @@ typedef struct drv_sim_config {
                                              what a policy reads; the run uses calib */
     const char *workload_file; /* the file the jobs were read from, named with their line in
                                   messages about a job (borrowed; NULL: none) */
+    drv_finished_fn finished;  /* NULL, or told each job's result row (see above) */
+    void *finished_arg;
 } drv_sim_config;
 
 /* One interval during which a pod was bound to a node (the placement log). */
@@ -234,6 +243,24 @@ typedef struct drv_sim drv_sim;
  * (drv_sim_run, drv_sim_run_until); results and drv_sim_free do not read it. */
 int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_catalogue *cat,
                 const drv_profile *prof, const drv_sim_config *cfg, drv_sim **out, drv_diag *d);
+/*
+ * The same with jobs read from src as the clock reaches them (jobsource.h; src borrowed, read
+ * by drv_sim_run, must outlive the run): no workload, no result rows, specs only of the jobs
+ * in flight. Other per-job memory goes back as jobs finish, a 32 KiB page at a time once every
+ * job on it finished (pages.h): it follows the jobs submitted within the longest job's
+ * lifetime rather than the trace.
+ * Each finished job's row goes to cfg->finished and is forgotten; the summary keeps 16 bytes
+ * per finished job, so that it is the one of the in-memory run of the same jobs, bit for bit.
+ * It keeps no time series (drv_sim_ticks is empty: it grows with the trace, ~150 bytes per
+ * job). Not supported yet (DRV_EINVAL): a cluster declaring queues, jobs with node constraints
+ * (an error when such a job is read), drv_sim_workload (NULL), the placement log, and reports
+ * (drv_report_run_files). A job out of order, one that fits no node or a bad row of the
+ * source stops drv_sim_run with the error, naming file:line.
+ */
+struct drv_jobsource;
+int drv_sim_new_stream(const drv_cluster_spec *c, struct drv_jobsource *src,
+                       const drv_catalogue *cat, const drv_profile *prof, const drv_sim_config *cfg,
+                       drv_sim **out, drv_diag *d);
 void drv_sim_free(drv_sim *s);
 /* Runs to the end. Returns 0, DRV_EINVARIANT (check on; d says what broke) or DRV_ENOMEM. */
 int drv_sim_run(drv_sim *s, drv_diag *d);
@@ -242,7 +269,8 @@ int drv_sim_run(drv_sim *s, drv_diag *d);
  * can look at drv_sim_state mid-run; drv_sim_run continues from there. Same return codes.
  */
 int drv_sim_run_until(drv_sim *s, double t, drv_diag *d);
-/* Results, valid after drv_sim_run. */
+/* Results, valid after drv_sim_run. drv_sim_jobs: one row per job of the workload; NULL and
+ * *n 0 in a streamed run (its rows went to drv_sim_config.finished). */
 void drv_sim_summary(const drv_sim *s, drv_summary *out);
 const drv_jobresult *drv_sim_jobs(const drv_sim *s, int32_t *n);
 const drv_tick *drv_sim_ticks(const drv_sim *s, int32_t *n);
@@ -256,7 +284,8 @@ const drv_state *drv_sim_state(const drv_sim *s);
  * submission time); a job enters the state only at its submission otherwise. Changes no
  * result. 0, DRV_EINVAL (no such job) or DRV_ENOMEM. */
 int drv_sim_enter_job(drv_sim *s, int32_t job);
-/* The workload the simulator was created with: job i of drv_sim_jobs is its jobs[i]. */
+/* The workload the simulator was created with: job i of drv_sim_jobs is its jobs[i]; NULL in
+ * a streamed run. */
 const drv_workload *drv_sim_workload(const drv_sim *s);
 /* Name of the profile the run uses. */
 const char *drv_sim_policy(const drv_sim *s);

@@ -34,6 +34,16 @@
  * bind. A progress callback, if given, is called every DRV_PROGRESS_EVERY events; the simulator
  * itself never reads a clock, so progress reporting cannot change a run.
  *
+ * Jobs come from an in-memory workload (drv_sim_new: every existing path) or, streamed, from a
+ * job source read as the clock reaches each submission (drv_sim_new_stream, jobsource.h). Both
+ * enter job i with sequence number i when job i-1 is submitted, so they pop events in the same
+ * order and give the same run. A streamed run keeps job specs in slots reused as jobs finish,
+ * its other per-job arrays in released-as-they-finish memory (pages.h), and of a finished job
+ * only 16 bytes of its summary (finrec). A page goes back when every job on it finished, so
+ * that memory follows the jobs submitted within the longest job's lifetime, not the trace
+ * (docs/performance.md, item 22, with what still grows with the trace: the cycle's per-id
+ * arrays in src/core).
+ *
  * This file holds the lifecycle, the event heap and the event loop; sim_progress.c what a job
  * does over time, sim_apply.c cycles and their decisions, sim_metrics.c what a run measures,
  * sim_queues.c the cluster file's queues (each job's queue, per-queue results, fairness).
@@ -76,8 +86,12 @@ int sim_push_event(drv_sim *s, double t, int kind, int32_t job, uint32_t gen)
 /* Arrivals enter the heap one at a time, in (submit, job) order: job i's with sequence number
  * i, what it had when every arrival was pushed at the start, so events pop in the same order
  * and the heap holds the jobs in flight, not the trace. */
-static int push_next_arrival(drv_sim *s)
+static int pull_arrival(drv_sim *s, drv_diag *d);
+
+static int push_next_arrival(drv_sim *s, drv_diag *d)
 {
+    if (s->stream.src)
+        return pull_arrival(s, d);
     if (s->next_arrival >= s->wl->n)
         return 0;
     int32_t i = s->arrivals[s->next_arrival++];
@@ -224,8 +238,9 @@ static int32_t reintern(drv_state *st, const drv_strtab *from, int32_t id)
     return str ? drv_strtab_intern(st->names, str) : -1;
 }
 
-/* Node labels, taints and unschedulable flags, and the workload's constraints, into the state
- * (after the jobs' names: interned ids of runs without constraints stay as they were). Warns
+/* Node labels, taints and unschedulable flags, and the workload's constraints (w, NULL in a
+ * streamed run: its jobs have none), into the state (after the jobs' names: interned ids of
+ * runs without constraints stay as they were). Warns
  * once about jobs that ask for nodes no node satisfies: they never run, like jobs bigger than
  * the cluster. */
 static int add_constraints(drv_sim *s, const drv_cluster_spec *c, const drv_workload *w,
@@ -259,10 +274,11 @@ static int add_constraints(drv_sim *s, const drv_cluster_spec *c, const drv_work
         if (rc)
             return drv_fail(d, rc, "cluster: node %s: %s", ns->name, drv_strerror(rc));
     }
-    s->cons_map = drv_calloc((size_t)w->ncons + 1, sizeof *s->cons_map);
+    int32_t ncons = w ? w->ncons : 0;
+    s->cons_map = drv_calloc((size_t)ncons + 1, sizeof *s->cons_map);
     if (!s->cons_map)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
-    for (int32_t k = 1; k < w->ncons; k++) {
+    for (int32_t k = 1; k < ncons; k++) {
         int rc = drv_state_add_constraint(st, &w->cons[k], w->names, &s->cons_map[k]);
         if (rc)
             return drv_fail(d, rc, "workload: node constraints: %s", drv_strerror(rc));
@@ -277,7 +293,7 @@ static int add_constraints(drv_sim *s, const drv_cluster_spec *c, const drv_work
         if (st->nodes[n].schedulable)
             big[st->nodes[n].node_class] =
                 res_max(big[st->nodes[n].node_class], st->nodes[n].alloc);
-    for (int32_t i = 0; w->ncons > 1 && i < w->n; i++) {
+    for (int32_t i = 0; ncons > 1 && i < w->n; i++) {
         bool ok = true;
         for (int r = 0; r < DRV_NROLES && ok; r++) {
             const drv_jobspec *js = &w->jobs[i];
@@ -309,62 +325,150 @@ static int64_t job_slots(const drv_jobspec *js)
     return n;
 }
 
+/* A per-job array of n entries of elem bytes: on the heap, or in a streamed run in pages
+ * released as the jobs finish (pages.h). */
+static void *job_array(drv_sim *s, drv_pages *p, size_t elem, int32_t n)
+{
+    if (!s->stream.src)
+        return drv_calloc((size_t)n + 1, elem);
+    return drv_pages_init(p, elem, (size_t)n + 1) == 0 ? p->base : NULL;
+}
+
 /* Jobs, their pods and their simulator state live in released-as-they-finish arrays (pages.h):
  * memory follows the jobs not finished, plus one result row per job (and, in calibrated runs,
- * one record of its calibration, calib.h). */
-static int reserve_jobs(drv_sim *s, const drv_workload *w, bool check, drv_diag *d)
+ * one record of its calibration, calib.h); a streamed run keeps the rows there too. */
+static int reserve_jobs(drv_sim *s, int32_t n, int64_t npods, bool check, drv_diag *d)
 {
-    int64_t npods = 0;
-    for (int32_t i = 0; i < w->n; i++)
-        npods += job_slots(&w->jobs[i]);
-    if (npods > INT32_MAX || drv_state_reserve(&s->st, w->n, (int32_t)npods) != 0 ||
-        drv_pages_init(&s->js_pages, sizeof *s->js, (size_t)w->n) != 0)
+    sim_stream *x = &s->stream;
+    if (npods > INT32_MAX || drv_state_reserve(&s->st, n, (int32_t)npods) != 0 ||
+        drv_pages_init(&s->js_pages, sizeof *s->js, (size_t)n) != 0)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     s->js = (jobsim *)s->js_pages.base;
     /* checked runs (tests, --check): a read of a finished job faults */
     s->st.job_pages.guard = s->st.pod_pages.guard = s->js_pages.guard = check;
-    s->res = drv_calloc((size_t)w->n + 1, sizeof *s->res);
-    s->runl = drv_calloc((size_t)w->n + 1, sizeof *s->runl);
-    s->pod_base = drv_calloc((size_t)w->n + 1, sizeof *s->pod_base);
-    s->names = drv_calloc(3 * (size_t)w->n + 1, sizeof *s->names);
-    if (!s->res || !s->runl || !s->pod_base || !s->names ||
+    s->res = job_array(s, &x->res_pages, sizeof *s->res, n);
+    s->runl = drv_calloc((size_t)n + 1, sizeof *s->runl);
+    s->pod_base = job_array(s, &x->podb_pages, sizeof *s->pod_base, n);
+    s->names = job_array(s, &x->names_pages, 3 * sizeof *s->names, n);
+    if (x->src) {
+        x->slot = job_array(s, &x->slot_pages, sizeof *x->slot, n);
+        x->fin = drv_calloc((size_t)n + 1, sizeof *x->fin);
+        x->slot_pages.guard = x->res_pages.guard = x->podb_pages.guard = x->names_pages.guard =
+            check;
+    }
+    if (!s->res || !s->runl || !s->pod_base || !s->names || (x->src && (!x->slot || !x->fin)) ||
         (s->cfg.calib &&
          drv_calib_jobs_init(&s->model, s->cfg.policy_calib ? s->cfg.policy_calib : s->cfg.calib,
-                             w->n) != 0))
+                             n) != 0))
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     return 0;
 }
 
-/* Per job, before any is submitted: that each of its pods fits some node, its interned names,
- * its first pod slot and its result row. */
-static int index_jobs(drv_sim *s, const drv_workload *w, drv_res biggest, drv_diag *d)
+/* Job i, before it is submitted: that each of its pods fits some node, its interned names,
+ * its first pod slot (slots are laid out in job order) and its result row. */
+static int index_job(drv_sim *s, int32_t i, const drv_jobspec *js, int32_t *pod, drv_diag *d)
+{
+    for (int r = 0; r < DRV_NROLES; r++) {
+        const drv_res *q = &js->role[r].req;
+        if (js->role[r].max > 0 && !drv_res_fits(*q, s->biggest)) {
+            char podres[96], big[96];
+            drv_fail(d, DRV_EINVAL, "%s pod (%s) fits on no node of the cluster (largest: %s)",
+                     drv_role_name(r), res_text(*q, podres, sizeof podres),
+                     res_text(s->biggest, big, sizeof big));
+            return job_fail(s->wl ? s->cfg.workload_file : s->stream.src->file, js, d);
+        }
+    }
+    /* Names are interned in workload order, as before jobs entered the state at their
+     * submission, so that interned ids (and any order by them) do not depend on it. */
+    int32_t *nm = &s->names[3 * (size_t)i];
+    nm[0] = drv_strtab_intern(s->st.names, js->name);
+    nm[1] = drv_strtab_intern(s->st.names, js->user);
+    nm[2] = drv_strtab_intern(s->st.names, js->queue);
+    if (nm[0] < 0 || nm[1] < 0 || nm[2] < 0)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    s->pod_base[i] = *pod;
+    *pod += (int32_t)job_slots(js);
+    s->res[i] = (drv_jobresult){js->submit, -1, -1, 0, 0, 0, 0};
+    return 0;
+}
+
+static int index_jobs(drv_sim *s, const drv_workload *w, drv_diag *d)
 {
     int32_t pod = 0;
     for (int32_t i = 0; i < w->n; i++) {
-        const drv_jobspec *js = &w->jobs[i];
-        for (int r = 0; r < DRV_NROLES; r++) {
-            const drv_res *q = &js->role[r].req;
-            if (js->role[r].max > 0 && !drv_res_fits(*q, biggest)) {
-                char podres[96], big[96];
-                drv_fail(d, DRV_EINVAL, "%s pod (%s) fits on no node of the cluster (largest: %s)",
-                         drv_role_name(r), res_text(*q, podres, sizeof podres),
-                         res_text(biggest, big, sizeof big));
-                return job_fail(s->cfg.workload_file, js, d);
-            }
-        }
-        /* Names are interned in workload order, as before jobs entered the state at their
-         * submission, so that interned ids (and any order by them) do not depend on it. */
-        int32_t *nm = &s->names[3 * (size_t)i];
-        nm[0] = drv_strtab_intern(s->st.names, js->name);
-        nm[1] = drv_strtab_intern(s->st.names, js->user);
-        nm[2] = drv_strtab_intern(s->st.names, js->queue);
-        if (nm[0] < 0 || nm[1] < 0 || nm[2] < 0)
-            return drv_fail(d, DRV_ENOMEM, "out of memory");
-        s->pod_base[i] = pod;
-        pod += (int32_t)job_slots(js);
-        s->res[i] = (drv_jobresult){js->submit, -1, -1, 0, 0, 0, 0};
+        int rc = index_job(s, i, &w->jobs[i], &pod, d);
+        if (rc)
+            return rc;
     }
     return 0;
+}
+
+/* A streamed run's next job (jobsource.h): read into its slot, checked, indexed and queued
+ * with sequence number i, as queue_arrivals would have. Called when the job before it is
+ * submitted: one job of lookahead. */
+static int pull_arrival(drv_sim *s, drv_diag *d)
+{
+    sim_stream *x = &s->stream;
+    int32_t i = s->next_arrival;
+    if (i >= s->njobs)
+        return 0;
+    if (x->nfree == 0) { /* a new slot, and room to give it back (retire_job) */
+        if (drv_grow(&x->free_slot, sizeof *x->free_slot, &x->cap_free, x->nspec + 1) != 0 ||
+            drv_grow(&x->spec, sizeof *x->spec, &x->cap_spec, x->nspec + 1) != 0)
+            return drv_fail(d, DRV_ENOMEM, "out of memory");
+        x->free_slot[x->nfree++] = x->nspec++;
+    }
+    x->slot[i] = x->free_slot[--x->nfree];
+    drv_jobspec *js = &x->spec[x->slot[i]];
+    int rc = x->src->ops->next(x->src, js, d);
+    if (rc < 0)
+        return rc;
+    if (rc == 0)
+        return drv_fail(d, DRV_EINVAL, "%s: %d jobs announced, %d read",
+                        x->src->file ? x->src->file : "job source", s->njobs, i);
+    if (!(js->submit >= x->last_submit)) {
+        drv_fail(d, DRV_EINVAL,
+                 "submitted at %.17g s, before the job read before it (%.17g s): jobs must be in "
+                 "order of submission",
+                 js->submit, x->last_submit);
+        return job_fail(x->src->file, js, d);
+    }
+    for (int r = 0; r < DRV_NROLES; r++)
+        if (js->cons[r] != 0) {
+            drv_fail(d, DRV_EINVAL, "node constraints are not supported in a streamed run");
+            return job_fail(x->src->file, js, d);
+        }
+    int32_t pod = (int32_t)x->next_pod;
+    if (x->next_pod + job_slots(js) > s->st.npods)
+        return drv_fail(d, DRV_EINVAL, "%s: more pods than announced (%lld)",
+                        x->src->file ? x->src->file : "job source", (long long)s->st.npods);
+    if ((rc = index_job(s, i, js, &pod, d)) != 0)
+        return rc;
+    x->next_pod = pod;
+    if (i == 0)
+        x->first_submit = js->submit;
+    x->last_submit = js->submit;
+    s->next_arrival++;
+    return push_seq(s, js->submit, (uint64_t)i, EV_ARRIVAL, i, 0)
+               ? drv_fail(d, DRV_ENOMEM, "out of memory")
+               : 0;
+}
+
+/* A streamed run forgets a finished job whose state is released: its row goes to the caller
+ * (cfg.finished, already told), what the summary needs to fin, its spec's slot to the next job
+ * read, and its row, names and first pod slot back to the system with their pages. */
+static void retire_job(drv_sim *s, int32_t job)
+{
+    sim_stream *x = &s->stream;
+    const drv_jobresult *r = &s->res[job];
+    x->fin[job] = (finrec){r->end - r->submit, r->start >= 0 ? r->start - r->submit : NAN};
+    if (r->end > x->last_end)
+        x->last_end = r->end;
+    x->free_slot[x->nfree++] = x->slot[job];
+    drv_pages_release(&x->slot_pages, (size_t)job, 1);
+    drv_pages_release(&x->res_pages, (size_t)job, 1);
+    drv_pages_release(&x->names_pages, (size_t)job, 1);
+    drv_pages_release(&x->podb_pages, (size_t)job, 1);
 }
 
 /* Job i's arrival has sequence number i; other events come after. Without a NaN submission
@@ -372,6 +476,10 @@ static int index_jobs(drv_sim *s, const drv_workload *w, drv_res biggest, drv_di
 static int queue_arrivals(drv_sim *s, const drv_workload *w, drv_diag *d)
 {
     int rc = 0;
+    if (!w) { /* streamed: the first job is read now, each next one at its predecessor's turn */
+        s->seq = (uint64_t)s->njobs;
+        return push_next_arrival(s, d);
+    }
     s->seq = (uint64_t)w->n;
     s->arrivals = drv_malloc(((size_t)w->n + 1) * sizeof *s->arrivals);
     arrival *order = drv_malloc(((size_t)w->n + 1) * sizeof *order);
@@ -384,7 +492,7 @@ static int queue_arrivals(drv_sim *s, const drv_workload *w, drv_diag *d)
         qsort(order, (size_t)w->n, sizeof *order, by_submit);
         for (int32_t i = 0; i < w->n; i++)
             s->arrivals[i] = order[i].job;
-        rc = push_next_arrival(s);
+        rc = push_next_arrival(s, d);
     } else {
         for (int32_t i = 0; i < w->n && !rc; i++)
             rc = push_seq(s, w->jobs[i].submit, (uint64_t)i, EV_ARRIVAL, i, 0);
@@ -394,14 +502,28 @@ static int queue_arrivals(drv_sim *s, const drv_workload *w, drv_diag *d)
     return rc ? drv_fail(d, DRV_ENOMEM, "out of memory") : 0;
 }
 
-int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_catalogue *cat,
-                const drv_profile *prof, const drv_sim_config *cfg, drv_sim **out, drv_diag *d)
+/* Pod slots of every job of a workload. */
+static int64_t workload_pods(const drv_workload *w)
+{
+    int64_t npods = 0;
+    for (int32_t i = 0; i < w->n; i++)
+        npods += job_slots(&w->jobs[i]);
+    return npods;
+}
+
+/* A run of the jobs of w, or (w NULL) of those src gives. */
+static int sim_create(const drv_cluster_spec *c, const drv_workload *w, drv_jobsource *src,
+                      const drv_catalogue *cat, const drv_profile *prof, const drv_sim_config *cfg,
+                      drv_sim **out, drv_diag *d)
 {
     drv_sim *s = drv_calloc(1, sizeof *s);
     if (!s)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     s->cluster = c;
     s->wl = w;
+    s->stream.src = src;
+    s->stream.last_submit = -INFINITY;
+    s->njobs = w ? w->n : src->jobs;
     s->cat = cat;
     s->cfg = *cfg;
     drv_decisions_init(&s->dec);
@@ -410,14 +532,15 @@ int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_cata
         drv_sim_free(s);
         return drv_fail(d, rc, "out of memory");
     }
-    drv_res biggest = {0, 0, 0};
-    if ((rc = add_nodes(s, c, &biggest, d)) != 0 || (rc = reserve_jobs(s, w, cfg->check, d)) != 0 ||
-        (rc = index_jobs(s, w, biggest, d)) != 0 || (rc = add_constraints(s, c, w, d)) != 0 ||
+    if ((rc = add_nodes(s, c, &s->biggest, d)) != 0 ||
+        (rc = reserve_jobs(s, s->njobs, w ? workload_pods(w) : src->pods, cfg->check, d)) != 0 ||
+        (w && (rc = index_jobs(s, w, d)) != 0) || (rc = add_constraints(s, c, w, d)) != 0 ||
         (rc = sim_add_queues(s, d)) != 0) {
         drv_sim_free(s);
         return rc;
     }
-    warn_never_run(c, w, s->capacity); /* after the refusals: a refused run needs no warning */
+    if (w) /* after the refusals: a refused run needs no warning */
+        warn_never_run(c, w, s->capacity);
     if ((rc = queue_arrivals(s, w, d)) != 0 || (rc = drv_sched_new(prof, &s->sched, d)) != 0) {
         drv_sim_free(s);
         return rc;
@@ -430,6 +553,25 @@ int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_cata
         prof->nuse[DRV_PT_SCALE] + prof->nuse[DRV_PT_REALLOCATE] + prof->nuse[DRV_PT_MIGRATE] > 0;
     *out = s;
     return 0;
+}
+
+int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_catalogue *cat,
+                const drv_profile *prof, const drv_sim_config *cfg, drv_sim **out, drv_diag *d)
+{
+    return sim_create(c, w, NULL, cat, prof, cfg, out, d);
+}
+
+int drv_sim_new_stream(const drv_cluster_spec *c, drv_jobsource *src, const drv_catalogue *cat,
+                       const drv_profile *prof, const drv_sim_config *cfg, drv_sim **out,
+                       drv_diag *d)
+{
+    if (c->nqueues > 0)
+        return drv_fail(d, DRV_EINVAL,
+                        "%s: queues are not supported in a streamed run yet (run it in memory)",
+                        c->queue_file);
+    if (cfg->placements)
+        return drv_fail(d, DRV_EINVAL, "the placement log is not kept in a streamed run");
+    return sim_create(c, NULL, src, cat, prof, cfg, out, d);
 }
 
 void drv_sim_free(drv_sim *s)
@@ -445,9 +587,19 @@ void drv_sim_free(drv_sim *s)
     drv_free(s->cons_map);
     drv_free(s->qidx);
     drv_pages_fini(&s->js_pages);
-    drv_free(s->res);
-    drv_free(s->pod_base);
-    drv_free(s->names);
+    if (s->stream.src) { /* the per-job arrays are pages (job_array) */
+        drv_pages_fini(&s->stream.slot_pages);
+        drv_free(s->stream.spec);
+        drv_free(s->stream.free_slot);
+        drv_pages_fini(&s->stream.res_pages);
+        drv_pages_fini(&s->stream.names_pages);
+        drv_pages_fini(&s->stream.podb_pages);
+        drv_free(s->stream.fin);
+    } else {
+        drv_free(s->res);
+        drv_free(s->pod_base);
+        drv_free(s->names);
+    }
     drv_free(s->touched);
     drv_free(s->runl);
     drv_free(s->ticks);
@@ -481,6 +633,8 @@ static int on_complete(drv_sim *s, int32_t job)
     s->res[job].restarts = j->restarts;
     s->res[job].migrations = j->migrations;
     s->res[job].preemptions = j->preemptions;
+    if (s->cfg.finished)
+        s->cfg.finished(s->cfg.finished_arg, job, sim_spec(s, job), &s->res[job]);
     /* Nothing reads a finished job again: its result row is written, a STARTED or COMPLETE
      * event still in the heap is stale (checked below before the job is looked at), and
      * plugins key what they keep by job id and drop it when the job leaves the live set. */
@@ -488,10 +642,18 @@ static int on_complete(drv_sim *s, int32_t job)
     if (rc)
         return rc;
     drv_pages_release(&s->js_pages, (size_t)job, 1);
+    if (s->stream.src)
+        retire_job(s, job);
     if (s->cfg.check) { /* checked runs (tests, --check): a stale read faults at once */
         drv_pages_flush(&s->st.job_pages);
         drv_pages_flush(&s->st.pod_pages);
         drv_pages_flush(&s->js_pages);
+        if (s->stream.src) {
+            drv_pages_flush(&s->stream.slot_pages);
+            drv_pages_flush(&s->stream.res_pages);
+            drv_pages_flush(&s->stream.names_pages);
+            drv_pages_flush(&s->stream.podb_pages);
+        }
     }
     /* Freed capacity speeds up nobody by itself, but co-located jobs' CPU shares change when
      * limits were overcommitted on a node the job left: then recompute rates. */
@@ -507,7 +669,7 @@ static int fill_job(drv_sim *s, int32_t i)
 {
     if (drv_state_job_filled(&s->st, i)) /* entered early: drv_sim_enter_job */
         return 0;
-    const drv_jobspec *js = &s->wl->jobs[i];
+    const drv_jobspec *js = sim_spec(s, i);
     const drv_catalogue *cat = s->cat;
     const drv_sim_config *cfg = &s->cfg;
     drv_job t;
@@ -567,7 +729,7 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
         s->events++;
         switch (e.kind) {
         case EV_ARRIVAL: {
-            rc = push_next_arrival(s);
+            rc = push_next_arrival(s, d);
             if (!rc)
                 rc = fill_job(s, e.job);
             if (rc)
@@ -581,8 +743,8 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
         }
         case EV_CYCLE:
             rc = sim_run_cycle(s, d);
-            if (rc)
-                return rc;
+            if (rc) /* an invariant broken says what; a failed push of the next tick does not */
+                return d->msg[0] ? rc : drv_fail(d, rc, "simulation: %s", drv_strerror(rc));
             break;
         case EV_STARTED: {
             if (drv_state_job_released(&s->st, e.job))
@@ -614,7 +776,7 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
         default:
             break;
         }
-        if (!rc)
+        if (!rc && !s->stream.src) /* a streamed run keeps no O(trace) time series */
             rc = sim_record_tick(s);
         if (!rc && (s->pl_failed || s->sync_failed))
             rc = DRV_ENOMEM;
@@ -649,19 +811,22 @@ int drv_sim_run(drv_sim *s, drv_diag *d)
 {
     int rc = run_events(s, INFINITY, d);
     for (int32_t i = 0; i < s->st.njobs; i++) {
-        if (drv_state_job_released(&s->st, i))
-            continue; /* its row was written when it finished */
+        if (drv_state_job_released(&s->st, i) || !drv_state_job_filled(&s->st, i))
+            continue; /* its row was written when it finished, or it was never submitted */
         const drv_job *j = &s->st.jobs[i];
         s->res[i].restarts = j->restarts;
         s->res[i].migrations = j->migrations;
         s->res[i].preemptions = j->preemptions;
+        if (s->cfg.finished)
+            s->cfg.finished(s->cfg.finished_arg, i, sim_spec(s, i), &s->res[i]);
     }
     return rc;
 }
 
 int drv_sim_enter_job(drv_sim *s, int32_t job)
 {
-    if (job < 0 || job >= s->wl->n)
+    if (job < 0 || job >= (s->wl ? s->wl->n : s->next_arrival) ||
+        drv_state_job_released(&s->st, job))
         return DRV_EINVAL;
     return fill_job(s, job);
 }

@@ -10,6 +10,7 @@
 #define DROVER_SIM_INT_H
 
 #include "drover/calib.h"
+#include "drover/jobsource.h"
 #include "drover/sim.h"
 
 #include <math.h>
@@ -42,9 +43,39 @@ typedef struct jobsim {
                            progress sample is not drawn yet (INFINITY: none); see sync() */
 } jobsim;
 
+/* What a streamed run keeps of a finished job for its summary: 16 bytes instead of its spec
+ * and result row (released as it finishes). */
+typedef struct finrec {
+    double jct;  /* end - submit */
+    double wait; /* start - submit; NaN when it never started (cannot happen once finished) */
+} finrec;
+
+/* A streamed run's per-job memory (drv_sim_new_stream): every per-job array lives in a
+ * released-as-they-finish array (pages.h), so memory follows the jobs in flight. */
+typedef struct sim_stream {
+    drv_jobsource *src;      /* borrowed: jobs in order of submission */
+    drv_jobspec *spec;       /* specs of the jobs read and not finished, in slots reused as jobs
+                                finish: a page of ids stays pinned while one of its jobs runs
+                                (pages.h), and a spec is the largest per-job entry (~400 bytes) */
+    int32_t *slot;           /* per job id, in slot_pages: its spec's slot while it is live */
+    int32_t nspec, cap_spec; /* slots in use or free, allocated */
+    int32_t *free_slot;      /* slots of finished jobs, to reuse; grown with spec, so a finished
+                                job's slot always has room (retire_job allocates nothing) */
+    int32_t nfree, cap_free;
+    drv_pages slot_pages, res_pages, names_pages, podb_pages; /* back slot, res, names, pod_base */
+    finrec *fin;         /* per job, valid once it finished (its state released) */
+    int64_t next_pod;    /* the next job's first pod slot */
+    double last_submit;  /* the submission of the last job read (order check) */
+    double first_submit; /* of the first job read: where the summary's makespan starts */
+    double last_end;     /* the latest completion so far */
+} sim_stream;
+
 struct drv_sim {
     const drv_cluster_spec *cluster;
-    const drv_workload *wl;
+    const drv_workload *wl; /* the in-memory workload, or NULL in a streamed run (stream.src) */
+    sim_stream stream;      /* a streamed run's sources and memory (all zero otherwise) */
+    int32_t njobs;          /* jobs of the run: wl->n, or stream.src->jobs */
+    drv_res biggest;        /* per dimension the largest node: a pod that does not fit is refused */
     const drv_catalogue *cat;
     drv_sim_config cfg;
     drv_state st;
@@ -124,6 +155,12 @@ static inline bool is_useful_phase(int phase)
 static inline drv_res *bucket(drv_sim *s, int32_t job)
 {
     return is_useful_phase(s->st.jobs[job].phase) ? &s->held_useful : &s->held_wasted;
+}
+
+/* Job i's spec: the workload's entry, or a streamed run's copy (valid while it is live). */
+static inline const drv_jobspec *sim_spec(const drv_sim *s, int32_t i)
+{
+    return s->wl ? &s->wl->jobs[i] : &s->stream.spec[s->stream.slot[i]];
 }
 
 /* Something changed (an arrival, a start, a completion): no skipping until a cycle has looked

@@ -92,28 +92,54 @@ static double pct(const double *v, int32_t n, double p)
     return v[k < 0 ? 0 : k >= n ? n - 1 : k];
 }
 
+/* Job i's queueing delay and JCT (NaN: never started, not finished), and whether it was
+ * submitted at all (a streamed run does not read jobs past its horizon). A streamed run keeps
+ * only these two numbers of a finished job (finrec); each is the same subtraction either way. */
+static bool job_outcome(const drv_sim *s, int32_t i, double *wait, double *jct)
+{
+    if (s->stream.src && drv_state_job_released(&s->st, i)) {
+        *wait = s->stream.fin[i].wait;
+        *jct = s->stream.fin[i].jct;
+        return true;
+    }
+    if (s->stream.src && i >= s->next_arrival)
+        return false;
+    const drv_jobresult *r = &s->res[i];
+    *wait = r->start >= 0 ? r->start - r->submit : NAN;
+    *jct = r->end >= 0 ? r->end - r->submit : NAN;
+    return true;
+}
+
 void drv_sim_summary(const drv_sim *s, drv_summary *o)
 {
     memset(o, 0, sizeof *o);
     snprintf(o->policy, sizeof o->policy, "%s", s->policy);
-    o->jobs = s->wl->n;
-    double *jct = drv_calloc((size_t)s->wl->n + 1, sizeof *jct);
+    o->jobs = s->njobs;
+    double *jct = drv_calloc((size_t)s->njobs + 1, sizeof *jct);
     double first = INFINITY, last = 0, wait = 0;
     int32_t started = 0;
-    for (int32_t i = 0; i < s->wl->n; i++) {
-        const drv_jobresult *r = &s->res[i];
-        if (r->submit < first)
-            first = r->submit;
-        if (r->start >= 0) {
-            wait += r->start - r->submit;
+    for (int32_t i = 0; !s->stream.src && i < s->njobs; i++) {
+        if (s->res[i].submit < first)
+            first = s->res[i].submit;
+        if (s->res[i].end > last)
+            last = s->res[i].end;
+    }
+    if (s->stream.src) { /* jobs are read in order of submission */
+        first = s->next_arrival > 0 ? s->stream.first_submit : INFINITY;
+        last = s->stream.last_end;
+    }
+    for (int32_t i = 0; i < s->njobs; i++) {
+        double w, c;
+        if (!job_outcome(s, i, &w, &c))
+            continue;
+        if (!isnan(w)) {
+            wait += w;
             started++;
         }
-        if (r->end >= 0) {
+        if (!isnan(c)) {
             if (jct)
-                jct[o->done] = r->end - r->submit;
+                jct[o->done] = c;
             o->done++;
-            if (r->end > last)
-                last = r->end;
         }
     }
     if (jct && o->done > 0) {
@@ -160,8 +186,8 @@ void drv_sim_summary(const drv_sim *s, drv_summary *o)
 
 const drv_jobresult *drv_sim_jobs(const drv_sim *s, int32_t *n)
 {
-    *n = s->wl->n;
-    return s->res;
+    *n = s->stream.src ? 0 : s->njobs;
+    return s->stream.src ? NULL : s->res;
 }
 
 const drv_tick *drv_sim_ticks(const drv_sim *s, int32_t *n)

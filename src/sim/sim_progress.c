@@ -175,7 +175,7 @@ void sim_sync_hook(void *arg, int32_t job)
 
 bool sim_calibrated(const drv_sim *s, int32_t job)
 {
-    return s->cfg.calib && s->wl->jobs[job].calib_app > 0;
+    return s->cfg.calib && sim_spec(s, job)->calib_app > 0;
 }
 
 /*
@@ -213,7 +213,7 @@ static drv_step calib_step(drv_sim *s, int32_t job)
             gpn[b] = gpn[b - 1];
             gpn[b - 1] = t;
         }
-    const drv_jobspec *js = &s->wl->jobs[job];
+    const drv_jobspec *js = sim_spec(s, job);
     uint64_t sig = 1469598103934665603ULL; /* FNV-1a over the GPUs per node, in node order */
     for (int32_t i = 0; i < nn; i++)
         sig = (sig ^ (uint64_t)gpn[i]) * 1099511628211ULL;

@@ -208,48 +208,62 @@ static int header_columns(const trace_csv_map *m, const trace_row *h, const char
     return 0;
 }
 
+_Static_assert(NKEYS == TRACE_CSV_NKEYS, "trace_csv_reader.idx holds one column per key");
+
+void trace_csv_reader_init(trace_csv_reader *r, const trace_csv_map *m, const char *file)
+{
+    memset(r, 0, sizeof *r);
+    r->m = m;
+    r->file = file;
+    r->h.file = file;
+    r->h.line = 1;
+}
+
+int trace_csv_line(trace_sink *s, trace_csv_reader *rd, int line, char *s_, drv_diag *d)
+{
+    const trace_csv_map *m = rd->m;
+    const char *file = rd->file;
+    size_t len = strlen(s_);
+    if (len && s_[len - 1] == '\r')
+        s_[--len] = 0;
+    if (!rd->have_header) {
+        rd->have_header = true;
+        rd->h.d = d;
+        bool data = m->header && strcmp(s_, m->header) != 0;
+        snprintf(rd->header, sizeof rd->header, "%s", data ? m->header : s_);
+        trace_split(&rd->h, rd->header, ',');
+        char shown[2048];
+        snprintf(shown, sizeof shown, "%s", data ? m->header : s_);
+        int rc = header_columns(m, &rd->h, shown, rd->idx, &rd->need, d);
+        if (rc || !data)
+            return rc;
+    }
+    if (len == 0 || s_[0] == '#')
+        return 0;
+    trace_row r = {.file = file, .line = line, .d = d};
+    trace_split(&r, s_, ',');
+    char where[600];
+    snprintf(where, sizeof where, "%s:%d", file, line);
+    if (r.nf < rd->need) {
+        int rc = drv_fail(d, DRV_EPARSE,
+                          "%s:1: row: expected at least %d comma-separated fields, found %d", where,
+                          rd->need, r.nf);
+        return trace_sink_bad(s, rc, d);
+    }
+    trace_job j;
+    int rc = parse_row(m, rd->idx, s->o->calib, &r, &j);
+    return rc ? trace_sink_bad(s, rc, d) : trace_sink_add(s, &j, where, d);
+}
+
 int trace_read_csv(trace_sink *s, const char *file, char *text, const trace_csv_map *m, drv_diag *d)
 {
-    char header[2048] = "";
-    trace_row h = {.file = file, .line = 1, .d = d};
-    int idx[NKEYS], need = 0, line = 0, rc = 0;
+    trace_csv_reader rd;
+    trace_csv_reader_init(&rd, m, file);
+    int line = 0, rc = 0;
     char *save = NULL;
-    bool have_header = false;
-    for (char *s_ = strtok_r(text, "\n", &save); s_ && !rc; s_ = strtok_r(NULL, "\n", &save)) {
-        line++;
-        size_t len = strlen(s_);
-        if (len && s_[len - 1] == '\r')
-            s_[--len] = 0;
-        if (!have_header) {
-            have_header = true;
-            bool data = m->header && strcmp(s_, m->header) != 0;
-            snprintf(header, sizeof header, "%s", data ? m->header : s_);
-            trace_split(&h, header, ',');
-            char shown[2048];
-            snprintf(shown, sizeof shown, "%s", data ? m->header : s_);
-            if ((rc = header_columns(m, &h, shown, idx, &need, d)) != 0)
-                break;
-            if (!data)
-                continue;
-        }
-        if (len == 0 || s_[0] == '#')
-            continue;
-        trace_row r = {.file = file, .line = line, .d = d};
-        trace_split(&r, s_, ',');
-        char where[600];
-        snprintf(where, sizeof where, "%s:%d", file, line);
-        if (r.nf < need) {
-            rc = drv_fail(d, DRV_EPARSE,
-                          "%s:1: row: expected at least %d comma-separated fields, found %d", where,
-                          need, r.nf);
-            rc = trace_sink_bad(s, rc, d);
-            continue;
-        }
-        trace_job j;
-        rc = parse_row(m, idx, s->o->calib, &r, &j);
-        rc = rc ? trace_sink_bad(s, rc, d) : trace_sink_add(s, &j, where, d);
-    }
-    if (!rc && !have_header)
+    for (char *s_ = strtok_r(text, "\n", &save); s_ && !rc; s_ = strtok_r(NULL, "\n", &save))
+        rc = trace_csv_line(s, &rd, ++line, s_, d);
+    if (!rc && !rd.have_header)
         rc = drv_fail(d, DRV_EPARSE, "%s:1:1: header: expected a header line, found nothing", file);
     return rc;
 }

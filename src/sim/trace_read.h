@@ -103,6 +103,25 @@ typedef struct trace_csv_map {
 
 int trace_read_csv(trace_sink *s, const char *file, char *text, const trace_csv_map *m,
                    drv_diag *d);
+
+/* Reading a mapped CSV one line at a time (trace_read_csv, and the streamed reader of
+ * jobsource_csv.c): the header's columns, found on the first line. */
+#define TRACE_CSV_NKEYS 14
+typedef struct trace_csv_reader {
+    const trace_csv_map *m; /* borrowed */
+    const char *file;       /* borrowed, for messages */
+    bool have_header;       /* the first line was read */
+    char header[2048];      /* the header line, split into h */
+    trace_row h;
+    int idx[TRACE_CSV_NKEYS]; /* per key, its column, or -1 */
+    int need;                 /* fields a row must have */
+} trace_csv_reader;
+
+void trace_csv_reader_init(trace_csv_reader *r, const trace_csv_map *m, const char *file);
+/* Line number line of the file (text: without its newline; modified): the header when it is
+ * the first, else a row handed to s (added, dropped or, with skip_bad, skipped). 0 or an error
+ * naming file:line (DRV_EPARSE, DRV_ENOMEM). */
+int trace_csv_line(trace_sink *s, trace_csv_reader *r, int line, char *text, drv_diag *d);
 /* Parses --trace-columns "key=COLUMN,..." into m (strings point into spec, modified). */
 int trace_csv_map_parse(trace_csv_map *m, char *spec, drv_diag *d);
 /* True when the header line (unmodified) holds every column m names. */

@@ -9,6 +9,7 @@
  */
 #include "constraints_read.h"
 #include "drover/conf.h"
+#include "drover/jobsource.h"
 #include "queues_read.h"
 #include "drover/sim.h"
 #include "drover/strtab.h"
@@ -328,39 +329,16 @@ void drv_genparams_default(drv_genparams *g, uint64_t seed)
     g->seed = seed;
 }
 
-/*
- * The default scenario's jobs, after the seeds' testbeds: TensorFlow PS jobs on CPU nodes.
- * Per job: a model family uniformly from the catalogue; 1 PS (2 in 30 % of jobs) of 2 CPU /
- * 4 GiB; 2, 4, 6 or 8 workers of 4 CPU / 8 GiB, elastic between half and twice that (at most
- * 16); one of four users with priority 1-3; priority class 0, 10 or 100.
- */
+/* The default scenario's jobs (drv_generate_job, jobsource.c: a streamed run draws the same). */
 int drv_workload_generate(drv_workload *w, const drv_genparams *g, const drv_catalogue *cat,
                           drv_diag *d)
 {
     drv_rng r;
     drv_rng_seed(&r, g->seed);
     double t = 0;
-    static const int32_t classes[] = {0, 10, 100};
     for (int32_t i = 0; i < g->jobs; i++) {
         drv_jobspec j;
-        memset(&j, 0, sizeof j);
-        j.submit = t;
-        t += drv_rng_exp(&r, g->mean_interarrival);
-        j.model = (int32_t)drv_rng_range(&r, 0, cat->n - 1);
-        const drv_family *f = &cat->v[j.model];
-        snprintf(j.name, sizeof j.name, "%s-%d", f->name, i);
-        int32_t user = (int32_t)drv_rng_range(&r, 0, 3);
-        snprintf(j.user, sizeof j.user, "user-%d", user);
-        snprintf(j.queue, sizeof j.queue, "default");
-        j.user_priority = 1 + user % 3;
-        j.priority = classes[drv_rng_range(&r, 0, 2)];
-        int32_t nps = drv_rng_uniform(&r) < 0.3 ? 2 : 1;
-        int32_t nw = 2 * (int32_t)drv_rng_range(&r, 1, 4);
-        j.role[DRV_ROLE_PS] = (drv_rolespec){nps, nps, nps, {2000, 4 * GiB, 0}, 2000};
-        j.role[DRV_ROLE_WORKER] =
-            (drv_rolespec){nw, nw / 2, nw * 2 > 16 ? 16 : nw * 2, {4000, 8 * GiB, 0}, 4000};
-        j.target_loss = f->target_loss;
-        j.max_steps = 0;
+        drv_generate_job(&r, &t, i, g, cat, &j);
         if (push_job(w, &j) != 0)
             return drv_fail(d, DRV_ENOMEM, "out of memory");
     }

@@ -1,10 +1,10 @@
 /*
- * Failing allocations in the parsers (conf, cluster with its queues, workload, trace, profiles)
- * and in a whole small simulation: for every n up to a bound, the nth allocation fails
- * (drv_alloc_fail_at) and the call must return DRV_ENOMEM with a message, leave its output as it
- * was, and crash or leak nothing (the ASan build's leak checker runs at exit). A case ends when
- * allocation n never comes (drv_alloc_fail_pending): every allocation of the call has been failed
- * once.
+ * Failing allocations in the parsers (conf, cluster with its queues, workload, trace, profiles),
+ * in a whole small simulation and in streamed ones (generated and CSV job sources): for every n up
+ * to a bound, the nth allocation fails (drv_alloc_fail_at) and the call must return DRV_ENOMEM with
+ * a message, leave its output as it was, and crash or leak nothing (the ASan build's leak checker
+ * runs at exit). A case ends when allocation n never comes (drv_alloc_fail_pending): every
+ * allocation of the call has been failed once.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "drover/conf.h"
+#include "drover/jobsource.h"
 #include "drover/policy.h"
 #include "drover/trace.h"
 
@@ -216,6 +217,81 @@ static int queues_once(drv_diag *d)
     return rc;
 }
 
+/* The clusters of the streamed runs, made before allocations fail (their makers cannot say). */
+static drv_cluster_spec cpu_cluster, gpu_cluster;
+
+/* A streamed run (drv_sim_new_stream) of jobs from src. */
+static int stream_run(drv_jobsource *src, const drv_cluster_spec *c, bool calibrated, drv_diag *d)
+{
+    drv_profile p;
+    drv_sim *s = NULL;
+    int rc = drv_profile_builtin("drover", &p, d);
+    drv_sim_config cfg = {.seed = 1, .check = true, .calib = calibrated ? &calib : NULL};
+    if (!rc)
+        rc = drv_sim_new_stream(c, src, &cat, &p, &cfg, &s, d);
+    if (!rc)
+        rc = drv_sim_run(s, d);
+    if (!rc) {
+        drv_summary sum;
+        drv_sim_summary(s, &sum);
+        assert_int_equal(sum.jobs, src->jobs);
+    }
+    drv_sim_free(s);
+    return rc;
+}
+
+/* The generated scenario, streamed: the source, the run, every job read on the way. */
+static int stream_generate_once(drv_diag *d)
+{
+    drv_genparams g;
+    drv_genparams_default(&g, 1);
+    g.jobs = 20;
+    drv_jobsource src = {0};
+    int rc = drv_jobsource_generate(&src, &g, &cat, d);
+    if (!rc)
+        rc = stream_run(&src, &cpu_cluster, false, d);
+    drv_jobsource_fini(&src);
+    return rc;
+}
+
+/* A CSV trace read row by row: both passes, and the run. */
+static int stream_csv_once(drv_diag *d)
+{
+    char file[4096];
+    const char *dir = getenv("DROVER_BINARY_DIR");
+    snprintf(file, sizeof file, "%s/test_alloc_fail_stream.csv", dir ? dir : ".");
+    drv_trace_opts o = {DRV_TRACE_CSV, false, 1, &calib, DRV_POLLUX_GPUS};
+    drv_jobsource src = {0};
+    int rc =
+        drv_jobsource_csv(&src, file, "name=n,submit=t,gpus=g,duration=s,model=m", &cat, &o, d);
+    if (!rc)
+        rc = stream_run(&src, &gpu_cluster, true, d);
+    drv_jobsource_fini(&src);
+    return rc;
+}
+
+static void test_streamed(void **unused)
+{
+    (void)unused;
+    char file[4096];
+    const char *dir = getenv("DROVER_BINARY_DIR");
+    snprintf(file, sizeof file, "%s/test_alloc_fail_stream.csv", dir ? dir : ".");
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fprintf(f, "n,t,g,s,m\n");
+    for (int i = 0; i < 12; i++)
+        fprintf(f, "j%d,%d,%d,%d,%s\n", i, 60 * i, 1 << (i % 3), 600 + 300 * i,
+                i % 2 ? "cifar10" : "bert");
+    fclose(f);
+    drv_cluster_default(&cpu_cluster);
+    drv_cluster_pollux(&gpu_cluster, 4, DRV_POLLUX_GPUS);
+    assert_true(fail_each("streamed generate", stream_generate_once, 20000) > 50);
+    assert_true(fail_each("streamed csv", stream_csv_once, 20000) > 50);
+    remove(file);
+    drv_cluster_fini(&cpu_cluster);
+    drv_cluster_fini(&gpu_cluster);
+}
+
 static void test_constraints(void **unused)
 {
     (void)unused;
@@ -267,6 +343,7 @@ int main(void)
         cmocka_unit_test(test_parsers),
         cmocka_unit_test(test_whole_simulation),
         cmocka_unit_test(test_constraints),
+        cmocka_unit_test(test_streamed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

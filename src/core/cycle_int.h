@@ -191,8 +191,8 @@ static inline drv_res cycle_res_max(drv_res a, drv_res b)
                      a.gpu > b.gpu ? a.gpu : b.gpu};
 }
 
-/* What the gang of job at `workers` still misses in the assumed state, summed over its pods
- * (quota.c). O(roles), O(pods of the job) when some pod of it moved this cycle. */
+/* What the gang of job at `workers` still misses in the assumed state, all roles' requests
+ * together (quota.c; per role: cycle_role_missing, below). */
 drv_res cycle_gang_need(const drv_ctx *c, int32_t job, int32_t workers);
 
 /* Brings the constraint table up to the state's constraints and classes. 0 or DRV_ENOMEM. */
@@ -214,6 +214,21 @@ static inline int32_t cycle_pod_node(const drv_ctx *c, int32_t pod)
 {
     const drv_sched *s = c->s;
     return s->pod_stamp[pod] == s->stamp ? s->pod_node[pod] : c->snap->st->pods[pod].node;
+}
+
+/* Pods of a role the gang of job at `workers` still misses in the assumed state. O(1), O(pods
+ * of the job) when some pod of it moved this cycle. Inline: gang_room asks it per role. */
+static inline int32_t cycle_role_missing(const drv_ctx *c, int32_t job, int role, int32_t workers)
+{
+    const drv_state *st = c->snap->st;
+    const drv_job *j = &st->jobs[job];
+    const drv_sched *s = c->s;
+    int32_t want = role == DRV_ROLE_WORKER ? workers : j->target[role];
+    int32_t have = j->bound[role];
+    if (s->job_touch[job] == s->stamp) /* pods moved this cycle: count them */
+        for (int32_t i = 0, pod; (pod = drv_job_pod(st, job, role, i)) >= 0; i++)
+            have += (cycle_pod_node(c, pod) >= 0) - (st->pods[pod].node >= 0);
+    return want > have ? want - have : 0;
 }
 
 #endif

@@ -402,12 +402,7 @@ static bool gang_room(const drv_ctx *c, int32_t job, int32_t workers, gang_shape
     const drv_sched *s = c->s;
     drv_res need = {0, 0, 0};
     for (int r = 0; r < DRV_NROLES; r++) {
-        int32_t want = r == DRV_ROLE_WORKER ? workers : j->target[r];
-        int32_t have = j->bound[r];
-        if (s->job_touch[job] == s->stamp) /* pods moved this cycle: count them */
-            for (int32_t i = 0, pod; (pod = drv_job_pod(st, job, r, i)) >= 0; i++)
-                have += (cycle_pod_node(c, pod) >= 0) - (st->pods[pod].node >= 0);
-        shape->missing[r] = want > have ? want - have : 0;
+        shape->missing[r] = cycle_role_missing(c, job, r, workers);
         shape->req[r] = j->role[r].req;
         shape->cons[r] = j->cons[r];
         if (shape->missing[r] == 0)

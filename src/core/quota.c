@@ -83,19 +83,11 @@ bool drv_ctx_queue_fits(const drv_ctx *c, int32_t queue, drv_res add)
 
 drv_res cycle_gang_need(const drv_ctx *c, int32_t job, int32_t workers)
 {
-    const drv_state *st = c->snap->st;
-    const drv_job *j = &st->jobs[job];
-    const drv_sched *s = c->s;
+    const drv_job *j = &c->snap->st->jobs[job];
     drv_res need = {0, 0, 0};
-    for (int r = 0; r < DRV_NROLES; r++) {
-        int32_t want = r == DRV_ROLE_WORKER ? workers : j->target[r];
-        int32_t have = j->bound[r];
-        if (s->job_touch[job] == s->stamp) /* pods moved this cycle: count them */
-            for (int32_t i = 0, pod; (pod = drv_job_pod(st, job, r, i)) >= 0; i++)
-                have += (cycle_pod_node(c, pod) >= 0) - (st->pods[pod].node >= 0);
-        if (want > have)
-            need = drv_res_add(need, drv_res_scale(j->role[r].req, want - have));
-    }
+    for (int r = 0; r < DRV_NROLES; r++)
+        need = drv_res_add(need,
+                           drv_res_scale(j->role[r].req, cycle_role_missing(c, job, r, workers)));
     return need;
 }
 

@@ -484,3 +484,19 @@ char *drv_rbac_refused(const char *log, const char *source_dir, drv_diag *d)
     drv_rbac_fini(&p);
     return out;
 }
+
+int drv_rbac_check_server(drv_apiserver *srv, FILE *out)
+{
+    char *log = drv_apiserver_request_log(srv);
+    const char *src = getenv("DROVER_SOURCE_DIR");
+    drv_diag d = {{0}};
+    char *refused = log ? drv_rbac_refused(log, src ? src : ".", &d) : NULL;
+    int rc = refused && !*refused ? 0 : -1;
+    if (!refused)
+        fprintf(out, "rbac check: %s\n", log ? d.msg : "out of memory");
+    else if (*refused)
+        fprintf(out, "the shipped RBAC (deploy/) does not grant these requests:\n%s", refused);
+    drv_free(refused);
+    drv_free(log);
+    return rc;
+}

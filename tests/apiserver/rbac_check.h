@@ -15,8 +15,11 @@
 #ifndef DROVER_TEST_RBAC_CHECK_H
 #define DROVER_TEST_RBAC_CHECK_H
 
+#include "apiserver.h"
 #include "drover/base.h"
 #include "drover/conf.h"
+
+#include <stdio.h>
 
 /* What kube-apiserver authorizes for one request. Strings are cut at their size (longer names
  * than these never occur in the tests' requests). */
@@ -64,5 +67,10 @@ bool drv_rbac_allows(drv_rbac *p, const char *ns, const char *name, const drv_rb
  * drv_malloc'd, the caller frees it; NULL with d on error (manifests unreadable, memory).
  */
 char *drv_rbac_refused(const char *log, const char *source_dir, drv_diag *d);
+
+/* srv's request log (opts.request_log) against the manifests under $DROVER_SOURCE_DIR (else
+ * "."), as drv_rbac_refused: 0, or -1 after writing the refusals or the error to out. What an
+ * end-to-end test's teardown returns, so that the test fails listing them. */
+int drv_rbac_check_server(drv_apiserver *srv, FILE *out);
 
 #endif

@@ -41,6 +41,8 @@
 #include <arpa/inet.h>
 
 #define MAX_BODY (4u << 20)
+/* The query text kept per line of the request log (opts.request_log); longer is cut. */
+#define MAX_LOGGED_QUERY 512
 #define PG_CRD "podgroups.scheduling.x-k8s.io"
 #define QUEUE_CRD "queues.drover.dev"
 #define DEF_WINDOW 200
@@ -146,6 +148,10 @@ struct drv_apiserver {
     /* ... and every answer of 400 or more, a line each (drv_apiserver_errors) */
     char *err_buf;
     size_t err_len, err_cap;
+    /* opts.request_log: every request answered, a line each (drv_apiserver_request_log) */
+    bool request_log;
+    char *req_buf;
+    size_t req_len, req_cap;
     bool stopping;
     struct fgdel *fg;
     int nfg;
@@ -2758,10 +2764,53 @@ static int chaos_fault(drv_apiserver *s, bool is_watch)
     }
 }
 
+/* Appends text to q (of MAX_LOGGED_QUERY bytes), the characters of `esc` percent-escaped. */
+static void query_put(char *q, const char *text, const char *esc)
+{
+    size_t n = strlen(q);
+    for (const char *p = text; p && *p && n + 4 < MAX_LOGGED_QUERY; p++)
+        n += (size_t)(strchr(esc, *p) ? snprintf(q + n, 4, "%%%02X", (unsigned char)*p)
+                                      : snprintf(q + n, 2, "%c", *p));
+}
+
+/* Appends "?key=value" or "&key=value" to the query text of log_request: "&", " " and "%"
+ * escaped so that the line splits back into its fields, "=" too in the key. */
+static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 const char *value)
+{
+    (void)kind;
+    char *q = cls;
+    query_put(q, q[0] ? "&" : "?", "");
+    query_put(q, key, "&= %");
+    if (value) {
+        query_put(q, "=", "");
+        query_put(q, value, "& %");
+    }
+    return MHD_YES;
+}
+
+/* With opts.request_log: "CODE METHOD PATH?QUERY USER-AGENT" (the query rebuilt from the
+ * arguments, "&", "=" in keys, " " and "%" percent-escaped; at most MAX_LOGGED_QUERY bytes). */
+static void log_request(drv_apiserver *s, struct MHD_Connection *c, const char *method,
+                        const char *url, int code)
+{
+    if (!s->request_log)
+        return;
+    char q[MAX_LOGGED_QUERY] = "";
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, query_arg, q);
+    const char *ua = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent");
+    char line[MAX_LOGGED_QUERY + 640];
+    snprintf(line, sizeof line, "%d %s %.400s%s %.120s", code, method, url, q, ua ? ua : "-");
+    pthread_mutex_lock(&s->mu);
+    log_append(&s->req_buf, &s->req_len, &s->req_cap, line);
+    pthread_mutex_unlock(&s->mu);
+}
+
 /* Queues r; with opts.audit, an answer of 400 or more is logged first: "CODE METHOD URL AGENT". */
 static enum MHD_Result answer(drv_apiserver *s, struct MHD_Connection *c, const char *method,
                               const char *url, struct resp *r)
 {
+    log_request(s, c, method, url, r->code);
     if (s->audit && r->code >= 400) {
         const char *ua = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent");
         char line[640];
@@ -2883,6 +2932,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         }
         MHD_add_response_header(mr, "Content-Type", "application/json");
         MHD_add_response_header(mr, "Cache-Control", "no-cache, private");
+        log_request(s, c, method, url, 200);
         enum MHD_Result ok = MHD_queue_response(c, 200, mr);
         MHD_destroy_response(mr);
         return ok;
@@ -3011,6 +3061,7 @@ int drv_apiserver_start(drv_apiserver **out, const drv_apiserver_opts *o, drv_di
     s->cap = o->window > 0 ? (o->window < MAX_WINDOW ? o->window : MAX_WINDOW) : DEF_WINDOW;
     s->bookmark_ms = o->bookmark_ms > 0 ? o->bookmark_ms : 1000;
     s->audit = o->audit;
+    s->request_log = o->request_log;
     s->pod_resize = o->pod_resize;
     s->ring = drv_calloc((size_t)s->cap, sizeof *s->ring);
     s->rv = 100;
@@ -3104,6 +3155,7 @@ void drv_apiserver_free(drv_apiserver *s)
     drv_free(s->fg);
     drv_free(s->audit_buf);
     drv_free(s->err_buf);
+    drv_free(s->req_buf);
     char *fx[] = {s->fx_api,    s->fx_api_v1,  s->fx_apis,    s->fx_apis_crd, s->fx_coord,
                   s->fx_drover, s->fx_version, s->fx_v3index, s->fx_v3_v1,    s->fx_v3_coord};
     for (size_t i = 0; i < sizeof fx / sizeof *fx; i++)
@@ -3139,6 +3191,14 @@ char *drv_apiserver_errors(drv_apiserver *s)
 {
     pthread_mutex_lock(&s->mu);
     char *out = drv_strdup(s->err_buf ? s->err_buf : "");
+    pthread_mutex_unlock(&s->mu);
+    return out;
+}
+
+char *drv_apiserver_request_log(drv_apiserver *s)
+{
+    pthread_mutex_lock(&s->mu);
+    char *out = drv_strdup(s->req_buf ? s->req_buf : "");
     pthread_mutex_unlock(&s->mu);
     return out;
 }

@@ -44,6 +44,9 @@ typedef struct drv_apiserver_opts {
      * containers' resources (cpu and memory; the QoS class kept, else 422). Without it, as on
      * the recorded 1.24, the path is a 404 and the list does not name it. */
     bool pod_resize;
+    /* Keep every request answered (drv_apiserver_request_log): what a test checks the shipped
+     * RBAC against (tests/apiserver/rbac_check.h). */
+    bool request_log;
 } drv_apiserver_opts;
 
 /* Starts a server on 127.0.0.1 with an ephemeral port. */
@@ -75,6 +78,12 @@ char *drv_apiserver_audit(drv_apiserver *s);
  * watch stream is an ERROR event of a 200), one "CODE METHOD PATH USER-AGENT" line each, in
  * order (drv_malloc'd; the caller frees it). What a test checks for unexpected refusals. */
 char *drv_apiserver_errors(drv_apiserver *s);
+/* With opts.request_log: every request answered so far, discovery and watches included (a
+ * watch when its stream starts, with 200), one "CODE METHOD PATH?QUERY USER-AGENT" line each, in
+ * order; the query is rebuilt from the arguments, "&", " " and "%" in them percent-escaped, at
+ * most 511 bytes (drv_malloc'd; the caller frees it). A request refused before it is read
+ * (MHD_NO: out of memory) is not in it. */
+char *drv_apiserver_request_log(drv_apiserver *s);
 /* Every open watch stream is cut without its terminating chunk (a dropped connection). */
 void drv_apiserver_drop_watches(drv_apiserver *s);
 /* Every event so far leaves the window: watches from an older resourceVersion get 410, open

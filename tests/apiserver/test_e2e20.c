@@ -14,7 +14,8 @@
  *   3. checked: all 20 Succeeded; from the audit log replayed (history.h): no pod bound twice,
  *      no node over-committed at any moment, no gang half-bound; failonce-08 restarted; every
  *      answer of 400 or more is one of the expected ones (expected_4xx below, each with why);
- *      both controllers exit 0 on SIGTERM;
+ *      both controllers exit 0 on SIGTERM; every request either made is granted by the
+ *      shipped RBAC (deploy/rbac.yaml, deploy/emulate-rbac.yaml; rbac_check.h);
  *   4. parity: the order in which jobs got their first pod bound (audit log) never inverts two
  *      jobs the simulator started at different times, and each job's completion time (end -
  *      submit, emulated seconds: real seconds since time 0 times X) is within 5 % of the
@@ -35,6 +36,7 @@
 #include "apiserver.h"
 #include "history.h"
 #include "kubectl_util.h"
+#include "rbac_check.h"
 
 #include "drover/clock.h"
 #include "drover/kube.h"
@@ -479,6 +481,21 @@ static void check_history(drv_apiserver *srv, e2e_job *jobs, int n)
     printf("answers of 400 or more: %d, unexpected %d\n", total, bad);
     expect(bad == 0, "zero unexpected 4xx (or 5xx)", bad);
     drv_free(errs);
+    /* every request of drover run and drover emulate granted by deploy/'s RBAC */
+    char *log = drv_apiserver_request_log(srv);
+    const char *src = getenv("DROVER_SOURCE_DIR");
+    drv_diag d = {{0}};
+    char *refused = log ? drv_rbac_refused(log, src ? src : ".", &d) : NULL;
+    long lines = 0;
+    for (const char *p = log; p && (p = strchr(p, '\n')); p++)
+        lines++;
+    if (refused && *refused)
+        printf("%s", refused);
+    printf("requests logged: %ld\n", lines);
+    expect(refused && !*refused, refused ? "every request granted by deploy/'s RBAC" : d.msg,
+           (double)lines);
+    drv_free(refused);
+    drv_free(log);
 }
 
 /* The per-job table, and the parity checks: no inversion of the simulator's start order, each
@@ -604,6 +621,7 @@ int main(int argc, char **argv)
                              .crd_installed = true,
                              .podgroup_crd = true,
                              .audit = true,
+                             .request_log = true,
                              .window = 100000}; /* no watch outlives the window: no 410 */
     drv_diag d = {{0}};
     if (drv_apiserver_start(&srv, &so, &d) != 0 || kc_setup(drv_apiserver_port(srv), "e2e20")) {

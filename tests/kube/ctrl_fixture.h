@@ -21,6 +21,7 @@ typedef struct fixture {
 } fixture;
 
 typedef struct runner {
+    drv_kube_config cfg; /* the fixture's, as component "run": User-Agent drover-run/... */
     drv_ctrl *c;
     pthread_t t;
     volatile int stop;

@@ -6,6 +6,7 @@
  * of binding it again. Kubelet's part (pod phases) is played by the test with status writes.
  */
 #include "apiserver.h"
+#include "rbac_check.h"
 #include "drover/kube_controller.h"
 #include "drover/kube_types.h"
 #include "drover/policy.h"
@@ -32,7 +33,8 @@ typedef struct fixture {
 } fixture;
 
 typedef struct runner {
-    drv_profile prof; /* the controller borrows it */
+    drv_profile prof;    /* the controller borrows it */
+    drv_kube_config cfg; /* the fixture's, as component "run": User-Agent drover-run/... */
     drv_ctrl *c;
     pthread_t t;
     volatile int stop;
@@ -60,7 +62,9 @@ static void start_opts(fixture *f, runner *r, const char *policy, const drv_ctrl
         o = *extra;
         o.profile = &r->prof;
     }
-    assert_int_equal(drv_ctrl_new(&r->c, &f->cfg, &o, &d), 0);
+    r->cfg = f->cfg;
+    r->cfg.component = "run"; /* told apart from the test's own requests (rbac_check.h) */
+    assert_int_equal(drv_ctrl_new(&r->c, &r->cfg, &o, &d), 0);
     assert_int_equal(pthread_create(&r->t, NULL, run_main, r), 0);
 }
 
@@ -290,7 +294,7 @@ static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
     drv_diag d = {{0}};
-    drv_apiserver_opts o = {.fixture_dir = FIXTURE_DIR, .crd_installed = true};
+    drv_apiserver_opts o = {.fixture_dir = FIXTURE_DIR, .crd_installed = true, .request_log = true};
     if (getenv("DROVER_TEST_DEBUG"))
         drv_log_set(NULL, NULL, DRV_LOG_DEBUG);
     assert_int_equal(drv_apiserver_start(&f->srv, &o, &d), 0);
@@ -306,10 +310,12 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
+    /* every request the controllers made (the Lease's too), granted by deploy/rbac.yaml */
+    int rc = drv_rbac_check_server(f->srv, stderr);
     drv_kube_free(f->k);
     drv_apiserver_free(f->srv);
     free(f);
-    return 0;
+    return rc;
 }
 
 static void test_gangs_bind_wait_and_follow(void **state)

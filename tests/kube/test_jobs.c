@@ -8,6 +8,7 @@
  * (pod phases, removing deleted pods) is played by the test.
  */
 #include "ctrl_fixture.h"
+#include "rbac_check.h"
 #include "drover/kube_controller.h"
 #include "drover/kube_emulate.h"
 #include "drover/kube_types.h"
@@ -180,7 +181,7 @@ static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
     drv_diag d = {{0}};
-    drv_apiserver_opts o = {.fixture_dir = FIXTURE_DIR, .crd_installed = true};
+    drv_apiserver_opts o = {.fixture_dir = FIXTURE_DIR, .request_log = true, .crd_installed = true};
     if (getenv("DROVER_TEST_DEBUG"))
         drv_log_set(NULL, NULL, DRV_LOG_DEBUG);
     assert_int_equal(drv_apiserver_start(&f->srv, &o, &d), 0);
@@ -196,10 +197,12 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
+    /* every request the controller made, granted by deploy/rbac.yaml, else the test fails */
+    int rc = drv_rbac_check_server(f->srv, stderr);
     drv_kube_free(f->k);
     drv_apiserver_free(f->srv);
     free(f);
-    return 0;
+    return rc;
 }
 
 /* A TensorFlow job: every pod names its peers in TF_CONFIG, has its hostname and subdomain,

@@ -10,6 +10,7 @@
  * is for an observable effect.
  */
 #include "ctrl_fixture.h"
+#include "rbac_check.h"
 #include "drover/kube_controller.h"
 #include "drover/kube_types.h"
 #include "drover/policy.h"
@@ -80,8 +81,10 @@ static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
     drv_diag d = {{0}};
-    drv_apiserver_opts o = {
-        .fixture_dir = FIXTURE_DIR, .crd_installed = true, .podgroup_crd = true};
+    drv_apiserver_opts o = {.fixture_dir = FIXTURE_DIR,
+                            .request_log = true,
+                            .crd_installed = true,
+                            .podgroup_crd = true};
     if (getenv("DROVER_TEST_DEBUG"))
         drv_log_set(NULL, NULL, DRV_LOG_DEBUG);
     assert_int_equal(drv_apiserver_start(&f->srv, &o, &d), 0);
@@ -97,10 +100,12 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
+    /* every request the controller made, granted by deploy/rbac.yaml, else the test fails */
+    int rc = drv_rbac_check_server(f->srv, stderr);
     drv_kube_free(f->k);
     drv_apiserver_free(f->srv);
     free(f);
-    return 0;
+    return rc;
 }
 
 /* A PodGroup in default. */

@@ -13,6 +13,7 @@
  */
 #include "ctrl.h"
 #include "ctrl_fixture.h"
+#include "rbac_check.h"
 #include "drover/policy.h"
 
 #include <setjmp.h>
@@ -29,8 +30,10 @@ static int start_server(void **state, bool resize)
 {
     fixture *f = calloc(1, sizeof *f);
     drv_diag d = {{0}};
-    drv_apiserver_opts o = {
-        .fixture_dir = FIXTURE_DIR, .crd_installed = true, .pod_resize = resize};
+    drv_apiserver_opts o = {.fixture_dir = FIXTURE_DIR,
+                            .request_log = true,
+                            .crd_installed = true,
+                            .pod_resize = resize};
     assert_int_equal(drv_apiserver_start(&f->srv, &o, &d), 0);
     snprintf(f->url, sizeof f->url, "http://127.0.0.1:%u", drv_apiserver_port(f->srv));
     f->cfg.server = f->url;
@@ -54,10 +57,12 @@ static int setup_124(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
+    /* every request the controller made, granted by deploy/rbac.yaml, else the test fails */
+    int rc = drv_rbac_check_server(f->srv, stderr);
     drv_kube_free(f->k);
     drv_apiserver_free(f->srv);
     free(f);
-    return 0;
+    return rc;
 }
 
 /* Resources of the one container "main": Burstable (a CPU request) or Guaranteed (requests
@@ -103,6 +108,7 @@ static const char *server_cpu(fixture *f, const char *which, char *buf, size_t n
 
 /* The controller from the inside: listed, informers stopped, one binder thread started. */
 typedef struct inside {
+    drv_kube_config cfg; /* the fixture's, as component "run": User-Agent drover-run/... */
     drv_ctrl *c;
     ctrl_event *batch;
     int32_t cap;
@@ -116,7 +122,9 @@ static void inside_start(fixture *f, inside *in)
     assert_int_equal(drv_profile_builtin("gang-fifo", &prof, &d), 0);
     drv_ctrl_opts o = {.profile = &prof, .binders = 1, .no_events = true};
     memset(in, 0, sizeof *in);
-    assert_int_equal(drv_ctrl_new(&in->c, &f->cfg, &o, &d), 0);
+    in->cfg = f->cfg;
+    in->cfg.component = "run"; /* told apart from the test's own requests (rbac_check.h) */
+    assert_int_equal(drv_ctrl_new(&in->c, &in->cfg, &o, &d), 0);
     drv_ctrl *c = in->c;
     c->loop.t0 = drv_clock_mono();
     c->loop.leader = true;

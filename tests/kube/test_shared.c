@@ -8,6 +8,7 @@
  * Kubelet's part (pod phases) is played by the test where needed.
  */
 #include "ctrl_fixture.h"
+#include "rbac_check.h"
 #include "drover/kube_controller.h"
 #include "drover/policy.h"
 #include "json.h"
@@ -127,7 +128,8 @@ static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
     drv_diag d = {{0}};
-    drv_apiserver_opts o = {.fixture_dir = FIXTURE_DIR, .crd_installed = true, .queue_crd = true};
+    drv_apiserver_opts o = {
+        .fixture_dir = FIXTURE_DIR, .request_log = true, .crd_installed = true, .queue_crd = true};
     if (getenv("DROVER_TEST_DEBUG"))
         drv_log_set(NULL, NULL, DRV_LOG_DEBUG);
     assert_int_equal(drv_apiserver_start(&f->srv, &o, &d), 0);
@@ -145,8 +147,11 @@ static int setup_pg(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
     drv_diag d = {{0}};
-    drv_apiserver_opts o = {
-        .fixture_dir = FIXTURE_DIR, .crd_installed = true, .queue_crd = true, .podgroup_crd = true};
+    drv_apiserver_opts o = {.fixture_dir = FIXTURE_DIR,
+                            .request_log = true,
+                            .crd_installed = true,
+                            .queue_crd = true,
+                            .podgroup_crd = true};
     assert_int_equal(drv_apiserver_start(&f->srv, &o, &d), 0);
     snprintf(f->url, sizeof f->url, "http://127.0.0.1:%u", drv_apiserver_port(f->srv));
     f->cfg.server = f->url;
@@ -160,10 +165,12 @@ static int setup_pg(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
+    /* every request the controller made, granted by deploy/rbac.yaml, else the test fails */
+    int rc = drv_rbac_check_server(f->srv, stderr);
     drv_kube_free(f->k);
     drv_apiserver_free(f->srv);
     free(f);
-    return 0;
+    return rc;
 }
 
 #define GPU_LABELS "{\"pool\":\"gpu\",\"kubernetes.io/hostname\":\"%s\"}"
@@ -444,7 +451,9 @@ static void start_text(fixture *f, runner *r, const char *text, drv_profile *pro
     assert_int_equal(drv_profile_parse("test", text, prof, &d), 0);
     drv_ctrl_opts o = {.profile = prof};
     memset(r, 0, sizeof *r);
-    assert_int_equal(drv_ctrl_new(&r->c, &f->cfg, &o, &d), 0);
+    r->cfg = f->cfg;
+    r->cfg.component = "run"; /* told apart from the test's own requests (rbac_check.h) */
+    assert_int_equal(drv_ctrl_new(&r->c, &r->cfg, &o, &d), 0);
     assert_int_equal(pthread_create(&r->t, NULL, run_main, r), 0);
 }
 

@@ -14,13 +14,15 @@
  *   -> held, its Event says so; kubectl create the Queue -> the job is admitted and
  *      `kubectl get queues` shows it and the CPU it uses;
  *   a job that waits for room -> its Waiting Event gives its priority factor by factor;
- *   SIGTERM -> drover exits 0 with its summary line.
+ *   SIGTERM -> drover exits 0 with its summary line; every request it made is granted by
+ *   deploy/rbac.yaml (rbac_check.h).
  *
  * Skipped (77) when kubectl is not on PATH. kubectl runs with --validate=false (test_kubectl.c
  * says why). Every kubectl call has --request-timeout; ctest's TIMEOUT bounds the whole test.
  */
 #include "apiserver.h"
 #include "kubectl_util.h"
+#include "rbac_check.h"
 
 #include <curl/curl.h>
 #include <signal.h>
@@ -96,7 +98,7 @@ int main(void)
     char fx[512];
     snprintf(fx, sizeof fx, "%.400s/tests/fixtures/k8s", src);
     drv_apiserver *s = NULL;
-    drv_apiserver_opts o = {.fixture_dir = fx};
+    drv_apiserver_opts o = {.fixture_dir = fx, .request_log = true};
     drv_diag d = {{0}};
     if (drv_apiserver_start(&s, &o, &d)) {
         fprintf(stderr, "cannot start the test server: %s\n", d.msg);
@@ -328,6 +330,8 @@ int main(void)
     kc_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, "stopped after") &&
                   strstr(out, "4 jobs"), /* the example, the pod group, lab-job, big-job */
               "drover run stops on SIGTERM with exit status 0 and a summary", out);
+    /* every request the drover binary made is one deploy/rbac.yaml grants */
+    kc_expect(drv_rbac_check_server(s, stdout) == 0, "deploy/rbac.yaml grants every request", "");
 
     drv_apiserver_free(s);
     kc_cleanup();

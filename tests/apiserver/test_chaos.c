@@ -25,9 +25,10 @@
  * times (the interleaving of threads still varies). Prints one summary line.
  *
  * usage: test_chaos [--seed N] [--jobs N] [--rate R] [--kills N] [--policy NAME] [--nodes N]
- *                   [--delay-ms MS] [--kill-bound N]
+ *                   [--delay-ms MS] [--kill-bound N] [--keep]
  *        (defaults: seed $CHAOS_SEED or 1, 200 jobs, rate 0.1, 6 kills, gang-fifo, 8 nodes, no
- *        delay, kills at random moments)
+ *        delay, kills at random moments; --keep: the controllers' logs and the audit log are
+ *        kept (and their directory named) even when every check holds, as on a failure)
  * The restart experiment of issue 12 (4 nodes, 20 jobs, every request 150 ms late, each of 37
  * kills once 13 pods are bound and live, no faults):
  *        test_chaos --nodes 4 --jobs 20 --delay-ms 150 --kills 37 --kill-bound 13 --rate 0
@@ -59,6 +60,7 @@ typedef struct opts {
                        controller has run a random 0.3-1 s), not at a random moment */
     double rate;
     const char *policy;
+    bool keep; /* keep the logs and the audit log even when every check holds */
 } opts;
 
 static int failures;
@@ -181,8 +183,9 @@ static int live_bound_pods(drv_kube *k)
     return n;
 }
 
-/* How many TrainingJobs have status.phase Succeeded. */
-static int succeeded_jobs(drv_kube *k)
+/* How many TrainingJobs have status.phase Succeeded; tell: the others are named on stderr
+ * (the first 10, with their phase), for whoever debugs a run that did not finish. */
+static int succeeded_jobs(drv_kube *k, bool tell)
 {
     drv_diag d = {{0}};
     long st = 0;
@@ -196,7 +199,12 @@ static int succeeded_jobs(drv_kube *k)
     json_array_foreach(json_object_get(list, "items"), i, tj)
     {
         const char *ph = json_string_value(json_object_get(json_object_get(tj, "status"), "phase"));
-        n += ph && strcmp(ph, "Succeeded") == 0;
+        bool ok = ph && strcmp(ph, "Succeeded") == 0;
+        if (tell && !ok && (int)i - n < 10)
+            fprintf(stderr, "not succeeded: %s (phase %s)\n",
+                    json_string_value(json_object_get(json_object_get(tj, "metadata"), "name")),
+                    ph ? ph : "none");
+        n += ok;
     }
     json_decref(list);
     return n;
@@ -207,7 +215,7 @@ static int succeeded_jobs(drv_kube *k)
 static int usage(void)
 {
     fprintf(stderr, "usage: test_chaos [--seed N] [--jobs N] [--rate R] [--kills N] "
-                    "[--policy NAME] [--nodes N] [--delay-ms MS] [--kill-bound N]\n");
+                    "[--policy NAME] [--nodes N] [--delay-ms MS] [--kill-bound N] [--keep]\n");
     return 2;
 }
 
@@ -221,6 +229,11 @@ static int parse(int argc, char **argv, opts *o)
                 .nodes = NODES,
                 .policy = "gang-fifo"};
     for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--keep")) {
+            o->keep = true;
+            i--; /* (a flag without a value) */
+            continue;
+        }
         if (i + 1 >= argc)
             return usage();
         if (!strcmp(argv[i], "--seed"))
@@ -321,7 +334,9 @@ int main(int argc, char **argv)
     pid_t pid = start_drover(&o, o.kills, log, sizeof log);
     int done = 0;
     for (double t0 = now(); now() - t0 < 200 && done < o.jobs; sleep_s(0.5))
-        done = succeeded_jobs(k);
+        done = succeeded_jobs(k, false);
+    if (done < o.jobs)
+        done = succeeded_jobs(k, true);
     kill(pid, SIGTERM);
     int status = 0;
     waitpid(pid, &status, 0);
@@ -366,7 +381,7 @@ int main(int argc, char **argv)
     drv_emulator_stop(emu);
     drv_emulator_free(emu);
     drv_apiserver_free(srv);
-    if (!failures) {
+    if (!failures && !o.keep) {
         kc_cleanup();
     } else { /* the history too, one event a line, for whoever debugs it */
         char path[600];

@@ -7,7 +7,9 @@
  * bound pod for its duration annotation. The test submits --jobs TrainingJobs of 1 PS and 4
  * workers (500m, 1Gi each), then runs `drover run` as a child process and SIGKILLs it --kills
  * times at seeded random moments, restarting it at once each time; the last one runs until
- * every job has succeeded and is stopped with SIGTERM. Meanwhile the server answers about
+ * every job has succeeded (or one has Failed, or none more has for a minute: a stuck run, told
+ * apart from a slow one by its progress rather than by the wall clock) and is stopped with
+ * SIGTERM. Meanwhile the server answers about
  * --rate of the controller's requests (its User-Agent is drover-run/<version>; the emulator's and
  * the test's are not touched) with a fault: 409, 429 with Retry-After, 500, a 300 ms delay, every
  * watch dropped, or the watch window expired (410).
@@ -51,6 +53,9 @@
 #include <unistd.h>
 
 enum { NODES = 8, RANKS = 5, MAX_JOBS = 2000 };
+/* The last controller is stopped once no job has succeeded for this long (seconds): about 12
+ * times a job's run at the emulator's speed, and what a stuck job costs a failing run. */
+enum { STALL_S = 60 };
 
 typedef struct opts {
     uint64_t seed;
@@ -183,9 +188,10 @@ static int live_bound_pods(drv_kube *k)
     return n;
 }
 
-/* How many TrainingJobs have status.phase Succeeded; tell: the others are named on stderr
- * (the first 10, with their phase), for whoever debugs a run that did not finish. */
-static int succeeded_jobs(drv_kube *k, bool tell)
+/* How many TrainingJobs have status.phase Succeeded, and (*failed) how many Failed; tell: the
+ * others are named on stderr (the first 10, with their phase), for whoever debugs a run that
+ * did not finish. */
+static int succeeded_jobs(drv_kube *k, bool tell, int *failed)
 {
     drv_diag d = {{0}};
     long st = 0;
@@ -200,6 +206,7 @@ static int succeeded_jobs(drv_kube *k, bool tell)
     {
         const char *ph = json_string_value(json_object_get(json_object_get(tj, "status"), "phase"));
         bool ok = ph && strcmp(ph, "Succeeded") == 0;
+        *failed += ph && strcmp(ph, "Failed") == 0;
         if (tell && !ok && (int)i - n < 10)
             fprintf(stderr, "not succeeded: %s (phase %s)\n",
                     json_string_value(json_object_get(json_object_get(tj, "metadata"), "name")),
@@ -332,11 +339,23 @@ int main(int argc, char **argv)
     }
     drv_apiserver_faults before = drv_apiserver_fault_counts(srv);
     pid_t pid = start_drover(&o, o.kills, log, sizeof log);
-    int done = 0;
-    for (double t0 = now(); now() - t0 < 200 && done < o.jobs; sleep_s(0.5))
-        done = succeeded_jobs(k, false);
-    if (done < o.jobs)
-        done = succeeded_jobs(k, true);
+    /* Waits while jobs keep succeeding: until every one has, or one has Failed (it never will
+     * succeed), or none more has for STALL_S. A loaded machine is slow but makes progress, so
+     * the wait scales with it; a stuck job is told apart from a slow one by the stall. */
+    int done = 0, failed = 0;
+    for (double last = now(); done < o.jobs && failed == 0 && now() - last < STALL_S;
+         sleep_s(0.5)) {
+        failed = 0;
+        int n = succeeded_jobs(k, false, &failed);
+        if (n > done) {
+            done = n;
+            last = now();
+        }
+    }
+    if (done < o.jobs) {
+        failed = 0;
+        done = succeeded_jobs(k, true, &failed);
+    }
     kill(pid, SIGTERM);
     int status = 0;
     waitpid(pid, &status, 0);

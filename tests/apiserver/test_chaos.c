@@ -321,8 +321,15 @@ int main(int argc, char **argv)
     drv_apiserver_chaos(srv, o.seed, o.rate, "drover-run/");
     drv_apiserver_set_delay(srv, o.delay_ms);
     char log[600];
+    /* the store's resourceVersion when each controller was started and killed (stopped): what
+     * tells which incarnation a binding of the audit log can have come from */
+    uint64_t *rv_from = calloc((size_t)o.kills + 1, sizeof *rv_from);
+    uint64_t *rv_to = calloc((size_t)o.kills + 1, sizeof *rv_to);
+    if (!rv_from || !rv_to)
+        return 1;
     int kills_bound = 0; /* kills that came with kill_bound pods bound (not after 10 s) */
     for (int kill_no = 0; kill_no < o.kills; kill_no++) {
+        rv_from[kill_no] = drv_apiserver_rv(srv);
         pid_t pid = start_drover(&o, kill_no, log, sizeof log);
         if (o.kill_bound > 0) { /* once that many are bound (or 10 s on), after 0.3-1 s */
             double t0 = now(), min = 0.3 + 0.7 * uniform();
@@ -336,8 +343,10 @@ int main(int argc, char **argv)
         }
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
+        rv_to[kill_no] = drv_apiserver_rv(srv);
     }
     drv_apiserver_faults before = drv_apiserver_fault_counts(srv);
+    rv_from[o.kills] = drv_apiserver_rv(srv);
     pid_t pid = start_drover(&o, o.kills, log, sizeof log);
     /* Waits while jobs keep succeeding: until every one has, or one has Failed (it never will
      * succeed), or none more has for STALL_S. A loaded machine is slow but makes progress, so
@@ -359,6 +368,7 @@ int main(int argc, char **argv)
     kill(pid, SIGTERM);
     int status = 0;
     waitpid(pid, &status, 0);
+    rv_to[o.kills] = drv_apiserver_rv(srv);
     drv_apiserver_faults after = drv_apiserver_fault_counts(srv);
     drv_apiserver_chaos(srv, 0, 0, NULL);
 
@@ -410,8 +420,13 @@ int main(int argc, char **argv)
             fputs(audit, f);
         if (f)
             fclose(f);
+        for (int i = 0; i <= o.kills; i++)
+            fprintf(stderr, "controller %d (drover-%d.log): resourceVersions %llu to %llu\n", i, i,
+                    (unsigned long long)rv_from[i], (unsigned long long)rv_to[i]);
         fprintf(stderr, "logs and the audit log kept in %s\n", kc_dir());
     }
     drv_free(audit);
+    free(rv_from);
+    free(rv_to);
     return failures ? 1 : 0;
 }

@@ -84,8 +84,13 @@ void drv_apiserver_expire(drv_apiserver *s);
 /* Every open watch stream receives `line` (and a newline) as it is: malformed JSON, an unknown
  * event type... (at most 255 bytes). */
 void drv_apiserver_corrupt_watches(drv_apiserver *s, const char *line);
-/* Delay every request by ms before it is handled (0 = none). */
+/* Delay every request by ms before it is handled (0 = none). A request whose client has
+ * closed its connection when its delay (or a slow fault's) ends is not served at all, as
+ * kube-apiserver cancels a request whose client went: a killed client's write never lands
+ * late. */
 void drv_apiserver_set_delay(drv_apiserver *s, int ms);
+/* How many requests were not served so: their client had gone when their delay ended. */
+long drv_apiserver_abandoned(drv_apiserver *s);
 /* Current resourceVersion of the store. */
 uint64_t drv_apiserver_rv(drv_apiserver *s);
 /* Number of requests served so far (all kinds). */

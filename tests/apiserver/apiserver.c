@@ -141,7 +141,7 @@ struct drv_apiserver {
     uint64_t chaos_rng;
     char chaos_agent[64];
     drv_apiserver_faults chaos_count;
-    long abandoned; /* requests not served: their client had gone when their delay ended */
+    long abandoned; /* writes not applied: their client had gone before they were served */
     /* opts.audit: every node and pod event as a JSON line, in order */
     bool audit;
     char *audit_buf;
@@ -2761,24 +2761,18 @@ static int chaos_fault(drv_apiserver *s, bool is_watch)
     }
 }
 
-/* Whether c's client has closed its connection while its request waited (a killed process:
- * its kernel closed the socket). kube-apiserver cancels a request's context when its client
- * goes, so a write not yet committed then is not applied; a delayed request here (set_delay,
- * a slow fault) must not be applied after its client has gone either, or a killed controller's
- * binding lands after its successor has listed the node as free. Under s->mu or not. */
-static bool client_gone(drv_apiserver *s, struct MHD_Connection *c)
+/* Whether c's client has closed its connection (a killed process: its kernel closed the
+ * socket) while its request waited: an injected delay or slow fault, or a server thread that a
+ * loaded machine did not run. kube-apiserver cancels a request's context when its client goes,
+ * so a write not yet committed then is not applied; neither is one here, or a killed
+ * controller's binding would land after its successor listed the node as free. */
+static bool client_gone(struct MHD_Connection *c)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     char b;
     ssize_t n = ci ? recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) : 1;
-    bool gone = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-    if (gone) {
-        pthread_mutex_lock(&s->mu);
-        s->abandoned++;
-        pthread_mutex_unlock(&s->mu);
-    }
-    return gone;
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 /* Queues r; with opts.audit, an answer of 400 or more is logged first: "CODE METHOD URL AGENT". */
@@ -2836,8 +2830,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (delay > 0) {
         struct timespec t = {delay / 1000, (long)(delay % 1000) * 1000000L};
         nanosleep(&t, NULL);
-        if (client_gone(s, c))
-            return MHD_NO; /* (not served: the connection is closed) */
     }
     struct resp r = {0};
     if (s->client_auth && !client_verified(c)) {
@@ -2883,8 +2875,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
             pthread_mutex_unlock(&s->mu);
             struct timespec t = {0, CHAOS_SLOW_MS * 1000000L};
             nanosleep(&t, NULL);
-            if (client_gone(s, c))
-                return MHD_NO;
             pthread_mutex_lock(&s->mu);
         } else if (code > 0) {
             pthread_mutex_unlock(&s->mu);
@@ -2896,6 +2886,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                        NULL, NULL, NULL, true, "injected fault: %d", code);
             return answer(s, c, method, url, &r);
         }
+    }
+    if (strcmp(method, "GET") != 0 && client_gone(c)) { /* a write whose client went */
+        s->abandoned++;
+        pthread_mutex_unlock(&s->mu);
+        return MHD_NO; /* (not served: the connection is closed) */
     }
     if (!strcmp(method, "GET") && is_watch) {
         struct watch *w = start_watch(s, c, &rt, &r);

@@ -84,12 +84,12 @@ void drv_apiserver_expire(drv_apiserver *s);
 /* Every open watch stream receives `line` (and a newline) as it is: malformed JSON, an unknown
  * event type... (at most 255 bytes). */
 void drv_apiserver_corrupt_watches(drv_apiserver *s, const char *line);
-/* Delay every request by ms before it is handled (0 = none). A request whose client has
- * closed its connection when its delay (or a slow fault's) ends is not served at all, as
- * kube-apiserver cancels a request whose client went: a killed client's write never lands
- * late. */
+/* Delay every request by ms before it is handled (0 = none). */
 void drv_apiserver_set_delay(drv_apiserver *s, int ms);
-/* How many requests were not served so: their client had gone when their delay ended. */
+/* Writes (not GET) whose client has closed its connection by the time they would be served
+ * (after a delay, a slow fault, or a wait for a thread) are not applied, as kube-apiserver
+ * cancels a request whose client went: a killed client's write never lands late. How many
+ * were not, so far: */
 long drv_apiserver_abandoned(drv_apiserver *s);
 /* Current resourceVersion of the store. */
 uint64_t drv_apiserver_rv(drv_apiserver *s);

@@ -199,7 +199,10 @@ typedef struct pod_record {
                                   node whose room it holds until gone (counted as foreign), 0 */
     drv_res ghost_req;
     int32_t want;           /* create it bound to this node once the old pod is gone, -1 */
-    int8_t inflight;        /* REQ_* a binder thread is sending about it, REQ_NONE */
+    int8_t inflight;        /* REQ_* a binder thread is sending about it, REQ_NONE ... */
+    int32_t inflight_node;  /* ... REQ_BIND, REQ_CREATE: the state node it places it on, -1 */
+    bool ghost_placed;      /* its ghost holds the room of a placement still out, for a
+                               deletion to follow (ctrl_binder.c: hold_placed_room) */
     bool delete_after;      /* ... and it is to be deleted once that is done */
     bool delete_assumed;    /* exists = 2 was assumed for a deletion not yet answered */
     int64_t api_cpu_limit;  /* its pod's CPU limit as the API has it (drv_kpod.cpu_limit, 0:

@@ -415,6 +415,41 @@ static void test_partial_gang_rolled_back(void **state)
     close_ctrl(c, batch);
 }
 
+/* The same when the state has lost the bound pod's binding (the API has it on node-a, the
+ * state nowhere): the API's pod runs all the same, so it is deleted with the rest. */
+static void test_partial_gang_rolled_back_as_the_api_has_it(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
+        "\"name\":\"hg\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{"
+        "\"replicas\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":\"main\","
+        "\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}");
+    req(f, "POST", "/api/v1/namespaces/default/pods",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"hg-worker-0\","
+        "\"labels\":{\"drover.dev/job\":\"hg\",\"drover.dev/role\":\"worker\","
+        "\"drover.dev/rank\":\"0\"}},\"spec\":{\"schedulerName\":\"drover\",\"nodeName\":"
+        "\"node-a\",\"containers\":[{\"name\":\"main\",\"image\":\"t\",\"resources\":{"
+        "\"requests\":{\"cpu\":\"1\"}}}]}}");
+    req(f, "POST", "/api/v1/namespaces/default/pods",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"other\"},"
+        "\"spec\":{\"nodeName\":\"node-a\",\"containers\":[{\"name\":\"main\",\"image\":"
+        "\"t\",\"resources\":{\"requests\":{\"cpu\":\"3\"}}}]}}");
+    ctrl_event *batch = NULL;
+    int32_t cap = 0;
+    drv_ctrl *c = open_ctrl(&batch, &cap, f, NULL);
+    ctrl_binder_stop(c); /* what the cycle sends stays queued, for the test to see */
+    drv_state *st = &c->mirror.st;
+    int32_t w0 = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
+    assert_int_equal(st->pods[w0].node, 0);
+    drv_state_unbind(st, w0); /* the state's binding lost; the API's stays */
+    assert_int_equal(ctrl_cycle_run(c), 0);
+    assert_int_equal(c->mirror.pods[w0].inflight, REQ_DELETE);
+    assert_int_equal(drv_node_free(&st->nodes[0]).cpu, 0); /* held until gone */
+    close_ctrl(c, batch);
+}
+
 /* A gang placed whole by a cycle whose one creation then fails is not taken for whole: when the
  * next cycle cannot place that pod again, the gang is rolled back. */
 static void test_gang_failed_in_flight_rolled_back(void **state)
@@ -502,6 +537,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_binding_404_forgets_the_pod, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pod_being_deleted_holds_its_room, setup, teardown),
         cmocka_unit_test_setup_teardown(test_room_of_a_placement_out_held, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_partial_gang_rolled_back_as_the_api_has_it, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_finished_job_not_placed_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_partial_gang_rolled_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_failed_in_flight_rolled_back, setup, teardown),

@@ -59,7 +59,8 @@ typedef struct tj_record {
     drv_ktrainingjob tj;
     char uid[64];
     char *tmpl[DRV_NROLES]; /* each role's pod template, as compact JSON (NULL when absent) */
-    bool finished;          /* status.phase is Succeeded or Failed */
+    bool finished;          /* status.phase is Succeeded or Failed ... */
+    bool succeeded;         /* ... Succeeded (a predecessor's word on how it ended) */
     char invalid[512];      /* why its spec is invalid (names the field), "" when valid */
     /* what its status says already (a restarted controller carries it on): */
     drv_condition conds[DRV_NCONDS];
@@ -198,7 +199,10 @@ typedef struct pod_record {
                                   node whose room it holds until gone (counted as foreign), 0 */
     drv_res ghost_req;
     int32_t want;           /* create it bound to this node once the old pod is gone, -1 */
-    int8_t inflight;        /* REQ_* a binder thread is sending about it, REQ_NONE */
+    int8_t inflight;        /* REQ_* a binder thread is sending about it, REQ_NONE ... */
+    int32_t inflight_node;  /* ... REQ_BIND, REQ_CREATE: the state node it places it on, -1 */
+    bool ghost_placed;      /* its ghost holds the room of a placement still out, for a
+                               deletion to follow (ctrl_binder.c: hold_placed_room) */
     bool delete_after;      /* ... and it is to be deleted once that is done */
     bool delete_assumed;    /* exists = 2 was assumed for a deletion not yet answered */
     int64_t api_cpu_limit;  /* its pod's CPU limit as the API has it (drv_kpod.cpu_limit, 0:
@@ -583,6 +587,9 @@ int ctrl_apply_events(drv_ctrl *c, ctrl_event *ev, int32_t n); /* frees their tj
 /* ---- lifecycle (ctrl_lifecycle.c) ----------------------------------------------------------- */
 void ctrl_lifecycle_read_status(json_t *status, tj_record *t); /* informer threads */
 void ctrl_lifecycle_init(drv_ctrl *c, int32_t j, const tj_record *t);
+/* Job j's status was written finished by someone else: its phase, conditions and times are
+ * taken as written (the job ends at the next cycle, its status written back the same). */
+void ctrl_lifecycle_finished_by_status(drv_ctrl *c, int32_t j, const tj_record *t);
 /* After a cycle: true when job j ended (Succeeded or Failed) by this call. */
 bool ctrl_lifecycle_reconcile(drv_ctrl *c, int32_t j);
 /* Before a cycle: ends job j (true) when its pods say it is over, and does nothing else, so

@@ -138,6 +138,7 @@ static int enqueue(drv_ctrl *c, int32_t s, int32_t node, int8_t request, char *p
         return DRV_ENOMEM;
     }
     c->mirror.pods[s].inflight = request;
+    c->mirror.pods[s].inflight_node = request == REQ_BIND || request == REQ_CREATE ? node : -1;
     return 0;
 }
 
@@ -182,9 +183,30 @@ static void hold_room(drv_ctrl *c, int32_t slot)
         ctrl_mirror_set_ghost(c, p, p->api_name, m->st.jobs[sp->job].role[sp->role].req);
 }
 
+/* A pod to be deleted whose placement (a binding or a bound creation) is still out may be on
+ * that node from the moment it is answered until its deletion has gone through: when the state
+ * no longer has it there (its job ended, it was evicted), that room is its ghost from now, not
+ * from the answer, or a cycle in between could give it away. The answer sets it right
+ * (ctrl_binder_apply_answer). */
+static void hold_placed_room(drv_ctrl *c, int32_t slot)
+{
+    ctrl_mirror *m = &c->mirror;
+    pod_record *p = &m->pods[slot];
+    const drv_pod *sp = &m->st.pods[slot];
+    int32_t node = p->inflight_node;
+    if ((p->inflight != REQ_BIND && p->inflight != REQ_CREATE) || node < 0 || sp->node == node)
+        return;
+    int32_t name = ctrl_name_intern(c, drv_strtab_str(m->st.names, m->st.nodes[node].name));
+    if (name > 0) {
+        ctrl_mirror_set_ghost(c, p, name, m->st.jobs[sp->job].role[sp->role].req);
+        p->ghost_placed = true;
+    }
+}
+
 /* Deletes slot s's pod: assumed gone from now (exists 2) until the answer says otherwise; its
  * room stays held meanwhile (hold_room). A request still out about it is answered first
- * (delete_after); a deletion out is enough. */
+ * (delete_after; a placement's room held meanwhile: hold_placed_room); a deletion out is
+ * enough. */
 int ctrl_binder_delete(drv_ctrl *c, int32_t slot)
 {
     pod_record *p = &c->mirror.pods[slot];
@@ -192,6 +214,7 @@ int ctrl_binder_delete(drv_ctrl *c, int32_t slot)
         return 0;
     if (p->inflight) {
         p->delete_after = true;
+        hold_placed_room(c, slot);
         return 0;
     }
     hold_room(c, slot);
@@ -461,6 +484,14 @@ int ctrl_binder_apply_answer(drv_ctrl *c, const ctrl_event *e)
         if (!bound && node >= 0 && sp->node == node && p->want < 0)
             drv_state_unbind(&m->st, s);
         m->dirty = true;
+    }
+    if (p->ghost_placed) {
+        /* The room held for the placement while it was out is held again only if the pod is
+         * there (hold_room, by the deletion below); one seen being deleted meanwhile keeps the
+         * ghost its watch event gave it (ctrl_mirror.c). */
+        p->ghost_placed = false;
+        if (p->exists != 2)
+            ctrl_mirror_set_ghost(c, p, 0, (drv_res){0, 0, 0});
     }
     if (p->delete_after) {
         p->delete_after = false;

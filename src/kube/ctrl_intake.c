@@ -125,7 +125,8 @@ static int decode_trainingjob(json_t *obj, drv_ctrl *c, tj_record *t, drv_diag *
     snprintf(t->uid, sizeof t->uid, "%s", uid ? uid : "");
     json_t *status = json_object_get(obj, "status");
     const char *ph = json_string_value(json_object_get(status, "phase"));
-    t->finished = ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed"));
+    t->succeeded = ph && !strcmp(ph, "Succeeded");
+    t->finished = t->succeeded || (ph && !strcmp(ph, "Failed"));
     ctrl_lifecycle_read_status(status, t);
     if (t->invalid[0])
         return 0;

@@ -104,6 +104,22 @@ void ctrl_lifecycle_init(drv_ctrl *c, int32_t j, const tj_record *t)
     }
 }
 
+/* Job j's TrainingJob status was written finished by someone else (a predecessor killed after
+ * writing it, before this controller saw its pods say so): its word is taken as it is, phase,
+ * conditions and completion time, so that finish() writes the same status back rather than a
+ * Failed of its own (a job that succeeded was once written Failed this way: test_chaos). */
+void ctrl_lifecycle_finished_by_status(drv_ctrl *c, int32_t j, const tj_record *t)
+{
+    job_record *jr = &c->mirror.jobs[j];
+    jr->status = t->succeeded ? ST_SUCCEEDED : ST_FAILED;
+    memcpy(jr->conds, t->conds, sizeof jr->conds);
+    jr->cond = true_cond(jr->conds);
+    if (t->start_time >= 0)
+        jr->start_time = t->start_time;
+    if (t->completion_time >= 0)
+        jr->completion_time = t->completion_time;
+}
+
 /* ---- conditions and Events ------------------------------------------------------------------ */
 
 /* Makes cond True (the one True before False) and says so in an Event, when it changed. */
@@ -207,7 +223,10 @@ static void finish(drv_ctrl *c, int32_t j, const drv_lifecycle_out *out)
     if (jr->completion_time < 0)
         jr->completion_time = drv_clock_wall();
     if (!jr->gone) {
-        transition(c, j, out->state, out->reason, out->message);
+        /* (a status finished by someone else says so already: ctrl_lifecycle_finished_by_status
+         * took its conditions, which are written back as they are) */
+        if (jr->cond != out->state)
+            transition(c, j, out->state, out->reason, out->message);
         ctrl_writer_status(c, j, out->state == DRV_COND_SUCCEEDED ? "finished" : "failed");
     }
     drv_state_set_phase(&m->st, j, DRV_JOB_DONE);

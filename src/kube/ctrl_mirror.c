@@ -634,9 +634,9 @@ int ctrl_mirror_apply_trainingjob(drv_ctrl *c, ctrl_event *e)
         return invalid_job(c, e);
     if (j < 0)
         return add_job(c, e);
-    /* A status written by someone else as finished ends it. */
+    /* A status written by someone else as finished ends it, as that status says. */
     if (e->tj->finished && m->jobs[j].status < ST_SUCCEEDED) {
-        m->jobs[j].status = ST_FAILED;
+        ctrl_lifecycle_finished_by_status(c, j, e->tj);
         m->dirty = true;
         return 0;
     }

@@ -39,6 +39,8 @@
 #include <strings.h>
 #include <time.h>
 #include <arpa/inet.h>
+#include <errno.h>
+#include <sys/socket.h>
 
 #define MAX_BODY (4u << 20)
 /* The query text kept per line of the request log (opts.request_log); longer is cut. */
@@ -141,6 +143,7 @@ struct drv_apiserver {
     uint64_t chaos_rng;
     char chaos_agent[64];
     drv_apiserver_faults chaos_count;
+    long abandoned; /* writes not applied: their client had gone before they were served */
     /* opts.audit: every node and pod event as a JSON line, in order */
     bool audit;
     char *audit_buf;
@@ -2806,6 +2809,20 @@ static void log_request(drv_apiserver *s, struct MHD_Connection *c, const char *
     pthread_mutex_unlock(&s->mu);
 }
 
+/* Whether c's client has closed its connection (a killed process: its kernel closed the
+ * socket) while its request waited: an injected delay or slow fault, or a server thread that a
+ * loaded machine did not run. kube-apiserver cancels a request's context when its client goes,
+ * so a write not yet committed then is not applied; neither is one here, or a killed
+ * controller's binding would land after its successor listed the node as free. */
+static bool client_gone(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    char b;
+    ssize_t n = ci ? recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) : 1;
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 /* Queues r; with opts.audit, an answer of 400 or more is logged first: "CODE METHOD URL AGENT". */
 static enum MHD_Result answer(drv_apiserver *s, struct MHD_Connection *c, const char *method,
                               const char *url, struct resp *r)
@@ -2918,6 +2935,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                        NULL, NULL, NULL, true, "injected fault: %d", code);
             return answer(s, c, method, url, &r);
         }
+    }
+    if (strcmp(method, "GET") != 0 && client_gone(c)) { /* a write whose client went */
+        s->abandoned++;
+        pthread_mutex_unlock(&s->mu);
+        return MHD_NO; /* (not served: the connection is closed) */
     }
     if (!strcmp(method, "GET") && is_watch) {
         struct watch *w = start_watch(s, c, &rt, &r);
@@ -3251,6 +3273,14 @@ void drv_apiserver_set_delay(drv_apiserver *s, int ms)
     pthread_mutex_lock(&s->mu);
     s->delay_ms = ms;
     pthread_mutex_unlock(&s->mu);
+}
+
+long drv_apiserver_abandoned(drv_apiserver *s)
+{
+    pthread_mutex_lock(&s->mu);
+    long n = s->abandoned;
+    pthread_mutex_unlock(&s->mu);
+    return n;
 }
 
 uint64_t drv_apiserver_rv(drv_apiserver *s)

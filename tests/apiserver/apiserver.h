@@ -95,6 +95,11 @@ void drv_apiserver_expire(drv_apiserver *s);
 void drv_apiserver_corrupt_watches(drv_apiserver *s, const char *line);
 /* Delay every request by ms before it is handled (0 = none). */
 void drv_apiserver_set_delay(drv_apiserver *s, int ms);
+/* Writes (not GET) whose client has closed its connection by the time they would be served
+ * (after a delay, a slow fault, or a wait for a thread) are not applied, as kube-apiserver
+ * cancels a request whose client went: a killed client's write never lands late. How many
+ * were not, so far: */
+long drv_apiserver_abandoned(drv_apiserver *s);
 /* Current resourceVersion of the store. */
 uint64_t drv_apiserver_rv(drv_apiserver *s);
 /* Number of requests served so far (all kinds). */

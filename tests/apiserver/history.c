@@ -3,8 +3,8 @@
  *
  * State per node (allocatable, what live pods request), per gang (declared size, slots ever
  * bound, when its first pod was bound), per slot (live bound pods, times succeeded) and per pod
- * uid (node, slot, live, requests). Each event updates one pod and checks the node and slot it
- * touched. Lookups are linear (pods searched newest first, where events mostly fall): a run of
+ * uid (node, slot, live, requests, name). Each event updates one pod and checks the node and slot
+ * it touched. Lookups are linear (pods searched newest first, where events mostly fall): a run of
  * a few thousand pods and tens of thousands of events replays in well under a second.
  */
 #include "history.h"
@@ -19,6 +19,7 @@
 typedef struct hnode {
     char name[64];
     long long cpu_m, mem, used_cpu, used_mem;
+    bool reported; /* its pods were named at its first over-commit (not again) */
 } hnode;
 
 typedef struct hgang {
@@ -39,6 +40,9 @@ typedef struct hslot {
 
 typedef struct hpod {
     char uid[64];
+    char name[64];  /* metadata.name (for the report of an over-commit) */
+    long bound_rv;  /* resourceVersion of the event that first showed it bound, 0 */
+    bool deleting;  /* a deletionTimestamp was seen */
     int node, slot; /* -1: unbound / not yet known */
     bool live, done;
     long long cpu_m, mem;
@@ -215,6 +219,19 @@ static void ended(hist *h, hpod *p, bool succeeded)
     }
 }
 
+/* Names the live pods of node i on stderr, each with the resourceVersion that first showed it
+ * bound (the controller incarnation that bound it can be told by the resourceVersions at which
+ * each was started and killed) and whether it is being deleted: who took the room twice. */
+static void report_node(const hist *h, int i)
+{
+    for (int k = 0; k < h->npods; k++) {
+        const hpod *q = &h->pods[k];
+        if (q->node == i && q->live)
+            fprintf(stderr, "  %s bound at rv %ld%s\n", q->name, q->bound_rv,
+                    q->deleting ? ", being deleted" : "");
+    }
+}
+
 static void replay_pod(hist *h, const char *type, json_t *o)
 {
     json_t *meta = json_object_get(o, "metadata");
@@ -231,7 +248,12 @@ static void replay_pod(hist *h, const char *type, json_t *o)
     const char *phase = str(json_object_get(o, "status"), "phase");
     bool succeeded = phase && !strcmp(phase, "Succeeded");
     bool finished = succeeded || (phase && !strcmp(phase, "Failed"));
+    const char *rv = str(meta, "resourceVersion");
+    if (!p->name[0])
+        snprintf(p->name, sizeof p->name, "%s", str(meta, "name") ? str(meta, "name") : "?");
+    p->deleting |= json_object_get(meta, "deletionTimestamp") != NULL;
     if (node && p->node < 0) {
+        p->bound_rv = rv ? atol(rv) : 0;
         p->node = node_of(h, node);
         g->binds++;
         if (g->first_bind < 0)
@@ -251,6 +273,9 @@ static void replay_pod(hist *h, const char *type, json_t *o)
             h->c.overcommits++;
             fprintf(stderr, "over-commit: %s holds %lldm CPU of %lldm, %lld of %lld bytes\n",
                     n->name, n->used_cpu, n->cpu_m, n->used_mem, n->mem);
+            if (!n->reported)
+                report_node(h, p->node);
+            n->reported = true;
         }
     }
     if (s->live > 1) {

@@ -13,7 +13,9 @@
  * A pod's gang and slot: a TrainingJob's pod (labels drover.dev/job, role, rank) is slot
  * role/rank of gang "namespace/job"; another operator's pod naming a PodGroup
  * (scheduling.x-k8s.io/pod-group) is slot "its name" of gang "namespace/group"; any other pod is
- * a gang of one. Nodes are told apart by name. A violation is counted and printed to stderr.
+ * a gang of one. Nodes are told apart by name. A violation is counted and printed to stderr;
+ * a node's first over-commit also names its live pods, each with the resourceVersion that showed
+ * it bound and whether it was being deleted.
  *
  * Test code: allocation failure aborts the test (exit 1).
  */

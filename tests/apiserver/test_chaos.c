@@ -7,7 +7,9 @@
  * bound pod for its duration annotation. The test submits --jobs TrainingJobs of 1 PS and 4
  * workers (500m, 1Gi each), then runs `drover run` as a child process and SIGKILLs it --kills
  * times at seeded random moments, restarting it at once each time; the last one runs until
- * every job has succeeded and is stopped with SIGTERM. Meanwhile the server answers about
+ * every job has succeeded (or one has Failed, or none more has for a minute: a stuck run, told
+ * apart from a slow one by its progress rather than by the wall clock) and is stopped with
+ * SIGTERM. Meanwhile the server answers about
  * --rate of the controller's requests (its User-Agent is drover-run/<version>; the emulator's and
  * the test's are not touched) with a fault: 409, 429 with Retry-After, 500, a 300 ms delay, every
  * watch dropped, or the watch window expired (410).
@@ -25,9 +27,10 @@
  * times (the interleaving of threads still varies). Prints one summary line.
  *
  * usage: test_chaos [--seed N] [--jobs N] [--rate R] [--kills N] [--policy NAME] [--nodes N]
- *                   [--delay-ms MS] [--kill-bound N]
+ *                   [--delay-ms MS] [--kill-bound N] [--keep]
  *        (defaults: seed $CHAOS_SEED or 1, 200 jobs, rate 0.1, 6 kills, gang-fifo, 8 nodes, no
- *        delay, kills at random moments)
+ *        delay, kills at random moments; --keep: the controllers' logs and the audit log are
+ *        kept (and their directory named) even when every check holds, as on a failure)
  * The restart experiment of issue 12 (4 nodes, 20 jobs, every request 150 ms late, each of 37
  * kills once 13 pods are bound and live, no faults):
  *        test_chaos --nodes 4 --jobs 20 --delay-ms 150 --kills 37 --kill-bound 13 --rate 0
@@ -50,6 +53,9 @@
 #include <unistd.h>
 
 enum { NODES = 8, RANKS = 5, MAX_JOBS = 2000 };
+/* The last controller is stopped once no job has succeeded for this long (seconds): about 12
+ * times a job's run at the emulator's speed, and what a stuck job costs a failing run. */
+enum { STALL_S = 60 };
 
 typedef struct opts {
     uint64_t seed;
@@ -59,6 +65,7 @@ typedef struct opts {
                        controller has run a random 0.3-1 s), not at a random moment */
     double rate;
     const char *policy;
+    bool keep; /* keep the logs and the audit log even when every check holds */
 } opts;
 
 static int failures;
@@ -181,8 +188,10 @@ static int live_bound_pods(drv_kube *k)
     return n;
 }
 
-/* How many TrainingJobs have status.phase Succeeded. */
-static int succeeded_jobs(drv_kube *k)
+/* How many TrainingJobs have status.phase Succeeded, and (*failed) how many Failed; tell: the
+ * others are named on stderr (the first 10, with their phase), for whoever debugs a run that
+ * did not finish. */
+static int succeeded_jobs(drv_kube *k, bool tell, int *failed)
 {
     drv_diag d = {{0}};
     long st = 0;
@@ -196,7 +205,13 @@ static int succeeded_jobs(drv_kube *k)
     json_array_foreach(json_object_get(list, "items"), i, tj)
     {
         const char *ph = json_string_value(json_object_get(json_object_get(tj, "status"), "phase"));
-        n += ph && strcmp(ph, "Succeeded") == 0;
+        bool ok = ph && strcmp(ph, "Succeeded") == 0;
+        *failed += ph && strcmp(ph, "Failed") == 0;
+        if (tell && !ok && (int)i - n < 10)
+            fprintf(stderr, "not succeeded: %s (phase %s)\n",
+                    json_string_value(json_object_get(json_object_get(tj, "metadata"), "name")),
+                    ph ? ph : "none");
+        n += ok;
     }
     json_decref(list);
     return n;
@@ -207,7 +222,7 @@ static int succeeded_jobs(drv_kube *k)
 static int usage(void)
 {
     fprintf(stderr, "usage: test_chaos [--seed N] [--jobs N] [--rate R] [--kills N] "
-                    "[--policy NAME] [--nodes N] [--delay-ms MS] [--kill-bound N]\n");
+                    "[--policy NAME] [--nodes N] [--delay-ms MS] [--kill-bound N] [--keep]\n");
     return 2;
 }
 
@@ -221,6 +236,11 @@ static int parse(int argc, char **argv, opts *o)
                 .nodes = NODES,
                 .policy = "gang-fifo"};
     for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--keep")) {
+            o->keep = true;
+            i--; /* (a flag without a value) */
+            continue;
+        }
         if (i + 1 >= argc)
             return usage();
         if (!strcmp(argv[i], "--seed"))
@@ -301,8 +321,15 @@ int main(int argc, char **argv)
     drv_apiserver_chaos(srv, o.seed, o.rate, "drover-run/");
     drv_apiserver_set_delay(srv, o.delay_ms);
     char log[600];
+    /* the store's resourceVersion when each controller was started and killed (stopped): what
+     * tells which incarnation a binding of the audit log can have come from */
+    uint64_t *rv_from = calloc((size_t)o.kills + 1, sizeof *rv_from);
+    uint64_t *rv_to = calloc((size_t)o.kills + 1, sizeof *rv_to);
+    if (!rv_from || !rv_to)
+        return 1;
     int kills_bound = 0; /* kills that came with kill_bound pods bound (not after 10 s) */
     for (int kill_no = 0; kill_no < o.kills; kill_no++) {
+        rv_from[kill_no] = drv_apiserver_rv(srv);
         pid_t pid = start_drover(&o, kill_no, log, sizeof log);
         if (o.kill_bound > 0) { /* once that many are bound (or 10 s on), after 0.3-1 s */
             double t0 = now(), min = 0.3 + 0.7 * uniform();
@@ -316,15 +343,32 @@ int main(int argc, char **argv)
         }
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
+        rv_to[kill_no] = drv_apiserver_rv(srv);
     }
     drv_apiserver_faults before = drv_apiserver_fault_counts(srv);
+    rv_from[o.kills] = drv_apiserver_rv(srv);
     pid_t pid = start_drover(&o, o.kills, log, sizeof log);
-    int done = 0;
-    for (double t0 = now(); now() - t0 < 200 && done < o.jobs; sleep_s(0.5))
-        done = succeeded_jobs(k);
+    /* Waits while jobs keep succeeding: until every one has, or one has Failed (it never will
+     * succeed), or none more has for STALL_S. A loaded machine is slow but makes progress, so
+     * the wait scales with it; a stuck job is told apart from a slow one by the stall. */
+    int done = 0, failed = 0;
+    for (double last = now(); done < o.jobs && failed == 0 && now() - last < STALL_S;
+         sleep_s(0.5)) {
+        failed = 0;
+        int n = succeeded_jobs(k, false, &failed);
+        if (n > done) {
+            done = n;
+            last = now();
+        }
+    }
+    if (done < o.jobs) {
+        failed = 0;
+        done = succeeded_jobs(k, true, &failed);
+    }
     kill(pid, SIGTERM);
     int status = 0;
     waitpid(pid, &status, 0);
+    rv_to[o.kills] = drv_apiserver_rv(srv);
     drv_apiserver_faults after = drv_apiserver_fault_counts(srv);
     drv_apiserver_chaos(srv, 0, 0, NULL);
 
@@ -366,7 +410,7 @@ int main(int argc, char **argv)
     drv_emulator_stop(emu);
     drv_emulator_free(emu);
     drv_apiserver_free(srv);
-    if (!failures) {
+    if (!failures && !o.keep) {
         kc_cleanup();
     } else { /* the history too, one event a line, for whoever debugs it */
         char path[600];
@@ -376,8 +420,13 @@ int main(int argc, char **argv)
             fputs(audit, f);
         if (f)
             fclose(f);
+        for (int i = 0; i <= o.kills; i++)
+            fprintf(stderr, "controller %d (drover-%d.log): resourceVersions %llu to %llu\n", i, i,
+                    (unsigned long long)rv_from[i], (unsigned long long)rv_to[i]);
         fprintf(stderr, "logs and the audit log kept in %s\n", kc_dir());
     }
     drv_free(audit);
+    free(rv_from);
+    free(rv_to);
     return failures ? 1 : 0;
 }

@@ -8,8 +8,9 @@
  * by undoing the assumption: undone, the state says "unbound" while the API says "bound", no
  * watch event corrects it, and every cycle sends the binding again. And what test_chaos found:
  * a failed creation taken to have made its pod (then bound, 404, forever), the room of pods
- * being deleted given away before they were gone, a finished job's pods created again after a
- * restart, and a template's spec.nodeName bypassing every check.
+ * being deleted given away before they were gone (and of pods whose placement was still out
+ * when their job ended), a finished job's pods created again after a restart, and a template's
+ * spec.nodeName bypassing every check.
  */
 #include "apiserver.h"
 #include "ctrl.h"
@@ -315,6 +316,36 @@ static void test_pod_being_deleted_holds_its_room(void **state)
     close_ctrl(c, batch);
 }
 
+/* A pod whose job ends (or that is evicted) while its placement is still out is deleted once
+ * that is answered; meanwhile the placement may land, so its room on that node stays held from
+ * the moment the state lets go of it, not from the answer: a cycle in between gave it away,
+ * and the node was over-committed. A placement that fails frees it. */
+static void test_room_of_a_placement_out_held(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_cw1);
+    ctrl_event *batch = NULL;
+    int32_t cap = 0;
+    drv_ctrl *c = open_ctrl(&batch, &cap, f, NULL);
+    ctrl_binder_stop(c); /* the creation stays out until the test answers it */
+    drv_state *st = &c->mirror.st;
+    int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
+    drv_state_bind(st, s, 0); /* (as a cycle assumes its decision) */
+    assert_int_equal(ctrl_binder_place(c, s, 0), 0);
+    assert_int_equal(c->mirror.pods[s].inflight, REQ_CREATE);
+    assert_int_equal(drv_node_free(&st->nodes[0]).cpu, 3000);
+    drv_state_unbind(st, s); /* its job ended (ctrl_lifecycle.c's finish) */
+    assert_int_equal(ctrl_binder_delete(c, s), 0);
+    assert_true(c->mirror.pods[s].delete_after);
+    assert_int_equal(drv_node_free(&st->nodes[0]).cpu, 3000); /* held while it is out */
+    ctrl_binder_drop_queued(c); /* answered as failed: not created, nothing to hold */
+    apply_answer(c, &batch, &cap);
+    assert_int_equal(c->mirror.pods[s].inflight, REQ_NONE);
+    assert_int_equal(drv_node_free(&st->nodes[0]).cpu, 4000);
+    close_ctrl(c, batch);
+}
+
 /* A restarted controller that finds a job's lead pod succeeded (its status not written before
  * the kill) ends the job before the cycle decides: none of its pods is created again. */
 static void test_finished_job_not_placed_again(void **state)
@@ -379,6 +410,41 @@ static void test_partial_gang_rolled_back(void **state)
     assert_int_equal(ctrl_cycle_run(c), 0);
     assert_int_equal(st->pods[w1].node, -1);
     assert_int_equal(st->pods[w0].node, -1);
+    assert_int_equal(c->mirror.pods[w0].inflight, REQ_DELETE);
+    assert_int_equal(drv_node_free(&st->nodes[0]).cpu, 0); /* held until gone */
+    close_ctrl(c, batch);
+}
+
+/* The same when the state has lost the bound pod's binding (the API has it on node-a, the
+ * state nowhere): the API's pod runs all the same, so it is deleted with the rest. */
+static void test_partial_gang_rolled_back_as_the_api_has_it(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
+        "\"name\":\"hg\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{"
+        "\"replicas\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":\"main\","
+        "\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}");
+    req(f, "POST", "/api/v1/namespaces/default/pods",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"hg-worker-0\","
+        "\"labels\":{\"drover.dev/job\":\"hg\",\"drover.dev/role\":\"worker\","
+        "\"drover.dev/rank\":\"0\"}},\"spec\":{\"schedulerName\":\"drover\",\"nodeName\":"
+        "\"node-a\",\"containers\":[{\"name\":\"main\",\"image\":\"t\",\"resources\":{"
+        "\"requests\":{\"cpu\":\"1\"}}}]}}");
+    req(f, "POST", "/api/v1/namespaces/default/pods",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"other\"},"
+        "\"spec\":{\"nodeName\":\"node-a\",\"containers\":[{\"name\":\"main\",\"image\":"
+        "\"t\",\"resources\":{\"requests\":{\"cpu\":\"3\"}}}]}}");
+    ctrl_event *batch = NULL;
+    int32_t cap = 0;
+    drv_ctrl *c = open_ctrl(&batch, &cap, f, NULL);
+    ctrl_binder_stop(c); /* what the cycle sends stays queued, for the test to see */
+    drv_state *st = &c->mirror.st;
+    int32_t w0 = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
+    assert_int_equal(st->pods[w0].node, 0);
+    drv_state_unbind(st, w0); /* the state's binding lost; the API's stays */
+    assert_int_equal(ctrl_cycle_run(c), 0);
     assert_int_equal(c->mirror.pods[w0].inflight, REQ_DELETE);
     assert_int_equal(drv_node_free(&st->nodes[0]).cpu, 0); /* held until gone */
     close_ctrl(c, batch);
@@ -470,6 +536,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_conflict_on_create_read_as_gone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binding_404_forgets_the_pod, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pod_being_deleted_holds_its_room, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_room_of_a_placement_out_held, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_partial_gang_rolled_back_as_the_api_has_it, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_finished_job_not_placed_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_partial_gang_rolled_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_failed_in_flight_rolled_back, setup, teardown),

@@ -4,8 +4,9 @@
  * ranks, hostnames and the headless Service), Kubeflow's lifecycle (conditions, a failed pod
  * restarted under OnFailure and the job failed past backoffLimit, suspend and resume), edits
  * of replicas followed, an invalid job failed while another runs, a job that can never fit,
- * and a restarted controller that does not announce an adopted job again. Kubelet's part
- * (pod phases, removing deleted pods) is played by the test.
+ * a restarted controller that does not announce an adopted job again, and a status written
+ * finished by someone else kept as written. Kubelet's part (pod phases, removing deleted pods)
+ * is played by the test.
  */
 #include "ctrl_fixture.h"
 #include "rbac_check.h"
@@ -475,6 +476,41 @@ static void test_adopted_job_not_announced_again(void **state)
     stop(&r);
 }
 
+/* A status written Succeeded by someone else (a predecessor killed after writing it, whose
+ * writing this controller sees only through its watch) stays Succeeded, its condition's reason
+ * kept: the controller ends the job as that status says rather than failing it. test_chaos
+ * once ended with a job Failed whose worker 0 had succeeded, written so by a successor. */
+static void test_status_finished_elsewhere_kept(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    char worker[1024];
+    role(worker, sizeof worker, "Worker", 2, "1", "");
+    add_job(f, "fin", worker, "");
+    WAIT_FOR(pod_bound(f, "fin-worker-0") && pod_bound(f, "fin-worker-1"));
+    set_phase(f, "fin-worker-0", "Running");
+    set_phase(f, "fin-worker-1", "Running");
+    WAIT_FOR(now_in(f, "fin", "Running", "JobRunning"));
+    long writes = drv_ctrl_get_stats(r.c).status_writes;
+    req(f, "PATCH", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/fin/status",
+        "{\"status\":{\"phase\":\"Succeeded\",\"conditions\":[{\"type\":\"Running\","
+        "\"status\":\"False\",\"reason\":\"JobRunning\",\"message\":\"m\"},{\"type\":"
+        "\"Succeeded\",\"status\":\"True\",\"reason\":\"JobSucceeded\",\"message\":"
+        "\"worker 0 succeeded\"}]}}");
+    WAIT_FOR(drv_ctrl_get_stats(r.c).jobs_done == 1);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).status_writes > writes); /* its own, once it ended it */
+    json_t *o = get(f, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/fin");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(o, "status"), "phase")),
+                        "Succeeded");
+    json_decref(o);
+    assert_true(now_in(f, "fin", "Succeeded", "JobSucceeded"));
+    assert_int_equal(events(f, "fin", "StatusFinished", NULL, 0), 0);
+    stop(&r);
+}
+
 /* activeDeadlineSeconds fails a running job; ttlSecondsAfterFinished deletes a finished one. */
 static void test_deadline_and_ttl(void **state)
 {
@@ -626,6 +662,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_replicas_edit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_and_never_fits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adopted_job_not_announced_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_finished_elsewhere_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deadline_and_ttl, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deadlines_wake_the_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit_code_policy, setup, teardown),

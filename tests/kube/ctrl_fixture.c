@@ -2,6 +2,7 @@
  * ctrl_fixture.c - the shared part of the `drover run` end-to-end tests (ctrl_fixture.h).
  */
 #include "ctrl_fixture.h"
+#include "rbac_check.h"
 
 #include "drover/policy.h"
 
@@ -10,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -86,4 +88,87 @@ void add_node(fixture *f, const char *name, const char *cpu)
     char path[256];
     snprintf(path, sizeof path, "/api/v1/nodes/%s", name);
     req(f, "PATCH", path, "{\"spec\":{\"taints\":null}}");
+}
+
+/* ---- reading what the controller wrote ---------------------------------------------- */
+
+json_t *pod(fixture *f, const char *name)
+{
+    return get(f, "/api/v1/namespaces/default/pods/%s", name);
+}
+
+bool pod_exists(fixture *f, const char *name)
+{
+    json_t *p = pod(f, name);
+    json_decref(p);
+    return p != NULL;
+}
+
+bool pod_bound(fixture *f, const char *name)
+{
+    json_t *p = pod(f, name);
+    bool b = p && json_object_get(json_object_get(p, "spec"), "nodeName") &&
+             !json_object_get(json_object_get(p, "metadata"), "deletionTimestamp");
+    json_decref(p);
+    return b;
+}
+
+void set_phase(fixture *f, const char *pod_name, const char *phase)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/%s/status", pod_name);
+    req(f, "PATCH", path, "{\"status\":{\"phase\":\"%s\"}}", phase);
+}
+
+/* Events about obj with reason; *message gets the last one's message. */
+int events(fixture *f, const char *obj, const char *reason, char *message, size_t n)
+{
+    json_t *l = get(f, "/api/v1/namespaces/default/events");
+    int count = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(l, "items"), i, e)
+    {
+        const char *o =
+            json_string_value(json_object_get(json_object_get(e, "involvedObject"), "name"));
+        const char *r = json_string_value(json_object_get(e, "reason"));
+        if (o && r && !strcmp(o, obj) && !strcmp(r, reason)) {
+            count++;
+            if (message)
+                snprintf(message, n, "%s", json_string_value(json_object_get(e, "message")));
+        }
+    }
+    json_decref(l);
+    return count;
+}
+
+/* ---- cmocka setup and teardown -------------------------------------------------------------- */
+
+int fixture_open(void **state, drv_apiserver_opts o)
+{
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    drv_diag d = {{0}};
+    o.request_log = true; /* for fixture_close's RBAC check */
+    if (getenv("DROVER_TEST_DEBUG"))
+        drv_log_set(NULL, NULL, DRV_LOG_DEBUG);
+    assert_int_equal(drv_apiserver_start(&f->srv, &o, &d), 0);
+    snprintf(f->url, sizeof f->url, "http://127.0.0.1:%u", drv_apiserver_port(f->srv));
+    f->cfg.server = f->url;
+    f->cfg.qps = 1e6;
+    f->cfg.burst = 1000000;
+    assert_int_equal(drv_kube_new(&f->k, &f->cfg, &d), 0);
+    *state = f;
+    return 0;
+}
+
+int fixture_close(void **state)
+{
+    fixture *f = *state;
+    /* every request the controller made, granted by deploy/rbac.yaml, else the test fails */
+    int rc = drv_rbac_check_server(f->srv, stderr);
+    drv_kube_free(f->k);
+    drv_apiserver_free(f->srv);
+    free(f);
+    return rc;
 }

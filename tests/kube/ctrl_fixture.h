@@ -1,7 +1,8 @@
 /*
  * ctrl_fixture.h - what the end-to-end tests of `drover run` share: a test API server and a
  * client on it (the fixture), the controller on its own thread under the gang-fifo profile
- * (runner), requests, and WAIT_FOR, which polls a condition for up to 10 s.
+ * (runner), requests, and WAIT_FOR, which polls a condition for up to 30 s (a bound
+ * for a loaded machine, not a timing assertion: a condition met returns at once).
  */
 #ifndef DROVER_TEST_CTRL_FIXTURE_H
 #define DROVER_TEST_CTRL_FIXTURE_H
@@ -29,6 +30,13 @@ typedef struct runner {
     drv_diag d;
 } runner;
 
+/* cmocka setup: a test API server with options o (its request log always on) and a client on
+ * it, into *state (DROVER_TEST_DEBUG=1 in the environment: debug logs). */
+int fixture_open(void **state, drv_apiserver_opts o);
+/* cmocka teardown: -1 when a request the controller made is not granted by deploy/rbac.yaml
+ * (rbac_check.h: the refusals are printed), so the test fails; frees the fixture. */
+int fixture_close(void **state);
+
 /* Starts a controller (profile gang-fifo) on f's server in a thread of its own. */
 void start(fixture *f, runner *r);
 /* ... under another built-in profile. */
@@ -43,10 +51,20 @@ json_t *get(fixture *f, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* A Ready node with cpu CPUs and 64Gi, without the not-ready taint. */
 void add_node(fixture *f, const char *name, const char *cpu);
 
+/* Pod name of namespace default (NULL when absent; the caller json_decref's it); whether it
+ * exists; whether it is bound and not being deleted; its status.phase set, as a kubelet would. */
+json_t *pod(fixture *f, const char *name);
+bool pod_exists(fixture *f, const char *name);
+bool pod_bound(fixture *f, const char *name);
+void set_phase(fixture *f, const char *pod_name, const char *phase);
+/* Events of namespace default about obj with reason: how many; the last one's message into
+ * message (n bytes) when message is not NULL. */
+int events(fixture *f, const char *obj, const char *reason, char *message, size_t n);
+
 #define WAIT_FOR(cond)                                                                             \
     do {                                                                                           \
         int waited_ = 0;                                                                           \
-        while (!(cond) && waited_ < 1000) {                                                        \
+        while (!(cond) && waited_ < 3000) {                                                        \
             usleep(10000);                                                                         \
             waited_++;                                                                             \
         }                                                                                          \

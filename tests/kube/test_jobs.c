@@ -46,27 +46,6 @@ static void add_job(fixture *f, const char *name, const char *specs, const char 
         name, run_policy, specs);
 }
 
-static json_t *pod(fixture *f, const char *name)
-{
-    return get(f, "/api/v1/namespaces/default/pods/%s", name);
-}
-
-static bool pod_exists(fixture *f, const char *name)
-{
-    json_t *p = pod(f, name);
-    json_decref(p);
-    return p != NULL;
-}
-
-static bool pod_bound(fixture *f, const char *name)
-{
-    json_t *p = pod(f, name);
-    bool b = p && json_object_get(json_object_get(p, "spec"), "nodeName") &&
-             !json_object_get(json_object_get(p, "metadata"), "deletionTimestamp");
-    json_decref(p);
-    return b;
-}
-
 /* The value of env variable var in the pod's first container ("" when absent). */
 static const char *env_of(json_t *p, const char *var)
 {
@@ -88,13 +67,6 @@ static bool pod_failed(fixture *f, const char *name)
     bool failed = ph && !strcmp(ph, "Failed");
     json_decref(p);
     return failed;
-}
-
-static void set_phase(fixture *f, const char *pod_name, const char *phase)
-{
-    char path[256];
-    snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/%s/status", pod_name);
-    req(f, "PATCH", path, "{\"status\":{\"phase\":\"%s\"}}", phase);
 }
 
 /* Kubelet's part of graceful deletions: pods being deleted are removed. Returns how many. */
@@ -156,54 +128,15 @@ static bool now_in(fixture *f, const char *job, const char *type, const char *re
     return last && !strcmp(st, "True") && (!reason || !strcmp(why, reason));
 }
 
-/* Events about obj with reason; *message gets the last one's message. */
-static int events(fixture *f, const char *obj, const char *reason, char *message, size_t n)
-{
-    json_t *l = get(f, "/api/v1/namespaces/default/events");
-    int count = 0;
-    size_t i;
-    json_t *e;
-    json_array_foreach(json_object_get(l, "items"), i, e)
-    {
-        const char *o =
-            json_string_value(json_object_get(json_object_get(e, "involvedObject"), "name"));
-        const char *r = json_string_value(json_object_get(e, "reason"));
-        if (o && r && !strcmp(o, obj) && !strcmp(r, reason)) {
-            count++;
-            if (message)
-                snprintf(message, n, "%s", json_string_value(json_object_get(e, "message")));
-        }
-    }
-    json_decref(l);
-    return count;
-}
-
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    drv_diag d = {{0}};
-    drv_apiserver_opts o = {.fixture_dir = FIXTURE_DIR, .request_log = true, .crd_installed = true};
-    if (getenv("DROVER_TEST_DEBUG"))
-        drv_log_set(NULL, NULL, DRV_LOG_DEBUG);
-    assert_int_equal(drv_apiserver_start(&f->srv, &o, &d), 0);
-    snprintf(f->url, sizeof f->url, "http://127.0.0.1:%u", drv_apiserver_port(f->srv));
-    f->cfg.server = f->url;
-    f->cfg.qps = 1e6;
-    f->cfg.burst = 1000000;
-    assert_int_equal(drv_kube_new(&f->k, &f->cfg, &d), 0);
-    *state = f;
-    return 0;
+    return fixture_open(state,
+                        (drv_apiserver_opts){.fixture_dir = FIXTURE_DIR, .crd_installed = true});
 }
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    /* every request the controller made, granted by deploy/rbac.yaml, else the test fails */
-    int rc = drv_rbac_check_server(f->srv, stderr);
-    drv_kube_free(f->k);
-    drv_apiserver_free(f->srv);
-    free(f);
-    return rc;
+    return fixture_close(state);
 }
 
 /* A TensorFlow job: every pod names its peers in TF_CONFIG, has its hostname and subdomain,

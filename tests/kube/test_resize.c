@@ -28,20 +28,9 @@
 
 static int start_server(void **state, bool resize)
 {
-    fixture *f = calloc(1, sizeof *f);
-    drv_diag d = {{0}};
-    drv_apiserver_opts o = {.fixture_dir = FIXTURE_DIR,
-                            .request_log = true,
-                            .crd_installed = true,
-                            .pod_resize = resize};
-    assert_int_equal(drv_apiserver_start(&f->srv, &o, &d), 0);
-    snprintf(f->url, sizeof f->url, "http://127.0.0.1:%u", drv_apiserver_port(f->srv));
-    f->cfg.server = f->url;
-    f->cfg.qps = 1e6;
-    f->cfg.burst = 1000000;
-    assert_int_equal(drv_kube_new(&f->k, &f->cfg, &d), 0);
-    *state = f;
-    return 0;
+    return fixture_open(state, (drv_apiserver_opts){.fixture_dir = FIXTURE_DIR,
+                                                    .crd_installed = true,
+                                                    .pod_resize = resize});
 }
 
 static int setup_133(void **state)
@@ -56,13 +45,7 @@ static int setup_124(void **state)
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    /* every request the controller made, granted by deploy/rbac.yaml, else the test fails */
-    int rc = drv_rbac_check_server(f->srv, stderr);
-    drv_kube_free(f->k);
-    drv_apiserver_free(f->srv);
-    free(f);
-    return rc;
+    return fixture_close(state);
 }
 
 /* Resources of the one container "main": Burstable (a CPU request) or Guaranteed (requests

@@ -79,28 +79,6 @@ static int bound(fixture *f, const char *job, char *nodes, size_t n)
     return k;
 }
 
-/* Events about obj with reason; the last one's message into message (n bytes) when given. */
-static int events(fixture *f, const char *obj, const char *reason, char *message, size_t n)
-{
-    json_t *l = get(f, "/api/v1/namespaces/default/events");
-    int count = 0;
-    size_t i;
-    json_t *e;
-    json_array_foreach(json_object_get(l, "items"), i, e)
-    {
-        const char *o =
-            json_string_value(json_object_get(json_object_get(e, "involvedObject"), "name"));
-        const char *r = json_string_value(json_object_get(e, "reason"));
-        if (o && r && !strcmp(o, obj) && !strcmp(r, reason)) {
-            count++;
-            if (message)
-                snprintf(message, n, "%s", json_string_value(json_object_get(e, "message")));
-        }
-    }
-    json_decref(l);
-    return count;
-}
-
 /* Whether job's condition of type is True with reason (its message into msg when given). */
 static bool cond(fixture *f, const char *job, const char *type, const char *reason, char *msg,
                  size_t n)
@@ -126,51 +104,23 @@ static bool cond(fixture *f, const char *job, const char *type, const char *reas
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    drv_diag d = {{0}};
-    drv_apiserver_opts o = {
-        .fixture_dir = FIXTURE_DIR, .request_log = true, .crd_installed = true, .queue_crd = true};
-    if (getenv("DROVER_TEST_DEBUG"))
-        drv_log_set(NULL, NULL, DRV_LOG_DEBUG);
-    assert_int_equal(drv_apiserver_start(&f->srv, &o, &d), 0);
-    snprintf(f->url, sizeof f->url, "http://127.0.0.1:%u", drv_apiserver_port(f->srv));
-    f->cfg.server = f->url;
-    f->cfg.qps = 1e6;
-    f->cfg.burst = 1000000;
-    assert_int_equal(drv_kube_new(&f->k, &f->cfg, &d), 0);
-    *state = f;
-    return 0;
+    return fixture_open(
+        state,
+        (drv_apiserver_opts){.fixture_dir = FIXTURE_DIR, .crd_installed = true, .queue_crd = true});
 }
 
 /* The same with PodGroups served (deploy/podgroup-crd.yaml). */
 static int setup_pg(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    drv_diag d = {{0}};
-    drv_apiserver_opts o = {.fixture_dir = FIXTURE_DIR,
-                            .request_log = true,
-                            .crd_installed = true,
-                            .queue_crd = true,
-                            .podgroup_crd = true};
-    assert_int_equal(drv_apiserver_start(&f->srv, &o, &d), 0);
-    snprintf(f->url, sizeof f->url, "http://127.0.0.1:%u", drv_apiserver_port(f->srv));
-    f->cfg.server = f->url;
-    f->cfg.qps = 1e6;
-    f->cfg.burst = 1000000;
-    assert_int_equal(drv_kube_new(&f->k, &f->cfg, &d), 0);
-    *state = f;
-    return 0;
+    return fixture_open(state, (drv_apiserver_opts){.fixture_dir = FIXTURE_DIR,
+                                                    .crd_installed = true,
+                                                    .queue_crd = true,
+                                                    .podgroup_crd = true});
 }
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    /* every request the controller made, granted by deploy/rbac.yaml, else the test fails */
-    int rc = drv_rbac_check_server(f->srv, stderr);
-    drv_kube_free(f->k);
-    drv_apiserver_free(f->srv);
-    free(f);
-    return rc;
+    return fixture_close(state);
 }
 
 #define GPU_LABELS "{\"pool\":\"gpu\",\"kubernetes.io/hostname\":\"%s\"}"

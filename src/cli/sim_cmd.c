@@ -508,6 +508,16 @@ static void run_progress_cb(void *arg, const drv_progress *p)
     progress_cb(r->report, p);
 }
 
+/* After a bad-input exit: a trace on the built-in cluster (no GPUs) needs GPU nodes. */
+static void hint_gpus(const sim_opts *o, const sim_inputs *in, int status)
+{
+    if (status == EXIT_USAGE && o->trace && !o->cluster && !in->pollux && in->cluster.n > 0 &&
+        in->cluster.nodes[0].alloc.gpu == 0)
+        fprintf(stderr, "drover sim: a trace's jobs need GPUs and the built-in cluster has "
+                        "none: add --mechanics pollux (16 nodes x 4 GPUs, as the Pollux "
+                        "simulator) or --cluster FILE with GPU nodes\n");
+}
+
 /* Runs each policy once per seed on the same inputs, side by side on --threads threads, into
  * sums[seed * nprof + policy]; with --out writes the first seed's run files. Returns 0 or the
  * exit status, with the message printed: a profile the simulator refuses (a bad knob) is bad
@@ -553,11 +563,7 @@ static int run_policies(const sim_opts *o, const sim_inputs *in, drv_summary *su
                     tasks[i].d.msg[0] ? tasks[i].d.msg : drv_strerror(tasks[i].rc));
             status =
                 tasks[i].rc == DRV_EINVAL && !tasks[i].summary.policy[0] ? EXIT_USAGE : EXIT_RUN;
-            if (status == EXIT_USAGE && o->trace && !o->cluster && !in->pollux &&
-                in->cluster.n > 0 && in->cluster.nodes[0].alloc.gpu == 0)
-                fprintf(stderr, "drover sim: a trace's jobs need GPUs and the built-in cluster has "
-                                "none: add --mechanics pollux (16 nodes x 4 GPUs, as the Pollux "
-                                "simulator) or --cluster FILE with GPU nodes\n");
+            hint_gpus(o, in, status);
             break;
         }
 out:
@@ -582,10 +588,10 @@ static void stream_row(void *arg, int32_t job, const drv_jobspec *spec, const dr
 }
 
 /* One policy's streamed run into *sum, with --out its rows into jobs-<policy>.csv (written under
- * a temporary name and renamed, as drv_report_run_files does). 0 or an error code, d says what;
- * *created is false when the simulator refused to start (bad input, not a failed run). */
+ * a temporary name and renamed, as drv_report_run_files does). 0 or an error code, d says
+ * what. */
 static int run_stream_one(const sim_opts *o, const sim_inputs *in, const drv_profile *prof,
-                          run_progress *rp, drv_summary *sum, bool *created, drv_diag *d)
+                          run_progress *rp, drv_summary *sum, drv_diag *d)
 {
     drv_report_meta meta = report_meta(o, in);
     drv_file_out fo = {0};
@@ -615,7 +621,6 @@ static int run_stream_one(const sim_opts *o, const sim_inputs *in, const drv_pro
                           .finished_arg = &rows};
     if (!rc)
         rc = drv_sim_new_stream(&in->cluster, &src, &in->cat, prof, &cfg, &s, d);
-    *created = s != NULL;
     if (!rc)
         rc = drv_sim_run(s, d);
     if (!rc)
@@ -628,7 +633,9 @@ static int run_stream_one(const sim_opts *o, const sim_inputs *in, const drv_pro
 }
 
 /* --stream: each policy in turn (a run reads its own pass over the source), into sums[policy].
- * Returns 0 or the exit status, with the message printed, as run_policies. */
+ * Returns 0 or the exit status, with the message printed, as run_policies. A streamed run
+ * meets some bad input only as it reads the job (a job that fits no node): DRV_EINVAL from the
+ * run is bad input too (exit 2), though files of the policies before may have been written. */
 static int run_stream(const sim_opts *o, const sim_inputs *in, drv_summary *sums)
 {
     double *frac = drv_calloc((size_t)in->nprof, sizeof *frac);
@@ -642,12 +649,12 @@ static int run_stream(const sim_opts *o, const sim_inputs *in, drv_summary *sums
     for (int p = 0; p < in->nprof && !status; p++) {
         run_progress rp = {&prog, frac, p, in->nprof, in->prof[p].name};
         drv_diag d = {{0}};
-        bool created;
-        int rc = run_stream_one(o, in, &in->prof[p], &rp, &sums[p], &created, &d);
+        int rc = run_stream_one(o, in, &in->prof[p], &rp, &sums[p], &d);
         if (rc) {
             progress_clear(&prog);
             fprintf(stderr, "drover: %s\n", d.msg[0] ? d.msg : drv_strerror(rc));
-            status = rc == DRV_EINVAL && !created ? EXIT_USAGE : EXIT_RUN;
+            status = rc == DRV_EINVAL || rc == DRV_EPARSE ? EXIT_USAGE : EXIT_RUN;
+            hint_gpus(o, in, status);
         }
     }
     progress_clear(&prog);

@@ -330,6 +330,9 @@ expect_status stream-seeds 2 "$drover" sim --stream --seeds 1-2
 expect_status stream-queues 2 "$drover" sim --stream --cluster "$fx/cluster-queues.yaml"
 grep -q 'declares queues' "$tmp/err"
 check stream-queues-message $?
+expect_status stream-no-gpus 2 "$drover" sim --stream --trace "$tmp/stream.csv" --trace-columns "$cols"
+grep -q -- "add --mechanics pollux" "$tmp/err"
+check stream-no-gpus-hint $?
 { head -1 "$tmp/stream.csv" && tail -n +2 "$tmp/stream.csv" | sort -t, -k2,2nr; } >"$tmp/unsorted.csv"
 expect_status stream-unsorted 2 "$drover" sim --stream --trace "$tmp/unsorted.csv" \
     --trace-columns "$cols" --mechanics pollux --out "$tmp/unsorted"

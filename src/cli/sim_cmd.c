@@ -583,7 +583,7 @@ static void stream_row(void *arg, int32_t job, const drv_jobspec *spec, const dr
 {
     (void)job;
     const stream_rows *w = arg;
-    if (w->f) /* a streamed run has no queues (check_stream_opts): no queue column */
+    if (w->f) /* a streamed run has no queues (load_inputs refuses them): no queue column */
         drv_report_job_row(w->f, spec, r, w->meta, false);
 }
 

@@ -335,6 +335,15 @@ typedef struct drv_report_meta {
 int drv_report_run_files(const char *dir, const drv_sim *s, const drv_report_meta *meta,
                          drv_diag *d);
 /*
+ * The rows of jobs-<policy>.csv one at a time, for a caller that writes them as jobs finish
+ * (`drover sim --stream`, a streamed run's drv_sim_config.finished): the header line, then one
+ * job's line from its spec and result row. queues adds the last column (the job's queue), as
+ * drv_report_run_files does when the cluster declares queues. meta may be NULL.
+ */
+void drv_report_jobs_header(FILE *f, bool queues);
+void drv_report_job_row(FILE *f, const drv_jobspec *j, const drv_jobresult *r,
+                        const drv_report_meta *meta, bool queues);
+/*
  * Writes summary.json and summary.csv into dir, the same way. With meta, every summary.json
  * record also holds drover_version, seed, profile (its full line) and inputs (role, path,
  * sha256); an input that cannot be read is an error naming it.

@@ -13,6 +13,8 @@
 #include "progress.h"
 
 #include "drover/calib.h"
+#include "drover/file.h"
+#include "drover/jobsource.h"
 #include "drover/sim_batch.h"
 #include "drover/trace.h"
 
@@ -30,7 +32,7 @@ typedef struct sim_opts {
     const char *trace_columns, *seeds;
     uint64_t seed;
     int threads;
-    bool check, quiet;
+    bool check, quiet, stream;
 } sim_opts;
 
 #define AT(field) .at = offsetof(sim_opts, field)
@@ -93,6 +95,17 @@ static const cli_flag sim_flags[] = {
      AT(check),
      .help = "check invariants after every scheduling cycle (stops on a violation)"},
     {.name = "quiet", .kind = FLAG_SWITCH, AT(quiet), .help = "no progress report on stderr"},
+    {.name = "stream",
+     .kind = FLAG_SWITCH,
+     AT(stream),
+     .help = "read the jobs as the clock reaches them instead of whole: a CSV trace\n"
+             "(--trace FILE --trace-columns MAP, rows in order of submission) or\n"
+             "the built-in scenario; memory follows the jobs in flight, not the\n"
+             "trace. The same results; with --out, jobs-*.csv gets each job's row\n"
+             "as it finishes (in order of finishing), and summary.*, scenario.json\n"
+             "are written (no timeline, placements, plots or page). Not with\n"
+             "--workload, --seeds, --explain, --on-bad-row skip, cluster queues.\n"
+             "Runs one policy at a time (docs/data.md)"},
     {.name = "profiles",
      .kind = FLAG_TEXT,
      AT(profiles),
@@ -192,6 +205,10 @@ typedef struct sim_inputs {
     int nprof;
     bool pollux;           /* --mechanics pollux */
     char trace_path[4200]; /* --trace as found (maybe in the data directory), for summary.json */
+    int32_t njobs;         /* jobs of a run (of the first seed's) */
+    /* --stream: what a job source borrows, kept here so that it outlives every run */
+    drv_trace_opts topts; /* --trace */
+    drv_genparams gen;    /* the built-in scenario */
 } sim_inputs;
 
 static void inputs_fini(sim_inputs *in)
@@ -205,6 +222,29 @@ static void inputs_fini(sim_inputs *in)
     drv_cluster_fini(&in->cluster);
     drv_catalogue_fini(&in->cat);
     drv_calib_fini(&in->calib);
+}
+
+/* --stream: what the streamed source reads (a CSV trace with named columns, or the generator)
+ * and what a streamed run keeps (no placement log, one seed at a time); a cluster with queues
+ * is refused once it is read (load_inputs). */
+static int check_stream_opts(const sim_opts *o)
+{
+    const char *bad = o->workload  ? "--workload: a YAML workload is read whole"
+                      : o->seeds   ? "--seeds: a streamed run is one seed (--seed)"
+                      : o->explain ? "--explain: it looks at a job of a workload held whole"
+                      : strcmp(o->on_bad_row, "skip") == 0
+                          ? "--on-bad-row skip: a streamed run stops at a bad row"
+                      : o->trace && !o->trace_columns
+                          ? "--trace needs --trace-columns MAP: the streamed reader reads CSV "
+                            "with named columns (docs/data.md); other formats are read whole"
+                      : o->trace && strcmp(o->trace_format, "auto") != 0 &&
+                              strcmp(o->trace_format, "columns") != 0
+                          ? "--trace-format: the streamed reader reads only `columns` "
+                            "(CSV with --trace-columns MAP)"
+                          : NULL;
+    if (bad)
+        fprintf(stderr, "drover sim: --stream and %s; drop --stream\n", bad);
+    return bad ? -1 : 0;
 }
 
 /* Checks what the table cannot: values read by other modules, and flags that exclude others. */
@@ -229,7 +269,7 @@ static int check_opts(const sim_opts *o)
         fprintf(stderr, "drover sim: --seeds and --explain: --explain looks at one run (--seed)\n");
         return -1;
     }
-    return 0;
+    return o->stream ? check_stream_opts(o) : 0;
 }
 
 enum { MAX_SEEDS = 1000 };
@@ -300,17 +340,24 @@ static int load_trace_inputs(const sim_opts *o, sim_inputs *in, drv_diag *d)
 }
 
 /* The jobs of one seed: from --trace, --workload, or generated. */
+/* How a trace is read for one seed: its format, bad rows, and the GPUs of the first GPU node. */
+static drv_trace_opts trace_opts(const sim_opts *o, sim_inputs *in, uint64_t seed)
+{
+    drv_trace_opts to = {drv_trace_format_parse(o->trace_format),
+                         strcmp(o->on_bad_row, "skip") == 0, seed, &in->calib, DRV_POLLUX_GPUS};
+    for (int32_t i = 0; i < in->cluster.n; i++)
+        if (in->cluster.nodes[i].alloc.gpu > 0) {
+            to.gpus_per_node = (int32_t)in->cluster.nodes[i].alloc.gpu;
+            break;
+        }
+    return to;
+}
+
 static int load_jobs(const sim_opts *o, sim_inputs *in, uint64_t seed, drv_workload *wl,
                      drv_diag *d)
 {
     if (o->trace) {
-        drv_trace_opts to = {drv_trace_format_parse(o->trace_format),
-                             strcmp(o->on_bad_row, "skip") == 0, seed, &in->calib, DRV_POLLUX_GPUS};
-        for (int32_t i = 0; i < in->cluster.n; i++)
-            if (in->cluster.nodes[i].alloc.gpu > 0) {
-                to.gpus_per_node = (int32_t)in->cluster.nodes[i].alloc.gpu;
-                break;
-            }
+        drv_trace_opts to = trace_opts(o, in, seed);
         return o->trace_columns
                    ? drv_trace_load_columns(wl, in->trace_path, o->trace_columns, &in->cat, &to,
                                             &in->rows_skipped, d)
@@ -323,15 +370,43 @@ static int load_jobs(const sim_opts *o, sim_inputs *in, uint64_t seed, drv_workl
     return drv_workload_generate(wl, &g, &in->cat, d);
 }
 
+/* --stream: a source of the jobs (from the start), reading what in holds (in->topts, in->gen
+ * must not move while it is in use). 0 or an error code, d says what. */
+static int open_source(const sim_opts *o, const sim_inputs *in, drv_jobsource *src, drv_diag *d)
+{
+    if (o->trace)
+        return drv_jobsource_csv(src, in->trace_path, o->trace_columns, &in->cat, &in->topts, d);
+    return drv_jobsource_generate(src, &in->gen, &in->cat, d);
+}
+
+/* --stream: the source's options, and one pass over it so that bad or unsorted rows are
+ * reported (file:line) before anything runs; keeps only the number of jobs. */
+static int check_source(const sim_opts *o, sim_inputs *in, drv_diag *d)
+{
+    int rc = o->trace ? load_trace_inputs(o, in, d) : 0;
+    if (rc)
+        return rc;
+    in->topts = trace_opts(o, in, in->seeds[0]);
+    drv_genparams_default(&in->gen, in->seeds[0]);
+    drv_jobsource src = {0};
+    rc = open_source(o, in, &src, d);
+    in->njobs = rc ? 0 : src.jobs;
+    drv_jobsource_fini(&src);
+    return rc;
+}
+
 /* Every seed's jobs. */
 static int load_all_jobs(const sim_opts *o, sim_inputs *in, drv_diag *d)
 {
+    if (o->stream)
+        return check_source(o, in, d);
     int rc = o->trace ? load_trace_inputs(o, in, d) : 0;
     in->wl = rc ? NULL : drv_calloc((size_t)in->nseeds, sizeof *in->wl);
     if (!rc && !in->wl)
         rc = drv_fail(d, DRV_ENOMEM, "out of memory");
     for (int i = 0; !rc && i < in->nseeds; i++)
         rc = load_jobs(o, in, in->seeds[i], &in->wl[i], d);
+    in->njobs = rc ? 0 : in->wl[0].n;
     return rc;
 }
 
@@ -348,6 +423,13 @@ static int load_inputs(const sim_opts *o, sim_inputs *in)
             rc = drv_cluster_load(&in->cluster, o->cluster, &d);
         else
             drv_cluster_default(&in->cluster);
+    }
+    if (!rc && o->stream && in->cluster.nqueues > 0) {
+        fprintf(stderr,
+                "drover sim: --stream: %s declares queues, which a streamed run does not "
+                "support yet; drop --stream\n",
+                o->cluster);
+        return EXIT_USAGE;
     }
     if (!rc)
         rc = load_all_jobs(o, in, &d);
@@ -426,6 +508,16 @@ static void run_progress_cb(void *arg, const drv_progress *p)
     progress_cb(r->report, p);
 }
 
+/* After a bad-input exit: a trace on the built-in cluster (no GPUs) needs GPU nodes. */
+static void hint_gpus(const sim_opts *o, const sim_inputs *in, int status)
+{
+    if (status == EXIT_USAGE && o->trace && !o->cluster && !in->pollux && in->cluster.n > 0 &&
+        in->cluster.nodes[0].alloc.gpu == 0)
+        fprintf(stderr, "drover sim: a trace's jobs need GPUs and the built-in cluster has "
+                        "none: add --mechanics pollux (16 nodes x 4 GPUs, as the Pollux "
+                        "simulator) or --cluster FILE with GPU nodes\n");
+}
+
 /* Runs each policy once per seed on the same inputs, side by side on --threads threads, into
  * sums[seed * nprof + policy]; with --out writes the first seed's run files. Returns 0 or the
  * exit status, with the message printed: a profile the simulator refuses (a bad knob) is bad
@@ -471,16 +563,101 @@ static int run_policies(const sim_opts *o, const sim_inputs *in, drv_summary *su
                     tasks[i].d.msg[0] ? tasks[i].d.msg : drv_strerror(tasks[i].rc));
             status =
                 tasks[i].rc == DRV_EINVAL && !tasks[i].summary.policy[0] ? EXIT_USAGE : EXIT_RUN;
-            if (status == EXIT_USAGE && o->trace && !o->cluster && !in->pollux &&
-                in->cluster.n > 0 && in->cluster.nodes[0].alloc.gpu == 0)
-                fprintf(stderr, "drover sim: a trace's jobs need GPUs and the built-in cluster has "
-                                "none: add --mechanics pollux (16 nodes x 4 GPUs, as the Pollux "
-                                "simulator) or --cluster FILE with GPU nodes\n");
+            hint_gpus(o, in, status);
             break;
         }
 out:
     drv_free(tasks);
     drv_free(rp);
+    drv_free(frac);
+    return status;
+}
+
+/* --stream --out: a streamed run's finished rows go straight to its jobs-<policy>.csv. */
+typedef struct stream_rows {
+    FILE *f; /* NULL: no --out */
+    const drv_report_meta *meta;
+} stream_rows;
+
+static void stream_row(void *arg, int32_t job, const drv_jobspec *spec, const drv_jobresult *r)
+{
+    (void)job;
+    const stream_rows *w = arg;
+    if (w->f) /* a streamed run has no queues (load_inputs refuses them): no queue column */
+        drv_report_job_row(w->f, spec, r, w->meta, false);
+}
+
+/* One policy's streamed run into *sum, with --out its rows into jobs-<policy>.csv (written under
+ * a temporary name and renamed, as drv_report_run_files does). 0 or an error code, d says
+ * what. */
+static int run_stream_one(const sim_opts *o, const sim_inputs *in, const drv_profile *prof,
+                          run_progress *rp, drv_summary *sum, drv_diag *d)
+{
+    drv_report_meta meta = report_meta(o, in);
+    drv_file_out fo = {0};
+    stream_rows rows = {NULL, &meta};
+    drv_jobsource src = {0};
+    drv_sim *s = NULL;
+    /* check_source's pass warned of the rows a trace leaves out; each run's pass would say it
+     * again. `drover sim` logs to the default sink (stderr, warnings), restored after. */
+    drv_log_set(NULL, NULL, DRV_LOG_ERROR);
+    int rc = open_source(o, in, &src, d);
+    drv_log_set(NULL, NULL, DRV_LOG_WARN);
+    if (!rc && o->out) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/jobs-%s.csv", o->out, prof->name);
+        rc = drv_file_out_open(&fo, path, d);
+        rows.f = rc ? NULL : fo.f;
+    }
+    if (rows.f)
+        drv_report_jobs_header(rows.f, false);
+    drv_sim_config cfg = {.seed = in->seeds[0],
+                          .check = o->check,
+                          .progress = run_progress_cb,
+                          .progress_arg = rp,
+                          .calib = o->trace ? &in->calib : NULL,
+                          .workload_file = o->trace ? in->trace_path : NULL,
+                          .finished = stream_row,
+                          .finished_arg = &rows};
+    if (!rc)
+        rc = drv_sim_new_stream(&in->cluster, &src, &in->cat, prof, &cfg, &s, d);
+    if (!rc)
+        rc = drv_sim_run(s, d);
+    if (!rc)
+        drv_sim_summary(s, sum);
+    drv_sim_free(s); /* after the run: its last rows (jobs not finished) went out in drv_sim_run */
+    drv_jobsource_fini(&src);
+    if (rows.f)
+        rc = rc ? (drv_file_out_abort(&fo), rc) : drv_file_out_commit(&fo, d);
+    return rc;
+}
+
+/* --stream: each policy in turn (a run reads its own pass over the source), into sums[policy].
+ * Returns 0 or the exit status, with the message printed, as run_policies. A streamed run
+ * meets some bad input only as it reads the job (a job that fits no node): DRV_EINVAL from the
+ * run is bad input too (exit 2), though files of the policies before may have been written. */
+static int run_stream(const sim_opts *o, const sim_inputs *in, drv_summary *sums)
+{
+    double *frac = drv_calloc((size_t)in->nprof, sizeof *frac);
+    if (!frac) {
+        fprintf(stderr, "drover: out of memory\n");
+        return EXIT_RUN;
+    }
+    progress prog;
+    progress_init(&prog, o->quiet, in->nprof);
+    int status = 0;
+    for (int p = 0; p < in->nprof && !status; p++) {
+        run_progress rp = {&prog, frac, p, in->nprof, in->prof[p].name};
+        drv_diag d = {{0}};
+        int rc = run_stream_one(o, in, &in->prof[p], &rp, &sums[p], &d);
+        if (rc) {
+            progress_clear(&prog);
+            fprintf(stderr, "drover: %s\n", d.msg[0] ? d.msg : drv_strerror(rc));
+            status = rc == DRV_EINVAL || rc == DRV_EPARSE ? EXIT_USAGE : EXIT_RUN;
+            hint_gpus(o, in, status);
+        }
+    }
+    progress_clear(&prog);
     drv_free(frac);
     return status;
 }
@@ -492,7 +669,7 @@ static int write_out_dir(const sim_opts *o, const sim_inputs *in, const drv_summ
                          const char *desc, bool *skipped)
 {
     drv_diag d = {{0}};
-    drv_scenario sc = {.jobs = in->wl[0].n, .nodes = in->cluster.n, .seed = in->seeds[0]};
+    drv_scenario sc = {.jobs = in->njobs, .nodes = in->cluster.n, .seed = in->seeds[0]};
     snprintf(sc.desc, sizeof sc.desc, "%s", desc);
     for (int32_t k = 0; k < in->cluster.n; k++) {
         sc.cpu_m += (double)in->cluster.nodes[k].alloc.cpu;
@@ -505,6 +682,10 @@ static int write_out_dir(const sim_opts *o, const sim_inputs *in, const drv_summ
     if (rc) {
         fprintf(stderr, "drover: %s\n", d.msg[0] ? d.msg : drv_strerror(rc));
         return EXIT_RUN;
+    }
+    if (o->stream) { /* no time series to draw nor page to read it: the data files alone */
+        *skipped = true;
+        return 0;
     }
     return cli_render_dir(o->out, "drover", skipped) ? EXIT_RUN : 0;
 }
@@ -526,7 +707,11 @@ static void print_comparison(const sim_opts *o, const sim_inputs *in, const drv_
         printf("trace rows skipped as malformed: %d\n", in->rows_skipped);
     printf("\n");
     drv_report_table(stdout, sums, in->nprof);
-    if (o->out) {
+    if (o->out && o->stream) {
+        printf("\nwrote %s/summary.json, summary.csv, scenario.json, jobs-*.csv (a streamed run "
+               "keeps no timeline or placements: no plots or page)\n",
+               o->out);
+    } else if (o->out) {
         printf("\nwrote %s/summary.json, summary.csv, scenario.json, jobs-*.csv, "
                "timeline-*.csv, placements-*.csv\n",
                o->out);
@@ -604,13 +789,13 @@ static int simulate(const sim_opts *o, const sim_inputs *in)
         drv_free(sums);
         return EXIT_USAGE;
     }
-    int status = run_policies(o, in, sums);
+    int status = o->stream ? run_stream(o, in, sums) : run_policies(o, in, sums);
     if (status) {
         drv_free(sums);
         return status;
     }
     char desc[512];
-    snprintf(desc, sizeof desc, "%d jobs on %d nodes (%s, %s)", in->wl[0].n, in->cluster.n,
+    snprintf(desc, sizeof desc, "%d jobs on %d nodes (%s, %s)", in->njobs, in->cluster.n,
              o->trace      ? o->trace
              : o->workload ? o->workload
                            : "built-in workload",

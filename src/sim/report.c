@@ -448,6 +448,40 @@ static void model_name(const drv_jobspec *j, const drv_report_meta *meta, char *
         snprintf(out, n, "%d", j->model);
 }
 
+void drv_report_jobs_header(FILE *f, bool queues)
+{
+    fputs("job,user,model,ps,workers_requested,workers_last,submit_s,start_s,end_s,wait_s,jct_s,"
+          "restarts,migrations,preemptions",
+          f);
+    fputs(queues ? ",queue\n" : "\n", f);
+}
+
+/* A time in seconds as a cell, or an empty cell when it is negative (never happened). */
+static void time_cell(FILE *f, double t)
+{
+    if (t >= 0)
+        fprintf(f, ",%.3f", t);
+    else
+        fputs(",", f);
+}
+
+void drv_report_job_row(FILE *f, const drv_jobspec *j, const drv_jobresult *r,
+                        const drv_report_meta *meta, bool queues)
+{
+    char model[64];
+    model_name(j, meta, model, sizeof model);
+    fprintf(f, "%s,%s,%s,%d,%d,%d,%.3f", j->name, j->user, model, j->role[DRV_ROLE_PS].replicas,
+            j->role[DRV_ROLE_WORKER].replicas, r->workers, r->submit);
+    time_cell(f, r->start);
+    time_cell(f, r->end);
+    time_cell(f, r->start >= 0 ? r->start - r->submit : -1);
+    time_cell(f, r->end >= 0 ? r->end - r->submit : -1);
+    fprintf(f, ",%d,%d,%d", r->restarts, r->migrations, r->preemptions);
+    if (queues) /* the name the job gave: the queue it is in, as undeclared names are refused */
+        fprintf(f, ",%s", j->queue);
+    fputc('\n', f);
+}
+
 int drv_report_run_files(const char *dir, const drv_sim *s, const drv_report_meta *meta,
                          drv_diag *d)
 {
@@ -462,37 +496,9 @@ int drv_report_run_files(const char *dir, const drv_sim *s, const drv_report_met
     int32_t n;
     const drv_jobresult *r = drv_sim_jobs(s, &n);
     bool queues = drv_sim_state(s)->nqueues > 0; /* then a last column names each job's queue */
-    fputs("job,user,model,ps,workers_requested,workers_last,submit_s,start_s,end_s,wait_s,jct_s,"
-          "restarts,migrations,preemptions",
-          f);
-    fputs(queues ? ",queue\n" : "\n", f);
-    for (int32_t i = 0; i < n; i++) {
-        const drv_jobspec *j = &wl->jobs[i]; /* finished jobs are released from the state */
-        char model[64];
-        model_name(j, meta, model, sizeof model);
-        fprintf(f, "%s,%s,%s,%d,%d,%d,%.3f", j->name, j->user, model, j->role[DRV_ROLE_PS].replicas,
-                j->role[DRV_ROLE_WORKER].replicas, r[i].workers, r[i].submit);
-        if (r[i].start >= 0)
-            fprintf(f, ",%.3f", r[i].start);
-        else
-            fputs(",", f);
-        if (r[i].end >= 0)
-            fprintf(f, ",%.3f", r[i].end);
-        else
-            fputs(",", f);
-        if (r[i].start >= 0)
-            fprintf(f, ",%.3f", r[i].start - r[i].submit);
-        else
-            fputs(",", f);
-        if (r[i].end >= 0)
-            fprintf(f, ",%.3f", r[i].end - r[i].submit);
-        else
-            fputs(",", f);
-        fprintf(f, ",%d,%d,%d", r[i].restarts, r[i].migrations, r[i].preemptions);
-        if (queues) /* the name the job gave: the queue it is in, as undeclared names are refused */
-            fprintf(f, ",%s", j->queue);
-        fputc('\n', f);
-    }
+    drv_report_jobs_header(f, queues);
+    for (int32_t i = 0; i < n; i++) /* finished jobs are released from the state: read wl */
+        drv_report_job_row(f, &wl->jobs[i], &r[i], meta, queues);
     int rc = drv_file_out_commit(&o, d);
     if (rc)
         return rc;

@@ -280,5 +280,65 @@ expect_status trace-no-gpus 2 "$drover" sim --trace "$src/tests/fixtures/trace/h
 grep -q -- "add --mechanics pollux" "$tmp/err"
 check trace-no-gpus-hint $?
 
+# --stream: a CSV trace read as the clock reaches its rows gives the same table and the same
+# jobs CSV as the trace read whole (rows in order of finishing, so compared sorted, header
+# first); the built-in scenario streamed gives the same table; what it cannot do is refused.
+awk 'BEGIN { print "id,queued_at,n_gpu,secs,arch"; m[0] = "imagenet"; m[1] = "resnet";
+    m[2] = "bert"; for (i = 0; i < 40; i++) printf "j%d,%d,%d,%d,%s\n", i, i * 37,
+    1 + (i * 7) % 6, 120 + (i * 113) % 900, m[i % 3] }' >"$tmp/stream.csv"
+cols=name=id,submit=queued_at,gpus=n_gpu,duration=secs,model=arch
+expect_status stream-whole 0 "$drover" sim --quiet --trace "$tmp/stream.csv" --trace-columns "$cols" \
+    --mechanics pollux --out "$tmp/whole"
+mv "$tmp/out" "$tmp/whole.txt"
+expect_status stream 0 "$drover" sim --quiet --stream --trace "$tmp/stream.csv" \
+    --trace-columns "$cols" --mechanics pollux --out "$tmp/streamed"
+grep -v '^wrote ' "$tmp/whole.txt" | grep -v '^plots: ' | sed "s#$tmp/whole#DIR#" >"$tmp/w.txt"
+grep -v '^wrote ' "$tmp/out" | sed "s#$tmp/streamed#DIR#" >"$tmp/s.txt"
+grep -q '^40 jobs on 16 nodes' "$tmp/s.txt" && cmp -s "$tmp/w.txt" "$tmp/s.txt"
+check stream-same-table $?
+cmp -s "$tmp/whole/summary.csv" "$tmp/streamed/summary.csv"
+check stream-same-summary $?
+n=0
+r=0
+for f in "$tmp"/whole/jobs-*.csv; do
+    g=$tmp/streamed/${f##*/}
+    n=$((n + 1))
+    [ -f "$g" ] && [ "$(wc -l <"$f")" -eq 41 ] && [ "$(head -1 "$f")" = "$(head -1 "$g")" ] &&
+        [ "$(sort "$f" | cksum)" = "$(sort "$g" | cksum)" ] || { r=1; echo "  differs: $g" >&2; }
+done
+[ "$n" -ge 10 ]
+check stream-policies $?
+check stream-same-jobs-csv $r
+[ ! -e "$tmp/streamed/timeline-drover.csv" ] && [ ! -e "$tmp/streamed/index.html" ]
+check stream-no-timeline $?
+expect_status stream-generated 0 "$drover" sim --quiet --stream --policy gang-fifo,drover --seed 4
+mv "$tmp/out" "$tmp/gen-s.txt"
+expect_status stream-generated-whole 0 "$drover" sim --quiet --policy gang-fifo,drover --seed 4
+cmp -s "$tmp/out" "$tmp/gen-s.txt"
+check stream-generated-same-table $?
+expect_status stream-workload 2 "$drover" sim --stream --workload "$fx/bad-workload-cpu.yaml"
+grep -q -- '--stream and --workload' "$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ]
+check stream-workload-message $?
+expect_status stream-format 2 "$drover" sim --stream --trace "$tmp/stream.csv" \
+    --trace-columns "$cols" --trace-format pollux
+grep -q -- "--trace-format: the streamed reader reads only \`columns\`" "$tmp/err"
+check stream-format-message $?
+expect_status stream-no-columns 2 "$drover" sim --stream --trace "$tmp/stream.csv"
+grep -q -- '--trace needs --trace-columns MAP' "$tmp/err"
+check stream-no-columns-message $?
+expect_status stream-seeds 2 "$drover" sim --stream --seeds 1-2
+expect_status stream-queues 2 "$drover" sim --stream --cluster "$fx/cluster-queues.yaml"
+grep -q 'declares queues' "$tmp/err"
+check stream-queues-message $?
+expect_status stream-no-gpus 2 "$drover" sim --stream --trace "$tmp/stream.csv" --trace-columns "$cols"
+grep -q -- "add --mechanics pollux" "$tmp/err"
+check stream-no-gpus-hint $?
+{ head -1 "$tmp/stream.csv" && tail -n +2 "$tmp/stream.csv" | sort -t, -k2,2nr; } >"$tmp/unsorted.csv"
+expect_status stream-unsorted 2 "$drover" sim --stream --trace "$tmp/unsorted.csv" \
+    --trace-columns "$cols" --mechanics pollux --out "$tmp/unsorted"
+grep -q 'unsorted.csv:.*submit: expected rows in order of submission' "$tmp/err" &&
+    [ ! -e "$tmp/unsorted" ]
+check stream-unsorted-message $?
+
 echo "$pass passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -44,6 +44,7 @@
 
 #include "json.h"
 #include "lifecycle.h"
+#include "peers.h"
 
 #include "drover/clock.h"
 
@@ -246,12 +247,31 @@ typedef struct ctrl_intake {
     volatile int stop; /* set by the loop's stop: the informers return */
 } ctrl_intake;
 
+/* What a binder thread renders a pod creation's body from: copied from the mirror by the
+ * scheduler thread when it queues the creation, so that the binder reads nothing the scheduler
+ * thread may change meanwhile (the mirror's records and string table grow and are freed under
+ * it). One allocation (pod_render_new); the template text follows the struct. */
+typedef struct pod_render {
+    const char *tmpl;   /* the role's pod template (JSON text, in this allocation); NULL: {} */
+    const char *sched;  /* spec.schedulerName: c->scheduler, fixed before the threads start */
+    char ns[256];       /* the job's namespace */
+    char job[256];      /* the TrainingJob's name */
+    char pod[600];      /* the pod's name (ctrl_pod_name) */
+    char node[256];     /* spec.nodeName (a DNS subdomain: at most 253); "": unbound */
+    char uid[64];       /* the TrainingJob's uid (its pods' owner reference) */
+    int role, rank;     /* the pod's role and index in it */
+    drv_peer_job peers; /* the peer environment's inputs; .ns, .name point at ns, job above */
+    int64_t cpu_limit;  /* a wanted CPU limit (ctrl_resize.c, millicores); <= 0: none */
+} pod_render;
+
 /* A request queued for the binder threads (owned strings). */
 typedef struct bind_request {
     int32_t slot, node; /* node -1: unbound creation, or a deletion */
     int8_t request;     /* REQ_CREATE, REQ_BIND, REQ_DELETE, REQ_RESIZE */
-    char *path, *body;  /* body NULL for a deletion; REQ_RESIZE: a strategic merge patch */
+    char *path, *body;  /* body NULL for a deletion; REQ_RESIZE: a strategic merge patch;
+                           REQ_CREATE: NULL until the binder thread renders it from render */
     char *pod_path;     /* the pod's own path (read after a 409) */
+    pod_render *render; /* REQ_CREATE only (owned; drv_free); NULL otherwise */
 } bind_request;
 
 typedef struct binder_thread {
@@ -600,7 +620,10 @@ void ctrl_lifecycle_suspend(drv_ctrl *c, int32_t j);
 void ctrl_lifecycle_resumed(drv_ctrl *c, int32_t j, const job_record *old);
 int ctrl_lifecycle_edit(drv_ctrl *c, int32_t j, const tj_record *t);
 void ctrl_lifecycle_invalid(drv_ctrl *c, const ctrl_event *e);
-int ctrl_lifecycle_pod_env(drv_ctrl *c, int32_t slot, json_t *pod);
+/* The peer environment's inputs of slot's pod into *pj (pj->ns, pj->name point at ns, name, n
+ * bytes each); the pod is marked as having the job's environment of now (env_gen). */
+void ctrl_lifecycle_pod_peers(drv_ctrl *c, int32_t slot, drv_peer_job *pj, char *ns, char *name,
+                              size_t n);
 void ctrl_lifecycle_service(drv_ctrl *c, int32_t j);
 /* Finished jobs past their TTL are deleted; the next deadline (wall), INFINITY: none. */
 double ctrl_lifecycle_expire(drv_ctrl *c);
@@ -631,8 +654,9 @@ void ctrl_resize_discover(drv_ctrl *c); /* blocking: at start, before the binder
 int ctrl_resize_decided(drv_ctrl *c, const drv_decision *x);
 void ctrl_resize_answered(drv_ctrl *c, const ctrl_event *e);          /* a REQ_RESIZE's answer */
 void ctrl_resize_seen(drv_ctrl *c, int32_t slot, const drv_kpod *kp); /* the pod's limit */
-/* The wanted limit, if any, into a pod about to be created (its first container's). */
-int ctrl_resize_render(drv_ctrl *c, int32_t slot, json_t *pod);
+/* The wanted limit (millicores; <= 0: none), into a pod about to be created (its first
+ * container's). Reads nothing but its arguments: called on a binder thread. */
+int ctrl_resize_render(int64_t cpu_limit, json_t *pod);
 
 /* ---- cycle (ctrl_cycle.c) ------------------------------------------------------------------- */
 int ctrl_cycle_run(drv_ctrl *c);

@@ -11,6 +11,13 @@
  * cycle sees the truth. May touch, on the scheduler thread: the mirror's pod and job records,
  * the state (undoing assumptions), counters.
  *
+ * A creation's body is rendered by the binder thread that sends it (a parse of the role's
+ * template, the pod's names, labels, owner reference, nodeName, peer environment and CPU limit,
+ * and a dump), from a pod_render the scheduler thread fills when it queues the creation: a
+ * copy of what the body needs, so a binder thread never reads the mirror, which the scheduler
+ * thread changes meanwhile. (On the scheduler thread, that rendering was a quarter of its CPU
+ * while the binder threads waited.)
+ *
  * At most one request per pod is out at a time: a pod to be deleted while its creation is out
  * is deleted once that is answered (delete_after), and a pod is not created or bound while its
  * deletion is out (it waits in pod_record.want), so two binder threads never race on one name.
@@ -58,6 +65,34 @@ void ctrl_pod_name(drv_ctrl *c, int32_t slot, char *buf, size_t n)
     snprintf(buf, n, "%s-%s-%d", name, master ? "master" : drv_role_name(p->role), p->index);
 }
 
+/* What slot s's creation, bound to node (or not: -1), is rendered from: a copy of the mirror's
+ * part (pod_render), so the binder thread renders the body without reading the mirror. O(the
+ * template's length): a copy, no parse. NULL: out of memory. */
+static pod_render *pod_render_new(drv_ctrl *c, int32_t s, int32_t node)
+{
+    const drv_state *st = &c->mirror.st;
+    const drv_pod *p = &st->pods[s];
+    const job_record *jr = &c->mirror.jobs[p->job];
+    const char *tmpl = jr->tmpl[p->role];
+    size_t k = tmpl ? strlen(tmpl) + 1 : 0;
+    pod_render *r = drv_malloc(sizeof *r + k);
+    if (!r)
+        return NULL;
+    memset(r, 0, sizeof *r);
+    if (tmpl)
+        r->tmpl = memcpy((char *)(r + 1), tmpl, k);
+    r->sched = c->scheduler;
+    ctrl_pod_name(c, s, r->pod, sizeof r->pod);
+    if (node >= 0)
+        snprintf(r->node, sizeof r->node, "%s", drv_strtab_str(st->names, st->nodes[node].name));
+    snprintf(r->uid, sizeof r->uid, "%s", jr->uid);
+    r->role = p->role;
+    r->rank = p->index;
+    ctrl_lifecycle_pod_peers(c, s, &r->peers, r->ns, r->job, sizeof r->ns);
+    r->cpu_limit = c->mirror.pods[s].want_cpu_limit;
+    return r;
+}
+
 /* Sets obj[key] to a new object unless it holds one already; returns it. */
 static json_t *object_at(json_t *obj, const char *key)
 {
@@ -69,41 +104,39 @@ static json_t *object_at(json_t *obj, const char *key)
     return x;
 }
 
-/* The body that creates slot s's pod from its role's template, bound to node (or not: -1). */
-static char *pod_body(drv_ctrl *c, int32_t s, int32_t node)
+/* The body that creates r's pod from its role's template (on a binder thread: reads r only).
+ * NULL: out of memory. */
+static char *pod_body(const pod_render *r)
 {
-    const drv_state *st = &c->mirror.st;
-    const drv_pod *p = &st->pods[s];
-    const job_record *jr = &c->mirror.jobs[p->job];
-    json_t *tm = jr->tmpl[p->role] ? json_loads(jr->tmpl[p->role], 0, NULL) : json_object();
+    json_t *tm = r->tmpl ? json_loads(r->tmpl, 0, NULL) : json_object();
     if (!tm)
         return NULL;
-    char ns[256], job[256], pod[600], rank[16];
-    ctrl_name_str(c, jr->ns, ns, sizeof ns);
-    ctrl_name_str(c, jr->name, job, sizeof job);
-    ctrl_pod_name(c, s, pod, sizeof pod);
-    snprintf(rank, sizeof rank, "%d", p->index);
+    char rank[16];
+    snprintf(rank, sizeof rank, "%d", r->rank);
     json_t *meta = object_at(tm, "metadata");
     json_t *labels = object_at(meta, "labels");
-    json_object_set_new(labels, "drover.dev/job", json_string(job));
-    json_object_set_new(labels, "drover.dev/role", json_string(drv_role_name(p->role)));
+    json_object_set_new(labels, "drover.dev/job", json_string(r->job));
+    json_object_set_new(labels, "drover.dev/role", json_string(drv_role_name(r->role)));
     json_object_set_new(labels, "drover.dev/rank", json_string(rank));
-    json_object_set_new(meta, "name", json_string(pod));
-    json_object_set_new(meta, "namespace", json_string(ns));
+    json_object_set_new(meta, "name", json_string(r->pod));
+    json_object_set_new(meta, "namespace", json_string(r->ns));
     json_object_set_new(meta, "ownerReferences",
                         json_pack("[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion",
-                                  "drover.dev/v1alpha1", "kind", "TrainingJob", "name", job, "uid",
-                                  jr->uid, "controller", 1, "blockOwnerDeletion", 1));
+                                  "drover.dev/v1alpha1", "kind", "TrainingJob", "name", r->job,
+                                  "uid", r->uid, "controller", 1, "blockOwnerDeletion", 1));
     json_t *spec = object_at(tm, "spec");
-    json_object_set_new(spec, "schedulerName", json_string(c->scheduler));
+    json_object_set_new(spec, "schedulerName", json_string(r->sched));
     if (!json_object_get(spec, "restartPolicy"))
         json_object_set_new(spec, "restartPolicy", json_string("Never"));
-    if (node >= 0)
-        json_object_set_new(spec, "nodeName",
-                            json_string(drv_strtab_str(st->names, st->nodes[node].name)));
+    if (r->node[0])
+        json_object_set_new(spec, "nodeName", json_string(r->node));
     json_object_set_new(tm, "apiVersion", json_string("v1"));
     json_object_set_new(tm, "kind", json_string("Pod"));
-    if (ctrl_lifecycle_pod_env(c, s, tm) == DRV_ENOMEM || ctrl_resize_render(c, s, tm) != 0) {
+    drv_diag d = {{0}};
+    int rc = drv_peers_apply(&r->peers, r->role, r->rank, tm, &d);
+    if (rc) /* (a template without containers gets no environment: logged, created as it is) */
+        drv_log(DRV_LOG_ERROR, "%s", d.msg);
+    if (rc == DRV_ENOMEM || ctrl_resize_render(r->cpu_limit, tm) != 0) {
         json_decref(tm);
         return NULL;
     }
@@ -114,9 +147,19 @@ static char *pod_body(drv_ctrl *c, int32_t s, int32_t node)
     return out;
 }
 
-/* Queues one request about slot s (path and body then the queue's; body NULL for a deletion)
- * and marks it in flight. */
-static int enqueue(drv_ctrl *c, int32_t s, int32_t node, int8_t request, char *path, char *body)
+/* Frees what a request owns. */
+static void request_free(bind_request *r)
+{
+    drv_free(r->path);
+    drv_free(r->body);
+    drv_free(r->pod_path);
+    drv_free(r->render);
+}
+
+/* Queues one request about slot s (path, body and render then the queue's; body NULL for a
+ * deletion and a creation, which has render instead) and marks it in flight. */
+static int enqueue(drv_ctrl *c, int32_t s, int32_t node, int8_t request, char *path, char *body,
+                   pod_render *render)
 {
     ctrl_binder *b = &c->binder;
     char *own = pod_path(c, s);
@@ -124,17 +167,16 @@ static int enqueue(drv_ctrl *c, int32_t s, int32_t node, int8_t request, char *p
     pthread_mutex_lock(&b->mu);
     if (q->head == q->n)
         q->head = q->n = 0;
-    bool ok = (body || request == REQ_DELETE) && path && own &&
-              drv_grow(&q->v, sizeof *q->v, &q->cap, q->n + 1) == 0;
+    bind_request r = {s, node, request, path, body, own, render};
+    bool ok = (request == REQ_CREATE ? render != NULL : body || request == REQ_DELETE) && path &&
+              own && drv_grow(&q->v, sizeof *q->v, &q->cap, q->n + 1) == 0;
     if (ok) {
-        q->v[q->n++] = (bind_request){s, node, request, path, body, own};
+        q->v[q->n++] = r;
         pthread_cond_signal(&b->cv);
     }
     pthread_mutex_unlock(&b->mu);
     if (!ok) {
-        drv_free(body);
-        drv_free(path);
-        drv_free(own);
+        request_free(&r);
         return DRV_ENOMEM;
     }
     c->mirror.pods[s].inflight = request;
@@ -148,7 +190,8 @@ int ctrl_binder_create(drv_ctrl *c, int32_t slot, int32_t node)
     char path[1200];
     pods_path(c, c->mirror.jobs[c->mirror.st.pods[slot].job].ns, path, sizeof path);
     ctrl_lifecycle_service(c, c->mirror.st.pods[slot].job); /* with its first pods */
-    return enqueue(c, slot, node, REQ_CREATE, drv_strdup(path), pod_body(c, slot, node));
+    return enqueue(c, slot, node, REQ_CREATE, drv_strdup(path), NULL,
+                   pod_render_new(c, slot, node));
 }
 
 static int bind(drv_ctrl *c, int32_t slot, int32_t node)
@@ -159,7 +202,7 @@ static int bind(drv_ctrl *c, int32_t slot, int32_t node)
     ctrl_pod_name(c, slot, pod, sizeof pod);
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/binding", ns, pod);
     char *body = drv_kube_binding_json(ns, pod, drv_strtab_str(st->names, st->nodes[node].name));
-    return enqueue(c, slot, node, REQ_BIND, drv_strdup(path), body);
+    return enqueue(c, slot, node, REQ_BIND, drv_strdup(path), body, NULL);
 }
 
 int ctrl_binder_resize(drv_ctrl *c, int32_t slot, char *body)
@@ -168,7 +211,7 @@ int ctrl_binder_resize(drv_ctrl *c, int32_t slot, char *body)
     if (own && (path = drv_malloc(strlen(own) + sizeof "/resize")) != NULL)
         sprintf(path, "%s/resize", own);
     drv_free(own);
-    return enqueue(c, slot, -1, REQ_RESIZE, path, body);
+    return enqueue(c, slot, -1, REQ_RESIZE, path, body, NULL);
 }
 
 /* A pod being deleted holds its node's room until it is gone or finished, like
@@ -218,7 +261,7 @@ int ctrl_binder_delete(drv_ctrl *c, int32_t slot)
         return 0;
     }
     hold_room(c, slot);
-    int rc = enqueue(c, slot, -1, REQ_DELETE, pod_path(c, slot), NULL);
+    int rc = enqueue(c, slot, -1, REQ_DELETE, pod_path(c, slot), NULL, NULL);
     if (rc == 0 && p->exists == 1) {
         p->exists = 2;
         p->delete_assumed = true;
@@ -297,7 +340,9 @@ static void send_request(binder_thread *t, const bind_request *r, ctrl_event *e)
     long status = 0;
     e->u.answer.sent = drv_clock_mono();
     int rc;
-    if (r->request == REQ_DELETE)
+    if (r->request == REQ_CREATE && !r->body) /* (out of memory rendering it: not sent) */
+        rc = drv_fail(&d, DRV_ENOMEM, "out of memory: the body of %s not rendered", r->pod_path);
+    else if (r->request == REQ_DELETE)
         rc = drv_kube_delete(t->client, r->path, -1, "Background", &status, &d);
     else if (r->request == REQ_RESIZE) /* (kubectl patch --subresource resize's patch type) */
         rc = drv_kube_request(t->client, "PATCH", r->path, "application/strategic-merge-patch+json",
@@ -341,6 +386,8 @@ static void *binder_main(void *arg)
         }
         bind_request r = q->v[q->head++];
         pthread_mutex_unlock(&b->mu);
+        if (r.render) /* (here rather than on the scheduler thread: a parse and a dump per pod) */
+            r.body = pod_body(r.render);
         ctrl_event e = {.kind = EV_ANSWER};
         send_request(t, &r, &e);
         char what[1300];
@@ -350,9 +397,7 @@ static void *binder_main(void *arg)
                                            : "POST",
                  r.path);
         ctrl_events_push(t->c, &e, what);
-        drv_free(r.path);
-        drv_free(r.body);
-        drv_free(r.pod_path);
+        request_free(&r);
     }
     return NULL;
 }
@@ -373,9 +418,7 @@ void ctrl_binder_drop_queued(drv_ctrl *c)
             e.u.answer.request = q->v[i].request;
             e.u.answer.sent = e.u.answer.done = e.t;
             ctrl_events_push(c, &e, "a dropped request's answer");
-            drv_free(q->v[i].path);
-            drv_free(q->v[i].body);
-            drv_free(q->v[i].pod_path);
+            request_free(&q->v[i]);
         }
         q->head = q->n = 0;
     }
@@ -538,11 +581,8 @@ void ctrl_binder_fini(drv_ctrl *c)
     drv_free(b->threads);
     for (int k = 0; k < NQUEUES; k++) {
         bind_queue *q = &b->queue[k];
-        for (int32_t i = q->head; i < q->n; i++) {
-            drv_free(q->v[i].path);
-            drv_free(q->v[i].body);
-            drv_free(q->v[i].pod_path);
-        }
+        for (int32_t i = q->head; i < q->n; i++)
+            request_free(&q->v[i]);
         drv_free(q->v);
     }
 }

@@ -515,18 +515,12 @@ static void peer_job(drv_ctrl *c, int32_t j, drv_peer_job *pj, char *ns, char *n
         pj->replicas[r] = jb->target[r];
 }
 
-int ctrl_lifecycle_pod_env(drv_ctrl *c, int32_t slot, json_t *pod)
+void ctrl_lifecycle_pod_peers(drv_ctrl *c, int32_t slot, drv_peer_job *pj, char *ns, char *name,
+                              size_t n)
 {
     const drv_pod *p = &c->mirror.st.pods[slot];
-    char ns[256], name[256];
-    drv_peer_job pj;
-    peer_job(c, p->job, &pj, ns, name, sizeof ns);
+    peer_job(c, p->job, pj, ns, name, n);
     c->mirror.pods[slot].env_gen = c->mirror.jobs[p->job].env_gen;
-    drv_diag d = {{0}};
-    int rc = drv_peers_apply(&pj, p->role, p->index, pod, &d);
-    if (rc)
-        drv_log(DRV_LOG_ERROR, "%s", d.msg);
-    return rc;
 }
 
 void ctrl_lifecycle_service(drv_ctrl *c, int32_t j)

@@ -161,9 +161,8 @@ void ctrl_resize_seen(drv_ctrl *c, int32_t slot, const drv_kpod *kp)
     }
 }
 
-int ctrl_resize_render(drv_ctrl *c, int32_t slot, json_t *pod)
+int ctrl_resize_render(int64_t lim, json_t *pod)
 {
-    int64_t lim = c->mirror.pods[slot].want_cpu_limit;
     json_t *cs = json_object_get(json_object_get(pod, "spec"), "containers");
     json_t *c0 = json_array_get(cs, 0);
     if (lim <= 0 || json_array_size(cs) != 1 || !json_is_object(c0))

@@ -180,8 +180,8 @@ static const char *const job_cw1 =
     "\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}";
 
 /* A controller whose mirror holds what the API has now, its informers then stopped, and its
- * binder threads (one) started. */
-static drv_ctrl *open_ctrl(ctrl_event **batch, int32_t *cap, fixture *f, drv_metrics *m)
+ * binder threads not started yet (requests wait in the queue). */
+static drv_ctrl *open_ctrl_idle(ctrl_event **batch, int32_t *cap, fixture *f, drv_metrics *m)
 {
     drv_profile prof;
     drv_diag d = {{0}};
@@ -194,6 +194,14 @@ static drv_ctrl *open_ctrl(ctrl_event **batch, int32_t *cap, fixture *f, drv_met
     assert_int_equal(ctrl_intake_start(c, &d), 0);
     sync_mirror(c, batch, cap);
     ctrl_intake_stop(c);
+    return c;
+}
+
+/* The same, its binder threads (one) started. */
+static drv_ctrl *open_ctrl(ctrl_event **batch, int32_t *cap, fixture *f, drv_metrics *m)
+{
+    drv_ctrl *c = open_ctrl_idle(batch, cap, f, m);
+    drv_diag d = {{0}};
     assert_int_equal(ctrl_binder_start(c, &d), 0);
     return c;
 }
@@ -529,6 +537,59 @@ static void test_template_node_name_ignored(void **state)
     close_ctrl(c, batch);
 }
 
+/* Issue 17: a creation's body is rendered by the binder thread, from what the mirror had when
+ * the creation was queued: the scheduler thread changing the job's template and the pod's wanted
+ * CPU limit meanwhile changes nothing in what is sent (the binder never reads the mirror). And
+ * the body is the whole pod: names, labels, owner reference, nodeName, scheduler, environment. */
+static void test_creation_body_copied_when_queued(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_cw1);
+    ctrl_event *batch = NULL;
+    int32_t cap = 0;
+    drv_ctrl *c = open_ctrl_idle(&batch, &cap, f, NULL);
+    drv_state *st = &c->mirror.st;
+    int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
+    drv_state_bind(st, s, 0);
+    assert_int_equal(ctrl_binder_place(c, s, 0), 0);
+    assert_int_equal(c->mirror.pods[s].inflight, REQ_CREATE);
+    job_record *jr = &c->mirror.jobs[0];
+    drv_free(jr->tmpl[DRV_ROLE_WORKER]);
+    jr->tmpl[DRV_ROLE_WORKER] =
+        drv_strdup("{\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"changed\"}]}}");
+    assert_non_null(jr->tmpl[DRV_ROLE_WORKER]);
+    c->mirror.pods[s].want_cpu_limit = 3000;
+    drv_diag d = {{0}};
+    assert_int_equal(ctrl_binder_start(c, &d), 0);
+    apply_answer(c, &batch, &cap);
+    assert_int_equal(drv_ctrl_get_stats(c).created_bound, 1);
+
+    json_t *pod = NULL;
+    long status = 0;
+    assert_int_equal(drv_kube_request(f->k, "GET", "/api/v1/namespaces/default/pods/cw-worker-0",
+                                      NULL, NULL, &status, &pod, &d),
+                     0);
+    json_t *meta = json_object_get(pod, "metadata"), *spec = json_object_get(pod, "spec");
+    json_t *labels = json_object_get(meta, "labels");
+    assert_string_equal(json_string_value(json_object_get(meta, "namespace")), "default");
+    assert_string_equal(json_string_value(json_object_get(labels, "drover.dev/job")), "cw");
+    assert_string_equal(json_string_value(json_object_get(labels, "drover.dev/role")), "worker");
+    assert_string_equal(json_string_value(json_object_get(labels, "drover.dev/rank")), "0");
+    json_t *owner = json_array_get(json_object_get(meta, "ownerReferences"), 0);
+    assert_string_equal(json_string_value(json_object_get(owner, "kind")), "TrainingJob");
+    assert_string_equal(json_string_value(json_object_get(owner, "name")), "cw");
+    assert_string_equal(json_string_value(json_object_get(spec, "nodeName")), "node-a");
+    assert_string_equal(json_string_value(json_object_get(spec, "schedulerName")), c->scheduler);
+    json_t *c0 = json_array_get(json_object_get(spec, "containers"), 0);
+    assert_string_equal(json_string_value(json_object_get(c0, "image")), "t");
+    assert_null(json_object_get(json_object_get(c0, "resources"), "limits"));
+    json_t *env0 = json_array_get(json_object_get(c0, "env"), 0);
+    assert_string_equal(json_string_value(json_object_get(env0, "name")), "TF_CONFIG");
+    json_decref(pod);
+    close_ctrl(c, batch);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -543,6 +604,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_partial_gang_rolled_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_failed_in_flight_rolled_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_template_node_name_ignored, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_creation_body_copied_when_queued, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,6 +67,10 @@ typedef struct drv_ctrl_opts {
     int lease_s;          /* 0: 15 (leaseDurationSeconds) */
     int renew_s;          /* 0: 10: a leader that could not renew for this long stops */
     double retry_s;       /* 0: 2: how often the lease is tried or renewed */
+    /* When the API did not serve queues.drover.dev at start, how often discovery is asked
+     * again (each wait jittered by up to 10%), so a Queue CRD applied later is followed
+     * without a restart. <= 0: 30 (tests give less). */
+    double queue_recheck_s;
     /* Optional: a registry the controller registers its metrics in (drover_*: docs/running.md)
      * and whose readiness it sets once its caches are synced; the caller serves it. */
     drv_metrics *metrics;

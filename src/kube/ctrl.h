@@ -244,6 +244,8 @@ typedef struct ctrl_intake {
     informer_arg arg[NINFORMERS];
     pthread_t thread[NINFORMERS];
     bool started[NINFORMERS];
+    bool queue_late;   /* Queues were not served at start: their thread re-checks discovery and
+                          owns informer[EV_QUEUE] (ctrl_intake_synced does not read it) */
     volatile int stop; /* set by the loop's stop: the informers return */
 } ctrl_intake;
 
@@ -453,7 +455,7 @@ typedef struct ctrl_shared {
     int32_t nheld, cap_held;
     queue_seen *queues; /* per state queue */
     int32_t cap_queues;
-    bool queues_served; /* the API serves queues.drover.dev (asked once at start) */
+    bool queues_served; /* queues.drover.dev is served: at start, or a Queue event came */
     bool changed;       /* classes, queues or held jobs changed since ctrl_shared_admit */
 } ctrl_shared;
 

@@ -1,6 +1,7 @@
 /*
  * ctrl_intake.c - `drover run`'s intake: six informers (nodes, pods, TrainingJobs,
- * PriorityClasses and, when the API serves them, PodGroups and Queues), each on its own thread with
+ * PriorityClasses and, when the API serves them, PodGroups and Queues; Queues also once their
+ * CRD is applied later, found by asking discovery again), each on its own thread with
  * its own API client, decode what changed and push it as an event; the scheduler thread takes the
  * queued events as one batch (ctrl.h).
  *
@@ -345,10 +346,16 @@ static bool podgroups_served(drv_ctrl *c)
     return served;
 }
 
-/* Whether the API serves Queues (deploy/queue-crd.yaml is applied): asked once at start, from
- * drover.dev/v1alpha1's resource list (served with the TrainingJob CRD). Without it jobs
- * naming a queue are held, saying so. */
-static bool queues_served(drv_ctrl *c)
+/* Default and maximum of queue_recheck_s: as often as client-go's cached discovery is
+ * refreshed by controllers that follow CRDs; one GET per period, through the shared budget. */
+#define DEF_QUEUE_RECHECK_S 30.0
+#define MAX_QUEUE_RECHECK_S 3600.0
+
+/* Whether the API serves Queues (deploy/queue-crd.yaml is applied), from drover.dev/v1alpha1's
+ * resource list (served with the TrainingJob CRD): asked at start and, when not served then,
+ * again every queue_recheck_s (queue_recheck_main). Until then jobs naming a queue are held,
+ * saying so; tell: log that they are not served (once, not at every re-check). */
+static bool queues_served(drv_ctrl *c, bool tell)
 {
     drv_diag d = {{0}};
     long status = 0;
@@ -364,15 +371,16 @@ static bool queues_served(drv_ctrl *c)
         served |= name && !strcmp(name, "queues");
     }
     json_decref(list);
-    if (!served)
+    if (!served && tell)
         drv_log(DRV_LOG_INFO,
                 "Queues (queues.drover.dev) are not served (%s): jobs naming a queue wait; "
-                "apply deploy/queue-crd.yaml and restart to serve them",
-                rc ? d.msg : "not in drover.dev/v1alpha1's resources");
+                "apply deploy/queue-crd.yaml to serve them (asked again every %.0f s)",
+                rc ? d.msg : "not in drover.dev/v1alpha1's resources", c->o.queue_recheck_s);
     return served;
 }
 
-int ctrl_intake_start(drv_ctrl *c, drv_diag *d)
+/* Creates informer i for the API path of its resource. */
+static int informer_create(drv_ctrl *c, int i, drv_diag *d)
 {
     static const char *const paths[NINFORMERS][2] = {
         {"/api/v1", "nodes"},
@@ -382,23 +390,71 @@ int ctrl_intake_start(drv_ctrl *c, drv_diag *d)
         {"/apis/scheduling.k8s.io/v1", "priorityclasses"},
         {"/apis/drover.dev/v1alpha1", "queues"}};
     ctrl_intake *in = &c->intake;
+    char path[400];
+    if ((i == EV_TRAININGJOB || i == EV_PODGROUP) && c->ns[0])
+        snprintf(path, sizeof path, "%s/namespaces/%s/%s", paths[i][0], c->ns, paths[i][1]);
+    else
+        snprintf(path, sizeof path, "%s/%s", paths[i][0], paths[i][1]);
+    drv_informer_ops ops = {decode, release, on_add, on_update, on_delete};
+    return drv_informer_new(&in->informer[i], in->client[i], path, 0, c->o.watch_timeout_s, &ops,
+                            &in->arg[i], d);
+}
+
+/* Sleeps s seconds in 20 ms slices, returning early when *stop is set. */
+static void nap_s(double s, volatile int *stop)
+{
+    for (double left = s; left > 0 && !*stop; left -= 0.02) {
+        struct timespec ts = {0, (long)((left < 0.02 ? left : 0.02) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* The Queue thread when Queues were not served at start: asks discovery again every
+ * queue_recheck_s, jittered by up to 10% (controllers started together do not ask together),
+ * and once they are served runs their informer on this thread; its first list brings every
+ * Queue as an event, and held jobs naming one are then admitted (ctrl_shared.c). Stops when
+ * the intake stops. */
+static void *queue_recheck_main(void *arg)
+{
+    const informer_arg *a = arg;
+    drv_ctrl *c = a->c;
+    drv_rng rng;
+    drv_rng_seed(&rng, (uint64_t)(uintptr_t)c ^ (uint64_t)time(NULL));
+    while (!c->intake.stop) {
+        nap_s(c->o.queue_recheck_s * (0.9 + 0.2 * drv_rng_uniform(&rng)), &c->intake.stop);
+        if (c->intake.stop || !queues_served(c, false))
+            continue;
+        drv_diag d = {{0}};
+        if (informer_create(c, EV_QUEUE, &d) != 0) { /* (out of memory: asked again later) */
+            drv_log(DRV_LOG_ERROR, "Queues are served, their informer not started: %s", d.msg);
+            continue;
+        }
+        drv_log(DRV_LOG_INFO, "Queues (queues.drover.dev) are now served: following them");
+        return informer_main(arg);
+    }
+    return NULL;
+}
+
+int ctrl_intake_start(drv_ctrl *c, drv_diag *d)
+{
+    ctrl_intake *in = &c->intake;
     in->stop = 0;
+    in->queue_late = false;
+    if (c->o.queue_recheck_s <= 0 || c->o.queue_recheck_s > MAX_QUEUE_RECHECK_S)
+        c->o.queue_recheck_s = DEF_QUEUE_RECHECK_S;
     int rc = 0;
     for (int i = 0; i < NINFORMERS && rc == 0; i++) {
         in->arg[i] = (informer_arg){c, i};
         if (i == EV_PODGROUP && !podgroups_served(c))
             continue;
-        if (i == EV_QUEUE && !(c->shared.queues_served = queues_served(c)))
-            continue;
-        char path[400];
-        if ((i == EV_TRAININGJOB || i == EV_PODGROUP) && c->ns[0])
-            snprintf(path, sizeof path, "%s/namespaces/%s/%s", paths[i][0], c->ns, paths[i][1]);
-        else
-            snprintf(path, sizeof path, "%s/%s", paths[i][0], paths[i][1]);
-        drv_informer_ops ops = {decode, release, on_add, on_update, on_delete};
-        rc = drv_informer_new(&in->informer[i], in->client[i], path, 0, c->o.watch_timeout_s, &ops,
-                              &in->arg[i], d);
-        if (rc == 0 && pthread_create(&in->thread[i], NULL, informer_main, &in->arg[i]) != 0)
+        void *(*main_fn)(void *) = informer_main;
+        if (i == EV_QUEUE && !(c->shared.queues_served = queues_served(c, true))) {
+            in->queue_late = true;
+            main_fn = queue_recheck_main;
+        } else {
+            rc = informer_create(c, i, d);
+        }
+        if (rc == 0 && pthread_create(&in->thread[i], NULL, main_fn, &in->arg[i]) != 0)
             rc = drv_fail(d, DRV_ENOMEM, "cannot start an informer thread");
         if (rc == 0)
             in->started[i] = true;
@@ -409,7 +465,8 @@ int ctrl_intake_start(drv_ctrl *c, drv_diag *d)
 bool ctrl_intake_synced(drv_ctrl *c)
 {
     for (int i = 0; i < NINFORMERS; i++)
-        if (c->intake.informer[i] && !drv_informer_synced(c->intake.informer[i]))
+        if (!(i == EV_QUEUE && c->intake.queue_late) && c->intake.informer[i] &&
+            !drv_informer_synced(c->intake.informer[i]))
             return false;
     return true;
 }

@@ -81,6 +81,7 @@ int ctrl_shared_apply_queue(drv_ctrl *c, const ctrl_event *e)
     ctrl_shared *s = &c->shared;
     drv_state *st = &c->mirror.st;
     const drv_kqueue *k = e->type == DRV_WATCH_DELETED ? &e->old.queue : &e->cur.queue;
+    s->queues_served = true; /* (their CRD may have been applied after start) */
     char name[256], cohort[256], key[280];
     ctrl_name_str(c, k->name, name, sizeof name);
     ctrl_name_str(c, k->cohort, cohort, sizeof cohort);
@@ -148,8 +149,8 @@ bool ctrl_shared_resolve_names(drv_ctrl *c, int32_t queue, int32_t pclass, drv_j
     else
         snprintf(why, n,
                  "spec.queue names Queue %s, but the API does not serve queues.drover.dev: "
-                 "apply deploy/queue-crd.yaml and restart drover",
-                 buf);
+                 "apply deploy/queue-crd.yaml (drover asks again every %.0f s) and the Queue",
+                 buf, c->o.queue_recheck_s);
     snprintf(reason, nr, "QueueMissing");
     return false;
 }

@@ -4,7 +4,8 @@
  * nodeSelector, node affinity and tolerations (a tolerating job lands only on the tainted nodes,
  * a non-tolerating one never; a selector no node satisfies says so while other jobs are
  * served), a bad toleration failing its job as Invalid, a missing PriorityClass or Queue holding
- * a job until the object is created, and a Queue's status counting its jobs and their use.
+ * a job until the object is created (a Queue also when its CRD is applied after start), and a
+ * Queue's status counting its jobs and their use.
  * Kubelet's part (pod phases) is played by the test where needed.
  */
 #include "ctrl_fixture.h"
@@ -24,6 +25,8 @@
 #include <cmocka.h>
 
 #define TJ_PATH "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs"
+
+static void *run_main(void *arg);
 
 /* A Ready node with cpu CPUs, its labels and taints (JSON object and list) as given. */
 static void add_node_with(fixture *f, const char *name, const char *cpu, const char *labels,
@@ -116,6 +119,13 @@ static int setup_pg(void **state)
                                                     .crd_installed = true,
                                                     .queue_crd = true,
                                                     .podgroup_crd = true});
+}
+
+/* The TrainingJob CRD only: Queues are not served until a test applies their CRD. */
+static int setup_no_queue_crd(void **state)
+{
+    return fixture_open(state,
+                        (drv_apiserver_opts){.fixture_dir = FIXTURE_DIR, .crd_installed = true});
 }
 
 static int teardown(void **state)
@@ -257,6 +267,46 @@ static void test_missing_queue_then_status(void **state)
     int pending = -1, admitted = -1;
     WAIT_FOR((queue_status(f, "research", cpu, sizeof cpu, &pending, &admitted),
               !strcmp(cpu, "4500m") && admitted == 1 && pending == 0));
+    stop(&r);
+}
+
+/* Without queues.drover.dev served at start (setup_no_queue_crd): a job naming a Queue is
+ * held, saying the API does not serve Queues; the CRD applied and the Queue created while the
+ * controller runs, discovery asked again (every 0.2 s here) finds it and the job is placed, no
+ * restart. */
+static void test_queue_crd_applied_later(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    drv_profile prof;
+    drv_diag d = {{0}};
+    assert_int_equal(drv_profile_builtin("gang-fifo", &prof, &d), 0);
+    drv_ctrl_opts o = {.profile = &prof, .queue_recheck_s = 0.2};
+    runner r;
+    memset(&r, 0, sizeof r);
+    r.cfg = f->cfg;
+    r.cfg.component = "run";
+    assert_int_equal(drv_ctrl_new(&r.c, &r.cfg, &o, &d), 0);
+    assert_int_equal(pthread_create(&r.t, NULL, run_main, &r), 0);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    add_tj(f, "res", 2, "1", "\"queue\":\"research\",", "");
+    char msg[512];
+    WAIT_FOR(cond(f, "res", "Queued", "QueueMissing", msg, sizeof msg));
+    assert_non_null(strstr(msg, "does not serve queues.drover.dev"));
+    req(f, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
+        "\"metadata\":{\"name\":\"queues.drover.dev\"},\"spec\":{\"group\":\"drover.dev\","
+        "\"scope\":\"Cluster\",\"names\":{\"plural\":\"queues\",\"singular\":\"queue\","
+        "\"kind\":\"Queue\",\"listKind\":\"QueueList\"},\"versions\":[{\"name\":\"v1alpha1\","
+        "\"served\":true,\"storage\":true,\"subresources\":{\"status\":{}}}]}}");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/queues",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":"
+        "\"research\"}}");
+    WAIT_FOR(bound(f, "res", NULL, 0) == 2);
+    char cpu[32];
+    int pending = -1, admitted = -1;
+    WAIT_FOR((queue_status(f, "research", cpu, sizeof cpu, &pending, &admitted),
+              !strcmp(cpu, "2") && admitted == 1));
     stop(&r);
 }
 
@@ -503,6 +553,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_node_changes_followed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_priority_class, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_queue_then_status, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_crd_applied_later, setup_no_queue_crd, teardown),
         cmocka_unit_test_setup_teardown(test_quota_named_in_waiting_event, setup, teardown),
         cmocka_unit_test_setup_teardown(test_podgroup_queue, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_preemption_keeps_grace_and_says_why, setup, teardown),

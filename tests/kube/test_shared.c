@@ -545,6 +545,36 @@ static void test_priority_class_preempts(void **state)
     stop(&r);
 }
 
+/* Two gangs that each need three quarters of the cluster (the case of Volcano's and Kueue's
+ * issues where each holds part of it and neither can start, until a timeout requeues one):
+ * submitted together, one is bound whole and the other waits whole, saying why, with none of
+ * its pods bound; once the first has finished the second is bound whole. No timeout, no
+ * requeue, no pod of a gang left bound alone. */
+static void test_half_fitting_gangs_no_deadlock(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    add_node(f, "node-b", "8");
+    add_tj(f, "ga", 2, "6", "", "");
+    add_tj(f, "gb", 2, "6", "", "");
+    runner r;
+    start(f, &r);
+    WAIT_FOR(bound(f, "ga", NULL, 0) + bound(f, "gb", NULL, 0) == 2);
+    bool a_first = bound(f, "ga", NULL, 0) == 2;
+    const char *first = a_first ? "ga" : "gb", *second = a_first ? "gb" : "ga";
+    WAIT_FOR(events(f, second, "Waiting", NULL, 0) == 1);
+    assert_int_equal(bound(f, first, NULL, 0), 2);
+    assert_int_equal(bound(f, second, NULL, 0), 0);
+    char pod_name[64];
+    for (int i = 0; i < 2; i++) {
+        snprintf(pod_name, sizeof pod_name, "%s-worker-%d", first, i);
+        set_phase(f, pod_name, "Succeeded");
+    }
+    WAIT_FOR(bound(f, second, NULL, 0) == 2);
+    WAIT_FOR(cond(f, first, "Succeeded", "JobSucceeded", NULL, 0));
+    stop(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -558,6 +588,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_podgroup_queue, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_preemption_keeps_grace_and_says_why, setup, teardown),
         cmocka_unit_test_setup_teardown(test_priority_class_preempts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_half_fitting_gangs_no_deadlock, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -575,6 +575,74 @@ static void test_half_fitting_gangs_no_deadlock(void **state)
     stop(&r);
 }
 
+/* Pods of jobs whose name starts with prefix that are bound and have not ended; the name of the
+ * first such pod into first (n bytes) when given. */
+static int running(fixture *f, const char *prefix, char *first, size_t n)
+{
+    json_t *l = get(f, "/api/v1/namespaces/default/pods");
+    int k = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(l, "items"), i, p)
+    {
+        json_t *m = json_object_get(p, "metadata");
+        const char *name = json_string_value(json_object_get(m, "name"));
+        const char *phase =
+            json_string_value(json_object_get(json_object_get(p, "status"), "phase"));
+        if (!name || strncmp(name, prefix, strlen(prefix)) != 0 ||
+            !json_object_get(json_object_get(p, "spec"), "nodeName") ||
+            json_object_get(m, "deletionTimestamp") || (phase && !strcmp(phase, "Succeeded")))
+            continue;
+        if (first && k == 0)
+            snprintf(first, n, "%s", name);
+        k++;
+    }
+    json_decref(l);
+    return k;
+}
+
+/* Two queues of equal weight through drover run with the fairshare queue order: queue a fills
+ * the cluster (8 jobs of 2 CPUs on 16) before queue b submits; as a's jobs end one by one, the
+ * room goes to b until both hold 8 CPUs, and stays even after (no preemption: shares move only
+ * as jobs end). */
+static void test_equal_weights_converge(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    add_node(f, "node-b", "8");
+    for (int q = 0; q < 2; q++)
+        req(f, "POST", "/apis/drover.dev/v1alpha1/queues",
+            "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{"
+            "\"name\":\"%c\"},\"spec\":{\"weight\":1}}",
+            "ab"[q]);
+    runner r;
+    drv_profile prof;
+    start_text(f, &r, "gang=true period=1 queue_order=fairshare admit=gang score=least-allocated",
+               &prof);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    char name[32];
+    for (int i = 0; i < 10; i++) {
+        snprintf(name, sizeof name, "a-%d", i);
+        add_tj(f, name, 1, "2", "\"queue\":\"a\",", "");
+    }
+    WAIT_FOR(running(f, "a-", NULL, 0) == 8);
+    for (int i = 0; i < 10; i++) {
+        snprintf(name, sizeof name, "b-%d", i);
+        add_tj(f, name, 1, "2", "\"queue\":\"b\",", "");
+    }
+    /* five of a's jobs end, one at a time: b gains until even, then a takes its own back */
+    for (int round = 1; round <= 5; round++) {
+        char pod_name[64];
+        assert_true(running(f, "a-", pod_name, sizeof pod_name) > 0);
+        set_phase(f, pod_name, "Succeeded");
+        int want_b = round < 4 ? round : 4;
+        WAIT_FOR(running(f, "a-", NULL, 0) == 8 - want_b && running(f, "b-", NULL, 0) == want_b);
+    }
+    assert_int_equal(running(f, "a-", NULL, 0), 4);
+    assert_int_equal(running(f, "b-", NULL, 0), 4);
+    stop(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -589,6 +657,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_preemption_keeps_grace_and_says_why, setup, teardown),
         cmocka_unit_test_setup_teardown(test_priority_class_preempts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_half_fitting_gangs_no_deadlock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_equal_weights_converge, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -630,6 +630,9 @@ static void test_equal_weights_converge(void **state)
         snprintf(name, sizeof name, "b-%d", i);
         add_tj(f, name, 1, "2", "\"queue\":\"b\",", "");
     }
+    /* the controller has seen every b job waiting (they come in order), so the first room
+     * freed is not given to a's own waiting jobs for want of knowing b's */
+    WAIT_FOR(events(f, "b-9", "Waiting", NULL, 0) == 1);
     /* five of a's jobs end, one at a time: b gains until even, then a takes its own back */
     for (int round = 1; round <= 5; round++) {
         char pod_name[64];

@@ -89,7 +89,7 @@ static const char EMU_RBAC[] =
 /* A source tree in a temporary directory whose deploy/ holds the two manifests. */
 static void make_tree(char *dir, size_t cap, const char *run, const char *emu)
 {
-    snprintf(dir, cap, "/tmp/rbac_check.XXXXXX");
+    snprintf(dir, cap, "rbac_check.XXXXXX"); /* in the test's working directory */
     assert_non_null(mkdtemp(dir));
     char path[512];
     snprintf(path, sizeof path, "%s/deploy", dir);

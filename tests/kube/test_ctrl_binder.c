@@ -385,11 +385,11 @@ static void test_finished_job_not_placed_again(void **state)
     close_ctrl(c, batch);
 }
 
-/* A gang left partly bound (its other creation failed before a kill) that the cycle cannot
- * complete is rolled back: its bound pod is deleted, its room held until gone. */
-static void test_partial_gang_rolled_back(void **state)
+/* A job "hg" of 2 workers of 1 CPU whose worker 0 is bound to node-a while someone else's pod
+ * takes the rest of the node, so worker 1 cannot be placed: a gang left partly bound (its other
+ * creation failed before a kill). */
+static void half_bound_gang(fixture *f)
 {
-    fixture *f = *state;
     add_node(f, "node-a");
     req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
         "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
@@ -407,6 +407,14 @@ static void test_partial_gang_rolled_back(void **state)
         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"other\"},"
         "\"spec\":{\"nodeName\":\"node-a\",\"containers\":[{\"name\":\"main\",\"image\":"
         "\"t\",\"resources\":{\"requests\":{\"cpu\":\"3\"}}}]}}");
+}
+
+/* A gang left partly bound (its other creation failed before a kill) that the cycle cannot
+ * complete is rolled back: its bound pod is deleted, its room held until gone. */
+static void test_partial_gang_rolled_back(void **state)
+{
+    fixture *f = *state;
+    half_bound_gang(f);
     ctrl_event *batch = NULL;
     int32_t cap = 0;
     drv_ctrl *c = open_ctrl(&batch, &cap, f, NULL);
@@ -428,22 +436,7 @@ static void test_partial_gang_rolled_back(void **state)
 static void test_partial_gang_rolled_back_as_the_api_has_it(void **state)
 {
     fixture *f = *state;
-    add_node(f, "node-a");
-    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
-        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
-        "\"name\":\"hg\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{"
-        "\"replicas\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":\"main\","
-        "\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}");
-    req(f, "POST", "/api/v1/namespaces/default/pods",
-        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"hg-worker-0\","
-        "\"labels\":{\"drover.dev/job\":\"hg\",\"drover.dev/role\":\"worker\","
-        "\"drover.dev/rank\":\"0\"}},\"spec\":{\"schedulerName\":\"drover\",\"nodeName\":"
-        "\"node-a\",\"containers\":[{\"name\":\"main\",\"image\":\"t\",\"resources\":{"
-        "\"requests\":{\"cpu\":\"1\"}}}]}}");
-    req(f, "POST", "/api/v1/namespaces/default/pods",
-        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"other\"},"
-        "\"spec\":{\"nodeName\":\"node-a\",\"containers\":[{\"name\":\"main\",\"image\":"
-        "\"t\",\"resources\":{\"requests\":{\"cpu\":\"3\"}}}]}}");
+    half_bound_gang(f);
     ctrl_event *batch = NULL;
     int32_t cap = 0;
     drv_ctrl *c = open_ctrl(&batch, &cap, f, NULL);

@@ -51,6 +51,13 @@ typedef struct own_list {
     bool pod_free;    /* that pod was not placed */
     int32_t *node;    /* the nodes, marked node_seen == seen_tag; room for every node */
     int32_t n, cap;
+    /* With counted: per listed node (index i of node), the job's pods on it, cnt[i], and its
+     * PS pods among them, cnt[cap_cnt + i]; per node of the cluster, its index in node (valid
+     * when marked), cnt[2 * cap_cnt + node]. One block of 3 * cap_cnt entries; counted is
+     * false while it could not be allocated (the own nodes are then all scored). */
+    int32_t *cnt;
+    int32_t cap_cnt;
+    bool counted;
     int32_t zones[16], racks[16], nz, nr;
     bool all_z, all_r; /* more than 16 zones / racks */
 } own_list;
@@ -105,6 +112,7 @@ struct drv_sched {
     bool use_ix;                   /* the profile allows it */
     bool ix_bb;                    /* branch and bound over score bounds, else best by key */
     bool ix_mixed;                 /* every score plugin bounds mixed sets (bound_mixed) */
+    bool ix_summary;               /* every score plugin scores by summary (score_by_summary) */
     int ix_fam;                    /* families to build: 1, or 3 for branch and bound */
     drv_node_key_fn ix_key;        /* the keyed score plugin's key, or NULL */
     bool ix_ok;                    /* this cycle's index was built */

@@ -237,12 +237,25 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
     return nodes;
 }
 
-/* Lists node n in o unless it is listed already. */
-static void own_add(drv_sched *s, const drv_state *st, own_list *o, int32_t n)
+/* Lists node n in o unless it is listed already, and counts a pod of the job of role role on
+ * it. */
+static void own_add(drv_sched *s, const drv_state *st, own_list *o, int32_t n, int role)
 {
-    if (s->node_seen[n] == s->seen_tag)
+    int32_t *cnt = o->cnt, cap = o->cap_cnt;
+    if (s->node_seen[n] == s->seen_tag) {
+        if (o->counted) {
+            int32_t i = cnt[2 * cap + n];
+            cnt[i]++;
+            cnt[cap + i] += role == DRV_ROLE_PS;
+        }
         return;
+    }
     s->node_seen[n] = s->seen_tag;
+    if (o->counted) {
+        cnt[2 * cap + n] = o->n;
+        cnt[o->n] = 1;
+        cnt[cap + o->n] = role == DRV_ROLE_PS;
+    }
     o->node[o->n++] = n;
     int32_t z = st->nodes[n].zone, r = st->nodes[n].rack, i;
     for (i = 0; i < o->nz && o->zones[i] != z; i++)
@@ -255,7 +268,8 @@ static void own_add(drv_sched *s, const drv_state *st, own_list *o, int32_t n)
         o->racks[o->nr++] = r;
 }
 
-/* The nodes, zones and racks of the placed pods of pod's job, in the assumed state. */
+/* The nodes, zones and racks of the placed pods of pod's job, in the assumed state, and how
+ * many of the job's pods each holds. */
 static const own_list *own_nodes(const drv_ctx *c, int32_t pod)
 {
     const drv_state *st = c->snap->st;
@@ -265,18 +279,26 @@ static const own_list *own_nodes(const drv_ctx *c, int32_t pod)
     bool same = o->cycle == s->stamp && o->job == job;
     if (same && o->changes + 1 == c->changes && o->pod_free &&
         (at = cycle_pod_node(c, o->pod)) >= 0) {
-        own_add(s, st, o, at); /* the one change since: o->pod placed on at */
+        own_add(s, st, o, at, st->pods[o->pod].role); /* the one change since: o->pod on at */
     } else if (!same || o->changes != c->changes) {
         if (++s->seen_tag == 0) { /* a new tag marks no node */
             memset(s->node_seen, 0, (size_t)s->cap_node_seen * sizeof *s->node_seen);
             s->seen_tag = 1;
         }
+        /* The counts need room for every node; the list has it (cycle.c). On failure, the own
+         * nodes are scored without counts, each of them. */
+        if (o->cap_cnt < st->nnodes) {
+            drv_free(o->cnt);
+            o->cnt = drv_malloc(sizeof *o->cnt * 3 * ((size_t)st->nnodes + 1));
+            o->cap_cnt = o->cnt ? st->nnodes + 1 : 0;
+        }
+        o->counted = o->cnt != NULL;
         o->n = o->nz = o->nr = 0;
         o->all_z = o->all_r = false;
         const drv_job *j = &st->jobs[job];
         for (int32_t k = 0; k < j->pod_count; k++)
             if ((at = cycle_pod_node(c, j->pod_base + k)) >= 0)
-                own_add(s, st, o, at);
+                own_add(s, st, o, at, st->pods[j->pod_base + k].role);
     }
     o->cycle = s->stamp;
     o->changes = c->changes;
@@ -284,6 +306,84 @@ static const own_list *own_nodes(const drv_ctx *c, int32_t pod)
     o->pod = pod;
     o->pod_free = cycle_pod_node(c, pod) < 0;
     return o;
+}
+
+/* Whether own nodes i and k (indices into o->node) have the same summary (score_by_summary):
+ * then every score plugin scores them alike. */
+static bool same_summary(const drv_sched *s, const drv_state *st, const own_list *o, int32_t i,
+                         int32_t k)
+{
+    int32_t n = o->node[i], m = o->node[k], cap = o->cap_cnt;
+    const drv_node *a = &st->nodes[n], *b = &st->nodes[m];
+    return o->cnt[i] == o->cnt[k] && o->cnt[cap + i] == o->cnt[cap + k] &&
+           memcmp(&s->free[n], &s->free[m], sizeof s->free[n]) == 0 &&
+           memcmp(&a->alloc, &b->alloc, sizeof a->alloc) == 0 && a->zone == b->zone &&
+           a->rack == b->rack && a->node_class == b->node_class &&
+           s->nrole[n * DRV_NROLES + DRV_ROLE_PS] == s->nrole[m * DRV_NROLES + DRV_ROLE_PS];
+}
+
+/* A hash of own node i's summary (same_summary: equal summaries hash equal). */
+static uint32_t summary_hash(const drv_sched *s, const drv_state *st, const own_list *o, int32_t i)
+{
+    int32_t n = o->node[i];
+    const drv_node *a = &st->nodes[n];
+    drv_res f = s->free[n];
+    uint64_t h = (uint64_t)f.cpu * 0x9E3779B97F4A7C15u;
+    h ^= (uint64_t)f.mem + (h << 6) + (h >> 2);
+    h ^= (uint64_t)f.gpu * 31u + (uint64_t)a->alloc.cpu + ((uint64_t)a->alloc.mem << 7) +
+         (uint64_t)a->alloc.gpu;
+    h ^= ((uint64_t)(uint32_t)o->cnt[i] << 32) ^ (uint64_t)(uint32_t)a->rack * 0x85EBCA6Bu ^
+         (uint64_t)(uint32_t)a->zone * 0xC2B2AE35u ^ (uint64_t)(uint32_t)a->node_class << 20 ^
+         (uint64_t)(uint32_t)o->cnt[o->cap_cnt + i] << 48;
+    h *= 0xFF51AFD7ED558CCDu;
+    return (uint32_t)(h >> 32);
+}
+
+/* The job's own nodes that may take the pod, scored exactly into (best, best_sc). A gang often
+ * spreads one pod per node over alike nodes, whose scores are then equal: with every score
+ * plugin scoring by summary (score_by_summary) and the pod not placed itself (so its job's
+ * pods on a node are the ones counted), nodes of equal summary are found through a small
+ * open-addressing table and only the lowest id of each kind is scored — it wins their tie.
+ * The table holds at most OWN_TABLE / 2 kinds; further ones are scored directly. O(own nodes)
+ * table work, one score per kind. */
+enum { OWN_TABLE = 256 };
+static void own_best(const drv_ctx *c, int32_t pod, drv_res req, const int32_t *row,
+                     const own_list *o, int32_t *best, int64_t *best_sc)
+{
+    const drv_state *st = c->snap->st;
+    const drv_sched *s = c->s;
+    bool dedup = s->ix_summary && o->counted && o->pod_free && o->n > 1;
+    int32_t slot[OWN_TABLE]; /* index into o->node + 1 of each kind's lowest id, or 0 */
+    uint32_t size = 4;
+    while (dedup && size < OWN_TABLE && size < 2 * (uint32_t)o->n)
+        size *= 2;
+    if (dedup)
+        memset(slot, 0, sizeof *slot * size);
+    uint32_t kinds = 0;
+    /* drv_ctx_filter inline: the index serves only profiles without filter plugins. */
+    for (int32_t i = 0; i < o->n; i++) {
+        int32_t n = o->node[i];
+        const drv_node *nd = &st->nodes[n];
+        if (!nd->schedulable || !drv_res_fits(req, nd->alloc) || !drv_res_fits(req, s->free[n]) ||
+            (row && row[nd->node_class] < 0))
+            continue;
+        if (!dedup || kinds >= size / 2) {
+            consider(c, pod, row, n, best, best_sc);
+            continue;
+        }
+        uint32_t h = summary_hash(s, st, o, i) & (size - 1);
+        while (slot[h] && !same_summary(s, st, o, slot[h] - 1, i))
+            h = (h + 1) & (size - 1);
+        if (!slot[h]) {
+            slot[h] = i + 1;
+            kinds++;
+        } else if (n < o->node[slot[h] - 1]) {
+            slot[h] = i + 1; /* the lower id of the kind: the one that wins their tie */
+        }
+    }
+    for (uint32_t h = 0; dedup && h < size; h++)
+        if (slot[h])
+            consider(c, pod, row, o->node[slot[h] - 1], best, best_sc);
 }
 
 /*
@@ -309,16 +409,7 @@ static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
         return best;
     }
     const own_list *o = own_nodes(c, pod);
-    /* A job's pods often share nodes: each node is scored once. drv_ctx_filter inline: the
-     * index serves only profiles without filter plugins. */
-    const drv_state *st = c->snap->st;
-    for (int32_t i = 0; i < o->n; i++) {
-        int32_t n = o->node[i];
-        const drv_node *nd = &st->nodes[n];
-        if (nd->schedulable && drv_res_fits(req, nd->alloc) && drv_res_fits(req, c->s->free[n]) &&
-            (!row || row[nd->node_class] >= 0))
-            consider(c, pod, row, n, &best, &best_sc);
-    }
+    own_best(c, pod, req, row, o, &best, &best_sc); /* each node once, however many pods */
     const int32_t *zones = o->zones, *racks = o->racks;
     int32_t nz = o->nz, nr = o->nr;
     bool all_z = o->all_z, all_r = o->all_r;

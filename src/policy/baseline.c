@@ -349,6 +349,7 @@ const drv_plugin drv_plugin_least_allocated = {
     .node_key = free_share_key,
     .score_bound = least_alloc_bound,
     .bound_mixed = true,
+    .score_by_summary = true,
     .starts_blind = drv_starts_blind,
 };
 
@@ -360,5 +361,6 @@ const drv_plugin drv_plugin_most_allocated = {
     .node_key = neg_free_share_key,
     .score_bound = most_alloc_bound,
     .bound_mixed = true,
+    .score_by_summary = true,
     .starts_blind = drv_starts_blind,
 };

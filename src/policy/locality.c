@@ -444,7 +444,8 @@ const drv_plugin drv_plugin_locality = {
     .fini = loc_fini,
     .score = loc_score,
     .score_bound = loc_bound,
-    .bound_mixed = true, /* neither bound reads alloc */
+    .bound_mixed = true,      /* neither bound reads alloc */
+    .score_by_summary = true, /* the job's pods on the node, its rack and zone, its free */
     .starts_blind = drv_starts_blind,
 };
 
@@ -485,5 +486,6 @@ const drv_plugin drv_plugin_ps_anti_affinity = {
     .score = anti_score,
     .score_bound = anti_bound,
     .bound_mixed = true,
+    .score_by_summary = true,
     .starts_blind = drv_starts_blind,
 };

@@ -139,8 +139,209 @@ static void test_index_equals_scan(void **unused)
     assert_true(compared > 5000); /* the comparison saw real work */
 }
 
+/* Alike nodes (one shape, one zone, two racks) already holding single-pod jobs of the one pod
+ * shape every job asks for, PS or worker: nodes often have equal free room while holding
+ * different numbers of a gang's pods, of its PS pods, or of other jobs' PS pods — what tells
+ * them apart for locality and ps-anti-affinity when the core scores one own node of each kind
+ * (score_by_summary). Pending gangs of 1-40 pods spread one pod per node over such nodes. */
+static void make_alike(drv_state *st, drv_rng *r)
+{
+    const drv_res node = {8000, 32 * GiB, 0}, pod = {1000, 2 * GiB, 0};
+    assert_int_equal(drv_state_init(st), 0);
+    int32_t nn = (int32_t)drv_rng_range(r, 8, 120);
+    for (int32_t i = 0; i < nn; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "n%d", i);
+        assert_int_equal(drv_state_add_node(st, name, node, "z", i % 2 ? "r1" : "r0", NULL), 0);
+    }
+    int32_t fill = (int32_t)drv_rng_range(r, 0, 2 * nn);
+    for (int32_t k = 0; k < fill; k++) { /* running single-pod jobs, PS or worker */
+        drv_job t;
+        memset(&t, 0, sizeof t);
+        t.phase = DRV_JOB_PENDING;
+        int role = drv_rng_uniform(r) < 0.5 ? DRV_ROLE_PS : DRV_ROLE_WORKER;
+        t.role[role] = (drv_rolespec){1, 1, 1, pod, pod.cpu};
+        int32_t id;
+        assert_int_equal(drv_state_add_job(st, &t, &id), 0);
+        int32_t at = (int32_t)drv_rng_range(r, 0, nn - 1);
+        if (drv_res_fits(pod, drv_node_free(&st->nodes[at]))) {
+            drv_state_bind(st, drv_job_pod(st, id, role, 0), at);
+            drv_state_set_phase(st, id, DRV_JOB_RUNNING);
+        }
+    }
+    int32_t nj = (int32_t)drv_rng_range(r, 3, 30);
+    for (int32_t jn = 0; jn < nj; jn++) {
+        drv_job t;
+        memset(&t, 0, sizeof t);
+        t.phase = DRV_JOB_PENDING;
+        t.submit = 1000 + jn;
+        int32_t w = (int32_t)drv_rng_range(r, 1, 36), ps = (int32_t)drv_rng_range(r, 0, 4);
+        t.role[DRV_ROLE_PS] = (drv_rolespec){ps, ps, ps, pod, pod.cpu};
+        t.role[DRV_ROLE_WORKER] = (drv_rolespec){w, w, w, pod, pod.cpu};
+        assert_int_equal(drv_state_add_job(st, &t, NULL), 0);
+    }
+}
+
+static void test_alike_nodes_equal_scan(void **unused)
+{
+    (void)unused;
+    static const char *lines[] = {
+        "gang=true admit=gang score=locality*4,ps-anti-affinity,least-allocated",
+        "gang=true admit=gang score=locality,least-allocated*6",
+        "gang=true admit=gang score=locality(w_room=0),ps-anti-affinity*2,least-allocated*4",
+        "gang=true admit=gang score=ps-anti-affinity*3,locality(w_room=0),least-allocated*2",
+    };
+    int64_t compared = 0;
+    for (size_t l = 0; l < sizeof lines / sizeof lines[0]; l++) {
+        drv_rng r;
+        drv_rng_seed(&r, 31 + l);
+        drv_diag d;
+        drv_profile p;
+        assert_int_equal(drv_profile_parse("t", lines[l], &p, &d), 0);
+        for (int round = 0; round < 40; round++) {
+            drv_state st;
+            make_alike(&st, &r);
+            drv_sched *ix, *scan;
+            assert_int_equal(drv_sched_new(&p, &ix, &d), 0);
+            assert_int_equal(drv_sched_new(&p, &scan, &d), 0);
+            assert_true(drv_sched_indexed(ix));
+            drv_sched_set_exhaustive(scan, true);
+            drv_decisions a, b;
+            drv_decisions_init(&a);
+            drv_decisions_init(&b);
+            drv_snapshot snap = {.st = &st, .now = 0};
+            assert_int_equal(drv_sched_cycle(ix, &snap, &a), 0);
+            assert_int_equal(drv_sched_cycle(scan, &snap, &b), 0);
+            for (int32_t i = 0; i < a.n || i < b.n; i++) {
+                if (i >= a.n || i >= b.n || a.v[i].kind != b.v[i].kind ||
+                    a.v[i].pod != b.v[i].pod || a.v[i].node != b.v[i].node)
+                    fail_msg("%s, round %d: decision %d differs: index pod %d -> node %d, scan "
+                             "pod %d -> node %d",
+                             lines[l], round, i, i < a.n ? a.v[i].pod : -1,
+                             i < a.n ? a.v[i].node : -1, i < b.n ? b.v[i].pod : -1,
+                             i < b.n ? b.v[i].node : -1);
+                compared += a.v[i].kind == DRV_BIND;
+            }
+            drv_decisions_fini(&a);
+            drv_decisions_fini(&b);
+            drv_sched_free(ix);
+            drv_sched_free(scan);
+            drv_state_fini(&st);
+        }
+    }
+    assert_true(compared > 3000); /* the comparison saw real work */
+}
+
+/* One job of ps PS and w workers of one shape, pending; its id. */
+static int32_t add_job(drv_state *st, int32_t ps, int32_t w, double submit)
+{
+    const drv_res pod = {1000, 2 * GiB, 0};
+    drv_job t;
+    memset(&t, 0, sizeof t);
+    t.phase = DRV_JOB_PENDING;
+    t.submit = submit;
+    t.role[DRV_ROLE_PS] = (drv_rolespec){ps, ps, ps, pod, pod.cpu};
+    t.role[DRV_ROLE_WORKER] = (drv_rolespec){w, w, w, pod, pod.cpu};
+    int32_t id;
+    assert_int_equal(drv_state_add_job(st, &t, &id), 0);
+    return id;
+}
+
+/*
+ * Own nodes alike but in one thing a score reads: n0 and n1 have equal free room (two pods
+ * each), the job's pods on them differ in count, in how many are PS, or the nodes differ in
+ * other jobs' PS pods; n2 is fuller. The pending job's other pods are bound already, one pod
+ * is left to place, and it belongs on n1 — never on n0, the lower id, which is what scoring
+ * one node per summary would pick if the summary missed that difference.
+ *   kind 0, job pods per node: n0 holds 1 of them and another job's worker, n1 holds 2;
+ *          locality prefers n1.
+ *   kind 1, the job's PS: n0 holds its worker and another job's PS, n1 its PS and another
+ *          job's worker; the last PS prefers n1 (ps-anti-affinity does not count its own).
+ *   kind 2, other jobs' PS: n0 and n1 hold one worker of the job each, n0 another job's PS,
+ *          n1 another job's worker; the PS prefers n1.
+ */
+static void own_kind_case(int kind, const char *line)
+{
+    drv_state st;
+    assert_int_equal(drv_state_init(&st), 0);
+    for (int i = 0; i < 3; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "n%d", i);
+        assert_int_equal(
+            drv_state_add_node(&st, name, (drv_res){8000, 32 * GiB, 0}, "z", "r", NULL), 0);
+    }
+    int32_t job, ps_filler = add_job(&st, 1, 0, 0), w_filler = add_job(&st, 0, 1, 0);
+    int32_t w_filler2 = add_job(&st, 0, 1, 0), w_filler3 = add_job(&st, 0, 1, 0);
+    drv_state_bind(&st, drv_job_pod(&st, w_filler2, DRV_ROLE_WORKER, 0), 2);
+    drv_state_bind(&st, drv_job_pod(&st, w_filler3, DRV_ROLE_WORKER, 0), 2);
+    if (kind == 0) {
+        job = add_job(&st, 0, 4, 1);
+        drv_state_bind(&st, drv_job_pod(&st, job, DRV_ROLE_WORKER, 0), 0);
+        drv_state_bind(&st, drv_job_pod(&st, w_filler, DRV_ROLE_WORKER, 0), 0);
+        drv_state_bind(&st, drv_job_pod(&st, job, DRV_ROLE_WORKER, 1), 1);
+        drv_state_bind(&st, drv_job_pod(&st, job, DRV_ROLE_WORKER, 2), 1);
+        drv_state_bind(&st, drv_job_pod(&st, ps_filler, DRV_ROLE_PS, 0), 2);
+    } else if (kind == 1) {
+        job = add_job(&st, 2, 1, 1);
+        drv_state_bind(&st, drv_job_pod(&st, job, DRV_ROLE_WORKER, 0), 0);
+        drv_state_bind(&st, drv_job_pod(&st, ps_filler, DRV_ROLE_PS, 0), 0);
+        drv_state_bind(&st, drv_job_pod(&st, job, DRV_ROLE_PS, 0), 1);
+        drv_state_bind(&st, drv_job_pod(&st, w_filler, DRV_ROLE_WORKER, 0), 1);
+    } else {
+        job = add_job(&st, 1, 2, 1);
+        drv_state_bind(&st, drv_job_pod(&st, job, DRV_ROLE_WORKER, 0), 0);
+        drv_state_bind(&st, drv_job_pod(&st, ps_filler, DRV_ROLE_PS, 0), 0);
+        drv_state_bind(&st, drv_job_pod(&st, job, DRV_ROLE_WORKER, 1), 1);
+        drv_state_bind(&st, drv_job_pod(&st, w_filler, DRV_ROLE_WORKER, 0), 1);
+    }
+    for (int32_t j = 0; j < st.njobs; j++)
+        if (j != job)
+            drv_state_set_phase(&st, j, DRV_JOB_RUNNING);
+    drv_diag d;
+    drv_profile p;
+    assert_int_equal(drv_profile_parse("t", line, &p, &d), 0);
+    drv_sched *ix, *scan;
+    assert_int_equal(drv_sched_new(&p, &ix, &d), 0);
+    assert_int_equal(drv_sched_new(&p, &scan, &d), 0);
+    assert_true(drv_sched_indexed(ix));
+    drv_sched_set_exhaustive(scan, true);
+    drv_decisions a, b;
+    drv_decisions_init(&a);
+    drv_decisions_init(&b);
+    drv_snapshot snap = {.st = &st, .now = 0};
+    assert_int_equal(drv_sched_cycle(ix, &snap, &a), 0);
+    assert_int_equal(drv_sched_cycle(scan, &snap, &b), 0);
+    int32_t binds = 0;
+    for (int32_t i = 0; i < a.n; i++)
+        if (a.v[i].kind == DRV_BIND) {
+            assert_int_equal(a.v[i].node, 1);
+            binds++;
+        }
+    assert_int_equal(binds, 1);
+    assert_int_equal(a.n, b.n);
+    for (int32_t i = 0; i < a.n; i++)
+        assert_int_equal(a.v[i].node, b.v[i].node);
+    drv_decisions_fini(&a);
+    drv_decisions_fini(&b);
+    drv_sched_free(ix);
+    drv_sched_free(scan);
+    drv_state_fini(&st);
+}
+
+static void test_own_nodes_told_apart(void **unused)
+{
+    (void)unused;
+    own_kind_case(0, "gang=true admit=gang score=locality(w_room=0),least-allocated");
+    /* locality weighs enough that its bound for n1 as a node without the job's pods (which
+     * the rack's search uses) falls below n0's score: only n1's own score finds it. */
+    own_kind_case(1, "gang=true admit=gang score=locality*8(w_room=0),ps-anti-affinity");
+    own_kind_case(2, "gang=true admit=gang score=locality*8(w_room=0),ps-anti-affinity");
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_index_equals_scan)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_index_equals_scan),
+                                       cmocka_unit_test(test_alike_nodes_equal_scan),
+                                       cmocka_unit_test(test_own_nodes_told_apart)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

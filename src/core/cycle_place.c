@@ -418,8 +418,13 @@ static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
         search_family(c, &a, req, DRV_IX_RACK, -1, &best, &best_sc);
         return best;
     }
+    int32_t in_racks = 0;
     for (int32_t i = 0; i < nr; i++)
-        search_family(c, &a, req, DRV_IX_RACK, racks[i], &best, &best_sc);
+        in_racks += search_family(c, &a, req, DRV_IX_RACK, racks[i], &best, &best_sc);
+    /* Each indexed node is in one rack group: when the job's racks hold all of them (a job
+     * across every rack of a small cluster), no node is left for the zones. */
+    if (in_racks >= c->s->ix_nodes)
+        return best;
     if (all_z) { /* every zone group: together they cover every node outside the racks */
         search_family(c, &a, req, DRV_IX_ZONE, -1, &best, &best_sc);
         return best;

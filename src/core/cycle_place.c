@@ -238,23 +238,24 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
 }
 
 /* Lists node n in o unless it is listed already, and counts a pod of the job of role role on
- * it. */
-static void own_add(drv_sched *s, const drv_state *st, own_list *o, int32_t n, int role)
+ * it. Returns n's index in o->node. */
+static int32_t own_add(drv_sched *s, const drv_state *st, own_list *o, int32_t n, int role)
 {
     int32_t *cnt = o->cnt, cap = o->cap_cnt;
     if (s->node_seen[n] == s->seen_tag) {
-        if (o->counted) {
-            int32_t i = cnt[2 * cap + n];
-            cnt[i]++;
-            cnt[cap + i] += role == DRV_ROLE_PS;
-        }
-        return;
+        if (!o->counted)
+            return -1;
+        int32_t i = cnt[2 * cap + n];
+        cnt[i]++;
+        cnt[cap + i] += role == DRV_ROLE_PS;
+        return i;
     }
     s->node_seen[n] = s->seen_tag;
     if (o->counted) {
         cnt[2 * cap + n] = o->n;
         cnt[o->n] = 1;
         cnt[cap + o->n] = role == DRV_ROLE_PS;
+        cnt[3 * cap + o->n] = -1; /* no kind yet */
     }
     o->node[o->n++] = n;
     int32_t z = st->nodes[n].zone, r = st->nodes[n].rack, i;
@@ -266,10 +267,87 @@ static void own_add(drv_sched *s, const drv_state *st, own_list *o, int32_t n, i
         ;
     if (i == o->nr && !(o->all_r = o->all_r || o->nr == 16))
         o->racks[o->nr++] = r;
+    return o->n - 1;
 }
 
-/* The nodes, zones and racks of the placed pods of pod's job, in the assumed state, and how
- * many of the job's pods each holds. */
+/* The summary of own node i, and its hash. */
+static uint32_t own_summary(const drv_sched *s, const drv_state *st, const own_list *o, int32_t i,
+                            own_sum *out)
+{
+    int32_t n = o->node[i], cap = o->cap_cnt;
+    const drv_node *nd = &st->nodes[n];
+    memset(out, 0, sizeof *out);
+    out->free = s->free[n];
+    out->alloc = nd->alloc;
+    out->zone = nd->zone;
+    out->rack = nd->rack;
+    out->node_class = nd->node_class;
+    out->nps = s->nrole[n * DRV_NROLES + DRV_ROLE_PS];
+    out->cnt = o->cnt[i];
+    out->ps = o->cnt[cap + i];
+    out->schedulable = nd->schedulable;
+    uint64_t h = (uint64_t)out->free.cpu * 0x9E3779B97F4A7C15u;
+    h ^= (uint64_t)out->free.mem + (h << 6) + (h >> 2);
+    h ^= (uint64_t)out->free.gpu * 31u + (uint64_t)out->alloc.cpu + ((uint64_t)out->alloc.mem << 7);
+    h ^= ((uint64_t)(uint32_t)out->cnt << 32) ^ (uint64_t)(uint32_t)out->rack * 0x85EBCA6Bu ^
+         (uint64_t)(uint32_t)out->zone * 0xC2B2AE35u ^ (uint64_t)(uint32_t)out->node_class << 20 ^
+         (uint64_t)(uint32_t)out->ps << 48 ^ (uint64_t)(uint32_t)out->nps << 40;
+    h *= 0xFF51AFD7ED558CCDu;
+    return (uint32_t)(h >> 32);
+}
+
+/* Puts own node i in the kind of its summary (made when new). False when there are too many
+ * kinds. */
+static bool own_kind_join(const drv_sched *s, const drv_state *st, own_list *o, int32_t i)
+{
+    own_sum sum;
+    uint32_t h = own_summary(s, st, o, i, &sum), at = h & (2 * OWN_KINDS - 1);
+    while (o->kslot[at] && (o->kind[o->kslot[at] - 1].hash != h ||
+                            memcmp(&o->kind[o->kslot[at] - 1].sum, &sum, sizeof sum) != 0))
+        at = (at + 1) & (2 * OWN_KINDS - 1);
+    int32_t k = o->kslot[at] - 1;
+    if (k < 0) {
+        if (o->nkinds == OWN_KINDS)
+            return false;
+        k = o->nkinds++;
+        o->kslot[at] = (int16_t)(k + 1);
+        o->kind[k] = (own_kind){sum, h, 0, -1};
+    }
+    own_kind *kd = &o->kind[k];
+    if (kd->members++ == 0 || o->node[i] < o->node[kd->rep])
+        kd->rep = i;
+    o->cnt[3 * o->cap_cnt + i] = k;
+    return true;
+}
+
+/* Takes own node i out of its kind; the kind's lowest id is looked for again when it was i. */
+static void own_kind_leave(own_list *o, int32_t i)
+{
+    int32_t *kinds = o->cnt + 3 * o->cap_cnt, k = kinds[i];
+    if (k < 0)
+        return;
+    kinds[i] = -1;
+    own_kind *kd = &o->kind[k];
+    if (--kd->members == 0 || kd->rep != i)
+        return;
+    kd->rep = -1;
+    for (int32_t e = 0; e < o->n; e++) /* O(own nodes): only when the kind's first one moved */
+        if (kinds[e] == k && (kd->rep < 0 || o->node[e] < o->node[kd->rep]))
+            kd->rep = e;
+}
+
+/* Sorts every own node into kinds anew. */
+static void own_kinds_build(const drv_sched *s, const drv_state *st, own_list *o)
+{
+    o->nkinds = 0;
+    memset(o->kslot, 0, sizeof o->kslot);
+    o->kinds_ok = o->counted;
+    for (int32_t i = 0; i < o->n && o->kinds_ok; i++)
+        o->kinds_ok = own_kind_join(s, st, o, i);
+}
+
+/* The nodes, zones and racks of the placed pods of pod's job, in the assumed state, how many
+ * of the job's pods each holds, and their kinds. */
 static const own_list *own_nodes(const drv_ctx *c, int32_t pod)
 {
     const drv_state *st = c->snap->st;
@@ -279,7 +357,12 @@ static const own_list *own_nodes(const drv_ctx *c, int32_t pod)
     bool same = o->cycle == s->stamp && o->job == job;
     if (same && o->changes + 1 == c->changes && o->pod_free &&
         (at = cycle_pod_node(c, o->pod)) >= 0) {
-        own_add(s, st, o, at, st->pods[o->pod].role); /* the one change since: o->pod on at */
+        /* The one change since: o->pod placed on at, whose summary alone changed. */
+        int32_t i = own_add(s, st, o, at, st->pods[o->pod].role);
+        if (o->kinds_ok) {
+            own_kind_leave(o, i);
+            o->kinds_ok = own_kind_join(s, st, o, i);
+        }
     } else if (!same || o->changes != c->changes) {
         if (++s->seen_tag == 0) { /* a new tag marks no node */
             memset(s->node_seen, 0, (size_t)s->cap_node_seen * sizeof *s->node_seen);
@@ -289,7 +372,7 @@ static const own_list *own_nodes(const drv_ctx *c, int32_t pod)
          * nodes are scored without counts, each of them. */
         if (o->cap_cnt < st->nnodes) {
             drv_free(o->cnt);
-            o->cnt = drv_malloc(sizeof *o->cnt * 3 * ((size_t)st->nnodes + 1));
+            o->cnt = drv_malloc(sizeof *o->cnt * 4 * ((size_t)st->nnodes + 1));
             o->cap_cnt = o->cnt ? st->nnodes + 1 : 0;
         }
         o->counted = o->cnt != NULL;
@@ -299,6 +382,7 @@ static const own_list *own_nodes(const drv_ctx *c, int32_t pod)
         for (int32_t k = 0; k < j->pod_count; k++)
             if ((at = cycle_pod_node(c, j->pod_base + k)) >= 0)
                 own_add(s, st, o, at, st->pods[j->pod_base + k].role);
+        own_kinds_build(s, st, o);
     }
     o->cycle = s->stamp;
     o->changes = c->changes;
@@ -308,82 +392,31 @@ static const own_list *own_nodes(const drv_ctx *c, int32_t pod)
     return o;
 }
 
-/* Whether own nodes i and k (indices into o->node) have the same summary (score_by_summary):
- * then every score plugin scores them alike. */
-static bool same_summary(const drv_sched *s, const drv_state *st, const own_list *o, int32_t i,
-                         int32_t k)
-{
-    int32_t n = o->node[i], m = o->node[k], cap = o->cap_cnt;
-    const drv_node *a = &st->nodes[n], *b = &st->nodes[m];
-    return o->cnt[i] == o->cnt[k] && o->cnt[cap + i] == o->cnt[cap + k] &&
-           memcmp(&s->free[n], &s->free[m], sizeof s->free[n]) == 0 &&
-           memcmp(&a->alloc, &b->alloc, sizeof a->alloc) == 0 && a->zone == b->zone &&
-           a->rack == b->rack && a->node_class == b->node_class &&
-           s->nrole[n * DRV_NROLES + DRV_ROLE_PS] == s->nrole[m * DRV_NROLES + DRV_ROLE_PS];
-}
-
-/* A hash of own node i's summary (same_summary: equal summaries hash equal). */
-static uint32_t summary_hash(const drv_sched *s, const drv_state *st, const own_list *o, int32_t i)
-{
-    int32_t n = o->node[i];
-    const drv_node *a = &st->nodes[n];
-    drv_res f = s->free[n];
-    uint64_t h = (uint64_t)f.cpu * 0x9E3779B97F4A7C15u;
-    h ^= (uint64_t)f.mem + (h << 6) + (h >> 2);
-    h ^= (uint64_t)f.gpu * 31u + (uint64_t)a->alloc.cpu + ((uint64_t)a->alloc.mem << 7) +
-         (uint64_t)a->alloc.gpu;
-    h ^= ((uint64_t)(uint32_t)o->cnt[i] << 32) ^ (uint64_t)(uint32_t)a->rack * 0x85EBCA6Bu ^
-         (uint64_t)(uint32_t)a->zone * 0xC2B2AE35u ^ (uint64_t)(uint32_t)a->node_class << 20 ^
-         (uint64_t)(uint32_t)o->cnt[o->cap_cnt + i] << 48;
-    h *= 0xFF51AFD7ED558CCDu;
-    return (uint32_t)(h >> 32);
-}
-
-/* The job's own nodes that may take the pod, scored exactly into (best, best_sc). A gang often
- * spreads one pod per node over alike nodes, whose scores are then equal: with every score
- * plugin scoring by summary (score_by_summary) and the pod not placed itself (so its job's
- * pods on a node are the ones counted), nodes of equal summary are found through a small
- * open-addressing table and only the lowest id of each kind is scored — it wins their tie.
- * The table holds at most OWN_TABLE / 2 kinds; further ones are scored directly. O(own nodes)
- * table work, one score per kind. */
-enum { OWN_TABLE = 256 };
+/* The job's own nodes that may take the pod, scored exactly into (best, best_sc). With every
+ * score plugin scoring by summary (score_by_summary) and the pod not placed itself (so the
+ * job's pods counted on a node are the ones its scores see), one node of each kind is scored,
+ * the lowest id, which wins the kind's tie: O(kinds). Otherwise every own node: O(own nodes).
+ * drv_ctx_filter inline: the index serves only profiles without filter plugins. */
 static void own_best(const drv_ctx *c, int32_t pod, drv_res req, const int32_t *row,
                      const own_list *o, int32_t *best, int64_t *best_sc)
 {
+    if (c->s->ix_summary && o->kinds_ok && o->pod_free) {
+        for (int32_t k = 0; k < o->nkinds; k++) {
+            const own_kind *kd = &o->kind[k];
+            if (kd->members > 0 && kd->sum.schedulable && drv_res_fits(req, kd->sum.alloc) &&
+                drv_res_fits(req, kd->sum.free) && (!row || row[kd->sum.node_class] >= 0))
+                consider(c, pod, row, o->node[kd->rep], best, best_sc);
+        }
+        return;
+    }
     const drv_state *st = c->snap->st;
-    const drv_sched *s = c->s;
-    bool dedup = s->ix_summary && o->counted && o->pod_free && o->n > 1;
-    int32_t slot[OWN_TABLE]; /* index into o->node + 1 of each kind's lowest id, or 0 */
-    uint32_t size = 4;
-    while (dedup && size < OWN_TABLE && size < 2 * (uint32_t)o->n)
-        size *= 2;
-    if (dedup)
-        memset(slot, 0, sizeof *slot * size);
-    uint32_t kinds = 0;
-    /* drv_ctx_filter inline: the index serves only profiles without filter plugins. */
     for (int32_t i = 0; i < o->n; i++) {
         int32_t n = o->node[i];
         const drv_node *nd = &st->nodes[n];
-        if (!nd->schedulable || !drv_res_fits(req, nd->alloc) || !drv_res_fits(req, s->free[n]) ||
-            (row && row[nd->node_class] < 0))
-            continue;
-        if (!dedup || kinds >= size / 2) {
+        if (nd->schedulable && drv_res_fits(req, nd->alloc) && drv_res_fits(req, c->s->free[n]) &&
+            (!row || row[nd->node_class] >= 0))
             consider(c, pod, row, n, best, best_sc);
-            continue;
-        }
-        uint32_t h = summary_hash(s, st, o, i) & (size - 1);
-        while (slot[h] && !same_summary(s, st, o, slot[h] - 1, i))
-            h = (h + 1) & (size - 1);
-        if (!slot[h]) {
-            slot[h] = i + 1;
-            kinds++;
-        } else if (n < o->node[slot[h] - 1]) {
-            slot[h] = i + 1; /* the lower id of the kind: the one that wins their tie */
-        }
     }
-    for (uint32_t h = 0; dedup && h < size; h++)
-        if (slot[h])
-            consider(c, pod, row, o->node[slot[h] - 1], best, best_sc);
 }
 
 /*

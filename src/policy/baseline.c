@@ -327,8 +327,11 @@ static int least_alloc_bound(const drv_ctx *c, void *state, int32_t pod, const d
     }
     if (!k)
         return 0;
-    drv_node n = {.alloc = set->alloc};
-    double top = set->key == free_share_key ? set->maxkey : free_share_key(&n, set->maxfree);
+    double top = set->maxkey;
+    if (set->key != free_share_key) {
+        drv_node n = {.alloc = set->alloc};
+        top = free_share_key(&n, set->maxfree);
+    }
     return (int)((top - req_share_memo(c, state, pod, set)) * per_dim[k] + 1e-6);
 }
 

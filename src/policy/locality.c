@@ -65,6 +65,11 @@ typedef struct loc_view {
      * asks about one pair many times in a row. tz == INT32_MIN: none yet. */
     int32_t tz, tr;
     double topo;
+    /* loc_bound's room term for the last free room it was asked about (rfree), valid while
+     * rok: a search bounds many sets of alike nodes, whose maxima are the same. */
+    bool rok;
+    drv_res rfree;
+    double room;
 } loc_view;
 
 typedef struct loc_state {
@@ -155,12 +160,9 @@ static void count_placed(loc_view *v, const drv_state *st, int32_t at)
  * pod of the same job, the view is updated for that one bind — the cached pod becomes a placed
  * one, pod becomes the one to place — instead of rebuilt from every pod of the job.
  */
-static const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
+static const loc_view *view_rebuild(const drv_ctx *c, loc_state *w, int32_t pod, uint64_t chg)
 {
     loc_view *v = &w->v;
-    uint64_t chg = drv_ctx_changes(c);
-    if (v->pod == pod && v->changes == chg && v->cycle == drv_ctx_cycle(c))
-        return v; /* asked for every node and set of one query: checked first */
     uint32_t cyc = drv_ctx_cycle(c);
     const drv_state *st = drv_ctx_state(c);
     int32_t job = st->pods[pod].job;
@@ -192,6 +194,7 @@ static const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
     v->want = 0;
     v->need = (drv_res){0, 0, 0};
     v->tz = INT32_MIN;
+    v->rok = false;
     for (int r = 0; r < DRV_NROLES; r++) {
         int32_t target = r == DRV_ROLE_WORKER ? drv_ctx_workers(c, job) : j->target[r];
         v->miss[r] = target > v->have[r] ? target - v->have[r] : 0;
@@ -204,6 +207,17 @@ static const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
         if (r != DRV_ROLE_WORKER && (v->mixes *= v->miss[r] + 1) > ROOM_ENUM_MAX)
             v->mixes = ROOM_ENUM_MAX + 1;
     return v;
+}
+
+/* The view of pod's job (view_rebuild), asked for every node and set of one query: the check
+ * that it is current is all most calls do, inline, apart from the rebuild. */
+static inline const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
+{
+    const loc_view *v = &w->v;
+    uint64_t chg = drv_ctx_changes(c);
+    if (v->pod == pod && v->changes == chg && v->cycle == drv_ctx_cycle(c))
+        return v;
+    return view_rebuild(c, w, pod, chg);
 }
 
 /* How many of pods of one role fit in free, at most want. */
@@ -397,7 +411,16 @@ static int loc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_
     const loc_view *v = view(c, w, pod);
     const drv_job *j = &st->jobs[st->pods[pod].job];
     drv_res after = drv_res_sub(set->maxfree, j->role[st->pods[pod].role].req);
-    double room = room_bound(j, v, after);
+    loc_view *cv = &w->v; /* the view returned above: its caches are kept for the next call */
+    double room;
+    if (v->rok && memcmp(&v->rfree, &after, sizeof after) == 0) {
+        room = v->room;
+    } else {
+        room = room_bound(j, v, after);
+        cv->rok = true;
+        cv->rfree = after;
+        cv->room = room;
+    }
     if (v->placed == 0)
         return (int)(100.0 * room + 1e-9);
     if (v->tz == set->zone && v->tr == set->rack)
@@ -429,7 +452,6 @@ static int loc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_
             if (v->zone[i] == set->zone)
                 zone += v->rzcnt[i];
     }
-    loc_view *cv = &w->v; /* the view returned above: cache the terms for the next call */
     cv->tz = set->zone;
     cv->tr = set->rack;
     cv->topo = w->w_rack * rack / v->placed + w->w_zone * zone / v->placed;

@@ -181,6 +181,10 @@ struct drv_plugin {
      * the core scores one node of each such kind among the job's own nodes (the lowest id,
      * which wins the tie) instead of each of them. */
     bool score_by_summary;
+    /* Optional, with score_bound: true when this plugin scores every node alike for pod —
+     * score(pod, n) and score_bound(pod, set) are *value for every node and set — so that a
+     * query through the index adds it once instead of asking it per node and per set. */
+    bool (*score_flat)(const drv_ctx *c, void *state, int32_t pod, int *value);
     /* scale: grow or shrink running elastic jobs (SCALE, EVICT, BIND decisions). */
     void (*scale)(drv_ctx *c, void *state);
     /* reallocate: change CPU limits of running pods (RESIZE decisions). */

@@ -123,24 +123,54 @@ static void consider(const drv_ctx *c, int32_t pod, const int32_t *row, int32_t 
     }
 }
 
-/* Branch and bound callbacks: the weighted sum of the score plugins' bounds; the real score. */
+/* One query through the index: the pod, its constraint row, and the score plugins to ask per
+ * node and per set — those that score every node alike for this pod (score_flat) are added
+ * once, into flat, instead. The sums are the same integers drv_ctx_score adds. */
 typedef struct bb_arg {
     const drv_ctx *c;
     int32_t pod;
     const int32_t *row; /* cons_row of pod, or NULL */
     int32_t mixed_max;  /* with row: the largest constraint score of the mixed set bounded */
+    int64_t flat;       /* the flat plugins' weighted scores */
+    int n;              /* plugins asked: */
+    const drv_plugin *p[DRV_MAX_SLOT_PLUGINS];
+    void *state[DRV_MAX_SLOT_PLUGINS];
+    int32_t w[DRV_MAX_SLOT_PLUGINS];
 } bb_arg;
 
+static void bb_init(bb_arg *a, const drv_ctx *c, int32_t pod, const int32_t *row)
+{
+    const drv_sched *s = c->s;
+    const drv_profile *pr = s->prof;
+    a->c = c;
+    a->pod = pod;
+    a->row = row;
+    a->mixed_max = 0;
+    a->flat = 0;
+    a->n = 0;
+    for (int i = 0; i < pr->nuse[DRV_PT_SCORE]; i++) {
+        const drv_plugin_use *u = &pr->use[DRV_PT_SCORE][i];
+        void *st = s->ustate[DRV_PT_SCORE][i];
+        int v;
+        if (u->p->score_flat && u->p->score_flat(c, st, pod, &v)) {
+            a->flat += (int64_t)u->weight * (v < 0 ? 0 : v > 100 ? 100 : v);
+            continue;
+        }
+        a->p[a->n] = u->p;
+        a->state[a->n] = st;
+        a->w[a->n++] = u->weight;
+    }
+}
+
+/* Branch and bound callbacks: the weighted sum of the score plugins' bounds; the real score. */
 static int64_t bb_bound(void *arg, const drv_node_set *set)
 {
     const bb_arg *a = arg;
-    const drv_profile *pr = a->c->s->prof;
-    int64_t sum = 0;
-    for (int i = 0; i < pr->nuse[DRV_PT_SCORE]; i++) {
-        const drv_plugin_use *u = &pr->use[DRV_PT_SCORE][i];
-        int v = u->p->score_bound(a->c, a->c->s->ustate[DRV_PT_SCORE][i], a->pod, set);
+    int64_t sum = a->flat;
+    for (int i = 0; i < a->n; i++) {
+        int v = a->p[i]->score_bound(a->c, a->state[i], a->pod, set);
         v = v < 0 ? 0 : v > 100 ? 100 : v;
-        sum += (int64_t)u->weight * v;
+        sum += (int64_t)a->w[i] * v;
     }
     if (a->row) /* the constraint score: exact for one class, the largest for a mixed set */
         sum += set->node_class >= 0 ? a->row[set->node_class] : a->mixed_max;
@@ -150,7 +180,27 @@ static int64_t bb_bound(void *arg, const drv_node_set *set)
 static int64_t bb_score(void *arg, int32_t node)
 {
     const bb_arg *a = arg;
-    return score_row(a->c, a->pod, node, a->row);
+    int64_t sum = a->flat;
+    for (int i = 0; i < a->n; i++) {
+        int v = a->p[i]->score(a->c, a->state[i], a->pod, node);
+        v = v < 0 ? 0 : v > 100 ? 100 : v;
+        sum += (int64_t)a->w[i] * v;
+    }
+    if (a->row) { /* as score_row */
+        int32_t k = a->row[a->c->snap->st->nodes[node].node_class];
+        sum += k > 0 ? k : 0;
+    }
+    return sum;
+}
+
+/* consider, scoring through the query's plugins (bb_score). */
+static void consider_bb(const bb_arg *a, int32_t n, int32_t *best, int64_t *best_sc)
+{
+    int64_t sc = bb_score((void *)a, n);
+    if (sc > *best_sc || (sc == *best_sc && n < *best)) {
+        *best = n;
+        *best_sc = sc;
+    }
 }
 
 /* The groups of family fam labelled label (every group for -1) and their union for req and
@@ -397,15 +447,17 @@ static const own_list *own_nodes(const drv_ctx *c, int32_t pod)
  * job's pods counted on a node are the ones its scores see), one node of each kind is scored,
  * the lowest id, which wins the kind's tie: O(kinds). Otherwise every own node: O(own nodes).
  * drv_ctx_filter inline: the index serves only profiles without filter plugins. */
-static void own_best(const drv_ctx *c, int32_t pod, drv_res req, const int32_t *row,
-                     const own_list *o, int32_t *best, int64_t *best_sc)
+static void own_best(const bb_arg *a, drv_res req, const own_list *o, int32_t *best,
+                     int64_t *best_sc)
 {
+    const drv_ctx *c = a->c;
+    const int32_t *row = a->row;
     if (c->s->ix_summary && o->kinds_ok && o->pod_free) {
         for (int32_t k = 0; k < o->nkinds; k++) {
             const own_kind *kd = &o->kind[k];
             if (kd->members > 0 && kd->sum.schedulable && drv_res_fits(req, kd->sum.alloc) &&
                 drv_res_fits(req, kd->sum.free) && (!row || row[kd->sum.node_class] >= 0))
-                consider(c, pod, row, o->node[kd->rep], best, best_sc);
+                consider_bb(a, o->node[kd->rep], best, best_sc);
         }
         return;
     }
@@ -415,7 +467,7 @@ static void own_best(const drv_ctx *c, int32_t pod, drv_res req, const int32_t *
         const drv_node *nd = &st->nodes[n];
         if (nd->schedulable && drv_res_fits(req, nd->alloc) && drv_res_fits(req, c->s->free[n]) &&
             (!row || row[nd->node_class] >= 0))
-            consider(c, pod, row, n, best, best_sc);
+            consider_bb(a, n, best, best_sc);
     }
 }
 
@@ -441,12 +493,13 @@ static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
                          &best_sc);
         return best;
     }
+    bb_arg a;
+    bb_init(&a, c, pod, row);
     const own_list *o = own_nodes(c, pod);
-    own_best(c, pod, req, row, o, &best, &best_sc); /* each node once, however many pods */
+    own_best(&a, req, o, &best, &best_sc); /* each node once, however many pods */
     const int32_t *zones = o->zones, *racks = o->racks;
     int32_t nz = o->nz, nr = o->nr;
     bool all_z = o->all_z, all_r = o->all_r;
-    bb_arg a = {c, pod, row, 0};
     if (all_r) { /* spread over too many racks to list: every rack group covers its nodes */
         search_family(c, &a, req, DRV_IX_RACK, -1, &best, &best_sc);
         return best;

@@ -501,12 +501,21 @@ static int anti_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node
     return 100 / (1 + (k > 0 ? k : 0));
 }
 
+/* Only PS pods care: every other pod scores 100 everywhere. */
+static bool anti_flat(const drv_ctx *c, void *state, int32_t pod, int *value)
+{
+    (void)state;
+    *value = 100;
+    return drv_ctx_state(c)->pods[pod].role != DRV_ROLE_PS;
+}
+
 const drv_plugin drv_plugin_ps_anti_affinity = {
     .name = "ps-anti-affinity",
     .timeless = true,
     .doc = "score: prefer nodes without another job's PS (preferred anti-affinity, Volcano-style)",
     .score = anti_score,
     .score_bound = anti_bound,
+    .score_flat = anti_flat,
     .bound_mixed = true,
     .score_by_summary = true,
     .starts_blind = drv_starts_blind,

@@ -87,6 +87,10 @@ typedef struct own_list {
     own_kind kind[OWN_KINDS];
     int32_t nkinds;
     int16_t kslot[2 * OWN_KINDS];
+    /* The kinds with members (a gang's binds leave kinds empty as they go), and each kind's
+     * index in it; a query visits these only. */
+    int16_t live[OWN_KINDS], live_at[OWN_KINDS];
+    int32_t nlive;
     bool kinds_ok;
     int32_t zones[16], racks[16], nz, nr;
     bool all_z, all_r; /* more than 16 zones / racks */

@@ -364,6 +364,10 @@ static bool own_kind_join(const drv_sched *s, const drv_state *st, own_list *o, 
         o->kind[k] = (own_kind){sum, h, 0, -1};
     }
     own_kind *kd = &o->kind[k];
+    if (kd->members == 0) {
+        o->live_at[k] = (int16_t)o->nlive;
+        o->live[o->nlive++] = (int16_t)k;
+    }
     if (kd->members++ == 0 || o->node[i] < o->node[kd->rep])
         kd->rep = i;
     o->cnt[3 * o->cap_cnt + i] = k;
@@ -378,7 +382,13 @@ static void own_kind_leave(own_list *o, int32_t i)
         return;
     kinds[i] = -1;
     own_kind *kd = &o->kind[k];
-    if (--kd->members == 0 || kd->rep != i)
+    if (--kd->members == 0) { /* out of the live list: the last one takes its place */
+        int32_t last = o->live[--o->nlive];
+        o->live[o->live_at[k]] = (int16_t)last;
+        o->live_at[last] = o->live_at[k];
+        return;
+    }
+    if (kd->rep != i)
         return;
     kd->rep = -1;
     for (int32_t e = 0; e < o->n; e++) /* O(own nodes): only when the kind's first one moved */
@@ -389,7 +399,7 @@ static void own_kind_leave(own_list *o, int32_t i)
 /* Sorts every own node into kinds anew. */
 static void own_kinds_build(const drv_sched *s, const drv_state *st, own_list *o)
 {
-    o->nkinds = 0;
+    o->nkinds = o->nlive = 0;
     memset(o->kslot, 0, sizeof o->kslot);
     o->kinds_ok = o->counted;
     for (int32_t i = 0; i < o->n && o->kinds_ok; i++)
@@ -453,9 +463,9 @@ static void own_best(const bb_arg *a, drv_res req, const own_list *o, int32_t *b
     const drv_ctx *c = a->c;
     const int32_t *row = a->row;
     if (c->s->ix_summary && o->kinds_ok && o->pod_free) {
-        for (int32_t k = 0; k < o->nkinds; k++) {
-            const own_kind *kd = &o->kind[k];
-            if (kd->members > 0 && kd->sum.schedulable && drv_res_fits(req, kd->sum.alloc) &&
+        for (int32_t l = 0; l < o->nlive; l++) {
+            const own_kind *kd = &o->kind[o->live[l]];
+            if (kd->sum.schedulable && drv_res_fits(req, kd->sum.alloc) &&
                 drv_res_fits(req, kd->sum.free) && (!row || row[kd->sum.node_class] >= 0))
                 consider_bb(a, o->node[kd->rep], best, best_sc);
         }

@@ -153,6 +153,15 @@ static void count_placed(loc_view *v, const drv_state *st, int32_t at)
     }
 }
 
+/* The mixes of PS, chief and evaluator counts room_best tries, from miss. */
+static void set_mixes(loc_view *v)
+{
+    v->mixes = 1; /* capped past ROOM_ENUM_MAX: room_best only compares it with that */
+    for (int r = 0; r < DRV_NROLES; r++)
+        if (r != DRV_ROLE_WORKER && (v->mixes *= v->miss[r] + 1) > ROOM_ENUM_MAX)
+            v->mixes = ROOM_ENUM_MAX + 1;
+}
+
 /*
  * Brings the cached view of pod's job up to the current assumed state. A gang places its pods
  * one after the other, each asking for the view of the next: when the only change since the
@@ -172,7 +181,25 @@ static const loc_view *view_rebuild(const drv_ctx *c, loc_state *w, int32_t pod,
         v->pod_free && st->pods[was].job == job && drv_ctx_pod_node(c, pod) < 0 &&
         (at = drv_ctx_pod_node(c, was)) >= 0) {
         count_placed(v, st, at); /* was: counted in have already, as the pod to place */
-        v->have[st->pods[pod].role]++;
+        /* pod now counts as had: one fewer of its role is missing besides it (the targets
+         * did not change: the one change was the bind). The same numbers the loops below
+         * give, without them. */
+        int r = st->pods[pod].role;
+        v->have[r]++;
+        if (v->miss[r] > 0) {
+            v->miss[r]--;
+            v->want--;
+            v->need = drv_res_sub(v->need, j->role[r].req);
+            v->inv_want = v->want ? 1.0 / v->want : 0;
+            if (r != DRV_ROLE_WORKER)
+                set_mixes(v);
+        }
+        v->pod = pod;
+        v->pod_free = true;
+        v->changes = chg;
+        v->tz = INT32_MIN;
+        v->rok = false;
+        return v;
     } else {
         v->ok = true;
         v->placed = v->nn = v->nrz = 0;
@@ -202,10 +229,7 @@ static const loc_view *view_rebuild(const drv_ctx *c, loc_state *w, int32_t pod,
         v->need = drv_res_add(v->need, drv_res_scale(j->role[r].req, v->miss[r]));
     }
     v->inv_want = v->want ? 1.0 / v->want : 0;
-    v->mixes = 1; /* capped past ROOM_ENUM_MAX: room_best only compares it with that */
-    for (int r = 0; r < DRV_NROLES; r++)
-        if (r != DRV_ROLE_WORKER && (v->mixes *= v->miss[r] + 1) > ROOM_ENUM_MAX)
-            v->mixes = ROOM_ENUM_MAX + 1;
+    set_mixes(v);
     return v;
 }
 

@@ -112,6 +112,9 @@ typedef struct union_memo {
     int32_t nodes;      /* ...and its *nodes, *row_max and *out */
     int32_t row_max;
     drv_node_set u;
+    /* With n <= MAX_ORDER: the groups the union covers (those that may fit the request and
+     * that the constraints admit), fit of them. Still all that may fit while grown holds. */
+    int32_t cand[MAX_ORDER];
 } union_memo;
 
 enum { UNION_MEMO = 16 }; /* entries; a pod asks about a few families and labels */

@@ -224,9 +224,9 @@ static const union_memo *family_union(drv_sched *s, const bb_arg *a, drv_res req
     m->g = NULL;
     m->n = label >= 0 ? drv_nodeindex_with_label(ix, fam, label, &m->g)
                       : drv_nodeindex_groups(ix, fam);
-    m->fit =
-        drv_nodeindex_union(ix, fam, m->g, m->n, req, fam == DRV_IX_ZONE ? label : -1,
-                            fam == DRV_IX_RACK ? label : -1, a->row, &m->u, &m->nodes, &m->row_max);
+    m->fit = drv_nodeindex_union(ix, fam, m->g, m->n, req, fam == DRV_IX_ZONE ? label : -1,
+                                 fam == DRV_IX_RACK ? label : -1, a->row, &m->u, &m->nodes,
+                                 &m->row_max, m->n <= MAX_ORDER ? m->cand : NULL);
     return m;
 }
 
@@ -251,24 +251,29 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
     if (fit > 1 && *best >= 0 && c->s->ix_mixed && (label >= 0 || fam == DRV_IX_GLOBAL) &&
         bb_bound(a, &u) < *best_sc)
         return nodes;
-    /* Bound every group first, then search the most promising first: the best node found
-     * there lets the others be pruned at their root (any order finds the same node). */
+    if (n > MAX_ORDER) { /* too many to order: in group order */
+        for (int32_t i = 0; i < n; i++) {
+            int32_t grp = g ? g[i] : i;
+            int32_t lab = drv_nodeindex_label(ix, fam, grp);
+            if (!a->row || a->row[drv_nodeindex_class(ix, fam, grp)] >= 0)
+                drv_nodeindex_search(ix, fam, grp, req, fam == DRV_IX_ZONE ? lab : -1,
+                                     fam == DRV_IX_RACK ? lab : -1, bb_bound, bb_score, a, best,
+                                     best_sc);
+        }
+        return nodes;
+    }
+    /* Bound every group the union covers first (the memo lists them: the others cannot fit
+     * or the constraints refuse them), then search the most promising first: the best node
+     * found there lets the others be pruned at their root (any order finds the same node). */
     struct {
         int32_t grp;
         int64_t ub;
     } o[MAX_ORDER];
     int32_t m = 0;
-    for (int32_t i = 0; i < n; i++) {
-        int32_t grp = g ? g[i] : i;
-        if (a->row && a->row[drv_nodeindex_class(ix, fam, grp)] < 0)
-            continue; /* the pod's node constraints refuse the whole group */
-        int32_t lab = drv_nodeindex_label(ix, fam, grp);
+    for (int32_t i = 0; i < fit; i++) {
+        int32_t grp = um->cand[i];
+        int32_t lab = label >= 0 ? label : drv_nodeindex_label(ix, fam, grp);
         int32_t zone = fam == DRV_IX_ZONE ? lab : -1, rack = fam == DRV_IX_RACK ? lab : -1;
-        if (n > MAX_ORDER) { /* too many to order: in group order */
-            drv_nodeindex_search(ix, fam, grp, req, zone, rack, bb_bound, bb_score, a, best,
-                                 best_sc);
-            continue;
-        }
         if (!drv_nodeindex_root(ix, fam, grp, req, zone, rack, &u))
             continue;
         int64_t ub = bb_bound(a, &u);
@@ -279,7 +284,7 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
         o[at].ub = ub;
     }
     for (int32_t i = 0; i < m; i++) {
-        int32_t lab = drv_nodeindex_label(ix, fam, o[i].grp);
+        int32_t lab = label >= 0 ? label : drv_nodeindex_label(ix, fam, o[i].grp);
         drv_nodeindex_search_ub(ix, fam, o[i].grp, req, fam == DRV_IX_ZONE ? lab : -1,
                                 fam == DRV_IX_RACK ? lab : -1, o[i].ub, bb_bound, bb_score, a, best,
                                 best_sc);

@@ -338,10 +338,130 @@ static void test_own_nodes_told_apart(void **unused)
     own_kind_case(2, "gang=true admit=gang score=locality*8(w_room=0),ps-anti-affinity");
 }
 
+/* Node classes and constraints (issue 14) with queues: a pool labelled pool=gpu and tainted
+ * NoSchedule, a pool labelled pool=fast, nodes with a PreferNoSchedule taint (which makes the
+ * constraint score count), and unlabelled nodes, mixed in zones and racks; jobs in two queues
+ * whose roles select the gpu pool (tolerating it), prefer the fast pool, require either pool
+ * while preferring gpu and tolerating the soft taint, or ask nothing. The index bounds the
+ * constraint score per class (exact) and per mixed set (the largest), and leaves out the
+ * classes a pod may not use. */
+static void make_constrained(drv_state *st, drv_rng *r)
+{
+    make_state(st, r, (int)drv_rng_range(r, 0, 2));
+    int32_t pool = drv_strtab_intern(st->names, "pool"), gpu = drv_strtab_intern(st->names, "gpu");
+    int32_t fast = drv_strtab_intern(st->names, "fast"), yes = drv_strtab_intern(st->names, "true");
+    int32_t spot = drv_strtab_intern(st->names, "spot");
+    drv_label l_gpu = {pool, gpu}, l_fast = {pool, fast};
+    drv_taint t_gpu = {gpu, yes, DRV_EFFECT_NO_SCHEDULE},
+              t_spot = {spot, yes, DRV_EFFECT_PREFER_NO_SCHEDULE};
+    for (int32_t i = 0; i < st->nnodes; i++) {
+        int64_t k = drv_rng_range(r, 0, 3);
+        if (k == 1)
+            assert_int_equal(drv_state_set_node_meta(st, i, &l_gpu, 1, &t_gpu, 1), 0);
+        else if (k == 2)
+            assert_int_equal(drv_state_set_node_meta(st, i, &l_fast, 1, NULL, 0), 0);
+        else if (k == 3)
+            assert_int_equal(drv_state_set_node_meta(st, i, NULL, 0, &t_spot, 1), 0);
+    }
+    drv_toleration tol_gpu = {gpu, 0, true, DRV_EFFECT_NO_SCHEDULE};
+    drv_toleration tols[2] = {tol_gpu, {spot, 0, true, DRV_EFFECT_PREFER_NO_SCHEDULE}};
+    drv_selexpr in_fast = {
+        .term = 0, .key = pool, .op = DRV_SEL_IN, .nvalues = 1, .values = {fast}};
+    drv_selexpr either[2] = {
+        {.term = 0, .key = pool, .op = DRV_SEL_IN, .nvalues = 2, .values = {fast, gpu}},
+        {.term = 1, .key = pool, .op = DRV_SEL_IN, .nvalues = 1, .values = {gpu}}};
+    int32_t w50 = 50, w30 = 30;
+    drv_constraint cs[3] = {{.selector = &l_gpu, .nselector = 1, .tol = &tol_gpu, .ntol = 1},
+                            {.expr = &in_fast, .nexpr = 1, .npreferred = 1, .weight = &w50},
+                            {.expr = either,
+                             .nexpr = 2,
+                             .nrequired = 1,
+                             .npreferred = 1,
+                             .weight = &w30,
+                             .tol = tols,
+                             .ntol = 2}};
+    int32_t id[4] = {0};
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(drv_state_add_constraint(st, &cs[k], NULL, &id[k + 1]), 0);
+    int32_t q0 = 0;
+    for (int q = 0; q < 2; q++) {
+        char name[8];
+        snprintf(name, sizeof name, "q%d", q);
+        drv_queue dq = {.name = drv_strtab_intern(st->names, name),
+                        .cohort = drv_strtab_intern(st->names, "c"),
+                        .weight = 1 + q,
+                        .quota = {DRV_UNLIMITED, DRV_UNLIMITED, DRV_UNLIMITED},
+                        .borrow = {DRV_UNLIMITED, DRV_UNLIMITED, DRV_UNLIMITED}};
+        int32_t qid;
+        assert_int_equal(drv_state_add_queue(st, &dq, &qid), 0);
+        if (q == 0)
+            q0 = qid;
+    }
+    for (int32_t j = 0; j < st->njobs; j++) {
+        int64_t k = drv_rng_range(r, 0, 3);
+        for (int role = 0; role < DRV_NROLES; role++) /* now and then a role of its own */
+            st->jobs[j].cons[role] = id[drv_rng_uniform(r) < 0.8 ? k : drv_rng_range(r, 0, 3)];
+        st->jobs[j].queue = q0 + (int32_t)drv_rng_range(r, 0, 1);
+    }
+}
+
+static void test_constrained_equal_scan(void **unused)
+{
+    (void)unused;
+    static const char *lines[] = {
+        "gang=true admit=gang score=locality*4,ps-anti-affinity,least-allocated",
+        "gang=true admit=gang score=locality*2,most-allocated",
+        "gang=true admit=gang score=ps-anti-affinity,least-allocated*3",
+    };
+    int64_t compared = 0;
+    for (size_t l = 0; l < sizeof lines / sizeof lines[0]; l++) {
+        drv_rng r;
+        drv_rng_seed(&r, 77 + l);
+        drv_diag d;
+        drv_profile p;
+        assert_int_equal(drv_profile_parse("t", lines[l], &p, &d), 0);
+        for (int round = 0; round < 12; round++) {
+            drv_state st;
+            make_constrained(&st, &r);
+            drv_sched *ix, *scan;
+            assert_int_equal(drv_sched_new(&p, &ix, &d), 0);
+            assert_int_equal(drv_sched_new(&p, &scan, &d), 0);
+            assert_true(drv_sched_indexed(ix));
+            drv_sched_set_exhaustive(scan, true);
+            drv_decisions a, b;
+            drv_decisions_init(&a);
+            drv_decisions_init(&b);
+            for (int cyc = 0; cyc < 2; cyc++) {
+                drv_snapshot snap = {.st = &st, .now = cyc * 10.0};
+                a.n = b.n = 0;
+                assert_int_equal(drv_sched_cycle(ix, &snap, &a), 0);
+                assert_int_equal(drv_sched_cycle(scan, &snap, &b), 0);
+                for (int32_t i = 0; i < a.n || i < b.n; i++) {
+                    if (i >= a.n || i >= b.n || a.v[i].kind != b.v[i].kind ||
+                        a.v[i].pod != b.v[i].pod || a.v[i].node != b.v[i].node)
+                        fail_msg("%s, round %d cycle %d: decision %d differs: index pod %d -> "
+                                 "node %d, scan pod %d -> node %d",
+                                 lines[l], round, cyc, i, i < a.n ? a.v[i].pod : -1,
+                                 i < a.n ? a.v[i].node : -1, i < b.n ? b.v[i].pod : -1,
+                                 i < b.n ? b.v[i].node : -1);
+                    compared += a.v[i].kind == DRV_BIND;
+                }
+                apply(&st, &a);
+            }
+            drv_decisions_fini(&a);
+            drv_decisions_fini(&b);
+            drv_sched_free(ix);
+            drv_sched_free(scan);
+            drv_state_fini(&st);
+        }
+    }
+    assert_true(compared > 2000); /* the comparison saw real work */
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_index_equals_scan),
-                                       cmocka_unit_test(test_alike_nodes_equal_scan),
-                                       cmocka_unit_test(test_own_nodes_told_apart)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_index_equals_scan), cmocka_unit_test(test_alike_nodes_equal_scan),
+        cmocka_unit_test(test_own_nodes_told_apart), cmocka_unit_test(test_constrained_equal_scan)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,6 +49,9 @@ typedef struct loc_view {
     uint32_t cycle;                           /* drv_ctx_cycle */
     uint64_t changes;                         /* drv_ctx_changes in that cycle */
     int32_t pod;                              /* -1: nothing cached */
+    const drv_state *st;                      /* the cycle's state, */
+    const drv_job *j;                         /* pod's job in it, */
+    drv_res req;                              /* and pod's request */
     bool pod_free;                            /* pod is not placed */
     bool ok;                                  /* fits in the arrays below */
     int32_t placed;                           /* the job's pods placed, other than pod */
@@ -195,6 +198,7 @@ static const loc_view *view_rebuild(const drv_ctx *c, loc_state *w, int32_t pod,
                 set_mixes(v);
         }
         v->pod = pod;
+        v->req = j->role[r].req;
         v->pod_free = true;
         v->changes = chg;
         v->tz = INT32_MIN;
@@ -215,6 +219,9 @@ static const loc_view *view_rebuild(const drv_ctx *c, loc_state *w, int32_t pod,
         }
     }
     v->pod = pod;
+    v->st = st;
+    v->j = j;
+    v->req = j->role[st->pods[pod].role].req;
     v->pod_free = drv_ctx_pod_node(c, pod) < 0;
     v->cycle = cyc;
     v->changes = chg;
@@ -325,11 +332,11 @@ static double room_share(const drv_job *j, const loc_view *v, drv_res free)
 static int loc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
 {
     loc_state *w = state;
-    const drv_state *st = drv_ctx_state(c);
     const loc_view *v = view(c, w, pod);
-    const drv_job *j = &st->jobs[st->pods[pod].job];
+    const drv_state *st = v->st;
+    const drv_job *j = v->j;
     const drv_node *n = &st->nodes[node];
-    drv_res after = drv_res_sub(drv_ctx_free(c, node), j->role[st->pods[pod].role].req);
+    drv_res after = drv_res_sub(drv_ctx_free(c, node), v->req);
     double room = room_share(j, v, after);
     if (v->placed == 0)
         return (int)(100.0 * room);
@@ -431,10 +438,9 @@ static double room_bound(const drv_job *j, const loc_view *v, drv_res free)
 static int loc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_set *set)
 {
     loc_state *w = state;
-    const drv_state *st = drv_ctx_state(c);
     const loc_view *v = view(c, w, pod);
-    const drv_job *j = &st->jobs[st->pods[pod].job];
-    drv_res after = drv_res_sub(set->maxfree, j->role[st->pods[pod].role].req);
+    const drv_job *j = v->j;
+    drv_res after = drv_res_sub(set->maxfree, v->req);
     loc_view *cv = &w->v; /* the view returned above: its caches are kept for the next call */
     double room;
     if (v->rok && memcmp(&v->rfree, &after, sizeof after) == 0) {

@@ -461,9 +461,12 @@ int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, 
 /* The lowest position of a leaf under tree node t. */
 static int32_t first_leaf(const cls *k, int32_t t)
 {
-    while (t < k->size)
-        t *= 2;
-    return t - k->size;
+    if (t >= k->size)
+        return t - k->size;
+    /* t's leftmost leaf is t shifted down by the levels between t and the leaves: the
+     * difference of their highest set bits (size is a power of two). */
+    int shift = __builtin_clz((unsigned)t) - __builtin_clz((unsigned)k->size);
+    return (int32_t)((uint32_t)t << shift) - k->size;
 }
 
 bool drv_nodeindex_root(const drv_nodeindex *ix, int fam, int32_t g, drv_res req, int32_t zone,

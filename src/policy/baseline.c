@@ -260,10 +260,9 @@ static int alloc_dims(drv_res a)
     return (a.cpu > 0) + (a.mem > 0) + (a.gpu > 0);
 }
 
-/* least-allocated's state: req_share of recent (request, allocatable) pairs. A search bounds
- * many sets of a few allocatables for one pod, and a gang's next pods ask the same request: the
- * pair is a pure function of the two, so it is kept across pods and cycles (keyed by the pod,
- * as it once was, every pod of a gang missed for each allocatable again). */
+/* least-allocated's state: req_share of up to LA_MEMO recent (request, allocatable) pairs. A
+ * search bounds many sets of a few allocatables for one pod, and a gang's pods share their
+ * request: the share is a function of the pair alone, so it is kept across pods and cycles. */
 enum { LA_MEMO = 16 };
 typedef struct la_state {
     struct {

@@ -174,6 +174,17 @@ struct drv_plugin {
      * of a profile does, the core bounds each rack or zone whole before searching it class by
      * class, and skips it when that bound cannot beat the best node found so far. */
     bool bound_mixed;
+    /* With score_bound: its score of (pod, node) depends on the node only through the node's
+     * allocatable, free resources, zone, rack, node class and count of PS pods, and how many
+     * of the pod's job's pods (and of its PS pods) are on it — never its id or name. Nodes
+     * alike in all of these then score alike: when every score plugin of a profile says so,
+     * the core scores one node of each such kind among the job's own nodes (the lowest id,
+     * which wins the tie) instead of each of them. */
+    bool score_by_summary;
+    /* Optional, with score_bound: true when this plugin scores every node alike for pod —
+     * score(pod, n) and score_bound(pod, set) are *value for every node and set — so that a
+     * query through the index adds it once instead of asking it per node and per set. */
+    bool (*score_flat)(const drv_ctx *c, void *state, int32_t pod, int *value);
     /* scale: grow or shrink running elastic jobs (SCALE, EVICT, BIND decisions). */
     void (*scale)(drv_ctx *c, void *state);
     /* reallocate: change CPU limits of running pods (RESIZE decisions). */

@@ -60,7 +60,7 @@ int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d)
     /* The index applies with no filters and either one keyed score alone (best by key), or
      * scores that all have bounds, at most one of them keyed (branch and bound). */
     const drv_profile *pr = s->prof;
-    int keyed = 0, bounded = 0, mixed = 0, nscore = pr->nuse[DRV_PT_SCORE];
+    int keyed = 0, bounded = 0, mixed = 0, summary = 0, nscore = pr->nuse[DRV_PT_SCORE];
     for (int i = 0; i < nscore; i++) {
         const drv_plugin *p = pr->use[DRV_PT_SCORE][i].p;
         if (p->node_key) {
@@ -69,6 +69,7 @@ int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d)
         }
         bounded += p->score_bound != NULL;
         mixed += p->bound_mixed;
+        summary += p->score_by_summary;
     }
     s->use_ix = false;
     if (pr->nuse[DRV_PT_FILTER] == 0 && keyed == 1 && nscore == 1) {
@@ -80,6 +81,7 @@ int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d)
         s->ix_bb = true;
         s->ix_fam = DRV_IX_FAMILIES;
         s->ix_mixed = mixed == nscore;
+        s->ix_summary = summary == nscore;
         if (!keyed)
             s->ix_key = NULL;
     }
@@ -129,6 +131,7 @@ void drv_sched_free(drv_sched *s)
     drv_free(s->nrole);
     drv_free(s->node_seen);
     drv_free(s->own.node);
+    drv_free(s->own.cnt);
     drv_free(s);
 }
 

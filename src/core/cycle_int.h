@@ -40,10 +40,33 @@ typedef struct gang_shape {
     int32_t cons[DRV_NROLES]; /* each role's node constraints: only equal ones compare */
 } gang_shape;
 
+/* What every score plugin with score_by_summary reads of a node (drv_plugin.score_by_summary):
+ * nodes of equal summaries score alike. Zeroed before it is filled, so memcmp compares it. */
+typedef struct own_sum {
+    drv_res free, alloc;
+    int32_t zone, rack, node_class;
+    int32_t nps;     /* PS pods on the node, of every job (assumed state) */
+    int32_t cnt, ps; /* the job's pods on it, and its PS pods among them */
+    int32_t schedulable;
+} own_sum;
+
+/* A kind of own nodes: those of one summary. */
+typedef struct own_kind {
+    own_sum sum;
+    uint32_t hash;   /* of sum */
+    int32_t members; /* own nodes of this kind now (0: a kind left empty) */
+    int32_t rep;     /* with members: the index in own_list.node of the lowest node id */
+} own_kind;
+
+enum { OWN_KINDS = 256 }; /* kinds kept per job; more: the own nodes are all scored */
+
 /* The distinct nodes, zones and racks of one job's placed pods, for indexed_best: kept from
  * one query to the next while the only change in between (drv_ctx_changes one higher) placed
  * the pod last asked about, so a gang's next pod adds at most one node instead of rereading
- * every pod of the job. */
+ * every pod of the job. The nodes are also sorted into kinds of equal summary, the kinds kept
+ * the same way (the one change moves one node to another kind), so a query scores one node per
+ * kind instead of every own node (a gang spread one pod per node over alike nodes makes many
+ * of one kind). */
 typedef struct own_list {
     uint32_t cycle;   /* the cycle's stamp when valid; 0: empty (stamps count from 1) */
     uint64_t changes; /* drv_ctx_changes it reflects */
@@ -51,6 +74,24 @@ typedef struct own_list {
     bool pod_free;    /* that pod was not placed */
     int32_t *node;    /* the nodes, marked node_seen == seen_tag; room for every node */
     int32_t n, cap;
+    /* With counted: per listed node (index i of node), the job's pods on it, cnt[i], its PS
+     * pods among them, cnt[cap_cnt + i], and its kind, cnt[3 * cap_cnt + i]; per node of the
+     * cluster, its index in node (valid when marked), cnt[2 * cap_cnt + node]. One block of
+     * 4 * cap_cnt entries; counted is false while it could not be allocated. */
+    int32_t *cnt;
+    int32_t cap_cnt;
+    bool counted;
+    /* With counted and kinds_ok: the kinds of the listed nodes, and an open-addressing table
+     * of them by hash (kind + 1, or 0). kinds_ok is false when there were more than OWN_KINDS
+     * (the own nodes are then all scored). */
+    own_kind kind[OWN_KINDS];
+    int32_t nkinds;
+    int16_t kslot[2 * OWN_KINDS];
+    /* The kinds with members (a gang's binds leave kinds empty as they go), and each kind's
+     * index in it; a query visits these only. */
+    int16_t live[OWN_KINDS], live_at[OWN_KINDS];
+    int32_t nlive;
+    bool kinds_ok;
     int32_t zones[16], racks[16], nz, nr;
     bool all_z, all_r; /* more than 16 zones / racks */
 } own_list;
@@ -71,6 +112,9 @@ typedef struct union_memo {
     int32_t nodes;      /* ...and its *nodes, *row_max and *out */
     int32_t row_max;
     drv_node_set u;
+    /* With n <= MAX_ORDER: the groups the union covers (those that may fit the request and
+     * that the constraints admit), fit of them. Still all that may fit while grown holds. */
+    int32_t cand[MAX_ORDER];
 } union_memo;
 
 enum { UNION_MEMO = 16 }; /* entries; a pod asks about a few families and labels */
@@ -105,6 +149,7 @@ struct drv_sched {
     bool use_ix;                   /* the profile allows it */
     bool ix_bb;                    /* branch and bound over score bounds, else best by key */
     bool ix_mixed;                 /* every score plugin bounds mixed sets (bound_mixed) */
+    bool ix_summary;               /* every score plugin scores by summary (score_by_summary) */
     int ix_fam;                    /* families to build: 1, or 3 for branch and bound */
     drv_node_key_fn ix_key;        /* the keyed score plugin's key, or NULL */
     bool ix_ok;                    /* this cycle's index was built */

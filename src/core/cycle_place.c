@@ -123,24 +123,54 @@ static void consider(const drv_ctx *c, int32_t pod, const int32_t *row, int32_t 
     }
 }
 
-/* Branch and bound callbacks: the weighted sum of the score plugins' bounds; the real score. */
+/* One query through the index: the pod, its constraint row, and the score plugins to ask per
+ * node and per set — those that score every node alike for this pod (score_flat) are added
+ * once, into flat, instead. The sums are the same integers drv_ctx_score adds. */
 typedef struct bb_arg {
     const drv_ctx *c;
     int32_t pod;
     const int32_t *row; /* cons_row of pod, or NULL */
     int32_t mixed_max;  /* with row: the largest constraint score of the mixed set bounded */
+    int64_t flat;       /* the flat plugins' weighted scores */
+    int n;              /* plugins asked: */
+    const drv_plugin *p[DRV_MAX_SLOT_PLUGINS];
+    void *state[DRV_MAX_SLOT_PLUGINS];
+    int32_t w[DRV_MAX_SLOT_PLUGINS];
 } bb_arg;
 
+static void bb_init(bb_arg *a, const drv_ctx *c, int32_t pod, const int32_t *row)
+{
+    const drv_sched *s = c->s;
+    const drv_profile *pr = s->prof;
+    a->c = c;
+    a->pod = pod;
+    a->row = row;
+    a->mixed_max = 0;
+    a->flat = 0;
+    a->n = 0;
+    for (int i = 0; i < pr->nuse[DRV_PT_SCORE]; i++) {
+        const drv_plugin_use *u = &pr->use[DRV_PT_SCORE][i];
+        void *st = s->ustate[DRV_PT_SCORE][i];
+        int v;
+        if (u->p->score_flat && u->p->score_flat(c, st, pod, &v)) {
+            a->flat += (int64_t)u->weight * (v < 0 ? 0 : v > 100 ? 100 : v);
+            continue;
+        }
+        a->p[a->n] = u->p;
+        a->state[a->n] = st;
+        a->w[a->n++] = u->weight;
+    }
+}
+
+/* Branch and bound callbacks: the weighted sum of the score plugins' bounds; the real score. */
 static int64_t bb_bound(void *arg, const drv_node_set *set)
 {
     const bb_arg *a = arg;
-    const drv_profile *pr = a->c->s->prof;
-    int64_t sum = 0;
-    for (int i = 0; i < pr->nuse[DRV_PT_SCORE]; i++) {
-        const drv_plugin_use *u = &pr->use[DRV_PT_SCORE][i];
-        int v = u->p->score_bound(a->c, a->c->s->ustate[DRV_PT_SCORE][i], a->pod, set);
+    int64_t sum = a->flat;
+    for (int i = 0; i < a->n; i++) {
+        int v = a->p[i]->score_bound(a->c, a->state[i], a->pod, set);
         v = v < 0 ? 0 : v > 100 ? 100 : v;
-        sum += (int64_t)u->weight * v;
+        sum += (int64_t)a->w[i] * v;
     }
     if (a->row) /* the constraint score: exact for one class, the largest for a mixed set */
         sum += set->node_class >= 0 ? a->row[set->node_class] : a->mixed_max;
@@ -150,7 +180,27 @@ static int64_t bb_bound(void *arg, const drv_node_set *set)
 static int64_t bb_score(void *arg, int32_t node)
 {
     const bb_arg *a = arg;
-    return score_row(a->c, a->pod, node, a->row);
+    int64_t sum = a->flat;
+    for (int i = 0; i < a->n; i++) {
+        int v = a->p[i]->score(a->c, a->state[i], a->pod, node);
+        v = v < 0 ? 0 : v > 100 ? 100 : v;
+        sum += (int64_t)a->w[i] * v;
+    }
+    if (a->row) { /* as score_row */
+        int32_t k = a->row[a->c->snap->st->nodes[node].node_class];
+        sum += k > 0 ? k : 0;
+    }
+    return sum;
+}
+
+/* consider, scoring through the query's plugins (bb_score). */
+static void consider_bb(const bb_arg *a, int32_t n, int32_t *best, int64_t *best_sc)
+{
+    int64_t sc = bb_score((void *)a, n);
+    if (sc > *best_sc || (sc == *best_sc && n < *best)) {
+        *best = n;
+        *best_sc = sc;
+    }
 }
 
 /* The groups of family fam labelled label (every group for -1) and their union for req and
@@ -174,9 +224,9 @@ static const union_memo *family_union(drv_sched *s, const bb_arg *a, drv_res req
     m->g = NULL;
     m->n = label >= 0 ? drv_nodeindex_with_label(ix, fam, label, &m->g)
                       : drv_nodeindex_groups(ix, fam);
-    m->fit =
-        drv_nodeindex_union(ix, fam, m->g, m->n, req, fam == DRV_IX_ZONE ? label : -1,
-                            fam == DRV_IX_RACK ? label : -1, a->row, &m->u, &m->nodes, &m->row_max);
+    m->fit = drv_nodeindex_union(ix, fam, m->g, m->n, req, fam == DRV_IX_ZONE ? label : -1,
+                                 fam == DRV_IX_RACK ? label : -1, a->row, &m->u, &m->nodes,
+                                 &m->row_max, m->n <= MAX_ORDER ? m->cand : NULL);
     return m;
 }
 
@@ -201,24 +251,29 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
     if (fit > 1 && *best >= 0 && c->s->ix_mixed && (label >= 0 || fam == DRV_IX_GLOBAL) &&
         bb_bound(a, &u) < *best_sc)
         return nodes;
-    /* Bound every group first, then search the most promising first: the best node found
-     * there lets the others be pruned at their root (any order finds the same node). */
+    if (n > MAX_ORDER) { /* too many to order: in group order */
+        for (int32_t i = 0; i < n; i++) {
+            int32_t grp = g ? g[i] : i;
+            int32_t lab = drv_nodeindex_label(ix, fam, grp);
+            if (!a->row || a->row[drv_nodeindex_class(ix, fam, grp)] >= 0)
+                drv_nodeindex_search(ix, fam, grp, req, fam == DRV_IX_ZONE ? lab : -1,
+                                     fam == DRV_IX_RACK ? lab : -1, bb_bound, bb_score, a, best,
+                                     best_sc);
+        }
+        return nodes;
+    }
+    /* Bound every group the union covers first (the memo lists them: the others cannot fit
+     * or the constraints refuse them), then search the most promising first: the best node
+     * found there lets the others be pruned at their root (any order finds the same node). */
     struct {
         int32_t grp;
         int64_t ub;
     } o[MAX_ORDER];
     int32_t m = 0;
-    for (int32_t i = 0; i < n; i++) {
-        int32_t grp = g ? g[i] : i;
-        if (a->row && a->row[drv_nodeindex_class(ix, fam, grp)] < 0)
-            continue; /* the pod's node constraints refuse the whole group */
-        int32_t lab = drv_nodeindex_label(ix, fam, grp);
+    for (int32_t i = 0; i < fit; i++) {
+        int32_t grp = um->cand[i];
+        int32_t lab = label >= 0 ? label : drv_nodeindex_label(ix, fam, grp);
         int32_t zone = fam == DRV_IX_ZONE ? lab : -1, rack = fam == DRV_IX_RACK ? lab : -1;
-        if (n > MAX_ORDER) { /* too many to order: in group order */
-            drv_nodeindex_search(ix, fam, grp, req, zone, rack, bb_bound, bb_score, a, best,
-                                 best_sc);
-            continue;
-        }
         if (!drv_nodeindex_root(ix, fam, grp, req, zone, rack, &u))
             continue;
         int64_t ub = bb_bound(a, &u);
@@ -229,7 +284,7 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
         o[at].ub = ub;
     }
     for (int32_t i = 0; i < m; i++) {
-        int32_t lab = drv_nodeindex_label(ix, fam, o[i].grp);
+        int32_t lab = label >= 0 ? label : drv_nodeindex_label(ix, fam, o[i].grp);
         drv_nodeindex_search_ub(ix, fam, o[i].grp, req, fam == DRV_IX_ZONE ? lab : -1,
                                 fam == DRV_IX_RACK ? lab : -1, o[i].ub, bb_bound, bb_score, a, best,
                                 best_sc);
@@ -237,12 +292,26 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
     return nodes;
 }
 
-/* Lists node n in o unless it is listed already. */
-static void own_add(drv_sched *s, const drv_state *st, own_list *o, int32_t n)
+/* Lists node n in o unless it is listed already, and counts a pod of the job of role role on
+ * it. Returns n's index in o->node. */
+static int32_t own_add(drv_sched *s, const drv_state *st, own_list *o, int32_t n, int role)
 {
-    if (s->node_seen[n] == s->seen_tag)
-        return;
+    int32_t *cnt = o->cnt, cap = o->cap_cnt;
+    if (s->node_seen[n] == s->seen_tag) {
+        if (!o->counted)
+            return -1;
+        int32_t i = cnt[2 * cap + n];
+        cnt[i]++;
+        cnt[cap + i] += role == DRV_ROLE_PS;
+        return i;
+    }
     s->node_seen[n] = s->seen_tag;
+    if (o->counted) {
+        cnt[2 * cap + n] = o->n;
+        cnt[o->n] = 1;
+        cnt[cap + o->n] = role == DRV_ROLE_PS;
+        cnt[3 * cap + o->n] = -1; /* no kind yet */
+    }
     o->node[o->n++] = n;
     int32_t z = st->nodes[n].zone, r = st->nodes[n].rack, i;
     for (i = 0; i < o->nz && o->zones[i] != z; i++)
@@ -253,9 +322,97 @@ static void own_add(drv_sched *s, const drv_state *st, own_list *o, int32_t n)
         ;
     if (i == o->nr && !(o->all_r = o->all_r || o->nr == 16))
         o->racks[o->nr++] = r;
+    return o->n - 1;
 }
 
-/* The nodes, zones and racks of the placed pods of pod's job, in the assumed state. */
+/* The summary of own node i, and its hash. */
+static uint32_t own_summary(const drv_sched *s, const drv_state *st, const own_list *o, int32_t i,
+                            own_sum *out)
+{
+    int32_t n = o->node[i], cap = o->cap_cnt;
+    const drv_node *nd = &st->nodes[n];
+    memset(out, 0, sizeof *out);
+    out->free = s->free[n];
+    out->alloc = nd->alloc;
+    out->zone = nd->zone;
+    out->rack = nd->rack;
+    out->node_class = nd->node_class;
+    out->nps = s->nrole[n * DRV_NROLES + DRV_ROLE_PS];
+    out->cnt = o->cnt[i];
+    out->ps = o->cnt[cap + i];
+    out->schedulable = nd->schedulable;
+    uint64_t h = (uint64_t)out->free.cpu * 0x9E3779B97F4A7C15u;
+    h ^= (uint64_t)out->free.mem + (h << 6) + (h >> 2);
+    h ^= (uint64_t)out->free.gpu * 31u + (uint64_t)out->alloc.cpu + ((uint64_t)out->alloc.mem << 7);
+    h ^= ((uint64_t)(uint32_t)out->cnt << 32) ^ (uint64_t)(uint32_t)out->rack * 0x85EBCA6Bu ^
+         (uint64_t)(uint32_t)out->zone * 0xC2B2AE35u ^ (uint64_t)(uint32_t)out->node_class << 20 ^
+         (uint64_t)(uint32_t)out->ps << 48 ^ (uint64_t)(uint32_t)out->nps << 40;
+    h *= 0xFF51AFD7ED558CCDu;
+    return (uint32_t)(h >> 32);
+}
+
+/* Puts own node i in the kind of its summary (made when new). False when there are too many
+ * kinds. */
+static bool own_kind_join(const drv_sched *s, const drv_state *st, own_list *o, int32_t i)
+{
+    own_sum sum;
+    uint32_t h = own_summary(s, st, o, i, &sum), at = h & (2 * OWN_KINDS - 1);
+    while (o->kslot[at] && (o->kind[o->kslot[at] - 1].hash != h ||
+                            memcmp(&o->kind[o->kslot[at] - 1].sum, &sum, sizeof sum) != 0))
+        at = (at + 1) & (2 * OWN_KINDS - 1);
+    int32_t k = o->kslot[at] - 1;
+    if (k < 0) {
+        if (o->nkinds == OWN_KINDS)
+            return false;
+        k = o->nkinds++;
+        o->kslot[at] = (int16_t)(k + 1);
+        o->kind[k] = (own_kind){sum, h, 0, -1};
+    }
+    own_kind *kd = &o->kind[k];
+    if (kd->members == 0) {
+        o->live_at[k] = (int16_t)o->nlive;
+        o->live[o->nlive++] = (int16_t)k;
+    }
+    if (kd->members++ == 0 || o->node[i] < o->node[kd->rep])
+        kd->rep = i;
+    o->cnt[3 * o->cap_cnt + i] = k;
+    return true;
+}
+
+/* Takes own node i out of its kind; the kind's lowest id is looked for again when it was i. */
+static void own_kind_leave(own_list *o, int32_t i)
+{
+    int32_t *kinds = o->cnt + 3 * o->cap_cnt, k = kinds[i];
+    if (k < 0)
+        return;
+    kinds[i] = -1;
+    own_kind *kd = &o->kind[k];
+    if (--kd->members == 0) { /* out of the live list: the last one takes its place */
+        int32_t last = o->live[--o->nlive];
+        o->live[o->live_at[k]] = (int16_t)last;
+        o->live_at[last] = o->live_at[k];
+        return;
+    }
+    if (kd->rep != i)
+        return;
+    kd->rep = -1;
+    for (int32_t e = 0; e < o->n; e++) /* O(own nodes): only when the kind's first one moved */
+        if (kinds[e] == k && (kd->rep < 0 || o->node[e] < o->node[kd->rep]))
+            kd->rep = e;
+}
+
+/* Sorts every own node into kinds anew. */
+static void own_kinds_build(const drv_sched *s, const drv_state *st, own_list *o)
+{
+    o->nkinds = o->nlive = 0;
+    memset(o->kslot, 0, sizeof o->kslot);
+    o->kinds_ok = o->counted;
+    for (int32_t i = 0; i < o->n && o->kinds_ok; i++)
+        o->kinds_ok = own_kind_join(s, st, o, i);
+}
+
+/* The nodes, zones and racks of the placed pods of pod's job, in the assumed state, how many
+ * of the job's pods each holds, and their kinds. */
 static const own_list *own_nodes(const drv_ctx *c, int32_t pod)
 {
     const drv_state *st = c->snap->st;
@@ -265,18 +422,32 @@ static const own_list *own_nodes(const drv_ctx *c, int32_t pod)
     bool same = o->cycle == s->stamp && o->job == job;
     if (same && o->changes + 1 == c->changes && o->pod_free &&
         (at = cycle_pod_node(c, o->pod)) >= 0) {
-        own_add(s, st, o, at); /* the one change since: o->pod placed on at */
+        /* The one change since: o->pod placed on at, whose summary alone changed. */
+        int32_t i = own_add(s, st, o, at, st->pods[o->pod].role);
+        if (o->kinds_ok) {
+            own_kind_leave(o, i);
+            o->kinds_ok = own_kind_join(s, st, o, i);
+        }
     } else if (!same || o->changes != c->changes) {
         if (++s->seen_tag == 0) { /* a new tag marks no node */
             memset(s->node_seen, 0, (size_t)s->cap_node_seen * sizeof *s->node_seen);
             s->seen_tag = 1;
         }
+        /* The counts need room for every node; the list has it (cycle.c). On failure, the own
+         * nodes are scored without counts, each of them. */
+        if (o->cap_cnt < st->nnodes) {
+            drv_free(o->cnt);
+            o->cnt = drv_malloc(sizeof *o->cnt * 4 * ((size_t)st->nnodes + 1));
+            o->cap_cnt = o->cnt ? st->nnodes + 1 : 0;
+        }
+        o->counted = o->cnt != NULL;
         o->n = o->nz = o->nr = 0;
         o->all_z = o->all_r = false;
         const drv_job *j = &st->jobs[job];
         for (int32_t k = 0; k < j->pod_count; k++)
             if ((at = cycle_pod_node(c, j->pod_base + k)) >= 0)
-                own_add(s, st, o, at);
+                own_add(s, st, o, at, st->pods[j->pod_base + k].role);
+        own_kinds_build(s, st, o);
     }
     o->cycle = s->stamp;
     o->changes = c->changes;
@@ -284,6 +455,35 @@ static const own_list *own_nodes(const drv_ctx *c, int32_t pod)
     o->pod = pod;
     o->pod_free = cycle_pod_node(c, pod) < 0;
     return o;
+}
+
+/* The job's own nodes that may take the pod, scored exactly into (best, best_sc). With every
+ * score plugin scoring by summary (score_by_summary) and the pod not placed itself (so the
+ * job's pods counted on a node are the ones its scores see), one node of each kind is scored,
+ * the lowest id, which wins the kind's tie: O(kinds). Otherwise every own node: O(own nodes).
+ * drv_ctx_filter inline: the index serves only profiles without filter plugins. */
+static void own_best(const bb_arg *a, drv_res req, const own_list *o, int32_t *best,
+                     int64_t *best_sc)
+{
+    const drv_ctx *c = a->c;
+    const int32_t *row = a->row;
+    if (c->s->ix_summary && o->kinds_ok && o->pod_free) {
+        for (int32_t l = 0; l < o->nlive; l++) {
+            const own_kind *kd = &o->kind[o->live[l]];
+            if (kd->sum.schedulable && drv_res_fits(req, kd->sum.alloc) &&
+                drv_res_fits(req, kd->sum.free) && (!row || row[kd->sum.node_class] >= 0))
+                consider_bb(a, o->node[kd->rep], best, best_sc);
+        }
+        return;
+    }
+    const drv_state *st = c->snap->st;
+    for (int32_t i = 0; i < o->n; i++) {
+        int32_t n = o->node[i];
+        const drv_node *nd = &st->nodes[n];
+        if (nd->schedulable && drv_res_fits(req, nd->alloc) && drv_res_fits(req, c->s->free[n]) &&
+            (!row || row[nd->node_class] >= 0))
+            consider_bb(a, n, best, best_sc);
+    }
 }
 
 /*
@@ -308,27 +508,24 @@ static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
                          &best_sc);
         return best;
     }
+    bb_arg a;
+    bb_init(&a, c, pod, row);
     const own_list *o = own_nodes(c, pod);
-    /* A job's pods often share nodes: each node is scored once. drv_ctx_filter inline: the
-     * index serves only profiles without filter plugins. */
-    const drv_state *st = c->snap->st;
-    for (int32_t i = 0; i < o->n; i++) {
-        int32_t n = o->node[i];
-        const drv_node *nd = &st->nodes[n];
-        if (nd->schedulable && drv_res_fits(req, nd->alloc) && drv_res_fits(req, c->s->free[n]) &&
-            (!row || row[nd->node_class] >= 0))
-            consider(c, pod, row, n, &best, &best_sc);
-    }
+    own_best(&a, req, o, &best, &best_sc); /* each node once, however many pods */
     const int32_t *zones = o->zones, *racks = o->racks;
     int32_t nz = o->nz, nr = o->nr;
     bool all_z = o->all_z, all_r = o->all_r;
-    bb_arg a = {c, pod, row, 0};
     if (all_r) { /* spread over too many racks to list: every rack group covers its nodes */
         search_family(c, &a, req, DRV_IX_RACK, -1, &best, &best_sc);
         return best;
     }
+    int32_t in_racks = 0;
     for (int32_t i = 0; i < nr; i++)
-        search_family(c, &a, req, DRV_IX_RACK, racks[i], &best, &best_sc);
+        in_racks += search_family(c, &a, req, DRV_IX_RACK, racks[i], &best, &best_sc);
+    /* Each indexed node is in one rack group: when the job's racks hold all of them (a job
+     * across every rack of a small cluster), no node is left for the zones. */
+    if (in_racks >= c->s->ix_nodes)
+        return best;
     if (all_z) { /* every zone group: together they cover every node outside the racks */
         search_family(c, &a, req, DRV_IX_ZONE, -1, &best, &best_sc);
         return best;

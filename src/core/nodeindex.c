@@ -429,7 +429,7 @@ static drv_node_set set_at(const drv_nodeindex *ix, const cls *k, int32_t t, int
 
 int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, int32_t n,
                             drv_res req, int32_t zone, int32_t rack, const int32_t *row,
-                            drv_node_set *out, int32_t *nodes, int32_t *row_max)
+                            drv_node_set *out, int32_t *nodes, int32_t *row_max, int32_t *cand)
 {
     int32_t used = 0;
     *nodes = 0;
@@ -442,6 +442,8 @@ int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, 
             continue; /* no node of the group fits: nothing there to stand for */
         if (row && row[k->ncls] > *row_max)
             *row_max = row[k->ncls];
+        if (cand)
+            cand[used] = g ? g[i] : i;
         if (used++ == 0) {
             *out = set_at(ix, k, 1, zone, rack);
             out->mixed = true;
@@ -459,9 +461,12 @@ int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, 
 /* The lowest position of a leaf under tree node t. */
 static int32_t first_leaf(const cls *k, int32_t t)
 {
-    while (t < k->size)
-        t *= 2;
-    return t - k->size;
+    if (t >= k->size)
+        return t - k->size;
+    /* t's leftmost leaf is t shifted down by the levels between t and the leaves: the
+     * difference of their highest set bits (size is a power of two). */
+    int shift = __builtin_clz((unsigned)t) - __builtin_clz((unsigned)k->size);
+    return (int32_t)((uint32_t)t << shift) - k->size;
 }
 
 bool drv_nodeindex_root(const drv_nodeindex *ix, int fam, int32_t g, drv_res req, int32_t zone,

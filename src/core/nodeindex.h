@@ -69,10 +69,11 @@ int32_t drv_nodeindex_best(const drv_nodeindex *ix, int fam, int32_t g, drv_res 
  * score >= 0, or -1 for classes the pod may not use (their groups are left out); *row_max
  * receives the largest score of the groups covered (0 without row). Returns how many groups it
  * covers, 0 when none may fit (*out is then unset); *nodes is set to the number of nodes in
- * all n groups. O(n). */
+ * all n groups. cand, when not NULL (room for n), receives the ids of the groups covered.
+ * O(n). */
 int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, int32_t n,
                             drv_res req, int32_t zone, int32_t rack, const int32_t *row,
-                            drv_node_set *out, int32_t *nodes, int32_t *row_max);
+                            drv_node_set *out, int32_t *nodes, int32_t *row_max, int32_t *cand);
 
 /* An upper bound of the score over a set of nodes; the exact score of one node. */
 typedef int64_t (*drv_ix_bound_fn)(void *arg, const drv_node_set *set);

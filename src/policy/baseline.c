@@ -21,6 +21,7 @@
 #include <math.h>
 
 #include <stdlib.h>
+#include <string.h>
 
 /* ---- fifo -------------------------------------------------------------------------------- */
 
@@ -259,15 +260,14 @@ static int alloc_dims(drv_res a)
     return (a.cpu > 0) + (a.mem > 0) + (a.gpu > 0);
 }
 
-/* least-allocated's state: req_share of recent (pod, allocatable) pairs in one cycle, as a
- * search bounds many sets of one class for one pod. A pair's share depends only on the pod's
- * request, fixed within a cycle. */
-enum { LA_MEMO = 8 };
+/* least-allocated's state: req_share of up to LA_MEMO recent (request, allocatable) pairs. A
+ * search bounds many sets of a few allocatables for one pod, and a gang's pods share their
+ * request: the share is a function of the pair alone, so it is kept across pods and cycles. */
+enum { LA_MEMO = 16 };
 typedef struct la_state {
     struct {
-        uint32_t cycle; /* drv_ctx_cycle; 0: empty (cycles count from 1) */
-        int32_t pod;
-        drv_res alloc;
+        bool used;
+        drv_res req, alloc;
         double share;
     } e[LA_MEMO];
 } la_state;
@@ -290,14 +290,16 @@ static void la_fini(void *state)
 
 static double req_share_memo(const drv_ctx *c, la_state *m, int32_t pod, const drv_node_set *set)
 {
-    drv_res a = set->alloc;
-    uint32_t cyc = drv_ctx_cycle(c);
-    uint64_t h = (uint64_t)a.cpu * 31u + (uint64_t)a.mem * 7u + (uint64_t)a.gpu + (uint64_t)pod;
+    const drv_state *st = drv_ctx_state(c);
+    const drv_pod *p = &st->pods[pod];
+    drv_res q = st->jobs[p->job].role[p->role].req, a = set->alloc;
+    uint64_t h = (uint64_t)a.cpu * 31u + (uint64_t)a.mem * 7u + (uint64_t)a.gpu +
+                 (uint64_t)q.cpu * 131u + (uint64_t)q.mem * 17u + (uint64_t)q.gpu * 3u;
     size_t i = (size_t)(h ^ (h >> 17) ^ (h >> 31)) % LA_MEMO;
-    if (m->e[i].cycle != cyc || m->e[i].pod != pod || m->e[i].alloc.cpu != a.cpu ||
-        m->e[i].alloc.mem != a.mem || m->e[i].alloc.gpu != a.gpu) {
-        m->e[i].cycle = cyc;
-        m->e[i].pod = pod;
+    if (!m->e[i].used || memcmp(&m->e[i].req, &q, sizeof q) != 0 ||
+        memcmp(&m->e[i].alloc, &a, sizeof a) != 0) {
+        m->e[i].used = true;
+        m->e[i].req = q;
         m->e[i].alloc = a;
         m->e[i].share = req_share(c, pod, set);
     }
@@ -324,8 +326,11 @@ static int least_alloc_bound(const drv_ctx *c, void *state, int32_t pod, const d
     }
     if (!k)
         return 0;
-    drv_node n = {.alloc = set->alloc};
-    double top = set->key == free_share_key ? set->maxkey : free_share_key(&n, set->maxfree);
+    double top = set->maxkey;
+    if (set->key != free_share_key) {
+        drv_node n = {.alloc = set->alloc};
+        top = free_share_key(&n, set->maxfree);
+    }
     return (int)((top - req_share_memo(c, state, pod, set)) * per_dim[k] + 1e-6);
 }
 
@@ -349,6 +354,7 @@ const drv_plugin drv_plugin_least_allocated = {
     .node_key = free_share_key,
     .score_bound = least_alloc_bound,
     .bound_mixed = true,
+    .score_by_summary = true,
     .starts_blind = drv_starts_blind,
 };
 
@@ -360,5 +366,6 @@ const drv_plugin drv_plugin_most_allocated = {
     .node_key = neg_free_share_key,
     .score_bound = most_alloc_bound,
     .bound_mixed = true,
+    .score_by_summary = true,
     .starts_blind = drv_starts_blind,
 };

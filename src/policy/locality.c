@@ -49,6 +49,9 @@ typedef struct loc_view {
     uint32_t cycle;                           /* drv_ctx_cycle */
     uint64_t changes;                         /* drv_ctx_changes in that cycle */
     int32_t pod;                              /* -1: nothing cached */
+    const drv_state *st;                      /* the cycle's state, */
+    const drv_job *j;                         /* pod's job in it, */
+    drv_res req;                              /* and pod's request */
     bool pod_free;                            /* pod is not placed */
     bool ok;                                  /* fits in the arrays below */
     int32_t placed;                           /* the job's pods placed, other than pod */
@@ -65,6 +68,11 @@ typedef struct loc_view {
      * asks about one pair many times in a row. tz == INT32_MIN: none yet. */
     int32_t tz, tr;
     double topo;
+    /* loc_bound's room term for the last free room it was asked about (rfree), valid while
+     * rok: a search bounds many sets of alike nodes, whose maxima are the same. */
+    bool rok;
+    drv_res rfree;
+    double room;
 } loc_view;
 
 typedef struct loc_state {
@@ -148,6 +156,15 @@ static void count_placed(loc_view *v, const drv_state *st, int32_t at)
     }
 }
 
+/* The mixes of PS, chief and evaluator counts room_best tries, from miss. */
+static void set_mixes(loc_view *v)
+{
+    v->mixes = 1; /* capped past ROOM_ENUM_MAX: room_best only compares it with that */
+    for (int r = 0; r < DRV_NROLES; r++)
+        if (r != DRV_ROLE_WORKER && (v->mixes *= v->miss[r] + 1) > ROOM_ENUM_MAX)
+            v->mixes = ROOM_ENUM_MAX + 1;
+}
+
 /*
  * Brings the cached view of pod's job up to the current assumed state. A gang places its pods
  * one after the other, each asking for the view of the next: when the only change since the
@@ -155,12 +172,9 @@ static void count_placed(loc_view *v, const drv_state *st, int32_t at)
  * pod of the same job, the view is updated for that one bind — the cached pod becomes a placed
  * one, pod becomes the one to place — instead of rebuilt from every pod of the job.
  */
-static const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
+static const loc_view *view_rebuild(const drv_ctx *c, loc_state *w, int32_t pod, uint64_t chg)
 {
     loc_view *v = &w->v;
-    uint64_t chg = drv_ctx_changes(c);
-    if (v->pod == pod && v->changes == chg && v->cycle == drv_ctx_cycle(c))
-        return v; /* asked for every node and set of one query: checked first */
     uint32_t cyc = drv_ctx_cycle(c);
     const drv_state *st = drv_ctx_state(c);
     int32_t job = st->pods[pod].job;
@@ -170,7 +184,26 @@ static const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
         v->pod_free && st->pods[was].job == job && drv_ctx_pod_node(c, pod) < 0 &&
         (at = drv_ctx_pod_node(c, was)) >= 0) {
         count_placed(v, st, at); /* was: counted in have already, as the pod to place */
-        v->have[st->pods[pod].role]++;
+        /* pod now counts as had: one fewer of its role is missing besides it (the targets
+         * did not change: the one change was the bind). The same numbers the loops below
+         * give, without them. */
+        int r = st->pods[pod].role;
+        v->have[r]++;
+        if (v->miss[r] > 0) {
+            v->miss[r]--;
+            v->want--;
+            v->need = drv_res_sub(v->need, j->role[r].req);
+            v->inv_want = v->want ? 1.0 / v->want : 0;
+            if (r != DRV_ROLE_WORKER)
+                set_mixes(v);
+        }
+        v->pod = pod;
+        v->req = j->role[r].req;
+        v->pod_free = true;
+        v->changes = chg;
+        v->tz = INT32_MIN;
+        v->rok = false;
+        return v;
     } else {
         v->ok = true;
         v->placed = v->nn = v->nrz = 0;
@@ -186,12 +219,16 @@ static const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
         }
     }
     v->pod = pod;
+    v->st = st;
+    v->j = j;
+    v->req = j->role[st->pods[pod].role].req;
     v->pod_free = drv_ctx_pod_node(c, pod) < 0;
     v->cycle = cyc;
     v->changes = chg;
     v->want = 0;
     v->need = (drv_res){0, 0, 0};
     v->tz = INT32_MIN;
+    v->rok = false;
     for (int r = 0; r < DRV_NROLES; r++) {
         int32_t target = r == DRV_ROLE_WORKER ? drv_ctx_workers(c, job) : j->target[r];
         v->miss[r] = target > v->have[r] ? target - v->have[r] : 0;
@@ -199,11 +236,19 @@ static const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
         v->need = drv_res_add(v->need, drv_res_scale(j->role[r].req, v->miss[r]));
     }
     v->inv_want = v->want ? 1.0 / v->want : 0;
-    v->mixes = 1; /* capped past ROOM_ENUM_MAX: room_best only compares it with that */
-    for (int r = 0; r < DRV_NROLES; r++)
-        if (r != DRV_ROLE_WORKER && (v->mixes *= v->miss[r] + 1) > ROOM_ENUM_MAX)
-            v->mixes = ROOM_ENUM_MAX + 1;
+    set_mixes(v);
     return v;
+}
+
+/* The view of pod's job (view_rebuild), asked for every node and set of one query: the check
+ * that it is current is all most calls do, inline, apart from the rebuild. */
+static inline const loc_view *view(const drv_ctx *c, loc_state *w, int32_t pod)
+{
+    const loc_view *v = &w->v;
+    uint64_t chg = drv_ctx_changes(c);
+    if (v->pod == pod && v->changes == chg && v->cycle == drv_ctx_cycle(c))
+        return v;
+    return view_rebuild(c, w, pod, chg);
 }
 
 /* How many of pods of one role fit in free, at most want. */
@@ -287,11 +332,11 @@ static double room_share(const drv_job *j, const loc_view *v, drv_res free)
 static int loc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
 {
     loc_state *w = state;
-    const drv_state *st = drv_ctx_state(c);
     const loc_view *v = view(c, w, pod);
-    const drv_job *j = &st->jobs[st->pods[pod].job];
+    const drv_state *st = v->st;
+    const drv_job *j = v->j;
     const drv_node *n = &st->nodes[node];
-    drv_res after = drv_res_sub(drv_ctx_free(c, node), j->role[st->pods[pod].role].req);
+    drv_res after = drv_res_sub(drv_ctx_free(c, node), v->req);
     double room = room_share(j, v, after);
     if (v->placed == 0)
         return (int)(100.0 * room);
@@ -393,11 +438,19 @@ static double room_bound(const drv_job *j, const loc_view *v, drv_res free)
 static int loc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_set *set)
 {
     loc_state *w = state;
-    const drv_state *st = drv_ctx_state(c);
     const loc_view *v = view(c, w, pod);
-    const drv_job *j = &st->jobs[st->pods[pod].job];
-    drv_res after = drv_res_sub(set->maxfree, j->role[st->pods[pod].role].req);
-    double room = room_bound(j, v, after);
+    const drv_job *j = v->j;
+    drv_res after = drv_res_sub(set->maxfree, v->req);
+    loc_view *cv = &w->v; /* the view returned above: its caches are kept for the next call */
+    double room;
+    if (v->rok && memcmp(&v->rfree, &after, sizeof after) == 0) {
+        room = v->room;
+    } else {
+        room = room_bound(j, v, after);
+        cv->rok = true;
+        cv->rfree = after;
+        cv->room = room;
+    }
     if (v->placed == 0)
         return (int)(100.0 * room + 1e-9);
     if (v->tz == set->zone && v->tr == set->rack)
@@ -429,7 +482,6 @@ static int loc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_
             if (v->zone[i] == set->zone)
                 zone += v->rzcnt[i];
     }
-    loc_view *cv = &w->v; /* the view returned above: cache the terms for the next call */
     cv->tz = set->zone;
     cv->tr = set->rack;
     cv->topo = w->w_rack * rack / v->placed + w->w_zone * zone / v->placed;
@@ -444,7 +496,8 @@ const drv_plugin drv_plugin_locality = {
     .fini = loc_fini,
     .score = loc_score,
     .score_bound = loc_bound,
-    .bound_mixed = true, /* neither bound reads alloc */
+    .bound_mixed = true,      /* neither bound reads alloc */
+    .score_by_summary = true, /* the job's pods on the node, its rack and zone, its free */
     .starts_blind = drv_starts_blind,
 };
 
@@ -478,12 +531,22 @@ static int anti_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node
     return 100 / (1 + (k > 0 ? k : 0));
 }
 
+/* Only PS pods care: every other pod scores 100 everywhere. */
+static bool anti_flat(const drv_ctx *c, void *state, int32_t pod, int *value)
+{
+    (void)state;
+    *value = 100;
+    return drv_ctx_state(c)->pods[pod].role != DRV_ROLE_PS;
+}
+
 const drv_plugin drv_plugin_ps_anti_affinity = {
     .name = "ps-anti-affinity",
     .timeless = true,
     .doc = "score: prefer nodes without another job's PS (preferred anti-affinity, Volcano-style)",
     .score = anti_score,
     .score_bound = anti_bound,
+    .score_flat = anti_flat,
     .bound_mixed = true,
+    .score_by_summary = true,
     .starts_blind = drv_starts_blind,
 };

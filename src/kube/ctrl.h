@@ -43,6 +43,7 @@
 #include "drover/kube_workqueue.h"
 
 #include "json.h"
+#include "kthread.h"
 #include "lifecycle.h"
 #include "peers.h"
 

@@ -375,6 +375,9 @@ static void *binder_main(void *arg)
 {
     binder_thread *t = arg;
     ctrl_binder *b = &t->c->binder;
+    char name[16];
+    snprintf(name, sizeof name, "drv-bind-%d", (int)(t - b->threads));
+    drv_kthread_name(name);
     for (;;) {
         pthread_mutex_lock(&b->mu);
         bind_queue *q = NULL;

@@ -301,8 +301,12 @@ static void on_delete(const char *key, void *rec, void *arg)
 
 static void *informer_main(void *arg)
 {
+    static const char *const thread_name[NINFORMERS] = {"drv-inf-nodes",  "drv-inf-pods",
+                                                        "drv-inf-tjobs",  "drv-inf-pgroups",
+                                                        "drv-inf-pclass", "drv-inf-queues"};
     const informer_arg *a = arg;
     drv_diag d = {{0}};
+    drv_kthread_name(thread_name[a->kind]);
     if (drv_informer_run(a->c->intake.informer[a->kind], &a->c->intake.stop, &d) != 0)
         drv_log(DRV_LOG_ERROR, "informer stopped: %s", d.msg);
     return NULL;

@@ -226,10 +226,11 @@ typedef struct ctrl_names {
 
 /* The event queue (intake): any thread pushes, the scheduler thread takes the whole batch. */
 typedef struct ctrl_events {
-    pthread_mutex_t mu; /* guards v, n, cap */
-    pthread_cond_t cv;  /* signalled on push */
+    pthread_mutex_t mu; /* guards v, n, cap, woken */
+    pthread_cond_t cv;  /* signalled on push and on ctrl_events_wake */
     ctrl_event *v;
     int32_t n, cap;
+    bool woken; /* ctrl_events_wake was called since the last take: the next take waits not */
 } ctrl_events;
 
 /* What an informer's callbacks get: the controller, and which kind they decode. */
@@ -503,6 +504,9 @@ char *ctrl_name_dup(drv_ctrl *c, int32_t id); /* drv_malloc'd copy; NULL: out of
 void ctrl_events_push(drv_ctrl *c, const ctrl_event *e, const char *what); /* logs when dropped */
 /* Waits until an event is queued or until `until` (mono), then swaps the queue with *batch. */
 int32_t ctrl_events_take(drv_ctrl *c, ctrl_event **batch, int32_t *cap, double until);
+/* Wakes the scheduler thread with no event: an informer has listed (the loop's step 3). A wake
+ * that comes before the thread waits is kept: its next take returns at once. */
+void ctrl_events_wake(drv_ctrl *c);
 int ctrl_intake_start(drv_ctrl *c, drv_diag *d);
 bool ctrl_intake_synced(drv_ctrl *c);
 void ctrl_intake_stop(drv_ctrl *c);

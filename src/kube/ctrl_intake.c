@@ -81,7 +81,7 @@ int32_t ctrl_events_take(drv_ctrl *c, ctrl_event **batch, int32_t *cap, double u
 {
     double now = drv_clock_mono();
     pthread_mutex_lock(&c->events.mu);
-    if (c->events.n == 0 && until > now) {
+    if (c->events.n == 0 && !c->events.woken && until > now) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         double abs_t = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + (until - now);
@@ -96,8 +96,17 @@ int32_t ctrl_events_take(drv_ctrl *c, ctrl_event **batch, int32_t *cap, double u
     c->events.v = mine;
     c->events.cap = mine_cap;
     c->events.n = 0;
+    c->events.woken = false;
     pthread_mutex_unlock(&c->events.mu);
     return n;
+}
+
+void ctrl_events_wake(drv_ctrl *c)
+{
+    pthread_mutex_lock(&c->events.mu);
+    c->events.woken = true;
+    pthread_cond_signal(&c->events.cv);
+    pthread_mutex_unlock(&c->events.mu);
 }
 
 /* ---- informer callbacks (informer threads) -------------------------------------------------- */
@@ -299,6 +308,14 @@ static void on_delete(const char *key, void *rec, void *arg)
     push(a->c, a->kind, DRV_WATCH_DELETED, key, rec, NULL);
 }
 
+/* An informer has listed: the scheduler thread looks at once whether all have (rather than
+ * after its next 50 ms wait, which the last list's events may have just missed). */
+static void on_listed(void *arg)
+{
+    const informer_arg *a = arg;
+    ctrl_events_wake(a->c);
+}
+
 static void *informer_main(void *arg)
 {
     static const char *const thread_name[NINFORMERS] = {"drv-inf-nodes",  "drv-inf-pods",
@@ -399,7 +416,7 @@ static int informer_create(drv_ctrl *c, int i, drv_diag *d)
         snprintf(path, sizeof path, "%s/namespaces/%s/%s", paths[i][0], c->ns, paths[i][1]);
     else
         snprintf(path, sizeof path, "%s/%s", paths[i][0], paths[i][1]);
-    drv_informer_ops ops = {decode, release, on_add, on_update, on_delete};
+    drv_informer_ops ops = {decode, release, on_add, on_update, on_delete, on_listed};
     return drv_informer_new(&in->informer[i], in->client[i], path, 0, c->o.watch_timeout_s, &ops,
                             &in->arg[i], d);
 }

@@ -10,7 +10,9 @@
  *      the profile's period when a plugin wants every cycle, or the lifecycle's next deadline
  *      (activeDeadlineSeconds, ttlSecondsAfterFinished: ctrl_lifecycle_expire; a PodGroup's
  *      scheduleTimeoutSeconds: ctrl_podgroup_timeouts); at most 50 ms
- *      (to notice stop: an idle iteration runs no cycle);
+ *      (to notice stop: an idle iteration runs no cycle). Before the caches are synced an
+ *      informer that ends a list wakes it too (ctrl_events_wake), and once all have listed
+ *      it does not wait: the first cycle starts as soon as the last list is applied;
  *   2. apply the batch: informers' objects (mirror; PodGroups: podgroup; PriorityClasses and
  *      Queues: shared), binders' answers (binder), progress samples (mirror), leadership
  *      changes (lease);
@@ -277,7 +279,9 @@ static int loop_iterate(drv_ctrl *c)
     bool listed = l->synced || ctrl_intake_synced(c);
     double now = drv_clock_mono() - l->t0;
     double wake = drv_sched_wake(c->sched);
-    double until = l->synced ? (wake == -INFINITY ? l->last + c->prof.period : wake) : now + 0.05;
+    double until = l->synced ? (wake == -INFINITY ? l->last + c->prof.period : wake)
+                   : listed  ? now /* (all listed: apply the rest and start, no wait) */
+                             : now + 0.05;
     if (l->leader && until > l->deadline)
         until = l->deadline;
     if (until > now + 0.05)

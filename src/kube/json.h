@@ -149,6 +149,10 @@ typedef struct drv_informer_ops {
     void (*on_add)(const char *key, void *rec, void *arg);
     void (*on_update)(const char *key, void *old, void *rec, void *arg);
     void (*on_delete)(const char *key, void *rec, void *arg);
+    /* Optional: called after every complete list, once its last handler call returned and
+     * drv_informer_synced says true (no lock held), so that a consumer waiting for the caches
+     * is woken then rather than at its next poll. */
+    void (*on_listed)(void *arg);
 } drv_informer_ops;
 
 /* path: the collection, e.g. "/api/v1/pods" or "/api/v1/namespaces/ns/pods". page: list page

@@ -71,7 +71,8 @@ void ctrl_events_push(drv_ctrl *c, const ctrl_event *e, const char *what)
         return;
     }
     c->events.v[c->events.n++] = *e;
-    pthread_cond_signal(&c->events.cv);
+    if (!c->events.batch_wakes || c->events.n % CTRL_EVENTS_BATCH == 0)
+        pthread_cond_signal(&c->events.cv);
     pthread_mutex_unlock(&c->events.mu);
 }
 
@@ -99,6 +100,13 @@ int32_t ctrl_events_take(drv_ctrl *c, ctrl_event **batch, int32_t *cap, double u
     c->events.woken = false;
     pthread_mutex_unlock(&c->events.mu);
     return n;
+}
+
+void ctrl_events_batch_wakes(drv_ctrl *c, bool on)
+{
+    pthread_mutex_lock(&c->events.mu);
+    c->events.batch_wakes = on;
+    pthread_mutex_unlock(&c->events.mu);
 }
 
 void ctrl_events_wake(drv_ctrl *c)
@@ -461,6 +469,7 @@ int ctrl_intake_start(drv_ctrl *c, drv_diag *d)
     ctrl_intake *in = &c->intake;
     in->stop = 0;
     in->queue_late = false;
+    ctrl_events_batch_wakes(c, true); /* (until synced: ctrl_loop.c) */
     if (c->o.queue_recheck_s <= 0 || c->o.queue_recheck_s > MAX_QUEUE_RECHECK_S)
         c->o.queue_recheck_s = DEF_QUEUE_RECHECK_S;
     int rc = 0;

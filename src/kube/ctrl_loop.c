@@ -10,9 +10,10 @@
  *      the profile's period when a plugin wants every cycle, or the lifecycle's next deadline
  *      (activeDeadlineSeconds, ttlSecondsAfterFinished: ctrl_lifecycle_expire; a PodGroup's
  *      scheduleTimeoutSeconds: ctrl_podgroup_timeouts); at most 50 ms
- *      (to notice stop: an idle iteration runs no cycle). Before the caches are synced an
- *      informer that ends a list wakes it too (ctrl_events_wake), and once all have listed
- *      it does not wait: the first cycle starts as soon as the last list is applied;
+ *      (to notice stop: an idle iteration runs no cycle). Before the caches are synced it
+ *      is woken once every CTRL_EVENTS_BATCH events (not for each), and when an informer
+ *      ends a list (ctrl_events_wake); once all have listed it does not wait: the first
+ *      cycle starts as soon as the last list is applied;
  *   2. apply the batch: informers' objects (mirror; PodGroups: podgroup; PriorityClasses and
  *      Queues: shared), binders' answers (binder), progress samples (mirror), leadership
  *      changes (lease);
@@ -223,6 +224,7 @@ int ctrl_apply_events(drv_ctrl *c, ctrl_event *ev, int32_t n)
 /* Once every informer has listed: ready, and (with election) the lease is tried. */
 static int on_synced(drv_ctrl *c)
 {
+    ctrl_events_batch_wakes(c, false); /* (from now on every event may call for a cycle) */
     pthread_mutex_lock(&c->counters.mu);
     c->counters.stats.synced = true;
     pthread_mutex_unlock(&c->counters.mu);

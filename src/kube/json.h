@@ -15,6 +15,16 @@
 
 #include <jansson.h>
 
+/* ---- parsing (jsonparse.c) ------------------------------------------------------------------ */
+
+/* n bytes of JSON text (an object or an array at the top) parsed into a new jansson value, as
+ * json_loadb(buf, n, 0, err) parses them (the same values, the same texts refused) but about
+ * four times as fast; the list and watch decoders use it for every object they decode. NULL
+ * when the text is not JSON or memory ran out: err (may be NULL) then says where (position: a
+ * byte offset), why (text) and json_error_code(err) which (json_error_out_of_memory: an
+ * allocation failed). The caller json_decref's the value. */
+json_t *drv_json_loadb(const char *buf, size_t n, json_error_t *err);
+
 /* ---- watch stream decoding (kube_watch.h) --------------------------------------------------- */
 
 typedef struct drv_watch_event {

@@ -108,7 +108,7 @@ static json_t *object_at(json_t *obj, const char *key)
  * NULL: out of memory. */
 static char *pod_body(const pod_render *r)
 {
-    json_t *tm = r->tmpl ? json_loads(r->tmpl, 0, NULL) : json_object();
+    json_t *tm = r->tmpl ? drv_json_loadb(r->tmpl, strlen(r->tmpl), NULL) : json_object();
     if (!tm)
         return NULL;
     char rank[16];

@@ -491,6 +491,7 @@ typedef struct drover_times {
     double total, sync, first; /* start -> last placed; start -> synced; synced -> first sent */
     double cpu_sync, cpu_bind; /* the process's CPU: start -> synced -> last placed */
     long errors;
+    long cycles;           /* scheduling cycles run by the last placement */
     int services, patches; /* Services created and status writes sent by the last placement */
 } drover_times;
 
@@ -547,6 +548,7 @@ static drover_times drover(const params *p, const drv_profile *prof)
             out.cpu_bind = cpu() - csynced;
             out.errors = st.api_errors;
             out.patches = (int)st.status_writes;
+            out.cycles = st.cycles;
             out.services = count_services(url);
             break;
         }
@@ -627,9 +629,9 @@ int main(int argc, char **argv)
                dt.first, c.creates / (dt.total - dt.sync), dt.errors);
         printf("     cpu s: ceiling lists %.3f, creates %.3f; drover sync %.3f, bind %.3f; "
                "requests after the lists: %ld pods + %d Services + %d status patches; "
-               "watches read %.1f MB\n",
+               "watches read %.1f MB; Drover's cycles %ld\n",
                c.cpu_lists, c.cpu_creates, dt.cpu_sync, dt.cpu_bind, pods, dt.services, dt.patches,
-               (double)c.watched / 1e6);
+               (double)c.watched / 1e6, dt.cycles);
         fflush(stdout);
     }
     return 0;

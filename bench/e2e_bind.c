@@ -6,21 +6,30 @@
  * 100m CPU each), then --jobs TrainingJobs of --workers workers each (1 CPU), all submitted
  * before the controller starts, so that the run measures what a restart or a burst costs:
  *
- *   ceiling   a plain client sends exactly the requests Drover sends: first the lists its
- *             informers make (nodes, pods, TrainingJobs, one thread each, pages of 500 with
- *             continue tokens; the bytes are read, not decoded), then, with --threads threads,
- *             the requests for gangs that fit at once (one pod creation with spec.nodeName per
- *             pod, the same labels and owner reference); from its first request to its last
- *             answer. Both parts are reported: "lists s" and "creates s";
  *   drover    drv_ctrl_new (the process's start) to the last pod placed: listing and syncing
- *             the informers, the cycles, and the binder threads' requests.
+ *             the informers, the cycles, and the binder threads' requests;
+ *   ceiling   a plain client sends exactly the requests Drover sent in that time: first the
+ *             lists its informers make (nodes, pods, TrainingJobs, PriorityClasses, one thread
+ *             each, pages of 500 with continue tokens; the bytes are read, not decoded) and
+ *             its three discovery GETs; then, with --threads threads, one pod creation with
+ *             spec.nodeName per pod (the same labels and owner reference), one headless
+ *             Service per job and as many TrainingJob status merge patches as Drover had sent
+ *             when its last pod was placed (a job's Service goes with its first pods; the
+ *             status writer runs beside the binders: both are requests the server answers
+ *             meanwhile). Like Drover's informers, each list is followed by a watch from its
+ *             resourceVersion, kept open to the end: the server streams every creation and
+ *             patch to it as it does to Drover (read, not decoded). From its first request to
+ *             its last answer; both parts are reported: "lists s" and "creates s".
  *
- * Each is measured on a fresh server holding the same objects. Reported: seconds, Drover's
- * time as a fraction of the ceiling's (ceiling s / drover s: 1 is as fast as the server
- * allows), Drover's time to sync, its first decision after the caches were synced (the time to
- * its first request's write on the server, polled every millisecond), and the binding phase's
- * fraction (creates s /
- * Drover's time from sync to the last pod placed).
+ * Each is measured on a fresh server holding the same objects, Drover first (the ceiling
+ * repeats its counts). Reported: seconds, Drover's time as a fraction of the ceiling's
+ * (ceiling s / drover s: 1 is as fast as the server allows), Drover's time to sync, its first
+ * decision after the caches were synced (the time to its first request's write on the server,
+ * polled every millisecond), and the binding phase's fraction (creates s / Drover's time from
+ * sync to the last pod placed). Under each rep, the CPU seconds the process spent in each
+ * phase (the server is in this process: its time is included), which says what bounds a phase
+ * on this machine: CPU s close to 1 x its wall time is one core's worth (a serial server or
+ * client), close to the number of cores is the machine.
  *
  * Drover runs with `drover run`'s default API budget (--kube-api-qps, --kube-api-burst), or
  * --qps/--burst: a limiter that held it below the server's pace would show here.
@@ -35,6 +44,7 @@
 
 #include <curl/curl.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,13 +55,27 @@ typedef struct params {
     int nodes, existing, jobs, workers, threads, reps;
     int qps, burst; /* Drover's API budget (the ceiling's client has none) */
     const char *policy;
+    /* the ceiling's creations, in the order Drover sends them (job by job): request i is
+     * plan[i] = kind << 24 | index (kinds: PLAN_POD, PLAN_SERVICE, PLAN_STATUS) */
+    const int *plan;
 } params;
+
+enum { PLAN_POD, PLAN_SERVICE, PLAN_STATUS };
 
 static double now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* CPU seconds of the whole process (every thread, the server's included) so far. */
+static double cpu(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
 static void die(const char *what, const drv_diag *d)
@@ -191,6 +215,49 @@ static const char *ceiling_req(const params *p, int i, char *path, size_t np, ch
     return "POST";
 }
 
+/* Job j's headless Service, as Drover creates it with the job's first pods (drv_peers_service:
+ * clusterIP None, the job's pods selected, the peers' port). */
+static const char *service_req(const params *p, int j, char *path, size_t np, char *body, size_t nb)
+{
+    (void)p;
+    snprintf(path, np, "/api/v1/namespaces/default/services");
+    snprintf(body, nb,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"job-%d\","
+             "\"namespace\":\"default\",\"labels\":{\"drover.dev/job\":\"job-%d\"},"
+             "\"ownerReferences\":[{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":"
+             "\"TrainingJob\",\"name\":\"job-%d\",\"uid\":\"00000000-0000-0000-0000-%012d\","
+             "\"controller\":true,\"blockOwnerDeletion\":true}]},\"spec\":{\"clusterIP\":"
+             "\"None\",\"publishNotReadyAddresses\":true,\"selector\":{\"drover.dev/job\":"
+             "\"job-%d\"},\"ports\":[{\"name\":\"peers\",\"port\":2222,\"targetPort\":2222}]}}",
+             j, j, j, j, j);
+    return "POST";
+}
+
+/* Job j's status, as Drover's writer sends it once the job is placed (a merge patch of the
+ * status subresource: phase, active replicas, conditions). */
+static const char *status_req(const params *p, int j, char *path, size_t np, char *body, size_t nb)
+{
+    snprintf(path, np, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/job-%d/status",
+             j);
+    snprintf(body, nb,
+             "{\"status\":{\"phase\":\"Pending\",\"message\":\"placed; waiting for its %d pods "
+             "to run\",\"replicaStatuses\":{\"Worker\":{\"active\":0}},\"conditions\":[{\"type\":"
+             "\"Created\",\"status\":\"True\",\"reason\":\"TrainingJobCreated\",\"message\":"
+             "\"TrainingJob job-%d is created.\",\"lastTransitionTime\":\"2026-11-24T10:00:00Z\"}],"
+             "\"restarts\":0}}",
+             p->workers, j);
+    return "PATCH";
+}
+
+/* The ceiling's request i (params.plan). */
+static const char *planned_req(const params *p, int i, char *path, size_t np, char *body, size_t nb)
+{
+    int kind = p->plan[i] >> 24, k = p->plan[i] & 0xffffff;
+    return kind == PLAN_POD       ? ceiling_req(p, k, path, np, body, nb)
+           : kind == PLAN_SERVICE ? service_req(p, k, path, np, body, nb)
+                                  : status_req(p, k, path, np, body, nb);
+}
+
 /* A fresh server holding the nodes and the existing pods (and the jobs, with_jobs). */
 static drv_apiserver *cluster(const params *p, bool with_jobs, char *url, size_t nu)
 {
@@ -231,20 +298,86 @@ static size_t keep_head(char *data, size_t size, size_t nmemb, void *arg)
     return n;
 }
 
+/* The lists' threads: each lists, says so, then watches until told to stop. */
+typedef struct listing {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int listed;         /* lists complete */
+    volatile int stop;  /* the watches end */
+    long watched_bytes; /* what the watches received, all of them */
+} listing;
+
 typedef struct lister {
     const char *url, *path;
+    bool discovery; /* also sends Drover's three discovery GETs, as Drover does at start */
+    listing *ls;
 } lister;
 
+static size_t count_bytes(char *data, size_t size, size_t nmemb, void *arg)
+{
+    (void)data;
+    *(long *)arg += (long)(size * nmemb);
+    return size * nmemb;
+}
+
+static int watch_stop(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t e)
+{
+    (void)a, (void)b, (void)c, (void)e;
+    return ((const listing *)arg)->stop ? 1 : 0;
+}
+
+/* Watches path from rv as an informer does, the bytes read and not decoded, until ls->stop. */
+static void watch_plain(const lister *l, const char *rv)
+{
+    CURL *h = curl_easy_init();
+    if (!h)
+        die("curl", NULL);
+    char url[2048];
+    long bytes = 0;
+    snprintf(url, sizeof url, "%s%s?watch=1&allowWatchBookmarks=true&timeoutSeconds=300%s%s",
+             l->url, l->path, rv[0] ? "&resourceVersion=" : "", rv);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, count_bytes);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &bytes);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, watch_stop);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, l->ls);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    CURLcode cc = curl_easy_perform(h);
+    if (cc != CURLE_ABORTED_BY_CALLBACK && cc != CURLE_OK)
+        die(l->path, NULL);
+    curl_easy_cleanup(h);
+    pthread_mutex_lock(&l->ls->mu);
+    l->ls->watched_bytes += bytes;
+    pthread_mutex_unlock(&l->ls->mu);
+}
+
+/* One plain GET, the answer read and dropped. */
+static void get_plain(CURL *h, const char *base, const char *path)
+{
+    char url[2048];
+    page pg = {.n = 0};
+    snprintf(url, sizeof url, "%s%s", base, path);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &pg);
+    long code = 0;
+    if (curl_easy_perform(h) != CURLE_OK ||
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK || code != 200)
+        die(path, NULL);
+}
+
 /* Lists path in pages of 500 as Drover's informers do, reading the bytes without decoding
- * them: only the continue token is picked out of each page's head. */
+ * them: only the continue token and the resourceVersion are picked out of each page's head;
+ * then watches from the list's resourceVersion. */
 static void *list_plain(void *arg)
 {
     const lister *l = arg;
     CURL *h = curl_easy_init();
     if (!h)
         die("curl", NULL);
-    char url[2048], cont[1024] = "";
+    char url[2048], cont[1024] = "", rv[64] = "";
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, keep_head);
+    if (l->discovery) /* (Drover: PodGroups served? Queues served? pods/resize served?) */
+        get_plain(h, l->url, "/apis");
     do {
         page pg = {.n = 0};
         snprintf(url, sizeof url, "%s%s?limit=500%s%s", l->url, l->path,
@@ -259,35 +392,83 @@ static void *list_plain(void *arg)
         cont[0] = 0;
         if (c)
             snprintf(cont, sizeof cont, "%.*s", (int)strcspn(c + 12, "\""), c + 12);
+        const char *r = strstr(pg.head, "\"resourceVersion\":\"");
+        if (r)
+            snprintf(rv, sizeof rv, "%.*s", (int)strcspn(r + 19, "\""), r + 19);
     } while (cont[0]);
+    if (l->discovery) {
+        get_plain(h, l->url, "/apis/drover.dev/v1alpha1");
+        get_plain(h, l->url, "/api/v1");
+    }
     curl_easy_cleanup(h);
+    pthread_mutex_lock(&l->ls->mu);
+    l->ls->listed++;
+    pthread_cond_broadcast(&l->ls->cv);
+    pthread_mutex_unlock(&l->ls->mu);
+    watch_plain(l, rv);
     return NULL;
 }
 
 /* ---- the two measurements ------------------------------------------------------------------ */
 
 typedef struct ceiling_times {
-    double lists, creates;
+    double lists, creates;         /* wall */
+    double cpu_lists, cpu_creates; /* the process's CPU */
+    int requests;                  /* creations and patches sent */
+    long watched;                  /* bytes the watches received */
 } ceiling_times;
 
-static ceiling_times ceiling(const params *p)
+/* The ceiling for the requests Drover sent: its pods, `services` Services and `patches`
+ * status patches, job by job as Drover sends them. */
+static ceiling_times ceiling(const params *p, int services, int patches)
 {
     char url[64];
     drv_apiserver *srv = cluster(p, true, url, sizeof url);
     static const char *const paths[] = {"/api/v1/nodes", "/api/v1/pods",
-                                        "/apis/drover.dev/v1alpha1/trainingjobs"};
-    pthread_t t[3];
-    lister l[3];
-    ceiling_times out;
-    double t0 = now();
-    for (int i = 0; i < 3; i++) {
-        l[i] = (lister){url, paths[i]};
+                                        "/apis/drover.dev/v1alpha1/trainingjobs",
+                                        "/apis/scheduling.k8s.io/v1/priorityclasses"};
+    enum { NLISTS = 4 };
+    int pods = p->jobs * p->workers, n = 0;
+    int *plan = malloc(sizeof *plan * (size_t)(pods + services + patches));
+    if (!plan)
+        die("out of memory", NULL);
+    for (int j = 0; j < p->jobs; j++) {
+        for (int w = 0; w < p->workers; w++)
+            plan[n++] = PLAN_POD << 24 | (j * p->workers + w);
+        if (j < services)
+            plan[n++] = PLAN_SERVICE << 24 | j;
+        if (j < patches)
+            plan[n++] = PLAN_STATUS << 24 | j;
+    }
+    params pp = *p;
+    pp.plan = plan;
+    pthread_t t[NLISTS];
+    lister l[NLISTS];
+    listing ls = {.listed = 0};
+    pthread_mutex_init(&ls.mu, NULL);
+    pthread_cond_init(&ls.cv, NULL);
+    ceiling_times out = {.requests = n};
+    double c0 = cpu(), t0 = now();
+    for (int i = 0; i < NLISTS; i++) {
+        l[i] = (lister){url, paths[i], i == NLISTS - 1, &ls};
         pthread_create(&t[i], NULL, list_plain, &l[i]);
     }
-    for (int i = 0; i < 3; i++)
-        pthread_join(t[i], NULL);
+    pthread_mutex_lock(&ls.mu);
+    while (ls.listed < NLISTS)
+        pthread_cond_wait(&ls.cv, &ls.mu);
+    pthread_mutex_unlock(&ls.mu);
+    double c1 = cpu();
     out.lists = now() - t0;
-    out.creates = send_all(p, url, ceiling_req, p->jobs * p->workers, p->threads);
+    out.cpu_lists = c1 - c0;
+    out.creates = send_all(&pp, url, planned_req, n, p->threads);
+    out.cpu_creates = cpu() - c1;
+    ls.stop = 1;
+    for (int i = 0; i < NLISTS; i++)
+        pthread_join(t[i], NULL);
+    out.watched = ls.watched_bytes;
+    pthread_cond_destroy(&ls.cv);
+    pthread_mutex_destroy(&ls.mu);
+    free(plan);
     drv_apiserver_free(srv);
     return out;
 }
@@ -308,8 +489,29 @@ static void *run_main(void *arg)
 
 typedef struct drover_times {
     double total, sync, first; /* start -> last placed; start -> synced; synced -> first sent */
+    double cpu_sync, cpu_bind; /* the process's CPU: start -> synced -> last placed */
     long errors;
+    long cycles;           /* scheduling cycles run by the last placement */
+    int services, patches; /* Services created and status writes sent by the last placement */
 } drover_times;
+
+/* Services in the cluster now. */
+static int count_services(const char *url)
+{
+    drv_diag d = {{0}};
+    drv_kube_config cfg = {.server = (char *)url, .qps = 1e6, .burst = 1000000};
+    drv_kube *k;
+    json_t *list = NULL;
+    long st;
+    if (drv_kube_new(&k, &cfg, &d) != 0 ||
+        drv_kube_request(k, "GET", "/api/v1/namespaces/default/services", NULL, NULL, &st, &list,
+                         &d) != 0)
+        die("services", &d);
+    int n = (int)json_array_size(json_object_get(list, "items"));
+    json_decref(list);
+    drv_kube_free(k);
+    return n;
+}
 
 static drover_times drover(const params *p, const drv_profile *prof)
 {
@@ -321,6 +523,7 @@ static drover_times drover(const params *p, const drv_profile *prof)
     long pods = (long)p->jobs * p->workers;
     drover_times out = {0};
     runner r = {0};
+    double c0 = cpu(), csynced = 0;
     double t0 = now(), synced = 0;
     uint64_t rv_synced = 0; /* the server's resourceVersion when the caches were synced */
     if (drv_ctrl_new(&r.c, &cfg, &o, &d) != 0)
@@ -332,6 +535,7 @@ static drover_times drover(const params *p, const drv_profile *prof)
         double tn = now();
         if (st.synced && synced == 0) {
             synced = tn;
+            csynced = cpu();
             rv_synced = drv_apiserver_rv(srv);
         }
         /* The first decision: when its first request has reached the server (a write moves the
@@ -341,7 +545,11 @@ static drover_times drover(const params *p, const drv_profile *prof)
             out.first = tn - synced;
         if (st.creates + st.binds >= pods) {
             out.total = tn - t0;
+            out.cpu_bind = cpu() - csynced;
             out.errors = st.api_errors;
+            out.patches = (int)st.status_writes;
+            out.cycles = st.cycles;
+            out.services = count_services(url);
             break;
         }
         if (tn - t0 > 600)
@@ -349,6 +557,7 @@ static drover_times drover(const params *p, const drv_profile *prof)
         usleep(1000);
     }
     out.sync = synced - t0;
+    out.cpu_sync = csynced - c0;
     r.stop = 1;
     pthread_join(t, NULL);
     if (r.rc != 0)
@@ -412,12 +621,17 @@ int main(int argc, char **argv)
            "creates s", "drover s", "pods/s", "fraction", "sync s", "first s", "bind frac",
            "errors");
     for (int rep = 1; rep <= p.reps; rep++) {
-        ceiling_times c = ceiling(&p);
         drover_times dt = drover(&p, &prof);
+        ceiling_times c = ceiling(&p, dt.services, dt.patches);
         double cs = c.lists + c.creates;
         printf("%-4d %9.3f %8.3f %9.3f   %9.3f %8.0f   %8.2f   %7.3f %7.3f %9.2f %6ld\n", rep, cs,
                c.lists, c.creates, dt.total, (double)pods / dt.total, cs / dt.total, dt.sync,
                dt.first, c.creates / (dt.total - dt.sync), dt.errors);
+        printf("     cpu s: ceiling lists %.3f, creates %.3f; drover sync %.3f, bind %.3f; "
+               "requests after the lists: %ld pods + %d Services + %d status patches; "
+               "watches read %.1f MB; Drover's cycles %ld\n",
+               c.cpu_lists, c.cpu_creates, dt.cpu_sync, dt.cpu_bind, pods, dt.services, dt.patches,
+               (double)c.watched / 1e6, dt.cycles);
         fflush(stdout);
     }
     return 0;

@@ -108,7 +108,7 @@ static json_t *object_at(json_t *obj, const char *key)
  * NULL: out of memory. */
 static char *pod_body(const pod_render *r)
 {
-    json_t *tm = r->tmpl ? json_loads(r->tmpl, 0, NULL) : json_object();
+    json_t *tm = r->tmpl ? drv_json_loadb(r->tmpl, strlen(r->tmpl), NULL) : json_object();
     if (!tm)
         return NULL;
     char rank[16];
@@ -375,6 +375,9 @@ static void *binder_main(void *arg)
 {
     binder_thread *t = arg;
     ctrl_binder *b = &t->c->binder;
+    char name[16];
+    snprintf(name, sizeof name, "drv-bind-%d", (int)(t - b->threads));
+    drv_kthread_name(name);
     for (;;) {
         pthread_mutex_lock(&b->mu);
         bind_queue *q = NULL;

@@ -71,7 +71,8 @@ void ctrl_events_push(drv_ctrl *c, const ctrl_event *e, const char *what)
         return;
     }
     c->events.v[c->events.n++] = *e;
-    pthread_cond_signal(&c->events.cv);
+    if (!c->events.batch_wakes || c->events.n % CTRL_EVENTS_BATCH == 0)
+        pthread_cond_signal(&c->events.cv);
     pthread_mutex_unlock(&c->events.mu);
 }
 
@@ -81,7 +82,7 @@ int32_t ctrl_events_take(drv_ctrl *c, ctrl_event **batch, int32_t *cap, double u
 {
     double now = drv_clock_mono();
     pthread_mutex_lock(&c->events.mu);
-    if (c->events.n == 0 && until > now) {
+    if (c->events.n == 0 && !c->events.woken && until > now) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         double abs_t = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + (until - now);
@@ -96,8 +97,24 @@ int32_t ctrl_events_take(drv_ctrl *c, ctrl_event **batch, int32_t *cap, double u
     c->events.v = mine;
     c->events.cap = mine_cap;
     c->events.n = 0;
+    c->events.woken = false;
     pthread_mutex_unlock(&c->events.mu);
     return n;
+}
+
+void ctrl_events_batch_wakes(drv_ctrl *c, bool on)
+{
+    pthread_mutex_lock(&c->events.mu);
+    c->events.batch_wakes = on;
+    pthread_mutex_unlock(&c->events.mu);
+}
+
+void ctrl_events_wake(drv_ctrl *c)
+{
+    pthread_mutex_lock(&c->events.mu);
+    c->events.woken = true;
+    pthread_cond_signal(&c->events.cv);
+    pthread_mutex_unlock(&c->events.mu);
 }
 
 /* ---- informer callbacks (informer threads) -------------------------------------------------- */
@@ -299,10 +316,22 @@ static void on_delete(const char *key, void *rec, void *arg)
     push(a->c, a->kind, DRV_WATCH_DELETED, key, rec, NULL);
 }
 
-static void *informer_main(void *arg)
+/* An informer has listed: the scheduler thread looks at once whether all have (rather than
+ * after its next 50 ms wait, which the last list's events may have just missed). */
+static void on_listed(void *arg)
 {
     const informer_arg *a = arg;
+    ctrl_events_wake(a->c);
+}
+
+static void *informer_main(void *arg)
+{
+    static const char *const thread_name[NINFORMERS] = {"drv-inf-nodes",  "drv-inf-pods",
+                                                        "drv-inf-tjobs",  "drv-inf-pgroups",
+                                                        "drv-inf-pclass", "drv-inf-queues"};
+    const informer_arg *a = arg;
     drv_diag d = {{0}};
+    drv_kthread_name(thread_name[a->kind]);
     if (drv_informer_run(a->c->intake.informer[a->kind], &a->c->intake.stop, &d) != 0)
         drv_log(DRV_LOG_ERROR, "informer stopped: %s", d.msg);
     return NULL;
@@ -395,7 +424,7 @@ static int informer_create(drv_ctrl *c, int i, drv_diag *d)
         snprintf(path, sizeof path, "%s/namespaces/%s/%s", paths[i][0], c->ns, paths[i][1]);
     else
         snprintf(path, sizeof path, "%s/%s", paths[i][0], paths[i][1]);
-    drv_informer_ops ops = {decode, release, on_add, on_update, on_delete};
+    drv_informer_ops ops = {decode, release, on_add, on_update, on_delete, on_listed};
     return drv_informer_new(&in->informer[i], in->client[i], path, 0, c->o.watch_timeout_s, &ops,
                             &in->arg[i], d);
 }
@@ -440,6 +469,7 @@ int ctrl_intake_start(drv_ctrl *c, drv_diag *d)
     ctrl_intake *in = &c->intake;
     in->stop = 0;
     in->queue_late = false;
+    ctrl_events_batch_wakes(c, true); /* (until synced: ctrl_loop.c) */
     if (c->o.queue_recheck_s <= 0 || c->o.queue_recheck_s > MAX_QUEUE_RECHECK_S)
         c->o.queue_recheck_s = DEF_QUEUE_RECHECK_S;
     int rc = 0;

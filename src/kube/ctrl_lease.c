@@ -98,6 +98,7 @@ static void *lease_main(void *arg)
 {
     drv_ctrl *c = arg;
     ctrl_lease *l = &c->lease;
+    drv_kthread_name("drv-lease");
     pthread_mutex_lock(&l->mu);
     while (!l->stop) {
         pthread_mutex_unlock(&l->mu);

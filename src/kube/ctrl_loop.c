@@ -10,7 +10,10 @@
  *      the profile's period when a plugin wants every cycle, or the lifecycle's next deadline
  *      (activeDeadlineSeconds, ttlSecondsAfterFinished: ctrl_lifecycle_expire; a PodGroup's
  *      scheduleTimeoutSeconds: ctrl_podgroup_timeouts); at most 50 ms
- *      (to notice stop: an idle iteration runs no cycle);
+ *      (to notice stop: an idle iteration runs no cycle). Before the caches are synced it
+ *      is woken once every CTRL_EVENTS_BATCH events (not for each), and when an informer
+ *      ends a list (ctrl_events_wake); once all have listed it does not wait: the first
+ *      cycle starts as soon as the last list is applied;
  *   2. apply the batch: informers' objects (mirror; PodGroups: podgroup; PriorityClasses and
  *      Queues: shared), binders' answers (binder), progress samples (mirror), leadership
  *      changes (lease);
@@ -221,6 +224,7 @@ int ctrl_apply_events(drv_ctrl *c, ctrl_event *ev, int32_t n)
 /* Once every informer has listed: ready, and (with election) the lease is tried. */
 static int on_synced(drv_ctrl *c)
 {
+    ctrl_events_batch_wakes(c, false); /* (from now on every event may call for a cycle) */
     pthread_mutex_lock(&c->counters.mu);
     c->counters.stats.synced = true;
     pthread_mutex_unlock(&c->counters.mu);
@@ -277,7 +281,9 @@ static int loop_iterate(drv_ctrl *c)
     bool listed = l->synced || ctrl_intake_synced(c);
     double now = drv_clock_mono() - l->t0;
     double wake = drv_sched_wake(c->sched);
-    double until = l->synced ? (wake == -INFINITY ? l->last + c->prof.period : wake) : now + 0.05;
+    double until = l->synced ? (wake == -INFINITY ? l->last + c->prof.period : wake)
+                   : listed  ? now /* (all listed: apply the rest and start, no wait) */
+                             : now + 0.05;
     if (l->leader && until > l->deadline)
         until = l->deadline;
     if (until > now + 0.05)

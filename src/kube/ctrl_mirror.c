@@ -278,18 +278,37 @@ static void own_pod_gone(drv_ctrl *c, int32_t s, double t)
         job_placeable(c, job, t);
 }
 
+/* Whether kp, a live pod of slot s on the state's node `node`, only confirms what the mirror
+ * has or assumed: the pod as it is known (or the one being created there, whose answer, when
+ * it succeeds, changes the record in the same way without a cycle), in the same phase, not
+ * finished (its exit code matters only once it is), with the same restarts and address, bound
+ * where the state has it. Such an event (the watch's echo of each pod Drover creates) calls
+ * for no cycle: nothing a cycle reads changes. */
+static bool confirms(const drv_ctrl *c, int32_t s, const drv_kpod *kp, int32_t node)
+{
+    const pod_record *p = &c->mirror.pods[s];
+    bool known = p->exists == 1
+                     ? p->api_node == node
+                     : p->exists == 0 && p->inflight == REQ_CREATE && p->inflight_node == node;
+    return known && node >= 0 && c->mirror.st.pods[s].node == node && p->want < 0 &&
+           !kp->deleting && !ctrl_pod_terminal(kp->phase) && p->phase == kp->phase &&
+           p->restarts == kp->restarts && p->ip_family == kp->ip_family &&
+           !memcmp(p->ip, kp->ip, sizeof p->ip);
+}
+
 /* A pod of a known job changed (kp) or went away (kp NULL). */
 static int own_pod(drv_ctrl *c, int32_t s, const drv_kpod *kp, double t)
 {
     ctrl_mirror *m = &c->mirror;
     pod_record *p = &m->pods[s];
     const drv_pod *sp = &m->st.pods[s];
-    m->dirty = true;
+    int32_t node = kp && kp->node && kp->node < m->cap_by_key ? m->node_of[kp->node] : -1;
+    if (!kp || !confirms(c, s, kp, node))
+        m->dirty = true; /* (else only what it changes below may, a CPU limit) */
     if (!kp) {
         own_pod_gone(c, s, t);
         return 0;
     }
-    int32_t node = kp->node && kp->node < m->cap_by_key ? m->node_of[kp->node] : -1;
     if (kp->deleting) {
         /* Its phase says nothing of the job any more (kubelet may mark a pod it kills Failed),
          * and it holds its node's room until it is gone. */

@@ -122,6 +122,7 @@ static void *collector_main(void *arg)
 {
     drv_ctrl *c = arg;
     ctrl_progress *pg = &c->progress;
+    drv_kthread_name("drv-progress");
     CURL *h = curl_easy_init();
     scrape_target *ts = NULL;
     int32_t n = 0, cap = 0;

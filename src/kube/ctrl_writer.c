@@ -283,6 +283,7 @@ static void *writer_main(void *arg)
 {
     drv_ctrl *c = arg;
     char key[32];
+    drv_kthread_name("drv-writer");
     while (drv_workqueue_get(c->writer.queue, key, sizeof key, true)) {
         if (!strcmp(key, "e"))
             write_events(c);

@@ -275,6 +275,8 @@ static int relist(drv_informer *inf, drv_diag *d)
     snprintf(inf->rv, sizeof inf->rv, "%s", rv);
     inf->synced = true;
     pthread_mutex_unlock(&inf->mu);
+    if (inf->ops.on_listed)
+        inf->ops.on_listed(inf->arg);
     return 0;
 }
 

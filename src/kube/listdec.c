@@ -9,8 +9,9 @@
  *
  * Algorithm: one pass over the bytes tracks only what the list's shape needs: inside a string or
  * not (and escapes), the nesting depth, and at depth 1 the current key. The value of "metadata"
- * (depth 2) and each element of "items" (depth 3 and deeper) are captured verbatim and parsed with
- * jansson when their closing brace arrives; every other value is skipped. Each byte is looked at
+ * (depth 2) and each element of "items" (depth 3 and deeper) are captured verbatim and parsed into
+ * jansson values (drv_json_loadb, jsonparse.c) when their closing brace arrives; every other
+ * value is skipped. Each byte is looked at
  * once and copied at most once (runs are copied with memcpy, at a capture's end or the chunk's;
  * inside strings, memchr jumps to the next quote or backslash).
  *
@@ -92,9 +93,11 @@ static int keep(drv_list_decoder *l, const char *p, size_t n, drv_diag *d)
 static int captured(drv_list_decoder *l, uint64_t at, drv_diag *d)
 {
     json_error_t je;
-    json_t *v = json_loadb(l->buf, l->len, 0, &je);
+    json_t *v = drv_json_loadb(l->buf, l->len, &je);
     size_t n = l->len;
     l->len = 0;
+    if (!v && json_error_code(&je) == json_error_out_of_memory)
+        return drv_fail(d, DRV_ENOMEM, "%s: out of memory", l->what);
     if (!v)
         return drv_fail(d, DRV_EPARSE, "%s: byte %llu: malformed %s: %s", l->what,
                         (unsigned long long)(at - n + 1 + (je.position > 0 ? je.position : 0)),

@@ -21,6 +21,7 @@
  * fetcher before its next request.
  */
 #include "json.h"
+#include "kthread.h"
 #include "listdec.h"
 
 #include <pthread.h>
@@ -93,7 +94,10 @@ static void fetch_page(pager *p, fetched *f, char *cont, size_t n)
 static void *fetcher_main(void *arg)
 {
     pager *p = arg;
-    char cont[4096] = "";
+    char cont[4096] = "", name[16];
+    const char *res = strrchr(p->path, '/');
+    snprintf(name, sizeof name, "drv-pg-%s", res ? res + 1 : p->path);
+    drv_kthread_name(name);
     for (bool last = false; !last;) {
         pthread_mutex_lock(&p->mu);
         while (p->full && !p->stop) /* one page ahead at most */

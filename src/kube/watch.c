@@ -5,7 +5,8 @@
  * lines; re-parsing the whole buffer on every chunk would be quadratic.
  *
  * Algorithm: append the new bytes to the pending buffer, search for '\n' only from `scanned`
- * (bytes already known to hold none), decode each complete line with jansson, then move the
+ * (bytes already known to hold none), decode each complete line into jansson values
+ * (drv_json_loadb, jsonparse.c), then move the
  * unfinished tail to the front. Each byte is scanned once and copied at most twice.
  * Bounds: a single line may not exceed DRV_WATCH_MAX_LINE bytes.
  */
@@ -45,7 +46,9 @@ static int decode_line(drv_watch_decoder *w, const char *line, size_t n, uint64_
     if (n == 0)
         return 0; /* blank lines carry nothing */
     json_error_t je;
-    json_t *ev = json_loadb(line, n, 0, &je);
+    json_t *ev = drv_json_loadb(line, n, &je);
+    if (!ev && json_error_code(&je) == json_error_out_of_memory)
+        return drv_fail(d, DRV_ENOMEM, "watch %s: out of memory", w->resource);
     if (!ev)
         return drv_fail(
             d, DRV_EPARSE, "watch %s after resourceVersion %s: byte %llu: malformed event: %s",

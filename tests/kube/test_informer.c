@@ -105,7 +105,7 @@ static void test_informer_converges_under_faults(void **unused)
     assert_int_equal(drv_kube_new(&writer, &cfg, &d), 0);
     assert_int_equal(drv_kube_new(&reader, &cfg, &d), 0);
     counts c = {0};
-    drv_informer_ops ops = {decode, release, on_add, on_update, on_delete};
+    drv_informer_ops ops = {decode, release, on_add, on_update, on_delete, NULL};
     runner r = {0};
     assert_int_equal(drv_informer_new(&r.inf, reader, "/api/v1/pods", 3, 2, &ops, &c, &d), 0);
     pthread_t t;
@@ -210,6 +210,11 @@ typedef struct paging {
     bool expire;  /* after the writes, expire every resourceVersion (the continue token too) */
     bool changed; /* the writes were made (once) */
     long decoded; /* objects decoded so far */
+    drv_informer *inf;
+    long listed;         /* on_listed calls */
+    long listed_decoded; /* ... objects decoded, and cached, at the first one */
+    long listed_len;
+    bool listed_unsynced; /* an on_listed call found the informer not synced */
 } paging;
 
 static void write_pod(drv_kube *k, const char *method, int i, const char *body)
@@ -261,6 +266,18 @@ static void release_paging(void *rec, void *arg)
     release(rec, &((paging *)arg)->c);
 }
 
+/* A list is complete: what was decoded and cached by then, and whether the informer says
+ * synced already (a consumer woken here looks at once). */
+static void on_listed_paging(void *arg)
+{
+    paging *p = arg;
+    if (p->listed++ == 0) {
+        p->listed_decoded = p->decoded;
+        p->listed_len = (long)drv_informer_len(p->inf);
+    }
+    p->listed_unsynced |= !drv_informer_synced(p->inf);
+}
+
 /* Runs an informer listing pods in pages of 3 over p00..p09 while decode_paging changes the
  * server between the first and second page; waits until its cache equals the server's store. */
 static drv_informer_stats list_across_writes(bool expire)
@@ -278,9 +295,10 @@ static drv_informer_stats list_across_writes(bool expire)
     assert_int_equal(drv_kube_new(&reader, &cfg, &d), 0);
     for (int i = 0; i < 10; i++)
         write_pod(p.writer, "POST", i, NULL);
-    drv_informer_ops ops = {decode_paging, release_paging, NULL, NULL, NULL};
+    drv_informer_ops ops = {decode_paging, release_paging, NULL, NULL, NULL, on_listed_paging};
     runner r = {0};
     assert_int_equal(drv_informer_new(&r.inf, reader, "/api/v1/pods", 3, 2, &ops, &p, &d), 0);
+    p.inf = r.inf;
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, run, &r), 0);
     char *want = NULL, *got = NULL;
@@ -306,6 +324,14 @@ static drv_informer_stats list_across_writes(bool expire)
     assert_null(strstr(got, "default/p02@"));
     assert_null(strstr(got, "default/p07@"));
     drv_informer_stats s = drv_informer_get_stats(r.inf);
+    /* every complete list was told, after its last object was decoded and cached, with the
+     * informer synced (a list cut by an expired token is not complete) */
+    assert_int_equal(p.listed, s.lists - (expire ? 1 : 0));
+    assert_false(p.listed_unsynced);
+    if (!expire) { /* (one list: every object it had decoded, each once, p02 as it was) */
+        assert_int_equal(p.listed_decoded, 10);
+        assert_int_equal(p.listed_len, 10);
+    }
     drv_free(want);
     drv_free(got);
     drv_informer_free(r.inf);
@@ -389,7 +415,7 @@ static void test_informer_indexes(void **unused)
 {
     (void)unused;
     ix_names = drv_strtab_new();
-    drv_informer_ops ops = {decode_kpod, free_kpod, NULL, NULL, NULL};
+    drv_informer_ops ops = {decode_kpod, free_kpod, NULL, NULL, NULL, NULL};
     drv_informer *inf;
     drv_diag d;
     assert_int_equal(drv_informer_new(&inf, NULL, "/api/v1/pods", 0, 0, &ops, NULL, &d), 0);

@@ -5,9 +5,10 @@
  * cycle_place.c (filter, score, best node, gang placement).
  *
  * The cycle never changes the drv_state it is given. What its decisions would do is kept in an
- * "assumed" overlay (kube-scheduler calls this assume/reserve): per-node free resources copied
- * at the start of the cycle, and per-pod node / per-job worker overrides that are valid only
- * when their stamp equals the cycle's stamp, so starting a cycle costs O(nodes), not O(pods).
+ * "assumed" overlay (kube-scheduler calls this assume/reserve): per-node free resources kept
+ * equal to the state's at the start of the cycle, and per-pod node / per-job worker overrides
+ * that are valid only when their stamp equals the cycle's stamp, so starting a cycle costs
+ * O(nodes changed since the last one), not O(pods) nor O(nodes).
  * Every decision updates the overlay, and rolling back to a mark undoes decisions newest first.
  *
  * Two summaries make hopeless placements cheap: `maxfree`, an upper bound on each dimension
@@ -166,6 +167,24 @@ struct drv_sched {
      * failed before, so the failed-gang memo is cleared as when capacity grows. */
     int32_t *node_admits;
     int32_t cap_node_admits;
+    /* Following the state between cycles (prepare, cycle.c): free, nrole, node_admits and
+     * totfree are read again only for the nodes that may differ from the state - those it
+     * says changed since seen_clock (DRV_FOR_NODES_CHANGED), and those the last cycle's
+     * standing decisions changed in the overlay (odirty) - and the index is refreshed for the
+     * same nodes: O(changed nodes) a cycle instead of O(nodes). */
+    const drv_state *seen_st; /* the state the last prepare read; another one is read whole */
+    uint64_t seen_clock;      /* its node_clock then */
+    bool resync;              /* read every node at the next prepare (after a failure) */
+    int32_t *odirty;          /* nodes named by the last cycle's decisions (repeats allowed) */
+    int32_t nodirty, cap_odirty;
+    int32_t *rnodes; /* the nodes the last prepare read again, each once (the index's list) */
+    int32_t nrnodes, cap_rnodes;
+    uint32_t *rmark; /* per node: == rtag when in rnodes */
+    uint32_t rtag;
+    int32_t cap_rmark;
+    bool ix_synced;    /* the index holds free[] and the PS counts of every node: ix_ok held for
+                          the whole last cycle, so every change to them updated it */
+    uint64_t ix_epoch; /* the state's node_epoch when the index was last built or refreshed */
 };
 
 struct drv_ctx {

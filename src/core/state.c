@@ -33,6 +33,7 @@ const char *drv_job_phase_name(int phase)
 int drv_state_init(drv_state *st)
 {
     memset(st, 0, sizeof *st);
+    st->node_head = st->node_tail = -1;
     st->names = drv_strtab_new();
     return st->names ? 0 : DRV_ENOMEM;
 }
@@ -44,6 +45,9 @@ void drv_state_fini(drv_state *st)
         if (!drv_state_job_released(st, i))
             drv_job_clear_hist(&st->jobs[i]);
     drv_free(st->nodes);
+    drv_free(st->node_stamp);
+    drv_free(st->node_prev);
+    drv_free(st->node_next);
     if (st->reserved) {
         drv_pages_fini(&st->job_pages);
         drv_pages_fini(&st->pod_pages);
@@ -73,6 +77,29 @@ void drv_state_fini(drv_state *st)
     drv_free(st->cons);
     drv_free(st->queues);
     memset(st, 0, sizeof *st);
+    st->node_head = st->node_tail = -1;
+}
+
+void drv_state_node_changed(drv_state *st, int32_t node, bool type_changed)
+{
+    st->node_stamp[node] = ++st->node_clock;
+    st->node_epoch += type_changed;
+    if (st->node_tail == node)
+        return; /* the usual case for a gang's pods: its last bind touched this node too */
+    int32_t p = st->node_prev[node], x = st->node_next[node];
+    if (p >= 0)
+        st->node_next[p] = x;
+    else if (st->node_head == node)
+        st->node_head = x;
+    if (x >= 0)
+        st->node_prev[x] = p;
+    st->node_prev[node] = st->node_tail;
+    st->node_next[node] = -1;
+    if (st->node_tail >= 0)
+        st->node_next[st->node_tail] = node;
+    else
+        st->node_head = node;
+    st->node_tail = node;
 }
 
 int drv_state_add_node(drv_state *st, const char *name, drv_res alloc, const char *zone,
@@ -86,8 +113,13 @@ int drv_state_add_node(drv_state *st, const char *name, drv_res alloc, const cha
     for (int32_t i = 0; i < st->nnodes; i++)
         if (st->nodes[i].name == nm)
             return DRV_EEXIST;
-    if (drv_grow(&st->nodes, sizeof *st->nodes, &st->cap_nodes, st->nnodes + 1) != 0)
-        return DRV_ENOMEM;
+    int32_t cap = st->cap_node_log, cap2 = cap, cap3 = cap;
+    if (drv_grow(&st->nodes, sizeof *st->nodes, &st->cap_nodes, st->nnodes + 1) != 0 ||
+        drv_grow(&st->node_stamp, sizeof *st->node_stamp, &cap, st->nnodes + 1) != 0 ||
+        drv_grow(&st->node_prev, sizeof *st->node_prev, &cap2, st->nnodes + 1) != 0 ||
+        drv_grow(&st->node_next, sizeof *st->node_next, &cap3, st->nnodes + 1) != 0)
+        return DRV_ENOMEM; /* a partial growth only leaves room unused */
+    st->cap_node_log = cap;
     drv_node *n = &st->nodes[st->nnodes];
     memset(n, 0, sizeof *n);
     n->name = nm;
@@ -95,9 +127,11 @@ int drv_state_add_node(drv_state *st, const char *name, drv_res alloc, const cha
     n->rack = rk;
     n->schedulable = true;
     n->alloc = alloc;
+    st->node_prev[st->nnodes] = st->node_next[st->nnodes] = -1; /* in no list yet */
     if (id)
         *id = st->nnodes;
     st->nnodes++;
+    drv_state_node_changed(st, st->nnodes - 1, true);
     return 0;
 }
 
@@ -169,8 +203,12 @@ static int32_t jobset_next(const drv_jobset *js, int32_t njobs, int32_t from)
 
 void drv_state_set_node(drv_state *st, int32_t node, drv_res alloc, bool schedulable)
 {
-    st->nodes[node].alloc = alloc;
-    st->nodes[node].schedulable = schedulable;
+    drv_node *n = &st->nodes[node];
+    if (memcmp(&n->alloc, &alloc, sizeof alloc) == 0 && n->schedulable == schedulable)
+        return; /* a controller re-reading an unchanged Node: nothing for readers to redo */
+    n->alloc = alloc;
+    n->schedulable = schedulable;
+    drv_state_node_changed(st, node, true);
 }
 
 static bool jobset_has(const drv_jobset *js, int32_t job);
@@ -456,6 +494,7 @@ void drv_state_bind(drv_state *st, int32_t pod, int32_t node)
     j->bound[p->role]++;
     queue_use(st, j, j->role[p->role].req, 1);
     requeue(st, p->job);
+    drv_state_node_changed(st, node, false);
 }
 
 void drv_state_unbind(drv_state *st, int32_t pod)
@@ -471,6 +510,7 @@ void drv_state_unbind(drv_state *st, int32_t pod)
     n->nrole[p->role]--;
     j->bound[p->role]--;
     queue_use(st, j, j->role[p->role].req, -1);
+    drv_state_node_changed(st, p->node, false);
     p->node = -1;
     requeue(st, p->job);
 }
@@ -478,8 +518,10 @@ void drv_state_unbind(drv_state *st, int32_t pod)
 void drv_state_set_cpu_limit(drv_state *st, int32_t pod, int64_t cpu_limit)
 {
     drv_pod *p = &st->pods[pod];
-    if (p->node >= 0)
+    if (p->node >= 0 && cpu_limit != p->cpu_limit) {
         st->nodes[p->node].cpu_limit += cpu_limit - p->cpu_limit;
+        drv_state_node_changed(st, p->node, false);
+    }
     p->cpu_limit = cpu_limit;
 }
 

@@ -945,6 +945,38 @@ static void test_release_without_reserve(void **unused)
     drv_state_fini(&st);
 }
 
+/* Node names stay unique however many nodes there are (the name table doubles past 32, 64,
+ * 128... nodes), and a failed allocation while adding one leaves the state as it was. */
+static void test_node_names(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    assert_int_equal(drv_state_init(&st), 0);
+    drv_res a = {1000, 1000, 0};
+    char name[16];
+    for (int32_t i = 0; i < 300; i++) {
+        snprintf(name, sizeof name, "n%d", i);
+        int32_t id = -1;
+        assert_int_equal(drv_state_add_node(&st, name, a, NULL, NULL, &id), 0);
+        assert_int_equal(id, i);
+        snprintf(name, sizeof name, "n%d", i / 2); /* taken, from an earlier table size */
+        assert_int_equal(drv_state_add_node(&st, name, a, NULL, NULL, NULL), DRV_EEXIST);
+    }
+    for (int nth = 1; nth < 8; nth++) {
+        int32_t before = st.nnodes;
+        snprintf(name, sizeof name, "m%d", nth);
+        drv_alloc_fail_at(nth);
+        int rc = drv_state_add_node(&st, name, a, NULL, NULL, NULL);
+        drv_alloc_fail_at(0);
+        assert_true(rc == 0 || rc == DRV_ENOMEM);
+        assert_int_equal(st.nnodes, before + (rc == 0));
+        assert_int_equal(drv_state_add_node(&st, name, a, NULL, NULL, NULL),
+                         rc == 0 ? DRV_EEXIST : 0);
+    }
+    assert_int_equal(drv_state_add_node(&st, "n299", a, NULL, NULL, NULL), DRV_EEXIST);
+    drv_state_fini(&st);
+}
+
 static void test_rng_determinism(void **unused)
 {
     (void)unused;
@@ -988,6 +1020,7 @@ int main(void)
         cmocka_unit_test(test_pages_stale_read_faults),
         cmocka_unit_test(test_reserve_fill_release),
         cmocka_unit_test(test_release_without_reserve),
+        cmocka_unit_test(test_node_names),
         cmocka_unit_test(test_rng_determinism),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

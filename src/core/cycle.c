@@ -260,18 +260,22 @@ static int grow_arrays(drv_sched *s, const drv_state *st)
     return 0;
 }
 
-/* Reads node n again from the state (once per prepare: rnodes lists it), keeping totfree the
- * exact sum of free[] over the nodes node_admits says are schedulable. Returns whether it
- * may admit more than at the end of the last cycle: more room in some dimension, or its class
- * or schedulable flag changed (relabelled, retainted, cordoned or uncordoned). */
+/* Reads node n again from the state (once per prepare: rmark), keeping totfree the exact sum
+ * of free[] over the nodes node_admits says are schedulable, and lists it in rnodes when its
+ * free room or PS count differ from the end of the last cycle (what the index holds: a
+ * decision the driver applied leaves both as they were). Returns whether it may admit more
+ * than at the end of the last cycle: more room in some dimension, or its class or schedulable
+ * flag changed (relabelled, retainted, cordoned or uncordoned). */
 static bool sync_node(drv_sched *s, const drv_state *st, int32_t n)
 {
     if (s->rmark[n] == s->rtag)
         return false;
     s->rmark[n] = s->rtag;
-    s->rnodes[s->nrnodes++] = n;
     const drv_node *nd = &st->nodes[n];
     drv_res f = drv_node_free(nd);
+    if (memcmp(&f, &s->free[n], sizeof f) != 0 ||
+        nd->nrole[DRV_ROLE_PS] != s->nrole[n * DRV_NROLES + DRV_ROLE_PS])
+        s->rnodes[s->nrnodes++] = n;
     int32_t admits = nd->node_class * 2 + nd->schedulable;
     bool grew = !drv_res_fits(f, s->free[n]) || admits != s->node_admits[n];
     if (s->node_admits[n] & 1)

@@ -177,7 +177,8 @@ struct drv_sched {
     bool resync;              /* read every node at the next prepare (after a failure) */
     int32_t *odirty;          /* nodes named by the last cycle's decisions (repeats allowed) */
     int32_t nodirty, cap_odirty;
-    int32_t *rnodes; /* the nodes the last prepare read again, each once (the index's list) */
+    int32_t *rnodes; /* nodes whose free room or PS count the last prepare found changed,
+                        each once: what the index refreshes */
     int32_t nrnodes, cap_rnodes;
     uint32_t *rmark; /* per node: == rtag when in rnodes */
     uint32_t rtag;

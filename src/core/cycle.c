@@ -116,10 +116,8 @@ void drv_sched_free(drv_sched *s)
     drv_free(s->odirty);
     drv_free(s->rnodes);
     drv_free(s->rmark);
-    drv_free(s->pod_node);
-    drv_free(s->pod_stamp);
-    drv_free(s->job_workers);
-    drv_free(s->job_stamp);
+    drv_free(s->pod_node.slot);
+    drv_free(s->job_workers.slot);
     drv_free(s->job_touch);
     drv_free(s->job_fail_epoch);
     drv_free(s->job_fail_workers);
@@ -179,9 +177,7 @@ drv_res drv_ctx_queue_used(const drv_ctx *c, int32_t queue)
 
 int32_t drv_ctx_workers(const drv_ctx *c, int32_t job)
 {
-    const drv_sched *s = c->s;
-    return s->job_stamp[job] == s->stamp ? s->job_workers[job]
-                                         : c->snap->st->jobs[job].target[DRV_ROLE_WORKER];
+    return cycle_map_get(&c->s->job_workers, job, c->snap->st->jobs[job].target[DRV_ROLE_WORKER]);
 }
 
 int32_t drv_ctx_node_role_pods(const drv_ctx *c, int32_t node, int role)
@@ -199,22 +195,27 @@ uint64_t drv_ctx_changes(const drv_ctx *c)
     return c->changes;
 }
 
-/* Grows an overlay (values + stamps) to hold need entries; new stamps are 0, never current. */
-static int grow_overlay(int32_t **val, uint32_t **stamp, int32_t *cap, int32_t need)
+/* Grows a per-id array of elem-byte entries to need, new entries zero: from fresh zeroed memory
+ * (calloc), not cleared by hand, so that the pages of ids never written are never touched - a
+ * reserved state has every id of its trace from the start. 0 or DRV_ENOMEM. */
+static int grow_zeroed(void *arr, size_t elem, int32_t *cap, int32_t need)
 {
     if (need <= *cap)
         return 0;
-    int32_t ncap = need < 64 ? 64 : need + need / 2;
-    int32_t *v = drv_realloc(*val, (size_t)ncap * sizeof *v);
-    if (!v)
+    int64_t ncap = *cap ? *cap : 8;
+    while (ncap < need)
+        ncap *= 2;
+    if (ncap > INT32_MAX)
         return DRV_ENOMEM;
-    *val = v;
-    uint32_t *t = drv_realloc(*stamp, (size_t)ncap * sizeof *t);
-    if (!t)
+    void **p = arr;
+    void *q = drv_calloc((size_t)ncap, elem);
+    if (!q)
         return DRV_ENOMEM;
-    *stamp = t;
-    memset(t + *cap, 0, (size_t)(ncap - *cap) * sizeof *t);
-    *cap = ncap;
+    if (*cap)
+        memcpy(q, *p, (size_t)*cap * elem);
+    drv_free(*p);
+    *p = q;
+    *cap = (int32_t)ncap;
     return 0;
 }
 
@@ -223,21 +224,12 @@ static int grow_overlay(int32_t **val, uint32_t **stamp, int32_t *cap, int32_t n
  * (read from the state by sync_nodes). Allocates everything prepare needs. 0 or DRV_ENOMEM. */
 static int grow_arrays(drv_sched *s, const drv_state *st)
 {
-    int32_t touch_old = s->cap_touch;
+    int32_t cap2 = s->cap_fail;
     if (drv_grow(&s->free, sizeof *s->free, &s->cap_free, st->nnodes) != 0 ||
-        grow_overlay(&s->pod_node, &s->pod_stamp, &s->cap_pods, st->npods) != 0 ||
-        grow_overlay(&s->job_workers, &s->job_stamp, &s->cap_jobs, st->njobs) != 0 ||
-        drv_grow(&s->job_touch, sizeof *s->job_touch, &s->cap_touch, st->njobs) != 0)
+        grow_zeroed(&s->job_touch, sizeof *s->job_touch, &s->cap_touch, st->njobs) != 0 ||
+        grow_zeroed(&s->job_fail_workers, sizeof *s->job_fail_workers, &cap2, st->njobs) != 0 ||
+        grow_zeroed(&s->job_fail_epoch, sizeof *s->job_fail_epoch, &s->cap_fail, st->njobs) != 0)
         return DRV_ENOMEM;
-    if (s->cap_touch > touch_old)
-        memset(s->job_touch + touch_old, 0, (size_t)(s->cap_touch - touch_old) * sizeof(uint32_t));
-    int32_t fail_old = s->cap_fail, cap2 = s->cap_fail;
-    if (drv_grow(&s->job_fail_epoch, sizeof *s->job_fail_epoch, &s->cap_fail, st->njobs) != 0 ||
-        drv_grow(&s->job_fail_workers, sizeof *s->job_fail_workers, &cap2, s->cap_fail) != 0)
-        return DRV_ENOMEM;
-    if (s->cap_fail > fail_old)
-        memset(s->job_fail_epoch + fail_old, 0,
-               (size_t)(s->cap_fail - fail_old) * sizeof *s->job_fail_epoch);
     int32_t ns_old = s->cap_node_seen, rm_old = s->cap_rmark;
     if (drv_grow(&s->nrole, sizeof *s->nrole, &s->cap_nrole, st->nnodes * DRV_NROLES) != 0 ||
         drv_grow(&s->node_seen, sizeof *s->node_seen, &s->cap_node_seen, st->nnodes) != 0 ||
@@ -375,6 +367,8 @@ static int prepare(drv_sched *s, const drv_state *st)
         s->memo_epoch++;
     }
     s->stamp++;
+    cycle_map_clear(&s->pod_node);
+    cycle_map_clear(&s->job_workers);
     drv_arena_reset(&s->arena);
     bool synced = s->ix_synced;
     s->ix_ok = s->ix_synced = false; /* until index_nodes: nodes were read, the index not */

@@ -6,7 +6,8 @@
  * other than the cycle's decisions: pods bound and unbound, jobs finished, nodes relabelled,
  * cordoned and uncordoned, resized and added, CPU limits changed, new jobs; and the cycle's own
  * decisions applied or dropped (a driver may refuse them). A second long-lived scheduler on the
- * same state runs only every third cycle: it must see every change the first one already read.
+ * same state runs only every third cycle: it must see every change the first one already read;
+ * the first one also runs, now and then, a cycle cut short by a failed allocation.
  * Metamorphic: two ways to the same answer must agree, decision by decision.
  */
 #include <setjmp.h>
@@ -213,6 +214,15 @@ static int64_t follow(const char *line, uint64_t seed, bool exhaustive)
     for (int step = 0; step < 40; step++) {
         drv_sched *fresh;
         assert_int_equal(drv_sched_new(&p, &fresh, &d), 0);
+        if (drv_rng_uniform(&w.r) < 0.2) { /* a cycle cut short by a failed allocation, its
+                                              decisions dropped: the next must not care */
+            drv_snapshot snap = {.st = &w.st, .now = step};
+            a.n = 0;
+            drv_alloc_fail_at(drv_rng_range(&w.r, 1, 8));
+            int rc = drv_sched_cycle(inc, &snap, &a);
+            drv_alloc_fail_at(0);
+            assert_true(rc == 0 || rc == DRV_ENOMEM);
+        }
         run_cycle(inc, &w.st, step, &a);
         run_cycle(fresh, &w.st, step, &b);
         expect_same(&a, &b, line, seed, step, "the following scheduler's", &compared);

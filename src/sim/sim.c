@@ -56,6 +56,11 @@
 
 /* ---- event heap --------------------------------------------------------------------------- */
 
+/* A 4-ary heap: half the levels of a binary one, and the four children of a node are adjacent
+ * (two cache lines), so a pop from the ~100,000 events of a large run misses the cache about
+ * half as often. Events are totally ordered by (t, seq): the arity changes no pop order. */
+enum { HEAP_ARITY = 4 };
+
 static bool ev_before(const event *a, const event *b)
 {
     return a->t < b->t || (a->t == b->t && a->seq < b->seq);
@@ -68,7 +73,7 @@ static int push_seq(drv_sim *s, double t, uint64_t seq, int kind, int32_t job, u
     event e = {t, seq, kind, job, gen};
     int32_t i = s->nheap++;
     while (i > 0) {
-        int32_t p = (i - 1) / 2;
+        int32_t p = (i - 1) / HEAP_ARITY;
         if (!ev_before(&e, &s->heap[p]))
             break;
         s->heap[i] = s->heap[p];
@@ -117,11 +122,12 @@ static event pop_event(drv_sim *s)
     event last = s->heap[--s->nheap];
     int32_t i = 0, n = s->nheap;
     for (;;) {
-        int32_t c = 2 * i + 1;
+        int32_t first = HEAP_ARITY * i + 1, c = first;
         if (c >= n)
             break;
-        if (c + 1 < n && ev_before(&s->heap[c + 1], &s->heap[c]))
-            c++;
+        for (int32_t k = first + 1; k < first + HEAP_ARITY && k < n; k++)
+            if (ev_before(&s->heap[k], &s->heap[c]))
+                c = k;
         if (!ev_before(&s->heap[c], &last))
             break;
         s->heap[i] = s->heap[c];

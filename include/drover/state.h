@@ -427,7 +427,8 @@ static inline drv_res drv_node_free(const drv_node *n)
  *    min workers bound (admitted whole or not at all);
  *  - the live, pending, queued and starting job sets and their counts follow the jobs' phases
  *    and pods;
- *  - each queue's used resources equal the sum over the pods bound of its jobs.
+ *  - each queue's used resources equal the sum over the pods bound of its jobs;
+ *  - the node change list holds every node once, in order of its stamps.
  * Returns 0 or DRV_EINVARIANT with the first violation described in d.
  */
 int drv_state_check(const drv_state *st, bool gang, drv_diag *d);

@@ -678,6 +678,23 @@ static int check_queues(const drv_state *st, drv_diag *d)
     return rc;
 }
 
+/* The change list holds every node once, linked both ways, stamps rising to node_clock. */
+static int check_node_list(const drv_state *st, drv_diag *d)
+{
+    int32_t n = 0, prev = -1;
+    uint64_t last = 0;
+    for (int32_t x = st->node_head; x >= 0 && n <= st->nnodes; x = st->node_next[x], n++) {
+        if (x >= st->nnodes || st->node_prev[x] != prev || st->node_stamp[x] <= last ||
+            st->node_stamp[x] > st->node_clock)
+            return drv_fail(d, DRV_EINVARIANT, "node change list broken at node id %d", x);
+        last = st->node_stamp[x];
+        prev = x;
+    }
+    if (n != st->nnodes || prev != st->node_tail)
+        return drv_fail(d, DRV_EINVARIANT, "node change list: %d of %d nodes", n, st->nnodes);
+    return 0;
+}
+
 int drv_state_check(const drv_state *st, bool gang, drv_diag *d)
 {
     int rc = 0;
@@ -788,6 +805,8 @@ int drv_state_check(const drv_state *st, bool gang, drv_diag *d)
                           (long long)nd->used.mem, (long long)nd->alloc.mem,
                           (long long)nd->used.gpu, (long long)nd->alloc.gpu);
     }
+    if (!rc)
+        rc = check_node_list(st, d);
     if (!rc)
         rc = check_queues(st, d);
 out:

@@ -298,6 +298,17 @@ static void test_change_list(void **unused)
     assert_int_equal(n, 4);
     assert_int_equal(got[2], 2);
     assert_int_equal(got[3], 0);
+    drv_diag d;
+    assert_int_equal(drv_state_check(&st, false, &d), 0);
+    uint64_t s3 = st.node_stamp[3];
+    st.node_stamp[3] = st.node_stamp[1] + 1; /* out of order: the invariants must say so */
+    assert_int_equal(drv_state_check(&st, false, &d), DRV_EINVARIANT);
+    st.node_stamp[3] = s3;
+    int32_t p1 = st.node_prev[1];
+    st.node_prev[1] = -1; /* a broken back link */
+    assert_int_equal(drv_state_check(&st, false, &d), DRV_EINVARIANT);
+    st.node_prev[1] = p1;
+    assert_int_equal(drv_state_check(&st, false, &d), 0);
     drv_state_fini(&st);
 }
 

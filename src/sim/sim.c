@@ -359,10 +359,12 @@ static int reserve_jobs(drv_sim *s, int32_t n, int64_t npods, bool check, drv_di
     if (x->src) {
         x->slot = job_array(s, &x->slot_pages, sizeof *x->slot, n);
         x->fin = drv_calloc((size_t)n + 1, sizeof *x->fin);
+        x->own_name = drv_calloc((size_t)n / 64 + 1, sizeof *x->own_name);
         x->slot_pages.guard = x->res_pages.guard = x->podb_pages.guard = x->names_pages.guard =
             check;
     }
-    if (!s->res || !s->runl || !s->pod_base || !s->names || (x->src && (!x->slot || !x->fin)) ||
+    if (!s->res || !s->runl || !s->pod_base || !s->names ||
+        (x->src && (!x->slot || !x->fin || !x->own_name)) ||
         (s->cfg.calib &&
          drv_calib_jobs_init(&s->model, s->cfg.policy_calib ? s->cfg.policy_calib : s->cfg.calib,
                              n) != 0))
@@ -387,7 +389,10 @@ static int index_job(drv_sim *s, int32_t i, const drv_jobspec *js, int32_t *pod,
     /* Names are interned in workload order, as before jobs entered the state at their
      * submission, so that interned ids (and any order by them) do not depend on it. */
     int32_t *nm = &s->names[3 * (size_t)i];
+    int32_t fresh = drv_strtab_count(s->st.names);
     nm[0] = drv_strtab_intern(s->st.names, js->name);
+    if (s->stream.src && nm[0] == fresh) /* its own: forgotten when it finishes */
+        s->stream.own_name[i / 64] |= (uint64_t)1 << (i % 64);
     nm[1] = drv_strtab_intern(s->st.names, js->user);
     nm[2] = drv_strtab_intern(s->st.names, js->queue);
     if (nm[0] < 0 || nm[1] < 0 || nm[2] < 0)
@@ -462,7 +467,8 @@ static int pull_arrival(drv_sim *s, drv_diag *d)
 
 /* A streamed run forgets a finished job whose state is released: its row goes to the caller
  * (cfg.finished, already told), what the summary needs to fin, its spec's slot to the next job
- * read, and its row, names and first pod slot back to the system with their pages. */
+ * read, its own name out of the string table, and its row, names and first pod slot back to the
+ * system with their pages. */
 static void retire_job(drv_sim *s, int32_t job)
 {
     sim_stream *x = &s->stream;
@@ -471,6 +477,8 @@ static void retire_job(drv_sim *s, int32_t job)
     if (r->end > x->last_end)
         x->last_end = r->end;
     x->free_slot[x->nfree++] = x->slot[job];
+    if ((x->own_name[job / 64] >> (job % 64)) & 1) /* a name nothing will ask for again */
+        drv_strtab_forget(s->st.names, s->names[3 * (size_t)job]);
     drv_pages_release(&x->slot_pages, (size_t)job, 1);
     drv_pages_release(&x->res_pages, (size_t)job, 1);
     drv_pages_release(&x->names_pages, (size_t)job, 1);
@@ -601,6 +609,7 @@ void drv_sim_free(drv_sim *s)
         drv_pages_fini(&s->stream.names_pages);
         drv_pages_fini(&s->stream.podb_pages);
         drv_free(s->stream.fin);
+        drv_free(s->stream.own_name);
     } else {
         drv_free(s->res);
         drv_free(s->pod_base);

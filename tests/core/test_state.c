@@ -46,6 +46,43 @@ static void test_strtab_alloc_failure(void **unused)
     }
 }
 
+/* Forgetting strings: the others are still found (deletion from linear probing moves entries
+ * back into the hole), forgotten ones are not, and no id is handed out twice. */
+static void test_strtab_forget(void **unused)
+{
+    (void)unused;
+    drv_strtab *t = drv_strtab_new();
+    assert_non_null(t);
+    char buf[32];
+    enum { N = 3000 };
+    for (int i = 0; i < N; i++) {
+        snprintf(buf, sizeof buf, "job-%d", i);
+        assert_int_equal(drv_strtab_intern(t, buf), i + 1);
+    }
+    for (int i = 0; i < N; i += 3) /* every third, then every seventh not yet gone */
+        drv_strtab_forget(t, i + 1);
+    for (int i = 0; i < N; i += 7)
+        drv_strtab_forget(t, i + 1);
+    drv_strtab_forget(t, 0); /* the empty string stays */
+    assert_int_equal(drv_strtab_find(t, ""), 0);
+    for (int i = 0; i < N; i++) {
+        snprintf(buf, sizeof buf, "job-%d", i);
+        bool gone = i % 3 == 0 || i % 7 == 0;
+        assert_int_equal(drv_strtab_find(t, buf), gone ? -1 : i + 1);
+        assert_string_equal(drv_strtab_str(t, i + 1), gone ? "" : buf);
+    }
+    int32_t again = drv_strtab_intern(t, "job-0"); /* forgotten: a new id */
+    assert_int_equal(again, N + 1);
+    assert_int_equal(drv_strtab_intern(t, "job-1"), 2);
+    for (int i = N; i < 2 * N; i++) { /* the table grows past its old size: all still found */
+        snprintf(buf, sizeof buf, "job-%d", i);
+        assert_int_equal(drv_strtab_intern(t, buf), i + 2);
+    }
+    snprintf(buf, sizeof buf, "job-%d", N - 1);
+    assert_int_equal(drv_strtab_find(t, buf), N);
+    drv_strtab_free(t);
+}
+
 static void test_arena(void **unused)
 {
     (void)unused;
@@ -1000,6 +1037,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strtab),
         cmocka_unit_test(test_strtab_alloc_failure),
+        cmocka_unit_test(test_strtab_forget),
         cmocka_unit_test(test_arena),
         cmocka_unit_test(test_job_sets),
         cmocka_unit_test(test_queued_set),

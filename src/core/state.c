@@ -207,6 +207,8 @@ static int jobset_put(drv_jobset *js, int32_t job, bool in)
     int32_t w = job / 64;
     uint64_t bit = (uint64_t)1 << (job % 64), wbit = (uint64_t)1 << (w % 64);
     bool was = (js->bits[w] & bit) != 0;
+    if (was == in)
+        return 0; /* most calls (requeue after every bind): the summary is right already */
     if (in)
         js->bits[w] |= bit;
     else

@@ -680,6 +680,28 @@ static int check_queues(const drv_state *st, drv_diag *d)
     return rc;
 }
 
+/* Each node's derived totals against the sums over its pods (used, lim, npods, nps), and its
+ * capacity. */
+static int check_node_totals(const drv_state *st, const drv_res *used, const int64_t *lim,
+                             const int32_t *npods, const int32_t *nps, drv_diag *d)
+{
+    for (int32_t n = 0; n < st->nnodes; n++) {
+        const drv_node *nd = &st->nodes[n];
+        const char *nn = drv_strtab_str(st->names, nd->name);
+        if (memcmp(&used[n], &nd->used, sizeof used[n]) != 0 || lim[n] != nd->cpu_limit ||
+            npods[n] != nd->npods || nps[n] != nd->nrole[DRV_ROLE_PS])
+            return drv_fail(d, DRV_EINVARIANT, "node %s: derived totals disagree with its pods",
+                            nn);
+        if (!drv_res_fits(nd->used, nd->alloc))
+            return drv_fail(d, DRV_EINVARIANT,
+                            "node %s over capacity: cpu %lldm/%lldm mem %lld/%lld gpu %lld/%lld",
+                            nn, (long long)nd->used.cpu, (long long)nd->alloc.cpu,
+                            (long long)nd->used.mem, (long long)nd->alloc.mem,
+                            (long long)nd->used.gpu, (long long)nd->alloc.gpu);
+    }
+    return 0;
+}
+
 /* The change list holds every node once, linked both ways, stamps rising to node_clock. */
 static int check_node_list(const drv_state *st, drv_diag *d)
 {
@@ -794,19 +816,8 @@ int drv_state_check(const drv_state *st, bool gang, drv_diag *d)
                       "%d, but the jobs say %d %d %d (%d) %d",
                       st->nlive, st->npending, st->nqueued, st->nqueued_bound, st->nstarting, nlive,
                       npending, nqueued, nqbound, nstarting);
-    for (int32_t n = 0; n < st->nnodes && !rc; n++) {
-        const drv_node *nd = &st->nodes[n];
-        const char *nn = drv_strtab_str(st->names, nd->name);
-        if (memcmp(&used[n], &nd->used, sizeof used[n]) != 0 || lim[n] != nd->cpu_limit ||
-            npods[n] != nd->npods || nps[n] != nd->nrole[DRV_ROLE_PS])
-            rc = drv_fail(d, DRV_EINVARIANT, "node %s: derived totals disagree with its pods", nn);
-        else if (!drv_res_fits(nd->used, nd->alloc))
-            rc = drv_fail(d, DRV_EINVARIANT,
-                          "node %s over capacity: cpu %lldm/%lldm mem %lld/%lld gpu %lld/%lld", nn,
-                          (long long)nd->used.cpu, (long long)nd->alloc.cpu,
-                          (long long)nd->used.mem, (long long)nd->alloc.mem,
-                          (long long)nd->used.gpu, (long long)nd->alloc.gpu);
-    }
+    if (!rc)
+        rc = check_node_totals(st, used, lim, npods, nps, d);
     if (!rc)
         rc = check_node_list(st, d);
     if (!rc)

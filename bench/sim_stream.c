@@ -3,10 +3,10 @@
  * time and peak memory, beside the in-memory path (drv_sim_new on the whole workload) on the
  * smaller size as the baseline, and streamed runs on that size and a middle one (--mid): with
  * the same arrival rate on the same nodes the jobs in flight are the same. A streamed run's
- * memory goes back a 32 KiB page (~80 jobs) at a time once all its jobs finished, so it grows
+ * memory goes back an 8 KiB page (~22 jobs) at a time once all its jobs finished, so it grows
  * until the trace is longer than the longest jobs' lifetime (the 100,000-job trace is not:
  * 1,600 s against a tail of ~4,500 s), then what still grows is what is kept per job of the
- * trace (docs/performance.md, item 22): compare the middle and the large row.
+ * trace (docs/performance.md, items 24 and 25): compare the middle and the large row.
  *
  * Each row runs in a child process of its own, so that its peak resident set (ru_maxrss of
  * that child, from wait4) is its own. Wall time covers everything the row does: generating

@@ -11,12 +11,16 @@
  * page is also made inaccessible (mprotect) and such a read faults. Where the
  * system has no mmap the array is plain heap memory and releasing only does the bookkeeping.
  *
- * Memory goes back a "page" of DRV_PAGES_UNIT system pages (32 KiB) at a time: returning
- * single 4 KiB pages took one system call per few pages (about 0.1 s of a 100,000-job run in the
- * kernel, pages.c), while on the Philly trace the larger unit pins ~1 MB more.
+ * Memory goes back a "page" of DRV_PAGES_UNIT system pages (8 KiB) at a time, in batches:
+ * returning single 4 KiB pages took one system call per few pages (about 0.1 s of a
+ * 100,000-job run in the kernel, pages.c). A larger unit is pinned longer: a page goes back
+ * only when every entry on it is released, so with entries released in random order (jobs of
+ * random lifetimes) a page of k entries lives about as long as the longest of k lifetimes. On
+ * a million streamed jobs, 32 KiB pages (~89 jobs) held 361 MB at the peak, 8 KiB pages 340 MB
+ * at the same system time, 4 KiB pages 318 MB at ~0.2 s more of it (docs/performance.md).
  *
- * Worked example, with a 32 KiB unit and 368-byte entries (a drv_job): unit 0 holds entries
- * 0..89 (entry 89 straddles units 0 and 1). Releasing entries 0..88 returns nothing; releasing 89
+ * Worked example, with an 8 KiB unit and 368-byte entries (a drv_job): unit 0 holds entries
+ * 0..22 (entry 22 straddles units 0 and 1). Releasing entries 0..21 returns nothing; releasing 22
  * as well returns unit 0 (with the next batch). Pages stay pinned by any entry still in use, so
  * memory is at most one page per entry in use plus the fully used pages between them.
  */
@@ -26,7 +30,7 @@
 #include "drover/base.h"
 
 enum {
-    DRV_PAGES_UNIT = 8,  /* system pages per page returned */
+    DRV_PAGES_UNIT = 2,  /* system pages per page returned */
     DRV_PAGES_BATCH = 32 /* pages returned per batch of system calls */
 };
 

@@ -246,7 +246,7 @@ int drv_sim_new(const drv_cluster_spec *c, const drv_workload *w, const drv_cata
 /*
  * The same with jobs read from src as the clock reaches them (jobsource.h; src borrowed, read
  * by drv_sim_run, must outlive the run): no workload, no result rows, specs only of the jobs
- * in flight. Other per-job memory goes back as jobs finish, a 32 KiB page at a time once every
+ * in flight. Other per-job memory goes back as jobs finish, an 8 KiB page at a time once every
  * job on it finished (pages.h): it follows the jobs submitted within the longest job's
  * lifetime rather than the trace.
  * Each finished job's row goes to cfg->finished and is forgotten; the summary keeps 16 bytes

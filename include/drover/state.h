@@ -244,6 +244,23 @@ typedef struct drv_state {
     bool has_prefer_taint;         /* some class has a PreferNoSchedule taint */
     drv_queue *queues;             /* queues; [0] is the default queue */
     int32_t nqueues, cap_queues;   /* nqueues 0 until one is added */
+    /* What changed on the nodes, for readers that keep per-node copies between looks (the
+     * cycle's free room, role counts and node index): every change to a node (a pod bound or
+     * unbound, its CPU limits, allocatable, schedulable flag, labels or taints; its addition)
+     * stamps it with ++node_clock and moves it to the tail of a list kept in stamp order. A
+     * reader that saw node_clock == c finds every node changed since at the tail of the list
+     * (DRV_FOR_NODES_CHANGED): O(changed nodes), for any number of readers, with no
+     * registration and O(nodes) memory. */
+    uint64_t node_clock;            /* stamps handed out so far */
+    uint64_t *node_stamp;           /* per node: node_clock at its last change */
+    int32_t *node_prev, *node_next; /* the list, oldest change first; -1 ends it */
+    int32_t node_head, node_tail;   /* its ends, -1 while there is no node */
+    int32_t cap_node_log;           /* entries allocated in the three arrays above */
+    uint64_t node_epoch;    /* bumps when a node is added or its allocatable, schedulable flag or
+                               class changes: what grouping nodes by type reads */
+    int32_t *node_names;    /* open-addressed table of node ids by interned name (-1: empty; at
+                               most half full), so adding n nodes costs O(n), not O(n^2) */
+    int32_t cap_node_names; /* slots: 0, or a power of two */
 } drv_state;
 
 int drv_state_init(drv_state *st);
@@ -290,6 +307,18 @@ bool drv_state_job_released(const drv_state *st, int32_t job);
 /* Changes what a node offers: its allocatable and whether pods may go there (a controller
  * following the API's nodes). Pods bound there stay. */
 void drv_state_set_node(drv_state *st, int32_t node, drv_res alloc, bool schedulable);
+
+/*
+ * Records that a node changed (the functions here call it; code of the core that writes a
+ * drv_node field itself must too): stamps it with ++node_clock, moves it to the tail of the
+ * change list, and with type_changed (its allocatable, schedulable flag or class) bumps
+ * node_epoch. O(1).
+ */
+void drv_state_node_changed(drv_state *st, int32_t node, bool type_changed);
+/* for each node n changed after the reader saw node_clock == since, newest change first. */
+#define DRV_FOR_NODES_CHANGED(st, since, n)                                                        \
+    for (int32_t n = (st)->node_tail; n >= 0 && (st)->node_stamp[n] > (since);                     \
+         n = (st)->node_prev[n])
 
 /*
  * Gives a node its labels and taints (the Kubernetes controller's mirror calls this for each
@@ -398,7 +427,8 @@ static inline drv_res drv_node_free(const drv_node *n)
  *    min workers bound (admitted whole or not at all);
  *  - the live, pending, queued and starting job sets and their counts follow the jobs' phases
  *    and pods;
- *  - each queue's used resources equal the sum over the pods bound of its jobs.
+ *  - each queue's used resources equal the sum over the pods bound of its jobs;
+ *  - the node change list holds every node once, in order of its stamps.
  * Returns 0 or DRV_EINVARIANT with the first violation described in d.
  */
 int drv_state_check(const drv_state *st, bool gang, drv_diag *d);

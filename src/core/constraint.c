@@ -123,6 +123,15 @@ static bool same_class(const drv_nodeclass *c, const drv_label *l, int32_t nl, c
            (nt == 0 || memcmp(c->taints, t, sizeof *t * (size_t)nt) == 0);
 }
 
+/* Gives a node its class, telling the state's readers when that is a change. */
+static void set_class(drv_state *st, int32_t node, int32_t cls)
+{
+    if (st->nodes[node].node_class != cls) {
+        st->nodes[node].node_class = cls;
+        drv_state_node_changed(st, node, true);
+    }
+}
+
 int drv_state_set_node_meta(drv_state *st, int32_t node, const drv_label *labels, int32_t nlabels,
                             const drv_taint *taints, int32_t ntaints)
 {
@@ -136,7 +145,7 @@ int drv_state_set_node_meta(drv_state *st, int32_t node, const drv_label *labels
         if (labels[i].key < 0 || labels[i].value < 0)
             return DRV_EINVAL;
     if (nlabels == 0 && ntaints == 0) {
-        st->nodes[node].node_class = 0;
+        set_class(st, node, 0);
         return 0;
     }
     int err = 0;
@@ -161,7 +170,7 @@ int drv_state_set_node_meta(drv_state *st, int32_t node, const drv_label *labels
         if (same_class(&st->classes[c], l, nlabels, t, ntaints)) {
             drv_free(l);
             drv_free(t);
-            st->nodes[node].node_class = c;
+            set_class(st, node, c);
             return 0;
         }
     if (drv_grow(&st->classes, sizeof *st->classes, &st->cap_classes, st->nclasses + 1) != 0) {
@@ -172,7 +181,7 @@ int drv_state_set_node_meta(drv_state *st, int32_t node, const drv_label *labels
     st->classes[st->nclasses] = (drv_nodeclass){l, nlabels, t, ntaints};
     for (int32_t i = 0; i < ntaints; i++)
         st->has_prefer_taint |= t[i].effect == DRV_EFFECT_PREFER_NO_SCHEDULE;
-    st->nodes[node].node_class = st->nclasses++;
+    set_class(st, node, st->nclasses++);
     return 0;
 }
 

@@ -115,10 +115,11 @@ void drv_sched_free(drv_sched *s)
     drv_free(s->free);
     drv_free(s->qused);
     drv_free(s->node_admits);
-    drv_free(s->pod_node);
-    drv_free(s->pod_stamp);
-    drv_free(s->job_workers);
-    drv_free(s->job_stamp);
+    drv_free(s->odirty);
+    drv_free(s->rnodes);
+    drv_free(s->rmark);
+    drv_free(s->pod_node.slot);
+    drv_free(s->job_workers.slot);
     drv_free(s->job_touch);
     drv_free(s->job_fail_epoch);
     drv_free(s->job_fail_workers);
@@ -179,9 +180,7 @@ drv_res drv_ctx_queue_used(const drv_ctx *c, int32_t queue)
 
 int32_t drv_ctx_workers(const drv_ctx *c, int32_t job)
 {
-    const drv_sched *s = c->s;
-    return s->job_stamp[job] == s->stamp ? s->job_workers[job]
-                                         : c->snap->st->jobs[job].target[DRV_ROLE_WORKER];
+    return cycle_map_get(&c->s->job_workers, job, c->snap->st->jobs[job].target[DRV_ROLE_WORKER]);
 }
 
 int32_t drv_ctx_node_role_pods(const drv_ctx *c, int32_t node, int role)
@@ -199,96 +198,205 @@ uint64_t drv_ctx_changes(const drv_ctx *c)
     return c->changes;
 }
 
-/* Grows an overlay (values + stamps) to hold need entries; new stamps are 0, never current. */
-static int grow_overlay(int32_t **val, uint32_t **stamp, int32_t *cap, int32_t need)
+/* Grows a per-id array of elem-byte entries to need, new entries zero: from fresh zeroed memory
+ * (calloc), not cleared by hand, so that the pages of ids never written are never touched - a
+ * reserved state has every id of its trace from the start. 0 or DRV_ENOMEM. */
+static int grow_zeroed(void *arr, size_t elem, int32_t *cap, int32_t need)
 {
     if (need <= *cap)
         return 0;
-    int32_t ncap = need < 64 ? 64 : need + need / 2;
-    int32_t *v = drv_realloc(*val, (size_t)ncap * sizeof *v);
-    if (!v)
+    int64_t ncap = *cap ? *cap : 8;
+    while (ncap < need)
+        ncap *= 2;
+    if (ncap > INT32_MAX)
         return DRV_ENOMEM;
-    *val = v;
-    uint32_t *t = drv_realloc(*stamp, (size_t)ncap * sizeof *t);
-    if (!t)
+    void **p = arr;
+    void *q = drv_calloc((size_t)ncap, elem);
+    if (!q)
         return DRV_ENOMEM;
-    *stamp = t;
-    memset(t + *cap, 0, (size_t)(ncap - *cap) * sizeof *t);
-    *cap = ncap;
+    if (*cap)
+        memcpy(q, *p, (size_t)*cap * elem);
+    drv_free(*p);
+    *p = q;
+    *cap = (int32_t)ncap;
     return 0;
 }
 
-static int prepare(drv_sched *s, const drv_state *st)
+/* Grows the per-job, per-pod and per-node arrays to the state's sizes; new stamps are 0, never
+ * current; nodes new to the scheduler start with no free room, no pod and admitting nothing
+ * (read from the state by sync_nodes). Allocates everything prepare needs. 0 or DRV_ENOMEM. */
+static int grow_arrays(drv_sched *s, const drv_state *st)
 {
-    /* Failed gang shapes stay valid while no node has more room than when the last cycle
-     * ended (kube-scheduler keeps unschedulable pods aside until capacity is freed). */
-    bool grew = st->nnodes != s->cap_free_used;
-    int32_t oldn = s->cap_free_used;
-    int32_t touch_old = s->cap_touch;
+    int32_t cap2 = s->cap_fail;
     if (drv_grow(&s->free, sizeof *s->free, &s->cap_free, st->nnodes) != 0 ||
-        grow_overlay(&s->pod_node, &s->pod_stamp, &s->cap_pods, st->npods) != 0 ||
-        grow_overlay(&s->job_workers, &s->job_stamp, &s->cap_jobs, st->njobs) != 0 ||
-        drv_grow(&s->job_touch, sizeof *s->job_touch, &s->cap_touch, st->njobs) != 0)
+        grow_zeroed(&s->job_touch, sizeof *s->job_touch, &s->cap_touch, st->njobs) != 0 ||
+        grow_zeroed(&s->job_fail_workers, sizeof *s->job_fail_workers, &cap2, st->njobs) != 0 ||
+        grow_zeroed(&s->job_fail_epoch, sizeof *s->job_fail_epoch, &s->cap_fail, st->njobs) != 0)
         return DRV_ENOMEM;
-    if (s->cap_touch > touch_old)
-        memset(s->job_touch + touch_old, 0, (size_t)(s->cap_touch - touch_old) * sizeof(uint32_t));
-    int32_t fail_old = s->cap_fail, cap2 = s->cap_fail;
-    if (drv_grow(&s->job_fail_epoch, sizeof *s->job_fail_epoch, &s->cap_fail, st->njobs) != 0 ||
-        drv_grow(&s->job_fail_workers, sizeof *s->job_fail_workers, &cap2, s->cap_fail) != 0)
-        return DRV_ENOMEM;
-    if (s->cap_fail > fail_old)
-        memset(s->job_fail_epoch + fail_old, 0,
-               (size_t)(s->cap_fail - fail_old) * sizeof *s->job_fail_epoch);
-    if (drv_grow(&s->nrole, sizeof *s->nrole, &s->cap_nrole, st->nnodes * DRV_NROLES) != 0)
-        return DRV_ENOMEM;
-    for (int32_t n = 0; n < st->nnodes; n++)
-        memcpy(s->nrole + n * DRV_NROLES, st->nodes[n].nrole, sizeof st->nodes[n].nrole);
-    int32_t ns_old = s->cap_node_seen;
-    if (drv_grow(&s->node_seen, sizeof *s->node_seen, &s->cap_node_seen, st->nnodes) != 0)
+    int32_t ns_old = s->cap_node_seen, rm_old = s->cap_rmark;
+    if (drv_grow(&s->nrole, sizeof *s->nrole, &s->cap_nrole, st->nnodes * DRV_NROLES) != 0 ||
+        drv_grow(&s->node_seen, sizeof *s->node_seen, &s->cap_node_seen, st->nnodes) != 0 ||
+        drv_grow(&s->rmark, sizeof *s->rmark, &s->cap_rmark, st->nnodes) != 0 ||
+        drv_grow(&s->rnodes, sizeof *s->rnodes, &s->cap_rnodes, st->nnodes) != 0 ||
+        drv_grow(&s->own.node, sizeof *s->own.node, &s->own.cap, st->nnodes) != 0 ||
+        drv_grow(&s->qused, sizeof *s->qused, &s->cap_qused, st->nqueues) != 0 ||
+        drv_grow(&s->node_admits, sizeof *s->node_admits, &s->cap_node_admits, st->nnodes) != 0)
         return DRV_ENOMEM;
     if (s->cap_node_seen > ns_old) /* new entries: never equal to a tag in use */
         memset(s->node_seen + ns_old, 0,
                (size_t)(s->cap_node_seen - ns_old) * sizeof *s->node_seen);
-    if (drv_grow(&s->own.node, sizeof *s->own.node, &s->own.cap, st->nnodes) != 0)
+    if (s->cap_rmark > rm_old)
+        memset(s->rmark + rm_old, 0, (size_t)(s->cap_rmark - rm_old) * sizeof *s->rmark);
+    for (int32_t n = s->cap_free_used; n < st->nnodes; n++) {
+        s->free[n] = (drv_res){0, 0, 0};
+        s->node_admits[n] = 0;
+        memset(s->nrole + n * DRV_NROLES, 0, sizeof *s->nrole * DRV_NROLES);
+    }
+    return 0;
+}
+
+/* Reads node n again from the state (once per prepare: rmark), keeping totfree the exact sum
+ * of free[] over the nodes node_admits says are schedulable, and lists it in rnodes when its
+ * free room or PS count differ from the end of the last cycle (what the index holds: a
+ * decision the driver applied leaves both as they were). Returns whether it may admit more
+ * than at the end of the last cycle: more room in some dimension, or its class or schedulable
+ * flag changed (relabelled, retainted, cordoned or uncordoned). */
+static bool sync_node(drv_sched *s, const drv_state *st, int32_t n)
+{
+    if (s->rmark[n] == s->rtag)
+        return false;
+    s->rmark[n] = s->rtag;
+    const drv_node *nd = &st->nodes[n];
+    drv_res f = drv_node_free(nd);
+    if (memcmp(&f, &s->free[n], sizeof f) != 0 ||
+        nd->nrole[DRV_ROLE_PS] != s->nrole[n * DRV_NROLES + DRV_ROLE_PS])
+        s->rnodes[s->nrnodes++] = n;
+    int32_t admits = nd->node_class * 2 + nd->schedulable;
+    bool grew = !drv_res_fits(f, s->free[n]) || admits != s->node_admits[n];
+    if (s->node_admits[n] & 1)
+        s->totfree = drv_res_sub(s->totfree, s->free[n]);
+    if (nd->schedulable)
+        s->totfree = drv_res_add(s->totfree, f);
+    s->free[n] = f;
+    s->node_admits[n] = admits;
+    memcpy(s->nrole + n * DRV_NROLES, nd->nrole, sizeof nd->nrole);
+    return grew;
+}
+
+/*
+ * Brings free[], nrole, node_admits and totfree up to the state. Between two cycles on the
+ * same state a node can differ from it only if the state changed it (its change list, read
+ * from seen_clock) or the last cycle's standing decisions changed it in the overlay (odirty;
+ * rolled-back ones restored it exactly): only those are read, so the cost follows what
+ * changed. Any other state, or after a failure, every node is. Exactness of the memo rule:
+ * a node not read has the free room and class it had at the end of the last cycle, so it
+ * cannot have "grown"; every node that could is compared as before. Returns whether some
+ * node may admit more than at the end of the last cycle (or nodes were added).
+ */
+static bool sync_nodes(drv_sched *s, const drv_state *st, bool whole)
+{
+    bool grew = st->nnodes != s->cap_free_used;
+    if (++s->rtag == 0) { /* wrapped: no mark may look current */
+        memset(s->rmark, 0, (size_t)s->cap_rmark * sizeof *s->rmark);
+        s->rtag = 1;
+    }
+    s->nrnodes = 0;
+    if (whole) {
+        for (int32_t n = 0; n < st->nnodes; n++)
+            grew |= sync_node(s, st, n);
+        s->totfree = (drv_res){0, 0, 0}; /* summed afresh: the old sum may be of other nodes */
+        for (int32_t n = 0; n < st->nnodes; n++)
+            if (st->nodes[n].schedulable)
+                s->totfree = drv_res_add(s->totfree, s->free[n]);
+    } else {
+        for (int32_t i = 0; i < s->nodirty; i++)
+            grew |= sync_node(s, st, s->odirty[i]);
+        DRV_FOR_NODES_CHANGED(st, s->seen_clock, n)
+        grew |= sync_node(s, st, n);
+    }
+    s->nodirty = 0;
+    s->seen_st = st;
+    s->seen_clock = st->node_clock;
+    s->cap_free_used = st->nnodes;
+    s->resync = false;
+    return grew;
+}
+
+/* The index for this cycle: refreshed for the nodes sync_nodes read when it followed every
+ * change since it was last built for these node types, else built (which regroups only when
+ * the types changed). Then maxfree, exact: the index's summary of the schedulable nodes'
+ * free room, or without an index a pass over the nodes (whose placement scans them anyway). */
+static void index_nodes(drv_sched *s, const drv_state *st, bool whole)
+{
+    s->ix_ok = false;
+    if (s->use_ix && !s->exhaustive) {
+        int rc = !whole && s->ix_synced && s->ix_epoch == st->node_epoch
+                     ? drv_nodeindex_refresh(s->ix, st, s->free, s->nrole + DRV_ROLE_PS, DRV_NROLES,
+                                             s->ix_key, s->ix_fam, s->rnodes, s->nrnodes)
+                     : drv_nodeindex_build(s->ix, st, s->free, s->nrole + DRV_ROLE_PS, DRV_NROLES,
+                                           s->ix_key, s->ix_fam);
+        s->ix_ok = rc == 0;
+        s->ix_epoch = st->node_epoch;
+    }
+    s->ix_synced = s->ix_ok;
+    s->ix_nodes = 0;
+    for (int32_t g = 0; s->ix_ok && g < drv_nodeindex_groups(s->ix, DRV_IX_GLOBAL); g++)
+        s->ix_nodes += drv_nodeindex_group_nodes(s->ix, DRV_IX_GLOBAL, g);
+    if (s->ix_ok) {
+        s->maxfree = drv_nodeindex_maxfree(s->ix);
+        return;
+    }
+    s->maxfree = (drv_res){0, 0, 0};
+    for (int32_t n = 0; n < st->nnodes; n++)
+        if (st->nodes[n].schedulable)
+            s->maxfree = cycle_res_max(s->maxfree, s->free[n]);
+}
+
+static int prepare(drv_sched *s, const drv_state *st)
+{
+    /* Everything is allocated before a node is read: a failure leaves the overlay as the
+     * last cycle left it, and resync makes the next prepare read every node. */
+    if (grow_arrays(s, st) != 0) {
+        s->resync = true;
         return DRV_ENOMEM;
-    if (drv_grow(&s->qused, sizeof *s->qused, &s->cap_qused, st->nqueues) != 0)
-        return DRV_ENOMEM;
+    }
     for (int32_t q = 0; q < st->nqueues; q++)
         s->qused[q] = st->queues[q].used;
-    s->maxfree = s->totfree = (drv_res){0, 0, 0};
-    s->cap_free_used = st->nnodes;
-    if (drv_grow(&s->node_admits, sizeof *s->node_admits, &s->cap_node_admits, st->nnodes) != 0)
-        return DRV_ENOMEM;
-    for (int32_t n = 0; n < st->nnodes; n++) {
-        drv_res f = drv_node_free(&st->nodes[n]);
-        if (!grew && n < oldn && !drv_res_fits(f, s->free[n]))
-            grew = true;
-        int32_t admits = st->nodes[n].node_class * 2 + st->nodes[n].schedulable;
-        if (n < oldn && admits != s->node_admits[n])
-            grew = true; /* relabelled, retainted, cordoned or uncordoned: may admit more */
-        s->node_admits[n] = admits;
-        s->free[n] = f;
-        if (st->nodes[n].schedulable) {
-            s->maxfree = cycle_res_max(s->maxfree, s->free[n]);
-            s->totfree = drv_res_add(s->totfree, s->free[n]);
-        }
-    }
-    if (grew && s->nfailed) {
+    bool whole = s->resync || s->seen_st != st || st->node_clock < s->seen_clock;
+    /* Failed gang shapes stay valid while no node has more room than when the last cycle
+     * ended (kube-scheduler keeps unschedulable pods aside until capacity is freed). */
+    if (sync_nodes(s, st, whole) && s->nfailed) {
         s->nfailed = 0;
         s->memo_epoch++;
     }
     s->stamp++;
+    cycle_map_clear(&s->pod_node);
+    cycle_map_clear(&s->job_workers);
     drv_arena_reset(&s->arena);
-    s->ix_ok = false;
+    bool synced = s->ix_synced;
+    s->ix_ok = s->ix_synced = false; /* until index_nodes: nodes were read, the index not */
     if (cycle_cons_refresh(s, st) != 0)
         return DRV_ENOMEM;
-    if (s->use_ix && !s->exhaustive)
-        s->ix_ok = drv_nodeindex_build(s->ix, st, s->free, s->nrole + DRV_ROLE_PS, DRV_NROLES,
-                                       s->ix_key, s->ix_fam) == 0;
-    s->ix_nodes = 0;
-    for (int32_t g = 0; s->ix_ok && g < drv_nodeindex_groups(s->ix, DRV_IX_GLOBAL); g++)
-        s->ix_nodes += drv_nodeindex_group_nodes(s->ix, DRV_IX_GLOBAL, g);
+    s->ix_synced = synced;
+    index_nodes(s, st, whole);
     return 0;
+}
+
+/* After a cycle: the nodes its standing decisions changed in the overlay, which the next
+ * prepare reads again from the state whether or not the driver applied them. */
+static void note_overlay(drv_sched *s, const drv_decisions *out, int32_t base)
+{
+    s->nodirty = 0;
+    if (drv_grow(&s->odirty, sizeof *s->odirty, &s->cap_odirty, 2 * (out->n - base)) != 0) {
+        s->resync = true; /* not known: read every node next time */
+        return;
+    }
+    for (int32_t i = base; i < out->n; i++) {
+        if (out->v[i].node >= 0)
+            s->odirty[s->nodirty++] = out->v[i].node;
+        if (out->v[i].from >= 0)
+            s->odirty[s->nodirty++] = out->v[i].from;
+    }
 }
 
 /* ---- the queue (phase 1) ------------------------------------------------------------------
@@ -623,6 +731,7 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
         return DRV_ENOMEM;
     run_points(&c, pend, npend); /* 2-6 */
     ask_wake(&c);                /* 7 */
+    note_overlay(s, out, c.base);
     return c.err;
 }
 

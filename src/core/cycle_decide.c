@@ -33,15 +33,60 @@ static void set_pod_node(drv_ctx *c, int32_t pod, int32_t node)
         if (node >= 0)
             ix_update(c->s, node);
     }
-    c->s->pod_stamp[pod] = c->s->stamp;
-    c->s->pod_node[pod] = node;
+    cycle_map_set(&c->s->pod_node, pod, node);
     c->s->job_touch[c->snap->st->pods[pod].job] = c->s->stamp;
 }
 
 static void set_workers(drv_ctx *c, int32_t job, int32_t n)
 {
-    c->s->job_stamp[job] = c->s->stamp;
-    c->s->job_workers[job] = n;
+    cycle_map_set(&c->s->job_workers, job, n);
+}
+
+int cycle_map_reserve(cycle_map *m, int32_t more)
+{
+    if (2 * ((int64_t)m->n + more) <= m->cap)
+        return 0;
+    int64_t cap = m->cap ? m->cap : 64;
+    while (cap < 2 * ((int64_t)m->n + more))
+        cap *= 2;
+    if (cap > INT32_MAX)
+        return DRV_ENOMEM;
+    cycle_slot *t = drv_calloc((size_t)cap, sizeof *t); /* stamps 0: every slot empty */
+    if (!t)
+        return DRV_ENOMEM;
+    cycle_map old = *m;
+    m->slot = t;
+    m->cap = (int32_t)cap;
+    m->n = 0;
+    uint32_t cur = m->cur;
+    m->cur = 1;
+    for (int32_t i = 0; i < old.cap; i++)
+        if (old.slot[i].stamp == cur)
+            cycle_map_set(m, old.slot[i].key, old.slot[i].val);
+    drv_free(old.slot);
+    return 0;
+}
+
+void cycle_map_set(cycle_map *m, int32_t key, int32_t val)
+{
+    uint32_t i = cycle_map_home(m, key);
+    while (m->slot[i].stamp == m->cur && m->slot[i].key != key)
+        i = (i + 1) & (uint32_t)(m->cap - 1);
+    if (m->slot[i].stamp != m->cur) {
+        m->slot[i] = (cycle_slot){key, val, m->cur};
+        m->n++;
+    } else {
+        m->slot[i].val = val;
+    }
+}
+
+/* Room in the overlay's maps before a decision that sets a pod's node or a job's workers. */
+static int reserve(drv_ctx *c, cycle_map *m)
+{
+    int rc = cycle_map_reserve(m, 1);
+    if (rc && !c->err)
+        c->err = rc;
+    return rc;
 }
 
 static void take(drv_ctx *c, int32_t node, drv_res r)
@@ -86,7 +131,7 @@ int drv_ctx_bind(drv_ctx *c, int32_t pod, int32_t node)
     const drv_state *st = c->snap->st;
     drv_decision x = {
         .kind = DRV_BIND, .job = st->pods[pod].job, .pod = pod, .node = node, .from = -1};
-    int rc = push(c, x);
+    int rc = reserve(c, &c->s->pod_node) ? DRV_ENOMEM : push(c, x);
     if (rc)
         return rc;
     take(c, node, cycle_pod_req(st, pod));
@@ -107,7 +152,7 @@ static int evict(drv_ctx *c, int32_t pod, int reason, int32_t by)
                       .value = by,
                       .reason = reason,
                       .from = from};
-    int rc = push(c, x);
+    int rc = reserve(c, &c->s->pod_node) ? DRV_ENOMEM : push(c, x);
     if (rc)
         return rc;
     give(c, from, cycle_pod_req(st, pod));
@@ -155,7 +200,7 @@ int drv_ctx_scale(drv_ctx *c, int32_t job, int32_t workers)
                       .value = workers,
                       .from = -1,
                       .prev = prev};
-    int rc = push(c, x);
+    int rc = reserve(c, &c->s->job_workers) ? DRV_ENOMEM : push(c, x);
     if (rc)
         return rc;
     set_workers(c, job, workers);
@@ -184,7 +229,7 @@ int drv_ctx_migrate(drv_ctx *c, int32_t pod, int32_t node)
     int32_t from = cycle_pod_node(c, pod);
     drv_decision x = {
         .kind = DRV_MIGRATE, .job = st->pods[pod].job, .pod = pod, .node = node, .from = from};
-    int rc = push(c, x);
+    int rc = reserve(c, &c->s->pod_node) ? DRV_ENOMEM : push(c, x);
     if (rc)
         return rc;
     if (from >= 0)

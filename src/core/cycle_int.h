@@ -5,9 +5,10 @@
  * cycle_place.c (filter, score, best node, gang placement).
  *
  * The cycle never changes the drv_state it is given. What its decisions would do is kept in an
- * "assumed" overlay (kube-scheduler calls this assume/reserve): per-node free resources copied
- * at the start of the cycle, and per-pod node / per-job worker overrides that are valid only
- * when their stamp equals the cycle's stamp, so starting a cycle costs O(nodes), not O(pods).
+ * "assumed" overlay (kube-scheduler calls this assume/reserve): per-node free resources kept
+ * equal to the state's at the start of the cycle, and per-pod node / per-job worker overrides
+ * kept in maps that hold only this cycle's entries (cycle_map), so starting a cycle costs
+ * O(nodes changed since the last one), not O(pods) nor O(nodes).
  * Every decision updates the overlay, and rolling back to a mark undoes decisions newest first.
  *
  * Two summaries make hopeless placements cheap: `maxfree`, an upper bound on each dimension
@@ -128,6 +129,22 @@ typedef struct qent {
     drv_res least; /* per dimension, the least request of a pod of the job */
 } qent;
 
+/* A map from pod or job ids to values that holds only what this cycle set: open addressing
+ * with linear probing, a slot in use when its stamp is the map's (so clearing it for the next
+ * cycle is one increment), at most half full. Its memory follows the most entries one cycle
+ * set (the pods and jobs its decisions touched), not every id a long trace ever had: per-id
+ * arrays of them were ~95 bytes a job of a million-job trace. */
+typedef struct cycle_slot {
+    int32_t key, val;
+    uint32_t stamp;
+} cycle_slot;
+
+typedef struct cycle_map {
+    cycle_slot *slot;
+    uint32_t cur;   /* this cycle's stamp; 0 is never current */
+    int32_t n, cap; /* entries this cycle; slots, 0 or a power of two */
+} cycle_map;
+
 typedef struct plugin_inst {
     const drv_plugin *p;
     void *state;
@@ -157,14 +174,11 @@ struct drv_sched {
     int32_t ix_nodes;              /* nodes in the index (schedulable ones) */
     gang_shape failed[MAX_FAILED]; /* gangs that did not fit since capacity last grew */
     int32_t nfailed;
-    bool rolling_back; /* give() during a rollback restores, it does not free capacity */
-    int32_t *pod_node;
-    uint32_t *pod_stamp;
-    int32_t cap_pods;
-    int32_t *job_workers;
-    uint32_t *job_stamp;
-    int32_t cap_jobs;
-    uint32_t *job_touch; /* == stamp: some pod of the job changed node this cycle */
+    bool rolling_back;     /* give() during a rollback restores, it does not free capacity */
+    cycle_map pod_node;    /* pod -> its node (-1: none) where this cycle moved it */
+    cycle_map job_workers; /* job -> workers it wants, where this cycle scaled it */
+    uint32_t *job_touch;   /* == stamp: some pod of the job changed node this cycle (pages of
+                              jobs never touched are never written: allocated zeroed) */
     int32_t cap_touch;
     uint32_t memo_epoch;       /* bumps whenever the failed-shape memo is cleared */
     uint32_t *job_fail_epoch;  /* memo_epoch + 1 when the job's gang last failed (0: never) */
@@ -211,6 +225,25 @@ struct drv_sched {
      * failed before, so the failed-gang memo is cleared as when capacity grows. */
     int32_t *node_admits;
     int32_t cap_node_admits;
+    /* Following the state between cycles (prepare, cycle.c): free, nrole, node_admits and
+     * totfree are read again only for the nodes that may differ from the state - those it
+     * says changed since seen_clock (DRV_FOR_NODES_CHANGED), and those the last cycle's
+     * standing decisions changed in the overlay (odirty) - and the index is refreshed for the
+     * same nodes: O(changed nodes) a cycle instead of O(nodes). */
+    const drv_state *seen_st; /* the state the last prepare read; another one is read whole */
+    uint64_t seen_clock;      /* its node_clock then */
+    bool resync;              /* read every node at the next prepare (after a failure) */
+    int32_t *odirty;          /* nodes named by the last cycle's decisions (repeats allowed) */
+    int32_t nodirty, cap_odirty;
+    int32_t *rnodes; /* nodes whose free room or PS count the last prepare found changed,
+                        each once: what the index refreshes */
+    int32_t nrnodes, cap_rnodes;
+    uint32_t *rmark; /* per node: == rtag when in rnodes */
+    uint32_t rtag;
+    int32_t cap_rmark;
+    bool ix_synced;    /* the index holds free[] and the PS counts of every node: ix_ok held for
+                          the whole last cycle, so every change to them updated it */
+    uint64_t ix_epoch; /* the state's node_epoch when the index was last built or refreshed */
 };
 
 struct drv_ctx {
@@ -254,11 +287,49 @@ static inline int32_t cycle_cons(const drv_ctx *c, int32_t pod, int32_t cls)
     return s->cfit[(size_t)k * (size_t)s->cfit_cls + (size_t)cls];
 }
 
-/* drv_ctx_pod_node, inline for the files of the cycle (placement asks it per pod slot). */
+static inline uint32_t cycle_map_home(const cycle_map *m, int32_t key)
+{
+    return ((uint32_t)key * 2654435761u) & (uint32_t)(m->cap - 1);
+}
+
+/* The value this cycle set for key, or dflt. O(1) expected. */
+static inline int32_t cycle_map_get(const cycle_map *m, int32_t key, int32_t dflt)
+{
+    if (m->n == 0)
+        return dflt;
+    for (uint32_t i = cycle_map_home(m, key); m->slot[i].stamp == m->cur;
+         i = (i + 1) & (uint32_t)(m->cap - 1))
+        if (m->slot[i].key == key)
+            return m->slot[i].val;
+    return dflt;
+}
+
+/* Empties the map for a new cycle: O(1) (O(slots) once every 2^32 cycles). */
+static inline void cycle_map_clear(cycle_map *m)
+{
+    m->n = 0;
+    if (++m->cur == 0) {
+        for (int32_t i = 0; i < m->cap; i++)
+            m->slot[i].stamp = 0;
+        m->cur = 1;
+    }
+}
+
+/* Room for `more` new keys this cycle (before a decision that may set them: setting then
+ * cannot fail, and a rollback only sets keys already there). 0 or DRV_ENOMEM. */
+int cycle_map_reserve(cycle_map *m, int32_t more);
+/* Sets key's value; room was reserved, or the key is there already. */
+void cycle_map_set(cycle_map *m, int32_t key, int32_t val);
+
+/* drv_ctx_pod_node, inline for the files of the cycle (placement asks it per pod slot): a
+ * pod of a job no decision touched this cycle is where the state has it. */
 static inline int32_t cycle_pod_node(const drv_ctx *c, int32_t pod)
 {
     const drv_sched *s = c->s;
-    return s->pod_stamp[pod] == s->stamp ? s->pod_node[pod] : c->snap->st->pods[pod].node;
+    const drv_pod *p = &c->snap->st->pods[pod];
+    if (s->job_touch[p->job] != s->stamp)
+        return p->node;
+    return cycle_map_get(&s->pod_node, pod, p->node);
 }
 
 /* Pods of a role the gang of job at `workers` still misses in the assumed state. O(1), O(pods

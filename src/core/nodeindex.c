@@ -237,6 +237,21 @@ static double key_of(const drv_nodeindex *ix, int32_t node, drv_res free)
     return ix->key ? ix->key(&ix->st->nodes[node], free) : 0;
 }
 
+/* Rewrites node i's leaves when its free room or PS count differs from what they hold. */
+static void refresh_node(drv_nodeindex *ix, int32_t i, const drv_res *free, const int32_t *nps,
+                         int stride)
+{
+    const family *g = &ix->f[DRV_IX_GLOBAL];
+    int32_t c = g->node_cls[i];
+    if (c < 0)
+        return;
+    const cls *k = &g->c[c];
+    int32_t t = k->size + g->node_pos[i];
+    int32_t ps = nps[(size_t)i * (size_t)stride];
+    if (memcmp(&k->mx[t], &free[i], sizeof free[i]) != 0 || k->mps[t] != ps)
+        drv_nodeindex_update(ix, i, free[i], ps);
+}
+
 int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *free,
                         const int32_t *nps, int stride, drv_node_key_fn key, int nfam)
 {
@@ -262,19 +277,10 @@ int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *f
         ix->filled = false;
     }
     if (ix->filled && ix->filled_key == key && nfam > 0) {
-        /* Same nodes, same key: refresh only the nodes whose free room or PS count changed
-         * since the trees were last written (most nodes, most cycles): O(changed · log n). */
-        const family *g = &ix->f[DRV_IX_GLOBAL];
-        for (int32_t i = 0; i < st->nnodes; i++) {
-            int32_t c = g->node_cls[i];
-            if (c < 0)
-                continue;
-            const cls *k = &g->c[c];
-            int32_t t = k->size + g->node_pos[i];
-            int32_t ps = nps[(size_t)i * (size_t)stride];
-            if (memcmp(&k->mx[t], &free[i], sizeof free[i]) != 0 || k->mps[t] != ps)
-                drv_nodeindex_update(ix, i, free[i], ps);
-        }
+        /* Same nodes, same key: rewrite only the nodes whose free room or PS count changed
+         * since the trees were last written: O(nodes + changed · log n). */
+        for (int32_t i = 0; i < st->nnodes; i++)
+            refresh_node(ix, i, free, nps, stride);
         return 0;
     }
     const family *g = &ix->f[DRV_IX_GLOBAL]; /* filled first: the others copy its keys */
@@ -300,6 +306,28 @@ int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *f
     ix->filled = true;
     ix->filled_key = key;
     return 0;
+}
+
+int drv_nodeindex_refresh(drv_nodeindex *ix, const drv_state *st, const drv_res *free,
+                          const int32_t *nps, int stride, drv_node_key_fn key, int nfam,
+                          const int32_t *nodes, int32_t n)
+{
+    if (!ix->filled || ix->filled_key != key || ix->nfam != nfam || ix->st != st ||
+        ix->nnodes != st->nnodes || nfam < 1)
+        return drv_nodeindex_build(ix, st, free, nps, stride, key, nfam);
+    ix->grown++; /* as a build: the caller's summaries are read afresh */
+    for (int32_t i = 0; i < n; i++)
+        refresh_node(ix, nodes[i], free, nps, stride);
+    return 0;
+}
+
+drv_res drv_nodeindex_maxfree(const drv_nodeindex *ix)
+{
+    drv_res m = {0, 0, 0};
+    const family *g = &ix->f[DRV_IX_GLOBAL];
+    for (int32_t c = 0; ix->nfam > 0 && c < g->nc; c++)
+        m = rmax(m, g->c[c].mx[1]); /* padding leaves hold -1: below the 0 started from */
+    return m;
 }
 
 void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free, int32_t nps)

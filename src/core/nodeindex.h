@@ -21,9 +21,9 @@
  *    visited first, and the nodes under a parent of leaves are scored exactly without bounds of
  *    their own (the second of a pair only while their parent's bound could beat the best).
  *
- * Cost: build O(nodes) per family; update O(log n) per family; a query O(log n) per group when
- * the best fitting node is near the top of the order and the bounds are tight (the usual case),
- * O(n) at worst.
+ * Cost: build O(nodes) per family; refresh and update O(log n) per family and node changed; a query
+ * O(log n) per group when the best fitting node is near the top of the order and the bounds are
+ * tight (the usual case), O(n) at worst.
  */
 #ifndef DROVER_NODEINDEX_H
 #define DROVER_NODEINDEX_H
@@ -41,6 +41,17 @@ void drv_nodeindex_free(drv_nodeindex *ix);
  * or schedulable flags changed. key may be NULL (every key 0). */
 int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *free,
                         const int32_t *nps, int stride, drv_node_key_fn key, int nfam);
+/* drv_nodeindex_build when the caller knows that, since this index was last built or
+ * refreshed for st with this key and nfam, no node was added and none changed its allocatable,
+ * zone, rack, schedulable flag or class, and only nodes[0..n) (repeats allowed) may have
+ * changed their free room or PS pod count: O(n · log nodes) instead of O(nodes). Falls back
+ * to the whole build when the index was not built like that. 0 or DRV_ENOMEM. */
+int drv_nodeindex_refresh(drv_nodeindex *ix, const drv_state *st, const drv_res *free,
+                          const int32_t *nps, int stride, drv_node_key_fn key, int nfam,
+                          const int32_t *nodes, int32_t n);
+/* Per dimension, the most free room of any indexed (schedulable) node, and not below 0: the
+ * maximum of the global groups' summaries, O(groups). */
+drv_res drv_nodeindex_maxfree(const drv_nodeindex *ix);
 /* A node's free resources or PS pod count changed. */
 void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free, int32_t nps);
 /* A count that changes whenever some summary of the index may have risen: at every build, and

@@ -33,6 +33,7 @@ const char *drv_job_phase_name(int phase)
 int drv_state_init(drv_state *st)
 {
     memset(st, 0, sizeof *st);
+    st->node_head = st->node_tail = -1;
     st->names = drv_strtab_new();
     return st->names ? 0 : DRV_ENOMEM;
 }
@@ -44,6 +45,10 @@ void drv_state_fini(drv_state *st)
         if (!drv_state_job_released(st, i))
             drv_job_clear_hist(&st->jobs[i]);
     drv_free(st->nodes);
+    drv_free(st->node_stamp);
+    drv_free(st->node_prev);
+    drv_free(st->node_next);
+    drv_free(st->node_names);
     if (st->reserved) {
         drv_pages_fini(&st->job_pages);
         drv_pages_fini(&st->pod_pages);
@@ -73,6 +78,68 @@ void drv_state_fini(drv_state *st)
     drv_free(st->cons);
     drv_free(st->queues);
     memset(st, 0, sizeof *st);
+    st->node_head = st->node_tail = -1;
+}
+
+void drv_state_node_changed(drv_state *st, int32_t node, bool type_changed)
+{
+    st->node_stamp[node] = ++st->node_clock;
+    st->node_epoch += type_changed;
+    if (st->node_tail == node)
+        return; /* the usual case for a gang's pods: its last bind touched this node too */
+    int32_t p = st->node_prev[node], x = st->node_next[node];
+    if (p >= 0)
+        st->node_next[p] = x;
+    else if (st->node_head == node)
+        st->node_head = x;
+    if (x >= 0)
+        st->node_prev[x] = p;
+    st->node_prev[node] = st->node_tail;
+    st->node_next[node] = -1;
+    if (st->node_tail >= 0)
+        st->node_next[st->node_tail] = node;
+    else
+        st->node_head = node;
+    st->node_tail = node;
+}
+
+/* The slot of interned name nm in the node-name table: where it is, or the empty slot where
+ * it would go (linear probing; the table is never full). */
+static uint32_t node_name_slot(const drv_state *st, int32_t nm)
+{
+    uint32_t mask = (uint32_t)st->cap_node_names - 1;
+    uint32_t i = ((uint32_t)nm * 2654435761u) & mask;
+    while (st->node_names[i] >= 0 && st->nodes[st->node_names[i]].name != nm)
+        i = (i + 1) & mask;
+    return i;
+}
+
+static int32_t find_node_name(const drv_state *st, int32_t nm)
+{
+    return st->cap_node_names ? st->node_names[node_name_slot(st, nm)] : -1;
+}
+
+static void put_node_name(drv_state *st, int32_t nm, int32_t node)
+{
+    st->node_names[node_name_slot(st, nm)] = node;
+}
+
+/* Doubles the node-name table (64 slots at first) and puts every node back. 0 or
+ * DRV_ENOMEM (the old table kept). */
+static int grow_node_names(drv_state *st)
+{
+    int32_t cap = st->cap_node_names ? 2 * st->cap_node_names : 64;
+    int32_t *t = drv_malloc(sizeof *t * (size_t)cap);
+    if (!t)
+        return DRV_ENOMEM;
+    for (int32_t i = 0; i < cap; i++)
+        t[i] = -1;
+    drv_free(st->node_names);
+    st->node_names = t;
+    st->cap_node_names = cap;
+    for (int32_t n = 0; n < st->nnodes; n++)
+        put_node_name(st, st->nodes[n].name, n);
+    return 0;
 }
 
 int drv_state_add_node(drv_state *st, const char *name, drv_res alloc, const char *zone,
@@ -83,11 +150,17 @@ int drv_state_add_node(drv_state *st, const char *name, drv_res alloc, const cha
     int32_t rk = drv_strtab_intern(st->names, rack ? rack : "");
     if (nm < 0 || zn < 0 || rk < 0)
         return DRV_ENOMEM;
-    for (int32_t i = 0; i < st->nnodes; i++)
-        if (st->nodes[i].name == nm)
-            return DRV_EEXIST;
-    if (drv_grow(&st->nodes, sizeof *st->nodes, &st->cap_nodes, st->nnodes + 1) != 0)
+    if (find_node_name(st, nm) >= 0)
+        return DRV_EEXIST;
+    if (2 * (st->nnodes + 1) > st->cap_node_names && grow_node_names(st) != 0)
         return DRV_ENOMEM;
+    int32_t cap = st->cap_node_log, cap2 = cap, cap3 = cap;
+    if (drv_grow(&st->nodes, sizeof *st->nodes, &st->cap_nodes, st->nnodes + 1) != 0 ||
+        drv_grow(&st->node_stamp, sizeof *st->node_stamp, &cap, st->nnodes + 1) != 0 ||
+        drv_grow(&st->node_prev, sizeof *st->node_prev, &cap2, st->nnodes + 1) != 0 ||
+        drv_grow(&st->node_next, sizeof *st->node_next, &cap3, st->nnodes + 1) != 0)
+        return DRV_ENOMEM; /* a partial growth only leaves room unused */
+    st->cap_node_log = cap;
     drv_node *n = &st->nodes[st->nnodes];
     memset(n, 0, sizeof *n);
     n->name = nm;
@@ -95,9 +168,12 @@ int drv_state_add_node(drv_state *st, const char *name, drv_res alloc, const cha
     n->rack = rk;
     n->schedulable = true;
     n->alloc = alloc;
+    st->node_prev[st->nnodes] = st->node_next[st->nnodes] = -1; /* in no list yet */
+    put_node_name(st, nm, st->nnodes);
     if (id)
         *id = st->nnodes;
     st->nnodes++;
+    drv_state_node_changed(st, st->nnodes - 1, true);
     return 0;
 }
 
@@ -131,6 +207,8 @@ static int jobset_put(drv_jobset *js, int32_t job, bool in)
     int32_t w = job / 64;
     uint64_t bit = (uint64_t)1 << (job % 64), wbit = (uint64_t)1 << (w % 64);
     bool was = (js->bits[w] & bit) != 0;
+    if (was == in)
+        return 0; /* most calls (requeue after every bind): the summary is right already */
     if (in)
         js->bits[w] |= bit;
     else
@@ -169,8 +247,12 @@ static int32_t jobset_next(const drv_jobset *js, int32_t njobs, int32_t from)
 
 void drv_state_set_node(drv_state *st, int32_t node, drv_res alloc, bool schedulable)
 {
-    st->nodes[node].alloc = alloc;
-    st->nodes[node].schedulable = schedulable;
+    drv_node *n = &st->nodes[node];
+    if (memcmp(&n->alloc, &alloc, sizeof alloc) == 0 && n->schedulable == schedulable)
+        return; /* a controller re-reading an unchanged Node: nothing for readers to redo */
+    n->alloc = alloc;
+    n->schedulable = schedulable;
+    drv_state_node_changed(st, node, true);
 }
 
 static bool jobset_has(const drv_jobset *js, int32_t job);
@@ -456,6 +538,7 @@ void drv_state_bind(drv_state *st, int32_t pod, int32_t node)
     j->bound[p->role]++;
     queue_use(st, j, j->role[p->role].req, 1);
     requeue(st, p->job);
+    drv_state_node_changed(st, node, false);
 }
 
 void drv_state_unbind(drv_state *st, int32_t pod)
@@ -471,6 +554,7 @@ void drv_state_unbind(drv_state *st, int32_t pod)
     n->nrole[p->role]--;
     j->bound[p->role]--;
     queue_use(st, j, j->role[p->role].req, -1);
+    drv_state_node_changed(st, p->node, false);
     p->node = -1;
     requeue(st, p->job);
 }
@@ -478,8 +562,10 @@ void drv_state_unbind(drv_state *st, int32_t pod)
 void drv_state_set_cpu_limit(drv_state *st, int32_t pod, int64_t cpu_limit)
 {
     drv_pod *p = &st->pods[pod];
-    if (p->node >= 0)
+    if (p->node >= 0 && cpu_limit != p->cpu_limit) {
         st->nodes[p->node].cpu_limit += cpu_limit - p->cpu_limit;
+        drv_state_node_changed(st, p->node, false);
+    }
     p->cpu_limit = cpu_limit;
 }
 
@@ -594,6 +680,45 @@ static int check_queues(const drv_state *st, drv_diag *d)
     return rc;
 }
 
+/* Each node's derived totals against the sums over its pods (used, lim, npods, nps), and its
+ * capacity. */
+static int check_node_totals(const drv_state *st, const drv_res *used, const int64_t *lim,
+                             const int32_t *npods, const int32_t *nps, drv_diag *d)
+{
+    for (int32_t n = 0; n < st->nnodes; n++) {
+        const drv_node *nd = &st->nodes[n];
+        const char *nn = drv_strtab_str(st->names, nd->name);
+        if (memcmp(&used[n], &nd->used, sizeof used[n]) != 0 || lim[n] != nd->cpu_limit ||
+            npods[n] != nd->npods || nps[n] != nd->nrole[DRV_ROLE_PS])
+            return drv_fail(d, DRV_EINVARIANT, "node %s: derived totals disagree with its pods",
+                            nn);
+        if (!drv_res_fits(nd->used, nd->alloc))
+            return drv_fail(d, DRV_EINVARIANT,
+                            "node %s over capacity: cpu %lldm/%lldm mem %lld/%lld gpu %lld/%lld",
+                            nn, (long long)nd->used.cpu, (long long)nd->alloc.cpu,
+                            (long long)nd->used.mem, (long long)nd->alloc.mem,
+                            (long long)nd->used.gpu, (long long)nd->alloc.gpu);
+    }
+    return 0;
+}
+
+/* The change list holds every node once, linked both ways, stamps rising to node_clock. */
+static int check_node_list(const drv_state *st, drv_diag *d)
+{
+    int32_t n = 0, prev = -1;
+    uint64_t last = 0;
+    for (int32_t x = st->node_head; x >= 0 && n <= st->nnodes; x = st->node_next[x], n++) {
+        if (x >= st->nnodes || st->node_prev[x] != prev || st->node_stamp[x] <= last ||
+            st->node_stamp[x] > st->node_clock)
+            return drv_fail(d, DRV_EINVARIANT, "node change list broken at node id %d", x);
+        last = st->node_stamp[x];
+        prev = x;
+    }
+    if (n != st->nnodes || prev != st->node_tail)
+        return drv_fail(d, DRV_EINVARIANT, "node change list: %d of %d nodes", n, st->nnodes);
+    return 0;
+}
+
 int drv_state_check(const drv_state *st, bool gang, drv_diag *d)
 {
     int rc = 0;
@@ -691,19 +816,10 @@ int drv_state_check(const drv_state *st, bool gang, drv_diag *d)
                       "%d, but the jobs say %d %d %d (%d) %d",
                       st->nlive, st->npending, st->nqueued, st->nqueued_bound, st->nstarting, nlive,
                       npending, nqueued, nqbound, nstarting);
-    for (int32_t n = 0; n < st->nnodes && !rc; n++) {
-        const drv_node *nd = &st->nodes[n];
-        const char *nn = drv_strtab_str(st->names, nd->name);
-        if (memcmp(&used[n], &nd->used, sizeof used[n]) != 0 || lim[n] != nd->cpu_limit ||
-            npods[n] != nd->npods || nps[n] != nd->nrole[DRV_ROLE_PS])
-            rc = drv_fail(d, DRV_EINVARIANT, "node %s: derived totals disagree with its pods", nn);
-        else if (!drv_res_fits(nd->used, nd->alloc))
-            rc = drv_fail(d, DRV_EINVARIANT,
-                          "node %s over capacity: cpu %lldm/%lldm mem %lld/%lld gpu %lld/%lld", nn,
-                          (long long)nd->used.cpu, (long long)nd->alloc.cpu,
-                          (long long)nd->used.mem, (long long)nd->alloc.mem,
-                          (long long)nd->used.gpu, (long long)nd->alloc.gpu);
-    }
+    if (!rc)
+        rc = check_node_totals(st, used, lim, npods, nps, d);
+    if (!rc)
+        rc = check_node_list(st, d);
     if (!rc)
         rc = check_queues(st, d);
 out:

@@ -7,8 +7,9 @@
 #include <string.h>
 
 struct drv_strtab {
-    char **strs; /* id -> string */
+    char **strs; /* id -> string; NULL once forgotten */
     int32_t n, cap;
+    int32_t nlive;  /* ids not forgotten: what the slots hold */
     int32_t *slot;  /* hash slot -> id + 1, 0 when empty */
     uint32_t nslot; /* power of two */
 };
@@ -50,6 +51,8 @@ static int rehash(drv_strtab *t, uint32_t nslot)
     if (!slot)
         return DRV_ENOMEM;
     for (int32_t id = 0; id < t->n; id++) {
+        if (!t->strs[id])
+            continue; /* forgotten */
         uint32_t h = fnv1a(t->strs[id]) & (nslot - 1);
         while (slot[h])
             h = (h + 1) & (nslot - 1);
@@ -80,7 +83,7 @@ int32_t drv_strtab_intern(drv_strtab *t, const char *s)
     int32_t id = drv_strtab_find(t, s);
     if (id >= 0)
         return id;
-    if ((uint32_t)(t->n + 1) * 2 > t->nslot && rehash(t, t->nslot ? t->nslot * 2 : 64) != 0)
+    if ((uint32_t)(t->nlive + 1) * 2 > t->nslot && rehash(t, t->nslot ? t->nslot * 2 : 64) != 0)
         return DRV_ENOMEM;
     if (drv_grow(&t->strs, sizeof *t->strs, &t->cap, t->n + 1) != 0)
         return DRV_ENOMEM;
@@ -88,6 +91,7 @@ int32_t drv_strtab_intern(drv_strtab *t, const char *s)
     if (!copy)
         return DRV_ENOMEM;
     id = t->n++;
+    t->nlive++;
     t->strs[id] = copy;
     uint32_t h = fnv1a(s) & (t->nslot - 1);
     while (t->slot[h])
@@ -98,7 +102,37 @@ int32_t drv_strtab_intern(drv_strtab *t, const char *s)
 
 const char *drv_strtab_str(const drv_strtab *t, int32_t id)
 {
-    return (id >= 0 && id < t->n) ? t->strs[id] : "";
+    return (id >= 0 && id < t->n && t->strs[id]) ? t->strs[id] : "";
+}
+
+/* Whether hash slot k lies cyclically in (i, j]. */
+static bool between(uint32_t i, uint32_t k, uint32_t j)
+{
+    return i <= j ? (i < k && k <= j) : (i < k || k <= j);
+}
+
+void drv_strtab_forget(drv_strtab *t, int32_t id)
+{
+    if (id <= 0 || id >= t->n || !t->strs[id])
+        return;
+    uint32_t mask = t->nslot - 1, i = fnv1a(t->strs[id]) & mask;
+    while (t->slot[i] != id + 1)
+        i = (i + 1) & mask;
+    /* Deletion from linear probing without tombstones: each later entry of the run moves
+     * back into the hole unless its home slot lies after the hole (Knuth 6.4, algorithm R),
+     * so every remaining string is still found from its home slot. */
+    t->slot[i] = 0;
+    for (uint32_t j = (i + 1) & mask; t->slot[j]; j = (j + 1) & mask) {
+        uint32_t home = fnv1a(t->strs[t->slot[j] - 1]) & mask;
+        if (between(i, home, j))
+            continue;
+        t->slot[i] = t->slot[j];
+        t->slot[j] = 0;
+        i = j;
+    }
+    drv_free(t->strs[id]);
+    t->strs[id] = NULL;
+    t->nlive--;
 }
 
 int32_t drv_strtab_count(const drv_strtab *t)

@@ -21,6 +21,30 @@
  * 4 GiB; 2, 4, 6 or 8 workers of 4 CPU / 8 GiB, elastic between half and twice that (at most
  * 16); one of four users with priority 1-3; priority class 0, 10 or 100.
  */
+/* snprintf(dst, n, "%s-%d", prefix, v), truncated alike, without the format parser: three
+ * snprintf a job were 6 % of the instructions of a streamed run (its jobs are drawn twice). */
+static void name_number(char *dst, size_t n, const char *prefix, int32_t v)
+{
+    if (v < 0) {
+        snprintf(dst, n, "%s-%d", prefix, v);
+        return;
+    }
+    char digits[12];
+    int k = 0;
+    do {
+        digits[k++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    size_t o = 0;
+    for (const char *p = prefix; *p && o + 1 < n; p++)
+        dst[o++] = *p;
+    if (o + 1 < n)
+        dst[o++] = '-';
+    while (k > 0 && o + 1 < n)
+        dst[o++] = digits[--k];
+    dst[o] = '\0';
+}
+
 void drv_generate_job(drv_rng *r, double *t, int32_t i, const drv_genparams *g,
                       const drv_catalogue *cat, drv_jobspec *out)
 {
@@ -31,10 +55,10 @@ void drv_generate_job(drv_rng *r, double *t, int32_t i, const drv_genparams *g,
     *t += drv_rng_exp(r, g->mean_interarrival);
     j.model = (int32_t)drv_rng_range(r, 0, cat->n - 1);
     const drv_family *f = &cat->v[j.model];
-    snprintf(j.name, sizeof j.name, "%s-%d", f->name, i);
+    name_number(j.name, sizeof j.name, f->name, i);
     int32_t user = (int32_t)drv_rng_range(r, 0, 3);
-    snprintf(j.user, sizeof j.user, "user-%d", user);
-    snprintf(j.queue, sizeof j.queue, "default");
+    name_number(j.user, sizeof j.user, "user", user);
+    memcpy(j.queue, "default", sizeof "default");
     j.user_priority = 1 + user % 3;
     j.priority = classes[drv_rng_range(r, 0, 2)];
     int32_t nps = drv_rng_uniform(r) < 0.3 ? 2 : 1;

@@ -56,6 +56,11 @@
 
 /* ---- event heap --------------------------------------------------------------------------- */
 
+/* A 4-ary heap: half the levels of a binary one, and the four children of a node are adjacent
+ * (two cache lines), so a pop from the ~100,000 events of a large run misses the cache about
+ * half as often. Events are totally ordered by (t, seq): the arity changes no pop order. */
+enum { HEAP_ARITY = 4 };
+
 static bool ev_before(const event *a, const event *b)
 {
     return a->t < b->t || (a->t == b->t && a->seq < b->seq);
@@ -68,7 +73,7 @@ static int push_seq(drv_sim *s, double t, uint64_t seq, int kind, int32_t job, u
     event e = {t, seq, kind, job, gen};
     int32_t i = s->nheap++;
     while (i > 0) {
-        int32_t p = (i - 1) / 2;
+        int32_t p = (i - 1) / HEAP_ARITY;
         if (!ev_before(&e, &s->heap[p]))
             break;
         s->heap[i] = s->heap[p];
@@ -117,11 +122,12 @@ static event pop_event(drv_sim *s)
     event last = s->heap[--s->nheap];
     int32_t i = 0, n = s->nheap;
     for (;;) {
-        int32_t c = 2 * i + 1;
+        int32_t first = HEAP_ARITY * i + 1, c = first;
         if (c >= n)
             break;
-        if (c + 1 < n && ev_before(&s->heap[c + 1], &s->heap[c]))
-            c++;
+        for (int32_t k = first + 1; k < first + HEAP_ARITY && k < n; k++)
+            if (ev_before(&s->heap[k], &s->heap[c]))
+                c = k;
         if (!ev_before(&s->heap[c], &last))
             break;
         s->heap[i] = s->heap[c];
@@ -353,10 +359,12 @@ static int reserve_jobs(drv_sim *s, int32_t n, int64_t npods, bool check, drv_di
     if (x->src) {
         x->slot = job_array(s, &x->slot_pages, sizeof *x->slot, n);
         x->fin = drv_calloc((size_t)n + 1, sizeof *x->fin);
+        x->own_name = drv_calloc((size_t)n / 64 + 1, sizeof *x->own_name);
         x->slot_pages.guard = x->res_pages.guard = x->podb_pages.guard = x->names_pages.guard =
             check;
     }
-    if (!s->res || !s->runl || !s->pod_base || !s->names || (x->src && (!x->slot || !x->fin)) ||
+    if (!s->res || !s->runl || !s->pod_base || !s->names ||
+        (x->src && (!x->slot || !x->fin || !x->own_name)) ||
         (s->cfg.calib &&
          drv_calib_jobs_init(&s->model, s->cfg.policy_calib ? s->cfg.policy_calib : s->cfg.calib,
                              n) != 0))
@@ -381,7 +389,10 @@ static int index_job(drv_sim *s, int32_t i, const drv_jobspec *js, int32_t *pod,
     /* Names are interned in workload order, as before jobs entered the state at their
      * submission, so that interned ids (and any order by them) do not depend on it. */
     int32_t *nm = &s->names[3 * (size_t)i];
+    int32_t fresh = drv_strtab_count(s->st.names);
     nm[0] = drv_strtab_intern(s->st.names, js->name);
+    if (s->stream.src && nm[0] == fresh) /* its own: forgotten when it finishes */
+        s->stream.own_name[i / 64] |= (uint64_t)1 << (i % 64);
     nm[1] = drv_strtab_intern(s->st.names, js->user);
     nm[2] = drv_strtab_intern(s->st.names, js->queue);
     if (nm[0] < 0 || nm[1] < 0 || nm[2] < 0)
@@ -456,7 +467,8 @@ static int pull_arrival(drv_sim *s, drv_diag *d)
 
 /* A streamed run forgets a finished job whose state is released: its row goes to the caller
  * (cfg.finished, already told), what the summary needs to fin, its spec's slot to the next job
- * read, and its row, names and first pod slot back to the system with their pages. */
+ * read, its own name out of the string table, and its row, names and first pod slot back to the
+ * system with their pages. */
 static void retire_job(drv_sim *s, int32_t job)
 {
     sim_stream *x = &s->stream;
@@ -465,6 +477,8 @@ static void retire_job(drv_sim *s, int32_t job)
     if (r->end > x->last_end)
         x->last_end = r->end;
     x->free_slot[x->nfree++] = x->slot[job];
+    if ((x->own_name[job / 64] >> (job % 64)) & 1) /* a name nothing will ask for again */
+        drv_strtab_forget(s->st.names, s->names[3 * (size_t)job]);
     drv_pages_release(&x->slot_pages, (size_t)job, 1);
     drv_pages_release(&x->res_pages, (size_t)job, 1);
     drv_pages_release(&x->names_pages, (size_t)job, 1);
@@ -595,6 +609,7 @@ void drv_sim_free(drv_sim *s)
         drv_pages_fini(&s->stream.names_pages);
         drv_pages_fini(&s->stream.podb_pages);
         drv_free(s->stream.fin);
+        drv_free(s->stream.own_name);
     } else {
         drv_free(s->res);
         drv_free(s->pod_base);

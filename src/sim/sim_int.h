@@ -64,6 +64,8 @@ typedef struct sim_stream {
     int32_t nfree, cap_free;
     drv_pages slot_pages, res_pages, names_pages, podb_pages; /* back slot, res, names, pod_base */
     finrec *fin;         /* per job, valid once it finished (its state released) */
+    uint64_t *own_name;  /* per job a bit: its name was new when it was read, so it is the
+                            job's alone and forgotten when it finishes (drv_strtab_forget) */
     int64_t next_pod;    /* the next job's first pod slot */
     double last_submit;  /* the submission of the last job read (order check) */
     double first_submit; /* of the first job read: where the summary's makespan starts */

@@ -46,6 +46,43 @@ static void test_strtab_alloc_failure(void **unused)
     }
 }
 
+/* Forgetting strings: the others are still found (deletion from linear probing moves entries
+ * back into the hole), forgotten ones are not, and no id is handed out twice. */
+static void test_strtab_forget(void **unused)
+{
+    (void)unused;
+    drv_strtab *t = drv_strtab_new();
+    assert_non_null(t);
+    char buf[32];
+    enum { N = 3000 };
+    for (int i = 0; i < N; i++) {
+        snprintf(buf, sizeof buf, "job-%d", i);
+        assert_int_equal(drv_strtab_intern(t, buf), i + 1);
+    }
+    for (int i = 0; i < N; i += 3) /* every third, then every seventh not yet gone */
+        drv_strtab_forget(t, i + 1);
+    for (int i = 0; i < N; i += 7)
+        drv_strtab_forget(t, i + 1);
+    drv_strtab_forget(t, 0); /* the empty string stays */
+    assert_int_equal(drv_strtab_find(t, ""), 0);
+    for (int i = 0; i < N; i++) {
+        snprintf(buf, sizeof buf, "job-%d", i);
+        bool gone = i % 3 == 0 || i % 7 == 0;
+        assert_int_equal(drv_strtab_find(t, buf), gone ? -1 : i + 1);
+        assert_string_equal(drv_strtab_str(t, i + 1), gone ? "" : buf);
+    }
+    int32_t again = drv_strtab_intern(t, "job-0"); /* forgotten: a new id */
+    assert_int_equal(again, N + 1);
+    assert_int_equal(drv_strtab_intern(t, "job-1"), 2);
+    for (int i = N; i < 2 * N; i++) { /* the table grows past its old size: all still found */
+        snprintf(buf, sizeof buf, "job-%d", i);
+        assert_int_equal(drv_strtab_intern(t, buf), i + 2);
+    }
+    snprintf(buf, sizeof buf, "job-%d", N - 1);
+    assert_int_equal(drv_strtab_find(t, buf), N);
+    drv_strtab_free(t);
+}
+
 static void test_arena(void **unused)
 {
     (void)unused;
@@ -945,6 +982,38 @@ static void test_release_without_reserve(void **unused)
     drv_state_fini(&st);
 }
 
+/* Node names stay unique however many nodes there are (the name table doubles past 32, 64,
+ * 128... nodes), and a failed allocation while adding one leaves the state as it was. */
+static void test_node_names(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    assert_int_equal(drv_state_init(&st), 0);
+    drv_res a = {1000, 1000, 0};
+    char name[16];
+    for (int32_t i = 0; i < 300; i++) {
+        snprintf(name, sizeof name, "n%d", i);
+        int32_t id = -1;
+        assert_int_equal(drv_state_add_node(&st, name, a, NULL, NULL, &id), 0);
+        assert_int_equal(id, i);
+        snprintf(name, sizeof name, "n%d", i / 2); /* taken, from an earlier table size */
+        assert_int_equal(drv_state_add_node(&st, name, a, NULL, NULL, NULL), DRV_EEXIST);
+    }
+    for (int nth = 1; nth < 8; nth++) {
+        int32_t before = st.nnodes;
+        snprintf(name, sizeof name, "m%d", nth);
+        drv_alloc_fail_at(nth);
+        int rc = drv_state_add_node(&st, name, a, NULL, NULL, NULL);
+        drv_alloc_fail_at(0);
+        assert_true(rc == 0 || rc == DRV_ENOMEM);
+        assert_int_equal(st.nnodes, before + (rc == 0));
+        assert_int_equal(drv_state_add_node(&st, name, a, NULL, NULL, NULL),
+                         rc == 0 ? DRV_EEXIST : 0);
+    }
+    assert_int_equal(drv_state_add_node(&st, "n299", a, NULL, NULL, NULL), DRV_EEXIST);
+    drv_state_fini(&st);
+}
+
 static void test_rng_determinism(void **unused)
 {
     (void)unused;
@@ -968,6 +1037,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strtab),
         cmocka_unit_test(test_strtab_alloc_failure),
+        cmocka_unit_test(test_strtab_forget),
         cmocka_unit_test(test_arena),
         cmocka_unit_test(test_job_sets),
         cmocka_unit_test(test_queued_set),
@@ -988,6 +1058,7 @@ int main(void)
         cmocka_unit_test(test_pages_stale_read_faults),
         cmocka_unit_test(test_reserve_fill_release),
         cmocka_unit_test(test_release_without_reserve),
+        cmocka_unit_test(test_node_names),
         cmocka_unit_test(test_rng_determinism),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -156,6 +156,28 @@ static void test_stream_equals_memory(void **unused)
 
 /* A horizon in mid-trace: jobs still running are told at the end, jobs never submitted are
  * not, and the summaries still agree (unfinished jobs count in neither). */
+/* Generated jobs are named <family>-<index>, their users user-<k> and queue "default" (the
+ * generator writes them without snprintf: these are what it used to write). */
+static void test_generated_names(void **unused)
+{
+    (void)unused;
+    drv_genparams g = {0, 1.0, 5};
+    drv_rng r;
+    drv_rng_seed(&r, g.seed);
+    double t = 0;
+    static const int32_t idx[] = {0, 1, 9, 10, 99, 12345, 999999, 1000000, 2147483647};
+    for (size_t k = 0; k < sizeof idx / sizeof idx[0]; k++) {
+        drv_jobspec j;
+        drv_generate_job(&r, &t, idx[k], &g, &cat, &j);
+        char want[64];
+        snprintf(want, sizeof want, "%s-%d", cat.v[j.model].name, idx[k]);
+        assert_string_equal(j.name, want);
+        assert_true(strncmp(j.user, "user-", 5) == 0 && j.user[5] >= '0' && j.user[5] <= '3' &&
+                    j.user[6] == '\0');
+        assert_string_equal(j.queue, "default");
+    }
+}
+
 static void test_stream_horizon(void **unused)
 {
     (void)unused;
@@ -391,11 +413,9 @@ static void test_stream_csv_errors(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_stream_equals_memory),
-        cmocka_unit_test(test_stream_horizon),
-        cmocka_unit_test(test_stream_errors),
-        cmocka_unit_test(test_stream_csv_equals_memory),
-        cmocka_unit_test(test_stream_csv_errors),
+        cmocka_unit_test(test_stream_equals_memory),     cmocka_unit_test(test_generated_names),
+        cmocka_unit_test(test_stream_horizon),           cmocka_unit_test(test_stream_errors),
+        cmocka_unit_test(test_stream_csv_equals_memory), cmocka_unit_test(test_stream_csv_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

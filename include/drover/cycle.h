@@ -395,6 +395,16 @@ bool drv_ctx_gang_room(const drv_ctx *c, int32_t job, int32_t workers);
  * decision was made.
  */
 bool drv_ctx_queue_stuck(const drv_ctx *c);
+/*
+ * True when the gang of job, the i-th of the queue handed to admit (jobs[i]), fails the
+ * capacity bounds of drv_ctx_gang_room (false) at every size of at least min(worker minimum,
+ * target) workers, right now: its smallest such gang misses a pod larger than any node's free
+ * room, or more than the free room of all nodes. Reads a record the cycle keeps for each
+ * queued job, not the job: an admit plugin walking a long queue that mostly cannot start asks
+ * this first. False when in doubt (i and job do not match the queue, the job has pods bound or
+ * moved this cycle). O(1).
+ */
+bool drv_ctx_queued_cannot_fit(const drv_ctx *c, int32_t i, int32_t job);
 
 /* Marks a point in the decision list / rolls back to it (undoes assumed state too). */
 typedef struct drv_mark {

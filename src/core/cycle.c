@@ -270,10 +270,8 @@ static int prepare(drv_sched *s, const drv_state *st)
             s->totfree = drv_res_add(s->totfree, s->free[n]);
         }
     }
-    if (grew && s->nfailed) {
-        s->nfailed = 0;
-        s->memo_epoch++;
-    }
+    if (grew)
+        cycle_memo_forget(s);
     s->stamp++;
     drv_arena_reset(&s->arena);
     s->ix_ok = false;
@@ -301,8 +299,13 @@ static int prepare(drv_sched *s, const drv_state *st)
 static qent make_qent(const drv_state *st, int32_t job)
 {
     const drv_job *j = &st->jobs[job];
-    qent e = {
-        0, j->submit, job, j->role[DRV_ROLE_WORKER].min >= 1, {INT64_MAX, INT64_MAX, INT64_MAX}};
+    qent e = {0,
+              j->submit,
+              job,
+              j->role[DRV_ROLE_WORKER].min >= 1,
+              {INT64_MAX, INT64_MAX, INT64_MAX},
+              {0, 0, 0},
+              {0, 0, 0}};
     for (int r = 0; r < DRV_NROLES; r++) {
         const drv_rolespec *rs = &j->role[r];
         if (r != DRV_ROLE_WORKER && rs->replicas > 0)
@@ -311,6 +314,13 @@ static qent make_qent(const drv_state *st, int32_t job)
             e.least.cpu = rs->req.cpu < e.least.cpu ? rs->req.cpu : e.least.cpu;
             e.least.mem = rs->req.mem < e.least.mem ? rs->req.mem : e.least.mem;
             e.least.gpu = rs->req.gpu < e.least.gpu ? rs->req.gpu : e.least.gpu;
+        }
+        int32_t pods = j->target[r];
+        if (r == DRV_ROLE_WORKER && rs->min < pods)
+            pods = rs->min;
+        if (pods > 0) {
+            e.floor = drv_res_add(e.floor, drv_res_scale(rs->req, pods));
+            e.podmax = cycle_res_max(e.podmax, rs->req);
         }
     }
     return e;
@@ -417,6 +427,17 @@ bool drv_ctx_queue_stuck(const drv_ctx *c)
     return true;
 }
 
+bool drv_ctx_queued_cannot_fit(const drv_ctx *c, int32_t i, int32_t job)
+{
+    const drv_sched *s = c->s;
+    const drv_state *st = c->snap->st;
+    if (i < 0 || i >= s->norder || s->order[i].job != job || s->job_touch[job] == s->stamp ||
+        (st->nqueued_bound > 0 && (st->queued_bound.bits[job / 64] >> (job % 64)) & 1))
+        return false; /* not the cycle's queue, or pods of it bound or moved: its gang is less */
+    const qent *e = &s->order[i];
+    return !drv_res_fits(e->podmax, s->maxfree) || !drv_res_fits(e->floor, s->totfree);
+}
+
 /* Collects the queued jobs into s->order: last cycle's records of jobs still queued, in their
  * order, then newcomers in id order. The queue order is a total order (ties go by submit time,
  * then id), so the sorted result does not depend on the order jobs are collected in. The
@@ -461,9 +482,11 @@ static bool sort_keyed(drv_ctx *c, const drv_plugin *q0, void *q0s, int32_t nold
     for (int32_t i = kept ? nold : 0; i < npend; i++)
         rec[i].key = q0->queue_key(c, q0s, rec[i].job);
     /* Most cycles collect the queue already in order: the merge sort would then only compare
-     * each boundary and merge nothing - the same as this one pass. */
+     * each boundary and merge nothing - the same as this one pass. With the keys kept, the
+     * first nold records are last cycle's sorted queue less the jobs that left, still in
+     * order (a subsequence of a sorted list is sorted): only the newcomers are checked. */
     bool sorted = true;
-    for (int32_t i = 1; i < npend && sorted; i++)
+    for (int32_t i = kept && nold > 1 ? nold : 1; i < npend && sorted; i++)
         sorted = qent_cmp(&rec[i - 1], &rec[i]) <= 0;
     if (!sorted) {
         for (int32_t i = 0; i < npend; i++)

@@ -55,8 +55,8 @@ typedef struct prio_state {
     int32_t cap_slot;
     int32_t *pool_job;                   /* per entry: its job */
     double (*pool_f)[DRV_PRIO_NFACTORS]; /* per entry: key_factors, the share as of seen */
-    uint32_t *pool_seen;                 /* per entry: the epoch of the last queue_begin that
-                                            was handed the job */
+    uint32_t *pool_seen;                 /* per entry: with shares, the epoch of the last
+                                            queue_begin that was handed the job */
     int32_t npool, cap_pool;
     uint32_t epoch; /* queue_begins so far */
     bool pooled;    /* this cycle's jobs all have entries (else keys read the jobs) */
@@ -187,15 +187,20 @@ static int32_t entry_of(const prio_state *p, int32_t job)
     return t >= 0 && t < p->npool && p->pool_job[t] == job ? t : -1;
 }
 
-/* Room for n more entries and a slot for every job of st. Drops the entries of jobs not
- * handed to the last queue_begin first when they outnumber those (amortised O(1) per
- * entry: a pool holds at most about twice the queue). 0 or DRV_ENOMEM. */
+/* Room for n more entries and a slot for every job of st. Keeps only the entries of the jobs
+ * handed to the last queue_begin when the others outnumber them (amortised O(1) per entry: a
+ * pool holds at most about twice the queue). 0 or DRV_ENOMEM. */
 static int pool_reserve(prio_state *p, const drv_state *st, int32_t n)
 {
-    if (p->npool > 2 * n + 64) {
+    if (p->npool > 2 * n + 64 && p->last_ok) {
+        for (int32_t i = 0; i < p->nlast; i++) { /* mark them (the epoch is not yet the new) */
+            int32_t t = entry_of(p, p->last[i]);
+            if (t >= 0)
+                p->pool_seen[t] = p->epoch;
+        }
         int32_t k = 0;
         for (int32_t t = 0; t < p->npool; t++)
-            if (p->pool_seen[t] == p->epoch) { /* handed last time: likely again */
+            if (p->pool_seen[t] == p->epoch) {
                 p->pool_job[k] = p->pool_job[t];
                 memcpy(p->pool_f[k], p->pool_f[t], sizeof p->pool_f[k]);
                 p->pool_seen[k] = p->pool_seen[t];
@@ -218,6 +223,75 @@ static int pool_reserve(prio_state *p, const drv_state *st, int32_t n)
     return 0;
 }
 
+/* The job's factors, from its entry (made on first sight); v when the pool has no room. */
+static double *factors_of(prio_state *p, const drv_state *st, int32_t job, double *v)
+{
+    int32_t t = p->pooled ? entry_of(p, job) : -1;
+    if (t >= 0)
+        return p->pool_f[t];
+    double *f = v;
+    if (p->pooled) { /* read once while the job waits */
+        t = p->npool++;
+        p->pool_job[t] = job;
+        p->pool_seen[t] = 0;
+        p->slot[job] = t;
+        f = p->pool_f[t];
+    }
+    key_factors(&st->jobs[job], f);
+    f[DRV_PRIO_SHARE] = 0;
+    return f;
+}
+
+/* Does v attain a bound in some factor that is not the same for every job (lo < hi)? */
+static bool on_bound(const double *lo, const double *hi, const double *v)
+{
+    for (int f = 0; f < DRV_PRIO_NFACTORS; f++)
+        if (lo[f] < hi[f] && (v[f] == lo[f] || v[f] == hi[f]))
+            return true;
+    return false;
+}
+
+/*
+ * The bounds from the last cycle's, without shares: the core hands the jobs it kept in their
+ * last order, then newcomers. Walking the last cycle's jobs beside this one's, a job passed
+ * over has left; the rest of this one's are new. When no job that left attains a bound, the
+ * jobs that do are all still here: the bounds are the last ones widened by the newcomers', to
+ * the bit; a factor equal for every job (lo == hi) stays so while one of them is here. (A job
+ * the walk wrongly takes as left, the queue having been reordered, comes back as a newcomer:
+ * the bounds stay exact, only the walk is longer.) False when some job that left attained a
+ * bound, or none is left: then every job is read. O(n) compares of ids, O(1) per job that
+ * changed.
+ */
+static bool bounds_delta(prio_state *p, const drv_state *st, const int32_t *jobs, int32_t n,
+                         double *lo, double *hi)
+{
+    memcpy(lo, p->lo, sizeof p->lo);
+    memcpy(hi, p->hi, sizeof p->hi);
+    int32_t i = 0, k = 0, stayed = 0;
+    for (; i < n && k < p->nlast; k++) {
+        if (p->last[k] == jobs[i]) {
+            i++;
+            stayed++;
+            continue;
+        }
+        int32_t t = entry_of(p, p->last[k]);
+        if (t < 0 || on_bound(lo, hi, p->pool_f[t]))
+            return false;
+    }
+    for (; k < p->nlast; k++) {
+        int32_t t = entry_of(p, p->last[k]);
+        if (t < 0 || on_bound(lo, hi, p->pool_f[t]))
+            return false;
+    }
+    if (stayed == 0)
+        return false;
+    for (; i < n; i++) {
+        double v[DRV_PRIO_NFACTORS];
+        bounds_add(lo, hi, factors_of(p, st, jobs[i], v));
+    }
+    return true;
+}
+
 /* The normalisation bounds over the cycle's pending jobs - what queued() selects, given by the
  * core: no pass over every live job. */
 static void prio_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
@@ -225,46 +299,33 @@ static void prio_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32
     prio_state *p = state;
     const drv_state *st = drv_ctx_state(c);
     double lo[DRV_PRIO_NFACTORS], hi[DRV_PRIO_NFACTORS];
-    bounds_empty(lo, hi);
     bool shared = p->share_on; /* last cycle's */
     share_begin(p, st, false);
+    bool fresh = p->share_on || shared || !p->last_ok || !p->pooled;
     /* The very jobs of the last cycle, in the same order (a third of the cycles of the Philly
-     * replay): without shares, the same factors, so the same bounds and keys - O(n) compares
-     * of ids instead of reading and widening every job's factors. */
-    if (!p->share_on && !shared && p->last_ok && p->pooled && n == p->nlast &&
-        memcmp(jobs, p->last, (size_t)n * sizeof *jobs) == 0) {
+     * replay): the same factors without shares, so the same bounds and keys. */
+    if (!fresh && n == p->nlast && memcmp(jobs, p->last, (size_t)n * sizeof *jobs) == 0) {
         p->epoch++;
-        for (int32_t i = 0; i < n; i++)
-            p->pool_seen[p->slot[jobs[i]]] = p->epoch;
         p->kept = true;
         return;
     }
+    p->pooled = pool_reserve(p, st, n) == 0;
+    if (fresh || !p->pooled || !bounds_delta(p, st, jobs, n, lo, hi)) {
+        bounds_empty(lo, hi);
+        for (int32_t i = 0; i < n; i++) {
+            double v[DRV_PRIO_NFACTORS], *f = factors_of(p, st, jobs[i], v);
+            f[DRV_PRIO_SHARE] = share_factor(p, st, &st->jobs[jobs[i]]); /* moves (0: off) */
+            bounds_add(lo, hi, f);
+        }
+    }
+    p->epoch++;
+    if (p->share_on) /* the entries whose share is this cycle's */
+        for (int32_t i = 0; p->pooled && i < n; i++)
+            p->pool_seen[entry_of(p, jobs[i])] = p->epoch;
     p->last_ok = drv_grow(&p->last, sizeof *p->last, &p->cap_last, n) == 0;
     if (p->last_ok) {
         memcpy(p->last, jobs, (size_t)n * sizeof *jobs);
         p->nlast = n;
-    }
-    p->pooled = pool_reserve(p, st, n) == 0;
-    p->epoch++;
-    for (int32_t i = 0; i < n; i++) {
-        const drv_job *j = &st->jobs[jobs[i]];
-        double v[DRV_PRIO_NFACTORS], *f = v;
-        int32_t t = p->pooled ? entry_of(p, jobs[i]) : -1;
-        if (t >= 0) {
-            f = p->pool_f[t];
-        } else if (p->pooled) { /* a newcomer: read once */
-            t = p->npool++;
-            p->pool_job[t] = jobs[i];
-            p->slot[jobs[i]] = t;
-            f = p->pool_f[t];
-            key_factors(j, f);
-        } else {
-            key_factors(j, f);
-        }
-        if (t >= 0)
-            p->pool_seen[t] = p->epoch;
-        f[DRV_PRIO_SHARE] = share_factor(p, st, j); /* the only factor that moves (0: off) */
-        bounds_add(lo, hi, f);
     }
     /* A job's factors never change but for its share, so without shares its key changes only
      * with the bounds. */
@@ -285,8 +346,9 @@ static bool prio_kept(const drv_ctx *c, void *state)
 static double prio_key(const drv_ctx *c, void *state, int32_t job)
 {
     prio_state *p = state;
+    /* An entry's factors are the job's; with shares, only once handed this cycle. */
     int32_t t = p->pooled ? entry_of(p, job) : -1;
-    if (t >= 0 && p->pool_seen[t] == p->epoch) /* handed this cycle: its factors are current */
+    if (t >= 0 && (!p->share_on || p->pool_seen[t] == p->epoch))
         return -combine(p->w, p->lo, p->hi, p->pool_f[t], NULL);
     double v[DRV_PRIO_NFACTORS];
     const drv_state *st = drv_ctx_state(c);

@@ -379,25 +379,44 @@ static int qent_cmp(const qent *a, const qent *b)
     return a->job < b->job ? -1 : a->job > b->job;
 }
 
-/* merge_sort's algorithm on indices of records, so ties and all resolve alike; what moves is
- * an index, not a record. */
-static void merge_sort_idx(const qent *rec, int32_t *v, int32_t *tmp, int32_t n)
+/*
+ * Sorts v[0..n), indices of records, by qent_cmp: one pass finds the ascending runs (v[0..from)
+ * is known to be one), then neighbouring runs are merged pairwise until one is left. O(n) for
+ * a queue in order, O(n log r) for r runs: a few newcomers placed, or a few keys that moved
+ * after the bounds changed, cost a few runs, not a sort of the whole queue. The order is total
+ * (ties go by submit time, then id): any sort gives the same. tmp needs n, run n + 1 entries.
+ */
+static void natural_sort_idx(const qent *rec, int32_t *v, int32_t *tmp, int32_t *run, int32_t n,
+                             int32_t from)
 {
-    if (n < 2)
-        return;
-    int32_t h = n / 2;
-    merge_sort_idx(rec, v, tmp, h);
-    merge_sort_idx(rec, v + h, tmp, n - h);
-    if (qent_cmp(&rec[v[h - 1]], &rec[v[h]]) <= 0)
-        return;
-    int32_t i = 0, j = h, k = 0;
-    while (i < h && j < n)
-        tmp[k++] = qent_cmp(&rec[v[j]], &rec[v[i]]) < 0 ? v[j++] : v[i++];
-    while (i < h)
-        tmp[k++] = v[i++];
-    while (j < n)
-        tmp[k++] = v[j++];
-    memcpy(v, tmp, (size_t)n * sizeof *v);
+    int32_t nr = 0;
+    run[nr++] = 0;
+    for (int32_t i = from > 1 ? from : 1; i < n; i++)
+        if (qent_cmp(&rec[v[i - 1]], &rec[v[i]]) > 0)
+            run[nr++] = i;
+    run[nr] = n;
+    int32_t *a = v, *b = tmp;
+    while (nr > 1) {
+        int32_t k = 0;
+        for (int32_t r = 0; r < nr; r += 2) {
+            int32_t lo = run[r], mid = run[r + 1], hi = r + 2 <= nr ? run[r + 2] : mid;
+            int32_t i = lo, j = mid, o = lo;
+            while (i < mid && j < hi)
+                b[o++] = qent_cmp(&rec[a[j]], &rec[a[i]]) < 0 ? a[j++] : a[i++];
+            while (i < mid)
+                b[o++] = a[i++];
+            while (j < hi)
+                b[o++] = a[j++];
+            run[k++] = lo;
+        }
+        run[k] = n;
+        nr = k;
+        int32_t *t = a;
+        a = b;
+        b = t;
+    }
+    if (a != v)
+        memcpy(v, a, (size_t)n * sizeof *v);
 }
 
 /* Is every record's least request above `free` in dimension d (0 cpu, 1 mem, 2 gpu)? Stops at
@@ -474,7 +493,7 @@ static int32_t collect(drv_sched *s, const drv_state *st)
  * asked. Returns true when the records are in order already, else fills idx with the sorted
  * order of record indices. */
 static bool sort_keyed(drv_ctx *c, const drv_plugin *q0, void *q0s, int32_t nold, bool was_keyed,
-                       int32_t *idx, int32_t *tmp)
+                       int32_t *idx, int32_t *tmp, int32_t *run)
 {
     qent *rec = c->s->order;
     int32_t npend = c->s->norder;
@@ -486,12 +505,13 @@ static bool sort_keyed(drv_ctx *c, const drv_plugin *q0, void *q0s, int32_t nold
      * first nold records are last cycle's sorted queue less the jobs that left, still in
      * order (a subsequence of a sorted list is sorted): only the newcomers are checked. */
     bool sorted = true;
-    for (int32_t i = kept && nold > 1 ? nold : 1; i < npend && sorted; i++)
+    int32_t from = kept && nold > 1 ? nold : 1, i = from;
+    for (; i < npend && sorted; i++)
         sorted = qent_cmp(&rec[i - 1], &rec[i]) <= 0;
     if (!sorted) {
-        for (int32_t i = 0; i < npend; i++)
-            idx[i] = i;
-        merge_sort_idx(rec, idx, tmp, npend);
+        for (int32_t k = 0; k < npend; k++)
+            idx[k] = k;
+        natural_sort_idx(rec, idx, tmp, run, npend, i - 1); /* in order before the descent */
     }
     return sorted;
 }
@@ -552,7 +572,9 @@ static int order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
     int32_t *pend = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
     int32_t *tmp = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
     int32_t *idx = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
-    if (!pend || !tmp || !idx || drv_grow(&s->order, sizeof *s->order, &s->cap_order, nq) != 0)
+    int32_t *run = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
+    if (!pend || !tmp || !idx || !run ||
+        drv_grow(&s->order, sizeof *s->order, &s->cap_order, nq) != 0)
         return DRV_ENOMEM;
     int32_t seen_old = s->cap_seen;
     if (drv_grow(&s->seen, sizeof *s->seen, &s->cap_seen, st->njobs) != 0)
@@ -581,7 +603,7 @@ static int order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
     bool lone_key = s->nqo == 1 && q0->queue_key;
     bool sorted = true;
     if (lone_key) /* keys kept only from the same plugin's */
-        sorted = sort_keyed(c, q0, q0s, nold, was_keyed && was_use == s->qo[0], idx, tmp);
+        sorted = sort_keyed(c, q0, q0s, nold, was_keyed && was_use == s->qo[0], idx, tmp, run);
     else if (sort_by_plugins(c, pend, tmp) != 0)
         return DRV_ENOMEM;
     if (!sorted && adopt_order(s, idx, pend) != 0)

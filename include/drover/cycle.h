@@ -381,8 +381,10 @@ int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers);
  * or its queue does not admit them (drv_ctx_queue_room). Then drv_ctx_place_gang returns 0 for
  * it, and for the job at any larger worker count, without changing anything (a larger gang
  * misses at least the same pods, and quota admits less the more is asked) - so a plugin trying
- * sizes from large to small may test its smallest first and skip them all. Changes nothing.
- * O(roles), O(queues) when the queue borrows.
+ * sizes from large to small may test its smallest first and skip them all. Changes no decision;
+ * a capacity failure is remembered, so that asking again before room is given back, at that
+ * size or a larger one, is O(1) without reading the job. O(roles), O(queues) when the queue
+ * borrows.
  */
 bool drv_ctx_gang_room(const drv_ctx *c, int32_t job, int32_t workers);
 /*

@@ -17,7 +17,8 @@
  * scanning every node — in a saturated cluster with a long queue that is most attempts.
  * Third, the shapes of gangs that failed this cycle (pods missing per role and their requests)
  * are remembered until capacity is given back: a gang that needs at least as many pods, each at
- * least as large, in every role, fails the same way and is not tried. A gang its queue's quota
+ * least as large, in every role, fails the same way and is not tried; so is a job whose gang
+ * failed the two summaries above at fewer workers (drv_ctx_gang_room). A gang its queue's quota
  * refuses (quota.c) is never remembered: quota is per queue, and it frees up without capacity
  * being given back.
  *

@@ -47,6 +47,11 @@ typedef struct prio_state {
     double w[DRV_PRIO_NFACTORS];
     double lo[DRV_PRIO_NFACTORS], hi[DRV_PRIO_NFACTORS]; /* bounds over this cycle's queue */
     bool kept; /* the bounds are those of the previous cycle, to the bit: so is every key */
+    /* The factors that vary over this cycle's queue (lo < hi), in factor order, with their
+     * bound and range: combine's terms that are not 0 (active). */
+    int nact;
+    int act[DRV_PRIO_NFACTORS];
+    double act_lo[DRV_PRIO_NFACTORS], act_range[DRV_PRIO_NFACTORS];
     /* The factors of the jobs handed to recent queue_begins, in a pool: a job's factors never
      * change (its specification fixes them; job ids are never reused), so a job is read once
      * while it waits, however the core reorders the queue. slot[job] is the job's entry when
@@ -147,6 +152,31 @@ static double combine(const double *w, const double *lo, const double *hi, const
         if (norm)
             norm[f] = x;
         total += w[f] * x;
+    }
+    return total;
+}
+
+/* Notes the factors that vary, for keyed_total. */
+static void note_active(prio_state *p)
+{
+    p->nact = 0;
+    for (int f = 0; f < DRV_PRIO_NFACTORS; f++)
+        if (p->hi[f] > p->lo[f]) {
+            p->act[p->nact] = f;
+            p->act_lo[p->nact] = p->lo[f];
+            p->act_range[p->nact++] = p->hi[f] - p->lo[f];
+        }
+}
+
+/* combine(p->w, p->lo, p->hi, v, NULL), to the bit: the same operations on the factors that
+ * vary, in the same order; the others add w * 0 = +0, which changes no sum but -0, and a sum
+ * that starts at +0 never is -0 (no term is: v - lo is +0 when v == lo). */
+static double keyed_total(const prio_state *p, const double *v)
+{
+    double total = 0;
+    for (int k = 0; k < p->nact; k++) {
+        int f = p->act[k];
+        total += p->w[f] * ((v[f] - p->act_lo[k]) / p->act_range[k]);
     }
     return total;
 }
@@ -333,6 +363,7 @@ static void prio_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32
         !p->share_on && memcmp(lo, p->lo, sizeof lo) == 0 && memcmp(hi, p->hi, sizeof hi) == 0;
     memcpy(p->lo, lo, sizeof lo);
     memcpy(p->hi, hi, sizeof hi);
+    note_active(p);
 }
 
 static bool prio_kept(const drv_ctx *c, void *state)
@@ -349,7 +380,7 @@ static double prio_key(const drv_ctx *c, void *state, int32_t job)
     /* An entry's factors are the job's; with shares, only once handed this cycle. */
     int32_t t = p->pooled ? entry_of(p, job) : -1;
     if (t >= 0 && (!p->share_on || p->pool_seen[t] == p->epoch))
-        return -combine(p->w, p->lo, p->hi, p->pool_f[t], NULL);
+        return -keyed_total(p, p->pool_f[t]);
     double v[DRV_PRIO_NFACTORS];
     const drv_state *st = drv_ctx_state(c);
     key_factors(&st->jobs[job], v);

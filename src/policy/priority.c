@@ -334,7 +334,8 @@ static void prio_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32
     bool fresh = p->share_on || shared || !p->last_ok || !p->pooled;
     /* The very jobs of the last cycle, in the same order (a third of the cycles of the Philly
      * replay): the same factors without shares, so the same bounds and keys. */
-    if (!fresh && n == p->nlast && memcmp(jobs, p->last, (size_t)n * sizeof *jobs) == 0) {
+    if (!fresh && n == p->nlast &&
+        (n == 0 || memcmp(jobs, p->last, (size_t)n * sizeof *jobs) == 0)) {
         p->epoch++;
         p->kept = true;
         return;
@@ -354,7 +355,8 @@ static void prio_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32
             p->pool_seen[entry_of(p, jobs[i])] = p->epoch;
     p->last_ok = drv_grow(&p->last, sizeof *p->last, &p->cap_last, n) == 0;
     if (p->last_ok) {
-        memcpy(p->last, jobs, (size_t)n * sizeof *jobs);
+        if (n > 0)
+            memcpy(p->last, jobs, (size_t)n * sizeof *jobs);
         p->nlast = n;
     }
     /* A job's factors never change but for its share, so without shares its key changes only

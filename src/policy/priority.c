@@ -20,13 +20,15 @@
  * Intra-job order (PS, then chief, then workers) and gang admission are the core's
  * drv_ctx_place_gang; PS↔worker affinity and PS anti-affinity are locality.c.
  *
- * Cost: the normalisation bounds are computed once per cycle over the pending jobs the core
- * hands to queue_begin (O(pending), each job's factors read from it once while it waits, then
- * from a pool indexed by job id); a key is then O(1). When the bounds are those of the last
- * cycle, every key is too (queue_kept), and the core asks keys of newcomers only; when the
- * jobs are those of the last cycle, in the same order, the bounds are not even recomputed. With
- * queues and w_share > 0, the users' use is summed once per cycle (O(live log live)) and keys are
- * never kept (a share moves without the bounds moving).
+ * Cost: a job's factors are read from it once while it waits (a pool by job id). The
+ * normalisation bounds come from two heaps per factor (least and greatest on top) that take
+ * each newcomer in and drop a job that left when it reaches the top: O(pending) id lookups to
+ * find the newcomers, O(log pending) per job that came or went; when the jobs are those of the
+ * last cycle, in the same order, nothing at all. A key is then O(factors that vary). When the
+ * bounds are those of the last cycle, every key is too (queue_kept), and the core asks keys of
+ * newcomers only. With queues and w_share > 0, the users' use is summed once per cycle
+ * (O(live log live)), the bounds are taken over every job (a share moves without its job), and
+ * keys are never kept.
  */
 #include "drover/policy.h"
 
@@ -42,6 +44,13 @@ static const drv_knob_spec prio_knobs[] = {
      "weight of the user's fair share within the job's queue (less used, higher; with queues)"},
 };
 enum { NKNOBS = sizeof prio_knobs / sizeof prio_knobs[0] };
+
+/* A binary heap of (key, job), the least key on top. */
+typedef struct bheap {
+    double *key;
+    int32_t *job;
+    int32_t n, cap;
+} bheap;
 
 typedef struct prio_state {
     double w[DRV_PRIO_NFACTORS];
@@ -60,14 +69,18 @@ typedef struct prio_state {
     int32_t cap_slot;
     int32_t *pool_job;                   /* per entry: its job */
     double (*pool_f)[DRV_PRIO_NFACTORS]; /* per entry: key_factors, the share as of seen */
-    uint32_t *pool_seen;                 /* per entry: with shares, the epoch of the last
-                                            queue_begin that was handed the job */
+    uint32_t *pool_seen;                 /* per entry: the last list (epoch) with the job */
     int32_t npool, cap_pool;
-    uint32_t epoch; /* queue_begins so far */
+    uint32_t epoch; /* lists handed to queue_begin so far, the same list again not counted */
     bool pooled;    /* this cycle's jobs all have entries (else keys read the jobs) */
     int32_t *last;  /* the jobs handed to the last queue_begin, in that order */
     int32_t nlast, cap_last;
     bool last_ok; /* last holds them (no allocation failed) */
+    /* Per factor, the queued jobs' values in two heaps, the least on top: [f][0] the value
+     * (lo), [f][1] minus it (hi). Lazy: a job that left stays until it comes to the top and is
+     * seen not to be queued. Valid (heaps_ok) while every queued job has an entry in each. */
+    bheap heap[DRV_PRIO_NFACTORS][2];
+    bool heaps_ok;
     /* The share factor, this cycle: on when the state has queues and w_share > 0. */
     bool share_on;
     drv_res capacity;  /* the cluster's, at queue_begin */
@@ -204,6 +217,11 @@ static void prio_fini(void *state)
     drv_free(p->pool_f);
     drv_free(p->pool_seen);
     drv_free(p->last);
+    for (int f = 0; f < DRV_PRIO_NFACTORS; f++)
+        for (int k = 0; k < 2; k++) {
+            drv_free(p->heap[f][k].key);
+            drv_free(p->heap[f][k].job);
+        }
     drv_free(p->use);
     drv_free(p);
 }
@@ -253,17 +271,20 @@ static int pool_reserve(prio_state *p, const drv_state *st, int32_t n)
     return 0;
 }
 
-/* The job's factors, from its entry (made on first sight); v when the pool has no room. */
+/* The factors of a job of this cycle's list, from its entry (made on first sight), marked as
+ * in the list; v when the pool has no room. */
 static double *factors_of(prio_state *p, const drv_state *st, int32_t job, double *v)
 {
     int32_t t = p->pooled ? entry_of(p, job) : -1;
-    if (t >= 0)
+    if (t >= 0) {
+        p->pool_seen[t] = p->epoch;
         return p->pool_f[t];
+    }
     double *f = v;
     if (p->pooled) { /* read once while the job waits */
         t = p->npool++;
         p->pool_job[t] = job;
-        p->pool_seen[t] = 0;
+        p->pool_seen[t] = p->epoch;
         p->slot[job] = t;
         f = p->pool_f[t];
     }
@@ -272,52 +293,129 @@ static double *factors_of(prio_state *p, const drv_state *st, int32_t job, doubl
     return f;
 }
 
-/* Does v attain a bound in some factor that is not the same for every job (lo < hi)? */
-static bool on_bound(const double *lo, const double *hi, const double *v)
+/* ---- the bounds, kept in heaps ------------------------------------------------------------ */
+
+static void heap_down(bheap *h, int32_t i)
 {
+    for (;;) {
+        int32_t l = 2 * i + 1, m = i;
+        if (l < h->n && h->key[l] < h->key[m])
+            m = l;
+        if (l + 1 < h->n && h->key[l + 1] < h->key[m])
+            m = l + 1;
+        if (m == i)
+            return;
+        double k = h->key[i];
+        int32_t j = h->job[i];
+        h->key[i] = h->key[m];
+        h->job[i] = h->job[m];
+        h->key[m] = k;
+        h->job[m] = j;
+        i = m;
+    }
+}
+
+/* Room for n entries. 0 or DRV_ENOMEM (cap then still what both arrays hold). */
+static int heap_room(bheap *h, int32_t n)
+{
+    int32_t c1 = h->cap, c2 = h->cap;
+    int rc = drv_grow(&h->key, sizeof *h->key, &c1, n);
+    if (!rc)
+        rc = drv_grow(&h->job, sizeof *h->job, &c2, n);
+    h->cap = c1 < c2 ? c1 : c2;
+    return rc ? DRV_ENOMEM : 0;
+}
+
+static int heap_push(bheap *h, double key, int32_t job)
+{
+    if (heap_room(h, h->n + 1) != 0)
+        return DRV_ENOMEM;
+    int32_t i = h->n++;
+    while (i > 0 && key < h->key[(i - 1) / 2]) {
+        h->key[i] = h->key[(i - 1) / 2];
+        h->job[i] = h->job[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->key[i] = key;
+    h->job[i] = job;
+    return 0;
+}
+
+/* The least key of a job still queued (popping those that left), or INFINITY. */
+static double heap_least(bheap *h, const drv_state *st)
+{
+    while (h->n > 0 && !drv_state_is_queued(st, h->job[0])) {
+        h->n--;
+        h->key[0] = h->key[h->n];
+        h->job[0] = h->job[h->n];
+        heap_down(h, 0);
+    }
+    return h->n > 0 ? h->key[0] : INFINITY;
+}
+
+/* The heaps made again from the jobs (their entries made). 0 or DRV_ENOMEM (heaps_ok false). */
+static int heaps_build(prio_state *p, const drv_state *st, const int32_t *jobs, int32_t n)
+{
+    p->heaps_ok = false;
     for (int f = 0; f < DRV_PRIO_NFACTORS; f++)
-        if (lo[f] < hi[f] && (v[f] == lo[f] || v[f] == hi[f]))
-            return true;
-    return false;
+        for (int k = 0; k < 2; k++) {
+            if (heap_room(&p->heap[f][k], n) != 0)
+                return DRV_ENOMEM;
+            p->heap[f][k].n = n;
+        }
+    for (int32_t i = 0; i < n; i++) {
+        double v[DRV_PRIO_NFACTORS], *fv = factors_of(p, st, jobs[i], v);
+        for (int f = 0; f < DRV_PRIO_NFACTORS; f++) {
+            p->heap[f][0].key[i] = fv[f];
+            p->heap[f][1].key[i] = -fv[f];
+            p->heap[f][0].job[i] = p->heap[f][1].job[i] = jobs[i];
+        }
+    }
+    for (int f = 0; f < DRV_PRIO_NFACTORS; f++)
+        for (int k = 0; k < 2; k++)
+            for (int32_t i = n / 2 - 1; i >= 0; i--)
+                heap_down(&p->heap[f][k], i);
+    p->heaps_ok = true;
+    return 0;
 }
 
 /*
- * The bounds from the last cycle's, without shares: the core hands the jobs it kept in their
- * last order, then newcomers. Walking the last cycle's jobs beside this one's, a job passed
- * over has left; the rest of this one's are new. When no job that left attains a bound, the
- * jobs that do are all still here: the bounds are the last ones widened by the newcomers', to
- * the bit; a factor equal for every job (lo == hi) stays so while one of them is here. (A job
- * the walk wrongly takes as left, the queue having been reordered, comes back as a newcomer:
- * the bounds stay exact, only the walk is longer.) False when some job that left attained a
- * bound, or none is left: then every job is read. O(n) compares of ids, O(1) per job that
- * changed.
+ * The bounds over this cycle's jobs from the heaps, without shares. The core hands exactly the
+ * state's queued jobs (drv_plugin.queue_begin), the ones it kept in their last order, then
+ * newcomers: walking the last list beside this one, what follows the last match is new and
+ * goes into the heaps (a job the walk takes for new, the queue having been reordered, is only
+ * there twice). A heap's top that is no longer queued is dropped until one is: the bounds are
+ * those over the queued jobs, to the bit. O(n) compares of ids, O(log n) per newcomer and per
+ * job that left; the heaps are made again when stale entries outnumber the queue. False when
+ * the heaps cannot serve (then every job is read).
  */
-static bool bounds_delta(prio_state *p, const drv_state *st, const int32_t *jobs, int32_t n,
+static bool bounds_heaps(prio_state *p, const drv_state *st, const int32_t *jobs, int32_t n,
                          double *lo, double *hi)
 {
-    memcpy(lo, p->lo, sizeof p->lo);
-    memcpy(hi, p->hi, sizeof p->hi);
-    int32_t i = 0, k = 0, stayed = 0;
-    for (; i < n && k < p->nlast; k++) {
-        if (p->last[k] == jobs[i]) {
-            i++;
-            stayed++;
+    if (!p->heaps_ok || n != st->nqueued)
+        return false;
+    uint32_t prev = p->epoch - 1; /* the last list's (queue_begin counted this one) */
+    for (int32_t i = 0; i < n; i++) {
+        int32_t t = entry_of(p, jobs[i]);
+        if (t >= 0 && p->pool_seen[t] == prev) { /* in the last list: in the heaps */
+            p->pool_seen[t] = p->epoch;
             continue;
         }
-        int32_t t = entry_of(p, p->last[k]);
-        if (t < 0 || on_bound(lo, hi, p->pool_f[t]))
-            return false;
+        double v[DRV_PRIO_NFACTORS], *fv = factors_of(p, st, jobs[i], v);
+        for (int f = 0; f < DRV_PRIO_NFACTORS; f++)
+            if (heap_push(&p->heap[f][0], fv[f], jobs[i]) != 0 ||
+                heap_push(&p->heap[f][1], -fv[f], jobs[i]) != 0)
+                return p->heaps_ok = false;
     }
-    for (; k < p->nlast; k++) {
-        int32_t t = entry_of(p, p->last[k]);
-        if (t < 0 || on_bound(lo, hi, p->pool_f[t]))
-            return false;
-    }
-    if (stayed == 0)
+    int32_t most = 0; /* entries in the largest heap: stale ones pile up where none is popped */
+    for (int f = 0; f < DRV_PRIO_NFACTORS; f++)
+        for (int k = 0; k < 2; k++)
+            most = p->heap[f][k].n > most ? p->heap[f][k].n : most;
+    if (most > 2 * n + 64 && heaps_build(p, st, jobs, n) != 0)
         return false;
-    for (; i < n; i++) {
-        double v[DRV_PRIO_NFACTORS];
-        bounds_add(lo, hi, factors_of(p, st, jobs[i], v));
+    for (int f = 0; f < DRV_PRIO_NFACTORS; f++) {
+        lo[f] = heap_least(&p->heap[f][0], st);
+        hi[f] = -heap_least(&p->heap[f][1], st);
     }
     return true;
 }
@@ -336,23 +434,23 @@ static void prio_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32
      * replay): the same factors without shares, so the same bounds and keys. */
     if (!fresh && n == p->nlast &&
         (n == 0 || memcmp(jobs, p->last, (size_t)n * sizeof *jobs) == 0)) {
-        p->epoch++;
-        p->kept = true;
+        p->kept = true; /* the same list: its marks stand */
         return;
     }
     p->pooled = pool_reserve(p, st, n) == 0;
-    if (fresh || !p->pooled || !bounds_delta(p, st, jobs, n, lo, hi)) {
+    p->epoch++; /* a new list: factors_of marks its jobs' entries */
+    if (fresh || !p->pooled || !bounds_heaps(p, st, jobs, n, lo, hi)) {
         bounds_empty(lo, hi);
         for (int32_t i = 0; i < n; i++) {
             double v[DRV_PRIO_NFACTORS], *f = factors_of(p, st, jobs[i], v);
             f[DRV_PRIO_SHARE] = share_factor(p, st, &st->jobs[jobs[i]]); /* moves (0: off) */
             bounds_add(lo, hi, f);
         }
+        /* The heaps serve the next cycles, without shares (a share moves without its job). */
+        p->heaps_ok = false;
+        if (!p->share_on && p->pooled)
+            heaps_build(p, st, jobs, n);
     }
-    p->epoch++;
-    if (p->share_on) /* the entries whose share is this cycle's */
-        for (int32_t i = 0; p->pooled && i < n; i++)
-            p->pool_seen[entry_of(p, jobs[i])] = p->epoch;
     p->last_ok = drv_grow(&p->last, sizeof *p->last, &p->cap_last, n) == 0;
     if (p->last_ok) {
         if (n > 0)

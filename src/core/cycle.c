@@ -125,7 +125,7 @@ void drv_sched_free(drv_sched *s)
     drv_free(s->cfit);
     drv_free(s->order);
     drv_free(s->order2);
-    drv_free(s->seen);
+    drv_free(s->inq);
     drv_free(s->nrole);
     drv_free(s->node_seen);
     drv_free(s->own.node);
@@ -457,34 +457,53 @@ bool drv_ctx_queued_cannot_fit(const drv_ctx *c, int32_t i, int32_t job)
     return !drv_res_fits(e->podmax, s->maxfree) || !drv_res_fits(e->floor, s->totfree);
 }
 
+/* Marks job as having a record (in) or not in s->inq. */
+static inline void inq_put(drv_sched *s, int32_t job, bool in)
+{
+    uint64_t bit = (uint64_t)1 << (job % 64);
+    if (in)
+        s->inq[job / 64] |= bit;
+    else
+        s->inq[job / 64] &= ~bit;
+}
+
 /* Collects the queued jobs into s->order: last cycle's records of jobs still queued, in their
  * order, then newcomers in id order. The queue order is a total order (ties go by submit time,
  * then id), so the sorted result does not depend on the order jobs are collected in. The
- * queued set says which are still queued without reading the jobs; records stay in place.
- * Returns how many came from last cycle's queue. Needs s->seen to cover every job. */
+ * queued set says which are still queued without reading the jobs; records stay in place. The
+ * newcomers are the queued set less the jobs with a record (s->inq), a word at a time over the
+ * set's non-empty words: O(records + queued / 64 + jobs / 4096). Returns how many came from
+ * last cycle's queue. Needs s->inq to cover every job. */
 static int32_t collect(drv_sched *s, const drv_state *st)
 {
     int32_t nq = st->nqueued;
     qent *rec = s->order;
-    int32_t npend = 0;
+    int32_t npend = 0, i = 0;
     const uint64_t *qbits = st->queued.bits; /* drv_state_is_queued, inline */
-    for (int32_t i = 0; i < s->norder && npend < nq; i++)
+    for (; i < s->norder && npend < nq; i++)
         if (rec[i].job < st->njobs && (qbits[rec[i].job / 64] >> (rec[i].job % 64)) & 1) {
             if (npend != i)
                 rec[npend] = rec[i];
             npend++;
+        } else if (rec[i].job < st->njobs) {
+            inq_put(s, rec[i].job, false); /* left the queue */
         }
+    for (; i < s->norder; i++) /* all queued jobs found: the rest left */
+        if (rec[i].job < st->njobs)
+            inq_put(s, rec[i].job, false);
     s->norder = npend;
     int32_t nold = npend;
-    if (nold < nq) { /* newcomers: the queued jobs not seen above */
-        for (int32_t i = 0; i < nold; i++)
-            s->seen[rec[i].job] = s->stamp;
-        for (int32_t j = drv_state_next_queued(st, 0); j >= 0 && npend < nq;
-             j = drv_state_next_queued(st, j + 1))
-            if (s->seen[j] != s->stamp)
+    int32_t nw = (st->njobs + 63) / 64;
+    for (int32_t sw = 0; sw < (nw + 63) / 64 && npend < nq; sw++)
+        for (uint64_t sb = st->queued.sum[sw]; sb && npend < nq; sb &= sb - 1) {
+            int32_t w = sw * 64 + __builtin_ctzll(sb);
+            for (uint64_t b = w < nw ? qbits[w] & ~s->inq[w] : 0; b && npend < nq; b &= b - 1) {
+                int32_t j = w * 64 + __builtin_ctzll(b);
                 rec[npend++] = make_qent(st, j);
-        s->norder = npend;
-    }
+                inq_put(s, j, true);
+            }
+        }
+    s->norder = npend;
     return nold;
 }
 
@@ -576,11 +595,11 @@ static int order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
     if (!pend || !tmp || !idx || !run ||
         drv_grow(&s->order, sizeof *s->order, &s->cap_order, nq) != 0)
         return DRV_ENOMEM;
-    int32_t seen_old = s->cap_seen;
-    if (drv_grow(&s->seen, sizeof *s->seen, &s->cap_seen, st->njobs) != 0)
+    int32_t inq_old = s->cap_inq;
+    if (drv_grow(&s->inq, sizeof *s->inq, &s->cap_inq, st->njobs / 64 + 1) != 0)
         return DRV_ENOMEM;
-    if (s->cap_seen > seen_old)
-        memset(s->seen + seen_old, 0, (size_t)(s->cap_seen - seen_old) * sizeof *s->seen);
+    if (s->cap_inq > inq_old) /* new jobs have no record */
+        memset(s->inq + inq_old, 0, (size_t)(s->cap_inq - inq_old) * sizeof *s->inq);
     bool was_keyed = s->order_keyed;
     int32_t was_use = s->order_use;
     s->order_keyed = false; /* until this cycle's keys are in the records */

@@ -154,10 +154,10 @@ struct drv_sched {
     /* This cycle's queue_order chain: indices of the uses not idle (drv_plugin.queue_idle). */
     int32_t qo[DRV_MAX_SLOT_PLUGINS];
     int32_t nqo;
-    uint32_t *seen; /* per job: == stamp when already in this cycle's queue */
-    int32_t cap_seen;
-    double wake; /* drv_sched_wake: computed at the end of each cycle */
-    bool blind;  /* drv_sched_starts_blind: likewise */
+    uint64_t *inq;   /* a bit per job: set while the job has a record in order[0..norder) */
+    int32_t cap_inq; /* words */
+    double wake;     /* drv_sched_wake: computed at the end of each cycle */
+    bool blind;      /* drv_sched_starts_blind: likewise */
     /* per chain position (qo) of a keyed queue_order plugin, per job: its key this cycle
      * (pending jobs only), asked once per job instead of once per comparison */
     double *qkey[DRV_MAX_SLOT_PLUGINS];

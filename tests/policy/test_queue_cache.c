@@ -4,7 +4,8 @@
  * keys and sorted records of the queue, the record of each queued job's smallest gang, the memo
  * of gangs that failed the capacity bounds) must never change a decision. Metamorphic: one
  * scheduler runs a long random stream of cycles on a state that changes between them (jobs
- * arrive, start, finish and shrink, room is freed or not, the oldest job leaves the queue);
+ * arrive, start, finish and shrink, room is freed or not, the oldest job leaves the queue, a
+ * running job comes back to it);
  * at every cycle a scheduler made afresh, remembering nothing, decides on the same state, and
  * the two decision lists must be equal. A cache that goes stale - an input changed between
  * cycles and the kept value was not refreshed - decides differently from the fresh one.
@@ -99,6 +100,16 @@ static void finish(drv_state *st, int32_t job)
     drv_state_set_phase(st, job, DRV_JOB_DONE);
 }
 
+/* A running job's pods all unbound and the job pending again: it leaves the running jobs
+ * and comes back to the queue it left. */
+static void requeue(drv_state *st, int32_t job)
+{
+    const drv_job *j = &st->jobs[job];
+    for (int32_t k = 0; k < j->pod_count; k++)
+        drv_state_unbind(st, j->pod_base + k);
+    drv_state_set_phase(st, job, DRV_JOB_PENDING);
+}
+
 static drv_sched *sched(drv_profile *p, const char *line)
 {
     drv_diag d;
@@ -112,8 +123,8 @@ static drv_sched *sched(drv_profile *p, const char *line)
  * `steps` cycles of profile `line` on `nodes` nodes: before each, 0-3 jobs arrive (none in some
  * stretches, so that the queue stays the same), running jobs finish (none in some stretches, so
  * that no room is given back), and now and then the oldest queued job is withdrawn (a bound of
- * the wait factor leaves). Returns the decisions made in all, so a caller can see the stream
- * decided something.
+ * the wait factor leaves) or a running job is queued again. Returns the decisions made in all, so a
+ * caller can see the stream decided something.
  */
 static int32_t run_stream(const char *line, int nodes, int steps, uint64_t seed)
 {
@@ -144,6 +155,14 @@ static int32_t run_stream(const char *line, int nodes, int steps, uint64_t seed)
                     old = j;
             if (old >= 0 && st.nqueued_bound == 0)
                 finish(&st, old);
+        }
+        if (rnd(&x) % 7 == 0) { /* a running job stopped whole, queued again (a restart) */
+            int32_t r = -1;
+            DRV_FOR_LIVE(&st, j)
+            if (r < 0 && st.jobs[j].phase == DRV_JOB_RUNNING)
+                r = j;
+            if (r >= 0)
+                requeue(&st, r);
         }
         drv_snapshot snap = {.st = &st, .now = t};
         dk.n = df.n = 0;

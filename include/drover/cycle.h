@@ -392,8 +392,10 @@ int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers);
  * or its queue does not admit them (drv_ctx_queue_room). Then drv_ctx_place_gang returns 0 for
  * it, and for the job at any larger worker count, without changing anything (a larger gang
  * misses at least the same pods, and quota admits less the more is asked) - so a plugin trying
- * sizes from large to small may test its smallest first and skip them all. Changes nothing.
- * O(roles), O(queues) when the queue borrows.
+ * sizes from large to small may test its smallest first and skip them all. Changes no decision;
+ * a capacity failure is remembered, so that asking again before room is given back, at that
+ * size or a larger one, is O(1) without reading the job. O(roles), O(queues) when the queue
+ * borrows.
  */
 bool drv_ctx_gang_room(const drv_ctx *c, int32_t job, int32_t workers);
 /*
@@ -406,6 +408,16 @@ bool drv_ctx_gang_room(const drv_ctx *c, int32_t job, int32_t workers);
  * decision was made.
  */
 bool drv_ctx_queue_stuck(const drv_ctx *c);
+/*
+ * True when the gang of job, the i-th of the queue handed to admit (jobs[i]), fails the
+ * capacity bounds of drv_ctx_gang_room (false) at every size of at least min(worker minimum,
+ * target) workers, right now: its smallest such gang misses a pod larger than any node's free
+ * room, or more than the free room of all nodes. Reads a record the cycle keeps for each
+ * queued job, not the job: an admit plugin walking a long queue that mostly cannot start asks
+ * this first. False when in doubt (i and job do not match the queue, the job has pods bound or
+ * moved this cycle). O(1).
+ */
+bool drv_ctx_queued_cannot_fit(const drv_ctx *c, int32_t i, int32_t job);
 
 /* Marks a point in the decision list / rolls back to it (undoes assumed state too). */
 typedef struct drv_mark {

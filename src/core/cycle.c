@@ -128,7 +128,7 @@ void drv_sched_free(drv_sched *s)
     drv_free(s->cfit);
     drv_free(s->order);
     drv_free(s->order2);
-    drv_free(s->seen);
+    drv_free(s->inq);
     drv_free(s->nrole);
     drv_free(s->node_seen);
     drv_free(s->own.node);
@@ -233,20 +233,16 @@ static int grow_arrays(drv_sched *s, const drv_state *st)
         grow_zeroed(&s->job_fail_workers, sizeof *s->job_fail_workers, &cap2, st->njobs) != 0 ||
         grow_zeroed(&s->job_fail_epoch, sizeof *s->job_fail_epoch, &s->cap_fail, st->njobs) != 0)
         return DRV_ENOMEM;
-    int32_t ns_old = s->cap_node_seen, rm_old = s->cap_rmark;
+    /* node_seen and rmark grow zeroed, each at once: new entries are never equal to a tag in
+     * use, even when a later allocation here fails and prepare is retried */
     if (drv_grow(&s->nrole, sizeof *s->nrole, &s->cap_nrole, st->nnodes * DRV_NROLES) != 0 ||
-        drv_grow(&s->node_seen, sizeof *s->node_seen, &s->cap_node_seen, st->nnodes) != 0 ||
-        drv_grow(&s->rmark, sizeof *s->rmark, &s->cap_rmark, st->nnodes) != 0 ||
+        grow_zeroed(&s->node_seen, sizeof *s->node_seen, &s->cap_node_seen, st->nnodes) != 0 ||
+        grow_zeroed(&s->rmark, sizeof *s->rmark, &s->cap_rmark, st->nnodes) != 0 ||
         drv_grow(&s->rnodes, sizeof *s->rnodes, &s->cap_rnodes, st->nnodes) != 0 ||
         drv_grow(&s->own.node, sizeof *s->own.node, &s->own.cap, st->nnodes) != 0 ||
         drv_grow(&s->qused, sizeof *s->qused, &s->cap_qused, st->nqueues) != 0 ||
         drv_grow(&s->node_admits, sizeof *s->node_admits, &s->cap_node_admits, st->nnodes) != 0)
         return DRV_ENOMEM;
-    if (s->cap_node_seen > ns_old) /* new entries: never equal to a tag in use */
-        memset(s->node_seen + ns_old, 0,
-               (size_t)(s->cap_node_seen - ns_old) * sizeof *s->node_seen);
-    if (s->cap_rmark > rm_old)
-        memset(s->rmark + rm_old, 0, (size_t)(s->cap_rmark - rm_old) * sizeof *s->rmark);
     for (int32_t n = s->cap_free_used; n < st->nnodes; n++) {
         s->free[n] = (drv_res){0, 0, 0};
         s->node_admits[n] = 0;
@@ -365,10 +361,8 @@ static int prepare(drv_sched *s, const drv_state *st)
     bool whole = s->resync || s->seen_st != st || st->node_clock < s->seen_clock;
     /* Failed gang shapes stay valid while no node has more room than when the last cycle
      * ended (kube-scheduler keeps unschedulable pods aside until capacity is freed). */
-    if (sync_nodes(s, st, whole) && s->nfailed) {
-        s->nfailed = 0;
-        s->memo_epoch++;
-    }
+    if (sync_nodes(s, st, whole))
+        cycle_memo_forget(s);
     s->stamp++;
     cycle_map_clear(&s->pod_node);
     cycle_map_clear(&s->job_workers);
@@ -412,8 +406,13 @@ static void note_overlay(drv_sched *s, const drv_decisions *out, int32_t base)
 static qent make_qent(const drv_state *st, int32_t job)
 {
     const drv_job *j = &st->jobs[job];
-    qent e = {
-        0, j->submit, job, j->role[DRV_ROLE_WORKER].min >= 1, {INT64_MAX, INT64_MAX, INT64_MAX}};
+    qent e = {0,
+              j->submit,
+              job,
+              j->role[DRV_ROLE_WORKER].min >= 1,
+              {INT64_MAX, INT64_MAX, INT64_MAX},
+              {0, 0, 0},
+              {0, 0, 0}};
     for (int r = 0; r < DRV_NROLES; r++) {
         const drv_rolespec *rs = &j->role[r];
         if (r != DRV_ROLE_WORKER && rs->replicas > 0)
@@ -422,6 +421,13 @@ static qent make_qent(const drv_state *st, int32_t job)
             e.least.cpu = rs->req.cpu < e.least.cpu ? rs->req.cpu : e.least.cpu;
             e.least.mem = rs->req.mem < e.least.mem ? rs->req.mem : e.least.mem;
             e.least.gpu = rs->req.gpu < e.least.gpu ? rs->req.gpu : e.least.gpu;
+        }
+        int32_t pods = j->target[r];
+        if (r == DRV_ROLE_WORKER && rs->min < pods)
+            pods = rs->min;
+        if (pods > 0) {
+            e.floor = drv_res_add(e.floor, drv_res_scale(rs->req, pods));
+            e.podmax = cycle_res_max(e.podmax, rs->req);
         }
     }
     return e;
@@ -480,25 +486,44 @@ static int qent_cmp(const qent *a, const qent *b)
     return a->job < b->job ? -1 : a->job > b->job;
 }
 
-/* merge_sort's algorithm on indices of records, so ties and all resolve alike; what moves is
- * an index, not a record. */
-static void merge_sort_idx(const qent *rec, int32_t *v, int32_t *tmp, int32_t n)
+/*
+ * Sorts v[0..n), indices of records, by qent_cmp: one pass finds the ascending runs (v[0..from)
+ * is known to be one), then neighbouring runs are merged pairwise until one is left. O(n) for
+ * a queue in order, O(n log r) for r runs: a few newcomers placed, or a few keys that moved
+ * after the bounds changed, cost a few runs, not a sort of the whole queue. The order is total
+ * (ties go by submit time, then id): any sort gives the same. tmp needs n, run n + 1 entries.
+ */
+static void natural_sort_idx(const qent *rec, int32_t *v, int32_t *tmp, int32_t *run, int32_t n,
+                             int32_t from)
 {
-    if (n < 2)
-        return;
-    int32_t h = n / 2;
-    merge_sort_idx(rec, v, tmp, h);
-    merge_sort_idx(rec, v + h, tmp, n - h);
-    if (qent_cmp(&rec[v[h - 1]], &rec[v[h]]) <= 0)
-        return;
-    int32_t i = 0, j = h, k = 0;
-    while (i < h && j < n)
-        tmp[k++] = qent_cmp(&rec[v[j]], &rec[v[i]]) < 0 ? v[j++] : v[i++];
-    while (i < h)
-        tmp[k++] = v[i++];
-    while (j < n)
-        tmp[k++] = v[j++];
-    memcpy(v, tmp, (size_t)n * sizeof *v);
+    int32_t nr = 0;
+    run[nr++] = 0;
+    for (int32_t i = from > 1 ? from : 1; i < n; i++)
+        if (qent_cmp(&rec[v[i - 1]], &rec[v[i]]) > 0)
+            run[nr++] = i;
+    run[nr] = n;
+    int32_t *a = v, *b = tmp;
+    while (nr > 1) {
+        int32_t k = 0;
+        for (int32_t r = 0; r < nr; r += 2) {
+            int32_t lo = run[r], mid = run[r + 1], hi = r + 2 <= nr ? run[r + 2] : mid;
+            int32_t i = lo, j = mid, o = lo;
+            while (i < mid && j < hi)
+                b[o++] = qent_cmp(&rec[a[j]], &rec[a[i]]) < 0 ? a[j++] : a[i++];
+            while (i < mid)
+                b[o++] = a[i++];
+            while (j < hi)
+                b[o++] = a[j++];
+            run[k++] = lo;
+        }
+        run[k] = n;
+        nr = k;
+        int32_t *t = a;
+        a = b;
+        b = t;
+    }
+    if (a != v)
+        memcpy(v, a, (size_t)n * sizeof *v);
 }
 
 /* Is every record's least request above `free` in dimension d (0 cpu, 1 mem, 2 gpu)? Stops at
@@ -528,34 +553,64 @@ bool drv_ctx_queue_stuck(const drv_ctx *c)
     return true;
 }
 
+bool drv_ctx_queued_cannot_fit(const drv_ctx *c, int32_t i, int32_t job)
+{
+    const drv_sched *s = c->s;
+    const drv_state *st = c->snap->st;
+    if (i < 0 || i >= s->norder || s->order[i].job != job || s->job_touch[job] == s->stamp ||
+        (st->nqueued_bound > 0 && (st->queued_bound.bits[job / 64] >> (job % 64)) & 1))
+        return false; /* not the cycle's queue, or pods of it bound or moved: its gang is less */
+    const qent *e = &s->order[i];
+    return !drv_res_fits(e->podmax, s->maxfree) || !drv_res_fits(e->floor, s->totfree);
+}
+
+/* Marks job as having a record (in) or not in s->inq. */
+static inline void inq_put(drv_sched *s, int32_t job, bool in)
+{
+    uint64_t bit = (uint64_t)1 << (job % 64);
+    if (in)
+        s->inq[job / 64] |= bit;
+    else
+        s->inq[job / 64] &= ~bit;
+}
+
 /* Collects the queued jobs into s->order: last cycle's records of jobs still queued, in their
  * order, then newcomers in id order. The queue order is a total order (ties go by submit time,
  * then id), so the sorted result does not depend on the order jobs are collected in. The
- * queued set says which are still queued without reading the jobs; records stay in place.
- * Returns how many came from last cycle's queue. Needs s->seen to cover every job. */
+ * queued set says which are still queued without reading the jobs; records stay in place. The
+ * newcomers are the queued set less the jobs with a record (s->inq), a word at a time over the
+ * set's non-empty words: O(records + queued / 64 + jobs / 4096). Returns how many came from
+ * last cycle's queue. Needs s->inq to cover every job. */
 static int32_t collect(drv_sched *s, const drv_state *st)
 {
     int32_t nq = st->nqueued;
     qent *rec = s->order;
-    int32_t npend = 0;
+    int32_t npend = 0, i = 0;
     const uint64_t *qbits = st->queued.bits; /* drv_state_is_queued, inline */
-    for (int32_t i = 0; i < s->norder && npend < nq; i++)
+    for (; i < s->norder && npend < nq; i++)
         if (rec[i].job < st->njobs && (qbits[rec[i].job / 64] >> (rec[i].job % 64)) & 1) {
             if (npend != i)
                 rec[npend] = rec[i];
             npend++;
+        } else if (rec[i].job < st->njobs) {
+            inq_put(s, rec[i].job, false); /* left the queue */
         }
+    for (; i < s->norder; i++) /* all queued jobs found: the rest left */
+        if (rec[i].job < st->njobs)
+            inq_put(s, rec[i].job, false);
     s->norder = npend;
     int32_t nold = npend;
-    if (nold < nq) { /* newcomers: the queued jobs not seen above */
-        for (int32_t i = 0; i < nold; i++)
-            s->seen[rec[i].job] = s->stamp;
-        for (int32_t j = drv_state_next_queued(st, 0); j >= 0 && npend < nq;
-             j = drv_state_next_queued(st, j + 1))
-            if (s->seen[j] != s->stamp)
+    int32_t nw = (st->njobs + 63) / 64;
+    for (int32_t sw = 0; sw < (nw + 63) / 64 && npend < nq; sw++)
+        for (uint64_t sb = st->queued.sum[sw]; sb && npend < nq; sb &= sb - 1) {
+            int32_t w = sw * 64 + __builtin_ctzll(sb);
+            for (uint64_t b = w < nw ? qbits[w] & ~s->inq[w] : 0; b && npend < nq; b &= b - 1) {
+                int32_t j = w * 64 + __builtin_ctzll(b);
                 rec[npend++] = make_qent(st, j);
-        s->norder = npend;
-    }
+                inq_put(s, j, true);
+            }
+        }
+    s->norder = npend;
     return nold;
 }
 
@@ -564,7 +619,7 @@ static int32_t collect(drv_sched *s, const drv_state *st)
  * asked. Returns true when the records are in order already, else fills idx with the sorted
  * order of record indices. */
 static bool sort_keyed(drv_ctx *c, const drv_plugin *q0, void *q0s, int32_t nold, bool was_keyed,
-                       int32_t *idx, int32_t *tmp)
+                       int32_t *idx, int32_t *tmp, int32_t *run)
 {
     qent *rec = c->s->order;
     int32_t npend = c->s->norder;
@@ -572,14 +627,17 @@ static bool sort_keyed(drv_ctx *c, const drv_plugin *q0, void *q0s, int32_t nold
     for (int32_t i = kept ? nold : 0; i < npend; i++)
         rec[i].key = q0->queue_key(c, q0s, rec[i].job);
     /* Most cycles collect the queue already in order: the merge sort would then only compare
-     * each boundary and merge nothing - the same as this one pass. */
+     * each boundary and merge nothing - the same as this one pass. With the keys kept, the
+     * first nold records are last cycle's sorted queue less the jobs that left, still in
+     * order (a subsequence of a sorted list is sorted): only the newcomers are checked. */
     bool sorted = true;
-    for (int32_t i = 1; i < npend && sorted; i++)
+    int32_t from = kept && nold > 1 ? nold : 1, i = from;
+    for (; i < npend && sorted; i++)
         sorted = qent_cmp(&rec[i - 1], &rec[i]) <= 0;
     if (!sorted) {
-        for (int32_t i = 0; i < npend; i++)
-            idx[i] = i;
-        merge_sort_idx(rec, idx, tmp, npend);
+        for (int32_t k = 0; k < npend; k++)
+            idx[k] = k;
+        natural_sort_idx(rec, idx, tmp, run, npend, i - 1); /* in order before the descent */
     }
     return sorted;
 }
@@ -640,13 +698,15 @@ static int order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
     int32_t *pend = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
     int32_t *tmp = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
     int32_t *idx = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
-    if (!pend || !tmp || !idx || drv_grow(&s->order, sizeof *s->order, &s->cap_order, nq) != 0)
+    int32_t *run = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
+    if (!pend || !tmp || !idx || !run ||
+        drv_grow(&s->order, sizeof *s->order, &s->cap_order, nq) != 0)
         return DRV_ENOMEM;
-    int32_t seen_old = s->cap_seen;
-    if (drv_grow(&s->seen, sizeof *s->seen, &s->cap_seen, st->njobs) != 0)
+    int32_t inq_old = s->cap_inq;
+    if (drv_grow(&s->inq, sizeof *s->inq, &s->cap_inq, st->njobs / 64 + 1) != 0)
         return DRV_ENOMEM;
-    if (s->cap_seen > seen_old)
-        memset(s->seen + seen_old, 0, (size_t)(s->cap_seen - seen_old) * sizeof *s->seen);
+    if (s->cap_inq > inq_old) /* new jobs have no record */
+        memset(s->inq + inq_old, 0, (size_t)(s->cap_inq - inq_old) * sizeof *s->inq);
     bool was_keyed = s->order_keyed;
     int32_t was_use = s->order_use;
     s->order_keyed = false; /* until this cycle's keys are in the records */
@@ -669,7 +729,7 @@ static int order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
     bool lone_key = s->nqo == 1 && q0->queue_key;
     bool sorted = true;
     if (lone_key) /* keys kept only from the same plugin's */
-        sorted = sort_keyed(c, q0, q0s, nold, was_keyed && was_use == s->qo[0], idx, tmp);
+        sorted = sort_keyed(c, q0, q0s, nold, was_keyed && was_use == s->qo[0], idx, tmp, run);
     else if (sort_by_plugins(c, pend, tmp) != 0)
         return DRV_ENOMEM;
     if (!sorted && adopt_order(s, idx, pend) != 0)
@@ -732,6 +792,8 @@ int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
     run_points(&c, pend, npend); /* 2-6 */
     ask_wake(&c);                /* 7 */
     note_overlay(s, out, c.base);
+    if (c.err) /* a shape found failing while an allocation failed may not fail: forget all */
+        cycle_memo_forget(s);
     return c.err;
 }
 

@@ -109,10 +109,8 @@ static void give(drv_ctx *c, int32_t node, drv_res r)
         s->totfree = drv_res_add(s->totfree, r);
         s->maxfree = cycle_res_max(s->maxfree, s->free[node]);
     }
-    if (!s->rolling_back && s->nfailed) {
-        s->nfailed = 0; /* capacity grew: a gang that failed may fit now */
-        s->memo_epoch++;
-    }
+    if (!s->rolling_back)
+        cycle_memo_forget(s); /* capacity grew: a gang that failed may fit now */
 }
 
 static int push(drv_ctx *c, drv_decision x)
@@ -286,13 +284,19 @@ void drv_ctx_rollback(drv_ctx *c, drv_mark m)
     if (m.ndec < c->base)
         m.ndec = c->base;
     c->changes += 2;
-    c->s->rolling_back = true;
+    drv_sched *s = c->s;
+    /* Undoing a bind made before a job was marked as failing the capacity bounds gives back
+     * room it did not see: the marks must go (a rollback otherwise restores older room). */
+    int32_t room_dec = s->room_stamp == s->stamp ? s->room_dec : 0;
+    bool regrew = false;
+    s->rolling_back = true;
     while (c->out->n > m.ndec) {
         const drv_decision *x = &c->out->v[--c->out->n];
         switch (x->kind) {
         case DRV_BIND:
             give(c, x->node, cycle_pod_req(st, x->pod));
             set_pod_node(c, x->pod, -1);
+            regrew |= c->out->n < room_dec;
             break;
         case DRV_EVICT:
             take(c, x->from, cycle_pod_req(st, x->pod));
@@ -303,6 +307,7 @@ void drv_ctx_rollback(drv_ctx *c, drv_mark m)
             break;
         case DRV_MIGRATE:
             give(c, x->node, cycle_pod_req(st, x->pod));
+            regrew |= c->out->n < room_dec;
             if (x->from >= 0)
                 take(c, x->from, cycle_pod_req(st, x->pod));
             set_pod_node(c, x->pod, x->from);
@@ -311,5 +316,7 @@ void drv_ctx_rollback(drv_ctx *c, drv_mark m)
             break;
         }
     }
-    c->s->rolling_back = false;
+    s->rolling_back = false;
+    if (regrew)
+        cycle_memo_forget(s);
 }

@@ -18,7 +18,8 @@
  * scanning every node — in a saturated cluster with a long queue that is most attempts.
  * Third, the shapes of gangs that failed this cycle (pods missing per role and their requests)
  * are remembered until capacity is given back: a gang that needs at least as many pods, each at
- * least as large, in every role, fails the same way and is not tried. A gang its queue's quota
+ * least as large, in every role, fails the same way and is not tried; so is a job whose gang
+ * failed the two summaries above at fewer workers (drv_ctx_gang_room). A gang its queue's quota
  * refuses (quota.c) is never remembered: quota is per queue, and it frees up without capacity
  * being given back.
  *
@@ -127,6 +128,12 @@ typedef struct qent {
     int32_t job;
     bool has_pod;  /* every gang of the job with at least min(min, target) workers has a pod */
     drv_res least; /* per dimension, the least request of a pod of the job */
+    /* The job's smallest gang, min(min, target) workers and every other role's target, with no
+     * pod bound: what it needs in all (floor), and per dimension the largest request of its
+     * pods (podmax). A larger gang of the job needs at least as much: when the floor exceeds
+     * the free room of all nodes or podmax a node's, every gang of it fails the capacity
+     * bounds (drv_ctx_queued_cannot_fit). */
+    drv_res floor, podmax;
 } qent;
 
 /* A map from pod or job ids to values that holds only what this cycle set: open addressing
@@ -182,7 +189,13 @@ struct drv_sched {
     int32_t cap_touch;
     uint32_t memo_epoch;       /* bumps whenever the failed-shape memo is cleared */
     uint32_t *job_fail_epoch;  /* memo_epoch + 1 when the job's gang last failed (0: never) */
-    int32_t *job_fail_workers; /* at that many workers */
+    int32_t *job_fail_workers; /* at that many workers; -1 - workers when it failed the
+                                * capacity bounds alone (gang_room), which then holds for
+                                * every larger worker count too */
+    bool room_marked;          /* some job is marked for the capacity bounds this epoch */
+    uint32_t room_stamp;       /* the cycle's stamp when a job was so marked, and the length */
+    int32_t room_dec;          /* of the decision list then (the largest): rolling back binds
+                                * made before a mark gives back room the mark did not have */
     int32_t cap_fail;
     int32_t *nrole; /* per node and role (node * DRV_NROLES + role): pods, assumed state */
     int32_t cap_nrole;
@@ -200,10 +213,10 @@ struct drv_sched {
     /* This cycle's queue_order chain: indices of the uses not idle (drv_plugin.queue_idle). */
     int32_t qo[DRV_MAX_SLOT_PLUGINS];
     int32_t nqo;
-    uint32_t *seen; /* per job: == stamp when already in this cycle's queue */
-    int32_t cap_seen;
-    double wake; /* drv_sched_wake: computed at the end of each cycle */
-    bool blind;  /* drv_sched_starts_blind: likewise */
+    uint64_t *inq;   /* a bit per job: set while the job has a record in order[0..norder) */
+    int32_t cap_inq; /* words */
+    double wake;     /* drv_sched_wake: computed at the end of each cycle */
+    bool blind;      /* drv_sched_starts_blind: likewise */
     /* per chain position (qo) of a keyed queue_order plugin, per job: its key this cycle
      * (pending jobs only), asked once per job instead of once per comparison */
     double *qkey[DRV_MAX_SLOT_PLUGINS];
@@ -254,6 +267,17 @@ struct drv_ctx {
     int err;          /* first allocation failure, reported by drv_sched_cycle */
     uint64_t changes; /* drv_ctx_changes */
 };
+
+/* Forgets every failed gang (capacity grew: any may fit now); O(1): marks of an older epoch
+ * are stale. */
+static inline void cycle_memo_forget(drv_sched *s)
+{
+    if (s->nfailed || s->room_marked) {
+        s->nfailed = 0;
+        s->room_marked = false;
+        s->memo_epoch++;
+    }
+}
 
 /* A pod's resource request (its job's role's). */
 static inline drv_res cycle_pod_req(const drv_state *st, int32_t pod)

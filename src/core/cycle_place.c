@@ -623,10 +623,36 @@ static bool shape_quota(const drv_ctx *c, int32_t job, const gang_shape *shape)
     return drv_ctx_queue_fits(c, st->jobs[job].queue, need);
 }
 
+/* Did the gang of job at `workers` or fewer fail the capacity bounds since capacity last grew,
+ * with none of its pods moved this cycle? Then it fails them again: capacity only shrank, and
+ * more workers only need more. O(1), reading no job. */
+static bool room_failed(const drv_sched *s, int32_t job, int32_t workers)
+{
+    int32_t w = s->job_fail_workers[job];
+    return s->job_fail_epoch[job] == s->memo_epoch + 1 && w < 0 && -1 - w <= workers &&
+           s->job_touch[job] != s->stamp;
+}
+
+/* An admit plugin asks this of every queued job every cycle: a job that failed the bounds is
+ * remembered (room_failed), so a long queue that cannot start costs O(1) per job until
+ * capacity is given back, not a read of each job's roles. Quota failures are not remembered
+ * (drv_ctx_place_gang says why). */
 bool drv_ctx_gang_room(const drv_ctx *c, int32_t job, int32_t workers)
 {
+    drv_sched *s = c->s;
+    if (room_failed(s, job, workers))
+        return false;
     gang_shape shape;
-    return gang_room(c, job, workers, &shape) && shape_quota(c, job, &shape);
+    if (!gang_room(c, job, workers, &shape)) {
+        s->job_fail_epoch[job] = s->memo_epoch + 1;
+        s->job_fail_workers[job] = -1 - workers;
+        s->room_marked = true;
+        if (s->room_stamp != s->stamp || s->room_dec < c->out->n)
+            s->room_dec = c->out->n;
+        s->room_stamp = s->stamp;
+        return false;
+    }
+    return shape_quota(c, job, &shape);
 }
 
 int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)

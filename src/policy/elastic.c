@@ -88,6 +88,10 @@ void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
     if (drv_ctx_queue_stuck(c))
         return; /* every size from lo up fails, changing nothing (lo >= min(min, want)) */
     for (int32_t i = 0; i < n; i++) {
+        /* Most of a long queue cannot start at any size from lo up (lo >= min(min, want)):
+         * told by the cycle's record of the job, without reading it. */
+        if (drv_ctx_queued_cannot_fit(c, i, jobs[i]))
+            continue;
         const drv_job *j = &st->jobs[jobs[i]];
         const drv_rolespec *w = &j->role[DRV_ROLE_WORKER];
         if (left_alone(c, e, jobs[i]))
@@ -121,11 +125,12 @@ static int32_t waiting_head(const drv_ctx *c, const drv_elastic *e)
     return -1;
 }
 
+/* The job's own fields first: left_alone reads the model's record of the job. */
 static bool can_change(const drv_ctx *c, const drv_elastic *e, int32_t job)
 {
     const drv_job *j = &drv_ctx_state(c)->jobs[job];
-    return j->phase == DRV_JOB_RUNNING && !left_alone(c, e, job) &&
-           j->role[DRV_ROLE_WORKER].max > j->role[DRV_ROLE_WORKER].min;
+    return j->phase == DRV_JOB_RUNNING &&
+           j->role[DRV_ROLE_WORKER].max > j->role[DRV_ROLE_WORKER].min && !left_alone(c, e, job);
 }
 
 /* A removable bound worker of job: not worker 0; preferably off the PS node. -1 if none. */
@@ -403,8 +408,8 @@ double drv_elastic_wake(const drv_ctx *c, void *state)
     DRV_FOR_LIVE(st, j)
     {
         const drv_job *jb = &st->jobs[j];
-        if (can_change(c, e, j) && drv_ctx_workers(c, j) < jb->role[DRV_ROLE_WORKER].max &&
-            !grow_ok(c, e, j))
+        if (jb->phase == DRV_JOB_RUNNING && drv_ctx_workers(c, j) < jb->role[DRV_ROLE_WORKER].max &&
+            can_change(c, e, j) && !grow_ok(c, e, j))
             return -INFINITY;
     }
     return w;

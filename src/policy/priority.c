@@ -20,11 +20,15 @@
  * Intra-job order (PS, then chief, then workers) and gang admission are the core's
  * drv_ctx_place_gang; PS↔worker affinity and PS anti-affinity are locality.c.
  *
- * Cost: the normalisation bounds are computed once per cycle over the pending jobs the core
- * hands to queue_begin (O(pending)); a key is then O(1). When the bounds are those of the last
- * cycle, every key is too (queue_kept), and the core asks keys of newcomers only. With queues
- * and w_share > 0, the users' use is summed once per cycle (O(live log live)) and keys are
- * never kept (a share moves without the bounds moving).
+ * Cost: a job's factors are read from it once while it waits (a pool by job id). The
+ * normalisation bounds come from two heaps per factor (least and greatest on top) that take
+ * each newcomer in and drop a job that left when it reaches the top: O(pending) id lookups to
+ * find the newcomers, O(log pending) per job that came or went; when the jobs are those of the
+ * last cycle, in the same order, nothing at all. A key is then O(factors that vary). When the
+ * bounds are those of the last cycle, every key is too (queue_kept), and the core asks keys of
+ * newcomers only. With queues and w_share > 0, the users' use is summed once per cycle
+ * (O(live log live)), the bounds are taken over every job (a share moves without its job), and
+ * keys are never kept.
  */
 #include "drover/policy.h"
 
@@ -41,17 +45,42 @@ static const drv_knob_spec prio_knobs[] = {
 };
 enum { NKNOBS = sizeof prio_knobs / sizeof prio_knobs[0] };
 
+/* A binary heap of (key, job), the least key on top. */
+typedef struct bheap {
+    double *key;
+    int32_t *job;
+    int32_t n, cap;
+} bheap;
+
 typedef struct prio_state {
     double w[DRV_PRIO_NFACTORS];
     double lo[DRV_PRIO_NFACTORS], hi[DRV_PRIO_NFACTORS]; /* bounds over this cycle's queue */
     bool kept; /* the bounds are those of the previous cycle, to the bit: so is every key */
-    /* The jobs handed to the last queue_begin, in that order, with their factors: a job's
-     * factors never change (its specification fixes them), so the next cycle copies them
-     * instead of reading the job again; the core hands the jobs it kept in the same order. */
-    int32_t *ids, *ids2;
-    double (*f)[DRV_PRIO_NFACTORS], (*f2)[DRV_PRIO_NFACTORS];
-    int32_t n, cap, cap2, fcap, fcap2;
-    int32_t cursor; /* where the next queue_key is likely to be */
+    /* The factors that vary over this cycle's queue (lo < hi), in factor order, with their
+     * bound and range: combine's terms that are not 0 (active). */
+    int nact;
+    int act[DRV_PRIO_NFACTORS];
+    double act_lo[DRV_PRIO_NFACTORS], act_range[DRV_PRIO_NFACTORS];
+    /* The factors of the jobs handed to recent queue_begins, in a pool: a job's factors never
+     * change (its specification fixes them; job ids are never reused), so a job is read once
+     * while it waits, however the core reorders the queue. slot[job] is the job's entry when
+     * pool_job[slot[job]] == job (anything else in slot is stale: no entry). */
+    int32_t *slot; /* per job id, up to cap_slot */
+    int32_t cap_slot;
+    int32_t *pool_job;                   /* per entry: its job */
+    double (*pool_f)[DRV_PRIO_NFACTORS]; /* per entry: key_factors, the share as of seen */
+    uint32_t *pool_seen;                 /* per entry: the last list (epoch) with the job */
+    int32_t npool, cap_pool;
+    uint32_t epoch; /* lists handed to queue_begin so far, the same list again not counted */
+    bool pooled;    /* this cycle's jobs all have entries (else keys read the jobs) */
+    int32_t *last;  /* the jobs handed to the last queue_begin, in that order */
+    int32_t nlast, cap_last;
+    bool last_ok; /* last holds them (no allocation failed) */
+    /* Per factor, the queued jobs' values in two heaps, the least on top: [f][0] the value
+     * (lo), [f][1] minus it (hi). Lazy: a job that left stays until it comes to the top and is
+     * seen not to be queued. Valid (heaps_ok) while every queued job has an entry in each. */
+    bheap heap[DRV_PRIO_NFACTORS][2];
+    bool heaps_ok;
     /* The share factor, this cycle: on when the state has queues and w_share > 0. */
     bool share_on;
     drv_res capacity;  /* the cluster's, at queue_begin */
@@ -140,6 +169,31 @@ static double combine(const double *w, const double *lo, const double *hi, const
     return total;
 }
 
+/* Notes the factors that vary, for keyed_total. */
+static void note_active(prio_state *p)
+{
+    p->nact = 0;
+    for (int f = 0; f < DRV_PRIO_NFACTORS; f++)
+        if (p->hi[f] > p->lo[f]) {
+            p->act[p->nact] = f;
+            p->act_lo[p->nact] = p->lo[f];
+            p->act_range[p->nact++] = p->hi[f] - p->lo[f];
+        }
+}
+
+/* combine(p->w, p->lo, p->hi, v, NULL), to the bit: the same operations on the factors that
+ * vary, in the same order; the others add w * 0 = +0, which changes no sum but -0, and a sum
+ * that starts at +0 never is -0 (no term is: v - lo is +0 when v == lo). */
+static double keyed_total(const prio_state *p, const double *v)
+{
+    double total = 0;
+    for (int k = 0; k < p->nact; k++) {
+        int f = p->act[k];
+        total += p->w[f] * ((v[f] - p->act_lo[k]) / p->act_range[k]);
+    }
+    return total;
+}
+
 static int prio_init(void **state, const drv_knob *knobs, int nknobs, drv_diag *d)
 {
     double v[NKNOBS];
@@ -158,23 +212,212 @@ static int prio_init(void **state, const drv_knob *knobs, int nknobs, drv_diag *
 static void prio_fini(void *state)
 {
     prio_state *p = state;
-    drv_free(p->ids);
-    drv_free(p->ids2);
-    drv_free(p->f);
-    drv_free(p->f2);
+    drv_free(p->slot);
+    drv_free(p->pool_job);
+    drv_free(p->pool_f);
+    drv_free(p->pool_seen);
+    drv_free(p->last);
+    for (int f = 0; f < DRV_PRIO_NFACTORS; f++)
+        for (int k = 0; k < 2; k++) {
+            drv_free(p->heap[f][k].key);
+            drv_free(p->heap[f][k].job);
+        }
     drv_free(p->use);
     drv_free(p);
 }
 
-enum { LOOKAHEAD = 8 }; /* how far past the last match a cached job is looked for */
-
-/* Index of job among the cached ones from `from` on (a few places), or -1. */
-static int32_t cached(const prio_state *p, int32_t from, int32_t job)
+/* The job's pool entry, or -1. */
+static int32_t entry_of(const prio_state *p, int32_t job)
 {
-    for (int32_t t = from; t < p->n && t < from + LOOKAHEAD; t++)
-        if (p->ids[t] == job)
-            return t;
-    return -1;
+    if (job >= p->cap_slot)
+        return -1;
+    int32_t t = p->slot[job];
+    return t >= 0 && t < p->npool && p->pool_job[t] == job ? t : -1;
+}
+
+/* Room for n more entries and a slot for every job of st. Keeps only the entries of the jobs
+ * handed to the last queue_begin when the others outnumber them (amortised O(1) per entry: a
+ * pool holds at most about twice the queue). 0 or DRV_ENOMEM. */
+static int pool_reserve(prio_state *p, const drv_state *st, int32_t n)
+{
+    if (p->npool > 2 * n + 64 && p->last_ok) {
+        for (int32_t i = 0; i < p->nlast; i++) { /* mark them (the epoch is not yet the new) */
+            int32_t t = entry_of(p, p->last[i]);
+            if (t >= 0)
+                p->pool_seen[t] = p->epoch;
+        }
+        int32_t k = 0;
+        for (int32_t t = 0; t < p->npool; t++)
+            if (p->pool_seen[t] == p->epoch) {
+                p->pool_job[k] = p->pool_job[t];
+                memcpy(p->pool_f[k], p->pool_f[t], sizeof p->pool_f[k]);
+                p->pool_seen[k] = p->pool_seen[t];
+                p->slot[p->pool_job[k]] = k;
+                k++;
+            }
+        p->npool = k;
+    }
+    int32_t old = p->cap_slot;
+    if (drv_grow(&p->slot, sizeof *p->slot, &p->cap_slot, st->njobs) != 0)
+        return DRV_ENOMEM;
+    for (int32_t i = old; i < p->cap_slot; i++)
+        p->slot[i] = -1;
+    int32_t need = p->npool + n, c1 = p->cap_pool, c2 = p->cap_pool, c3 = p->cap_pool;
+    if (drv_grow(&p->pool_job, sizeof *p->pool_job, &c1, need) != 0 ||
+        drv_grow(&p->pool_f, sizeof *p->pool_f, &c2, need) != 0 ||
+        drv_grow(&p->pool_seen, sizeof *p->pool_seen, &c3, need) != 0)
+        return DRV_ENOMEM;
+    p->cap_pool = c1 < c2 ? (c1 < c3 ? c1 : c3) : (c2 < c3 ? c2 : c3);
+    return 0;
+}
+
+/* The factors of a job of this cycle's list, from its entry (made on first sight), marked as
+ * in the list; v when the pool has no room. */
+static double *factors_of(prio_state *p, const drv_state *st, int32_t job, double *v)
+{
+    int32_t t = p->pooled ? entry_of(p, job) : -1;
+    if (t >= 0) {
+        p->pool_seen[t] = p->epoch;
+        return p->pool_f[t];
+    }
+    double *f = v;
+    if (p->pooled) { /* read once while the job waits */
+        t = p->npool++;
+        p->pool_job[t] = job;
+        p->pool_seen[t] = p->epoch;
+        p->slot[job] = t;
+        f = p->pool_f[t];
+    }
+    key_factors(&st->jobs[job], f);
+    f[DRV_PRIO_SHARE] = 0;
+    return f;
+}
+
+/* ---- the bounds, kept in heaps ------------------------------------------------------------ */
+
+static void heap_down(bheap *h, int32_t i)
+{
+    for (;;) {
+        int32_t l = 2 * i + 1, m = i;
+        if (l < h->n && h->key[l] < h->key[m])
+            m = l;
+        if (l + 1 < h->n && h->key[l + 1] < h->key[m])
+            m = l + 1;
+        if (m == i)
+            return;
+        double k = h->key[i];
+        int32_t j = h->job[i];
+        h->key[i] = h->key[m];
+        h->job[i] = h->job[m];
+        h->key[m] = k;
+        h->job[m] = j;
+        i = m;
+    }
+}
+
+/* Room for n entries. 0 or DRV_ENOMEM (cap then still what both arrays hold). */
+static int heap_room(bheap *h, int32_t n)
+{
+    int32_t c1 = h->cap, c2 = h->cap;
+    int rc = drv_grow(&h->key, sizeof *h->key, &c1, n);
+    if (!rc)
+        rc = drv_grow(&h->job, sizeof *h->job, &c2, n);
+    h->cap = c1 < c2 ? c1 : c2;
+    return rc ? DRV_ENOMEM : 0;
+}
+
+static int heap_push(bheap *h, double key, int32_t job)
+{
+    if (heap_room(h, h->n + 1) != 0)
+        return DRV_ENOMEM;
+    int32_t i = h->n++;
+    while (i > 0 && key < h->key[(i - 1) / 2]) {
+        h->key[i] = h->key[(i - 1) / 2];
+        h->job[i] = h->job[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->key[i] = key;
+    h->job[i] = job;
+    return 0;
+}
+
+/* The least key of a job still queued (popping those that left), or INFINITY. */
+static double heap_least(bheap *h, const drv_state *st)
+{
+    while (h->n > 0 && !drv_state_is_queued(st, h->job[0])) {
+        h->n--;
+        h->key[0] = h->key[h->n];
+        h->job[0] = h->job[h->n];
+        heap_down(h, 0);
+    }
+    return h->n > 0 ? h->key[0] : INFINITY;
+}
+
+/* The heaps made again from the jobs (their entries made). 0 or DRV_ENOMEM (heaps_ok false). */
+static int heaps_build(prio_state *p, const drv_state *st, const int32_t *jobs, int32_t n)
+{
+    p->heaps_ok = false;
+    for (int f = 0; f < DRV_PRIO_NFACTORS; f++)
+        for (int k = 0; k < 2; k++) {
+            if (heap_room(&p->heap[f][k], n) != 0)
+                return DRV_ENOMEM;
+            p->heap[f][k].n = n;
+        }
+    for (int32_t i = 0; i < n; i++) {
+        double v[DRV_PRIO_NFACTORS], *fv = factors_of(p, st, jobs[i], v);
+        for (int f = 0; f < DRV_PRIO_NFACTORS; f++) {
+            p->heap[f][0].key[i] = fv[f];
+            p->heap[f][1].key[i] = -fv[f];
+            p->heap[f][0].job[i] = p->heap[f][1].job[i] = jobs[i];
+        }
+    }
+    for (int f = 0; f < DRV_PRIO_NFACTORS; f++)
+        for (int k = 0; k < 2; k++)
+            for (int32_t i = n / 2 - 1; i >= 0; i--)
+                heap_down(&p->heap[f][k], i);
+    p->heaps_ok = true;
+    return 0;
+}
+
+/*
+ * The bounds over this cycle's jobs from the heaps, without shares. The core hands exactly the
+ * state's queued jobs (drv_plugin.queue_begin), the ones it kept in their last order, then
+ * newcomers: walking the last list beside this one, what follows the last match is new and
+ * goes into the heaps (a job the walk takes for new, the queue having been reordered, is only
+ * there twice). A heap's top that is no longer queued is dropped until one is: the bounds are
+ * those over the queued jobs, to the bit. O(n) compares of ids, O(log n) per newcomer and per
+ * job that left; the heaps are made again when stale entries outnumber the queue. False when
+ * the heaps cannot serve (then every job is read).
+ */
+static bool bounds_heaps(prio_state *p, const drv_state *st, const int32_t *jobs, int32_t n,
+                         double *lo, double *hi)
+{
+    if (!p->heaps_ok || n != st->nqueued)
+        return false;
+    uint32_t prev = p->epoch - 1; /* the last list's (queue_begin counted this one) */
+    for (int32_t i = 0; i < n; i++) {
+        int32_t t = entry_of(p, jobs[i]);
+        if (t >= 0 && p->pool_seen[t] == prev) { /* in the last list: in the heaps */
+            p->pool_seen[t] = p->epoch;
+            continue;
+        }
+        double v[DRV_PRIO_NFACTORS], *fv = factors_of(p, st, jobs[i], v);
+        for (int f = 0; f < DRV_PRIO_NFACTORS; f++)
+            if (heap_push(&p->heap[f][0], fv[f], jobs[i]) != 0 ||
+                heap_push(&p->heap[f][1], -fv[f], jobs[i]) != 0)
+                return p->heaps_ok = false;
+    }
+    int32_t most = 0; /* entries in the largest heap: stale ones pile up where none is popped */
+    for (int f = 0; f < DRV_PRIO_NFACTORS; f++)
+        for (int k = 0; k < 2; k++)
+            most = p->heap[f][k].n > most ? p->heap[f][k].n : most;
+    if (most > 2 * n + 64 && heaps_build(p, st, jobs, n) != 0)
+        return false;
+    for (int f = 0; f < DRV_PRIO_NFACTORS; f++) {
+        lo[f] = heap_least(&p->heap[f][0], st);
+        hi[f] = -heap_least(&p->heap[f][1], st);
+    }
+    return true;
 }
 
 /* The normalisation bounds over the cycle's pending jobs - what queued() selects, given by the
@@ -184,50 +427,43 @@ static void prio_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32
     prio_state *p = state;
     const drv_state *st = drv_ctx_state(c);
     double lo[DRV_PRIO_NFACTORS], hi[DRV_PRIO_NFACTORS];
-    bounds_empty(lo, hi);
+    bool shared = p->share_on; /* last cycle's */
     share_begin(p, st, false);
-    if (drv_grow(&p->ids2, sizeof *p->ids2, &p->cap2, n) != 0 ||
-        drv_grow(&p->f2, sizeof *p->f2, &p->fcap2, n) != 0) {
-        p->n = 0; /* no cache: read every job */
-        for (int32_t i = 0; i < n; i++) {
-            double v[DRV_PRIO_NFACTORS];
-            key_factors(&st->jobs[jobs[i]], v);
-            v[DRV_PRIO_SHARE] = share_factor(p, st, &st->jobs[jobs[i]]);
-            bounds_add(lo, hi, v);
-        }
-    } else {
-        for (int32_t i = 0, k = 0; i < n; i++) {
-            int32_t t = cached(p, k, jobs[i]);
-            if (t >= 0) {
-                memcpy(p->f2[i], p->f[t], sizeof p->f2[i]);
-                k = t + 1;
-            } else {
-                key_factors(&st->jobs[jobs[i]], p->f2[i]);
-            }
-            if (p->share_on) /* the only factor that moves: read afresh */
-                p->f2[i][DRV_PRIO_SHARE] = share_factor(p, st, &st->jobs[jobs[i]]);
-            p->ids2[i] = jobs[i];
-            bounds_add(lo, hi, p->f2[i]);
-        }
-        int32_t *ti = p->ids, tc = p->cap, tfc = p->fcap;
-        double(*tf)[DRV_PRIO_NFACTORS] = p->f;
-        p->ids = p->ids2;
-        p->f = p->f2;
-        p->cap = p->cap2;
-        p->fcap = p->fcap2;
-        p->ids2 = ti;
-        p->f2 = tf;
-        p->cap2 = tc;
-        p->fcap2 = tfc;
-        p->n = n;
+    bool fresh = p->share_on || shared || !p->last_ok || !p->pooled;
+    /* The very jobs of the last cycle, in the same order (a third of the cycles of the Philly
+     * replay): the same factors without shares, so the same bounds and keys. */
+    if (!fresh && n == p->nlast &&
+        (n == 0 || memcmp(jobs, p->last, (size_t)n * sizeof *jobs) == 0)) {
+        p->kept = true; /* the same list: its marks stand */
+        return;
     }
-    p->cursor = 0;
+    p->pooled = pool_reserve(p, st, n) == 0;
+    p->epoch++; /* a new list: factors_of marks its jobs' entries */
+    if (fresh || !p->pooled || !bounds_heaps(p, st, jobs, n, lo, hi)) {
+        bounds_empty(lo, hi);
+        for (int32_t i = 0; i < n; i++) {
+            double v[DRV_PRIO_NFACTORS], *f = factors_of(p, st, jobs[i], v);
+            f[DRV_PRIO_SHARE] = share_factor(p, st, &st->jobs[jobs[i]]); /* moves (0: off) */
+            bounds_add(lo, hi, f);
+        }
+        /* The heaps serve the next cycles, without shares (a share moves without its job). */
+        p->heaps_ok = false;
+        if (!p->share_on && p->pooled)
+            heaps_build(p, st, jobs, n);
+    }
+    p->last_ok = drv_grow(&p->last, sizeof *p->last, &p->cap_last, n) == 0;
+    if (p->last_ok) {
+        if (n > 0)
+            memcpy(p->last, jobs, (size_t)n * sizeof *jobs);
+        p->nlast = n;
+    }
     /* A job's factors never change but for its share, so without shares its key changes only
      * with the bounds. */
     p->kept =
         !p->share_on && memcmp(lo, p->lo, sizeof lo) == 0 && memcmp(hi, p->hi, sizeof hi) == 0;
     memcpy(p->lo, lo, sizeof lo);
     memcpy(p->hi, hi, sizeof hi);
+    note_active(p);
 }
 
 static bool prio_kept(const drv_ctx *c, void *state)
@@ -241,12 +477,10 @@ static bool prio_kept(const drv_ctx *c, void *state)
 static double prio_key(const drv_ctx *c, void *state, int32_t job)
 {
     prio_state *p = state;
-    /* The core asks in the order it handed the jobs to queue_begin. */
-    int32_t t = cached(p, p->cursor, job);
-    if (t >= 0) {
-        p->cursor = t + 1;
-        return -combine(p->w, p->lo, p->hi, p->f[t], NULL);
-    }
+    /* An entry's factors are the job's; with shares, only once handed this cycle. */
+    int32_t t = p->pooled ? entry_of(p, job) : -1;
+    if (t >= 0 && (!p->share_on || p->pool_seen[t] == p->epoch))
+        return -keyed_total(p, p->pool_f[t]);
     double v[DRV_PRIO_NFACTORS];
     const drv_state *st = drv_ctx_state(c);
     key_factors(&st->jobs[job], v);

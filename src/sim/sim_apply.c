@@ -194,7 +194,7 @@ int sim_run_cycle(drv_sim *s, drv_diag *d)
     /* Progress as of now for the plugins; samples are drawn when a plugin reads them
      * (drv_ctx_progress -> sync_hook). */
     for (int32_t k = 0; s->periodic && k < s->nrun; k++)
-        sim_progress_at(s, s->runl[k]);
+        sim_progress_cycle(s, s->runl[k]);
     s->dec.n = 0;
     drv_snapshot snap = {&s->st, s->now, s->periodic ? sim_sync_hook : NULL, s,
                          s->cfg.calib ? &s->model : NULL};

@@ -79,18 +79,36 @@ static double steps_at(const drv_sim *s, int32_t job, double t)
     return steps < s->st.jobs[job].steps_total ? steps : s->st.jobs[job].steps_total;
 }
 
-/* Sets a job's progress to its value at now, computed from its anchor (the anchor stays). */
-void sim_progress_at(drv_sim *s, int32_t job)
+/* sim_progress_at but the loss: steps and service at now. */
+static bool progress_steps(drv_sim *s, int32_t job)
 {
     drv_job *j = &s->st.jobs[job];
     jobsim *x = &s->js[job];
     double dt = s->now - x->upd_t;
-    if (j->phase == DRV_JOB_RUNNING && dt > 0) {
-        j->steps = steps_at(s, job, s->now);
+    if (j->phase != DRV_JOB_RUNNING || dt <= 0)
+        return false;
+    j->steps = steps_at(s, job, s->now);
+    j->attained =
+        x->a_att + dt * (double)(x->held.gpu > 0 ? x->held.gpu * 1000 : x->held.cpu) / 1000.0;
+    return true;
+}
+
+/* Sets a job's progress to its value at now, computed from its anchor (the anchor stays). */
+void sim_progress_at(drv_sim *s, int32_t job)
+{
+    drv_job *j = &s->st.jobs[job];
+    if (progress_steps(s, job))
         j->loss = drv_loss(sim_family(s, job), j->steps);
-        j->attained =
-            x->a_att + dt * (double)(x->held.gpu > 0 ? x->held.gpu * 1000 : x->held.cpu) / 1000.0;
-    }
+}
+
+/* The progress a cycle's plugins read: steps and service of every running job, each cycle;
+ * its loss, which no plugin reads from the job (a plugin reads losses from samples), only when
+ * a plugin asks for the job's progress (sim_sync_hook), and at the end of a run (the last
+ * periodic cycle's, sim_progress_at): a division per running job per cycle saved, the same
+ * numbers wherever they are read. */
+void sim_progress_cycle(drv_sim *s, int32_t job)
+{
+    progress_steps(s, job);
 }
 
 /* Moves a job's anchor to now (its progress, when running, brought up to now at its rate). Done
@@ -171,6 +189,9 @@ void sim_sync_hook(void *arg, int32_t job)
     drv_sim *s = arg;
     if (sim_sync(s, job) != 0)
         s->sync_failed = true;
+    drv_job *j = &s->st.jobs[job];
+    if (j->phase == DRV_JOB_RUNNING) /* the loss sim_progress_cycle left out */
+        j->loss = drv_loss(sim_family(s, job), j->steps);
 }
 
 bool sim_calibrated(const drv_sim *s, int32_t job)

@@ -1,0 +1,293 @@
+/*
+ * test_queue_cache.c - what a scheduler remembers from one cycle to the next to order and admit
+ * its queue faster (the priority plugin's factor pool and its bounds carried over, the kept
+ * keys and sorted records of the queue, the record of each queued job's smallest gang, the memo
+ * of gangs that failed the capacity bounds) must never change a decision. Metamorphic: one
+ * scheduler runs a long random stream of cycles on a state that changes between them (jobs
+ * arrive, start, finish and shrink, room is freed or not, the oldest job leaves the queue, a
+ * running job comes back to it);
+ * at every cycle a scheduler made afresh, remembering nothing, decides on the same state, and
+ * the two decision lists must be equal. A cache that goes stale - an input changed between
+ * cycles and the kept value was not refreshed - decides differently from the fresh one.
+ * And drv_ctx_queued_cannot_fit, which a fresh scheduler shares, checked against
+ * drv_ctx_gang_room itself for every queued job of every cycle.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "drover/policy.h"
+
+#define GiB (1024LL * 1024 * 1024)
+
+static uint64_t rnd(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* n nodes of 8 GPUs, 32 CPUs. */
+static void make_state(drv_state *st, int n)
+{
+    assert_int_equal(drv_state_init(st), 0);
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "n%d", i);
+        assert_int_equal(drv_state_add_node(st, name, (drv_res){32000, 256 * GiB, 8}, "", "", NULL),
+                         0);
+    }
+}
+
+/* A pending elastic job: maybe a PS, 1-6 workers of 1-4 GPUs, random user priority, class and
+ * submission time (ties with the last job's on purpose). */
+static void add_job(drv_state *st, uint64_t *x, double now)
+{
+    static int seq;
+    char name[32];
+    snprintf(name, sizeof name, "j%d", seq++);
+    drv_job t;
+    memset(&t, 0, sizeof t);
+    t.name = drv_strtab_intern(st->names, name);
+    t.user = drv_strtab_intern(st->names, rnd(x) % 2 ? "u1" : "u2");
+    t.submit = now - (double)(rnd(x) % 3);
+    t.user_priority = (int32_t)(rnd(x) % 4);
+    t.priority = (int32_t[]){0, 10, 100}[rnd(x) % 3];
+    t.phase = DRV_JOB_PENDING;
+    int32_t w = 1 + (int32_t)(rnd(x) % 6), min = 1 + (int32_t)(rnd(x) % (uint64_t)w);
+    int64_t gpu = 1 + (int64_t)(rnd(x) % 4);
+    t.role[DRV_ROLE_WORKER] =
+        (drv_rolespec){w, min, w + (int32_t)(rnd(x) % 3), {2000, 4 * GiB, gpu}, 2000};
+    if (rnd(x) % 2)
+        t.role[DRV_ROLE_PS] = (drv_rolespec){1, 1, 1, {4000, 8 * GiB, 0}, 4000};
+    int32_t id = -1;
+    assert_int_equal(drv_state_add_job(st, &t, &id), 0);
+}
+
+static void apply(drv_state *st, const drv_decisions *ds)
+{
+    for (int32_t i = 0; i < ds->n; i++) {
+        const drv_decision *x = &ds->v[i];
+        if (x->kind == DRV_BIND) {
+            drv_state_bind(st, x->pod, x->node);
+        } else if (x->kind == DRV_EVICT) {
+            drv_state_unbind(st, x->pod);
+        } else if (x->kind == DRV_MIGRATE) {
+            drv_state_unbind(st, x->pod);
+            drv_state_bind(st, x->pod, x->node);
+        } else if (x->kind == DRV_SCALE) {
+            drv_state_set_workers(st, x->job, (int32_t)x->value);
+        }
+    }
+    DRV_FOR_PENDING(st, j)
+    if (drv_job_complete(&st->jobs[j]))
+        drv_state_set_phase(st, j, DRV_JOB_RUNNING);
+    drv_diag d;
+    assert_int_equal(drv_state_check(st, true, &d), 0);
+}
+
+static void finish(drv_state *st, int32_t job)
+{
+    const drv_job *j = &st->jobs[job];
+    for (int32_t k = 0; k < j->pod_count; k++)
+        drv_state_unbind(st, j->pod_base + k);
+    drv_state_set_phase(st, job, DRV_JOB_DONE);
+}
+
+/* A running job's pods all unbound and the job pending again: it leaves the running jobs
+ * and comes back to the queue it left. */
+static void requeue(drv_state *st, int32_t job)
+{
+    const drv_job *j = &st->jobs[job];
+    for (int32_t k = 0; k < j->pod_count; k++)
+        drv_state_unbind(st, j->pod_base + k);
+    drv_state_set_phase(st, job, DRV_JOB_PENDING);
+}
+
+static drv_sched *sched(drv_profile *p, const char *line)
+{
+    drv_diag d;
+    assert_int_equal(drv_profile_parse("t", line, p, &d), 0);
+    drv_sched *s;
+    assert_int_equal(drv_sched_new(p, &s, &d), 0);
+    return s;
+}
+
+/*
+ * `steps` cycles of profile `line` on `nodes` nodes: before each, 0-3 jobs arrive (none in some
+ * stretches, so that the queue stays the same), running jobs finish (none in some stretches, so
+ * that no room is given back), and now and then the oldest queued job is withdrawn (a bound of
+ * the wait factor leaves) or a running job is queued again. Returns the decisions made in all, so a
+ * caller can see the stream decided something.
+ */
+static int32_t run_stream(const char *line, int nodes, int steps, uint64_t seed)
+{
+    drv_state st;
+    drv_profile pk, pf;
+    drv_decisions dk, df;
+    make_state(&st, nodes);
+    drv_decisions_init(&dk);
+    drv_decisions_init(&df);
+    drv_sched *kept = sched(&pk, line);
+    uint64_t x = seed;
+    int32_t decided = 0;
+    for (int t = 0; t < steps; t++) {
+        int phase = (t / 7) % 4; /* 0: all moves, 1: arrivals only, 2: finishes only, 3: none */
+        if (phase <= 1)
+            for (int k = (int)(rnd(&x) % 4); k > 0; k--)
+                add_job(&st, &x, t);
+        if (phase == 0 || phase == 2) {
+            DRV_FOR_LIVE(&st, j)
+            if (st.jobs[j].phase == DRV_JOB_RUNNING && rnd(&x) % 4 == 0)
+                finish(&st, j);
+        }
+        if (rnd(&x) % 9 == 0) { /* the oldest queued job withdrawn */
+            int32_t old = -1;
+            for (int32_t j = drv_state_next_queued(&st, 0); j >= 0;
+                 j = drv_state_next_queued(&st, j + 1))
+                if (old < 0 || st.jobs[j].submit < st.jobs[old].submit)
+                    old = j;
+            if (old >= 0 && st.nqueued_bound == 0)
+                finish(&st, old);
+        }
+        if (rnd(&x) % 7 == 0) { /* a running job stopped whole, queued again (a restart) */
+            int32_t r = -1;
+            DRV_FOR_LIVE(&st, j)
+            if (r < 0 && st.jobs[j].phase == DRV_JOB_RUNNING)
+                r = j;
+            if (r >= 0)
+                requeue(&st, r);
+        }
+        drv_snapshot snap = {.st = &st, .now = t};
+        dk.n = df.n = 0;
+        assert_int_equal(drv_sched_cycle(kept, &snap, &dk), 0);
+        drv_sched *fresh = sched(&pf, line);
+        assert_int_equal(drv_sched_cycle(fresh, &snap, &df), 0);
+        drv_sched_free(fresh);
+        if (dk.n != df.n || (dk.n > 0 && memcmp(dk.v, df.v, (size_t)dk.n * sizeof *dk.v) != 0))
+            fail_msg("%s: cycle %d: %d decisions kept, %d fresh", line, t, (int)dk.n, (int)df.n);
+        decided += dk.n;
+        apply(&st, &dk);
+    }
+    drv_sched_free(kept);
+    drv_decisions_fini(&dk);
+    drv_decisions_fini(&df);
+    drv_state_fini(&st);
+    return decided;
+}
+
+/* The combined priority with DRAGON's elastic admission and relief (quiet 0: growth is not
+ * timed by an earlier action, so a fresh scheduler grows alike). */
+static void test_priority_dragon(void **unused)
+{
+    (void)unused;
+    for (uint64_t seed = 1; seed <= 6; seed++)
+        assert_true(run_stream("gang=true period=1 queue_order=priority "
+                               "admit=dragon(quiet=0;starve_wait=5) scale=dragon "
+                               "score=least-allocated",
+                               4, 300, seed * 7919) > 0);
+}
+
+/* drover's queue order and admission (fairshare idle without queues). */
+static void test_drover_order(void **unused)
+{
+    (void)unused;
+    for (uint64_t seed = 1; seed <= 4; seed++)
+        assert_true(run_stream("gang=true period=1 queue_order=fairshare,priority "
+                               "admit=dragon(quiet=0;starve_wait=86400) scale=dragon "
+                               "score=locality*4,ps-anti-affinity,least-allocated",
+                               6, 300, seed * 104729) > 0);
+}
+
+/* Whole gangs in priority order, no elasticity: the failed-gang memos alone. */
+static void test_priority_gang(void **unused)
+{
+    (void)unused;
+    for (uint64_t seed = 1; seed <= 4; seed++)
+        assert_true(run_stream("gang=true period=1 queue_order=priority admit=gang "
+                               "score=least-allocated",
+                               3, 300, seed * 15485863) > 0);
+}
+
+/* ---- drv_ctx_queued_cannot_fit is never wrong ------------------------------------------- */
+
+static struct {
+    int32_t cannot, can; /* jobs it said cannot fit; jobs it did not, whose gang had room */
+} seen;
+
+/* Gang admission in queue order that first checks, for every queued job, that a job said not
+ * to fit fails drv_ctx_gang_room at every size from min(min, target) up. */
+static void checking_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
+{
+    (void)state;
+    const drv_state *st = drv_ctx_state(c);
+    for (int32_t i = 0; i < n; i++) {
+        const drv_job *j = &st->jobs[jobs[i]];
+        const drv_rolespec *w = &j->role[DRV_ROLE_WORKER];
+        int32_t lo = w->min < j->target[DRV_ROLE_WORKER] ? w->min : j->target[DRV_ROLE_WORKER];
+        if (drv_ctx_queued_cannot_fit(c, i, jobs[i])) {
+            seen.cannot++;
+            for (int32_t k = lo; k <= w->max; k++)
+                assert_false(drv_ctx_gang_room(c, jobs[i], k));
+            continue;
+        }
+        seen.can += drv_ctx_gang_room(c, jobs[i], lo);
+        assert_true(drv_ctx_place_gang(c, jobs[i], lo) >= 0);
+    }
+}
+
+static const drv_plugin checking = {.name = "checking", .admit = checking_admit};
+
+static void test_cannot_fit_exact(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    drv_profile p;
+    drv_diag d;
+    drv_decisions ds;
+    make_state(&st, 3);
+    drv_decisions_init(&ds);
+    assert_int_equal(drv_profile_parse("t",
+                                       "gang=true period=1 queue_order=priority admit=gang "
+                                       "score=least-allocated",
+                                       &p, &d),
+                     0);
+    p.use[DRV_PT_ADMIT][0].p = &checking;
+    drv_sched *s;
+    assert_int_equal(drv_sched_new(&p, &s, &d), 0);
+    uint64_t x = 424242;
+    memset(&seen, 0, sizeof seen);
+    for (int t = 0; t < 300; t++) {
+        for (int k = (int)(rnd(&x) % 4); k > 0; k--)
+            add_job(&st, &x, t);
+        DRV_FOR_LIVE(&st, j)
+        if (st.jobs[j].phase == DRV_JOB_RUNNING && rnd(&x) % 4 == 0)
+            finish(&st, j);
+        drv_snapshot snap = {.st = &st, .now = t};
+        ds.n = 0;
+        assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+        apply(&st, &ds);
+    }
+    assert_true(seen.cannot > 100); /* both answers were given, many times */
+    assert_true(seen.can > 100);
+    drv_sched_free(s);
+    drv_decisions_fini(&ds);
+    drv_state_fini(&st);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_priority_dragon),
+        cmocka_unit_test(test_drover_order),
+        cmocka_unit_test(test_priority_gang),
+        cmocka_unit_test(test_cannot_fit_exact),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

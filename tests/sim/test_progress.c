@@ -1,0 +1,135 @@
+/*
+ * test_progress.c - a running job's loss in the simulator's state is always its family's loss
+ * curve at its steps, wherever it is read: by a plugin through drv_ctx_progress during a cycle,
+ * and by the caller after drv_sim_run_until. The simulator brings every running job's steps up
+ * to date each cycle but computes the loss only where it is read (sim_progress_cycle), so a
+ * loss left stale anywhere shows here as a loss that is not the curve's at the job's steps.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "drover/model.h"
+#include "drover/policy.h"
+#include "drover/sim.h"
+
+static drv_catalogue cat;
+
+static int setup(void **unused)
+{
+    (void)unused;
+    drv_diag d;
+    return drv_catalogue_builtin(&cat, &d);
+}
+
+static int teardown(void **unused)
+{
+    (void)unused;
+    drv_catalogue_fini(&cat);
+    return 0;
+}
+
+static int32_t checked; /* running jobs whose loss was compared */
+
+/* The loss of a running job is the curve's at its steps, to the bit. */
+static void check_loss(const drv_job *j)
+{
+    if (j->phase != DRV_JOB_RUNNING)
+        return;
+    double want = drv_loss(&cat.v[j->model], j->steps);
+    if (j->loss != want)
+        fail_msg("loss %.17g at %.17g steps, the curve says %.17g", j->loss, j->steps, want);
+    checked++;
+}
+
+/* A scale plugin that reads every running job's progress, as plugins do. */
+static void reading_scale(drv_ctx *c, void *state)
+{
+    (void)state;
+    const drv_state *st = drv_ctx_state(c);
+    DRV_FOR_LIVE(st, j)
+    check_loss(drv_ctx_progress(c, j));
+}
+
+static const drv_plugin reading = {.name = "reading", .scale = reading_scale};
+
+/* Every built-in profile's run on 200 jobs, stopped now and then: the caller's state holds the
+ * curve's loss for every running job. */
+static void test_loss_after_run_until(void **unused)
+{
+    (void)unused;
+    drv_workload w = {0};
+    drv_cluster_spec c;
+    drv_diag d = {{0}};
+    drv_genparams g;
+    drv_genparams_default(&g, 5);
+    g.jobs = 200;
+    assert_int_equal(drv_workload_generate(&w, &g, &cat, &d), 0);
+    drv_cluster_default(&c);
+    checked = 0;
+    for (int i = 0; i < drv_profile_builtin_count(); i++) {
+        drv_profile p;
+        assert_int_equal(drv_profile_builtin(drv_profile_builtin_name(i), &p, &d), 0);
+        drv_sim_config cfg = {.seed = 5, .check = true};
+        drv_sim *s;
+        assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
+        for (double t = 317; t < 20000; t += 1291) {
+            if (drv_sim_run_until(s, t, &d) != 0)
+                fail_msg("%s: %s", drv_profile_builtin_name(i), d.msg);
+            const drv_state *st = drv_sim_state(s);
+            DRV_FOR_LIVE(st, j)
+            check_loss(&st->jobs[j]);
+        }
+        drv_sim_free(s);
+    }
+    assert_true(checked > 100);
+    drv_workload_fini(&w);
+    drv_cluster_fini(&c);
+}
+
+/* A plugin reading progress mid-run (between the cycle's steps update and any anchor move)
+ * sees the curve's loss. */
+static void test_loss_read_by_plugin(void **unused)
+{
+    (void)unused;
+    drv_workload w = {0};
+    drv_cluster_spec c;
+    drv_diag d = {{0}};
+    drv_genparams g;
+    drv_genparams_default(&g, 6);
+    g.jobs = 120;
+    assert_int_equal(drv_workload_generate(&w, &g, &cat, &d), 0);
+    drv_cluster_default(&c);
+    drv_profile p;
+    assert_int_equal(drv_profile_parse("t",
+                                       "gang=true period=5 queue_order=fifo admit=gang "
+                                       "score=least-allocated",
+                                       &p, &d),
+                     0);
+    p.use[DRV_PT_SCALE][0] = (drv_plugin_use){&reading, 1, 0, 0};
+    p.nuse[DRV_PT_SCALE] = 1;
+    drv_sim_config cfg = {.seed = 6, .check = true};
+    drv_sim *s;
+    assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
+    checked = 0;
+    if (drv_sim_run(s, &d) != 0)
+        fail_msg("%s", d.msg);
+    assert_true(checked > 100);
+    drv_sim_free(s);
+    drv_workload_fini(&w);
+    drv_cluster_fini(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_loss_after_run_until),
+        cmocka_unit_test(test_loss_read_by_plugin),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -8,6 +8,15 @@
 
 #include <string.h>
 
+/* Notes that the memo now says something of the room the cycle has with decisions [0, ndec)
+ * made: rolling back below that gives back room it did not see (drv_ctx_rollback). */
+static void memo_seen_at(drv_sched *s, int32_t ndec)
+{
+    if (s->room_stamp != s->stamp || s->room_dec < ndec)
+        s->room_dec = ndec;
+    s->room_stamp = s->stamp;
+}
+
 /* Remembers that job's gang at `workers` does not fit in the current memo epoch. */
 static void mark_failed(drv_sched *s, int32_t job, int32_t workers)
 {
@@ -647,9 +656,7 @@ bool drv_ctx_gang_room(const drv_ctx *c, int32_t job, int32_t workers)
         s->job_fail_epoch[job] = s->memo_epoch + 1;
         s->job_fail_workers[job] = -1 - workers;
         s->room_marked = true;
-        if (s->room_stamp != s->stamp || s->room_dec < c->out->n)
-            s->room_dec = c->out->n;
-        s->room_stamp = s->stamp;
+        memo_seen_at(s, c->out->n);
         return false;
     }
     return shape_quota(c, job, &shape);
@@ -672,6 +679,7 @@ int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
     for (int32_t k = 0; k < s->nfailed; k++)
         if (dominates(&shape, &s->failed[k])) {
             mark_failed(s, job, workers);
+            memo_seen_at(s, c->out->n);
             return 0;
         }
     /* Quota last, and remembered nowhere: the memos speak of capacity, which another job's
@@ -702,8 +710,10 @@ int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
                 drv_ctx_rollback(c, m);
                 if (!err && s->nfailed < MAX_FAILED)
                     s->failed[s->nfailed++] = shape;
-                if (!err)
+                if (!err) {
                     mark_failed(s, job, workers);
+                    memo_seen_at(s, c->out->n);
+                }
                 return err ? err : 0;
             }
             have++;

@@ -397,6 +397,49 @@ static void test_memo_cleared_by_node_change(void **unused)
     drv_state_fini(&st);
 }
 
+/* An admit plugin that holds job 0's gang tentatively, finds job 1's gang not fitting beside
+ * it, rolls job 0 back and asks for job 1 again (as autoscale-operator's growth rounds do):
+ * records each answer. */
+static int memo_seen[2];
+static void admit_memo_probe(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
+{
+    (void)state;
+    (void)jobs;
+    (void)n;
+    drv_mark m = drv_ctx_mark(c);
+    assert_int_equal(drv_ctx_place_gang(c, 0, 1), 1);
+    memo_seen[0] = drv_ctx_place_gang(c, 1, 2);
+    drv_ctx_rollback(c, m);
+    memo_seen[1] = drv_ctx_place_gang(c, 1, 2);
+}
+
+static const drv_plugin memo_probe_plugin = {.name = "test-memo", .admit = admit_memo_probe};
+
+/* A gang found not to fit while another's tentative binds were held fits once they are rolled
+ * back: the failed-gang memo must not outlive the room it was recorded against. */
+static void test_memo_forgotten_on_rollback(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    make_state(&st, 2);
+    add_job(&st, "a", 0, 1, 1, 1, 5000); /* on one node */
+    add_job(&st, "b", 0, 2, 2, 2, 5000); /* in all, the room is there beside a; one per node is
+                                            not: found in placement, not by the bounds */
+    drv_sched *s = gang_sched(&memo_probe_plugin);
+    drv_snapshot snap = {.st = &st, .now = 0};
+    drv_decisions ds;
+    drv_decisions_init(&ds);
+    assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+    assert_int_equal(memo_seen[0], 0); /* beside a: no room */
+    assert_int_equal(memo_seen[1], 1); /* a rolled back: room again */
+    assert_int_equal(ds.n, 2);
+    for (int32_t i = 0; i < ds.n; i++)
+        assert_int_equal(st.pods[ds.v[i].pod].job, 1);
+    drv_decisions_fini(&ds);
+    drv_sched_free(s);
+    drv_state_fini(&st);
+}
+
 /* An admit plugin that places job 1's gang, rolls it back and places it again, recording the
  * assumed use of queue 1 at each step. */
 static drv_res queue_seen[4];
@@ -1047,6 +1090,7 @@ int main(void)
         cmocka_unit_test(test_cycle_gang_rollback),
         cmocka_unit_test(test_scale_down_evicts_surplus),
         cmocka_unit_test(test_queues),
+        cmocka_unit_test(test_memo_forgotten_on_rollback),
         cmocka_unit_test(test_memo_cleared_by_node_change),
         cmocka_unit_test(test_queue_keys_kept),
         cmocka_unit_test(test_gang_room),

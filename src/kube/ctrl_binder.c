@@ -516,6 +516,10 @@ int ctrl_binder_apply_answer(drv_ctrl *c, const ctrl_event *e)
             p->api_name = name > 0 ? name : 0;
         }
         count_success(c, create, node >= 0);
+        /* A job re-creating pods for new peers is Scaling until the last is back: this may be
+         * it, and only a cycle's reconcile says so (its watch echo asks for none) */
+        if (create && jr->peers_pending)
+            m->dirty = true;
     } else {
         /* The assumption is undone, and only what the API says is believed: after a 409 the
          * pod as read (bound where the API has it: nothing to send again; not bound: bound

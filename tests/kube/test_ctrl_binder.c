@@ -651,6 +651,34 @@ static void test_echo_of_a_creation_asks_no_cycle(void **state)
     close_ctrl(c, batch);
 }
 
+/* A job re-creating its pods for new peers is Scaling until the last is back, which only a
+ * cycle's reconcile sees: the answer that creates one asks for a cycle, echo or not (without
+ * it, test_kube_jobs' replicas edit stayed Scaling when the echo came before the answer). */
+static void test_answer_of_a_peer_recreation_asks_a_cycle(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_cw1);
+    ctrl_event *batch = NULL;
+    int32_t cap = 0;
+    drv_ctrl *c = open_ctrl_idle(&batch, &cap, f, NULL);
+    drv_state *st = &c->mirror.st;
+    int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
+    int32_t a = c->mirror.node_of[ctrl_name_find(c, "node-a")];
+    drv_state_bind(st, s, a);
+    assert_int_equal(ctrl_binder_place(c, s, a), 0);
+    c->mirror.jobs[st->pods[s].job].peers_pending = true;
+    ctrl_event e = echo(c, "node-a", "Pending"); /* the echo first: no cycle for it */
+    c->mirror.dirty = false;
+    assert_int_equal(ctrl_apply_events(c, &e, 1), 0);
+    assert_false(c->mirror.dirty);
+    drv_diag d = {{0}};
+    assert_int_equal(ctrl_binder_start(c, &d), 0);
+    apply_answer(c, &batch, &cap);
+    assert_true(c->mirror.dirty);
+    close_ctrl(c, batch);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -667,6 +695,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_template_node_name_ignored, setup, teardown),
         cmocka_unit_test_setup_teardown(test_creation_body_copied_when_queued, setup, teardown),
         cmocka_unit_test_setup_teardown(test_echo_of_a_creation_asks_no_cycle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_answer_of_a_peer_recreation_asks_a_cycle, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,8 +34,13 @@
  * Drover runs with `drover run`'s default API budget (--kube-api-qps, --kube-api-burst), or
  * --qps/--burst: a limiter that held it below the server's pace would show here.
  *
+ * --real-objects 1: the nodes and existing pods are recorded-size objects (the recorded Node
+ * and Pod of tests/fixtures/k8s, 1.6 and 2.5 kB with managedFields, volumes, nodeInfo..., given
+ * the plain ones' names, labels, resources and state) instead of ~300-byte ones: what listing
+ * and syncing cost on a real cluster's objects.
+ *
  * usage: e2e_bind [--nodes N] [--existing N] [--jobs N] [--workers N] [--threads N]
- *                 [--policy NAME] [--reps N] [--qps N] [--burst N]
+ *                 [--policy NAME] [--reps N] [--qps N] [--burst N] [--real-objects 0|1]
  */
 #include "apiserver.h"
 #include "drover/kube_controller.h"
@@ -55,6 +60,10 @@ typedef struct params {
     int nodes, existing, jobs, workers, threads, reps;
     int qps, burst; /* Drover's API budget (the ceiling's client has none) */
     const char *policy;
+    /* --real-objects 1: the nodes and existing pods are the recorded Node and Pod of
+     * tests/fixtures/k8s (1.6 and 2.5 kB of JSON: managedFields, volumes, nodeInfo...) with the
+     * plain ones' names, labels, resources and state; the texts, NULL: the plain objects */
+    const char *real_node, *real_pod;
     /* the ceiling's creations, in the order Drover sends them (job by job): request i is
      * plan[i] = kind << 24 | index (kinds: PLAN_POD, PLAN_SERVICE, PLAN_STATUS) */
     const int *plan;
@@ -143,10 +152,65 @@ static double send_all(const params *p, char *url, request_fn make, int n, int t
 
 /* ---- the objects --------------------------------------------------------------------------- */
 
-static const char *node_req(const params *p, int i, char *path, size_t np, char *body, size_t nb)
+/* The recorded object's text with the plain one's parts set by edit, into body (nb bytes). */
+static void real_body(const char *text, int i, const params *p,
+                      void (*edit)(json_t *, int, const params *), char *body, size_t nb)
+{
+    json_t *o = json_loads(text, 0, NULL);
+    if (!o)
+        die("--real-objects: the recorded object", NULL);
+    json_t *meta = json_object_get(o, "metadata");
+    json_object_del(meta, "uid");
+    json_object_del(meta, "resourceVersion");
+    json_object_del(meta, "creationTimestamp");
+    edit(o, i, p);
+    size_t k = json_dumpb(o, body, nb, JSON_COMPACT);
+    if (k == 0 || k >= nb)
+        die("--real-objects: a body longer than the buffer", NULL);
+    body[k] = 0;
+    json_decref(o);
+}
+
+/* The plain node's name, zone and rack labels, allocatable and Ready condition (the recorded
+ * one's other labels kept but its hostname: alike nodes stay alike, as the plain ones). */
+static void edit_node(json_t *o, int i, const params *p)
 {
     (void)p;
+    json_t *meta = json_object_get(o, "metadata"), *st = json_object_get(o, "status");
+    json_t *labels = json_object_get(meta, "labels");
+    json_object_set_new(meta, "name", json_sprintf("node-%d", i));
+    json_object_del(labels, "kubernetes.io/hostname");
+    json_object_set_new(labels, "topology.kubernetes.io/zone", json_sprintf("zone-%d", i % 4));
+    json_object_set_new(labels, "drover.dev/rack", json_sprintf("rack-%d", i / 20));
+    json_object_set_new(
+        st, "allocatable",
+        json_pack("{s:s, s:s, s:s}", "cpu", "32", "memory", "128Gi", "pods", "110"));
+    json_object_set_new(st, "conditions",
+                        json_pack("[{s:s, s:s}]", "type", "Ready", "status", "True"));
+}
+
+/* The plain pod's name, namespace, labels, node, request and phase (the recorded one's
+ * volumes, tolerations, managedFields... kept). */
+static void edit_pod(json_t *o, int i, const params *p)
+{
+    json_t *meta = json_object_get(o, "metadata"), *spec = json_object_get(o, "spec");
+    json_object_set_new(meta, "name", json_sprintf("other-%d", i));
+    json_object_set_new(meta, "namespace", json_string("default"));
+    json_object_set_new(meta, "labels", json_pack("{s:s}", "app", "other"));
+    json_object_set_new(spec, "nodeName", json_sprintf("node-%d", i % p->nodes));
+    json_t *c0 = json_array_get(json_object_get(spec, "containers"), 0);
+    json_object_set_new(c0, "resources",
+                        json_pack("{s:{s:s, s:s}}", "requests", "cpu", "100m", "memory", "256Mi"));
+    json_object_set_new(json_object_get(o, "status"), "phase", json_string("Running"));
+}
+
+static const char *node_req(const params *p, int i, char *path, size_t np, char *body, size_t nb)
+{
     snprintf(path, np, "/api/v1/nodes");
+    if (p->real_node) {
+        real_body(p->real_node, i, p, edit_node, body, nb);
+        return "POST";
+    }
     snprintf(body, nb,
              "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"node-%d\","
              "\"labels\":{\"topology.kubernetes.io/zone\":\"zone-%d\",\"drover.dev/rack\":"
@@ -171,6 +235,10 @@ static const char *existing_req(const params *p, int i, char *path, size_t np, c
                                 size_t nb)
 {
     snprintf(path, np, "/api/v1/namespaces/default/pods");
+    if (p->real_pod) {
+        real_body(p->real_pod, i, p, edit_pod, body, nb);
+        return "POST";
+    }
     snprintf(body, nb,
              "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"other-%d\","
              "\"namespace\":\"default\",\"labels\":{\"app\":\"other\"}},\"spec\":{"
@@ -567,10 +635,30 @@ static drover_times drover(const params *p, const drv_profile *prof)
     return out;
 }
 
+/* The body of a recorded answer (after the headers' empty line), allocated; exits when the
+ * file cannot be read (run from the repository root). */
+static char *recorded(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    static char buf[1 << 16];
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = 0;
+    char *b = strstr(buf, "\r\n\r\n");
+    b = b ? b + 4 : strstr(buf, "\n\n") ? strstr(buf, "\n\n") + 2 : NULL;
+    if (!b || !(b = strdup(b))) {
+        fprintf(stderr, "e2e_bind: %s: cannot read it (run from the repository root)\n", path);
+        exit(2);
+    }
+    return b;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: e2e_bind [--nodes N] [--existing N] [--jobs N] [--workers N] "
-                    "[--threads N] [--policy NAME] [--reps N] [--qps N] [--burst N]\n");
+                    "[--threads N] [--policy NAME] [--reps N] [--qps N] [--burst N] "
+                    "[--real-objects 0|1]\n");
     return 2;
 }
 
@@ -585,18 +673,20 @@ int main(int argc, char **argv)
                 .qps = DRV_CTRL_DEF_QPS,
                 .burst = DRV_CTRL_DEF_BURST,
                 .policy = "drover"};
+    int real = 0;
     for (int i = 1; i < argc; i += 2) {
         if (i + 1 >= argc)
             return usage();
-        int *field = !strcmp(argv[i], "--nodes")      ? &p.nodes
-                     : !strcmp(argv[i], "--existing") ? &p.existing
-                     : !strcmp(argv[i], "--jobs")     ? &p.jobs
-                     : !strcmp(argv[i], "--workers")  ? &p.workers
-                     : !strcmp(argv[i], "--threads")  ? &p.threads
-                     : !strcmp(argv[i], "--reps")     ? &p.reps
-                     : !strcmp(argv[i], "--qps")      ? &p.qps
-                     : !strcmp(argv[i], "--burst")    ? &p.burst
-                                                      : NULL;
+        int *field = !strcmp(argv[i], "--nodes")          ? &p.nodes
+                     : !strcmp(argv[i], "--existing")     ? &p.existing
+                     : !strcmp(argv[i], "--jobs")         ? &p.jobs
+                     : !strcmp(argv[i], "--workers")      ? &p.workers
+                     : !strcmp(argv[i], "--threads")      ? &p.threads
+                     : !strcmp(argv[i], "--reps")         ? &p.reps
+                     : !strcmp(argv[i], "--qps")          ? &p.qps
+                     : !strcmp(argv[i], "--burst")        ? &p.burst
+                     : !strcmp(argv[i], "--real-objects") ? &real
+                                                          : NULL;
         if (field)
             *field = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--policy"))
@@ -609,14 +699,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "e2e_bind: counts must be at least 1 (threads at most 64)\n");
         return 2;
     }
+    if (real) {
+        p.real_node = recorded("tests/fixtures/k8s/transcripts/02-node-get/response.txt");
+        p.real_pod = recorded("tests/fixtures/k8s/transcripts/03-pod-get/response.txt");
+    }
     drv_profile prof;
     drv_diag d = {{0}};
     if (drv_profile_builtin(p.policy, &prof, &d) != 0)
         die("--policy", &d);
     long pods = (long)p.jobs * p.workers;
-    printf("%d nodes, %d existing pods, %d gangs x %d workers = %ld new pods; policy %s; "
+    printf("%d nodes, %d existing pods (%s), %d gangs x %d workers = %ld new pods; policy %s; "
            "%d client threads / binders; drover's API budget %d/s, burst %d\n",
-           p.nodes, p.existing, p.jobs, p.workers, pods, p.policy, p.threads, p.qps, p.burst);
+           p.nodes, p.existing, real ? "recorded-size objects" : "plain objects", p.jobs, p.workers,
+           pods, p.policy, p.threads, p.qps, p.burst);
     printf("%-4s %9s %8s %9s   %9s %8s   %8s   %7s %7s %9s %6s\n", "rep", "ceiling s", "lists s",
            "creates s", "drover s", "pods/s", "fraction", "sync s", "first s", "bind frac",
            "errors");

@@ -31,6 +31,9 @@ typedef struct drv_watch_decoder {
     uint64_t offset;   /* stream offset of buf[0] */
     char resource[64]; /* for messages: "pods" */
     char last_rv[32];  /* resourceVersion of the last event decoded */
+    /* members of each event's object not built (src/kube/json.h: drv_json_loadb_skip's paths,
+     * borrowed); NULL (init's default): none */
+    const char *const *skip;
 } drv_watch_decoder;
 
 #define DRV_WATCH_MAX_LINE (16u << 20) /* one event larger than this is an error */

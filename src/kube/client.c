@@ -32,6 +32,7 @@ struct drv_kube {
     long requests, retries;
     long errors; /* non-2xx answers, retried ones included */
     char agent[64];
+    const char *const *skip; /* members lists and watches do not build (borrowed); NULL: none */
 };
 
 static void sleep_s(double s)
@@ -253,6 +254,16 @@ int drv_kube_new(drv_kube **out, const drv_kube_config *cfg, drv_diag *d)
     drv_rng_seed(&k->rng, (uint64_t)(drv_clock_mono() * 1e6));
     *out = k;
     return 0;
+}
+
+void drv_kube_skip_unread(drv_kube *k, const char *const *paths)
+{
+    k->skip = paths;
+}
+
+const char *const *drv_kube_unread(const drv_kube *k)
+{
+    return k->skip;
 }
 
 void drv_kube_free(drv_kube *k)
@@ -669,6 +680,7 @@ int drv_kube_watch(drv_kube *k, const char *path, const char *rv, int timeout_s,
              slash ? slash + 1 : path);
     wstate w = {.cb = cb, .arg = arg, .last_rv = last_rv, .n = n, .stop = stop, .d = d};
     drv_watch_decoder_init(&w.dec, res);
+    w.dec.skip = k->skip;
     int rc = setup_handle(k, h, d);
     CURLcode cc = CURLE_OK;
     long code = 0;

@@ -274,6 +274,17 @@ typedef struct pod_render {
     int64_t cpu_limit;  /* a wanted CPU limit (ctrl_resize.c, millicores); <= 0: none */
 } pod_render;
 
+/* podbody.c: a pod creation's body from r (drv_malloc'd), or NULL when out of memory.
+ * podbody_dump parses, edits and dumps r's template; podbody_render gives the same bytes from a
+ * shape cached in pc (rendered once per template, role, bound and limited; thread-safe), and
+ * falls back to podbody_dump for what a shape cannot render (pc NULL: always). */
+typedef struct podbody_cache podbody_cache;
+char *podbody_dump(const pod_render *r);
+char *podbody_render(podbody_cache *pc, const pod_render *r);
+podbody_cache *podbody_cache_new(void); /* NULL: out of memory */
+void podbody_cache_free(podbody_cache *pc);
+int64_t podbody_spliced(podbody_cache *pc); /* bodies podbody_render spliced (not fallen back) */
+
 /* A request queued for the binder threads (owned strings). */
 typedef struct bind_request {
     int32_t slot, node; /* node -1: unbound creation, or a deletion */
@@ -310,6 +321,7 @@ typedef struct ctrl_binder {
     bool stop;
     binder_thread *threads;
     int nthreads;
+    podbody_cache *bodies; /* the creations' pod shapes (its own lock); NULL: parsed per pod */
 } ctrl_binder;
 
 /* A TrainingJob status the writer is to write. */

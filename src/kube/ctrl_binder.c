@@ -11,12 +11,12 @@
  * cycle sees the truth. May touch, on the scheduler thread: the mirror's pod and job records,
  * the state (undoing assumptions), counters.
  *
- * A creation's body is rendered by the binder thread that sends it (a parse of the role's
- * template, the pod's names, labels, owner reference, nodeName, peer environment and CPU limit,
- * and a dump), from a pod_render the scheduler thread fills when it queues the creation: a
- * copy of what the body needs, so a binder thread never reads the mirror, which the scheduler
- * thread changes meanwhile. (On the scheduler thread, that rendering was a quarter of its CPU
- * while the binder threads waited.)
+ * A creation's body is rendered by the binder thread that sends it (the role's template with
+ * the pod's names, labels, owner reference, nodeName, peer environment and CPU limit: podbody.c
+ * splices them into a shape rendered once per template), from a pod_render the scheduler
+ * thread fills when it queues the creation: a copy of what the body needs, so a binder thread
+ * never reads the mirror, which the scheduler thread changes meanwhile. (On the scheduler
+ * thread, that rendering was a quarter of its CPU while the binder threads waited.)
  *
  * At most one request per pod is out at a time: a pod to be deleted while its creation is out
  * is deleted once that is answered (delete_after), and a pod is not created or bound while its
@@ -91,60 +91,6 @@ static pod_render *pod_render_new(drv_ctrl *c, int32_t s, int32_t node)
     ctrl_lifecycle_pod_peers(c, s, &r->peers, r->ns, r->job, sizeof r->ns);
     r->cpu_limit = c->mirror.pods[s].want_cpu_limit;
     return r;
-}
-
-/* Sets obj[key] to a new object unless it holds one already; returns it. */
-static json_t *object_at(json_t *obj, const char *key)
-{
-    json_t *x = json_object_get(obj, key);
-    if (!json_is_object(x)) {
-        x = json_object();
-        json_object_set_new(obj, key, x);
-    }
-    return x;
-}
-
-/* The body that creates r's pod from its role's template (on a binder thread: reads r only).
- * NULL: out of memory. */
-static char *pod_body(const pod_render *r)
-{
-    json_t *tm = r->tmpl ? drv_json_loadb(r->tmpl, strlen(r->tmpl), NULL) : json_object();
-    if (!tm)
-        return NULL;
-    char rank[16];
-    snprintf(rank, sizeof rank, "%d", r->rank);
-    json_t *meta = object_at(tm, "metadata");
-    json_t *labels = object_at(meta, "labels");
-    json_object_set_new(labels, "drover.dev/job", json_string(r->job));
-    json_object_set_new(labels, "drover.dev/role", json_string(drv_role_name(r->role)));
-    json_object_set_new(labels, "drover.dev/rank", json_string(rank));
-    json_object_set_new(meta, "name", json_string(r->pod));
-    json_object_set_new(meta, "namespace", json_string(r->ns));
-    json_object_set_new(meta, "ownerReferences",
-                        json_pack("[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion",
-                                  "drover.dev/v1alpha1", "kind", "TrainingJob", "name", r->job,
-                                  "uid", r->uid, "controller", 1, "blockOwnerDeletion", 1));
-    json_t *spec = object_at(tm, "spec");
-    json_object_set_new(spec, "schedulerName", json_string(r->sched));
-    if (!json_object_get(spec, "restartPolicy"))
-        json_object_set_new(spec, "restartPolicy", json_string("Never"));
-    if (r->node[0])
-        json_object_set_new(spec, "nodeName", json_string(r->node));
-    json_object_set_new(tm, "apiVersion", json_string("v1"));
-    json_object_set_new(tm, "kind", json_string("Pod"));
-    drv_diag d = {{0}};
-    int rc = drv_peers_apply(&r->peers, r->role, r->rank, tm, &d);
-    if (rc) /* (a template without containers gets no environment: logged, created as it is) */
-        drv_log(DRV_LOG_ERROR, "%s", d.msg);
-    if (rc == DRV_ENOMEM || ctrl_resize_render(r->cpu_limit, tm) != 0) {
-        json_decref(tm);
-        return NULL;
-    }
-    char *s2 = json_dumps(tm, JSON_COMPACT);
-    json_decref(tm);
-    char *out = s2 ? drv_strdup(s2) : NULL;
-    free(s2);
-    return out;
 }
 
 /* Frees what a request owns. */
@@ -389,8 +335,8 @@ static void *binder_main(void *arg)
         }
         bind_request r = q->v[q->head++];
         pthread_mutex_unlock(&b->mu);
-        if (r.render) /* (here rather than on the scheduler thread: a parse and a dump per pod) */
-            r.body = pod_body(r.render);
+        if (r.render) /* (here rather than on the scheduler thread; podbody.c) */
+            r.body = podbody_render(b->bodies, r.render);
         ctrl_event e = {.kind = EV_ANSWER};
         send_request(t, &r, &e);
         char what[1300];
@@ -586,6 +532,8 @@ void ctrl_binder_fini(drv_ctrl *c)
     for (int i = 0; b->threads && i < b->nthreads; i++)
         drv_kube_free(b->threads[i].client);
     drv_free(b->threads);
+    podbody_cache_free(b->bodies);
+    b->bodies = NULL;
     for (int k = 0; k < NQUEUES; k++) {
         bind_queue *q = &b->queue[k];
         for (int32_t i = q->head; i < q->n; i++)

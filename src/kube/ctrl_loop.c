@@ -61,7 +61,8 @@ static int new_clients(drv_ctrl *c, const drv_kube_config *cfg, int binders, drv
             return rc;
     c->binder.nthreads = binders > 0 ? binders : 8;
     c->binder.threads = drv_calloc((size_t)c->binder.nthreads, sizeof *c->binder.threads);
-    if (!c->binder.threads)
+    c->binder.bodies = podbody_cache_new();
+    if (!c->binder.threads || !c->binder.bodies)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     for (int i = 0; i < c->binder.nthreads; i++) {
         c->binder.threads[i].c = c;

@@ -25,6 +25,22 @@
  * allocation failed). The caller json_decref's the value. */
 json_t *drv_json_loadb(const char *buf, size_t n, json_error_t *err);
 
+/* drv_json_loadb without the members at paths (NULL-terminated, at most 16, each of dot-separated
+ * object keys from the top value, or from its member root when root is not NULL: "object" for
+ * a watch event; at most 8 keys with root): those are checked as JSON as the rest is (the same
+ * texts refused) but not built, and absent from the value. For what the decoders never read
+ * (drv_kube_unread_pod, drv_kube_unread_node): on recorded objects about half their bytes.
+ * Example: paths {"metadata.managedFields", NULL} on {"metadata":{"name":"a","managedFields":
+ * [...]}} gives {"metadata":{"name":"a"}}. */
+/* The paths (drv_json_loadb_skip's, borrowed: static lists) that k's lists (drv_kube_list) and
+ * watches (drv_kube_watch) leave out of the objects they decode; NULL: none (the default). Set
+ * before the client is used. */
+void drv_kube_skip_unread(drv_kube *k, const char *const *paths);
+const char *const *drv_kube_unread(const drv_kube *k);
+
+json_t *drv_json_loadb_skip(const char *buf, size_t n, const char *const *paths, const char *root,
+                            json_error_t *err);
+
 /* ---- watch stream decoding (kube_watch.h) --------------------------------------------------- */
 
 typedef struct drv_watch_event {
@@ -103,6 +119,10 @@ int drv_kube_watch(drv_kube *k, const char *path, const char *rv, int timeout_s,
  * text: "pod default/x: spec.containers[1].resources.requests.cpu: expected a CPU quantity
  * such as 500m or 2, found '2x'". Strings are interned in names. */
 int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag *d);
+/* The member paths of a pod and of a node that the decoders never read (drv_json_loadb_skip's
+ * paths; objects.c says what they are). */
+extern const char *const drv_kube_unread_pod[];
+extern const char *const drv_kube_unread_node[];
 int drv_kube_decode_node(json_t *obj, drv_strtab *names, drv_knode *out, drv_diag *d);
 
 /*

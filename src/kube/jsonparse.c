@@ -37,9 +37,20 @@
 
 #define DRV_JSON_MAX_DEPTH 2048 /* jansson's JSON_PARSER_MAX_DEPTH */
 
+enum { SKIP_PATHS = 16, SKIP_KEYS = 8 }; /* bounds of a skip list: paths, keys per path */
+
+/* The member paths not to build (drv_json_loadb_skip), split into keys. */
+typedef struct skipset {
+    int n;                                  /* paths */
+    int keys[SKIP_PATHS];                   /* keys in path i */
+    const char *key[SKIP_PATHS][SKIP_KEYS]; /* key k of path i (not terminated: klen) */
+    size_t klen[SKIP_PATHS][SKIP_KEYS];
+} skipset;
+
 typedef struct parser {
     const char *p, *begin, *end;
     int depth;
+    const skipset *skip; /* NULL: everything is built */
     json_error_t *err;
     bool failed; /* err filled (the first error wins) */
 } parser;
@@ -129,20 +140,24 @@ static size_t put_utf8(char *o, unsigned cp)
 }
 
 /* The escapes of a string's bytes from .. end (its closing quote) decoded into out (room for
- * end - from bytes: decoding never lengthens); returns the decoded length, or -1 (err set). */
+ * end - from bytes: decoding never lengthens; NULL: only checked); returns the decoded length,
+ * or -1 (err set). */
 static long unescape(parser *s, const char *from, const char *end, char *out)
 {
     static const char names[] = "\"\\/bfnrt", codes[] = "\"\\/\b\f\n\r\t";
     size_t w = 0;
     for (const char *p = from; p < end;) {
         if (*p != '\\') {
-            out[w++] = *p++;
+            if (out)
+                out[w] = *p;
+            w++, p++;
             continue;
         }
         const char *simple = p[1] ? strchr(names, p[1]) : NULL;
         if (simple) {
-            out[w++] = codes[simple - names];
-            p += 2;
+            if (out)
+                out[w] = codes[simple - names];
+            w++, p += 2;
             continue;
         }
         const char *at = p;
@@ -161,7 +176,8 @@ static long unescape(parser *s, const char *from, const char *end, char *out)
                             : "invalid Unicode escape: an unpaired surrogate");
             return -1;
         }
-        w += put_utf8(out + w, (unsigned)cp);
+        char tmp[4];
+        w += put_utf8(out ? out + w : tmp, (unsigned)cp);
     }
     return (long)w;
 }
@@ -275,10 +291,30 @@ static json_t *number(parser *s)
     return v || s->failed ? v : fail(s, b, "out of memory");
 }
 
-static json_t *value(parser *s);
+static json_t *value(parser *s, unsigned mask, int level);
+static int skip_value(parser *s);
 
-/* One member of an object, at s->p (its key's opening quote): parsed and set in o. 0 or -1. */
-static int member(parser *s, json_t *o)
+/* The paths of mask that the member key (len bytes) at level continues: *whole when one ends
+ * there (the member is skipped); returns those that go on below it. */
+static unsigned skip_next(const parser *s, unsigned mask, int level, const char *key, size_t len,
+                          bool *whole)
+{
+    unsigned next = 0;
+    for (int i = 0; mask && i < s->skip->n; i++)
+        if (mask >> i & 1 && s->skip->klen[i][level] == len &&
+            memcmp(s->skip->key[i][level], key, len) == 0) {
+            if (level + 1 == s->skip->keys[i])
+                *whole = true;
+            else
+                next |= 1u << i;
+        }
+    return next;
+}
+
+/* One member of an object, at s->p (its key's opening quote): parsed and set in o, or checked
+ * and left out when a skip path ends at it (mask, level: the paths its object continues). 0 or
+ * -1. */
+static int member(parser *s, json_t *o, unsigned mask, int level)
 {
     const char *b, *q;
     bool escaped;
@@ -304,7 +340,13 @@ static int member(parser *s, json_t *o)
         fail(s, s->p, "':' expected after an object key");
     } else {
         s->p++;
-        v = value(s);
+        bool whole = false;
+        unsigned next = mask ? skip_next(s, mask, level, key ? key : b, (size_t)len, &whole) : 0;
+        if (whole) {
+            drv_free(key);
+            return skip_value(s);
+        }
+        v = value(s, next, level + 1);
         if (v && json_object_setn_new_nocheck(o, key ? key : b, (size_t)len, v) != 0)
             fail(s, s->p, "out of memory");
     }
@@ -312,7 +354,7 @@ static int member(parser *s, json_t *o)
     return v && !s->failed ? 0 : -1;
 }
 
-static json_t *object(parser *s)
+static json_t *object(parser *s, unsigned mask, int level)
 {
     json_t *o = json_object();
     if (!o)
@@ -329,7 +371,7 @@ static json_t *object(parser *s)
             fail(s, s->p, "a string expected as an object key");
             break;
         }
-        if (member(s, o) != 0)
+        if (member(s, o, mask, level) != 0)
             break;
         skip_ws(s);
         if (s->p < s->end && *s->p == ',') {
@@ -359,7 +401,7 @@ static json_t *array(parser *s)
         return a;
     }
     for (;;) {
-        json_t *v = value(s);
+        json_t *v = value(s, 0, 0); /* (skip paths go through objects only) */
         if (!v)
             break;
         if (json_array_append_new(a, v) != 0) {
@@ -392,7 +434,7 @@ static json_t *literal(parser *s, const char *word, json_t *(*make)(void))
     return make();
 }
 
-static json_t *value(parser *s)
+static json_t *value(parser *s, unsigned mask, int level)
 {
     skip_ws(s);
     if (s->p >= s->end)
@@ -402,7 +444,7 @@ static json_t *value(parser *s)
     case '[': {
         if (++s->depth > DRV_JSON_MAX_DEPTH)
             return fail(s, s->p, "maximum parsing depth reached");
-        json_t *v = *s->p == '{' ? object(s) : array(s);
+        json_t *v = *s->p == '{' ? object(s, mask, level) : array(s);
         s->depth--;
         return v;
     }
@@ -419,13 +461,135 @@ static json_t *value(parser *s)
     }
 }
 
+/* ---- skipped members: checked as value() checks them, nothing built ------------------------ */
+
+/* A string at s->p: its bytes and escapes checked. 0 or -1. */
+static int skip_string(parser *s)
+{
+    const char *b, *q;
+    bool escaped;
+    if (scan_string(s, &b, &q, &escaped) != 0)
+        return -1;
+    return escaped && unescape(s, b, q, NULL) < 0 ? -1 : 0;
+}
+
+/* The members or elements of an object or array at s->p, to its closing bracket. 0 or -1. */
+static int skip_container(parser *s)
+{
+    bool obj = *s->p == '{';
+    char close = obj ? '}' : ']';
+    s->p++;
+    skip_ws(s);
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        return 0;
+    }
+    for (;;) {
+        if (obj) {
+            skip_ws(s);
+            if (s->p >= s->end || *s->p != '"')
+                return fail(s, s->p, "a string expected as an object key"), -1;
+            if (skip_string(s) != 0)
+                return -1;
+            skip_ws(s);
+            if (s->p >= s->end || *s->p != ':')
+                return fail(s, s->p, "':' expected after an object key"), -1;
+            s->p++;
+        }
+        if (skip_value(s) != 0)
+            return -1;
+        skip_ws(s);
+        if (s->p < s->end && *s->p == ',') {
+            s->p++;
+            continue;
+        }
+        if (s->p < s->end && *s->p == close) {
+            s->p++;
+            return 0;
+        }
+        fail(s, s->p, obj ? "',' or '}' expected in an object" : "',' or ']' expected in an array");
+        return -1;
+    }
+}
+
+static int skip_value(parser *s)
+{
+    skip_ws(s);
+    if (s->p >= s->end)
+        return fail(s, s->p, "a value expected, the text ended"), -1;
+    json_t *v = NULL;
+    switch (*s->p) {
+    case '{':
+    case '[': {
+        if (++s->depth > DRV_JSON_MAX_DEPTH)
+            return fail(s, s->p, "maximum parsing depth reached"), -1;
+        int rc = skip_container(s);
+        s->depth--;
+        return rc;
+    }
+    case '"':
+        return skip_string(s);
+    case 't': /* (the literals are jansson's singletons: nothing allocated) */
+        v = literal(s, "true", json_true);
+        break;
+    case 'f':
+        v = literal(s, "false", json_false);
+        break;
+    case 'n':
+        v = literal(s, "null", json_null);
+        break;
+    default: /* (a number is converted: jansson refuses those out of range) */
+        v = number(s);
+    }
+    json_decref(v);
+    return v ? 0 : -1;
+}
+
+/* paths (and root) split into s's keys; false when beyond SKIP_PATHS or SKIP_KEYS. */
+static bool skipset_init(skipset *k, const char *const *paths, const char *root)
+{
+    k->n = 0;
+    for (; paths && *paths; paths++) {
+        if (k->n == SKIP_PATHS)
+            return false;
+        int i = k->n++, j = 0;
+        if (root) {
+            k->key[i][0] = root;
+            k->klen[i][0] = strlen(root);
+            j = 1;
+        }
+        for (const char *p = *paths;; j++) {
+            size_t len = strcspn(p, ".");
+            if (j == SKIP_KEYS)
+                return false;
+            k->key[i][j] = p;
+            k->klen[i][j] = len;
+            if (!p[len])
+                break;
+            p += len + 1;
+        }
+        k->keys[i] = j + 1;
+    }
+    return true;
+}
+
 json_t *drv_json_loadb(const char *buf, size_t n, json_error_t *err)
 {
+    return drv_json_loadb_skip(buf, n, NULL, NULL, err);
+}
+
+json_t *drv_json_loadb_skip(const char *buf, size_t n, const char *const *paths, const char *root,
+                            json_error_t *err)
+{
+    skipset k;
     parser s = {.p = buf, .begin = buf, .end = buf + n, .err = err};
+    if (paths && !skipset_init(&k, paths, root))
+        return fail(&s, buf, "too many skip paths or keys in one"); /* (a caller's bug) */
+    s.skip = paths && k.n ? &k : NULL;
     skip_ws(&s);
     if (s.p >= s.end || (*s.p != '{' && *s.p != '['))
         return fail(&s, s.p, "'[' or '{' expected");
-    json_t *v = value(&s);
+    json_t *v = value(&s, s.skip ? (1u << k.n) - 1 : 0, 0);
     if (!v)
         return NULL;
     skip_ws(&s);

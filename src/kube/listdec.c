@@ -46,8 +46,10 @@ void drv_list_decoder_reset(drv_list_decoder *l)
 {
     drv_list_decoder_fini(l);
     drv_kbuf *raw = l->raw;
+    const char *const *skip = l->skip;
     drv_list_decoder_init(l, l->what, l->cb, l->arg);
     l->raw = raw;
+    l->skip = skip;
     if (raw)
         raw->n = 0;
 }
@@ -93,7 +95,7 @@ static int keep(drv_list_decoder *l, const char *p, size_t n, drv_diag *d)
 static int captured(drv_list_decoder *l, uint64_t at, drv_diag *d)
 {
     json_error_t je;
-    json_t *v = drv_json_loadb(l->buf, l->len, &je);
+    json_t *v = drv_json_loadb_skip(l->buf, l->len, l->in_item ? l->skip : NULL, NULL, &je);
     size_t n = l->len;
     l->len = 0;
     if (!v && json_error_code(&je) == json_error_out_of_memory)

@@ -27,16 +27,17 @@ typedef struct drv_list_decoder {
     drv_list_item_fn cb; /* the item callback and its argument; NULL: items are skipped, not
                             parsed (only the metadata is read) */
     void *arg;
-    drv_kbuf *raw;   /* optional: every byte fed is also appended here */
-    char *buf;       /* the item or metadata being captured (drv_malloc'd) */
-    size_t len, cap; /* bytes in buf, allocated */
-    uint64_t offset; /* bytes fed so far */
-    int depth;       /* containers open: 1 inside the list object, 2 inside items or metadata */
-    char open[3];    /* open[d]: '{' or '[' that opened depth d, for d = 1, 2 */
-    bool str, esc;   /* inside a string; after a backslash in it */
-    bool want_key;   /* depth 1: the next string is a key */
-    bool in_key;     /* depth 1: reading a key into key[] */
-    char key[16];    /* the current top-level key (truncated: only short ones matter) */
+    drv_kbuf *raw;           /* optional: every byte fed is also appended here */
+    const char *const *skip; /* optional: members of each item not built (drv_json_loadb_skip) */
+    char *buf;               /* the item or metadata being captured (drv_malloc'd) */
+    size_t len, cap;         /* bytes in buf, allocated */
+    uint64_t offset;         /* bytes fed so far */
+    int depth;     /* containers open: 1 inside the list object, 2 inside items or metadata */
+    char open[3];  /* open[d]: '{' or '[' that opened depth d, for d = 1, 2 */
+    bool str, esc; /* inside a string; after a backslash in it */
+    bool want_key; /* depth 1: the next string is a key */
+    bool in_key;   /* depth 1: reading a key into key[] */
+    char key[16];  /* the current top-level key (truncated: only short ones matter) */
     size_t keylen;
     bool in_items;  /* inside the items array (depth 2) */
     bool has_items; /* an items array was seen */
@@ -50,7 +51,7 @@ typedef struct drv_list_decoder {
 void drv_list_decoder_init(drv_list_decoder *l, const char *what, drv_list_item_fn cb, void *arg);
 /* Frees what the decoder holds (the metadata included). */
 void drv_list_decoder_fini(drv_list_decoder *l);
-/* Back to its state after init (same what, callback and raw; raw emptied): the answer is read
+/* Back to its state after init (same what, callback, raw and skip; raw emptied): the answer is read
  * again from its first byte. */
 void drv_list_decoder_reset(drv_list_decoder *l);
 /* Feeds n bytes. 0, the callback's code, DRV_EPARSE (not a list: the byte offset named),

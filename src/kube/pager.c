@@ -138,6 +138,7 @@ static int decode_page(const pager *p, fetched *f, drv_kube_item_cb cb, void *ar
 {
     drv_list_decoder ld;
     drv_list_decoder_init(&ld, p->what, cb, arg);
+    ld.skip = drv_kube_unread(p->k);
     int rc = drv_list_decoder_feed(&ld, f->body.p ? f->body.p : "", f->body.n, d);
     if (rc == 0)
         rc = drv_list_decoder_finish(&ld, d);

@@ -114,9 +114,8 @@ static int set_env(json_t *container, const char *name, const char *value)
     return entry && json_array_append_new(env, entry) == 0 ? 0 : DRV_ENOMEM;
 }
 
-/* The variables of role/rank as parallel arrays; returns how many (at most 5). */
-static int variables(const drv_peer_job *j, int role, int rank, const char *names[5],
-                     char values[5][512], char **tf_config)
+int drv_peers_variables(const drv_peer_job *j, int role, int rank, const char *names[5],
+                        char values[5][512], char **tf_config)
 {
     *tf_config = NULL;
     if (j->framework == DRV_FRAMEWORK_TENSORFLOW) {
@@ -162,7 +161,7 @@ int drv_peers_apply(const drv_peer_job *j, int role, int rank, json_t *pod, drv_
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     const char *names[5];
     char values[5][512], *tf_config;
-    int n = variables(j, role, rank, names, values, &tf_config);
+    int n = drv_peers_variables(j, role, rank, names, values, &tf_config);
     if (n < 0)
         return drv_fail(d, n, "%s/%s: cannot name the job's peers", j->ns, j->name);
     int rc = 0;

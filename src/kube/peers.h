@@ -59,6 +59,13 @@ int drv_peers_pod_name(const drv_peer_job *j, int role, int rank, char *buf, siz
  */
 int drv_peers_apply(const drv_peer_job *j, int role, int rank, json_t *pod, drv_diag *d);
 
+/* The peer variables of role/rank as parallel arrays (the names static), in the order
+ * drv_peers_apply sets them; returns how many (at most 5) or a negative code. TensorFlow: one,
+ * TF_CONFIG, whose value is *tf_config (drv_malloc'd: the caller frees it; it may exceed 512
+ * bytes), values[0] left empty; otherwise *tf_config is NULL. */
+int drv_peers_variables(const drv_peer_job *j, int role, int rank, const char *names[5],
+                        char values[5][512], char **tf_config);
+
 /* The job's headless Service (clusterIP None, publishNotReadyAddresses, selecting the job's
  * pods by drover.dev/job), owned by the TrainingJob of that uid. NULL when out of memory. */
 json_t *drv_peers_service(const drv_peer_job *j, const char *uid);

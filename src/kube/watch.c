@@ -46,7 +46,7 @@ static int decode_line(drv_watch_decoder *w, const char *line, size_t n, uint64_
     if (n == 0)
         return 0; /* blank lines carry nothing */
     json_error_t je;
-    json_t *ev = drv_json_loadb(line, n, &je);
+    json_t *ev = drv_json_loadb_skip(line, n, w->skip, "object", &je);
     if (!ev && json_error_code(&je) == json_error_out_of_memory)
         return drv_fail(d, DRV_ENOMEM, "watch %s: out of memory", w->resource);
     if (!ev)

@@ -5,7 +5,8 @@
  * mutations of those answers (a byte replaced by one that matters to JSON, a byte dropped,
  * the text cut short), both refuse or both accept and give equal values (json_equal: the
  * same types, integers and reals told apart). Plus the values of a few texts checked by hand
- * (escapes, surrogate pairs, numbers), and failing allocations.
+ * (escapes, surrogate pairs, numbers), and failing allocations. drv_json_loadb_skip is held to
+ * the same on every text: jansson's value with the skipped members dropped.
  */
 #include "json.h"
 
@@ -18,6 +19,54 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+/* Skip paths for drv_json_loadb_skip: what the informers skip, and keys that recorded answers
+ * hold at the top or one level down (so that skipping is exercised on most of them). */
+static const char *const SKIP[] = {"metadata.managedFields",
+                                   "spec.volumes",
+                                   "status.images",
+                                   "status.conditions",
+                                   "kind",
+                                   "items",
+                                   "metadata.labels",
+                                   "spec.containers",
+                                   "x.y.z",
+                                   NULL};
+
+/* v without the members at SKIP's paths (from v's member root when not NULL), in place. */
+static void drop(json_t *v, const char *root)
+{
+    if (root)
+        v = json_object_get(v, root);
+    for (const char *const *p = SKIP; *p; p++) {
+        char path[64];
+        snprintf(path, sizeof path, "%s", *p);
+        json_t *o = v;
+        char *save = NULL, *key = strtok_r(path, ".", &save);
+        for (char *nk; o && key && (nk = strtok_r(NULL, ".", &save)); key = nk)
+            o = json_is_object(o) ? json_object_get(o, key) : NULL;
+        if (json_is_object(o))
+            json_object_del(o, key);
+    }
+}
+
+/* drv_json_loadb_skip against jansson's value with the members dropped: both refuse or both
+ * accept and give equal values. */
+static void agree_skipping(const char *text, size_t n, const json_t *want, const char *root,
+                           const char *what)
+{
+    json_error_t je;
+    json_t *got = drv_json_loadb_skip(text, n, SKIP, root, &je);
+    json_t *w = want ? json_deep_copy(want) : NULL;
+    if (w)
+        drop(w, root);
+    if (!w != !got || (w && !json_equal(w, got)))
+        fail_msg("%s: skipping from %s: jansson %s, drv_json_loadb_skip %s (%s) for %.*s", what,
+                 root ? root : "the top", w ? "accepts" : "refuses", got ? "accepts" : "refuses",
+                 got ? "" : je.text, (int)(n < 300 ? n : 300), text);
+    json_decref(w);
+    json_decref(got);
+}
 
 /* Parses text both ways; fails unless they agree. Returns whether it was accepted. */
 static bool agree(const char *text, size_t n, const char *what)
@@ -36,6 +85,8 @@ static bool agree(const char *text, size_t n, const char *what)
                  got ? "" : ours.text, (int)(n < 300 ? n : 300), text);
     if (!got && (ours.position < 0 || (size_t)ours.position > n))
         fail_msg("%s: error position %d outside the text of %zu bytes", what, ours.position, n);
+    agree_skipping(text, n, want, NULL, what);
+    agree_skipping(text, n, want, "object", what);
     json_decref(want);
     json_decref(got);
     return ok && got;

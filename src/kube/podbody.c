@@ -1,0 +1,464 @@
+/*
+ * podbody.c - the body of a pod creation (`drover run`'s binder threads), rendered from a byte
+ * template instead of a parse, an edit and a dump of the role's pod template per pod.
+ *
+ * What a pod's body is stays defined by one function, pod_tree: the role's template parsed,
+ * then the pod's names, labels, owner reference, schedulerName, nodeName, peer environment
+ * (peers.h) and CPU limit (ctrl_resize_render) set in it. podbody_dump is that tree dumped (one
+ * jansson round trip per pod: it was the binder threads' largest cost in e2e_bind).
+ *
+ * podbody_render gives the same bytes from a shape: pod_tree run once with a marker string in
+ * place of each per-pod or per-job value (the pod's name and hostname, nodeName, the rank label,
+ * the job's name, namespace and uid, each peer variable's value, the CPU limit), dumped, and cut
+ * at the markers into pieces. A pod's body is then the pieces with the values, JSON-escaped as
+ * jansson escapes them, in between: O(the body's length), one allocation. Because every value
+ * that differs between pods (or jobs) is a slot, a shape depends only on the template's text,
+ * the role, the framework, the scheduler's name and whether the pod is bound and limited: in
+ * e2e_bind (500 jobs with one template) one shape serves all 2,000 pods.
+ *
+ * Example: template {"spec":{"containers":[{"name":"m","image":"t"}]}}, worker, all-reduce,
+ * bound: the shape is {"spec":{"containers":[{"name":"m","image":"t","env":[...,{"name":"RANK",
+ * "value":"<E3>"},...]}],"schedulerName":"drover","restartPolicy":"Never","nodeName":"<NODE>",
+ * "hostname":"<HOST>","subdomain":"<JOB>"},"metadata":{"labels":{"drover.dev/job":"<JOB>",...
+ * and worker 2 of job "a" on node "n7" replaces <E3> by "3", <NODE> by "n7", <JOB> by "a".
+ *
+ * Exactness: a shape is used only if the dump holds exactly the markers that were set (so a
+ * template that already held one, or an edit that moved one, falls back); a pod whose values
+ * hold a byte outside ASCII, or whose hostname would be too long, falls back to podbody_dump
+ * (jansson refuses or drops what the splice would keep). tests/kube/test_podbody.c builds pods
+ * both ways over varied templates and fails on any byte of difference.
+ *
+ * The cache: SHAPES entries, direct-mapped by a hash of the shape's key, under one mutex (a
+ * lookup compares the template's text: O(its length), as the copy the scheduler thread already
+ * makes); a colliding key replaces the entry. Bounded: SHAPES templates and bodies.
+ */
+#include "ctrl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The slots: what a shape leaves out (the pod's values, in podbody_render's values[]). */
+enum {
+    SLOT_NAME, /* metadata.name */
+    SLOT_NS,   /* metadata.namespace */
+    SLOT_JOB,  /* the job label, the owner reference's name, spec.subdomain */
+    SLOT_UID,  /* the owner reference's uid */
+    SLOT_RANK, /* the rank label */
+    SLOT_NODE, /* spec.nodeName */
+    SLOT_HOST, /* spec.hostname */
+    SLOT_CPU,  /* the CPU limit */
+    SLOT_ENV,  /* SLOT_ENV + v: the value of peer variable v (drv_peers_variables' order) */
+    NSLOTS = SLOT_ENV + 5
+};
+
+enum { SHAPES = 64 }; /* cached shapes (templates x roles x bound/limited seen at once) */
+
+/* "\x01drv" then 'A' + slot then "\x01": dumped by jansson as \u0001drvA\u0001 */
+#define MARK_TEXT "\\u0001drv"
+enum { MARK_LEN = 9, MARKED_LEN = MARK_LEN + 1 + 6 };
+
+/* A piece of a shape: text[off, off + len), then the value of slot (-1: the last piece). */
+typedef struct piece {
+    uint32_t off, len;
+    int32_t slot;
+} piece;
+
+/* A rendered shape and the key it was rendered for. */
+typedef struct shape {
+    char *tmpl;  /* the template's text (owned); NULL: {} */
+    char *sched; /* spec.schedulerName (owned); NULL: none */
+    int role, framework;
+    bool bound, limited;
+    bool usable; /* false: the shape could not be cut (podbody_dump each time) */
+    char *text;  /* the dumped shape, markers included */
+    piece *pieces;
+    int32_t npieces, cap;
+} shape;
+
+struct podbody_cache {
+    pthread_mutex_t mu; /* guards slot, spliced */
+    shape *slot[SHAPES];
+    int64_t spliced; /* bodies rendered from a shape (the rest fell back to podbody_dump) */
+};
+
+/* The strings pod_tree writes (podbody_dump: the pod's own; a shape: markers). */
+typedef struct tree_strings {
+    const char *name, *ns, *job, *uid, *rank;
+} tree_strings;
+
+/* Sets obj[key] to a new object unless it holds one already; returns it. */
+static json_t *object_at(json_t *obj, const char *key)
+{
+    json_t *x = json_object_get(obj, key);
+    if (!json_is_object(x)) {
+        x = json_object();
+        json_object_set_new(obj, key, x);
+    }
+    return x;
+}
+
+/* The pod r creates, with s's strings: NULL when out of memory; *peers_rc: drv_peers_apply's
+ * result (its message in d). */
+static json_t *pod_tree(const pod_render *r, const tree_strings *s, int *peers_rc, drv_diag *d)
+{
+    json_t *tm = r->tmpl ? drv_json_loadb(r->tmpl, strlen(r->tmpl), NULL) : json_object();
+    if (!tm)
+        return NULL;
+    json_t *meta = object_at(tm, "metadata");
+    json_t *labels = object_at(meta, "labels");
+    json_object_set_new(labels, "drover.dev/job", json_string(s->job));
+    json_object_set_new(labels, "drover.dev/role", json_string(drv_role_name(r->role)));
+    json_object_set_new(labels, "drover.dev/rank", json_string(s->rank));
+    json_object_set_new(meta, "name", json_string(s->name));
+    json_object_set_new(meta, "namespace", json_string(s->ns));
+    json_object_set_new(meta, "ownerReferences",
+                        json_pack("[{s:s, s:s, s:s, s:s, s:b, s:b}]", "apiVersion",
+                                  "drover.dev/v1alpha1", "kind", "TrainingJob", "name", s->job,
+                                  "uid", s->uid, "controller", 1, "blockOwnerDeletion", 1));
+    json_t *spec = object_at(tm, "spec");
+    json_object_set_new(spec, "schedulerName", json_string(r->sched));
+    if (!json_object_get(spec, "restartPolicy"))
+        json_object_set_new(spec, "restartPolicy", json_string("Never"));
+    if (r->node[0])
+        json_object_set_new(spec, "nodeName", json_string(r->node));
+    json_object_set_new(tm, "apiVersion", json_string("v1"));
+    json_object_set_new(tm, "kind", json_string("Pod"));
+    *peers_rc = drv_peers_apply(&r->peers, r->role, r->rank, tm, d);
+    if (*peers_rc == DRV_ENOMEM || ctrl_resize_render(r->cpu_limit, tm) != 0) {
+        json_decref(tm);
+        return NULL;
+    }
+    return tm;
+}
+
+char *podbody_dump(const pod_render *r)
+{
+    char rank[16];
+    snprintf(rank, sizeof rank, "%d", r->rank);
+    tree_strings s = {r->pod, r->ns, r->job, r->uid, rank};
+    drv_diag d = {{0}};
+    int peers_rc = 0;
+    json_t *tm = pod_tree(r, &s, &peers_rc, &d);
+    if (peers_rc) /* (a template without containers gets no environment: logged, created as is) */
+        drv_log(DRV_LOG_ERROR, "%s", d.msg);
+    if (!tm)
+        return NULL;
+    char *s2 = json_dumps(tm, JSON_COMPACT);
+    json_decref(tm);
+    char *out = s2 ? drv_strdup(s2) : NULL;
+    free(s2);
+    return out;
+}
+
+/* ---- shapes --------------------------------------------------------------------------------- */
+
+static void shape_free(shape *sh)
+{
+    if (!sh)
+        return;
+    drv_free(sh->tmpl);
+    drv_free(sh->sched);
+    drv_free(sh->text);
+    drv_free(sh->pieces);
+    drv_free(sh);
+}
+
+/* Equal strings, or both NULL. */
+static bool same(const char *a, const char *b)
+{
+    return a && b ? strcmp(a, b) == 0 : a == b;
+}
+
+static bool shape_is(const shape *sh, const pod_render *r)
+{
+    return sh->role == r->role && sh->framework == (int)r->peers.framework &&
+           sh->bound == (r->node[0] != 0) && sh->limited == (r->cpu_limit > 0) &&
+           same(sh->sched, r->sched) && same(sh->tmpl, r->tmpl);
+}
+
+static unsigned shape_hash(const pod_render *r)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const char *p = r->tmpl ? r->tmpl : ""; *p; p++)
+        h = (h ^ (uint8_t)*p) * 16777619u;
+    h ^= (uint32_t)r->role * 131u + (uint32_t)r->peers.framework * 7u +
+         (r->node[0] ? 1u : 0u) * 3u + (r->cpu_limit > 0 ? 1u : 0u);
+    return h % SHAPES;
+}
+
+/* Marks obj[key] (a string) as slot; counts the marks set. */
+static void mark(json_t *obj, const char *key, int slot, int *marks)
+{
+    char m[8] = {1, 'd', 'r', 'v', (char)('A' + slot), 1, 0};
+    if (json_is_string(json_object_get(obj, key)) &&
+        json_object_set_new(obj, key, json_string(m)) == 0)
+        (*marks)++;
+}
+
+/* Marks what drv_peers_apply and ctrl_resize_render set per pod in tm (as they find it: the first
+ * env entry of each variable's name in each container, the only container's CPU limit). */
+static void mark_peers(const pod_render *r, json_t *tm, const char *const names[5], int n,
+                       int *marks)
+{
+    json_t *spec = json_object_get(tm, "spec"), *cs = json_object_get(spec, "containers");
+    mark(spec, "hostname", SLOT_HOST, marks);
+    mark(spec, "subdomain", SLOT_JOB, marks);
+    size_t i;
+    json_t *c;
+    json_array_foreach(cs, i, c)
+    {
+        json_t *env = json_object_get(c, "env");
+        for (int v = 0; v < n; v++) {
+            size_t k;
+            json_t *e;
+            json_array_foreach(env, k, e)
+            {
+                const char *en = json_string_value(json_object_get(e, "name"));
+                if (en && !strcmp(en, names[v])) {
+                    mark(e, "value", SLOT_ENV + v, marks);
+                    break;
+                }
+            }
+        }
+    }
+    if (r->cpu_limit > 0 && json_array_size(cs) == 1)
+        mark(json_object_get(json_object_get(json_array_get(cs, 0), "resources"), "limits"), "cpu",
+             SLOT_CPU, marks);
+}
+
+/* Cuts sh->text at its markers: 1, 0 when they are not exactly the marks set, or DRV_ENOMEM. */
+static int cut(shape *sh, int marks)
+{
+    const char *t = sh->text, *p = t;
+    int found = 0;
+    for (;;) {
+        const char *m = strstr(p, MARK_TEXT);
+        if (drv_grow(&sh->pieces, sizeof *sh->pieces, &sh->cap, sh->npieces + 1) != 0)
+            return DRV_ENOMEM;
+        piece *pc = &sh->pieces[sh->npieces++];
+        pc->off = (uint32_t)(p - t);
+        if (!m) {
+            pc->len = (uint32_t)strlen(p);
+            pc->slot = -1;
+            return found == marks;
+        }
+        int slot = m[MARK_LEN] - 'A';
+        if (slot < 0 || slot >= NSLOTS || strncmp(m + MARK_LEN + 1, "\\u0001", 6) != 0)
+            return 0;
+        pc->len = (uint32_t)(m - p);
+        pc->slot = slot;
+        found++;
+        p = m + MARKED_LEN;
+    }
+}
+
+/* r's shape, rendered (usable false when it cannot be cut); NULL when out of memory. */
+static shape *shape_new(const pod_render *r)
+{
+    shape *sh = drv_calloc(1, sizeof *sh);
+    if (!sh || (r->tmpl && !(sh->tmpl = drv_strdup(r->tmpl))) ||
+        (r->sched && !(sh->sched = drv_strdup(r->sched)))) {
+        shape_free(sh);
+        return NULL;
+    }
+    sh->role = r->role;
+    sh->framework = (int)r->peers.framework;
+    sh->bound = r->node[0] != 0;
+    sh->limited = r->cpu_limit > 0;
+    char m[NSLOTS][8];
+    for (int i = 0; i < NSLOTS; i++)
+        snprintf(m[i], sizeof m[i],
+                 "\x01"
+                 "drv%c\x01",
+                 'A' + i);
+    tree_strings s = {m[SLOT_NAME], m[SLOT_NS], m[SLOT_JOB], m[SLOT_UID], m[SLOT_RANK]};
+    pod_render mr = *r; /* (the node a marker too: pod_tree writes r->node) */
+    snprintf(mr.node, sizeof mr.node, "%s", r->node[0] ? m[SLOT_NODE] : "");
+    int marks = 5 + (r->node[0] != 0) + 1 /* the owner reference's name: both SLOT_JOB */;
+    drv_diag d = {{0}};
+    int peers_rc = 0;
+    json_t *tm = pod_tree(&mr, &s, &peers_rc, &d);
+    if (!tm) {
+        shape_free(sh);
+        return NULL;
+    }
+    const char *names[5];
+    char values[5][512], *tf = NULL;
+    int n = drv_peers_variables(&r->peers, r->role, r->rank, names, values, &tf);
+    drv_free(tf);
+    int rc = n == DRV_ENOMEM ? n : 0;
+    if (peers_rc == 0 && n > 0) { /* (else podbody_dump each time: it logs why) */
+        mark_peers(r, tm, names, n, &marks);
+        char *text = json_dumps(tm, JSON_COMPACT);
+        sh->text = text ? drv_strdup(text) : NULL;
+        free(text);
+        rc = sh->text ? cut(sh, marks) : DRV_ENOMEM;
+        sh->usable = rc == 1;
+    }
+    json_decref(tm);
+    if (rc < 0) {
+        shape_free(sh);
+        return NULL;
+    }
+    return sh;
+}
+
+/* ---- splicing ------------------------------------------------------------------------------- */
+
+/* Bytes of s escaped as jansson dumps a string (no quotes); -1: a byte outside ASCII (jansson
+ * validates UTF-8 and may refuse: the caller falls back to it). Writes them to out unless NULL. */
+static long escaped(const char *s, char *out)
+{
+    long n = 0;
+    for (const uint8_t *p = (const uint8_t *)s; *p; p++) {
+        char e[8];
+        int k;
+        if (*p >= 0x80)
+            return -1;
+        switch (*p) {
+        case '"':
+            k = snprintf(e, sizeof e, "\\\"");
+            break;
+        case '\\':
+            k = snprintf(e, sizeof e, "\\\\");
+            break;
+        case '\b':
+            k = snprintf(e, sizeof e, "\\b");
+            break;
+        case '\f':
+            k = snprintf(e, sizeof e, "\\f");
+            break;
+        case '\n':
+            k = snprintf(e, sizeof e, "\\n");
+            break;
+        case '\r':
+            k = snprintf(e, sizeof e, "\\r");
+            break;
+        case '\t':
+            k = snprintf(e, sizeof e, "\\t");
+            break;
+        default:
+            if (*p < 0x20)
+                k = snprintf(e, sizeof e, "\\u%04X", *p);
+            else
+                e[0] = (char)*p, k = 1;
+        }
+        if (out)
+            memcpy(out + n, e, (size_t)k);
+        n += k;
+    }
+    return n;
+}
+
+/* sh's pieces with the values between them; NULL: out of memory, *fallback when a value cannot
+ * be spliced. */
+static char *splice(const shape *sh, const char *const v[NSLOTS], bool *fallback)
+{
+    long vlen[NSLOTS], total = 0;
+    for (int i = 0; i < NSLOTS; i++)
+        vlen[i] = -2;
+    for (int32_t i = 0; i < sh->npieces; i++) {
+        int s = sh->pieces[i].slot;
+        total += sh->pieces[i].len;
+        if (s < 0)
+            continue;
+        if (vlen[s] == -2)
+            vlen[s] = v[s] ? escaped(v[s], NULL) : -1;
+        if (vlen[s] < 0) {
+            *fallback = true;
+            return NULL;
+        }
+        total += vlen[s];
+    }
+    char *out = drv_malloc((size_t)total + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (int32_t i = 0; i < sh->npieces; i++) {
+        const piece *pc = &sh->pieces[i];
+        memcpy(o, sh->text + pc->off, pc->len);
+        o += pc->len;
+        if (pc->slot >= 0)
+            o += escaped(v[pc->slot], o);
+    }
+    *o = 0;
+    return out;
+}
+
+/* The body from r's cached shape (rendering it on a miss); *fallback when it has none. */
+static char *from_shape(podbody_cache *pc, const pod_render *r, const char *const v[NSLOTS],
+                        bool *fallback)
+{
+    unsigned h = shape_hash(r);
+    pthread_mutex_lock(&pc->mu);
+    shape *sh = pc->slot[h];
+    if (!sh || !shape_is(sh, r)) {
+        pthread_mutex_unlock(&pc->mu); /* (render outside the lock: a parse and a dump) */
+        shape *fresh = shape_new(r);
+        if (!fresh)
+            return NULL;
+        pthread_mutex_lock(&pc->mu);
+        shape_free(pc->slot[h]);
+        pc->slot[h] = sh = fresh;
+    }
+    char *out = NULL;
+    if (sh->usable) {
+        out = splice(sh, v, fallback);
+        pc->spliced += out != NULL;
+    } else
+        *fallback = true;
+    pthread_mutex_unlock(&pc->mu);
+    return out;
+}
+
+char *podbody_render(podbody_cache *pc, const pod_render *r)
+{
+    char rank[16], cpu[32], host[64];
+    snprintf(rank, sizeof rank, "%d", r->rank);
+    snprintf(cpu, sizeof cpu, "%lldm", (long long)r->cpu_limit);
+    const char *names[5];
+    char values[5][512], *tf = NULL;
+    int n = drv_peers_variables(&r->peers, r->role, r->rank, names, values, &tf);
+    /* (what drv_peers_apply refuses, or fails on: as it does there, where it is logged; a peer's
+     * name too long for TF_CONFIG is an out of memory there too) */
+    if (!pc || n < 0 || drv_peers_pod_name(&r->peers, r->role, r->rank, host, sizeof host) != 0) {
+        drv_free(tf);
+        return podbody_dump(r);
+    }
+    const char *v[NSLOTS] = {
+        [SLOT_NAME] = r->pod, [SLOT_NS] = r->ns,     [SLOT_JOB] = r->job, [SLOT_UID] = r->uid,
+        [SLOT_RANK] = rank,   [SLOT_NODE] = r->node, [SLOT_HOST] = host,  [SLOT_CPU] = cpu};
+    for (int i = 0; i < n; i++)
+        v[SLOT_ENV + i] = tf && i == 0 ? tf : values[i];
+    bool fallback = false;
+    char *out = from_shape(pc, r, v, &fallback);
+    drv_free(tf);
+    return fallback ? podbody_dump(r) : out;
+}
+
+int64_t podbody_spliced(podbody_cache *pc)
+{
+    pthread_mutex_lock(&pc->mu);
+    int64_t n = pc->spliced;
+    pthread_mutex_unlock(&pc->mu);
+    return n;
+}
+
+podbody_cache *podbody_cache_new(void)
+{
+    podbody_cache *pc = drv_calloc(1, sizeof *pc);
+    if (pc && pthread_mutex_init(&pc->mu, NULL) != 0) {
+        drv_free(pc);
+        return NULL;
+    }
+    return pc;
+}
+
+void podbody_cache_free(podbody_cache *pc)
+{
+    if (!pc)
+        return;
+    for (int i = 0; i < SHAPES; i++)
+        shape_free(pc->slot[i]);
+    pthread_mutex_destroy(&pc->mu);
+    drv_free(pc);
+}

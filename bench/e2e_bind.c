@@ -189,7 +189,7 @@ static void edit_node(json_t *o, int i, const params *p)
                         json_pack("[{s:s, s:s}]", "type", "Ready", "status", "True"));
 }
 
-/* The plain pod's name, namespace, labels, node, request and phase (the recorded one's
+/* The plain pod's name, namespace, labels, node, scheduler, request and phase (the recorded one's
  * volumes, tolerations, managedFields... kept). */
 static void edit_pod(json_t *o, int i, const params *p)
 {
@@ -198,6 +198,8 @@ static void edit_pod(json_t *o, int i, const params *p)
     json_object_set_new(meta, "namespace", json_string("default"));
     json_object_set_new(meta, "labels", json_pack("{s:s}", "app", "other"));
     json_object_set_new(spec, "nodeName", json_sprintf("node-%d", i % p->nodes));
+    /* (the recorded pod was Drover's own: these are other schedulers', as the plain ones) */
+    json_object_set_new(spec, "schedulerName", json_string("default-scheduler"));
     json_t *c0 = json_array_get(json_object_get(spec, "containers"), 0);
     json_object_set_new(c0, "resources",
                         json_pack("{s:{s:s, s:s}}", "requests", "cpu", "100m", "memory", "256Mi"));

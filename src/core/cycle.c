@@ -574,15 +574,12 @@ static inline void inq_put(drv_sched *s, int32_t job, bool in)
         s->inq[job / 64] &= ~bit;
 }
 
-/* Collects the queued jobs into s->order: last cycle's records of jobs still queued, in their
- * order, then newcomers in id order. The queue order is a total order (ties go by submit time,
- * then id), so the sorted result does not depend on the order jobs are collected in. The
- * queued set says which are still queued without reading the jobs; records stay in place. The
- * newcomers are the queued set less the jobs with a record (s->inq), a word at a time over the
- * set's non-empty words: O(records + queued / 64 + jobs / 4096). Returns how many came from
- * last cycle's queue. Needs s->inq to cover every job. */
-static int32_t collect(drv_sched *s, const drv_state *st)
+/* Last cycle's records less the jobs that left the queue, in their order: O(records), or O(1)
+ * when no job left the queue since they were collected (most cycles: nothing was admitted). */
+static int32_t keep_records(drv_sched *s, const drv_state *st)
 {
+    if (s->order_st == st && s->order_leaves == st->queue_leaves && s->norder <= st->nqueued)
+        return s->norder;
     int32_t nq = st->nqueued;
     qent *rec = s->order;
     int32_t npend = 0, i = 0;
@@ -598,7 +595,26 @@ static int32_t collect(drv_sched *s, const drv_state *st)
     for (; i < s->norder; i++) /* all queued jobs found: the rest left */
         if (rec[i].job < st->njobs)
             inq_put(s, rec[i].job, false);
+    return npend;
+}
+
+/* Collects the queued jobs into s->order: last cycle's records of jobs still queued, in their
+ * order (keep_records), then newcomers in id order. The queue order is a total order (ties go
+ * by submit time, then id), so the sorted result does not depend on the order jobs are
+ * collected in. The queued set says which are still queued without reading the jobs; records
+ * stay in place. The newcomers are the queued set less the jobs with a record (s->inq), a word
+ * at a time over the set's non-empty words: O(records + queued / 64 + jobs / 4096), the first
+ * term only when some job left the queue. Returns how many came from last cycle's queue. Needs
+ * s->inq to cover every job. */
+static int32_t collect(drv_sched *s, const drv_state *st)
+{
+    int32_t nq = st->nqueued;
+    qent *rec = s->order;
+    const uint64_t *qbits = st->queued.bits;
+    int32_t npend = keep_records(s, st);
     s->norder = npend;
+    s->order_st = st;
+    s->order_leaves = st->queue_leaves;
     int32_t nold = npend;
     int32_t nw = (st->njobs + 63) / 64;
     for (int32_t sw = 0; sw < (nw + 63) / 64 && npend < nq; sw++)

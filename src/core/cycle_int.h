@@ -213,6 +213,9 @@ struct drv_sched {
     /* This cycle's queue_order chain: indices of the uses not idle (drv_plugin.queue_idle). */
     int32_t qo[DRV_MAX_SLOT_PLUGINS];
     int32_t nqo;
+    const drv_state *order_st; /* the state the records were collected from, and its */
+    uint64_t order_leaves;     /* queue_leaves then: while both match, every record's job is
+                                * still queued and collect keeps them without a look */
     uint64_t *inq;   /* a bit per job: set while the job has a record in order[0..norder) */
     int32_t cap_inq; /* words */
     double wake;     /* drv_sched_wake: computed at the end of each cycle */

@@ -184,7 +184,9 @@ typedef struct drv_job {
     double steps;               /* worker-steps done at the last progress update */
     double steps_total;         /* worker-steps at which the job completes */
     double loss;                /* loss at the last progress update */
-    double attained;            /* resource-seconds of service received (GPU or CPU-seconds) */
+    double attained;            /* resource-seconds of service received (GPU or CPU-seconds);
+                                   like steps, current in a cycle once read through
+                                   drv_ctx_job_now or drv_ctx_progress */
     int32_t restarts;           /* checkpoint-restarts so far (scale, migration) */
     int32_t migrations;         /* pods migrated */
     int32_t preemptions;        /* times evicted by preemption */

@@ -128,6 +128,8 @@ void drv_sched_free(drv_sched *s)
     drv_free(s->cfit);
     drv_free(s->order);
     drv_free(s->order2);
+    drv_free(s->qfit);
+    drv_free(s->qfree);
     drv_free(s->inq);
     drv_free(s->nrole);
     drv_free(s->node_seen);
@@ -401,18 +403,16 @@ static void note_overlay(drv_sched *s, const drv_decisions *out, int32_t base)
  * comparison. Here, not in a file of its own, so that the compiler can fold it into
  * drv_sched_cycle: apart, the cycle cost 3 % more CPU on the Philly replay. */
 
-/* A record for job: its order (key 0 until asked) and what drv_ctx_queue_stuck needs, which a
- * job's specification fixes (roles other than workers keep their replicas as targets). */
-static qent make_qent(const drv_state *st, int32_t job)
+/* A record for job: its order (key 0 until asked), and in a qfit entry taken for it what
+ * drv_ctx_queue_stuck needs, which a job's specification fixes (roles other than workers keep
+ * their replicas as targets). Needs a free entry (qfit_room). */
+static qent make_qent(drv_sched *s, const drv_state *st, int32_t job)
 {
     const drv_job *j = &st->jobs[job];
-    qent e = {0,
-              j->submit,
-              job,
-              j->role[DRV_ROLE_WORKER].min >= 1,
-              {INT64_MAX, INT64_MAX, INT64_MAX},
-              {0, 0, 0},
-              {0, 0, 0}};
+    int32_t t = s->nqfree > 0 ? s->qfree[--s->nqfree] : s->nqfit++;
+    qfit *f = &s->qfit[t];
+    qfit e = {
+        {INT64_MAX, INT64_MAX, INT64_MAX}, {0, 0, 0}, {0, 0, 0}, j->role[DRV_ROLE_WORKER].min >= 1};
     for (int r = 0; r < DRV_NROLES; r++) {
         const drv_rolespec *rs = &j->role[r];
         if (r != DRV_ROLE_WORKER && rs->replicas > 0)
@@ -430,7 +430,20 @@ static qent make_qent(const drv_state *st, int32_t job)
             e.podmax = cycle_res_max(e.podmax, rs->req);
         }
     }
-    return e;
+    *f = e;
+    return (qent){0, j->submit, job, t};
+}
+
+/* Room for n records' entries in all: every entry handed out is in use by a record or free. 0
+ * or DRV_ENOMEM. */
+static int qfit_room(drv_sched *s, int32_t n)
+{
+    if (n < s->nqfit)
+        n = s->nqfit;
+    if (drv_grow(&s->qfit, sizeof *s->qfit, &s->cap_qfit, n) != 0 ||
+        drv_grow(&s->qfree, sizeof *s->qfree, &s->cap_qfree, n) != 0)
+        return DRV_ENOMEM;
+    return 0;
 }
 
 static int queue_cmp(const drv_ctx *c, int32_t a, int32_t b)
@@ -528,10 +541,10 @@ static void natural_sort_idx(const qent *rec, int32_t *v, int32_t *tmp, int32_t 
 
 /* Is every record's least request above `free` in dimension d (0 cpu, 1 mem, 2 gpu)? Stops at
  * the first that is not: when something fits, that is usually the queue's first job. */
-static bool all_above(const qent *rec, int32_t n, int d, int64_t free)
+static bool all_above(const drv_sched *s, int d, int64_t free)
 {
-    for (int32_t i = 0; i < n; i++) {
-        const drv_res *q = &rec[i].least;
+    for (int32_t i = 0; i < s->norder; i++) {
+        const drv_res *q = &s->qfit[s->order[i].fit].least;
         if ((d == 0 ? q->cpu : d == 1 ? q->mem : q->gpu) <= free)
             return false;
     }
@@ -544,11 +557,10 @@ bool drv_ctx_queue_stuck(const drv_ctx *c)
     if (c->out->n != c->base || s->norder == 0 || c->snap->st->nqueued_bound != 0)
         return false;
     const drv_res *m = &s->maxfree;
-    if (!all_above(s->order, s->norder, 2, m->gpu) && !all_above(s->order, s->norder, 0, m->cpu) &&
-        !all_above(s->order, s->norder, 1, m->mem))
+    if (!all_above(s, 2, m->gpu) && !all_above(s, 0, m->cpu) && !all_above(s, 1, m->mem))
         return false; /* in each dimension some pod fits: no pod is shown not to fit */
     for (int32_t i = 0; i < s->norder; i++)
-        if (!s->order[i].has_pod)
+        if (!s->qfit[s->order[i].fit].has_pod)
             return false;
     return true;
 }
@@ -560,7 +572,7 @@ bool drv_ctx_queued_cannot_fit(const drv_ctx *c, int32_t i, int32_t job)
     if (i < 0 || i >= s->norder || s->order[i].job != job || s->job_touch[job] == s->stamp ||
         (st->nqueued_bound > 0 && (st->queued_bound.bits[job / 64] >> (job % 64)) & 1))
         return false; /* not the cycle's queue, or pods of it bound or moved: its gang is less */
-    const qent *e = &s->order[i];
+    const qfit *e = &s->qfit[s->order[i].fit];
     return !drv_res_fits(e->podmax, s->maxfree) || !drv_res_fits(e->floor, s->totfree);
 }
 
@@ -572,6 +584,14 @@ static inline void inq_put(drv_sched *s, int32_t job, bool in)
         s->inq[job / 64] |= bit;
     else
         s->inq[job / 64] &= ~bit;
+}
+
+/* A record dropped: its job has none, its qfit entry is free. */
+static void drop_record(drv_sched *s, const drv_state *st, const qent *e)
+{
+    if (e->job < st->njobs)
+        inq_put(s, e->job, false);
+    s->qfree[s->nqfree++] = e->fit;
 }
 
 /* Last cycle's records less the jobs that left the queue, in their order: O(records), or O(1)
@@ -589,12 +609,11 @@ static int32_t keep_records(drv_sched *s, const drv_state *st)
             if (npend != i)
                 rec[npend] = rec[i];
             npend++;
-        } else if (rec[i].job < st->njobs) {
-            inq_put(s, rec[i].job, false); /* left the queue */
+        } else {
+            drop_record(s, st, &rec[i]); /* left the queue */
         }
     for (; i < s->norder; i++) /* all queued jobs found: the rest left */
-        if (rec[i].job < st->njobs)
-            inq_put(s, rec[i].job, false);
+        drop_record(s, st, &rec[i]);
     return npend;
 }
 
@@ -622,7 +641,7 @@ static int32_t collect(drv_sched *s, const drv_state *st)
             int32_t w = sw * 64 + __builtin_ctzll(sb);
             for (uint64_t b = w < nw ? qbits[w] & ~s->inq[w] : 0; b && npend < nq; b &= b - 1) {
                 int32_t j = w * 64 + __builtin_ctzll(b);
-                rec[npend++] = make_qent(st, j);
+                rec[npend++] = make_qent(s, st, j);
                 inq_put(s, j, true);
             }
         }
@@ -677,8 +696,9 @@ static int sort_by_plugins(drv_ctx *c, int32_t *pend, int32_t *tmp)
             s->qkey[i][pend[k]] = p->queue_key(c, ps, pend[k]);
     }
     merge_sort(c, pend, tmp, npend);
+    s->nqfit = s->nqfree = 0; /* every record made again: every entry free */
     for (int32_t i = 0; i < npend; i++)
-        s->order[i] = make_qent(st, pend[i]);
+        s->order[i] = make_qent(s, st, pend[i]);
     return 0;
 }
 
@@ -716,7 +736,7 @@ static int order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
     int32_t *idx = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
     int32_t *run = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
     if (!pend || !tmp || !idx || !run ||
-        drv_grow(&s->order, sizeof *s->order, &s->cap_order, nq) != 0)
+        drv_grow(&s->order, sizeof *s->order, &s->cap_order, nq) != 0 || qfit_room(s, nq) != 0)
         return DRV_ENOMEM;
     int32_t inq_old = s->cap_inq;
     if (drv_grow(&s->inq, sizeof *s->inq, &s->cap_inq, st->njobs / 64 + 1) != 0)

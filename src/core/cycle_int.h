@@ -122,11 +122,17 @@ typedef struct union_memo {
 enum { UNION_MEMO = 16 }; /* entries; a pod asks about a few families and labels */
 
 /* A queued job as the cycle orders it: with a lone keyed queue_order plugin, by key, then
- * submit time, then id, read from here - no call and no read of the job per comparison. */
+ * submit time, then id, read from here - no call and no read of the job per comparison. 24
+ * bytes: the queue phase moves and scans these every cycle, what drv_ctx_queue_stuck and
+ * drv_ctx_queued_cannot_fit read stays put in a qfit (a quarter of the bytes moved). */
 typedef struct qent {
     double key, submit;
     int32_t job;
-    bool has_pod;  /* every gang of the job with at least min(min, target) workers has a pod */
+    int32_t fit; /* the job's entry in drv_sched.qfit, while the record exists */
+} qent;
+
+/* What a queued job's specification fixes for the queue's capacity tests. */
+typedef struct qfit {
     drv_res least; /* per dimension, the least request of a pod of the job */
     /* The job's smallest gang, min(min, target) workers and every other role's target, with no
      * pod bound: what it needs in all (floor), and per dimension the largest request of its
@@ -134,7 +140,8 @@ typedef struct qent {
      * the free room of all nodes or podmax a node's, every gang of it fails the capacity
      * bounds (drv_ctx_queued_cannot_fit). */
     drv_res floor, podmax;
-} qent;
+    bool has_pod; /* every gang of the job with at least min(min, target) workers has a pod */
+} qfit;
 
 /* A map from pod or job ids to values that holds only what this cycle set: open addressing
  * with linear probing, a slot in use when its stamp is the map's (so clearing it for the next
@@ -208,6 +215,12 @@ struct drv_sched {
     int32_t norder, cap_order;
     qent *order2; /* where a sort puts the records; then the two swap */
     int32_t cap_order2;
+    /* The records' qfit entries: an entry is taken when a record is made and given back (to
+     * qfree, a stack) when it is dropped, so at most as many are in use as records exist. */
+    qfit *qfit;
+    int32_t nqfit, cap_qfit; /* entries handed out at most so far (in use or in qfree) */
+    int32_t *qfree;
+    int32_t nqfree, cap_qfree;
     bool order_keyed;  /* order[].key holds the keys of a lone keyed queue plugin */
     int32_t order_use; /* when order_keyed: that plugin's index among the queue_order uses */
     /* This cycle's queue_order chain: indices of the uses not idle (drv_plugin.queue_idle). */

@@ -431,7 +431,12 @@ static qent make_qent(drv_sched *s, const drv_state *st, int32_t job)
         }
     }
     *f = e;
-    return (qent){0, j->submit, job, t};
+    return (qent){0,
+                  j->submit,
+                  job,
+                  t,
+                  e.podmax.gpu < INT32_MAX ? (int32_t)e.podmax.gpu : INT32_MAX,
+                  e.floor.gpu < INT32_MAX ? (int32_t)e.floor.gpu : INT32_MAX};
 }
 
 /* Room for n records' entries in all: every entry handed out is in use by a record or free. 0
@@ -569,10 +574,15 @@ bool drv_ctx_queued_cannot_fit(const drv_ctx *c, int32_t i, int32_t job)
 {
     const drv_sched *s = c->s;
     const drv_state *st = c->snap->st;
-    if (i < 0 || i >= s->norder || s->order[i].job != job || s->job_touch[job] == s->stamp ||
+    if (i < 0 || i >= s->norder)
+        return false;
+    const qent *r = &s->order[i];
+    if (r->job != job || (s->touch_stamp == s->stamp && s->job_touch[job] == s->stamp) ||
         (st->nqueued_bound > 0 && (st->queued_bound.bits[job / 64] >> (job % 64)) & 1))
         return false; /* not the cycle's queue, or pods of it bound or moved: its gang is less */
-    const qfit *e = &s->qfit[s->order[i].fit];
+    if (r->gpu_podmax > s->maxfree.gpu || r->gpu_floor > s->totfree.gpu)
+        return true; /* the GPUs alone: no read of the entry */
+    const qfit *e = &s->qfit[r->fit];
     return !drv_res_fits(e->podmax, s->maxfree) || !drv_res_fits(e->floor, s->totfree);
 }
 

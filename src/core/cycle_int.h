@@ -122,13 +122,17 @@ typedef struct union_memo {
 enum { UNION_MEMO = 16 }; /* entries; a pod asks about a few families and labels */
 
 /* A queued job as the cycle orders it: with a lone keyed queue_order plugin, by key, then
- * submit time, then id, read from here - no call and no read of the job per comparison. 24
+ * submit time, then id, read from here - no call and no read of the job per comparison. 32
  * bytes: the queue phase moves and scans these every cycle, what drv_ctx_queue_stuck and
- * drv_ctx_queued_cannot_fit read stays put in a qfit (a quarter of the bytes moved). */
+ * drv_ctx_queued_cannot_fit read stays put in a qfit (a third of the bytes moved). */
 typedef struct qent {
     double key, submit;
     int32_t job;
     int32_t fit; /* the job's entry in drv_sched.qfit, while the record exists */
+    /* That entry's podmax.gpu and floor.gpu, capped at INT32_MAX: more than the free GPUs (the
+     * capped value is at most the true one), the job cannot fit without a look at the entry -
+     * on a GPU cluster, most of the queue most of the time. */
+    int32_t gpu_podmax, gpu_floor;
 } qent;
 
 /* What a queued job's specification fixes for the queue's capacity tests. */
@@ -194,6 +198,7 @@ struct drv_sched {
     uint32_t *job_touch;   /* == stamp: some pod of the job changed node this cycle (pages of
                               jobs never touched are never written: allocated zeroed) */
     int32_t cap_touch;
+    uint32_t touch_stamp;      /* == stamp: some job_touch entry is this cycle's (else none is) */
     uint32_t memo_epoch;       /* bumps whenever the failed-shape memo is cleared */
     uint32_t *job_fail_epoch;  /* memo_epoch + 1 when the job's gang last failed (0: never) */
     int32_t *job_fail_workers; /* at that many workers; -1 - workers when it failed the

@@ -546,28 +546,36 @@ static void natural_sort_idx(const qent *rec, int32_t *v, int32_t *tmp, int32_t 
 
 /* Is every record's least request above `free` in dimension d (0 cpu, 1 mem, 2 gpu)? Stops at
  * the first that is not: when something fits, that is usually the queue's first job. */
-static bool all_above(const drv_sched *s, int d, int64_t free)
+/* Folds a record's entry into the summary over the records (drv_sched.qsum_least). */
+static void qsum_add(drv_sched *s, const qfit *f)
 {
-    for (int32_t i = 0; i < s->norder; i++) {
-        const drv_res *q = &s->qfit[s->order[i].fit].least;
-        if ((d == 0 ? q->cpu : d == 1 ? q->mem : q->gpu) <= free)
-            return false;
-    }
-    return true;
+    s->qsum_least.cpu = f->least.cpu < s->qsum_least.cpu ? f->least.cpu : s->qsum_least.cpu;
+    s->qsum_least.mem = f->least.mem < s->qsum_least.mem ? f->least.mem : s->qsum_least.mem;
+    s->qsum_least.gpu = f->least.gpu < s->qsum_least.gpu ? f->least.gpu : s->qsum_least.gpu;
+    s->qsum_pods = s->qsum_pods && f->has_pod;
+}
+
+/* The summary computed again over every record: O(records). */
+static void qsum_build(drv_sched *s)
+{
+    s->qsum_least = (drv_res){INT64_MAX, INT64_MAX, INT64_MAX};
+    s->qsum_pods = true;
+    for (int32_t i = 0; i < s->norder; i++)
+        qsum_add(s, &s->qfit[s->order[i].fit]);
+    s->qsum_ok = true;
 }
 
 bool drv_ctx_queue_stuck(const drv_ctx *c)
 {
-    const drv_sched *s = c->s;
+    drv_sched *s = c->s;
     if (c->out->n != c->base || s->norder == 0 || c->snap->st->nqueued_bound != 0)
         return false;
-    const drv_res *m = &s->maxfree;
-    if (!all_above(s, 2, m->gpu) && !all_above(s, 0, m->cpu) && !all_above(s, 1, m->mem))
+    if (!s->qsum_ok)
+        qsum_build(s);
+    const drv_res *m = &s->maxfree, *l = &s->qsum_least;
+    if (l->gpu <= m->gpu && l->cpu <= m->cpu && l->mem <= m->mem)
         return false; /* in each dimension some pod fits: no pod is shown not to fit */
-    for (int32_t i = 0; i < s->norder; i++)
-        if (!s->qfit[s->order[i].fit].has_pod)
-            return false;
-    return true;
+    return s->qsum_pods;
 }
 
 bool drv_ctx_queued_cannot_fit(const drv_ctx *c, int32_t i, int32_t job)
@@ -602,6 +610,7 @@ static void drop_record(drv_sched *s, const drv_state *st, const qent *e)
     if (e->job < st->njobs)
         inq_put(s, e->job, false);
     s->qfree[s->nqfree++] = e->fit;
+    s->qsum_ok = false;
 }
 
 /* Last cycle's records less the jobs that left the queue, in their order: O(records), or O(1)
@@ -651,7 +660,10 @@ static int32_t collect(drv_sched *s, const drv_state *st)
             int32_t w = sw * 64 + __builtin_ctzll(sb);
             for (uint64_t b = w < nw ? qbits[w] & ~s->inq[w] : 0; b && npend < nq; b &= b - 1) {
                 int32_t j = w * 64 + __builtin_ctzll(b);
-                rec[npend++] = make_qent(s, st, j);
+                rec[npend] = make_qent(s, st, j);
+                if (s->qsum_ok)
+                    qsum_add(s, &s->qfit[rec[npend].fit]);
+                npend++;
                 inq_put(s, j, true);
             }
         }
@@ -707,6 +719,7 @@ static int sort_by_plugins(drv_ctx *c, int32_t *pend, int32_t *tmp)
     }
     merge_sort(c, pend, tmp, npend);
     s->nqfit = s->nqfree = 0; /* every record made again: every entry free */
+    s->qsum_ok = false;
     for (int32_t i = 0; i < npend; i++)
         s->order[i] = make_qent(s, st, pend[i]);
     return 0;

@@ -226,6 +226,13 @@ struct drv_sched {
     int32_t nqfit, cap_qfit; /* entries handed out at most so far (in use or in qfree) */
     int32_t *qfree;
     int32_t nqfree, cap_qfree;
+    /* Over the records: per dimension the least of their qfit.least, and whether every one has
+     * has_pod (what drv_ctx_queue_stuck asks). Valid when qsum_ok: newcomers are folded in,
+     * a record dropped or remade clears it, and the next drv_ctx_queue_stuck computes it again
+     * - in cycles after one that admitted nothing, O(1) instead of a pass over the entries. */
+    bool qsum_ok;
+    drv_res qsum_least;
+    bool qsum_pods;
     bool order_keyed;  /* order[].key holds the keys of a lone keyed queue plugin */
     int32_t order_use; /* when order_keyed: that plugin's index among the queue_order uses */
     /* This cycle's queue_order chain: indices of the uses not idle (drv_plugin.queue_idle). */

@@ -75,6 +75,11 @@ typedef struct drv_snapshot {
      * others (dragon's adaptive=0). An opaque handle to the core, which never reads it: the
      * core's structs hold no model. NULL: none. */
     const struct drv_calib_jobs *model;
+    /* Optional: a driver that keeps a running job's steps and attained service as of the last
+     * change of its rate (the simulator) brings one job's to now, with sync_arg, when a plugin is
+     * about to read them (drv_ctx_job_now, drv_ctx_progress): O(jobs read) a cycle rather than
+     * O(running jobs). Idempotent within a cycle. NULL: always current. */
+    void (*steps_now)(void *arg, int32_t job);
 } drv_snapshot;
 
 /* Outcome of a filter or a placement: results, not errors (cf. kube-scheduler's Status). */
@@ -302,6 +307,9 @@ double drv_ctx_period(const drv_ctx *c);
 /* A job, with its progress samples (nhist, drv_job_sample) current: read samples only through
  * this (a driver may draw them lazily, drv_snapshot.sync). */
 const drv_job *drv_ctx_progress(const drv_ctx *c, int32_t job);
+/* A job with its steps and attained service current (drv_snapshot.steps_now): read those two
+ * fields only through this or drv_ctx_progress. O(1). */
+const drv_job *drv_ctx_job_now(const drv_ctx *c, int32_t job);
 drv_arena *drv_ctx_arena(drv_ctx *c);
 
 /* Free resources of a node as assumed by this cycle (after the decisions made so far). */

@@ -184,7 +184,9 @@ typedef struct drv_job {
     double steps;               /* worker-steps done at the last progress update */
     double steps_total;         /* worker-steps at which the job completes */
     double loss;                /* loss at the last progress update */
-    double attained;            /* resource-seconds of service received (GPU or CPU-seconds) */
+    double attained;            /* resource-seconds of service received (GPU or CPU-seconds);
+                                   like steps, current in a cycle once read through
+                                   drv_ctx_job_now or drv_ctx_progress */
     int32_t restarts;           /* checkpoint-restarts so far (scale, migration) */
     int32_t migrations;         /* pods migrated */
     int32_t preemptions;        /* times evicted by preemption */
@@ -229,15 +231,19 @@ typedef struct drv_state {
     int32_t nqueued;         /* their number */
     drv_jobset queued_bound; /* of those, the ones with some pod bound (derived) */
     int32_t nqueued_bound;   /* their number */
-    drv_jobset starting;     /* jobs in phase DRV_JOB_STARTING or DRV_JOB_RESTARTING (derived) */
-    int32_t nstarting;       /* their number */
-    drv_jobset released;     /* jobs given up with drv_state_release_job: ids never reused */
-    int32_t nreleased;       /* their number */
-    bool reserved;           /* jobs and pods live in job_pages and pod_pages (drv_state_reserve) */
-    drv_jobset filled;       /* when reserved: the placeholders filled in (drv_state_fill_job) */
-    drv_pages job_pages;     /* when reserved: the memory of jobs, returned as they are released */
-    drv_pages pod_pages;     /* when reserved: the memory of pods, likewise */
-    drv_nodeclass *classes;  /* node classes; [0] has no label and no taint */
+    /* Jobs taken out of the queued set so far (a job that leaves and comes back counts): a
+     * reader that saw the same value knows every job it saw queued still is, without a look at
+     * any of them. The cycle's queue keeps its last records this way (docs/cycle.md, Cost). */
+    uint64_t queue_leaves;
+    drv_jobset starting;    /* jobs in phase DRV_JOB_STARTING or DRV_JOB_RESTARTING (derived) */
+    int32_t nstarting;      /* their number */
+    drv_jobset released;    /* jobs given up with drv_state_release_job: ids never reused */
+    int32_t nreleased;      /* their number */
+    bool reserved;          /* jobs and pods live in job_pages and pod_pages (drv_state_reserve) */
+    drv_jobset filled;      /* when reserved: the placeholders filled in (drv_state_fill_job) */
+    drv_pages job_pages;    /* when reserved: the memory of jobs, returned as they are released */
+    drv_pages pod_pages;    /* when reserved: the memory of pods, likewise */
+    drv_nodeclass *classes; /* node classes; [0] has no label and no taint */
     int32_t nclasses, cap_classes; /* nclasses 0 until a node gets labels or taints */
     drv_constraint *cons;          /* pod constraints; [0] is empty */
     int32_t ncons, cap_cons;       /* ncons 0 until one is added */

@@ -128,6 +128,8 @@ void drv_sched_free(drv_sched *s)
     drv_free(s->cfit);
     drv_free(s->order);
     drv_free(s->order2);
+    drv_free(s->qfit);
+    drv_free(s->qfree);
     drv_free(s->inq);
     drv_free(s->nrole);
     drv_free(s->node_seen);
@@ -401,18 +403,16 @@ static void note_overlay(drv_sched *s, const drv_decisions *out, int32_t base)
  * comparison. Here, not in a file of its own, so that the compiler can fold it into
  * drv_sched_cycle: apart, the cycle cost 3 % more CPU on the Philly replay. */
 
-/* A record for job: its order (key 0 until asked) and what drv_ctx_queue_stuck needs, which a
- * job's specification fixes (roles other than workers keep their replicas as targets). */
-static qent make_qent(const drv_state *st, int32_t job)
+/* A record for job: its order (key 0 until asked), and in a qfit entry taken for it what
+ * drv_ctx_queue_stuck needs, which a job's specification fixes (roles other than workers keep
+ * their replicas as targets). Needs a free entry (qfit_room). */
+static qent make_qent(drv_sched *s, const drv_state *st, int32_t job)
 {
     const drv_job *j = &st->jobs[job];
-    qent e = {0,
-              j->submit,
-              job,
-              j->role[DRV_ROLE_WORKER].min >= 1,
-              {INT64_MAX, INT64_MAX, INT64_MAX},
-              {0, 0, 0},
-              {0, 0, 0}};
+    int32_t t = s->nqfree > 0 ? s->qfree[--s->nqfree] : s->nqfit++;
+    qfit *f = &s->qfit[t];
+    qfit e = {
+        {INT64_MAX, INT64_MAX, INT64_MAX}, {0, 0, 0}, {0, 0, 0}, j->role[DRV_ROLE_WORKER].min >= 1};
     for (int r = 0; r < DRV_NROLES; r++) {
         const drv_rolespec *rs = &j->role[r];
         if (r != DRV_ROLE_WORKER && rs->replicas > 0)
@@ -430,7 +430,25 @@ static qent make_qent(const drv_state *st, int32_t job)
             e.podmax = cycle_res_max(e.podmax, rs->req);
         }
     }
-    return e;
+    *f = e;
+    return (qent){0,
+                  j->submit,
+                  job,
+                  t,
+                  e.podmax.gpu < INT32_MAX ? (int32_t)e.podmax.gpu : INT32_MAX,
+                  e.floor.gpu < INT32_MAX ? (int32_t)e.floor.gpu : INT32_MAX};
+}
+
+/* Room for n records' entries in all: every entry handed out is in use by a record or free. 0
+ * or DRV_ENOMEM. */
+static int qfit_room(drv_sched *s, int32_t n)
+{
+    if (n < s->nqfit)
+        n = s->nqfit;
+    if (drv_grow(&s->qfit, sizeof *s->qfit, &s->cap_qfit, n) != 0 ||
+        drv_grow(&s->qfree, sizeof *s->qfree, &s->cap_qfree, n) != 0)
+        return DRV_ENOMEM;
+    return 0;
 }
 
 static int queue_cmp(const drv_ctx *c, int32_t a, int32_t b)
@@ -528,39 +546,51 @@ static void natural_sort_idx(const qent *rec, int32_t *v, int32_t *tmp, int32_t 
 
 /* Is every record's least request above `free` in dimension d (0 cpu, 1 mem, 2 gpu)? Stops at
  * the first that is not: when something fits, that is usually the queue's first job. */
-static bool all_above(const qent *rec, int32_t n, int d, int64_t free)
+/* Folds a record's entry into the summary over the records (drv_sched.qsum_least). */
+static void qsum_add(drv_sched *s, const qfit *f)
 {
-    for (int32_t i = 0; i < n; i++) {
-        const drv_res *q = &rec[i].least;
-        if ((d == 0 ? q->cpu : d == 1 ? q->mem : q->gpu) <= free)
-            return false;
-    }
-    return true;
+    s->qsum_least.cpu = f->least.cpu < s->qsum_least.cpu ? f->least.cpu : s->qsum_least.cpu;
+    s->qsum_least.mem = f->least.mem < s->qsum_least.mem ? f->least.mem : s->qsum_least.mem;
+    s->qsum_least.gpu = f->least.gpu < s->qsum_least.gpu ? f->least.gpu : s->qsum_least.gpu;
+    s->qsum_pods = s->qsum_pods && f->has_pod;
+}
+
+/* The summary computed again over every record: O(records). */
+static void qsum_build(drv_sched *s)
+{
+    s->qsum_least = (drv_res){INT64_MAX, INT64_MAX, INT64_MAX};
+    s->qsum_pods = true;
+    for (int32_t i = 0; i < s->norder; i++)
+        qsum_add(s, &s->qfit[s->order[i].fit]);
+    s->qsum_ok = true;
 }
 
 bool drv_ctx_queue_stuck(const drv_ctx *c)
 {
-    const drv_sched *s = c->s;
+    drv_sched *s = c->s;
     if (c->out->n != c->base || s->norder == 0 || c->snap->st->nqueued_bound != 0)
         return false;
-    const drv_res *m = &s->maxfree;
-    if (!all_above(s->order, s->norder, 2, m->gpu) && !all_above(s->order, s->norder, 0, m->cpu) &&
-        !all_above(s->order, s->norder, 1, m->mem))
+    if (!s->qsum_ok)
+        qsum_build(s);
+    const drv_res *m = &s->maxfree, *l = &s->qsum_least;
+    if (l->gpu <= m->gpu && l->cpu <= m->cpu && l->mem <= m->mem)
         return false; /* in each dimension some pod fits: no pod is shown not to fit */
-    for (int32_t i = 0; i < s->norder; i++)
-        if (!s->order[i].has_pod)
-            return false;
-    return true;
+    return s->qsum_pods;
 }
 
 bool drv_ctx_queued_cannot_fit(const drv_ctx *c, int32_t i, int32_t job)
 {
     const drv_sched *s = c->s;
     const drv_state *st = c->snap->st;
-    if (i < 0 || i >= s->norder || s->order[i].job != job || s->job_touch[job] == s->stamp ||
+    if (i < 0 || i >= s->norder)
+        return false;
+    const qent *r = &s->order[i];
+    if (r->job != job || (s->touch_stamp == s->stamp && s->job_touch[job] == s->stamp) ||
         (st->nqueued_bound > 0 && (st->queued_bound.bits[job / 64] >> (job % 64)) & 1))
         return false; /* not the cycle's queue, or pods of it bound or moved: its gang is less */
-    const qent *e = &s->order[i];
+    if (r->gpu_podmax > s->maxfree.gpu || r->gpu_floor > s->totfree.gpu)
+        return true; /* the GPUs alone: no read of the entry */
+    const qfit *e = &s->qfit[r->fit];
     return !drv_res_fits(e->podmax, s->maxfree) || !drv_res_fits(e->floor, s->totfree);
 }
 
@@ -574,15 +604,21 @@ static inline void inq_put(drv_sched *s, int32_t job, bool in)
         s->inq[job / 64] &= ~bit;
 }
 
-/* Collects the queued jobs into s->order: last cycle's records of jobs still queued, in their
- * order, then newcomers in id order. The queue order is a total order (ties go by submit time,
- * then id), so the sorted result does not depend on the order jobs are collected in. The
- * queued set says which are still queued without reading the jobs; records stay in place. The
- * newcomers are the queued set less the jobs with a record (s->inq), a word at a time over the
- * set's non-empty words: O(records + queued / 64 + jobs / 4096). Returns how many came from
- * last cycle's queue. Needs s->inq to cover every job. */
-static int32_t collect(drv_sched *s, const drv_state *st)
+/* A record dropped: its job has none, its qfit entry is free. */
+static void drop_record(drv_sched *s, const drv_state *st, const qent *e)
 {
+    if (e->job < st->njobs)
+        inq_put(s, e->job, false);
+    s->qfree[s->nqfree++] = e->fit;
+    s->qsum_ok = false;
+}
+
+/* Last cycle's records less the jobs that left the queue, in their order: O(records), or O(1)
+ * when no job left the queue since they were collected (most cycles: nothing was admitted). */
+static int32_t keep_records(drv_sched *s, const drv_state *st)
+{
+    if (s->order_st == st && s->order_leaves == st->queue_leaves && s->norder <= st->nqueued)
+        return s->norder;
     int32_t nq = st->nqueued;
     qent *rec = s->order;
     int32_t npend = 0, i = 0;
@@ -592,13 +628,31 @@ static int32_t collect(drv_sched *s, const drv_state *st)
             if (npend != i)
                 rec[npend] = rec[i];
             npend++;
-        } else if (rec[i].job < st->njobs) {
-            inq_put(s, rec[i].job, false); /* left the queue */
+        } else {
+            drop_record(s, st, &rec[i]); /* left the queue */
         }
     for (; i < s->norder; i++) /* all queued jobs found: the rest left */
-        if (rec[i].job < st->njobs)
-            inq_put(s, rec[i].job, false);
+        drop_record(s, st, &rec[i]);
+    return npend;
+}
+
+/* Collects the queued jobs into s->order: last cycle's records of jobs still queued, in their
+ * order (keep_records), then newcomers in id order. The queue order is a total order (ties go
+ * by submit time, then id), so the sorted result does not depend on the order jobs are
+ * collected in. The queued set says which are still queued without reading the jobs; records
+ * stay in place. The newcomers are the queued set less the jobs with a record (s->inq), a word
+ * at a time over the set's non-empty words: O(records + queued / 64 + jobs / 4096), the first
+ * term only when some job left the queue. Returns how many came from last cycle's queue. Needs
+ * s->inq to cover every job. */
+static int32_t collect(drv_sched *s, const drv_state *st)
+{
+    int32_t nq = st->nqueued;
+    qent *rec = s->order;
+    const uint64_t *qbits = st->queued.bits;
+    int32_t npend = keep_records(s, st);
     s->norder = npend;
+    s->order_st = st;
+    s->order_leaves = st->queue_leaves;
     int32_t nold = npend;
     int32_t nw = (st->njobs + 63) / 64;
     for (int32_t sw = 0; sw < (nw + 63) / 64 && npend < nq; sw++)
@@ -606,7 +660,10 @@ static int32_t collect(drv_sched *s, const drv_state *st)
             int32_t w = sw * 64 + __builtin_ctzll(sb);
             for (uint64_t b = w < nw ? qbits[w] & ~s->inq[w] : 0; b && npend < nq; b &= b - 1) {
                 int32_t j = w * 64 + __builtin_ctzll(b);
-                rec[npend++] = make_qent(st, j);
+                rec[npend] = make_qent(s, st, j);
+                if (s->qsum_ok)
+                    qsum_add(s, &s->qfit[rec[npend].fit]);
+                npend++;
                 inq_put(s, j, true);
             }
         }
@@ -661,8 +718,10 @@ static int sort_by_plugins(drv_ctx *c, int32_t *pend, int32_t *tmp)
             s->qkey[i][pend[k]] = p->queue_key(c, ps, pend[k]);
     }
     merge_sort(c, pend, tmp, npend);
+    s->nqfit = s->nqfree = 0; /* every record made again: every entry free */
+    s->qsum_ok = false;
     for (int32_t i = 0; i < npend; i++)
-        s->order[i] = make_qent(st, pend[i]);
+        s->order[i] = make_qent(s, st, pend[i]);
     return 0;
 }
 
@@ -700,7 +759,7 @@ static int order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
     int32_t *idx = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
     int32_t *run = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
     if (!pend || !tmp || !idx || !run ||
-        drv_grow(&s->order, sizeof *s->order, &s->cap_order, nq) != 0)
+        drv_grow(&s->order, sizeof *s->order, &s->cap_order, nq) != 0 || qfit_room(s, nq) != 0)
         return DRV_ENOMEM;
     int32_t inq_old = s->cap_inq;
     if (drv_grow(&s->inq, sizeof *s->inq, &s->cap_inq, st->njobs / 64 + 1) != 0)
@@ -821,7 +880,16 @@ double drv_ctx_period(const drv_ctx *c)
 
 const drv_job *drv_ctx_progress(const drv_ctx *c, int32_t job)
 {
+    if (c->snap->steps_now)
+        c->snap->steps_now(c->snap->sync_arg, job);
     if (c->snap->sync)
         c->snap->sync(c->snap->sync_arg, job);
+    return &c->snap->st->jobs[job];
+}
+
+const drv_job *drv_ctx_job_now(const drv_ctx *c, int32_t job)
+{
+    if (c->snap->steps_now)
+        c->snap->steps_now(c->snap->sync_arg, job);
     return &c->snap->st->jobs[job];
 }

@@ -35,6 +35,7 @@ static void set_pod_node(drv_ctx *c, int32_t pod, int32_t node)
     }
     cycle_map_set(&c->s->pod_node, pod, node);
     c->s->job_touch[c->snap->st->pods[pod].job] = c->s->stamp;
+    c->s->touch_stamp = c->s->stamp;
 }
 
 static void set_workers(drv_ctx *c, int32_t job, int32_t n)

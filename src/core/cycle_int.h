@@ -122,11 +122,21 @@ typedef struct union_memo {
 enum { UNION_MEMO = 16 }; /* entries; a pod asks about a few families and labels */
 
 /* A queued job as the cycle orders it: with a lone keyed queue_order plugin, by key, then
- * submit time, then id, read from here - no call and no read of the job per comparison. */
+ * submit time, then id, read from here - no call and no read of the job per comparison. 32
+ * bytes: the queue phase moves and scans these every cycle, what drv_ctx_queue_stuck and
+ * drv_ctx_queued_cannot_fit read stays put in a qfit (a third of the bytes moved). */
 typedef struct qent {
     double key, submit;
     int32_t job;
-    bool has_pod;  /* every gang of the job with at least min(min, target) workers has a pod */
+    int32_t fit; /* the job's entry in drv_sched.qfit, while the record exists */
+    /* That entry's podmax.gpu and floor.gpu, capped at INT32_MAX: more than the free GPUs (the
+     * capped value is at most the true one), the job cannot fit without a look at the entry -
+     * on a GPU cluster, most of the queue most of the time. */
+    int32_t gpu_podmax, gpu_floor;
+} qent;
+
+/* What a queued job's specification fixes for the queue's capacity tests. */
+typedef struct qfit {
     drv_res least; /* per dimension, the least request of a pod of the job */
     /* The job's smallest gang, min(min, target) workers and every other role's target, with no
      * pod bound: what it needs in all (floor), and per dimension the largest request of its
@@ -134,7 +144,8 @@ typedef struct qent {
      * the free room of all nodes or podmax a node's, every gang of it fails the capacity
      * bounds (drv_ctx_queued_cannot_fit). */
     drv_res floor, podmax;
-} qent;
+    bool has_pod; /* every gang of the job with at least min(min, target) workers has a pod */
+} qfit;
 
 /* A map from pod or job ids to values that holds only what this cycle set: open addressing
  * with linear probing, a slot in use when its stamp is the map's (so clearing it for the next
@@ -187,6 +198,7 @@ struct drv_sched {
     uint32_t *job_touch;   /* == stamp: some pod of the job changed node this cycle (pages of
                               jobs never touched are never written: allocated zeroed) */
     int32_t cap_touch;
+    uint32_t touch_stamp;      /* == stamp: some job_touch entry is this cycle's (else none is) */
     uint32_t memo_epoch;       /* bumps whenever the failed-shape memo is cleared */
     uint32_t *job_fail_epoch;  /* memo_epoch + 1 when the job's gang last failed (0: never) */
     int32_t *job_fail_workers; /* at that many workers; -1 - workers when it failed the
@@ -208,11 +220,27 @@ struct drv_sched {
     int32_t norder, cap_order;
     qent *order2; /* where a sort puts the records; then the two swap */
     int32_t cap_order2;
+    /* The records' qfit entries: an entry is taken when a record is made and given back (to
+     * qfree, a stack) when it is dropped, so at most as many are in use as records exist. */
+    qfit *qfit;
+    int32_t nqfit, cap_qfit; /* entries handed out at most so far (in use or in qfree) */
+    int32_t *qfree;
+    int32_t nqfree, cap_qfree;
+    /* Over the records: per dimension the least of their qfit.least, and whether every one has
+     * has_pod (what drv_ctx_queue_stuck asks). Valid when qsum_ok: newcomers are folded in,
+     * a record dropped or remade clears it, and the next drv_ctx_queue_stuck computes it again
+     * - in cycles after one that admitted nothing, O(1) instead of a pass over the entries. */
+    bool qsum_ok;
+    drv_res qsum_least;
+    bool qsum_pods;
     bool order_keyed;  /* order[].key holds the keys of a lone keyed queue plugin */
     int32_t order_use; /* when order_keyed: that plugin's index among the queue_order uses */
     /* This cycle's queue_order chain: indices of the uses not idle (drv_plugin.queue_idle). */
     int32_t qo[DRV_MAX_SLOT_PLUGINS];
     int32_t nqo;
+    const drv_state *order_st; /* the state the records were collected from, and its */
+    uint64_t order_leaves;     /* queue_leaves then: while both match, every record's job is
+                                * still queued and collect keeps them without a look */
     uint64_t *inq;   /* a bit per job: set while the job has a record in order[0..norder) */
     int32_t cap_inq; /* words */
     double wake;     /* drv_sched_wake: computed at the end of each cycle */

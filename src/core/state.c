@@ -356,7 +356,9 @@ static void requeue(drv_state *st, int32_t job)
 {
     const drv_job *j = &st->jobs[job];
     bool q = j->phase == DRV_JOB_PENDING && drv_job_needs_pods(j);
-    st->nqueued += jobset_put(&st->queued, job, q);
+    int moved = jobset_put(&st->queued, job, q);
+    st->nqueued += moved;
+    st->queue_leaves += moved < 0;
     st->nqueued_bound += jobset_put(&st->queued_bound, job, q && any_bound(j));
 }
 

@@ -36,6 +36,7 @@
 #include "progress.h"
 
 #include <math.h>
+#include <string.h>
 
 int drv_elastic_new(void **state, const drv_elastic_cfg *cfg, drv_diag *d)
 {
@@ -54,6 +55,8 @@ void drv_elastic_free(void *state)
     if (!e)
         return;
     drv_free(e->queue);
+    drv_free(e->known);
+    drv_free(e->fixed);
     drv_free(e);
 }
 
@@ -74,10 +77,70 @@ static bool left_alone(const drv_ctx *c, const drv_elastic *e, int32_t job)
     return e->cfg.skip_adaptive && m && m->nlive_adaptive > 0 && drv_calib_job_adaptive(m, job);
 }
 
+/* Is the job's worker count fixed (max <= min)? Read once per job (drv_elastic.fixed). */
+static bool fixed_size(const drv_elastic *e, const drv_state *st, int32_t job)
+{
+    int32_t w = job / 64;
+    uint64_t bit = (uint64_t)1 << (job % 64);
+    if (w < e->cap_known && (e->known[w] & bit))
+        return (e->fixed[w] & bit) != 0;
+    const drv_rolespec *r = &st->jobs[job].role[DRV_ROLE_WORKER];
+    bool f = r->max <= r->min;
+    if (w < e->cap_known) {
+        e->known[w] |= bit;
+        e->fixed[w] |= f ? bit : 0;
+    }
+    return f;
+}
+
+/* The first live job with id >= from not known to have a fixed size, or -1: a word of the
+ * live set at a time (empty words skipped by its summary), the fixed ones masked out without a
+ * read - O(live / 64) for a cluster of fixed-size jobs, rather than a call per live job. */
+static int32_t next_sizable(const drv_elastic *e, const drv_state *st, int32_t from)
+{
+    int32_t nw = (st->njobs + 63) / 64, w = from / 64;
+    if (w >= nw)
+        return -1;
+    uint64_t b = st->live.bits[w] & (~(uint64_t)0 << (from % 64));
+    for (;;) {
+        if (w < e->cap_known)
+            b &= ~e->fixed[w]; /* fixed implies known */
+        if (b)
+            return w * 64 + __builtin_ctzll(b);
+        if (++w >= nw)
+            return -1;
+        int32_t sw = w / 64;
+        uint64_t sb = st->live.sum[sw] & (~(uint64_t)0 << (w % 64));
+        while (!sb) {
+            if (++sw >= (nw + 63) / 64)
+                return -1;
+            sb = st->live.sum[sw];
+        }
+        w = sw * 64 + __builtin_ctzll(sb);
+        if (w >= nw)
+            return -1;
+        b = st->live.bits[w];
+    }
+}
+
+/* Room in the known and fixed bitmaps for every job of st; on failure, as they were. */
+static void fixed_room(drv_elastic *e, const drv_state *st)
+{
+    int32_t need = st->njobs / 64 + 1, c1 = e->cap_known, c2 = e->cap_known;
+    if (need <= e->cap_known || drv_grow(&e->known, sizeof *e->known, &c1, need) != 0 ||
+        drv_grow(&e->fixed, sizeof *e->fixed, &c2, need) != 0)
+        return;
+    int32_t cap = c1 < c2 ? c1 : c2;
+    memset(e->known + e->cap_known, 0, (size_t)(cap - e->cap_known) * sizeof *e->known);
+    memset(e->fixed + e->cap_known, 0, (size_t)(cap - e->cap_known) * sizeof *e->fixed);
+    e->cap_known = cap;
+}
+
 void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
 {
     drv_elastic *e = state;
     const drv_state *st = drv_ctx_state(c);
+    fixed_room(e, st);
     if (drv_grow(&e->queue, sizeof *e->queue, &e->cap_queue, n) == 0) {
         for (int32_t i = 0; i < n; i++)
             e->queue[i] = jobs[i];
@@ -125,12 +188,13 @@ static int32_t waiting_head(const drv_ctx *c, const drv_elastic *e)
     return -1;
 }
 
-/* The job's own fields first: left_alone reads the model's record of the job. */
+/* The job's own fields first: left_alone reads the model's record of the job; a job whose size
+ * is fixed is not read at all. */
 static bool can_change(const drv_ctx *c, const drv_elastic *e, int32_t job)
 {
-    const drv_job *j = &drv_ctx_state(c)->jobs[job];
-    return j->phase == DRV_JOB_RUNNING &&
-           j->role[DRV_ROLE_WORKER].max > j->role[DRV_ROLE_WORKER].min && !left_alone(c, e, job);
+    const drv_state *st = drv_ctx_state(c);
+    return !fixed_size(e, st, job) && st->jobs[job].phase == DRV_JOB_RUNNING &&
+           !left_alone(c, e, job);
 }
 
 /* A removable bound worker of job: not worker 0; preferably off the PS node. -1 if none. */
@@ -165,9 +229,9 @@ static int32_t running_jobs(drv_ctx *c, const drv_elastic *e, int32_t **out)
     int32_t n = 0;
     if (!v)
         return 0;
-    DRV_FOR_LIVE(st, j)
-    if (can_change(c, e, j))
-        v[n++] = j; /* ids follow submission order in both drivers */
+    for (int32_t j = next_sizable(e, st, 0); j >= 0; j = next_sizable(e, st, j + 1))
+        if (can_change(c, e, j))
+            v[n++] = j; /* ids follow submission order in both drivers */
     *out = v;
     return n;
 }
@@ -405,8 +469,7 @@ double drv_elastic_wake(const drv_ctx *c, void *state)
     }
     if (e->cfg.grow_min_left <= 0)
         return w;
-    DRV_FOR_LIVE(st, j)
-    {
+    for (int32_t j = next_sizable(e, st, 0); j >= 0; j = next_sizable(e, st, j + 1)) {
         const drv_job *jb = &st->jobs[j];
         if (jb->phase == DRV_JOB_RUNNING && drv_ctx_workers(c, j) < jb->role[DRV_ROLE_WORKER].max &&
             can_change(c, e, j) && !grow_ok(c, e, j))

@@ -23,6 +23,12 @@ typedef struct drv_elastic {
     double last_action; /* time of the last admission or scale, -inf at first */
     int32_t *queue;     /* pending jobs in queue order, as last given to admit */
     int32_t nqueue, cap_queue;
+    /* A bit per job id: known, the job was read; fixed, its worker count cannot change (max <=
+     * min). A job's specification never changes and ids are never reused, so relief and growth
+     * pass a fixed job without reading it (every job of the Philly trace is one). Grown by
+     * admit; a job past cap_known is read each time. */
+    uint64_t *known, *fixed;
+    int32_t cap_known; /* words in both */
 } drv_elastic;
 
 int drv_elastic_new(void **state, const drv_elastic_cfg *cfg, drv_diag *d);

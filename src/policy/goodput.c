@@ -542,6 +542,7 @@ static int32_t our_jobs(const drv_ctx *c, goodput *g, const drv_calib_jobs *m, g
         if (!drv_calib_job_adaptive(m, i) || cj->app > calib->n ||
             j->role[DRV_ROLE_WORKER].req.gpu != 1)
             continue;
+        j = drv_ctx_job_now(c, i); /* its steps and attained service read below */
         int32_t app = cj->app - 1;
         gjob x = {.id = i, .cj = cj, .submit = j->submit};
         x.epoch = drv_calib_epoch(calib, app, drv_calib_progress(calib, app, cj->batch, j->steps));

@@ -194,7 +194,7 @@ static int measure(optimus *p, const drv_ctx *c)
     p->last = now;
     DRV_FOR_LIVE(st, i)
     {
-        const drv_job *j = &st->jobs[i];
+        const drv_job *j = drv_ctx_job_now(c, i); /* its steps read below */
         obs *o = &p->o[i];
         if (j->phase != DRV_JOB_RUNNING) {
             o->valid = false;
@@ -289,7 +289,7 @@ static void pass(drv_ctx *c, optimus *p)
         int32_t best = -1;
         double bestg = 0;
         for (int32_t x = 0; x < n; x++) {
-            const drv_job *j = &st->jobs[live[x]];
+            const drv_job *j = drv_ctx_job_now(c, live[x]); /* steps read below */
             if (want[x] == 0 || want[x] >= worker_max(j) ||
                 !drv_res_fits(j->role[DRV_ROLE_WORKER].req, left))
                 continue;

@@ -449,7 +449,6 @@ static int try_one(preempt *p, drv_ctx *c, attempt *a, cand *order)
 static int find_candidates(const preempt *p, drv_ctx *c, attempt *a, const int32_t *pool,
                            int32_t npool)
 {
-    const drv_state *st = drv_ctx_state(c);
     drv_arena *ar = drv_ctx_arena(c);
     size_t sz = sizeof(cand) * ((size_t)npool + 1);
     a->cand = drv_arena_alloc(ar, sz);
@@ -460,7 +459,7 @@ static int find_candidates(const preempt *p, drv_ctx *c, attempt *a, const int32
     a->ncand = 0;
     for (int32_t i = 0; i < npool; i++)
         if (eligible(p, c, a, pool[i])) {
-            const drv_job *j = &st->jobs[pool[i]];
+            const drv_job *j = drv_ctx_job_now(c, pool[i]);
             a->cand[a->ncand++] = (cand){j->attained, j->priority, pool[i]};
         }
     qsort(a->cand, (size_t)a->ncand, sizeof *a->cand, by_priority);

@@ -24,8 +24,9 @@
  * normalisation bounds come from two heaps per factor (least and greatest on top) that take
  * each newcomer in and drop a job that left when it reaches the top: O(pending) id lookups to
  * find the newcomers, O(log pending) per job that came or went; when the jobs are those of the
- * last cycle, in the same order, nothing at all. A key is then O(factors that vary). When the
- * bounds are those of the last cycle, every key is too (queue_kept), and the core asks keys of
+ * last cycle - in the same order, or no job taken out of the state's queue since
+ * (drv_state.queue_leaves) and as many - nothing at all. A key is then O(factors that vary). When
+ * the bounds are those of the last cycle, every key is too (queue_kept), and the core asks keys of
  * newcomers only. With queues and w_share > 0, the users' use is summed once per cycle
  * (O(live log live)), the bounds are taken over every job (a share moves without its job), and
  * keys are never kept.
@@ -76,6 +77,10 @@ typedef struct prio_state {
     int32_t *last;  /* the jobs handed to the last queue_begin, in that order */
     int32_t nlast, cap_last;
     bool last_ok; /* last holds them (no allocation failed) */
+    /* The state of the last queue_begin and its queue_leaves then: when both are the same and
+     * as many jobs are handed as last time, they are the same jobs (none left, so none came). */
+    const drv_state *last_st; /* NULL when the last jobs were not all the queued ones */
+    uint64_t last_leaves;
     /* Per factor, the queued jobs' values in two heaps, the least on top: [f][0] the value
      * (lo), [f][1] minus it (hi). Lazy: a job that left stays until it comes to the top and is
      * seen not to be queued. Valid (heaps_ok) while every queued job has an entry in each. */
@@ -430,10 +435,13 @@ static void prio_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32
     bool shared = p->share_on; /* last cycle's */
     share_begin(p, st, false);
     bool fresh = p->share_on || shared || !p->last_ok || !p->pooled;
-    /* The very jobs of the last cycle, in the same order (a third of the cycles of the Philly
-     * replay): the same factors without shares, so the same bounds and keys. */
+    /* The very jobs of the last cycle (a third of the cycles of the Philly replay, in the same
+     * order): the same factors without shares, so the same bounds and keys. The core hands the
+     * queued jobs: with no job taken out of the queue since and as many of them, the same ones,
+     * in whatever order (O(1); else compared in order). */
     if (!fresh && n == p->nlast &&
-        (n == 0 || memcmp(jobs, p->last, (size_t)n * sizeof *jobs) == 0)) {
+        ((p->last_st == st && p->last_leaves == st->queue_leaves && n == st->nqueued) || n == 0 ||
+         memcmp(jobs, p->last, (size_t)n * sizeof *jobs) == 0)) {
         p->kept = true; /* the same list: its marks stand */
         return;
     }
@@ -452,6 +460,8 @@ static void prio_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32
             heaps_build(p, st, jobs, n);
     }
     p->last_ok = drv_grow(&p->last, sizeof *p->last, &p->cap_last, n) == 0;
+    p->last_st = n == st->nqueued ? st : NULL;
+    p->last_leaves = st->queue_leaves;
     if (p->last_ok) {
         if (n > 0)
             memcpy(p->last, jobs, (size_t)n * sizeof *jobs);

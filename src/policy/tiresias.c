@@ -111,7 +111,7 @@ static int refresh(tiresias *t, const drv_ctx *c)
     }
     DRV_FOR_LIVE(st, i)
     {
-        const drv_job *j = &st->jobs[i];
+        const drv_job *j = drv_ctx_job_now(c, i);
         if (j->phase == DRV_JOB_FUTURE || j->phase == DRV_JOB_DONE)
             continue;
         int32_t k = level_of(t, j->attained);
@@ -127,8 +127,8 @@ static int t_cmp(const drv_ctx *c, void *state, int32_t a, int32_t b)
 {
     const tiresias *t = state;
     const drv_state *st = drv_ctx_state(c);
-    int32_t la = a < t->cap ? t->level[a] : level_of(t, st->jobs[a].attained);
-    int32_t lb = b < t->cap ? t->level[b] : level_of(t, st->jobs[b].attained);
+    int32_t la = a < t->cap ? t->level[a] : level_of(t, drv_ctx_job_now(c, a)->attained);
+    int32_t lb = b < t->cap ? t->level[b] : level_of(t, drv_ctx_job_now(c, b)->attained);
     if (la != lb)
         return la < lb ? -1 : 1;
     if (la > 0 && a < t->cap && b < t->cap && t->demoted[a] != t->demoted[b])

@@ -24,7 +24,9 @@
  * scheduler said no plugin could decide differently before a later time (drv_sched_wake,
  * docs/cycle.md). Every tick, run or skipped, owes a progress sample of every running job; a
  * job's samples are drawn late - when a plugin reads them (drv_ctx_progress), before its rate
- * or phase changes, at the end of a run - at their own times (sync). Progress is computed from
+ * or phase changes, at the end of a run - at their own times (sync); likewise a running job's
+ * steps and attained service are brought to now only where a plugin reads them
+ * (drv_ctx_job_now). Progress is computed from
  * an anchor moved only by events, never by sampling, so a run that skips quiet ticks and one
  * that runs every tick (drv_sim_config.tick) give every job the same numbers
  * (test_event_driven_equals_ticking in tests/sim/test_sim.c).

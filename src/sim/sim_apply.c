@@ -191,13 +191,16 @@ int sim_run_cycle(drv_sim *s, drv_diag *d)
     }
     s->cycles++;
     s->cycle_no++;
-    /* Progress as of now for the plugins; samples are drawn when a plugin reads them
+    /* Progress as of now for the plugins, brought to now where a plugin reads it
+     * (drv_ctx_job_now -> steps_hook); samples are drawn when a plugin reads them
      * (drv_ctx_progress -> sync_hook). */
-    for (int32_t k = 0; s->periodic && k < s->nrun; k++)
-        sim_progress_cycle(s, s->runl[k]);
     s->dec.n = 0;
-    drv_snapshot snap = {&s->st, s->now, s->periodic ? sim_sync_hook : NULL, s,
-                         s->cfg.calib ? &s->model : NULL};
+    drv_snapshot snap = {&s->st,
+                         s->now,
+                         s->periodic ? sim_sync_hook : NULL,
+                         s,
+                         s->cfg.calib ? &s->model : NULL,
+                         s->periodic ? sim_steps_hook : NULL};
     int rc = drv_sched_cycle(s->sched, &snap, &s->dec);
     if (rc)
         return drv_fail(d, rc, "scheduling cycle at t=%.3f: %s", s->now, drv_strerror(rc));

@@ -195,7 +195,7 @@ void sim_bind(drv_sim *s, int32_t pod, int32_t node);
 void sim_unbind(drv_sim *s, int32_t pod);
 const drv_family *sim_family(const drv_sim *s, int32_t job);
 void sim_progress_at(drv_sim *s, int32_t job);
-void sim_progress_cycle(drv_sim *s, int32_t job);
+void sim_steps_hook(void *arg, int32_t job);
 void sim_advance(drv_sim *s, int32_t job);
 int sim_sample(drv_sim *s, int32_t job);
 int sim_sync(drv_sim *s, int32_t job);

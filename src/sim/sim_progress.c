@@ -101,14 +101,16 @@ void sim_progress_at(drv_sim *s, int32_t job)
         j->loss = drv_loss(sim_family(s, job), j->steps);
 }
 
-/* The progress a cycle's plugins read: steps and service of every running job, each cycle;
- * its loss, which no plugin reads from the job (a plugin reads losses from samples), only when
- * a plugin asks for the job's progress (sim_sync_hook), and at the end of a run (the last
- * periodic cycle's, sim_progress_at): a division per running job per cycle saved, the same
- * numbers wherever they are read. */
-void sim_progress_cycle(drv_sim *s, int32_t job)
+/* The progress a cycle's plugins read (drv_snapshot.steps_now): a running job's steps and
+ * service brought to now when a plugin reads them (drv_ctx_job_now, drv_ctx_progress), not
+ * every running job's each cycle (8 % of the Philly replay with drover, whose plugins read
+ * none); its loss, which no plugin reads from the job (a plugin reads losses from samples),
+ * only when a plugin asks for the job's progress (sim_sync_hook), and at the end of a run (the
+ * last periodic cycle's, sim_progress_at). Computed from the job's anchor, so the same numbers
+ * wherever and however often they are read. */
+void sim_steps_hook(void *arg, int32_t job)
 {
-    progress_steps(s, job);
+    progress_steps(arg, job);
 }
 
 /* Moves a job's anchor to now (its progress, when running, brought up to now at its rate). Done
@@ -190,7 +192,7 @@ void sim_sync_hook(void *arg, int32_t job)
     if (sim_sync(s, job) != 0)
         s->sync_failed = true;
     drv_job *j = &s->st.jobs[job];
-    if (j->phase == DRV_JOB_RUNNING) /* the loss sim_progress_cycle left out */
+    if (j->phase == DRV_JOB_RUNNING) /* steps brought to now first (drv_ctx_progress) */
         j->loss = drv_loss(sim_family(s, job), j->steps);
 }
 

@@ -195,8 +195,10 @@ static void test_queued_set(void **unused)
     drv_state_bind(&st, drv_job_pod(&st, j, DRV_ROLE_PS, 0), 0);
     drv_state_bind(&st, drv_job_pod(&st, j, DRV_ROLE_WORKER, 0), 0);
     assert_true(drv_state_is_queued(&st, j)); /* one worker still unbound */
+    assert_true(st.queue_leaves == 0);        /* what a cycle's kept records rely on */
     drv_state_bind(&st, drv_job_pod(&st, j, DRV_ROLE_WORKER, 1), 1);
     assert_false(drv_state_is_queued(&st, j)); /* complete, though still pending */
+    assert_true(st.queue_leaves == 1);
     assert_int_equal(st.npending, 2);
     assert_int_equal(st.nqueued, 1);
     assert_int_equal(drv_state_next_queued(&st, 0), k);
@@ -204,10 +206,14 @@ static void test_queued_set(void **unused)
     assert_true(drv_state_is_queued(&st, j));
     drv_state_set_workers(&st, j, 2);
     assert_false(drv_state_is_queued(&st, j));
+    assert_true(st.queue_leaves == 2); /* it came back and left again: counted again */
     drv_state_unbind(&st, drv_job_pod(&st, j, DRV_ROLE_WORKER, 1));
     assert_true(drv_state_is_queued(&st, j));
     drv_state_set_phase(&st, j, DRV_JOB_RUNNING); /* not pending: not queued */
     assert_false(drv_state_is_queued(&st, j));
+    assert_true(st.queue_leaves == 3);
+    drv_state_set_phase(&st, j, DRV_JOB_DONE); /* not queued before either: no leave */
+    assert_true(st.queue_leaves == 3);
     assert_int_equal(st.nqueued, 1);
     assert_int_equal(drv_state_check(&st, false, &d), 0);
     st.queued.bits[0] ^= (uint64_t)1 << j; /* a set that disagrees with the job */

@@ -45,6 +45,8 @@ static void make_state(drv_state *st, int n)
     }
 }
 
+static bool no_ps; /* add_job makes no PS (a queue of GPU pods only can be stuck) */
+
 /* A pending elastic job: maybe a PS, 1-6 workers of 1-4 GPUs, random user priority, class and
  * submission time (ties with the last job's on purpose). */
 static void add_job(drv_state *st, uint64_t *x, double now)
@@ -64,7 +66,7 @@ static void add_job(drv_state *st, uint64_t *x, double now)
     int64_t gpu = 1 + (int64_t)(rnd(x) % 4);
     t.role[DRV_ROLE_WORKER] =
         (drv_rolespec){w, min, w + (int32_t)(rnd(x) % 3), {2000, 4 * GiB, gpu}, 2000};
-    if (rnd(x) % 2)
+    if (!no_ps && rnd(x) % 2)
         t.role[DRV_ROLE_PS] = (drv_rolespec){1, 1, 1, {4000, 8 * GiB, 0}, 4000};
     int32_t id = -1;
     assert_int_equal(drv_state_add_job(st, &t, &id), 0);
@@ -219,6 +221,8 @@ static void test_priority_gang(void **unused)
 
 static struct {
     int32_t cannot, can; /* jobs it said cannot fit; jobs it did not, whose gang had room */
+    bool stuck;          /* drv_ctx_queue_stuck at the start of the last admit */
+    int32_t nstuck[2];   /* cycles the kept scheduler found the queue not stuck, stuck */
 } seen;
 
 /* Gang admission in queue order that first checks, for every queued job, that a job said not
@@ -227,6 +231,7 @@ static void checking_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t
 {
     (void)state;
     const drv_state *st = drv_ctx_state(c);
+    seen.stuck = drv_ctx_queue_stuck(c);
     for (int32_t i = 0; i < n; i++) {
         const drv_job *j = &st->jobs[jobs[i]];
         const drv_rolespec *w = &j->role[DRV_ROLE_WORKER];
@@ -244,9 +249,10 @@ static void checking_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t
 
 static const drv_plugin checking = {.name = "checking", .admit = checking_admit};
 
-static void test_cannot_fit_exact(void **unused)
+/* 300 cycles of the checking admission; drv_ctx_queue_stuck compared with a fresh scheduler's
+ * at each. */
+static void checking_stream(void)
 {
-    (void)unused;
     drv_state st;
     drv_profile p;
     drv_diag d;
@@ -270,8 +276,19 @@ static void test_cannot_fit_exact(void **unused)
         if (st.jobs[j].phase == DRV_JOB_RUNNING && rnd(&x) % 4 == 0)
             finish(&st, j);
         drv_snapshot snap = {.st = &st, .now = t};
+        /* drv_ctx_queue_stuck's summary over the kept records must answer as a fresh one */
+        drv_sched *fresh;
+        assert_int_equal(drv_sched_new(&p, &fresh, &d), 0);
+        ds.n = 0;
+        seen.stuck = false;
+        assert_int_equal(drv_sched_cycle(fresh, &snap, &ds), 0);
+        bool want = seen.stuck;
+        drv_sched_free(fresh);
         ds.n = 0;
         assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+        if (seen.stuck != want)
+            fail_msg("cycle %d: queue stuck %d, a fresh scheduler says %d", t, seen.stuck, want);
+        seen.nstuck[seen.stuck]++;
         apply(&st, &ds);
     }
     assert_true(seen.cannot > 100); /* both answers were given, many times */
@@ -281,13 +298,31 @@ static void test_cannot_fit_exact(void **unused)
     drv_state_fini(&st);
 }
 
+static void test_cannot_fit_exact(void **unused)
+{
+    (void)unused;
+    no_ps = false;
+    checking_stream();
+}
+
+/* GPU pods only: the queue is often stuck (no pod of it fits the largest free room), and the
+ * kept summary of the records' least requests must say so exactly when a fresh one does - a
+ * summary not cleared when its least job leaves says "not stuck". */
+static void test_queue_stuck_kept(void **unused)
+{
+    (void)unused;
+    no_ps = true;
+    checking_stream();
+    no_ps = false;
+    assert_true(seen.nstuck[0] > 10 && seen.nstuck[1] > 10);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_priority_dragon),
-        cmocka_unit_test(test_drover_order),
-        cmocka_unit_test(test_priority_gang),
-        cmocka_unit_test(test_cannot_fit_exact),
+        cmocka_unit_test(test_priority_dragon),  cmocka_unit_test(test_drover_order),
+        cmocka_unit_test(test_priority_gang),    cmocka_unit_test(test_cannot_fit_exact),
+        cmocka_unit_test(test_queue_stuck_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

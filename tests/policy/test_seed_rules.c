@@ -148,6 +148,66 @@ static void test_dragon_starts_blind(void **unused)
     drv_state_fini(&st);
 }
 
+/*
+ * DRAGON's growth finds every running job that can change size among many that cannot, across
+ * the words of the live set and its holes (it remembers which jobs have a fixed size and
+ * skips them a word at a time): 300 running jobs of one 2-CPU worker on a node with room for
+ * all, every 37th of them elastic (up to 3 workers), every 50th finished. Each elastic one
+ * that is live, and no other, is scaled.
+ */
+static void test_dragon_grows_among_fixed(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    assert_int_equal(drv_state_init(&st), 0);
+    assert_int_equal(drv_state_add_node(&st, "n0", (drv_res){2000000, 4096 * GiB, 0}, "", "", NULL),
+                     0);
+    bool want[300];
+    int32_t nwant = 0;
+    for (int32_t i = 0; i < 300; i++) {
+        bool elastic = i % 37 == 5;
+        int32_t j = blind_job(&st, DRV_JOB_RUNNING, 1, 1, elastic ? 3 : 1, i);
+        assert_int_equal(j, i);
+        want[i] = elastic && i % 50 != 7;
+        if (i % 50 == 7) {
+            drv_state_unbind(&st, drv_job_pod(&st, j, DRV_ROLE_WORKER, 0));
+            drv_state_set_phase(&st, j, DRV_JOB_DONE);
+        }
+        nwant += want[i];
+    }
+    drv_diag d;
+    drv_profile p;
+    assert_int_equal(drv_profile_parse("t",
+                                       "gang=true period=5 admit=dragon(quiet=0) scale=dragon "
+                                       "score=least-allocated",
+                                       &p, &d),
+                     0);
+    drv_sched *s;
+    assert_int_equal(drv_sched_new(&p, &s, &d), 0);
+    drv_decisions ds;
+    drv_decisions_init(&ds);
+    drv_snapshot snap = {.st = &st, .now = 1000};
+    for (int round = 0; round < 2; round++) { /* the second with the sizes remembered */
+        ds.n = 0;
+        assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
+        bool scaled[300] = {false};
+        for (int32_t k = 0; k < ds.n; k++)
+            if (ds.v[k].kind == DRV_SCALE) {
+                assert_true(ds.v[k].job >= 0 && ds.v[k].job < 300);
+                assert_true(want[ds.v[k].job]);
+                scaled[ds.v[k].job] = true;
+            }
+        int32_t n = 0;
+        for (int32_t i = 0; i < 300; i++)
+            n += scaled[i];
+        assert_int_equal(n, nwant);
+    }
+    assert_true(nwant >= 7);
+    drv_decisions_fini(&ds);
+    drv_sched_free(s);
+    drv_state_fini(&st);
+}
+
 /* The seeds' ranges are enforced and errors name the knob. */
 static void test_knob_ranges(void **unused)
 {
@@ -176,6 +236,7 @@ int main(void)
         cmocka_unit_test(test_flowcon_limit_update),
         cmocka_unit_test(test_knob_ranges),
         cmocka_unit_test(test_dragon_starts_blind),
+        cmocka_unit_test(test_dragon_grows_among_fixed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

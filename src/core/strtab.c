@@ -6,11 +6,18 @@
 
 #include <string.h>
 
+/* A hash slot: id + 1 (0 when empty) and the string's full hash, so that probing compares
+ * strings only on equal hashes and a deletion moves entries without hashing them again. */
+struct slot {
+    int32_t id1;
+    uint32_t h;
+};
+
 struct drv_strtab {
     char **strs; /* id -> string; NULL once forgotten */
     int32_t n, cap;
-    int32_t nlive;  /* ids not forgotten: what the slots hold */
-    int32_t *slot;  /* hash slot -> id + 1, 0 when empty */
+    int32_t nlive; /* ids not forgotten: what the slots hold */
+    struct slot *slot;
     uint32_t nslot; /* power of two */
 };
 
@@ -47,16 +54,16 @@ void drv_strtab_free(drv_strtab *t)
 
 static int rehash(drv_strtab *t, uint32_t nslot)
 {
-    int32_t *slot = drv_calloc(nslot, sizeof *slot);
+    struct slot *slot = drv_calloc(nslot, sizeof *slot);
     if (!slot)
         return DRV_ENOMEM;
-    for (int32_t id = 0; id < t->n; id++) {
-        if (!t->strs[id])
-            continue; /* forgotten */
-        uint32_t h = fnv1a(t->strs[id]) & (nslot - 1);
-        while (slot[h])
+    for (uint32_t k = 0; k < t->nslot; k++) {
+        if (!t->slot[k].id1)
+            continue;
+        uint32_t h = t->slot[k].h & (nslot - 1);
+        while (slot[h].id1)
             h = (h + 1) & (nslot - 1);
-        slot[h] = id + 1;
+        slot[h] = t->slot[k];
     }
     drv_free(t->slot);
     t->slot = slot;
@@ -68,10 +75,10 @@ int32_t drv_strtab_find(const drv_strtab *t, const char *s)
 {
     if (!t->nslot)
         return -1;
-    uint32_t h = fnv1a(s) & (t->nslot - 1);
-    while (t->slot[h]) {
-        int32_t id = t->slot[h] - 1;
-        if (strcmp(t->strs[id], s) == 0)
+    uint32_t full = fnv1a(s), h = full & (t->nslot - 1);
+    while (t->slot[h].id1) {
+        int32_t id = t->slot[h].id1 - 1;
+        if (t->slot[h].h == full && strcmp(t->strs[id], s) == 0)
             return id;
         h = (h + 1) & (t->nslot - 1);
     }
@@ -93,10 +100,10 @@ int32_t drv_strtab_intern(drv_strtab *t, const char *s)
     id = t->n++;
     t->nlive++;
     t->strs[id] = copy;
-    uint32_t h = fnv1a(s) & (t->nslot - 1);
-    while (t->slot[h])
+    uint32_t full = fnv1a(s), h = full & (t->nslot - 1);
+    while (t->slot[h].id1)
         h = (h + 1) & (t->nslot - 1);
-    t->slot[h] = id + 1;
+    t->slot[h] = (struct slot){id + 1, full};
     return id;
 }
 
@@ -116,18 +123,18 @@ void drv_strtab_forget(drv_strtab *t, int32_t id)
     if (id <= 0 || id >= t->n || !t->strs[id])
         return;
     uint32_t mask = t->nslot - 1, i = fnv1a(t->strs[id]) & mask;
-    while (t->slot[i] != id + 1)
+    while (t->slot[i].id1 != id + 1)
         i = (i + 1) & mask;
     /* Deletion from linear probing without tombstones: each later entry of the run moves
      * back into the hole unless its home slot lies after the hole (Knuth 6.4, algorithm R),
      * so every remaining string is still found from its home slot. */
-    t->slot[i] = 0;
-    for (uint32_t j = (i + 1) & mask; t->slot[j]; j = (j + 1) & mask) {
-        uint32_t home = fnv1a(t->strs[t->slot[j] - 1]) & mask;
+    t->slot[i].id1 = 0;
+    for (uint32_t j = (i + 1) & mask; t->slot[j].id1; j = (j + 1) & mask) {
+        uint32_t home = t->slot[j].h & mask;
         if (between(i, home, j))
             continue;
         t->slot[i] = t->slot[j];
-        t->slot[j] = 0;
+        t->slot[j].id1 = 0;
         i = j;
     }
     drv_free(t->strs[id]);

@@ -309,39 +309,23 @@ static shape *shape_new(const pod_render *r)
  * validates UTF-8 and may refuse: the caller falls back to it). Writes them to out unless NULL. */
 static long escaped(const char *s, char *out)
 {
+    static const char bytes[] = "\"\\\b\f\n\r\t", letters[] = "\"\\bfnrt";
     long n = 0;
     for (const uint8_t *p = (const uint8_t *)s; *p; p++) {
         char e[8];
         int k;
+        const char *short_form = strchr(bytes, *p); /* (*p is not the terminator here) */
         if (*p >= 0x80)
             return -1;
-        switch (*p) {
-        case '"':
-            k = snprintf(e, sizeof e, "\\\"");
-            break;
-        case '\\':
-            k = snprintf(e, sizeof e, "\\\\");
-            break;
-        case '\b':
-            k = snprintf(e, sizeof e, "\\b");
-            break;
-        case '\f':
-            k = snprintf(e, sizeof e, "\\f");
-            break;
-        case '\n':
-            k = snprintf(e, sizeof e, "\\n");
-            break;
-        case '\r':
-            k = snprintf(e, sizeof e, "\\r");
-            break;
-        case '\t':
-            k = snprintf(e, sizeof e, "\\t");
-            break;
-        default:
-            if (*p < 0x20)
-                k = snprintf(e, sizeof e, "\\u%04X", *p);
-            else
-                e[0] = (char)*p, k = 1;
+        if (short_form) {
+            e[0] = '\\';
+            e[1] = letters[short_form - bytes];
+            k = 2;
+        } else if (*p < 0x20) {
+            k = snprintf(e, sizeof e, "\\u%04X", *p);
+        } else {
+            e[0] = (char)*p;
+            k = 1;
         }
         if (out)
             memcpy(out + n, e, (size_t)k);

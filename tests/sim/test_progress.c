@@ -95,16 +95,15 @@ static void test_loss_after_run_until(void **unused)
     drv_cluster_fini(&c);
 }
 
-/* A plugin reading progress mid-run (between the cycle's steps update and any anchor move)
- * sees the curve's loss. */
-static void test_loss_read_by_plugin(void **unused)
+/* A 120-job generated run (seed) of a gang profile with pl as its one scale plugin; fails on
+ * any error of the run. */
+static void run_with_scale_plugin(const drv_plugin *pl, uint64_t seed)
 {
-    (void)unused;
     drv_workload w = {0};
     drv_cluster_spec c;
     drv_diag d = {{0}};
     drv_genparams g;
-    drv_genparams_default(&g, 6);
+    drv_genparams_default(&g, seed);
     g.jobs = 120;
     assert_int_equal(drv_workload_generate(&w, &g, &cat, &d), 0);
     drv_cluster_default(&c);
@@ -114,18 +113,26 @@ static void test_loss_read_by_plugin(void **unused)
                                        "score=least-allocated",
                                        &p, &d),
                      0);
-    p.use[DRV_PT_SCALE][0] = (drv_plugin_use){&reading, 1, 0, 0};
+    p.use[DRV_PT_SCALE][0] = (drv_plugin_use){pl, 1, 0, 0};
     p.nuse[DRV_PT_SCALE] = 1;
-    drv_sim_config cfg = {.seed = 6, .check = true};
+    drv_sim_config cfg = {.seed = seed, .check = true};
     drv_sim *s;
     assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
-    checked = 0;
     if (drv_sim_run(s, &d) != 0)
         fail_msg("%s", d.msg);
-    assert_true(checked > 100);
     drv_sim_free(s);
     drv_workload_fini(&w);
     drv_cluster_fini(&c);
+}
+
+/* A plugin reading progress mid-run (between the cycle's steps update and any anchor move)
+ * sees the curve's loss. */
+static void test_loss_read_by_plugin(void **unused)
+{
+    (void)unused;
+    checked = 0;
+    run_with_scale_plugin(&reading, 6);
+    assert_true(checked > 100);
 }
 
 /* Per job: the time, steps and service at the last cycle that read it running, and the
@@ -176,33 +183,10 @@ static const drv_plugin steps_reader = {.name = "steps", .scale = steps_scale};
 static void test_steps_read_by_plugin(void **unused)
 {
     (void)unused;
-    drv_workload w = {0};
-    drv_cluster_spec c;
-    drv_diag d = {{0}};
-    drv_genparams g;
-    drv_genparams_default(&g, 7);
-    g.jobs = 120;
-    assert_int_equal(drv_workload_generate(&w, &g, &cat, &d), 0);
-    drv_cluster_default(&c);
-    drv_profile p;
-    assert_int_equal(drv_profile_parse("t",
-                                       "gang=true period=5 queue_order=fifo admit=gang "
-                                       "score=least-allocated",
-                                       &p, &d),
-                     0);
-    p.use[DRV_PT_SCALE][0] = (drv_plugin_use){&steps_reader, 1, 0, 0};
-    p.nuse[DRV_PT_SCALE] = 1;
-    drv_sim_config cfg = {.seed = 7, .check = true};
-    drv_sim *s;
-    assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
     memset(last, 0, sizeof last);
     moved = 0;
-    if (drv_sim_run(s, &d) != 0)
-        fail_msg("%s", d.msg);
+    run_with_scale_plugin(&steps_reader, 7);
     assert_true(moved > 1000);
-    drv_sim_free(s);
-    drv_workload_fini(&w);
-    drv_cluster_fini(&c);
 }
 
 int main(void)

@@ -607,21 +607,31 @@ static ctrl_event echo(drv_ctrl *c, const char *node, const char *phase)
     return e;
 }
 
+/* A controller (binders stopped) with cw's worker 0 being created on node-a, as a cycle
+ * assumed it: its slot in *slot, node-a's index in *node. */
+static drv_ctrl *creation_out(fixture *f, ctrl_event **batch, int32_t *cap, int32_t *slot,
+                              int32_t *node)
+{
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_cw1);
+    drv_ctrl *c = open_ctrl_idle(batch, cap, f, NULL);
+    drv_state *st = &c->mirror.st;
+    *slot = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
+    *node = c->mirror.node_of[ctrl_name_find(c, "node-a")];
+    drv_state_bind(st, *slot, *node); /* (as a cycle assumes its decision) */
+    assert_int_equal(ctrl_binder_place(c, *slot, *node), 0);
+    assert_int_equal(c->mirror.pods[*slot].inflight, REQ_CREATE);
+    return c;
+}
+
 static void test_echo_of_a_creation_asks_no_cycle(void **state)
 {
     fixture *f = *state;
     add_node(f, "node-a");
     add_node(f, "node-b");
-    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_cw1);
     ctrl_event *batch = NULL;
-    int32_t cap = 0;
-    drv_ctrl *c = open_ctrl_idle(&batch, &cap, f, NULL);
+    int32_t cap = 0, s, a;
+    drv_ctrl *c = creation_out(f, &batch, &cap, &s, &a);
     drv_state *st = &c->mirror.st;
-    int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
-    int32_t a = c->mirror.node_of[ctrl_name_find(c, "node-a")];
-    drv_state_bind(st, s, a); /* (as a cycle assumes its decision) */
-    assert_int_equal(ctrl_binder_place(c, s, a), 0);
-    assert_int_equal(c->mirror.pods[s].inflight, REQ_CREATE);
     /* the echo, before the answer and after it (the answer path asks for no cycle either) */
     for (int round = 0; round < 2; round++) {
         c->mirror.dirty = false;
@@ -658,16 +668,10 @@ static void test_answer_of_a_peer_recreation_asks_a_cycle(void **state)
 {
     fixture *f = *state;
     add_node(f, "node-a");
-    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_cw1);
     ctrl_event *batch = NULL;
-    int32_t cap = 0;
-    drv_ctrl *c = open_ctrl_idle(&batch, &cap, f, NULL);
-    drv_state *st = &c->mirror.st;
-    int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
-    int32_t a = c->mirror.node_of[ctrl_name_find(c, "node-a")];
-    drv_state_bind(st, s, a);
-    assert_int_equal(ctrl_binder_place(c, s, a), 0);
-    c->mirror.jobs[st->pods[s].job].peers_pending = true;
+    int32_t cap = 0, s, a;
+    drv_ctrl *c = creation_out(f, &batch, &cap, &s, &a);
+    c->mirror.jobs[c->mirror.st.pods[s].job].peers_pending = true;
     ctrl_event e = echo(c, "node-a", "Pending"); /* the echo first: no cycle for it */
     c->mirror.dirty = false;
     assert_int_equal(ctrl_apply_events(c, &e, 1), 0);

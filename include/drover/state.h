@@ -262,11 +262,10 @@ typedef struct drv_state {
     int32_t *node_prev, *node_next; /* the list, oldest change first; -1 ends it */
     int32_t node_head, node_tail;   /* its ends, -1 while there is no node */
     int32_t cap_node_log;           /* entries allocated in the three arrays above */
-    uint64_t node_epoch;    /* bumps when a node is added or its allocatable, schedulable flag or
-                               class changes: what grouping nodes by type reads */
-    int32_t *node_names;    /* open-addressed table of node ids by interned name (-1: empty; at
-                               most half full), so adding n nodes costs O(n), not O(n^2) */
-    int32_t cap_node_names; /* slots: 0, or a power of two */
+    uint64_t node_epoch; /* bumps when a node is added or its allocatable, schedulable flag or
+                            class changes: what grouping nodes by type reads */
+    struct drv_hashmap *node_by_name; /* the interned names of the nodes (drv_hashmap_ints
+                                         keys), so a duplicate is found without a scan */
 } drv_state;
 
 int drv_state_init(drv_state *st);

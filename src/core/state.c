@@ -5,6 +5,8 @@
  */
 #include "drover/state.h"
 
+#include "drover/hashmap.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -48,7 +50,7 @@ void drv_state_fini(drv_state *st)
     drv_free(st->node_stamp);
     drv_free(st->node_prev);
     drv_free(st->node_next);
-    drv_free(st->node_names);
+    drv_hashmap_free(st->node_by_name);
     if (st->reserved) {
         drv_pages_fini(&st->job_pages);
         drv_pages_fini(&st->pod_pages);
@@ -103,45 +105,6 @@ void drv_state_node_changed(drv_state *st, int32_t node, bool type_changed)
     st->node_tail = node;
 }
 
-/* The slot of interned name nm in the node-name table: where it is, or the empty slot where
- * it would go (linear probing; the table is never full). */
-static uint32_t node_name_slot(const drv_state *st, int32_t nm)
-{
-    uint32_t mask = (uint32_t)st->cap_node_names - 1;
-    uint32_t i = ((uint32_t)nm * 2654435761u) & mask;
-    while (st->node_names[i] >= 0 && st->nodes[st->node_names[i]].name != nm)
-        i = (i + 1) & mask;
-    return i;
-}
-
-static int32_t find_node_name(const drv_state *st, int32_t nm)
-{
-    return st->cap_node_names ? st->node_names[node_name_slot(st, nm)] : -1;
-}
-
-static void put_node_name(drv_state *st, int32_t nm, int32_t node)
-{
-    st->node_names[node_name_slot(st, nm)] = node;
-}
-
-/* Doubles the node-name table (64 slots at first) and puts every node back. 0 or
- * DRV_ENOMEM (the old table kept). */
-static int grow_node_names(drv_state *st)
-{
-    int32_t cap = st->cap_node_names ? 2 * st->cap_node_names : 64;
-    int32_t *t = drv_malloc(sizeof *t * (size_t)cap);
-    if (!t)
-        return DRV_ENOMEM;
-    for (int32_t i = 0; i < cap; i++)
-        t[i] = -1;
-    drv_free(st->node_names);
-    st->node_names = t;
-    st->cap_node_names = cap;
-    for (int32_t n = 0; n < st->nnodes; n++)
-        put_node_name(st, st->nodes[n].name, n);
-    return 0;
-}
-
 int drv_state_add_node(drv_state *st, const char *name, drv_res alloc, const char *zone,
                        const char *rack, int32_t *id)
 {
@@ -150,10 +113,11 @@ int drv_state_add_node(drv_state *st, const char *name, drv_res alloc, const cha
     int32_t rk = drv_strtab_intern(st->names, rack ? rack : "");
     if (nm < 0 || zn < 0 || rk < 0)
         return DRV_ENOMEM;
-    if (find_node_name(st, nm) >= 0)
-        return DRV_EEXIST;
-    if (2 * (st->nnodes + 1) > st->cap_node_names && grow_node_names(st) != 0)
+    /* names found through a table: adding n nodes costs O(n), not a scan of every node each */
+    if (!st->node_by_name && !(st->node_by_name = drv_hashmap_new(&drv_hashmap_ints)))
         return DRV_ENOMEM;
+    if (drv_hashmap_has(st->node_by_name, DRV_HASHMAP_INT(nm)))
+        return DRV_EEXIST;
     int32_t cap = st->cap_node_log, cap2 = cap, cap3 = cap;
     if (drv_grow(&st->nodes, sizeof *st->nodes, &st->cap_nodes, st->nnodes + 1) != 0 ||
         drv_grow(&st->node_stamp, sizeof *st->node_stamp, &cap, st->nnodes + 1) != 0 ||
@@ -161,6 +125,8 @@ int drv_state_add_node(drv_state *st, const char *name, drv_res alloc, const cha
         drv_grow(&st->node_next, sizeof *st->node_next, &cap3, st->nnodes + 1) != 0)
         return DRV_ENOMEM; /* a partial growth only leaves room unused */
     st->cap_node_log = cap;
+    if (drv_hashmap_put(st->node_by_name, DRV_HASHMAP_INT(nm), NULL) != 0)
+        return DRV_ENOMEM;
     drv_node *n = &st->nodes[st->nnodes];
     memset(n, 0, sizeof *n);
     n->name = nm;
@@ -169,7 +135,6 @@ int drv_state_add_node(drv_state *st, const char *name, drv_res alloc, const cha
     n->schedulable = true;
     n->alloc = alloc;
     st->node_prev[st->nnodes] = st->node_next[st->nnodes] = -1; /* in no list yet */
-    put_node_name(st, nm, st->nnodes);
     if (id)
         *id = st->nnodes;
     st->nnodes++;

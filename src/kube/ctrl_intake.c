@@ -162,9 +162,7 @@ static int decode_trainingjob(json_t *obj, drv_ctrl *c, tj_record *t, drv_diag *
             json_object_del(spec, "nodeName");
             t->node_name = true;
         }
-        char *s = json_dumps(tm, JSON_COMPACT);
-        t->tmpl[r] = s ? drv_strdup(s) : NULL;
-        free(s);
+        t->tmpl[r] = drv_json_dump(tm, JSON_COMPACT);
         if (!t->tmpl[r])
             return drv_fail(d, DRV_ENOMEM, "out of memory");
     }

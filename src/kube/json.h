@@ -17,6 +17,10 @@
 
 /* ---- parsing (jsonparse.c) ------------------------------------------------------------------ */
 
+/* v's JSON text (json_dumps with flags) in memory from drv_malloc, which the caller drv_free's
+ * (json_dumps' own is malloc'd); NULL when memory ran out. */
+char *drv_json_dump(const json_t *v, size_t flags);
+
 /* n bytes of JSON text (an object or an array at the top) parsed into a new jansson value, as
  * json_loadb(buf, n, 0, err) parses them (the same values, the same texts refused) but about
  * four times as fast; the list and watch decoders use it for every object they decode. NULL

@@ -599,3 +599,11 @@ json_t *drv_json_loadb_skip(const char *buf, size_t n, const char *const *paths,
     }
     return v;
 }
+
+char *drv_json_dump(const json_t *v, size_t flags)
+{
+    char *s = json_dumps(v, flags);
+    char *out = s ? drv_strdup(s) : NULL;
+    free(s);
+    return out;
+}

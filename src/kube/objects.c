@@ -423,10 +423,8 @@ char *drv_kube_binding_json(const char *ns, const char *pod, const char *node)
                           "apiVersion", "v1", "kind", "Node", "name", node);
     if (!b)
         return NULL;
-    char *s = json_dumps(b, JSON_COMPACT);
+    char *out = drv_json_dump(b, JSON_COMPACT);
     json_decref(b);
-    char *out = s ? drv_strdup(s) : NULL;
-    free(s);
     return out;
 }
 
@@ -825,10 +823,8 @@ static char *dump_new(json_t *o)
 {
     if (!o)
         return NULL;
-    char *s = json_dumps(o, JSON_COMPACT);
+    char *out = drv_json_dump(o, JSON_COMPACT);
     json_decref(o);
-    char *out = s ? drv_strdup(s) : NULL;
-    free(s);
     return out;
 }
 

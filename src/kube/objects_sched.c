@@ -157,10 +157,8 @@ char *drv_kube_constraint_json(json_t *podspec)
         json_object_set_new(o, "affinity", json_pack("{s:O}", "nodeAffinity", na));
     if (tol)
         json_object_set(o, "tolerations", tol);
-    char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    char *out = drv_json_dump(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
-    char *out = s ? drv_strdup(s) : NULL;
-    free(s);
     return out;
 }
 

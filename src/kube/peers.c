@@ -14,6 +14,8 @@
  */
 #include "peers.h"
 
+#include "json.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,10 +88,8 @@ char *drv_peers_tf_config(const drv_peer_job *j, int role, int rank)
                            drv_peers_role(j, role), "index", rank, "environment", "cloud");
     if (!tf)
         return NULL;
-    char *text = json_dumps(tf, JSON_COMPACT | JSON_SORT_KEYS);
+    char *out = drv_json_dump(tf, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(tf);
-    char *out = text ? drv_strdup(text) : NULL;
-    free(text);
     return out;
 }
 

@@ -143,10 +143,8 @@ char *podbody_dump(const pod_render *r)
         drv_log(DRV_LOG_ERROR, "%s", d.msg);
     if (!tm)
         return NULL;
-    char *s2 = json_dumps(tm, JSON_COMPACT);
+    char *out = drv_json_dump(tm, JSON_COMPACT);
     json_decref(tm);
-    char *out = s2 ? drv_strdup(s2) : NULL;
-    free(s2);
     return out;
 }
 
@@ -289,9 +287,7 @@ static shape *shape_new(const pod_render *r)
     int rc = n == DRV_ENOMEM ? n : 0;
     if (peers_rc == 0 && n > 0) { /* (else podbody_dump each time: it logs why) */
         mark_peers(r, tm, names, n, &marks);
-        char *text = json_dumps(tm, JSON_COMPACT);
-        sh->text = text ? drv_strdup(text) : NULL;
-        free(text);
+        sh->text = drv_json_dump(tm, JSON_COMPACT);
         rc = sh->text ? cut(sh, marks) : DRV_ENOMEM;
         sh->usable = rc == 1;
     }

@@ -73,8 +73,11 @@ json_t *get(fixture *f, const char *fmt, ...)
     drv_diag d = {{0}};
     json_t *o = NULL;
     long status = 0;
-    if (drv_kube_request(f->k, "GET", path, NULL, NULL, &status, &o, &d) != 0)
+    if (drv_kube_request(f->k, "GET", path, NULL, NULL, &status, &o, &d) != 0) {
+        if (status != 404) /* a failure that is not "not there" shows in the test's output */
+            fprintf(stderr, "GET %s: %s\n", path, d.msg);
         return NULL;
+    }
     return o;
 }
 

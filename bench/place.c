@@ -241,10 +241,11 @@ static int la_score(const drv_node *n, drv_res free, drv_res req)
     return k ? (int)(100.0 * sum / k) : 0;
 }
 
-/* Whether the job may use the node (--constraints; always without). */
+/* Whether the job may use the node (--constraints, the only constraint the bench adds; always
+ * without, whatever the nodes' labels: --e2e's zone and rack labels restrict nothing). */
 static bool allowed(const drv_state *st, int32_t job, int32_t node)
 {
-    return st->nclasses == 0 || in_pool(node) == selects_pool(job);
+    return st->ncons == 0 || in_pool(node) == selects_pool(job);
 }
 
 /* The baseline: exhaustive scan per pod, gangs all-or-nothing. Returns pods placed. */

@@ -41,8 +41,23 @@
  * S times, the fastest reported likewise: the scan with the drover profile's scores takes
  * seconds per cycle at 50,000 nodes, and its decisions are the same every time.
  *
+ * --e2e 1 builds instead the cluster and queue of bench/e2e_bind (issue 17): N alike nodes of
+ * 32 CPU and 128 GiB, zone i % 4, rack i / 20 (racks of 20 consecutive nodes), nothing used;
+ * the pending pods in gangs of 4 workers of 1 CPU and 4 GiB, no PS. --existing E (with --e2e:
+ * 16,000 unless given) then binds E other schedulers' pods of 100m CPU and 256 MiB round robin
+ * (pod i on node i % N), as e2e_bind does, and counts them as the controller counts foreign
+ * load: off the node's allocatable (a node with 4 of them is another allocatable than one with
+ * 3). The zone and rack are also the node's labels, as the controller sees them, so each
+ * (zone, rack) pair is a node class of its own (1,000 of them at 5,000 nodes). The default
+ * profile's hand-written scan applies as ever (no job selects anything).
+ *
+ * --first 1 times the FIRST cycle of a fresh scheduler instead (a restarted controller's: the
+ * index built, every memo cold), each rep with a new scheduler on the same snapshot, the
+ * fastest reported; the later cycles of one scheduler, the default, find everything built.
+ *
  * usage: place [--nodes N[,N...]] [--pods N] [--reps R] [--scan-reps S] [--latency K]
  *              [--profile LINE] [--seed S] [--profile-only 0|1] [--constraints 0|1] [--queues Q]
+ *              [--e2e 0|1] [--existing E] [--first 0|1]
  */
 #include "drover/policy.h"
 
@@ -117,6 +132,52 @@ static int32_t add_queues(drv_state *st, int32_t nq)
     return first;
 }
 
+/* What to build: the options that shape the cluster and the queue. */
+typedef struct shape {
+    int32_t pods;
+    uint64_t seed;
+    bool cons;        /* --constraints */
+    int32_t nq;       /* --queues */
+    bool e2e;         /* --e2e */
+    int32_t existing; /* --existing */
+} shape;
+
+/* --e2e: bench/e2e_bind's cluster and gangs (see the top). existing other schedulers' pods
+ * of 100m and 256 MiB, pod i on node i % nodes, come off the allocatable as the controller's
+ * mirror takes foreign load off it. */
+static void build_e2e(drv_state *st, int32_t nodes, int32_t pods, int32_t existing)
+{
+    drv_state_init(st);
+    for (int32_t i = 0; i < nodes; i++) {
+        char name[32], zone[32], rack[32];
+        snprintf(name, sizeof name, "node-%d", i);
+        snprintf(zone, sizeof zone, "zone-%d", i % 4);
+        snprintf(rack, sizeof rack, "rack-%d", i / 20);
+        int64_t others = existing / nodes + (i < existing % nodes);
+        drv_res a = {32000 - 100 * others, 128 * GiB - others * 256 * 1024 * 1024, 0};
+        drv_state_add_node(st, name, a, zone, rack, NULL);
+        /* The zone and rack are labels too, and the controller gives every label but the
+         * hostname to the node's class: each (zone, rack) pair is a class of its own. */
+        drv_label lab[2] = {
+            {drv_strtab_intern(st->names, "topology.kubernetes.io/zone"),
+             drv_strtab_intern(st->names, zone)},
+            {drv_strtab_intern(st->names, "drover.dev/rack"), drv_strtab_intern(st->names, rack)}};
+        drv_state_set_node_meta(st, i, lab, 2, NULL, 0);
+    }
+    for (int32_t jid = 0; jid * 4 < pods; jid++) {
+        drv_job t;
+        memset(&t, 0, sizeof t);
+        char name[32];
+        snprintf(name, sizeof name, "job-%d", jid);
+        t.name = drv_strtab_intern(st->names, name);
+        t.phase = DRV_JOB_PENDING;
+        t.submit = jid + 1;
+        drv_res w = {1000, 4 * GiB, 0};
+        t.role[DRV_ROLE_WORKER] = (drv_rolespec){4, 4, 4, w, w.cpu};
+        drv_state_add_job(st, &t, NULL);
+    }
+}
+
 /* Builds the cluster and the pending gangs. */
 static void build(drv_state *st, int32_t nodes, int32_t pods, uint64_t seed, bool cons, int32_t nq)
 {
@@ -180,10 +241,11 @@ static int la_score(const drv_node *n, drv_res free, drv_res req)
     return k ? (int)(100.0 * sum / k) : 0;
 }
 
-/* Whether the job may use the node (--constraints; always without). */
+/* Whether the job may use the node (--constraints, the only constraint the bench adds; always
+ * without, whatever the nodes' labels: --e2e's zone and rack labels restrict nothing). */
 static bool allowed(const drv_state *st, int32_t job, int32_t node)
 {
-    return st->nclasses == 0 || in_pool(node) == selects_pool(job);
+    return st->ncons == 0 || in_pool(node) == selects_pool(job);
 }
 
 /* The baseline: exhaustive scan per pod, gangs all-or-nothing. Returns pods placed. */
@@ -238,8 +300,16 @@ static double pctl(double *v, int n, double p)
     return v[k < 0 ? 0 : k >= n ? n - 1 : k];
 }
 
-static int latency(const drv_profile *prof, bool ref_core, const char *nodes_arg, int32_t pods,
-                   int k, uint64_t seed, bool cons, int32_t nq)
+static void make_state(drv_state *st, int32_t nodes, const shape *sh)
+{
+    if (sh->e2e)
+        build_e2e(st, nodes, sh->pods, sh->existing);
+    else
+        build(st, nodes, sh->pods, sh->seed, sh->cons, sh->nq);
+}
+
+static int latency(const drv_profile *prof, bool ref_core, const char *nodes_arg, int k,
+                   const shape *sh)
 {
     printf("%7s %10s %10s %10s %12s %12s %12s\n", "nodes", "p50_ms", "p99_ms", "max_ms",
            "scan_p50_ms", "scan_p99_ms", "scan_max_ms");
@@ -247,7 +317,7 @@ static int latency(const drv_profile *prof, bool ref_core, const char *nodes_arg
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         int32_t nn = atoi(tok);
         drv_state st;
-        build(&st, nn, pods, seed, cons, nq);
+        make_state(&st, nn, sh);
         drv_diag d = {{0}};
         drv_sched *s, *ref = NULL;
         if (drv_sched_new(prof, &s, &d) || (ref_core && drv_sched_new(prof, &ref, &d))) {
@@ -307,17 +377,16 @@ static int64_t differ(const drv_decisions *a, const drv_decisions *b)
 int main(int argc, char **argv)
 {
     const char *nodes_arg = "1000,5000,10000,50000";
-    int32_t pods = 10000, reps = 3, scan_reps = -1, lat = 0;
-    uint64_t seed = 1;
-    int profile_only = 0, cons = 0;
-    int32_t nq = 0;
+    int32_t reps = 3, scan_reps = -1, lat = 0;
+    shape shp = {.pods = 10000, .seed = 1, .existing = -1}, *sh = &shp;
+    int profile_only = 0, first = 0;
     static const char default_line[] = "admit=gang score=least-allocated";
     const char *line = default_line;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--nodes"))
             nodes_arg = argv[i + 1];
         else if (!strcmp(argv[i], "--pods"))
-            pods = atoi(argv[i + 1]);
+            sh->pods = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps"))
             reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--scan-reps"))
@@ -327,13 +396,19 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--latency"))
             lat = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--seed"))
-            seed = strtoull(argv[i + 1], NULL, 10);
+            sh->seed = strtoull(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--profile-only")) /* for perf: no baseline, no check */
             profile_only = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--constraints"))
-            cons = atoi(argv[i + 1]);
+            sh->cons = atoi(argv[i + 1]) != 0;
         else if (!strcmp(argv[i], "--queues"))
-            nq = atoi(argv[i + 1]);
+            sh->nq = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--e2e"))
+            sh->e2e = atoi(argv[i + 1]) != 0;
+        else if (!strcmp(argv[i], "--existing"))
+            sh->existing = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--first")) /* time a fresh scheduler's first cycle */
+            first = atoi(argv[i + 1]);
     }
     drv_diag d = {{0}};
     drv_profile prof;
@@ -347,26 +422,41 @@ int main(int argc, char **argv)
         fprintf(stderr, "place: --reps and --scan-reps: expected at least 1\n");
         return 2;
     }
-    if (nq < 0 || nq > 64) {
-        fprintf(stderr, "place: --queues %d: expected 0..64\n", nq);
+    if (sh->nq < 0 || sh->nq > 64) {
+        fprintf(stderr, "place: --queues %d: expected 0..64\n", sh->nq);
         return 2;
     }
-    printf("place: %d pending pods in gangs of 1-64, profile: %s%s", pods, line,
-           cons ? ", 30 % of nodes tainted, half the pods selecting them" : "");
-    if (nq > 0)
-        printf(", %d queues (quotas unlimited)", nq);
-    printf("\n");
+    if (sh->existing < 0)
+        sh->existing = sh->e2e ? 16000 : 0;
+    if (!sh->e2e && sh->existing > 0) {
+        fprintf(stderr, "place: --existing: only with --e2e 1\n");
+        return 2;
+    }
+    if (sh->e2e && (sh->cons || sh->nq > 0)) {
+        fprintf(stderr, "place: --e2e 1: no --constraints, no --queues (its cluster has none)\n");
+        return 2;
+    }
+    if (sh->e2e)
+        printf("place: %d pending pods in gangs of 4 x 1 CPU on e2e_bind's cluster (32 CPU nodes, "
+               "4 zones, racks of 20, %d other pods of 100m), profile: %s",
+               sh->pods, sh->existing, line);
+    else
+        printf("place: %d pending pods in gangs of 1-64, profile: %s%s", sh->pods, line,
+               sh->cons ? ", 30 % of nodes tainted, half the pods selecting them" : "");
+    if (sh->nq > 0)
+        printf(", %d queues (quotas unlimited)", sh->nq);
+    printf("%s\n", first ? "; the first cycle of a fresh scheduler" : "");
     /* Any profile but the default is compared with the core scanning every node. */
     bool ref_core = strcmp(line, default_line) != 0;
     if (lat > 0)
-        return latency(&prof, ref_core, nodes_arg, pods, lat, seed, cons, nq);
+        return latency(&prof, ref_core, nodes_arg, lat, sh);
     printf("%7s %12s %12s %8s %9s %10s %9s\n", "nodes", "core_pods/s", "scan_pods/s", "ratio",
            "placed", "scan_plcd", "worse");
     char *list = strdup(nodes_arg);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         int32_t nn = atoi(tok);
         drv_state st;
-        build(&st, nn, pods, seed, cons, nq);
+        make_state(&st, nn, sh);
         drv_sched *s, *ref = NULL;
         if (drv_sched_new(&prof, &s, &d) || (ref_core && drv_sched_new(&prof, &ref, &d))) {
             fprintf(stderr, "place: %s\n", d.msg);
@@ -383,6 +473,13 @@ int main(int argc, char **argv)
         drv_res *fr = malloc(sizeof *fr * (size_t)nn);
         for (int r = 0; r < reps; r++) {
             ds.n = 0;
+            if (first && r > 0) { /* a fresh scheduler: nothing built, nothing remembered */
+                drv_sched_free(s);
+                if (drv_sched_new(&prof, &s, &d)) {
+                    fprintf(stderr, "place: %s\n", d.msg);
+                    return 2;
+                }
+            }
             double t0 = now_s();
             drv_sched_cycle(s, &snap, &ds);
             double t1 = now_s();

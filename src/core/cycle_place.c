@@ -55,6 +55,10 @@ int cycle_cons_refresh(drv_sched *s, const drv_state *st)
             s->cfit[(size_t)k * (size_t)ncls + (size_t)cl] =
                 drv_constraint_fits(st, k, cl, &sc) ? sc : -1;
         }
+    /* The index groups classes the rows treat alike; on failure the rows are made again next
+     * time, and the map with them. */
+    if (s->ix && drv_nodeindex_set_classes(s->ix, s->cfit, ncons, ncls) != 0)
+        return DRV_ENOMEM;
     s->cfit_cons = ncons;
     s->cfit_cls = ncls;
     return 0;

@@ -13,7 +13,10 @@
 typedef struct cls {
     drv_res alloc;
     int32_t label; /* zone or rack (interned), 0 for the global family */
-    int32_t ncls;  /* the node class (labels and taints) of every node of the group */
+    /* The node class (labels and taints) of every node of the group, or with a class map
+     * (drv_nodeindex_set_classes) the lowest class that the constraint table treats as theirs:
+     * its row entries are theirs. */
+    int32_t ncls;
     int32_t n;     /* nodes in the class */
     int32_t size;  /* leaves: power of two >= n */
     int32_t *node; /* leaf position -> node id (ascending) */
@@ -54,6 +57,11 @@ struct drv_nodeindex {
     drv_node_key_fn filled_key; /* ...this key */
     uint64_t grown; /* drv_nodeindex_grown: bumped by every build and every update that may
                        raise a summary */
+    /* drv_nodeindex_set_classes: node class -> the lowest class the constraint table treats
+     * alike (what groups are made of); classes >= ncmap (or all, when ncmap is 0) stand for
+     * themselves. */
+    int32_t *cmap;
+    int32_t ncmap;
 };
 
 static const drv_res NONE = {-1, -1, -1};
@@ -87,13 +95,73 @@ void drv_nodeindex_free(drv_nodeindex *ix)
     for (int k = 0; k < DRV_IX_FAMILIES; k++)
         free_family(&ix->f[k]);
     drv_free(ix->sig);
+    drv_free(ix->cmap);
     drv_free(ix);
 }
 
-static bool same_topology(const node_sig *a, const drv_node *b)
+/* The class node n is grouped by (drv_nodeindex_set_classes). */
+static int32_t group_class(const drv_nodeindex *ix, const drv_node *n)
+{
+    return n->node_class < ix->ncmap ? ix->cmap[n->node_class] : n->node_class;
+}
+
+/* Whether classes a and b have the same column of the table fit (ncons rows of ncls). */
+static bool same_column(const int32_t *fit, int32_t ncons, int32_t ncls, int32_t a, int32_t b)
+{
+    for (int32_t k = 0; k < ncons; k++)
+        if (fit[(size_t)k * (size_t)ncls + (size_t)a] != fit[(size_t)k * (size_t)ncls + (size_t)b])
+            return false;
+    return true;
+}
+
+int drv_nodeindex_set_classes(drv_nodeindex *ix, const int32_t *fit, int32_t ncons, int32_t ncls)
+{
+    if (!fit || ncls < 1 || ncons < 1)
+        ncls = 0;
+    int32_t slots = 2;
+    while (slots < 2 * ncls)
+        slots *= 2;
+    int32_t *map = drv_malloc(sizeof *map * ((size_t)ncls + 1));
+    int32_t *slot = drv_malloc(sizeof *slot * (size_t)slots);
+    if (!map || !slot) {
+        drv_free(map);
+        drv_free(slot);
+        return DRV_ENOMEM;
+    }
+    for (int32_t i = 0; i < slots; i++)
+        slot[i] = -1;
+    /* Columns by hash, open addressing: each class finds the first (lowest) class of its
+     * column or becomes it. O(classes · constraints). */
+    for (int32_t cl = 0; cl < ncls; cl++) {
+        uint64_t h = 0x9E3779B97F4A7C15u;
+        for (int32_t k = 0; k < ncons; k++)
+            h = (h ^ (uint32_t)fit[(size_t)k * (size_t)ncls + (size_t)cl]) * 0xFF51AFD7ED558CCDu;
+        uint32_t at = (uint32_t)(h >> 32) & (uint32_t)(slots - 1);
+        while (slot[at] >= 0 && !same_column(fit, ncons, ncls, slot[at], cl))
+            at = (at + 1) & (uint32_t)(slots - 1);
+        if (slot[at] < 0)
+            slot[at] = cl;
+        map[cl] = slot[at];
+    }
+    drv_free(slot);
+    if (ncls == ix->ncmap &&
+        (ncls == 0 || memcmp(map, ix->cmap, sizeof *map * (size_t)ncls) == 0)) {
+        drv_free(map);
+        return 0;
+    }
+    drv_free(ix->cmap);
+    ix->cmap = map;
+    ix->ncmap = ncls;
+    ix->nnodes = -1; /* the groups change: the next build regroups, a refresh builds */
+    ix->filled = false;
+    return 0;
+}
+
+static bool same_topology(const drv_nodeindex *ix, const node_sig *a, const drv_node *b)
 {
     return memcmp(&a->alloc, &b->alloc, sizeof(drv_res)) == 0 && a->zone == b->zone &&
-           a->rack == b->rack && a->schedulable == b->schedulable && a->node_class == b->node_class;
+           a->rack == b->rack && a->schedulable == b->schedulable &&
+           a->node_class == group_class(ix, b);
 }
 
 static bool same_nodes(const drv_nodeindex *ix, const drv_state *st, int nfam)
@@ -101,7 +169,7 @@ static bool same_nodes(const drv_nodeindex *ix, const drv_state *st, int nfam)
     if (ix->nnodes != st->nnodes || !ix->sig || ix->nfam != nfam)
         return false;
     for (int32_t i = 0; i < st->nnodes; i++)
-        if (!same_topology(&ix->sig[i], &st->nodes[i]))
+        if (!same_topology(ix, &ix->sig[i], &st->nodes[i]))
             return false;
     return true;
 }
@@ -120,7 +188,8 @@ static bool same_res(drv_res a, drv_res b)
  * appearance. glob, the global family already grouped (NULL when building it), gives each node's
  * class of allocatable: the group that class's previous node went to is tried first, and matches
  * whenever labels come in runs (racks of consecutive nodes), so grouping is about O(nodes). */
-static int make_family(family *f, const family *glob, const drv_state *st, int fam)
+static int make_family(const drv_nodeindex *ix, family *f, const family *glob, const drv_state *st,
+                       int fam)
 {
     free_family(f);
     int32_t n = st->nnodes;
@@ -138,12 +207,12 @@ static int make_family(family *f, const family *glob, const drv_state *st, int f
         f->node_cls[i] = -1;
         if (!nd->schedulable)
             continue;
-        int32_t label = label_of(nd, fam), c = 0;
+        int32_t label = label_of(nd, fam), ncls = group_class(ix, nd), c = 0;
         int32_t *hint = glob ? &last[glob->node_cls[i]] : NULL;
         if (hint && *hint >= 0 && f->c[*hint].label == label)
             c = *hint;
         else /* groups are node types x racks: a linear search over them is fine here */
-            while (c < f->nc && (f->c[c].label != label || f->c[c].ncls != nd->node_class ||
+            while (c < f->nc && (f->c[c].label != label || f->c[c].ncls != ncls ||
                                  !same_res(f->c[c].alloc, nd->alloc)))
                 c++;
         if (hint)
@@ -156,7 +225,7 @@ static int make_family(family *f, const family *glob, const drv_state *st, int f
             memset(&f->c[c], 0, sizeof f->c[c]);
             f->c[c].alloc = nd->alloc;
             f->c[c].label = label;
-            f->c[c].ncls = nd->node_class;
+            f->c[c].ncls = ncls;
             f->c[c].gc = glob ? glob->node_cls[i] : c;
             f->nc++;
         }
@@ -261,8 +330,8 @@ int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *f
     if (!same_nodes(ix, st, nfam)) {
         ix->nnodes = -1; /* until grouping succeeds */
         for (int k = 0; k < nfam; k++)
-            if (make_family(&ix->f[k], k == DRV_IX_GLOBAL ? NULL : &ix->f[DRV_IX_GLOBAL], st, k) !=
-                0)
+            if (make_family(ix, &ix->f[k], k == DRV_IX_GLOBAL ? NULL : &ix->f[DRV_IX_GLOBAL], st,
+                            k) != 0)
                 return DRV_ENOMEM;
         drv_free(ix->sig);
         ix->sig = drv_malloc(sizeof *ix->sig * ((size_t)st->nnodes + 1));
@@ -270,7 +339,8 @@ int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *f
             return DRV_ENOMEM;
         for (int32_t i = 0; i < st->nnodes; i++) {
             const drv_node *nd = &st->nodes[i];
-            ix->sig[i] = (node_sig){nd->alloc, nd->zone, nd->rack, nd->schedulable, nd->node_class};
+            ix->sig[i] =
+                (node_sig){nd->alloc, nd->zone, nd->rack, nd->schedulable, group_class(ix, nd)};
         }
         ix->nnodes = st->nnodes;
         ix->nfam = nfam;

@@ -49,6 +49,13 @@ int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *f
 int drv_nodeindex_refresh(drv_nodeindex *ix, const drv_state *st, const drv_res *free,
                           const int32_t *nps, int stride, drv_node_key_fn key, int nfam,
                           const int32_t *nodes, int32_t n);
+/* Groups nodes by what the constraint table fit (ncons rows of ncls entries, row k entry cl:
+ * how constraint k treats node class cl) says of their class, not by the class itself: classes
+ * with the same column share groups, each standing for the lowest of them. Labels that no
+ * constraint tells apart (a zone and rack label on every node make a class of each pair) then
+ * cost no groups. fit NULL: by class. The table is read now, not kept; when the map changes,
+ * the next build or refresh regroups. O(ncls · ncons). 0 or DRV_ENOMEM (the map unchanged). */
+int drv_nodeindex_set_classes(drv_nodeindex *ix, const int32_t *fit, int32_t ncons, int32_t ncls);
 /* Per dimension, the most free room of any indexed (schedulable) node, and not below 0: the
  * maximum of the global groups' summaries, O(groups). */
 drv_res drv_nodeindex_maxfree(const drv_nodeindex *ix);
@@ -69,7 +76,9 @@ int32_t drv_nodeindex_with_label(const drv_nodeindex *ix, int fam, int32_t label
 int32_t drv_nodeindex_group_nodes(const drv_nodeindex *ix, int fam, int32_t g);
 /* The topology label of group g of family fam (0 for GLOBAL). */
 int32_t drv_nodeindex_label(const drv_nodeindex *ix, int fam, int32_t g);
-/* The node class (drv_node.node_class) of every node of group g of family fam. */
+/* The node class (drv_node.node_class) of every node of group g of family fam, or with a
+ * class map (drv_nodeindex_set_classes) the lowest class of theirs the table treats alike:
+ * in every row of the table, its entry is theirs. */
 int32_t drv_nodeindex_class(const drv_nodeindex *ix, int fam, int32_t g);
 /* The best fitting node of group g of family fam for req, or -1. */
 int32_t drv_nodeindex_best(const drv_nodeindex *ix, int fam, int32_t g, drv_res req);

@@ -4,7 +4,9 @@
  * exactly what a scheduler made fresh for each cycle decides, which reads every node. Both run
  * on the same random state, through a random sequence of changes made between cycles by paths
  * other than the cycle's decisions: pods bound and unbound, jobs finished, nodes relabelled,
- * cordoned and uncordoned, resized and added, CPU limits changed, new jobs; and the cycle's own
+ * cordoned and uncordoned, resized and added, CPU limits changed, new jobs, a new constraint
+ * telling apart nodes that no constraint told apart before (the index grouped them together:
+ * drv_nodeindex_set_classes must split them); and the cycle's own
  * decisions applied or dropped (a driver may refuse them). A second long-lived scheduler on the
  * same state runs only every third cycle: it must see every change the first one already read;
  * the first one also runs, now and then, a cycle cut short by a failed allocation.
@@ -25,12 +27,25 @@ static const drv_res node_shapes[] = {{16000, 64 * GiB, 0}, {32000, 128 * GiB, 2
 static const drv_res pod_shapes[] = {
     {1000, 2 * GiB, 0}, {2000, 4 * GiB, 0}, {4000, 8 * GiB, 0}, {4000, 16 * GiB, 1}};
 
+enum { MAX_NODES = 512 }; /* at most 60 made first, then one per mutation */
+
 typedef struct world {
     drv_state st;
     drv_rng r;
     int32_t pool_key, pool_a, cons_a; /* label pool=a, and the constraint asking for it */
+    /* Every node n is labelled tier=t(n % 3), which no constraint reads until cons_t (tier=t1)
+     * is added, -1 before: until then the tiers are one group to the index. */
+    int32_t tier_key, tier[3], cons_t;
+    bool pool[MAX_NODES]; /* node in the pool (labelled pool=a) */
     int32_t next_node, next_job;
 } world;
+
+/* Node n's labels: its tier, and pool=a when in the pool. */
+static void label_node(world *w, int32_t n)
+{
+    drv_label l[2] = {{w->tier_key, w->tier[n % 3]}, {w->pool_key, w->pool_a}};
+    assert_int_equal(drv_state_set_node_meta(&w->st, n, l, w->pool[n] ? 2 : 1, NULL, 0), 0);
+}
 
 static void add_node(world *w)
 {
@@ -41,10 +56,9 @@ static void add_node(world *w)
     assert_int_equal(
         drv_state_add_node(&w->st, name, node_shapes[drv_rng_range(&w->r, 0, 1)], "z0", rack, &id),
         0);
-    if (drv_rng_uniform(&w->r) < 0.3) {
-        drv_label l = {w->pool_key, w->pool_a};
-        assert_int_equal(drv_state_set_node_meta(&w->st, id, &l, 1, NULL, 0), 0);
-    }
+    assert_true(id < MAX_NODES);
+    w->pool[id] = drv_rng_uniform(&w->r) < 0.3;
+    label_node(w, id);
 }
 
 static void add_job(world *w)
@@ -60,6 +74,8 @@ static void add_job(world *w)
     t.role[DRV_ROLE_WORKER] = (drv_rolespec){nw, nw, nw, wr, wr.cpu * 2};
     if (drv_rng_uniform(&w->r) < 0.2)
         t.cons[DRV_ROLE_WORKER] = w->cons_a;
+    else if (w->cons_t >= 0 && drv_rng_uniform(&w->r) < 0.3)
+        t.cons[DRV_ROLE_WORKER] = w->cons_t;
     assert_int_equal(drv_state_add_job(&w->st, &t, NULL), 0);
 }
 
@@ -73,6 +89,13 @@ static void world_init(world *w, uint64_t seed)
     drv_label sel = {w->pool_key, w->pool_a};
     drv_constraint c = {.selector = &sel, .nselector = 1};
     assert_int_equal(drv_state_add_constraint(&w->st, &c, NULL, &w->cons_a), 0);
+    w->tier_key = drv_strtab_intern(w->st.names, "tier");
+    for (int i = 0; i < 3; i++) {
+        char t[4];
+        snprintf(t, sizeof t, "t%d", i);
+        w->tier[i] = drv_strtab_intern(w->st.names, t);
+    }
+    w->cons_t = -1;
     int32_t nn = (int32_t)drv_rng_range(&w->r, 6, 60);
     for (int32_t i = 0; i < nn; i++)
         add_node(w);
@@ -120,7 +143,7 @@ static void mutate(world *w)
     int32_t n = (int32_t)drv_rng_range(&w->r, 0, st->nnodes - 1);
     drv_node *nd = &st->nodes[n];
     int32_t j;
-    switch (drv_rng_range(&w->r, 0, 7)) {
+    switch (drv_rng_range(&w->r, 0, 8)) {
     case 0: /* a job ends: its room is freed */
         if ((j = some_job(w, DRV_JOB_RUNNING)) >= 0) {
             for (int32_t k = 0; k < st->jobs[j].pod_count; k++)
@@ -146,12 +169,10 @@ static void mutate(world *w)
         }
         break;
     }
-    case 3: { /* relabelled: in the pool or out of it */
-        drv_label l = {w->pool_key, w->pool_a};
-        bool in = nd->node_class == 0;
-        assert_int_equal(drv_state_set_node_meta(st, n, &l, in, NULL, 0), 0);
+    case 3: /* relabelled: in the pool or out of it */
+        w->pool[n] = !w->pool[n];
+        label_node(w, n);
         break;
-    }
     case 4: /* cordoned or uncordoned */
         drv_state_set_node(st, n, nd->alloc, !nd->schedulable);
         break;
@@ -163,6 +184,14 @@ static void mutate(world *w)
     }
     case 6:
         add_node(w);
+        break;
+    case 7: /* tier t1 asked for: its nodes no longer stand with the other tiers' */
+        if (w->cons_t < 0) {
+            drv_label sel = {w->tier_key, w->tier[1]};
+            drv_constraint c = {.selector = &sel, .nselector = 1};
+            assert_int_equal(drv_state_add_constraint(st, &c, NULL, &w->cons_t), 0);
+        }
+        add_job(w);
         break;
     default:
         add_job(w);

@@ -195,9 +195,71 @@ static void test_branch_and_bound_matches_brute_force(void **unused)
     print_message("branch and bound: %.1f leaves scored per query\n", (double)leaves / queries);
 }
 
+/* Classes the constraint table treats alike share groups; when a new row tells them apart, the
+ * next build splits them again, and a failed allocation leaves the map as it was. */
+static void test_class_map(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    assert_int_equal(drv_state_init(&st), 0);
+    drv_res a = {8000, 32, 0};
+    int32_t key = drv_strtab_intern(st.names, "rack");
+    for (int32_t i = 0; i < 12; i++) { /* classes 1..4: rack=r0..r3, three nodes each */
+        char name[16], rack[8];
+        snprintf(name, sizeof name, "n%d", i);
+        snprintf(rack, sizeof rack, "r%d", i % 4);
+        assert_int_equal(drv_state_add_node(&st, name, a, "", "", NULL), 0);
+        drv_label l = {key, drv_strtab_intern(st.names, rack)};
+        assert_int_equal(drv_state_set_node_meta(&st, i, &l, 1, NULL, 0), 0);
+    }
+    int32_t ncls = st.nclasses;
+    assert_int_equal(ncls, 5);
+    drv_res fr[12];
+    int32_t nps[12] = {0};
+    for (int32_t i = 0; i < 12; i++)
+        fr[i] = a;
+    drv_nodeindex *ix = drv_nodeindex_new();
+    assert_non_null(ix);
+    assert_int_equal(drv_nodeindex_build(ix, &st, fr, nps, 1, key_cpu_mem, 1), 0);
+    assert_int_equal(drv_nodeindex_groups(ix, DRV_IX_GLOBAL), 4); /* by class */
+    /* One row (no constraint): every class alike, one group standing for the lowest class (0,
+     * which no node has: the table's column is what counts). */
+    int32_t fit[2 * 5] = {0,  0,  0, 0,  0, /* row 1, below: only class 2 (rack=r1) fits */
+                          -1, -1, 7, -1, -1};
+    assert_int_equal(drv_nodeindex_set_classes(ix, fit, 1, ncls), 0);
+    assert_int_equal(drv_nodeindex_build(ix, &st, fr, nps, 1, key_cpu_mem, 1), 0);
+    assert_int_equal(drv_nodeindex_groups(ix, DRV_IX_GLOBAL), 1);
+    assert_int_equal(drv_nodeindex_group_nodes(ix, DRV_IX_GLOBAL, 0), 12);
+    assert_int_equal(drv_nodeindex_class(ix, DRV_IX_GLOBAL, 0), 0);
+    /* A second row tells class 2 apart; the map fails first (nothing changes), then holds. */
+    drv_alloc_fail_at(1);
+    assert_int_equal(drv_nodeindex_set_classes(ix, fit, 2, ncls), DRV_ENOMEM);
+    drv_alloc_fail_at(0);
+    assert_int_equal(drv_nodeindex_refresh(ix, &st, fr, nps, 1, key_cpu_mem, 1, NULL, 0), 0);
+    assert_int_equal(drv_nodeindex_groups(ix, DRV_IX_GLOBAL), 1);
+    assert_int_equal(drv_nodeindex_set_classes(ix, fit, 2, ncls), 0);
+    /* A refresh (no node changed) must regroup too. */
+    assert_int_equal(drv_nodeindex_refresh(ix, &st, fr, nps, 1, key_cpu_mem, 1, NULL, 0), 0);
+    assert_int_equal(drv_nodeindex_groups(ix, DRV_IX_GLOBAL), 2);
+    for (int32_t g = 0; g < 2; g++) {
+        int32_t c = drv_nodeindex_class(ix, DRV_IX_GLOBAL, g);
+        assert_true(c == 0 || c == 2);
+        assert_int_equal(drv_nodeindex_group_nodes(ix, DRV_IX_GLOBAL, g), c == 2 ? 3 : 9);
+        /* class 2's group holds n1, n5, n9 (rack r1): the best of equal keys is the lowest */
+        assert_int_equal(drv_nodeindex_best(ix, DRV_IX_GLOBAL, g, a), c == 2 ? 1 : 0);
+    }
+    /* Without a table: by class again. */
+    assert_int_equal(drv_nodeindex_set_classes(ix, NULL, 0, 0), 0);
+    assert_int_equal(drv_nodeindex_build(ix, &st, fr, nps, 1, key_cpu_mem, 1), 0);
+    assert_int_equal(drv_nodeindex_groups(ix, DRV_IX_GLOBAL), 4);
+    drv_nodeindex_free(ix);
+    drv_state_fini(&st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_index_matches_brute_force),
-                                       cmocka_unit_test(test_branch_and_bound_matches_brute_force)};
+                                       cmocka_unit_test(test_branch_and_bound_matches_brute_force),
+                                       cmocka_unit_test(test_class_map)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,8 @@
 /*
  * cycle_int.h - the scheduler's private state, shared by the files of the cycle (internal to
- * core): cycle.c (lifecycle, the cycle's phases, collecting and ordering the queue),
- * cycle_decide.c (the decision list and the assumed overlay it keeps) and
- * cycle_place.c (filter, score, best node, gang placement).
+ * core): cycle.c (lifecycle, the cycle's phases), cycle_queue.c (collecting and ordering the
+ * queue), cycle_decide.c (the decision list and the assumed overlay it keeps) and cycle_place.c
+ * (filter, score, best node, gang placement).
  *
  * The cycle never changes the drv_state it is given. What its decisions would do is kept in an
  * "assumed" overlay (kube-scheduler calls this assume/reserve): per-node free resources kept

@@ -228,9 +228,12 @@ struct drv_sched {
     int32_t nqfree, cap_qfree;
     /* Over the records: per dimension the least of their qfit.least, and whether every one has
      * has_pod (what drv_ctx_queue_stuck asks). Valid when qsum_ok: newcomers are folded in,
-     * a record dropped or remade clears it, and the next drv_ctx_queue_stuck computes it again
-     * - in cycles after one that admitted nothing, O(1) instead of a pass over the entries. */
-    bool qsum_ok;
+     * records remade clear it, and the next drv_ctx_queue_stuck computes it again - in cycles
+     * after one that admitted nothing, O(1) instead of a pass over the entries. A record
+     * dropped leaves it a bound over a superset of the records (qsum_exact false): lower
+     * least requests, qsum_pods false where the exact one may be true; its "stuck" holds
+     * still, and only its "not stuck" needs the pass (in a saturated cluster, rarely). */
+    bool qsum_ok, qsum_exact;
     drv_res qsum_least;
     bool qsum_pods;
     bool order_keyed;  /* order[].key holds the keys of a lone keyed queue plugin */

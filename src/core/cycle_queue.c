@@ -153,8 +153,6 @@ static void natural_sort_idx(const qent *rec, int32_t *v, int32_t *tmp, int32_t 
         memcpy(v, a, (size_t)n * sizeof *v);
 }
 
-/* Is every record's least request above `free` in dimension d (0 cpu, 1 mem, 2 gpu)? Stops at
- * the first that is not: when something fits, that is usually the queue's first job. */
 /* Folds a record's entry into the summary over the records (drv_sched.qsum_least). */
 static void qsum_add(drv_sched *s, const qfit *f)
 {
@@ -171,7 +169,7 @@ static void qsum_build(drv_sched *s)
     s->qsum_pods = true;
     for (int32_t i = 0; i < s->norder; i++)
         qsum_add(s, &s->qfit[s->order[i].fit]);
-    s->qsum_ok = true;
+    s->qsum_ok = s->qsum_exact = true;
 }
 
 bool drv_ctx_queue_stuck(const drv_ctx *c)
@@ -182,7 +180,15 @@ bool drv_ctx_queue_stuck(const drv_ctx *c)
     if (!s->qsum_ok)
         qsum_build(s);
     const drv_res *m = &s->maxfree, *l = &s->qsum_least;
-    if (l->gpu <= m->gpu && l->cpu <= m->cpu && l->mem <= m->mem)
+    /* A summary that still covers records dropped since is below the true least requests and
+     * its qsum_pods false where the true one may be true: when it says stuck, the true one
+     * does too; otherwise only the true one can tell. */
+    bool fits = l->gpu <= m->gpu && l->cpu <= m->cpu && l->mem <= m->mem;
+    if ((fits || !s->qsum_pods) && !s->qsum_exact) {
+        qsum_build(s);
+        fits = l->gpu <= m->gpu && l->cpu <= m->cpu && l->mem <= m->mem;
+    }
+    if (fits)
         return false; /* in each dimension some pod fits: no pod is shown not to fit */
     return s->qsum_pods;
 }
@@ -219,7 +225,7 @@ static void drop_record(drv_sched *s, const drv_state *st, const qent *e)
     if (e->job < st->njobs)
         inq_put(s, e->job, false);
     s->qfree[s->nqfree++] = e->fit;
-    s->qsum_ok = false;
+    s->qsum_exact = false; /* still a bound: the records left are a subset */
 }
 
 /* Last cycle's records less the jobs that left the queue, in their order: O(records), or O(1)

@@ -426,6 +426,12 @@ bool drv_ctx_queue_stuck(const drv_ctx *c);
  * moved this cycle). O(1).
  */
 bool drv_ctx_queued_cannot_fit(const drv_ctx *c, int32_t i, int32_t job);
+/*
+ * The least k >= i >= 0 (k < n) for which drv_ctx_queued_cannot_fit(c, k, jobs[k]) is false, or n:
+ * the same answers, with no call per job skipped. jobs and n are the queue handed to admit.
+ * O(jobs skipped).
+ */
+int32_t drv_ctx_queued_skip(const drv_ctx *c, int32_t i, const int32_t *jobs, int32_t n);
 
 /* Marks a point in the decision list / rolls back to it (undoes assumed state too). */
 typedef struct drv_mark {

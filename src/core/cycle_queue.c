@@ -209,6 +209,30 @@ bool drv_ctx_queued_cannot_fit(const drv_ctx *c, int32_t i, int32_t job)
     return !drv_res_fits(e->podmax, s->maxfree) || !drv_res_fits(e->floor, s->totfree);
 }
 
+int32_t drv_ctx_queued_skip(const drv_ctx *c, int32_t i, const int32_t *jobs, int32_t n)
+{
+    const drv_sched *s = c->s;
+    const drv_state *st = c->snap->st;
+    /* drv_ctx_queued_cannot_fit for each k in turn, its loop-invariant tests hoisted: nothing
+     * it reads changes between two of them. */
+    bool touched = s->touch_stamp == s->stamp, bound = st->nqueued_bound > 0;
+    int64_t maxgpu = s->maxfree.gpu, totgpu = s->totfree.gpu;
+    int32_t end = n < s->norder ? n : s->norder, k = i < 0 ? 0 : i;
+    for (; k < end; k++) {
+        const qent *r = &s->order[k];
+        int32_t job = r->job;
+        if (job != jobs[k] || (touched && s->job_touch[job] == s->stamp) ||
+            (bound && (st->queued_bound.bits[job / 64] >> (job % 64)) & 1))
+            return k;
+        if (r->gpu_podmax > maxgpu || r->gpu_floor > totgpu)
+            continue;
+        const qfit *e = &s->qfit[r->fit];
+        if (drv_res_fits(e->podmax, s->maxfree) && drv_res_fits(e->floor, s->totfree))
+            return k;
+    }
+    return k < n ? k : n;
+}
+
 /* Marks job as having a record (in) or not in s->inq. */
 static inline void inq_put(drv_sched *s, int32_t job, bool in)
 {

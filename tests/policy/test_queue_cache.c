@@ -10,7 +10,8 @@
  * the two decision lists must be equal. A cache that goes stale - an input changed between
  * cycles and the kept value was not refreshed - decides differently from the fresh one.
  * And drv_ctx_queued_cannot_fit, which a fresh scheduler shares, checked against
- * drv_ctx_gang_room itself for every queued job of every cycle.
+ * drv_ctx_gang_room itself for every queued job of every cycle, and drv_ctx_queued_skip
+ * against asking it job by job.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -233,6 +234,11 @@ static void checking_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t
     const drv_state *st = drv_ctx_state(c);
     seen.stuck = drv_ctx_queue_stuck(c);
     for (int32_t i = 0; i < n; i++) {
+        /* drv_ctx_queued_skip answers what asking each job in turn does */
+        int32_t next = i;
+        while (next < n && drv_ctx_queued_cannot_fit(c, next, jobs[next]))
+            next++;
+        assert_int_equal(drv_ctx_queued_skip(c, i, jobs, n), next);
         const drv_job *j = &st->jobs[jobs[i]];
         const drv_rolespec *w = &j->role[DRV_ROLE_WORKER];
         int32_t lo = w->min < j->target[DRV_ROLE_WORKER] ? w->min : j->target[DRV_ROLE_WORKER];

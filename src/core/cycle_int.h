@@ -244,6 +244,8 @@ struct drv_sched {
     const drv_state *order_st; /* the state the records were collected from, and its */
     uint64_t order_leaves;     /* queue_leaves then: while both match, every record's job is
                                 * still queued and collect keeps them without a look */
+    uint64_t qlist;            /* lists handed to queue_begin so far (drv_ctx_queue_kept) */
+    int32_t qkept;             /* of the last one, how many came first from the one before */
     uint64_t *inq;   /* a bit per job: set while the job has a record in order[0..norder) */
     int32_t cap_inq; /* words */
     double wake;     /* drv_sched_wake: computed at the end of each cycle */

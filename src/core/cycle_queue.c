@@ -233,6 +233,12 @@ int32_t drv_ctx_queued_skip(const drv_ctx *c, int32_t i, const int32_t *jobs, in
     return k < n ? k : n;
 }
 
+int32_t drv_ctx_queue_kept(const drv_ctx *c, uint64_t *list)
+{
+    *list = c->s->qlist;
+    return c->s->qkept;
+}
+
 /* Marks job as having a record (in) or not in s->inq. */
 static inline void inq_put(drv_sched *s, int32_t job, bool in)
 {
@@ -409,6 +415,8 @@ int cycle_order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
     int32_t npend = s->norder;
     for (int32_t i = 0; i < npend; i++)
         pend[i] = s->order[i].job;
+    s->qlist++; /* the list queue_begin is handed: last cycle's records kept, then newcomers */
+    s->qkept = nold;
     for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++)
         if (pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin)
             pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin(c, s->ustate[DRV_PT_QUEUE_ORDER][i], pend,

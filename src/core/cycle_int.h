@@ -226,18 +226,18 @@ struct drv_sched {
     int32_t nqfit, cap_qfit; /* entries handed out at most so far (in use or in qfree) */
     int32_t *qfree;
     int32_t nqfree, cap_qfree;
-    /* Over the records: per dimension the least of their qfit.least, and whether every one has
-     * has_pod (what drv_ctx_queue_stuck asks). Valid when qsum_ok: newcomers are folded in,
-     * records remade clear it, and the next drv_ctx_queue_stuck computes it again - in cycles
-     * after one that admitted nothing, O(1) instead of a pass over the entries. A record
-     * dropped leaves it a bound over a superset of the records (qsum_exact false): lower
-     * least requests, qsum_pods false where the exact one may be true; its "stuck" holds
-     * still, and only its "not stuck" needs the pass (in a saturated cluster, rarely). */
-    bool qsum_ok, qsum_exact;
+    /* Over the records: per dimension the least of their qfit.least, how many records hold
+     * it, and how many lack has_pod (what drv_ctx_queue_stuck asks). Valid when qsum_ok:
+     * newcomers are folded in and dropped records taken out, records remade clear it, and the
+     * next drv_ctx_queue_stuck computes it again - O(1) a record instead of a pass over the
+     * entries each cycle. A least whose last record left stays as a bound (qsum_at 0): its
+     * "does not fit" still holds, and only its "fits" needs the pass. */
+    bool qsum_ok;
     drv_res qsum_least;
-    bool qsum_pods;
-    bool order_keyed;  /* order[].key holds the keys of a lone keyed queue plugin */
-    int32_t order_use; /* when order_keyed: that plugin's index among the queue_order uses */
+    int32_t qsum_at[3]; /* records at qsum_least's cpu, mem, gpu */
+    int32_t qsum_nopod; /* records without has_pod */
+    bool order_keyed;   /* order[].key holds the keys of a lone keyed queue plugin */
+    int32_t order_use;  /* when order_keyed: that plugin's index among the queue_order uses */
     /* This cycle's queue_order chain: indices of the uses not idle (drv_plugin.queue_idle). */
     int32_t qo[DRV_MAX_SLOT_PLUGINS];
     int32_t nqo;

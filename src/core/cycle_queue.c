@@ -153,23 +153,43 @@ static void natural_sort_idx(const qent *rec, int32_t *v, int32_t *tmp, int32_t 
         memcpy(v, a, (size_t)n * sizeof *v);
 }
 
-/* Folds a record's entry into the summary over the records (drv_sched.qsum_least). */
+/* Folds a record's entry into the summary over the records (drv_sched.qsum_least), counting
+ * the records at each least. */
 static void qsum_add(drv_sched *s, const qfit *f)
 {
-    s->qsum_least.cpu = f->least.cpu < s->qsum_least.cpu ? f->least.cpu : s->qsum_least.cpu;
-    s->qsum_least.mem = f->least.mem < s->qsum_least.mem ? f->least.mem : s->qsum_least.mem;
-    s->qsum_least.gpu = f->least.gpu < s->qsum_least.gpu ? f->least.gpu : s->qsum_least.gpu;
-    s->qsum_pods = s->qsum_pods && f->has_pod;
+    const int64_t v[3] = {f->least.cpu, f->least.mem, f->least.gpu};
+    int64_t *l[3] = {&s->qsum_least.cpu, &s->qsum_least.mem, &s->qsum_least.gpu};
+    for (int d = 0; d < 3; d++) {
+        if (v[d] < *l[d]) {
+            *l[d] = v[d];
+            s->qsum_at[d] = 1;
+        } else if (v[d] == *l[d]) {
+            s->qsum_at[d]++;
+        }
+    }
+    s->qsum_nopod += !f->has_pod;
+}
+
+/* A record's entry taken out of the summary: a least no record holds any more stays, as a bound
+ * (its count 0). */
+static void qsum_drop(drv_sched *s, const qfit *f)
+{
+    const int64_t v[3] = {f->least.cpu, f->least.mem, f->least.gpu};
+    const int64_t l[3] = {s->qsum_least.cpu, s->qsum_least.mem, s->qsum_least.gpu};
+    for (int d = 0; d < 3; d++)
+        if (v[d] == l[d])
+            s->qsum_at[d]--;
+    s->qsum_nopod -= !f->has_pod;
 }
 
 /* The summary computed again over every record: O(records). */
 static void qsum_build(drv_sched *s)
 {
     s->qsum_least = (drv_res){INT64_MAX, INT64_MAX, INT64_MAX};
-    s->qsum_pods = true;
+    s->qsum_at[0] = s->qsum_at[1] = s->qsum_at[2] = s->qsum_nopod = 0;
     for (int32_t i = 0; i < s->norder; i++)
         qsum_add(s, &s->qfit[s->order[i].fit]);
-    s->qsum_ok = s->qsum_exact = true;
+    s->qsum_ok = true;
 }
 
 bool drv_ctx_queue_stuck(const drv_ctx *c)
@@ -180,17 +200,16 @@ bool drv_ctx_queue_stuck(const drv_ctx *c)
     if (!s->qsum_ok)
         qsum_build(s);
     const drv_res *m = &s->maxfree, *l = &s->qsum_least;
-    /* A summary that still covers records dropped since is below the true least requests and
-     * its qsum_pods false where the true one may be true: when it says stuck, the true one
-     * does too; otherwise only the true one can tell. */
+    /* A least that no record holds any more (its count 0) is below the true one: when it does
+     * not fit, the true one does not either; when it fits, only the true one can tell. */
     bool fits = l->gpu <= m->gpu && l->cpu <= m->cpu && l->mem <= m->mem;
-    if ((fits || !s->qsum_pods) && !s->qsum_exact) {
+    if (fits && (s->qsum_at[0] == 0 || s->qsum_at[1] == 0 || s->qsum_at[2] == 0)) {
         qsum_build(s);
         fits = l->gpu <= m->gpu && l->cpu <= m->cpu && l->mem <= m->mem;
     }
     if (fits)
         return false; /* in each dimension some pod fits: no pod is shown not to fit */
-    return s->qsum_pods;
+    return s->qsum_nopod == 0;
 }
 
 bool drv_ctx_queued_cannot_fit(const drv_ctx *c, int32_t i, int32_t job)
@@ -255,7 +274,8 @@ static void drop_record(drv_sched *s, const drv_state *st, const qent *e)
     if (e->job < st->njobs)
         inq_put(s, e->job, false);
     s->qfree[s->nqfree++] = e->fit;
-    s->qsum_exact = false; /* still a bound: the records left are a subset */
+    if (s->qsum_ok)
+        qsum_drop(s, &s->qfit[e->fit]);
 }
 
 /* Last cycle's records less the jobs that left the queue, in their order: O(records), or O(1)

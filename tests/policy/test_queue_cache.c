@@ -46,7 +46,9 @@ static void make_state(drv_state *st, int n)
     }
 }
 
-static bool no_ps; /* add_job makes no PS (a queue of GPU pods only can be stuck) */
+/* add_job makes no PS (a queue of GPU pods only can be stuck), and now and then a job of
+ * worker minimum 0 */
+static bool no_ps;
 
 /* A pending elastic job: maybe a PS, 1-6 workers of 1-4 GPUs, random user priority, class and
  * submission time (ties with the last job's on purpose). */
@@ -64,6 +66,8 @@ static void add_job(drv_state *st, uint64_t *x, double now)
     t.priority = (int32_t[]){0, 10, 100}[rnd(x) % 3];
     t.phase = DRV_JOB_PENDING;
     int32_t w = 1 + (int32_t)(rnd(x) % 6), min = 1 + (int32_t)(rnd(x) % (uint64_t)w);
+    if (no_ps && rnd(x) % 8 == 0)
+        min = 0; /* its smallest gang has no pod: the queue is not stuck while it waits */
     int64_t gpu = 1 + (int64_t)(rnd(x) % 4);
     t.role[DRV_ROLE_WORKER] =
         (drv_rolespec){w, min, w + (int32_t)(rnd(x) % 3), {2000, 4 * GiB, gpu}, 2000};

@@ -127,6 +127,7 @@ void drv_sched_free(drv_sched *s)
         drv_free(s->qkey[i]);
     drv_free(s->cfit);
     drv_free(s->order);
+    drv_free(s->pend);
     drv_free(s->order2);
     drv_free(s->qfit);
     drv_free(s->qfree);

@@ -218,6 +218,11 @@ struct drv_sched {
     union_memo umemo[UNION_MEMO]; /* search_family's unions, by family, label and constraint */
     qent *order;                  /* the last cycle's queue, in order: this cycle starts from it */
     int32_t norder, cap_order;
+    /* The queue handed to the plugins, order[i].job for each record, kept from one cycle to
+     * the next (valid when pend_ok) so that a queue whose records stand is not copied again. */
+    int32_t *pend;
+    int32_t cap_pend;
+    bool pend_ok;
     qent *order2; /* where a sort puts the records; then the two swap */
     int32_t cap_order2;
     /* The records' qfit entries: an entry is taken when a record is made and given back (to

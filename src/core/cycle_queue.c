@@ -278,11 +278,18 @@ static void drop_record(drv_sched *s, const drv_state *st, const qent *e)
         qsum_drop(s, &s->qfit[e->fit]);
 }
 
+/* Every record's job is still queued: no job left the queue of the state they were collected
+ * from since. */
+static bool records_stand(const drv_sched *s, const drv_state *st)
+{
+    return s->order_st == st && s->order_leaves == st->queue_leaves && s->norder <= st->nqueued;
+}
+
 /* Last cycle's records less the jobs that left the queue, in their order: O(records), or O(1)
  * when no job left the queue since they were collected (most cycles: nothing was admitted). */
 static int32_t keep_records(drv_sched *s, const drv_state *st)
 {
-    if (s->order_st == st && s->order_leaves == st->queue_leaves && s->norder <= st->nqueued)
+    if (records_stand(s, st))
         return s->norder;
     int32_t nq = st->nqueued;
     qent *rec = s->order;
@@ -416,13 +423,17 @@ int cycle_order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
     const drv_state *st = c->snap->st;
     const drv_profile *pr = s->prof;
     int32_t nq = st->nqueued;
-    int32_t *pend = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
+    /* pend[0..norder) still lists the records' jobs when the records stand as the last cycle
+     * left them: then only newcomers are written (most cycles: nothing admitted, order held). */
+    bool pend_kept = s->pend_ok && records_stand(s, st);
+    s->pend_ok = false; /* until this cycle's order is in it */
     int32_t *tmp = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
     int32_t *idx = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
     int32_t *run = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
-    if (!pend || !tmp || !idx || !run ||
+    if (!tmp || !idx || !run || drv_grow(&s->pend, sizeof *s->pend, &s->cap_pend, nq + 1) != 0 ||
         drv_grow(&s->order, sizeof *s->order, &s->cap_order, nq) != 0 || qfit_room(s, nq) != 0)
         return DRV_ENOMEM;
+    int32_t *pend = s->pend;
     int32_t inq_old = s->cap_inq;
     if (drv_grow(&s->inq, sizeof *s->inq, &s->cap_inq, st->njobs / 64 + 1) != 0)
         return DRV_ENOMEM;
@@ -433,7 +444,7 @@ int cycle_order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
     s->order_keyed = false; /* until this cycle's keys are in the records */
     int32_t nold = collect(s, st);
     int32_t npend = s->norder;
-    for (int32_t i = 0; i < npend; i++)
+    for (int32_t i = pend_kept ? nold : 0; i < npend; i++)
         pend[i] = s->order[i].job;
     s->qlist++; /* the list queue_begin is handed: last cycle's records kept, then newcomers */
     s->qkept = nold;
@@ -459,6 +470,7 @@ int cycle_order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
         return DRV_ENOMEM;
     s->order_keyed = lone_key;
     s->order_use = lone_key ? s->qo[0] : -1;
+    s->pend_ok = true;
     *jobs = pend;
     *n = npend;
     return 0;

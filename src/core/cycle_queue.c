@@ -290,8 +290,8 @@ static bool records_stand(const drv_sched *s, const drv_state *st)
  * that stops once it has dropped as many records as jobs left the queue since (each record
  * dropped is of a job that left at least once), the rest moved as one block - the jobs
  * admitted are mostly at the queue's head (on the Philly replay the last record dropped was
- * the 9th of ~370 on average). */
-static int32_t keep_records(drv_sched *s, const drv_state *st)
+ * the 9th of ~370 on average). pend, when not NULL, lists the records' jobs: it is kept so. */
+static int32_t keep_records(drv_sched *s, const drv_state *st, int32_t *pend)
 {
     if (records_stand(s, st))
         return s->norder;
@@ -307,16 +307,22 @@ static int32_t keep_records(drv_sched *s, const drv_state *st)
     const uint64_t *qbits = st->queued.bits; /* drv_state_is_queued, inline */
     for (; i < s->norder && npend < nq && (left > 0 || npend + (s->norder - i) > nq); i++)
         if (rec[i].job < st->njobs && (qbits[rec[i].job / 64] >> (rec[i].job % 64)) & 1) {
-            if (npend != i)
+            if (npend != i) {
                 rec[npend] = rec[i];
+                if (pend)
+                    pend[npend] = pend[i];
+            }
             npend++;
         } else {
             drop_record(s, st, &rec[i]); /* left the queue */
             left -= left > 0;
         }
     if (left == 0 && i < s->norder && npend < nq) { /* all that left dropped: the rest stand */
-        if (npend != i)
+        if (npend != i) {
             memmove(&rec[npend], &rec[i], (size_t)(s->norder - i) * sizeof *rec);
+            if (pend)
+                memmove(&pend[npend], &pend[i], (size_t)(s->norder - i) * sizeof *pend);
+        }
         npend += s->norder - i;
         i = s->norder;
     }
@@ -332,13 +338,13 @@ static int32_t keep_records(drv_sched *s, const drv_state *st)
  * stay in place. The newcomers are the queued set less the jobs with a record (s->inq), a word
  * at a time over the set's non-empty words: O(records + queued / 64 + jobs / 4096), the first
  * term only when some job left the queue. Returns how many came from last cycle's queue. Needs
- * s->inq to cover every job. */
-static int32_t collect(drv_sched *s, const drv_state *st)
+ * s->inq to cover every job. pend, when not NULL, lists the records' jobs and is kept so. */
+static int32_t collect(drv_sched *s, const drv_state *st, int32_t *pend)
 {
     int32_t nq = st->nqueued;
     qent *rec = s->order;
     const uint64_t *qbits = st->queued.bits;
-    int32_t npend = keep_records(s, st);
+    int32_t npend = keep_records(s, st, pend);
     s->norder = npend;
     s->order_st = st;
     s->order_leaves = st->queue_leaves;
@@ -440,9 +446,9 @@ int cycle_order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
     const drv_state *st = c->snap->st;
     const drv_profile *pr = s->prof;
     int32_t nq = st->nqueued;
-    /* pend[0..norder) still lists the records' jobs when the records stand as the last cycle
-     * left them: then only newcomers are written (most cycles: nothing admitted, order held). */
-    bool pend_kept = s->pend_ok && records_stand(s, st);
+    /* pend[0..norder) lists the records' jobs as the last cycle left them, and collect keeps
+     * it so as it drops records: then only newcomers are written (unless the order moved). */
+    bool pend_kept = s->pend_ok;
     s->pend_ok = false; /* until this cycle's order is in it */
     int32_t *tmp = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
     int32_t *idx = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
@@ -459,7 +465,7 @@ int cycle_order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
     bool was_keyed = s->order_keyed;
     int32_t was_use = s->order_use;
     s->order_keyed = false; /* until this cycle's keys are in the records */
-    int32_t nold = collect(s, st);
+    int32_t nold = collect(s, st, pend_kept ? pend : NULL);
     int32_t npend = s->norder;
     for (int32_t i = pend_kept ? nold : 0; i < npend; i++)
         pend[i] = s->order[i].job;

@@ -348,6 +348,15 @@ uint32_t drv_ctx_cycle(const drv_ctx *c);
  * instead of rebuilt). */
 uint64_t drv_ctx_changes(const drv_ctx *c);
 
+/*
+ * For queue_begin: the jobs it is handed are a list, numbered per scheduler from 1 (*list);
+ * the first `kept` of them (the value returned) were all in the list before (number *list - 1)
+ * and the rest were not. A plugin that remembers what it did with the list it was handed
+ * before - the number one less - need look only at jobs[kept..n) to know what came; the jobs
+ * that left are those of the old list not queued now. O(1).
+ */
+int32_t drv_ctx_queue_kept(const drv_ctx *c, uint64_t *list);
+
 /* Whether pod's node constraints (nodeSelector, required affinity, taints; state.h) admit
  * node, whatever its room: for plugins that choose nodes themselves. O(1). */
 bool drv_ctx_allowed(const drv_ctx *c, int32_t pod, int32_t node);
@@ -426,6 +435,12 @@ bool drv_ctx_queue_stuck(const drv_ctx *c);
  * moved this cycle). O(1).
  */
 bool drv_ctx_queued_cannot_fit(const drv_ctx *c, int32_t i, int32_t job);
+/*
+ * The least k >= i >= 0 (k < n) for which drv_ctx_queued_cannot_fit(c, k, jobs[k]) is false, or n:
+ * the same answers, with no call per job skipped. jobs and n are the queue handed to admit.
+ * O(jobs skipped).
+ */
+int32_t drv_ctx_queued_skip(const drv_ctx *c, int32_t i, const int32_t *jobs, int32_t n);
 
 /* Marks a point in the decision list / rolls back to it (undoes assumed state too). */
 typedef struct drv_mark {

@@ -1,8 +1,8 @@
 /*
  * cycle_int.h - the scheduler's private state, shared by the files of the cycle (internal to
- * core): cycle.c (lifecycle, the cycle's phases, collecting and ordering the queue),
- * cycle_decide.c (the decision list and the assumed overlay it keeps) and
- * cycle_place.c (filter, score, best node, gang placement).
+ * core): cycle.c (lifecycle, the cycle's phases), cycle_queue.c (collecting and ordering the
+ * queue), cycle_decide.c (the decision list and the assumed overlay it keeps) and cycle_place.c
+ * (filter, score, best node, gang placement).
  *
  * The cycle never changes the drv_state it is given. What its decisions would do is kept in an
  * "assumed" overlay (kube-scheduler calls this assume/reserve): per-node free resources kept
@@ -218,6 +218,11 @@ struct drv_sched {
     union_memo umemo[UNION_MEMO]; /* search_family's unions, by family, label and constraint */
     qent *order;                  /* the last cycle's queue, in order: this cycle starts from it */
     int32_t norder, cap_order;
+    /* The queue handed to the plugins, order[i].job for each record, kept from one cycle to
+     * the next (valid when pend_ok) so that a queue whose records stand is not copied again. */
+    int32_t *pend;
+    int32_t cap_pend;
+    bool pend_ok;
     qent *order2; /* where a sort puts the records; then the two swap */
     int32_t cap_order2;
     /* The records' qfit entries: an entry is taken when a record is made and given back (to
@@ -226,21 +231,26 @@ struct drv_sched {
     int32_t nqfit, cap_qfit; /* entries handed out at most so far (in use or in qfree) */
     int32_t *qfree;
     int32_t nqfree, cap_qfree;
-    /* Over the records: per dimension the least of their qfit.least, and whether every one has
-     * has_pod (what drv_ctx_queue_stuck asks). Valid when qsum_ok: newcomers are folded in,
-     * a record dropped or remade clears it, and the next drv_ctx_queue_stuck computes it again
-     * - in cycles after one that admitted nothing, O(1) instead of a pass over the entries. */
+    /* Over the records: per dimension the least of their qfit.least, how many records hold
+     * it, and how many lack has_pod (what drv_ctx_queue_stuck asks). Valid when qsum_ok:
+     * newcomers are folded in and dropped records taken out, records remade clear it, and the
+     * next drv_ctx_queue_stuck computes it again - O(1) a record instead of a pass over the
+     * entries each cycle. A least whose last record left stays as a bound (qsum_at 0): its
+     * "does not fit" still holds, and only its "fits" needs the pass. */
     bool qsum_ok;
     drv_res qsum_least;
-    bool qsum_pods;
-    bool order_keyed;  /* order[].key holds the keys of a lone keyed queue plugin */
-    int32_t order_use; /* when order_keyed: that plugin's index among the queue_order uses */
+    int32_t qsum_at[3]; /* records at qsum_least's cpu, mem, gpu */
+    int32_t qsum_nopod; /* records without has_pod */
+    bool order_keyed;   /* order[].key holds the keys of a lone keyed queue plugin */
+    int32_t order_use;  /* when order_keyed: that plugin's index among the queue_order uses */
     /* This cycle's queue_order chain: indices of the uses not idle (drv_plugin.queue_idle). */
     int32_t qo[DRV_MAX_SLOT_PLUGINS];
     int32_t nqo;
     const drv_state *order_st; /* the state the records were collected from, and its */
     uint64_t order_leaves;     /* queue_leaves then: while both match, every record's job is
                                 * still queued and collect keeps them without a look */
+    uint64_t qlist;            /* lists handed to queue_begin so far (drv_ctx_queue_kept) */
+    int32_t qkept;             /* of the last one, how many came first from the one before */
     uint64_t *inq;   /* a bit per job: set while the job has a record in order[0..norder) */
     int32_t cap_inq; /* words */
     double wake;     /* drv_sched_wake: computed at the end of each cycle */

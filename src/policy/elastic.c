@@ -150,11 +150,10 @@ void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
     }
     if (drv_ctx_queue_stuck(c))
         return; /* every size from lo up fails, changing nothing (lo >= min(min, want)) */
-    for (int32_t i = 0; i < n; i++) {
-        /* Most of a long queue cannot start at any size from lo up (lo >= min(min, want)):
-         * told by the cycle's record of the job, without reading it. */
-        if (drv_ctx_queued_cannot_fit(c, i, jobs[i]))
-            continue;
+    /* Most of a long queue cannot start at any size from lo up (lo >= min(min, want)): told
+     * by the cycle's record of the job, without reading it, and passed over. */
+    for (int32_t i = drv_ctx_queued_skip(c, 0, jobs, n); i < n;
+         i = drv_ctx_queued_skip(c, i + 1, jobs, n)) {
         const drv_job *j = &st->jobs[jobs[i]];
         const drv_rolespec *w = &j->role[DRV_ROLE_WORKER];
         if (left_alone(c, e, jobs[i]))

@@ -81,6 +81,7 @@ typedef struct prio_state {
      * as many jobs are handed as last time, they are the same jobs (none left, so none came). */
     const drv_state *last_st; /* NULL when the last jobs were not all the queued ones */
     uint64_t last_leaves;
+    uint64_t last_list; /* the core's number of that list (drv_ctx_queue_kept) */
     /* Per factor, the queued jobs' values in two heaps, the least on top: [f][0] the value
      * (lo), [f][1] minus it (hi). Lazy: a job that left stays until it comes to the top and is
      * seen not to be queued. Valid (heaps_ok) while every queued job has an entry in each. */
@@ -386,21 +387,22 @@ static int heaps_build(prio_state *p, const drv_state *st, const int32_t *jobs, 
 
 /*
  * The bounds over this cycle's jobs from the heaps, without shares. The core hands exactly the
- * state's queued jobs (drv_plugin.queue_begin), the ones it kept in their last order, then
- * newcomers: walking the last list beside this one, what follows the last match is new and
- * goes into the heaps (a job the walk takes for new, the queue having been reordered, is only
- * there twice). A heap's top that is no longer queued is dropped until one is: the bounds are
- * those over the queued jobs, to the bit. O(n) compares of ids, O(log n) per newcomer and per
- * job that left; the heaps are made again when stale entries outnumber the queue. False when
- * the heaps cannot serve (then every job is read).
+ * state's queued jobs (drv_plugin.queue_begin): the first `kept` were in the last list, so in
+ * the heaps, and the rest were not (drv_ctx_queue_kept; kept 0 when the last list was not the
+ * core's last). Of the rest, a job whose entry is marked with the last list's epoch is in the
+ * heaps too; the others are new and go in (a job taken for new, the marks being older than
+ * the list, is only there twice). A heap's top that is no longer queued is dropped until one
+ * is: the bounds are those over the queued jobs, to the bit. O(n - kept) id lookups, O(log n)
+ * per newcomer and per job that left; the heaps are made again when stale entries outnumber the
+ * queue. False when the heaps cannot serve (then every job is read).
  */
 static bool bounds_heaps(prio_state *p, const drv_state *st, const int32_t *jobs, int32_t n,
-                         double *lo, double *hi)
+                         int32_t kept, double *lo, double *hi)
 {
     if (!p->heaps_ok || n != st->nqueued)
         return false;
     uint32_t prev = p->epoch - 1; /* the last list's (queue_begin counted this one) */
-    for (int32_t i = 0; i < n; i++) {
+    for (int32_t i = kept; i < n; i++) {
         int32_t t = entry_of(p, jobs[i]);
         if (t >= 0 && p->pool_seen[t] == prev) { /* in the last list: in the heaps */
             p->pool_seen[t] = p->epoch;
@@ -435,19 +437,25 @@ static void prio_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32
     bool shared = p->share_on; /* last cycle's */
     share_begin(p, st, false);
     bool fresh = p->share_on || shared || !p->last_ok || !p->pooled;
+    uint64_t list;
+    int32_t kept = drv_ctx_queue_kept(c, &list); /* jobs[0..kept) were in the core's last list */
+    if (list != p->last_list + 1 || p->last_st != st || kept > n)
+        kept = 0; /* that list was not the one handed here last */
+    p->last_list = list;
     /* The very jobs of the last cycle (a third of the cycles of the Philly replay, in the same
      * order): the same factors without shares, so the same bounds and keys. The core hands the
-     * queued jobs: with no job taken out of the queue since and as many of them, the same ones,
-     * in whatever order (O(1); else compared in order). */
+     * queued jobs: with no job taken out of the queue since and as many of them, or all of
+     * them in the last list and as many, the same ones, in whatever order (O(1); else compared
+     * in order). */
     if (!fresh && n == p->nlast &&
         ((p->last_st == st && p->last_leaves == st->queue_leaves && n == st->nqueued) || n == 0 ||
-         memcmp(jobs, p->last, (size_t)n * sizeof *jobs) == 0)) {
+         kept == n || memcmp(jobs, p->last, (size_t)n * sizeof *jobs) == 0)) {
         p->kept = true; /* the same list: its marks stand */
         return;
     }
     p->pooled = pool_reserve(p, st, n) == 0;
     p->epoch++; /* a new list: factors_of marks its jobs' entries */
-    if (fresh || !p->pooled || !bounds_heaps(p, st, jobs, n, lo, hi)) {
+    if (fresh || !p->pooled || !bounds_heaps(p, st, jobs, n, kept, lo, hi)) {
         bounds_empty(lo, hi);
         for (int32_t i = 0; i < n; i++) {
             double v[DRV_PRIO_NFACTORS], *f = factors_of(p, st, jobs[i], v);

@@ -10,7 +10,8 @@
  * the two decision lists must be equal. A cache that goes stale - an input changed between
  * cycles and the kept value was not refreshed - decides differently from the fresh one.
  * And drv_ctx_queued_cannot_fit, which a fresh scheduler shares, checked against
- * drv_ctx_gang_room itself for every queued job of every cycle.
+ * drv_ctx_gang_room itself for every queued job of every cycle, and drv_ctx_queued_skip
+ * against asking it job by job.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -45,7 +46,9 @@ static void make_state(drv_state *st, int n)
     }
 }
 
-static bool no_ps; /* add_job makes no PS (a queue of GPU pods only can be stuck) */
+/* add_job makes no PS (a queue of GPU pods only can be stuck), and now and then a job of
+ * worker minimum 0 */
+static bool no_ps;
 
 /* A pending elastic job: maybe a PS, 1-6 workers of 1-4 GPUs, random user priority, class and
  * submission time (ties with the last job's on purpose). */
@@ -63,6 +66,8 @@ static void add_job(drv_state *st, uint64_t *x, double now)
     t.priority = (int32_t[]){0, 10, 100}[rnd(x) % 3];
     t.phase = DRV_JOB_PENDING;
     int32_t w = 1 + (int32_t)(rnd(x) % 6), min = 1 + (int32_t)(rnd(x) % (uint64_t)w);
+    if (no_ps && rnd(x) % 8 == 0)
+        min = 0; /* its smallest gang has no pod: the queue is not stuck while it waits */
     int64_t gpu = 1 + (int64_t)(rnd(x) % 4);
     t.role[DRV_ROLE_WORKER] =
         (drv_rolespec){w, min, w + (int32_t)(rnd(x) % 3), {2000, 4 * GiB, gpu}, 2000};
@@ -233,6 +238,11 @@ static void checking_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t
     const drv_state *st = drv_ctx_state(c);
     seen.stuck = drv_ctx_queue_stuck(c);
     for (int32_t i = 0; i < n; i++) {
+        /* drv_ctx_queued_skip answers what asking each job in turn does */
+        int32_t next = i;
+        while (next < n && drv_ctx_queued_cannot_fit(c, next, jobs[next]))
+            next++;
+        assert_int_equal(drv_ctx_queued_skip(c, i, jobs, n), next);
         const drv_job *j = &st->jobs[jobs[i]];
         const drv_rolespec *w = &j->role[DRV_ROLE_WORKER];
         int32_t lo = w->min < j->target[DRV_ROLE_WORKER] ? w->min : j->target[DRV_ROLE_WORKER];

@@ -1,0 +1,500 @@
+/*
+ * cycle_queue.c - phase 1 of the cycle (docs/cycle.md): collects the queued jobs and orders
+ * them (queue_order plugins), and answers the plugins' questions about that queue
+ * (drv_ctx_queue_stuck, drv_ctx_queued_cannot_fit).
+ *
+ * The records of last cycle's queue are kept (s->order) and collected again in that order, so
+ * a queue whose order did not change costs one pass; with a lone keyed queue_order plugin the
+ * jobs are ordered by (key, submit time, id) read from the records, with no call per
+ * comparison. What a record is and what it keeps is in cycle_int.h (qent, qfit).
+ */
+#include "cycle_queue.h"
+
+#include <string.h>
+
+/* A record for job: its order (key 0 until asked), and in a qfit entry taken for it what
+ * drv_ctx_queue_stuck needs, which a job's specification fixes (roles other than workers keep
+ * their replicas as targets). Needs a free entry (qfit_room). */
+static qent make_qent(drv_sched *s, const drv_state *st, int32_t job)
+{
+    const drv_job *j = &st->jobs[job];
+    int32_t t = s->nqfree > 0 ? s->qfree[--s->nqfree] : s->nqfit++;
+    qfit *f = &s->qfit[t];
+    qfit e = {
+        {INT64_MAX, INT64_MAX, INT64_MAX}, {0, 0, 0}, {0, 0, 0}, j->role[DRV_ROLE_WORKER].min >= 1};
+    for (int r = 0; r < DRV_NROLES; r++) {
+        const drv_rolespec *rs = &j->role[r];
+        if (r != DRV_ROLE_WORKER && rs->replicas > 0)
+            e.has_pod = true;
+        if (rs->replicas > 0 || rs->max > 0) {
+            e.least.cpu = rs->req.cpu < e.least.cpu ? rs->req.cpu : e.least.cpu;
+            e.least.mem = rs->req.mem < e.least.mem ? rs->req.mem : e.least.mem;
+            e.least.gpu = rs->req.gpu < e.least.gpu ? rs->req.gpu : e.least.gpu;
+        }
+        int32_t pods = j->target[r];
+        if (r == DRV_ROLE_WORKER && rs->min < pods)
+            pods = rs->min;
+        if (pods > 0) {
+            e.floor = drv_res_add(e.floor, drv_res_scale(rs->req, pods));
+            e.podmax = cycle_res_max(e.podmax, rs->req);
+        }
+    }
+    *f = e;
+    return (qent){0,
+                  j->submit,
+                  job,
+                  t,
+                  e.podmax.gpu < INT32_MAX ? (int32_t)e.podmax.gpu : INT32_MAX,
+                  e.floor.gpu < INT32_MAX ? (int32_t)e.floor.gpu : INT32_MAX};
+}
+
+/* Room for n records' entries in all: every entry handed out is in use by a record or free. 0
+ * or DRV_ENOMEM. */
+static int qfit_room(drv_sched *s, int32_t n)
+{
+    if (n < s->nqfit)
+        n = s->nqfit;
+    if (drv_grow(&s->qfit, sizeof *s->qfit, &s->cap_qfit, n) != 0 ||
+        drv_grow(&s->qfree, sizeof *s->qfree, &s->cap_qfree, n) != 0)
+        return DRV_ENOMEM;
+    return 0;
+}
+
+static int queue_cmp(const drv_ctx *c, int32_t a, int32_t b)
+{
+    const drv_profile *pr = c->s->prof;
+    for (int i = 0; i < c->s->nqo; i++) { /* the chain, idle plugins left out */
+        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][c->s->qo[i]].p;
+        int r;
+        if (p->queue_key) { /* keys were asked once this cycle (sort_by_plugins) */
+            double ka = c->s->qkey[i][a], kb = c->s->qkey[i][b];
+            r = ka < kb ? -1 : ka > kb ? 1 : 0;
+        } else {
+            r = p->queue_cmp(c, c->s->ustate[DRV_PT_QUEUE_ORDER][c->s->qo[i]], a, b);
+        }
+        if (r)
+            return r;
+    }
+    const drv_job *ja = &c->snap->st->jobs[a], *jb = &c->snap->st->jobs[b];
+    if (ja->submit != jb->submit)
+        return ja->submit < jb->submit ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+/* Stable merge sort with a context (qsort_r is not standard C). */
+static void merge_sort(const drv_ctx *c, int32_t *v, int32_t *tmp, int32_t n)
+{
+    if (n < 2)
+        return;
+    int32_t h = n / 2;
+    merge_sort(c, v, tmp, h);
+    merge_sort(c, v + h, tmp, n - h);
+    if (queue_cmp(c, v[h - 1], v[h]) <= 0)
+        return; /* already in order: queues usually are, so a sort is often O(n) */
+    int32_t i = 0, j = h, k = 0;
+    while (i < h && j < n)
+        tmp[k++] = queue_cmp(c, v[j], v[i]) < 0 ? v[j++] : v[i++];
+    while (i < h)
+        tmp[k++] = v[i++];
+    while (j < n)
+        tmp[k++] = v[j++];
+    memcpy(v, tmp, (size_t)n * sizeof *v);
+}
+
+/* queue_cmp for a lone keyed plugin, on records. */
+static int qent_cmp(const qent *a, const qent *b)
+{
+    if (a->key < b->key)
+        return -1;
+    if (a->key > b->key)
+        return 1;
+    if (a->submit != b->submit)
+        return a->submit < b->submit ? -1 : 1;
+    return a->job < b->job ? -1 : a->job > b->job;
+}
+
+/*
+ * Sorts v[0..n), indices of records, by qent_cmp: one pass finds the ascending runs (v[0..from)
+ * is known to be one), then neighbouring runs are merged pairwise until one is left. O(n) for
+ * a queue in order, O(n log r) for r runs: a few newcomers placed, or a few keys that moved
+ * after the bounds changed, cost a few runs, not a sort of the whole queue. The order is total
+ * (ties go by submit time, then id): any sort gives the same. tmp needs n, run n + 1 entries.
+ */
+static void natural_sort_idx(const qent *rec, int32_t *v, int32_t *tmp, int32_t *run, int32_t n,
+                             int32_t from)
+{
+    int32_t nr = 0;
+    run[nr++] = 0;
+    for (int32_t i = from > 1 ? from : 1; i < n; i++)
+        if (qent_cmp(&rec[v[i - 1]], &rec[v[i]]) > 0)
+            run[nr++] = i;
+    run[nr] = n;
+    int32_t *a = v, *b = tmp;
+    while (nr > 1) {
+        int32_t k = 0;
+        for (int32_t r = 0; r < nr; r += 2) {
+            int32_t lo = run[r], mid = run[r + 1], hi = r + 2 <= nr ? run[r + 2] : mid;
+            int32_t i = lo, j = mid, o = lo;
+            while (i < mid && j < hi)
+                b[o++] = qent_cmp(&rec[a[j]], &rec[a[i]]) < 0 ? a[j++] : a[i++];
+            while (i < mid)
+                b[o++] = a[i++];
+            while (j < hi)
+                b[o++] = a[j++];
+            run[k++] = lo;
+        }
+        run[k] = n;
+        nr = k;
+        int32_t *t = a;
+        a = b;
+        b = t;
+    }
+    if (a != v)
+        memcpy(v, a, (size_t)n * sizeof *v);
+}
+
+/* Folds a record's entry into the summary over the records (drv_sched.qsum_least), counting
+ * the records at each least. */
+static void qsum_add(drv_sched *s, const qfit *f)
+{
+    const int64_t v[3] = {f->least.cpu, f->least.mem, f->least.gpu};
+    int64_t *l[3] = {&s->qsum_least.cpu, &s->qsum_least.mem, &s->qsum_least.gpu};
+    for (int d = 0; d < 3; d++) {
+        if (v[d] < *l[d]) {
+            *l[d] = v[d];
+            s->qsum_at[d] = 1;
+        } else if (v[d] == *l[d]) {
+            s->qsum_at[d]++;
+        }
+    }
+    s->qsum_nopod += !f->has_pod;
+}
+
+/* A record's entry taken out of the summary: a least no record holds any more stays, as a bound
+ * (its count 0). */
+static void qsum_drop(drv_sched *s, const qfit *f)
+{
+    const int64_t v[3] = {f->least.cpu, f->least.mem, f->least.gpu};
+    const int64_t l[3] = {s->qsum_least.cpu, s->qsum_least.mem, s->qsum_least.gpu};
+    for (int d = 0; d < 3; d++)
+        if (v[d] == l[d])
+            s->qsum_at[d]--;
+    s->qsum_nopod -= !f->has_pod;
+}
+
+/* The summary computed again over every record: O(records). */
+static void qsum_build(drv_sched *s)
+{
+    s->qsum_least = (drv_res){INT64_MAX, INT64_MAX, INT64_MAX};
+    s->qsum_at[0] = s->qsum_at[1] = s->qsum_at[2] = s->qsum_nopod = 0;
+    for (int32_t i = 0; i < s->norder; i++)
+        qsum_add(s, &s->qfit[s->order[i].fit]);
+    s->qsum_ok = true;
+}
+
+bool drv_ctx_queue_stuck(const drv_ctx *c)
+{
+    drv_sched *s = c->s;
+    if (c->out->n != c->base || s->norder == 0 || c->snap->st->nqueued_bound != 0)
+        return false;
+    if (!s->qsum_ok)
+        qsum_build(s);
+    const drv_res *m = &s->maxfree, *l = &s->qsum_least;
+    /* A least that no record holds any more (its count 0) is below the true one: when it does
+     * not fit, the true one does not either; when it fits, only the true one can tell. */
+    bool fits = l->gpu <= m->gpu && l->cpu <= m->cpu && l->mem <= m->mem;
+    if (fits && (s->qsum_at[0] == 0 || s->qsum_at[1] == 0 || s->qsum_at[2] == 0)) {
+        qsum_build(s);
+        fits = l->gpu <= m->gpu && l->cpu <= m->cpu && l->mem <= m->mem;
+    }
+    if (fits)
+        return false; /* in each dimension some pod fits: no pod is shown not to fit */
+    return s->qsum_nopod == 0;
+}
+
+bool drv_ctx_queued_cannot_fit(const drv_ctx *c, int32_t i, int32_t job)
+{
+    const drv_sched *s = c->s;
+    const drv_state *st = c->snap->st;
+    if (i < 0 || i >= s->norder)
+        return false;
+    const qent *r = &s->order[i];
+    if (r->job != job || (s->touch_stamp == s->stamp && s->job_touch[job] == s->stamp) ||
+        (st->nqueued_bound > 0 && (st->queued_bound.bits[job / 64] >> (job % 64)) & 1))
+        return false; /* not the cycle's queue, or pods of it bound or moved: its gang is less */
+    if (r->gpu_podmax > s->maxfree.gpu || r->gpu_floor > s->totfree.gpu)
+        return true; /* the GPUs alone: no read of the entry */
+    const qfit *e = &s->qfit[r->fit];
+    return !drv_res_fits(e->podmax, s->maxfree) || !drv_res_fits(e->floor, s->totfree);
+}
+
+int32_t drv_ctx_queued_skip(const drv_ctx *c, int32_t i, const int32_t *jobs, int32_t n)
+{
+    const drv_sched *s = c->s;
+    const drv_state *st = c->snap->st;
+    /* drv_ctx_queued_cannot_fit for each k in turn, its loop-invariant tests hoisted: nothing
+     * it reads changes between two of them. */
+    bool touched = s->touch_stamp == s->stamp, bound = st->nqueued_bound > 0;
+    int64_t maxgpu = s->maxfree.gpu, totgpu = s->totfree.gpu;
+    int32_t end = n < s->norder ? n : s->norder, k = i < 0 ? 0 : i;
+    for (; k < end; k++) {
+        const qent *r = &s->order[k];
+        int32_t job = r->job;
+        if (job != jobs[k] || (touched && s->job_touch[job] == s->stamp) ||
+            (bound && (st->queued_bound.bits[job / 64] >> (job % 64)) & 1))
+            return k;
+        if (r->gpu_podmax > maxgpu || r->gpu_floor > totgpu)
+            continue;
+        const qfit *e = &s->qfit[r->fit];
+        if (drv_res_fits(e->podmax, s->maxfree) && drv_res_fits(e->floor, s->totfree))
+            return k;
+    }
+    return k < n ? k : n;
+}
+
+int32_t drv_ctx_queue_kept(const drv_ctx *c, uint64_t *list)
+{
+    *list = c->s->qlist;
+    return c->s->qkept;
+}
+
+/* Marks job as having a record (in) or not in s->inq. */
+static inline void inq_put(drv_sched *s, int32_t job, bool in)
+{
+    uint64_t bit = (uint64_t)1 << (job % 64);
+    if (in)
+        s->inq[job / 64] |= bit;
+    else
+        s->inq[job / 64] &= ~bit;
+}
+
+/* A record dropped: its job has none, its qfit entry is free. */
+static void drop_record(drv_sched *s, const drv_state *st, const qent *e)
+{
+    if (e->job < st->njobs)
+        inq_put(s, e->job, false);
+    s->qfree[s->nqfree++] = e->fit;
+    if (s->qsum_ok)
+        qsum_drop(s, &s->qfit[e->fit]);
+}
+
+/* Every record's job is still queued: no job left the queue of the state they were collected
+ * from since. */
+static bool records_stand(const drv_sched *s, const drv_state *st)
+{
+    return s->order_st == st && s->order_leaves == st->queue_leaves && s->norder <= st->nqueued;
+}
+
+/* Last cycle's records less the jobs that left the queue, in their order: O(1) when no job
+ * left the queue since they were collected (most cycles: nothing was admitted); else a pass
+ * that stops once it has dropped as many records as jobs left the queue since (each record
+ * dropped is of a job that left at least once), the rest moved as one block - the jobs
+ * admitted are mostly at the queue's head (on the Philly replay the last record dropped was
+ * the 9th of ~370 on average). pend, when not NULL, lists the records' jobs: it is kept so. */
+static int32_t keep_records(drv_sched *s, const drv_state *st, int32_t *pend)
+{
+    if (records_stand(s, st))
+        return s->norder;
+    int32_t nq = st->nqueued;
+    qent *rec = s->order;
+    int32_t npend = 0, i = 0;
+    /* At most this many records to drop: the state's leaves since, when it is the same state.
+     * The pass goes on while the records after it could not all be queued (a cheap check
+     * that the count is the state's). */
+    uint64_t left = s->order_st == st && st->queue_leaves >= s->order_leaves
+                        ? st->queue_leaves - s->order_leaves
+                        : UINT64_MAX;
+    const uint64_t *qbits = st->queued.bits; /* drv_state_is_queued, inline */
+    for (; i < s->norder && npend < nq && (left > 0 || npend + (s->norder - i) > nq); i++)
+        if (rec[i].job < st->njobs && (qbits[rec[i].job / 64] >> (rec[i].job % 64)) & 1) {
+            if (npend != i) {
+                rec[npend] = rec[i];
+                if (pend)
+                    pend[npend] = pend[i];
+            }
+            npend++;
+        } else {
+            drop_record(s, st, &rec[i]); /* left the queue */
+            left -= left > 0;
+        }
+    if (left == 0 && i < s->norder && npend < nq) { /* all that left dropped: the rest stand */
+        if (npend != i) {
+            memmove(&rec[npend], &rec[i], (size_t)(s->norder - i) * sizeof *rec);
+            if (pend)
+                memmove(&pend[npend], &pend[i], (size_t)(s->norder - i) * sizeof *pend);
+        }
+        npend += s->norder - i;
+        i = s->norder;
+    }
+    for (; i < s->norder; i++) /* all queued jobs found: the rest left */
+        drop_record(s, st, &rec[i]);
+    return npend;
+}
+
+/* Collects the queued jobs into s->order: last cycle's records of jobs still queued, in their
+ * order (keep_records), then newcomers in id order. The queue order is a total order (ties go
+ * by submit time, then id), so the sorted result does not depend on the order jobs are
+ * collected in. The queued set says which are still queued without reading the jobs; records
+ * stay in place. The newcomers are the queued set less the jobs with a record (s->inq), a word
+ * at a time over the set's non-empty words: O(records + queued / 64 + jobs / 4096), the first
+ * term only when some job left the queue. Returns how many came from last cycle's queue. Needs
+ * s->inq to cover every job. pend, when not NULL, lists the records' jobs and is kept so. */
+static int32_t collect(drv_sched *s, const drv_state *st, int32_t *pend)
+{
+    int32_t nq = st->nqueued;
+    qent *rec = s->order;
+    const uint64_t *qbits = st->queued.bits;
+    int32_t npend = keep_records(s, st, pend);
+    s->norder = npend;
+    s->order_st = st;
+    s->order_leaves = st->queue_leaves;
+    int32_t nold = npend;
+    int32_t nw = (st->njobs + 63) / 64;
+    for (int32_t sw = 0; sw < (nw + 63) / 64 && npend < nq; sw++)
+        for (uint64_t sb = st->queued.sum[sw]; sb && npend < nq; sb &= sb - 1) {
+            int32_t w = sw * 64 + __builtin_ctzll(sb);
+            for (uint64_t b = w < nw ? qbits[w] & ~s->inq[w] : 0; b && npend < nq; b &= b - 1) {
+                int32_t j = w * 64 + __builtin_ctzll(b);
+                rec[npend] = make_qent(s, st, j);
+                if (s->qsum_ok)
+                    qsum_add(s, &s->qfit[rec[npend].fit]);
+                npend++;
+                inq_put(s, j, true);
+            }
+        }
+    s->norder = npend;
+    return nold;
+}
+
+/* A lone keyed plugin: orders the records by (key, submit, id). Keys of jobs queued last cycle
+ * (the first nold) are kept when the plugin says they did not change: then only newcomers are
+ * asked. Returns true when the records are in order already, else fills idx with the sorted
+ * order of record indices. */
+static bool sort_keyed(drv_ctx *c, const drv_plugin *q0, void *q0s, int32_t nold, bool was_keyed,
+                       int32_t *idx, int32_t *tmp, int32_t *run)
+{
+    qent *rec = c->s->order;
+    int32_t npend = c->s->norder;
+    bool kept = was_keyed && q0->queue_kept && q0->queue_kept(c, q0s);
+    for (int32_t i = kept ? nold : 0; i < npend; i++)
+        rec[i].key = q0->queue_key(c, q0s, rec[i].job);
+    /* Most cycles collect the queue already in order: the merge sort would then only compare
+     * each boundary and merge nothing - the same as this one pass. With the keys kept, the
+     * first nold records are last cycle's sorted queue less the jobs that left, still in
+     * order (a subsequence of a sorted list is sorted): only the newcomers are checked. */
+    bool sorted = true;
+    int32_t from = kept && nold > 1 ? nold : 1, i = from;
+    for (; i < npend && sorted; i++)
+        sorted = qent_cmp(&rec[i - 1], &rec[i]) <= 0;
+    if (!sorted) {
+        for (int32_t k = 0; k < npend; k++)
+            idx[k] = k;
+        natural_sort_idx(rec, idx, tmp, run, npend, i - 1); /* in order before the descent */
+    }
+    return sorted;
+}
+
+/* Any other queue_order: sorts the job ids with the plugins' comparison (each keyed plugin's
+ * keys asked once per job, in the order queue_begin was handed the jobs), then rebuilds the
+ * records in that order. 0 or DRV_ENOMEM. */
+static int sort_by_plugins(drv_ctx *c, int32_t *pend, int32_t *tmp)
+{
+    drv_sched *s = c->s;
+    const drv_state *st = c->snap->st;
+    int32_t npend = s->norder;
+    for (int i = 0; i < s->nqo; i++) {
+        const drv_plugin *p = s->prof->use[DRV_PT_QUEUE_ORDER][s->qo[i]].p;
+        void *ps = s->ustate[DRV_PT_QUEUE_ORDER][s->qo[i]];
+        if (!p->queue_key)
+            continue;
+        if (drv_grow(&s->qkey[i], sizeof *s->qkey[i], &s->cap_qkey[i], st->njobs) != 0)
+            return DRV_ENOMEM;
+        for (int32_t k = 0; k < npend; k++)
+            s->qkey[i][pend[k]] = p->queue_key(c, ps, pend[k]);
+    }
+    merge_sort(c, pend, tmp, npend);
+    s->nqfit = s->nqfree = 0; /* every record made again: every entry free */
+    s->qsum_ok = false;
+    for (int32_t i = 0; i < npend; i++)
+        s->order[i] = make_qent(s, st, pend[i]);
+    return 0;
+}
+
+/* Puts the records in the sorted order idx: the other buffer takes them and becomes s->order;
+ * pend follows. 0 or DRV_ENOMEM. */
+static int adopt_order(drv_sched *s, const int32_t *idx, int32_t *pend)
+{
+    int32_t npend = s->norder;
+    if (drv_grow(&s->order2, sizeof *s->order2, &s->cap_order2, npend) != 0)
+        return DRV_ENOMEM;
+    for (int32_t i = 0; i < npend; i++) {
+        s->order2[i] = s->order[idx[i]];
+        pend[i] = s->order2[i].job;
+    }
+    qent *t = s->order;
+    int32_t tc = s->cap_order;
+    s->order = s->order2;
+    s->cap_order = s->cap_order2;
+    s->order2 = t;
+    s->cap_order2 = tc;
+    return 0;
+}
+
+int cycle_order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
+{
+    drv_sched *s = c->s;
+    const drv_state *st = c->snap->st;
+    const drv_profile *pr = s->prof;
+    int32_t nq = st->nqueued;
+    /* pend[0..norder) lists the records' jobs as the last cycle left them, and collect keeps
+     * it so as it drops records: then only newcomers are written (unless the order moved). */
+    bool pend_kept = s->pend_ok;
+    s->pend_ok = false; /* until this cycle's order is in it */
+    int32_t *tmp = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
+    int32_t *idx = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
+    int32_t *run = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
+    if (!tmp || !idx || !run || drv_grow(&s->pend, sizeof *s->pend, &s->cap_pend, nq + 1) != 0 ||
+        drv_grow(&s->order, sizeof *s->order, &s->cap_order, nq) != 0 || qfit_room(s, nq) != 0)
+        return DRV_ENOMEM;
+    int32_t *pend = s->pend;
+    int32_t inq_old = s->cap_inq;
+    if (drv_grow(&s->inq, sizeof *s->inq, &s->cap_inq, st->njobs / 64 + 1) != 0)
+        return DRV_ENOMEM;
+    if (s->cap_inq > inq_old) /* new jobs have no record */
+        memset(s->inq + inq_old, 0, (size_t)(s->cap_inq - inq_old) * sizeof *s->inq);
+    bool was_keyed = s->order_keyed;
+    int32_t was_use = s->order_use;
+    s->order_keyed = false; /* until this cycle's keys are in the records */
+    int32_t nold = collect(s, st, pend_kept ? pend : NULL);
+    int32_t npend = s->norder;
+    for (int32_t i = pend_kept ? nold : 0; i < npend; i++)
+        pend[i] = s->order[i].job;
+    s->qlist++; /* the list queue_begin is handed: last cycle's records kept, then newcomers */
+    s->qkept = nold;
+    for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++)
+        if (pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin)
+            pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin(c, s->ustate[DRV_PT_QUEUE_ORDER][i], pend,
+                                                          npend);
+    s->nqo = 0; /* the chain this cycle: plugins that order something */
+    for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++) {
+        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][i].p;
+        if (!p->queue_idle || !p->queue_idle(c, s->ustate[DRV_PT_QUEUE_ORDER][i]))
+            s->qo[s->nqo++] = i;
+    }
+    const drv_plugin *q0 = s->nqo > 0 ? pr->use[DRV_PT_QUEUE_ORDER][s->qo[0]].p : NULL;
+    void *q0s = s->nqo > 0 ? s->ustate[DRV_PT_QUEUE_ORDER][s->qo[0]] : NULL;
+    bool lone_key = s->nqo == 1 && q0->queue_key;
+    bool sorted = true;
+    if (lone_key) /* keys kept only from the same plugin's */
+        sorted = sort_keyed(c, q0, q0s, nold, was_keyed && was_use == s->qo[0], idx, tmp, run);
+    else if (sort_by_plugins(c, pend, tmp) != 0)
+        return DRV_ENOMEM;
+    if (!sorted && adopt_order(s, idx, pend) != 0)
+        return DRV_ENOMEM;
+    s->order_keyed = lone_key;
+    s->order_use = lone_key ? s->qo[0] : -1;
+    s->pend_ok = true;
+    *jobs = pend;
+    *n = npend;
+    return 0;
+}

@@ -33,6 +33,7 @@
  * makes); a colliding key replaces the entry. Bounded: SHAPES templates and bodies.
  */
 #include "ctrl.h"
+#include "jsontext.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -301,35 +302,6 @@ static shape *shape_new(const pod_render *r)
 
 /* ---- splicing ------------------------------------------------------------------------------- */
 
-/* Bytes of s escaped as jansson dumps a string (no quotes); -1: a byte outside ASCII (jansson
- * validates UTF-8 and may refuse: the caller falls back to it). Writes them to out unless NULL. */
-static long escaped(const char *s, char *out)
-{
-    static const char bytes[] = "\"\\\b\f\n\r\t", letters[] = "\"\\bfnrt";
-    long n = 0;
-    for (const uint8_t *p = (const uint8_t *)s; *p; p++) {
-        char e[8];
-        int k;
-        const char *short_form = strchr(bytes, *p); /* (*p is not the terminator here) */
-        if (*p >= 0x80)
-            return -1;
-        if (short_form) {
-            e[0] = '\\';
-            e[1] = letters[short_form - bytes];
-            k = 2;
-        } else if (*p < 0x20) {
-            k = snprintf(e, sizeof e, "\\u%04X", *p);
-        } else {
-            e[0] = (char)*p;
-            k = 1;
-        }
-        if (out)
-            memcpy(out + n, e, (size_t)k);
-        n += k;
-    }
-    return n;
-}
-
 /* sh's pieces with the values between them; NULL: out of memory, *fallback when a value cannot
  * be spliced. */
 static char *splice(const shape *sh, const char *const v[NSLOTS], bool *fallback)
@@ -343,7 +315,7 @@ static char *splice(const shape *sh, const char *const v[NSLOTS], bool *fallback
         if (s < 0)
             continue;
         if (vlen[s] == -2)
-            vlen[s] = v[s] ? escaped(v[s], NULL) : -1;
+            vlen[s] = v[s] ? drv_json_escaped(v[s], true, NULL) : -1;
         if (vlen[s] < 0) {
             *fallback = true;
             return NULL;
@@ -358,7 +330,7 @@ static char *splice(const shape *sh, const char *const v[NSLOTS], bool *fallback
         memcpy(o, sh->text + pc->off, pc->len);
         o += pc->len;
         if (pc->slot >= 0)
-            o += escaped(v[pc->slot], o);
+            o += drv_json_escaped(v[pc->slot], true, o);
     }
     *o = 0;
     return out;

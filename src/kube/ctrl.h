@@ -260,20 +260,21 @@ typedef struct ctrl_intake {
 /* What a binder thread renders a pod creation's body from: copied from the mirror by the
  * scheduler thread when it queues the creation, so that the binder reads nothing the scheduler
  * thread may change meanwhile (the mirror's records and string table grow and are freed under
- * it). One allocation (pod_render_new); the template text follows the struct. */
+ * it). One allocation (pod_render_new): the strings follow the struct, a few hundred bytes in
+ * all (fixed arrays made it 1.8 kB, a page fault every other pod in a burst of creations). */
 typedef struct pod_render {
-    const char *tmpl;   /* the role's pod template (JSON text, in this allocation); NULL: {} */
+    const char *tmpl;   /* the role's pod template (JSON text); NULL: {} */
     const char *sched;  /* spec.schedulerName: c->scheduler, fixed before the threads start */
-    char ns[256];       /* the job's namespace */
-    char job[256];      /* the TrainingJob's name */
-    char pod[600];      /* the pod's name (ctrl_pod_name) */
-    char node[256];     /* spec.nodeName (a DNS subdomain: at most 253); "": unbound */
-    char uid[64];       /* the TrainingJob's uid (its pods' owner reference) */
+    const char *ns;     /* the job's namespace */
+    const char *job;    /* the TrainingJob's name */
+    const char *pod;    /* the pod's name (ctrl_pod_name) */
+    const char *node;   /* spec.nodeName; "": unbound */
+    const char *uid;    /* the TrainingJob's uid (its pods' owner reference) */
     int role, rank;     /* the pod's role and index in it */
-    drv_peer_job peers; /* the peer environment's inputs; .ns, .name point at ns, job above */
+    drv_peer_job peers; /* the peer environment's inputs; .ns, .name are ns, job above */
     int64_t cpu_limit;  /* a wanted CPU limit (ctrl_resize.c, millicores); <= 0: none */
-    char *path;         /* the namespace's pods, where the creation is POSTed (in this
-                           allocation, after the template); NULL in a render filled by hand */
+    char *path;         /* the namespace's pods, where the creation is POSTed; NULL in a render
+                           filled by hand (tests) */
     char *pod_path;     /* path + "/" + pod (the same) */
 } pod_render;
 

@@ -80,6 +80,14 @@ void ctrl_pod_name(drv_ctrl *c, int32_t slot, char *buf, size_t n)
     pod_name(c, slot, jr->members ? "" : ctrl_name_str(c, jr->name, name, sizeof name), buf, n);
 }
 
+/* Copies s to *tail, which it advances past the terminator; returns the copy. */
+static const char *copy(char **tail, const char *s)
+{
+    char *at = *tail;
+    *tail = stpcpy(at, s) + 1;
+    return at;
+}
+
 /* What slot s's creation, bound to node (or not: -1), is rendered from: a copy of the mirror's
  * part (pod_render), so the binder thread renders the body without reading the mirror, and the
  * paths it is sent to. O(the template's length): a copy, no parse; two look-ups of names (the
@@ -90,41 +98,35 @@ static pod_render *pod_render_new(drv_ctrl *c, int32_t s, int32_t node)
     const drv_state *st = &c->mirror.st;
     const drv_pod *p = &st->pods[s];
     const job_record *jr = &c->mirror.jobs[p->job];
-    const char *tmpl = jr->tmpl[p->role];
     char ns[256], job[256], pod[600];
     drv_peer_job peers;
     ctrl_lifecycle_pod_peers(c, s, &peers, ns, job, sizeof ns);
     pod_name(c, s, job, pod, sizeof pod);
-    size_t k = tmpl ? strlen(tmpl) + 1 : 0, lns = strlen(ns), lpod = strlen(pod);
+    const char *tmpl = jr->tmpl[p->role];
+    const char *nn = node >= 0 ? drv_strtab_str(st->names, st->nodes[node].name) : "";
+    size_t lns = strlen(ns), lpod = strlen(pod);
     size_t lpath = sizeof pre - 1 + lns + sizeof post - 1;
-    pod_render *r = drv_malloc(sizeof *r + k + lpath + 1 + lpath + 1 + lpod + 1);
+    size_t n = (tmpl ? strlen(tmpl) + 1 : 0) + lpath + 1 + lpath + 1 + lpod + 1 + lns + 1 +
+               strlen(job) + 1 + lpod + 1 + strlen(nn) + 1 + strlen(jr->uid) + 1;
+    pod_render *r = drv_malloc(sizeof *r + n);
     if (!r)
         return NULL;
-    memset(r, 0, sizeof *r);
+    *r = (pod_render){.sched = c->scheduler,
+                      .role = p->role,
+                      .rank = p->index,
+                      .peers = peers,
+                      .cpu_limit = c->mirror.pods[s].want_cpu_limit};
     char *tail = (char *)(r + 1);
-    if (tmpl)
-        r->tmpl = memcpy(tail, tmpl, k);
-    r->path = tail + k; /* "/api/v1/namespaces/<ns>/pods", then that and "/<pod>" */
-    memcpy(r->path, pre, sizeof pre - 1);
-    memcpy(r->path + sizeof pre - 1, ns, lns);
-    memcpy(r->path + sizeof pre - 1 + lns, post, sizeof post);
-    r->pod_path = r->path + lpath + 1;
-    memcpy(r->pod_path, r->path, lpath);
-    r->pod_path[lpath] = '/';
-    memcpy(r->pod_path + lpath + 1, pod, lpod + 1);
-    r->sched = c->scheduler;
-    memcpy(r->ns, ns, lns + 1);
-    snprintf(r->job, sizeof r->job, "%s", job);
-    memcpy(r->pod, pod, lpod + 1);
-    if (node >= 0)
-        snprintf(r->node, sizeof r->node, "%s", drv_strtab_str(st->names, st->nodes[node].name));
-    snprintf(r->uid, sizeof r->uid, "%s", jr->uid);
-    r->role = p->role;
-    r->rank = p->index;
-    r->peers = peers;
-    r->peers.ns = r->ns;
-    r->peers.name = r->job;
-    r->cpu_limit = c->mirror.pods[s].want_cpu_limit;
+    r->tmpl = tmpl ? copy(&tail, tmpl) : NULL;
+    r->path = tail; /* "/api/v1/namespaces/<ns>/pods", then that and "/<pod>" */
+    tail = stpcpy(stpcpy(stpcpy(tail, pre), ns), post) + 1;
+    r->pod_path = tail;
+    tail = stpcpy(stpcpy(stpcpy(tail, r->path), "/"), pod) + 1;
+    r->peers.ns = r->ns = copy(&tail, ns);
+    r->peers.name = r->job = copy(&tail, job);
+    r->pod = copy(&tail, pod);
+    r->node = copy(&tail, nn);
+    r->uid = copy(&tail, jr->uid);
     return r;
 }
 

@@ -218,14 +218,35 @@ int drv_peers_apply(const drv_peer_job *j, int role, int rank, json_t *pod, drv_
     return rc ? drv_fail(d, rc, "out of memory") : 0;
 }
 
-json_t *drv_peers_service(const drv_peer_job *j, const char *uid)
+/* Appends s as a JSON string (quoted, escaped); false when out of memory. */
+static bool put_string(drv_kbuf *b, const char *s)
 {
-    return json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:[{s:s, s:s, s:s, s:s, s:b, s:b}]},"
-                     " s:{s:s, s:b, s:{s:s}, s:[{s:s, s:i, s:i}]}}",
-                     "apiVersion", "v1", "kind", "Service", "metadata", "name", j->name,
-                     "namespace", j->ns, "labels", "drover.dev/job", j->name, "ownerReferences",
-                     "apiVersion", "drover.dev/v1alpha1", "kind", "TrainingJob", "name", j->name,
-                     "uid", uid, "controller", 1, "blockOwnerDeletion", 1, "spec", "clusterIP",
-                     "None", "publishNotReadyAddresses", 1, "selector", "drover.dev/job", j->name,
-                     "ports", "name", "peers", "port", port_of(j), "targetPort", port_of(j));
+    return puts_(b, "\"") && drv_kbuf_put_escaped(b, s) && puts_(b, "\"");
+}
+
+char *drv_peers_service_json(const drv_peer_job *j, const char *uid)
+{
+    /* json_pack's insertion order, compact: what was built with jansson and dumped before
+     * (test_peers compares); a name jansson would refuse (not UTF-8) is refused here too. */
+    if (!is_text(j->name) || !is_text(j->ns) || !is_text(uid))
+        return NULL;
+    char ports[96];
+    snprintf(ports, sizeof ports,
+             "\"ports\":[{\"name\":\"peers\",\"port\":%d,\"targetPort\":%d}]}}", port_of(j),
+             port_of(j));
+    drv_kbuf b = {0};
+    bool ok = puts_(&b, "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":") &&
+              put_string(&b, j->name) && puts_(&b, ",\"namespace\":") && put_string(&b, j->ns) &&
+              puts_(&b, ",\"labels\":{\"drover.dev/job\":") && put_string(&b, j->name) &&
+              puts_(&b, "},\"ownerReferences\":[{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":"
+                        "\"TrainingJob\",\"name\":") &&
+              put_string(&b, j->name) && puts_(&b, ",\"uid\":") && put_string(&b, uid) &&
+              puts_(&b, ",\"controller\":true,\"blockOwnerDeletion\":true}]},\"spec\":{"
+                        "\"clusterIP\":\"None\",\"publishNotReadyAddresses\":true,\"selector\":{"
+                        "\"drover.dev/job\":") &&
+              put_string(&b, j->name) && puts_(&b, "},") && puts_(&b, ports);
+    if (ok)
+        return b.p;
+    drv_free(b.p);
+    return NULL;
 }

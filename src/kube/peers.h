@@ -67,8 +67,11 @@ int drv_peers_variables(const drv_peer_job *j, int role, int rank, const char *n
                         char values[5][512], char **tf_config);
 
 /* The job's headless Service (clusterIP None, publishNotReadyAddresses, selecting the job's
- * pods by drover.dev/job), owned by the TrainingJob of that uid. NULL when out of memory. */
-json_t *drv_peers_service(const drv_peer_job *j, const char *uid);
+ * pods by drover.dev/job), owned by the TrainingJob of that uid, as compact JSON text
+ * (drv_malloc'd; the caller frees it). Written as text (once per job, on the scheduler thread:
+ * a tree built and dumped was most of its cost of queueing a job's creations). NULL when out of
+ * memory or when a name is not UTF-8. */
+char *drv_peers_service_json(const drv_peer_job *j, const char *uid);
 
 /* TF_CONFIG of role/rank as compact JSON (drv_malloc'd; the caller frees it), or NULL when out
  * of memory. */

@@ -272,7 +272,7 @@ static shape *shape_new(const pod_render *r)
                  'A' + i);
     tree_strings s = {m[SLOT_NAME], m[SLOT_NS], m[SLOT_JOB], m[SLOT_UID], m[SLOT_RANK]};
     pod_render mr = *r; /* (the node a marker too: pod_tree writes r->node) */
-    snprintf(mr.node, sizeof mr.node, "%s", r->node[0] ? m[SLOT_NODE] : "");
+    mr.node = r->node[0] ? m[SLOT_NODE] : "";
     int marks = 5 + (r->node[0] != 0) + 1 /* the owner reference's name: both SLOT_JOB */;
     drv_diag d = {{0}};
     int peers_rc = 0;

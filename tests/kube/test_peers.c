@@ -140,7 +140,10 @@ static void service_is_headless_and_owned(void **state)
 {
     (void)state;
     drv_peer_job j = tf_job();
-    json_t *svc = drv_peers_service(&j, "uid-1");
+    char *text = drv_peers_service_json(&j, "uid-1");
+    assert_non_null(text);
+    json_t *svc = json_loads(text, 0, NULL);
+    drv_free(text);
     assert_non_null(svc);
     json_t *spec = json_object_get(svc, "spec");
     assert_string_equal(json_string_value(json_object_get(spec, "clusterIP")), "None");
@@ -252,6 +255,48 @@ static void tf_config_text_is_the_tree_dumped(void **state)
     assert_true(refused > 0 && refused < compared);
 }
 
+/* The Service as text against the tree it was built as before (jansson, dumped compact), for
+ * names needing escapes, outside ASCII and not UTF-8 (refused by both). */
+static void service_text_is_the_tree_dumped(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"mnist", "a\"b\\c\td\x01/e", "caf\xc3\xa9", "bad\xff"};
+    int compared = 0, refused = 0;
+    for (size_t n = 0; n < sizeof names / sizeof *names; n++)
+        for (int port = 0; port < 2; port++)
+            for (int fw = 0; fw < 2; fw++) {
+                drv_peer_job j = {.ns = n == 1 ? "n\"s" : "ml",
+                                  .name = names[n],
+                                  .framework = (drv_framework)fw,
+                                  .port = port ? 8080 : 0};
+                const char *uid = n == 2 ? "u\xc3\xa9" : "uid-\"1";
+                int p = j.port > 0                      ? j.port
+                        : fw == DRV_FRAMEWORK_ALLREDUCE ? DRV_PEERS_MASTER_PORT
+                                                        : DRV_PEERS_TF_PORT;
+                json_t *svc = json_pack(
+                    "{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:[{s:s, s:s, s:s, s:s, s:b, s:b}]},"
+                    " s:{s:s, s:b, s:{s:s}, s:[{s:s, s:i, s:i}]}}",
+                    "apiVersion", "v1", "kind", "Service", "metadata", "name", j.name, "namespace",
+                    j.ns, "labels", "drover.dev/job", j.name, "ownerReferences", "apiVersion",
+                    "drover.dev/v1alpha1", "kind", "TrainingJob", "name", j.name, "uid", uid,
+                    "controller", 1, "blockOwnerDeletion", 1, "spec", "clusterIP", "None",
+                    "publishNotReadyAddresses", 1, "selector", "drover.dev/job", j.name, "ports",
+                    "name", "peers", "port", p, "targetPort", p);
+                char *want = svc ? json_dumps(svc, JSON_COMPACT) : NULL;
+                json_decref(svc);
+                char *got = drv_peers_service_json(&j, uid);
+                if (!want != !got)
+                    fail_msg("name %zu: %s only", n, want ? "the tree" : "the text");
+                if (want && strcmp(want, got) != 0)
+                    fail_msg("name %zu:\nwant %s\ngot  %s", n, want, got);
+                compared++;
+                refused += !want;
+                free(want);
+                drv_free(got);
+            }
+    assert_true(refused > 0 && refused < compared);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -261,6 +306,7 @@ int main(void)
         cmocka_unit_test(apply_sets_hostname_and_replaces_stale_env),
         cmocka_unit_test(allreduce_job_gets_ranks),
         cmocka_unit_test(service_is_headless_and_owned),
+        cmocka_unit_test(service_text_is_the_tree_dumped),
         cmocka_unit_test(bad_templates_and_long_names_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -50,18 +50,23 @@ static const char *const JOBS[] = {"mnist", "a\"b\\c\td\x01", "caf\xc3\xa9",
                                    "a-job-name-long-enough-that-its-pods-hostnames-exceed-63"};
 enum { NJOBS = sizeof JOBS / sizeof JOBS[0] };
 
+/* The strings a filled render points at (one render at a time). */
+static char pod_name[600], node_name[64], uid[64];
+
 static void fill(pod_render *r, const char *tmpl, int job, int framework, int role, int rank,
                  bool bound, int64_t limit)
 {
     memset(r, 0, sizeof *r);
     r->tmpl = tmpl;
     r->sched = "drover";
-    snprintf(r->ns, sizeof r->ns, "%s", job == 1 ? "n\"s" : "ml");
-    snprintf(r->job, sizeof r->job, "%s", JOBS[job]);
-    snprintf(r->pod, sizeof r->pod, "%s-%s-%d", JOBS[job], drv_role_name(role), rank);
-    if (bound)
-        snprintf(r->node, sizeof r->node, "node-%d%s", rank, job == 1 ? "\n" : "");
-    snprintf(r->uid, sizeof r->uid, "uid-%d", job);
+    r->ns = job == 1 ? "n\"s" : "ml";
+    r->job = JOBS[job];
+    snprintf(pod_name, sizeof pod_name, "%s-%s-%d", JOBS[job], drv_role_name(role), rank);
+    r->pod = pod_name;
+    snprintf(node_name, sizeof node_name, "node-%d%s", rank, job == 1 ? "\n" : "");
+    r->node = bound ? node_name : "";
+    snprintf(uid, sizeof uid, "uid-%d", job);
+    r->uid = uid;
     r->role = role;
     r->rank = rank;
     r->peers.ns = r->ns;

@@ -440,13 +440,12 @@ static void *binder_main(void *arg)
             r.body = podbody_render(b->bodies, r.render);
         ctrl_event e = {.kind = EV_ANSWER};
         send_request(t, &r, &e);
-        char what[1300];
-        snprintf(what, sizeof what, "the answer to %s %s",
-                 r.request == REQ_DELETE   ? "DELETE"
-                 : r.request == REQ_RESIZE ? "PATCH"
-                                           : "POST",
-                 r.path);
-        ctrl_events_push(t->c, &e, what);
+        /* (what names it only when it cannot be pushed: no text formatted per request) */
+        ctrl_events_push(t->c, &e,
+                         r.request == REQ_DELETE   ? "the answer to a pod's DELETE"
+                         : r.request == REQ_RESIZE ? "the answer to a pod's resize PATCH"
+                         : r.request == REQ_BIND   ? "the answer to a pod's binding POST"
+                                                   : "the answer to a pod's creation POST");
         request_free(&r);
     }
     return NULL;

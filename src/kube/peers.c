@@ -8,7 +8,10 @@
  *   {"cluster":{"chief":["mnist-chief-0.mnist.ml.svc:2222"],
  *               "ps":["mnist-ps-0.mnist.ml.svc:2222"],
  *               "worker":["mnist-worker-0.mnist.ml.svc:2222","mnist-worker-1.mnist.ml.svc:2222"]},
- *    "task":{"type":"worker","index":1},"environment":"cloud"}
+ *    "environment":"cloud","task":{"index":1,"type":"worker"}}
+ * (keys sorted, as jansson's JSON_SORT_KEYS wrote it when it was built as a tree). TF_CONFIG and
+ * the Service are written as text (jsontext.h): they are rendered per pod and per job while a
+ * burst of creations goes out, and a tree built and dumped was most of that cost.
  * Source of the conventions: Kubeflow's TFJob and PyTorchJob operators and TensorFlow's
  * TF_CONFIG documentation (the evaluator is outside the training cluster).
  */

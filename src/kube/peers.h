@@ -9,9 +9,9 @@
  *   address   <job>-<role>-<rank>.<job>.<namespace>.svc:<port>
  *             (the pod's hostname and subdomain, resolved by the job's headless Service <job>)
  *
- * TensorFlow jobs (any of PS, Chief, Worker, Evaluator) get TF_CONFIG:
- *   {"cluster":{"chief":[...],"ps":[...],"worker":[...]},"task":{"type":"worker","index":1},
- *    "environment":"cloud"}
+ * TensorFlow jobs (any of PS, Chief, Worker, Evaluator) get TF_CONFIG (keys sorted):
+ *   {"cluster":{"chief":[...],"ps":[...],"worker":[...]},"environment":"cloud",
+ *    "task":{"index":1,"type":"worker"}}
  * The evaluator is not part of the training cluster (as in TensorFlow's and Kubeflow's
  * convention); it only sees its own task.
  *

@@ -297,6 +297,36 @@ static void service_text_is_the_tree_dumped(void **state)
     assert_true(refused > 0 && refused < compared);
 }
 
+/* Every allocation of the texts failing in turn: NULL (nothing leaked: the sanitizer build
+ * says), or the same text as when none fails. */
+static void texts_under_failing_allocations(void **state)
+{
+    (void)state;
+    drv_peer_job j = tf_job();
+    j.replicas[DRV_ROLE_WORKER] = 40; /* (TF_CONFIG past the first buffer: it grows) */
+    for (int which = 0; which < 2; which++) {
+        char *want = which ? drv_peers_service_json(&j, "uid-1")
+                           : drv_peers_tf_config(&j, DRV_ROLE_WORKER, 3);
+        assert_non_null(want);
+        int failed = 0;
+        for (long nth = 1; nth < 100; nth++) {
+            drv_alloc_fail_at(nth);
+            char *got = which ? drv_peers_service_json(&j, "uid-1")
+                              : drv_peers_tf_config(&j, DRV_ROLE_WORKER, 3);
+            long pending = drv_alloc_fail_pending();
+            drv_alloc_fail_at(0);
+            if (got)
+                assert_string_equal(got, want);
+            failed += !got;
+            drv_free(got);
+            if (pending > 0)
+                break; /* (fewer than nth allocations) */
+        }
+        assert_true(failed > 0);
+        drv_free(want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -307,6 +337,7 @@ int main(void)
         cmocka_unit_test(allreduce_job_gets_ranks),
         cmocka_unit_test(service_is_headless_and_owned),
         cmocka_unit_test(service_text_is_the_tree_dumped),
+        cmocka_unit_test(texts_under_failing_allocations),
         cmocka_unit_test(bad_templates_and_long_names_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -756,6 +756,42 @@ static void test_held_requests_go_in_batches(void **state)
     close_ctrl(c, batch);
 }
 
+/* A staged request the queue has no room for (its growth fails at the flush) is answered as
+ * failed: the assumption undone, nothing in flight, and it is sent when placed again. */
+static void test_unqueued_request_answered_as_failed(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_cw1);
+    ctrl_event *batch = NULL;
+    int32_t cap = 0;
+    drv_ctrl *c = open_ctrl_idle(&batch, &cap, f, NULL);
+    drv_state *st = &c->mirror.st;
+    int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
+    int32_t node = c->mirror.node_of[ctrl_name_find(c, "node-a")];
+    ctrl_binder_hold(c);
+    drv_state_bind(st, s, node);
+    assert_int_equal(ctrl_binder_place(c, s, node), 0);
+    assert_null(c->binder.queue[QUEUE_URGENT].v); /* (staged: the queue never grew yet) */
+    drv_alloc_fail_at(1);                         /* the queue's first growth */
+    ctrl_binder_flush(c);
+    assert_int_equal(drv_alloc_fail_pending(), 0);
+    drv_alloc_fail_at(0);
+    bind_queue *q = &c->binder.queue[QUEUE_URGENT];
+    assert_int_equal(q->n - q->head, 0);
+    take_answers(c, &batch, &cap, 1);
+    assert_int_equal(c->mirror.pods[s].inflight, REQ_NONE);
+    assert_int_equal(st->pods[s].node, -1);
+    drv_state_bind(st, s, node);
+    assert_int_equal(ctrl_binder_place(c, s, node), 0); /* (not held: queued at once) */
+    assert_int_equal(q->n - q->head, 1);
+    drv_diag d = {{0}};
+    assert_int_equal(ctrl_binder_start(c, &d), 0);
+    take_answers(c, &batch, &cap, 1);
+    assert_int_equal(drv_ctrl_get_stats(c).created_bound, 1);
+    close_ctrl(c, batch);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -772,6 +808,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_template_node_name_ignored, setup, teardown),
         cmocka_unit_test_setup_teardown(test_creation_body_copied_when_queued, setup, teardown),
         cmocka_unit_test_setup_teardown(test_held_requests_go_in_batches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unqueued_request_answered_as_failed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_echo_of_a_creation_asks_no_cycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_answer_of_a_peer_recreation_asks_a_cycle, setup,
                                         teardown),

@@ -280,8 +280,9 @@ typedef struct pod_render {
 
 /* podbody.c: a pod creation's body from r (drv_malloc'd), or NULL when out of memory.
  * podbody_dump parses, edits and dumps r's template; podbody_render gives the same bytes from a
- * shape cached in pc (rendered once per template, role, bound and limited; thread-safe), and
- * falls back to podbody_dump for what a shape cannot render (pc NULL: always). */
+ * shape cached in pc (rendered once per template, role, bound and limited; thread-safe) and a
+ * TensorFlow job's TF_CONFIG cluster part cached there too (written once per job), and falls
+ * back to podbody_dump for what a shape cannot render (pc NULL: always). */
 typedef struct podbody_cache podbody_cache;
 char *podbody_dump(const pod_render *r);
 char *podbody_render(podbody_cache *pc, const pod_render *r);

@@ -124,18 +124,42 @@ static int put_cluster(drv_kbuf *b, const drv_peer_job *j, int role, int rank)
     return puts_(b, "}") ? 0 : DRV_ENOMEM;
 }
 
-char *drv_peers_tf_config(const drv_peer_job *j, int role, int rank)
+/* TF_CONFIG's start, {"cluster":{...}, for role/rank (the same for every role but the
+ * evaluator); NULL when an address cannot be written or out of memory. */
+static char *tf_start(const drv_peer_job *j, int role, int rank)
 {
     drv_kbuf b = {0};
-    char task[96];
-    snprintf(task, sizeof task,
-             ",\"environment\":\"cloud\",\"task\":{\"index\":%d,\"type\":\"%s\"}}", rank,
-             drv_peers_role(j, role));
     int rc = puts_(&b, "{\"cluster\":") ? put_cluster(&b, j, role, rank) : DRV_ENOMEM;
-    if (rc == 0 && puts_(&b, task))
+    if (rc == 0)
         return b.p;
     drv_free(b.p);
     return NULL;
+}
+
+char *drv_peers_tf_cluster(const drv_peer_job *j)
+{
+    return tf_start(j, DRV_ROLE_WORKER, 0);
+}
+
+void drv_peers_tf_task(const drv_peer_job *j, int role, int rank, char buf[DRV_PEERS_TASK_MAX])
+{
+    snprintf(buf, DRV_PEERS_TASK_MAX,
+             ",\"environment\":\"cloud\",\"task\":{\"index\":%d,\"type\":\"%s\"}}", rank,
+             drv_peers_role(j, role));
+}
+
+char *drv_peers_tf_config(const drv_peer_job *j, int role, int rank)
+{
+    char task[DRV_PEERS_TASK_MAX], *start = tf_start(j, role, rank);
+    drv_peers_tf_task(j, role, rank, task);
+    size_t ls = start ? strlen(start) : 0, lt = strlen(task);
+    char *out = start ? drv_realloc(start, ls + lt + 1) : NULL;
+    if (!out) {
+        drv_free(start);
+        return NULL;
+    }
+    memcpy(out + ls, task, lt + 1);
+    return out;
 }
 
 /* Sets name=value in a container's env array, replacing an entry of the same name. */

@@ -77,4 +77,12 @@ char *drv_peers_service_json(const drv_peer_job *j, const char *uid);
  * of memory. */
 char *drv_peers_tf_config(const drv_peer_job *j, int role, int rank);
 
+/* TF_CONFIG in two parts, so that what all of a job's pods share is written once per job
+ * (podbody.c caches it): for every role but the evaluator, TF_CONFIG is the cluster part
+ * ({"cluster":{...}: drv_malloc'd, the caller frees it; NULL as drv_peers_tf_config) followed
+ * by the task part (,"environment":"cloud","task":{...}}, written to buf). */
+enum { DRV_PEERS_TASK_MAX = 96 };
+char *drv_peers_tf_cluster(const drv_peer_job *j);
+void drv_peers_tf_task(const drv_peer_job *j, int role, int rank, char buf[DRV_PEERS_TASK_MAX]);
+
 #endif

@@ -156,6 +156,41 @@ static void test_values_parse_back(void **unused)
 }
 
 /* Every allocation of a render fails in turn: NULL or the right body, no leak (ASan). */
+/* TF_CONFIG's cluster part is kept per job (podbody.c): a job scaled, given another port, or
+ * another job of the same name in another namespace, gets its own, never the one kept. */
+static void test_cluster_part_follows_the_job(void **unused)
+{
+    (void)unused;
+    podbody_cache *pc = podbody_cache_new();
+    assert_non_null(pc);
+    static const char *const spaces[] = {"ml", "ml", "ml", "other", "ml"};
+    static const int workers[] = {3, 5, 5, 5, 3}, ports[] = {0, 0, 7000, 7000, 0};
+    char *first = NULL;
+    for (int k = 0; k < 5; k++) {
+        pod_render r;
+        fill(&r, TEMPLATES[1], 0, DRV_FRAMEWORK_TENSORFLOW, DRV_ROLE_WORKER, 1, true, 0);
+        r.ns = r.peers.ns = spaces[k];
+        r.peers.replicas[DRV_ROLE_WORKER] = workers[k];
+        r.peers.port = ports[k];
+        char *want = podbody_dump(&r), *got = podbody_render(pc, &r);
+        assert_non_null(want);
+        assert_non_null(got);
+        if (strcmp(want, got) != 0)
+            fail_msg("case %d:\nwant %s\ngot  %s", k, want, got);
+        if (k == 0)
+            first = got;
+        else if (k == 4) /* (back to the first job as it was: the same body again) */
+            assert_string_equal(got, first);
+        else
+            assert_string_not_equal(got, first);
+        if (got != first)
+            drv_free(got);
+        drv_free(want);
+    }
+    drv_free(first);
+    podbody_cache_free(pc);
+}
+
 static void test_alloc_failures(void **unused)
 {
     (void)unused;
@@ -196,6 +231,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_bytes),
         cmocka_unit_test(test_values_parse_back),
+        cmocka_unit_test(test_cluster_part_follows_the_job),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -246,7 +246,9 @@ int drv_kube_new(drv_kube **out, const drv_kube_config *cfg, drv_diag *d)
         }
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", k->cfg.token);
         struct curl_slist *h = curl_slist_append(k->hdr, auth);
-        k->hdr = h ? h : NULL;
+        if (!h) /* (a failed append leaves the list as it was: freed here, not leaked) */
+            curl_slist_free_all(k->hdr);
+        k->hdr = h;
     }
     k->h = curl_easy_init();
     if (!k->hdr || !k->h) {

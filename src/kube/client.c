@@ -23,10 +23,20 @@
 #include <strings.h>
 #include <time.h>
 
+/* Header lists kept per content type (NCTYPES; a client sends one or two: JSON, and a patch
+ * type); a request with another builds its own. */
+enum { NCTYPES = 4 };
+
 struct drv_kube {
     drv_kube_config cfg; /* copied, with defaults filled in */
-    CURL *h;             /* for plain requests */
+    CURL *h;             /* for plain requests (one at a time: the fields below serve it) */
     struct curl_slist *hdr;
+    /* hdr and "Content-Type: <ctype[i]>", built at a body's first request of that type and
+     * reused (libcurl reads the list at each request and keeps no copy); ctype[i] NULL: unused */
+    struct curl_slist *hdr_ct[NCTYPES];
+    char *ctype[NCTYPES];
+    char *url; /* the last plain request's URL, rewritten in place (url_cap bytes) */
+    size_t url_cap;
     drv_token_bucket tb;
     drv_rng rng;
     long requests, retries;
@@ -201,6 +211,9 @@ static int check_token(const drv_kube_config *c, drv_diag *d)
     return 0;
 }
 
+static size_t on_body(char *data, size_t size, size_t nmemb, void *arg);
+static size_t on_header(char *data, size_t sz, size_t nm, void *arg);
+
 int drv_kube_new(drv_kube **out, const drv_kube_config *cfg, drv_diag *d)
 {
     *out = NULL;
@@ -233,7 +246,9 @@ int drv_kube_new(drv_kube **out, const drv_kube_config *cfg, drv_diag *d)
         }
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", k->cfg.token);
         struct curl_slist *h = curl_slist_append(k->hdr, auth);
-        k->hdr = h ? h : NULL;
+        if (!h) /* (a failed append leaves the list as it was: freed here, not leaked) */
+            curl_slist_free_all(k->hdr);
+        k->hdr = h;
     }
     k->h = curl_easy_init();
     if (!k->hdr || !k->h) {
@@ -245,6 +260,9 @@ int drv_kube_new(drv_kube **out, const drv_kube_config *cfg, drv_diag *d)
         drv_kube_free(k);
         return rc;
     }
+    curl_easy_setopt(k->h, CURLOPT_WRITEFUNCTION, on_body); /* (their data: per request) */
+    curl_easy_setopt(k->h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(k->h, CURLOPT_TIMEOUT, (long)k->cfg.timeout_s);
     if (k->cfg.insecure && !strncmp(k->cfg.server, "https://", 8))
         drv_log(DRV_LOG_WARN,
                 "%s: insecure-skip-tls-verify is set: the server's certificate "
@@ -273,6 +291,11 @@ void drv_kube_free(drv_kube *k)
     if (k->h)
         curl_easy_cleanup(k->h);
     curl_slist_free_all(k->hdr);
+    for (int i = 0; i < NCTYPES; i++) {
+        curl_slist_free_all(k->hdr_ct[i]);
+        drv_free(k->ctype[i]);
+    }
+    drv_free(k->url);
     drv_kube_config_fini(&k->cfg);
     drv_free(k);
 }
@@ -342,6 +365,7 @@ typedef struct rbuf {
     /* A list page: a 2xx body goes to this decoder as it arrives instead of into body. */
     drv_list_decoder *list;
     CURL *h;
+    bool unread;   /* a 2xx body nobody reads (no out, no list): not kept; others are */
     int list_rc;   /* the decoder's first error (its message in d) */
     bool streamed; /* bytes reached the decoder: items may have been handed on */
     drv_diag *d;
@@ -352,8 +376,10 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 {
     rbuf *b = arg;
     long code = 0;
-    if (b->list && !b->streamed)
+    if ((b->list && !b->streamed) || b->unread)
         curl_easy_getinfo(b->h, CURLINFO_RESPONSE_CODE, &code);
+    if (b->unread && code >= 200 && code < 300)
+        return size * nmemb;
     if (!b->list || (!b->streamed && (code < 200 || code >= 300)) || b->body.n)
         return drv_kbuf_write(data, size, nmemb, &b->body);
     b->streamed = true;
@@ -409,6 +435,50 @@ static bool retryable(const char *method, long status, CURLcode cc)
     return !post && (status == 500 || status == 502 || status == 503 || status == 504);
 }
 
+/* The server's URL and path, in k->url (grown as needed); NULL when out of memory. */
+static const char *request_url(drv_kube *k, const char *path)
+{
+    size_t ns = strlen(k->cfg.server), np = strlen(path);
+    if (ns + np + 1 > k->url_cap) {
+        char *u = drv_realloc(k->url, ns + np + 1);
+        if (!u)
+            return NULL;
+        k->url = u;
+        k->url_cap = ns + np + 1;
+    }
+    memcpy(k->url, k->cfg.server, ns);
+    memcpy(k->url + ns, path, np + 1);
+    return k->url;
+}
+
+/* k->hdr and "Content-Type: <ctype>" (NULL: application/json) for a request with a body: k's
+ * list for that type, built at its first use; a type past NCTYPES gets a list of its own in
+ * *own, which the caller frees. NULL when out of memory. */
+static struct curl_slist *body_headers(drv_kube *k, const char *ctype, struct curl_slist **own)
+{
+    if (!ctype)
+        ctype = "application/json";
+    int i = 0;
+    while (i < NCTYPES && k->ctype[i] && strcmp(k->ctype[i], ctype) != 0)
+        i++;
+    if (i < NCTYPES && k->ctype[i])
+        return k->hdr_ct[i];
+    char ct[160];
+    snprintf(ct, sizeof ct, "Content-Type: %s", ctype);
+    struct curl_slist *hdr = NULL, *more = NULL;
+    for (const struct curl_slist *h = k->hdr; h; h = h->next, hdr = more)
+        if (!(more = curl_slist_append(hdr, h->data)))
+            break;
+    if (!more || !(more = curl_slist_append(hdr, ct))) {
+        curl_slist_free_all(hdr); /* (a failed append leaves the list as it was) */
+        return NULL;
+    }
+    hdr = more;
+    if (i == NCTYPES || !(k->ctype[i] = drv_strdup(ctype)))
+        return *own = hdr;
+    return k->hdr_ct[i] = hdr;
+}
+
 /* drv_kube_request; with list, a 2xx answer is fed to it as it arrives (and *out is unused). A
  * failure after items were handed on is not retried: the caller lists again; with a decoder
  * that hands nothing on (no callback), the page is read again from the start. */
@@ -420,23 +490,11 @@ static int request(drv_kube *k, const char *method, const char *path, const char
         *out = NULL;
     if (status)
         *status = 0;
-    size_t ulen = strlen(k->cfg.server) + strlen(path) + 1;
-    char *url = drv_malloc(ulen);
-    if (!url)
+    const char *url = request_url(k, path);
+    struct curl_slist *own = NULL, *hdr = body ? body_headers(k, ctype, &own) : k->hdr;
+    if (!url || !hdr)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
-    snprintf(url, ulen, "%s%s", k->cfg.server, path);
-    char ct[160];
-    snprintf(ct, sizeof ct, "Content-Type: %s", ctype ? ctype : "application/json");
-    struct curl_slist *hdr = NULL;
-    for (const struct curl_slist *h = k->hdr; h; h = h->next)
-        hdr = curl_slist_append(hdr, h->data);
-    if (body)
-        hdr = curl_slist_append(hdr, ct);
-    if (!hdr) {
-        drv_free(url);
-        return drv_fail(d, DRV_ENOMEM, "out of memory");
-    }
-    rbuf b = {.list = list, .h = k->h, .d = d};
+    rbuf b = {.list = list, .h = k->h, .unread = !out && !list, .d = d};
     int rc = 0;
     long code = 0;
     for (int attempt = 0;; attempt++) {
@@ -454,11 +512,8 @@ static int request(drv_kube *k, const char *method, const char *path, const char
         }
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, strcmp(method, "GET") ? method : NULL);
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &b); /* (the callbacks: set once, drv_kube_new) */
         curl_easy_setopt(h, CURLOPT_HEADERDATA, &b);
-        curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)k->cfg.timeout_s);
         k->requests++;
         CURLcode cc = curl_easy_perform(h);
         code = 0;
@@ -515,8 +570,7 @@ static int request(drv_kube *k, const char *method, const char *path, const char
                           je.text);
     }
     drv_free(b.body.p);
-    drv_free(url);
-    curl_slist_free_all(hdr);
+    curl_slist_free_all(own);
     return rc;
 }
 

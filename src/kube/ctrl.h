@@ -260,24 +260,29 @@ typedef struct ctrl_intake {
 /* What a binder thread renders a pod creation's body from: copied from the mirror by the
  * scheduler thread when it queues the creation, so that the binder reads nothing the scheduler
  * thread may change meanwhile (the mirror's records and string table grow and are freed under
- * it). One allocation (pod_render_new); the template text follows the struct. */
+ * it). One allocation (pod_render_new): the strings follow the struct, a few hundred bytes in
+ * all (fixed arrays made it 1.8 kB, a page fault every other pod in a burst of creations). */
 typedef struct pod_render {
-    const char *tmpl;   /* the role's pod template (JSON text, in this allocation); NULL: {} */
+    const char *tmpl;   /* the role's pod template (JSON text); NULL: {} */
     const char *sched;  /* spec.schedulerName: c->scheduler, fixed before the threads start */
-    char ns[256];       /* the job's namespace */
-    char job[256];      /* the TrainingJob's name */
-    char pod[600];      /* the pod's name (ctrl_pod_name) */
-    char node[256];     /* spec.nodeName (a DNS subdomain: at most 253); "": unbound */
-    char uid[64];       /* the TrainingJob's uid (its pods' owner reference) */
+    const char *ns;     /* the job's namespace */
+    const char *job;    /* the TrainingJob's name */
+    const char *pod;    /* the pod's name (ctrl_pod_name) */
+    const char *node;   /* spec.nodeName; "": unbound */
+    const char *uid;    /* the TrainingJob's uid (its pods' owner reference) */
     int role, rank;     /* the pod's role and index in it */
-    drv_peer_job peers; /* the peer environment's inputs; .ns, .name point at ns, job above */
+    drv_peer_job peers; /* the peer environment's inputs; .ns, .name are ns, job above */
     int64_t cpu_limit;  /* a wanted CPU limit (ctrl_resize.c, millicores); <= 0: none */
+    char *path;         /* the namespace's pods, where the creation is POSTed; NULL in a render
+                           filled by hand (tests) */
+    char *pod_path;     /* path + "/" + pod (the same) */
 } pod_render;
 
 /* podbody.c: a pod creation's body from r (drv_malloc'd), or NULL when out of memory.
  * podbody_dump parses, edits and dumps r's template; podbody_render gives the same bytes from a
- * shape cached in pc (rendered once per template, role, bound and limited; thread-safe), and
- * falls back to podbody_dump for what a shape cannot render (pc NULL: always). */
+ * shape cached in pc (rendered once per template, role, bound and limited; thread-safe) and a
+ * TensorFlow job's TF_CONFIG cluster part cached there too (written once per job), and falls
+ * back to podbody_dump for what a shape cannot render (pc NULL: always). */
 typedef struct podbody_cache podbody_cache;
 char *podbody_dump(const pod_render *r);
 char *podbody_render(podbody_cache *pc, const pod_render *r);
@@ -285,7 +290,8 @@ podbody_cache *podbody_cache_new(void); /* NULL: out of memory */
 void podbody_cache_free(podbody_cache *pc);
 int64_t podbody_spliced(podbody_cache *pc); /* bodies podbody_render spliced (not fallen back) */
 
-/* A request queued for the binder threads (owned strings). */
+/* A request queued for the binder threads (owned strings, but path and pod_path of a creation:
+ * they are render's). */
 typedef struct bind_request {
     int32_t slot, node; /* node -1: unbound creation, or a deletion */
     int8_t request;     /* REQ_CREATE, REQ_BIND, REQ_DELETE, REQ_RESIZE */
@@ -322,6 +328,12 @@ typedef struct ctrl_binder {
     binder_thread *threads;
     int nthreads;
     podbody_cache *bodies; /* the creations' pod shapes (its own lock); NULL: parsed per pod */
+    /* Between ctrl_binder_hold and ctrl_binder_flush (a cycle's requests), requests gather here
+     * (the scheduler thread's alone: no lock) and reach the queues in batches of at most
+     * HELD_MAX under one lock: one lock and one wake-up per batch rather than per pod. */
+    bool held;
+    bind_request *staged;
+    int32_t nstaged, cap_staged;
 } ctrl_binder;
 
 /* A TrainingJob status the writer is to write. */
@@ -585,6 +597,11 @@ void ctrl_shared_fini(drv_ctrl *c);
 void ctrl_pod_name(drv_ctrl *c, int32_t slot, char *buf, size_t n);
 int ctrl_binder_create(drv_ctrl *c, int32_t slot, int32_t node); /* node -1: unbound */
 int ctrl_binder_place(drv_ctrl *c, int32_t slot, int32_t node);
+/* From hold to flush, requests are handed to the binder threads in batches (ctrl_binder.c);
+ * flush hands over the rest. (One the queues have no room for is answered as failed, its
+ * assumption undone as for any failure.) Scheduler thread. */
+void ctrl_binder_hold(drv_ctrl *c);
+void ctrl_binder_flush(drv_ctrl *c);
 int ctrl_binder_delete(drv_ctrl *c, int32_t slot);
 /* PATCHes slot's pods/resize with body (owned from now) through the binder threads. */
 int ctrl_binder_resize(drv_ctrl *c, int32_t slot, char *body);

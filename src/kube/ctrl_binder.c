@@ -14,9 +14,16 @@
  * A creation's body is rendered by the binder thread that sends it (the role's template with
  * the pod's names, labels, owner reference, nodeName, peer environment and CPU limit: podbody.c
  * splices them into a shape rendered once per template), from a pod_render the scheduler
- * thread fills when it queues the creation: a copy of what the body needs, so a binder thread
- * never reads the mirror, which the scheduler thread changes meanwhile. (On the scheduler
- * thread, that rendering was a quarter of its CPU while the binder threads waited.)
+ * thread fills when it queues the creation: a copy of what the body needs, and its paths, in
+ * one allocation, so a binder thread never reads the mirror, which the scheduler thread changes
+ * meanwhile. (On the scheduler thread, that rendering was a quarter of its CPU while the
+ * binder threads waited.)
+ *
+ * A cycle's requests are handed over in batches (ctrl_binder_hold .. ctrl_binder_flush): they
+ * gather in binder.staged, on the scheduler thread alone, and every HELD_MAX of them, and the
+ * rest at the flush, go to the queues under one lock with one wake-up. In e2e_bind, 2,000
+ * creations in one cycle took a lock and woke a binder thread each; the binders still start
+ * after the first 64.
  *
  * At most one request per pod is out at a time: a pod to be deleted while its creation is out
  * is deleted once that is answered (delete_after), and a pod is not created or bound while its
@@ -48,7 +55,8 @@ static char *pod_path(drv_ctrl *c, int32_t s)
     return drv_strdup(path);
 }
 
-void ctrl_pod_name(drv_ctrl *c, int32_t slot, char *buf, size_t n)
+/* Slot s's pod name, its job's name given (job_name) for the names Drover gives (no look-up). */
+static void pod_name(drv_ctrl *c, int32_t slot, const char *job_name, char *buf, size_t n)
 {
     const drv_pod *p = &c->mirror.st.pods[slot];
     const job_record *jr = &c->mirror.jobs[p->job];
@@ -59,105 +67,197 @@ void ctrl_pod_name(drv_ctrl *c, int32_t slot, char *buf, size_t n)
         snprintf(buf, n, "%s", slash ? slash + 1 : name);
         return;
     }
-    ctrl_name_str(c, c->mirror.jobs[p->job].name, name, sizeof name);
     /* (peers.h's names: an all-reduce job's chief is its master) */
-    bool master = p->role == DRV_ROLE_CHIEF && c->mirror.jobs[p->job].allreduce;
-    snprintf(buf, n, "%s-%s-%d", name, master ? "master" : drv_role_name(p->role), p->index);
+    bool master = p->role == DRV_ROLE_CHIEF && jr->allreduce;
+    snprintf(buf, n, "%s-%s-%d", job_name, master ? "master" : drv_role_name(p->role), p->index);
+}
+
+void ctrl_pod_name(drv_ctrl *c, int32_t slot, char *buf, size_t n)
+{
+    char name[600];
+    const drv_pod *p = &c->mirror.st.pods[slot];
+    const job_record *jr = &c->mirror.jobs[p->job];
+    pod_name(c, slot, jr->members ? "" : ctrl_name_str(c, jr->name, name, sizeof name), buf, n);
+}
+
+/* Copies s to *tail, which it advances past the terminator; returns the copy. */
+static const char *copy(char **tail, const char *s)
+{
+    char *at = *tail;
+    *tail = stpcpy(at, s) + 1;
+    return at;
 }
 
 /* What slot s's creation, bound to node (or not: -1), is rendered from: a copy of the mirror's
- * part (pod_render), so the binder thread renders the body without reading the mirror. O(the
- * template's length): a copy, no parse. NULL: out of memory. */
+ * part (pod_render), so the binder thread renders the body without reading the mirror, and the
+ * paths it is sent to. O(the template's length): a copy, no parse; two look-ups of names (the
+ * job's namespace and name). NULL: out of memory. */
 static pod_render *pod_render_new(drv_ctrl *c, int32_t s, int32_t node)
 {
+    static const char pre[] = "/api/v1/namespaces/", post[] = "/pods";
     const drv_state *st = &c->mirror.st;
     const drv_pod *p = &st->pods[s];
     const job_record *jr = &c->mirror.jobs[p->job];
+    char ns[256], job[256], pod[600];
+    drv_peer_job peers;
+    ctrl_lifecycle_pod_peers(c, s, &peers, ns, job, sizeof ns);
+    pod_name(c, s, job, pod, sizeof pod);
     const char *tmpl = jr->tmpl[p->role];
-    size_t k = tmpl ? strlen(tmpl) + 1 : 0;
-    pod_render *r = drv_malloc(sizeof *r + k);
+    const char *nn = node >= 0 ? drv_strtab_str(st->names, st->nodes[node].name) : "";
+    size_t lns = strlen(ns), lpod = strlen(pod);
+    size_t lpath = sizeof pre - 1 + lns + sizeof post - 1;
+    size_t n = (tmpl ? strlen(tmpl) + 1 : 0) + lpath + 1 + lpath + 1 + lpod + 1 + lns + 1 +
+               strlen(job) + 1 + lpod + 1 + strlen(nn) + 1 + strlen(jr->uid) + 1;
+    pod_render *r = drv_malloc(sizeof *r + n);
     if (!r)
         return NULL;
-    memset(r, 0, sizeof *r);
-    if (tmpl)
-        r->tmpl = memcpy((char *)(r + 1), tmpl, k);
-    r->sched = c->scheduler;
-    ctrl_pod_name(c, s, r->pod, sizeof r->pod);
-    if (node >= 0)
-        snprintf(r->node, sizeof r->node, "%s", drv_strtab_str(st->names, st->nodes[node].name));
-    snprintf(r->uid, sizeof r->uid, "%s", jr->uid);
-    r->role = p->role;
-    r->rank = p->index;
-    ctrl_lifecycle_pod_peers(c, s, &r->peers, r->ns, r->job, sizeof r->ns);
-    r->cpu_limit = c->mirror.pods[s].want_cpu_limit;
+    *r = (pod_render){.sched = c->scheduler,
+                      .role = p->role,
+                      .rank = p->index,
+                      .peers = peers,
+                      .cpu_limit = c->mirror.pods[s].want_cpu_limit};
+    char *tail = (char *)(r + 1);
+    r->tmpl = tmpl ? copy(&tail, tmpl) : NULL;
+    r->path = tail; /* "/api/v1/namespaces/<ns>/pods", then that and "/<pod>" */
+    tail = stpcpy(stpcpy(stpcpy(tail, pre), ns), post) + 1;
+    r->pod_path = tail;
+    tail = stpcpy(stpcpy(stpcpy(tail, r->path), "/"), pod) + 1;
+    r->peers.ns = r->ns = copy(&tail, ns);
+    r->peers.name = r->job = copy(&tail, job);
+    r->pod = copy(&tail, pod);
+    r->node = copy(&tail, nn);
+    r->uid = copy(&tail, jr->uid);
     return r;
 }
 
-/* Frees what a request owns. */
+/* Frees what a request owns (a creation's paths are its render's). */
 static void request_free(bind_request *r)
 {
-    drv_free(r->path);
+    if (!r->render) {
+        drv_free(r->path);
+        drv_free(r->pod_path);
+    }
     drv_free(r->body);
-    drv_free(r->pod_path);
     drv_free(r->render);
 }
 
-/* Queues one request about slot s (path, body and render then the queue's; body NULL for a
- * deletion and a creation, which has render instead) and marks it in flight. */
-static int enqueue(drv_ctrl *c, int32_t s, int32_t node, int8_t request, char *path, char *body,
-                   pod_render *render)
+/* The queue a request waits in. */
+static bind_queue *queue_of(ctrl_binder *b, const bind_request *r)
+{
+    return &b->queue[r->request == REQ_CREATE && r->node < 0 ? QUEUE_BACKGROUND : QUEUE_URGENT];
+}
+
+enum { HELD_MAX = 64 }; /* requests gathered before a batch goes (ctrl_binder.held) */
+
+/* A request that was never queued, answered as failed: its assumption is undone. */
+static void answer_unsent(drv_ctrl *c, const bind_request *r, const char *what)
+{
+    ctrl_event e = {.kind = EV_ANSWER, .t = drv_clock_mono()};
+    e.u.answer.slot = r->slot;
+    e.u.answer.node = r->node;
+    e.u.answer.request = r->request;
+    e.u.answer.sent = e.u.answer.done = e.t;
+    ctrl_events_push(c, &e, what);
+}
+
+/* Hands the staged requests to the binder threads: one lock, one wake-up. Those the queues
+ * have no room for are answered as failed (the answer undoes each one's assumption, as for a
+ * request the API refused), and logged. */
+static void hand_over(drv_ctrl *c)
 {
     ctrl_binder *b = &c->binder;
-    char *own = pod_path(c, s);
-    bind_queue *q = &b->queue[request == REQ_CREATE && node < 0 ? QUEUE_BACKGROUND : QUEUE_URGENT];
+    int32_t n = b->nstaged, i = 0;
+    if (n == 0)
+        return;
     pthread_mutex_lock(&b->mu);
-    if (q->head == q->n)
-        q->head = q->n = 0;
+    for (; i < n; i++) {
+        bind_queue *q = queue_of(b, &b->staged[i]);
+        if (q->head == q->n)
+            q->head = q->n = 0;
+        if (drv_grow(&q->v, sizeof *q->v, &q->cap, q->n + 1) != 0)
+            break;
+        q->v[q->n++] = b->staged[i];
+    }
+    if (n > 1)
+        pthread_cond_broadcast(&b->cv);
+    else
+        pthread_cond_signal(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    b->nstaged = 0;
+    for (int32_t k = i; k < n; k++) {
+        answer_unsent(c, &b->staged[k], "an unqueued request's answer");
+        request_free(&b->staged[k]);
+    }
+    if (i < n)
+        drv_log(DRV_LOG_ERROR, "out of memory: %d requests to the API server not sent", n - i);
+}
+
+void ctrl_binder_hold(drv_ctrl *c)
+{
+    c->binder.held = true;
+}
+
+void ctrl_binder_flush(drv_ctrl *c)
+{
+    c->binder.held = false;
+    hand_over(c);
+}
+
+/* Queues one request about slot s (path, own, body and render then the queue's; body NULL for
+ * a deletion and a creation, which has render instead; own: the pod's path) and marks it in
+ * flight. While held (ctrl_binder_hold) it is staged, and a full batch goes. DRV_ENOMEM when
+ * it could not be staged (nothing in flight); once staged, a failure is its answer's. */
+static int enqueue(drv_ctrl *c, int32_t s, int32_t node, int8_t request, char *path, char *own,
+                   char *body, pod_render *render)
+{
+    ctrl_binder *b = &c->binder;
     bind_request r = {s, node, request, path, body, own, render};
     bool ok = (request == REQ_CREATE ? render != NULL : body || request == REQ_DELETE) && path &&
-              own && drv_grow(&q->v, sizeof *q->v, &q->cap, q->n + 1) == 0;
-    if (ok) {
-        q->v[q->n++] = r;
-        pthread_cond_signal(&b->cv);
-    }
-    pthread_mutex_unlock(&b->mu);
+              own && drv_grow(&b->staged, sizeof *b->staged, &b->cap_staged, b->nstaged + 1) == 0;
     if (!ok) {
         request_free(&r);
         return DRV_ENOMEM;
     }
+    b->staged[b->nstaged++] = r;
     c->mirror.pods[s].inflight = request;
     c->mirror.pods[s].inflight_node = request == REQ_BIND || request == REQ_CREATE ? node : -1;
+    if (!b->held || b->nstaged >= HELD_MAX)
+        hand_over(c);
     return 0;
 }
 
 /* Hands slot s's creation, bound to node (or unbound: -1), to the binder threads. */
 int ctrl_binder_create(drv_ctrl *c, int32_t slot, int32_t node)
 {
-    char path[1200];
-    pods_path(c, c->mirror.jobs[c->mirror.st.pods[slot].job].ns, path, sizeof path);
     ctrl_lifecycle_service(c, c->mirror.st.pods[slot].job); /* with its first pods */
-    return enqueue(c, slot, node, REQ_CREATE, drv_strdup(path), NULL,
-                   pod_render_new(c, slot, node));
+    pod_render *r = pod_render_new(c, slot, node);
+    return enqueue(c, slot, node, REQ_CREATE, r ? r->path : NULL, r ? r->pod_path : NULL, NULL, r);
+}
+
+/* s and suffix, allocated; NULL when s is or when out of memory. */
+static char *suffixed(const char *s, const char *suffix)
+{
+    char *out = s ? drv_malloc(strlen(s) + strlen(suffix) + 1) : NULL;
+    if (out)
+        sprintf(out, "%s%s", s, suffix);
+    return out;
 }
 
 static int bind(drv_ctrl *c, int32_t slot, int32_t node)
 {
     const drv_state *st = &c->mirror.st;
-    char path[1200], pod[600], ns[256];
+    char pod[600], ns[256];
     ctrl_name_str(c, c->mirror.jobs[st->pods[slot].job].ns, ns, sizeof ns);
     ctrl_pod_name(c, slot, pod, sizeof pod);
-    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/binding", ns, pod);
+    char *own = pod_path(c, slot), *path = suffixed(own, "/binding");
     char *body = drv_kube_binding_json(ns, pod, drv_strtab_str(st->names, st->nodes[node].name));
-    return enqueue(c, slot, node, REQ_BIND, drv_strdup(path), body, NULL);
+    return enqueue(c, slot, node, REQ_BIND, path, own, body, NULL);
 }
 
 int ctrl_binder_resize(drv_ctrl *c, int32_t slot, char *body)
 {
-    char *own = pod_path(c, slot), *path = NULL;
-    if (own && (path = drv_malloc(strlen(own) + sizeof "/resize")) != NULL)
-        sprintf(path, "%s/resize", own);
-    drv_free(own);
-    return enqueue(c, slot, -1, REQ_RESIZE, path, body, NULL);
+    char *own = pod_path(c, slot);
+    return enqueue(c, slot, -1, REQ_RESIZE, suffixed(own, "/resize"), own, body, NULL);
 }
 
 /* A pod being deleted holds its node's room until it is gone or finished, like
@@ -207,7 +307,8 @@ int ctrl_binder_delete(drv_ctrl *c, int32_t slot)
         return 0;
     }
     hold_room(c, slot);
-    int rc = enqueue(c, slot, -1, REQ_DELETE, pod_path(c, slot), NULL, NULL);
+    char *own = pod_path(c, slot);
+    int rc = enqueue(c, slot, -1, REQ_DELETE, suffixed(own, ""), own, NULL, NULL);
     if (rc == 0 && p->exists == 1) {
         p->exists = 2;
         p->delete_assumed = true;
@@ -339,13 +440,12 @@ static void *binder_main(void *arg)
             r.body = podbody_render(b->bodies, r.render);
         ctrl_event e = {.kind = EV_ANSWER};
         send_request(t, &r, &e);
-        char what[1300];
-        snprintf(what, sizeof what, "the answer to %s %s",
-                 r.request == REQ_DELETE   ? "DELETE"
-                 : r.request == REQ_RESIZE ? "PATCH"
-                                           : "POST",
-                 r.path);
-        ctrl_events_push(t->c, &e, what);
+        /* (what names it only when it cannot be pushed: no text formatted per request) */
+        ctrl_events_push(t->c, &e,
+                         r.request == REQ_DELETE   ? "the answer to a pod's DELETE"
+                         : r.request == REQ_RESIZE ? "the answer to a pod's resize PATCH"
+                         : r.request == REQ_BIND   ? "the answer to a pod's binding POST"
+                                                   : "the answer to a pod's creation POST");
         request_free(&r);
     }
     return NULL;
@@ -357,16 +457,16 @@ static void *binder_main(void *arg)
 void ctrl_binder_drop_queued(drv_ctrl *c)
 {
     ctrl_binder *b = &c->binder;
+    for (int32_t i = 0; i < b->nstaged; i++) { /* (not queued yet: the same) */
+        answer_unsent(c, &b->staged[i], "a dropped request's answer");
+        request_free(&b->staged[i]);
+    }
+    b->nstaged = 0;
     pthread_mutex_lock(&b->mu);
     for (int k = 0; k < NQUEUES; k++) {
         bind_queue *q = &b->queue[k];
         for (int32_t i = q->head; i < q->n; i++) {
-            ctrl_event e = {.kind = EV_ANSWER, .t = drv_clock_mono()};
-            e.u.answer.slot = q->v[i].slot;
-            e.u.answer.node = q->v[i].node;
-            e.u.answer.request = q->v[i].request;
-            e.u.answer.sent = e.u.answer.done = e.t;
-            ctrl_events_push(c, &e, "a dropped request's answer");
+            answer_unsent(c, &q->v[i], "a dropped request's answer");
             request_free(&q->v[i]);
         }
         q->head = q->n = 0;
@@ -534,6 +634,11 @@ void ctrl_binder_fini(drv_ctrl *c)
     drv_free(b->threads);
     podbody_cache_free(b->bodies);
     b->bodies = NULL;
+    for (int32_t i = 0; i < b->nstaged; i++)
+        request_free(&b->staged[i]);
+    drv_free(b->staged);
+    b->staged = NULL;
+    b->nstaged = b->cap_staged = 0;
     for (int k = 0; k < NQUEUES; k++) {
         bind_queue *q = &b->queue[k];
         for (int32_t i = q->head; i < q->n; i++)

@@ -416,6 +416,7 @@ int ctrl_cycle_run(drv_ctrl *c)
     if (c->o.metrics)
         drv_metric_observe(c->counters.cycle_s, t_decide - t_start);
     ctrl_count(c, &c->counters.stats.cycles, 1);
+    ctrl_binder_hold(c); /* (the cycle's requests go in batches: one lock, one wake-up each) */
     if (rc == 0) {
         for (int32_t i = 0; i < dv.n; i++)
             assume(c, &dv.v[i]);
@@ -424,6 +425,7 @@ int ctrl_cycle_run(drv_ctrl *c)
     int32_t *pos = rc == 0 ? queue_positions(st) : NULL;
     if (rc == 0)
         rc = reconcile(c, pos);
+    ctrl_binder_flush(c);
     if (rc == 0) {
         ctrl_progress_publish(c);
         ctrl_shared_queue_status(c);

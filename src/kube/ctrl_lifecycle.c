@@ -532,14 +532,12 @@ void ctrl_lifecycle_service(drv_ctrl *c, int32_t j)
     char ns[256], name[256];
     drv_peer_job pj;
     peer_job(c, j, &pj, ns, name, sizeof ns);
-    json_t *svc = drv_peers_service(&pj, jr->uid);
-    char *text = svc ? json_dumps(svc, JSON_COMPACT) : NULL;
-    json_decref(svc);
+    char *text = drv_peers_service_json(&pj, jr->uid);
     char path[400];
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/services", ns);
     if (!text || ctrl_writer_post(c, path, text, true) != 0)
         drv_log(DRV_LOG_ERROR, "out of memory: the Service of %s/%s not created", ns, name);
-    free(text);
+    drv_free(text);
 }
 
 /* Finished jobs past ttlSecondsAfterFinished are deleted; a job past its activeDeadlineSeconds

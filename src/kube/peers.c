@@ -8,13 +8,17 @@
  *   {"cluster":{"chief":["mnist-chief-0.mnist.ml.svc:2222"],
  *               "ps":["mnist-ps-0.mnist.ml.svc:2222"],
  *               "worker":["mnist-worker-0.mnist.ml.svc:2222","mnist-worker-1.mnist.ml.svc:2222"]},
- *    "task":{"type":"worker","index":1},"environment":"cloud"}
+ *    "environment":"cloud","task":{"index":1,"type":"worker"}}
+ * (keys sorted, as jansson's JSON_SORT_KEYS wrote it when it was built as a tree). TF_CONFIG and
+ * the Service are written as text (jsontext.h): they are rendered per pod and per job while a
+ * burst of creations goes out, and a tree built and dumped was most of that cost.
  * Source of the conventions: Kubeflow's TFJob and PyTorchJob operators and TensorFlow's
  * TF_CONFIG documentation (the evaluator is outside the training cluster).
  */
 #include "peers.h"
 
 #include "json.h"
+#include "jsontext.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,52 +48,117 @@ int drv_peers_pod_name(const drv_peer_job *j, int role, int rank, char *buf, siz
     return 0;
 }
 
-/* "<pod>.<job>.<ns>.svc:<port>" as a new JSON string, or NULL. */
-static json_t *address(const drv_peer_job *j, int role, int rank)
+/* TF_CONFIG is written as text rather than built with jansson and dumped (that was most of a
+ * pod body's rendering in e2e_bind): the same bytes as json_dumps(JSON_COMPACT |
+ * JSON_SORT_KEYS) of {"cluster":{<role>:[<address>...]...},"task":{"type":..,"index":..},
+ * "environment":"cloud"}, which tests/kube/test_peers.c checks against jansson for names that
+ * need escapes, that are outside ASCII or too long. O(the text's length). */
+
+static bool puts_(drv_kbuf *b, const char *s)
 {
-    char pod[DNS_LABEL_MAX + 1], buf[512];
-    if (drv_peers_pod_name(j, role, rank, pod, sizeof pod) != 0)
-        return NULL;
-    snprintf(buf, sizeof buf, "%s.%s.%s.svc:%d", pod, j->name, j->ns, port_of(j));
-    return json_string(buf);
+    return drv_kbuf_put(b, s, strlen(s));
 }
 
-/* {"chief":[...],"ps":[...],"worker":[...]}: every role but the evaluator. */
-static json_t *cluster_spec(const drv_peer_job *j)
+/* True when s is text jansson takes as a string: ASCII, or else valid UTF-8 (jansson checks;
+ * only names outside ASCII pay for it). */
+static bool is_text(const char *s)
 {
-    json_t *cluster = json_object();
-    for (int r = 0; cluster && r < DRV_NROLES; r++) {
+    for (const uint8_t *p = (const uint8_t *)s; *p; p++)
+        if (*p >= 0x80) {
+            json_t *x = json_string(s);
+            json_decref(x);
+            return x != NULL;
+        }
+    return true;
+}
+
+/* Appends "<pod>.<job>.<ns>.svc:<port>" as a JSON string; 0, 1 when it cannot be (a pod name
+ * longer than a DNS label, or not UTF-8: jansson was given no string) or DRV_ENOMEM. */
+static int put_address(drv_kbuf *b, const drv_peer_job *j, int role, int rank)
+{
+    char pod[DNS_LABEL_MAX + 1], port[24];
+    if (drv_peers_pod_name(j, role, rank, pod, sizeof pod) != 0 || !is_text(j->name) ||
+        !is_text(j->ns))
+        return 1;
+    snprintf(port, sizeof port, ".svc:%d\"", port_of(j));
+    bool ok = puts_(b, "\"") && drv_kbuf_put_escaped(b, pod) && puts_(b, ".") &&
+              drv_kbuf_put_escaped(b, j->name) && puts_(b, ".") && drv_kbuf_put_escaped(b, j->ns) &&
+              puts_(b, port);
+    return ok ? 0 : DRV_ENOMEM;
+}
+
+/* Appends the "cluster" object: every role but the evaluator with replicas, in the order of
+ * their names (JSON_SORT_KEYS), or the evaluator's own address alone. 0, or 1 (an address
+ * that cannot be written: no TF_CONFIG) or DRV_ENOMEM. */
+static int put_cluster(drv_kbuf *b, const drv_peer_job *j, int role, int rank)
+{
+    if (role == DRV_ROLE_EVALUATOR) { /* (an address jansson refused left the list empty) */
+        if (!puts_(b, "{\"evaluator\":["))
+            return DRV_ENOMEM;
+        int rc = put_address(b, j, role, rank);
+        return rc < 0 ? rc : puts_(b, "]}") ? 0 : DRV_ENOMEM;
+    }
+    int order[DRV_NROLES], n = 0;
+    for (int r = 0; r < DRV_NROLES; r++) {
         if (r == DRV_ROLE_EVALUATOR || j->replicas[r] <= 0)
             continue;
-        json_t *list = json_array();
-        if (!list || json_object_set_new(cluster, drv_peers_role(j, r), list) != 0)
-            goto fail;
-        for (int i = 0; i < j->replicas[r]; i++)
-            if (json_array_append_new(list, address(j, r, i)) != 0)
-                goto fail;
+        int k = n++;
+        for (; k > 0 && strcmp(drv_peers_role(j, order[k - 1]), drv_peers_role(j, r)) > 0; k--)
+            order[k] = order[k - 1];
+        order[k] = r;
     }
-    return cluster;
-fail:
-    json_decref(cluster);
+    if (!puts_(b, "{"))
+        return DRV_ENOMEM;
+    for (int k = 0; k < n; k++) {
+        int r = order[k];
+        if (!puts_(b, k ? ",\"" : "\"") || !puts_(b, drv_peers_role(j, r)) || !puts_(b, "\":["))
+            return DRV_ENOMEM;
+        for (int i = 0; i < j->replicas[r]; i++) {
+            int rc = i && !puts_(b, ",") ? DRV_ENOMEM : put_address(b, j, r, i);
+            if (rc)
+                return rc;
+        }
+        if (!puts_(b, "]"))
+            return DRV_ENOMEM;
+    }
+    return puts_(b, "}") ? 0 : DRV_ENOMEM;
+}
+
+/* TF_CONFIG's start, {"cluster":{...}, for role/rank (the same for every role but the
+ * evaluator); NULL when an address cannot be written or out of memory. */
+static char *tf_start(const drv_peer_job *j, int role, int rank)
+{
+    drv_kbuf b = {0};
+    int rc = puts_(&b, "{\"cluster\":") ? put_cluster(&b, j, role, rank) : DRV_ENOMEM;
+    if (rc == 0)
+        return b.p;
+    drv_free(b.p);
     return NULL;
+}
+
+char *drv_peers_tf_cluster(const drv_peer_job *j)
+{
+    return tf_start(j, DRV_ROLE_WORKER, 0);
+}
+
+void drv_peers_tf_task(const drv_peer_job *j, int role, int rank, char buf[DRV_PEERS_TASK_MAX])
+{
+    snprintf(buf, DRV_PEERS_TASK_MAX,
+             ",\"environment\":\"cloud\",\"task\":{\"index\":%d,\"type\":\"%s\"}}", rank,
+             drv_peers_role(j, role));
 }
 
 char *drv_peers_tf_config(const drv_peer_job *j, int role, int rank)
 {
-    json_t *cluster = role == DRV_ROLE_EVALUATOR ? json_object() : cluster_spec(j);
-    if (!cluster)
+    char task[DRV_PEERS_TASK_MAX], *start = tf_start(j, role, rank);
+    drv_peers_tf_task(j, role, rank, task);
+    size_t ls = start ? strlen(start) : 0, lt = strlen(task);
+    char *out = start ? drv_realloc(start, ls + lt + 1) : NULL;
+    if (!out) {
+        drv_free(start);
         return NULL;
-    if (role == DRV_ROLE_EVALUATOR) {
-        json_t *self = json_array();
-        json_array_append_new(self, address(j, role, rank));
-        json_object_set_new(cluster, "evaluator", self);
     }
-    json_t *tf = json_pack("{s:o, s:{s:s, s:i}, s:s}", "cluster", cluster, "task", "type",
-                           drv_peers_role(j, role), "index", rank, "environment", "cloud");
-    if (!tf)
-        return NULL;
-    char *out = drv_json_dump(tf, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(tf);
+    memcpy(out + ls, task, lt + 1);
     return out;
 }
 
@@ -176,14 +245,35 @@ int drv_peers_apply(const drv_peer_job *j, int role, int rank, json_t *pod, drv_
     return rc ? drv_fail(d, rc, "out of memory") : 0;
 }
 
-json_t *drv_peers_service(const drv_peer_job *j, const char *uid)
+/* Appends s as a JSON string (quoted, escaped); false when out of memory. */
+static bool put_string(drv_kbuf *b, const char *s)
 {
-    return json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:[{s:s, s:s, s:s, s:s, s:b, s:b}]},"
-                     " s:{s:s, s:b, s:{s:s}, s:[{s:s, s:i, s:i}]}}",
-                     "apiVersion", "v1", "kind", "Service", "metadata", "name", j->name,
-                     "namespace", j->ns, "labels", "drover.dev/job", j->name, "ownerReferences",
-                     "apiVersion", "drover.dev/v1alpha1", "kind", "TrainingJob", "name", j->name,
-                     "uid", uid, "controller", 1, "blockOwnerDeletion", 1, "spec", "clusterIP",
-                     "None", "publishNotReadyAddresses", 1, "selector", "drover.dev/job", j->name,
-                     "ports", "name", "peers", "port", port_of(j), "targetPort", port_of(j));
+    return puts_(b, "\"") && drv_kbuf_put_escaped(b, s) && puts_(b, "\"");
+}
+
+char *drv_peers_service_json(const drv_peer_job *j, const char *uid)
+{
+    /* json_pack's insertion order, compact: what was built with jansson and dumped before
+     * (test_peers compares); a name jansson would refuse (not UTF-8) is refused here too. */
+    if (!is_text(j->name) || !is_text(j->ns) || !is_text(uid))
+        return NULL;
+    char ports[96];
+    snprintf(ports, sizeof ports,
+             "\"ports\":[{\"name\":\"peers\",\"port\":%d,\"targetPort\":%d}]}}", port_of(j),
+             port_of(j));
+    drv_kbuf b = {0};
+    bool ok = puts_(&b, "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":") &&
+              put_string(&b, j->name) && puts_(&b, ",\"namespace\":") && put_string(&b, j->ns) &&
+              puts_(&b, ",\"labels\":{\"drover.dev/job\":") && put_string(&b, j->name) &&
+              puts_(&b, "},\"ownerReferences\":[{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":"
+                        "\"TrainingJob\",\"name\":") &&
+              put_string(&b, j->name) && puts_(&b, ",\"uid\":") && put_string(&b, uid) &&
+              puts_(&b, ",\"controller\":true,\"blockOwnerDeletion\":true}]},\"spec\":{"
+                        "\"clusterIP\":\"None\",\"publishNotReadyAddresses\":true,\"selector\":{"
+                        "\"drover.dev/job\":") &&
+              put_string(&b, j->name) && puts_(&b, "},") && puts_(&b, ports);
+    if (ok)
+        return b.p;
+    drv_free(b.p);
+    return NULL;
 }

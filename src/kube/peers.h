@@ -9,9 +9,9 @@
  *   address   <job>-<role>-<rank>.<job>.<namespace>.svc:<port>
  *             (the pod's hostname and subdomain, resolved by the job's headless Service <job>)
  *
- * TensorFlow jobs (any of PS, Chief, Worker, Evaluator) get TF_CONFIG:
- *   {"cluster":{"chief":[...],"ps":[...],"worker":[...]},"task":{"type":"worker","index":1},
- *    "environment":"cloud"}
+ * TensorFlow jobs (any of PS, Chief, Worker, Evaluator) get TF_CONFIG (keys sorted):
+ *   {"cluster":{"chief":[...],"ps":[...],"worker":[...]},"environment":"cloud",
+ *    "task":{"index":1,"type":"worker"}}
  * The evaluator is not part of the training cluster (as in TensorFlow's and Kubeflow's
  * convention); it only sees its own task.
  *
@@ -67,11 +67,22 @@ int drv_peers_variables(const drv_peer_job *j, int role, int rank, const char *n
                         char values[5][512], char **tf_config);
 
 /* The job's headless Service (clusterIP None, publishNotReadyAddresses, selecting the job's
- * pods by drover.dev/job), owned by the TrainingJob of that uid. NULL when out of memory. */
-json_t *drv_peers_service(const drv_peer_job *j, const char *uid);
+ * pods by drover.dev/job), owned by the TrainingJob of that uid, as compact JSON text
+ * (drv_malloc'd; the caller frees it). Written as text (once per job, on the scheduler thread:
+ * a tree built and dumped was most of its cost of queueing a job's creations). NULL when out of
+ * memory or when a name is not UTF-8. */
+char *drv_peers_service_json(const drv_peer_job *j, const char *uid);
 
 /* TF_CONFIG of role/rank as compact JSON (drv_malloc'd; the caller frees it), or NULL when out
  * of memory. */
 char *drv_peers_tf_config(const drv_peer_job *j, int role, int rank);
+
+/* TF_CONFIG in two parts, so that what all of a job's pods share is written once per job
+ * (podbody.c caches it): for every role but the evaluator, TF_CONFIG is the cluster part
+ * ({"cluster":{...}: drv_malloc'd, the caller frees it; NULL as drv_peers_tf_config) followed
+ * by the task part (,"environment":"cloud","task":{...}}, written to buf). */
+enum { DRV_PEERS_TASK_MAX = 96 };
+char *drv_peers_tf_cluster(const drv_peer_job *j);
+void drv_peers_tf_task(const drv_peer_job *j, int role, int rank, char buf[DRV_PEERS_TASK_MAX]);
 
 #endif

@@ -606,11 +606,54 @@ static void test_no_token_in_logs(void **state)
     assert_null(strstr(logged, key));
 }
 
+/* One client keeps a header list per content type (client.c): each request still carries its
+ * own type, past the lists it keeps too, and a 2xx body nobody reads is still a success while an
+ * error's body still makes the message. The server answers a patch of a type it does not take
+ * with 415, and applies the others as their type says. */
+static void test_content_types_per_request(void **state)
+{
+    world *w = *state;
+    create_pod(w->k, "ct");
+    const char *path = "/api/v1/namespaces/default/pods/ct";
+    long st;
+    drv_diag d;
+    json_t *out;
+    static const char *const patches[][2] = {
+        {"application/merge-patch+json", "{\"metadata\":{\"labels\":{\"m\":\"1\"}}}"},
+        {"text/x-1", "{}"},
+        {"text/x-2", "{}"},
+        {"text/x-3", "{}"},
+        {"text/x-4", "{}"},
+        {"text/x-5", "{}"},
+        {"application/strategic-merge-patch+json", "{\"metadata\":{\"labels\":{\"s\":\"2\"}}}"},
+        {NULL, "{\"metadata\":{\"labels\":{\"j\":\"3\"}}}"}, /* application/json: refused */
+        {"application/merge-patch+json", "{\"metadata\":{\"labels\":{\"m\":\"4\"}}}"},
+    };
+    for (size_t i = 0; i < sizeof patches / sizeof patches[0]; i++) {
+        const char *ct = patches[i][0];
+        bool takes = ct && strncmp(ct, "text/", 5) != 0;
+        int rc = drv_kube_request(w->k, "PATCH", path, ct, patches[i][1], &st, NULL, &d);
+        if (takes && (rc != 0 || st != 200))
+            fail_msg("patch %zu (%s): %ld %s", i, ct, st, d.msg);
+        if (!takes) {
+            assert_int_equal(rc, DRV_EIO);
+            assert_int_equal(st, 415);
+            assert_non_null(strstr(d.msg, "UnsupportedMediaType"));
+        }
+    }
+    assert_int_equal(drv_kube_request(w->k, "GET", path, NULL, NULL, &st, &out, &d), 0);
+    assert_string_equal(label(out, "m"), "4");
+    assert_string_equal(label(out, "s"), "2");
+    assert_null(label(out, "j"));
+    json_decref(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_request_and_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_content_types_per_request, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_conflict_and_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_typed_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_pages, setup, teardown),

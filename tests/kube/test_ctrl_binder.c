@@ -683,6 +683,115 @@ static void test_answer_of_a_peer_recreation_asks_a_cycle(void **state)
     close_ctrl(c, batch);
 }
 
+/* A job of BIG workers that request nothing (so that one node takes them all). */
+enum { BIG = 70 };
+static const char *const job_big =
+    "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{\"name\":"
+    "\"big\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":"
+    "70,\"template\":{\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"t\"}]}}}}}}";
+
+/* Applies events until want answers came; fails after many empty takes. */
+static void take_answers(drv_ctrl *c, ctrl_event **batch, int32_t *cap, int want)
+{
+    int got = 0;
+    for (int i = 0; i < 3000 && got < want; i++) {
+        int32_t n = ctrl_events_take(c, batch, cap, drv_clock_mono() + 0.01);
+        for (int32_t k = 0; k < n; k++)
+            got += (*batch)[k].kind == EV_ANSWER;
+        assert_int_equal(ctrl_apply_events(c, *batch, n), 0);
+    }
+    assert_int_equal(got, want);
+}
+
+/* Between ctrl_binder_hold and ctrl_binder_flush (a cycle), requests reach the binder threads'
+ * queue in batches of 64: none before the 64th, the rest at the flush, each once, in the order
+ * placed, with its paths. What is staged or queued when the controller stops leading is
+ * answered as dropped, each assumption undone. */
+static void test_held_requests_go_in_batches(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_big);
+    ctrl_event *batch = NULL;
+    int32_t cap = 0;
+    drv_ctrl *c = open_ctrl_idle(&batch, &cap, f, NULL);
+    drv_state *st = &c->mirror.st;
+    bind_queue *q = &c->binder.queue[QUEUE_URGENT];
+    int32_t node = c->mirror.node_of[ctrl_name_find(c, "node-a")];
+    for (int round = 0; round < 2; round++) {
+        ctrl_binder_hold(c);
+        for (int i = 0; i < BIG; i++) {
+            int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, i);
+            drv_state_bind(st, s, node);
+            assert_int_equal(ctrl_binder_place(c, s, node), 0);
+            assert_int_equal(c->mirror.pods[s].inflight, REQ_CREATE);
+            assert_int_equal(q->n - q->head, i < 63 ? 0 : 64);
+        }
+        if (round == 1)
+            break;
+        ctrl_binder_drop_queued(c); /* (64 queued, 6 staged) */
+        take_answers(c, &batch, &cap, BIG);
+        for (int i = 0; i < BIG; i++) {
+            int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, i);
+            assert_int_equal(c->mirror.pods[s].inflight, REQ_NONE);
+            assert_int_equal(st->pods[s].node, -1);
+        }
+        ctrl_binder_flush(c);
+        assert_int_equal(q->n - q->head, 0);
+    }
+    ctrl_binder_flush(c);
+    assert_int_equal(q->n - q->head, BIG);
+    for (int i = 0; i < BIG; i++) {
+        const bind_request *r = &q->v[q->head + i];
+        char want[128];
+        assert_int_equal(r->slot, drv_job_pod(st, 0, DRV_ROLE_WORKER, i));
+        assert_string_equal(r->path, "/api/v1/namespaces/default/pods");
+        snprintf(want, sizeof want, "/api/v1/namespaces/default/pods/big-worker-%d", i);
+        assert_string_equal(r->pod_path, want);
+    }
+    drv_diag d = {{0}};
+    assert_int_equal(ctrl_binder_start(c, &d), 0);
+    take_answers(c, &batch, &cap, BIG);
+    assert_int_equal(drv_ctrl_get_stats(c).created_bound, BIG);
+    close_ctrl(c, batch);
+}
+
+/* A staged request the queue has no room for (its growth fails at the flush) is answered as
+ * failed: the assumption undone, nothing in flight, and it is sent when placed again. */
+static void test_unqueued_request_answered_as_failed(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_cw1);
+    ctrl_event *batch = NULL;
+    int32_t cap = 0;
+    drv_ctrl *c = open_ctrl_idle(&batch, &cap, f, NULL);
+    drv_state *st = &c->mirror.st;
+    int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
+    int32_t node = c->mirror.node_of[ctrl_name_find(c, "node-a")];
+    ctrl_binder_hold(c);
+    drv_state_bind(st, s, node);
+    assert_int_equal(ctrl_binder_place(c, s, node), 0);
+    assert_null(c->binder.queue[QUEUE_URGENT].v); /* (staged: the queue never grew yet) */
+    drv_alloc_fail_at(1);                         /* the queue's first growth */
+    ctrl_binder_flush(c);
+    assert_int_equal(drv_alloc_fail_pending(), 0);
+    drv_alloc_fail_at(0);
+    bind_queue *q = &c->binder.queue[QUEUE_URGENT];
+    assert_int_equal(q->n - q->head, 0);
+    take_answers(c, &batch, &cap, 1);
+    assert_int_equal(c->mirror.pods[s].inflight, REQ_NONE);
+    assert_int_equal(st->pods[s].node, -1);
+    drv_state_bind(st, s, node);
+    assert_int_equal(ctrl_binder_place(c, s, node), 0); /* (not held: queued at once) */
+    assert_int_equal(q->n - q->head, 1);
+    drv_diag d = {{0}};
+    assert_int_equal(ctrl_binder_start(c, &d), 0);
+    take_answers(c, &batch, &cap, 1);
+    assert_int_equal(drv_ctrl_get_stats(c).created_bound, 1);
+    close_ctrl(c, batch);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -698,6 +807,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gang_failed_in_flight_rolled_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_template_node_name_ignored, setup, teardown),
         cmocka_unit_test_setup_teardown(test_creation_body_copied_when_queued, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_held_requests_go_in_batches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unqueued_request_answered_as_failed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_echo_of_a_creation_asks_no_cycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_answer_of_a_peer_recreation_asks_a_cycle, setup,
                                         teardown),

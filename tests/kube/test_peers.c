@@ -140,7 +140,10 @@ static void service_is_headless_and_owned(void **state)
 {
     (void)state;
     drv_peer_job j = tf_job();
-    json_t *svc = drv_peers_service(&j, "uid-1");
+    char *text = drv_peers_service_json(&j, "uid-1");
+    assert_non_null(text);
+    json_t *svc = json_loads(text, 0, NULL);
+    drv_free(text);
     assert_non_null(svc);
     json_t *spec = json_object_get(svc, "spec");
     assert_string_equal(json_string_value(json_object_get(spec, "clusterIP")), "None");
@@ -176,14 +179,165 @@ static void bad_templates_and_long_names_are_refused(void **state)
     json_decref(pod);
 }
 
+/* ---- TF_CONFIG, text against a tree ---------------------------------------------------------
+ * peers.c writes TF_CONFIG as text; the reference here builds the same object with jansson, as
+ * peers.c did before, and dumps it sorted: every byte must agree, names needing escapes, outside
+ * ASCII (valid or not) and too long for a hostname included. */
+
+static json_t *ref_address(const drv_peer_job *j, int role, int rank)
+{
+    char pod[64], buf[512];
+    if (drv_peers_pod_name(j, role, rank, pod, sizeof pod) != 0)
+        return NULL;
+    snprintf(buf, sizeof buf, "%s.%s.%s.svc:%d", pod, j->name, j->ns,
+             j->port > 0 ? j->port : DRV_PEERS_TF_PORT);
+    return json_string(buf);
+}
+
+static char *ref_tf_config(const drv_peer_job *j, int role, int rank)
+{
+    json_t *cluster = json_object();
+    bool ok = true;
+    if (role == DRV_ROLE_EVALUATOR) { /* (an address jansson refuses: an empty list) */
+        json_t *self = json_array();
+        json_array_append_new(self, ref_address(j, role, rank));
+        json_object_set_new(cluster, "evaluator", self);
+    }
+    for (int r = 0; role != DRV_ROLE_EVALUATOR && r < DRV_NROLES; r++) {
+        if (r == DRV_ROLE_EVALUATOR || j->replicas[r] <= 0)
+            continue;
+        json_t *list = json_array();
+        json_object_set_new(cluster, drv_peers_role(j, r), list);
+        for (int i = 0; i < j->replicas[r]; i++)
+            ok = ok && json_array_append_new(list, ref_address(j, r, i)) == 0;
+    }
+    json_t *tf = json_pack("{s:o, s:{s:s, s:i}, s:s}", "cluster", cluster, "task", "type",
+                           drv_peers_role(j, role), "index", rank, "environment", "cloud");
+    char *out = ok ? json_dumps(tf, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(tf);
+    return out;
+}
+
+static void tf_config_text_is_the_tree_dumped(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"mnist", "a\"b\\c\td\x01/e\x7f", "caf\xc3\xa9", "bad\xff",
+                                        "j-name-long-enough-that-its-pods-exceed-63-ch"};
+    static const char *const spaces[] = {"ml", "n\"s\n", "\xe6\x97\xa5", "\xc3"};
+    int compared = 0, refused = 0;
+    for (size_t n = 0; n < sizeof names / sizeof *names; n++)
+        for (size_t s = 0; s < sizeof spaces / sizeof *spaces; s++)
+            for (int shape = 0; shape < 4; shape++)
+                for (int role = 0; role < DRV_NROLES; role++)
+                    for (int rank = 0; rank < 3; rank++) {
+                        drv_peer_job j = {.ns = spaces[s],
+                                          .name = names[n],
+                                          .framework = DRV_FRAMEWORK_TENSORFLOW};
+                        j.replicas[DRV_ROLE_PS] = shape & 1 ? 2 : 0;
+                        j.replicas[DRV_ROLE_CHIEF] = shape & 2 ? 1 : 0;
+                        j.replicas[DRV_ROLE_WORKER] = 1 + shape;
+                        j.replicas[DRV_ROLE_EVALUATOR] = shape == 3;
+                        j.port = shape == 2 ? 31337 : 0;
+                        char *want = ref_tf_config(&j, role, rank);
+                        char *got = drv_peers_tf_config(&j, role, rank);
+                        if (!want != !got)
+                            fail_msg("name %zu ns %zu shape %d role %d rank %d: %s only", n, s,
+                                     shape, role, rank, want ? "the tree" : "the text");
+                        if (want && strcmp(want, got) != 0)
+                            fail_msg("name %zu ns %zu shape %d role %d rank %d:\nwant %s\ngot  %s",
+                                     n, s, shape, role, rank, want, got);
+                        compared++;
+                        refused += !want;
+                        free(want);
+                        drv_free(got);
+                    }
+    /* both outcomes were seen: texts compared, and names refused by both */
+    assert_true(refused > 0 && refused < compared);
+}
+
+/* The Service as text against the tree it was built as before (jansson, dumped compact), for
+ * names needing escapes, outside ASCII and not UTF-8 (refused by both). */
+static void service_text_is_the_tree_dumped(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"mnist", "a\"b\\c\td\x01/e", "caf\xc3\xa9", "bad\xff"};
+    int compared = 0, refused = 0;
+    for (size_t n = 0; n < sizeof names / sizeof *names; n++)
+        for (int port = 0; port < 2; port++)
+            for (int fw = 0; fw < 2; fw++) {
+                drv_peer_job j = {.ns = n == 1 ? "n\"s" : "ml",
+                                  .name = names[n],
+                                  .framework = (drv_framework)fw,
+                                  .port = port ? 8080 : 0};
+                const char *uid = n == 2 ? "u\xc3\xa9" : "uid-\"1";
+                int p = j.port > 0                      ? j.port
+                        : fw == DRV_FRAMEWORK_ALLREDUCE ? DRV_PEERS_MASTER_PORT
+                                                        : DRV_PEERS_TF_PORT;
+                json_t *svc = json_pack(
+                    "{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:[{s:s, s:s, s:s, s:s, s:b, s:b}]},"
+                    " s:{s:s, s:b, s:{s:s}, s:[{s:s, s:i, s:i}]}}",
+                    "apiVersion", "v1", "kind", "Service", "metadata", "name", j.name, "namespace",
+                    j.ns, "labels", "drover.dev/job", j.name, "ownerReferences", "apiVersion",
+                    "drover.dev/v1alpha1", "kind", "TrainingJob", "name", j.name, "uid", uid,
+                    "controller", 1, "blockOwnerDeletion", 1, "spec", "clusterIP", "None",
+                    "publishNotReadyAddresses", 1, "selector", "drover.dev/job", j.name, "ports",
+                    "name", "peers", "port", p, "targetPort", p);
+                char *want = svc ? json_dumps(svc, JSON_COMPACT) : NULL;
+                json_decref(svc);
+                char *got = drv_peers_service_json(&j, uid);
+                if (!want != !got)
+                    fail_msg("name %zu: %s only", n, want ? "the tree" : "the text");
+                if (want && strcmp(want, got) != 0)
+                    fail_msg("name %zu:\nwant %s\ngot  %s", n, want, got);
+                compared++;
+                refused += !want;
+                free(want);
+                drv_free(got);
+            }
+    assert_true(refused > 0 && refused < compared);
+}
+
+/* Every allocation of the texts failing in turn: NULL (nothing leaked: the sanitizer build
+ * says), or the same text as when none fails. */
+static void texts_under_failing_allocations(void **state)
+{
+    (void)state;
+    drv_peer_job j = tf_job();
+    j.replicas[DRV_ROLE_WORKER] = 40; /* (TF_CONFIG past the first buffer: it grows) */
+    for (int which = 0; which < 2; which++) {
+        char *want = which ? drv_peers_service_json(&j, "uid-1")
+                           : drv_peers_tf_config(&j, DRV_ROLE_WORKER, 3);
+        assert_non_null(want);
+        int failed = 0;
+        for (long nth = 1; nth < 100; nth++) {
+            drv_alloc_fail_at(nth);
+            char *got = which ? drv_peers_service_json(&j, "uid-1")
+                              : drv_peers_tf_config(&j, DRV_ROLE_WORKER, 3);
+            long pending = drv_alloc_fail_pending();
+            drv_alloc_fail_at(0);
+            if (got)
+                assert_string_equal(got, want);
+            failed += !got;
+            drv_free(got);
+            if (pending > 0)
+                break; /* (fewer than nth allocations) */
+        }
+        assert_true(failed > 0);
+        drv_free(want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tf_config_names_every_training_peer),
         cmocka_unit_test(evaluator_sees_only_itself),
+        cmocka_unit_test(tf_config_text_is_the_tree_dumped),
         cmocka_unit_test(apply_sets_hostname_and_replaces_stale_env),
         cmocka_unit_test(allreduce_job_gets_ranks),
         cmocka_unit_test(service_is_headless_and_owned),
+        cmocka_unit_test(service_text_is_the_tree_dumped),
+        cmocka_unit_test(texts_under_failing_allocations),
         cmocka_unit_test(bad_templates_and_long_names_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -50,18 +50,23 @@ static const char *const JOBS[] = {"mnist", "a\"b\\c\td\x01", "caf\xc3\xa9",
                                    "a-job-name-long-enough-that-its-pods-hostnames-exceed-63"};
 enum { NJOBS = sizeof JOBS / sizeof JOBS[0] };
 
+/* The strings a filled render points at (one render at a time). */
+static char pod_name[600], node_name[64], uid[64];
+
 static void fill(pod_render *r, const char *tmpl, int job, int framework, int role, int rank,
                  bool bound, int64_t limit)
 {
     memset(r, 0, sizeof *r);
     r->tmpl = tmpl;
     r->sched = "drover";
-    snprintf(r->ns, sizeof r->ns, "%s", job == 1 ? "n\"s" : "ml");
-    snprintf(r->job, sizeof r->job, "%s", JOBS[job]);
-    snprintf(r->pod, sizeof r->pod, "%s-%s-%d", JOBS[job], drv_role_name(role), rank);
-    if (bound)
-        snprintf(r->node, sizeof r->node, "node-%d%s", rank, job == 1 ? "\n" : "");
-    snprintf(r->uid, sizeof r->uid, "uid-%d", job);
+    r->ns = job == 1 ? "n\"s" : "ml";
+    r->job = JOBS[job];
+    snprintf(pod_name, sizeof pod_name, "%s-%s-%d", JOBS[job], drv_role_name(role), rank);
+    r->pod = pod_name;
+    snprintf(node_name, sizeof node_name, "node-%d%s", rank, job == 1 ? "\n" : "");
+    r->node = bound ? node_name : "";
+    snprintf(uid, sizeof uid, "uid-%d", job);
+    r->uid = uid;
     r->role = role;
     r->rank = rank;
     r->peers.ns = r->ns;
@@ -151,6 +156,41 @@ static void test_values_parse_back(void **unused)
 }
 
 /* Every allocation of a render fails in turn: NULL or the right body, no leak (ASan). */
+/* TF_CONFIG's cluster part is kept per job (podbody.c): a job scaled, given another port, or
+ * another job of the same name in another namespace, gets its own, never the one kept. */
+static void test_cluster_part_follows_the_job(void **unused)
+{
+    (void)unused;
+    podbody_cache *pc = podbody_cache_new();
+    assert_non_null(pc);
+    static const char *const spaces[] = {"ml", "ml", "ml", "other", "ml"};
+    static const int workers[] = {3, 5, 5, 5, 3}, ports[] = {0, 0, 7000, 7000, 0};
+    char *first = NULL;
+    for (int k = 0; k < 5; k++) {
+        pod_render r;
+        fill(&r, TEMPLATES[1], 0, DRV_FRAMEWORK_TENSORFLOW, DRV_ROLE_WORKER, 1, true, 0);
+        r.ns = r.peers.ns = spaces[k];
+        r.peers.replicas[DRV_ROLE_WORKER] = workers[k];
+        r.peers.port = ports[k];
+        char *want = podbody_dump(&r), *got = podbody_render(pc, &r);
+        assert_non_null(want);
+        assert_non_null(got);
+        if (strcmp(want, got) != 0)
+            fail_msg("case %d:\nwant %s\ngot  %s", k, want, got);
+        if (k == 0)
+            first = got;
+        else if (k == 4) /* (back to the first job as it was: the same body again) */
+            assert_string_equal(got, first);
+        else
+            assert_string_not_equal(got, first);
+        if (got != first)
+            drv_free(got);
+        drv_free(want);
+    }
+    drv_free(first);
+    podbody_cache_free(pc);
+}
+
 static void test_alloc_failures(void **unused)
 {
     (void)unused;
@@ -191,6 +231,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_bytes),
         cmocka_unit_test(test_values_parse_back),
+        cmocka_unit_test(test_cluster_part_follows_the_job),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,18 +11,19 @@
  *   ceiling   a plain client sends exactly the requests Drover sent in that time: first the
  *             lists its informers make (nodes, pods, TrainingJobs, PriorityClasses, one thread
  *             each, pages of 500 with continue tokens; the bytes are read, not decoded) and
- *             its three discovery GETs; then, with --threads threads, one pod creation with
- *             spec.nodeName per pod (the same labels and owner reference), one headless
- *             Service per job and as many TrainingJob status merge patches as Drover had sent
- *             when its last pod was placed (a job's Service goes with its first pods; the
- *             status writer runs beside the binders: both are requests the server answers
- *             meanwhile). Like Drover's informers, each list is followed by a watch from its
- *             resourceVersion, kept open to the end: the server streams every creation and
- *             patch to it as it does to Drover (read, not decoded). From its first request to
- *             its last answer; both parts are reported: "lists s" and "creates s".
+ *             its three discovery GETs; then, with --threads threads, the writes Drover sent
+ *             until its last pod was placed, byte for byte as the server received them (path,
+ *             query, content type, body: the pods with their peer variables, the Services, the
+ *             TrainingJob status patches), in the order it received them, thread i sending
+ *             writes i, i + threads, ... Like Drover's informers, each list is followed by a
+ *             watch from its resourceVersion, kept open to the end: the server streams every
+ *             creation and patch to it as it does to Drover (read, not decoded). From its first
+ *             request to its last answer; both parts are reported: "lists s" and "creates s".
+ *             (Keeping Drover's writes costs the server a copy of each body during Drover's
+ *             run, ~1 µs a write, which the ceiling's run does not pay.)
  *
  * Each is measured on a fresh server holding the same objects, Drover first (the ceiling
- * repeats its counts). Reported: seconds, Drover's time as a fraction of the ceiling's
+ * replays its writes). Reported: seconds, Drover's time as a fraction of the ceiling's
  * (ceiling s / drover s: 1 is as fast as the server allows), Drover's time to sync, its first
  * decision after the caches were synced (the time to its first request's write on the server,
  * polled every millisecond), and the binding phase's fraction (creates s / Drover's time from
@@ -64,12 +65,10 @@ typedef struct params {
      * tests/fixtures/k8s (1.6 and 2.5 kB of JSON: managedFields, volumes, nodeInfo...) with the
      * plain ones' names, labels, resources and state; the texts, NULL: the plain objects */
     const char *real_node, *real_pod;
-    /* the ceiling's creations, in the order Drover sends them (job by job): request i is
-     * plan[i] = kind << 24 | index (kinds: PLAN_POD, PLAN_SERVICE, PLAN_STATUS) */
-    const int *plan;
+    /* the ceiling's requests: the writes Drover sent until its last pod was placed, as the
+     * server received them (drv_apiserver_writes), replayed in that order */
+    const drv_apiserver_write *writes;
 } params;
-
-enum { PLAN_POD, PLAN_SERVICE, PLAN_STATUS };
 
 static double now(void)
 {
@@ -95,7 +94,8 @@ static void die(const char *what, const drv_diag *d)
 
 /* ---- requests sent by several threads ------------------------------------------------------ */
 
-/* Builds request i's path and body; returns the method. */
+/* Builds request i's path and body; returns the method. (NULL in a sender: it replays
+ * params.writes[i] as recorded, content type included.) */
 typedef const char *(*request_fn)(const params *p, int i, char *path, size_t np, char *body,
                                   size_t nb);
 
@@ -119,12 +119,16 @@ static void *send_some(void *arg)
     if (!b)
         die("out of memory", NULL);
     for (int i = s->from; i < s->to; i += s->step) {
-        const char *method = s->make(s->p, i, path, sizeof path, b, BODY);
+        const drv_apiserver_write *w = s->make ? NULL : &s->p->writes[i];
+        const char *method = w ? w->method : s->make(s->p, i, path, sizeof path, b, BODY);
+        const char *ctype = w                         ? w->content_type
+                            : strcmp(method, "PATCH") ? "application/json"
+                                                      : "application/merge-patch+json";
         long st;
-        const char *ctype =
-            strcmp(method, "PATCH") ? "application/json" : "application/merge-patch+json";
-        if (drv_kube_request(k, method, path, ctype, b, &st, NULL, &d) != 0 || st >= 300) {
-            fprintf(stderr, "e2e_bind: %s %s: %ld %s\n", method, path, st, d.msg);
+        if (drv_kube_request(k, method, w ? w->path : path, ctype[0] ? ctype : NULL,
+                             w ? w->body : b, &st, NULL, &d) != 0 ||
+            st >= 300) {
+            fprintf(stderr, "e2e_bind: %s %s: %ld %s\n", method, w ? w->path : path, st, d.msg);
             exit(1);
         }
     }
@@ -264,72 +268,8 @@ static const char *job_req(const params *p, int i, char *path, size_t np, char *
     return "POST";
 }
 
-/* The request Drover sends for a worker of a gang that fits at once: the pod, created bound
- * (the controller's pod body: template, labels, owner reference, schedulerName,
- * restartPolicy, nodeName). Nodes are taken round robin, as any spread would. */
-static const char *ceiling_req(const params *p, int i, char *path, size_t np, char *body, size_t nb)
-{
-    int job = i / p->workers, rank = i % p->workers;
-    snprintf(path, np, "/api/v1/namespaces/default/pods");
-    snprintf(body, nb,
-             "{\"metadata\":{\"labels\":{\"drover.dev/job\":\"job-%d\",\"drover.dev/role\":"
-             "\"worker\",\"drover.dev/rank\":\"%d\"},\"name\":\"job-%d-worker-%d\","
-             "\"namespace\":\"default\",\"ownerReferences\":[{\"apiVersion\":"
-             "\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"name\":\"job-%d\",\"uid\":"
-             "\"00000000-0000-0000-0000-%012d\",\"controller\":true,\"blockOwnerDeletion\":"
-             "true}]},\"spec\":{\"schedulerName\":\"drover\",\"containers\":[{\"name\":\"main\","
-             "\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\",\"memory\":\"4Gi\"}}}],"
-             "\"restartPolicy\":\"Never\",\"nodeName\":\"node-%d\"},\"apiVersion\":\"v1\","
-             "\"kind\":\"Pod\"}",
-             job, rank, job, rank, job, job, i % p->nodes);
-    return "POST";
-}
-
-/* Job j's headless Service, as Drover creates it with the job's first pods (drv_peers_service:
- * clusterIP None, the job's pods selected, the peers' port). */
-static const char *service_req(const params *p, int j, char *path, size_t np, char *body, size_t nb)
-{
-    (void)p;
-    snprintf(path, np, "/api/v1/namespaces/default/services");
-    snprintf(body, nb,
-             "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"job-%d\","
-             "\"namespace\":\"default\",\"labels\":{\"drover.dev/job\":\"job-%d\"},"
-             "\"ownerReferences\":[{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":"
-             "\"TrainingJob\",\"name\":\"job-%d\",\"uid\":\"00000000-0000-0000-0000-%012d\","
-             "\"controller\":true,\"blockOwnerDeletion\":true}]},\"spec\":{\"clusterIP\":"
-             "\"None\",\"publishNotReadyAddresses\":true,\"selector\":{\"drover.dev/job\":"
-             "\"job-%d\"},\"ports\":[{\"name\":\"peers\",\"port\":2222,\"targetPort\":2222}]}}",
-             j, j, j, j, j);
-    return "POST";
-}
-
-/* Job j's status, as Drover's writer sends it once the job is placed (a merge patch of the
- * status subresource: phase, active replicas, conditions). */
-static const char *status_req(const params *p, int j, char *path, size_t np, char *body, size_t nb)
-{
-    snprintf(path, np, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/job-%d/status",
-             j);
-    snprintf(body, nb,
-             "{\"status\":{\"phase\":\"Pending\",\"message\":\"placed; waiting for its %d pods "
-             "to run\",\"replicaStatuses\":{\"Worker\":{\"active\":0}},\"conditions\":[{\"type\":"
-             "\"Created\",\"status\":\"True\",\"reason\":\"TrainingJobCreated\",\"message\":"
-             "\"TrainingJob job-%d is created.\",\"lastTransitionTime\":\"2026-11-24T10:00:00Z\"}],"
-             "\"restarts\":0}}",
-             p->workers, j);
-    return "PATCH";
-}
-
-/* The ceiling's request i (params.plan). */
-static const char *planned_req(const params *p, int i, char *path, size_t np, char *body, size_t nb)
-{
-    int kind = p->plan[i] >> 24, k = p->plan[i] & 0xffffff;
-    return kind == PLAN_POD       ? ceiling_req(p, k, path, np, body, nb)
-           : kind == PLAN_SERVICE ? service_req(p, k, path, np, body, nb)
-                                  : status_req(p, k, path, np, body, nb);
-}
-
-/* A fresh server holding the nodes and the existing pods (and the jobs, with_jobs). */
-static drv_apiserver *cluster(const params *p, bool with_jobs, char *url, size_t nu)
+/* A fresh server holding the nodes, the existing pods and the jobs. */
+static drv_apiserver *cluster(const params *p, char *url, size_t nu)
 {
     drv_diag d = {{0}};
     drv_apiserver *srv;
@@ -341,8 +281,7 @@ static drv_apiserver *cluster(const params *p, bool with_jobs, char *url, size_t
     send_all(p, url, node_req, p->nodes, 8);
     send_all(p, url, untaint_req, p->nodes, 8);
     send_all(p, url, existing_req, p->existing, 8);
-    if (with_jobs)
-        send_all(p, url, job_req, p->jobs, 8);
+    send_all(p, url, job_req, p->jobs, 8);
     return srv;
 }
 
@@ -488,30 +427,42 @@ typedef struct ceiling_times {
     long watched;                  /* bytes the watches received */
 } ceiling_times;
 
-/* The ceiling for the requests Drover sent: its pods, `services` Services and `patches`
- * status patches, job by job as Drover sends them. */
-static ceiling_times ceiling(const params *p, int services, int patches)
+/* What the ceiling replays, by kind: the pod creations, Services and TrainingJob status
+ * patches among Drover's writes, and the rest (none expected: Events are off). */
+typedef struct write_kinds {
+    int pods, services, patches, other;
+} write_kinds;
+
+static write_kinds kinds_of(const drv_apiserver_write *w, int n)
+{
+    write_kinds k = {0};
+    for (int i = 0; i < n; i++) {
+        const char *q = strchr(w[i].path, '?');
+        size_t len = q ? (size_t)(q - w[i].path) : strlen(w[i].path);
+        bool post = !strcmp(w[i].method, "POST"), patch = !strcmp(w[i].method, "PATCH");
+        if (post && len >= 5 && !strncmp(w[i].path + len - 5, "/pods", 5))
+            k.pods++;
+        else if (post && len >= 9 && !strncmp(w[i].path + len - 9, "/services", 9))
+            k.services++;
+        else if (patch && len >= 7 && !strncmp(w[i].path + len - 7, "/status", 7) &&
+                 strstr(w[i].path, "/trainingjobs/"))
+            k.patches++;
+        else
+            k.other++;
+    }
+    return k;
+}
+
+/* The ceiling for the requests Drover sent: its writes until its last pod was placed
+ * (p->writes, n of them), byte for byte, in the order the server received them. */
+static ceiling_times ceiling(const params *p, int n)
 {
     char url[64];
-    drv_apiserver *srv = cluster(p, true, url, sizeof url);
+    drv_apiserver *srv = cluster(p, url, sizeof url);
     static const char *const paths[] = {"/api/v1/nodes", "/api/v1/pods",
                                         "/apis/drover.dev/v1alpha1/trainingjobs",
                                         "/apis/scheduling.k8s.io/v1/priorityclasses"};
     enum { NLISTS = 4 };
-    int pods = p->jobs * p->workers, n = 0;
-    int *plan = malloc(sizeof *plan * (size_t)(pods + services + patches));
-    if (!plan)
-        die("out of memory", NULL);
-    for (int j = 0; j < p->jobs; j++) {
-        for (int w = 0; w < p->workers; w++)
-            plan[n++] = PLAN_POD << 24 | (j * p->workers + w);
-        if (j < services)
-            plan[n++] = PLAN_SERVICE << 24 | j;
-        if (j < patches)
-            plan[n++] = PLAN_STATUS << 24 | j;
-    }
-    params pp = *p;
-    pp.plan = plan;
     pthread_t t[NLISTS];
     lister l[NLISTS];
     listing ls = {.listed = 0};
@@ -530,7 +481,7 @@ static ceiling_times ceiling(const params *p, int services, int patches)
     double c1 = cpu();
     out.lists = now() - t0;
     out.cpu_lists = c1 - c0;
-    out.creates = send_all(&pp, url, planned_req, n, p->threads);
+    out.creates = send_all(p, url, NULL, n, p->threads);
     out.cpu_creates = cpu() - c1;
     ls.stop = 1;
     for (int i = 0; i < NLISTS; i++)
@@ -538,7 +489,6 @@ static ceiling_times ceiling(const params *p, int services, int patches)
     out.watched = ls.watched_bytes;
     pthread_cond_destroy(&ls.cv);
     pthread_mutex_destroy(&ls.mu);
-    free(plan);
     drv_apiserver_free(srv);
     return out;
 }
@@ -561,32 +511,16 @@ typedef struct drover_times {
     double total, sync, first; /* start -> last placed; start -> synced; synced -> first sent */
     double cpu_sync, cpu_bind; /* the process's CPU: start -> synced -> last placed */
     long errors;
-    long cycles;           /* scheduling cycles run by the last placement */
-    int services, patches; /* Services created and status writes sent by the last placement */
+    long cycles;                 /* scheduling cycles run by the last placement */
+    drv_apiserver_write *writes; /* what it sent until its last pod was placed, as received */
+    int nwrites;
 } drover_times;
-
-/* Services in the cluster now. */
-static int count_services(const char *url)
-{
-    drv_diag d = {{0}};
-    drv_kube_config cfg = {.server = (char *)url, .qps = 1e6, .burst = 1000000};
-    drv_kube *k;
-    json_t *list = NULL;
-    long st;
-    if (drv_kube_new(&k, &cfg, &d) != 0 ||
-        drv_kube_request(k, "GET", "/api/v1/namespaces/default/services", NULL, NULL, &st, &list,
-                         &d) != 0)
-        die("services", &d);
-    int n = (int)json_array_size(json_object_get(list, "items"));
-    json_decref(list);
-    drv_kube_free(k);
-    return n;
-}
 
 static drover_times drover(const params *p, const drv_profile *prof)
 {
     char url[64];
-    drv_apiserver *srv = cluster(p, true, url, sizeof url);
+    drv_apiserver *srv = cluster(p, url, sizeof url);
+    drv_apiserver_keep_writes(srv); /* (Drover's, for the ceiling to send the same) */
     drv_diag d = {{0}};
     drv_kube_config cfg = {.server = url, .qps = p->qps, .burst = p->burst};
     drv_ctrl_opts o = {.profile = prof, .no_events = true, .binders = p->threads};
@@ -617,9 +551,9 @@ static drover_times drover(const params *p, const drv_profile *prof)
             out.total = tn - t0;
             out.cpu_bind = cpu() - csynced;
             out.errors = st.api_errors;
-            out.patches = (int)st.status_writes;
             out.cycles = st.cycles;
-            out.services = count_services(url);
+            if ((out.nwrites = drv_apiserver_writes(srv, &out.writes)) < 0)
+                die("the writes Drover sent: out of memory", NULL);
             break;
         }
         if (tn - t0 > 600)
@@ -719,17 +653,21 @@ int main(int argc, char **argv)
            "errors");
     for (int rep = 1; rep <= p.reps; rep++) {
         drover_times dt = drover(&p, &prof);
-        ceiling_times c = ceiling(&p, dt.services, dt.patches);
+        params pp = p;
+        pp.writes = dt.writes;
+        ceiling_times c = ceiling(&pp, dt.nwrites);
+        write_kinds k = kinds_of(dt.writes, dt.nwrites);
         double cs = c.lists + c.creates;
         printf("%-4d %9.3f %8.3f %9.3f   %9.3f %8.0f   %8.2f   %7.3f %7.3f %9.2f %6ld\n", rep, cs,
                c.lists, c.creates, dt.total, (double)pods / dt.total, cs / dt.total, dt.sync,
                dt.first, c.creates / (dt.total - dt.sync), dt.errors);
         printf("     cpu s: ceiling lists %.3f, creates %.3f; drover sync %.3f, bind %.3f; "
-               "requests after the lists: %ld pods + %d Services + %d status patches; "
+               "requests after the lists: %d pods + %d Services + %d status patches + %d other; "
                "watches read %.1f MB; Drover's cycles %ld\n",
-               c.cpu_lists, c.cpu_creates, dt.cpu_sync, dt.cpu_bind, pods, dt.services, dt.patches,
-               (double)c.watched / 1e6, dt.cycles);
+               c.cpu_lists, c.cpu_creates, dt.cpu_sync, dt.cpu_bind, k.pods, k.services, k.patches,
+               k.other, (double)c.watched / 1e6, dt.cycles);
         fflush(stdout);
+        drv_apiserver_writes_free(dt.writes, dt.nwrites);
     }
     return 0;
 }

@@ -54,7 +54,7 @@ run "Controller decision latency: watch event completing a gang to its last bind
     "$b/bench/watch_bind" --nodes 5000 --jobs 200
 run "Simulator on every core: every policy x 8 seeds on Pollux workload 1, one run at a time vs one thread per core (same process; results must be identical)" \
     "$b/bench/sim_parallel" --seeds 8
-run "drover run end to end: 5,000 nodes, 16,000 existing pods, 500 gangs x 4 workers submitted before start; drover (default API budget) from start (list, sync) to the last pod placed vs a plain client sending the same requests (the ceiling: the informers' paged lists and discovery, each list's watch held open, then from 8 threads the pod creations, Services and status patches Drover sent)" \
+run "drover run end to end: 5,000 nodes, 16,000 existing pods, 500 gangs x 4 workers submitted before start; drover (default API budget) from start (list, sync) to the last pod placed vs a plain client sending the same requests (the ceiling: the informers' paged lists and discovery, each list's watch held open, then from 8 threads the writes Drover sent, byte for byte: pod creations, Services, status patches)" \
     "$b/bench/e2e_bind" --reps 5
 run "drover run end to end as above, with recorded-size objects (the recorded Node and Pod, 1.6 and 2.5 kB: managedFields, volumes, images)" \
     "$b/bench/e2e_bind" --reps 3 --real-objects 1

@@ -155,6 +155,10 @@ struct drv_apiserver {
     bool request_log;
     char *req_buf;
     size_t req_len, req_cap;
+    /* drv_apiserver_keep_writes: every write served since, as sent (drv_apiserver_writes) */
+    bool keep_writes;
+    drv_apiserver_write *writes;
+    int32_t nwrites, cap_writes;
     bool stopping;
     struct fgdel *fg;
     int nfg;
@@ -2809,6 +2813,80 @@ static void log_request(drv_apiserver *s, struct MHD_Connection *c, const char *
     pthread_mutex_unlock(&s->mu);
 }
 
+/* Once keeping writes (under s->mu): the write about to be served, kept as it was sent. An
+ * allocation failing loses it and says so: the replay would not be the same requests. */
+static void keep_write(drv_apiserver *s, struct MHD_Connection *c, const char *method,
+                       const char *url, const struct conn *cn)
+{
+    if (!s->keep_writes)
+        return;
+    char q[MAX_LOGGED_QUERY] = "";
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, query_arg, q);
+    const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+    size_t np = strlen(url) + strlen(q) + 1;
+    drv_apiserver_write w = {.len = cn->len};
+    snprintf(w.method, sizeof w.method, "%s", method);
+    w.path = drv_malloc(np);
+    w.content_type = drv_strdup(ct ? ct : "");
+    w.body = drv_malloc(cn->len + 1);
+    if (!w.path || !w.content_type || !w.body ||
+        drv_grow(&s->writes, sizeof *s->writes, &s->cap_writes, s->nwrites + 1) != 0) {
+        drv_free(w.path);
+        drv_free(w.content_type);
+        drv_free(w.body);
+        fprintf(stderr, "test API server: out of memory: a write not kept\n");
+        return;
+    }
+    snprintf(w.path, np, "%s%s", url, q);
+    if (cn->len)
+        memcpy(w.body, cn->body, cn->len);
+    w.body[cn->len] = 0;
+    s->writes[s->nwrites++] = w;
+}
+
+void drv_apiserver_keep_writes(drv_apiserver *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->keep_writes = true;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void drv_apiserver_writes_free(drv_apiserver_write *w, int32_t n)
+{
+    for (int32_t i = 0; w && i < n; i++) {
+        drv_free(w[i].path);
+        drv_free(w[i].content_type);
+        drv_free(w[i].body);
+    }
+    drv_free(w);
+}
+
+int32_t drv_apiserver_writes(drv_apiserver *s, drv_apiserver_write **out)
+{
+    pthread_mutex_lock(&s->mu);
+    int32_t n = s->nwrites;
+    drv_apiserver_write *w = drv_calloc(n > 0 ? (size_t)n : 1, sizeof *w);
+    int32_t i = 0;
+    for (; w && i < n; i++) {
+        const drv_apiserver_write *k = &s->writes[i];
+        w[i] = (drv_apiserver_write){.len = k->len};
+        memcpy(w[i].method, k->method, sizeof w[i].method);
+        w[i].path = drv_strdup(k->path);
+        w[i].content_type = drv_strdup(k->content_type);
+        w[i].body = drv_malloc(k->len + 1);
+        if (!w[i].path || !w[i].content_type || !w[i].body)
+            break;
+        memcpy(w[i].body, k->body, k->len + 1);
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!w || i < n) {
+        drv_apiserver_writes_free(w, w ? i + 1 : 0);
+        return -1;
+    }
+    *out = w;
+    return n;
+}
+
 /* Whether c's client has closed its connection (a killed process: its kernel closed the
  * socket) while its request waited: an injected delay or slow fault, or a server thread that a
  * loaded machine did not run. kube-apiserver cancels a request's context when its client goes,
@@ -2960,6 +3038,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return ok;
     }
     bool named = rt.name[0] != 0;
+    if (strcmp(method, "GET") != 0)
+        keep_write(s, c, method, url, cn);
     if (!strcmp(method, "GET")) {
         if (named)
             do_get(s, c, &rt, &r);
@@ -3178,6 +3258,7 @@ void drv_apiserver_free(drv_apiserver *s)
     drv_free(s->audit_buf);
     drv_free(s->err_buf);
     drv_free(s->req_buf);
+    drv_apiserver_writes_free(s->writes, s->nwrites);
     char *fx[] = {s->fx_api,    s->fx_api_v1,  s->fx_apis,    s->fx_apis_crd, s->fx_coord,
                   s->fx_drover, s->fx_version, s->fx_v3index, s->fx_v3_v1,    s->fx_v3_coord};
     for (size_t i = 0; i < sizeof fx / sizeof *fx; i++)

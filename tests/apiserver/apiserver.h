@@ -84,6 +84,22 @@ char *drv_apiserver_errors(drv_apiserver *s);
  * most 511 bytes (drv_malloc'd; the caller frees it). A request refused before it is read
  * (MHD_NO: out of memory) is not in it. */
 char *drv_apiserver_request_log(drv_apiserver *s);
+/* A write kept (drv_apiserver_keep_writes), as its client sent it. */
+typedef struct drv_apiserver_write {
+    char method[8];     /* POST, PUT, PATCH or DELETE */
+    char *path;         /* with its query, rebuilt as drv_apiserver_request_log rebuilds it */
+    char *content_type; /* "" when the request had none */
+    char *body;         /* len bytes, then a NUL */
+    size_t len;
+} drv_apiserver_write;
+/* From now on, every write served is kept as its client sent it (drv_apiserver_writes): what a
+ * benchmark replays from a plain client to send exactly the requests of the client it measured. */
+void drv_apiserver_keep_writes(drv_apiserver *s);
+/* A copy of the writes kept so far (drv_apiserver_keep_writes; not those refused before they
+ * reach the store: injected faults, a client gone), in the order they were served, whatever
+ * the answer. *out is drv_malloc'd (drv_apiserver_writes_free). Their count, or -1 (memory). */
+int32_t drv_apiserver_writes(drv_apiserver *s, drv_apiserver_write **out);
+void drv_apiserver_writes_free(drv_apiserver_write *w, int32_t n);
 /* Every open watch stream is cut without its terminating chunk (a dropped connection). */
 void drv_apiserver_drop_watches(drv_apiserver *s);
 /* Every event so far leaves the window: watches from an older resourceVersion get 410, open

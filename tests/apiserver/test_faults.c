@@ -142,6 +142,42 @@ static void test_injected_429_then_ok(void **state)
     assert_int_equal(call("GET", "/api/v1/nodes", NULL, NULL), 200);
 }
 
+/* Writes kept (drv_apiserver_keep_writes) are those served since it was asked, in order, as
+ * sent: method, path with query, content type, body; not GETs, not a write refused by a fault. */
+static void test_writes_kept_as_sent(void **state)
+{
+    (void)state;
+    make_pod("before"); /* (not kept: asked later) */
+    drv_apiserver_keep_writes(srv);
+    make_pod("kept-1");
+    assert_int_equal(call("GET", "/api/v1/namespaces/default/pods/kept-1", NULL, NULL), 200);
+    drv_apiserver_fail_next(srv, 500, 1, 0);
+    assert_int_equal(call("DELETE", "/api/v1/namespaces/default/pods/kept-1", NULL, NULL), 500);
+    struct call c = {.port = port,
+                     .method = "PATCH",
+                     .path = "/api/v1/namespaces/default/pods/kept-1?fieldManager=t%20m",
+                     .body = "{\"metadata\":{\"labels\":{\"a\":\"b\"}}}",
+                     .ctype = "application/merge-patch+json"};
+    do_call(&c);
+    drv_free(c.out.p);
+    assert_int_equal(c.code, 200);
+    drv_apiserver_write *w = NULL;
+    int32_t n = drv_apiserver_writes(srv, &w);
+    assert_int_equal(n, 2);
+    char body[512];
+    snprintf(body, sizeof body, POD, "kept-1");
+    assert_string_equal(w[0].method, "POST");
+    assert_string_equal(w[0].path, "/api/v1/namespaces/default/pods");
+    assert_string_equal(w[0].content_type, "application/json");
+    assert_int_equal(w[0].len, strlen(body));
+    assert_string_equal(w[0].body, body);
+    assert_string_equal(w[1].method, "PATCH");
+    assert_string_equal(w[1].path, "/api/v1/namespaces/default/pods/kept-1?fieldManager=t%20m");
+    assert_string_equal(w[1].content_type, "application/merge-patch+json");
+    assert_string_equal(w[1].body, c.body);
+    drv_apiserver_writes_free(w, n);
+}
+
 static void test_watch_from_expired_rv_gets_410(void **state)
 {
     (void)state;
@@ -318,6 +354,7 @@ int main(void)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_injected_429_then_ok, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_writes_kept_as_sent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_from_expired_rv_gets_410, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_bookmarks_and_selector_transition, setup,
                                         teardown),

@@ -52,7 +52,9 @@ typedef struct parser {
     int depth;
     const skipset *skip; /* NULL: everything is built */
     json_error_t *err;
-    bool failed; /* err filled (the first error wins) */
+    bool failed;   /* err filled (the first error wins) */
+    drv_jdoc *doc; /* drv_jdoc_parse's document (NULL: jansson values are built) */
+    size_t tlen;   /* bytes of doc->text used */
 } parser;
 
 static void *fail(parser *s, const char *at, const char *what)
@@ -239,11 +241,12 @@ static json_t *string(parser *s)
 }
 
 /* A number at s->p: checked against the JSON grammar, then converted as jansson does (an
- * integer unless it has a fraction or an exponent). */
-static json_t *number(parser *s)
+ * integer unless it has a fraction or an exponent): *real says which of *i, *r holds it. 0, or
+ * -1 (err set). */
+static int number_scan(parser *s, bool *real, json_int_t *i, double *r)
 {
     const char *b = s->p, *p = b;
-    bool real = false;
+    *real = false;
     if (p < s->end && *p == '-')
         p++;
     if (p < s->end && *p == '0')
@@ -252,43 +255,58 @@ static json_t *number(parser *s)
         while (p < s->end && *p >= '0' && *p <= '9')
             p++;
     else
-        return fail(s, b, "invalid token");
+        return fail(s, b, "invalid token"), -1;
     if (p < s->end && *p == '.') {
-        real = true;
+        *real = true;
         if (++p >= s->end || *p < '0' || *p > '9')
-            return fail(s, b, "invalid number: no digit after the point");
+            return fail(s, b, "invalid number: no digit after the point"), -1;
         while (p < s->end && *p >= '0' && *p <= '9')
             p++;
     }
     if (p < s->end && (*p == 'e' || *p == 'E')) {
-        real = true;
+        *real = true;
         if (++p < s->end && (*p == '+' || *p == '-'))
             p++;
         if (p >= s->end || *p < '0' || *p > '9')
-            return fail(s, b, "invalid number: no digit in the exponent");
+            return fail(s, b, "invalid number: no digit in the exponent"), -1;
         while (p < s->end && *p >= '0' && *p <= '9')
             p++;
     }
     char tmp[64], *text = tmp;
     size_t len = (size_t)(p - b);
     if (len >= sizeof tmp && !(text = drv_malloc(len + 1)))
-        return fail(s, b, "out of memory");
+        return fail(s, b, "out of memory"), -1;
     memcpy(text, b, len);
     text[len] = 0; /* (strtoll and strtod need a terminated copy: the buffer may go on) */
-    json_t *v = NULL;
+    int rc = 0;
     errno = 0;
-    if (!real) {
+    if (!*real) {
         long long x = strtoll(text, NULL, 10);
-        v = errno == ERANGE ? fail(s, b, "too big an integer") : json_integer((json_int_t)x);
+        if (errno == ERANGE)
+            rc = -1, fail(s, b, "too big an integer");
+        *i = (json_int_t)x;
     } else {
         double x = strtod(text, NULL);
-        v = errno == ERANGE && (x > 1 || x < -1) ? fail(s, b, "real number overflow")
-                                                 : json_real(x);
+        if (errno == ERANGE && (x > 1 || x < -1))
+            rc = -1, fail(s, b, "real number overflow");
+        *r = x;
     }
     if (text != tmp)
         drv_free(text);
     s->p = p;
-    return v || s->failed ? v : fail(s, b, "out of memory");
+    return rc;
+}
+
+static json_t *number(parser *s)
+{
+    const char *b = s->p;
+    bool real;
+    json_int_t i = 0;
+    double r = 0;
+    if (number_scan(s, &real, &i, &r) != 0)
+        return NULL;
+    json_t *v = real ? json_real(r) : json_integer(i);
+    return v ? v : fail(s, b, "out of memory");
 }
 
 static json_t *value(parser *s, unsigned mask, int level);
@@ -512,12 +530,21 @@ static int skip_container(parser *s)
     }
 }
 
+/* A literal word at s->p (true, false or null), checked. 0 or -1. */
+static int skip_literal(parser *s, const char *word)
+{
+    size_t n = strlen(word);
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
+        return fail(s, s->p, "invalid token"), -1;
+    s->p += n;
+    return 0;
+}
+
 static int skip_value(parser *s)
 {
     skip_ws(s);
     if (s->p >= s->end)
         return fail(s, s->p, "a value expected, the text ended"), -1;
-    json_t *v = NULL;
     switch (*s->p) {
     case '{':
     case '[': {
@@ -529,20 +556,19 @@ static int skip_value(parser *s)
     }
     case '"':
         return skip_string(s);
-    case 't': /* (the literals are jansson's singletons: nothing allocated) */
-        v = literal(s, "true", json_true);
-        break;
+    case 't':
+        return skip_literal(s, "true");
     case 'f':
-        v = literal(s, "false", json_false);
-        break;
+        return skip_literal(s, "false");
     case 'n':
-        v = literal(s, "null", json_null);
-        break;
-    default: /* (a number is converted: jansson refuses those out of range) */
-        v = number(s);
+        return skip_literal(s, "null");
+    default: { /* (a number is converted: jansson refuses those out of range) */
+        bool real;
+        json_int_t i;
+        double r;
+        return number_scan(s, &real, &i, &r);
     }
-    json_decref(v);
-    return v ? 0 : -1;
+    }
 }
 
 /* paths (and root) split into s's keys; false when beyond SKIP_PATHS or SKIP_KEYS. */
@@ -598,6 +624,248 @@ json_t *drv_json_loadb_skip(const char *buf, size_t n, const char *const *paths,
         return fail(&s, s.p, "end of text expected after the value");
     }
     return v;
+}
+
+/* ---- documents (json.h): the same grammar, nodes in an array, strings in one buffer -------- */
+
+static int32_t dvalue(parser *s, unsigned mask, int level);
+
+/* A new node of type at the end of the document, or -1 (err set). */
+static int32_t new_node(parser *s, uint8_t type)
+{
+    drv_jdoc *doc = s->doc;
+    if (drv_grow(&doc->v, sizeof *doc->v, &doc->cap, doc->n + 1) != 0)
+        return fail(s, s->p, "out of memory"), -1;
+    doc->v[doc->n] = (drv_jnode){.type = type, .child = -1, .next = -1};
+    return doc->n++;
+}
+
+/* The string at s->p copied into the text, unescaped and terminated; *len its bytes. The copy
+ * of a string of k bytes between quotes takes at most k + 1: the text never outgrows the
+ * parsed bytes. NULL (err set) when it is invalid. */
+static const char *dstring(parser *s, uint32_t *len)
+{
+    const char *b, *q;
+    bool escaped;
+    if (scan_string(s, &b, &q, &escaped) != 0)
+        return NULL;
+    char *o = s->doc->text + s->tlen;
+    long n = (long)(q - b);
+    if (!escaped)
+        memcpy(o, b, (size_t)n);
+    else if ((n = unescape(s, b, q, o)) < 0)
+        return NULL;
+    o[n] = 0;
+    s->tlen += (size_t)n + 1;
+    *len = (uint32_t)n;
+    return o;
+}
+
+/* The members (obj) or elements of the container at s->p, linked under node c. 0 or -1. */
+static int dcontainer(parser *s, int32_t c, bool obj, unsigned mask, int level)
+{
+    char close = obj ? '}' : ']';
+    int32_t last = -1;
+    s->p++;
+    skip_ws(s);
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        return 0;
+    }
+    for (;;) {
+        const char *key = NULL;
+        uint32_t klen = 0;
+        unsigned next = 0;
+        bool whole = false;
+        if (obj) {
+            skip_ws(s);
+            if (s->p >= s->end || *s->p != '"')
+                return fail(s, s->p, "a string expected as an object key"), -1;
+            if (!(key = dstring(s, &klen)))
+                return -1;
+            skip_ws(s);
+            if (s->p >= s->end || *s->p != ':')
+                return fail(s, s->p, "':' expected after an object key"), -1;
+            s->p++;
+            next = mask ? skip_next(s, mask, level, key, klen, &whole) : 0;
+        }
+        if (whole) {
+            if (skip_value(s) != 0)
+                return -1;
+        } else {
+            int32_t v = dvalue(s, next, level + 1);
+            if (v < 0)
+                return -1;
+            drv_jnode *x = s->doc->v; /* (not before: dvalue may move the nodes) */
+            x[v].key = key;
+            x[v].klen = klen;
+            if (last < 0)
+                x[c].child = v;
+            else
+                x[last].next = v;
+            last = v;
+            x[c].len++;
+        }
+        skip_ws(s);
+        if (s->p < s->end && *s->p == ',') {
+            s->p++;
+            continue;
+        }
+        if (s->p < s->end && *s->p == close) {
+            s->p++;
+            return 0;
+        }
+        fail(s, s->p, obj ? "',' or '}' expected in an object" : "',' or ']' expected in an array");
+        return -1;
+    }
+}
+
+/* The value at s->p as a node (and its children after it), or -1. */
+static int32_t dvalue(parser *s, unsigned mask, int level)
+{
+    skip_ws(s);
+    if (s->p >= s->end)
+        return fail(s, s->p, "a value expected, the text ended"), -1;
+    int32_t v;
+    switch (*s->p) {
+    case '{':
+    case '[': {
+        bool obj = *s->p == '{';
+        if (++s->depth > DRV_JSON_MAX_DEPTH)
+            return fail(s, s->p, "maximum parsing depth reached"), -1;
+        if ((v = new_node(s, obj ? DRV_JOBJECT : DRV_JARRAY)) < 0 ||
+            dcontainer(s, v, obj, obj ? mask : 0, level) != 0) /* (paths go through objects) */
+            return -1;
+        s->depth--;
+        return v;
+    }
+    case '"': {
+        uint32_t len;
+        const char *str = dstring(s, &len);
+        if (!str || (v = new_node(s, DRV_JSTRING)) < 0)
+            return -1;
+        s->doc->v[v].str = str;
+        s->doc->v[v].len = len;
+        return v;
+    }
+    case 't':
+        return skip_literal(s, "true") != 0 ? -1 : new_node(s, DRV_JTRUE);
+    case 'f':
+        return skip_literal(s, "false") != 0 ? -1 : new_node(s, DRV_JFALSE);
+    case 'n':
+        return skip_literal(s, "null") != 0 ? -1 : new_node(s, DRV_JNULL);
+    default: {
+        bool real;
+        json_int_t i = 0;
+        double r = 0;
+        if (number_scan(s, &real, &i, &r) != 0 ||
+            (v = new_node(s, real ? DRV_JREAL : DRV_JINT)) < 0)
+            return -1;
+        s->doc->v[v].i = i;
+        s->doc->v[v].r = r;
+        return v;
+    }
+    }
+}
+
+void drv_jdoc_init(drv_jdoc *doc)
+{
+    memset(doc, 0, sizeof *doc);
+}
+
+void drv_jdoc_fini(drv_jdoc *doc)
+{
+    if (!doc)
+        return;
+    drv_free(doc->v);
+    drv_free(doc->text);
+    drv_jdoc_init(doc);
+}
+
+int drv_jdoc_parse(drv_jdoc *doc, const char *buf, size_t n, const char *const *paths,
+                   const char *root, json_error_t *err)
+{
+    skipset k;
+    parser s = {.p = buf, .begin = buf, .end = buf + n, .err = err, .doc = doc};
+    doc->n = 0;
+    if (n >= INT32_MAX)
+        return fail(&s, buf, "a text longer than 2 GB"), -1; /* (node indexes are int32_t) */
+    if (doc->tcap < n + 1) {
+        char *t = drv_realloc(doc->text, n + 1);
+        if (!t)
+            return fail(&s, buf, "out of memory"), -1;
+        doc->text = t;
+        doc->tcap = n + 1;
+    }
+    if (paths && !skipset_init(&k, paths, root))
+        return fail(&s, buf, "too many skip paths or keys in one"), -1;
+    s.skip = paths && k.n ? &k : NULL;
+    skip_ws(&s);
+    if (s.p >= s.end || (*s.p != '{' && *s.p != '['))
+        return fail(&s, s.p, "'[' or '{' expected"), -1;
+    if (dvalue(&s, s.skip ? (1u << k.n) - 1 : 0, 0) < 0)
+        return -1;
+    skip_ws(&s);
+    if (s.p < s.end)
+        return fail(&s, s.p, "end of text expected after the value"), -1;
+    return 0;
+}
+
+int32_t drv_jdoc_get(const drv_jdoc *doc, int32_t obj, const char *key)
+{
+    if (obj < 0 || doc->v[obj].type != DRV_JOBJECT)
+        return -1;
+    size_t len = strlen(key);
+    int32_t found = -1;
+    for (int32_t c = doc->v[obj].child; c >= 0; c = doc->v[c].next)
+        if (doc->v[c].klen == len && memcmp(doc->v[c].key, key, len) == 0)
+            found = c; /* (on: a repeated key's last member is its value) */
+    return found;
+}
+
+int drv_jdoc_type(const drv_jdoc *doc, int32_t v)
+{
+    return v < 0 ? DRV_JNONE : doc->v[v].type;
+}
+
+const char *drv_jdoc_str(const drv_jdoc *doc, int32_t v)
+{
+    return v >= 0 && doc->v[v].type == DRV_JSTRING ? doc->v[v].str : NULL;
+}
+
+json_t *drv_jdoc_json(const drv_jdoc *doc, int32_t v)
+{
+    const drv_jnode *x = &doc->v[v];
+    json_t *o = NULL;
+    switch (x->type) {
+    case DRV_JOBJECT:
+    case DRV_JARRAY:
+        o = x->type == DRV_JOBJECT ? json_object() : json_array();
+        for (int32_t c = x->child; o && c >= 0; c = doc->v[c].next) {
+            json_t *e = drv_jdoc_json(doc, c); /* (depth: DRV_JSON_MAX_DEPTH, as parsed) */
+            int rc = !e ? -1
+                     : x->type == DRV_JOBJECT
+                         ? json_object_setn_new_nocheck(o, doc->v[c].key, doc->v[c].klen, e)
+                         : json_array_append_new(o, e);
+            if (rc != 0) {
+                json_decref(o);
+                o = NULL;
+            }
+        }
+        return o;
+    case DRV_JSTRING:
+        return json_stringn_nocheck(x->str, x->len);
+    case DRV_JINT:
+        return json_integer(x->i);
+    case DRV_JREAL:
+        return json_real(x->r);
+    case DRV_JTRUE:
+        return json_true();
+    case DRV_JFALSE:
+        return json_false();
+    default:
+        return json_null();
+    }
 }
 
 char *drv_json_dump(const json_t *v, size_t flags)

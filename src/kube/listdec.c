@@ -36,6 +36,7 @@ void drv_list_decoder_fini(drv_list_decoder *l)
     if (!l)
         return;
     drv_free(l->buf);
+    drv_jdoc_fini(&l->doc);
     json_decref(l->meta);
     l->buf = NULL;
     l->meta = NULL;
@@ -47,9 +48,11 @@ void drv_list_decoder_reset(drv_list_decoder *l)
     drv_list_decoder_fini(l);
     drv_kbuf *raw = l->raw;
     const char *const *skip = l->skip;
+    drv_kube_doc_cb doc_cb = l->doc_cb;
     drv_list_decoder_init(l, l->what, l->cb, l->arg);
     l->raw = raw;
     l->skip = skip;
+    l->doc_cb = doc_cb;
     if (raw)
         raw->n = 0;
 }
@@ -95,12 +98,16 @@ static int keep(drv_list_decoder *l, const char *p, size_t n, drv_diag *d)
 static int captured(drv_list_decoder *l, uint64_t at, drv_diag *d)
 {
     json_error_t je;
-    json_t *v = drv_json_loadb_skip(l->buf, l->len, l->in_item ? l->skip : NULL, NULL, &je);
+    json_t *v = NULL;
+    bool doc = l->in_item && l->doc_cb;
+    bool ok = doc ? drv_jdoc_parse(&l->doc, l->buf, l->len, l->skip, NULL, &je) == 0
+                  : (v = drv_json_loadb_skip(l->buf, l->len, l->in_item ? l->skip : NULL, NULL,
+                                             &je)) != NULL;
     size_t n = l->len;
     l->len = 0;
-    if (!v && json_error_code(&je) == json_error_out_of_memory)
+    if (!ok && json_error_code(&je) == json_error_out_of_memory)
         return drv_fail(d, DRV_ENOMEM, "%s: out of memory", l->what);
-    if (!v)
+    if (!ok)
         return drv_fail(d, DRV_EPARSE, "%s: byte %llu: malformed %s: %s", l->what,
                         (unsigned long long)(at - n + 1 + (je.position > 0 ? je.position : 0)),
                         l->in_item ? "item" : "metadata", je.text);
@@ -108,7 +115,7 @@ static int captured(drv_list_decoder *l, uint64_t at, drv_diag *d)
     if (l->in_item) {
         l->in_item = false;
         l->items++;
-        rc = l->cb ? l->cb(v, l->arg) : 0;
+        rc = doc ? l->doc_cb(&l->doc, l->arg) : l->cb ? l->cb(v, l->arg) : 0;
         json_decref(v);
     } else {
         l->in_meta = false;
@@ -144,7 +151,8 @@ static int open_bracket(drv_list_decoder *l, char c, bool *start)
     } else if (l->depth == 2 && l->in_items) {
         if (c != '{')
             return -1;
-        *start = l->in_item = l->cb != NULL; /* without a callback the item is only skipped */
+        /* without a callback the item is only skipped */
+        *start = l->in_item = l->cb != NULL || l->doc_cb != NULL;
     }
     l->depth++;
     return 0;

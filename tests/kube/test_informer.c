@@ -105,7 +105,7 @@ static void test_informer_converges_under_faults(void **unused)
     assert_int_equal(drv_kube_new(&writer, &cfg, &d), 0);
     assert_int_equal(drv_kube_new(&reader, &cfg, &d), 0);
     counts c = {0};
-    drv_informer_ops ops = {decode, release, on_add, on_update, on_delete, NULL};
+    drv_informer_ops ops = {decode, release, on_add, on_update, on_delete, NULL, NULL};
     runner r = {0};
     assert_int_equal(drv_informer_new(&r.inf, reader, "/api/v1/pods", 3, 2, &ops, &c, &d), 0);
     pthread_t t;
@@ -295,7 +295,8 @@ static drv_informer_stats list_across_writes(bool expire)
     assert_int_equal(drv_kube_new(&reader, &cfg, &d), 0);
     for (int i = 0; i < 10; i++)
         write_pod(p.writer, "POST", i, NULL);
-    drv_informer_ops ops = {decode_paging, release_paging, NULL, NULL, NULL, on_listed_paging};
+    drv_informer_ops ops = {decode_paging, release_paging,   NULL, NULL,
+                            NULL,          on_listed_paging, NULL};
     runner r = {0};
     assert_int_equal(drv_informer_new(&r.inf, reader, "/api/v1/pods", 3, 2, &ops, &p, &d), 0);
     p.inf = r.inf;
@@ -415,7 +416,7 @@ static void test_informer_indexes(void **unused)
 {
     (void)unused;
     ix_names = drv_strtab_new();
-    drv_informer_ops ops = {decode_kpod, free_kpod, NULL, NULL, NULL, NULL};
+    drv_informer_ops ops = {decode_kpod, free_kpod, NULL, NULL, NULL, NULL, NULL};
     drv_informer *inf;
     drv_diag d;
     assert_int_equal(drv_informer_new(&inf, NULL, "/api/v1/pods", 0, 0, &ops, NULL, &d), 0);

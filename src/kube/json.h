@@ -93,6 +93,11 @@ void drv_jdoc_fini(drv_jdoc *doc);
  * by drv_jdoc_get (as jansson keeps the last value). */
 int drv_jdoc_parse(drv_jdoc *doc, const char *buf, size_t n, const char *const *paths,
                    const char *root, json_error_t *err);
+/* The object or array at buf (the first of n bytes, whitespace first allowed) parsed into doc
+ * as drv_jdoc_parse parses it, what follows it left alone: *used the bytes it took. For a
+ * list page's items, parsed where they lie (listdec.c). The text buffer is sized to n. */
+int drv_jdoc_parse_one(drv_jdoc *doc, const char *buf, size_t n, const char *const *paths,
+                       size_t *used, json_error_t *err);
 /* The member key of object node obj (its last one when repeated), or -1 (also when obj is -1
  * or no object). Linear in obj's members. */
 int32_t drv_jdoc_get(const drv_jdoc *doc, int32_t obj, const char *key);

@@ -782,8 +782,10 @@ void drv_jdoc_fini(drv_jdoc *doc)
     drv_jdoc_init(doc);
 }
 
-int drv_jdoc_parse(drv_jdoc *doc, const char *buf, size_t n, const char *const *paths,
-                   const char *root, json_error_t *err)
+/* drv_jdoc_parse and drv_jdoc_parse_one: one value parsed from buf, *used the bytes it took
+ * (with whole: all n but whitespace, else an error). */
+static int parse(drv_jdoc *doc, const char *buf, size_t n, const char *const *paths,
+                 const char *root, bool whole, size_t *used, json_error_t *err)
 {
     skipset k;
     parser s = {.p = buf, .begin = buf, .end = buf + n, .err = err, .doc = doc};
@@ -805,10 +807,24 @@ int drv_jdoc_parse(drv_jdoc *doc, const char *buf, size_t n, const char *const *
         return fail(&s, s.p, "'[' or '{' expected"), -1;
     if (dvalue(&s, s.skip ? (1u << k.n) - 1 : 0, 0) < 0)
         return -1;
+    *used = (size_t)(s.p - buf);
     skip_ws(&s);
-    if (s.p < s.end)
+    if (whole && s.p < s.end)
         return fail(&s, s.p, "end of text expected after the value"), -1;
     return 0;
+}
+
+int drv_jdoc_parse(drv_jdoc *doc, const char *buf, size_t n, const char *const *paths,
+                   const char *root, json_error_t *err)
+{
+    size_t used;
+    return parse(doc, buf, n, paths, root, true, &used, err);
+}
+
+int drv_jdoc_parse_one(drv_jdoc *doc, const char *buf, size_t n, const char *const *paths,
+                       size_t *used, json_error_t *err)
+{
+    return parse(doc, buf, n, paths, NULL, false, used, err);
 }
 
 int32_t drv_jdoc_get(const drv_jdoc *doc, int32_t obj, const char *key)

@@ -13,7 +13,9 @@
  * jansson values (drv_json_loadb, jsonparse.c) when their closing brace arrives; every other
  * value is skipped. Each byte is looked at
  * once and copied at most once (runs are copied with memcpy, at a capture's end or the chunk's;
- * inside strings, memchr jumps to the next quote or backslash).
+ * inside strings, memchr jumps to the next quote or backslash). With a document callback an
+ * item whole in the chunk (all of them when a page is fed at once, as pager.c does) is parsed
+ * where it lies instead: neither scanned for its brackets nor copied.
  *
  * Example: feeding {"kind":"PodList","metadata":{"resourceVersion":"7"},"items":[{"a":1},{"b":2}]}
  * in chunks of any size calls cb with {"a":1}, then {"b":2}; rv is then "7".
@@ -229,6 +231,21 @@ static int structural(drv_list_decoder *l, const char *data, size_t i, size_t *s
     }
 }
 
+/* The item at p (its opening brace; n bytes of the chunk from there) parsed where it lies,
+ * when it is whole in the chunk: 0 (handed to doc_cb, *used its bytes), 1 (not whole here, or
+ * malformed: it is captured as any item, whose parse says what is wrong), or doc_cb's code or
+ * DRV_ENOMEM. Saves the item's copy and the scan of its bytes for their brackets. */
+static int in_place(drv_list_decoder *l, const char *p, size_t n, size_t *used, drv_diag *d)
+{
+    json_error_t je;
+    if (drv_jdoc_parse_one(&l->doc, p, n, l->skip, used, &je) != 0)
+        return json_error_code(&je) == json_error_out_of_memory
+                   ? drv_fail(d, DRV_ENOMEM, "%s: out of memory", l->what)
+                   : 1;
+    l->items++;
+    return l->doc_cb(&l->doc, l->arg);
+}
+
 int drv_list_decoder_feed(drv_list_decoder *l, const char *data, size_t n, drv_diag *d)
 {
     if (l->depth < 0)
@@ -264,6 +281,16 @@ int drv_list_decoder_feed(drv_list_decoder *l, const char *data, size_t n, drv_d
             if (c == ' ' || c == '\t' || c == '\r' || c == '\n')
                 continue;
             return bad(l, l->offset + i, "data after the list", d);
+        }
+        if (c == '{' && l->doc_cb && l->depth == 2 && l->in_items) {
+            size_t used = 0;
+            int rc = in_place(l, data + i, n - i, &used, d);
+            if (rc < 0)
+                return failed(l, rc);
+            if (rc == 0) {
+                i += used - 1; /* (at its closing brace: depth 2 again, as after a capture) */
+                continue;
+            }
         }
         int rc = structural(l, data, i, &seg, d);
         if (rc)

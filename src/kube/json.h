@@ -199,8 +199,8 @@ extern const char *const drv_kube_unread_node[];
 int drv_kube_decode_node(json_t *obj, drv_strtab *names, drv_knode *out, drv_diag *d);
 
 /* The same from node obj of a document (objects_doc.c): the same record, the same strings
- * interned in the same order, the same errors; about 3x faster (no jansson tree is built but
- * for the rare objects objects.c's own rules are kept for). */
+ * interned in the same order, the same errors, with no jansson tree built (but for the rare
+ * objects that objects.c's own rules are kept for). */
 int drv_kube_decode_pod_doc(const drv_jdoc *doc, int32_t obj, drv_strtab *names, drv_kpod *out,
                             drv_diag *d);
 int drv_kube_decode_node_doc(const drv_jdoc *doc, int32_t obj, drv_strtab *names, drv_knode *out,

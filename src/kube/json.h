@@ -64,13 +64,16 @@ enum drv_jtype {
 };
 
 typedef struct drv_jnode {
-    const char *key;     /* a member's key (NUL-terminated, in the document's text); NULL in an
-                            array and at the top */
-    const char *str;     /* a string's value (NUL-terminated, unescaped, in the text) */
-    json_int_t i;        /* an integer's value */
-    double r;            /* a real's value */
+    const char *key; /* a member's key (NUL-terminated, in the document's text); NULL in an
+                        array and at the top */
+    const char *str; /* a string's value (NUL-terminated, unescaped, in the text) */
+    union {
+        json_int_t i; /* an integer's value */
+        double r;     /* a real's value */
+    };
     uint32_t klen;       /* bytes of key */
     uint32_t len;        /* bytes of str; members of an object, elements of an array */
+    uint32_t koff, soff; /* (where key and str are in the text: the parse's own) */
     int32_t child, next; /* first member or element, next sibling (indexes; -1: none) */
     uint8_t type;        /* enum drv_jtype */
 } drv_jnode;
@@ -78,9 +81,8 @@ typedef struct drv_jnode {
 typedef struct drv_jdoc {
     drv_jnode *v;   /* the nodes; v[0] the top value, children after their parent */
     int32_t n, cap; /* nodes used, allocated */
-    char *text;     /* the strings and keys, each NUL-terminated (never longer than the
-                       parsed bytes: text is sized to them before parsing, so the
-                       pointers into it never move while a document is built) */
+    char *text;     /* the strings and keys, each NUL-terminated (as long as the largest
+                       document parsed, at most) */
     size_t tcap;    /* bytes allocated in text */
 } drv_jdoc;
 
@@ -95,7 +97,7 @@ int drv_jdoc_parse(drv_jdoc *doc, const char *buf, size_t n, const char *const *
                    const char *root, json_error_t *err);
 /* The object or array at buf (the first of n bytes, whitespace first allowed) parsed into doc
  * as drv_jdoc_parse parses it, what follows it left alone: *used the bytes it took. For a
- * list page's items, parsed where they lie (listdec.c). The text buffer is sized to n. */
+ * list page's items, parsed where they lie (listdec.c). */
 int drv_jdoc_parse_one(drv_jdoc *doc, const char *buf, size_t n, const char *const *paths,
                        size_t *used, json_error_t *err);
 /* The member key of object node obj (its last one when repeated), or -1 (also when obj is -1

@@ -30,10 +30,10 @@
  *
  * Documents (drv_jdoc_parse, json.h): the same descent, building no jansson value. Nodes go to
  * one array (children after their parent, linked by index: the array may move as it grows),
- * strings and keys, unescaped and terminated, to one text buffer sized to the input first (a
- * string of k bytes between quotes takes at most k + 1, so its pointers never move). Both are
- * kept by the document for the next parse: the pod and node informers parse thousands of
- * items with no allocation after the first ones.
+ * strings and keys, unescaped and terminated, to one text buffer (known by offset while it may
+ * grow; the nodes get pointers into it at the end). Both are kept by the document for the
+ * next parse: the pod and node informers parse thousands of items with no allocation after
+ * the first ones, and the buffers stay the size of the largest item.
  */
 #include "json.h"
 
@@ -641,31 +641,43 @@ static int32_t dvalue(parser *s, unsigned mask, int level);
 static int32_t new_node(parser *s, uint8_t type)
 {
     drv_jdoc *doc = s->doc;
-    if (drv_grow(&doc->v, sizeof *doc->v, &doc->cap, doc->n + 1) != 0)
+    if (doc->n == doc->cap && drv_grow(&doc->v, sizeof *doc->v, &doc->cap, doc->n + 1) != 0)
         return fail(s, s->p, "out of memory"), -1;
     doc->v[doc->n] = (drv_jnode){.type = type, .child = -1, .next = -1};
     return doc->n++;
 }
 
-/* The string at s->p copied into the text, unescaped and terminated; *len its bytes. The copy
- * of a string of k bytes between quotes takes at most k + 1: the text never outgrows the
- * parsed bytes. NULL (err set) when it is invalid. */
-static const char *dstring(parser *s, uint32_t *len)
+/* The string at s->p copied into the text, unescaped and terminated: *off where, *len its
+ * bytes. The text grows as needed (a string of k bytes between quotes takes at most k + 1), so
+ * what is in it is known by offset until the parse ends. 0, or -1 (err set). */
+static int dstring(parser *s, uint32_t *off, uint32_t *len)
 {
     const char *b, *q;
     bool escaped;
     if (scan_string(s, &b, &q, &escaped) != 0)
-        return NULL;
-    char *o = s->doc->text + s->tlen;
+        return -1;
+    drv_jdoc *doc = s->doc;
+    size_t need = s->tlen + (size_t)(q - b) + 1;
+    if (need > doc->tcap) {
+        size_t cap = doc->tcap ? doc->tcap * 2 : 1024;
+        cap = cap < need ? need : cap;
+        char *t = drv_realloc(doc->text, cap);
+        if (!t)
+            return fail(s, b, "out of memory"), -1;
+        doc->text = t;
+        doc->tcap = cap;
+    }
+    char *o = doc->text + s->tlen;
     long n = (long)(q - b);
     if (!escaped)
         memcpy(o, b, (size_t)n);
     else if ((n = unescape(s, b, q, o)) < 0)
-        return NULL;
+        return -1;
     o[n] = 0;
-    s->tlen += (size_t)n + 1;
+    *off = (uint32_t)s->tlen;
     *len = (uint32_t)n;
-    return o;
+    s->tlen += (size_t)n + 1;
+    return 0;
 }
 
 /* The members (obj) or elements of the container at s->p, linked under node c. 0 or -1. */
@@ -680,21 +692,20 @@ static int dcontainer(parser *s, int32_t c, bool obj, unsigned mask, int level)
         return 0;
     }
     for (;;) {
-        const char *key = NULL;
-        uint32_t klen = 0;
+        uint32_t koff = 0, klen = 0;
         unsigned next = 0;
         bool whole = false;
         if (obj) {
             skip_ws(s);
             if (s->p >= s->end || *s->p != '"')
                 return fail(s, s->p, "a string expected as an object key"), -1;
-            if (!(key = dstring(s, &klen)))
+            if (dstring(s, &koff, &klen) != 0)
                 return -1;
             skip_ws(s);
             if (s->p >= s->end || *s->p != ':')
                 return fail(s, s->p, "':' expected after an object key"), -1;
             s->p++;
-            next = mask ? skip_next(s, mask, level, key, klen, &whole) : 0;
+            next = mask ? skip_next(s, mask, level, s->doc->text + koff, klen, &whole) : 0;
         }
         if (whole) {
             if (skip_value(s) != 0)
@@ -704,7 +715,7 @@ static int dcontainer(parser *s, int32_t c, bool obj, unsigned mask, int level)
             if (v < 0)
                 return -1;
             drv_jnode *x = s->doc->v; /* (not before: dvalue may move the nodes) */
-            x[v].key = key;
+            x[v].koff = obj ? koff : UINT32_MAX;
             x[v].klen = klen;
             if (last < 0)
                 x[c].child = v;
@@ -747,11 +758,10 @@ static int32_t dvalue(parser *s, unsigned mask, int level)
         return v;
     }
     case '"': {
-        uint32_t len;
-        const char *str = dstring(s, &len);
-        if (!str || (v = new_node(s, DRV_JSTRING)) < 0)
+        uint32_t off, len;
+        if (dstring(s, &off, &len) != 0 || (v = new_node(s, DRV_JSTRING)) < 0)
             return -1;
-        s->doc->v[v].str = str;
+        s->doc->v[v].soff = off;
         s->doc->v[v].len = len;
         return v;
     }
@@ -768,8 +778,10 @@ static int32_t dvalue(parser *s, unsigned mask, int level)
         if (number_scan(s, &real, &i, &r) != 0 ||
             (v = new_node(s, real ? DRV_JREAL : DRV_JINT)) < 0)
             return -1;
-        s->doc->v[v].i = i;
-        s->doc->v[v].r = r;
+        if (real)
+            s->doc->v[v].r = r;
+        else
+            s->doc->v[v].i = i;
         return v;
     }
     }
@@ -799,13 +811,6 @@ static int parse(drv_jdoc *doc, const char *buf, size_t n, const char *const *pa
     doc->n = 0;
     if (n >= INT32_MAX)
         return fail(&s, buf, "a text longer than 2 GB"), -1; /* (node indexes are int32_t) */
-    if (doc->tcap < n + 1) {
-        char *t = drv_realloc(doc->text, n + 1);
-        if (!t)
-            return fail(&s, buf, "out of memory"), -1;
-        doc->text = t;
-        doc->tcap = n + 1;
-    }
     if (paths && !skipset_init(&k, paths, root))
         return fail(&s, buf, "too many skip paths or keys in one"), -1;
     s.skip = paths && k.n ? &k : NULL;
@@ -814,6 +819,11 @@ static int parse(drv_jdoc *doc, const char *buf, size_t n, const char *const *pa
         return fail(&s, s.p, "'[' or '{' expected"), -1;
     if (dvalue(&s, s.skip ? (1u << k.n) - 1 : 0, 0) < 0)
         return -1;
+    for (int32_t i = 0; i < doc->n; i++) { /* (the text moves no more: offsets to pointers) */
+        drv_jnode *x = &doc->v[i];
+        x->key = x->koff != UINT32_MAX ? doc->text + x->koff : NULL;
+        x->str = x->type == DRV_JSTRING ? doc->text + x->soff : NULL;
+    }
     *used = (size_t)(s.p - buf);
     skip_ws(&s);
     if (whole && s.p < s.end)

@@ -45,7 +45,7 @@ const char *const *drv_kube_unread(const drv_kube *k);
 json_t *drv_json_loadb_skip(const char *buf, size_t n, const char *const *paths, const char *root,
                             json_error_t *err);
 
-/* ---- documents: JSON text as a flat tree, without jansson (jsonparse.c) --------------------- */
+/* ---- documents: JSON text as a flat tree, without jansson (jsonparse.c, jsondoc.c) -------- */
 
 /* The informers of pods and nodes read a few dozen fields of each object once: a jansson tree
  * costs them an allocation per value and a hash table per object. A document is the same

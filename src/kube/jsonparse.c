@@ -449,14 +449,20 @@ static json_t *array(parser *s)
     return NULL;
 }
 
-/* A literal word: true, false or null. */
-static json_t *literal(parser *s, const char *word, json_t *(*make)(void))
+/* A literal word at s->p (true, false or null), checked. 0 or -1. */
+static int skip_literal(parser *s, const char *word)
 {
     size_t n = strlen(word);
     if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
-        return fail(s, s->p, "invalid token");
+        return fail(s, s->p, "invalid token"), -1;
     s->p += n;
-    return make();
+    return 0;
+}
+
+/* A literal word: true, false or null. */
+static json_t *literal(parser *s, const char *word, json_t *(*make)(void))
+{
+    return skip_literal(s, word) == 0 ? make() : NULL;
 }
 
 static json_t *value(parser *s, unsigned mask, int level)
@@ -535,16 +541,6 @@ static int skip_container(parser *s)
         fail(s, s->p, obj ? "',' or '}' expected in an object" : "',' or ']' expected in an array");
         return -1;
     }
-}
-
-/* A literal word at s->p (true, false or null), checked. 0 or -1. */
-static int skip_literal(parser *s, const char *word)
-{
-    size_t n = strlen(word);
-    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
-        return fail(s, s->p, "invalid token"), -1;
-    s->p += n;
-    return 0;
 }
 
 static int skip_value(parser *s)
@@ -842,63 +838,6 @@ int drv_jdoc_parse_one(drv_jdoc *doc, const char *buf, size_t n, const char *con
                        size_t *used, json_error_t *err)
 {
     return parse(doc, buf, n, paths, NULL, false, used, err);
-}
-
-int32_t drv_jdoc_get(const drv_jdoc *doc, int32_t obj, const char *key)
-{
-    if (obj < 0 || doc->v[obj].type != DRV_JOBJECT)
-        return -1;
-    size_t len = strlen(key);
-    int32_t found = -1;
-    for (int32_t c = doc->v[obj].child; c >= 0; c = doc->v[c].next)
-        if (doc->v[c].klen == len && memcmp(doc->v[c].key, key, len) == 0)
-            found = c; /* (on: a repeated key's last member is its value) */
-    return found;
-}
-
-int drv_jdoc_type(const drv_jdoc *doc, int32_t v)
-{
-    return v < 0 ? DRV_JNONE : doc->v[v].type;
-}
-
-const char *drv_jdoc_str(const drv_jdoc *doc, int32_t v)
-{
-    return v >= 0 && doc->v[v].type == DRV_JSTRING ? doc->v[v].str : NULL;
-}
-
-json_t *drv_jdoc_json(const drv_jdoc *doc, int32_t v)
-{
-    const drv_jnode *x = &doc->v[v];
-    json_t *o = NULL;
-    switch (x->type) {
-    case DRV_JOBJECT:
-    case DRV_JARRAY:
-        o = x->type == DRV_JOBJECT ? json_object() : json_array();
-        for (int32_t c = x->child; o && c >= 0; c = doc->v[c].next) {
-            json_t *e = drv_jdoc_json(doc, c); /* (depth: DRV_JSON_MAX_DEPTH, as parsed) */
-            int rc = !e ? -1
-                     : x->type == DRV_JOBJECT
-                         ? json_object_setn_new_nocheck(o, doc->v[c].key, doc->v[c].klen, e)
-                         : json_array_append_new(o, e);
-            if (rc != 0) {
-                json_decref(o);
-                o = NULL;
-            }
-        }
-        return o;
-    case DRV_JSTRING:
-        return json_stringn_nocheck(x->str, x->len);
-    case DRV_JINT:
-        return json_integer(x->i);
-    case DRV_JREAL:
-        return json_real(x->r);
-    case DRV_JTRUE:
-        return json_true();
-    case DRV_JFALSE:
-        return json_false();
-    default:
-        return json_null();
-    }
 }
 
 char *drv_json_dump(const json_t *v, size_t flags)

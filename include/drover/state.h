@@ -266,6 +266,8 @@ typedef struct drv_state {
                             class changes: what grouping nodes by type reads */
     struct drv_hashmap *node_by_name; /* the interned names of the nodes (drv_hashmap_ints
                                          keys), so a duplicate is found without a scan */
+    struct drv_hashmap *class_index;  /* classes >= 1 by their labels and taints (constraint.c;
+                                         NULL until the first), found without a scan */
 } drv_state;
 
 int drv_state_init(drv_state *st);
@@ -329,7 +331,8 @@ void drv_state_node_changed(drv_state *st, int32_t node, bool type_changed);
  * Gives a node its labels and taints (the Kubernetes controller's mirror calls this for each
  * Node it sees; the simulator for its cluster file's nodes). Strings interned in st->names;
  * labels need distinct keys. The arrays are copied (borrowed for the call). Nodes with equal
- * sets share a class; finding it costs O(classes · labels). 0, DRV_EINVAL or DRV_ENOMEM.
+ * sets share a class, found by a hash of the sets: O(labels + taints). 0, DRV_EINVAL or
+ * DRV_ENOMEM.
  */
 int drv_state_set_node_meta(drv_state *st, int32_t node, const drv_label *labels, int32_t nlabels,
                             const drv_taint *taints, int32_t ntaints);

@@ -4,10 +4,10 @@
  * NodeAffinity, Taint and Toleration).
  *
  * Nodes are few in kinds: the nodes of one pool carry the same labels and taints. So a node
- * holds a class id, classes are interned (equal label and taint sets share one), and a
- * constraint is judged per class, not per node: the scheduler caches fits(cons, class) in a
- * table and its best-node index groups nodes by class (nodeindex.c), so a pod's filter costs
- * one table read per group of nodes.
+ * holds a class id, classes are interned (equal label and taint sets share one, found by a
+ * hash of the sets), and a constraint is judged per class, not per node: the scheduler caches
+ * fits(cons, class) in a table and its best-node index groups nodes by class (nodeindex.c), so
+ * a pod's filter costs one table read per group of nodes.
  *
  * Matching, as kube-scheduler does:
  *  - nodeSelector: every key present with that value;
@@ -23,6 +23,7 @@
  * class 0 (no labels, no taints) only if it selects nothing.
  */
 #include "drover/state.h"
+#include "drover/hashmap.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -115,12 +116,54 @@ static int ensure_class0(drv_state *st)
     return 0;
 }
 
-static bool same_class(const drv_nodeclass *c, const drv_label *l, int32_t nl, const drv_taint *t,
-                       int32_t nt)
+/* ---- the class index: classes by their (sorted) label and taint sets ------------------------ */
+
+/* FNV-1a over n bytes, from h. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
-    return c->nlabels == nl && c->ntaints == nt &&
-           (nl == 0 || memcmp(c->labels, l, sizeof *l * (size_t)nl) == 0) &&
-           (nt == 0 || memcmp(c->taints, t, sizeof *t * (size_t)nt) == 0);
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+    return h;
+}
+
+static uint64_t class_hash(const void *key)
+{
+    const drv_nodeclass *c = key;
+    uint64_t h = fnv(1469598103934665603ull, &c->nlabels, sizeof c->nlabels);
+    h = fnv(h, c->labels, sizeof *c->labels * (size_t)c->nlabels);
+    h = fnv(h, &c->ntaints, sizeof c->ntaints);
+    return fnv(h, c->taints, sizeof *c->taints * (size_t)c->ntaints);
+}
+
+static bool same_class(const void *a, const void *b)
+{
+    const drv_nodeclass *x = a, *y = b;
+    return x->nlabels == y->nlabels && x->ntaints == y->ntaints &&
+           (x->nlabels == 0 ||
+            memcmp(x->labels, y->labels, sizeof *x->labels * (size_t)x->nlabels) == 0) &&
+           (x->ntaints == 0 ||
+            memcmp(x->taints, y->taints, sizeof *x->taints * (size_t)x->ntaints) == 0);
+}
+
+/* Keys: a drv_malloc'd copy of the class's drv_nodeclass (its arrays are the class's and never
+ * move); values: the class id. */
+static const drv_hashmap_type class_index_type = {
+    .hash = class_hash, .equal = same_class, .key_free = drv_free};
+
+/* Files class id (its arrays in st->classes[id]) in the index. 0 or DRV_ENOMEM. */
+static int index_class(drv_state *st, int32_t id)
+{
+    drv_nodeclass *key = drv_malloc(sizeof *key);
+    if (!key || (!st->class_index && !(st->class_index = drv_hashmap_new(&class_index_type)))) {
+        drv_free(key);
+        return DRV_ENOMEM;
+    }
+    *key = st->classes[id];
+    if (drv_hashmap_put(st->class_index, key, (void *)(intptr_t)id) != 0) {
+        drv_free(key);
+        return DRV_ENOMEM;
+    }
+    return 0;
 }
 
 /* Gives a node its class, telling the state's readers when that is a change. */
@@ -166,19 +209,25 @@ int drv_state_set_node_meta(drv_state *st, int32_t node, const drv_label *labels
             drv_free(t);
             return DRV_EINVAL;
         }
-    for (int32_t c = 1; c < st->nclasses; c++)
-        if (same_class(&st->classes[c], l, nlabels, t, ntaints)) {
-            drv_free(l);
-            drv_free(t);
-            set_class(st, node, c);
-            return 0;
-        }
+    drv_nodeclass want = {l, nlabels, t, ntaints};
+    intptr_t c = st->class_index ? (intptr_t)drv_hashmap_get(st->class_index, &want) : 0;
+    if (c > 0) {
+        drv_free(l);
+        drv_free(t);
+        set_class(st, node, (int32_t)c);
+        return 0;
+    }
     if (drv_grow(&st->classes, sizeof *st->classes, &st->cap_classes, st->nclasses + 1) != 0) {
         drv_free(l);
         drv_free(t);
         return DRV_ENOMEM;
     }
-    st->classes[st->nclasses] = (drv_nodeclass){l, nlabels, t, ntaints};
+    st->classes[st->nclasses] = want;
+    if (index_class(st, st->nclasses) != 0) {
+        drv_free(l);
+        drv_free(t);
+        return DRV_ENOMEM;
+    }
     for (int32_t i = 0; i < ntaints; i++)
         st->has_prefer_taint |= t[i].effect == DRV_EFFECT_PREFER_NO_SCHEDULE;
     set_class(st, node, st->nclasses++);

@@ -51,6 +51,7 @@ void drv_state_fini(drv_state *st)
     drv_free(st->node_prev);
     drv_free(st->node_next);
     drv_hashmap_free(st->node_by_name);
+    drv_hashmap_free(st->class_index); /* (keys only: the classes own their arrays) */
     if (st->reserved) {
         drv_pages_fini(&st->job_pages);
         drv_pages_fini(&st->pod_pages);

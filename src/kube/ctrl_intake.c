@@ -208,6 +208,28 @@ static void *decode(json_t *obj, void *arg, drv_diag *d)
     return rec;
 }
 
+/* Pods and nodes from a list page's document (objects_doc.c), under names.mu as decode. */
+static void *decode_doc(const drv_jdoc *doc, int32_t obj, void *arg, drv_diag *d)
+{
+    const informer_arg *a = arg;
+    drv_ctrl *c = a->c;
+    bool node = a->kind == EV_NODE;
+    void *rec = drv_malloc(node ? sizeof(drv_knode) : sizeof(drv_kpod));
+    if (!rec) {
+        drv_fail(d, DRV_ENOMEM, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_lock(&c->names.mu);
+    int rc = node ? drv_kube_decode_node_doc(doc, obj, c->names.tab, rec, d)
+                  : drv_kube_decode_pod_doc(doc, obj, c->names.tab, rec, d);
+    pthread_mutex_unlock(&c->names.mu);
+    if (rc != 0) {
+        drv_free(rec);
+        return NULL;
+    }
+    return rec;
+}
+
 static void release(void *rec, void *arg)
 {
     const informer_arg *a = arg;
@@ -422,7 +444,13 @@ static int informer_create(drv_ctrl *c, int i, drv_diag *d)
         snprintf(path, sizeof path, "%s/namespaces/%s/%s", paths[i][0], c->ns, paths[i][1]);
     else
         snprintf(path, sizeof path, "%s/%s", paths[i][0], paths[i][1]);
-    drv_informer_ops ops = {decode, release, on_add, on_update, on_delete, on_listed};
+    drv_informer_ops ops = {.decode = decode,
+                            .release = release,
+                            .on_add = on_add,
+                            .on_update = on_update,
+                            .on_delete = on_delete,
+                            .on_listed = on_listed,
+                            .decode_doc = i == EV_POD || i == EV_NODE ? decode_doc : NULL};
     /* (what the decoders never read is not built: about half of a real pod's or node's JSON) */
     drv_kube_skip_unread(in->client[i], i == EV_POD    ? drv_kube_unread_pod
                                         : i == EV_NODE ? drv_kube_unread_node

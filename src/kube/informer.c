@@ -4,7 +4,9 @@
  * The cache is a hash table (drover/hashmap.h) of key -> {resourceVersion, caller's record}. A full
  * list stamps every entry it sees with a new epoch; entries left with an older stamp after a
  * complete list are gone from the server and are deleted (client-go's Replace). Watch events apply
- * one by one. Readers on other threads take the mutex.
+ * one by one. Readers on other threads take the mutex. A caller that decodes documents
+ * (ops.decode_doc) gets its lists as documents (no jansson tree per item); watch events are
+ * still jansson values (ops.decode).
  */
 #include "drover/kube_informer.h"
 #include "drover/hashmap.h"
@@ -160,13 +162,28 @@ void drv_informer_free(drv_informer *inf)
     drv_free(inf);
 }
 
-/* "namespace/name" or "name"; 0, or DRV_EPARSE when the object has no name. */
-static int object_key(json_t *obj, char *key, size_t n, const char **rv)
+/* An object to apply: a jansson value (watch events, drv_informer_apply), or node obj of a
+ * document (lists, when the caller decodes documents). */
+typedef struct source {
+    json_t *json;
+    const drv_jdoc *doc;
+    int32_t obj;
+} source;
+
+/* metadata's field of o, or NULL. */
+static const char *meta_str(const source *o, const char *field)
 {
-    json_t *meta = json_object_get(obj, "metadata");
-    const char *name = json_string_value(json_object_get(meta, "name"));
-    const char *ns = json_string_value(json_object_get(meta, "namespace"));
-    *rv = json_string_value(json_object_get(meta, "resourceVersion"));
+    if (o->doc)
+        return drv_jdoc_str(o->doc,
+                            drv_jdoc_get(o->doc, drv_jdoc_get(o->doc, o->obj, "metadata"), field));
+    return json_string_value(json_object_get(json_object_get(o->json, "metadata"), field));
+}
+
+/* "namespace/name" or "name"; 0, or DRV_EPARSE when the object has no name. */
+static int object_key(const source *o, char *key, size_t n, const char **rv)
+{
+    const char *name = meta_str(o, "name"), *ns = meta_str(o, "namespace");
+    *rv = meta_str(o, "resourceVersion");
     if (!name || !*name)
         return DRV_EPARSE;
     if (ns && *ns)
@@ -176,12 +193,12 @@ static int object_key(json_t *obj, char *key, size_t n, const char **rv)
     return 0;
 }
 
-/* Adds or updates obj (lock held). mark: the epoch to stamp, or 0 to keep the entry's. */
-static int upsert(drv_informer *inf, json_t *obj, uint32_t mark)
+/* Adds or updates o (lock held). mark: the epoch to stamp, or 0 to keep the entry's. */
+static int upsert(drv_informer *inf, const source *o, uint32_t mark)
 {
     char key[512];
     const char *rv;
-    if (object_key(obj, key, sizeof key, &rv) != 0) {
+    if (object_key(o, key, sizeof key, &rv) != 0) {
         inf->st.decode_errors++;
         drv_log(DRV_LOG_WARN, "informer %s: an object without metadata.name: skipped", inf->path);
         return 0;
@@ -193,7 +210,8 @@ static int upsert(drv_informer *inf, json_t *obj, uint32_t mark)
         return 0;
     }
     drv_diag d = {{0}};
-    void *rec = inf->ops.decode(obj, inf->arg, &d);
+    void *rec = o->doc ? inf->ops.decode_doc(o->doc, o->obj, inf->arg, &d)
+                       : inf->ops.decode(o->json, inf->arg, &d);
     if (!rec) {
         inf->st.decode_errors++;
         drv_log(DRV_LOG_WARN, "informer %s: %s: %s: skipped", inf->path, key, d.msg);
@@ -244,8 +262,19 @@ static void remove_entry(drv_informer *inf, entry *e)
 static int list_item(json_t *item, void *arg)
 {
     drv_informer *inf = arg;
+    source o = {.json = item};
     pthread_mutex_lock(&inf->mu);
-    int rc = upsert(inf, item, inf->epoch);
+    int rc = upsert(inf, &o, inf->epoch);
+    pthread_mutex_unlock(&inf->mu);
+    return rc;
+}
+
+static int list_doc(const drv_jdoc *doc, void *arg)
+{
+    drv_informer *inf = arg;
+    source o = {.doc = doc, .obj = 0};
+    pthread_mutex_lock(&inf->mu);
+    int rc = upsert(inf, &o, inf->epoch);
     pthread_mutex_unlock(&inf->mu);
     return rc;
 }
@@ -263,7 +292,10 @@ static int relist(drv_informer *inf, drv_diag *d)
     char rv[32];
     inf->epoch++;
     bump(inf, &inf->st.lists);
-    int rc = drv_kube_list(inf->k, inf->path, NULL, inf->page, list_item, inf, rv, sizeof rv, d);
+    int rc = inf->ops.decode_doc ? drv_kube_list_docs(inf->k, inf->path, NULL, inf->page, list_doc,
+                                                      inf, rv, sizeof rv, d)
+                                 : drv_kube_list(inf->k, inf->path, NULL, inf->page, list_item, inf,
+                                                 rv, sizeof rv, d);
     if (rc)
         return rc;
     pthread_mutex_lock(&inf->mu);
@@ -285,19 +317,20 @@ static int on_event(const drv_watch_event *ev, void *arg)
     drv_informer *inf = arg;
     if (ev->type == DRV_WATCH_BOOKMARK)
         return 0;
+    source o = {.json = ev->object};
     pthread_mutex_lock(&inf->mu);
     inf->st.events++;
     int rc = 0;
     if (ev->type == DRV_WATCH_DELETED) {
         char key[512];
         const char *rv;
-        if (object_key(ev->object, key, sizeof key, &rv) == 0) {
+        if (object_key(&o, key, sizeof key, &rv) == 0) {
             entry *e = drv_hashmap_get(inf->cache, key);
             if (e)
                 remove_entry(inf, e);
         }
     } else {
-        rc = upsert(inf, ev->object, 0);
+        rc = upsert(inf, &o, 0);
     }
     pthread_mutex_unlock(&inf->mu);
     return rc;

@@ -45,6 +45,71 @@ const char *const *drv_kube_unread(const drv_kube *k);
 json_t *drv_json_loadb_skip(const char *buf, size_t n, const char *const *paths, const char *root,
                             json_error_t *err);
 
+/* ---- documents: JSON text as a flat tree, without jansson (jsonparse.c, jsondoc.c) -------- */
+
+/* The informers of pods and nodes read a few dozen fields of each object once: a jansson tree
+ * costs them an allocation per value and a hash table per object. A document is the same
+ * tree as an array of nodes and one text buffer, both reused from one object to the next:
+ * after the first objects, parsing allocates nothing. */
+enum drv_jtype {
+    DRV_JNONE, /* (drv_jdoc_type of an absent value: index -1) */
+    DRV_JOBJECT,
+    DRV_JARRAY,
+    DRV_JSTRING,
+    DRV_JINT,
+    DRV_JREAL,
+    DRV_JTRUE,
+    DRV_JFALSE,
+    DRV_JNULL,
+};
+
+typedef struct drv_jnode {
+    const char *key; /* a member's key (NUL-terminated, in the document's text); NULL in an
+                        array and at the top */
+    const char *str; /* a string's value (NUL-terminated, unescaped, in the text) */
+    union {
+        json_int_t i; /* an integer's value */
+        double r;     /* a real's value */
+    };
+    uint32_t klen;       /* bytes of key */
+    uint32_t len;        /* bytes of str; members of an object, elements of an array */
+    uint32_t koff, soff; /* (where key and str are in the text: the parse's own) */
+    int32_t child, next; /* first member or element, next sibling (indexes; -1: none) */
+    uint8_t type;        /* enum drv_jtype */
+} drv_jnode;
+
+typedef struct drv_jdoc {
+    drv_jnode *v;   /* the nodes; v[0] the top value, children after their parent */
+    int32_t n, cap; /* nodes used, allocated */
+    char *text;     /* the strings and keys, each NUL-terminated (as long as the largest
+                       document parsed, at most) */
+    size_t tcap;    /* bytes allocated in text */
+} drv_jdoc;
+
+/* A document holds no memory after init (all zero is the same); fini frees it. */
+void drv_jdoc_init(drv_jdoc *doc);
+void drv_jdoc_fini(drv_jdoc *doc);
+/* n bytes parsed into doc (replacing what it held), accepting and refusing exactly what
+ * drv_json_loadb_skip(buf, n, paths, root, err) does, with the same err (0 or -1); paths'
+ * members are checked, not kept. Of an object's repeated key only the last member is found
+ * by drv_jdoc_get (as jansson keeps the last value). */
+int drv_jdoc_parse(drv_jdoc *doc, const char *buf, size_t n, const char *const *paths,
+                   const char *root, json_error_t *err);
+/* The object or array at buf (the first of n bytes, whitespace first allowed) parsed into doc
+ * as drv_jdoc_parse parses it, what follows it left alone: *used the bytes it took. For a
+ * list page's items, parsed where they lie (listdec.c). */
+int drv_jdoc_parse_one(drv_jdoc *doc, const char *buf, size_t n, const char *const *paths,
+                       size_t *used, json_error_t *err);
+/* The member key of object node obj (its last one when repeated), or -1 (also when obj is -1
+ * or no object). Linear in obj's members. */
+int32_t drv_jdoc_get(const drv_jdoc *doc, int32_t obj, const char *key);
+/* Node v's type (DRV_JNONE for -1), its string (NULL unless a string). */
+int drv_jdoc_type(const drv_jdoc *doc, int32_t v);
+const char *drv_jdoc_str(const drv_jdoc *doc, int32_t v);
+/* Node v as a new jansson value (the caller json_decref's it), equal to what drv_json_loadb_skip
+ * gives for the same text; NULL when memory ran out. For the decoders' rare cases and tests. */
+json_t *drv_jdoc_json(const drv_jdoc *doc, int32_t v);
+
 /* ---- watch stream decoding (kube_watch.h) --------------------------------------------------- */
 
 typedef struct drv_watch_event {
@@ -101,6 +166,12 @@ typedef int (*drv_kube_item_cb)(json_t *item, void *arg);
  */
 int drv_kube_list(drv_kube *k, const char *path, const char *query, int limit, drv_kube_item_cb cb,
                   void *arg, char *rv, size_t n, drv_diag *d);
+/* drv_kube_list with each item parsed into a document (drv_jdoc_parse, with the client's skip
+ * paths) instead of a jansson value: cb gets the document, its item at node 0, borrowed for the
+ * call (the same document is reused for the next item). */
+typedef int (*drv_kube_doc_cb)(const drv_jdoc *doc, void *arg);
+int drv_kube_list_docs(drv_kube *k, const char *path, const char *query, int limit,
+                       drv_kube_doc_cb cb, void *arg, char *rv, size_t n, drv_diag *d);
 
 /*
  * One watch stream on path from resourceVersion rv with bookmarks, ending after timeout_s on
@@ -128,6 +199,14 @@ int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag 
 extern const char *const drv_kube_unread_pod[];
 extern const char *const drv_kube_unread_node[];
 int drv_kube_decode_node(json_t *obj, drv_strtab *names, drv_knode *out, drv_diag *d);
+
+/* The same from node obj of a document (objects_doc.c): the same record, the same strings
+ * interned in the same order, the same errors, with no jansson tree built (but for the rare
+ * objects that objects.c's own rules are kept for). */
+int drv_kube_decode_pod_doc(const drv_jdoc *doc, int32_t obj, drv_strtab *names, drv_kpod *out,
+                            drv_diag *d);
+int drv_kube_decode_node_doc(const drv_jdoc *doc, int32_t obj, drv_strtab *names, drv_knode *out,
+                             drv_diag *d);
 
 /*
  * The scheduling vocabulary (objects_sched.c). A Node's labels (but kubernetes.io/hostname) and
@@ -187,6 +266,9 @@ typedef struct drv_informer_ops {
      * drv_informer_synced says true (no lock held), so that a consumer waiting for the caches
      * is woken then rather than at its next poll. */
     void (*on_listed)(void *arg);
+    /* Optional: decode from a document (node obj), the same record decode gives; when set,
+     * lists are read as documents (drv_kube_list_docs), no jansson tree built per item. */
+    void *(*decode_doc)(const drv_jdoc *doc, int32_t obj, void *arg, drv_diag *d);
 } drv_informer_ops;
 
 /* path: the collection, e.g. "/api/v1/pods" or "/api/v1/namespaces/ns/pods". page: list page

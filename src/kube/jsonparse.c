@@ -27,6 +27,13 @@
  *
  * Example: {"a":[1,2.5,"x\u00e9"]} gives an object whose "a" is an array of the integer 1, the
  * real 2.5 and the string "xé".
+ *
+ * Documents (drv_jdoc_parse, json.h): the same descent, building no jansson value. Nodes go to
+ * one array (children after their parent, linked by index: the array may move as it grows),
+ * strings and keys, unescaped and terminated, to one text buffer (known by offset while it may
+ * grow; the nodes get pointers into it at the end). Both are kept by the document for the
+ * next parse: the pod and node informers parse thousands of items with no allocation after
+ * the first ones, and the buffers stay the size of the largest item.
  */
 #include "json.h"
 
@@ -52,7 +59,9 @@ typedef struct parser {
     int depth;
     const skipset *skip; /* NULL: everything is built */
     json_error_t *err;
-    bool failed; /* err filled (the first error wins) */
+    bool failed;   /* err filled (the first error wins) */
+    drv_jdoc *doc; /* drv_jdoc_parse's document (NULL: jansson values are built) */
+    size_t tlen;   /* bytes of doc->text used */
 } parser;
 
 static void *fail(parser *s, const char *at, const char *what)
@@ -239,11 +248,12 @@ static json_t *string(parser *s)
 }
 
 /* A number at s->p: checked against the JSON grammar, then converted as jansson does (an
- * integer unless it has a fraction or an exponent). */
-static json_t *number(parser *s)
+ * integer unless it has a fraction or an exponent): *real says which of *i, *r holds it. 0, or
+ * -1 (err set). */
+static int number_scan(parser *s, bool *real, json_int_t *i, double *r)
 {
     const char *b = s->p, *p = b;
-    bool real = false;
+    *real = false;
     if (p < s->end && *p == '-')
         p++;
     if (p < s->end && *p == '0')
@@ -252,43 +262,58 @@ static json_t *number(parser *s)
         while (p < s->end && *p >= '0' && *p <= '9')
             p++;
     else
-        return fail(s, b, "invalid token");
+        return fail(s, b, "invalid token"), -1;
     if (p < s->end && *p == '.') {
-        real = true;
+        *real = true;
         if (++p >= s->end || *p < '0' || *p > '9')
-            return fail(s, b, "invalid number: no digit after the point");
+            return fail(s, b, "invalid number: no digit after the point"), -1;
         while (p < s->end && *p >= '0' && *p <= '9')
             p++;
     }
     if (p < s->end && (*p == 'e' || *p == 'E')) {
-        real = true;
+        *real = true;
         if (++p < s->end && (*p == '+' || *p == '-'))
             p++;
         if (p >= s->end || *p < '0' || *p > '9')
-            return fail(s, b, "invalid number: no digit in the exponent");
+            return fail(s, b, "invalid number: no digit in the exponent"), -1;
         while (p < s->end && *p >= '0' && *p <= '9')
             p++;
     }
     char tmp[64], *text = tmp;
     size_t len = (size_t)(p - b);
     if (len >= sizeof tmp && !(text = drv_malloc(len + 1)))
-        return fail(s, b, "out of memory");
+        return fail(s, b, "out of memory"), -1;
     memcpy(text, b, len);
     text[len] = 0; /* (strtoll and strtod need a terminated copy: the buffer may go on) */
-    json_t *v = NULL;
+    int rc = 0;
     errno = 0;
-    if (!real) {
+    if (!*real) {
         long long x = strtoll(text, NULL, 10);
-        v = errno == ERANGE ? fail(s, b, "too big an integer") : json_integer((json_int_t)x);
+        if (errno == ERANGE)
+            rc = -1, fail(s, b, "too big an integer");
+        *i = (json_int_t)x;
     } else {
         double x = strtod(text, NULL);
-        v = errno == ERANGE && (x > 1 || x < -1) ? fail(s, b, "real number overflow")
-                                                 : json_real(x);
+        if (errno == ERANGE && (x > 1 || x < -1))
+            rc = -1, fail(s, b, "real number overflow");
+        *r = x;
     }
     if (text != tmp)
         drv_free(text);
     s->p = p;
-    return v || s->failed ? v : fail(s, b, "out of memory");
+    return rc;
+}
+
+static json_t *number(parser *s)
+{
+    const char *b = s->p;
+    bool real;
+    json_int_t i = 0;
+    double r = 0;
+    if (number_scan(s, &real, &i, &r) != 0)
+        return NULL;
+    json_t *v = real ? json_real(r) : json_integer(i);
+    return v ? v : fail(s, b, "out of memory");
 }
 
 static json_t *value(parser *s, unsigned mask, int level);
@@ -424,14 +449,20 @@ static json_t *array(parser *s)
     return NULL;
 }
 
-/* A literal word: true, false or null. */
-static json_t *literal(parser *s, const char *word, json_t *(*make)(void))
+/* A literal word at s->p (true, false or null), checked. 0 or -1. */
+static int skip_literal(parser *s, const char *word)
 {
     size_t n = strlen(word);
     if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
-        return fail(s, s->p, "invalid token");
+        return fail(s, s->p, "invalid token"), -1;
     s->p += n;
-    return make();
+    return 0;
+}
+
+/* A literal word: true, false or null. */
+static json_t *literal(parser *s, const char *word, json_t *(*make)(void))
+{
+    return skip_literal(s, word) == 0 ? make() : NULL;
 }
 
 static json_t *value(parser *s, unsigned mask, int level)
@@ -517,7 +548,6 @@ static int skip_value(parser *s)
     skip_ws(s);
     if (s->p >= s->end)
         return fail(s, s->p, "a value expected, the text ended"), -1;
-    json_t *v = NULL;
     switch (*s->p) {
     case '{':
     case '[': {
@@ -529,20 +559,19 @@ static int skip_value(parser *s)
     }
     case '"':
         return skip_string(s);
-    case 't': /* (the literals are jansson's singletons: nothing allocated) */
-        v = literal(s, "true", json_true);
-        break;
+    case 't':
+        return skip_literal(s, "true");
     case 'f':
-        v = literal(s, "false", json_false);
-        break;
+        return skip_literal(s, "false");
     case 'n':
-        v = literal(s, "null", json_null);
-        break;
-    default: /* (a number is converted: jansson refuses those out of range) */
-        v = number(s);
+        return skip_literal(s, "null");
+    default: { /* (a number is converted: jansson refuses those out of range) */
+        bool real;
+        json_int_t i;
+        double r;
+        return number_scan(s, &real, &i, &r);
     }
-    json_decref(v);
-    return v ? 0 : -1;
+    }
 }
 
 /* paths (and root) split into s's keys; false when beyond SKIP_PATHS or SKIP_KEYS. */
@@ -598,6 +627,217 @@ json_t *drv_json_loadb_skip(const char *buf, size_t n, const char *const *paths,
         return fail(&s, s.p, "end of text expected after the value");
     }
     return v;
+}
+
+/* ---- documents (json.h): the same grammar, nodes in an array, strings in one buffer -------- */
+
+static int32_t dvalue(parser *s, unsigned mask, int level);
+
+/* A new node of type at the end of the document, or -1 (err set). */
+static int32_t new_node(parser *s, uint8_t type)
+{
+    drv_jdoc *doc = s->doc;
+    if (doc->n == doc->cap && drv_grow(&doc->v, sizeof *doc->v, &doc->cap, doc->n + 1) != 0)
+        return fail(s, s->p, "out of memory"), -1;
+    doc->v[doc->n] = (drv_jnode){.type = type, .child = -1, .next = -1};
+    return doc->n++;
+}
+
+/* The string at s->p copied into the text, unescaped and terminated: *off where, *len its
+ * bytes. The text grows as needed (a string of k bytes between quotes takes at most k + 1), so
+ * what is in it is known by offset until the parse ends. 0, or -1 (err set). */
+static int dstring(parser *s, uint32_t *off, uint32_t *len)
+{
+    const char *b, *q;
+    bool escaped;
+    if (scan_string(s, &b, &q, &escaped) != 0)
+        return -1;
+    drv_jdoc *doc = s->doc;
+    size_t need = s->tlen + (size_t)(q - b) + 1;
+    if (need > doc->tcap) {
+        size_t cap = doc->tcap ? doc->tcap * 2 : 1024;
+        cap = cap < need ? need : cap;
+        char *t = drv_realloc(doc->text, cap);
+        if (!t)
+            return fail(s, b, "out of memory"), -1;
+        doc->text = t;
+        doc->tcap = cap;
+    }
+    char *o = doc->text + s->tlen;
+    long n = (long)(q - b);
+    if (!escaped)
+        memcpy(o, b, (size_t)n);
+    else if ((n = unescape(s, b, q, o)) < 0)
+        return -1;
+    o[n] = 0;
+    *off = (uint32_t)s->tlen;
+    *len = (uint32_t)n;
+    s->tlen += (size_t)n + 1;
+    return 0;
+}
+
+/* The members (obj) or elements of the container at s->p, linked under node c. 0 or -1. */
+static int dcontainer(parser *s, int32_t c, bool obj, unsigned mask, int level)
+{
+    char close = obj ? '}' : ']';
+    int32_t last = -1;
+    s->p++;
+    skip_ws(s);
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        return 0;
+    }
+    for (;;) {
+        uint32_t koff = 0, klen = 0;
+        unsigned next = 0;
+        bool whole = false;
+        if (obj) {
+            skip_ws(s);
+            if (s->p >= s->end || *s->p != '"')
+                return fail(s, s->p, "a string expected as an object key"), -1;
+            if (dstring(s, &koff, &klen) != 0)
+                return -1;
+            skip_ws(s);
+            if (s->p >= s->end || *s->p != ':')
+                return fail(s, s->p, "':' expected after an object key"), -1;
+            s->p++;
+            next = mask ? skip_next(s, mask, level, s->doc->text + koff, klen, &whole) : 0;
+        }
+        if (whole) {
+            if (skip_value(s) != 0)
+                return -1;
+        } else {
+            int32_t v = dvalue(s, next, level + 1);
+            if (v < 0)
+                return -1;
+            drv_jnode *x = s->doc->v; /* (not before: dvalue may move the nodes) */
+            x[v].koff = obj ? koff : UINT32_MAX;
+            x[v].klen = klen;
+            if (last < 0)
+                x[c].child = v;
+            else
+                x[last].next = v;
+            last = v;
+            x[c].len++;
+        }
+        skip_ws(s);
+        if (s->p < s->end && *s->p == ',') {
+            s->p++;
+            continue;
+        }
+        if (s->p < s->end && *s->p == close) {
+            s->p++;
+            return 0;
+        }
+        fail(s, s->p, obj ? "',' or '}' expected in an object" : "',' or ']' expected in an array");
+        return -1;
+    }
+}
+
+/* The value at s->p as a node (and its children after it), or -1. */
+static int32_t dvalue(parser *s, unsigned mask, int level)
+{
+    skip_ws(s);
+    if (s->p >= s->end)
+        return fail(s, s->p, "a value expected, the text ended"), -1;
+    int32_t v;
+    switch (*s->p) {
+    case '{':
+    case '[': {
+        bool obj = *s->p == '{';
+        if (++s->depth > DRV_JSON_MAX_DEPTH)
+            return fail(s, s->p, "maximum parsing depth reached"), -1;
+        if ((v = new_node(s, obj ? DRV_JOBJECT : DRV_JARRAY)) < 0 ||
+            dcontainer(s, v, obj, obj ? mask : 0, level) != 0) /* (paths go through objects) */
+            return -1;
+        s->depth--;
+        return v;
+    }
+    case '"': {
+        uint32_t off, len;
+        if (dstring(s, &off, &len) != 0 || (v = new_node(s, DRV_JSTRING)) < 0)
+            return -1;
+        s->doc->v[v].soff = off;
+        s->doc->v[v].len = len;
+        return v;
+    }
+    case 't':
+        return skip_literal(s, "true") != 0 ? -1 : new_node(s, DRV_JTRUE);
+    case 'f':
+        return skip_literal(s, "false") != 0 ? -1 : new_node(s, DRV_JFALSE);
+    case 'n':
+        return skip_literal(s, "null") != 0 ? -1 : new_node(s, DRV_JNULL);
+    default: {
+        bool real;
+        json_int_t i = 0;
+        double r = 0;
+        if (number_scan(s, &real, &i, &r) != 0 ||
+            (v = new_node(s, real ? DRV_JREAL : DRV_JINT)) < 0)
+            return -1;
+        if (real)
+            s->doc->v[v].r = r;
+        else
+            s->doc->v[v].i = i;
+        return v;
+    }
+    }
+}
+
+void drv_jdoc_init(drv_jdoc *doc)
+{
+    memset(doc, 0, sizeof *doc);
+}
+
+void drv_jdoc_fini(drv_jdoc *doc)
+{
+    if (!doc)
+        return;
+    drv_free(doc->v);
+    drv_free(doc->text);
+    drv_jdoc_init(doc);
+}
+
+/* drv_jdoc_parse and drv_jdoc_parse_one: one value parsed from buf, *used the bytes it took
+ * (with whole: all n but whitespace, else an error). */
+static int parse(drv_jdoc *doc, const char *buf, size_t n, const char *const *paths,
+                 const char *root, bool whole, size_t *used, json_error_t *err)
+{
+    skipset k;
+    parser s = {.p = buf, .begin = buf, .end = buf + n, .err = err, .doc = doc};
+    doc->n = 0;
+    if (n >= INT32_MAX)
+        return fail(&s, buf, "a text longer than 2 GB"), -1; /* (node indexes are int32_t) */
+    if (paths && !skipset_init(&k, paths, root))
+        return fail(&s, buf, "too many skip paths or keys in one"), -1;
+    s.skip = paths && k.n ? &k : NULL;
+    skip_ws(&s);
+    if (s.p >= s.end || (*s.p != '{' && *s.p != '['))
+        return fail(&s, s.p, "'[' or '{' expected"), -1;
+    if (dvalue(&s, s.skip ? (1u << k.n) - 1 : 0, 0) < 0)
+        return -1;
+    for (int32_t i = 0; i < doc->n; i++) { /* (the text moves no more: offsets to pointers) */
+        drv_jnode *x = &doc->v[i];
+        x->key = x->koff != UINT32_MAX ? doc->text + x->koff : NULL;
+        x->str = x->type == DRV_JSTRING ? doc->text + x->soff : NULL;
+    }
+    *used = (size_t)(s.p - buf);
+    skip_ws(&s);
+    if (whole && s.p < s.end)
+        return fail(&s, s.p, "end of text expected after the value"), -1;
+    return 0;
+}
+
+int drv_jdoc_parse(drv_jdoc *doc, const char *buf, size_t n, const char *const *paths,
+                   const char *root, json_error_t *err)
+{
+    size_t used;
+    return parse(doc, buf, n, paths, root, true, &used, err);
+}
+
+int drv_jdoc_parse_one(drv_jdoc *doc, const char *buf, size_t n, const char *const *paths,
+                       size_t *used, json_error_t *err)
+{
+    return parse(doc, buf, n, paths, NULL, false, used, err);
 }
 
 char *drv_json_dump(const json_t *v, size_t flags)

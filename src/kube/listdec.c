@@ -13,7 +13,9 @@
  * jansson values (drv_json_loadb, jsonparse.c) when their closing brace arrives; every other
  * value is skipped. Each byte is looked at
  * once and copied at most once (runs are copied with memcpy, at a capture's end or the chunk's;
- * inside strings, memchr jumps to the next quote or backslash).
+ * inside strings, memchr jumps to the next quote or backslash). With a document callback an
+ * item whole in the chunk (all of them when a page is fed at once, as pager.c does) is parsed
+ * where it lies instead: neither scanned for its brackets nor copied.
  *
  * Example: feeding {"kind":"PodList","metadata":{"resourceVersion":"7"},"items":[{"a":1},{"b":2}]}
  * in chunks of any size calls cb with {"a":1}, then {"b":2}; rv is then "7".
@@ -36,6 +38,7 @@ void drv_list_decoder_fini(drv_list_decoder *l)
     if (!l)
         return;
     drv_free(l->buf);
+    drv_jdoc_fini(&l->doc);
     json_decref(l->meta);
     l->buf = NULL;
     l->meta = NULL;
@@ -47,9 +50,11 @@ void drv_list_decoder_reset(drv_list_decoder *l)
     drv_list_decoder_fini(l);
     drv_kbuf *raw = l->raw;
     const char *const *skip = l->skip;
+    drv_kube_doc_cb doc_cb = l->doc_cb;
     drv_list_decoder_init(l, l->what, l->cb, l->arg);
     l->raw = raw;
     l->skip = skip;
+    l->doc_cb = doc_cb;
     if (raw)
         raw->n = 0;
 }
@@ -95,12 +100,16 @@ static int keep(drv_list_decoder *l, const char *p, size_t n, drv_diag *d)
 static int captured(drv_list_decoder *l, uint64_t at, drv_diag *d)
 {
     json_error_t je;
-    json_t *v = drv_json_loadb_skip(l->buf, l->len, l->in_item ? l->skip : NULL, NULL, &je);
+    json_t *v = NULL;
+    bool doc = l->in_item && l->doc_cb;
+    bool ok = doc ? drv_jdoc_parse(&l->doc, l->buf, l->len, l->skip, NULL, &je) == 0
+                  : (v = drv_json_loadb_skip(l->buf, l->len, l->in_item ? l->skip : NULL, NULL,
+                                             &je)) != NULL;
     size_t n = l->len;
     l->len = 0;
-    if (!v && json_error_code(&je) == json_error_out_of_memory)
+    if (!ok && json_error_code(&je) == json_error_out_of_memory)
         return drv_fail(d, DRV_ENOMEM, "%s: out of memory", l->what);
-    if (!v)
+    if (!ok)
         return drv_fail(d, DRV_EPARSE, "%s: byte %llu: malformed %s: %s", l->what,
                         (unsigned long long)(at - n + 1 + (je.position > 0 ? je.position : 0)),
                         l->in_item ? "item" : "metadata", je.text);
@@ -108,7 +117,7 @@ static int captured(drv_list_decoder *l, uint64_t at, drv_diag *d)
     if (l->in_item) {
         l->in_item = false;
         l->items++;
-        rc = l->cb ? l->cb(v, l->arg) : 0;
+        rc = doc ? l->doc_cb(&l->doc, l->arg) : l->cb ? l->cb(v, l->arg) : 0;
         json_decref(v);
     } else {
         l->in_meta = false;
@@ -144,7 +153,8 @@ static int open_bracket(drv_list_decoder *l, char c, bool *start)
     } else if (l->depth == 2 && l->in_items) {
         if (c != '{')
             return -1;
-        *start = l->in_item = l->cb != NULL; /* without a callback the item is only skipped */
+        /* without a callback the item is only skipped */
+        *start = l->in_item = l->cb != NULL || l->doc_cb != NULL;
     }
     l->depth++;
     return 0;
@@ -221,6 +231,21 @@ static int structural(drv_list_decoder *l, const char *data, size_t i, size_t *s
     }
 }
 
+/* The item at p (its opening brace; n bytes of the chunk from there) parsed where it lies,
+ * when it is whole in the chunk: 0 (handed to doc_cb, *used its bytes), 1 (not whole here, or
+ * malformed: it is captured as any item, whose parse says what is wrong), or doc_cb's code or
+ * DRV_ENOMEM. Saves the item's copy and the scan of its bytes for their brackets. */
+static int in_place(drv_list_decoder *l, const char *p, size_t n, size_t *used, drv_diag *d)
+{
+    json_error_t je;
+    if (drv_jdoc_parse_one(&l->doc, p, n, l->skip, used, &je) != 0)
+        return json_error_code(&je) == json_error_out_of_memory
+                   ? drv_fail(d, DRV_ENOMEM, "%s: out of memory", l->what)
+                   : 1;
+    l->items++;
+    return l->doc_cb(&l->doc, l->arg);
+}
+
 int drv_list_decoder_feed(drv_list_decoder *l, const char *data, size_t n, drv_diag *d)
 {
     if (l->depth < 0)
@@ -256,6 +281,16 @@ int drv_list_decoder_feed(drv_list_decoder *l, const char *data, size_t n, drv_d
             if (c == ' ' || c == '\t' || c == '\r' || c == '\n')
                 continue;
             return bad(l, l->offset + i, "data after the list", d);
+        }
+        if (c == '{' && l->doc_cb && l->depth == 2 && l->in_items) {
+            size_t used = 0;
+            int rc = in_place(l, data + i, n - i, &used, d);
+            if (rc < 0)
+                return failed(l, rc);
+            if (rc == 0) {
+                i += used - 1; /* (at its closing brace: depth 2 again, as after a capture) */
+                continue;
+            }
         }
         int rc = structural(l, data, i, &seg, d);
         if (rc)

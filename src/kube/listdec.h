@@ -29,6 +29,9 @@ typedef struct drv_list_decoder {
     void *arg;
     drv_kbuf *raw;           /* optional: every byte fed is also appended here */
     const char *const *skip; /* optional: members of each item not built (drv_json_loadb_skip) */
+    drv_kube_doc_cb doc_cb;  /* optional: each item parsed into doc and handed here instead of
+                                to cb (set one of the two) */
+    drv_jdoc doc;            /* the item's document, reused from one item to the next */
     char *buf;               /* the item or metadata being captured (drv_malloc'd) */
     size_t len, cap;         /* bytes in buf, allocated */
     uint64_t offset;         /* bytes fed so far */

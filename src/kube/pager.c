@@ -133,11 +133,12 @@ static fetched take(pager *p)
 }
 
 /* Decodes one fetched page with the caller's callback; rv (n bytes) follows the metadata. */
-static int decode_page(const pager *p, fetched *f, drv_kube_item_cb cb, void *arg, char *rv,
-                       size_t n, drv_diag *d)
+static int decode_page(const pager *p, fetched *f, drv_kube_item_cb cb, drv_kube_doc_cb doc_cb,
+                       void *arg, char *rv, size_t n, drv_diag *d)
 {
     drv_list_decoder ld;
     drv_list_decoder_init(&ld, p->what, cb, arg);
+    ld.doc_cb = doc_cb;
     ld.skip = drv_kube_unread(p->k);
     int rc = drv_list_decoder_feed(&ld, f->body.p ? f->body.p : "", f->body.n, d);
     if (rc == 0)
@@ -150,8 +151,9 @@ static int decode_page(const pager *p, fetched *f, drv_kube_item_cb cb, void *ar
     return rc;
 }
 
-int drv_kube_list(drv_kube *k, const char *path, const char *query, int limit, drv_kube_item_cb cb,
-                  void *arg, char *rv, size_t n, drv_diag *d)
+/* drv_kube_list with items as jansson values (cb) or as documents (doc_cb). */
+static int list(drv_kube *k, const char *path, const char *query, int limit, drv_kube_item_cb cb,
+                drv_kube_doc_cb doc_cb, void *arg, char *rv, size_t n, drv_diag *d)
 {
     if (n)
         rv[0] = 0;
@@ -169,7 +171,7 @@ int drv_kube_list(drv_kube *k, const char *path, const char *query, int limit, d
             fetched f = take(&p);
             last = f.last;
             if (f.rc == 0) {
-                rc = decode_page(&p, &f, cb, arg, rv, n, d);
+                rc = decode_page(&p, &f, cb, doc_cb, arg, rv, n, d);
             } else {
                 rc = f.rc; /* the fetcher's error, after every page before it */
                 if (d)
@@ -191,4 +193,16 @@ int drv_kube_list(drv_kube *k, const char *path, const char *query, int limit, d
     pthread_cond_destroy(&p.cv);
     pthread_mutex_destroy(&p.mu);
     return rc;
+}
+
+int drv_kube_list(drv_kube *k, const char *path, const char *query, int limit, drv_kube_item_cb cb,
+                  void *arg, char *rv, size_t n, drv_diag *d)
+{
+    return list(k, path, query, limit, cb, NULL, arg, rv, n, d);
+}
+
+int drv_kube_list_docs(drv_kube *k, const char *path, const char *query, int limit,
+                       drv_kube_doc_cb cb, void *arg, char *rv, size_t n, drv_diag *d)
+{
+    return list(k, path, query, limit, NULL, cb, arg, rv, n, d);
 }

@@ -295,12 +295,53 @@ static void test_index_exact_with_constraints(void **unused)
     assert_int_equal(worse, 0);
 }
 
+/* Many classes (issue 17: 5,000 nodes of 1,000 kinds were a scan of every class per node): two
+ * nodes share a class exactly when their sets are equal, judged here by their texts; the
+ * classes are as many as the distinct sets; failing allocations are DRV_ENOMEM and leave no
+ * class half made. */
+static void test_many_classes(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    assert_int_equal(drv_state_init(&st), 0);
+    enum { NODES = 600, KINDS = 150 };
+    int32_t kind[NODES];
+    for (int i = 0; i < NODES; i++) {
+        char name[16], rack[16];
+        snprintf(name, sizeof name, "n%d", i);
+        assert_int_equal(drv_state_add_node(&st, name, (drv_res){1000, 1, 0}, "z", "r", NULL), 0);
+        int k = (i * 7) % KINDS; /* (kinds come back in another order) */
+        kind[i] = k;
+        snprintf(rack, sizeof rack, "rack-%d", k / 3);
+        /* kinds k and k + 1 of one rack differ by a taint's effect or its presence alone */
+        drv_label l[] = {{S(&st, "rack"), S(&st, rack)}, {S(&st, "pool"), S(&st, "gpu")}};
+        drv_taint t = {S(&st, "gpu"), S(&st, "true"),
+                       k % 3 == 1 ? DRV_EFFECT_NO_EXECUTE : DRV_EFFECT_NO_SCHEDULE};
+        int rc = DRV_ENOMEM;
+        for (long nth = 1; rc == DRV_ENOMEM && nth < 20; nth++) {
+            int32_t before = st.nclasses;
+            drv_alloc_fail_at(i % 10 == 0 ? nth : 0); /* (every tenth node: each failure) */
+            rc = drv_state_set_node_meta(&st, i, l, 2, &t, k % 3 != 2);
+            drv_alloc_fail_at(0);
+            if (rc == DRV_ENOMEM) /* (class 0 may stay: it has no arrays) */
+                assert_true(st.nclasses == before || (before == 0 && st.nclasses == 1));
+        }
+        assert_int_equal(rc, 0);
+    }
+    assert_int_equal(st.nclasses, KINDS + 1); /* (and class 0) */
+    for (int i = 0; i < NODES; i++)
+        for (int j = i + 1; j < NODES; j += 37)
+            assert_int_equal(st.nodes[i].node_class == st.nodes[j].node_class, kind[i] == kind[j]);
+    drv_state_fini(&st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_taints_and_tolerations),
         cmocka_unit_test(test_selectors_and_affinity),
         cmocka_unit_test(test_scores_and_classes),
+        cmocka_unit_test(test_many_classes),
         cmocka_unit_test(test_index_exact_with_constraints),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

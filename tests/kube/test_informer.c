@@ -105,7 +105,7 @@ static void test_informer_converges_under_faults(void **unused)
     assert_int_equal(drv_kube_new(&writer, &cfg, &d), 0);
     assert_int_equal(drv_kube_new(&reader, &cfg, &d), 0);
     counts c = {0};
-    drv_informer_ops ops = {decode, release, on_add, on_update, on_delete, NULL};
+    drv_informer_ops ops = {decode, release, on_add, on_update, on_delete, NULL, NULL};
     runner r = {0};
     assert_int_equal(drv_informer_new(&r.inf, reader, "/api/v1/pods", 3, 2, &ops, &c, &d), 0);
     pthread_t t;
@@ -261,6 +261,16 @@ static void *decode_paging(json_t *obj, void *arg, drv_diag *d)
     return decode(obj, &p->c, d);
 }
 
+/* decode_paging from a document (ops.decode_doc: lists are read as documents): the same
+ * record, through the informer's document path (its keys, resourceVersions and marks). */
+static void *decode_paging_doc(const drv_jdoc *doc, int32_t obj, void *arg, drv_diag *d)
+{
+    json_t *o = drv_jdoc_json(doc, obj);
+    void *rec = o ? decode_paging(o, arg, d) : NULL;
+    json_decref(o);
+    return rec;
+}
+
 static void release_paging(void *rec, void *arg)
 {
     release(rec, &((paging *)arg)->c);
@@ -280,7 +290,7 @@ static void on_listed_paging(void *arg)
 
 /* Runs an informer listing pods in pages of 3 over p00..p09 while decode_paging changes the
  * server between the first and second page; waits until its cache equals the server's store. */
-static drv_informer_stats list_across_writes(bool expire)
+static drv_informer_stats list_across_writes(bool expire, bool docs)
 {
     drv_apiserver *srv;
     drv_diag d;
@@ -295,7 +305,13 @@ static drv_informer_stats list_across_writes(bool expire)
     assert_int_equal(drv_kube_new(&reader, &cfg, &d), 0);
     for (int i = 0; i < 10; i++)
         write_pod(p.writer, "POST", i, NULL);
-    drv_informer_ops ops = {decode_paging, release_paging, NULL, NULL, NULL, on_listed_paging};
+    drv_informer_ops ops = {decode_paging,
+                            release_paging,
+                            NULL,
+                            NULL,
+                            NULL,
+                            on_listed_paging,
+                            docs ? decode_paging_doc : NULL};
     runner r = {0};
     assert_int_equal(drv_informer_new(&r.inf, reader, "/api/v1/pods", 3, 2, &ops, &p, &d), 0);
     p.inf = r.inf;
@@ -349,10 +365,12 @@ static drv_informer_stats list_across_writes(bool expire)
 static void test_informer_paged_list_with_writes_between_pages(void **unused)
 {
     (void)unused;
-    drv_informer_stats s = list_across_writes(false);
-    assert_int_equal(s.lists, 1);
-    assert_int_equal(s.relists, 0);
-    assert_true(s.events >= 5); /* the five writes, replayed by the watch */
+    for (int docs = 0; docs < 2; docs++) { /* (items as jansson values, then as documents) */
+        drv_informer_stats s = list_across_writes(false, docs);
+        assert_int_equal(s.lists, 1);
+        assert_int_equal(s.relists, 0);
+        assert_true(s.events >= 5); /* the five writes, replayed by the watch */
+    }
 }
 
 /* The continue token expires between pages (410 Expired, as from a compacted etcd): the
@@ -361,7 +379,7 @@ static void test_informer_paged_list_with_writes_between_pages(void **unused)
 static void test_informer_expired_continue_relists(void **unused)
 {
     (void)unused;
-    drv_informer_stats s = list_across_writes(true);
+    drv_informer_stats s = list_across_writes(true, false);
     assert_int_equal(s.lists, 2); /* the one that met 410, and the complete one */
 }
 
@@ -415,7 +433,7 @@ static void test_informer_indexes(void **unused)
 {
     (void)unused;
     ix_names = drv_strtab_new();
-    drv_informer_ops ops = {decode_kpod, free_kpod, NULL, NULL, NULL, NULL};
+    drv_informer_ops ops = {decode_kpod, free_kpod, NULL, NULL, NULL, NULL, NULL};
     drv_informer *inf;
     drv_diag d;
     assert_int_equal(drv_informer_new(&inf, NULL, "/api/v1/pods", 0, 0, &ops, NULL, &d), 0);

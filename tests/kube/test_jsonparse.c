@@ -6,7 +6,8 @@
  * the text cut short), both refuse or both accept and give equal values (json_equal: the
  * same types, integers and reals told apart). Plus the values of a few texts checked by hand
  * (escapes, surrogate pairs, numbers), and failing allocations. drv_json_loadb_skip is held to
- * the same on every text: jansson's value with the skipped members dropped.
+ * the same on every text: jansson's value with the skipped members dropped; and drv_jdoc_parse
+ * to drv_json_loadb_skip's answer, error (text and position) and value (drv_jdoc_json).
  */
 #include "json.h"
 
@@ -64,6 +65,21 @@ static void agree_skipping(const char *text, size_t n, const json_t *want, const
         fail_msg("%s: skipping from %s: jansson %s, drv_json_loadb_skip %s (%s) for %.*s", what,
                  root ? root : "the top", w ? "accepts" : "refuses", got ? "accepts" : "refuses",
                  got ? "" : je.text, (int)(n < 300 ? n : 300), text);
+    /* a document of the same text: the same answer, the same error, the same value */
+    drv_jdoc doc;
+    drv_jdoc_init(&doc);
+    json_error_t de;
+    int drc = drv_jdoc_parse(&doc, text, n, SKIP, root, &de);
+    json_t *dv = drc == 0 ? drv_jdoc_json(&doc, 0) : NULL;
+    if ((drc == 0) != (got != NULL) || (got && !json_equal(got, dv)) ||
+        (!got && (strcmp(je.text, de.text) != 0 || je.position != de.position)))
+        fail_msg("%s: skipping from %s: drv_json_loadb_skip %s (%s at %d), drv_jdoc_parse %s (%s "
+                 "at %d) for %.*s",
+                 what, root ? root : "the top", got ? "accepts" : "refuses", got ? "" : je.text,
+                 je.position, drc == 0 ? "accepts" : "refuses", drc == 0 ? "" : de.text,
+                 de.position, (int)(n < 300 ? n : 300), text);
+    json_decref(dv);
+    drv_jdoc_fini(&doc);
     json_decref(w);
     json_decref(got);
 }

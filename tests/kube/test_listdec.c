@@ -4,6 +4,7 @@
  * strings full of brackets, fed in pieces of every size from 1 byte; and against bad input.
  * Metamorphic: what the decoder hands on, item by item, must equal the items of the same body
  * parsed whole by jansson (so the expected values come from the input, not from this code).
+ * Every test runs twice: items handed on as jansson values, then as documents.
  */
 #include "drover/file.h"
 #include "listdec.h"
@@ -38,6 +39,10 @@ typedef struct seen {
     int stop_at; /* return -100 from this item on (0: never) */
 } seen;
 
+/* The decoders' way of handing items on: jansson values (cb) or documents (doc_cb), for every
+ * test in turn (main). */
+static bool docs;
+
 static int on_item(json_t *item, void *arg)
 {
     seen *s = arg;
@@ -47,11 +52,22 @@ static int on_item(json_t *item, void *arg)
     return 0;
 }
 
+static int on_doc(const drv_jdoc *doc, void *arg)
+{
+    json_t *item = drv_jdoc_json(doc, 0);
+    if (!item)
+        return DRV_ENOMEM;
+    int rc = on_item(item, arg);
+    json_decref(item);
+    return rc;
+}
+
 /* Feeds body in pieces of `piece` bytes; returns the first non-zero code, or finish's. */
 static int feed_all(const char *body, size_t piece, seen *s, drv_list_decoder *l, drv_diag *d)
 {
     size_t n = strlen(body);
-    drv_list_decoder_init(l, "GET /test", on_item, s);
+    drv_list_decoder_init(l, "GET /test", docs ? NULL : on_item, s);
+    l->doc_cb = docs ? on_doc : NULL;
     for (size_t at = 0; at < n; at += piece) {
         int rc = drv_list_decoder_feed(l, body + at, n - at < piece ? n - at : piece, d);
         if (rc)
@@ -221,5 +237,7 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_failing_allocations),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests_name("items as jansson values", tests, NULL, NULL);
+    docs = true; /* items parsed into documents, where they lie when whole in a piece */
+    return failed + cmocka_run_group_tests_name("items as documents", tests, NULL, NULL);
 }

@@ -51,7 +51,9 @@ void drv_list_decoder_reset(drv_list_decoder *l)
     drv_kbuf *raw = l->raw;
     const char *const *skip = l->skip;
     drv_kube_doc_cb doc_cb = l->doc_cb;
+    bool meta_only = l->meta_only;
     drv_list_decoder_init(l, l->what, l->cb, l->arg);
+    l->meta_only = meta_only;
     l->raw = raw;
     l->skip = skip;
     l->doc_cb = doc_cb;
@@ -254,6 +256,10 @@ int drv_list_decoder_feed(drv_list_decoder *l, const char *data, size_t n, drv_d
     if (l->raw && n && drv_kbuf_write((char *)data, 1, n, l->raw) != n)
         return failed(l, drv_fail(d, l->raw->oom ? DRV_ENOMEM : DRV_ERANGE, "%s: %s", l->what,
                                   l->raw->oom ? "out of memory" : "answer too long"));
+    if (l->meta_only && l->raw && l->meta) { /* all that was wanted is read */
+        l->offset += n;
+        return 0;
+    }
     size_t seg = l->in_item || l->in_meta ? 0 : SIZE_MAX; /* a capture going on continues here */
     for (size_t i = 0; i < n; i++) {
         char c = data[i];
@@ -307,7 +313,7 @@ int drv_list_decoder_feed(drv_list_decoder *l, const char *data, size_t n, drv_d
 
 int drv_list_decoder_finish(drv_list_decoder *l, drv_diag *d)
 {
-    if (l->done && l->depth == 0)
+    if ((l->done && l->depth == 0) || (l->meta_only && l->raw && l->meta))
         return 0;
     return drv_fail(d, DRV_EPARSE, "%s: byte %llu: the answer ended inside the list", l->what,
                     (unsigned long long)l->offset);

@@ -28,6 +28,9 @@ typedef struct drv_list_decoder {
                             parsed (only the metadata is read) */
     void *arg;
     drv_kbuf *raw;           /* optional: every byte fed is also appended here */
+    bool meta_only;          /* with raw and no callback: once the metadata is read, the rest of the
+                                answer is only appended to raw, not scanned (its reader parses it
+                                whole later and finds what is wrong with it then) */
     const char *const *skip; /* optional: members of each item not built (drv_json_loadb_skip) */
     drv_kube_doc_cb doc_cb;  /* optional: each item parsed into doc and handed here instead of
                                 to cb (set one of the two) */
@@ -54,8 +57,8 @@ typedef struct drv_list_decoder {
 void drv_list_decoder_init(drv_list_decoder *l, const char *what, drv_list_item_fn cb, void *arg);
 /* Frees what the decoder holds (the metadata included). */
 void drv_list_decoder_fini(drv_list_decoder *l);
-/* Back to its state after init (same what, callback, raw and skip; raw emptied): the answer is read
- * again from its first byte. */
+/* Back to its state after init (same what, callback, raw, meta_only and skip; raw emptied): the
+ * answer is read again from its first byte. */
 void drv_list_decoder_reset(drv_list_decoder *l);
 /* Feeds n bytes. 0, the callback's code, DRV_EPARSE (not a list: the byte offset named),
  * DRV_ERANGE (an item too long) or DRV_ENOMEM. After an error the decoder takes no more. */

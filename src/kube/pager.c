@@ -10,11 +10,12 @@
  * How: a fetcher thread, started for the list and joined before it returns, GETs the pages
  * with the client k (no other thread uses k meanwhile: the caller is inside drv_kube_list). A
  * page's bytes are kept as they arrive and only scanned (listdec.h without a callback: items
- * skipped, metadata read) for the continue token; the page goes to a queue of at most one page,
- * and the fetcher asks for the next one. The caller's thread takes pages in order and decodes
- * them with the item callback. So at most three pages are in memory (one decoded, one waiting,
- * one arriving) and the fetcher is never more than one page ahead: a page is asked for only
- * once the caller has begun the one before it.
+ * skipped, metadata read) for the continue token, up to it (meta_only: the metadata comes
+ * before the items; the rest is checked when the caller decodes the page); the page goes to a queue
+ * of at most one page, and the fetcher asks for the next one. The caller's thread takes pages in
+ * order and decodes them with the item callback. So at most three pages are in memory (one decoded,
+ * one waiting, one arriving) and the fetcher is never more than one page ahead: a page is asked for
+ * only once the caller has begun the one before it.
  *
  * Ends: the fetcher's error (410 Expired -> DRV_KUBE_RELIST, transport, parse) reaches the
  * caller after the pages before it, in order; the caller's error (its callback's) stops the
@@ -75,6 +76,7 @@ static void fetch_page(pager *p, fetched *f, char *cont, size_t n)
     drv_list_decoder scan;
     drv_list_decoder_init(&scan, p->what, NULL, NULL);
     scan.raw = &f->body;
+    scan.meta_only = true; /* (the caller's decode of the page checks the rest) */
     long status = 0;
     f->rc = drv_kube_get_page(p->k, path, &scan, &status, &f->d);
     drv_free(path);

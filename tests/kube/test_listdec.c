@@ -206,6 +206,51 @@ static void test_bad_input(void **state)
     json_decref(s.items);
 }
 
+/* The pager's scan (meta_only): once the metadata is read, the rest is kept, not scanned — a
+ * page broken after its metadata passes here (its decode will refuse it), and the bytes kept
+ * are all the bytes fed; without meta_only the same page is refused. A page whose metadata
+ * comes after the items is scanned to it. A reset keeps meta_only. */
+static void test_meta_only(void **state)
+{
+    (void)state;
+    const char *broken = "{\"metadata\":{\"resourceVersion\":\"9\",\"continue\":\"c1\"},"
+                         "\"items\":[{\"a\":1]] garbage";
+    const char *late = "{\"items\":[{\"a\":\"}\"}],\"metadata\":{\"continue\":\"c2\"}}";
+    size_t n = strlen(broken);
+    for (size_t piece = 1; piece <= 64; piece *= 4) {
+        drv_kbuf raw = {0};
+        drv_list_decoder l;
+        drv_diag d = {{0}};
+        drv_list_decoder_init(&l, "GET /test", NULL, NULL);
+        l.raw = &raw;
+        l.meta_only = true;
+        for (size_t at = 0; at < n; at += piece)
+            assert_int_equal(
+                drv_list_decoder_feed(&l, broken + at, n - at < piece ? n - at : piece, &d), 0);
+        assert_int_equal(drv_list_decoder_finish(&l, &d), 0);
+        assert_string_equal(drv_list_decoder_continue(&l), "c1");
+        assert_int_equal(raw.n, n);
+        assert_memory_equal(raw.p, broken, n);
+        drv_list_decoder_reset(&l);
+        assert_true(l.meta_only);
+        assert_int_equal(drv_list_decoder_feed(&l, late, strlen(late), &d), 0);
+        assert_int_equal(drv_list_decoder_finish(&l, &d), 0);
+        assert_string_equal(drv_list_decoder_continue(&l), "c2");
+        drv_list_decoder_fini(&l);
+        drv_free(raw.p);
+        /* the same broken page scanned whole is refused */
+        raw = (drv_kbuf){0};
+        drv_list_decoder_init(&l, "GET /test", NULL, NULL);
+        l.raw = &raw;
+        int rc = drv_list_decoder_feed(&l, broken, n, &d);
+        if (rc == 0)
+            rc = drv_list_decoder_finish(&l, &d);
+        assert_int_equal(rc, DRV_EPARSE);
+        drv_list_decoder_fini(&l);
+        drv_free(raw.p);
+    }
+}
+
 /* Every allocation failing in turn: DRV_ENOMEM or success, and nothing leaks (ASan). */
 static void test_failing_allocations(void **state)
 {
@@ -232,9 +277,8 @@ static void test_failing_allocations(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_recorded_lists),
-        cmocka_unit_test(test_tricky_lists),
-        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_recorded_lists),      cmocka_unit_test(test_tricky_lists),
+        cmocka_unit_test(test_bad_input),           cmocka_unit_test(test_meta_only),
         cmocka_unit_test(test_failing_allocations),
     };
     int failed = cmocka_run_group_tests_name("items as jansson values", tests, NULL, NULL);

@@ -200,6 +200,10 @@ extern const char *const drv_kube_unread_pod[];
 extern const char *const drv_kube_unread_node[];
 int drv_kube_decode_node(json_t *obj, drv_strtab *names, drv_knode *out, drv_diag *d);
 
+/* The id of s in t into *out (0 when s is NULL or empty): the decoders' interning of names
+ * (objects.c, objects_doc.c). 0 or DRV_ENOMEM. */
+int drv_kube_intern(drv_strtab *t, const char *s, int32_t *out);
+
 /* The same from node obj of a document (objects_doc.c): the same record, the same strings
  * interned in the same order, the same errors, with no jansson tree built (but for the rare
  * objects that objects.c's own rules are kept for). */

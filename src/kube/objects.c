@@ -97,7 +97,7 @@ static const char *str_at(json_t *o, const char *k)
     return json_string_value(json_object_get(o, k));
 }
 
-static int intern(drv_strtab *t, const char *s, int32_t *out)
+int drv_kube_intern(drv_strtab *t, const char *s, int32_t *out)
 {
     *out = 0;
     if (!s || !*s)
@@ -244,12 +244,12 @@ int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag 
     if (!json_is_object(spec))
         return drv_fail(d, DRV_EPARSE, "%s: spec: expected a map", who);
     json_t *labels = json_object_get(meta, "labels");
-    if (intern(names, str_at(meta, "namespace"), &out->ns) ||
-        intern(names, str_at(meta, "name"), &out->name) ||
-        intern(names, str_at(spec, "nodeName"), &out->node) ||
-        intern(names, str_at(labels, "drover.dev/job"), &out->job) ||
-        intern(names, str_at(labels, "scheduling.x-k8s.io/pod-group"), &out->group) ||
-        intern(names, str_at(spec, "schedulerName"), &out->scheduler))
+    if (drv_kube_intern(names, str_at(meta, "namespace"), &out->ns) ||
+        drv_kube_intern(names, str_at(meta, "name"), &out->name) ||
+        drv_kube_intern(names, str_at(spec, "nodeName"), &out->node) ||
+        drv_kube_intern(names, str_at(labels, "drover.dev/job"), &out->job) ||
+        drv_kube_intern(names, str_at(labels, "scheduling.x-k8s.io/pod-group"), &out->group) ||
+        drv_kube_intern(names, str_at(spec, "schedulerName"), &out->scheduler))
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     const char *role = str_at(labels, "drover.dev/role");
     if (role && (out->role = (int8_t)drv_role_parse(role)) < 0)
@@ -277,7 +277,7 @@ int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag 
     const char *sched = str_at(spec, "schedulerName");
     bool other = !out->job && sched && strcmp(sched, "default-scheduler") != 0;
     char *cons = other ? drv_kube_constraint_json(spec) : NULL;
-    int crc = cons ? intern(names, cons, &out->cons) : 0;
+    int crc = cons ? drv_kube_intern(names, cons, &out->cons) : 0;
     drv_free(cons);
     if (crc)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
@@ -350,9 +350,9 @@ int drv_kube_decode_node(json_t *obj, drv_strtab *names, drv_knode *out, drv_dia
     if (rc0)
         return rc0;
     json_t *labels = json_object_get(meta, "labels");
-    if (intern(names, str_at(meta, "name"), &out->name) ||
-        intern(names, str_at(labels, "topology.kubernetes.io/zone"), &out->zone) ||
-        intern(names, str_at(labels, "drover.dev/rack"), &out->rack))
+    if (drv_kube_intern(names, str_at(meta, "name"), &out->name) ||
+        drv_kube_intern(names, str_at(labels, "topology.kubernetes.io/zone"), &out->zone) ||
+        drv_kube_intern(names, str_at(labels, "drover.dev/rack"), &out->rack))
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     out->unschedulable = json_is_true(json_object_get(spec, "unschedulable"));
     int rc1 = drv_kube_node_meta(obj, names, who, &out->meta, d);
@@ -544,7 +544,7 @@ static int role_constraint(json_t *pspec, drv_strtab *names, const char *who, co
         return rc;
     drv_constraint_fini(&c);
     char *s = drv_kube_constraint_json(pspec);
-    rc = s ? intern(names, s, out) : 0;
+    rc = s ? drv_kube_intern(names, s, out) : 0;
     drv_free(s);
     return rc ? drv_fail(d, DRV_ENOMEM, "out of memory") : 0;
 }
@@ -559,9 +559,9 @@ int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob
         return rc0;
     json_t *gen = json_object_get(meta, "generation");
     out->generation = json_is_integer(gen) ? json_integer_value(gen) : 0;
-    if (intern(names, str_at(meta, "namespace"), &out->ns) ||
-        intern(names, str_at(meta, "name"), &out->name) ||
-        intern(names, str_at(json_object_get(obj, "status"), "phase"), &out->phase))
+    if (drv_kube_intern(names, str_at(meta, "namespace"), &out->ns) ||
+        drv_kube_intern(names, str_at(meta, "name"), &out->name) ||
+        drv_kube_intern(names, str_at(json_object_get(obj, "status"), "phase"), &out->phase))
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     json_t *spec = json_object_get(obj, "spec");
     json_t *specs = json_object_get(spec, "replicaSpecs");
@@ -571,9 +571,10 @@ int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob
     for (int k = 0; k < 2; k++)
         if (json_object_get(spec, named[k]) && !json_string_length(json_object_get(spec, named[k])))
             return drv_fail(d, DRV_EPARSE, "%s: spec.%s: expected a name", who, named[k]);
-    if (intern(names, str_at(spec, "queue"), &out->queue) ||
-        intern(names, str_at(spec, "priorityClassName"), &out->priority_class) ||
-        intern(names, str_at(json_object_get(meta, "labels"), "drover.dev/user"), &out->user))
+    if (drv_kube_intern(names, str_at(spec, "queue"), &out->queue) ||
+        drv_kube_intern(names, str_at(spec, "priorityClassName"), &out->priority_class) ||
+        drv_kube_intern(names, str_at(json_object_get(meta, "labels"), "drover.dev/user"),
+                        &out->user))
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     int rc =
         decode_progress(json_object_get(json_object_get(obj, "spec"), "progress"), who, out, d);
@@ -630,7 +631,8 @@ int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob
                             "%s: spec.replicaSpecs.%s.template.spec.containers: "
                             "expected a pod template with at least one container",
                             who, key);
-        if (!out->scheduler && intern(names, str_at(pspec, "schedulerName"), &out->scheduler))
+        if (!out->scheduler &&
+            drv_kube_intern(names, str_at(pspec, "schedulerName"), &out->scheduler))
             return drv_fail(d, DRV_ENOMEM, "out of memory");
         if ((rc = role_constraint(pspec, names, who, key, &out->cons[r], d)) != 0)
             return rc;
@@ -663,11 +665,11 @@ int drv_kube_decode_podgroup(json_t *obj, drv_strtab *names, drv_kpodgroup *out,
     int rc0 = begin(meta, "podgroup", who, sizeof who, out->rv, sizeof out->rv, d);
     if (rc0)
         return rc0;
-    if (intern(names, str_at(meta, "namespace"), &out->ns) ||
-        intern(names, str_at(meta, "name"), &out->name) ||
-        intern(names, str_at(st, "phase"), &out->phase) ||
-        intern(names, str_at(spec, "queue"), &out->queue) ||
-        intern(names, str_at(spec, "priorityClassName"), &out->priority_class))
+    if (drv_kube_intern(names, str_at(meta, "namespace"), &out->ns) ||
+        drv_kube_intern(names, str_at(meta, "name"), &out->name) ||
+        drv_kube_intern(names, str_at(st, "phase"), &out->phase) ||
+        drv_kube_intern(names, str_at(spec, "queue"), &out->queue) ||
+        drv_kube_intern(names, str_at(spec, "priorityClassName"), &out->priority_class))
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     int64_t v;
     int rc = get_int(spec, "minMember", who, "spec.minMember", 1, 1000000, -1, &v, d);

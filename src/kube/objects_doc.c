@@ -44,18 +44,6 @@ static void copy_rv(char *rv, size_t n, const char *v)
     rv[len] = 0;
 }
 
-static int intern(drv_strtab *t, const char *s, int32_t *out)
-{
-    *out = 0;
-    if (!s || !*s)
-        return 0;
-    int32_t id = drv_strtab_intern(t, s);
-    if (id < 0)
-        return DRV_ENOMEM;
-    *out = id;
-    return 0;
-}
-
 /* One container's resources.requests into r (objects.c's container_req without limits). */
 static int container_req(const drv_jdoc *doc, int32_t c, drv_res *r)
 {
@@ -206,16 +194,17 @@ static int pod_fast(const drv_jdoc *doc, int32_t obj, drv_strtab *names, drv_kpo
     /* Another operator's pod naming a scheduler of its own keeps its constraints (objects.c):
      * built from the spec's jansson copy, as objects.c builds it. */
     bool other = !(job && *job) && sched && strcmp(sched, "default-scheduler") != 0;
-    if (intern(names, STR(meta, "namespace"), &out->ns) ||
-        intern(names, STR(meta, "name"), &out->name) ||
-        intern(names, STR(spec, "nodeName"), &out->node) || intern(names, job, &out->job) ||
-        intern(names, STR(labels, "scheduling.x-k8s.io/pod-group"), &out->group) ||
-        intern(names, sched, &out->scheduler))
+    if (drv_kube_intern(names, STR(meta, "namespace"), &out->ns) ||
+        drv_kube_intern(names, STR(meta, "name"), &out->name) ||
+        drv_kube_intern(names, STR(spec, "nodeName"), &out->node) ||
+        drv_kube_intern(names, job, &out->job) ||
+        drv_kube_intern(names, STR(labels, "scheduling.x-k8s.io/pod-group"), &out->group) ||
+        drv_kube_intern(names, sched, &out->scheduler))
         return DRV_ENOMEM;
     if (other) {
         json_t *js = drv_jdoc_json(doc, spec);
         char *cons = js ? drv_kube_constraint_json(js) : NULL;
-        rc = !js ? DRV_ENOMEM : cons ? intern(names, cons, &out->cons) : 0;
+        rc = !js ? DRV_ENOMEM : cons ? drv_kube_intern(names, cons, &out->cons) : 0;
         json_decref(js);
         drv_free(cons);
     }
@@ -337,10 +326,10 @@ static int node_fast(const drv_jdoc *doc, int32_t obj, drv_strtab *names, drv_kn
     if (rc)
         return rc;
     int32_t labels = AT(AT(obj, "metadata"), "labels");
-    if (intern(names, STR(AT(obj, "metadata"), "name"), &out->name) ||
-        intern(names, STR(labels, "topology.kubernetes.io/zone"), &out->zone) ||
-        intern(names, STR(labels, "drover.dev/rack"), &out->rack) ||
-        intern(names, n ? text : NULL, &out->meta))
+    if (drv_kube_intern(names, STR(AT(obj, "metadata"), "name"), &out->name) ||
+        drv_kube_intern(names, STR(labels, "topology.kubernetes.io/zone"), &out->zone) ||
+        drv_kube_intern(names, STR(labels, "drover.dev/rack"), &out->rack) ||
+        drv_kube_intern(names, n ? text : NULL, &out->meta))
         return DRV_ENOMEM;
     return 0;
 }

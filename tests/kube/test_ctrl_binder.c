@@ -197,6 +197,14 @@ static drv_ctrl *open_ctrl_idle(ctrl_event **batch, int32_t *cap, fixture *f, dr
     return c;
 }
 
+/* node-a and the TrainingJob `job` in the cluster, then open_ctrl_idle. */
+static drv_ctrl *one_job_idle(fixture *f, const char *job, ctrl_event **batch, int32_t *cap)
+{
+    add_node(f, "node-a");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job);
+    return open_ctrl_idle(batch, cap, f, NULL);
+}
+
 /* The same, its binder threads (one) started. */
 static drv_ctrl *open_ctrl(ctrl_event **batch, int32_t *cap, fixture *f, drv_metrics *m)
 {
@@ -537,11 +545,9 @@ static void test_template_node_name_ignored(void **state)
 static void test_creation_body_copied_when_queued(void **state)
 {
     fixture *f = *state;
-    add_node(f, "node-a");
-    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_cw1);
     ctrl_event *batch = NULL;
     int32_t cap = 0;
-    drv_ctrl *c = open_ctrl_idle(&batch, &cap, f, NULL);
+    drv_ctrl *c = one_job_idle(f, job_cw1, &batch, &cap);
     drv_state *st = &c->mirror.st;
     int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
     drv_state_bind(st, s, 0);
@@ -710,11 +716,9 @@ static void take_answers(drv_ctrl *c, ctrl_event **batch, int32_t *cap, int want
 static void test_held_requests_go_in_batches(void **state)
 {
     fixture *f = *state;
-    add_node(f, "node-a");
-    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_big);
     ctrl_event *batch = NULL;
     int32_t cap = 0;
-    drv_ctrl *c = open_ctrl_idle(&batch, &cap, f, NULL);
+    drv_ctrl *c = one_job_idle(f, job_big, &batch, &cap);
     drv_state *st = &c->mirror.st;
     bind_queue *q = &c->binder.queue[QUEUE_URGENT];
     int32_t node = c->mirror.node_of[ctrl_name_find(c, "node-a")];
@@ -761,11 +765,9 @@ static void test_held_requests_go_in_batches(void **state)
 static void test_unqueued_request_answered_as_failed(void **state)
 {
     fixture *f = *state;
-    add_node(f, "node-a");
-    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_cw1);
     ctrl_event *batch = NULL;
     int32_t cap = 0;
-    drv_ctrl *c = open_ctrl_idle(&batch, &cap, f, NULL);
+    drv_ctrl *c = one_job_idle(f, job_cw1, &batch, &cap);
     drv_state *st = &c->mirror.st;
     int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
     int32_t node = c->mirror.node_of[ctrl_name_find(c, "node-a")];

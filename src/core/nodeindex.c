@@ -522,7 +522,7 @@ static drv_node_set set_at(const drv_nodeindex *ix, const cls *k, int32_t t, int
                            int32_t rack)
 {
     return (drv_node_set){k->alloc, k->mx[t], k->key[t], ix->key, k->mps[t],
-                          zone,     rack,     false,     k->ncls};
+                          zone,     rack,     false,     k->ncls, {0, 0, 0, 0}};
 }
 
 int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, int32_t n,
@@ -532,6 +532,7 @@ int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, 
     int32_t used = 0;
     *nodes = 0;
     *row_max = 0;
+    double mkd[4] = {-1e300, -1e300, -1e300, -1e300}; /* maxkey_dims */
     for (int32_t i = 0; i < n; i++) {
         const cls *k = &ix->f[fam].c[g ? g[i] : i];
         *nodes += k->n;
@@ -542,6 +543,8 @@ int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, 
             *row_max = row[k->ncls];
         if (cand)
             cand[used] = g ? g[i] : i;
+        int dims = (k->alloc.cpu > 0) + (k->alloc.mem > 0) + (k->alloc.gpu > 0);
+        mkd[dims] = k->key[1] > mkd[dims] ? k->key[1] : mkd[dims];
         if (used++ == 0) {
             *out = set_at(ix, k, 1, zone, rack);
             out->mixed = true;
@@ -553,6 +556,8 @@ int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, 
         out->maxkey = k->key[1] > out->maxkey ? k->key[1] : out->maxkey;
         out->min_ps = k->mps[1] < out->min_ps ? k->mps[1] : out->min_ps;
     }
+    if (used > 0)
+        memcpy(out->maxkey_dims, mkd, sizeof mkd);
     return used;
 }
 

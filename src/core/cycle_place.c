@@ -290,6 +290,8 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
         if (!drv_nodeindex_root(ix, fam, grp, req, zone, rack, &u))
             continue;
         int64_t ub = bb_bound(a, &u);
+        if (*best >= 0 && ub < *best_sc)
+            continue; /* below the best already, which only rises: its search would stop here */
         int32_t at = m++;
         for (; at > 0 && o[at - 1].ub < ub; at--) /* by bound, descending; stable */
             o[at] = o[at - 1];
@@ -297,6 +299,8 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
         o[at].ub = ub;
     }
     for (int32_t i = 0; i < m; i++) {
+        if (*best >= 0 && o[i].ub < *best_sc)
+            break; /* and so are the rest, bounded no higher: none can beat or tie the best */
         int32_t lab = label >= 0 ? label : drv_nodeindex_label(ix, fam, o[i].grp);
         drv_nodeindex_search_ub(ix, fam, o[i].grp, req, fam == DRV_IX_ZONE ? lab : -1,
                                 fam == DRV_IX_RACK ? lab : -1, o[i].ub, bb_bound, bb_score, a, best,

@@ -128,6 +128,11 @@ typedef struct drv_node_set {
     /* The node class (drv_node.node_class) of every node of the set, or -1 when they differ
      * (mixed sets). Read by the core only. */
     int32_t node_class;
+    /* Mixed sets, when key is not NULL: per count d of resources a node's allocatable has
+     * (1..3; [0] unused), the maximum key over the set's nodes with d of them, or -1e300 when
+     * none has d. So a bound may weigh each node's key by its own resource count rather than
+     * by alloc's (the minimum's, the fewest). Unset in sets of one allocatable. */
+    double maxkey_dims[4];
 } drv_node_set;
 
 struct drv_plugin {

@@ -290,6 +290,8 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
         if (!drv_nodeindex_root(ix, fam, grp, req, zone, rack, &u))
             continue;
         int64_t ub = bb_bound(a, &u);
+        if (*best >= 0 && ub < *best_sc)
+            continue; /* below the best already, which only rises: its search would stop here */
         int32_t at = m++;
         for (; at > 0 && o[at - 1].ub < ub; at--) /* by bound, descending; stable */
             o[at] = o[at - 1];
@@ -297,6 +299,8 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
         o[at].ub = ub;
     }
     for (int32_t i = 0; i < m; i++) {
+        if (*best >= 0 && o[i].ub < *best_sc)
+            break; /* and so are the rest, bounded no higher: none can beat or tie the best */
         int32_t lab = label >= 0 ? label : drv_nodeindex_label(ix, fam, o[i].grp);
         drv_nodeindex_search_ub(ix, fam, o[i].grp, req, fam == DRV_IX_ZONE ? lab : -1,
                                 fam == DRV_IX_RACK ? lab : -1, o[i].ub, bb_bound, bb_score, a, best,
@@ -414,10 +418,20 @@ static void own_kind_leave(own_list *o, int32_t i)
             kd->rep = e;
 }
 
-/* Sorts every own node into kinds anew. */
+/* Own nodes are sorted into kinds only when there are more than this many: fewer are scored
+ * one by one (own_best), at most OWN_KINDS_FROM scores, which spares a gang on a node or two
+ * re-sorting a node at every bind. Until then kinds_ok is false and nkinds 0 (below OWN_KINDS,
+ * which is what an overflow leaves). */
+enum { OWN_KINDS_FROM = 3 };
+
+/* Sorts every own node into kinds anew, when there are enough of them. */
 static void own_kinds_build(const drv_sched *s, const drv_state *st, own_list *o)
 {
     o->nkinds = o->nlive = 0;
+    if (o->n <= OWN_KINDS_FROM) {
+        o->kinds_ok = false; /* not yet */
+        return;
+    }
     memset(o->kslot, 0, sizeof o->kslot);
     o->kinds_ok = o->counted;
     for (int32_t i = 0; i < o->n && o->kinds_ok; i++)
@@ -440,6 +454,8 @@ static const own_list *own_nodes(const drv_ctx *c, int32_t pod)
         if (o->kinds_ok) {
             own_kind_leave(o, i);
             o->kinds_ok = own_kind_join(s, st, o, i);
+        } else if (o->counted && o->nkinds < OWN_KINDS) { /* not sorted yet (not overflowed) */
+            own_kinds_build(s, st, o);
         }
     } else if (!same || o->changes != c->changes) {
         if (++s->seen_tag == 0) { /* a new tag marks no node */

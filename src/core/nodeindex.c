@@ -62,6 +62,21 @@ struct drv_nodeindex {
      * themselves. */
     int32_t *cmap;
     int32_t ncmap;
+    /* Updates that only lowered a node (less free room, no higher key, no fewer PS pods), kept
+     * until a tree is next read (pending()): a gang's pods bound one after another to one node
+     * rewrite its leaves once, not once a pod — most pods read no tree, their families' unions
+     * come from the caller's memo. Exact meanwhile: a tree that still holds a node's older,
+     * higher values bounds it all the same, and no summary rose, so grown stays. An update that
+     * raises a node is applied at once. pend_at[node]: its entry in pend + 1, or 0; room for
+     * every node of the grouping (so npend <= nnodes). */
+    int32_t *pend_at;
+    struct pend {
+        int32_t node; /* -1: superseded by an update applied at once */
+        int32_t nps;
+        drv_res free;
+        double key;
+    } * pend;
+    int32_t npend;
 };
 
 static const drv_res NONE = {-1, -1, -1};
@@ -96,6 +111,8 @@ void drv_nodeindex_free(drv_nodeindex *ix)
         free_family(&ix->f[k]);
     drv_free(ix->sig);
     drv_free(ix->cmap);
+    drv_free(ix->pend_at);
+    drv_free(ix->pend);
     drv_free(ix);
 }
 
@@ -306,6 +323,52 @@ static double key_of(const drv_nodeindex *ix, int32_t node, drv_res free)
     return ix->key ? ix->key(&ix->st->nodes[node], free) : 0;
 }
 
+/* Writes a node's free room, key and PS count into its leaves in every family, and their
+ * ancestors up to the first that does not change; grown moves when a summary may rise. */
+static void apply(drv_nodeindex *ix, int32_t node, drv_res free, double key, int32_t nps)
+{
+    for (int fam = 0; fam < ix->nfam; fam++) {
+        family *f = &ix->f[fam];
+        int32_t c = f->node_cls[node];
+        if (c < 0 || f->c[c].alias)
+            continue;
+        cls *k = &f->c[c];
+        int32_t t = k->size + f->node_pos[node];
+        if (fam == DRV_IX_GLOBAL && !drv_res_fits(free, k->mx[t]))
+            ix->grown++; /* more room somewhere: a summary may rise */
+        else if (fam == DRV_IX_GLOBAL && (key > k->key[t] || nps < k->mps[t]))
+            ix->grown++;
+        k->mx[t] = free;
+        k->key[t] = key;
+        k->mps[t] = nps;
+        /* A tree node that did not change leaves its ancestors as they are: a bind usually
+         * lowers a node that is not its subtree's maximum, so few levels are rewritten. */
+        for (t /= 2; t >= 1 && repull(k, t); t /= 2)
+            ;
+    }
+}
+
+/* Applies the kept updates (drv_nodeindex.pend). O(kept · families · log n). */
+static void flush(drv_nodeindex *ix)
+{
+    for (int32_t i = 0; i < ix->npend; i++) {
+        const struct pend *e = &ix->pend[i];
+        if (e->node < 0)
+            continue;
+        ix->pend_at[e->node] = 0;
+        apply(ix, e->node, e->free, e->key, e->nps);
+    }
+    ix->npend = 0;
+}
+
+/* Called first by every function that reads a tree. The index is logically const there: the
+ * kept updates only bring the trees to what they stand for (ix is always heap memory). */
+static inline void pending(const drv_nodeindex *ix)
+{
+    if (ix->npend > 0)
+        flush((drv_nodeindex *)ix);
+}
+
 /* Rewrites node i's leaves when its free room or PS count differs from what they hold. */
 static void refresh_node(drv_nodeindex *ix, int32_t i, const drv_res *free, const int32_t *nps,
                          int stride)
@@ -324,6 +387,7 @@ static void refresh_node(drv_nodeindex *ix, int32_t i, const drv_res *free, cons
 int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *free,
                         const int32_t *nps, int stride, drv_node_key_fn key, int nfam)
 {
+    pending(ix); /* onto the trees they were kept for, before these are compared or remade */
     ix->grown++; /* anything may have changed */
     ix->key = key;
     ix->st = st;
@@ -334,9 +398,18 @@ int drv_nodeindex_build(drv_nodeindex *ix, const drv_state *st, const drv_res *f
                             k) != 0)
                 return DRV_ENOMEM;
         drv_free(ix->sig);
+        drv_free(ix->pend_at);
+        drv_free(ix->pend);
         ix->sig = drv_malloc(sizeof *ix->sig * ((size_t)st->nnodes + 1));
-        if (!ix->sig)
+        ix->pend_at = drv_calloc((size_t)st->nnodes + 1, sizeof *ix->pend_at);
+        ix->pend = drv_malloc(sizeof *ix->pend * ((size_t)st->nnodes + 1));
+        if (!ix->sig || !ix->pend_at || !ix->pend) {
+            drv_free(ix->pend_at); /* updates are then applied at once (pend_at NULL) */
+            drv_free(ix->pend);
+            ix->pend_at = NULL;
+            ix->pend = NULL;
             return DRV_ENOMEM;
+        }
         for (int32_t i = 0; i < st->nnodes; i++) {
             const drv_node *nd = &st->nodes[i];
             ix->sig[i] =
@@ -385,6 +458,7 @@ int drv_nodeindex_refresh(drv_nodeindex *ix, const drv_state *st, const drv_res 
     if (!ix->filled || ix->filled_key != key || ix->nfam != nfam || ix->st != st ||
         ix->nnodes != st->nnodes || nfam < 1)
         return drv_nodeindex_build(ix, st, free, nps, stride, key, nfam);
+    pending(ix); /* the leaves are compared below */
     ix->grown++; /* as a build: the caller's summaries are read afresh */
     for (int32_t i = 0; i < n; i++)
         refresh_node(ix, nodes[i], free, nps, stride);
@@ -393,6 +467,7 @@ int drv_nodeindex_refresh(drv_nodeindex *ix, const drv_state *st, const drv_res 
 
 drv_res drv_nodeindex_maxfree(const drv_nodeindex *ix)
 {
+    pending(ix);
     drv_res m = {0, 0, 0};
     const family *g = &ix->f[DRV_IX_GLOBAL];
     for (int32_t c = 0; ix->nfam > 0 && c < g->nc; c++)
@@ -403,25 +478,26 @@ drv_res drv_nodeindex_maxfree(const drv_nodeindex *ix)
 void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free, int32_t nps)
 {
     double key = key_of(ix, node, free);
-    for (int fam = 0; fam < ix->nfam; fam++) {
-        family *f = &ix->f[fam];
-        int32_t c = f->node_cls[node];
-        if (c < 0 || f->c[c].alias)
-            continue;
-        cls *k = &f->c[c];
-        int32_t t = k->size + f->node_pos[node];
-        if (fam == DRV_IX_GLOBAL && !drv_res_fits(free, k->mx[t]))
-            ix->grown++; /* more room somewhere: a summary may rise */
-        else if (fam == DRV_IX_GLOBAL && (key > k->key[t] || nps < k->mps[t]))
-            ix->grown++;
-        k->mx[t] = free;
-        k->key[t] = key;
-        k->mps[t] = nps;
-        /* A tree node that did not change leaves its ancestors as they are: a bind usually
-         * lowers a node that is not its subtree's maximum, so few levels are rewritten. */
-        for (t /= 2; t >= 1 && repull(k, t); t /= 2)
-            ;
+    const family *g = &ix->f[DRV_IX_GLOBAL];
+    int32_t c = ix->nfam > 0 ? g->node_cls[node] : -1;
+    if (c < 0)
+        return; /* not indexed (cordoned): in no family */
+    const cls *k = &g->c[c];
+    int32_t t = k->size + g->node_pos[node];
+    int32_t at = ix->pend_at ? ix->pend_at[node] - 1 : -1;
+    if (ix->pend_at && drv_res_fits(free, k->mx[t]) && key <= k->key[t] && nps >= k->mps[t]) {
+        if (at < 0) { /* lowers or keeps it: kept for the next read */
+            at = ix->npend++;
+            ix->pend_at[node] = at + 1;
+        }
+        ix->pend[at] = (struct pend){node, nps, free, key};
+        return;
     }
+    if (at >= 0) { /* rises: applied now, which supersedes the kept value */
+        ix->pend[at].node = -1;
+        ix->pend_at[node] = 0;
+    }
+    apply(ix, node, free, key, nps);
 }
 
 uint64_t drv_nodeindex_grown(const drv_nodeindex *ix)
@@ -470,6 +546,7 @@ int32_t drv_nodeindex_with_label(const drv_nodeindex *ix, int fam, int32_t label
 
 int32_t drv_nodeindex_best(const drv_nodeindex *ix, int fam, int32_t g, drv_res req)
 {
+    pending(ix);
     const cls *k = &ix->f[fam].c[g];
     if (!drv_res_fits(req, k->alloc) || !drv_res_fits(req, k->mx[1]))
         return -1;
@@ -522,16 +599,18 @@ static drv_node_set set_at(const drv_nodeindex *ix, const cls *k, int32_t t, int
                            int32_t rack)
 {
     return (drv_node_set){k->alloc, k->mx[t], k->key[t], ix->key, k->mps[t],
-                          zone,     rack,     false,     k->ncls};
+                          zone,     rack,     false,     k->ncls, {0, 0, 0, 0}};
 }
 
 int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, int32_t n,
                             drv_res req, int32_t zone, int32_t rack, const int32_t *row,
                             drv_node_set *out, int32_t *nodes, int32_t *row_max, int32_t *cand)
 {
+    pending(ix);
     int32_t used = 0;
     *nodes = 0;
     *row_max = 0;
+    double mkd[4] = {-1e300, -1e300, -1e300, -1e300}; /* maxkey_dims */
     for (int32_t i = 0; i < n; i++) {
         const cls *k = &ix->f[fam].c[g ? g[i] : i];
         *nodes += k->n;
@@ -542,6 +621,8 @@ int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, 
             *row_max = row[k->ncls];
         if (cand)
             cand[used] = g ? g[i] : i;
+        int dims = (k->alloc.cpu > 0) + (k->alloc.mem > 0) + (k->alloc.gpu > 0);
+        mkd[dims] = k->key[1] > mkd[dims] ? k->key[1] : mkd[dims];
         if (used++ == 0) {
             *out = set_at(ix, k, 1, zone, rack);
             out->mixed = true;
@@ -553,6 +634,8 @@ int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, 
         out->maxkey = k->key[1] > out->maxkey ? k->key[1] : out->maxkey;
         out->min_ps = k->mps[1] < out->min_ps ? k->mps[1] : out->min_ps;
     }
+    if (used > 0)
+        memcpy(out->maxkey_dims, mkd, sizeof mkd);
     return used;
 }
 
@@ -570,6 +653,7 @@ static int32_t first_leaf(const cls *k, int32_t t)
 bool drv_nodeindex_root(const drv_nodeindex *ix, int fam, int32_t g, drv_res req, int32_t zone,
                         int32_t rack, drv_node_set *out)
 {
+    pending(ix);
     const cls *k = &ix->f[fam].c[g];
     if (!drv_res_fits(req, k->alloc) || !drv_res_fits(req, k->mx[1]))
         return false;
@@ -592,6 +676,7 @@ int32_t drv_nodeindex_search_ub(const drv_nodeindex *ix, int fam, int32_t g, drv
                                 int32_t zone, int32_t rack, int64_t root_ub, drv_ix_bound_fn bound,
                                 drv_ix_score_fn score, void *arg, int32_t *best, int64_t *best_sc)
 {
+    pending(ix);
     const cls *k = &ix->f[fam].c[g];
     drv_node_set set = set_at(ix, k, 1, zone, rack);
     /* Depth-first. A subtree is pushed with its parent's bound (which holds for it too) and

@@ -21,7 +21,8 @@
  *    visited first, and the nodes under a parent of leaves are scored exactly without bounds of
  *    their own (the second of a pair only while their parent's bound could beat the best).
  *
- * Cost: build O(nodes) per family; refresh and update O(log n) per family and node changed; a query
+ * Cost: build O(nodes) per family; refresh and update O(log n) per family and node changed (an
+ * update that lowers a node is kept until a tree is read, once per node however often); a query
  * O(log n) per group when the best fitting node is near the top of the order and the bounds are
  * tight (the usual case), O(n) at worst.
  */
@@ -59,7 +60,11 @@ int drv_nodeindex_set_classes(drv_nodeindex *ix, const int32_t *fit, int32_t nco
 /* Per dimension, the most free room of any indexed (schedulable) node, and not below 0: the
  * maximum of the global groups' summaries, O(groups). */
 drv_res drv_nodeindex_maxfree(const drv_nodeindex *ix);
-/* A node's free resources or PS pod count changed. */
+/* A node's free resources or PS pod count changed. Applied at once when it raises the node
+ * (more room, a higher key or fewer PS pods); otherwise kept, and applied with the others kept
+ * when any function below next reads a tree (a node's leaves are then written once however
+ * many times it was lowered): meanwhile the trees hold values at least as high, which bound it
+ * as well. O(1) kept, O(families · log n) applied. */
 void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free, int32_t nps);
 /* A count that changes whenever some summary of the index may have risen: at every build, and
  * at every update that gives a node more free room, a higher key or fewer PS pods. While it

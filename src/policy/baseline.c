@@ -318,11 +318,17 @@ static int least_alloc_bound(const drv_ctx *c, void *state, int32_t pod, const d
     if (set->mixed) {
         /* A node n of a mixed set scores at most 100·key(n)/k(n): share(req) >= 0 only lowers
          * it. Each node has at least the dimensions of the per-dimension minimum allocatable
-         * (k(n) >= k), and key(n) <= maxkey, so a non-negative maxkey over k bounds them all;
-         * without our key, or with no dimension known, only 100 does. */
+         * (k(n) >= k), and key(n) <= maxkey_dims[k(n)], so the largest non-negative
+         * maxkey_dims[d] over d, for d >= k, bounds them all — tighter than maxkey over k
+         * when nodes with a GPU (three resources, keys up to 3) join nodes without (two, keys
+         * up to 2, 100·key/2). Without our key, or with no dimension known, only 100 does. */
         if (set->key != free_share_key || !k)
             return 100;
-        return set->maxkey > 0 ? (int)(set->maxkey * per_dim[k] + 1e-6) : 0;
+        double top = 0;
+        for (int d = k; d <= 3; d++)
+            if (set->maxkey_dims[d] * per_dim[d] > top)
+                top = set->maxkey_dims[d] * per_dim[d];
+        return (int)(top + 1e-6);
     }
     if (!k)
         return 0;

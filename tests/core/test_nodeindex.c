@@ -256,10 +256,63 @@ static void test_class_map(void **unused)
     drv_state_fini(&st);
 }
 
+/* Updates that lower a node are kept until a tree is read (drv_nodeindex_update): every read
+ * after them must see them, one that raises a node must supersede a kept one, and a refresh
+ * must compare the leaves with them applied. Each assertion fails if a kept update is read
+ * stale. */
+static void test_kept_updates(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    assert_int_equal(drv_state_init(&st), 0);
+    drv_res a = {8000, 32, 0};
+    for (int32_t i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "n%d", i);
+        assert_int_equal(drv_state_add_node(&st, name, a, "", "", NULL), 0);
+    }
+    drv_res fr[3] = {a, a, a};
+    int32_t nps[3] = {0};
+    drv_res half = {4000, 16, 0}, little = {2000, 8, 0}, req = {6000, 1, 0};
+    drv_nodeindex *ix = drv_nodeindex_new();
+    assert_non_null(ix);
+    assert_int_equal(drv_nodeindex_build(ix, &st, fr, nps, 1, key_cpu_mem, 1), 0);
+    assert_int_equal(drv_nodeindex_best(ix, DRV_IX_GLOBAL, 0, req), 0);
+    uint64_t grown = drv_nodeindex_grown(ix);
+    fr[0] = half; /* lowered: kept, and nothing rose */
+    drv_nodeindex_update(ix, 0, fr[0], 0);
+    assert_int_equal(drv_nodeindex_grown(ix), grown);
+    assert_int_equal(drv_nodeindex_best(ix, DRV_IX_GLOBAL, 0, req), 1);
+    fr[1] = little; /* lowered twice: one write */
+    drv_nodeindex_update(ix, 1, half, 0);
+    drv_nodeindex_update(ix, 1, fr[1], 0);
+    fr[2] = little;
+    drv_nodeindex_update(ix, 2, fr[2], 0);
+    assert_int_equal(drv_nodeindex_best(ix, DRV_IX_GLOBAL, 0, req), -1);
+    drv_res m = drv_nodeindex_maxfree(ix);
+    assert_int_equal(m.cpu, 4000);
+    /* Kept, then raised: the raise holds, and grown moves. */
+    drv_nodeindex_update(ix, 2, (drv_res){1000, 4, 0}, 0);
+    fr[2] = a;
+    drv_nodeindex_update(ix, 2, fr[2], 0);
+    assert_true(drv_nodeindex_grown(ix) != grown);
+    assert_int_equal(drv_nodeindex_best(ix, DRV_IX_GLOBAL, 0, req), 2);
+    /* Kept when a refresh comes: it sees the leaves as they stand for. */
+    fr[2] = little;
+    drv_nodeindex_update(ix, 2, fr[2], 0);
+    int32_t changed[1] = {2};
+    assert_int_equal(drv_nodeindex_refresh(ix, &st, fr, nps, 1, key_cpu_mem, 1, changed, 1), 0);
+    assert_int_equal(drv_nodeindex_maxfree(ix).cpu, 4000);
+    assert_int_equal(drv_nodeindex_best(ix, DRV_IX_GLOBAL, 0, (drv_res){3000, 1, 0}), 0);
+    drv_nodeindex_free(ix);
+    drv_state_fini(&st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_index_matches_brute_force),
                                        cmocka_unit_test(test_branch_and_bound_matches_brute_force),
-                                       cmocka_unit_test(test_class_map)};
+                                       cmocka_unit_test(test_class_map),
+                                       cmocka_unit_test(test_kept_updates)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,8 +5,8 @@
  * list stamps every entry it sees with a new epoch; entries left with an older stamp after a
  * complete list are gone from the server and are deleted (client-go's Replace). Watch events apply
  * one by one. Readers on other threads take the mutex. A caller that decodes documents
- * (ops.decode_doc) gets its lists as documents (no jansson tree per item); watch events are
- * still jansson values (ops.decode).
+ * (ops.decode_doc) gets its lists and watch events as documents (no jansson tree per item or
+ * event); drv_informer_apply's objects, jansson values, go to ops.decode.
  */
 #include "drover/kube_informer.h"
 #include "drover/hashmap.h"
@@ -317,7 +317,7 @@ static int on_event(const drv_watch_event *ev, void *arg)
     drv_informer *inf = arg;
     if (ev->type == DRV_WATCH_BOOKMARK)
         return 0;
-    source o = {.json = ev->object};
+    source o = {.json = ev->object, .doc = ev->doc, .obj = ev->obj};
     pthread_mutex_lock(&inf->mu);
     inf->st.events++;
     int rc = 0;
@@ -338,7 +338,7 @@ static int on_event(const drv_watch_event *ev, void *arg)
 
 int drv_informer_apply(drv_informer *inf, int type, json_t *obj)
 {
-    drv_watch_event ev = {.type = type, .object = obj, .rv = ""};
+    drv_watch_event ev = {.type = type, .object = obj, .obj = -1, .rv = ""};
     return on_event(&ev, inf);
 }
 
@@ -371,8 +371,10 @@ int drv_informer_step(drv_informer *inf, volatile int *stop, drv_diag *d)
     snprintf(rv, sizeof rv, "%s", inf->rv);
     pthread_mutex_unlock(&inf->mu);
     bump(inf, &inf->st.watches);
-    int rc =
-        drv_kube_watch(inf->k, inf->path, rv, inf->wto, on_event, inf, last, sizeof last, stop, d);
+    int rc = inf->ops.decode_doc ? drv_kube_watch_docs(inf->k, inf->path, rv, inf->wto, on_event,
+                                                       inf, last, sizeof last, stop, d)
+                                 : drv_kube_watch(inf->k, inf->path, rv, inf->wto, on_event, inf,
+                                                  last, sizeof last, stop, d);
     pthread_mutex_lock(&inf->mu);
     snprintf(inf->rv, sizeof inf->rv, "%s", last);
     pthread_mutex_unlock(&inf->mu);

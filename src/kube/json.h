@@ -113,10 +113,14 @@ json_t *drv_jdoc_json(const drv_jdoc *doc, int32_t v);
 /* ---- watch stream decoding (kube_watch.h) --------------------------------------------------- */
 
 typedef struct drv_watch_event {
-    int type;        /* enum drv_watch_type */
-    json_t *object;  /* borrowed for the duration of the callback */
-    const char *rv;  /* object's metadata.resourceVersion, or "" */
-    uint64_t offset; /* byte offset of the event's line in the stream */
+    int type;            /* enum drv_watch_type */
+    json_t *object;      /* borrowed for the duration of the callback; NULL when doc is set */
+    const drv_jdoc *doc; /* when the decoder hands documents (drv_watch_decoder.doc): the
+                            event's line, its object at node obj; borrowed for the callback
+                            (the next event is parsed into the same document); else NULL */
+    int32_t obj;         /* the object's node in doc (-1 without doc) */
+    const char *rv;      /* object's metadata.resourceVersion, or "" */
+    uint64_t offset;     /* byte offset of the event's line in the stream */
 } drv_watch_event;
 
 /* Returns 0 to continue, or a negative code that feed returns unchanged. */
@@ -187,6 +191,12 @@ int drv_kube_list_docs(drv_kube *k, const char *path, const char *query, int lim
  */
 int drv_kube_watch(drv_kube *k, const char *path, const char *rv, int timeout_s, drv_watch_cb cb,
                    void *arg, char *last_rv, size_t n, volatile int *stop, drv_diag *d);
+/* drv_kube_watch with each event parsed into a document (drv_jdoc_parse, with the client's skip
+ * paths) instead of a jansson value: cb's events carry doc and obj, object NULL. The same events,
+ * results and messages. */
+int drv_kube_watch_docs(drv_kube *k, const char *path, const char *rv, int timeout_s,
+                        drv_watch_cb cb, void *arg, char *last_rv, size_t n, volatile int *stop,
+                        drv_diag *d);
 
 /* ---- objects: decoding and write-back (kube_types.h) ---------------------------------------- */
 
@@ -267,7 +277,8 @@ typedef struct drv_informer_ops {
      * is woken then rather than at its next poll. */
     void (*on_listed)(void *arg);
     /* Optional: decode from a document (node obj), the same record decode gives; when set,
-     * lists are read as documents (drv_kube_list_docs), no jansson tree built per item. */
+     * lists and watch events are read as documents (drv_kube_list_docs, drv_kube_watch_docs),
+     * no jansson tree built per item or event (decode is then used by drv_informer_apply). */
     void *(*decode_doc)(const drv_jdoc *doc, int32_t obj, void *arg, drv_diag *d);
 } drv_informer_ops;
 

@@ -6,8 +6,11 @@
  *
  * Algorithm: append the new bytes to the pending buffer, search for '\n' only from `scanned`
  * (bytes already known to hold none), decode each complete line into jansson values
- * (drv_json_loadb, jsonparse.c), then move the
- * unfinished tail to the front. Each byte is scanned once and copied at most twice.
+ * (drv_json_loadb, jsonparse.c) or, when the decoder has a document (w->doc: the informers of
+ * pods and nodes), into that document, reused from one event to the next (drv_jdoc_parse: no
+ * allocation once it has grown to the largest event), then move the unfinished tail to the
+ * front. Each byte is scanned once and copied at most twice. Both forms accept and refuse the
+ * same lines with the same messages, and hand the same type, resourceVersion and offset.
  * Bounds: a single line may not exceed DRV_WATCH_MAX_LINE bytes.
  */
 #include "drover/kube_watch.h"
@@ -38,6 +41,25 @@ void drv_watch_decoder_fini(drv_watch_decoder *w)
     w->len = w->cap = w->scanned = 0;
 }
 
+/* The event's line parsed: 0, or DRV_ENOMEM / DRV_EPARSE (malformed JSON) with d set. As a
+ * jansson value in *ev, or into w->doc when the decoder hands documents (*ev left NULL). */
+static int parse_line(drv_watch_decoder *w, const char *line, size_t n, uint64_t off, json_t **ev,
+                      drv_diag *d)
+{
+    json_error_t je;
+    *ev = NULL;
+    bool ok = w->doc ? drv_jdoc_parse(w->doc, line, n, w->skip, "object", &je) == 0
+                     : (*ev = drv_json_loadb_skip(line, n, w->skip, "object", &je)) != NULL;
+    if (!ok && json_error_code(&je) == json_error_out_of_memory)
+        return drv_fail(d, DRV_ENOMEM, "watch %s: out of memory", w->resource);
+    if (!ok)
+        return drv_fail(
+            d, DRV_EPARSE, "watch %s after resourceVersion %s: byte %llu: malformed event: %s",
+            w->resource, w->last_rv[0] ? w->last_rv : "(none)",
+            (unsigned long long)(off + (uint64_t)(je.position > 0 ? je.position : 0)), je.text);
+    return 0;
+}
+
 static int decode_line(drv_watch_decoder *w, const char *line, size_t n, uint64_t off,
                        drv_watch_cb cb, void *arg, drv_diag *d)
 {
@@ -45,31 +67,35 @@ static int decode_line(drv_watch_decoder *w, const char *line, size_t n, uint64_
         n--;
     if (n == 0)
         return 0; /* blank lines carry nothing */
-    json_error_t je;
-    json_t *ev = drv_json_loadb_skip(line, n, w->skip, "object", &je);
-    if (!ev && json_error_code(&je) == json_error_out_of_memory)
-        return drv_fail(d, DRV_ENOMEM, "watch %s: out of memory", w->resource);
-    if (!ev)
-        return drv_fail(
-            d, DRV_EPARSE, "watch %s after resourceVersion %s: byte %llu: malformed event: %s",
-            w->resource, w->last_rv[0] ? w->last_rv : "(none)",
-            (unsigned long long)(off + (uint64_t)(je.position > 0 ? je.position : 0)), je.text);
-    const char *type = json_string_value(json_object_get(ev, "type"));
-    json_t *obj = json_object_get(ev, "object");
+    json_t *ev;
+    int rc = parse_line(w, line, n, off, &ev, d);
+    if (rc)
+        return rc;
+    /* The same fields read from either form: a member's last value when repeated (as jansson
+     * keeps it), NULL or -1 when absent or of another type. */
+    const drv_jdoc *doc = w->doc;
+    int32_t dobj = doc ? drv_jdoc_get(doc, 0, "object") : -1;
+    json_t *obj = doc ? NULL : json_object_get(ev, "object");
+    const char *type = doc ? drv_jdoc_str(doc, drv_jdoc_get(doc, 0, "type"))
+                           : json_string_value(json_object_get(ev, "type"));
+    bool is_obj = doc ? drv_jdoc_type(doc, dobj) == DRV_JOBJECT : json_is_object(obj);
     int t = -1;
     for (int i = 0; type && i < 5; i++)
         if (!strcmp(type, TYPES[i]))
             t = i;
-    int rc = 0;
-    if (t < 0 || !json_is_object(obj)) {
+    if (t < 0 || !is_obj) {
         rc = drv_fail(d, DRV_EPARSE, "watch %s after resourceVersion %s: byte %llu: %s%s%s",
                       w->resource, w->last_rv[0] ? w->last_rv : "(none)", (unsigned long long)off,
                       t < 0 ? "unknown event type " : "event without an object",
                       t < 0 ? (type ? type : "(missing)") : "", "");
     } else {
         const char *rv =
-            json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
-        drv_watch_event e = {.type = t, .object = obj, .rv = rv ? rv : "", .offset = off};
+            doc ? drv_jdoc_str(doc, drv_jdoc_get(doc, drv_jdoc_get(doc, dobj, "metadata"),
+                                                 "resourceVersion"))
+                : json_string_value(
+                      json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+        drv_watch_event e = {
+            .type = t, .object = obj, .doc = doc, .obj = dobj, .rv = rv ? rv : "", .offset = off};
         if (rv && t != DRV_WATCH_ERROR)
             snprintf(w->last_rv, sizeof w->last_rv, "%s", rv);
         rc = cb ? cb(&e, arg) : 0;

@@ -257,12 +257,41 @@ static tj_record *tj_record_copy(const tj_record *t)
     return x;
 }
 
+/* A pod's event key (key interned) and, in *job_key, its gang's (0 when neither Drover's nor
+ * another operator's with our schedulerName), under one hold of names.mu: the informer's
+ * thread took it for the decode already, and every lock taken is one more chance to wait for
+ * the scheduler thread. -1 when out of memory. */
+static int32_t pod_keys(drv_ctrl *c, const char *key, const drv_kpod *p, int32_t *job_key)
+{
+    bool other = !p->job && p->scheduler == c->names.scheduler; /* (fixed at creation) */
+    pthread_mutex_lock(&c->names.mu);
+    int32_t k = drv_strtab_intern(c->names.tab, key);
+    *job_key = 0;
+    if (p->job || other) {
+        char jk[540];
+        snprintf(jk, sizeof jk, "%s%.255s/%.255s",
+                 p->job     ? ""
+                 : p->group ? "pg:"
+                            : "pod:",
+                 drv_strtab_str(c->names.tab, p->ns),
+                 drv_strtab_str(c->names.tab, p->job     ? p->job
+                                              : p->group ? p->group
+                                                         : p->name));
+        *job_key = drv_strtab_intern(c->names.tab, jk);
+    }
+    pthread_mutex_unlock(&c->names.mu);
+    return k;
+}
+
 /* Copies what changed into an event: the informer's records stay in its cache. */
 static void push(drv_ctrl *c, int kind, int type, const char *key, const void *old, const void *cur)
 {
     ctrl_event e = {
         .kind = (int8_t)kind, .type = (int8_t)type, .t = drv_clock_mono(), .has_old = old != NULL};
-    e.key = ctrl_name_intern(c, key);
+    if (kind == EV_POD)
+        e.key = pod_keys(c, key, cur ? cur : old, &e.job_key);
+    else
+        e.key = ctrl_name_intern(c, key);
     if (kind == EV_NODE) {
         if (old)
             e.old.node = *(const drv_knode *)old;
@@ -273,19 +302,6 @@ static void push(drv_ctrl *c, int kind, int type, const char *key, const void *o
             e.old.pod = *(const drv_kpod *)old;
         if (cur)
             e.cur.pod = *(const drv_kpod *)cur;
-        const drv_kpod *p = cur ? cur : old;
-        bool other = !p->job && p->scheduler == c->names.scheduler; /* (fixed at creation) */
-        if (p->job || other) {
-            char ns[256], job[256], job_key[540];
-            ctrl_name_str(c, p->ns, ns, sizeof ns);
-            ctrl_name_str(c, p->job ? p->job : p->group ? p->group : p->name, job, sizeof job);
-            snprintf(job_key, sizeof job_key, "%s%s/%s",
-                     p->job     ? ""
-                     : p->group ? "pg:"
-                                : "pod:",
-                     ns, job);
-            e.job_key = ctrl_name_intern(c, job_key);
-        }
     } else if (kind == EV_PODGROUP) {
         if (old)
             e.old.group = *(const drv_kpodgroup *)old;

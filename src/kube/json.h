@@ -121,6 +121,9 @@ typedef struct drv_watch_event {
     int32_t obj;         /* the object's node in doc (-1 without doc) */
     const char *rv;      /* object's metadata.resourceVersion, or "" */
     uint64_t offset;     /* byte offset of the event's line in the stream */
+    bool more; /* another event follows this one in the bytes fed with it (complete, not blank:
+                  its callback comes next, unless its line is malformed or this one's callback
+                  fails), so a consumer may gather them before acting; false for the last */
 } drv_watch_event;
 
 /* Returns 0 to continue, or a negative code that feed returns unchanged. */
@@ -280,6 +283,12 @@ typedef struct drv_informer_ops {
      * lists and watch events are read as documents (drv_kube_list_docs, drv_kube_watch_docs),
      * no jansson tree built per item or event (decode is then used by drv_informer_apply). */
     void *(*decode_doc)(const drv_jdoc *doc, int32_t obj, void *arg, drv_diag *d);
+    /* Optional: the watch events read together (drv_watch_event.more) are one run: hold(true)
+     * before the handlers of its first event, hold(false) after those of its last (also when
+     * the stream ends inside it), on the informer's thread with no lock held; a consumer may
+     * hand the run's changes on at once (one wake-up, not one each). An event alone in what
+     * was read is no run: no call. */
+    void (*hold)(bool on, void *arg);
 } drv_informer_ops;
 
 /* path: the collection, e.g. "/api/v1/pods" or "/api/v1/namespaces/ns/pods". page: list page

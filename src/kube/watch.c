@@ -9,7 +9,10 @@
  * (drv_json_loadb, jsonparse.c) or, when the decoder has a document (w->doc: the informers of
  * pods and nodes), into that document, reused from one event to the next (drv_jdoc_parse: no
  * allocation once it has grown to the largest event), then move the unfinished tail to the
- * front. Each byte is scanned once and copied at most twice. Both forms accept and refuse the
+ * front. Each byte is scanned once and copied at most twice. A line's end is found before the
+ * line before it is handed on, so that each event says whether another one follows in the
+ * bytes fed with it (drv_watch_event.more: the informers hand such a run to the scheduler
+ * thread as one batch). Both forms accept and refuse the
  * same lines with the same messages, and hand the same type, resourceVersion and offset.
  * Bounds: a single line may not exceed DRV_WATCH_MAX_LINE bytes.
  */
@@ -60,7 +63,9 @@ static int parse_line(drv_watch_decoder *w, const char *line, size_t n, uint64_t
     return 0;
 }
 
-static int decode_line(drv_watch_decoder *w, const char *line, size_t n, uint64_t off,
+/* One line (not blank) decoded and handed to cb; more: another event follows it in what was
+ * fed. */
+static int decode_line(drv_watch_decoder *w, const char *line, size_t n, uint64_t off, bool more,
                        drv_watch_cb cb, void *arg, drv_diag *d)
 {
     while (n && (line[n - 1] == '\r' || line[n - 1] == ' '))
@@ -94,14 +99,37 @@ static int decode_line(drv_watch_decoder *w, const char *line, size_t n, uint64_
                                                  "resourceVersion"))
                 : json_string_value(
                       json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
-        drv_watch_event e = {
-            .type = t, .object = obj, .doc = doc, .obj = dobj, .rv = rv ? rv : "", .offset = off};
+        drv_watch_event e = {.type = t,
+                             .object = obj,
+                             .doc = doc,
+                             .obj = dobj,
+                             .rv = rv ? rv : "",
+                             .offset = off,
+                             .more = more};
         if (rv && t != DRV_WATCH_ERROR)
             snprintf(w->last_rv, sizeof w->last_rv, "%s", rv);
         rc = cb ? cb(&e, arg) : 0;
     }
     json_decref(ev);
     return rc;
+}
+
+/* The end ('\n') of the next line at or after *at that is not blank, searching for newlines
+ * from `from` (bytes before it hold none after *at); *at is moved past the blank lines it
+ * skips. w->len when no such line is complete. */
+static size_t next_line(const drv_watch_decoder *w, size_t *at, size_t from)
+{
+    for (;;) {
+        const char *nl = memchr(w->buf + from, '\n', w->len - from);
+        if (!nl)
+            return w->len;
+        size_t end = (size_t)(nl - w->buf), k = *at;
+        while (k < end && (w->buf[k] == '\r' || w->buf[k] == ' '))
+            k++;
+        if (k < end)
+            return end;
+        *at = from = end + 1; /* (blank: nothing to decode) */
+    }
 }
 
 int drv_watch_decoder_feed(drv_watch_decoder *w, const char *data, size_t n, drv_watch_cb cb,
@@ -117,15 +145,21 @@ int drv_watch_decoder_feed(drv_watch_decoder *w, const char *data, size_t n, drv
     }
     memcpy(w->buf + w->len, data, n);
     w->len += n;
+    /* Each line's end is found before the previous line is decoded, so that an event says
+     * whether another follows in these bytes (drv_watch_event.more). */
     size_t start = 0;
+    size_t end = next_line(w, &start, w->scanned);
     int rc = 0;
-    for (size_t i = w->scanned; i < w->len; i++) {
-        if (w->buf[i] != '\n')
-            continue;
-        rc = decode_line(w, w->buf + start, i - start, w->offset + start, cb, arg, d);
-        start = i + 1;
-        if (rc)
+    while (end < w->len) {
+        size_t after = end + 1, next = next_line(w, &after, end + 1);
+        rc = decode_line(w, w->buf + start, end - start, w->offset + start, next < w->len, cb, arg,
+                         d);
+        if (rc) {
+            start = end + 1;
             break;
+        }
+        start = after;
+        end = next;
     }
     memmove(w->buf, w->buf + start, w->len - start);
     w->len -= start;

@@ -138,6 +138,68 @@ static void test_allocation_failure(void **state)
     assert_int_equal(rc, DRV_ENOMEM);
 }
 
+/* ---- runs: drv_watch_event.more ------------------------------------------------------------- */
+
+typedef struct runs {
+    char more[64]; /* per event: '1' when more was set, '0' when not */
+    int n;
+} runs;
+
+static int note_more(const drv_watch_event *ev, void *arg)
+{
+    runs *r = arg;
+    if (r->n < 63)
+        r->more[r->n++] = ev->more ? '1' : '0';
+    return 0;
+}
+
+/* text fed in the pieces given (lengths, 0-terminated; the rest at once after them): the more
+ * flags of its events, as a string. */
+static void more_of(const char *text, const size_t *pieces, char *out)
+{
+    drv_watch_decoder w;
+    drv_watch_decoder_init(&w, "pods");
+    runs r = {{0}, 0};
+    drv_diag d = {{0}};
+    size_t off = 0, n = strlen(text);
+    for (; pieces && *pieces; pieces++) {
+        assert_int_equal(drv_watch_decoder_feed(&w, text + off, *pieces, note_more, &r, &d), 0);
+        off += *pieces;
+    }
+    assert_int_equal(drv_watch_decoder_feed(&w, text + off, n - off, note_more, &r, &d), 0);
+    drv_watch_decoder_fini(&w);
+    strcpy(out, r.more);
+}
+
+/* An event says whether another follows in the bytes fed with it: blank lines and an
+ * unfinished line are none; a line finished by a later feed is. */
+static void test_more_follows(void **state)
+{
+    (void)state;
+#define EV(rv) "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"resourceVersion\":\"" rv "\"}}}"
+    const char *text = EV("1") "\n\r\n" EV("2") "\r\n \n\n" EV("3") "\n" EV("4");
+    char got[64];
+    more_of(text, NULL, got); /* (4 unfinished) */
+    assert_string_equal(got, "110");
+    size_t first[] = {strlen(EV("1")) + 3, 0}; /* 1 and the blank line, then the rest */
+    more_of(text, first, got);
+    assert_string_equal(got, "010");
+    size_t split[] = {strlen(EV("1")) + 10, 0}; /* 1 whole, 2 cut: 1 alone */
+    more_of(text, split, got);
+    assert_string_equal(got, "010");
+    const char *tail = EV("1") "\n" EV("2") "\n  \r\n";
+    more_of(tail, NULL, got); /* (a blank line last is no event) */
+    assert_string_equal(got, "10");
+    /* byte by byte up to 1's newline, then the rest: 1 ends in the feed that holds 2 */
+    size_t ones[sizeof EV("1")];
+    for (size_t i = 0; i + 1 < sizeof ones / sizeof *ones; i++)
+        ones[i] = 1;
+    ones[sizeof ones / sizeof *ones - 1] = 0;
+    more_of(EV("1") "\n" EV("2") "\n", ones, got);
+    assert_string_equal(got, "10");
+#undef EV
+}
+
 /* ---- events as documents (drv_watch_decoder.doc) against events as jansson values ---------- */
 
 /* What a stream gave, as text: per event its type, resourceVersion, offset and object (compact
@@ -172,8 +234,8 @@ static int record(const drv_watch_event *ev, void *arg)
     json_t *o = ev->doc ? drv_jdoc_json(ev->doc, ev->obj) : json_incref(ev->object);
     char *js = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     char head[128];
-    snprintf(head, sizeof head, "%s rv=%s @%llu ", drv_watch_type_name(ev->type), ev->rv,
-             (unsigned long long)ev->offset);
+    snprintf(head, sizeof head, "%s rv=%s @%llu%s ", drv_watch_type_name(ev->type), ev->rv,
+             (unsigned long long)ev->offset, ev->more ? " more" : "");
     put(x, head);
     put(x, js ? js : "(none)");
     put(x, "\n");
@@ -362,6 +424,7 @@ int main(void)
         cmocka_unit_test(test_recorded_streams_in_pieces),
         cmocka_unit_test(test_bad_input_names_context),
         cmocka_unit_test(test_allocation_failure),
+        cmocka_unit_test(test_more_follows),
         cmocka_unit_test(test_recorded_streams_as_documents),
         cmocka_unit_test(test_odd_events_as_documents),
         cmocka_unit_test(test_random_mutations_as_documents),

@@ -142,7 +142,7 @@ int main(int argc, char **argv)
     double per_pod[2] = {0, 0};
     for (int compact = 1; compact >= 0; compact--) {
         mode m = {compact, drv_strtab_new(), 0};
-        drv_informer_ops ops = {decode, release, NULL, NULL, NULL, NULL, NULL};
+        drv_informer_ops ops = {.decode = decode, .release = release};
         drv_informer *np, *pp;
         drv_diag d;
         size_t h0 = heap();

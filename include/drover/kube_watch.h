@@ -8,8 +8,8 @@
  * stream that ends mid-line) is DRV_EPARSE with the resource, the last resourceVersion seen and
  * the byte offset of the offending line in the stream.
  *
- * The event (it carries the decoded json_t), its callback and drv_watch_decoder_feed are
- * declared in src/kube/json.h: this header needs no jansson.
+ * The event (it carries the decoded json_t, or the document it was parsed into), its callback
+ * and drv_watch_decoder_feed are declared in src/kube/json.h: this header needs no jansson.
  */
 #ifndef DROVER_KUBE_WATCH_H
 #define DROVER_KUBE_WATCH_H
@@ -34,6 +34,10 @@ typedef struct drv_watch_decoder {
     /* members of each event's object not built (src/kube/json.h: drv_json_loadb_skip's paths,
      * borrowed); NULL (init's default): none */
     const char *const *skip;
+    /* when set (the caller's, src/kube/json.h, kept until fini): each event is parsed into this
+     * document and handed as one (drv_watch_event.doc), no jansson value built; NULL (init's
+     * default): events carry jansson values */
+    struct drv_jdoc *doc;
 } drv_watch_decoder;
 
 #define DRV_WATCH_MAX_LINE (16u << 20) /* one event larger than this is an error */

@@ -660,6 +660,7 @@ int drv_kube_delete_uid(drv_kube *k, const char *path, int grace_s, const char *
 
 typedef struct wstate {
     drv_watch_decoder dec;
+    drv_jdoc doc; /* the events' document when they are read as documents (dec.doc) */
     drv_watch_cb cb;
     void *arg;
     char *last_rv;
@@ -674,12 +675,17 @@ static int on_event(const drv_watch_event *ev, void *arg)
 {
     wstate *w = arg;
     if (ev->type == DRV_WATCH_ERROR) {
-        json_t *code = json_object_get(ev->object, "code");
-        if (json_integer_value(code) == 410) {
+        /* a Status: code 410 (an integer: json_integer_value's 0 for anything else) */
+        const drv_jdoc *doc = ev->doc;
+        int32_t c = doc ? drv_jdoc_get(doc, ev->obj, "code") : -1;
+        json_int_t code = doc ? (drv_jdoc_type(doc, c) == DRV_JINT ? doc->v[c].i : 0)
+                              : json_integer_value(json_object_get(ev->object, "code"));
+        if (code == 410) {
             w->expired = true;
             return DRV_KUBE_RELIST;
         }
-        const char *m = json_string_value(json_object_get(ev->object, "message"));
+        const char *m = doc ? drv_jdoc_str(doc, drv_jdoc_get(doc, ev->obj, "message"))
+                            : json_string_value(json_object_get(ev->object, "message"));
         return drv_fail(w->d, DRV_EIO, "watch %s after resourceVersion %s: ERROR event: %s",
                         w->dec.resource, w->last_rv, m ? m : "(no message)");
     }
@@ -710,8 +716,10 @@ static int on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl
     return w->stop && *w->stop ? 1 : 0;
 }
 
-int drv_kube_watch(drv_kube *k, const char *path, const char *rv, int timeout_s, drv_watch_cb cb,
-                   void *arg, char *last_rv, size_t n, volatile int *stop, drv_diag *d)
+/* drv_kube_watch, its events as documents when docs is set (drv_kube_watch_docs). */
+static int watch_stream(drv_kube *k, const char *path, const char *rv, int timeout_s,
+                        drv_watch_cb cb, void *arg, char *last_rv, size_t n, volatile int *stop,
+                        bool docs, drv_diag *d)
 {
     if (n && last_rv != rv)
         snprintf(last_rv, n, "%s", rv ? rv : "");
@@ -735,6 +743,8 @@ int drv_kube_watch(drv_kube *k, const char *path, const char *rv, int timeout_s,
     wstate w = {.cb = cb, .arg = arg, .last_rv = last_rv, .n = n, .stop = stop, .d = d};
     drv_watch_decoder_init(&w.dec, res);
     w.dec.skip = k->skip;
+    drv_jdoc_init(&w.doc);
+    w.dec.doc = docs ? &w.doc : NULL;
     int rc = setup_handle(k, h, d);
     CURLcode cc = CURLE_OK;
     long code = 0;
@@ -769,7 +779,21 @@ int drv_kube_watch(drv_kube *k, const char *path, const char *rv, int timeout_s,
         rc = drv_watch_decoder_finish(&w.dec, d); /* a stream cut mid-line is an error */
     }
     drv_watch_decoder_fini(&w.dec);
+    drv_jdoc_fini(&w.doc);
     curl_easy_cleanup(h);
     drv_free(url);
     return rc;
+}
+
+int drv_kube_watch(drv_kube *k, const char *path, const char *rv, int timeout_s, drv_watch_cb cb,
+                   void *arg, char *last_rv, size_t n, volatile int *stop, drv_diag *d)
+{
+    return watch_stream(k, path, rv, timeout_s, cb, arg, last_rv, n, stop, false, d);
+}
+
+int drv_kube_watch_docs(drv_kube *k, const char *path, const char *rv, int timeout_s,
+                        drv_watch_cb cb, void *arg, char *last_rv, size_t n, volatile int *stop,
+                        drv_diag *d)
+{
+    return watch_stream(k, path, rv, timeout_s, cb, arg, last_rv, n, stop, true, d);
 }

@@ -243,6 +243,10 @@ enum { CTRL_EVENTS_BATCH = 256 };
 typedef struct informer_arg {
     drv_ctrl *c;
     int kind;
+    /* (the informer's thread alone: drv_informer_ops.hold) inside a run of watch events: its
+     * changes are queued without waking the scheduler thread; held: some were, it is woken at
+     * the run's end */
+    bool holding, held;
 } informer_arg;
 
 /* The informers (intake): one thread and one client each, by EV_NODE .. EV_TRAININGJOB. */
@@ -532,6 +536,11 @@ int32_t ctrl_name_find(drv_ctrl *c, const char *s);                      /* 0: n
 const char *ctrl_name_str(drv_ctrl *c, int32_t id, char *buf, size_t n); /* copies into buf */
 char *ctrl_name_dup(drv_ctrl *c, int32_t id); /* drv_malloc'd copy; NULL: out of memory */
 void ctrl_events_push(drv_ctrl *c, const ctrl_event *e, const char *what); /* logs when dropped */
+/* ctrl_events_push without waking the scheduler thread (a run of an informer's watch events,
+ * whose end wakes it: ctrl_events_signal). */
+void ctrl_events_push_quiet(drv_ctrl *c, const ctrl_event *e, const char *what);
+/* Wakes the scheduler thread if events are queued. */
+void ctrl_events_signal(drv_ctrl *c);
 /* Waits until an event is queued or until `until` (mono), then swaps the queue with *batch. */
 int32_t ctrl_events_take(drv_ctrl *c, ctrl_event **batch, int32_t *cap, double until);
 /* Wakes the scheduler thread with no event: an informer has listed (the loop's step 3). A wake

@@ -59,9 +59,9 @@ char *ctrl_name_dup(drv_ctrl *c, int32_t id)
 
 /* ---- the event queue ------------------------------------------------------------------------ */
 
-/* Queues e (its tj, if any, is then the queue's) and wakes the scheduler thread; when out of
- * memory, drops it, frees its tj and logs `what`. */
-void ctrl_events_push(drv_ctrl *c, const ctrl_event *e, const char *what)
+/* Queues e (its tj, if any, is then the queue's) and, with wake, wakes the scheduler thread;
+ * when out of memory, drops it, frees its tj and logs `what`. */
+static void events_push(drv_ctrl *c, const ctrl_event *e, const char *what, bool wake)
 {
     pthread_mutex_lock(&c->events.mu);
     if (drv_grow(&c->events.v, sizeof *c->events.v, &c->events.cap, c->events.n + 1) != 0) {
@@ -71,7 +71,25 @@ void ctrl_events_push(drv_ctrl *c, const ctrl_event *e, const char *what)
         return;
     }
     c->events.v[c->events.n++] = *e;
-    if (!c->events.batch_wakes || c->events.n % CTRL_EVENTS_BATCH == 0)
+    if (wake && (!c->events.batch_wakes || c->events.n % CTRL_EVENTS_BATCH == 0))
+        pthread_cond_signal(&c->events.cv);
+    pthread_mutex_unlock(&c->events.mu);
+}
+
+void ctrl_events_push(drv_ctrl *c, const ctrl_event *e, const char *what)
+{
+    events_push(c, e, what, true);
+}
+
+void ctrl_events_push_quiet(drv_ctrl *c, const ctrl_event *e, const char *what)
+{
+    events_push(c, e, what, false);
+}
+
+void ctrl_events_signal(drv_ctrl *c)
+{
+    pthread_mutex_lock(&c->events.mu);
+    if (c->events.n > 0)
         pthread_cond_signal(&c->events.cv);
     pthread_mutex_unlock(&c->events.mu);
 }
@@ -257,12 +275,46 @@ static tj_record *tj_record_copy(const tj_record *t)
     return x;
 }
 
-/* Copies what changed into an event: the informer's records stay in its cache. */
-static void push(drv_ctrl *c, int kind, int type, const char *key, const void *old, const void *cur)
+/* A pod's event key (key interned) and, in *job_key, its gang's (0 when neither Drover's nor
+ * another operator's with our schedulerName), under one hold of names.mu: the informer's
+ * thread took it for the decode already, and every lock taken is one more chance to wait for
+ * the scheduler thread. -1 when out of memory. */
+static int32_t pod_keys(drv_ctrl *c, const char *key, const drv_kpod *p, int32_t *job_key)
 {
+    bool other = !p->job && p->scheduler == c->names.scheduler; /* (fixed at creation) */
+    pthread_mutex_lock(&c->names.mu);
+    int32_t k = drv_strtab_intern(c->names.tab, key);
+    *job_key = 0;
+    if (p->job || other) {
+        char jk[540];
+        snprintf(jk, sizeof jk, "%s%.255s/%.255s",
+                 p->job     ? ""
+                 : p->group ? "pg:"
+                            : "pod:",
+                 drv_strtab_str(c->names.tab, p->ns),
+                 drv_strtab_str(c->names.tab, p->job     ? p->job
+                                              : p->group ? p->group
+                                                         : p->name));
+        *job_key = drv_strtab_intern(c->names.tab, jk);
+    }
+    pthread_mutex_unlock(&c->names.mu);
+    return k;
+}
+
+/* Copies what changed into an event: the informer's records stay in its cache. Inside a run
+ * of watch events (a->holding) the scheduler thread is not woken: it is once at the run's end
+ * (on_hold), so a run of the pods Drover created read at once (~8 in e2e_bind's binding phase)
+ * costs it one wake-up, not one each. */
+static void push(informer_arg *a, int type, const char *key, const void *old, const void *cur)
+{
+    drv_ctrl *c = a->c;
+    int kind = a->kind;
     ctrl_event e = {
         .kind = (int8_t)kind, .type = (int8_t)type, .t = drv_clock_mono(), .has_old = old != NULL};
-    e.key = ctrl_name_intern(c, key);
+    if (kind == EV_POD)
+        e.key = pod_keys(c, key, cur ? cur : old, &e.job_key);
+    else
+        e.key = ctrl_name_intern(c, key);
     if (kind == EV_NODE) {
         if (old)
             e.old.node = *(const drv_knode *)old;
@@ -273,19 +325,6 @@ static void push(drv_ctrl *c, int kind, int type, const char *key, const void *o
             e.old.pod = *(const drv_kpod *)old;
         if (cur)
             e.cur.pod = *(const drv_kpod *)cur;
-        const drv_kpod *p = cur ? cur : old;
-        bool other = !p->job && p->scheduler == c->names.scheduler; /* (fixed at creation) */
-        if (p->job || other) {
-            char ns[256], job[256], job_key[540];
-            ctrl_name_str(c, p->ns, ns, sizeof ns);
-            ctrl_name_str(c, p->job ? p->job : p->group ? p->group : p->name, job, sizeof job);
-            snprintf(job_key, sizeof job_key, "%s%s/%s",
-                     p->job     ? ""
-                     : p->group ? "pg:"
-                                : "pod:",
-                     ns, job);
-            e.job_key = ctrl_name_intern(c, job_key);
-        }
     } else if (kind == EV_PODGROUP) {
         if (old)
             e.old.group = *(const drv_kpodgroup *)old;
@@ -315,25 +354,40 @@ static void push(drv_ctrl *c, int kind, int type, const char *key, const void *o
         drv_log(DRV_LOG_ERROR, "out of memory: %s dropped", what);
         return;
     }
-    ctrl_events_push(c, &e, what);
+    if (a->holding) {
+        ctrl_events_push_quiet(c, &e, what);
+        a->held = true;
+    } else {
+        ctrl_events_push(c, &e, what);
+    }
 }
 
 static void on_add(const char *key, void *rec, void *arg)
 {
-    const informer_arg *a = arg;
-    push(a->c, a->kind, DRV_WATCH_ADDED, key, NULL, rec);
+    push(arg, DRV_WATCH_ADDED, key, NULL, rec);
 }
 
 static void on_update(const char *key, void *old, void *rec, void *arg)
 {
-    const informer_arg *a = arg;
-    push(a->c, a->kind, DRV_WATCH_MODIFIED, key, old, rec);
+    push(arg, DRV_WATCH_MODIFIED, key, old, rec);
 }
 
 static void on_delete(const char *key, void *rec, void *arg)
 {
-    const informer_arg *a = arg;
-    push(a->c, a->kind, DRV_WATCH_DELETED, key, rec, NULL);
+    push(arg, DRV_WATCH_DELETED, key, rec, NULL);
+}
+
+/* A run of watch events begins, or ends: its changes are queued, and the scheduler thread
+ * woken once after the last (the run is what one read brought: the delay is its decoding, at
+ * most a few events'). */
+static void on_hold(bool on, void *arg)
+{
+    informer_arg *a = arg;
+    a->holding = on;
+    if (!on && a->held) {
+        a->held = false;
+        ctrl_events_signal(a->c);
+    }
 }
 
 /* An informer has listed: the scheduler thread looks at once whether all have (rather than
@@ -450,6 +504,7 @@ static int informer_create(drv_ctrl *c, int i, drv_diag *d)
                             .on_update = on_update,
                             .on_delete = on_delete,
                             .on_listed = on_listed,
+                            .hold = on_hold,
                             .decode_doc = i == EV_POD || i == EV_NODE ? decode_doc : NULL};
     /* (what the decoders never read is not built: about half of a real pod's or node's JSON) */
     drv_kube_skip_unread(in->client[i], i == EV_POD    ? drv_kube_unread_pod
@@ -504,7 +559,7 @@ int ctrl_intake_start(drv_ctrl *c, drv_diag *d)
         c->o.queue_recheck_s = DEF_QUEUE_RECHECK_S;
     int rc = 0;
     for (int i = 0; i < NINFORMERS && rc == 0; i++) {
-        in->arg[i] = (informer_arg){c, i};
+        in->arg[i] = (informer_arg){.c = c, .kind = i};
         if (i == EV_PODGROUP && !podgroups_served(c))
             continue;
         void *(*main_fn)(void *) = informer_main;

@@ -13,7 +13,9 @@
  *      (to notice stop: an idle iteration runs no cycle). Before the caches are synced it
  *      is woken once every CTRL_EVENTS_BATCH events (not for each), and when an informer
  *      ends a list (ctrl_events_wake); once all have listed it does not wait: the first
- *      cycle starts as soon as the last list is applied;
+ *      cycle starts as soon as the last list is applied. After, every event wakes it, but
+ *      for a run of watch events read at once, which wakes it once after its last
+ *      (ctrl_intake.c: the delay is the decoding of the rest of one read, a few events);
  *   2. apply the batch: informers' objects (mirror; PodGroups: podgroup; PriorityClasses and
  *      Queues: shared), binders' answers (binder), progress samples (mirror), leadership
  *      changes (lease);

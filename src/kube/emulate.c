@@ -721,7 +721,11 @@ int drv_emulator_start(drv_emulator *e, drv_diag *d)
     wc.timeout_s = e->cfg.timeout_s > 0 && e->cfg.timeout_s < 10 ? e->cfg.timeout_s : 10;
     if ((rc = drv_kube_new(&e->writer, &wc, d)) != 0)
         return rc;
-    drv_informer_ops ops = {decode, release, on_add, on_pod, on_delete, NULL, NULL};
+    drv_informer_ops ops = {.decode = decode,
+                            .release = release,
+                            .on_add = on_add,
+                            .on_update = on_pod,
+                            .on_delete = on_delete};
     rc = drv_informer_new(&e->inf, e->reader, "/api/v1/pods", 0, e->o.watch_timeout_s, &ops, e, d);
     if (rc)
         return rc;

@@ -5,8 +5,8 @@
  * list stamps every entry it sees with a new epoch; entries left with an older stamp after a
  * complete list are gone from the server and are deleted (client-go's Replace). Watch events apply
  * one by one. Readers on other threads take the mutex. A caller that decodes documents
- * (ops.decode_doc) gets its lists as documents (no jansson tree per item); watch events are
- * still jansson values (ops.decode).
+ * (ops.decode_doc) gets its lists and watch events as documents (no jansson tree per item or
+ * event); drv_informer_apply's objects, jansson values, go to ops.decode.
  */
 #include "drover/kube_informer.h"
 #include "drover/hashmap.h"
@@ -48,6 +48,8 @@ struct drv_informer {
     drv_hashmap *cache; /* key -> entry */
     char rv[32];
     bool synced, need_list;
+    bool holding; /* inside a run of watch events (ops.hold(true) was called; the informer's
+                     thread alone reads and writes it) */
     uint32_t epoch;
     int fails; /* consecutive failed rounds, for back-off */
     drv_rng rng;
@@ -312,12 +314,20 @@ static int relist(drv_informer *inf, drv_diag *d)
     return 0;
 }
 
-static int on_event(const drv_watch_event *ev, void *arg)
+/* A run of watch events ends (or the stream did inside one): the consumer is told. */
+static void hold_end(drv_informer *inf)
 {
-    drv_informer *inf = arg;
+    if (inf->holding)
+        inf->ops.hold(false, inf->arg);
+    inf->holding = false;
+}
+
+/* One watch event applied to the cache (its handlers called under the lock). */
+static int apply_event(drv_informer *inf, const drv_watch_event *ev)
+{
     if (ev->type == DRV_WATCH_BOOKMARK)
         return 0;
-    source o = {.json = ev->object};
+    source o = {.json = ev->object, .doc = ev->doc, .obj = ev->obj};
     pthread_mutex_lock(&inf->mu);
     inf->st.events++;
     int rc = 0;
@@ -336,10 +346,25 @@ static int on_event(const drv_watch_event *ev, void *arg)
     return rc;
 }
 
+/* A watch event applied; a run of them (ev->more) held for the consumer from its first to its
+ * last (ops.hold). */
+static int on_event(const drv_watch_event *ev, void *arg)
+{
+    drv_informer *inf = arg;
+    if (ev->more && !inf->holding && inf->ops.hold) {
+        inf->ops.hold(true, inf->arg);
+        inf->holding = true;
+    }
+    int rc = apply_event(inf, ev);
+    if (!ev->more)
+        hold_end(inf);
+    return rc;
+}
+
 int drv_informer_apply(drv_informer *inf, int type, json_t *obj)
 {
-    drv_watch_event ev = {.type = type, .object = obj, .rv = ""};
-    return on_event(&ev, inf);
+    drv_watch_event ev = {.type = type, .object = obj, .obj = -1, .rv = ""};
+    return apply_event(inf, &ev);
 }
 
 /* Sleeps ms in slices, returning early when *stop is set. */
@@ -371,8 +396,11 @@ int drv_informer_step(drv_informer *inf, volatile int *stop, drv_diag *d)
     snprintf(rv, sizeof rv, "%s", inf->rv);
     pthread_mutex_unlock(&inf->mu);
     bump(inf, &inf->st.watches);
-    int rc =
-        drv_kube_watch(inf->k, inf->path, rv, inf->wto, on_event, inf, last, sizeof last, stop, d);
+    int rc = inf->ops.decode_doc ? drv_kube_watch_docs(inf->k, inf->path, rv, inf->wto, on_event,
+                                                       inf, last, sizeof last, stop, d)
+                                 : drv_kube_watch(inf->k, inf->path, rv, inf->wto, on_event, inf,
+                                                  last, sizeof last, stop, d);
+    hold_end(inf); /* (a stream that failed inside a run) */
     pthread_mutex_lock(&inf->mu);
     snprintf(inf->rv, sizeof inf->rv, "%s", last);
     pthread_mutex_unlock(&inf->mu);

@@ -113,10 +113,17 @@ json_t *drv_jdoc_json(const drv_jdoc *doc, int32_t v);
 /* ---- watch stream decoding (kube_watch.h) --------------------------------------------------- */
 
 typedef struct drv_watch_event {
-    int type;        /* enum drv_watch_type */
-    json_t *object;  /* borrowed for the duration of the callback */
-    const char *rv;  /* object's metadata.resourceVersion, or "" */
-    uint64_t offset; /* byte offset of the event's line in the stream */
+    int type;            /* enum drv_watch_type */
+    json_t *object;      /* borrowed for the duration of the callback; NULL when doc is set */
+    const drv_jdoc *doc; /* when the decoder hands documents (drv_watch_decoder.doc): the
+                            event's line, its object at node obj; borrowed for the callback
+                            (the next event is parsed into the same document); else NULL */
+    int32_t obj;         /* the object's node in doc (-1 without doc) */
+    const char *rv;      /* object's metadata.resourceVersion, or "" */
+    uint64_t offset;     /* byte offset of the event's line in the stream */
+    bool more; /* another event follows this one in the bytes fed with it (complete, not blank:
+                  its callback comes next, unless its line is malformed or this one's callback
+                  fails), so a consumer may gather them before acting; false for the last */
 } drv_watch_event;
 
 /* Returns 0 to continue, or a negative code that feed returns unchanged. */
@@ -187,6 +194,12 @@ int drv_kube_list_docs(drv_kube *k, const char *path, const char *query, int lim
  */
 int drv_kube_watch(drv_kube *k, const char *path, const char *rv, int timeout_s, drv_watch_cb cb,
                    void *arg, char *last_rv, size_t n, volatile int *stop, drv_diag *d);
+/* drv_kube_watch with each event parsed into a document (drv_jdoc_parse, with the client's skip
+ * paths) instead of a jansson value: cb's events carry doc and obj, object NULL. The same events,
+ * results and messages. */
+int drv_kube_watch_docs(drv_kube *k, const char *path, const char *rv, int timeout_s,
+                        drv_watch_cb cb, void *arg, char *last_rv, size_t n, volatile int *stop,
+                        drv_diag *d);
 
 /* ---- objects: decoding and write-back (kube_types.h) ---------------------------------------- */
 
@@ -271,8 +284,15 @@ typedef struct drv_informer_ops {
      * is woken then rather than at its next poll. */
     void (*on_listed)(void *arg);
     /* Optional: decode from a document (node obj), the same record decode gives; when set,
-     * lists are read as documents (drv_kube_list_docs), no jansson tree built per item. */
+     * lists and watch events are read as documents (drv_kube_list_docs, drv_kube_watch_docs),
+     * no jansson tree built per item or event (decode is then used by drv_informer_apply). */
     void *(*decode_doc)(const drv_jdoc *doc, int32_t obj, void *arg, drv_diag *d);
+    /* Optional: the watch events read together (drv_watch_event.more) are one run: hold(true)
+     * before the handlers of its first event, hold(false) after those of its last (also when
+     * the stream ends inside it), on the informer's thread with no lock held; a consumer may
+     * hand the run's changes on at once (one wake-up, not one each). An event alone in what
+     * was read is no run: no call. */
+    void (*hold)(bool on, void *arg);
 } drv_informer_ops;
 
 /* path: the collection, e.g. "/api/v1/pods" or "/api/v1/namespaces/ns/pods". page: list page

@@ -639,7 +639,9 @@ static int32_t new_node(parser *s, uint8_t type)
     drv_jdoc *doc = s->doc;
     if (doc->n == doc->cap && drv_grow(&doc->v, sizeof *doc->v, &doc->cap, doc->n + 1) != 0)
         return fail(s, s->p, "out of memory"), -1;
-    doc->v[doc->n] = (drv_jnode){.type = type, .child = -1, .next = -1};
+    /* (no key until dcontainer gives it one: the top value's stays NULL, and a document
+     * without strings, whose text is NULL, makes no pointer from it) */
+    doc->v[doc->n] = (drv_jnode){.type = type, .koff = UINT32_MAX, .child = -1, .next = -1};
     return doc->n++;
 }
 

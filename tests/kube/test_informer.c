@@ -7,7 +7,7 @@
  * resourceVersion, and its handlers' counts must agree with its size. The event window is short
  * (15), so operations made while the informer reconnects can leave it (then only a relist shows
  * deletions). The faults must have happened (relists and reconnects counted), or the test proves
- * nothing.
+ * nothing. Twice: objects as jansson values, then as documents (ops.decode_doc).
  */
 #include "apiserver.h"
 #include "drover/kube_informer.h"
@@ -26,7 +26,20 @@
 
 typedef struct counts {
     long add, update, del, live_records;
+    long json_decodes, doc_decodes; /* records made by decode, by decode_doc */
+    bool holding;                   /* inside a run of watch events (ops.hold) */
+    long holds, bad_holds;          /* runs held; hold calls out of turn (nested, unopened) */
+    long held_changes;              /* handler calls inside a run */
 } counts;
+
+/* A run of watch events opens or closes: calls must alternate, beginning with an open. */
+static void hold(bool on, void *arg)
+{
+    counts *c = arg;
+    c->bad_holds += on == c->holding;
+    c->holds += on;
+    c->holding = on;
+}
 
 /* The cached record: the pod's node name (compact), or "" when unbound. */
 static void *decode(json_t *obj, void *arg, drv_diag *d)
@@ -37,7 +50,21 @@ static void *decode(json_t *obj, void *arg, drv_diag *d)
     if (!r)
         drv_fail(d, DRV_ENOMEM, "out of memory");
     else
-        c->live_records++;
+        c->live_records++, c->json_decodes++;
+    return r;
+}
+
+/* decode from a document (lists and watch events come as documents then). */
+static void *decode_doc(const drv_jdoc *doc, int32_t obj, void *arg, drv_diag *d)
+{
+    counts *c = arg;
+    const char *n =
+        drv_jdoc_str(doc, drv_jdoc_get(doc, drv_jdoc_get(doc, obj, "spec"), "nodeName"));
+    char *r = drv_strdup(n ? n : "");
+    if (!r)
+        drv_fail(d, DRV_ENOMEM, "out of memory");
+    else
+        c->live_records++, c->doc_decodes++;
     return r;
 }
 
@@ -52,18 +79,21 @@ static void on_add(const char *key, void *rec, void *arg)
 {
     (void)key, (void)rec;
     ((counts *)arg)->add++;
+    ((counts *)arg)->held_changes += ((counts *)arg)->holding;
 }
 
 static void on_update(const char *key, void *old, void *rec, void *arg)
 {
     (void)key, (void)old, (void)rec;
     ((counts *)arg)->update++;
+    ((counts *)arg)->held_changes += ((counts *)arg)->holding;
 }
 
 static void on_delete(const char *key, void *rec, void *arg)
 {
     (void)key, (void)rec;
     ((counts *)arg)->del++;
+    ((counts *)arg)->held_changes += ((counts *)arg)->holding;
 }
 
 typedef struct runner {
@@ -86,9 +116,9 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-static void test_informer_converges_under_faults(void **unused)
+/* docs: the informer decodes documents (ops.decode_doc), its lists and watches read so. */
+static void converge_under_faults(bool docs)
 {
-    (void)unused;
     drv_apiserver *srv;
     drv_diag d;
     drv_apiserver_opts o = {.fixture_dir = FIXTURE_DIR, .window = 15, .bookmark_ms = 100};
@@ -105,7 +135,13 @@ static void test_informer_converges_under_faults(void **unused)
     assert_int_equal(drv_kube_new(&writer, &cfg, &d), 0);
     assert_int_equal(drv_kube_new(&reader, &cfg, &d), 0);
     counts c = {0};
-    drv_informer_ops ops = {decode, release, on_add, on_update, on_delete, NULL, NULL};
+    drv_informer_ops ops = {.decode = decode,
+                            .release = release,
+                            .on_add = on_add,
+                            .on_update = on_update,
+                            .on_delete = on_delete,
+                            .decode_doc = docs ? decode_doc : NULL,
+                            .hold = hold};
     runner r = {0};
     assert_int_equal(drv_informer_new(&r.inf, reader, "/api/v1/pods", 3, 2, &ops, &c, &d), 0);
     pthread_t t;
@@ -188,9 +224,17 @@ static void test_informer_converges_under_faults(void **unused)
     assert_int_equal(c.add - c.del, (long)drv_informer_len(r.inf));
     assert_int_equal(c.live_records, (long)drv_informer_len(r.inf));
     assert_true(c.update > 0);
-    print_message("informer: %ld lists, %ld relists, %ld reconnects, %ld events; %ld adds, %ld "
-                  "updates, %ld deletes\n",
-                  s.lists, s.relists, s.reconnects, s.events, c.add, c.update, c.del);
+    /* runs of watch events were opened and closed in turn, each closed (also when a fault
+     * ended the stream inside one) */
+    assert_int_equal(c.bad_holds, 0);
+    assert_false(c.holding);
+    /* every record came the way asked: with decode_doc, no event went through jansson */
+    assert_true(docs ? c.json_decodes == 0 && c.doc_decodes > 0
+                     : c.doc_decodes == 0 && c.json_decodes > 0);
+    print_message("informer (%s): %ld lists, %ld relists, %ld reconnects, %ld events; %ld adds, "
+                  "%ld updates, %ld deletes; %ld runs held, %ld changes in them\n",
+                  docs ? "documents" : "jansson", s.lists, s.relists, s.reconnects, s.events, c.add,
+                  c.update, c.del, c.holds, c.held_changes);
     drv_free(want);
     drv_free(got);
     drv_informer_free(r.inf);
@@ -198,6 +242,20 @@ static void test_informer_converges_under_faults(void **unused)
     drv_kube_free(writer);
     drv_kube_free(reader);
     drv_apiserver_free(srv);
+}
+
+static void test_informer_converges_under_faults(void **unused)
+{
+    (void)unused;
+    converge_under_faults(false);
+}
+
+/* The same with the objects of lists and watch events as documents: the malformed and unknown
+ * events, ERROR 410 and bookmarks read from a document. */
+static void test_informer_converges_under_faults_as_documents(void **unused)
+{
+    (void)unused;
+    converge_under_faults(true);
 }
 
 /* ---- paged lists ---------------------------------------------------------------------------- */
@@ -305,13 +363,10 @@ static drv_informer_stats list_across_writes(bool expire, bool docs)
     assert_int_equal(drv_kube_new(&reader, &cfg, &d), 0);
     for (int i = 0; i < 10; i++)
         write_pod(p.writer, "POST", i, NULL);
-    drv_informer_ops ops = {decode_paging,
-                            release_paging,
-                            NULL,
-                            NULL,
-                            NULL,
-                            on_listed_paging,
-                            docs ? decode_paging_doc : NULL};
+    drv_informer_ops ops = {.decode = decode_paging,
+                            .release = release_paging,
+                            .on_listed = on_listed_paging,
+                            .decode_doc = docs ? decode_paging_doc : NULL};
     runner r = {0};
     assert_int_equal(drv_informer_new(&r.inf, reader, "/api/v1/pods", 3, 2, &ops, &p, &d), 0);
     p.inf = r.inf;
@@ -433,7 +488,7 @@ static void test_informer_indexes(void **unused)
 {
     (void)unused;
     ix_names = drv_strtab_new();
-    drv_informer_ops ops = {decode_kpod, free_kpod, NULL, NULL, NULL, NULL, NULL};
+    drv_informer_ops ops = {.decode = decode_kpod, .release = free_kpod};
     drv_informer *inf;
     drv_diag d;
     assert_int_equal(drv_informer_new(&inf, NULL, "/api/v1/pods", 0, 0, &ops, NULL, &d), 0);
@@ -480,6 +535,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_informer_converges_under_faults),
+        cmocka_unit_test(test_informer_converges_under_faults_as_documents),
         cmocka_unit_test(test_informer_paged_list_with_writes_between_pages),
         cmocka_unit_test(test_informer_expired_continue_relists),
         cmocka_unit_test(test_informer_indexes)};

@@ -181,6 +181,30 @@ static void test_values_by_hand(void **unused)
     free(deep);
 }
 
+/* The key of a document's top value is NULL (json.h), an element's too; a member's is its key.
+ * A fresh document parsing text without strings has no text buffer: nothing may point into it
+ * (the fuzz target's crash under UBSan was a key made from the NULL text). */
+static void test_document_keys(void **unused)
+{
+    (void)unused;
+    drv_jdoc doc;
+    drv_jdoc_init(&doc);
+    assert_int_equal(drv_jdoc_parse(&doc, "[1,{}]", 6, NULL, NULL, NULL), 0);
+    assert_int_equal(doc.n, 3);
+    for (int32_t i = 0; i < doc.n; i++)
+        assert_null(doc.v[i].key);
+    const char *t = "{\"a\":[\"x\",{\"b\":1}]}";
+    assert_int_equal(drv_jdoc_parse(&doc, t, strlen(t), NULL, NULL, NULL), 0);
+    assert_null(doc.v[0].key);
+    int32_t a = drv_jdoc_get(&doc, 0, "a");
+    assert_string_equal(doc.v[a].key, "a");
+    int32_t x = doc.v[a].child, o = doc.v[x].next;
+    assert_null(doc.v[x].key);
+    assert_null(doc.v[o].key);
+    assert_string_equal(doc.v[drv_jdoc_get(&doc, o, "b")].key, "b");
+    drv_jdoc_fini(&doc);
+}
+
 /* The body of a recorded answer (after the blank line that ends the headers), malloc'd. */
 static char *body_of(const char *path, size_t *n)
 {
@@ -312,6 +336,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_edges_agree_with_jansson),
         cmocka_unit_test(test_values_by_hand),
+        cmocka_unit_test(test_document_keys),
         cmocka_unit_test(test_recorded_answers_and_their_mutations_agree),
         cmocka_unit_test(test_failing_allocations),
     };

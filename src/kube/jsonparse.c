@@ -336,6 +336,38 @@ static unsigned skip_next(const parser *s, unsigned mask, int level, const char 
     return next;
 }
 
+/* A container's grammar, shared by the three parsers below (a jansson value, a skip, a
+ * document). opened: past the opening bracket at s->p; true when `close` follows at once (an
+ * empty container, consumed). */
+static bool opened_empty(parser *s, char close)
+{
+    s->p++;
+    skip_ws(s);
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        return true;
+    }
+    return false;
+}
+
+/* After an element or member: 1 when ',' follows (another comes), 0 when `close` does (the
+ * container ends, consumed), -1 otherwise (failed). */
+static int after_element(parser *s, char close)
+{
+    skip_ws(s);
+    if (s->p < s->end && *s->p == ',') {
+        s->p++;
+        return 1;
+    }
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        return 0;
+    }
+    fail(s, s->p,
+         close == '}' ? "',' or '}' expected in an object" : "',' or ']' expected in an array");
+    return -1;
+}
+
 /* One member of an object, at s->p (its key's opening quote): parsed and set in o, or checked
  * and left out when a skip path ends at it (mask, level: the paths its object continues). 0 or
  * -1. */
@@ -384,13 +416,9 @@ static json_t *object(parser *s, unsigned mask, int level)
     json_t *o = json_object();
     if (!o)
         return fail(s, s->p, "out of memory");
-    s->p++;
-    skip_ws(s);
-    if (s->p < s->end && *s->p == '}') {
-        s->p++;
+    if (opened_empty(s, '}'))
         return o;
-    }
-    for (;;) {
+    for (int more = 1; more > 0;) {
         skip_ws(s);
         if (s->p >= s->end || *s->p != '"') {
             fail(s, s->p, "a string expected as an object key");
@@ -398,17 +426,8 @@ static json_t *object(parser *s, unsigned mask, int level)
         }
         if (member(s, o, mask, level) != 0)
             break;
-        skip_ws(s);
-        if (s->p < s->end && *s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (s->p < s->end && *s->p == '}') {
-            s->p++;
+        if ((more = after_element(s, '}')) == 0)
             return o;
-        }
-        fail(s, s->p, "',' or '}' expected in an object");
-        break;
     }
     json_decref(o);
     return NULL;
@@ -419,13 +438,9 @@ static json_t *array(parser *s)
     json_t *a = json_array();
     if (!a)
         return fail(s, s->p, "out of memory");
-    s->p++;
-    skip_ws(s);
-    if (s->p < s->end && *s->p == ']') {
-        s->p++;
+    if (opened_empty(s, ']'))
         return a;
-    }
-    for (;;) {
+    for (int more = 1; more > 0;) {
         json_t *v = value(s, 0, 0); /* (skip paths go through objects only) */
         if (!v)
             break;
@@ -433,17 +448,8 @@ static json_t *array(parser *s)
             fail(s, s->p, "out of memory");
             break;
         }
-        skip_ws(s);
-        if (s->p < s->end && *s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (s->p < s->end && *s->p == ']') {
-            s->p++;
+        if ((more = after_element(s, ']')) == 0)
             return a;
-        }
-        fail(s, s->p, "',' or ']' expected in an array");
-        break;
     }
     json_decref(a);
     return NULL;
@@ -509,12 +515,8 @@ static int skip_container(parser *s)
 {
     bool obj = *s->p == '{';
     char close = obj ? '}' : ']';
-    s->p++;
-    skip_ws(s);
-    if (s->p < s->end && *s->p == close) {
-        s->p++;
+    if (opened_empty(s, close))
         return 0;
-    }
     for (;;) {
         if (obj) {
             skip_ws(s);
@@ -529,17 +531,9 @@ static int skip_container(parser *s)
         }
         if (skip_value(s) != 0)
             return -1;
-        skip_ws(s);
-        if (s->p < s->end && *s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (s->p < s->end && *s->p == close) {
-            s->p++;
-            return 0;
-        }
-        fail(s, s->p, obj ? "',' or '}' expected in an object" : "',' or ']' expected in an array");
-        return -1;
+        int more = after_element(s, close);
+        if (more <= 0)
+            return more;
     }
 }
 
@@ -683,12 +677,8 @@ static int dcontainer(parser *s, int32_t c, bool obj, unsigned mask, int level)
 {
     char close = obj ? '}' : ']';
     int32_t last = -1;
-    s->p++;
-    skip_ws(s);
-    if (s->p < s->end && *s->p == close) {
-        s->p++;
+    if (opened_empty(s, close))
         return 0;
-    }
     for (;;) {
         uint32_t koff = 0, klen = 0;
         unsigned next = 0;
@@ -722,17 +712,9 @@ static int dcontainer(parser *s, int32_t c, bool obj, unsigned mask, int level)
             last = v;
             x[c].len++;
         }
-        skip_ws(s);
-        if (s->p < s->end && *s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (s->p < s->end && *s->p == close) {
-            s->p++;
-            return 0;
-        }
-        fail(s, s->p, obj ? "',' or '}' expected in an object" : "',' or ']' expected in an array");
-        return -1;
+        int more = after_element(s, close);
+        if (more <= 0)
+            return more;
     }
 }
 

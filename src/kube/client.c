@@ -334,24 +334,29 @@ long drv_kube_retries(const drv_kube *k)
 
 /* ---- plain requests ------------------------------------------------------------------------ */
 
+bool drv_kbuf_reserve(drv_kbuf *b, size_t n)
+{
+    if (b->n + n + 1 <= b->cap)
+        return true;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->n + n + 1)
+        cap *= 2;
+    char *p = drv_realloc(b->p, cap);
+    if (!p) {
+        b->oom = true;
+        return false;
+    }
+    b->p = p;
+    b->cap = cap;
+    return true;
+}
+
 size_t drv_kbuf_write(char *data, size_t size, size_t nmemb, void *arg)
 {
     drv_kbuf *b = arg;
     size_t n = size * nmemb;
-    if (b->max && b->n + n > b->max)
+    if ((b->max && b->n + n > b->max) || !drv_kbuf_reserve(b, n))
         return 0;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *p = drv_realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return 0;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
     memcpy(b->p + b->n, data, n);
     b->n += n;
     b->p[b->n] = 0;

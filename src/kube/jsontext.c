@@ -23,53 +23,27 @@ long drv_json_escaped(const char *s, bool ascii, char *out)
     static const char hex[] = "0123456789ABCDEF";
     const uint8_t *p = (const uint8_t *)s;
     long n = 0;
-    if (!out) { /* (the length alone: one add a byte) */
-        for (; *p; p++) {
-            if (*p >= 0x80 && ascii)
-                return -1;
-            char e = *p >= 0x80 ? 0 : ESCAPE[*p];
-            n += !e ? 1 : e == 'u' ? 6 : 2;
-        }
-        return n;
-    }
     for (; *p; p++) {
-        char e = *p >= 0x80 ? 0 : ESCAPE[*p];
         if (*p >= 0x80 && ascii)
             return -1;
-        if (!e) {
-            out[n++] = (char)*p;
-        } else if (e != 'u') {
-            out[n++] = '\\';
-            out[n++] = e;
-        } else {
-            memcpy(out + n, (char[6]){'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]}, 6);
-            n += 6;
+        char e = *p >= 0x80 ? 0 : ESCAPE[*p];
+        long k = !e ? 1 : e == 'u' ? 6 : 2;
+        if (out) { /* (else the length alone) */
+            if (k == 1)
+                out[n] = (char)*p;
+            else if (k == 2)
+                memcpy(out + n, (char[2]){'\\', e}, 2);
+            else
+                memcpy(out + n, (char[6]){'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]}, 6);
         }
+        n += k;
     }
     return n;
 }
 
-/* Room for n more bytes and a terminator in b. */
-static bool reserve(drv_kbuf *b, size_t n)
-{
-    if (b->n + n + 1 <= b->cap)
-        return true;
-    size_t cap = b->cap ? b->cap : 512;
-    while (cap < b->n + n + 1)
-        cap *= 2;
-    char *p = drv_realloc(b->p, cap);
-    if (!p) {
-        b->oom = true;
-        return false;
-    }
-    b->p = p;
-    b->cap = cap;
-    return true;
-}
-
 bool drv_kbuf_put(drv_kbuf *b, const char *s, size_t n)
 {
-    if (!reserve(b, n))
+    if (!drv_kbuf_reserve(b, n))
         return false;
     memcpy(b->p + b->n, s, n);
     b->n += n;
@@ -80,7 +54,7 @@ bool drv_kbuf_put(drv_kbuf *b, const char *s, size_t n)
 bool drv_kbuf_put_escaped(drv_kbuf *b, const char *s)
 {
     size_t n = (size_t)drv_json_escaped(s, false, NULL);
-    if (!reserve(b, n))
+    if (!drv_kbuf_reserve(b, n))
         return false;
     drv_json_escaped(s, false, b->p + b->n);
     b->n += n;

@@ -20,5 +20,8 @@ typedef struct drv_kbuf {
 /* A CURLOPT_WRITEFUNCTION appending to the drv_kbuf given as CURLOPT_WRITEDATA. Returns 0 (which
  * makes libcurl fail the transfer) past max or when out of memory (oom set). */
 size_t drv_kbuf_write(char *data, size_t size, size_t nmemb, void *arg);
+/* Room for n more bytes and a terminator in b (its max not checked): false when out of memory
+ * (oom set). */
+bool drv_kbuf_reserve(drv_kbuf *b, size_t n);
 
 #endif

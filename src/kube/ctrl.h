@@ -286,7 +286,7 @@ typedef struct pod_render {
  * podbody_dump parses, edits and dumps r's template; podbody_render gives the same bytes from a
  * shape cached in pc (rendered once per template, role, bound and limited; thread-safe) and a
  * TensorFlow job's TF_CONFIG cluster part cached there too (written once per job), and falls
- * back to podbody_dump for what a shape cannot render (pc NULL: always). */
+ * back to podbody_dump for what a shape cannot render. */
 typedef struct podbody_cache podbody_cache;
 char *podbody_dump(const pod_render *r);
 char *podbody_render(podbody_cache *pc, const pod_render *r);
@@ -331,7 +331,7 @@ typedef struct ctrl_binder {
     bool stop;
     binder_thread *threads;
     int nthreads;
-    podbody_cache *bodies; /* the creations' pod shapes (its own lock); NULL: parsed per pod */
+    podbody_cache *bodies; /* the creations' pod shapes (its own lock) */
     /* Between ctrl_binder_hold and ctrl_binder_flush (a cycle's requests), requests gather here
      * (the scheduler thread's alone: no lock) and reach the queues in batches of at most
      * HELD_MAX under one lock: one lock and one wake-up per batch rather than per pod. */

@@ -37,22 +37,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Path prefix of a job's namespace's pods. */
-static void pods_path(drv_ctrl *c, int32_t ns, char *buf, size_t n)
+/* The path of pod `pod` of namespace `ns`, allocated (NULL: out of memory). */
+static char *path_of(const char *ns, const char *pod)
 {
-    char s[256];
-    snprintf(buf, n, "/api/v1/namespaces/%s/pods", ctrl_name_str(c, ns, s, sizeof s));
+    char path[1200];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", ns, pod);
+    return drv_strdup(path);
 }
 
 /* Slot s's pod's own path, allocated (NULL: out of memory). */
 static char *pod_path(drv_ctrl *c, int32_t s)
 {
-    char path[1200], pod[600];
-    pods_path(c, c->mirror.jobs[c->mirror.st.pods[s].job].ns, path, sizeof path);
+    char ns[256], pod[600];
+    ctrl_name_str(c, c->mirror.jobs[c->mirror.st.pods[s].job].ns, ns, sizeof ns);
     ctrl_pod_name(c, s, pod, sizeof pod);
-    size_t k = strlen(path);
-    snprintf(path + k, sizeof path - k, "/%s", pod);
-    return drv_strdup(path);
+    return path_of(ns, pod);
 }
 
 /* Slot s's pod name, its job's name given (job_name) for the names Drover gives (no look-up). */
@@ -249,7 +248,7 @@ static int bind(drv_ctrl *c, int32_t slot, int32_t node)
     char pod[600], ns[256];
     ctrl_name_str(c, c->mirror.jobs[st->pods[slot].job].ns, ns, sizeof ns);
     ctrl_pod_name(c, slot, pod, sizeof pod);
-    char *own = pod_path(c, slot), *path = suffixed(own, "/binding");
+    char *own = path_of(ns, pod), *path = suffixed(own, "/binding");
     char *body = drv_kube_binding_json(ns, pod, drv_strtab_str(st->names, st->nodes[node].name));
     return enqueue(c, slot, node, REQ_BIND, path, own, body, NULL);
 }
@@ -308,7 +307,7 @@ int ctrl_binder_delete(drv_ctrl *c, int32_t slot)
     }
     hold_room(c, slot);
     char *own = pod_path(c, slot);
-    int rc = enqueue(c, slot, -1, REQ_DELETE, suffixed(own, ""), own, NULL, NULL);
+    int rc = enqueue(c, slot, -1, REQ_DELETE, own ? drv_strdup(own) : NULL, own, NULL, NULL);
     if (rc == 0 && p->exists == 1) {
         p->exists = 2;
         p->delete_assumed = true;

@@ -439,7 +439,7 @@ static char *tf_config(podbody_cache *pc, const drv_peer_job *j, int role, int r
 static int variables(podbody_cache *pc, const pod_render *r, const char *names[5],
                      char values[5][512], char **tf)
 {
-    if (!pc || r->peers.framework != DRV_FRAMEWORK_TENSORFLOW || r->role == DRV_ROLE_EVALUATOR)
+    if (r->peers.framework != DRV_FRAMEWORK_TENSORFLOW || r->role == DRV_ROLE_EVALUATOR)
         return drv_peers_variables(&r->peers, r->role, r->rank, names, values, tf);
     *tf = tf_config(pc, &r->peers, r->role, r->rank);
     names[0] = "TF_CONFIG";
@@ -457,7 +457,7 @@ char *podbody_render(podbody_cache *pc, const pod_render *r)
     int n = variables(pc, r, names, values, &tf);
     /* (what drv_peers_apply refuses, or fails on: as it does there, where it is logged; a peer's
      * name too long for TF_CONFIG is an out of memory there too) */
-    if (!pc || n < 0 || drv_peers_pod_name(&r->peers, r->role, r->rank, host, sizeof host) != 0) {
+    if (n < 0 || drv_peers_pod_name(&r->peers, r->role, r->rank, host, sizeof host) != 0) {
         drv_free(tf);
         return podbody_dump(r);
     }

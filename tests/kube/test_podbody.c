@@ -155,7 +155,6 @@ static void test_values_parse_back(void **unused)
     podbody_cache_free(pc);
 }
 
-/* Every allocation of a render fails in turn: NULL or the right body, no leak (ASan). */
 /* TF_CONFIG's cluster part is kept per job (podbody.c): a job scaled, given another port, or
  * another job of the same name in another namespace, gets its own, never the one kept. */
 static void test_cluster_part_follows_the_job(void **unused)
@@ -191,6 +190,7 @@ static void test_cluster_part_follows_the_job(void **unused)
     podbody_cache_free(pc);
 }
 
+/* Every allocation of a render fails in turn: NULL or the right body, no leak (ASan). */
 static void test_alloc_failures(void **unused)
 {
     (void)unused;

@@ -312,7 +312,7 @@ typedef struct listing {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int listed;         /* lists complete */
-    volatile int stop;  /* the watches end */
+    _Atomic int stop;   /* the watches end (read by curl callbacks on the listers' threads) */
     long watched_bytes; /* what the watches received, all of them */
 } listing;
 

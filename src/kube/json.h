@@ -36,14 +36,14 @@ json_t *drv_json_loadb(const char *buf, size_t n, json_error_t *err);
  * (drv_kube_unread_pod, drv_kube_unread_node): on recorded objects about half their bytes.
  * Example: paths {"metadata.managedFields", NULL} on {"metadata":{"name":"a","managedFields":
  * [...]}} gives {"metadata":{"name":"a"}}. */
+json_t *drv_json_loadb_skip(const char *buf, size_t n, const char *const *paths, const char *root,
+                            json_error_t *err);
+
 /* The paths (drv_json_loadb_skip's, borrowed: static lists) that k's lists (drv_kube_list) and
  * watches (drv_kube_watch) leave out of the objects they decode; NULL: none (the default). Set
  * before the client is used. */
 void drv_kube_skip_unread(drv_kube *k, const char *const *paths);
 const char *const *drv_kube_unread(const drv_kube *k);
-
-json_t *drv_json_loadb_skip(const char *buf, size_t n, const char *const *paths, const char *root,
-                            json_error_t *err);
 
 /* ---- documents: JSON text as a flat tree, without jansson (jsonparse.c, jsondoc.c) -------- */
 

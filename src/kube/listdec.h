@@ -57,7 +57,7 @@ typedef struct drv_list_decoder {
 void drv_list_decoder_init(drv_list_decoder *l, const char *what, drv_list_item_fn cb, void *arg);
 /* Frees what the decoder holds (the metadata included). */
 void drv_list_decoder_fini(drv_list_decoder *l);
-/* Back to its state after init (same what, callback, raw, meta_only and skip; raw emptied): the
+/* Back to its state after init (same what, callbacks, raw, meta_only and skip; raw emptied): the
  * answer is read again from its first byte. */
 void drv_list_decoder_reset(drv_list_decoder *l);
 /* Feeds n bytes. 0, the callback's code, DRV_EPARSE (not a list: the byte offset named),

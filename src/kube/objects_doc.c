@@ -10,11 +10,11 @@
  * How: each decoder reads the fields as objects.c does, in two steps: first it looks at every
  * field it needs and checks it, then it interns the strings, in objects.c's order (the ids a
  * table gives depend on it). Whatever objects.c would refuse or treat with a rarer rule (a bad
- * quantity, a bad label, a pod of another scheduler whose constraints are kept, a meta text
- * longer than a node's usual) is not decoded here: the object is handed to objects.c as a
- * jansson value (drv_jdoc_json), so its record or its error message is objects.c's own, and
- * nothing was interned before. tests/kube/test_objects.c compares the two on every recorded
- * pod and node and on mutated ones.
+ * quantity, a bad label, a meta text longer than a node's usual; a pod of another scheduler
+ * whose constraints are kept is decoded here, its constraints from a jansson copy of its spec) is
+ * not decoded here: the object is handed to objects.c as a jansson value (drv_jdoc_json), so its
+ * record or its error message is objects.c's own, and nothing was interned before.
+ * tests/kube/test_objects.c compares the two on every recorded pod and node and on mutated ones.
  *
  * Example: a pod with labels drover.dev/role=worker and drover.dev/rank=x is handed to
  * objects.c, which says "pod ns/p: metadata.labels.drover.dev/rank: expected a replica index,

@@ -69,9 +69,7 @@ static int decode_line(drv_watch_decoder *w, const char *line, size_t n, uint64_
                        drv_watch_cb cb, void *arg, drv_diag *d)
 {
     while (n && (line[n - 1] == '\r' || line[n - 1] == ' '))
-        n--;
-    if (n == 0)
-        return 0; /* blank lines carry nothing */
+        n--; /* (never to 0: feed hands no blank line) */
     json_t *ev;
     int rc = parse_line(w, line, n, off, &ev, d);
     if (rc)

@@ -4,7 +4,7 @@
  * exactly what a scheduler made fresh for each cycle decides, which reads every node. Both run
  * on the same random state, through a random sequence of changes made between cycles by paths
  * other than the cycle's decisions: pods bound and unbound, jobs finished, nodes relabelled,
- * cordoned and uncordoned, resized and added, CPU limits changed, new jobs, a new constraint
+ * cordoned and uncordoned, resized and added, new jobs, a new constraint
  * telling apart nodes that no constraint told apart before (the index grouped them together:
  * drv_nodeindex_set_classes must split them); and the cycle's own
  * decisions applied or dropped (a driver may refuse them). A second long-lived scheduler on the

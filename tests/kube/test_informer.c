@@ -226,6 +226,7 @@ static void converge_under_faults(bool docs)
     assert_true(c.update > 0);
     /* runs of watch events were opened and closed in turn, each closed (also when a fault
      * ended the stream inside one) */
+    assert_true(c.holds > 0 && c.held_changes > 0);
     assert_int_equal(c.bad_holds, 0);
     assert_false(c.holding);
     /* every record came the way asked: with decode_doc, no event went through jansson */

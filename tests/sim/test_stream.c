@@ -154,8 +154,6 @@ static void test_stream_equals_memory(void **unused)
     drv_cluster_fini(&c);
 }
 
-/* A horizon in mid-trace: jobs still running are told at the end, jobs never submitted are
- * not, and the summaries still agree (unfinished jobs count in neither). */
 /* Generated jobs are named <family>-<index>, their users user-<k> and queue "default" (the
  * generator writes them without snprintf: these are what it used to write). */
 static void test_generated_names(void **unused)
@@ -178,6 +176,8 @@ static void test_generated_names(void **unused)
     }
 }
 
+/* A horizon in mid-trace: jobs still running are told at the end, jobs never submitted are
+ * not, and the summaries still agree (unfinished jobs count in neither). */
 static void test_stream_horizon(void **unused)
 {
     (void)unused;

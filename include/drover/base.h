@@ -75,6 +75,11 @@ typedef struct drv_res {
     int64_t gpu;
 } drv_res;
 
+/* How many dimensions a has room in (0-3): least-allocated averages its shares over these. */
+static inline int drv_res_dims(drv_res a)
+{
+    return (a.cpu > 0) + (a.mem > 0) + (a.gpu > 0);
+}
 static inline drv_res drv_res_add(drv_res a, drv_res b)
 {
     return (drv_res){a.cpu + b.cpu, a.mem + b.mem, a.gpu + b.gpu};

@@ -474,18 +474,17 @@ double drv_ctx_period(const drv_ctx *c)
     return c->s->prof->period;
 }
 
-const drv_job *drv_ctx_progress(const drv_ctx *c, int32_t job)
-{
-    if (c->snap->steps_now)
-        c->snap->steps_now(c->snap->sync_arg, job);
-    if (c->snap->sync)
-        c->snap->sync(c->snap->sync_arg, job);
-    return &c->snap->st->jobs[job];
-}
-
 const drv_job *drv_ctx_job_now(const drv_ctx *c, int32_t job)
 {
     if (c->snap->steps_now)
         c->snap->steps_now(c->snap->sync_arg, job);
     return &c->snap->st->jobs[job];
+}
+
+const drv_job *drv_ctx_progress(const drv_ctx *c, int32_t job)
+{
+    const drv_job *jb = drv_ctx_job_now(c, job);
+    if (c->snap->sync)
+        c->snap->sync(c->snap->sync_arg, job);
+    return jb;
 }

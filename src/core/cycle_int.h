@@ -8,7 +8,8 @@
  * "assumed" overlay (kube-scheduler calls this assume/reserve): per-node free resources kept
  * equal to the state's at the start of the cycle, and per-pod node / per-job worker overrides
  * kept in maps that hold only this cycle's entries (cycle_map), so starting a cycle costs
- * O(nodes changed since the last one), not O(pods) nor O(nodes).
+ * O(nodes changed since the last one), not O(pods) nor O(nodes) (with the node index; without
+ * it, maxfree below is an O(nodes) pass).
  * Every decision updates the overlay, and rolling back to a mark undoes decisions newest first.
  *
  * Two summaries make hopeless placements cheap: `maxfree`, an upper bound on each dimension
@@ -289,7 +290,7 @@ struct drv_sched {
     int32_t *rnodes; /* nodes whose free room or PS count the last prepare found changed,
                         each once: what the index refreshes */
     int32_t nrnodes, cap_rnodes;
-    uint32_t *rmark; /* per node: == rtag when in rnodes */
+    uint32_t *rmark; /* per node: == rtag when read by this prepare (sync_node) */
     uint32_t rtag;
     int32_t cap_rmark;
     bool ix_synced;    /* the index holds free[] and the PS counts of every node: ix_ok held for

@@ -687,9 +687,11 @@ int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
     const drv_state *st = c->snap->st;
     const drv_job *j = &st->jobs[job];
     drv_sched *s = c->s;
-    /* The same gang already failed and no capacity was given back since: O(1). */
-    if (s->job_fail_epoch[job] == s->memo_epoch + 1 && s->job_fail_workers[job] == workers &&
-        s->job_touch[job] != s->stamp)
+    /* The same gang already failed, or failed the capacity bounds at this size or fewer
+     * (drv_ctx_gang_room's mark), and no capacity was given back since: O(1). */
+    if ((s->job_fail_epoch[job] == s->memo_epoch + 1 && s->job_fail_workers[job] == workers &&
+         s->job_touch[job] != s->stamp) ||
+        room_failed(s, job, workers))
         return 0;
     /* Necessary conditions first: every unplaced pod within maxfree, all within totfree, and
      * not at least as large as a gang that already failed. */

@@ -621,7 +621,7 @@ int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, 
             *row_max = row[k->ncls];
         if (cand)
             cand[used] = g ? g[i] : i;
-        int dims = (k->alloc.cpu > 0) + (k->alloc.mem > 0) + (k->alloc.gpu > 0);
+        int dims = drv_res_dims(k->alloc);
         mkd[dims] = k->key[1] > mkd[dims] ? k->key[1] : mkd[dims];
         if (used++ == 0) {
             *out = set_at(ix, k, 1, zone, rack);

@@ -255,11 +255,6 @@ static double req_share(const drv_ctx *c, int32_t pod, const drv_node_set *set)
     return free_share_key(&n, st->jobs[p->job].role[p->role].req);
 }
 
-static int alloc_dims(drv_res a)
-{
-    return (a.cpu > 0) + (a.mem > 0) + (a.gpu > 0);
-}
-
 /* least-allocated's state: req_share of up to LA_MEMO recent (request, allocatable) pairs. A
  * search bounds many sets of a few allocatables for one pod, and a gang's pods share their
  * request: the share is a function of the pair alone, so it is kept across pods and cycles. */
@@ -314,7 +309,7 @@ static const double per_dim[4] = {0, 100.0, 50.0, 100.0 / 3};
 
 static int least_alloc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_set *set)
 {
-    int k = alloc_dims(set->alloc);
+    int k = drv_res_dims(set->alloc);
     if (set->mixed) {
         /* A node n of a mixed set scores at most 100·key(n)/k(n): share(req) >= 0 only lowers
          * it. Each node has at least the dimensions of the per-dimension minimum allocatable
@@ -343,7 +338,7 @@ static int least_alloc_bound(const drv_ctx *c, void *state, int32_t pod, const d
 static int most_alloc_bound(const drv_ctx *c, void *state, int32_t pod, const drv_node_set *set)
 {
     (void)state;
-    int k = alloc_dims(set->alloc);
+    int k = drv_res_dims(set->alloc);
     if (!k || set->key != neg_free_share_key || set->mixed)
         return 100;
     double low = -set->maxkey; /* the smallest free share in the set */

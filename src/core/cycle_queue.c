@@ -212,43 +212,43 @@ bool drv_ctx_queue_stuck(const drv_ctx *c)
     return s->qsum_nopod == 0;
 }
 
+/* Queue record r against job: -1 when it is not the cycle's record of it or pods of it were
+ * bound or moved (its gang is less than the record says), 1 when it cannot fit (maxfree,
+ * totfree), 0 when it may. touched, bound: whether any job was touched this cycle, any queued
+ * job has pods bound (the caller reads them once for many records). */
+static inline int record_fit(const drv_sched *s, const drv_state *st, const qent *r, int32_t job,
+                             bool touched, bool bound)
+{
+    if (r->job != job || (touched && s->job_touch[job] == s->stamp) ||
+        (bound && (st->queued_bound.bits[job / 64] >> (job % 64)) & 1))
+        return -1;
+    if (r->gpu_podmax > s->maxfree.gpu || r->gpu_floor > s->totfree.gpu)
+        return 1; /* the GPUs alone: no read of the entry */
+    const qfit *e = &s->qfit[r->fit];
+    return !drv_res_fits(e->podmax, s->maxfree) || !drv_res_fits(e->floor, s->totfree);
+}
+
 bool drv_ctx_queued_cannot_fit(const drv_ctx *c, int32_t i, int32_t job)
 {
     const drv_sched *s = c->s;
     const drv_state *st = c->snap->st;
     if (i < 0 || i >= s->norder)
         return false;
-    const qent *r = &s->order[i];
-    if (r->job != job || (s->touch_stamp == s->stamp && s->job_touch[job] == s->stamp) ||
-        (st->nqueued_bound > 0 && (st->queued_bound.bits[job / 64] >> (job % 64)) & 1))
-        return false; /* not the cycle's queue, or pods of it bound or moved: its gang is less */
-    if (r->gpu_podmax > s->maxfree.gpu || r->gpu_floor > s->totfree.gpu)
-        return true; /* the GPUs alone: no read of the entry */
-    const qfit *e = &s->qfit[r->fit];
-    return !drv_res_fits(e->podmax, s->maxfree) || !drv_res_fits(e->floor, s->totfree);
+    return record_fit(s, st, &s->order[i], job, s->touch_stamp == s->stamp,
+                      st->nqueued_bound > 0) == 1;
 }
 
 int32_t drv_ctx_queued_skip(const drv_ctx *c, int32_t i, const int32_t *jobs, int32_t n)
 {
     const drv_sched *s = c->s;
     const drv_state *st = c->snap->st;
-    /* drv_ctx_queued_cannot_fit for each k in turn, its loop-invariant tests hoisted: nothing
+    /* drv_ctx_queued_cannot_fit for each k in turn, its loop-invariant tests read once: nothing
      * it reads changes between two of them. */
     bool touched = s->touch_stamp == s->stamp, bound = st->nqueued_bound > 0;
-    int64_t maxgpu = s->maxfree.gpu, totgpu = s->totfree.gpu;
     int32_t end = n < s->norder ? n : s->norder, k = i < 0 ? 0 : i;
-    for (; k < end; k++) {
-        const qent *r = &s->order[k];
-        int32_t job = r->job;
-        if (job != jobs[k] || (touched && s->job_touch[job] == s->stamp) ||
-            (bound && (st->queued_bound.bits[job / 64] >> (job % 64)) & 1))
+    for (; k < end; k++)
+        if (record_fit(s, st, &s->order[k], jobs[k], touched, bound) != 1)
             return k;
-        if (r->gpu_podmax > maxgpu || r->gpu_floor > totgpu)
-            continue;
-        const qfit *e = &s->qfit[r->fit];
-        if (drv_res_fits(e->podmax, s->maxfree) && drv_res_fits(e->floor, s->totfree))
-            return k;
-    }
     return k < n ? k : n;
 }
 

@@ -39,6 +39,7 @@
  * pod's TF_CONFIG is that part and its task part. Bounded: CLUSTERS cluster parts.
  */
 #include "ctrl.h"
+#include "drover/hashmap.h"
 #include "jsontext.h"
 
 #include <stdlib.h>
@@ -195,9 +196,7 @@ static bool shape_is(const shape *sh, const pod_render *r)
 
 static unsigned shape_hash(const pod_render *r)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (const char *p = r->tmpl ? r->tmpl : ""; *p; p++)
-        h = (h ^ (uint8_t)*p) * 16777619u;
+    uint32_t h = (uint32_t)drv_hashmap_hash_str(r->tmpl ? r->tmpl : "");
     h ^= (uint32_t)r->role * 131u + (uint32_t)r->peers.framework * 7u +
          (r->node[0] ? 1u : 0u) * 3u + (r->cpu_limit > 0 ? 1u : 0u);
     return h % SHAPES;
@@ -405,11 +404,7 @@ static char *tf_config(podbody_cache *pc, const drv_peer_job *j, int role, int r
     char task[DRV_PEERS_TASK_MAX];
     drv_peers_tf_task(j, role, rank, task);
     size_t lt = strlen(task);
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (const char *p = j->name; *p; p++)
-        h = (h ^ (uint8_t)*p) * 16777619u;
-    for (const char *p = j->ns; *p; p++)
-        h = (h ^ (uint8_t)*p) * 16777619u;
+    uint64_t h = drv_hashmap_hash_str(j->name) * 31u + drv_hashmap_hash_str(j->ns);
     cluster *cl = &pc->clusters[h % CLUSTERS];
     pthread_mutex_lock(&pc->mu);
     if (!cluster_is(cl, j)) {

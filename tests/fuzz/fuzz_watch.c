@@ -31,7 +31,8 @@ static int on_event(const drv_watch_event *ev, void *arg)
     json_t *o = ev->doc ? drv_jdoc_json(ev->doc, ev->obj) : json_incref(ev->object);
     char *t = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     char head[96];
-    snprintf(head, sizeof head, "%d@%llu:", ev->type, (unsigned long long)ev->offset);
+    snprintf(head, sizeof head, "%d@%llu%c:", ev->type, (unsigned long long)ev->offset,
+             ev->more ? '+' : '.');
     mix(g, head);
     mix(g, ev->rv);
     mix(g, t ? t : "(out of memory)");

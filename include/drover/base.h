@@ -80,6 +80,12 @@ static inline int drv_res_dims(drv_res a)
 {
     return (a.cpu > 0) + (a.mem > 0) + (a.gpu > 0);
 }
+/* Per dimension, the larger. */
+static inline drv_res drv_res_max(drv_res a, drv_res b)
+{
+    return (drv_res){a.cpu > b.cpu ? a.cpu : b.cpu, a.mem > b.mem ? a.mem : b.mem,
+                     a.gpu > b.gpu ? a.gpu : b.gpu};
+}
 static inline drv_res drv_res_add(drv_res a, drv_res b)
 {
     return (drv_res){a.cpu + b.cpu, a.mem + b.mem, a.gpu + b.gpu};

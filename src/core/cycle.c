@@ -348,7 +348,7 @@ static void index_nodes(drv_sched *s, const drv_state *st, bool whole)
     s->maxfree = (drv_res){0, 0, 0};
     for (int32_t n = 0; n < st->nnodes; n++)
         if (st->nodes[n].schedulable)
-            s->maxfree = cycle_res_max(s->maxfree, s->free[n]);
+            s->maxfree = drv_res_max(s->maxfree, s->free[n]);
 }
 
 static int prepare(drv_sched *s, const drv_state *st)

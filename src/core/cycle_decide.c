@@ -108,7 +108,7 @@ static void give(drv_ctx *c, int32_t node, drv_res r)
         ix_update(s, node);
     if (c->snap->st->nodes[node].schedulable) {
         s->totfree = drv_res_add(s->totfree, r);
-        s->maxfree = cycle_res_max(s->maxfree, s->free[node]);
+        s->maxfree = drv_res_max(s->maxfree, s->free[node]);
     }
     if (!s->rolling_back)
         cycle_memo_forget(s); /* capacity grew: a gang that failed may fit now */

@@ -325,13 +325,6 @@ static inline drv_res cycle_pod_req(const drv_state *st, int32_t pod)
     return st->jobs[p->job].role[p->role].req;
 }
 
-/* Per-dimension maximum. */
-static inline drv_res cycle_res_max(drv_res a, drv_res b)
-{
-    return (drv_res){a.cpu > b.cpu ? a.cpu : b.cpu, a.mem > b.mem ? a.mem : b.mem,
-                     a.gpu > b.gpu ? a.gpu : b.gpu};
-}
-
 /* What the gang of job at `workers` still misses in the assumed state, all roles' requests
  * together (quota.c; per role: cycle_role_missing, below). */
 drv_res cycle_gang_need(const drv_ctx *c, int32_t job, int32_t workers);

@@ -583,7 +583,7 @@ int32_t drv_ctx_best_node(const drv_ctx *c, int32_t pod)
     drv_res exact = {0, 0, 0};
     for (int32_t n = 0; n < st->nnodes; n++) {
         if (st->nodes[n].schedulable)
-            exact = cycle_res_max(exact, s->free[n]);
+            exact = drv_res_max(exact, s->free[n]);
         if (drv_ctx_filter(c, pod, n) != DRV_FIT)
             continue;
         int64_t sc = drv_ctx_score(c, pod, n);

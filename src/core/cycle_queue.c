@@ -36,7 +36,7 @@ static qent make_qent(drv_sched *s, const drv_state *st, int32_t job)
             pods = rs->min;
         if (pods > 0) {
             e.floor = drv_res_add(e.floor, drv_res_scale(rs->req, pods));
-            e.podmax = cycle_res_max(e.podmax, rs->req);
+            e.podmax = drv_res_max(e.podmax, rs->req);
         }
     }
     *f = e;

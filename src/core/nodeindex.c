@@ -292,16 +292,10 @@ static int make_family(const drv_nodeindex *ix, family *f, const family *glob, c
     return 0;
 }
 
-static drv_res rmax(drv_res a, drv_res b)
-{
-    return (drv_res){a.cpu > b.cpu ? a.cpu : b.cpu, a.mem > b.mem ? a.mem : b.mem,
-                     a.gpu > b.gpu ? a.gpu : b.gpu};
-}
-
 /* Tree node t from its children. */
 static void pull(cls *k, int32_t t)
 {
-    k->mx[t] = rmax(k->mx[2 * t], k->mx[2 * t + 1]);
+    k->mx[t] = drv_res_max(k->mx[2 * t], k->mx[2 * t + 1]);
     double a = k->key[2 * t], b = k->key[2 * t + 1];
     k->key[t] = a > b ? a : b;
     int32_t x = k->mps[2 * t], y = k->mps[2 * t + 1];
@@ -471,7 +465,7 @@ drv_res drv_nodeindex_maxfree(const drv_nodeindex *ix)
     drv_res m = {0, 0, 0};
     const family *g = &ix->f[DRV_IX_GLOBAL];
     for (int32_t c = 0; ix->nfam > 0 && c < g->nc; c++)
-        m = rmax(m, g->c[c].mx[1]); /* padding leaves hold -1: below the 0 started from */
+        m = drv_res_max(m, g->c[c].mx[1]); /* padding leaves hold -1: below the 0 started from */
     return m;
 }
 
@@ -630,7 +624,7 @@ int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, 
             continue;
         }
         out->alloc = rmin(out->alloc, k->alloc);
-        out->maxfree = rmax(out->maxfree, k->mx[1]);
+        out->maxfree = drv_res_max(out->maxfree, k->mx[1]);
         out->maxkey = k->key[1] > out->maxkey ? k->key[1] : out->maxkey;
         out->min_ps = k->mps[1] < out->min_ps ? k->mps[1] : out->min_ps;
     }

@@ -157,12 +157,6 @@ static int container_req(json_t *c, const char *what, const char *who, size_t id
     return 0;
 }
 
-static drv_res res_max(drv_res a, drv_res b)
-{
-    return (drv_res){a.cpu > b.cpu ? a.cpu : b.cpu, a.mem > b.mem ? a.mem : b.mem,
-                     a.gpu > b.gpu ? a.gpu : b.gpu};
-}
-
 static void who_is(json_t *meta, const char *kind, char *out, size_t n)
 {
     const char *ns = str_at(meta, "namespace"), *name = str_at(meta, "name");
@@ -331,7 +325,7 @@ int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag 
         int rc = container_req(c, "spec.initContainers", who, i, &r, false, d);
         if (rc)
             return rc;
-        sum = res_max(sum, r);
+        sum = drv_res_max(sum, r);
     }
     out->req = sum;
     out->cpu_limit = pod_cpu_limit(cs);

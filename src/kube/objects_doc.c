@@ -92,8 +92,7 @@ static int pod_resources(const drv_jdoc *doc, int32_t spec, drv_kpod *out)
     for (int32_t c = TYPE(ics) == DRV_JARRAY ? doc->v[ics].child : -1; c >= 0; c = doc->v[c].next) {
         if (container_req(doc, c, &r) != 0)
             return SLOW;
-        sum = (drv_res){sum.cpu > r.cpu ? sum.cpu : r.cpu, sum.mem > r.mem ? sum.mem : r.mem,
-                        sum.gpu > r.gpu ? sum.gpu : r.gpu};
+        sum = drv_res_max(sum, r);
     }
     out->req = sum;
     int64_t limit = 0; /* unlimited when one container has no (readable) limits.cpu */

@@ -233,12 +233,6 @@ static int add_nodes(drv_sim *s, const drv_cluster_spec *c, drv_res *biggest, dr
     return rc ? drv_fail(d, rc, "cluster: %s", drv_strerror(rc)) : 0;
 }
 
-static drv_res res_max(drv_res a, drv_res b)
-{
-    return (drv_res){a.cpu > b.cpu ? a.cpu : b.cpu, a.mem > b.mem ? a.mem : b.mem,
-                     a.gpu > b.gpu ? a.gpu : b.gpu};
-}
-
 /* A string of the cluster file's table interned in the state's, or -1. */
 static int32_t reintern(drv_state *st, const drv_strtab *from, int32_t id)
 {
@@ -300,7 +294,7 @@ static int add_constraints(drv_sim *s, const drv_cluster_spec *c, const drv_work
     for (int32_t n = 0; n < st->nnodes; n++)
         if (st->nodes[n].schedulable)
             big[st->nodes[n].node_class] =
-                res_max(big[st->nodes[n].node_class], st->nodes[n].alloc);
+                drv_res_max(big[st->nodes[n].node_class], st->nodes[n].alloc);
     for (int32_t i = 0; ncons > 1 && i < w->n; i++) {
         bool ok = true;
         for (int r = 0; r < DRV_NROLES && ok; r++) {

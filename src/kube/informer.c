@@ -172,20 +172,22 @@ typedef struct source {
     int32_t obj;
 } source;
 
-/* metadata's field of o, or NULL. */
-static const char *meta_str(const source *o, const char *field)
+/* A string field of o's metadata (the node mdoc of o->doc, or the value mjson), or NULL. */
+static const char *meta_str(const source *o, int32_t mdoc, json_t *mjson, const char *field)
 {
     if (o->doc)
-        return drv_jdoc_str(o->doc,
-                            drv_jdoc_get(o->doc, drv_jdoc_get(o->doc, o->obj, "metadata"), field));
-    return json_string_value(json_object_get(json_object_get(o->json, "metadata"), field));
+        return drv_jdoc_str(o->doc, drv_jdoc_get(o->doc, mdoc, field));
+    return json_string_value(json_object_get(mjson, field));
 }
 
 /* "namespace/name" or "name"; 0, or DRV_EPARSE when the object has no name. */
 static int object_key(const source *o, char *key, size_t n, const char **rv)
 {
-    const char *name = meta_str(o, "name"), *ns = meta_str(o, "namespace");
-    *rv = meta_str(o, "resourceVersion");
+    /* (the metadata found once: a document's member look-up walks its object's members) */
+    int32_t md = o->doc ? drv_jdoc_get(o->doc, o->obj, "metadata") : -1;
+    json_t *mj = o->doc ? NULL : json_object_get(o->json, "metadata");
+    const char *name = meta_str(o, md, mj, "name"), *ns = meta_str(o, md, mj, "namespace");
+    *rv = meta_str(o, md, mj, "resourceVersion");
     if (!name || !*name)
         return DRV_EPARSE;
     if (ns && *ns)

@@ -154,14 +154,13 @@ static int pod_status(const drv_jdoc *doc, int32_t status, drv_kpod *out)
     return 0;
 }
 
-/* The pod's record without its interned fields, or SLOW. */
-static int pod_fields(const drv_jdoc *doc, int32_t obj, drv_kpod *out)
+/* The pod's record without its interned fields, or SLOW (meta, spec, labels: obj's members). */
+static int pod_fields(const drv_jdoc *doc, int32_t obj, int32_t meta, int32_t spec, int32_t labels,
+                      drv_kpod *out)
 {
-    int32_t meta = AT(obj, "metadata"), spec = AT(obj, "spec");
     if (TYPE(meta) != DRV_JOBJECT || !STR(meta, "name") || TYPE(spec) != DRV_JOBJECT)
         return SLOW;
     copy_rv(out->rv, sizeof out->rv, STR(meta, "resourceVersion"));
-    int32_t labels = AT(meta, "labels");
     const char *role = STR(labels, "drover.dev/role"), *rank = STR(labels, "drover.dev/rank");
     if (role && (out->role = (int8_t)drv_role_parse(role)) < 0)
         return SLOW;
@@ -185,10 +184,11 @@ static int pod_fast(const drv_jdoc *doc, int32_t obj, drv_strtab *names, drv_kpo
     memset(out, 0, sizeof *out);
     out->replica = -1;
     out->role = -1;
-    int rc = pod_fields(doc, obj, out);
+    /* (each found once: a member look-up walks its object's members) */
+    int32_t meta = AT(obj, "metadata"), spec = AT(obj, "spec"), labels = AT(meta, "labels");
+    int rc = pod_fields(doc, obj, meta, spec, labels, out);
     if (rc)
         return rc;
-    int32_t meta = AT(obj, "metadata"), spec = AT(obj, "spec"), labels = AT(meta, "labels");
     const char *job = STR(labels, "drover.dev/job"), *sched = STR(spec, "schedulerName");
     /* Another operator's pod naming a scheduler of its own keeps its constraints (objects.c):
      * built from the spec's jansson copy, as objects.c builds it. */

@@ -17,6 +17,7 @@
 #include "drover/kube_types.h"
 #include "json.h"
 #include "listdec.h"
+#include "recorded.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,20 +65,6 @@ static int by_doc(const drv_jdoc *doc, void *arg)
     drv_free(rec);
     r->decoded += rc == 0;
     return 0;
-}
-
-/* The body of a recorded answer (after its headers), drv_malloc'd. */
-static char *recorded(const char *path)
-{
-    char *text = NULL;
-    size_t n;
-    if (drv_file_read(path, &text, &n, NULL) != 0)
-        die("run from the source tree: the recorded objects are in tests/fixtures/k8s");
-    char *body = strstr(text, "\r\n\r\n");
-    body = body ? body + 4 : strstr(text, "\n\n") ? strstr(text, "\n\n") + 2 : text;
-    char *out = drv_strdup(body);
-    drv_free(text);
-    return out;
 }
 
 /* Item i: the plain object, or the recorded one (rec) with its name, namespace and node set. */
@@ -182,8 +169,9 @@ int main(int argc, char **argv)
     }
     if (n < 1 || n > 100000 || reps < 1)
         die("--objects in [1, 100000], --reps at least 1");
-    char *rpod = recorded("tests/fixtures/k8s/transcripts/03-pod-get/response.txt");
-    char *rnode = recorded("tests/fixtures/k8s/transcripts/02-node-get/response.txt");
+    char *rpod = recorded_body("decode", "tests/fixtures/k8s/transcripts/03-pod-get/response.txt");
+    char *rnode =
+        recorded_body("decode", "tests/fixtures/k8s/transcripts/02-node-get/response.txt");
     printf("%d objects a page, best of %d; CPU us per object\n", n, reps);
     printf("%-15s %7s %9s %9s %7s\n", "objects", "bytes", "jansson", "document", "ratio");
     for (int k = 0; k < 4; k++) {

@@ -47,6 +47,7 @@
 #include "drover/kube_controller.h"
 #include "drover/policy.h"
 #include "json.h"
+#include "recorded.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
@@ -571,25 +572,6 @@ static drover_times drover(const params *p, const drv_profile *prof)
     return out;
 }
 
-/* The body of a recorded answer (after the headers' empty line), allocated; exits when the
- * file cannot be read (run from the repository root). */
-static char *recorded(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    static char buf[1 << 16];
-    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = 0;
-    char *b = strstr(buf, "\r\n\r\n");
-    b = b ? b + 4 : strstr(buf, "\n\n") ? strstr(buf, "\n\n") + 2 : NULL;
-    if (!b || !(b = strdup(b))) {
-        fprintf(stderr, "e2e_bind: %s: cannot read it (run from the repository root)\n", path);
-        exit(2);
-    }
-    return b;
-}
-
 static int usage(void)
 {
     fprintf(stderr, "usage: e2e_bind [--nodes N] [--existing N] [--jobs N] [--workers N] "
@@ -636,8 +618,10 @@ int main(int argc, char **argv)
         return 2;
     }
     if (real) {
-        p.real_node = recorded("tests/fixtures/k8s/transcripts/02-node-get/response.txt");
-        p.real_pod = recorded("tests/fixtures/k8s/transcripts/03-pod-get/response.txt");
+        p.real_node =
+            recorded_body("e2e_bind", "tests/fixtures/k8s/transcripts/02-node-get/response.txt");
+        p.real_pod =
+            recorded_body("e2e_bind", "tests/fixtures/k8s/transcripts/03-pod-get/response.txt");
     }
     drv_profile prof;
     drv_diag d = {{0}};

@@ -2379,7 +2379,11 @@ static ssize_t watch_read(void *cls, uint64_t pos, char *out, size_t max)
         if (w->done)
             return MHD_CONTENT_READER_END_OF_STREAM;
         pthread_mutex_lock(&s->mu);
-        if (s->stopping || s->drop_gen != w->drop_gen) {
+        if (s->stopping) { /* a server shutting down ends its watches as a timeout does */
+            pthread_mutex_unlock(&s->mu);
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        }
+        if (s->drop_gen != w->drop_gen) { /* a dropped connection: no terminating chunk */
             pthread_mutex_unlock(&s->mu);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }

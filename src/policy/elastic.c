@@ -93,34 +93,12 @@ static bool fixed_size(const drv_elastic *e, const drv_state *st, int32_t job)
     return f;
 }
 
-/* The first live job with id >= from not known to have a fixed size, or -1: a word of the
- * live set at a time (empty words skipped by its summary), the fixed ones masked out without a
- * read - O(live / 64) for a cluster of fixed-size jobs, rather than a call per live job. */
+/* The first live job with id >= from not known to have a fixed size, or -1: the fixed ones
+ * masked out a word at a time without a read - O(live / 64) for a cluster of fixed-size jobs,
+ * rather than a call per live job. */
 static int32_t next_sizable(const drv_elastic *e, const drv_state *st, int32_t from)
 {
-    int32_t nw = (st->njobs + 63) / 64, w = from / 64;
-    if (w >= nw)
-        return -1;
-    uint64_t b = st->live.bits[w] & (~(uint64_t)0 << (from % 64));
-    for (;;) {
-        if (w < e->cap_known)
-            b &= ~e->fixed[w]; /* fixed implies known */
-        if (b)
-            return w * 64 + __builtin_ctzll(b);
-        if (++w >= nw)
-            return -1;
-        int32_t sw = w / 64;
-        uint64_t sb = st->live.sum[sw] & (~(uint64_t)0 << (w % 64));
-        while (!sb) {
-            if (++sw >= (nw + 63) / 64)
-                return -1;
-            sb = st->live.sum[sw];
-        }
-        w = sw * 64 + __builtin_ctzll(sb);
-        if (w >= nw)
-            return -1;
-        b = st->live.bits[w];
-    }
+    return drv_jobset_next(&st->live, st->njobs, from, e->fixed, e->cap_known); /* fixed: known */
 }
 
 /* Room in the known and fixed bitmaps for every job of st; on failure, as they were. */

@@ -114,6 +114,19 @@ static void fixed_room(drv_elastic *e, const drv_state *st)
     e->cap_known = cap;
 }
 
+/* Places the job's gang at the largest worker count in (above, top] that fits, trying from top
+ * down: 1 when placed, 0 when none fits (or top <= above), DRV_ENOMEM. At most top - above gang
+ * placements. */
+static int place_largest(drv_ctx *c, int32_t job, int32_t top, int32_t above)
+{
+    for (int32_t k = top; k > above; k--) {
+        int rc = drv_ctx_place_gang(c, job, k);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
 void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
 {
     drv_elastic *e = state;
@@ -144,15 +157,11 @@ void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
             lo = share; /* a job started far below its size runs slowly for its whole life */
         if (!drv_ctx_gang_room(c, jobs[i], lo))
             continue; /* no size from want down to lo fits, and trying changes nothing */
-        for (int32_t k = want; k >= lo; k--) {
-            int rc = drv_ctx_place_gang(c, jobs[i], k);
-            if (rc < 0)
-                return;
-            if (rc == 1) {
-                e->last_action = drv_ctx_now(c);
-                break;
-            }
-        }
+        int rc = place_largest(c, jobs[i], want, lo - 1);
+        if (rc < 0)
+            return;
+        if (rc == 1)
+            e->last_action = drv_ctx_now(c);
     }
 }
 
@@ -299,15 +308,10 @@ static bool grow_in_order(drv_ctx *c, const drv_elastic *e)
         int32_t cur = drv_ctx_workers(c, run[i]);
         if (!grow_ok(c, e, run[i]))
             continue;
-        for (int32_t k = j->role[DRV_ROLE_WORKER].max; k > cur; k--) {
-            int rc = drv_ctx_place_gang(c, run[i], k);
-            if (rc < 0)
-                return any;
-            if (rc == 1) {
-                any = true;
-                break;
-            }
-        }
+        int rc = place_largest(c, run[i], j->role[DRV_ROLE_WORKER].max, cur);
+        if (rc < 0)
+            return any;
+        any |= rc == 1;
     }
     return any;
 }
@@ -354,16 +358,10 @@ static bool grow_round_robin(drv_ctx *c, const drv_elastic *e)
     drv_ctx_rollback(c, m);
     bool any = false;
     for (int32_t i = 0; i < nrun; i++) {
-        int32_t cur = drv_ctx_workers(c, run[i]);
-        for (int32_t k = want[i]; k > cur; k--) {
-            int rc = drv_ctx_place_gang(c, run[i], k);
-            if (rc < 0)
-                return any;
-            if (rc == 1) {
-                any = true;
-                break;
-            }
-        }
+        int rc = place_largest(c, run[i], want[i], drv_ctx_workers(c, run[i]));
+        if (rc < 0)
+            return any;
+        any |= rc == 1;
     }
     return any;
 }

@@ -11,19 +11,11 @@
 #include <cmocka.h>
 
 #include "drover/state.h"
+#include "testutil.h"
 
 enum { MAXJOBS = 3 * 4096 + 77, NW = (MAXJOBS + 63) / 64, NSW = (NW + 63) / 64 };
 
 static uint64_t bits[NW], sum[NSW], except[NW];
-
-/* A fixed pseudo-random sequence (xorshift64), the same on every run. */
-static uint64_t next_rand(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
 
 static bool has(const uint64_t *b, int32_t j)
 {
@@ -45,7 +37,7 @@ static void fill(int32_t njobs, int density, uint64_t *seed)
     memset(bits, 0, sizeof bits);
     memset(sum, 0, sizeof sum);
     for (int32_t j = 0; j < njobs; j++)
-        if ((int)(next_rand(seed) % 1000) < density)
+        if ((int)(tu_rnd(seed) % 1000) < density)
             bits[j / 64] |= (uint64_t)1 << (j % 64);
     for (int32_t w = 0; w < NW; w++)
         if (bits[w])
@@ -73,7 +65,7 @@ static void test_matches_scan(void **unused)
             fill(njobs, densities[d], &seed);
             check_all(njobs, 0);             /* no mask: the state's plain look-up */
             for (int32_t w = 0; w < NW; w++) /* most members masked, some words whole */
-                except[w] = w % 3 == 0 ? ~(uint64_t)0 : bits[w] & (next_rand(&seed) << 1);
+                except[w] = w % 3 == 0 ? ~(uint64_t)0 : bits[w] & (tu_rnd(&seed) << 1);
             check_all(njobs, nw);
             check_all(njobs, nw / 2); /* a mask shorter than the set: nothing excepted past it */
         }

@@ -14,13 +14,17 @@
 drv_catalogue tu_cat;
 drv_calib tu_calib;
 
-const char *tu_path(const char *rel)
+const char *tu_path(const char *fmt, ...)
 {
     static char buf[8][4096];
     static int k;
     const char *src = getenv("DROVER_SOURCE_DIR");
     k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", src ? src : ".", rel);
+    int n = snprintf(buf[k], sizeof buf[k], "%s/", src ? src : ".");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf[k] + n, sizeof buf[k] - (size_t)n, fmt, ap);
+    va_end(ap);
     return buf[k];
 }
 

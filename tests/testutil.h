@@ -13,9 +13,10 @@
 #include "drover/model.h"
 #include "drover/policy.h"
 
-/* $DROVER_SOURCE_DIR/rel ("." when unset; ctest sets it). The result lives until 8 more
- * calls: two or three paths of one call stay valid together. */
-const char *tu_path(const char *rel);
+/* $DROVER_SOURCE_DIR/ followed by fmt formatted ("." when unset; ctest sets it), e.g.
+ * tu_path("tests/fixtures/sim/%s", name). The result lives until 8 more calls: the paths of
+ * one call stay valid together. */
+const char *tu_path(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The built-in catalogue, loaded by tu_catalogue_setup or tu_models_setup (group fixtures:
  * cmocka_run_group_tests(tests, tu_catalogue_setup, tu_catalogue_teardown)), and the

@@ -117,32 +117,42 @@ static int profile_once(drv_diag *d)
     return rc;
 }
 
-/* Two nodes, two jobs, a gang policy and an elastic one, run to the end. */
-static const char *sim_policy;
-static int sim_once(drv_diag *d)
+/* The cluster and workload files (source-tree paths) run to the end with a built-in policy,
+ * the invariants checked every cycle; *sum filled when the run succeeds. */
+static int run_files(const char *cluster, const char *workload, const char *policy, bool placements,
+                     drv_summary *sum, drv_diag *d)
 {
     drv_cluster_spec c = {0};
     drv_workload w = {0};
     drv_profile p;
     drv_sim *s = NULL;
-    int rc = drv_cluster_load(&c, tu_path("tests/fixtures/sim/two-nodes.yaml"), d);
+    int rc = drv_cluster_load(&c, tu_path("%s", cluster), d);
     if (!rc)
-        rc = drv_workload_load(&w, tu_path("tests/fixtures/sim/two-jobs.yaml"), &tu_cat, 1, d);
+        rc = drv_workload_load(&w, tu_path("%s", workload), &tu_cat, 1, d);
     if (!rc)
-        rc = drv_profile_builtin(sim_policy, &p, d);
-    drv_sim_config cfg = {.seed = 1, .check = true, .placements = true};
+        rc = drv_profile_builtin(policy, &p, d);
+    drv_sim_config cfg = {.seed = 1, .check = true, .placements = placements};
     if (!rc)
         rc = drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, d);
     if (!rc)
         rc = drv_sim_run(s, d);
-    if (!rc) {
-        drv_summary sum;
-        drv_sim_summary(s, &sum);
-        assert_int_equal(sum.jobs, 2);
-    }
+    if (!rc)
+        drv_sim_summary(s, sum);
     drv_sim_free(s);
     drv_workload_fini(&w);
     drv_cluster_fini(&c);
+    return rc;
+}
+
+/* Two nodes, two jobs, a gang policy and an elastic one, run to the end. */
+static const char *sim_policy;
+static int sim_once(drv_diag *d)
+{
+    drv_summary sum;
+    int rc = run_files("tests/fixtures/sim/two-nodes.yaml", "tests/fixtures/sim/two-jobs.yaml",
+                       sim_policy, true, &sum, d);
+    if (!rc)
+        assert_int_equal(sum.jobs, 2);
     return rc;
 }
 
@@ -150,28 +160,11 @@ static int sim_once(drv_diag *d)
  * with the drover profile. */
 static int constraints_once(drv_diag *d)
 {
-    drv_cluster_spec c = {0};
-    drv_workload w = {0};
-    drv_profile p;
-    drv_sim *s = NULL;
-    int rc = drv_cluster_load(&c, tu_path("examples/cluster-tainted.yaml"), d);
+    drv_summary sum;
+    int rc = run_files("examples/cluster-tainted.yaml", "examples/tainted-workload.yaml", "drover",
+                       false, &sum, d);
     if (!rc)
-        rc = drv_workload_load(&w, tu_path("examples/tainted-workload.yaml"), &tu_cat, 1, d);
-    if (!rc)
-        rc = drv_profile_builtin("drover", &p, d);
-    drv_sim_config cfg = {.seed = 1, .check = true};
-    if (!rc)
-        rc = drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, d);
-    if (!rc)
-        rc = drv_sim_run(s, d);
-    if (!rc) {
-        drv_summary sum;
-        drv_sim_summary(s, &sum);
         assert_int_equal(sum.jobs, 4);
-    }
-    drv_sim_free(s);
-    drv_workload_fini(&w);
-    drv_cluster_fini(&c);
     return rc;
 }
 
@@ -180,28 +173,11 @@ static int constraints_once(drv_diag *d)
  * all go to the default queue. */
 static int queues_once(drv_diag *d)
 {
-    drv_cluster_spec c = {0};
-    drv_workload w = {0};
-    drv_profile p;
-    drv_sim *s = NULL;
-    int rc = drv_cluster_load(&c, tu_path("examples/cluster-tenants.yaml"), d);
+    drv_summary sum;
+    int rc = run_files("examples/cluster-tenants.yaml", "examples/tainted-workload.yaml",
+                       "gang-fifo", false, &sum, d);
     if (!rc)
-        rc = drv_workload_load(&w, tu_path("examples/tainted-workload.yaml"), &tu_cat, 1, d);
-    if (!rc)
-        rc = drv_profile_builtin("gang-fifo", &p, d);
-    drv_sim_config cfg = {.seed = 1, .check = true};
-    if (!rc)
-        rc = drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, d);
-    if (!rc)
-        rc = drv_sim_run(s, d);
-    if (!rc) {
-        drv_summary sum;
-        drv_sim_summary(s, &sum);
         assert_int_equal(sum.nqueues, 4); /* prod, research, batch, then default */
-    }
-    drv_sim_free(s);
-    drv_workload_fini(&w);
-    drv_cluster_fini(&c);
     return rc;
 }
 

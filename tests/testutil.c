@@ -42,21 +42,29 @@ int tu_catalogue_teardown(void **unused)
     return 0;
 }
 
-int tu_models_setup(void **unused)
+int tu_calib_setup(void **unused)
 {
     (void)unused;
     drv_diag d;
-    if (drv_catalogue_builtin(&tu_cat, &d))
-        return -1;
     return drv_calib_load(&tu_calib, tu_path("data/pollux/profiles"), &d) ? -1 : 0;
+}
+
+int tu_calib_teardown(void **unused)
+{
+    (void)unused;
+    drv_calib_fini(&tu_calib);
+    return 0;
+}
+
+int tu_models_setup(void **unused)
+{
+    return tu_catalogue_setup(unused) ? -1 : tu_calib_setup(unused);
 }
 
 int tu_models_teardown(void **unused)
 {
-    (void)unused;
-    drv_catalogue_fini(&tu_cat);
-    drv_calib_fini(&tu_calib);
-    return 0;
+    tu_catalogue_teardown(unused);
+    return tu_calib_teardown(unused);
 }
 
 uint64_t tu_rnd(uint64_t *x)

@@ -20,11 +20,14 @@ const char *tu_path(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The built-in catalogue, loaded by tu_catalogue_setup or tu_models_setup (group fixtures:
  * cmocka_run_group_tests(tests, tu_catalogue_setup, tu_catalogue_teardown)), and the
- * calibration of data/pollux/profiles, loaded by tu_models_setup. -1 when loading fails. */
+ * calibration of data/pollux/profiles, loaded by tu_calib_setup or tu_models_setup (both).
+ * -1 when loading fails. */
 extern drv_catalogue tu_cat;
 extern drv_calib tu_calib;
 int tu_catalogue_setup(void **unused);
 int tu_catalogue_teardown(void **unused);
+int tu_calib_setup(void **unused);
+int tu_calib_teardown(void **unused);
 int tu_models_setup(void **unused);
 int tu_models_teardown(void **unused);
 

@@ -24,13 +24,7 @@
 /* 2 nodes of 4 GPUs; queue a may use 2 GPUs. */
 static int32_t make_state(drv_state *st)
 {
-    assert_int_equal(drv_state_init(st), 0);
-    for (int i = 0; i < 2; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "n%d", i);
-        assert_int_equal(drv_state_add_node(st, name, (drv_res){32000, 128 * GiB, 4}, "", "", NULL),
-                         0);
-    }
+    tu_make_state(st, 2, (drv_res){32000, 128 * GiB, 4}, "", "");
     drv_queue q = {.name = drv_strtab_intern(st->names, "a"),
                    .weight = 1,
                    .quota = {UNL, UNL, 2},

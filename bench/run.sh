@@ -60,6 +60,8 @@ run "drover run end to end as above, with recorded-size objects (the recorded No
     "$b/bench/e2e_bind" --reps 3 --real-objects 1
 run "Controller informer caches: 50,000 pods and 5,000 nodes, compact records vs the API objects" \
     "$b/bench/informer_mem" --pods 50000 --nodes 5000
+run "Informer list decoding: a list page of 16,000 objects (plain and recorded-size pods and nodes) decoded as the informers do, CPU per object, best of 7; documents (drover's decoder) vs jansson (the baseline: the same items through json_t and drv_kube_decode_pod / _node)" \
+    "$b/bench/decode" --objects 16000 --reps 7
 for extra in bench/run-*.sh; do
     [ -f "$extra" ] && sh "$extra" "$b" >>"$tmp"
 done

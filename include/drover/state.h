@@ -214,6 +214,43 @@ typedef struct drv_jobset {
     int32_t cap_bits, cap_sum; /* words allocated */
 } drv_jobset;
 
+/*
+ * The first member of js with id >= from among jobs 0..njobs-1 that is not in `except` (a
+ * bitmap of nexcept words, nothing excepted past them; NULL and 0 for none), or -1: the word of
+ * `from`, then the next non-empty words found through the summary, each less `except` at once.
+ * The one walk over a job set (the state's next-member look-ups; a plugin's walk that passes
+ * jobs it knows to skip without reading them). O(words visited + summary words skipped).
+ */
+static inline int32_t drv_jobset_next(const drv_jobset *js, int32_t njobs, int32_t from,
+                                      const uint64_t *except, int32_t nexcept)
+{
+    if (from < 0)
+        from = 0;
+    int32_t nw = (njobs + 63) / 64, w = from / 64;
+    if (w >= nw)
+        return -1;
+    uint64_t b = js->bits[w] & (~(uint64_t)0 << (from % 64));
+    for (;;) {
+        if (w < nexcept)
+            b &= ~except[w];
+        if (b)
+            return w * 64 + __builtin_ctzll(b);
+        if (++w >= nw)
+            return -1;
+        int32_t sw = w / 64;
+        uint64_t sb = js->sum[sw] & (~(uint64_t)0 << (w % 64));
+        while (!sb) {
+            if (++sw >= (nw + 63) / 64)
+                return -1;
+            sb = js->sum[sw];
+        }
+        w = sw * 64 + __builtin_ctzll(sb);
+        if (w >= nw)
+            return -1;
+        b = js->bits[w];
+    }
+}
+
 typedef struct drv_state {
     drv_strtab *names;
     drv_node *nodes;

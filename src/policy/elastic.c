@@ -93,34 +93,12 @@ static bool fixed_size(const drv_elastic *e, const drv_state *st, int32_t job)
     return f;
 }
 
-/* The first live job with id >= from not known to have a fixed size, or -1: a word of the
- * live set at a time (empty words skipped by its summary), the fixed ones masked out without a
- * read - O(live / 64) for a cluster of fixed-size jobs, rather than a call per live job. */
+/* The first live job with id >= from not known to have a fixed size, or -1: the fixed ones
+ * masked out a word at a time without a read - O(live / 64) for a cluster of fixed-size jobs,
+ * rather than a call per live job. */
 static int32_t next_sizable(const drv_elastic *e, const drv_state *st, int32_t from)
 {
-    int32_t nw = (st->njobs + 63) / 64, w = from / 64;
-    if (w >= nw)
-        return -1;
-    uint64_t b = st->live.bits[w] & (~(uint64_t)0 << (from % 64));
-    for (;;) {
-        if (w < e->cap_known)
-            b &= ~e->fixed[w]; /* fixed implies known */
-        if (b)
-            return w * 64 + __builtin_ctzll(b);
-        if (++w >= nw)
-            return -1;
-        int32_t sw = w / 64;
-        uint64_t sb = st->live.sum[sw] & (~(uint64_t)0 << (w % 64));
-        while (!sb) {
-            if (++sw >= (nw + 63) / 64)
-                return -1;
-            sb = st->live.sum[sw];
-        }
-        w = sw * 64 + __builtin_ctzll(sb);
-        if (w >= nw)
-            return -1;
-        b = st->live.bits[w];
-    }
+    return drv_jobset_next(&st->live, st->njobs, from, e->fixed, e->cap_known); /* fixed: known */
 }
 
 /* Room in the known and fixed bitmaps for every job of st; on failure, as they were. */
@@ -134,6 +112,19 @@ static void fixed_room(drv_elastic *e, const drv_state *st)
     memset(e->known + e->cap_known, 0, (size_t)(cap - e->cap_known) * sizeof *e->known);
     memset(e->fixed + e->cap_known, 0, (size_t)(cap - e->cap_known) * sizeof *e->fixed);
     e->cap_known = cap;
+}
+
+/* Places the job's gang at the largest worker count in (above, top] that fits, trying from top
+ * down: 1 when placed, 0 when none fits (or top <= above), DRV_ENOMEM. At most top - above gang
+ * placements. */
+static int place_largest(drv_ctx *c, int32_t job, int32_t top, int32_t above)
+{
+    for (int32_t k = top; k > above; k--) {
+        int rc = drv_ctx_place_gang(c, job, k);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
 }
 
 void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
@@ -166,15 +157,11 @@ void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
             lo = share; /* a job started far below its size runs slowly for its whole life */
         if (!drv_ctx_gang_room(c, jobs[i], lo))
             continue; /* no size from want down to lo fits, and trying changes nothing */
-        for (int32_t k = want; k >= lo; k--) {
-            int rc = drv_ctx_place_gang(c, jobs[i], k);
-            if (rc < 0)
-                return;
-            if (rc == 1) {
-                e->last_action = drv_ctx_now(c);
-                break;
-            }
-        }
+        int rc = place_largest(c, jobs[i], want, lo - 1);
+        if (rc < 0)
+            return;
+        if (rc == 1)
+            e->last_action = drv_ctx_now(c);
     }
 }
 
@@ -321,15 +308,10 @@ static bool grow_in_order(drv_ctx *c, const drv_elastic *e)
         int32_t cur = drv_ctx_workers(c, run[i]);
         if (!grow_ok(c, e, run[i]))
             continue;
-        for (int32_t k = j->role[DRV_ROLE_WORKER].max; k > cur; k--) {
-            int rc = drv_ctx_place_gang(c, run[i], k);
-            if (rc < 0)
-                return any;
-            if (rc == 1) {
-                any = true;
-                break;
-            }
-        }
+        int rc = place_largest(c, run[i], j->role[DRV_ROLE_WORKER].max, cur);
+        if (rc < 0)
+            return any;
+        any |= rc == 1;
     }
     return any;
 }
@@ -376,16 +358,10 @@ static bool grow_round_robin(drv_ctx *c, const drv_elastic *e)
     drv_ctx_rollback(c, m);
     bool any = false;
     for (int32_t i = 0; i < nrun; i++) {
-        int32_t cur = drv_ctx_workers(c, run[i]);
-        for (int32_t k = want[i]; k > cur; k--) {
-            int rc = drv_ctx_place_gang(c, run[i], k);
-            if (rc < 0)
-                return any;
-            if (rc == 1) {
-                any = true;
-                break;
-            }
-        }
+        int rc = place_largest(c, run[i], want[i], drv_ctx_workers(c, run[i]));
+        if (rc < 0)
+            return any;
+        any |= rc == 1;
     }
     return any;
 }

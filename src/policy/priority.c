@@ -24,8 +24,8 @@
  * normalisation bounds come from two heaps per factor (least and greatest on top) that take
  * each newcomer in and drop a job that left when it reaches the top: O(pending) id lookups to
  * find the newcomers, O(log pending) per job that came or went; when the jobs are those of the
- * last cycle - in the same order, or no job taken out of the state's queue since
- * (drv_state.queue_leaves) and as many - nothing at all. A key is then O(factors that vary). When
+ * last cycle - in the same order, or all of them in the last list (drv_ctx_queue_kept) and as
+ * many - nothing at all. A key is then O(factors that vary). When
  * the bounds are those of the last cycle, every key is too (queue_kept), and the core asks keys of
  * newcomers only. With queues and w_share > 0, the users' use is summed once per cycle
  * (O(live log live)), the bounds are taken over every job (a share moves without its job), and
@@ -77,11 +77,11 @@ typedef struct prio_state {
     int32_t *last;  /* the jobs handed to the last queue_begin, in that order */
     int32_t nlast, cap_last;
     bool last_ok; /* last holds them (no allocation failed) */
-    /* The state of the last queue_begin and its queue_leaves then: when both are the same and
-     * as many jobs are handed as last time, they are the same jobs (none left, so none came). */
+    /* The state of the last queue_begin and the core's number of the list it was handed: the
+     * core's count of jobs kept from its last list (drv_ctx_queue_kept) speaks of `last` when
+     * the list is the next one of the same state. */
     const drv_state *last_st; /* NULL when the last jobs were not all the queued ones */
-    uint64_t last_leaves;
-    uint64_t last_list; /* the core's number of that list (drv_ctx_queue_kept) */
+    uint64_t last_list;
     /* Per factor, the queued jobs' values in two heaps, the least on top: [f][0] the value
      * (lo), [f][1] minus it (hi). Lazy: a job that left stays until it comes to the top and is
      * seen not to be queued. Valid (heaps_ok) while every queued job has an entry in each. */
@@ -443,13 +443,11 @@ static void prio_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32
         kept = 0; /* that list was not the one handed here last */
     p->last_list = list;
     /* The very jobs of the last cycle (a third of the cycles of the Philly replay, in the same
-     * order): the same factors without shares, so the same bounds and keys. The core hands the
-     * queued jobs: with no job taken out of the queue since and as many of them, or all of
-     * them in the last list and as many, the same ones, in whatever order (O(1); else compared
-     * in order). */
+     * order): the same factors without shares, so the same bounds and keys. As many as last
+     * time and all of them in the last list (kept == n, O(1): the core counts them; an empty
+     * list too), they are the same ones, in whatever order; else the lists are compared. */
     if (!fresh && n == p->nlast &&
-        ((p->last_st == st && p->last_leaves == st->queue_leaves && n == st->nqueued) || n == 0 ||
-         kept == n || memcmp(jobs, p->last, (size_t)n * sizeof *jobs) == 0)) {
+        (kept == n || memcmp(jobs, p->last, (size_t)n * sizeof *jobs) == 0)) {
         p->kept = true; /* the same list: its marks stand */
         return;
     }
@@ -469,7 +467,6 @@ static void prio_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32
     }
     p->last_ok = drv_grow(&p->last, sizeof *p->last, &p->cap_last, n) == 0;
     p->last_st = n == st->nqueued ? st : NULL;
-    p->last_leaves = st->queue_leaves;
     if (p->last_ok) {
         if (n > 0)
             memcpy(p->last, jobs, (size_t)n * sizeof *jobs);

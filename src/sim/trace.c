@@ -101,17 +101,6 @@ static int num(row_ctx *r, int k, const char *field, double lo, double hi, bool 
     return 0;
 }
 
-/* Days since 1970-01-01 of a civil date (proleptic Gregorian; H. Hinnant's algorithm). */
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
 /* "YYYY-MM-DD HH:MM:SS" to seconds since the epoch. */
 static int timestamp(row_ctx *r, int k, double *out)
 {
@@ -119,7 +108,7 @@ static int timestamp(row_ctx *r, int k, double *out)
     if (sscanf(r->f[k], "%4d-%2d-%2d %2d:%2d:%2d%n", &y, &mo, &dd, &h, &mi, &s, &n) != 6 ||
         r->f[k][n] || mo < 1 || mo > 12 || dd < 1 || dd > 31 || h > 23 || mi > 59 || s > 60)
         return bad(r, k, "timestamp", "a time as YYYY-MM-DD HH:MM:SS");
-    *out = (double)days_from_civil(y, mo, dd) * 86400.0 + h * 3600.0 + mi * 60.0 + s;
+    *out = (double)trace_days_from_civil(y, mo, dd) * 86400.0 + h * 3600.0 + mi * 60.0 + s;
     return 0;
 }
 

@@ -42,6 +42,8 @@ int trace_num(const trace_row *r, int k, const char *field, double lo, double hi
 int trace_time(const trace_row *r, int k, const char *field, double *out);
 /* The same on a string; -1 when it is neither. */
 int trace_time_str(const char *s, double *out);
+/* Days since 1970-01-01 of a civil date (proleptic Gregorian). */
+int64_t trace_days_from_civil(int64_t y, int64_t m, int64_t d);
 
 /* What a reader found about one job. */
 typedef struct trace_job {

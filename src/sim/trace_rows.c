@@ -65,11 +65,10 @@ int trace_num(const trace_row *r, int k, const char *field, double lo, double hi
     return 0;
 }
 
-/* Days since 1970-01-01 of a civil date (proleptic Gregorian; H. Hinnant's algorithm). */
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
+int64_t trace_days_from_civil(int64_t y, int64_t m, int64_t d)
 {
     y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t era = (y >= 0 ? y : y - 399) / 400; /* H. Hinnant's algorithm */
     int64_t yoe = y - era * 400;
     int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
     int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
@@ -82,7 +81,7 @@ int trace_time_str(const char *s, double *out)
     if (sscanf(s, "%4d-%2d-%2d %2d:%2d:%2d%n", &y, &mo, &dd, &h, &mi, &sec, &n) == 6 && !s[n] &&
         mo >= 1 && mo <= 12 && dd >= 1 && dd <= 31 && h <= 23 && mi <= 59 && sec <= 60 && h >= 0 &&
         mi >= 0 && sec >= 0) {
-        *out = (double)days_from_civil(y, mo, dd) * 86400.0 + h * 3600.0 + mi * 60.0 + sec;
+        *out = (double)trace_days_from_civil(y, mo, dd) * 86400.0 + h * 3600.0 + mi * 60.0 + sec;
         return 0;
     }
     char *end;

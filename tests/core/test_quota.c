@@ -15,23 +15,15 @@
 #include <cmocka.h>
 
 #include "drover/cycle.h"
+#include "testutil.h"
 
 #define GiB (1024LL * 1024 * 1024)
 #define UNL DRV_UNLIMITED
 
 /* ---- fixtures ---------------------------------------------------------------------------- */
 
-/* n nodes of 8 CPUs, 64 GiB, 8 GPUs. */
-static void make_state(drv_state *st, int n)
-{
-    assert_int_equal(drv_state_init(st), 0);
-    for (int i = 0; i < n; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "n%d", i);
-        assert_int_equal(drv_state_add_node(st, name, (drv_res){8000, 64 * GiB, 8}, "z", "r", NULL),
-                         0);
-    }
-}
+/* A node: 8 CPUs, 64 GiB, 8 GPUs. */
+static const drv_res NODE = {8000, 64 * GiB, 8};
 
 static int32_t add_queue(drv_state *st, const char *name, const char *cohort, double weight,
                          drv_res quota, drv_res borrow)
@@ -107,33 +99,11 @@ static drv_sched *new_sched(const drv_plugin *admit, bool gang)
     return s;
 }
 
-/* Runs one cycle and applies its decisions (binds, scales); jobs now whole start running. */
+/* Runs one cycle and applies its decisions (binds, scales); jobs now whole start running; the
+ * state checked, gangs whole when the profile admits gangs. */
 static void cycle(drv_sched *s, drv_state *st, drv_decisions *ds)
 {
-    drv_snapshot snap = {.st = st, .now = 0};
-    ds->n = 0;
-    assert_int_equal(drv_sched_cycle(s, &snap, ds), 0);
-    for (int32_t i = 0; i < ds->n; i++) {
-        const drv_decision *x = &ds->v[i];
-        if (x->kind == DRV_BIND)
-            drv_state_bind(st, x->pod, x->node);
-        else if (x->kind == DRV_SCALE)
-            drv_state_set_workers(st, x->job, (int32_t)x->value);
-    }
-    DRV_FOR_PENDING(st, j)
-    if (drv_job_complete(&st->jobs[j]))
-        drv_state_set_phase(st, j, DRV_JOB_RUNNING);
-    drv_diag d;
-    assert_int_equal(drv_state_check(st, drv_sched_profile(s)->gang, &d), 0);
-}
-
-/* The job finishes: its pods leave their nodes. */
-static void finish(drv_state *st, int32_t job)
-{
-    const drv_job *j = &st->jobs[job];
-    for (int32_t k = 0; k < j->pod_count; k++)
-        drv_state_unbind(st, j->pod_base + k);
-    drv_state_set_phase(st, job, DRV_JOB_DONE);
+    tu_cycle(s, st, ds, 0, drv_sched_profile(s)->gang);
 }
 
 static int32_t bound_pods(const drv_state *st, int32_t job)
@@ -188,7 +158,7 @@ static void test_rule(void **unused)
 {
     (void)unused;
     drv_state st;
-    make_state(&st, 1);
+    tu_make_state(&st, 1, NODE, "z", "r");
     drv_res none = {0, 0, 0};
     drv_res add = {0, 0, 1};
     assert_true(drv_queue_admits(&st, NULL, 0, add)); /* no queue: nothing binds */
@@ -260,7 +230,7 @@ static void test_helpers(void **unused)
     drv_state st;
     drv_decisions ds;
     drv_decisions_init(&ds);
-    make_state(&st, 4); /* 32 CPUs */
+    tu_make_state(&st, 4, NODE, "z", "r"); /* 32 CPUs */
     int32_t qa = add_queue(&st, "a", NULL, 1, (drv_res){3000, UNL, UNL}, (drv_res){0, 0, 0});
     drv_res one = {1000, GiB, 0};
     int32_t j[5];
@@ -281,8 +251,8 @@ static void test_helpers(void **unused)
     assert_int_equal(drv_state_set_queue(&st, qa, &q), 0);
     int32_t ga = add_job(&st, qa, 1, 3, one, 10);
     int32_t g0 = add_job(&st, 0, 1, 3, one, 11);
-    finish(&st, j[3]); /* not placed: done without running */
-    finish(&st, j[4]);
+    tu_finish(&st, j[3]); /* not placed: done without running */
+    tu_finish(&st, j[4]);
     s = new_sched(&gang_plugin, true);
     cycle(s, &st, &ds);
     assert_int_equal(bound_pods(&st, ga), 0);
@@ -321,7 +291,7 @@ static void test_room_questions(void **unused)
     drv_state st;
     drv_decisions ds;
     drv_decisions_init(&ds);
-    make_state(&st, 4);
+    tu_make_state(&st, 4, NODE, "z", "r");
     int32_t qa = add_queue(&st, "a", NULL, 1, (drv_res){2500, UNL, UNL}, (drv_res){0, 0, 0});
     add_job(&st, qa, 0, 1, (drv_res){1000, GiB, 0}, 0);
     drv_sched *s = new_sched(&ask_plugin, true);
@@ -348,7 +318,7 @@ static void test_borrow_unused(void **unused)
     drv_state st;
     drv_decisions ds;
     drv_decisions_init(&ds);
-    make_state(&st, 4);
+    tu_make_state(&st, 4, NODE, "z", "r");
     drv_res cpu1 = {1000, GiB, 0};
     int32_t qa = add_queue(&st, "a", "lab", 1, (drv_res){4000, UNL, UNL}, (drv_res){8000, 0, 0});
     int32_t qb = add_queue(&st, "b", "lab", 1, (drv_res){6000, UNL, UNL}, (drv_res){0, 0, 0});
@@ -359,7 +329,7 @@ static void test_borrow_unused(void **unused)
     cycle(s, &st, &ds);
     assert_int_equal(cpu_of(&st, qb), 4);
     assert_int_equal(cpu_of(&st, qa), 6); /* its 4 and the 2 b leaves unused */
-    finish(&st, bj);
+    tu_finish(&st, bj);
     cycle(s, &st, &ds);
     assert_int_equal(cpu_of(&st, qa), 10); /* b uses nothing: 6 more, within 4 + 8 */
     int32_t bk = add_job(&st, qb, 0, 6, cpu1, 100);
@@ -373,15 +343,6 @@ static void test_borrow_unused(void **unused)
     drv_state_fini(&st);
 }
 
-/* xorshift64: the tests' own generator, seeded. */
-static uint64_t rnd(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
-
 /* Many cycles of random arrivals (gangs of up to 1 PS + 4 workers, CPUs and GPUs, in three
  * queues and the default one) and completions on 4 nodes: every BIND is admitted by the rule
  * at its place in the list, and no queue ever goes beyond quota + borrowing limit; with the
@@ -393,7 +354,7 @@ static void test_random_arrivals(void **unused)
         drv_state st;
         drv_decisions ds;
         drv_decisions_init(&ds);
-        make_state(&st, 4); /* 32 CPUs, 32 GPUs */
+        tu_make_state(&st, 4, NODE, "z", "r"); /* 32 CPUs, 32 GPUs */
         int32_t qs[4] = {0, -1, -1, -1};
         qs[1] = add_queue(&st, "a", "lab", 1, (drv_res){8000, UNL, 8}, (drv_res){4000, UNL, 4});
         qs[2] = add_queue(&st, "b", "lab", 1, (drv_res){8000, UNL, 8}, (drv_res){0, 0, 0});
@@ -402,12 +363,13 @@ static void test_random_arrivals(void **unused)
         uint64_t x = 88172645463325252ull;
         int borrowed = 0, full = 0;
         for (int cyc = 0; cyc < 300; cyc++) {
-            for (int k = (int)(rnd(&x) % 4); k > 0; k--) {
-                int32_t q = qs[rnd(&x) % 4];
-                drv_res req = {500 + 500 * (int64_t)(rnd(&x) % 4), GiB, (int64_t)(rnd(&x) % 3)};
+            for (int k = (int)(tu_rnd(&x) % 4); k > 0; k--) {
+                int32_t q = qs[tu_rnd(&x) % 4];
+                drv_res req = {500 + 500 * (int64_t)(tu_rnd(&x) % 4), GiB,
+                               (int64_t)(tu_rnd(&x) % 3)};
                 if (q == 0) /* the default queue: small, so the others find room */
                     req = (drv_res){500, GiB, 0};
-                add_job(&st, q, (int)(rnd(&x) % 2), 1 + (int)(rnd(&x) % 4), req, cyc);
+                add_job(&st, q, (int)(tu_rnd(&x) % 2), 1 + (int)(tu_rnd(&x) % 4), req, cyc);
             }
             drv_res used[4];
             for (int32_t q = 0; q < 4; q++)
@@ -437,8 +399,8 @@ static void test_random_arrivals(void **unused)
                 full += qu->used.cpu + 2000 > qu->quota.cpu + (qu->cohort ? qu->borrow.cpu : 0);
             }
             DRV_FOR_LIVE(&st, j)
-            if (st.jobs[j].phase == DRV_JOB_RUNNING && rnd(&x) % 8 == 0)
-                finish(&st, j);
+            if (st.jobs[j].phase == DRV_JOB_RUNNING && tu_rnd(&x) % 8 == 0)
+                tu_finish(&st, j);
             else if (drv_job_complete(&st.jobs[j]) && st.jobs[j].phase == DRV_JOB_PENDING)
                 drv_state_set_phase(&st, j, DRV_JOB_RUNNING);
         }
@@ -461,7 +423,7 @@ static void test_no_deadlock(void **unused)
     drv_state st;
     drv_decisions ds;
     drv_decisions_init(&ds);
-    make_state(&st, 5); /* 40 CPUs: each gang 24 */
+    tu_make_state(&st, 5, NODE, "z", "r"); /* 40 CPUs: each gang 24 */
     int32_t qa = add_queue(&st, "a", "lab", 1, (drv_res){20000, UNL, UNL}, (drv_res){UNL, 0, 0});
     int32_t qb = add_queue(&st, "b", "lab", 1, (drv_res){20000, UNL, UNL}, (drv_res){UNL, 0, 0});
     drv_res req = {2000, GiB, 0};
@@ -474,7 +436,7 @@ static void test_no_deadlock(void **unused)
         assert_int_equal(bound_pods(&st, jb), 0);
         assert_int_equal(ds.n, i == 0 ? 12 : 0);
     }
-    finish(&st, ja);
+    tu_finish(&st, ja);
     cycle(s, &st, &ds);
     assert_int_equal(bound_pods(&st, jb), 12);
     drv_sched_free(s);

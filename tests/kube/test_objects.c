@@ -328,6 +328,28 @@ static void test_quantities(void **unused)
     }
 }
 
+/* Item i, x parsed whole and y parsed without what the informers skip, decoded as a pod or a
+ * node into records interning in a and b: the same result, record and message. */
+static void same_record(const char *where, bool pod, size_t i, json_t *x, json_t *y, drv_strtab *a,
+                        drv_strtab *b)
+{
+    union {
+        drv_kpod pod;
+        drv_knode node;
+    } r1, r2;
+    memset(&r1, 0, sizeof r1);
+    memset(&r2, 0, sizeof r2);
+    drv_diag d1 = {{0}}, d2 = {{0}};
+    int c1 =
+        pod ? drv_kube_decode_pod(x, a, &r1.pod, &d1) : drv_kube_decode_node(x, a, &r1.node, &d1);
+    int c2 =
+        pod ? drv_kube_decode_pod(y, b, &r2.pod, &d2) : drv_kube_decode_node(y, b, &r2.node, &d2);
+    assert_int_equal(c1, c2);
+    if (memcmp(&r1, &r2, pod ? sizeof r1.pod : sizeof r1.node) != 0)
+        fail_msg("%s: %s %zu decoded differently when skipping", where, pod ? "pod" : "node", i);
+    assert_string_equal(d1.msg, d2.msg);
+}
+
 /* One recorded Pod or Node (or each item of a list of them) decoded from its text parsed whole
  * and parsed without what the informers skip: the same record (every field compared). */
 static int same_records(const char *where, const char *text, size_t n, const char *root)
@@ -341,8 +363,8 @@ static int same_records(const char *where, const char *text, size_t n, const cha
     bool nodes = kind && (!strcmp(kind, "Node") || !strcmp(kind, "NodeList"));
     int compared = 0;
     if (pods || nodes) {
-        json_t *part = drv_json_loadb_skip(
-            text, n, pods ? drv_kube_unread_pod : drv_kube_unread_node, root, NULL);
+        const char *const *unread = pods ? drv_kube_unread_pod : drv_kube_unread_node;
+        json_t *part = drv_json_loadb_skip(text, n, unread, root, NULL);
         assert_non_null(part);
         json_t *ptop = root ? json_object_get(part, root) : part;
         json_t *items = json_object_get(top, "items"), *pitems = json_object_get(ptop, "items");
@@ -354,10 +376,7 @@ static int same_records(const char *where, const char *text, size_t n, const cha
             json_array_foreach(items, i, it)
             {
                 char *t = json_dumps(it, JSON_COMPACT);
-                json_array_append_new(
-                    part, drv_json_loadb_skip(t, strlen(t),
-                                              pods ? drv_kube_unread_pod : drv_kube_unread_node,
-                                              NULL, NULL));
+                json_array_append_new(part, drv_json_loadb_skip(t, strlen(t), unread, NULL, NULL));
                 free(t);
             }
             pitems = part;
@@ -368,27 +387,7 @@ static int same_records(const char *where, const char *text, size_t n, const cha
         for (size_t i = 0; i < count; i++) {
             json_t *x = items ? json_array_get(items, i) : top;
             json_t *y = items ? json_array_get(pitems, i) : ptop;
-            drv_diag d1 = {{0}}, d2 = {{0}};
-            if (pods) {
-                drv_kpod p1, p2;
-                memset(&p1, 0, sizeof p1);
-                memset(&p2, 0, sizeof p2);
-                int r1 = drv_kube_decode_pod(x, a, &p1, &d1),
-                    r2 = drv_kube_decode_pod(y, b, &p2, &d2);
-                assert_int_equal(r1, r2);
-                if (memcmp(&p1, &p2, sizeof p1) != 0)
-                    fail_msg("%s: pod %zu decoded differently when skipping", where, i);
-            } else {
-                drv_knode n1, n2;
-                memset(&n1, 0, sizeof n1);
-                memset(&n2, 0, sizeof n2);
-                int r1 = drv_kube_decode_node(x, a, &n1, &d1),
-                    r2 = drv_kube_decode_node(y, b, &n2, &d2);
-                assert_int_equal(r1, r2);
-                if (memcmp(&n1, &n2, sizeof n1) != 0)
-                    fail_msg("%s: node %zu decoded differently when skipping", where, i);
-            }
-            assert_string_equal(d1.msg, d2.msg);
+            same_record(where, pods, i, x, y, a, b);
             compared++;
         }
         /* the interned texts too (the records hold their ids) */

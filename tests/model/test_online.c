@@ -22,30 +22,7 @@
 #include <cmocka.h>
 
 #include "drover/online.h"
-
-static char *path(const char *rel)
-{
-    static char buf[4096];
-    const char *src = getenv("DROVER_SOURCE_DIR");
-    snprintf(buf, sizeof buf, "%s/%s", src ? src : ".", rel);
-    return buf;
-}
-
-static drv_calib calib;
-
-static int setup(void **unused)
-{
-    (void)unused;
-    drv_diag d;
-    return drv_calib_load(&calib, path("data/pollux/profiles"), &d);
-}
-
-static int teardown(void **unused)
-{
-    (void)unused;
-    drv_calib_fini(&calib);
-    return 0;
-}
+#include "testutil.h"
 
 /* n GPUs packed 4 per node into gpn; returns the node count. */
 static int32_t packed(int32_t n, int32_t *gpn)
@@ -69,15 +46,15 @@ static void test_converges_on_what_it_ran(void **unused)
     (void)unused;
     static const int32_t sizes[] = {1, 2, 4, 8, 16};
     double worst = 0;
-    for (int32_t app = 0; app < calib.n; app++) {
-        const drv_calib_app *a = &calib.v[app];
+    for (int32_t app = 0; app < tu_calib.n; app++) {
+        const drv_calib_app *a = &tu_calib.v[app];
         drv_online_job o;
         drv_online_job_init(&o);
         drv_calib_sample ran[5];
         for (int32_t i = 0; i < 5; i++) {
             int32_t gpn[8], nn = packed(sizes[i], gpn);
             assert_int_equal(
-                drv_calib_measure(&calib, app, gpn, nn, batch_for(a, sizes[i]), &ran[i]), 0);
+                drv_calib_measure(&tu_calib, app, gpn, nn, batch_for(a, sizes[i]), &ran[i]), 0);
             assert_int_equal(drv_online_observe(&o, &ran[i]), 0);
         }
         assert_int_equal(o.most, 16);
@@ -99,13 +76,13 @@ static void test_converges_on_what_it_ran(void **unused)
 static void test_prior_is_linear(void **unused)
 {
     (void)unused;
-    for (int32_t app = 0; app < calib.n; app++) {
-        const drv_calib_app *a = &calib.v[app];
+    for (int32_t app = 0; app < tu_calib.n; app++) {
+        const drv_calib_app *a = &tu_calib.v[app];
         drv_online_job o;
         drv_online_job_init(&o);
         int32_t one = 1;
         drv_calib_sample s;
-        assert_int_equal(drv_calib_measure(&calib, app, &one, 1, a->init_bsz, &s), 0);
+        assert_int_equal(drv_calib_measure(&tu_calib, app, &one, 1, a->init_bsz, &s), 0);
         assert_int_equal(drv_online_observe(&o, &s), 0);
         double t1 = drv_online_step(&o, 1, 1, s.atomic, s.accum);
         assert_true(fabs(t1 - s.step) <= 1e-9 * s.step); /* the one point it saw */
@@ -114,7 +91,7 @@ static void test_prior_is_linear(void **unused)
         assert_true(fabs(drv_online_step(&o, 2, 8, s.atomic, s.accum) - t1) <= 1e-12);
         /* while the measured profile has a real sync cost there (not linear) */
         int32_t gpn[2] = {4, 4};
-        double real = drv_calib_step_time(&calib, app, gpn, 2, 8 * s.atomic);
+        double real = drv_calib_step_time(&tu_calib, app, gpn, 2, 8 * s.atomic);
         assert_true(real > 0);
         drv_online_job_fini(&o);
     }
@@ -127,7 +104,7 @@ static void test_seen_again_refits_nothing(void **unused)
     drv_online_job_init(&o);
     int32_t gpn[1] = {2};
     drv_calib_sample s;
-    assert_int_equal(drv_calib_measure(&calib, 0, gpn, 1, calib.v[0].init_bsz, &s), 0);
+    assert_int_equal(drv_calib_measure(&tu_calib, 0, gpn, 1, tu_calib.v[0].init_bsz, &s), 0);
     assert_int_equal(drv_online_observe(&o, &s), 0);
     uint32_t v = o.version;
     assert_int_equal(drv_online_observe(&o, &s), 0);
@@ -150,7 +127,7 @@ static void test_failed_allocation_keeps_model(void **unused)
     drv_online_job_init(&o);
     int32_t one = 1;
     drv_calib_sample s;
-    assert_int_equal(drv_calib_measure(&calib, 1, &one, 1, calib.v[1].init_bsz, &s), 0);
+    assert_int_equal(drv_calib_measure(&tu_calib, 1, &one, 1, tu_calib.v[1].init_bsz, &s), 0);
     drv_alloc_fail_at(1);
     assert_int_equal(drv_online_observe(&o, &s), DRV_ENOMEM);
     drv_alloc_fail_at(0);
@@ -164,17 +141,17 @@ static void test_failed_allocation_keeps_model(void **unused)
 static void test_best_batch_in_range(void **unused)
 {
     (void)unused;
-    for (int32_t app = 0; app < calib.n; app++) {
-        const drv_calib_app *a = &calib.v[app];
+    for (int32_t app = 0; app < tu_calib.n; app++) {
+        const drv_calib_app *a = &tu_calib.v[app];
         drv_online_job o;
         drv_online_job_init(&o);
         int32_t one = 1;
         drv_calib_sample s;
-        assert_int_equal(drv_calib_measure(&calib, app, &one, 1, a->init_bsz, &s), 0);
+        assert_int_equal(drv_calib_measure(&tu_calib, app, &one, 1, a->init_bsz, &s), 0);
         assert_int_equal(drv_online_observe(&o, &s), 0);
         drv_online_grad g = {0};
         g.init_bsz = a->init_bsz;
-        drv_calib_grad(&calib, app, a->init_bsz, a->max_epochs / 2, &g.sqr, &g.var);
+        drv_calib_grad(&tu_calib, app, a->init_bsz, a->max_epochs / 2, &g.sqr, &g.var);
         for (int32_t r = 1; r <= 16; r *= 2) {
             double gp = 0;
             double b =
@@ -200,5 +177,5 @@ int main(void)
         cmocka_unit_test(test_failed_allocation_keeps_model),
         cmocka_unit_test(test_best_batch_in_range),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_calib_setup, tu_calib_teardown);
 }

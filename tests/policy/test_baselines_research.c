@@ -18,29 +18,7 @@
 
 #include "drover/policy.h"
 #include "drover/trace.h"
-
-static drv_catalogue cat;
-static drv_calib calib;
-
-static int setup(void **unused)
-{
-    (void)unused;
-    drv_diag d;
-    char dir[4096];
-    const char *src = getenv("DROVER_SOURCE_DIR");
-    snprintf(dir, sizeof dir, "%s/data/pollux/profiles", src ? src : ".");
-    if (drv_catalogue_builtin(&cat, &d))
-        return -1;
-    return drv_calib_load(&calib, dir, &d);
-}
-
-static int teardown(void **unused)
-{
-    (void)unused;
-    drv_catalogue_fini(&cat);
-    drv_calib_fini(&calib);
-    return 0;
-}
+#include "testutil.h"
 
 typedef struct run {
     drv_jobresult r[4];
@@ -54,16 +32,16 @@ static void simulate(const char *rows, int32_t nodes, const char *line, run *out
     snprintf(text, sizeof text, "name,time,application,num_replicas,batch_size\n%s", rows);
     drv_workload w = {0};
     drv_diag d = {{0}};
-    drv_trace_opts o = {drv_trace_format_parse("pollux"), false, 1, &calib, 4};
-    assert_int_equal(drv_trace_parse(&w, "t.csv", text, &cat, &o, NULL, &d), 0);
+    drv_trace_opts o = {drv_trace_format_parse("pollux"), false, 1, &tu_calib, 4};
+    assert_int_equal(drv_trace_parse(&w, "t.csv", text, &tu_cat, &o, NULL, &d), 0);
     drv_cluster_spec c = {0};
     drv_cluster_pollux(&c, nodes, 4);
     drv_profile p;
     if (drv_profile_parse("t", line, &p, &d) != 0)
         fail_msg("%s", d.msg);
-    drv_sim_config cfg = {.seed = 1, .check = true, .calib = &calib};
+    drv_sim_config cfg = {.seed = 1, .check = true, .calib = &tu_calib};
     drv_sim *s = NULL;
-    assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
+    assert_int_equal(drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, &d), 0);
     if (drv_sim_run(s, &d) != 0)
         fail_msg("%s", d.msg);
     int32_t n;
@@ -171,5 +149,5 @@ int main(void)
         cmocka_unit_test(test_optimus_grows_and_shares),
         cmocka_unit_test(test_optimus_sizes_a_lone_job_once),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_models_setup, tu_models_teardown);
 }

@@ -15,21 +15,17 @@
 #include <cmocka.h>
 
 #include "drover/policy.h"
+#include "testutil.h"
 
 #define GiB (1024LL * 1024 * 1024)
 #define UNL DRV_UNLIMITED
 
 /* ---- fixtures ---------------------------------------------------------------------------- */
 
-static void make_state(drv_state *st, int n, int64_t cpu)
+/* A node of cpu millicores (and 64 GiB). */
+static drv_res node(int64_t cpu)
 {
-    assert_int_equal(drv_state_init(st), 0);
-    for (int i = 0; i < n; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "n%d", i);
-        assert_int_equal(drv_state_add_node(st, name, (drv_res){cpu, 64 * GiB, 0}, "", "", NULL),
-                         0);
-    }
+    return (drv_res){cpu, 64 * GiB, 0};
 }
 
 static int32_t add_queue(drv_state *st, const char *name, double weight, drv_res quota)
@@ -62,51 +58,6 @@ static int32_t add_job(drv_state *st, int32_t q, const char *user, int64_t cpu, 
     return id;
 }
 
-static drv_sched *sched(drv_profile *p, const char *line)
-{
-    drv_diag d;
-    assert_int_equal(drv_profile_parse("t", line, p, &d), 0);
-    drv_sched *s;
-    assert_int_equal(drv_sched_new(p, &s, &d), 0);
-    return s;
-}
-
-/* One cycle at time now, applied; whole jobs start running. */
-static void cycle(drv_sched *s, drv_state *st, drv_decisions *ds, double now)
-{
-    drv_snapshot snap = {.st = st, .now = now};
-    ds->n = 0;
-    assert_int_equal(drv_sched_cycle(s, &snap, ds), 0);
-    for (int32_t i = 0; i < ds->n; i++) {
-        const drv_decision *x = &ds->v[i];
-        if (x->kind == DRV_BIND)
-            drv_state_bind(st, x->pod, x->node);
-        else if (x->kind == DRV_SCALE)
-            drv_state_set_workers(st, x->job, (int32_t)x->value);
-    }
-    DRV_FOR_PENDING(st, j)
-    if (drv_job_complete(&st->jobs[j]))
-        drv_state_set_phase(st, j, DRV_JOB_RUNNING);
-    drv_diag d;
-    assert_int_equal(drv_state_check(st, true, &d), 0);
-}
-
-static void finish(drv_state *st, int32_t job)
-{
-    const drv_job *j = &st->jobs[job];
-    for (int32_t k = 0; k < j->pod_count; k++)
-        drv_state_unbind(st, j->pod_base + k);
-    drv_state_set_phase(st, job, DRV_JOB_DONE);
-}
-
-static uint64_t rnd(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
-
 /* ---- weighted DRF among queues ----------------------------------------------------------- */
 
 /*
@@ -118,13 +69,13 @@ static uint64_t rnd(uint64_t *x)
 static void run_shares(double wa, double wb, const char *order, double *sa, double *sb)
 {
     drv_state st;
-    make_state(&st, 4, 8000);
+    tu_make_state(&st, 4, node(8000), "", "");
     int32_t qa = add_queue(&st, "a", wa, (drv_res){UNL, UNL, UNL});
     int32_t qb = add_queue(&st, "b", wb, (drv_res){UNL, UNL, UNL});
     char line[128];
     snprintf(line, sizeof line, "gang=true period=1 queue_order=%s admit=gang", order);
     drv_profile p;
-    drv_sched *s = sched(&p, line);
+    drv_sched *s = tu_sched(&p, line);
     drv_decisions ds;
     drv_decisions_init(&ds);
     uint64_t x = 2463534242ull;
@@ -137,15 +88,15 @@ static void run_shares(double wa, double wb, const char *order, double *sa, doub
         for (int q = 0; q < 2; q++)
             for (int k = waiting[q]; k < 20; k++)
                 add_job(&st, q ? qb : qa, "u", 1000, q ? t + 1 : 0);
-        cycle(s, &st, &ds, t);
+        tu_cycle(s, &st, &ds, t, true);
         if (t >= 200) {
             suma += (double)st.queues[qa].used.cpu / 32000;
             sumb += (double)st.queues[qb].used.cpu / 32000;
             n++;
         }
         DRV_FOR_LIVE(&st, j)
-        if (st.jobs[j].phase == DRV_JOB_RUNNING && rnd(&x) % 10 == 0)
-            finish(&st, j);
+        if (st.jobs[j].phase == DRV_JOB_RUNNING && tu_rnd(&x) % 10 == 0)
+            tu_finish(&st, j);
     }
     *sa = suma / n;
     *sb = sumb / n;
@@ -184,17 +135,17 @@ static void test_progressive(void **unused)
     (void)unused;
     for (int prog = 0; prog < 2; prog++) {
         drv_state st;
-        make_state(&st, 1, 8000);
+        tu_make_state(&st, 1, node(8000), "", "");
         int32_t qa = add_queue(&st, "a", 1, (drv_res){UNL, UNL, UNL});
         int32_t qb = add_queue(&st, "b", 1, (drv_res){UNL, UNL, UNL});
         for (int k = 0; k < 16; k++)
             add_job(&st, k < 8 ? qa : qb, "u", 1000, k);
         drv_profile p;
-        drv_sched *s = sched(&p, prog ? "queue_order=fairshare(progressive=1) admit=gang"
-                                      : "queue_order=fairshare admit=gang");
+        drv_sched *s = tu_sched(&p, prog ? "queue_order=fairshare(progressive=1) admit=gang"
+                                         : "queue_order=fairshare admit=gang");
         drv_decisions ds;
         drv_decisions_init(&ds);
-        cycle(s, &st, &ds, 0);
+        tu_cycle(s, &st, &ds, 0, true);
         assert_int_equal(st.queues[qa].used.cpu, prog ? 4000 : 8000);
         assert_int_equal(st.queues[qb].used.cpu, prog ? 4000 : 0);
         drv_sched_free(s);
@@ -211,7 +162,7 @@ static void test_chain(void **unused)
     (void)unused;
     for (int chain = 0; chain < 2; chain++) {
         drv_state st;
-        make_state(&st, 1, 5000);
+        tu_make_state(&st, 1, node(5000), "", "");
         int32_t qa = add_queue(&st, "a", 1, (drv_res){UNL, UNL, UNL});
         int32_t qb = add_queue(&st, "b", 1, (drv_res){UNL, UNL, UNL});
         int32_t run = add_job(&st, qa, "u", 4000, 0);
@@ -223,11 +174,11 @@ static void test_chain(void **unused)
         st.jobs[jb5].priority = 50;
         (void)jb0;
         drv_profile p;
-        drv_sched *s = sched(&p, chain ? "queue_order=fairshare,priority admit=gang"
-                                       : "queue_order=priority admit=gang");
+        drv_sched *s = tu_sched(&p, chain ? "queue_order=fairshare,priority admit=gang"
+                                          : "queue_order=priority admit=gang");
         drv_decisions ds;
         drv_decisions_init(&ds);
-        cycle(s, &st, &ds, 5);
+        tu_cycle(s, &st, &ds, 5, true);
         assert_int_equal(ds.n, 1);
         assert_int_equal(ds.v[0].job, chain ? jb5 : ja);
         drv_sched_free(s);
@@ -247,7 +198,7 @@ static void test_user_share(void **unused)
     (void)unused;
     for (int off = 0; off < 2; off++) {
         drv_state st;
-        make_state(&st, 1, 8000);
+        tu_make_state(&st, 1, node(8000), "", "");
         int32_t qa = add_queue(&st, "a", 1, (drv_res){8000, UNL, UNL});
         int32_t run = add_job(&st, qa, "u1", 4000, 0);
         drv_state_bind(&st, st.jobs[run].pod_base, 0);
@@ -265,11 +216,11 @@ static void test_user_share(void **unused)
         assert_float_equal(b2.norm[DRV_PRIO_SHARE], 1, 1e-12);
         assert_true(off ? b1.total > b2.total : b2.total > b1.total);
         drv_profile p;
-        drv_sched *s = sched(&p, off ? "queue_order=priority(w_wait=0.1;w_share=0) admit=gang"
-                                     : "queue_order=priority(w_wait=0.1) admit=gang");
+        drv_sched *s = tu_sched(&p, off ? "queue_order=priority(w_wait=0.1;w_share=0) admit=gang"
+                                        : "queue_order=priority(w_wait=0.1) admit=gang");
         drv_decisions ds;
         drv_decisions_init(&ds);
-        cycle(s, &st, &ds, 3);
+        tu_cycle(s, &st, &ds, 3, true);
         assert_int_equal(st.jobs[off ? p1 : p2].bound[DRV_ROLE_WORKER], 1);
         assert_int_equal(st.jobs[off ? p2 : p1].bound[DRV_ROLE_WORKER], 0);
         drv_sched_free(s);
@@ -289,22 +240,24 @@ static void test_no_queue_same(void **unused)
     drv_profile p[2];
     drv_sched *s[2];
     drv_decisions ds[2];
-    s[0] = sched(&p[0], "gang=true period=1 queue_order=fairshare,priority admit=gang "
-                        "score=least-allocated");
-    s[1] = sched(&p[1], "gang=true period=1 queue_order=priority admit=gang score=least-allocated");
+    s[0] = tu_sched(&p[0], "gang=true period=1 queue_order=fairshare,priority admit=gang "
+                           "score=least-allocated");
+    s[1] =
+        tu_sched(&p[1], "gang=true period=1 queue_order=priority admit=gang score=least-allocated");
     uint64_t x[2] = {99, 99};
     for (int i = 0; i < 2; i++) {
-        make_state(&st[i], 3, 8000);
+        tu_make_state(&st[i], 3, node(8000), "", "");
         drv_decisions_init(&ds[i]);
     }
     for (int t = 0; t < 60; t++) {
         for (int i = 0; i < 2; i++) {
-            for (int k = (int)(rnd(&x[i]) % 3); k > 0; k--)
-                add_job(&st[i], 0, rnd(&x[i]) % 2 ? "u1" : "u2", 1000 * (1 + rnd(&x[i]) % 4), t);
-            cycle(s[i], &st[i], &ds[i], t);
+            for (int k = (int)(tu_rnd(&x[i]) % 3); k > 0; k--)
+                add_job(&st[i], 0, tu_rnd(&x[i]) % 2 ? "u1" : "u2", 1000 * (1 + tu_rnd(&x[i]) % 4),
+                        t);
+            tu_cycle(s[i], &st[i], &ds[i], t, true);
             DRV_FOR_LIVE(&st[i], j)
-            if (st[i].jobs[j].phase == DRV_JOB_RUNNING && rnd(&x[i]) % 5 == 0)
-                finish(&st[i], j);
+            if (st[i].jobs[j].phase == DRV_JOB_RUNNING && tu_rnd(&x[i]) % 5 == 0)
+                tu_finish(&st[i], j);
         }
         assert_int_equal(ds[0].n, ds[1].n);
         assert_memory_equal(ds[0].v, ds[1].v, (size_t)ds[0].n * sizeof *ds[0].v);

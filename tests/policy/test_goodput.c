@@ -26,43 +26,16 @@
 
 #include "drover/policy.h"
 #include "drover/trace.h"
-
-static char *path(const char *rel)
-{
-    static char buf[4096];
-    const char *src = getenv("DROVER_SOURCE_DIR");
-    snprintf(buf, sizeof buf, "%s/%s", src ? src : ".", rel);
-    return buf;
-}
-
-static drv_catalogue cat;
-static drv_calib calib;
-
-static int setup(void **unused)
-{
-    (void)unused;
-    drv_diag d;
-    if (drv_catalogue_builtin(&cat, &d) != 0)
-        return -1;
-    return drv_calib_load(&calib, path("data/pollux/profiles"), &d);
-}
-
-static int teardown(void **unused)
-{
-    (void)unused;
-    drv_catalogue_fini(&cat);
-    drv_calib_fini(&calib);
-    return 0;
-}
+#include "testutil.h"
 
 /* The first n jobs of a Pollux workload. */
 static void load(drv_workload *w, int w_no, int32_t n)
 {
     char rel[128];
     snprintf(rel, sizeof rel, "data/pollux/workloads/workload-%d.csv", w_no);
-    drv_trace_opts o = {drv_trace_format_parse("pollux"), false, 1, &calib, DRV_POLLUX_GPUS};
+    drv_trace_opts o = {drv_trace_format_parse("pollux"), false, 1, &tu_calib, DRV_POLLUX_GPUS};
     drv_diag d = {{0}};
-    assert_int_equal(drv_trace_load(w, path(rel), &cat, &o, NULL, &d), 0);
+    assert_int_equal(drv_trace_load(w, tu_path("%s", rel), &tu_cat, &o, NULL, &d), 0);
     if (w->n > n)
         w->n = n;
 }
@@ -79,7 +52,7 @@ static drv_jobspec job(const char *app, const char *name)
 {
     drv_jobspec j;
     memset(&j, 0, sizeof j);
-    int32_t a = drv_calib_find(&calib, app);
+    int32_t a = drv_calib_find(&tu_calib, app);
     assert_true(a >= 0);
     snprintf(j.name, sizeof j.name, "%s", name);
     snprintf(j.user, sizeof j.user, "u");
@@ -88,22 +61,24 @@ static drv_jobspec job(const char *app, const char *name)
     j.role[DRV_ROLE_WORKER] = (drv_rolespec){1, 1, 16, {1000, 4LL << 30, 1}, 1000};
     j.target_loss = -INFINITY;
     j.calib_app = a + 1;
-    j.batch = calib.v[a].init_bsz;
-    j.batch_min = calib.v[a].init_bsz;
-    j.batch_max = calib.v[a].max_bsz;
-    j.max_steps = drv_calib_steps(&calib, a, j.batch);
+    j.batch = tu_calib.v[a].init_bsz;
+    j.batch_min = tu_calib.v[a].init_bsz;
+    j.batch_max = tu_calib.v[a].max_bsz;
+    j.max_steps = drv_calib_steps(&tu_calib, a, j.batch);
     return j;
 }
 
 /* Goodput speed-up of app from 1 to n GPUs packed on nodes of 4, at epoch 0. */
 static double speedup(const char *app, int32_t n)
 {
-    int32_t a = drv_calib_find(&calib, app), one[1] = {1}, gpn[4] = {0}, nn = 0;
+    int32_t a = drv_calib_find(&tu_calib, app), one[1] = {1}, gpn[4] = {0}, nn = 0;
     for (int32_t left = n; left > 0; left -= 4)
         gpn[nn++] = left < 4 ? left : 4;
     double g1 = 0, gn = 0;
-    drv_calib_best_batch(&calib, a, one, 1, 0, calib.v[a].init_bsz, calib.v[a].max_bsz, &g1);
-    drv_calib_best_batch(&calib, a, gpn, nn, 0, calib.v[a].init_bsz, calib.v[a].max_bsz, &gn);
+    drv_calib_best_batch(&tu_calib, a, one, 1, 0, tu_calib.v[a].init_bsz, tu_calib.v[a].max_bsz,
+                         &g1);
+    drv_calib_best_batch(&tu_calib, a, gpn, nn, 0, tu_calib.v[a].init_bsz, tu_calib.v[a].max_bsz,
+                         &gn);
     return gn / g1;
 }
 
@@ -123,9 +98,9 @@ static void test_gpus_go_where_goodput_rises(void **unused)
                                        "scale=goodput",
                                        &p, &d),
                      0);
-    drv_sim_config cfg = {.seed = 1, .check = true, .calib = &calib};
+    drv_sim_config cfg = {.seed = 1, .check = true, .calib = &tu_calib};
     drv_sim *s;
-    assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
+    assert_int_equal(drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, &d), 0);
     assert_int_equal(drv_sim_run_until(s, 1, &d), 0); /* the first cycle, at 0 */
     const drv_state *st = drv_sim_state(s);
     int32_t na = st->jobs[0].target[DRV_ROLE_WORKER], nb = st->jobs[1].target[DRV_ROLE_WORKER];
@@ -156,10 +131,10 @@ static int run_checking_batches(const char *policy, int w_no, int32_t n)
     drv_cluster_pollux(&c, DRV_POLLUX_NODES, DRV_POLLUX_GPUS);
     drv_profile p;
     profile(policy, &p);
-    drv_sim_config cfg = {.seed = 1, .check = true, .calib = &calib};
+    drv_sim_config cfg = {.seed = 1, .check = true, .calib = &tu_calib};
     drv_sim *s;
     drv_diag d = {{0}};
-    assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
+    assert_int_equal(drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, &d), 0);
     double *last = calloc((size_t)w.n, sizeof *last);
     assert_non_null(last);
     int changes = 0;
@@ -212,10 +187,10 @@ static void test_drover_skipping_equals_ticking(void **unused)
     drv_summary sum[2];
     int32_t n[2] = {0, 0};
     for (int tick = 0; tick < 2; tick++) {
-        drv_sim_config cfg = {.seed = 4, .check = true, .tick = tick, .calib = &calib};
+        drv_sim_config cfg = {.seed = 4, .check = true, .tick = tick, .calib = &tu_calib};
         drv_sim *s;
         drv_diag d = {{0}};
-        assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
+        assert_int_equal(drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, &d), 0);
         assert_int_equal(drv_sim_run(s, &d), 0);
         drv_sim_summary(s, &sum[tick]);
         const drv_jobresult *r = drv_sim_jobs(s, &n[tick]);
@@ -256,9 +231,9 @@ static void test_explore_limits_growth(void **unused)
                                        "scale=goodput",
                                        &p, &d),
                      0);
-    drv_sim_config cfg = {.seed = 1, .check = true, .calib = &calib};
+    drv_sim_config cfg = {.seed = 1, .check = true, .calib = &tu_calib};
     drv_sim *s;
-    assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
+    assert_int_equal(drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, &d), 0);
     int32_t *most = calloc((size_t)w.n, sizeof *most);
     assert_non_null(most);
     int grew = 0;
@@ -298,9 +273,9 @@ static int32_t run_seeing(const char *knobs, const drv_calib *seen, drv_jobresul
     char text[256];
     snprintf(text, sizeof text, "gang=true period=60 admit=goodput(%s) scale=goodput", knobs);
     assert_int_equal(drv_profile_parse("seeing", text, &p, &d), 0);
-    drv_sim_config cfg = {.seed = 1, .check = true, .calib = &calib, .policy_calib = seen};
+    drv_sim_config cfg = {.seed = 1, .check = true, .calib = &tu_calib, .policy_calib = seen};
     drv_sim *s;
-    assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
+    assert_int_equal(drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, &d), 0);
     assert_int_equal(drv_sim_run(s, &d), 0);
     int32_t got = 0;
     const drv_jobresult *res = drv_sim_jobs(s, &got);
@@ -325,7 +300,7 @@ static void test_online_reads_only_what_ran(void **unused)
     (void)unused;
     drv_calib poisoned = {0}; /* drv_calib_load frees what it held */
     drv_diag d = {{0}};
-    assert_int_equal(drv_calib_load(&poisoned, path("data/pollux/profiles"), &d), 0);
+    assert_int_equal(drv_calib_load(&poisoned, tu_path("data/pollux/profiles"), &d), 0);
     for (int32_t a = 0; a < poisoned.n; a++) {
         drv_calib_app *x = &poisoned.v[a];
         for (int32_t k = 0; k < x->npl; k++) { /* 0.3x to 3.3x, by placement */
@@ -341,10 +316,10 @@ static void test_online_reads_only_what_ran(void **unused)
     }
     enum { N = 25 };
     drv_jobresult truth[N], lied[N];
-    int32_t n = run_seeing("oracle=0", &calib, truth, N);
+    int32_t n = run_seeing("oracle=0", &tu_calib, truth, N);
     assert_int_equal(run_seeing("oracle=0", &poisoned, lied, N), n);
     assert_true(same_runs(truth, lied, n));
-    assert_int_equal(run_seeing("oracle=1", &calib, truth, N), n);
+    assert_int_equal(run_seeing("oracle=1", &tu_calib, truth, N), n);
     assert_int_equal(run_seeing("oracle=1", &poisoned, lied, N), n);
     assert_false(same_runs(truth, lied, n));
     drv_calib_fini(&poisoned);
@@ -359,5 +334,5 @@ int main(void)
         cmocka_unit_test(test_explore_limits_growth),
         cmocka_unit_test(test_online_reads_only_what_ran),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_models_setup, tu_models_teardown);
 }

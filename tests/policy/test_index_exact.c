@@ -70,6 +70,55 @@ static void apply(drv_state *st, const drv_decisions *ds)
             drv_state_set_phase(st, j, DRV_JOB_RUNNING);
 }
 
+/* An indexed scheduler and one told to scan every node, on the same profile, and their
+ * decision lists. */
+typedef struct pair {
+    drv_sched *ix, *scan;
+    drv_decisions a, b;
+} pair;
+
+static void pair_new(pair *q, const drv_profile *p)
+{
+    drv_diag d;
+    assert_int_equal(drv_sched_new(p, &q->ix, &d), 0);
+    assert_int_equal(drv_sched_new(p, &q->scan, &d), 0);
+    assert_true(drv_sched_indexed(q->ix)); /* else the comparison would be vacuous */
+    drv_sched_set_exhaustive(q->scan, true);
+    drv_decisions_init(&q->a);
+    drv_decisions_init(&q->b);
+}
+
+static void pair_free(pair *q)
+{
+    drv_decisions_fini(&q->a);
+    drv_decisions_fini(&q->b);
+    drv_sched_free(q->ix);
+    drv_sched_free(q->scan);
+}
+
+/* One cycle of both at `now` on st: the two decision lists must be equal (kind, pod, node),
+ * else the test fails naming `where`. Returns how many decisions were compared; *binds (when
+ * not NULL) counts the BINDs among them. */
+static int64_t pair_cycle(pair *q, drv_state *st, double now, const char *where, int64_t *binds)
+{
+    drv_snapshot snap = {.st = st, .now = now};
+    drv_decisions *a = &q->a, *b = &q->b;
+    a->n = b->n = 0;
+    assert_int_equal(drv_sched_cycle(q->ix, &snap, a), 0);
+    assert_int_equal(drv_sched_cycle(q->scan, &snap, b), 0);
+    int32_t i = 0;
+    for (; i < a->n || i < b->n; i++) {
+        if (i >= a->n || i >= b->n || a->v[i].kind != b->v[i].kind || a->v[i].pod != b->v[i].pod ||
+            a->v[i].node != b->v[i].node)
+            fail_msg("%s: decision %d differs: index pod %d -> node %d, scan pod %d -> node %d",
+                     where, i, i < a->n ? a->v[i].pod : -1, i < a->n ? a->v[i].node : -1,
+                     i < b->n ? b->v[i].pod : -1, i < b->n ? b->v[i].node : -1);
+        if (binds)
+            *binds += a->v[i].kind == DRV_BIND;
+    }
+    return i;
+}
+
 static void check_profile(const char *line, uint64_t seed, int64_t *compared)
 {
     drv_rng r;
@@ -80,30 +129,14 @@ static void check_profile(const char *line, uint64_t seed, int64_t *compared)
     for (int round = 0; round < 12; round++) {
         drv_state st;
         make_state(&st, &r, round % 3);
-        drv_sched *ix, *scan;
-        assert_int_equal(drv_sched_new(&p, &ix, &d), 0);
-        assert_int_equal(drv_sched_new(&p, &scan, &d), 0);
-        assert_true(drv_sched_indexed(ix)); /* else the comparison would be vacuous */
-        drv_sched_set_exhaustive(scan, true);
-        drv_decisions a, b;
-        drv_decisions_init(&a);
-        drv_decisions_init(&b);
+        pair q;
+        pair_new(&q, &p);
         for (int cyc = 0; cyc < 3; cyc++) {
-            drv_snapshot snap = {.st = &st, .now = cyc * 10.0};
-            a.n = b.n = 0;
-            assert_int_equal(drv_sched_cycle(ix, &snap, &a), 0);
-            assert_int_equal(drv_sched_cycle(scan, &snap, &b), 0);
-            for (int32_t i = 0; i < a.n || i < b.n; i++) {
-                if (i >= a.n || i >= b.n || a.v[i].kind != b.v[i].kind ||
-                    a.v[i].pod != b.v[i].pod || a.v[i].node != b.v[i].node)
-                    fail_msg("%s, seed %llu round %d cycle %d: decision %d differs: index "
-                             "pod %d -> node %d, scan pod %d -> node %d",
-                             line, (unsigned long long)seed, round, cyc, i,
-                             i < a.n ? a.v[i].pod : -1, i < a.n ? a.v[i].node : -1,
-                             i < b.n ? b.v[i].pod : -1, i < b.n ? b.v[i].node : -1);
-                (*compared)++;
-            }
-            apply(&st, &a);
+            char where[256];
+            snprintf(where, sizeof where, "%s, seed %llu round %d cycle %d", line,
+                     (unsigned long long)seed, round, cyc);
+            *compared += pair_cycle(&q, &st, cyc * 10.0, where, NULL);
+            apply(&st, &q.a);
             /* New pending work for the next cycle: a few more gangs. */
             drv_state tmp;
             make_state(&tmp, &r, 0);
@@ -115,10 +148,7 @@ static void check_profile(const char *line, uint64_t seed, int64_t *compared)
             }
             drv_state_fini(&tmp);
         }
-        drv_decisions_fini(&a);
-        drv_decisions_fini(&b);
-        drv_sched_free(ix);
-        drv_sched_free(scan);
+        pair_free(&q);
         drv_state_fini(&st);
     }
 }
@@ -201,31 +231,12 @@ static void test_alike_nodes_equal_scan(void **unused)
         for (int round = 0; round < 40; round++) {
             drv_state st;
             make_alike(&st, &r);
-            drv_sched *ix, *scan;
-            assert_int_equal(drv_sched_new(&p, &ix, &d), 0);
-            assert_int_equal(drv_sched_new(&p, &scan, &d), 0);
-            assert_true(drv_sched_indexed(ix));
-            drv_sched_set_exhaustive(scan, true);
-            drv_decisions a, b;
-            drv_decisions_init(&a);
-            drv_decisions_init(&b);
-            drv_snapshot snap = {.st = &st, .now = 0};
-            assert_int_equal(drv_sched_cycle(ix, &snap, &a), 0);
-            assert_int_equal(drv_sched_cycle(scan, &snap, &b), 0);
-            for (int32_t i = 0; i < a.n || i < b.n; i++) {
-                if (i >= a.n || i >= b.n || a.v[i].kind != b.v[i].kind ||
-                    a.v[i].pod != b.v[i].pod || a.v[i].node != b.v[i].node)
-                    fail_msg("%s, round %d: decision %d differs: index pod %d -> node %d, scan "
-                             "pod %d -> node %d",
-                             lines[l], round, i, i < a.n ? a.v[i].pod : -1,
-                             i < a.n ? a.v[i].node : -1, i < b.n ? b.v[i].pod : -1,
-                             i < b.n ? b.v[i].node : -1);
-                compared += a.v[i].kind == DRV_BIND;
-            }
-            drv_decisions_fini(&a);
-            drv_decisions_fini(&b);
-            drv_sched_free(ix);
-            drv_sched_free(scan);
+            pair q;
+            pair_new(&q, &p);
+            char where[256];
+            snprintf(where, sizeof where, "%s, round %d", lines[l], round);
+            pair_cycle(&q, &st, 0, where, &compared);
+            pair_free(&q);
             drv_state_fini(&st);
         }
     }
@@ -423,35 +434,15 @@ static void test_constrained_equal_scan(void **unused)
         for (int round = 0; round < 12; round++) {
             drv_state st;
             make_constrained(&st, &r);
-            drv_sched *ix, *scan;
-            assert_int_equal(drv_sched_new(&p, &ix, &d), 0);
-            assert_int_equal(drv_sched_new(&p, &scan, &d), 0);
-            assert_true(drv_sched_indexed(ix));
-            drv_sched_set_exhaustive(scan, true);
-            drv_decisions a, b;
-            drv_decisions_init(&a);
-            drv_decisions_init(&b);
+            pair q;
+            pair_new(&q, &p);
             for (int cyc = 0; cyc < 2; cyc++) {
-                drv_snapshot snap = {.st = &st, .now = cyc * 10.0};
-                a.n = b.n = 0;
-                assert_int_equal(drv_sched_cycle(ix, &snap, &a), 0);
-                assert_int_equal(drv_sched_cycle(scan, &snap, &b), 0);
-                for (int32_t i = 0; i < a.n || i < b.n; i++) {
-                    if (i >= a.n || i >= b.n || a.v[i].kind != b.v[i].kind ||
-                        a.v[i].pod != b.v[i].pod || a.v[i].node != b.v[i].node)
-                        fail_msg("%s, round %d cycle %d: decision %d differs: index pod %d -> "
-                                 "node %d, scan pod %d -> node %d",
-                                 lines[l], round, cyc, i, i < a.n ? a.v[i].pod : -1,
-                                 i < a.n ? a.v[i].node : -1, i < b.n ? b.v[i].pod : -1,
-                                 i < b.n ? b.v[i].node : -1);
-                    compared += a.v[i].kind == DRV_BIND;
-                }
-                apply(&st, &a);
+                char where[256];
+                snprintf(where, sizeof where, "%s, round %d cycle %d", lines[l], round, cyc);
+                pair_cycle(&q, &st, cyc * 10.0, where, &compared);
+                apply(&st, &q.a);
             }
-            drv_decisions_fini(&a);
-            drv_decisions_fini(&b);
-            drv_sched_free(ix);
-            drv_sched_free(scan);
+            pair_free(&q);
             drv_state_fini(&st);
         }
     }

@@ -23,28 +23,12 @@
 #include <cmocka.h>
 
 #include "drover/policy.h"
+#include "testutil.h"
 
 #define GiB (1024LL * 1024 * 1024)
 
-static uint64_t rnd(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
-
-/* n nodes of 8 GPUs, 32 CPUs. */
-static void make_state(drv_state *st, int n)
-{
-    assert_int_equal(drv_state_init(st), 0);
-    for (int i = 0; i < n; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "n%d", i);
-        assert_int_equal(drv_state_add_node(st, name, (drv_res){32000, 256 * GiB, 8}, "", "", NULL),
-                         0);
-    }
-}
+/* A node: 8 GPUs, 32 CPUs. */
+static const drv_res NODE = {32000, 256 * GiB, 8};
 
 /* add_job makes no PS (a queue of GPU pods only can be stuck), and now and then a job of
  * worker minimum 0 */
@@ -60,51 +44,21 @@ static void add_job(drv_state *st, uint64_t *x, double now)
     drv_job t;
     memset(&t, 0, sizeof t);
     t.name = drv_strtab_intern(st->names, name);
-    t.user = drv_strtab_intern(st->names, rnd(x) % 2 ? "u1" : "u2");
-    t.submit = now - (double)(rnd(x) % 3);
-    t.user_priority = (int32_t)(rnd(x) % 4);
-    t.priority = (int32_t[]){0, 10, 100}[rnd(x) % 3];
+    t.user = drv_strtab_intern(st->names, tu_rnd(x) % 2 ? "u1" : "u2");
+    t.submit = now - (double)(tu_rnd(x) % 3);
+    t.user_priority = (int32_t)(tu_rnd(x) % 4);
+    t.priority = (int32_t[]){0, 10, 100}[tu_rnd(x) % 3];
     t.phase = DRV_JOB_PENDING;
-    int32_t w = 1 + (int32_t)(rnd(x) % 6), min = 1 + (int32_t)(rnd(x) % (uint64_t)w);
-    if (no_ps && rnd(x) % 8 == 0)
+    int32_t w = 1 + (int32_t)(tu_rnd(x) % 6), min = 1 + (int32_t)(tu_rnd(x) % (uint64_t)w);
+    if (no_ps && tu_rnd(x) % 8 == 0)
         min = 0; /* its smallest gang has no pod: the queue is not stuck while it waits */
-    int64_t gpu = 1 + (int64_t)(rnd(x) % 4);
+    int64_t gpu = 1 + (int64_t)(tu_rnd(x) % 4);
     t.role[DRV_ROLE_WORKER] =
-        (drv_rolespec){w, min, w + (int32_t)(rnd(x) % 3), {2000, 4 * GiB, gpu}, 2000};
-    if (!no_ps && rnd(x) % 2)
+        (drv_rolespec){w, min, w + (int32_t)(tu_rnd(x) % 3), {2000, 4 * GiB, gpu}, 2000};
+    if (!no_ps && tu_rnd(x) % 2)
         t.role[DRV_ROLE_PS] = (drv_rolespec){1, 1, 1, {4000, 8 * GiB, 0}, 4000};
     int32_t id = -1;
     assert_int_equal(drv_state_add_job(st, &t, &id), 0);
-}
-
-static void apply(drv_state *st, const drv_decisions *ds)
-{
-    for (int32_t i = 0; i < ds->n; i++) {
-        const drv_decision *x = &ds->v[i];
-        if (x->kind == DRV_BIND) {
-            drv_state_bind(st, x->pod, x->node);
-        } else if (x->kind == DRV_EVICT) {
-            drv_state_unbind(st, x->pod);
-        } else if (x->kind == DRV_MIGRATE) {
-            drv_state_unbind(st, x->pod);
-            drv_state_bind(st, x->pod, x->node);
-        } else if (x->kind == DRV_SCALE) {
-            drv_state_set_workers(st, x->job, (int32_t)x->value);
-        }
-    }
-    DRV_FOR_PENDING(st, j)
-    if (drv_job_complete(&st->jobs[j]))
-        drv_state_set_phase(st, j, DRV_JOB_RUNNING);
-    drv_diag d;
-    assert_int_equal(drv_state_check(st, true, &d), 0);
-}
-
-static void finish(drv_state *st, int32_t job)
-{
-    const drv_job *j = &st->jobs[job];
-    for (int32_t k = 0; k < j->pod_count; k++)
-        drv_state_unbind(st, j->pod_base + k);
-    drv_state_set_phase(st, job, DRV_JOB_DONE);
 }
 
 /* A running job's pods all unbound and the job pending again: it leaves the running jobs
@@ -115,15 +69,6 @@ static void requeue(drv_state *st, int32_t job)
     for (int32_t k = 0; k < j->pod_count; k++)
         drv_state_unbind(st, j->pod_base + k);
     drv_state_set_phase(st, job, DRV_JOB_PENDING);
-}
-
-static drv_sched *sched(drv_profile *p, const char *line)
-{
-    drv_diag d;
-    assert_int_equal(drv_profile_parse("t", line, p, &d), 0);
-    drv_sched *s;
-    assert_int_equal(drv_sched_new(p, &s, &d), 0);
-    return s;
 }
 
 /*
@@ -138,32 +83,32 @@ static int32_t run_stream(const char *line, int nodes, int steps, uint64_t seed)
     drv_state st;
     drv_profile pk, pf;
     drv_decisions dk, df;
-    make_state(&st, nodes);
+    tu_make_state(&st, nodes, NODE, "", "");
     drv_decisions_init(&dk);
     drv_decisions_init(&df);
-    drv_sched *kept = sched(&pk, line);
+    drv_sched *kept = tu_sched(&pk, line);
     uint64_t x = seed;
     int32_t decided = 0;
     for (int t = 0; t < steps; t++) {
         int phase = (t / 7) % 4; /* 0: all moves, 1: arrivals only, 2: finishes only, 3: none */
         if (phase <= 1)
-            for (int k = (int)(rnd(&x) % 4); k > 0; k--)
+            for (int k = (int)(tu_rnd(&x) % 4); k > 0; k--)
                 add_job(&st, &x, t);
         if (phase == 0 || phase == 2) {
             DRV_FOR_LIVE(&st, j)
-            if (st.jobs[j].phase == DRV_JOB_RUNNING && rnd(&x) % 4 == 0)
-                finish(&st, j);
+            if (st.jobs[j].phase == DRV_JOB_RUNNING && tu_rnd(&x) % 4 == 0)
+                tu_finish(&st, j);
         }
-        if (rnd(&x) % 9 == 0) { /* the oldest queued job withdrawn */
+        if (tu_rnd(&x) % 9 == 0) { /* the oldest queued job withdrawn */
             int32_t old = -1;
             for (int32_t j = drv_state_next_queued(&st, 0); j >= 0;
                  j = drv_state_next_queued(&st, j + 1))
                 if (old < 0 || st.jobs[j].submit < st.jobs[old].submit)
                     old = j;
             if (old >= 0 && st.nqueued_bound == 0)
-                finish(&st, old);
+                tu_finish(&st, old);
         }
-        if (rnd(&x) % 7 == 0) { /* a running job stopped whole, queued again (a restart) */
+        if (tu_rnd(&x) % 7 == 0) { /* a running job stopped whole, queued again (a restart) */
             int32_t r = -1;
             DRV_FOR_LIVE(&st, j)
             if (r < 0 && st.jobs[j].phase == DRV_JOB_RUNNING)
@@ -174,13 +119,14 @@ static int32_t run_stream(const char *line, int nodes, int steps, uint64_t seed)
         drv_snapshot snap = {.st = &st, .now = t};
         dk.n = df.n = 0;
         assert_int_equal(drv_sched_cycle(kept, &snap, &dk), 0);
-        drv_sched *fresh = sched(&pf, line);
+        drv_sched *fresh = tu_sched(&pf, line);
         assert_int_equal(drv_sched_cycle(fresh, &snap, &df), 0);
         drv_sched_free(fresh);
         if (dk.n != df.n || (dk.n > 0 && memcmp(dk.v, df.v, (size_t)dk.n * sizeof *dk.v) != 0))
             fail_msg("%s: cycle %d: %d decisions kept, %d fresh", line, t, (int)dk.n, (int)df.n);
         decided += dk.n;
-        apply(&st, &dk);
+        tu_apply(&st, &dk);
+        tu_settle(&st, true);
     }
     drv_sched_free(kept);
     drv_decisions_fini(&dk);
@@ -267,7 +213,7 @@ static void checking_stream(void)
     drv_profile p;
     drv_diag d;
     drv_decisions ds;
-    make_state(&st, 3);
+    tu_make_state(&st, 3, NODE, "", "");
     drv_decisions_init(&ds);
     assert_int_equal(drv_profile_parse("t",
                                        "gang=true period=1 queue_order=priority admit=gang "
@@ -280,11 +226,11 @@ static void checking_stream(void)
     uint64_t x = 424242;
     memset(&seen, 0, sizeof seen);
     for (int t = 0; t < 300; t++) {
-        for (int k = (int)(rnd(&x) % 4); k > 0; k--)
+        for (int k = (int)(tu_rnd(&x) % 4); k > 0; k--)
             add_job(&st, &x, t);
         DRV_FOR_LIVE(&st, j)
-        if (st.jobs[j].phase == DRV_JOB_RUNNING && rnd(&x) % 4 == 0)
-            finish(&st, j);
+        if (st.jobs[j].phase == DRV_JOB_RUNNING && tu_rnd(&x) % 4 == 0)
+            tu_finish(&st, j);
         drv_snapshot snap = {.st = &st, .now = t};
         /* drv_ctx_queue_stuck's summary over the kept records must answer as a fresh one */
         drv_sched *fresh;
@@ -299,7 +245,8 @@ static void checking_stream(void)
         if (seen.stuck != want)
             fail_msg("cycle %d: queue stuck %d, a fresh scheduler says %d", t, seen.stuck, want);
         seen.nstuck[seen.stuck]++;
-        apply(&st, &ds);
+        tu_apply(&st, &ds);
+        tu_settle(&st, true);
     }
     assert_true(seen.cannot > 100); /* both answers were given, many times */
     assert_true(seen.can > 100);

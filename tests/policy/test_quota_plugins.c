@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "drover/policy.h"
+#include "testutil.h"
 
 #define GiB (1024LL * 1024 * 1024)
 #define UNL DRV_UNLIMITED
@@ -23,13 +24,7 @@
 /* 2 nodes of 4 GPUs; queue a may use 2 GPUs. */
 static int32_t make_state(drv_state *st)
 {
-    assert_int_equal(drv_state_init(st), 0);
-    for (int i = 0; i < 2; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "n%d", i);
-        assert_int_equal(drv_state_add_node(st, name, (drv_res){32000, 128 * GiB, 4}, "", "", NULL),
-                         0);
-    }
+    tu_make_state(st, 2, (drv_res){32000, 128 * GiB, 4}, "", "");
     drv_queue q = {.name = drv_strtab_intern(st->names, "a"),
                    .weight = 1,
                    .quota = {UNL, UNL, 2},
@@ -66,19 +61,6 @@ static int32_t count(const drv_decisions *ds, int kind, int32_t job)
     return n;
 }
 
-static void apply(drv_state *st, const drv_decisions *ds)
-{
-    for (int32_t i = 0; i < ds->n; i++) {
-        const drv_decision *x = &ds->v[i];
-        if (x->kind == DRV_BIND)
-            drv_state_bind(st, x->pod, x->node);
-        else if (x->kind == DRV_EVICT)
-            drv_state_unbind(st, x->pod);
-        else if (x->kind == DRV_SCALE)
-            drv_state_set_workers(st, x->job, (int32_t)x->value);
-    }
-}
-
 static void test_tiresias(void **unused)
 {
     (void)unused;
@@ -103,7 +85,7 @@ static void test_tiresias(void **unused)
     assert_int_equal(count(&ds, DRV_BIND, a1), 2);
     assert_int_equal(count(&ds, DRV_BIND, a2), 0);
     assert_int_equal(count(&ds, DRV_BIND, b), 4);
-    apply(&st, &ds);
+    tu_apply(&st, &ds);
     assert_int_equal(drv_state_check(&st, true, &d), 0);
     drv_state_set_phase(&st, a1, DRV_JOB_RUNNING);
     drv_state_set_phase(&st, b, DRV_JOB_RUNNING);
@@ -139,7 +121,7 @@ static void test_optimus(void **unused)
     drv_snapshot snap = {.st = &st, .now = 0};
     assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
     /* a1's 3 GPUs exceed a's quota of 2: not placed; b is */
-    apply(&st, &ds);
+    tu_apply(&st, &ds);
     assert_int_equal(st.jobs[a1].bound[DRV_ROLE_WORKER], 0);
     assert_int_equal(st.jobs[b].bound[DRV_ROLE_WORKER], 3);
     assert_int_equal(st.queues[qa].used.gpu, 0);
@@ -174,7 +156,7 @@ static void test_dragon_growth(void **unused)
             drv_snapshot snap = {.st = &st, .now = 15.0 * t};
             ds.n = 0;
             assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
-            apply(&st, &ds);
+            tu_apply(&st, &ds);
             assert_int_equal(drv_state_check(&st, true, &d), 0);
             if (drv_job_complete(&st.jobs[j]) && st.jobs[j].phase != DRV_JOB_RUNNING)
                 drv_state_set_phase(&st, j, DRV_JOB_RUNNING);

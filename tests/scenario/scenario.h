@@ -1,7 +1,8 @@
 /*
  * scenario.h - helpers for the policy scenario tests: build a small cluster and workload in
  * code, run a profile line in the simulator (invariants checked after every cycle), and look
- * at the state mid-run. Header-only so each test stays one file.
+ * at the state mid-run. Header-only so each test stays one file; the catalogue its jobs name
+ * models from is testutil.h's tu_cat (group fixtures tu_catalogue_setup / _teardown).
  */
 #ifndef DROVER_TEST_SCENARIO_H
 #define DROVER_TEST_SCENARIO_H
@@ -17,24 +18,9 @@
 
 #include "drover/policy.h"
 #include "drover/sim.h"
+#include "testutil.h"
 
 #define GiB (1024LL * 1024 * 1024)
-
-static drv_catalogue cat;
-
-static int setup(void **unused)
-{
-    (void)unused;
-    drv_diag d;
-    return drv_catalogue_builtin(&cat, &d);
-}
-
-static int teardown(void **unused)
-{
-    (void)unused;
-    drv_catalogue_fini(&cat);
-    return 0;
-}
 
 /* A single-pod-role job spec: ps PS pods of 2 CPUs, workers of wcpu CPUs in [min, max]. */
 static inline drv_jobspec job(const char *name, const char *model, double submit, int ps,
@@ -48,7 +34,7 @@ static inline drv_jobspec job(const char *name, const char *model, double submit
     snprintf(j.queue, sizeof j.queue, "q");
     j.user_priority = 1;
     j.submit = submit;
-    j.model = drv_catalogue_find(&cat, model);
+    j.model = drv_catalogue_find(&tu_cat, model);
     assert_true(j.model >= 0);
     j.role[DRV_ROLE_PS] = (drv_rolespec){ps, ps, ps, {2000, 2 * GiB, 0}, 2000};
     j.role[DRV_ROLE_WORKER] = (drv_rolespec){workers, min, max, {wcpu, 2 * GiB, 0}, wlimit};
@@ -77,7 +63,7 @@ static inline drv_sim *start(drv_cluster_spec *c, drv_workload *w, int n, int64_
         fail_msg("%s", d.msg);
     drv_sim_config cfg = {.seed = 1, .check = true};
     drv_sim *s = NULL;
-    rc = drv_sim_new(c, w, &cat, p, &cfg, &s, &d);
+    rc = drv_sim_new(c, w, &tu_cat, p, &cfg, &s, &d);
     if (rc)
         fail_msg("%s", d.msg);
     return s;

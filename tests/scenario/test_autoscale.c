@@ -43,5 +43,5 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_symmetric_release),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_catalogue_setup, tu_catalogue_teardown);
 }

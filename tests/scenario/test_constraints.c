@@ -28,7 +28,7 @@ static void load(drv_cluster_spec *c, drv_workload *w, const char *cluster, cons
     write_tmp(wp, workload);
     int rc = drv_cluster_load(c, cp, &d);
     if (!rc)
-        rc = drv_workload_load(w, wp, &cat, 1, &d);
+        rc = drv_workload_load(w, wp, &tu_cat, 1, &d);
     unlink(cp);
     unlink(wp);
     if (rc)
@@ -48,7 +48,7 @@ static void run(const char *cluster, const char *workload, const char *line, dou
         fail_msg("%s", d.msg);
     drv_sim_config cfg = {.seed = 1, .check = true};
     drv_sim *s = NULL;
-    if (drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d))
+    if (drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, &d))
         fail_msg("%s", d.msg);
     until(s, t);
     check(drv_sim_state(s));
@@ -275,7 +275,7 @@ static void test_unsatisfiable_selector_is_warned(void **unused)
     drv_sim *s = NULL;
     warned[0] = 0;
     drv_log_set(keep_log, NULL, DRV_LOG_WARN);
-    int rc = drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d);
+    int rc = drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, &d);
     drv_log_set(NULL, NULL, DRV_LOG_WARN);
     assert_int_equal(rc, 0);
     assert_string_equal(warned, "1 job(s) ask for nodes (nodeSelector, affinity, tolerations) that "
@@ -295,5 +295,5 @@ int main(void)
         cmocka_unit_test(test_preferred_affinity_and_unschedulable),
         cmocka_unit_test(test_unsatisfiable_selector_is_warned),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_catalogue_setup, tu_catalogue_teardown);
 }

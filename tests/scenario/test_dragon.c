@@ -69,5 +69,5 @@ int main(void)
         cmocka_unit_test(test_relief_then_growth),
         cmocka_unit_test(test_admits_between_min_and_requested),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_catalogue_setup, tu_catalogue_teardown);
 }

@@ -88,5 +88,5 @@ int main(void)
         cmocka_unit_test(test_cpu_moves_to_growing_job),
         cmocka_unit_test(test_new_job_joins_converged_one),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_catalogue_setup, tu_catalogue_teardown);
 }

@@ -57,5 +57,5 @@ int main(void)
         cmocka_unit_test(test_colocates_ps_and_workers),
         cmocka_unit_test(test_ps_with_workers),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_catalogue_setup, tu_catalogue_teardown);
 }

@@ -81,5 +81,5 @@ int main(void)
         cmocka_unit_test(test_order_follows_factors),
         cmocka_unit_test(test_explain_knob_errors),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_catalogue_setup, tu_catalogue_teardown);
 }

@@ -1,21 +1,14 @@
 /* Profiles from YAML (profile_file.c): same result as a profile line; errors name the key. */
 #include "scenario.h"
 
-static char *fixture(const char *name)
-{
-    static char buf[4096];
-    const char *src = getenv("DROVER_SOURCE_DIR");
-    snprintf(buf, sizeof buf, "%s/tests/fixtures/policy/%s", src ? src : ".", name);
-    return buf;
-}
-
 static void test_file_equals_line(void **unused)
 {
     (void)unused;
     drv_profile *v = NULL, p;
     int n = 0;
     drv_diag d = {{0}};
-    assert_int_equal(drv_profile_file_load(fixture("profiles.yaml"), &v, &n, &d), 0);
+    assert_int_equal(
+        drv_profile_file_load(tu_path("tests/fixtures/policy/profiles.yaml"), &v, &n, &d), 0);
     assert_int_equal(n, 2);
     assert_int_equal(drv_profile_parse("mine",
                                        "gang=true period=5 queue_order=priority(w_par=0) "
@@ -36,18 +29,24 @@ static void test_errors_name_the_key(void **unused)
     drv_profile *v = NULL;
     int n = 0;
     drv_diag d = {{0}};
-    assert_int_equal(drv_profile_file_load(fixture("bad-key.yaml"), &v, &n, &d), DRV_EINVAL);
+    assert_int_equal(
+        drv_profile_file_load(tu_path("tests/fixtures/policy/bad-key.yaml"), &v, &n, &d),
+        DRV_EINVAL);
     assert_non_null(strstr(d.msg, "bad-key.yaml:4: profiles[0]: unknown field 'sccore'"));
-    assert_int_equal(drv_profile_file_load(fixture("bad-plugin.yaml"), &v, &n, &d), DRV_ENOENT);
+    assert_int_equal(
+        drv_profile_file_load(tu_path("tests/fixtures/policy/bad-plugin.yaml"), &v, &n, &d),
+        DRV_ENOENT);
     assert_non_null(strstr(d.msg, "bad-plugin.yaml:2: profiles[0]"));
     assert_non_null(strstr(d.msg, "unknown plugin 'nope'"));
     /* Knobs are checked when the scheduler is created, naming the knob. */
-    assert_int_equal(drv_profile_file_load(fixture("bad-knob.yaml"), &v, &n, &d), 0);
+    assert_int_equal(
+        drv_profile_file_load(tu_path("tests/fixtures/policy/bad-knob.yaml"), &v, &n, &d), 0);
     drv_sched *s = NULL;
     assert_int_equal(drv_sched_new(&v[0], &s, &d), DRV_EINVAL);
     assert_non_null(strstr(d.msg, "unknown knob 'quiett'"));
     drv_free(v);
-    assert_int_equal(drv_profile_file_load(fixture("missing.yaml"), &v, &n, &d) < 0, 1);
+    assert_int_equal(
+        drv_profile_file_load(tu_path("tests/fixtures/policy/missing.yaml"), &v, &n, &d) < 0, 1);
 }
 
 int main(void)
@@ -56,5 +55,5 @@ int main(void)
         cmocka_unit_test(test_file_equals_line),
         cmocka_unit_test(test_errors_name_the_key),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_catalogue_setup, tu_catalogue_teardown);
 }

@@ -85,5 +85,5 @@ int main(void)
         cmocka_unit_test(test_migrates_only_when_gain_exceeds_cost),
         cmocka_unit_test(test_no_move_that_slows_the_target_more),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_catalogue_setup, tu_catalogue_teardown);
 }

@@ -18,19 +18,7 @@
 #include "drover/jobsource.h"
 #include "drover/policy.h"
 #include "drover/trace.h"
-
-static drv_catalogue cat;
-static drv_calib calib;
-
-static const char *src_path(const char *rel)
-{
-    static char buf[4][4096];
-    static int k;
-    const char *src = getenv("DROVER_SOURCE_DIR");
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", src ? src : ".", rel);
-    return buf[k];
-}
+#include "testutil.h"
 
 /* One attempt at a parse or a run: 0, or a negative code with d filled. */
 typedef int (*attempt_fn)(drv_diag *d);
@@ -69,7 +57,7 @@ static int fail_each(const char *what, attempt_fn f, int max)
 static int conf_once(drv_diag *d)
 {
     drv_conf_doc doc = {0};
-    int rc = drv_conf_load_file(&doc, src_path("examples/workload.yaml"), d);
+    int rc = drv_conf_load_file(&doc, tu_path("examples/workload.yaml"), d);
     if (!rc)
         drv_conf_doc_fini(&doc);
     return rc;
@@ -78,7 +66,7 @@ static int conf_once(drv_diag *d)
 static int cluster_once(drv_diag *d)
 {
     drv_cluster_spec c = {0};
-    int rc = drv_cluster_load(&c, src_path("examples/cluster-hetero-8node.yaml"), d);
+    int rc = drv_cluster_load(&c, tu_path("examples/cluster-hetero-8node.yaml"), d);
     if (!rc)
         drv_cluster_fini(&c);
     else
@@ -89,7 +77,7 @@ static int cluster_once(drv_diag *d)
 static int workload_once(drv_diag *d)
 {
     drv_workload w = {0};
-    int rc = drv_workload_load(&w, src_path("tests/fixtures/sim/two-jobs.yaml"), &cat, 1, d);
+    int rc = drv_workload_load(&w, tu_path("tests/fixtures/sim/two-jobs.yaml"), &tu_cat, 1, d);
     if (!rc)
         drv_workload_fini(&w);
     else
@@ -100,7 +88,7 @@ static int workload_once(drv_diag *d)
 static int generate_once(drv_diag *d)
 {
     drv_workload w = {0};
-    int rc = drv_workload_load(&w, src_path("examples/workload.yaml"), &cat, 1, d);
+    int rc = drv_workload_load(&w, tu_path("examples/workload.yaml"), &tu_cat, 1, d);
     if (!rc)
         drv_workload_fini(&w);
     return rc;
@@ -109,9 +97,9 @@ static int generate_once(drv_diag *d)
 static int trace_once(drv_diag *d)
 {
     drv_workload w = {0};
-    drv_trace_opts o = {DRV_TRACE_AUTO, false, 1, &calib, 4};
+    drv_trace_opts o = {DRV_TRACE_AUTO, false, 1, &tu_calib, 4};
     int rc =
-        drv_trace_load(&w, src_path("tests/fixtures/trace/pollux-good.csv"), &cat, &o, NULL, d);
+        drv_trace_load(&w, tu_path("tests/fixtures/trace/pollux-good.csv"), &tu_cat, &o, NULL, d);
     if (!rc)
         drv_workload_fini(&w);
     return rc;
@@ -121,7 +109,7 @@ static int profile_once(drv_diag *d)
 {
     drv_profile *p = NULL;
     int n = 0;
-    int rc = drv_profile_file_load(src_path("tests/fixtures/policy/profiles.yaml"), &p, &n, d);
+    int rc = drv_profile_file_load(tu_path("tests/fixtures/policy/profiles.yaml"), &p, &n, d);
     if (!rc)
         drv_free(p);
     else
@@ -129,32 +117,42 @@ static int profile_once(drv_diag *d)
     return rc;
 }
 
-/* Two nodes, two jobs, a gang policy and an elastic one, run to the end. */
-static const char *sim_policy;
-static int sim_once(drv_diag *d)
+/* The cluster and workload files (source-tree paths) run to the end with a built-in policy,
+ * the invariants checked every cycle; *sum filled when the run succeeds. */
+static int run_files(const char *cluster, const char *workload, const char *policy, bool placements,
+                     drv_summary *sum, drv_diag *d)
 {
     drv_cluster_spec c = {0};
     drv_workload w = {0};
     drv_profile p;
     drv_sim *s = NULL;
-    int rc = drv_cluster_load(&c, src_path("tests/fixtures/sim/two-nodes.yaml"), d);
+    int rc = drv_cluster_load(&c, tu_path("%s", cluster), d);
     if (!rc)
-        rc = drv_workload_load(&w, src_path("tests/fixtures/sim/two-jobs.yaml"), &cat, 1, d);
+        rc = drv_workload_load(&w, tu_path("%s", workload), &tu_cat, 1, d);
     if (!rc)
-        rc = drv_profile_builtin(sim_policy, &p, d);
-    drv_sim_config cfg = {.seed = 1, .check = true, .placements = true};
+        rc = drv_profile_builtin(policy, &p, d);
+    drv_sim_config cfg = {.seed = 1, .check = true, .placements = placements};
     if (!rc)
-        rc = drv_sim_new(&c, &w, &cat, &p, &cfg, &s, d);
+        rc = drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, d);
     if (!rc)
         rc = drv_sim_run(s, d);
-    if (!rc) {
-        drv_summary sum;
-        drv_sim_summary(s, &sum);
-        assert_int_equal(sum.jobs, 2);
-    }
+    if (!rc)
+        drv_sim_summary(s, sum);
     drv_sim_free(s);
     drv_workload_fini(&w);
     drv_cluster_fini(&c);
+    return rc;
+}
+
+/* Two nodes, two jobs, a gang policy and an elastic one, run to the end. */
+static const char *sim_policy;
+static int sim_once(drv_diag *d)
+{
+    drv_summary sum;
+    int rc = run_files("tests/fixtures/sim/two-nodes.yaml", "tests/fixtures/sim/two-jobs.yaml",
+                       sim_policy, true, &sum, d);
+    if (!rc)
+        assert_int_equal(sum.jobs, 2);
     return rc;
 }
 
@@ -162,28 +160,11 @@ static int sim_once(drv_diag *d)
  * with the drover profile. */
 static int constraints_once(drv_diag *d)
 {
-    drv_cluster_spec c = {0};
-    drv_workload w = {0};
-    drv_profile p;
-    drv_sim *s = NULL;
-    int rc = drv_cluster_load(&c, src_path("examples/cluster-tainted.yaml"), d);
+    drv_summary sum;
+    int rc = run_files("examples/cluster-tainted.yaml", "examples/tainted-workload.yaml", "drover",
+                       false, &sum, d);
     if (!rc)
-        rc = drv_workload_load(&w, src_path("examples/tainted-workload.yaml"), &cat, 1, d);
-    if (!rc)
-        rc = drv_profile_builtin("drover", &p, d);
-    drv_sim_config cfg = {.seed = 1, .check = true};
-    if (!rc)
-        rc = drv_sim_new(&c, &w, &cat, &p, &cfg, &s, d);
-    if (!rc)
-        rc = drv_sim_run(s, d);
-    if (!rc) {
-        drv_summary sum;
-        drv_sim_summary(s, &sum);
         assert_int_equal(sum.jobs, 4);
-    }
-    drv_sim_free(s);
-    drv_workload_fini(&w);
-    drv_cluster_fini(&c);
     return rc;
 }
 
@@ -192,28 +173,11 @@ static int constraints_once(drv_diag *d)
  * all go to the default queue. */
 static int queues_once(drv_diag *d)
 {
-    drv_cluster_spec c = {0};
-    drv_workload w = {0};
-    drv_profile p;
-    drv_sim *s = NULL;
-    int rc = drv_cluster_load(&c, src_path("examples/cluster-tenants.yaml"), d);
+    drv_summary sum;
+    int rc = run_files("examples/cluster-tenants.yaml", "examples/tainted-workload.yaml",
+                       "gang-fifo", false, &sum, d);
     if (!rc)
-        rc = drv_workload_load(&w, src_path("examples/tainted-workload.yaml"), &cat, 1, d);
-    if (!rc)
-        rc = drv_profile_builtin("gang-fifo", &p, d);
-    drv_sim_config cfg = {.seed = 1, .check = true};
-    if (!rc)
-        rc = drv_sim_new(&c, &w, &cat, &p, &cfg, &s, d);
-    if (!rc)
-        rc = drv_sim_run(s, d);
-    if (!rc) {
-        drv_summary sum;
-        drv_sim_summary(s, &sum);
         assert_int_equal(sum.nqueues, 4); /* prod, research, batch, then default */
-    }
-    drv_sim_free(s);
-    drv_workload_fini(&w);
-    drv_cluster_fini(&c);
     return rc;
 }
 
@@ -226,9 +190,9 @@ static int stream_run(drv_jobsource *src, const drv_cluster_spec *c, bool calibr
     drv_profile p;
     drv_sim *s = NULL;
     int rc = drv_profile_builtin("drover", &p, d);
-    drv_sim_config cfg = {.seed = 1, .check = true, .calib = calibrated ? &calib : NULL};
+    drv_sim_config cfg = {.seed = 1, .check = true, .calib = calibrated ? &tu_calib : NULL};
     if (!rc)
-        rc = drv_sim_new_stream(c, src, &cat, &p, &cfg, &s, d);
+        rc = drv_sim_new_stream(c, src, &tu_cat, &p, &cfg, &s, d);
     if (!rc)
         rc = drv_sim_run(s, d);
     if (!rc) {
@@ -247,7 +211,7 @@ static int stream_generate_once(drv_diag *d)
     drv_genparams_default(&g, 1);
     g.jobs = 20;
     drv_jobsource src = {0};
-    int rc = drv_jobsource_generate(&src, &g, &cat, d);
+    int rc = drv_jobsource_generate(&src, &g, &tu_cat, d);
     if (!rc)
         rc = stream_run(&src, &cpu_cluster, false, d);
     drv_jobsource_fini(&src);
@@ -260,10 +224,10 @@ static int stream_csv_once(drv_diag *d)
     char file[4096];
     const char *dir = getenv("DROVER_BINARY_DIR");
     snprintf(file, sizeof file, "%s/test_alloc_fail_stream.csv", dir ? dir : ".");
-    drv_trace_opts o = {DRV_TRACE_CSV, false, 1, &calib, DRV_POLLUX_GPUS};
+    drv_trace_opts o = {DRV_TRACE_CSV, false, 1, &tu_calib, DRV_POLLUX_GPUS};
     drv_jobsource src = {0};
     int rc =
-        drv_jobsource_csv(&src, file, "name=n,submit=t,gpus=g,duration=s,model=m", &cat, &o, d);
+        drv_jobsource_csv(&src, file, "name=n,submit=t,gpus=g,duration=s,model=m", &tu_cat, &o, d);
     if (!rc)
         rc = stream_run(&src, &gpu_cluster, true, d);
     drv_jobsource_fini(&src);
@@ -320,23 +284,6 @@ static void test_whole_simulation(void **unused)
     }
 }
 
-static int setup(void **unused)
-{
-    (void)unused;
-    drv_diag d;
-    if (drv_catalogue_builtin(&cat, &d))
-        return -1;
-    return drv_calib_load(&calib, src_path("data/pollux/profiles"), &d);
-}
-
-static int teardown(void **unused)
-{
-    (void)unused;
-    drv_catalogue_fini(&cat);
-    drv_calib_fini(&calib);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -345,5 +292,5 @@ int main(void)
         cmocka_unit_test(test_constraints),
         cmocka_unit_test(test_streamed),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_models_setup, tu_models_teardown);
 }

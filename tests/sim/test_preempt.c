@@ -16,6 +16,7 @@
 
 #include "drover/policy.h"
 #include "drover/sim.h"
+#include "testutil.h"
 
 enum { LOW_A, LOW_B, LOW_ELASTIC, MID, URGENT, NJOBS };
 
@@ -25,22 +26,14 @@ static drv_workload wl;
 static drv_profile *profs;
 static int nprofs;
 
-static const char *src_path(const char *rel)
-{
-    static char buf[4096];
-    const char *src = getenv("DROVER_SOURCE_DIR");
-    snprintf(buf, sizeof buf, "%s/%s", src ? src : ".", rel);
-    return buf;
-}
-
 static int setup(void **unused)
 {
     (void)unused;
     drv_diag d = {{0}};
     if (drv_catalogue_builtin(&cat, &d) ||
-        drv_cluster_load(&cluster, src_path("examples/cluster-4node.yaml"), &d) ||
-        drv_workload_load(&wl, src_path("examples/preempt-4node.yaml"), &cat, 1, &d) ||
-        drv_profile_file_load(src_path("examples/preempt-profiles.yaml"), &profs, &nprofs, &d)) {
+        drv_cluster_load(&cluster, tu_path("examples/cluster-4node.yaml"), &d) ||
+        drv_workload_load(&wl, tu_path("examples/preempt-4node.yaml"), &cat, 1, &d) ||
+        drv_profile_file_load(tu_path("examples/preempt-profiles.yaml"), &profs, &nprofs, &d)) {
         fprintf(stderr, "%s\n", d.msg);
         return -1;
     }
@@ -152,8 +145,8 @@ static void test_skipping_quiet_cycles_changes_nothing(void **unused)
     drv_diag d = {{0}};
     drv_cluster_spec c = {0};
     drv_workload w = {0};
-    assert_int_equal(drv_cluster_load(&c, src_path("examples/cluster-hetero-8node.yaml"), &d), 0);
-    assert_int_equal(drv_workload_load(&w, src_path("examples/mix-8node-60job.yaml"), &cat, 1, &d),
+    assert_int_equal(drv_cluster_load(&c, tu_path("examples/cluster-hetero-8node.yaml"), &d), 0);
+    assert_int_equal(drv_workload_load(&w, tu_path("examples/mix-8node-60job.yaml"), &cat, 1, &d),
                      0);
     drv_profile p;
     assert_int_equal(drv_profile_parse("dragon-preempt",

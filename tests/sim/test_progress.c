@@ -20,22 +20,7 @@
 #include "drover/model.h"
 #include "drover/policy.h"
 #include "drover/sim.h"
-
-static drv_catalogue cat;
-
-static int setup(void **unused)
-{
-    (void)unused;
-    drv_diag d;
-    return drv_catalogue_builtin(&cat, &d);
-}
-
-static int teardown(void **unused)
-{
-    (void)unused;
-    drv_catalogue_fini(&cat);
-    return 0;
-}
+#include "testutil.h"
 
 static int32_t checked; /* running jobs whose loss was compared */
 
@@ -44,7 +29,7 @@ static void check_loss(const drv_job *j)
 {
     if (j->phase != DRV_JOB_RUNNING)
         return;
-    double want = drv_loss(&cat.v[j->model], j->steps);
+    double want = drv_loss(&tu_cat.v[j->model], j->steps);
     if (j->loss != want)
         fail_msg("loss %.17g at %.17g steps, the curve says %.17g", j->loss, j->steps, want);
     checked++;
@@ -72,7 +57,7 @@ static void test_loss_after_run_until(void **unused)
     drv_genparams g;
     drv_genparams_default(&g, 5);
     g.jobs = 200;
-    assert_int_equal(drv_workload_generate(&w, &g, &cat, &d), 0);
+    assert_int_equal(drv_workload_generate(&w, &g, &tu_cat, &d), 0);
     drv_cluster_default(&c);
     checked = 0;
     for (int i = 0; i < drv_profile_builtin_count(); i++) {
@@ -80,7 +65,7 @@ static void test_loss_after_run_until(void **unused)
         assert_int_equal(drv_profile_builtin(drv_profile_builtin_name(i), &p, &d), 0);
         drv_sim_config cfg = {.seed = 5, .check = true};
         drv_sim *s;
-        assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
+        assert_int_equal(drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, &d), 0);
         for (double t = 317; t < 20000; t += 1291) {
             if (drv_sim_run_until(s, t, &d) != 0)
                 fail_msg("%s: %s", drv_profile_builtin_name(i), d.msg);
@@ -105,7 +90,7 @@ static void run_with_scale_plugin(const drv_plugin *pl, uint64_t seed)
     drv_genparams g;
     drv_genparams_default(&g, seed);
     g.jobs = 120;
-    assert_int_equal(drv_workload_generate(&w, &g, &cat, &d), 0);
+    assert_int_equal(drv_workload_generate(&w, &g, &tu_cat, &d), 0);
     drv_cluster_default(&c);
     drv_profile p;
     assert_int_equal(drv_profile_parse("t",
@@ -117,7 +102,7 @@ static void run_with_scale_plugin(const drv_plugin *pl, uint64_t seed)
     p.nuse[DRV_PT_SCALE] = 1;
     drv_sim_config cfg = {.seed = seed, .check = true};
     drv_sim *s;
-    assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
+    assert_int_equal(drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, &d), 0);
     if (drv_sim_run(s, &d) != 0)
         fail_msg("%s", d.msg);
     drv_sim_free(s);
@@ -196,5 +181,5 @@ int main(void)
         cmocka_unit_test(test_loss_read_by_plugin),
         cmocka_unit_test(test_steps_read_by_plugin),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_catalogue_setup, tu_catalogue_teardown);
 }

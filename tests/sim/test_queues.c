@@ -16,6 +16,7 @@
 
 #include "drover/policy.h"
 #include "drover/sim.h"
+#include "testutil.h"
 
 #define GiB (1024LL * 1024 * 1024)
 
@@ -27,30 +28,6 @@
             fail_msg("%s = %.12g, expected %.12g", #got, g_, w_);                                  \
     } while (0)
 
-static char *fixture(const char *name)
-{
-    static char buf[4096];
-    const char *src = getenv("DROVER_SOURCE_DIR");
-    snprintf(buf, sizeof buf, "%s/tests/fixtures/sim/%s", src ? src : ".", name);
-    return buf;
-}
-
-static drv_catalogue cat;
-
-static int setup(void **unused)
-{
-    (void)unused;
-    drv_diag d;
-    return drv_catalogue_builtin(&cat, &d);
-}
-
-static int teardown(void **unused)
-{
-    (void)unused;
-    drv_catalogue_fini(&cat);
-    return 0;
-}
-
 /* Runs one built-in policy with the invariants checked (queues' use included) every cycle. */
 static int run(const drv_cluster_spec *c, const drv_workload *w, const char *policy,
                drv_summary *sum, const drv_jobresult **res, drv_diag *d)
@@ -59,7 +36,7 @@ static int run(const drv_cluster_spec *c, const drv_workload *w, const char *pol
     assert_int_equal(drv_profile_builtin(policy, &p, d), 0);
     drv_sim_config cfg = {.seed = 1, .check = true, .workload_file = "w.yaml"};
     drv_sim *s;
-    int rc = drv_sim_new(c, w, &cat, &p, &cfg, &s, d);
+    int rc = drv_sim_new(c, w, &tu_cat, &p, &cfg, &s, d);
     if (rc)
         return rc;
     rc = drv_sim_run(s, d);
@@ -100,7 +77,8 @@ static void test_queues_parsed(void **unused)
     (void)unused;
     drv_cluster_spec c = {0};
     drv_diag d = {{0}};
-    assert_int_equal(drv_cluster_load(&c, fixture("cluster-queues.yaml"), &d), 0);
+    assert_int_equal(drv_cluster_load(&c, tu_path("tests/fixtures/sim/cluster-queues.yaml"), &d),
+                     0);
     assert_int_equal(c.nqueues, 3);
     const drv_queuespec *p = &c.queues[0], *r = &c.queues[1], *b = &c.queues[2];
     assert_string_equal(p->name, "prod");
@@ -124,7 +102,7 @@ static void test_queues_parsed(void **unused)
     assert_true(b->borrow.cpu == 0 && b->borrow.mem == 0 && b->borrow.gpu == 0);
     drv_cluster_fini(&c);
     /* no queues: none, as before */
-    assert_int_equal(drv_cluster_load(&c, fixture("two-nodes.yaml"), &d), 0);
+    assert_int_equal(drv_cluster_load(&c, tu_path("tests/fixtures/sim/two-nodes.yaml"), &d), 0);
     assert_int_equal(c.nqueues, 0);
     assert_null(c.queues);
     drv_cluster_fini(&c);
@@ -137,7 +115,7 @@ static void jobs(drv_workload *w, int32_t n, const char *const *qs, int32_t nq)
     drv_genparams g;
     drv_genparams_default(&g, 1);
     g.jobs = n;
-    assert_int_equal(drv_workload_generate(w, &g, &cat, &d), 0);
+    assert_int_equal(drv_workload_generate(w, &g, &tu_cat, &d), 0);
     for (int32_t i = 0; qs && i < n; i++) {
         snprintf(w->jobs[i].queue, sizeof w->jobs[i].queue, "%s", qs[i % nq]);
         w->jobs[i].line = 10 + i;
@@ -398,7 +376,7 @@ static void test_report_round_trip(void **unused)
     assert_int_equal(drv_profile_builtin("gang-fifo", &p, &d), 0);
     drv_sim_config cfg = {.seed = 1, .check = true};
     drv_sim *s;
-    assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
+    assert_int_equal(drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, &d), 0);
     assert_int_equal(drv_sim_run(s, &d), 0);
     drv_summary sum;
     drv_sim_summary(s, &sum);
@@ -458,5 +436,5 @@ int main(void)
         cmocka_unit_test(test_reports_only_with_queues),
         cmocka_unit_test(test_report_round_trip),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_catalogue_setup, tu_catalogue_teardown);
 }

@@ -14,30 +14,7 @@
 
 #include "drover/policy.h"
 #include "drover/sim.h"
-
-static char *fixture(const char *name)
-{
-    static char buf[4096];
-    const char *src = getenv("DROVER_SOURCE_DIR");
-    snprintf(buf, sizeof buf, "%s/tests/fixtures/sim/%s", src ? src : ".", name);
-    return buf;
-}
-
-static drv_catalogue cat;
-
-static int setup(void **unused)
-{
-    (void)unused;
-    drv_diag d;
-    return drv_catalogue_builtin(&cat, &d);
-}
-
-static int teardown(void **unused)
-{
-    (void)unused;
-    drv_catalogue_fini(&cat);
-    return 0;
-}
+#include "testutil.h"
 
 /* Runs one built-in policy; returns the run's status and fills *sum. */
 static int run(const drv_cluster_spec *c, const drv_workload *w, const char *policy, uint64_t seed,
@@ -47,7 +24,7 @@ static int run(const drv_cluster_spec *c, const drv_workload *w, const char *pol
     assert_int_equal(drv_profile_builtin(policy, &p, d), 0);
     drv_sim_config cfg = {.seed = seed, .check = true};
     drv_sim *s;
-    int rc = drv_sim_new(c, w, &cat, &p, &cfg, &s, d);
+    int rc = drv_sim_new(c, w, &tu_cat, &p, &cfg, &s, d);
     if (rc)
         return rc;
     rc = drv_sim_run(s, d);
@@ -76,7 +53,9 @@ static void test_workload_errors(void **unused)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         drv_workload w = {0};
         drv_diag d = {{0}};
-        assert_int_not_equal(drv_workload_load(&w, fixture(cases[i].file), &cat, 1, &d), 0);
+        assert_int_not_equal(
+            drv_workload_load(&w, tu_path("tests/fixtures/sim/%s", cases[i].file), &tu_cat, 1, &d),
+            0);
         if (!strstr(d.msg, cases[i].want))
             fail_msg("%s: got '%s', want '%s'", cases[i].file, d.msg, cases[i].want);
         assert_int_equal(w.n, 0);
@@ -88,9 +67,10 @@ static void test_cluster_errors_and_counts(void **unused)
     (void)unused;
     drv_cluster_spec c = {0};
     drv_diag d = {{0}};
-    assert_int_equal(drv_cluster_load(&c, fixture("bad-cluster-mem.yaml"), &d), DRV_EINVAL);
+    assert_int_equal(drv_cluster_load(&c, tu_path("tests/fixtures/sim/bad-cluster-mem.yaml"), &d),
+                     DRV_EINVAL);
     assert_non_null(strstr(d.msg, "bad-cluster-mem.yaml:4: nodes[0].memory: expected a memory"));
-    assert_int_equal(drv_cluster_load(&c, fixture("two-nodes.yaml"), &d), 0);
+    assert_int_equal(drv_cluster_load(&c, tu_path("tests/fixtures/sim/two-nodes.yaml"), &d), 0);
     assert_int_equal(c.n, 2);
     assert_string_equal(c.nodes[1].name, "n-1");
     assert_int_equal(c.nodes[1].alloc.cpu, 32000);
@@ -104,7 +84,8 @@ static void test_job_that_fits_nowhere_is_refused(void **unused)
     drv_cluster_spec c;
     drv_diag d = {{0}};
     drv_summary s;
-    assert_int_equal(drv_workload_load(&w, fixture("too-big.yaml"), &cat, 1, &d), 0);
+    assert_int_equal(
+        drv_workload_load(&w, tu_path("tests/fixtures/sim/too-big.yaml"), &tu_cat, 1, &d), 0);
     drv_cluster_default(&c);
     assert_int_equal(run(&c, &w, "gang-fifo", 1, &s, &d), DRV_EINVAL);
     assert_string_equal(d.msg, "job whale: worker pod (cpu 64, memory 8Gi, gpu 0) fits on no node "
@@ -114,7 +95,7 @@ static void test_job_that_fits_nowhere_is_refused(void **unused)
     assert_int_equal(drv_profile_builtin("gang-fifo", &p, &d), 0);
     drv_sim_config cfg = {.seed = 1, .workload_file = "too-big.yaml"};
     drv_sim *sim = NULL;
-    assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &sim, &d), DRV_EINVAL);
+    assert_int_equal(drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &sim, &d), DRV_EINVAL);
     assert_null(sim);
     assert_string_equal(d.msg, "too-big.yaml:2: job whale: worker pod (cpu 64, memory 8Gi, gpu 0) "
                                "fits on no node of the cluster (largest: cpu 32, memory 128Gi, "
@@ -191,8 +172,9 @@ static void test_k8s_default_deadlocks_gang_does_not(void **unused)
     drv_workload w = {0};
     drv_cluster_spec c = {0};
     drv_diag d = {{0}};
-    assert_int_equal(drv_workload_load(&w, fixture("two-jobs.yaml"), &cat, 1, &d), 0);
-    assert_int_equal(drv_cluster_load(&c, fixture("two-nodes.yaml"), &d), 0);
+    assert_int_equal(
+        drv_workload_load(&w, tu_path("tests/fixtures/sim/two-jobs.yaml"), &tu_cat, 1, &d), 0);
+    assert_int_equal(drv_cluster_load(&c, tu_path("tests/fixtures/sim/two-nodes.yaml"), &d), 0);
     drv_summary k, g;
     assert_int_equal(run(&c, &w, "k8s-default", 1, &k, &d), 0);
     assert_int_equal(run(&c, &w, "gang-fifo", 1, &g, &d), 0);
@@ -214,7 +196,7 @@ static void test_single_job_matches_model(void **unused)
     drv_cluster_spec c;
     drv_diag d = {{0}};
     drv_genparams g = {.jobs = 1, .mean_interarrival = 1, .seed = 3};
-    assert_int_equal(drv_workload_generate(&w, &g, &cat, &d), 0);
+    assert_int_equal(drv_workload_generate(&w, &g, &tu_cat, &d), 0);
     w.jobs[0].submit = 10.5;
     drv_cluster_default(&c);
     drv_summary s;
@@ -236,7 +218,7 @@ static void test_single_job_matches_model(void **unused)
     for (int r = 0; r < DRV_NROLES; r++)
         for (int32_t i = 0; i < t.role[r].replicas; i++)
             drv_state_bind(&st, drv_job_pod(&st, j, r, i), node++ % c.n);
-    const drv_family *f = &cat.v[w.jobs[0].model];
+    const drv_family *f = &tu_cat.v[w.jobs[0].model];
     drv_step step = drv_model_step(f, &c.net, &st, j);
     double expect = 10.5 + c.timing.pod_start + drv_steps_to_loss(f, f->target_loss) / step.rate;
     /* Cycles run on whole seconds: the job is placed at t=11, not 10.5. */
@@ -255,7 +237,7 @@ static char *run_json(uint64_t seed)
     drv_diag d = {{0}};
     drv_genparams g;
     drv_genparams_default(&g, seed);
-    assert_int_equal(drv_workload_generate(&w, &g, &cat, &d), 0);
+    assert_int_equal(drv_workload_generate(&w, &g, &tu_cat, &d), 0);
     drv_cluster_default(&c);
     drv_summary s[2];
     assert_int_equal(run(&c, &w, "k8s-default", seed, &s[0], &d), 0);
@@ -295,7 +277,7 @@ static void test_finished_jobs_are_released(void **unused)
     drv_genparams g;
     drv_genparams_default(&g, 3);
     g.jobs = 400;
-    assert_int_equal(drv_workload_generate(&w, &g, &cat, &d), 0);
+    assert_int_equal(drv_workload_generate(&w, &g, &tu_cat, &d), 0);
     drv_cluster_default(&c);
     for (int i = 0; i < drv_profile_builtin_count(); i++) {
         drv_profile p;
@@ -303,7 +285,7 @@ static void test_finished_jobs_are_released(void **unused)
         drv_sim *s[2];
         for (int tick = 0; tick < 2; tick++) {
             drv_sim_config cfg = {.seed = 3, .check = true, .tick = tick};
-            assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s[tick], &d), 0);
+            assert_int_equal(drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s[tick], &d), 0);
             if (drv_sim_run(s[tick], &d) != 0)
                 fail_msg("%s: %s", drv_profile_builtin_name(i), d.msg);
         }
@@ -336,7 +318,7 @@ static void test_default_scenario_invariants(void **unused)
     drv_diag d = {{0}};
     drv_genparams g;
     drv_genparams_default(&g, 1);
-    assert_int_equal(drv_workload_generate(&w, &g, &cat, &d), 0);
+    assert_int_equal(drv_workload_generate(&w, &g, &tu_cat, &d), 0);
     drv_cluster_default(&c);
     for (int i = 0; i < drv_profile_builtin_count(); i++) {
         drv_summary s;
@@ -359,7 +341,7 @@ static void test_idle_time_costs_nothing(void **unused)
     drv_cluster_spec c;
     drv_diag d = {{0}};
     drv_genparams g = {.jobs = 2, .mean_interarrival = 1, .seed = 1};
-    assert_int_equal(drv_workload_generate(&w, &g, &cat, &d), 0);
+    assert_int_equal(drv_workload_generate(&w, &g, &tu_cat, &d), 0);
     w.jobs[1].submit = 86400;
     drv_cluster_default(&c);
     drv_summary s;
@@ -376,7 +358,7 @@ static void default_scenario(drv_workload *w, drv_cluster_spec *c)
     drv_diag d = {{0}};
     drv_genparams g;
     drv_genparams_default(&g, 4);
-    assert_int_equal(drv_workload_generate(w, &g, &cat, &d), 0);
+    assert_int_equal(drv_workload_generate(w, &g, &tu_cat, &d), 0);
     drv_cluster_default(c);
 }
 
@@ -392,7 +374,7 @@ static void same_both_ways(const drv_cluster_spec *c, const drv_workload *w, con
     for (int tick = 0; tick < 2; tick++) {
         drv_sim_config cfg = {.seed = 4, .check = true, .tick = tick};
         drv_sim *s;
-        assert_int_equal(drv_sim_new(c, w, &cat, p, &cfg, &s, &d), 0);
+        assert_int_equal(drv_sim_new(c, w, &tu_cat, p, &cfg, &s, &d), 0);
         assert_int_equal(drv_sim_run(s, &d), 0);
         drv_sim_summary(s, &sum[tick]);
         const drv_jobresult *r = drv_sim_jobs(s, &n[tick]);
@@ -474,7 +456,7 @@ static void test_skipping_keeps_migrations(void **unused)
         snprintf(v[i].queue, sizeof v[i].queue, "q");
         v[i].user_priority = 1;
         v[i].submit = submit[i];
-        v[i].model = drv_catalogue_find(&cat, models[i]);
+        v[i].model = drv_catalogue_find(&tu_cat, models[i]);
         assert_true(v[i].model >= 0);
         v[i].role[DRV_ROLE_WORKER] = (drv_rolespec){1, 1, 1, {3000, 2LL << 30, 0}, limit[i]};
         v[i].max_steps = steps[i];
@@ -517,7 +499,7 @@ static void test_starts_that_matter_run_a_cycle(void **unused)
         snprintf(v[i].name, sizeof v[i].name, "%c", 'a' + i);
         snprintf(v[i].user, sizeof v[i].user, "u");
         snprintf(v[i].queue, sizeof v[i].queue, "q");
-        v[i].model = drv_catalogue_find(&cat, "lenet");
+        v[i].model = drv_catalogue_find(&tu_cat, "lenet");
         v[i].max_steps = 2e5;
     }
     v[0].role[DRV_ROLE_WORKER] = (drv_rolespec){1, 1, 4, {2000, 1LL << 30, 0}, 2000};
@@ -535,7 +517,7 @@ static void test_starts_that_matter_run_a_cycle(void **unused)
     same_both_ways(&c, &w, &p, sum);
     drv_sim_config cfg = {.seed = 4};
     drv_sim *s;
-    assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
+    assert_int_equal(drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, &d), 0);
     assert_int_equal(drv_sim_run(s, &d), 0);
     int32_t n;
     const drv_jobresult *r = drv_sim_jobs(s, &n);
@@ -559,7 +541,7 @@ static void test_arrivals_in_submit_order(void **unused)
         snprintf(v[i].name, sizeof v[i].name, "j%d", i);
         snprintf(v[i].user, sizeof v[i].user, "u");
         snprintf(v[i].queue, sizeof v[i].queue, "q");
-        v[i].model = drv_catalogue_find(&cat, "lenet");
+        v[i].model = drv_catalogue_find(&tu_cat, "lenet");
         v[i].max_steps = 1000;
         v[i].submit = submit[i];
         v[i].role[DRV_ROLE_WORKER] = (drv_rolespec){1, 1, 1, {1000, 1LL << 30, 0}, 1000};
@@ -571,7 +553,7 @@ static void test_arrivals_in_submit_order(void **unused)
     assert_int_equal(drv_profile_builtin("gang-fifo", &p, &d), 0);
     drv_sim_config cfg = {.seed = 4, .check = true};
     drv_sim *s;
-    assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
+    assert_int_equal(drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, &d), 0);
     assert_int_equal(drv_sim_run(s, &d), 0);
     int32_t n;
     const drv_jobresult *r = drv_sim_jobs(s, &n);
@@ -604,7 +586,7 @@ static void test_lazy_samples_are_in_order(void **unused)
         assert_int_equal(drv_profile_builtin(names[k], &p, &d), 0);
         drv_sim_config cfg = {.seed = 4};
         drv_sim *s;
-        assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
+        assert_int_equal(drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, &d), 0);
         int64_t seen = 0;
         for (double t = 300; t <= 3 * 3600; t += 300) {
             assert_int_equal(drv_sim_run_until(s, t, &d), 0);
@@ -645,7 +627,7 @@ static void test_generate_limit(void **unused)
     FILE *f = fdopen(fd, "w");
     fputs("generate: {jobs: 10000000}\n", f);
     fclose(f);
-    assert_int_equal(drv_workload_load(&w, path, &cat, 1, &d), DRV_ERANGE);
+    assert_int_equal(drv_workload_load(&w, path, &tu_cat, 1, &d), DRV_ERANGE);
     char want[512];
     snprintf(want, sizeof want, "%s:1: generate.jobs: 10000000 is out of range [1, 100000]", path);
     assert_string_equal(d.msg, want);
@@ -708,7 +690,7 @@ static void test_never_run_jobs_are_warned(void **unused)
     for (int i = 0; i < 3; i++) {
         snprintf(v[i].name, sizeof v[i].name, "j%d", i);
         v[i].model = 0;
-        v[i].target_loss = cat.v[0].target_loss;
+        v[i].target_loss = tu_cat.v[0].target_loss;
         v[i].role[DRV_ROLE_WORKER] = (drv_rolespec){1, 1, 1, {1000, 1LL << 30, 0}, 1000};
     }
     v[1].submit = 5000;                                                               /* late */
@@ -721,7 +703,7 @@ static void test_never_run_jobs_are_warned(void **unused)
     drv_sim *s = NULL;
     warned[0] = 0;
     drv_log_set(keep_log, NULL, DRV_LOG_WARN);
-    int rc = drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d);
+    int rc = drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, &d);
     drv_log_set(NULL, NULL, DRV_LOG_WARN);
     assert_int_equal(rc, 0);
     assert_string_equal(warned,
@@ -755,5 +737,5 @@ int main(void)
         cmocka_unit_test(test_arrivals_in_submit_order),
         cmocka_unit_test(test_lazy_samples_are_in_order),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_catalogue_setup, tu_catalogue_teardown);
 }

@@ -19,29 +19,7 @@
 #include "drover/policy.h"
 #include "drover/sim.h"
 #include "drover/trace.h"
-
-static drv_catalogue cat;
-static drv_calib calib;
-
-static int setup(void **unused)
-{
-    (void)unused;
-    drv_diag d;
-    char dir[4096];
-    const char *src = getenv("DROVER_SOURCE_DIR");
-    snprintf(dir, sizeof dir, "%s/data/pollux/profiles", src ? src : ".");
-    if (drv_catalogue_builtin(&cat, &d))
-        return -1;
-    return drv_calib_load(&calib, dir, &d);
-}
-
-static int teardown(void **unused)
-{
-    (void)unused;
-    drv_catalogue_fini(&cat);
-    drv_calib_fini(&calib);
-    return 0;
-}
+#include "testutil.h"
 
 /* Result rows told through drv_sim_config.finished, by job id; each told exactly once. */
 typedef struct rows {
@@ -82,7 +60,7 @@ static void compare(const drv_cluster_spec *c, const drv_genparams *g, const cha
 {
     drv_diag d = {{0}};
     drv_workload w = {0};
-    assert_int_equal(drv_workload_generate(&w, g, &cat, &d), 0);
+    assert_int_equal(drv_workload_generate(&w, g, &tu_cat, &d), 0);
     drv_profile p;
     assert_int_equal(drv_profile_builtin(policy, &p, &d), 0);
     rows mem, str;
@@ -91,14 +69,14 @@ static void compare(const drv_cluster_spec *c, const drv_genparams *g, const cha
 
     drv_sim_config cfg = {.seed = 5, .check = true, .finished = on_finished, .finished_arg = &mem};
     drv_sim *a, *b;
-    assert_int_equal(drv_sim_new(c, &w, &cat, &p, &cfg, &a, &d), 0);
+    assert_int_equal(drv_sim_new(c, &w, &tu_cat, &p, &cfg, &a, &d), 0);
     if (drv_sim_run(a, &d) != 0)
         fail_msg("%s in memory: %s", policy, d.msg);
     drv_jobsource src;
-    assert_int_equal(drv_jobsource_generate(&src, g, &cat, &d), 0);
+    assert_int_equal(drv_jobsource_generate(&src, g, &tu_cat, &d), 0);
     assert_int_equal(src.jobs, w.n);
     cfg.finished_arg = &str;
-    assert_int_equal(drv_sim_new_stream(c, &src, &cat, &p, &cfg, &b, &d), 0);
+    assert_int_equal(drv_sim_new_stream(c, &src, &tu_cat, &p, &cfg, &b, &d), 0);
     if (drv_sim_run(b, &d) != 0)
         fail_msg("%s streamed: %s", policy, d.msg);
 
@@ -166,9 +144,9 @@ static void test_generated_names(void **unused)
     static const int32_t idx[] = {0, 1, 9, 10, 99, 12345, 999999, 1000000, 2147483647};
     for (size_t k = 0; k < sizeof idx / sizeof idx[0]; k++) {
         drv_jobspec j;
-        drv_generate_job(&r, &t, idx[k], &g, &cat, &j);
+        drv_generate_job(&r, &t, idx[k], &g, &tu_cat, &j);
         char want[64];
-        snprintf(want, sizeof want, "%s-%d", cat.v[j.model].name, idx[k]);
+        snprintf(want, sizeof want, "%s-%d", tu_cat.v[j.model].name, idx[k]);
         assert_string_equal(j.name, want);
         assert_true(strncmp(j.user, "user-", 5) == 0 && j.user[5] >= '0' && j.user[5] <= '3' &&
                     j.user[6] == '\0');
@@ -210,7 +188,7 @@ static int fixed_next(drv_jobsource *src, drv_jobspec *out, drv_diag *d)
     drv_rng r;
     drv_rng_seed(&r, (uint64_t)f->next + 1);
     double t = 0;
-    drv_generate_job(&r, &t, f->next, &g, &cat, out);
+    drv_generate_job(&r, &t, f->next, &g, &tu_cat, out);
     out->submit = f->submit[f->next];
     out->line = 2 + f->next; /* a header, then one job per line */
     f->next++;
@@ -234,7 +212,7 @@ static int run_fixed(const double *submit, int32_t n, int32_t announced, drv_dia
     assert_int_equal(drv_profile_builtin("gang-fifo", &p, d), 0);
     drv_sim_config cfg = {.seed = 1, .check = true};
     drv_sim *s;
-    assert_int_equal(drv_sim_new_stream(&c, &src, &cat, &p, &cfg, &s, d), 0);
+    assert_int_equal(drv_sim_new_stream(&c, &src, &tu_cat, &p, &cfg, &s, d), 0);
     int rc = drv_sim_run(s, d);
     drv_sim_free(s);
     drv_cluster_fini(&c);
@@ -264,7 +242,7 @@ static void test_stream_errors(void **unused)
     assert_int_equal(drv_profile_builtin("gang-fifo", &p, &d), 0);
     drv_sim_config cfg = {.seed = 1};
     drv_sim *s = NULL;
-    assert_int_equal(drv_sim_new_stream(&c, &src, &cat, &p, &cfg, &s, &d), DRV_EINVAL);
+    assert_int_equal(drv_sim_new_stream(&c, &src, &tu_cat, &p, &cfg, &s, &d), DRV_EINVAL);
     assert_non_null(strstr(d.msg, "cluster.yaml: queues"));
     assert_null(s);
     c.nqueues = 0;
@@ -305,11 +283,11 @@ static const char *write_trace(const char *name, int n, bool swap, bool bad)
 static void compare_csv(const char *file, const char *policy)
 {
     drv_diag d = {{0}};
-    drv_trace_opts o = {DRV_TRACE_CSV, false, 7, &calib, DRV_POLLUX_GPUS};
+    drv_trace_opts o = {DRV_TRACE_CSV, false, 7, &tu_calib, DRV_POLLUX_GPUS};
     drv_workload w = {0};
-    assert_int_equal(drv_trace_load_columns(&w, file, COLUMNS, &cat, &o, NULL, &d), 0);
+    assert_int_equal(drv_trace_load_columns(&w, file, COLUMNS, &tu_cat, &o, NULL, &d), 0);
     drv_jobsource src;
-    if (drv_jobsource_csv(&src, file, COLUMNS, &cat, &o, &d) != 0)
+    if (drv_jobsource_csv(&src, file, COLUMNS, &tu_cat, &o, &d) != 0)
         fail_msg("%s", d.msg);
     assert_int_equal(src.jobs, w.n);
     drv_cluster_spec c = {0};
@@ -320,13 +298,16 @@ static void compare_csv(const char *file, const char *policy)
     rows mem, str;
     rows_init(&mem, w.n);
     rows_init(&str, w.n);
-    drv_sim_config cfg = {
-        .seed = 2, .check = true, .calib = &calib, .finished = on_finished, .finished_arg = &mem};
+    drv_sim_config cfg = {.seed = 2,
+                          .check = true,
+                          .calib = &tu_calib,
+                          .finished = on_finished,
+                          .finished_arg = &mem};
     drv_sim *a, *b;
-    assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &a, &d), 0);
+    assert_int_equal(drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &a, &d), 0);
     assert_int_equal(drv_sim_run(a, &d), 0);
     cfg.finished_arg = &str;
-    assert_int_equal(drv_sim_new_stream(&c, &src, &cat, &p, &cfg, &b, &d), 0);
+    assert_int_equal(drv_sim_new_stream(&c, &src, &tu_cat, &p, &cfg, &b, &d), 0);
     if (drv_sim_run(b, &d) != 0)
         fail_msg("%s streamed: %s", policy, d.msg);
     drv_summary sa, sb;
@@ -364,13 +345,13 @@ static void test_stream_csv_errors(void **unused)
 {
     (void)unused;
     drv_diag d = {{0}};
-    drv_trace_opts o = {DRV_TRACE_CSV, false, 7, &calib, DRV_POLLUX_GPUS};
+    drv_trace_opts o = {DRV_TRACE_CSV, false, 7, &tu_calib, DRV_POLLUX_GPUS};
     drv_jobsource src;
     char want[4200];
 
     /* rows 2 and 3 (lines 3 and 4) swapped: line 4 is submitted before line 3 */
     const char *file = write_trace("test_stream_unsorted.csv", 10, true, false);
-    assert_int_equal(drv_jobsource_csv(&src, file, COLUMNS, &cat, &o, &d), DRV_EINVAL);
+    assert_int_equal(drv_jobsource_csv(&src, file, COLUMNS, &tu_cat, &o, &d), DRV_EINVAL);
     snprintf(want, sizeof want, "%s:4: submit: expected rows in order of submission", file);
     assert_non_null(strstr(d.msg, want));
     assert_null(src.ops);
@@ -378,7 +359,7 @@ static void test_stream_csv_errors(void **unused)
 
     /* a bad row: file:line:column and the field, before anything runs ... */
     file = write_trace("test_stream_bad.csv", 10, false, true);
-    assert_int_equal(drv_jobsource_csv(&src, file, COLUMNS, &cat, &o, &d), DRV_EPARSE);
+    assert_int_equal(drv_jobsource_csv(&src, file, COLUMNS, &tu_cat, &o, &d), DRV_EPARSE);
     snprintf(want, sizeof want, "%s:4:", file);
     assert_non_null(strstr(d.msg, want));
     assert_non_null(strstr(d.msg, "g: expected"));
@@ -386,9 +367,9 @@ static void test_stream_csv_errors(void **unused)
     o.skip_bad = true;
     drv_workload w = {0};
     int32_t skipped = 0;
-    assert_int_equal(drv_trace_load_columns(&w, file, COLUMNS, &cat, &o, &skipped, &d), 0);
+    assert_int_equal(drv_trace_load_columns(&w, file, COLUMNS, &tu_cat, &o, &skipped, &d), 0);
     assert_int_equal(skipped, 1);
-    assert_int_equal(drv_jobsource_csv(&src, file, COLUMNS, &cat, &o, &d), 0);
+    assert_int_equal(drv_jobsource_csv(&src, file, COLUMNS, &tu_cat, &o, &d), 0);
     assert_int_equal(src.jobs, w.n);
     int32_t n = 0;
     drv_jobspec js;
@@ -405,7 +386,7 @@ static void test_stream_csv_errors(void **unused)
 
     o.skip_bad = false;
     memset(&d, 0, sizeof d);
-    assert_int_equal(drv_jobsource_csv(&src, "/nonexistent/trace.csv", COLUMNS, &cat, &o, &d),
+    assert_int_equal(drv_jobsource_csv(&src, "/nonexistent/trace.csv", COLUMNS, &tu_cat, &o, &d),
                      DRV_ENOENT);
     assert_non_null(strstr(d.msg, "/nonexistent/trace.csv"));
 }
@@ -417,5 +398,5 @@ int main(void)
         cmocka_unit_test(test_stream_horizon),           cmocka_unit_test(test_stream_errors),
         cmocka_unit_test(test_stream_csv_equals_memory), cmocka_unit_test(test_stream_csv_errors),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_models_setup, tu_models_teardown);
 }

@@ -16,40 +16,11 @@
 
 #include "drover/policy.h"
 #include "drover/trace.h"
-
-static char *path(const char *rel)
-{
-    static char buf[2][4096];
-    static int k;
-    const char *src = getenv("DROVER_SOURCE_DIR");
-    k ^= 1;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", src ? src : ".", rel);
-    return buf[k];
-}
-
-static drv_catalogue cat;
-static drv_calib calib;
-
-static int setup(void **unused)
-{
-    (void)unused;
-    drv_diag d;
-    if (drv_catalogue_builtin(&cat, &d))
-        return -1;
-    return drv_calib_load(&calib, path("data/pollux/profiles"), &d);
-}
-
-static int teardown(void **unused)
-{
-    (void)unused;
-    drv_catalogue_fini(&cat);
-    drv_calib_fini(&calib);
-    return 0;
-}
+#include "testutil.h"
 
 static drv_trace_opts opts(const char *fmt, bool skip)
 {
-    return (drv_trace_opts){drv_trace_format_parse(fmt), skip, 1, &calib, 4};
+    return (drv_trace_opts){drv_trace_format_parse(fmt), skip, 1, &tu_calib, 4};
 }
 
 static void test_pollux(void **unused)
@@ -59,9 +30,9 @@ static void test_pollux(void **unused)
     drv_diag d = {{0}};
     drv_trace_opts o = opts("auto", false);
     int32_t skipped = -1;
-    assert_int_equal(
-        drv_trace_load(&w, path("tests/fixtures/trace/pollux-good.csv"), &cat, &o, &skipped, &d),
-        0);
+    assert_int_equal(drv_trace_load(&w, tu_path("tests/fixtures/trace/pollux-good.csv"), &tu_cat,
+                                    &o, &skipped, &d),
+                     0);
     assert_int_equal(w.n, 3);
     assert_int_equal(skipped, 0);
     /* cifar10-0,107,cifar10,6,2048: 6 one-GPU workers, elastic 1..min(64, 2048/32) */
@@ -73,7 +44,7 @@ static void test_pollux(void **unused)
     assert_int_equal(r->max, 64);
     assert_int_equal(r->req.gpu, 1);
     assert_int_equal(w.jobs[0].role[DRV_ROLE_PS].replicas, 0);
-    assert_int_equal(w.jobs[0].calib_app, drv_calib_find(&calib, "cifar10") + 1);
+    assert_int_equal(w.jobs[0].calib_app, drv_calib_find(&tu_calib, "cifar10") + 1);
     assert_true(w.jobs[0].batch == 2048);
     /* ncf does not scale: at most one worker */
     assert_int_equal(w.jobs[1].role[DRV_ROLE_WORKER].max, 1);
@@ -90,8 +61,8 @@ static void test_pollux_bad_rows(void **unused)
     drv_workload w = {0};
     drv_diag d = {{0}};
     drv_trace_opts o = opts("pollux", false);
-    const char *f = path("tests/fixtures/trace/pollux-bad.csv");
-    assert_int_equal(drv_trace_load(&w, f, &cat, &o, NULL, &d), DRV_EPARSE);
+    const char *f = tu_path("tests/fixtures/trace/pollux-bad.csv");
+    assert_int_equal(drv_trace_load(&w, f, &tu_cat, &o, NULL, &d), DRV_EPARSE);
     assert_non_null(strstr(d.msg, "pollux-bad.csv:3:7: time: expected a number"));
     assert_non_null(strstr(d.msg, "found '1x0'"));
     assert_int_equal(w.n, 0); /* untouched */
@@ -99,7 +70,7 @@ static void test_pollux_bad_rows(void **unused)
     drv_log_set(NULL, NULL, DRV_LOG_ERROR); /* the skips are logged as warnings */
     o.skip_bad = true;
     int32_t skipped = 0;
-    assert_int_equal(drv_trace_load(&w, f, &cat, &o, &skipped, &d), 0);
+    assert_int_equal(drv_trace_load(&w, f, &tu_cat, &o, &skipped, &d), 0);
     assert_int_equal(skipped, 5);
     assert_int_equal(w.n, 2);
     assert_string_equal(w.jobs[1].name, "ncf-2");
@@ -120,7 +91,7 @@ static void test_pollux_bad_rows(void **unused)
         char text[256];
         snprintf(text, sizeof text, "name,time,application,num_replicas,batch_size\n%s\n",
                  cases[i].row);
-        assert_int_equal(drv_trace_parse(&w, "t.csv", text, &cat, &o, NULL, &d), DRV_EPARSE);
+        assert_int_equal(drv_trace_parse(&w, "t.csv", text, &tu_cat, &o, NULL, &d), DRV_EPARSE);
         if (!strstr(d.msg, cases[i].want))
             fail_msg("row '%s': got '%s', want '%s'", cases[i].row, d.msg, cases[i].want);
     }
@@ -132,8 +103,8 @@ static void test_philly(void **unused)
     drv_workload w = {0}, w2 = {0};
     drv_diag d = {{0}};
     drv_trace_opts o = opts("philly", false);
-    const char *f = path("tests/fixtures/trace/philly-good.csv");
-    assert_int_equal(drv_trace_load(&w, f, &cat, &o, NULL, &d), 0);
+    const char *f = tu_path("tests/fixtures/trace/philly-good.csv");
+    assert_int_equal(drv_trace_load(&w, f, &tu_cat, &o, NULL, &d), 0);
     assert_int_equal(w.n, 3);
     /* times after the earliest row (2017-10-09 06:13:03): 48 min 52 s, 0, one day */
     assert_true(w.jobs[0].submit == 2932);
@@ -146,10 +117,10 @@ static void test_philly(void **unused)
     assert_int_equal(r->max, 8);
     /* the step budget lasts `duration` on the packed placement (two nodes of 4) */
     int32_t gpn[2] = {4, 4};
-    double step = drv_calib_step_time(&calib, w.jobs[2].calib_app - 1, gpn, 2, w.jobs[2].batch);
+    double step = drv_calib_step_time(&tu_calib, w.jobs[2].calib_app - 1, gpn, 2, w.jobs[2].batch);
     assert_true(fabs(w.jobs[2].max_steps * step - 600) < 1e-6);
     /* seeded choices: the same seed gives the same jobs */
-    assert_int_equal(drv_trace_load(&w2, f, &cat, &o, NULL, &d), 0);
+    assert_int_equal(drv_trace_load(&w2, f, &tu_cat, &o, NULL, &d), 0);
     for (int32_t i = 0; i < w.n; i++) {
         assert_int_equal(w.jobs[i].calib_app, w2.jobs[i].calib_app);
         assert_true(w.jobs[i].max_steps == w2.jobs[i].max_steps);
@@ -157,20 +128,20 @@ static void test_philly(void **unused)
     drv_workload_fini(&w);
     drv_workload_fini(&w2);
 
-    f = path("tests/fixtures/trace/philly-bad.csv");
-    assert_int_equal(drv_trace_load(&w, f, &cat, &o, NULL, &d), DRV_EPARSE);
+    f = tu_path("tests/fixtures/trace/philly-bad.csv");
+    assert_int_equal(drv_trace_load(&w, f, &tu_cat, &o, NULL, &d), DRV_EPARSE);
     assert_non_null(strstr(d.msg, "philly-bad.csv:3:1: timestamp: expected a time"));
     drv_log_set(NULL, NULL, DRV_LOG_ERROR);
     o.skip_bad = true;
     int32_t skipped = 0;
-    assert_int_equal(drv_trace_load(&w, f, &cat, &o, &skipped, &d), 0);
+    assert_int_equal(drv_trace_load(&w, f, &tu_cat, &o, &skipped, &d), 0);
     assert_int_equal(skipped, 3);
     assert_int_equal(w.n, 1);
     drv_workload_fini(&w);
     char text[] = "timestamp,duration,num_gpus,gpu_time,cluster\n"
                   "2017-10-10 06:13:03,600.0,2.5,4800.0,x\n";
     o.skip_bad = false;
-    assert_int_equal(drv_trace_parse(&w, "p.csv", text, &cat, &o, NULL, &d), DRV_EPARSE);
+    assert_int_equal(drv_trace_parse(&w, "p.csv", text, &tu_cat, &o, NULL, &d), DRV_EPARSE);
     assert_non_null(strstr(d.msg, "p.csv:2:27: num_gpus: expected a whole number"));
 }
 
@@ -180,8 +151,9 @@ static void test_tiresias_and_headers(void **unused)
     drv_workload w = {0};
     drv_diag d = {{0}};
     drv_trace_opts o = opts("auto", false);
-    assert_int_equal(
-        drv_trace_load(&w, path("tests/fixtures/trace/tiresias-good.csv"), &cat, &o, NULL, &d), 0);
+    assert_int_equal(drv_trace_load(&w, tu_path("tests/fixtures/trace/tiresias-good.csv"), &tu_cat,
+                                    &o, NULL, &d),
+                     0);
     assert_int_equal(w.n, 2);
     assert_string_equal(w.jobs[1].name, "vgg11-1");
     assert_true(w.jobs[1].submit == 30);
@@ -190,22 +162,22 @@ static void test_tiresias_and_headers(void **unused)
     char bad[] = "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
                  "0,1,0,606,vgg19,164,30\n"
                  "1,8,30,133,vgg11,0,23\n";
-    assert_int_equal(drv_trace_parse(&w, "t.csv", bad, &cat, &o, NULL, &d), DRV_EPARSE);
+    assert_int_equal(drv_trace_parse(&w, "t.csv", bad, &tu_cat, &o, NULL, &d), DRV_EPARSE);
     assert_non_null(strstr(d.msg, "t.csv:3:18: duration: expected a number in [1,"));
 
     assert_int_equal(
-        drv_trace_load(&w, path("tests/fixtures/trace/unknown.csv"), &cat, &o, NULL, &d),
+        drv_trace_load(&w, tu_path("tests/fixtures/trace/unknown.csv"), &tu_cat, &o, NULL, &d),
         DRV_EPARSE);
     assert_non_null(strstr(d.msg, "unknown.csv:1:1: header: expected the header of a pollux"));
     o = opts("pollux", false);
     assert_int_equal(
-        drv_trace_load(&w, path("tests/fixtures/trace/philly-good.csv"), &cat, &o, NULL, &d),
+        drv_trace_load(&w, tu_path("tests/fixtures/trace/philly-good.csv"), &tu_cat, &o, NULL, &d),
         DRV_EPARSE);
     assert_non_null(strstr(d.msg, "(format pollux)"));
     assert_int_equal(drv_trace_format_parse("csv"), -1);
     o.calib = NULL;
     assert_int_equal(
-        drv_trace_load(&w, path("tests/fixtures/trace/pollux-good.csv"), &cat, &o, NULL, &d),
+        drv_trace_load(&w, tu_path("tests/fixtures/trace/pollux-good.csv"), &tu_cat, &o, NULL, &d),
         DRV_EINVAL);
 }
 
@@ -222,21 +194,22 @@ static void test_pollux_mechanics_one_job(void **unused)
     drv_trace_opts o = opts("pollux", false);
     char text[] = "name,time,application,num_replicas,batch_size\n"
                   "cifar10-0,107,cifar10,4,256\n";
-    assert_int_equal(drv_trace_parse(&w, "one.csv", text, &cat, &o, NULL, &d), 0);
+    assert_int_equal(drv_trace_parse(&w, "one.csv", text, &tu_cat, &o, NULL, &d), 0);
     drv_cluster_spec c = {0};
     drv_cluster_pollux(&c, DRV_POLLUX_NODES, DRV_POLLUX_GPUS);
     drv_profile p;
     assert_int_equal(drv_profile_builtin("tiresias", &p, &d), 0);
     p.period = DRV_POLLUX_ROUND;
-    drv_sim_config cfg = {.seed = 1, .check = true, .calib = &calib};
+    drv_sim_config cfg = {.seed = 1, .check = true, .calib = &tu_calib};
     drv_sim *s = NULL;
-    assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s, &d), 0);
+    assert_int_equal(drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, &d), 0);
     assert_int_equal(drv_sim_run(s, &d), 0);
     int32_t n;
     const drv_jobresult *r = drv_sim_jobs(s, &n);
-    int32_t app = drv_calib_find(&calib, "cifar10"), gpn[1] = {4};
-    double want = 120 - 107 + 30 +
-                  drv_calib_steps(&calib, app, 256) * drv_calib_step_time(&calib, app, gpn, 1, 256);
+    int32_t app = drv_calib_find(&tu_calib, "cifar10"), gpn[1] = {4};
+    double want =
+        120 - 107 + 30 +
+        drv_calib_steps(&tu_calib, app, 256) * drv_calib_step_time(&tu_calib, app, gpn, 1, 256);
     assert_true(fabs((r[0].end - r[0].submit) - want) < 1e-6 * want);
     assert_int_equal(r[0].workers, 4);
     drv_sim_free(s);
@@ -256,7 +229,8 @@ static void test_failing_allocations(void **unused)
         drv_workload w = {0};
         drv_diag d = {{0}};
         drv_alloc_fail_at(nth);
-        rc = drv_trace_load(&w, path("tests/fixtures/trace/pollux-good.csv"), &cat, &o, NULL, &d);
+        rc = drv_trace_load(&w, tu_path("tests/fixtures/trace/pollux-good.csv"), &tu_cat, &o, NULL,
+                            &d);
         drv_alloc_fail_at(0);
         if (rc == DRV_ENOMEM)
             assert_int_equal(w.n, 0);
@@ -271,7 +245,7 @@ static void test_failing_allocations(void **unused)
         drv_calib c = {0};
         drv_diag d = {{0}};
         drv_alloc_fail_at(nth);
-        rc = drv_calib_load(&c, path("data/pollux/profiles"), &d);
+        rc = drv_calib_load(&c, tu_path("data/pollux/profiles"), &d);
         drv_alloc_fail_at(0);
         if (rc) {
             assert_int_equal(rc, DRV_ENOMEM);
@@ -293,11 +267,11 @@ static void test_lines_duplicates_nul(void **unused)
     drv_trace_opts o = opts("auto", false);
     char text[] = "name,time,application,num_replicas,batch_size\n"
                   "a,0,cifar10,1,128\n\n\nb,1x,cifar10,1,128\n";
-    assert_int_equal(drv_trace_parse(&w, "t.csv", text, &cat, &o, NULL, &d), DRV_EPARSE);
+    assert_int_equal(drv_trace_parse(&w, "t.csv", text, &tu_cat, &o, NULL, &d), DRV_EPARSE);
     assert_string_equal(d.msg, "t.csv:5:3: time: expected a number in [0, 1e+10], found '1x'");
     char dup[] = "name,time,application,num_replicas,batch_size\r\n"
                  "a,0,cifar10,1,128\r\n\r\nb,1,cifar10,1,128\r\na,2,cifar10,1,128\r\n";
-    assert_int_equal(drv_trace_parse(&w, "t.csv", dup, &cat, &o, NULL, &d), DRV_EPARSE);
+    assert_int_equal(drv_trace_parse(&w, "t.csv", dup, &tu_cat, &o, NULL, &d), DRV_EPARSE);
     assert_string_equal(d.msg, "t.csv:5:1: row: job 'a' is in the trace twice");
     assert_int_equal(w.n, 0);
     /* with --on-bad-row skip the second 'a' is skipped and counted like any bad row */
@@ -306,14 +280,14 @@ static void test_lines_duplicates_nul(void **unused)
     drv_trace_opts skip = opts("auto", true);
     int32_t skipped = 0;
     drv_log_set(NULL, NULL, DRV_LOG_ERROR);
-    assert_int_equal(drv_trace_parse(&w, "t.csv", dup2, &cat, &skip, &skipped, &d), 0);
+    assert_int_equal(drv_trace_parse(&w, "t.csv", dup2, &tu_cat, &skip, &skipped, &d), 0);
     drv_log_set(NULL, NULL, DRV_LOG_WARN);
     assert_int_equal(skipped, 1);
     assert_int_equal(w.n, 2);
     assert_true(w.jobs[1].submit == 1);
     drv_workload_fini(&w);
     char ok[] = "name,time,application,num_replicas,batch_size\n\na,0,cifar10,1,128\n";
-    assert_int_equal(drv_trace_parse(&w, "t.csv", ok, &cat, &o, NULL, &d), 0);
+    assert_int_equal(drv_trace_parse(&w, "t.csv", ok, &tu_cat, &o, NULL, &d), 0);
     assert_int_equal(w.n, 1);
     assert_int_equal(w.jobs[0].line, 3);
     drv_workload_fini(&w);
@@ -324,7 +298,7 @@ static void test_lines_duplicates_nul(void **unused)
     FILE *f = fdopen(fd, "wb");
     fwrite("name,time,application,num_replicas,batch_size\na,0,cifar10,1,128\n\0b,1,x\n", 1, 71, f);
     fclose(f);
-    assert_int_equal(drv_trace_load(&w, tmp, &cat, &o, NULL, &d), DRV_EPARSE);
+    assert_int_equal(drv_trace_load(&w, tmp, &tu_cat, &o, NULL, &d), DRV_EPARSE);
     char want[300];
     snprintf(want, sizeof want, "%s: byte 64: a NUL byte; expected text", tmp);
     assert_string_equal(d.msg, want);
@@ -343,5 +317,5 @@ int main(void)
         cmocka_unit_test(test_pollux_mechanics_one_job),
         cmocka_unit_test(test_failing_allocations),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_models_setup, tu_models_teardown);
 }

@@ -16,46 +16,14 @@
 #include <cmocka.h>
 
 #include "drover/trace.h"
-
-static char *path(const char *rel)
-{
-    static char buf[2][4096];
-    static int k;
-    const char *src = getenv("DROVER_SOURCE_DIR");
-    k ^= 1;
-    snprintf(buf[k], sizeof buf[k], "%s/tests/fixtures/trace/%s", src ? src : ".", rel);
-    return buf[k];
-}
-
-static drv_catalogue cat;
-static drv_calib calib;
-
-static int setup(void **unused)
-{
-    (void)unused;
-    drv_diag d;
-    char dir[4096];
-    const char *src = getenv("DROVER_SOURCE_DIR");
-    snprintf(dir, sizeof dir, "%s/data/pollux/profiles", src ? src : ".");
-    if (drv_catalogue_builtin(&cat, &d))
-        return -1;
-    return drv_calib_load(&calib, dir, &d);
-}
-
-static int teardown(void **unused)
-{
-    (void)unused;
-    drv_catalogue_fini(&cat);
-    drv_calib_fini(&calib);
-    return 0;
-}
+#include "testutil.h"
 
 static drv_trace_opts opts(const char *fmt, bool skip)
 {
     drv_trace_opts o = {.format = drv_trace_format_parse(fmt),
                         .skip_bad = skip,
                         .seed = 1,
-                        .calib = &calib,
+                        .calib = &tu_calib,
                         .gpus_per_node = 4};
     return o;
 }
@@ -69,11 +37,11 @@ static void assert_duration_job(const drv_jobspec *j, int32_t g, double duration
     assert_int_equal(r->max, g);
     assert_int_equal(r->req.gpu, 1);
     assert_int_equal(j->role[DRV_ROLE_PS].replicas, 0);
-    assert_true(j->calib_app >= 1 && j->calib_app <= calib.n);
+    assert_true(j->calib_app >= 1 && j->calib_app <= tu_calib.n);
     int32_t gpn[64], nn = 0;
     for (int32_t left = g; left > 0; left -= 4)
         gpn[nn++] = left < 4 ? left : 4;
-    double step = drv_calib_step_time(&calib, j->calib_app - 1, gpn, nn, j->batch);
+    double step = drv_calib_step_time(&tu_calib, j->calib_app - 1, gpn, nn, j->batch);
     assert_true(step > 0);
     assert_true(fabs(j->max_steps * step - fmax(duration, step)) < 1e-6 * duration + 1e-9);
 }
@@ -85,7 +53,9 @@ static void test_helios(void **unused)
     drv_diag d = {{0}};
     drv_trace_opts o = opts("auto", false);
     int32_t skipped = -1;
-    assert_int_equal(drv_trace_load(&w, path("helios.csv"), &cat, &o, &skipped, &d), 0);
+    assert_int_equal(
+        drv_trace_load(&w, tu_path("tests/fixtures/trace/helios.csv"), &tu_cat, &o, &skipped, &d),
+        0);
     /* 4 rows: a CPU-only job (gpu_num 0) and one that ran 0 s are left out */
     assert_int_equal(w.n, 2);
     assert_int_equal(skipped, 0);
@@ -118,7 +88,7 @@ static void test_helios_long(void **unused)
     drv_workload w = {0};
     drv_diag d = {{0}};
     drv_trace_opts o = opts("auto", false);
-    assert_int_equal(drv_trace_parse(&w, "long.csv", text, &cat, &o, NULL, &d), 0);
+    assert_int_equal(drv_trace_parse(&w, "long.csv", text, &tu_cat, &o, NULL, &d), 0);
     assert_int_equal(w.n, ROWS);
     assert_true(w.jobs[ROWS - 1].submit == ROWS - 1);
     assert_int_equal(w.jobs[ROWS - 1].role[DRV_ROLE_WORKER].replicas, 1 + (ROWS - 1) % 4);
@@ -132,13 +102,17 @@ static void test_helios_bad_rows(void **unused)
     drv_workload w = {0};
     drv_diag d = {{0}};
     drv_trace_opts o = opts("helios", false);
-    assert_int_equal(drv_trace_load(&w, path("helios-bad.csv"), &cat, &o, NULL, &d), DRV_EPARSE);
+    assert_int_equal(
+        drv_trace_load(&w, tu_path("tests/fixtures/trace/helios-bad.csv"), &tu_cat, &o, NULL, &d),
+        DRV_EPARSE);
     assert_non_null(strstr(d.msg, "helios-bad.csv:3:17: gpu_num: expected a number"));
     assert_non_null(strstr(d.msg, "found 'four'"));
     assert_int_equal(w.n, 0);
     o = opts("helios", true);
     int32_t skipped = -1;
-    assert_int_equal(drv_trace_load(&w, path("helios-bad.csv"), &cat, &o, &skipped, &d), 0);
+    assert_int_equal(drv_trace_load(&w, tu_path("tests/fixtures/trace/helios-bad.csv"), &tu_cat, &o,
+                                    &skipped, &d),
+                     0);
     /* four is not a number; row 4 stops before duration; "May 1st" is not a time */
     assert_int_equal(skipped, 3);
     assert_int_equal(w.n, 1);
@@ -151,7 +125,8 @@ static void test_pai_task(void **unused)
     drv_workload w = {0}, w2 = {0};
     drv_diag d = {{0}};
     drv_trace_opts o = opts("auto", false);
-    assert_int_equal(drv_trace_load(&w, path("pai-task.csv"), &cat, &o, NULL, &d), 0);
+    assert_int_equal(
+        drv_trace_load(&w, tu_path("tests/fixtures/trace/pai-task.csv"), &tu_cat, &o, NULL, &d), 0);
     /* left out: a ps task without GPUs, a Running task, a task that ran 0 s */
     assert_int_equal(w.n, 3);
     assert_string_equal(w.jobs[0].name, "a1f0c2/worker");
@@ -167,7 +142,9 @@ static void test_pai_task(void **unused)
     assert_duration_job(&w.jobs[2], 1, 60);
     /* the published tables have no header: the format is named, the same jobs result */
     o = opts("pai-task", false);
-    assert_int_equal(drv_trace_load(&w2, path("pai-task-noheader.csv"), &cat, &o, NULL, &d), 0);
+    assert_int_equal(drv_trace_load(&w2, tu_path("tests/fixtures/trace/pai-task-noheader.csv"),
+                                    &tu_cat, &o, NULL, &d),
+                     0);
     assert_int_equal(w2.n, w.n);
     for (int32_t i = 0; i < w.n; i++) {
         assert_string_equal(w2.jobs[i].name, w.jobs[i].name);
@@ -176,7 +153,8 @@ static void test_pai_task(void **unused)
     }
     /* ... and auto cannot recognise it */
     o = opts("auto", false);
-    assert_int_equal(drv_trace_load(&w2, path("pai-task-noheader.csv"), &cat, &o, NULL, &d),
+    assert_int_equal(drv_trace_load(&w2, tu_path("tests/fixtures/trace/pai-task-noheader.csv"),
+                                    &tu_cat, &o, NULL, &d),
                      DRV_EPARSE);
     assert_non_null(strstr(d.msg, "pai-task-noheader.csv:1:1: header: expected the header"));
     drv_workload_fini(&w);
@@ -189,7 +167,8 @@ static void test_pai_job(void **unused)
     drv_workload w = {0};
     drv_diag d = {{0}};
     drv_trace_opts o = opts("auto", false);
-    assert_int_equal(drv_trace_load(&w, path("pai-job.csv"), &cat, &o, NULL, &d), 0);
+    assert_int_equal(
+        drv_trace_load(&w, tu_path("tests/fixtures/trace/pai-job.csv"), &tu_cat, &o, NULL, &d), 0);
     assert_int_equal(w.n, 2); /* the Waiting job is left out */
     assert_string_equal(w.jobs[0].name, "a1f0c2");
     assert_string_equal(w.jobs[0].user, "u01");
@@ -205,22 +184,24 @@ static void test_gavel(void **unused)
     drv_workload w = {0};
     drv_diag d = {{0}};
     drv_trace_opts o = opts("auto", false);
-    assert_int_equal(drv_trace_load(&w, path("gavel-925e2b.trace"), &cat, &o, NULL, &d), 0);
+    assert_int_equal(drv_trace_load(&w, tu_path("tests/fixtures/trace/gavel-925e2b.trace"), &tu_cat,
+                                    &o, NULL, &d),
+                     0);
     assert_int_equal(w.n, 4);
     /* Transformer (batch size 128), 51427 steps, arrives at 0, 8 workers -> bert */
     assert_string_equal(w.jobs[0].name, "transformer-0");
     assert_true(w.jobs[0].submit == 0);
     assert_true(w.jobs[0].max_steps == 51427);
-    assert_int_equal(w.jobs[0].calib_app, drv_calib_find(&calib, "bert") + 1);
+    assert_int_equal(w.jobs[0].calib_app, drv_calib_find(&tu_calib, "bert") + 1);
     assert_int_equal(w.jobs[0].role[DRV_ROLE_WORKER].replicas, 8);
     assert_int_equal(w.jobs[0].role[DRV_ROLE_WORKER].max, 8);
     /* Recommendation (batch size 8192) -> ncf, arrives at 9357 s */
-    assert_int_equal(w.jobs[1].calib_app, drv_calib_find(&calib, "ncf") + 1);
+    assert_int_equal(w.jobs[1].calib_app, drv_calib_find(&tu_calib, "ncf") + 1);
     assert_true(w.jobs[1].submit == 9357);
     assert_true(w.jobs[1].max_steps == 1033);
     /* ResNet-18 (batch size 32), one worker -> cifar10 at a batch of 32 if validated */
-    const drv_calib_app *c10 = &calib.v[drv_calib_find(&calib, "cifar10")];
-    assert_int_equal(w.jobs[3].calib_app, drv_calib_find(&calib, "cifar10") + 1);
+    const drv_calib_app *c10 = &tu_calib.v[drv_calib_find(&tu_calib, "cifar10")];
+    assert_int_equal(w.jobs[3].calib_app, drv_calib_find(&tu_calib, "cifar10") + 1);
     assert_true(w.jobs[3].batch == fmin(fmax(32, c10->init_bsz), c10->max_bsz));
     assert_int_equal(w.jobs[3].role[DRV_ROLE_WORKER].replicas, 1);
     drv_workload_fini(&w);
@@ -232,7 +213,9 @@ static void test_philly_log(void **unused)
     drv_workload w = {0};
     drv_diag d = {{0}};
     drv_trace_opts o = opts("auto", false);
-    assert_int_equal(drv_trace_load(&w, path("philly-log.json"), &cat, &o, NULL, &d), 0);
+    assert_int_equal(
+        drv_trace_load(&w, tu_path("tests/fixtures/trace/philly-log.json"), &tu_cat, &o, NULL, &d),
+        0);
     assert_int_equal(w.n, 2); /* a job without attempts is left out */
     assert_string_equal(w.jobs[0].name, "application_1_0001");
     assert_string_equal(w.jobs[0].user, "usr1");
@@ -253,10 +236,10 @@ static void test_philly_log_bad(void **unused)
     drv_diag d = {{0}};
     drv_trace_opts o = opts("philly-log", false);
     char text[] = "[{\"jobid\": \"app_9\", \"submitted_time\": \"yesterday\", \"attempts\": []}]";
-    assert_int_equal(drv_trace_parse(&w, "log.json", text, &cat, &o, NULL, &d), DRV_EPARSE);
+    assert_int_equal(drv_trace_parse(&w, "log.json", text, &tu_cat, &o, NULL, &d), DRV_EPARSE);
     assert_non_null(strstr(d.msg, "log.json: job 0 (app_9): submitted_time: expected a time"));
     char broken[] = "[{\"jobid\": \"app_9\",\n  \"submitted_time\": }]";
-    assert_int_equal(drv_trace_parse(&w, "log.json", broken, &cat, &o, NULL, &d), DRV_EPARSE);
+    assert_int_equal(drv_trace_parse(&w, "log.json", broken, &tu_cat, &o, NULL, &d), DRV_EPARSE);
     assert_non_null(strstr(d.msg, "log.json:2:"));
     assert_int_equal(w.n, 0);
 }
@@ -268,34 +251,34 @@ static void test_mapped_csv(void **unused)
     drv_diag d = {{0}};
     drv_trace_opts o = opts("auto", false);
     int32_t skipped = -1;
-    assert_int_equal(drv_trace_load_columns(&w, path("mapped.csv"),
+    assert_int_equal(drv_trace_load_columns(&w, tu_path("tests/fixtures/trace/mapped.csv"),
                                             "name=id,submit=queued_at,gpus=n_gpu,duration=secs,"
                                             "model=arch",
-                                            &cat, &o, &skipped, &d),
+                                            &tu_cat, &o, &skipped, &d),
                      0);
     assert_int_equal(w.n, 2); /* job-c asks for no GPU */
     assert_int_equal(skipped, 0);
     assert_string_equal(w.jobs[0].name, "job-a");
-    assert_int_equal(w.jobs[0].calib_app, drv_calib_find(&calib, "imagenet") + 1);
+    assert_int_equal(w.jobs[0].calib_app, drv_calib_find(&tu_calib, "imagenet") + 1);
     assert_duration_job(&w.jobs[0], 2, 600);
     assert_true(w.jobs[1].submit == 30);
     assert_duration_job(&w.jobs[1], 1, 300); /* "resnet" is not ours: a seeded model */
     /* a column the header does not have is named */
-    assert_int_equal(drv_trace_load_columns(&w, path("mapped.csv"),
-                                            "submit=queued_at,gpus=gpus,duration=secs", &cat, &o,
+    assert_int_equal(drv_trace_load_columns(&w, tu_path("tests/fixtures/trace/mapped.csv"),
+                                            "submit=queued_at,gpus=gpus,duration=secs", &tu_cat, &o,
                                             NULL, &d),
                      DRV_EPARSE);
     assert_non_null(strstr(d.msg, "mapped.csv:1:1: header: expected a column 'gpus' (gpus of "
                                   "format columns), found 'id,queued_at,n_gpu,secs,arch'"));
     assert_int_equal(w.n, 2); /* untouched */
     /* a mapping without a required key, or with an unknown one */
-    assert_int_equal(drv_trace_load_columns(&w, path("mapped.csv"), "submit=queued_at,gpus=n_gpu",
-                                            &cat, &o, NULL, &d),
+    assert_int_equal(drv_trace_load_columns(&w, tu_path("tests/fixtures/trace/mapped.csv"),
+                                            "submit=queued_at,gpus=n_gpu", &tu_cat, &o, NULL, &d),
                      DRV_EINVAL);
     assert_non_null(strstr(d.msg, "--trace-columns: expected duration=COLUMN"));
-    assert_int_equal(
-        drv_trace_load_columns(&w, path("mapped.csv"), "gpu=n_gpu", &cat, &o, NULL, &d),
-        DRV_EINVAL);
+    assert_int_equal(drv_trace_load_columns(&w, tu_path("tests/fixtures/trace/mapped.csv"),
+                                            "gpu=n_gpu", &tu_cat, &o, NULL, &d),
+                     DRV_EINVAL);
     assert_non_null(strstr(d.msg, "found 'gpu'"));
     drv_workload_fini(&w);
 }
@@ -315,8 +298,10 @@ static void test_format_names(void **unused)
     drv_workload a = {0}, b = {0};
     drv_diag d = {{0}};
     drv_trace_opts o = opts("helios", false);
-    assert_int_equal(drv_trace_load(&a, path("helios.csv"), &cat, &o, NULL, &d), 0);
-    assert_int_equal(drv_trace_load(&b, path("helios.csv"), &cat, &o, NULL, &d), 0);
+    assert_int_equal(
+        drv_trace_load(&a, tu_path("tests/fixtures/trace/helios.csv"), &tu_cat, &o, NULL, &d), 0);
+    assert_int_equal(
+        drv_trace_load(&b, tu_path("tests/fixtures/trace/helios.csv"), &tu_cat, &o, NULL, &d), 0);
     for (int32_t i = 0; i < a.n; i++)
         assert_int_equal(a.jobs[i].calib_app, b.jobs[i].calib_app);
     drv_workload_fini(&a);
@@ -336,7 +321,8 @@ static void test_failing_allocations(void **unused)
             drv_workload w = {0};
             drv_diag d = {{0}};
             drv_alloc_fail_at(nth);
-            rc = drv_trace_load(&w, path(files[f]), &cat, &o, NULL, &d);
+            rc = drv_trace_load(&w, tu_path("tests/fixtures/trace/%s", files[f]), &tu_cat, &o, NULL,
+                                &d);
             drv_alloc_fail_at(0);
             if (rc == DRV_ENOMEM)
                 assert_int_equal(w.n, 0);
@@ -362,5 +348,5 @@ int main(void)
         cmocka_unit_test(test_format_names),
         cmocka_unit_test(test_failing_allocations),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_models_setup, tu_models_teardown);
 }

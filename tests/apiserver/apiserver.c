@@ -150,6 +150,7 @@ struct drv_apiserver {
     char hold_method[8], hold_path[512], hold_agent[64];
     int held;
     unsigned hold_gen;
+    int hold_answer; /* what the requests released last answer instead of being served; 0: */
     /* opts.audit: every node and pod event as a JSON line, in order */
     bool audit;
     char *audit_buf;
@@ -2924,10 +2925,12 @@ static enum MHD_Result answer(drv_apiserver *s, struct MHD_Connection *c, const 
 }
 
 /* A request drv_apiserver_hold matches waits here (no lock held on return) until the hold is
- * released or the server stops: what lets a test order a race as it chooses, without sleeps. */
-static void hold_wait(drv_apiserver *s, struct MHD_Connection *c, const char *method,
-                      const char *url)
+ * released or the server stops: what lets a test order a race as it chooses, without sleeps.
+ * Returns the status to answer instead of serving it (drv_apiserver_release_answer), or 0. */
+static int hold_wait(drv_apiserver *s, struct MHD_Connection *c, const char *method,
+                     const char *url)
 {
+    int answer = 0;
     pthread_mutex_lock(&s->mu);
     const char *ua = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent");
     if (s->hold_on && !strcmp(method, s->hold_method) && !strcmp(url, s->hold_path) &&
@@ -2938,8 +2941,10 @@ static void hold_wait(drv_apiserver *s, struct MHD_Connection *c, const char *me
         while (s->hold_gen == gen && !s->stopping)
             pthread_cond_wait(&s->cv, &s->mu);
         s->held--;
+        answer = s->hold_answer;
     }
     pthread_mutex_unlock(&s->mu);
+    return answer;
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
@@ -2983,8 +2988,23 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         struct timespec t = {delay / 1000, (long)(delay % 1000) * 1000000L};
         nanosleep(&t, NULL);
     }
-    hold_wait(s, c, method, url);
+    int held_answer = hold_wait(s, c, method, url);
     struct resp r = {0};
+    if (held_answer == 409) { /* (as kube-apiserver refuses a stale resourceVersion) */
+        struct route hr;
+        pthread_mutex_lock(&s->mu);
+        bool routed = parse_route(s, url, &hr) == 0;
+        pthread_mutex_unlock(&s->mu);
+        if (routed)
+            conflict(&r, hr.rt, hr.name);
+        else
+            not_found_page(&r);
+        return answer(s, c, method, url, &r);
+    } else if (held_answer > 0) {
+        set_status(&r, held_answer, "InternalError", NULL, NULL, NULL, true, "injected fault: %d",
+                   held_answer);
+        return answer(s, c, method, url, &r);
+    }
     if (s->client_auth && !client_verified(c)) {
         set_status(&r, 401, "Unauthorized", NULL, NULL, NULL, false, "Unauthorized");
         return answer(s, c, method, url, &r);
@@ -3403,8 +3423,14 @@ int drv_apiserver_held(drv_apiserver *s)
 
 void drv_apiserver_release(drv_apiserver *s)
 {
+    drv_apiserver_release_answer(s, 0);
+}
+
+void drv_apiserver_release_answer(drv_apiserver *s, int status)
+{
     pthread_mutex_lock(&s->mu);
     s->hold_on = false;
+    s->hold_answer = status;
     s->hold_gen++;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);

@@ -120,6 +120,9 @@ void drv_apiserver_hold(drv_apiserver *s, const char *method, const char *path,
 int drv_apiserver_held(drv_apiserver *s);
 /* Ends the hold: what waits in it is served (in no set order), and no request waits again. */
 void drv_apiserver_release(drv_apiserver *s);
+/* ... or what waits in it answers status instead, unserved (the store untouched): 409 with a
+ * Conflict Status, as for a stale resourceVersion; any other, an injected fault's Status. */
+void drv_apiserver_release_answer(drv_apiserver *s, int status);
 /* Delay every request by ms before it is handled (0 = none). */
 void drv_apiserver_set_delay(drv_apiserver *s, int ms);
 /* Writes (not GET) whose client has closed its connection by the time they would be served

@@ -446,6 +446,33 @@ static void test_hold_orders_a_race(void **state)
     assert_string_equal(json_string_value(json_object_get(
                             json_object_get(json_object_get(o, "metadata"), "labels"), "who")),
                         "late");
+    char rv[24];
+    snprintf(rv, sizeof rv, "%s", rv_of(o));
+    json_decref(o);
+    /* Released with an answer: the held request gets a Conflict, unserved. */
+    drv_apiserver_hold(srv, "PATCH", path, "held-client/");
+    late = (struct call){.port = port,
+                         .method = "PATCH",
+                         .path = path,
+                         .ctype = MERGE,
+                         .agent = "held-client/1.0",
+                         .body = "{\"metadata\":{\"labels\":{\"who\":\"refused\"}}}"};
+    assert_int_equal(pthread_create(&t, NULL, do_call, &late), 0);
+    for (int i = 0; i < 3000 && drv_apiserver_held(srv) == 0; i++) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    drv_apiserver_release_answer(srv, 409);
+    pthread_join(t, NULL);
+    assert_int_equal(late.code, 409);
+    o = json_loads(late.out.p, 0, NULL);
+    drv_free(late.out.p);
+    assert_string_equal(json_string_value(json_object_get(o, "reason")), "Conflict");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(o, "details"), "name")),
+                        "raced");
+    json_decref(o);
+    o = call_json("GET", path, NULL, NULL, &code);
+    assert_string_equal(rv_of(o), rv);
     json_decref(o);
 }
 

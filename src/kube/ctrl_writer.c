@@ -119,18 +119,21 @@ void ctrl_writer_seen(drv_ctrl *c, int32_t key, const char *rv, bool finished)
     char k[32];
     bool requeue = false;
     pthread_mutex_lock(&w->mu);
-    status_slot *s = key >= 0 && key < w->cap_status ? w->status[key] : NULL;
-    int32_t i = s && rv[0] ? chain_find(&s->chain, rv) : -1;
-    if (i >= 0) {
-        chain_trim(&s->chain, i); /* (our own write, seen back) */
-    } else if (s && rv[0] && s->r.rv[0] && strcmp(s->r.rv, rv) != 0) {
-        /* Someone else's version: nothing computed from an older one may be sent any more. */
-        s->chain.n = 0;
-        if (s->pending && finished) {
+    status_slot *s = key >= 0 && key < w->cap_status && rv[0] ? w->status[key] : NULL;
+    int32_t i = s ? chain_find(&s->chain, rv) : -1;
+    if (s && i >= 0)
+        chain_trim(&s->chain, i); /* our own write, seen back */
+    else if (s)
+        s->chain.n = 0; /* someone else's: nothing older may be sent any more */
+    /* A status waiting, computed from an older version (the scheduler thread applies versions
+     * in order): only our own writes came since (the same status computed from rv), or
+     * someone else's, whose status fields Drover reads back only when finished. */
+    if (s && s->pending && s->r.rv[0] && strcmp(s->r.rv, rv) != 0) {
+        if (i < 0 && finished) {
             s->pending = false; /* a finished status is never written over */
             drv_log(DRV_LOG_INFO, "%s: %s was written finished meanwhile: %s not written",
                     s->r.path, rv, s->r.phase);
-        } else if (s->pending) {
+        } else {
             snprintf(s->r.rv, sizeof s->r.rv, "%s", rv);
             requeue = s->refused; /* (one still queued is sent with rv when its turn comes) */
             s->refused = false;
@@ -364,8 +367,8 @@ static void status_answered(ctrl_writer *w, int32_t id, uint32_t gen, const char
         chain_wrote(&s->chain, rv, made);
     if ((written || gone) && s->gen == gen)
         s->pending = false;
-    if (refused && s->gen == gen && s->pending && !strcmp(s->r.rv, rv))
-        s->refused = true; /* (unless re-based meanwhile: its retry sends the new version) */
+    if (refused && s->gen == gen && s->pending)
+        s->refused = true; /* (the next version seen sends it again at once) */
     pthread_mutex_unlock(&w->mu);
 }
 

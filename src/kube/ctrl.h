@@ -655,9 +655,9 @@ void ctrl_job_active(const drv_ctrl *c, int32_t job, int32_t active[DRV_NROLES],
 void ctrl_writer_status_request(drv_ctrl *c, int32_t key, const status_request *r);
 /* The scheduler thread applied version rv of the TrainingJob of interned key (finished: its
  * status.phase is Succeeded or Failed). A status not yet written that was computed from an
- * older version is re-based on rv when rv is not finished (what the controller computes never
- * depends on status fields but a finished phase), and dropped when it is: a finished status is
- * never written over (the scheduler thread takes the job's end from it). */
+ * older version is re-based on rv (what the controller computes never depends on status fields
+ * but a finished phase), unless rv is someone else's finished one: then it is dropped, as a
+ * finished status is never written over (the scheduler thread takes the job's end from it). */
 void ctrl_writer_seen(drv_ctrl *c, int32_t key, const char *rv, bool finished);
 void ctrl_writer_event_about(drv_ctrl *c, const char *ns, const char *name, const char *uid,
                              const char *type, const char *reason, const char *message);

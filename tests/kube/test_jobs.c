@@ -314,6 +314,37 @@ static void test_suspend_and_resume(void **state)
     stop(&r);
 }
 
+/* A finished job stays finished when suspend is set on it: no Suspended condition, no Event,
+ * its status Succeeded (Kubeflow's operators leave a finished job alone). The edit is known
+ * applied once a job submitted after it is bound (one informer, applied in order), and its
+ * Event would be written once the later job's JobCreated is (the writer sends them in order). */
+static void test_finished_job_not_suspended(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    char worker[1024];
+    role(worker, sizeof worker, "Worker", 1, "1", "");
+    add_job(f, "done", worker, "");
+    WAIT_FOR(pod_bound(f, "done-worker-0"));
+    set_phase(f, "done-worker-0", "Running");
+    WAIT_FOR(now_in(f, "done", "Running", "JobRunning"));
+    set_phase(f, "done-worker-0", "Succeeded");
+    WAIT_FOR(now_in(f, "done", "Succeeded", "JobSucceeded") && phase_is(f, "done", "Succeeded"));
+    req(f, "PATCH", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/done",
+        "{\"spec\":{\"runPolicy\":{\"suspend\":true}}}");
+    add_job(f, "after", worker, "");
+    WAIT_FOR(pod_bound(f, "after-worker-0"));
+    WAIT_FOR(events(f, "after", "JobCreated", NULL, 0) == 1); /* (Events go out in order) */
+    assert_int_equal(events(f, "done", "JobSuspended", NULL, 0), 0);
+    assert_true(now_in(f, "done", "Succeeded", "JobSucceeded"));
+    assert_true(phase_is(f, "done", "Succeeded"));
+    assert_int_equal(drv_ctrl_get_stats(r.c).api_errors, 0);
+    stop(&r);
+}
+
 /* The number of workers in a pod's TF_CONFIG (-1: no pod, or none). */
 static int tf_workers(fixture *f, const char *name)
 {
@@ -753,6 +784,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_allreduce_ranks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_then_backoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_suspend_and_resume, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_finished_job_not_suspended, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_edit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_and_never_fits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adopted_job_not_announced_again, setup, teardown),

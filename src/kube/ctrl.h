@@ -150,7 +150,10 @@ typedef struct job_record {
     char *tmpl[DRV_NROLES]; /* owned; see tj_record */
     double t_ready; /* when the event that made it placeable whole arrived (latency), or -1 */
     int8_t status;  /* ST_* decided */
-    int8_t written; /* ST_* last handed to the writer */
+    int8_t written; /* ST_* last handed to the writer: once Succeeded or Failed, never again
+                       Pending or Running (ctrl_writer_status refuses it) */
+    char rv[24];    /* metadata.resourceVersion of its TrainingJob as last applied: the version
+                       the status asked next is computed from (its write's precondition) */
     int32_t wrote_active[DRV_NROLES];
     /* the gang being bound, for its latency: requests out, pods, when decided, and the latest
      * send and answer so far (valid while lat_armed) */
@@ -343,6 +346,9 @@ typedef struct ctrl_binder {
 /* A TrainingJob status the writer is to write. */
 typedef struct status_request {
     char path[800];
+    char rv[24];   /* the object's metadata.resourceVersion it was computed from: its write's
+                      precondition (through the writer's own writes since: status_slot); "": none
+                      (PodGroups, Queues: last write wins) */
     bool podgroup; /* a PodGroup's: phase, and its running, succeeded, failed pods in active[0],
                       succeeded[0], failed[0], the scheduled ones in restarts */
     bool queue;    /* a Queue's: its pending and admitted jobs in active[0], active[1], and
@@ -362,14 +368,34 @@ typedef struct event_request {
     bool conflict_ok; /* not an Event: a 409 means it exists, which is what was wanted */
 } event_request;
 
+/* Versions of an object the writer's own status writes went through (ctrl_writer.c): v[0] is
+ * a version a write was computed from, each next one what a write of ours made of the one
+ * before, v[n-1] the newest. A status computed from any of them is sent with v[n-1] as its
+ * precondition: only our own writes came since. At most STATUS_CHAIN (older ones dropped: a
+ * status computed from one of those meets a 409 and waits for the next version). */
+enum { STATUS_CHAIN = 8 };
+typedef struct status_chain {
+    char v[STATUS_CHAIN][24];
+    int32_t n;
+} status_chain;
+
+/* One object's status write (writer.mu). */
+typedef struct status_slot {
+    status_request r; /* the latest status asked */
+    uint32_t gen;     /* counts the requests asked: one answered is done only if none came since */
+    bool pending;     /* r is not written yet (queued, being sent, or refused) */
+    bool refused;     /* ... its precondition met a 409: the object changed under it */
+    status_chain chain;
+} status_slot;
+
 /* The writer: the scheduler thread says what to write, the writer thread writes it. */
 typedef struct ctrl_writer {
     drv_kube *client;
     drv_workqueue *queue; /* keys "s/<job key>" (a status) and "e" (the Events queued) */
     pthread_t thread;
     bool started;
-    pthread_mutex_t mu;      /* guards status, cap_status, events, nevents, cap_events */
-    status_request **status; /* by interned job key: the latest status to write */
+    pthread_mutex_t mu;   /* guards status, cap_status, events, nevents, cap_events */
+    status_slot **status; /* by interned job key: the latest status to write */
     int32_t cap_status;
     event_request *events;
     int32_t nevents, cap_events;
@@ -627,6 +653,12 @@ void ctrl_writer_event(drv_ctrl *c, int32_t job, const char *type, const char *r
 void ctrl_job_active(const drv_ctrl *c, int32_t job, int32_t active[DRV_NROLES], bool *all_running);
 /* A status for the job of interned key (one that may have no job record: an invalid one). */
 void ctrl_writer_status_request(drv_ctrl *c, int32_t key, const status_request *r);
+/* The scheduler thread applied version rv of the TrainingJob of interned key (finished: its
+ * status.phase is Succeeded or Failed). A status not yet written that was computed from an
+ * older version is re-based on rv (what the controller computes never depends on status fields
+ * but a finished phase), unless rv is someone else's finished one: then it is dropped, as a
+ * finished status is never written over (the scheduler thread takes the job's end from it). */
+void ctrl_writer_seen(drv_ctrl *c, int32_t key, const char *rv, bool finished);
 void ctrl_writer_event_about(drv_ctrl *c, const char *ns, const char *name, const char *uid,
                              const char *type, const char *reason, const char *message);
 /* An Event about an object of another kind ("PodGroup", "scheduling.x-k8s.io/v1alpha1"). */

@@ -91,6 +91,7 @@ void ctrl_lifecycle_init(drv_ctrl *c, int32_t j, const tj_record *t)
     jr->start_time = t->start_time;
     jr->completion_time = t->completion_time;
     jr->restarts = t->restarts;
+    snprintf(jr->rv, sizeof jr->rv, "%s", t->tj.rv);
     jr->rendered[0] = -1; /* set by the first reconcile: its pods are created (or were) as
                              the first cycle's targets say */
     /* Adopted placed or running: the Scheduled Event was written by whoever placed it. */
@@ -389,8 +390,8 @@ void ctrl_lifecycle_suspend(drv_ctrl *c, int32_t j)
     ctrl_mirror *m = &c->mirror;
     job_record *jr = &m->jobs[j];
     const drv_job *jb = &m->st.jobs[j];
-    if (jr->suspended)
-        return;
+    if (jr->suspended || jr->status >= ST_SUCCEEDED)
+        return; /* (a finished job stays finished, as Kubeflow's operators leave it) */
     jr->suspended = true;
     for (int32_t k = 0; k < jb->pod_count; k++) {
         int32_t s = jb->pod_base + k;
@@ -485,6 +486,7 @@ void ctrl_lifecycle_invalid(drv_ctrl *c, const ctrl_event *e)
     memset(&r, 0, sizeof r);
     snprintf(r.path, sizeof r.path,
              "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs/%s/status", ns, name);
+    snprintf(r.rv, sizeof r.rv, "%s", t->tj.rv);
     snprintf(r.phase, sizeof r.phase, "Failed");
     snprintf(r.message, sizeof r.message, "invalid spec");
     memcpy(r.conds, t->conds, sizeof r.conds);

@@ -624,6 +624,8 @@ int ctrl_mirror_apply_trainingjob(drv_ctrl *c, ctrl_event *e)
         return DRV_ENOMEM;
     if (e->type == DRV_WATCH_DELETED || e->tj->invalid[0])
         ctrl_shared_unhold(c, e->key); /* (a held one: gone, or failed below) */
+    if (e->type != DRV_WATCH_DELETED)  /* (its status writes computed before: ctrl_writer.c) */
+        ctrl_writer_seen(c, e->key, e->tj->tj.rv, e->tj->finished);
     int32_t j = m->job_of[e->key];
     if (j >= 0 && e->type != DRV_WATCH_DELETED && strcmp(m->jobs[j].uid, e->tj->uid) != 0) {
         /* Deleted and created again under the same name (its deletion not seen, or seen and
@@ -653,6 +655,7 @@ int ctrl_mirror_apply_trainingjob(drv_ctrl *c, ctrl_event *e)
         return invalid_job(c, e);
     if (j < 0)
         return add_job(c, e);
+    snprintf(m->jobs[j].rv, sizeof m->jobs[j].rv, "%s", e->tj->tj.rv); /* (its next status's) */
     /* A status written by someone else as finished ends it, as that status says. */
     if (e->tj->finished && m->jobs[j].status < ST_SUCCEEDED) {
         ctrl_lifecycle_finished_by_status(c, j, e->tj);

@@ -222,6 +222,7 @@ static void tell(drv_ctrl *c, held_job *h)
     memset(&r, 0, sizeof r);
     snprintf(r.path, sizeof r.path,
              "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs/%s/status", ns, name);
+    snprintf(r.rv, sizeof r.rv, "%s", t->tj.rv); /* (never over a status written since) */
     snprintf(r.phase, sizeof r.phase, "Pending");
     snprintf(r.message, sizeof r.message, "held: %s",
              strcmp(h->reason, "QueueMissing") ? "priority class missing" : "queue missing");

@@ -8,11 +8,17 @@
  *
  * Owns: c->writer. The scheduler thread says what it wants written (ctrl_writer_status keeps
  * only the latest status per job; ctrl_writer_event queues Events in order) under writer.mu;
- * the writer thread takes them from there and writes them. A status update is a read-modify-
- * write with back-off and up to 8 retries; a 404 means the job is gone and drops it. May
- * touch: counters (what was written, what failed).
+ * the writer thread takes them from there and writes them. A status is a JSON merge patch of
+ * the status subresource whose metadata.resourceVersion is a precondition (write_status says
+ * which version), so that a status computed before someone else's write never lands after it;
+ * back-off and up to 8 retries; a 404 means the job is gone and drops it. May touch: counters
+ * (what was written, what failed).
  *
- * Example: a job goes Pending -> Running within one back-off: only "Running" is written.
+ * Example: a job goes Pending -> Running within one back-off: only "Running" is written. Its
+ * TrainingJob at version 7 was written Pending by us (7 -> 8); "Running", computed from 7 (the
+ * echo of 8 not applied yet), is sent with precondition 8 (8 -> 9). Had someone else written it
+ * Succeeded in between (8 -> 9), "Running" would meet a 409 and be dropped once the scheduler
+ * thread applies version 9 (the job then ends as that status says).
  */
 #include "ctrl.h"
 
@@ -39,8 +45,8 @@ void ctrl_job_active(const drv_ctrl *c, int32_t job, int32_t active[DRV_NROLES],
     }
 }
 
-/* Makes status[key] a status request to fill in (under writer.mu). */
-static status_request *status_slot(ctrl_writer *w, int32_t key)
+/* Makes status[key] a slot to fill in (under writer.mu). */
+static status_slot *status_slot_of(ctrl_writer *w, int32_t key)
 {
     int32_t old = w->cap_status;
     if (drv_grow(&w->status, sizeof *w->status, &w->cap_status, key + 1) != 0)
@@ -48,7 +54,7 @@ static status_request *status_slot(ctrl_writer *w, int32_t key)
     if (w->cap_status > old) /* new entries: nothing to write yet */
         memset(w->status + old, 0, sizeof *w->status * (size_t)(w->cap_status - old));
     if (!w->status[key])
-        w->status[key] = drv_malloc(sizeof *w->status[key]);
+        w->status[key] = drv_calloc(1, sizeof *w->status[key]);
     return w->status[key];
 }
 
@@ -58,15 +64,88 @@ static bool status_queue(drv_ctrl *c, int32_t key, const status_request *r)
     char k[32];
     snprintf(k, sizeof k, "s/%d", (int)key);
     pthread_mutex_lock(&c->writer.mu);
-    status_request *slot = status_slot(&c->writer, key);
-    if (slot)
-        *slot = *r;
+    status_slot *slot = status_slot_of(&c->writer, key);
+    if (slot) {
+        slot->r = *r;
+        slot->gen++;
+        slot->pending = true;
+        slot->refused = false;
+    }
     pthread_mutex_unlock(&c->writer.mu);
     if (!slot || drv_workqueue_add(c->writer.queue, k) != 0) {
         drv_log(DRV_LOG_ERROR, "out of memory: status at %s not written", r->path);
         return false;
     }
     return true;
+}
+
+/* ---- preconditions: the versions our own writes went through -------------------------------- */
+
+/* The index of version rv in ch, or -1. At most STATUS_CHAIN comparisons. */
+static int32_t chain_find(const status_chain *ch, const char *rv)
+{
+    for (int32_t i = ch->n - 1; i >= 0; i--)
+        if (!strcmp(ch->v[i], rv))
+            return i;
+    return -1;
+}
+
+/* Drops the versions before v[i]: nothing is computed from them any more. */
+static void chain_trim(status_chain *ch, int32_t i)
+{
+    if (i <= 0)
+        return;
+    memmove(ch->v, ch->v + i, sizeof ch->v[0] * (size_t)(ch->n - i));
+    ch->n -= i;
+}
+
+/* Our write with precondition from made version to of the object (to == from: a no-op). */
+static void chain_wrote(status_chain *ch, const char *from, const char *to)
+{
+    if (ch->n == 0 || strcmp(ch->v[ch->n - 1], from) != 0) {
+        snprintf(ch->v[0], sizeof ch->v[0], "%s", from);
+        ch->n = 1;
+    }
+    if (!to[0] || !strcmp(to, from))
+        return;
+    if (ch->n == STATUS_CHAIN)
+        chain_trim(ch, 1);
+    snprintf(ch->v[ch->n++], sizeof ch->v[0], "%s", to);
+}
+
+void ctrl_writer_seen(drv_ctrl *c, int32_t key, const char *rv, bool finished)
+{
+    ctrl_writer *w = &c->writer;
+    char k[32];
+    bool requeue = false;
+    pthread_mutex_lock(&w->mu);
+    status_slot *s = key >= 0 && key < w->cap_status && rv[0] ? w->status[key] : NULL;
+    int32_t i = s ? chain_find(&s->chain, rv) : -1;
+    if (s && i >= 0)
+        chain_trim(&s->chain, i); /* our own write, seen back */
+    else if (s)
+        s->chain.n = 0; /* someone else's: nothing older may be sent any more */
+    /* A status waiting, computed from an older version (the scheduler thread applies versions
+     * in order): only our own writes came since (the same status computed from rv), or
+     * someone else's, whose status fields Drover reads back only when finished. */
+    if (s && s->pending && s->r.rv[0] && strcmp(s->r.rv, rv) != 0) {
+        if (i < 0 && finished) {
+            s->pending = false; /* a finished status is never written over */
+            drv_log(DRV_LOG_INFO, "%s: %s was written finished meanwhile: %s not written",
+                    s->r.path, rv, s->r.phase);
+        } else {
+            snprintf(s->r.rv, sizeof s->r.rv, "%s", rv);
+            requeue = s->refused; /* (one still queued is sent with rv when its turn comes) */
+            s->refused = false;
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (requeue) {
+        snprintf(k, sizeof k, "s/%d", (int)key);
+        drv_workqueue_forget(w->queue, k); /* (its back-off was for the version refused) */
+        if (drv_workqueue_add(w->queue, k) != 0)
+            drv_log(DRV_LOG_ERROR, "out of memory: a status of key %d not written", (int)key);
+    }
 }
 
 void ctrl_writer_status_request(drv_ctrl *c, int32_t key, const status_request *r)
@@ -98,6 +177,13 @@ void ctrl_writer_status(drv_ctrl *c, int32_t job, const char *message)
     if (jr->written == jr->status && !memcmp(active, jr->wrote_active, sizeof active) &&
         jr->wrote_changes == jr->cond_changes)
         return;
+    if (jr->written >= ST_SUCCEEDED && jr->status < ST_SUCCEEDED) {
+        /* (a finished job's record never goes back: a TrainingJob created again under its name
+         * gets a record of its own) */
+        drv_log(DRV_LOG_ERROR, "a finished job's status asked %s: not written",
+                ctrl_phase_name[jr->status]);
+        return;
+    }
     status_request r;
     memset(&r, 0, sizeof r);
     char ns[256], name[256];
@@ -105,6 +191,7 @@ void ctrl_writer_status(drv_ctrl *c, int32_t job, const char *message)
     ctrl_name_str(c, jr->name, name, sizeof name);
     snprintf(r.path, sizeof r.path,
              "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs/%s/status", ns, name);
+    snprintf(r.rv, sizeof r.rv, "%s", jr->rv);
     snprintf(r.phase, sizeof r.phase, "%s", ctrl_phase_name[jr->status]);
     snprintf(r.message, sizeof r.message, "%s", message);
     memcpy(r.active, active, sizeof active);
@@ -239,32 +326,85 @@ static void write_events(drv_ctrl *c)
     drv_free(v);
 }
 
-/* Writes the latest status asked for the job of key "s/<id>"; retried with back-off. */
+/* The status patch of r with precondition rv ("": none), compact JSON (free()), or NULL. */
+static char *status_patch(const status_request *r, const char *rv)
+{
+    json_t *patch = rv[0]
+                        ? json_pack("{s:{s:s}, s:{}}", "metadata", "resourceVersion", rv, "status")
+                        : json_pack("{s:{}}", "status");
+    char *body =
+        patch && set_status(patch, (void *)r) == 0 ? json_dumps(patch, JSON_COMPACT) : NULL;
+    json_decref(patch);
+    return body;
+}
+
+/* Takes the status to write of slot id into *r, with its precondition into rv: the version it
+ * was computed from, or the newest our own writes made of that one. False: nothing to write. */
+static bool status_take(ctrl_writer *w, int32_t id, status_request *r, char rv[24], uint32_t *gen)
+{
+    pthread_mutex_lock(&w->mu);
+    status_slot *s = id >= 0 && id < w->cap_status ? w->status[id] : NULL;
+    bool have = s && s->pending;
+    if (have) {
+        *r = s->r;
+        *gen = s->gen;
+        int32_t i = r->rv[0] ? chain_find(&s->chain, r->rv) : -1;
+        chain_trim(&s->chain, i);
+        snprintf(rv, 24, "%s", i >= 0 ? s->chain.v[s->chain.n - 1] : r->rv);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return have;
+}
+
+/* After slot id's write with precondition rv: written (the version it made: made), gone (404),
+ * or refused (409). */
+static void status_answered(ctrl_writer *w, int32_t id, uint32_t gen, const char *rv,
+                            const char *made, bool written, bool gone, bool refused)
+{
+    pthread_mutex_lock(&w->mu);
+    status_slot *s = w->status[id];
+    if (rv[0] && written)
+        chain_wrote(&s->chain, rv, made);
+    if ((written || gone) && s->gen == gen)
+        s->pending = false;
+    if (refused && s->gen == gen && s->pending)
+        s->refused = true; /* (the next version seen sends it again at once) */
+    pthread_mutex_unlock(&w->mu);
+}
+
+/*
+ * Writes the latest status asked for the object of key "s/<id>" as a JSON merge patch of its
+ * status subresource, with metadata.resourceVersion as a precondition when the status was
+ * computed from a TrainingJob: a version the scheduler thread applied, or the newest our own
+ * writes made of it (status_chain), so that the common path sends one PATCH per status and
+ * meets no conflict, while a write computed before someone else's (a status written finished,
+ * a spec edit) meets a 409 instead of landing over it. A 409 waits for the scheduler thread to
+ * apply the newer version (ctrl_writer_seen: re-based, or dropped when it is finished), and is
+ * retried with back-off meanwhile with the same precondition, which can never land over a newer
+ * version (an injected 409, the object unchanged, passes). Other failures are retried with
+ * back-off, up to 8 times; a 404 means the object is gone and drops it.
+ */
 static void write_status(drv_ctrl *c, const char *key)
 {
     ctrl_writer *w = &c->writer;
     int32_t id = (int32_t)atol(key + 2);
     status_request r;
-    bool have = false;
-    pthread_mutex_lock(&w->mu);
-    if (id >= 0 && id < w->cap_status && w->status[id]) {
-        r = *w->status[id];
-        have = true;
-    }
-    pthread_mutex_unlock(&w->mu);
-    if (!have)
+    char rv[24];
+    uint32_t gen;
+    if (!status_take(w, id, &r, rv, &gen))
         return;
     drv_diag d = {{0}};
     long status = 0;
-    /* A JSON merge patch of the status subresource: it carries no resourceVersion, so an edit
-     * of the job's spec meanwhile is no conflict (a read-modify-write PUT would get a 409) */
-    json_t *patch = json_pack("{s:{}}", "status");
-    char *body = patch && set_status(patch, &r) == 0 ? json_dumps(patch, JSON_COMPACT) : NULL;
-    json_decref(patch);
+    json_t *ans = NULL;
+    char *body = status_patch(&r, rv);
     int rc = body ? drv_kube_request(w->client, "PATCH", r.path, "application/merge-patch+json",
-                                     body, &status, NULL, &d)
+                                     body, &status, rv[0] ? &ans : NULL, &d)
                   : drv_fail(&d, DRV_ENOMEM, "%s: out of memory", r.path);
     free(body);
+    const char *made =
+        json_string_value(json_object_get(json_object_get(ans, "metadata"), "resourceVersion"));
+    status_answered(w, id, gen, rv, made ? made : "", rc == 0, status == 404, status == 409);
+    json_decref(ans);
     if (rc == 0) {
         ctrl_count(c, &c->counters.stats.status_writes, 1);
         drv_workqueue_forget(w->queue, key);
@@ -272,7 +412,7 @@ static void write_status(drv_ctrl *c, const char *key)
         drv_workqueue_forget(w->queue, key); /* the job is gone (counted: every failure is) */
         ctrl_count(c, &c->counters.stats.api_errors, 1);
     } else {
-        drv_log(DRV_LOG_WARN, "%s", d.msg);
+        drv_log(status == 409 ? DRV_LOG_INFO : DRV_LOG_WARN, "%s", d.msg);
         ctrl_count(c, &c->counters.stats.api_errors, 1);
         if (drv_workqueue_retries(w->queue, key) < 8)
             drv_workqueue_retry(w->queue, key);

@@ -144,6 +144,13 @@ struct drv_apiserver {
     char chaos_agent[64];
     drv_apiserver_faults chaos_count;
     long abandoned; /* writes not applied: their client had gone before they were served */
+    /* drv_apiserver_hold: requests of this method, path (no query) and User-Agent prefix wait
+     * before they are served while hold_on; held counts them; release bumps hold_gen */
+    bool hold_on;
+    char hold_method[8], hold_path[512], hold_agent[64];
+    int held;
+    unsigned hold_gen;
+    int hold_answer; /* what the requests released last answer instead of being served; 0: */
     /* opts.audit: every node and pod event as a JSON line, in order */
     bool audit;
     char *audit_buf;
@@ -2921,6 +2928,29 @@ static enum MHD_Result answer(drv_apiserver *s, struct MHD_Connection *c, const 
     return queue(c, r);
 }
 
+/* A request drv_apiserver_hold matches waits here (no lock held on return) until the hold is
+ * released or the server stops: what lets a test order a race as it chooses, without sleeps.
+ * Returns the status to answer instead of serving it (drv_apiserver_release_answer), or 0. */
+static int hold_wait(drv_apiserver *s, struct MHD_Connection *c, const char *method,
+                     const char *url)
+{
+    int answer = 0;
+    pthread_mutex_lock(&s->mu);
+    const char *ua = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent");
+    if (s->hold_on && !strcmp(method, s->hold_method) && !strcmp(url, s->hold_path) &&
+        (!s->hold_agent[0] || (ua && !strncmp(ua, s->hold_agent, strlen(s->hold_agent))))) {
+        unsigned gen = s->hold_gen;
+        s->held++;
+        pthread_cond_broadcast(&s->cv);
+        while (s->hold_gen == gen && !s->stopping)
+            pthread_cond_wait(&s->cv, &s->mu);
+        s->held--;
+        answer = s->hold_answer;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return answer;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **con_cls)
@@ -2962,7 +2992,23 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         struct timespec t = {delay / 1000, (long)(delay % 1000) * 1000000L};
         nanosleep(&t, NULL);
     }
+    int held_answer = hold_wait(s, c, method, url);
     struct resp r = {0};
+    if (held_answer == 409) { /* (as kube-apiserver refuses a stale resourceVersion) */
+        struct route hr;
+        pthread_mutex_lock(&s->mu);
+        bool routed = parse_route(s, url, &hr) == 0;
+        pthread_mutex_unlock(&s->mu);
+        if (routed)
+            conflict(&r, hr.rt, hr.name);
+        else
+            not_found_page(&r);
+        return answer(s, c, method, url, &r);
+    } else if (held_answer > 0) {
+        set_status(&r, held_answer, "InternalError", NULL, NULL, NULL, true, "injected fault: %d",
+                   held_answer);
+        return answer(s, c, method, url, &r);
+    }
     if (s->client_auth && !client_verified(c)) {
         set_status(&r, 401, "Unauthorized", NULL, NULL, NULL, false, "Unauthorized");
         return answer(s, c, method, url, &r);
@@ -3357,6 +3403,40 @@ void drv_apiserver_set_delay(drv_apiserver *s, int ms)
 {
     pthread_mutex_lock(&s->mu);
     s->delay_ms = ms;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void drv_apiserver_hold(drv_apiserver *s, const char *method, const char *path,
+                        const char *agent_prefix)
+{
+    pthread_mutex_lock(&s->mu);
+    s->hold_on = true;
+    snprintf(s->hold_method, sizeof s->hold_method, "%s", method);
+    snprintf(s->hold_path, sizeof s->hold_path, "%s", path);
+    snprintf(s->hold_agent, sizeof s->hold_agent, "%s", agent_prefix ? agent_prefix : "");
+    pthread_mutex_unlock(&s->mu);
+}
+
+int drv_apiserver_held(drv_apiserver *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int n = s->held;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+void drv_apiserver_release(drv_apiserver *s)
+{
+    drv_apiserver_release_answer(s, 0);
+}
+
+void drv_apiserver_release_answer(drv_apiserver *s, int status)
+{
+    pthread_mutex_lock(&s->mu);
+    s->hold_on = false;
+    s->hold_answer = status;
+    s->hold_gen++;
+    pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
 

@@ -109,6 +109,20 @@ void drv_apiserver_expire(drv_apiserver *s);
 /* Every open watch stream receives `line` (and a newline) as it is: malformed JSON, an unknown
  * event type... (at most 255 bytes). */
 void drv_apiserver_corrupt_watches(drv_apiserver *s, const char *line);
+/* From now on, every request whose method is method, whose path (without its query) is path
+ * and whose User-Agent starts with agent_prefix (NULL: any client's) waits, before anything
+ * else is done with it, until drv_apiserver_release (or the server is freed): a test orders a
+ * race as it chooses, waiting on drv_apiserver_held rather than sleeping. One hold at a time
+ * (a second call replaces the first's match; what waits keeps waiting). */
+void drv_apiserver_hold(drv_apiserver *s, const char *method, const char *path,
+                        const char *agent_prefix);
+/* How many requests wait in the hold now. */
+int drv_apiserver_held(drv_apiserver *s);
+/* Ends the hold: what waits in it is served (in no set order), and no request waits again. */
+void drv_apiserver_release(drv_apiserver *s);
+/* ... or what waits in it answers status instead, unserved (the store untouched): 409 with a
+ * Conflict Status, as for a stale resourceVersion; any other, an injected fault's Status. */
+void drv_apiserver_release_answer(drv_apiserver *s, int status);
 /* Delay every request by ms before it is handled (0 = none). */
 void drv_apiserver_set_delay(drv_apiserver *s, int ms);
 /* Writes (not GET) whose client has closed its connection by the time they would be served

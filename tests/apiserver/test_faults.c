@@ -2,7 +2,8 @@
  * test_faults.c - the test server's own semantics that the conformance replay cannot show:
  * fault injection (429 with Retry-After, 500, dropped watch connections, expired
  * resourceVersions), watch bookmarks, field-selector transitions in a watch, and foreground
- * deletion with dependents; a delayed request whose client has gone is not applied.
+ * deletion with dependents; a delayed request whose client has gone is not applied; a status
+ * write with a stale resourceVersion refused (409); a held request served only when released.
  * Expectations come from the recordings' shapes (INDEX.md): a 410 arrives as an ERROR event
  * with reason Expired, bookmarks carry only a resourceVersion.
  */
@@ -31,6 +32,7 @@
 struct call {
     uint16_t port;
     const char *method, *path, *body, *ctype;
+    const char *agent; /* User-Agent (NULL: curl's) */
     long code;
     CURLcode cc;
     drv_kbuf out;
@@ -61,6 +63,8 @@ static void *do_call(void *arg)
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+    if (c->agent)
+        curl_easy_setopt(h, CURLOPT_USERAGENT, c->agent);
     if (c->body)
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, c->body);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, drv_kbuf_write);
@@ -313,6 +317,165 @@ static void test_delete_uid_precondition(void **state)
     assert_int_equal(call("GET", path, NULL, NULL), 404);
 }
 
+static const char MERGE[] = "application/merge-patch+json";
+
+/* method path body (of content type ctype) as a JSON answer (NULL when none); *code its status. */
+static json_t *call_json(const char *method, const char *path, const char *ctype, const char *body,
+                         long *code)
+{
+    struct call c = {.port = port, .method = method, .path = path, .body = body, .ctype = ctype};
+    do_call(&c);
+    *code = c.code;
+    json_t *j = c.out.p ? json_loads(c.out.p, 0, NULL) : NULL;
+    drv_free(c.out.p);
+    return j;
+}
+
+static const char *rv_of(json_t *o)
+{
+    return json_string_value(json_object_get(json_object_get(o, "metadata"), "resourceVersion"));
+}
+
+/* A write of a TrainingJob's status subresource whose metadata.resourceVersion is not the
+ * object's is refused as kube-apiserver refuses it (06-merge-patch-stale-resourceversion and
+ * 09-lease-conflict-put record the same for a pod and a Lease): 409 with a Status naming the
+ * object, its group and plural, the object untouched, whether the write would change it or
+ * not, by a merge patch or a PUT; with the current one it is applied. Drover's writer relies on
+ * it to never land a status computed before someone else's. */
+static void test_status_precondition(void **state)
+{
+    (void)state;
+    const char *tjs = "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs";
+    const char *st = "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/tj/status";
+    long code;
+    json_t *o = call_json("POST", tjs, NULL,
+                          "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\","
+                          "\"metadata\":{\"name\":\"tj\"},\"spec\":{\"replicaSpecs\":{\"Worker\":"
+                          "{\"replicas\":1}}}}",
+                          &code);
+    assert_int_equal(code, 201);
+    char rv0[24], rv1[24], body[512];
+    snprintf(rv0, sizeof rv0, "%s", rv_of(o));
+    json_decref(o);
+    o = call_json("PATCH", st, MERGE, "{\"status\":{\"phase\":\"Succeeded\"}}", &code);
+    assert_int_equal(code, 200);
+    snprintf(rv1, sizeof rv1, "%s", rv_of(o));
+    assert_string_not_equal(rv0, rv1);
+    json_decref(o);
+    const char *phases[] = {"Running", "Succeeded"}; /* (a change, and a no-op) */
+    for (int i = 0; i < 2; i++) {
+        snprintf(body, sizeof body,
+                 "{\"metadata\":{\"resourceVersion\":\"%s\"},\"status\":{\"phase\":\"%s\"}}", rv0,
+                 phases[i]);
+        o = call_json("PATCH", st, MERGE, body, &code);
+        assert_int_equal(code, 409);
+        assert_string_equal(json_string_value(json_object_get(o, "kind")), "Status");
+        assert_string_equal(json_string_value(json_object_get(o, "apiVersion")), "v1");
+        assert_string_equal(json_string_value(json_object_get(o, "status")), "Failure");
+        assert_string_equal(json_string_value(json_object_get(o, "reason")), "Conflict");
+        assert_int_equal(json_integer_value(json_object_get(o, "code")), 409);
+        assert_string_equal(json_string_value(json_object_get(o, "message")),
+                            "Operation cannot be fulfilled on trainingjobs.drover.dev \"tj\": the "
+                            "object has been modified; please apply your changes to the latest "
+                            "version and try again");
+        json_t *det = json_object_get(o, "details");
+        assert_string_equal(json_string_value(json_object_get(det, "name")), "tj");
+        assert_string_equal(json_string_value(json_object_get(det, "group")), "drover.dev");
+        assert_string_equal(json_string_value(json_object_get(det, "kind")), "trainingjobs");
+        json_decref(o);
+    }
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
+             "\"name\":\"tj\",\"namespace\":\"default\",\"resourceVersion\":\"%s\"},\"spec\":{"
+             "\"replicaSpecs\":{\"Worker\":{\"replicas\":1}}},\"status\":{\"phase\":\"Running\"}}",
+             rv0);
+    o = call_json("PUT", st, NULL, body, &code);
+    assert_int_equal(code, 409);
+    json_decref(o);
+    o = call_json("GET", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/tj", NULL, NULL,
+                  &code);
+    assert_int_equal(code, 200);
+    assert_string_equal(rv_of(o), rv1);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(o, "status"), "phase")),
+                        "Succeeded");
+    json_decref(o);
+    snprintf(body, sizeof body,
+             "{\"metadata\":{\"resourceVersion\":\"%s\"},\"status\":{\"phase\":\"Failed\"}}", rv1);
+    o = call_json("PATCH", st, MERGE, body, &code);
+    assert_int_equal(code, 200);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(o, "status"), "phase")),
+                        "Failed");
+    assert_string_not_equal(rv_of(o), rv1);
+    json_decref(o);
+}
+
+/* A held request waits, unserved, until released, while the same write from another client is
+ * served: the order of a race is the test's (the request waits; the test waits on
+ * drv_apiserver_held, not on time). */
+static void test_hold_orders_a_race(void **state)
+{
+    (void)state;
+    make_pod("raced");
+    const char *path = "/api/v1/namespaces/default/pods/raced";
+    drv_apiserver_hold(srv, "PATCH", path, "held-client/");
+    struct call late = {.port = port,
+                        .method = "PATCH",
+                        .path = path,
+                        .ctype = MERGE,
+                        .agent = "held-client/1.0",
+                        .body = "{\"metadata\":{\"labels\":{\"who\":\"late\"}}}"};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, do_call, &late), 0);
+    for (int i = 0; i < 3000 && drv_apiserver_held(srv) == 0; i++) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(drv_apiserver_held(srv), 1);
+    long code;
+    json_t *o =
+        call_json("PATCH", path, MERGE, "{\"metadata\":{\"labels\":{\"who\":\"early\"}}}", &code);
+    assert_int_equal(code, 200); /* (another client's: not held) */
+    json_decref(o);
+    assert_int_equal(__atomic_load_n(&late.done, __ATOMIC_ACQUIRE), 0);
+    drv_apiserver_release(srv);
+    pthread_join(t, NULL);
+    drv_free(late.out.p);
+    assert_int_equal(late.code, 200);
+    assert_int_equal(drv_apiserver_held(srv), 0);
+    o = call_json("GET", path, NULL, NULL, &code);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(o, "metadata"), "labels"), "who")),
+                        "late");
+    char rv[24];
+    snprintf(rv, sizeof rv, "%s", rv_of(o));
+    json_decref(o);
+    /* Released with an answer: the held request gets a Conflict, unserved. */
+    drv_apiserver_hold(srv, "PATCH", path, "held-client/");
+    late = (struct call){.port = port,
+                         .method = "PATCH",
+                         .path = path,
+                         .ctype = MERGE,
+                         .agent = "held-client/1.0",
+                         .body = "{\"metadata\":{\"labels\":{\"who\":\"refused\"}}}"};
+    assert_int_equal(pthread_create(&t, NULL, do_call, &late), 0);
+    for (int i = 0; i < 3000 && drv_apiserver_held(srv) == 0; i++) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    drv_apiserver_release_answer(srv, 409);
+    pthread_join(t, NULL);
+    assert_int_equal(late.code, 409);
+    o = json_loads(late.out.p, 0, NULL);
+    drv_free(late.out.p);
+    assert_string_equal(json_string_value(json_object_get(o, "reason")), "Conflict");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(o, "details"), "name")),
+                        "raced");
+    json_decref(o);
+    o = call_json("GET", path, NULL, NULL, &code);
+    assert_string_equal(rv_of(o), rv);
+    json_decref(o);
+}
+
 /* A request still waiting out its delay when its client goes (a controller SIGKILLed while its
  * binding was slow) is not applied: kube-apiserver cancels it with its client, and a late
  * write would land after the killed controller's successor listed the node as free (the
@@ -363,6 +526,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_delete_uid_precondition, setup, teardown),
         cmocka_unit_test_setup_teardown(test_request_of_a_gone_client_not_applied, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_precondition, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hold_orders_a_race, setup, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

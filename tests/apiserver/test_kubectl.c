@@ -1,6 +1,7 @@
 /*
  * test_kubectl.c - real kubectl against the in-memory API server: create, get (-o wide,
- * -o json), watch and delete pods, nodes and TrainingJobs; deploy/podgroup-crd.yaml and
+ * -o json), watch and delete pods, nodes and TrainingJobs; a TrainingJob status patch with a
+ * stale resourceVersion refused (409 Conflict); deploy/podgroup-crd.yaml and
  * deploy/queue-crd.yaml applied, PodGroups and Queues listed with their columns; a
  * PriorityClass created.
  *
@@ -79,6 +80,30 @@ int main(void)
     kc_expect(rc == 0 && strstr(out, "kc-tj") && strstr(out, "STATE"), "kubectl get tj", out);
     rc = kc_run(out, sizeof out, "get trainingjobs kc-tj -o json");
     kc_expect(rc == 0 && strstr(out, "\"replicas\": 2"), "kubectl get trainingjob -o json", out);
+    /* A status merge patch carrying a resourceVersion that is no longer the object's is refused
+     * with a Status kubectl reads as a Conflict (no recorded exchange of a custom resource's
+     * status subresource: the pod's and the Lease's are), as drover run's writer sends them. */
+    char rv0[64] = "";
+    rc = kc_run(out, sizeof out, "get tj kc-tj -o jsonpath={.metadata.resourceVersion}");
+    snprintf(rv0, sizeof rv0, "%.*s", (int)strspn(out, "0123456789"), out);
+    kc_expect(rc == 0 && rv0[0], "kubectl get tj resourceVersion", out);
+    rc = kc_run(out, sizeof out,
+                "patch tj kc-tj --subresource=status --type=merge "
+                "-p '{\"status\":{\"phase\":\"Succeeded\"}}'");
+    kc_expect(rc == 0 && strstr(out, "patched"), "kubectl patch tj status", out);
+    snprintf(args, sizeof args,
+             "patch tj kc-tj --subresource=status --type=merge -p '{\"metadata\":{"
+             "\"resourceVersion\":\"%s\"},\"status\":{\"phase\":\"Running\"}}'",
+             rv0);
+    rc = kc_run(out, sizeof out, args);
+    kc_expect(rc != 0 && strstr(out, "Error from server (Conflict): Operation cannot be fulfilled "
+                                     "on trainingjobs.drover.dev \"kc-tj\": the object has been "
+                                     "modified; please apply your changes to the latest version "
+                                     "and try again"),
+              "kubectl patch tj status with a stale resourceVersion: 409 Conflict", out);
+    rc = kc_run(out, sizeof out, "get tj kc-tj -o jsonpath={.status.phase}");
+    kc_expect(rc == 0 && !strcmp(out, "Succeeded"), "the refused patch left the status as it was",
+              out);
     /* The PodGroup CRD we ship: served once applied, its status written through the status
      * subresource, printed with its columns. */
     snprintf(args, sizeof args, "apply --validate=false -f %s/deploy/podgroup-crd.yaml",

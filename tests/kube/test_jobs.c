@@ -5,8 +5,9 @@
  * restarted under OnFailure and the job failed past backoffLimit, suspend and resume), edits
  * of replicas followed, an invalid job failed while another runs, a job that can never fit,
  * a restarted controller that does not announce an adopted job again, and a status written
- * finished by someone else kept as written. Kubelet's part (pod phases, removing deleted pods)
- * is played by the test.
+ * finished by someone else kept as written, no status computed before it landing after it (the
+ * race forced by holding the controller's write in the server), a status refused by a 409 sent
+ * again. Kubelet's part (pod phases, removing deleted pods) is played by the test.
  */
 #include "ctrl_fixture.h"
 #include "rbac_check.h"
@@ -313,6 +314,37 @@ static void test_suspend_and_resume(void **state)
     stop(&r);
 }
 
+/* A finished job stays finished when suspend is set on it: no Suspended condition, no Event,
+ * its status Succeeded (Kubeflow's operators leave a finished job alone). The edit is known
+ * applied once a job submitted after it is bound (one informer, applied in order), and its
+ * Event would be written once the later job's JobCreated is (the writer sends them in order). */
+static void test_finished_job_not_suspended(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    char worker[1024];
+    role(worker, sizeof worker, "Worker", 1, "1", "");
+    add_job(f, "done", worker, "");
+    WAIT_FOR(pod_bound(f, "done-worker-0"));
+    set_phase(f, "done-worker-0", "Running");
+    WAIT_FOR(now_in(f, "done", "Running", "JobRunning"));
+    set_phase(f, "done-worker-0", "Succeeded");
+    WAIT_FOR(now_in(f, "done", "Succeeded", "JobSucceeded") && phase_is(f, "done", "Succeeded"));
+    req(f, "PATCH", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/done",
+        "{\"spec\":{\"runPolicy\":{\"suspend\":true}}}");
+    add_job(f, "after", worker, "");
+    WAIT_FOR(pod_bound(f, "after-worker-0"));
+    WAIT_FOR(events(f, "after", "JobCreated", NULL, 0) == 1); /* (Events go out in order) */
+    assert_int_equal(events(f, "done", "JobSuspended", NULL, 0), 0);
+    assert_true(now_in(f, "done", "Succeeded", "JobSucceeded"));
+    assert_true(phase_is(f, "done", "Succeeded"));
+    assert_int_equal(drv_ctrl_get_stats(r.c).api_errors, 0);
+    stop(&r);
+}
+
 /* The number of workers in a pod's TF_CONFIG (-1: no pod, or none). */
 static int tf_workers(fixture *f, const char *name)
 {
@@ -420,40 +452,183 @@ static void test_adopted_job_not_announced_again(void **state)
     stop(&r);
 }
 
-/* A status written Succeeded by someone else (a predecessor killed after writing it, whose
+/* ---- status writes against other writers (ctrl_writer.c) ------------------------------------ */
+
+#define TJ_PATH "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/"
+
+/* The HTTP codes of the controller's PATCHes of job's status so far, in the order answered,
+ * into codes (at most n); how many there were. */
+static int status_patches(fixture *f, const char *job, int *codes, int n)
+{
+    char *log = drv_apiserver_request_log(f->srv);
+    char needle[256];
+    snprintf(needle, sizeof needle, " PATCH " TJ_PATH "%s/status drover-run/", job);
+    int k = 0;
+    for (char *line = log; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        if (strstr(line, needle)) {
+            if (k < n)
+                codes[k] = atoi(line);
+            k++;
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    drv_free(log);
+    return k;
+}
+
+/* A running job of two workers whose next status write the server holds: worker 1 has
+ * succeeded (its active count changes), and the PATCH that says so waits unserved, computed
+ * from the version before whatever the test writes next. The controller runs in r. */
+static void held_status_write(fixture *f, runner *r, const char *job)
+{
+    add_node(f, "node-a", "8");
+    start(f, r);
+    WAIT_FOR(drv_ctrl_get_stats(r->c).synced);
+    char worker[1024], w0[128], w1[128];
+    role(worker, sizeof worker, "Worker", 2, "1", "");
+    add_job(f, job, worker, "");
+    snprintf(w0, sizeof w0, "%s-worker-0", job);
+    snprintf(w1, sizeof w1, "%s-worker-1", job);
+    WAIT_FOR(pod_bound(f, w0) && pod_bound(f, w1));
+    set_phase(f, w0, "Running");
+    set_phase(f, w1, "Running");
+    WAIT_FOR(now_in(f, job, "Running", "JobRunning"));
+    char path[256];
+    snprintf(path, sizeof path, TJ_PATH "%s/status", job);
+    drv_apiserver_hold(f->srv, "PATCH", path, "drover-run/");
+    set_phase(f, w1, "Succeeded");
+    WAIT_FOR(drv_apiserver_held(f->srv) == 1);
+}
+
+/* What a watch from a version replays of one TrainingJob: its versions, and how many of them
+ * are not Succeeded. */
+typedef struct replayed {
+    const char *name;
+    int versions, not_succeeded;
+} replayed;
+
+static int on_replayed(const drv_watch_event *ev, void *arg)
+{
+    replayed *p = arg;
+    json_t *m = json_object_get(ev->object, "metadata");
+    const char *name = json_string_value(json_object_get(m, "name"));
+    if (ev->type == DRV_WATCH_BOOKMARK || !name || strcmp(name, p->name) != 0)
+        return 0;
+    const char *ph =
+        json_string_value(json_object_get(json_object_get(ev->object, "status"), "phase"));
+    p->versions++;
+    p->not_succeeded += !ph || strcmp(ph, "Succeeded") != 0;
+    return 0;
+}
+
+/*
+ * A status written Succeeded by someone else (a predecessor killed after writing it, whose
  * writing this controller sees only through its watch) stays Succeeded, its condition's reason
- * kept: the controller ends the job as that status says rather than failing it. test_chaos
- * once ended with a job Failed whose worker 0 had succeeded, written so by a successor. */
+ * kept: the controller ends the job as that status says rather than failing it (test_chaos once
+ * ended with a job Failed whose worker 0 had succeeded, written so by a successor). And no
+ * status the controller computed before it lands after it, not even for a moment: the race is
+ * forced. The controller's PATCH saying worker 1 succeeded (phase Running) is held by the
+ * server; the test writes Succeeded; the held PATCH is released only then. Its precondition
+ * (the version before) makes it a 409, and every version of the object from the test's on is
+ * Succeeded (a watch from that version replays them all). Without the precondition the held
+ * PATCH lands and the replay shows a Running.
+ */
 static void test_status_finished_elsewhere_kept(void **state)
 {
     fixture *f = *state;
-    add_node(f, "node-a", "8");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
-    char worker[1024];
-    role(worker, sizeof worker, "Worker", 2, "1", "");
-    add_job(f, "fin", worker, "");
-    WAIT_FOR(pod_bound(f, "fin-worker-0") && pod_bound(f, "fin-worker-1"));
-    set_phase(f, "fin-worker-0", "Running");
-    set_phase(f, "fin-worker-1", "Running");
-    WAIT_FOR(now_in(f, "fin", "Running", "JobRunning"));
+    held_status_write(f, &r, "fin");
     long writes = drv_ctrl_get_stats(r.c).status_writes;
-    req(f, "PATCH", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/fin/status",
-        "{\"status\":{\"phase\":\"Succeeded\",\"conditions\":[{\"type\":\"Running\","
-        "\"status\":\"False\",\"reason\":\"JobRunning\",\"message\":\"m\"},{\"type\":"
-        "\"Succeeded\",\"status\":\"True\",\"reason\":\"JobSucceeded\",\"message\":"
-        "\"worker 0 succeeded\"}]}}");
+    drv_diag d = {{0}};
+    long code = 0;
+    json_t *o = NULL;
+    assert_int_equal(
+        drv_kube_request(f->k, "PATCH", TJ_PATH "fin/status", "application/merge-patch+json",
+                         "{\"status\":{\"phase\":\"Succeeded\",\"conditions\":[{\"type\":"
+                         "\"Running\",\"status\":\"False\",\"reason\":\"JobRunning\",\"message\":"
+                         "\"m\"},{\"type\":\"Succeeded\",\"status\":\"True\",\"reason\":"
+                         "\"JobSucceeded\",\"message\":\"worker 0 succeeded\"}]}}",
+                         &code, &o, &d),
+        0);
+    char rv[24];
+    snprintf(rv, sizeof rv, "%s",
+             json_string_value(json_object_get(json_object_get(o, "metadata"), "resourceVersion")));
+    json_decref(o);
+    int codes[64];
+    int n0 = status_patches(f, "fin", codes, 64);
+    drv_apiserver_release(f->srv);
+    WAIT_FOR(status_patches(f, "fin", codes, 64) > n0);
+    assert_int_equal(codes[n0], 409); /* the held one: refused */
     WAIT_FOR(drv_ctrl_get_stats(r.c).jobs_done == 1);
     WAIT_FOR(drv_ctrl_get_stats(r.c).status_writes > writes); /* its own, once it ended it */
-    /* A write the controller asked before it saw the PATCH may land after it and show Running
-     * for a moment (merge patches carry no resourceVersion); its own ending write follows. So
-     * wait for the end state, then check it holds once everything queued has been written. */
-    WAIT_FOR(phase_is(f, "fin", "Succeeded") && now_in(f, "fin", "Succeeded", "JobSucceeded"));
-    usleep(500000);
     assert_true(phase_is(f, "fin", "Succeeded"));
     assert_true(now_in(f, "fin", "Succeeded", "JobSucceeded"));
     assert_int_equal(events(f, "fin", "StatusFinished", NULL, 0), 0);
+    replayed p = {.name = "fin"};
+    char last[24];
+    volatile int halt = 0;
+    assert_int_equal(drv_kube_watch(f->k,
+                                    "/apis/drover.dev/v1alpha1/namespaces/default/"
+                                    "trainingjobs",
+                                    rv, 1, on_replayed, &p, last, sizeof last, &halt, &d),
+                     0);
+    assert_true(p.versions >= 1); /* (the controller's own ending write, at least) */
+    assert_int_equal(p.not_succeeded, 0);
+    stop(&r);
+}
+
+/* A status write refused because the object changed under it (a label edited, not its status)
+ * is sent again from the version that changed it, once the controller has seen it: the held
+ * PATCH meets a 409, and the status it wanted (worker 1 succeeded) is written after all (the
+ * only status the controller had to write), the edit kept. Retried with the refused
+ * precondition instead, it would meet a 409 every time. */
+static void test_status_conflict_rebased(void **state)
+{
+    fixture *f = *state;
+    runner r;
+    held_status_write(f, &r, "cf");
+    long writes = drv_ctrl_get_stats(r.c).status_writes;
+    req(f, "PATCH", TJ_PATH "cf", "{\"metadata\":{\"labels\":{\"team\":\"edited\"}}}");
+    int codes[64];
+    int n0 = status_patches(f, "cf", codes, 64);
+    drv_apiserver_release(f->srv);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).status_writes > writes);
+    int n = status_patches(f, "cf", codes, 64);
+    assert_true(n >= n0 + 2 && n <= 64);
+    assert_int_equal(codes[n0], 409);
+    assert_int_equal(codes[n - 1], 200);
+    json_t *o = get(f, TJ_PATH "cf");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(o, "metadata"), "labels"), "team")),
+                        "edited");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(o, "status"), "phase")),
+                        "Running");
+    json_decref(o);
+    stop(&r);
+}
+
+/* A 409 when the object did not change (an injected one, as test_chaos injects): the writer's
+ * retry sends the same status with the same precondition after its back-off, and it lands. One
+ * failed answer, counted. */
+static void test_status_conflict_retried(void **state)
+{
+    fixture *f = *state;
+    runner r;
+    held_status_write(f, &r, "rt");
+    long writes = drv_ctrl_get_stats(r.c).status_writes;
+    int codes[64];
+    int n0 = status_patches(f, "rt", codes, 64);
+    drv_apiserver_release_answer(f->srv, 409);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).status_writes > writes);
+    int n = status_patches(f, "rt", codes, 64);
+    assert_int_equal(n, n0 + 2);
+    assert_int_equal(codes[n0], 409);
+    assert_int_equal(codes[n0 + 1], 200);
+    assert_int_equal(drv_ctrl_get_stats(r.c).api_errors, 1);
+    assert_true(phase_is(f, "rt", "Running"));
     stop(&r);
 }
 
@@ -609,10 +784,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_allreduce_ranks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_then_backoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_suspend_and_resume, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_finished_job_not_suspended, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_edit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_and_never_fits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adopted_job_not_announced_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_finished_elsewhere_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_conflict_rebased, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_conflict_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deadline_and_ttl, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deadlines_wake_the_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit_code_policy, setup, teardown),

@@ -77,7 +77,7 @@ commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --qu
     echo "- commit: $commit"
     echo "- machine: $(uname -sm), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
     echo "- build: $(grep -m1 '^CMAKE_BUILD_TYPE' "$b/CMakeCache.txt" | cut -d= -f2)," \
-        "core and policies -O3 + LTO: $(grep -m1 '^DROVER_FAST_CORE' "$b/CMakeCache.txt" | cut -d= -f2)"
+        "core and policies -O3, benchmarks linked with LTO (DROVER_FAST_CORE): $(grep -m1 '^DROVER_FAST_CORE' "$b/CMakeCache.txt" | cut -d= -f2)"
     cat "$tmp"
 } >"$out"
 echo "wrote $out" >&2

@@ -356,6 +356,8 @@ typedef struct status_request {
     drv_res used;
     char phase[16], message[64];
     int32_t active[DRV_NROLES], succeeded[DRV_NROLES], failed[DRV_NROLES];
+    uint8_t roles; /* a TrainingJob's: bit r set for each role it has (its replicaStatuses) ... */
+    bool master;   /* ... the chief's key "Master" (all-reduce), not "Chief" */
     drv_condition conds[DRV_NCONDS];
     double start_time, completion_time; /* wall, -1: none */
     int32_t restarts;

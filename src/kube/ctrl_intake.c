@@ -20,8 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const role_key[DRV_NROLES] = {"PS", "Chief", "Worker", "Evaluator"};
-
 /* ---- names ---------------------------------------------------------------------------------- */
 
 int32_t ctrl_name_intern(drv_ctrl *c, const char *s)
@@ -168,7 +166,7 @@ static int decode_trainingjob(json_t *obj, drv_ctrl *c, tj_record *t, drv_diag *
         return 0;
     json_t *specs = json_object_get(json_object_get(obj, "spec"), "replicaSpecs");
     for (int r = 0; r < DRV_NROLES; r++) {
-        const char *key = r == DRV_ROLE_CHIEF && t->tj.allreduce ? "Master" : role_key[r];
+        const char *key = drv_kube_tj_role_key(r, t->tj.allreduce);
         json_t *tm = json_object_get(json_object_get(specs, key), "template");
         if (!tm)
             continue;

@@ -153,13 +153,14 @@ void ctrl_writer_status_request(drv_ctrl *c, int32_t key, const status_request *
     status_queue(c, key, r);
 }
 
-/* Pods per role that have succeeded and failed. */
+/* The roles the job has, and its pods per role that have succeeded and failed. */
 static void job_done_pods(const drv_ctrl *c, int32_t job, status_request *r)
 {
     const drv_job *jb = &c->mirror.st.jobs[job];
     for (int32_t k = 0; k < jb->pod_count; k++) {
         const pod_record *pr = &c->mirror.pods[jb->pod_base + k];
         int role = c->mirror.st.pods[jb->pod_base + k].role;
+        r->roles |= (uint8_t)(1u << role);
         if (pr->exists == 1 && pr->phase == DRV_KPOD_SUCCEEDED)
             r->succeeded[role]++;
         else if (pr->exists == 1 && pr->phase == DRV_KPOD_FAILED)
@@ -196,6 +197,7 @@ void ctrl_writer_status(drv_ctrl *c, int32_t job, const char *message)
     snprintf(r.message, sizeof r.message, "%s", message);
     memcpy(r.active, active, sizeof active);
     job_done_pods(c, job, &r);
+    r.master = jr->allreduce;
     memcpy(r.conds, jr->conds, sizeof r.conds);
     r.start_time = jr->start_time;
     r.completion_time = jr->completion_time;
@@ -292,7 +294,11 @@ static int set_status(json_t *obj, void *arg)
     if (r->podgroup)
         return drv_kube_podgroup_set_status(obj, r->phase, r->active[0], r->succeeded[0],
                                             r->failed[0], r->restarts);
-    int rc = drv_kube_trainingjob_set_status(obj, r->phase, r->message, r->active);
+    /* (the patch has no spec to list the job's roles: the record says them) */
+    const char *keys[DRV_NROLES];
+    for (int k = 0; k < DRV_NROLES; k++)
+        keys[k] = r->roles & (1u << k) ? drv_kube_tj_role_key(k, r->master) : NULL;
+    int rc = drv_kube_trainingjob_set_status(obj, r->phase, r->message, r->active, keys);
     return rc ? rc : ctrl_lifecycle_write_status(obj, r);
 }
 

@@ -259,9 +259,15 @@ int drv_kube_decode_event(json_t *obj, drv_kevent *out, drv_diag *d);
  * whatever else it holds — fields Drover does not know included — is sent back as read (use
  * with drv_kube_update, which reads the object and PUTs it). 0 or DRV_ENOMEM.
  */
-/* status.phase, status.message, and status.replicaStatuses.<Role>.active per role. */
+/* status.phase, status.message, and status.replicaStatuses.<Role>.active per role the job has:
+ * keys[r], the role's key in spec.replicaSpecs ("Master" or "Chief" for the chief), NULL for a
+ * role it lacks; keys NULL: the roles obj's own spec lists (a patch has no spec: say them). */
 int drv_kube_trainingjob_set_status(json_t *obj, const char *phase, const char *message,
-                                    const int32_t active[DRV_NROLES]);
+                                    const int32_t active[DRV_NROLES],
+                                    const char *const keys[DRV_NROLES]);
+/* Role r's key in a TrainingJob's spec.replicaSpecs and status.replicaStatuses: "PS", "Chief"
+ * ("Master" when master: an all-reduce job's), "Worker", "Evaluator". */
+const char *drv_kube_tj_role_key(int r, bool master);
 /* spec.holderIdentity, leaseDurationSeconds, renewTime; acquireTime and leaseTransitions when
  * the holder changes. now: RFC 3339 with microseconds ("2026-11-22T04:11:05.123456Z"). */
 int drv_kube_lease_set(json_t *obj, const char *holder, int32_t duration_s, const char *now);

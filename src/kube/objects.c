@@ -760,8 +760,14 @@ static json_t *map_at(json_t *obj, const char *key)
     return m;
 }
 
+const char *drv_kube_tj_role_key(int r, bool master)
+{
+    return r == DRV_ROLE_CHIEF && master ? "Master" : tj_roles[r];
+}
+
 int drv_kube_trainingjob_set_status(json_t *obj, const char *phase, const char *message,
-                                    const int32_t active[DRV_NROLES])
+                                    const int32_t active[DRV_NROLES],
+                                    const char *const keys[DRV_NROLES])
 {
     json_t *st = map_at(obj, "status");
     json_t *rs = st ? map_at(st, "replicaStatuses") : NULL;
@@ -770,10 +776,10 @@ int drv_kube_trainingjob_set_status(json_t *obj, const char *phase, const char *
         return DRV_ENOMEM;
     json_t *specs = json_object_get(json_object_get(obj, "spec"), "replicaSpecs");
     for (int r = 0; r < DRV_NROLES; r++) {
-        const char *key = tj_roles[r];
-        if (r == DRV_ROLE_CHIEF && json_object_get(specs, "Master"))
+        const char *key = keys ? keys[r] : tj_roles[r];
+        if (!keys && r == DRV_ROLE_CHIEF && json_object_get(specs, "Master"))
             key = "Master";
-        if (!json_object_get(specs, key))
+        if (!key || (!keys && !json_object_get(specs, key)))
             continue;
         json_t *one = map_at(rs, key);
         if (!one || json_object_set_new(one, "active", json_integer(active[r])) != 0)

@@ -223,7 +223,7 @@ static int set_tj_status(json_t *obj, void *arg)
 {
     (void)arg;
     int32_t active[DRV_NROLES] = {1, 0, 2, 0};
-    return drv_kube_trainingjob_set_status(obj, "Running", "gang bound", active);
+    return drv_kube_trainingjob_set_status(obj, "Running", "gang bound", active, NULL);
 }
 
 static void test_typed_writes(void **state)

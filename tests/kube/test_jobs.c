@@ -236,6 +236,52 @@ static void test_allreduce_ranks(void **state)
     stop(&r);
 }
 
+/* status.replicaStatuses.<key>.<field> of job, or -1 when it is not there. */
+static int replica_count(fixture *f, const char *job, const char *key, const char *field)
+{
+    json_t *o = get(f, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/%s", job);
+    json_t *v = json_object_get(
+        json_object_get(json_object_get(json_object_get(o, "status"), "replicaStatuses"), key),
+        field);
+    int n = json_is_integer(v) ? (int)json_integer_value(v) : -1;
+    json_decref(o);
+    return n;
+}
+
+/* status.replicaStatuses counts each role's running, then succeeded pods under the key its
+ * spec gave it ("Master", not "Chief"), though a status patch carries no spec to list them. */
+static void test_replica_statuses(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    runner r;
+    start(f, &r);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    char master[1024], worker[1024], specs[2100];
+    role(master, sizeof master, "Master", 1, "1", "");
+    role(worker, sizeof worker, "Worker", 2, "1", "");
+    snprintf(specs, sizeof specs, "%s,%s", master, worker);
+    add_job(f, "rp", specs, "");
+    const char *names[] = {"rp-master-0", "rp-worker-0", "rp-worker-1"};
+    WAIT_FOR(pod_bound(f, names[0]) && pod_bound(f, names[1]) && pod_bound(f, names[2]));
+    for (int i = 0; i < 3; i++)
+        set_phase(f, names[i], "Running");
+    WAIT_FOR(replica_count(f, "rp", "Master", "active") == 1 &&
+             replica_count(f, "rp", "Worker", "active") == 2);
+    /* the workers first: the master's success may end the job before theirs are counted */
+    set_phase(f, names[1], "Succeeded");
+    set_phase(f, names[2], "Succeeded");
+    WAIT_FOR(replica_count(f, "rp", "Worker", "succeeded") == 2);
+    assert_int_equal(replica_count(f, "rp", "Worker", "failed"), 0);
+    set_phase(f, names[0], "Succeeded");
+    WAIT_FOR(phase_is(f, "rp", "Succeeded"));
+    assert_int_equal(replica_count(f, "rp", "Master", "succeeded"), 1);
+    assert_int_equal(replica_count(f, "rp", "Worker", "succeeded"), 2);
+    assert_int_equal(replica_count(f, "rp", "Chief", "active"), -1);
+    assert_int_equal(replica_count(f, "rp", "PS", "active"), -1);
+    stop(&r);
+}
+
 /* restartPolicy OnFailure with backoffLimit 1: the first failure restarts the pod (deleted,
  * created again), the second fails the job. */
 static void test_restart_then_backoff(void **state)
@@ -782,6 +828,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_tf_job_peers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allreduce_ranks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replica_statuses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_then_backoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_suspend_and_resume, setup, teardown),
         cmocka_unit_test_setup_teardown(test_finished_job_not_suspended, setup, teardown),

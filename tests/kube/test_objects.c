@@ -482,7 +482,7 @@ static void test_trainingjob_lease_podgroup_event(void **unused)
     assert_int_equal(j.role[DRV_ROLE_WORKER].req.gpu, 1); /* from the limit, as defaulted */
     assert_string_equal(drv_strtab_str(names, j.scheduler), "drover");
     int32_t active[DRV_NROLES] = {1, 0, 2, 0};
-    assert_int_equal(drv_kube_trainingjob_set_status(tj, "Running", "gang bound", active), 0);
+    assert_int_equal(drv_kube_trainingjob_set_status(tj, "Running", "gang bound", active, NULL), 0);
     json_t *st = json_object_get(tj, "status");
     assert_string_equal(json_string_value(json_object_get(st, "phase")), "Running");
     assert_int_equal(
@@ -673,7 +673,7 @@ static void test_trainingjob_roles_and_policies(void **unused)
     assert_true(j.suspend);
     /* the status names the Master role */
     int32_t active[DRV_NROLES] = {0, 1, 2, 0};
-    assert_int_equal(drv_kube_trainingjob_set_status(tj, "Running", "", active), 0);
+    assert_int_equal(drv_kube_trainingjob_set_status(tj, "Running", "", active, NULL), 0);
     json_t *rs = json_object_get(json_object_get(tj, "status"), "replicaStatuses");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(rs, "Master"), "active")),
                      1);

@@ -528,8 +528,11 @@ static void test_leader_election(void **state)
     req(f, "POST", "/api/v1/namespaces",
         "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","
         "\"metadata\":{\"name\":\"drover-system\"}}");
+    /* (a 3 s lease renewed every 0.2 s: a leader's renewals stalled past the lease - ASan on a
+     * loaded machine stalled them past 1 s - would hand it over while the test says it must
+     * not; the hand-over below waits for it to expire) */
     drv_ctrl_opts oa = {
-        .lease_name = "drover", .identity = "a", .lease_s = 1, .renew_s = 1, .retry_s = 0.2};
+        .lease_name = "drover", .identity = "a", .lease_s = 3, .renew_s = 2, .retry_s = 0.2};
     drv_ctrl_opts ob = oa;
     ob.identity = "b";
     runner a, b;

@@ -336,32 +336,28 @@ static int32_t keep_records(drv_sched *s, const drv_state *st, int32_t *pend)
  * by submit time, then id), so the sorted result does not depend on the order jobs are
  * collected in. The queued set says which are still queued without reading the jobs; records
  * stay in place. The newcomers are the queued set less the jobs with a record (s->inq), a word
- * at a time over the set's non-empty words: O(records + queued / 64 + jobs / 4096), the first
- * term only when some job left the queue. Returns how many came from last cycle's queue. Needs
- * s->inq to cover every job. pend, when not NULL, lists the records' jobs and is kept so. */
+ * at a time over the set's non-empty words (drv_jobset_next, s->inq excepted): O(records + queued /
+ * 64 + jobs / 4096), the first term only when some job left the queue. Returns how many came from
+ * last cycle's queue. Needs s->inq to cover every job. pend, when not NULL, lists the records' jobs
+ * and is kept so. */
 static int32_t collect(drv_sched *s, const drv_state *st, int32_t *pend)
 {
     int32_t nq = st->nqueued;
     qent *rec = s->order;
-    const uint64_t *qbits = st->queued.bits;
     int32_t npend = keep_records(s, st, pend);
     s->norder = npend;
     s->order_st = st;
     s->order_leaves = st->queue_leaves;
     int32_t nold = npend;
     int32_t nw = (st->njobs + 63) / 64;
-    for (int32_t sw = 0; sw < (nw + 63) / 64 && npend < nq; sw++)
-        for (uint64_t sb = st->queued.sum[sw]; sb && npend < nq; sb &= sb - 1) {
-            int32_t w = sw * 64 + __builtin_ctzll(sb);
-            for (uint64_t b = w < nw ? qbits[w] & ~s->inq[w] : 0; b && npend < nq; b &= b - 1) {
-                int32_t j = w * 64 + __builtin_ctzll(b);
-                rec[npend] = make_qent(s, st, j);
-                if (s->qsum_ok)
-                    qsum_add(s, &s->qfit[rec[npend].fit]);
-                npend++;
-                inq_put(s, j, true);
-            }
-        }
+    for (int32_t j = drv_jobset_next(&st->queued, st->njobs, 0, s->inq, nw); j >= 0 && npend < nq;
+         j = drv_jobset_next(&st->queued, st->njobs, j + 1, s->inq, nw)) {
+        rec[npend] = make_qent(s, st, j);
+        if (s->qsum_ok)
+            qsum_add(s, &s->qfit[rec[npend].fit]);
+        npend++;
+        inq_put(s, j, true);
+    }
     s->norder = npend;
     return nold;
 }

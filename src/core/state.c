@@ -186,31 +186,6 @@ static int jobset_put(drv_jobset *js, int32_t job, bool in)
     return (int)in - (int)was;
 }
 
-/* The first member >= from among jobs 0..njobs-1, or -1: the word of `from`, then the next
- * non-empty word found through the summary. */
-static int32_t jobset_next(const drv_jobset *js, int32_t njobs, int32_t from)
-{
-    if (from < 0)
-        from = 0;
-    int32_t w = from / 64, nw = (njobs + 63) / 64;
-    if (w >= nw)
-        return -1;
-    uint64_t bits = js->bits[w] & (~(uint64_t)0 << (from % 64));
-    if (bits)
-        return w * 64 + __builtin_ctzll(bits);
-    w++;
-    for (int32_t sw = w / 64, nsw = (nw + 63) / 64; sw < nsw; sw++) {
-        uint64_t sb = js->sum[sw];
-        if (sw == w / 64)
-            sb &= ~(uint64_t)0 << (w % 64);
-        if (sb) {
-            int32_t x = sw * 64 + __builtin_ctzll(sb);
-            return x < nw ? x * 64 + __builtin_ctzll(js->bits[x]) : -1;
-        }
-    }
-    return -1;
-}
-
 void drv_state_set_node(drv_state *st, int32_t node, drv_res alloc, bool schedulable)
 {
     drv_node *n = &st->nodes[node];
@@ -397,12 +372,12 @@ int drv_state_release_job(drv_state *st, int32_t job)
 
 int32_t drv_state_next_queued(const drv_state *st, int32_t from)
 {
-    return jobset_next(&st->queued, st->njobs, from);
+    return drv_jobset_next(&st->queued, st->njobs, from, NULL, 0);
 }
 
 int32_t drv_state_next_starting(const drv_state *st, int32_t from)
 {
-    return jobset_next(&st->starting, st->njobs, from);
+    return drv_jobset_next(&st->starting, st->njobs, from, NULL, 0);
 }
 
 bool drv_state_is_queued(const drv_state *st, int32_t job)
@@ -412,12 +387,12 @@ bool drv_state_is_queued(const drv_state *st, int32_t job)
 
 int32_t drv_state_next_live(const drv_state *st, int32_t from)
 {
-    return jobset_next(&st->live, st->njobs, from);
+    return drv_jobset_next(&st->live, st->njobs, from, NULL, 0);
 }
 
 int32_t drv_state_next_pending(const drv_state *st, int32_t from)
 {
-    return jobset_next(&st->pending, st->njobs, from);
+    return drv_jobset_next(&st->pending, st->njobs, from, NULL, 0);
 }
 
 /* Adds r to the used resources of job j's queue, when the state has queues. */

@@ -26,11 +26,8 @@ static qent make_qent(drv_sched *s, const drv_state *st, int32_t job)
         const drv_rolespec *rs = &j->role[r];
         if (r != DRV_ROLE_WORKER && rs->replicas > 0)
             e.has_pod = true;
-        if (rs->replicas > 0 || rs->max > 0) {
-            e.least.cpu = rs->req.cpu < e.least.cpu ? rs->req.cpu : e.least.cpu;
-            e.least.mem = rs->req.mem < e.least.mem ? rs->req.mem : e.least.mem;
-            e.least.gpu = rs->req.gpu < e.least.gpu ? rs->req.gpu : e.least.gpu;
-        }
+        if (rs->replicas > 0 || rs->max > 0)
+            e.least = drv_res_min(e.least, rs->req);
         int32_t pods = j->target[r];
         if (r == DRV_ROLE_WORKER && rs->min < pods)
             pods = rs->min;

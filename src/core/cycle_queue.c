@@ -196,13 +196,12 @@ bool drv_ctx_queue_stuck(const drv_ctx *c)
         return false;
     if (!s->qsum_ok)
         qsum_build(s);
-    const drv_res *m = &s->maxfree, *l = &s->qsum_least;
     /* A least that no record holds any more (its count 0) is below the true one: when it does
      * not fit, the true one does not either; when it fits, only the true one can tell. */
-    bool fits = l->gpu <= m->gpu && l->cpu <= m->cpu && l->mem <= m->mem;
+    bool fits = drv_res_fits(s->qsum_least, s->maxfree);
     if (fits && (s->qsum_at[0] == 0 || s->qsum_at[1] == 0 || s->qsum_at[2] == 0)) {
         qsum_build(s);
-        fits = l->gpu <= m->gpu && l->cpu <= m->cpu && l->mem <= m->mem;
+        fits = drv_res_fits(s->qsum_least, s->maxfree);
     }
     if (fits)
         return false; /* in each dimension some pod fits: no pod is shown not to fit */

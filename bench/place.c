@@ -426,6 +426,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "place: --queues %d: expected 0..64\n", sh->nq);
         return 2;
     }
+    if (first && lat > 0) { /* latency() times a scheduler's later cycles only */
+        fprintf(stderr, "place: --first 1: not with --latency\n");
+        return 2;
+    }
     if (sh->existing < 0)
         sh->existing = sh->e2e ? 16000 : 0;
     if (!sh->e2e && sh->existing > 0) {

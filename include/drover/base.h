@@ -86,6 +86,12 @@ static inline drv_res drv_res_max(drv_res a, drv_res b)
     return (drv_res){a.cpu > b.cpu ? a.cpu : b.cpu, a.mem > b.mem ? a.mem : b.mem,
                      a.gpu > b.gpu ? a.gpu : b.gpu};
 }
+/* Per dimension, the smaller. */
+static inline drv_res drv_res_min(drv_res a, drv_res b)
+{
+    return (drv_res){a.cpu < b.cpu ? a.cpu : b.cpu, a.mem < b.mem ? a.mem : b.mem,
+                     a.gpu < b.gpu ? a.gpu : b.gpu};
+}
 static inline drv_res drv_res_add(drv_res a, drv_res b)
 {
     return (drv_res){a.cpu + b.cpu, a.mem + b.mem, a.gpu + b.gpu};

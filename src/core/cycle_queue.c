@@ -26,11 +26,8 @@ static qent make_qent(drv_sched *s, const drv_state *st, int32_t job)
         const drv_rolespec *rs = &j->role[r];
         if (r != DRV_ROLE_WORKER && rs->replicas > 0)
             e.has_pod = true;
-        if (rs->replicas > 0 || rs->max > 0) {
-            e.least.cpu = rs->req.cpu < e.least.cpu ? rs->req.cpu : e.least.cpu;
-            e.least.mem = rs->req.mem < e.least.mem ? rs->req.mem : e.least.mem;
-            e.least.gpu = rs->req.gpu < e.least.gpu ? rs->req.gpu : e.least.gpu;
-        }
+        if (rs->replicas > 0 || rs->max > 0)
+            e.least = drv_res_min(e.least, rs->req);
         int32_t pods = j->target[r];
         if (r == DRV_ROLE_WORKER && rs->min < pods)
             pods = rs->min;
@@ -199,13 +196,12 @@ bool drv_ctx_queue_stuck(const drv_ctx *c)
         return false;
     if (!s->qsum_ok)
         qsum_build(s);
-    const drv_res *m = &s->maxfree, *l = &s->qsum_least;
     /* A least that no record holds any more (its count 0) is below the true one: when it does
      * not fit, the true one does not either; when it fits, only the true one can tell. */
-    bool fits = l->gpu <= m->gpu && l->cpu <= m->cpu && l->mem <= m->mem;
+    bool fits = drv_res_fits(s->qsum_least, s->maxfree);
     if (fits && (s->qsum_at[0] == 0 || s->qsum_at[1] == 0 || s->qsum_at[2] == 0)) {
         qsum_build(s);
-        fits = l->gpu <= m->gpu && l->cpu <= m->cpu && l->mem <= m->mem;
+        fits = drv_res_fits(s->qsum_least, s->maxfree);
     }
     if (fits)
         return false; /* in each dimension some pod fits: no pod is shown not to fit */

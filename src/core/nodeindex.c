@@ -582,12 +582,6 @@ int32_t drv_nodeindex_best(const drv_nodeindex *ix, int fam, int32_t g, drv_res 
     return best_pos >= 0 ? k->node[best_pos] : -1;
 }
 
-static drv_res rmin(drv_res a, drv_res b)
-{
-    return (drv_res){a.cpu < b.cpu ? a.cpu : b.cpu, a.mem < b.mem ? a.mem : b.mem,
-                     a.gpu < b.gpu ? a.gpu : b.gpu};
-}
-
 /* The set a group's tree node t stands for. */
 static drv_node_set set_at(const drv_nodeindex *ix, const cls *k, int32_t t, int32_t zone,
                            int32_t rack)
@@ -623,7 +617,7 @@ int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, 
             out->node_class = -1;
             continue;
         }
-        out->alloc = rmin(out->alloc, k->alloc);
+        out->alloc = drv_res_min(out->alloc, k->alloc);
         out->maxfree = drv_res_max(out->maxfree, k->mx[1]);
         out->maxkey = k->key[1] > out->maxkey ? k->key[1] : out->maxkey;
         out->min_ps = k->mps[1] < out->min_ps ? k->mps[1] : out->min_ps;

@@ -484,22 +484,48 @@ static struct curl_slist *body_headers(drv_kube *k, const char *ctype, struct cu
     return k->hdr_ct[i] = hdr;
 }
 
-/* drv_kube_request; with list, a 2xx answer is fed to it as it arrives (and *out is unused). A
- * failure after items were handed on is not retried: the caller lists again; with a decoder
- * that hands nothing on (no callback), the page is read again from the start. */
+/* The metadata.resourceVersion of b's 2xx answer into rv (nrv bytes; "" when absent): the answer
+ * parsed as a document without the object's spec and status (checked as JSON, not built), as
+ * a caller that reads nothing else need not decode the whole object. */
+static int answer_rv(const rbuf *b, const char *method, const char *path, long code, char *rv,
+                     size_t nrv, drv_diag *d)
+{
+    static const char *const unread[] = {"spec", "status", "metadata.managedFields", NULL};
+    drv_jdoc doc;
+    drv_jdoc_init(&doc);
+    json_error_t je;
+    int rc = 0;
+    if (drv_jdoc_parse(&doc, b->body.p, b->body.n, unread, NULL, &je) != 0)
+        rc = drv_fail(d, DRV_EPARSE, "%s %s: %ld answer is not JSON (%s, byte %d): %s", method,
+                      path, code, b->ctype[0] ? b->ctype : "no content type", je.position, je.text);
+    else {
+        const char *v = drv_jdoc_str(
+            &doc, drv_jdoc_get(&doc, drv_jdoc_get(&doc, 0, "metadata"), "resourceVersion"));
+        snprintf(rv, nrv, "%s", v ? v : "");
+    }
+    drv_jdoc_fini(&doc);
+    return rc;
+}
+
+/* drv_kube_request; with list, a 2xx answer is fed to it as it arrives (and *out is unused);
+ * with rv, only the answer's metadata.resourceVersion is read (answer_rv). A failure after
+ * items were handed on is not retried: the caller lists again; with a decoder that hands
+ * nothing on (no callback), the page is read again from the start. */
 static int request(drv_kube *k, const char *method, const char *path, const char *ctype,
-                   const char *body, long *status, json_t **out, drv_list_decoder *list,
-                   drv_diag *d)
+                   const char *body, long *status, json_t **out, drv_list_decoder *list, char *rv,
+                   size_t nrv, drv_diag *d)
 {
     if (out)
         *out = NULL;
+    if (rv && nrv)
+        rv[0] = 0;
     if (status)
         *status = 0;
     const char *url = request_url(k, path);
     struct curl_slist *own = NULL, *hdr = body ? body_headers(k, ctype, &own) : k->hdr;
     if (!url || !hdr)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
-    rbuf b = {.list = list, .h = k->h, .unread = !out && !list, .d = d};
+    rbuf b = {.list = list, .h = k->h, .unread = !out && !list && !rv, .d = d};
     int rc = 0;
     long code = 0;
     for (int attempt = 0;; attempt++) {
@@ -574,6 +600,8 @@ static int request(drv_kube *k, const char *method, const char *path, const char
                           path, code, b.ctype[0] ? b.ctype : "no content type", je.position,
                           je.text);
     }
+    if (!rc && rv && b.body.n > 0)
+        rc = answer_rv(&b, method, path, code, rv, nrv, d);
     drv_free(b.body.p);
     curl_slist_free_all(own);
     return rc;
@@ -582,12 +610,18 @@ static int request(drv_kube *k, const char *method, const char *path, const char
 int drv_kube_request(drv_kube *k, const char *method, const char *path, const char *ctype,
                      const char *body, long *status, json_t **out, drv_diag *d)
 {
-    return request(k, method, path, ctype, body, status, out, NULL, d);
+    return request(k, method, path, ctype, body, status, out, NULL, NULL, 0, d);
+}
+
+int drv_kube_request_rv(drv_kube *k, const char *method, const char *path, const char *ctype,
+                        const char *body, long *status, char *rv, size_t nrv, drv_diag *d)
+{
+    return request(k, method, path, ctype, body, status, NULL, NULL, rv, nrv, d);
 }
 
 int drv_kube_get_page(drv_kube *k, const char *path, drv_list_decoder *l, long *status, drv_diag *d)
 {
-    return request(k, "GET", path, NULL, NULL, status, NULL, l, d);
+    return request(k, "GET", path, NULL, NULL, status, NULL, l, NULL, 0, d);
 }
 
 int drv_kube_update(drv_kube *k, const char *path, drv_kube_mutate_fn mutate, void *arg,

@@ -401,16 +401,13 @@ static void write_status(drv_ctrl *c, const char *key)
         return;
     drv_diag d = {{0}};
     long status = 0;
-    json_t *ans = NULL;
+    char made[24] = ""; /* (the version the write made: read only when there is a chain) */
     char *body = status_patch(&r, rv);
-    int rc = body ? drv_kube_request(w->client, "PATCH", r.path, "application/merge-patch+json",
-                                     body, &status, rv[0] ? &ans : NULL, &d)
+    int rc = body ? drv_kube_request_rv(w->client, "PATCH", r.path, "application/merge-patch+json",
+                                        body, &status, rv[0] ? made : NULL, sizeof made, &d)
                   : drv_fail(&d, DRV_ENOMEM, "%s: out of memory", r.path);
     free(body);
-    const char *made =
-        json_string_value(json_object_get(json_object_get(ans, "metadata"), "resourceVersion"));
-    status_answered(w, id, gen, rv, made ? made : "", rc == 0, status == 404, status == 409);
-    json_decref(ans);
+    status_answered(w, id, gen, rv, made, rc == 0, status == 404, status == 409);
     if (rc == 0) {
         ctrl_count(c, &c->counters.stats.status_writes, 1);
         drv_workqueue_forget(w->queue, key);

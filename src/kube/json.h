@@ -145,6 +145,11 @@ int drv_watch_decoder_feed(drv_watch_decoder *w, const char *data, size_t n, drv
  */
 int drv_kube_request(drv_kube *k, const char *method, const char *path, const char *ctype,
                      const char *body, long *status, json_t **out, drv_diag *d);
+/* drv_kube_request that reads of a 2xx answer only its metadata.resourceVersion, into rv (nrv
+ * bytes; "" when absent or no answer), without decoding the rest: for a write whose caller
+ * needs only the version it made (ctrl_writer.c's status patches). */
+int drv_kube_request_rv(drv_kube *k, const char *method, const char *path, const char *ctype,
+                        const char *body, long *status, char *rv, size_t nrv, drv_diag *d);
 /*
  * Read-modify-write with optimistic concurrency: GETs path, lets mutate change the object (it
  * returns 0, or a negative code that aborts), PUTs it back — the resourceVersion read is the

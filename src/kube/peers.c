@@ -73,12 +73,12 @@ static bool is_text(const char *s)
 }
 
 /* Appends "<pod>.<job>.<ns>.svc:<port>" as a JSON string; 0, 1 when it cannot be (a pod name
- * longer than a DNS label, or not UTF-8: jansson was given no string) or DRV_ENOMEM. */
-static int put_address(drv_kbuf *b, const drv_peer_job *j, int role, int rank)
+ * longer than a DNS label, or not UTF-8: jansson was given no string) or DRV_ENOMEM. text: j's
+ * name and namespace are (is_text, checked once per cluster rather than once per address). */
+static int put_address(drv_kbuf *b, const drv_peer_job *j, int role, int rank, bool text)
 {
     char pod[DNS_LABEL_MAX + 1], port[24];
-    if (drv_peers_pod_name(j, role, rank, pod, sizeof pod) != 0 || !is_text(j->name) ||
-        !is_text(j->ns))
+    if (!text || drv_peers_pod_name(j, role, rank, pod, sizeof pod) != 0)
         return 1;
     snprintf(port, sizeof port, ".svc:%d\"", port_of(j));
     bool ok = puts_(b, "\"") && drv_kbuf_put_escaped(b, pod) && puts_(b, ".") &&
@@ -92,10 +92,11 @@ static int put_address(drv_kbuf *b, const drv_peer_job *j, int role, int rank)
  * that cannot be written: no TF_CONFIG) or DRV_ENOMEM. */
 static int put_cluster(drv_kbuf *b, const drv_peer_job *j, int role, int rank)
 {
+    bool text = is_text(j->name) && is_text(j->ns);
     if (role == DRV_ROLE_EVALUATOR) { /* (an address jansson refused left the list empty) */
         if (!puts_(b, "{\"evaluator\":["))
             return DRV_ENOMEM;
-        int rc = put_address(b, j, role, rank);
+        int rc = put_address(b, j, role, rank, text);
         return rc < 0 ? rc : puts_(b, "]}") ? 0 : DRV_ENOMEM;
     }
     int order[DRV_NROLES], n = 0;
@@ -114,7 +115,7 @@ static int put_cluster(drv_kbuf *b, const drv_peer_job *j, int role, int rank)
         if (!puts_(b, k ? ",\"" : "\"") || !puts_(b, drv_peers_role(j, r)) || !puts_(b, "\":["))
             return DRV_ENOMEM;
         for (int i = 0; i < j->replicas[r]; i++) {
-            int rc = i && !puts_(b, ",") ? DRV_ENOMEM : put_address(b, j, r, i);
+            int rc = i && !puts_(b, ",") ? DRV_ENOMEM : put_address(b, j, r, i, text);
             if (rc)
                 return rc;
         }

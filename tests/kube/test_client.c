@@ -648,12 +648,40 @@ static void test_content_types_per_request(void **state)
     json_decref(out);
 }
 
+/* drv_kube_request_rv hands back the version a write made: the one a GET then reads, and a
+ * newer one for each write, never "". */
+static void test_request_rv_is_the_version_made(void **state)
+{
+    world *w = *state;
+    create_pod(w->k, "rv");
+    const char *path = "/api/v1/namespaces/default/pods/rv";
+    long st;
+    drv_diag d;
+    json_t *out;
+    char made[2][24];
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(drv_kube_request_rv(w->k, "PATCH", path, "application/merge-patch+json",
+                                             i ? "{\"metadata\":{\"labels\":{\"v\":\"2\"}}}"
+                                               : "{\"metadata\":{\"labels\":{\"v\":\"1\"}}}",
+                                             &st, made[i], sizeof made[i], &d),
+                         0);
+        assert_int_equal(st, 200);
+        assert_int_equal(drv_kube_request(w->k, "GET", path, NULL, NULL, &st, &out, &d), 0);
+        assert_string_equal(made[i], json_string_value(json_object_get(
+                                         json_object_get(out, "metadata"), "resourceVersion")));
+        json_decref(out);
+    }
+    assert_string_not_equal(made[0], made[1]);
+    assert_true(made[0][0] != 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_request_and_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_content_types_per_request, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_request_rv_is_the_version_made, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_conflict_and_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_typed_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_pages, setup, teardown),

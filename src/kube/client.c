@@ -351,16 +351,23 @@ bool drv_kbuf_reserve(drv_kbuf *b, size_t n)
     return true;
 }
 
+bool drv_kbuf_put(drv_kbuf *b, const char *s, size_t n)
+{
+    if (!drv_kbuf_reserve(b, n))
+        return false;
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+    return true;
+}
+
 size_t drv_kbuf_write(char *data, size_t size, size_t nmemb, void *arg)
 {
     drv_kbuf *b = arg;
     size_t n = size * nmemb;
-    if ((b->max && b->n + n > b->max) || !drv_kbuf_reserve(b, n))
+    if (b->max && b->n + n > b->max)
         return 0;
-    memcpy(b->p + b->n, data, n);
-    b->n += n;
-    b->p[b->n] = 0;
-    return n;
+    return drv_kbuf_put(b, data, n) ? n : 0;
 }
 
 typedef struct rbuf {

@@ -41,16 +41,6 @@ long drv_json_escaped(const char *s, bool ascii, char *out)
     return n;
 }
 
-bool drv_kbuf_put(drv_kbuf *b, const char *s, size_t n)
-{
-    if (!drv_kbuf_reserve(b, n))
-        return false;
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-    return true;
-}
-
 bool drv_kbuf_put_escaped(drv_kbuf *b, const char *s)
 {
     size_t n = (size_t)drv_json_escaped(s, false, NULL);

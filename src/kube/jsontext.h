@@ -19,10 +19,6 @@
  */
 long drv_json_escaped(const char *s, bool ascii, char *out);
 
-/* Appends n bytes of s to b (NUL-terminated after them; b->max is not applied: a body Drover
- * writes, not one it reads); false when out of memory (b->oom set). */
-bool drv_kbuf_put(drv_kbuf *b, const char *s, size_t n);
-
 /* Appends s escaped (drv_json_escaped, bytes outside ASCII as they are; no quotes); false when
  * out of memory. */
 bool drv_kbuf_put_escaped(drv_kbuf *b, const char *s);

@@ -23,5 +23,8 @@ size_t drv_kbuf_write(char *data, size_t size, size_t nmemb, void *arg);
 /* Room for n more bytes and a terminator in b (its max not checked): false when out of memory
  * (oom set). */
 bool drv_kbuf_reserve(drv_kbuf *b, size_t n);
+/* Appends n bytes of s to b (NUL-terminated after them; b->max is not applied: a body Drover
+ * writes, not one it reads); false when out of memory (b->oom set). */
+bool drv_kbuf_put(drv_kbuf *b, const char *s, size_t n);
 
 #endif

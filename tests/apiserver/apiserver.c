@@ -2727,12 +2727,13 @@ static bool client_verified(struct MHD_Connection *c)
 
 enum { CHAOS_SLOW = -1, CHAOS_SLOW_MS = 300 };
 
-static bool chaos_applies(drv_apiserver *s, struct MHD_Connection *c)
+/* Whether c's User-Agent begins with prefix ("": every request): whom chaos and holds touch. */
+static bool agent_matches(struct MHD_Connection *c, const char *prefix)
 {
-    if (!s->chaos_agent[0])
+    if (!prefix[0])
         return true;
     const char *ua = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent");
-    return ua && strncmp(ua, s->chaos_agent, strlen(s->chaos_agent)) == 0;
+    return ua && strncmp(ua, prefix, strlen(prefix)) == 0;
 }
 
 /* splitmix64: a uniform double in [0, 1) from the server's chaos generator. */
@@ -2936,9 +2937,8 @@ static int hold_wait(drv_apiserver *s, struct MHD_Connection *c, const char *met
 {
     int answer = 0;
     pthread_mutex_lock(&s->mu);
-    const char *ua = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "User-Agent");
     if (s->hold_on && !strcmp(method, s->hold_method) && !strcmp(url, s->hold_path) &&
-        (!s->hold_agent[0] || (ua && !strncmp(ua, s->hold_agent, strlen(s->hold_agent))))) {
+        agent_matches(c, s->hold_agent)) {
         unsigned gen = s->hold_gen;
         s->held++;
         pthread_cond_broadcast(&s->cv);
@@ -3046,7 +3046,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
     const char *wq = qarg(c, "watch");
     bool is_watch = wq && (!strcmp(wq, "1") || !strcmp(wq, "true"));
-    if (s->chaos_rate > 0 && chaos_applies(s, c)) {
+    if (s->chaos_rate > 0 && agent_matches(c, s->chaos_agent)) {
         int code = chaos_fault(s, is_watch);
         if (code == CHAOS_SLOW) {
             pthread_mutex_unlock(&s->mu);

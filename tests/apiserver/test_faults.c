@@ -409,6 +409,16 @@ static void test_status_precondition(void **state)
     json_decref(o);
 }
 
+/* Until the request started on another thread is held by srv (30 s at most): then one is. */
+static void wait_held(void)
+{
+    for (int i = 0; i < 3000 && drv_apiserver_held(srv) == 0; i++) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(drv_apiserver_held(srv), 1);
+}
+
 /* A held request waits, unserved, until released, while the same write from another client is
  * served: the order of a race is the test's (the request waits; the test waits on
  * drv_apiserver_held, not on time). */
@@ -426,11 +436,7 @@ static void test_hold_orders_a_race(void **state)
                         .body = "{\"metadata\":{\"labels\":{\"who\":\"late\"}}}"};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, do_call, &late), 0);
-    for (int i = 0; i < 3000 && drv_apiserver_held(srv) == 0; i++) {
-        struct timespec ts = {0, 10 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    assert_int_equal(drv_apiserver_held(srv), 1);
+    wait_held();
     long code;
     json_t *o =
         call_json("PATCH", path, MERGE, "{\"metadata\":{\"labels\":{\"who\":\"early\"}}}", &code);
@@ -458,10 +464,7 @@ static void test_hold_orders_a_race(void **state)
                          .agent = "held-client/1.0",
                          .body = "{\"metadata\":{\"labels\":{\"who\":\"refused\"}}}"};
     assert_int_equal(pthread_create(&t, NULL, do_call, &late), 0);
-    for (int i = 0; i < 3000 && drv_apiserver_held(srv) == 0; i++) {
-        struct timespec ts = {0, 10 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
+    wait_held();
     drv_apiserver_release_answer(srv, 409);
     pthread_join(t, NULL);
     assert_int_equal(late.code, 409);

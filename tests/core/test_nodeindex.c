@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "../../src/core/nodeindex.h"
+#include "testutil.h"
 
 static double key_cpu_mem(const drv_node *n, drv_res f)
 {
@@ -201,14 +202,12 @@ static void test_class_map(void **unused)
 {
     (void)unused;
     drv_state st;
-    assert_int_equal(drv_state_init(&st), 0);
     drv_res a = {8000, 32, 0};
+    tu_make_state(&st, 12, a, "", "");
     int32_t key = drv_strtab_intern(st.names, "rack");
     for (int32_t i = 0; i < 12; i++) { /* classes 1..4: rack=r0..r3, three nodes each */
-        char name[16], rack[8];
-        snprintf(name, sizeof name, "n%d", i);
+        char rack[8];
         snprintf(rack, sizeof rack, "r%d", i % 4);
-        assert_int_equal(drv_state_add_node(&st, name, a, "", "", NULL), 0);
         drv_label l = {key, drv_strtab_intern(st.names, rack)};
         assert_int_equal(drv_state_set_node_meta(&st, i, &l, 1, NULL, 0), 0);
     }
@@ -264,13 +263,8 @@ static void test_kept_updates(void **unused)
 {
     (void)unused;
     drv_state st;
-    assert_int_equal(drv_state_init(&st), 0);
     drv_res a = {8000, 32, 0};
-    for (int32_t i = 0; i < 3; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "n%d", i);
-        assert_int_equal(drv_state_add_node(&st, name, a, "", "", NULL), 0);
-    }
+    tu_make_state(&st, 3, a, "", "");
     drv_res fr[3] = {a, a, a};
     int32_t nps[3] = {0};
     drv_res half = {4000, 16, 0}, little = {2000, 8, 0}, req = {6000, 1, 0};

@@ -20,7 +20,6 @@
 
 enum { LOW_A, LOW_B, LOW_ELASTIC, MID, URGENT, NJOBS };
 
-static drv_catalogue cat;
 static drv_cluster_spec cluster;
 static drv_workload wl;
 static drv_profile *profs;
@@ -28,11 +27,10 @@ static int nprofs;
 
 static int setup(void **unused)
 {
-    (void)unused;
     drv_diag d = {{0}};
-    if (drv_catalogue_builtin(&cat, &d) ||
+    if (tu_catalogue_setup(unused) ||
         drv_cluster_load(&cluster, tu_path("examples/cluster-4node.yaml"), &d) ||
-        drv_workload_load(&wl, tu_path("examples/preempt-4node.yaml"), &cat, 1, &d) ||
+        drv_workload_load(&wl, tu_path("examples/preempt-4node.yaml"), &tu_cat, 1, &d) ||
         drv_profile_file_load(tu_path("examples/preempt-profiles.yaml"), &profs, &nprofs, &d)) {
         fprintf(stderr, "%s\n", d.msg);
         return -1;
@@ -42,11 +40,10 @@ static int setup(void **unused)
 
 static int teardown(void **unused)
 {
-    (void)unused;
     drv_free(profs);
     drv_workload_fini(&wl);
     drv_cluster_fini(&cluster);
-    drv_catalogue_fini(&cat);
+    tu_catalogue_teardown(unused);
     return 0;
 }
 
@@ -61,7 +58,7 @@ static drv_sim *start(const char *policy)
     drv_sim_config cfg = {.seed = 1, .check = true};
     drv_sim *s = NULL;
     drv_diag d = {{0}};
-    if (drv_sim_new(&cluster, &wl, &cat, p, &cfg, &s, &d))
+    if (drv_sim_new(&cluster, &wl, &tu_cat, p, &cfg, &s, &d))
         fail_msg("%s", d.msg);
     return s;
 }
@@ -146,8 +143,8 @@ static void test_skipping_quiet_cycles_changes_nothing(void **unused)
     drv_cluster_spec c = {0};
     drv_workload w = {0};
     assert_int_equal(drv_cluster_load(&c, tu_path("examples/cluster-hetero-8node.yaml"), &d), 0);
-    assert_int_equal(drv_workload_load(&w, tu_path("examples/mix-8node-60job.yaml"), &cat, 1, &d),
-                     0);
+    assert_int_equal(
+        drv_workload_load(&w, tu_path("examples/mix-8node-60job.yaml"), &tu_cat, 1, &d), 0);
     drv_profile p;
     assert_int_equal(drv_profile_parse("dragon-preempt",
                                        "gang=true period=5 queue_order=priority admit=dragon "
@@ -158,7 +155,7 @@ static void test_skipping_quiet_cycles_changes_nothing(void **unused)
     drv_sim *s[2];
     for (int tick = 0; tick < 2; tick++) {
         drv_sim_config cfg = {.seed = 1, .check = true, .tick = tick == 1};
-        assert_int_equal(drv_sim_new(&c, &w, &cat, &p, &cfg, &s[tick], &d), 0);
+        assert_int_equal(drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s[tick], &d), 0);
         assert_int_equal(drv_sim_run(s[tick], &d), 0);
     }
     int32_t n0, n1;

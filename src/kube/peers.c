@@ -59,17 +59,10 @@ static bool puts_(drv_kbuf *b, const char *s)
     return drv_kbuf_put(b, s, strlen(s));
 }
 
-/* True when s is text jansson takes as a string: ASCII, or else valid UTF-8 (jansson checks;
- * only names outside ASCII pay for it). */
+/* True when s is text jansson takes as a string (valid UTF-8). */
 static bool is_text(const char *s)
 {
-    for (const uint8_t *p = (const uint8_t *)s; *p; p++)
-        if (*p >= 0x80) {
-            json_t *x = json_string(s);
-            json_decref(x);
-            return x != NULL;
-        }
-    return true;
+    return drv_json_utf8(s, strlen(s));
 }
 
 /* Appends "<pod>.<job>.<ns>.svc:<port>" as a JSON string; 0, 1 when it cannot be (a pod name

@@ -298,7 +298,7 @@ void podbody_cache_free(podbody_cache *pc);
 int64_t podbody_spliced(podbody_cache *pc); /* bodies podbody_render spliced (not fallen back) */
 
 /* A request queued for the binder threads (owned strings, but path and pod_path of a creation:
- * they are render's). */
+ * they are render's; a deletion's path is its pod_path, one string). */
 typedef struct bind_request {
     int32_t slot, node; /* node -1: unbound creation, or a deletion */
     int8_t request;     /* REQ_CREATE, REQ_BIND, REQ_DELETE, REQ_RESIZE */

@@ -134,7 +134,8 @@ static void request_free(bind_request *r)
 {
     if (!r->render) {
         drv_free(r->path);
-        drv_free(r->pod_path);
+        if (r->pod_path != r->path) /* (a deletion's path is its pod's: one string) */
+            drv_free(r->pod_path);
     }
     drv_free(r->body);
     drv_free(r->render);
@@ -307,7 +308,7 @@ int ctrl_binder_delete(drv_ctrl *c, int32_t slot)
     }
     hold_room(c, slot);
     char *own = pod_path(c, slot);
-    int rc = enqueue(c, slot, -1, REQ_DELETE, own ? drv_strdup(own) : NULL, own, NULL, NULL);
+    int rc = enqueue(c, slot, -1, REQ_DELETE, own, own, NULL, NULL);
     if (rc == 0 && p->exists == 1) {
         p->exists = 2;
         p->delete_assumed = true;

@@ -29,6 +29,11 @@ char *drv_json_dump(const json_t *v, size_t flags);
  * allocation failed). The caller json_decref's the value. */
 json_t *drv_json_loadb(const char *buf, size_t n, json_error_t *err);
 
+/* True when the n bytes at s are valid UTF-8 (RFC 3629: no overlong forms, no surrogates,
+ * nothing above U+10FFFF): the check drv_json_loadb makes of a string's bytes, accepting and
+ * refusing what jansson's json_stringn does (control characters and NUL are valid). O(n). */
+bool drv_json_utf8(const char *s, size_t n);
+
 /* drv_json_loadb without the members at paths (NULL-terminated, at most 16, each of dot-separated
  * object keys from the top value, or from its member root when root is not NULL: "object" for
  * a watch event; at most 8 keys with root): those are checked as JSON as the rest is (the same

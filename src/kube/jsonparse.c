@@ -108,6 +108,15 @@ static size_t utf8_len(const unsigned char *p, size_t n)
     return len;
 }
 
+bool drv_json_utf8(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s, *end = p + n;
+    for (size_t k; p < end; p += k)
+        if ((k = utf8_len(p, (size_t)(end - p))) == 0)
+            return false;
+    return true;
+}
+
 static int hex4(const char *p)
 {
     int v = 0;

@@ -248,6 +248,12 @@ static int in_place(drv_list_decoder *l, const char *p, size_t n, size_t *used, 
     return l->doc_cb(&l->doc, l->arg);
 }
 
+/* meta_only's end: the metadata is read, the rest is only kept in raw. */
+static bool meta_read(const drv_list_decoder *l)
+{
+    return l->meta_only && l->raw && l->meta;
+}
+
 int drv_list_decoder_feed(drv_list_decoder *l, const char *data, size_t n, drv_diag *d)
 {
     if (l->depth < 0)
@@ -256,7 +262,7 @@ int drv_list_decoder_feed(drv_list_decoder *l, const char *data, size_t n, drv_d
     if (l->raw && n && drv_kbuf_write((char *)data, 1, n, l->raw) != n)
         return failed(l, drv_fail(d, l->raw->oom ? DRV_ENOMEM : DRV_ERANGE, "%s: %s", l->what,
                                   l->raw->oom ? "out of memory" : "answer too long"));
-    if (l->meta_only && l->raw && l->meta) { /* all that was wanted is read */
+    if (meta_read(l)) { /* all that was wanted is read */
         l->offset += n;
         return 0;
     }
@@ -301,6 +307,8 @@ int drv_list_decoder_feed(drv_list_decoder *l, const char *data, size_t n, drv_d
         int rc = structural(l, data, i, &seg, d);
         if (rc)
             return rc;
+        if (meta_read(l)) /* (at the metadata's closing brace: no capture goes on) */
+            break;
     }
     if (seg != SIZE_MAX && (l->in_item || l->in_meta)) {
         int rc = keep(l, data + seg, n - seg, d);
@@ -313,7 +321,7 @@ int drv_list_decoder_feed(drv_list_decoder *l, const char *data, size_t n, drv_d
 
 int drv_list_decoder_finish(drv_list_decoder *l, drv_diag *d)
 {
-    if ((l->done && l->depth == 0) || (l->meta_only && l->raw && l->meta))
+    if ((l->done && l->depth == 0) || meta_read(l))
         return 0;
     return drv_fail(d, DRV_EPARSE, "%s: byte %llu: the answer ended inside the list", l->what,
                     (unsigned long long)l->offset);

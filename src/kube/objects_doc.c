@@ -240,11 +240,11 @@ static bool plain(const char *s)
     return s && !strpbrk(s, "\t\n");
 }
 
-/* objects_sched.c's meta text of the node's labels and taints into buf (META_MAX bytes), or
- * SLOW. A repeated label key is SLOW too: jansson keeps its first place and last value. */
-static int node_meta_text(const drv_jdoc *doc, int32_t obj, char *buf, size_t *n)
+/* objects_sched.c's meta text of the node's labels and taints (its metadata.labels and
+ * spec.taints) into buf (META_MAX bytes), or SLOW. A repeated label key is SLOW too: jansson
+ * keeps its first place and last value. */
+static int node_meta_text(const drv_jdoc *doc, int32_t labels, int32_t taints, char *buf, size_t *n)
 {
-    int32_t labels = AT(AT(obj, "metadata"), "labels"), taints = AT(AT(obj, "spec"), "taints");
     *n = 0;
     buf[0] = 0;
     if ((labels >= 0 && TYPE(labels) != DRV_JOBJECT) || (taints >= 0 && TYPE(taints) != DRV_JARRAY))
@@ -271,15 +271,16 @@ static int node_meta_text(const drv_jdoc *doc, int32_t obj, char *buf, size_t *n
     return 0;
 }
 
-/* The node's record but its interned fields, or SLOW. */
-static int node_fields(const drv_jdoc *doc, int32_t obj, drv_knode *out)
+/* The node's record but its interned fields, or SLOW (meta, spec, taints: obj's members, the
+ * spec's). */
+static int node_fields(const drv_jdoc *doc, int32_t obj, int32_t meta, int32_t spec, int32_t taints,
+                       drv_knode *out)
 {
-    int32_t meta = AT(obj, "metadata"), spec = AT(obj, "spec"), status = AT(obj, "status");
     if (TYPE(meta) != DRV_JOBJECT || !STR(meta, "name"))
         return SLOW;
     copy_rv(out->rv, sizeof out->rv, STR(meta, "resourceVersion"));
     out->unschedulable = TYPE(AT(spec, "unschedulable")) == DRV_JTRUE;
-    int32_t taints = AT(spec, "taints"), conds = AT(status, "conditions");
+    int32_t status = AT(obj, "status"), conds = AT(status, "conditions");
     for (int32_t t = TYPE(taints) == DRV_JARRAY ? doc->v[taints].child : -1; t >= 0;
          t = doc->v[t].next) {
         const char *e = STR(t, "effect"), *key = STR(t, "key");
@@ -319,13 +320,15 @@ static int node_fast(const drv_jdoc *doc, int32_t obj, drv_strtab *names, drv_kn
     memset(out, 0, sizeof *out);
     char text[META_MAX];
     size_t n;
-    int rc = node_fields(doc, obj, out);
+    /* (each found once: a member look-up walks its object's members) */
+    int32_t meta = AT(obj, "metadata"), spec = AT(obj, "spec"), labels = AT(meta, "labels"),
+            taints = AT(spec, "taints");
+    int rc = node_fields(doc, obj, meta, spec, taints, out);
     if (!rc)
-        rc = node_meta_text(doc, obj, text, &n);
+        rc = node_meta_text(doc, labels, taints, text, &n);
     if (rc)
         return rc;
-    int32_t labels = AT(AT(obj, "metadata"), "labels");
-    if (drv_kube_intern(names, STR(AT(obj, "metadata"), "name"), &out->name) ||
+    if (drv_kube_intern(names, STR(meta, "name"), &out->name) ||
         drv_kube_intern(names, STR(labels, "topology.kubernetes.io/zone"), &out->zone) ||
         drv_kube_intern(names, STR(labels, "drover.dev/rack"), &out->rack) ||
         drv_kube_intern(names, n ? text : NULL, &out->meta))

@@ -59,17 +59,10 @@ static bool puts_(drv_kbuf *b, const char *s)
     return drv_kbuf_put(b, s, strlen(s));
 }
 
-/* True when s is text jansson takes as a string: ASCII, or else valid UTF-8 (jansson checks;
- * only names outside ASCII pay for it). */
+/* True when s is text jansson takes as a string (valid UTF-8). */
 static bool is_text(const char *s)
 {
-    for (const uint8_t *p = (const uint8_t *)s; *p; p++)
-        if (*p >= 0x80) {
-            json_t *x = json_string(s);
-            json_decref(x);
-            return x != NULL;
-        }
-    return true;
+    return drv_json_utf8(s, strlen(s));
 }
 
 /* Appends "<pod>.<job>.<ns>.svc:<port>" as a JSON string; 0, 1 when it cannot be (a pod name
@@ -149,17 +142,24 @@ void drv_peers_tf_task(const drv_peer_job *j, int role, int rank, char buf[DRV_P
              drv_peers_role(j, role));
 }
 
+char *drv_peers_tf_join(const drv_peer_job *j, int role, int rank, const char *cluster, size_t len)
+{
+    char task[DRV_PEERS_TASK_MAX];
+    drv_peers_tf_task(j, role, rank, task);
+    size_t lt = strlen(task);
+    char *out = cluster ? drv_malloc(len + lt + 1) : NULL;
+    if (out) {
+        memcpy(out, cluster, len);
+        memcpy(out + len, task, lt + 1);
+    }
+    return out;
+}
+
 char *drv_peers_tf_config(const drv_peer_job *j, int role, int rank)
 {
-    char task[DRV_PEERS_TASK_MAX], *start = tf_start(j, role, rank);
-    drv_peers_tf_task(j, role, rank, task);
-    size_t ls = start ? strlen(start) : 0, lt = strlen(task);
-    char *out = start ? drv_realloc(start, ls + lt + 1) : NULL;
-    if (!out) {
-        drv_free(start);
-        return NULL;
-    }
-    memcpy(out + ls, task, lt + 1);
+    char *start = tf_start(j, role, rank);
+    char *out = drv_peers_tf_join(j, role, rank, start, start ? strlen(start) : 0);
+    drv_free(start);
     return out;
 }
 
@@ -184,18 +184,20 @@ static int set_env(json_t *container, const char *name, const char *value)
     return entry && json_array_append_new(env, entry) == 0 ? 0 : DRV_ENOMEM;
 }
 
+int drv_peers_tf_variables(char *tf_config, const char *names[5], char values[5][512], char **out)
+{
+    *out = tf_config;
+    names[0] = "TF_CONFIG";
+    values[0][0] = 0; /* the caller uses *out: it may exceed 512 bytes */
+    return tf_config ? 1 : DRV_ENOMEM;
+}
+
 int drv_peers_variables(const drv_peer_job *j, int role, int rank, const char *names[5],
                         char values[5][512], char **tf_config)
 {
     *tf_config = NULL;
-    if (j->framework == DRV_FRAMEWORK_TENSORFLOW) {
-        *tf_config = drv_peers_tf_config(j, role, rank);
-        if (!*tf_config)
-            return DRV_ENOMEM;
-        names[0] = "TF_CONFIG";
-        values[0][0] = 0; /* the caller uses *tf_config: it may exceed 512 bytes */
-        return 1;
-    }
+    if (j->framework == DRV_FRAMEWORK_TENSORFLOW)
+        return drv_peers_tf_variables(drv_peers_tf_config(j, role, rank), names, values, tf_config);
     char master[DNS_LABEL_MAX + 1];
     if (drv_peers_pod_name(j, DRV_ROLE_CHIEF, 0, master, sizeof master) != 0)
         return DRV_ERANGE;

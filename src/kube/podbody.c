@@ -401,9 +401,6 @@ static bool cluster_is(const cluster *cl, const drv_peer_job *j)
  * peer written once per job rather than per pod. NULL as drv_peers_tf_config. */
 static char *tf_config(podbody_cache *pc, const drv_peer_job *j, int role, int rank)
 {
-    char task[DRV_PEERS_TASK_MAX];
-    drv_peers_tf_task(j, role, rank, task);
-    size_t lt = strlen(task);
     uint64_t h = drv_hashmap_hash_str(j->name) * 31u + drv_hashmap_hash_str(j->ns);
     cluster *cl = &pc->clusters[h % CLUSTERS];
     pthread_mutex_lock(&pc->mu);
@@ -421,11 +418,7 @@ static char *tf_config(podbody_cache *pc, const drv_peer_job *j, int role, int r
         cluster_clear(cl);
         *cl = fresh;
     }
-    char *out = drv_malloc(cl->len + lt + 1);
-    if (out) {
-        memcpy(out, cl->text, cl->len);
-        memcpy(out + cl->len, task, lt + 1);
-    }
+    char *out = drv_peers_tf_join(j, role, rank, cl->text, cl->len);
     pthread_mutex_unlock(&pc->mu);
     return out;
 }
@@ -436,10 +429,7 @@ static int variables(podbody_cache *pc, const pod_render *r, const char *names[5
 {
     if (r->peers.framework != DRV_FRAMEWORK_TENSORFLOW || r->role == DRV_ROLE_EVALUATOR)
         return drv_peers_variables(&r->peers, r->role, r->rank, names, values, tf);
-    *tf = tf_config(pc, &r->peers, r->role, r->rank);
-    names[0] = "TF_CONFIG";
-    values[0][0] = 0;
-    return *tf ? 1 : DRV_ENOMEM;
+    return drv_peers_tf_variables(tf_config(pc, &r->peers, r->role, r->rank), names, values, tf);
 }
 
 char *podbody_render(podbody_cache *pc, const pod_render *r)

@@ -209,7 +209,9 @@ static void test_bad_input(void **state)
 /* The pager's scan (meta_only): once the metadata is read, the rest is kept, not scanned — a
  * page broken after its metadata passes here (its decode will refuse it), and the bytes kept
  * are all the bytes fed; without meta_only the same page is refused. A page whose metadata
- * comes after the items is scanned to it. A reset keeps meta_only. */
+ * comes after the items is scanned to it. A reset keeps meta_only. The scan stops at the
+ * metadata's end inside a chunk too: a page whose items are malformed, fed at once, still gives
+ * its continue token. */
 static void test_meta_only(void **state)
 {
     (void)state;
@@ -249,6 +251,19 @@ static void test_meta_only(void **state)
         drv_list_decoder_fini(&l);
         drv_free(raw.p);
     }
+    const char *items = "{\"metadata\":{\"continue\":\"c3\"},\"items\":[\"x\",1]}";
+    drv_kbuf raw = {0};
+    drv_list_decoder l;
+    drv_diag d = {{0}};
+    drv_list_decoder_init(&l, "GET /test", NULL, NULL);
+    l.raw = &raw;
+    l.meta_only = true;
+    assert_int_equal(drv_list_decoder_feed(&l, items, strlen(items), &d), 0);
+    assert_int_equal(drv_list_decoder_finish(&l, &d), 0);
+    assert_string_equal(drv_list_decoder_continue(&l), "c3");
+    assert_int_equal(raw.n, strlen(items));
+    drv_list_decoder_fini(&l);
+    drv_free(raw.p);
 }
 
 /* Every allocation failing in turn: DRV_ENOMEM or success, and nothing leaks (ASan). */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "drover/cycle.h"
+#include "testutil.h"
 
 #define GiB (1024LL * 1024 * 1024)
 
@@ -100,18 +101,10 @@ static void test_arena(void **unused)
     drv_arena_fini(&a);
 }
 
-/* A cluster of `n` nodes of 8 CPUs / 32 GiB, and a job of 1 PS + w workers of `cpu` each. */
-static void make_state(drv_state *st, int n)
-{
-    assert_int_equal(drv_state_init(st), 0);
-    for (int i = 0; i < n; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "n%d", i);
-        assert_int_equal(drv_state_add_node(st, name, (drv_res){8000, 32 * GiB, 0}, "z", "r", NULL),
-                         0);
-    }
-}
+/* Every node of these tests' clusters (tu_make_state, zone "z", rack "r"): 8 CPUs / 32 GiB. */
+static const drv_res NODE8 = {8000, 32 * GiB, 0};
 
+/* A job of 1 PS + w workers of `cpu` each. */
 static int32_t add_job(drv_state *st, const char *name, int ps, int wmin, int w, int wmax,
                        int64_t cpu)
 {
@@ -131,7 +124,7 @@ static void test_job_sets(void **unused)
 {
     (void)unused;
     drv_state st;
-    make_state(&st, 1);
+    tu_make_state(&st, 1, NODE8, "z", "r");
     enum { N = 10000 };
     for (int i = 0; i < N; i++) {
         drv_job t;
@@ -185,7 +178,7 @@ static void test_queued_set(void **unused)
     (void)unused;
     drv_state st;
     drv_diag d;
-    make_state(&st, 2);
+    tu_make_state(&st, 2, NODE8, "z", "r");
     int32_t j = add_job(&st, "a", 1, 1, 2, 3, 1000);
     int32_t k = add_job(&st, "b", 1, 1, 1, 1, 1000);
     assert_int_equal(st.nqueued, 2);
@@ -231,7 +224,7 @@ static void test_bind_bookkeeping(void **unused)
     (void)unused;
     drv_state st;
     drv_diag d;
-    make_state(&st, 2);
+    tu_make_state(&st, 2, NODE8, "z", "r");
     int32_t j = add_job(&st, "a", 1, 1, 2, 4, 2000);
     assert_int_equal(st.jobs[j].pod_count, 5); /* 1 ps + 4 worker slots */
     int32_t ps = drv_job_pod(&st, j, DRV_ROLE_PS, 0);
@@ -261,7 +254,7 @@ static void test_check_overcommit(void **unused)
     (void)unused;
     drv_state st;
     drv_diag d;
-    make_state(&st, 1);
+    tu_make_state(&st, 1, NODE8, "z", "r");
     int32_t j = add_job(&st, "big", 0, 3, 3, 3, 3000);
     for (int i = 0; i < 3; i++)
         drv_state_bind(&st, drv_job_pod(&st, j, DRV_ROLE_WORKER, i), 0);
@@ -275,7 +268,7 @@ static void test_check_worker_bounds(void **unused)
     (void)unused;
     drv_state st;
     drv_diag d;
-    make_state(&st, 1);
+    tu_make_state(&st, 1, NODE8, "z", "r");
     int32_t j = add_job(&st, "e", 0, 2, 2, 3, 1000);
     drv_state_set_workers(&st, j, 4);
     assert_int_equal(drv_state_check(&st, false, &d), DRV_EINVARIANT);
@@ -315,23 +308,12 @@ static drv_sched *gang_sched(const drv_plugin *admit)
     return s;
 }
 
-static void apply(drv_state *st, const drv_decisions *ds)
-{
-    for (int32_t i = 0; i < ds->n; i++) {
-        const drv_decision *x = &ds->v[i];
-        if (x->kind == DRV_BIND)
-            drv_state_bind(st, x->pod, x->node);
-        else if (x->kind == DRV_SCALE)
-            drv_state_set_workers(st, x->job, (int32_t)x->value);
-    }
-}
-
 static void test_cycle_gang_rollback(void **unused)
 {
     (void)unused;
     drv_state st;
     drv_diag d;
-    make_state(&st, 2);                              /* 16 CPUs in all */
+    tu_make_state(&st, 2, NODE8, "z", "r");          /* 16 CPUs in all */
     int32_t a = add_job(&st, "a", 1, 3, 3, 3, 3000); /* 12 CPUs: fits */
     int32_t b = add_job(&st, "b", 1, 2, 2, 2, 3000); /* 9 CPUs: cannot fit after a */
     int32_t c = add_job(&st, "c", 0, 1, 1, 1, 2000); /* 2 CPUs: fits after a */
@@ -348,7 +330,7 @@ static void test_cycle_gang_rollback(void **unused)
     }
     assert_int_equal(ds.v[4].job, c);
     assert_false(drv_sched_starts_blind(s)); /* it decided something */
-    apply(&st, &ds);
+    tu_apply(&st, &ds);
     assert_int_equal(drv_state_check(&st, true, &d), 0);
     assert_true(drv_job_complete(&st.jobs[a]));
     assert_int_equal(st.jobs[b].bound[DRV_ROLE_PS], 0);
@@ -365,7 +347,7 @@ static void test_memo_cleared_by_node_change(void **unused)
     (void)unused;
     drv_state st;
     drv_diag d;
-    make_state(&st, 2);
+    tu_make_state(&st, 2, NODE8, "z", "r");
     drv_taint t = {drv_strtab_intern(st.names, "gpu"), drv_strtab_intern(st.names, "true"),
                    DRV_EFFECT_NO_SCHEDULE};
     assert_int_equal(drv_state_set_node_meta(&st, 0, NULL, 0, &t, 1), 0);
@@ -384,7 +366,7 @@ static void test_memo_cleared_by_node_change(void **unused)
     assert_int_equal(drv_state_set_node_meta(&st, 0, NULL, 0, NULL, 0), 0);
     assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
     assert_int_equal(ds.n, 2); /* both fit on node 0 (8 CPUs) */
-    apply(&st, &ds);
+    tu_apply(&st, &ds);
     assert_true(drv_job_complete(&st.jobs[a]) && drv_job_complete(&st.jobs[b]));
     /* node 0 full; a third job fails, then the cordon on node 1 is lifted */
     int32_t c = add_job(&st, "c", 0, 1, 1, 1, 4000);
@@ -396,7 +378,7 @@ static void test_memo_cleared_by_node_change(void **unused)
     assert_int_equal(ds.n, 1);
     assert_int_equal(ds.v[0].job, c);
     assert_int_equal(ds.v[0].node, 1);
-    apply(&st, &ds);
+    tu_apply(&st, &ds);
     assert_int_equal(drv_state_check(&st, true, &d), 0);
     drv_decisions_fini(&ds);
     drv_sched_free(s);
@@ -427,7 +409,7 @@ static void test_memo_forgotten_on_rollback(void **unused)
 {
     (void)unused;
     drv_state st;
-    make_state(&st, 2);
+    tu_make_state(&st, 2, NODE8, "z", "r");
     add_job(&st, "a", 0, 1, 1, 1, 5000); /* on one node */
     add_job(&st, "b", 0, 2, 2, 2, 5000); /* in all, the room is there beside a; one per node is
                                             not: found in placement, not by the bounds */
@@ -474,7 +456,7 @@ static void test_queues(void **unused)
     (void)unused;
     drv_state st;
     drv_diag d;
-    make_state(&st, 2);
+    tu_make_state(&st, 2, NODE8, "z", "r");
     int32_t early = add_job(&st, "early", 0, 1, 1, 1, 1000); /* before any queue: queue 0 */
     drv_state_bind(&st, st.jobs[early].pod_base, 0);
     drv_queue q = {.name = drv_strtab_intern(st.names, "team-a"),
@@ -523,7 +505,7 @@ static void test_queues(void **unused)
     assert_int_equal(queue_seen[2].cpu, 0);
     assert_int_equal(queue_seen[3].cpu, 4000);
     assert_int_equal(queue_seen[3].mem, 3 * GiB);
-    apply(&st, &ds);
+    tu_apply(&st, &ds);
     assert_int_equal(st.queues[1].used.cpu, 4000);
     assert_int_equal(drv_state_check(&st, true, &d), 0);
 
@@ -563,7 +545,7 @@ static void test_scale_down_evicts_surplus(void **unused)
     (void)unused;
     drv_state st;
     drv_diag d;
-    make_state(&st, 2);
+    tu_make_state(&st, 2, NODE8, "z", "r");
     int32_t j = add_job(&st, "a", 1, 1, 4, 4, 1000);
     for (int k = 0; k < st.jobs[j].pod_count; k++)
         drv_state_bind(&st, st.jobs[j].pod_base + k, k % 2);
@@ -654,7 +636,7 @@ static void test_queue_keys_kept(void **unused)
 {
     (void)unused;
     drv_state st;
-    make_state(&st, 1);
+    tu_make_state(&st, 1, NODE8, "z", "r");
     int32_t j[4];
     for (int i = 0; i < 3; i++) {
         char name[8];
@@ -741,8 +723,8 @@ static void test_gang_room(void **unused)
 {
     (void)unused;
     drv_state st;
-    make_state(&st, 2);                  /* 2 x 8 CPUs */
-    add_job(&st, "a", 1, 1, 4, 4, 3000); /* PS + w workers: 3 (1 + w) CPUs */
+    tu_make_state(&st, 2, NODE8, "z", "r"); /* 2 x 8 CPUs */
+    add_job(&st, "a", 1, 1, 4, 4, 3000);    /* PS + w workers: 3 (1 + w) CPUs */
     drv_sched *s = gang_sched(&room_plugin);
     drv_snapshot snap = {.st = &st, .now = 0};
     drv_decisions ds;
@@ -755,7 +737,7 @@ static void test_gang_room(void **unused)
     assert_int_equal(ds.n, 0);
     drv_sched_free(s);
     drv_state_fini(&st);
-    make_state(&st, 2);
+    tu_make_state(&st, 2, NODE8, "z", "r");
     add_job(&st, "b", 1, 1, 4, 4, 5000); /* 10, 15: within 16; 20, 25: not */
     s = gang_sched(&room_plugin);
     assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
@@ -765,7 +747,7 @@ static void test_gang_room(void **unused)
     assert_int_equal(ds.n, 0);
     drv_sched_free(s);
     drv_state_fini(&st);
-    make_state(&st, 2);
+    tu_make_state(&st, 2, NODE8, "z", "r");
     add_job(&st, "c", 1, 1, 1, 4, 9000); /* each pod larger than any node */
     s = gang_sched(&room_plugin);
     assert_int_equal(drv_sched_cycle(s, &snap, &ds), 0);
@@ -810,7 +792,7 @@ static void test_queue_stuck(void **unused)
 {
     (void)unused;
     drv_state st;
-    make_state(&st, 2); /* 8 CPUs each */
+    tu_make_state(&st, 2, NODE8, "z", "r"); /* 8 CPUs each */
     add_job(&st, "big", 0, 1, 2, 2, 9000);
     assert_true(stuck_at_start(&st));
     int32_t small = add_job(&st, "small", 0, 1, 1, 1, 8000); /* fits a node exactly */
@@ -833,7 +815,7 @@ static void test_queue_stuck(void **unused)
     assert_true(stuck_at_start(&st));
     drv_state_fini(&st);
     /* Once a decision is made, it no longer says so. */
-    make_state(&st, 1);
+    tu_make_state(&st, 1, NODE8, "z", "r");
     add_job(&st, "a", 0, 1, 1, 1, 9000);
     bind_first = true; /* (drv_ctx_bind checks no room: the cycle's helpers do) */
     assert_true(stuck_at_start(&st));

@@ -108,71 +108,7 @@ static void apply_answer(drv_ctrl *c, ctrl_event **batch, int32_t *cap)
     fail_msg("no answer from the binder");
 }
 
-static void test_conflict_is_read_not_undone(void **state)
-{
-    fixture *f = *state;
-    add_node(f, "node-a");
-    add_node(f, "node-b");
-    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
-        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{\"name\":"
-        "\"cw\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":"
-        "1,\"template\":{\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"t\","
-        "\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}");
-    /* Its pod exists, unbound (created while the job waited). */
-    req(f, "POST", "/api/v1/namespaces/default/pods",
-        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"cw-worker-0\","
-        "\"labels\":{\"drover.dev/job\":\"cw\",\"drover.dev/role\":\"worker\","
-        "\"drover.dev/rank\":\"0\"}},\"spec\":{\"schedulerName\":\"drover\",\"containers\":[{"
-        "\"name\":\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}");
-
-    drv_profile prof;
-    drv_diag d = {{0}};
-    assert_int_equal(drv_profile_builtin("gang-fifo", &prof, &d), 0);
-    drv_ctrl_opts o = {.profile = &prof, .binders = 1, .no_events = true};
-    drv_ctrl *c;
-    assert_int_equal(drv_ctrl_new(&c, &f->cfg, &o, &d), 0);
-    c->loop.t0 = drv_clock_mono();
-    ctrl_event *batch = NULL;
-    int32_t cap = 0;
-    assert_int_equal(ctrl_intake_start(c, &d), 0);
-    sync_mirror(c, &batch, &cap);
-    ctrl_intake_stop(c); /* from here on, the mirror sees only what the test applies */
-    drv_state *st = &c->mirror.st;
-    assert_int_equal(st->nnodes, 2);
-    assert_int_equal(st->njobs, 1);
-    int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
-    assert_true(s >= 0);
-    assert_int_equal(c->mirror.pods[s].exists, 1);
-    assert_int_equal(st->pods[s].node, -1);
-    int32_t node_a = strcmp(drv_strtab_str(st->names, st->nodes[0].name), "node-a") ? 1 : 0;
-    int32_t node_b = 1 - node_a;
-
-    /* Someone binds it to node-b; the controller, not having seen that, assumes node-a. */
-    req(f, "POST", "/api/v1/namespaces/default/pods/cw-worker-0/binding",
-        "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"cw-worker-0\"},"
-        "\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":\"node-b\"}}");
-    assert_int_equal(ctrl_binder_start(c, &d), 0);
-    drv_state_bind(st, s, node_a);
-    assert_int_equal(ctrl_binder_place(c, s, node_a), 0);
-    assert_int_equal(c->mirror.pods[s].inflight, REQ_BIND);
-    apply_answer(c, &batch, &cap);
-
-    /* 409, read: the state has it where the API has it, and nothing is left to send. */
-    assert_int_equal(c->mirror.pods[s].inflight, REQ_NONE);
-    assert_int_equal(st->pods[s].node, node_b);
-    assert_int_equal(c->mirror.pods[s].api_node, node_b);
-    assert_int_equal(st->nodes[node_a].npods, 0);
-    drv_ctrl_stats stats = drv_ctrl_get_stats(c);
-    assert_int_equal(stats.binds, 0);
-    assert_int_equal(stats.api_errors, 1); /* the 409 (every failed answer is counted) */
-
-    ctrl_binder_stop(c);
-    drv_free(batch);
-    drv_ctrl_free(c);
-}
-
-/* ---- issue 12 under chaos: assumptions after 404/409/500, room of pods being deleted ------ */
-
+/* A TrainingJob "cw" of one worker of 1 CPU. */
 static const char *const job_cw1 =
     "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{\"name\":"
     "\"cw\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":"
@@ -214,6 +150,15 @@ static drv_ctrl *open_ctrl(ctrl_event **batch, int32_t *cap, fixture *f, drv_met
     return c;
 }
 
+/* node-a and the TrainingJob `job` in the cluster, then open_ctrl. */
+static drv_ctrl *one_job(fixture *f, const char *job, ctrl_event **batch, int32_t *cap,
+                         drv_metrics *m)
+{
+    add_node(f, "node-a");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job);
+    return open_ctrl(batch, cap, f, m);
+}
+
 static void close_ctrl(drv_ctrl *c, ctrl_event *batch)
 {
     ctrl_binder_stop(c);
@@ -221,19 +166,67 @@ static void close_ctrl(drv_ctrl *c, ctrl_event *batch)
     drv_ctrl_free(c);
 }
 
+static void test_conflict_is_read_not_undone(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a");
+    add_node(f, "node-b");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_cw1);
+    /* Its pod exists, unbound (created while the job waited). */
+    req(f, "POST", "/api/v1/namespaces/default/pods",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"cw-worker-0\","
+        "\"labels\":{\"drover.dev/job\":\"cw\",\"drover.dev/role\":\"worker\","
+        "\"drover.dev/rank\":\"0\"}},\"spec\":{\"schedulerName\":\"drover\",\"containers\":[{"
+        "\"name\":\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}");
+
+    ctrl_event *batch = NULL;
+    int32_t cap = 0;
+    drv_ctrl *c = open_ctrl_idle(&batch, &cap, f, NULL); /* then sees only what the test applies */
+    drv_state *st = &c->mirror.st;
+    assert_int_equal(st->nnodes, 2);
+    assert_int_equal(st->njobs, 1);
+    int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
+    assert_true(s >= 0);
+    assert_int_equal(c->mirror.pods[s].exists, 1);
+    assert_int_equal(st->pods[s].node, -1);
+    int32_t node_a = strcmp(drv_strtab_str(st->names, st->nodes[0].name), "node-a") ? 1 : 0;
+    int32_t node_b = 1 - node_a;
+
+    /* Someone binds it to node-b; the controller, not having seen that, assumes node-a. */
+    req(f, "POST", "/api/v1/namespaces/default/pods/cw-worker-0/binding",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"cw-worker-0\"},"
+        "\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":\"node-b\"}}");
+    drv_diag d = {{0}};
+    assert_int_equal(ctrl_binder_start(c, &d), 0);
+    drv_state_bind(st, s, node_a);
+    assert_int_equal(ctrl_binder_place(c, s, node_a), 0);
+    assert_int_equal(c->mirror.pods[s].inflight, REQ_BIND);
+    apply_answer(c, &batch, &cap);
+
+    /* 409, read: the state has it where the API has it, and nothing is left to send. */
+    assert_int_equal(c->mirror.pods[s].inflight, REQ_NONE);
+    assert_int_equal(st->pods[s].node, node_b);
+    assert_int_equal(c->mirror.pods[s].api_node, node_b);
+    assert_int_equal(st->nodes[node_a].npods, 0);
+    drv_ctrl_stats stats = drv_ctrl_get_stats(c);
+    assert_int_equal(stats.binds, 0);
+    assert_int_equal(stats.api_errors, 1); /* the 409 (every failed answer is counted) */
+    close_ctrl(c, batch);
+}
+
+/* ---- issue 12 under chaos: assumptions after 404/409/500, room of pods being deleted ------ */
+
 /* A creation answered 409 that the API did not apply (the pod is not there when read): the pod
  * is not taken to exist, so the next placement creates it again instead of binding a pod that
  * does not exist (which was answered 404 forever); the read is no failed request. */
 static void test_conflict_on_create_read_as_gone(void **state)
 {
     fixture *f = *state;
-    add_node(f, "node-a");
-    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_cw1);
     ctrl_event *batch = NULL;
     int32_t cap = 0;
     drv_metrics *m = NULL;
     assert_int_equal(drv_metrics_new(&m), 0);
-    drv_ctrl *c = open_ctrl(&batch, &cap, f, m);
+    drv_ctrl *c = one_job(f, job_cw1, &batch, &cap, m);
     drv_state *st = &c->mirror.st;
     int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
     assert_int_equal(c->mirror.pods[s].exists, 0);
@@ -274,11 +267,9 @@ static void test_conflict_on_create_read_as_gone(void **state)
 static void test_binding_404_forgets_the_pod(void **state)
 {
     fixture *f = *state;
-    add_node(f, "node-a");
-    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_cw1);
     ctrl_event *batch = NULL;
     int32_t cap = 0;
-    drv_ctrl *c = open_ctrl(&batch, &cap, f, NULL);
+    drv_ctrl *c = one_job(f, job_cw1, &batch, &cap, NULL);
     drv_state *st = &c->mirror.st;
     int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
     c->mirror.pods[s].exists = 1; /* a wrong assumption */
@@ -339,11 +330,9 @@ static void test_pod_being_deleted_holds_its_room(void **state)
 static void test_room_of_a_placement_out_held(void **state)
 {
     fixture *f = *state;
-    add_node(f, "node-a");
-    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_cw1);
     ctrl_event *batch = NULL;
     int32_t cap = 0;
-    drv_ctrl *c = open_ctrl(&batch, &cap, f, NULL);
+    drv_ctrl *c = one_job(f, job_cw1, &batch, &cap, NULL);
     ctrl_binder_stop(c); /* the creation stays out until the test answers it */
     drv_state *st = &c->mirror.st;
     int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
@@ -464,15 +453,15 @@ static void test_partial_gang_rolled_back_as_the_api_has_it(void **state)
 static void test_gang_failed_in_flight_rolled_back(void **state)
 {
     fixture *f = *state;
-    add_node(f, "node-a");
-    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+    ctrl_event *batch = NULL;
+    int32_t cap = 0;
+    drv_ctrl *c = one_job(
+        f,
         "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
         "\"name\":\"hf\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{"
         "\"replicas\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":\"main\","
-        "\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}");
-    ctrl_event *batch = NULL;
-    int32_t cap = 0;
-    drv_ctrl *c = open_ctrl(&batch, &cap, f, NULL);
+        "\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}",
+        &batch, &cap, NULL);
     drv_state *st = &c->mirror.st;
     int32_t w0 = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0),
             w1 = drv_job_pod(st, 0, DRV_ROLE_WORKER, 1);
@@ -500,16 +489,16 @@ static void test_gang_failed_in_flight_rolled_back(void **state)
 static void test_template_node_name_ignored(void **state)
 {
     fixture *f = *state;
-    add_node(f, "node-a");
-    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+    ctrl_event *batch = NULL;
+    int32_t cap = 0;
+    drv_ctrl *c = one_job(
+        f,
         "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
         "\"name\":\"pin\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{"
         "\"replicas\":4,\"template\":{\"spec\":{\"nodeName\":\"node-a\",\"containers\":[{"
         "\"name\":\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"2\"}}}]}}}}"
-        "}}");
-    ctrl_event *batch = NULL;
-    int32_t cap = 0;
-    drv_ctrl *c = open_ctrl(&batch, &cap, f, NULL);
+        "}}",
+        &batch, &cap, NULL);
     drv_state *st = &c->mirror.st;
     assert_true(c->mirror.jobs[0].node_name);
     assert_null(strstr(c->mirror.jobs[0].tmpl[DRV_ROLE_WORKER], "nodeName"));

@@ -10,6 +10,7 @@
  * to drv_json_loadb_skip's answer, error (text and position) and value (drv_jdoc_json).
  */
 #include "json.h"
+#include "testutil.h"
 
 #include <dirent.h>
 #include <setjmp.h>
@@ -229,15 +230,6 @@ static char *body_of(const char *path, size_t *n)
     return all;
 }
 
-/* A small deterministic generator (the test's own: no global state elsewhere). */
-static uint64_t next(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 static void test_recorded_answers_and_their_mutations_agree(void **unused)
 {
     (void)unused;
@@ -264,12 +256,12 @@ static void test_recorded_answers_and_their_mutations_agree(void **unused)
         char *m = malloc(n + 1);
         assert_non_null(m);
         for (int k = 0; k < 300; k++) {
-            size_t at = (size_t)(next(&rng) % n), len = n;
+            size_t at = (size_t)(tu_rnd(&rng) % n), len = n;
             memcpy(m, body, n);
-            switch (next(&rng) % 4) {
+            switch (tu_rnd(&rng) % 4) {
             case 0:
             case 1: /* a byte replaced by one that matters to JSON */
-                m[at] = bytes[next(&rng) % (sizeof bytes - 1)];
+                m[at] = bytes[tu_rnd(&rng) % (sizeof bytes - 1)];
                 break;
             case 2: /* a byte dropped */
                 memmove(m + at, m + at + 1, n - at - 1);

@@ -12,6 +12,7 @@
 #include "drover/file.h"
 #include "drover/kube_types.h"
 #include "json.h"
+#include "testutil.h"
 
 #include <dirent.h>
 #include <setjmp.h>
@@ -327,14 +328,6 @@ static void test_mutations_agree(void **unused)
     assert_true(o.fast < o.compared);
 }
 
-static uint64_t next(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 /* Random bytes that matter to JSON replaced or dropped, on both objects. */
 static void test_random_mutations_agree(void **unused)
 {
@@ -346,10 +339,10 @@ static void test_random_mutations_agree(void **unused)
     for (int k = 0; k < 4000; k++) {
         bool pod = k % 2 == 0;
         const char *base = pod ? POD : NODE;
-        size_t n = strlen(base), at = (size_t)(next(&rng) % n);
+        size_t n = strlen(base), at = (size_t)(tu_rnd(&rng) % n);
         memcpy(m, base, n);
-        if (next(&rng) % 3) {
-            m[at] = bytes[next(&rng) % (sizeof bytes - 1)];
+        if (tu_rnd(&rng) % 3) {
+            m[at] = bytes[tu_rnd(&rng) % (sizeof bytes - 1)];
         } else {
             memmove(m + at, m + at + 1, n - at - 1);
             n--;

@@ -218,6 +218,21 @@ static char *ref_tf_config(const drv_peer_job *j, int role, int rank)
     return out;
 }
 
+/* want (the tree's text, jansson's: free) and got (the text's: drv_free) agree: both NULL, or
+ * the same bytes; counted in *compared, and in *refused when both are NULL; both freed. where
+ * names the case in a failure. */
+static void compare(const char *where, char *want, char *got, int *compared, int *refused)
+{
+    if (!want != !got)
+        fail_msg("%s: %s only", where, want ? "the tree" : "the text");
+    if (want && strcmp(want, got) != 0)
+        fail_msg("%s:\nwant %s\ngot  %s", where, want, got);
+    (*compared)++;
+    *refused += !want;
+    free(want);
+    drv_free(got);
+}
+
 static void tf_config_text_is_the_tree_dumped(void **state)
 {
     (void)state;
@@ -238,18 +253,11 @@ static void tf_config_text_is_the_tree_dumped(void **state)
                         j.replicas[DRV_ROLE_WORKER] = 1 + shape;
                         j.replicas[DRV_ROLE_EVALUATOR] = shape == 3;
                         j.port = shape == 2 ? 31337 : 0;
-                        char *want = ref_tf_config(&j, role, rank);
-                        char *got = drv_peers_tf_config(&j, role, rank);
-                        if (!want != !got)
-                            fail_msg("name %zu ns %zu shape %d role %d rank %d: %s only", n, s,
-                                     shape, role, rank, want ? "the tree" : "the text");
-                        if (want && strcmp(want, got) != 0)
-                            fail_msg("name %zu ns %zu shape %d role %d rank %d:\nwant %s\ngot  %s",
-                                     n, s, shape, role, rank, want, got);
-                        compared++;
-                        refused += !want;
-                        free(want);
-                        drv_free(got);
+                        char where[80];
+                        snprintf(where, sizeof where, "name %zu ns %zu shape %d role %d rank %d", n,
+                                 s, shape, role, rank);
+                        compare(where, ref_tf_config(&j, role, rank),
+                                drv_peers_tf_config(&j, role, rank), &compared, &refused);
                     }
     /* both outcomes were seen: texts compared, and names refused by both */
     assert_true(refused > 0 && refused < compared);
@@ -284,15 +292,9 @@ static void service_text_is_the_tree_dumped(void **state)
                     "name", "peers", "port", p, "targetPort", p);
                 char *want = svc ? json_dumps(svc, JSON_COMPACT) : NULL;
                 json_decref(svc);
-                char *got = drv_peers_service_json(&j, uid);
-                if (!want != !got)
-                    fail_msg("name %zu: %s only", n, want ? "the tree" : "the text");
-                if (want && strcmp(want, got) != 0)
-                    fail_msg("name %zu:\nwant %s\ngot  %s", n, want, got);
-                compared++;
-                refused += !want;
-                free(want);
-                drv_free(got);
+                char where[32];
+                snprintf(where, sizeof where, "name %zu", n);
+                compare(where, want, drv_peers_service_json(&j, uid), &compared, &refused);
             }
     assert_true(refused > 0 && refused < compared);
 }

@@ -11,6 +11,7 @@
 #include "drover/file.h"
 #include "drover/kube_watch.h"
 #include "json.h"
+#include "testutil.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -345,14 +346,6 @@ static void test_odd_events_as_documents(void **state)
         }
 }
 
-static uint64_t next(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 /* Random bytes that matter to JSON (and newlines) replaced or dropped in a recorded stream:
  * both decodings give the same events up to the same error. */
 static void test_random_mutations_as_documents(void **state)
@@ -370,9 +363,9 @@ static void test_random_mutations_as_documents(void **state)
         size_t n = n0;
         memcpy(m, body, n);
         for (int j = 0; j < 1 + k % 3; j++) {
-            size_t at = (size_t)(next(&rng) % n);
-            if (next(&rng) % 3) {
-                m[at] = bytes[next(&rng) % (sizeof bytes - 1)];
+            size_t at = (size_t)(tu_rnd(&rng) % n);
+            if (tu_rnd(&rng) % 3) {
+                m[at] = bytes[tu_rnd(&rng) % (sizeof bytes - 1)];
             } else {
                 memmove(m + at, m + at + 1, n - at - 1);
                 n--;

@@ -1341,7 +1341,8 @@ static int parse_route(drv_apiserver *s, const char *url, struct route *r)
 /* A growing response body (malloc-compatible: queue() frees it with free). */
 typedef struct lbody {
     char *p;
-    size_t n, cap;
+    size_t n;
+    int32_t cap; /* drv_grow's: a body stays under 2 GiB */
     bool oom;
 } lbody;
 
@@ -1349,19 +1350,10 @@ typedef struct lbody {
 static int body_add(const char *p, size_t n, void *arg)
 {
     lbody *b = arg;
-    if (b->oom)
+    if (b->oom || b->n + n + 1 > INT32_MAX ||
+        drv_grow(&b->p, 1, &b->cap, (int32_t)(b->n + n + 1)) != 0) {
+        b->oom = true;
         return -1;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 65536;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *q = drv_realloc(b->p, cap);
-        if (!q) {
-            b->oom = true;
-            return -1;
-        }
-        b->p = q;
-        b->cap = cap;
     }
     memcpy(b->p + b->n, p, n);
     b->n += n;

@@ -2923,7 +2923,10 @@ static enum MHD_Result answer(drv_apiserver *s, struct MHD_Connection *c, const 
 
 /* A request drv_apiserver_hold matches waits here (no lock held on return) until the hold is
  * released or the server stops: what lets a test order a race as it chooses, without sleeps.
- * Returns the status to answer instead of serving it (drv_apiserver_release_answer), or 0. */
+ * Returns the status to answer instead of serving it (drv_apiserver_release_answer), or 0.
+ * hold_on is read under s->mu even with no hold: it is written under it, and every request
+ * takes s->mu twice more anyway (its seq, then to be served). held is polled
+ * (drv_apiserver_held), so nothing waits on s->cv for it to grow. */
 static int hold_wait(drv_apiserver *s, struct MHD_Connection *c, const char *method,
                      const char *url)
 {
@@ -2933,7 +2936,6 @@ static int hold_wait(drv_apiserver *s, struct MHD_Connection *c, const char *met
         agent_matches(c, s->hold_agent)) {
         unsigned gen = s->hold_gen;
         s->held++;
-        pthread_cond_broadcast(&s->cv);
         while (s->hold_gen == gen && !s->stopping)
             pthread_cond_wait(&s->cv, &s->mu);
         s->held--;

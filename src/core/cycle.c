@@ -129,6 +129,7 @@ void drv_sched_free(drv_sched *s)
     drv_free(s->order);
     drv_free(s->pend);
     drv_free(s->order2);
+    drv_free(s->qscratch);
     drv_free(s->qfit);
     drv_free(s->qfree);
     drv_free(s->inq);

@@ -226,6 +226,10 @@ struct drv_sched {
     bool pend_ok;
     qent *order2; /* where a sort puts the records; then the two swap */
     int32_t cap_order2;
+    /* The queue sort's scratch (cycle_order_queue): its tmp, idx and run, nqueued + 1 each,
+     * kept from one cycle to the next so that a long queue's are not allocated every cycle. */
+    int32_t *qscratch;
+    int32_t cap_qscratch;
     /* The records' qfit entries: an entry is taken when a record is made and given back (to
      * qfree, a stack) when it is dropped, so at most as many are in use as records exist. */
     qfit *qfit;

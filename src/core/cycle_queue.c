@@ -442,12 +442,12 @@ int cycle_order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
      * it so as it drops records: then only newcomers are written (unless the order moved). */
     bool pend_kept = s->pend_ok;
     s->pend_ok = false; /* until this cycle's order is in it */
-    int32_t *tmp = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
-    int32_t *idx = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
-    int32_t *run = drv_arena_alloc(&s->arena, sizeof(int32_t) * ((size_t)nq + 1));
-    if (!tmp || !idx || !run || drv_grow(&s->pend, sizeof *s->pend, &s->cap_pend, nq + 1) != 0 ||
+    if (nq >= INT32_MAX / 3 ||
+        drv_grow(&s->qscratch, sizeof *s->qscratch, &s->cap_qscratch, 3 * (nq + 1)) != 0 ||
+        drv_grow(&s->pend, sizeof *s->pend, &s->cap_pend, nq + 1) != 0 ||
         drv_grow(&s->order, sizeof *s->order, &s->cap_order, nq) != 0 || qfit_room(s, nq) != 0)
         return DRV_ENOMEM;
+    int32_t *tmp = s->qscratch, *idx = tmp + nq + 1, *run = idx + nq + 1;
     int32_t *pend = s->pend;
     int32_t inq_old = s->cap_inq;
     if (drv_grow(&s->inq, sizeof *s->inq, &s->cap_inq, st->njobs / 64 + 1) != 0)

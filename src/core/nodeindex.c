@@ -598,7 +598,7 @@ int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, 
     int32_t used = 0;
     *nodes = 0;
     *row_max = 0;
-    double mkd[4] = {-1e300, -1e300, -1e300, -1e300}; /* maxkey_dims */
+    double mkd[4] = {-1e300, -1e300, -1e300, -1e300}; /* maxkey_dims: read only with a key */
     for (int32_t i = 0; i < n; i++) {
         const cls *k = &ix->f[fam].c[g ? g[i] : i];
         *nodes += k->n;
@@ -609,8 +609,10 @@ int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, 
             *row_max = row[k->ncls];
         if (cand)
             cand[used] = g ? g[i] : i;
-        int dims = drv_res_dims(k->alloc);
-        mkd[dims] = k->key[1] > mkd[dims] ? k->key[1] : mkd[dims];
+        if (ix->key) {
+            int dims = drv_res_dims(k->alloc);
+            mkd[dims] = k->key[1] > mkd[dims] ? k->key[1] : mkd[dims];
+        }
         if (used++ == 0) {
             *out = set_at(ix, k, 1, zone, rack);
             out->mixed = true;
@@ -622,7 +624,7 @@ int32_t drv_nodeindex_union(const drv_nodeindex *ix, int fam, const int32_t *g, 
         out->maxkey = k->key[1] > out->maxkey ? k->key[1] : out->maxkey;
         out->min_ps = k->mps[1] < out->min_ps ? k->mps[1] : out->min_ps;
     }
-    if (used > 0)
+    if (used > 0 && ix->key)
         memcpy(out->maxkey_dims, mkd, sizeof mkd);
     return used;
 }

@@ -1341,7 +1341,8 @@ static int parse_route(drv_apiserver *s, const char *url, struct route *r)
 /* A growing response body (malloc-compatible: queue() frees it with free). */
 typedef struct lbody {
     char *p;
-    size_t n, cap;
+    size_t n;
+    int32_t cap; /* drv_grow's: a body stays under 2 GiB */
     bool oom;
 } lbody;
 
@@ -1349,19 +1350,10 @@ typedef struct lbody {
 static int body_add(const char *p, size_t n, void *arg)
 {
     lbody *b = arg;
-    if (b->oom)
+    if (b->oom || b->n + n + 1 > INT32_MAX ||
+        drv_grow(&b->p, 1, &b->cap, (int32_t)(b->n + n + 1)) != 0) {
+        b->oom = true;
         return -1;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 65536;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *q = drv_realloc(b->p, cap);
-        if (!q) {
-            b->oom = true;
-            return -1;
-        }
-        b->p = q;
-        b->cap = cap;
     }
     memcpy(b->p + b->n, p, n);
     b->n += n;
@@ -2931,7 +2923,10 @@ static enum MHD_Result answer(drv_apiserver *s, struct MHD_Connection *c, const 
 
 /* A request drv_apiserver_hold matches waits here (no lock held on return) until the hold is
  * released or the server stops: what lets a test order a race as it chooses, without sleeps.
- * Returns the status to answer instead of serving it (drv_apiserver_release_answer), or 0. */
+ * Returns the status to answer instead of serving it (drv_apiserver_release_answer), or 0.
+ * hold_on is read under s->mu even with no hold: it is written under it, and every request
+ * takes s->mu twice more anyway (its seq, then to be served). held is polled
+ * (drv_apiserver_held), so nothing waits on s->cv for it to grow. */
 static int hold_wait(drv_apiserver *s, struct MHD_Connection *c, const char *method,
                      const char *url)
 {
@@ -2941,7 +2936,6 @@ static int hold_wait(drv_apiserver *s, struct MHD_Connection *c, const char *met
         agent_matches(c, s->hold_agent)) {
         unsigned gen = s->hold_gen;
         s->held++;
-        pthread_cond_broadcast(&s->cv);
         while (s->hold_gen == gen && !s->stopping)
             pthread_cond_wait(&s->cv, &s->mu);
         s->held--;

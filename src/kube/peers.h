@@ -85,7 +85,7 @@ enum { DRV_PEERS_TASK_MAX = 96 };
 char *drv_peers_tf_cluster(const drv_peer_job *j);
 void drv_peers_tf_task(const drv_peer_job *j, int role, int rank, char buf[DRV_PEERS_TASK_MAX]);
 /* TF_CONFIG of role/rank from its cluster part (len bytes at cluster; borrowed) and the task
- * part: drv_malloc'd (the caller frees it), or NULL when cluster is or out of memory. */
+ * part: drv_malloc'd (the caller frees it), or NULL when cluster is NULL or memory runs out. */
 char *drv_peers_tf_join(const drv_peer_job *j, int role, int rank, const char *cluster, size_t len);
 /* drv_peers_variables' TensorFlow variables, TF_CONFIG's value tf_config (moved to *out):
  * 1, or DRV_ENOMEM when tf_config is NULL. */

@@ -13,9 +13,10 @@
  * skipped, metadata read) for the continue token, up to it (meta_only: the metadata comes
  * before the items; the rest is checked when the caller decodes the page); the page goes to a queue
  * of at most AHEAD pages, and the fetcher asks for the next one. The caller's thread takes pages
- * in order and decodes them with the item callback. So at most AHEAD + 2 pages are in memory (one
- * decoded, AHEAD waiting, one arriving): a page is asked for only once the caller has begun the
- * one AHEAD pages before it.
+ * in order and decodes them with the item callback. So at most AHEAD + 1 pages are in memory
+ * (one being decoded, AHEAD waiting or arriving: the fetcher asks for a page only while fewer
+ * than AHEAD wait): a page is asked for only once the caller has begun the one AHEAD pages
+ * before it.
  *
  * Why AHEAD is 2, not 1: with one page waiting, the next request went out only when the caller
  * had taken that page, i.e. had finished the one before, and on a busy machine the caller's
@@ -24,7 +25,7 @@
  * e2e_bind's 16,000-pod list (32 pages of 500): from a page's last byte to the next request,
  * median 0.06-0.20 ms per page, 13-22 ms per list in all, with one page waiting; 0.014-0.018
  * ms per page with two (the wait is then the request's own, unless the caller falls two pages
- * behind). Memory: two more pages at most (~150 kB each for plain pods, ~1.2 MB recorded-size).
+ * behind). Memory: one more page at most (~150 kB for plain pods, ~1.2 MB recorded-size).
  *
  * Ends: the fetcher's error (410 Expired -> DRV_KUBE_RELIST, transport, parse) reaches the
  * caller after the pages before it, in order; the caller's error (its callback's) stops the

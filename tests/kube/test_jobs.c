@@ -527,8 +527,9 @@ static int status_patches(fixture *f, const char *job, int *codes, int n)
 
 /* A running job of two workers whose next status write the server holds: worker 1 has
  * succeeded (its active count changes), and the PATCH that says so waits unserved, computed
- * from the version before whatever the test writes next. The controller runs in r. */
-static void held_status_write(fixture *f, runner *r, const char *job)
+ * from the version before whatever the test writes next. The controller runs in r. Returns
+ * the status writes it had made by then (its counter). */
+static long held_status_write(fixture *f, runner *r, const char *job)
 {
     add_node(f, "node-a", "8");
     start(f, r);
@@ -547,6 +548,7 @@ static void held_status_write(fixture *f, runner *r, const char *job)
     drv_apiserver_hold(f->srv, "PATCH", path, "drover-run/");
     set_phase(f, w1, "Succeeded");
     WAIT_FOR(drv_apiserver_held(f->srv) == 1);
+    return drv_ctrl_get_stats(r->c).status_writes;
 }
 
 /* What a watch from a version replays of one TrainingJob: its versions, and how many of them
@@ -586,8 +588,7 @@ static void test_status_finished_elsewhere_kept(void **state)
 {
     fixture *f = *state;
     runner r;
-    held_status_write(f, &r, "fin");
-    long writes = drv_ctrl_get_stats(r.c).status_writes;
+    long writes = held_status_write(f, &r, "fin");
     drv_diag d = {{0}};
     long code = 0;
     json_t *o = NULL;
@@ -635,8 +636,7 @@ static void test_status_conflict_rebased(void **state)
 {
     fixture *f = *state;
     runner r;
-    held_status_write(f, &r, "cf");
-    long writes = drv_ctrl_get_stats(r.c).status_writes;
+    long writes = held_status_write(f, &r, "cf");
     req(f, "PATCH", TJ_PATH "cf", "{\"metadata\":{\"labels\":{\"team\":\"edited\"}}}");
     int codes[64];
     int n0 = status_patches(f, "cf", codes, 64);
@@ -663,8 +663,7 @@ static void test_status_conflict_retried(void **state)
 {
     fixture *f = *state;
     runner r;
-    held_status_write(f, &r, "rt");
-    long writes = drv_ctrl_get_stats(r.c).status_writes;
+    long writes = held_status_write(f, &r, "rt");
     int codes[64];
     int n0 = status_patches(f, "rt", codes, 64);
     drv_apiserver_release_answer(f->srv, 409);

@@ -206,6 +206,25 @@ static void test_bad_input(void **state)
     json_decref(s.items);
 }
 
+/* Scans page with meta_only into l (left open), fed in pieces of piece bytes: its continue
+ * token is cont, and raw holds every byte fed. */
+static void scan_meta_only(drv_list_decoder *l, drv_kbuf *raw, const char *page, size_t piece,
+                           const char *cont)
+{
+    size_t n = strlen(page);
+    drv_diag d = {{0}};
+    drv_list_decoder_init(l, "GET /test", NULL, NULL);
+    l->raw = raw;
+    l->meta_only = true;
+    for (size_t at = 0; at < n; at += piece)
+        assert_int_equal(drv_list_decoder_feed(l, page + at, n - at < piece ? n - at : piece, &d),
+                         0);
+    assert_int_equal(drv_list_decoder_finish(l, &d), 0);
+    assert_string_equal(drv_list_decoder_continue(l), cont);
+    assert_int_equal(raw->n, n);
+    assert_memory_equal(raw->p, page, n);
+}
+
 /* The pager's scan (meta_only): once the metadata is read, the rest is kept, not scanned — a
  * page broken after its metadata passes here (its decode will refuse it), and the bytes kept
  * are all the bytes fed; without meta_only the same page is refused. A page whose metadata
@@ -223,16 +242,7 @@ static void test_meta_only(void **state)
         drv_kbuf raw = {0};
         drv_list_decoder l;
         drv_diag d = {{0}};
-        drv_list_decoder_init(&l, "GET /test", NULL, NULL);
-        l.raw = &raw;
-        l.meta_only = true;
-        for (size_t at = 0; at < n; at += piece)
-            assert_int_equal(
-                drv_list_decoder_feed(&l, broken + at, n - at < piece ? n - at : piece, &d), 0);
-        assert_int_equal(drv_list_decoder_finish(&l, &d), 0);
-        assert_string_equal(drv_list_decoder_continue(&l), "c1");
-        assert_int_equal(raw.n, n);
-        assert_memory_equal(raw.p, broken, n);
+        scan_meta_only(&l, &raw, broken, piece, "c1");
         drv_list_decoder_reset(&l);
         assert_true(l.meta_only);
         assert_int_equal(drv_list_decoder_feed(&l, late, strlen(late), &d), 0);
@@ -254,14 +264,7 @@ static void test_meta_only(void **state)
     const char *items = "{\"metadata\":{\"continue\":\"c3\"},\"items\":[\"x\",1]}";
     drv_kbuf raw = {0};
     drv_list_decoder l;
-    drv_diag d = {{0}};
-    drv_list_decoder_init(&l, "GET /test", NULL, NULL);
-    l.raw = &raw;
-    l.meta_only = true;
-    assert_int_equal(drv_list_decoder_feed(&l, items, strlen(items), &d), 0);
-    assert_int_equal(drv_list_decoder_finish(&l, &d), 0);
-    assert_string_equal(drv_list_decoder_continue(&l), "c3");
-    assert_int_equal(raw.n, strlen(items));
+    scan_meta_only(&l, &raw, items, strlen(items), "c3");
     drv_list_decoder_fini(&l);
     drv_free(raw.p);
 }

@@ -41,6 +41,12 @@ void start_profile(fixture *f, runner *r, const char *profile)
     assert_int_equal(pthread_create(&r->t, NULL, run_main, r), 0);
 }
 
+void start_synced(fixture *f, runner *r)
+{
+    start(f, r);
+    WAIT_FOR(drv_ctrl_get_stats(r->c).synced);
+}
+
 void stop(runner *r)
 {
     r->stop = 1;

@@ -41,6 +41,8 @@ int fixture_close(void **state);
 void start(fixture *f, runner *r);
 /* ... under another built-in profile. */
 void start_profile(fixture *f, runner *r, const char *profile);
+/* start, then wait until its caches are synced (what the cluster held before it is in them). */
+void start_synced(fixture *f, runner *r);
 /* Stops it; its run must have returned 0. */
 void stop(runner *r);
 /* method path with body fmt... (none when it formats to ""); a failure fails the test. */

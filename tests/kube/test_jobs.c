@@ -156,8 +156,7 @@ static void test_tf_job_peers(void **state)
     fixture *f = *state;
     add_node(f, "node-a", "8");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     char ps[1024], chief[1024], worker[1024], specs[3200];
     role(ps, sizeof ps, "PS", 1, "1", "");
     role(chief, sizeof chief, "Chief", 1, "1", "");
@@ -211,8 +210,7 @@ static void test_allreduce_ranks(void **state)
     fixture *f = *state;
     add_node(f, "node-a", "8");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     char master[1024], worker[1024], specs[2100];
     role(master, sizeof master, "Master", 1, "1", "");
     role(worker, sizeof worker, "Worker", 3, "1", "");
@@ -255,8 +253,7 @@ static void test_replica_statuses(void **state)
     fixture *f = *state;
     add_node(f, "node-a", "8");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     char master[1024], worker[1024], specs[2100];
     role(master, sizeof master, "Master", 1, "1", "");
     role(worker, sizeof worker, "Worker", 2, "1", "");
@@ -289,8 +286,7 @@ static void test_restart_then_backoff(void **state)
     fixture *f = *state;
     add_node(f, "node-a", "8");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     char worker[1024];
     role(worker, sizeof worker, "Worker", 2, "1", "\"restartPolicy\":\"OnFailure\",");
     add_job(f, "rs", worker, "\"runPolicy\":{\"backoffLimit\":1},");
@@ -336,8 +332,7 @@ static void test_suspend_and_resume(void **state)
     fixture *f = *state;
     add_node(f, "node-a", "8");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     char worker[1024];
     role(worker, sizeof worker, "Worker", 2, "1", "");
     add_job(f, "sp", worker, "");
@@ -369,8 +364,7 @@ static void test_finished_job_not_suspended(void **state)
     fixture *f = *state;
     add_node(f, "node-a", "8");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     char worker[1024];
     role(worker, sizeof worker, "Worker", 1, "1", "");
     add_job(f, "done", worker, "");
@@ -410,8 +404,7 @@ static void test_replicas_edit(void **state)
     fixture *f = *state;
     add_node(f, "node-a", "8");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     char worker[1024];
     role(worker, sizeof worker, "Worker", 2, "1", "\"minReplicas\":1,\"maxReplicas\":4,");
     add_job(f, "ed", worker, "");
@@ -444,8 +437,7 @@ static void test_invalid_and_never_fits(void **state)
     add_node(f, "node-a", "32");
     add_node(f, "node-b", "32");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     char bad[1024], good[1024], big[1024];
     role(bad, sizeof bad, "Launcher", 1, "1", "");
     add_job(f, "bad", bad, "");
@@ -476,8 +468,7 @@ static void test_adopted_job_not_announced_again(void **state)
     fixture *f = *state;
     add_node(f, "node-a", "8");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     char worker[1024];
     role(worker, sizeof worker, "Worker", 2, "1", "");
     add_job(f, "ad", worker, "");
@@ -488,8 +479,7 @@ static void test_adopted_job_not_announced_again(void **state)
     WAIT_FOR(events(f, "ad", "JobRunning", NULL, 0) == 1);
     assert_int_equal(events(f, "ad", "Scheduled", NULL, 0), 1);
     stop(&r);
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     WAIT_FOR(drv_ctrl_get_stats(r.c).cycles >= 1);
     usleep(500000); /* several periods: whatever it would announce is written by now */
     assert_int_equal(events(f, "ad", "Scheduled", NULL, 0), 1);
@@ -532,8 +522,7 @@ static int status_patches(fixture *f, const char *job, int *codes, int n)
 static long held_status_write(fixture *f, runner *r, const char *job)
 {
     add_node(f, "node-a", "8");
-    start(f, r);
-    WAIT_FOR(drv_ctrl_get_stats(r->c).synced);
+    start_synced(f, r);
     char worker[1024], w0[128], w1[128];
     role(worker, sizeof worker, "Worker", 2, "1", "");
     add_job(f, job, worker, "");
@@ -683,8 +672,7 @@ static void test_deadline_and_ttl(void **state)
     fixture *f = *state;
     add_node(f, "node-a", "8");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     char worker[1024];
     role(worker, sizeof worker, "Worker", 1, "1", "");
     add_job(f, "dl", worker, "\"runPolicy\":{\"activeDeadlineSeconds\":1},");
@@ -713,8 +701,7 @@ static void test_deadlines_wake_the_loop(void **state)
     fixture *f = *state;
     add_node(f, "node-a", "8");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     char worker[1024];
     role(worker, sizeof worker, "Worker", 1, "1", "");
     add_job(f, "tt", worker, "\"runPolicy\":{\"ttlSecondsAfterFinished\":2},");
@@ -776,8 +763,7 @@ static void test_exit_code_policy(void **state)
 {
     fixture *f = *state;
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     drv_emulator *e = emulated_job(f, "ok", "ExitCode", false, 137, 1);
     WAIT_FOR(now_in(f, "ok", "Succeeded", "JobSucceeded"));
     assert_int_equal(events(f, "ok", "PodRestarting", NULL, 0), 1);
@@ -802,8 +788,7 @@ static void test_kubelet_restarts_count(void **state)
 {
     fixture *f = *state;
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     drv_emulator *e = emulated_job(f, "inplace", "OnFailure", true, 1, -1);
     WAIT_FOR(now_in(f, "inplace", "Failed", "BackoffLimitExceeded"));
     json_t *p = pod(f, "inplace-worker-0");

@@ -145,8 +145,7 @@ static void test_gang_all_or_nothing(void **state)
         add_pod(f, name, "tf1", "2");
     }
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     char msg[600];
     WAIT_FOR(events(f, "tf1", "Waiting", msg, sizeof msg) == 1);
     assert_non_null(strstr(msg, "gang of 4 pods"));
@@ -190,8 +189,7 @@ static void test_lone_pod(void **state)
     fixture *f = *state;
     add_node(f, "node-a", "4");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     add_pod(f, "solo", NULL, "1");
     WAIT_FOR(pod_bound(f, "solo"));
     WAIT_FOR(events(f, "solo", "Scheduled", NULL, 0) == 1);
@@ -213,8 +211,7 @@ static void test_missing_group(void **state)
     fixture *f = *state;
     add_node(f, "node-a", "4");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     add_pod(f, "orphan-0", "late", "1");
     char msg[600];
     WAIT_FOR(events(f, "orphan-0", "PodGroupMissing", msg, sizeof msg) == 1);
@@ -238,8 +235,7 @@ static void test_min_member_above_pods(void **state)
     add_pod(f, "short-0", "short", "1");
     add_pod(f, "short-1", "short", "1");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     char msg[600];
     WAIT_FOR(events(f, "short", "Waiting", msg, sizeof msg) == 1);
     assert_non_null(strstr(msg, "2 of its minMember 3 pods exist: waiting for 1 more"));
@@ -267,8 +263,7 @@ static void test_never_fits(void **state)
     add_pod(f, "huge-0", "huge", "16");
     add_pod(f, "huge-1", "huge", "16");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     WAIT_FOR(events(f, "huge", "NeverFits", NULL, 0) == 1);
     add_pod(f, "small", NULL, "1");
     WAIT_FOR(pod_bound(f, "small"));
@@ -287,8 +282,7 @@ static void test_min_resources_wait_untried(void **state)
     add_group_with(f, "mr", 1, ",\"minResources\":{\"cpu\":\"4\"}");
     add_pod(f, "mr-0", "mr", "1");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     char msg[600];
     WAIT_FOR(events(f, "mr", "Waiting", msg, sizeof msg) == 1);
     assert_non_null(strstr(msg, "minResources (cpu 4.0"));
@@ -312,8 +306,7 @@ static void test_schedule_timeout(void **state)
     add_pod(f, "to-0", "to", "3");
     add_pod(f, "to-1", "to", "3");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     char msg[600];
     WAIT_FOR(events(f, "to", "ScheduleTimeout", msg, sizeof msg) == 1);
     assert_non_null(strstr(msg, "scheduleTimeoutSeconds (1 s)"));

@@ -156,8 +156,7 @@ static void test_taints_and_selectors(void **state)
         add_node_with(f, name, "8", labels, "[]");
     }
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     add_tj(f, "tol", 4, "2", "", TOLERATE_GPU);
     add_tj(f, "plain", 4, "2", "", "");
     add_tj(f, "tpu", 1, "1", "", "\"nodeSelector\":{\"pool\":\"tpu\"},");
@@ -188,8 +187,7 @@ static void test_untolerated_taint_and_invalid(void **state)
     fixture *f = *state;
     add_node_with(f, "gpu-0", "8", "{\"pool\":\"gpu\"}", GPU_TAINT);
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     add_tj(f, "plain", 1, "1", "", "");
     add_tj(f, "bad", 1, "1", "",
            "\"tolerations\":[{\"key\":\"gpu\",\"operator\":\"Exists\",\"effect\":\"Never\"}],");
@@ -214,8 +212,7 @@ static void test_missing_priority_class(void **state)
     fixture *f = *state;
     add_node(f, "node-a", "8");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     add_tj(f, "vip", 2, "1", "\"priorityClassName\":\"high\",", "");
     add_tj(f, "other", 2, "1", "", "");
     char msg[512];
@@ -252,8 +249,7 @@ static void test_missing_queue_then_status(void **state)
     fixture *f = *state;
     add_node(f, "node-a", "8");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     add_tj(f, "res", 3, "1500m", "\"queue\":\"research\",", "");
     char msg[512];
     WAIT_FOR(cond(f, "res", "Queued", "QueueMissing", msg, sizeof msg));
@@ -327,8 +323,7 @@ static void test_node_changes_followed(void **state)
     add_node(f, "n1", "4");
     add_node(f, "n2", "4");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     /* A probe selecting the label to come: its NoNodeMatches condition goes once the
      * controller has seen the label, and with it the taint given before (one informer, in
      * order). (The probe itself would wait on: a gang that failed is tried again when room
@@ -384,8 +379,7 @@ static void test_podgroup_queue(void **state)
     fixture *f = *state;
     add_node(f, "node-a", "8");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     req(f, "POST", "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups",
         "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\",\"metadata\""
         ":{\"name\":\"vg\",\"namespace\":\"default\"},\"spec\":{\"minMember\":2,"
@@ -424,8 +418,7 @@ static void test_quota_named_in_waiting_event(void **state)
         "\"small\"},\"spec\":{\"cohort\":\"lab\",\"nominalQuota\":{\"cpu\":\"2\"},"
         "\"borrowingLimit\":{\"cpu\":\"1\"}}}");
     runner r;
-    start(f, &r);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    start_synced(f, &r);
     add_tj(f, "big", 3, "2", "", "");
     WAIT_FOR(bound(f, "big", NULL, 0) == 3);
     add_tj(f, "q", 2, "2", "\"queue\":\"small\",", "");

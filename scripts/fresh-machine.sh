@@ -158,21 +158,22 @@ mount --bind /dev/pts "$root/dev/pts"
 mount -t tmpfs -o mode=1777 shm "$root/dev/shm"
 
 # Runs a shell command line in the root, as a login would (a clean environment), its output on
-# the terminal and in a log; leaves its exit status and wall time in $rc and $secs.
+# the terminal and in a log; leaves its exit status and wall time in $rc and $secs. (The status
+# goes through a file: the pipe into tee runs the command in a subshell; `|| st=$?` keeps set -e
+# from ending that subshell before it is written.)
 in_root() { # LOG NET COMMAND
     log=$1 net=$2 cmd=$3
     env="HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
     env="$env LANG=C.UTF-8 TERM=${TERM:-dumb}${ci:+ CI=true}"
     t0=$(date +%s)
     # shellcheck disable=SC2086
-    if [ "$net" = loopback ]; then
-        { unshare -n sh -c 'ip link set lo up && exec "$@"' sh \
-            chroot "$root" env -i $env sh -c "cd /root/drover && $cmd" 2>&1; echo $? >"$log.rc"; } |
-            tee "$log"
-    else
-        { chroot "$root" env -i $env sh -c "cd /root/drover && $cmd" 2>&1; echo $? >"$log.rc"; } |
-            tee "$log"
-    fi
+    set -- chroot "$root" env -i $env sh -c "cd /root/drover && $cmd"
+    [ "$net" = loopback ] && set -- unshare -n sh -c 'ip link set lo up && exec "$@"' sh "$@"
+    {
+        st=0
+        "$@" 2>&1 || st=$?
+        echo $st >"$log.rc"
+    } | tee "$log"
     secs=$(($(date +%s) - t0))
     rc=$(cat "$log.rc")
     rm -f "$log.rc"

@@ -36,9 +36,12 @@ reuse=""
 rebuild=""
 ci=""
 demo_only=""
+# The usage lines above: on stdout with status 0 for --help, on stderr with status 2 after a
+# bad argument.
 usage() {
-    sed -n '/^#   usage:/,/^#   --ci/p' "$0" | sed 's/^# \{0,1\}//' >&2
-    exit 2
+    text=$(sed -n '/^#   usage:/,/^#   --ci/p' "$0" | sed 's/^# \{0,1\}//')
+    if [ "$1" -eq 0 ]; then echo "$text"; else echo "$text" >&2; fi
+    exit "$1"
 }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -50,8 +53,8 @@ while [ $# -gt 0 ]; do
     --rebuild-base) rebuild=1 ;;
     --demo-only) demo_only=1 ;;
     --ci) ci=1 ;;
-    -h | --help) usage ;;
-    *) echo "fresh-machine: unknown argument '$1'" >&2 && usage ;;
+    -h | --help) usage 0 ;;
+    *) echo "fresh-machine: unknown argument '$1'" >&2 && usage 2 ;;
     esac
     shift
 done

@@ -40,8 +40,14 @@ build-drover: deps
 demo: build-drover
 	./$(BUILD)/drover sim --policy all --out out/demo
 
-# The whole suite: the normal build, then the same tests under ASan+UBSan.
-test: test-unit test-asan
+# The whole suite: the normal build, then the same tests under ASan+UBSan. The second half runs
+# even when the first fails (a sanitizer finding is worth having beside a failed test); make
+# test fails at the end, naming the halves that failed.
+test:
+	@failed=""; \
+	 $(MAKE) --no-print-directory test-unit || failed="$$failed normal"; \
+	 $(MAKE) --no-print-directory test-asan || failed="$$failed ASan+UBSan"; \
+	 [ -z "$$failed" ] || { echo "make test: failed:$$failed (both halves ran)" >&2; exit 1; }
 
 test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -1,16 +1,22 @@
 #!/bin/sh
 # The operator's kustomize base renders (kubectl kustomize, offline) with every object it
 # lists, and the Service and ServiceMonitor point at the port the Deployment names.
-# Usage: test_deploy.sh SOURCE_DIR. Exit 77 (skipped) without kubectl.
+# Usage: test_deploy.sh SOURCE_DIR. Exit 77 (skipped) without kubectl. The kubectl is
+# $DROVER_KUBECTL when set, as in the tests of tests/apiserver (kubectl_util.h).
 set -u
 src=$1
-command -v kubectl >/dev/null 2>&1 || { echo "skipped: no kubectl" >&2; exit 77; }
+kubectl=${DROVER_KUBECTL:-kubectl}
+if ! command -v "$kubectl" >/dev/null 2>&1; then
+    [ -z "${DROVER_KUBECTL:-}" ] || { echo "FAIL: DROVER_KUBECTL=$kubectl: no such program" >&2 && exit 1; }
+    echo "skipped: no kubectl" >&2
+    exit 77
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failed=0
 fail() { echo "FAIL: $1" >&2; failed=$((failed + 1)); }
 
-kubectl kustomize "$src/deploy" >"$tmp/all.yaml" 2>"$tmp/err" || fail "kustomize: $(cat "$tmp/err")"
+"$kubectl" kustomize "$src/deploy" >"$tmp/all.yaml" 2>"$tmp/err" || fail "kustomize: $(cat "$tmp/err")"
 for kind in Namespace CustomResourceDefinition ServiceAccount ClusterRole ClusterRoleBinding \
     Deployment Service; do
     grep -q "^kind: $kind\$" "$tmp/all.yaml" || fail "no $kind in kubectl kustomize deploy/"

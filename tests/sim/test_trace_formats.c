@@ -129,15 +129,15 @@ static void test_pai_task(void **unused)
         drv_trace_load(&w, tu_path("tests/fixtures/trace/pai-task.csv"), &tu_cat, &o, NULL, &d), 0);
     /* left out: a ps task without GPUs, a Running task, a task that ran 0 s */
     assert_int_equal(w.n, 3);
-    assert_string_equal(w.jobs[0].name, "a1f0c2/worker");
+    assert_string_equal(w.jobs[0].name, "a1f0c2.worker");
     assert_true(w.jobs[0].submit == 0);
     assert_duration_job(&w.jobs[0], 1, 3600);
     /* 4 instances x 200 % of a GPU */
-    assert_string_equal(w.jobs[1].name, "b7e913/worker");
+    assert_string_equal(w.jobs[1].name, "b7e913.worker");
     assert_true(w.jobs[1].submit == 500);
     assert_duration_job(&w.jobs[1], 8, 7600);
     /* 25 % of a GPU still takes one */
-    assert_string_equal(w.jobs[2].name, "d9a6b0/worker");
+    assert_string_equal(w.jobs[2].name, "d9a6b0.worker");
     assert_true(w.jobs[2].submit == 1500);
     assert_duration_job(&w.jobs[2], 1, 60);
     /* the published tables have no header: the format is named, the same jobs result */

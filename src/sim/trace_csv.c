@@ -163,7 +163,7 @@ static int parse_row(const trace_csv_map *m, const int idx[NKEYS], const drv_cal
     double v, start = 0, end = 0;
     if (f[K_GPUS]) {
         /* whole GPUs, but for a column counting shares of one (PAI's plan_gpu in percent) */
-        if ((rc = trace_num(r, idx[K_GPUS], m->gpus, 0, 1e7, m->gpu_unit > 0, &v)) != 0)
+        if ((rc = trace_num(r, idx[K_GPUS], m->gpus, 0, 1e7, !(m->gpu_unit > 0), &v)) != 0)
             return rc;
         if (f[K_GPUS_TIMES]) {
             double times;

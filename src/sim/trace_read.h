@@ -117,7 +117,7 @@ typedef struct trace_csv_map {
                            not this header; NULL: the first line is the header */
     const char *name, *user, *queue, *submit, *start, *end, *duration, *gpus, *model, *batch,
         *steps;
-    const char *name2;              /* a column appended to the name after '/' (PAI: task_name) */
+    const char *name2;              /* a column appended to the name after '.' (PAI: task_name) */
     const char *gpus_times;         /* a column multiplying gpus (PAI: inst_num), or NULL */
     double gpu_unit;                /* gpus column counts 1/gpu_unit of a GPU (PAI: 100), 0 = 1 */
     int32_t gpus_fixed;             /* GPUs of every job when gpus is NULL (PAI job table: 1) */

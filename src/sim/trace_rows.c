@@ -211,7 +211,7 @@ int trace_sink_bad(trace_sink *s, int rc, drv_diag *d)
 }
 
 /* The names a reader found (those left empty take defaults) follow the name rule (text.h) and
- * fit a job's fields; 0 or DRV_EINVAL naming the field. */
+ * fit a job's fields; 0 or DRV_EPARSE (a malformed row) naming the field. */
 static int names_ok(const trace_job *tj, const char *where, drv_diag *d)
 {
     const struct {
@@ -287,6 +287,8 @@ void trace_sink_finish(trace_sink *s, drv_workload *w, int32_t *skipped, const c
     drv_workload_fini(w);
     *w = s->w;
     memset(&s->w, 0, sizeof s->w);
+    drv_strtab_free(s->names); /* (the fuzzer found it left behind) */
+    s->names = NULL;
     if (skipped)
         *skipped = s->skipped;
 }

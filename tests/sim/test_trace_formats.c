@@ -436,6 +436,17 @@ static void test_one_rule_for_every_reader(void **unused)
             fail_msg("case %zu (%s): rc %d, '%s'; wanted '%s'", i, refusals[i].format, rc, d.msg,
                      refusals[i].want);
     }
+    /* a header longer than the reader keeps (2047 bytes) is refused, not cut */
+    static char longhead[2200];
+    memset(longhead, 'x', sizeof longhead);
+    memcpy(longhead, "id,t,g,d,", 9);
+    memcpy(longhead + 2150, "\na,0,1,10\n", 11); /* with its NUL */
+    refusal wide = {"columns", "name=id,submit=t,gpus=g,duration=d", longhead,
+                    "t.csv:1:1: header: expected at most 2047 bytes, found 2150"};
+    drv_diag dw = {{0}};
+    assert_int_equal(load_text(&wide, &dw), DRV_EPARSE);
+    if (!strstr(dw.msg, wide.want))
+        fail_msg("a long header: '%s'", dw.msg);
     /* ... each one only because of what it holds: the same traces fixed are read */
     drv_diag d = {{0}};
     refusal ok = {"auto", NULL,

@@ -41,6 +41,8 @@ run "Simulator: 100,000 jobs on 5,000 nodes, steady load" \
     "$b/bench/sim_speed" --jobs 100000 --nodes 5000 --interarrival 0.16 --policy k8s-default,gang-fifo,drover
 run "Simulator: 100,000 jobs on 5,000 nodes, overloaded (queue grows all trace long)" \
     "$b/bench/sim_speed" --jobs 100000 --nodes 5000 --policy gang-fifo
+run "Simulator: FlowCon on 100 jobs submitted at once, 8 nodes (pod-by-pod admission deadlocks there, as k8s-default's does: docs/performance.md item 37); /tick = a cycle every period, as before FlowCon had a wake" \
+    "$b/bench/sim_speed" --jobs 100 --nodes 8 --interarrival 0.001 --policy flowcon --baseline 1
 run "Simulator, streamed (jobs read as the clock reaches them): 1,000,000 generated jobs on 50,000 nodes, beside the in-memory run of 100,000 jobs as the baseline and a streamed run of 300,000; peak RSS per run (each in its own process)" \
     "$b/bench/sim_stream" --jobs 1000000 --small 100000 --mid 300000 --nodes 50000 --interarrival 0.016
 run "Trace replay: the Philly-derived trace (82,247 jobs), gang-fifo" \

@@ -35,5 +35,12 @@ void drv_time_rfc3339(char *buf, size_t n, double wall_seconds, bool micro);
  * out of range, trailing text) with *out untouched.
  */
 int drv_time_parse_rfc3339(const char *s, double *out);
+/*
+ * Parses "YYYY-MM-DD HH:MM:SS" (UTC, the form of the published job traces: exactly these 19
+ * characters, no fraction, no zone) into seconds since the epoch. A date that is not in the
+ * calendar (2017-02-31, 2019-02-29), an hour above 23, a sign or a space inside are DRV_EPARSE,
+ * *out untouched. The one date parser of every trace reader (docs/data.md).
+ */
+int drv_time_parse_utc(const char *s, double *out);
 
 #endif

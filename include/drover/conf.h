@@ -30,7 +30,12 @@ typedef struct drv_conf_doc {
     drv_conf *root;
 } drv_conf_doc;
 
-/* Parses a file (path "-" is stdin); errors name file:line. */
+/* The largest YAML (or JSON) file read: 64 MiB, far above any cluster, workload, profiles file
+ * or kubeconfig (a workload of 100,000 jobs is about 25 MiB; larger job lists are traces). */
+#define DRV_MAX_CONF_BYTES (64ULL << 20)
+
+/* Parses a file (path "-" is stdin); errors name file:line. A file larger than
+ * DRV_MAX_CONF_BYTES is DRV_ERANGE ("path: larger than 64 MiB, the most a YAML file may be"). */
 int drv_conf_load_file(drv_conf_doc *doc, const char *path, drv_diag *d);
 /* Parses text in memory; name is used in messages. */
 int drv_conf_load_string(drv_conf_doc *doc, const char *name, const char *text, size_t len,
@@ -46,6 +51,10 @@ drv_conf *drv_conf_get(drv_conf *c, const char *key);
  */
 int drv_conf_str(const drv_conf_doc *doc, const drv_conf *c, const char *path, const char **out,
                  drv_diag *d);
+/* A name (the name rule of text.h: letters, digits, '-', '_', '.'; at most cap - 1 bytes) into
+ * dst; else "file:line: path: expected a name of 1 to N letters, ..., found '...'". */
+int drv_conf_name(const drv_conf_doc *doc, const drv_conf *c, const char *path, char *dst,
+                  size_t cap, drv_diag *d);
 int drv_conf_int(const drv_conf_doc *doc, const drv_conf *c, const char *path, int64_t lo,
                  int64_t hi, int64_t *out, drv_diag *d);
 int drv_conf_double(const drv_conf_doc *doc, const drv_conf *c, const char *path, double lo,

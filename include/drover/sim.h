@@ -9,12 +9,17 @@
 #define DROVER_SIM_H
 
 #include "drover/cycle.h"
+#include "drover/file.h"
 #include "drover/model.h"
 
 /* ---- inputs ------------------------------------------------------------------------------- */
 
+/* The longest node name (a cluster file's entry name of at most 39 bytes, with "-<k>" of its
+ * count: at most 46 in practice). */
+#define DRV_NODE_NAME_MAX 63
+
 typedef struct drv_nodespec {
-    char name[64];
+    char name[DRV_NODE_NAME_MAX + 1];
     char zone[32];
     char rack[32];
     drv_res alloc;
@@ -62,10 +67,16 @@ typedef struct drv_cluster_spec {
     char queue_file[256]; /* the cluster file's path when it declares queues, for messages */
 } drv_cluster_spec;
 
+/* The longest name of a job, a user, a queue, in bytes (the name rule of text.h: a longer one
+ * is refused where it is read, never cut). */
+#define DRV_JOB_NAME_MAX 63
+#define DRV_USER_NAME_MAX 31
+#define DRV_QUEUE_NAME_MAX 31
+
 typedef struct drv_jobspec {
-    char name[64];
-    char user[32];
-    char queue[32];
+    char name[DRV_JOB_NAME_MAX + 1];
+    char user[DRV_USER_NAME_MAX + 1];
+    char queue[DRV_QUEUE_NAME_MAX + 1];
     int32_t priority;      /* priority class value */
     int32_t user_priority; /* the user's priority */
     double submit;         /* seconds */
@@ -373,17 +384,21 @@ int drv_report_scenario_file(const char *dir, const drv_scenario *sc, drv_diag *
 #define DRV_CSV_MAXCOLS 64
 
 typedef struct drv_csv {
-    FILE *f;
-    char path[4096];
-    int32_t line; /* line number of the row last read (1 = header) */
-    char *buf;    /* the current line, split in place */
-    size_t cap;
+    drv_lines in;                 /* the file (in.path, and in.line: the row last read, 1 =
+                                     header), bounded by DRV_MAX_REPORT_BYTES; its line buffer
+                                     is split in place */
     char *field[DRV_CSV_MAXCOLS]; /* fields of the current row */
     int32_t nfield, ncols;        /* fields in this row, columns in the header */
     int32_t col[DRV_CSV_MAXCOLS]; /* header index of each wanted column */
     const char *const *want;
     int32_t nwant;
 } drv_csv;
+
+/* The largest file of an --out directory `drover report` reads: 4 GiB (a placement log of a
+ * 100,000-job trace is about 500 MB). */
+#define DRV_MAX_REPORT_BYTES (4ULL << 30)
+/* ... and the largest JSON file of one (summary.json, scenario.json): 16 MiB. */
+#define DRV_MAX_REPORT_JSON (16ULL << 20)
 
 /* Opens path and checks its header has every wanted column. DRV_ENOENT if it does not exist. */
 int drv_csv_open(drv_csv *c, const char *path, const char *const *want, int32_t nwant, drv_diag *d);

@@ -40,7 +40,9 @@ typedef struct drv_trace_opts {
 
 /*
  * Reads a trace into w (replacing it on success; untouched on failure). *skipped (may be NULL)
- * receives the malformed rows skipped. Errors name file:line:column and field.
+ * receives the malformed rows skipped. Errors name file:line:column and field. A file larger
+ * than 1 GiB is refused (stream it: drv_jobsource_csv); numbers, dates and names follow one
+ * rule in every format (text.h, clock.h).
  */
 int drv_trace_load(drv_workload *w, const char *path, const drv_catalogue *cat,
                    const drv_trace_opts *o, int32_t *skipped, drv_diag *d);
@@ -55,6 +57,9 @@ int drv_trace_load_columns(drv_workload *w, const char *path, const char *column
 /* The same on text in memory (modified); file names it in messages. */
 int drv_trace_parse(drv_workload *w, const char *file, char *text, const drv_catalogue *cat,
                     const drv_trace_opts *o, int32_t *skipped, drv_diag *d);
+int drv_trace_parse_columns(drv_workload *w, const char *file, char *text, const char *columns,
+                            const drv_catalogue *cat, const drv_trace_opts *o, int32_t *skipped,
+                            drv_diag *d);
 
 /* The Pollux simulator's mechanics (docs/data.md): nodes x gpus GPUs, a 30 s pause at every
  * (re)start; the 60 s round is the profile period (drover sim --mechanics pollux sets it). */

@@ -7,7 +7,9 @@
  * on the stack. Depth is bounded (MAX_DEPTH) so hostile input cannot exhaust memory.
  */
 #include "drover/conf.h"
+#include "drover/file.h"
 #include "drover/strtab.h"
+#include "drover/text.h"
 
 #include <errno.h>
 #include <math.h>
@@ -243,34 +245,11 @@ int drv_conf_load_string(drv_conf_doc *doc, const char *name, const char *text, 
 
 int drv_conf_load_file(drv_conf_doc *doc, const char *path, drv_diag *d)
 {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f)
-        return drv_fail(d, DRV_EIO, "%s: cannot open: %s", path, strerror(errno));
     char *buf = NULL;
-    size_t len = 0, cap = 0;
-    int rc = 0;
-    for (;;) {
-        if (cap - len < 65536) {
-            cap = cap ? cap * 2 : 65536;
-            char *nb = drv_realloc(buf, cap);
-            if (!nb) {
-                rc = drv_fail(d, DRV_ENOMEM, "%s: out of memory", path);
-                break;
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) {
-            if (ferror(f))
-                rc = drv_fail(d, DRV_EIO, "%s: read error", path);
-            break;
-        }
-    }
-    if (f != stdin)
-        fclose(f);
+    size_t len = 0;
+    int rc = drv_file_read_max(path, DRV_MAX_CONF_BYTES, "a YAML file", &buf, &len, d);
     if (!rc)
-        rc = drv_conf_load_string(doc, path, buf ? buf : "", len, d);
+        rc = drv_conf_load_string(doc, path, buf, len, d);
     drv_free(buf);
     return rc;
 }
@@ -315,6 +294,22 @@ int drv_conf_str(const drv_conf_doc *doc, const drv_conf *c, const char *path, c
     return rc;
 }
 
+int drv_conf_name(const drv_conf_doc *doc, const drv_conf *c, const char *path, char *dst,
+                  size_t cap, drv_diag *d)
+{
+    const char *s;
+    int rc = drv_conf_str(doc, c, path, &s, d);
+    if (rc)
+        return rc;
+    if (!drv_name_ok(s, cap - 1)) {
+        char where[600];
+        snprintf(where, sizeof where, "%s:%d: %s", doc->file, c->line, path);
+        return drv_name_fail(d, where, s, cap - 1);
+    }
+    snprintf(dst, cap, "%s", s);
+    return 0;
+}
+
 int drv_conf_int(const drv_conf_doc *doc, const drv_conf *c, const char *path, int64_t lo,
                  int64_t hi, int64_t *out, drv_diag *d)
 {
@@ -340,10 +335,8 @@ int drv_conf_double(const drv_conf_doc *doc, const drv_conf *c, const char *path
     int rc = drv_conf_expect(doc, c, DRV_CONF_SCALAR, path, d);
     if (rc)
         return rc;
-    char *end;
-    errno = 0;
-    double v = strtod(c->text, &end);
-    if (c->quoted || errno || end == c->text || *end || !isfinite(v))
+    double v;
+    if (c->quoted || drv_parse_decimal(c->text, &v) != 0)
         return drv_fail(d, DRV_EINVAL, "%s:%d: %s: expected a number, found '%s'", doc->file,
                         c->line, path, c->text);
     if (v < lo || v > hi)

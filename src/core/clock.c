@@ -103,17 +103,37 @@ static bool expect(const char **s, char c1, char c2)
     return true;
 }
 
-int drv_time_parse_rfc3339(const char *s, double *out)
+/* "YYYY-MM-DD" t "HH:MM:SS" at *s (t one of sep1, sep2), checked as a calendar date (2017-02-31
+ * and hour 24 are refused; second 60 is a leap second, counted as the next second's start):
+ * seconds since the epoch in *t; *s advanced past it. */
+static bool civil(const char **s, char sep1, char sep2, int64_t *t)
 {
     static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     int y, mo, d, h, mi, sec;
-    if (!s || !digits(&s, 4, &y) || !expect(&s, '-', '-') || !digits(&s, 2, &mo) ||
-        !expect(&s, '-', '-') || !digits(&s, 2, &d) || !expect(&s, 'T', 't') ||
-        !digits(&s, 2, &h) || !expect(&s, ':', ':') || !digits(&s, 2, &mi) ||
-        !expect(&s, ':', ':') || !digits(&s, 2, &sec))
-        return DRV_EPARSE;
+    if (!digits(s, 4, &y) || !expect(s, '-', '-') || !digits(s, 2, &mo) || !expect(s, '-', '-') ||
+        !digits(s, 2, &d) || !expect(s, sep1, sep2) || !digits(s, 2, &h) || !expect(s, ':', ':') ||
+        !digits(s, 2, &mi) || !expect(s, ':', ':') || !digits(s, 2, &sec))
+        return false;
     if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] + (mo == 2 && leap(y)) || h > 23 ||
-        mi > 59 || sec > 60) /* 60: a leap second, counted as the next second's start */
+        mi > 59 || sec > 60)
+        return false;
+    *t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+    return true;
+}
+
+int drv_time_parse_utc(const char *s, double *out)
+{
+    int64_t t;
+    if (!s || !civil(&s, ' ', ' ', &t) || *s)
+        return DRV_EPARSE;
+    *out = (double)t;
+    return 0;
+}
+
+int drv_time_parse_rfc3339(const char *s, double *out)
+{
+    int64_t t;
+    if (!s || !civil(&s, 'T', 't', &t))
         return DRV_EPARSE;
     double frac = 0;
     if (*s == '.') {
@@ -139,7 +159,6 @@ int drv_time_parse_rfc3339(const char *s, double *out)
     }
     if (*s)
         return DRV_EPARSE;
-    int64_t t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - off;
-    *out = (double)t + frac;
+    *out = (double)(t - off) + frac;
     return 0;
 }

@@ -33,6 +33,7 @@
  */
 #include "drover/calib.h"
 #include "drover/file.h"
+#include "drover/text.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -55,6 +56,9 @@ enum { NAPPS = sizeof apps / sizeof apps[0] };
 
 /* ---- reading ------------------------------------------------------------------------------ */
 
+/* The largest calibration CSV read: 16 MiB (the Pollux profiles' largest is ~200 KiB). */
+#define MAX_CALIB_BYTES (16ULL << 20)
+
 /*
  * Reads a numeric CSV whose header names the wanted columns (in any order, extra columns
  * ignored). Calls row(arg, vals) per data row. Errors name file:line:column and the field.
@@ -63,19 +67,20 @@ static int read_csv(const char *path, const char *const *want, int nwant,
                     int (*row)(void *arg, const double *v), void *arg, drv_diag *d)
 {
     char *text;
-    int code = drv_file_read(path, &text, NULL, d);
+    int code = drv_file_read_max(path, MAX_CALIB_BYTES, "a calibration CSV", &text, NULL, d);
     if (code)
         return code;
     int idx[16], rc = 0, lineno = 0;
+    bool header = false;
     for (int k = 0; k < nwant; k++)
         idx[k] = -1;
-    char *save = NULL;
-    for (char *line = strtok_r(text, "\n", &save); line && !rc;
-         line = strtok_r(NULL, "\n", &save)) {
+    for (char *line, *at = text; !rc && (line = drv_next_line(&at)) != NULL;) {
         lineno++;
         size_t len = strlen(line);
         if (len && line[len - 1] == '\r')
             line[len - 1] = 0;
+        if (!line[0])
+            continue; /* a blank line (counted, so later messages name their line) */
         char *f[32];
         int col[32], nf = 0;
         for (char *p = line; nf < 32;) {
@@ -87,15 +92,16 @@ static int read_csv(const char *path, const char *const *want, int nwant,
             *c = 0;
             p = c + 1;
         }
-        if (lineno == 1) {
+        if (!header) {
+            header = true;
             for (int k = 0; k < nwant; k++)
                 for (int i = 0; i < nf; i++)
                     if (strcmp(f[i], want[k]) == 0)
                         idx[k] = i;
             for (int k = 0; k < nwant && !rc; k++)
                 if (idx[k] < 0)
-                    rc = drv_fail(d, DRV_EPARSE, "%s:1: header: expected a column '%s'", path,
-                                  want[k]);
+                    rc = drv_fail(d, DRV_EPARSE, "%s:%d: header: expected a column '%s'", path,
+                                  lineno, want[k]);
             continue;
         }
         double v[16];
@@ -105,10 +111,7 @@ static int read_csv(const char *path, const char *const *want, int nwant,
                 break;
             }
             const char *s = f[idx[k]];
-            char *end;
-            errno = 0;
-            v[k] = strtod(s, &end);
-            if (errno || end == s || *end || !isfinite(v[k]))
+            if (drv_parse_decimal(s, &v[k]) != 0)
                 rc = drv_fail(d, DRV_EPARSE, "%s:%d:%d: %s: expected a number, found '%s'", path,
                               lineno, col[idx[k]], want[k], s);
         }

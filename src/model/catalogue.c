@@ -5,6 +5,7 @@
  */
 #include "drover/model.h"
 #include "drover/file.h"
+#include "drover/text.h"
 
 #include <errno.h>
 #include <math.h>
@@ -20,6 +21,8 @@ enum { NCOL = sizeof columns / sizeof columns[0] };
 /* Families a catalogue may hold: far above any real one (7 built in), and low enough that the
  * scan for a duplicate name per row, and drv_catalogue_find per job, stay cheap. */
 enum { MAX_FAMILIES = 1000 };
+/* The largest catalogue file read: 1 MiB, ten times what 1,000 families of ~100 bytes take. */
+#define MAX_CATALOGUE_BYTES (1ULL << 20)
 
 void drv_catalogue_fini(drv_catalogue *cat)
 {
@@ -56,10 +59,8 @@ static int split(char *line, char **f, int max, int *col)
 static int parse_num(const char *file, int line, int col, const char *field, const char *s,
                      double lo, double *out, drv_diag *d)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < lo)
+    double v;
+    if (drv_parse_decimal(s, &v) != 0 || v < lo)
         return drv_fail(d, DRV_EINVAL, "%s:%d:%d: %s: expected a number >= %g, found '%s'", file,
                         line, col, field, lo, s);
     *out = v;
@@ -106,9 +107,10 @@ int drv_catalogue_parse(drv_catalogue *cat, const char *name, const char *text, 
         }
         drv_family fam;
         memset(&fam, 0, sizeof fam);
-        if (!f[0][0] || strlen(f[0]) >= sizeof fam.name) {
-            rc = drv_fail(d, DRV_EINVAL, "%s:%d:1: name: expected 1 to %zu characters", name,
-                          lineno, sizeof fam.name - 1);
+        if (!drv_name_ok(f[0], sizeof fam.name - 1)) { /* it is a cell of jobs-*.csv */
+            char where[600];
+            snprintf(where, sizeof where, "%s:%d:1: name", name, lineno);
+            rc = drv_name_fail(d, where, f[0], sizeof fam.name - 1);
             break;
         }
         snprintf(fam.name, sizeof fam.name, "%s", f[0]);
@@ -164,13 +166,10 @@ int drv_catalogue_load(drv_catalogue *cat, const char *path, drv_diag *d)
 {
     char *buf;
     size_t len;
-    int rc = drv_file_read(path, &buf, &len, d);
+    /* A model catalogue is a few KiB (1,000 families at most): a larger file is the wrong one. */
+    int rc = drv_file_read_max(path, MAX_CATALOGUE_BYTES, "a model catalogue", &buf, &len, d);
     if (rc)
         return rc;
-    if (len > (64 << 20)) { /* a model catalogue is a few KiB: this is the wrong file */
-        drv_free(buf);
-        return drv_fail(d, DRV_EIO, "%s: unreadable or larger than 64 MiB", path);
-    }
     rc = drv_catalogue_parse(cat, path, buf, d);
     drv_free(buf);
     return rc;

@@ -42,12 +42,31 @@ static const drv_knob_spec fc_knobs[] = {
 };
 enum { NFC = sizeof fc_knobs / sizeof fc_knobs[0] };
 
+/* What the score reads of one node: its running jobs' G, summed once per cycle (node_sums). */
+typedef struct fc_node {
+    double sum;    /* sum of G of the measured running jobs with a pod on the node */
+    double gmax;   /* the largest of those G, or alpha */
+    int32_t fresh; /* running jobs with a pod on it not yet measured */
+    int32_t last;  /* the last job counted here (a job with two pods there counts once) */
+} fc_node;
+
 typedef struct fc_state {
     double interval, alpha, max_interval, unit;
     double cur_interval, next; /* current (backed-off) interval and next update time */
     uint64_t running_sig;      /* signature of the set of running jobs */
     drv_growth *g;
     int32_t cap;
+    /* The score's per-node sums, valid for cycle sums_cycle while gen == sums_gen: they read
+     * the snapshot (fixed in a cycle) and G, which fc_reallocate changes (gen counts its runs).
+     * Without them each score walked every running job's pods: O(pods) per (pod, node). */
+    fc_node *sums;
+    int32_t sums_cap;
+    bool sums_ok;
+    uint32_t sums_cycle;
+    uint64_t gen, sums_gen;
+    int32_t *on, *on_start; /* fc_reallocate's running jobs per node (CSR): on[on_start[n]..] */
+    int32_t *cur;           /* per node, a cursor while the list is built */
+    int32_t on_cap, start_cap, cur_cap;
 } fc_state;
 
 static int fc_init(void **state, const drv_knob *knobs, int nknobs, drv_diag *d)
@@ -71,8 +90,13 @@ static int fc_init(void **state, const drv_knob *knobs, int nknobs, drv_diag *d)
 static void fc_fini(void *state)
 {
     fc_state *s = state;
-    if (s)
+    if (s) {
         drv_free(s->g);
+        drv_free(s->sums);
+        drv_free(s->on);
+        drv_free(s->on_start);
+        drv_free(s->cur);
+    }
     drv_free(s);
 }
 
@@ -196,11 +220,57 @@ static void update_node(drv_ctx *c, fc_state *s, int32_t node, const int32_t *jo
     }
 }
 
+/*
+ * The running jobs run[0..n) with a computing pod on each node, in run order, as a CSR list:
+ * s->on[s->on_start[node] .. s->on_start[node + 1]). Two passes over the jobs' pods (count,
+ * then fill at each node's cursor): O(nodes + pods of the running jobs), where asking every
+ * node about every job cost O(nodes x pods). 0 or DRV_ENOMEM.
+ */
+static int jobs_per_node(const drv_state *st, fc_state *s, const int32_t *run, int32_t n)
+{
+    int32_t nn = st->nnodes;
+    if (drv_grow(&s->on_start, sizeof *s->on_start, &s->start_cap, nn + 1) != 0 ||
+        drv_grow(&s->cur, sizeof *s->cur, &s->cur_cap, nn + 1) != 0)
+        return DRV_ENOMEM;
+    for (int32_t v = 0; v <= nn; v++) {
+        s->on_start[v] = 0;
+        s->cur[v] = -1; /* the last job (index into run) counted on node v */
+    }
+    for (int32_t i = 0; i < n; i++) { /* counts, in on_start[node + 1] */
+        const drv_job *j = &st->jobs[run[i]];
+        for (int32_t k = 0; k < j->pod_count; k++) {
+            const drv_pod *p = &st->pods[j->pod_base + k];
+            if (p->node >= 0 && drv_pod_computes(p) && s->cur[p->node] != i) {
+                s->cur[p->node] = i;
+                s->on_start[p->node + 1]++;
+            }
+        }
+    }
+    for (int32_t v = 0; v < nn; v++)
+        s->on_start[v + 1] += s->on_start[v];
+    if (drv_grow(&s->on, sizeof *s->on, &s->on_cap, s->on_start[nn] + 1) != 0)
+        return DRV_ENOMEM;
+    for (int32_t v = 0; v < nn; v++)
+        s->cur[v] = s->on_start[v]; /* now the next free slot of node v */
+    for (int32_t i = 0; i < n; i++) {
+        const drv_job *j = &st->jobs[run[i]];
+        for (int32_t k = 0; k < j->pod_count; k++) {
+            const drv_pod *p = &st->pods[j->pod_base + k];
+            int32_t v = p->node;
+            if (v >= 0 && drv_pod_computes(p) &&
+                (s->cur[v] == s->on_start[v] || s->on[s->cur[v] - 1] != run[i]))
+                s->on[s->cur[v]++] = run[i];
+        }
+    }
+    return 0;
+}
+
 static void fc_reallocate(drv_ctx *c, void *state)
 {
     fc_state *s = state;
     const drv_state *st = drv_ctx_state(c);
     double now = drv_ctx_now(c);
+    s->gen++; /* G may change below: the score's sums are stale */
     if (drv_growth_reserve(&s->g, &s->cap, st->njobs) != 0)
         return;
     int32_t *run = drv_arena_alloc(drv_ctx_arena(c), sizeof *run * ((size_t)st->nlive + 1));
@@ -225,41 +295,96 @@ static void fc_reallocate(drv_ctx *c, void *state)
         measure(c, s, run[i], now);
         all_completing = all_completing && s->g[run[i]].completing;
     }
+    if (jobs_per_node(st, s, run, n) != 0)
+        return;
     for (int32_t node = 0; node < st->nnodes; node++)
-        update_node(c, s, node, run, n);
+        if (s->on_start[node + 1] > s->on_start[node])
+            update_node(c, s, node, s->on + s->on_start[node],
+                        s->on_start[node + 1] - s->on_start[node]);
     s->cur_interval = all_completing ? fmin(2 * s->cur_interval, s->max_interval) : s->interval;
     s->next = now + s->cur_interval;
 }
 
-static int fc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
+/*
+ * The score's per-node figures of this cycle: each running job's G added to the nodes that hold
+ * one of its pods (a job not yet measured counted as fresh), in job order, so each node's sum
+ * is the one a walk over the jobs for that node adds up, to the bit. O(nodes + pods of running
+ * jobs) once per cycle (and again after fc_reallocate changed G); false when out of memory.
+ */
+static bool node_sums(const drv_ctx *c, fc_state *s)
 {
-    (void)pod;
-    const fc_state *s = state;
     const drv_state *st = drv_ctx_state(c);
-    /* A job not yet measured counts as growing, with the largest G on the node (alpha when
-     * none is measured), as in update_node: counting it as 0 made a node of fresh jobs look
-     * idle, and new jobs piled onto it (4 jobs on one node, 3 nodes half empty). */
-    double sum = 0, gmax = s->alpha;
-    int32_t fresh = 0;
+    if (s->sums_ok && s->sums_cycle == drv_ctx_cycle(c) && s->sums_gen == s->gen)
+        return true;
+    if (drv_grow(&s->sums, sizeof *s->sums, &s->sums_cap, st->nnodes) != 0)
+        return false;
+    for (int32_t v = 0; v < st->nnodes; v++)
+        s->sums[v] = (fc_node){0, s->alpha, 0, -1};
     DRV_FOR_LIVE(st, j)
     {
         const drv_job *jb = &st->jobs[j];
         if (jb->phase != DRV_JOB_RUNNING)
             continue;
-        bool here = false;
-        for (int32_t k = 0; k < jb->pod_count && !here; k++)
-            here = st->pods[jb->pod_base + k].node == node;
-        if (!here)
-            continue;
-        if (j >= s->cap || s->g[j].g < 0) {
-            fresh++;
-            continue;
+        bool fresh = j >= s->cap || s->g[j].g < 0;
+        for (int32_t k = 0; k < jb->pod_count; k++) {
+            int32_t v = st->pods[jb->pod_base + k].node;
+            if (v < 0 || s->sums[v].last == j)
+                continue;
+            fc_node *x = &s->sums[v];
+            x->last = j;
+            if (fresh) {
+                x->fresh++;
+            } else {
+                x->sum += s->g[j].g;
+                x->gmax = fmax(x->gmax, s->g[j].g);
+            }
         }
-        sum += s->g[j].g;
-        gmax = fmax(gmax, s->g[j].g);
     }
-    sum += fresh * gmax;
+    s->sums_ok = true;
+    s->sums_cycle = drv_ctx_cycle(c);
+    s->sums_gen = s->gen;
+    return true;
+}
+
+/* O(1) per (pod, node) after node_sums, once per cycle. */
+static int fc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
+{
+    (void)pod;
+    fc_state *s = state;
+    /* A job not yet measured counts as growing, with the largest G on the node (alpha when
+     * none is measured), as in update_node: counting it as 0 made a node of fresh jobs look
+     * idle, and new jobs piled onto it (4 jobs on one node, 3 nodes half empty). */
+    if (!node_sums(c, s))
+        return 0; /* out of memory: no preference (a cycle cannot fail from a score yet) */
+    const fc_node *x = &s->sums[node];
+    double sum = x->sum + x->fresh * x->gmax;
     return (int)(100.0 * s->alpha / (s->alpha + sum) + 0.5);
+}
+
+/*
+ * After a cycle that decided nothing: the limits change only at the next update (s->next),
+ * and only while a job runs; the score reads the running jobs and G, which change only then or
+ * when a job starts or stops. So: at the next update while a job runs, never while none runs
+ * or starts - and at every cycle while one is starting: the controller marks a job running
+ * after the cycle that saw its pods run (ctrl_cycle.c, reconcile), not as an event, so this
+ * plugin asks for the cycle that sees it. Without a wake a queue of partly placed jobs
+ * (pod-by-pod admission can deadlock: docs/policies.md) was cycled every period until the
+ * horizon, 777,600 cycles for 90 days.
+ */
+static double fc_wake(const drv_ctx *c, void *state)
+{
+    const fc_state *s = state;
+    const drv_state *st = drv_ctx_state(c);
+    double wake = INFINITY;
+    DRV_FOR_LIVE(st, j)
+    {
+        int phase = st->jobs[j].phase;
+        if (phase == DRV_JOB_STARTING || phase == DRV_JOB_RESTARTING)
+            return -INFINITY;
+        if (phase == DRV_JOB_RUNNING)
+            wake = s->next;
+    }
+    return wake;
 }
 
 const drv_plugin drv_plugin_flowcon = {
@@ -269,4 +394,5 @@ const drv_plugin drv_plugin_flowcon = {
     .fini = fc_fini,
     .score = fc_score,
     .reallocate = fc_reallocate,
+    .wake = fc_wake,
 };

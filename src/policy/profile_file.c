@@ -53,12 +53,13 @@ static int load_one(const drv_conf_doc *doc, drv_conf *e, int i, drv_profile *ou
     int rc = drv_conf_expect(doc, e, DRV_CONF_MAP, path, d);
     if (rc)
         return rc;
-    const char *name = NULL, *docstr = "";
+    const char *docstr = "";
+    char name[sizeof out->name]; /* names files (jobs-<name>.csv): the name rule, no '/' */
     drv_conf *v = drv_conf_get(e, "name");
     if (!v)
         return drv_fail(d, DRV_EINVAL, "%s:%d: %s: missing name", doc->file, e->line, path);
     snprintf(field, sizeof field, "%s.name", path);
-    if ((rc = drv_conf_str(doc, v, field, &name, d)) != 0)
+    if ((rc = drv_conf_name(doc, v, field, name, sizeof name, d)) != 0)
         return rc;
     if ((v = drv_conf_get(e, "doc")) != NULL) {
         snprintf(field, sizeof field, "%s.doc", path);

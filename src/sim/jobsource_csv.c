@@ -12,11 +12,15 @@
  * memory. A malformed row is an error naming file:line:column, or with skip_bad is logged once
  * here. The second pass, as the run goes, hands each row's job over with its line; a row the
  * first pass skipped is skipped silently. Cost: the file is parsed twice (Philly's 82,247
- * rows: ~0.1 s each pass).
+ * rows: ~0.1 s each pass). The first pass also refuses a job name twice, holding the names
+ * read so far (freed before the run); reads are bounded (64 GiB, 1 MiB a line: file.h), so
+ * an endless file is an error, not a run that never starts.
  */
 #include "drover/jobsource.h"
 #include "drover/trace.h"
 #include "trace_read.h"
+
+#include "drover/file.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -29,50 +33,21 @@ typedef struct csv_source {
     trace_sink sink;     /* turns a row into a job; its workload holds one job at a time */
     drv_trace_opts o;    /* the caller's options, skip_bad off in the second pass ... */
     bool skip_bad;       /* ... and the caller's choice here */
-    FILE *f;
-    char *buf; /* the current line */
-    int32_t cap;
-    int line;  /* its number */
-    double t0; /* the first job's submission: time 0 of the run */
+    drv_lines in;        /* the file, a line at a time (bounded: file.h) */
+    double t0;           /* the first job's submission: time 0 of the run */
     char path[4096];
 } csv_source;
-
-/* The next line into cs->buf, without its newline: 1, 0 at the end, DRV_ENOMEM or DRV_EIO. */
-static int read_line(csv_source *cs)
-{
-    size_t len = 0;
-    for (;;) {
-        if (cs->cap - (int32_t)len < 2 &&
-            drv_grow(&cs->buf, 1, &cs->cap, cs->cap < 256 ? 256 : cs->cap + 1) != 0)
-            return DRV_ENOMEM;
-        if (!fgets(cs->buf + len, cs->cap - (int)len, cs->f))
-            break;
-        len += strlen(cs->buf + len);
-        if (len > 0 && cs->buf[len - 1] == '\n') {
-            cs->buf[len - 1] = 0;
-            break;
-        }
-        if (feof(cs->f))
-            break;
-    }
-    if (ferror(cs->f))
-        return DRV_EIO;
-    if (len == 0 && feof(cs->f))
-        return 0;
-    cs->line++;
-    return 1;
-}
 
 /* Reads lines until one gives a job (1, the job in *out), the end (0) or an error. quiet: a
  * row the sink refuses is one the first pass skipped (and logged). */
 static int next_row(csv_source *cs, drv_jobspec *out, bool quiet, drv_diag *d)
 {
     for (;;) {
-        int rc = read_line(cs);
+        char *text;
+        int rc = drv_lines_next(&cs->in, &text, NULL, d);
         if (rc <= 0)
-            return rc == 0 ? 0
-                           : drv_fail(d, rc, "%s:%d: %s", cs->path, cs->line + 1, drv_strerror(rc));
-        rc = trace_csv_line(&cs->sink, &cs->rd, cs->line, cs->buf, d);
+            return rc;
+        rc = trace_csv_line(&cs->sink, &cs->rd, cs->in.line, text, d);
         if (rc == DRV_EPARSE && quiet && cs->skip_bad) {
             d->msg[0] = 0;
             continue;
@@ -81,7 +56,7 @@ static int next_row(csv_source *cs, drv_jobspec *out, bool quiet, drv_diag *d)
             return rc;
         if (cs->sink.w.n > 0) {
             *out = cs->sink.w.jobs[0];
-            out->line = cs->line;
+            out->line = cs->in.line;
             cs->sink.w.n = 0;
             return 1;
         }
@@ -93,11 +68,9 @@ static int rewind_source(csv_source *cs, const drv_catalogue *cat, drv_diag *d)
 {
     trace_sink_fini(&cs->sink);
     trace_sink_init(&cs->sink, &cs->o, cat, "columns");
+    cs->sink.names_known = true; /* the first pass refused a name twice */
     trace_csv_reader_init(&cs->rd, &cs->m, cs->path);
-    cs->line = 0;
-    if (fseek(cs->f, 0, SEEK_SET) != 0)
-        return drv_fail(d, DRV_EIO, "%s: cannot read it again", cs->path);
-    return 0;
+    return drv_lines_rewind(&cs->in, d);
 }
 
 static int64_t slots(const drv_jobspec *js)
@@ -120,12 +93,12 @@ static int check_rows(drv_jobsource *src, csv_source *cs, drv_diag *d)
                             "%s:%d: submit: expected rows in order of submission for a streamed "
                             "run, found %.17g s after %.17g s on the row above; sort the rows by "
                             "the submit column first (keeping the header line)",
-                            cs->path, cs->line, j.submit, last);
+                            cs->path, cs->in.line, j.submit, last);
         if (src->jobs == 0)
             cs->t0 = j.submit;
         last = j.submit;
         if (src->jobs == INT32_MAX)
-            return drv_fail(d, DRV_EINVAL, "%s:%d: more than %d jobs", cs->path, cs->line,
+            return drv_fail(d, DRV_EINVAL, "%s:%d: more than %d jobs", cs->path, cs->in.line,
                             INT32_MAX);
         src->jobs++;
         src->pods += slots(&j);
@@ -157,10 +130,8 @@ static void csv_fini(drv_jobsource *src)
     csv_source *cs = src->ctx;
     if (!cs)
         return;
-    if (cs->f)
-        fclose(cs->f);
+    drv_lines_close(&cs->in);
     trace_sink_fini(&cs->sink);
-    drv_free(cs->buf);
     drv_free(cs->spec);
     drv_free(cs);
 }
@@ -187,8 +158,8 @@ int drv_jobsource_csv(drv_jobsource *src, const char *path, const char *columns,
         rc = drv_fail(d, DRV_ENOMEM, "out of memory");
     if (!rc)
         rc = trace_csv_map_parse(&cs->m, cs->spec, d);
-    if (!rc && !(cs->f = fopen(path, "rb")))
-        rc = drv_fail(d, DRV_ENOENT, "%s: cannot open it", path);
+    if (!rc)
+        rc = drv_lines_open(&cs->in, path, TRACE_MAX_STREAM_BYTES, "a streamed trace", d);
     if (!rc) {
         trace_csv_reader_init(&cs->rd, &cs->m, cs->path);
         rc = check_rows(src, cs, d);

@@ -52,26 +52,6 @@ static int read_limits(const drv_conf_doc *doc, drv_conf *m, const char *path, d
     return drv_conf_check_unused(doc, m, path, d);
 }
 
-/* A name field (name, cohort) of 1..cap-1 letters, digits, '-', '_' and '.' into dst: names
- * become CSV column names and HTML text, where a comma or a '<' would break them. */
-static int read_name(const drv_conf_doc *doc, drv_conf *f, const char *path, char *dst, size_t cap,
-                     drv_diag *d)
-{
-    const char *s;
-    int rc = drv_conf_str(doc, f, path, &s, d);
-    if (rc)
-        return rc;
-    if (!*s || strlen(s) >= cap)
-        return drv_fail(d, DRV_EINVAL, "%s:%d: %s: expected 1 to %zu characters", doc->file,
-                        f->line, path, cap - 1);
-    if (s[strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")])
-        return drv_fail(d, DRV_EINVAL,
-                        "%s:%d: %s: expected letters, digits, '-', '_' or '.', found '%s'",
-                        doc->file, f->line, path, s);
-    snprintf(dst, cap, "%s", s);
-    return 0;
-}
-
 /* Queue entry i (map m) into q; earlier entries q[-i..-1] are checked for its name. */
 static int read_queue(const drv_conf_doc *doc, drv_conf *m, int32_t i, const drv_queuespec *prev,
                       drv_queuespec *q, drv_diag *d)
@@ -89,7 +69,7 @@ static int read_queue(const drv_conf_doc *doc, drv_conf *m, int32_t i, const drv
     snprintf(p, sizeof p, "queues[%d].name", i);
     if (!(f = drv_conf_get(m, "name")))
         return drv_fail(d, DRV_EINVAL, "%s:%d: %s: missing", doc->file, m->line, p);
-    if ((rc = read_name(doc, f, p, q->name, sizeof q->name, d)) != 0)
+    if ((rc = drv_conf_name(doc, f, p, q->name, sizeof q->name, d)) != 0)
         return rc;
     for (int32_t k = 0; k < i; k++)
         if (strcmp(prev[k].name, q->name) == 0)
@@ -105,7 +85,7 @@ static int read_queue(const drv_conf_doc *doc, drv_conf *m, int32_t i, const drv
     }
     snprintf(p, sizeof p, "queues[%d].cohort", i);
     if ((f = drv_conf_get(m, "cohort")) &&
-        (rc = read_name(doc, f, p, q->cohort, sizeof q->cohort, d)) != 0)
+        (rc = drv_conf_name(doc, f, p, q->cohort, sizeof q->cohort, d)) != 0)
         return rc;
     snprintf(p, sizeof p, "queues[%d].nominalQuota", i);
     if ((f = drv_conf_get(m, "nominalQuota")) && (rc = read_limits(doc, f, p, &q->quota, d)) != 0)

@@ -16,56 +16,26 @@
  */
 #include "drover/sim.h"
 
+#include "drover/text.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- CSV ---------------------------------------------------------------------------------- */
 
-/* Reads one line (without its newline) into c->buf. 1, 0 at end of file, or DRV_ENOMEM. */
-static int read_line(drv_csv *c)
-{
-    size_t n = 0;
-    int ch;
-    while ((ch = getc(c->f)) != EOF && ch != '\n') {
-        if (ch == 0) /* it would end the line early, silently: refused */
-            return DRV_EPARSE;
-        if (n + 2 > c->cap) {
-            size_t cap = c->cap ? 2 * c->cap : 256;
-            char *b = drv_realloc(c->buf, cap);
-            if (!b)
-                return DRV_ENOMEM;
-            c->buf = b;
-            c->cap = cap;
-        }
-        c->buf[n++] = (char)ch;
-    }
-    if (ch == EOF && n == 0)
-        return 0;
-    if (!c->buf) {
-        c->buf = drv_malloc(16);
-        if (!c->buf)
-            return DRV_ENOMEM;
-        c->cap = 16;
-    }
-    if (n > 0 && c->buf[n - 1] == '\r')
-        n--;
-    c->buf[n] = 0;
-    c->line++;
-    return 1;
-}
-
-/* Splits c->buf on commas into c->field; DRV_EPARSE past DRV_CSV_MAXCOLS fields. */
-static int split(drv_csv *c, drv_diag *d)
+/* Splits line on commas into c->field; DRV_EPARSE past DRV_CSV_MAXCOLS fields. */
+static int split(drv_csv *c, char *line, drv_diag *d)
 {
     c->nfield = 0;
-    char *p = c->buf;
+    char *p = line;
     for (;;) {
         if (c->nfield == DRV_CSV_MAXCOLS)
-            return drv_fail(d, DRV_EPARSE, "%s:%d: expected at most %d fields", c->path, c->line,
-                            DRV_CSV_MAXCOLS);
+            return drv_fail(d, DRV_EPARSE, "%s:%d: expected at most %d fields", c->in.path,
+                            c->in.line, DRV_CSV_MAXCOLS);
         c->field[c->nfield++] = p;
         char *comma = strchr(p, ',');
         if (!comma)
@@ -78,24 +48,19 @@ static int split(drv_csv *c, drv_diag *d)
 int drv_csv_open(drv_csv *c, const char *path, const char *const *want, int32_t nwant, drv_diag *d)
 {
     memset(c, 0, sizeof *c);
-    snprintf(c->path, sizeof c->path, "%s", path);
     if (nwant > DRV_CSV_MAXCOLS)
         return drv_fail(d, DRV_EINVAL, "%s: too many columns asked for", path);
     c->want = want;
     c->nwant = nwant;
-    c->f = fopen(path, "r");
-    if (!c->f)
-        return drv_fail(d, errno == ENOENT ? DRV_ENOENT : DRV_EIO, "%s: cannot read: %s", path,
-                        strerror(errno));
-    int rc = read_line(c);
+    int rc = drv_lines_open(&c->in, path, DRV_MAX_REPORT_BYTES, "a file of a report", d);
+    if (rc)
+        return rc;
+    char *line;
+    rc = drv_lines_next(&c->in, &line, NULL, d);
     if (rc == 0)
         rc = drv_fail(d, DRV_EPARSE, "%s:1: expected a header line, found an empty file", path);
-    else if (rc == DRV_EPARSE)
-        drv_fail(d, rc, "%s:1: a NUL byte; expected text", path);
-    else if (rc < 0)
-        drv_fail(d, rc, "%s: out of memory", path);
-    else
-        rc = split(c, d);
+    else if (rc > 0)
+        rc = split(c, line, d);
     if (rc < 0) {
         drv_csv_close(c);
         return rc;
@@ -117,21 +82,15 @@ int drv_csv_open(drv_csv *c, const char *path, const char *const *want, int32_t 
 
 int drv_csv_next(drv_csv *c, drv_diag *d)
 {
-    int rc = read_line(c);
-    if (rc == DRV_EPARSE)
-        return drv_fail(d, rc, "%s:%d: a NUL byte; expected text", c->path, c->line + 1);
-    if (rc < 0)
-        return drv_fail(d, rc, "%s: out of memory", c->path);
-    if (rc == 0) {
-        if (ferror(c->f))
-            return drv_fail(d, DRV_EIO, "%s: read failed", c->path);
-        return 0;
-    }
-    if ((rc = split(c, d)) != 0)
+    char *line;
+    int rc = drv_lines_next(&c->in, &line, NULL, d);
+    if (rc <= 0)
+        return rc;
+    if ((rc = split(c, line, d)) != 0)
         return rc;
     if (c->nfield != c->ncols)
         return drv_fail(d, DRV_EPARSE, "%s:%d: expected %d fields like the header, found %d",
-                        c->path, c->line, c->ncols, c->nfield);
+                        c->in.path, c->in.line, c->ncols, c->nfield);
     return 1;
 }
 
@@ -148,41 +107,31 @@ int drv_csv_num(const drv_csv *c, int32_t k, bool empty_ok, double *out, drv_dia
             *out = -1;
             return 0;
         }
-        return drv_fail(d, DRV_EPARSE, "%s:%d: %s: expected a number, found an empty cell", c->path,
-                        c->line, c->want[k]);
+        return drv_fail(d, DRV_EPARSE, "%s:%d: %s: expected a number, found an empty cell",
+                        c->in.path, c->in.line, c->want[k]);
     }
-    char *end;
-    errno = 0;
-    double x = strtod(s, &end);
-    bool decimal = strspn(s, "0123456789.eE+-") == strlen(s); /* strtod takes "0x10" too */
-    if (!decimal || errno || *end || !isfinite(x))
-        return drv_fail(d, DRV_EPARSE, "%s:%d: %s: expected a number, found '%s'", c->path, c->line,
-                        c->want[k], s);
+    double x;
+    if (drv_parse_decimal(s, &x) != 0)
+        return drv_fail(d, DRV_EPARSE, "%s:%d: %s: expected a number, found '%s'", c->in.path,
+                        c->in.line, c->want[k], s);
     *out = x;
     return 0;
 }
 
 void drv_csv_close(drv_csv *c)
 {
-    if (c->f)
-        fclose(c->f);
-    drv_free(c->buf);
-    c->f = NULL;
-    c->buf = NULL;
-    c->cap = 0;
+    drv_lines_close(&c->in);
 }
 
 /* ---- summary.json and scenario.json ------------------------------------------------------- */
 
-/* Finds the line of the n-th (0-based) '{' at depth 1 in a JSON array file, for messages. */
-static int object_line(const char *path, int n)
+/* The line of the n-th (0-based) '{' at depth 1 in the text of a JSON array, for messages. */
+static int object_line(const char *text, int n)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    int line = 1, depth = 0, seen = -1, ch;
+    int line = 1, depth = 0, seen = -1;
     bool str = false, esc = false;
-    while ((ch = getc(f)) != EOF) {
+    for (const char *p = text; *p; p++) {
+        char ch = *p;
         if (ch == '\n')
             line++;
         if (str) {
@@ -203,8 +152,26 @@ static int object_line(const char *path, int n)
         } else if (ch == '}' || ch == ']')
             depth--;
     }
-    fclose(f);
     return line;
+}
+
+/* The JSON file at path, read whole (at most DRV_MAX_REPORT_JSON bytes; a key twice in an
+ * object refused): its value in *out and its text in *text (the caller frees both). */
+static int load_json(const char *path, char **text, json_t **out, drv_diag *d)
+{
+    size_t len;
+    int rc = drv_file_read_max(path, DRV_MAX_REPORT_JSON, "a JSON file of a report", text, &len, d);
+    if (rc)
+        return rc;
+    json_error_t je;
+    *out = json_loadb(*text, len, JSON_REJECT_DUPLICATES, &je);
+    if (*out)
+        return 0;
+    drv_free(*text);
+    *text = NULL;
+    if (je.line < 0)
+        return drv_fail(d, DRV_ENOMEM, "%s: %s", path, je.text);
+    return drv_fail(d, DRV_EPARSE, "%s:%d: expected JSON: %s", path, je.line, je.text);
 }
 
 /* A number field: a JSON number, or null (written for "not defined", read back as NAN). */
@@ -219,22 +186,6 @@ static int get_num(json_t *o, const char *key, double *out)
         return -1;
     *out = json_number_value(v);
     return 0;
-}
-
-/*
- * A policy name names files (jobs-<policy>.csv, gantt-<policy>.svg), so it may not leave the
- * directory or hide a file; a control character (a line end above all) could end a command in
- * the gnuplot script or a line of a CSV file. Quotes and markup are allowed: the plots and the
- * page escape them.
- */
-static bool policy_name_ok(const char *s, size_t cap)
-{
-    if (!s || !*s || *s == '.' || strlen(s) >= cap)
-        return false;
-    for (; *s; s++)
-        if (*s == '/' || *s == '\\' || (unsigned char)*s < 0x20 || *s == 0x7f)
-            return false;
-    return true;
 }
 
 /*
@@ -281,28 +232,37 @@ static const char *load_queues(json_t *o, drv_summary *s, const char **what)
     return NULL;
 }
 
+static int summary_records(drv_report_data *r, json_t *root, const char *path, const char *text,
+                           drv_diag *d);
+
 static int load_summary(drv_report_data *r, const char *dir, drv_diag *d)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/summary.json", dir);
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    if (!root) {
-        if (je.line < 0)
-            return drv_fail(d, DRV_ENOENT, "%s: cannot read (%s)", path, je.text);
-        return drv_fail(d, DRV_EPARSE, "%s:%d: expected JSON: %s", path, je.line, je.text);
-    }
-    if (!json_is_array(root) || json_array_size(root) == 0) {
-        json_decref(root);
+    if (access(path, F_OK) != 0) /* not there: not a report directory (exit 2, not 1) */
+        return drv_fail(d, DRV_ENOENT, "%s: cannot read: %s", path, strerror(errno));
+    char *text;
+    json_t *root;
+    int rc = load_json(path, &text, &root, d);
+    if (rc)
+        return rc;
+    rc = summary_records(r, root, path, text, d);
+    json_decref(root);
+    drv_free(text);
+    return rc;
+}
+
+/* The records of summary.json (root, read from text) into r. */
+static int summary_records(drv_report_data *r, json_t *root, const char *path, const char *text,
+                           drv_diag *d)
+{
+    if (!json_is_array(root) || json_array_size(root) == 0)
         return drv_fail(d, DRV_EPARSE, "%s:1: expected an array with one object per policy", path);
-    }
     int32_t n = (int32_t)json_array_size(root);
     r->sum = drv_calloc((size_t)n, sizeof *r->sum);
     r->runs = drv_calloc((size_t)n, sizeof *r->runs);
-    if (!r->sum || !r->runs) {
-        json_decref(root);
+    if (!r->sum || !r->runs)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
-    }
     r->n = n;
     static const char *const nums[] = {"avg_jct_s",  "p50_jct_s",  "p95_jct_s",  "p99_jct_s",
                                        "makespan_s", "avg_wait_s", "cpu_util",   "cpu_useful",
@@ -317,8 +277,8 @@ static int load_summary(drv_report_data *r, const char *dir, drv_diag *d)
         const char *pol = json_string_value(json_object_get(o, "policy"));
         if (!json_is_object(o))
             bad = "an object";
-        else if (!policy_name_ok(pol, sizeof s->policy))
-            bad = "policy", what = "a policy name (no '/', '\\', control character or leading '.')";
+        else if (!drv_name_ok(pol, sizeof s->policy - 1))
+            bad = "policy", what = "a name of 1 to 63 letters, digits, '-', '_' or '.'";
         double x[sizeof nums / sizeof nums[0]];
         for (size_t k = 0; !bad && k < sizeof nums / sizeof nums[0]; k++)
             if (get_num(o, nums[k], &x[k]) != 0)
@@ -334,8 +294,7 @@ static int load_summary(drv_report_data *r, const char *dir, drv_diag *d)
         if (!bad)
             bad = load_queues(o, s, &what);
         if (bad) {
-            int line = object_line(path, i);
-            json_decref(root);
+            int line = object_line(text, i);
             return drv_fail(d, DRV_EPARSE, "%s:%d: policy #%d: %s%s%s%s", path, line, i + 1,
                             *what ? "\"" : "expected ", bad, *what ? "\": expected " : "", what);
         }
@@ -349,7 +308,6 @@ static int load_summary(drv_report_data *r, const char *dir, drv_diag *d)
         s->preemptions = v[2], s->migrations = v[3], s->restarts = v[4], s->scales = v[5];
         s->resizes = v[6], s->stuck = (int32_t)v[7];
     }
-    json_decref(root);
     return 0;
 }
 
@@ -358,14 +316,14 @@ static int load_scenario(drv_report_data *r, const char *dir, drv_diag *d)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/scenario.json", dir);
-    FILE *f = fopen(path, "r");
-    if (!f)
+    if (access(path, F_OK) != 0)
         return 0;
-    json_error_t je;
-    json_t *o = json_loadf(f, 0, &je);
-    fclose(f);
-    if (!o)
-        return drv_fail(d, DRV_EPARSE, "%s:%d: expected JSON: %s", path, je.line, je.text);
+    char *text;
+    json_t *o;
+    int rc = load_json(path, &text, &o, d);
+    if (rc)
+        return rc;
+    drv_free(text);
     drv_scenario *sc = &r->scen;
     const char *desc = json_string_value(json_object_get(o, "scenario"));
     json_t *jobs = json_object_get(o, "jobs"), *nodes = json_object_get(o, "nodes");
@@ -448,8 +406,14 @@ static int load_timeline(drv_report_run *run, const char *path, drv_diag *d)
         for (int k = 5; k < 7 && rc >= 0; k++)
             if (!(x[k] >= 0 && x[k] <= INT32_MAX && x[k] == floor(x[k])))
                 rc = drv_fail(d, DRV_EPARSE,
-                              "%s:%d: %s: expected a whole number from 0 to %d, found '%s'", c.path,
-                              c.line, want[k], INT32_MAX, drv_csv_get(&c, k));
+                              "%s:%d: %s: expected a whole number from 0 to %d, found '%s'",
+                              c.in.path, c.in.line, want[k], INT32_MAX, drv_csv_get(&c, k));
+        /* A step function in time: a row earlier than the one above is no timeline (and
+         * gnuplot's plot of it failed after the page was written). */
+        if (rc >= 0 && run->nticks > 0 && x[0] < run->ticks[run->nticks - 1].t)
+            rc = drv_fail(d, DRV_EPARSE,
+                          "%s:%d: t_s: expected a time not before the row above (%g), found '%s'",
+                          c.in.path, c.in.line, run->ticks[run->nticks - 1].t, drv_csv_get(&c, 0));
         if (rc < 0)
             break;
         if (drv_grow(&run->ticks, sizeof *run->ticks, &cap, run->nticks + 1) != 0) {
@@ -525,6 +489,20 @@ static int intern(node_index *ix, char ***names, int32_t *n, int32_t *cap, const
     return 0;
 }
 
+/* Wanted column k of the current row is a name (the name rule: text.h) of at most max bytes:
+ * names are written into plots and the page, so a hand-edited file gets no further; 0 or
+ * DRV_EPARSE "path:line: column: expected a name of ..., found '...'". */
+static int csv_name(const drv_csv *c, int32_t k, size_t max, drv_diag *d)
+{
+    const char *s = drv_csv_get(c, k);
+    if (drv_name_ok(s, max))
+        return 0;
+    char where[4200];
+    snprintf(where, sizeof where, "%s:%d: %s", c->in.path, c->in.line, c->want[k]);
+    drv_name_fail(d, where, s, max);
+    return DRV_EPARSE;
+}
+
 /* Reads job names, users (interned: run->users) and JCTs from jobs-<policy>.csv. */
 static int load_jobs(drv_report_run *run, const char *path, drv_diag *d)
 {
@@ -538,7 +516,9 @@ static int load_jobs(drv_report_run *run, const char *path, drv_diag *d)
     while ((rc = drv_csv_next(&c, d)) == 1) {
         double jct;
         int32_t user;
-        if ((rc = drv_csv_num(&c, 1, true, &jct, d)) != 0)
+        if ((rc = drv_csv_num(&c, 1, true, &jct, d)) != 0 ||
+            (rc = csv_name(&c, 0, DRV_JOB_NAME_MAX, d)) != 0 ||
+            (rc = csv_name(&c, 2, DRV_USER_NAME_MAX, d)) != 0)
             break;
         char *name = drv_strdup(drv_csv_get(&c, 0));
         if (!name || drv_grow(&run->job_names, sizeof *run->job_names, &capn, run->jobs + 1) != 0 ||
@@ -622,20 +602,25 @@ static int load_placements(drv_report_run *run, const char *path, drv_diag *d)
         if ((rc = drv_csv_num(&c, 2, false, &start, d)) != 0 ||
             (rc = drv_csv_num(&c, 3, true, &end, d)) != 0)
             break;
+        if (end >= 0 && end < start) { /* empty (-1): still bound at the end */
+            rc = drv_fail(d, DRV_EPARSE,
+                          "%s:%d: end_s: expected a time not before start_s (%g), "
+                          "found '%s'",
+                          c.in.path, c.in.line, start, drv_csv_get(&c, 3));
+            break;
+        }
         named key = {drv_csv_get(&c, 0), -1};
         const named *hit = bsearch(&key, byname, (size_t)run->jobs, sizeof *byname, cmp_named);
         int32_t job = hit ? hit->idx : -1;
         if (job < 0) {
             rc = drv_fail(d, DRV_EPARSE, "%s:%d: job: expected a job of the jobs file, found '%s'",
-                          c.path, c.line, drv_csv_get(&c, 0));
+                          c.in.path, c.in.line, drv_csv_get(&c, 0));
             break;
         }
         const char *node = drv_csv_get(&c, 1);
         int32_t k;
-        if (!*node) {
-            rc = drv_fail(d, DRV_EPARSE, "%s:%d: node: expected a node name", c.path, c.line);
+        if ((rc = csv_name(&c, 1, DRV_NODE_NAME_MAX, d)) != 0)
             break;
-        }
         if (intern(&ix, &run->nodes, &run->nnodes, &capn, node, &k) != 0) {
             rc = drv_fail(d, DRV_ENOMEM, "out of memory");
             break;

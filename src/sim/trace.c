@@ -18,16 +18,18 @@
  *    runs for the trace's duration when packed on the fewest nodes (its step budget is
  *    duration / step time of that placement). Philly timestamps become seconds after the
  *    earliest one.
- * A malformed row (wrong field count, a non-number, a value out of range, an unknown model) is
- * reported as file:line:column: field: expected ...; with skip_bad it is logged, counted and
+ * A malformed row (wrong field count, a non-number, a value out of range, an unknown model, a
+ * name that breaks the name rule or is there twice) is reported as
+ * file:line:column: field: expected ...; numbers, dates and names are read as every trace
+ * reader reads them (trace_rows.c); with skip_bad it is logged, counted and
  * skipped, otherwise the load fails and the workload is untouched.
  */
+#include "drover/clock.h"
 #include "drover/strtab.h"
 #include "drover/trace.h"
-#include "trace_read.h" /* the formats added later (trace_formats.c) */
-#include "drover/file.h"
+#include "trace_read.h"
+#include "drover/text.h" /* the formats added later (trace_formats.c) */
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,47 +70,13 @@ const char *drv_trace_format_name(int fmt)
     return fmt >= 0 && fmt < NFMT ? fmt_names[fmt] : "auto";
 }
 
-/* ---- one row ------------------------------------------------------------------------------ */
+/* ---- one row (trace_row, trace_num and trace_time_str are every reader's: trace_rows.c) ---- */
 
-typedef struct row_ctx {
-    const char *file;
-    int line;
-    const char *f[8];
-    int col[8];
-    int nf;
-    drv_diag *d;
-} row_ctx;
-
-static int bad(row_ctx *r, int k, const char *field, const char *expected)
+/* "YYYY-MM-DD HH:MM:SS" to seconds since the epoch (drv_time_parse_utc). */
+static int timestamp(const trace_row *r, int k, double *out)
 {
-    return drv_fail(r->d, DRV_EPARSE, "%s:%d:%d: %s: expected %s, found '%s'", r->file, r->line,
-                    r->col[k], field, expected, r->f[k]);
-}
-
-static int num(row_ctx *r, int k, const char *field, double lo, double hi, bool whole, double *out)
-{
-    char *end;
-    errno = 0;
-    /* Decimal only: strtod alone also takes "0x10", "inf" and leading spaces. */
-    bool decimal = strspn(r->f[k], "0123456789.eE+-") == strlen(r->f[k]);
-    double v = strtod(r->f[k], &end);
-    char what[96];
-    snprintf(what, sizeof what, "%s in [%g, %g]", whole ? "a whole number" : "a number", lo, hi);
-    if (!decimal || errno || end == r->f[k] || *end || !isfinite(v) || v < lo || v > hi ||
-        (whole && v != floor(v)))
-        return bad(r, k, field, what);
-    *out = v;
-    return 0;
-}
-
-/* "YYYY-MM-DD HH:MM:SS" to seconds since the epoch. */
-static int timestamp(row_ctx *r, int k, double *out)
-{
-    int y, mo, dd, h, mi, s, n = 0;
-    if (sscanf(r->f[k], "%4d-%2d-%2d %2d:%2d:%2d%n", &y, &mo, &dd, &h, &mi, &s, &n) != 6 ||
-        r->f[k][n] || mo < 1 || mo > 12 || dd < 1 || dd > 31 || h > 23 || mi > 59 || s > 60)
-        return bad(r, k, "timestamp", "a time as YYYY-MM-DD HH:MM:SS");
-    *out = (double)trace_days_from_civil(y, mo, dd) * 86400.0 + h * 3600.0 + mi * 60.0 + s;
+    if (drv_time_parse_utc(r->f[k], out) != 0)
+        return trace_bad(r, k, "timestamp", "a time as YYYY-MM-DD HH:MM:SS");
     return 0;
 }
 
@@ -152,8 +120,8 @@ static int32_t family_for(const loader *L, const char *app)
 }
 
 /* A job of a trace that names no model: seeded model, initial batch x GPUs, duration-long. */
-static int duration_job(loader *L, row_ctx *r, drv_jobspec *j, const char *name, double submit,
-                        double gpus, double duration)
+static int duration_job(loader *L, const trace_row *r, drv_jobspec *j, const char *name,
+                        double submit, double gpus, double duration)
 {
     const drv_calib *c = L->o->calib;
     int32_t app = (int32_t)(drv_hash01(L->o->seed, (uint64_t)L->row) * c->n);
@@ -167,7 +135,7 @@ static int duration_job(loader *L, row_ctx *r, drv_jobspec *j, const char *name,
     int32_t nn = packed((int32_t)gpus, L->o->gpus_per_node, gpn, TRACE_MAX_REPLICAS * 2);
     double step = drv_calib_step_time(c, app, gpn, nn, batch);
     if (!(step > 0))
-        return bad(r, 0, "row", "a job the calibrated model can time");
+        return trace_bad(r, 0, "row", "a job the calibrated model can time");
     job_init(j, name, submit, family_for(L, a->name), (int32_t)gpus, (int32_t)gpus, (int32_t)gpus);
     j->calib_app = app + 1;
     j->batch = batch;
@@ -175,7 +143,7 @@ static int duration_job(loader *L, row_ctx *r, drv_jobspec *j, const char *name,
     return 0;
 }
 
-static int parse_row(loader *L, row_ctx *r, drv_jobspec *j)
+static int parse_row(loader *L, const trace_row *r, drv_jobspec *j)
 {
     const drv_calib *c = L->o->calib;
     double v[4];
@@ -188,23 +156,23 @@ static int parse_row(loader *L, row_ctx *r, drv_jobspec *j)
     }
     switch (L->fmt) {
     case FMT_POLLUX: {
-        if (!r->f[0][0])
-            return bad(r, 0, "name", "a job name");
-        if ((rc = num(r, 1, "time", 0, 1e10, false, &v[0])) != 0)
+        if ((rc = trace_name(r, 0, "name", r->f[0])) != 0)
+            return rc;
+        if ((rc = trace_num(r, 1, "time", 0, 1e10, false, &v[0])) != 0)
             return rc;
         int32_t app = drv_calib_find(c, r->f[2]);
         if (app < 0)
-            return bad(r, 2, "application",
-                       "one of bert, cifar10, deepspeech2, imagenet, ncf, yolov3");
-        if ((rc = num(r, 3, "num_replicas", 1, TRACE_MAX_REPLICAS, true, &v[1])) != 0 ||
-            (rc = num(r, 4, "batch_size", 1, 1e7, true, &v[2])) != 0)
+            return trace_bad(r, 2, "application",
+                             "one of bert, cifar10, deepspeech2, imagenet, ncf, yolov3");
+        if ((rc = trace_num(r, 3, "num_replicas", 1, TRACE_MAX_REPLICAS, true, &v[1])) != 0 ||
+            (rc = trace_num(r, 4, "batch_size", 1, 1e7, true, &v[2])) != 0)
             return rc;
         const drv_calib_app *a = &c->v[app];
         if (v[2] < a->init_bsz || v[2] > a->max_bsz) {
             char what[96];
             snprintf(what, sizeof what, "a batch in [%g, %g] for %s", a->init_bsz, a->max_bsz,
                      a->name);
-            return bad(r, 4, "batch_size", what);
+            return trace_bad(r, 4, "batch_size", what);
         }
         int32_t mx = (int32_t)fmin(TRACE_MAX_REPLICAS, floor(v[2] / a->min_local_bsz));
         if (strcmp(a->name, "ncf") == 0)
@@ -222,23 +190,25 @@ static int parse_row(loader *L, row_ctx *r, drv_jobspec *j)
     case FMT_PHILLY: {
         double t = 0;
         if ((rc = timestamp(r, 0, &t)) != 0 ||
-            (rc = num(r, 1, "duration", 1, 1e9, false, &v[0])) != 0 ||
-            (rc = num(r, 2, "num_gpus", 1, TRACE_MAX_REPLICAS * 2, true, &v[1])) != 0 ||
-            (rc = num(r, 3, "gpu_time", 0, 1e12, false, &v[2])) != 0)
+            (rc = trace_num(r, 1, "duration", 1, 1e9, false, &v[0])) != 0 ||
+            (rc = trace_num(r, 2, "num_gpus", 1, TRACE_MAX_REPLICAS * 2, true, &v[1])) != 0 ||
+            (rc = trace_num(r, 3, "gpu_time", 0, 1e12, false, &v[2])) != 0)
             return rc;
         char name[64];
         snprintf(name, sizeof name, "philly-%lld", (long long)L->row);
         return duration_job(L, r, j, name, t, v[1], v[0]);
     }
     default: {
-        if ((rc = num(r, 0, "job_id", 0, 1e12, true, &v[3])) != 0 ||
-            (rc = num(r, 1, "num_gpu", 1, TRACE_MAX_REPLICAS * 2, true, &v[1])) != 0 ||
-            (rc = num(r, 2, "submit_time", 0, 1e10, false, &v[0])) != 0 ||
-            (rc = num(r, 3, "iterations", 0, 1e12, false, &v[2])) != 0 ||
-            (rc = num(r, 5, "duration", 1, 1e9, false, &v[2])) != 0)
+        if ((rc = trace_num(r, 0, "job_id", 0, 1e12, true, &v[3])) != 0 ||
+            (rc = trace_num(r, 1, "num_gpu", 1, TRACE_MAX_REPLICAS * 2, true, &v[1])) != 0 ||
+            (rc = trace_num(r, 2, "submit_time", 0, 1e10, false, &v[0])) != 0 ||
+            (rc = trace_num(r, 3, "iterations", 0, 1e12, false, &v[2])) != 0 ||
+            (rc = trace_num(r, 5, "duration", 1, 1e9, false, &v[2])) != 0)
             return rc;
-        char name[64];
+        char name[TRACE_NAME_CAP];
         snprintf(name, sizeof name, "%s-%lld", r->f[4], (long long)v[3]);
+        if ((rc = trace_name(r, 4, "model_name", name)) != 0)
+            return rc;
         return duration_job(L, r, j, name, v[0], v[1], v[2]);
     }
     }
@@ -266,10 +236,7 @@ int drv_trace_parse(drv_workload *w, const char *file, char *text, const drv_cat
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     /* Lines are split by hand, not with strtok: strtok skips empty lines, and every row after
      * a blank line was reported one line early. */
-    for (char *s = text, *next; s && *s && !rc; s = next) {
-        next = strchr(s, '\n');
-        if (next)
-            *next++ = 0;
+    for (char *s, *at = text; !rc && (s = drv_next_line(&at)) != NULL;) {
         line++;
         size_t len = strlen(s);
         if (len && s[len - 1] == '\r')
@@ -294,16 +261,8 @@ int drv_trace_parse(drv_workload *w, const char *file, char *text, const drv_cat
         }
         if (len == 0 || s[0] == '#')
             continue;
-        row_ctx r = {.file = file, .line = line, .d = d};
-        for (char *p = s; r.nf < 8;) {
-            r.col[r.nf] = (int)(p - s) + 1;
-            r.f[r.nf++] = p;
-            char *c = strchr(p, ',');
-            if (!c)
-                break;
-            *c = 0;
-            p = c + 1;
-        }
+        trace_row r = {.file = file, .line = line, .d = d};
+        trace_split(&r, s, ',');
         if (drv_grow(&t.jobs, sizeof *t.jobs, &t.cap, t.n + 1) != 0) {
             rc = drv_fail(d, DRV_ENOMEM, "out of memory");
             break;
@@ -311,13 +270,9 @@ int drv_trace_parse(drv_workload *w, const char *file, char *text, const drv_cat
         rc = parse_row(&L, &r, &t.jobs[t.n]);
         L.row++;
         if (!rc) { /* a name twice is a bad row too (skipped with --on-bad-row skip) */
-            int32_t before = drv_strtab_count(names);
-            int32_t id = drv_strtab_intern(names, t.jobs[t.n].name);
-            if (id < 0)
-                rc = drv_fail(d, DRV_ENOMEM, "out of memory");
-            else if (id < before)
-                rc = drv_fail(d, DRV_EPARSE, "%s:%d:1: row: job '%s' is in the trace twice", file,
-                              line, t.jobs[t.n].name);
+            char where[600];
+            snprintf(where, sizeof where, "%s:%d:1: row", file, line);
+            rc = trace_name_once(names, t.jobs[t.n].name, where, d);
         }
         if (rc == DRV_EPARSE && o->skip_bad) {
             drv_log(DRV_LOG_WARN, "skipped: %s", d->msg);
@@ -354,7 +309,7 @@ int drv_trace_load(drv_workload *w, const char *path, const drv_catalogue *cat,
                    const drv_trace_opts *o, int32_t *skipped, drv_diag *d)
 {
     char *buf;
-    int rc = drv_file_read(path, &buf, NULL, d);
+    int rc = trace_read_file(path, &buf, d);
     if (rc)
         return rc;
     rc = drv_trace_parse(w, path, buf, cat, o, skipped, d);

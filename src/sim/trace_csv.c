@@ -8,11 +8,13 @@
  * Keys: name, user, queue, submit, start, end, duration, gpus, model, batch, steps. Required:
  * gpus; submit or start; duration, or start and end, or steps. Times are seconds or
  * "YYYY-MM-DD HH:MM:SS"; the first submission becomes time 0. Fields are split at every comma
- * (no quoting, as in every published trace we read). A row whose gpus, start or end is empty,
- * whose GPUs are 0 or whose run time is 0 is not a finished GPU job and is left out (counted);
- * a model that is not a calibrated one is replaced by a seeded choice (trace_rows.c).
+ * (no quoting, as in every published trace we read); names follow the name rule (text.h). A row
+ * whose gpus, start or end is empty, whose GPUs are 0 or whose run time is 0 is not a finished GPU
+ * job and is left out (counted); a model that is not a calibrated one is replaced by a seeded
+ * choice (trace_rows.c).
  */
 #include "trace_read.h"
+#include "drover/text.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -55,6 +57,14 @@ static void set_column(trace_csv_map *m, int k, const char *col)
     *dst[k] = col;
 }
 
+/* The column public key k is mapped to, or NULL. */
+static const char *column_of(const trace_csv_map *m, int k)
+{
+    const char *c[NKEYS];
+    map_columns(m, c);
+    return c[k];
+}
+
 int trace_csv_map_parse(trace_csv_map *m, char *spec, drv_diag *d)
 {
     memset(m, 0, sizeof *m);
@@ -69,6 +79,8 @@ int trace_csv_map_parse(trace_csv_map *m, char *spec, drv_diag *d)
                 if (strcmp(kv, key_names[i]) == 0)
                     k = i;
         }
+        if (k >= 0 && eq[1] && column_of(m, k))
+            return drv_fail(d, DRV_EINVAL, "--trace-columns: key '%s' given twice", kv);
         if (k < 0 || !eq[1])
             return drv_fail(d, DRV_EINVAL,
                             "--trace-columns: expected KEY=COLUMN with KEY one of name, user, "
@@ -139,8 +151,8 @@ static int parse_row(const trace_csv_map *m, const int idx[NKEYS], const drv_cal
         j->dropped = true;
     if (j->dropped)
         return 0;
-    if (f[K_NAME] && f[K_NAME2])
-        snprintf(j->name, sizeof j->name, "%.40s/%.20s", f[K_NAME], f[K_NAME2]);
+    if (f[K_NAME] && f[K_NAME2]) /* too long: cut at TRACE_NAME_CAP, then refused */
+        snprintf(j->name, sizeof j->name, "%s.%s", f[K_NAME], f[K_NAME2]);
     else if (f[K_NAME])
         copy_field(j->name, sizeof j->name, f[K_NAME]);
     if (f[K_USER])
@@ -150,7 +162,8 @@ static int parse_row(const trace_csv_map *m, const int idx[NKEYS], const drv_cal
     int rc;
     double v, start = 0, end = 0;
     if (f[K_GPUS]) {
-        if ((rc = trace_num(r, idx[K_GPUS], m->gpus, 0, 1e7, false, &v)) != 0)
+        /* whole GPUs, but for a column counting shares of one (PAI's plan_gpu in percent) */
+        if ((rc = trace_num(r, idx[K_GPUS], m->gpus, 0, 1e7, !(m->gpu_unit > 0), &v)) != 0)
             return rc;
         if (f[K_GPUS_TIMES]) {
             double times;
@@ -171,7 +184,8 @@ static int parse_row(const trace_csv_map *m, const int idx[NKEYS], const drv_cal
     if (f[K_SUBMIT] && (rc = trace_time(r, idx[K_SUBMIT], m->submit, &j->submit)) != 0)
         return rc;
     if (f[K_DURATION]) {
-        if ((rc = trace_num(r, idx[K_DURATION], m->duration, 0, 1e10, false, &j->duration)) != 0)
+        if ((rc = trace_num(r, idx[K_DURATION], m->duration, 0, TRACE_MAX_DURATION, false,
+                            &j->duration)) != 0)
             return rc;
     } else if (f[K_START] && f[K_END]) {
         if (end < start)
@@ -230,6 +244,9 @@ int trace_csv_line(trace_sink *s, trace_csv_reader *rd, int line, char *s_, drv_
         rd->have_header = true;
         rd->h.d = d;
         bool data = m->header && strcmp(s_, m->header) != 0;
+        if (!data && len >= sizeof rd->header)
+            return drv_fail(d, DRV_EPARSE, "%s:1:1: header: expected at most %zu bytes, found %zu",
+                            file, sizeof rd->header - 1, len);
         snprintf(rd->header, sizeof rd->header, "%s", data ? m->header : s_);
         trace_split(&rd->h, rd->header, ',');
         char shown[2048];
@@ -260,8 +277,7 @@ int trace_read_csv(trace_sink *s, const char *file, char *text, const trace_csv_
     trace_csv_reader rd;
     trace_csv_reader_init(&rd, m, file);
     int line = 0, rc = 0;
-    char *save = NULL;
-    for (char *s_ = strtok_r(text, "\n", &save); s_ && !rc; s_ = strtok_r(NULL, "\n", &save))
+    for (char *s_, *at = text; !rc && (s_ = drv_next_line(&at)) != NULL;)
         rc = trace_csv_line(s, &rd, ++line, s_, d);
     if (!rc && !rd.have_header)
         rc = drv_fail(d, DRV_EPARSE, "%s:1:1: header: expected a header line, found nothing", file);

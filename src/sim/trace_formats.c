@@ -109,6 +109,13 @@ int trace_ext_parse(drv_workload *w, const char *file, char *text, const drv_cat
     return 0;
 }
 
+int drv_trace_parse_columns(drv_workload *w, const char *file, char *text, const char *columns,
+                            const drv_catalogue *cat, const drv_trace_opts *o, int32_t *skipped,
+                            drv_diag *d)
+{
+    return trace_ext_parse(w, file, text, cat, o, DRV_TRACE_CSV, columns, skipped, d);
+}
+
 int drv_trace_load_columns(drv_workload *w, const char *path, const char *columns,
                            const drv_catalogue *cat, const drv_trace_opts *o, int32_t *skipped,
                            drv_diag *d)
@@ -116,7 +123,7 @@ int drv_trace_load_columns(drv_workload *w, const char *path, const char *column
     char *text = NULL;
     int rc = trace_read_file(path, &text, d);
     if (!rc)
-        rc = trace_ext_parse(w, path, text, cat, o, DRV_TRACE_CSV, columns, skipped, d);
+        rc = drv_trace_parse_columns(w, path, text, columns, cat, o, skipped, d);
     drv_free(text);
     return rc;
 }

@@ -15,6 +15,8 @@
  */
 #include "trace_read.h"
 
+#include "drover/text.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,9 +33,8 @@ static const struct {
 
 static bool is_number(const char *s)
 {
-    char *end;
-    strtod(s, &end);
-    return end != s && *end == 0;
+    double v;
+    return drv_parse_decimal(s, &v) == 0;
 }
 
 bool trace_gavel_detect(const char *first_line)
@@ -70,8 +71,7 @@ static void job_type(const drv_calib *c, const char *type, int32_t *app, double 
 int trace_read_gavel(trace_sink *s, const char *file, char *text, drv_diag *d)
 {
     int line = 0, rc = 0;
-    char *save = NULL;
-    for (char *p = strtok_r(text, "\n", &save); p && !rc; p = strtok_r(NULL, "\n", &save)) {
+    for (char *p, *at = text; !rc && (p = drv_next_line(&at)) != NULL;) {
         line++;
         if (p[0] == '#' || p[0] == 0 || strcmp(p, "\r") == 0)
             continue;

@@ -12,7 +12,7 @@
  * (--trace-format pai-job / pai-task then tells the format; auto needs the header).
  *  - pai-task: one job per task row with GPUs: ceil(inst_num x plan_gpu / 100) GPUs, submitted
  *    at start_time (the trace records no submission time), run for end_time - start_time,
- *    named job_name/task_name. Tasks of one job are not joined into a gang.
+ *    named job_name.task_name (a name has no '/'). Tasks of one job are not joined.
  *  - pai-job: the job table names no GPU count: every job is given one GPU; its user is kept.
  * Rows still Running or Waiting (no end time) and tasks without GPUs are left out.
  *

@@ -13,7 +13,8 @@
  * final status is kept (a killed job held its GPUs too). Jobs without attempts, GPUs or run
  * time (the log's notes: attempts and times may be missing, a last end_time of None means
  * still running) are left out. (This is not the CSV `philly` format, which is Pollux's digest
- * of the same trace.) Errors name the file and the job's index and jobid: JSON has no rows.
+ * of the same trace.) Errors name the file and the job's index and jobid: JSON has no rows; a
+ * key twice in one object is an error (file:line:column), as in every YAML or JSON file read.
  */
 #include "trace_read.h"
 
@@ -73,7 +74,8 @@ static int parse_job(const char *where, json_t *job, trace_job *j, drv_diag *d)
 int trace_read_philly_log(trace_sink *s, const char *file, const char *text, drv_diag *d)
 {
     json_error_t je;
-    json_t *root = json_loads(text, 0, &je);
+    /* A key twice in an object is refused: jansson would keep the last, silently. */
+    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
     if (!root)
         return drv_fail(d, je.line < 0 ? DRV_ENOMEM : DRV_EPARSE, "%s:%d:%d: JSON: %s", file,
                         je.line, je.column, je.text);

@@ -12,12 +12,15 @@
 #ifndef DROVER_TRACE_READ_H
 #define DROVER_TRACE_READ_H
 
+#include "drover/strtab.h"
 #include "drover/trace.h"
 
 /* Fields a row may have (Helios: 12, PAI tables: at most 10, a mapped CSV: any up to this). */
 #define TRACE_MAX_FIELDS 64
 /* GPUs a trace job may use: as the pollux, philly and tiresias readers (64 workers x 2). */
 #define TRACE_MAX_GPUS 128
+/* The longest run time of a trace job, seconds (31 years), in every format. */
+#define TRACE_MAX_DURATION 1e9
 
 /* One line split into fields (pointers into the line, which is modified). */
 typedef struct trace_row {
@@ -34,24 +37,40 @@ typedef struct trace_row {
 void trace_split(trace_row *r, char *s, char sep);
 /* "file:line:col: field: expected EXPECTED, found 'value'" for field k (DRV_EPARSE). */
 int trace_bad(const trace_row *r, int k, const char *field, const char *expected);
-/* Field k as a number in [lo, hi] (whole: an integer). */
+/* 0 when name (field k's, or one made from it) is a job name (drv_name_ok, at most 63 bytes),
+ * else DRV_EPARSE "file:line:col: field: expected a name of ..., found '...'". */
+int trace_name(const trace_row *r, int k, const char *field, const char *name);
+/* Field k as a decimal number (drv_parse_decimal: no hex, space, inf) in [lo, hi] (whole: an
+ * integer). */
 int trace_num(const trace_row *r, int k, const char *field, double lo, double hi, bool whole,
               double *out);
-/* Field k as a time: seconds (a number) or "YYYY-MM-DD HH:MM:SS" (UTC) as seconds since the
- * epoch. */
+/* Field k as a time: seconds (a decimal number in [0, 1e11]) or "YYYY-MM-DD HH:MM:SS" (UTC,
+ * drv_time_parse_utc) as seconds since the epoch. */
 int trace_time(const trace_row *r, int k, const char *field, double *out);
 /* The same on a string; -1 when it is neither. */
 int trace_time_str(const char *s, double *out);
-/* Days since 1970-01-01 of a civil date (proleptic Gregorian). */
-int64_t trace_days_from_civil(int64_t y, int64_t m, int64_t d);
+/* The largest trace read whole (drv_trace_load and the formats it hands over): 1 GiB, above
+ * Helios' largest cluster_log (about 200 MB) and Philly's cluster_job_log. Larger traces are
+ * streamed (--stream), read a line at a time up to TRACE_MAX_STREAM_BYTES. */
+#define TRACE_MAX_BYTES (1ULL << 30)
+#define TRACE_MAX_STREAM_BYTES (64ULL << 30)
+/* Reads the trace at path whole (drv_file_read_max with TRACE_MAX_BYTES). */
+int trace_read_file(const char *path, char **text, drv_diag *d);
+/* "WHERE: job 'NAME' is in the trace twice" (DRV_EPARSE) when names has name already, else
+ * adds it; DRV_ENOMEM. Job names key the results: every reader refuses a repeated one. */
+int trace_name_once(drv_strtab *names, const char *name, const char *where, drv_diag *d);
 
 /* What a reader found about one job. */
+/* A trace_job's names are longer than a job's (63, 31, 31 bytes): a reader copies a field
+ * cut to TRACE_NAME_CAP - 1 bytes, and the sink refuses any name longer than the job's, so a
+ * long name is refused, never cut into another job's name. */
+#define TRACE_NAME_CAP 256
 typedef struct trace_job {
-    char name[64];   /* "" : <format>-<row> */
-    char user[32];   /* "" : trace */
-    char queue[32];  /* "" : default */
-    double submit;   /* seconds, any origin (the sink moves the first to 0) */
-    int32_t gpus;    /* GPUs (one worker pod each); <= 0: not a GPU job, dropped */
+    char name[TRACE_NAME_CAP];  /* "" : <format>-<row> */
+    char user[TRACE_NAME_CAP];  /* "" : trace */
+    char queue[TRACE_NAME_CAP]; /* "" : default */
+    double submit;              /* seconds, any origin (the sink moves the first to 0) */
+    int32_t gpus;               /* GPUs (one worker pod each); <= 0: not a GPU job, dropped */
     double duration; /* seconds run when packed on the fewest nodes; used when steps is 0 */
     double steps;    /* global steps to run (Gavel), or 0 */
     double batch;    /* total batch, or 0: the model's initial batch x GPUs */
@@ -66,6 +85,9 @@ typedef struct trace_sink {
     const drv_catalogue *cat;
     const char *format; /* for default job names */
     drv_workload w;     /* jobs so far (owned) */
+    drv_strtab *names;  /* their names, to refuse one twice (owned; NULL before the first) */
+    bool names_known;   /* names were checked by an earlier pass (a streamed trace's second):
+                           no table, so a streamed run holds no name per job */
     int64_t row;        /* jobs offered so far: the seed of their choices */
     int32_t skipped, dropped;
     double t0; /* earliest submission */
@@ -95,7 +117,7 @@ typedef struct trace_csv_map {
                            not this header; NULL: the first line is the header */
     const char *name, *user, *queue, *submit, *start, *end, *duration, *gpus, *model, *batch,
         *steps;
-    const char *name2;              /* a column appended to the name after '/' (PAI: task_name) */
+    const char *name2;              /* a column appended to the name after '.' (PAI: task_name) */
     const char *gpus_times;         /* a column multiplying gpus (PAI: inst_num), or NULL */
     double gpu_unit;                /* gpus column counts 1/gpu_unit of a GPU (PAI: 100), 0 = 1 */
     int32_t gpus_fixed;             /* GPUs of every job when gpus is NULL (PAI job table: 1) */
@@ -145,7 +167,5 @@ int trace_ext_format_of(const drv_trace_opts *o, const char *text);
 int trace_ext_parse(drv_workload *w, const char *file, char *text, const drv_catalogue *cat,
                     const drv_trace_opts *o, int fmt, const char *columns, int32_t *skipped,
                     drv_diag *d);
-/* Reads a whole file into *text (NUL-terminated, the caller frees it with drv_free). */
-int trace_read_file(const char *path, char **text, drv_diag *d);
 
 #endif

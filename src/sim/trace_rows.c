@@ -12,7 +12,10 @@
  */
 #include "trace_read.h"
 
-#include <errno.h>
+#include "drover/clock.h"
+#include "drover/file.h"
+#include "drover/text.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,18 +47,26 @@ void trace_split(trace_row *r, char *s, char sep)
 
 int trace_bad(const trace_row *r, int k, const char *field, const char *expected)
 {
-    return drv_fail(r->d, DRV_EPARSE, "%s:%d:%d: %s: expected %s, found '%.60s'", r->file, r->line,
-                    r->col[k], field, expected, r->f[k]);
+    char shown[300];
+    return drv_fail(r->d, DRV_EPARSE, "%s:%d:%d: %s: expected %s, found '%s'", r->file, r->line,
+                    r->col[k], field, expected, drv_text_shown(shown, sizeof shown, r->f[k]));
+}
+
+int trace_name(const trace_row *r, int k, const char *field, const char *name)
+{
+    if (drv_name_ok(name, DRV_JOB_NAME_MAX))
+        return 0;
+    char where[600];
+    snprintf(where, sizeof where, "%s:%d:%d: %s", r->file, r->line, r->col[k], field);
+    drv_name_fail(r->d, where, name, DRV_JOB_NAME_MAX);
+    return DRV_EPARSE;
 }
 
 int trace_num(const trace_row *r, int k, const char *field, double lo, double hi, bool whole,
               double *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(r->f[k], &end);
-    if (errno || end == r->f[k] || *end || !isfinite(v) || v < lo || v > hi ||
-        (whole && v != floor(v))) {
+    double v;
+    if (drv_parse_decimal(r->f[k], &v) != 0 || v < lo || v > hi || (whole && v != floor(v))) {
         char what[96];
         snprintf(what, sizeof what, "%s in [%g, %g]", whole ? "a whole number" : "a number", lo,
                  hi);
@@ -65,29 +76,12 @@ int trace_num(const trace_row *r, int k, const char *field, double lo, double hi
     return 0;
 }
 
-int64_t trace_days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400; /* H. Hinnant's algorithm */
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
 int trace_time_str(const char *s, double *out)
 {
-    int y, mo, dd, h, mi, sec, n = 0;
-    if (sscanf(s, "%4d-%2d-%2d %2d:%2d:%2d%n", &y, &mo, &dd, &h, &mi, &sec, &n) == 6 && !s[n] &&
-        mo >= 1 && mo <= 12 && dd >= 1 && dd <= 31 && h <= 23 && mi <= 59 && sec <= 60 && h >= 0 &&
-        mi >= 0 && sec >= 0) {
-        *out = (double)trace_days_from_civil(y, mo, dd) * 86400.0 + h * 3600.0 + mi * 60.0 + sec;
+    double v;
+    if (drv_time_parse_utc(s, out) == 0)
         return 0;
-    }
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 1e11)
+    if (drv_parse_decimal(s, &v) != 0 || v < 0 || v > 1e11)
         return -1;
     *out = v;
     return 0;
@@ -102,34 +96,18 @@ int trace_time(const trace_row *r, int k, const char *field, double *out)
 
 int trace_read_file(const char *path, char **text, drv_diag *d)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return drv_fail(d, DRV_EIO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = drv_malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1)
-            break;
-        char *nb = drv_realloc(buf, cap * 2);
-        if (!nb) {
-            drv_free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    bool err = ferror(f) != 0;
-    fclose(f);
-    if (!buf)
-        return drv_fail(d, DRV_ENOMEM, "%s: out of memory", path);
-    if (err) {
-        drv_free(buf);
-        return drv_fail(d, DRV_EIO, "%s: read error", path);
-    }
-    buf[n] = 0;
-    *text = buf;
+    return drv_file_read_max(path, TRACE_MAX_BYTES, "a trace read whole (larger ones: --stream)",
+                             text, NULL, d);
+}
+
+int trace_name_once(drv_strtab *names, const char *name, const char *where, drv_diag *d)
+{
+    int32_t before = drv_strtab_count(names);
+    int32_t id = drv_strtab_intern(names, name);
+    if (id < 0)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    if (id < before)
+        return drv_fail(d, DRV_EPARSE, "%s: job '%s' is in the trace twice", where, name);
     return 0;
 }
 
@@ -154,6 +132,8 @@ void trace_sink_init(trace_sink *s, const drv_trace_opts *o, const drv_catalogue
 void trace_sink_fini(trace_sink *s)
 {
     drv_workload_fini(&s->w);
+    drv_strtab_free(s->names);
+    s->names = NULL;
 }
 
 /* Packs g GPUs onto nodes of per GPUs: {per, per, ..., rest}. Returns the node count. */
@@ -167,6 +147,15 @@ static int32_t packed(int32_t g, int32_t per, int32_t *gpn, int32_t cap)
         g -= gpn[n++];
     }
     return n;
+}
+
+/* A name checked to fit (names_ok) into dst. */
+static void copy_name(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    n = n < cap ? n : cap - 1;
+    memcpy(dst, src, n);
+    dst[n] = 0;
 }
 
 /* Fills j from tj (checked by the caller); 0, or DRV_EPARSE when the model cannot time it. */
@@ -194,11 +183,11 @@ static int build(trace_sink *s, int64_t row, const trace_job *tj, drv_jobspec *j
                         where);
     memset(j, 0, sizeof *j);
     if (tj->name[0])
-        snprintf(j->name, sizeof j->name, "%s", tj->name);
+        copy_name(j->name, sizeof j->name, tj->name);
     else
         snprintf(j->name, sizeof j->name, "%s-%lld", s->format, (long long)row);
-    snprintf(j->user, sizeof j->user, "%s", tj->user[0] ? tj->user : "trace");
-    snprintf(j->queue, sizeof j->queue, "%s", tj->queue[0] ? tj->queue : "default");
+    copy_name(j->user, sizeof j->user, tj->user[0] ? tj->user : "trace");
+    copy_name(j->queue, sizeof j->queue, tj->queue[0] ? tj->queue : "default");
     j->submit = tj->submit;
     int32_t fam = drv_catalogue_find(s->cat, a->name);
     j->model = fam >= 0 ? fam : 0;
@@ -221,6 +210,45 @@ int trace_sink_bad(trace_sink *s, int rc, drv_diag *d)
     return 0;
 }
 
+/* The names a reader found (those left empty take defaults) follow the name rule (text.h) and
+ * fit a job's fields; 0 or DRV_EPARSE (a malformed row) naming the field. */
+static int names_ok(const trace_job *tj, const char *where, drv_diag *d)
+{
+    const struct {
+        const char *field, *value;
+        size_t max;
+    } v[] = {{"name", tj->name, DRV_JOB_NAME_MAX},
+             {"user", tj->user, DRV_USER_NAME_MAX},
+             {"queue", tj->queue, DRV_QUEUE_NAME_MAX}};
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
+        if (v[k].value[0] && !drv_name_ok(v[k].value, v[k].max)) {
+            char at[700];
+            snprintf(at, sizeof at, "%s: %s", where, v[k].field);
+            drv_name_fail(d, at, v[k].value, v[k].max);
+            return DRV_EPARSE;
+        }
+    return 0;
+}
+
+/* What a row must say of its job beyond its fields' syntax; 0 or DRV_EPARSE. */
+static int job_ok(const trace_job *tj, const char *where, drv_diag *d)
+{
+    if (tj->gpus > TRACE_MAX_GPUS)
+        return drv_fail(d, DRV_EPARSE, "%s: gpus: expected at most %d GPUs, found %d", where,
+                        TRACE_MAX_GPUS, tj->gpus);
+    if (!(tj->submit >= 0 && tj->submit < 1e11))
+        return drv_fail(d, DRV_EPARSE, "%s: submit: expected a time in [0, 1e11] s, found %g",
+                        where, tj->submit);
+    /* A run time is whole seconds in every published trace: a fraction of one (1e-300) is no
+     * run time, and a step budget of one step would hide it. */
+    if (tj->steps <= 0 && !(tj->duration >= 1 && tj->duration <= TRACE_MAX_DURATION))
+        return drv_fail(d, DRV_EPARSE,
+                        "%s: duration: expected a run time of 0 s (the row is left out) or in "
+                        "[1, %g] s, found %g",
+                        where, TRACE_MAX_DURATION, tj->duration);
+    return names_ok(tj, where, d);
+}
+
 int trace_sink_add(trace_sink *s, const trace_job *tj, const char *where, drv_diag *d)
 {
     int64_t row = s->row++; /* counts dropped and skipped rows too: choices stay put */
@@ -228,17 +256,18 @@ int trace_sink_add(trace_sink *s, const trace_job *tj, const char *where, drv_di
         s->dropped++;
         return 0;
     }
-    int rc = 0;
-    if (tj->gpus > TRACE_MAX_GPUS)
-        rc = drv_fail(d, DRV_EPARSE, "%s: gpus: expected at most %d GPUs, found %d", where,
-                      TRACE_MAX_GPUS, tj->gpus);
-    else if (!(tj->submit >= 0 && tj->submit < 1e11))
-        rc = drv_fail(d, DRV_EPARSE, "%s: submit: expected a time in [0, 1e11] s, found %g", where,
-                      tj->submit);
-    else if (drv_grow(&s->w.jobs, sizeof *s->w.jobs, &s->w.cap, s->w.n + 1) != 0)
+    if (!s->names_known && !s->names && !(s->names = drv_strtab_new()))
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    int rc = job_ok(tj, where, d);
+    if (!rc && drv_grow(&s->w.jobs, sizeof *s->w.jobs, &s->w.cap, s->w.n + 1) != 0)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     if (!rc)
         rc = build(s, row, tj, &s->w.jobs[s->w.n], where, d);
+    if (!rc && s->names) {
+        char at[700];
+        snprintf(at, sizeof at, "%s: name", where);
+        rc = trace_name_once(s->names, s->w.jobs[s->w.n].name, at, d);
+    }
     if (rc)
         return trace_sink_bad(s, rc, d);
     s->t0 = fmin(s->t0, tj->submit);
@@ -258,6 +287,8 @@ void trace_sink_finish(trace_sink *s, drv_workload *w, int32_t *skipped, const c
     drv_workload_fini(w);
     *w = s->w;
     memset(&s->w, 0, sizeof s->w);
+    drv_strtab_free(s->names); /* (the fuzzer found it left behind) */
+    s->names = NULL;
     if (skipped)
         *skipped = s->skipped;
 }

@@ -137,20 +137,6 @@ static int read_resources(const drv_conf_doc *doc, drv_conf *m, const char *pref
     return 0;
 }
 
-static int copy_name(const drv_conf_doc *doc, drv_conf *c, const char *path, char *dst, size_t cap,
-                     drv_diag *d)
-{
-    const char *s;
-    int rc = drv_conf_str(doc, c, path, &s, d);
-    if (rc)
-        return rc;
-    if (!*s || strlen(s) >= cap)
-        return drv_fail(d, DRV_EINVAL, "%s:%d: %s: expected 1 to %zu characters", doc->file,
-                        c->line, path, cap - 1);
-    snprintf(dst, cap, "%s", s);
-    return 0;
-}
-
 /* The optional network and timing maps of a cluster file into c. */
 static int read_network_timing(const drv_conf_doc *docp, drv_cluster_spec *cp, drv_diag *d)
 {
@@ -226,7 +212,7 @@ int drv_cluster_load(drv_cluster_spec *out, const char *path, drv_diag *d)
             rc = drv_fail(d, DRV_EINVAL, "%s:%d: %s: missing", path, n->line, p);
             goto out;
         }
-        if ((rc = copy_name(&doc, f, p, name, sizeof name, d)) != 0)
+        if ((rc = drv_conf_name(&doc, f, p, name, sizeof name, d)) != 0)
             goto out;
         snprintf(p, sizeof p, "nodes[%d].count", i);
         OPT(drv_conf_int, n, "count", p, 1, MAX_NODES, &count, d);
@@ -240,12 +226,12 @@ int drv_cluster_load(drv_cluster_spec *out, const char *path, drv_diag *d)
         }
         if ((f = drv_conf_get(n, "zone"))) {
             snprintf(p, sizeof p, "nodes[%d].zone", i);
-            if ((rc = copy_name(&doc, f, p, zone, sizeof zone, d)) != 0)
+            if ((rc = drv_conf_name(&doc, f, p, zone, sizeof zone, d)) != 0)
                 goto out;
         }
         if ((f = drv_conf_get(n, "rack"))) {
             snprintf(p, sizeof p, "nodes[%d].rack", i);
-            if ((rc = copy_name(&doc, f, p, rack, sizeof rack, d)) != 0)
+            if ((rc = drv_conf_name(&doc, f, p, rack, sizeof rack, d)) != 0)
                 goto out;
         }
         snprintf(p, sizeof p, "nodes[%d]", i);
@@ -412,7 +398,7 @@ static int read_names(const drv_conf_doc *docp, const char *file, drv_conf *jn, 
     snprintf(p, sizeof p, "jobs[%d].name", i);
     if (!(f = drv_conf_get(jn, "name")))
         return drv_fail(d, DRV_EINVAL, "%s:%d: %s: missing", file, jn->line, p);
-    if ((rc = copy_name(&doc, f, p, j->name, sizeof j->name, d)) != 0)
+    if ((rc = drv_conf_name(&doc, f, p, j->name, sizeof j->name, d)) != 0)
         return rc;
     if ((rc = name_seen(names, j->name)) != 0)
         return rc < 0 ? drv_fail(d, rc, "%s: out of memory", file)
@@ -423,12 +409,12 @@ static int read_names(const drv_conf_doc *docp, const char *file, drv_conf *jn, 
     snprintf(j->queue, sizeof j->queue, "default");
     if ((f = drv_conf_get(jn, "user"))) {
         snprintf(p, sizeof p, "jobs[%d].user", i);
-        if ((rc = copy_name(&doc, f, p, j->user, sizeof j->user, d)) != 0)
+        if ((rc = drv_conf_name(&doc, f, p, j->user, sizeof j->user, d)) != 0)
             return rc;
     }
     if ((f = drv_conf_get(jn, "queue"))) {
         snprintf(p, sizeof p, "jobs[%d].queue", i);
-        if ((rc = copy_name(&doc, f, p, j->queue, sizeof j->queue, d)) != 0)
+        if ((rc = drv_conf_name(&doc, f, p, j->queue, sizeof j->queue, d)) != 0)
             return rc;
     }
     int64_t prio = 0, uprio = 1;

@@ -340,5 +340,17 @@ grep -q 'unsorted.csv:.*submit: expected rows in order of submission' "$tmp/err"
     [ ! -e "$tmp/unsorted" ]
 check stream-unsorted-message $?
 
+# An endless text file (issue 26: --cluster /dev/zero read until memory ran out): a FIFO fed
+# forever by `yes` is refused at the YAML limit, naming the file and the limit; no output.
+mkfifo "$tmp/endless.yaml"
+yes 'nodes: []' >"$tmp/endless.yaml" 2>/dev/null &
+feeder=$!
+expect_status endless-cluster 2 "$drover" sim --cluster "$tmp/endless.yaml" --out "$tmp/endless"
+grep -qF "endless.yaml: larger than 64 MiB, the most a YAML file may be" "$tmp/err" &&
+    [ ! -e "$tmp/endless" ]
+check endless-cluster-message $?
+kill "$feeder" 2>/dev/null
+wait "$feeder" 2>/dev/null
+
 echo "$pass passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -78,6 +78,44 @@ static void test_parse_refuses(void **unused)
     assert_int_equal(drv_time_parse_rfc3339("2024-02-29T23:59:60Z", &t), 0); /* leap second */
 }
 
+/* The traces' "YYYY-MM-DD HH:MM:SS" (UTC): the same calendar as RFC 3339, so the same instant;
+ * dates not in the calendar, a sign, a space or a missing digit are refused (sscanf took
+ * 2017-02-31 and an hour of -1). */
+static void test_parse_utc(void **unused)
+{
+    (void)unused;
+    double t = -1, r = -2;
+    assert_int_equal(drv_time_parse_utc("2024-03-01 12:00:05", &t), 0);
+    assert_int_equal(drv_time_parse_rfc3339("2024-03-01T12:00:05Z", &r), 0);
+    assert_true(t == r && t == 1709294405);
+    assert_int_equal(drv_time_parse_utc("2020-02-29 00:00:00", &t), 0); /* a leap day */
+    assert_true(t == 18321.0 * 86400);
+    static const char *bad[] = {"2017-02-31 00:00:00", /* no 31st in February */
+                                "2019-02-29 00:00:00", /* not a leap year */
+                                "2017-04-31 10:00:00",
+                                "2017-13-01 00:00:00",
+                                "2017-00-10 00:00:00",
+                                "2017-01-00 00:00:00",
+                                "2017-01-01 -1:00:00", /* a negative hour */
+                                "2017-01-01 24:00:00",
+                                "2017-01-01 23:60:00",
+                                "2017-01-01 1:00:00",
+                                "2017-1-01 01:00:00",
+                                " 2017-01-01 01:00:00",
+                                "2017-01-01 01:00:00 ",
+                                "2017-01-01T01:00:00",
+                                "2017-01-01 01:00:00Z",
+                                "+017-01-01 01:00:00",
+                                "2017-01-01",
+                                ""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        t = 123;
+        if (drv_time_parse_utc(bad[i], &t) != DRV_EPARSE || t != 123)
+            fail_msg("'%s' was not refused", bad[i]);
+    }
+    assert_int_equal(drv_time_parse_utc(NULL, &t), DRV_EPARSE);
+}
+
 /* Format then parse, over two centuries of pseudo-random instants with fractions. */
 static void test_round_trip(void **unused)
 {
@@ -108,9 +146,11 @@ static void test_clocks_move_forward(void **unused)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_format_known_instants), cmocka_unit_test(test_parse_known_instants),
-        cmocka_unit_test(test_parse_refuses), cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_clocks_move_forward)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_format_known_instants),
+                                       cmocka_unit_test(test_parse_known_instants),
+                                       cmocka_unit_test(test_parse_refuses),
+                                       cmocka_unit_test(test_parse_utc),
+                                       cmocka_unit_test(test_round_trip),
+                                       cmocka_unit_test(test_clocks_move_forward)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

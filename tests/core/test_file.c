@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -109,6 +111,102 @@ static void test_read_missing(void **unused)
     assert_non_null(strstr(d.msg, "missing.txt: cannot open: No such file"));
 }
 
+/* A limit per read: a file of exactly max bytes is read, one byte more is refused naming the
+ * file and the limit; /dev/zero and a FIFO written forever end (they read forever before). */
+static void test_read_bounded(void **unused)
+{
+    (void)unused;
+    enum { MAX = 100000 };
+    char *big = malloc(MAX + 1), path[600], *text = NULL;
+    assert_non_null(big);
+    memset(big, 'x', MAX + 1);
+    put("max.txt", big, MAX, path, sizeof path);
+    drv_diag d = {{0}};
+    size_t len = 0;
+    assert_int_equal(drv_file_read_max(path, MAX, "a test file", &text, &len, &d), 0);
+    assert_int_equal(len, MAX);
+    free(text);
+    text = NULL;
+    put("over.txt", big, MAX + 1, path, sizeof path);
+    free(big);
+    assert_int_equal(drv_file_read_max(path, MAX, "a test file", &text, &len, &d), DRV_ERANGE);
+    assert_null(text);
+    assert_non_null(
+        strstr(d.msg, "over.txt: larger than 100000 bytes, the most a test file may be"));
+    assert_int_equal(drv_file_read_max(path, 1 << 16, "a YAML file", &text, &len, &d), DRV_ERANGE);
+    assert_non_null(strstr(d.msg, "larger than 64 KiB, the most a YAML file may be"));
+    assert_int_equal(drv_file_read_max("/dev/zero", 1 << 30, "a YAML file", &text, &len, &d),
+                     DRV_EPARSE);
+    assert_string_equal(d.msg, "/dev/zero: byte 0: a NUL byte; expected text");
+    /* an endless text: a FIFO a child writes lines into until the reader is gone */
+    snprintf(path, sizeof path, "%s/fifo", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGPIPE, SIG_DFL);
+        FILE *w = fopen(path, "w");
+        while (w && fputs("nodes: []\n", w) >= 0)
+            ;
+        _exit(0);
+    }
+    assert_int_equal(drv_file_read_max(path, 1 << 20, "a YAML file", &text, &len, &d), DRV_ERANGE);
+    assert_non_null(strstr(d.msg, "fifo: larger than 1 MiB, the most a YAML file may be"));
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    unlink(path);
+}
+
+/* Line by line: lines (blank ones too) numbered as an editor does, the limits of a line and of
+ * the file, a NUL named by its line, and a second pass after rewinding. */
+static void test_lines(void **unused)
+{
+    (void)unused;
+    char path[600], *line;
+    drv_diag d = {{0}};
+    drv_lines r;
+    put("l.csv", "a,b\r\n\nc\nlast", 12, path, sizeof path);
+    assert_int_equal(drv_lines_open(&r, path, 100, "a test file", &d), 0);
+    const char *want[] = {"a,b", "", "c", "last"};
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < 4; i++) {
+            assert_int_equal(drv_lines_next(&r, &line, NULL, &d), 1);
+            assert_string_equal(line, want[i]);
+            assert_int_equal(r.line, i + 1);
+        }
+        assert_int_equal(drv_lines_next(&r, &line, NULL, &d), 0);
+        assert_int_equal(drv_lines_rewind(&r, &d), 0);
+    }
+    drv_lines_close(&r);
+    assert_int_equal(drv_lines_open(&r, path, 10, "a test file", &d), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(drv_lines_next(&r, &line, NULL, &d), 1);
+    assert_int_equal(drv_lines_next(&r, &line, NULL, &d), DRV_ERANGE); /* byte 11 of 12 */
+    assert_non_null(strstr(d.msg, "l.csv: larger than 10 bytes, the most a test file may be"));
+    drv_lines_close(&r);
+    put("nul.csv", "a\nb\0c\n", 6, path, sizeof path);
+    assert_int_equal(drv_lines_open(&r, path, 100, "a test file", &d), 0);
+    assert_int_equal(drv_lines_next(&r, &line, NULL, &d), 1);
+    assert_int_equal(drv_lines_next(&r, &line, NULL, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "nul.csv:2: a NUL byte; expected text"));
+    drv_lines_close(&r);
+    assert_int_equal(drv_lines_open(&r, "/dev/zero", 1ULL << 40, "a test file", &d), 0);
+    assert_int_equal(drv_lines_next(&r, &line, NULL, &d), DRV_EPARSE);
+    drv_lines_close(&r);
+    size_t n = DRV_MAX_LINE_BYTES + 1;
+    char *big = malloc(n);
+    assert_non_null(big);
+    memset(big, 'y', n);
+    put("long.csv", big, n, path, sizeof path);
+    free(big);
+    assert_int_equal(drv_lines_open(&r, path, 1ULL << 40, "a test file", &d), 0);
+    assert_int_equal(drv_lines_next(&r, &line, NULL, &d), DRV_ERANGE);
+    assert_non_null(strstr(d.msg, "long.csv:1: a line longer than 1048576 bytes"));
+    drv_lines_close(&r);
+    assert_int_equal(drv_lines_open(&r, "/nonexistent/x", 10, "a test file", &d), DRV_ENOENT);
+    drv_lines_close(&r);
+}
+
 static void test_read_failing_allocations(void **unused)
 {
     (void)unused;
@@ -197,6 +295,8 @@ int main(void)
         cmocka_unit_test(test_read_large),
         cmocka_unit_test(test_read_refuses_nul),
         cmocka_unit_test(test_read_missing),
+        cmocka_unit_test(test_read_bounded),
+        cmocka_unit_test(test_lines),
         cmocka_unit_test(test_read_failing_allocations),
         cmocka_unit_test(test_atomic_write),
         cmocka_unit_test(test_atomic_write_failures),

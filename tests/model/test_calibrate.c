@@ -250,6 +250,12 @@ static void test_bad_profile(void **unused)
     drv_diag d = {{0}};
     assert_int_equal(drv_calib_load(&c, tu_path("tests/fixtures/trace/badprof"), &d), DRV_EPARSE);
     assert_non_null(strstr(d.msg, "bert/placements.csv:3:6: step_time: expected a number"));
+    /* one number parser for every input (hex was read), and the line after a blank one named
+     * as an editor numbers it (strtok skipped the blank line: line 3 before) */
+    assert_int_equal(drv_calib_load(&c, tu_path("tests/fixtures/trace/badprof-hex"), &d),
+                     DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "bert/placements.csv:4:6: step_time: expected a number, found "
+                                  "'0x10'"));
     assert_int_equal(drv_calib_load(&c, tu_path("tests/fixtures/trace/none"), &d), DRV_EIO);
     assert_non_null(strstr(d.msg, "cannot open"));
     assert_null(c.v);

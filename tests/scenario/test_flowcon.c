@@ -82,11 +82,47 @@ static void test_new_job_joins_converged_one(void **unused)
     drv_cluster_fini(&c);
 }
 
+/*
+ * Partly placed jobs under pod-by-pod admission (issue 26): on one node of 8 CPUs, two jobs of
+ * a 2-CPU PS and two 3-CPU workers (each fits alone, exactly) get both PS pods and one worker
+ * between them, and neither can ever start - the deadlock kube-scheduler's baseline has
+ * (docs/policies.md). No job runs, so FlowCon can decide
+ * nothing more: the run must end after a handful of cycles, as it does without FlowCon. It
+ * used to run a cycle every period to the 90-day horizon (777,600 of them; 55 s for 100 jobs
+ * submitted at once), because the plugin never said when it could next decide (drv_plugin.wake).
+ */
+static void test_stuck_queue_is_not_cycled(void **unused)
+{
+    (void)unused;
+    drv_jobspec v[2] = {job("a", "lenet", 0, 1, 2, 2, 2, 3000, 3000, 1e6),
+                        job("b", "lenet", 0, 1, 2, 2, 2, 3000, 3000, 1e6)};
+    drv_workload w = {.jobs = v, .n = 2, .cap = 2};
+    static const char *const lines[] = {
+        "gang=false period=10 admit=pod-by-pod score=flowcon*2,least-allocated "
+        "reallocate=flowcon",
+        "gang=false period=10 admit=pod-by-pod score=least-allocated"};
+    for (int k = 0; k < 2; k++) {
+        drv_cluster_spec c = {0};
+        drv_sim *s = start(&c, &w, 1, 8000, lines[k]);
+        finish(s);
+        drv_summary sum;
+        drv_sim_summary(s, &sum);
+        assert_int_equal(sum.done, 0);
+        assert_true(sum.stuck_cpu > 0.8); /* two PS pods and a worker: 7 of the 8 CPUs */
+        if (sum.cycles > 10)
+            fail_msg("%s: %lld cycles on a queue that cannot move", lines[k],
+                     (long long)sum.cycles);
+        drv_sim_free(s);
+        drv_cluster_fini(&c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cpu_moves_to_growing_job),
         cmocka_unit_test(test_new_job_joins_converged_one),
+        cmocka_unit_test(test_stuck_queue_is_not_cycled),
     };
     return cmocka_run_group_tests(tests, tu_catalogue_setup, tu_catalogue_teardown);
 }

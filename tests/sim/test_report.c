@@ -372,10 +372,12 @@ static bool exists(const char *path)
 }
 
 /*
- * Names are data, never code: a policy (from a profiles file) and a node whose names would close
- * gnuplot's quoted title and call system(), and markup, reach the plots and the page as text.
- * Nothing named PWNED may appear (gnuplot runs in the current directory), and the page shows
- * the names escaped.
+ * Names are data, never code. A policy (from a profiles file) and a node whose names would close
+ * gnuplot's quoted title and call system(), with markup, cannot come from any input any more
+ * (the name rule: text.h): the report reader refuses both, naming file and line. Behind that
+ * rule the plots and the page still treat names as text: the same names put into the loaded
+ * data reach them escaped, and nothing named PWNED appears (gnuplot runs in the current
+ * directory).
  */
 static void test_hostile_names(void **unused)
 {
@@ -396,20 +398,32 @@ static void test_hostile_names(void **unused)
     assert_int_equal(drv_sim_run(s, &d), 0);
     drv_summary sum;
     drv_sim_summary(s, &sum);
+    drv_sim_free(s);
+    assert_int_equal(drv_report_summary_files(dir, &sum, 1, NULL, &d), 0);
+    drv_report_data r;
+    assert_int_equal(drv_report_load(&r, dir, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "summary.json:2: policy #1: \"policy\": expected a name"));
+
+    /* the same run under a plain name loads; a hostile node name in its placements does not */
+    snprintf(p.name, sizeof p.name, "plain");
+    assert_int_equal(drv_sim_new(&sc.cluster, &sc.wl, &sc.cat, &p, &cfg, &s, &d), 0);
+    assert_int_equal(drv_sim_run(s, &d), 0);
+    drv_sim_summary(s, &sum);
     assert_int_equal(drv_report_run_files(dir, s, NULL, &d), 0);
     drv_sim_free(s);
     assert_int_equal(drv_report_summary_files(dir, &sum, 1, NULL, &d), 0);
-    char name[256];
-    snprintf(name, sizeof name, "placements-%s.csv", evil);
-    replace_in(name, "node-0,", "n'.system('touch PWNED-node').',");
-
-    drv_report_data r;
+    replace_in("placements-plain.csv", "node-0,", "n'.system('touch PWNED-node').',");
+    assert_int_equal(drv_report_load(&r, dir, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "placements-plain.csv:"));
+    assert_non_null(strstr(d.msg, ": node: expected a name of 1 to 63 letters"));
+    replace_in("placements-plain.csv", "n'.system('touch PWNED-node').',", "node-0,");
     assert_int_equal(drv_report_load(&r, dir, &d), 0);
-    assert_string_equal(r.sum[0].policy, evil);
-    bool found = false;
-    for (int32_t k = 0; k < r.runs[0].nnodes; k++)
-        found |= strcmp(r.runs[0].nodes[k], evil_node) == 0;
-    assert_true(found);
+
+    /* behind the rule: the names as data reach the plots and the page escaped */
+    snprintf(r.sum[0].policy, sizeof r.sum[0].policy, "%s", evil);
+    drv_free(r.runs[0].nodes[0]);
+    r.runs[0].nodes[0] = drv_strdup(evil_node);
+    assert_non_null(r.runs[0].nodes[0]);
     int rc = drv_plot_render(dir, &r, &d);
     assert_true(rc == 0 || rc == DRV_ENOENT); /* DRV_ENOENT: no gnuplot here */
     assert_int_equal(drv_report_html(dir, &r, rc == 0, &d), 0);
@@ -426,11 +440,12 @@ static void test_hostile_names(void **unused)
     scenario_fini(&sc);
 }
 
-/* A policy name that would leave the directory or break a line is refused, naming the file. */
+/* A policy name that breaks the name rule (it names files: jobs-<policy>.csv) is refused,
+ * naming the file and the record. */
 static void test_policy_name_refused(void **unused)
 {
     (void)unused;
-    static const char *const bad[] = {"../x", "a\\nb", ".hidden", ""};
+    static const char *const bad[] = {"../x", "a\\nb", "a,b", "x'y", "a b", ""};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[512];
         snprintf(text, sizeof text, "[\n  {\"policy\": \"%s\"}\n]\n", bad[i]);
@@ -438,7 +453,8 @@ static void test_policy_name_refused(void **unused)
         drv_report_data r;
         drv_diag d = {{0}};
         assert_int_equal(drv_report_load(&r, dir, &d), DRV_EPARSE);
-        if (!strstr(d.msg, "summary.json:2: policy #1: \"policy\": expected a policy name"))
+        if (!strstr(d.msg, "summary.json:2: policy #1: \"policy\": expected a name of 1 to 63 "
+                           "letters, digits, '-', '_' or '.'"))
             fail_msg("policy '%s': got '%s'", bad[i], d.msg);
     }
 }
@@ -489,6 +505,33 @@ static void test_timeline_count_range(void **unused)
     assert_int_equal(drv_report_load(&r, dir, &d), 0);
     assert_int_equal(r.runs[0].ticks[0].pending, 2147483647);
     drv_report_data_fini(&r);
+}
+
+/* A timeline is a step function in time: a row earlier than the row above is refused with
+ * file:line (gnuplot failed on it after the page was written); equal times are fine. So is a
+ * placement that ends before it starts. */
+static void test_time_goes_forward(void **unused)
+{
+    (void)unused;
+    char path[512];
+    snprintf(path, sizeof path, "%s/placements-p.csv", dir);
+    remove(path);
+    put_minimal("0,0,0,0,0,1,0\n5,0,0,0,0,1,0\n5,0,0,0,0,0,1\n4.5,0,0,0,0,0,0\n");
+    drv_report_data r;
+    drv_diag d = {{0}};
+    assert_int_equal(drv_report_load(&r, dir, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "timeline-p.csv:5: t_s: expected a time not before the row "
+                                  "above (5), found '4.5'"));
+    put_minimal("0,0,0,0,0,1,0\n5,0,0,0,0,1,0\n5,0,0,0,0,0,1\n");
+    assert_int_equal(drv_report_load(&r, dir, &d), 0);
+    assert_int_equal(r.runs[0].nticks, 3);
+    drv_report_data_fini(&r);
+    put("placements-p.csv", "job,pod,node,start_s,end_s\nj0,worker0,node-0,10,\n"
+                            "j0,worker0,node-0,10,9\n");
+    assert_int_equal(drv_report_load(&r, dir, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "placements-p.csv:3: end_s: expected a time not before "
+                                  "start_s (10), found '9'"));
+    remove(path);
 }
 
 /*
@@ -749,6 +792,7 @@ int main(void)
         cmocka_unit_test(test_bad_summary),
         cmocka_unit_test(test_hostile_names),
         cmocka_unit_test(test_policy_name_refused),
+        cmocka_unit_test(test_time_goes_forward),
         cmocka_unit_test(test_timeline_count_range),
         cmocka_unit_test(test_many_nodes),
         cmocka_unit_test(test_provenance),

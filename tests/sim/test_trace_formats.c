@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "drover/trace.h"
@@ -105,7 +106,7 @@ static void test_helios_bad_rows(void **unused)
     assert_int_equal(
         drv_trace_load(&w, tu_path("tests/fixtures/trace/helios-bad.csv"), &tu_cat, &o, NULL, &d),
         DRV_EPARSE);
-    assert_non_null(strstr(d.msg, "helios-bad.csv:3:17: gpu_num: expected a number"));
+    assert_non_null(strstr(d.msg, "helios-bad.csv:3:17: gpu_num: expected a whole number"));
     assert_non_null(strstr(d.msg, "found 'four'"));
     assert_int_equal(w.n, 0);
     o = opts("helios", true);
@@ -129,15 +130,15 @@ static void test_pai_task(void **unused)
         drv_trace_load(&w, tu_path("tests/fixtures/trace/pai-task.csv"), &tu_cat, &o, NULL, &d), 0);
     /* left out: a ps task without GPUs, a Running task, a task that ran 0 s */
     assert_int_equal(w.n, 3);
-    assert_string_equal(w.jobs[0].name, "a1f0c2/worker");
+    assert_string_equal(w.jobs[0].name, "a1f0c2.worker");
     assert_true(w.jobs[0].submit == 0);
     assert_duration_job(&w.jobs[0], 1, 3600);
     /* 4 instances x 200 % of a GPU */
-    assert_string_equal(w.jobs[1].name, "b7e913/worker");
+    assert_string_equal(w.jobs[1].name, "b7e913.worker");
     assert_true(w.jobs[1].submit == 500);
     assert_duration_job(&w.jobs[1], 8, 7600);
     /* 25 % of a GPU still takes one */
-    assert_string_equal(w.jobs[2].name, "d9a6b0/worker");
+    assert_string_equal(w.jobs[2].name, "d9a6b0.worker");
     assert_true(w.jobs[2].submit == 1500);
     assert_duration_job(&w.jobs[2], 1, 60);
     /* the published tables have no header: the format is named, the same jobs result */
@@ -308,6 +309,162 @@ static void test_format_names(void **unused)
     drv_workload_fini(&b);
 }
 
+/* ---- one number, date and name rule for every reader (issue 26) ----------------------------- */
+
+#define HELIOS_H                                                                                   \
+    "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,"      \
+    "queue\n"
+#define HELIOS_ROW(id, user, gpus, submit)                                                         \
+    id "," user ",vc1," gpus ",16,1,COMPLETED," submit ",2020-06-09 18:41:27,2020-06-09 "          \
+       "18:45:36,249,0\n"
+#define GOOD_T "2020-06-09 18:41:27"
+#define PAI_H                                                                                      \
+    "job_name,task_name,inst_num,status,start_time,end_time,plan_cpu,plan_mem,plan_gpu,gpu_type\n"
+#define LONG62 "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn"
+#define GAVEL_ROW "ResNet-18 (batch size 32)\tcd x\t-step\t1\t100\t0.0\t1\n"
+
+/* A trace the readers must refuse: its format (or --trace-columns mapping), its text, and what
+ * the message must hold. Each was accepted (or named the wrong line) before. */
+typedef struct refusal {
+    const char *format, *columns, *text, *want;
+} refusal;
+
+static const refusal refusals[] = {
+    /* numbers: decimal only, as docs/data.md says (strtod took these) */
+    {"auto", NULL, HELIOS_H HELIOS_ROW("1", "u1", "0x10", GOOD_T),
+     "t.csv:2:10: gpu_num: expected a whole number in [0, 1e+07], found '0x10'"},
+    {"auto", NULL, HELIOS_H HELIOS_ROW("1", "u1", " 2", GOOD_T),
+     "gpu_num: expected a whole "
+     "number in [0, 1e+07], found ' 2'"},
+    {"auto", NULL, PAI_H "a1,worker,0x2,Terminated,1000,4600,600,29.3,100,V100\n",
+     "t.csv:2:11: inst_num: expected a whole number in [0, 1e+06], found '0x2'"},
+    {"columns", "name=id,submit=t,gpus=g,duration=d", "id,t,g,d\na,0x10,1,10\n",
+     "t.csv:2:3: t: expected a time: seconds in [0, 1e11] or YYYY-MM-DD HH:MM:SS, found '0x10'"},
+    {"columns", "name=id,submit=t,gpus=g,duration=d", "id,t,g,d\na,0,1.5,10\n",
+     "t.csv:2:5: g: expected a whole number in [0, 1e+07], found '1.5'"},
+    /* a run time that is not one: 0 leaves the row out, (0, 1) s is malformed */
+    {"columns", "name=id,submit=t,gpus=g,duration=d", "id,t,g,d\na,0,1,1e-300\n",
+     "t.csv:2: duration: expected a run time of 0 s (the row is left out) or in [1, 1e+09] s, "
+     "found 1e-300"},
+    /* dates: the calendar's (sscanf took February 31st and an hour of -1) */
+    {"auto", NULL, HELIOS_H HELIOS_ROW("1", "u1", "4", "2017-02-31 00:00:00"),
+     "t.csv:2:27: submit_time: expected a time: seconds in [0, 1e11] or YYYY-MM-DD HH:MM:SS, "
+     "found '2017-02-31 00:00:00'"},
+    {"auto", NULL, HELIOS_H HELIOS_ROW("1", "u1", "4", "2020-06-09 -1:41:27"),
+     "found '2020-06-09 -1:41:27'"},
+    {"philly", NULL,
+     "timestamp,duration,num_gpus,gpu_time,cluster\n2017-02-31 00:00:00,100,1,100,c\n",
+     "t.csv:2:1: timestamp: expected a time as YYYY-MM-DD HH:MM:SS, found '2017-02-31 "
+     "00:00:00'"},
+    {"philly", NULL,
+     "timestamp,duration,num_gpus,gpu_time,cluster\n2017-01-01 -1:00:00,100,1,100,c\n",
+     "t.csv:2:1: timestamp: expected a time as YYYY-MM-DD HH:MM:SS"},
+    {"philly-log", NULL,
+     "[{\"jobid\": \"j1\", \"submitted_time\": \"2017-02-29 00:00:00\", \"attempts\": []}]",
+     "t.csv: job 0 (j1): submitted_time: expected a time as YYYY-MM-DD HH:MM:SS, found "
+     "'2017-02-29 00:00:00'"},
+    /* a job name twice, in every format (only pollux, philly and tiresias refused it) */
+    {"auto", NULL, HELIOS_H HELIOS_ROW("1", "u1", "4", GOOD_T) HELIOS_ROW("1", "u1", "4", GOOD_T),
+     "t.csv:3: name: job '1' is in the trace twice"},
+    {"columns", "name=id,submit=t,gpus=g,duration=d", "id,t,g,d\na,0,1,10\na,5,1,10\n",
+     "t.csv:3: name: job 'a' is in the trace twice"},
+    {"philly-log", NULL,
+     "[{\"jobid\": \"j1\", \"submitted_time\": \"2017-10-07 01:00:00\", \"attempts\": [{"
+     "\"start_time\": \"2017-10-07 01:00:30\", \"end_time\": \"2017-10-07 01:01:30\", "
+     "\"detail\": [{\"gpus\": [\"gpu0\"]}]}]},\n"
+     " {\"jobid\": \"j1\", \"submitted_time\": \"2017-10-07 01:00:00\", \"attempts\": [{"
+     "\"start_time\": \"2017-10-07 01:00:30\", \"end_time\": \"2017-10-07 01:01:30\", "
+     "\"detail\": [{\"gpus\": [\"gpu0\"]}]}]}]",
+     "t.csv: job 1 (j1): name: job 'j1' is in the trace twice"},
+    {"auto", NULL,
+     PAI_H "a1,w,1,Terminated,1000,4600,600,29.3,100,V100\n"
+           "a1,w,1,Terminated,1000,4600,600,29.3,100,V100\n",
+     "t.csv:3: name: job 'a1.w' is in the trace twice"},
+    /* a name longer than a job's 63 bytes is refused, not cut (two such became one name) */
+    {"auto", NULL,
+     HELIOS_H HELIOS_ROW(LONG62 "xa", "u1", "4", GOOD_T) HELIOS_ROW(LONG62 "xb", "u1", "4", GOOD_T),
+     "t.csv:2: name: expected a name of 1 to 63 letters, digits, '-', '_' or '.', found '" LONG62
+     "xa'"},
+    /* names that would break a CSV cell or a file name */
+    {"auto", NULL, HELIOS_H HELIOS_ROW("1", "u\"1", "4", GOOD_T),
+     "t.csv:2: user: expected a name of 1 to 31 letters, digits, '-', '_' or '.', found 'u\"1'"},
+    {"pollux", NULL, "name,time,application,num_replicas,batch_size\nj/1,0,cifar10,1,128\n",
+     "t.csv:2:1: name: expected a name of 1 to 63 letters, digits, '-', '_' or '.', found 'j/1'"},
+    {"tiresias", NULL,
+     "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n1,1,0,10,vgg 19,100,0\n",
+     "t.csv:2:10: model_name: expected a name of 1 to 63 letters"},
+    /* a key twice in a JSON object: jansson kept the last */
+    {"philly-log", NULL,
+     "[{\"jobid\": \"j1\", \"jobid\": \"j2\", \"submitted_time\": \"2017-10-07 01:00:00\"}]",
+     "t.csv:1:"},
+    /* the line named after blank lines (strtok skipped them: two lines early here) */
+    {"columns", "name=id,submit=t,gpus=g,duration=d", "id,t,g,d\n\na,0,1,10\n\nb,1x,1,10\n",
+     "t.csv:5:3: t: expected a time"},
+    {"gavel", NULL,
+     GAVEL_ROW "\n\n"
+               "ResNet-18 (batch size 32)\tcd x\t-step\t1\tmany\t0.0\t1\n",
+     "t.csv:4:"},
+};
+
+/* Loads text as a file t.csv (through the public loaders, as a user's file goes). */
+static int load_text(const refusal *c, drv_diag *d)
+{
+    char dirp[] = "/tmp/drover-trace-XXXXXX", path[64];
+    assert_non_null(mkdtemp(dirp));
+    snprintf(path, sizeof path, "%s/t.csv", dirp);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(c->text, f);
+    fclose(f);
+    drv_workload w = {0};
+    drv_trace_opts o = opts(c->columns ? "auto" : c->format, false);
+    int rc = c->columns ? drv_trace_load_columns(&w, path, c->columns, &tu_cat, &o, NULL, d)
+                        : drv_trace_load(&w, path, &tu_cat, &o, NULL, d);
+    drv_workload_fini(&w);
+    remove(path);
+    rmdir(dirp);
+    return rc;
+}
+
+static void test_one_rule_for_every_reader(void **unused)
+{
+    (void)unused;
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
+        drv_diag d = {{0}};
+        int rc = load_text(&refusals[i], &d);
+        if (rc != DRV_EPARSE || !strstr(d.msg, refusals[i].want))
+            fail_msg("case %zu (%s): rc %d, '%s'; wanted '%s'", i, refusals[i].format, rc, d.msg,
+                     refusals[i].want);
+    }
+    /* a header longer than the reader keeps (2047 bytes) is refused, not cut */
+    static char longhead[2200];
+    memset(longhead, 'x', sizeof longhead);
+    memcpy(longhead, "id,t,g,d,", 9);
+    memcpy(longhead + 2150, "\na,0,1,10\n", 11); /* with its NUL */
+    refusal wide = {"columns", "name=id,submit=t,gpus=g,duration=d", longhead,
+                    "t.csv:1:1: header: expected at most 2047 bytes, found 2150"};
+    drv_diag dw = {{0}};
+    assert_int_equal(load_text(&wide, &dw), DRV_EPARSE);
+    if (!strstr(dw.msg, wide.want))
+        fail_msg("a long header: '%s'", dw.msg);
+    /* ... each one only because of what it holds: the same traces fixed are read */
+    drv_diag d = {{0}};
+    refusal ok = {"auto", NULL,
+                  HELIOS_H HELIOS_ROW("1", "u1", "4", "2020-02-29 23:59:59")
+                      HELIOS_ROW(LONG62 "x", "u_1.b-c", "2", GOOD_T),
+                  NULL};
+    assert_int_equal(load_text(&ok, &d), 0);
+    /* a key twice in --trace-columns */
+    drv_workload w = {0};
+    drv_trace_opts o = opts("auto", false);
+    assert_int_equal(drv_trace_load_columns(&w, tu_path("tests/fixtures/trace/mapped.csv"),
+                                            "name=id,submit=queued_at,gpus=n_gpu,duration=secs,"
+                                            "name=arch",
+                                            &tu_cat, &o, NULL, &d),
+                     DRV_EINVAL);
+    assert_non_null(strstr(d.msg, "--trace-columns: key 'name' given twice"));
+}
+
 /* Every allocation of a load may fail: it then fails cleanly and leaves w untouched. */
 static void test_failing_allocations(void **unused)
 {
@@ -346,6 +503,7 @@ int main(void)
         cmocka_unit_test(test_philly_log_bad),
         cmocka_unit_test(test_mapped_csv),
         cmocka_unit_test(test_format_names),
+        cmocka_unit_test(test_one_rule_for_every_reader),
         cmocka_unit_test(test_failing_allocations),
     };
     return cmocka_run_group_tests(tests, tu_models_setup, tu_models_teardown);

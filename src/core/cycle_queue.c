@@ -3,7 +3,7 @@
  * them (queue_order plugins), and answers the plugins' questions about that queue
  * (drv_ctx_queue_stuck, drv_ctx_queued_cannot_fit).
  *
- * The records of last cycle's queue are kept (s->order) and collected again in that order, so
+ * The records of last cycle's queue are kept (s->queue.order) and collected again in that order, so
  * a queue whose order did not change costs one pass; with a lone keyed queue_order plugin the
  * jobs are ordered by (key, submit time, id) read from the records, with no call per
  * comparison. What a record is and what it keeps is in cycle_int.h (qent, qfit).
@@ -18,8 +18,8 @@
 static qent make_qent(drv_sched *s, const drv_state *st, int32_t job)
 {
     const drv_job *j = &st->jobs[job];
-    int32_t t = s->nqfree > 0 ? s->qfree[--s->nqfree] : s->nqfit++;
-    qfit *f = &s->qfit[t];
+    int32_t t = s->queue.nfree_fit > 0 ? s->queue.free_fit[--s->queue.nfree_fit] : s->queue.nfit++;
+    qfit *f = &s->queue.fit[t];
     qfit e = {
         {INT64_MAX, INT64_MAX, INT64_MAX}, {0, 0, 0}, {0, 0, 0}, j->role[DRV_ROLE_WORKER].min >= 1};
     for (int r = 0; r < DRV_NROLES; r++) {
@@ -49,10 +49,10 @@ static qent make_qent(drv_sched *s, const drv_state *st, int32_t job)
  * or DRV_ENOMEM. */
 static int qfit_room(drv_sched *s, int32_t n)
 {
-    if (n < s->nqfit)
-        n = s->nqfit;
-    if (drv_grow(&s->qfit, sizeof *s->qfit, &s->cap_qfit, n) != 0 ||
-        drv_grow(&s->qfree, sizeof *s->qfree, &s->cap_qfree, n) != 0)
+    if (n < s->queue.nfit)
+        n = s->queue.nfit;
+    if (drv_grow(&s->queue.fit, sizeof *s->queue.fit, &s->queue.cap_fit, n) != 0 ||
+        drv_grow(&s->queue.free_fit, sizeof *s->queue.free_fit, &s->queue.cap_free_fit, n) != 0)
         return DRV_ENOMEM;
     return 0;
 }
@@ -60,14 +60,14 @@ static int qfit_room(drv_sched *s, int32_t n)
 static int queue_cmp(const drv_ctx *c, int32_t a, int32_t b)
 {
     const drv_profile *pr = c->s->prof;
-    for (int i = 0; i < c->s->nqo; i++) { /* the chain, idle plugins left out */
-        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][c->s->qo[i]].p;
+    for (int i = 0; i < c->s->queue.nchain; i++) { /* the chain, idle plugins left out */
+        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][c->s->queue.chain[i]].p;
         int r;
         if (p->queue_key) { /* keys were asked once this cycle (sort_by_plugins) */
-            double ka = c->s->qkey[i][a], kb = c->s->qkey[i][b];
+            double ka = c->s->queue.key[i][a], kb = c->s->queue.key[i][b];
             r = ka < kb ? -1 : ka > kb ? 1 : 0;
         } else {
-            r = p->queue_cmp(c, c->s->ustate[DRV_PT_QUEUE_ORDER][c->s->qo[i]], a, b);
+            r = p->queue_cmp(c, c->s->plug.ustate[DRV_PT_QUEUE_ORDER][c->s->queue.chain[i]], a, b);
         }
         if (r)
             return r;
@@ -155,16 +155,16 @@ static void natural_sort_idx(const qent *rec, int32_t *v, int32_t *tmp, int32_t 
 static void qsum_add(drv_sched *s, const qfit *f)
 {
     const int64_t v[3] = {f->least.cpu, f->least.mem, f->least.gpu};
-    int64_t *l[3] = {&s->qsum_least.cpu, &s->qsum_least.mem, &s->qsum_least.gpu};
+    int64_t *l[3] = {&s->queue.sum.least.cpu, &s->queue.sum.least.mem, &s->queue.sum.least.gpu};
     for (int d = 0; d < 3; d++) {
         if (v[d] < *l[d]) {
             *l[d] = v[d];
-            s->qsum_at[d] = 1;
+            s->queue.sum.at[d] = 1;
         } else if (v[d] == *l[d]) {
-            s->qsum_at[d]++;
+            s->queue.sum.at[d]++;
         }
     }
-    s->qsum_nopod += !f->has_pod;
+    s->queue.sum.nopod += !f->has_pod;
 }
 
 /* A record's entry taken out of the summary: a least no record holds any more stays, as a bound
@@ -172,40 +172,40 @@ static void qsum_add(drv_sched *s, const qfit *f)
 static void qsum_drop(drv_sched *s, const qfit *f)
 {
     const int64_t v[3] = {f->least.cpu, f->least.mem, f->least.gpu};
-    const int64_t l[3] = {s->qsum_least.cpu, s->qsum_least.mem, s->qsum_least.gpu};
+    const int64_t l[3] = {s->queue.sum.least.cpu, s->queue.sum.least.mem, s->queue.sum.least.gpu};
     for (int d = 0; d < 3; d++)
         if (v[d] == l[d])
-            s->qsum_at[d]--;
-    s->qsum_nopod -= !f->has_pod;
+            s->queue.sum.at[d]--;
+    s->queue.sum.nopod -= !f->has_pod;
 }
 
 /* The summary computed again over every record: O(records). */
 static void qsum_build(drv_sched *s)
 {
-    s->qsum_least = (drv_res){INT64_MAX, INT64_MAX, INT64_MAX};
-    s->qsum_at[0] = s->qsum_at[1] = s->qsum_at[2] = s->qsum_nopod = 0;
-    for (int32_t i = 0; i < s->norder; i++)
-        qsum_add(s, &s->qfit[s->order[i].fit]);
-    s->qsum_ok = true;
+    s->queue.sum.least = (drv_res){INT64_MAX, INT64_MAX, INT64_MAX};
+    s->queue.sum.at[0] = s->queue.sum.at[1] = s->queue.sum.at[2] = s->queue.sum.nopod = 0;
+    for (int32_t i = 0; i < s->queue.norder; i++)
+        qsum_add(s, &s->queue.fit[s->queue.order[i].fit]);
+    s->queue.sum.ok = true;
 }
 
 bool drv_ctx_queue_stuck(const drv_ctx *c)
 {
     drv_sched *s = c->s;
-    if (c->out->n != c->base || s->norder == 0 || c->snap->st->nqueued_bound != 0)
+    if (c->out->n != c->base || s->queue.norder == 0 || c->snap->st->nqueued_bound != 0)
         return false;
-    if (!s->qsum_ok)
+    if (!s->queue.sum.ok)
         qsum_build(s);
     /* A least that no record holds any more (its count 0) is below the true one: when it does
      * not fit, the true one does not either; when it fits, only the true one can tell. */
-    bool fits = drv_res_fits(s->qsum_least, s->maxfree);
-    if (fits && (s->qsum_at[0] == 0 || s->qsum_at[1] == 0 || s->qsum_at[2] == 0)) {
+    bool fits = drv_res_fits(s->queue.sum.least, s->assumed.maxfree);
+    if (fits && (s->queue.sum.at[0] == 0 || s->queue.sum.at[1] == 0 || s->queue.sum.at[2] == 0)) {
         qsum_build(s);
-        fits = drv_res_fits(s->qsum_least, s->maxfree);
+        fits = drv_res_fits(s->queue.sum.least, s->assumed.maxfree);
     }
     if (fits)
         return false; /* in each dimension some pod fits: no pod is shown not to fit */
-    return s->qsum_nopod == 0;
+    return s->queue.sum.nopod == 0;
 }
 
 /* Queue record r against job: -1 when it is not the cycle's record of it or pods of it were
@@ -215,22 +215,23 @@ bool drv_ctx_queue_stuck(const drv_ctx *c)
 static inline int record_fit(const drv_sched *s, const drv_state *st, const qent *r, int32_t job,
                              bool touched, bool bound)
 {
-    if (r->job != job || (touched && s->job_touch[job] == s->stamp) ||
+    if (r->job != job || (touched && s->assumed.job_touch[job] == s->stamp) ||
         (bound && (st->queued_bound.bits[job / 64] >> (job % 64)) & 1))
         return -1;
-    if (r->gpu_podmax > s->maxfree.gpu || r->gpu_floor > s->totfree.gpu)
+    if (r->gpu_podmax > s->assumed.maxfree.gpu || r->gpu_floor > s->assumed.totfree.gpu)
         return 1; /* the GPUs alone: no read of the entry */
-    const qfit *e = &s->qfit[r->fit];
-    return !drv_res_fits(e->podmax, s->maxfree) || !drv_res_fits(e->floor, s->totfree);
+    const qfit *e = &s->queue.fit[r->fit];
+    return !drv_res_fits(e->podmax, s->assumed.maxfree) ||
+           !drv_res_fits(e->floor, s->assumed.totfree);
 }
 
 bool drv_ctx_queued_cannot_fit(const drv_ctx *c, int32_t i, int32_t job)
 {
     const drv_sched *s = c->s;
     const drv_state *st = c->snap->st;
-    if (i < 0 || i >= s->norder)
+    if (i < 0 || i >= s->queue.norder)
         return false;
-    return record_fit(s, st, &s->order[i], job, s->touch_stamp == s->stamp,
+    return record_fit(s, st, &s->queue.order[i], job, s->assumed.touch_stamp == s->stamp,
                       st->nqueued_bound > 0) == 1;
 }
 
@@ -240,28 +241,28 @@ int32_t drv_ctx_queued_skip(const drv_ctx *c, int32_t i, const int32_t *jobs, in
     const drv_state *st = c->snap->st;
     /* drv_ctx_queued_cannot_fit for each k in turn, its loop-invariant tests read once: nothing
      * it reads changes between two of them. */
-    bool touched = s->touch_stamp == s->stamp, bound = st->nqueued_bound > 0;
-    int32_t end = n < s->norder ? n : s->norder, k = i < 0 ? 0 : i;
+    bool touched = s->assumed.touch_stamp == s->stamp, bound = st->nqueued_bound > 0;
+    int32_t end = n < s->queue.norder ? n : s->queue.norder, k = i < 0 ? 0 : i;
     for (; k < end; k++)
-        if (record_fit(s, st, &s->order[k], jobs[k], touched, bound) != 1)
+        if (record_fit(s, st, &s->queue.order[k], jobs[k], touched, bound) != 1)
             return k;
     return k < n ? k : n;
 }
 
 int32_t drv_ctx_queue_kept(const drv_ctx *c, uint64_t *list)
 {
-    *list = c->s->qlist;
-    return c->s->qkept;
+    *list = c->s->queue.lists;
+    return c->s->queue.kept;
 }
 
-/* Marks job as having a record (in) or not in s->inq. */
+/* Marks job as having a record (in) or not in s->queue.inq. */
 static inline void inq_put(drv_sched *s, int32_t job, bool in)
 {
     uint64_t bit = (uint64_t)1 << (job % 64);
     if (in)
-        s->inq[job / 64] |= bit;
+        s->queue.inq[job / 64] |= bit;
     else
-        s->inq[job / 64] &= ~bit;
+        s->queue.inq[job / 64] &= ~bit;
 }
 
 /* A record dropped: its job has none, its qfit entry is free. */
@@ -269,16 +270,17 @@ static void drop_record(drv_sched *s, const drv_state *st, const qent *e)
 {
     if (e->job < st->njobs)
         inq_put(s, e->job, false);
-    s->qfree[s->nqfree++] = e->fit;
-    if (s->qsum_ok)
-        qsum_drop(s, &s->qfit[e->fit]);
+    s->queue.free_fit[s->queue.nfree_fit++] = e->fit;
+    if (s->queue.sum.ok)
+        qsum_drop(s, &s->queue.fit[e->fit]);
 }
 
 /* Every record's job is still queued: no job left the queue of the state they were collected
  * from since. */
 static bool records_stand(const drv_sched *s, const drv_state *st)
 {
-    return s->order_st == st && s->order_leaves == st->queue_leaves && s->norder <= st->nqueued;
+    return s->queue.st == st && s->queue.leaves == st->queue_leaves &&
+           s->queue.norder <= st->nqueued;
 }
 
 /* Last cycle's records less the jobs that left the queue, in their order: O(1) when no job
@@ -290,18 +292,19 @@ static bool records_stand(const drv_sched *s, const drv_state *st)
 static int32_t keep_records(drv_sched *s, const drv_state *st, int32_t *pend)
 {
     if (records_stand(s, st))
-        return s->norder;
+        return s->queue.norder;
     int32_t nq = st->nqueued;
-    qent *rec = s->order;
+    qent *rec = s->queue.order;
     int32_t npend = 0, i = 0;
     /* At most this many records to drop: the state's leaves since, when it is the same state.
      * The pass goes on while the records after it could not all be queued (a cheap check
      * that the count is the state's). */
-    uint64_t left = s->order_st == st && st->queue_leaves >= s->order_leaves
-                        ? st->queue_leaves - s->order_leaves
+    uint64_t left = s->queue.st == st && st->queue_leaves >= s->queue.leaves
+                        ? st->queue_leaves - s->queue.leaves
                         : UINT64_MAX;
     const uint64_t *qbits = st->queued.bits; /* drv_state_is_queued, inline */
-    for (; i < s->norder && npend < nq && (left > 0 || npend + (s->norder - i) > nq); i++)
+    for (; i < s->queue.norder && npend < nq && (left > 0 || npend + (s->queue.norder - i) > nq);
+         i++)
         if (rec[i].job < st->njobs && (qbits[rec[i].job / 64] >> (rec[i].job % 64)) & 1) {
             if (npend != i) {
                 rec[npend] = rec[i];
@@ -313,48 +316,50 @@ static int32_t keep_records(drv_sched *s, const drv_state *st, int32_t *pend)
             drop_record(s, st, &rec[i]); /* left the queue */
             left -= left > 0;
         }
-    if (left == 0 && i < s->norder && npend < nq) { /* all that left dropped: the rest stand */
+    if (left == 0 && i < s->queue.norder &&
+        npend < nq) { /* all that left dropped: the rest stand */
         if (npend != i) {
-            memmove(&rec[npend], &rec[i], (size_t)(s->norder - i) * sizeof *rec);
+            memmove(&rec[npend], &rec[i], (size_t)(s->queue.norder - i) * sizeof *rec);
             if (pend)
-                memmove(&pend[npend], &pend[i], (size_t)(s->norder - i) * sizeof *pend);
+                memmove(&pend[npend], &pend[i], (size_t)(s->queue.norder - i) * sizeof *pend);
         }
-        npend += s->norder - i;
-        i = s->norder;
+        npend += s->queue.norder - i;
+        i = s->queue.norder;
     }
-    for (; i < s->norder; i++) /* all queued jobs found: the rest left */
+    for (; i < s->queue.norder; i++) /* all queued jobs found: the rest left */
         drop_record(s, st, &rec[i]);
     return npend;
 }
 
-/* Collects the queued jobs into s->order: last cycle's records of jobs still queued, in their
+/* Collects the queued jobs into s->queue.order: last cycle's records of jobs still queued, in their
  * order (keep_records), then newcomers in id order. The queue order is a total order (ties go
  * by submit time, then id), so the sorted result does not depend on the order jobs are
  * collected in. The queued set says which are still queued without reading the jobs; records
- * stay in place. The newcomers are the queued set less the jobs with a record (s->inq), a word
- * at a time over the set's non-empty words (drv_jobset_next, s->inq excepted): O(records + queued /
- * 64 + jobs / 4096), the first term only when some job left the queue. Returns how many came from
- * last cycle's queue. Needs s->inq to cover every job. pend, when not NULL, lists the records' jobs
- * and is kept so. */
+ * stay in place. The newcomers are the queued set less the jobs with a record (s->queue.inq), a
+ * word at a time over the set's non-empty words (drv_jobset_next, s->queue.inq excepted): O(records
+ * + queued / 64 + jobs / 4096), the first term only when some job left the queue. Returns how many
+ * came from last cycle's queue. Needs s->queue.inq to cover every job. pend, when not NULL, lists
+ * the records' jobs and is kept so. */
 static int32_t collect(drv_sched *s, const drv_state *st, int32_t *pend)
 {
     int32_t nq = st->nqueued;
-    qent *rec = s->order;
+    qent *rec = s->queue.order;
     int32_t npend = keep_records(s, st, pend);
-    s->norder = npend;
-    s->order_st = st;
-    s->order_leaves = st->queue_leaves;
+    s->queue.norder = npend;
+    s->queue.st = st;
+    s->queue.leaves = st->queue_leaves;
     int32_t nold = npend;
     int32_t nw = (st->njobs + 63) / 64;
-    for (int32_t j = drv_jobset_next(&st->queued, st->njobs, 0, s->inq, nw); j >= 0 && npend < nq;
-         j = drv_jobset_next(&st->queued, st->njobs, j + 1, s->inq, nw)) {
+    for (int32_t j = drv_jobset_next(&st->queued, st->njobs, 0, s->queue.inq, nw);
+         j >= 0 && npend < nq;
+         j = drv_jobset_next(&st->queued, st->njobs, j + 1, s->queue.inq, nw)) {
         rec[npend] = make_qent(s, st, j);
-        if (s->qsum_ok)
-            qsum_add(s, &s->qfit[rec[npend].fit]);
+        if (s->queue.sum.ok)
+            qsum_add(s, &s->queue.fit[rec[npend].fit]);
         npend++;
         inq_put(s, j, true);
     }
-    s->norder = npend;
+    s->queue.norder = npend;
     return nold;
 }
 
@@ -365,8 +370,8 @@ static int32_t collect(drv_sched *s, const drv_state *st, int32_t *pend)
 static bool sort_keyed(drv_ctx *c, const drv_plugin *q0, void *q0s, int32_t nold, bool was_keyed,
                        int32_t *idx, int32_t *tmp, int32_t *run)
 {
-    qent *rec = c->s->order;
-    int32_t npend = c->s->norder;
+    qent *rec = c->s->queue.order;
+    int32_t npend = c->s->queue.norder;
     bool kept = was_keyed && q0->queue_kept && q0->queue_kept(c, q0s);
     for (int32_t i = kept ? nold : 0; i < npend; i++)
         rec[i].key = q0->queue_key(c, q0s, rec[i].job);
@@ -393,42 +398,43 @@ static int sort_by_plugins(drv_ctx *c, int32_t *pend, int32_t *tmp)
 {
     drv_sched *s = c->s;
     const drv_state *st = c->snap->st;
-    int32_t npend = s->norder;
-    for (int i = 0; i < s->nqo; i++) {
-        const drv_plugin *p = s->prof->use[DRV_PT_QUEUE_ORDER][s->qo[i]].p;
-        void *ps = s->ustate[DRV_PT_QUEUE_ORDER][s->qo[i]];
+    int32_t npend = s->queue.norder;
+    for (int i = 0; i < s->queue.nchain; i++) {
+        const drv_plugin *p = s->prof->use[DRV_PT_QUEUE_ORDER][s->queue.chain[i]].p;
+        void *ps = s->plug.ustate[DRV_PT_QUEUE_ORDER][s->queue.chain[i]];
         if (!p->queue_key)
             continue;
-        if (drv_grow(&s->qkey[i], sizeof *s->qkey[i], &s->cap_qkey[i], st->njobs) != 0)
+        if (drv_grow(&s->queue.key[i], sizeof *s->queue.key[i], &s->queue.cap_key[i], st->njobs) !=
+            0)
             return DRV_ENOMEM;
         for (int32_t k = 0; k < npend; k++)
-            s->qkey[i][pend[k]] = p->queue_key(c, ps, pend[k]);
+            s->queue.key[i][pend[k]] = p->queue_key(c, ps, pend[k]);
     }
     merge_sort(c, pend, tmp, npend);
-    s->nqfit = s->nqfree = 0; /* every record made again: every entry free */
-    s->qsum_ok = false;
+    s->queue.nfit = s->queue.nfree_fit = 0; /* every record made again: every entry free */
+    s->queue.sum.ok = false;
     for (int32_t i = 0; i < npend; i++)
-        s->order[i] = make_qent(s, st, pend[i]);
+        s->queue.order[i] = make_qent(s, st, pend[i]);
     return 0;
 }
 
-/* Puts the records in the sorted order idx: the other buffer takes them and becomes s->order;
+/* Puts the records in the sorted order idx: the other buffer takes them and becomes s->queue.order;
  * pend follows. 0 or DRV_ENOMEM. */
 static int adopt_order(drv_sched *s, const int32_t *idx, int32_t *pend)
 {
-    int32_t npend = s->norder;
-    if (drv_grow(&s->order2, sizeof *s->order2, &s->cap_order2, npend) != 0)
+    int32_t npend = s->queue.norder;
+    if (drv_grow(&s->queue.order2, sizeof *s->queue.order2, &s->queue.cap_order2, npend) != 0)
         return DRV_ENOMEM;
     for (int32_t i = 0; i < npend; i++) {
-        s->order2[i] = s->order[idx[i]];
-        pend[i] = s->order2[i].job;
+        s->queue.order2[i] = s->queue.order[idx[i]];
+        pend[i] = s->queue.order2[i].job;
     }
-    qent *t = s->order;
-    int32_t tc = s->cap_order;
-    s->order = s->order2;
-    s->cap_order = s->cap_order2;
-    s->order2 = t;
-    s->cap_order2 = tc;
+    qent *t = s->queue.order;
+    int32_t tc = s->queue.cap_order;
+    s->queue.order = s->queue.order2;
+    s->queue.cap_order = s->queue.cap_order2;
+    s->queue.order2 = t;
+    s->queue.cap_order2 = tc;
     return 0;
 }
 
@@ -440,52 +446,58 @@ int cycle_order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
     int32_t nq = st->nqueued;
     /* pend[0..norder) lists the records' jobs as the last cycle left them, and collect keeps
      * it so as it drops records: then only newcomers are written (unless the order moved). */
-    bool pend_kept = s->pend_ok;
-    s->pend_ok = false; /* until this cycle's order is in it */
+    bool pend_kept = s->queue.pend_ok;
+    s->queue.pend_ok = false; /* until this cycle's order is in it */
     if (nq >= INT32_MAX / 3 ||
-        drv_grow(&s->qscratch, sizeof *s->qscratch, &s->cap_qscratch, 3 * (nq + 1)) != 0 ||
-        drv_grow(&s->pend, sizeof *s->pend, &s->cap_pend, nq + 1) != 0 ||
-        drv_grow(&s->order, sizeof *s->order, &s->cap_order, nq) != 0 || qfit_room(s, nq) != 0)
+        drv_grow(&s->queue.scratch, sizeof *s->queue.scratch, &s->queue.cap_scratch,
+                 3 * (nq + 1)) != 0 ||
+        drv_grow(&s->queue.pend, sizeof *s->queue.pend, &s->queue.cap_pend, nq + 1) != 0 ||
+        drv_grow(&s->queue.order, sizeof *s->queue.order, &s->queue.cap_order, nq) != 0 ||
+        qfit_room(s, nq) != 0)
         return DRV_ENOMEM;
-    int32_t *tmp = s->qscratch, *idx = tmp + nq + 1, *run = idx + nq + 1;
-    int32_t *pend = s->pend;
-    int32_t inq_old = s->cap_inq;
-    if (drv_grow(&s->inq, sizeof *s->inq, &s->cap_inq, st->njobs / 64 + 1) != 0)
+    int32_t *tmp = s->queue.scratch, *idx = tmp + nq + 1, *run = idx + nq + 1;
+    int32_t *pend = s->queue.pend;
+    int32_t inq_old = s->queue.cap_inq;
+    if (drv_grow(&s->queue.inq, sizeof *s->queue.inq, &s->queue.cap_inq, st->njobs / 64 + 1) != 0)
         return DRV_ENOMEM;
-    if (s->cap_inq > inq_old) /* new jobs have no record */
-        memset(s->inq + inq_old, 0, (size_t)(s->cap_inq - inq_old) * sizeof *s->inq);
-    bool was_keyed = s->order_keyed;
-    int32_t was_use = s->order_use;
-    s->order_keyed = false; /* until this cycle's keys are in the records */
+    if (s->queue.cap_inq > inq_old) /* new jobs have no record */
+        memset(s->queue.inq + inq_old, 0,
+               (size_t)(s->queue.cap_inq - inq_old) * sizeof *s->queue.inq);
+    bool was_keyed = s->queue.keyed;
+    int32_t was_use = s->queue.keyed_use;
+    s->queue.keyed = false; /* until this cycle's keys are in the records */
     int32_t nold = collect(s, st, pend_kept ? pend : NULL);
-    int32_t npend = s->norder;
+    int32_t npend = s->queue.norder;
     for (int32_t i = pend_kept ? nold : 0; i < npend; i++)
-        pend[i] = s->order[i].job;
-    s->qlist++; /* the list queue_begin is handed: last cycle's records kept, then newcomers */
-    s->qkept = nold;
+        pend[i] = s->queue.order[i].job;
+    s->queue
+        .lists++; /* the list queue_begin is handed: last cycle's records kept, then newcomers */
+    s->queue.kept = nold;
     for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++)
         if (pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin)
-            pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin(c, s->ustate[DRV_PT_QUEUE_ORDER][i], pend,
-                                                          npend);
-    s->nqo = 0; /* the chain this cycle: plugins that order something */
+            pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin(c, s->plug.ustate[DRV_PT_QUEUE_ORDER][i],
+                                                          pend, npend);
+    s->queue.nchain = 0; /* the chain this cycle: plugins that order something */
     for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++) {
         const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][i].p;
-        if (!p->queue_idle || !p->queue_idle(c, s->ustate[DRV_PT_QUEUE_ORDER][i]))
-            s->qo[s->nqo++] = i;
+        if (!p->queue_idle || !p->queue_idle(c, s->plug.ustate[DRV_PT_QUEUE_ORDER][i]))
+            s->queue.chain[s->queue.nchain++] = i;
     }
-    const drv_plugin *q0 = s->nqo > 0 ? pr->use[DRV_PT_QUEUE_ORDER][s->qo[0]].p : NULL;
-    void *q0s = s->nqo > 0 ? s->ustate[DRV_PT_QUEUE_ORDER][s->qo[0]] : NULL;
-    bool lone_key = s->nqo == 1 && q0->queue_key;
+    const drv_plugin *q0 =
+        s->queue.nchain > 0 ? pr->use[DRV_PT_QUEUE_ORDER][s->queue.chain[0]].p : NULL;
+    void *q0s = s->queue.nchain > 0 ? s->plug.ustate[DRV_PT_QUEUE_ORDER][s->queue.chain[0]] : NULL;
+    bool lone_key = s->queue.nchain == 1 && q0->queue_key;
     bool sorted = true;
     if (lone_key) /* keys kept only from the same plugin's */
-        sorted = sort_keyed(c, q0, q0s, nold, was_keyed && was_use == s->qo[0], idx, tmp, run);
+        sorted =
+            sort_keyed(c, q0, q0s, nold, was_keyed && was_use == s->queue.chain[0], idx, tmp, run);
     else if (sort_by_plugins(c, pend, tmp) != 0)
         return DRV_ENOMEM;
     if (!sorted && adopt_order(s, idx, pend) != 0)
         return DRV_ENOMEM;
-    s->order_keyed = lone_key;
-    s->order_use = lone_key ? s->qo[0] : -1;
-    s->pend_ok = true;
+    s->queue.keyed = lone_key;
+    s->queue.keyed_use = lone_key ? s->queue.chain[0] : -1;
+    s->queue.pend_ok = true;
     *jobs = pend;
     *n = npend;
     return 0;

@@ -364,10 +364,11 @@ typedef struct cycle_queue {
     bool pend_ok;
     qent *order2; /* where a sort puts the records; then the two swap */
     int32_t cap_order2;
-    /* The queue sort's scratch (cycle_order_queue): its tmp, idx and run, nqueued + 1 each,
-     * kept from one cycle to the next so that a long queue's are not allocated every cycle. */
-    int32_t *scratch;
-    int32_t cap_scratch;
+    /* The queue sort's scratch (cycle_order_queue), nqueued + 1 entries each, kept from one
+     * cycle to the next so that a long queue's are not allocated every cycle: the merge's
+     * buffer, the records' sorted order, and the runs' starts (natural_sort_idx). */
+    int32_t *sort_tmp, *sort_idx, *sort_run;
+    int32_t cap_sort_tmp, cap_sort_idx, cap_sort_run;
     /* The records' qfit entries: an entry is taken when a record is made and given back (to
      * free_fit, a stack) when it is dropped, so at most as many are in use as records exist. */
     qfit *fit;
@@ -403,7 +404,9 @@ static inline void cycle_queue_fini(cycle_queue *q)
     drv_free(q->order);
     drv_free(q->pend);
     drv_free(q->order2);
-    drv_free(q->scratch);
+    drv_free(q->sort_tmp);
+    drv_free(q->sort_idx);
+    drv_free(q->sort_run);
     drv_free(q->fit);
     drv_free(q->free_fit);
     drv_free(q->inq);

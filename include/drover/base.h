@@ -55,6 +55,9 @@ int drv_grow(void *arr, size_t elem, int32_t *cap, int32_t need);
 /* Test hook: the nth allocation from now (1 = the next) fails; 0 turns failures off.
  * Thread-local, so tests running in parallel threads do not disturb each other. */
 void drv_alloc_fail_at(long nth);
+/* For allocators built on these (the cycle's arena): true when the allocation being made now
+ * is the one drv_alloc_fail_at planned to fail (it counts as one allocation). */
+bool drv_alloc_injected_failure(void);
 /* Test hook: allocations still to come before the planned failure (0 once it has happened or
  * when none is planned). After a call, > 0 means the call made fewer than nth allocations. */
 long drv_alloc_fail_pending(void);

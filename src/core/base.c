@@ -71,6 +71,11 @@ static bool should_fail(void)
     return --fail_countdown == 0;
 }
 
+bool drv_alloc_injected_failure(void)
+{
+    return should_fail();
+}
+
 void *drv_malloc(size_t n)
 {
     return should_fail() ? NULL : malloc(n ? n : 1);

@@ -420,19 +420,32 @@ static void note_overlay(drv_sched *s, const drv_decisions *out, int32_t base)
 }
 
 /* Phases 2-6: admit (placing pods through filter and score), scale, reallocate, migrate - each
- * point's plugins in profile order, until an allocation fails. */
+ * point's plugins in profile order, until the cycle fails. A plugin whose arena allocation
+ * failed fails the cycle even when it did not say so (a void callback has no other way to). */
 static void run_points(drv_ctx *c, const int32_t *pend, int32_t npend)
 {
     drv_sched *s = c->s;
     const drv_profile *pr = s->prof;
-    for (int i = 0; i < pr->nuse[DRV_PT_ADMIT] && !c->err; i++)
-        pr->use[DRV_PT_ADMIT][i].p->admit(c, s->plug.ustate[DRV_PT_ADMIT][i], pend, npend);
-    for (int i = 0; i < pr->nuse[DRV_PT_SCALE] && !c->err; i++)
-        pr->use[DRV_PT_SCALE][i].p->scale(c, s->plug.ustate[DRV_PT_SCALE][i]);
-    for (int i = 0; i < pr->nuse[DRV_PT_REALLOCATE] && !c->err; i++)
-        pr->use[DRV_PT_REALLOCATE][i].p->reallocate(c, s->plug.ustate[DRV_PT_REALLOCATE][i]);
-    for (int i = 0; i < pr->nuse[DRV_PT_MIGRATE] && !c->err; i++)
-        pr->use[DRV_PT_MIGRATE][i].p->migrate(c, s->plug.ustate[DRV_PT_MIGRATE][i]);
+    static const int points[] = {DRV_PT_ADMIT, DRV_PT_SCALE, DRV_PT_REALLOCATE, DRV_PT_MIGRATE};
+    for (size_t k = 0; k < sizeof points / sizeof points[0]; k++) {
+        int pt = points[k];
+        for (int i = 0; i < pr->nuse[pt] && !s->fault.code; i++) {
+            const drv_plugin *p = pr->use[pt][i].p;
+            void *state = s->plug.ustate[pt][i];
+            cycle_running(s, p, pt);
+            if (pt == DRV_PT_ADMIT)
+                p->admit(c, state, pend, npend);
+            else if (pt == DRV_PT_SCALE)
+                p->scale(c, state);
+            else if (pt == DRV_PT_REALLOCATE)
+                p->reallocate(c, state);
+            else
+                p->migrate(c, state);
+            if (s->arena.failed)
+                drv_ctx_fail(c, DRV_ENOMEM);
+            cycle_running(s, NULL, -1);
+        }
+    }
 }
 
 /* Phase 7, wake: after a cycle that decided nothing, the earliest time any plugin could decide
@@ -443,36 +456,63 @@ static void ask_wake(drv_ctx *c)
     drv_sched *s = c->s;
     s->wake = -INFINITY;
     s->blind = false;
-    if (c->err || c->out->n != c->base)
+    if (s->fault.code || c->out->n != c->base)
         return;
     s->wake = INFINITY;
     s->blind = true;
     for (int32_t k = 0; k < s->plug.n; k++) {
         const drv_plugin *p = s->plug.inst[k].p;
+        cycle_running(s, p, -1);
         double w = p->wake ? p->wake(c, s->plug.inst[k].state) : p->timeless ? INFINITY : -INFINITY;
         if (w < s->wake)
             s->wake = w;
         if (s->blind)
             s->blind = p->starts_blind && p->starts_blind(c, s->plug.inst[k].state);
+        cycle_running(s, NULL, -1);
     }
 }
 
 int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out)
 {
-    if (prepare(s, snap->st) != 0)
-        return DRV_ENOMEM;
+    cycle_fault_init(&s->fault);
     drv_ctx c = {.s = s, .snap = snap, .out = out, .base = out->n};
+    if (prepare(s, snap->st) != 0)
+        return drv_ctx_fail(&c, DRV_ENOMEM);
     /* 1. queue_order: the queued jobs (phase pending, some wanted pod unbound), most urgent
      * first. */
     int32_t *pend, npend;
-    if (cycle_order_queue(&c, &pend, &npend) != 0)
-        return DRV_ENOMEM;
+    int rc = cycle_order_queue(&c, &pend, &npend);
+    if (rc)
+        return drv_ctx_fail(&c, rc);
     run_points(&c, pend, npend); /* 2-6 */
     ask_wake(&c);                /* 7 */
     note_overlay(s, out, c.base);
-    if (c.err) /* a shape found failing while an allocation failed may not fail: forget all */
+    if (s->fault.code) /* a shape found failing while the cycle failed may not fail: forget all */
         cycle_memo_forget(s);
-    return c.err;
+    return s->fault.code;
+}
+
+int drv_ctx_fail(const drv_ctx *c, int code)
+{
+    cycle_fault *f = &c->s->fault;
+    if (code < 0 && f->code == 0) {
+        f->code = code;
+        f->plugin = f->running;
+        f->point = f->running ? f->running_point : -1;
+    }
+    return code;
+}
+
+int drv_ctx_error(const drv_ctx *c)
+{
+    return c->s->fault.code;
+}
+
+const drv_plugin *drv_sched_failed_in(const drv_sched *s, int *point)
+{
+    if (point)
+        *point = s->fault.code ? s->fault.point : -1;
+    return s->fault.code ? s->fault.plugin : NULL;
 }
 
 double drv_sched_wake(const drv_sched *s)

@@ -86,9 +86,7 @@ void cycle_map_set(cycle_map *m, int32_t key, int32_t val)
 static int reserve(drv_ctx *c, cycle_map *m)
 {
     int rc = cycle_map_reserve(m, 1);
-    if (rc && !c->err)
-        c->err = rc;
-    return rc;
+    return rc ? drv_ctx_fail(c, rc) : 0;
 }
 
 static void take(drv_ctx *c, int32_t node, drv_res r)
@@ -118,10 +116,8 @@ static void give(drv_ctx *c, int32_t node, drv_res r)
 static int push(drv_ctx *c, drv_decision x)
 {
     int rc = drv_decisions_push(c->out, x);
-    if (rc && !c->err)
-        c->err = rc;
     c->changes += rc == 0;
-    return rc;
+    return rc ? drv_ctx_fail(c, rc) : 0;
 }
 
 /* ---- decisions --------------------------------------------------------------------------- */

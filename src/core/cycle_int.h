@@ -436,6 +436,22 @@ static inline void cons_table_fini(cons_table *c)
     cons_table_init(c);
 }
 
+/* The cycle's outcome so far and what the core is running, reset by each cycle: the first
+ * error (drv_ctx_fail; a core helper that could not allocate; a failed allocation in the
+ * arena) and the plugin that was running when it came (drv_sched_failed_in). */
+typedef struct cycle_fault {
+    int code;                  /* 0: none yet */
+    const drv_plugin *plugin;  /* the plugin running when it came; NULL: the core's own work */
+    int point;                 /* the point it ran at (enum drv_point); -1 with no plugin */
+    const drv_plugin *running; /* the plugin the core is calling now (outermost), or NULL */
+    int running_point;         /* its point, or -1 */
+} cycle_fault;
+
+static inline void cycle_fault_init(cycle_fault *f)
+{
+    *f = (cycle_fault){0, NULL, -1, NULL, -1};
+}
+
 /* The scheduler: a profile's plugins and what the cycle keeps between cycles, one part per
  * concern, each with its init and fini (drv_sched_new, drv_sched_free). */
 struct drv_sched {
@@ -450,6 +466,7 @@ struct drv_sched {
     own_list own;
     cycle_queue queue;
     cons_table cons;
+    cycle_fault fault;
     double wake; /* drv_sched_wake: computed at the end of each cycle */
     bool blind;  /* drv_sched_starts_blind: likewise */
 };
@@ -459,9 +476,16 @@ struct drv_ctx {
     const drv_snapshot *snap;
     drv_decisions *out;
     int32_t base;     /* out->n when the cycle started: rollback never goes below it */
-    int err;          /* first allocation failure, reported by drv_sched_cycle */
     uint64_t changes; /* drv_ctx_changes */
 };
+
+/* Notes the plugin the core calls now, at point pt (NULL, -1: none): an error that comes
+ * before the call returns is the plugin's. */
+static inline void cycle_running(drv_sched *s, const drv_plugin *p, int pt)
+{
+    s->fault.running = p;
+    s->fault.running_point = pt;
+}
 
 /* Forgets every failed gang (capacity grew: any may fit now); O(1): marks of an older epoch
  * are stale. */

@@ -746,7 +746,7 @@ int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
             if (cycle_pod_node(c, pod) >= 0)
                 continue;
             if (place_one(c, pod) < 0) {
-                int err = c->err;
+                int err = drv_ctx_error(c);
                 drv_ctx_rollback(c, m);
                 if (!err && s->memo.nfailed < MAX_FAILED)
                     s->memo.failed[s->memo.nfailed++] = shape;

@@ -70,6 +70,7 @@ static int queue_cmp(const drv_ctx *c, int32_t a, int32_t b)
             double ka = q->key[i][a], kb = q->key[i][b];
             r = ka < kb ? -1 : ka > kb ? 1 : 0;
         } else {
+            cycle_running(c->s, p, DRV_PT_QUEUE_ORDER);
             r = p->queue_cmp(c, c->s->plug.ustate[DRV_PT_QUEUE_ORDER][q->chain[i]], a, b);
         }
         if (r)
@@ -383,9 +384,11 @@ static bool sort_keyed(drv_ctx *c, const drv_plugin *q0, void *q0s, int32_t nold
     cycle_queue *q = &c->s->queue;
     qent *rec = q->order;
     int32_t npend = q->norder;
+    cycle_running(c->s, q0, DRV_PT_QUEUE_ORDER);
     bool kept = was_keyed && q0->queue_kept && q0->queue_kept(c, q0s);
     for (int32_t i = kept ? nold : 0; i < npend; i++)
         rec[i].key = q0->queue_key(c, q0s, rec[i].job);
+    cycle_running(c->s, NULL, -1);
     /* Most cycles collect the queue already in order: the merge sort would then only compare
      * each boundary and merge nothing - the same as this one pass. With the keys kept, the
      * first nold records are last cycle's sorted queue less the jobs that left, still in
@@ -418,10 +421,13 @@ static int sort_by_plugins(drv_ctx *c, int32_t *pend, int32_t *tmp)
             continue;
         if (drv_grow(&q->key[i], sizeof *q->key[i], &q->cap_key[i], st->njobs) != 0)
             return DRV_ENOMEM;
+        cycle_running(s, p, DRV_PT_QUEUE_ORDER);
         for (int32_t k = 0; k < npend; k++)
             q->key[i][pend[k]] = p->queue_key(c, ps, pend[k]);
+        cycle_running(s, NULL, -1);
     }
     merge_sort(c, pend, tmp, npend);
+    cycle_running(s, NULL, -1);
     q->nfit = q->nfree_fit = 0; /* every record made again: every entry free */
     q->sum.ok = false;
     for (int32_t i = 0; i < npend; i++)
@@ -448,6 +454,30 @@ static int adopt_order(drv_sched *s, const int32_t *idx, int32_t *pend)
     q->order2 = t;
     q->cap_order2 = tc;
     return 0;
+}
+
+/* Hands the list to every queue_begin, then makes this cycle's chain of the plugins that
+ * order something (queue_idle). 0, or the error of a plugin that failed the cycle (the
+ * plugins after it are not called). */
+static int begin_chain(drv_ctx *c, const int32_t *pend, int32_t npend)
+{
+    drv_sched *s = c->s;
+    const drv_profile *pr = s->prof;
+    for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER] && !drv_ctx_error(c); i++) {
+        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][i].p;
+        cycle_running(s, p, DRV_PT_QUEUE_ORDER);
+        if (p->queue_begin)
+            p->queue_begin(c, s->plug.ustate[DRV_PT_QUEUE_ORDER][i], pend, npend);
+    }
+    s->queue.nchain = 0; /* the chain this cycle: plugins that order something */
+    for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER] && !drv_ctx_error(c); i++) {
+        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][i].p;
+        cycle_running(s, p, DRV_PT_QUEUE_ORDER);
+        if (!p->queue_idle || !p->queue_idle(c, s->plug.ustate[DRV_PT_QUEUE_ORDER][i]))
+            s->queue.chain[s->queue.nchain++] = i;
+    }
+    cycle_running(s, NULL, -1);
+    return drv_ctx_error(c);
 }
 
 int cycle_order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
@@ -482,27 +512,21 @@ int cycle_order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
     int32_t npend = q->norder;
     for (int32_t i = pend_kept ? nold : 0; i < npend; i++)
         pend[i] = q->order[i].job;
-    s->queue
-        .lists++; /* the list queue_begin is handed: last cycle's records kept, then newcomers */
+    q->lists++; /* the list queue_begin is handed: last cycle's records kept, then newcomers */
     q->kept = nold;
-    for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++)
-        if (pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin)
-            pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin(c, s->plug.ustate[DRV_PT_QUEUE_ORDER][i],
-                                                          pend, npend);
-    q->nchain = 0; /* the chain this cycle: plugins that order something */
-    for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++) {
-        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][i].p;
-        if (!p->queue_idle || !p->queue_idle(c, s->plug.ustate[DRV_PT_QUEUE_ORDER][i]))
-            q->chain[q->nchain++] = i;
-    }
+    int rc = begin_chain(c, pend, npend);
+    if (rc)
+        return rc;
     const drv_plugin *q0 = q->nchain > 0 ? pr->use[DRV_PT_QUEUE_ORDER][q->chain[0]].p : NULL;
     void *q0s = q->nchain > 0 ? s->plug.ustate[DRV_PT_QUEUE_ORDER][q->chain[0]] : NULL;
     bool lone_key = q->nchain == 1 && q0->queue_key;
     bool sorted = true;
     if (lone_key) /* keys kept only from the same plugin's */
         sorted = sort_keyed(c, q0, q0s, nold, was_keyed && was_use == q->chain[0], idx, tmp, run);
-    else if (sort_by_plugins(c, pend, tmp) != 0)
-        return DRV_ENOMEM;
+    else if ((rc = sort_by_plugins(c, pend, tmp)) != 0)
+        return rc;
+    if (drv_ctx_error(c)) /* a plugin failed while it was asked for keys or comparisons */
+        return drv_ctx_error(c);
     if (!sorted && adopt_order(s, idx, pend) != 0)
         return DRV_ENOMEM;
     q->keyed = lone_key;

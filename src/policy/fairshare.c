@@ -202,15 +202,17 @@ static int by_job(const void *a, const void *b)
 
 /* Progressive filling: each pending job's key with the demand of its queue's earlier jobs
  * counted (not its own: DRF gives the next job to the queue whose share is least now). On
- * allocation failure no job is keyed (all fall back to their queue's share). */
+ * allocation failure the cycle fails (drv_ctx_fail). */
 static void progressive_keys(const drv_ctx *c, fs_state *f, const int32_t *jobs, int32_t n,
                              drv_res cap)
 {
     const drv_state *st = drv_ctx_state(c);
     f->nent = 0;
     if (drv_grow(&f->ent, sizeof *f->ent, &f->cap_ent, n) != 0 ||
-        drv_grow(&f->acc, sizeof *f->acc, &f->cap_acc, st->nqueues) != 0)
+        drv_grow(&f->acc, sizeof *f->acc, &f->cap_acc, st->nqueues) != 0) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return;
+    }
     for (int32_t i = 0; i < n; i++) {
         const drv_job *j = &st->jobs[jobs[i]];
         f->ent[i] = (fs_ent){jobs[i], j->queue, j->submit, 0};
@@ -237,7 +239,8 @@ static void fs_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32_t
         return;
     drv_res cap = drv_cluster_capacity(st);
     if (drv_grow(&f->share, sizeof *f->share, &f->cap_share, st->nqueues) != 0) {
-        f->active = false; /* no memory: no order (ties fall back to submission) */
+        f->active = false;
+        drv_ctx_fail(c, DRV_ENOMEM);
         return;
     }
     for (int32_t q = 0; q < st->nqueues; q++)

@@ -142,8 +142,10 @@ static void update_node(drv_ctx *c, fc_state *s, int32_t node, const int32_t *jo
     const drv_state *st = drv_ctx_state(c);
     double cpus = (double)st->nodes[node].alloc.cpu;
     int32_t *onnode = drv_arena_alloc(drv_ctx_arena(c), sizeof *onnode * ((size_t)n + 1));
-    if (!onnode)
+    if (!onnode) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return;
+    }
     int32_t m = 0;
     double gmax = s->alpha;
     for (int32_t i = 0; i < n; i++) {
@@ -201,11 +203,15 @@ static void fc_reallocate(drv_ctx *c, void *state)
     fc_state *s = state;
     const drv_state *st = drv_ctx_state(c);
     double now = drv_ctx_now(c);
-    if (drv_growth_reserve(&s->g, &s->cap, st->njobs) != 0)
+    if (drv_growth_reserve(&s->g, &s->cap, st->njobs) != 0) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return;
+    }
     int32_t *run = drv_arena_alloc(drv_ctx_arena(c), sizeof *run * ((size_t)st->nlive + 1));
-    if (!run)
+    if (!run) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return;
+    }
     int32_t n = 0;
     uint64_t sig = 1469598103934665603ULL;
     DRV_FOR_LIVE(st, j)

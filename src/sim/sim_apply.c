@@ -175,6 +175,19 @@ static int apply(drv_sim *s)
     return rc;
 }
 
+/* A cycle that failed stops the run, its decisions not applied: when, under which policy,
+ * in which plugin (drv_sched_failed_in), and why. */
+static int cycle_failed(const drv_sim *s, int rc, drv_diag *d)
+{
+    int pt;
+    const drv_plugin *p = drv_sched_failed_in(s->sched, &pt);
+    if (!p)
+        return drv_fail(d, rc, "scheduling cycle at t=%.3f (policy %s): %s", s->now, s->policy,
+                        drv_strerror(rc));
+    return drv_fail(d, rc, "scheduling cycle at t=%.3f (policy %s): plugin %s (%s): %s", s->now,
+                    s->policy, p->name, pt >= 0 ? drv_point_name(pt) : "wake", drv_strerror(rc));
+}
+
 int sim_run_cycle(drv_sim *s, drv_diag *d)
 {
     s->cycle_pending = false;
@@ -203,7 +216,7 @@ int sim_run_cycle(drv_sim *s, drv_diag *d)
                          s->periodic ? sim_steps_hook : NULL};
     int rc = drv_sched_cycle(s->sched, &snap, &s->dec);
     if (rc)
-        return drv_fail(d, rc, "scheduling cycle at t=%.3f: %s", s->now, drv_strerror(rc));
+        return cycle_failed(s, rc, d);
     s->decisions += s->dec.n;
     s->quiet = s->dec.n == 0;
     s->wake = drv_sched_wake(s->sched);

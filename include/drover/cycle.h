@@ -267,6 +267,11 @@ static inline const drv_knob *drv_profile_knobs(const drv_profile *p, const drv_
 {
     return p->knobs + u->knob0;
 }
+/* The profile as one profile line (format in policy.h) that drv_profile_parse reads back to
+ * the same profile ("gang=true period=1 queue_order=fifo admit=gang ..."; knob values in the
+ * shortest form that reads back as the same double), cut to fit n bytes; always terminated.
+ * In the core (profile.c): it needs only these types, and the simulator records it. */
+void drv_profile_format(const drv_profile *p, char *buf, size_t n);
 
 /* ---- a scheduler: a profile with its plugins' state ---------------------------------------- */
 

@@ -20,13 +20,9 @@
 const drv_plugin *const *drv_plugins(int *n);
 const drv_plugin *drv_plugin_find(const char *name);
 
-/* Parses a profile line into out (named name). Errors name the token and what was expected;
+/* Parses a profile line into out (named name); drv_profile_format (cycle.h) writes one. Errors name the token and what was expected;
  * on error out is untouched. */
 int drv_profile_parse(const char *name, const char *line, drv_profile *out, drv_diag *d);
-/* The profile as one profile line that drv_profile_parse reads back to the same profile
- * ("gang=true period=1 queue_order=fifo admit=gang ..."; knob values in the shortest form that
- * reads back as the same double), cut to fit n bytes; always terminated. */
-void drv_profile_format(const drv_profile *p, char *buf, size_t n);
 
 /* Building a profile from parts (what the YAML loader does, with gang and period already
  * typed): an empty profile named name with the defaults (gang, period 1 s); then the plugin

@@ -128,7 +128,6 @@ void drv_rng_seed(drv_rng *r, uint64_t seed);
 uint64_t drv_rng_next(drv_rng *r);
 double drv_rng_uniform(drv_rng *r);                        /* [0, 1) */
 double drv_rng_exp(drv_rng *r, double mean);               /* exponential with that mean */
-double drv_rng_normal(drv_rng *r);                         /* standard normal */
 int64_t drv_rng_range(drv_rng *r, int64_t lo, int64_t hi); /* uniform in [lo, hi] */
 /* A stateless hash of (a, b) into [0, 1): for noise that must not depend on call order. */
 double drv_hash01(uint64_t a, uint64_t b);

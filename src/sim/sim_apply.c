@@ -111,7 +111,25 @@ static int set_batch(drv_sim *s, int32_t job, double batch, bool restart)
     return 0;
 }
 
-static int apply(drv_sim *s)
+/* A decision the simulator refuses stops the run, named: BATCH for a job without a calibrated
+ * model or outside its batch range (the policy broke the contract, docs/cycle.md). */
+static int refused(const drv_sim *s, const drv_decision *x, drv_diag *d)
+{
+    char what[256];
+    drv_decision_format(&s->st, x, what, sizeof what);
+    if (!sim_calibrated(s, x->job))
+        return drv_fail(d, DRV_EINVAL,
+                        "applying %s at t=%.3f (policy %s): the job has no "
+                        "calibrated model",
+                        what, s->now, s->policy);
+    const drv_calib_job *m = &s->model.v[x->job];
+    return drv_fail(d, DRV_EINVAL,
+                    "applying %s at t=%.3f (policy %s): outside the job's batch range [%d, %d]",
+                    what, s->now, s->policy, m->batch_min, m->batch_max);
+}
+
+/* Applies the cycle's decisions in order; d says what a refused one was. */
+static int apply(drv_sim *s, drv_diag *d)
 {
     int rc = 0;
     s->ntouched = 0;
@@ -150,6 +168,8 @@ static int apply(drv_sim *s)
             break;
         case DRV_BATCH:
             rc = set_batch(s, x->job, (double)x->value, x->reason != DRV_REASON_INPLACE);
+            if (rc)
+                return refused(s, x, d);
             break;
         case DRV_MIGRATE:
             sim_unbind(s, x->pod);
@@ -221,8 +241,10 @@ int sim_run_cycle(drv_sim *s, drv_diag *d)
     s->quiet = s->dec.n == 0;
     s->wake = drv_sched_wake(s->sched);
     s->blind = drv_sched_starts_blind(s->sched);
-    if (s->dec.n > 0 && (rc = apply(s)) != 0)
-        return drv_fail(d, rc, "applying decisions at t=%.3f: %s", s->now, drv_strerror(rc));
+    if (s->dec.n > 0 && (rc = apply(s, d)) != 0)
+        return d->msg[0]
+                   ? rc
+                   : drv_fail(d, rc, "applying decisions at t=%.3f: %s", s->now, drv_strerror(rc));
     if (s->cfg.check) {
         drv_diag cd;
         rc = drv_state_check(&s->st, s->gang, &cd);

@@ -450,10 +450,57 @@ static void test_every_plugin(void **unused)
     free(seen);
 }
 
+/* A scale plugin that breaks the BATCH contract once: the first batch-adaptive job it sees is
+ * set one above its range. */
+static int32_t bad_job = -1;
+static int64_t bad_value;
+
+static void bad_batch_scale(drv_ctx *c, void *state)
+{
+    (void)state;
+    const drv_state *st = drv_ctx_state(c);
+    const drv_calib_jobs *m = drv_ctx_snap(c)->model;
+    DRV_FOR_LIVE(st, j)
+    if (bad_job < 0 && drv_calib_job_adaptive(m, j)) {
+        const drv_calib_job *cj = drv_calib_job_of(m, j);
+        bad_job = j;
+        bad_value = cj->batch_max + 1;
+        drv_ctx_set_batch(c, j, bad_value, cj->batch);
+    }
+}
+
+static const drv_plugin bad_batch = {.name = "bad-batch", .scale = bad_batch_scale};
+
+/* The simulator refuses the decision and says which: the decision as text, when, which policy,
+ * and the range it broke; no result. */
+static void test_refused_decision_named(void **unused)
+{
+    (void)unused;
+    inputs in;
+    const scenario sc = {"gang", false, "gang-fifo", NULL, POLLUX};
+    load_inputs(&sc, &in);
+    in.prof.use[DRV_PT_ADMIT][0].p = drv_plugin_find("gang"); /* unwrapped */
+    in.prof.use[DRV_PT_SCALE][0] = (drv_plugin_use){&bad_batch, 1, 0, 0};
+    in.prof.nuse[DRV_PT_SCALE] = 1;
+    outcome o;
+    plan_call = -1;
+    run(&in, &o);
+    assert_int_equal(o.rc, DRV_EINVAL);
+    assert_true(bad_job >= 0);
+    char want[160];
+    snprintf(want, sizeof want, "applying BATCH %s %lld at t=", in.wl.jobs[bad_job].name,
+             (long long)bad_value);
+    if (!strstr(o.d.msg, want) || !strstr(o.d.msg, "(policy gang-fifo)") ||
+        !strstr(o.d.msg, "outside the job's batch range"))
+        fail_msg("got '%s', want it to name '%s...', the policy and the range", o.d.msg, want);
+    free_inputs(&in);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_plugin),
+        cmocka_unit_test(test_refused_decision_named),
     };
     return cmocka_run_group_tests(tests, tu_models_setup, tu_models_teardown);
 }

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "drover/cycle.h"
+#include "testutil.h"
 
 #define GiB (1024LL * 1024 * 1024)
 
@@ -101,22 +102,9 @@ static void make_profile(drv_profile *p, const drv_plugin *qo, const drv_plugin 
 /* Two nodes of 4 CPUs, three pending jobs of one 1-CPU worker each. */
 static void make_state(drv_state *st)
 {
-    assert_int_equal(drv_state_init(st), 0);
-    for (int i = 0; i < 2; i++) {
-        char name[8];
-        snprintf(name, sizeof name, "n%d", i);
-        assert_int_equal(drv_state_add_node(st, name, (drv_res){4000, 8 * GiB, 0}, "", "", NULL),
-                         0);
-    }
-    drv_job t;
-    memset(&t, 0, sizeof t);
-    t.phase = DRV_JOB_PENDING;
-    t.role[DRV_ROLE_WORKER] = (drv_rolespec){1, 1, 1, {1000, GiB, 0}, 1000};
-    for (int i = 0; i < 3; i++) {
-        int32_t id;
-        t.submit = i;
-        assert_int_equal(drv_state_add_job(st, &t, &id), 0);
-    }
+    tu_make_state(st, 2, (drv_res){4000, 8 * GiB, 0}, "", "");
+    for (int i = 0; i < 3; i++)
+        tu_add_job(st, i == 0 ? "a" : i == 1 ? "b" : "c", 0, 1, 1, 1, 1000);
 }
 
 /* One cycle at time 0 into a fresh list: its code, and its decisions' count in *ndec. */
@@ -131,6 +119,33 @@ static int cycle(drv_sched *s, const drv_state *st, int32_t *ndec)
     return rc;
 }
 
+/* The state, a profile of these plugins (point by point, NULL: none) and its scheduler. */
+static drv_sched *start(drv_state *st, drv_profile *p, const drv_plugin *qo,
+                        const drv_plugin *admit, const drv_plugin *scale)
+{
+    make_state(st);
+    make_profile(p, qo, admit, scale);
+    drv_sched *s;
+    drv_diag d;
+    assert_int_equal(drv_sched_new(p, &s, &d), 0);
+    return s;
+}
+
+/* After a failed cycle, with nothing failing: the scheduler decides what a fresh one would
+ * (want decisions), and says no plugin failed. Then both go. */
+static void recovers(drv_sched *s, drv_state *st, int32_t want)
+{
+    int32_t ndec;
+    int pt = 99;
+    fail_with = 0;
+    assert_int_equal(cycle(s, st, &ndec), 0);
+    assert_int_equal(ndec, want);
+    assert_null(drv_sched_failed_in(s, &pt));
+    assert_int_equal(pt, -1);
+    drv_sched_free(s);
+    drv_state_fini(st);
+}
+
 static void reset(int code)
 {
     fail_with = code;
@@ -142,15 +157,10 @@ static void test_plugin_fails_the_cycle(void **unused)
 {
     (void)unused;
     drv_state st;
-    make_state(&st);
     drv_profile p;
-    make_profile(&p, NULL, &binder, &later);
-    drv_sched *s;
-    drv_diag d;
-    assert_int_equal(drv_sched_new(&p, &s, &d), 0);
+    drv_sched *s = start(&st, &p, NULL, &binder, &later);
     int32_t ndec;
-    int pt = 99;
-
+    int pt;
     reset(DRV_EINVAL); /* binds all three, then fails: no success with those binds */
     assert_int_equal(cycle(s, &st, &ndec), DRV_EINVAL);
     assert_int_equal(ndec, 3);                /* appended, not to be applied */
@@ -159,27 +169,16 @@ static void test_plugin_fails_the_cycle(void **unused)
     assert_int_equal(later_calls, 0);         /* nothing runs after a failure */
     assert_ptr_equal(drv_sched_failed_in(s, &pt), &binder);
     assert_int_equal(pt, DRV_PT_ADMIT);
-
-    reset(0); /* the same scheduler decides as a fresh one */
-    assert_int_equal(cycle(s, &st, &ndec), 0);
-    assert_int_equal(ndec, 3);
+    recovers(s, &st, 3);
     assert_int_equal(later_calls, 1);
-    assert_null(drv_sched_failed_in(s, &pt));
-    assert_int_equal(pt, -1);
-    drv_sched_free(s);
-    drv_state_fini(&st);
 }
 
 static void test_const_callback_fails_the_cycle(void **unused)
 {
     (void)unused;
     drv_state st;
-    make_state(&st);
     drv_profile p;
-    make_profile(&p, &keyed, &binder, NULL);
-    drv_sched *s;
-    drv_diag d;
-    assert_int_equal(drv_sched_new(&p, &s, &d), 0);
+    drv_sched *s = start(&st, &p, &keyed, &binder, NULL);
     int32_t ndec;
     int pt;
     reset(DRV_ENOTSUP);
@@ -187,23 +186,15 @@ static void test_const_callback_fails_the_cycle(void **unused)
     assert_int_equal(admit_calls, 0); /* the queue phase failed: no admission on it */
     assert_ptr_equal(drv_sched_failed_in(s, &pt), &keyed);
     assert_int_equal(pt, DRV_PT_QUEUE_ORDER);
-    reset(0);
-    assert_int_equal(cycle(s, &st, &ndec), 0);
-    assert_int_equal(ndec, 3);
-    drv_sched_free(s);
-    drv_state_fini(&st);
+    recovers(s, &st, 3);
 }
 
 static void test_arena_null_fails_the_call(void **unused)
 {
     (void)unused;
     drv_state st;
-    make_state(&st);
     drv_profile p;
-    make_profile(&p, NULL, &arena, &later);
-    drv_sched *s;
-    drv_diag d;
-    assert_int_equal(drv_sched_new(&p, &s, &d), 0);
+    drv_sched *s = start(&st, &p, NULL, &arena, &later);
     int32_t ndec;
     int pt;
     reset(DRV_ENOMEM);
@@ -212,37 +203,26 @@ static void test_arena_null_fails_the_call(void **unused)
     assert_int_equal(later_calls, 0);
     assert_ptr_equal(drv_sched_failed_in(s, &pt), &arena);
     assert_int_equal(pt, DRV_PT_ADMIT);
-    reset(0); /* the arena is reset, and with it its failure */
-    assert_int_equal(cycle(s, &st, &ndec), 0);
+    recovers(s, &st, 0); /* the arena is reset, and with it its failure */
     assert_false(arena_null);
     assert_int_equal(later_calls, 1);
-    drv_sched_free(s);
-    drv_state_fini(&st);
 }
 
 static void test_helper_failure_fails_the_cycle(void **unused)
 {
     (void)unused;
     drv_state st;
-    make_state(&st);
     drv_profile p;
-    make_profile(&p, NULL, &helper, &later);
-    drv_sched *s;
-    drv_diag d;
-    assert_int_equal(drv_sched_new(&p, &s, &d), 0);
+    drv_sched *s = start(&st, &p, NULL, &helper, &later);
     int32_t ndec;
-    int pt;
     reset(DRV_ENOMEM);
     assert_int_equal(cycle(s, &st, &ndec), DRV_ENOMEM);
     assert_true(helper_refused);
     assert_int_equal(ndec, 0);
     assert_int_equal(later_calls, 0);
-    assert_ptr_equal(drv_sched_failed_in(s, &pt), &helper);
-    reset(0);
-    assert_int_equal(cycle(s, &st, &ndec), 0);
-    assert_int_equal(ndec, 3);
-    drv_sched_free(s);
-    drv_state_fini(&st);
+    assert_ptr_equal(drv_sched_failed_in(s, NULL), &helper);
+    helper_refused = false;
+    recovers(s, &st, 3);
 }
 
 int main(void)

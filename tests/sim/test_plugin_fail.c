@@ -118,106 +118,45 @@ static void leave(void)
     }
 }
 
-static bool w_starts_blind(const drv_ctx *c, void *s)
-{
-    enter();
-    bool r = real->starts_blind(c, s);
-    leave();
-    return r;
-}
-static double w_wake(const drv_ctx *c, void *s)
-{
-    enter();
-    double r = real->wake(c, s);
-    leave();
-    return r;
-}
-static int w_queue_cmp(const drv_ctx *c, void *s, int32_t a, int32_t b)
-{
-    enter();
-    int r = real->queue_cmp(c, s, a, b);
-    leave();
-    return r;
-}
-static double w_queue_key(const drv_ctx *c, void *s, int32_t job)
-{
-    enter();
-    double r = real->queue_key(c, s, job);
-    leave();
-    return r;
-}
-static void w_queue_begin(const drv_ctx *c, void *s, const int32_t *jobs, int32_t n)
-{
-    enter();
-    real->queue_begin(c, s, jobs, n);
-    leave();
-}
-static bool w_queue_kept(const drv_ctx *c, void *s)
-{
-    enter();
-    bool r = real->queue_kept(c, s);
-    leave();
-    return r;
-}
-static bool w_queue_idle(const drv_ctx *c, void *s)
-{
-    enter();
-    bool r = real->queue_idle(c, s);
-    leave();
-    return r;
-}
-static void w_admit(drv_ctx *c, void *s, const int32_t *jobs, int32_t n)
-{
-    enter();
-    real->admit(c, s, jobs, n);
-    leave();
-}
-static int w_filter(const drv_ctx *c, void *s, int32_t pod, int32_t node)
-{
-    enter();
-    int r = real->filter(c, s, pod, node);
-    leave();
-    return r;
-}
-static int w_score(const drv_ctx *c, void *s, int32_t pod, int32_t node)
-{
-    enter();
-    int r = real->score(c, s, pod, node);
-    leave();
-    return r;
-}
-static int w_score_bound(const drv_ctx *c, void *s, int32_t pod, const drv_node_set *set)
-{
-    enter();
-    int r = real->score_bound(c, s, pod, set);
-    leave();
-    return r;
-}
-static bool w_score_flat(const drv_ctx *c, void *s, int32_t pod, int *value)
-{
-    enter();
-    bool r = real->score_flat(c, s, pod, value);
-    leave();
-    return r;
-}
-static void w_scale(drv_ctx *c, void *s)
-{
-    enter();
-    real->scale(c, s);
-    leave();
-}
-static void w_reallocate(drv_ctx *c, void *s)
-{
-    enter();
-    real->reallocate(c, s);
-    leave();
-}
-static void w_migrate(drv_ctx *c, void *s)
-{
-    enter();
-    real->migrate(c, s);
-    leave();
-}
+/* A wrapper of callback f (returning R, or void) around the real plugin's: the outermost
+ * call is counted, and in the planned one the planned allocation fails. */
+#define WRAPPER(R, f, params, args)                                                                \
+    static R w_##f params                                                                          \
+    {                                                                                              \
+        enter();                                                                                   \
+        R r = real->f args;                                                                        \
+        leave();                                                                                   \
+        return r;                                                                                  \
+    }
+#define WRAPPER_VOID(f, params, args)                                                              \
+    static void w_##f params                                                                       \
+    {                                                                                              \
+        enter();                                                                                   \
+        real->f args;                                                                              \
+        leave();                                                                                   \
+    }
+/* (clang-format would read the parameter lists as products) */
+/* clang-format off */
+WRAPPER(bool, starts_blind, (const drv_ctx *c, void *s), (c, s))
+WRAPPER(double, wake, (const drv_ctx *c, void *s), (c, s))
+WRAPPER(int, queue_cmp, (const drv_ctx *c, void *s, int32_t a, int32_t b), (c, s, a, b))
+WRAPPER(double, queue_key, (const drv_ctx *c, void *s, int32_t job), (c, s, job))
+WRAPPER_VOID(queue_begin, (const drv_ctx *c, void *s, const int32_t *jobs, int32_t n),
+             (c, s, jobs, n))
+WRAPPER(bool, queue_kept, (const drv_ctx *c, void *s), (c, s))
+WRAPPER(bool, queue_idle, (const drv_ctx *c, void *s), (c, s))
+WRAPPER_VOID(admit, (drv_ctx *c, void *s, const int32_t *jobs, int32_t n), (c, s, jobs, n))
+WRAPPER(int, filter, (const drv_ctx *c, void *s, int32_t pod, int32_t node), (c, s, pod, node))
+WRAPPER(int, score, (const drv_ctx *c, void *s, int32_t pod, int32_t node), (c, s, pod, node))
+WRAPPER(int, score_bound, (const drv_ctx *c, void *s, int32_t pod, const drv_node_set *set),
+        (c, s, pod, set))
+WRAPPER(bool, score_flat, (const drv_ctx *c, void *s, int32_t pod, int *value), (c, s, pod, value))
+WRAPPER_VOID(scale, (drv_ctx *c, void *s), (c, s))
+WRAPPER_VOID(reallocate, (drv_ctx *c, void *s), (c, s))
+WRAPPER_VOID(migrate, (drv_ctx *c, void *s), (c, s))
+/* clang-format on */
+#undef WRAPPER
+#undef WRAPPER_VOID
 
 /* The proxy for p: its table (knob reading, keys and flags as they are), each callback it has
  * wrapped; the ones it has not stay NULL, as the core asks whether they exist. */

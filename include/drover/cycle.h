@@ -328,7 +328,7 @@ const drv_plugin *drv_sched_failed_in(const drv_sched *s, int *point);
  * DRV_E* code (< 0; anything else is ignored); returns it, so a helper may end with
  * `return drv_ctx_fail(c, rc);`. Once failed, the cycle calls no further plugin. O(1).
  */
-int drv_ctx_fail(const drv_ctx *c, int code);
+int drv_ctx_fail(const drv_ctx *c, int code) __attribute__((cold));
 /* The cycle's error so far (drv_ctx_fail, or a helper that could not allocate), 0 while
  * none: a plugin's long loop may stop at once. O(1). */
 int drv_ctx_error(const drv_ctx *c);

@@ -551,11 +551,12 @@ static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
     if (!c->s->index.bb) {
         /* A group's nodes share a class, so its constraint score: its best by key is its
          * best by score. */
-        int32_t ng = drv_nodeindex_groups(c->s->index.ix, DRV_IX_GLOBAL);
+        const drv_nodeindex *ix = c->s->index.ix;
+        int32_t ng = drv_nodeindex_groups(ix, DRV_IX_GLOBAL);
         for (int32_t g = 0; g < ng; g++)
-            if (!row || row[drv_nodeindex_class(c->s->index.ix, DRV_IX_GLOBAL, g)] >= 0)
-                consider(c, pod, row, drv_nodeindex_best(c->s->index.ix, DRV_IX_GLOBAL, g, req),
-                         &best, &best_sc);
+            if (!row || row[drv_nodeindex_class(ix, DRV_IX_GLOBAL, g)] >= 0)
+                consider(c, pod, row, drv_nodeindex_best(ix, DRV_IX_GLOBAL, g, req), &best,
+                         &best_sc);
         return best;
     }
     bb_arg a;

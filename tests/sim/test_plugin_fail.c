@@ -68,9 +68,9 @@ static const scenario scenarios[] = {
 };
 
 enum {
-    TRACE_ROWS = 16, /* of the Pollux trace: enough to contend for 16 GPUs */
+    TRACE_ROWS = 10, /* of the Pollux trace: enough to contend for its 16 GPUs */
     CALLS = 3,       /* calls that allocate, failed in: the first, a middle one, the last */
-    FAILS = 12,      /* allocations failed per call: the first FAILS, then a few spread */
+    FAILS = 8,       /* allocations failed per call: the first FAILS, then a few spread */
 };
 
 /* ---- the wrapped plugin ------------------------------------------------------------------- */

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "testutil.h"
@@ -83,6 +84,19 @@ void tu_make_state(drv_state *st, int n, drv_res alloc, const char *zone, const 
         snprintf(name, sizeof name, "n%d", i);
         assert_int_equal(drv_state_add_node(st, name, alloc, zone, rack, NULL), 0);
     }
+}
+
+int32_t tu_add_job(drv_state *st, const char *name, int ps, int wmin, int w, int wmax, int64_t cpu)
+{
+    drv_job t;
+    memset(&t, 0, sizeof t);
+    t.name = drv_strtab_intern(st->names, name);
+    t.phase = DRV_JOB_PENDING;
+    t.role[DRV_ROLE_PS] = (drv_rolespec){ps, ps, ps, {cpu, 1LL << 30, 0}, cpu};
+    t.role[DRV_ROLE_WORKER] = (drv_rolespec){w, wmin, wmax, {cpu, 1LL << 30, 0}, cpu};
+    int32_t id;
+    assert_int_equal(drv_state_add_job(st, &t, &id), 0);
+    return id;
 }
 
 drv_sched *tu_sched(drv_profile *p, const char *line)

@@ -37,6 +37,10 @@ uint64_t tu_rnd(uint64_t *x);
 /* A fresh state of n nodes "n0".."n{n-1}", each of `alloc`, in zone and rack. */
 void tu_make_state(drv_state *st, int n, drv_res alloc, const char *zone, const char *rack);
 
+/* A pending job "name" of ps PS pods and w workers (elastic within [wmin, wmax]), each pod of
+ * `cpu` millicores and 1 GiB; its id. */
+int32_t tu_add_job(drv_state *st, const char *name, int ps, int wmin, int w, int wmax, int64_t cpu);
+
 /* A scheduler for the profile line, parsed into *p (which the scheduler borrows). */
 drv_sched *tu_sched(drv_profile *p, const char *line);
 

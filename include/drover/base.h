@@ -55,6 +55,9 @@ int drv_grow(void *arr, size_t elem, int32_t *cap, int32_t need);
 /* Test hook: the nth allocation from now (1 = the next) fails; 0 turns failures off.
  * Thread-local, so tests running in parallel threads do not disturb each other. */
 void drv_alloc_fail_at(long nth);
+/* For allocators built on these (the cycle's arena): true when the allocation being made now
+ * is the one drv_alloc_fail_at planned to fail (it counts as one allocation). */
+bool drv_alloc_injected_failure(void);
 /* Test hook: allocations still to come before the planned failure (0 once it has happened or
  * when none is planned). After a call, > 0 means the call made fewer than nth allocations. */
 long drv_alloc_fail_pending(void);
@@ -125,7 +128,6 @@ void drv_rng_seed(drv_rng *r, uint64_t seed);
 uint64_t drv_rng_next(drv_rng *r);
 double drv_rng_uniform(drv_rng *r);                        /* [0, 1) */
 double drv_rng_exp(drv_rng *r, double mean);               /* exponential with that mean */
-double drv_rng_normal(drv_rng *r);                         /* standard normal */
 int64_t drv_rng_range(drv_rng *r, int64_t lo, int64_t hi); /* uniform in [lo, hi] */
 /* A stateless hash of (a, b) into [0, 1): for noise that must not depend on call order. */
 double drv_hash01(uint64_t a, uint64_t b);

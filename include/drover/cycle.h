@@ -267,6 +267,11 @@ static inline const drv_knob *drv_profile_knobs(const drv_profile *p, const drv_
 {
     return p->knobs + u->knob0;
 }
+/* The profile as one profile line (format in policy.h) that drv_profile_parse reads back to
+ * the same profile ("gang=true period=1 queue_order=fifo admit=gang ..."; knob values in the
+ * shortest form that reads back as the same double), cut to fit n bytes; always terminated.
+ * In the core (profile.c): it needs only these types, and the simulator records it. */
+void drv_profile_format(const drv_profile *p, char *buf, size_t n);
 
 /* ---- a scheduler: a profile with its plugins' state ---------------------------------------- */
 
@@ -297,11 +302,36 @@ bool drv_sched_starts_blind(const drv_sched *s);
 /*
  * Runs one cycle on the snapshot and appends its decisions to out, in the order they must be
  * applied. Decisions are consistent with each other: applying them in order never overcommits a
- * node. Returns 0, or DRV_ENOMEM (out then holds a valid prefix that must not be applied).
+ * node. Returns 0, or the cycle's error (docs/cycle.md, "Errors"): DRV_ENOMEM when the core or
+ * a plugin could not allocate, or the code a plugin failed the cycle with (drv_ctx_fail). After
+ * an error, out holds decisions that must not be applied (the cycle did not finish: some
+ * plugins did not run, or ran only in part), and drv_sched_failed_in says where it came from.
  */
 int drv_sched_cycle(drv_sched *s, const drv_snapshot *snap, drv_decisions *out);
+/* After a cycle that returned an error: the plugin that was running when it came (the one
+ * that called drv_ctx_fail, or whose arena allocation, or whose call of a core helper, could
+ * not allocate), with its extension point in *point (may be NULL; -1 when it was asked for
+ * its wake); NULL, and -1, when the core failed in its own work (preparing the overlay,
+ * collecting the queue). NULL after a cycle that succeeded. */
+const drv_plugin *drv_sched_failed_in(const drv_sched *s, int *point);
 
 /* ---- what plugins may call during a cycle -------------------------------------------------- */
+
+/*
+ * Fails the cycle: a plugin that cannot finish its part - an allocation of its own failed, a
+ * helper returned an error - says so, and drv_sched_cycle returns `code` (the cycle's first
+ * error) with no decision to apply, never a partial decision list as success. Callable from
+ * every callback, the const ones too (queue_begin, queue_key, score...): failing changes no
+ * decision and no assumed state, only the cycle's outcome. The core's decision and placement
+ * helpers fail the cycle themselves when they cannot allocate (their error returns tell the
+ * plugin to stop), and so does a NULL from the cycle's arena (drv_ctx_arena). code must be a
+ * DRV_E* code (< 0; anything else is ignored); returns it, so a helper may end with
+ * `return drv_ctx_fail(c, rc);`. Once failed, the cycle calls no further plugin. O(1).
+ */
+int drv_ctx_fail(const drv_ctx *c, int code) __attribute__((cold));
+/* The cycle's error so far (drv_ctx_fail, or a helper that could not allocate), 0 while
+ * none: a plugin's long loop may stop at once. O(1). */
+int drv_ctx_error(const drv_ctx *c);
 
 /* The snapshot, the time, and the cycle's scratch arena. */
 const drv_snapshot *drv_ctx_snap(const drv_ctx *c);
@@ -315,6 +345,9 @@ const drv_job *drv_ctx_progress(const drv_ctx *c, int32_t job);
 /* A job with its steps and attained service current (drv_snapshot.steps_now): read those two
  * fields only through this or drv_ctx_progress. O(1). */
 const drv_job *drv_ctx_job_now(const drv_ctx *c, int32_t job);
+/* The cycle's scratch arena (arena.h), reset before each cycle. An allocation from it that
+ * returns NULL fails the cycle (DRV_ENOMEM) when the plugin's call returns, whether or not the
+ * plugin calls drv_ctx_fail; the plugin should stop at once all the same. */
 drv_arena *drv_ctx_arena(drv_ctx *c);
 
 /* Free resources of a node as assumed by this cycle (after the decisions made so far). */

@@ -20,13 +20,9 @@
 const drv_plugin *const *drv_plugins(int *n);
 const drv_plugin *drv_plugin_find(const char *name);
 
-/* Parses a profile line into out (named name). Errors name the token and what was expected;
- * on error out is untouched. */
+/* Parses a profile line into out (named name); drv_profile_format (cycle.h) writes one. Errors name
+ * the token and what was expected; on error out is untouched. */
 int drv_profile_parse(const char *name, const char *line, drv_profile *out, drv_diag *d);
-/* The profile as one profile line that drv_profile_parse reads back to the same profile
- * ("gang=true period=1 queue_order=fifo admit=gang ..."; knob values in the shortest form that
- * reads back as the same double), cut to fit n bytes; always terminated. */
-void drv_profile_format(const drv_profile *p, char *buf, size_t n);
 
 /* Building a profile from parts (what the YAML loader does, with gang and period already
  * typed): an empty profile named name with the defaults (gang, period 1 s); then the plugin
@@ -105,7 +101,7 @@ double drv_user_share(const drv_state *st, int32_t queue, drv_res used, drv_res 
 
 /* Per (queue, user), the resources of the bound pods of its live jobs. */
 typedef struct drv_user_use {
-    int64_t key; /* queue << 32 | user */
+    int32_t queue, user; /* the pair; tables are sorted by queue, then user */
     drv_res used;
 } drv_user_use;
 /* Fills *tab (grown with drv_grow, *cap its capacity; the caller drv_frees it) with the

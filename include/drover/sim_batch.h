@@ -52,7 +52,6 @@ enum drv_ci_metric {
     DRV_CI_MIGRATIONS,
     DRV_CI_NMETRICS
 };
-const char *drv_ci_metric_name(int m);
 
 typedef struct drv_interval {
     double mean;

@@ -16,6 +16,7 @@ void drv_arena_init(drv_arena *a, size_t block_size)
 {
     a->head = NULL;
     a->block_size = block_size ? block_size : 64 * 1024;
+    a->failed = false;
 }
 
 void drv_arena_fini(drv_arena *a)
@@ -33,11 +34,17 @@ void *drv_arena_alloc(drv_arena *a, size_t n)
 {
     n = (n + 15) & ~(size_t)15;
     drv_arena_block *b = a->head;
+    if (drv_alloc_injected_failure()) {
+        a->failed = true;
+        return NULL;
+    }
     if (!b || b->size - b->used < n) {
         size_t size = n > a->block_size ? n : a->block_size;
         b = drv_malloc(sizeof *b + size);
-        if (!b)
+        if (!b) {
+            a->failed = true;
             return NULL;
+        }
         b->size = size;
         b->used = 0;
         b->next = a->head;
@@ -51,6 +58,7 @@ void *drv_arena_alloc(drv_arena *a, size_t n)
 
 void drv_arena_reset(drv_arena *a)
 {
+    a->failed = false;
     if (!a->head)
         return;
     /* Keep the largest block: after a few cycles it is big enough for a whole cycle. */

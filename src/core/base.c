@@ -71,6 +71,11 @@ static bool should_fail(void)
     return --fail_countdown == 0;
 }
 
+bool drv_alloc_injected_failure(void)
+{
+    return should_fail();
+}
+
 void *drv_malloc(size_t n)
 {
     return should_fail() ? NULL : malloc(n ? n : 1);
@@ -213,13 +218,6 @@ double drv_rng_uniform(drv_rng *r)
 double drv_rng_exp(drv_rng *r, double mean)
 {
     return -mean * log(1.0 - drv_rng_uniform(r));
-}
-
-double drv_rng_normal(drv_rng *r)
-{
-    /* Box-Muller; one of the pair is discarded to keep the generator stateless beyond s[]. */
-    double u1 = drv_rng_uniform(r), u2 = drv_rng_uniform(r);
-    return sqrt(-2.0 * log(1.0 - u1)) * cos(2.0 * 3.14159265358979323846 * u2);
 }
 
 int64_t drv_rng_range(drv_rng *r, int64_t lo, int64_t hi)

@@ -9,7 +9,8 @@
 
 static void ix_update(drv_sched *s, int32_t node)
 {
-    drv_nodeindex_update(s->ix, node, s->free[node], s->nrole[node * DRV_NROLES + DRV_ROLE_PS]);
+    drv_nodeindex_update(s->index.ix, node, s->assumed.free[node],
+                         s->assumed.nrole[node * DRV_NROLES + DRV_ROLE_PS]);
 }
 
 static void set_pod_node(drv_ctx *c, int32_t pod, int32_t node)
@@ -20,27 +21,27 @@ static void set_pod_node(drv_ctx *c, int32_t pod, int32_t node)
     if (st->nqueues > 0 && (from < 0) != (node < 0)) { /* bound or unbound: its queue's use */
         int32_t q = st->jobs[st->pods[pod].job].queue;
         drv_res r = cycle_pod_req(st, pod);
-        c->s->qused[q] =
-            node >= 0 ? drv_res_add(c->s->qused[q], r) : drv_res_sub(c->s->qused[q], r);
+        c->s->assumed.qused[q] = node >= 0 ? drv_res_add(c->s->assumed.qused[q], r)
+                                           : drv_res_sub(c->s->assumed.qused[q], r);
     }
     if (from >= 0)
-        c->s->nrole[from * DRV_NROLES + role]--;
+        c->s->assumed.nrole[from * DRV_NROLES + role]--;
     if (node >= 0)
-        c->s->nrole[node * DRV_NROLES + role]++;
-    if (role == DRV_ROLE_PS && c->s->ix_ok) { /* the index keeps PS counts for bounds */
+        c->s->assumed.nrole[node * DRV_NROLES + role]++;
+    if (role == DRV_ROLE_PS && c->s->index.ok) { /* the index keeps PS counts for bounds */
         if (from >= 0)
             ix_update(c->s, from);
         if (node >= 0)
             ix_update(c->s, node);
     }
-    cycle_map_set(&c->s->pod_node, pod, node);
-    c->s->job_touch[c->snap->st->pods[pod].job] = c->s->stamp;
-    c->s->touch_stamp = c->s->stamp;
+    cycle_map_set(&c->s->assumed.pod_node, pod, node);
+    c->s->assumed.job_touch[c->snap->st->pods[pod].job] = c->s->stamp;
+    c->s->assumed.touch_stamp = c->s->stamp;
 }
 
 static void set_workers(drv_ctx *c, int32_t job, int32_t n)
 {
-    cycle_map_set(&c->s->job_workers, job, n);
+    cycle_map_set(&c->s->assumed.job_workers, job, n);
 }
 
 int cycle_map_reserve(cycle_map *m, int32_t more)
@@ -85,42 +86,38 @@ void cycle_map_set(cycle_map *m, int32_t key, int32_t val)
 static int reserve(drv_ctx *c, cycle_map *m)
 {
     int rc = cycle_map_reserve(m, 1);
-    if (rc && !c->err)
-        c->err = rc;
-    return rc;
+    return rc ? drv_ctx_fail(c, rc) : 0;
 }
 
 static void take(drv_ctx *c, int32_t node, drv_res r)
 {
     drv_sched *s = c->s;
-    s->free[node] = drv_res_sub(s->free[node], r);
+    s->assumed.free[node] = drv_res_sub(s->assumed.free[node], r);
     if (c->snap->st->nodes[node].schedulable)
-        s->totfree = drv_res_sub(s->totfree, r);
-    if (s->ix_ok)
+        s->assumed.totfree = drv_res_sub(s->assumed.totfree, r);
+    if (s->index.ok)
         ix_update(s, node);
 }
 
 static void give(drv_ctx *c, int32_t node, drv_res r)
 {
     drv_sched *s = c->s;
-    s->free[node] = drv_res_add(s->free[node], r);
-    if (s->ix_ok)
+    s->assumed.free[node] = drv_res_add(s->assumed.free[node], r);
+    if (s->index.ok)
         ix_update(s, node);
     if (c->snap->st->nodes[node].schedulable) {
-        s->totfree = drv_res_add(s->totfree, r);
-        s->maxfree = drv_res_max(s->maxfree, s->free[node]);
+        s->assumed.totfree = drv_res_add(s->assumed.totfree, r);
+        s->assumed.maxfree = drv_res_max(s->assumed.maxfree, s->assumed.free[node]);
     }
-    if (!s->rolling_back)
+    if (!s->assumed.rolling_back)
         cycle_memo_forget(s); /* capacity grew: a gang that failed may fit now */
 }
 
 static int push(drv_ctx *c, drv_decision x)
 {
     int rc = drv_decisions_push(c->out, x);
-    if (rc && !c->err)
-        c->err = rc;
     c->changes += rc == 0;
-    return rc;
+    return rc ? drv_ctx_fail(c, rc) : 0;
 }
 
 /* ---- decisions --------------------------------------------------------------------------- */
@@ -130,7 +127,7 @@ int drv_ctx_bind(drv_ctx *c, int32_t pod, int32_t node)
     const drv_state *st = c->snap->st;
     drv_decision x = {
         .kind = DRV_BIND, .job = st->pods[pod].job, .pod = pod, .node = node, .from = -1};
-    int rc = reserve(c, &c->s->pod_node) ? DRV_ENOMEM : push(c, x);
+    int rc = reserve(c, &c->s->assumed.pod_node) ? DRV_ENOMEM : push(c, x);
     if (rc)
         return rc;
     take(c, node, cycle_pod_req(st, pod));
@@ -151,7 +148,7 @@ static int evict(drv_ctx *c, int32_t pod, int reason, int32_t by)
                       .value = by,
                       .reason = reason,
                       .from = from};
-    int rc = reserve(c, &c->s->pod_node) ? DRV_ENOMEM : push(c, x);
+    int rc = reserve(c, &c->s->assumed.pod_node) ? DRV_ENOMEM : push(c, x);
     if (rc)
         return rc;
     give(c, from, cycle_pod_req(st, pod));
@@ -199,7 +196,7 @@ int drv_ctx_scale(drv_ctx *c, int32_t job, int32_t workers)
                       .value = workers,
                       .from = -1,
                       .prev = prev};
-    int rc = reserve(c, &c->s->job_workers) ? DRV_ENOMEM : push(c, x);
+    int rc = reserve(c, &c->s->assumed.job_workers) ? DRV_ENOMEM : push(c, x);
     if (rc)
         return rc;
     set_workers(c, job, workers);
@@ -228,7 +225,7 @@ int drv_ctx_migrate(drv_ctx *c, int32_t pod, int32_t node)
     int32_t from = cycle_pod_node(c, pod);
     drv_decision x = {
         .kind = DRV_MIGRATE, .job = st->pods[pod].job, .pod = pod, .node = node, .from = from};
-    int rc = reserve(c, &c->s->pod_node) ? DRV_ENOMEM : push(c, x);
+    int rc = reserve(c, &c->s->assumed.pod_node) ? DRV_ENOMEM : push(c, x);
     if (rc)
         return rc;
     if (from >= 0)
@@ -288,9 +285,9 @@ void drv_ctx_rollback(drv_ctx *c, drv_mark m)
     drv_sched *s = c->s;
     /* Undoing a bind made before a job was marked as failing the capacity bounds gives back
      * room it did not see: the marks must go (a rollback otherwise restores older room). */
-    int32_t room_dec = s->room_stamp == s->stamp ? s->room_dec : 0;
+    int32_t room_dec = s->memo.room_stamp == s->stamp ? s->memo.room_dec : 0;
     bool regrew = false;
-    s->rolling_back = true;
+    s->assumed.rolling_back = true;
     while (c->out->n > m.ndec) {
         const drv_decision *x = &c->out->v[--c->out->n];
         switch (x->kind) {
@@ -317,7 +314,7 @@ void drv_ctx_rollback(drv_ctx *c, drv_mark m)
             break;
         }
     }
-    s->rolling_back = false;
+    s->assumed.rolling_back = false;
     if (regrew)
         cycle_memo_forget(s);
 }

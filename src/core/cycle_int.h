@@ -63,6 +63,12 @@ typedef struct own_kind {
 
 enum { OWN_KINDS = 256 }; /* kinds kept per job; more: the own nodes are all scored */
 
+/* Per listed own node (own_list.node[i]): the job's pods on it, its PS pods among them, and
+ * its kind (an index of own_list.kind; -1: none yet). */
+typedef struct own_count {
+    int32_t pods, ps, kind;
+} own_count;
+
 /* The distinct nodes, zones and racks of one job's placed pods, for indexed_best: kept from
  * one query to the next while the only change in between (drv_ctx_changes one higher) placed
  * the pod last asked about, so a gang's next pod adds at most one node instead of rereading
@@ -75,14 +81,17 @@ typedef struct own_list {
     uint64_t changes; /* drv_ctx_changes it reflects */
     int32_t job, pod; /* the job, and the pod last asked about */
     bool pod_free;    /* that pod was not placed */
-    int32_t *node;    /* the nodes, marked node_seen == seen_tag; room for every node */
+    int32_t *node;    /* the nodes, marked seen == seen_tag; room for every node */
     int32_t n, cap;
-    /* With counted: per listed node (index i of node), the job's pods on it, cnt[i], its PS
-     * pods among them, cnt[cap_cnt + i], and its kind, cnt[3 * cap_cnt + i]; per node of the
-     * cluster, its index in node (valid when marked), cnt[2 * cap_cnt + node]. One block of
-     * 4 * cap_cnt entries; counted is false while it could not be allocated. */
-    int32_t *cnt;
-    int32_t cap_cnt;
+    uint32_t *seen; /* per node of the cluster: == seen_tag when in node[] */
+    uint32_t seen_tag;
+    int32_t cap_seen;
+    /* With counted: per listed node, count[i]; per node of the cluster, its index in node[]
+     * (valid when marked), at[node]. Both cap_count entries; counted is false while they
+     * could not be allocated (the own nodes are then scored without counts). */
+    own_count *count;
+    int32_t *at;
+    int32_t cap_count;
     bool counted;
     /* With counted and kinds_ok: the kinds of the listed nodes, and an open-addressing table
      * of them by hash (kind + 1, or 0). kinds_ok is false when there were more than OWN_KINDS
@@ -98,6 +107,20 @@ typedef struct own_list {
     int32_t zones[16], racks[16], nz, nr;
     bool all_z, all_r; /* more than 16 zones / racks */
 } own_list;
+
+static inline void cycle_own_init(own_list *o)
+{
+    *o = (own_list){0};
+}
+
+static inline void cycle_own_fini(own_list *o)
+{
+    drv_free(o->node);
+    drv_free(o->seen);
+    drv_free(o->count);
+    drv_free(o->at);
+    cycle_own_init(o);
+}
 
 /* One family's groups of a label, and the summary drv_nodeindex_union gave for them, kept for
  * the next pods of the same request and constraints (search_family): the next pod of a gang
@@ -169,55 +192,170 @@ typedef struct plugin_inst {
     void *state;
 } plugin_inst;
 
-struct drv_sched {
-    const drv_profile *prof;                              /* borrowed (drv_sched_new) */
+/* The profile's plugins: each distinct one once, with the state its init made, and per use
+ * (point, slot) that state. Made by cycle_plugins_init, every state given back by
+ * cycle_plugins_fini. */
+typedef struct cycle_plugins {
     plugin_inst inst[DRV_NPOINTS * DRV_MAX_SLOT_PLUGINS]; /* distinct plugins */
-    int32_t ninst;
+    int32_t n;
     void *ustate[DRV_NPOINTS][DRV_MAX_SLOT_PLUGINS]; /* state of each use's plugin */
-    drv_arena arena;
-    uint32_t stamp; /* cycle counter; overlay entries are valid when their stamp matches */
-    drv_res *free;  /* assumed free resources per node */
+} cycle_plugins;
+
+/* The assumed overlay (cycle_decide.c keeps it): the state as this cycle's decisions so far
+ * would leave it. free, nrole and totfree follow the state between cycles (cycle_follow);
+ * the maps and stamps hold this cycle's entries only. */
+typedef struct cycle_assumed {
+    drv_res *free; /* assumed free resources per node */
     int32_t cap_free;
-    int32_t cap_free_used;         /* nodes in free[] at the end of the last cycle */
-    drv_res maxfree;               /* per-dimension upper bound of free[] over schedulable nodes */
-    drv_res totfree;               /* sum of free[] over schedulable nodes */
-    drv_nodeindex *ix;             /* best-node index, when the profile allows it (nodeindex.h) */
-    bool use_ix;                   /* the profile allows it */
-    bool ix_bb;                    /* branch and bound over score bounds, else best by key */
-    bool ix_mixed;                 /* every score plugin bounds mixed sets (bound_mixed) */
-    bool ix_summary;               /* every score plugin scores by summary (score_by_summary) */
-    int ix_fam;                    /* families to build: 1, or 3 for branch and bound */
-    drv_node_key_fn ix_key;        /* the keyed score plugin's key, or NULL */
-    bool ix_ok;                    /* this cycle's index was built */
-    bool exhaustive;               /* drv_sched_set_exhaustive: never use the index */
-    int32_t ix_nodes;              /* nodes in the index (schedulable ones) */
-    gang_shape failed[MAX_FAILED]; /* gangs that did not fit since capacity last grew */
-    int32_t nfailed;
-    bool rolling_back;     /* give() during a rollback restores, it does not free capacity */
+    drv_res maxfree; /* per-dimension upper bound of free[] over schedulable nodes */
+    drv_res totfree; /* sum of free[] over schedulable nodes */
+    int32_t *nrole;  /* per node and role (node * DRV_NROLES + role): pods, assumed state */
+    int32_t cap_nrole;
     cycle_map pod_node;    /* pod -> its node (-1: none) where this cycle moved it */
     cycle_map job_workers; /* job -> workers it wants, where this cycle scaled it */
     uint32_t *job_touch;   /* == stamp: some pod of the job changed node this cycle (pages of
                               jobs never touched are never written: allocated zeroed) */
     int32_t cap_touch;
-    uint32_t touch_stamp;      /* == stamp: some job_touch entry is this cycle's (else none is) */
-    uint32_t memo_epoch;       /* bumps whenever the failed-shape memo is cleared */
-    uint32_t *job_fail_epoch;  /* memo_epoch + 1 when the job's gang last failed (0: never) */
-    int32_t *job_fail_workers; /* at that many workers; -1 - workers when it failed the
-                                * capacity bounds alone (gang_room), which then holds for
-                                * every larger worker count too */
-    bool room_marked;          /* some job is marked for the capacity bounds this epoch */
-    uint32_t room_stamp;       /* the cycle's stamp when a job was so marked, and the length */
-    int32_t room_dec;          /* of the decision list then (the largest): rolling back binds
-                                * made before a mark gives back room the mark did not have */
-    int32_t cap_fail;
-    int32_t *nrole; /* per node and role (node * DRV_NROLES + role): pods, assumed state */
-    int32_t cap_nrole;
-    uint32_t *node_seen; /* per node: == seen_tag when in own.node */
-    uint32_t seen_tag;
-    int32_t cap_node_seen;
-    own_list own;
+    uint32_t touch_stamp; /* == stamp: some job_touch entry is this cycle's (else none is) */
+    /* Queues: each queue's used resources as assumed by this cycle, copied from the state at
+     * its start (O(queues)) and kept by set_pod_node as pods are bound, evicted and rolled
+     * back; empty when the state has no queue. */
+    drv_res *qused;
+    int32_t cap_qused;
+    bool rolling_back; /* give() during a rollback restores, it does not free capacity */
+} cycle_assumed;
+
+static inline void cycle_assumed_init(cycle_assumed *a)
+{
+    *a = (cycle_assumed){0};
+}
+
+static inline void cycle_assumed_fini(cycle_assumed *a)
+{
+    drv_free(a->free);
+    drv_free(a->nrole);
+    drv_free(a->pod_node.slot);
+    drv_free(a->job_workers.slot);
+    drv_free(a->job_touch);
+    drv_free(a->qused);
+    cycle_assumed_init(a);
+}
+
+/* What a node admitted when it was last read: its class and schedulable flag. A node that
+ * changes either (labels, taints, a cordon lifted) may admit a gang that failed before, so
+ * the failed-gang memo is cleared as when capacity grows. */
+typedef struct node_admits {
+    int32_t node_class;
+    bool schedulable;
+} node_admits;
+
+/* Following the state between cycles (prepare, cycle.c): the overlay's free, nrole, admits
+ * and totfree are read again only for the nodes that may differ from the state - those it
+ * says changed since clock (DRV_FOR_NODES_CHANGED), and those the last cycle's standing
+ * decisions changed in the overlay (odirty) - and the index is refreshed for the same nodes:
+ * O(changed nodes) a cycle instead of O(nodes). */
+typedef struct cycle_follow {
+    const drv_state *st; /* the state the last prepare read; another one is read whole */
+    uint64_t clock;      /* its node_clock then */
+    int32_t nodes;       /* nodes the overlay held at the end of the last cycle */
+    bool resync;         /* read every node at the next prepare (after a failure) */
+    int32_t *odirty;     /* nodes named by the last cycle's decisions (repeats allowed) */
+    int32_t nodirty, cap_odirty;
+    int32_t *rnodes; /* nodes whose free room or PS count the last prepare found changed,
+                        each once: what the index refreshes */
+    int32_t nrnodes, cap_rnodes;
+    uint32_t *rmark; /* per node: == rtag when read by this prepare (sync_node) */
+    uint32_t rtag;
+    int32_t cap_rmark;
+    node_admits *admits; /* per node, what it admitted at the last cycle's start */
+    int32_t cap_admits;
+} cycle_follow;
+
+static inline void cycle_follow_init(cycle_follow *f)
+{
+    *f = (cycle_follow){0};
+}
+
+static inline void cycle_follow_fini(cycle_follow *f)
+{
+    drv_free(f->odirty);
+    drv_free(f->rnodes);
+    drv_free(f->rmark);
+    drv_free(f->admits);
+    cycle_follow_init(f);
+}
+
+/* The best-node index (nodeindex.h) and how this profile may use it (drv_sched_new). */
+typedef struct cycle_index {
+    drv_nodeindex *ix;   /* when the profile allows it */
+    bool use;            /* the profile allows it */
+    bool bb;             /* branch and bound over score bounds, else best by key */
+    bool mixed;          /* every score plugin bounds mixed sets (bound_mixed) */
+    bool summary;        /* every score plugin scores by summary (score_by_summary) */
+    int fam;             /* families to build: 1, or 3 for branch and bound */
+    drv_node_key_fn key; /* the keyed score plugin's key, or NULL */
+    bool exhaustive;     /* drv_sched_set_exhaustive: never use the index */
+    bool ok;             /* this cycle's index was built */
+    int32_t nodes;       /* nodes in the index (schedulable ones) */
+    bool synced;         /* the index holds free[] and the PS counts of every node: ok held for
+                            the whole last cycle, so every change to them updated it */
+    uint64_t epoch;      /* the state's node_epoch when the index was last built or refreshed */
     union_memo umemo[UNION_MEMO]; /* search_family's unions, by family, label and constraint */
-    qent *order;                  /* the last cycle's queue, in order: this cycle starts from it */
+} cycle_index;
+
+/* What the failed-gang memo knows of one job (cycle_memo.job): valid while epoch is the
+ * memo's epoch + 1 (0: never marked). Its gang failed at `workers` workers: when
+ * bounds_only, it failed the capacity bounds alone (drv_ctx_gang_room), which then holds for
+ * every larger worker count too; else its placement failed at exactly that count. 8 bytes a
+ * job (31 bits hold any worker count: a job's pods are slots in memory). */
+typedef struct job_fail {
+    uint32_t epoch;
+    signed int workers : 31;
+    unsigned int bounds_only : 1;
+} job_fail;
+
+/* The failed-gang memo (cycle_place.c): shapes of gangs that did not fit since capacity last
+ * grew, and per job the last failure (job_fail). */
+typedef struct cycle_memo {
+    gang_shape failed[MAX_FAILED];
+    int32_t nfailed;
+    uint32_t epoch; /* bumps whenever the memo is cleared (cycle_memo_forget) */
+    job_fail *job;  /* per job (allocated zeroed: pages of jobs never marked are never
+                       written) */
+    int32_t cap_job;
+    bool room_marked;    /* some job is marked bounds_only this epoch */
+    uint32_t room_stamp; /* the cycle's stamp when a job was so marked, and the length */
+    int32_t room_dec;    /* of the decision list then (the largest): rolling back binds made
+                          * before a mark gives back room the mark did not have */
+} cycle_memo;
+
+static inline void cycle_memo_init(cycle_memo *m)
+{
+    *m = (cycle_memo){0};
+}
+
+static inline void cycle_memo_fini(cycle_memo *m)
+{
+    drv_free(m->job);
+    cycle_memo_init(m);
+}
+
+/* Over the queue's records (cycle_queue.c): per dimension the least of their qfit.least, how
+ * many records hold it, and how many lack has_pod (what drv_ctx_queue_stuck asks). Valid when
+ * ok: newcomers are folded in and dropped records taken out, records remade clear it, and the
+ * next drv_ctx_queue_stuck computes it again - O(1) a record instead of a pass over the
+ * entries each cycle. A least whose last record left stays as a bound (at 0): its "does not
+ * fit" still holds, and only its "fits" needs the pass. */
+typedef struct queue_summary {
+    bool ok;
+    drv_res least;
+    int32_t at[3]; /* records at least's cpu, mem, gpu */
+    int32_t nopod; /* records without has_pod */
+} queue_summary;
+
+/* The queue phase's state (cycle_queue.c), kept from one cycle to the next. */
+typedef struct cycle_queue {
+    qent *order; /* the last cycle's queue, in order: this cycle starts from it */
     int32_t norder, cap_order;
     /* The queue handed to the plugins, order[i].job for each record, kept from one cycle to
      * the next (valid when pend_ok) so that a queue whose records stand is not copied again. */
@@ -226,80 +364,111 @@ struct drv_sched {
     bool pend_ok;
     qent *order2; /* where a sort puts the records; then the two swap */
     int32_t cap_order2;
-    /* The queue sort's scratch (cycle_order_queue): its tmp, idx and run, nqueued + 1 each,
-     * kept from one cycle to the next so that a long queue's are not allocated every cycle. */
-    int32_t *qscratch;
-    int32_t cap_qscratch;
+    /* The queue sort's scratch (cycle_order_queue), nqueued + 1 entries each, kept from one
+     * cycle to the next so that a long queue's are not allocated every cycle: the merge's
+     * buffer, the records' sorted order, and the runs' starts (natural_sort_idx). */
+    int32_t *sort_tmp, *sort_idx, *sort_run;
+    int32_t cap_sort_tmp, cap_sort_idx, cap_sort_run;
     /* The records' qfit entries: an entry is taken when a record is made and given back (to
-     * qfree, a stack) when it is dropped, so at most as many are in use as records exist. */
-    qfit *qfit;
-    int32_t nqfit, cap_qfit; /* entries handed out at most so far (in use or in qfree) */
-    int32_t *qfree;
-    int32_t nqfree, cap_qfree;
-    /* Over the records: per dimension the least of their qfit.least, how many records hold
-     * it, and how many lack has_pod (what drv_ctx_queue_stuck asks). Valid when qsum_ok:
-     * newcomers are folded in and dropped records taken out, records remade clear it, and the
-     * next drv_ctx_queue_stuck computes it again - O(1) a record instead of a pass over the
-     * entries each cycle. A least whose last record left stays as a bound (qsum_at 0): its
-     * "does not fit" still holds, and only its "fits" needs the pass. */
-    bool qsum_ok;
-    drv_res qsum_least;
-    int32_t qsum_at[3]; /* records at qsum_least's cpu, mem, gpu */
-    int32_t qsum_nopod; /* records without has_pod */
-    bool order_keyed;   /* order[].key holds the keys of a lone keyed queue plugin */
-    int32_t order_use;  /* when order_keyed: that plugin's index among the queue_order uses */
+     * free_fit, a stack) when it is dropped, so at most as many are in use as records exist. */
+    qfit *fit;
+    int32_t nfit, cap_fit; /* entries handed out at most so far (in use or in free_fit) */
+    int32_t *free_fit;
+    int32_t nfree_fit, cap_free_fit;
+    queue_summary sum;
+    bool keyed;        /* order[].key holds the keys of a lone keyed queue plugin */
+    int32_t keyed_use; /* when keyed: that plugin's index among the queue_order uses */
     /* This cycle's queue_order chain: indices of the uses not idle (drv_plugin.queue_idle). */
-    int32_t qo[DRV_MAX_SLOT_PLUGINS];
-    int32_t nqo;
-    const drv_state *order_st; /* the state the records were collected from, and its */
-    uint64_t order_leaves;     /* queue_leaves then: while both match, every record's job is
-                                * still queued and collect keeps them without a look */
-    uint64_t qlist;            /* lists handed to queue_begin so far (drv_ctx_queue_kept) */
-    int32_t qkept;             /* of the last one, how many came first from the one before */
-    uint64_t *inq;   /* a bit per job: set while the job has a record in order[0..norder) */
-    int32_t cap_inq; /* words */
-    double wake;     /* drv_sched_wake: computed at the end of each cycle */
-    bool blind;      /* drv_sched_starts_blind: likewise */
-    /* per chain position (qo) of a keyed queue_order plugin, per job: its key this cycle
-     * (pending jobs only), asked once per job instead of once per comparison */
-    double *qkey[DRV_MAX_SLOT_PLUGINS];
-    int32_t cap_qkey[DRV_MAX_SLOT_PLUGINS];
-    /* Node constraints (constraint.c): when the state has any (cons_on), cfit[cons * cfit_cls +
-     * class] is the constraint score of class for constraint cons, or -1 when it does not fit;
-     * computed for new constraints and classes at the start of a cycle (both are immutable). */
-    bool cons_on;
-    int32_t *cfit;
-    int32_t cfit_cons, cfit_cls; /* the table's dimensions */
-    int32_t cap_cfit;
-    /* Queues: each queue's used resources as assumed by this cycle, copied from the state at
-     * its start (O(queues)) and kept by set_pod_node as pods are bound, evicted and rolled
-     * back; empty when the state has no queue. */
-    drv_res *qused;
-    int32_t cap_qused;
-    /* Per node, what it admitted at the last cycle's start: its class times 2, plus 1 when
-     * schedulable. A node that changes (labels, taints, a cordon lifted) may admit a gang that
-     * failed before, so the failed-gang memo is cleared as when capacity grows. */
-    int32_t *node_admits;
-    int32_t cap_node_admits;
-    /* Following the state between cycles (prepare, cycle.c): free, nrole, node_admits and
-     * totfree are read again only for the nodes that may differ from the state - those it
-     * says changed since seen_clock (DRV_FOR_NODES_CHANGED), and those the last cycle's
-     * standing decisions changed in the overlay (odirty) - and the index is refreshed for the
-     * same nodes: O(changed nodes) a cycle instead of O(nodes). */
-    const drv_state *seen_st; /* the state the last prepare read; another one is read whole */
-    uint64_t seen_clock;      /* its node_clock then */
-    bool resync;              /* read every node at the next prepare (after a failure) */
-    int32_t *odirty;          /* nodes named by the last cycle's decisions (repeats allowed) */
-    int32_t nodirty, cap_odirty;
-    int32_t *rnodes; /* nodes whose free room or PS count the last prepare found changed,
-                        each once: what the index refreshes */
-    int32_t nrnodes, cap_rnodes;
-    uint32_t *rmark; /* per node: == rtag when read by this prepare (sync_node) */
-    uint32_t rtag;
-    int32_t cap_rmark;
-    bool ix_synced;    /* the index holds free[] and the PS counts of every node: ix_ok held for
-                          the whole last cycle, so every change to them updated it */
-    uint64_t ix_epoch; /* the state's node_epoch when the index was last built or refreshed */
+    int32_t chain[DRV_MAX_SLOT_PLUGINS];
+    int32_t nchain;
+    const drv_state *st; /* the state the records were collected from, and its */
+    uint64_t leaves;     /* queue_leaves then: while both match, every record's job is still
+                          * queued and collect keeps them without a look */
+    uint64_t lists;      /* lists handed to queue_begin so far (drv_ctx_queue_kept) */
+    int32_t kept;        /* of the last one, how many came first from the one before */
+    uint64_t *inq;       /* a bit per job: set while the job has a record in order[0..norder) */
+    int32_t cap_inq;     /* words */
+    /* per chain position of a keyed queue_order plugin, per job: its key this cycle (pending
+     * jobs only), asked once per job instead of once per comparison */
+    double *key[DRV_MAX_SLOT_PLUGINS];
+    int32_t cap_key[DRV_MAX_SLOT_PLUGINS];
+} cycle_queue;
+
+static inline void cycle_queue_init(cycle_queue *q)
+{
+    *q = (cycle_queue){0};
+}
+
+static inline void cycle_queue_fini(cycle_queue *q)
+{
+    drv_free(q->order);
+    drv_free(q->pend);
+    drv_free(q->order2);
+    drv_free(q->sort_tmp);
+    drv_free(q->sort_idx);
+    drv_free(q->sort_run);
+    drv_free(q->fit);
+    drv_free(q->free_fit);
+    drv_free(q->inq);
+    for (int i = 0; i < DRV_MAX_SLOT_PLUGINS; i++)
+        drv_free(q->key[i]);
+    cycle_queue_init(q);
+}
+
+/* Node constraints (constraint.c): when the state has any (on), fit[cons * ncls + class] is
+ * the constraint score of class for constraint cons, or -1 when it does not fit; computed for
+ * new constraints and classes at the start of a cycle (both are immutable). */
+typedef struct cons_table {
+    bool on;
+    int32_t *fit;
+    int32_t ncons, ncls; /* the table's dimensions */
+    int32_t cap;
+} cons_table;
+
+static inline void cons_table_init(cons_table *c)
+{
+    *c = (cons_table){0};
+}
+
+static inline void cons_table_fini(cons_table *c)
+{
+    drv_free(c->fit);
+    cons_table_init(c);
+}
+
+/* The cycle's outcome so far and what the core is running, reset by each cycle: the first
+ * error (drv_ctx_fail; a core helper that could not allocate; a failed allocation in the
+ * arena) and the plugin that was running when it came (drv_sched_failed_in). */
+typedef struct cycle_fault {
+    int code;                  /* 0: none yet */
+    const drv_plugin *plugin;  /* the plugin running when it came; NULL: the core's own work */
+    int point;                 /* the point it ran at (enum drv_point); -1 with no plugin */
+    const drv_plugin *running; /* the plugin the core is calling now (outermost), or NULL */
+    int running_point;         /* its point, or -1 */
+} cycle_fault;
+
+static inline void cycle_fault_init(cycle_fault *f)
+{
+    *f = (cycle_fault){0, NULL, -1, NULL, -1};
+}
+
+/* The scheduler: a profile's plugins and what the cycle keeps between cycles, one part per
+ * concern, each with its init and fini (drv_sched_new, drv_sched_free). */
+struct drv_sched {
+    const drv_profile *prof; /* borrowed (drv_sched_new) */
+    cycle_plugins plug;
+    drv_arena arena; /* the plugins' per-cycle scratch */
+    uint32_t stamp;  /* cycle counter; overlay entries are valid when their stamp matches */
+    cycle_assumed assumed;
+    cycle_follow follow;
+    cycle_index index;
+    cycle_memo memo;
+    own_list own;
+    cycle_queue queue;
+    cons_table cons;
+    cycle_fault fault;
+    double wake; /* drv_sched_wake: computed at the end of each cycle */
+    bool blind;  /* drv_sched_starts_blind: likewise */
 };
 
 struct drv_ctx {
@@ -307,18 +476,25 @@ struct drv_ctx {
     const drv_snapshot *snap;
     drv_decisions *out;
     int32_t base;     /* out->n when the cycle started: rollback never goes below it */
-    int err;          /* first allocation failure, reported by drv_sched_cycle */
     uint64_t changes; /* drv_ctx_changes */
 };
+
+/* Notes the plugin the core calls now, at point pt (NULL, -1: none): an error that comes
+ * before the call returns is the plugin's. */
+static inline void cycle_running(drv_sched *s, const drv_plugin *p, int pt)
+{
+    s->fault.running = p;
+    s->fault.running_point = pt;
+}
 
 /* Forgets every failed gang (capacity grew: any may fit now); O(1): marks of an older epoch
  * are stale. */
 static inline void cycle_memo_forget(drv_sched *s)
 {
-    if (s->nfailed || s->room_marked) {
-        s->nfailed = 0;
-        s->room_marked = false;
-        s->memo_epoch++;
+    if (s->memo.nfailed || s->memo.room_marked) {
+        s->memo.nfailed = 0;
+        s->memo.room_marked = false;
+        s->memo.epoch++;
     }
 }
 
@@ -340,11 +516,11 @@ int cycle_cons_refresh(drv_sched *s, const drv_state *st);
 static inline int32_t cycle_cons(const drv_ctx *c, int32_t pod, int32_t cls)
 {
     const drv_sched *s = c->s;
-    if (!s->cons_on)
+    if (!s->cons.on)
         return 0;
     const drv_pod *p = &c->snap->st->pods[pod];
     int32_t k = c->snap->st->jobs[p->job].cons[p->role];
-    return s->cfit[(size_t)k * (size_t)s->cfit_cls + (size_t)cls];
+    return s->cons.fit[(size_t)k * (size_t)s->cons.ncls + (size_t)cls];
 }
 
 static inline uint32_t cycle_map_home(const cycle_map *m, int32_t key)
@@ -387,9 +563,9 @@ static inline int32_t cycle_pod_node(const drv_ctx *c, int32_t pod)
 {
     const drv_sched *s = c->s;
     const drv_pod *p = &c->snap->st->pods[pod];
-    if (s->job_touch[p->job] != s->stamp)
+    if (s->assumed.job_touch[p->job] != s->stamp)
         return p->node;
-    return cycle_map_get(&s->pod_node, pod, p->node);
+    return cycle_map_get(&s->assumed.pod_node, pod, p->node);
 }
 
 /* Pods of a role the gang of job at `workers` still misses in the assumed state. O(1), O(pods
@@ -401,7 +577,7 @@ static inline int32_t cycle_role_missing(const drv_ctx *c, int32_t job, int role
     const drv_sched *s = c->s;
     int32_t want = role == DRV_ROLE_WORKER ? workers : j->target[role];
     int32_t have = j->bound[role];
-    if (s->job_touch[job] == s->stamp) /* pods moved this cycle: count them */
+    if (s->assumed.job_touch[job] == s->stamp) /* pods moved this cycle: count them */
         for (int32_t i = 0, pod; (pod = drv_job_pod(st, job, role, i)) >= 0; i++)
             have += (cycle_pod_node(c, pod) >= 0) - (st->pods[pod].node >= 0);
     return want > have ? want - have : 0;

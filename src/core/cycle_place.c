@@ -12,16 +12,24 @@
  * made: rolling back below that gives back room it did not see (drv_ctx_rollback). */
 static void memo_seen_at(drv_sched *s, int32_t ndec)
 {
-    if (s->room_stamp != s->stamp || s->room_dec < ndec)
-        s->room_dec = ndec;
-    s->room_stamp = s->stamp;
+    if (s->memo.room_stamp != s->stamp || s->memo.room_dec < ndec)
+        s->memo.room_dec = ndec;
+    s->memo.room_stamp = s->stamp;
 }
 
-/* Remembers that job's gang at `workers` does not fit in the current memo epoch. */
-static void mark_failed(drv_sched *s, int32_t job, int32_t workers)
+/* Remembers that job's gang at `workers` does not fit in the current memo epoch: its
+ * placement failed (bounds_only false), or the capacity bounds alone say so (true). */
+static void mark_failed(drv_sched *s, int32_t job, int32_t workers, bool bounds_only)
 {
-    s->job_fail_epoch[job] = s->memo_epoch + 1;
-    s->job_fail_workers[job] = workers;
+    s->memo.job[job] = (job_fail){s->memo.epoch + 1, workers, bounds_only};
+}
+
+/* The memo's word on job, when it is of this epoch and no pod of the job moved this cycle
+ * (else NULL). */
+static const job_fail *failed_now(const drv_sched *s, int32_t job)
+{
+    const job_fail *f = &s->memo.job[job];
+    return f->epoch == s->memo.epoch + 1 && s->assumed.job_touch[job] != s->stamp ? f : NULL;
 }
 
 /* Does gang a need at least what gang b needs, in every role, on the same nodes? */
@@ -41,26 +49,26 @@ static bool dominates(const gang_shape *a, const gang_shape *b)
 int cycle_cons_refresh(drv_sched *s, const drv_state *st)
 {
     int32_t ncons = st->ncons > 0 ? st->ncons : 1, ncls = st->nclasses > 0 ? st->nclasses : 1;
-    s->cons_on = ncons > 1 || ncls > 1;
-    if (!s->cons_on || (ncons == s->cfit_cons && ncls == s->cfit_cls))
+    s->cons.on = ncons > 1 || ncls > 1;
+    if (!s->cons.on || (ncons == s->cons.ncons && ncls == s->cons.ncls))
         return 0;
     /* Classes added: every row is recomputed (has_prefer_taint may have changed the scores);
      * only constraints added: only their rows. O(new rows · classes · expressions · labels). */
-    int32_t from = ncls == s->cfit_cls ? s->cfit_cons : 0;
-    if (drv_grow(&s->cfit, sizeof *s->cfit, &s->cap_cfit, ncons * ncls) != 0)
+    int32_t from = ncls == s->cons.ncls ? s->cons.ncons : 0;
+    if (drv_grow(&s->cons.fit, sizeof *s->cons.fit, &s->cons.cap, ncons * ncls) != 0)
         return DRV_ENOMEM;
     for (int32_t k = from; k < ncons; k++)
         for (int32_t cl = 0; cl < ncls; cl++) {
             int32_t sc;
-            s->cfit[(size_t)k * (size_t)ncls + (size_t)cl] =
+            s->cons.fit[(size_t)k * (size_t)ncls + (size_t)cl] =
                 drv_constraint_fits(st, k, cl, &sc) ? sc : -1;
         }
     /* The index groups classes the rows treat alike; on failure the rows are made again next
      * time, and the map with them. */
-    if (s->ix && drv_nodeindex_set_classes(s->ix, s->cfit, ncons, ncls) != 0)
+    if (s->index.ix && drv_nodeindex_set_classes(s->index.ix, s->cons.fit, ncons, ncls) != 0)
         return DRV_ENOMEM;
-    s->cfit_cons = ncons;
-    s->cfit_cls = ncls;
+    s->cons.ncons = ncons;
+    s->cons.ncls = ncls;
     return 0;
 }
 
@@ -68,11 +76,11 @@ int cycle_cons_refresh(drv_sched *s, const drv_state *st)
 static const int32_t *cons_row(const drv_ctx *c, int32_t pod)
 {
     const drv_sched *s = c->s;
-    if (!s->cons_on)
+    if (!s->cons.on)
         return NULL;
     const drv_pod *p = &c->snap->st->pods[pod];
     int32_t k = c->snap->st->jobs[p->job].cons[p->role];
-    return s->cfit + (size_t)k * (size_t)s->cfit_cls;
+    return s->cons.fit + (size_t)k * (size_t)s->cons.ncls;
 }
 
 bool drv_ctx_allowed(const drv_ctx *c, int32_t pod, int32_t node)
@@ -87,11 +95,12 @@ int drv_ctx_filter(const drv_ctx *c, int32_t pod, int32_t node)
     drv_res req = cycle_pod_req(st, pod);
     if (!n->schedulable || !drv_res_fits(req, n->alloc) || cycle_cons(c, pod, n->node_class) < 0)
         return DRV_UNRESOLVABLE;
-    if (!drv_res_fits(req, c->s->free[node]))
+    if (!drv_res_fits(req, c->s->assumed.free[node]))
         return DRV_UNSCHEDULABLE;
     const drv_profile *pr = c->s->prof;
     for (int i = 0; i < pr->nuse[DRV_PT_FILTER]; i++) {
-        int r = pr->use[DRV_PT_FILTER][i].p->filter(c, c->s->ustate[DRV_PT_FILTER][i], pod, node);
+        int r =
+            pr->use[DRV_PT_FILTER][i].p->filter(c, c->s->plug.ustate[DRV_PT_FILTER][i], pod, node);
         if (r != DRV_FIT)
             return r;
     }
@@ -106,7 +115,7 @@ static int64_t score_row(const drv_ctx *c, int32_t pod, int32_t node, const int3
     int64_t sum = 0;
     for (int i = 0; i < pr->nuse[DRV_PT_SCORE]; i++) {
         const drv_plugin_use *u = &pr->use[DRV_PT_SCORE][i];
-        int v = u->p->score(c, s->ustate[DRV_PT_SCORE][i], pod, node);
+        int v = u->p->score(c, s->plug.ustate[DRV_PT_SCORE][i], pod, node);
         v = v < 0 ? 0 : v > 100 ? 100 : v;
         sum += (int64_t)u->weight * v;
     }
@@ -163,7 +172,7 @@ static void bb_init(bb_arg *a, const drv_ctx *c, int32_t pod, const int32_t *row
     a->n = 0;
     for (int i = 0; i < pr->nuse[DRV_PT_SCORE]; i++) {
         const drv_plugin_use *u = &pr->use[DRV_PT_SCORE][i];
-        void *st = s->ustate[DRV_PT_SCORE][i];
+        void *st = s->plug.ustate[DRV_PT_SCORE][i];
         int v;
         if (u->p->score_flat && u->p->score_flat(c, st, pod, &v)) {
             a->flat += (int64_t)u->weight * (v < 0 ? 0 : v > 100 ? 100 : v);
@@ -221,11 +230,11 @@ static void consider_bb(const bb_arg *a, int32_t n, int32_t *best, int64_t *best
 static const union_memo *family_union(drv_sched *s, const bb_arg *a, drv_res req, int fam,
                                       int32_t label)
 {
-    const drv_nodeindex *ix = s->ix;
+    const drv_nodeindex *ix = s->index.ix;
     uint64_t grown = drv_nodeindex_grown(ix);
     uint32_t h = ((uint32_t)label * 2654435761u) ^ (uint32_t)fam ^
                  (uint32_t)(((uintptr_t)a->row >> 2) * 40503u);
-    union_memo *m = &s->umemo[(h >> 7) % UNION_MEMO];
+    union_memo *m = &s->index.umemo[(h >> 7) % UNION_MEMO];
     if (m->grown == grown && m->fam == fam && m->label == label && m->row == a->row &&
         memcmp(&m->req, &req, sizeof req) == 0)
         return m;
@@ -248,7 +257,7 @@ static const union_memo *family_union(drv_sched *s, const bb_arg *a, drv_res req
 static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, int32_t label,
                              int32_t *best, int64_t *best_sc)
 {
-    const drv_nodeindex *ix = c->s->ix;
+    const drv_nodeindex *ix = c->s->index.ix;
     const union_memo *um = family_union(c->s, a, req, fam, label);
     const int32_t *g = um->g;
     int32_t n = um->n, nodes = um->nodes, fit = um->fit;
@@ -261,7 +270,7 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
      * no node here can beat it, nor tie it (a tie would need an equal score). Most placements
      * land on the job's own nodes and skip their racks and zones this way. With label -1 the
      * groups' labels differ: no one set stands for them (but for the global family's). */
-    if (fit > 1 && *best >= 0 && c->s->ix_mixed && (label >= 0 || fam == DRV_IX_GLOBAL) &&
+    if (fit > 1 && *best >= 0 && c->s->index.mixed && (label >= 0 || fam == DRV_IX_GLOBAL) &&
         bb_bound(a, &u) < *best_sc)
         return nodes;
     if (n > MAX_ORDER) { /* too many to order: in group order */
@@ -309,25 +318,40 @@ static int32_t search_family(const drv_ctx *c, bb_arg *a, drv_res req, int fam, 
     return nodes;
 }
 
+/* Room for n entries in the own list's counts (count and at), the old ones dropped: they are
+ * filled anew. 0, or DRV_ENOMEM with neither (cap_count 0). */
+static int own_counts_room(own_list *o, int32_t n)
+{
+    drv_free(o->count);
+    drv_free(o->at);
+    o->count = drv_malloc(sizeof *o->count * (size_t)n);
+    o->at = o->count ? drv_malloc(sizeof *o->at * (size_t)n) : NULL;
+    if (!o->at) {
+        drv_free(o->count);
+        o->count = NULL;
+        o->cap_count = 0;
+        return DRV_ENOMEM;
+    }
+    o->cap_count = n;
+    return 0;
+}
+
 /* Lists node n in o unless it is listed already, and counts a pod of the job of role role on
  * it. Returns n's index in o->node. */
-static int32_t own_add(drv_sched *s, const drv_state *st, own_list *o, int32_t n, int role)
+static int32_t own_add(const drv_state *st, own_list *o, int32_t n, int role)
 {
-    int32_t *cnt = o->cnt, cap = o->cap_cnt;
-    if (s->node_seen[n] == s->seen_tag) {
+    if (o->seen[n] == o->seen_tag) {
         if (!o->counted)
             return -1;
-        int32_t i = cnt[2 * cap + n];
-        cnt[i]++;
-        cnt[cap + i] += role == DRV_ROLE_PS;
+        int32_t i = o->at[n];
+        o->count[i].pods++;
+        o->count[i].ps += role == DRV_ROLE_PS;
         return i;
     }
-    s->node_seen[n] = s->seen_tag;
+    o->seen[n] = o->seen_tag;
     if (o->counted) {
-        cnt[2 * cap + n] = o->n;
-        cnt[o->n] = 1;
-        cnt[cap + o->n] = role == DRV_ROLE_PS;
-        cnt[3 * cap + o->n] = -1; /* no kind yet */
+        o->at[n] = o->n;
+        o->count[o->n] = (own_count){1, role == DRV_ROLE_PS, -1}; /* no kind yet */
     }
     o->node[o->n++] = n;
     int32_t z = st->nodes[n].zone, r = st->nodes[n].rack, i;
@@ -346,17 +370,17 @@ static int32_t own_add(drv_sched *s, const drv_state *st, own_list *o, int32_t n
 static uint32_t own_summary(const drv_sched *s, const drv_state *st, const own_list *o, int32_t i,
                             own_sum *out)
 {
-    int32_t n = o->node[i], cap = o->cap_cnt;
+    int32_t n = o->node[i];
     const drv_node *nd = &st->nodes[n];
     memset(out, 0, sizeof *out);
-    out->free = s->free[n];
+    out->free = s->assumed.free[n];
     out->alloc = nd->alloc;
     out->zone = nd->zone;
     out->rack = nd->rack;
     out->node_class = nd->node_class;
-    out->nps = s->nrole[n * DRV_NROLES + DRV_ROLE_PS];
-    out->cnt = o->cnt[i];
-    out->ps = o->cnt[cap + i];
+    out->nps = s->assumed.nrole[n * DRV_NROLES + DRV_ROLE_PS];
+    out->cnt = o->count[i].pods;
+    out->ps = o->count[i].ps;
     out->schedulable = nd->schedulable;
     uint64_t h = (uint64_t)out->free.cpu * 0x9E3779B97F4A7C15u;
     h ^= (uint64_t)out->free.mem + (h << 6) + (h >> 2);
@@ -392,17 +416,17 @@ static bool own_kind_join(const drv_sched *s, const drv_state *st, own_list *o, 
     }
     if (kd->members++ == 0 || o->node[i] < o->node[kd->rep])
         kd->rep = i;
-    o->cnt[3 * o->cap_cnt + i] = k;
+    o->count[i].kind = k;
     return true;
 }
 
 /* Takes own node i out of its kind; the kind's lowest id is looked for again when it was i. */
 static void own_kind_leave(own_list *o, int32_t i)
 {
-    int32_t *kinds = o->cnt + 3 * o->cap_cnt, k = kinds[i];
+    int32_t k = o->count[i].kind;
     if (k < 0)
         return;
-    kinds[i] = -1;
+    o->count[i].kind = -1;
     own_kind *kd = &o->kind[k];
     if (--kd->members == 0) { /* out of the live list: the last one takes its place */
         int32_t last = o->live[--o->nlive];
@@ -414,7 +438,7 @@ static void own_kind_leave(own_list *o, int32_t i)
         return;
     kd->rep = -1;
     for (int32_t e = 0; e < o->n; e++) /* O(own nodes): only when the kind's first one moved */
-        if (kinds[e] == k && (kd->rep < 0 || o->node[e] < o->node[kd->rep]))
+        if (o->count[e].kind == k && (kd->rep < 0 || o->node[e] < o->node[kd->rep]))
             kd->rep = e;
 }
 
@@ -450,7 +474,7 @@ static const own_list *own_nodes(const drv_ctx *c, int32_t pod)
     if (same && o->changes + 1 == c->changes && o->pod_free &&
         (at = cycle_pod_node(c, o->pod)) >= 0) {
         /* The one change since: o->pod placed on at, whose summary alone changed. */
-        int32_t i = own_add(s, st, o, at, st->pods[o->pod].role);
+        int32_t i = own_add(st, o, at, st->pods[o->pod].role);
         if (o->kinds_ok) {
             own_kind_leave(o, i);
             o->kinds_ok = own_kind_join(s, st, o, i);
@@ -458,24 +482,21 @@ static const own_list *own_nodes(const drv_ctx *c, int32_t pod)
             own_kinds_build(s, st, o);
         }
     } else if (!same || o->changes != c->changes) {
-        if (++s->seen_tag == 0) { /* a new tag marks no node */
-            memset(s->node_seen, 0, (size_t)s->cap_node_seen * sizeof *s->node_seen);
-            s->seen_tag = 1;
+        if (++o->seen_tag == 0) { /* a new tag marks no node */
+            memset(o->seen, 0, (size_t)o->cap_seen * sizeof *o->seen);
+            o->seen_tag = 1;
         }
         /* The counts need room for every node; the list has it (cycle.c). On failure, the own
          * nodes are scored without counts, each of them. */
-        if (o->cap_cnt < st->nnodes) {
-            drv_free(o->cnt);
-            o->cnt = drv_malloc(sizeof *o->cnt * 4 * ((size_t)st->nnodes + 1));
-            o->cap_cnt = o->cnt ? st->nnodes + 1 : 0;
-        }
-        o->counted = o->cnt != NULL;
+        if (o->cap_count < st->nnodes)
+            own_counts_room(o, st->nnodes + 1);
+        o->counted = o->count != NULL;
         o->n = o->nz = o->nr = 0;
         o->all_z = o->all_r = false;
         const drv_job *j = &st->jobs[job];
         for (int32_t k = 0; k < j->pod_count; k++)
             if ((at = cycle_pod_node(c, j->pod_base + k)) >= 0)
-                own_add(s, st, o, at, st->pods[j->pod_base + k].role);
+                own_add(st, o, at, st->pods[j->pod_base + k].role);
         own_kinds_build(s, st, o);
     }
     o->cycle = s->stamp;
@@ -496,7 +517,7 @@ static void own_best(const bb_arg *a, drv_res req, const own_list *o, int32_t *b
 {
     const drv_ctx *c = a->c;
     const int32_t *row = a->row;
-    if (c->s->ix_summary && o->kinds_ok && o->pod_free) {
+    if (c->s->index.summary && o->kinds_ok && o->pod_free) {
         for (int32_t l = 0; l < o->nlive; l++) {
             const own_kind *kd = &o->kind[o->live[l]];
             if (kd->sum.schedulable && drv_res_fits(req, kd->sum.alloc) &&
@@ -509,8 +530,8 @@ static void own_best(const bb_arg *a, drv_res req, const own_list *o, int32_t *b
     for (int32_t i = 0; i < o->n; i++) {
         int32_t n = o->node[i];
         const drv_node *nd = &st->nodes[n];
-        if (nd->schedulable && drv_res_fits(req, nd->alloc) && drv_res_fits(req, c->s->free[n]) &&
-            (!row || row[nd->node_class] >= 0))
+        if (nd->schedulable && drv_res_fits(req, nd->alloc) &&
+            drv_res_fits(req, c->s->assumed.free[n]) && (!row || row[nd->node_class] >= 0))
             consider_bb(a, n, best, best_sc);
     }
 }
@@ -527,13 +548,14 @@ static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
     int32_t best = -1;
     int64_t best_sc = -1;
     const int32_t *row = cons_row(c, pod);
-    if (!c->s->ix_bb) {
+    if (!c->s->index.bb) {
         /* A group's nodes share a class, so its constraint score: its best by key is its
          * best by score. */
-        int32_t ng = drv_nodeindex_groups(c->s->ix, DRV_IX_GLOBAL);
+        const drv_nodeindex *ix = c->s->index.ix;
+        int32_t ng = drv_nodeindex_groups(ix, DRV_IX_GLOBAL);
         for (int32_t g = 0; g < ng; g++)
-            if (!row || row[drv_nodeindex_class(c->s->ix, DRV_IX_GLOBAL, g)] >= 0)
-                consider(c, pod, row, drv_nodeindex_best(c->s->ix, DRV_IX_GLOBAL, g, req), &best,
+            if (!row || row[drv_nodeindex_class(ix, DRV_IX_GLOBAL, g)] >= 0)
+                consider(c, pod, row, drv_nodeindex_best(ix, DRV_IX_GLOBAL, g, req), &best,
                          &best_sc);
         return best;
     }
@@ -553,7 +575,7 @@ static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
         in_racks += search_family(c, &a, req, DRV_IX_RACK, racks[i], &best, &best_sc);
     /* Each indexed node is in one rack group: when the job's racks hold all of them (a job
      * across every rack of a small cluster), no node is left for the zones. */
-    if (in_racks >= c->s->ix_nodes)
+    if (in_racks >= c->s->index.nodes)
         return best;
     if (all_z) { /* every zone group: together they cover every node outside the racks */
         search_family(c, &a, req, DRV_IX_ZONE, -1, &best, &best_sc);
@@ -564,7 +586,7 @@ static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
         covered += search_family(c, &a, req, DRV_IX_ZONE, zones[i], &best, &best_sc);
     /* The job's zones hold every indexed node (one-zone clusters): no node is left for the
      * global groups. */
-    if (covered < c->s->ix_nodes)
+    if (covered < c->s->index.nodes)
         search_family(c, &a, req, DRV_IX_GLOBAL, -1, &best, &best_sc);
     return best;
 }
@@ -574,16 +596,16 @@ int32_t drv_ctx_best_node(const drv_ctx *c, int32_t pod)
     const drv_state *st = c->snap->st;
     drv_sched *s = c->s;
     drv_res req = cycle_pod_req(st, pod);
-    if (!drv_res_fits(req, s->maxfree))
+    if (!drv_res_fits(req, s->assumed.maxfree))
         return -1; /* larger than any node's free room: no need to look */
-    if (s->ix_ok)
+    if (s->index.ok)
         return indexed_best(c, pod, req);
     int32_t best = -1;
     int64_t best_score = -1;
     drv_res exact = {0, 0, 0};
     for (int32_t n = 0; n < st->nnodes; n++) {
         if (st->nodes[n].schedulable)
-            exact = drv_res_max(exact, s->free[n]);
+            exact = drv_res_max(exact, s->assumed.free[n]);
         if (drv_ctx_filter(c, pod, n) != DRV_FIT)
             continue;
         int64_t sc = drv_ctx_score(c, pod, n);
@@ -592,7 +614,7 @@ int32_t drv_ctx_best_node(const drv_ctx *c, int32_t pod)
             best_score = sc;
         }
     }
-    s->maxfree = exact; /* the scan saw every node: the bound is exact again */
+    s->assumed.maxfree = exact; /* the scan saw every node: the bound is exact again */
     return best;
 }
 
@@ -633,11 +655,11 @@ static bool gang_room(const drv_ctx *c, int32_t job, int32_t workers, gang_shape
         shape->cons[r] = j->cons[r];
         if (shape->missing[r] == 0)
             continue;
-        if (!drv_res_fits(j->role[r].req, s->maxfree))
+        if (!drv_res_fits(j->role[r].req, s->assumed.maxfree))
             return false;
         need = drv_res_add(need, drv_res_scale(j->role[r].req, shape->missing[r]));
     }
-    return drv_res_fits(need, s->totfree);
+    return drv_res_fits(need, s->assumed.totfree);
 }
 
 /* Whether the job's queue admits what the gang of this shape misses (true with no queue). */
@@ -657,9 +679,8 @@ static bool shape_quota(const drv_ctx *c, int32_t job, const gang_shape *shape)
  * more workers only need more. O(1), reading no job. */
 static bool room_failed(const drv_sched *s, int32_t job, int32_t workers)
 {
-    int32_t w = s->job_fail_workers[job];
-    return s->job_fail_epoch[job] == s->memo_epoch + 1 && w < 0 && -1 - w <= workers &&
-           s->job_touch[job] != s->stamp;
+    const job_fail *f = failed_now(s, job);
+    return f && f->bounds_only && f->workers <= workers;
 }
 
 /* An admit plugin asks this of every queued job every cycle: a job that failed the bounds is
@@ -673,9 +694,8 @@ bool drv_ctx_gang_room(const drv_ctx *c, int32_t job, int32_t workers)
         return false;
     gang_shape shape;
     if (!gang_room(c, job, workers, &shape)) {
-        s->job_fail_epoch[job] = s->memo_epoch + 1;
-        s->job_fail_workers[job] = -1 - workers;
-        s->room_marked = true;
+        mark_failed(s, job, workers, true);
+        s->memo.room_marked = true;
         memo_seen_at(s, c->out->n);
         return false;
     }
@@ -689,18 +709,17 @@ int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
     drv_sched *s = c->s;
     /* The same gang already failed, or failed the capacity bounds at this size or fewer
      * (drv_ctx_gang_room's mark), and no capacity was given back since: O(1). */
-    if ((s->job_fail_epoch[job] == s->memo_epoch + 1 && s->job_fail_workers[job] == workers &&
-         s->job_touch[job] != s->stamp) ||
-        room_failed(s, job, workers))
+    const job_fail *f = failed_now(s, job);
+    if (f && (f->bounds_only ? f->workers <= workers : f->workers == workers))
         return 0;
     /* Necessary conditions first: every unplaced pod within maxfree, all within totfree, and
      * not at least as large as a gang that already failed. */
     gang_shape shape;
     if (!gang_room(c, job, workers, &shape))
         return 0;
-    for (int32_t k = 0; k < s->nfailed; k++)
-        if (dominates(&shape, &s->failed[k])) {
-            mark_failed(s, job, workers);
+    for (int32_t k = 0; k < s->memo.nfailed; k++)
+        if (dominates(&shape, &s->memo.failed[k])) {
+            mark_failed(s, job, workers, false);
             memo_seen_at(s, c->out->n);
             return 0;
         }
@@ -728,12 +747,12 @@ int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
             if (cycle_pod_node(c, pod) >= 0)
                 continue;
             if (place_one(c, pod) < 0) {
-                int err = c->err;
+                int err = drv_ctx_error(c);
                 drv_ctx_rollback(c, m);
-                if (!err && s->nfailed < MAX_FAILED)
-                    s->failed[s->nfailed++] = shape;
+                if (!err && s->memo.nfailed < MAX_FAILED)
+                    s->memo.failed[s->memo.nfailed++] = shape;
                 if (!err) {
-                    mark_failed(s, job, workers);
+                    mark_failed(s, job, workers, false);
                     memo_seen_at(s, c->out->n);
                 }
                 return err ? err : 0;

@@ -3,7 +3,7 @@
  * them (queue_order plugins), and answers the plugins' questions about that queue
  * (drv_ctx_queue_stuck, drv_ctx_queued_cannot_fit).
  *
- * The records of last cycle's queue are kept (s->order) and collected again in that order, so
+ * The records of last cycle's queue are kept (s->queue.order) and collected again in that order, so
  * a queue whose order did not change costs one pass; with a lone keyed queue_order plugin the
  * jobs are ordered by (key, submit time, id) read from the records, with no call per
  * comparison. What a record is and what it keeps is in cycle_int.h (qent, qfit).
@@ -17,9 +17,10 @@
  * their replicas as targets). Needs a free entry (qfit_room). */
 static qent make_qent(drv_sched *s, const drv_state *st, int32_t job)
 {
+    cycle_queue *q = &s->queue;
     const drv_job *j = &st->jobs[job];
-    int32_t t = s->nqfree > 0 ? s->qfree[--s->nqfree] : s->nqfit++;
-    qfit *f = &s->qfit[t];
+    int32_t t = q->nfree_fit > 0 ? q->free_fit[--q->nfree_fit] : q->nfit++;
+    qfit *f = &q->fit[t];
     qfit e = {
         {INT64_MAX, INT64_MAX, INT64_MAX}, {0, 0, 0}, {0, 0, 0}, j->role[DRV_ROLE_WORKER].min >= 1};
     for (int r = 0; r < DRV_NROLES; r++) {
@@ -49,25 +50,28 @@ static qent make_qent(drv_sched *s, const drv_state *st, int32_t job)
  * or DRV_ENOMEM. */
 static int qfit_room(drv_sched *s, int32_t n)
 {
-    if (n < s->nqfit)
-        n = s->nqfit;
-    if (drv_grow(&s->qfit, sizeof *s->qfit, &s->cap_qfit, n) != 0 ||
-        drv_grow(&s->qfree, sizeof *s->qfree, &s->cap_qfree, n) != 0)
+    cycle_queue *q = &s->queue;
+    if (n < q->nfit)
+        n = q->nfit;
+    if (drv_grow(&q->fit, sizeof *q->fit, &q->cap_fit, n) != 0 ||
+        drv_grow(&q->free_fit, sizeof *q->free_fit, &q->cap_free_fit, n) != 0)
         return DRV_ENOMEM;
     return 0;
 }
 
 static int queue_cmp(const drv_ctx *c, int32_t a, int32_t b)
 {
+    cycle_queue *q = &c->s->queue;
     const drv_profile *pr = c->s->prof;
-    for (int i = 0; i < c->s->nqo; i++) { /* the chain, idle plugins left out */
-        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][c->s->qo[i]].p;
+    for (int i = 0; i < q->nchain; i++) { /* the chain, idle plugins left out */
+        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][q->chain[i]].p;
         int r;
         if (p->queue_key) { /* keys were asked once this cycle (sort_by_plugins) */
-            double ka = c->s->qkey[i][a], kb = c->s->qkey[i][b];
+            double ka = q->key[i][a], kb = q->key[i][b];
             r = ka < kb ? -1 : ka > kb ? 1 : 0;
         } else {
-            r = p->queue_cmp(c, c->s->ustate[DRV_PT_QUEUE_ORDER][c->s->qo[i]], a, b);
+            cycle_running(c->s, p, DRV_PT_QUEUE_ORDER);
+            r = p->queue_cmp(c, c->s->plug.ustate[DRV_PT_QUEUE_ORDER][q->chain[i]], a, b);
         }
         if (r)
             return r;
@@ -154,58 +158,62 @@ static void natural_sort_idx(const qent *rec, int32_t *v, int32_t *tmp, int32_t 
  * the records at each least. */
 static void qsum_add(drv_sched *s, const qfit *f)
 {
+    cycle_queue *q = &s->queue;
     const int64_t v[3] = {f->least.cpu, f->least.mem, f->least.gpu};
-    int64_t *l[3] = {&s->qsum_least.cpu, &s->qsum_least.mem, &s->qsum_least.gpu};
+    int64_t *l[3] = {&q->sum.least.cpu, &q->sum.least.mem, &q->sum.least.gpu};
     for (int d = 0; d < 3; d++) {
         if (v[d] < *l[d]) {
             *l[d] = v[d];
-            s->qsum_at[d] = 1;
+            q->sum.at[d] = 1;
         } else if (v[d] == *l[d]) {
-            s->qsum_at[d]++;
+            q->sum.at[d]++;
         }
     }
-    s->qsum_nopod += !f->has_pod;
+    q->sum.nopod += !f->has_pod;
 }
 
 /* A record's entry taken out of the summary: a least no record holds any more stays, as a bound
  * (its count 0). */
 static void qsum_drop(drv_sched *s, const qfit *f)
 {
+    cycle_queue *q = &s->queue;
     const int64_t v[3] = {f->least.cpu, f->least.mem, f->least.gpu};
-    const int64_t l[3] = {s->qsum_least.cpu, s->qsum_least.mem, s->qsum_least.gpu};
+    const int64_t l[3] = {q->sum.least.cpu, q->sum.least.mem, q->sum.least.gpu};
     for (int d = 0; d < 3; d++)
         if (v[d] == l[d])
-            s->qsum_at[d]--;
-    s->qsum_nopod -= !f->has_pod;
+            q->sum.at[d]--;
+    q->sum.nopod -= !f->has_pod;
 }
 
 /* The summary computed again over every record: O(records). */
 static void qsum_build(drv_sched *s)
 {
-    s->qsum_least = (drv_res){INT64_MAX, INT64_MAX, INT64_MAX};
-    s->qsum_at[0] = s->qsum_at[1] = s->qsum_at[2] = s->qsum_nopod = 0;
-    for (int32_t i = 0; i < s->norder; i++)
-        qsum_add(s, &s->qfit[s->order[i].fit]);
-    s->qsum_ok = true;
+    cycle_queue *q = &s->queue;
+    q->sum.least = (drv_res){INT64_MAX, INT64_MAX, INT64_MAX};
+    q->sum.at[0] = q->sum.at[1] = q->sum.at[2] = q->sum.nopod = 0;
+    for (int32_t i = 0; i < q->norder; i++)
+        qsum_add(s, &q->fit[q->order[i].fit]);
+    q->sum.ok = true;
 }
 
 bool drv_ctx_queue_stuck(const drv_ctx *c)
 {
     drv_sched *s = c->s;
-    if (c->out->n != c->base || s->norder == 0 || c->snap->st->nqueued_bound != 0)
+    cycle_queue *q = &s->queue;
+    if (c->out->n != c->base || q->norder == 0 || c->snap->st->nqueued_bound != 0)
         return false;
-    if (!s->qsum_ok)
+    if (!q->sum.ok)
         qsum_build(s);
     /* A least that no record holds any more (its count 0) is below the true one: when it does
      * not fit, the true one does not either; when it fits, only the true one can tell. */
-    bool fits = drv_res_fits(s->qsum_least, s->maxfree);
-    if (fits && (s->qsum_at[0] == 0 || s->qsum_at[1] == 0 || s->qsum_at[2] == 0)) {
+    bool fits = drv_res_fits(q->sum.least, s->assumed.maxfree);
+    if (fits && (q->sum.at[0] == 0 || q->sum.at[1] == 0 || q->sum.at[2] == 0)) {
         qsum_build(s);
-        fits = drv_res_fits(s->qsum_least, s->maxfree);
+        fits = drv_res_fits(q->sum.least, s->assumed.maxfree);
     }
     if (fits)
         return false; /* in each dimension some pod fits: no pod is shown not to fit */
-    return s->qsum_nopod == 0;
+    return q->sum.nopod == 0;
 }
 
 /* Queue record r against job: -1 when it is not the cycle's record of it or pods of it were
@@ -215,70 +223,77 @@ bool drv_ctx_queue_stuck(const drv_ctx *c)
 static inline int record_fit(const drv_sched *s, const drv_state *st, const qent *r, int32_t job,
                              bool touched, bool bound)
 {
-    if (r->job != job || (touched && s->job_touch[job] == s->stamp) ||
+    if (r->job != job || (touched && s->assumed.job_touch[job] == s->stamp) ||
         (bound && (st->queued_bound.bits[job / 64] >> (job % 64)) & 1))
         return -1;
-    if (r->gpu_podmax > s->maxfree.gpu || r->gpu_floor > s->totfree.gpu)
+    if (r->gpu_podmax > s->assumed.maxfree.gpu || r->gpu_floor > s->assumed.totfree.gpu)
         return 1; /* the GPUs alone: no read of the entry */
-    const qfit *e = &s->qfit[r->fit];
-    return !drv_res_fits(e->podmax, s->maxfree) || !drv_res_fits(e->floor, s->totfree);
+    const qfit *e = &s->queue.fit[r->fit];
+    return !drv_res_fits(e->podmax, s->assumed.maxfree) ||
+           !drv_res_fits(e->floor, s->assumed.totfree);
 }
 
 bool drv_ctx_queued_cannot_fit(const drv_ctx *c, int32_t i, int32_t job)
 {
     const drv_sched *s = c->s;
+    const cycle_queue *q = &s->queue;
     const drv_state *st = c->snap->st;
-    if (i < 0 || i >= s->norder)
+    if (i < 0 || i >= q->norder)
         return false;
-    return record_fit(s, st, &s->order[i], job, s->touch_stamp == s->stamp,
+    return record_fit(s, st, &q->order[i], job, s->assumed.touch_stamp == s->stamp,
                       st->nqueued_bound > 0) == 1;
 }
 
 int32_t drv_ctx_queued_skip(const drv_ctx *c, int32_t i, const int32_t *jobs, int32_t n)
 {
     const drv_sched *s = c->s;
+    const cycle_queue *q = &s->queue;
     const drv_state *st = c->snap->st;
     /* drv_ctx_queued_cannot_fit for each k in turn, its loop-invariant tests read once: nothing
      * it reads changes between two of them. */
-    bool touched = s->touch_stamp == s->stamp, bound = st->nqueued_bound > 0;
-    int32_t end = n < s->norder ? n : s->norder, k = i < 0 ? 0 : i;
+    bool touched = s->assumed.touch_stamp == s->stamp, bound = st->nqueued_bound > 0;
+    int32_t end = n < q->norder ? n : q->norder, k = i < 0 ? 0 : i;
     for (; k < end; k++)
-        if (record_fit(s, st, &s->order[k], jobs[k], touched, bound) != 1)
+        if (record_fit(s, st, &q->order[k], jobs[k], touched, bound) != 1)
             return k;
     return k < n ? k : n;
 }
 
 int32_t drv_ctx_queue_kept(const drv_ctx *c, uint64_t *list)
 {
-    *list = c->s->qlist;
-    return c->s->qkept;
+    cycle_queue *q = &c->s->queue;
+    *list = q->lists;
+    return q->kept;
 }
 
-/* Marks job as having a record (in) or not in s->inq. */
+/* Marks job as having a record (in) or not in s->queue.inq. */
 static inline void inq_put(drv_sched *s, int32_t job, bool in)
 {
+    cycle_queue *q = &s->queue;
     uint64_t bit = (uint64_t)1 << (job % 64);
     if (in)
-        s->inq[job / 64] |= bit;
+        q->inq[job / 64] |= bit;
     else
-        s->inq[job / 64] &= ~bit;
+        q->inq[job / 64] &= ~bit;
 }
 
 /* A record dropped: its job has none, its qfit entry is free. */
 static void drop_record(drv_sched *s, const drv_state *st, const qent *e)
 {
+    cycle_queue *q = &s->queue;
     if (e->job < st->njobs)
         inq_put(s, e->job, false);
-    s->qfree[s->nqfree++] = e->fit;
-    if (s->qsum_ok)
-        qsum_drop(s, &s->qfit[e->fit]);
+    q->free_fit[q->nfree_fit++] = e->fit;
+    if (q->sum.ok)
+        qsum_drop(s, &q->fit[e->fit]);
 }
 
 /* Every record's job is still queued: no job left the queue of the state they were collected
  * from since. */
 static bool records_stand(const drv_sched *s, const drv_state *st)
 {
-    return s->order_st == st && s->order_leaves == st->queue_leaves && s->norder <= st->nqueued;
+    const cycle_queue *q = &s->queue;
+    return q->st == st && q->leaves == st->queue_leaves && q->norder <= st->nqueued;
 }
 
 /* Last cycle's records less the jobs that left the queue, in their order: O(1) when no job
@@ -289,19 +304,19 @@ static bool records_stand(const drv_sched *s, const drv_state *st)
  * the 9th of ~370 on average). pend, when not NULL, lists the records' jobs: it is kept so. */
 static int32_t keep_records(drv_sched *s, const drv_state *st, int32_t *pend)
 {
+    cycle_queue *q = &s->queue;
     if (records_stand(s, st))
-        return s->norder;
+        return q->norder;
     int32_t nq = st->nqueued;
-    qent *rec = s->order;
+    qent *rec = q->order;
     int32_t npend = 0, i = 0;
     /* At most this many records to drop: the state's leaves since, when it is the same state.
      * The pass goes on while the records after it could not all be queued (a cheap check
      * that the count is the state's). */
-    uint64_t left = s->order_st == st && st->queue_leaves >= s->order_leaves
-                        ? st->queue_leaves - s->order_leaves
-                        : UINT64_MAX;
+    uint64_t left =
+        q->st == st && st->queue_leaves >= q->leaves ? st->queue_leaves - q->leaves : UINT64_MAX;
     const uint64_t *qbits = st->queued.bits; /* drv_state_is_queued, inline */
-    for (; i < s->norder && npend < nq && (left > 0 || npend + (s->norder - i) > nq); i++)
+    for (; i < q->norder && npend < nq && (left > 0 || npend + (q->norder - i) > nq); i++)
         if (rec[i].job < st->njobs && (qbits[rec[i].job / 64] >> (rec[i].job % 64)) & 1) {
             if (npend != i) {
                 rec[npend] = rec[i];
@@ -313,48 +328,49 @@ static int32_t keep_records(drv_sched *s, const drv_state *st, int32_t *pend)
             drop_record(s, st, &rec[i]); /* left the queue */
             left -= left > 0;
         }
-    if (left == 0 && i < s->norder && npend < nq) { /* all that left dropped: the rest stand */
+    if (left == 0 && i < q->norder && npend < nq) { /* all that left dropped: the rest stand */
         if (npend != i) {
-            memmove(&rec[npend], &rec[i], (size_t)(s->norder - i) * sizeof *rec);
+            memmove(&rec[npend], &rec[i], (size_t)(q->norder - i) * sizeof *rec);
             if (pend)
-                memmove(&pend[npend], &pend[i], (size_t)(s->norder - i) * sizeof *pend);
+                memmove(&pend[npend], &pend[i], (size_t)(q->norder - i) * sizeof *pend);
         }
-        npend += s->norder - i;
-        i = s->norder;
+        npend += q->norder - i;
+        i = q->norder;
     }
-    for (; i < s->norder; i++) /* all queued jobs found: the rest left */
+    for (; i < q->norder; i++) /* all queued jobs found: the rest left */
         drop_record(s, st, &rec[i]);
     return npend;
 }
 
-/* Collects the queued jobs into s->order: last cycle's records of jobs still queued, in their
+/* Collects the queued jobs into s->queue.order: last cycle's records of jobs still queued, in their
  * order (keep_records), then newcomers in id order. The queue order is a total order (ties go
  * by submit time, then id), so the sorted result does not depend on the order jobs are
  * collected in. The queued set says which are still queued without reading the jobs; records
- * stay in place. The newcomers are the queued set less the jobs with a record (s->inq), a word
- * at a time over the set's non-empty words (drv_jobset_next, s->inq excepted): O(records + queued /
- * 64 + jobs / 4096), the first term only when some job left the queue. Returns how many came from
- * last cycle's queue. Needs s->inq to cover every job. pend, when not NULL, lists the records' jobs
- * and is kept so. */
+ * stay in place. The newcomers are the queued set less the jobs with a record (s->queue.inq), a
+ * word at a time over the set's non-empty words (drv_jobset_next, s->queue.inq excepted): O(records
+ * + queued / 64 + jobs / 4096), the first term only when some job left the queue. Returns how many
+ * came from last cycle's queue. Needs s->queue.inq to cover every job. pend, when not NULL, lists
+ * the records' jobs and is kept so. */
 static int32_t collect(drv_sched *s, const drv_state *st, int32_t *pend)
 {
+    cycle_queue *q = &s->queue;
     int32_t nq = st->nqueued;
-    qent *rec = s->order;
+    qent *rec = q->order;
     int32_t npend = keep_records(s, st, pend);
-    s->norder = npend;
-    s->order_st = st;
-    s->order_leaves = st->queue_leaves;
+    q->norder = npend;
+    q->st = st;
+    q->leaves = st->queue_leaves;
     int32_t nold = npend;
     int32_t nw = (st->njobs + 63) / 64;
-    for (int32_t j = drv_jobset_next(&st->queued, st->njobs, 0, s->inq, nw); j >= 0 && npend < nq;
-         j = drv_jobset_next(&st->queued, st->njobs, j + 1, s->inq, nw)) {
+    for (int32_t j = drv_jobset_next(&st->queued, st->njobs, 0, q->inq, nw); j >= 0 && npend < nq;
+         j = drv_jobset_next(&st->queued, st->njobs, j + 1, q->inq, nw)) {
         rec[npend] = make_qent(s, st, j);
-        if (s->qsum_ok)
-            qsum_add(s, &s->qfit[rec[npend].fit]);
+        if (q->sum.ok)
+            qsum_add(s, &q->fit[rec[npend].fit]);
         npend++;
         inq_put(s, j, true);
     }
-    s->norder = npend;
+    q->norder = npend;
     return nold;
 }
 
@@ -365,11 +381,14 @@ static int32_t collect(drv_sched *s, const drv_state *st, int32_t *pend)
 static bool sort_keyed(drv_ctx *c, const drv_plugin *q0, void *q0s, int32_t nold, bool was_keyed,
                        int32_t *idx, int32_t *tmp, int32_t *run)
 {
-    qent *rec = c->s->order;
-    int32_t npend = c->s->norder;
+    cycle_queue *q = &c->s->queue;
+    qent *rec = q->order;
+    int32_t npend = q->norder;
+    cycle_running(c->s, q0, DRV_PT_QUEUE_ORDER);
     bool kept = was_keyed && q0->queue_kept && q0->queue_kept(c, q0s);
     for (int32_t i = kept ? nold : 0; i < npend; i++)
         rec[i].key = q0->queue_key(c, q0s, rec[i].job);
+    cycle_running(c->s, NULL, -1);
     /* Most cycles collect the queue already in order: the merge sort would then only compare
      * each boundary and merge nothing - the same as this one pass. With the keys kept, the
      * first nold records are last cycle's sorted queue less the jobs that left, still in
@@ -392,100 +411,127 @@ static bool sort_keyed(drv_ctx *c, const drv_plugin *q0, void *q0s, int32_t nold
 static int sort_by_plugins(drv_ctx *c, int32_t *pend, int32_t *tmp)
 {
     drv_sched *s = c->s;
+    cycle_queue *q = &s->queue;
     const drv_state *st = c->snap->st;
-    int32_t npend = s->norder;
-    for (int i = 0; i < s->nqo; i++) {
-        const drv_plugin *p = s->prof->use[DRV_PT_QUEUE_ORDER][s->qo[i]].p;
-        void *ps = s->ustate[DRV_PT_QUEUE_ORDER][s->qo[i]];
+    int32_t npend = q->norder;
+    for (int i = 0; i < q->nchain; i++) {
+        const drv_plugin *p = s->prof->use[DRV_PT_QUEUE_ORDER][q->chain[i]].p;
+        void *ps = s->plug.ustate[DRV_PT_QUEUE_ORDER][q->chain[i]];
         if (!p->queue_key)
             continue;
-        if (drv_grow(&s->qkey[i], sizeof *s->qkey[i], &s->cap_qkey[i], st->njobs) != 0)
+        if (drv_grow(&q->key[i], sizeof *q->key[i], &q->cap_key[i], st->njobs) != 0)
             return DRV_ENOMEM;
+        cycle_running(s, p, DRV_PT_QUEUE_ORDER);
         for (int32_t k = 0; k < npend; k++)
-            s->qkey[i][pend[k]] = p->queue_key(c, ps, pend[k]);
+            q->key[i][pend[k]] = p->queue_key(c, ps, pend[k]);
+        cycle_running(s, NULL, -1);
     }
     merge_sort(c, pend, tmp, npend);
-    s->nqfit = s->nqfree = 0; /* every record made again: every entry free */
-    s->qsum_ok = false;
+    cycle_running(s, NULL, -1);
+    q->nfit = q->nfree_fit = 0; /* every record made again: every entry free */
+    q->sum.ok = false;
     for (int32_t i = 0; i < npend; i++)
-        s->order[i] = make_qent(s, st, pend[i]);
+        q->order[i] = make_qent(s, st, pend[i]);
     return 0;
 }
 
-/* Puts the records in the sorted order idx: the other buffer takes them and becomes s->order;
+/* Puts the records in the sorted order idx: the other buffer takes them and becomes s->queue.order;
  * pend follows. 0 or DRV_ENOMEM. */
 static int adopt_order(drv_sched *s, const int32_t *idx, int32_t *pend)
 {
-    int32_t npend = s->norder;
-    if (drv_grow(&s->order2, sizeof *s->order2, &s->cap_order2, npend) != 0)
+    cycle_queue *q = &s->queue;
+    int32_t npend = q->norder;
+    if (drv_grow(&q->order2, sizeof *q->order2, &q->cap_order2, npend) != 0)
         return DRV_ENOMEM;
     for (int32_t i = 0; i < npend; i++) {
-        s->order2[i] = s->order[idx[i]];
-        pend[i] = s->order2[i].job;
+        q->order2[i] = q->order[idx[i]];
+        pend[i] = q->order2[i].job;
     }
-    qent *t = s->order;
-    int32_t tc = s->cap_order;
-    s->order = s->order2;
-    s->cap_order = s->cap_order2;
-    s->order2 = t;
-    s->cap_order2 = tc;
+    qent *t = q->order;
+    int32_t tc = q->cap_order;
+    q->order = q->order2;
+    q->cap_order = q->cap_order2;
+    q->order2 = t;
+    q->cap_order2 = tc;
     return 0;
+}
+
+/* Hands the list to every queue_begin, then makes this cycle's chain of the plugins that
+ * order something (queue_idle). 0, or the error of a plugin that failed the cycle (the
+ * plugins after it are not called). */
+static int begin_chain(drv_ctx *c, const int32_t *pend, int32_t npend)
+{
+    drv_sched *s = c->s;
+    const drv_profile *pr = s->prof;
+    for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER] && !drv_ctx_error(c); i++) {
+        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][i].p;
+        cycle_running(s, p, DRV_PT_QUEUE_ORDER);
+        if (p->queue_begin)
+            p->queue_begin(c, s->plug.ustate[DRV_PT_QUEUE_ORDER][i], pend, npend);
+    }
+    s->queue.nchain = 0; /* the chain this cycle: plugins that order something */
+    for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER] && !drv_ctx_error(c); i++) {
+        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][i].p;
+        cycle_running(s, p, DRV_PT_QUEUE_ORDER);
+        if (!p->queue_idle || !p->queue_idle(c, s->plug.ustate[DRV_PT_QUEUE_ORDER][i]))
+            s->queue.chain[s->queue.nchain++] = i;
+    }
+    cycle_running(s, NULL, -1);
+    return drv_ctx_error(c);
 }
 
 int cycle_order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
 {
     drv_sched *s = c->s;
+    cycle_queue *q = &s->queue;
     const drv_state *st = c->snap->st;
     const drv_profile *pr = s->prof;
     int32_t nq = st->nqueued;
     /* pend[0..norder) lists the records' jobs as the last cycle left them, and collect keeps
      * it so as it drops records: then only newcomers are written (unless the order moved). */
-    bool pend_kept = s->pend_ok;
-    s->pend_ok = false; /* until this cycle's order is in it */
-    if (nq >= INT32_MAX / 3 ||
-        drv_grow(&s->qscratch, sizeof *s->qscratch, &s->cap_qscratch, 3 * (nq + 1)) != 0 ||
-        drv_grow(&s->pend, sizeof *s->pend, &s->cap_pend, nq + 1) != 0 ||
-        drv_grow(&s->order, sizeof *s->order, &s->cap_order, nq) != 0 || qfit_room(s, nq) != 0)
+    bool pend_kept = q->pend_ok;
+    q->pend_ok = false; /* until this cycle's order is in it */
+    if (nq >= INT32_MAX - 1 ||
+        drv_grow(&q->sort_tmp, sizeof *q->sort_tmp, &q->cap_sort_tmp, nq + 1) != 0 ||
+        drv_grow(&q->sort_idx, sizeof *q->sort_idx, &q->cap_sort_idx, nq + 1) != 0 ||
+        drv_grow(&q->sort_run, sizeof *q->sort_run, &q->cap_sort_run, nq + 1) != 0 ||
+        drv_grow(&q->pend, sizeof *q->pend, &q->cap_pend, nq + 1) != 0 ||
+        drv_grow(&q->order, sizeof *q->order, &q->cap_order, nq) != 0 || qfit_room(s, nq) != 0)
         return DRV_ENOMEM;
-    int32_t *tmp = s->qscratch, *idx = tmp + nq + 1, *run = idx + nq + 1;
-    int32_t *pend = s->pend;
-    int32_t inq_old = s->cap_inq;
-    if (drv_grow(&s->inq, sizeof *s->inq, &s->cap_inq, st->njobs / 64 + 1) != 0)
+    int32_t *tmp = q->sort_tmp, *idx = q->sort_idx, *run = q->sort_run;
+    int32_t *pend = q->pend;
+    int32_t inq_old = q->cap_inq;
+    if (drv_grow(&q->inq, sizeof *q->inq, &q->cap_inq, st->njobs / 64 + 1) != 0)
         return DRV_ENOMEM;
-    if (s->cap_inq > inq_old) /* new jobs have no record */
-        memset(s->inq + inq_old, 0, (size_t)(s->cap_inq - inq_old) * sizeof *s->inq);
-    bool was_keyed = s->order_keyed;
-    int32_t was_use = s->order_use;
-    s->order_keyed = false; /* until this cycle's keys are in the records */
+    if (q->cap_inq > inq_old) /* new jobs have no record */
+        memset(q->inq + inq_old, 0, (size_t)(q->cap_inq - inq_old) * sizeof *q->inq);
+    bool was_keyed = q->keyed;
+    int32_t was_use = q->keyed_use;
+    q->keyed = false; /* until this cycle's keys are in the records */
     int32_t nold = collect(s, st, pend_kept ? pend : NULL);
-    int32_t npend = s->norder;
+    int32_t npend = q->norder;
     for (int32_t i = pend_kept ? nold : 0; i < npend; i++)
-        pend[i] = s->order[i].job;
-    s->qlist++; /* the list queue_begin is handed: last cycle's records kept, then newcomers */
-    s->qkept = nold;
-    for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++)
-        if (pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin)
-            pr->use[DRV_PT_QUEUE_ORDER][i].p->queue_begin(c, s->ustate[DRV_PT_QUEUE_ORDER][i], pend,
-                                                          npend);
-    s->nqo = 0; /* the chain this cycle: plugins that order something */
-    for (int i = 0; i < pr->nuse[DRV_PT_QUEUE_ORDER]; i++) {
-        const drv_plugin *p = pr->use[DRV_PT_QUEUE_ORDER][i].p;
-        if (!p->queue_idle || !p->queue_idle(c, s->ustate[DRV_PT_QUEUE_ORDER][i]))
-            s->qo[s->nqo++] = i;
-    }
-    const drv_plugin *q0 = s->nqo > 0 ? pr->use[DRV_PT_QUEUE_ORDER][s->qo[0]].p : NULL;
-    void *q0s = s->nqo > 0 ? s->ustate[DRV_PT_QUEUE_ORDER][s->qo[0]] : NULL;
-    bool lone_key = s->nqo == 1 && q0->queue_key;
+        pend[i] = q->order[i].job;
+    q->lists++; /* the list queue_begin is handed: last cycle's records kept, then newcomers */
+    q->kept = nold;
+    int rc = begin_chain(c, pend, npend);
+    if (rc)
+        return rc;
+    const drv_plugin *q0 = q->nchain > 0 ? pr->use[DRV_PT_QUEUE_ORDER][q->chain[0]].p : NULL;
+    void *q0s = q->nchain > 0 ? s->plug.ustate[DRV_PT_QUEUE_ORDER][q->chain[0]] : NULL;
+    bool lone_key = q->nchain == 1 && q0->queue_key;
     bool sorted = true;
     if (lone_key) /* keys kept only from the same plugin's */
-        sorted = sort_keyed(c, q0, q0s, nold, was_keyed && was_use == s->qo[0], idx, tmp, run);
-    else if (sort_by_plugins(c, pend, tmp) != 0)
-        return DRV_ENOMEM;
+        sorted = sort_keyed(c, q0, q0s, nold, was_keyed && was_use == q->chain[0], idx, tmp, run);
+    else if ((rc = sort_by_plugins(c, pend, tmp)) != 0)
+        return rc;
+    if (drv_ctx_error(c)) /* a plugin failed while it was asked for keys or comparisons */
+        return drv_ctx_error(c);
     if (!sorted && adopt_order(s, idx, pend) != 0)
         return DRV_ENOMEM;
-    s->order_keyed = lone_key;
-    s->order_use = lone_key ? s->qo[0] : -1;
-    s->pend_ok = true;
+    q->keyed = lone_key;
+    q->keyed_use = lone_key ? q->chain[0] : -1;
+    q->pend_ok = true;
     *jobs = pend;
     *n = npend;
     return 0;

@@ -550,7 +550,7 @@ int32_t drv_nodeindex_best(const drv_nodeindex *ix, int fam, int32_t g, drv_res 
      * explicit stack needs at most 2 entries per level. */
     int32_t stack[128];
     int sp = 0;
-    int32_t best_pos = -1;
+    int32_t best_pos = -1, size = k->size;
     double best_key = -1e300;
     stack[sp++] = 1;
     while (sp > 0) {
@@ -559,13 +559,13 @@ int32_t drv_nodeindex_best(const drv_nodeindex *ix, int fam, int32_t g, drv_res 
             continue;
         /* First leaf position under t. */
         int32_t first = t;
-        while (first < k->size)
+        while (first < size)
             first *= 2;
-        first -= k->size;
+        first -= size;
         if (best_pos >= 0 && (k->key[t] < best_key || (k->key[t] == best_key && first > best_pos)))
             continue;
-        if (t >= k->size) {
-            best_pos = t - k->size;
+        if (t >= size) {
+            best_pos = t - size;
             best_key = k->key[t];
             continue;
         }

@@ -78,7 +78,7 @@ bool drv_queue_admits(const drv_state *st, const drv_res *used, int32_t queue, d
 bool drv_ctx_queue_fits(const drv_ctx *c, int32_t queue, drv_res add)
 {
     const drv_state *st = c->snap->st;
-    return st->nqueues == 0 || drv_queue_admits(st, c->s->qused, queue, add);
+    return st->nqueues == 0 || drv_queue_admits(st, c->s->assumed.qused, queue, add);
 }
 
 drv_res cycle_gang_need(const drv_ctx *c, int32_t job, int32_t workers)
@@ -96,5 +96,6 @@ bool drv_ctx_queue_room(const drv_ctx *c, int32_t job, int32_t workers)
     const drv_state *st = c->snap->st;
     if (st->nqueues == 0)
         return true;
-    return drv_queue_admits(st, c->s->qused, st->jobs[job].queue, cycle_gang_need(c, job, workers));
+    return drv_queue_admits(st, c->s->assumed.qused, st->jobs[job].queue,
+                            cycle_gang_need(c, job, workers));
 }

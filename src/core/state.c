@@ -749,8 +749,8 @@ int drv_state_check(const drv_state *st, bool gang, drv_diag *d)
             queued != jobset_has(&st->queued, j) || starting != jobset_has(&st->starting, j) ||
             qbound != jobset_has(&st->queued_bound, j))
             rc = drv_fail(d, DRV_EINVARIANT,
-                          "job %s: in the wrong live, pending, queued or starting set",
-                          drv_strtab_str(st->names, job->name));
+                          "job %s (phase %s): in the wrong live, pending, queued or starting set",
+                          drv_strtab_str(st->names, job->name), drv_job_phase_name(job->phase));
     }
     if (!rc && (nlive != st->nlive || npending != st->npending || nqueued != st->nqueued ||
                 nstarting != st->nstarting || nqbound != st->nqueued_bound))

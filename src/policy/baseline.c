@@ -110,8 +110,10 @@ static void podwise_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t 
     for (int32_t i = 0; i < n; i++)
         cap += st->jobs[jobs[i]].pod_count;
     pending_pod *v = drv_arena_alloc(drv_ctx_arena(c), sizeof *v * ((size_t)cap + 1));
-    if (!v)
+    if (!v) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return;
+    }
     int32_t nv = 0;
     for (int32_t i = 0; i < n; i++) {
         const drv_job *j = &st->jobs[jobs[i]];
@@ -127,7 +129,7 @@ static void podwise_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t 
         }
     }
     qsort(v, (size_t)nv, sizeof *v, cmp_pending);
-    for (int32_t i = 0; i < nv; i++)
+    for (int32_t i = 0; i < nv && !drv_ctx_error(c); i++) /* a failed bind fails the cycle */
         drv_ctx_place_pod(c, v[i].pod);
 }
 

@@ -138,6 +138,8 @@ void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
         e->nqueue = n;
     } else {
         e->nqueue = 0;
+        drv_ctx_fail(c, DRV_ENOMEM); /* relief would not see the queue's head */
+        return;
     }
     if (drv_ctx_queue_stuck(c))
         return; /* every size from lo up fails, changing nothing (lo >= min(min, want)) */
@@ -213,8 +215,10 @@ static int32_t running_jobs(drv_ctx *c, const drv_elastic *e, int32_t **out)
     const drv_state *st = drv_ctx_state(c);
     int32_t *v = drv_arena_alloc(drv_ctx_arena(c), sizeof *v * ((size_t)st->nlive + 1));
     int32_t n = 0;
-    if (!v)
+    if (!v) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return 0;
+    }
     for (int32_t j = next_sizable(e, st, 0); j >= 0; j = next_sizable(e, st, j + 1))
         if (can_change(c, e, j))
             v[n++] = j; /* ids follow submission order in both drivers */
@@ -232,8 +236,10 @@ static bool relieve(drv_ctx *c, drv_elastic *e, int32_t head)
     if (nrun == 0)
         return false;
     int32_t *count = drv_arena_alloc(drv_ctx_arena(c), sizeof *count * (size_t)nrun);
-    if (!count)
+    if (!count) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return false;
+    }
     for (int32_t i = 0; i < nrun; i++)
         count[i] = drv_ctx_workers(c, run[i]);
     drv_mark m = drv_ctx_mark(c);
@@ -326,8 +332,10 @@ static bool grow_round_robin(drv_ctx *c, const drv_elastic *e)
         return false;
     int32_t *want = drv_arena_alloc(drv_ctx_arena(c), sizeof *want * (size_t)nrun);
     bool *full = drv_arena_alloc(drv_ctx_arena(c), sizeof *full * (size_t)nrun);
-    if (!want || !full)
+    if (!want || !full) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return false;
+    }
     for (int32_t i = 0; i < nrun; i++) {
         want[i] = drv_ctx_workers(c, run[i]);
         full[i] = !grow_ok(c, e, run[i]);

@@ -109,15 +109,18 @@ static drv_res job_use(const drv_job *j)
     return r;
 }
 
-static int use_cmp(const void *a, const void *b)
+/* By queue, then user; 0 for the same pair. */
+static int pair_cmp(int32_t qa, int32_t ua, int32_t qb, int32_t ub)
 {
-    int64_t x = ((const drv_user_use *)a)->key, y = ((const drv_user_use *)b)->key;
-    return x < y ? -1 : x > y;
+    if (qa != qb)
+        return qa < qb ? -1 : 1;
+    return ua < ub ? -1 : ua > ub;
 }
 
-static int64_t use_key(int32_t queue, int32_t user)
+static int use_cmp(const void *a, const void *b)
 {
-    return (int64_t)queue << 32 | (int64_t)(uint32_t)user;
+    const drv_user_use *x = a, *y = b;
+    return pair_cmp(x->queue, x->user, y->queue, y->user);
 }
 
 int drv_user_use_build(const drv_state *st, drv_user_use **tab, int32_t *n, int32_t *cap)
@@ -131,12 +134,12 @@ int drv_user_use_build(const drv_state *st, drv_user_use **tab, int32_t *n, int3
         const drv_job *job = &st->jobs[j];
         drv_res u = job_use(job);
         if (m < *cap && (u.cpu > 0 || u.mem > 0 || u.gpu > 0))
-            t[m++] = (drv_user_use){use_key(job->queue, job->user), u};
+            t[m++] = (drv_user_use){job->queue, job->user, u};
     }
     qsort(t, (size_t)m, sizeof *t, use_cmp);
     int32_t w = 0; /* merge entries of one (queue, user) */
     for (int32_t i = 0; i < m; i++) {
-        if (w > 0 && t[w - 1].key == t[i].key)
+        if (w > 0 && use_cmp(&t[w - 1], &t[i]) == 0)
             t[w - 1].used = drv_res_add(t[w - 1].used, t[i].used);
         else
             t[w++] = t[i];
@@ -147,16 +150,16 @@ int drv_user_use_build(const drv_state *st, drv_user_use **tab, int32_t *n, int3
 
 drv_res drv_user_use_find(const drv_user_use *tab, int32_t n, int32_t queue, int32_t user)
 {
-    int64_t k = use_key(queue, user);
     int32_t lo = 0, hi = n;
     while (lo < hi) {
         int32_t mid = lo + (hi - lo) / 2;
-        if (tab[mid].key < k)
+        if (pair_cmp(tab[mid].queue, tab[mid].user, queue, user) < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < n && tab[lo].key == k ? tab[lo].used : (drv_res){0, 0, 0};
+    return lo < n && pair_cmp(tab[lo].queue, tab[lo].user, queue, user) == 0 ? tab[lo].used
+                                                                             : (drv_res){0, 0, 0};
 }
 
 /* ---- the plugin -------------------------------------------------------------------------- */
@@ -202,15 +205,17 @@ static int by_job(const void *a, const void *b)
 
 /* Progressive filling: each pending job's key with the demand of its queue's earlier jobs
  * counted (not its own: DRF gives the next job to the queue whose share is least now). On
- * allocation failure no job is keyed (all fall back to their queue's share). */
+ * allocation failure the cycle fails (drv_ctx_fail). */
 static void progressive_keys(const drv_ctx *c, fs_state *f, const int32_t *jobs, int32_t n,
                              drv_res cap)
 {
     const drv_state *st = drv_ctx_state(c);
     f->nent = 0;
     if (drv_grow(&f->ent, sizeof *f->ent, &f->cap_ent, n) != 0 ||
-        drv_grow(&f->acc, sizeof *f->acc, &f->cap_acc, st->nqueues) != 0)
+        drv_grow(&f->acc, sizeof *f->acc, &f->cap_acc, st->nqueues) != 0) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return;
+    }
     for (int32_t i = 0; i < n; i++) {
         const drv_job *j = &st->jobs[jobs[i]];
         f->ent[i] = (fs_ent){jobs[i], j->queue, j->submit, 0};
@@ -237,7 +242,8 @@ static void fs_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32_t
         return;
     drv_res cap = drv_cluster_capacity(st);
     if (drv_grow(&f->share, sizeof *f->share, &f->cap_share, st->nqueues) != 0) {
-        f->active = false; /* no memory: no order (ties fall back to submission) */
+        f->active = false;
+        drv_ctx_fail(c, DRV_ENOMEM);
         return;
     }
     for (int32_t q = 0; q < st->nqueues; q++)

@@ -166,8 +166,10 @@ static void update_node(drv_ctx *c, fc_state *s, int32_t node, const int32_t *jo
     const drv_state *st = drv_ctx_state(c);
     double cpus = (double)st->nodes[node].alloc.cpu;
     int32_t *onnode = drv_arena_alloc(drv_ctx_arena(c), sizeof *onnode * ((size_t)n + 1));
-    if (!onnode)
+    if (!onnode) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return;
+    }
     int32_t m = 0;
     double gmax = s->alpha;
     for (int32_t i = 0; i < n; i++) {
@@ -271,11 +273,15 @@ static void fc_reallocate(drv_ctx *c, void *state)
     const drv_state *st = drv_ctx_state(c);
     double now = drv_ctx_now(c);
     s->gen++; /* G may change below: the score's sums are stale */
-    if (drv_growth_reserve(&s->g, &s->cap, st->njobs) != 0)
+    if (drv_growth_reserve(&s->g, &s->cap, st->njobs) != 0) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return;
+    }
     int32_t *run = drv_arena_alloc(drv_ctx_arena(c), sizeof *run * ((size_t)st->nlive + 1));
-    if (!run)
+    if (!run) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return;
+    }
     int32_t n = 0;
     uint64_t sig = 1469598103934665603ULL;
     DRV_FOR_LIVE(st, j)
@@ -295,8 +301,10 @@ static void fc_reallocate(drv_ctx *c, void *state)
         measure(c, s, run[i], now);
         all_completing = all_completing && s->g[run[i]].completing;
     }
-    if (jobs_per_node(st, s, run, n) != 0)
+    if (jobs_per_node(st, s, run, n) != 0) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return;
+    }
     for (int32_t node = 0; node < st->nnodes; node++)
         if (s->on_start[node + 1] > s->on_start[node])
             update_node(c, s, node, s->on + s->on_start[node],
@@ -355,7 +363,7 @@ static int fc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
      * none is measured), as in update_node: counting it as 0 made a node of fresh jobs look
      * idle, and new jobs piled onto it (4 jobs on one node, 3 nodes half empty). */
     if (!node_sums(c, s))
-        return 0; /* out of memory: no preference (a cycle cannot fail from a score yet) */
+        return drv_ctx_fail(c, DRV_ENOMEM), 0;
     const fc_node *x = &s->sums[node];
     double sum = x->sum + x->fresh * x->gmax;
     return (int)(100.0 * s->alpha / (s->alpha + sum) + 0.5);

@@ -490,8 +490,10 @@ static bool ready_tables(const drv_ctx *c, goodput *g, const drv_calib *calib)
     if (g->calib != calib || g->gpn != per) {
         drop_tables(g);
         g->tab = drv_calloc((size_t)calib->n + 1, sizeof *g->tab);
-        if (!g->tab)
+        if (!g->tab) {
+            drv_ctx_fail(c, DRV_ENOMEM);
             return false;
+        }
         g->ntab = calib->n;
         g->calib = calib;
         g->gpn = per;
@@ -685,11 +687,15 @@ static void pass(drv_ctx *c, goodput *g)
     gjob *v = drv_arena_alloc(drv_ctx_arena(c), sizeof *v * ((size_t)st->nlive + 1));
     int64_t gpus;
     int32_t n = v ? our_jobs(c, g, m, v, &gpus) : -1;
+    if (n < 0)
+        drv_ctx_fail(c, DRV_ENOMEM);
     if (n <= 0)
         return;
     qsort(v, (size_t)n, sizeof *v, cmp_order); /* 2. LAS order */
-    if (allocate(g, c, v, n, gpus) != 0)
+    if (allocate(g, c, v, n, gpus) != 0) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return;
+    }
     /* 4. apply: release first, then place the changed jobs, largest first, and set batches */
     if (release(c, v, n) != 0)
         return;

@@ -244,22 +244,28 @@ static int cmp_sub(const void *pa, const void *pb)
 static void pass(drv_ctx *c, optimus *p)
 {
     const drv_state *st = drv_ctx_state(c);
-    if (measure(p, c) != 0)
+    if (measure(p, c) != 0) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return;
+    }
     drv_arena *a = drv_ctx_arena(c);
     int32_t *live = drv_arena_alloc(a, sizeof(int32_t) * ((size_t)st->nlive + 1));
     int32_t *want = drv_arena_alloc(a, sizeof(int32_t) * ((size_t)st->nlive + 1));
     double *gain = drv_arena_alloc(a, sizeof(double) * ((size_t)st->nlive + 1));
-    if (!live || !want || !gain)
+    if (!live || !want || !gain) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return;
+    }
     int32_t n = 0;
     DRV_FOR_LIVE(st, i)
     if (st->jobs[i].phase != DRV_JOB_FUTURE && st->jobs[i].phase != DRV_JOB_DONE)
         live[n++] = i;
     /* submission order, then id */
     sub *ord = drv_arena_alloc(a, sizeof(sub) * ((size_t)n + 1));
-    if (!ord)
+    if (!ord) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return;
+    }
     for (int32_t x = 0; x < n; x++)
         ord[x] = (sub){st->jobs[live[x]].submit, live[x]};
     qsort(ord, (size_t)n, sizeof *ord, cmp_sub);

@@ -531,6 +531,10 @@ static void pr_migrate(drv_ctx *c, void *state)
     int32_t *pool, npool;
     claimant *claim;
     int32_t nclaim = gather(c, &pool, &npool, &claim);
+    if (nclaim < 0) {
+        drv_ctx_fail(c, nclaim);
+        return;
+    }
     drv_arena *ar = drv_ctx_arena(c);
     for (int32_t i = 0, tried = 0; i < nclaim && tried < p->max_preemptors; i++) {
         attempt a = {.job = claim[i].job};
@@ -542,13 +546,18 @@ static void pr_migrate(drv_ctx *c, void *state)
             continue; /* placed by admission in this cycle, or not ours */
         a.reclaims = p->reclaim && st->nqueues > 0 && st->queues[j->queue].cohort != 0 &&
                      stays_within(c, j->queue, need);
-        if (find_candidates(p, c, &a, pool, npool) != 0)
+        if (find_candidates(p, c, &a, pool, npool) != 0) {
+            drv_ctx_fail(c, DRV_ENOMEM);
             return;
+        }
         if (a.ncand == 0)
             continue;
         cand *order = drv_arena_alloc(ar, sizeof *order * ((size_t)a.ncand + 1));
-        if (!order || try_one(p, c, &a, order) < 0)
+        int rc = order ? try_one(p, c, &a, order) : DRV_ENOMEM;
+        if (rc < 0) {
+            drv_ctx_fail(c, rc);
             return;
+        }
         tried++;
     }
 }

@@ -120,15 +120,19 @@ static double share_factor(const prio_state *p, const drv_state *st, const drv_j
 }
 
 /* Turns the share factor on for this cycle when it applies (the state has queues, and it
- * weighs something or is to be shown all the same): sums the users' use. */
-static void share_begin(prio_state *p, const drv_state *st, bool show)
+ * weighs something or is to be shown all the same): sums the users' use. 0 or DRV_ENOMEM
+ * (then the factor is off: the order would be wrong, so the caller fails). */
+static int share_begin(prio_state *p, const drv_state *st, bool show)
 {
     p->share_on = (show || p->w[DRV_PRIO_SHARE] > 0) && st->nqueues > 0;
     if (!p->share_on)
-        return;
+        return 0;
     p->capacity = drv_cluster_capacity(st);
-    if (drv_user_use_build(st, &p->use, &p->nuse, &p->cap_use) != 0)
-        p->share_on = false; /* no memory: no share factor this cycle */
+    if (drv_user_use_build(st, &p->use, &p->nuse, &p->cap_use) != 0) {
+        p->share_on = false;
+        return DRV_ENOMEM;
+    }
+    return 0;
 }
 
 /* The factors as normalised: the time waited as minus the submission time. Min-max
@@ -435,7 +439,11 @@ static void prio_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32
     const drv_state *st = drv_ctx_state(c);
     double lo[DRV_PRIO_NFACTORS], hi[DRV_PRIO_NFACTORS];
     bool shared = p->share_on; /* last cycle's */
-    share_begin(p, st, false);
+    if (share_begin(p, st, false) != 0) {
+        p->share_on = shared; /* as the last cycle left it: this one does not count */
+        drv_ctx_fail(c, DRV_ENOMEM);
+        return;
+    }
     bool fresh = p->share_on || shared || !p->last_ok || !p->pooled;
     uint64_t list;
     int32_t kept = drv_ctx_queue_kept(c, &list); /* jobs[0..kept) were in the core's last list */
@@ -515,7 +523,8 @@ int drv_priority_explain(const drv_state *st, double now, int32_t job, const drv
     drv_priority_breakdown b = {0};
     prio_state p = {.w = {0}}; /* the share factor's table, as a cycle would build it */
     memcpy(p.w, w, sizeof p.w);
-    share_begin(&p, st, true); /* shown even at weight 0 */
+    if (share_begin(&p, st, true) != 0) /* shown even at weight 0 */
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
     double lo[DRV_PRIO_NFACTORS], hi[DRV_PRIO_NFACTORS];
     bounds_empty(lo, hi); /* over the queued jobs, and the one explained */
     DRV_FOR_LIVE(st, i)

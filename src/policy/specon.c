@@ -275,8 +275,10 @@ static void sc_migrate(drv_ctx *c, void *state)
         return;
     int32_t *run = drv_arena_alloc(drv_ctx_arena(c), sizeof *run * ((size_t)st->nlive + 1));
     drv_growth *cls = drv_arena_alloc(drv_ctx_arena(c), sizeof *cls * ((size_t)st->nlive + 1));
-    if (!run || !cls)
+    if (!run || !cls) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return;
+    }
     int32_t n = 0;
     DRV_FOR_LIVE(st, j)
     if (st->jobs[j].phase == DRV_JOB_RUNNING) {

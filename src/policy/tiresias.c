@@ -177,21 +177,27 @@ static int cmp_key(const void *pa, const void *pb)
 static void pass(drv_ctx *c, tiresias *t)
 {
     const drv_state *st = drv_ctx_state(c);
-    if (refresh(t, c) != 0)
+    if (refresh(t, c) != 0) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return;
+    }
     drv_arena *a = drv_ctx_arena(c);
     int32_t *live = drv_arena_alloc(a, sizeof(int32_t) * ((size_t)st->nlive + 1));
     bool *sel = drv_arena_alloc(a, sizeof(bool) * ((size_t)st->nlive + 1));
-    if (!live || !sel)
+    if (!live || !sel) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return;
+    }
     int32_t n = 0;
     DRV_FOR_LIVE(st, i)
     if (st->jobs[i].phase != DRV_JOB_FUTURE && st->jobs[i].phase != DRV_JOB_DONE)
         live[n++] = i;
     /* sort keys, so the order costs n log n however long the backlog */
     key *ord = drv_arena_alloc(a, sizeof(key) * ((size_t)n + 1));
-    if (!ord)
+    if (!ord) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return;
+    }
     for (int32_t x = 0; x < n; x++) {
         int32_t i = live[x];
         ord[x] = (key){t->level[i], t->level[i] > 0 ? t->demoted[i] : 0, st->jobs[i].submit, i};
@@ -202,8 +208,10 @@ static void pass(drv_ctx *c, tiresias *t)
     drv_res left = drv_cluster_capacity(st);
     /* per queue, the demand selected so far: what each queue would use (none without queues) */
     drv_res *quse = drv_arena_alloc(a, sizeof(drv_res) * ((size_t)st->nqueues + 1));
-    if (!quse)
+    if (!quse) {
+        drv_ctx_fail(c, DRV_ENOMEM);
         return;
+    }
     memset(quse, 0, sizeof(drv_res) * ((size_t)st->nqueues + 1));
     for (int32_t x = 0; x < n; x++) {
         const drv_job *j = &st->jobs[live[x]];

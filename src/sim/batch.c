@@ -109,14 +109,10 @@ int drv_sim_batch_run(drv_sim_task *tasks, int n, int threads)
 
 /* ---- intervals ----------------------------------------------------------------------------- */
 
+/* The metrics' names in the CSV and JSON outputs (their columns and keys). */
 static const char *const metric_names[DRV_CI_NMETRICS] = {
     "avg_jct_s",  "p50_jct_s", "p95_jct_s", "p99_jct_s",   "makespan_s",
     "avg_wait_s", "cpu_util",  "gpu_util",  "preemptions", "migrations"};
-
-const char *drv_ci_metric_name(int m)
-{
-    return m >= 0 && m < DRV_CI_NMETRICS ? metric_names[m] : "?";
-}
 
 double drv_t95(int df)
 {

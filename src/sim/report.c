@@ -8,7 +8,6 @@
 
 #include "drover/calib.h"
 #include "drover/file.h"
-#include "drover/policy.h"
 #include "drover/version.h"
 
 #include <errno.h>

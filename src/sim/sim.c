@@ -351,7 +351,7 @@ static int reserve_jobs(drv_sim *s, int32_t n, int64_t npods, bool check, drv_di
     s->res = job_array(s, &x->res_pages, sizeof *s->res, n);
     s->runl = drv_calloc((size_t)n + 1, sizeof *s->runl);
     s->pod_base = job_array(s, &x->podb_pages, sizeof *s->pod_base, n);
-    s->names = job_array(s, &x->names_pages, 3 * sizeof *s->names, n);
+    s->names = job_array(s, &x->names_pages, sizeof *s->names, n);
     if (x->src) {
         x->slot = job_array(s, &x->slot_pages, sizeof *x->slot, n);
         x->fin = drv_calloc((size_t)n + 1, sizeof *x->fin);
@@ -384,14 +384,14 @@ static int index_job(drv_sim *s, int32_t i, const drv_jobspec *js, int32_t *pod,
     }
     /* Names are interned in workload order, as before jobs entered the state at their
      * submission, so that interned ids (and any order by them) do not depend on it. */
-    int32_t *nm = &s->names[3 * (size_t)i];
+    job_names *nm = &s->names[i];
     int32_t fresh = drv_strtab_count(s->st.names);
-    nm[0] = drv_strtab_intern(s->st.names, js->name);
-    if (s->stream.src && nm[0] == fresh) /* its own: forgotten when it finishes */
+    nm->name = drv_strtab_intern(s->st.names, js->name);
+    if (s->stream.src && nm->name == fresh) /* its own: forgotten when it finishes */
         s->stream.own_name[i / 64] |= (uint64_t)1 << (i % 64);
-    nm[1] = drv_strtab_intern(s->st.names, js->user);
-    nm[2] = drv_strtab_intern(s->st.names, js->queue);
-    if (nm[0] < 0 || nm[1] < 0 || nm[2] < 0)
+    nm->user = drv_strtab_intern(s->st.names, js->user);
+    nm->queue = drv_strtab_intern(s->st.names, js->queue);
+    if (nm->name < 0 || nm->user < 0 || nm->queue < 0)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     s->pod_base[i] = *pod;
     *pod += (int32_t)job_slots(js);
@@ -474,7 +474,7 @@ static void retire_job(drv_sim *s, int32_t job)
         x->last_end = r->end;
     x->free_slot[x->nfree++] = x->slot[job];
     if ((x->own_name[job / 64] >> (job % 64)) & 1) /* a name nothing will ask for again */
-        drv_strtab_forget(s->st.names, s->names[3 * (size_t)job]);
+        drv_strtab_forget(s->st.names, s->names[job].name);
     drv_pages_release(&x->slot_pages, (size_t)job, 1);
     drv_pages_release(&x->res_pages, (size_t)job, 1);
     drv_pages_release(&x->names_pages, (size_t)job, 1);
@@ -685,8 +685,8 @@ static int fill_job(drv_sim *s, int32_t i)
     const drv_sim_config *cfg = &s->cfg;
     drv_job t;
     memset(&t, 0, sizeof t);
-    t.name = s->names[3 * (size_t)i];
-    t.user = s->names[3 * (size_t)i + 1];
+    t.name = s->names[i].name;
+    t.user = s->names[i].user;
     t.queue = s->qidx ? s->qidx[i] : 0; /* the default queue when the cluster declares none */
     t.priority = js->priority;
     t.user_priority = js->user_priority;

@@ -111,7 +111,25 @@ static int set_batch(drv_sim *s, int32_t job, double batch, bool restart)
     return 0;
 }
 
-static int apply(drv_sim *s)
+/* A decision the simulator refuses stops the run, named: BATCH for a job without a calibrated
+ * model or outside its batch range (the policy broke the contract, docs/cycle.md). */
+static int refused(const drv_sim *s, const drv_decision *x, drv_diag *d)
+{
+    char what[256];
+    drv_decision_format(&s->st, x, what, sizeof what);
+    if (!sim_calibrated(s, x->job))
+        return drv_fail(d, DRV_EINVAL,
+                        "applying %s at t=%.3f (policy %s): the job has no "
+                        "calibrated model",
+                        what, s->now, s->policy);
+    const drv_calib_job *m = &s->model.v[x->job];
+    return drv_fail(d, DRV_EINVAL,
+                    "applying %s at t=%.3f (policy %s): outside the job's batch range [%d, %d]",
+                    what, s->now, s->policy, m->batch_min, m->batch_max);
+}
+
+/* Applies the cycle's decisions in order; d says what a refused one was. */
+static int apply(drv_sim *s, drv_diag *d)
 {
     int rc = 0;
     s->ntouched = 0;
@@ -150,6 +168,8 @@ static int apply(drv_sim *s)
             break;
         case DRV_BATCH:
             rc = set_batch(s, x->job, (double)x->value, x->reason != DRV_REASON_INPLACE);
+            if (rc)
+                return refused(s, x, d);
             break;
         case DRV_MIGRATE:
             sim_unbind(s, x->pod);
@@ -173,6 +193,19 @@ static int apply(drv_sim *s)
             if (s->st.jobs[s->touched[i]].phase == DRV_JOB_RUNNING)
                 rc = sim_reschedule(s, s->touched[i]);
     return rc;
+}
+
+/* A cycle that failed stops the run, its decisions not applied: when, under which policy,
+ * in which plugin (drv_sched_failed_in), and why. */
+static int cycle_failed(const drv_sim *s, int rc, drv_diag *d)
+{
+    int pt;
+    const drv_plugin *p = drv_sched_failed_in(s->sched, &pt);
+    if (!p)
+        return drv_fail(d, rc, "scheduling cycle at t=%.3f (policy %s): %s", s->now, s->policy,
+                        drv_strerror(rc));
+    return drv_fail(d, rc, "scheduling cycle at t=%.3f (policy %s): plugin %s (%s): %s", s->now,
+                    s->policy, p->name, pt >= 0 ? drv_point_name(pt) : "wake", drv_strerror(rc));
 }
 
 int sim_run_cycle(drv_sim *s, drv_diag *d)
@@ -203,13 +236,15 @@ int sim_run_cycle(drv_sim *s, drv_diag *d)
                          s->periodic ? sim_steps_hook : NULL};
     int rc = drv_sched_cycle(s->sched, &snap, &s->dec);
     if (rc)
-        return drv_fail(d, rc, "scheduling cycle at t=%.3f: %s", s->now, drv_strerror(rc));
+        return cycle_failed(s, rc, d);
     s->decisions += s->dec.n;
     s->quiet = s->dec.n == 0;
     s->wake = drv_sched_wake(s->sched);
     s->blind = drv_sched_starts_blind(s->sched);
-    if (s->dec.n > 0 && (rc = apply(s)) != 0)
-        return drv_fail(d, rc, "applying decisions at t=%.3f: %s", s->now, drv_strerror(rc));
+    if (s->dec.n > 0 && (rc = apply(s, d)) != 0)
+        return d->msg[0]
+                   ? rc
+                   : drv_fail(d, rc, "applying decisions at t=%.3f: %s", s->now, drv_strerror(rc));
     if (s->cfg.check) {
         drv_diag cd;
         rc = drv_state_check(&s->st, s->gang, &cd);

@@ -25,6 +25,12 @@ typedef struct event {
     uint32_t gen;
 } event;
 
+/* A job's interned names (ids of drv_state.names): interned in workload order at the start,
+ * so ids do not depend on the order of submissions. */
+typedef struct job_names {
+    int32_t name, user, queue;
+} job_names;
+
 typedef struct jobsim {
     double rate;      /* worker-steps per second while RUNNING */
     double upd_t;     /* anchor: time of the last progress update that changed nothing ... */
@@ -105,8 +111,7 @@ struct drv_sim {
     drv_pages js_pages;
     drv_jobresult *res;   /* per job, kept for the report: the compact O(trace) part */
     int32_t *pod_base;    /* per job: its first pod slot (slots are laid out in workload order) */
-    int32_t *names;       /* per job: its interned name, user and queue (interned in workload order
-                             at the start, so ids do not depend on the order of submissions) */
+    job_names *names;     /* per job */
     drv_calib_jobs model; /* calibrated runs (cfg.calib): each job's model and batch; the
                              snapshot's model handle */
     drv_decisions dec;

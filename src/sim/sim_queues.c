@@ -79,7 +79,7 @@ static int map_job(drv_sim *s, int32_t i, drv_diag *d)
     const drv_jobspec *js = &s->wl->jobs[i];
     const drv_state *st = &s->st;
     char what[1024];
-    int32_t q = drv_state_find_queue(st, s->names[3 * (size_t)i + 2]);
+    int32_t q = drv_state_find_queue(st, s->names[i].queue);
     if (q < 0) {
         size_t len =
             (size_t)snprintf(what, sizeof what,

@@ -70,10 +70,11 @@ static const struct {
     {"optimus", "Optimus: workers by marginal gain in remaining time, re-sized every period",
      "gang=true period=60 admit=optimus scale=optimus"},
     {"drover",
-     "goodput (GPUs + batch) for calibrated jobs; else priority + elastic gang (DRAGON, growth "
-     "only) + locality + SpeCon",
-     "gang=true period=5 queue_order=fairshare,las,priority "
-     "admit=goodput,dragon(grow_min_left=900;starve_wait=86400;quiet=120;adaptive=0) "
+     "goodput (GPUs + batch) for calibrated jobs; least attained service with preemption for rigid "
+     "ones; else priority + elastic gang (DRAGON, growth only) + locality + SpeCon",
+     "gang=true period=1 queue_order=fairshare,las,priority "
+     "admit=goodput,dragon(grow_min_left=900;starve_wait=86400;quiet=120;start_wait=300;"
+     "adaptive=0) "
      "scale=goodput,dragon "
      "score=locality*4,ps-anti-affinity,least-allocated migrate=las,specon"},
 };

@@ -72,7 +72,7 @@ static const struct {
     {"drover",
      "goodput (GPUs + batch) for calibrated jobs; least attained service with preemption for rigid "
      "ones; else priority + elastic gang (DRAGON, growth only) + locality + SpeCon",
-     "gang=true period=1 queue_order=fairshare,las,priority "
+     "gang=true period=5 queue_order=fairshare,las,priority "
      "admit=goodput,dragon(grow_min_left=900;starve_wait=86400;quiet=120;start_wait=300;"
      "adaptive=0) "
      "scale=goodput,dragon "

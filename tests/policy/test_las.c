@@ -106,31 +106,49 @@ static void test_queue_by_attained_service(void **unused)
     }
 }
 
+/* What one `drover` cycle did in a contest for one node of 4 GPUs. */
+typedef struct contest {
+    int evicted;          /* V's pods evicted for preemption, naming P */
+    int v_bound, p_bound; /* after the cycle */
+} contest;
+
+/* V (4 GPUs, elastic down to vmin, class vprio, vatt GPU-seconds) holds the node; rigid P (4
+ * GPUs, class 0, no service) waits; one `drover` cycle at t = 200. */
+static contest run_contest(int vmin, int vprio, double vatt)
+{
+    drv_state st;
+    tu_make_state(&st, 1, GPUS(4), "", "");
+    int32_t v = add_job(&st, 4, vmin, vprio, 0, vatt, true);
+    int32_t p = add_job(&st, 4, 4, 0, 100, 0, false);
+    drv_profile pr;
+    drv_sched *s = builtin(&pr, "drover");
+    drv_decisions ds;
+    drv_decisions_init(&ds);
+    cycle(s, &st, &ds, 200);
+    contest r = {preempted(&ds, v, p), bound(&st, v), bound(&st, p)};
+    drv_decisions_fini(&ds);
+    drv_sched_free(s);
+    drv_state_fini(&st);
+    return r;
+}
+
+static void expect(contest c, int evicted, int v_bound, int p_bound)
+{
+    assert_int_equal(c.evicted, evicted);
+    assert_int_equal(c.v_bound, v_bound);
+    assert_int_equal(c.p_bound, p_bound);
+}
+
 /*
- * One node of 4 GPUs held by rigid V; rigid P (4 GPUs, no service) waits. Under `drover`, V is
- * preempted for P - every pod evicted naming P, P bound in the same cycle - when V has passed
- * the threshold, and not when it is 1 GPU-second short of it (same level as P).
+ * Rigid V holds the node: under `drover` it is preempted for P - every pod evicted naming P, P
+ * bound in the same cycle - when it has passed the threshold, and not when it is 1 GPU-second
+ * short of it (the same level as P).
  */
 static void test_preempts_more_served(void **unused)
 {
     (void)unused;
-    for (int over = 0; over < 2; over++) {
-        drv_state st;
-        tu_make_state(&st, 1, GPUS(4), "", "");
-        int32_t v = add_job(&st, 4, 4, 0, 0, over ? THRESHOLD : THRESHOLD - 1, true);
-        int32_t p = add_job(&st, 4, 4, 0, 100, 0, false);
-        drv_profile pr;
-        drv_sched *s = builtin(&pr, "drover");
-        drv_decisions ds;
-        drv_decisions_init(&ds);
-        cycle(s, &st, &ds, 200);
-        assert_int_equal(preempted(&ds, v, p), over ? 4 : 0);
-        assert_int_equal(bound(&st, p), over ? 4 : 0);
-        assert_int_equal(bound(&st, v), over ? 0 : 4);
-        drv_decisions_fini(&ds);
-        drv_sched_free(s);
-        drv_state_fini(&st);
-    }
+    expect(run_contest(4, 0, THRESHOLD), 4, 0, 4);
+    expect(run_contest(4, 0, THRESHOLD - 1), 0, 4, 0);
 }
 
 /*
@@ -141,22 +159,8 @@ static void test_preempts_more_served(void **unused)
 static void test_keeps_elastic_and_higher_class(void **unused)
 {
     (void)unused;
-    for (int k = 0; k < 2; k++) {
-        drv_state st;
-        tu_make_state(&st, 1, GPUS(4), "", "");
-        int32_t v = add_job(&st, 4, k == 0 ? 2 : 4, k == 0 ? 0 : 10, 0, 10 * THRESHOLD, true);
-        int32_t p = add_job(&st, 4, 4, 0, 100, 0, false);
-        drv_profile pr;
-        drv_sched *s = builtin(&pr, "drover");
-        drv_decisions ds;
-        drv_decisions_init(&ds);
-        cycle(s, &st, &ds, 200);
-        assert_int_equal(bound(&st, v), 4);
-        assert_int_equal(bound(&st, p), 0);
-        drv_decisions_fini(&ds);
-        drv_sched_free(s);
-        drv_state_fini(&st);
-    }
+    expect(run_contest(2, 0, 10 * THRESHOLD), 0, 4, 0);
+    expect(run_contest(4, 10, 10 * THRESHOLD), 0, 4, 0);
 }
 
 /*

@@ -192,7 +192,7 @@ END {
     for (i = 1; i <= nw; i++) {
         w = order[i]
         printf "### %s — %s\n\n", w, desc[w]
-        printf "`drover sim %s%s`\n\n", args[w], nseed[w] > 1 ? " --seed N" : ""
+        printf "`drover sim %s%s`\n\n", args[w], (nseed[w] > 1 ? " --seed N" : "")
         print "| policy | avg JCT (min) | paired: drover vs it | drover lower on |"
         print "|---|---|---|---|"
         for (k = 1; k <= nb; k++) {

@@ -8,9 +8,9 @@
 # Usage: scripts/quality.sh path/to/drover [output.md]   (default output: docs/quality.md)
 # Builds nothing; needs jq (the published Pollux figures). Runs every policy of `drover sim
 # --policy all` - all built-in profiles, new ones appear by themselves - plus the ablations.
-# Time: about 10 minutes of CPU, half of it the Philly trace (optimus and flowcon take about a
-# minute each there): 10 minutes on a 2-core machine shared with other work (the page states
-# what its run took).
+# Time: one process; the Philly trace is about half of it (optimus and flowcon take about a
+# minute each there). 463 s for the committed page, on a 2-core machine shared with a build and
+# tests (334 s in an earlier, quieter run); the page states what its run took.
 set -eu
 drover=${1:?usage: scripts/quality.sh path/to/drover [output.md]}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -192,7 +192,7 @@ END {
     for (i = 1; i <= nw; i++) {
         w = order[i]
         printf "### %s — %s\n\n", w, desc[w]
-        printf "`drover sim %s%s`\n\n", args[w], (nseed[w] > 1 ? " --seed N" : "")
+        printf "`drover sim%s%s`\n\n", (args[w] != "" ? " " args[w] : ""), (nseed[w] > 1 ? " --seed N" : "")
         print "| policy | avg JCT (min) | paired: drover vs it | drover lower on |"
         print "|---|---|---|---|"
         for (k = 1; k <= nb; k++) {

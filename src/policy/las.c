@@ -5,14 +5,14 @@
  * profile whose admission and placement are other plugins'.
  *
  * Why: on a trace of rigid jobs whose lengths nobody knows (the Philly trace), first come,
- * first served lets a job of days block hundreds of jobs of minutes, and ordering by anything
- * else that is known at submission (size, priority) does no better. What is known is how much
- * service each job has had: the jobs that have had least are the likeliest to end soonest (job
- * lengths are heavy-tailed), so they go first, and a long job gives way to them. Discretising
- * the service into a few queues keeps jobs of one queue from preempting each other back and
- * forth. The `tiresias` baseline replans the whole cluster every period from its total capacity;
- * here a waiting job takes room only when it needs it, whole gangs at a time, the fewest
- * (victims.c), and lands where the profile's admission and scores put it.
+ * first served lets a job of days block hundreds of jobs of minutes, and the combined priority,
+ * whose parallelism factor puts wide jobs first (there the long ones), did worse still. What is
+ * known is how much service each job has had: the jobs that have had least are the likeliest to
+ * end soonest (job lengths are heavy-tailed), so they go first, and a long job gives way to
+ * them. Discretising the service into a few queues keeps jobs of one queue from preempting
+ * each other back and forth. The `tiresias` baseline replans the whole cluster every period
+ * from its total capacity; here a waiting job takes room only when it needs it, whole gangs at
+ * a time, the fewest (victims.c), and lands where the profile's admission and scores put it.
  *
  * A job's service is its attained resource-seconds (drv_job.attained: GPUs held x seconds,
  * CPUs for CPU jobs - the "two dimensions"), counted from its last promotion (below). Its queue
@@ -29,11 +29,12 @@
  *     priority(P): never from a higher PriorityClass, nor from a job of its own level (so no
  *     two jobs preempt each other back and forth while neither is promoted). Preemptors are
  *     tried by priority (high first), level (low first), submission, id - at most
- *     `max_preemptors` a cycle, counting only those whose gang fits in the free room plus
- *     their victims' in total. Victims are ranked least important first: priority low, level
- *     high, service high, id; the first `candidates` of them go to the search (victims.c: one
- *     gang alone if one is enough, tried in rank order, else a minimal set), and P is placed
- *     in the same cycle or nothing happens.
+ *     `max_preemptors` a cycle; one whose gang does not fit in the free room plus what the
+ *     running rigid jobs above its level hold, in total, is passed over uncounted (no set of
+ *     victims could make room for it). Victims are ranked least important first: priority
+ *     low, level high, service high, id; the first `candidates` of them go to the search
+ *     (victims.c: one gang alone if one is enough, tried in rank order, else a minimal set),
+ *     and P is placed in the same cycle or nothing happens.
  *   - promotion (knob `starve`, Tiresias' STARVELIMIT): a job this plugin preempted that has
  *     waited, since, `starve` times as long as it ran since its last promotion is promoted:
  *     its service counts from zero again (level 0), so it may take its room back. 0: never.
@@ -50,9 +51,11 @@
  * job waits; never when none does. A start changes neither levels nor the wake's bound
  * (starts_blind).
  *
- * Cost per cycle: O(live jobs) to find the running rigid ones and their levels, O(queued log
- * queued) for the claimants, then per preemptor tried the victim search (victims.h); O(1) per
- * key; the wake O(running rigid jobs + jobs it preempted and still waiting).
+ * Cost per cycle with a rigid job waiting: O(running jobs) to find those above level 0, most
+ * passed over on per-job arrays without a read of the job (passed_over()), O(queued) for the
+ * claimants, and only when some claimant could be placed, the pool sorted (O(p log p)) and per
+ * preemptor tried O(pool) plus the victim search (victims.h); O(1) per key; the wake O(running
+ * jobs + jobs it preempted and still waiting).
  */
 #include "drover/calib.h"
 #include "drover/policy.h"

@@ -183,12 +183,19 @@ static int32_t level_of(const las *l, double service, double *next)
     return k;
 }
 
-/* Resources it accrues service at while running: GPUs, else CPUs, of its wanted pods. */
-static double demand(const drv_job *j)
+/* Its wanted pods' requests, in total. */
+static drv_res wanted(const drv_job *j)
 {
     drv_res r = {0, 0, 0};
     for (int role = 0; role < DRV_NROLES; role++)
         r = drv_res_add(r, drv_res_scale(j->role[role].req, j->target[role]));
+    return r;
+}
+
+/* Resources it accrues service at while running: GPUs, else CPUs, of its wanted pods. */
+static double demand(const drv_job *j)
+{
+    drv_res r = wanted(j);
     return r.gpu > 0 ? (double)r.gpu : (double)r.cpu / 1000.0;
 }
 
@@ -207,14 +214,6 @@ static int32_t level(las *l, const drv_ctx *c, int32_t job)
         l->until[job] = dem > 0 ? now + (next - sv) / dem : INFINITY;
     }
     return k;
-}
-
-static drv_res wanted(const drv_job *j)
-{
-    drv_res r = {0, 0, 0};
-    for (int role = 0; role < DRV_NROLES; role++)
-        r = drv_res_add(r, drv_res_scale(j->role[role].req, j->target[role]));
-    return r;
 }
 
 /* Fixed worker count and a batch nobody may choose; read once per job (las.kind). */

@@ -45,12 +45,12 @@ run "Simulator: FlowCon on 100 jobs submitted at once, 8 nodes (pod-by-pod admis
     "$b/bench/sim_speed" --jobs 100 --nodes 8 --interarrival 0.001 --policy flowcon --baseline 1
 run "Simulator, streamed (jobs read as the clock reaches them): 1,000,000 generated jobs on 50,000 nodes, beside the in-memory run of 100,000 jobs as the baseline and a streamed run of 300,000; peak RSS per run (each in its own process)" \
     "$b/bench/sim_stream" --jobs 1000000 --small 100000 --mid 300000 --nodes 50000 --interarrival 0.016
-run "Trace replay: the Philly-derived trace (82,247 jobs), gang-fifo" \
-    "$b/bench/trace_replay" --policy gang-fifo
-run "Trace replay: the Philly-derived trace with drover; /tick = every cycle run (no quiet cycle skipped), same results required" \
+run "Trace replay: the Philly-derived trace (82,247 jobs) on examples/cluster-philly.yaml, gang-fifo and tiresias" \
+    "$b/bench/trace_replay" --policy gang-fifo,tiresias
+run "Trace replay: the Philly-derived trace on examples/cluster-philly.yaml with drover; /tick = every cycle run (no quiet cycle skipped), same results required" \
     "$b/bench/trace_replay" --policy drover --baseline 1
-run "Trace replay: a 160-job research workload (Pollux workload 1 on 16 nodes x 4 GPUs); /tick = every cycle run" \
-    "$b/bench/trace_replay" --trace data/pollux/workloads/workload-1.csv --nodes 16 \
+run "Trace replay: a 160-job research workload (Pollux workload 1 under --mechanics pollux: 16 nodes x 4 GPUs, 60 s rounds); /tick = every cycle run" \
+    "$b/bench/trace_replay" --trace data/pollux/workloads/workload-1.csv --mechanics pollux \
     --policy tiresias,optimus,drover --baseline 1
 run "Controller decision latency: watch event completing a gang to its last binding request, 5,000 nodes (drover run against the in-memory test API server on loopback; baseline: the same controller scoring every node)" \
     "$b/bench/watch_bind" --nodes 5000 --jobs 200

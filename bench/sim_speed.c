@@ -74,7 +74,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "sim_speed: setup failed: %s\n", d.msg);
         return 1;
     }
-    drv_genparams g = {jobs, ia > 0 ? ia : 60.0 * 8 / nodes, seed};
+    drv_genparams g = {
+        .jobs = jobs, .mean_interarrival = ia > 0 ? ia : 60.0 * 8 / nodes, .seed = seed};
     if (drv_workload_generate(&w, &g, &cat, &d)) {
         fprintf(stderr, "sim_speed: %s\n", d.msg);
         return 1;

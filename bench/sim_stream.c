@@ -64,7 +64,7 @@ static outcome run(const opts *o, int32_t n, bool stream)
     drv_jobsource src = {0};
     drv_profile p;
     drv_sim *s = NULL;
-    drv_genparams g = {n, o->ia, o->seed};
+    drv_genparams g = {.jobs = n, .mean_interarrival = o->ia, .seed = o->seed};
     drv_sim_config cfg = {.seed = o->seed};
     if (drv_catalogue_builtin(&cat, &d) ||
         drv_cluster_uniform(&c, o->nodes, (drv_res){32000, 128LL << 30, 0}) ||

@@ -101,11 +101,22 @@ typedef struct drv_workload {
     int32_t ncons, cap_cons;
 } drv_workload;
 
+/* At most this many families may have a step cap in one generator (`generate.maxSteps`). */
+enum { DRV_GEN_MAX_CAPS = 16 };
+
 /* Parameters of the synthetic workload generator (the default scenario, `generate:`). */
 typedef struct drv_genparams {
     int32_t jobs;             /* how many */
     double mean_interarrival; /* seconds between Poisson arrivals */
     uint64_t seed;
+    /* Per model family, the worker-steps at which its jobs end if their loss target is not
+     * reached first (a listed job's maxSteps): family index into the catalogue, steps. None in
+     * the default scenario. */
+    struct {
+        int32_t family;
+        double steps;
+    } caps[DRV_GEN_MAX_CAPS];
+    int32_t ncaps;
 } drv_genparams;
 
 void drv_cluster_default(drv_cluster_spec *c); /* 8 nodes x 32 CPU x 128 GiB, 2 racks */

@@ -67,8 +67,10 @@ struct drv_nodeindex {
      * rewrite its leaves once, not once a pod — most pods read no tree, their families' unions
      * come from the caller's memo. Exact meanwhile: a tree that still holds a node's older,
      * higher values bounds it all the same, and no summary rose, so grown stays. An update that
-     * raises a node is applied at once. pend_at[node]: its entry in pend + 1, or 0; room for
-     * every node of the grouping (so npend <= nnodes). */
+     * raises a node is applied at once, and leaves the node's kept entry in pend as a hole
+     * (node -1), so a node lowered, raised and lowered again takes a second entry. pend_at[node]:
+     * its entry in pend + 1, or 0; pend has room for every node of the grouping, and when it is
+     * full the kept updates are applied (flush) before one more is kept: npend <= nnodes. */
     int32_t *pend_at;
     struct pend {
         int32_t node; /* -1: superseded by an update applied at once */
@@ -481,6 +483,8 @@ void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free, int32_t
     int32_t at = ix->pend_at ? ix->pend_at[node] - 1 : -1;
     if (ix->pend_at && drv_res_fits(free, k->mx[t]) && key <= k->key[t] && nps >= k->mps[t]) {
         if (at < 0) { /* lowers or keeps it: kept for the next read */
+            if (ix->npend >= ix->nnodes)
+                flush(ix); /* full of holes left by raises: apply what is kept, start again */
             at = ix->npend++;
             ix->pend_at[node] = at + 1;
         }

@@ -17,6 +17,9 @@ static const drv_knob_spec dragon_knobs[] = {
     {"start_share", 0, 0, 1,
      "start a job only with at least this fraction of its requested workers (0: any size >= min, "
      "as DRAGON)"},
+    {"start_wait", 0, 0, 86400,
+     "seconds a job waits for room at its requested size before it may start below it (0: "
+     "at once, as DRAGON)"},
     {"adaptive", 1, 0, 1,
      "0: leave jobs whose batch a policy may choose to another plugin (goodput); 1: all jobs"},
 };
@@ -33,7 +36,8 @@ static int dragon_init(void **state, const drv_knob *knobs, int nknobs, drv_diag
                            .grow_min_left = v[2],
                            .grow_queued = v[3] != 0,
                            .start_share = v[4],
-                           .skip_adaptive = v[5] == 0,
+                           .start_wait = v[5],
+                           .skip_adaptive = v[6] == 0,
                            .symmetric = false};
     return drv_elastic_new(state, &cfg, d);
 }

@@ -157,6 +157,8 @@ void drv_elastic_admit(drv_ctx *c, void *state, const int32_t *jobs, int32_t n)
         int32_t share = e->cfg.start_share > 0 ? (int32_t)ceil(e->cfg.start_share * want) : 0;
         if (share > lo)
             lo = share; /* a job started far below its size runs slowly for its whole life */
+        if (e->cfg.start_wait > 0 && drv_ctx_now(c) - j->submit < e->cfg.start_wait)
+            lo = want; /* not yet: room at its size may come soon */
         if (!drv_ctx_gang_room(c, jobs[i], lo))
             continue; /* no size from want down to lo fits, and trying changes nothing */
         int rc = place_largest(c, jobs[i], want, lo - 1);
@@ -422,8 +424,25 @@ static double just_before(double t)
     return t - 1e-6 * (1.0 + fabs(t));
 }
 
+/* The earliest time a waiting job that may start below its size (not fixed) will have waited
+ * start_wait, after now; INFINITY when none. O(the queue last given to admit). */
+static double start_wake(const drv_ctx *c, const drv_elastic *e)
+{
+    const drv_state *st = drv_ctx_state(c);
+    double now = drv_ctx_now(c), w = INFINITY;
+    for (int32_t i = 0; i < e->nqueue; i++) {
+        int32_t job = e->queue[i];
+        double at = st->jobs[job].submit + e->cfg.start_wait;
+        if (at > now && at < w && !fixed_size(e, st, job) && bound_pods(c, job) == 0 &&
+            !left_alone(c, e, job))
+            w = at;
+    }
+    return isfinite(w) ? just_before(w) : w;
+}
+
 /*
- * What could change with time alone: relief, once the head has waited starve_wait (relief that
+ * What could change with time alone: a waiting job may start below its size (start_wait);
+ * relief, once the head has waited starve_wait (relief that
  * was due and failed fails again on the same state: it reads nothing else); growth, once quiet
  * seconds have passed since the last action; and, for growth with grow_min_left, which jobs are
  * worth growing - a job's remaining time comes from its recent rate, which can rise or fall while
@@ -437,12 +456,14 @@ double drv_elastic_wake(const drv_ctx *c, void *state)
     double now = drv_ctx_now(c);
     int32_t head = waiting_head(c, e);
     double w = INFINITY;
+    if (e->cfg.start_wait > 0)
+        w = start_wake(c, e);
     if (head >= 0) {
         double submit = st->jobs[head].submit;
         if (now - submit < e->cfg.starve_wait)
-            w = just_before(submit + e->cfg.starve_wait);
+            w = fmin(w, just_before(submit + e->cfg.starve_wait));
         else
-            return INFINITY; /* relief ran (growth does not run when it does) */
+            return w; /* relief ran (growth does not run when it does) */
         if (!e->cfg.grow_queued)
             return w;
     }

@@ -12,6 +12,8 @@ typedef struct drv_elastic_cfg {
     double quiet;         /* seconds without admission or scaling before growing */
     double grow_min_left; /* do not grow a job with less than this many seconds of work left */
     double start_share;   /* start a job only with >= this fraction of its requested workers */
+    double start_wait;    /* start a job below its requested workers only once it has waited this
+                             long since its submission (0: at once) */
     bool symmetric;       /* release and grow one worker at a time across jobs (000) */
     bool grow_queued;     /* grow even while jobs wait (they can reclaim by starvation relief) */
     bool skip_adaptive;   /* leave batch-adaptive jobs (drv_calib_job_adaptive, calib.h) to another

@@ -22,7 +22,8 @@
  * With knob `adaptive=0`, batch-adaptive jobs (drv_calib_job_adaptive, calib.h) are neither
  * preemptors nor victims: another plugin (goodput) owns them.
  *
- * What is evicted, for one P, in this order, stopping as soon as P's gang fits:
+ * What is evicted, for one P, in this order, stopping as soon as P's gang fits (the search is
+ * victims.c's, shared with las.c; this file decides who may be taken and in what order):
  *   1. Elastic victims shrink toward their worker minimum (SCALE, its EVICTs reason shrink),
  *      lowest priority first (then id), one worker at a time, P tried after each step.
  *   2. Whole gangs (every bound pod, EVICT reason preempt), the fewest victims first, then the
@@ -37,8 +38,9 @@
  *      an admission. Each eviction names P (drv_ctx_preempt: the decision's value), what a
  *      driver writes in the victims' Events; P's shrinks and evictions are followed directly
  *      by P's SCALE and BINDs.
- * Lost work is the work since the last checkpoint; the core knows no checkpoints, so it is the
- * job's attained service (drv_job.attained, resource-seconds), which bounds it.
+ * Lost work (the victims' key, victims.h) is the work since the last checkpoint; the core knows
+ * no checkpoints, so it is the job's attained service (drv_job.attained, resource-seconds),
+ * which bounds it.
  *
  * No cycles: a victim never preempts its preemptor back.
  *   - In one cycle: a victim was bound before the cycle, so it is not queued and never a
@@ -69,6 +71,7 @@
  */
 #include "drover/calib.h"
 #include "drover/policy.h"
+#include "victims.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -97,22 +100,10 @@ typedef struct preempt {
     int32_t npairs, cap_pairs;
 } preempt;
 
-/* A candidate victim with its sort keys. */
-typedef struct cand {
-    double lost;  /* lost work if evicted: attained service */
-    int32_t prio; /* priority class value */
-    int32_t job;
-} cand;
-
 /* What one preemptor's attempt works with, in the cycle's arena. */
 typedef struct attempt {
-    int32_t job, size; /* the preemptor and its worker count (its minimum) */
-    bool reclaims;     /* its queue stays within its nominal quota with it admitted */
-    cand *cand;        /* eligible victims, by priority then id, at most `candidates` */
-    int32_t ncand;
-    cand *set;    /* the victims chosen, in eviction order */
-    bool *spared; /* per set entry: given back by the reprieve */
-    int32_t nset;
+    drv_victim_search s; /* the preemptor (s.job at s.size, its minimum) and its victims */
+    bool reclaims;       /* its queue stays within its nominal quota with it admitted */
 } attempt;
 
 static int pr_init(void **state, const drv_knob *kv, int nkv, drv_diag *d)
@@ -197,24 +188,6 @@ static drv_res missing(const drv_ctx *c, int32_t job, int32_t workers, int32_t *
     return need;
 }
 
-/* A running job no decision of this cycle has changed yet, with some pod bound. */
-static bool settled(const drv_ctx *c, int32_t job)
-{
-    const drv_state *st = drv_ctx_state(c);
-    const drv_job *j = &st->jobs[job];
-    if (drv_ctx_workers(c, job) != j->target[DRV_ROLE_WORKER])
-        return false;
-    bool bound = false;
-    for (int32_t k = 0; k < j->pod_count; k++) {
-        int32_t pod = j->pod_base + k;
-        int32_t at = drv_ctx_pod_node(c, pod);
-        if (at != st->pods[pod].node)
-            return false;
-        bound = bound || at >= 0;
-    }
-    return bound;
-}
-
 /* Its assumed use exceeds its nominal quota in some dimension. */
 static bool borrowing(const drv_ctx *c, int32_t q)
 {
@@ -244,8 +217,9 @@ static bool stays_within(const drv_ctx *c, int32_t q, drv_res need)
 static bool eligible(const preempt *p, const drv_ctx *c, const attempt *a, int32_t v)
 {
     const drv_state *st = drv_ctx_state(c);
-    const drv_job *jp = &st->jobs[a->job], *jv = &st->jobs[v];
-    if (v == a->job || skipped(p, c, v) || was_preempted_by(p, a->job, v) || !settled(c, v))
+    const drv_job *jp = &st->jobs[a->s.job], *jv = &st->jobs[v];
+    if (v == a->s.job || skipped(p, c, v) || was_preempted_by(p, a->s.job, v) ||
+        !drv_victim_settled(c, v))
         return false;
     if (st->nqueues == 0 || jp->queue == jv->queue)
         return jv->priority < jp->priority;
@@ -255,72 +229,13 @@ static bool eligible(const preempt *p, const drv_ctx *c, const attempt *a, int32
     return jv->priority < jp->priority || a->reclaims;
 }
 
-/* Whether V may still lose room to P now: another queue's job only while its queue borrows. */
-static bool taken_ok(const drv_ctx *c, const attempt *a, int32_t v)
+/* Whether V may still lose room to P now: another queue's job only while its queue borrows
+ * (drv_victim_search.may_take). */
+static bool taken_ok(const drv_ctx *c, const drv_victim_search *s, int32_t v)
 {
     const drv_state *st = drv_ctx_state(c);
     int32_t qv = st->jobs[v].queue;
-    return st->nqueues == 0 || qv == st->jobs[a->job].queue || borrowing(c, qv);
-}
-
-/* 1 when P's gang now fits and was placed, 0 when not (nothing changed), or an error. */
-static int place(drv_ctx *c, const attempt *a)
-{
-    if (!drv_ctx_gang_room(c, a->job, a->size))
-        return 0;
-    return drv_ctx_place_gang(c, a->job, a->size);
-}
-
-/* Evicts every bound pod of v (reason preempt): 1, 0 when v may not be taken now, or an
- * error. */
-static int evict_gang(drv_ctx *c, const attempt *a, int32_t v)
-{
-    if (!taken_ok(c, a, v))
-        return 0;
-    const drv_job *j = &drv_ctx_state(c)->jobs[v];
-    for (int32_t k = 0; k < j->pod_count; k++) {
-        int rc = drv_ctx_preempt(c, j->pod_base + k, a->job);
-        if (rc)
-            return rc;
-    }
-    return 1;
-}
-
-/* Evicts the chosen set in order, but for spared entries and entry `skip` (-1: none): 1, 0
- * when one may not be taken now, or an error. */
-static int evict_set(drv_ctx *c, const attempt *a, int32_t skip)
-{
-    for (int32_t i = 0; i < a->nset; i++) {
-        if (i == skip || a->spared[i])
-            continue;
-        int rc = evict_gang(c, a, a->set[i].job);
-        if (rc <= 0)
-            return rc;
-    }
-    return 1;
-}
-
-/* Step 1: shrinks elastic victims toward their minimum, one worker at a time, until P fits.
- * 1 when P was placed, 0 when it still does not fit (the shrinks stay), or an error. */
-static int shrink_first(drv_ctx *c, const attempt *a)
-{
-    const drv_state *st = drv_ctx_state(c);
-    for (int32_t i = 0; i < a->ncand; i++) {
-        int32_t v = a->cand[i].job;
-        int32_t lo = st->jobs[v].role[DRV_ROLE_WORKER].min, cur = drv_ctx_workers(c, v);
-        drv_mark mv = drv_ctx_mark(c);
-        for (int32_t w = cur - 1; w >= lo; w--) {
-            drv_ctx_rollback(c, mv);
-            if (!taken_ok(c, a, v))
-                break;
-            int rc = drv_ctx_scale(c, v, w);
-            if (!rc)
-                rc = place(c, a);
-            if (rc)
-                return rc;
-        }
-    }
-    return 0;
+    return st->nqueues == 0 || qv == st->jobs[s->job].queue || borrowing(c, qv);
 }
 
 static int cmp_id(int32_t a, int32_t b)
@@ -331,117 +246,24 @@ static int cmp_id(int32_t a, int32_t b)
 /* Priority low first, then id: the order of shrinks, of the greedy step and of the cut. */
 static int by_priority(const void *pa, const void *pb)
 {
-    const cand *a = pa, *b = pb;
+    const drv_victim *a = pa, *b = pb;
     if (a->prio != b->prio)
         return a->prio < b->prio ? -1 : 1;
     return cmp_id(a->job, b->job);
 }
 
-/* Lost work low first, then priority, then id: the order single victims are tried in. */
-static int by_lost(const void *pa, const void *pb)
-{
-    const cand *a = pa, *b = pb;
-    if (a->lost != b->lost)
-        return a->lost < b->lost ? -1 : 1;
-    return by_priority(pa, pb);
-}
-
-/* Step 2, one gang: each candidate alone, least lost work first; the first that lets P fit is
- * the best single victim. 1 when P was placed (a->set holds the victim), 0, or an error. */
-static int single(drv_ctx *c, attempt *a, drv_mark m, cand *order)
-{
-    memcpy(order, a->cand, sizeof *order * (size_t)a->ncand);
-    qsort(order, (size_t)a->ncand, sizeof *order, by_lost);
-    for (int32_t i = 0; i < a->ncand; i++) {
-        drv_ctx_rollback(c, m);
-        int rc = evict_gang(c, a, order[i].job);
-        if (rc == 1)
-            rc = place(c, a);
-        if (rc < 0)
-            return rc;
-        if (rc == 1) {
-            a->set[0] = order[i];
-            a->spared[0] = false;
-            a->nset = 1;
-            return 1;
-        }
-    }
-    drv_ctx_rollback(c, m);
-    return 0;
-}
-
-/* Step 2, several gangs: evict candidates in order until P fits, then give back each victim P
- * can do without, most lost work first. 1 when P was placed on the remaining set's room, 0
- * (everything since m rolled back), or an error. */
-static int greedy(drv_ctx *c, attempt *a, drv_mark m, cand *order)
-{
-    drv_ctx_rollback(c, m);
-    a->nset = 0;
-    int rc = 0;
-    for (int32_t i = 0; i < a->ncand && rc == 0; i++) {
-        int ev = evict_gang(c, a, a->cand[i].job);
-        if (ev < 0)
-            return ev;
-        if (ev == 0)
-            continue;
-        a->spared[a->nset] = false;
-        a->set[a->nset++] = a->cand[i];
-        rc = place(c, a);
-    }
-    if (rc <= 0) {
-        drv_ctx_rollback(c, m);
-        return rc;
-    }
-    /* the reprieve: order[k] is the k-th victim by lost work, most first */
-    memcpy(order, a->set, sizeof *order * (size_t)a->nset);
-    qsort(order, (size_t)a->nset, sizeof *order, by_lost);
-    for (int32_t k = a->nset - 1; k >= 0; k--) {
-        int32_t i = 0;
-        while (a->set[i].job != order[k].job)
-            i++;
-        drv_ctx_rollback(c, m);
-        rc = evict_set(c, a, i);
-        if (rc == 1)
-            rc = place(c, a);
-        if (rc < 0)
-            return rc;
-        a->spared[i] = rc == 1;
-    }
-    drv_ctx_rollback(c, m);
-    rc = evict_set(c, a, -1);
-    if (rc == 1)
-        rc = place(c, a);
-    if (rc <= 0) /* placement is deterministic, so this fit a moment ago; never evict in vain */
-        drv_ctx_rollback(c, m);
-    return rc;
-}
-
 /* One preemptor: 1 placed (its victims evicted), 0 not (nothing changed), or an error (a
  * failed decision: the core then stops the cycle, cycle.h). */
-static int try_one(preempt *p, drv_ctx *c, attempt *a, cand *order)
+static int try_one(preempt *p, drv_ctx *c, attempt *a)
 {
-    if (reserve_pairs(p, a->ncand) != 0)
+    if (reserve_pairs(p, a->s.ncand) != 0)
         return DRV_ENOMEM;
-    drv_mark m0 = drv_ctx_mark(c);
-    int rc = drv_ctx_place_gang(c, a->job, a->size);
-    if (rc != 0) { /* it fits as it is: admission chose to leave it waiting, not ours to undo */
-        if (rc == 1)
-            drv_ctx_rollback(c, m0);
-        return rc < 0 ? rc : 0;
-    }
-    if ((rc = shrink_first(c, a)) != 0)
+    int rc = drv_victims_take(c, &a->s);
+    if (rc <= 0)
         return rc;
-    drv_mark m1 = drv_ctx_mark(c);
-    rc = single(c, a, m1, order);
-    if (rc == 0)
-        rc = greedy(c, a, m1, order);
-    if (rc <= 0) {
-        drv_ctx_rollback(c, m0);
-        return rc;
-    }
-    for (int32_t i = 0; i < a->nset; i++)
-        if (!a->spared[i])
-            p->pairs[p->npairs++] = (pair){a->set[i].job, a->job};
+    for (int32_t i = 0; i < a->s.nset; i++)
+        if (!a->s.spared[i])
+            p->pairs[p->npairs++] = (pair){a->s.set[i].job, a->s.job};
     return 1;
 }
 
@@ -449,22 +271,16 @@ static int try_one(preempt *p, drv_ctx *c, attempt *a, cand *order)
 static int find_candidates(const preempt *p, drv_ctx *c, attempt *a, const int32_t *pool,
                            int32_t npool)
 {
-    drv_arena *ar = drv_ctx_arena(c);
-    size_t sz = sizeof(cand) * ((size_t)npool + 1);
-    a->cand = drv_arena_alloc(ar, sz);
-    a->set = drv_arena_alloc(ar, sz);
-    a->spared = drv_arena_alloc(ar, sizeof(bool) * ((size_t)npool + 1));
-    if (!a->cand || !a->set || !a->spared)
+    if (drv_victim_search_alloc(c, &a->s, npool) != 0)
         return DRV_ENOMEM;
-    a->ncand = 0;
     for (int32_t i = 0; i < npool; i++)
         if (eligible(p, c, a, pool[i])) {
             const drv_job *j = drv_ctx_job_now(c, pool[i]);
-            a->cand[a->ncand++] = (cand){j->attained, j->priority, pool[i]};
+            a->s.cand[a->s.ncand++] = (drv_victim){j->attained, j->priority, pool[i]};
         }
-    qsort(a->cand, (size_t)a->ncand, sizeof *a->cand, by_priority);
-    if (a->ncand > p->candidates)
-        a->ncand = p->candidates;
+    qsort(a->s.cand, (size_t)a->s.ncand, sizeof *a->s.cand, by_priority);
+    if (a->s.ncand > p->candidates)
+        a->s.ncand = p->candidates;
     return 0;
 }
 
@@ -535,14 +351,13 @@ static void pr_migrate(drv_ctx *c, void *state)
         drv_ctx_fail(c, nclaim);
         return;
     }
-    drv_arena *ar = drv_ctx_arena(c);
     for (int32_t i = 0, tried = 0; i < nclaim && tried < p->max_preemptors; i++) {
-        attempt a = {.job = claim[i].job};
-        const drv_job *j = &st->jobs[a.job];
-        a.size = j->role[DRV_ROLE_WORKER].min;
+        attempt a = {.s = {.job = claim[i].job, .may_take = taken_ok}};
+        const drv_job *j = &st->jobs[a.s.job];
+        a.s.size = j->role[DRV_ROLE_WORKER].min;
         int32_t npods;
-        drv_res need = missing(c, a.job, a.size, &npods);
-        if (npods == 0 || skipped(p, c, a.job))
+        drv_res need = missing(c, a.s.job, a.s.size, &npods);
+        if (npods == 0 || skipped(p, c, a.s.job))
             continue; /* placed by admission in this cycle, or not ours */
         a.reclaims = p->reclaim && st->nqueues > 0 && st->queues[j->queue].cohort != 0 &&
                      stays_within(c, j->queue, need);
@@ -550,10 +365,9 @@ static void pr_migrate(drv_ctx *c, void *state)
             drv_ctx_fail(c, DRV_ENOMEM);
             return;
         }
-        if (a.ncand == 0)
+        if (a.s.ncand == 0)
             continue;
-        cand *order = drv_arena_alloc(ar, sizeof *order * ((size_t)a.ncand + 1));
-        int rc = order ? try_one(p, c, &a, order) : DRV_ENOMEM;
+        int rc = try_one(p, c, &a);
         if (rc < 0) {
             drv_ctx_fail(c, rc);
             return;

@@ -12,7 +12,7 @@ extern const drv_plugin drv_plugin_fifo, drv_plugin_pod_by_pod, drv_plugin_gang,
     drv_plugin_least_allocated, drv_plugin_most_allocated, drv_plugin_priority, drv_plugin_locality,
     drv_plugin_ps_anti_affinity, drv_plugin_dragon, drv_plugin_autoscale, drv_plugin_flowcon,
     drv_plugin_specon, drv_plugin_tiresias, drv_plugin_optimus, drv_plugin_goodput,
-    drv_plugin_preempt, drv_plugin_fairshare;
+    drv_plugin_preempt, drv_plugin_fairshare, drv_plugin_las;
 
 static const drv_plugin *const plugins[] = {
     &drv_plugin_fifo,           &drv_plugin_pod_by_pod,
@@ -23,7 +23,7 @@ static const drv_plugin *const plugins[] = {
     &drv_plugin_flowcon,        &drv_plugin_specon,
     &drv_plugin_tiresias,       &drv_plugin_optimus,
     &drv_plugin_goodput,        &drv_plugin_preempt,
-    &drv_plugin_fairshare,
+    &drv_plugin_fairshare,      &drv_plugin_las,
 };
 
 const drv_plugin *const *drv_plugins(int *n)
@@ -70,12 +70,13 @@ static const struct {
     {"optimus", "Optimus: workers by marginal gain in remaining time, re-sized every period",
      "gang=true period=60 admit=optimus scale=optimus"},
     {"drover",
-     "goodput (GPUs + batch) for calibrated jobs; else priority + elastic gang (DRAGON, growth "
-     "only) + locality + SpeCon",
-     "gang=true period=5 queue_order=fairshare,priority "
-     "admit=goodput,dragon(grow_min_left=900;starve_wait=86400;quiet=120;adaptive=0) "
+     "goodput (GPUs + batch) for calibrated jobs; least attained service with preemption for rigid "
+     "ones; else priority + elastic gang (DRAGON, growth only) + locality + SpeCon",
+     "gang=true period=5 queue_order=fairshare,las,priority "
+     "admit=goodput,dragon(grow_min_left=900;starve_wait=86400;quiet=120;start_wait=300;"
+     "adaptive=0) "
      "scale=goodput,dragon "
-     "score=locality*4,ps-anti-affinity,least-allocated migrate=specon"},
+     "score=locality*4,ps-anti-affinity,least-allocated migrate=las,specon"},
 };
 
 int drv_profile_builtin_count(void)

@@ -19,7 +19,8 @@
  * The default scenario's jobs, after the seeds' testbeds: TensorFlow PS jobs on CPU nodes.
  * Per job: a model family uniformly from the catalogue; 1 PS (2 in 30 % of jobs) of 2 CPU /
  * 4 GiB; 2, 4, 6 or 8 workers of 4 CPU / 8 GiB, elastic between half and twice that (at most
- * 16); one of four users with priority 1-3; priority class 0, 10 or 100.
+ * 16); one of four users with priority 1-3; priority class 0, 10 or 100; it ends at its family's
+ * loss target, or at its family's step cap (drv_genparams.caps) if one is given and comes first.
  */
 /* snprintf(dst, n, "%s-%d", prefix, v), truncated alike, without the format parser: three
  * snprintf a job were 6 % of the instructions of a streamed run (its jobs are drawn twice). */
@@ -68,6 +69,9 @@ void drv_generate_job(drv_rng *r, double *t, int32_t i, const drv_genparams *g,
         (drv_rolespec){nw, nw / 2, nw * 2 > 16 ? 16 : nw * 2, {4000, 8 * GiB, 0}, 4000};
     j.target_loss = f->target_loss;
     j.max_steps = 0;
+    for (int32_t k = 0; k < g->ncaps; k++)
+        if (g->caps[k].family == j.model)
+            j.max_steps = g->caps[k].steps;
     *out = j;
 }
 

@@ -310,6 +310,7 @@ static int push_job(drv_workload *w, const drv_jobspec *j)
 
 void drv_genparams_default(drv_genparams *g, uint64_t seed)
 {
+    memset(g, 0, sizeof *g);
     g->jobs = DEF_GENERATE_JOBS;
     g->mean_interarrival = 60.0;
     g->seed = seed;
@@ -518,8 +519,35 @@ static int read_job(const drv_conf_doc *doc, const char *file, drv_conf *jn, int
     return 0;
 }
 
-/* The `generate:` map: the default scenario's generator with its jobs, meanInterarrival and
- * seed (the run's seed unless given), appended to w. */
+/* `generate.maxSteps`: a map of model families of the catalogue to worker-steps, into g->caps. */
+static int read_caps(const drv_conf_doc *doc, drv_conf *m, const drv_catalogue *cat,
+                     drv_genparams *g, drv_diag *d)
+{
+    int rc = drv_conf_expect(doc, m, DRV_CONF_MAP, "generate.maxSteps", d);
+    if (rc)
+        return rc;
+    if (m->nitems > DRV_GEN_MAX_CAPS)
+        return drv_fail(d, DRV_EINVAL, "%s:%d: generate.maxSteps: at most %d families, found %d",
+                        doc->file, m->line, DRV_GEN_MAX_CAPS, m->nitems);
+    for (int32_t i = 0; i < m->nitems; i++) {
+        drv_conf *v = m->items[i];
+        char p[160];
+        snprintf(p, sizeof p, "generate.maxSteps.%s", v->key);
+        int32_t f = drv_catalogue_find(cat, v->key);
+        if (f < 0)
+            return drv_fail(d, DRV_EINVAL, "%s:%d: %s: expected a model family of the catalogue",
+                            doc->file, v->line, p);
+        double steps;
+        if ((rc = drv_conf_double(doc, v, p, 1, 1e15, &steps, d)) != 0)
+            return rc;
+        g->caps[g->ncaps].family = f;
+        g->caps[g->ncaps++].steps = steps;
+    }
+    return 0;
+}
+
+/* The `generate:` map: the default scenario's generator with its jobs, meanInterarrival, seed
+ * (the run's seed unless given) and per-family step caps (maxSteps), appended to w. */
 static int read_generate(const drv_conf_doc *docp, drv_conf *gen, uint64_t seed,
                          const drv_catalogue *cat, drv_workload *w, drv_diag *d)
 {
@@ -534,6 +562,9 @@ static int read_generate(const drv_conf_doc *docp, drv_conf *gen, uint64_t seed,
     OPT(drv_conf_double, gen, "meanInterarrival", "generate.meanInterarrival", 0, 1e9,
         &g.mean_interarrival, d);
     OPT(drv_conf_int, gen, "seed", "generate.seed", 0, INT64_MAX, &s, d);
+    drv_conf *caps = drv_conf_get(gen, "maxSteps");
+    if (caps && (rc = read_caps(&doc, caps, cat, &g, d)) != 0)
+        goto out;
     if ((rc = drv_conf_check_unused(&doc, gen, "generate", d)) != 0)
         goto out;
     g.jobs = (int32_t)n;

@@ -63,11 +63,42 @@ static void test_admits_between_min_and_requested(void **unused)
     drv_cluster_fini(&c);
 }
 
+/*
+ * start_wait: B asks for 3 workers on a node where 2 fit (its minimum is 1). With
+ * start_wait=60 it waits for room at its size - none comes - and starts with 2 workers at the
+ * cycle at t = 60, which runs only because the plugin's wake says so (nothing else happens in
+ * between, and the simulator skips quiet cycles; a scale point makes the run periodic, as for
+ * starve_wait); with 0 (DRAGON) at t = 0. Fails without the wait, or without its wake.
+ */
+static void test_start_wait(void **unused)
+{
+    (void)unused;
+    drv_jobspec v[1] = {job("b", "lenet", 0, 1, 3, 1, 3, 4000, 0, 500)};
+    drv_workload w = {.jobs = v, .n = 1, .cap = 1};
+    const char *lines[] = {"gang=true period=1 admit=dragon(start_wait=60) scale=dragon",
+                           "gang=true period=1 admit=dragon scale=dragon"};
+    for (int k = 0; k < 2; k++) {
+        drv_cluster_spec c = {0};
+        drv_sim *s = start(&c, &w, 1, 10000, lines[k]);
+        finish(s); /* no stop on the way: a stop is an event, and the cycle after it would run */
+        int32_t n;
+        const drv_jobresult *r = drv_sim_jobs(s, &n);
+        assert_int_equal(r[0].workers, 2);
+        if (k == 0)
+            assert_true(r[0].start >= 60 && r[0].start <= 61 + 5); /* + the pod start */
+        else
+            assert_true(r[0].start <= 1 + 5);
+        drv_sim_free(s);
+        drv_cluster_fini(&c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_relief_then_growth),
         cmocka_unit_test(test_admits_between_min_and_requested),
+        cmocka_unit_test(test_start_wait),
     };
     return cmocka_run_group_tests(tests, tu_catalogue_setup, tu_catalogue_teardown);
 }

@@ -65,6 +65,9 @@ static const scenario scenarios[] = {
     {"preempt", false, "gang-preempt", "examples/preempt-profiles.yaml",
      "examples/cluster-4node.yaml", "examples/preempt-4node.yaml"},
     {"fairshare", false, "drover", NULL, TENANTS},
+    /* rigid jobs of the Philly trace contend on the Pollux cluster: levels, claimants, victims;
+     * absorbs: its level cache (room) can be done without */
+    {"las", true, "drover", NULL, NULL, "data/pollux/philly.csv"},
 };
 
 enum {

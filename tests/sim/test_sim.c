@@ -635,6 +635,41 @@ static void test_generate_limit(void **unused)
     remove(path);
 }
 
+/* examples/mix-seeded.yaml: `generate.maxSteps` caps each job at its family's steps (the fixed
+ * mix's caps: vgg16 1500, ...), and the workload follows the seed: seeds 1 and 2 draw different
+ * arrivals. Fails without the caps (every max_steps 0). */
+static void test_generate_step_caps(void **unused)
+{
+    (void)unused;
+    drv_workload w[2] = {{0}, {0}};
+    drv_diag d = {{0}};
+    for (int k = 0; k < 2; k++)
+        assert_int_equal(
+            drv_workload_load(&w[k], tu_path("examples/mix-seeded.yaml"), &tu_cat, 1 + k, &d), 0);
+    static const struct {
+        const char *family;
+        double steps;
+    } caps[] = {{"resnet50", 2500}, {"vgg16", 1500}, {"inception3", 2500}, {"lenet", 20000},
+                {"lstm", 6000},     {"gru", 6000},   {"birnn", 5000}};
+    int differ = 0;
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(w[k].n, 60);
+        for (int32_t i = 0; i < w[k].n; i++) {
+            const drv_jobspec *j = &w[k].jobs[i];
+            double want = -1;
+            for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++)
+                if (strcmp(tu_cat.v[j->model].name, caps[c].family) == 0)
+                    want = caps[c].steps;
+            assert_true(want > 0);
+            assert_true(j->max_steps == want);
+            differ += k == 1 && j->submit != w[0].jobs[i].submit;
+        }
+    }
+    assert_true(differ > 50);
+    drv_workload_fini(&w[0]);
+    drv_workload_fini(&w[1]);
+}
+
 /* --workload OUT/summary.json --out OUT overwrote its own input. */
 static void test_out_dir_holding_an_input_is_refused(void **unused)
 {
@@ -723,6 +758,7 @@ int main(void)
         cmocka_unit_test(test_job_that_fits_nowhere_is_refused),
         cmocka_unit_test(test_huge_quantities_refused),
         cmocka_unit_test(test_generate_limit),
+        cmocka_unit_test(test_generate_step_caps),
         cmocka_unit_test(test_never_run_jobs_are_warned),
         cmocka_unit_test(test_out_dir_holding_an_input_is_refused),
         cmocka_unit_test(test_k8s_default_deadlocks_gang_does_not),

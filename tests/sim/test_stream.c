@@ -137,7 +137,7 @@ static void test_stream_equals_memory(void **unused)
 static void test_generated_names(void **unused)
 {
     (void)unused;
-    drv_genparams g = {0, 1.0, 5};
+    drv_genparams g = {.jobs = 0, .mean_interarrival = 1.0, .seed = 5};
     drv_rng r;
     drv_rng_seed(&r, g.seed);
     double t = 0;

@@ -9,7 +9,9 @@
  *   T_grad = ac + bc * atomic,
  *   T_sync = 0 (one replica) | ar + br * (replicas - 2) (one node) | an + bn * (replicas - 2).
  * Until it has seen a kind of configuration, its terms are 0 (Pollux's fixed lower bounds):
- * the prior is a linear speed-up.
+ * the prior is a linear speed-up. Before its first multi-node measurement the inter-node terms
+ * are at least `inter_prior` (Pollux: 1.1) times the intra-node ones: crossing nodes is taken
+ * to cost more than staying on one, never to be free once a node's sync cost is known.
  *
  * Ownership: a drv_online_job is caller-owned (drv_online_job_init / _fini); it owns its
  * sample array. Not thread-safe; one per job.
@@ -29,12 +31,16 @@ typedef struct drv_online_job {
     drv_calib_sample *obs; /* distinct configurations seen (nodes, replicas, atomic, accum), the
                               newest measurement of each; at most DRV_ONLINE_MAXOBS */
     int32_t nobs, cap;
-    int32_t most;     /* most replicas it has run on (0: none yet) */
-    uint32_t version; /* +1 at every refit: a cache of its predictions is valid while equal */
+    int32_t most;       /* most replicas it has run on (0: none yet) */
+    uint32_t version;   /* +1 at every refit: a cache of its predictions is valid while equal */
+    double inter_prior; /* before any multi-node measurement an >= inter_prior * ar and
+                           bn >= inter_prior * br (0: no bound); DRV_ONLINE_INTER_PRIOR from
+                           init, the caller may set it before the first observation */
     drv_online_params p;
 } drv_online_job;
 
 enum { DRV_ONLINE_MAXOBS = 64 };
+#define DRV_ONLINE_INTER_PRIOR 1.1 /* Pollux's (adaptdl goodput.py, fit_perf_params) */
 
 void drv_online_job_init(drv_online_job *o);
 void drv_online_job_fini(drv_online_job *o);

@@ -11,15 +11,21 @@
  *   1. ac, bc: least squares of T_grad on the per-pass batch; with one batch seen, Pollux's
  *      fixing: ac = mean / 2 and bc the rest (optimistic about bigger batches).
  *   2. ar, br over single-node multi-replica points, an, bn over multi-node ones: least
- *      squares of the sync time on replicas - 2; one replica count seen: the mean, slope 0;
- *      none seen: 0 (Pollux's fixed lower bounds), so an unexplored shape looks free to sync
- *      and the prior is a linear speed-up.
+ *      squares of the sync time on replicas - 2; one replica count seen: the mean, slope 0
+ *      (optimistic: no retrogression until two counts show one, as Pollux fixes the slopes
+ *      while no job ran more than 2 replicas and penalises them in its fit); none seen: 0
+ *      (Pollux's fixed lower bounds), so an unexplored shape looks free to sync and the prior
+ *      is a linear speed-up.
  *   Negative least-squares coefficients are clamped to 0 with the other refitted.
+ *   Prior across nodes (Pollux's): with no multi-node point, an >= inter_prior * ar and
+ *   bn >= inter_prior * br (1.1): a job that has measured its sync on one node expects
+ *   crossing nodes to cost at least that much more, not nothing.
  *   3. gamma in [1, 10] (steps of 0.05): the overlap that best explains the synchronised pass
  *      (T_grad + sync as measured) from the fitted terms, in squared log error.
  * Example: cifar10 seen on 1 replica only (T_grad 0.02 s at 128): ac = bc * 128 = 0.01, no
  * sync, so 4 replicas on one node are predicted 4x as fast - until it runs there and the
- * measured sync time enters ar.
+ * measured sync time enters ar; from then on 8 replicas on 2 nodes are predicted with an
+ * inter-node sync of at least 1.1 times that, until it runs across nodes.
  */
 #include "drover/online.h"
 
@@ -30,6 +36,7 @@ void drv_online_job_init(drv_online_job *o)
 {
     memset(o, 0, sizeof *o);
     o->p.gamma = 1;
+    o->inter_prior = DRV_ONLINE_INTER_PRIOR;
 }
 
 void drv_online_job_fini(drv_online_job *o)
@@ -125,8 +132,10 @@ static void refit(drv_online_job *o)
         }
         if (pass == 0)
             line(x, y, m, &p.ar, &p.br);
-        else
-            line(x, y, m, &p.an, &p.bn);
+        else if (!line(x, y, m, &p.an, &p.bn)) { /* no multi-node point: Pollux's prior */
+            p.an = o->inter_prior * p.ar;
+            p.bn = o->inter_prior * p.br;
+        }
     }
     /* 3. overlap */
     double best = INFINITY;

@@ -8,6 +8,11 @@
  *    2 nodes to 16 on 4; 1 GPU within 1 %, 4 GPUs on one node within 0.1 %);
  *  - the prior: a job seen on one GPU only is predicted a linear speed-up at the same per-GPU
  *    batch (no sync term before any multi-GPU measurement), on one node and across nodes;
+ *  - the prior across nodes: a job that has run on one node only (1, 2 and 4 GPUs) predicts
+ *    at least 1.1 times its intra-node sync terms across nodes (Pollux's bound), so 8 GPUs on
+ *    2 nodes are slower than the same 8 on one node would be; with the bound off
+ *    (inter_prior = 0) crossing nodes is free; once it has run across nodes, the measurement
+ *    decides;
  *  - a measurement seen again refits nothing; a bad one is refused; a failed allocation
  *    leaves the model as it was;
  *  - the best batch lies within the range and gives each replica the smallest local batch.
@@ -97,6 +102,55 @@ static void test_prior_is_linear(void **unused)
     }
 }
 
+/* Runs app on 1, 2 and 4 GPUs of one node at batch_for: o then knows intra-node sync only. */
+static void run_one_node(drv_online_job *o, int32_t app)
+{
+    const drv_calib_app *a = &tu_calib.v[app];
+    for (int32_t r = 1; r <= 4; r *= 2) {
+        drv_calib_sample s;
+        assert_int_equal(drv_calib_measure(&tu_calib, app, &r, 1, batch_for(a, r), &s), 0);
+        assert_int_equal(drv_online_observe(o, &s), 0);
+    }
+}
+
+static void test_prior_across_nodes(void **unused)
+{
+    (void)unused;
+    for (int32_t app = 0; app < tu_calib.n; app++) {
+        const drv_calib_app *a = &tu_calib.v[app];
+        drv_online_job o, off;
+        drv_online_job_init(&o);
+        drv_online_job_init(&off);
+        off.inter_prior = 0;
+        run_one_node(&o, app);
+        run_one_node(&off, app);
+        const drv_online_params *p = &o.p;
+        assert_true(p->ar + p->br > 0); /* it has measured a sync cost on one node */
+        assert_true(p->an >= 1.1 * p->ar * (1 - 1e-12) && p->bn >= 1.1 * p->br * (1 - 1e-12));
+        double atomic;
+        int32_t accum;
+        drv_calib_split(a, 8, batch_for(a, 8), &atomic, &accum);
+        double one = drv_online_step(&o, 1, 8, atomic, accum),
+               two = drv_online_step(&o, 2, 8, atomic, accum);
+        if (!(two > one))
+            fail_msg("%s: 8 GPUs on 2 nodes predicted %g s, on one node %g s", a->name, two, one);
+        /* switched off, the inter-node terms are free until measured: as fast as 1 GPU */
+        assert_true(off.p.an == 0 && off.p.bn == 0);
+        assert_true(drv_online_step(&off, 2, 8, atomic, accum) < one);
+        /* a multi-node measurement replaces the prior: that configuration is predicted from it */
+        int32_t gpn[2] = {4, 4};
+        drv_calib_sample s;
+        assert_int_equal(drv_calib_measure(&tu_calib, app, gpn, 2, batch_for(a, 8), &s), 0);
+        assert_int_equal(drv_online_observe(&o, &s), 0);
+        double t = drv_online_step(&o, 2, 8, s.atomic, s.accum);
+        if (fabs(t - s.step) > 0.05 * s.step)
+            fail_msg("%s: after running 8 on 2 nodes predicted %g s, measured %g s", a->name, t,
+                     s.step);
+        drv_online_job_fini(&o);
+        drv_online_job_fini(&off);
+    }
+}
+
 static void test_seen_again_refits_nothing(void **unused)
 {
     (void)unused;
@@ -173,6 +227,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_converges_on_what_it_ran),
         cmocka_unit_test(test_prior_is_linear),
+        cmocka_unit_test(test_prior_across_nodes),
         cmocka_unit_test(test_seen_again_refits_nothing),
         cmocka_unit_test(test_failed_allocation_keeps_model),
         cmocka_unit_test(test_best_batch_in_range),

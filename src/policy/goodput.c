@@ -94,7 +94,7 @@ static const drv_knob_spec knobs[] = {
     {"batch_restart", 0, 0, 1,
      "1: a batch change of a running job costs a checkpoint-restart; 0: it changes in place, "
      "as AdaptDL does under Pollux"},
-    {"inter_prior", 0, 0, 10,
+    {"inter_prior", 1.1, 0, 10,
      "online: until a job has run across nodes its inter-node sync terms are at least this "
      "times its intra-node ones (Pollux: 1.1; 0: free until measured)"},
     {"delay", 0, 0, 3600,

@@ -68,7 +68,8 @@ struct drv_nodeindex {
      * come from the caller's memo. Exact meanwhile: a tree that still holds a node's older,
      * higher values bounds it all the same, and no summary rose, so grown stays. An update that
      * raises a node is applied at once. pend_at[node]: its entry in pend + 1, or 0; room for
-     * every node of the grouping (so npend <= nnodes). */
+     * nnodes + 1 entries: a raise leaves its node's entry behind (superseded), so a node lowered
+     * and raised again and again would take more - the kept ones are applied when it is full. */
     int32_t *pend_at;
     struct pend {
         int32_t node; /* -1: superseded by an update applied at once */
@@ -481,6 +482,8 @@ void drv_nodeindex_update(drv_nodeindex *ix, int32_t node, drv_res free, int32_t
     int32_t at = ix->pend_at ? ix->pend_at[node] - 1 : -1;
     if (ix->pend_at && drv_res_fits(free, k->mx[t]) && key <= k->key[t] && nps >= k->mps[t]) {
         if (at < 0) { /* lowers or keeps it: kept for the next read */
+            if (ix->npend > ix->nnodes)
+                flush(ix); /* full of entries superseded by raises: those kept are applied */
             at = ix->npend++;
             ix->pend_at[node] = at + 1;
         }

@@ -164,4 +164,3 @@ int goodput_allocate(goodput *g, drv_ctx *c, gjob *v, int32_t n, int64_t gpus)
     }
     return g->exact ? exact(c, v, n, gpus) : greedy(c, v, n, gpus);
 }
-

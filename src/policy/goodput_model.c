@@ -183,4 +183,3 @@ double goodput_change_price(const goodput *g, const drv_job *j, double now)
     }
     return f;
 }
-

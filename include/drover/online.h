@@ -12,6 +12,9 @@
  * the prior is a linear speed-up. Before its first multi-node measurement the inter-node terms
  * are at least `inter_prior` (Pollux: 1.1) times the intra-node ones: crossing nodes is taken
  * to cost more than staying on one, never to be free once a node's sync cost is known.
+ * Where it has measured a shape (nodes, replicas), its prediction is the model's scaled by the
+ * measured / modelled step time of its measurement there nearest in per-replica batch: the
+ * model interpolates between measurements, and at one it has it says what was measured.
  *
  * Ownership: a drv_online_job is caller-owned (drv_online_job_init / _fini); it owns its
  * sample array. Not thread-safe; one per job.
@@ -36,6 +39,8 @@ typedef struct drv_online_job {
     double inter_prior; /* before any multi-node measurement an >= inter_prior * ar and
                            bn >= inter_prior * br (0: no bound); DRV_ONLINE_INTER_PRIOR from
                            init, the caller may set it before the first observation */
+    bool residual;      /* predictions at a shape it has measured (nodes, replicas) scaled to
+                           the measurement there of the nearest per-replica batch (init: true) */
     drv_online_params p;
 } drv_online_job;
 
@@ -48,7 +53,8 @@ void drv_online_job_fini(drv_online_job *o);
  * its time changed. 0, DRV_EINVAL (no replicas, a non-positive time), or DRV_ENOMEM (then o is
  * unchanged). Beyond DRV_ONLINE_MAXOBS configurations the oldest is forgotten. */
 int drv_online_observe(drv_online_job *o, const drv_calib_sample *s);
-/* Predicted seconds per global step; 0 when replicas < 1. */
+/* Predicted seconds per global step (with `residual`, the measured one at a measured
+ * configuration); 0 when replicas < 1. O(measurements). */
 double drv_online_step(const drv_online_job *o, int32_t nodes, int32_t replicas, double atomic,
                        int32_t accum);
 

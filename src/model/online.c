@@ -22,6 +22,9 @@
  *   crossing nodes to cost at least that much more, not nothing.
  *   3. gamma in [1, 10] (steps of 0.05): the overlap that best explains the synchronised pass
  *      (T_grad + sync as measured) from the fitted terms, in squared log error.
+ * Prediction: the model's step time; at a shape (nodes, replicas) it has measured, scaled by
+ * measured / modelled at its measurement there nearest in per-replica batch (`residual`), so a
+ * configuration it ran is predicted as it ran, and the fit's error matters only elsewhere.
  * Example: cifar10 seen on 1 replica only (T_grad 0.02 s at 128): ac = bc * 128 = 0.01, no
  * sync, so 4 replicas on one node are predicted 4x as fast - until it runs there and the
  * measured sync time enters ar; from then on 8 replicas on 2 nodes are predicted with an
@@ -37,6 +40,7 @@ void drv_online_job_init(drv_online_job *o)
     memset(o, 0, sizeof *o);
     o->p.gamma = 1;
     o->inter_prior = DRV_ONLINE_INTER_PRIOR;
+    o->residual = true;
 }
 
 void drv_online_job_fini(drv_online_job *o)
@@ -184,14 +188,34 @@ int drv_online_observe(drv_online_job *o, const drv_calib_sample *s)
     return 0;
 }
 
+static double model_step(const drv_online_params *p, int32_t nodes, int32_t replicas, double atomic,
+                         int32_t accum)
+{
+    double tg = p->ac + p->bc * atomic;
+    return accum * tg + iter_time(tg, sync_of(p, nodes, replicas), p->gamma);
+}
+
 double drv_online_step(const drv_online_job *o, int32_t nodes, int32_t replicas, double atomic,
                        int32_t accum)
 {
     if (replicas < 1)
         return 0;
-    const drv_online_params *p = &o->p;
-    double tg = p->ac + p->bc * atomic;
-    return accum * tg + iter_time(tg, sync_of(p, nodes, replicas), p->gamma);
+    double t = model_step(&o->p, nodes, replicas, atomic, accum);
+    if (o->residual) { /* the shape measured: the model scaled to its nearest measurement */
+        const drv_calib_sample *near = NULL;
+        for (int32_t i = 0; i < o->nobs; i++) {
+            const drv_calib_sample *s = &o->obs[i];
+            if (s->nodes == nodes && s->replicas == replicas &&
+                (!near || fabs(s->atomic - atomic) < fabs(near->atomic - atomic)))
+                near = s;
+        }
+        if (near) {
+            double m = model_step(&o->p, near->nodes, near->replicas, near->atomic, near->accum);
+            if (m > 0)
+                t *= near->step / m;
+        }
+    }
+    return t;
 }
 
 double drv_online_gain(const drv_online_grad *g, double batch)

@@ -107,9 +107,18 @@ static const drv_knob_spec knobs[] = {
      "0 its minimum (one GPU)"},
     {"first", 0, 0, 64,
      "most GPUs a job that has not run yet may get (Pollux: 1); 0: `explore` times one"},
+    {"remaining", 0, 0, 3600,
+     "seconds a change costs in the remaining-time price: a running job's speed-up elsewhere "
+     "is multiplied by max(R - remaining, 0) / R, R its time left where it is (0: none)"},
+    {"compact", 0, 0, 1,
+     "1: a job is not grown (or started above its minimum) onto more nodes than its GPUs "
+     "need; it keeps its GPUs and the allocation is made again"},
     {"search", 0, 0, 1,
      "how the GPUs beyond each job's minimum are shared: 0 greedily by utility per GPU, "
      "1 exactly (the counts of largest total utility)"},
+    {"residual", 0, 0, 1,
+     "online: 1 a job's prediction at a shape (nodes, GPUs) it has run is scaled to what it "
+     "measured there; 0 the fitted model alone (Pollux)"},
 };
 enum { NKNOBS = sizeof knobs / sizeof knobs[0] };
 /* A batch changed in place (free) still needs this predicted gain: no churn on rounding. */
@@ -139,7 +148,10 @@ static int g_init(void **state, const drv_knob *kv, int nkv, drv_diag *d)
     g->price_start = v[12] != 0;
     g->fair_base = v[13] != 0;
     g->first = (int32_t)v[14];
-    g->exact = v[15] != 0;
+    g->remaining = v[15];
+    g->compact = v[16] != 0;
+    g->exact = v[17] != 0;
+    g->residual = v[18] != 0;
     *state = g;
     return 0;
 }
@@ -308,6 +320,23 @@ static int learn(goodput *g, gjob *x, const drv_calib_job *cj)
     return rc == DRV_ENOMEM ? rc : 0;
 }
 
+/* The remaining-time price of a change for running job x: with R its time left at its current
+ * GPUs and batch (its progress left over its goodput now), a change that costs a restart of
+ * `remaining` seconds pays only if it raises the goodput by R / (R - remaining): its speed-up
+ * elsewhere is multiplied by max(R - remaining, 0) / R. */
+static double remaining_price(const drv_ctx *c, goodput *g, const gjob *x, const drv_job *j)
+{
+    int32_t app = x->cj->app - 1, gpn[GOODPUT_MAXNODES], nn = placement(c, x->id, gpn);
+    double left = drv_calib_progress(g->calib, app, x->cj->batch, INFINITY) -
+                  drv_calib_progress(g->calib, app, x->cj->batch, j->steps);
+    double now = g->oracle ? drv_calib_goodput(g->calib, app, gpn, nn, x->cj->batch, x->epoch)
+                           : goodput_now(g, x, nn, x->have);
+    if (!(now > 0) || !(left > 0))
+        return 1;
+    double r = left / now;
+    return fmax(r - g->remaining, 0) / r;
+}
+
 /* Our jobs (live, batch-adaptive, one GPU per worker, runnable on their minimum) into v, with
  * their epoch, LAS level, GPUs held and bounds; *gpus receives our GPUs (free ones plus those
  * our jobs hold). Returns how many, or -1 when g->seen cannot grow. */
@@ -324,6 +353,7 @@ static int32_t our_jobs(const drv_ctx *c, goodput *g, const drv_calib_jobs *m, g
             g->seen[k] = (struct seen){-1, -1, -1, 0, 0, 0, {0}};
             drv_online_job_init(&g->seen[k].ol);
             g->seen[k].ol.inter_prior = g->inter_prior;
+            g->seen[k].ol.residual = g->residual;
         }
     }
     int32_t n = 0;
@@ -363,6 +393,8 @@ static int32_t our_jobs(const drv_ctx *c, goodput *g, const drv_calib_jobs *m, g
         x.price = goodput_change_price(g, j, drv_ctx_now(c));
         if (!g->oracle && learn(g, &x, cj) != 0)
             return -1;
+        if (g->remaining > 0 && x.running)
+            x.price *= remaining_price(c, g, &x, j);
         x.base = goodput_of(g, &x, x.minw);
         if (x.base <= 0 || x.nmax < x.minw)
             continue; /* no batch in its range runs on its minimum: it waits (none in traces) */
@@ -397,20 +429,18 @@ static int release(drv_ctx *c, gjob *v, int32_t n)
     return 0;
 }
 
-/* The batch to give job x, or 0 for none: where a released job got placed, its best batch
- * there; a job that kept its GPUs, its best batch only when that raises its goodput by the
- * fraction `rebatch` (checked once per epoch, placement and batch). < 0 on error. */
+/* The batch to give job x, or 0 for none: where a job placed this round got placed, its best
+ * batch there; a job that kept its GPUs, its best batch only when that raises its goodput by
+ * the fraction `rebatch` (checked once per epoch, placement and batch). */
 static double batch_for(drv_ctx *c, goodput *g, gjob *x)
 {
     const drv_job *j = &drv_ctx_state(c)->jobs[x->id];
     const drv_calib_job *cj = x->cj;
     double gp = 0, b;
-    if (x->have == 0) {
-        int rc = place(c, x->id);
-        if (rc <= 0)
-            return rc;
+    if (x->placed)
         return best_here(g, c, x, &gp);
-    }
+    if (x->have == 0)
+        return 0; /* released and not placed: it waits */
     struct seen *was = &g->seen[x->id];
     uint32_t ver = g->oracle ? 0 : was->ol.version;
     if (x->epoch == was->epoch && j->restarts == was->restarts && x->have == was->have &&
@@ -428,6 +458,44 @@ static double batch_for(drv_ctx *c, goodput *g, gjob *x)
     return gp > cur * (1 + (g->batch_restart ? g->rebatch : MIN_GAIN)) ? b : 0;
 }
 
+/* 4b. Places every released job that got GPUs, largest first (v sorted so). 0 or an error. */
+static int place_released(drv_ctx *c, gjob *v, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++) {
+        gjob *x = &v[i];
+        x->placed = false;
+        if (x->want == 0 || x->have > 0)
+            continue;
+        int rc = place(c, x->id);
+        if (rc < 0)
+            return rc;
+        x->placed = rc > 0;
+    }
+    return 0;
+}
+
+/* 4c. With `compact`: a job placed this round on more nodes than its GPUs need (packed) is
+ * held back when that is a change it chose - it grew, or starts above its minimum: a running
+ * one keeps its GPUs, a waiting one gets its minimum (its most workers set so). Returns how
+ * many were held back; a job held back cannot be again, so a round allocates at most once
+ * more per job that got GPUs. */
+static int32_t hold_spread(const drv_ctx *c, const goodput *g, gjob *v, int32_t n)
+{
+    int32_t held = 0;
+    for (int32_t i = 0; i < n; i++) {
+        gjob *x = &v[i];
+        int32_t keep = x->had > x->minw ? x->had : x->minw;
+        if (!x->placed || x->want <= keep)
+            continue;
+        int32_t gpn[GOODPUT_MAXNODES], nn = placement(c, x->id, gpn);
+        if (nn > (x->want + g->gpn - 1) / g->gpn) {
+            x->nmax = keep;
+            held++;
+        }
+    }
+    return held;
+}
+
 static void pass(drv_ctx *c, goodput *g)
 {
     const drv_state *st = drv_ctx_state(c);
@@ -443,19 +511,31 @@ static void pass(drv_ctx *c, goodput *g)
     if (n <= 0)
         return;
     goodput_fair_bases(g, v, n, gpus);
-    qsort(v, (size_t)n, sizeof *v, cmp_order); /* 2. LAS order */
-    if (goodput_allocate(g, c, v, n, gpus) != 0)
-        return;
-    /* 4. apply: release first, then place the changed jobs, largest first, and set batches */
-    if (release(c, v, n) != 0)
-        return;
-    qsort(v, (size_t)n, sizeof *v, cmp_want);
+    for (int32_t i = 0; i < n; i++)
+        v[i].had = v[i].have;
+    for (;;) {
+        qsort(v, (size_t)n, sizeof *v, cmp_order); /* 2. LAS order */
+        if (goodput_allocate(g, c, v, n, gpus) != 0)
+            return;
+        /* 4. apply: release first, then place the changed jobs, largest first */
+        drv_mark mk = drv_ctx_mark(c);
+        if (release(c, v, n) != 0)
+            return;
+        qsort(v, (size_t)n, sizeof *v, cmp_want);
+        if (place_released(c, v, n) != 0)
+            return;
+        if (!g->compact || hold_spread(c, g, v, n) == 0)
+            break;
+        drv_ctx_rollback(c, mk); /* again, with the spread jobs held back */
+        for (int32_t i = 0; i < n; i++) {
+            v[i].have = v[i].had;
+            v[i].want = 0;
+        }
+    }
     for (int32_t i = 0; i < n; i++) {
         if (v[i].want == 0)
             continue;
         double b = batch_for(c, g, &v[i]);
-        if (b < 0)
-            return;
         int (*set)(drv_ctx *, int32_t, int64_t, int64_t) =
             g->batch_restart ? drv_ctx_set_batch : drv_ctx_set_batch_inplace;
         if (b > 0 && set(c, v[i].id, (int64_t)b, v[i].cj->batch) != 0) /* same: no-op */

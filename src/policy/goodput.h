@@ -27,7 +27,7 @@ typedef struct cands {
 } cands;
 
 typedef struct table {
-    cell *v;              /* [(GOODPUT_MAXW + 1) * max_epochs] */
+    cell *v;                      /* [(GOODPUT_MAXW + 1) * max_epochs] */
     cands cand[GOODPUT_MAXW + 1]; /* per n */
     double lo, hi;
 } table;
@@ -37,10 +37,10 @@ typedef struct goodput {
     int32_t queues;
     double explore, interval;
     bool oracle, batch_restart;
-    double inter_prior, delay;
+    double inter_prior, delay, remaining;
     bool price_start, fair_base;
     int32_t first;
-    bool exact;
+    bool exact, compact, residual;
     const drv_calib *calib; /* the one the tables were built from */
     int32_t gpn;            /* GPUs per node the packed shapes assume */
     table *tab;             /* per model */
@@ -67,6 +67,8 @@ typedef struct gjob {
     int32_t minw;            /* fewest workers it runs with (its minimum, at least 1) */
     int32_t nmax;            /* most workers it may get */
     int32_t want;            /* workers allocated */
+    int32_t had;             /* workers bound when the round began */
+    bool placed;             /* released and placed again this round */
     int32_t cap;             /* most workers its batch range and spec allow (explore aside) */
     bool running;            /* holds its GPUs (starting, running or restarting) */
     double base;             /* G at the speed-up's reference (its minimum or fair share) */

@@ -18,50 +18,61 @@
  * Every `interval` (60 s: Pollux's round; at the first cycle at or after each multiple):
  *   1. Goodput. For a job in epoch e (from its progress, calib.h) on n GPUs packed on the
  *      fewest nodes: G(n) = max over candidate batches B of gain(B) / step_time(n, B), B in the
- *      job's validated range with every replica getting at least the smallest local batch.
- *      Its speed-up is s(n) = G(n) / G(its minimum, 1 worker in the traces).
+ *      job's validated range with every replica getting at least the smallest local batch
+ *      (goodput_model.c). Its speed-up is s(n) = G(n) / G(its minimum, 1 worker in the traces)
+ *      (`base=1`: / G(its fair share), Pollux's reference).
  *      Online (the default, oracle=0), as Pollux: step_time is the job's own model
  *      (online.h), fitted from the measurements the driver publishes of the configuration it
- *      runs (drv_calib_job.seen) and nothing else; gain(B) is extrapolated from the gradient
- *      statistics at its current batch; before its first measurement G(n) = n (Pollux's prior
- *      of a linear speed-up), and it gets at most `explore` (2) times the most GPUs it has run
- *      on. Oracle (oracle=1, an ablation): the measured profiles' step time of every
- *      placement and the statistics at every batch (drv_calib_best_batch), cached per
- *      (model, n, epoch).
+ *      runs (drv_calib_job.seen) and nothing else; until it has run across nodes its
+ *      inter-node sync is taken as at least 1.1 times its intra-node sync (`inter_prior`,
+ *      Pollux's prior), and at a shape it has run the model is scaled to what it measured
+ *      there (`residual`); gain(B) is extrapolated from the gradient statistics at its current
+ *      batch; before its first measurement G(n) = n (Pollux's prior of a linear speed-up), and
+ *      it gets at most `explore` (2) times the most GPUs it has run on. Oracle (oracle=1, an
+ *      ablation): the measured profiles' step time of every placement and the statistics at
+ *      every batch (drv_calib_best_batch), cached per (model, n, epoch).
  *   2. Order (Tiresias' discretised LAS): queue k = number of thresholds threshold*factor^i
  *      the job's attained GPU-seconds have passed; by queue, then submission, then id.
- *   3. Allocation. Our GPUs = free GPUs + those our jobs hold. In order, each job gets its
- *      minimum (1 worker) while GPUs are left; the others wait (a running one is preempted).
- *      Then, repeatedly, the job and count k whose extra k GPUs raise the utility
+ *   3. Allocation (goodput_alloc.c). Our GPUs = free GPUs + those our jobs hold. In order, each
+ *      job gets its minimum (1 worker) while GPUs are left; the others wait (a running one is
+ *      preempted). Then, repeatedly, the job and count k whose extra k GPUs raise the utility
  *      sum_j u(s_j(n_j)) most per GPU get them, while it rises. u(s) = s^p / p (log s at
  *      p = 0): p = 1 maximises the total speed-up; p = -1 (Pollux's default) weighs a job's
  *      rise in speed-up by 1/s^2, favouring the jobs that are slow so far. A running job's
  *      speed-up at any size but its current one is multiplied by (1 - penalty): the price
- *      of its restart.
+ *      of its restart (`delay`: Pollux's price by age and restarts instead).
  *   4. Apply. A job whose count changed, or that waits and got GPUs, is evicted and re-placed
  *      (largest first; each on the node that fits its remaining workers most tightly, else
- *      the freest), then given the best batch for the placement it actually got (BATCH). A
- *      job that keeps its GPUs is re-batched when the best batch raises its goodput: in place
- *      (AdaptDL, `batch_restart=0`) by any margin over 0.1 %; with a restart
- *      (`batch_restart=1`) only by the fraction `rebatch`, checked once per epoch, placement,
- *      batch and model.
+ *      the freest). With `compact`, a job that grew (or starts above its minimum) and could
+ *      only be placed on more nodes than its GPUs need is held back - it keeps its GPUs, or
+ *      gets its minimum - the round's decisions are rolled back and 3-4 run again; a job held
+ *      back cannot be again, so this ends. Each placed job gets the best batch for the
+ *      placement it actually got (BATCH). A job that keeps its GPUs is re-batched when the
+ *      best batch raises its goodput: in place (AdaptDL, `batch_restart=0`) by any margin
+ *      over 0.1 %; with a restart (`batch_restart=1`) only by the fraction `rebatch`, checked
+ *      once per epoch, placement, batch and model.
  * Example: cifar10 in epoch 60 has large gradient noise: a step at B = 1024 gains 7.1 times
  * one at its initial 128 (of a possible 8; 1.5 in epoch 0), so on 4 GPUs a batch well above
  * 128 has the higher goodput, and more GPUs usually want a bigger batch still. Whether it gets
  * GPUs 5..8 depends on how much they raise its u(s) against what they would do for others.
  *
- * [R] Reconstructions: Pollux searches allocations with a genetic algorithm over per-node
- * matrices; we allocate greedily by utility per GPU and place packed. Pollux fits its
- * throughput model by L-BFGS on the log error; online.c fits the same model in closed form.
- * Pollux changes a batch without restarting (AdaptDL); so do we by default. Pollux has no
+ * [R] Reconstructions (docs/model.md has each, measured against Pollux's choice): Pollux
+ * searches allocations with a genetic algorithm over per-node matrices; we allocate greedily
+ * by utility per GPU on packed shapes and hold back a change that would spread a job. Pollux
+ * fits its throughput model by L-BFGS on the log error; online.c fits the same model in closed
+ * form. Pollux prices a change by age and restarts, takes the fair share as the speed-up's
+ * reference and starts a job on 1 GPU; we keep a constant price, one GPU as reference, and 2
+ * (knobs `delay`, `base`, `first` give Pollux's). Pollux changes a batch without restarting
+ * (AdaptDL); so do we by default, but at our rounds, not at every epoch boundary. Pollux has no
  * queue order; we add Tiresias' LAS order for who gets a first GPU when GPUs are short (on
  * Pollux workloads 1-4 they never were: its knobs do not change the averages).
  *
  * Cost per round, J our live jobs, G the GPUs we may use, W = min(most workers a job may get,
  * G): O(J log J) to order them, O(J) goodput evaluations for their references, and for the at
  * most G jobs that get their minimum O(W) evaluations each (an evaluation tries at most
- * DRV_ONLINE_CANDS batches, online) and O(G x (G + W)) for the greedy; the exact search
- * (search=1) O(G x G x W). A refit (online.c) only when a job measures a new configuration.
+ * DRV_ONLINE_CANDS batches, online) and O(G x (G + W)) for the greedy; with `compact`, the
+ * allocation and placement again at most once per job held back (at most G times). A refit
+ * (online.c) only when a job measures a new configuration.
  */
 #include "goodput.h"
 
@@ -74,8 +85,8 @@ static const drv_knob_spec knobs[] = {
      "fairness exponent of the utility u(s) = s^p / p (0: log s): 1 maximises "
      "total speed-up, -1 favours slow jobs (Pollux)"},
     {"penalty", 0.1, 0, 0.99,
-     "a job's speed-up at any allocation but its current one counts this much less, "
-     "besides the age price of `delay`"},
+     "a running job's speed-up at any size but its current one counts this much less (the "
+     "price of its restart)"},
     {"rebatch", 0.1, 0, 10,
      "restart a job that keeps its GPUs at a better batch only when its "
      "goodput rises by this fraction"},
@@ -98,25 +109,18 @@ static const drv_knob_spec knobs[] = {
      "online: until a job has run across nodes its inter-node sync terms are at least this "
      "times its intra-node ones (Pollux: 1.1; 0: free until measured)"},
     {"delay", 0, 0, 3600,
-     "the age price: a job's speed-up at any allocation but its current one is multiplied "
-     "by max(age - restarts * delay, 0) / (age + delay) (Pollux: 30 s; 0: none)"},
-    {"price_start", 0, 0, 1,
-     "1: a waiting job's first allocation is a change too (Pollux); 0: only a running job's"},
+     "Pollux's change price: a job's speed-up at any allocation but its current one, a waiting "
+     "job's first included, is multiplied by max(age - restarts * delay, 0) / (age + delay) "
+     "(Pollux: 30 s; 0: none)"},
     {"base", 0, 0, 1,
      "the speed-up's reference: 1 the job's fair share, ceil(GPUs / jobs) packed (Pollux); "
      "0 its minimum (one GPU)"},
     {"first", 0, 0, 64,
      "most GPUs a job that has not run yet may get (Pollux: 1); 0: `explore` times one"},
-    {"remaining", 0, 0, 3600,
-     "seconds a change costs in the remaining-time price: a running job's speed-up elsewhere "
-     "is multiplied by max(R - remaining, 0) / R, R its time left where it is (0: none)"},
-    {"compact", 0, 0, 1,
+    {"compact", 1, 0, 1,
      "1: a job is not grown (or started above its minimum) onto more nodes than its GPUs "
      "need; it keeps its GPUs and the allocation is made again"},
-    {"search", 0, 0, 1,
-     "how the GPUs beyond each job's minimum are shared: 0 greedily by utility per GPU, "
-     "1 exactly (the counts of largest total utility)"},
-    {"residual", 0, 0, 1,
+    {"residual", 1, 0, 1,
      "online: 1 a job's prediction at a shape (nodes, GPUs) it has run is scaled to what it "
      "measured there; 0 the fitted model alone (Pollux)"},
 };
@@ -145,13 +149,10 @@ static int g_init(void **state, const drv_knob *kv, int nkv, drv_diag *d)
     g->batch_restart = v[9] != 0;
     g->inter_prior = v[10];
     g->delay = v[11];
-    g->price_start = v[12] != 0;
-    g->fair_base = v[13] != 0;
-    g->first = (int32_t)v[14];
-    g->remaining = v[15];
-    g->compact = v[16] != 0;
-    g->exact = v[17] != 0;
-    g->residual = v[18] != 0;
+    g->fair_base = v[12] != 0;
+    g->first = (int32_t)v[13];
+    g->compact = v[14] != 0;
+    g->residual = v[15] != 0;
     *state = g;
     return 0;
 }
@@ -320,23 +321,6 @@ static int learn(goodput *g, gjob *x, const drv_calib_job *cj)
     return rc == DRV_ENOMEM ? rc : 0;
 }
 
-/* The remaining-time price of a change for running job x: with R its time left at its current
- * GPUs and batch (its progress left over its goodput now), a change that costs a restart of
- * `remaining` seconds pays only if it raises the goodput by R / (R - remaining): its speed-up
- * elsewhere is multiplied by max(R - remaining, 0) / R. */
-static double remaining_price(const drv_ctx *c, goodput *g, const gjob *x, const drv_job *j)
-{
-    int32_t app = x->cj->app - 1, gpn[GOODPUT_MAXNODES], nn = placement(c, x->id, gpn);
-    double left = drv_calib_progress(g->calib, app, x->cj->batch, INFINITY) -
-                  drv_calib_progress(g->calib, app, x->cj->batch, j->steps);
-    double now = g->oracle ? drv_calib_goodput(g->calib, app, gpn, nn, x->cj->batch, x->epoch)
-                           : goodput_now(g, x, nn, x->have);
-    if (!(now > 0) || !(left > 0))
-        return 1;
-    double r = left / now;
-    return fmax(r - g->remaining, 0) / r;
-}
-
 /* Our jobs (live, batch-adaptive, one GPU per worker, runnable on their minimum) into v, with
  * their epoch, LAS level, GPUs held and bounds; *gpus receives our GPUs (free ones plus those
  * our jobs hold). Returns how many, or -1 when g->seen cannot grow. */
@@ -393,8 +377,6 @@ static int32_t our_jobs(const drv_ctx *c, goodput *g, const drv_calib_jobs *m, g
         x.price = goodput_change_price(g, j, drv_ctx_now(c));
         if (!g->oracle && learn(g, &x, cj) != 0)
             return -1;
-        if (g->remaining > 0 && x.running)
-            x.price *= remaining_price(c, g, &x, j);
         x.base = goodput_of(g, &x, x.minw);
         if (x.base <= 0 || x.nmax < x.minw)
             continue; /* no batch in its range runs on its minimum: it waits (none in traces) */

@@ -37,10 +37,10 @@ typedef struct goodput {
     int32_t queues;
     double explore, interval;
     bool oracle, batch_restart;
-    double inter_prior, delay, remaining;
-    bool price_start, fair_base;
+    double inter_prior, delay;
+    bool fair_base;
     int32_t first;
-    bool exact, compact, residual;
+    bool compact, residual;
     const drv_calib *calib; /* the one the tables were built from */
     int32_t gpn;            /* GPUs per node the packed shapes assume */
     table *tab;             /* per model */

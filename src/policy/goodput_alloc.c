@@ -1,7 +1,7 @@
 /*
  * goodput_alloc.c - who gets how many GPUs in a round of the goodput plugin (goodput.c has the
  * design note): each job's minimum in LAS order while GPUs are left, then the rest by the
- * fairness-weighted utility of speed-ups, u(s) = s^p / p, greedily per GPU or exactly.
+ * fairness-weighted utility of speed-ups, u(s) = s^p / p, greedily per GPU.
  */
 #include "goodput.h"
 
@@ -18,7 +18,7 @@ static double utility(const goodput *g, double s)
 static double value(goodput *g, const gjob *x, int32_t n)
 {
     double s = goodput_of(g, x, n) / x->base;
-    if (n != x->have && (x->running || g->price_start))
+    if (n != x->have && (x->running || g->delay > 0))
         s *= x->price;
     return utility(g, s);
 }
@@ -86,59 +86,8 @@ static int greedy(drv_ctx *c, gjob *v, int32_t n, int64_t gpus)
     }
 }
 
-/* 3b, exact: the counts that maximise the sum of utilities with at most `gpus` more GPUs in
- * all, by dynamic programming over the jobs (a multiple-choice knapsack on one resource):
- * f[e] = the best rise of the jobs so far with at most e more GPUs; the smallest count among
- * equals. O(jobs x gpus x top) time, O(jobs x gpus) memory. */
-static int exact(drv_ctx *c, gjob *v, int32_t n, int64_t gpus)
-{
-    drv_arena *a = drv_ctx_arena(c);
-    size_t e1 = (size_t)gpus + 1, m = 0;
-    for (int32_t i = 0; i < n; i++)
-        m += v[i].want > 0;
-    double *f = drv_arena_alloc(a, sizeof *f * e1), *nf = drv_arena_alloc(a, sizeof *nf * e1);
-    int32_t *pick = drv_arena_alloc(a, sizeof *pick * e1 * (m + 1));
-    if (!f || !nf || !pick)
-        return DRV_ENOMEM;
-    for (size_t e = 0; e < e1; e++)
-        f[e] = 0;
-    int32_t *row = pick;
-    for (int32_t i = 0; i < n; i++) {
-        const gjob *x = &v[i];
-        if (x->want == 0)
-            continue;
-        for (size_t e = 0; e < e1; e++) {
-            double best = f[e];
-            int32_t bk = 0;
-            for (int32_t k = 1; x->want + k <= x->top && (size_t)k <= e; k++) {
-                double q = f[e - (size_t)k] + (x->u[x->want + k] - x->u[x->want]);
-                if (q > best + 1e-12 * fabs(best) + 1e-300) {
-                    best = q;
-                    bk = k;
-                }
-            }
-            nf[e] = best;
-            row[e] = bk;
-        }
-        row += e1;
-        double *t = f;
-        f = nf;
-        nf = t;
-    }
-    size_t e = e1 - 1;
-    for (int32_t i = n - 1; i >= 0; i--) {
-        if (v[i].want == 0)
-            continue;
-        row -= e1;
-        int32_t k = row[e];
-        v[i].want += k;
-        e -= (size_t)k;
-    }
-    return 0;
-}
-
 /* 3. Allocation over v (in LAS order): each job's minimum while GPUs are left, then the GPUs
- * left by utility (greedy or exact, knob `search`). Sets v[i].want. Utilities are computed
+ * left greedily by utility per GPU. Sets v[i].want. Utilities are computed
  * only for jobs that got their minimum, up to what is left: O(min(jobs, GPUs) x min(most
  * workers, GPUs)) goodput evaluations. 0, or DRV_ENOMEM from the arena. */
 int goodput_allocate(goodput *g, drv_ctx *c, gjob *v, int32_t n, int64_t gpus)
@@ -162,5 +111,5 @@ int goodput_allocate(goodput *g, drv_ctx *c, gjob *v, int32_t n, int64_t gpus)
         for (int32_t k = x->minw; k <= x->top; k++)
             x->u[k] = value(g, x, k);
     }
-    return g->exact ? exact(c, v, n, gpus) : greedy(c, v, n, gpus);
+    return greedy(c, v, n, gpus);
 }

@@ -24,7 +24,7 @@ done
 # Load robustness: the same jobs arriving at another rate (scripts/arrivals.sh: every submission
 # time t becomes t0 + (t - t0) / rate; 0.5 halves the load, 2 doubles it), with the baselines
 # and each mechanism of goodput switched alone (examples/pollux-ablations.yaml, "MECHANISM").
-mechs="drover-prior0 drover-model-only drover-spread drover-pollux-price drover-fair-base drover-first1"
+mechs="drover-prior0 drover-model-only drover-spread drover-pollux-price drover-fair-base drover-noise-now drover-first1"
 loadpols=drover,tiresias,optimus,drover-oracle,$(echo "$mechs" | tr ' ' ,)
 rates="0.5 1.5 2"
 for x in $rates; do
@@ -119,7 +119,8 @@ done
     echo "instead of Pollux's by age and restarts; one GPU, not the fair share, as the speed-up's"
     echo "reference; a new job may get 2 GPUs, not 1; Tiresias' LAS order for who gets a first GPU;"
     echo "a fitted model in closed form instead of L-BFGS; and the batch re-chosen at each 60 s"
-    echo "round where Pollux's jobs re-choose it at every epoch boundary."
+    echo "round, for the gradient noise anticipated one round on, where Pollux's jobs re-choose it"
+    echo "at every epoch boundary for their current noise."
     echo
     echo "### The oracle (an ablation, not a result)"
     echo

@@ -65,6 +65,26 @@ typedef struct drv_online_grad {
 } drv_online_grad;
 double drv_online_gain(const drv_online_grad *g, double batch);
 
+/* The trend of a job's gradient noise scale phi = var / sqr over its epochs, learnt from the
+ * statistics it measured at each epoch it reached: the smoothed slope of log phi per epoch and
+ * its speed in epochs per second. A batch (and the GPUs that go with it) chosen at a round is
+ * kept until the next, and phi grows as training goes on, so the choice is made for the noise
+ * anticipated `ahead` seconds on; Pollux's jobs re-choose at every epoch boundary instead. */
+typedef struct drv_online_noise {
+    int32_t epoch; /* epoch of the last observation (-1: none) */
+    double lphi;   /* log phi then */
+    double at;     /* the time then (seconds) */
+    double slope;  /* d log phi / d epoch: the last change, halved into the previous (0: none) */
+    double rate;   /* epochs per second between the last two observations */
+} drv_online_noise;
+void drv_online_noise_init(drv_online_noise *n);
+/* Records g (measured in `epoch`, at time `now`) when the epoch is new, and returns the
+ * variance anticipated `ahead` seconds on: g->var * exp(min(slope * rate * ahead, 1)) while
+ * phi grows, g->var when it does not, when ahead <= 0 (then nothing is recorded) or before
+ * two epochs were seen. An epoch below the last one starts the trend again. */
+double drv_online_noise_ahead(drv_online_noise *n, const drv_online_grad *g, int32_t epoch,
+                              double now, double ahead);
+
 /* The batch of highest estimated goodput (gain / predicted step time) on `replicas` GPUs over
  * `nodes` nodes within [lo, hi], every replica at least app->min_local_bsz; 0 when none; its
  * goodput into *goodput. Tries at most DRV_ONLINE_CANDS batches. */

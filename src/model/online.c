@@ -225,6 +225,32 @@ double drv_online_gain(const drv_online_grad *g, double batch)
     return den > 0 ? (g->var + g->sqr) / den : 1;
 }
 
+void drv_online_noise_init(drv_online_noise *n)
+{
+    *n = (drv_online_noise){.epoch = -1};
+}
+
+double drv_online_noise_ahead(drv_online_noise *n, const drv_online_grad *g, int32_t epoch,
+                              double now, double ahead)
+{
+    if (ahead <= 0 || !(g->sqr > 0) || !(g->var > 0))
+        return g->var;
+    double lphi = log(g->var / g->sqr);
+    if (n->epoch < 0 || epoch < n->epoch) { /* first, or a new run of the job: start again */
+        *n = (drv_online_noise){.epoch = epoch, .lphi = lphi, .at = now};
+    } else if (epoch > n->epoch) {
+        double de = epoch - n->epoch;
+        double slope = (lphi - n->lphi) / de;
+        n->slope = n->slope == 0 ? slope : 0.5 * n->slope + 0.5 * slope;
+        n->rate = de / fmax(now - n->at, 1);
+        n->epoch = epoch;
+        n->lphi = lphi;
+        n->at = now;
+    }
+    double on = n->slope * n->rate * ahead; /* log phi's rise over `ahead` seconds */
+    return on > 0 ? g->var * exp(fmin(on, 1)) : g->var;
+}
+
 double drv_online_best_batch(const drv_online_job *o, const drv_calib_app *app,
                              const drv_online_grad *g, int32_t nodes, int32_t replicas, double lo,
                              double hi, double *goodput)

@@ -27,8 +27,10 @@
  *      inter-node sync is taken as at least 1.1 times its intra-node sync (`inter_prior`,
  *      Pollux's prior), and at a shape it has run the model is scaled to what it measured
  *      there (`residual`); gain(B) is extrapolated from the gradient statistics at its current
- *      batch; before its first measurement G(n) = n (Pollux's prior of a linear speed-up), and
- *      it gets at most `explore` (2) times the most GPUs it has run on. Oracle (oracle=1, an
+ *      batch, its variance anticipated `ahead` (60) seconds on from the noise's trend over the
+ *      epochs it ran (drv_online_noise_ahead: the choice holds until the next round);
+ *      before its first measurement G(n) = n (Pollux's prior of a linear speed-up), and it
+ *      gets at most `explore` (2) times the most GPUs it has run on. Oracle (oracle=1, an
  *      ablation): the measured profiles' step time of every placement and the statistics at
  *      every batch (drv_calib_best_batch), cached per (model, n, epoch).
  *   2. Order (Tiresias' discretised LAS): queue k = number of thresholds threshold*factor^i
@@ -63,7 +65,8 @@
  * form. Pollux prices a change by age and restarts, takes the fair share as the speed-up's
  * reference and starts a job on 1 GPU; we keep a constant price, one GPU as reference, and 2
  * (knobs `delay`, `base`, `first` give Pollux's). Pollux changes a batch without restarting
- * (AdaptDL); so do we by default, but at our rounds, not at every epoch boundary. Pollux has no
+ * (AdaptDL); so do we by default, but at our rounds, not at every epoch boundary, and for the
+ * gradient noise anticipated `ahead` seconds on (0 gives Pollux's current noise). Pollux has no
  * queue order; we add Tiresias' LAS order for who gets a first GPU when GPUs are short (on
  * Pollux workloads 1-4 they never were: its knobs do not change the averages).
  *
@@ -123,6 +126,10 @@ static const drv_knob_spec knobs[] = {
     {"residual", 1, 0, 1,
      "online: 1 a job's prediction at a shape (nodes, GPUs) it has run is scaled to what it "
      "measured there; 0 the fitted model alone (Pollux)"},
+    {"ahead", 60, 0, 3600,
+     "online: a job's batch and GPUs are chosen for the gradient noise anticipated this many "
+     "seconds on, from its trend over the epochs it ran (60: one round; 0: its current noise, "
+     "Pollux)"},
 };
 enum { NKNOBS = sizeof knobs / sizeof knobs[0] };
 /* A batch changed in place (free) still needs this predicted gain: no churn on rounding. */
@@ -153,6 +160,7 @@ static int g_init(void **state, const drv_knob *kv, int nkv, drv_diag *d)
     g->first = (int32_t)v[13];
     g->compact = v[14] != 0;
     g->residual = v[15] != 0;
+    g->ahead = v[16];
     *state = g;
     return 0;
 }
@@ -310,11 +318,12 @@ static int cmp_want(const void *pa, const void *pb)
 /* Online: what job x has measured of the configuration it runs (only that: the driver's
  * cj->seen) enters its model, and its gradient statistics at its current batch, in its
  * current epoch, are what the goodput of every batch is estimated from. 0 or DRV_ENOMEM. */
-static int learn(goodput *g, gjob *x, const drv_calib_job *cj)
+static int learn(goodput *g, gjob *x, const drv_calib_job *cj, double now)
 {
     int32_t app = cj->app - 1;
     x->grad.init_bsz = g->calib->v[app].init_bsz;
     drv_calib_grad(g->calib, app, cj->batch, x->epoch, &x->grad.sqr, &x->grad.var);
+    x->grad.var = drv_online_noise_ahead(&g->seen[x->id].noise, &x->grad, x->epoch, now, g->ahead);
     if (!x->running || cj->seen.replicas != x->have)
         return 0; /* not running the configuration it measured (yet) */
     int rc = drv_online_observe(&g->seen[x->id].ol, &cj->seen);
@@ -334,8 +343,9 @@ static int32_t our_jobs(const drv_ctx *c, goodput *g, const drv_calib_jobs *m, g
         if (drv_grow(&g->seen, sizeof *g->seen, &g->cap_seen, st->njobs) != 0)
             return -1;
         for (int32_t k = old; k < g->cap_seen; k++) {
-            g->seen[k] = (struct seen){-1, -1, -1, 0, 0, 0, {0}};
+            g->seen[k] = (struct seen){.epoch = -1, .restarts = -1, .have = -1};
             drv_online_job_init(&g->seen[k].ol);
+            drv_online_noise_init(&g->seen[k].noise);
             g->seen[k].ol.inter_prior = g->inter_prior;
             g->seen[k].ol.residual = g->residual;
         }
@@ -375,7 +385,7 @@ static int32_t our_jobs(const drv_ctx *c, goodput *g, const drv_calib_jobs *m, g
         }
         x.minw = j->role[DRV_ROLE_WORKER].min > 1 ? j->role[DRV_ROLE_WORKER].min : 1;
         x.price = goodput_change_price(g, j, drv_ctx_now(c));
-        if (!g->oracle && learn(g, &x, cj) != 0)
+        if (!g->oracle && learn(g, &x, cj, drv_ctx_now(c)) != 0)
             return -1;
         x.base = goodput_of(g, &x, x.minw);
         if (x.base <= 0 || x.nmax < x.minw)

@@ -41,6 +41,7 @@ typedef struct goodput {
     bool fair_base;
     int32_t first;
     bool compact, residual;
+    double ahead;
     const drv_calib *calib; /* the one the tables were built from */
     int32_t gpn;            /* GPUs per node the packed shapes assume */
     table *tab;             /* per model */
@@ -52,8 +53,9 @@ typedef struct goodput {
         int32_t epoch, restarts, have;
         double batch;
         int32_t most;
-        uint32_t ver;      /* the model version that check saw */
-        drv_online_job ol; /* its throughput as learnt from its own measurements (oracle=0) */
+        uint32_t ver;           /* the model version that check saw */
+        drv_online_noise noise; /* its gradient noise's trend over epochs (`ahead`) */
+        drv_online_job ol;      /* its throughput as learnt from its own measurements (oracle=0) */
     } * seen;
     int32_t cap_seen;
 } goodput;

@@ -18,7 +18,11 @@
  *    measured, and a shape it has not run from the model alone; off, some is not;
  *  - a measurement seen again refits nothing; a bad one is refused; a failed allocation
  *    leaves the model as it was;
- *  - the best batch lies within the range and gives each replica the smallest local batch.
+ *  - the best batch lies within the range and gives each replica the smallest local batch;
+ *  - the noise trend: on a noise scale growing by the same factor every epoch, the variance
+ *    anticipated one epoch's time on is the next epoch's (what the job will see, not what it
+ *    sees); a falling noise is not anticipated, a rise is capped at a factor e, and nothing is
+ *    anticipated before two epochs or with ahead = 0.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -264,6 +268,35 @@ static void test_best_batch_in_range(void **unused)
     }
 }
 
+/* Epoch e at time 100 e with phi = var / sqr = 2 exp(k e), var's anticipation `ahead` on. */
+static double noise_at(drv_online_noise *n, int32_t e, double k, double ahead)
+{
+    drv_online_grad g = {.sqr = 0.5, .var = exp(k * e), .init_bsz = 128};
+    return drv_online_noise_ahead(n, &g, e, 100.0 * e, ahead);
+}
+
+static void test_noise_ahead(void **unused)
+{
+    (void)unused;
+    drv_online_noise n;
+    drv_online_noise_init(&n);
+    /* one epoch seen: no trend yet */
+    assert_true(fabs(noise_at(&n, 0, 0.2, 100) - 1) < 1e-12);
+    /* from the second on: one epoch's time (100 s) on is the next epoch's noise */
+    for (int32_t e = 1; e <= 5; e++)
+        assert_true(fabs(noise_at(&n, e, 0.2, 100) / exp(0.2 * (e + 1)) - 1) < 1e-9);
+    /* half of it on, half the rise in log phi */
+    assert_true(fabs(noise_at(&n, 5, 0.2, 50) / exp(0.2 * 5.5) - 1) < 1e-9);
+    /* far on: the rise is capped at e */
+    assert_true(fabs(noise_at(&n, 5, 0.2, 1e6) / exp(0.2 * 5 + 1) - 1) < 1e-9);
+    /* ahead = 0: the current noise */
+    assert_true(fabs(noise_at(&n, 5, 0.2, 0) - exp(0.2 * 5)) < 1e-12);
+    /* falling noise: the current one */
+    drv_online_noise_init(&n);
+    for (int32_t e = 0; e <= 3; e++)
+        assert_true(fabs(noise_at(&n, e, -0.2, 100) - exp(-0.2 * e)) < 1e-12);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -274,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_seen_again_refits_nothing),
         cmocka_unit_test(test_failed_allocation_keeps_model),
         cmocka_unit_test(test_best_batch_in_range),
+        cmocka_unit_test(test_noise_ahead),
     };
     return cmocka_run_group_tests(tests, tu_calib_setup, tu_calib_teardown);
 }

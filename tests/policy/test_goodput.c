@@ -122,6 +122,20 @@ static void test_gpus_go_where_goodput_rises(void **unused)
     drv_cluster_fini(&c);
 }
 
+/* Runs s to its end, checks that every job of w finished, and frees s, c, w and last. */
+static void run_out(drv_sim *s, drv_cluster_spec *c, drv_workload *w, void *last)
+{
+    drv_diag d = {{0}};
+    assert_int_equal(drv_sim_run(s, &d), 0);
+    drv_summary sum;
+    drv_sim_summary(s, &sum);
+    assert_int_equal(sum.done, w->n);
+    free(last);
+    drv_sim_free(s);
+    drv_cluster_fini(c);
+    drv_workload_fini(w);
+}
+
 /* Runs a workload with a policy, checking every 10 simulated minutes that each calibrated job's
  * batch is within its range and its steps within its steps to finish; returns BATCH changes
  * seen (a change of a job's batch between two looks). */
@@ -157,14 +171,7 @@ static int run_checking_batches(const char *policy, int w_no, int32_t n)
             last[i] = m->batch;
         }
     }
-    assert_int_equal(drv_sim_run(s, &d), 0);
-    drv_summary sum;
-    drv_sim_summary(s, &sum);
-    assert_int_equal(sum.done, w.n);
-    free(last);
-    drv_sim_free(s);
-    drv_cluster_fini(&c);
-    drv_workload_fini(&w);
+    run_out(s, &c, &w, last);
     return changes;
 }
 
@@ -376,12 +383,8 @@ static int32_t spread_growth(const char *knobs, int w_no, int32_t n)
             last[i] = b;
         }
     }
-    assert_int_equal(drv_sim_run(s, &d), 0);
     assert_true(grew > 0);
-    free(last);
-    drv_sim_free(s);
-    drv_cluster_fini(&c);
-    drv_workload_fini(&w);
+    run_out(s, &c, &w, last);
     return spread;
 }
 

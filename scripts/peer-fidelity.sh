@@ -21,15 +21,15 @@ for w in 1 2 3 4; do
         awk -F, -v w="$w" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
             { printf "%s %s %s %s %s\n", $c["policy"], w, $c["avg_jct_s"], $c["done"], $c["jobs"] }' >>"$tmp"
 done
-# Load robustness: the same jobs with every interarrival time scaled by x (0.5: arrivals twice
-# as dense, a heavier load; 2: half as dense), a transform of the trace's `time` column (the
-# first arrival stays where it is).
-loadpols=drover,tiresias,optimus,drover-oracle
-for x in 0.5 2; do
+# Load robustness: the same jobs arriving at another rate (scripts/arrivals.sh: every submission
+# time t becomes t0 + (t - t0) / rate; 0.5 halves the load, 2 doubles it), with the baselines
+# and each mechanism of goodput switched alone (examples/pollux-ablations.yaml, "MECHANISM").
+mechs="drover-prior0 drover-model-only drover-spread drover-pollux-price drover-fair-base drover-noise-now drover-first1"
+loadpols=drover,tiresias,optimus,drover-oracle,$(echo "$mechs" | tr ' ' ,)
+rates="0.5 1.5 2"
+for x in $rates; do
     for w in 1 2 3 4; do
-        awk -F, -v OFS=, -v x="$x" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "time") t = i; print; next }
-            NR == 2 { t0 = $t } { $t = sprintf("%.0f", t0 + ($t - t0) * x); print }' \
-            "data/pollux/workloads/workload-$w.csv" >"$scaled"
+        sh scripts/arrivals.sh "$x" "data/pollux/workloads/workload-$w.csv" >"$scaled"
         "$drover" sim --trace "$scaled" --trace-format pollux --mechanics pollux \
             --policy "$loadpols" --profiles examples/pollux-ablations.yaml --format csv --check |
             awk -F, -v w="$w" -v x="$x" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
@@ -105,15 +105,22 @@ done
     echo "job's batch to the one of highest goodput - throughput of its placement times the"
     echo "statistical efficiency of the batch in its current epoch - within the validated batches."
     echo "It knows what Pollux knows: each job's throughput model is fitted online from the step"
-    echo "and sync times of the configurations it has run (src/model/online.c, Pollux's model and"
-    echo "its prior of a linear speed-up), a job gets at most twice the most GPUs it has run on, and"
-    echo "the gradient noise is measured at the job's current batch only. A batch changes in place,"
-    echo "as AdaptDL does (\`drover-batch-restart\` makes every change a restart instead)."
+    echo "and sync times of the configurations it has run (src/model/online.c, Pollux's model, its"
+    echo "prior of a linear speed-up and its bound on inter-node sync before a job has run across"
+    echo "nodes), a job gets at most twice the most GPUs it has run on, and the gradient noise is"
+    echo "measured at the job's current batch only. A batch changes in place, as AdaptDL does"
+    echo "(\`drover-batch-restart\` makes every change a restart instead), at the rounds."
     echo "Its DRAGON part (\`dragon(adaptive=0)\`) only runs jobs without a calibrated model, so"
     echo "the seeds' scenarios (docs/results.md) run exactly as before."
-    echo "How it still differs from Pollux ([R] in goodput.c): a greedy allocation packed on the"
-    echo "fewest nodes instead of a genetic search over placements; Tiresias' LAS order for who"
-    echo "gets a first GPU; a fitted model in closed form instead of L-BFGS."
+    echo "How it differs from Pollux ([R] in goodput.c, docs/model.md; each measured below, in"
+    echo "\"Mechanisms\"): a greedy allocation on packed shapes that holds back a job it would spread"
+    echo "over more nodes than it needs, instead of a genetic search over placements; at a shape a"
+    echo "job has run, its measurement instead of the fitted model; a constant price of a change"
+    echo "instead of Pollux's by age and restarts; one GPU, not the fair share, as the speed-up's"
+    echo "reference; a new job may get 2 GPUs, not 1; Tiresias' LAS order for who gets a first GPU;"
+    echo "a fitted model in closed form instead of L-BFGS; and the batch re-chosen at each 60 s"
+    echo "round, for the gradient noise anticipated one round on, where Pollux's jobs re-choose it"
+    echo "at every epoch boundary for their current noise."
     echo
     echo "### The oracle (an ablation, not a result)"
     echo
@@ -131,12 +138,14 @@ done
     done
     echo
     echo "The rest is what a job does not know before it runs a configuration: sync costs of shapes"
-    echo "it has not run are taken as zero (Pollux's prior), so it may be given GPUs that do not pay and"
-    echo "then shrinks (a restart); and the gain of a batch above its current one is extrapolated from"
-    echo "the gradient statistics at its current batch, which underestimates it where the measured"
-    echo "noise grows with the batch (cifar10, whose gradient statistics at 128 put the gain of 4096"
-    echo "in epoch 10 at 7.1 where the statistics at 4096 give 14.1), so it grows its batch, and with"
-    echo "it its GPUs, over several rounds instead of one. Pollux has the same handicaps."
+    echo "it has not run are taken as its model's, optimistic before it has run them (Pollux's prior:"
+    echo "a linear speed-up, and crossing nodes 1.1 times as dear as staying on one), so it may be"
+    echo "given GPUs that do not pay and then shrinks (a restart); and the gain of a batch above its"
+    echo "current one is extrapolated from the gradient statistics at its current batch, which"
+    echo "underestimates it where the measured noise grows with the batch (cifar10, whose gradient"
+    echo "statistics at 128 put the gain of 4096 in epoch 10 at 7.1 where the statistics at 4096 give"
+    echo "14.1), so it grows its batch, and with it its GPUs, over several rounds instead of one."
+    echo "Pollux has the same handicaps."
     echo
     echo "The fixed-batch baselines (tiresias, optimus) never change a batch: their"
     echo "rows are the fidelity check. \`drover-no-goodput\` is the profile before the plugin (the"
@@ -167,18 +176,19 @@ done
         echo "for every workload (each was below \`drover-no-goodput\`, the symmetric one below the relief one)."
     fi
     echo
-    echo "## Load: arrivals compressed and stretched"
+    echo "## Load: arrival rates 0.5, 1.5 and 2"
     echo
-    echo "The same workloads with every interarrival time scaled by 0.5 (twice the load) and by 2"
-    echo "(half the load): a transform of the trace's \`time\` column in this script. No published"
-    echo "figure exists for these; \`drover\` is compared with our \`tiresias\` and \`optimus\`, which"
-    echo "match their published figures at 1.0x (above). Average JCT in seconds."
+    echo "The same workloads with the jobs arriving at another rate (\`scripts/arrivals.sh\`: every"
+    echo "submission time t becomes t0 + (t - t0) / rate, t0 the first; rate 0.5 is half the load, 2"
+    echo "twice it). No published figure exists for these; \`drover\` is compared with our"
+    echo "\`tiresias\` and \`optimus\`, which match their published figures at 1.0x (above). Average"
+    echo "JCT in seconds."
     echo
-    echo "| workload | interarrival | drover | tiresias | optimus | drover-oracle (ablation) | drover against the better baseline |"
+    echo "| workload | arrival rate | drover | tiresias | optimus | drover-oracle (ablation) | drover against the better baseline |"
     echo "|---|---|---:|---:|---:|---:|---:|"
     lavg() { awk -v p="$1" -v w="$2" -v x="$3" '$1 == p && $2 == w && $3 == x { print $4 }' "$load"; }
     lost=""
-    for x in 0.5 2; do
+    for x in $rates; do
         for w in 1 2 3 4; do
             d=$(lavg drover "$w" "$x") t=$(lavg tiresias "$w" "$x") o=$(lavg optimus "$w" "$x")
             r=$(lavg drover-oracle "$w" "$x")
@@ -189,9 +199,43 @@ done
     done
     echo
     if [ -z "$lost" ]; then
-        echo "\`drover\` has the lowest average JCT of the three on every workload at both loads."
+        echo "\`drover\` has the lowest average JCT of the three on every workload at every rate."
     else
         echo "\`drover\` is NOT below both baselines on:$lost."
     fi
+    echo
+    echo "## Mechanisms of goodput, each switched alone"
+    echo
+    echo "Each profile below is \`drover\` with one choice of its \`goodput\` plugin switched"
+    echo "(examples/pollux-ablations.yaml; the choices are described in docs/model.md): the change of"
+    echo "its average JCT against \`drover\`'s, per workload at arrival rate 1.0 (first table, the"
+    echo "runs above) and at the other rates, and the geometric mean of the ratios per rate. Positive:"
+    echo "the switched choice is worse than drover's default."
+    echo
+    # one MECH W X: MECH's average JCT against drover's on workload W at rate X (1: the main runs)
+    one() {
+        if [ "$3" = 1 ]; then a=$(avg "$1" "$2") b=$(avg drover "$2"); else a=$(lavg "$1" "$2" "$3") b=$(lavg drover "$2" "$3"); fi
+        awk -v a="$a" -v b="$b" 'BEGIN { printf "%.6f", a / b }'
+    }
+    printf '| switched | knobs |'
+    for x in 1 $rates; do printf ' w1-4 at %s |' "$x"; done
+    echo
+    printf '|---|---|'
+    for x in 1 $rates; do printf -- '---:|'; done
+    echo
+    for m in $mechs; do
+        knobs=$(awk -v m="$m" '$0 ~ "name: "m"( |$)" { f = 1 } f && /admit:/ { sub(/.*goodput\(/, ""); sub(/\).*/, ""); print; exit }' examples/pollux-ablations.yaml)
+        printf '| `%s` | `%s` |' "$m" "$knobs"
+        for x in 1 $rates; do
+            r=""
+            for w in 1 2 3 4; do r="$r $(one "$m" "$w" "$x")"; done
+            echo "$r" | awk '{ g = 0; s = ""; for (i = 1; i <= NF; i++) { g += log($i); s = s sprintf("%s%+.1f", i > 1 ? " / " : "", 100 * ($i - 1)) } printf " %s (geo. %+.1f %%) |", s, 100 * (exp(g / NF) - 1) }'
+        done
+        echo
+    done
+    echo
+    echo "Each cell: workloads 1 / 2 / 3 / 4, per cent. A single workload moves by a few per cent"
+    echo "with any small change (which job gets a GPU first changes the rest of the run); the"
+    echo "geometric means over the four, and over the rates, are what the defaults were chosen on."
 } >"$out"
 echo "wrote $out"

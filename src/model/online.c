@@ -11,15 +11,24 @@
  *   1. ac, bc: least squares of T_grad on the per-pass batch; with one batch seen, Pollux's
  *      fixing: ac = mean / 2 and bc the rest (optimistic about bigger batches).
  *   2. ar, br over single-node multi-replica points, an, bn over multi-node ones: least
- *      squares of the sync time on replicas - 2; one replica count seen: the mean, slope 0;
- *      none seen: 0 (Pollux's fixed lower bounds), so an unexplored shape looks free to sync
- *      and the prior is a linear speed-up.
+ *      squares of the sync time on replicas - 2; one replica count seen: the mean, slope 0
+ *      (optimistic: no retrogression until two counts show one, as Pollux fixes the slopes
+ *      while no job ran more than 2 replicas and penalises them in its fit); none seen: 0
+ *      (Pollux's fixed lower bounds), so an unexplored shape looks free to sync and the prior
+ *      is a linear speed-up.
  *   Negative least-squares coefficients are clamped to 0 with the other refitted.
+ *   Prior across nodes (Pollux's): with no multi-node point, an >= inter_prior * ar and
+ *   bn >= inter_prior * br (1.1): a job that has measured its sync on one node expects
+ *   crossing nodes to cost at least that much more, not nothing.
  *   3. gamma in [1, 10] (steps of 0.05): the overlap that best explains the synchronised pass
  *      (T_grad + sync as measured) from the fitted terms, in squared log error.
+ * Prediction: the model's step time; at a shape (nodes, replicas) it has measured, scaled by
+ * measured / modelled at its measurement there nearest in per-replica batch (`residual`), so a
+ * configuration it ran is predicted as it ran, and the fit's error matters only elsewhere.
  * Example: cifar10 seen on 1 replica only (T_grad 0.02 s at 128): ac = bc * 128 = 0.01, no
  * sync, so 4 replicas on one node are predicted 4x as fast - until it runs there and the
- * measured sync time enters ar.
+ * measured sync time enters ar; from then on 8 replicas on 2 nodes are predicted with an
+ * inter-node sync of at least 1.1 times that, until it runs across nodes.
  */
 #include "drover/online.h"
 
@@ -30,6 +39,8 @@ void drv_online_job_init(drv_online_job *o)
 {
     memset(o, 0, sizeof *o);
     o->p.gamma = 1;
+    o->inter_prior = DRV_ONLINE_INTER_PRIOR;
+    o->residual = true;
 }
 
 void drv_online_job_fini(drv_online_job *o)
@@ -125,8 +136,10 @@ static void refit(drv_online_job *o)
         }
         if (pass == 0)
             line(x, y, m, &p.ar, &p.br);
-        else
-            line(x, y, m, &p.an, &p.bn);
+        else if (!line(x, y, m, &p.an, &p.bn)) { /* no multi-node point: Pollux's prior */
+            p.an = o->inter_prior * p.ar;
+            p.bn = o->inter_prior * p.br;
+        }
     }
     /* 3. overlap */
     double best = INFINITY;
@@ -175,14 +188,34 @@ int drv_online_observe(drv_online_job *o, const drv_calib_sample *s)
     return 0;
 }
 
+static double model_step(const drv_online_params *p, int32_t nodes, int32_t replicas, double atomic,
+                         int32_t accum)
+{
+    double tg = p->ac + p->bc * atomic;
+    return accum * tg + iter_time(tg, sync_of(p, nodes, replicas), p->gamma);
+}
+
 double drv_online_step(const drv_online_job *o, int32_t nodes, int32_t replicas, double atomic,
                        int32_t accum)
 {
     if (replicas < 1)
         return 0;
-    const drv_online_params *p = &o->p;
-    double tg = p->ac + p->bc * atomic;
-    return accum * tg + iter_time(tg, sync_of(p, nodes, replicas), p->gamma);
+    double t = model_step(&o->p, nodes, replicas, atomic, accum);
+    if (o->residual) { /* the shape measured: the model scaled to its nearest measurement */
+        const drv_calib_sample *near = NULL;
+        for (int32_t i = 0; i < o->nobs; i++) {
+            const drv_calib_sample *s = &o->obs[i];
+            if (s->nodes == nodes && s->replicas == replicas &&
+                (!near || fabs(s->atomic - atomic) < fabs(near->atomic - atomic)))
+                near = s;
+        }
+        if (near) {
+            double m = model_step(&o->p, near->nodes, near->replicas, near->atomic, near->accum);
+            if (m > 0)
+                t *= near->step / m;
+        }
+    }
+    return t;
 }
 
 double drv_online_gain(const drv_online_grad *g, double batch)
@@ -190,6 +223,32 @@ double drv_online_gain(const drv_online_grad *g, double batch)
     double scale = batch / g->init_bsz;
     double den = g->var / scale + g->sqr;
     return den > 0 ? (g->var + g->sqr) / den : 1;
+}
+
+void drv_online_noise_init(drv_online_noise *n)
+{
+    *n = (drv_online_noise){.epoch = -1};
+}
+
+double drv_online_noise_ahead(drv_online_noise *n, const drv_online_grad *g, int32_t epoch,
+                              double now, double ahead)
+{
+    if (ahead <= 0 || !(g->sqr > 0) || !(g->var > 0))
+        return g->var;
+    double lphi = log(g->var / g->sqr);
+    if (n->epoch < 0 || epoch < n->epoch) { /* first, or a new run of the job: start again */
+        *n = (drv_online_noise){.epoch = epoch, .lphi = lphi, .at = now};
+    } else if (epoch > n->epoch) {
+        double de = epoch - n->epoch;
+        double slope = (lphi - n->lphi) / de;
+        n->slope = n->slope == 0 ? slope : 0.5 * n->slope + 0.5 * slope;
+        n->rate = de / fmax(now - n->at, 1);
+        n->epoch = epoch;
+        n->lphi = lphi;
+        n->at = now;
+    }
+    double on = n->slope * n->rate * ahead; /* log phi's rise over `ahead` seconds */
+    return on > 0 ? g->var * exp(fmin(on, 1)) : g->var;
 }
 
 double drv_online_best_batch(const drv_online_job *o, const drv_calib_app *app,

@@ -18,50 +18,66 @@
  * Every `interval` (60 s: Pollux's round; at the first cycle at or after each multiple):
  *   1. Goodput. For a job in epoch e (from its progress, calib.h) on n GPUs packed on the
  *      fewest nodes: G(n) = max over candidate batches B of gain(B) / step_time(n, B), B in the
- *      job's validated range with every replica getting at least the smallest local batch.
- *      Its speed-up is s(n) = G(n) / G(its minimum, 1 worker in the traces).
+ *      job's validated range with every replica getting at least the smallest local batch
+ *      (goodput_model.c). Its speed-up is s(n) = G(n) / G(its minimum, 1 worker in the traces)
+ *      (`base=1`: / G(its fair share), Pollux's reference).
  *      Online (the default, oracle=0), as Pollux: step_time is the job's own model
  *      (online.h), fitted from the measurements the driver publishes of the configuration it
- *      runs (drv_calib_job.seen) and nothing else; gain(B) is extrapolated from the gradient
- *      statistics at its current batch; before its first measurement G(n) = n (Pollux's prior
- *      of a linear speed-up), and it gets at most `explore` (2) times the most GPUs it has run
- *      on. Oracle (oracle=1, an ablation): the measured profiles' step time of every
- *      placement and the statistics at every batch (drv_calib_best_batch), cached per
- *      (model, n, epoch).
+ *      runs (drv_calib_job.seen) and nothing else; until it has run across nodes its
+ *      inter-node sync is taken as at least 1.1 times its intra-node sync (`inter_prior`,
+ *      Pollux's prior), and at a shape it has run the model is scaled to what it measured
+ *      there (`residual`); gain(B) is extrapolated from the gradient statistics at its current
+ *      batch, its variance anticipated `ahead` (60) seconds on from the noise's trend over the
+ *      epochs it ran (drv_online_noise_ahead: the choice holds until the next round);
+ *      before its first measurement G(n) = n (Pollux's prior of a linear speed-up), and it
+ *      gets at most `explore` (2) times the most GPUs it has run on. Oracle (oracle=1, an
+ *      ablation): the measured profiles' step time of every placement and the statistics at
+ *      every batch (drv_calib_best_batch), cached per (model, n, epoch).
  *   2. Order (Tiresias' discretised LAS): queue k = number of thresholds threshold*factor^i
  *      the job's attained GPU-seconds have passed; by queue, then submission, then id.
- *   3. Allocation. Our GPUs = free GPUs + those our jobs hold. In order, each job gets its
- *      minimum (1 worker) while GPUs are left; the others wait (a running one is preempted).
- *      Then, repeatedly, the job and count k whose extra k GPUs raise the utility
+ *   3. Allocation (goodput_alloc.c). Our GPUs = free GPUs + those our jobs hold. In order, each
+ *      job gets its minimum (1 worker) while GPUs are left; the others wait (a running one is
+ *      preempted). Then, repeatedly, the job and count k whose extra k GPUs raise the utility
  *      sum_j u(s_j(n_j)) most per GPU get them, while it rises. u(s) = s^p / p (log s at
  *      p = 0): p = 1 maximises the total speed-up; p = -1 (Pollux's default) weighs a job's
  *      rise in speed-up by 1/s^2, favouring the jobs that are slow so far. A running job's
  *      speed-up at any size but its current one is multiplied by (1 - penalty): the price
- *      of its restart.
+ *      of its restart (`delay`: Pollux's price by age and restarts instead).
  *   4. Apply. A job whose count changed, or that waits and got GPUs, is evicted and re-placed
  *      (largest first; each on the node that fits its remaining workers most tightly, else
- *      the freest), then given the best batch for the placement it actually got (BATCH). A
- *      job that keeps its GPUs is re-batched when the best batch raises its goodput: in place
- *      (AdaptDL, `batch_restart=0`) by any margin over 0.1 %; with a restart
- *      (`batch_restart=1`) only by the fraction `rebatch`, checked once per epoch, placement,
- *      batch and model.
+ *      the freest). With `compact`, a job that grew (or starts above its minimum) and could
+ *      only be placed on more nodes than its GPUs need is held back - it keeps its GPUs, or
+ *      gets its minimum - the round's decisions are rolled back and 3-4 run again; a job held
+ *      back cannot be again, so this ends. Each placed job gets the best batch for the
+ *      placement it actually got (BATCH). A job that keeps its GPUs is re-batched when the
+ *      best batch raises its goodput: in place (AdaptDL, `batch_restart=0`) by any margin
+ *      over 0.1 %; with a restart (`batch_restart=1`) only by the fraction `rebatch`, checked
+ *      once per epoch, placement, batch and model.
  * Example: cifar10 in epoch 60 has large gradient noise: a step at B = 1024 gains 7.1 times
  * one at its initial 128 (of a possible 8; 1.5 in epoch 0), so on 4 GPUs a batch well above
  * 128 has the higher goodput, and more GPUs usually want a bigger batch still. Whether it gets
  * GPUs 5..8 depends on how much they raise its u(s) against what they would do for others.
  *
- * [R] Reconstructions: Pollux searches allocations with a genetic algorithm over per-node
- * matrices; we allocate greedily by utility per GPU and place packed. Pollux fits its
- * throughput model by L-BFGS on the log error; online.c fits the same model in closed form.
- * Pollux changes a batch without restarting (AdaptDL); so do we by default. Pollux has no
+ * [R] Reconstructions (docs/model.md has each, measured against Pollux's choice): Pollux
+ * searches allocations with a genetic algorithm over per-node matrices; we allocate greedily
+ * by utility per GPU on packed shapes and hold back a change that would spread a job. Pollux
+ * fits its throughput model by L-BFGS on the log error; online.c fits the same model in closed
+ * form. Pollux prices a change by age and restarts, takes the fair share as the speed-up's
+ * reference and starts a job on 1 GPU; we keep a constant price, one GPU as reference, and 2
+ * (knobs `delay`, `base`, `first` give Pollux's). Pollux changes a batch without restarting
+ * (AdaptDL); so do we by default, but at our rounds, not at every epoch boundary, and for the
+ * gradient noise anticipated `ahead` seconds on (0 gives Pollux's current noise). Pollux has no
  * queue order; we add Tiresias' LAS order for who gets a first GPU when GPUs are short (on
  * Pollux workloads 1-4 they never were: its knobs do not change the averages).
  *
- * Cost per cycle: O(our jobs x GPUs x steps of the greedy), table entries computed once each.
+ * Cost per round, J our live jobs, G the GPUs we may use, W = min(most workers a job may get,
+ * G): O(J log J) to order them, O(J) goodput evaluations for their references, and for the at
+ * most G jobs that get their minimum O(W) evaluations each (an evaluation tries at most
+ * DRV_ONLINE_CANDS batches, online) and O(G x (G + W)) for the greedy; with `compact`, the
+ * allocation and placement again at most once per job held back (at most G times). A refit
+ * (online.c) only when a job measures a new configuration.
  */
-#include "drover/calib.h"
-#include "drover/online.h"
-#include "drover/policy.h"
+#include "goodput.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -72,8 +88,8 @@ static const drv_knob_spec knobs[] = {
      "fairness exponent of the utility u(s) = s^p / p (0: log s): 1 maximises "
      "total speed-up, -1 favours slow jobs (Pollux)"},
     {"penalty", 0.1, 0, 0.99,
-     "a running job's speed-up at a new size counts this much less "
-     "(its restart)"},
+     "a running job's speed-up at any size but its current one counts this much less (the "
+     "price of its restart)"},
     {"rebatch", 0.1, 0, 10,
      "restart a job that keeps its GPUs at a better batch only when its "
      "goodput rises by this fraction"},
@@ -81,7 +97,7 @@ static const drv_knob_spec knobs[] = {
     {"factor", 10, 1, 1000, "each further queue's threshold is this times the previous one"},
     {"queues", 2, 1, 8, "number of LAS queues (1: first come, first served)"},
     {"explore", 2, 0, 64,
-     "a job gets at most this times the most GPUs it has run on (at least 1; 0: no limit; "
+     "a job gets at most this times the most GPUs it has run on (0: no limit; "
      "2: Pollux's exploration)"},
     {"interval", 60, 1, 3600,
      "seconds between re-allocations (Pollux's scheduling round): it runs at the first cycle "
@@ -92,49 +108,32 @@ static const drv_knob_spec knobs[] = {
     {"batch_restart", 0, 0, 1,
      "1: a batch change of a running job costs a checkpoint-restart; 0: it changes in place, "
      "as AdaptDL does under Pollux"},
+    {"inter_prior", 1.1, 0, 10,
+     "online: until a job has run across nodes its inter-node sync terms are at least this "
+     "times its intra-node ones (Pollux: 1.1; 0: free until measured)"},
+    {"delay", 0, 0, 3600,
+     "Pollux's change price: a job's speed-up at any allocation but its current one, a waiting "
+     "job's first included, is multiplied by max(age - restarts * delay, 0) / (age + delay) "
+     "(Pollux: 30 s; 0: none)"},
+    {"base", 0, 0, 1,
+     "the speed-up's reference: 1 the job's fair share, ceil(GPUs / jobs) packed (Pollux); "
+     "0 its minimum (one GPU)"},
+    {"first", 0, 0, 64,
+     "most GPUs a job that has not run yet may get (Pollux: 1); 0: `explore` times one"},
+    {"compact", 1, 0, 1,
+     "1: a job is not grown (or started above its minimum) onto more nodes than its GPUs "
+     "need; it keeps its GPUs and the allocation is made again"},
+    {"residual", 1, 0, 1,
+     "online: 1 a job's prediction at a shape (nodes, GPUs) it has run is scaled to what it "
+     "measured there; 0 the fitted model alone (Pollux)"},
+    {"ahead", 60, 0, 3600,
+     "online: a job's batch and GPUs are chosen for the gradient noise anticipated this many "
+     "seconds on, from its trend over the epochs it ran (60: one round; 0: its current noise, "
+     "Pollux)"},
 };
-enum { NKNOBS = sizeof knobs / sizeof knobs[0], MAXW = 64, MAXNODES = 256 };
+enum { NKNOBS = sizeof knobs / sizeof knobs[0] };
 /* A batch changed in place (free) still needs this predicted gain: no churn on rounding. */
 static const double MIN_GAIN = 1e-3;
-
-/* Best batch and goodput of (model, n GPUs packed, epoch); batch 0 until computed. */
-typedef struct cell {
-    double batch, goodput;
-} cell;
-
-/* Candidate batches on n GPUs and their step times (the expensive part, epoch-free). */
-typedef struct cands {
-    double *batch, *step;
-    int32_t n; /* how many; computed when batch is allocated */
-} cands;
-
-typedef struct table {
-    cell *v;              /* [(MAXW + 1) * max_epochs] */
-    cands cand[MAXW + 1]; /* per n */
-    double lo, hi;
-} table;
-
-typedef struct goodput {
-    double p, penalty, rebatch, threshold, factor;
-    int32_t queues;
-    double explore, interval;
-    bool oracle, batch_restart;
-    const drv_calib *calib; /* the one the tables were built from */
-    int32_t gpn;            /* GPUs per node the packed shapes assume */
-    table *tab;             /* per model */
-    int32_t ntab;
-    uint32_t ran; /* cycle the pass last ran in, +1 (0: never) */
-    /* per job id: what its last re-batch check saw (the same again gives the same answer), and
-     * the most workers it has run with */
-    struct seen {
-        int32_t epoch, restarts, have;
-        double batch;
-        int32_t most;
-        uint32_t ver;      /* the model version that check saw */
-        drv_online_job ol; /* its throughput as learnt from its own measurements (oracle=0) */
-    } * seen;
-    int32_t cap_seen;
-} goodput;
 
 static int g_init(void **state, const drv_knob *kv, int nkv, drv_diag *d)
 {
@@ -155,20 +154,15 @@ static int g_init(void **state, const drv_knob *kv, int nkv, drv_diag *d)
     g->interval = v[7];
     g->oracle = v[8] != 0;
     g->batch_restart = v[9] != 0;
+    g->inter_prior = v[10];
+    g->delay = v[11];
+    g->fair_base = v[12] != 0;
+    g->first = (int32_t)v[13];
+    g->compact = v[14] != 0;
+    g->residual = v[15] != 0;
+    g->ahead = v[16];
     *state = g;
     return 0;
-}
-
-static void drop_tables(goodput *g)
-{
-    for (int32_t i = 0; i < g->ntab; i++) {
-        drv_free(g->tab[i].v);
-        for (int32_t n = 0; n <= MAXW; n++)
-            drv_free(g->tab[i].cand[n].batch);
-    }
-    drv_free(g->tab);
-    g->tab = NULL;
-    g->ntab = 0;
 }
 
 static void g_fini(void *state)
@@ -176,103 +170,12 @@ static void g_fini(void *state)
     goodput *g = state;
     if (!g)
         return;
-    drop_tables(g);
+    goodput_drop_tables(g);
     for (int32_t i = 0; i < g->cap_seen; i++)
         drv_online_job_fini(&g->seen[i].ol);
     drv_free(g->seen);
     drv_free(g);
 }
-
-/* n GPUs packed on the fewest nodes of per GPUs each. */
-static int32_t packed(int32_t n, int32_t per, int32_t *gpn)
-{
-    int32_t k = 0;
-    while (n > 0 && k < MAXNODES) {
-        gpn[k] = n < per ? n : per;
-        n -= gpn[k++];
-    }
-    return k;
-}
-
-static double utility(const goodput *g, double s)
-{
-    if (s <= 0)
-        return -INFINITY;
-    return g->p == 0 ? log(s) : pow(s, g->p) / g->p;
-}
-
-/* G(model, n, epoch) for a job with batch range [lo, hi]; 0 when n GPUs cannot run it. */
-static double table_goodput(goodput *g, const drv_calib_job *j, int32_t n, int32_t epoch,
-                            double *batch)
-{
-    int32_t app = j->app - 1, gpn[MAXNODES];
-    const drv_calib_app *a = &g->calib->v[app];
-    if (n <= 0 || n > MAXW)
-        return 0;
-    table *t = app < g->ntab ? &g->tab[app] : NULL;
-    if (t && !t->v) {
-        t->v = drv_calloc((size_t)(MAXW + 1) * (size_t)a->max_epochs, sizeof *t->v);
-        t->lo = j->batch_min;
-        t->hi = j->batch_max;
-    }
-    cell *x = t && t->v && t->lo == j->batch_min && t->hi == j->batch_max
-                  ? &t->v[(size_t)n * (size_t)a->max_epochs + (size_t)epoch]
-                  : NULL;
-    if (!x || x->batch == 0) {
-        cell y = {0, 0};
-        int32_t nn = packed(n, g->gpn, gpn);
-        cands *k = x ? &t->cand[n] : NULL;
-        if (k && !k->batch) {
-            k->batch = drv_malloc(2 * DRV_CALIB_MAXCAND * sizeof *k->batch);
-            if (k->batch) {
-                k->step = k->batch + DRV_CALIB_MAXCAND;
-                k->n = drv_calib_batches(g->calib, app, gpn, nn, j->batch_min, j->batch_max,
-                                         k->batch, k->step);
-            }
-        }
-        if (k && k->batch) { /* as drv_calib_best_batch, from the cached step times */
-            for (int32_t i = 0; i < k->n; i++) {
-                double gp = k->step[i] > 0
-                                ? drv_calib_gain(g->calib, app, k->batch[i], epoch) / k->step[i]
-                                : 0;
-                if (gp > y.goodput) {
-                    y.goodput = gp;
-                    y.batch = k->batch[i];
-                }
-            }
-        } else {
-            y.batch = drv_calib_best_batch(g->calib, app, gpn, nn, epoch, j->batch_min,
-                                           j->batch_max, &y.goodput);
-        }
-        if (y.batch == 0)
-            y.batch = -1; /* computed: no batch fits */
-        if (!x) {
-            if (batch)
-                *batch = y.batch;
-            return y.goodput;
-        }
-        *x = y;
-    }
-    if (batch)
-        *batch = x->batch;
-    return x->goodput;
-}
-
-/* What the pass knows of one of our jobs. */
-typedef struct gjob {
-    int32_t id, epoch;
-    const drv_calib_job *cj; /* its calibration: model, batch and range (calib.h) */
-    int32_t level;           /* LAS queue */
-    int32_t have;            /* workers bound now */
-    int32_t minw;            /* fewest workers it runs with (its minimum, at least 1) */
-    int32_t nmax;            /* most workers it may get */
-    int32_t want;            /* workers allocated */
-    bool running;            /* holds its GPUs (starting, running or restarting) */
-    double base;             /* G(minw) */
-    drv_online_grad grad;    /* gradient statistics at its current batch (oracle=0) */
-    double *u;               /* u[n]: its utility at n workers, minw <= n <= nmax */
-    double submit;
-} gjob;
 
 static int cmp_order(const void *pa, const void *pb)
 {
@@ -295,39 +198,6 @@ static int32_t level_of(const goodput *g, double attained)
     return k;
 }
 
-/* Online (oracle=0): job x's best goodput on n GPUs packed on the fewest nodes, from its own
- * model and the gradient statistics at its current batch (its batch into *batch when not
- * NULL). Before its first measurement Pollux's prior: a linear speed-up, G(n) = n, its batch
- * kept (0). */
-static double online_goodput(const goodput *g, const gjob *x, int32_t n, double *batch)
-{
-    const drv_online_job *o = &g->seen[x->id].ol;
-    double gp = 0, b = 0;
-    if (o->nobs == 0)
-        gp = n;
-    else if (n >= 1)
-        b = drv_online_best_batch(o, &g->calib->v[x->cj->app - 1], &x->grad,
-                                  (n + g->gpn - 1) / g->gpn, n, x->cj->batch_min, x->cj->batch_max,
-                                  &gp);
-    if (batch)
-        *batch = b;
-    return gp;
-}
-
-static double goodput_at(goodput *g, const gjob *x, int32_t n)
-{
-    return g->oracle ? table_goodput(g, x->cj, n, x->epoch, NULL) : online_goodput(g, x, n, NULL);
-}
-
-/* Utility of job x at n workers (n >= 1). */
-static double value(goodput *g, const gjob *x, int32_t n)
-{
-    double s = goodput_at(g, x, n) / x->base;
-    if (x->running && n != x->have)
-        s *= 1 - g->penalty;
-    return utility(g, s);
-}
-
 static int32_t bound_workers(const drv_ctx *c, int32_t job)
 {
     const drv_state *st = drv_ctx_state(c);
@@ -347,7 +217,7 @@ static int32_t bound_workers(const drv_ctx *c, int32_t job)
 static int32_t placement(const drv_ctx *c, int32_t job, int32_t *gpn)
 {
     const drv_state *st = drv_ctx_state(c);
-    int32_t node[MAXNODES], nn = 0;
+    int32_t node[GOODPUT_MAXNODES], nn = 0;
     for (int32_t i = 0;; i++) {
         int32_t pod = drv_job_pod(st, job, DRV_ROLE_WORKER, i);
         if (pod < 0)
@@ -357,7 +227,7 @@ static int32_t placement(const drv_ctx *c, int32_t job, int32_t *gpn)
             continue;
         while (k < nn && node[k] != at)
             k++;
-        if (k == nn && nn < MAXNODES) {
+        if (k == nn && nn < GOODPUT_MAXNODES) {
             node[nn] = at;
             gpn[nn++] = 0;
         }
@@ -429,45 +299,12 @@ static int place(drv_ctx *c, int32_t job)
     return 1;
 }
 
-/* Online: the job's predicted goodput at its current batch where it is placed. */
-static double online_now(const goodput *g, const gjob *x, int32_t nodes, int32_t replicas)
-{
-    const drv_online_job *o = &g->seen[x->id].ol;
-    double atomic;
-    int32_t accum;
-    if (replicas < 1)
-        return 0;
-    drv_calib_split(&g->calib->v[x->cj->app - 1], replicas, x->cj->batch, &atomic, &accum);
-    double t = drv_online_step(o, nodes, replicas, atomic, accum);
-    return t > 0 ? drv_online_gain(&x->grad, x->cj->batch) / t : 0;
-}
-
 /* The best batch for the job where it is now placed, and its goodput there (online: 0 before
  * its first measurement, which keeps its batch). */
 static double best_here(goodput *g, const drv_ctx *c, const gjob *x, double *gp)
 {
-    const drv_calib_job *j = x->cj;
-    int32_t gpn[MAXNODES], nn = placement(c, x->id, gpn), r = 0, pk[MAXNODES];
-    for (int32_t i = 0; i < nn; i++)
-        r += gpn[i];
-    if (!g->oracle) {
-        const drv_online_job *o = &g->seen[x->id].ol;
-        *gp = 0;
-        return o->nobs == 0 ? 0
-                            : drv_online_best_batch(o, &g->calib->v[j->app - 1], &x->grad, nn, r,
-                                                    j->batch_min, j->batch_max, gp);
-    }
-    /* packed the way the table assumes (in some node order): its cached answer */
-    int32_t np = packed(r, g->gpn, pk), full = 0, part = 0;
-    for (int32_t i = 0; i < nn; i++)
-        full += gpn[i] == g->gpn, part += gpn[i] != g->gpn;
-    if (np == nn && part <= 1 && full == (r % g->gpn ? np - 1 : np) && r <= MAXW) {
-        double b = 0;
-        *gp = table_goodput(g, j, r, x->epoch, &b);
-        return b > 0 ? b : 0;
-    }
-    return drv_calib_best_batch(g->calib, j->app - 1, gpn, nn, x->epoch, j->batch_min, j->batch_max,
-                                gp);
+    int32_t gpn[GOODPUT_MAXNODES], nn = placement(c, x->id, gpn);
+    return goodput_best_batch(g, x, gpn, nn, gp);
 }
 
 static int cmp_want(const void *pa, const void *pb)
@@ -478,37 +315,15 @@ static int cmp_want(const void *pa, const void *pb)
     return (a->id > b->id) - (a->id < b->id);
 }
 
-/* 1. The goodput tables: per model of this calibration, for this cluster's GPUs per node
- * (rebuilt when either changes). False when there are none to plan with. */
-static bool ready_tables(const drv_ctx *c, goodput *g, const drv_calib *calib)
-{
-    const drv_state *st = drv_ctx_state(c);
-    int32_t per = 0;
-    for (int32_t nd = 0; nd < st->nnodes; nd++)
-        if (st->nodes[nd].alloc.gpu > per)
-            per = (int32_t)st->nodes[nd].alloc.gpu;
-    if (g->calib != calib || g->gpn != per) {
-        drop_tables(g);
-        g->tab = drv_calloc((size_t)calib->n + 1, sizeof *g->tab);
-        if (!g->tab) {
-            drv_ctx_fail(c, DRV_ENOMEM);
-            return false;
-        }
-        g->ntab = calib->n;
-        g->calib = calib;
-        g->gpn = per;
-    }
-    return per > 0;
-}
-
 /* Online: what job x has measured of the configuration it runs (only that: the driver's
  * cj->seen) enters its model, and its gradient statistics at its current batch, in its
  * current epoch, are what the goodput of every batch is estimated from. 0 or DRV_ENOMEM. */
-static int learn(goodput *g, gjob *x, const drv_calib_job *cj)
+static int learn(goodput *g, gjob *x, const drv_calib_job *cj, double now)
 {
     int32_t app = cj->app - 1;
     x->grad.init_bsz = g->calib->v[app].init_bsz;
     drv_calib_grad(g->calib, app, cj->batch, x->epoch, &x->grad.sqr, &x->grad.var);
+    x->grad.var = drv_online_noise_ahead(&g->seen[x->id].noise, &x->grad, x->epoch, now, g->ahead);
     if (!x->running || cj->seen.replicas != x->have)
         return 0; /* not running the configuration it measured (yet) */
     int rc = drv_online_observe(&g->seen[x->id].ol, &cj->seen);
@@ -528,8 +343,11 @@ static int32_t our_jobs(const drv_ctx *c, goodput *g, const drv_calib_jobs *m, g
         if (drv_grow(&g->seen, sizeof *g->seen, &g->cap_seen, st->njobs) != 0)
             return -1;
         for (int32_t k = old; k < g->cap_seen; k++) {
-            g->seen[k] = (struct seen){-1, -1, -1, 0, 0, 0, {0}};
+            g->seen[k] = (struct seen){.epoch = -1, .restarts = -1, .have = -1};
             drv_online_job_init(&g->seen[k].ol);
+            drv_online_noise_init(&g->seen[k].noise);
+            g->seen[k].ol.inter_prior = g->inter_prior;
+            g->seen[k].ol.residual = g->residual;
         }
     }
     int32_t n = 0;
@@ -554,69 +372,28 @@ static int32_t our_jobs(const drv_ctx *c, goodput *g, const drv_calib_jobs *m, g
         int32_t cap = (int32_t)floor(cj->batch_max / calib->v[app].min_local_bsz + 1e-9);
         x.nmax = j->role[DRV_ROLE_WORKER].max;
         x.nmax = x.nmax < cap ? x.nmax : cap;
-        x.nmax = x.nmax < MAXW ? x.nmax : MAXW;
+        x.nmax = x.nmax < GOODPUT_MAXW ? x.nmax : GOODPUT_MAXW;
+        x.cap = x.nmax;
         if (x.running && x.have > g->seen[i].most)
             g->seen[i].most = x.have;
         if (g->explore > 0) {
-            int32_t most = g->seen[i].most > 1 ? g->seen[i].most : 1;
-            int32_t lim = (int32_t)floor(g->explore * most + 1e-9);
+            int32_t most = g->seen[i].most;
+            int32_t lim = most == 0 && g->first > 0
+                              ? g->first
+                              : (int32_t)floor(g->explore * (most > 1 ? most : 1) + 1e-9);
             x.nmax = x.nmax < lim ? x.nmax : lim;
         }
         x.minw = j->role[DRV_ROLE_WORKER].min > 1 ? j->role[DRV_ROLE_WORKER].min : 1;
-        if (!g->oracle && learn(g, &x, cj) != 0)
+        x.price = goodput_change_price(g, j, drv_ctx_now(c));
+        if (!g->oracle && learn(g, &x, cj, drv_ctx_now(c)) != 0)
             return -1;
-        x.base = goodput_at(g, &x, x.minw);
+        x.base = goodput_of(g, &x, x.minw);
         if (x.base <= 0 || x.nmax < x.minw)
             continue; /* no batch in its range runs on its minimum: it waits (none in traces) */
         *gpus += x.have;
         v[n++] = x;
     }
     return n;
-}
-
-/* 3. Allocation over v (in LAS order): each job's minimum while GPUs are left, then
- * repeatedly the job and count whose extra GPUs raise the utility most per GPU, while it
- * rises. Sets v[i].want. 0, or DRV_ENOMEM from the arena. */
-static int allocate(goodput *g, drv_ctx *c, gjob *v, int32_t n, int64_t gpus)
-{
-    /* 3a. its minimum (one worker) each, in LAS order */
-    for (int32_t i = 0; i < n; i++)
-        if (gpus >= v[i].minw) {
-            v[i].want = v[i].minw;
-            gpus -= v[i].minw;
-        }
-    /* 3b. then the largest rise in utility per GPU */
-    for (int32_t i = 0; i < n; i++) {
-        gjob *x = &v[i];
-        x->u = drv_arena_alloc(drv_ctx_arena(c), sizeof *x->u * ((size_t)x->nmax + 1));
-        if (!x->u)
-            return DRV_ENOMEM;
-        for (int32_t k = x->minw; k <= x->nmax; k++)
-            x->u[k] = value(g, x, k);
-    }
-    for (;;) {
-        int32_t best = -1, bestk = 0;
-        double bestr = 0;
-        for (int32_t i = 0; i < n; i++) {
-            gjob *x = &v[i];
-            if (x->want == 0)
-                continue;
-            double u0 = x->u[x->want];
-            for (int32_t k = 1; x->want + k <= x->nmax && k <= gpus; k++) {
-                double r = (x->u[x->want + k] - u0) / k;
-                if (r > bestr * (1 + 1e-12)) {
-                    bestr = r;
-                    best = i;
-                    bestk = k;
-                }
-            }
-        }
-        if (best < 0)
-            break;
-        v[best].want += bestk;
-        gpus -= bestk;
-    }
-    return 0;
 }
 
 /* 4a. Releases every job whose count changed (or that waits): its pods evicted, its wanted
@@ -644,20 +421,18 @@ static int release(drv_ctx *c, gjob *v, int32_t n)
     return 0;
 }
 
-/* The batch to give job x, or 0 for none: where a released job got placed, its best batch
- * there; a job that kept its GPUs, its best batch only when that raises its goodput by the
- * fraction `rebatch` (checked once per epoch, placement and batch). < 0 on error. */
+/* The batch to give job x, or 0 for none: where a job placed this round got placed, its best
+ * batch there; a job that kept its GPUs, its best batch only when that raises its goodput by
+ * the fraction `rebatch` (checked once per epoch, placement and batch). */
 static double batch_for(drv_ctx *c, goodput *g, gjob *x)
 {
     const drv_job *j = &drv_ctx_state(c)->jobs[x->id];
     const drv_calib_job *cj = x->cj;
     double gp = 0, b;
-    if (x->have == 0) {
-        int rc = place(c, x->id);
-        if (rc <= 0)
-            return rc;
+    if (x->placed)
         return best_here(g, c, x, &gp);
-    }
+    if (x->have == 0)
+        return 0; /* released and not placed: it waits */
     struct seen *was = &g->seen[x->id];
     uint32_t ver = g->oracle ? 0 : was->ol.version;
     if (x->epoch == was->epoch && j->restarts == was->restarts && x->have == was->have &&
@@ -669,10 +444,48 @@ static double batch_for(drv_ctx *c, goodput *g, gjob *x)
     was->have = x->have;
     was->batch = cj->batch;
     b = best_here(g, c, x, &gp);
-    int32_t gpn[MAXNODES], nn = placement(c, x->id, gpn);
+    int32_t gpn[GOODPUT_MAXNODES], nn = placement(c, x->id, gpn);
     double cur = g->oracle ? drv_calib_goodput(g->calib, cj->app - 1, gpn, nn, cj->batch, x->epoch)
-                           : online_now(g, x, nn, x->have);
+                           : goodput_now(g, x, nn, x->have);
     return gp > cur * (1 + (g->batch_restart ? g->rebatch : MIN_GAIN)) ? b : 0;
+}
+
+/* 4b. Places every released job that got GPUs, largest first (v sorted so). 0 or an error. */
+static int place_released(drv_ctx *c, gjob *v, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++) {
+        gjob *x = &v[i];
+        x->placed = false;
+        if (x->want == 0 || x->have > 0)
+            continue;
+        int rc = place(c, x->id);
+        if (rc < 0)
+            return rc;
+        x->placed = rc > 0;
+    }
+    return 0;
+}
+
+/* 4c. With `compact`: a job placed this round on more nodes than its GPUs need (packed) is
+ * held back when that is a change it chose - it grew, or starts above its minimum: a running
+ * one keeps its GPUs, a waiting one gets its minimum (its most workers set so). Returns how
+ * many were held back; a job held back cannot be again, so a round allocates at most once
+ * more per job that got GPUs. */
+static int32_t hold_spread(const drv_ctx *c, const goodput *g, gjob *v, int32_t n)
+{
+    int32_t held = 0;
+    for (int32_t i = 0; i < n; i++) {
+        gjob *x = &v[i];
+        int32_t keep = x->had > x->minw ? x->had : x->minw;
+        if (!x->placed || x->want <= keep)
+            continue;
+        int32_t gpn[GOODPUT_MAXNODES], nn = placement(c, x->id, gpn);
+        if (nn > (x->want + g->gpn - 1) / g->gpn) {
+            x->nmax = keep;
+            held++;
+        }
+    }
+    return held;
 }
 
 static void pass(drv_ctx *c, goodput *g)
@@ -682,7 +495,7 @@ static void pass(drv_ctx *c, goodput *g)
     if (!m || !m->calib || g->ran == drv_ctx_cycle(c) + 1)
         return;
     g->ran = drv_ctx_cycle(c) + 1;
-    if (m->nlive_adaptive == 0 || !ready_tables(c, g, m->calib))
+    if (m->nlive_adaptive == 0 || !goodput_ready_tables(c, g, m->calib))
         return;
     gjob *v = drv_arena_alloc(drv_ctx_arena(c), sizeof *v * ((size_t)st->nlive + 1));
     int64_t gpus;
@@ -691,21 +504,34 @@ static void pass(drv_ctx *c, goodput *g)
         drv_ctx_fail(c, DRV_ENOMEM);
     if (n <= 0)
         return;
-    qsort(v, (size_t)n, sizeof *v, cmp_order); /* 2. LAS order */
-    if (allocate(g, c, v, n, gpus) != 0) {
-        drv_ctx_fail(c, DRV_ENOMEM);
-        return;
+    goodput_fair_bases(g, v, n, gpus);
+    for (int32_t i = 0; i < n; i++)
+        v[i].had = v[i].have;
+    for (;;) {
+        qsort(v, (size_t)n, sizeof *v, cmp_order); /* 2. LAS order */
+        if (goodput_allocate(g, c, v, n, gpus) != 0) {
+            drv_ctx_fail(c, DRV_ENOMEM);
+            return;
+        }
+        /* 4. apply: release first, then place the changed jobs, largest first */
+        drv_mark mk = drv_ctx_mark(c);
+        if (release(c, v, n) != 0)
+            return;
+        qsort(v, (size_t)n, sizeof *v, cmp_want);
+        if (place_released(c, v, n) != 0)
+            return;
+        if (!g->compact || hold_spread(c, g, v, n) == 0)
+            break;
+        drv_ctx_rollback(c, mk); /* again, with the spread jobs held back */
+        for (int32_t i = 0; i < n; i++) {
+            v[i].have = v[i].had;
+            v[i].want = 0;
+        }
     }
-    /* 4. apply: release first, then place the changed jobs, largest first, and set batches */
-    if (release(c, v, n) != 0)
-        return;
-    qsort(v, (size_t)n, sizeof *v, cmp_want);
     for (int32_t i = 0; i < n; i++) {
         if (v[i].want == 0)
             continue;
         double b = batch_for(c, g, &v[i]);
-        if (b < 0)
-            return;
         int (*set)(drv_ctx *, int32_t, int64_t, int64_t) =
             g->batch_restart ? drv_ctx_set_batch : drv_ctx_set_batch_inplace;
         if (b > 0 && set(c, v[i].id, (int64_t)b, v[i].cj->batch) != 0) /* same: no-op */

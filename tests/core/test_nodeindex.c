@@ -255,6 +255,33 @@ static void test_class_map(void **unused)
     drv_state_fini(&st);
 }
 
+/* A node lowered, then raised above what the tree holds, again and again before any read (a
+ * plugin that evicts and binds pods on it one at a time, or rolls back): each raise leaves a
+ * superseded kept entry behind, more than one per node, and their room (nnodes + 1 entries)
+ * must not overflow. Under ASan this wrote past the entries before they were applied when
+ * full; the last values stand. */
+static void test_kept_updates_bounded(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    drv_res a = {64000, 64, 0}, low = {1000, 1, 0};
+    tu_make_state(&st, 3, a, "", "");
+    drv_res fr[3] = {low, low, low};
+    int32_t nps[3] = {0};
+    drv_nodeindex *ix = drv_nodeindex_new();
+    assert_non_null(ix);
+    assert_int_equal(drv_nodeindex_build(ix, &st, fr, nps, 1, key_cpu_mem, 1), 0);
+    for (int64_t i = 1; i <= 40; i++) {
+        drv_res down = {1000 * i - 500, i, 0}, up = {1000 * (i + 1), i + 1, 0};
+        drv_nodeindex_update(ix, 0, down, 0); /* below the tree's value: kept */
+        drv_nodeindex_update(ix, 0, up, 0);   /* above it: applied, the kept one superseded */
+    }
+    assert_int_equal(drv_nodeindex_best(ix, DRV_IX_GLOBAL, 0, (drv_res){41000, 41, 0}), 0);
+    assert_int_equal(drv_nodeindex_maxfree(ix).cpu, 41000);
+    drv_nodeindex_free(ix);
+    drv_state_fini(&st);
+}
+
 /* Updates that lower a node are kept until a tree is read (drv_nodeindex_update): every read
  * after them must see them, one that raises a node must supersede a kept one, and a refresh
  * must compare the leaves with them applied. Each assertion fails if a kept update is read
@@ -336,6 +363,8 @@ int main(void)
                                        cmocka_unit_test(test_branch_and_bound_matches_brute_force),
                                        cmocka_unit_test(test_class_map),
                                        cmocka_unit_test(test_kept_updates),
-                                       cmocka_unit_test(test_kept_updates_alternate)};
+                                       cmocka_unit_test(test_kept_updates_alternate),
+
+                                       cmocka_unit_test(test_kept_updates_bounded)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

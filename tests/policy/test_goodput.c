@@ -12,6 +12,8 @@
  *    not run: handed a copy of the profiles whose every measured step and sync time is
  *    poisoned (scaled by a factor that varies with the placement), it decides exactly as with
  *    the true ones, job for job; the oracle (oracle=1) decides differently (the check can fail);
+ *  - with compact=1 (the default) no job is grown, or started above its minimum, onto more nodes
+ *    than its GPUs need packed; with compact=0 some are, on the same jobs (the check can fail);
  *  - the drover profile gives every job the same start, end, restarts and workers whether the
  *    simulator skips quiet cycles or runs every one (docs/cycle.md, "Quiet cycles").
  */
@@ -120,6 +122,20 @@ static void test_gpus_go_where_goodput_rises(void **unused)
     drv_cluster_fini(&c);
 }
 
+/* Runs s to its end, checks that every job of w finished, and frees s, c, w and last. */
+static void run_out(drv_sim *s, drv_cluster_spec *c, drv_workload *w, void *last)
+{
+    drv_diag d = {{0}};
+    assert_int_equal(drv_sim_run(s, &d), 0);
+    drv_summary sum;
+    drv_sim_summary(s, &sum);
+    assert_int_equal(sum.done, w->n);
+    free(last);
+    drv_sim_free(s);
+    drv_cluster_fini(c);
+    drv_workload_fini(w);
+}
+
 /* Runs a workload with a policy, checking every 10 simulated minutes that each calibrated job's
  * batch is within its range and its steps within its steps to finish; returns BATCH changes
  * seen (a change of a job's batch between two looks). */
@@ -155,14 +171,7 @@ static int run_checking_batches(const char *policy, int w_no, int32_t n)
             last[i] = m->batch;
         }
     }
-    assert_int_equal(drv_sim_run(s, &d), 0);
-    drv_summary sum;
-    drv_sim_summary(s, &sum);
-    assert_int_equal(sum.done, w.n);
-    free(last);
-    drv_sim_free(s);
-    drv_cluster_fini(&c);
-    drv_workload_fini(&w);
+    run_out(s, &c, &w, last);
     return changes;
 }
 
@@ -325,6 +334,67 @@ static void test_online_reads_only_what_ran(void **unused)
     drv_calib_fini(&poisoned);
 }
 
+/* Nodes job j's bound workers span. */
+static int32_t nodes_of(const drv_state *st, int32_t j)
+{
+    int32_t seen[64], n = 0;
+    for (int32_t i = 0;; i++) {
+        int32_t pod = drv_job_pod(st, j, DRV_ROLE_WORKER, i);
+        if (pod < 0)
+            return n;
+        int32_t at = st->pods[pod].node, k = 0;
+        while (at >= 0 && k < n && seen[k] != at)
+            k++;
+        if (at >= 0 && k == n && n < 64)
+            seen[n++] = at;
+    }
+}
+
+/* Runs the first n jobs of workload w_no with admit=goodput(KNOBS) and counts, after every round,
+ * the jobs that grew since the last round (or started above one worker) onto more nodes than
+ * their workers need packed 4 to a node. */
+static int32_t spread_growth(const char *knobs, int w_no, int32_t n)
+{
+    drv_workload w = {0};
+    load(&w, w_no, n);
+    drv_cluster_spec c = {0};
+    drv_cluster_pollux(&c, DRV_POLLUX_NODES, DRV_POLLUX_GPUS);
+    drv_profile p;
+    drv_diag d = {{0}};
+    char text[256];
+    snprintf(text, sizeof text, "gang=true period=60 admit=goodput(%s) scale=goodput", knobs);
+    assert_int_equal(drv_profile_parse("compact", text, &p, &d), 0);
+    drv_sim_config cfg = {.seed = 1, .check = true, .calib = &tu_calib};
+    drv_sim *s;
+    assert_int_equal(drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, &d), 0);
+    int32_t *last = calloc((size_t)w.n, sizeof *last), spread = 0, grew = 0;
+    assert_non_null(last);
+    for (double t = 1; t < 2e5; t += DRV_POLLUX_ROUND) {
+        assert_int_equal(drv_sim_run_until(s, t, &d), 0);
+        const drv_state *st = drv_sim_state(s);
+        for (int32_t i = 0; i < st->njobs; i++) {
+            if (drv_state_job_released(st, i) || st->jobs[i].phase == DRV_JOB_FUTURE)
+                continue;
+            int32_t b = st->jobs[i].bound[DRV_ROLE_WORKER];
+            if (b > (last[i] > 1 ? last[i] : 1)) {
+                grew++;
+                spread += nodes_of(st, i) > (b + DRV_POLLUX_GPUS - 1) / DRV_POLLUX_GPUS;
+            }
+            last[i] = b;
+        }
+    }
+    assert_true(grew > 0);
+    run_out(s, &c, &w, last);
+    return spread;
+}
+
+static void test_compact_growth(void **unused)
+{
+    (void)unused;
+    assert_int_equal(spread_growth("compact=1", 1, 60), 0);
+    assert_true(spread_growth("compact=0", 1, 60) > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -333,6 +403,7 @@ int main(void)
         cmocka_unit_test(test_drover_skipping_equals_ticking),
         cmocka_unit_test(test_explore_limits_growth),
         cmocka_unit_test(test_online_reads_only_what_ran),
+        cmocka_unit_test(test_compact_growth),
     };
     return cmocka_run_group_tests(tests, tu_models_setup, tu_models_teardown);
 }

@@ -1,0 +1,107 @@
+/*
+ * goodput.h - what the files of the goodput plugin share: its state, what a round knows of a
+ * job, and the steps each file implements. goodput.c is the plugin (its knobs, rounds, order,
+ * placement and batches, and the design note), goodput_model.c a job's goodput on n GPUs (from
+ * its online model, or the measured profiles for the oracle), goodput_alloc.c who gets how
+ * many GPUs. Internal to src/policy.
+ */
+#ifndef DROVER_POLICY_GOODPUT_H
+#define DROVER_POLICY_GOODPUT_H
+
+#include "drover/calib.h"
+#include "drover/online.h"
+#include "drover/policy.h"
+
+/* Most workers a job may get; most nodes a placement is read over. */
+enum { GOODPUT_MAXW = 64, GOODPUT_MAXNODES = 256 };
+
+/* Best batch and goodput of (model, n GPUs packed, epoch); batch 0 until computed. */
+typedef struct cell {
+    double batch, goodput;
+} cell;
+
+/* Candidate batches on n GPUs and their step times (the expensive part, epoch-free). */
+typedef struct cands {
+    double *batch, *step;
+    int32_t n; /* how many; computed when batch is allocated */
+} cands;
+
+typedef struct table {
+    cell *v;                      /* [(GOODPUT_MAXW + 1) * max_epochs] */
+    cands cand[GOODPUT_MAXW + 1]; /* per n */
+    double lo, hi;
+} table;
+
+typedef struct goodput {
+    double p, penalty, rebatch, threshold, factor;
+    int32_t queues;
+    double explore, interval;
+    bool oracle, batch_restart;
+    double inter_prior, delay;
+    bool fair_base;
+    int32_t first;
+    bool compact, residual;
+    double ahead;
+    const drv_calib *calib; /* the one the tables were built from */
+    int32_t gpn;            /* GPUs per node the packed shapes assume */
+    table *tab;             /* per model */
+    int32_t ntab;
+    uint32_t ran; /* cycle the pass last ran in, +1 (0: never) */
+    /* per job id: what its last re-batch check saw (the same again gives the same answer), and
+     * the most workers it has run with */
+    struct seen {
+        int32_t epoch, restarts, have;
+        double batch;
+        int32_t most;
+        uint32_t ver;           /* the model version that check saw */
+        drv_online_noise noise; /* its gradient noise's trend over epochs (`ahead`) */
+        drv_online_job ol;      /* its throughput as learnt from its own measurements (oracle=0) */
+    } * seen;
+    int32_t cap_seen;
+} goodput;
+
+/* What the pass knows of one of our jobs. */
+typedef struct gjob {
+    int32_t id, epoch;
+    const drv_calib_job *cj; /* its calibration: model, batch and range (calib.h) */
+    int32_t level;           /* LAS queue */
+    int32_t have;            /* workers bound now */
+    int32_t minw;            /* fewest workers it runs with (its minimum, at least 1) */
+    int32_t nmax;            /* most workers it may get */
+    int32_t want;            /* workers allocated */
+    int32_t had;             /* workers bound when the round began */
+    bool placed;             /* released and placed again this round */
+    int32_t cap;             /* most workers its batch range and spec allow (explore aside) */
+    bool running;            /* holds its GPUs (starting, running or restarting) */
+    double base;             /* G at the speed-up's reference (its minimum or fair share) */
+    double price;            /* what its speed-up is multiplied by at a changed allocation */
+    drv_online_grad grad;    /* gradient statistics at its current batch (oracle=0) */
+    int32_t top;             /* most workers the allocation may give it (<= nmax) */
+    double *u;               /* u[n]: its utility at n workers, minw <= n <= top */
+    double submit;
+} gjob;
+
+/* goodput_model.c */
+/* n GPUs packed on the fewest nodes of per GPUs each, into gpn; returns the node count. */
+int32_t goodput_packed(int32_t n, int32_t per, int32_t *gpn);
+/* The oracle's tables: per model of this calibration, for this cluster's GPUs per node (rebuilt
+ * when either changes). False when there are none to plan with. */
+bool goodput_ready_tables(const drv_ctx *c, goodput *g, const drv_calib *calib);
+void goodput_drop_tables(goodput *g);
+/* Job x's goodput on n GPUs packed on the fewest nodes (its best batch's). */
+double goodput_of(goodput *g, const gjob *x, int32_t n);
+/* The best batch for job x on the placement gpn[0..nn) (0: none, or online before its first
+ * measurement, which keeps its batch); its goodput into *gp. */
+double goodput_best_batch(goodput *g, const gjob *x, const int32_t *gpn, int32_t nn, double *gp);
+/* Online: job x's predicted goodput at its current batch on `replicas` GPUs over `nodes`. */
+double goodput_now(const goodput *g, const gjob *x, int32_t nodes, int32_t replicas);
+/* What job j's speed-up is multiplied by at an allocation other than its current one. */
+double goodput_change_price(const goodput *g, const drv_job *j, double now);
+
+/* goodput_alloc.c */
+/* The speed-up's reference of each job (x->base): its fair share, or its minimum. */
+void goodput_fair_bases(goodput *g, gjob *v, int32_t n, int64_t gpus);
+/* Sets v[i].want for v in LAS order, with `gpus` GPUs: 0 or DRV_ENOMEM. */
+int goodput_allocate(goodput *g, drv_ctx *c, gjob *v, int32_t n, int64_t gpus);
+
+#endif

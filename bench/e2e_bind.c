@@ -49,7 +49,7 @@
  *                 [--policy NAME] [--reps N] [--qps N] [--burst N] [--real-objects 0|1]
  */
 #include "apiserver.h"
-#include "drover/kube_controller.h"
+#include "drover/controller.h"
 #include "drover/policy.h"
 #include "json.h"
 #include "recorded.h"

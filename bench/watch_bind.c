@@ -16,7 +16,7 @@
  * usage: watch_bind [--nodes N] [--jobs N] [--policy NAME] [--baseline 0|1]
  */
 #include "apiserver.h"
-#include "drover/kube_controller.h"
+#include "drover/controller.h"
 #include "drover/policy.h"
 #include "json.h"
 

@@ -9,7 +9,7 @@
 #include "cli.h"
 #include "logfmt.h"
 
-#include "drover/kube_emulate.h"
+#include "drover/emulator.h"
 
 #include <signal.h>
 #include <stddef.h>

@@ -9,7 +9,7 @@
 #include "cli.h"
 #include "logfmt.h"
 
-#include "drover/kube_controller.h"
+#include "drover/controller.h"
 #include "drover/policy.h"
 
 #include <signal.h>
@@ -266,7 +266,7 @@ static int run_controller(drv_ctrl *c, const run_opts *o, const run_plan *p)
 
 int cmd_run(int argc, char **argv)
 {
-    /* The API budget's defaults are for throughput (kube_controller.h says why). */
+    /* The API budget's defaults are for throughput (controller.h says why). */
     run_opts o = {.policy = "drover",
                   .sched = "drover",
                   .qps = DRV_CTRL_DEF_QPS,

@@ -37,7 +37,7 @@
  */
 #include "apiserver.h"
 #include "drover/kube.h"
-#include "drover/kube_emulate.h"
+#include "drover/emulator.h"
 #include "drover/kube_types.h"
 #include "history.h"
 #include "json.h"

@@ -8,7 +8,7 @@
 #define DROVER_TEST_CTRL_FIXTURE_H
 
 #include "apiserver.h"
-#include "drover/kube_controller.h"
+#include "drover/controller.h"
 #include "json.h"
 
 #include <pthread.h>

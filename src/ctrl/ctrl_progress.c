@@ -14,7 +14,7 @@
  */
 #include "ctrl.h"
 
-#include "kbuf.h"
+#include "kube/kbuf.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>

@@ -1,5 +1,5 @@
 /*
- * kube_controller.h - `drover run`: the TrainingJob controller, scheduler and binder that puts
+ * controller.h - `drover run`: the TrainingJob controller, scheduler and binder that puts
  * the scheduling core (cycle.h) to work against a Kubernetes API server.
  *
  * docs/running.md is the user's guide and says what happens to a TrainingJob; in short:
@@ -31,8 +31,8 @@
  * Time: snapshot time is seconds since the controller started (monotonic clock); a job's
  * submit time is when the controller first saw it.
  */
-#ifndef DROVER_KUBE_CONTROLLER_H
-#define DROVER_KUBE_CONTROLLER_H
+#ifndef DROVER_CONTROLLER_H
+#define DROVER_CONTROLLER_H
 
 #include "drover/cycle.h"
 #include "drover/kube.h"

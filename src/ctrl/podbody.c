@@ -25,7 +25,7 @@
  * Exactness: a shape is used only if the dump holds exactly the markers that were set (so a
  * template that already held one, or an edit that moved one, falls back); a pod whose values
  * hold a byte outside ASCII, or whose hostname would be too long, falls back to podbody_dump
- * (jansson refuses or drops what the splice would keep). tests/kube/test_podbody.c builds pods
+ * (jansson refuses or drops what the splice would keep). tests/ctrl/test_podbody.c builds pods
  * both ways over varied templates and fails on any byte of difference.
  *
  * The cache: SHAPES entries, direct-mapped by a hash of the shape's key, under one mutex (a
@@ -40,7 +40,7 @@
  */
 #include "ctrl.h"
 #include "drover/hashmap.h"
-#include "jsontext.h"
+#include "kube/jsontext.h"
 
 #include <stdlib.h>
 #include <string.h>

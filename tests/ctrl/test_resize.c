@@ -1,5 +1,5 @@
 /*
- * test_resize.c - CPU limits resized by a profile under `drover run` (src/kube/ctrl_resize.c,
+ * test_resize.c - CPU limits resized by a profile under `drover run` (src/ctrl/ctrl_resize.c,
  * issue 13), against the in-memory test API server on loopback, as a Kubernetes 1.33 (which
  * serves pods/resize) and as the recorded 1.24 (which does not).
  *

@@ -1,5 +1,5 @@
 /*
- * test_podbody.c - a pod creation's body (src/kube/podbody.c): the shape spliced per pod
+ * test_podbody.c - a pod creation's body (src/ctrl/podbody.c): the shape spliced per pod
  * (podbody_render) against the template parsed, edited and dumped per pod (podbody_dump), byte
  * for byte, over varied templates (env present or absent, duplicates, several containers,
  * annotations, init containers, a template holding a marker), both frameworks, every role,

@@ -10,7 +10,7 @@
  * No timing assertions: every wait polls for up to 10 s (speed 100 makes the real waits short).
  */
 #include "apiserver.h"
-#include "drover/kube_emulate.h"
+#include "drover/emulator.h"
 #include "drover/kube_types.h"
 #include "json.h"
 

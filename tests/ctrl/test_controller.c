@@ -7,7 +7,7 @@
  */
 #include "apiserver.h"
 #include "rbac_check.h"
-#include "drover/kube_controller.h"
+#include "drover/controller.h"
 #include "drover/kube_types.h"
 #include "drover/policy.h"
 #include "json.h"

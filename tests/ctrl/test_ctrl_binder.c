@@ -1,5 +1,5 @@
 /*
- * The controller's binder (src/kube/ctrl_binder.c) from the inside, against the in-memory test
+ * The controller's binder (src/ctrl/ctrl_binder.c) from the inside, against the in-memory test
  * API server on loopback: the mirror is filled by the real informers, which are then stopped so
  * that the test decides what the controller has not seen yet.
  *

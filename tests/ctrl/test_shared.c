@@ -10,7 +10,7 @@
  */
 #include "ctrl_fixture.h"
 #include "rbac_check.h"
-#include "drover/kube_controller.h"
+#include "drover/controller.h"
 #include "drover/policy.h"
 #include "json.h"
 

@@ -7,7 +7,7 @@
  */
 #include "apiserver.h"
 #include "drover/kube.h"
-#include "drover/kube_emulate.h"
+#include "drover/emulator.h"
 #include "drover/kube_types.h"
 #include "json.h"
 

@@ -6,7 +6,7 @@
  * registration time.
  */
 #include "emulate.h"
-#include "json.h"
+#include "kube/json.h"
 
 #include <stdio.h>
 #include <stdlib.h>

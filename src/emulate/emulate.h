@@ -1,6 +1,6 @@
 /*
- * emulate.h - what the emulator's units share (src/kube/emulate*.c only; the public API is
- * include/drover/kube_emulate.h, the user's guide docs/emulate.md):
+ * emulate.h - what the emulator's units share (src/emulate/emulate*.c only; the public API is
+ * include/drover/emulator.h, the user's guide docs/emulate.md):
  *
  *   emulate.c       the pods: the informer's table and the worker thread that moves them on
  *   emulate_node.c  the nodes: registration and heartbeats (the worker thread calls them)
@@ -10,7 +10,7 @@
 
 #include "drover/clock.h"
 #include "drover/hashmap.h"
-#include "drover/kube_emulate.h"
+#include "drover/emulator.h"
 #include "drover/kube_informer.h"
 #include "drover/strtab.h"
 

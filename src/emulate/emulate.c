@@ -1,5 +1,5 @@
 /*
- * emulate.c - a kubelet for fake nodes (kube_emulate.h): registers the nodes, keeps them
+ * emulate.c - a kubelet for fake nodes (emulator.h): registers the nodes, keeps them
  * Ready, and moves the pods bound to them through Pending -> Running -> Succeeded.
  *
  * Two threads. The informer thread lists and watches all pods; its handlers keep a table of
@@ -27,13 +27,13 @@
  * is the kubelet's to own, so replacing it whole is right); lastTransitionTime stays the
  * registration time. The node lifecycle controller needs nothing more to keep them Ready.
  */
-#include "drover/kube_emulate.h"
+#include "drover/emulator.h"
 #include "drover/kube_informer.h"
 #include "drover/kube_types.h"
 #include "drover/clock.h"
 #include "drover/hashmap.h"
 #include "emulate.h"
-#include "json.h"
+#include "kube/json.h"
 
 #include <math.h>
 #include <pthread.h>

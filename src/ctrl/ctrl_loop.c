@@ -1,6 +1,6 @@
 /*
  * ctrl_loop.c - `drover run`'s controller: creation, and the scheduler thread's loop, cut into
- * start, one iteration and stop (kube_controller.h; the units: ctrl.h; the user's guide:
+ * start, one iteration and stop (controller.h; the units: ctrl.h; the user's guide:
  * docs/running.md).
  *
  *   drv_ctrl_run = loop_start; while (loop_iterate) ; loop_stop

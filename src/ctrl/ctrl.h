@@ -1,6 +1,6 @@
 /*
- * ctrl.h - what the units of `drover run`'s controller share (src/kube/ctrl_*.c only; the
- * public API is include/drover/kube_controller.h, the user's guide docs/running.md).
+ * ctrl.h - what the units of `drover run`'s controller share (src/ctrl/ctrl_*.c only; the
+ * public API is include/drover/controller.h, the user's guide docs/running.md).
  *
  * One unit per concern, each owning its part of struct drv_ctrl and, when other threads touch
  * it, the lock that guards it:
@@ -35,16 +35,16 @@
 #ifndef DROVER_KUBE_CTRL_H
 #define DROVER_KUBE_CTRL_H
 
-#include "drover/kube_controller.h"
+#include "drover/controller.h"
 
 #include "drover/kube_informer.h"
 #include "drover/kube_types.h"
 #include "drover/cycle.h"
 #include "drover/kube_workqueue.h"
 
-#include "json.h"
-#include "kthread.h"
-#include "lifecycle.h"
+#include "kube/json.h"
+#include "kube/kthread.h"
+#include "kube/lifecycle.h"
 #include "peers.h"
 
 #include "drover/clock.h"

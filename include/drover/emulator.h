@@ -1,5 +1,5 @@
 /*
- * kube_emulate.h - plays kubelet for fake nodes (in the spirit of KWOK), so that a scheduler
+ * emulator.h - plays kubelet for fake nodes (in the spirit of KWOK), so that a scheduler
  * and controller can be run end to end against a real API server without hardware.
  *
  * The emulator registers its nodes (labels for zone, rack and hostname, drover.dev/emulated,
@@ -17,8 +17,8 @@
  * informer on /api/v1/pods and a worker that writes pod status, deletions and heartbeats. Each
  * has its own API client made from the configuration. drv_emulator_stop joins them.
  */
-#ifndef DROVER_KUBE_EMULATE_H
-#define DROVER_KUBE_EMULATE_H
+#ifndef DROVER_EMULATOR_H
+#define DROVER_EMULATOR_H
 
 #include "drover/kube.h"
 

@@ -17,8 +17,8 @@
  */
 #include "peers.h"
 
-#include "json.h"
-#include "jsontext.h"
+#include "kube/json.h"
+#include "kube/jsontext.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +51,7 @@ int drv_peers_pod_name(const drv_peer_job *j, int role, int rank, char *buf, siz
 /* TF_CONFIG is written as text rather than built with jansson and dumped (that was most of a
  * pod body's rendering in e2e_bind): the same bytes as json_dumps(JSON_COMPACT |
  * JSON_SORT_KEYS) of {"cluster":{<role>:[<address>...]...},"task":{"type":..,"index":..},
- * "environment":"cloud"}, which tests/kube/test_peers.c checks against jansson for names that
+ * "environment":"cloud"}, which tests/ctrl/test_peers.c checks against jansson for names that
  * need escapes, that are outside ASCII or too long. O(the text's length). */
 
 static bool puts_(drv_kbuf *b, const char *s)

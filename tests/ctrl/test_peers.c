@@ -1,5 +1,5 @@
 /*
- * test_peers.c - peer discovery (src/kube/peers.c): the names, TF_CONFIG and all-reduce
+ * test_peers.c - peer discovery (src/ctrl/peers.c): the names, TF_CONFIG and all-reduce
  * variables a job's pods get, and its headless Service. Expected values are written from
  * Kubeflow's conventions (peers.h), not from the program's output.
  */

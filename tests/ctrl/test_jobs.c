@@ -11,8 +11,8 @@
  */
 #include "ctrl_fixture.h"
 #include "rbac_check.h"
-#include "drover/kube_controller.h"
-#include "drover/kube_emulate.h"
+#include "drover/controller.h"
+#include "drover/emulator.h"
 #include "drover/kube_types.h"
 #include "drover/policy.h"
 #include "json.h"

@@ -38,6 +38,8 @@
 #include "drover/kube.h"
 #include "drover/kube_metrics.h"
 
+#include <stdatomic.h>
+
 /*
  * `drover run`'s default API budget, all of its clients together (--kube-api-qps,
  * --kube-api-burst; the reasons: docs/running.md). A start on 5,000 nodes with 16,000 pods and
@@ -90,12 +92,13 @@ int drv_ctrl_new(drv_ctrl **out, const drv_kube_config *cfg, const drv_ctrl_opts
 void drv_ctrl_free(drv_ctrl *c);
 
 /*
- * Runs until *stop becomes non-zero: starts the informers, waits until each has listed once,
- * then schedules. Returns 0 when stopped, or a negative code for an error it cannot recover
- * from (out of memory; a profile whose plugins fail to start). API errors are logged and
- * retried, never fatal.
+ * Runs until *stop becomes non-zero (set from any thread, or from a signal handler: a lock-free
+ * atomic_int), looking at least every 50 ms: starts the informers, waits until each has listed
+ * once, then schedules. Returns 0 when stopped, or a negative code for an error it cannot
+ * recover from (out of memory; a profile whose plugins fail to start). API errors are logged
+ * and retried, never fatal.
  */
-int drv_ctrl_run(drv_ctrl *c, volatile int *stop, drv_diag *d);
+int drv_ctrl_run(drv_ctrl *c, atomic_int *stop, drv_diag *d);
 
 typedef struct drv_ctrl_stats {
     long cycles;                 /* scheduling cycles run */

@@ -50,6 +50,7 @@
 #include "drover/clock.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -259,9 +260,9 @@ typedef struct ctrl_intake {
     informer_arg arg[NINFORMERS];
     pthread_t thread[NINFORMERS];
     bool started[NINFORMERS];
-    bool queue_late;   /* Queues were not served at start: their thread re-checks discovery and
-                          owns informer[EV_QUEUE] (ctrl_intake_synced does not read it) */
-    volatile int stop; /* set by the loop's stop: the informers return */
+    bool queue_late; /* Queues were not served at start: their thread re-checks discovery and
+                        owns informer[EV_QUEUE] (ctrl_intake_synced does not read it) */
+    atomic_int stop; /* set by the loop's stop: the informers return */
 } ctrl_intake;
 
 /* What a binder thread renders a pod creation's body from: copied from the mirror by the
@@ -417,7 +418,7 @@ typedef struct ctrl_progress {
     scrape_target *next; /* the next list, built by the scheduler thread (its own) */
     int32_t cap_next;
     double period_s; /* seconds between scrapes: the profile's period, within [1, 60] */
-    volatile int stop;
+    atomic_int stop; /* set by the loop's stop: the collector returns */
     pthread_t thread;
     bool started;
 } ctrl_progress;

@@ -513,7 +513,7 @@ static int informer_create(drv_ctrl *c, int i, drv_diag *d)
 }
 
 /* Sleeps s seconds in 20 ms slices, returning early when *stop is set. */
-static void nap_s(double s, volatile int *stop)
+static void nap_s(double s, atomic_int *stop)
 {
     for (double left = s; left > 0 && !*stop; left -= 0.02) {
         struct timespec ts = {0, (long)((left < 0.02 ? left : 0.02) * 1e9)};

@@ -352,10 +352,10 @@ static int loop_stop(drv_ctrl *c, int rc, drv_diag *d)
     return rc;
 }
 
-int drv_ctrl_run(drv_ctrl *c, volatile int *stop, drv_diag *d)
+int drv_ctrl_run(drv_ctrl *c, atomic_int *stop, drv_diag *d)
 {
     int rc = loop_start(c, d);
-    while (rc == 0 && !*stop)
+    while (rc == 0 && !atomic_load(stop))
         rc = loop_iterate(c);
     return loop_stop(c, rc, d);
 }

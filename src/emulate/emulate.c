@@ -546,7 +546,7 @@ static void step(drv_emulator *e, const tpod *snap)
 
 static void heartbeat(drv_emulator *e)
 {
-    for (int32_t i = 0; i < e->n && !e->stop; i++) {
+    for (int32_t i = 0; i < e->n && !atomic_load(&e->stop); i++) {
         drv_diag d = {{0}};
         int rc = emu_patch_node_status(e, e->writer, &e->nodes[i], &d);
         pthread_mutex_lock(&e->mu);
@@ -578,7 +578,7 @@ static void *worker_main(void *arg)
 {
     drv_emulator *e = arg;
     pthread_mutex_lock(&e->mu);
-    while (!e->stop) {
+    while (!atomic_load(&e->stop)) {
         double now = drv_clock_mono();
         if (now >= e->next_heartbeat) {
             pthread_mutex_unlock(&e->mu);
@@ -729,12 +729,12 @@ int drv_emulator_start(drv_emulator *e, drv_diag *d)
     rc = drv_informer_new(&e->inf, e->reader, "/api/v1/pods", 0, e->o.watch_timeout_s, &ops, e, d);
     if (rc)
         return rc;
-    e->stop = 0;
+    atomic_store(&e->stop, 0);
     e->next_heartbeat = drv_clock_mono() + e->o.heartbeat_s;
     if (pthread_create(&e->tinf, NULL, informer_main, e))
         return drv_fail(d, DRV_ENOMEM, "emulate: cannot start a thread");
     if (pthread_create(&e->twork, NULL, worker_main, e)) {
-        e->stop = 1;
+        atomic_store(&e->stop, 1);
         pthread_join(e->tinf, NULL);
         return drv_fail(d, DRV_ENOMEM, "emulate: cannot start a thread");
     }
@@ -748,7 +748,7 @@ void drv_emulator_stop(drv_emulator *e)
     if (!e || !e->started)
         return;
     pthread_mutex_lock(&e->mu);
-    e->stop = 1;
+    atomic_store(&e->stop, 1);
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
     pthread_join(e->twork, NULL);

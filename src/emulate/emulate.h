@@ -5,8 +5,8 @@
  *   emulate.c       the pods: the informer's table and the worker thread that moves them on
  *   emulate_node.c  the nodes: registration and heartbeats (the worker thread calls them)
  */
-#ifndef DROVER_KUBE_EMULATE_INTERNAL_H
-#define DROVER_KUBE_EMULATE_INTERNAL_H
+#ifndef DROVER_EMULATE_INTERNAL_H
+#define DROVER_EMULATE_INTERNAL_H
 
 #include "drover/clock.h"
 #include "drover/hashmap.h"
@@ -15,6 +15,7 @@
 #include "drover/strtab.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 struct drv_emulator {
     drv_kube_config cfg; /* owned copy */
@@ -30,7 +31,7 @@ struct drv_emulator {
     drv_informer *inf;
     pthread_t tinf, twork;
     bool started;
-    volatile int stop;
+    atomic_int stop;    /* set by drv_emulator_stop (any thread): the threads return */
     pthread_mutex_t mu; /* the table, the stats, the condition */
     pthread_cond_t cv;
     drv_hashmap *pods; /* key -> tpod: the pods being emulated */

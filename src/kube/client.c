@@ -713,7 +713,7 @@ typedef struct wstate {
     size_t n;
     int rc; /* first non-zero result of decoding or of cb */
     bool expired;
-    volatile int *stop;
+    atomic_int *stop;
     drv_diag *d;
 } wstate;
 
@@ -759,12 +759,12 @@ static int on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl
 {
     (void)a, (void)b, (void)c, (void)e;
     const wstate *w = arg;
-    return w->stop && *w->stop ? 1 : 0;
+    return w->stop && atomic_load(w->stop) ? 1 : 0;
 }
 
 /* drv_kube_watch, its events as documents when docs is set (drv_kube_watch_docs). */
 static int watch_stream(drv_kube *k, const char *path, const char *rv, int timeout_s,
-                        drv_watch_cb cb, void *arg, char *last_rv, size_t n, volatile int *stop,
+                        drv_watch_cb cb, void *arg, char *last_rv, size_t n, atomic_int *stop,
                         bool docs, drv_diag *d)
 {
     if (n && last_rv != rv)
@@ -832,13 +832,13 @@ static int watch_stream(drv_kube *k, const char *path, const char *rv, int timeo
 }
 
 int drv_kube_watch(drv_kube *k, const char *path, const char *rv, int timeout_s, drv_watch_cb cb,
-                   void *arg, char *last_rv, size_t n, volatile int *stop, drv_diag *d)
+                   void *arg, char *last_rv, size_t n, atomic_int *stop, drv_diag *d)
 {
     return watch_stream(k, path, rv, timeout_s, cb, arg, last_rv, n, stop, false, d);
 }
 
 int drv_kube_watch_docs(drv_kube *k, const char *path, const char *rv, int timeout_s,
-                        drv_watch_cb cb, void *arg, char *last_rv, size_t n, volatile int *stop,
+                        drv_watch_cb cb, void *arg, char *last_rv, size_t n, atomic_int *stop,
                         drv_diag *d)
 {
     return watch_stream(k, path, rv, timeout_s, cb, arg, last_rv, n, stop, true, d);

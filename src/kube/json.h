@@ -203,12 +203,12 @@ int drv_kube_list_docs(drv_kube *k, const char *path, const char *query, int lim
  * *stop (may be NULL), when it becomes non-zero, ends the stream early with 0.
  */
 int drv_kube_watch(drv_kube *k, const char *path, const char *rv, int timeout_s, drv_watch_cb cb,
-                   void *arg, char *last_rv, size_t n, volatile int *stop, drv_diag *d);
+                   void *arg, char *last_rv, size_t n, atomic_int *stop, drv_diag *d);
 /* drv_kube_watch with each event parsed into a document (drv_jdoc_parse, with the client's skip
  * paths) instead of a jansson value: cb's events carry doc and obj, object NULL. The same events,
  * results and messages. */
 int drv_kube_watch_docs(drv_kube *k, const char *path, const char *rv, int timeout_s,
-                        drv_watch_cb cb, void *arg, char *last_rv, size_t n, volatile int *stop,
+                        drv_watch_cb cb, void *arg, char *last_rv, size_t n, atomic_int *stop,
                         drv_diag *d);
 
 /* ---- objects: decoding and write-back (kube_types.h) ---------------------------------------- */

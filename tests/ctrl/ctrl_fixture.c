@@ -49,7 +49,7 @@ void start_synced(fixture *f, runner *r)
 
 void stop(runner *r)
 {
-    r->stop = 1;
+    atomic_store(&r->stop, 1);
     pthread_join(r->t, NULL);
     assert_int_equal(r->rc, 0);
     drv_ctrl_free(r->c);

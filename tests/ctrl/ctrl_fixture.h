@@ -11,6 +11,7 @@
 #include "drover/controller.h"
 #include "json.h"
 
+#include <stdatomic.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -25,7 +26,7 @@ typedef struct runner {
     drv_kube_config cfg; /* the fixture's, as component "run": User-Agent drover-run/... */
     drv_ctrl *c;
     pthread_t t;
-    volatile int stop;
+    atomic_int stop;
     int rc;
     drv_diag d;
 } runner;

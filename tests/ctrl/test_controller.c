@@ -12,6 +12,7 @@
 #include "drover/policy.h"
 #include "json.h"
 
+#include <stdatomic.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,7 +38,7 @@ typedef struct runner {
     drv_kube_config cfg; /* the fixture's, as component "run": User-Agent drover-run/... */
     drv_ctrl *c;
     pthread_t t;
-    volatile int stop;
+    atomic_int stop;
     int rc;
     drv_diag d;
 } runner;
@@ -75,7 +76,7 @@ static void start(fixture *f, runner *r, const char *policy)
 
 static void stop(runner *r)
 {
-    r->stop = 1;
+    atomic_store(&r->stop, 1);
     pthread_join(r->t, NULL);
     assert_int_equal(r->rc, 0);
     drv_ctrl_free(r->c);

@@ -17,6 +17,7 @@
 #include "drover/policy.h"
 #include "json.h"
 
+#include <stdatomic.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -605,7 +606,7 @@ static void test_status_finished_elsewhere_kept(void **state)
     assert_int_equal(events(f, "fin", "StatusFinished", NULL, 0), 0);
     replayed p = {.name = "fin"};
     char last[24];
-    volatile int halt = 0;
+    atomic_int halt = 0;
     assert_int_equal(drv_kube_watch(f->k,
                                     "/apis/drover.dev/v1alpha1/namespaces/default/"
                                     "trainingjobs",

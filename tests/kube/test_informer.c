@@ -14,6 +14,7 @@
 #include "drover/kube_types.h"
 #include "json.h"
 
+#include <stdatomic.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -98,7 +99,7 @@ static void on_delete(const char *key, void *rec, void *arg)
 
 typedef struct runner {
     drv_informer *inf;
-    volatile int stop;
+    atomic_int stop;
     int rc;
     drv_diag d;
 } runner;
@@ -208,7 +209,7 @@ static void converge_under_faults(bool docs)
             break;
         sleep_ms(50);
     }
-    r.stop = 1;
+    atomic_store(&r.stop, 1);
     pthread_join(t, NULL);
     assert_int_equal(r.rc, 0);
     assert_non_null(want);
@@ -410,7 +411,7 @@ static drv_informer_stats list_across_writes(bool expire, bool docs)
             break;
         sleep_ms(50);
     }
-    r.stop = 1;
+    atomic_store(&r.stop, 1);
     pthread_join(t, NULL);
     assert_int_equal(r.rc, 0);
     assert_true(p.changed);

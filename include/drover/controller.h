@@ -95,8 +95,8 @@ void drv_ctrl_free(drv_ctrl *c);
  * Runs until *stop becomes non-zero (set from any thread, or from a signal handler: a lock-free
  * atomic_int), looking at least every 50 ms: starts the informers, waits until each has listed
  * once, then schedules. Returns 0 when stopped, or a negative code for an error it cannot
- * recover from (out of memory; a profile whose plugins fail to start). API errors are logged
- * and retried, never fatal.
+ * recover from, d saying what (out of memory; a thread that cannot start; a profile whose
+ * plugins fail). API errors are logged and retried, never fatal.
  */
 int drv_ctrl_run(drv_ctrl *c, atomic_int *stop, drv_diag *d);
 

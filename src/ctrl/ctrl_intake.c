@@ -3,11 +3,11 @@
  * PriorityClasses and, when the API serves them, PodGroups and Queues; Queues also once their
  * CRD is applied later, found by asking discovery again), each on its own thread with
  * its own API client, decode what changed and push it as an event; the scheduler thread takes the
- * queued events as one batch (ctrl.h).
+ * queued events as one batch (ctrl_intake.h, ctrl_events.h).
  *
- * Owns: c->names (interned names, under names.mu), c->events (the queue, under events.mu) and
- * c->intake (the informers and their threads). Touches nothing else: the decoded records are
- * copied into events, and the informers' caches stay theirs.
+ * Owns: the informers and their threads. Touches: the names (the decoders intern into them,
+ * under their lock) and the event queue. The decoded records are copied into events, and the
+ * informers' caches stay theirs.
  *
  * Example: a pod "ns/tj1-worker-0" labelled drover.dev/job=tj1 arrives as an EV_POD event with
  * key = intern("ns/tj1-worker-0") and job_key = intern("ns/tj1"), which the mirror looks up in
@@ -15,141 +15,60 @@
  * gets job_key = intern("pg:ns/<its pod-group label>"), or intern("pod:ns/<its name>") when it
  * has none (a gang of one): neither can collide with a TrainingJob's "ns/name".
  */
-#include "ctrl.h"
+#include "ctrl_intake.h"
 
+#include "drover/clock.h"
+#include "kube/json.h"
+#include "kube/kthread.h"
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- names ---------------------------------------------------------------------------------- */
-
-int32_t ctrl_name_intern(drv_ctrl *c, const char *s)
-{
-    pthread_mutex_lock(&c->names.mu);
-    int32_t id = drv_strtab_intern(c->names.tab, s);
-    pthread_mutex_unlock(&c->names.mu);
-    return id;
-}
-
-int32_t ctrl_name_find(drv_ctrl *c, const char *s)
-{
-    pthread_mutex_lock(&c->names.mu);
-    int32_t id = drv_strtab_find(c->names.tab, s);
-    pthread_mutex_unlock(&c->names.mu);
-    return id;
-}
-
-/* Copies the string of an interned id into buf (the table may grow meanwhile). */
-const char *ctrl_name_str(drv_ctrl *c, int32_t id, char *buf, size_t n)
-{
-    pthread_mutex_lock(&c->names.mu);
-    snprintf(buf, n, "%s", drv_strtab_str(c->names.tab, id));
-    pthread_mutex_unlock(&c->names.mu);
-    return buf;
-}
-
-char *ctrl_name_dup(drv_ctrl *c, int32_t id)
-{
-    pthread_mutex_lock(&c->names.mu);
-    char *s = drv_strdup(drv_strtab_str(c->names.tab, id));
-    pthread_mutex_unlock(&c->names.mu);
-    return s;
-}
-
-/* ---- the event queue ------------------------------------------------------------------------ */
-
-/* Queues e (its tj, if any, is then the queue's) and, with wake, wakes the scheduler thread;
- * when out of memory, drops it, frees its tj and logs `what`. */
-static void events_push(drv_ctrl *c, const ctrl_event *e, const char *what, bool wake)
-{
-    pthread_mutex_lock(&c->events.mu);
-    if (drv_grow(&c->events.v, sizeof *c->events.v, &c->events.cap, c->events.n + 1) != 0) {
-        pthread_mutex_unlock(&c->events.mu);
-        ctrl_tj_record_free(e->tj);
-        drv_log(DRV_LOG_ERROR, "out of memory: %s dropped", what);
-        return;
-    }
-    c->events.v[c->events.n++] = *e;
-    if (wake && (!c->events.batch_wakes || c->events.n % CTRL_EVENTS_BATCH == 0))
-        pthread_cond_signal(&c->events.cv);
-    pthread_mutex_unlock(&c->events.mu);
-}
-
-void ctrl_events_push(drv_ctrl *c, const ctrl_event *e, const char *what)
-{
-    events_push(c, e, what, true);
-}
-
-void ctrl_events_push_quiet(drv_ctrl *c, const ctrl_event *e, const char *what)
-{
-    events_push(c, e, what, false);
-}
-
-void ctrl_events_signal(drv_ctrl *c)
-{
-    pthread_mutex_lock(&c->events.mu);
-    if (c->events.n > 0)
-        pthread_cond_signal(&c->events.cv);
-    pthread_mutex_unlock(&c->events.mu);
-}
-
-/* The queue's array becomes *batch, and *batch's (emptied) the queue's: no copy, and the
- * informers wait on the lock for a swap only. */
-int32_t ctrl_events_take(drv_ctrl *c, ctrl_event **batch, int32_t *cap, double until)
-{
-    double now = drv_clock_mono();
-    pthread_mutex_lock(&c->events.mu);
-    if (c->events.n == 0 && !c->events.woken && until > now) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        double abs_t = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + (until - now);
-        ts.tv_sec = (time_t)abs_t;
-        ts.tv_nsec = (long)((abs_t - (double)ts.tv_sec) * 1e9);
-        pthread_cond_timedwait(&c->events.cv, &c->events.mu, &ts);
-    }
-    ctrl_event *mine = *batch;
-    int32_t mine_cap = *cap, n = c->events.n;
-    *batch = c->events.v;
-    *cap = c->events.cap;
-    c->events.v = mine;
-    c->events.cap = mine_cap;
-    c->events.n = 0;
-    c->events.woken = false;
-    pthread_mutex_unlock(&c->events.mu);
-    return n;
-}
-
-void ctrl_events_batch_wakes(drv_ctrl *c, bool on)
-{
-    pthread_mutex_lock(&c->events.mu);
-    c->events.batch_wakes = on;
-    pthread_mutex_unlock(&c->events.mu);
-}
-
-void ctrl_events_wake(drv_ctrl *c)
-{
-    pthread_mutex_lock(&c->events.mu);
-    c->events.woken = true;
-    pthread_cond_signal(&c->events.cv);
-    pthread_mutex_unlock(&c->events.mu);
-}
-
 /* ---- informer callbacks (informer threads) -------------------------------------------------- */
 
-void ctrl_tj_record_free(tj_record *t)
+static double time_at(json_t *o, const char *key)
 {
-    if (!t)
-        return;
-    for (int r = 0; r < DRV_NROLES; r++)
-        drv_free(t->tmpl[r]);
-    drv_free(t);
+    const char *s = json_string_value(json_object_get(o, key));
+    double t;
+    return s && drv_time_parse_rfc3339(s, &t) == 0 ? t : -1;
+}
+
+/* What a TrainingJob's status says already (a restarted controller carries it on): its times,
+ * restarts and conditions. */
+static void read_status(json_t *status, tj_record *t)
+{
+    t->start_time = time_at(status, "startTime");
+    t->completion_time = time_at(status, "completionTime");
+    json_t *n = json_object_get(status, "restarts");
+    t->restarts = json_is_integer(n) ? (int32_t)json_integer_value(n) : 0;
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(status, "conditions"), i, c)
+    {
+        const char *type = json_string_value(json_object_get(c, "type"));
+        for (int k = 0; type && k < DRV_NCONDS; k++) {
+            if (strcmp(type, drv_job_cond_name(k)) != 0)
+                continue;
+            drv_condition *x = &t->conds[k];
+            const char *st = json_string_value(json_object_get(c, "status"));
+            const char *reason = json_string_value(json_object_get(c, "reason"));
+            const char *msg = json_string_value(json_object_get(c, "message"));
+            x->set = true;
+            x->status = st && !strcmp(st, "True");
+            snprintf(x->reason, sizeof x->reason, "%s", reason ? reason : "");
+            snprintf(x->message, sizeof x->message, "%s", msg ? msg : "");
+            x->last_transition = time_at(c, "lastTransitionTime");
+        }
+    }
 }
 
 /* A TrainingJob's uid, finished phase and pod templates, beside its compact record. A spec
  * that does not validate (but names its job) is kept, marked invalid with the reason, so that
  * the job can be failed with it rather than ignored. */
-static int decode_trainingjob(json_t *obj, drv_ctrl *c, tj_record *t, drv_diag *d)
+static int decode_trainingjob(json_t *obj, drv_strtab *names, tj_record *t, drv_diag *d)
 {
-    int rc = drv_kube_decode_trainingjob(obj, c->names.tab, &t->tj, d);
+    int rc = drv_kube_decode_trainingjob(obj, names, &t->tj, d);
     if (rc == DRV_EPARSE && t->tj.ns > 0 && t->tj.name > 0)
         snprintf(t->invalid, sizeof t->invalid, "%s", d->msg);
     else if (rc != 0)
@@ -161,7 +80,7 @@ static int decode_trainingjob(json_t *obj, drv_ctrl *c, tj_record *t, drv_diag *
     const char *ph = json_string_value(json_object_get(status, "phase"));
     t->succeeded = ph && !strcmp(ph, "Succeeded");
     t->finished = t->succeeded || (ph && !strcmp(ph, "Failed"));
-    ctrl_lifecycle_read_status(status, t);
+    read_status(status, t);
     if (t->invalid[0])
         return 0;
     json_t *specs = json_object_get(json_object_get(obj, "spec"), "replicaSpecs");
@@ -189,31 +108,32 @@ static int decode_trainingjob(json_t *obj, drv_ctrl *c, tj_record *t, drv_diag *
 static void *decode(json_t *obj, void *arg, drv_diag *d)
 {
     const informer_arg *a = arg;
-    drv_ctrl *c = a->c;
+    ctrl_names *names = a->in->names;
+    drv_strtab *tab = names->tab;
     void *rec = NULL;
     int rc = DRV_ENOMEM;
-    pthread_mutex_lock(&c->names.mu);
+    ctrl_names_lock(names);
     if (a->kind == EV_NODE) {
         if ((rec = drv_malloc(sizeof(drv_knode))))
-            rc = drv_kube_decode_node(obj, c->names.tab, rec, d);
+            rc = drv_kube_decode_node(obj, tab, rec, d);
     } else if (a->kind == EV_POD) {
         if ((rec = drv_malloc(sizeof(drv_kpod))))
-            rc = drv_kube_decode_pod(obj, c->names.tab, rec, d);
+            rc = drv_kube_decode_pod(obj, tab, rec, d);
     } else if (a->kind == EV_PODGROUP) {
         if ((rec = drv_malloc(sizeof(drv_kpodgroup))))
-            rc = drv_kube_decode_podgroup(obj, c->names.tab, rec, d);
+            rc = drv_kube_decode_podgroup(obj, tab, rec, d);
     } else if (a->kind == EV_PRIORITYCLASS) {
         if ((rec = drv_malloc(sizeof(drv_kpriorityclass))))
-            rc = drv_kube_decode_priorityclass(obj, c->names.tab, rec, d);
+            rc = drv_kube_decode_priorityclass(obj, tab, rec, d);
     } else if (a->kind == EV_QUEUE) {
         if ((rec = drv_malloc(sizeof(drv_kqueue))))
-            rc = drv_kube_decode_queue(obj, c->names.tab, rec, d);
+            rc = drv_kube_decode_queue(obj, tab, rec, d);
     } else if ((rec = drv_calloc(1, sizeof(tj_record)))) {
-        rc = decode_trainingjob(obj, c, rec, d);
+        rc = decode_trainingjob(obj, tab, rec, d);
     }
     if (!rec)
         drv_fail(d, DRV_ENOMEM, "out of memory");
-    pthread_mutex_unlock(&c->names.mu);
+    ctrl_names_unlock(names);
     if (rc != 0) {
         if (a->kind == EV_TRAININGJOB)
             ctrl_tj_record_free(rec);
@@ -228,17 +148,17 @@ static void *decode(json_t *obj, void *arg, drv_diag *d)
 static void *decode_doc(const drv_jdoc *doc, int32_t obj, void *arg, drv_diag *d)
 {
     const informer_arg *a = arg;
-    drv_ctrl *c = a->c;
+    ctrl_names *names = a->in->names;
     bool node = a->kind == EV_NODE;
     void *rec = drv_malloc(node ? sizeof(drv_knode) : sizeof(drv_kpod));
     if (!rec) {
         drv_fail(d, DRV_ENOMEM, "out of memory");
         return NULL;
     }
-    pthread_mutex_lock(&c->names.mu);
-    int rc = node ? drv_kube_decode_node_doc(doc, obj, c->names.tab, rec, d)
-                  : drv_kube_decode_pod_doc(doc, obj, c->names.tab, rec, d);
-    pthread_mutex_unlock(&c->names.mu);
+    ctrl_names_lock(names);
+    int rc = node ? drv_kube_decode_node_doc(doc, obj, names->tab, rec, d)
+                  : drv_kube_decode_pod_doc(doc, obj, names->tab, rec, d);
+    ctrl_names_unlock(names);
     if (rc != 0) {
         drv_free(rec);
         return NULL;
@@ -277,11 +197,12 @@ static tj_record *tj_record_copy(const tj_record *t)
  * another operator's with our schedulerName), under one hold of names.mu: the informer's
  * thread took it for the decode already, and every lock taken is one more chance to wait for
  * the scheduler thread. -1 when out of memory. */
-static int32_t pod_keys(drv_ctrl *c, const char *key, const drv_kpod *p, int32_t *job_key)
+static int32_t pod_keys(ctrl_names *names, const char *key, const drv_kpod *p, int32_t *job_key)
 {
-    bool other = !p->job && p->scheduler == c->names.scheduler; /* (fixed at creation) */
-    pthread_mutex_lock(&c->names.mu);
-    int32_t k = drv_strtab_intern(c->names.tab, key);
+    bool other = !p->job && p->scheduler == names->scheduler; /* (fixed at creation) */
+    ctrl_names_lock(names);
+    drv_strtab *tab = names->tab;
+    int32_t k = drv_strtab_intern(tab, key);
     *job_key = 0;
     if (p->job || other) {
         char jk[540];
@@ -289,13 +210,13 @@ static int32_t pod_keys(drv_ctrl *c, const char *key, const drv_kpod *p, int32_t
                  p->job     ? ""
                  : p->group ? "pg:"
                             : "pod:",
-                 drv_strtab_str(c->names.tab, p->ns),
-                 drv_strtab_str(c->names.tab, p->job     ? p->job
-                                              : p->group ? p->group
-                                                         : p->name));
-        *job_key = drv_strtab_intern(c->names.tab, jk);
+                 drv_strtab_str(tab, p->ns),
+                 drv_strtab_str(tab, p->job     ? p->job
+                                     : p->group ? p->group
+                                                : p->name));
+        *job_key = drv_strtab_intern(tab, jk);
     }
-    pthread_mutex_unlock(&c->names.mu);
+    ctrl_names_unlock(names);
     return k;
 }
 
@@ -305,14 +226,14 @@ static int32_t pod_keys(drv_ctrl *c, const char *key, const drv_kpod *p, int32_t
  * costs it one wake-up, not one each. */
 static void push(informer_arg *a, int type, const char *key, const void *old, const void *cur)
 {
-    drv_ctrl *c = a->c;
+    ctrl_intake *in = a->in;
     int kind = a->kind;
     ctrl_event e = {
         .kind = (int8_t)kind, .type = (int8_t)type, .t = drv_clock_mono(), .has_old = old != NULL};
     if (kind == EV_POD)
-        e.key = pod_keys(c, key, cur ? cur : old, &e.job_key);
+        e.key = pod_keys(in->names, key, cur ? cur : old, &e.job_key);
     else
-        e.key = ctrl_name_intern(c, key);
+        e.key = ctrl_name_intern(in->names, key);
     if (kind == EV_NODE) {
         if (old)
             e.old.node = *(const drv_knode *)old;
@@ -353,10 +274,10 @@ static void push(informer_arg *a, int type, const char *key, const void *old, co
         return;
     }
     if (a->holding) {
-        ctrl_events_push_quiet(c, &e, what);
+        ctrl_events_push_quiet(in->events, &e, what);
         a->held = true;
     } else {
-        ctrl_events_push(c, &e, what);
+        ctrl_events_push(in->events, &e, what);
     }
 }
 
@@ -384,7 +305,7 @@ static void on_hold(bool on, void *arg)
     a->holding = on;
     if (!on && a->held) {
         a->held = false;
-        ctrl_events_signal(a->c);
+        ctrl_events_signal(a->in->events);
     }
 }
 
@@ -393,7 +314,7 @@ static void on_hold(bool on, void *arg)
 static void on_listed(void *arg)
 {
     const informer_arg *a = arg;
-    ctrl_events_wake(a->c);
+    ctrl_events_wake(a->in->events);
 }
 
 static void *informer_main(void *arg)
@@ -404,7 +325,7 @@ static void *informer_main(void *arg)
     const informer_arg *a = arg;
     drv_diag d = {{0}};
     drv_kthread_name(thread_name[a->kind]);
-    if (drv_informer_run(a->c->intake.informer[a->kind], &a->c->intake.stop, &d) != 0)
+    if (drv_informer_run(a->in->informer[a->kind], &a->in->stop, &d) != 0)
         drv_log(DRV_LOG_ERROR, "informer stopped: %s", d.msg);
     return NULL;
 }
@@ -414,7 +335,7 @@ static void *informer_main(void *arg)
 /* Whether the API serves PodGroups (their CRD is installed): asked once at start. Without it
  * their informer would only log a failed list every few seconds; pods naming a PodGroup then
  * wait (docs/running.md). */
-static bool podgroups_served(drv_ctrl *c)
+static bool podgroups_served(ctrl_intake *in)
 {
     /* The group list (GET /apis, an APIGroupList) answers 200 whether or not the group is
      * served, as client-go's discovery reads it: asking the group itself would answer 404, a
@@ -422,8 +343,8 @@ static bool podgroups_served(drv_ctrl *c)
     drv_diag d = {{0}};
     long status = 0;
     json_t *list = NULL;
-    int rc = drv_kube_request(c->intake.client[EV_PODGROUP], "GET", "/apis", NULL, NULL, &status,
-                              &list, &d);
+    int rc =
+        drv_kube_request(in->client[EV_PODGROUP], "GET", "/apis", NULL, NULL, &status, &list, &d);
     bool served = false;
     size_t i, k;
     json_t *g, *v;
@@ -456,13 +377,13 @@ static bool podgroups_served(drv_ctrl *c)
  * resource list (served with the TrainingJob CRD): asked at start and, when not served then,
  * again every queue_recheck_s (queue_recheck_main). Until then jobs naming a queue are held,
  * saying so; tell: log that they are not served (once, not at every re-check). */
-static bool queues_served(drv_ctrl *c, bool tell)
+static bool queues_served(ctrl_intake *in, bool tell)
 {
     drv_diag d = {{0}};
     long status = 0;
     json_t *list = NULL;
-    int rc = drv_kube_request(c->intake.client[EV_QUEUE], "GET", "/apis/drover.dev/v1alpha1", NULL,
-                              NULL, &status, &list, &d);
+    int rc = drv_kube_request(in->client[EV_QUEUE], "GET", "/apis/drover.dev/v1alpha1", NULL, NULL,
+                              &status, &list, &d);
     bool served = false;
     size_t i;
     json_t *r;
@@ -476,12 +397,12 @@ static bool queues_served(drv_ctrl *c, bool tell)
         drv_log(DRV_LOG_INFO,
                 "Queues (queues.drover.dev) are not served (%s): jobs naming a queue wait; "
                 "apply deploy/queue-crd.yaml to serve them (asked again every %.0f s)",
-                rc ? d.msg : "not in drover.dev/v1alpha1's resources", c->o.queue_recheck_s);
+                rc ? d.msg : "not in drover.dev/v1alpha1's resources", in->cfg->o.queue_recheck_s);
     return served;
 }
 
 /* Creates informer i for the API path of its resource. */
-static int informer_create(drv_ctrl *c, int i, drv_diag *d)
+static int informer_create(ctrl_intake *in, int i, drv_diag *d)
 {
     static const char *const paths[NINFORMERS][2] = {
         {"/api/v1", "nodes"},
@@ -490,10 +411,9 @@ static int informer_create(drv_ctrl *c, int i, drv_diag *d)
         {"/apis/scheduling.x-k8s.io/v1alpha1", "podgroups"},
         {"/apis/scheduling.k8s.io/v1", "priorityclasses"},
         {"/apis/drover.dev/v1alpha1", "queues"}};
-    ctrl_intake *in = &c->intake;
     char path[400];
-    if ((i == EV_TRAININGJOB || i == EV_PODGROUP) && c->ns[0])
-        snprintf(path, sizeof path, "%s/namespaces/%s/%s", paths[i][0], c->ns, paths[i][1]);
+    if ((i == EV_TRAININGJOB || i == EV_PODGROUP) && in->cfg->ns[0])
+        snprintf(path, sizeof path, "%s/namespaces/%s/%s", paths[i][0], in->cfg->ns, paths[i][1]);
     else
         snprintf(path, sizeof path, "%s/%s", paths[i][0], paths[i][1]);
     drv_informer_ops ops = {.decode = decode,
@@ -508,14 +428,14 @@ static int informer_create(drv_ctrl *c, int i, drv_diag *d)
     drv_kube_skip_unread(in->client[i], i == EV_POD    ? drv_kube_unread_pod
                                         : i == EV_NODE ? drv_kube_unread_node
                                                        : NULL);
-    return drv_informer_new(&in->informer[i], in->client[i], path, 0, c->o.watch_timeout_s, &ops,
-                            &in->arg[i], d);
+    return drv_informer_new(&in->informer[i], in->client[i], path, 0, in->cfg->o.watch_timeout_s,
+                            &ops, &in->arg[i], d);
 }
 
 /* Sleeps s seconds in 20 ms slices, returning early when *stop is set. */
 static void nap_s(double s, atomic_int *stop)
 {
-    for (double left = s; left > 0 && !*stop; left -= 0.02) {
+    for (double left = s; left > 0 && !atomic_load(stop); left -= 0.02) {
         struct timespec ts = {0, (long)((left < 0.02 ? left : 0.02) * 1e9)};
         nanosleep(&ts, NULL);
     }
@@ -529,15 +449,15 @@ static void nap_s(double s, atomic_int *stop)
 static void *queue_recheck_main(void *arg)
 {
     const informer_arg *a = arg;
-    drv_ctrl *c = a->c;
+    ctrl_intake *in = a->in;
     drv_rng rng;
-    drv_rng_seed(&rng, (uint64_t)(uintptr_t)c ^ (uint64_t)time(NULL));
-    while (!c->intake.stop) {
-        nap_s(c->o.queue_recheck_s * (0.9 + 0.2 * drv_rng_uniform(&rng)), &c->intake.stop);
-        if (c->intake.stop || !queues_served(c, false))
+    drv_rng_seed(&rng, (uint64_t)(uintptr_t)in ^ (uint64_t)time(NULL));
+    while (!atomic_load(&in->stop)) {
+        nap_s(in->cfg->o.queue_recheck_s * (0.9 + 0.2 * drv_rng_uniform(&rng)), &in->stop);
+        if (atomic_load(&in->stop) || !queues_served(in, false))
             continue;
         drv_diag d = {{0}};
-        if (informer_create(c, EV_QUEUE, &d) != 0) { /* (out of memory: asked again later) */
+        if (informer_create(in, EV_QUEUE, &d) != 0) { /* (out of memory: asked again later) */
             drv_log(DRV_LOG_ERROR, "Queues are served, their informer not started: %s", d.msg);
             continue;
         }
@@ -547,49 +467,79 @@ static void *queue_recheck_main(void *arg)
     return NULL;
 }
 
-int ctrl_intake_start(drv_ctrl *c, drv_diag *d)
+double ctrl_intake_recheck_s(double given)
 {
-    ctrl_intake *in = &c->intake;
-    in->stop = 0;
+    return given <= 0 || given > MAX_QUEUE_RECHECK_S ? DEF_QUEUE_RECHECK_S : given;
+}
+
+int ctrl_intake_init(ctrl_intake *in, const drv_kube_config *kcfg, ctrl_names *names,
+                     ctrl_events *events, const ctrl_config *cfg, drv_diag *d)
+{
+    in->names = names;
+    in->events = events;
+    in->cfg = cfg;
+    for (int i = 0; i < NINFORMERS; i++) {
+        int rc = drv_kube_new(&in->client[i], kcfg, d);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+int ctrl_intake_start(ctrl_intake *in, drv_diag *d)
+{
+    atomic_store(&in->stop, 0);
     in->queue_late = false;
-    ctrl_events_batch_wakes(c, true); /* (until synced: ctrl_loop.c) */
-    if (c->o.queue_recheck_s <= 0 || c->o.queue_recheck_s > MAX_QUEUE_RECHECK_S)
-        c->o.queue_recheck_s = DEF_QUEUE_RECHECK_S;
+    ctrl_events_batch_wakes(in->events, true); /* (until synced: ctrl_loop.c) */
     int rc = 0;
     for (int i = 0; i < NINFORMERS && rc == 0; i++) {
-        in->arg[i] = (informer_arg){.c = c, .kind = i};
-        if (i == EV_PODGROUP && !podgroups_served(c))
+        in->arg[i] = (informer_arg){.in = in, .kind = i};
+        if (i == EV_PODGROUP && !podgroups_served(in))
             continue;
         void *(*main_fn)(void *) = informer_main;
-        if (i == EV_QUEUE && !(c->shared.queues_served = queues_served(c, true))) {
+        if (i == EV_QUEUE && !(in->queues_served = queues_served(in, true))) {
             in->queue_late = true;
             main_fn = queue_recheck_main;
         } else {
-            rc = informer_create(c, i, d);
+            rc = informer_create(in, i, d);
         }
-        if (rc == 0 && pthread_create(&in->thread[i], NULL, main_fn, &in->arg[i]) != 0)
-            rc = drv_fail(d, DRV_ENOMEM, "cannot start an informer thread");
+        int err = rc == 0 ? pthread_create(&in->thread[i], NULL, main_fn, &in->arg[i]) : 0;
+        if (err != 0)
+            rc = drv_fail(d, DRV_EIO, "cannot start an informer thread: %s", strerror(err));
         if (rc == 0)
             in->started[i] = true;
     }
     return rc;
 }
 
-bool ctrl_intake_synced(drv_ctrl *c)
+bool ctrl_intake_synced(ctrl_intake *in)
 {
     for (int i = 0; i < NINFORMERS; i++)
-        if (!(i == EV_QUEUE && c->intake.queue_late) && c->intake.informer[i] &&
-            !drv_informer_synced(c->intake.informer[i]))
+        if (!(i == EV_QUEUE && in->queue_late) && in->informer[i] &&
+            !drv_informer_synced(in->informer[i]))
             return false;
     return true;
 }
 
-void ctrl_intake_stop(drv_ctrl *c)
+void ctrl_intake_tell_stop(ctrl_intake *in)
 {
-    c->intake.stop = 1;
+    atomic_store(&in->stop, 1);
+}
+
+void ctrl_intake_stop(ctrl_intake *in)
+{
+    ctrl_intake_tell_stop(in);
     for (int i = 0; i < NINFORMERS; i++)
-        if (c->intake.started[i]) {
-            pthread_join(c->intake.thread[i], NULL);
-            c->intake.started[i] = false;
+        if (in->started[i]) {
+            pthread_join(in->thread[i], NULL);
+            in->started[i] = false;
         }
+}
+
+void ctrl_intake_fini(ctrl_intake *in)
+{
+    for (int i = 0; i < NINFORMERS; i++) {
+        drv_informer_free(in->informer[i]);
+        drv_kube_free(in->client[i]);
+    }
 }

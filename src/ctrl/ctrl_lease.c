@@ -1,20 +1,27 @@
 /*
  * ctrl_lease.c - `drover run`'s leader election through a coordination.k8s.io Lease, on its
  * own thread with its own API client, so that no lease request blocks the scheduler thread
- * (ctrl.h; the rules are client-go's, drv_ctrl_opts says which).
+ * (ctrl_lease.h; the rules are client-go's, drv_ctrl_opts says which).
  *
- * Owns: c->lease. The lease thread, started once the caches are synced, tries every retry_s
+ * Owns: its struct. The lease thread, started once the caches are synced, tries every retry_s
  * to take the lease (when it is free, or its holder has not renewed it for lease_s as measured
  * on our clock from when we saw its last renewal) or to renew it (when ours). When its view
- * changes it pushes an EV_LEASE event; the scheduler thread applies it (ctrl_lease_apply):
- * only the leader cycles, and a leader that lost the lease drops the binders' queue. A leader
- * that could not renew for renew_s stops leading. May touch: the event queue; on the scheduler
- * thread, the loop's leader flag, counters and the binder's queue.
+ * changes it pushes an EV_LEASE event; the scheduler thread applies it (ctrl_lease_apply, then
+ * the loop): only the leader cycles, and a leader that lost the lease drops the binders' queue.
+ * A leader that could not renew for renew_s stops leading. Touches: the event queue, the
+ * counters. Its waits run on the monotonic clock, as the expiry it measures does.
  *
  * Example (lease_s 15, renew_s 10, retry_s 2): A holds and renews every 2 s; A stops; B sees
  * the same renewTime for more than 15 s, takes the lease, and its next cycle schedules.
  */
-#include "ctrl.h"
+#include "ctrl_lease.h"
+
+#include "drover/clock.h"
+#include "kube/json.h"
+#include "kube/kthread.h"
+
+#include <stdio.h>
+#include <math.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +75,7 @@ static int lease_create(ctrl_lease *l, long *status, drv_diag *d)
 
 /* One attempt to take or renew the lease; returns whether we hold it afterwards. A failed
  * request is counted as an API error (another holding the lease is no failure). */
-static bool lease_try(drv_ctrl *c, ctrl_lease *l, double now)
+static bool lease_try(ctrl_lease *l, double now)
 {
     char path[800];
     snprintf(path, sizeof path, "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", l->ns,
@@ -84,7 +91,7 @@ static bool lease_try(drv_ctrl *c, ctrl_lease *l, double now)
         return true;
     }
     if (rc != DRV_EEXIST)
-        ctrl_count(c, &c->counters.stats.api_errors, 1);
+        ctrl_count(l->counters, &l->counters->stats.api_errors, 1);
     if (rc != DRV_EEXIST && rc != DRV_EIO)
         drv_log(DRV_LOG_WARN, "drover run: lease %s/%s: %s", l->ns, l->name, d.msg);
     else if (rc == DRV_EIO)
@@ -94,29 +101,35 @@ static bool lease_try(drv_ctrl *c, ctrl_lease *l, double now)
     return rc == DRV_EEXIST ? false : l->holding;
 }
 
+/* `until` (drv_clock_mono's seconds) as the absolute time of a CLOCK_MONOTONIC wait. */
+static struct timespec mono_deadline(double until)
+{
+    double whole = floor(until);
+    struct timespec ts = {(time_t)whole, (long)((until - whole) * 1e9)};
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
 static void *lease_main(void *arg)
 {
-    drv_ctrl *c = arg;
-    ctrl_lease *l = &c->lease;
+    ctrl_lease *l = arg;
     drv_kthread_name("drv-lease");
     pthread_mutex_lock(&l->mu);
     while (!l->stop) {
         pthread_mutex_unlock(&l->mu);
         double now = drv_clock_mono();
-        bool holding = lease_try(c, l, now);
+        bool holding = lease_try(l, now);
         if (holding != l->holding) {
             l->holding = holding;
             ctrl_event e = {.kind = EV_LEASE, .t = drv_clock_mono()};
             e.u.lease.leader = holding;
-            ctrl_events_push(c, &e, "a change of leadership");
+            ctrl_events_push(l->events, &e, "a change of leadership");
         }
         /* the next attempt retry_s after this one began */
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        double abs_t =
-            (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + (now + l->retry_s - drv_clock_mono());
-        ts.tv_sec = (time_t)abs_t;
-        ts.tv_nsec = (long)((abs_t - (double)ts.tv_sec) * 1e9);
+        struct timespec ts = mono_deadline(now + l->retry_s);
         pthread_mutex_lock(&l->mu);
         if (!l->stop)
             pthread_cond_timedwait(&l->cv, &l->mu, &ts);
@@ -127,38 +140,35 @@ static void *lease_main(void *arg)
 
 /* ---- the scheduler thread's side ------------------------------------------------------------ */
 
-/* The lease thread's view changed: this controller leads, or no longer does. */
-void ctrl_lease_apply(drv_ctrl *c, const ctrl_event *e)
+bool ctrl_lease_apply(ctrl_lease *l, const ctrl_event *e, bool *leader)
 {
-    ctrl_lease *l = &c->lease;
     bool on = e->u.lease.leader;
-    if (c->loop.leader == on)
-        return;
-    c->loop.leader = on;
+    if (*leader == on)
+        return false;
+    *leader = on;
     drv_log(on ? DRV_LOG_INFO : DRV_LOG_WARN, "drover run: %s the lease %s/%s as %s",
             on ? "acquired" : "lost", l->ns, l->name, l->identity);
-    pthread_mutex_lock(&c->counters.mu);
-    c->counters.stats.leader = on;
-    c->counters.stats.leaderships += on;
-    pthread_mutex_unlock(&c->counters.mu);
-    c->mirror.dirty = true;
-    if (!on)
-        ctrl_binder_drop_queued(c);
+    ctrl_counters_leader(l->counters, on);
+    return true;
 }
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
-int ctrl_lease_init(drv_ctrl *c, const drv_kube_config *cfg, drv_diag *d)
+int ctrl_lease_init(ctrl_lease *l, const drv_ctrl_opts *o, const drv_kube_config *cfg,
+                    ctrl_events *events, ctrl_counters *counters, drv_diag *d)
 {
-    ctrl_lease *l = &c->lease;
-    const drv_ctrl_opts *o = &c->o;
+    pthread_condattr_t a;
     pthread_mutex_init(&l->mu, NULL);
-    pthread_cond_init(&l->cv, NULL);
-    if (!o->lease_name) {
-        c->loop.leader = true;
-        c->counters.stats.leader = true;
+    l->events = events;
+    l->counters = counters;
+    int rc = pthread_condattr_init(&a);
+    if (rc == 0 && (rc = pthread_condattr_setclock(&a, CLOCK_MONOTONIC)) == 0)
+        rc = pthread_cond_init(&l->cv, &a);
+    pthread_condattr_destroy(&a);
+    if (rc != 0)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    if (!o->lease_name)
         return 0;
-    }
     snprintf(l->ns, sizeof l->ns, "%s", o->lease_namespace ? o->lease_namespace : "drover-system");
     snprintf(l->name, sizeof l->name, "%s", o->lease_name);
     if (o->identity) {
@@ -174,21 +184,25 @@ int ctrl_lease_init(drv_ctrl *c, const drv_kube_config *cfg, drv_diag *d)
     return drv_kube_new(&l->client, cfg, d);
 }
 
-int ctrl_lease_start(drv_ctrl *c, drv_diag *d)
+bool ctrl_lease_elects(const ctrl_lease *l)
 {
-    ctrl_lease *l = &c->lease;
+    return l->client != NULL;
+}
+
+int ctrl_lease_start(ctrl_lease *l, drv_diag *d)
+{
     if (!l->client || l->started)
         return 0;
     l->stop = false;
-    if (pthread_create(&l->thread, NULL, lease_main, c) != 0)
-        return drv_fail(d, DRV_ENOMEM, "cannot start the lease's thread");
+    int err = pthread_create(&l->thread, NULL, lease_main, l);
+    if (err != 0)
+        return drv_fail(d, DRV_EIO, "cannot start the lease's thread: %s", strerror(err));
     l->started = true;
     return 0;
 }
 
-void ctrl_lease_stop(drv_ctrl *c)
+void ctrl_lease_stop(ctrl_lease *l)
 {
-    ctrl_lease *l = &c->lease;
     if (!l->started)
         return;
     pthread_mutex_lock(&l->mu);
@@ -199,9 +213,9 @@ void ctrl_lease_stop(drv_ctrl *c)
     l->started = false;
 }
 
-void ctrl_lease_fini(drv_ctrl *c)
+void ctrl_lease_fini(ctrl_lease *l)
 {
-    drv_kube_free(c->lease.client);
-    pthread_cond_destroy(&c->lease.cv);
-    pthread_mutex_destroy(&c->lease.mu);
+    drv_kube_free(l->client);
+    pthread_cond_destroy(&l->cv);
+    pthread_mutex_destroy(&l->mu);
 }

@@ -1,16 +1,14 @@
 /*
  * ctrl_lifecycle.c - a TrainingJob's life in `drover run` as Kubeflow's operators lead it
- * (ctrl.h): its conditions, its failed pods restarted under restartPolicy and backoffLimit,
- * activeDeadlineSeconds, cleanPodPolicy, suspend and resume, replicas edited, invalid specs
- * failed with the field named, and its pods' peer environment (peers.h) with the headless
- * Service that makes their names resolve.
+ * (ctrl_lifecycle.h): its conditions, its failed pods restarted under restartPolicy and
+ * backoffLimit, activeDeadlineSeconds, cleanPodPolicy, suspend and resume, replicas edited,
+ * invalid specs failed with the field named; its status and Events.
  *
  * The rules are lifecycle.c's (pure); this unit feeds it each job's pods as the mirror has them
  * after a cycle, and acts on its answer: deletes the pods to restart (the next cycle places
  * them again, created bound), ends a finished job, and hands conditions and an Event per
  * transition to the writer. Owns: the lifecycle fields of the job records (scheduler thread),
- * and nothing else; ctrl_lifecycle_read_status runs on informer threads and touches only the
- * record it fills.
+ * and nothing else.
  *
  * Example: worker 1 of "mnist" (restartPolicy OnFailure, backoffLimit 1) fails: it is deleted
  * and created again (conditions: Restarting True, Running False; Event Restarting). It fails
@@ -20,63 +18,90 @@
  * A restarted controller carries on what the status says (conditions and their transition
  * times, startTime, restarts): a job it adopts gets no second Created, Scheduled or Running.
  */
-#include "ctrl.h"
-#include "peers.h"
+#include "ctrl_lifecycle.h"
 
+#include "ctrl_explain.h"
+
+#include "drover/clock.h"
+
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- reading a status back (informer threads) ---------------------------------------------- */
+/* ---- what is written about a job ------------------------------------------------------------ */
 
-static double time_at(json_t *o, const char *key)
+void ctrl_lifecycle_event(ctrl_lifecycle *lc, int32_t j, const char *type, const char *reason,
+                          const char *message)
 {
-    const char *s = json_string_value(json_object_get(o, key));
-    double t;
-    return s && drv_time_parse_rfc3339(s, &t) == 0 ? t : -1;
+    const job_record *jr = &lc->mirror->jobs[j];
+    char ns[256], name[256];
+    ctrl_name_str(lc->names, jr->ns, ns, sizeof ns);
+    ctrl_name_str(lc->names, jr->name, name, sizeof name);
+    ctrl_ref about = ctrl_ref_trainingjob(ns, name, jr->uid);
+    ctrl_writer_event(lc->writer, &about, type, reason, message);
 }
 
-void ctrl_lifecycle_read_status(json_t *status, tj_record *t)
+/* The roles the job has, and its pods per role that have succeeded and failed. */
+static void job_done_pods(const ctrl_mirror *m, int32_t job, status_request *r)
 {
-    t->start_time = time_at(status, "startTime");
-    t->completion_time = time_at(status, "completionTime");
-    json_t *n = json_object_get(status, "restarts");
-    t->restarts = json_is_integer(n) ? (int32_t)json_integer_value(n) : 0;
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(status, "conditions"), i, c)
-    {
-        const char *type = json_string_value(json_object_get(c, "type"));
-        for (int k = 0; type && k < DRV_NCONDS; k++) {
-            if (strcmp(type, drv_job_cond_name(k)) != 0)
-                continue;
-            drv_condition *x = &t->conds[k];
-            const char *st = json_string_value(json_object_get(c, "status"));
-            const char *reason = json_string_value(json_object_get(c, "reason"));
-            const char *msg = json_string_value(json_object_get(c, "message"));
-            x->set = true;
-            x->status = st && !strcmp(st, "True");
-            snprintf(x->reason, sizeof x->reason, "%s", reason ? reason : "");
-            snprintf(x->message, sizeof x->message, "%s", msg ? msg : "");
-            x->last_transition = time_at(c, "lastTransitionTime");
-        }
+    const drv_job *jb = &m->st.jobs[job];
+    for (int32_t k = 0; k < jb->pod_count; k++) {
+        const pod_record *pr = &m->pods[jb->pod_base + k];
+        int role = m->st.pods[jb->pod_base + k].role;
+        r->roles |= (uint8_t)(1u << role);
+        if (pr->presence == POD_PRESENT && pr->phase == DRV_KPOD_SUCCEEDED)
+            r->succeeded[role]++;
+        else if (pr->presence == POD_PRESENT && pr->phase == DRV_KPOD_FAILED)
+            r->failed[role]++;
     }
 }
 
-/* The condition that is True (the latest to become so), or -1. */
-static int8_t true_cond(const drv_condition conds[DRV_NCONDS])
+void ctrl_lifecycle_status(ctrl_lifecycle *lc, int32_t j, const char *message)
 {
-    int8_t best = -1;
-    for (int k = 0; k < DRV_NCONDS; k++)
-        if (conds[k].set && conds[k].status && k != DRV_COND_CREATED &&
-            (best < 0 || conds[k].last_transition >= conds[best].last_transition))
-            best = (int8_t)k;
-    return best;
+    job_record *jr = &lc->mirror->jobs[j];
+    int32_t active[DRV_NROLES];
+    bool running;
+    ctrl_mirror_job_active(lc->mirror, j, active, &running);
+    if (jr->written == jr->status && !memcmp(active, jr->wrote_active, sizeof active) &&
+        jr->wrote_changes == jr->cond_changes)
+        return;
+    if (jr->written >= ST_SUCCEEDED && jr->status < ST_SUCCEEDED) {
+        /* (a finished job's record never goes back: a TrainingJob created again under its name
+         * gets a record of its own) */
+        drv_log(DRV_LOG_ERROR, "a finished job's status asked %s: not written",
+                ctrl_status_name[jr->status]);
+        return;
+    }
+    status_request r;
+    memset(&r, 0, sizeof r);
+    char ns[256], name[256];
+    ctrl_name_str(lc->names, jr->ns, ns, sizeof ns);
+    ctrl_name_str(lc->names, jr->name, name, sizeof name);
+    snprintf(r.path, sizeof r.path,
+             "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs/%s/status", ns, name);
+    snprintf(r.rv, sizeof r.rv, "%s", jr->rv);
+    snprintf(r.phase, sizeof r.phase, "%s", ctrl_status_name[jr->status]);
+    snprintf(r.message, sizeof r.message, "%s", message);
+    memcpy(r.active, active, sizeof active);
+    job_done_pods(lc->mirror, j, &r);
+    r.master = jr->allreduce;
+    memcpy(r.conds, jr->conds, sizeof r.conds);
+    r.start_time = jr->start_time;
+    r.completion_time = jr->completion_time;
+    r.restarts = jr->restarts;
+    if (!ctrl_writer_status(lc->writer, jr->key, &r))
+        return;
+    jr->written = jr->status;
+    jr->wrote_changes = jr->cond_changes;
+    memcpy(jr->wrote_active, active, sizeof active);
 }
 
-void ctrl_lifecycle_init(drv_ctrl *c, int32_t j, const tj_record *t)
+/* ---- a new job ------------------------------------------------------------------------------ */
+
+void ctrl_lifecycle_init(ctrl_lifecycle *lc, int32_t j, const tj_record *t)
 {
-    job_record *jr = &c->mirror.jobs[j];
+    job_record *jr = &lc->mirror->jobs[j];
     const drv_ktrainingjob *k = &t->tj;
     jr->allreduce = k->allreduce;
     for (int r = 0; r < DRV_NROLES; r++)
@@ -87,7 +112,7 @@ void ctrl_lifecycle_init(drv_ctrl *c, int32_t j, const tj_record *t)
                                   .clean = (drv_clean_pods)k->clean_pods,
                                   .suspend = k->suspend};
     memcpy(jr->conds, t->conds, sizeof jr->conds);
-    jr->cond = true_cond(jr->conds);
+    jr->cond = drv_condition_current(jr->conds);
     jr->start_time = t->start_time;
     jr->completion_time = t->completion_time;
     jr->restarts = t->restarts;
@@ -101,7 +126,7 @@ void ctrl_lifecycle_init(drv_ctrl *c, int32_t j, const tj_record *t)
         const char *msg = "the TrainingJob was accepted by drover";
         drv_condition_set(jr->conds, DRV_COND_CREATED, true, "JobCreated", msg, drv_clock_wall());
         jr->cond_changes++;
-        ctrl_writer_event(c, j, "Normal", "JobCreated", msg);
+        ctrl_lifecycle_event(lc, j, "Normal", "JobCreated", msg);
     }
 }
 
@@ -109,12 +134,12 @@ void ctrl_lifecycle_init(drv_ctrl *c, int32_t j, const tj_record *t)
  * writing it, before this controller saw its pods say so): its word is taken as it is, phase,
  * conditions and completion time, so that finish() writes the same status back rather than a
  * Failed of its own (a job that succeeded was once written Failed this way: test_chaos). */
-void ctrl_lifecycle_finished_by_status(drv_ctrl *c, int32_t j, const tj_record *t)
+void ctrl_lifecycle_finished_by_status(ctrl_lifecycle *lc, int32_t j, const tj_record *t)
 {
-    job_record *jr = &c->mirror.jobs[j];
+    job_record *jr = &lc->mirror->jobs[j];
     jr->status = t->succeeded ? ST_SUCCEEDED : ST_FAILED;
     memcpy(jr->conds, t->conds, sizeof jr->conds);
-    jr->cond = true_cond(jr->conds);
+    jr->cond = drv_condition_current(jr->conds);
     if (t->start_time >= 0)
         jr->start_time = t->start_time;
     if (t->completion_time >= 0)
@@ -124,9 +149,10 @@ void ctrl_lifecycle_finished_by_status(drv_ctrl *c, int32_t j, const tj_record *
 /* ---- conditions and Events ------------------------------------------------------------------ */
 
 /* Makes cond True (the one True before False) and says so in an Event, when it changed. */
-static void transition(drv_ctrl *c, int32_t j, int cond, const char *reason, const char *message)
+static void transition(ctrl_lifecycle *lc, int32_t j, int cond, const char *reason,
+                       const char *message)
 {
-    job_record *jr = &c->mirror.jobs[j];
+    job_record *jr = &lc->mirror->jobs[j];
     double now = drv_clock_wall();
     bool same = jr->cond == cond && !strcmp(jr->conds[cond].reason, reason);
     if (jr->cond >= 0 && jr->cond != cond) {
@@ -139,54 +165,14 @@ static void transition(drv_ctrl *c, int32_t j, int cond, const char *reason, con
     jr->cond = (int8_t)cond;
     jr->cond_changes++;
     bool bad = cond == DRV_COND_FAILED || cond == DRV_COND_RESTARTING;
-    ctrl_writer_event(c, j, bad ? "Warning" : "Normal", reason, message);
-}
-
-/* ---- never fits ----------------------------------------------------------------------------- */
-
-bool ctrl_lifecycle_never_fits(const drv_ctrl *c, int32_t j, char *buf, size_t n)
-{
-    const ctrl_mirror *m = &c->mirror;
-    const drv_state *st = &m->st;
-    const drv_job *jb = &st->jobs[j];
-    if (st->nnodes == 0)
-        return false; /* no node seen yet: nothing to compare with */
-    drv_res all = {0, 0, 0}, need = drv_job_demand(jb);
-    for (int32_t i = 0; i < st->nnodes; i++)
-        all = drv_res_add(all, m->allocatable[i]);
-    for (int r = 0; r < DRV_NROLES; r++) {
-        if (jb->target[r] == 0)
-            continue;
-        drv_res q = jb->role[r].req;
-        bool one = false;
-        for (int32_t i = 0; i < st->nnodes && !one; i++)
-            one = drv_res_nonneg(drv_res_sub(m->allocatable[i], q));
-        if (!one) {
-            snprintf(buf, n,
-                     "it can never run: one %s pod asks for cpu %.1f, memory %.1f GiB, gpu %lld "
-                     "and no node allocates that much",
-                     drv_role_name(r), (double)q.cpu / 1000, (double)q.mem / (1 << 30),
-                     (long long)q.gpu);
-            return true;
-        }
-    }
-    if (drv_res_nonneg(drv_res_sub(all, need)))
-        return false;
-    snprintf(buf, n,
-             "it can never run: its gang of %d pods needs cpu %.1f, memory %.1f GiB, gpu %lld "
-             "together; the whole cluster (%d nodes) allocates cpu %.1f, memory %.1f GiB, gpu "
-             "%lld",
-             drv_job_wanted(jb), (double)need.cpu / 1000, (double)need.mem / (1 << 30),
-             (long long)need.gpu, st->nnodes, (double)all.cpu / 1000, (double)all.mem / (1 << 30),
-             (long long)all.gpu);
-    return true;
+    ctrl_lifecycle_event(lc, j, bad ? "Warning" : "Normal", reason, message);
 }
 
 /* ---- after a cycle -------------------------------------------------------------------------- */
 
 static int8_t obs_phase(const pod_record *p)
 {
-    if (p->exists != 1)
+    if (p->presence != POD_PRESENT)
         return DRV_OBS_ABSENT;
     switch (p->phase) {
     case DRV_KPOD_RUNNING:
@@ -202,9 +188,9 @@ static int8_t obs_phase(const pod_record *p)
 
 /* Ends job j (Succeeded or Failed): its pods leave the state, cleanPodPolicy says which are
  * deleted, and its final status is asked for. */
-static void finish(drv_ctrl *c, int32_t j, const drv_lifecycle_out *out)
+static void finish(ctrl_lifecycle *lc, int32_t j, const drv_lifecycle_out *out)
 {
-    ctrl_mirror *m = &c->mirror;
+    ctrl_mirror *m = lc->mirror;
     job_record *jr = &m->jobs[j];
     const drv_job *jb = &m->st.jobs[j];
     jr->status = out->state == DRV_COND_SUCCEEDED ? ST_SUCCEEDED : ST_FAILED;
@@ -216,10 +202,10 @@ static void finish(drv_ctrl *c, int32_t j, const drv_lifecycle_out *out)
             drv_state_unbind(&m->st, s);
         /* (A deleted TrainingJob's pods also go through the garbage collector, as their owner
          * is gone: deleting them here too only makes it sooner.) */
-        bool live = p->exists == 1 && !ctrl_pod_terminal(p->phase);
-        if ((out->delete_all && p->exists == 1) || (out->delete_running && live) ||
+        bool live = p->presence == POD_PRESENT && !ctrl_pod_terminal(p->phase);
+        if ((out->delete_all && p->presence == POD_PRESENT) || (out->delete_running && live) ||
             (jr->gone && live) || p->inflight)
-            ctrl_binder_delete(c, s);
+            ctrl_binder_delete(lc->binder, s);
     }
     if (jr->completion_time < 0)
         jr->completion_time = drv_clock_wall();
@@ -227,11 +213,10 @@ static void finish(drv_ctrl *c, int32_t j, const drv_lifecycle_out *out)
         /* (a status finished by someone else says so already: ctrl_lifecycle_finished_by_status
          * took its conditions, which are written back as they are) */
         if (jr->cond != out->state)
-            transition(c, j, out->state, out->reason, out->message);
-        ctrl_writer_status(c, j, out->state == DRV_COND_SUCCEEDED ? "finished" : "failed");
+            transition(lc, j, out->state, out->reason, out->message);
+        ctrl_lifecycle_status(lc, j, out->state == DRV_COND_SUCCEEDED ? "finished" : "failed");
     }
-    drv_state_set_phase(&m->st, j, DRV_JOB_DONE);
-    ctrl_count(c, &c->counters.stats.jobs_done, 1);
+    ctrl_mirror_end_job(m, j); /* (its pods are unbound already) */
 }
 
 /*
@@ -241,9 +226,9 @@ static void finish(drv_ctrl *c, int32_t j, const drv_lifecycle_out *out)
  * the pod record wants that node), as a migration to where it is. A training script sees its
  * process stopped and started again with new peers (docs/running.md: checkpoint and resume).
  */
-static void rerender(drv_ctrl *c, int32_t j)
+static void rerender(ctrl_lifecycle *lc, int32_t j)
 {
-    ctrl_mirror *m = &c->mirror;
+    ctrl_mirror *m = lc->mirror;
     job_record *jr = &m->jobs[j];
     const drv_job *jb = &m->st.jobs[j];
     if (jr->rendered[0] < 0)
@@ -254,7 +239,7 @@ static void rerender(drv_ctrl *c, int32_t j)
                  "its pods are re-created: their peers changed (workers %d -> %d); scripts "
                  "resume from their checkpoint",
                  jr->rendered[DRV_ROLE_WORKER], jb->target[DRV_ROLE_WORKER]);
-        ctrl_writer_event(c, j, "Normal", "PeersChanged", msg);
+        ctrl_lifecycle_event(lc, j, "Normal", "PeersChanged", msg);
         memcpy(jr->rendered, jb->target, sizeof jr->rendered);
         jr->env_gen++; /* (pods created from now on get the new environment) */
     }
@@ -267,13 +252,13 @@ static void rerender(drv_ctrl *c, int32_t j)
         pod_record *p = &m->pods[s];
         if (sp->index >= jb->target[sp->role])
             continue;
-        if (p->exists == 1 && !ctrl_pod_terminal(p->phase) && !p->inflight && p->want < 0 &&
-            p->env_gen != jr->env_gen) {
+        if (p->presence == POD_PRESENT && !ctrl_pod_terminal(p->phase) && !p->inflight &&
+            p->want < 0 && p->env_gen != jr->env_gen) {
             p->want = sp->node; /* bound: again where it is; unbound: placed by a cycle */
-            ctrl_binder_delete(c, s);
+            ctrl_binder_delete(lc->binder, s);
             jr->peers_pending = true;
         }
-        busy |= p->want >= 0 || (p->exists && p->env_gen != jr->env_gen);
+        busy |= p->want >= 0 || (p->presence != POD_ABSENT && p->env_gen != jr->env_gen);
     }
     /* Scaling while pods re-created for new peers are not all back; a failed pod re-created
      * alone (restartPolicy) is a restart, which the lifecycle reports as such. */
@@ -285,9 +270,9 @@ static void rerender(drv_ctrl *c, int32_t j)
 /* The job's state by lifecycle.c's rules from its pods as last seen, into *out. True when it
  * is over already (deleted, or its status finished by someone else): out says so. With
  * rerender, pods whose peer environment is stale are re-rendered first (after a cycle only). */
-static bool decide(drv_ctrl *c, int32_t j, bool rerender_env, drv_lifecycle_out *out)
+static bool decide(ctrl_lifecycle *lc, int32_t j, bool rerender_env, drv_lifecycle_out *out)
 {
-    ctrl_mirror *m = &c->mirror;
+    ctrl_mirror *m = lc->mirror;
     job_record *jr = &m->jobs[j];
     const drv_job *jb = &m->st.jobs[j];
     if (jr->gone || jr->status >= ST_SUCCEEDED) {
@@ -330,7 +315,7 @@ static bool decide(drv_ctrl *c, int32_t j, bool rerender_env, drv_lifecycle_out 
         in.replicas[r] = jb->target[r];
     }
     if (rerender_env)
-        rerender(c, j);
+        rerender(lc, j);
     in.scaling = jr->scaling;
     drv_lifecycle_step(&in, jr->cond < 0 ? DRV_COND_CREATED : jr->cond, out);
     if (obs != stack)
@@ -340,27 +325,27 @@ static bool decide(drv_ctrl *c, int32_t j, bool rerender_env, drv_lifecycle_out 
     return false;
 }
 
-bool ctrl_lifecycle_end_finished(drv_ctrl *c, int32_t j)
+bool ctrl_lifecycle_end_finished(ctrl_lifecycle *lc, int32_t j)
 {
-    if (c->mirror.jobs[j].members)
+    if (lc->mirror->jobs[j].members)
         return false; /* a pod group's end is its pods' (ctrl_podgroup.c) */
     drv_lifecycle_out out;
-    decide(c, j, false, &out);
+    decide(lc, j, false, &out);
     if (out.state != DRV_COND_SUCCEEDED && out.state != DRV_COND_FAILED)
         return false;
-    finish(c, j, &out);
+    finish(lc, j, &out);
     return true;
 }
 
-bool ctrl_lifecycle_reconcile(drv_ctrl *c, int32_t j)
+bool ctrl_lifecycle_reconcile(ctrl_lifecycle *lc, int32_t j)
 {
-    ctrl_mirror *m = &c->mirror;
+    ctrl_mirror *m = lc->mirror;
     job_record *jr = &m->jobs[j];
     const drv_job *jb = &m->st.jobs[j];
     drv_lifecycle_out out;
-    if (decide(c, j, true, &out) || out.state == DRV_COND_SUCCEEDED ||
+    if (decide(lc, j, true, &out) || out.state == DRV_COND_SUCCEEDED ||
         out.state == DRV_COND_FAILED) {
-        finish(c, j, &out);
+        finish(lc, j, &out);
         return true;
     }
     for (int32_t i = 0; i < out.nrestart; i++) {
@@ -368,26 +353,26 @@ bool ctrl_lifecycle_reconcile(drv_ctrl *c, int32_t j)
         m->pods[s].want = -1;
         if (m->st.pods[s].node >= 0)
             drv_state_unbind(&m->st, s);
-        ctrl_binder_delete(c, s);
+        ctrl_binder_delete(lc->binder, s);
         jr->restarts++;
         jr->cond_changes++; /* (status.restarts is to be written) */
         m->dirty = true;
     }
     char why[300];
-    if (out.state == DRV_COND_QUEUED && ctrl_lifecycle_never_fits(c, j, why, sizeof why))
-        transition(c, j, DRV_COND_QUEUED, "NeverFits", why);
-    else if (out.state == DRV_COND_QUEUED && ctrl_shared_nodes_why(c, j, why, sizeof why))
-        transition(c, j, DRV_COND_QUEUED, "NoNodeMatches", why); /* (and its Event) */
+    if (out.state == DRV_COND_QUEUED && ctrl_explain_never_fits(m, j, why, sizeof why))
+        transition(lc, j, DRV_COND_QUEUED, "NeverFits", why);
+    else if (out.state == DRV_COND_QUEUED && ctrl_explain_nodes(&m->st, j, why, sizeof why))
+        transition(lc, j, DRV_COND_QUEUED, "NoNodeMatches", why); /* (and its Event) */
     else
-        transition(c, j, out.state, out.reason, out.message);
+        transition(lc, j, out.state, out.reason, out.message);
     return false;
 }
 
 /* ---- suspend, edits, invalid jobs (scheduler thread, from the mirror) ----------------------- */
 
-void ctrl_lifecycle_suspend(drv_ctrl *c, int32_t j)
+void ctrl_lifecycle_suspend(ctrl_lifecycle *lc, int32_t j)
 {
-    ctrl_mirror *m = &c->mirror;
+    ctrl_mirror *m = lc->mirror;
     job_record *jr = &m->jobs[j];
     const drv_job *jb = &m->st.jobs[j];
     if (jr->suspended || jr->status >= ST_SUCCEEDED)
@@ -399,33 +384,33 @@ void ctrl_lifecycle_suspend(drv_ctrl *c, int32_t j)
         p->want = -1;
         if (m->st.pods[s].node >= 0)
             drv_state_unbind(&m->st, s);
-        if (p->exists == 1 || p->inflight)
-            ctrl_binder_delete(c, s);
+        if (p->presence == POD_PRESENT || p->inflight)
+            ctrl_binder_delete(lc->binder, s);
     }
     if (jb->phase != DRV_JOB_DONE)
         drv_state_set_phase(&m->st, j, DRV_JOB_DONE);
     jr->status = ST_PENDING;
-    transition(c, j, DRV_COND_SUSPENDED, "JobSuspended",
+    transition(lc, j, DRV_COND_SUSPENDED, "JobSuspended",
                "spec.runPolicy.suspend is true: the job's pods are deleted until it is resumed");
-    ctrl_writer_status(c, j, "suspended");
+    ctrl_lifecycle_status(lc, j, "suspended");
     m->dirty = true;
 }
 
-void ctrl_lifecycle_resumed(drv_ctrl *c, int32_t j, const job_record *old)
+void ctrl_lifecycle_resumed(ctrl_lifecycle *lc, int32_t j, const job_record *old)
 {
-    job_record *jr = &c->mirror.jobs[j];
+    job_record *jr = &lc->mirror->jobs[j];
     memcpy(jr->conds, old->conds, sizeof jr->conds);
     jr->cond = old->cond;
     jr->restarts = old->restarts;
     jr->start_time = old->start_time;
     jr->service_asked = old->service_asked; /* the Service outlives a suspension */
-    transition(c, j, DRV_COND_QUEUED, "JobResumed",
+    transition(lc, j, DRV_COND_QUEUED, "JobResumed",
                "spec.runPolicy.suspend is false: the job is queued again");
 }
 
-int ctrl_lifecycle_edit(drv_ctrl *c, int32_t j, const tj_record *t)
+int ctrl_lifecycle_edit(ctrl_lifecycle *lc, int32_t j, const tj_record *t)
 {
-    ctrl_mirror *m = &c->mirror;
+    ctrl_mirror *m = lc->mirror;
     job_record *jr = &m->jobs[j];
     const drv_job *jb = &m->st.jobs[j];
     jr->policy.backoff_limit = t->tj.backoff_limit;
@@ -447,7 +432,7 @@ int ctrl_lifecycle_edit(drv_ctrl *c, int32_t j, const tj_record *t)
                  "spec.replicaSpecs.Worker.replicas %d is outside the bounds the job was "
                  "created with [%d, %d]: not followed (delete and create the job to change them)",
                  want, w->min, w->max);
-        ctrl_writer_event(c, j, "Warning", "ReplicasNotFollowed", msg);
+        ctrl_lifecycle_event(lc, j, "Warning", "ReplicasNotFollowed", msg);
         return 0;
     }
     if (want == jb->target[DRV_ROLE_WORKER])
@@ -465,23 +450,23 @@ int ctrl_lifecycle_edit(drv_ctrl *c, int32_t j, const tj_record *t)
         m->pods[s].want = -1;
         if (sp->node >= 0)
             drv_state_unbind(&m->st, s);
-        if (m->pods[s].exists == 1 || m->pods[s].inflight)
-            ctrl_binder_delete(c, s);
+        if (m->pods[s].presence == POD_PRESENT || m->pods[s].inflight)
+            ctrl_binder_delete(lc->binder, s);
     }
-    ctrl_writer_event(c, j, "Normal", "ReplicasEdited", msg);
+    ctrl_lifecycle_event(lc, j, "Normal", "ReplicasEdited", msg);
     m->dirty = true;
     return 0;
 }
 
-void ctrl_lifecycle_invalid(drv_ctrl *c, const ctrl_event *e)
+void ctrl_lifecycle_invalid(ctrl_lifecycle *lc, const ctrl_event *e)
 {
     const tj_record *t = e->tj;
     if (t->conds[DRV_COND_FAILED].set && t->conds[DRV_COND_FAILED].status &&
         !strcmp(t->conds[DRV_COND_FAILED].reason, "Invalid"))
         return; /* said already */
     char ns[256], name[256];
-    ctrl_name_str(c, t->tj.ns, ns, sizeof ns);
-    ctrl_name_str(c, t->tj.name, name, sizeof name);
+    ctrl_name_str(lc->names, t->tj.ns, ns, sizeof ns);
+    ctrl_name_str(lc->names, t->tj.name, name, sizeof name);
     status_request r;
     memset(&r, 0, sizeof r);
     snprintf(r.path, sizeof r.path,
@@ -497,62 +482,24 @@ void ctrl_lifecycle_invalid(drv_ctrl *c, const ctrl_event *e)
     r.start_time = -1;
     r.completion_time = now;
     drv_log(DRV_LOG_WARN, "%s", t->invalid);
-    ctrl_writer_status_request(c, e->key, &r);
-    ctrl_writer_event_about(c, ns, name, t->uid, "Warning", "Invalid", t->invalid);
-}
-
-/* ---- peers ---------------------------------------------------------------------------------- */
-
-static void peer_job(drv_ctrl *c, int32_t j, drv_peer_job *pj, char *ns, char *name, size_t n)
-{
-    const job_record *jr = &c->mirror.jobs[j];
-    const drv_job *jb = &c->mirror.st.jobs[j];
-    ctrl_name_str(c, jr->ns, ns, n);
-    ctrl_name_str(c, jr->name, name, n);
-    *pj = (drv_peer_job){.ns = ns,
-                         .name = name,
-                         .framework =
-                             jr->allreduce ? DRV_FRAMEWORK_ALLREDUCE : DRV_FRAMEWORK_TENSORFLOW};
-    for (int r = 0; r < DRV_NROLES; r++)
-        pj->replicas[r] = jb->target[r];
-}
-
-void ctrl_lifecycle_pod_peers(drv_ctrl *c, int32_t slot, drv_peer_job *pj, char *ns, char *name,
-                              size_t n)
-{
-    const drv_pod *p = &c->mirror.st.pods[slot];
-    peer_job(c, p->job, pj, ns, name, n);
-    c->mirror.pods[slot].env_gen = c->mirror.jobs[p->job].env_gen;
-}
-
-void ctrl_lifecycle_service(drv_ctrl *c, int32_t j)
-{
-    job_record *jr = &c->mirror.jobs[j];
-    if (jr->service_asked)
-        return;
-    jr->service_asked = true;
-    char ns[256], name[256];
-    drv_peer_job pj;
-    peer_job(c, j, &pj, ns, name, sizeof ns);
-    char *text = drv_peers_service_json(&pj, jr->uid);
-    char path[400];
-    snprintf(path, sizeof path, "/api/v1/namespaces/%s/services", ns);
-    if (!text || ctrl_writer_post(c, path, text, true) != 0)
-        drv_log(DRV_LOG_ERROR, "out of memory: the Service of %s/%s not created", ns, name);
-    drv_free(text);
+    ctrl_writer_status(lc->writer, e->key, &r);
+    ctrl_ref about = ctrl_ref_trainingjob(ns, name, t->uid);
+    ctrl_writer_event(lc->writer, &about, "Warning", "Invalid", t->invalid);
 }
 
 /* Finished jobs past ttlSecondsAfterFinished are deleted; a job past its activeDeadlineSeconds
- * makes the mirror dirty (the cycle's reconcile fails it: decide()). Returns the earliest
- * deadline still to come (wall clock), INFINITY when none: the loop sleeps until then rather
- * than cycling to look (ctrl_loop.c). A deadline already passed is never returned (the loop
- * would wake at once, over and over): the cycle it asks for ends its job, and the next call
- * after that cycle finds the next one. O(jobs of the state) per call: finished jobs stay in
- * the state's arrays (a few hundred bytes each), so this visits every job the controller has
+ * makes the mirror dirty (the cycle's reconcile fails it: decide()). Returns the seconds until
+ * the earliest deadline still to come, INFINITY when none: the loop sleeps until then rather
+ * than cycling to look (ctrl_loop.c). The deadlines are the API's times (startTime,
+ * completionTime: wall clock), so they are compared with the wall clock here, and only their
+ * distance leaves, for the loop's monotonic clock. A deadline already passed is never returned
+ * (the loop would wake at once, over and over): the cycle it asks for ends its job, and the
+ * next call after that cycle finds the next one. O(jobs of the state) per call: finished jobs stay
+ * in the state's arrays (a few hundred bytes each), so this visits every job the controller has
  * seen since it started; it runs after each cycle and when a deadline comes. */
-double ctrl_lifecycle_expire(drv_ctrl *c)
+double ctrl_lifecycle_expire(ctrl_lifecycle *lc)
 {
-    ctrl_mirror *m = &c->mirror;
+    ctrl_mirror *m = lc->mirror;
     double now = drv_clock_wall(), next = INFINITY;
     for (int32_t j = 0; j < m->st.njobs; j++) {
         job_record *jr = &m->jobs[j];
@@ -573,76 +520,14 @@ double ctrl_lifecycle_expire(drv_ctrl *c)
             continue;
         }
         char ns[256], name[256], path[700];
-        ctrl_name_str(c, jr->ns, ns, sizeof ns);
-        ctrl_name_str(c, jr->name, name, sizeof name);
+        ctrl_name_str(lc->names, jr->ns, ns, sizeof ns);
+        ctrl_name_str(lc->names, jr->name, name, sizeof name);
         snprintf(path, sizeof path, "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs/%s", ns,
                  name);
-        if (ctrl_writer_delete(c, path) == 0)
+        if (ctrl_writer_delete(lc->writer, path) == 0)
             jr->ttl_done = true;
-        ctrl_writer_event(c, j, "Normal", "JobExpired",
-                          "ttlSecondsAfterFinished has passed since it finished: deleted");
+        ctrl_lifecycle_event(lc, j, "Normal", "JobExpired",
+                             "ttlSecondsAfterFinished has passed since it finished: deleted");
     }
-    return next;
-}
-
-/* ---- status (writer thread) ----------------------------------------------------------------- */
-
-static json_t *time_json(double t)
-{
-    char buf[40];
-    drv_time_rfc3339(buf, sizeof buf, t, false);
-    return json_string(buf);
-}
-
-int ctrl_lifecycle_write_status(json_t *obj, const status_request *r)
-{
-    json_t *st = json_object_get(obj, "status");
-    if (!json_is_object(st))
-        return DRV_ENOMEM;
-    /* The True condition last: Kubeflow's printer column reads .status.conditions[-1:]. */
-    json_t *list = json_array();
-    int8_t last = true_cond(r->conds);
-    for (int k = 0; list && k <= DRV_NCONDS; k++) {
-        int type = k == DRV_NCONDS ? last : k;
-        if (type < 0 || !r->conds[type].set || (k < DRV_NCONDS && type == last))
-            continue;
-        const drv_condition *x = &r->conds[type];
-        json_t *one =
-            json_pack("{s:s, s:s, s:s, s:s}", "type", drv_job_cond_name(type), "status",
-                      x->status ? "True" : "False", "reason", x->reason, "message", x->message);
-        if (!one ||
-            json_object_set_new(one, "lastTransitionTime", time_json(x->last_transition)) != 0 ||
-            json_array_append_new(list, one) != 0) {
-            json_decref(list);
-            return DRV_ENOMEM;
-        }
-    }
-    if (!list || json_object_set_new(st, "conditions", list) != 0 ||
-        json_object_set_new(st, "restarts", json_integer(r->restarts)) != 0)
-        return DRV_ENOMEM;
-    if (r->start_time >= 0 && json_object_set_new(st, "startTime", time_json(r->start_time)))
-        return DRV_ENOMEM;
-    if (r->completion_time >= 0 &&
-        json_object_set_new(st, "completionTime", time_json(r->completion_time)))
-        return DRV_ENOMEM;
-    json_t *rs = json_object_get(st, "replicaStatuses");
-    const char *key;
-    json_t *one;
-    json_object_foreach(rs, key, one)
-    {
-        int r2 = drv_role_parse(!strcmp(key, "Master") ? "chief" : key);
-        if (r2 < 0) {
-            char low[16];
-            snprintf(low, sizeof low, "%s", key);
-            for (char *q = low; *q; q++)
-                *q = (char)(*q >= 'A' && *q <= 'Z' ? *q + 32 : *q);
-            r2 = drv_role_parse(low);
-        }
-        if (r2 < 0)
-            continue;
-        if (json_object_set_new(one, "succeeded", json_integer(r->succeeded[r2])) != 0 ||
-            json_object_set_new(one, "failed", json_integer(r->failed[r2])) != 0)
-            return DRV_ENOMEM;
-    }
-    return 0;
+    return next - now;
 }

@@ -1,64 +1,24 @@
 /*
  * ctrl_metrics.c - `drover run`'s counters (drv_ctrl_get_stats), gang latencies
  * (drv_ctrl_latencies) and, when the caller gave a registry, the drover_* metrics that export
- * them (docs/running.md) (ctrl.h).
+ * them (docs/running.md) (ctrl_metrics.h).
  *
- * Owns: c->counters. Any thread counts under counters.mu; the scheduler thread exports the
+ * Owns: the counters. Any thread counts under counters.mu; the scheduler thread exports the
  * differences since its last export to the registry (which has its own locks) after each cycle
- * and after each batch of answers between cycles. Touches: the mirror's state, read for the job
- * gauges (scheduler thread).
+ * and after each batch of answers between cycles. Touches nothing else: the job gauges come in
+ * as numbers.
  */
-#include "ctrl.h"
+#include "ctrl_metrics.h"
 
+#include <stdio.h>
 #include <string.h>
 
-void ctrl_count(drv_ctrl *c, long *field, long by)
+static int register_metrics(ctrl_counters *k, drv_diag *d)
 {
-    pthread_mutex_lock(&c->counters.mu);
-    *field += by;
-    pthread_mutex_unlock(&c->counters.mu);
-}
-
-/* Records a gang's latency, and observes its "sent" figure in drover_decision_seconds. */
-void ctrl_counters_latency(drv_ctrl *c, const drv_ctrl_latency *l)
-{
-    ctrl_counters *k = &c->counters;
-    pthread_mutex_lock(&k->mu);
-    if (drv_grow(&k->lat, sizeof *k->lat, &k->cap_lat, k->nlat + 1) == 0)
-        k->lat[k->nlat++] = *l;
-    pthread_mutex_unlock(&k->mu);
-    if (c->o.metrics)
-        drv_metric_observe(k->latency_s, l->sent);
-}
-
-drv_ctrl_stats drv_ctrl_get_stats(drv_ctrl *c)
-{
-    pthread_mutex_lock(&c->counters.mu);
-    drv_ctrl_stats s = c->counters.stats;
-    pthread_mutex_unlock(&c->counters.mu);
-    /* every client's non-2xx answers, retried ones included (the budget counts them all; what
-     * the units count themselves would miss the client's retries) */
-    s.api_errors = drv_kube_budget_error_total(c->budget);
-    return s;
-}
-
-size_t drv_ctrl_latencies(drv_ctrl *c, drv_ctrl_latency *out, size_t n)
-{
-    pthread_mutex_lock(&c->counters.mu);
-    size_t have = (size_t)c->counters.nlat;
-    if (out)
-        memcpy(out, c->counters.lat, sizeof *out * (n < have ? n : have));
-    pthread_mutex_unlock(&c->counters.mu);
-    return have;
-}
-
-int ctrl_metrics_register(drv_ctrl *c, drv_diag *d)
-{
-    drv_metrics *r = c->o.metrics;
-    ctrl_counters *k = &c->counters;
+    drv_metrics *r = k->metrics;
     static const double lat[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                  0.01,   0.025,   0.05,   0.1,   0.25,   1};
-    const char *const prof[] = {"profile", c->prof.name, NULL};
+    const char *const prof[] = {"profile", k->profile, NULL};
     int rc = 0;
 #define COUNTER(field, name, help)                                                                 \
     if (!rc)                                                                                       \
@@ -90,14 +50,102 @@ int ctrl_metrics_register(drv_ctrl *c, drv_diag *d)
     return rc;
 }
 
+int ctrl_counters_init(ctrl_counters *k, drv_metrics *metrics, drv_kube_budget *budget,
+                       const char *profile, drv_diag *d)
+{
+    pthread_mutex_init(&k->mu, NULL);
+    k->metrics = metrics;
+    k->budget = budget;
+    k->profile = profile;
+    return metrics ? register_metrics(k, d) : 0;
+}
+
+void ctrl_counters_fini(ctrl_counters *k)
+{
+    drv_free(k->lat);
+    drv_free(k->api_errors);
+    drv_free(k->api_exported);
+    pthread_mutex_destroy(&k->mu);
+}
+
+void ctrl_count(ctrl_counters *k, long *field, long by)
+{
+    pthread_mutex_lock(&k->mu);
+    *field += by;
+    pthread_mutex_unlock(&k->mu);
+}
+
+void ctrl_counters_latency(ctrl_counters *k, const drv_ctrl_latency *l)
+{
+    pthread_mutex_lock(&k->mu);
+    if (drv_grow(&k->lat, sizeof *k->lat, &k->cap_lat, k->nlat + 1) == 0)
+        k->lat[k->nlat++] = *l;
+    pthread_mutex_unlock(&k->mu);
+    if (k->metrics)
+        drv_metric_observe(k->latency_s, l->sent);
+}
+
+void ctrl_counters_sample(ctrl_counters *k, double step, double loss)
+{
+    pthread_mutex_lock(&k->mu);
+    k->stats.samples++;
+    k->stats.last_step = step;
+    k->stats.last_loss = loss;
+    pthread_mutex_unlock(&k->mu);
+}
+
+void ctrl_counters_leader(ctrl_counters *k, bool on)
+{
+    pthread_mutex_lock(&k->mu);
+    k->stats.leader = on;
+    k->stats.leaderships += on;
+    pthread_mutex_unlock(&k->mu);
+}
+
+void ctrl_counters_synced(ctrl_counters *k)
+{
+    pthread_mutex_lock(&k->mu);
+    k->stats.synced = true;
+    pthread_mutex_unlock(&k->mu);
+    if (k->metrics)
+        drv_metrics_set_ready(k->metrics, true, NULL);
+}
+
+void ctrl_counters_cycle(ctrl_counters *k, double seconds)
+{
+    if (k->metrics)
+        drv_metric_observe(k->cycle_s, seconds);
+    ctrl_count(k, &k->stats.cycles, 1);
+}
+
+drv_ctrl_stats ctrl_counters_stats(ctrl_counters *k)
+{
+    pthread_mutex_lock(&k->mu);
+    drv_ctrl_stats s = k->stats;
+    pthread_mutex_unlock(&k->mu);
+    /* every client's non-2xx answers, retried ones included (the budget counts them all; what
+     * the units count themselves would miss the client's retries) */
+    s.api_errors = drv_kube_budget_error_total(k->budget);
+    return s;
+}
+
+size_t ctrl_counters_latencies(ctrl_counters *k, drv_ctrl_latency *out, size_t n)
+{
+    pthread_mutex_lock(&k->mu);
+    size_t have = (size_t)k->nlat;
+    if (out)
+        memcpy(out, k->lat, sizeof *out * (n < have ? n : have));
+    pthread_mutex_unlock(&k->mu);
+    return have;
+}
+
 /* drover_api_errors_total{code,verb,resource}: a counter per row of the budget, registered
  * when the row first appears (at most the budget's 128 rows), advanced by what the row gained
  * since the last export. */
-static void export_api_errors(drv_ctrl *c)
+static void export_api_errors(ctrl_counters *k)
 {
-    ctrl_counters *k = &c->counters;
     drv_kube_api_errors rows[128];
-    size_t n = drv_kube_budget_errors(c->budget, rows, 128);
+    size_t n = drv_kube_budget_errors(k->budget, rows, 128);
     if (n > 128)
         n = 128;
     for (size_t i = 0; i < n; i++) {
@@ -108,12 +156,11 @@ static void export_api_errors(drv_ctrl *c)
                 return; /* (out of memory: exported later) */
             char code[16];
             snprintf(code, sizeof code, "%ld", rows[i].code);
-            const char *const labels[] = {"profile",  c->prof.name,     "code",
-                                          code,       "verb",           rows[i].verb,
-                                          "resource", rows[i].resource, NULL};
+            const char *const labels[] = {"profile",    k->profile, "code",           code, "verb",
+                                          rows[i].verb, "resource", rows[i].resource, NULL};
             drv_diag d = {{0}};
             drv_metric *x = NULL;
-            if (drv_metrics_counter(c->o.metrics, "drover_api_errors_total",
+            if (drv_metrics_counter(k->metrics, "drover_api_errors_total",
                                     "API answers other than 2xx, retried ones included.", labels,
                                     &x, &d) != 0) {
                 drv_log(DRV_LOG_WARN, "drover_api_errors_total: %s", d.msg);
@@ -128,20 +175,17 @@ static void export_api_errors(drv_ctrl *c)
     }
 }
 
-/* Adds what changed since the last export (scheduler thread). The job gauges walk the live
- * jobs: with gauges only, after cycles. */
-void ctrl_metrics_export(drv_ctrl *c, bool gauges)
+void ctrl_metrics_export(ctrl_counters *k, const ctrl_gauges *gauges)
 {
-    if (!c->o.metrics)
+    if (!k->metrics)
         return;
-    ctrl_counters *k = &c->counters;
-    drv_ctrl_stats s = drv_ctrl_get_stats(c), *l = &k->exported;
+    drv_ctrl_stats s = ctrl_counters_stats(k), *l = &k->exported;
     drv_metric_add(k->cycles, (double)(s.cycles - l->cycles));
     drv_metric_add(k->binds, (double)(s.binds - l->binds));
     drv_metric_add(k->creates, (double)(s.creates - l->creates));
     drv_metric_add(k->deletes, (double)(s.deletes - l->deletes));
     drv_metric_add(k->resizes, (double)(s.resizes - l->resizes));
-    export_api_errors(c);
+    export_api_errors(k);
     drv_metric_add(k->status, (double)(s.status_writes - l->status_writes));
     drv_metric_add(k->events, (double)(s.events - l->events));
     drv_metric_add(k->samples, (double)(s.samples - l->samples));
@@ -149,17 +193,6 @@ void ctrl_metrics_export(drv_ctrl *c, bool gauges)
     *l = s;
     if (!gauges)
         return;
-    const drv_state *st = &c->mirror.st;
-    int32_t running = 0;
-    DRV_FOR_LIVE(st, j)
-    running += st->jobs[j].phase == DRV_JOB_RUNNING;
-    drv_metric_set(k->pending, st->npending);
-    drv_metric_set(k->running, running);
-}
-
-void ctrl_counters_fini(drv_ctrl *c)
-{
-    drv_free(c->counters.lat);
-    drv_free(c->counters.api_errors);
-    drv_free(c->counters.api_exported);
+    drv_metric_set(k->pending, gauges->pending);
+    drv_metric_set(k->running, gauges->running);
 }

@@ -2,9 +2,9 @@
  * ctrl_progress.c - `drover run`'s progress collector: every scrape period (the profile's
  * period within 1..60 s) its thread GETs the Prometheus text each running job's chief serves
  * (spec.progress) and hands the step and loss to the scheduler thread as EV_PROGRESS events,
- * which become the job's progress samples as the simulator's are (ctrl.h).
+ * which become the job's progress samples as the simulator's are (ctrl_progress.h).
  *
- * Owns: c->progress. The scheduler thread builds the next target list aside (progress.next,
+ * Owns: its struct. The scheduler thread builds the next target list aside (progress.next,
  * its own) and swaps it in under progress.mu after each cycle; the collector copies the list
  * under the same lock and scrapes without it. Plain HTTP through libcurl, 2 s per target,
  * at most 1 MiB of text. Touches nothing else but the event queue.
@@ -12,10 +12,13 @@
  * Example: a job with spec.progress {port: 9100, path: /metrics, step: train_step} whose
  * chief runs at 10.0.0.7 is scraped at http://10.0.0.7:9100/metrics.
  */
-#include "ctrl.h"
+#include "ctrl_progress.h"
 
+#include "drover/clock.h"
 #include "kube/kbuf.h"
+#include "kube/kthread.h"
 
+#include <stdio.h>
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <math.h>
@@ -47,12 +50,15 @@ static double prom_value(const char *text, const char *name)
     return NAN;
 }
 
-/* Which running jobs to scrape, and where: their chief's address (scheduler thread, after each
- * cycle). Built aside, then swapped in: the collector waits on progress.mu for a swap only. */
-void ctrl_progress_publish(drv_ctrl *c)
+void ctrl_progress_init(ctrl_progress *pg, double period, ctrl_events *events)
 {
-    ctrl_progress *pg = &c->progress;
-    const ctrl_mirror *m = &c->mirror;
+    pthread_mutex_init(&pg->mu, NULL);
+    pg->period_s = period < 1 ? 1 : period > 60 ? 60 : period;
+    pg->events = events;
+}
+
+void ctrl_progress_publish(ctrl_progress *pg, const ctrl_mirror *m)
+{
     int32_t n = 0;
     DRV_FOR_LIVE(&m->st, j)
     {
@@ -90,7 +96,7 @@ void ctrl_progress_publish(drv_ctrl *c)
 
 /* GETs one target; its step and loss become an event. A target that does not answer (or lacks
  * the step metric) is skipped until the next round, and logged at info level. */
-static void scrape(drv_ctrl *c, CURL *h, drv_kbuf *b, const scrape_target *t)
+static void scrape(ctrl_progress *pg, CURL *h, drv_kbuf *b, const scrape_target *t)
 {
     b->n = 0;
     if (b->p)
@@ -115,20 +121,19 @@ static void scrape(drv_ctrl *c, CURL *h, drv_kbuf *b, const scrape_target *t)
     ctrl_event e = {.kind = EV_PROGRESS, .key = t->key, .t = drv_clock_mono()};
     e.u.progress.step = step;
     e.u.progress.loss = prom_value(b->p, t->loss);
-    ctrl_events_push(c, &e, "a progress sample");
+    ctrl_events_push(pg->events, &e, "a progress sample");
 }
 
 static void *collector_main(void *arg)
 {
-    drv_ctrl *c = arg;
-    ctrl_progress *pg = &c->progress;
+    ctrl_progress *pg = arg;
     drv_kthread_name("drv-progress");
     CURL *h = curl_easy_init();
     scrape_target *ts = NULL;
     int32_t n = 0, cap = 0;
     drv_kbuf b = {.max = 1u << 20}; /* more than 1 MiB of metrics is refused */
     double next = drv_clock_mono();
-    while (h && !pg->stop) {
+    while (h && !atomic_load(&pg->stop)) {
         if (drv_clock_mono() < next) {
             usleep(20000);
             continue;
@@ -143,8 +148,8 @@ static void *collector_main(void *arg)
             n = pg->n;
         }
         pthread_mutex_unlock(&pg->mu);
-        for (int32_t i = 0; i < n && !pg->stop; i++)
-            scrape(c, h, &b, &ts[i]);
+        for (int32_t i = 0; i < n && !atomic_load(&pg->stop); i++)
+            scrape(pg, h, &b, &ts[i]);
     }
     drv_free(b.p);
     drv_free(ts);
@@ -153,28 +158,34 @@ static void *collector_main(void *arg)
     return NULL;
 }
 
-int ctrl_progress_start(drv_ctrl *c, drv_diag *d)
+int ctrl_progress_start(ctrl_progress *pg, drv_diag *d)
 {
-    ctrl_progress *pg = &c->progress;
-    pg->stop = 0;
-    pg->period_s = c->prof.period < 1 ? 1 : c->prof.period > 60 ? 60 : c->prof.period;
-    if (pthread_create(&pg->thread, NULL, collector_main, c) != 0)
-        return drv_fail(d, DRV_ENOMEM, "cannot start the progress collector's thread");
+    atomic_store(&pg->stop, 0);
+    int err = pthread_create(&pg->thread, NULL, collector_main, pg);
+    if (err != 0)
+        return drv_fail(d, DRV_EIO, "cannot start the progress collector's thread: %s",
+                        strerror(err));
     pg->started = true;
     return 0;
 }
 
-void ctrl_progress_stop(drv_ctrl *c)
+void ctrl_progress_tell_stop(ctrl_progress *pg)
 {
-    c->progress.stop = 1;
-    if (c->progress.started) {
-        pthread_join(c->progress.thread, NULL);
-        c->progress.started = false;
+    atomic_store(&pg->stop, 1);
+}
+
+void ctrl_progress_stop(ctrl_progress *pg)
+{
+    ctrl_progress_tell_stop(pg);
+    if (pg->started) {
+        pthread_join(pg->thread, NULL);
+        pg->started = false;
     }
 }
 
-void ctrl_progress_fini(drv_ctrl *c)
+void ctrl_progress_fini(ctrl_progress *pg)
 {
-    drv_free(c->progress.targets);
-    drv_free(c->progress.next);
+    drv_free(pg->targets);
+    drv_free(pg->next);
+    pthread_mutex_destroy(&pg->mu);
 }

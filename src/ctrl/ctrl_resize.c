@@ -18,7 +18,7 @@
  *              state is restored to the pod's limit as the informer last had it, and the wanted
  *              limit is dropped (the profile decides again at its next interval).
  *   seen       every watch event of the pod carries its limit: the state takes it, unless a
- *              resize of it is out (the assumption stands until its answer).
+ *              resize of it is out (the assumption stands until its answer; the mirror's).
  *
  * Only a pod of one container is resized: the state's per-pod limit is that container's (a
  * pod's limit is the sum of its containers', and which of several to change is not ours to
@@ -30,22 +30,26 @@
  * with 1.30 nothing is sent, the state keeps the template's 1000, and the worker gets 4000m when
  * it is next created.
  *
- * Owns: c->resize_served and c->resize_told (scheduler thread after start), the pod records'
- * api_cpu_limit and want_cpu_limit. Touches the state's pod limits (drv_state_set_cpu_limit).
+ * Owns: served and told (scheduler thread after start), the pod records' want_cpu_limit.
+ * Touches the state's pod limits (drv_state_set_cpu_limit; the mirror follows the API's,
+ * ctrl_mirror_cpu_limit_seen), the binder (the PATCH), counters.
  */
-#include "ctrl.h"
+#include "ctrl_resize.h"
 
+#include "kube/json.h"
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void ctrl_resize_discover(drv_ctrl *c)
+void ctrl_resize_discover(ctrl_resize *rz, drv_kube *client)
 {
     /* The resource list of the core group answers 200 on every version: one request, counted
      * for nothing when the subresource is absent (asking the subresource itself would 404). */
     drv_diag d = {{0}};
     long status = 0;
     json_t *list = NULL;
-    int rc = drv_kube_request(c->writer.client, "GET", "/api/v1", NULL, NULL, &status, &list, &d);
+    int rc = drv_kube_request(client, "GET", "/api/v1", NULL, NULL, &status, &list, &d);
     bool served = false;
     size_t i;
     json_t *r;
@@ -55,7 +59,7 @@ void ctrl_resize_discover(drv_ctrl *c)
         served |= name && strcmp(name, "pods/resize") == 0;
     }
     json_decref(list);
-    c->resize_served = served;
+    rz->served = served;
     drv_log(DRV_LOG_INFO, "pods/resize is %s: CPU limits a profile resizes are %s",
             served ? "served"
             : rc   ? d.msg
@@ -63,24 +67,12 @@ void ctrl_resize_discover(drv_ctrl *c)
             served ? "changed in place" : "given to each pod when it is next created");
 }
 
-/* The limit the API holds for slot s, as the state counts it: its pod's, or (none) its role's
- * as the state first had it. */
-static int64_t api_limit(const drv_ctrl *c, int32_t s)
-{
-    const drv_state *st = &c->mirror.st;
-    const drv_pod *p = &st->pods[s];
-    const drv_rolespec *r = &st->jobs[p->job].role[p->role];
-    if (c->mirror.pods[s].api_cpu_limit > 0)
-        return c->mirror.pods[s].api_cpu_limit;
-    return r->cpu_limit ? r->cpu_limit : r->req.cpu;
-}
-
 /* The name of the only container of slot s's pod template into buf; false when the template
  * has none or several (not resized: see the top). */
-static bool only_container(const drv_ctrl *c, int32_t s, char *buf, size_t n)
+static bool only_container(const ctrl_mirror *m, int32_t s, char *buf, size_t n)
 {
-    const drv_pod *p = &c->mirror.st.pods[s];
-    const char *tmpl = c->mirror.jobs[p->job].tmpl[p->role];
+    const drv_pod *p = &m->st.pods[s];
+    const char *tmpl = m->jobs[p->job].tmpl[p->role];
     json_t *tm = tmpl ? json_loads(tmpl, 0, NULL) : NULL;
     json_t *cs = json_object_get(json_object_get(tm, "spec"), "containers");
     const char *name = json_string_value(json_object_get(json_array_get(cs, 0), "name"));
@@ -91,28 +83,28 @@ static bool only_container(const drv_ctrl *c, int32_t s, char *buf, size_t n)
     return one;
 }
 
-static void tell_once(drv_ctrl *c)
+static void tell_once(ctrl_resize *rz)
 {
-    if (c->resize_told)
+    if (rz->told)
         return;
-    c->resize_told = true;
-    drv_log(DRV_LOG_INFO, "profile %s resizes CPU limits: %s (docs/running.md)", c->prof.name,
-            c->resize_served ? "in place, through pods/resize"
-                             : "pods/resize is not served, so each pod gets its new limit when "
-                               "it is next created");
+    rz->told = true;
+    drv_log(DRV_LOG_INFO, "profile %s resizes CPU limits: %s (docs/running.md)", rz->cfg->prof.name,
+            rz->served ? "in place, through pods/resize"
+                       : "pods/resize is not served, so each pod gets its new limit when "
+                         "it is next created");
 }
 
-int ctrl_resize_decided(drv_ctrl *c, const drv_decision *x)
+int ctrl_resize_decided(ctrl_resize *rz, const drv_decision *x)
 {
-    ctrl_mirror *m = &c->mirror;
+    ctrl_mirror *m = rz->mirror;
     int32_t s = x->pod;
     pod_record *p = &m->pods[s];
     char container[254];
-    if (m->jobs[m->st.pods[s].job].members || !only_container(c, s, container, sizeof container))
+    if (m->jobs[m->st.pods[s].job].members || !only_container(m, s, container, sizeof container))
         return 0; /* (another operator's pod, or one of several containers: not resized) */
-    tell_once(c);
+    tell_once(rz);
     /* Not now (the pod is being created, bound or deleted, or not there): at its creation. */
-    bool now = c->resize_served && p->exists == 1 && !ctrl_pod_terminal(p->phase) &&
+    bool now = rz->served && p->presence == POD_PRESENT && !ctrl_pod_terminal(p->phase) &&
                p->inflight == REQ_NONE && p->api_node >= 0 && p->api_node == m->st.pods[s].node;
     p->want_cpu_limit = x->value;
     if (!now)
@@ -126,54 +118,23 @@ int ctrl_resize_decided(drv_ctrl *c, const drv_decision *x)
     if (!own)
         return DRV_ENOMEM;
     drv_state_set_cpu_limit(&m->st, s, x->value); /* assumed until the answer */
-    int rc = ctrl_binder_resize(c, s, own);
+    int rc = ctrl_binder_resize(rz->binder, s, own);
     if (rc != 0)
-        drv_state_set_cpu_limit(&m->st, s, api_limit(c, s));
+        drv_state_set_cpu_limit(&m->st, s, ctrl_mirror_api_cpu_limit(m, s));
     return rc;
 }
 
-void ctrl_resize_answered(drv_ctrl *c, const ctrl_event *e)
+void ctrl_resize_answered(ctrl_resize *rz, const ctrl_event *e)
 {
-    ctrl_mirror *m = &c->mirror;
+    ctrl_mirror *m = rz->mirror;
     int32_t s = e->u.answer.slot;
     pod_record *p = &m->pods[s];
     if (e->u.answer.ok) {
         p->api_cpu_limit = m->st.pods[s].cpu_limit; /* (its watch event says so too) */
-        ctrl_count(c, &c->counters.stats.resizes, 1);
+        ctrl_count(rz->counters, &rz->counters->stats.resizes, 1);
         return;
     }
-    drv_state_set_cpu_limit(&m->st, s, api_limit(c, s));
+    drv_state_set_cpu_limit(&m->st, s, ctrl_mirror_api_cpu_limit(m, s));
     p->want_cpu_limit = 0;
     m->dirty = true;
-}
-
-void ctrl_resize_seen(drv_ctrl *c, int32_t slot, const drv_kpod *kp)
-{
-    ctrl_mirror *m = &c->mirror;
-    pod_record *p = &m->pods[slot];
-    p->api_cpu_limit = kp->cpu_limit;
-    if (p->inflight == REQ_RESIZE)
-        return; /* (the assumption stands until its answer) */
-    int64_t lim = api_limit(c, slot);
-    if (m->st.pods[slot].cpu_limit != lim) {
-        drv_state_set_cpu_limit(&m->st, slot, lim);
-        m->dirty = true;
-    }
-}
-
-int ctrl_resize_render(int64_t lim, json_t *pod)
-{
-    json_t *cs = json_object_get(json_object_get(pod, "spec"), "containers");
-    json_t *c0 = json_array_get(cs, 0);
-    if (lim <= 0 || json_array_size(cs) != 1 || !json_is_object(c0))
-        return 0;
-    json_t *res = json_object_get(c0, "resources");
-    if (!json_is_object(res) && json_object_set_new(c0, "resources", res = json_object()) != 0)
-        return DRV_ENOMEM;
-    json_t *limits = json_object_get(res, "limits");
-    if (!json_is_object(limits) && json_object_set_new(res, "limits", limits = json_object()) != 0)
-        return DRV_ENOMEM;
-    char q[32];
-    snprintf(q, sizeof q, "%lldm", (long long)lim);
-    return json_object_set_new(limits, "cpu", json_string(q)) != 0 ? DRV_ENOMEM : 0;
 }

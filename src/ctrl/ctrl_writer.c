@@ -1,18 +1,18 @@
 /*
- * ctrl_writer.c - `drover run`'s writer: TrainingJob status (phase, message, active replicas
- * per role) and Events, written by one thread with its own API client and work queue, so that
- * no write to the API delays a scheduling decision (ctrl.h).
+ * ctrl_writer.c - `drover run`'s writer: status subresources (TrainingJobs, PodGroups, Queues)
+ * and Events, written by one thread with its own API client and work queue, so that no write to
+ * the API delays a scheduling decision (ctrl_writer.h).
  *
  * It also creates the objects a job needs beside its pods (its headless Service), in order with
  * the Events, where a 409 (there already) is what was wanted.
  *
- * Owns: c->writer. The scheduler thread says what it wants written (ctrl_writer_status keeps
- * only the latest status per job; ctrl_writer_event queues Events in order) under writer.mu;
- * the writer thread takes them from there and writes them. A status is a JSON merge patch of
- * the status subresource whose metadata.resourceVersion is a precondition (write_status says
- * which version), so that a status computed before someone else's write never lands after it;
- * back-off and up to 8 retries; a 404 means the job is gone and drops it. May touch: counters
- * (what was written, what failed).
+ * Owns: its queue and thread. The scheduler thread says what it wants written
+ * (ctrl_writer_status keeps only the latest status per object; ctrl_writer_event queues Events
+ * in order) under the writer's lock; the writer thread takes them from there and writes them. A
+ * status is a JSON merge patch of the status subresource whose metadata.resourceVersion is a
+ * precondition (write_status says which version), so that a status computed before someone
+ * else's write never lands after it; back-off and up to 8 retries; a 404 means the object is
+ * gone and drops it. Touches: the counters (what was written, what failed).
  *
  * Example: a job goes Pending -> Running within one back-off: only "Running" is written. Its
  * TrainingJob at version 7 was written Pending by us (7 -> 8); "Running", computed from 7 (the
@@ -20,32 +20,32 @@
  * Succeeded in between (8 -> 9), "Running" would meet a 409 and be dropped once the scheduler
  * thread applies version 9 (the job then ends as that status says).
  */
-#include "ctrl.h"
+#include "ctrl_writer.h"
 
+#include "drover/clock.h"
+#include "kube/json.h"
+#include "kube/kthread.h"
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *const ctrl_phase_name[] = {"", "Pending", "Running", "Succeeded", "Failed"};
-
-/* Active replicas per role (bound and running), and whether every wanted pod runs (or has
- * succeeded already). */
-void ctrl_job_active(const drv_ctrl *c, int32_t job, int32_t active[DRV_NROLES], bool *all_running)
+int ctrl_writer_init(ctrl_writer *w, const drv_kube_config *cfg, ctrl_counters *counters,
+                     bool no_events, const char *source, drv_diag *d)
 {
-    const drv_state *st = &c->mirror.st;
-    const drv_job *jb = &st->jobs[job];
-    *all_running = drv_job_complete(jb) && drv_job_wanted(jb) > 0;
-    memset(active, 0, sizeof(int32_t) * DRV_NROLES);
-    for (int32_t k = 0; k < jb->pod_count; k++) {
-        const drv_pod *p = &st->pods[jb->pod_base + k];
-        const pod_record *pr = &c->mirror.pods[jb->pod_base + k];
-        if (p->node >= 0 && pr->phase == DRV_KPOD_RUNNING)
-            active[p->role]++;
-        else if (p->node >= 0 && pr->phase != DRV_KPOD_SUCCEEDED) /* (done: not waited for) */
-            *all_running = false;
-    }
+    pthread_mutex_init(&w->mu, NULL);
+    w->counters = counters;
+    w->no_events = no_events;
+    w->source = source;
+    int rc = drv_kube_new(&w->client, cfg, d);
+    if (rc != 0)
+        return rc;
+    if (!(w->queue = drv_workqueue_new(0.05, 30, NULL, NULL)))
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    return 0;
 }
 
-/* Makes status[key] a slot to fill in (under writer.mu). */
+/* Makes status[key] a slot to fill in (under w->mu). */
 static status_slot *status_slot_of(ctrl_writer *w, int32_t key)
 {
     int32_t old = w->cap_status;
@@ -58,21 +58,20 @@ static status_slot *status_slot_of(ctrl_writer *w, int32_t key)
     return w->status[key];
 }
 
-/* Queues r as the status to write for the job of interned key (the latest one wins). */
-static bool status_queue(drv_ctrl *c, int32_t key, const status_request *r)
+bool ctrl_writer_status(ctrl_writer *w, int32_t key, const status_request *r)
 {
     char k[32];
     snprintf(k, sizeof k, "s/%d", (int)key);
-    pthread_mutex_lock(&c->writer.mu);
-    status_slot *slot = status_slot_of(&c->writer, key);
+    pthread_mutex_lock(&w->mu);
+    status_slot *slot = status_slot_of(w, key);
     if (slot) {
         slot->r = *r;
         slot->gen++;
         slot->pending = true;
         slot->refused = false;
     }
-    pthread_mutex_unlock(&c->writer.mu);
-    if (!slot || drv_workqueue_add(c->writer.queue, k) != 0) {
+    pthread_mutex_unlock(&w->mu);
+    if (!slot || drv_workqueue_add(w->queue, k) != 0) {
         drv_log(DRV_LOG_ERROR, "out of memory: status at %s not written", r->path);
         return false;
     }
@@ -113,9 +112,8 @@ static void chain_wrote(status_chain *ch, const char *from, const char *to)
     snprintf(ch->v[ch->n++], sizeof ch->v[0], "%s", to);
 }
 
-void ctrl_writer_seen(drv_ctrl *c, int32_t key, const char *rv, bool finished)
+void ctrl_writer_seen(ctrl_writer *w, int32_t key, const char *rv, bool finished)
 {
-    ctrl_writer *w = &c->writer;
     char k[32];
     bool requeue = false;
     pthread_mutex_lock(&w->mu);
@@ -148,67 +146,6 @@ void ctrl_writer_seen(drv_ctrl *c, int32_t key, const char *rv, bool finished)
     }
 }
 
-void ctrl_writer_status_request(drv_ctrl *c, int32_t key, const status_request *r)
-{
-    status_queue(c, key, r);
-}
-
-/* The roles the job has, and its pods per role that have succeeded and failed. */
-static void job_done_pods(const drv_ctrl *c, int32_t job, status_request *r)
-{
-    const drv_job *jb = &c->mirror.st.jobs[job];
-    for (int32_t k = 0; k < jb->pod_count; k++) {
-        const pod_record *pr = &c->mirror.pods[jb->pod_base + k];
-        int role = c->mirror.st.pods[jb->pod_base + k].role;
-        r->roles |= (uint8_t)(1u << role);
-        if (pr->exists == 1 && pr->phase == DRV_KPOD_SUCCEEDED)
-            r->succeeded[role]++;
-        else if (pr->exists == 1 && pr->phase == DRV_KPOD_FAILED)
-            r->failed[role]++;
-    }
-}
-
-/* Asks for job's status to be written, when it differs from what was last asked. */
-void ctrl_writer_status(drv_ctrl *c, int32_t job, const char *message)
-{
-    job_record *jr = &c->mirror.jobs[job];
-    int32_t active[DRV_NROLES];
-    bool running;
-    ctrl_job_active(c, job, active, &running);
-    if (jr->written == jr->status && !memcmp(active, jr->wrote_active, sizeof active) &&
-        jr->wrote_changes == jr->cond_changes)
-        return;
-    if (jr->written >= ST_SUCCEEDED && jr->status < ST_SUCCEEDED) {
-        /* (a finished job's record never goes back: a TrainingJob created again under its name
-         * gets a record of its own) */
-        drv_log(DRV_LOG_ERROR, "a finished job's status asked %s: not written",
-                ctrl_phase_name[jr->status]);
-        return;
-    }
-    status_request r;
-    memset(&r, 0, sizeof r);
-    char ns[256], name[256];
-    ctrl_name_str(c, jr->ns, ns, sizeof ns);
-    ctrl_name_str(c, jr->name, name, sizeof name);
-    snprintf(r.path, sizeof r.path,
-             "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs/%s/status", ns, name);
-    snprintf(r.rv, sizeof r.rv, "%s", jr->rv);
-    snprintf(r.phase, sizeof r.phase, "%s", ctrl_phase_name[jr->status]);
-    snprintf(r.message, sizeof r.message, "%s", message);
-    memcpy(r.active, active, sizeof active);
-    job_done_pods(c, job, &r);
-    r.master = jr->allreduce;
-    memcpy(r.conds, jr->conds, sizeof r.conds);
-    r.start_time = jr->start_time;
-    r.completion_time = jr->completion_time;
-    r.restarts = jr->restarts;
-    if (!status_queue(c, jr->key, &r))
-        return;
-    jr->written = jr->status;
-    jr->wrote_changes = jr->cond_changes;
-    memcpy(jr->wrote_active, active, sizeof active);
-}
-
 /* Queues path and body (owned, then the queue's) to be POSTed in order with the Events. */
 static bool post_queue(ctrl_writer *w, char *path, char *body, bool conflict_ok)
 {
@@ -216,72 +153,118 @@ static bool post_queue(ctrl_writer *w, char *path, char *body, bool conflict_ok)
     bool ok = (body || conflict_ok) && path &&
               drv_grow(&w->events, sizeof *w->events, &w->cap_events, w->nevents + 1) == 0;
     if (ok)
-        w->events[w->nevents++] = (event_request){path, body, conflict_ok};
+        w->events[w->nevents++] =
+            (event_request){.path = path, .body = body, .conflict_ok = conflict_ok};
     pthread_mutex_unlock(&w->mu);
     return ok;
 }
 
-int ctrl_writer_post(drv_ctrl *c, const char *path, const char *body, bool conflict_ok)
+int ctrl_writer_post(ctrl_writer *w, const char *path, const char *body, bool conflict_ok)
 {
     char *p = drv_strdup(path), *b = drv_strdup(body);
-    if (!post_queue(&c->writer, p, b, conflict_ok)) {
+    if (!post_queue(w, p, b, conflict_ok)) {
         drv_free(p);
         drv_free(b);
         return DRV_ENOMEM;
     }
-    return drv_workqueue_add(c->writer.queue, "e") != 0 ? DRV_ENOMEM : 0;
+    return drv_workqueue_add(w->queue, "e") != 0 ? DRV_ENOMEM : 0;
 }
 
-int ctrl_writer_delete(drv_ctrl *c, const char *path)
+int ctrl_writer_delete(ctrl_writer *w, const char *path)
 {
     char *p = drv_strdup(path);
-    if (!post_queue(&c->writer, p, NULL, true)) {
+    if (!post_queue(w, p, NULL, true)) {
         drv_free(p);
         return DRV_ENOMEM;
     }
-    return drv_workqueue_add(c->writer.queue, "e") != 0 ? DRV_ENOMEM : 0;
+    return drv_workqueue_add(w->queue, "e") != 0 ? DRV_ENOMEM : 0;
 }
 
-/* Queues an Event about job (none with drv_ctrl_opts.no_events). */
-void ctrl_writer_event(drv_ctrl *c, int32_t job, const char *type, const char *reason,
+void ctrl_writer_event(ctrl_writer *w, const ctrl_ref *about, const char *type, const char *reason,
                        const char *message)
 {
-    const job_record *jr = &c->mirror.jobs[job];
-    char ns[256], name[256];
-    ctrl_name_str(c, jr->ns, ns, sizeof ns);
-    ctrl_name_str(c, jr->name, name, sizeof name);
-    ctrl_writer_event_about(c, ns, name, jr->uid, type, reason, message);
-}
-
-void ctrl_writer_event_about(drv_ctrl *c, const char *ns, const char *name, const char *uid,
-                             const char *type, const char *reason, const char *message)
-{
-    ctrl_writer_event_kind(c, "TrainingJob", "drover.dev/v1alpha1", ns, name, uid, type, reason,
-                           message);
-}
-
-void ctrl_writer_event_kind(drv_ctrl *c, const char *kind, const char *api_version, const char *ns,
-                            const char *name, const char *uid, const char *type, const char *reason,
-                            const char *message)
-{
-    if (c->o.no_events)
+    if (w->no_events)
         return;
-    ctrl_writer *w = &c->writer;
     char now[40];
     drv_time_rfc3339(now, sizeof now, drv_clock_wall(), false);
-    char *body = drv_kube_event_json(ns, kind, api_version, name, uid, type, reason, message, now,
-                                     c->scheduler);
+    char *body = drv_kube_event_json(about->ns, about->kind, about->api_version, about->name,
+                                     about->uid, type, reason, message, now, w->source);
     char *path = drv_malloc(300);
     if (body && path)
-        snprintf(path, 300, "/api/v1/namespaces/%s/events", ns);
+        snprintf(path, 300, "/api/v1/namespaces/%s/events", about->ns);
     bool ok = post_queue(w, path, body, false);
     if (!ok || drv_workqueue_add(w->queue, "e") != 0) {
         if (!ok) {
             drv_free(body);
             drv_free(path);
         }
-        drv_log(DRV_LOG_ERROR, "out of memory: Event %s of %s/%s not written", reason, ns, name);
+        drv_log(DRV_LOG_ERROR, "out of memory: Event %s of %s/%s not written", reason, about->ns,
+                about->name);
     }
+}
+
+/* ---- status as JSON (writer thread) --------------------------------------------------------- */
+
+static json_t *time_json(double t)
+{
+    char buf[40];
+    drv_time_rfc3339(buf, sizeof buf, t, false);
+    return json_string(buf);
+}
+
+/* The conditions (the True one last: Kubeflow's printer column reads .status.conditions[-1:]),
+ * restarts, start and completion times and per-role succeeded and failed counts of r into obj's
+ * status (a TrainingJob's, set by drv_kube_trainingjob_set_status). */
+static int set_job_status(json_t *obj, const status_request *r)
+{
+    json_t *st = json_object_get(obj, "status");
+    if (!json_is_object(st))
+        return DRV_ENOMEM;
+    json_t *list = json_array();
+    int8_t last = drv_condition_current(r->conds);
+    for (int k = 0; list && k <= DRV_NCONDS; k++) {
+        int type = k == DRV_NCONDS ? last : k;
+        if (type < 0 || !r->conds[type].set || (k < DRV_NCONDS && type == last))
+            continue;
+        const drv_condition *x = &r->conds[type];
+        json_t *one =
+            json_pack("{s:s, s:s, s:s, s:s}", "type", drv_job_cond_name(type), "status",
+                      x->status ? "True" : "False", "reason", x->reason, "message", x->message);
+        if (!one ||
+            json_object_set_new(one, "lastTransitionTime", time_json(x->last_transition)) != 0 ||
+            json_array_append_new(list, one) != 0) {
+            json_decref(list);
+            return DRV_ENOMEM;
+        }
+    }
+    if (!list || json_object_set_new(st, "conditions", list) != 0 ||
+        json_object_set_new(st, "restarts", json_integer(r->restarts)) != 0)
+        return DRV_ENOMEM;
+    if (r->start_time >= 0 && json_object_set_new(st, "startTime", time_json(r->start_time)))
+        return DRV_ENOMEM;
+    if (r->completion_time >= 0 &&
+        json_object_set_new(st, "completionTime", time_json(r->completion_time)))
+        return DRV_ENOMEM;
+    json_t *rs = json_object_get(st, "replicaStatuses");
+    const char *key;
+    json_t *one;
+    json_object_foreach(rs, key, one)
+    {
+        int r2 = drv_role_parse(!strcmp(key, "Master") ? "chief" : key);
+        if (r2 < 0) {
+            char low[16];
+            snprintf(low, sizeof low, "%s", key);
+            for (char *q = low; *q; q++)
+                *q = (char)(*q >= 'A' && *q <= 'Z' ? *q + 32 : *q);
+            r2 = drv_role_parse(low);
+        }
+        if (r2 < 0)
+            continue;
+        if (json_object_set_new(one, "succeeded", json_integer(r->succeeded[r2])) != 0 ||
+            json_object_set_new(one, "failed", json_integer(r->failed[r2])) != 0)
+            return DRV_ENOMEM;
+    }
+    return 0;
 }
 
 /* ---- the writer thread ---------------------------------------------------------------------- */
@@ -299,13 +282,12 @@ static int set_status(json_t *obj, void *arg)
     for (int k = 0; k < DRV_NROLES; k++)
         keys[k] = r->roles & (1u << k) ? drv_kube_tj_role_key(k, r->master) : NULL;
     int rc = drv_kube_trainingjob_set_status(obj, r->phase, r->message, r->active, keys);
-    return rc ? rc : ctrl_lifecycle_write_status(obj, r);
+    return rc ? rc : set_job_status(obj, r);
 }
 
 /* Writes every Event queued so far, in order. */
-static void write_events(drv_ctrl *c)
+static void write_events(ctrl_writer *w)
 {
-    ctrl_writer *w = &c->writer;
     pthread_mutex_lock(&w->mu);
     event_request *v = w->events;
     int32_t n = w->nevents;
@@ -319,12 +301,12 @@ static void write_events(drv_ctrl *c)
                                               &status, NULL, &d)
                            : drv_kube_delete(w->client, v[i].path, -1, "Background", &status, &d);
         if (rc == 0 && !v[i].conflict_ok) {
-            ctrl_count(c, &c->counters.stats.events, 1);
+            ctrl_count(w->counters, &w->counters->stats.events, 1);
         } else if (rc == 0 || (v[i].conflict_ok && status == (v[i].body ? 409 : 404))) {
             /* (created or deleted, or there already or gone already) */
         } else {
             drv_log(DRV_LOG_WARN, "%s", d.msg);
-            ctrl_count(c, &c->counters.stats.api_errors, 1);
+            ctrl_count(w->counters, &w->counters->stats.api_errors, 1);
         }
         drv_free(v[i].path);
         drv_free(v[i].body);
@@ -390,9 +372,8 @@ static void status_answered(ctrl_writer *w, int32_t id, uint32_t gen, const char
  * version (an injected 409, the object unchanged, passes). Other failures are retried with
  * back-off, up to 8 times; a 404 means the object is gone and drops it.
  */
-static void write_status(drv_ctrl *c, const char *key)
+static void write_status(ctrl_writer *w, const char *key)
 {
-    ctrl_writer *w = &c->writer;
     int32_t id = (int32_t)atol(key + 2);
     status_request r;
     char rv[24];
@@ -409,14 +390,14 @@ static void write_status(drv_ctrl *c, const char *key)
     free(body);
     status_answered(w, id, gen, rv, made, rc == 0, status == 404, status == 409);
     if (rc == 0) {
-        ctrl_count(c, &c->counters.stats.status_writes, 1);
+        ctrl_count(w->counters, &w->counters->stats.status_writes, 1);
         drv_workqueue_forget(w->queue, key);
     } else if (status == 404) {
         drv_workqueue_forget(w->queue, key); /* the job is gone (counted: every failure is) */
-        ctrl_count(c, &c->counters.stats.api_errors, 1);
+        ctrl_count(w->counters, &w->counters->stats.api_errors, 1);
     } else {
         drv_log(status == 409 ? DRV_LOG_INFO : DRV_LOG_WARN, "%s", d.msg);
-        ctrl_count(c, &c->counters.stats.api_errors, 1);
+        ctrl_count(w->counters, &w->counters->stats.api_errors, 1);
         if (drv_workqueue_retries(w->queue, key) < 8)
             drv_workqueue_retry(w->queue, key);
     }
@@ -424,39 +405,39 @@ static void write_status(drv_ctrl *c, const char *key)
 
 static void *writer_main(void *arg)
 {
-    drv_ctrl *c = arg;
+    ctrl_writer *w = arg;
     char key[32];
     drv_kthread_name("drv-writer");
-    while (drv_workqueue_get(c->writer.queue, key, sizeof key, true)) {
+    while (drv_workqueue_get(w->queue, key, sizeof key, true)) {
         if (!strcmp(key, "e"))
-            write_events(c);
+            write_events(w);
         else
-            write_status(c, key);
-        drv_workqueue_done(c->writer.queue, key);
+            write_status(w, key);
+        drv_workqueue_done(w->queue, key);
     }
     return NULL;
 }
 
-int ctrl_writer_start(drv_ctrl *c, drv_diag *d)
+int ctrl_writer_start(ctrl_writer *w, drv_diag *d)
 {
-    if (pthread_create(&c->writer.thread, NULL, writer_main, c) != 0)
-        return drv_fail(d, DRV_ENOMEM, "cannot start the writer's thread");
-    c->writer.started = true;
+    int err = pthread_create(&w->thread, NULL, writer_main, w);
+    if (err != 0)
+        return drv_fail(d, DRV_EIO, "cannot start the writer's thread: %s", strerror(err));
+    w->started = true;
     return 0;
 }
 
-void ctrl_writer_stop(drv_ctrl *c)
+void ctrl_writer_stop(ctrl_writer *w)
 {
-    if (!c->writer.started)
+    if (!w->started)
         return;
-    drv_workqueue_shutdown(c->writer.queue);
-    pthread_join(c->writer.thread, NULL);
-    c->writer.started = false;
+    drv_workqueue_shutdown(w->queue);
+    pthread_join(w->thread, NULL);
+    w->started = false;
 }
 
-void ctrl_writer_fini(drv_ctrl *c)
+void ctrl_writer_fini(ctrl_writer *w)
 {
-    ctrl_writer *w = &c->writer;
     drv_kube_free(w->client);
     if (w->queue)
         drv_workqueue_free(w->queue);
@@ -468,4 +449,5 @@ void ctrl_writer_fini(drv_ctrl *c)
         drv_free(w->events[i].body);
     }
     drv_free(w->events);
+    pthread_mutex_destroy(&w->mu);
 }

@@ -22,8 +22,8 @@
  * its pods' environment must be rendered again and the pods restarted (docs/running.md says what
  * a training script must do to survive that).
  */
-#ifndef DROVER_KUBE_PEERS_H
-#define DROVER_KUBE_PEERS_H
+#ifndef DROVER_CTRL_PEERS_H
+#define DROVER_CTRL_PEERS_H
 
 #include "drover/state.h"
 

@@ -4,7 +4,7 @@
  *
  * What a pod's body is stays defined by one function, pod_tree: the role's template parsed,
  * then the pod's names, labels, owner reference, schedulerName, nodeName, peer environment
- * (peers.h) and CPU limit (ctrl_resize_render) set in it. podbody_dump is that tree dumped (one
+ * (peers.h) and CPU limit (set_cpu_limit) set in it. podbody_dump is that tree dumped (one
  * jansson round trip per pod: it was the binder threads' largest cost in e2e_bind).
  *
  * podbody_render gives the same bytes from a shape: pod_tree run once with a marker string in
@@ -38,10 +38,14 @@
  * direct-mapped by the job's name and namespace and checked against its replicas and port, a
  * pod's TF_CONFIG is that part and its task part. Bounded: CLUSTERS cluster parts.
  */
-#include "ctrl.h"
+#include "podbody.h"
+
 #include "drover/hashmap.h"
+#include "kube/json.h"
 #include "kube/jsontext.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,6 +121,25 @@ static json_t *object_at(json_t *obj, const char *key)
     return x;
 }
 
+/* The wanted CPU limit (millicores; <= 0: none) into pod's first container, when it has exactly
+ * one (ctrl_resize.c: a pod of several containers is never resized). 0 or DRV_ENOMEM. */
+static int set_cpu_limit(int64_t lim, json_t *pod)
+{
+    json_t *cs = json_object_get(json_object_get(pod, "spec"), "containers");
+    json_t *c0 = json_array_get(cs, 0);
+    if (lim <= 0 || json_array_size(cs) != 1 || !json_is_object(c0))
+        return 0;
+    json_t *res = json_object_get(c0, "resources");
+    if (!json_is_object(res) && json_object_set_new(c0, "resources", res = json_object()) != 0)
+        return DRV_ENOMEM;
+    json_t *limits = json_object_get(res, "limits");
+    if (!json_is_object(limits) && json_object_set_new(res, "limits", limits = json_object()) != 0)
+        return DRV_ENOMEM;
+    char q[32];
+    snprintf(q, sizeof q, "%lldm", (long long)lim);
+    return json_object_set_new(limits, "cpu", json_string(q)) != 0 ? DRV_ENOMEM : 0;
+}
+
 /* The pod r creates, with s's strings: NULL when out of memory; *peers_rc: drv_peers_apply's
  * result (its message in d). */
 static json_t *pod_tree(const pod_render *r, const tree_strings *s, int *peers_rc, drv_diag *d)
@@ -144,7 +167,7 @@ static json_t *pod_tree(const pod_render *r, const tree_strings *s, int *peers_r
     json_object_set_new(tm, "apiVersion", json_string("v1"));
     json_object_set_new(tm, "kind", json_string("Pod"));
     *peers_rc = drv_peers_apply(&r->peers, r->role, r->rank, tm, d);
-    if (*peers_rc == DRV_ENOMEM || ctrl_resize_render(r->cpu_limit, tm) != 0) {
+    if (*peers_rc == DRV_ENOMEM || set_cpu_limit(r->cpu_limit, tm) != 0) {
         json_decref(tm);
         return NULL;
     }
@@ -211,7 +234,7 @@ static void mark(json_t *obj, const char *key, int slot, int *marks)
         (*marks)++;
 }
 
-/* Marks what drv_peers_apply and ctrl_resize_render set per pod in tm (as they find it: the first
+/* Marks what drv_peers_apply and set_cpu_limit set per pod in tm (as they find it: the first
  * env entry of each variable's name in each container, the only container's CPU limit). */
 static void mark_peers(const pod_render *r, json_t *tm, const char *const names[5], int n,
                        int *marks)

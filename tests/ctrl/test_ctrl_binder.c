@@ -14,6 +14,8 @@
  */
 #include "apiserver.h"
 #include "ctrl.h"
+#include "json.h"
+#include "drover/clock.h"
 #include "drover/policy.h"
 
 #include <setjmp.h>
@@ -84,8 +86,8 @@ static int teardown(void **state)
 static void sync_mirror(drv_ctrl *c, ctrl_event **batch, int32_t *cap)
 {
     for (int i = 0; i < 1000; i++) {
-        bool synced = ctrl_intake_synced(c);
-        int32_t n = ctrl_events_take(c, batch, cap, drv_clock_mono() + 0.01);
+        bool synced = ctrl_intake_synced(&c->intake);
+        int32_t n = ctrl_events_take(&c->events, batch, cap, drv_clock_mono() + 0.01);
         assert_int_equal(ctrl_apply_events(c, *batch, n), 0);
         if (synced)
             return;
@@ -97,7 +99,7 @@ static void sync_mirror(drv_ctrl *c, ctrl_event **batch, int32_t *cap)
 static void apply_answer(drv_ctrl *c, ctrl_event **batch, int32_t *cap)
 {
     for (int i = 0; i < 1000; i++) {
-        int32_t n = ctrl_events_take(c, batch, cap, drv_clock_mono() + 0.01);
+        int32_t n = ctrl_events_take(&c->events, batch, cap, drv_clock_mono() + 0.01);
         bool answered = false;
         for (int32_t k = 0; k < n; k++)
             answered |= (*batch)[k].kind == EV_ANSWER;
@@ -125,11 +127,11 @@ static drv_ctrl *open_ctrl_idle(ctrl_event **batch, int32_t *cap, fixture *f, dr
     drv_ctrl_opts o = {.profile = &prof, .binders = 1, .no_events = true, .metrics = m};
     drv_ctrl *c;
     assert_int_equal(drv_ctrl_new(&c, &f->cfg, &o, &d), 0);
-    c->loop.t0 = drv_clock_mono();
+    c->cfg.t0 = drv_clock_mono();
     c->loop.leader = true;
-    assert_int_equal(ctrl_intake_start(c, &d), 0);
+    assert_int_equal(ctrl_intake_start(&c->intake, &d), 0);
     sync_mirror(c, batch, cap);
-    ctrl_intake_stop(c);
+    ctrl_intake_stop(&c->intake);
     return c;
 }
 
@@ -146,7 +148,7 @@ static drv_ctrl *open_ctrl(ctrl_event **batch, int32_t *cap, fixture *f, drv_met
 {
     drv_ctrl *c = open_ctrl_idle(batch, cap, f, m);
     drv_diag d = {{0}};
-    assert_int_equal(ctrl_binder_start(c, &d), 0);
+    assert_int_equal(ctrl_binder_start(&c->binder, &d), 0);
     return c;
 }
 
@@ -159,9 +161,16 @@ static drv_ctrl *one_job(fixture *f, const char *job, ctrl_event **batch, int32_
     return open_ctrl(batch, cap, f, m);
 }
 
+/* One cycle, its requests handed over as the loop's send phase does. */
+static void run_cycle(drv_ctrl *c)
+{
+    assert_int_equal(ctrl_cycle_run(&c->cycle), 0);
+    ctrl_binder_flush(&c->binder);
+}
+
 static void close_ctrl(drv_ctrl *c, ctrl_event *batch)
 {
-    ctrl_binder_stop(c);
+    ctrl_binder_stop(&c->binder);
     drv_free(batch);
     drv_ctrl_free(c);
 }
@@ -187,7 +196,7 @@ static void test_conflict_is_read_not_undone(void **state)
     assert_int_equal(st->njobs, 1);
     int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
     assert_true(s >= 0);
-    assert_int_equal(c->mirror.pods[s].exists, 1);
+    assert_int_equal(c->mirror.pods[s].presence, POD_PRESENT);
     assert_int_equal(st->pods[s].node, -1);
     int32_t node_a = strcmp(drv_strtab_str(st->names, st->nodes[0].name), "node-a") ? 1 : 0;
     int32_t node_b = 1 - node_a;
@@ -197,9 +206,9 @@ static void test_conflict_is_read_not_undone(void **state)
         "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"cw-worker-0\"},"
         "\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":\"node-b\"}}");
     drv_diag d = {{0}};
-    assert_int_equal(ctrl_binder_start(c, &d), 0);
+    assert_int_equal(ctrl_binder_start(&c->binder, &d), 0);
     drv_state_bind(st, s, node_a);
-    assert_int_equal(ctrl_binder_place(c, s, node_a), 0);
+    assert_int_equal(ctrl_binder_place(&c->binder, s, node_a), 0);
     assert_int_equal(c->mirror.pods[s].inflight, REQ_BIND);
     apply_answer(c, &batch, &cap);
 
@@ -229,19 +238,19 @@ static void test_conflict_on_create_read_as_gone(void **state)
     drv_ctrl *c = one_job(f, job_cw1, &batch, &cap, m);
     drv_state *st = &c->mirror.st;
     int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
-    assert_int_equal(c->mirror.pods[s].exists, 0);
+    assert_int_equal(c->mirror.pods[s].presence, POD_ABSENT);
 
     drv_apiserver_fail_next(f->srv, 409, 1, 0);
     drv_state_bind(st, s, 0);
-    assert_int_equal(ctrl_binder_place(c, s, 0), 0);
+    assert_int_equal(ctrl_binder_place(&c->binder, s, 0), 0);
     assert_int_equal(c->mirror.pods[s].inflight, REQ_CREATE);
     apply_answer(c, &batch, &cap);
-    assert_int_equal(c->mirror.pods[s].exists, 0);
+    assert_int_equal(c->mirror.pods[s].presence, POD_ABSENT);
     assert_int_equal(st->pods[s].node, -1);
     drv_ctrl_stats stats = drv_ctrl_get_stats(c);
     assert_int_equal(stats.api_errors, 1); /* the 409 only: the read found no pod, no 404 */
     assert_int_equal(stats.creates, 0);
-    ctrl_metrics_export(c, false);
+    ctrl_metrics_export(&c->counters, NULL);
     char *text = drv_metrics_render(m);
     assert_non_null(strstr(text, "drover_api_errors_total{profile=\"gang-fifo\",code=\"409\","
                                  "verb=\"POST\",resource=\"pods\"} 1\n"));
@@ -250,14 +259,14 @@ static void test_conflict_on_create_read_as_gone(void **state)
 
     /* placed again: created (bound), not bound through pods/binding */
     drv_state_bind(st, s, 0);
-    assert_int_equal(ctrl_binder_place(c, s, 0), 0);
+    assert_int_equal(ctrl_binder_place(&c->binder, s, 0), 0);
     assert_int_equal(c->mirror.pods[s].inflight, REQ_CREATE);
     apply_answer(c, &batch, &cap);
     stats = drv_ctrl_get_stats(c);
     assert_int_equal(stats.creates, 1);
     assert_int_equal(stats.created_bound, 1);
     assert_int_equal(stats.binds, 0);
-    assert_int_equal(c->mirror.pods[s].exists, 1);
+    assert_int_equal(c->mirror.pods[s].presence, POD_PRESENT);
     close_ctrl(c, batch);
     drv_metrics_free(m);
 }
@@ -272,15 +281,15 @@ static void test_binding_404_forgets_the_pod(void **state)
     drv_ctrl *c = one_job(f, job_cw1, &batch, &cap, NULL);
     drv_state *st = &c->mirror.st;
     int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
-    c->mirror.pods[s].exists = 1; /* a wrong assumption */
+    c->mirror.pods[s].presence = POD_PRESENT; /* a wrong assumption */
     drv_state_bind(st, s, 0);
-    assert_int_equal(ctrl_binder_place(c, s, 0), 0);
+    assert_int_equal(ctrl_binder_place(&c->binder, s, 0), 0);
     assert_int_equal(c->mirror.pods[s].inflight, REQ_BIND);
     apply_answer(c, &batch, &cap);
-    assert_int_equal(c->mirror.pods[s].exists, 0);
+    assert_int_equal(c->mirror.pods[s].presence, POD_ABSENT);
     assert_int_equal(st->pods[s].node, -1);
     drv_state_bind(st, s, 0);
-    assert_int_equal(ctrl_binder_place(c, s, 0), 0);
+    assert_int_equal(ctrl_binder_place(&c->binder, s, 0), 0);
     assert_int_equal(c->mirror.pods[s].inflight, REQ_CREATE);
     apply_answer(c, &batch, &cap);
     close_ctrl(c, batch);
@@ -309,7 +318,7 @@ static void test_pod_being_deleted_holds_its_room(void **state)
 
     drv_state_unbind(st, s); /* its job ended */
     drv_apiserver_fail_next(f->srv, 409, 1, 0);
-    assert_int_equal(ctrl_binder_delete(c, s), 0);
+    assert_int_equal(ctrl_binder_delete(&c->binder, s), 0);
     assert_int_equal(drv_node_free(&st->nodes[0]).cpu, 3000); /* still held */
     apply_answer(c, &batch, &cap);
     /* read: there, not being deleted: sent again, the room still held */
@@ -333,18 +342,18 @@ static void test_room_of_a_placement_out_held(void **state)
     ctrl_event *batch = NULL;
     int32_t cap = 0;
     drv_ctrl *c = one_job(f, job_cw1, &batch, &cap, NULL);
-    ctrl_binder_stop(c); /* the creation stays out until the test answers it */
+    ctrl_binder_stop(&c->binder); /* the creation stays out until the test answers it */
     drv_state *st = &c->mirror.st;
     int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
     drv_state_bind(st, s, 0); /* (as a cycle assumes its decision) */
-    assert_int_equal(ctrl_binder_place(c, s, 0), 0);
+    assert_int_equal(ctrl_binder_place(&c->binder, s, 0), 0);
     assert_int_equal(c->mirror.pods[s].inflight, REQ_CREATE);
     assert_int_equal(drv_node_free(&st->nodes[0]).cpu, 3000);
     drv_state_unbind(st, s); /* its job ended (ctrl_lifecycle.c's finish) */
-    assert_int_equal(ctrl_binder_delete(c, s), 0);
+    assert_int_equal(ctrl_binder_delete(&c->binder, s), 0);
     assert_true(c->mirror.pods[s].delete_after);
     assert_int_equal(drv_node_free(&st->nodes[0]).cpu, 3000); /* held while it is out */
-    ctrl_binder_drop_queued(c); /* answered as failed: not created, nothing to hold */
+    ctrl_send_drop(&c->binder.send); /* answered as failed: not created, nothing to hold */
     apply_answer(c, &batch, &cap);
     assert_int_equal(c->mirror.pods[s].inflight, REQ_NONE);
     assert_int_equal(drv_node_free(&st->nodes[0]).cpu, 4000);
@@ -373,9 +382,9 @@ static void test_finished_job_not_placed_again(void **state)
     ctrl_event *batch = NULL;
     int32_t cap = 0;
     drv_ctrl *c = open_ctrl(&batch, &cap, f, NULL);
-    ctrl_binder_stop(c); /* what the cycle sends stays queued, for the test to see */
+    ctrl_binder_stop(&c->binder); /* what the cycle sends stays queued, for the test to see */
     drv_state *st = &c->mirror.st;
-    assert_int_equal(ctrl_cycle_run(c), 0);
+    run_cycle(c);
     assert_int_equal(st->jobs[0].phase, DRV_JOB_DONE);
     for (int32_t k = 0; k < st->jobs[0].pod_count; k++)
         assert_int_not_equal(c->mirror.pods[st->jobs[0].pod_base + k].inflight, REQ_CREATE);
@@ -415,12 +424,12 @@ static void test_partial_gang_rolled_back(void **state)
     ctrl_event *batch = NULL;
     int32_t cap = 0;
     drv_ctrl *c = open_ctrl(&batch, &cap, f, NULL);
-    ctrl_binder_stop(c); /* what the cycle sends stays queued, for the test to see */
+    ctrl_binder_stop(&c->binder); /* what the cycle sends stays queued, for the test to see */
     drv_state *st = &c->mirror.st;
     int32_t w0 = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0),
             w1 = drv_job_pod(st, 0, DRV_ROLE_WORKER, 1);
     assert_int_equal(st->pods[w0].node, 0);
-    assert_int_equal(ctrl_cycle_run(c), 0);
+    run_cycle(c);
     assert_int_equal(st->pods[w1].node, -1);
     assert_int_equal(st->pods[w0].node, -1);
     assert_int_equal(c->mirror.pods[w0].inflight, REQ_DELETE);
@@ -437,12 +446,12 @@ static void test_partial_gang_rolled_back_as_the_api_has_it(void **state)
     ctrl_event *batch = NULL;
     int32_t cap = 0;
     drv_ctrl *c = open_ctrl(&batch, &cap, f, NULL);
-    ctrl_binder_stop(c); /* what the cycle sends stays queued, for the test to see */
+    ctrl_binder_stop(&c->binder); /* what the cycle sends stays queued, for the test to see */
     drv_state *st = &c->mirror.st;
     int32_t w0 = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
     assert_int_equal(st->pods[w0].node, 0);
     drv_state_unbind(st, w0); /* the state's binding lost; the API's stays */
-    assert_int_equal(ctrl_cycle_run(c), 0);
+    run_cycle(c);
     assert_int_equal(c->mirror.pods[w0].inflight, REQ_DELETE);
     assert_int_equal(drv_node_free(&st->nodes[0]).cpu, 0); /* held until gone */
     close_ctrl(c, batch);
@@ -466,17 +475,17 @@ static void test_gang_failed_in_flight_rolled_back(void **state)
     int32_t w0 = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0),
             w1 = drv_job_pod(st, 0, DRV_ROLE_WORKER, 1);
     drv_apiserver_fail_next(f->srv, 500, 1, 0); /* the first creation (one binder: in order) */
-    assert_int_equal(ctrl_cycle_run(c), 0);
+    run_cycle(c);
     for (int i = 0; i < 2 && drv_ctrl_get_stats(c).creates < 1; i++)
         apply_answer(c, &batch, &cap);
     while (c->mirror.pods[w0].inflight || c->mirror.pods[w1].inflight)
         apply_answer(c, &batch, &cap);
     assert_int_equal(drv_ctrl_get_stats(c).creates, 1);
-    int32_t failed = c->mirror.pods[w0].exists ? w1 : w0, made = w0 + w1 - failed;
+    int32_t failed = c->mirror.pods[w0].presence != POD_ABSENT ? w1 : w0, made = w0 + w1 - failed;
     assert_int_equal(st->pods[failed].node, -1);
     /* the room it had is gone meanwhile */
     drv_state_set_node(st, 0, (drv_res){1000, 8LL << 30, 0}, true);
-    assert_int_equal(ctrl_cycle_run(c), 0);
+    run_cycle(c);
     assert_int_equal(st->pods[failed].node, -1);
     assert_int_equal(st->pods[made].node, -1);
     assert_int_equal(c->mirror.pods[made].inflight, REQ_DELETE);
@@ -503,7 +512,7 @@ static void test_template_node_name_ignored(void **state)
     assert_true(c->mirror.jobs[0].node_name);
     assert_null(strstr(c->mirror.jobs[0].tmpl[DRV_ROLE_WORKER], "nodeName"));
     /* 4 x 2 CPUs do not fit the 4-CPU node: the job waits, its pods created unbound */
-    assert_int_equal(ctrl_cycle_run(c), 0);
+    run_cycle(c);
     assert_int_equal(st->jobs[0].phase, DRV_JOB_PENDING);
     for (int i = 0; i < 4 && drv_ctrl_get_stats(c).creates < 4; i++)
         apply_answer(c, &batch, &cap);
@@ -540,7 +549,7 @@ static void test_creation_body_copied_when_queued(void **state)
     drv_state *st = &c->mirror.st;
     int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
     drv_state_bind(st, s, 0);
-    assert_int_equal(ctrl_binder_place(c, s, 0), 0);
+    assert_int_equal(ctrl_binder_place(&c->binder, s, 0), 0);
     assert_int_equal(c->mirror.pods[s].inflight, REQ_CREATE);
     job_record *jr = &c->mirror.jobs[0];
     drv_free(jr->tmpl[DRV_ROLE_WORKER]);
@@ -549,7 +558,7 @@ static void test_creation_body_copied_when_queued(void **state)
     assert_non_null(jr->tmpl[DRV_ROLE_WORKER]);
     c->mirror.pods[s].want_cpu_limit = 3000;
     drv_diag d = {{0}};
-    assert_int_equal(ctrl_binder_start(c, &d), 0);
+    assert_int_equal(ctrl_binder_start(&c->binder, &d), 0);
     apply_answer(c, &batch, &cap);
     assert_int_equal(drv_ctrl_get_stats(c).created_bound, 1);
 
@@ -568,7 +577,8 @@ static void test_creation_body_copied_when_queued(void **state)
     assert_string_equal(json_string_value(json_object_get(owner, "kind")), "TrainingJob");
     assert_string_equal(json_string_value(json_object_get(owner, "name")), "cw");
     assert_string_equal(json_string_value(json_object_get(spec, "nodeName")), "node-a");
-    assert_string_equal(json_string_value(json_object_get(spec, "schedulerName")), c->scheduler);
+    assert_string_equal(json_string_value(json_object_get(spec, "schedulerName")),
+                        c->cfg.scheduler);
     json_t *c0 = json_array_get(json_object_get(spec, "containers"), 0);
     assert_string_equal(json_string_value(json_object_get(c0, "image")), "t");
     assert_null(json_object_get(json_object_get(c0, "resources"), "limits"));
@@ -590,15 +600,15 @@ static ctrl_event echo(drv_ctrl *c, const char *node, const char *phase)
              "\"worker\",\"drover.dev/rank\":\"0\"}},\"spec\":{\"schedulerName\":\"%s\","
              "\"nodeName\":\"%s\",\"containers\":[{\"name\":\"main\",\"image\":\"t\","
              "\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]},\"status\":{\"phase\":\"%s\"}}",
-             c->scheduler, node, phase);
+             c->cfg.scheduler, node, phase);
     json_t *obj = drv_json_loadb(text, strlen(text), NULL);
     assert_non_null(obj);
     ctrl_event e = {.kind = EV_POD, .type = DRV_WATCH_ADDED, .t = drv_clock_mono()};
     drv_diag d = {{0}};
     assert_int_equal(drv_kube_decode_pod(obj, c->names.tab, &e.cur.pod, &d), 0);
     json_decref(obj);
-    e.key = ctrl_name_intern(c, "default/cw-worker-0");
-    e.job_key = ctrl_name_intern(c, "default/cw");
+    e.key = ctrl_name_intern(&c->names, "default/cw-worker-0");
+    e.job_key = ctrl_name_intern(&c->names, "default/cw");
     return e;
 }
 
@@ -611,9 +621,9 @@ static drv_ctrl *creation_out(fixture *f, ctrl_event **batch, int32_t *cap, int3
     drv_ctrl *c = open_ctrl_idle(batch, cap, f, NULL);
     drv_state *st = &c->mirror.st;
     *slot = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
-    *node = c->mirror.node_of[ctrl_name_find(c, "node-a")];
+    *node = c->mirror.node_of[ctrl_name_find(&c->names, "node-a")];
     drv_state_bind(st, *slot, *node); /* (as a cycle assumes its decision) */
-    assert_int_equal(ctrl_binder_place(c, *slot, *node), 0);
+    assert_int_equal(ctrl_binder_place(&c->binder, *slot, *node), 0);
     assert_int_equal(c->mirror.pods[*slot].inflight, REQ_CREATE);
     return c;
 }
@@ -633,11 +643,11 @@ static void test_echo_of_a_creation_asks_no_cycle(void **state)
         ctrl_event e = echo(c, "node-a", "Pending");
         assert_int_equal(ctrl_apply_events(c, &e, 1), 0);
         assert_false(c->mirror.dirty);
-        assert_int_equal(c->mirror.pods[s].exists, 1);
+        assert_int_equal(c->mirror.pods[s].presence, POD_PRESENT);
         assert_int_equal(c->mirror.pods[s].api_node, a);
         if (round == 0) {
             drv_diag d = {{0}};
-            assert_int_equal(ctrl_binder_start(c, &d), 0);
+            assert_int_equal(ctrl_binder_start(&c->binder, &d), 0);
             apply_answer(c, &batch, &cap);
             assert_false(c->mirror.dirty);
             assert_int_equal(drv_ctrl_get_stats(c).created_bound, 1);
@@ -652,7 +662,7 @@ static void test_echo_of_a_creation_asks_no_cycle(void **state)
     e = echo(c, "node-b", "Running");
     assert_int_equal(ctrl_apply_events(c, &e, 1), 0);
     assert_true(c->mirror.dirty);
-    assert_int_equal(st->pods[s].node, c->mirror.node_of[ctrl_name_find(c, "node-b")]);
+    assert_int_equal(st->pods[s].node, c->mirror.node_of[ctrl_name_find(&c->names, "node-b")]);
     close_ctrl(c, batch);
 }
 
@@ -672,7 +682,7 @@ static void test_answer_of_a_peer_recreation_asks_a_cycle(void **state)
     assert_int_equal(ctrl_apply_events(c, &e, 1), 0);
     assert_false(c->mirror.dirty);
     drv_diag d = {{0}};
-    assert_int_equal(ctrl_binder_start(c, &d), 0);
+    assert_int_equal(ctrl_binder_start(&c->binder, &d), 0);
     apply_answer(c, &batch, &cap);
     assert_true(c->mirror.dirty);
     close_ctrl(c, batch);
@@ -690,7 +700,7 @@ static void take_answers(drv_ctrl *c, ctrl_event **batch, int32_t *cap, int want
 {
     int got = 0;
     for (int i = 0; i < 3000 && got < want; i++) {
-        int32_t n = ctrl_events_take(c, batch, cap, drv_clock_mono() + 0.01);
+        int32_t n = ctrl_events_take(&c->events, batch, cap, drv_clock_mono() + 0.01);
         for (int32_t k = 0; k < n; k++)
             got += (*batch)[k].kind == EV_ANSWER;
         assert_int_equal(ctrl_apply_events(c, *batch, n), 0);
@@ -709,30 +719,30 @@ static void test_held_requests_go_in_batches(void **state)
     int32_t cap = 0;
     drv_ctrl *c = one_job_idle(f, job_big, &batch, &cap);
     drv_state *st = &c->mirror.st;
-    bind_queue *q = &c->binder.queue[QUEUE_URGENT];
-    int32_t node = c->mirror.node_of[ctrl_name_find(c, "node-a")];
+    bind_queue *q = &c->binder.send.queue[SEND_URGENT];
+    int32_t node = c->mirror.node_of[ctrl_name_find(&c->names, "node-a")];
     for (int round = 0; round < 2; round++) {
-        ctrl_binder_hold(c);
+        ctrl_binder_hold(&c->binder);
         for (int i = 0; i < BIG; i++) {
             int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, i);
             drv_state_bind(st, s, node);
-            assert_int_equal(ctrl_binder_place(c, s, node), 0);
+            assert_int_equal(ctrl_binder_place(&c->binder, s, node), 0);
             assert_int_equal(c->mirror.pods[s].inflight, REQ_CREATE);
             assert_int_equal(q->n - q->head, i < 63 ? 0 : 64);
         }
         if (round == 1)
             break;
-        ctrl_binder_drop_queued(c); /* (64 queued, 6 staged) */
+        ctrl_send_drop(&c->binder.send); /* (64 queued, 6 staged) */
         take_answers(c, &batch, &cap, BIG);
         for (int i = 0; i < BIG; i++) {
             int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, i);
             assert_int_equal(c->mirror.pods[s].inflight, REQ_NONE);
             assert_int_equal(st->pods[s].node, -1);
         }
-        ctrl_binder_flush(c);
+        ctrl_binder_flush(&c->binder);
         assert_int_equal(q->n - q->head, 0);
     }
-    ctrl_binder_flush(c);
+    ctrl_binder_flush(&c->binder);
     assert_int_equal(q->n - q->head, BIG);
     for (int i = 0; i < BIG; i++) {
         const bind_request *r = &q->v[q->head + i];
@@ -743,7 +753,7 @@ static void test_held_requests_go_in_batches(void **state)
         assert_string_equal(r->pod_path, want);
     }
     drv_diag d = {{0}};
-    assert_int_equal(ctrl_binder_start(c, &d), 0);
+    assert_int_equal(ctrl_binder_start(&c->binder, &d), 0);
     take_answers(c, &batch, &cap, BIG);
     assert_int_equal(drv_ctrl_get_stats(c).created_bound, BIG);
     close_ctrl(c, batch);
@@ -759,25 +769,25 @@ static void test_unqueued_request_answered_as_failed(void **state)
     drv_ctrl *c = one_job_idle(f, job_cw1, &batch, &cap);
     drv_state *st = &c->mirror.st;
     int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
-    int32_t node = c->mirror.node_of[ctrl_name_find(c, "node-a")];
-    ctrl_binder_hold(c);
+    int32_t node = c->mirror.node_of[ctrl_name_find(&c->names, "node-a")];
+    ctrl_binder_hold(&c->binder);
     drv_state_bind(st, s, node);
-    assert_int_equal(ctrl_binder_place(c, s, node), 0);
-    assert_null(c->binder.queue[QUEUE_URGENT].v); /* (staged: the queue never grew yet) */
-    drv_alloc_fail_at(1);                         /* the queue's first growth */
-    ctrl_binder_flush(c);
+    assert_int_equal(ctrl_binder_place(&c->binder, s, node), 0);
+    assert_null(c->binder.send.queue[SEND_URGENT].v); /* (staged: the queue never grew yet) */
+    drv_alloc_fail_at(1);                             /* the queue's first growth */
+    ctrl_binder_flush(&c->binder);
     assert_int_equal(drv_alloc_fail_pending(), 0);
     drv_alloc_fail_at(0);
-    bind_queue *q = &c->binder.queue[QUEUE_URGENT];
+    bind_queue *q = &c->binder.send.queue[SEND_URGENT];
     assert_int_equal(q->n - q->head, 0);
     take_answers(c, &batch, &cap, 1);
     assert_int_equal(c->mirror.pods[s].inflight, REQ_NONE);
     assert_int_equal(st->pods[s].node, -1);
     drv_state_bind(st, s, node);
-    assert_int_equal(ctrl_binder_place(c, s, node), 0); /* (not held: queued at once) */
+    assert_int_equal(ctrl_binder_place(&c->binder, s, node), 0); /* (not held: queued at once) */
     assert_int_equal(q->n - q->head, 1);
     drv_diag d = {{0}};
-    assert_int_equal(ctrl_binder_start(c, &d), 0);
+    assert_int_equal(ctrl_binder_start(&c->binder, &d), 0);
     take_answers(c, &batch, &cap, 1);
     assert_int_equal(drv_ctrl_get_stats(c).created_bound, 1);
     close_ctrl(c, batch);

@@ -8,6 +8,7 @@
  * render that always fell back would compare equal).
  */
 #include "ctrl.h"
+#include "json.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

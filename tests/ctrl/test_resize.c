@@ -12,6 +12,8 @@
  * resources taken from the patch.
  */
 #include "ctrl.h"
+#include "json.h"
+#include "drover/clock.h"
 #include "ctrl_fixture.h"
 #include "rbac_check.h"
 #include "drover/policy.h"
@@ -109,19 +111,19 @@ static void inside_start(fixture *f, inside *in)
     in->cfg.component = "run"; /* told apart from the test's own requests (rbac_check.h) */
     assert_int_equal(drv_ctrl_new(&in->c, &in->cfg, &o, &d), 0);
     drv_ctrl *c = in->c;
-    c->loop.t0 = drv_clock_mono();
+    c->cfg.t0 = drv_clock_mono();
     c->loop.leader = true;
-    assert_int_equal(ctrl_intake_start(c, &d), 0);
-    ctrl_resize_discover(c);
+    assert_int_equal(ctrl_intake_start(&c->intake, &d), 0);
+    ctrl_resize_discover(&c->resize, c->writer.client);
     for (int i = 0; i < 1000; i++) {
-        bool synced = ctrl_intake_synced(c);
-        int32_t n = ctrl_events_take(c, &in->batch, &in->cap, drv_clock_mono() + 0.01);
+        bool synced = ctrl_intake_synced(&c->intake);
+        int32_t n = ctrl_events_take(&c->events, &in->batch, &in->cap, drv_clock_mono() + 0.01);
         assert_int_equal(ctrl_apply_events(c, in->batch, n), 0);
         if (synced)
             break;
     }
-    ctrl_intake_stop(c);
-    assert_int_equal(ctrl_binder_start(c, &d), 0);
+    ctrl_intake_stop(&c->intake);
+    assert_int_equal(ctrl_binder_start(&c->binder, &d), 0);
     assert_int_equal(c->mirror.st.njobs, 1);
     in->slot = c->mirror.st.jobs[0].pod_base;
     assert_true(c->mirror.st.pods[in->slot].node >= 0); /* adopted where the API has it */
@@ -131,7 +133,7 @@ static void inside_start(fixture *f, inside *in)
 static void inside_answer(inside *in)
 {
     for (int i = 0; i < 1000; i++) {
-        int32_t n = ctrl_events_take(in->c, &in->batch, &in->cap, drv_clock_mono() + 0.01);
+        int32_t n = ctrl_events_take(&in->c->events, &in->batch, &in->cap, drv_clock_mono() + 0.01);
         bool answered = false;
         for (int32_t k = 0; k < n; k++)
             answered |= in->batch[k].kind == EV_ANSWER;
@@ -144,7 +146,7 @@ static void inside_answer(inside *in)
 
 static void inside_stop(inside *in)
 {
-    ctrl_binder_stop(in->c);
+    ctrl_binder_stop(&in->c->binder);
     drv_free(in->batch);
     drv_ctrl_free(in->c);
 }
@@ -170,10 +172,10 @@ static void test_resized_in_place(void **state)
     inside in;
     inside_start(f, &in);
     drv_ctrl *c = in.c;
-    assert_true(c->resize_served);
+    assert_true(c->resize.served);
     assert_int_equal(c->mirror.st.pods[in.slot].cpu_limit, 1000); /* no limit: its request */
     drv_decision x = resize_to(&in, 2500);
-    assert_int_equal(ctrl_resize_decided(c, &x), 0);
+    assert_int_equal(ctrl_resize_decided(&c->resize, &x), 0);
     assert_int_equal(c->mirror.pods[in.slot].inflight, REQ_RESIZE);
     assert_int_equal(c->mirror.st.pods[in.slot].cpu_limit, 2500); /* assumed meanwhile */
     inside_answer(&in);
@@ -197,7 +199,7 @@ static void test_refused_resize_restores(void **state)
     drv_ctrl *c = in.c;
     assert_int_equal(c->mirror.st.pods[in.slot].cpu_limit, 1000);
     drv_decision x = resize_to(&in, 3000);
-    assert_int_equal(ctrl_resize_decided(c, &x), 0);
+    assert_int_equal(ctrl_resize_decided(&c->resize, &x), 0);
     assert_int_equal(c->mirror.st.pods[in.slot].cpu_limit, 3000);
     inside_answer(&in);
     char buf[32];
@@ -219,10 +221,10 @@ static void test_applied_at_next_creation(void **state)
     inside in;
     inside_start(f, &in);
     drv_ctrl *c = in.c;
-    assert_false(c->resize_served);
+    assert_false(c->resize.served);
     long before = drv_apiserver_requests(f->srv);
     drv_decision x = resize_to(&in, 2500);
-    assert_int_equal(ctrl_resize_decided(c, &x), 0);
+    assert_int_equal(ctrl_resize_decided(&c->resize, &x), 0);
     assert_int_equal(c->mirror.pods[in.slot].inflight, REQ_NONE); /* nothing sent */
     assert_int_equal(c->mirror.st.pods[in.slot].cpu_limit, 1000);
     char buf[32];
@@ -234,13 +236,13 @@ static void test_applied_at_next_creation(void **state)
     assert_int_equal(
         drv_kube_delete(f->k, "/api/v1/namespaces/default/pods/rz-worker-0", 0, NULL, &status, &d),
         0);
-    c->mirror.pods[in.slot].exists = 0;
-    assert_int_equal(ctrl_binder_create(c, in.slot, c->mirror.st.pods[in.slot].node), 0);
+    c->mirror.pods[in.slot].presence = POD_ABSENT;
+    assert_int_equal(ctrl_binder_create(&c->binder, in.slot, c->mirror.st.pods[in.slot].node), 0);
     inside_answer(&in);
     assert_string_equal(server_cpu(f, "limits", buf, sizeof buf), "2500m");
     assert_string_equal(server_cpu(f, "requests", buf, sizeof buf), "1");
     drv_kpod kp = {.cpu_limit = 2500};
-    ctrl_resize_seen(c, in.slot, &kp); /* (its watch event, as the mirror applies it) */
+    ctrl_mirror_cpu_limit_seen(&c->mirror, in.slot, &kp); /* (its watch event, as applied) */
     assert_int_equal(c->mirror.st.pods[in.slot].cpu_limit, 2500);
     assert_int_equal(drv_ctrl_get_stats(c).resizes, 0);
     inside_stop(&in);

@@ -38,7 +38,7 @@ int ctrl_binder_init(ctrl_binder *b, const drv_kube_config *kcfg, ctrl_mirror *m
     b->writer = writer;
     b->counters = counters;
     b->cfg = cfg;
-    return ctrl_send_init(&b->send, kcfg, cfg->o.binders, events, names, d);
+    return ctrl_send_init(&b->send, kcfg, cfg->o.binders, 0, events, names, d);
 }
 
 int ctrl_binder_start(ctrl_binder *b, drv_diag *d)

@@ -1,15 +1,23 @@
 /*
- * ctrl_send.c - `drover run`'s binder threads and the queues that feed them
+ * ctrl_send.c - `drover run`'s binder threads and the bounded rings that feed them
  * (ctrl_send.h).
  *
  * The scheduler thread submits; while a cycle holds (ctrl_send_hold .. ctrl_send_flush) the
- * requests gather in the staged list and reach the queues every HELD_MAX under one lock with one
+ * requests gather in the staged list and reach the rings every HELD_MAX under one lock with one
  * wake-up. In e2e_bind, 2,000 creations in one cycle took a lock and woke a binder thread each;
  * the binders still start after the first 64. A binder thread takes the oldest request (urgent
- * queue first), renders a creation's body (podbody.c: here rather than on the scheduler thread,
+ * ring first), renders a creation's body (podbody.c: here rather than on the scheduler thread,
  * where it was a quarter of its CPU), sends it, and pushes the answer. After a 409 it reads the
  * pod, so that a conflict is resolved by what the API has, never guessed.
  *
+ * The rings are bounded (ctrl_send.h says by what, and what happens at the bound): a hand-over
+ * moves each staged request whose ring has room, in order, and keeps the others staged;
+ * nothing is answered failed for want of room. O(staged) a hand-over, under one lock.
+ *
+ * Example (ring_cap 4, binder threads stopped): six deletions submitted outside a cycle go, the
+ * first four into the urgent ring, the last two stay staged; once a thread runs, each request
+ * it takes frees a place and its answer wakes the loop, whose next flush hands the two over.
+ * Six answers come back, in order (one thread).
  */
 #include "ctrl_send.h"
 
@@ -41,6 +49,27 @@ static int class_of(const bind_request *r)
     return r->request == REQ_CREATE && r->node < 0 ? SEND_BACKGROUND : SEND_URGENT;
 }
 
+/* ---- the rings (under s->mu) ---------------------------------------------------------------- */
+
+static bool ring_full(const bind_ring *q)
+{
+    return q->n == q->cap;
+}
+
+static void ring_push(bind_ring *q, const bind_request *r)
+{
+    q->v[(q->head + q->n) % q->cap] = *r;
+    q->n++;
+}
+
+static bind_request ring_pop(bind_ring *q)
+{
+    bind_request r = q->v[q->head];
+    q->head = (q->head + 1) % q->cap;
+    q->n--;
+    return r;
+}
+
 /* ---- the scheduler thread's side ------------------------------------------------------------ */
 
 /* A request that was never sent, answered as failed: its assumption is undone. */
@@ -54,35 +83,29 @@ static void answer_unsent(ctrl_send *s, const bind_request *r, const char *what)
     ctrl_events_push(s->events, &e, what);
 }
 
-/* Hands the staged requests to the binder threads: one lock, one wake-up. Those the queues
- * have no room for are answered as failed (the answer undoes each one's assumption, as for a
- * request the API refused), and logged. */
+/* Hands each staged request whose ring has room to the binder threads, in order, under one
+ * lock with one wake-up; the others stay staged, in order. */
 static void hand_over(ctrl_send *s)
 {
-    int32_t n = s->nstaged, i = 0;
+    int32_t n = s->nstaged, kept = 0, moved = 0;
     if (n == 0)
         return;
     pthread_mutex_lock(&s->mu);
-    for (; i < n; i++) {
-        bind_queue *q = &s->queue[class_of(&s->staged[i])];
-        if (q->head == q->n)
-            q->head = q->n = 0;
-        if (drv_grow(&q->v, sizeof *q->v, &q->cap, q->n + 1) != 0)
-            break;
-        q->v[q->n++] = s->staged[i];
+    for (int32_t i = 0; i < n; i++) {
+        int k = class_of(&s->staged[i]);
+        if (ring_full(&s->ring[k])) {
+            s->staged[kept++] = s->staged[i];
+            continue;
+        }
+        ring_push(&s->ring[k], &s->staged[i]);
+        moved++;
     }
-    if (n > 1)
+    if (moved > 1)
         pthread_cond_broadcast(&s->cv);
-    else
+    else if (moved == 1)
         pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
-    s->nstaged = 0;
-    for (int32_t k = i; k < n; k++) {
-        answer_unsent(s, &s->staged[k], "an unqueued request's answer");
-        request_free(&s->staged[k]);
-    }
-    if (i < n)
-        drv_log(DRV_LOG_ERROR, "out of memory: %d requests to the API server not sent", n - i);
+    s->nstaged = kept;
 }
 
 int ctrl_send_submit(ctrl_send *s, const bind_request *r)
@@ -113,6 +136,11 @@ void ctrl_send_flush(ctrl_send *s)
     hand_over(s);
 }
 
+int32_t ctrl_send_staged(const ctrl_send *s)
+{
+    return s->nstaged;
+}
+
 void ctrl_send_drop(ctrl_send *s)
 {
     for (int32_t i = 0; i < s->nstaged; i++) { /* (not queued yet: the same) */
@@ -122,12 +150,13 @@ void ctrl_send_drop(ctrl_send *s)
     s->nstaged = 0;
     pthread_mutex_lock(&s->mu);
     for (int k = 0; k < NSEND_CLASSES; k++) {
-        bind_queue *q = &s->queue[k];
-        for (int32_t i = q->head; i < q->n; i++) {
-            answer_unsent(s, &q->v[i], "a dropped request's answer");
-            request_free(&q->v[i]);
+        bind_ring *q = &s->ring[k];
+        while (q->n > 0) {
+            bind_request r = ring_pop(q);
+            answer_unsent(s, &r, "a dropped request's answer");
+            request_free(&r);
         }
-        q->head = q->n = 0;
+        q->head = 0;
     }
     pthread_mutex_unlock(&s->mu);
 }
@@ -197,12 +226,12 @@ static void send_request(binder_thread *t, const bind_request *r, ctrl_event *e)
         read_pod(t, r, e);
 }
 
-/* The queue to take from (urgent first), or NULL when both are empty; under s->mu. */
-static bind_queue *next_queue(ctrl_send *s)
+/* The ring to take from (urgent first), or NULL when both are empty; under s->mu. */
+static bind_ring *next_ring(ctrl_send *s)
 {
     for (int k = 0; k < NSEND_CLASSES; k++)
-        if (s->queue[k].head < s->queue[k].n)
-            return &s->queue[k];
+        if (s->ring[k].n > 0)
+            return &s->ring[k];
     return NULL;
 }
 
@@ -210,12 +239,12 @@ static bind_queue *next_queue(ctrl_send *s)
  * next leader redoes it). */
 static bool take(ctrl_send *s, bind_request *r)
 {
-    bind_queue *q = NULL;
+    bind_ring *q = NULL;
     pthread_mutex_lock(&s->mu);
-    while (!s->stop && !(q = next_queue(s)))
+    while (!s->stop && !(q = next_ring(s)))
         pthread_cond_wait(&s->cv, &s->mu);
     if (!s->stop)
-        *r = q->v[q->head++];
+        *r = ring_pop(q);
     bool stop = s->stop;
     pthread_mutex_unlock(&s->mu);
     return !stop;
@@ -247,17 +276,23 @@ static void *binder_main(void *arg)
 
 /* ---- start and stop ------------------------------------------------------------------------- */
 
-int ctrl_send_init(ctrl_send *s, const drv_kube_config *cfg, int nthreads, ctrl_events *events,
-                   ctrl_names *names, drv_diag *d)
+int ctrl_send_init(ctrl_send *s, const drv_kube_config *cfg, int nthreads, int32_t ring_cap,
+                   ctrl_events *events, ctrl_names *names, drv_diag *d)
 {
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->events = events;
     s->names = names;
     s->nthreads = nthreads > 0 ? nthreads : 8;
+    if (ring_cap <= 0)
+        ring_cap = CTRL_SEND_RING;
     s->threads = drv_calloc((size_t)s->nthreads, sizeof *s->threads);
     s->bodies = podbody_cache_new();
-    if (!s->threads || !s->bodies)
+    for (int k = 0; k < NSEND_CLASSES; k++) {
+        s->ring[k].v = drv_calloc((size_t)ring_cap, sizeof *s->ring[k].v);
+        s->ring[k].cap = s->ring[k].v ? ring_cap : 0;
+    }
+    if (!s->threads || !s->bodies || !s->ring[SEND_URGENT].v || !s->ring[SEND_BACKGROUND].v)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     for (int i = 0; i < s->nthreads; i++) {
         s->threads[i].s = s;
@@ -306,9 +341,11 @@ void ctrl_send_fini(ctrl_send *s)
     s->staged = NULL;
     s->nstaged = s->cap_staged = 0;
     for (int k = 0; k < NSEND_CLASSES; k++) {
-        bind_queue *q = &s->queue[k];
-        for (int32_t i = q->head; i < q->n; i++)
-            request_free(&q->v[i]);
+        bind_ring *q = &s->ring[k];
+        while (q->n > 0) {
+            bind_request r = ring_pop(q);
+            request_free(&r);
+        }
         drv_free(q->v);
         q->v = NULL;
     }

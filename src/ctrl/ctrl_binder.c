@@ -154,7 +154,7 @@ static pod_render *pod_render_new(ctrl_binder *b, int32_t s, int32_t node)
     m->pods[s].env_gen = jr->env_gen;
     ctrl_mirror_pod_name_in(m, s, job, pod, sizeof pod);
     const char *tmpl = jr->tmpl[p->role];
-    const char *nn = node >= 0 ? drv_strtab_str(st->names, st->nodes[node].name) : "";
+    const char *nn = node >= 0 ? ctrl_mirror_node_name(m, node) : "";
     size_t lns = strlen(ns), lpod = strlen(pod);
     size_t lpath = sizeof pre - 1 + lns + sizeof post - 1;
     size_t n = (tmpl ? strlen(tmpl) + 1 : 0) + lpath + 1 + lpath + 1 + lpod + 1 + lns + 1 +
@@ -224,7 +224,7 @@ static int bind(ctrl_binder *b, int32_t slot, int32_t node)
     ctrl_name_str(b->names, b->mirror->jobs[st->pods[slot].job].ns, ns, sizeof ns);
     ctrl_mirror_pod_name(b->mirror, slot, pod, sizeof pod);
     char *own = path_of(ns, pod), *path = suffixed(own, "/binding");
-    char *body = drv_kube_binding_json(ns, pod, drv_strtab_str(st->names, st->nodes[node].name));
+    char *body = drv_kube_binding_json(ns, pod, ctrl_mirror_node_name(b->mirror, node));
     return enqueue(b, &(bind_request){.slot = slot,
                                       .node = node,
                                       .request = REQ_BIND,
@@ -269,7 +269,7 @@ static void hold_placed_room(ctrl_binder *b, int32_t slot)
     int32_t node = p->inflight_node;
     if ((p->inflight != REQ_BIND && p->inflight != REQ_CREATE) || node < 0 || sp->node == node)
         return;
-    int32_t name = ctrl_name_intern(b->names, drv_strtab_str(m->st.names, m->st.nodes[node].name));
+    int32_t name = ctrl_mirror_node_key(m, node);
     if (name > 0) {
         ctrl_mirror_set_ghost(m, p, name, m->st.jobs[sp->job].role[sp->role].req);
         p->ghost_placed = true;
@@ -313,7 +313,7 @@ int ctrl_binder_place(ctrl_binder *b, int32_t slot, int32_t node)
     int rc = p->presence == POD_ABSENT ? ctrl_binder_create(b, slot, node) : bind(b, slot, node);
     if (rc != 0) {
         if (m->st.pods[slot].node == node)
-            drv_state_unbind(&m->st, slot);
+            ctrl_mirror_unbind(m, slot);
         m->dirty = true;
         return rc;
     }
@@ -405,8 +405,7 @@ static void placement_answered(ctrl_binder *b, int32_t s, const ctrl_event *e)
         if (p->presence == POD_ABSENT)
             p->presence = POD_PRESENT;
         if (node >= 0) {
-            int32_t name =
-                ctrl_name_intern(b->names, drv_strtab_str(m->st.names, m->st.nodes[node].name));
+            int32_t name = ctrl_mirror_node_key(m, node);
             p->api_node = node;
             p->api_name = name > 0 ? name : 0;
         }
@@ -424,7 +423,7 @@ static void placement_answered(ctrl_binder *b, int32_t s, const ctrl_event *e)
              p->presence == POD_PRESENT)
         p->presence = POD_ABSENT;
     if (!bound && node >= 0 && sp->node == node && p->want < 0)
-        drv_state_unbind(&m->st, s);
+        ctrl_mirror_unbind(m, s);
     m->dirty = true;
 }
 

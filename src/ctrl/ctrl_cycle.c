@@ -47,10 +47,10 @@ static int send_removal(ctrl_cycle *cy, const drv_decision *x)
     const drv_pod *sp = &m->st.pods[x->pod];
     if (m->jobs[sp->job].members) {
         /* Another operator's pod is never deleted by Drover: it stays where the API has it. */
-        if (sp->node >= 0)
-            drv_state_unbind(&m->st, x->pod);
         if (p->api_node >= 0)
-            drv_state_bind(&m->st, x->pod, p->api_node);
+            ctrl_mirror_bind(m, x->pod, p->api_node);
+        else
+            ctrl_mirror_unbind(m, x->pod);
         return 0;
     }
     p->want = -1;
@@ -171,21 +171,18 @@ static int send_decisions(ctrl_cycle *cy, const drv_decisions *dv, double t_deci
 
 /* Applies a decision to the state as the cycle assumed it. (A RESIZE is assumed only when it
  * is sent: ctrl_resize_decided.) */
-static void assume(drv_state *st, const drv_decision *x)
+static void assume(ctrl_mirror *m, const drv_decision *x)
 {
     switch (x->kind) {
     case DRV_BIND:
-        drv_state_bind(st, x->pod, x->node);
+    case DRV_MIGRATE:
+        ctrl_mirror_bind(m, x->pod, x->node);
         break;
     case DRV_EVICT:
-        drv_state_unbind(st, x->pod);
+        ctrl_mirror_unbind(m, x->pod);
         break;
     case DRV_SCALE:
-        drv_state_set_workers(st, x->job, (int32_t)x->value);
-        break;
-    case DRV_MIGRATE:
-        drv_state_unbind(st, x->pod);
-        drv_state_bind(st, x->pod, x->node);
+        drv_state_set_workers(&m->st, x->job, (int32_t)x->value);
         break;
     }
 }
@@ -241,8 +238,7 @@ static int rollback_partial(ctrl_cycle *cy, int32_t j)
         bool bound = m->st.pods[s].node >= 0 || p->api_name != 0;
         if (!bound || p->presence != POD_PRESENT || ctrl_pod_terminal(p->phase))
             continue;
-        if (m->st.pods[s].node >= 0)
-            drv_state_unbind(&m->st, s);
+        ctrl_mirror_unbind(m, s);
         if (ctrl_binder_delete(cy->binder, s) == DRV_ENOMEM)
             return DRV_ENOMEM;
         m->dirty = true;
@@ -424,7 +420,7 @@ int ctrl_cycle_run(ctrl_cycle *cy)
                                      each, until the loop's send phase flushes them) */
     if (rc == 0) {
         for (int32_t i = 0; i < dv.n; i++)
-            assume(st, &dv.v[i]);
+            assume(cy->mirror, &dv.v[i]);
         rc = send_decisions(cy, &dv, t_decide);
     }
     if (rc == 0)

@@ -186,6 +186,22 @@ static int8_t obs_phase(const pod_record *p)
     }
 }
 
+/* Slot s leaves the state and wants no node; its pod is deleted when del (the room stays held
+ * until it is gone: ctrl_binder_delete). */
+static void take_off(ctrl_lifecycle *lc, int32_t s, bool del)
+{
+    lc->mirror->pods[s].want = -1;
+    ctrl_mirror_unbind(lc->mirror, s);
+    if (del)
+        ctrl_binder_delete(lc->binder, s);
+}
+
+/* Whether slot s's pod exists, or is being sent: what suspending or shrinking deletes. */
+static bool present_or_sent(const pod_record *p)
+{
+    return p->presence == POD_PRESENT || p->inflight;
+}
+
 /* Ends job j (Succeeded or Failed): its pods leave the state, cleanPodPolicy says which are
  * deleted, and its final status is asked for. */
 static void finish(ctrl_lifecycle *lc, int32_t j, const drv_lifecycle_out *out)
@@ -196,16 +212,13 @@ static void finish(ctrl_lifecycle *lc, int32_t j, const drv_lifecycle_out *out)
     jr->status = out->state == DRV_COND_SUCCEEDED ? ST_SUCCEEDED : ST_FAILED;
     for (int32_t k = 0; k < jb->pod_count; k++) {
         int32_t s = jb->pod_base + k;
-        pod_record *p = &m->pods[s];
-        p->want = -1;
-        if (m->st.pods[s].node >= 0)
-            drv_state_unbind(&m->st, s);
+        const pod_record *p = &m->pods[s];
         /* (A deleted TrainingJob's pods also go through the garbage collector, as their owner
          * is gone: deleting them here too only makes it sooner.) */
         bool live = p->presence == POD_PRESENT && !ctrl_pod_terminal(p->phase);
-        if ((out->delete_all && p->presence == POD_PRESENT) || (out->delete_running && live) ||
-            (jr->gone && live) || p->inflight)
-            ctrl_binder_delete(lc->binder, s);
+        take_off(lc, s,
+                 (out->delete_all && p->presence == POD_PRESENT) || (out->delete_running && live) ||
+                     (jr->gone && live) || p->inflight);
     }
     if (jr->completion_time < 0)
         jr->completion_time = drv_clock_wall();
@@ -349,11 +362,7 @@ bool ctrl_lifecycle_reconcile(ctrl_lifecycle *lc, int32_t j)
         return true;
     }
     for (int32_t i = 0; i < out.nrestart; i++) {
-        int32_t s = jb->pod_base + out.restart[i];
-        m->pods[s].want = -1;
-        if (m->st.pods[s].node >= 0)
-            drv_state_unbind(&m->st, s);
-        ctrl_binder_delete(lc->binder, s);
+        take_off(lc, jb->pod_base + out.restart[i], true);
         jr->restarts++;
         jr->cond_changes++; /* (status.restarts is to be written) */
         m->dirty = true;
@@ -378,15 +387,8 @@ void ctrl_lifecycle_suspend(ctrl_lifecycle *lc, int32_t j)
     if (jr->suspended || jr->status >= ST_SUCCEEDED)
         return; /* (a finished job stays finished, as Kubeflow's operators leave it) */
     jr->suspended = true;
-    for (int32_t k = 0; k < jb->pod_count; k++) {
-        int32_t s = jb->pod_base + k;
-        pod_record *p = &m->pods[s];
-        p->want = -1;
-        if (m->st.pods[s].node >= 0)
-            drv_state_unbind(&m->st, s);
-        if (p->presence == POD_PRESENT || p->inflight)
-            ctrl_binder_delete(lc->binder, s);
-    }
+    for (int32_t k = 0; k < jb->pod_count; k++)
+        take_off(lc, jb->pod_base + k, present_or_sent(&m->pods[jb->pod_base + k]));
     if (jb->phase != DRV_JOB_DONE)
         drv_state_set_phase(&m->st, j, DRV_JOB_DONE);
     jr->status = ST_PENDING;
@@ -447,11 +449,7 @@ int ctrl_lifecycle_edit(ctrl_lifecycle *lc, int32_t j, const tj_record *t)
         const drv_pod *sp = &m->st.pods[s];
         if (sp->role != DRV_ROLE_WORKER || sp->index < want)
             continue;
-        m->pods[s].want = -1;
-        if (sp->node >= 0)
-            drv_state_unbind(&m->st, s);
-        if (m->pods[s].presence == POD_PRESENT || m->pods[s].inflight)
-            ctrl_binder_delete(lc->binder, s);
+        take_off(lc, s, present_or_sent(&m->pods[s]));
     }
     ctrl_lifecycle_event(lc, j, "Normal", "ReplicasEdited", msg);
     m->dirty = true;

@@ -86,6 +86,22 @@ int ctrl_mirror_grow_records(ctrl_mirror *m)
     return 0;
 }
 
+/* ---- placements in the state ---------------------------------------------------------------- */
+
+void ctrl_mirror_unbind(ctrl_mirror *m, int32_t s)
+{
+    if (m->st.pods[s].node >= 0)
+        drv_state_unbind(&m->st, s);
+}
+
+void ctrl_mirror_bind(ctrl_mirror *m, int32_t s, int32_t node)
+{
+    if (m->st.pods[s].node == node)
+        return;
+    ctrl_mirror_unbind(m, s);
+    drv_state_bind(&m->st, s, node);
+}
+
 /* ---- foreign load and ghosts ---------------------------------------------------------------- */
 
 /* What a pod Drover does not schedule takes from its node: its request while it is bound and
@@ -138,11 +154,7 @@ bool ctrl_mirror_pod_read(ctrl_mirror *m, int32_t slot, int32_t node_name)
     if (node < 0 || p->want >= 0 || p->phase == DRV_KPOD_FAILED ||
         m->st.jobs[sp->job].phase == DRV_JOB_DONE)
         return false;
-    if (sp->node != node) {
-        if (sp->node >= 0)
-            drv_state_unbind(&m->st, slot);
-        drv_state_bind(&m->st, slot, node);
-    }
+    ctrl_mirror_bind(m, slot, node);
     return true;
 }
 
@@ -161,7 +173,7 @@ static void adopt_orphans(ctrl_mirror *m, int32_t name, int32_t node)
         const drv_pod *sp = &m->st.pods[o->slot];
         if (p->presence != POD_ABSENT && p->api_name == name && p->phase != DRV_KPOD_FAILED &&
             sp->node < 0 && m->st.jobs[sp->job].phase != DRV_JOB_DONE) {
-            drv_state_bind(&m->st, o->slot, node);
+            ctrl_mirror_bind(m, o->slot, node);
             m->pods[o->slot].api_node = node;
         }
     }
@@ -186,7 +198,7 @@ static int node_meta(ctrl_mirror *m, int32_t id, int32_t meta)
     if (rc == DRV_EINVAL) {
         /* (labels with one key twice cannot come from a real API server: logged, kept as were) */
         drv_log(DRV_LOG_WARN, "node %s: labels or taints not followed (a key given twice)",
-                drv_strtab_str(m->st.names, m->st.nodes[id].name));
+                ctrl_mirror_node_name(m, id));
         rc = 0;
     }
     if (rc == 0)
@@ -303,8 +315,8 @@ static void own_pod_gone(ctrl_mirror *m, int32_t s, double t)
     p->api_name = 0;
     p->ip_family = 0;
     p->phase = DRV_KPOD_PENDING;
-    if (p->want < 0 && m->st.pods[s].node >= 0)
-        drv_state_unbind(&m->st, s);
+    if (p->want < 0)
+        ctrl_mirror_unbind(m, s);
     /* A job that waited for this pod to go (to be placed again whole) is placeable now. */
     if (m->st.jobs[job].phase == DRV_JOB_PENDING)
         job_placeable(m, job, t);
@@ -363,7 +375,7 @@ static void own_pod_deleting(ctrl_mirror *m, int32_t s, const drv_kpod *kp, int3
     bool in_place = p->want >= 0 && p->want == node;
     bool held = sp->node >= 0 && sp->node == node && (p->want < 0 || in_place);
     if (ctrl_pod_terminal(kp->phase) && held && !in_place)
-        drv_state_unbind(&m->st, s);
+        ctrl_mirror_unbind(m, s);
     ctrl_mirror_set_ghost(m, p, held || ctrl_pod_terminal(kp->phase) ? 0 : kp->node, kp->req);
 }
 
@@ -414,14 +426,10 @@ static int own_pod(ctrl_mirror *m, int32_t s, const drv_kpod *kp, double t)
      * its slot, done: the gang stays whole and the pod is never placed again (a worker may
      * finish before its chief); its room is counted as held until the job ends. */
     if (m->st.jobs[sp->job].phase == DRV_JOB_DONE)
-        return 0; /* (its pods are no longer the state's) */
-    if (node >= 0 && sp->node != node && p->want < 0) {
-        /* Bound where the state does not have it (adopted after a restart, or bound by someone
-         * else): the API is the truth. */
-        if (sp->node >= 0)
-            drv_state_unbind(&m->st, s);
-        drv_state_bind(&m->st, s, node);
-    }
+        return 0;                 /* (its pods are no longer the state's) */
+    if (node >= 0 && p->want < 0) /* (bound where the state does not have it: adopted after a
+                                     restart, or bound by someone else: the API is the truth) */
+        ctrl_mirror_bind(m, s, node);
     return 0;
 }
 
@@ -500,8 +508,7 @@ void ctrl_mirror_end_job(ctrl_mirror *m, int32_t j)
 {
     const drv_job *jb = &m->st.jobs[j];
     for (int32_t k = 0; k < jb->pod_count; k++)
-        if (m->st.pods[jb->pod_base + k].node >= 0)
-            drv_state_unbind(&m->st, jb->pod_base + k);
+        ctrl_mirror_unbind(m, jb->pod_base + k);
     drv_state_set_phase(&m->st, j, DRV_JOB_DONE);
     ctrl_count(m->counters, &m->counters->stats.jobs_done, 1);
 }
@@ -617,6 +624,16 @@ void ctrl_mirror_pod_name(ctrl_mirror *m, int32_t slot, char *buf, size_t n)
     const job_record *jr = &m->jobs[m->st.pods[slot].job];
     ctrl_mirror_pod_name_in(
         m, slot, jr->members ? "" : ctrl_name_str(m->names, jr->name, name, sizeof name), buf, n);
+}
+
+const char *ctrl_mirror_node_name(const ctrl_mirror *m, int32_t node)
+{
+    return drv_strtab_str(m->st.names, m->st.nodes[node].name);
+}
+
+int32_t ctrl_mirror_node_key(ctrl_mirror *m, int32_t node)
+{
+    return ctrl_name_intern(m->names, ctrl_mirror_node_name(m, node));
 }
 
 void ctrl_mirror_job_active(const ctrl_mirror *m, int32_t job, int32_t active[DRV_NROLES],

@@ -180,10 +180,18 @@ int ctrl_mirror_constraint(ctrl_mirror *m, int32_t json, const char *who, const 
 /* A pod of ours being deleted holds its node's room until it is gone: when the state no longer
  * has it there, as foreign load on node `name` (interned; 0: none) meanwhile. */
 void ctrl_mirror_set_ghost(ctrl_mirror *m, pod_record *p, int32_t name, drv_res req);
+/* Slot s leaves its node in the state, if it has one; bind: slot s is on node in the state
+ * (moved from where it was). */
+void ctrl_mirror_unbind(ctrl_mirror *m, int32_t s);
+void ctrl_mirror_bind(ctrl_mirror *m, int32_t s, int32_t node);
 /* A binder read slot's pod after a conflict: it exists, bound to the node interned as
  * node_name (0: unbound). Returns whether the state now has it bound where the API has it. */
 bool ctrl_mirror_pod_read(ctrl_mirror *m, int32_t slot, int32_t node_name);
 
+/* State node's name (borrowed from the state's table); _key: the same interned in names (the
+ * key its pods' events name it by), <= 0 when out of memory. */
+const char *ctrl_mirror_node_name(const ctrl_mirror *m, int32_t node);
+int32_t ctrl_mirror_node_key(ctrl_mirror *m, int32_t node);
 /* Slot's pod name (its own for another operator's pod; job_name-role-index for ours, whose job
  * name the _in form is given to save a look-up). */
 void ctrl_mirror_pod_name(ctrl_mirror *m, int32_t slot, char *buf, size_t n);

@@ -53,23 +53,6 @@ static void sleep_s(double s)
     nanosleep(&ts, NULL);
 }
 
-void drv_token_bucket_init(drv_token_bucket *b, double qps, int burst, double now)
-{
-    *b = (drv_token_bucket){qps, burst, burst, now};
-}
-
-double drv_token_bucket_take(drv_token_bucket *b, double now)
-{
-    if (now > b->last) {
-        b->tokens += (now - b->last) * b->qps;
-        if (b->tokens > b->burst)
-            b->tokens = b->burst;
-        b->last = now;
-    }
-    b->tokens -= 1; /* reserved: a negative balance is a queue of waiting requests */
-    return b->tokens >= 0 ? 0 : -b->tokens / b->qps;
-}
-
 int drv_kube_backoff_ms(int attempt, int base_ms, int max_ms, drv_rng *rng)
 {
     double ms = base_ms;
@@ -333,42 +316,6 @@ long drv_kube_retries(const drv_kube *k)
 }
 
 /* ---- plain requests ------------------------------------------------------------------------ */
-
-bool drv_kbuf_reserve(drv_kbuf *b, size_t n)
-{
-    if (b->n + n + 1 <= b->cap)
-        return true;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->n + n + 1)
-        cap *= 2;
-    char *p = drv_realloc(b->p, cap);
-    if (!p) {
-        b->oom = true;
-        return false;
-    }
-    b->p = p;
-    b->cap = cap;
-    return true;
-}
-
-bool drv_kbuf_put(drv_kbuf *b, const char *s, size_t n)
-{
-    if (!drv_kbuf_reserve(b, n))
-        return false;
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-    return true;
-}
-
-size_t drv_kbuf_write(char *data, size_t size, size_t nmemb, void *arg)
-{
-    drv_kbuf *b = arg;
-    size_t n = size * nmemb;
-    if (b->max && b->n + n > b->max)
-        return 0;
-    return drv_kbuf_put(b, data, n) ? n : 0;
-}
 
 typedef struct rbuf {
     drv_kbuf body;

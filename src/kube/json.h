@@ -140,6 +140,12 @@ int drv_watch_decoder_feed(drv_watch_decoder *w, const char *data, size_t n, drv
 
 /* ---- the API client (kube.h) ---------------------------------------------------------------- */
 
+/* GET path (one list page), a 2xx answer fed to l (listdec.h) as it arrives (then finished);
+ * drv_kube_request's retries, budget and errors; *status the HTTP status (0: none). A failure
+ * after bytes reached l is not retried. */
+struct drv_list_decoder;
+int drv_kube_get_page(drv_kube *k, const char *path, struct drv_list_decoder *l, long *status,
+                      drv_diag *d);
 /*
  * One request. method: "GET", "POST", "PUT", "PATCH", "DELETE"; path starts with "/" and may
  * carry a query; body (NULL for none) is sent with content type ctype (NULL:

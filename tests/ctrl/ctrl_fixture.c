@@ -30,10 +30,19 @@ void start(fixture *f, runner *r)
 
 void start_profile(fixture *f, runner *r, const char *profile)
 {
-    drv_profile prof;
+    start_with(f, r, profile, NULL);
+}
+
+void start_with(fixture *f, runner *r, const char *policy, const drv_ctrl_opts *extra)
+{
+    drv_profile prof; /* (the controller copies it) */
     drv_diag d = {{0}};
-    assert_int_equal(drv_profile_builtin(profile, &prof, &d), 0);
-    drv_ctrl_opts o = {.profile = &prof};
+    if (strchr(policy, '='))
+        assert_int_equal(drv_profile_parse("test", policy, &prof, &d), 0);
+    else
+        assert_int_equal(drv_profile_builtin(policy, &prof, &d), 0);
+    drv_ctrl_opts o = extra ? *extra : (drv_ctrl_opts){0};
+    o.profile = &prof;
     memset(r, 0, sizeof *r);
     r->cfg = f->cfg;
     r->cfg.component = "run"; /* told apart from the test's own requests (rbac_check.h) */
@@ -89,11 +98,20 @@ json_t *get(fixture *f, const char *fmt, ...)
 
 void add_node(fixture *f, const char *name, const char *cpu)
 {
+    add_node_in(f, name, cpu, NULL);
+}
+
+void add_node_in(fixture *f, const char *name, const char *cpu, const char *zone)
+{
+    char labels[200] = "";
+    if (zone)
+        snprintf(labels, sizeof labels, ",\"labels\":{\"topology.kubernetes.io/zone\":\"%s\"}",
+                 zone);
     req(f, "POST", "/api/v1/nodes",
-        "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\"},\"spec\":{},"
+        "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\"%s},\"spec\":{},"
         "\"status\":{\"allocatable\":{\"cpu\":\"%s\",\"memory\":\"64Gi\",\"pods\":\"110\"},"
         "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
-        name, cpu);
+        name, labels, cpu);
     char path[256];
     snprintf(path, sizeof path, "/api/v1/nodes/%s", name);
     req(f, "PATCH", path, "{\"spec\":{\"taints\":null}}");

@@ -1,13 +1,13 @@
 /*
  * ctrl_fixture.h - what the end-to-end tests of `drover run` share: a test API server and a
  * client on it (the fixture), the controller on its own thread under the gang-fifo profile
- * (runner), requests, and WAIT_FOR, which polls a condition for up to 30 s (a bound
- * for a loaded machine, not a timing assertion: a condition met returns at once).
+ * (runner), requests; and WAIT_FOR (tests/wait.h).
  */
 #ifndef DROVER_TEST_CTRL_FIXTURE_H
 #define DROVER_TEST_CTRL_FIXTURE_H
 
 #include "apiserver.h"
+#include "wait.h"
 #include "drover/controller.h"
 #include "json.h"
 
@@ -42,6 +42,9 @@ int fixture_close(void **state);
 void start(fixture *f, runner *r);
 /* ... under another built-in profile. */
 void start_profile(fixture *f, runner *r, const char *profile);
+/* ... under policy (a built-in profile's name, or a profile written as drv_profile_parse reads
+ * it: "admit=gang ..."), with the options extra (NULL: none; its profile is ignored). */
+void start_with(fixture *f, runner *r, const char *policy, const drv_ctrl_opts *extra);
 /* start, then wait until its caches are synced (what the cluster held before it is in them). */
 void start_synced(fixture *f, runner *r);
 /* Stops it; its run must have returned 0. */
@@ -51,8 +54,10 @@ void req(fixture *f, const char *method, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* The object at the formatted path, or NULL (the caller json_decref's it). */
 json_t *get(fixture *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* A Ready node with cpu CPUs and 64Gi, without the not-ready taint. */
+/* A Ready node with cpu CPUs and 64Gi, without the not-ready taint; _in: labelled with zone
+ * (topology.kubernetes.io/zone). */
 void add_node(fixture *f, const char *name, const char *cpu);
+void add_node_in(fixture *f, const char *name, const char *cpu, const char *zone);
 
 /* Pod name of namespace default (NULL when absent; the caller json_decref's it); whether it
  * exists; whether it is bound and not being deleted; its status.phase set, as a kubelet would. */
@@ -63,16 +68,5 @@ void set_phase(fixture *f, const char *pod_name, const char *phase);
 /* Events of namespace default about obj with reason: how many; the last one's message into
  * message (n bytes) when message is not NULL. */
 int events(fixture *f, const char *obj, const char *reason, char *message, size_t n);
-
-#define WAIT_FOR(cond)                                                                             \
-    do {                                                                                           \
-        int waited_ = 0;                                                                           \
-        while (!(cond) && waited_ < 3000) {                                                        \
-            usleep(10000);                                                                         \
-            waited_++;                                                                             \
-        }                                                                                          \
-        if (!(cond))                                                                               \
-            fail_msg("timed out waiting for %s", #cond);                                           \
-    } while (0)
 
 #endif

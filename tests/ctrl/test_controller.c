@@ -5,14 +5,9 @@
  * foreign pod's request is respected, and a restarted controller adopts what is bound instead
  * of binding it again. Kubelet's part (pod phases) is played by the test with status writes.
  */
-#include "apiserver.h"
-#include "rbac_check.h"
-#include "drover/controller.h"
+#include "ctrl_fixture.h"
 #include "drover/kube_types.h"
-#include "drover/policy.h"
-#include "json.h"
 
-#include <stdatomic.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,102 +20,6 @@
 
 #include <cmocka.h>
 #include <microhttpd.h>
-
-typedef struct fixture {
-    drv_apiserver *srv;
-    drv_kube *k;
-    drv_kube_config cfg;
-    char url[64];
-} fixture;
-
-typedef struct runner {
-    drv_profile prof;    /* the controller borrows it */
-    drv_kube_config cfg; /* the fixture's, as component "run": User-Agent drover-run/... */
-    drv_ctrl *c;
-    pthread_t t;
-    atomic_int stop;
-    int rc;
-    drv_diag d;
-} runner;
-
-static void *run_main(void *arg)
-{
-    runner *r = arg;
-    r->rc = drv_ctrl_run(r->c, &r->stop, &r->d);
-    return NULL;
-}
-
-static void start_opts(fixture *f, runner *r, const char *policy, const drv_ctrl_opts *extra)
-{
-    memset(r, 0, sizeof *r);
-    drv_diag d = {{0}};
-    if (strchr(policy, '='))
-        assert_int_equal(drv_profile_parse("test", policy, &r->prof, &d), 0);
-    else
-        assert_int_equal(drv_profile_builtin(policy, &r->prof, &d), 0);
-    drv_ctrl_opts o = {.profile = &r->prof};
-    if (extra) {
-        o = *extra;
-        o.profile = &r->prof;
-    }
-    r->cfg = f->cfg;
-    r->cfg.component = "run"; /* told apart from the test's own requests (rbac_check.h) */
-    assert_int_equal(drv_ctrl_new(&r->c, &r->cfg, &o, &d), 0);
-    assert_int_equal(pthread_create(&r->t, NULL, run_main, r), 0);
-}
-
-static void start(fixture *f, runner *r, const char *policy)
-{
-    start_opts(f, r, policy, NULL);
-}
-
-static void stop(runner *r)
-{
-    atomic_store(&r->stop, 1);
-    pthread_join(r->t, NULL);
-    assert_int_equal(r->rc, 0);
-    drv_ctrl_free(r->c);
-}
-
-static void req(fixture *f, const char *method, const char *path, const char *fmt, ...)
-{
-    char body[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(body, sizeof body, fmt, ap);
-    va_end(ap);
-    drv_diag d = {{0}};
-    long status = 0;
-    const char *ctype = strcmp(method, "PATCH") == 0 ? "application/merge-patch+json" : NULL;
-    int rc = drv_kube_request(f->k, method, path, ctype, body[0] ? body : NULL, &status, NULL, &d);
-    if (rc != 0)
-        fail_msg("%s %s: %s", method, path, d.msg);
-}
-
-static json_t *get(fixture *f, const char *path)
-{
-    drv_diag d = {{0}};
-    json_t *o = NULL;
-    long status = 0;
-    if (drv_kube_request(f->k, "GET", path, NULL, NULL, &status, &o, &d) != 0)
-        return NULL;
-    return o;
-}
-
-static void add_node(fixture *f, const char *name, const char *cpu, const char *zone)
-{
-    req(f, "POST", "/api/v1/nodes",
-        "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"labels\":{"
-        "\"topology.kubernetes.io/zone\":\"%s\"}},\"spec\":{},\"status\":{\"allocatable\":{"
-        "\"cpu\":\"%s\",\"memory\":\"64Gi\",\"pods\":\"110\"},\"conditions\":[{\"type\":"
-        "\"Ready\",\"status\":\"True\"}]}}",
-        name, zone, cpu);
-    /* The API server taints a new node not-ready; the node lifecycle controller lifts it once
-     * the node is Ready. Here the test does. */
-    char path[256];
-    snprintf(path, sizeof path, "/api/v1/nodes/%s", name);
-    req(f, "PATCH", path, "{\"spec\":{\"taints\":null}}");
-}
 
 /* A TrainingJob of ps PS pods and w workers (elastic from lo to hi when lo > 0), each asking
  * for cpu millicores. */
@@ -201,52 +100,16 @@ static void check_capacity(fixture *f)
                      used[k], cap[k]);
 }
 
-#define WAIT_FOR(cond)                                                                             \
-    do {                                                                                           \
-        int waited_ = 0;                                                                           \
-        while (!(cond) && waited_ < 1000) {                                                        \
-            usleep(10000);                                                                         \
-            waited_++;                                                                             \
-        }                                                                                          \
-        if (!(cond))                                                                               \
-            fail_msg("timed out waiting for %s", #cond);                                           \
-    } while (0)
-
-static bool has_event(fixture *f, const char *obj, const char *reason)
-{
-    json_t *l = get(f, "/api/v1/namespaces/default/events");
-    bool found = false;
-    size_t i;
-    json_t *e;
-    json_array_foreach(json_object_get(l, "items"), i, e)
-    {
-        const char *n =
-            json_string_value(json_object_get(json_object_get(e, "involvedObject"), "name"));
-        const char *r = json_string_value(json_object_get(e, "reason"));
-        if (n && r && !strcmp(n, obj) && !strcmp(r, reason))
-            found = true;
-    }
-    json_decref(l);
-    return found;
-}
-
 static char *tj_phase(fixture *f, const char *name, char *buf, size_t n)
 {
     char path[256];
     snprintf(path, sizeof path, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/%s",
              name);
-    json_t *o = get(f, path);
+    json_t *o = get(f, "%s", path);
     const char *ph = json_string_value(json_object_get(json_object_get(o, "status"), "phase"));
     snprintf(buf, n, "%s", ph ? ph : "");
     json_decref(o);
     return buf;
-}
-
-static void set_pod_phase(fixture *f, const char *pod, const char *phase)
-{
-    char path[256];
-    snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/%s/status", pod);
-    req(f, "PATCH", path, "{\"status\":{\"phase\":\"%s\"}}", phase);
 }
 
 /* Kubelet's part of a graceful deletion, for each pod of job being deleted: with phase, write
@@ -293,45 +156,29 @@ static int finish_deletes(fixture *f, const char *job)
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    drv_diag d = {{0}};
-    drv_apiserver_opts o = {.fixture_dir = FIXTURE_DIR, .crd_installed = true, .request_log = true};
-    if (getenv("DROVER_TEST_DEBUG"))
-        drv_log_set(NULL, NULL, DRV_LOG_DEBUG);
-    assert_int_equal(drv_apiserver_start(&f->srv, &o, &d), 0);
-    snprintf(f->url, sizeof f->url, "http://127.0.0.1:%u", drv_apiserver_port(f->srv));
-    f->cfg.server = f->url;
-    f->cfg.qps = 1e6;
-    f->cfg.burst = 1000000;
-    assert_int_equal(drv_kube_new(&f->k, &f->cfg, &d), 0);
-    *state = f;
-    return 0;
+    return fixture_open(state,
+                        (drv_apiserver_opts){.fixture_dir = FIXTURE_DIR, .crd_installed = true});
 }
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
     /* every request the controllers made (the Lease's too), granted by deploy/rbac.yaml */
-    int rc = drv_rbac_check_server(f->srv, stderr);
-    drv_kube_free(f->k);
-    drv_apiserver_free(f->srv);
-    free(f);
-    return rc;
+    return fixture_close(state);
 }
 
 static void test_gangs_bind_wait_and_follow(void **state)
 {
     fixture *f = *state;
-    add_node(f, "node-a", "4", "z1");
-    add_node(f, "node-b", "4", "z1");
-    add_node(f, "node-c", "1", "z2");
+    add_node_in(f, "node-a", "4", "z1");
+    add_node_in(f, "node-b", "4", "z1");
+    add_node_in(f, "node-c", "1", "z2");
     /* A foreign pod (default scheduler) takes 3 of node-b's 4 CPUs. */
     req(f, "POST", "/api/v1/namespaces/default/pods",
         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"web\"},\"spec\":{"
         "\"nodeName\":\"node-b\",\"containers\":[{\"name\":\"w\",\"image\":\"nginx\","
         "\"resources\":{\"requests\":{\"cpu\":\"3\"}}}]}}");
     runner r;
-    start(f, &r, "gang-fifo");
+    start_with(f, &r, "gang-fifo", NULL);
     WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
 
     /* tj1: 1 PS + 2 workers of 1 CPU: fits, bound whole by bound creations. */
@@ -345,18 +192,18 @@ static void test_gangs_bind_wait_and_follow(void **state)
     add_tj(f, "tj2", 0, 4, 1500);
     WAIT_FOR((pods_of(f, "tj2", &exist, &bound), exist == 4));
     assert_int_equal(bound, 0);
-    WAIT_FOR(has_event(f, "tj2", "Waiting"));
+    WAIT_FOR(events(f, "tj2", "Waiting", NULL, 0) > 0);
     char ph[32];
     WAIT_FOR(!strcmp(tj_phase(f, "tj2", ph, sizeof ph), "Pending"));
 
     /* Kubelet's part: tj1 runs, then its worker 0 succeeds: tj1 is done, its other pods are
      * deleted, and tj2 still does not fit (6 CPUs wanted; 4 + 1 + 1 free, at most 2 pods of
      * 1.5 CPUs on node-a): it keeps waiting. */
-    set_pod_phase(f, "tj1-ps-0", "Running");
-    set_pod_phase(f, "tj1-worker-0", "Running");
-    set_pod_phase(f, "tj1-worker-1", "Running");
+    set_phase(f, "tj1-ps-0", "Running");
+    set_phase(f, "tj1-worker-0", "Running");
+    set_phase(f, "tj1-worker-1", "Running");
     WAIT_FOR(!strcmp(tj_phase(f, "tj1", ph, sizeof ph), "Running"));
-    set_pod_phase(f, "tj1-worker-0", "Succeeded");
+    set_phase(f, "tj1-worker-0", "Succeeded");
     WAIT_FOR(!strcmp(tj_phase(f, "tj1", ph, sizeof ph), "Succeeded"));
     /* Its running PS and worker 1 are deleted gracefully; kubelet removes them. */
     int terminating = 0;
@@ -379,7 +226,8 @@ static void test_gangs_bind_wait_and_follow(void **state)
     assert_int_equal(st.binds, 4);   /* tj2's pods */
     assert_int_equal(st.creates, 7); /* tj1's 3 bound, tj2's 4 unbound */
     assert_int_equal(st.api_errors, 0);
-    WAIT_FOR(has_event(f, "tj2", "Scheduled")); /* (the writer thread sends it, in its time) */
+    WAIT_FOR(events(f, "tj2", "Scheduled", NULL, 0) >
+             0); /* (the writer thread sends it, in its time) */
     drv_ctrl_latency lat[8];
     size_t nl = drv_ctrl_latencies(r.c, lat, 8);
     /* tj1 only: tj2 waited for room a foreign pod held, and no event of its own completed it */
@@ -390,7 +238,7 @@ static void test_gangs_bind_wait_and_follow(void **state)
 
     /* A new controller adopts the bound pods: it binds nothing again, and a new job that fits
      * only where tj2 does not run is placed there. */
-    start(f, &r, "gang-fifo");
+    start_with(f, &r, "gang-fifo", NULL);
     WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
     add_tj(f, "tj3", 0, 1, 1000);
     WAIT_FOR((pods_of(f, "tj3", &exist, &bound), bound == 1));
@@ -406,9 +254,9 @@ static void test_gangs_bind_wait_and_follow(void **state)
 static void test_deleted_job_pods_go(void **state)
 {
     fixture *f = *state;
-    add_node(f, "node-a", "4", "z1");
+    add_node_in(f, "node-a", "4", "z1");
     runner r;
-    start(f, &r, "drover");
+    start_with(f, &r, "drover", NULL);
     WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
     add_tj(f, "big", 0, 2, 1000);
     int exist, bound;
@@ -446,11 +294,11 @@ static bool deleting(fixture *f, const char *job)
     return any;
 }
 
-static bool pod_exists(fixture *f, const char *name, bool *bound)
+static bool pod_there(fixture *f, const char *name, bool *bound)
 {
     char path[256];
     snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/%s", name);
-    json_t *o = get(f, path);
+    json_t *o = get(f, "%s", path);
     if (bound)
         *bound = o && json_object_get(json_object_get(o, "spec"), "nodeName");
     json_decref(o);
@@ -462,35 +310,36 @@ static bool pod_exists(fixture *f, const char *name, bool *bound)
 static void test_elastic_grow_and_shrink(void **state)
 {
     fixture *f = *state;
-    add_node(f, "node-a", "4", "z1");
+    add_node_in(f, "node-a", "4", "z1");
     runner r;
-    start(f, &r,
-          "gang=true period=1 queue_order=fifo admit=dragon(quiet=0;starve_wait=0) "
-          "scale=dragon score=least-allocated");
+    start_with(f, &r,
+               "gang=true period=1 queue_order=fifo admit=dragon(quiet=0;starve_wait=0) "
+               "scale=dragon score=least-allocated",
+               NULL);
     WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
     /* e1: 1 PS + 4 workers (1..4) of 1 CPU on 4 CPUs: starts with 3 workers. */
     add_tj_elastic(f, "e1", 1, 4, 1, 4, 1000);
     int exist, bound;
     WAIT_FOR((pods_of(f, "e1", &exist, &bound), bound == 4));
     assert_int_equal(exist, 4);
-    assert_false(pod_exists(f, "e1-worker-3", NULL));
+    assert_false(pod_there(f, "e1-worker-3", NULL));
     check_capacity(f);
     const char *pods[] = {"e1-ps-0", "e1-worker-0", "e1-worker-1", "e1-worker-2"};
     for (int i = 0; i < 4; i++)
-        set_pod_phase(f, pods[i], "Running");
+        set_phase(f, pods[i], "Running");
     char ph[32];
     WAIT_FOR(!strcmp(tj_phase(f, "e1", ph, sizeof ph), "Running"));
     /* A second node: e1 grows to its maximum; the new worker is created bound. */
-    add_node(f, "node-b", "4", "z1");
+    add_node_in(f, "node-b", "4", "z1");
     bool b = false;
-    WAIT_FOR(pod_exists(f, "e1-worker-3", &b) && b);
+    WAIT_FOR(pod_there(f, "e1-worker-3", &b) && b);
     /* Its peers changed: its other pods are re-created where they are, with the new
      * environment (issue 13); kubelet removes the old ones. */
     const char *all[] = {"e1-ps-0", "e1-worker-0", "e1-worker-1", "e1-worker-2", "e1-worker-3"};
     WAIT_FOR((finish_deletes(f, "e1"), pods_of(f, "e1", &exist, &bound),
               bound == 5 && !deleting(f, "e1")));
     for (int i = 0; i < 5; i++)
-        set_pod_phase(f, all[i], "Running");
+        set_phase(f, all[i], "Running");
     /* e2, rigid 4 x 1 CPU, does not fit in the 3 CPUs left: e1 gives up workers for it (down
      * to what e2 needs), they are deleted gracefully, and once they are gone e2 is bound. */
     add_tj(f, "e2", 0, 4, 1000);
@@ -506,15 +355,15 @@ static void test_elastic_grow_and_shrink(void **state)
     /* (the pods e1 keeps are re-created with their new peers: once kubelet has removed the
      * old ones, e1 runs again) */
     WAIT_FOR((finish_deletes(f, "e1"), pods_of(f, "e2", &exist, &bound), bound == 4));
-    WAIT_FOR((finish_deletes(f, "e1"), !deleting(f, "e1") && pod_exists(f, "e1-ps-0", &b) && b));
+    WAIT_FOR((finish_deletes(f, "e1"), !deleting(f, "e1") && pod_there(f, "e1-ps-0", &b) && b));
     pods_of(f, "e1", &exist, &bound);
     for (int i = 0; i < 5; i++)
-        if (pod_exists(f, all[i], NULL))
-            set_pod_phase(f, all[i], "Running");
+        if (pod_there(f, all[i], NULL))
+            set_phase(f, all[i], "Running");
     WAIT_FOR(!strcmp(tj_phase(f, "e1", ph, sizeof ph), "Running"));
     pods_of(f, "e1", &exist, &bound);
     assert_true(bound >= 2 && bound <= 4); /* PS and at least worker 0 stay */
-    assert_true(pod_exists(f, "e1-ps-0", NULL) && pod_exists(f, "e1-worker-0", NULL));
+    assert_true(pod_there(f, "e1-ps-0", NULL) && pod_there(f, "e1-worker-0", NULL));
     check_capacity(f);
     assert_int_equal(drv_ctrl_get_stats(r.c).api_errors, 0);
     stop(&r);
@@ -525,7 +374,7 @@ static void test_elastic_grow_and_shrink(void **state)
 static void test_leader_election(void **state)
 {
     fixture *f = *state;
-    add_node(f, "node-a", "8", "z1");
+    add_node_in(f, "node-a", "8", "z1");
     req(f, "POST", "/api/v1/namespaces",
         "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","
         "\"metadata\":{\"name\":\"drover-system\"}}");
@@ -537,9 +386,9 @@ static void test_leader_election(void **state)
     drv_ctrl_opts ob = oa;
     ob.identity = "b";
     runner a, b;
-    start_opts(f, &a, "gang-fifo", &oa);
+    start_with(f, &a, "gang-fifo", &oa);
     WAIT_FOR(drv_ctrl_get_stats(a.c).leader);
-    start_opts(f, &b, "gang-fifo", &ob);
+    start_with(f, &b, "gang-fifo", &ob);
     WAIT_FOR(drv_ctrl_get_stats(b.c).synced);
     add_tj(f, "l1", 0, 2, 1000);
     int exist, bound;
@@ -569,9 +418,9 @@ static void test_leader_election(void **state)
 static void test_chief_outlives_workers(void **state)
 {
     fixture *f = *state;
-    add_node(f, "node-a", "4", "z1");
+    add_node_in(f, "node-a", "4", "z1");
     runner r;
-    start(f, &r, "gang-fifo");
+    start_with(f, &r, "gang-fifo", NULL);
     WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
     req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
         "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
@@ -584,13 +433,13 @@ static void test_chief_outlives_workers(void **state)
     WAIT_FOR((pods_of(f, "cw", &exist, &bound), bound == 3));
     const char *pods[] = {"cw-chief-0", "cw-worker-0", "cw-worker-1"};
     for (int i = 0; i < 3; i++)
-        set_pod_phase(f, pods[i], "Running");
+        set_phase(f, pods[i], "Running");
     char ph[32];
     WAIT_FOR(!strcmp(tj_phase(f, "cw", ph, sizeof ph), "Running"));
     WAIT_FOR(drv_ctrl_get_stats(r.c).creates >= 3);
     /* The workers finish; the status written for that (fewer active workers) settles. */
-    set_pod_phase(f, "cw-worker-0", "Succeeded");
-    set_pod_phase(f, "cw-worker-1", "Succeeded");
+    set_phase(f, "cw-worker-0", "Succeeded");
+    set_phase(f, "cw-worker-1", "Succeeded");
     long writes = -1;
     while (writes != drv_ctrl_get_stats(r.c).status_writes) { /* settled: none for 200 ms */
         writes = drv_ctrl_get_stats(r.c).status_writes;
@@ -607,7 +456,7 @@ static void test_chief_outlives_workers(void **state)
     pods_of(f, "cw", &exist, &bound);
     assert_int_equal(exist, 3);
     /* The chief ends: the job has succeeded. */
-    set_pod_phase(f, "cw-chief-0", "Succeeded");
+    set_phase(f, "cw-chief-0", "Succeeded");
     WAIT_FOR(!strcmp(tj_phase(f, "cw", ph, sizeof ph), "Succeeded"));
     assert_int_equal(drv_ctrl_get_stats(r.c).binds, 0);
     stop(&r);
@@ -619,8 +468,8 @@ static void test_chief_outlives_workers(void **state)
 static void test_restart_adopts_before_deciding(void **state)
 {
     fixture *f = *state;
-    add_node(f, "node-a", "64", "z1");
-    add_node(f, "node-b", "64", "z1");
+    add_node_in(f, "node-a", "64", "z1");
+    add_node_in(f, "node-b", "64", "z1");
     enum { JOBS = 40, WORKERS = 4 };
     for (int j = 0; j < JOBS; j++) {
         char name[32];
@@ -639,7 +488,7 @@ static void test_restart_adopts_before_deciding(void **state)
      * loop to interleave badly (the race this guards against is not deterministic). */
     for (int round = 0; round < 8; round++) {
         runner r;
-        start(f, &r, "gang-fifo");
+        start_with(f, &r, "gang-fifo", NULL);
         WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
         WAIT_FOR(drv_ctrl_get_stats(r.c).cycles >= 1);
         usleep(300000);
@@ -684,9 +533,9 @@ static void test_progress_scraped(void **state)
     assert_non_null(m);
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(m, MHD_DAEMON_INFO_BIND_PORT);
     int port = info->port;
-    add_node(f, "node-a", "4", "z1");
+    add_node_in(f, "node-a", "4", "z1");
     runner r;
-    start(f, &r, "gang=true period=1 queue_order=fifo admit=gang score=least-allocated");
+    start_with(f, &r, "gang=true period=1 queue_order=fifo admit=gang score=least-allocated", NULL);
     WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
     req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
         "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"

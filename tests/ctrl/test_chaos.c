@@ -293,6 +293,124 @@ static drv_emulator *start_emulator(const char *url, int n)
     return e;
 }
 
+/* The store's resourceVersion when each controller was started and killed (stopped): what tells
+ * which incarnation a binding of the audit log can have come from. */
+typedef struct incarnations {
+    uint64_t *from, *to; /* o.kills + 1 each */
+} incarnations;
+
+/* o.kills controllers started and SIGKILLed in turn: each once kill_bound pods are bound (or
+ * 10 s on), after 0.3-1 s; without kill_bound, after 0.3-3 s. Returns the kills that came with
+ * kill_bound pods bound. */
+static int kill_rounds(const opts *o, drv_apiserver *srv, drv_kube *k, incarnations *in, char *log,
+                       size_t nlog)
+{
+    int kills_bound = 0;
+    for (int kill_no = 0; kill_no < o->kills; kill_no++) {
+        in->from[kill_no] = drv_apiserver_rv(srv);
+        pid_t pid = start_drover(o, kill_no, log, nlog);
+        if (o->kill_bound > 0) {
+            double t0 = now(), min = 0.3 + 0.7 * uniform();
+            int bound = 0;
+            while (now() - t0 < 10 &&
+                   (now() - t0 < min || (bound = live_bound_pods(k)) < o->kill_bound))
+                sleep_s(0.05);
+            kills_bound += bound >= o->kill_bound;
+        } else {
+            sleep_s(0.3 + 2.7 * uniform());
+        }
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        in->to[kill_no] = drv_apiserver_rv(srv);
+    }
+    return kills_bound;
+}
+
+/* Waits while jobs keep succeeding: until every one has, or one has Failed (it never will
+ * succeed), or none more has for STALL_S. A loaded machine is slow but makes progress, so the
+ * wait scales with it; a stuck job is told apart from a slow one by the stall. Returns the jobs
+ * that succeeded (those that did not are listed). */
+static int await_jobs(const opts *o, drv_kube *k)
+{
+    int done = 0, failed = 0;
+    for (double last = now(); done < o->jobs && failed == 0 && now() - last < STALL_S;
+         sleep_s(0.5)) {
+        failed = 0;
+        int n = succeeded_jobs(k, false, &failed);
+        if (n > done) {
+            done = n;
+            last = now();
+        }
+    }
+    if (done < o->jobs) {
+        failed = 0;
+        done = succeeded_jobs(k, true, &failed);
+    }
+    return done;
+}
+
+/* The audit log's history checked (no pod bound twice, no rank succeeded twice, no node over-
+ * committed, no gang half-bound), reported with the run's figures. */
+static void check_history(const opts *o, const char *audit, int done, int kills_bound,
+                          const drv_apiserver_faults *before, const drv_apiserver_faults *after,
+                          long counted, int status)
+{
+    hist *h = hist_new();
+    char gang[64];
+    for (int i = 0; i < o->jobs; i++) {
+        snprintf(gang, sizeof gang, "default/job-%d", i);
+        hist_gang(h, gang, RANKS);
+    }
+    hist_replay(h, audit ? audit : "");
+    hist_counts hc = hist_result(h);
+    hist_free(h);
+    long injected = (after->conflict - before->conflict) + (after->throttled - before->throttled) +
+                    (after->internal - before->internal);
+    char how[64] = "";
+    if (o->kill_bound > 0)
+        snprintf(how, sizeof how, " (%d of them once %d+ pods were bound)", kills_bound,
+                 o->kill_bound);
+    printf(
+        "seed %llu: %d nodes, %d jobs, %d kills%s; faults injected: %ld conflict, %ld throttled, "
+        "%ld internal, %ld gone, %ld slow, %ld dropped; jobs succeeded %d; events %ld; "
+        "double binds %ld, succeeded twice %ld, over-commits %ld, half gangs %ld; last "
+        "controller: %ld error faults injected, %ld failed requests counted\n",
+        (unsigned long long)o->seed, o->nodes, o->jobs, o->kills, how, after->conflict,
+        after->throttled, after->internal, after->gone, after->slow, after->dropped, done,
+        hc.events, hc.double_binds, hc.twice_done, hc.overcommits, hc.half_gangs, injected,
+        counted);
+    expect(done == o->jobs, "jobs that did not succeed", o->jobs - done);
+    expect(hc.double_binds == 0, "double binds", hc.double_binds);
+    expect(hc.twice_done == 0, "ranks succeeded twice", hc.twice_done);
+    expect(hc.overcommits == 0, "over-commits", hc.overcommits);
+    expect(hc.half_gangs == 0, "half gangs", hc.half_gangs);
+    expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "last controller's exit status",
+           (long)status);
+    expect(counted == injected, "last controller's failed requests unlike the faults injected",
+           counted);
+}
+
+/* On failure (or --keep): the history too, one event a line, for whoever debugs it; else the
+ * directory goes. */
+static void keep_or_clean(const opts *o, const char *audit, const incarnations *in)
+{
+    if (!failures && !o->keep) {
+        kc_cleanup();
+        return;
+    }
+    char path[600];
+    snprintf(path, sizeof path, "%s/audit.jsonl", kc_dir());
+    FILE *f = fopen(path, "w");
+    if (f && audit)
+        fputs(audit, f);
+    if (f)
+        fclose(f);
+    for (int i = 0; i <= o->kills; i++)
+        fprintf(stderr, "controller %d (drover-%d.log): resourceVersions %llu to %llu\n", i, i,
+                (unsigned long long)in->from[i], (unsigned long long)in->to[i]);
+    fprintf(stderr, "logs and the audit log kept in %s\n", kc_dir());
+}
+
 int main(int argc, char **argv)
 {
     opts o;
@@ -317,116 +435,33 @@ int main(int argc, char **argv)
         return 1;
     for (int i = 0; i < o.jobs; i++)
         submit(k, i);
-
     drv_apiserver_chaos(srv, o.seed, o.rate, "drover-run/");
     drv_apiserver_set_delay(srv, o.delay_ms);
     char log[600];
-    /* the store's resourceVersion when each controller was started and killed (stopped): what
-     * tells which incarnation a binding of the audit log can have come from */
-    uint64_t *rv_from = calloc((size_t)o.kills + 1, sizeof *rv_from);
-    uint64_t *rv_to = calloc((size_t)o.kills + 1, sizeof *rv_to);
-    if (!rv_from || !rv_to)
+    incarnations in = {calloc((size_t)o.kills + 1, sizeof *in.from),
+                       calloc((size_t)o.kills + 1, sizeof *in.to)};
+    if (!in.from || !in.to)
         return 1;
-    int kills_bound = 0; /* kills that came with kill_bound pods bound (not after 10 s) */
-    for (int kill_no = 0; kill_no < o.kills; kill_no++) {
-        rv_from[kill_no] = drv_apiserver_rv(srv);
-        pid_t pid = start_drover(&o, kill_no, log, sizeof log);
-        if (o.kill_bound > 0) { /* once that many are bound (or 10 s on), after 0.3-1 s */
-            double t0 = now(), min = 0.3 + 0.7 * uniform();
-            int bound = 0;
-            while (now() - t0 < 10 &&
-                   (now() - t0 < min || (bound = live_bound_pods(k)) < o.kill_bound))
-                sleep_s(0.05);
-            kills_bound += bound >= o.kill_bound;
-        } else {
-            sleep_s(0.3 + 2.7 * uniform());
-        }
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        rv_to[kill_no] = drv_apiserver_rv(srv);
-    }
+    int kills_bound = kill_rounds(&o, srv, k, &in, log, sizeof log);
     drv_apiserver_faults before = drv_apiserver_fault_counts(srv);
-    rv_from[o.kills] = drv_apiserver_rv(srv);
+    in.from[o.kills] = drv_apiserver_rv(srv);
     pid_t pid = start_drover(&o, o.kills, log, sizeof log);
-    /* Waits while jobs keep succeeding: until every one has, or one has Failed (it never will
-     * succeed), or none more has for STALL_S. A loaded machine is slow but makes progress, so
-     * the wait scales with it; a stuck job is told apart from a slow one by the stall. */
-    int done = 0, failed = 0;
-    for (double last = now(); done < o.jobs && failed == 0 && now() - last < STALL_S;
-         sleep_s(0.5)) {
-        failed = 0;
-        int n = succeeded_jobs(k, false, &failed);
-        if (n > done) {
-            done = n;
-            last = now();
-        }
-    }
-    if (done < o.jobs) {
-        failed = 0;
-        done = succeeded_jobs(k, true, &failed);
-    }
+    int done = await_jobs(&o, k);
     kill(pid, SIGTERM);
     int status = 0;
     waitpid(pid, &status, 0);
-    rv_to[o.kills] = drv_apiserver_rv(srv);
+    in.to[o.kills] = drv_apiserver_rv(srv);
     drv_apiserver_faults after = drv_apiserver_fault_counts(srv);
     drv_apiserver_chaos(srv, 0, 0, NULL);
-
-    hist *h = hist_new();
-    char gang[64];
-    for (int i = 0; i < o.jobs; i++) {
-        snprintf(gang, sizeof gang, "default/job-%d", i);
-        hist_gang(h, gang, RANKS);
-    }
     char *audit = drv_apiserver_audit(srv);
-    hist_replay(h, audit ? audit : "");
-    hist_counts hc = hist_result(h);
-    hist_free(h);
-    long injected = (after.conflict - before.conflict) + (after.throttled - before.throttled) +
-                    (after.internal - before.internal);
-    long counted = stop_line_failures(log);
-    char how[64] = "";
-    if (o.kill_bound > 0)
-        snprintf(how, sizeof how, " (%d of them once %d+ pods were bound)", kills_bound,
-                 o.kill_bound);
-    printf(
-        "seed %llu: %d nodes, %d jobs, %d kills%s; faults injected: %ld conflict, %ld throttled, "
-        "%ld internal, %ld gone, %ld slow, %ld dropped; jobs succeeded %d; events %ld; "
-        "double binds %ld, succeeded twice %ld, over-commits %ld, half gangs %ld; last "
-        "controller: %ld error faults injected, %ld failed requests counted\n",
-        (unsigned long long)o.seed, o.nodes, o.jobs, o.kills, how, after.conflict, after.throttled,
-        after.internal, after.gone, after.slow, after.dropped, done, hc.events, hc.double_binds,
-        hc.twice_done, hc.overcommits, hc.half_gangs, injected, counted);
-    expect(done == o.jobs, "jobs that did not succeed", o.jobs - done);
-    expect(hc.double_binds == 0, "double binds", hc.double_binds);
-    expect(hc.twice_done == 0, "ranks succeeded twice", hc.twice_done);
-    expect(hc.overcommits == 0, "over-commits", hc.overcommits);
-    expect(hc.half_gangs == 0, "half gangs", hc.half_gangs);
-    expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "last controller's exit status",
-           (long)status);
-    expect(counted == injected, "last controller's failed requests unlike the faults injected",
-           counted);
+    check_history(&o, audit, done, kills_bound, &before, &after, stop_line_failures(log), status);
     drv_kube_free(k);
     drv_emulator_stop(emu);
     drv_emulator_free(emu);
     drv_apiserver_free(srv);
-    if (!failures && !o.keep) {
-        kc_cleanup();
-    } else { /* the history too, one event a line, for whoever debugs it */
-        char path[600];
-        snprintf(path, sizeof path, "%s/audit.jsonl", kc_dir());
-        FILE *f = fopen(path, "w");
-        if (f && audit)
-            fputs(audit, f);
-        if (f)
-            fclose(f);
-        for (int i = 0; i <= o.kills; i++)
-            fprintf(stderr, "controller %d (drover-%d.log): resourceVersions %llu to %llu\n", i, i,
-                    (unsigned long long)rv_from[i], (unsigned long long)rv_to[i]);
-        fprintf(stderr, "logs and the audit log kept in %s\n", kc_dir());
-    }
+    keep_or_clean(&o, audit, &in);
     drv_free(audit);
-    free(rv_from);
-    free(rv_to);
+    free(in.from);
+    free(in.to);
     return failures ? 1 : 0;
 }

@@ -23,9 +23,11 @@
 #include "apiserver.h"
 #include "kubectl_util.h"
 #include "rbac_check.h"
+#include "wait.h"
 
 #include <curl/curl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,127 +88,172 @@ static int logged_port(const char *log)
     return p ? atoi(p + strlen("metrics on http://127.0.0.1:")) : 0;
 }
 
-int main(void)
+static char out[65536]; /* what the last kubectl printed */
+
+/* Runs `kubectl args` (formatted) into out; its exit status. */
+static int kc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int kc(const char *fmt, ...)
 {
-    if (!kc_available()) {
-        printf("kubectl not found on PATH: test skipped\n");
-        return 77;
-    }
-    const char *src = getenv("DROVER_SOURCE_DIR"), *bin = getenv("DROVER_BINARY_DIR");
-    src = src ? src : ".";
-    bin = bin ? bin : "build";
-    char fx[512];
-    snprintf(fx, sizeof fx, "%.400s/tests/fixtures/k8s", src);
-    drv_apiserver *s = NULL;
-    drv_apiserver_opts o = {.fixture_dir = fx, .request_log = true};
-    drv_diag d = {{0}};
-    if (drv_apiserver_start(&s, &o, &d)) {
-        fprintf(stderr, "cannot start the test server: %s\n", d.msg);
-        return 1;
-    }
-    if (kc_setup(drv_apiserver_port(s), "drover-run") != 0) {
-        drv_apiserver_free(s);
-        return 1;
-    }
+    char args[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    return kc_run(out, sizeof out, args);
+}
+
+/* What kc_until polls: kubectl args, and what its output must hold. */
+typedef struct kc_poll {
+    const char *args, *want;
+    int rc;
+} kc_poll;
+
+static bool kc_holds(void *arg)
+{
+    kc_poll *p = arg;
+    p->rc = kc_run(out, sizeof out, p->args);
+    return p->rc == 0 && strstr(out, p->want);
+}
+
+/* Runs `kubectl args` until its output holds want (tests/wait.h's bound); its last exit status. */
+static int kc_until(const char *args, const char *want)
+{
+    kc_poll p = {.args = args, .want = want};
+    wait_until(kc_holds, &p);
+    return p.rc;
+}
+
+/* With DROVER_E2E_SHOW set, prints what kubectl printed for `what` (docs/running.md quotes it). */
+static void show(const char *what)
+{
+    if (getenv("DROVER_E2E_SHOW"))
+        printf("$ kubectl %s\n%s", what, out);
+}
+
+static const char *src_dir(void)
+{
+    const char *src = getenv("DROVER_SOURCE_DIR");
+    return src ? src : ".";
+}
+
+/* The CRDs we ship, and two Ready nodes of 8 CPUs (untainted, as the node lifecycle controller
+ * does). */
+static void cluster(void)
+{
+    const char *src = src_dir();
+    int rc = kc("apply --validate=false -f %s/deploy/crd.yaml", src);
+    kc_expect(rc == 0 && strstr(out, "trainingjobs.drover.dev"), "kubectl apply deploy/crd.yaml",
+              out);
+    rc = kc("apply --validate=false -f %s/deploy/podgroup-crd.yaml", src);
+    kc_expect(rc == 0 && strstr(out, "podgroups.scheduling.x-k8s.io"),
+              "kubectl apply deploy/podgroup-crd.yaml", out);
+    rc = kc("apply --validate=false -f %s/deploy/queue-crd.yaml", src);
+    kc_expect(rc == 0 && strstr(out, "queues.drover.dev"), "kubectl apply deploy/queue-crd.yaml",
+              out);
     kc_write("nodes.yaml",
              "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\nstatus:\n  allocatable: "
              "{cpu: \"8\", memory: 32Gi}\n  conditions: [{type: Ready, status: \"True\"}]\n"
              "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n2\nstatus:\n  allocatable: "
              "{cpu: \"8\", memory: 32Gi}\n  conditions: [{type: Ready, status: \"True\"}]\n");
-    static char out[65536];
-    char args[1024];
-    int rc;
-    snprintf(args, sizeof args, "apply --validate=false -f %s/deploy/crd.yaml", src);
-    rc = kc_run(out, sizeof out, args);
-    kc_expect(rc == 0 && strstr(out, "trainingjobs.drover.dev"), "kubectl apply deploy/crd.yaml",
-              out);
-    snprintf(args, sizeof args, "apply --validate=false -f %s/deploy/podgroup-crd.yaml", src);
-    rc = kc_run(out, sizeof out, args);
-    kc_expect(rc == 0 && strstr(out, "podgroups.scheduling.x-k8s.io"),
-              "kubectl apply deploy/podgroup-crd.yaml", out);
-    snprintf(args, sizeof args, "apply --validate=false -f %s/deploy/queue-crd.yaml", src);
-    rc = kc_run(out, sizeof out, args);
-    kc_expect(rc == 0 && strstr(out, "queues.drover.dev"), "kubectl apply deploy/queue-crd.yaml",
-              out);
-    snprintf(args, sizeof args, "create --validate=false -f %s/nodes.yaml", kc_dir());
-    rc = kc_run(out, sizeof out, args);
+    rc = kc("create --validate=false -f %s/nodes.yaml", kc_dir());
     kc_expect(rc == 0 && strstr(out, "node/n2 created"), "kubectl create nodes", out);
-    /* The API server taints new nodes not-ready; the node lifecycle controller's part: */
-    rc =
-        kc_run(out, sizeof out, "patch nodes n1 n2 --type=merge -p '{\"spec\":{\"taints\":null}}'");
+    rc = kc("patch nodes n1 n2 --type=merge -p '{\"spec\":{\"taints\":null}}'");
     kc_expect(rc == 0 && strstr(out, "node/n2 patched"), "kubectl patch nodes (untaint)", out);
+}
 
-    char log[512];
-    snprintf(log, sizeof log, "%s/drover.log", kc_dir());
+/* drover run as a child process, its stderr into log. */
+static pid_t start_drover(const char *log)
+{
+    const char *bin = getenv("DROVER_BINARY_DIR");
     pid_t pid = fork();
     if (pid == 0) {
         char exe[512];
-        snprintf(exe, sizeof exe, "%s/drover", bin);
+        snprintf(exe, sizeof exe, "%s/drover", bin ? bin : "build");
         if (!freopen(log, "w", stderr))
             _exit(127);
         execl(exe, exe, "run", "--kubeconfig", kc_config(), "--policy", "drover", "--metrics-addr",
               "127.0.0.1:0", (char *)NULL);
         _exit(127);
     }
-    snprintf(args, sizeof args, "create --validate=false -f %s/examples/trainingjob.yaml", src);
-    rc = kc_run(out, sizeof out, args);
+    return pid;
+}
+
+/* The example's 3 pods are bound (kubectl prints a nodeName a line). */
+static bool three_bound(void *unused)
+{
+    (void)unused;
+    int rc = kc("get pods -l drover.dev/job=mnist -o "
+                "jsonpath='{range .items[*]}{.spec.nodeName}{\"\\n\"}{end}'");
+    return rc == 0 && lines(out) == 3;
+}
+
+/* The example we ship: its 3 pods bound, named as Kubeflow names them, Running, its Service,
+ * and the Event that says so. */
+static void example_job(void)
+{
+    int rc = kc("create --validate=false -f %s/examples/trainingjob.yaml", src_dir());
     kc_expect(rc == 0 && strstr(out, "mnist created"), "kubectl create examples/trainingjob.yaml",
               out);
     /* PS 2 CPUs + 2 workers of 4: bound within a few seconds. */
-    int bound = 0;
-    for (int i = 0; i < 100 && bound < 3; i++) {
-        rc = kc_run(out, sizeof out,
-                    "get pods -l drover.dev/job=mnist -o "
-                    "jsonpath='{range .items[*]}{.spec.nodeName}{\"\\n\"}{end}'");
-        bound = rc == 0 ? lines(out) : 0;
-        if (bound < 3)
-            usleep(100000);
-    }
-    kc_expect(bound == 3, "the example's 3 pods are bound", out);
-    rc = kc_run(out, sizeof out, "get pods -l drover.dev/role=worker -o name");
+    kc_expect(wait_until(three_bound, NULL), "the example's 3 pods are bound", out);
+    rc = kc("get pods -l drover.dev/role=worker -o name");
     kc_expect(rc == 0 && strstr(out, "pod/mnist-worker-0") && strstr(out, "pod/mnist-worker-1"),
               "its workers are named <job>-worker-<rank>", out);
     /* The printer columns read the conditions: bound whole, the job is Running (its pods
      * starting: reason JobPlaced in -o wide's MESSAGE). */
-    for (int i = 0; i < 100; i++) {
-        rc = kc_run(out, sizeof out, "get tj");
-        if (rc == 0 && strstr(out, "STATE") && strstr(out, "Running"))
-            break;
-        usleep(100000);
-    }
+    rc = kc_until("get tj", "Running");
     kc_expect(rc == 0 && strstr(out, "mnist") && strstr(out, "STATE") && strstr(out, "Running"),
               "kubectl get tj: STATE Running", out);
-    rc = kc_run(out, sizeof out, "get tj -o wide");
+    rc = kc("get tj -o wide");
     kc_expect(rc == 0 && strstr(out, "MESSAGE") && strstr(out, "bound"), "kubectl get tj -o wide",
               out);
-    rc = kc_run(out, sizeof out, "get service mnist -o jsonpath={.spec.clusterIP}");
+    rc = kc("get service mnist -o jsonpath={.spec.clusterIP}");
     kc_expect(rc == 0 && !strcmp(out, "None"), "the job's headless Service", out);
-    rc = kc_run(out, sizeof out,
-                "get events -o jsonpath='{range .items[*]}{.reason}: {.message}{\"\\n\"}{end}'");
+    rc = kc("get events -o jsonpath='{range .items[*]}{.reason}: {.message}{\"\\n\"}{end}'");
     kc_expect(rc == 0 && strstr(out, "Scheduled") && strstr(out, "3 pods bound by profile drover"),
               "an Event says the job was scheduled", out);
+}
 
-    /* Its metrics: ready, and the bound pods counted. */
-    static char body[65536];
+/* What metrics_counted polls: the /metrics URL and its last answer. */
+typedef struct metrics_poll {
     char url[128];
-    int port = 0;
-    for (int i = 0; i < 50 && !port; i++, usleep(100000))
-        port = logged_port(log);
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/readyz", port);
-    long code = port ? http_get(url, body) : 0;
-    kc_expect(code == 200, "drover run's /readyz is 200 once synced", body);
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", port);
-    bool counted = false;
-    for (int i = 0; i < 50 && port && !counted; i++) { /* answers are counted as they arrive */
-        code = http_get(url, body);
-        counted = code == 200 && strstr(body, "drover_pods_created_total{profile=\"drover\"} 3") &&
-                  strstr(body, "drover_decision_seconds_count{profile=\"drover\"} 1");
-        if (!counted)
-            usleep(100000);
-    }
-    kc_expect(counted, "drover run's /metrics counts the 3 pods and one gang's decision", body);
+    char *body;
+    long code;
+} metrics_poll;
 
-    /* Another operator's gang, as Kubeflow's training operator makes one. */
+static bool metrics_counted(void *arg)
+{
+    metrics_poll *m = arg;
+    m->code = http_get(m->url, m->body);
+    return m->code == 200 && strstr(m->body, "drover_pods_created_total{profile=\"drover\"} 3") &&
+           strstr(m->body, "drover_decision_seconds_count{profile=\"drover\"} 1");
+}
+
+static bool port_logged(void *arg)
+{
+    const char *log = arg;
+    return logged_port(log) > 0;
+}
+
+/* drover run's metrics: ready, and the bound pods counted (as their answers arrive). */
+static void metrics(const char *log)
+{
+    static char body[65536] = "";
+    wait_until(port_logged, (void *)log);
+    int port = logged_port(log);
+    metrics_poll m = {.body = body};
+    snprintf(m.url, sizeof m.url, "http://127.0.0.1:%d/readyz", port);
+    long code = port ? http_get(m.url, body) : 0;
+    kc_expect(code == 200, "drover run's /readyz is 200 once synced", body);
+    snprintf(m.url, sizeof m.url, "http://127.0.0.1:%d/metrics", port);
+    kc_expect(port && wait_until(metrics_counted, &m),
+              "drover run's /metrics counts the 3 pods and one gang's decision", body);
+}
+
+/* Another operator's gang, as Kubeflow's training operator makes one: both pods bound, the
+ * PodGroup Scheduled, its Event. */
+static void pod_group(void)
+{
     kc_write(
         "gang.yaml",
         "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata:\n  name: tf-gang\n"
@@ -217,38 +264,30 @@ int main(void)
         "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: tf-gang-worker-1\n  labels:\n"
         "    scheduling.x-k8s.io/pod-group: tf-gang\nspec:\n  schedulerName: drover\n"
         "  containers:\n  - {name: tensorflow, image: t, resources: {requests: {cpu: \"1\"}}}\n");
-    snprintf(args, sizeof args, "create --validate=false -f %s/gang.yaml", kc_dir());
-    rc = kc_run(out, sizeof out, args);
+    int rc = kc("create --validate=false -f %s/gang.yaml", kc_dir());
     kc_expect(rc == 0 && strstr(out, "tf-gang-worker-1 created"), "kubectl create a pod group",
               out);
-    for (int i = 0; i < 100; i++) {
-        rc = kc_run(out, sizeof out, "get podgroups");
-        if (rc == 0 && strstr(out, "Scheduled"))
-            break;
-        usleep(100000);
-    }
-    if (getenv("DROVER_E2E_SHOW"))
-        printf("$ kubectl get podgroups\n%s", out);
+    rc = kc_until("get podgroups", "Scheduled");
+    show("get podgroups");
     kc_expect(rc == 0 && strstr(out, "tf-gang") && strstr(out, "Scheduled") &&
                   strstr(out, "MINMEMBER"),
               "kubectl get podgroups: tf-gang Scheduled", out);
-    rc = kc_run(out, sizeof out, "get pods -l scheduling.x-k8s.io/pod-group=tf-gang -o wide");
-    if (getenv("DROVER_E2E_SHOW"))
-        printf("$ kubectl get pods -l scheduling.x-k8s.io/pod-group=tf-gang -o wide\n%s", out);
-    rc = kc_run(out, sizeof out,
-                "get pods -l scheduling.x-k8s.io/pod-group=tf-gang -o "
-                "jsonpath='{range .items[*]}{.spec.nodeName}{\"\\n\"}{end}'");
+    kc("get pods -l scheduling.x-k8s.io/pod-group=tf-gang -o wide");
+    show("get pods -l scheduling.x-k8s.io/pod-group=tf-gang -o wide");
+    rc = kc("get pods -l scheduling.x-k8s.io/pod-group=tf-gang -o "
+            "jsonpath='{range .items[*]}{.spec.nodeName}{\"\\n\"}{end}'");
     kc_expect(rc == 0 && lines(out) == 2, "its two pods are bound", out);
-    rc = kc_run(out, sizeof out,
-                "get events --field-selector involvedObject.kind=PodGroup -o "
-                "jsonpath='{range .items[*]}{.reason}: {.message}{\"\\n\"}{end}'");
-    if (getenv("DROVER_E2E_SHOW"))
-        printf("$ kubectl get events (PodGroup)\n%s", out);
+    rc = kc("get events --field-selector involvedObject.kind=PodGroup -o "
+            "jsonpath='{range .items[*]}{.reason}: {.message}{\"\\n\"}{end}'");
+    show("get events (PodGroup)");
     kc_expect(rc == 0 && strstr(out, "Scheduled: 2 pods bound by profile drover"),
               "an Event says the pod group was scheduled", out);
+}
 
-    /* A job naming a Queue that does not exist yet: held, saying why; admitted once the
-     * Queue is created, whose status then shows it and its use. */
+/* A job naming a Queue that does not exist yet: held, saying why; admitted once the Queue is
+ * created, whose status then shows it and its use. */
+static void queued_job(void)
+{
     kc_write("queued.yaml",
              "apiVersion: drover.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: lab-job\n"
              "spec:\n  queue: research\n  replicaSpecs:\n    Worker:\n      replicas: 2\n"
@@ -258,67 +297,53 @@ int main(void)
     kc_write("queue.yaml", "apiVersion: drover.dev/v1alpha1\nkind: Queue\nmetadata:\n"
                            "  name: research\nspec:\n  weight: 2\n  nominalQuota:\n"
                            "    cpu: \"4\"\n");
-    snprintf(args, sizeof args, "create --validate=false -f %s/queued.yaml", kc_dir());
-    rc = kc_run(out, sizeof out, args);
+    int rc = kc("create --validate=false -f %s/queued.yaml", kc_dir());
     kc_expect(rc == 0 && strstr(out, "lab-job created"), "kubectl create a job naming a queue",
               out);
-    for (int i = 0; i < 100; i++) {
-        rc = kc_run(out, sizeof out,
-                    "get events --field-selector involvedObject.name=lab-job -o "
-                    "jsonpath='{range .items[*]}{.reason}: {.message}{\"\\n\"}{end}'");
-        if (rc == 0 && strstr(out, "QueueMissing"))
-            break;
-        usleep(100000);
-    }
-    if (getenv("DROVER_E2E_SHOW"))
-        printf("$ kubectl get events (lab-job)\n%s", out);
+    rc = kc_until("get events --field-selector involvedObject.name=lab-job -o "
+                  "jsonpath='{range .items[*]}{.reason}: {.message}{\"\\n\"}{end}'",
+                  "QueueMissing");
+    show("get events (lab-job)");
     kc_expect(rc == 0 && strstr(out, "QueueMissing: spec.queue names Queue research"),
               "an Event says the job waits for its Queue", out);
-    snprintf(args, sizeof args, "create --validate=false -f %s/queue.yaml", kc_dir());
-    rc = kc_run(out, sizeof out, args);
+    rc = kc("create --validate=false -f %s/queue.yaml", kc_dir());
     kc_expect(rc == 0 && strstr(out, "research created"), "kubectl create the queue", out);
-    for (int i = 0; i < 100; i++) {
-        rc = kc_run(out, sizeof out,
-                    "get queue research -o jsonpath='{.status.admitted}/{.status.used.cpu}'");
-        if (rc == 0 && !strcmp(out, "1/2")) /* (lab-job, its 2 workers of 1 CPU) */
-            break;
-        usleep(100000);
-    }
+    /* (lab-job, its 2 workers of 1 CPU) */
+    rc = kc_until("get queue research -o jsonpath='{.status.admitted}/{.status.used.cpu}'", "1/2");
     kc_expect(rc == 0 && !strcmp(out, "1/2"), "Queue research's status: 1 admitted, 2 CPUs used",
               out);
-    rc = kc_run(out, sizeof out, "get queues");
-    if (getenv("DROVER_E2E_SHOW"))
-        printf("$ kubectl get queues\n%s", out);
+    rc = kc("get queues");
+    show("get queues");
     kc_expect(rc == 0 && strstr(out, "research") && strstr(out, "CPU QUOTA"), "kubectl get queues",
               out);
+}
 
-    /* A job that waits for room (2 workers of 7.5 CPUs: it fits the empty nodes, not these,
-     * whose pods never end here): its Waiting Event gives the room it needs and, the drover
-     * profile ordering by the combined priority, every factor of it. */
+/* A job that waits for room (2 workers of 7.5 CPUs: it fits the empty nodes, not these, whose
+ * pods never end here): its Waiting Event gives the room it needs and, the drover profile
+ * ordering by the combined priority, every factor of it. */
+static void waiting_job(void)
+{
     kc_write("big.yaml",
              "apiVersion: drover.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: big-job\n"
              "spec:\n  replicaSpecs:\n    Worker:\n      replicas: 2\n"
              "      template:\n        spec:\n          schedulerName: drover\n"
              "          containers:\n          - {name: t, image: t, resources: {requests: "
              "{cpu: \"7500m\"}}}\n");
-    snprintf(args, sizeof args, "create --validate=false -f %s/big.yaml", kc_dir());
-    rc = kc_run(out, sizeof out, args);
+    int rc = kc("create --validate=false -f %s/big.yaml", kc_dir());
     kc_expect(rc == 0 && strstr(out, "big-job created"), "kubectl create a job that waits", out);
-    for (int i = 0; i < 100; i++) {
-        rc = kc_run(out, sizeof out,
-                    "get events --field-selector involvedObject.name=big-job,reason=Waiting -o "
-                    "jsonpath='{range .items[*]}{.message}{\"\\n\"}{end}'");
-        if (rc == 0 && strstr(out, "waiting"))
-            break;
-        usleep(100000);
-    }
-    if (getenv("DROVER_E2E_SHOW"))
-        printf("$ kubectl get events (big-job, Waiting)\n%s", out);
+    rc = kc_until("get events --field-selector involvedObject.name=big-job,reason=Waiting -o "
+                  "jsonpath='{range .items[*]}{.message}{\"\\n\"}{end}'",
+                  "waiting");
+    show("get events (big-job, Waiting)");
     kc_expect(rc == 0 && strstr(out, "waiting for room") && strstr(out, "; priority ") &&
                   strstr(out, " user ") && strstr(out, " class ") && strstr(out, " wait ") &&
                   strstr(out, " parallelism ") && strstr(out, " share "),
               "the Waiting Event gives every factor of the job's priority", out);
+}
 
+/* SIGTERM: drover exits 0 with its summary line (log: its stderr). */
+static void stop_drover(pid_t pid, const char *log)
+{
     int st = 0;
     kill(pid, SIGTERM);
     waitpid(pid, &st, 0);
@@ -330,9 +355,39 @@ int main(void)
     kc_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, "stopped after") &&
                   strstr(out, "4 jobs"), /* the example, the pod group, lab-job, big-job */
               "drover run stops on SIGTERM with exit status 0 and a summary", out);
+}
+
+int main(void)
+{
+    if (!kc_available()) {
+        printf("kubectl not found on PATH: test skipped\n");
+        return 77;
+    }
+    char fx[512];
+    snprintf(fx, sizeof fx, "%.400s/tests/fixtures/k8s", src_dir());
+    drv_apiserver *s = NULL;
+    drv_apiserver_opts o = {.fixture_dir = fx, .request_log = true};
+    drv_diag d = {{0}};
+    if (drv_apiserver_start(&s, &o, &d)) {
+        fprintf(stderr, "cannot start the test server: %s\n", d.msg);
+        return 1;
+    }
+    if (kc_setup(drv_apiserver_port(s), "drover-run") != 0) {
+        drv_apiserver_free(s);
+        return 1;
+    }
+    cluster();
+    char log[512];
+    snprintf(log, sizeof log, "%s/drover.log", kc_dir());
+    pid_t pid = start_drover(log);
+    example_job();
+    metrics(log);
+    pod_group();
+    queued_job();
+    waiting_job();
+    stop_drover(pid, log);
     /* every request the drover binary made is one deploy/rbac.yaml grants */
     kc_expect(drv_rbac_check_server(s, stdout) == 0, "deploy/rbac.yaml grants every request", "");
-
     drv_apiserver_free(s);
     kc_cleanup();
     return kc_failures() ? 1 : 0;

@@ -13,8 +13,8 @@
  *         EVICT    DELETE the pod (the job's pod is created again while the job still wants it)
  *         SCALE    the job's worker target: workers above it are deleted, below it created
  *         MIGRATE  DELETE the pod, then create it bound to the new node once it is gone
- *         RESIZE   not sent yet (logged once): in-place resize needs Kubernetes 1.33's
- *                  pods/resize, which the controller does not speak yet
+ *         RESIZE   PATCH pods/NAME/resize where the API serves it (Kubernetes >= 1.33), else
+ *                  the new limit at the pod's next creation (docs/running.md, "CPU limits")
  *
  * Status (phase, message, active replicas per role) is written to each TrainingJob's status
  * subresource when it changes, and an Event explains every job that has to wait. Nodes'

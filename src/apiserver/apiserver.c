@@ -7,6 +7,9 @@
  */
 #include "apiserver_int.h"
 
+/* The bytes of the file at path, NUL-terminated (drv_free them), their count into *len (may be
+ * NULL); NULL when it cannot be read. Binary: the recorded OpenAPI documents are gzip'd, which
+ * core's drv_file_read, for text, refuses. */
 static char *read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");

@@ -88,8 +88,7 @@ void ctrl_events_signal(ctrl_events *q)
     pthread_mutex_unlock(&q->mu);
 }
 
-/* `until` (drv_clock_mono's seconds) as the absolute time of a CLOCK_MONOTONIC wait. */
-static struct timespec mono_deadline(double until)
+struct timespec ctrl_mono_deadline(double until)
 {
     double whole = floor(until);
     struct timespec ts = {(time_t)whole, (long)((until - whole) * 1e9)};
@@ -104,7 +103,7 @@ int32_t ctrl_events_take(ctrl_events *q, ctrl_event **batch, int32_t *cap, doubl
 {
     pthread_mutex_lock(&q->mu);
     if (q->n == 0 && !q->woken && until > drv_clock_mono()) {
-        struct timespec ts = mono_deadline(until);
+        struct timespec ts = ctrl_mono_deadline(until);
         pthread_cond_timedwait(&q->cv, &q->mu, &ts);
     }
     ctrl_event *mine = *batch;

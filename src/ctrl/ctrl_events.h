@@ -14,6 +14,7 @@
 #include "kube/lifecycle.h"
 
 #include <pthread.h>
+#include <time.h>
 
 /* A TrainingJob as an informer caches it: the compact record, plus what creating its pods
  * needs. */
@@ -119,6 +120,9 @@ void ctrl_events_signal(ctrl_events *q);
  * (drv_clock_mono's seconds), then swaps the queue's array with *batch (no copy: the pushers
  * wait on the lock for a swap only). Returns how many events *batch holds. */
 int32_t ctrl_events_take(ctrl_events *q, ctrl_event **batch, int32_t *cap, double until);
+/* `until` (drv_clock_mono's seconds) as the absolute time of a wait on a CLOCK_MONOTONIC
+ * condition variable (this queue's, the lease thread's). */
+struct timespec ctrl_mono_deadline(double until);
 /* Wakes the scheduler thread with no event (an informer has listed; the binder threads have
  * room again). A wake that comes before it waits is kept: its next take returns at once. */
 void ctrl_events_wake(ctrl_events *q);

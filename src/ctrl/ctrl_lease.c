@@ -101,18 +101,6 @@ static bool lease_try(ctrl_lease *l, double now)
     return rc == DRV_EEXIST ? false : l->holding;
 }
 
-/* `until` (drv_clock_mono's seconds) as the absolute time of a CLOCK_MONOTONIC wait. */
-static struct timespec mono_deadline(double until)
-{
-    double whole = floor(until);
-    struct timespec ts = {(time_t)whole, (long)((until - whole) * 1e9)};
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
-
 static void *lease_main(void *arg)
 {
     ctrl_lease *l = arg;
@@ -129,7 +117,7 @@ static void *lease_main(void *arg)
             ctrl_events_push(l->events, &e, "a change of leadership");
         }
         /* the next attempt retry_s after this one began */
-        struct timespec ts = mono_deadline(now + l->retry_s);
+        struct timespec ts = ctrl_mono_deadline(now + l->retry_s);
         pthread_mutex_lock(&l->mu);
         if (!l->stop)
             pthread_cond_timedwait(&l->cv, &l->mu, &ts);

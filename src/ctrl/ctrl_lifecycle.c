@@ -74,15 +74,10 @@ void ctrl_lifecycle_status(ctrl_lifecycle *lc, int32_t j, const char *message)
         return;
     }
     status_request r;
-    memset(&r, 0, sizeof r);
     char ns[256], name[256];
     ctrl_name_str(lc->names, jr->ns, ns, sizeof ns);
     ctrl_name_str(lc->names, jr->name, name, sizeof name);
-    snprintf(r.path, sizeof r.path,
-             "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs/%s/status", ns, name);
-    snprintf(r.rv, sizeof r.rv, "%s", jr->rv);
-    snprintf(r.phase, sizeof r.phase, "%s", ctrl_status_name[jr->status]);
-    snprintf(r.message, sizeof r.message, "%s", message);
+    ctrl_status_trainingjob(&r, ns, name, jr->rv, ctrl_status_name[jr->status], message);
     memcpy(r.active, active, sizeof active);
     job_done_pods(lc->mirror, j, &r);
     r.master = jr->allreduce;
@@ -466,12 +461,7 @@ void ctrl_lifecycle_invalid(ctrl_lifecycle *lc, const ctrl_event *e)
     ctrl_name_str(lc->names, t->tj.ns, ns, sizeof ns);
     ctrl_name_str(lc->names, t->tj.name, name, sizeof name);
     status_request r;
-    memset(&r, 0, sizeof r);
-    snprintf(r.path, sizeof r.path,
-             "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs/%s/status", ns, name);
-    snprintf(r.rv, sizeof r.rv, "%s", t->tj.rv);
-    snprintf(r.phase, sizeof r.phase, "Failed");
-    snprintf(r.message, sizeof r.message, "invalid spec");
+    ctrl_status_trainingjob(&r, ns, name, t->tj.rv, "Failed", "invalid spec");
     memcpy(r.conds, t->conds, sizeof r.conds);
     double now = drv_clock_wall();
     drv_condition_set(r.conds, DRV_COND_CREATED, true, "JobCreated",

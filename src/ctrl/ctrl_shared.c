@@ -225,14 +225,10 @@ static void tell(ctrl_shared *s, held_job *h)
     char ns[256], name[256];
     ctrl_name_str(s->names, t->tj.ns, ns, sizeof ns);
     ctrl_name_str(s->names, t->tj.name, name, sizeof name);
-    status_request r;
-    memset(&r, 0, sizeof r);
-    snprintf(r.path, sizeof r.path,
-             "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs/%s/status", ns, name);
-    snprintf(r.rv, sizeof r.rv, "%s", t->tj.rv); /* (never over a status written since) */
-    snprintf(r.phase, sizeof r.phase, "Pending");
-    snprintf(r.message, sizeof r.message, "held: %s",
-             strcmp(h->reason, "QueueMissing") ? "priority class missing" : "queue missing");
+    status_request r; /* (its version: never over a status written since) */
+    ctrl_status_trainingjob(&r, ns, name, t->tj.rv, "Pending",
+                            strcmp(h->reason, "QueueMissing") ? "held: priority class missing"
+                                                              : "held: queue missing");
     memcpy(r.conds, t->conds, sizeof r.conds);
     double now = drv_clock_wall();
     drv_condition_set(r.conds, DRV_COND_QUEUED, true, h->reason, h->why, now);

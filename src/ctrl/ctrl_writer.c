@@ -58,6 +58,17 @@ static status_slot *status_slot_of(ctrl_writer *w, int32_t key)
     return w->status[key];
 }
 
+void ctrl_status_trainingjob(status_request *r, const char *ns, const char *name, const char *rv,
+                             const char *phase, const char *message)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->path, sizeof r->path,
+             "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs/%s/status", ns, name);
+    snprintf(r->rv, sizeof r->rv, "%s", rv);
+    snprintf(r->phase, sizeof r->phase, "%s", phase);
+    snprintf(r->message, sizeof r->message, "%s", message);
+}
+
 bool ctrl_writer_status(ctrl_writer *w, int32_t key, const status_request *r)
 {
     char k[32];

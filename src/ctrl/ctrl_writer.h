@@ -35,6 +35,11 @@ typedef struct status_request {
     int32_t restarts;
 } status_request;
 
+/* r zeroed, then the status of TrainingJob ns/name computed from version rv, its phase and
+ * message (what a job's status, an invalid one's and a held one's start from). */
+void ctrl_status_trainingjob(status_request *r, const char *ns, const char *name, const char *rv,
+                             const char *phase, const char *message);
+
 /* What an Event is about. */
 typedef struct ctrl_ref {
     const char *kind, *api_version; /* "TrainingJob", "drover.dev/v1alpha1" */

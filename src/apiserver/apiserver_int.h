@@ -4,7 +4,9 @@
  * file's functions the others call.
  *
  *   apiserver.c  start, free, and each request's steps (MHD's handler)
- *   routes.c     resource types, a URL's route, answers (Status, JSON), dispatch by method
+ *   resources.c  resource types, keys, apiVersions, metadata and dotted paths, sorted keys, time
+ *   answers.c    answers (JSON, recorded documents, Status), queueing them, query arguments
+ *   routes.c     a URL's route, dispatch by method
  *   store.c      the store and its events; reads, deletion, garbage collection
  *   lists.c      lists: label and field selectors, pages and continue tokens
  *   writes.c     creation, update, patch, binding, pods/resize: validation and defaults
@@ -222,12 +224,20 @@ struct conn {
 
 enum { CHAOS_SLOW = -1, CHAOS_SLOW_MS = 300 };
 
-extern const struct rtype SRV_TYPES[R_N]; /* by enum rtype_id (routes.c) */
+extern const struct rtype SRV_TYPES[R_N]; /* by enum rtype_id (resources.c) */
 struct watch;
 
-/* routes.c */
+/* resources.c */
 const char *srv_api_version(int rt);
 void srv_make_key(char *out, size_t n, int rt, const char *ns, const char *name);
+json_t *srv_meta(json_t *o);
+const char *srv_mstr(json_t *o, const char *k);
+json_t *srv_path_get(json_t *o, const char *path);
+const char *srv_str_or(json_t *j, const char *dflt);
+void srv_now_rfc3339(char *out, size_t n, long offset_s);
+const char **srv_sorted_keys(json_t *store, size_t *n);
+
+/* answers.c */
 void srv_set_json(struct resp *r, int code, json_t *j);
 void srv_set_fixture(struct resp *r, const char *body);
 void srv_not_found_page(struct resp *r);
@@ -236,17 +246,16 @@ void srv_set_status(struct resp *r, int code, const char *reason, const char *na
     __attribute__((format(printf, 8, 9)));
 void srv_not_found_obj(struct resp *r, int rt, const char *name);
 void srv_conflict(struct resp *r, int rt, const char *name);
-const char *srv_qarg(struct MHD_Connection *c, const char *k);
-int srv_parse_route(drv_apiserver *s, const char *url, struct route *r);
 enum MHD_Result srv_queue(struct MHD_Connection *c, struct resp *r);
+const char *srv_qarg(struct MHD_Connection *c, const char *k);
+
+/* routes.c */
+int srv_parse_route(drv_apiserver *s, const char *url, struct route *r);
 /* A routed request (not a watch), by method, to the store, lists and writes; mutex held. */
 void srv_dispatch(drv_apiserver *s, struct MHD_Connection *c, const char *method,
                   const struct route *rt, const char *body, size_t len, struct resp *r);
 
 /* store.c */
-json_t *srv_meta(json_t *o);
-const char *srv_mstr(json_t *o, const char *k);
-json_t *srv_path_get(json_t *o, const char *path);
 void srv_store_put(drv_apiserver *s, int rt, const char *key, json_t *o, json_t *prev);
 bool srv_ns_exists(drv_apiserver *s, const char *ns);
 void srv_new_uid(drv_apiserver *s, char *out, size_t n);
@@ -257,14 +266,12 @@ void srv_do_delete(drv_apiserver *s, struct MHD_Connection *c, const struct rout
                    const char *body, size_t blen, struct resp *r);
 
 /* lists.c */
-const char **srv_sorted_keys(json_t *store, size_t *n);
 int srv_parse_selector(const char *text, bool field, struct selector *sel, char *err, size_t errn);
 bool srv_sel_match(const struct selector *sel, json_t *o, bool field);
 void srv_do_list(drv_apiserver *s, struct MHD_Connection *c, const struct route *rt_,
                  struct resp *r);
 
 /* writes.c */
-void srv_now_rfc3339(char *out, size_t n, long offset_s);
 void srv_do_create(drv_apiserver *s, const struct route *rt, const char *body, size_t blen,
                    struct resp *r);
 void srv_do_update(drv_apiserver *s, const struct route *rt, const char *body, size_t blen,
@@ -279,7 +286,6 @@ json_t *srv_merge_patch(json_t *target, json_t *patch, bool strategic);
 json_t *srv_json_patch(json_t *target, json_t *ops);
 
 /* table.c */
-const char *srv_str_or(json_t *j, const char *dflt);
 json_t *srv_make_table(int rt, json_t *objs, json_t *list_meta, bool include_object);
 bool srv_wants_table(struct MHD_Connection *c);
 

@@ -5,30 +5,6 @@
  */
 #include "apiserver_int.h"
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Sorted keys of one store; *n receives the count. Borrowed strings. */
-const char **srv_sorted_keys(json_t *store, size_t *n)
-{
-    size_t cnt = json_object_size(store), i = 0;
-    const char **keys = drv_calloc(cnt + 1, sizeof *keys);
-    if (!keys)
-        return NULL;
-    const char *k;
-    json_t *v;
-    json_object_foreach(store, k, v)
-    {
-        (void)v;
-        keys[i++] = k;
-    }
-    qsort(keys, i, sizeof *keys, cmp_str);
-    *n = i;
-    return keys;
-}
-
 /* store[rt]'s keys in order, from the cache (sorted again after a key was added or removed);
  * NULL when out of memory. Borrowed: valid until the next write. Mutex held. */
 static const char **cached_keys(drv_apiserver *s, int rt, size_t *n)

@@ -5,33 +5,6 @@
  */
 #include "apiserver_int.h"
 
-json_t *srv_meta(json_t *o)
-{
-    json_t *m = json_object_get(o, "metadata");
-    if (!json_is_object(m)) {
-        m = json_object();
-        json_object_set_new(o, "metadata", m);
-    }
-    return m;
-}
-
-const char *srv_mstr(json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(json_object_get(o, "metadata"), k));
-}
-
-/* Value at a dotted path ("spec.nodeName"), or NULL. */
-json_t *srv_path_get(json_t *o, const char *path)
-{
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", path);
-    json_t *cur = o;
-    for (char *save = NULL, *tok = strtok_r(buf, ".", &save); tok && cur;
-         tok = strtok_r(NULL, ".", &save))
-        cur = json_object_get(cur, tok);
-    return cur;
-}
-
 static void push_event(drv_apiserver *s, int rt, const char *type, json_t *obj, json_t *prev)
 {
     srv_audit_event(s, rt, type, obj);

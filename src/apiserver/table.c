@@ -136,12 +136,6 @@ static json_t *table_columns(int rt)
     return c;
 }
 
-const char *srv_str_or(json_t *j, const char *dflt)
-{
-    const char *s = json_string_value(j);
-    return s && *s ? s : dflt;
-}
-
 static json_t *table_cells(int rt, json_t *o)
 {
     char a[32];

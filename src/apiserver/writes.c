@@ -5,11 +5,6 @@
  */
 #include "apiserver_int.h"
 
-void srv_now_rfc3339(char *out, size_t n, long offset_s)
-{
-    drv_time_rfc3339(out, n, (double)(time(NULL) + offset_s), false);
-}
-
 /* Drops from b what a lacks (recursively): fields a real server would have defaulted. */
 static void prune_defaults(json_t *a, json_t *b)
 {

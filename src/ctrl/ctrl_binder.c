@@ -411,8 +411,9 @@ static void placement_answered(ctrl_binder *b, int32_t s, const ctrl_event *e)
         }
         count_success(b->counters, create, node >= 0);
         /* A job re-creating pods for new peers is Scaling until the last is back: this may be
-         * it, and only a cycle's reconcile says so (its watch echo asks for none) */
-        if (create && m->jobs[sp->job].peers_pending)
+         * it, or a pod sent with its old peers, now to be re-created; only a cycle's reconcile
+         * says so or does it (its watch echo asks for none) */
+        if (m->jobs[sp->job].peers_pending)
             m->dirty = true;
         return;
     }

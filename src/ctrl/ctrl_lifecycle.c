@@ -251,8 +251,10 @@ static void rerender(ctrl_lifecycle *lc, int32_t j)
         memcpy(jr->rendered, jb->target, sizeof jr->rendered);
         jr->env_gen++; /* (pods created from now on get the new environment) */
     }
-    /* A pod rendered for older counts is re-created once no request about it is out (one
-     * being created or bound now is seen to on a later cycle). */
+    /* A pod rendered for older counts is re-created once no request about it is out. One
+     * being created or bound now is seen to on the cycle its answer asks for: the job stays
+     * peers_pending for it (ctrl_binder.c), which nothing else would wake when its answer is
+     * the last thing to come (its watch echo asks for no cycle). */
     bool busy = false;
     for (int32_t k = 0; k < jb->pod_count; k++) {
         int32_t s = jb->pod_base + k;
@@ -260,13 +262,16 @@ static void rerender(ctrl_lifecycle *lc, int32_t j)
         pod_record *p = &m->pods[s];
         if (sp->index >= jb->target[sp->role])
             continue;
+        bool stale = p->env_gen != jr->env_gen;
         if (p->presence == POD_PRESENT && !ctrl_pod_terminal(p->phase) && !p->inflight &&
-            p->want < 0 && p->env_gen != jr->env_gen) {
+            p->want < 0 && stale) {
             p->want = sp->node; /* bound: again where it is; unbound: placed by a cycle */
             ctrl_binder_delete(lc->binder, s);
             jr->peers_pending = true;
         }
-        busy |= p->want >= 0 || (p->presence != POD_ABSENT && p->env_gen != jr->env_gen);
+        if (stale && p->inflight)
+            jr->peers_pending = true;
+        busy |= p->want >= 0 || (stale && (p->presence != POD_ABSENT || p->inflight));
     }
     /* Scaling while pods re-created for new peers are not all back; a failed pod re-created
      * alone (restartPolicy) is a restart, which the lifecycle reports as such. */

@@ -688,6 +688,34 @@ static void test_answer_of_a_peer_recreation_asks_a_cycle(void **state)
     close_ctrl(c, batch);
 }
 
+/* Peers that change while a pod's creation is out (its body has the old ones): the pod cannot
+ * be re-created till its answer, which must then ask for the cycle that re-creates it. The
+ * echo came first and nothing else is to come: without it, test_kube_jobs' shrinking edit
+ * waited forever for worker 0 with its new peers when that answer was the last event. */
+static void test_creation_out_when_peers_change_recreated(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a");
+    ctrl_event *batch = NULL;
+    int32_t cap = 0, s, a;
+    drv_ctrl *c = creation_out(f, &batch, &cap, &s, &a);
+    int32_t j = c->mirror.st.pods[s].job;
+    ctrl_event e = echo(c, "node-a", "Pending");
+    assert_int_equal(ctrl_apply_events(c, &e, 1), 0);
+    c->mirror.jobs[j].env_gen++; /* (as the lifecycle's rerender does when the counts change) */
+    ctrl_lifecycle_reconcile(&c->lifecycle, j);
+    assert_int_equal(c->mirror.pods[s].inflight, REQ_CREATE); /* (not deleted while out) */
+    c->mirror.dirty = false;
+    drv_diag d = {{0}};
+    assert_int_equal(ctrl_binder_start(&c->binder, &d), 0);
+    apply_answer(c, &batch, &cap);
+    assert_true(c->mirror.dirty);
+    ctrl_lifecycle_reconcile(&c->lifecycle, j); /* (the cycle's) */
+    assert_int_equal(c->mirror.pods[s].inflight, REQ_DELETE);
+    assert_int_equal(c->mirror.pods[s].want, a); /* created again where it is */
+    close_ctrl(c, batch);
+}
+
 /* A job of BIG workers that request nothing (so that one node takes them all). */
 enum { BIG = 70 };
 static const char *const job_big =
@@ -777,6 +805,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_held_requests_go_in_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_echo_of_a_creation_asks_no_cycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_answer_of_a_peer_recreation_asks_a_cycle, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_creation_out_when_peers_change_recreated, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

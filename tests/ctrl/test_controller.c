@@ -112,10 +112,11 @@ static char *tj_phase(fixture *f, const char *name, char *buf, size_t n)
     return buf;
 }
 
-/* Kubelet's part of a graceful deletion, for each pod of job being deleted: with phase, write
- * it (as a kubelet that killed the pod may); without, remove the pod (grace 0). Returns how
- * many pods were terminating. */
-static int kubelet_terminating(fixture *f, const char *job, const char *phase)
+/* Kubelet's part, for each pod of job. Terminating: of one being deleted, with phase, write it
+ * (as a kubelet that killed the pod may); without, remove the pod (grace 0). Else: start one
+ * bound to a node, not being deleted and not Running yet (written Running). Returns how many
+ * pods it acted on. */
+static int kubelet(fixture *f, const char *job, bool terminating, const char *phase)
 {
     json_t *l = get(f, "/api/v1/namespaces/default/pods");
     int n = 0;
@@ -126,14 +127,18 @@ static int kubelet_terminating(fixture *f, const char *job, const char *phase)
         json_t *m = json_object_get(p, "metadata");
         const char *j =
             json_string_value(json_object_get(json_object_get(m, "labels"), "drover.dev/job"));
-        if (!j || strcmp(j, job) != 0 || !json_object_get(m, "deletionTimestamp"))
+        const char *ph = json_string_value(json_object_get(json_object_get(p, "status"), "phase"));
+        bool deleting = json_object_get(m, "deletionTimestamp") != NULL;
+        bool to_start = !deleting && json_object_get(json_object_get(p, "spec"), "nodeName") &&
+                        !(ph && !strcmp(ph, "Running"));
+        if (!j || strcmp(j, job) != 0 || !(terminating ? deleting : to_start))
             continue;
-        char path[256];
-        snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/%s%s",
-                 json_string_value(json_object_get(m, "name")), phase ? "/status" : "");
-        if (phase) {
-            req(f, "PATCH", path, "{\"status\":{\"phase\":\"%s\"}}", phase);
+        const char *name = json_string_value(json_object_get(m, "name"));
+        if (!terminating || phase) {
+            set_phase(f, name, terminating ? phase : "Running");
         } else {
+            char path[256];
+            snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/%s", name);
             drv_diag d = {{0}};
             long status;
             drv_kube_delete(f->k, path, 0, NULL, &status, &d);
@@ -144,14 +149,19 @@ static int kubelet_terminating(fixture *f, const char *job, const char *phase)
     return n;
 }
 
+static int kubelet_starts(fixture *f, const char *job)
+{
+    return kubelet(f, job, false, NULL);
+}
+
 static int mark_terminating(fixture *f, const char *job, const char *phase)
 {
-    return kubelet_terminating(f, job, phase);
+    return kubelet(f, job, true, phase);
 }
 
 static int finish_deletes(fixture *f, const char *job)
 {
-    return kubelet_terminating(f, job, NULL);
+    return kubelet(f, job, true, NULL);
 }
 
 static int setup(void **state)
@@ -352,15 +362,13 @@ static void test_elastic_grow_and_shrink(void **state)
     assert_int_equal(bound, 0);
     mark_terminating(f, "e1", "Failed");
     WAIT_FOR((pods_of(f, "e2", &exist, &bound), bound == 4));
-    /* (the pods e1 keeps are re-created with their new peers: once kubelet has removed the
-     * old ones, e1 runs again) */
+    /* (the pods e1 keeps are re-created with their new peers, one after another: kubelet
+     * removes each old one and starts each new one once it is bound, whenever that is, and
+     * e1 runs again once all are; waiting for ps-0 alone, a worker re-created after it stayed
+     * Pending and e1 never ran) */
     WAIT_FOR((finish_deletes(f, "e1"), pods_of(f, "e2", &exist, &bound), bound == 4));
-    WAIT_FOR((finish_deletes(f, "e1"), !deleting(f, "e1") && pod_there(f, "e1-ps-0", &b) && b));
-    pods_of(f, "e1", &exist, &bound);
-    for (int i = 0; i < 5; i++)
-        if (pod_there(f, all[i], NULL))
-            set_phase(f, all[i], "Running");
-    WAIT_FOR(!strcmp(tj_phase(f, "e1", ph, sizeof ph), "Running"));
+    WAIT_FOR((finish_deletes(f, "e1"), kubelet_starts(f, "e1") == 0 && !deleting(f, "e1") &&
+                                           !strcmp(tj_phase(f, "e1", ph, sizeof ph), "Running")));
     pods_of(f, "e1", &exist, &bound);
     assert_true(bound >= 2 && bound <= 4); /* PS and at least worker 0 stay */
     assert_true(pod_there(f, "e1-ps-0", NULL) && pod_there(f, "e1-worker-0", NULL));

@@ -49,11 +49,12 @@
  *                 [--policy NAME] [--reps N] [--qps N] [--burst N] [--real-objects 0|1]
  */
 #include "apiserver.h"
-#include "drover/kube_controller.h"
+#include "drover/controller.h"
 #include "drover/policy.h"
 #include "json.h"
 #include "recorded.h"
 
+#include <stdatomic.h>
 #include <curl/curl.h>
 #include <dirent.h>
 #include <pthread.h>
@@ -553,7 +554,7 @@ static ceiling_times ceiling(const params *p, int n)
 
 typedef struct runner {
     drv_ctrl *c;
-    volatile int stop;
+    atomic_int stop;
     int rc;
     drv_diag d;
 } runner;
@@ -626,7 +627,7 @@ static drover_times drover(const params *p, const drv_profile *prof)
     out.sync = synced - t0;
     out.cpu_sync = csynced - c0;
     out.own_sync = osynced - o0;
-    r.stop = 1;
+    atomic_store(&r.stop, 1);
     pthread_join(t, NULL);
     if (r.rc != 0)
         die("controller run", &r.d);

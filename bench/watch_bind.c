@@ -16,10 +16,11 @@
  * usage: watch_bind [--nodes N] [--jobs N] [--policy NAME] [--baseline 0|1]
  */
 #include "apiserver.h"
-#include "drover/kube_controller.h"
+#include "drover/controller.h"
 #include "drover/policy.h"
 #include "json.h"
 
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,7 @@
 
 typedef struct runner {
     drv_ctrl *c;
-    volatile int stop;
+    atomic_int stop;
     int rc;
     drv_diag d;
 } runner;
@@ -151,7 +152,7 @@ static void run(int nodes, int jobs, const drv_profile *prof, bool exhaustive)
         sent[i] = lat[i].sent * 1e3;
         server += lat[i].server;
     }
-    r.stop = 1;
+    atomic_store(&r.stop, 1);
     pthread_join(t, NULL);
     printf(
         "%-22s %6d %6zu %6ld   %5.2f %5.2f %6.2f   %5.2f %5.2f %6.2f   %5.2f %5.2f %6.2f   %6.3f\n",

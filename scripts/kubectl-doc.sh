@@ -1,6 +1,6 @@
 #!/bin/sh
 # kubectl-doc.sh - writes the "20 jobs end to end" block of docs/running.md from a real run:
-# tests/apiserver/test_e2e20 with DROVER_E2E_SHOW=1 runs the 20 jobs of tests/fixtures/e2e20/
+# tests/ctrl/test_e2e20 with DROVER_E2E_SHOW=1 runs the 20 jobs of tests/fixtures/e2e20/
 # through `drover run` and `drover emulate` on the in-memory test API server, then real kubectl
 # prints `get tj`, `describe tj failonce-08` and `get podgroups`; the block quotes them and the
 # test's per-job parity table. Numbers and output in the docs are never typed: rerun this after
@@ -22,7 +22,7 @@ cmake --build "$build" -j2 --target drover test_e2e20 >/dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 DROVER_E2E_SHOW=1 DROVER_SOURCE_DIR=$root DROVER_BINARY_DIR=$(cd "$build" && pwd) \
-    "$build/tests/apiserver/test_e2e20" >"$tmp/run.out" 2>&1 ||
+    "$build/tests/ctrl/test_e2e20" >"$tmp/run.out" 2>&1 ||
     { cat "$tmp/run.out" >&2; echo "kubectl-doc.sh: test_e2e20 failed" >&2; exit 1; }
 
 # One kubectl output, indented as a code block: the test prints <<<kubectl ARGS ... >>>.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# parity.sh - runs the 20-job end-to-end test (tests/apiserver/test_e2e20.c) and prints its
+# parity.sh - runs the 20-job end-to-end test (tests/ctrl/test_e2e20.c) and prints its
 # per-job table: the same workload (tests/fixtures/e2e20/) through `drover sim` and through
 # `drover run` + `drover emulate` on the in-memory test API server, each job's start in the
 # simulator, its completion time (end - submit, emulated seconds) on both sides, their
@@ -18,7 +18,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 status=0
 DROVER_SOURCE_DIR=$root DROVER_BINARY_DIR=$(cd "$build" && pwd) \
-    "$build/tests/apiserver/test_e2e20" ${speed:+--speed "$speed"} >"$out" 2>&1 || status=$?
+    "$build/tests/ctrl/test_e2e20" ${speed:+--speed "$speed"} >"$out" 2>&1 || status=$?
 sed -n '/^per-job table/,/^mean difference/p' "$out"
 grep -E '^(ok|FAIL):' "$out" | grep -E 'order|5 %|Succeeded' || true
 exit $status

@@ -26,6 +26,8 @@
 
 #include "drover/kube.h"
 
+#include <stdatomic.h>
+
 typedef struct drv_informer drv_informer;
 
 typedef struct drv_informer_stats {
@@ -34,13 +36,14 @@ typedef struct drv_informer_stats {
 
 void drv_informer_free(drv_informer *inf);
 
-/* Runs list+watch until *stop becomes non-zero (checked between and during watches).
+/* Runs list+watch until *stop becomes non-zero (any thread may set it; checked between and
+ * during watches).
  * Returns 0 when stopped, or a negative code for an error it cannot recover from (out of
  * memory). Meant for its own thread. */
-int drv_informer_run(drv_informer *inf, volatile int *stop, drv_diag *d);
+int drv_informer_run(drv_informer *inf, atomic_int *stop, drv_diag *d);
 /* One round: list when needed, then one watch stream (to its timeout, drop or relist
  * request). For callers that drive the informer themselves. */
-int drv_informer_step(drv_informer *inf, volatile int *stop, drv_diag *d);
+int drv_informer_step(drv_informer *inf, atomic_int *stop, drv_diag *d);
 
 /* Indexes (pods by node, pods by job): fn gives the value a record is filed under (an interned
  * id > 0), or 0 for none. Add indexes before the informer runs; at most DRV_INFORMER_INDEXES.

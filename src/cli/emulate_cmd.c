@@ -9,9 +9,10 @@
 #include "cli.h"
 #include "logfmt.h"
 
-#include "drover/kube_emulate.h"
+#include "drover/emulator.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -82,11 +83,16 @@ const cli_command emulate_command = {
     .nflags = (int)(sizeof emulate_flags / sizeof emulate_flags[0]),
 };
 
-static volatile sig_atomic_t emulate_signal;
+/* The signal that stops it: written by the handler, which may run on any thread (the
+ * emulator's informer and worker too), read by the main thread: a lock-free atomic, which C11
+ * allows a handler to write (7.14.1.1), where a volatile sig_atomic_t is safe within one thread
+ * only. */
+static atomic_int emulate_signal;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal handler's flag must be lock-free");
 
 static void on_emulate_signal(int sig)
 {
-    emulate_signal = sig;
+    atomic_store(&emulate_signal, sig);
 }
 
 /* Class cls's labels and taints as the emulator writes them ("k=v,..." and
@@ -174,7 +180,7 @@ static int emulate_until_signal(drv_emulator *e, const drv_kube_config *cfg, int
         return EXIT_RUN;
     cli_say("%d nodes registered on %s (speed %g, start delay %g s); SIGINT or SIGTERM stops", n,
             cfg->server, o->speed, o->start_delay_s);
-    while (!emulate_signal) {
+    while (!atomic_load(&emulate_signal)) {
         struct timespec ts = {0, 100000000L};
         nanosleep(&ts, NULL);
     }
@@ -182,7 +188,7 @@ static int emulate_until_signal(drv_emulator *e, const drv_kube_config *cfg, int
     drv_emulator_stats s = drv_emulator_get_stats(e);
     cli_say("stopped (signal %d): %ld pods started, %ld succeeded, %ld deletions confirmed, "
             "%ld failed writes",
-            (int)emulate_signal, s.started, s.succeeded, s.deleted, s.errors);
+            atomic_load(&emulate_signal), s.started, s.succeeded, s.deleted, s.errors);
     return 0;
 }
 

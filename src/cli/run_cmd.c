@@ -9,10 +9,11 @@
 #include "cli.h"
 #include "logfmt.h"
 
-#include "drover/kube_controller.h"
+#include "drover/controller.h"
 #include "drover/policy.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,12 +141,16 @@ typedef struct run_plan {
     long mport;     /* -1: no metrics */
 } run_plan;
 
-static volatile int stop_flag;
+/* Set by the signal handler, which may run on any thread of the process (the controller's
+ * informers, binders...), read by the controller's loop: a lock-free atomic, which C11 allows a
+ * handler to write (7.14.1.1), where a volatile sig_atomic_t is only safe within one thread. */
+static atomic_int stop_flag;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal handler's flag must be lock-free");
 
 static void on_signal(int sig)
 {
     (void)sig;
-    stop_flag = 1;
+    atomic_store(&stop_flag, 1);
 }
 
 /* --lease NS/NAME into the plan; -1 with a message when it is not that. */
@@ -266,7 +271,7 @@ static int run_controller(drv_ctrl *c, const run_opts *o, const run_plan *p)
 
 int cmd_run(int argc, char **argv)
 {
-    /* The API budget's defaults are for throughput (kube_controller.h says why). */
+    /* The API budget's defaults are for throughput (controller.h says why). */
     run_opts o = {.policy = "drover",
                   .sched = "drover",
                   .qps = DRV_CTRL_DEF_QPS,

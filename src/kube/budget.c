@@ -21,6 +21,23 @@
 
 enum { MAX_ROWS = 128 };
 
+void drv_token_bucket_init(drv_token_bucket *b, double qps, int burst, double now)
+{
+    *b = (drv_token_bucket){.qps = qps, .tokens = burst, .burst = burst, .last = now};
+}
+
+double drv_token_bucket_take(drv_token_bucket *b, double now)
+{
+    if (now > b->last) {
+        b->tokens += (now - b->last) * b->qps;
+        if (b->tokens > b->burst)
+            b->tokens = b->burst;
+        b->last = now;
+    }
+    b->tokens -= 1; /* reserved: a negative balance is a queue of waiting requests */
+    return b->tokens >= 0 ? 0 : -b->tokens / b->qps;
+}
+
 struct drv_kube_budget {
     pthread_mutex_t mu; /* guards everything below */
     drv_token_bucket tb;

@@ -53,23 +53,6 @@ static void sleep_s(double s)
     nanosleep(&ts, NULL);
 }
 
-void drv_token_bucket_init(drv_token_bucket *b, double qps, int burst, double now)
-{
-    *b = (drv_token_bucket){qps, burst, burst, now};
-}
-
-double drv_token_bucket_take(drv_token_bucket *b, double now)
-{
-    if (now > b->last) {
-        b->tokens += (now - b->last) * b->qps;
-        if (b->tokens > b->burst)
-            b->tokens = b->burst;
-        b->last = now;
-    }
-    b->tokens -= 1; /* reserved: a negative balance is a queue of waiting requests */
-    return b->tokens >= 0 ? 0 : -b->tokens / b->qps;
-}
-
 int drv_kube_backoff_ms(int attempt, int base_ms, int max_ms, drv_rng *rng)
 {
     double ms = base_ms;
@@ -333,42 +316,6 @@ long drv_kube_retries(const drv_kube *k)
 }
 
 /* ---- plain requests ------------------------------------------------------------------------ */
-
-bool drv_kbuf_reserve(drv_kbuf *b, size_t n)
-{
-    if (b->n + n + 1 <= b->cap)
-        return true;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->n + n + 1)
-        cap *= 2;
-    char *p = drv_realloc(b->p, cap);
-    if (!p) {
-        b->oom = true;
-        return false;
-    }
-    b->p = p;
-    b->cap = cap;
-    return true;
-}
-
-bool drv_kbuf_put(drv_kbuf *b, const char *s, size_t n)
-{
-    if (!drv_kbuf_reserve(b, n))
-        return false;
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-    return true;
-}
-
-size_t drv_kbuf_write(char *data, size_t size, size_t nmemb, void *arg)
-{
-    drv_kbuf *b = arg;
-    size_t n = size * nmemb;
-    if (b->max && b->n + n > b->max)
-        return 0;
-    return drv_kbuf_put(b, data, n) ? n : 0;
-}
 
 typedef struct rbuf {
     drv_kbuf body;
@@ -713,7 +660,7 @@ typedef struct wstate {
     size_t n;
     int rc; /* first non-zero result of decoding or of cb */
     bool expired;
-    volatile int *stop;
+    atomic_int *stop;
     drv_diag *d;
 } wstate;
 
@@ -759,12 +706,12 @@ static int on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl
 {
     (void)a, (void)b, (void)c, (void)e;
     const wstate *w = arg;
-    return w->stop && *w->stop ? 1 : 0;
+    return w->stop && atomic_load(w->stop) ? 1 : 0;
 }
 
 /* drv_kube_watch, its events as documents when docs is set (drv_kube_watch_docs). */
 static int watch_stream(drv_kube *k, const char *path, const char *rv, int timeout_s,
-                        drv_watch_cb cb, void *arg, char *last_rv, size_t n, volatile int *stop,
+                        drv_watch_cb cb, void *arg, char *last_rv, size_t n, atomic_int *stop,
                         bool docs, drv_diag *d)
 {
     if (n && last_rv != rv)
@@ -832,13 +779,13 @@ static int watch_stream(drv_kube *k, const char *path, const char *rv, int timeo
 }
 
 int drv_kube_watch(drv_kube *k, const char *path, const char *rv, int timeout_s, drv_watch_cb cb,
-                   void *arg, char *last_rv, size_t n, volatile int *stop, drv_diag *d)
+                   void *arg, char *last_rv, size_t n, atomic_int *stop, drv_diag *d)
 {
     return watch_stream(k, path, rv, timeout_s, cb, arg, last_rv, n, stop, false, d);
 }
 
 int drv_kube_watch_docs(drv_kube *k, const char *path, const char *rv, int timeout_s,
-                        drv_watch_cb cb, void *arg, char *last_rv, size_t n, volatile int *stop,
+                        drv_watch_cb cb, void *arg, char *last_rv, size_t n, atomic_int *stop,
                         drv_diag *d)
 {
     return watch_stream(k, path, rv, timeout_s, cb, arg, last_rv, n, stop, true, d);

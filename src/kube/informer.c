@@ -370,15 +370,15 @@ int drv_informer_apply(drv_informer *inf, int type, json_t *obj)
 }
 
 /* Sleeps ms in slices, returning early when *stop is set. */
-static void nap(int ms, volatile int *stop)
+static void nap(int ms, atomic_int *stop)
 {
-    for (int left = ms; left > 0 && !(stop && *stop); left -= 20) {
+    for (int left = ms; left > 0 && !(stop && atomic_load(stop)); left -= 20) {
         struct timespec ts = {0, (left < 20 ? left : 20) * 1000000L};
         nanosleep(&ts, NULL);
     }
 }
 
-int drv_informer_step(drv_informer *inf, volatile int *stop, drv_diag *d)
+int drv_informer_step(drv_informer *inf, atomic_int *stop, drv_diag *d)
 {
     if (inf->need_list) {
         int rc = relist(inf, d);
@@ -423,9 +423,9 @@ int drv_informer_step(drv_informer *inf, volatile int *stop, drv_diag *d)
     return 0;
 }
 
-int drv_informer_run(drv_informer *inf, volatile int *stop, drv_diag *d)
+int drv_informer_run(drv_informer *inf, atomic_int *stop, drv_diag *d)
 {
-    while (!(stop && *stop)) {
+    while (!(stop && atomic_load(stop))) {
         int rc = drv_informer_step(inf, stop, d);
         if (rc)
             return rc;

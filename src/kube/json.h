@@ -140,6 +140,12 @@ int drv_watch_decoder_feed(drv_watch_decoder *w, const char *data, size_t n, drv
 
 /* ---- the API client (kube.h) ---------------------------------------------------------------- */
 
+/* GET path (one list page), a 2xx answer fed to l (listdec.h) as it arrives (then finished);
+ * drv_kube_request's retries, budget and errors; *status the HTTP status (0: none). A failure
+ * after bytes reached l is not retried. */
+struct drv_list_decoder;
+int drv_kube_get_page(drv_kube *k, const char *path, struct drv_list_decoder *l, long *status,
+                      drv_diag *d);
 /*
  * One request. method: "GET", "POST", "PUT", "PATCH", "DELETE"; path starts with "/" and may
  * carry a query; body (NULL for none) is sent with content type ctype (NULL:
@@ -203,12 +209,12 @@ int drv_kube_list_docs(drv_kube *k, const char *path, const char *query, int lim
  * *stop (may be NULL), when it becomes non-zero, ends the stream early with 0.
  */
 int drv_kube_watch(drv_kube *k, const char *path, const char *rv, int timeout_s, drv_watch_cb cb,
-                   void *arg, char *last_rv, size_t n, volatile int *stop, drv_diag *d);
+                   void *arg, char *last_rv, size_t n, atomic_int *stop, drv_diag *d);
 /* drv_kube_watch with each event parsed into a document (drv_jdoc_parse, with the client's skip
  * paths) instead of a jansson value: cb's events carry doc and obj, object NULL. The same events,
  * results and messages. */
 int drv_kube_watch_docs(drv_kube *k, const char *path, const char *rv, int timeout_s,
-                        drv_watch_cb cb, void *arg, char *last_rv, size_t n, volatile int *stop,
+                        drv_watch_cb cb, void *arg, char *last_rv, size_t n, atomic_int *stop,
                         drv_diag *d);
 
 /* ---- objects: decoding and write-back (kube_types.h) ---------------------------------------- */

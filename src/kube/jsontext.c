@@ -2,7 +2,7 @@
  * jsontext.c - JSON strings escaped as jansson escapes them (jsontext.h), for bodies written by
  * hand. The table below is jansson's dump_string (2.14) for ASCII: it escapes '"', '\\' and
  * every byte below 0x20 (the short forms where JSON has them, else \u00XX in upper-case hex) and
- * nothing else; tests/kube/test_peers.c and test_podbody.c compare whole bodies with jansson's.
+ * nothing else; tests/ctrl/test_peers.c and test_podbody.c compare whole bodies with jansson's.
  */
 #include "jsontext.h"
 

@@ -62,6 +62,16 @@ void drv_condition_set(drv_condition conds[DRV_NCONDS], int type, bool status, c
     snprintf(c->message, sizeof c->message, "%s", message);
 }
 
+int8_t drv_condition_current(const drv_condition conds[DRV_NCONDS])
+{
+    int8_t best = -1;
+    for (int k = 0; k < DRV_NCONDS; k++)
+        if (conds[k].set && conds[k].status && k != DRV_COND_CREATED &&
+            (best < 0 || conds[k].last_transition >= conds[best].last_transition))
+            best = (int8_t)k;
+    return best;
+}
+
 static void say(drv_lifecycle_out *out, int state, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

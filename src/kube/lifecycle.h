@@ -82,6 +82,9 @@ typedef struct drv_condition {
 /* Sets conds[type]; last_transition moves only when the status changes (metav1 semantics). */
 void drv_condition_set(drv_condition conds[DRV_NCONDS], int type, bool status, const char *reason,
                        const char *message, double now);
+/* The condition that is True (of several, the latest to become so; Created never counts), or
+ * -1 when none is: where the job stands, as Kubeflow's printer column reads the last one. */
+int8_t drv_condition_current(const drv_condition conds[DRV_NCONDS]);
 
 enum drv_pod_obs_phase {
     DRV_OBS_ABSENT,

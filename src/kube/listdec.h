@@ -70,10 +70,4 @@ int drv_list_decoder_finish(drv_list_decoder *l, drv_diag *d);
 const char *drv_list_decoder_rv(const drv_list_decoder *l);
 const char *drv_list_decoder_continue(const drv_list_decoder *l);
 
-/* client.c: GET path (one list page), a 2xx answer fed to l as it arrives (then finished);
- * drv_kube_request's retries, budget and errors; *status the HTTP status (0: none). A failure
- * after bytes reached l is not retried. */
-int drv_kube_get_page(drv_kube *k, const char *path, drv_list_decoder *l, long *status,
-                      drv_diag *d);
-
 #endif

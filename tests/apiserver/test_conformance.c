@@ -180,33 +180,16 @@ static void current_rv(const char *path, char *out, size_t n)
     drv_free(b.p);
 }
 
-static int replay(const char *name)
+/* The recorded target's per-run values made this run's: a 1 s watch timeout, and watch
+ * resourceVersions (the recorded run's) from the start of this server's window (the 410 case
+ * expires the window first). */
+static void adapt_target(const char *name, char *target, size_t n)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/transcripts/%s/request.txt", fixdir(), name);
-    char *req = slurp(path);
-    snprintf(path, sizeof path, "%s/transcripts/%s/response.txt", fixdir(), name);
-    char *rsp = slurp(path);
-    assert_non_null(req);
-    assert_non_null(rsp);
-    char method[16], target[2048];
-    assert_int_equal(sscanf(req, "%15s %2047s", method, target), 2);
-    char *hend = strstr(req, "\r\n\r\n");
-    assert_non_null(hend);
-    *hend = 0;
-    char *body = hend + 4;
-    char ctype[256], accept[512];
-    header(req, "Content-Type", ctype, sizeof ctype);
-    header(req, "Accept", accept, sizeof accept);
-
-    /* Per-run values. */
     char *q = strstr(target, "timeoutSeconds=");
     if (q)
-        snprintf(q, sizeof target - (size_t)(q - target), "timeoutSeconds=1");
+        snprintf(q, n - (size_t)(q - target), "timeoutSeconds=1");
     else if (strstr(target, "watch=1"))
-        strncat(target, "&timeoutSeconds=1", sizeof target - strlen(target) - 1);
-    /* Recorded watch resourceVersions belong to the recorded run: replay from the start of
-     * this server's window instead (the 410 case expires the window first). */
+        strncat(target, "&timeoutSeconds=1", n - strlen(target) - 1);
     char *rvq = strstr(target, "resourceVersion=");
     if (rvq && strstr(target, "watch=")) {
         size_t tail = strcspn(rvq, "&");
@@ -215,37 +198,44 @@ static int replay(const char *name)
     }
     if (!strcmp(name, "05-watch-expired-410"))
         drv_apiserver_expire(srv);
-    json_t *bj = NULL;
-    char *newbody = NULL;
-    if (!strcmp(method, "PUT") && strcmp(name, "06-put-stale-resourceversion") &&
-        strcmp(name, "09-lease-conflict-put")) {
-        char objpath[2048], rv[64];
-        snprintf(objpath, sizeof objpath, "%.*s", (int)strcspn(target, "?"), target);
-        char *st = strstr(objpath, "/status");
-        if (st && !st[7])
-            *st = 0;
-        current_rv(objpath, rv, sizeof rv);
-        bj = json_loads(body, 0, NULL);
-        json_object_set_new(json_object_get(bj, "metadata"), "resourceVersion", json_string(rv));
-        newbody = json_dumps(bj, JSON_COMPACT);
-        body = newbody;
-        json_decref(bj);
-    }
+}
 
-    int want_code = 0;
-    sscanf(rsp, "HTTP/1.1 %d", &want_code);
-    char *rhend = strstr(rsp, "\r\n\r\n");
-    assert_non_null(rhend);
-    *rhend = 0;
-    char want_ct[256];
-    header(rsp, "Content-Type", want_ct, sizeof want_ct);
-    const char *want_body = rhend + 4;
+/* A PUT's body with the object's current resourceVersion (but for the cases that test a stale
+ * one): malloc'd, or NULL when body stays as recorded. */
+static char *fresh_body(const char *name, const char *method, const char *target, const char *body)
+{
+    if (strcmp(method, "PUT") || !strcmp(name, "06-put-stale-resourceversion") ||
+        !strcmp(name, "09-lease-conflict-put"))
+        return NULL;
+    char objpath[2048], rv[64];
+    snprintf(objpath, sizeof objpath, "%.*s", (int)strcspn(target, "?"), target);
+    char *st = strstr(objpath, "/status");
+    if (st && !st[7])
+        *st = 0;
+    current_rv(objpath, rv, sizeof rv);
+    json_t *bj = json_loads(body, 0, NULL);
+    json_object_set_new(json_object_get(bj, "metadata"), "resourceVersion", json_string(rv));
+    char *out = json_dumps(bj, JSON_COMPACT);
+    json_decref(bj);
+    return out;
+}
 
-    char url[2300];
+/* What the server answered. */
+typedef struct got_answer {
+    CURLcode cc;
+    long code;
+    char ct[256]; /* "" when none */
+    drv_kbuf body;
+} got_answer;
+
+/* Sends the request to this server (its headers ctype and accept when not ""). */
+static void send_request(const char *method, const char *target, const char *ctype,
+                         const char *accept, const char *body, got_answer *a)
+{
+    char url[2300], line[600];
     snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, target);
     CURL *c = curl_easy_init();
     struct curl_slist *h = NULL;
-    char line[600];
     if (ctype[0]) {
         snprintf(line, sizeof line, "Content-Type: %s", ctype);
         h = curl_slist_append(h, line);
@@ -254,7 +244,6 @@ static int replay(const char *name)
         snprintf(line, sizeof line, "Accept: %s", accept);
         h = curl_slist_append(h, line);
     }
-    drv_kbuf got = {0};
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
@@ -263,37 +252,31 @@ static int replay(const char *name)
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
     }
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, drv_kbuf_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &got);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &a->body);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
-    CURLcode cc = curl_easy_perform(c);
-    long code = 0;
+    a->cc = curl_easy_perform(c);
     char *ct = NULL;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a->code);
     curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
+    snprintf(a->ct, sizeof a->ct, "%s", ct ? ct : "");
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+}
+
+/* The body's shape against the recorded one: its first line's JSON (a watch stream: its first
+ * event's type and object's reason), else the text. How many differ. */
+static int compare_body(const char *name, const char *want_body, const char *got)
+{
     int fails = 0;
-    if (cc != CURLE_OK) {
-        print_error("%s: transfer failed: %s\n", name, curl_easy_strerror(cc));
-        fails++;
-    }
-    if (code != want_code) {
-        print_error("%s: status %ld, recorded %d; body %.300s\n", name, code, want_code,
-                    got.p ? got.p : "");
-        fails++;
-    }
-    if (!ct || strncmp(ct, want_ct, strcspn(want_ct, ";"))) {
-        print_error("%s: content type %s, recorded %s\n", name, ct ? ct : "(none)", want_ct);
-        fails++;
-    }
-    /* Body shape: first line's JSON (watch streams: first event type). */
-    json_t *w = json_loadb(
-        want_body,
-        strcspn(want_body, "\n") == strlen(want_body)
-            ? strlen(want_body)
-            : (strchr(want_body, '{') == want_body ? strcspn(want_body, "\n") : strlen(want_body)),
-        JSON_DISABLE_EOF_CHECK, NULL);
+    size_t first = strcspn(want_body, "\n");
+    json_t *w = json_loadb(want_body,
+                           first == strlen(want_body)
+                               ? strlen(want_body)
+                               : (strchr(want_body, '{') == want_body ? first : strlen(want_body)),
+                           JSON_DISABLE_EOF_CHECK, NULL);
     if (!w)
         w = json_loads(want_body, 0, NULL);
-    json_t *g = got.p ? json_loads(got.p, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+    json_t *g = got ? json_loads(got, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
     if (w) {
         const char *keys[] = {"kind", "reason", "type", "apiVersion"};
         for (size_t i = 0; i < 4; i++) {
@@ -312,15 +295,62 @@ static int replay(const char *name)
             print_error("%s: event object reason differs\n", name);
             fails++;
         }
-    } else if (strcmp(want_body, got.p ? got.p : "")) {
-        print_error("%s: body '%s', recorded '%s'\n", name, got.p ? got.p : "", want_body);
+    } else if (strcmp(want_body, got ? got : "")) {
+        print_error("%s: body '%s', recorded '%s'\n", name, got ? got : "", want_body);
         fails++;
     }
     json_decref(w);
     json_decref(g);
-    drv_free(got.p);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
+    return fails;
+}
+
+/* The recorded exchange `name` replayed against this server: its request sent (per-run values
+ * adapted), the answer's status, content type and body shape compared with the recorded
+ * answer's. How many differ. */
+static int replay(const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/transcripts/%s/request.txt", fixdir(), name);
+    char *req = slurp(path);
+    snprintf(path, sizeof path, "%s/transcripts/%s/response.txt", fixdir(), name);
+    char *rsp = slurp(path);
+    assert_non_null(req);
+    assert_non_null(rsp);
+    char method[16], target[2048];
+    assert_int_equal(sscanf(req, "%15s %2047s", method, target), 2);
+    char *hend = strstr(req, "\r\n\r\n");
+    assert_non_null(hend);
+    *hend = 0;
+    char ctype[256], accept[512];
+    header(req, "Content-Type", ctype, sizeof ctype);
+    header(req, "Accept", accept, sizeof accept);
+    adapt_target(name, target, sizeof target);
+    char *newbody = fresh_body(name, method, target, hend + 4);
+    int want_code = 0;
+    sscanf(rsp, "HTTP/1.1 %d", &want_code);
+    char *rhend = strstr(rsp, "\r\n\r\n");
+    assert_non_null(rhend);
+    *rhend = 0;
+    char want_ct[256];
+    header(rsp, "Content-Type", want_ct, sizeof want_ct);
+    got_answer a = {0};
+    send_request(method, target, ctype, accept, newbody ? newbody : hend + 4, &a);
+    int fails = 0;
+    if (a.cc != CURLE_OK) {
+        print_error("%s: transfer failed: %s\n", name, curl_easy_strerror(a.cc));
+        fails++;
+    }
+    if (a.code != want_code) {
+        print_error("%s: status %ld, recorded %d; body %.300s\n", name, a.code, want_code,
+                    a.body.p ? a.body.p : "");
+        fails++;
+    }
+    if (!a.ct[0] || strncmp(a.ct, want_ct, strcspn(want_ct, ";"))) {
+        print_error("%s: content type %s, recorded %s\n", name, a.ct[0] ? a.ct : "(none)", want_ct);
+        fails++;
+    }
+    fails += compare_body(name, rhend + 4, a.body.p);
+    drv_free(a.body.p);
     free(newbody);
     drv_free(req);
     drv_free(rsp);

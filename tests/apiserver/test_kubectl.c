@@ -41,70 +41,49 @@ static bool patch_subresource;
 /* Writes a status through the status subresource as `kubectl patch RESOURCE NAME
  * --subresource=status --type=merge -p PATCH` does; a kubectl without that flag gets the object,
  * merges the patch into it (objects key by key, as a merge patch without nulls) and PUTs the
- * result to PATH/status with `kubectl replace --raw`. kubectl's exit status, its output in out
+ * result to PATH/status with `kubectl replace --raw`. kubectl's exit status, its output in buf
  * ("... patched", or the object written back). */
-static int write_status(char *out, size_t n, const char *resource, const char *name,
+static int write_status(char *buf, size_t n, const char *resource, const char *name,
                         const char *path, const char *patch)
 {
     char args[1536];
     if (patch_subresource) {
         snprintf(args, sizeof args, "patch %s %s --subresource=status --type=merge -p '%s'",
                  resource, name, patch);
-        return kc_run(out, n, args);
+        return kc_run(buf, n, args);
     }
     snprintf(args, sizeof args, "get %s %s -o json", resource, name);
-    int rc = kc_run(out, n, args);
+    int rc = kc_run(buf, n, args);
     json_error_t e;
-    json_t *obj = rc == 0 ? json_loads(out, 0, &e) : NULL, *p = json_loads(patch, 0, &e);
+    json_t *obj = rc == 0 ? json_loads(buf, 0, &e) : NULL, *p = json_loads(patch, 0, &e);
     char file[512];
     snprintf(file, sizeof file, "%s/status.json", kc_dir());
     if (!obj || !p || json_object_update_recursive(obj, p) || json_dump_file(obj, file, 0)) {
         json_decref(obj);
         json_decref(p);
-        return rc == 0 ? -1 : rc; /* out holds what kubectl get said */
+        return rc == 0 ? -1 : rc; /* buf holds what kubectl get said */
     }
     json_decref(obj);
     json_decref(p);
     snprintf(args, sizeof args, "replace --validate=false --raw %s/status -f %s", path, file);
-    return kc_run(out, n, args);
+    return kc_run(buf, n, args);
 }
 
 /* Whether write_status's output says the status was written: kubectl patch's "... patched", or
  * the object replace --raw prints back. */
-static bool written(const char *out)
+static bool written(const char *buf)
 {
-    return strstr(out, patch_subresource ? " patched" : "\"status\"") != NULL;
+    return strstr(buf, patch_subresource ? " patched" : "\"status\"") != NULL;
 }
 
-int main(void)
+/* What every step writes kubectl's output into. */
+static char out[65536];
+
+/* A Node, a Pod and a TrainingJob, created from files as a user would. */
+static void create_objects(void)
 {
-    if (!kc_available()) {
-        printf("kubectl not found on PATH: test skipped\n");
-        return 77;
-    }
-    const char *src = getenv("DROVER_SOURCE_DIR");
-    char fx[512];
-    snprintf(fx, sizeof fx, "%.400s/tests/fixtures/k8s", src ? src : ".");
-    drv_apiserver *s = NULL;
-    drv_apiserver_opts o = {.fixture_dir = fx, .crd_installed = true};
-    drv_diag d = {{0}};
-    if (drv_apiserver_start(&s, &o, &d)) {
-        fprintf(stderr, "cannot start the test server: %s\n", d.msg);
-        return 1;
-    }
-    if (kc_setup(drv_apiserver_port(s), "drover-kubectl") != 0) {
-        drv_apiserver_free(s);
-        return 1;
-    }
-    char who[640];
-    kc_describe(who, sizeof who);
-    patch_subresource = kc_has_flag("patch", "--subresource");
-    const char *how = patch_subresource
-                          ? "statuses written with kubectl patch --subresource=status (merge patch)"
-                          : "statuses written with kubectl replace --raw (PUT): this kubectl has "
-                            "no patch --subresource (1.24+), so kubectl's merge patch of a status "
-                            "is not covered";
-    printf("%s\n%s\n", who, how);
+    char args[1024];
+    int rc;
     kc_write("node.yaml", "apiVersion: v1\nkind: Node\nmetadata:\n  name: gpu-node-1\n"
                           "  labels:\n    topology.kubernetes.io/zone: zone-a\n");
     kc_write("pod.yaml",
@@ -113,9 +92,6 @@ int main(void)
              "    image: busybox:1.36\n");
     kc_write("tj.yaml", "apiVersion: drover.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n"
                         "  name: kc-tj\nspec:\n  replicaSpecs:\n    Worker:\n      replicas: 2\n");
-    static char out[65536];
-    char args[1024];
-    int rc;
 
     snprintf(args, sizeof args, "create --validate=false -f %s/node.yaml", kc_dir());
     rc = kc_run(out, sizeof out, args);
@@ -126,7 +102,12 @@ int main(void)
     snprintf(args, sizeof args, "create --validate=false -f %s/tj.yaml", kc_dir());
     rc = kc_run(out, sizeof out, args);
     kc_expect(rc == 0 && strstr(out, "kc-tj created"), "kubectl create trainingjob", out);
+}
 
+/* The created objects read back: tables, JSON, the custom resource's short name. */
+static void read_objects(void)
+{
+    int rc;
     rc = kc_run(out, sizeof out, "get pods -o wide");
     kc_expect(rc == 0 && strstr(out, "NOMINATED NODE") && strstr(out, "kc-pod"),
               "kubectl get pods -o wide", out);
@@ -140,6 +121,13 @@ int main(void)
     kc_expect(rc == 0 && strstr(out, "kc-tj") && strstr(out, "STATE"), "kubectl get tj", out);
     rc = kc_run(out, sizeof out, "get trainingjobs kc-tj -o json");
     kc_expect(rc == 0 && strstr(out, "\"replicas\": 2"), "kubectl get trainingjob -o json", out);
+}
+
+/* A TrainingJob's status written, then refused with a stale resourceVersion. */
+static void trainingjob_status(void)
+{
+    char args[1024];
+    int rc;
     /* A status merge patch carrying a resourceVersion that is no longer the object's is refused
      * with a Status kubectl reads as a Conflict (no recorded exchange of a custom resource's
      * status subresource: the pod's and the Lease's are), as drover run's writer sends them. */
@@ -162,6 +150,13 @@ int main(void)
     rc = kc_run(out, sizeof out, "get tj kc-tj -o jsonpath={.status.phase}");
     kc_expect(rc == 0 && !strcmp(out, "Succeeded"), "the refused patch left the status as it was",
               out);
+}
+
+/* The PodGroup CRD applied, a PodGroup created, its status written and printed. */
+static void podgroup_crd(const char *src)
+{
+    char args[1024];
+    int rc;
     /* The PodGroup CRD we ship: served once applied, its status written through the status
      * subresource, printed with its columns. */
     snprintf(args, sizeof args, "apply --validate=false -f %s/deploy/podgroup-crd.yaml",
@@ -185,7 +180,13 @@ int main(void)
               "kubectl get podgroups", out);
     rc = kc_run(out, sizeof out, "delete pg kc-pg");
     kc_expect(rc == 0 && strstr(out, "deleted"), "kubectl delete podgroup", out);
+}
 
+/* The Queue CRD applied, a Queue's status written and printed; a PriorityClass. */
+static void queue_crd(const char *src)
+{
+    char args[1024];
+    int rc;
     /* The Queue CRD we ship: cluster-scoped, its status written through the status
      * subresource (as drover run does), printed with its columns; PriorityClasses served. */
     snprintf(args, sizeof args, "apply --validate=false -f %s/deploy/queue-crd.yaml",
@@ -219,7 +220,12 @@ int main(void)
     rc = kc_run(out, sizeof out, "get priorityclass high -o name");
     kc_expect(rc == 0 && strstr(out, "priorityclass.scheduling.k8s.io/high"),
               "kubectl get priorityclass", out);
+}
 
+/* A label selector, a watch until its timeout, and every object deleted. */
+static void select_watch_delete(void)
+{
+    int rc;
     rc = kc_run(out, sizeof out, "get nodes -l topology.kubernetes.io/zone=zone-a -o name");
     kc_expect(rc == 0 && strstr(out, "node/gpu-node-1"), "kubectl get nodes -l", out);
 
@@ -235,6 +241,43 @@ int main(void)
     kc_expect(rc == 0 && strstr(out, "deleted"), "kubectl delete node", out);
     rc = kc_run(out, sizeof out, "get pods");
     kc_expect(rc == 0 && !strstr(out, "kc-pod"), "pod gone after delete", out);
+}
+
+int main(void)
+{
+    if (!kc_available()) {
+        printf("kubectl not found on PATH: test skipped\n");
+        return 77;
+    }
+    const char *src = getenv("DROVER_SOURCE_DIR");
+    char fx[512];
+    snprintf(fx, sizeof fx, "%.400s/tests/fixtures/k8s", src ? src : ".");
+    drv_apiserver *s = NULL;
+    drv_apiserver_opts o = {.fixture_dir = fx, .crd_installed = true};
+    drv_diag d = {{0}};
+    if (drv_apiserver_start(&s, &o, &d)) {
+        fprintf(stderr, "cannot start the test server: %s\n", d.msg);
+        return 1;
+    }
+    if (kc_setup(drv_apiserver_port(s), "drover-kubectl") != 0) {
+        drv_apiserver_free(s);
+        return 1;
+    }
+    char who[640];
+    kc_describe(who, sizeof who);
+    patch_subresource = kc_has_flag("patch", "--subresource");
+    const char *how = patch_subresource
+                          ? "statuses written with kubectl patch --subresource=status (merge patch)"
+                          : "statuses written with kubectl replace --raw (PUT): this kubectl has "
+                            "no patch --subresource (1.24+), so kubectl's merge patch of a status "
+                            "is not covered";
+    printf("%s\n%s\n", who, how);
+    create_objects();
+    read_objects();
+    trainingjob_status();
+    podgroup_crd(src);
+    queue_crd(src);
+    select_watch_delete();
 
     drv_apiserver_free(s);
     kc_cleanup();

@@ -13,7 +13,9 @@
 #include "drover/kube_informer.h"
 #include "drover/kube_types.h"
 #include "json.h"
+#include "wait.h"
 
+#include <stdatomic.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -98,7 +100,7 @@ static void on_delete(const char *key, void *rec, void *arg)
 
 typedef struct runner {
     drv_informer *inf;
-    volatile int stop;
+    atomic_int stop;
     int rc;
     drv_diag d;
 } runner;
@@ -116,37 +118,12 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-/* docs: the informer decodes documents (ops.decode_doc), its lists and watches read so. */
-static void converge_under_faults(bool docs)
+/* 400 random creations, label patches and deletions of 40 pods through writer, with a fault
+ * every 25 (watches dropped, the window expired, 500s, a corrupt event, a 429), each given time
+ * to reach the informer but for the drops, which the next operations outrun. */
+static void churn(drv_apiserver *srv, drv_kube *writer)
 {
-    drv_apiserver *srv;
     drv_diag d;
-    drv_apiserver_opts o = {.fixture_dir = FIXTURE_DIR, .window = 15, .bookmark_ms = 100};
-    assert_int_equal(drv_apiserver_start(&srv, &o, &d), 0);
-    char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u", drv_apiserver_port(srv));
-    drv_kube_config cfg = {.server = url,
-                           .qps = 10000,
-                           .burst = 10000,
-                           .backoff_ms = 5,
-                           .backoff_max_ms = 20,
-                           .retry_after_max_s = 1};
-    drv_kube *writer, *reader;
-    assert_int_equal(drv_kube_new(&writer, &cfg, &d), 0);
-    assert_int_equal(drv_kube_new(&reader, &cfg, &d), 0);
-    counts c = {0};
-    drv_informer_ops ops = {.decode = decode,
-                            .release = release,
-                            .on_add = on_add,
-                            .on_update = on_update,
-                            .on_delete = on_delete,
-                            .decode_doc = docs ? decode_doc : NULL,
-                            .hold = hold};
-    runner r = {0};
-    assert_int_equal(drv_informer_new(&r.inf, reader, "/api/v1/pods", 3, 2, &ops, &c, &d), 0);
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, run, &r), 0);
-
     drv_rng rng;
     drv_rng_seed(&rng, 42);
     bool exists[40] = {false};
@@ -196,19 +173,63 @@ static void converge_under_faults(bool docs)
             sleep_ms(150);
         }
     }
+}
+
+/* The server's store and the informer's cache, dumped. */
+typedef struct dumps {
+    drv_apiserver *srv;
+    drv_informer *inf;
+    char *want, *got; /* the last dumps (drv_free) */
+} dumps;
+
+static bool cache_is_store(void *arg)
+{
+    dumps *x = arg;
+    drv_free(x->want);
+    drv_free(x->got);
+    x->want = drv_apiserver_dump(x->srv, "pods");
+    x->got = drv_informer_dump(x->inf);
+    return x->want && x->got && !strcmp(x->want, x->got);
+}
+
+/* docs: the informer decodes documents (ops.decode_doc), its lists and watches read so. */
+static void converge_under_faults(bool docs)
+{
+    drv_apiserver *srv;
+    drv_diag d;
+    drv_apiserver_opts o = {.fixture_dir = FIXTURE_DIR, .window = 15, .bookmark_ms = 100};
+    assert_int_equal(drv_apiserver_start(&srv, &o, &d), 0);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", drv_apiserver_port(srv));
+    drv_kube_config cfg = {.server = url,
+                           .qps = 10000,
+                           .burst = 10000,
+                           .backoff_ms = 5,
+                           .backoff_max_ms = 20,
+                           .retry_after_max_s = 1};
+    drv_kube *writer, *reader;
+    assert_int_equal(drv_kube_new(&writer, &cfg, &d), 0);
+    assert_int_equal(drv_kube_new(&reader, &cfg, &d), 0);
+    counts c = {0};
+    drv_informer_ops ops = {.decode = decode,
+                            .release = release,
+                            .on_add = on_add,
+                            .on_update = on_update,
+                            .on_delete = on_delete,
+                            .decode_doc = docs ? decode_doc : NULL,
+                            .hold = hold};
+    runner r = {0};
+    assert_int_equal(drv_informer_new(&r.inf, reader, "/api/v1/pods", 3, 2, &ops, &c, &d), 0);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, run, &r), 0);
+
+    churn(srv, writer);
     /* Converged: the cache reflects the server's current resourceVersion and equals its store
      * (a bookmark or the next event brings the informer up to date). */
-    char *want = NULL, *got = NULL;
-    for (int tries = 0; tries < 200; tries++) {
-        drv_free(want);
-        drv_free(got);
-        want = drv_apiserver_dump(srv, "pods");
-        got = drv_informer_dump(r.inf);
-        if (want && got && !strcmp(want, got))
-            break;
-        sleep_ms(50);
-    }
-    r.stop = 1;
+    dumps x = {.srv = srv, .inf = r.inf};
+    wait_until(cache_is_store, &x);
+    char *want = x.want, *got = x.got;
+    atomic_store(&r.stop, 1);
     pthread_join(t, NULL);
     assert_int_equal(r.rc, 0);
     assert_non_null(want);
@@ -410,7 +431,7 @@ static drv_informer_stats list_across_writes(bool expire, bool docs)
             break;
         sleep_ms(50);
     }
-    r.stop = 1;
+    atomic_store(&r.stop, 1);
     pthread_join(t, NULL);
     assert_int_equal(r.rc, 0);
     assert_true(p.changed);

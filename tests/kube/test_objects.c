@@ -466,7 +466,9 @@ static json_t *recorded(const char *name)
     return o;
 }
 
-static void test_trainingjob_lease_podgroup_event(void **unused)
+/* A recorded TrainingJob decoded (a field unknown kept), its status set, its errors naming the
+ * field; spec.progress. */
+static void test_trainingjob_decoded(void **unused)
 {
     (void)unused;
     drv_strtab *names = drv_strtab_new();
@@ -526,8 +528,15 @@ static void test_trainingjob_lease_podgroup_event(void **unused)
     assert_int_equal(drv_kube_decode_trainingjob(tj, names, &j, &d), DRV_EPARSE);
     assert_non_null(strstr(d.msg, "spec.progress.port: missing"));
     json_decref(tj);
+    drv_strtab_free(names);
+}
 
-    /* status.podIP, v4 and v6, and a bad one */
+/* status.podIP, v4 and v6, and a bad one. */
+static void test_pod_ip(void **unused)
+{
+    (void)unused;
+    drv_strtab *names = drv_strtab_new();
+    drv_diag d;
     json_t *pod = recorded("03-pod-get");
     drv_kpod p;
     assert_int_equal(drv_kube_decode_pod(pod, names, &p, &d), 0);
@@ -546,7 +555,15 @@ static void test_trainingjob_lease_podgroup_event(void **unused)
     assert_non_null(
         strstr(d.msg, "status.podIP: expected an IPv4 or IPv6 address, found '10.1.2'"));
     json_decref(pod);
+    drv_strtab_free(names);
+}
 
+/* A Lease renewed and taken over, a PodGroup and its status, an Event and its name. */
+static void test_lease_podgroup_event(void **unused)
+{
+    (void)unused;
+    drv_strtab *names = drv_strtab_new();
+    drv_diag d;
     json_t *lease = recorded("09-lease-get");
     drv_klease l;
     assert_int_equal(drv_kube_decode_lease(lease, &l, &d), 0);
@@ -721,7 +738,9 @@ int main(void)
         cmocka_unit_test(test_pod_decode),
         cmocka_unit_test(test_node_decode_and_binding),
         cmocka_unit_test(test_quantities),
-        cmocka_unit_test(test_trainingjob_lease_podgroup_event),
+        cmocka_unit_test(test_trainingjob_decoded),
+        cmocka_unit_test(test_pod_ip),
+        cmocka_unit_test(test_lease_podgroup_event),
         cmocka_unit_test(test_trainingjob_roles_and_policies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,8 +9,8 @@
 #include <cmocka.h>
 
 #include "drover/kube.h"
-#include "drover/kube_controller.h"
-#include "drover/kube_emulate.h"
+#include "drover/controller.h"
+#include "drover/emulator.h"
 #include "drover/kube_informer.h"
 #include "drover/kube_metrics.h"
 #include "drover/kube_types.h"

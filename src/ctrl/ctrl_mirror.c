@@ -1,0 +1,702 @@
+/*
+ * ctrl_mirror.c - `drover run`'s mirror: applies the informers' events about nodes and pods
+ * (and the progress collector's samples) to the scheduler thread's drv_state, so that a cycle
+ * sees the cluster as the API has it; and keeps the job and pod records beside it
+ * (ctrl_mirror.h).
+ *
+ * Owns: the state, the job and pod records, the tables by interned key; on the scheduler
+ * thread only, without a lock. Touches: names (ctrl_name_*), counters.
+ *
+ * What the core sees:
+ *   a node      its allocatable minus the requests of pods Drover does not schedule (other
+ *               schedulers' pods, DaemonSets) bound there and not finished: "foreign" load;
+ *   a job       one drv_job per TrainingJob of our schedulerName (and namespace), its pods the
+ *               job's slots (ctrl_trainingjob.c adds it), or per gang of another operator's
+ *               pods (ctrl_podgroup.c); a drover pod seen before its job is "parked" as foreign
+ *               load and adopted when the job shows up, one bound to a node not seen yet is an
+ *               orphan bound when the node shows up;
+ *   a pod       where the API has it bound is the truth (adopted after a restart), except a
+ *               pod being deleted, which holds its node's room until gone (its "ghost").
+ * Example: node n1 allocates 8 CPUs and runs a DaemonSet pod asking 1: the state has n1 with 7.
+ */
+#include "ctrl_mirror.h"
+
+#include "drover/clock.h"
+#include "kube/json.h"
+
+#include <stdio.h>
+#include <math.h>
+#include <string.h>
+
+const char *const ctrl_status_name[] = {"", "Pending", "Running", "Succeeded", "Failed"};
+
+int ctrl_mirror_init(ctrl_mirror *m, ctrl_names *names, ctrl_counters *counters,
+                     const ctrl_config *cfg)
+{
+    m->names = names;
+    m->counters = counters;
+    m->cfg = cfg;
+    return drv_state_init(&m->st) != 0 ? DRV_ENOMEM : 0;
+}
+
+bool ctrl_pod_terminal(int phase)
+{
+    return phase == DRV_KPOD_SUCCEEDED || phase == DRV_KPOD_FAILED;
+}
+
+/* Makes the tables by interned key hold id. */
+static int grow_by_key(ctrl_mirror *m, int32_t id)
+{
+    int32_t old = m->cap_by_key;
+    if (id < old)
+        return 0;
+    int32_t cap = old;
+    if (drv_grow(&m->job_of, sizeof *m->job_of, &cap, id + 1) != 0)
+        return DRV_ENOMEM;
+    int32_t cap2 = old, cap3 = old, cap4 = old, cap5 = old;
+    if (drv_grow(&m->node_of, sizeof *m->node_of, &cap2, cap) != 0 ||
+        drv_grow(&m->parked, sizeof *m->parked, &cap3, cap) != 0 ||
+        drv_grow(&m->foreign, sizeof *m->foreign, &cap4, cap) != 0 ||
+        drv_grow(&m->cons_of, sizeof *m->cons_of, &cap5, cap) != 0)
+        return DRV_ENOMEM;
+    for (int32_t i = old; i < cap; i++) {
+        m->job_of[i] = m->node_of[i] = m->cons_of[i] = -1;
+        m->parked[i] = NULL;
+        m->foreign[i] = (drv_res){0, 0, 0};
+    }
+    m->cap_by_key = cap;
+    return 0;
+}
+
+int ctrl_mirror_grow_by_key(ctrl_mirror *m, int32_t id)
+{
+    return grow_by_key(m, id);
+}
+
+int ctrl_mirror_grow_records(ctrl_mirror *m)
+{
+    int32_t cap = m->cap_jobs;
+    if (drv_grow(&m->jobs, sizeof *m->jobs, &cap, m->st.njobs) != 0)
+        return DRV_ENOMEM;
+    m->cap_jobs = cap;
+    cap = m->cap_pods;
+    if (drv_grow(&m->pods, sizeof *m->pods, &cap, m->st.npods) != 0)
+        return DRV_ENOMEM;
+    m->cap_pods = cap;
+    return 0;
+}
+
+/* ---- placements in the state ---------------------------------------------------------------- */
+
+void ctrl_mirror_unbind(ctrl_mirror *m, int32_t s)
+{
+    if (m->st.pods[s].node >= 0)
+        drv_state_unbind(&m->st, s);
+}
+
+void ctrl_mirror_bind(ctrl_mirror *m, int32_t s, int32_t node)
+{
+    if (m->st.pods[s].node == node)
+        return;
+    ctrl_mirror_unbind(m, s);
+    drv_state_bind(&m->st, s, node);
+}
+
+/* ---- foreign load and ghosts ---------------------------------------------------------------- */
+
+/* What a pod Drover does not schedule takes from its node: its request while it is bound and
+ * not finished. */
+static void foreign_res(ctrl_mirror *m, int32_t name, drv_res req, int sign)
+{
+    if (!name || grow_by_key(m, name) != 0)
+        return;
+    drv_res *f = &m->foreign[name];
+    *f = sign > 0 ? drv_res_add(*f, req) : drv_res_sub(*f, req);
+    int32_t n = m->node_of[name];
+    if (n >= 0) {
+        drv_state_set_node(&m->st, n, drv_res_sub(m->allocatable[n], *f), m->usable[n]);
+        m->dirty = true;
+    }
+}
+
+/* A pod Drover does not schedule, added (sign > 0) to or taken off its node's foreign load. */
+static void foreign_add(ctrl_mirror *m, const drv_kpod *p, int sign)
+{
+    if (!ctrl_pod_terminal(p->phase))
+        foreign_res(m, p->node, p->req, sign);
+}
+
+/* (Like kube-scheduler, which counts terminating pods; when the state no longer has the pod
+ * there, evicted or migrated, its room is counted as foreign meanwhile.) */
+void ctrl_mirror_set_ghost(ctrl_mirror *m, pod_record *p, int32_t name, drv_res req)
+{
+    if (p->ghost == name && !memcmp(&p->ghost_req, &req, sizeof req))
+        return;
+    if (p->ghost)
+        foreign_res(m, p->ghost, p->ghost_req, -1);
+    p->ghost = name;
+    p->ghost_req = req;
+    if (name)
+        foreign_res(m, name, req, +1);
+}
+
+/* Mirrored as its watch event would be, which may not come again if it was applied already. */
+bool ctrl_mirror_pod_read(ctrl_mirror *m, int32_t slot, int32_t node_name)
+{
+    pod_record *p = &m->pods[slot];
+    const drv_pod *sp = &m->st.pods[slot];
+    int32_t node = node_name && node_name < m->cap_by_key ? m->node_of[node_name] : -1;
+    if (p->presence == POD_ABSENT)
+        p->presence = POD_PRESENT;
+    p->api_name = node_name;
+    p->api_node = node;
+    m->dirty = true;
+    if (node < 0 || p->want >= 0 || p->phase == DRV_KPOD_FAILED ||
+        m->st.jobs[sp->job].phase == DRV_JOB_DONE)
+        return false;
+    ctrl_mirror_bind(m, slot, node);
+    return true;
+}
+
+/* ---- nodes ---------------------------------------------------------------------------------- */
+
+static void adopt_orphans(ctrl_mirror *m, int32_t name, int32_t node)
+{
+    int32_t k = 0;
+    for (int32_t i = 0; i < m->norphans; i++) {
+        const orphan_pod *o = &m->orphans[i];
+        if (o->node != name) {
+            m->orphans[k++] = *o;
+            continue;
+        }
+        const pod_record *p = &m->pods[o->slot];
+        const drv_pod *sp = &m->st.pods[o->slot];
+        if (p->presence != POD_ABSENT && p->api_name == name && p->phase != DRV_KPOD_FAILED &&
+            sp->node < 0 && m->st.jobs[sp->job].phase != DRV_JOB_DONE) {
+            ctrl_mirror_bind(m, o->slot, node);
+            m->pods[o->slot].api_node = node;
+        }
+    }
+    m->norphans = k;
+}
+
+/* Node id's labels and taints become those of meta (interned text, drv_knode.meta). */
+static int node_meta(ctrl_mirror *m, int32_t id, int32_t meta)
+{
+    char *text = meta ? ctrl_name_dup(m->names, meta) : NULL;
+    if (meta && !text)
+        return DRV_ENOMEM;
+    drv_label *l;
+    drv_taint *t;
+    int32_t nl, nt;
+    int rc = drv_kube_node_meta_parse(text, m->st.names, &l, &nl, &t, &nt);
+    if (rc == 0)
+        rc = drv_state_set_node_meta(&m->st, id, l, nl, t, nt);
+    drv_free(l);
+    drv_free(t);
+    drv_free(text);
+    if (rc == DRV_EINVAL) {
+        /* (labels with one key twice cannot come from a real API server: logged, kept as were) */
+        drv_log(DRV_LOG_WARN, "node %s: labels or taints not followed (a key given twice)",
+                ctrl_mirror_node_name(m, id));
+        rc = 0;
+    }
+    if (rc == 0)
+        m->meta[id] = meta;
+    return rc;
+}
+
+/* A node seen for the first time: added to the state as kn says, its orphans bound there. */
+static int add_node(ctrl_mirror *m, const drv_knode *kn, int32_t *id)
+{
+    char name[256], zone[256], rack[256];
+    ctrl_name_str(m->names, kn->name, name, sizeof name);
+    int rc = drv_state_add_node(
+        &m->st, name, kn->alloc,
+        kn->zone ? ctrl_name_str(m->names, kn->zone, zone, sizeof zone) : NULL,
+        kn->rack ? ctrl_name_str(m->names, kn->rack, rack, sizeof rack) : NULL, id);
+    if (rc != 0)
+        return rc;
+    int32_t cap = m->cap_nodes, cap2 = m->cap_nodes, cap3 = m->cap_nodes;
+    if (drv_grow(&m->allocatable, sizeof *m->allocatable, &cap, m->st.nnodes) != 0 ||
+        drv_grow(&m->usable, sizeof *m->usable, &cap2, m->st.nnodes) != 0 ||
+        drv_grow(&m->meta, sizeof *m->meta, &cap3, m->st.nnodes) != 0)
+        return DRV_ENOMEM;
+    m->cap_nodes = cap;
+    m->meta[*id] = 0;
+    m->node_of[kn->name] = *id;
+    adopt_orphans(m, kn->name, *id);
+    return 0;
+}
+
+int ctrl_mirror_apply_node(ctrl_mirror *m, const ctrl_event *e)
+{
+    const drv_knode *kn = e->type == DRV_WATCH_DELETED ? &e->old.node : &e->cur.node;
+    if (grow_by_key(m, kn->name) != 0)
+        return DRV_ENOMEM;
+    int32_t id = m->node_of[kn->name];
+    /* A NoSchedule taint keeps away only the pods that do not tolerate it (the core's filter),
+     * but the node lifecycle's not-ready taint means the node is not used at all, as when its
+     * Ready condition is not True (a toleration of it is not honoured: Drover waits). */
+    bool ok = e->type != DRV_WATCH_DELETED && kn->ready && !kn->unschedulable && !kn->not_ready;
+    if (id < 0 && e->type == DRV_WATCH_DELETED)
+        return 0;
+    int rc = id < 0 ? add_node(m, kn, &id) : 0;
+    /* A node deleted keeps its slot, cordoned with nothing allocatable; its pods are deleted by
+     * the cluster and leave through their own events. Zone and rack do not move once seen;
+     * the other labels and the taints are followed (pods bound stay, as under kube-scheduler:
+     * IgnoredDuringExecution). */
+    if (rc == 0 && e->type != DRV_WATCH_DELETED && m->meta[id] != kn->meta)
+        rc = node_meta(m, id, kn->meta);
+    if (rc != 0)
+        return rc;
+    m->allocatable[id] = kn->alloc;
+    m->usable[id] = ok;
+    drv_state_set_node(&m->st, id, drv_res_sub(m->allocatable[id], m->foreign[kn->name]), ok);
+    m->dirty = true;
+    return 0;
+}
+
+/* ---- pods ----------------------------------------------------------------------------------- */
+
+static void job_placeable(ctrl_mirror *m, int32_t j, double t)
+{
+    job_record *jr = &m->jobs[j];
+    if (jr->t_ready < 0)
+        jr->t_ready = t;
+}
+
+/* Slot of pod key in the job of gang key (another operator's pods), or -1. */
+static int32_t member_slot(const ctrl_mirror *m, int32_t gang, int32_t key)
+{
+    int32_t j = gang > 0 && gang < m->cap_by_key ? m->job_of[gang] : -1;
+    if (j < 0 || !m->jobs[j].members)
+        return -1;
+    for (int32_t k = 0; k < m->st.jobs[j].pod_count; k++)
+        if (m->jobs[j].members[k] == key)
+            return m->st.jobs[j].pod_base + k;
+    return -1;
+}
+
+/* The slot of another operator's pod: in its gang's job, or (it came after its gang was
+ * admitted) in its own gang of one, "pod:ns/name"; -1. */
+static int32_t gang_slot(ctrl_mirror *m, const ctrl_event *e, const drv_kpod *p)
+{
+    int32_t s = member_slot(m, e->job_key, e->key);
+    if (s >= 0 || !p->group)
+        return s;
+    char pod[540], k[560];
+    ctrl_name_str(m->names, e->key, pod, sizeof pod);
+    snprintf(k, sizeof k, "pod:%s", pod);
+    return member_slot(m, ctrl_name_find(m->names, k), e->key);
+}
+
+/* The pod slot a drover pod record stands for, or -1. */
+static int32_t slot_of(ctrl_mirror *m, const ctrl_event *e, const drv_kpod *p)
+{
+    if (!p->job) /* another operator's pod */
+        return gang_slot(m, e, p);
+    if (!e->job_key || e->job_key >= m->cap_by_key || m->job_of[e->job_key] < 0 || p->role < 0 ||
+        p->replica < 0)
+        return -1;
+    return drv_job_pod(&m->st, m->job_of[e->job_key], p->role, p->replica);
+}
+
+/* Slot s's pod went away: the slot is free again (unless it waits to be created elsewhere). */
+static void own_pod_gone(ctrl_mirror *m, int32_t s, double t)
+{
+    pod_record *p = &m->pods[s];
+    int32_t job = m->st.pods[s].job;
+    ctrl_mirror_set_ghost(m, p, 0, (drv_res){0, 0, 0});
+    p->presence = POD_ABSENT;
+    p->delete_assumed = false;
+    p->delete_tries = 0;
+    p->api_node = -1;
+    p->api_name = 0;
+    p->ip_family = 0;
+    p->phase = DRV_KPOD_PENDING;
+    if (p->want < 0)
+        ctrl_mirror_unbind(m, s);
+    /* A job that waited for this pod to go (to be placed again whole) is placeable now. */
+    if (m->st.jobs[job].phase == DRV_JOB_PENDING)
+        job_placeable(m, job, t);
+}
+
+/* Whether kp, a live pod of slot s on the state's node `node`, only confirms what the mirror
+ * has or assumed: the pod as it is known (or the one being created there, whose answer, when
+ * it succeeds, changes the record in the same way without a cycle), in the same phase, not
+ * finished (its exit code matters only once it is), with the same restarts and address, bound
+ * where the state has it. Such an event (the watch's echo of each pod Drover creates) calls
+ * for no cycle: nothing a cycle reads changes. */
+static bool confirms(const ctrl_mirror *m, int32_t s, const drv_kpod *kp, int32_t node)
+{
+    const pod_record *p = &m->pods[s];
+    bool known =
+        p->presence == POD_PRESENT
+            ? p->api_node == node
+            : p->presence == POD_ABSENT && p->inflight == REQ_CREATE && p->inflight_node == node;
+    return known && node >= 0 && m->st.pods[s].node == node && p->want < 0 && !kp->deleting &&
+           !ctrl_pod_terminal(kp->phase) && p->phase == kp->phase && p->restarts == kp->restarts &&
+           p->ip_family == kp->ip_family && !memcmp(p->ip, kp->ip, sizeof p->ip);
+}
+
+int64_t ctrl_mirror_api_cpu_limit(const ctrl_mirror *m, int32_t s)
+{
+    const drv_pod *p = &m->st.pods[s];
+    const drv_rolespec *r = &m->st.jobs[p->job].role[p->role];
+    if (m->pods[s].api_cpu_limit > 0)
+        return m->pods[s].api_cpu_limit;
+    return r->cpu_limit ? r->cpu_limit : r->req.cpu;
+}
+
+void ctrl_mirror_cpu_limit_seen(ctrl_mirror *m, int32_t slot, const drv_kpod *kp)
+{
+    pod_record *p = &m->pods[slot];
+    p->api_cpu_limit = kp->cpu_limit;
+    if (p->inflight == REQ_RESIZE)
+        return; /* (the assumption stands until its answer) */
+    int64_t lim = ctrl_mirror_api_cpu_limit(m, slot);
+    if (m->st.pods[slot].cpu_limit != lim) {
+        drv_state_set_cpu_limit(&m->st, slot, lim);
+        m->dirty = true;
+    }
+}
+
+/* Slot s's pod kp is being deleted: its phase says nothing of the job any more (kubelet may
+ * mark a pod it kills Failed), and it holds its node's room until it is gone. */
+static void own_pod_deleting(ctrl_mirror *m, int32_t s, const drv_kpod *kp, int32_t node)
+{
+    pod_record *p = &m->pods[s];
+    const drv_pod *sp = &m->st.pods[s];
+    p->presence = POD_DELETING;
+    p->delete_assumed = false;
+    /* (re-created in place, want == its node: the state's binding holds the room for the new
+     * pod, so the old one is no ghost; ctrl_lifecycle.c) */
+    bool in_place = p->want >= 0 && p->want == node;
+    bool held = sp->node >= 0 && sp->node == node && (p->want < 0 || in_place);
+    if (ctrl_pod_terminal(kp->phase) && held && !in_place)
+        ctrl_mirror_unbind(m, s);
+    ctrl_mirror_set_ghost(m, p, held || ctrl_pod_terminal(kp->phase) ? 0 : kp->node, kp->req);
+}
+
+/* A pod of a known job changed (kp) or went away (kp NULL). */
+static int own_pod(ctrl_mirror *m, int32_t s, const drv_kpod *kp, double t)
+{
+    pod_record *p = &m->pods[s];
+    const drv_pod *sp = &m->st.pods[s];
+    int32_t node = kp && kp->node && kp->node < m->cap_by_key ? m->node_of[kp->node] : -1;
+    if (!kp || !confirms(m, s, kp, node))
+        m->dirty = true; /* (else only what it changes below may, a CPU limit) */
+    if (!kp) {
+        own_pod_gone(m, s, t);
+        return 0;
+    }
+    if (kp->deleting) {
+        own_pod_deleting(m, s, kp, node);
+        return 0;
+    }
+    /* A finished pod holds no room (as kube-scheduler counts it), its ghost neither. */
+    if (ctrl_pod_terminal(kp->phase))
+        ctrl_mirror_set_ghost(m, p, 0, (drv_res){0, 0, 0});
+    if (p->presence == POD_DELETING) {
+        /* Being deleted (its deletion sent, or seen): this event is older than that (a
+         * deletionTimestamp, once set, stays), and the pod is not placed again from it. */
+        p->phase = kp->phase;
+        return 0;
+    }
+    p->presence = POD_PRESENT;
+    p->phase = kp->phase;
+    p->exit_code = kp->exit_code;
+    p->restarts = kp->restarts;
+    ctrl_mirror_cpu_limit_seen(m, s, kp);
+    p->ip_family = kp->ip_family;
+    memcpy(p->ip, kp->ip, sizeof p->ip);
+    p->api_node = node;
+    p->api_name = kp->node;
+    if (kp->node && node < 0 && kp->phase != DRV_KPOD_FAILED) {
+        /* Bound to a node not seen yet (the pod informer listed first): bound in the state
+         * when the node shows up. */
+        if (drv_grow(&m->orphans, sizeof *m->orphans, &m->cap_orphans, m->norphans + 1) != 0)
+            return DRV_ENOMEM;
+        m->orphans[m->norphans++] = (orphan_pod){.slot = s, .node = kp->node};
+        return 0;
+    }
+    /* A failed pod is restarted or fails its job (ctrl_lifecycle.c, after the next cycle): it
+     * holds its slot till then, so that no cycle places it meanwhile. A succeeded one keeps
+     * its slot, done: the gang stays whole and the pod is never placed again (a worker may
+     * finish before its chief); its room is counted as held until the job ends. */
+    if (m->st.jobs[sp->job].phase == DRV_JOB_DONE)
+        return 0;                 /* (its pods are no longer the state's) */
+    if (node >= 0 && p->want < 0) /* (bound where the state does not have it: adopted after a
+                                     restart, or bound by someone else: the API is the truth) */
+        ctrl_mirror_bind(m, s, node);
+    return 0;
+}
+
+/* A drover pod of a job not known (yet): counted as foreign until its job shows up. */
+static int park(ctrl_mirror *m, int32_t key, const drv_kpod *cur)
+{
+    drv_kpod *pk = m->parked[key];
+    if (pk) {
+        foreign_add(m, pk, -1);
+        drv_free(pk);
+        m->parked[key] = NULL;
+    }
+    if (cur) {
+        if (!(pk = drv_malloc(sizeof *pk)))
+            return DRV_ENOMEM;
+        *pk = *cur;
+        m->parked[key] = pk;
+        foreign_add(m, pk, +1);
+    }
+    return 0;
+}
+
+/* Drover's own pods, and other operators' that name our scheduler (ctrl_podgroup.c). */
+static bool ours(const drv_kpod *p, int32_t scheduler)
+{
+    return p->scheduler == scheduler;
+}
+
+int ctrl_mirror_apply_pod(ctrl_mirror *m, const ctrl_event *e, bool *gang)
+{
+    const drv_kpod *cur = e->type == DRV_WATCH_DELETED ? NULL : &e->cur.pod;
+    const drv_kpod *old = e->has_old ? &e->old.pod : NULL;
+    *gang = false;
+    if (grow_by_key(m, e->key) != 0 || (e->job_key && grow_by_key(m, e->job_key) != 0))
+        return DRV_ENOMEM;
+    const drv_kpod *any = cur ? cur : old;
+    if (!ours(any, m->names->scheduler)) {
+        if (old)
+            foreign_add(m, old, -1);
+        if (cur)
+            foreign_add(m, cur, +1);
+        return 0;
+    }
+    int32_t s = slot_of(m, e, any);
+    if (s < 0) {
+        int rc = park(m, e->key, cur);
+        *gang = rc == 0 && !any->job;
+        return rc;
+    }
+    return own_pod(m, s, cur, e->t);
+}
+
+/* ---- jobs ----------------------------------------------------------------------------------- */
+
+int ctrl_mirror_add_job(ctrl_mirror *m, const drv_job *tmpl, int32_t key, int32_t *j)
+{
+    int rc = grow_by_key(m, key);
+    if (rc == 0)
+        rc = drv_state_add_job(&m->st, tmpl, j);
+    if (rc == 0)
+        rc = ctrl_mirror_grow_records(m);
+    if (rc != 0)
+        return rc;
+    memset(&m->jobs[*j], 0, sizeof m->jobs[*j]);
+    m->jobs[*j].key = key;
+    const drv_job *jb = &m->st.jobs[*j];
+    for (int32_t k = 0; k < jb->pod_count; k++)
+        m->pods[jb->pod_base + k] = (pod_record){
+            .presence = POD_ABSENT, .phase = DRV_KPOD_PENDING, .api_node = -1, .want = -1};
+    m->job_of[key] = *j;
+    ctrl_count(m->counters, &m->counters->stats.jobs, 1);
+    return 0;
+}
+
+void ctrl_mirror_end_job(ctrl_mirror *m, int32_t j)
+{
+    const drv_job *jb = &m->st.jobs[j];
+    for (int32_t k = 0; k < jb->pod_count; k++)
+        ctrl_mirror_unbind(m, jb->pod_base + k);
+    drv_state_set_phase(&m->st, j, DRV_JOB_DONE);
+    ctrl_count(m->counters, &m->counters->stats.jobs_done, 1);
+}
+
+int ctrl_mirror_adopt_parked(ctrl_mirror *m, int32_t j, const char *ns, int32_t tj_ns,
+                             int32_t tj_name, double now)
+{
+    const drv_job *jb = &m->st.jobs[j];
+    for (int32_t k = 0; k < jb->pod_count; k++) {
+        int32_t s = jb->pod_base + k;
+        char pod[600], pod_key[900];
+        ctrl_mirror_pod_name(m, s, pod, sizeof pod);
+        snprintf(pod_key, sizeof pod_key, "%s/%s", ns, pod);
+        int32_t id = ctrl_name_find(m->names, pod_key);
+        drv_kpod *pk = id > 0 && id < m->cap_by_key ? m->parked[id] : NULL;
+        if (!pk || pk->ns != tj_ns || pk->job != tj_name)
+            continue;
+        foreign_add(m, pk, -1);
+        int rc = 0;
+        if (pk->role == m->st.pods[s].role && pk->replica == m->st.pods[s].index)
+            rc = own_pod(m, s, pk, now);
+        drv_free(pk);
+        m->parked[id] = NULL;
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int ctrl_mirror_adopt(ctrl_mirror *m, int32_t slot, int32_t pod_key, double now)
+{
+    drv_kpod *pk = pod_key > 0 && pod_key < m->cap_by_key ? m->parked[pod_key] : NULL;
+    if (!pk)
+        return 0;
+    foreign_add(m, pk, -1);
+    m->parked[pod_key] = NULL;
+    int rc = own_pod(m, slot, pk, now);
+    drv_free(pk);
+    return rc;
+}
+
+int ctrl_mirror_constraint(ctrl_mirror *m, int32_t json, const char *who, const char *path,
+                           int32_t *id, drv_diag *d)
+{
+    *id = 0;
+    if (json <= 0)
+        return 0;
+    if (grow_by_key(m, json) != 0)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    if (m->cons_of[json] >= 0) {
+        *id = m->cons_of[json];
+        return 0;
+    }
+    char *text = ctrl_name_dup(m->names, json);
+    json_t *o = text ? json_loads(text, 0, NULL) : NULL;
+    drv_free(text);
+    if (!o)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    drv_constraint k;
+    int rc = drv_kube_decode_constraint(o, m->st.names, who, path, &k, d);
+    json_decref(o);
+    if (rc)
+        return rc;
+    rc = drv_state_add_constraint(&m->st, &k, NULL, id);
+    drv_constraint_fini(&k);
+    if (rc)
+        return drv_fail(d, rc, "%s: %s: node constraints refused by the core", who, path);
+    m->cons_of[json] = *id;
+    return 0;
+}
+
+/* A progress sample scraped from a running job's chief. */
+int ctrl_mirror_apply_progress(ctrl_mirror *m, const ctrl_event *e)
+{
+    int32_t j = e->key < m->cap_by_key ? m->job_of[e->key] : -1;
+    if (j < 0 || m->st.jobs[j].phase != DRV_JOB_RUNNING)
+        return 0;
+    drv_job *jb = &m->st.jobs[j];
+    double loss = isnan(e->u.progress.loss) ? jb->loss : e->u.progress.loss;
+    drv_sample x = {.t = e->t - m->cfg->t0, .steps = e->u.progress.step, .loss = loss};
+    if (drv_job_add_sample(jb, x) != 0)
+        return DRV_ENOMEM;
+    jb->steps = e->u.progress.step;
+    jb->loss = loss;
+    if (jb->loss0 == 0)
+        jb->loss0 = loss;
+    ctrl_counters_sample(m->counters, jb->steps, loss);
+    return 0;
+}
+
+/* ---- what other units read ------------------------------------------------------------------ */
+
+void ctrl_mirror_pod_name_in(ctrl_mirror *m, int32_t slot, const char *job_name, char *buf,
+                             size_t n)
+{
+    const drv_pod *p = &m->st.pods[slot];
+    const job_record *jr = &m->jobs[p->job];
+    char name[600];
+    if (jr->members) { /* another operator's pod: its own name (its key is "ns/name") */
+        ctrl_name_str(m->names, jr->members[slot - m->st.jobs[p->job].pod_base], name, sizeof name);
+        const char *slash = strchr(name, '/');
+        snprintf(buf, n, "%s", slash ? slash + 1 : name);
+        return;
+    }
+    /* (peers.h's names: an all-reduce job's chief is its master) */
+    bool master = p->role == DRV_ROLE_CHIEF && jr->allreduce;
+    snprintf(buf, n, "%s-%s-%d", job_name, master ? "master" : drv_role_name(p->role), p->index);
+}
+
+void ctrl_mirror_pod_name(ctrl_mirror *m, int32_t slot, char *buf, size_t n)
+{
+    char name[600];
+    const job_record *jr = &m->jobs[m->st.pods[slot].job];
+    ctrl_mirror_pod_name_in(
+        m, slot, jr->members ? "" : ctrl_name_str(m->names, jr->name, name, sizeof name), buf, n);
+}
+
+const char *ctrl_mirror_node_name(const ctrl_mirror *m, int32_t node)
+{
+    return drv_strtab_str(m->st.names, m->st.nodes[node].name);
+}
+
+int32_t ctrl_mirror_node_key(ctrl_mirror *m, int32_t node)
+{
+    return ctrl_name_intern(m->names, ctrl_mirror_node_name(m, node));
+}
+
+void ctrl_mirror_job_active(const ctrl_mirror *m, int32_t job, int32_t active[DRV_NROLES],
+                            bool *all_running)
+{
+    const drv_state *st = &m->st;
+    const drv_job *jb = &st->jobs[job];
+    *all_running = drv_job_complete(jb) && drv_job_wanted(jb) > 0;
+    memset(active, 0, sizeof(int32_t) * DRV_NROLES);
+    for (int32_t k = 0; k < jb->pod_count; k++) {
+        const drv_pod *p = &st->pods[jb->pod_base + k];
+        const pod_record *pr = &m->pods[jb->pod_base + k];
+        if (p->node >= 0 && pr->phase == DRV_KPOD_RUNNING)
+            active[p->role]++;
+        else if (p->node >= 0 && pr->phase != DRV_KPOD_SUCCEEDED) /* (done: not waited for) */
+            *all_running = false;
+    }
+}
+
+void ctrl_mirror_attain(ctrl_mirror *m, double dt)
+{
+    drv_state *st = &m->st;
+    if (dt <= 0)
+        return;
+    DRV_FOR_LIVE(st, j)
+    {
+        drv_job *jb = &st->jobs[j];
+        if (jb->phase != DRV_JOB_RUNNING)
+            continue;
+        drv_res held = {0, 0, 0};
+        for (int r = 0; r < DRV_NROLES; r++)
+            held = drv_res_add(held, drv_res_scale(jb->role[r].req, jb->bound[r]));
+        jb->attained += dt * (double)(held.gpu > 0 ? held.gpu * 1000 : held.cpu) / 1000.0;
+    }
+}
+
+ctrl_gauges ctrl_mirror_gauges(const ctrl_mirror *m)
+{
+    ctrl_gauges g = {.pending = m->st.npending};
+    DRV_FOR_LIVE(&m->st, j)
+    g.running += m->st.jobs[j].phase == DRV_JOB_RUNNING;
+    return g;
+}
+
+void ctrl_mirror_fini(ctrl_mirror *m)
+{
+    for (int32_t j = 0; j < m->st.njobs && m->jobs; j++) {
+        for (int r = 0; r < DRV_NROLES; r++)
+            drv_free(m->jobs[j].tmpl[r]);
+        drv_free(m->jobs[j].members);
+    }
+    drv_free(m->jobs);
+    drv_free(m->pods);
+    drv_free(m->allocatable);
+    drv_free(m->foreign);
+    drv_free(m->orphans);
+    drv_free(m->usable);
+    drv_free(m->meta);
+    for (int32_t i = 0; i < m->cap_by_key; i++)
+        drv_free(m->parked[i]);
+    drv_free(m->parked);
+    drv_free(m->job_of);
+    drv_free(m->node_of);
+    drv_free(m->cons_of);
+    drv_state_fini(&m->st);
+}

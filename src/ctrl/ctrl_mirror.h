@@ -1,0 +1,217 @@
+/*
+ * ctrl_mirror.h - the API objects as the scheduler sees them: the drv_state a cycle decides on,
+ * a record per job and per pod slot of what the API has (and what was asked of it), and the
+ * tables from interned keys to the state's ids. The scheduler thread's alone, without a lock.
+ *
+ * Owns: everything below. Calls nothing of the controller but the names (to read what the
+ * informers interned) and the counters. Every scheduler-thread unit is handed the mirror: the
+ * TrainingJob and PodGroup units add jobs to it, the binder marks requests in its records, the
+ * lifecycle and the cycle read and change its state.
+ */
+#ifndef DROVER_CTRL_MIRROR_H
+#define DROVER_CTRL_MIRROR_H
+
+#include "ctrl_config.h"
+#include "ctrl_events.h"
+#include "ctrl_metrics.h"
+#include "ctrl_names.h"
+
+#include "drover/state.h"
+
+/* What the controller decided of a job, and last handed to the writer. */
+typedef enum job_status { ST_NONE, ST_PENDING, ST_RUNNING, ST_SUCCEEDED, ST_FAILED } job_status;
+extern const char *const ctrl_status_name[]; /* by job_status: "", "Pending", ... */
+
+/* What a job of the state stands for. */
+typedef enum job_kind { JOB_TRAININGJOB, JOB_PODGROUP, JOB_LONE_POD } job_kind;
+
+/* A job of the state: what the API knows of its TrainingJob and what was written back. */
+typedef struct job_record {
+    int32_t key, ns, name; /* interned in names */
+    int8_t kind;           /* job_kind: a PodGroup's or a lone pod's are not Drover's to create,
+                              delete or restart (ctrl_podgroup.c) */
+    int32_t *members;      /* JOB_PODGROUP, JOB_LONE_POD: each slot's pod, its interned name
+                              (owned; NULL for a TrainingJob, whose pods Drover names) */
+    char uid[64];
+    char *tmpl[DRV_NROLES]; /* owned; see tj_record */
+    double t_ready; /* when the event that made it placeable whole arrived (latency), or -1 */
+    int8_t status;  /* job_status decided */
+    int8_t written; /* job_status last handed to the writer: once Succeeded or Failed, never
+                       again Pending or Running (ctrl_lifecycle_status refuses it) */
+    char rv[24];    /* metadata.resourceVersion of its TrainingJob as last applied: the version
+                       the status asked next is computed from (its write's precondition) */
+    int32_t wrote_active[DRV_NROLES];
+    /* the gang being bound, for its latency: requests out, pods, when decided, and the latest
+     * send and answer so far (valid while lat_armed) */
+    int32_t lat_out, lat_pods;
+    bool lat_armed;
+    double lat_t0, lat_decide, lat_sent, lat_server;
+    bool why_written;    /* the waiting Event of the current wait was written */
+    bool created;        /* its wanted pods were created (unbound) */
+    bool gone;           /* the TrainingJob was deleted */
+    bool was_whole;      /* this controller has seen its gang whole and running */
+    bool node_name;      /* its templates named a spec.nodeName, ignored (tj_record) ... */
+    bool node_name_told; /* ... and an Event said so */
+    int32_t port;        /* spec.progress: where its chief serves progress (0: nowhere) */
+    char path[128], step[96], loss[96];
+    /* its lifecycle (ctrl_lifecycle.c) */
+    bool allreduce;                     /* Master + Workers: the all-reduce environment */
+    int8_t restart[DRV_NROLES];         /* enum drv_restart per role */
+    drv_run_policy policy;              /* spec.runPolicy */
+    drv_condition conds[DRV_NCONDS];    /* status.conditions (wall-clock transition times) */
+    int8_t cond;                        /* DRV_COND_* True now, -1 none yet */
+    int32_t cond_changes;               /* transitions so far ... */
+    int32_t wrote_changes;              /* ... and as many when its status was last asked for */
+    int32_t restarts;                   /* pods restarted under restartPolicy so far */
+    double start_time, completion_time; /* wall clock, -1: not yet */
+    int32_t spec_workers;               /* spec.replicaSpecs.Worker.replicas last seen */
+    int32_t rendered[DRV_NROLES];       /* the counts its pods' peer environment names ... */
+    int32_t env_gen;                    /* ... counted up each time they change */
+    bool scaling;                       /* pods re-created for a new count are not all back */
+    bool peers_pending;                 /* some pod was deleted to get new peers, and not every
+                                           pod is back: a restart of a failed pod is not this */
+    bool adopted;       /* placed by an earlier controller: no second Scheduled Event */
+    bool suspended;     /* spec.runPolicy.suspend: out of the state until resumed */
+    bool service_asked; /* its headless Service was handed to the writer */
+    bool ttl_done;      /* its deletion after ttlSecondsAfterFinished was handed over */
+} job_record;
+
+/* Whether the API has a pod in a slot, as the mirror knows it. */
+typedef enum pod_presence {
+    POD_ABSENT,  /* no pod */
+    POD_PRESENT, /* a pod, not being deleted */
+    POD_DELETING /* a pod being deleted: its deletionTimestamp seen, or its deletion assumed */
+} pod_presence;
+
+/* A pod slot of the state: what the API has of its pod. */
+typedef struct pod_record {
+    int8_t presence;           /* pod_presence */
+    int8_t phase;              /* enum drv_kpod_phase of the pod */
+    int16_t exit_code;         /* its failed container's exit code, -1 (restartPolicy ExitCode) */
+    int32_t restarts;          /* the kubelet's restarts in place (drv_kpod.restarts) */
+    int32_t env_gen;           /* the job's env_gen its peer environment was rendered for */
+    int32_t api_node;          /* the node the API has it on, -1 */
+    int32_t api_name;          /* ... its interned name, 0 when unbound */
+    uint8_t ip_family, ip[16]; /* status.podIP (0: none yet) */
+    int32_t ghost;             /* being deleted where the state no longer has it: the interned
+                                  node whose room it holds until gone (counted as foreign), 0 */
+    drv_res ghost_req;
+    int32_t want;           /* create it bound to this node once the old pod is gone, -1 */
+    int8_t inflight;        /* ctrl_request a binder thread is sending about it, REQ_NONE ... */
+    int32_t inflight_node;  /* ... REQ_BIND, REQ_CREATE: the state node it places it on, -1 */
+    bool ghost_placed;      /* its ghost holds the room of a placement still out, for a
+                               deletion to follow (ctrl_binder.c: hold_placed_room) */
+    bool delete_after;      /* ... and it is to be deleted once that is done */
+    bool delete_assumed;    /* POD_DELETING was assumed for a deletion not yet answered */
+    int64_t api_cpu_limit;  /* its pod's CPU limit as the API has it (drv_kpod.cpu_limit, 0:
+                               none); what the state is restored to when a resize fails */
+    int64_t want_cpu_limit; /* a CPU limit decided but not resized in place: given to its pod
+                               when it is next created (ctrl_resize.c); 0: none */
+    int8_t delete_tries;    /* deletions of its current pod that failed (sent again while below
+                               MAX_DELETE_TRIES; its ghost holds the room meanwhile) */
+} pod_record;
+
+/* A drover pod bound to a node not seen yet. */
+typedef struct orphan_pod {
+    int32_t slot, node; /* pod slot, interned node name */
+} orphan_pod;
+
+typedef struct ctrl_mirror {
+    drv_state st;
+    job_record *jobs; /* per state job */
+    int32_t cap_jobs;
+    pod_record *pods; /* per pod slot */
+    int32_t cap_pods;
+    drv_res *allocatable; /* per state node: the API's allocatable */
+    bool *usable;         /* per state node: ready and not cordoned (taints are the core's:
+                             drv_state_set_node_meta) */
+    int32_t *meta;        /* per state node: its labels and taints as given to the state,
+                             interned in names (drv_knode.meta) */
+    int32_t cap_nodes;
+    /* by interned key (cap_by_key entries each) */
+    int32_t *job_of, *node_of; /* state job id / node id, or -1 */
+    int32_t *cons_of;          /* by interned constraint JSON: the state's constraint, or -1 */
+    drv_kpod **parked;         /* drover pods of jobs not known yet */
+    drv_res *foreign;          /* by node name: requests of pods Drover does not schedule
+                                  (kept by name: a pod may be seen before its node) */
+    int32_t cap_by_key;
+    orphan_pod *orphans;
+    int32_t norphans, cap_orphans;
+    bool dirty; /* changed since the last cycle */
+    /* fixed at init */
+    ctrl_names *names;
+    ctrl_counters *counters;
+    const ctrl_config *cfg;
+} ctrl_mirror;
+
+/* 0, or DRV_ENOMEM. fini frees every record. */
+int ctrl_mirror_init(ctrl_mirror *m, ctrl_names *names, ctrl_counters *counters,
+                     const ctrl_config *cfg);
+void ctrl_mirror_fini(ctrl_mirror *m);
+
+bool ctrl_pod_terminal(int phase); /* Succeeded or Failed */
+
+/* The informers' objects and the collector's samples, applied. 0 or DRV_ENOMEM. A pod of
+ * another operator's gang that is no job yet sets *gang: ctrl_podgroup_pod keeps it. */
+int ctrl_mirror_apply_node(ctrl_mirror *m, const ctrl_event *e);
+int ctrl_mirror_apply_pod(ctrl_mirror *m, const ctrl_event *e, bool *gang);
+int ctrl_mirror_apply_progress(ctrl_mirror *m, const ctrl_event *e);
+
+/* Makes the tables by interned key hold id; the job and pod records hold the state's. */
+int ctrl_mirror_grow_by_key(ctrl_mirror *m, int32_t id);
+int ctrl_mirror_grow_records(ctrl_mirror *m);
+
+/* Adds tmpl to the state as the job of interned key: its record zeroed but for key, its pod
+ * records empty, counted. 0 or the state's error. */
+int ctrl_mirror_add_job(ctrl_mirror *m, const drv_job *tmpl, int32_t key, int32_t *j);
+/* Job j is over: its pods leave the state (unbound), its phase is DONE, counted. */
+void ctrl_mirror_end_job(ctrl_mirror *m, int32_t j);
+/* The parked pod of interned key pod_key, if any, becomes slot's. */
+int ctrl_mirror_adopt(ctrl_mirror *m, int32_t slot, int32_t pod_key, double now);
+/* TrainingJob job j's pods seen before it (of namespace ns, tj_ns and tj_name interned), named
+ * as the controller names them: adopted. O(slots). */
+int ctrl_mirror_adopt_parked(ctrl_mirror *m, int32_t j, const char *ns, int32_t tj_ns,
+                             int32_t tj_name, double now);
+/* The state's constraint for interned constraint JSON json (drv_kpod.cons; 0: none), added
+ * once per distinct text. 0, DRV_EPARSE (d names who and path) or DRV_ENOMEM. */
+int ctrl_mirror_constraint(ctrl_mirror *m, int32_t json, const char *who, const char *path,
+                           int32_t *id, drv_diag *d);
+
+/* A pod of ours being deleted holds its node's room until it is gone: when the state no longer
+ * has it there, as foreign load on node `name` (interned; 0: none) meanwhile. */
+void ctrl_mirror_set_ghost(ctrl_mirror *m, pod_record *p, int32_t name, drv_res req);
+/* Slot s leaves its node in the state, if it has one; bind: slot s is on node in the state
+ * (moved from where it was). */
+void ctrl_mirror_unbind(ctrl_mirror *m, int32_t s);
+void ctrl_mirror_bind(ctrl_mirror *m, int32_t s, int32_t node);
+/* A binder read slot's pod after a conflict: it exists, bound to the node interned as
+ * node_name (0: unbound). Returns whether the state now has it bound where the API has it. */
+bool ctrl_mirror_pod_read(ctrl_mirror *m, int32_t slot, int32_t node_name);
+
+/* State node's name (borrowed from the state's table); _key: the same interned in names (the
+ * key its pods' events name it by), <= 0 when out of memory. */
+const char *ctrl_mirror_node_name(const ctrl_mirror *m, int32_t node);
+int32_t ctrl_mirror_node_key(ctrl_mirror *m, int32_t node);
+/* Slot's pod name (its own for another operator's pod; job_name-role-index for ours, whose job
+ * name the _in form is given to save a look-up). */
+void ctrl_mirror_pod_name(ctrl_mirror *m, int32_t slot, char *buf, size_t n);
+void ctrl_mirror_pod_name_in(ctrl_mirror *m, int32_t slot, const char *job_name, char *buf,
+                             size_t n);
+/* The CPU limit the API holds for slot s, as the state counts it: its pod's, or (none) its
+ * role's as the state first had it. */
+int64_t ctrl_mirror_api_cpu_limit(const ctrl_mirror *m, int32_t s);
+/* Every watch event of slot's pod kp carries its limit: the state takes it, unless a resize of
+ * it is out (the assumption stands until its answer; ctrl_resize.c). */
+void ctrl_mirror_cpu_limit_seen(ctrl_mirror *m, int32_t slot, const drv_kpod *kp);
+
+/* Active replicas per role (bound and running), and whether every wanted pod runs (or has
+ * succeeded already). */
+void ctrl_mirror_job_active(const ctrl_mirror *m, int32_t job, int32_t active[DRV_NROLES],
+                            bool *all_running);
+/* Attained service of running jobs over dt seconds (Tiresias-style plugins): GPU-seconds, or
+ * CPU-seconds for jobs without GPUs, as the simulator counts it. */
+void ctrl_mirror_attain(ctrl_mirror *m, double dt);
+/* The job gauges: jobs pending and running now. */
+ctrl_gauges ctrl_mirror_gauges(const ctrl_mirror *m);
+
+#endif

@@ -1,0 +1,205 @@
+/*
+ * ctrl_trainingjob.c - TrainingJobs applied to the mirror (ctrl_trainingjob.h): a new one of
+ * our schedulerName (and namespace) becomes one job of the state, its pods the job's slots,
+ * those seen before it adopted; its queue and priority class resolved (or it is held until they
+ * exist: ctrl_shared.c); an invalid spec fails it with the field named; an edit suspends,
+ * resumes or resizes it (ctrl_lifecycle.c); a deletion ends it.
+ *
+ * Owns nothing; on the scheduler thread. Example: TrainingJob ns/tj1 of 2 workers arrives:
+ * state job "ns/tj1" with 2 slots, its record (uid, templates, progress endpoint), Created;
+ * deleted and created again under the same name (a new uid), the old job ends and a new one is
+ * added, without touching pods, which may be the new one's.
+ */
+#include "ctrl_trainingjob.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The constraints of t's role templates into tmpl (validated by the decoder already). */
+static int job_constraints(ctrl_trainingjobs *t, const tj_record *tj, const char *key,
+                           drv_job *tmpl)
+{
+    for (int r = 0; r < DRV_NROLES; r++) {
+        drv_diag d = {{0}};
+        int rc = ctrl_mirror_constraint(t->mirror, tj->tj.cons[r], key, drv_role_name(r),
+                                        &tmpl->cons[r], &d);
+        if (rc == DRV_ENOMEM)
+            return rc;
+        if (rc)
+            drv_log(DRV_LOG_ERROR, "trainingjob %s: constraints ignored: %s", key, d.msg);
+    }
+    return 0;
+}
+
+/* The job record of the state's new job j (zeroed, its key set: ctrl_mirror_add_job), taking
+ * over t's templates. */
+static void job_record_init(job_record *jr, const ctrl_event *e, tj_record *t)
+{
+    jr->ns = t->tj.ns;
+    jr->name = t->tj.name;
+    snprintf(jr->uid, sizeof jr->uid, "%s", t->uid);
+    for (int r = 0; r < DRV_NROLES; r++) {
+        jr->tmpl[r] = t->tmpl[r];
+        t->tmpl[r] = NULL; /* taken over */
+    }
+    jr->t_ready = e->t;
+    jr->node_name = t->node_name;
+    jr->status = ST_PENDING;
+    jr->port = t->tj.progress_port;
+    snprintf(jr->path, sizeof jr->path, "%s", t->tj.progress_path);
+    snprintf(jr->step, sizeof jr->step, "%s", t->tj.step_metric);
+    snprintf(jr->loss, sizeof jr->loss, "%s", t->tj.loss_metric);
+}
+
+/* Whether a TrainingJob of namespace ns (interned) naming scheduler (interned, 0: none) is
+ * ours: our schedulerName, and our namespace when one is served. ns_out: ns as text. */
+static bool ours(ctrl_trainingjobs *t, int32_t ns, int32_t scheduler, char *ns_out, size_t n)
+{
+    ctrl_name_str(t->names, ns, ns_out, n);
+    return (!scheduler || scheduler == t->names->scheduler) &&
+           (!t->cfg->ns[0] || !strcmp(ns_out, t->cfg->ns));
+}
+
+/* The state's job template of TrainingJob tj named key: its roles and steps, submitted now;
+ * false when it wants no pod. */
+static bool job_template(ctrl_trainingjobs *t, const ctrl_event *e, const tj_record *tj,
+                         int32_t name_id, drv_job *tmpl)
+{
+    memset(tmpl, 0, sizeof *tmpl);
+    tmpl->name = name_id;
+    tmpl->model = -1;
+    tmpl->submit = e->t - t->cfg->t0;
+    tmpl->phase = DRV_JOB_PENDING;
+    tmpl->steps_total = tj->tj.total_steps;
+    int32_t wanted = 0;
+    for (int r = 0; r < DRV_NROLES; r++) {
+        tmpl->role[r] = tj->tj.role[r];
+        wanted += tj->tj.role[r].replicas;
+    }
+    return wanted > 0;
+}
+
+/* A TrainingJob of ours becomes a job of the state (or is held: its queue or priority class
+ * is missing). */
+static int add_job(ctrl_trainingjobs *t, ctrl_event *e)
+{
+    ctrl_mirror *m = t->mirror;
+    tj_record *tj = e->tj;
+    char ns[256], name[256], key[520];
+    if (tj->finished || !ours(t, tj->tj.ns, tj->tj.scheduler, ns, sizeof ns))
+        return 0;
+    ctrl_name_str(t->names, tj->tj.name, name, sizeof name);
+    snprintf(key, sizeof key, "%s/%s", ns, name);
+    int32_t name_id = drv_strtab_intern(m->st.names, key);
+    if (name_id < 0)
+        return DRV_ENOMEM;
+    drv_job tmpl;
+    if (!job_template(t, e, tj, name_id, &tmpl))
+        return 0;
+    char why[400], reason[48];
+    if (!ctrl_shared_resolve(t->shared, tj, &tmpl, why, sizeof why, reason, sizeof reason))
+        return ctrl_shared_hold(t->shared, e, why, reason); /* (its queue or class missing) */
+    int rc = job_constraints(t, tj, key, &tmpl);
+    int32_t j;
+    if (rc == 0)
+        rc = ctrl_mirror_add_job(m, &tmpl, e->key, &j);
+    if (rc != 0)
+        return rc;
+    ctrl_shared_unhold(t->shared, e->key);
+    job_record_init(&m->jobs[j], e, tj);
+    ctrl_lifecycle_init(t->lifecycle, j, tj);
+    m->jobs[j].spec_workers = tj->tj.role[DRV_ROLE_WORKER].replicas;
+    if ((rc = ctrl_mirror_adopt_parked(m, j, ns, tj->tj.ns, tj->tj.name, e->t)) != 0)
+        return rc;
+    if (tj->tj.suspend)
+        ctrl_lifecycle_suspend(t->lifecycle, j);
+    m->dirty = true;
+    return 0;
+}
+
+/* Known job j's spec was edited: suspended, resumed, or its replicas or run policy changed. */
+static int edit_job(ctrl_trainingjobs *t, int32_t j, ctrl_event *e)
+{
+    ctrl_mirror *m = t->mirror;
+    if (e->tj->invalid[0]) {
+        drv_log(DRV_LOG_WARN, "edit not followed: %s", e->tj->invalid);
+        return 0;
+    }
+    if (e->tj->tj.suspend && !m->jobs[j].suspended) {
+        m->jobs[j].policy.suspend = true;
+        ctrl_lifecycle_suspend(t->lifecycle, j);
+        return 0;
+    }
+    if (!e->tj->tj.suspend && m->jobs[j].suspended) {
+        /* Resumed: queued again as a new job of the state, its conditions carried on. */
+        job_record old = m->jobs[j];
+        m->jobs[j].gone = true;
+        m->job_of[e->key] = -1;
+        int rc = add_job(t, e);
+        int32_t j2 = m->job_of[e->key];
+        if (rc == 0 && j2 >= 0)
+            ctrl_lifecycle_resumed(t->lifecycle, j2, &old);
+        return rc;
+    }
+    return ctrl_lifecycle_edit(t->lifecycle, j, e->tj);
+}
+
+/* A TrainingJob whose spec is invalid: failed with the reason, when it is ours. */
+static int invalid_job(ctrl_trainingjobs *t, const ctrl_event *e)
+{
+    char ns[256];
+    if (!e->tj->finished && ours(t, e->tj->tj.ns, e->tj->tj.scheduler, ns, sizeof ns))
+        ctrl_lifecycle_invalid(t->lifecycle, e);
+    return 0;
+}
+
+int ctrl_trainingjob_add(ctrl_trainingjobs *t, ctrl_event *e)
+{
+    return add_job(t, e);
+}
+
+/* Deleted and created again under the same name (its deletion not seen, or seen and done):
+ * the old job j is over, without touching pods, which may be the new one's. */
+static int recreated(ctrl_trainingjobs *t, int32_t j, ctrl_event *e)
+{
+    ctrl_mirror *m = t->mirror;
+    if (m->st.jobs[j].phase != DRV_JOB_DONE)
+        ctrl_mirror_end_job(m, j);
+    m->jobs[j].gone = true;
+    m->job_of[e->key] = -1;
+    return e->tj->invalid[0] ? invalid_job(t, e) : add_job(t, e);
+}
+
+int ctrl_trainingjob_apply(ctrl_trainingjobs *t, ctrl_event *e)
+{
+    ctrl_mirror *m = t->mirror;
+    if (ctrl_mirror_grow_by_key(m, e->key) != 0)
+        return DRV_ENOMEM;
+    bool deleted = e->type == DRV_WATCH_DELETED;
+    if (deleted || e->tj->invalid[0])
+        ctrl_shared_unhold(t->shared, e->key); /* (a held one: gone, or failed below) */
+    if (!deleted) /* (its status writes computed before: ctrl_writer.c) */
+        ctrl_writer_seen(t->writer, e->key, e->tj->tj.rv, e->tj->finished);
+    int32_t j = m->job_of[e->key];
+    if (j >= 0 && !deleted && strcmp(m->jobs[j].uid, e->tj->uid) != 0)
+        return recreated(t, j, e);
+    if (deleted) {
+        if (j >= 0) {
+            m->jobs[j].gone = true;
+            if (m->jobs[j].status < ST_SUCCEEDED)
+                m->jobs[j].status = ST_FAILED;
+            m->dirty = true;
+        }
+        return 0;
+    }
+    if (j < 0)
+        return e->tj->invalid[0] ? invalid_job(t, e) : add_job(t, e);
+    snprintf(m->jobs[j].rv, sizeof m->jobs[j].rv, "%s", e->tj->tj.rv); /* (its next status's) */
+    /* A status written by someone else as finished ends it, as that status says. */
+    if (e->tj->finished && m->jobs[j].status < ST_SUCCEEDED) {
+        ctrl_lifecycle_finished_by_status(t->lifecycle, j, e->tj);
+        m->dirty = true;
+        return 0;
+    }
+    return edit_job(t, j, e);
+}

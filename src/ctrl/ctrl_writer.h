@@ -1,0 +1,126 @@
+/*
+ * ctrl_writer.h - `drover run`'s writer: status subresources (TrainingJobs, PodGroups, Queues)
+ * and Events, and the objects a job needs beside its pods, written by one thread with its own
+ * API client and work queue, so that no write to the API delays a scheduling decision.
+ *
+ * Owns: its queue, its thread and client, under its lock. Calls nothing of the controller but
+ * the counters: what to write comes in whole (a status_request, an Event's text), so the writer
+ * never reads the scheduler thread's records.
+ */
+#ifndef DROVER_CTRL_WRITER_H
+#define DROVER_CTRL_WRITER_H
+
+#include "ctrl_metrics.h"
+
+#include "drover/kube_workqueue.h"
+#include "kube/lifecycle.h"
+
+/* A status the writer is to write (a TrainingJob's, or a PodGroup's, or a Queue's). */
+typedef struct status_request {
+    char path[800];
+    char rv[24];   /* the object's metadata.resourceVersion it was computed from: its write's
+                      precondition (through the writer's own writes since: status_slot); "": none
+                      (PodGroups, Queues: last write wins) */
+    bool podgroup; /* a PodGroup's: phase, and its running, succeeded, failed pods in active[0],
+                      succeeded[0], failed[0], the scheduled ones in restarts */
+    bool queue;    /* a Queue's: its pending and admitted jobs in active[0], active[1], and
+                      used */
+    drv_res used;
+    char phase[16], message[64];
+    int32_t active[DRV_NROLES], succeeded[DRV_NROLES], failed[DRV_NROLES];
+    uint8_t roles; /* a TrainingJob's: bit r set for each role it has (its replicaStatuses) ... */
+    bool master;   /* ... the chief's key "Master" (all-reduce), not "Chief" */
+    drv_condition conds[DRV_NCONDS];
+    double start_time, completion_time; /* wall, -1: none */
+    int32_t restarts;
+} status_request;
+
+/* r zeroed, then the status of TrainingJob ns/name computed from version rv, its phase and
+ * message (what a job's status, an invalid one's and a held one's start from). */
+void ctrl_status_trainingjob(status_request *r, const char *ns, const char *name, const char *rv,
+                             const char *phase, const char *message);
+
+/* What an Event is about. */
+typedef struct ctrl_ref {
+    const char *kind, *api_version; /* "TrainingJob", "drover.dev/v1alpha1" */
+    const char *ns, *name, *uid;    /* uid "": none */
+} ctrl_ref;
+
+/* A TrainingJob of namespace ns, name and uid. */
+static inline ctrl_ref ctrl_ref_trainingjob(const char *ns, const char *name, const char *uid)
+{
+    return (ctrl_ref){.kind = "TrainingJob",
+                      .api_version = "drover.dev/v1alpha1",
+                      .ns = ns,
+                      .name = name,
+                      .uid = uid};
+}
+
+/* An object to create: an Event, or (conflict_ok) one that may exist already; or (body NULL)
+ * an object to delete. */
+typedef struct event_request {
+    char *path, *body;
+    bool conflict_ok; /* not an Event: a 409 means it exists, which is what was wanted */
+} event_request;
+
+/* Versions of an object the writer's own status writes went through: v[0] is a version a
+ * write was computed from, each next one what a write of ours made of the one before, v[n-1]
+ * the newest. A status computed from any of them is sent with v[n-1] as its precondition: only
+ * our own writes came since. At most STATUS_CHAIN (older ones dropped: a status computed from
+ * one of those meets a 409 and waits for the next version). */
+enum { STATUS_CHAIN = 8 };
+typedef struct status_chain {
+    char v[STATUS_CHAIN][24];
+    int32_t n;
+} status_chain;
+
+/* One object's status write (under the writer's lock). */
+typedef struct status_slot {
+    status_request r; /* the latest status asked */
+    uint32_t gen;     /* counts the requests asked: one answered is done only if none came since */
+    bool pending;     /* r is not written yet (queued, being sent, or refused) */
+    bool refused;     /* ... its precondition met a 409: the object changed under it */
+    status_chain chain;
+} status_slot;
+
+typedef struct ctrl_writer {
+    drv_kube *client;
+    drv_workqueue *queue; /* keys "s/<key>" (a status) and "e" (the Events queued) */
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t mu;   /* guards status, cap_status, events, nevents, cap_events */
+    status_slot **status; /* by interned object key: the latest status to write */
+    int32_t cap_status;
+    event_request *events;
+    int32_t nevents, cap_events;
+    /* fixed at init */
+    ctrl_counters *counters; /* what was written, what failed */
+    bool no_events;          /* write no Events (drv_ctrl_opts.no_events) */
+    const char *source;      /* the Events' reporting component: the schedulerName */
+} ctrl_writer;
+
+/* Its client (from cfg) and queue. 0, DRV_ENOMEM or the client's error (d says). */
+int ctrl_writer_init(ctrl_writer *w, const drv_kube_config *cfg, ctrl_counters *counters,
+                     bool no_events, const char *source, drv_diag *d);
+int ctrl_writer_start(ctrl_writer *w, drv_diag *d);
+void ctrl_writer_stop(ctrl_writer *w);
+void ctrl_writer_fini(ctrl_writer *w);
+
+/* Asks for r to be written as the status of the object of interned key (the latest asked
+ * wins). False when out of memory (logged). */
+bool ctrl_writer_status(ctrl_writer *w, int32_t key, const status_request *r);
+/* The scheduler thread applied version rv of the TrainingJob of interned key (finished: its
+ * status.phase is Succeeded or Failed). A status not yet written that was computed from an
+ * older version is re-based on rv (what the controller computes never depends on status fields
+ * but a finished phase), unless rv is someone else's finished one: then it is dropped, as a
+ * finished status is never written over (the scheduler thread takes the job's end from it). */
+void ctrl_writer_seen(ctrl_writer *w, int32_t key, const char *rv, bool finished);
+/* Queues an Event about `about` (none with no_events). */
+void ctrl_writer_event(ctrl_writer *w, const ctrl_ref *about, const char *type, const char *reason,
+                       const char *message);
+/* Creates an object (path and body copied), in order with the Events. 0 or DRV_ENOMEM. */
+int ctrl_writer_post(ctrl_writer *w, const char *path, const char *body, bool conflict_ok);
+/* Deletes the object at path (Background propagation; a 404 is done). 0 or DRV_ENOMEM. */
+int ctrl_writer_delete(ctrl_writer *w, const char *path);
+
+#endif

@@ -144,6 +144,31 @@ static int kubelet_terminating(fixture *f, const char *job, const char *phase)
     return n;
 }
 
+/* Kubelet's start of each pod of job bound to a node, not being deleted and not Running yet:
+ * written Running. Returns how many it started. */
+static int kubelet_starts(fixture *f, const char *job)
+{
+    json_t *l = get(f, "/api/v1/namespaces/default/pods");
+    int n = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(l, "items"), i, p)
+    {
+        json_t *m = json_object_get(p, "metadata");
+        const char *j =
+            json_string_value(json_object_get(json_object_get(m, "labels"), "drover.dev/job"));
+        const char *ph = json_string_value(json_object_get(json_object_get(p, "status"), "phase"));
+        if (!j || strcmp(j, job) != 0 || json_object_get(m, "deletionTimestamp") ||
+            !json_object_get(json_object_get(p, "spec"), "nodeName") ||
+            (ph && !strcmp(ph, "Running")))
+            continue;
+        set_phase(f, json_string_value(json_object_get(m, "name")), "Running");
+        n++;
+    }
+    json_decref(l);
+    return n;
+}
+
 static int mark_terminating(fixture *f, const char *job, const char *phase)
 {
     return kubelet_terminating(f, job, phase);
@@ -352,15 +377,13 @@ static void test_elastic_grow_and_shrink(void **state)
     assert_int_equal(bound, 0);
     mark_terminating(f, "e1", "Failed");
     WAIT_FOR((pods_of(f, "e2", &exist, &bound), bound == 4));
-    /* (the pods e1 keeps are re-created with their new peers: once kubelet has removed the
-     * old ones, e1 runs again) */
+    /* (the pods e1 keeps are re-created with their new peers, one after another: kubelet
+     * removes each old one and starts each new one once it is bound, whenever that is, and
+     * e1 runs again once all are; waiting for ps-0 alone, a worker re-created after it stayed
+     * Pending and e1 never ran) */
     WAIT_FOR((finish_deletes(f, "e1"), pods_of(f, "e2", &exist, &bound), bound == 4));
-    WAIT_FOR((finish_deletes(f, "e1"), !deleting(f, "e1") && pod_there(f, "e1-ps-0", &b) && b));
-    pods_of(f, "e1", &exist, &bound);
-    for (int i = 0; i < 5; i++)
-        if (pod_there(f, all[i], NULL))
-            set_phase(f, all[i], "Running");
-    WAIT_FOR(!strcmp(tj_phase(f, "e1", ph, sizeof ph), "Running"));
+    WAIT_FOR((finish_deletes(f, "e1"), kubelet_starts(f, "e1") == 0 && !deleting(f, "e1") &&
+                                           !strcmp(tj_phase(f, "e1", ph, sizeof ph), "Running")));
     pods_of(f, "e1", &exist, &bound);
     assert_true(bound >= 2 && bound <= 4); /* PS and at least worker 0 stay */
     assert_true(pod_there(f, "e1-ps-0", NULL) && pod_there(f, "e1-worker-0", NULL));

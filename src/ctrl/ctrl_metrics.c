@@ -133,8 +133,9 @@ size_t ctrl_counters_latencies(ctrl_counters *k, drv_ctrl_latency *out, size_t n
 {
     pthread_mutex_lock(&k->mu);
     size_t have = (size_t)k->nlat;
-    if (out)
-        memcpy(out, k->lat, sizeof *out * (n < have ? n : have));
+    size_t copy = n < have ? n : have;
+    if (out && copy > 0) /* (none recorded: k->lat is NULL, which memcpy may not be given) */
+        memcpy(out, k->lat, sizeof *out * copy);
     pthread_mutex_unlock(&k->mu);
     return have;
 }

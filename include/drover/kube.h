@@ -82,6 +82,15 @@ int drv_kube_incluster(drv_kube_config *out, const char *root, drv_diag *d);
 
 typedef struct drv_kube drv_kube;
 
+/*
+ * Checks a server URL as libcurl parses it: DRV_EINVAL unless it is http:// or https://, and when
+ * it carries a user name or password; the message names the URL (without user information) and
+ * what was expected, and the caller says which field it is. *loopback: its
+ * host is localhost, an IPv4 address in 127.0.0.0/8 or [::1], where plain http never leaves the
+ * machine. drv_kube_new and drv_kubeconfig_load call it.
+ */
+int drv_kube_check_server(const char *server, bool *loopback, drv_diag *d);
+
 /* A client for cfg's server (cfg is copied). Safe to call from several threads at once: the
  * first call initialises libcurl for the process. */
 int drv_kube_new(drv_kube **out, const drv_kube_config *cfg, drv_diag *d);

@@ -260,6 +260,10 @@ static int fill_cluster(drv_kube_config *o, kfiles *f, int fi, drv_conf *m, cons
         return drv_fail(d, DRV_EINVAL, "%s:%d: %s: missing (expected https://host:port)", doc->file,
                         m->line, path);
     int rc = drv_conf_str(doc, sv, path, &server, d);
+    bool local;
+    drv_diag why;
+    if (!rc && (rc = drv_kube_check_server(server, &local, &why)) != 0)
+        return drv_fail(d, rc, "%s:%d: %s: %s", doc->file, sv->line, path, why.msg);
     if (!rc)
         rc = opt_str(doc, m, "certificate-authority", "certificate-authority", &ca, d);
     if (!rc)

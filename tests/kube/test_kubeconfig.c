@@ -200,6 +200,57 @@ static void test_hostile_users(void **unused)
     assert_string_equal(d.msg, want);
 }
 
+/* The load of kubeconfig k.yaml with context ctx fails with code, and its message is
+ * "DIR/k.yaml:LINE: " + want with every "@" replaced by the test directory. */
+static void refused(const char *ctx, int code, int line, const char *want)
+{
+    drv_kube_config c;
+    drv_diag d;
+    char exp[1024], body[900];
+    size_t o = 0;
+    for (const char *p = want; *p && o + strlen(dir) + 2 < sizeof body; p++)
+        o += (size_t)snprintf(body + o, sizeof body - o, "%s", *p == '@' ? dir : (char[]){*p, 0});
+    snprintf(exp, sizeof exp, "%s/k.yaml:%d: %s", dir, line, body);
+    int rc = drv_kubeconfig_load(&c, paths("k.yaml", NULL), ctx, &d);
+    if (rc == 0) {
+        drv_kube_config_fini(&c);
+        fail_msg("context %s: loaded, expected: %s", ctx, exp);
+    }
+    assert_int_equal(rc, code);
+    assert_string_equal(d.msg, exp);
+}
+
+/* A server URL with user information is refused at load, naming file:line and field, and its
+ * message does not repeat the password: "localhost:pw@evil.example" is evil.example. */
+static void test_server_user_info(void **unused)
+{
+    (void)unused;
+    put("k.yaml", "clusters:\n"
+                  "- name: cred\n"
+                  "  cluster: {server: 'http://localhost:pw@evil.example:80'}\n"
+                  "- name: user\n"
+                  "  cluster: {server: 'http://127.0.0.1@evil.example:80'}\n"
+                  "- name: local\n"
+                  "  cluster: {server: 'http://[::1]:80'}\n"
+                  "contexts:\n"
+                  "- {name: cred, context: {cluster: cred}}\n"
+                  "- {name: user, context: {cluster: user}}\n"
+                  "- {name: local, context: {cluster: local}}\n");
+    refused("cred", DRV_EINVAL, 3,
+            "clusters[cred].cluster.server: http://evil.example:80/: the URL carries a user name "
+            "or password (not shown); expected scheme://host[:port][/path] (authenticate with a "
+            "token, a tokenFile or a client certificate)");
+    refused("user", DRV_EINVAL, 5,
+            "clusters[user].cluster.server: http://evil.example:80/: the URL carries a user name "
+            "or password (not shown); expected scheme://host[:port][/path] (authenticate with a "
+            "token, a tokenFile or a client certificate)");
+    drv_kube_config c;
+    drv_diag d;
+    assert_int_equal(drv_kubeconfig_load(&c, paths("k.yaml", NULL), "local", &d), 0);
+    assert_string_equal(c.server, "http://[::1]:80");
+    drv_kube_config_fini(&c);
+}
+
 static void test_in_cluster(void **unused)
 {
     (void)unused;
@@ -235,6 +286,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hostile_users),
+        cmocka_unit_test(test_server_user_info),
         cmocka_unit_test(test_merge_and_current_context),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_in_cluster),

@@ -70,13 +70,16 @@ void drv_kube_config_fini(drv_kube_config *c);
  * that holds them; *-data fields are base64 and are decoded. Fills out (fini it); errors name
  * file:line: field: what was expected (an unknown context lists the known ones). exec,
  * auth-provider and basic-auth (username, password) users are refused (DRV_ENOTSUP): Drover runs
- * with a token or a certificate. A token with a control character is DRV_EINVAL.
+ * with a token or a certificate. A token with a control character is DRV_EINVAL. The server is
+ * checked by drv_kube_check_server; the token, tokenFile and certificate/key files are read and
+ * checked here (an empty token, an unreadable, endless, NUL-holding or empty file, a certificate
+ * file without a PEM block are refused), not at the first request.
  */
 int drv_kubeconfig_load(drv_kube_config *out, const char *files, const char *context, drv_diag *d);
 /*
  * In-cluster configuration: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT with the
  * service account's token, CA and namespace under root (NULL: "/") +
- * var/run/secrets/kubernetes.io/serviceaccount/.
+ * var/run/secrets/kubernetes.io/serviceaccount/. The token is held to tokenFile's rules.
  */
 int drv_kube_incluster(drv_kube_config *out, const char *root, drv_diag *d);
 

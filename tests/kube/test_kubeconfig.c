@@ -212,7 +212,7 @@ static void refused(const char *ctx, int code, int line, const char *want)
 {
     drv_kube_config c;
     drv_diag d;
-    char exp[1024], body[900];
+    char exp[1280], body[900];
     size_t o = 0;
     for (const char *p = want; *p && o + strlen(dir) + 2 < sizeof body; p++)
         o += (size_t)snprintf(body + o, sizeof body - o, "%s", *p == '@' ? dir : (char[]){*p, 0});

@@ -70,17 +70,29 @@ void drv_kube_config_fini(drv_kube_config *c);
  * that holds them; *-data fields are base64 and are decoded. Fills out (fini it); errors name
  * file:line: field: what was expected (an unknown context lists the known ones). exec,
  * auth-provider and basic-auth (username, password) users are refused (DRV_ENOTSUP): Drover runs
- * with a token or a certificate. A token with a control character is DRV_EINVAL.
+ * with a token or a certificate. A token with a control character is DRV_EINVAL. The server is
+ * checked by drv_kube_check_server; the token, tokenFile and certificate/key files are read and
+ * checked here (an empty token, an unreadable, endless, NUL-holding or empty file, a certificate
+ * file without a PEM block are refused), not at the first request.
  */
 int drv_kubeconfig_load(drv_kube_config *out, const char *files, const char *context, drv_diag *d);
 /*
  * In-cluster configuration: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT with the
  * service account's token, CA and namespace under root (NULL: "/") +
- * var/run/secrets/kubernetes.io/serviceaccount/.
+ * var/run/secrets/kubernetes.io/serviceaccount/. The token is held to tokenFile's rules.
  */
 int drv_kube_incluster(drv_kube_config *out, const char *root, drv_diag *d);
 
 typedef struct drv_kube drv_kube;
+
+/*
+ * Checks a server URL as libcurl parses it: DRV_EINVAL unless it is http:// or https://, and when
+ * it carries a user name or password; the message names the URL (without user information) and
+ * what was expected, and the caller says which field it is. *loopback: its
+ * host is localhost, an IPv4 address in 127.0.0.0/8 or [::1], where plain http never leaves the
+ * machine. drv_kube_new and drv_kubeconfig_load call it.
+ */
+int drv_kube_check_server(const char *server, bool *loopback, drv_diag *d);
 
 /* A client for cfg's server (cfg is copied). Safe to call from several threads at once: the
  * first call initialises libcurl for the process. */

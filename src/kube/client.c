@@ -14,7 +14,9 @@
 #include "kbuf.h"
 #include "listdec.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -159,31 +161,97 @@ static void curl_init_once(void)
     curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-/* True for a URL whose host is a loopback address: cleartext there never leaves the machine. */
-static bool loopback(const char *url)
+/* True for a host (as libcurl parsed it) that is a loopback address: "localhost" (libcurl 7.78+
+ * resolves it to loopback itself, never through DNS), an IPv4 address in 127.0.0.0/8, or
+ * [::1]. A prefix match on the URL's text is not enough: "127.evil.example" and the user name
+ * of "http://127.0.0.1@evil.example" both start with "127.". */
+static bool loopback_host(const char *host)
 {
-    const char *h = strstr(url, "://");
-    h = h ? h + 3 : url;
-    static const char *const local[] = {"127.", "localhost:", "localhost/", "[::1]"};
-    for (size_t i = 0; i < sizeof local / sizeof local[0]; i++)
-        if (!strncmp(h, local[i], strlen(local[i])))
-            return true;
-    return !strcmp(h, "localhost");
+    if (!strcasecmp(host, "localhost"))
+        return true;
+    struct in_addr a4;
+    if (inet_pton(AF_INET, host, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    size_t n = strlen(host);
+    char v6[INET6_ADDRSTRLEN + 2];
+    struct in6_addr a6;
+    if (n < 2 || n - 2 >= sizeof v6 || host[0] != '[' || host[n - 1] != ']')
+        return false;
+    snprintf(v6, sizeof v6, "%.*s", (int)(n - 2), host + 1);
+    return inet_pton(AF_INET6, v6, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+}
+
+/* A URL part, or NULL when absent (freed with curl_free). */
+static char *url_part(CURLU *u, CURLUPart what)
+{
+    char *v = NULL;
+    return curl_url_get(u, what, &v, 0) == CURLUE_OK ? v : NULL;
+}
+
+/*
+ * A user name or password in the server URL is refused rather than used or ignored: Kubernetes
+ * has no basic authentication since 1.19, the URL is printed in warnings and in every request's
+ * error message (so the password would be too), and user info is what makes a URL look like
+ * one host while it names another ("http://127.0.0.1@evil.example"). The message shows the URL
+ * without it.
+ */
+int drv_kube_check_server(const char *server, bool *loopback, drv_diag *d)
+{
+    *loopback = false;
+    if (!server || !*server)
+        return drv_fail(d, DRV_EINVAL, "\"\": expected an http:// or https:// URL");
+    CURLU *u = curl_url();
+    if (!u)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    int rc = 0;
+    CURLUcode uc = curl_url_set(u, CURLUPART_URL, server, CURLU_NON_SUPPORT_SCHEME);
+    char *user = NULL, *pass = NULL, *clean = NULL, *host = NULL;
+    if (uc != CURLUE_OK) { /* not echoed: what cannot be parsed may still hold a password */
+        rc = drv_fail(d, DRV_EINVAL, "expected an http:// or https:// URL (%s)",
+                      curl_url_strerror(uc));
+        goto out;
+    }
+    user = url_part(u, CURLUPART_USER);
+    pass = url_part(u, CURLUPART_PASSWORD);
+    if (user || pass) {
+        curl_url_set(u, CURLUPART_USER, NULL, 0);
+        curl_url_set(u, CURLUPART_PASSWORD, NULL, 0);
+        clean = url_part(u, CURLUPART_URL);
+        rc = drv_fail(d, DRV_EINVAL,
+                      "%s: the URL carries a user name or password (not shown); "
+                      "expected scheme://host[:port][/path] (authenticate with a token, a "
+                      "tokenFile or a client certificate)",
+                      clean ? clean : "(unprintable)");
+        goto out;
+    }
+    if (strncmp(server, "https://", 8) && strncmp(server, "http://", 7)) {
+        rc = drv_fail(d, DRV_EINVAL, "\"%s\": expected an http:// or https:// URL", server);
+        goto out;
+    }
+    host = url_part(u, CURLUPART_HOST);
+    *loopback = host && loopback_host(host);
+out:
+    curl_free(user);
+    curl_free(pass);
+    curl_free(clean);
+    curl_free(host);
+    curl_url_cleanup(u);
+    return rc;
 }
 
 /*
  * The token goes verbatim into an "Authorization: Bearer" header: a control character (CR LF
  * would start a header of the token's choosing) is refused. Over http:// it would travel in
- * clear: refused, unless the server is on loopback or the configuration says insecure (then a
- * warning says so).
+ * clear: refused, unless the server's host is loopback or the configuration says insecure (then
+ * a warning says so). c->server has passed drv_kube_check_server: it carries no user info.
  */
-static int check_token(const drv_kube_config *c, drv_diag *d)
+static int check_token(const drv_kube_config *c, bool loopback, drv_diag *d)
 {
     for (const unsigned char *p = (const unsigned char *)c->token; *p; p++)
         if (*p < 0x20 || *p == 0x7f)
             return drv_fail(d, DRV_EINVAL, "token: contains a control character (byte %zu)",
                             (size_t)(p - (const unsigned char *)c->token));
-    if (strncmp(c->server, "http://", 7) || loopback(c->server))
+    if (strncmp(c->server, "http://", 7) || loopback)
         return 0;
     if (!c->insecure)
         return drv_fail(d, DRV_EINVAL,
@@ -200,9 +268,11 @@ static size_t on_header(char *data, size_t sz, size_t nm, void *arg);
 int drv_kube_new(drv_kube **out, const drv_kube_config *cfg, drv_diag *d)
 {
     *out = NULL;
-    if (!cfg->server || (strncmp(cfg->server, "https://", 8) && strncmp(cfg->server, "http://", 7)))
-        return drv_fail(d, DRV_EINVAL, "server \"%s\": expected an http:// or https:// URL",
-                        cfg->server ? cfg->server : "");
+    bool loopback;
+    drv_diag why;
+    int rc = drv_kube_check_server(cfg->server, &loopback, &why);
+    if (rc)
+        return drv_fail(d, rc, "server %s", why.msg);
     pthread_once(&curl_once, curl_init_once);
     if (curl_init_rc != CURLE_OK)
         return drv_fail(d, DRV_EIO, "libcurl failed to initialise");
@@ -222,7 +292,7 @@ int drv_kube_new(drv_kube **out, const drv_kube_config *cfg, drv_diag *d)
             drv_kube_free(k);
             return drv_fail(d, DRV_EINVAL, "token: longer than 4096 bytes");
         }
-        int rc = check_token(&k->cfg, d);
+        rc = check_token(&k->cfg, loopback, d);
         if (rc) {
             drv_kube_free(k);
             return rc;
@@ -238,7 +308,7 @@ int drv_kube_new(drv_kube **out, const drv_kube_config *cfg, drv_diag *d)
         drv_kube_free(k);
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     }
-    int rc = setup_handle(k, k->h, d);
+    rc = setup_handle(k, k->h, d);
     if (rc) {
         drv_kube_free(k);
         return rc;

@@ -8,12 +8,13 @@
  * named cluster "prod", a's "prod" would win over b's.
  */
 #include "drover/conf.h"
+#include "drover/file.h"
 #include "drover/kube.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { MAX_FILES = 16 };
 
@@ -74,22 +75,6 @@ static char *b64_decode(const char *s, bool *oom)
     return out;
 }
 
-static char *read_small_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = drv_malloc(65537);
-    size_t n = buf ? fread(buf, 1, 65536, f) : 0;
-    fclose(f);
-    if (!buf)
-        return NULL;
-    buf[n] = 0;
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
-        buf[--n] = 0;
-    return buf;
-}
-
 /* 1 when s holds a control character (below 0x20, or DEL). A token goes verbatim into an
  * "Authorization: Bearer" header: a CR LF in it would start a header of the token's choosing. */
 static bool has_control(const char *s)
@@ -110,6 +95,73 @@ static char *resolve(const char *dir, const char *path)
     if (p)
         snprintf(p, n, "%s/%s", dir, path);
     return p;
+}
+
+/*
+ * The files a kubeconfig names are read when it is loaded, so that a wrong one is refused there,
+ * naming its field, rather than noticed at the first request (a missing CA fails every request,
+ * and requests are retried). Reads are bounded: /dev/zero or a FIFO ends with an error.
+ */
+enum { MAX_TOKEN_FILE = 64 << 10, MAX_PEM_FILE = 4 << 20 };
+
+/* path's text without trailing whitespace: the reader's errors (cannot open, a directory, a NUL
+ * byte, larger than max, what it is: kind), or DRV_EINVAL when nothing is left (what it should
+ * hold: want). Messages begin with path. */
+static int read_trimmed(const char *path, uint64_t max, const char *kind, const char *want,
+                        char **out, drv_diag *d)
+{
+    size_t n = 0;
+    int rc = drv_file_read_max(path, max, kind, out, &n, d);
+    if (rc) {
+        *out = NULL;
+        return rc;
+    }
+    while (n > 0 && strchr(" \t\r\n", (*out)[n - 1]))
+        (*out)[--n] = 0;
+    if (n == 0) {
+        drv_free(*out);
+        *out = NULL;
+        return drv_fail(d, DRV_EINVAL, "%s: empty; expected %s", path, want);
+    }
+    return 0;
+}
+
+/* A bearer token from a file: not empty, no control character (see has_control). */
+static int read_token(const char *path, char **out, drv_diag *d)
+{
+    int rc = read_trimmed(path, MAX_TOKEN_FILE, "a token file", "a bearer token", out, d);
+    if (!rc && has_control(*out)) {
+        drv_free(*out);
+        *out = NULL;
+        rc = drv_fail(d, DRV_EINVAL, "%s: the token contains a control character", path);
+    }
+    return rc;
+}
+
+/* A certificate or key file that exists, is readable text and holds a PEM block. */
+static int check_pem(const char *path, drv_diag *d)
+{
+    char *text = NULL;
+    int rc = read_trimmed(path, MAX_PEM_FILE, "a PEM file", "PEM", &text, d);
+    if (!rc && !strstr(text, "-----BEGIN "))
+        rc = drv_fail(d, DRV_EINVAL, "%s: expected PEM (a \"-----BEGIN ...\" block)", path);
+    drv_free(text);
+    return rc;
+}
+
+/* A file field (certificate-authority, client-certificate, client-key): *dst is the file made
+ * absolute against the kubeconfig's directory, checked by check_pem; errors name file:line and
+ * field. */
+static int set_pem_file(char **dst, const kfiles *f, int fi, drv_conf *m, const char *key,
+                        const char *field, const char *v, drv_diag *d)
+{
+    if (!(*dst = resolve(f->dir[fi], v)))
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    drv_diag why;
+    int rc = check_pem(*dst, &why);
+    return rc ? drv_fail(d, rc, "%s:%d: %s: %s", f->doc[fi].file, drv_conf_get(m, key)->line, field,
+                         why.msg)
+              : 0;
 }
 
 static int load_files(kfiles *f, const char *files, drv_diag *d)
@@ -260,6 +312,10 @@ static int fill_cluster(drv_kube_config *o, kfiles *f, int fi, drv_conf *m, cons
         return drv_fail(d, DRV_EINVAL, "%s:%d: %s: missing (expected https://host:port)", doc->file,
                         m->line, path);
     int rc = drv_conf_str(doc, sv, path, &server, d);
+    bool local;
+    drv_diag why;
+    if (!rc && (rc = drv_kube_check_server(server, &local, &why)) != 0)
+        return drv_fail(d, rc, "%s:%d: %s: %s", doc->file, sv->line, path, why.msg);
     if (!rc)
         rc = opt_str(doc, m, "certificate-authority", "certificate-authority", &ca, d);
     if (!rc)
@@ -275,8 +331,9 @@ static int fill_cluster(drv_kube_config *o, kfiles *f, int fi, drv_conf *m, cons
     size_t n = strlen(o->server);
     while (n > 0 && o->server[n - 1] == '/')
         o->server[--n] = 0;
-    if (ca && !(o->ca_file = resolve(f->dir[fi], ca)))
-        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    snprintf(path, sizeof path, "clusters[%s].cluster.certificate-authority", name);
+    if (ca && (rc = set_pem_file(&o->ca_file, f, fi, m, "certificate-authority", path, ca, d)) != 0)
+        return rc;
     if (cad)
         return set_data(&o->ca_data, doc, drv_conf_get(m, "certificate-authority-data"),
                         "certificate-authority-data", cad, d);
@@ -314,32 +371,31 @@ static int fill_user(drv_kube_config *o, kfiles *f, int fi, drv_conf *m, const c
     if (token && has_control(token))
         return drv_fail(d, DRV_EINVAL, "%s:%d: users[%s].user.token: contains a control character",
                         doc->file, drv_conf_get(m, "token")->line, name);
+    if (token && !*token)
+        return drv_fail(d, DRV_EINVAL,
+                        "%s:%d: users[%s].user.token: empty; expected a bearer token (leave the "
+                        "field out to send none)",
+                        doc->file, drv_conf_get(m, "token")->line, name);
     if (token && set_str(&o->token, token))
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     if (!token && tfile) {
         char *p = resolve(f->dir[fi], tfile);
-        o->token = p ? read_small_file(p) : NULL;
-        if (!o->token) {
-            rc = drv_fail(d, DRV_EIO, "%s:%d: users[%s].user.tokenFile: cannot read %s: %s",
-                          doc->file, drv_conf_get(m, "tokenFile")->line, name, p ? p : tfile,
-                          strerror(errno));
-            drv_free(p);
-            return rc;
-        }
-        if (has_control(o->token)) {
-            rc = drv_fail(d, DRV_EINVAL,
-                          "%s:%d: users[%s].user.tokenFile: %s: the token contains a control "
-                          "character",
-                          doc->file, drv_conf_get(m, "tokenFile")->line, name, p ? p : tfile);
-            drv_free(p);
-            return rc;
-        }
+        if (!p)
+            return drv_fail(d, DRV_ENOMEM, "out of memory");
+        drv_diag why;
+        rc = read_token(p, &o->token, &why);
         drv_free(p);
+        if (rc)
+            return drv_fail(d, rc, "%s:%d: users[%s].user.tokenFile: %s", doc->file,
+                            drv_conf_get(m, "tokenFile")->line, name, why.msg);
     }
-    if (cert && !(o->cert_file = resolve(f->dir[fi], cert)))
-        return drv_fail(d, DRV_ENOMEM, "out of memory");
-    if (key && !(o->key_file = resolve(f->dir[fi], key)))
-        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    char path[128];
+    snprintf(path, sizeof path, "users[%s].user.client-certificate", name);
+    if (cert && (rc = set_pem_file(&o->cert_file, f, fi, m, "client-certificate", path, cert, d)))
+        return rc;
+    snprintf(path, sizeof path, "users[%s].user.client-key", name);
+    if (key && (rc = set_pem_file(&o->key_file, f, fi, m, "client-key", path, key, d)) != 0)
+        return rc;
     if (certd && (rc = set_data(&o->cert_data, doc, drv_conf_get(m, "client-certificate-data"),
                                 "client-certificate-data", certd, d)) != 0)
         return rc;
@@ -420,15 +476,11 @@ int drv_kube_incluster(drv_kube_config *out, const char *root, drv_diag *d)
     /* An IPv6 service address needs brackets in a URL. */
     snprintf(out->server, n, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host, port);
     snprintf(path, sizeof path, "%s/token", dir);
-    if (!(out->token = read_small_file(path))) {
-        int rc = drv_fail(d, DRV_EIO, "%s: cannot read the service account token: %s", path,
-                          strerror(errno));
+    drv_diag why;
+    int rc = read_token(path, &out->token, &why);
+    if (rc) {
         drv_kube_config_fini(out);
-        return rc;
-    }
-    if (has_control(out->token)) {
-        drv_kube_config_fini(out);
-        return drv_fail(d, DRV_EINVAL, "%s: the token contains a control character", path);
+        return drv_fail(d, rc, "the service account token: %s", why.msg);
     }
     snprintf(path, sizeof path, "%s/ca.crt", dir);
     if (!(out->ca_file = drv_strdup(path))) {
@@ -436,6 +488,11 @@ int drv_kube_incluster(drv_kube_config *out, const char *root, drv_diag *d)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     }
     snprintf(path, sizeof path, "%s/namespace", dir);
-    out->namespace_ = read_small_file(path); /* optional */
+    /* optional: absent, no namespace; present, it must be readable */
+    if (access(path, F_OK) == 0 && (rc = read_trimmed(path, MAX_TOKEN_FILE, "a namespace file",
+                                                      "a namespace", &out->namespace_, &why))) {
+        drv_kube_config_fini(out);
+        return drv_fail(d, rc, "the service account namespace: %s", why.msg);
+    }
     return 0;
 }

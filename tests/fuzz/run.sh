@@ -9,7 +9,7 @@ build=$1
 secs=$2
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
-names=${*:-"conf cluster workload profile kubeconfig objects watch jsonparse trace report catalogue trace_helios trace_pai_job trace_pai_task trace_gavel trace_philly_log trace_columns queues constraints"}
+names=${*:-"conf cluster workload profile kubeconfig kubeserver objects watch jsonparse trace report catalogue trace_helios trace_pai_job trace_pai_task trace_gavel trace_philly_log trace_columns queues constraints"}
 status=0
 for n in $names; do
     exe="$build/tests/fuzz/fuzz_$n"

@@ -606,6 +606,68 @@ static void test_no_token_in_logs(void **state)
     assert_null(strstr(logged, key));
 }
 
+/* The plain-http guard decides on the host libcurl will connect to, not on the URL's text: a
+ * user name ("127.0.0.1@", "localhost:pw@") or a host that merely begins with "127." does not
+ * make a remote server loopback. A URL with user information is refused even when insecure is
+ * set, and nothing logged or returned repeats its password. Loopback itself stays accepted,
+ * with no warning. */
+static void test_plain_http_hosts(void **unused)
+{
+    (void)unused;
+    /* each remote URL, and the same without user information (NULL: it has none) */
+    static const char *const remote[][2] = {
+        {"http://127.0.0.1@evil.example:80", "http://evil.example:80/"},
+        {"http://localhost:pw@evil.example:80", "http://evil.example:80/"},
+        {"http://user:pw@10.0.0.1:8080/k8s", "http://10.0.0.1:8080/k8s"},
+        {"http://127.evil.example:80", NULL},
+        {"http://localhost.evil:80", NULL},
+        {"http://[::2]:80", NULL}};
+    static const char *const local[] = {"http://127.0.0.1:8080", "http://localhost:6443",
+                                        "http://[::1]:80", "http://127.200.3.4:80",
+                                        "http://LOCALHOST:80"};
+    drv_kube *k = NULL;
+    drv_diag d;
+    char want[512];
+    logged[0] = 0;
+    drv_log_set(capture, NULL, DRV_LOG_DEBUG);
+    for (size_t i = 0; i < sizeof remote / sizeof remote[0]; i++) {
+        drv_kube_config c = {.server = (char *)remote[i][0], .token = "t"};
+        assert_int_equal(drv_kube_new(&k, &c, &d), DRV_EINVAL);
+        assert_null(k);
+        if (remote[i][1])
+            snprintf(want, sizeof want,
+                     "server %s: the URL carries a user name or password (not shown); expected "
+                     "scheme://host[:port][/path] (authenticate with a token, a tokenFile or a "
+                     "client certificate)",
+                     remote[i][1]);
+        else
+            snprintf(want, sizeof want,
+                     "server %s: plain http would send the bearer token unencrypted; use "
+                     "https://, or set insecure-skip-tls-verify to accept that",
+                     remote[i][0]);
+        assert_string_equal(d.msg, want);
+        c.insecure = true; /* accepting clear text does not accept a URL with user information */
+        int rc = drv_kube_new(&k, &c, &d);
+        drv_kube_free(k);
+        k = NULL;
+        assert_int_equal(rc, remote[i][1] ? DRV_EINVAL : 0);
+        assert_null(strstr(d.msg, "pw"));
+    }
+    assert_non_null(strstr(logged, "http://127.evil.example:80: plain http")); /* (insecure) */
+    assert_null(strstr(logged, "pw"));
+    assert_null(strstr(logged, "127.0.0.1@"));
+    logged[0] = 0;
+    for (size_t i = 0; i < sizeof local / sizeof local[0]; i++) {
+        drv_kube_config c = {.server = (char *)local[i], .token = "t"};
+        if (drv_kube_new(&k, &c, &d) != 0)
+            fail_msg("%s: %s", local[i], d.msg);
+        drv_kube_free(k);
+        k = NULL;
+    }
+    assert_string_equal(logged, ""); /* loopback: no warning */
+    drv_log_set(NULL, NULL, DRV_LOG_WARN);
+}
+
 /* One client keeps a header list per content type (client.c): each request still carries its
  * own type, past the lists it keeps too, and a 2xx body nobody reads is still a success while an
  * error's body still makes the message. The server answers a patch of a type it does not take
@@ -691,6 +753,7 @@ int main(void)
         cmocka_unit_test(test_backoff),
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_token_refusals),
+        cmocka_unit_test(test_plain_http_hosts),
         cmocka_unit_test_setup_teardown(test_no_token_in_logs, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

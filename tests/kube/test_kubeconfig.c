@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -84,6 +85,11 @@ static int setup(void **unused)
                   "- name: nocluster\n"
                   "  context: {cluster: gone, user: me}\n");
     put("tok", "s3cret\n");
+    char certs[300];
+    snprintf(certs, sizeof certs, "%s/certs", dir);
+    if (mkdir(certs, 0700) != 0)
+        return -1;
+    put("certs/ca.pem", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
     put("bad.yaml", "clusters:\n- name: x\n  cluster: [1, 2\n");
     return 0;
 }
@@ -200,6 +206,140 @@ static void test_hostile_users(void **unused)
     assert_string_equal(d.msg, want);
 }
 
+/* The load of kubeconfig k.yaml with context ctx fails with code, and its message is
+ * "DIR/k.yaml:LINE: " + want with every "@" replaced by the test directory. */
+static void refused(const char *ctx, int code, int line, const char *want)
+{
+    drv_kube_config c;
+    drv_diag d;
+    char exp[1280], body[900];
+    size_t o = 0;
+    for (const char *p = want; *p && o + strlen(dir) + 2 < sizeof body; p++)
+        o += (size_t)snprintf(body + o, sizeof body - o, "%s", *p == '@' ? dir : (char[]){*p, 0});
+    snprintf(exp, sizeof exp, "%s/k.yaml:%d: %s", dir, line, body);
+    int rc = drv_kubeconfig_load(&c, paths("k.yaml", NULL), ctx, &d);
+    if (rc == 0) {
+        drv_kube_config_fini(&c);
+        fail_msg("context %s: loaded, expected: %s", ctx, exp);
+    }
+    assert_int_equal(rc, code);
+    assert_string_equal(d.msg, exp);
+}
+
+/* A server URL with user information is refused at load, naming file:line and field, and its
+ * message does not repeat the password: "localhost:pw@evil.example" is evil.example. */
+static void test_server_user_info(void **unused)
+{
+    (void)unused;
+    put("k.yaml", "clusters:\n"
+                  "- name: cred\n"
+                  "  cluster: {server: 'http://localhost:pw@evil.example:80'}\n"
+                  "- name: user\n"
+                  "  cluster: {server: 'http://127.0.0.1@evil.example:80'}\n"
+                  "- name: local\n"
+                  "  cluster: {server: 'http://[::1]:80'}\n"
+                  "contexts:\n"
+                  "- {name: cred, context: {cluster: cred}}\n"
+                  "- {name: user, context: {cluster: user}}\n"
+                  "- {name: local, context: {cluster: local}}\n");
+    refused("cred", DRV_EINVAL, 3,
+            "clusters[cred].cluster.server: http://evil.example:80/: the URL carries a user name "
+            "or password (not shown); expected scheme://host[:port][/path] (authenticate with a "
+            "token, a tokenFile or a client certificate)");
+    refused("user", DRV_EINVAL, 5,
+            "clusters[user].cluster.server: http://evil.example:80/: the URL carries a user name "
+            "or password (not shown); expected scheme://host[:port][/path] (authenticate with a "
+            "token, a tokenFile or a client certificate)");
+    drv_kube_config c;
+    drv_diag d;
+    assert_int_equal(drv_kubeconfig_load(&c, paths("k.yaml", NULL), "local", &d), 0);
+    assert_string_equal(c.server, "http://[::1]:80");
+    drv_kube_config_fini(&c);
+}
+
+/* Token and certificate files are read when the kubeconfig is loaded: a directory, an endless
+ * file, a NUL byte, an empty token, a missing or non-PEM certificate each fail there with the
+ * field and the file, instead of an empty or cut token sent later, or a first request that
+ * fails (and is retried). */
+static void test_file_refusals(void **unused)
+{
+    (void)unused;
+    put("k.yaml", "clusters:\n"
+                  "- name: c\n"
+                  "  cluster: {server: 'https://c:6443'}\n"
+                  "- name: noca\n"
+                  "  cluster: {server: 'https://c:6443', certificate-authority: none.pem}\n"
+                  "- name: dirca\n"
+                  "  cluster: {server: 'https://c:6443', certificate-authority: certs}\n"
+                  "- name: notpem\n"
+                  "  cluster: {server: 'https://c:6443', certificate-authority: tok}\n"
+                  "users:\n"
+                  "- name: dir\n"
+                  "  user: {tokenFile: certs}\n"
+                  "- name: zero\n"
+                  "  user: {tokenFile: /dev/zero}\n"
+                  "- name: nul\n"
+                  "  user: {tokenFile: nultok}\n"
+                  "- name: empty\n"
+                  "  user: {tokenFile: emptytok}\n"
+                  "- name: blank\n"
+                  "  user: {token: \"\"}\n"
+                  "- name: nocert\n"
+                  "  user: {token: t, client-certificate: none.crt}\n"
+                  "- name: nokey\n"
+                  "  user: {token: t, client-certificate: certs/ca.pem, client-key: none.key}\n"
+                  "- name: good\n"
+                  "  user: {tokenFile: tok, client-certificate: certs/ca.pem}\n"
+                  "contexts:\n"
+                  "- {name: noca, context: {cluster: noca}}\n"
+                  "- {name: dirca, context: {cluster: dirca}}\n"
+                  "- {name: notpem, context: {cluster: notpem}}\n"
+                  "- {name: dir, context: {cluster: c, user: dir}}\n"
+                  "- {name: zero, context: {cluster: c, user: zero}}\n"
+                  "- {name: nul, context: {cluster: c, user: nul}}\n"
+                  "- {name: empty, context: {cluster: c, user: empty}}\n"
+                  "- {name: blank, context: {cluster: c, user: blank}}\n"
+                  "- {name: nocert, context: {cluster: c, user: nocert}}\n"
+                  "- {name: nokey, context: {cluster: c, user: nokey}}\n"
+                  "- {name: good, context: {cluster: c, user: good}}\n");
+    char p[512];
+    snprintf(p, sizeof p, "%s/nultok", dir);
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite("abc\0def\n", 1, 8, f), 8);
+    fclose(f);
+    put("emptytok", " \n\n");
+    refused("noca", DRV_EIO, 5,
+            "clusters[noca].cluster.certificate-authority: @/none.pem: cannot open: No such file "
+            "or directory");
+    refused("dirca", DRV_EIO, 7,
+            "clusters[dirca].cluster.certificate-authority: @/certs: read error: Is a directory");
+    refused("notpem", DRV_EINVAL, 9,
+            "clusters[notpem].cluster.certificate-authority: @/tok: expected PEM (a \"-----BEGIN "
+            "...\" block)");
+    refused("dir", DRV_EIO, 12, "users[dir].user.tokenFile: @/certs: read error: Is a directory");
+    refused("zero", DRV_EPARSE, 14,
+            "users[zero].user.tokenFile: /dev/zero: byte 0: a NUL byte; expected text");
+    refused("nul", DRV_EPARSE, 16,
+            "users[nul].user.tokenFile: @/nultok: byte 3: a NUL byte; expected text");
+    refused("empty", DRV_EINVAL, 18,
+            "users[empty].user.tokenFile: @/emptytok: empty; expected a bearer token");
+    refused("blank", DRV_EINVAL, 20,
+            "users[blank].user.token: empty; expected a bearer token (leave the field out to send "
+            "none)");
+    refused("nocert", DRV_EIO, 22,
+            "users[nocert].user.client-certificate: @/none.crt: cannot open: No such file or "
+            "directory");
+    refused("nokey", DRV_EIO, 24,
+            "users[nokey].user.client-key: @/none.key: cannot open: No such file or directory");
+    drv_kube_config c;
+    drv_diag d;
+    if (drv_kubeconfig_load(&c, paths("k.yaml", NULL), "good", &d) != 0)
+        fail_msg("%s", d.msg);
+    assert_string_equal(c.token, "s3cret");
+    drv_kube_config_fini(&c);
+}
+
 static void test_in_cluster(void **unused)
 {
     (void)unused;
@@ -215,6 +355,9 @@ static void test_in_cluster(void **unused)
     snprintf(sa, sizeof sa, "%s/var/run/secrets/kubernetes.io/serviceaccount", dir);
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", sa);
     assert_int_equal(system(cmd), 0);
+    put("var/run/secrets/kubernetes.io/serviceaccount/token", "\n");
+    assert_int_equal(drv_kube_incluster(&c, dir, &d), DRV_EINVAL); /* an empty token */
+    assert_non_null(strstr(d.msg, "serviceaccount/token: empty; expected a bearer token"));
     put("var/run/secrets/kubernetes.io/serviceaccount/token", "tok-123\n");
     put("var/run/secrets/kubernetes.io/serviceaccount/namespace", "training");
     assert_int_equal(drv_kube_incluster(&c, dir, &d), 0);
@@ -234,10 +377,9 @@ static void test_in_cluster(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hostile_users),
-        cmocka_unit_test(test_merge_and_current_context),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_in_cluster),
+        cmocka_unit_test(test_hostile_users), cmocka_unit_test(test_server_user_info),
+        cmocka_unit_test(test_file_refusals), cmocka_unit_test(test_merge_and_current_context),
+        cmocka_unit_test(test_errors),        cmocka_unit_test(test_in_cluster),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -4,7 +4,8 @@
  * does not take, or miss one it does).
  *
  * GNU conventions: `--name VALUE` and `--name=VALUE`, unique prefixes of long names, `-x` short
- * names, `--` ends the flags. Every command also takes -h/--help and --version. The parser never
+ * names, `--` ends the flags. Every command also takes -h/--help and --version. Each flag may
+ * be given once: a second `--seed` is a usage error, not a silent override. The parser never
  * prints help and never exits: it returns what it found, and the command decides.
  *
  * Adding a flag is one table entry plus the field it fills, e.g. for a command whose options

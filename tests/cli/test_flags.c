@@ -171,6 +171,28 @@ static void test_usage_errors_name_the_flag(void **unused)
     assert_one_line(&x, "ambiguous option '--f' (could be --file, --format)");
 }
 
+/* A flag given twice is refused, whatever its spelling (long, short, prefix, =VALUE); two
+ * different flags that fill one field are not the same flag. */
+static void test_flag_twice_is_refused(void **unused)
+{
+    (void)unused;
+    run x;
+    parse(&x, "--seed", "1", "--seed=2", NULL);
+    assert_int_equal(x.r, CLI_USAGE);
+    assert_one_line(&x, "drover test: --seed: given twice (give each flag once)");
+    parse(&x, "-v", "--verb", NULL);
+    assert_int_equal(x.r, CLI_USAGE);
+    assert_one_line(&x, "--verbose: given twice");
+    parse(&x, "-b", "3", "-b4", NULL);
+    assert_int_equal(x.r, CLI_USAGE);
+    assert_one_line(&x, "--burst: given twice");
+    parse(&x, "--check", "--check", NULL);
+    assert_int_equal(x.r, CLI_USAGE);
+    parse(&x, "--file", "a", "--a-flag-with-a-long-name", "b", NULL);
+    assert_int_equal(x.r, CLI_OK);
+    assert_string_equal(x.o.file, "b");
+}
+
 static void test_values_are_checked(void **unused)
 {
     (void)unused;
@@ -278,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_arguments),
         cmocka_unit_test(test_usage_errors_name_the_flag),
         cmocka_unit_test(test_values_are_checked),
+        cmocka_unit_test(test_flag_twice_is_refused),
         cmocka_unit_test(test_help_and_version),
         cmocka_unit_test(test_stop_at_argument),
         cmocka_unit_test(test_help_is_the_table),

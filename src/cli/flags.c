@@ -283,12 +283,30 @@ enum cli_parse_result cli_parse(const cli_command *cmd, int argc, char **argv, v
             return CLI_USAGE;
         }
         seen[f - cmd->flags] = true;
+        if (cmd->track_given) {
+            uint64_t given;
+            memcpy(&given, (char *)opts + cmd->given_at, sizeof given);
+            given |= (uint64_t)1 << (f - cmd->flags);
+            memcpy((char *)opts + cmd->given_at, &given, sizeof given);
+        }
         if (store(title, f, optarg, opts, err) != 0)
             return CLI_USAGE;
     }
     enum cli_parse_result r = check_args(cmd, title, argc, argv, err);
     *first_arg = optind;
     return r;
+}
+
+bool cli_given(const cli_command *cmd, const void *opts, const char *name)
+{
+    uint64_t given;
+    if (!cmd->track_given)
+        return false;
+    memcpy(&given, (const char *)opts + cmd->given_at, sizeof given);
+    for (int i = 0; i < cmd->nflags; i++)
+        if (cmd->flags[i].name && strcmp(cmd->flags[i].name, name) == 0)
+            return (given >> i) & 1;
+    return false;
 }
 
 /* One row of the flag table: the flag column, then the help text, continued at HELP_COLUMN. */

@@ -152,7 +152,7 @@ static const cli_flag sim_flags[] = {
      .arg = "M",
      .choices = "default|pollux",
      .help = "default, or pollux: 16 nodes x 4 GPUs, 60 s rounds, 30 s pause at\n"
-             "every (re)start, as the Pollux simulator (replaces --cluster)"},
+             "every (re)start, as the Pollux simulator (not with --cluster)"},
 };
 #undef AT
 
@@ -173,6 +173,8 @@ const cli_command sim_command = {
               "(every $DROVER_PROGRESS_SECONDS seconds when set). --quiet shows neither.\n",
     .flags = sim_flags,
     .nflags = (int)(sizeof sim_flags / sizeof sim_flags[0]),
+    .track_given = true,
+    .given_at = offsetof(sim_opts, given),
 };
 
 /* ---- running and writing -------------------------------------------------------------------- */

@@ -23,6 +23,7 @@ typedef struct sim_opts {
     uint64_t seed;
     int threads;
     bool check, quiet, stream;
+    uint64_t given; /* bit i: sim_flags[i] was given (cli_given) */
 } sim_opts;
 
 /* Everything a run reads, checked before anything runs. */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void sim_inputs_fini(sim_inputs *in)
 {
@@ -67,6 +68,23 @@ int sim_check_opts(const sim_opts *o)
         fprintf(stderr, "drover sim: --seeds and --explain: --explain looks at one run (--seed)\n");
         return -1;
     }
+    if (o->seeds && cli_given(&sim_command, o, "seed")) {
+        fprintf(stderr, "drover sim: --seed and --seeds: give one of them\n");
+        return -1;
+    }
+    /* The Pollux mechanics are its simulator's cluster as much as its timing: a cluster file
+     * beside them was dropped without a word. */
+    if (o->cluster && strcmp(o->mechanics, "pollux") == 0) {
+        fprintf(stderr, "drover sim: --mechanics pollux and --cluster: the Pollux mechanics bring "
+                        "their own cluster (16 nodes x 4 GPUs); give one of them\n");
+        return -1;
+    }
+    /* A --data-dir that is not a directory is wrong even where this run would not read it. */
+    char data[4096], why[4200];
+    if (o->data_dir && data_dir_find(o->data_dir, data, sizeof data, why, sizeof why) != 0) {
+        fprintf(stderr, "drover sim: %s\n", why);
+        return -1;
+    }
     return o->stream ? check_stream_opts(o) : 0;
 }
 
@@ -104,6 +122,17 @@ int sim_parse_seeds(const sim_opts *o, sim_inputs *in)
         }
         p = *end ? end + 1 : end;
     }
+    /* The same seed twice is the same run twice: its interval would shrink with no new
+     * information. O(n^2) over at most MAX_SEEDS seeds. */
+    for (int i = 0; i < in->nseeds; i++)
+        for (int k = 0; k < i; k++)
+            if (in->seeds[k] == in->seeds[i]) {
+                fprintf(stderr,
+                        "drover sim: --seeds: seed %llu is given twice (each seed once: a repeated "
+                        "seed repeats a run and narrows the interval for nothing)\n",
+                        (unsigned long long)in->seeds[i]);
+                return -1;
+            }
     if (in->nseeds > 0)
         return 0;
 bad:
@@ -204,6 +233,20 @@ static int load_all_jobs(const sim_opts *o, sim_inputs *in, drv_diag *d)
     return rc;
 }
 
+/* Whether path is named as a trace is (CSV, TSV, a Gavel .trace): given to --workload, such a
+ * file fails as YAML with a message about YAML, so the failure also points to --trace. */
+static bool named_like_trace(const char *path)
+{
+    static const char *const ext[] = {".csv", ".tsv", ".trace"};
+    size_t n = strlen(path);
+    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+        size_t k = strlen(ext[i]);
+        if (n > k && strcasecmp(path + n - k, ext[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
 int sim_load_inputs(const sim_opts *o, sim_inputs *in)
 {
     drv_diag d = {{0}};
@@ -226,6 +269,13 @@ int sim_load_inputs(const sim_opts *o, sim_inputs *in)
     }
     if (!rc)
         rc = load_all_jobs(o, in, &d);
+    if (rc && rc != DRV_ENOMEM && o->workload && named_like_trace(o->workload)) {
+        fprintf(stderr,
+                "drover: %s (--workload reads a YAML workload, docs/formats.md; for a trace use "
+                "--trace %s, docs/data.md)\n",
+                d.msg[0] ? d.msg : drv_strerror(rc), o->workload);
+        return EXIT_USAGE;
+    }
     if (!rc)
         rc = cli_profiles_load(&in->profiles, o->profiles, &d);
     if (rc) {
@@ -246,7 +296,7 @@ drv_report_meta sim_report_meta(const sim_opts *o, const sim_inputs *in)
 {
     return (drv_report_meta){.cat = &in->cat,
                              .calib = o->trace ? &in->calib : NULL,
-                             .seed = o->seed,
+                             .seed = in->seeds[0],
                              .profiles = in->prof,
                              .inputs = {{"trace", o->trace ? in->trace_path : NULL},
                                         {"workload", o->workload},

@@ -122,6 +122,9 @@ typedef struct drv_progress {
     int32_t done, jobs; /* jobs finished, jobs in the workload */
     double now;         /* simulated seconds */
     int64_t events;     /* events processed so far */
+    double horizon;     /* the run ends here at the latest (the cluster's timing.horizon), even
+                           with jobs unfinished: how far it is, is the larger of done / jobs
+                           and now / horizon */
 } drv_progress;
 
 /* Called from inside drv_sim_run; must not touch the simulation. */

@@ -211,7 +211,7 @@ typedef struct run_progress {
 static void run_progress_cb(void *arg, const drv_progress *p)
 {
     run_progress *r = arg;
-    r->frac[r->run] = p->jobs > 0 ? (double)p->done / p->jobs : 1;
+    r->frac[r->run] = progress_fraction(p);
     double sum = 0;
     for (int i = 0; i < r->nruns; i++)
         sum += r->frac[i];

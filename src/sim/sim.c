@@ -719,7 +719,7 @@ static int fill_job(drv_sim *s, int32_t i)
 
 static void report_progress(const drv_sim *s)
 {
-    drv_progress p = {s->ndone, s->st.njobs, s->now, s->events};
+    drv_progress p = {s->ndone, s->st.njobs, s->now, s->events, s->cluster->timing.horizon};
     s->cfg.progress(s->cfg.progress_arg, &p);
 }
 

@@ -15,6 +15,8 @@
 #include "drover/sim_batch.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,7 +172,10 @@ const cli_command sim_command = {
               "plain\n"
               "line (jobs done, simulated time, jobs per second, ETA) is written to stderr every "
               "5 s\n"
-              "(every $DROVER_PROGRESS_SECONDS seconds when set). --quiet shows neither.\n",
+              "(every $DROVER_PROGRESS_SECONDS seconds when set). --quiet shows neither.\n"
+              "Ctrl-C (or SIGTERM) stops the runs: what they finished is shown and written to "
+              "--out,\n"
+              "each interrupted run marked, and the exit status is 130 (143 for SIGTERM).\n",
     .flags = sim_flags,
     .nflags = (int)(sizeof sim_flags / sizeof sim_flags[0]),
     .track_given = true,
@@ -178,6 +183,42 @@ const cli_command sim_command = {
 };
 
 /* ---- running and writing -------------------------------------------------------------------- */
+
+/*
+ * Ctrl-C (SIGINT) or SIGTERM while the runs go on: the handler notes the signal, every run stops
+ * before its next event (drv_sim_config.stop, as at its horizon), and what they finished is
+ * written to --out and printed, each interrupted run said to be so; the exit status is then
+ * 128 + the signal (130 for Ctrl-C). The handler is reset by the first signal (SA_RESETHAND):
+ * a second Ctrl-C ends drover at once. The only global state of the command.
+ */
+static atomic_int stop_signal;
+
+static void on_stop(int sig)
+{
+    atomic_store(&stop_signal, sig);
+}
+
+/* Catches SIGINT and SIGTERM for the runs, saving their handling in old[2]; a signal ignored
+ * on entry (a background job of a script) stays ignored, as the shell meant. */
+static void catch_stop(struct sigaction old[2])
+{
+    static const int sigs[2] = {SIGINT, SIGTERM};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 2; i++)
+        if (sigaction(sigs[i], NULL, &old[i]) == 0 && old[i].sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+}
+
+/* The handling catch_stop found, back in place. */
+static void release_stop(const struct sigaction old[2])
+{
+    sigaction(SIGINT, &old[0], NULL);
+    sigaction(SIGTERM, &old[1], NULL);
+}
 
 /* Creates dir and its parents (like mkdir -p). */
 static int make_dirs(const char *dir)
@@ -262,7 +303,8 @@ static int run_policies(const sim_opts *o, const sim_inputs *in, drv_summary *su
                                           .progress = run_progress_cb,
                                           .progress_arg = &rp[i],
                                           .calib = o->trace ? &in->calib : NULL,
-                                          .workload_file = o->trace ? in->trace_path : o->workload},
+                                          .workload_file = o->trace ? in->trace_path : o->workload,
+                                          .stop = &stop_signal},
                                   .out_dir = seed == 0 ? o->out : NULL,
                                   .meta = &meta};
     }
@@ -331,7 +373,8 @@ static int run_stream_one(const sim_opts *o, const sim_inputs *in, const drv_pro
                           .calib = o->trace ? &in->calib : NULL,
                           .workload_file = o->trace ? in->trace_path : NULL,
                           .finished = stream_row,
-                          .finished_arg = &rows};
+                          .finished_arg = &rows,
+                          .stop = &stop_signal};
     if (!rc)
         rc = drv_sim_new_stream(&in->cluster, &src, &in->cat, prof, &cfg, &s, d);
     if (!rc)
@@ -360,6 +403,7 @@ static int run_stream(const sim_opts *o, const sim_inputs *in, drv_summary *sums
     progress_init(&prog, o->quiet, in->nprof);
     int status = 0;
     for (int p = 0; p < in->nprof && !status; p++) {
+        /* after a stop, the policies not started yet run no event: their rows say so */
         run_progress rp = {&prog, frac, p, in->nprof, in->prof[p].name};
         drv_diag d = {{0}};
         int rc = run_stream_one(o, in, &in->prof[p], &rp, &sums[p], &d);
@@ -454,11 +498,20 @@ static int simulate(const sim_opts *o, const sim_inputs *in)
         drv_free(sums);
         return EXIT_USAGE;
     }
+    struct sigaction old[2];
+    catch_stop(old);
     int status = o->stream ? run_stream(o, in, sums) : run_policies(o, in, sums);
+    release_stop(old);
+    int sig = atomic_load(&stop_signal);
     if (status) {
         drv_free(sums);
         return status;
     }
+    if (sig)
+        fprintf(stderr,
+                "drover sim: interrupted (%s): the runs stopped early; what they finished is %s "
+                "(the table says where each stopped)\n",
+                sig == SIGINT ? "SIGINT" : "SIGTERM", o->out ? "written and shown" : "shown");
     char desc[512];
     snprintf(desc, sizeof desc, "%d jobs on %d nodes (%s, %s)", in->njobs, in->cluster.n,
              o->trace      ? o->trace
@@ -474,7 +527,7 @@ static int simulate(const sim_opts *o, const sim_inputs *in)
     else if (status == 0)
         print_comparison(o, in, sums, desc, skipped);
     drv_free(sums);
-    return status;
+    return status == 0 && sig ? 128 + sig : status;
 }
 
 int cmd_sim(int argc, char **argv)

@@ -12,7 +12,7 @@
 /* --seeds: each policy's mean and interval over the seeds, on stdout in --format, and with --out
  * in summary-seeds.json. sums is [seed * nprof + policy]. Returns 0 or the exit status. */
 int sim_report_seeds(const sim_opts *o, const sim_inputs *in, const drv_summary *sums,
-                        const char *desc)
+                     const char *desc)
 {
     drv_summary_ci *ci = drv_calloc((size_t)in->nprof, sizeof *ci);
     drv_summary *runs = drv_calloc((size_t)in->nseeds, sizeof *runs);
@@ -56,4 +56,3 @@ int sim_report_seeds(const sim_opts *o, const sim_inputs *in, const drv_summary 
     drv_free(runs);
     return status;
 }
-

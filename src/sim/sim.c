@@ -732,6 +732,10 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
     while (s->nheap > 0 && !rc) {
         if (s->heap[0].t >= until)
             break;
+        if (s->cfg.stop && atomic_load_explicit(s->cfg.stop, memory_order_relaxed)) {
+            s->interrupted = true; /* as at the horizon: what is unfinished stays so */
+            break;
+        }
         event e = pop_event(s);
         if (e.t > horizon)
             break;

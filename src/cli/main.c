@@ -21,7 +21,10 @@
 
 int cli_version(void)
 {
-    printf("drover %s\n", DROVER_VERSION);
+    /* the commit too, so a result can be traced to the code that made it (summary.json says
+     * the same) */
+    printf("drover %s (commit %s%s)\n", DROVER_VERSION, drv_build_commit,
+           drv_build_dirty ? ", with uncommitted changes" : "");
     return 0;
 }
 

@@ -295,11 +295,14 @@ int drv_report_sha256_file(const char *path, char out[65], drv_diag *d)
     return 0;
 }
 
-/* Adds drover_version, seed, profile and inputs to a summary record; 0 or an error. */
+/* Adds drover_version, drover_commit, drover_dirty, seed, profile and inputs to a summary record; 0
+ * or an error. */
 static int add_provenance(json_t *o, const drv_report_meta *meta, int i, json_t **inputs,
                           drv_diag *d)
 {
     json_object_set_new(o, "drover_version", json_string(DROVER_VERSION));
+    json_object_set_new(o, "drover_commit", json_string(drv_build_commit));
+    json_object_set_new(o, "drover_dirty", json_boolean(drv_build_dirty));
     json_object_set_new(o, "seed", json_integer((json_int_t)meta->seed));
     if (meta->profiles) {
         char line[4096];

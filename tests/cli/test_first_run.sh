@@ -138,6 +138,12 @@ if [ -f "$build/drover.1" ]; then
     grep -Eq '^\.TH DROVER "?1' "$tmp/moved/share/man/man1/drover.1" &&
         grep -q 'DROVER_DATA_DIR' "$tmp/moved/share/man/man1/drover.1"
     check installed-man-page $?
+    # the pages --help points to are installed where the man page says
+    [ -f "$tmp/moved/share/doc/drover/README.md" ] &&
+        [ -f "$tmp/moved/share/doc/drover/docs/formats.md" ] &&
+        [ -f "$tmp/moved/share/doc/drover/docs/policies.md" ] &&
+        grep -q 'share/doc/drover' "$tmp/moved/share/man/man1/drover.1"
+    check installed-docs $?
 else
     echo "skipped: install (no $build/drover.1: build the drover_man target)" >&2
 fi

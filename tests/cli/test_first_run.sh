@@ -148,5 +148,16 @@ else
     echo "skipped: install (no $build/drover.1: build the drover_man target)" >&2
 fi
 
+# A warm `make demo` does not configure again: building the binary of a configured build
+# directory (deps skipped: -o deps) runs no configure step and leaves the cache as it was.
+if [ -f "$build/CMakeCache.txt" ] && command -v make >/dev/null; then
+    before=$(stat -c %Y "$build/CMakeCache.txt")
+    make -s -C "$src" -o deps build-drover BUILD="$build" JOBS=1 >"$tmp/make.out" 2>&1
+    check warm-build-runs $?
+    ! grep -q 'Configuring done' "$build/build-drover.log" &&
+        [ "$(stat -c %Y "$build/CMakeCache.txt")" = "$before" ]
+    check warm-build-no-configure $?
+fi
+
 echo "$pass passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -68,6 +68,10 @@ for flag in --workload --cluster --policy --seed --format --out --models --check
     grep -q -- "$flag" "$tmp/out"
     check "help-mentions$flag" $?
 done
+# README: short forms only where --help lists one; sim has none (-v is drover run's).
+expect_status sim-no-v 2 "$drover" sim -v
+grep -q "drover sim: unknown option '-v'" "$tmp/err"
+check sim-no-v-message $?
 expect_status version 0 "$drover" version
 grep -q '^drover [0-9]' "$tmp/out"
 check version-format $?

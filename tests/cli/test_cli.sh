@@ -68,6 +68,12 @@ for flag in --workload --cluster --policy --seed --format --out --models --check
     grep -q -- "$flag" "$tmp/out"
     check "help-mentions$flag" $?
 done
+# docs/formats.md lists the built-in catalogue's model families, all of them and no other.
+want=$(grep -v '^#' "$src/data/models.csv" | sed 1d | cut -d, -f1 | sort | tr '\n' ' ')
+got=$(grep -A1 '^The model families of the built-in catalogue' "$src/docs/formats.md" | tail -1 |
+    grep -o '`[a-z0-9_-]*`' | tr -d '`' | sort | tr '\n' ' ')
+[ -n "$want" ] && [ "$got" = "$want" ]
+check formats-doc-families $?
 # README: short forms only where --help lists one; sim has none (-v is drover run's).
 expect_status sim-no-v 2 "$drover" sim -v
 grep -q "drover sim: unknown option '-v'" "$tmp/err"

@@ -14,7 +14,8 @@ foreach(c ${commands})
   string(APPEND sections "[DROVER ${upper}]\n.nf\n${text}.fi\n\n")
 endforeach()
 string(APPEND sections "[FILES]\n.nf\n<prefix>/share/drover/data       measured profiles and traces\n"
-       "<prefix>/share/drover/examples   example clusters, workloads and profiles\n.fi\n"
+       "<prefix>/share/drover/examples   example clusters, workloads and profiles\n"
+       "<prefix>/share/doc/drover        README.md and docs/, the pages --help names\n.fi\n"
        "The data directory is found from --data-dir, then $DROVER_DATA_DIR, then next to the\n"
        "binary, then the installed one.\n")
 

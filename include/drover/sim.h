@@ -12,6 +12,8 @@
 #include "drover/file.h"
 #include "drover/model.h"
 
+#include <stdatomic.h>
+
 /* ---- inputs ------------------------------------------------------------------------------- */
 
 /* The longest node name (a cluster file's entry name of at most 39 bytes, with "-<k>" of its
@@ -144,6 +146,9 @@ typedef struct drv_progress {
     int32_t done, jobs; /* jobs finished, jobs in the workload */
     double now;         /* simulated seconds */
     int64_t events;     /* events processed so far */
+    double horizon;     /* the run ends here at the latest (the cluster's timing.horizon), even
+                           with jobs unfinished: how far it is, is the larger of done / jobs
+                           and now / horizon */
 } drv_progress;
 
 /* Called from inside drv_sim_run; must not touch the simulation. */
@@ -177,6 +182,10 @@ typedef struct drv_sim_config {
                                   messages about a job (borrowed; NULL: none) */
     drv_finished_fn finished;  /* NULL, or told each job's result row (see above) */
     void *finished_arg;
+    /* NULL, or a flag another thread or a signal handler may set (to non-zero) to end the run
+     * early: it stops before its next event, as at the horizon, and drv_summary.interrupted
+     * says so. The only way a run's results can depend on anything but its inputs. */
+    const atomic_int *stop;
 } drv_sim_config;
 
 /* One interval during which a pod was bound to a node (the placement log). */
@@ -223,6 +232,8 @@ typedef struct drv_summary {
     int32_t stuck;    /* jobs that never finished */
     double stuck_cpu; /* fraction of CPU capacity they held when the run ended */
     double end;       /* simulated time of the last event, seconds */
+    bool interrupted; /* the run was stopped (drv_sim_config.stop) before its end: jobs not
+                         finished by `end` count as unfinished */
     /* Queues and fairness: only when the cluster file declares queues (nqueues 0 otherwise,
      * and every output is as without them). */
     int32_t nqueues; /* the declared queues, then the default queue when jobs are in it */
@@ -324,7 +335,11 @@ const struct drv_calib_jobs *drv_sim_model(const drv_sim *s);
  * and the utilisation plot then show GPU utilisation, CPU beside it.
  */
 bool drv_report_gpu_first(const drv_summary *v, int n);
-/* The comparison table a person reads: one row per run, durations in minutes. */
+/* The first run before run i whose every figure of the table equals run i's, or -1: the table
+ * and the page say so under the table ("Equal rows" in docs/policies.md). */
+int32_t drv_report_same_as(const drv_summary *v, int n, int32_t i);
+/* The comparison table a person reads: one row per run, durations in minutes, utilisation of
+ * GPUs then CPU on a GPU cluster (CPU only otherwise), and under it notes and a legend. */
 void drv_report_table(FILE *f, const drv_summary *v, int n);
 /* The same as JSON (seconds, fractions) and CSV (one header line). Deterministic output. */
 int drv_report_json(FILE *f, const drv_summary *v, int n);

@@ -8,6 +8,11 @@
  *
  *     drover run: --kube-api-qps: expected a number from 1 to 1000000, found '0'
  *
+ * A flag given twice is refused (`--seed 1 --seed 2` would otherwise keep the last silently,
+ * and a script that sets a flag in two places would run with one of them unnoticed):
+ *
+ *     drover sim: --seed: given twice (give each flag once)
+ *
  * getopt_long keeps its position in globals (optind...); cli_parse resets them on entry, so it
  * may be called several times in one process (the top level, then a sub-command).
  */
@@ -248,6 +253,7 @@ enum cli_parse_result cli_parse(const cli_command *cmd, int argc, char **argv, v
         return CLI_USAGE;
     }
     build_options(cmd, longs, shorts);
+    bool seen[MAX_FLAGS] = {false};
     optind = 0; /* glibc: 0 starts a fresh scan, forgetting any previous one */
     opterr = 0; /* the messages are ours */
     int c;
@@ -270,12 +276,37 @@ enum cli_parse_result cli_parse(const cli_command *cmd, int argc, char **argv, v
             bad_option(cmd, title, argv[optind - 1], err);
             return CLI_USAGE;
         }
+        if (seen[f - cmd->flags]) {
+            char name[64];
+            flag_title(f, name, sizeof name);
+            fprintf(err, "%s: %s: given twice (give each flag once)\n", title, name);
+            return CLI_USAGE;
+        }
+        seen[f - cmd->flags] = true;
+        if (cmd->track_given) {
+            uint64_t given;
+            memcpy(&given, (char *)opts + cmd->given_at, sizeof given);
+            given |= (uint64_t)1 << (f - cmd->flags);
+            memcpy((char *)opts + cmd->given_at, &given, sizeof given);
+        }
         if (store(title, f, optarg, opts, err) != 0)
             return CLI_USAGE;
     }
     enum cli_parse_result r = check_args(cmd, title, argc, argv, err);
     *first_arg = optind;
     return r;
+}
+
+bool cli_given(const cli_command *cmd, const void *opts, const char *name)
+{
+    uint64_t given;
+    if (!cmd->track_given)
+        return false;
+    memcpy(&given, (const char *)opts + cmd->given_at, sizeof given);
+    for (int i = 0; i < cmd->nflags; i++)
+        if (cmd->flags[i].name && strcmp(cmd->flags[i].name, name) == 0)
+            return (given >> i) & 1;
+    return false;
 }
 
 /* One row of the flag table: the flag column, then the help text, continued at HELP_COLUMN. */

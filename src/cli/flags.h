@@ -4,7 +4,8 @@
  * does not take, or miss one it does).
  *
  * GNU conventions: `--name VALUE` and `--name=VALUE`, unique prefixes of long names, `-x` short
- * names, `--` ends the flags. Every command also takes -h/--help and --version. The parser never
+ * names, `--` ends the flags. Every command also takes -h/--help and --version. Each flag may
+ * be given once: a second `--seed` is a usage error, not a silent override. The parser never
  * prints help and never exits: it returns what it found, and the command decides.
  *
  * Adding a flag is one table entry plus the field it fills, e.g. for a command whose options
@@ -53,6 +54,11 @@ typedef struct cli_command {
     int min_args, max_args; /* how many arguments (not flags) the command takes */
     /* Stop at the first argument that is not a flag (the top level, before a sub-command). */
     bool stop_at_arg;
+    /* When true, given_at is the offsetof a uint64_t in the options struct in which bit i is set
+     * when flags[i] was given (cli_given reads it): for a command whose defaults are values a
+     * user may also give. */
+    bool track_given;
+    size_t given_at;
 } cli_command;
 
 /* Outcome of cli_parse. */
@@ -72,6 +78,9 @@ enum cli_parse_result {
  */
 enum cli_parse_result cli_parse(const cli_command *cmd, int argc, char **argv, void *opts,
                                 int *first_arg, FILE *err);
+
+/* Whether the flag named name (its long name) was given, for a command with track_given. */
+bool cli_given(const cli_command *cmd, const void *opts, const char *name);
 
 /*
  * Writes the command's full help: the usage line ("usage: drover NAME [options] ARGS"; without

@@ -21,7 +21,10 @@
 
 int cli_version(void)
 {
-    printf("drover %s\n", DROVER_VERSION);
+    /* the commit too, so a result can be traced to the code that made it (summary.json says
+     * the same) */
+    printf("drover %s (commit %s%s)\n", DROVER_VERSION, drv_build_commit,
+           drv_build_dirty ? ", with uncommitted changes" : "");
     return 0;
 }
 
@@ -142,12 +145,14 @@ static int cmd_calibrate(int argc, char **argv)
     if (status >= 0)
         return status;
     char data[4096], calib_buf[4200];
-    if (!o.dir) {
-        char why[512];
+    if (!o.dir || o.data_dir) { /* a --data-dir given is checked even when --calib-dir wins */
+        char why[4200];
         if (data_dir_find(o.data_dir, data, sizeof data, why, sizeof why) != 0) {
             fprintf(stderr, "drover calibrate: %s\n", why);
             return EXIT_USAGE;
         }
+    }
+    if (!o.dir) {
         snprintf(calib_buf, sizeof calib_buf, "%s/pollux/profiles", data);
         o.dir = calib_buf;
     }

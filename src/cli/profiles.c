@@ -120,6 +120,12 @@ int cli_profiles_resolve(const cli_profiles *ps, const char *list, drv_profile *
     }
     if (!rc && count == 0)
         rc = drv_fail(d, DRV_EINVAL, "no policy named");
+    /* A policy named twice would run twice and print two equal rows. O(count^2), count <= cap. */
+    for (int i = 0; !rc && i < count; i++)
+        for (int k = 0; !rc && k < i; k++)
+            if (strcmp(v[k].name, v[i].name) == 0)
+                rc = drv_fail(d, DRV_EINVAL, "'%s' is named twice (name each policy once)",
+                              v[i].name);
 done:
     drv_free(copy);
     if (rc) {

@@ -10,15 +10,17 @@
  *   ETA 96 s
  *
  * The rate is jobs finished per wall second since the first policy started; the ETA extrapolates
- * the fraction of all runs done. The simulator calls progress_cb every DRV_PROGRESS_EVERY events
- * and at the end of each run; this file is the only one that reads a clock for it, so the report
- * cannot change a run's results.
+ * the fraction of all runs done, a run's fraction being the larger of its jobs done and its
+ * simulated time over its horizon (a run stops at the horizon, finished or not). The simulator
+ * calls progress_cb every DRV_PROGRESS_EVERY events and at the end of each run; this file is the
+ * only one that reads a clock for it, so the report cannot change a run's results.
  */
 #include "progress.h"
 
 #include "drover/clock.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -56,6 +58,14 @@ void progress_init(progress *g, bool quiet, int runs)
     g->period = g->mode == PROGRESS_PLAIN ? plain_period() : TTY_EVERY;
 }
 
+double progress_fraction(const drv_progress *p)
+{
+    double jobs = p->jobs > 0 ? (double)p->done / p->jobs : 1;
+    double time = p->horizon > 0 && isfinite(p->horizon) ? p->now / p->horizon : 0;
+    double f = jobs > time ? jobs : time;
+    return f < 0 ? 0 : f > 1 ? 1 : f;
+}
+
 void progress_cb(void *arg, const drv_progress *p)
 {
     progress *g = arg;
@@ -66,8 +76,7 @@ void progress_cb(void *arg, const drv_progress *p)
         return;
     if (now - g->last < g->period)
         return;
-    double frac =
-        g->frac >= 0 ? g->frac : (g->run + (p->jobs > 0 ? (double)p->done / p->jobs : 0)) / g->runs;
+    double frac = g->frac >= 0 ? g->frac : (g->run + progress_fraction(p)) / g->runs;
     char eta[32] = "?";
     if (frac > 0.01)
         snprintf(eta, sizeof eta, "%.0f s", elapsed * (1 - frac) / frac);

@@ -27,6 +27,10 @@ typedef struct progress {
  * a value that is not a number in [0, 86400] is reported once and the default used).
  */
 void progress_init(progress *g, bool quiet, int runs);
+/* How far one run is, in [0, 1]: the larger of its jobs done and its simulated time over its
+ * horizon, since a run ends at its horizon with jobs unfinished (a trace's jobs past the horizon
+ * never start: counting only jobs gave an ETA of minutes for a run that ended seconds later). */
+double progress_fraction(const drv_progress *p);
 /* A drv_progress_fn: arg is the progress. */
 void progress_cb(void *arg, const drv_progress *p);
 /* Clears a terminal line (before anything else is printed). */

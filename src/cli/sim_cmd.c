@@ -8,32 +8,20 @@
  * output on stdout depends only on the inputs and the seed (docs/results.md is generated from
  * it); the progress line on stderr is the one place that reads a clock.
  */
-#include "cli.h"
-#include "datadir.h"
+#include "sim_cmd.h"
 #include "progress.h"
 
-#include "drover/calib.h"
 #include "drover/file.h"
-#include "drover/jobsource.h"
 #include "drover/sim_batch.h"
-#include "drover/trace.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-typedef struct sim_opts {
-    const char *workload, *cluster, *policy, *format, *out, *models;
-    const char *profiles, *explain;
-    const char *trace, *trace_format, *on_bad_row, *calib_dir, *mechanics, *data_dir;
-    const char *trace_columns, *seeds;
-    uint64_t seed;
-    int threads;
-    bool check, quiet, stream;
-} sim_opts;
 
 #define AT(field) .at = offsetof(sim_opts, field)
 static const cli_flag sim_flags[] = {
@@ -166,7 +154,7 @@ static const cli_flag sim_flags[] = {
      .arg = "M",
      .choices = "default|pollux",
      .help = "default, or pollux: 16 nodes x 4 GPUs, 60 s rounds, 30 s pause at\n"
-             "every (re)start, as the Pollux simulator (replaces --cluster)"},
+             "every (re)start, as the Pollux simulator (not with --cluster)"},
 };
 #undef AT
 
@@ -184,272 +172,53 @@ const cli_command sim_command = {
               "plain\n"
               "line (jobs done, simulated time, jobs per second, ETA) is written to stderr every "
               "5 s\n"
-              "(every $DROVER_PROGRESS_SECONDS seconds when set). --quiet shows neither.\n",
+              "(every $DROVER_PROGRESS_SECONDS seconds when set). --quiet shows neither.\n"
+              "Ctrl-C (or SIGTERM) stops the runs: what they finished is shown and written to "
+              "--out,\n"
+              "each interrupted run marked, and the exit status is 130 (143 for SIGTERM).\n",
     .flags = sim_flags,
     .nflags = (int)(sizeof sim_flags / sizeof sim_flags[0]),
+    .track_given = true,
+    .given_at = offsetof(sim_opts, given),
 };
 
-/* ---- inputs --------------------------------------------------------------------------------- */
-
-/* Everything a run reads, checked before anything runs. */
-typedef struct sim_inputs {
-    drv_catalogue cat;
-    drv_cluster_spec cluster;
-    drv_workload *wl; /* [nseeds]: the jobs for each seed */
-    uint64_t *seeds;  /* [nseeds]: --seeds, or --seed alone */
-    int nseeds;
-    drv_calib calib;       /* loaded only with --trace */
-    int32_t rows_skipped;  /* malformed trace rows skipped (--on-bad-row skip) */
-    cli_profiles profiles; /* --profiles FILE */
-    drv_profile *prof;     /* the --policy list, resolved (drv_malloc'ed) */
-    int nprof;
-    bool pollux;           /* --mechanics pollux */
-    char trace_path[4200]; /* --trace as found (maybe in the data directory), for summary.json */
-    int32_t njobs;         /* jobs of a run (of the first seed's) */
-    /* --stream: what a job source borrows, kept here so that it outlives every run */
-    drv_trace_opts topts; /* --trace */
-    drv_genparams gen;    /* the built-in scenario */
-} sim_inputs;
-
-static void inputs_fini(sim_inputs *in)
-{
-    drv_free(in->prof);
-    cli_profiles_fini(&in->profiles);
-    for (int i = 0; in->wl && i < in->nseeds; i++)
-        drv_workload_fini(&in->wl[i]);
-    drv_free(in->wl);
-    drv_free(in->seeds);
-    drv_cluster_fini(&in->cluster);
-    drv_catalogue_fini(&in->cat);
-    drv_calib_fini(&in->calib);
-}
-
-/* --stream: what the streamed source reads (a CSV trace with named columns, or the generator)
- * and what a streamed run keeps (no placement log, one seed at a time); a cluster with queues
- * is refused once it is read (load_inputs). */
-static int check_stream_opts(const sim_opts *o)
-{
-    const char *bad = o->workload  ? "--workload: a YAML workload is read whole"
-                      : o->seeds   ? "--seeds: a streamed run is one seed (--seed)"
-                      : o->explain ? "--explain: it looks at a job of a workload held whole"
-                      : strcmp(o->on_bad_row, "skip") == 0
-                          ? "--on-bad-row skip: a streamed run stops at a bad row"
-                      : o->trace && !o->trace_columns
-                          ? "--trace needs --trace-columns MAP: the streamed reader reads CSV "
-                            "with named columns (docs/data.md); other formats are read whole"
-                      : o->trace && strcmp(o->trace_format, "auto") != 0 &&
-                              strcmp(o->trace_format, "columns") != 0
-                          ? "--trace-format: the streamed reader reads only `columns` "
-                            "(CSV with --trace-columns MAP)"
-                          : NULL;
-    if (bad)
-        fprintf(stderr, "drover sim: --stream and %s; drop --stream\n", bad);
-    return bad ? -1 : 0;
-}
-
-/* Checks what the table cannot: values read by other modules, and flags that exclude others. */
-static int check_opts(const sim_opts *o)
-{
-    if (drv_trace_format_parse(o->trace_format) == -1) {
-        fprintf(stderr,
-                "drover sim: --trace-format: expected pollux, philly, tiresias, helios, pai-job, "
-                "pai-task, gavel, philly-log, columns or auto, found '%s'\n",
-                o->trace_format);
-        return -1;
-    }
-    if (o->trace_columns && !o->trace) {
-        fprintf(stderr, "drover sim: --trace-columns: expected --trace FILE too\n");
-        return -1;
-    }
-    if (o->trace && o->workload) {
-        fprintf(stderr, "drover sim: --trace and --workload: give one of them\n");
-        return -1;
-    }
-    if (o->seeds && o->explain) {
-        fprintf(stderr, "drover sim: --seeds and --explain: --explain looks at one run (--seed)\n");
-        return -1;
-    }
-    return o->stream ? check_stream_opts(o) : 0;
-}
-
-enum { MAX_SEEDS = 1000 };
-
-/* --seeds LIST ("1-10", "1,4,9", "3") into in->seeds; --seed alone when LIST is NULL. Returns 0,
- * or -1 with a one-line message printed. */
-static int parse_seeds(const sim_opts *o, sim_inputs *in)
-{
-    in->seeds = drv_calloc(MAX_SEEDS, sizeof *in->seeds);
-    if (!in->seeds) {
-        fprintf(stderr, "drover: out of memory\n");
-        return -1;
-    }
-    if (!o->seeds) {
-        in->seeds[in->nseeds++] = o->seed;
-        return 0;
-    }
-    for (const char *p = o->seeds; *p;) {
-        char *end;
-        if (*p < '0' || *p > '9')
-            goto bad;
-        unsigned long long a = strtoull(p, &end, 10), b = a;
-        if (*end == '-') {
-            if (end[1] < '0' || end[1] > '9')
-                goto bad;
-            b = strtoull(end + 1, &end, 10);
-        }
-        if (b < a || (*end && *end != ','))
-            goto bad;
-        for (unsigned long long v = a; v <= b; v++) {
-            if (in->nseeds == MAX_SEEDS) {
-                fprintf(stderr, "drover sim: --seeds: more than %d seeds\n", MAX_SEEDS);
-                return -1;
-            }
-            in->seeds[in->nseeds++] = v;
-        }
-        p = *end ? end + 1 : end;
-    }
-    if (in->nseeds > 0)
-        return 0;
-bad:
-    fprintf(stderr,
-            "drover sim: --seeds: expected seeds and ranges separated by commas (\"1-10\", "
-            "\"1,4,9\"), found '%s'\n",
-            o->seeds);
-    return -1;
-}
-
-/* --trace: where the trace and the measured profiles are (the data directory gives the default
- * profiles and a home for relative traces; it is needed only when --calib-dir is not given, or
- * --data-dir is and is wrong), and the profiles, loaded once for every seed. */
-static int load_trace_inputs(const sim_opts *o, sim_inputs *in, drv_diag *d)
-{
-    char data[4096], calib_buf[4200], trace_buf[4200];
-    const char *calib_dir = o->calib_dir, *trace = o->trace;
-    if (data_dir_find(o->data_dir, data, sizeof data, d->msg, sizeof d->msg) == 0) {
-        if (!calib_dir) {
-            snprintf(calib_buf, sizeof calib_buf, "%s/pollux/profiles", data);
-            calib_dir = calib_buf;
-        }
-        trace = data_path(trace, data, trace_buf, sizeof trace_buf);
-    } else if (!calib_dir || o->data_dir) {
-        return DRV_EINVAL;
-    }
-    d->msg[0] = 0;
-    snprintf(in->trace_path, sizeof in->trace_path, "%s", trace);
-    return drv_calib_load(&in->calib, calib_dir, d);
-}
-
-/* The jobs of one seed: from --trace, --workload, or generated. */
-/* How a trace is read for one seed: its format, bad rows, and the GPUs of the first GPU node. */
-static drv_trace_opts trace_opts(const sim_opts *o, sim_inputs *in, uint64_t seed)
-{
-    drv_trace_opts to = {drv_trace_format_parse(o->trace_format),
-                         strcmp(o->on_bad_row, "skip") == 0, seed, &in->calib, DRV_POLLUX_GPUS};
-    for (int32_t i = 0; i < in->cluster.n; i++)
-        if (in->cluster.nodes[i].alloc.gpu > 0) {
-            to.gpus_per_node = (int32_t)in->cluster.nodes[i].alloc.gpu;
-            break;
-        }
-    return to;
-}
-
-static int load_jobs(const sim_opts *o, sim_inputs *in, uint64_t seed, drv_workload *wl,
-                     drv_diag *d)
-{
-    if (o->trace) {
-        drv_trace_opts to = trace_opts(o, in, seed);
-        return o->trace_columns
-                   ? drv_trace_load_columns(wl, in->trace_path, o->trace_columns, &in->cat, &to,
-                                            &in->rows_skipped, d)
-                   : drv_trace_load(wl, in->trace_path, &in->cat, &to, &in->rows_skipped, d);
-    }
-    if (o->workload)
-        return drv_workload_load(wl, o->workload, &in->cat, seed, d);
-    drv_genparams g;
-    drv_genparams_default(&g, seed);
-    return drv_workload_generate(wl, &g, &in->cat, d);
-}
-
-/* --stream: a source of the jobs (from the start), reading what in holds (in->topts, in->gen
- * must not move while it is in use). 0 or an error code, d says what. */
-static int open_source(const sim_opts *o, const sim_inputs *in, drv_jobsource *src, drv_diag *d)
-{
-    if (o->trace)
-        return drv_jobsource_csv(src, in->trace_path, o->trace_columns, &in->cat, &in->topts, d);
-    return drv_jobsource_generate(src, &in->gen, &in->cat, d);
-}
-
-/* --stream: the source's options, and one pass over it so that bad or unsorted rows are
- * reported (file:line) before anything runs; keeps only the number of jobs. */
-static int check_source(const sim_opts *o, sim_inputs *in, drv_diag *d)
-{
-    int rc = o->trace ? load_trace_inputs(o, in, d) : 0;
-    if (rc)
-        return rc;
-    in->topts = trace_opts(o, in, in->seeds[0]);
-    drv_genparams_default(&in->gen, in->seeds[0]);
-    drv_jobsource src = {0};
-    rc = open_source(o, in, &src, d);
-    in->njobs = rc ? 0 : src.jobs;
-    drv_jobsource_fini(&src);
-    return rc;
-}
-
-/* Every seed's jobs. */
-static int load_all_jobs(const sim_opts *o, sim_inputs *in, drv_diag *d)
-{
-    if (o->stream)
-        return check_source(o, in, d);
-    int rc = o->trace ? load_trace_inputs(o, in, d) : 0;
-    in->wl = rc ? NULL : drv_calloc((size_t)in->nseeds, sizeof *in->wl);
-    if (!rc && !in->wl)
-        rc = drv_fail(d, DRV_ENOMEM, "out of memory");
-    for (int i = 0; !rc && i < in->nseeds; i++)
-        rc = load_jobs(o, in, in->seeds[i], &in->wl[i], d);
-    in->njobs = rc ? 0 : in->wl[0].n;
-    return rc;
-}
-
-/* Reads and checks every input. Returns 0 or the exit status, with the message printed. */
-static int load_inputs(const sim_opts *o, sim_inputs *in)
-{
-    drv_diag d = {{0}};
-    int rc = o->models ? drv_catalogue_load(&in->cat, o->models, &d)
-                       : drv_catalogue_builtin(&in->cat, &d);
-    if (!rc) {
-        if (in->pollux)
-            drv_cluster_pollux(&in->cluster, DRV_POLLUX_NODES, DRV_POLLUX_GPUS);
-        else if (o->cluster)
-            rc = drv_cluster_load(&in->cluster, o->cluster, &d);
-        else
-            drv_cluster_default(&in->cluster);
-    }
-    if (!rc && o->stream && in->cluster.nqueues > 0) {
-        fprintf(stderr,
-                "drover sim: --stream: %s declares queues, which a streamed run does not "
-                "support yet; drop --stream\n",
-                o->cluster);
-        return EXIT_USAGE;
-    }
-    if (!rc)
-        rc = load_all_jobs(o, in, &d);
-    if (!rc)
-        rc = cli_profiles_load(&in->profiles, o->profiles, &d);
-    if (rc) {
-        fprintf(stderr, "drover: %s\n", d.msg[0] ? d.msg : drv_strerror(rc));
-        return rc == DRV_ENOMEM ? EXIT_RUN : EXIT_USAGE;
-    }
-    if ((rc = cli_profiles_resolve(&in->profiles, o->policy, &in->prof, &in->nprof, &d)) != 0) {
-        fprintf(stderr, "drover sim: --policy: %s\n", d.msg);
-        return rc == DRV_ENOMEM ? EXIT_RUN : EXIT_USAGE;
-    }
-    /* The Pollux simulator decides once per 60 s round. */
-    for (int i = 0; in->pollux && i < in->nprof; i++)
-        in->prof[i].period = DRV_POLLUX_ROUND;
-    return 0;
-}
-
 /* ---- running and writing -------------------------------------------------------------------- */
+
+/*
+ * Ctrl-C (SIGINT) or SIGTERM while the runs go on: the handler notes the signal, every run stops
+ * before its next event (drv_sim_config.stop, as at its horizon), and what they finished is
+ * written to --out and printed, each interrupted run said to be so; the exit status is then
+ * 128 + the signal (130 for Ctrl-C). The handler is reset by the first signal (SA_RESETHAND):
+ * a second Ctrl-C ends drover at once. The only global state of the command.
+ */
+static atomic_int stop_signal;
+
+static void on_stop(int sig)
+{
+    atomic_store(&stop_signal, sig);
+}
+
+/* Catches SIGINT and SIGTERM for the runs, saving their handling in old[2]; a signal ignored
+ * on entry (a background job of a script) stays ignored, as the shell meant. */
+static void catch_stop(struct sigaction old[2])
+{
+    static const int sigs[2] = {SIGINT, SIGTERM};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 2; i++)
+        if (sigaction(sigs[i], NULL, &old[i]) == 0 && old[i].sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+}
+
+/* The handling catch_stop found, back in place. */
+static void release_stop(const struct sigaction old[2])
+{
+    sigaction(SIGINT, &old[0], NULL);
+    sigaction(SIGTERM, &old[1], NULL);
+}
 
 /* Creates dir and its parents (like mkdir -p). */
 static int make_dirs(const char *dir)
@@ -470,21 +239,6 @@ static int make_dirs(const char *dir)
     return stat(buf, &sb) == 0 && S_ISDIR(sb.st_mode) ? 0 : -1;
 }
 
-/* What the --out files record beyond the results: model names, seed, profiles, input files. */
-static drv_report_meta report_meta(const sim_opts *o, const sim_inputs *in)
-{
-    return (drv_report_meta){.cat = &in->cat,
-                             .calib = o->trace ? &in->calib : NULL,
-                             .seed = o->seed,
-                             .profiles = in->prof,
-                             .inputs = {{"trace", o->trace ? in->trace_path : NULL},
-                                        {"workload", o->workload},
-                                        {"cluster", o->cluster},
-                                        {"models", o->models},
-                                        {"profiles", o->profiles}},
-                             .ninputs = 5};
-}
-
 /* One run's progress, forwarded to the shared report with the fraction of all runs done (runs
  * go on side by side, so the run being reported is not the only one under way). The batch
  * serialises the calls. */
@@ -498,7 +252,7 @@ typedef struct run_progress {
 static void run_progress_cb(void *arg, const drv_progress *p)
 {
     run_progress *r = arg;
-    r->frac[r->run] = p->jobs > 0 ? (double)p->done / p->jobs : 1;
+    r->frac[r->run] = progress_fraction(p);
     double sum = 0;
     for (int i = 0; i < r->nruns; i++)
         sum += r->frac[i];
@@ -535,7 +289,7 @@ static int run_policies(const sim_opts *o, const sim_inputs *in, drv_summary *su
     }
     progress prog;
     progress_init(&prog, o->quiet, n);
-    drv_report_meta meta = report_meta(o, in);
+    drv_report_meta meta = sim_report_meta(o, in);
     for (int i = 0; i < n; i++) {
         int seed = i / in->nprof, p = i % in->nprof;
         rp[i] = (run_progress){&prog, frac, i, n, in->prof[p].name};
@@ -549,7 +303,8 @@ static int run_policies(const sim_opts *o, const sim_inputs *in, drv_summary *su
                                           .progress = run_progress_cb,
                                           .progress_arg = &rp[i],
                                           .calib = o->trace ? &in->calib : NULL,
-                                          .workload_file = o->trace ? in->trace_path : o->workload},
+                                          .workload_file = o->trace ? in->trace_path : o->workload,
+                                          .stop = &stop_signal},
                                   .out_dir = seed == 0 ? o->out : NULL,
                                   .meta = &meta};
     }
@@ -593,7 +348,7 @@ static void stream_row(void *arg, int32_t job, const drv_jobspec *spec, const dr
 static int run_stream_one(const sim_opts *o, const sim_inputs *in, const drv_profile *prof,
                           run_progress *rp, drv_summary *sum, drv_diag *d)
 {
-    drv_report_meta meta = report_meta(o, in);
+    drv_report_meta meta = sim_report_meta(o, in);
     drv_file_out fo = {0};
     stream_rows rows = {NULL, &meta};
     drv_jobsource src = {0};
@@ -601,7 +356,7 @@ static int run_stream_one(const sim_opts *o, const sim_inputs *in, const drv_pro
     /* check_source's pass warned of the rows a trace leaves out; each run's pass would say it
      * again. `drover sim` logs to the default sink (stderr, warnings), restored after. */
     drv_log_set(NULL, NULL, DRV_LOG_ERROR);
-    int rc = open_source(o, in, &src, d);
+    int rc = sim_open_source(o, in, &src, d);
     drv_log_set(NULL, NULL, DRV_LOG_WARN);
     if (!rc && o->out) {
         char path[4200];
@@ -618,7 +373,8 @@ static int run_stream_one(const sim_opts *o, const sim_inputs *in, const drv_pro
                           .calib = o->trace ? &in->calib : NULL,
                           .workload_file = o->trace ? in->trace_path : NULL,
                           .finished = stream_row,
-                          .finished_arg = &rows};
+                          .finished_arg = &rows,
+                          .stop = &stop_signal};
     if (!rc)
         rc = drv_sim_new_stream(&in->cluster, &src, &in->cat, prof, &cfg, &s, d);
     if (!rc)
@@ -647,6 +403,7 @@ static int run_stream(const sim_opts *o, const sim_inputs *in, drv_summary *sums
     progress_init(&prog, o->quiet, in->nprof);
     int status = 0;
     for (int p = 0; p < in->nprof && !status; p++) {
+        /* after a stop, the policies not started yet run no event: their rows say so */
         run_progress rp = {&prog, frac, p, in->nprof, in->prof[p].name};
         drv_diag d = {{0}};
         int rc = run_stream_one(o, in, &in->prof[p], &rp, &sums[p], &d);
@@ -675,7 +432,7 @@ static int write_out_dir(const sim_opts *o, const sim_inputs *in, const drv_summ
         sc.cpu_m += (double)in->cluster.nodes[k].alloc.cpu;
         sc.gpu += (double)in->cluster.nodes[k].alloc.gpu;
     }
-    drv_report_meta meta = report_meta(o, in);
+    drv_report_meta meta = sim_report_meta(o, in);
     int rc = drv_report_summary_files(o->out, sums, in->nprof, &meta, &d);
     if (!rc)
         rc = drv_report_scenario_file(o->out, &sc, &d);
@@ -720,54 +477,6 @@ static void print_comparison(const sim_opts *o, const sim_inputs *in, const drv_
     }
 }
 
-/* --seeds: each policy's mean and interval over the seeds, on stdout in --format, and with --out
- * in summary-seeds.json. sums is [seed * nprof + policy]. Returns 0 or the exit status. */
-static int report_seeds(const sim_opts *o, const sim_inputs *in, const drv_summary *sums,
-                        const char *desc)
-{
-    drv_summary_ci *ci = drv_calloc((size_t)in->nprof, sizeof *ci);
-    drv_summary *runs = drv_calloc((size_t)in->nseeds, sizeof *runs);
-    if (!ci || !runs) {
-        drv_free(ci);
-        drv_free(runs);
-        fprintf(stderr, "drover: out of memory\n");
-        return EXIT_RUN;
-    }
-    for (int p = 0; p < in->nprof; p++) {
-        for (int k = 0; k < in->nseeds; k++)
-            runs[k] = sums[k * in->nprof + p];
-        drv_summary_ci_compute(runs, in->nseeds, &ci[p]);
-    }
-    int status = 0;
-    if (o->out) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/summary-seeds.json", o->out);
-        FILE *f = fopen(path, "w");
-        if (f) {
-            drv_report_ci_json(f, ci, in->nprof);
-            status = fclose(f) == 0 ? 0 : EXIT_RUN;
-        }
-        if (!f || status)
-            fprintf(stderr, "drover: %s: cannot write: %s\n", path, strerror(errno));
-        status = f && !status ? 0 : EXIT_RUN;
-    }
-    if (status == 0 && strcmp(o->format, "json") == 0) {
-        drv_report_ci_json(stdout, ci, in->nprof);
-    } else if (status == 0 && strcmp(o->format, "csv") == 0) {
-        drv_report_ci_csv(stdout, ci, in->nprof);
-    } else if (status == 0) {
-        printf("%s, seeds %s (%d runs of each policy)\n\n", desc, o->seeds, in->nseeds);
-        drv_report_ci_table(stdout, ci, in->nprof);
-        if (o->out)
-            printf("\nwrote %s/summary-seeds.json; the other files and the report page are of "
-                   "seed %llu\n",
-                   o->out, (unsigned long long)in->seeds[0]);
-    }
-    drv_free(ci);
-    drv_free(runs);
-    return status;
-}
-
 /* Runs the policies, writes --out and prints; the inputs are loaded. Returns the exit status. */
 static int simulate(const sim_opts *o, const sim_inputs *in)
 {
@@ -789,11 +498,20 @@ static int simulate(const sim_opts *o, const sim_inputs *in)
         drv_free(sums);
         return EXIT_USAGE;
     }
+    struct sigaction old[2];
+    catch_stop(old);
     int status = o->stream ? run_stream(o, in, sums) : run_policies(o, in, sums);
+    release_stop(old);
+    int sig = atomic_load(&stop_signal);
     if (status) {
         drv_free(sums);
         return status;
     }
+    if (sig)
+        fprintf(stderr,
+                "drover sim: interrupted (%s): the runs stopped early; what they finished is %s "
+                "(the table says where each stopped)\n",
+                sig == SIGINT ? "SIGINT" : "SIGTERM", o->out ? "written and shown" : "shown");
     char desc[512];
     snprintf(desc, sizeof desc, "%d jobs on %d nodes (%s, %s)", in->njobs, in->cluster.n,
              o->trace      ? o->trace
@@ -805,11 +523,11 @@ static int simulate(const sim_opts *o, const sim_inputs *in)
     bool skipped = false;
     status = o->out ? write_out_dir(o, in, sums, desc, &skipped) : 0;
     if (status == 0 && in->nseeds > 1)
-        status = report_seeds(o, in, sums, desc);
+        status = sim_report_seeds(o, in, sums, desc);
     else if (status == 0)
         print_comparison(o, in, sums, desc, skipped);
     drv_free(sums);
-    return status;
+    return status == 0 && sig ? 128 + sig : status;
 }
 
 int cmd_sim(int argc, char **argv)
@@ -823,14 +541,14 @@ int cmd_sim(int argc, char **argv)
     int first, status = cli_begin(&sim_command, argc, argv, &o, &first);
     if (status >= 0)
         return status;
-    if (check_opts(&o) != 0)
+    if (sim_check_opts(&o) != 0)
         return EXIT_USAGE;
     sim_inputs in = {.pollux = strcmp(o.mechanics, "pollux") == 0};
-    status = parse_seeds(&o, &in) ? EXIT_USAGE : load_inputs(&o, &in);
+    status = sim_parse_seeds(&o, &in) ? EXIT_USAGE : sim_load_inputs(&o, &in);
     if (status == 0 && o.explain)
         status = cli_explain_job(&in.cluster, &in.wl[0], &in.cat, &in.prof[0], o.seed, o.explain);
     else if (status == 0)
         status = simulate(&o, &in);
-    inputs_fini(&in);
+    sim_inputs_fini(&in);
     return status;
 }

@@ -45,6 +45,7 @@ extern char **environ;
 #define LANE_PX 14      /* ... more when it has many lanes, each this tall (room for a label) ... */
 #define GANTT_PX 1800   /* ... less when the rows would be taller than this in all */
 #define LABEL_PX 10     /* a lane this tall or taller gets job names */
+#define BOTTOM_PX 60    /* below the small multiples' last row: its tick labels and x label */
 
 /* Twelve distinct colours, so every built-in policy (ten) has its own; the tenth is black. */
 static const char *const policy_colour[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
@@ -52,10 +53,36 @@ static const char *const policy_colour[] = {"#1f77b4", "#d62728", "#2ca02c", "#f
                                             "#7f7f7f", "#000000", "#bcbd22", "#aec7e8"};
 #define NPCOL (sizeof policy_colour / sizeof policy_colour[0])
 
-/* User colours of the Gantt chart (Tableau 10): users past the tenth share them in turn. */
-static const unsigned user_colour[] = {0x4e79a7, 0xf28e2b, 0xe15759, 0x76b7b2, 0x59a14f,
-                                       0xedc948, 0xb07aa1, 0xff9da7, 0x9c755f, 0xbab0ac};
-#define NUCOL (sizeof user_colour / sizeof user_colour[0])
+/* Colours of the Gantt chart's users (or jobs): Tableau 10 for up to ten. */
+static const unsigned tableau[] = {0x4e79a7, 0xf28e2b, 0xe15759, 0x76b7b2, 0x59a14f,
+                                   0xedc948, 0xb07aa1, 0xff9da7, 0x9c755f, 0xbab0ac};
+#define NTABLEAU (sizeof tableau / sizeof tableau[0])
+#define MAX_KEY 20 /* users named in the Gantt chart's key; more are summed up in one entry */
+
+/* A channel of HSL (h in turns, s and l in [0, 1]) as 0..255 (the CSS formula). */
+static unsigned hsl_channel(double h, double sat, double l, double n)
+{
+    double k = fmod(n + h * 12, 12), a = sat * fmin(l, 1 - l);
+    double v = l - a * fmax(-1, fmin(fmin(k - 3, 9 - k), 1));
+    return (unsigned)lround(255 * v);
+}
+
+/*
+ * Colour k of n: Tableau 10 when n <= 10; beyond, every k its own colour (a 160-job trace
+ * coloured by job reused ten colours sixteen times, so neighbouring bars of different jobs
+ * looked alike): hues a golden angle apart (137.5 degrees, so consecutive k are far apart on
+ * the wheel and no two of the first few hundred coincide), lightness in three steps so that
+ * hues that come close again differ in brightness.
+ */
+static unsigned distinct_colour(int32_t k, int32_t n)
+{
+    if (n <= (int32_t)NTABLEAU)
+        return tableau[k % (int32_t)NTABLEAU];
+    double h = fmod(k * 0.381966011250105, 1.0); /* 1 - 1/phi of a turn: the golden angle */
+    double l = (k % 3 == 0) ? 0.42 : (k % 3 == 1) ? 0.58 : 0.72, sat = 0.62;
+    return hsl_channel(h, sat, l, 0) << 16 | hsl_channel(h, sat, l, 8) << 8 |
+           hsl_channel(h, sat, l, 4);
+}
 
 /* A time unit chosen so the axis reads naturally: minutes up to 3 h, hours up to 3 days. */
 typedef struct unit {
@@ -208,17 +235,35 @@ bool drv_plot_gantt_shown(const drv_report_data *r, int32_t i)
 
 /* ---- JCT CDF ------------------------------------------------------------------------------ */
 
+/* The CDF's time axis: its unit, and whether it is logarithmic. */
+typedef struct cdf_axis {
+    unit u;
+    bool log;
+    double lo; /* left end of a log axis, in u */
+} cdf_axis;
+
+/* The CDF's time axis is logarithmic when the longest JCT exceeds every run's median JCT this
+ * many times: a linear axis would then draw half of every run's jobs in its leftmost twentieth
+ * (a trace's minutes-long jobs beside its day-long ones), where a log axis spreads them out. The
+ * built-in scenario (longest 91 min, medians 11-28 min) stays linear; Pollux's workload 1
+ * (longest 16 h, medians 12-15 min) is drawn on a log axis. */
+#define LOG_SKEW 20.0
+
 static void draw_cdf(FILE *f, const drv_report_data *r, const void *arg)
 {
-    const unit *u = arg;
+    const cdf_axis *a = arg;
     int32_t best, baseline;
     drv_report_pick(r, &best, &baseline);
     fprintf(f,
             "reset\nset title 'Job completion time, CDF per policy (best and baseline thick)'\n"
-            "set xlabel 'job completion time (%s)'\n"
-            "set ylabel 'fraction of all jobs finished'\nset yrange [0:1.02]\nset xrange [0:*]\n"
-            "set key bottom right box opaque\nset grid\nplot",
-            u->name);
+            "set xlabel 'job completion time (%s%s)'\n"
+            "set ylabel 'fraction of all jobs finished'\nset yrange [0:1.02]\n",
+            a->u.name, a->log ? ", log scale" : "");
+    if (a->log)
+        fprintf(f, "set logscale x 10\nset xrange [%.6g:*]\n", a->lo);
+    else
+        fputs("set xrange [0:*]\n", f);
+    fputs("set key bottom right box opaque\nset grid\nplot", f);
     for (int32_t i = 0; i < r->n; i++) {
         fprintf(f, "%s $cdf%d using 1:2 with steps lw %s lc rgb '%s' title ", i ? "," : "", i,
                 i == best || i == baseline ? "3" : "1.2", policy_colour[i % NPCOL]);
@@ -229,19 +274,32 @@ static void draw_cdf(FILE *f, const drv_report_data *r, const void *arg)
 
 static void plot_cdf(FILE *f, outputs *o, const char *dir, const drv_report_data *r)
 {
-    double max = 0;
-    for (int32_t i = 0; i < r->n; i++)
-        if (r->runs[i].njct > 0 && r->runs[i].jct[r->runs[i].njct - 1] > max)
-            max = r->runs[i].jct[r->runs[i].njct - 1];
-    unit u = pick_unit(max);
+    double max = 0, min = INFINITY;
     for (int32_t i = 0; i < r->n; i++) {
         const drv_report_run *run = &r->runs[i];
-        fprintf(f, "$cdf%d << EOD\n0 0\n", i);
         for (int32_t k = 0; k < run->njct; k++)
-            fprintf(f, "%.6g %.6g\n", run->jct[k] / u.div, (k + 1.0) / run->jobs);
+            if (run->jct[k] > 0 && run->jct[k] < min)
+                min = run->jct[k];
+        if (run->njct > 0 && run->jct[run->njct - 1] > max)
+            max = run->jct[run->njct - 1];
+    }
+    double median = 0; /* the largest median JCT of the runs */
+    for (int32_t i = 0; i < r->n; i++)
+        if (isfinite(r->sum[i].p50_jct) && r->sum[i].p50_jct > median)
+            median = r->sum[i].p50_jct;
+    cdf_axis a = {.u = pick_unit(max), .log = min > 0 && median > 0 && max > LOG_SKEW * median};
+    a.lo = a.log ? pow(10, floor(log10(min / a.u.div))) : 0;
+    for (int32_t i = 0; i < r->n; i++) {
+        const drv_report_run *run = &r->runs[i];
+        /* The curve starts at 0 jobs: at time 0 on a linear axis, at the left end of a log one
+         * (which has no 0). */
+        fprintf(f, "$cdf%d << EOD\n%.6g 0\n", i, a.lo);
+        for (int32_t k = 0; k < run->njct; k++)
+            if (!a.log || run->jct[k] > 0)
+                fprintf(f, "%.6g %.6g\n", run->jct[k] / a.u.div, (k + 1.0) / run->jobs);
         fputs("EOD\n", f);
     }
-    gp_both(f, o, dir, "jct-cdf", draw_cdf, r, &u, 800, 450);
+    gp_both(f, o, dir, "jct-cdf", draw_cdf, r, &a, 800, 450);
 }
 
 /* ---- time series: small multiples, one panel per policy ------------------------------------- */
@@ -275,9 +333,11 @@ static void panel_title(FILE *f, const drv_report_data *r, int32_t i, const pane
     char t[160];
     const drv_summary *s = &r->sum[i];
     const char *tag = i == best ? " (best)" : i == baseline ? " (baseline)" : "";
-    if (p->col == 2)
-        snprintf(t, sizeof t, "%s%s: mean %.0f%%", s->policy, tag,
-                 100 * (p->gpu ? s->gpu_util : s->cpu_util));
+    if (p->col == 2 && p->gpu)
+        snprintf(t, sizeof t, "%s%s: mean GPU %.0f%%, CPU %.0f%%", s->policy, tag,
+                 100 * s->gpu_util, 100 * s->cpu_util);
+    else if (p->col == 2)
+        snprintf(t, sizeof t, "%s%s: mean %.0f%%", s->policy, tag, 100 * s->cpu_util);
     else
         snprintf(t, sizeof t, "%s%s", s->policy, tag);
     fputs("set title ", f);
@@ -294,12 +354,14 @@ static void draw_panels(FILE *f, const drv_report_data *r, const void *arg)
     const panels *p = arg;
     int32_t best, baseline;
     drv_report_pick(r, &best, &baseline);
-    /* Margins in pixels, as fractions of the picture: room for the title and the axis labels. */
+    /* Margins in pixels, as fractions of the picture: room for the title above, and below the
+     * last row for its tick labels and its axis label with the descenders of "(min)" (at 45 px
+     * that label was cut off by the picture's edge). */
     double h = p->height;
     fprintf(f,
             "reset\nset multiplot layout %d,%d margins 0.08,0.98,%.4f,%.4f spacing 0.06,%.4f "
             "title ",
-            p->rows, p->cols, 45 / h, 1 - 62 / h, 55 / h);
+            p->rows, p->cols, BOTTOM_PX / h, 1 - 62 / h, 55 / h);
     gp_str(f, p->title);
     fprintf(f,
             " font ',13'\nset xrange [0:%.6g]\nset xtics %g\nset yrange %s\nset grid\n"
@@ -316,8 +378,12 @@ static void draw_panels(FILE *f, const drv_report_data *r, const void *arg)
         fputs("\nplot ", f);
         if (i != baseline)
             fprintf(f, "$ts%d using 1:%d with steps lw 1 lc rgb '#bbbbbb', ", baseline, p->col);
-        fprintf(f, "$ts%d using 1:%d with steps lw 1.5 lc rgb '%s'\n", i, p->col,
+        fprintf(f, "$ts%d using 1:%d with steps lw 1.5 lc rgb '%s'", i, p->col,
                 policy_colour[i % NPCOL]);
+        if (p->col == 2 && p->gpu)
+            fprintf(f, ", $ts%d using 1:4 with steps lw 1.2 dt 2 lc rgb '%s'", i,
+                    policy_colour[i % NPCOL]);
+        fputc('\n', f);
     }
     fputs("unset multiplot\n", f);
 }
@@ -335,15 +401,18 @@ static void plot_series(FILE *f, outputs *o, const char *dir, const drv_report_d
     unit u = pick_unit(max);
     bool gpu = drv_report_gpu_first(r->sum, r->n);
     double cap = !r->has_scen ? 0 : gpu ? r->scen.gpu : r->scen.cpu_m;
+    double cpu_cap = r->has_scen ? r->scen.cpu_m : 0;
     for (int32_t i = 0; i < r->n; i++) {
         const drv_report_run *run = &r->runs[i];
         int32_t step = run->nticks / MAX_POINTS + 1;
+        /* t, utilisation (GPUs on a GPU cluster), pending jobs, CPU utilisation */
         fprintf(f, "$ts%d << EOD\n", i);
         for (int32_t k = 0; k < run->nticks; k += step) {
             const drv_tick *t = &run->ticks[k];
             double used = gpu ? t->gpu_used : t->cpu_used / 1000.0;
-            fprintf(f, "%.6g %.6g %d\n", t->t / u.div,
-                    cap > 0 ? 100.0 * (gpu ? t->gpu_used : t->cpu_used) / cap : used, t->pending);
+            fprintf(f, "%.6g %.6g %d %.6g\n", t->t / u.div,
+                    cap > 0 ? 100.0 * (gpu ? t->gpu_used : t->cpu_used) / cap : used, t->pending,
+                    cpu_cap > 0 ? 100.0 * t->cpu_used / cpu_cap : t->cpu_used / 1000.0);
         }
         fputs("EOD\n", f);
     }
@@ -351,8 +420,10 @@ static void plot_series(FILE *f, outputs *o, const char *dir, const drv_report_d
     p.cols = r->n <= 2 ? r->n : r->n <= 4 ? 2 : 3;
     p.rows = (r->n + p.cols - 1) / p.cols;
     int width = p.cols == 1 ? 800 : 900;
-    p.height = 85 + 190 * p.rows;
-    p.title = gpu ? "GPUs allocated to pods over time" : "CPU allocated to pods over time";
+    p.height = 62 + BOTTOM_PX + 190 * p.rows;
+    /* A GPU cluster's CPU is drawn too: a mixed cluster's CPU-only jobs hold no GPU. */
+    p.title = gpu ? "GPUs (solid) and CPU (dashed) allocated to pods over time"
+                  : "CPU allocated to pods over time";
     p.ylabel = cap > 0 ? "% of cluster" : gpu ? "GPUs" : "cores";
     p.yrange = cap > 0 ? "[0:105]" : "[0:*]";
     gp_both(f, o, dir, "utilisation", draw_panels, r, &p, width, p.height);
@@ -443,12 +514,13 @@ static void draw_gantt(FILE *f, const drv_report_data *r, const void *arg)
           "plot $gantt using 1:2:3:4:5:6:7 with boxxyerror lc rgb variable notitle, "
           "$glabels using 1:2:3 with labels font 'sans,7' tc rgb '#111111' notitle",
           f);
-    for (int32_t k = 0; by_user && k < run->nusers && k < (int32_t)NUCOL; k++) {
-        fprintf(f, ", keyentry with boxes fc rgb '#%06x' title ", user_colour[k]);
+    for (int32_t k = 0; by_user && k < run->nusers && k < MAX_KEY; k++) {
+        fprintf(f, ", keyentry with boxes fc rgb '#%06x' title ", distinct_colour(k, run->nusers));
         gp_str(f, run->users[k]);
     }
-    if (by_user && run->nusers > (int32_t)NUCOL)
-        fputs(", keyentry with boxes fc rgb '#ffffff' title '(colours repeat)'", f);
+    if (by_user && run->nusers > MAX_KEY)
+        fprintf(f, ", keyentry with boxes fc rgb '#ffffff' title '(%d more users)'",
+                run->nusers - MAX_KEY);
     fputc('\n', f);
 }
 
@@ -510,7 +582,8 @@ static int plot_gantt(FILE *f, outputs *o, const char *dir, const drv_report_dat
         double h = 0.8 / nlanes[k], y = v[k].node - 0.4 + (lane[k] + 0.5) * h;
         fprintf(f, "%.6g %.6g %.6g %.6g %.6g %.6g %u\n", (v[k].start + v[k].end) / 2 / g.u.div, y,
                 v[k].start / g.u.div, v[k].end / g.u.div, y - 0.45 * h, y + 0.45 * h,
-                user_colour[(run->nusers > 1 ? run->job_user[v[k].job] : v[k].job) % NUCOL]);
+                run->nusers > 1 ? distinct_colour(run->job_user[v[k].job], run->nusers)
+                                : distinct_colour(v[k].job, run->jobs));
     }
     fputs("EOD\n$glabels << EOD\n", f);
     /* A label needs its bar about 6 px per character wide (of ~700 px of plot) and its lane

@@ -82,30 +82,104 @@ static void queue_table(FILE *f, const drv_summary *v, int n)
     }
 }
 
+/* The utilisation columns of a run: a resource's util, useful and wasted fractions. */
+static void util_cells(FILE *f, double util, double useful, double wasted)
+{
+    fprintf(f, " %6.1f %6.1f %6.1f", 100 * util, 100 * useful, 100 * wasted);
+}
+
+/* Whether a and b show the same figures in the table (NaN equal to NaN): two profiles that
+ * differ only by plugins that never acted on the workload give equal rows. Equal to 1e-9
+ * relative: utilisation is integrated between events, and a run with more events (a plugin's
+ * own cycles) sums the same areas in more pieces. */
+static bool same_figures(const drv_summary *a, const drv_summary *b)
+{
+    const double x[] = {a->avg_jct,  a->p50_jct,  a->p95_jct,    a->p99_jct,  a->makespan,
+                        a->avg_wait, a->cpu_util, a->cpu_useful, a->gpu_util, a->gpu_useful};
+    const double y[] = {b->avg_jct,  b->p50_jct,  b->p95_jct,    b->p99_jct,  b->makespan,
+                        b->avg_wait, b->cpu_util, b->cpu_useful, b->gpu_util, b->gpu_useful};
+    for (size_t k = 0; k < sizeof x / sizeof x[0]; k++)
+        if (!(fabs(x[k] - y[k]) <= 1e-9 * fmax(fabs(x[k]), fabs(y[k])) ||
+              (isnan(x[k]) && isnan(y[k]))))
+            return false;
+    return a->jobs == b->jobs && a->done == b->done && a->preemptions == b->preemptions &&
+           a->migrations == b->migrations && a->scales == b->scales;
+}
+
+int32_t drv_report_same_as(const drv_summary *v, int n, int32_t i)
+{
+    for (int32_t k = 0; k < i && k < n; k++)
+        if (same_figures(&v[k], &v[i]))
+            return k;
+    return -1;
+}
+
+/* What is under the table: which figures cover finished jobs only, runs that stopped early,
+ * rows equal to an earlier row, and what the columns mean. */
+static void table_notes(FILE *f, const drv_summary *v, int n, bool gpu)
+{
+    bool unfinished = false, stopped = false;
+    for (int i = 0; i < n; i++) {
+        unfinished |= v[i].done < v[i].jobs;
+        stopped |= v[i].interrupted;
+    }
+    if (unfinished) {
+        fprintf(f, "\n* JCT and makespan cover finished jobs only.\n");
+        for (int i = 0; i < n; i++)
+            if (v[i].stuck > 0 && !v[i].interrupted)
+                fprintf(f,
+                        "  %s: %d job(s) never finished; at the end (t=%.1f min) jobs that could "
+                        "not start held %.0f%% of the CPU%s\n",
+                        v[i].policy, v[i].stuck, v[i].end / 60.0, 100 * v[i].stuck_cpu,
+                        v[i].stuck_cpu > 0 ? " (partly placed jobs deadlocked)" : "");
+    }
+    for (int i = 0; stopped && i < n; i++)
+        if (v[i].interrupted)
+            fprintf(f,
+                    "  %s: interrupted at simulated t=%.1f min; %d of %d job(s) finished by "
+                    "then\n",
+                    v[i].policy, v[i].end / 60.0, v[i].done, v[i].jobs);
+    bool tie = false;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t k = drv_report_same_as(v, n, i);
+        if (k < 0)
+            continue;
+        if (!tie)
+            fputc('\n', f);
+        tie = true;
+        fprintf(f,
+                "= %s: every figure equals %s's: what its profile adds took no action that "
+                "changed this run (docs/policies.md, \"Equal rows\")\n",
+                v[i].policy, v[k].policy);
+    }
+    fprintf(f,
+            "\nutil%%: %s held by pods, %% of the cluster's, over the makespan; useful: held by "
+            "jobs whose gang is complete;\nwasted: held by partly placed gangs that cannot "
+            "run; preempt: jobs preempted; migr: pods migrated; scale: worker-count changes\n",
+            gpu ? "GPUs (cpu columns: CPU)" : "CPU");
+}
+
 /*
- * On a GPU cluster the utilisation columns are the GPU's (what such a cluster is bought for)
- * and a last column gives CPU utilisation; on a CPU cluster they are the CPU's.
+ * On a GPU cluster the GPU's utilisation columns come first (what such a cluster is bought for),
+ * then the CPU's: a mixed cluster's CPU-only jobs show there; on a CPU cluster only the CPU's.
  */
 void drv_report_table(FILE *f, const drv_summary *v, int n)
 {
     bool gpu = drv_report_gpu_first(v, n);
-    const char *res = gpu ? "gpu" : "cpu";
     int w = 8;
     for (int i = 0; i < n; i++)
         if ((int)strlen(v[i].policy) > w)
             w = (int)strlen(v[i].policy);
-    fprintf(f, "%-*s %9s %8s %8s %8s %8s %9s %8s %6s %6s %6s %7s %6s %6s%s\n", w, "policy", "done",
+    fprintf(f, "%-*s %9s %8s %8s %8s %8s %9s %8s %6s %6s %6s%s %7s %6s %6s\n", w, "policy", "done",
             "avgJCT", "p50JCT", "p95JCT", "p99JCT", "makespan", "avgWait", "util%", "useful",
-            "wasted", "preempt", "migr", "scale", gpu ? "   cpu%" : "");
-    fprintf(f, "%-*s %9s %8s %8s %8s %8s %9s %8s %6s %6s %6s %7s %6s %6s%s\n", w, "", "", "(min)",
-            "(min)", "(min)", "(min)", "(min)", "(min)", res, res, res, "", "", "",
-            gpu ? "   util" : "");
-    bool unfinished = false;
+            "wasted", gpu ? "  util%  useful wasted" : "", "preempt", "migr", "scale");
+    fprintf(f, "%-*s %9s %8s %8s %8s %8s %9s %8s %6s %6s %6s%s\n", w, "", "", "(min)", "(min)",
+            "(min)", "(min)", "(min)", "(min)", gpu ? "gpu" : "cpu", gpu ? "gpu" : "cpu",
+            gpu ? "gpu" : "cpu", gpu ? "    cpu    cpu    cpu" : "");
     for (int i = 0; i < n; i++) {
         const drv_summary *s = &v[i];
         char done[24];
         snprintf(done, sizeof done, "%d/%d%s", s->done, s->jobs, s->done < s->jobs ? "*" : "");
-        unfinished |= s->done < s->jobs;
         fprintf(f, "%-*s %9s", w, s->policy, done);
         cell_min(f, 8, s->avg_jct);
         cell_min(f, 8, s->p50_jct);
@@ -113,24 +187,13 @@ void drv_report_table(FILE *f, const drv_summary *v, int n)
         cell_min(f, 8, s->p99_jct);
         cell_min(f, 9, s->makespan);
         cell_min(f, 8, s->avg_wait);
-        fprintf(f, " %6.1f %6.1f %6.1f %7lld %6lld %6lld", 100 * (gpu ? s->gpu_util : s->cpu_util),
-                100 * (gpu ? s->gpu_useful : s->cpu_useful),
-                100 * (gpu ? s->gpu_wasted : s->cpu_wasted), (long long)s->preemptions,
-                (long long)s->migrations, (long long)s->scales);
         if (gpu)
-            fprintf(f, " %6.1f", 100 * s->cpu_util);
-        fputc('\n', f);
+            util_cells(f, s->gpu_util, s->gpu_useful, s->gpu_wasted);
+        util_cells(f, s->cpu_util, s->cpu_useful, s->cpu_wasted);
+        fprintf(f, " %7lld %6lld %6lld\n", (long long)s->preemptions, (long long)s->migrations,
+                (long long)s->scales);
     }
-    if (unfinished) {
-        fprintf(f, "\n* JCT and makespan cover finished jobs only.\n");
-        for (int i = 0; i < n; i++)
-            if (v[i].stuck > 0)
-                fprintf(f,
-                        "  %s: %d job(s) never finished; at the end (t=%.1f min) jobs that could "
-                        "not start held %.0f%% of the CPU%s\n",
-                        v[i].policy, v[i].stuck, v[i].end / 60.0, 100 * v[i].stuck_cpu,
-                        v[i].stuck_cpu > 0 ? " (partly placed jobs deadlocked)" : "");
-    }
+    table_notes(f, v, n, gpu);
     queue_table(f, v, n);
 }
 
@@ -197,6 +260,8 @@ static json_t *summary_json(const drv_summary *s)
     json_object_set_new(o, "stuck", json_integer(s->stuck));
     json_object_set_new(o, "stuck_cpu", num(s->stuck_cpu));
     json_object_set_new(o, "end_s", num(s->end));
+    if (s->interrupted) /* only then: a finished run's record is as it always was */
+        json_object_set_new(o, "interrupted", json_true());
     if (s->nqueues > 0 && queues_json(o, s) != 0) {
         json_decref(o);
         return NULL;
@@ -229,11 +294,14 @@ int drv_report_sha256_file(const char *path, char out[65], drv_diag *d)
     return 0;
 }
 
-/* Adds drover_version, seed, profile and inputs to a summary record; 0 or an error. */
+/* Adds drover_version, drover_commit, drover_dirty, seed, profile and inputs to a summary record; 0
+ * or an error. */
 static int add_provenance(json_t *o, const drv_report_meta *meta, int i, json_t **inputs,
                           drv_diag *d)
 {
     json_object_set_new(o, "drover_version", json_string(DROVER_VERSION));
+    json_object_set_new(o, "drover_commit", json_string(drv_build_commit));
+    json_object_set_new(o, "drover_dirty", json_boolean(drv_build_dirty));
     json_object_set_new(o, "seed", json_integer((json_int_t)meta->seed));
     if (meta->profiles) {
         char line[4096];

@@ -108,18 +108,59 @@ static const char *pick_tag(int32_t i, int32_t best, int32_t baseline)
     return i == best ? "best" : i == baseline ? "baseline" : "";
 }
 
+/* The notes under the summary table: unfinished jobs, interrupted runs, equal rows. */
+static void html_table_notes(FILE *f, const drv_report_data *r)
+{
+    bool unfinished = false;
+    for (int32_t i = 0; i < r->n; i++)
+        unfinished |= r->sum[i].done < r->sum[i].jobs;
+    if (unfinished)
+        fputs("<p class=\"note\">* JCT and makespan cover finished jobs only.</p>\n", f);
+    for (int32_t i = 0; i < r->n; i++) {
+        const drv_summary *s = &r->sum[i];
+        int32_t k = drv_report_same_as(r->sum, r->n, i);
+        if (s->interrupted) {
+            fputs("<p class=\"note\"><b>", f);
+            html_text(f, s->policy);
+            fprintf(f,
+                    "</b> was interrupted at simulated t=%.1f min; %d of %d job(s) finished by "
+                    "then.</p>\n",
+                    s->end / 60.0, s->done, s->jobs);
+        }
+        if (k >= 0) {
+            fputs("<p class=\"note\">= <b>", f);
+            html_text(f, s->policy);
+            fputs("</b>: every figure equals <b>", f);
+            html_text(f, r->sum[k].policy);
+            fputs("</b>&#39;s: what its profile adds took no action that changed this run "
+                  "(docs/policies.md, &ldquo;Equal rows&rdquo;).</p>\n",
+                  f);
+        }
+    }
+}
+
+/* A run's util, useful and wasted cells of one resource. */
+static void html_util(FILE *f, double util, double useful, double wasted)
+{
+    fprintf(f, "<td>%.1f</td><td>%.1f</td><td>%.1f</td>", 100 * util, 100 * useful, 100 * wasted);
+}
+
+/* The summary table: the terminal table's columns (GPUs, then CPU, on a GPU cluster). */
 static void html_table(FILE *f, const drv_report_data *r, bool gpu, int32_t best, int32_t baseline)
 {
-    const char *res = gpu ? "gpu" : "cpu";
-    fprintf(f,
-            "<table>\n<thead><tr><th>policy</th><th>done</th><th>avg JCT</th><th>p50 JCT</th>"
-            "<th>p95 JCT</th><th>p99 JCT</th><th>makespan</th><th>avg wait</th><th>util %%</th>"
-            "<th>useful %%</th><th>wasted %%</th><th>preempt</th><th>migr</th><th>scale</th>%s"
-            "</tr>\n<tr><th></th><th></th><th>(min)</th><th>(min)</th><th>(min)</th><th>(min)</th>"
-            "<th>(min)</th><th>(min)</th><th>%s</th><th>%s</th><th>%s</th><th></th><th></th>"
-            "<th></th>%s</tr></thead>\n<tbody>\n",
-            gpu ? "<th>cpu %</th>" : "", res, res, res, gpu ? "<th>util</th>" : "");
-    bool unfinished = false;
+    fputs("<table>\n<thead><tr><th>policy</th><th>done</th><th>avg JCT</th><th>p50 JCT</th>"
+          "<th>p95 JCT</th><th>p99 JCT</th><th>makespan</th><th>avg wait</th>",
+          f);
+    for (int k = 0; k < (gpu ? 2 : 1); k++)
+        fputs("<th>util %</th><th>useful %</th><th>wasted %</th>", f);
+    fputs("<th>preempt</th><th>migr</th><th>scale</th></tr>\n<tr><th></th><th></th><th>(min)</th>"
+          "<th>(min)</th><th>(min)</th><th>(min)</th><th>(min)</th><th>(min)</th>",
+          f);
+    if (gpu)
+        fputs("<th>gpu</th><th>gpu</th><th>gpu</th>", f);
+    fputs("<th>cpu</th><th>cpu</th><th>cpu</th><th></th><th></th><th></th></tr></thead>\n"
+          "<tbody>\n",
+          f);
     for (int32_t i = 0; i < r->n; i++) {
         const drv_summary *s = &r->sum[i];
         const char *tag = pick_tag(i, best, baseline);
@@ -131,25 +172,20 @@ static void html_table(FILE *f, const drv_report_data *r, bool gpu, int32_t best
         if (*tag)
             fprintf(f, "<span class=\"tag\">%s</span>", tag);
         fprintf(f, "</td><td>%d/%d%s</td>", s->done, s->jobs, s->done < s->jobs ? "*" : "");
-        unfinished |= s->done < s->jobs;
         html_min(f, s->avg_jct);
         html_min(f, s->p50_jct);
         html_min(f, s->p95_jct);
         html_min(f, s->p99_jct);
         html_min(f, s->makespan);
         html_min(f, s->avg_wait);
-        fprintf(f, "<td>%.1f</td><td>%.1f</td><td>%.1f</td><td>%lld</td><td>%lld</td><td>%lld</td>",
-                100 * (gpu ? s->gpu_util : s->cpu_util),
-                100 * (gpu ? s->gpu_useful : s->cpu_useful),
-                100 * (gpu ? s->gpu_wasted : s->cpu_wasted), (long long)s->preemptions,
-                (long long)s->migrations, (long long)s->scales);
         if (gpu)
-            fprintf(f, "<td>%.1f</td>", 100 * s->cpu_util);
-        fputs("</tr>\n", f);
+            html_util(f, s->gpu_util, s->gpu_useful, s->gpu_wasted);
+        html_util(f, s->cpu_util, s->cpu_useful, s->cpu_wasted);
+        fprintf(f, "<td>%lld</td><td>%lld</td><td>%lld</td></tr>\n", (long long)s->preemptions,
+                (long long)s->migrations, (long long)s->scales);
     }
     fputs("</tbody></table>\n", f);
-    if (unfinished)
-        fputs("<p class=\"note\">* JCT and makespan cover finished jobs only.</p>\n", f);
+    html_table_notes(f, r);
 }
 
 static bool has_queues(const drv_report_data *r)
@@ -265,8 +301,11 @@ static void html_policy(FILE *f, const drv_report_data *r, int32_t i, bool plots
     fprintf(f, " &mdash; %d/%d done", s->done, s->jobs);
     if (isfinite(s->avg_jct))
         fprintf(f, ", mean JCT %.1f min", s->avg_jct / 60.0);
-    fprintf(f, ", %s utilisation %.0f%%</summary>\n", gpu ? "GPU" : "CPU",
-            100 * (gpu ? s->gpu_util : s->cpu_util));
+    if (gpu)
+        fprintf(f, ", GPU utilisation %.0f%%, CPU %.0f%%</summary>\n", 100 * s->gpu_util,
+                100 * s->cpu_util);
+    else
+        fprintf(f, ", CPU utilisation %.0f%%</summary>\n", 100 * s->cpu_util);
     const drv_report_run *run = &r->runs[i];
     if (plots && drv_plot_gantt_shown(r, i)) {
         char base[160], cap[256];
@@ -332,9 +371,10 @@ void drv_report_page(FILE *f, const drv_report_data *r, bool plots)
     }
     fprintf(f,
             " Durations in minutes; utilisation is the share of cluster %s held by pods over the "
-            "makespan, <em>useful</em> by jobs whose gang is complete, <em>wasted</em> by jobs "
-            "that could not run.</p>\n",
-            gpu ? "GPUs" : "CPU");
+            "makespan, <em>useful</em> by jobs whose gang is complete, <em>wasted</em> by partly "
+            "placed gangs that cannot run; <em>preempt</em> counts jobs preempted, <em>migr</em> "
+            "pods migrated, <em>scale</em> worker-count changes.</p>\n",
+            gpu ? "GPUs (then CPU)" : "CPU");
     fputs("<h2 id=\"summary\">Summary</h2>\n", f);
     html_table(f, r, gpu, best, baseline);
     if (r->n > 1) {

@@ -307,6 +307,7 @@ static int summary_records(drv_report_data *r, json_t *root, const char *path, c
         s->jobs = (int32_t)v[0], s->done = (int32_t)v[1];
         s->preemptions = v[2], s->migrations = v[3], s->restarts = v[4], s->scales = v[5];
         s->resizes = v[6], s->stuck = (int32_t)v[7];
+        s->interrupted = json_is_true(json_object_get(o, "interrupted"));
     }
     return 0;
 }

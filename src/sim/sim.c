@@ -719,7 +719,7 @@ static int fill_job(drv_sim *s, int32_t i)
 
 static void report_progress(const drv_sim *s)
 {
-    drv_progress p = {s->ndone, s->st.njobs, s->now, s->events};
+    drv_progress p = {s->ndone, s->st.njobs, s->now, s->events, s->cluster->timing.horizon};
     s->cfg.progress(s->cfg.progress_arg, &p);
 }
 
@@ -732,6 +732,10 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
     while (s->nheap > 0 && !rc) {
         if (s->heap[0].t >= until)
             break;
+        if (s->cfg.stop && atomic_load_explicit(s->cfg.stop, memory_order_relaxed)) {
+            s->interrupted = true; /* as at the horizon: what is unfinished stays so */
+            break;
+        }
         event e = pop_event(s);
         if (e.t > horizon)
             break;

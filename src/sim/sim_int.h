@@ -102,6 +102,7 @@ struct drv_sim {
     double now;
     bool cycle_pending;
     bool quiet;       /* nothing changed since the last cycle run, and it decided nothing */
+    bool interrupted; /* cfg.stop was seen set: the run ended before its last event */
     double wake;      /* the scheduler's drv_sched_wake after that cycle */
     bool blind;       /* and its drv_sched_starts_blind: a job starting is no change for it */
     double last_tick; /* time of the last periodic cycle, run or skipped */

@@ -173,6 +173,7 @@ void drv_sim_summary(const drv_sim *s, drv_summary *o)
     o->stuck = o->jobs - o->done;
     o->stuck_cpu = s->capacity.cpu > 0 ? (double)s->held_wasted.cpu / (double)s->capacity.cpu : 0;
     o->end = s->last_t;
+    o->interrupted = s->interrupted;
     o->preemptions = s->preemptions;
     o->migrations = s->migrations;
     o->restarts = s->restarts;

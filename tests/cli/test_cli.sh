@@ -68,9 +68,36 @@ for flag in --workload --cluster --policy --seed --format --out --models --check
     grep -q -- "$flag" "$tmp/out"
     check "help-mentions$flag" $?
 done
+# docs/formats.md lists the built-in catalogue's model families, all of them and no other.
+want=$(grep -v '^#' "$src/data/models.csv" | sed 1d | cut -d, -f1 | sort | tr '\n' ' ')
+got=$(grep -A1 '^The model families of the built-in catalogue' "$src/docs/formats.md" | tail -1 |
+    grep -o '`[a-z0-9_-]*`' | tr -d '`' | sort | tr '\n' ' ')
+[ -n "$want" ] && [ "$got" = "$want" ]
+check formats-doc-families $?
+# README: short forms only where --help lists one; sim has none (-v is drover run's).
+expect_status sim-no-v 2 "$drover" sim -v
+grep -q "drover sim: unknown option '-v'" "$tmp/err"
+check sim-no-v-message $?
 expect_status version 0 "$drover" version
 grep -q '^drover [0-9]' "$tmp/out"
 check version-format $?
+# --version and summary.json name the commit built from (and whether the tree was modified);
+# built outside a git checkout (a tarball, even unpacked inside another repository), "unknown".
+if head=$(git -C "$src" rev-parse HEAD 2>/dev/null); then
+    grep -q "^drover [0-9.]* (commit $head\(, with uncommitted changes\)\{0,1\})\$" "$tmp/out"
+    check version-commit $?
+    "$drover" sim --quiet --policy k8s-default --out "$tmp/prov" >/dev/null 2>&1
+    grep -q "\"drover_commit\": \"$head\"" "$tmp/prov/summary.json" &&
+        grep -q '"drover_dirty": \(true\|false\)' "$tmp/prov/summary.json"
+    check summary-commit $?
+fi
+mkdir -p "$tmp/repo/drover-0.1.0"
+git -C "$tmp/repo" init -q 2>/dev/null &&
+    git -C "$tmp/repo" -c user.name=t -c user.email=t@localhost commit -q --allow-empty -m x
+cmake -DSRC="$tmp/repo/drover-0.1.0" -DOUT="$tmp/commit.c" -DGIT="$(command -v git)" \
+    -P "$src/cmake/commit.cmake" && grep -q 'drv_build_commit\[\] = "unknown";' "$tmp/commit.c" &&
+    grep -q 'drv_build_dirty = 0;' "$tmp/commit.c"
+check commit-unknown-outside-git $?
 
 # drover emulate: help, bad usage and bad input exit 2 before any traffic; an unreachable API
 # server (a closed loopback port) exits 1 naming the server.

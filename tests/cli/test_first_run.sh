@@ -1,6 +1,6 @@
 #!/bin/sh
-# The first ten minutes: progress when piped, --quiet, data found from any working directory,
-# trace formats through the command line, an install.
+# The first ten minutes: progress when piped, --quiet, Ctrl-C, data found from any working
+# directory, trace formats through the command line, an install.
 # Usage: test_first_run.sh DROVER_BINARY SOURCE_DIR BUILD_DIR
 set -u
 drover=$1
@@ -50,6 +50,36 @@ check progress-long-period-silent $?
 expect_status progress-bad-period 0 env DROVER_PROGRESS_SECONDS=soon "$drover" sim --policy gang-fifo
 grep -q "DROVER_PROGRESS_SECONDS: expected a number of seconds in \[0, 86400\], found 'soon'" "$tmp/err"
 check progress-bad-period-message $?
+
+# Ctrl-C during a run: the runs stop, what they finished is written and shown, each interrupted
+# run says where it stopped, exit 130 (128 + SIGINT). The signal is sent once the run has shown
+# progress, so it arrives while the runs go on (20,000 jobs take many seconds). A background job
+# of a script starts with SIGINT ignored (and drover leaves an ignored signal ignored): env puts
+# it back to what a terminal's Ctrl-C meets.
+printf 'generate:\n  jobs: 20000\n  meanInterarrival: 60\n' >"$tmp/long.yaml"
+DROVER_PROGRESS_SECONDS=0 env --default-signal=INT "$drover" sim --workload "$tmp/long.yaml" --policy k8s-default,gang-fifo \
+    --out "$tmp/int" >"$tmp/int.out" 2>"$tmp/int.err" &
+pid=$!
+i=0
+while [ $i -lt 600 ] && ! grep -q 'progress' "$tmp/int.err" 2>/dev/null; do
+    sleep 0.1
+    i=$((i + 1))
+done
+kill -INT $pid
+wait $pid
+st=$?
+[ $st -eq 130 ]
+check interrupt-status-130 $?
+[ $st -eq 130 ] || echo "  interrupt: exit $st; stderr: $(tail -3 "$tmp/int.err")" >&2
+grep -q '^drover sim: interrupted (SIGINT): the runs stopped early' "$tmp/int.err"
+check interrupt-said $?
+grep -q '^k8s-default .*\*' "$tmp/int.out" && grep -q 'k8s-default: interrupted at simulated t=' "$tmp/int.out"
+check interrupt-table-shown $?
+grep -q '"interrupted": true' "$tmp/int/summary.json" && [ -s "$tmp/int/jobs-k8s-default.csv" ] &&
+    [ -s "$tmp/int/index.html" ]
+check interrupt-out-written $?
+grep -q 'was interrupted at simulated t=' "$tmp/int/index.html"
+check interrupt-page-says $?
 
 # Data found from any working directory: an absolute trace path run from an empty directory
 # (the profiles come from next to the binary), and a data-relative name.
@@ -108,8 +138,25 @@ if [ -f "$build/drover.1" ]; then
     grep -Eq '^\.TH DROVER "?1' "$tmp/moved/share/man/man1/drover.1" &&
         grep -q 'DROVER_DATA_DIR' "$tmp/moved/share/man/man1/drover.1"
     check installed-man-page $?
+    # the pages --help points to are installed where the man page says
+    [ -f "$tmp/moved/share/doc/drover/README.md" ] &&
+        [ -f "$tmp/moved/share/doc/drover/docs/formats.md" ] &&
+        [ -f "$tmp/moved/share/doc/drover/docs/policies.md" ] &&
+        grep -q 'share/doc/drover' "$tmp/moved/share/man/man1/drover.1"
+    check installed-docs $?
 else
     echo "skipped: install (no $build/drover.1: build the drover_man target)" >&2
+fi
+
+# A warm `make demo` does not configure again: building the binary of a configured build
+# directory (deps skipped: -o deps) runs no configure step and leaves the cache as it was.
+if [ -f "$build/CMakeCache.txt" ] && command -v make >/dev/null; then
+    before=$(stat -c %Y "$build/CMakeCache.txt")
+    make -s -C "$src" -o deps build-drover BUILD="$build" JOBS=1 >"$tmp/make.out" 2>&1
+    check warm-build-runs $?
+    ! grep -q 'Configuring done' "$build/build-drover.log" &&
+        [ "$(stat -c %Y "$build/CMakeCache.txt")" = "$before" ]
+    check warm-build-no-configure $?
 fi
 
 echo "$pass passed, $failed failed"

@@ -18,7 +18,7 @@
 typedef struct opts {
     const char *file, *format;
     bool check, verbose;
-    uint64_t seed;
+    uint64_t seed, given;
     double speed;
     int burst;
 } opts;
@@ -171,6 +171,47 @@ static void test_usage_errors_name_the_flag(void **unused)
     assert_one_line(&x, "ambiguous option '--f' (could be --file, --format)");
 }
 
+/* A flag given twice is refused, whatever its spelling (long, short, prefix, =VALUE); two
+ * different flags that fill one field are not the same flag. */
+static void test_flag_twice_is_refused(void **unused)
+{
+    (void)unused;
+    run x;
+    parse(&x, "--seed", "1", "--seed=2", NULL);
+    assert_int_equal(x.r, CLI_USAGE);
+    assert_one_line(&x, "drover test: --seed: given twice (give each flag once)");
+    parse(&x, "-v", "--verb", NULL);
+    assert_int_equal(x.r, CLI_USAGE);
+    assert_one_line(&x, "--verbose: given twice");
+    parse(&x, "-b", "3", "-b4", NULL);
+    assert_int_equal(x.r, CLI_USAGE);
+    assert_one_line(&x, "--burst: given twice");
+    parse(&x, "--check", "--check", NULL);
+    assert_int_equal(x.r, CLI_USAGE);
+    parse(&x, "--file", "a", "--a-flag-with-a-long-name", "b", NULL);
+    assert_int_equal(x.r, CLI_OK);
+    assert_string_equal(x.o.file, "b");
+}
+
+/* A command that tracks its flags says which were given: a value equal to the default given on
+ * the command line is given, a default is not. */
+static void test_given(void **unused)
+{
+    (void)unused;
+    cli_command tracked = cmd;
+    tracked.track_given = true;
+    tracked.given_at = offsetof(opts, given);
+    char *argv[] = {"test", "--seed", "7", "-v", NULL};
+    opts o = {.seed = 7};
+    int first;
+    assert_int_equal(cli_parse(&tracked, 4, argv, &o, &first, stderr), CLI_OK);
+    assert_true(cli_given(&tracked, &o, "seed"));
+    assert_true(cli_given(&tracked, &o, "verbose"));
+    assert_false(cli_given(&tracked, &o, "check"));
+    assert_false(cli_given(&tracked, &o, "nope"));
+    assert_false(cli_given(&cmd, &o, "seed")); /* a command that does not track: never */
+}
+
 static void test_values_are_checked(void **unused)
 {
     (void)unused;
@@ -278,6 +319,8 @@ int main(void)
         cmocka_unit_test(test_arguments),
         cmocka_unit_test(test_usage_errors_name_the_flag),
         cmocka_unit_test(test_values_are_checked),
+        cmocka_unit_test(test_flag_twice_is_refused),
+        cmocka_unit_test(test_given),
         cmocka_unit_test(test_help_and_version),
         cmocka_unit_test(test_stop_at_argument),
         cmocka_unit_test(test_help_is_the_table),

@@ -104,6 +104,10 @@ static void test_unknown_names(void **unused)
     assert_int_equal(n, -1);
     assert_int_equal(cli_profiles_resolve(&ps, ",,", &v, &n, &d), DRV_EINVAL);
     assert_non_null(strstr(d.msg, "no policy named"));
+    /* A policy named twice is refused, not run twice. */
+    assert_int_equal(cli_profiles_resolve(&ps, "drover,gang-fifo,drover", &v, &n, &d), DRV_EINVAL);
+    assert_string_equal(d.msg, "'drover' is named twice (name each policy once)");
+    assert_ptr_equal(v, keep);
     cli_profiles_fini(&ps);
     unlink(path);
     /* A bad file: nothing loaded, the message names the file. */

@@ -3,9 +3,10 @@
 # exists, still succeeds (data written, one "plots skipped" line) when it does not, `drover
 # report DIR` redraws the same bytes from the files alone, and bad files give file:line and
 # exit status 2.
-# Usage: test_report.sh DROVER_BINARY
+# Usage: test_report.sh DROVER_BINARY SOURCE_DIR
 set -u
 drover=$1
+src=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0
@@ -188,6 +189,79 @@ sed 's|"x.*<i>"|"../../x"|' "$tmp/evil.yaml" >"$tmp/dots.yaml"
 "$drover" sim --profiles "$tmp/dots.yaml" --policy ../../x --out "$tmp/dots" >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 2 ] && grep -qF "found '../../x'" "$tmp/err" && [ ! -e "$tmp/dots" ]
 check dots-profile-refused $?
+
+# No text is cut off by a picture's edge: every label's baseline, plus the descent of its font
+# (a third of its size), lies inside the SVG's height (the bottom panel's x label of the small
+# multiples was drawn below it).
+inside() { # svg file: 0 when every text fits
+    awk '/<svg/ { insvg = 1 } insvg && /height="/ && !h { match($0, /height="[0-9.]+"/);
+        h = substr($0, RSTART + 8, RLENGTH - 9) + 0 }
+        /transform="translate\(/ && /font-size/ { match($0, /translate\([0-9.]+,[0-9.]+\)/);
+        split(substr($0, RSTART + 10, RLENGTH - 11), xy, ","); match($0, /font-size="[0-9.]+"/);
+        fs = substr($0, RSTART + 11, RLENGTH - 12) + 0;
+        if (xy[2] + fs / 3 > h) { print FILENAME ": text at y=" xy[2] " below " h > "/dev/stderr"; bad = 1 } }
+        END { exit bad || !h }' "$1"
+}
+for p in utilisation queue jct-cdf gantt-k8s-default; do
+    inside "$tmp/gp/$p.svg"
+    check "no-text-cut-$p" $?
+done
+# gnuplot leaves out a label that falls outside the picture: the x label under each column's
+# bottom panel is there (one per column: up to two policies one column each, up to four two
+# columns, then three).
+n=$(($(wc -l <"$tmp/gp/summary.csv") - 1))
+cols=$n
+[ "$n" -gt 2 ] && cols=2
+[ "$n" -gt 4 ] && cols=3
+for p in utilisation queue; do
+    [ "$(grep -c '<text>simulated time (' "$tmp/gp/$p.svg")" -eq "$cols" ]
+    check "x-label-drawn-$p" $?
+done
+# The built-in scenario's CDF has a linear time axis (its JCTs span 1-91 min).
+grep -q 'log scale' "$tmp/gp/jct-cdf.svg"
+[ $? -ne 0 ]
+check cdf-linear-builtin $?
+
+# A trace (Pollux's workload 1: 160 jobs of one user, from 1 min to 16 h): its CDF on a log time
+# axis, and its Gantt chart coloured by job with a colour of its own for each of the 160 jobs
+# (ten colours were reused in turn).
+expect_status trace-run 0 "$drover" sim --trace data/pollux/workloads/workload-1.csv \
+    --mechanics pollux --policy tiresias --out "$tmp/tr"
+grep -q 'job completion time (h, log scale)' "$tmp/tr/jct-cdf.svg"
+check cdf-log-trace $?
+jobs=$(cut -d, -f1 "$tmp/tr/placements-tiresias.csv" | sed 1d | sort -u | wc -l)
+colours=$(grep -o "polygon fill = 'rgb([ 0-9,]*)'" "$tmp/tr/gantt-tiresias.svg" | sort -u | wc -l)
+[ "$jobs" -eq 160 ] && [ "$colours" -eq "$jobs" ]
+r=$?
+[ $r -eq 0 ] || echo "  $colours colours for $jobs jobs" >&2
+check gantt-colour-per-job $r
+
+# A GPU cluster with CPU-only jobs beside GPU jobs: the utilisation plot draws both, the page's
+# table and each policy's line give GPUs and CPU.
+cat >"$tmp/mixed.yaml" <<'EOF'
+jobs:
+  - name: gpu-a
+    model: resnet50
+    submit: 0
+    roles:
+      ps: {replicas: 1, cpu: 2, memory: 4Gi}
+      worker: {replicas: 2, cpu: 4, memory: 8Gi, gpu: 1}
+  - name: cpu-b
+    model: lenet
+    submit: 0
+    roles:
+      ps: {replicas: 1, cpu: 2, memory: 4Gi}
+      worker: {replicas: 4, cpu: 4, memory: 8Gi}
+EOF
+expect_status mixed-run 0 "$drover" sim --workload "$tmp/mixed.yaml" \
+    --cluster "$src/examples/cluster-gpu.yaml" --policy k8s-default,gang-fifo --out "$tmp/mixed"
+grep -q 'GPUs (solid) and CPU (dashed)' "$tmp/mixed/utilisation.svg"
+check mixed-plot-both $?
+grep -q '<th>gpu</th><th>gpu</th><th>gpu</th><th>cpu</th><th>cpu</th><th>cpu</th>' "$tmp/mixed/index.html" &&
+    grep -q 'GPU utilisation [0-9]*%, CPU [0-9]*%' "$tmp/mixed/index.html"
+check mixed-page-both $?
+grep -q 'gpu    gpu    gpu    cpu    cpu    cpu' "$tmp/out"
+check mixed-table-both $?
 
 # A run with more jobs than the Gantt limit gets no Gantt chart, and the page says why.
 cat >"$tmp/many.yaml" <<'EOF'

@@ -635,7 +635,9 @@ static void test_provenance(void **unused)
     scenario_fini(&sc);
 }
 
-/* The table of a GPU cluster leads with GPU utilisation; a CPU cluster's stays CPU. */
+/* The table of a GPU cluster leads with GPU utilisation, then shows the CPU's in full (a mixed
+ * cluster's CPU-only jobs hold no GPU: their use showed only as one CPU figure); a CPU cluster's
+ * table has the CPU's alone. A legend says what the columns mean. */
 static void test_table_gpu_first(void **unused)
 {
     (void)unused;
@@ -644,39 +646,83 @@ static void test_table_gpu_first(void **unused)
                      .done = 4,
                      .cpu_util = 0.491,
                      .cpu_useful = 0.4,
+                     .cpu_wasted = 0.091,
                      .gpu_util = 0.81,
                      .gpu_useful = 0.75,
-                     .gpu_wasted = 0.06};
+                     .gpu_wasted = 0.06,
+                     .scales = 3};
     for (int gpu = 1; gpu >= 0; gpu--) {
         if (!gpu)
             v.gpu_util = v.gpu_useful = v.gpu_wasted = 0;
         assert_int_equal(drv_report_gpu_first(&v, 1), gpu);
-        char buf[2048] = {0};
+        char buf[4096] = {0};
         FILE *f = fmemopen(buf, sizeof buf - 1, "w");
         assert_non_null(f);
         drv_report_table(f, &v, 1);
         fclose(f);
+        assert_non_null(strstr(buf, "useful: held by jobs whose gang is complete"));
+        assert_non_null(strstr(buf, "scale: worker-count changes"));
         char *units = strchr(buf, '\n') + 1, *row = strchr(units, '\n') + 1;
         *strchr(units, '\n') = 0;
-        double util, useful, wasted, cpu = -1;
-        /* policy, done, six durations (each "-": no JCT given), then util useful wasted. */
-        int got = sscanf(row, "%*s %*s %*s %*s %*s %*s %*s %*s %lf %lf %lf %*d %*d %*d %lf", &util,
-                         &useful, &wasted, &cpu);
+        double x[6] = {-1, -1, -1, -1, -1, -1};
+        long long scale = -1;
+        /* policy, done, six durations (each "-": no JCT given), then util useful wasted of each
+         * resource shown, preempt, migr, scale. */
         if (gpu) {
-            assert_int_equal(got, 4);
-            assert_non_null(strstr(units, "gpu    gpu    gpu"));
-            assert_true(util == 81.0 && useful == 75.0 && wasted == 6.0 && cpu == 49.1);
+            int got =
+                sscanf(row, "%*s %*s %*s %*s %*s %*s %*s %*s %lf %lf %lf %lf %lf %lf %*d %*d %lld",
+                       &x[0], &x[1], &x[2], &x[3], &x[4], &x[5], &scale);
+            assert_int_equal(got, 7);
+            assert_non_null(strstr(units, "gpu    gpu    gpu    cpu    cpu    cpu"));
+            assert_true(x[0] == 81.0 && x[1] == 75.0 && x[2] == 6.0);
+            assert_true(x[3] == 49.1 && x[4] == 40.0 && x[5] == 9.1);
         } else {
-            assert_int_equal(got, 3);
+            int got = sscanf(row, "%*s %*s %*s %*s %*s %*s %*s %*s %lf %lf %lf %*d %*d %lld", &x[0],
+                             &x[1], &x[2], &scale);
+            assert_int_equal(got, 4);
             assert_non_null(strstr(units, "cpu    cpu    cpu"));
             assert_null(strstr(units, "gpu"));
-            assert_true(util == 49.1 && useful == 40.0 && wasted == 0.0);
+            assert_true(x[0] == 49.1 && x[1] == 40.0 && x[2] == 9.1);
         }
+        assert_int_equal(scale, 3);
     }
 }
 
-/* The page of a GPU cluster leads with GPU utilisation too (the Pollux case: 81 % of GPUs,
- * 49.1 % of CPUs). */
+/* Two runs with the same figures are said to be equal under the table (specon on the built-in
+ * scenario migrates nothing: its row is k8s-default's), to 1e-9 relative (utilisation summed in
+ * more pieces by a run with more events); an interrupted run is named with where it stopped. */
+static void test_table_notes(void **unused)
+{
+    (void)unused;
+    drv_summary v[3] = {
+        {.policy = "k8s-default", .jobs = 60, .done = 60, .avg_jct = 1710.6, .cpu_util = 0.6471},
+        {.policy = "drover", .jobs = 60, .done = 60, .avg_jct = 1010.2, .cpu_util = 0.69},
+        {.policy = "specon", .jobs = 60, .done = 60, .avg_jct = 1710.6, .cpu_util = 0.6471},
+    };
+    v[2].cpu_util *= 1 + 1e-12;
+    v[0].p50_jct = v[1].p50_jct = v[2].p50_jct = NAN;
+    assert_int_equal(drv_report_same_as(v, 3, 2), 0);
+    assert_int_equal(drv_report_same_as(v, 3, 1), -1);
+    assert_int_equal(drv_report_same_as(v, 3, 0), -1);
+    char buf[8192] = {0};
+    FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+    drv_report_table(f, v, 3);
+    fclose(f);
+    assert_non_null(strstr(buf, "= specon: every figure equals k8s-default's"));
+    assert_null(strstr(buf, "= drover"));
+    v[2].cpu_util = 0.65; /* any figure that differs: no note */
+    v[1].interrupted = true, v[1].done = 41, v[1].end = 3000;
+    memset(buf, 0, sizeof buf);
+    f = fmemopen(buf, sizeof buf - 1, "w");
+    drv_report_table(f, v, 3);
+    fclose(f);
+    assert_null(strstr(buf, "every figure equals"));
+    assert_non_null(strstr(buf, "drover: interrupted at simulated t=50.0 min; 41 of 60 job(s) "
+                                "finished by then"));
+}
+
+/* The page of a GPU cluster leads with GPU utilisation too, then CPU (the Pollux case: 81 % of
+ * GPUs, 49.1 % of CPUs). */
 static void test_page_gpu_first(void **unused)
 {
     (void)unused;
@@ -684,6 +730,8 @@ static void test_page_gpu_first(void **unused)
                      .jobs = 4,
                      .done = 4,
                      .cpu_util = 0.491,
+                     .cpu_useful = 0.4,
+                     .cpu_wasted = 0.091,
                      .gpu_util = 0.81,
                      .gpu_useful = 0.75,
                      .gpu_wasted = 0.06};
@@ -692,10 +740,10 @@ static void test_page_gpu_first(void **unused)
     drv_diag d = {{0}};
     assert_int_equal(drv_report_html(dir, &r, false, &d), 0);
     const char *html = slurp("index.html");
-    assert_non_null(strstr(html, "<th>gpu</th><th>gpu</th><th>gpu</th>"));
-    assert_non_null(strstr(html, "<td>81.0</td><td>75.0</td><td>6.0</td>"));
-    assert_non_null(strstr(html, "<td>49.1</td></tr>"));
-    assert_non_null(strstr(html, "GPU utilisation 81%"));
+    assert_non_null(strstr(html, "<th>gpu</th><th>gpu</th><th>gpu</th><th>cpu</th><th>cpu</th>"));
+    assert_non_null(strstr(html, "<td>81.0</td><td>75.0</td><td>6.0</td><td>49.1</td><td>40.0</td>"
+                                 "<td>9.1</td>"));
+    assert_non_null(strstr(html, "GPU utilisation 81%, CPU 49%"));
 }
 
 /* The runs shown in detail: the baseline by name (else the first), the best among the others
@@ -797,6 +845,7 @@ int main(void)
         cmocka_unit_test(test_many_nodes),
         cmocka_unit_test(test_provenance),
         cmocka_unit_test(test_table_gpu_first),
+        cmocka_unit_test(test_table_notes),
         cmocka_unit_test(test_pick),
         cmocka_unit_test(test_page_gpu_first),
     };

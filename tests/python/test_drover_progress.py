@@ -2,12 +2,16 @@
 HTTP, and that Keras and PyTorch, faked with the interfaces they call, report through it.
 tests/ctrl/test_progress_py.c checks that drover's own collector reads what it serves."""
 
+import os
 import re
 import unittest
 import urllib.error
 import urllib.request
 
 import drover_progress as dp
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
 
 def samples(text):
     """{metric: value} of the text's sample lines, as Prometheus reads them."""
@@ -183,6 +187,36 @@ class Torch(unittest.TestCase):
         for _ in range(4):
             opt.step()
         self.assertEqual(samples(p.text()), {"drover_train_step": 4})
+
+
+class Example(unittest.TestCase):
+    """examples/trainingjob.yaml ships this module and train.py in a ConfigMap."""
+
+    def block(self, key):
+        """The literal block scalar `key: |` of the example's ConfigMap, dedented."""
+        with open(os.path.join(ROOT, "examples", "trainingjob.yaml")) as f:
+            lines = f.read().split("\n")
+        start = lines.index("  %s: |" % key) + 1
+        out = []
+        for line in lines[start:]:
+            if line and not line.startswith("    "):
+                break
+            out.append(line[4:])
+        return "\n".join(out).rstrip("\n") + "\n"
+
+    def test_the_configmap_ships_this_module_as_it_is(self):
+        with open(dp.__file__) as f:
+            self.assertEqual(
+                self.block("drover_progress.py"),
+                f.read(),
+                "copy python/drover_progress.py into examples/trainingjob.yaml's ConfigMap",
+            )
+
+    def test_train_py_compiles_and_reports(self):
+        src = self.block("train.py")
+        compile(src, "train.py", "exec")
+        self.assertIn("drover_progress.KerasCallback()", src)
+        self.assertIn("TF_CONFIG", src)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,9 @@ libcurl4-openssl-dev libmicrohttpd-dev libgnutls28-dev nettle-dev gnuplot-nox un
 # kubectl drives the test API server in the Kubernetes tests; Debian ships it as
 # kubernetes-client (kubectl 1.20 in Debian 12; the tests say what they skip with it).
 command -v kubectl >/dev/null 2>&1 || PKGS="$PKGS kubernetes-client"
+# python3 runs python/drover_progress.py's tests (tests/python, test_ctrl_progress_py); any
+# python3 on PATH will do (a minimal Debian 12 has none).
+command -v python3 >/dev/null 2>&1 || PKGS="$PKGS python3"
 # help2man formats the man page (make install); without it cmake/manpage.cmake writes a plainer
 # one, so a machine that cannot install it still builds.
 OPTIONAL="help2man"

@@ -15,12 +15,10 @@
 #include "ctrl_progress.h"
 
 #include "drover/clock.h"
-#include "kube/kbuf.h"
 #include "kube/kthread.h"
 
 #include <stdio.h>
 #include <arpa/inet.h>
-#include <curl/curl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,9 +92,8 @@ void ctrl_progress_publish(ctrl_progress *pg, const ctrl_mirror *m)
     pthread_mutex_unlock(&pg->mu);
 }
 
-/* GETs one target; its step and loss become an event. A target that does not answer (or lacks
- * the step metric) is skipped until the next round, and logged at info level. */
-static void scrape(ctrl_progress *pg, CURL *h, drv_kbuf *b, const scrape_target *t)
+const char *ctrl_progress_fetch(CURL *h, drv_kbuf *b, const scrape_target *t, double *step,
+                                double *loss)
 {
     b->n = 0;
     if (b->p)
@@ -110,17 +107,27 @@ static void scrape(ctrl_progress *pg, CURL *h, drv_kbuf *b, const scrape_target 
     long code = 0;
     CURLcode rc = curl_easy_perform(h);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-    double step = rc == CURLE_OK && code == 200 && b->p ? prom_value(b->p, t->step) : NAN;
-    if (isnan(step)) {
-        drv_log(DRV_LOG_INFO, "progress: %s: %s", t->url,
-                rc != CURLE_OK ? curl_easy_strerror(rc)
-                : code != 200  ? "not 200 OK"
-                               : "no step metric");
+    *step = rc == CURLE_OK && code == 200 && b->p ? prom_value(b->p, t->step) : NAN;
+    *loss = isnan(*step) ? NAN : prom_value(b->p, t->loss);
+    return rc != CURLE_OK ? curl_easy_strerror(rc)
+           : code != 200  ? "not 200 OK"
+           : isnan(*step) ? "no step metric"
+                          : NULL;
+}
+
+/* Scrapes one target; its step and loss become an event. A target that does not answer (or
+ * lacks the step metric) is skipped until the next round, and logged at info level. */
+static void scrape(ctrl_progress *pg, CURL *h, drv_kbuf *b, const scrape_target *t)
+{
+    double step, loss;
+    const char *why = ctrl_progress_fetch(h, b, t, &step, &loss);
+    if (why) {
+        drv_log(DRV_LOG_INFO, "progress: %s: %s", t->url, why);
         return;
     }
     ctrl_event e = {.kind = EV_PROGRESS, .key = t->key, .t = drv_clock_mono()};
     e.u.progress.step = step;
-    e.u.progress.loss = prom_value(b->p, t->loss);
+    e.u.progress.loss = loss;
     ctrl_events_push(pg->events, &e, "a progress sample");
 }
 

@@ -10,6 +10,9 @@
 #define DROVER_CTRL_PROGRESS_H
 
 #include "ctrl_mirror.h"
+#include "kube/kbuf.h"
+
+#include <curl/curl.h>
 
 #include <stdatomic.h>
 
@@ -41,5 +44,12 @@ int ctrl_progress_start(ctrl_progress *pg, drv_diag *d);
 void ctrl_progress_tell_stop(ctrl_progress *pg);
 void ctrl_progress_stop(ctrl_progress *pg);
 void ctrl_progress_fini(ctrl_progress *pg);
+
+/* One scrape of t, as the thread does it: GETs t->url with h (reset first; 2 s timeout) into b
+ * and reads the first sample of the step and the loss metric (labels allowed; loss NAN when
+ * absent). NULL when a step was read, else why not: libcurl's error, "not 200 OK" or "no step
+ * metric" (step NAN then). */
+const char *ctrl_progress_fetch(CURL *h, drv_kbuf *b, const scrape_target *t, double *step,
+                                double *loss);
 
 #endif

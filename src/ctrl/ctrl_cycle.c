@@ -9,7 +9,9 @@
  *   3. reconcile: each job's lifecycle steps (ctrl_lifecycle.c: failed pods restarted,
  *      finished jobs ended, conditions), pods above a job's targets go, the
  *      wanted pods of a waiting job are created unbound once, and status and Events are handed
- *      to the writer.
+ *      to the writer. A job's phase changed here (Running, or waiting again) is one the cycle
+ *      and its plugins' wake-up time did not see: it asks for the next cycle
+ *      (ctrl_mirror_set_phase), unless only a start the profile is blind to.
  * The requests are then handed over and the progress targets published by the loop's send
  * phase (ctrl_loop.c). Owns the scheduler; works on the mirror (scheduler thread only) and
  * hands requests to the binder and, through the lifecycle, the writer.
@@ -253,7 +255,7 @@ static int reconcile_waiting(ctrl_cycle *cy, int32_t j, const int32_t *queue_pos
     job_record *jr = &m->jobs[j];
     const drv_job *jb = &m->st.jobs[j];
     if (jb->phase != DRV_JOB_PENDING)
-        drv_state_set_phase(&m->st, j, DRV_JOB_PENDING);
+        ctrl_mirror_set_phase(m, j, DRV_JOB_PENDING);
     if (rollback_partial(cy, j) == DRV_ENOMEM)
         return DRV_ENOMEM;
     jr->t_ready = -1; /* a later placement is measured from what frees room, not this */
@@ -303,9 +305,9 @@ static void reconcile_placed(ctrl_cycle *cy, int32_t j)
     /* whole in the API, not only as assumed: a binding of the gang may still fail */
     jr->was_whole |= running;
     if (jb->phase == DRV_JOB_PENDING)
-        drv_state_set_phase(&m->st, j, running ? DRV_JOB_RUNNING : DRV_JOB_STARTING);
+        ctrl_mirror_set_phase(m, j, running ? DRV_JOB_RUNNING : DRV_JOB_STARTING);
     else if (jb->phase == DRV_JOB_STARTING && running)
-        drv_state_set_phase(&m->st, j, DRV_JOB_RUNNING);
+        ctrl_mirror_set_phase(m, j, DRV_JOB_RUNNING);
     if (running && m->st.jobs[j].start < 0)
         m->st.jobs[j].start = drv_clock_mono() - cy->cfg->t0;
     jr->status = running ? ST_RUNNING : ST_PENDING;
@@ -415,6 +417,9 @@ int ctrl_cycle_run(ctrl_cycle *cy)
     drv_decisions_init(&dv);
     int rc = drv_sched_cycle(cy->sched, &snap, &dv);
     double t_decide = drv_clock_mono();
+    /* (the phases reconcile changes below make the mirror dirty but for starts this is blind
+     * to: ctrl_mirror_set_phase) */
+    cy->mirror->starts_blind = drv_sched_starts_blind(cy->sched);
     ctrl_counters_cycle(cy->counters, t_decide - t_start);
     ctrl_binder_hold(cy->binder); /* (the cycle's requests go in batches: one lock, one wake-up
                                      each, until the loop's send phase flushes them) */

@@ -513,6 +513,17 @@ void ctrl_mirror_end_job(ctrl_mirror *m, int32_t j)
     ctrl_count(m->counters, &m->counters->stats.jobs_done, 1);
 }
 
+void ctrl_mirror_set_phase(ctrl_mirror *m, int32_t j, int phase)
+{
+    int was = m->st.jobs[j].phase;
+    if (was == phase)
+        return; /* (a job that stays as it was asks for no cycle: the idle loop stays idle) */
+    drv_state_set_phase(&m->st, j, phase);
+    bool start = phase == DRV_JOB_RUNNING && (was == DRV_JOB_STARTING || was == DRV_JOB_RESTARTING);
+    if (phase != DRV_JOB_STARTING && !(start && m->starts_blind))
+        m->dirty = true;
+}
+
 int ctrl_mirror_adopt_parked(ctrl_mirror *m, int32_t j, const char *ns, int32_t tj_ns,
                              int32_t tj_name, double now)
 {

@@ -137,7 +137,8 @@ typedef struct ctrl_mirror {
     int32_t cap_by_key;
     orphan_pod *orphans;
     int32_t norphans, cap_orphans;
-    bool dirty; /* changed since the last cycle */
+    bool dirty;        /* changed since the last cycle */
+    bool starts_blind; /* the last cycle's drv_sched_starts_blind (ctrl_mirror_set_phase) */
     /* fixed at init */
     ctrl_names *names;
     ctrl_counters *counters;
@@ -166,6 +167,14 @@ int ctrl_mirror_grow_records(ctrl_mirror *m);
 int ctrl_mirror_add_job(ctrl_mirror *m, const drv_job *tmpl, int32_t key, int32_t *j);
 /* Job j is over: its pods leave the state (unbound), its phase is DONE, counted. */
 void ctrl_mirror_end_job(ctrl_mirror *m, int32_t j);
+/* Job j's phase as a cycle's reconcile finds it (its pods placed, running, or no longer whole).
+ * The cycle decided on the phase before, and the plugins' wake-up time was computed from it:
+ * a change makes the mirror dirty, so that the next iteration runs the cycle that sees it.
+ * Not when the job goes STARTING (its gang was placed by that cycle's decisions, which already
+ * ask for the next cycle, or by bindings it saw), nor when it starts running (from STARTING or
+ * RESTARTING) and the last cycle was blind to starts (m->starts_blind: docs/cycle.md, "Quiet
+ * cycles"). Ending a job (DONE) is ctrl_mirror_end_job's, and its callers make it dirty. */
+void ctrl_mirror_set_phase(ctrl_mirror *m, int32_t j, int phase);
 /* The parked pod of interned key pod_key, if any, becomes slot's. */
 int ctrl_mirror_adopt(ctrl_mirror *m, int32_t slot, int32_t pod_key, double now);
 /* TrainingJob job j's pods seen before it (of namespace ns, tj_ns and tj_name interned), named

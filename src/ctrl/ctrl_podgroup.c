@@ -548,7 +548,7 @@ static void not_placed(ctrl_podgroup *pg, int32_t j, const char *why)
     ctrl_mirror *m = pg->mirror;
     job_record *jr = &m->jobs[j];
     if (m->st.jobs[j].phase != DRV_JOB_PENDING)
-        drv_state_set_phase(&m->st, j, DRV_JOB_PENDING);
+        ctrl_mirror_set_phase(m, j, DRV_JOB_PENDING);
     jr->t_ready = -1;
     if (!jr->why_written && why && why[0]) {
         char msg[512];
@@ -576,9 +576,9 @@ static void placed_gang(ctrl_podgroup *pg, int32_t j, const int32_t n[4])
     jr->why_written = false;
     bool running = n[0] + n[1] >= jb->pod_count;
     if (jb->phase == DRV_JOB_PENDING)
-        drv_state_set_phase(&m->st, j, running ? DRV_JOB_RUNNING : DRV_JOB_STARTING);
+        ctrl_mirror_set_phase(m, j, running ? DRV_JOB_RUNNING : DRV_JOB_STARTING);
     else if (jb->phase == DRV_JOB_STARTING && running)
-        drv_state_set_phase(&m->st, j, DRV_JOB_RUNNING);
+        ctrl_mirror_set_phase(m, j, DRV_JOB_RUNNING);
     jr->status = running ? ST_RUNNING : ST_PENDING;
     if (jr->written == ST_NONE)
         jr->written = ST_PENDING; /* (the Scheduled Event is said once) */

@@ -119,11 +119,12 @@ static const char *const job_cw1 =
 
 /* A controller whose mirror holds what the API has now, its informers then stopped, and its
  * binder threads not started yet (requests wait in the queue). */
-static drv_ctrl *open_ctrl_idle(ctrl_event **batch, int32_t *cap, fixture *f, drv_metrics *m)
+static drv_ctrl *open_ctrl_as(ctrl_event **batch, int32_t *cap, fixture *f, drv_metrics *m,
+                              const char *profile)
 {
     drv_profile prof;
     drv_diag d = {{0}};
-    assert_int_equal(drv_profile_builtin("gang-fifo", &prof, &d), 0);
+    assert_int_equal(drv_profile_builtin(profile, &prof, &d), 0);
     drv_ctrl_opts o = {.profile = &prof, .binders = 1, .no_events = true, .metrics = m};
     drv_ctrl *c;
     assert_int_equal(drv_ctrl_new(&c, &f->cfg, &o, &d), 0);
@@ -133,6 +134,12 @@ static drv_ctrl *open_ctrl_idle(ctrl_event **batch, int32_t *cap, fixture *f, dr
     sync_mirror(c, batch, cap);
     ctrl_intake_stop(&c->intake);
     return c;
+}
+
+/* The same, under gang-fifo. */
+static drv_ctrl *open_ctrl_idle(ctrl_event **batch, int32_t *cap, fixture *f, drv_metrics *m)
+{
+    return open_ctrl_as(batch, cap, f, m, "gang-fifo");
 }
 
 /* node-a and the TrainingJob `job` in the cluster, then open_ctrl_idle. */
@@ -612,13 +619,13 @@ static ctrl_event echo(drv_ctrl *c, const char *node, const char *phase)
     return e;
 }
 
-/* A controller (binders stopped) with cw's worker 0 being created on node-a, as a cycle
- * assumed it: its slot in *slot, node-a's index in *node. */
-static drv_ctrl *creation_out(fixture *f, ctrl_event **batch, int32_t *cap, int32_t *slot,
-                              int32_t *node)
+/* A controller (binders stopped, under profile) with cw's worker 0 being created on node-a,
+ * as a cycle assumed it: its slot in *slot, node-a's index in *node. */
+static drv_ctrl *creation_out_as(fixture *f, ctrl_event **batch, int32_t *cap, int32_t *slot,
+                                 int32_t *node, const char *profile)
 {
     req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_cw1);
-    drv_ctrl *c = open_ctrl_idle(batch, cap, f, NULL);
+    drv_ctrl *c = open_ctrl_as(batch, cap, f, NULL, profile);
     drv_state *st = &c->mirror.st;
     *slot = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
     *node = c->mirror.node_of[ctrl_name_find(&c->names, "node-a")];
@@ -626,6 +633,12 @@ static drv_ctrl *creation_out(fixture *f, ctrl_event **batch, int32_t *cap, int3
     assert_int_equal(ctrl_binder_place(&c->binder, *slot, *node), 0);
     assert_int_equal(c->mirror.pods[*slot].inflight, REQ_CREATE);
     return c;
+}
+
+static drv_ctrl *creation_out(fixture *f, ctrl_event **batch, int32_t *cap, int32_t *slot,
+                              int32_t *node)
+{
+    return creation_out_as(f, batch, cap, slot, node, "gang-fifo");
 }
 
 static void test_echo_of_a_creation_asks_no_cycle(void **state)
@@ -664,6 +677,57 @@ static void test_echo_of_a_creation_asks_no_cycle(void **state)
     assert_true(c->mirror.dirty);
     assert_int_equal(st->pods[s].node, c->mirror.node_of[ctrl_name_find(&c->names, "node-b")]);
     close_ctrl(c, batch);
+}
+
+/* One cycle as the loop's run_cycle starts it (the mirror clean, the cycle's time its last);
+ * then whether the loop's next iteration is due a cycle at once, with no event. */
+static bool cycle_then_due(drv_ctrl *c)
+{
+    c->mirror.dirty = false;
+    c->loop.last = drv_clock_mono() - c->cfg.t0;
+    assert_int_equal(ctrl_cycle_run(&c->cycle), 0);
+    return ctrl_loop_cycle_due(&c->loop, c->mirror.dirty, c->loop.last,
+                               drv_sched_wake(c->cycle.sched), c->cfg.prof.period);
+}
+
+/* A job whose pods run is marked Running by the reconcile after the cycle that saw them, after
+ * the plugins' wake-up time was computed from it as Starting: that change asks for the next
+ * cycle at once, unless the profile is blind to starts (flowcon is not: its limits are the
+ * running jobs'; gang-fifo is). A job that stays as it is asks for none: the idle loop stays
+ * idle. Without it flowcon's first limits waited for its stale wake-up time (a period), or for
+ * the next unrelated event. */
+static void job_running_after_a_cycle(fixture *f, const char *profile, bool blind)
+{
+    add_node(f, "node-a");
+    ctrl_event *batch = NULL;
+    int32_t cap = 0, s, a;
+    drv_ctrl *c = creation_out_as(f, &batch, &cap, &s, &a, profile);
+    int32_t j = c->mirror.st.pods[s].job;
+    ctrl_event e = echo(c, "node-a", "Pending");
+    assert_int_equal(ctrl_apply_events(c, &e, 1), 0);
+    assert_false(cycle_then_due(c)); /* placed: Starting, the cycle's own decision */
+    assert_int_equal(c->mirror.st.jobs[j].phase, DRV_JOB_STARTING);
+    e = echo(c, "node-a", "Running");
+    assert_int_equal(ctrl_apply_events(c, &e, 1), 0);
+    assert_true(c->mirror.dirty);
+    assert_int_equal(cycle_then_due(c), !blind); /* Running now, after the cycle */
+    assert_int_equal(c->mirror.st.jobs[j].phase, DRV_JOB_RUNNING);
+    for (int k = 0; k < 3; k++) { /* it stays Running */
+        cycle_then_due(c);
+        assert_false(c->mirror.dirty);
+        assert_int_equal(c->mirror.st.jobs[j].phase, DRV_JOB_RUNNING);
+    }
+    close_ctrl(c, batch);
+}
+
+static void test_job_running_after_a_cycle_asks_the_next(void **state)
+{
+    job_running_after_a_cycle(*state, "flowcon", false);
+}
+
+static void test_job_running_after_a_cycle_blind_to_starts(void **state)
+{
+    job_running_after_a_cycle(*state, "gang-fifo", true);
 }
 
 /* A job re-creating its pods for new peers is Scaling until the last is back, which only a
@@ -804,6 +868,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_creation_body_copied_when_queued, setup, teardown),
         cmocka_unit_test_setup_teardown(test_held_requests_go_in_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_echo_of_a_creation_asks_no_cycle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_job_running_after_a_cycle_asks_the_next, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_job_running_after_a_cycle_blind_to_starts, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_answer_of_a_peer_recreation_asks_a_cycle, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_creation_out_when_peers_change_recreated, setup,

@@ -8,9 +8,8 @@
 # Usage: scripts/quality.sh path/to/drover [output.md]   (default output: docs/quality.md)
 # Builds nothing; needs jq (the published Pollux figures). Runs every policy of `drover sim
 # --policy all` - all built-in profiles, new ones appear by themselves - plus the ablations.
-# Time: one process; the Philly trace is about half of it (optimus and flowcon take about a
-# minute each there). 463 s for the committed page, on a 2-core machine shared with a build and
-# tests (334 s in an earlier, quieter run); the page states what its run took.
+# Time: one process; the Philly trace is about half of it. The page states what its run took:
+# about a minute on an idle 2-core machine, up to 9 minutes on one shared with builds and tests.
 set -eu
 drover=${1:?usage: scripts/quality.sh path/to/drover [output.md]}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,7 +44,7 @@ specon|1-20|--workload examples/specon-4node-7job.yaml --cluster examples/cluste
 # is missing).
 reasons='tenants|`autoscale-operator` releases workers of grown jobs to a job that has waited 30 s (symmetric relief) and grows one worker at a time; in the tight, tainted GPU pool that gets waiting jobs started sooner. `drover` has no starvation relief (`starve_wait=86400`: relief made it worse on the larger scenarios) and waits up to 5 minutes for room at a job'"'"'s requested size before starting it smaller.
 tainted|`flowcon` raises CPU limits above the requests on nodes with idle CPU (a pod runs at its limit in our model), so on these small, partly idle clusters its jobs run faster than their requests allow; `drover` never sets limits (FlowCon'"'"'s reallocation in `drover` made the larger scenarios worse, docs/policies.md).
-preempt|`flowcon` raises CPU limits above the requests on nodes with idle CPU (a pod runs at its limit in our model), so on these small, partly idle clusters its jobs run faster than their requests allow; `drover` never sets limits (FlowCon'"'"'s reallocation in `drover` made the larger scenarios worse, docs/policies.md).
+preempt|`flowcon` raises CPU limits above the requests on nodes with idle CPU (a pod runs at its limit in our model): the 4 nodes are full only until the first jobs end, and from then on its jobs run faster than their requests allow; `drover` never sets limits (FlowCon'"'"'s reallocation in `drover` made the larger scenarios worse, docs/policies.md).
 flowcon|single-container jobs with CPU limits above their requests throttle each other; what helps is moving CPU between co-located jobs (`flowcon`) or moving a converging job off a contended node (`specon`, with a 60 s growth unit). `drover` migrates with SpeCon'"'"'s 10 s unit, under which a job rarely counts as growing, and its gang, order and elasticity have nothing to work on (docs/results.md, "Why").
 specon|single-container jobs with CPU limits above their requests throttle each other; what helps is moving CPU between co-located jobs (`flowcon`) or moving a converging job off a contended node (`specon`, with a 60 s growth unit). `drover` migrates with SpeCon'"'"'s 10 s unit, under which a job rarely counts as growing, and its gang, order and elasticity have nothing to work on (docs/results.md, "Why").'
 

@@ -408,6 +408,15 @@ static void test_podgroup_queue(void **state)
     stop(&r);
 }
 
+/* A Queue called name with spec fields spec (JSON members, "" for none). */
+static void add_queue(fixture *f, const char *name, const char *spec)
+{
+    req(f, "POST", "/apis/drover.dev/v1alpha1/queues",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":"
+        "\"%s\"},\"spec\":{%s}}",
+        name, spec);
+}
+
 /* A Queue whose spec.namespaces does not list a job's namespace holds the job (condition and
  * one Event, QueueNotAllowed) while a job of the default queue is served; the Queue edited to
  * list the namespace, the job is placed. */
@@ -417,9 +426,7 @@ static void test_queue_namespaces(void **state)
     add_node(f, "node-a", "8");
     runner r;
     start_synced(f, &r);
-    req(f, "POST", "/apis/drover.dev/v1alpha1/queues",
-        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":"
-        "\"team\"},\"spec\":{\"namespaces\":[\"team-a\"]}}");
+    add_queue(f, "team", "\"namespaces\":[\"team-a\"]");
     add_tj(f, "intruder", 2, "1", "\"queue\":\"team\",", "");
     add_tj(f, "other", 2, "1", "", "");
     char msg[512];
@@ -451,9 +458,7 @@ static void test_user_label_trust(void **state)
     add_node(f, "node-a", "8");
     runner r;
     start_synced(f, &r);
-    req(f, "POST", "/apis/drover.dev/v1alpha1/queues",
-        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":"
-        "\"vouched\"},\"spec\":{\"userFromLabel\":true}}");
+    add_queue(f, "vouched", "\"userFromLabel\":true");
     req(f, "POST", TJ_PATH, LABELLED_TJ, "claims", "");
     char msg[512];
     WAIT_FOR(events(f, "claims", "UserLabelIgnored", msg, sizeof msg) == 1);

@@ -6,7 +6,10 @@ FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 PREFIX     ?= /usr/local
-IMAGE      ?= drover:latest
+# The image is tagged with the release (CMakeLists.txt's project version), as deploy/drover.yaml
+# names it: never :latest (tests/cli/test_deploy.sh checks the two agree).
+VERSION    := $(shell awk '$$1 ~ /^project/ && $$2 == "VERSION" {print $$3; exit}' CMakeLists.txt)
+IMAGE      ?= drover:$(VERSION)
 ifdef CI
 CMAKE_FLAGS += -DDROVER_WERROR=ON
 endif

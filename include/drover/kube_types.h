@@ -87,6 +87,8 @@ typedef struct drv_ktrainingjob {
     char loss_metric[96];       /* default "drover_train_loss" */
     double total_steps;         /* spec.progress.totalSteps: the step it ends at, 0 unknown */
     bool allreduce;             /* a Master role: PyTorchJob's shape (MASTER_ADDR, RANK...) */
+    bool all_workers;           /* spec.successPolicy AllWorkers (TFJob's; default "": worker 0
+                                   decides a job without a chief) */
     int8_t restart[DRV_NROLES]; /* replicaSpecs.<role>.restartPolicy: 0 Never, 1 OnFailure,
                                    2 ExitCode, 3 Always (enum drv_restart); default Never */
     /* spec.runPolicy (src/kube/lifecycle.h states the rules) */
@@ -98,7 +100,8 @@ typedef struct drv_ktrainingjob {
     /* shared clusters (docs/running.md, "Shared clusters"); interned, 0 when absent */
     int32_t queue;            /* spec.queue: a Queue's name (Volcano's spelling) */
     int32_t priority_class;   /* spec.priorityClassName */
-    int32_t user;             /* metadata.labels drover.dev/user */
+    int32_t user;             /* metadata.labels drover.dev/user (written by the job's author:
+                                 honoured only where its Queue says spec.userFromLabel) */
     int32_t cons[DRV_NROLES]; /* per role, its template's constraint fields as compact JSON
                                  (drv_kube_constraint_json), validated */
 } drv_ktrainingjob;
@@ -123,6 +126,9 @@ typedef struct drv_kpriorityclass {
     bool global_default; /* globalDefault: the class of jobs that name none */
 } drv_kpriorityclass;
 
+/* The most namespaces a Queue's spec.namespaces may list (more is refused, not cut). */
+#define DRV_QUEUE_MAX_NAMESPACES 32
+
 /* A Queue (drover.dev/v1alpha1, cluster-scoped; state.h's drv_queue): a dimension of
  * spec.nominalQuota or spec.borrowingLimit that is absent has no bound (DRV_UNLIMITED). */
 typedef struct drv_kqueue {
@@ -130,6 +136,10 @@ typedef struct drv_kqueue {
     int32_t name, cohort; /* interned; cohort 0 when absent */
     double weight;        /* spec.weight, default 1 */
     drv_res quota, borrow;
+    int32_t nns; /* spec.namespaces' length: the namespaces whose jobs may name it; -1 when
+                    absent (every namespace may), 0 for [] (none may) */
+    int32_t ns[DRV_QUEUE_MAX_NAMESPACES]; /* interned, the first nns valid */
+    bool user_label; /* spec.userFromLabel: its jobs' drover.dev/user label is honoured */
 } drv_kqueue;
 
 /* A Lease (coordination.k8s.io/v1): leader election. Times are RFC 3339 text as sent. */

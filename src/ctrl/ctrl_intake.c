@@ -63,6 +63,45 @@ static void read_status(json_t *status, tj_record *t)
     }
 }
 
+/* A DNS label's length limit (RFC 1123): a Service's name, a pod's hostname. */
+enum { DNS_LABEL_MAX = 63 };
+
+/* Whether the names Drover derives from TrainingJob t (named name) are names Kubernetes
+ * accepts: its headless Service is called as the job, so the name must be a DNS-1035 label
+ * (Kubeflow's training operators ask the same), and each pod is "<job>-<role>-<rank>", its
+ * hostname, so the longest must fit a DNS-1123 label. When not, t is marked invalid naming
+ * metadata.name, and its job fails rather than every creation being refused. */
+static void check_derived_names(tj_record *t, const char *ns, const char *name)
+{
+    size_t len = strlen(name);
+    bool label = len > 0 && len <= DNS_LABEL_MAX && name[0] >= 'a' && name[0] <= 'z' &&
+                 name[len - 1] != '-' &&
+                 strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-") == len;
+    if (!label) {
+        snprintf(t->invalid, sizeof t->invalid,
+                 "trainingjob %s/%s: metadata.name: expected a DNS-1035 label (at most %d "
+                 "lower-case letters, digits or '-', starting with a letter, not ending with "
+                 "'-'): it names the job's Service",
+                 ns, name, DNS_LABEL_MAX);
+        return;
+    }
+    for (int r = 0; r < DRV_NROLES; r++) {
+        const drv_rolespec *rs = &t->tj.role[r];
+        int32_t most = rs->max > rs->replicas ? rs->max : rs->replicas;
+        if (most <= 0)
+            continue;
+        const char *role = r == DRV_ROLE_CHIEF && t->tj.allreduce ? "master" : drv_role_name(r);
+        int w = snprintf(NULL, 0, "%s-%s-%d", name, role, most - 1);
+        if (w > DNS_LABEL_MAX) {
+            snprintf(t->invalid, sizeof t->invalid,
+                     "trainingjob %s/%s: metadata.name: its pod %s-%s-%d would be named with %d "
+                     "characters, more than a DNS-1123 label's %d: shorten the name by %d",
+                     ns, name, name, role, most - 1, w, DNS_LABEL_MAX, w - DNS_LABEL_MAX);
+            return;
+        }
+    }
+}
+
 /* A TrainingJob's uid, finished phase and pod templates, beside its compact record. A spec
  * that does not validate (but names its job) is kept, marked invalid with the reason, so that
  * the job can be failed with it rather than ignored. */
@@ -74,6 +113,10 @@ static int decode_trainingjob(json_t *obj, drv_strtab *names, tj_record *t, drv_
     else if (rc != 0)
         return rc;
     json_t *meta = json_object_get(obj, "metadata");
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    if (rc == 0 && ns && name)
+        check_derived_names(t, ns, name);
     const char *uid = json_string_value(json_object_get(meta, "uid"));
     snprintf(t->uid, sizeof t->uid, "%s", uid ? uid : "");
     json_t *status = json_object_get(obj, "status");

@@ -105,7 +105,8 @@ void ctrl_lifecycle_init(ctrl_lifecycle *lc, int32_t j, const tj_record *t)
                                   .active_deadline_s = (double)k->active_deadline_s,
                                   .ttl_after_finished_s = (double)k->ttl_s,
                                   .clean = (drv_clean_pods)k->clean_pods,
-                                  .suspend = k->suspend};
+                                  .suspend = k->suspend,
+                                  .all_workers = k->all_workers};
     memcpy(jr->conds, t->conds, sizeof jr->conds);
     jr->cond = drv_condition_current(jr->conds);
     jr->start_time = t->start_time;

@@ -255,15 +255,16 @@ static void say_missing(ctrl_podgroup *pg, pg_group *g)
     g->said_missing = true;
 }
 
-/* Whether g's queue and priority class (Volcano's PodGroup fields) exist: *tmpl gets them;
- * when not, a Warning Event on the PodGroup says which, once per cause. */
+/* Whether g's queue and priority class (Volcano's PodGroup fields) exist and its Queue admits
+ * its namespace: *tmpl gets them; when not, a Warning Event on the PodGroup says which, once
+ * per cause. */
 static bool gang_resolved(ctrl_podgroup *pg, pg_group *g, drv_job *tmpl)
 {
     char why[400], reason[48];
-    if (g->lone || (!g->queue && !g->pclass))
+    if (g->lone) /* (no PodGroup: the default queue, no Queue check) */
         return true;
-    if (ctrl_shared_resolve_names(pg->shared, g->queue, g->pclass, tmpl, why, sizeof why, reason,
-                                  sizeof reason)) {
+    if (ctrl_shared_resolve_names(pg->shared, g->ns, g->queue, g->pclass, tmpl, why, sizeof why,
+                                  reason, sizeof reason)) {
         g->held[0] = 0;
         return true;
     }

@@ -9,7 +9,9 @@
  *
  * A held job is not in the state, so no cycle sees it and every other job is served; its
  * TrainingJob's status says Queued with reason QueueMissing or PriorityClassMissing and an
- * Event says which (once per cause). When the Queue or PriorityClass appears, the next
+ * Event says which (once per cause); one whose Queue does not list its namespace in
+ * spec.namespaces is held the same way, with reason QueueNotAllowed (a Queue's quota is spent
+ * only by the namespaces it names). When the Queue or PriorityClass appears, the next
  * iteration adds it as if its TrainingJob had just arrived. What it was given is kept: a job's
  * priority and queue do not change once admitted (as a pod's priority does not).
  *
@@ -119,9 +121,13 @@ int ctrl_shared_apply_queue(ctrl_shared *s, const ctrl_event *e, bool *changed)
     }
     if (rc != 0 || (rc = grow_seen(s)) != 0)
         return rc;
-    s->queues[id].key = skey;
-    s->queues[id].gone = false;
-    s->queues[id].written = false; /* (its status is ours to write: say it again) */
+    queue_seen *w = &s->queues[id];
+    w->key = skey;
+    w->gone = false;
+    w->nns = k->nns;
+    memcpy(w->ns, k->ns, sizeof w->ns);
+    w->user_label = k->user_label;
+    w->written = false; /* (its status is ours to write: say it again) */
     s->changed = *changed = true;
     s->mirror->dirty = true;
     return 0;
@@ -129,11 +135,31 @@ int ctrl_shared_apply_queue(ctrl_shared *s, const ctrl_event *e, bool *changed)
 
 /* ---- resolving a new job's priority, queue and user ----------------------------------------- */
 
-bool ctrl_shared_resolve_names(ctrl_shared *s, int32_t queue, int32_t pclass, drv_job *tmpl,
-                               char *why, size_t n, char *reason, size_t nr)
+/* The Queue object of state queue q, or NULL (none, or deleted). */
+static const queue_seen *queue_object(const ctrl_shared *s, int32_t q)
+{
+    if (q < 0 || q >= s->cap_queues || !s->queues[q].key || s->queues[q].gone)
+        return NULL;
+    return &s->queues[q];
+}
+
+/* Whether Queue w admits jobs of namespace ns (interned in names): its spec.namespaces lists
+ * it, or it lists none. */
+static bool admits(const queue_seen *w, int32_t ns)
+{
+    if (!w || w->nns < 0)
+        return true;
+    for (int32_t i = 0; i < w->nns; i++)
+        if (w->ns[i] == ns)
+            return true;
+    return false;
+}
+
+bool ctrl_shared_resolve_names(ctrl_shared *s, int32_t ns, int32_t queue, int32_t pclass,
+                               drv_job *tmpl, char *why, size_t n, char *reason, size_t nr)
 {
     drv_state *st = &s->mirror->st;
-    char buf[256];
+    char buf[256], nsb[256];
     tmpl->queue = 0;
     if (!class_value(s, pclass, &tmpl->priority)) {
         ctrl_name_str(s->names, pclass, buf, sizeof buf);
@@ -144,36 +170,76 @@ bool ctrl_shared_resolve_names(ctrl_shared *s, int32_t queue, int32_t pclass, dr
         snprintf(reason, nr, "PriorityClassMissing");
         return false;
     }
-    if (!queue)
-        return true;
-    ctrl_name_str(s->names, queue, buf, sizeof buf);
-    int32_t name = drv_strtab_find(st->names, buf);
-    int32_t q = name > 0 ? drv_state_find_queue(st, name) : -1;
-    if (q >= 0 && q < s->cap_queues && s->queues[q].key && !s->queues[q].gone) {
-        tmpl->queue = q;
-        return true;
+    int32_t q = 0; /* (no queue named: the default queue, which a Queue "default" may bound) */
+    snprintf(buf, sizeof buf, "default");
+    if (queue) {
+        ctrl_name_str(s->names, queue, buf, sizeof buf);
+        int32_t name = drv_strtab_find(st->names, buf);
+        q = name > 0 ? drv_state_find_queue(st, name) : -1;
+        if (!queue_object(s, q)) {
+            if (s->queues_served)
+                snprintf(why, n, "spec.queue names Queue %s, which does not exist: waiting for it",
+                         buf);
+            else
+                snprintf(why, n,
+                         "spec.queue names Queue %s, but the API does not serve "
+                         "queues.drover.dev: apply deploy/queue-crd.yaml (drover asks again "
+                         "every %.0f s) and the Queue",
+                         buf, s->cfg->o.queue_recheck_s);
+            snprintf(reason, nr, "QueueMissing");
+            return false;
+        }
     }
-    if (s->queues_served)
-        snprintf(why, n, "spec.queue names Queue %s, which does not exist: waiting for it", buf);
-    else
+    if (!admits(queue_object(s, q), ns)) {
+        ctrl_name_str(s->names, ns, nsb, sizeof nsb);
         snprintf(why, n,
-                 "spec.queue names Queue %s, but the API does not serve queues.drover.dev: "
-                 "apply deploy/queue-crd.yaml (drover asks again every %.0f s) and the Queue",
-                 buf, s->cfg->o.queue_recheck_s);
-    snprintf(reason, nr, "QueueMissing");
-    return false;
+                 "%s Queue %s, whose spec.namespaces does not list namespace %s: waiting until "
+                 "it does",
+                 queue ? "spec.queue names" : "no spec.queue: the default", buf, nsb);
+        snprintf(reason, nr, "QueueNotAllowed");
+        return false;
+    }
+    tmpl->queue = q;
+    return true;
+}
+
+/* The user of fair share for TrainingJob t in state queue q: its namespace, which its author
+ * cannot choose; its drover.dev/user label only where the Queue says spec.userFromLabel (an
+ * admission webhook or the platform team sets it there). A label not honoured is said once
+ * per job admitted (Warning Event UserLabelIgnored). */
+static int32_t user_of(ctrl_shared *s, const tj_record *t, int32_t q)
+{
+    char buf[256];
+    const queue_seen *w = queue_object(s, q);
+    bool label = t->tj.user && w && w->user_label;
+    ctrl_name_str(s->names, label ? t->tj.user : t->tj.ns, buf, sizeof buf);
+    int32_t user = drv_strtab_intern(s->mirror->st.names, buf);
+    if (t->tj.user && !label) {
+        char ns[256], name[256], label_value[256], msg[900];
+        ctrl_name_str(s->names, t->tj.ns, ns, sizeof ns);
+        ctrl_name_str(s->names, t->tj.name, name, sizeof name);
+        ctrl_name_str(s->names, t->tj.user, label_value, sizeof label_value);
+        snprintf(msg, sizeof msg,
+                 "label drover.dev/user=%s ignored: its Queue %s does not say "
+                 "spec.userFromLabel: true; its user for fair share is its namespace, %s",
+                 label_value,
+                 w ? drv_strtab_str(s->mirror->st.names, s->mirror->st.queues[q].name)
+                   : "default (no Queue object)",
+                 ns);
+        ctrl_ref about = ctrl_ref_trainingjob(ns, name, t->uid);
+        ctrl_writer_event(s->writer, &about, "Warning", "UserLabelIgnored", msg);
+    }
+    return user < 0 ? 0 : user; /* (out of memory: the job is served, its user unnamed) */
 }
 
 bool ctrl_shared_resolve(ctrl_shared *s, const tj_record *t, drv_job *tmpl, char *why, size_t n,
                          char *reason, size_t nr)
 {
-    char buf[256];
-    ctrl_name_str(s->names, t->tj.user ? t->tj.user : t->tj.ns, buf, sizeof buf);
-    tmpl->user = drv_strtab_intern(s->mirror->st.names, buf);
-    if (tmpl->user < 0)
-        tmpl->user = 0; /* (out of memory: the job is served, its user unnamed) */
-    return ctrl_shared_resolve_names(s, t->tj.queue, t->tj.priority_class, tmpl, why, n, reason,
-                                     nr);
+    if (!ctrl_shared_resolve_names(s, t->tj.ns, t->tj.queue, t->tj.priority_class, tmpl, why, n,
+                                   reason, nr))
+        return false;
+    tmpl->user = user_of(s, t, tmpl->queue);
+    return true;
 }
 
 /* ---- held jobs ------------------------------------------------------------------------------ */
@@ -227,8 +293,10 @@ static void tell(ctrl_shared *s, held_job *h)
     ctrl_name_str(s->names, t->tj.name, name, sizeof name);
     status_request r; /* (its version: never over a status written since) */
     ctrl_status_trainingjob(&r, ns, name, t->tj.rv, "Pending",
-                            strcmp(h->reason, "QueueMissing") ? "held: priority class missing"
-                                                              : "held: queue missing");
+                            !strcmp(h->reason, "QueueMissing")      ? "held: queue missing"
+                            : !strcmp(h->reason, "QueueNotAllowed") ? "held: queue not allowed"
+                                                                    : "held: priority class "
+                                                                      "missing");
     memcpy(r.conds, t->conds, sizeof r.conds);
     double now = drv_clock_wall();
     drv_condition_set(r.conds, DRV_COND_QUEUED, true, h->reason, h->why, now);
@@ -249,8 +317,9 @@ int ctrl_shared_admit(ctrl_shared *s, int (*add)(void *arg, ctrl_event *e), void
         char why[400], reason[48];
         drv_job tmpl;
         memset(&tmpl, 0, sizeof tmpl);
-        if (retry &&
-            ctrl_shared_resolve(s, h->e.tj, &tmpl, why, sizeof why, reason, sizeof reason)) {
+        if (retry && ctrl_shared_resolve_names(s, h->e.tj->tj.ns, h->e.tj->tj.queue,
+                                               h->e.tj->tj.priority_class, &tmpl, why, sizeof why,
+                                               reason, sizeof reason)) {
             ctrl_event e = h->e;
             h->e.tj = NULL;
             ctrl_shared_unhold(s, e.key);

@@ -13,7 +13,8 @@
 #include "ctrl_mirror.h"
 #include "ctrl_writer.h"
 
-/* A TrainingJob held out of the state: its queue or priority class is missing. */
+/* A TrainingJob held out of the state: its queue or priority class is missing, or its Queue
+ * does not admit its namespace. */
 typedef struct held_job {
     ctrl_event e;  /* its latest event (e.tj owned) */
     char why[400]; /* what holds it, for its condition and Event */
@@ -35,6 +36,9 @@ typedef struct queue_seen {
     bool written; /* a status was written */
     int32_t pending, admitted;
     drv_res used;
+    int32_t nns; /* its spec.namespaces (drv_kqueue's nns, ns): -1, every namespace */
+    int32_t ns[DRV_QUEUE_MAX_NAMESPACES];
+    bool user_label; /* spec.userFromLabel */
 } queue_seen;
 
 typedef struct ctrl_shared {
@@ -63,13 +67,15 @@ int ctrl_shared_apply_priorityclass(ctrl_shared *s, const ctrl_event *e, bool *c
 int ctrl_shared_apply_queue(ctrl_shared *s, const ctrl_event *e, bool *changed);
 
 /* Fills a new job's priority, queue and user from its TrainingJob; false (why and reason set)
- * when its queue or priority class is missing. */
+ * when its queue or priority class is missing, or its Queue does not admit its namespace. Its
+ * user is its namespace unless its Queue honours the drover.dev/user label (spec.userFromLabel);
+ * a label not honoured is ignored, with a Warning Event (UserLabelIgnored). */
 bool ctrl_shared_resolve(ctrl_shared *s, const tj_record *t, drv_job *tmpl, char *why, size_t n,
                          char *reason, size_t nr);
-/* The same for a queue and a priority class named by interned names (0: none): another
- * operator's PodGroup's (Volcano's spec.queue, spec.priorityClassName). */
-bool ctrl_shared_resolve_names(ctrl_shared *s, int32_t queue, int32_t pclass, drv_job *tmpl,
-                               char *why, size_t n, char *reason, size_t nr);
+/* The same for a queue and a priority class named by interned names (0: none) from namespace
+ * ns (interned): another operator's PodGroup's (Volcano's spec.queue, spec.priorityClassName). */
+bool ctrl_shared_resolve_names(ctrl_shared *s, int32_t ns, int32_t queue, int32_t pclass,
+                               drv_job *tmpl, char *why, size_t n, char *reason, size_t nr);
 
 /* Holds e's TrainingJob (e->tj taken) until what it names appears. 0 or DRV_ENOMEM. */
 int ctrl_shared_hold(ctrl_shared *s, ctrl_event *e, const char *why, const char *reason);

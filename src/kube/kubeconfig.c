@@ -487,6 +487,12 @@ int drv_kube_incluster(drv_kube_config *out, const char *root, drv_diag *d)
         drv_kube_config_fini(out);
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     }
+    /* (checked now, as a kubeconfig's certificate-authority is: missing, it would fail every
+     * request, each retried) */
+    if ((rc = check_pem(path, &why)) != 0) {
+        drv_kube_config_fini(out);
+        return drv_fail(d, rc, "the service account CA certificate: %s", why.msg);
+    }
     snprintf(path, sizeof path, "%s/namespace", dir);
     /* optional: absent, no namespace; present, it must be readable */
     if (access(path, F_OK) == 0 && (rc = read_trimmed(path, MAX_TOKEN_FILE, "a namespace file",

@@ -108,7 +108,7 @@ static bool succeeded(const drv_lifecycle_in *in)
     }
     if (in->replicas[DRV_ROLE_CHIEF] > 0)
         return leader_done;
-    if (in->allreduce)
+    if (in->allreduce || in->policy.all_workers)
         return in->replicas[DRV_ROLE_WORKER] > 0 && done_workers >= in->replicas[DRV_ROLE_WORKER];
     return worker0_done;
 }

@@ -9,8 +9,11 @@
  *
  * The rules (Kubeflow's training operators, except where marked):
  *   success   a job with a chief (a master, for all-reduce jobs) succeeds when chief 0 has
- *             succeeded; a TensorFlow job without one when worker 0 has; an all-reduce job
- *             without a master when every worker has.
+ *             succeeded; a TensorFlow job without one (Worker-only, or PS and Workers) when
+ *             worker 0 has, or, under TFJob's successPolicy AllWorkers, when every worker
+ *             has; an all-reduce job without a master when every worker has. (A PyTorch job
+ *             written with Worker replicas only is TensorFlow-shaped: without AllWorkers its
+ *             other ranks are deleted when rank 0 ends.)
  *   failure   a failed pod of a role whose restartPolicy is
  *               Never      fails the job (reason PodFailed);
  *               OnFailure  is restarted; so is one under Always;
@@ -47,6 +50,8 @@ typedef struct drv_run_policy {
     double ttl_after_finished_s; /* seconds a finished job is kept; < 0: kept */
     drv_clean_pods clean;        /* pods deleted when the job finishes */
     bool suspend;
+    bool all_workers; /* spec.successPolicy AllWorkers: without a chief, every worker must
+                         succeed (else worker 0's success is the job's) */
 } drv_run_policy;
 
 /* A run policy with Kubeflow's defaults: no backoff limit, no deadline, kept, Running. */

@@ -499,6 +499,11 @@ int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob
     if (!rc)
         rc = decode_run_policy(json_object_get(json_object_get(obj, "spec"), "runPolicy"), who, out,
                                d);
+    json_t *sp = json_object_get(json_object_get(obj, "spec"), "successPolicy");
+    const char *sps = json_string_value(sp);
+    if (!rc && sp && (!sps || (strcmp(sps, "") && strcmp(sps, "AllWorkers"))))
+        rc = drv_fail(d, DRV_EPARSE, "%s: spec.successPolicy: expected \"\" or AllWorkers", who);
+    out->all_workers = sps && !strcmp(sps, "AllWorkers");
     if (rc)
         return rc;
     const char *key;

@@ -15,6 +15,7 @@
  * "l\tpool\tgpu\nt\tgpu\ttrue\tNoSchedule\n".
  */
 #include "json.h"
+#include "drover/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -436,6 +437,34 @@ static int res_map(json_t *m, const char *who, const char *field, int64_t dflt, 
     return 0;
 }
 
+/* A Queue's spec.namespaces (absent: nns -1, every namespace): a list of at most
+ * DRV_QUEUE_MAX_NAMESPACES namespace names. */
+static int queue_namespaces(json_t *list, const char *who, drv_strtab *names, drv_kqueue *out,
+                            drv_diag *d)
+{
+    out->nns = -1;
+    if (!list)
+        return 0;
+    if (!json_is_array(list) || json_array_size(list) > DRV_QUEUE_MAX_NAMESPACES)
+        return drv_fail(d, DRV_EPARSE, "%s: spec.namespaces: expected a list of at most %d names",
+                        who, DRV_QUEUE_MAX_NAMESPACES);
+    out->nns = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v)
+    {
+        char where[340];
+        snprintf(where, sizeof where, "%s: spec.namespaces[%zu]", who, i);
+        const char *ns = json_string_value(v);
+        int rc = drv_name_check(d, where, ns ? ns : "", 63);
+        if (rc)
+            return rc == DRV_ENOMEM ? rc : DRV_EPARSE;
+        if ((out->ns[out->nns++] = drv_strtab_intern(names, ns)) < 0)
+            return drv_fail(d, DRV_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
 int drv_kube_decode_queue(json_t *obj, drv_strtab *names, drv_kqueue *out, drv_diag *d)
 {
     memset(out, 0, sizeof *out);
@@ -459,6 +488,12 @@ int drv_kube_decode_queue(json_t *obj, drv_strtab *names, drv_kqueue *out, drv_d
     if (!rc)
         rc = res_map(json_object_get(spec, "borrowingLimit"), who, "spec.borrowingLimit",
                      DRV_UNLIMITED, &out->borrow, d);
+    if (!rc)
+        rc = queue_namespaces(json_object_get(spec, "namespaces"), who, names, out, d);
+    json_t *ul = json_object_get(spec, "userFromLabel");
+    if (!rc && ul && !json_is_boolean(ul))
+        rc = drv_fail(d, DRV_EPARSE, "%s: spec.userFromLabel: expected true or false", who);
+    out->user_label = json_is_true(ul);
     if (rc)
         return rc;
     if ((out->name = drv_strtab_intern(names, name)) < 0 ||

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- request attributes ------------------------------------------------------------------ */
 
@@ -485,9 +486,134 @@ char *drv_rbac_refused(const char *log, const char *source_dir, drv_diag *d)
     return out;
 }
 
+/* ---- grants no request used ---------------------------------------------------------------- */
+
+/* Whether a request of log from agent is granted by rule u through this verb, group and
+ * resource of it (res may be "RES/SUB", "*" or "*\/SUB"). */
+static bool rule_used(drv_conf *u, const char *agent, const char *verb, const char *group,
+                      const char *res, const char *log)
+{
+    for (const char *l = log; l && *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t n = nl ? (size_t)(nl - l) : strlen(l);
+        char line[1200], method[16], url[1024];
+        int code, used = 0;
+        snprintf(line, sizeof line, "%.*s", (int)n, l);
+        l = nl ? nl + 1 : NULL;
+        drv_rbac_attrs a;
+        drv_diag d;
+        if (sscanf(line, "%d %15s %1023s %n", &code, method, url, &used) != 3 || !used ||
+            strncmp(line + used, agent, strlen(agent)) ||
+            drv_rbac_attrs_of(method, url, &a, &d) != 0 || !a.resource)
+            continue;
+        char combined[160];
+        snprintf(combined, sizeof combined, "%s%s%s", a.res, a.sub[0] ? "/" : "", a.sub);
+        bool res_ok = !strcmp(res, "*") || !strcmp(combined, res) ||
+                      (a.sub[0] && !strncmp(res, "*/", 2) && !strcmp(res + 2, a.sub));
+        if ((!strcmp(verb, "*") || !strcmp(a.verb, verb)) &&
+            (!strcmp(group, "*") || !strcmp(a.group, group)) && res_ok && rule_grants(u, &a))
+            return true;
+    }
+    return false;
+}
+
+/* Appends to out (len, cap) the grants of role r (bound to component c's account) that log
+ * never used. */
+static int unused_of_role(drv_conf *r, const char *file, const char *agent, const char *who,
+                          const char *log, char **out, int32_t *len, int32_t *cap)
+{
+    drv_conf *rules = drv_conf_get(r, "rules");
+    for (int32_t i = 0; rules && i < rules->nitems; i++) {
+        drv_conf *u = rules->items[i];
+        drv_conf *verbs = drv_conf_get(u, "verbs"), *groups = drv_conf_get(u, "apiGroups"),
+                 *res = drv_conf_get(u, "resources");
+        for (int32_t v = 0; verbs && v < verbs->nitems; v++)
+            for (int32_t g = 0; groups && g < groups->nitems; g++)
+                for (int32_t k = 0; res && k < res->nitems; k++) {
+                    const char *verb = verbs->items[v]->text, *group = groups->items[g]->text,
+                               *rs = res->items[k]->text;
+                    if (rule_used(u, agent, verb, group, rs, log))
+                        continue;
+                    char line[600];
+                    int w = snprintf(line, sizeof line, "unused grant: %s %s %s (%s:%d, %s)\n",
+                                     verb, group[0] ? group : "\"\"", rs, file, u->line, who);
+                    if (w < 0 || w >= (int)sizeof line)
+                        w = (int)sizeof line - 1;
+                    if (drv_grow(out, 1, cap, *len + w + 1) != 0)
+                        return DRV_ENOMEM;
+                    memcpy(*out + *len, line, (size_t)w + 1);
+                    *len += w;
+                }
+    }
+    return 0;
+}
+
+char *drv_rbac_unused(const char *log, const char *source_dir, drv_diag *d)
+{
+    drv_rbac p = {0};
+    char path[NCOMP][1024];
+    int rc = 0;
+    for (int c = 0; c < NCOMP && !rc; c++) {
+        snprintf(path[c], sizeof path[c], "%s/deploy/%s", source_dir, COMPONENTS[c].file);
+        rc = drv_rbac_add_file(&p, path[c], d);
+    }
+    char *out = NULL;
+    int32_t len = 0, cap = 0;
+    if (!rc && drv_grow(&out, 1, &cap, 1) == 0)
+        out[0] = 0;
+    else if (!rc)
+        rc = drv_fail(d, DRV_ENOMEM, "rbac check: out of memory");
+    for (int c = 0; c < NCOMP && !rc; c++) {
+        const char *ns, *name;
+        if (!drv_rbac_account(&p, path[c], &ns, &name)) {
+            rc = drv_fail(d, DRV_EINVAL, "%s: expected a ServiceAccount", path[c]);
+            break;
+        }
+        char who[160];
+        snprintf(who, sizeof who, "%s/%s", ns, name);
+        /* every role bound to the account, each once (as its binding names it) */
+        for (int i = 0; i < p.n && !rc; i++) {
+            drv_conf *b = p.doc[i].root, *ref = drv_conf_get(b, "roleRef");
+            const char *kind = text_at(b, "kind"), *rk = text_at(ref, "kind");
+            const char *bns = text_at(drv_conf_get(b, "metadata"), "namespace");
+            if ((strcmp(kind, "ClusterRoleBinding") && strcmp(kind, "RoleBinding")) ||
+                !binds(b, ns, name))
+                continue;
+            drv_conf *r = role(&p, rk, !strcmp(rk, "Role") ? bns : NULL, text_at(ref, "name"));
+            if (r && unused_of_role(r, p.doc[i].file, COMPONENTS[c].agent, who, log, &out, &len,
+                                    &cap) != 0)
+                rc = drv_fail(d, DRV_ENOMEM, "rbac check: out of memory");
+        }
+    }
+    drv_rbac_fini(&p);
+    if (rc) {
+        drv_free(out);
+        return NULL;
+    }
+    return out;
+}
+
+void drv_rbac_keep_log(const char *log)
+{
+    const char *dir = getenv("DROVER_RBAC_LOG_DIR");
+    char exe[1024], path[1400];
+    ssize_t n = dir && log ? readlink("/proc/self/exe", exe, sizeof exe - 1) : -1;
+    if (n <= 0)
+        return;
+    exe[n] = 0;
+    const char *base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+    snprintf(path, sizeof path, "%s/%s.log", dir, base);
+    FILE *f = fopen(path, "a");
+    if (f) {
+        fputs(log, f);
+        fclose(f);
+    }
+}
+
 int drv_rbac_check_server(drv_apiserver *srv, FILE *out)
 {
     char *log = drv_apiserver_request_log(srv);
+    drv_rbac_keep_log(log);
     const char *src = getenv("DROVER_SOURCE_DIR");
     drv_diag d = {{0}};
     char *refused = log ? drv_rbac_refused(log, src ? src : ".", &d) : NULL;

@@ -68,9 +68,23 @@ bool drv_rbac_allows(drv_rbac *p, const char *ns, const char *name, const drv_rb
  */
 char *drv_rbac_refused(const char *log, const char *source_dir, drv_diag *d);
 
+/*
+ * The other direction: every grant of the manifests under source_dir/deploy that no request of
+ * log used, one line per rule's verb and resource ("unused grant: VERB GROUP RESOURCE
+ * (FILE:LINE, ACCOUNT)"), "" when each was used. A grant is used by a request of its
+ * component that this rule (with its resourceNames) grants. drv_malloc'd; NULL with d on
+ * error.
+ */
+char *drv_rbac_unused(const char *log, const char *source_dir, drv_diag *d);
+
+/* Appends log to $DROVER_RBAC_LOG_DIR/<this program>.log when that variable is set (the
+ * end-to-end tests' requests, gathered for test_rbac_grants_used); nothing otherwise. */
+void drv_rbac_keep_log(const char *log);
+
 /* srv's request log (opts.request_log) against the manifests under $DROVER_SOURCE_DIR (else
  * "."), as drv_rbac_refused: 0, or -1 after writing the refusals or the error to out. What an
- * end-to-end test's teardown returns, so that the test fails listing them. */
+ * end-to-end test's teardown returns, so that the test fails listing them. The log is kept
+ * (drv_rbac_keep_log). */
 int drv_rbac_check_server(drv_apiserver *srv, FILE *out);
 
 #endif

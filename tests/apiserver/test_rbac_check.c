@@ -249,6 +249,32 @@ static void test_granted_and_refused(void **unused)
     out = drv_rbac_refused("200 GET /api/v1/pods drover-run/1\n", dir, &d);
     assert_string_equal(out, "");
     drv_free(out);
+
+    /* the other direction: each rule's verb and resource that no granted request used */
+    out = drv_rbac_unused(log, dir, &d);
+    if (!out)
+        fail_msg("%s", d.msg);
+    static const char *const never[] = {
+        "unused grant: get \"\" pods (", "unused grant: list \"\" pods (",
+        "unused grant: get coordination.k8s.io leases (",
+        "unused grant: create coordination.k8s.io leases (", /* (its POST was refused) */
+    };
+    static const char *const used[] = {
+        " watch \"\" pods ",
+        " create \"\" pods ",
+        " create \"\" pods/binding ",
+        " update apps */scale",
+        " list coordination.k8s.io leases",
+        " get \"\" configmaps ",
+    };
+    for (size_t i = 0; i < sizeof never / sizeof *never; i++)
+        if (!strstr(out, never[i]))
+            fail_msg("expected '%s' in:\n%s", never[i], out);
+    for (size_t i = 0; i < sizeof used / sizeof *used; i++)
+        if (strstr(out, used[i]))
+            fail_msg("'%s' was used, yet reported:\n%s", used[i], out);
+    assert_non_null(strstr(out, ", sys/sched)\n"));
+    drv_free(out);
     remove_tree(dir);
 }
 

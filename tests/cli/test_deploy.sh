@@ -18,7 +18,7 @@ fail() { echo "FAIL: $1" >&2; failed=$((failed + 1)); }
 
 "$kubectl" kustomize "$src/deploy" >"$tmp/all.yaml" 2>"$tmp/err" || fail "kustomize: $(cat "$tmp/err")"
 for kind in Namespace CustomResourceDefinition ServiceAccount ClusterRole ClusterRoleBinding \
-    Deployment Service; do
+    Deployment Service PodDisruptionBudget NetworkPolicy; do
     grep -q "^kind: $kind\$" "$tmp/all.yaml" || fail "no $kind in kubectl kustomize deploy/"
 done
 # Every YAML file in deploy/ is listed but the ServiceMonitor (it needs the Prometheus Operator)
@@ -34,4 +34,13 @@ grep -q 'targetPort: metrics' "$src/deploy/service.yaml" || fail "Service does n
 grep -q 'port: metrics, path: /metrics' "$src/deploy/servicemonitor.yaml" ||
     fail "ServiceMonitor does not scrape it"
 grep -q 'app: drover' "$src/deploy/service.yaml" || fail "Service selects no drover pods"
+# The operator's exposure (issue 26): a versioned image, the release's, never :latest; replicas
+# kept apart; the metrics port the only way in.
+version=$(sed -n 's/^project(drover VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
+grep -q "^ *image: drover:$version\$" "$src/deploy/drover.yaml" ||
+    fail "deploy/drover.yaml's image is not drover:$version (CMakeLists.txt's version)"
+grep -q 'image: .*:latest' "$tmp/all.yaml" && fail "an image tagged :latest"
+grep -q 'podAntiAffinity:' "$src/deploy/drover.yaml" || fail "replicas without anti-affinity"
+grep -q 'port: metrics, protocol: TCP' "$src/deploy/networkpolicy.yaml" ||
+    fail "the NetworkPolicy does not admit the metrics port"
 [ "$failed" -eq 0 ]

@@ -486,6 +486,7 @@ static void check_history(drv_apiserver *srv, e2e_job *jobs, int n)
     const char *src = getenv("DROVER_SOURCE_DIR");
     drv_diag d = {{0}};
     char *refused = log ? drv_rbac_refused(log, src ? src : ".", &d) : NULL;
+    drv_rbac_keep_log(log); /* (for test_rbac_grants_used) */
     long lines = 0;
     for (const char *p = log; p && (p = strchr(p, '\n')); p++)
         lines++;

@@ -463,6 +463,39 @@ static void test_invalid_and_never_fits(void **state)
     stop(&r);
 }
 
+/* Names Kubernetes would refuse are caught at intake: a job whose last pod name
+ * ("<job>-worker-9") would be 64 characters, and one whose name has a dot (its Service's name
+ * must be a DNS-1035 label), fail as Invalid naming metadata.name; a name one character shorter
+ * is served. */
+static void test_derived_names_checked(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "32");
+    runner r;
+    start_synced(f, &r);
+    char workers[1024], one[1024], longest[64], too_long[64];
+    role(workers, sizeof workers, "Worker", 10, "1", "");
+    role(one, sizeof one, "Worker", 1, "1", "");
+    memset(too_long, 'a', 55);
+    too_long[55] = 0; /* + "-worker-9": 64 */
+    memset(longest, 'b', 54);
+    longest[54] = 0; /* + "-worker-9": 63 */
+    add_job(f, too_long, workers, "");
+    add_job(f, "dotted.name", one, "");
+    add_job(f, longest, workers, "");
+    char msg[600], pod[80];
+    WAIT_FOR(now_in(f, too_long, "Failed", "Invalid"));
+    WAIT_FOR(events(f, too_long, "Invalid", msg, sizeof msg) == 1);
+    assert_non_null(strstr(msg, "metadata.name: its pod"));
+    assert_non_null(strstr(msg, "-worker-9 would be named with 64 characters"));
+    WAIT_FOR(now_in(f, "dotted.name", "Failed", "Invalid"));
+    WAIT_FOR(events(f, "dotted.name", "Invalid", msg, sizeof msg) == 1);
+    assert_non_null(strstr(msg, "metadata.name: expected a DNS-1035 label"));
+    snprintf(pod, sizeof pod, "%s-worker-9", longest);
+    WAIT_FOR(pod_bound(f, pod));
+    stop(&r);
+}
+
 /* A restarted controller adopts a running job without a second Scheduled or Running Event. */
 static void test_adopted_job_not_announced_again(void **state)
 {
@@ -813,6 +846,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_finished_job_not_suspended, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_edit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_and_never_fits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_derived_names_checked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adopted_job_not_announced_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_finished_elsewhere_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_conflict_rebased, setup, teardown),

@@ -4,8 +4,9 @@
  * nodeSelector, node affinity and tolerations (a tolerating job lands only on the tainted nodes,
  * a non-tolerating one never; a selector no node satisfies says so while other jobs are
  * served), a bad toleration failing its job as Invalid, a missing PriorityClass or Queue holding
- * a job until the object is created (a Queue also when its CRD is applied after start), and a
- * Queue's status counting its jobs and their use.
+ * a job until the object is created (a Queue also when its CRD is applied after start), a
+ * Queue's status counting its jobs and their use, a Queue admitting only the namespaces it
+ * lists, and the drover.dev/user label honoured only where the Queue says so.
  * Kubelet's part (pod phases) is played by the test where needed.
  */
 #include "ctrl_fixture.h"
@@ -407,6 +408,70 @@ static void test_podgroup_queue(void **state)
     stop(&r);
 }
 
+/* A Queue called name with spec fields spec (JSON members, "" for none). */
+static void add_queue(fixture *f, const char *name, const char *spec)
+{
+    req(f, "POST", "/apis/drover.dev/v1alpha1/queues",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":"
+        "\"%s\"},\"spec\":{%s}}",
+        name, spec);
+}
+
+/* A Queue whose spec.namespaces does not list a job's namespace holds the job (condition and
+ * one Event, QueueNotAllowed) while a job of the default queue is served; the Queue edited to
+ * list the namespace, the job is placed. */
+static void test_queue_namespaces(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    runner r;
+    start_synced(f, &r);
+    add_queue(f, "team", "\"namespaces\":[\"team-a\"]");
+    add_tj(f, "intruder", 2, "1", "\"queue\":\"team\",", "");
+    add_tj(f, "other", 2, "1", "", "");
+    char msg[512];
+    WAIT_FOR(cond(f, "intruder", "Queued", "QueueNotAllowed", msg, sizeof msg));
+    assert_non_null(strstr(msg, "Queue team, whose spec.namespaces does not list namespace "
+                                "default"));
+    WAIT_FOR(events(f, "intruder", "QueueNotAllowed", NULL, 0) == 1);
+    WAIT_FOR(bound(f, "other", NULL, 0) == 2);
+    assert_int_equal(bound(f, "intruder", NULL, 0), 0);
+    req(f, "PATCH", "/apis/drover.dev/v1alpha1/queues/team",
+        "{\"spec\":{\"namespaces\":[\"team-a\",\"default\"]}}");
+    WAIT_FOR(bound(f, "intruder", NULL, 0) == 2);
+    stop(&r);
+}
+
+/* A TrainingJob (name, more spec fields) of one worker, labelled drover.dev/user=alice. */
+#define LABELLED_TJ                                                                                \
+    "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"              \
+    "\"name\":\"%s\",\"namespace\":\"default\",\"labels\":{\"drover.dev/user\":\"alice\"}},"       \
+    "\"spec\":{%s\"replicaSpecs\":{\"Worker\":{\"replicas\":1,\"template\":{\"spec\":{"            \
+    "\"schedulerName\":\"drover\",\"containers\":[{\"name\":\"main\",\"image\":\"t\","             \
+    "\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}"
+
+/* A TrainingJob labelled drover.dev/user: its label is ignored, with a Warning Event, unless
+ * its Queue says spec.userFromLabel (then no Event). */
+static void test_user_label_trust(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    runner r;
+    start_synced(f, &r);
+    add_queue(f, "vouched", "\"userFromLabel\":true");
+    req(f, "POST", TJ_PATH, LABELLED_TJ, "claims", "");
+    char msg[512];
+    WAIT_FOR(events(f, "claims", "UserLabelIgnored", msg, sizeof msg) == 1);
+    assert_non_null(strstr(msg, "drover.dev/user=alice ignored"));
+    assert_non_null(strstr(msg, "its user for fair share is its namespace, default"));
+    req(f, "POST", TJ_PATH, LABELLED_TJ, "vouched", "\"queue\":\"vouched\",");
+    WAIT_FOR(bound(f, "vouched", NULL, 0) == 1);
+    WAIT_FOR(bound(f, "claims", NULL, 0) == 1);
+    assert_int_equal(events(f, "vouched", "UserLabelIgnored", NULL, 0), 0);
+    assert_int_equal(events(f, "claims", "UserLabelIgnored", NULL, 0), 1);
+    stop(&r);
+}
+
 /* A job whose queue's quota is what holds it back: its Waiting Event says so, with the
  * numbers; a job in the default queue is served meanwhile. */
 static void test_quota_named_in_waiting_event(void **state)
@@ -649,6 +714,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_queue_then_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_crd_applied_later, setup_no_queue_crd, teardown),
         cmocka_unit_test_setup_teardown(test_quota_named_in_waiting_event, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_namespaces, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_user_label_trust, setup, teardown),
         cmocka_unit_test_setup_teardown(test_podgroup_queue, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_preemption_keeps_grace_and_says_why, setup, teardown),
         cmocka_unit_test_setup_teardown(test_priority_class_preempts, setup, teardown),

@@ -360,6 +360,21 @@ static void test_in_cluster(void **unused)
     assert_non_null(strstr(d.msg, "serviceaccount/token: empty; expected a bearer token"));
     put("var/run/secrets/kubernetes.io/serviceaccount/token", "tok-123\n");
     put("var/run/secrets/kubernetes.io/serviceaccount/namespace", "training");
+    /* ca.crt is checked at load: missing, a directory, not PEM */
+    assert_int_equal(drv_kube_incluster(&c, dir, &d), DRV_EIO);
+    assert_non_null(strstr(d.msg, "the service account CA certificate: "));
+    assert_non_null(strstr(d.msg, "serviceaccount/ca.crt"));
+    snprintf(cmd, sizeof cmd, "mkdir '%s/ca.crt'", sa);
+    assert_int_equal(system(cmd), 0);
+    assert_int_not_equal(drv_kube_incluster(&c, dir, &d), 0);
+    assert_non_null(strstr(d.msg, "serviceaccount/ca.crt"));
+    snprintf(cmd, sizeof cmd, "rmdir '%s/ca.crt'", sa);
+    assert_int_equal(system(cmd), 0);
+    put("var/run/secrets/kubernetes.io/serviceaccount/ca.crt", "not a certificate\n");
+    assert_int_equal(drv_kube_incluster(&c, dir, &d), DRV_EINVAL);
+    assert_non_null(strstr(d.msg, "ca.crt: expected PEM"));
+    put("var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
     assert_int_equal(drv_kube_incluster(&c, dir, &d), 0);
     assert_string_equal(c.server, "https://10.0.0.1:443");
     assert_string_equal(c.token, "tok-123");

@@ -177,6 +177,36 @@ static void tensorflow_without_chief_follows_worker0(void **state)
     assert_int_equal(out.state, DRV_COND_SUCCEEDED);
 }
 
+/* Worker-only under TFJob's successPolicy AllWorkers: worker 0 ending does not end the job (its
+ * other ranks keep running); the last worker's success does. */
+static void all_workers_success_policy(void **state)
+{
+    (void)state;
+    drv_pod_obs pods[3];
+    drv_lifecycle_in in = tf_job(pods, DRV_RESTART_NEVER);
+    in.replicas[DRV_ROLE_CHIEF] = 0;
+    in.replicas[DRV_ROLE_WORKER] = 3;
+    in.policy.all_workers = true;
+    pods[0] = (drv_pod_obs){.role = DRV_ROLE_WORKER, .rank = 2, .phase = DRV_OBS_RUNNING};
+    pods[1].phase = DRV_OBS_SUCCEEDED; /* worker 0 */
+    drv_lifecycle_out out;
+    drv_lifecycle_step(&in, DRV_COND_RUNNING, &out);
+    assert_int_equal(out.state, DRV_COND_RUNNING);
+    assert_false(out.delete_running);
+    pods[2].phase = DRV_OBS_SUCCEEDED;
+    drv_lifecycle_step(&in, DRV_COND_RUNNING, &out);
+    assert_int_equal(out.state, DRV_COND_RUNNING);
+    pods[0].phase = DRV_OBS_SUCCEEDED;
+    drv_lifecycle_step(&in, DRV_COND_RUNNING, &out);
+    assert_int_equal(out.state, DRV_COND_SUCCEEDED);
+    /* the same job under the default policy: worker 0 alone ends it, the rest are deleted */
+    in.policy.all_workers = false;
+    pods[0].phase = pods[2].phase = DRV_OBS_RUNNING;
+    drv_lifecycle_step(&in, DRV_COND_RUNNING, &out);
+    assert_int_equal(out.state, DRV_COND_SUCCEEDED);
+    assert_true(out.delete_running);
+}
+
 static void suspend_deadline_and_ttl(void **state)
 {
     (void)state;
@@ -258,6 +288,7 @@ int main(void)
         cmocka_unit_test(exit_code_policy),
         cmocka_unit_test(allreduce_without_master_needs_every_worker),
         cmocka_unit_test(tensorflow_without_chief_follows_worker0),
+        cmocka_unit_test(all_workers_success_policy),
         cmocka_unit_test(suspend_deadline_and_ttl),
         cmocka_unit_test(queued_until_placed),
         cmocka_unit_test(condition_transition_time),

@@ -669,6 +669,14 @@ static void test_trainingjob_roles_and_policies(void **unused)
     assert_int_equal(j.active_deadline_s, 0);
     assert_int_equal(j.clean_pods, DRV_CLEAN_RUNNING);
     assert_false(j.suspend);
+    assert_false(j.all_workers); /* successPolicy "": worker 0 decides */
+    json_object_set_new(spec, "successPolicy", json_string("AllWorkers"));
+    assert_int_equal(drv_kube_decode_trainingjob(tj, names, &j, &d), 0);
+    assert_true(j.all_workers);
+    json_object_set_new(spec, "successPolicy", json_string("Chief"));
+    assert_int_equal(drv_kube_decode_trainingjob(tj, names, &j, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "spec.successPolicy: expected \"\" or AllWorkers"));
+    json_object_del(spec, "successPolicy");
     /* a Master makes it all-reduce, kept as the chief */
     json_t *worker = json_object_get(specs, "Worker");
     json_object_set(specs, "Master", worker);

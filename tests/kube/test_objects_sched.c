@@ -234,8 +234,29 @@ static void test_priorityclass_and_queue(void **unused)
     assert_true(q.quota.mem == DRV_UNLIMITED); /* not listed: no bound */
     assert_int_equal(q.borrow.cpu, 500);
     assert_true(q.borrow.gpu == DRV_UNLIMITED);
+    assert_int_equal(q.nns, -1); /* no spec.namespaces: every namespace */
+    assert_false(q.user_label);
+    json_decref(o);
+    o = load("{\"metadata\":{\"name\":\"q\"},\"spec\":{\"namespaces\":[\"team-a\",\"team-b\"],"
+             "\"userFromLabel\":true}}");
+    assert_int_equal(drv_kube_decode_queue(o, names, &q, &d), 0);
+    assert_int_equal(q.nns, 2);
+    assert_string_equal(drv_strtab_str(names, q.ns[1]), "team-b");
+    assert_true(q.user_label);
+    json_decref(o);
+    o = load("{\"metadata\":{\"name\":\"q\"},\"spec\":{\"namespaces\":[]}}");
+    assert_int_equal(drv_kube_decode_queue(o, names, &q, &d), 0);
+    assert_int_equal(q.nns, 0); /* []: no namespace */
     json_decref(o);
     static const char *const bad[][2] = {
+        {"{\"metadata\":{\"name\":\"q\"},\"spec\":{\"namespaces\":\"team-a\"}}",
+         "queue q: spec.namespaces: expected a list of at most 32 names"},
+        {"{\"metadata\":{\"name\":\"q\"},\"spec\":{\"namespaces\":[\"ok\",\"a,b\"]}}",
+         "queue q: spec.namespaces[1]: expected a name of 1 to 63"},
+        {"{\"metadata\":{\"name\":\"q\"},\"spec\":{\"namespaces\":[7]}}",
+         "queue q: spec.namespaces[0]: expected a name"},
+        {"{\"metadata\":{\"name\":\"q\"},\"spec\":{\"userFromLabel\":\"yes\"}}",
+         "queue q: spec.userFromLabel: expected true or false"},
         {"{\"metadata\":{\"name\":\"q\"},\"spec\":{\"weight\":0}}",
          "queue q: spec.weight: expected a number in (0, 1e6]"},
         {"{\"metadata\":{\"name\":\"q\"},\"spec\":{\"nominalQuota\":{\"cpu\":\"lots\"}}}",

@@ -12,9 +12,10 @@
  *               schedulers' pods, DaemonSets) bound there and not finished: "foreign" load;
  *   a job       one drv_job per TrainingJob of our schedulerName (and namespace), its pods the
  *               job's slots (ctrl_trainingjob.c adds it), or per gang of another operator's
- *               pods (ctrl_podgroup.c); a drover pod seen before its job is "parked" as foreign
- *               load and adopted when the job shows up, one bound to a node not seen yet is an
- *               orphan bound when the node shows up;
+ *               pods (ctrl_podgroup.c); a drover pod is its job's only when the job is its
+ *               controller (ownerReference uid: claim); one seen before its job, or not its
+ *               job's, is "parked" as foreign load (and adopted when its job shows up), one
+ *               bound to a node not seen yet is an orphan bound when the node shows up;
  *   a pod       where the API has it bound is the truth (adopted after a restart), except a
  *               pod being deleted, which holds its node's room until gone (its "ghost").
  * Example: node n1 allocates 8 CPUs and runs a DaemonSet pod asking 1: the state has n1 with 7.

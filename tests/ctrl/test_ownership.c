@@ -57,11 +57,11 @@ static void add_stand_in(fixture *f, const char *name, int rank, const char *ref
 
 /* A TrainingJob's controller reference of uid (controller: true or false). */
 #define REF(uid, controller)                                                                       \
-    "[{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"name\":\"tj\","        \
+    "[{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"name\":\"tj\","           \
     "\"uid\":\"" uid "\",\"controller\":" controller "}]"
 
-/* TrainingJob tj of three workers of 2 CPUs waits, as the cluster has no room; three pods labelled as
- * its workers 0, 1 and 2 then appear on node-a: one controlled by a ReplicaSet, one by a
+/* TrainingJob tj of three workers of 2 CPUs waits, as the cluster has no room; three pods labelled
+ * as its workers 0, 1 and 2 then appear on node-a: one controlled by a ReplicaSet, one by a
  * TrainingJob tj deleted before (another uid), one naming tj's uid but not as its controller.
  * None is taken for tj's: once room comes (node-b), tj's own three workers are created and
  * bound there, and the stand-ins are left as they are. (A lone pod of ours, bound after the

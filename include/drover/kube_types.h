@@ -36,6 +36,8 @@ typedef struct drv_kpod {
     int32_t job;       /* interned drover.dev/job label, 0 when absent */
     int32_t group;     /* interned scheduling.x-k8s.io/pod-group label (its PodGroup), 0 */
     int32_t scheduler; /* interned spec.schedulerName, 0 when absent */
+    int32_t owner;     /* interned uid of its controller: the first metadata.ownerReferences[]
+                          with controller true (client-go's GetControllerOf), 0 when none */
     int32_t replica;   /* drover.dev/rank, -1 when absent */
     int32_t cons;      /* interned compact JSON of spec.nodeSelector, affinity.nodeAffinity and
                           tolerations (drv_kube_constraint_json), 0 when it has none, and for

@@ -123,7 +123,9 @@ typedef struct drv_queue {
     drv_res quota;  /* nominal quota per dimension; DRV_UNLIMITED: no bound */
     drv_res borrow; /* borrowing limit: how far beyond its quota it may go, per dimension, using
                        its cohort's unused quota; 0: none, DRV_UNLIMITED: no limit */
-    drv_res used;   /* requests of the bound pods of its jobs (derived) */
+    drv_res used;   /* requests of the bound pods of its jobs, and what it holds (derived) */
+    drv_res held;   /* of which held for pods the state no longer has bound but that still
+                       run, being deleted (drv_state_hold_queue) */
 } drv_queue;
 
 typedef struct drv_node {
@@ -404,6 +406,11 @@ int drv_state_add_queue(drv_state *st, const drv_queue *q, int32_t *id);
 /* Changes a queue's cohort, weight, quota and borrowing limit (a controller following Queue
  * objects); its used resources stay. 0 or DRV_EINVAL as drv_state_add_queue. */
 int drv_state_set_queue(drv_state *st, int32_t id, const drv_queue *q);
+/* Queue q holds r more (sign > 0) or less (sign < 0) than its bound pods: a controller's pod
+ * of a job of q being deleted, which the state no longer has bound, runs until the API shows
+ * it gone (its grace period), and its request still counts against q's quota meanwhile. Both
+ * used and held change. O(1). */
+void drv_state_hold_queue(drv_state *st, int32_t q, drv_res r, int sign);
 /* The id of the queue with interned name `name`, or -1. O(queues). */
 int32_t drv_state_find_queue(const drv_state *st, int32_t name);
 
@@ -472,7 +479,7 @@ static inline drv_res drv_node_free(const drv_node *n)
  *    min workers bound (admitted whole or not at all);
  *  - the live, pending, queued and starting job sets and their counts follow the jobs' phases
  *    and pods;
- *  - each queue's used resources equal the sum over the pods bound of its jobs;
+ *  - each queue's used resources equal the sum over the pods bound of its jobs and its held;
  *  - the node change list holds every node once, in order of its stamps.
  * Returns 0 or DRV_EINVARIANT with the first violation described in d.
  */

@@ -404,6 +404,14 @@ static void queue_use(drv_state *st, const drv_job *j, drv_res r, int64_t sign)
     }
 }
 
+void drv_state_hold_queue(drv_state *st, int32_t q, drv_res r, int sign)
+{
+    drv_queue *dq = &st->queues[q];
+    drv_res d = drv_res_scale(r, sign > 0 ? 1 : -1);
+    dq->used = drv_res_add(dq->used, d);
+    dq->held = drv_res_add(dq->held, d);
+}
+
 static bool queue_valid(const drv_queue *q)
 {
     return q->weight > 0 && q->quota.cpu >= 0 && q->quota.mem >= 0 && q->quota.gpu >= 0 &&
@@ -443,7 +451,7 @@ int drv_state_add_queue(drv_state *st, const drv_queue *q, int32_t *id)
     }
     drv_queue *nq = &st->queues[st->nqueues];
     *nq = *q;
-    nq->used = (drv_res){0, 0, 0};
+    nq->used = nq->held = (drv_res){0, 0, 0};
     if (st->nqueues == 0) /* "default" itself, first: it holds what is bound already */
         for (int32_t n = 0; n < st->nnodes; n++)
             nq->used = drv_res_add(nq->used, st->nodes[n].used);
@@ -458,11 +466,12 @@ int drv_state_set_queue(drv_state *st, int32_t id, const drv_queue *q)
     if (id < 0 || id >= st->nqueues || !queue_valid(q))
         return DRV_EINVAL;
     drv_queue *d = &st->queues[id];
-    drv_res used = d->used;
+    drv_res used = d->used, held = d->held;
     int32_t name = d->name;
     *d = *q;
     d->name = name;
     d->used = used;
+    d->held = held;
     return 0;
 }
 
@@ -615,6 +624,8 @@ static int check_queues(const drv_state *st, drv_diag *d)
         }
     }
     int rc = 0;
+    for (int32_t q = 0; q < st->nqueues; q++)
+        qused[q] = drv_res_add(qused[q], st->queues[q].held);
     for (int32_t q = 0; q < st->nqueues && !rc; q++)
         if (memcmp(&qused[q], &st->queues[q].used, sizeof qused[q]) != 0)
             rc = drv_fail(d, DRV_EINVARIANT, "queue %s: used resources disagree with its pods",

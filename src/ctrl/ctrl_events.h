@@ -21,6 +21,7 @@
 typedef struct tj_record {
     drv_ktrainingjob tj;
     char uid[64];
+    int32_t uid_id;         /* uid interned: the controller its pods name (drv_kpod.owner) */
     char *tmpl[DRV_NROLES]; /* each role's pod template, as compact JSON (NULL when absent) */
     bool finished;          /* status.phase is Succeeded or Failed ... */
     bool succeeded;         /* ... Succeeded (a predecessor's word on how it ended) */
@@ -56,11 +57,13 @@ typedef enum ctrl_read { READ_NONE, READ_FOUND, READ_GONE } ctrl_read;
 typedef struct ctrl_event {
     int8_t kind, type; /* ctrl_event_kind; informers: DRV_WATCH_ADDED / _MODIFIED / _DELETED */
     bool has_old;
-    int32_t key;     /* interned informer key ("ns/name", or "name" for nodes); EV_PROGRESS: the
-                        job's key */
-    int32_t job_key; /* pods: interned "ns/<drover.dev/job>"; another operator's pod of ours:
-                        "pg:ns/<pod-group>", or "pod:ns/<name>" alone; else 0 */
-    double t;        /* when it happened (mono) */
+    int32_t key;      /* interned informer key ("ns/name", or "name" for nodes); EV_PROGRESS: the
+                         job's key */
+    int32_t job_key;  /* pods: interned "ns/<drover.dev/job>"; another operator's pod of ours:
+                         "pg:ns/<pod-group>", or "pod:ns/<name>" alone; else 0 */
+    int32_t lone_key; /* another operator's pod of ours in a pod-group: "pod:ns/<name>", its
+                         own gang of one when it came after its gang was admitted; else 0 */
+    double t;         /* when it happened (mono) */
     union {
         drv_kpod pod;
         drv_knode node;

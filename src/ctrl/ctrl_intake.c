@@ -13,7 +13,10 @@
  * key = intern("ns/tj1-worker-0") and job_key = intern("ns/tj1"), which the mirror looks up in
  * its job_of table to find the state's job. A pod of another operator with our schedulerName
  * gets job_key = intern("pg:ns/<its pod-group label>"), or intern("pod:ns/<its name>") when it
- * has none (a gang of one): neither can collide with a TrainingJob's "ns/name".
+ * has none (a gang of one): neither can collide with a TrainingJob's "ns/name"; one with a
+ * pod-group label also gets lone_key = intern("pod:ns/<its name>"), the gang of one it joins
+ * when it comes after its gang was admitted. Every key a pod's event is applied by is interned
+ * here, so the scheduler thread never goes back to the names to build one.
  */
 #include "ctrl_intake.h"
 
@@ -119,6 +122,8 @@ static int decode_trainingjob(json_t *obj, drv_strtab *names, tj_record *t, drv_
         check_derived_names(t, ns, name);
     const char *uid = json_string_value(json_object_get(meta, "uid"));
     snprintf(t->uid, sizeof t->uid, "%s", uid ? uid : "");
+    if (drv_kube_intern(names, uid, &t->uid_id) != 0)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
     json_t *status = json_object_get(obj, "status");
     const char *ph = json_string_value(json_object_get(status, "phase"));
     t->succeeded = ph && !strcmp(ph, "Succeeded");
@@ -240,15 +245,16 @@ static tj_record *tj_record_copy(const tj_record *t)
  * another operator's with our schedulerName), under one hold of names.mu: the informer's
  * thread took it for the decode already, and every lock taken is one more chance to wait for
  * the scheduler thread. -1 when out of memory. */
-static int32_t pod_keys(ctrl_names *names, const char *key, const drv_kpod *p, int32_t *job_key)
+static int32_t pod_keys(ctrl_names *names, const char *key, const drv_kpod *p, int32_t *job_key,
+                        int32_t *lone_key)
 {
     bool other = !p->job && p->scheduler == names->scheduler; /* (fixed at creation) */
     ctrl_names_lock(names);
     drv_strtab *tab = names->tab;
     int32_t k = drv_strtab_intern(tab, key);
-    *job_key = 0;
+    *job_key = *lone_key = 0;
+    char jk[540];
     if (p->job || other) {
-        char jk[540];
         snprintf(jk, sizeof jk, "%s%.255s/%.255s",
                  p->job     ? ""
                  : p->group ? "pg:"
@@ -258,6 +264,11 @@ static int32_t pod_keys(ctrl_names *names, const char *key, const drv_kpod *p, i
                                      : p->group ? p->group
                                                 : p->name));
         *job_key = drv_strtab_intern(tab, jk);
+    }
+    if (other && p->group) {
+        snprintf(jk, sizeof jk, "pod:%.255s/%.255s", drv_strtab_str(tab, p->ns),
+                 drv_strtab_str(tab, p->name));
+        *lone_key = drv_strtab_intern(tab, jk);
     }
     ctrl_names_unlock(names);
     return k;
@@ -274,7 +285,7 @@ static void push(informer_arg *a, int type, const char *key, const void *old, co
     ctrl_event e = {
         .kind = (int8_t)kind, .type = (int8_t)type, .t = drv_clock_mono(), .has_old = old != NULL};
     if (kind == EV_POD)
-        e.key = pod_keys(in->names, key, cur ? cur : old, &e.job_key);
+        e.key = pod_keys(in->names, key, cur ? cur : old, &e.job_key, &e.lone_key);
     else
         e.key = ctrl_name_intern(in->names, key);
     if (kind == EV_NODE) {
@@ -311,7 +322,7 @@ static void push(informer_arg *a, int type, const char *key, const void *old, co
     }
     char what[600];
     snprintf(what, sizeof what, "event for %s", key);
-    if (e.key < 0 || e.job_key < 0) {
+    if (e.key < 0 || e.job_key < 0 || e.lone_key < 0) {
         ctrl_tj_record_free(e.tj);
         drv_log(DRV_LOG_ERROR, "out of memory: %s dropped", what);
         return;

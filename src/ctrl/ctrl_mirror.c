@@ -12,9 +12,10 @@
  *               schedulers' pods, DaemonSets) bound there and not finished: "foreign" load;
  *   a job       one drv_job per TrainingJob of our schedulerName (and namespace), its pods the
  *               job's slots (ctrl_trainingjob.c adds it), or per gang of another operator's
- *               pods (ctrl_podgroup.c); a drover pod seen before its job is "parked" as foreign
- *               load and adopted when the job shows up, one bound to a node not seen yet is an
- *               orphan bound when the node shows up;
+ *               pods (ctrl_podgroup.c); a drover pod is its job's only when the job is its
+ *               controller (ownerReference uid: claim); one seen before its job, or not its
+ *               job's, is "parked" as foreign load (and adopted when its job shows up), one
+ *               bound to a node not seen yet is an orphan bound when the node shows up;
  *   a pod       where the API has it bound is the truth (adopted after a restart), except a
  *               pod being deleted, which holds its node's room until gone (its "ghost").
  * Example: node n1 allocates 8 CPUs and runs a DaemonSet pod asking 1: the state has n1 with 7.
@@ -61,7 +62,7 @@ static int grow_by_key(ctrl_mirror *m, int32_t id)
         return DRV_ENOMEM;
     for (int32_t i = old; i < cap; i++) {
         m->job_of[i] = m->node_of[i] = m->cons_of[i] = -1;
-        m->parked[i] = NULL;
+        m->parked[i] = (parked_pod){0};
         m->foreign[i] = (drv_res){0, 0, 0};
     }
     m->cap_by_key = cap;
@@ -127,17 +128,28 @@ static void foreign_add(ctrl_mirror *m, const drv_kpod *p, int sign)
 }
 
 /* (Like kube-scheduler, which counts terminating pods; when the state no longer has the pod
- * there, evicted or migrated, its room is counted as foreign meanwhile.) */
+ * there, evicted, migrated or its job over, its room is counted as foreign and its request as
+ * its queue's use meanwhile, as Kueue keeps a workload admitted until its pods are gone.) */
 void ctrl_mirror_set_ghost(ctrl_mirror *m, pod_record *p, int32_t name, drv_res req)
 {
     if (p->ghost == name && !memcmp(&p->ghost_req, &req, sizeof req))
         return;
     if (p->ghost)
         foreign_res(m, p->ghost, p->ghost_req, -1);
+    if (p->ghost_queue >= 0) {
+        drv_state_hold_queue(&m->st, p->ghost_queue, p->ghost_req, -1);
+        m->dirty = true;
+    }
     p->ghost = name;
     p->ghost_req = req;
-    if (name)
-        foreign_res(m, name, req, +1);
+    p->ghost_queue = -1;
+    if (!name)
+        return;
+    foreign_res(m, name, req, +1);
+    if (m->st.nqueues > 0) {
+        p->ghost_queue = m->st.jobs[m->st.pods[p - m->pods].job].queue;
+        drv_state_hold_queue(&m->st, p->ghost_queue, req, +1);
+    }
 }
 
 /* Mirrored as its watch event would be, which may not come again if it was applied already. */
@@ -217,13 +229,15 @@ static int add_node(ctrl_mirror *m, const drv_knode *kn, int32_t *id)
         kn->rack ? ctrl_name_str(m->names, kn->rack, rack, sizeof rack) : NULL, id);
     if (rc != 0)
         return rc;
-    int32_t cap = m->cap_nodes, cap2 = m->cap_nodes, cap3 = m->cap_nodes;
+    int32_t cap = m->cap_nodes, cap2 = m->cap_nodes, cap3 = m->cap_nodes, cap4 = m->cap_nodes;
     if (drv_grow(&m->allocatable, sizeof *m->allocatable, &cap, m->st.nnodes) != 0 ||
         drv_grow(&m->usable, sizeof *m->usable, &cap2, m->st.nnodes) != 0 ||
-        drv_grow(&m->meta, sizeof *m->meta, &cap3, m->st.nnodes) != 0)
+        drv_grow(&m->meta, sizeof *m->meta, &cap3, m->st.nnodes) != 0 ||
+        drv_grow(&m->node_key, sizeof *m->node_key, &cap4, m->st.nnodes) != 0)
         return DRV_ENOMEM;
     m->cap_nodes = cap;
     m->meta[*id] = 0;
+    m->node_key[*id] = kn->name;
     m->node_of[kn->name] = *id;
     adopt_orphans(m, kn->name, *id);
     return 0;
@@ -278,28 +292,38 @@ static int32_t member_slot(const ctrl_mirror *m, int32_t gang, int32_t key)
     return -1;
 }
 
-/* The slot of another operator's pod: in its gang's job, or (it came after its gang was
- * admitted) in its own gang of one, "pod:ns/name"; -1. */
-static int32_t gang_slot(ctrl_mirror *m, const ctrl_event *e, const drv_kpod *p)
-{
-    int32_t s = member_slot(m, e->job_key, e->key);
-    if (s >= 0 || !p->group)
-        return s;
-    char pod[540], k[560];
-    ctrl_name_str(m->names, e->key, pod, sizeof pod);
-    snprintf(k, sizeof k, "pod:%s", pod);
-    return member_slot(m, ctrl_name_find(m->names, k), e->key);
-}
+/* Who a pod event is about, decided once (claim). */
+typedef enum pod_claim {
+    CLAIM_FOREIGN, /* another scheduler's pod: its node's foreign load */
+    CLAIM_PARKED,  /* ours by its labels, of no job known, or a job's that does not control it:
+                      foreign load by its key until a job claims it (park) */
+    CLAIM_SLOT     /* a pod slot of the state's */
+} pod_claim;
 
-/* The pod slot a drover pod record stands for, or -1. */
-static int32_t slot_of(ctrl_mirror *m, const ctrl_event *e, const drv_kpod *p)
+/*
+ * What pod p of event e is, and its slot (CLAIM_SLOT). Another operator's pod is a member of
+ * its gang's job or (it came after its gang was admitted) of its own gang of one. A pod with
+ * Drover's labels is a TrainingJob's only when that job controls it: its controller
+ * ownerReference names the job's uid, as Kubeflow's and client-go's ControllerRef adopt. A
+ * pod with the labels and another controller, or the uid of a deleted job of the same name, is
+ * not the job's (issue 26: anyone who may create a pod in the namespace could otherwise stand in
+ * for a job's worker): it stays parked, as foreign load.
+ */
+static pod_claim claim(const ctrl_mirror *m, const ctrl_event *e, const drv_kpod *p, int32_t *slot)
 {
-    if (!p->job) /* another operator's pod */
-        return gang_slot(m, e, p);
-    if (!e->job_key || e->job_key >= m->cap_by_key || m->job_of[e->job_key] < 0 || p->role < 0 ||
-        p->replica < 0)
-        return -1;
-    return drv_job_pod(&m->st, m->job_of[e->job_key], p->role, p->replica);
+    *slot = -1;
+    if (p->scheduler != m->names->scheduler)
+        return CLAIM_FOREIGN;
+    if (!p->job) { /* another operator's pod */
+        *slot = member_slot(m, e->job_key, e->key);
+        if (*slot < 0 && p->group)
+            *slot = member_slot(m, e->lone_key, e->key);
+    } else {
+        int32_t j = e->job_key && e->job_key < m->cap_by_key ? m->job_of[e->job_key] : -1;
+        if (j >= 0 && p->role >= 0 && p->replica >= 0 && p->owner == m->jobs[j].uid_id)
+            *slot = drv_job_pod(&m->st, j, p->role, p->replica);
+    }
+    return *slot >= 0 ? CLAIM_SLOT : CLAIM_PARKED;
 }
 
 /* Slot s's pod went away: the slot is free again (unless it waits to be created elsewhere). */
@@ -433,29 +457,46 @@ static int own_pod(ctrl_mirror *m, int32_t s, const drv_kpod *kp, double t)
     return 0;
 }
 
-/* A drover pod of a job not known (yet): counted as foreign until its job shows up. */
-static int park(ctrl_mirror *m, int32_t key, const drv_kpod *cur)
+/* The pod parked under key, if any, is no longer: taken off its job key's chain; returned
+ * (the caller's to free), its foreign load still counted. */
+static drv_kpod *unpark(ctrl_mirror *m, int32_t key)
 {
-    drv_kpod *pk = m->parked[key];
+    parked_pod *pp = &m->parked[key];
+    drv_kpod *pk = pp->pod;
+    if (!pk)
+        return NULL;
+    int32_t *link = &m->parked[pp->job].first;
+    while (pp->job && *link && *link != key)
+        link = &m->parked[*link].next;
+    if (pp->job && *link == key)
+        *link = pp->next;
+    *pp = (parked_pod){.first = pp->first};
+    return pk;
+}
+
+/* A pod of ours that is no slot's (its job not known yet, or not its controller): counted as
+ * foreign until a job claims it, parked under its key and chained under job_key. */
+static int park(ctrl_mirror *m, int32_t key, int32_t job_key, const drv_kpod *cur)
+{
+    drv_kpod *pk = unpark(m, key);
     if (pk) {
         foreign_add(m, pk, -1);
         drv_free(pk);
-        m->parked[key] = NULL;
     }
-    if (cur) {
-        if (!(pk = drv_malloc(sizeof *pk)))
-            return DRV_ENOMEM;
-        *pk = *cur;
-        m->parked[key] = pk;
-        foreign_add(m, pk, +1);
+    if (!cur)
+        return 0;
+    if (!(pk = drv_malloc(sizeof *pk)))
+        return DRV_ENOMEM;
+    *pk = *cur;
+    parked_pod *pp = &m->parked[key];
+    pp->pod = pk;
+    pp->job = job_key;
+    if (job_key) {
+        pp->next = m->parked[job_key].first;
+        m->parked[job_key].first = key;
     }
+    foreign_add(m, pk, +1);
     return 0;
-}
-
-/* Drover's own pods, and other operators' that name our scheduler (ctrl_podgroup.c). */
-static bool ours(const drv_kpod *p, int32_t scheduler)
-{
-    return p->scheduler == scheduler;
 }
 
 int ctrl_mirror_apply_pod(ctrl_mirror *m, const ctrl_event *e, bool *gang)
@@ -466,19 +507,24 @@ int ctrl_mirror_apply_pod(ctrl_mirror *m, const ctrl_event *e, bool *gang)
     if (grow_by_key(m, e->key) != 0 || (e->job_key && grow_by_key(m, e->job_key) != 0))
         return DRV_ENOMEM;
     const drv_kpod *any = cur ? cur : old;
-    if (!ours(any, m->names->scheduler)) {
+    int32_t s;
+    switch (claim(m, e, any, &s)) {
+    case CLAIM_FOREIGN:
         if (old)
             foreign_add(m, old, -1);
         if (cur)
             foreign_add(m, cur, +1);
         return 0;
-    }
-    int32_t s = slot_of(m, e, any);
-    if (s < 0) {
-        int rc = park(m, e->key, cur);
+    case CLAIM_PARKED: {
+        int rc = park(m, e->key, e->job_key, cur);
         *gang = rc == 0 && !any->job;
         return rc;
     }
+    case CLAIM_SLOT:
+        break;
+    }
+    if (m->parked[e->key].pod) /* (parked before: its controller was not the job's) */
+        park(m, e->key, 0, NULL);
     return own_pod(m, s, cur, e->t);
 }
 
@@ -497,8 +543,11 @@ int ctrl_mirror_add_job(ctrl_mirror *m, const drv_job *tmpl, int32_t key, int32_
     m->jobs[*j].key = key;
     const drv_job *jb = &m->st.jobs[*j];
     for (int32_t k = 0; k < jb->pod_count; k++)
-        m->pods[jb->pod_base + k] = (pod_record){
-            .presence = POD_ABSENT, .phase = DRV_KPOD_PENDING, .api_node = -1, .want = -1};
+        m->pods[jb->pod_base + k] = (pod_record){.presence = POD_ABSENT,
+                                                 .phase = DRV_KPOD_PENDING,
+                                                 .api_node = -1,
+                                                 .ghost_queue = -1,
+                                                 .want = -1};
     m->job_of[key] = *j;
     ctrl_count(m->counters, &m->counters->stats.jobs, 1);
     return 0;
@@ -524,38 +573,30 @@ void ctrl_mirror_set_phase(ctrl_mirror *m, int32_t j, int phase)
         m->dirty = true;
 }
 
-int ctrl_mirror_adopt_parked(ctrl_mirror *m, int32_t j, const char *ns, int32_t tj_ns,
-                             int32_t tj_name, double now)
+int ctrl_mirror_adopt_parked(ctrl_mirror *m, int32_t j, double now)
 {
-    const drv_job *jb = &m->st.jobs[j];
-    for (int32_t k = 0; k < jb->pod_count; k++) {
-        int32_t s = jb->pod_base + k;
-        char pod[600], pod_key[900];
-        ctrl_mirror_pod_name(m, s, pod, sizeof pod);
-        snprintf(pod_key, sizeof pod_key, "%s/%s", ns, pod);
-        int32_t id = ctrl_name_find(m->names, pod_key);
-        drv_kpod *pk = id > 0 && id < m->cap_by_key ? m->parked[id] : NULL;
-        if (!pk || pk->ns != tj_ns || pk->job != tj_name)
-            continue;
-        foreign_add(m, pk, -1);
-        int rc = 0;
-        if (pk->role == m->st.pods[s].role && pk->replica == m->st.pods[s].index)
-            rc = own_pod(m, s, pk, now);
-        drv_free(pk);
-        m->parked[id] = NULL;
-        if (rc)
-            return rc;
+    const job_record *jr = &m->jobs[j];
+    for (int32_t key = m->parked[jr->key].first, next; key; key = next) {
+        next = m->parked[key].next;
+        const drv_kpod *p = m->parked[key].pod;
+        if (p->owner != jr->uid_id || p->role < 0 || p->replica < 0)
+            continue; /* (another controller's pod stays parked: claim) */
+        int32_t s = drv_job_pod(&m->st, j, p->role, p->replica);
+        if (s >= 0 && m->pods[s].presence == POD_ABSENT) {
+            int rc = ctrl_mirror_adopt(m, s, key, now);
+            if (rc)
+                return rc;
+        }
     }
     return 0;
 }
 
 int ctrl_mirror_adopt(ctrl_mirror *m, int32_t slot, int32_t pod_key, double now)
 {
-    drv_kpod *pk = pod_key > 0 && pod_key < m->cap_by_key ? m->parked[pod_key] : NULL;
+    drv_kpod *pk = pod_key > 0 && pod_key < m->cap_by_key ? unpark(m, pod_key) : NULL;
     if (!pk)
         return 0;
     foreign_add(m, pk, -1);
-    m->parked[pod_key] = NULL;
     int rc = own_pod(m, slot, pk, now);
     drv_free(pk);
     return rc;
@@ -642,9 +683,9 @@ const char *ctrl_mirror_node_name(const ctrl_mirror *m, int32_t node)
     return drv_strtab_str(m->st.names, m->st.nodes[node].name);
 }
 
-int32_t ctrl_mirror_node_key(ctrl_mirror *m, int32_t node)
+int32_t ctrl_mirror_node_key(const ctrl_mirror *m, int32_t node)
 {
-    return ctrl_name_intern(m->names, ctrl_mirror_node_name(m, node));
+    return m->node_key[node];
 }
 
 void ctrl_mirror_job_active(const ctrl_mirror *m, int32_t job, int32_t active[DRV_NROLES],
@@ -703,8 +744,9 @@ void ctrl_mirror_fini(ctrl_mirror *m)
     drv_free(m->orphans);
     drv_free(m->usable);
     drv_free(m->meta);
+    drv_free(m->node_key);
     for (int32_t i = 0; i < m->cap_by_key; i++)
-        drv_free(m->parked[i]);
+        drv_free(m->parked[i].pod);
     drv_free(m->parked);
     drv_free(m->job_of);
     drv_free(m->node_of);

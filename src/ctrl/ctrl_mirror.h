@@ -33,6 +33,8 @@ typedef struct job_record {
     int32_t *members;      /* JOB_PODGROUP, JOB_LONE_POD: each slot's pod, its interned name
                               (owned; NULL for a TrainingJob, whose pods Drover names) */
     char uid[64];
+    int32_t uid_id;         /* uid interned in names: a pod is this TrainingJob's only when its
+                               controller ownerReference names it (drv_kpod.owner) */
     char *tmpl[DRV_NROLES]; /* owned; see tj_record */
     double t_ready; /* when the event that made it placeable whole arrived (latency), or -1 */
     int8_t status;  /* job_status decided */
@@ -96,6 +98,8 @@ typedef struct pod_record {
     int32_t ghost;             /* being deleted where the state no longer has it: the interned
                                   node whose room it holds until gone (counted as foreign), 0 */
     drv_res ghost_req;
+    int32_t ghost_queue;    /* ... and the state's queue whose use it holds meanwhile
+                               (drv_state_hold_queue), -1 (none, or the state has no queue) */
     int32_t want;           /* create it bound to this node once the old pod is gone, -1 */
     int8_t inflight;        /* ctrl_request a binder thread is sending about it, REQ_NONE ... */
     int32_t inflight_node;  /* ... REQ_BIND, REQ_CREATE: the state node it places it on, -1 */
@@ -110,6 +114,16 @@ typedef struct pod_record {
     int8_t delete_tries;    /* deletions of its current pod that failed (sent again while below
                                MAX_DELETE_TRIES; its ghost holds the room meanwhile) */
 } pod_record;
+
+/* By interned key: a pod of ours that is no slot's (yet), and, as a job key, the first such
+ * pod naming it. The pods parked under one job key are chained, so that a job's are adopted
+ * without a look-up by name. */
+typedef struct parked_pod {
+    drv_kpod *pod; /* the pod as last seen (owned), NULL: none parked under this key */
+    int32_t job;   /* ... its event's job_key, 0 */
+    int32_t next;  /* ... the next pod parked under the same job key, 0 */
+    int32_t first; /* as a job key: the first pod parked under it, 0 */
+} parked_pod;
 
 /* A drover pod bound to a node not seen yet. */
 typedef struct orphan_pod {
@@ -127,11 +141,13 @@ typedef struct ctrl_mirror {
                              drv_state_set_node_meta) */
     int32_t *meta;        /* per state node: its labels and taints as given to the state,
                              interned in names (drv_knode.meta) */
+    int32_t *node_key;    /* per state node: its name interned in names (drv_knode.name) */
     int32_t cap_nodes;
     /* by interned key (cap_by_key entries each) */
     int32_t *job_of, *node_of; /* state job id / node id, or -1 */
     int32_t *cons_of;          /* by interned constraint JSON: the state's constraint, or -1 */
-    drv_kpod **parked;         /* drover pods of jobs not known yet */
+    parked_pod *parked;        /* pods of ours that are no slot's: jobs not known yet, or not
+                                  controlled by their job (counted as foreign load) */
     drv_res *foreign;          /* by node name: requests of pods Drover does not schedule
                                   (kept by name: a pod may be seen before its node) */
     int32_t cap_by_key;
@@ -177,17 +193,17 @@ void ctrl_mirror_end_job(ctrl_mirror *m, int32_t j);
 void ctrl_mirror_set_phase(ctrl_mirror *m, int32_t j, int phase);
 /* The parked pod of interned key pod_key, if any, becomes slot's. */
 int ctrl_mirror_adopt(ctrl_mirror *m, int32_t slot, int32_t pod_key, double now);
-/* TrainingJob job j's pods seen before it (of namespace ns, tj_ns and tj_name interned), named
- * as the controller names them: adopted. O(slots). */
-int ctrl_mirror_adopt_parked(ctrl_mirror *m, int32_t j, const char *ns, int32_t tj_ns,
-                             int32_t tj_name, double now);
+/* TrainingJob job j's pods seen before it (parked under its key), those it controls: adopted.
+ * O(pods parked under its key). */
+int ctrl_mirror_adopt_parked(ctrl_mirror *m, int32_t j, double now);
 /* The state's constraint for interned constraint JSON json (drv_kpod.cons; 0: none), added
  * once per distinct text. 0, DRV_EPARSE (d names who and path) or DRV_ENOMEM. */
 int ctrl_mirror_constraint(ctrl_mirror *m, int32_t json, const char *who, const char *path,
                            int32_t *id, drv_diag *d);
 
-/* A pod of ours being deleted holds its node's room until it is gone: when the state no longer
- * has it there, as foreign load on node `name` (interned; 0: none) meanwhile. */
+/* A pod of ours being deleted holds its node's room and its queue's use until it is gone: when
+ * the state no longer has it there, as foreign load on node `name` (interned; 0: none) and as
+ * use held by its job's queue meanwhile (a quota is never overrun in its grace period). */
 void ctrl_mirror_set_ghost(ctrl_mirror *m, pod_record *p, int32_t name, drv_res req);
 /* Slot s leaves its node in the state, if it has one; bind: slot s is on node in the state
  * (moved from where it was). */
@@ -198,9 +214,9 @@ void ctrl_mirror_bind(ctrl_mirror *m, int32_t s, int32_t node);
 bool ctrl_mirror_pod_read(ctrl_mirror *m, int32_t slot, int32_t node_name);
 
 /* State node's name (borrowed from the state's table); _key: the same interned in names (the
- * key its pods' events name it by), <= 0 when out of memory. */
+ * key its pods' events name it by). */
 const char *ctrl_mirror_node_name(const ctrl_mirror *m, int32_t node);
-int32_t ctrl_mirror_node_key(ctrl_mirror *m, int32_t node);
+int32_t ctrl_mirror_node_key(const ctrl_mirror *m, int32_t node);
 /* Slot's pod name (its own for another operator's pod; job_name-role-index for ours, whose job
  * name the _in form is given to save a look-up). */
 void ctrl_mirror_pod_name(ctrl_mirror *m, int32_t slot, char *buf, size_t n);

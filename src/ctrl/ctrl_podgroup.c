@@ -175,16 +175,6 @@ int ctrl_podgroup_apply(ctrl_podgroup *pg, const ctrl_event *e)
     return 0;
 }
 
-/* The interned key of pod key's own gang of one ("pod:ns/name"); < 0 when out of memory. (The
- * mirror finds a pod's slot in it the same way: ctrl_mirror.c, gang_slot.) */
-static int32_t lone_key(ctrl_podgroup *pg, int32_t key)
-{
-    char pod[540], k[560];
-    ctrl_name_str(pg->names, key, pod, sizeof pod);
-    snprintf(k, sizeof k, "pod:%s", pod);
-    return ctrl_name_intern(pg->names, k);
-}
-
 int ctrl_podgroup_pod(ctrl_podgroup *pg, const ctrl_event *e)
 {
     const drv_kpod *p = e->type == DRV_WATCH_DELETED ? &e->old.pod : &e->cur.pod;
@@ -194,8 +184,8 @@ int ctrl_podgroup_pod(ctrl_podgroup *pg, const ctrl_event *e)
     int32_t key = e->job_key;
     bool late =
         p->group && t && key < t->cap_key && t->by_key[key] >= 0 && t->v[t->by_key[key]].job >= 0;
-    if (late && (key = lone_key(pg, e->key)) < 0)
-        return DRV_ENOMEM;
+    if (late)
+        key = e->lone_key; /* (its own gang of one, "pod:ns/name") */
     bool lone = !p->group || late;
     pg_group *g = group_of(pg, key, p->ns, lone ? p->name : p->group, lone);
     if (!g)

@@ -38,6 +38,7 @@ static void job_record_init(job_record *jr, const ctrl_event *e, tj_record *t)
     jr->ns = t->tj.ns;
     jr->name = t->tj.name;
     snprintf(jr->uid, sizeof jr->uid, "%s", t->uid);
+    jr->uid_id = t->uid_id;
     for (int r = 0; r < DRV_NROLES; r++) {
         jr->tmpl[r] = t->tmpl[r];
         t->tmpl[r] = NULL; /* taken over */
@@ -109,7 +110,7 @@ static int add_job(ctrl_trainingjobs *t, ctrl_event *e)
     job_record_init(&m->jobs[j], e, tj);
     ctrl_lifecycle_init(t->lifecycle, j, tj);
     m->jobs[j].spec_workers = tj->tj.role[DRV_ROLE_WORKER].replicas;
-    if ((rc = ctrl_mirror_adopt_parked(m, j, ns, tj->tj.ns, tj->tj.name, e->t)) != 0)
+    if ((rc = ctrl_mirror_adopt_parked(m, j, e->t)) != 0)
         return rc;
     if (tj->tj.suspend)
         ctrl_lifecycle_suspend(t->lifecycle, j);

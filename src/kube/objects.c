@@ -149,6 +149,17 @@ const char *const drv_kube_unread_pod[] = {"metadata.managedFields", "spec.volum
 const char *const drv_kube_unread_node[] = {"metadata.managedFields", "status.images",
                                             "status.nodeInfo", NULL};
 
+/* The uid of the first of meta's ownerReferences that is its controller, or NULL. */
+static const char *controller_uid(json_t *meta)
+{
+    size_t i;
+    json_t *ref;
+    json_array_foreach(
+        json_object_get(meta, "ownerReferences"), i,
+        ref) if (json_is_true(json_object_get(ref, "controller"))) return str_at(ref, "uid");
+    return NULL;
+}
+
 int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag *d)
 {
     memset(out, 0, sizeof *out);
@@ -167,7 +178,8 @@ int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag 
         drv_kube_intern(names, str_at(spec, "nodeName"), &out->node) ||
         drv_kube_intern(names, str_at(labels, "drover.dev/job"), &out->job) ||
         drv_kube_intern(names, str_at(labels, "scheduling.x-k8s.io/pod-group"), &out->group) ||
-        drv_kube_intern(names, str_at(spec, "schedulerName"), &out->scheduler))
+        drv_kube_intern(names, str_at(spec, "schedulerName"), &out->scheduler) ||
+        drv_kube_intern(names, controller_uid(meta), &out->owner))
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     const char *role = str_at(labels, "drover.dev/role");
     if (role && (out->role = (int8_t)drv_role_parse(role)) < 0)

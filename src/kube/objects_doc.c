@@ -178,6 +178,17 @@ static int pod_fields(const drv_jdoc *doc, int32_t obj, int32_t meta, int32_t sp
     return rc ? rc : pod_resources(doc, spec, out);
 }
 
+/* The uid of the first of meta's ownerReferences that is its controller (objects.c's
+ * controller_uid), or NULL. */
+static const char *controller_uid(const drv_jdoc *doc, int32_t meta)
+{
+    int32_t refs = AT(meta, "ownerReferences");
+    for (int32_t r = TYPE(refs) == DRV_JARRAY ? doc->v[refs].child : -1; r >= 0; r = doc->v[r].next)
+        if (TYPE(AT(r, "controller")) == DRV_JTRUE)
+            return STR(r, "uid");
+    return NULL;
+}
+
 /* The pod at node obj of doc, or SLOW. */
 static int pod_fast(const drv_jdoc *doc, int32_t obj, drv_strtab *names, drv_kpod *out)
 {
@@ -198,7 +209,8 @@ static int pod_fast(const drv_jdoc *doc, int32_t obj, drv_strtab *names, drv_kpo
         drv_kube_intern(names, STR(spec, "nodeName"), &out->node) ||
         drv_kube_intern(names, job, &out->job) ||
         drv_kube_intern(names, STR(labels, "scheduling.x-k8s.io/pod-group"), &out->group) ||
-        drv_kube_intern(names, sched, &out->scheduler))
+        drv_kube_intern(names, sched, &out->scheduler) ||
+        drv_kube_intern(names, controller_uid(doc, meta), &out->owner))
         return DRV_ENOMEM;
     if (other) {
         json_t *js = drv_jdoc_json(doc, spec);

@@ -147,6 +147,15 @@ void set_phase(fixture *f, const char *pod_name, const char *phase)
     req(f, "PATCH", path, "{\"status\":{\"phase\":\"%s\"}}", phase);
 }
 
+const char *tj_uid(fixture *f, const char *name, char *buf, size_t n)
+{
+    json_t *tj = get(f, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/%s", name);
+    const char *uid = json_string_value(json_object_get(json_object_get(tj, "metadata"), "uid"));
+    snprintf(buf, n, "%s", uid ? uid : "");
+    json_decref(tj);
+    return buf;
+}
+
 /* Events about obj with reason; *message gets the last one's message. */
 int events(fixture *f, const char *obj, const char *reason, char *message, size_t n)
 {

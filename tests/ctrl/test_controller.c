@@ -483,14 +483,19 @@ static void test_restart_adopts_before_deciding(void **state)
         char name[32];
         snprintf(name, sizeof name, "r%d", j);
         add_tj(f, name, 0, WORKERS, 100);
+        /* (each controlled by its job, as the leader created it: ctrl_mirror.c, claim) */
+        char uid[128];
+        tj_uid(f, name, uid, sizeof uid);
         for (int w = 0; w < WORKERS; w++)
             req(f, "POST", "/api/v1/namespaces/default/pods",
                 "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
                 "\"%s-worker-%d\",\"labels\":{\"drover.dev/job\":\"%s\",\"drover.dev/role\":"
-                "\"worker\",\"drover.dev/rank\":\"%d\"}},\"spec\":{\"schedulerName\":"
-                "\"drover\",\"nodeName\":\"%s\",\"containers\":[{\"name\":\"main\","
-                "\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"100m\"}}}]}}",
-                name, w, name, w, j % 2 ? "node-b" : "node-a");
+                "\"worker\",\"drover.dev/rank\":\"%d\"},\"ownerReferences\":[{\"apiVersion\":"
+                "\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"name\":\"%s\",\"uid\":"
+                "\"%s\",\"controller\":true}]},\"spec\":{\"schedulerName\":\"drover\","
+                "\"nodeName\":\"%s\",\"containers\":[{\"name\":\"main\",\"image\":\"t\","
+                "\"resources\":{\"requests\":{\"cpu\":\"100m\"}}}]}}",
+                name, w, name, w, name, uid, j % 2 ? "node-b" : "node-a");
     }
     /* Restarted several times: each start is a fresh chance for the informers' lists and the
      * loop to interleave badly (the race this guards against is not deterministic). */

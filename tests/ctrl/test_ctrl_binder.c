@@ -57,6 +57,29 @@ static void add_node(fixture *f, const char *name)
     req(f, "PATCH", path, "{\"spec\":{\"taints\":null}}"); /* (as the node controller would) */
 }
 
+/* Worker 0 of TrainingJob job (1 CPU), bound to node (NULL: unbound), as Drover makes it:
+ * controlled by the job (its ownerReference naming the job's uid makes it the job's). */
+static void add_job_pod(fixture *f, const char *job, const char *node)
+{
+    char path[256], body[1024];
+    snprintf(path, sizeof path, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/%s",
+             job);
+    json_t *tj = NULL;
+    long status = 0;
+    drv_diag d = {{0}};
+    assert_int_equal(drv_kube_request(f->k, "GET", path, NULL, NULL, &status, &tj, &d), 0);
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s-worker-0\","
+             "\"labels\":{\"drover.dev/job\":\"%s\",\"drover.dev/role\":\"worker\","
+             "\"drover.dev/rank\":\"0\"},\"ownerReferences\":[{\"uid\":\"%s\",\"controller\":"
+             "true}]},\"spec\":{\"schedulerName\":\"drover\"%s%s%s,\"containers\":[{\"name\":"
+             "\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}",
+             job, job, json_string_value(json_object_get(json_object_get(tj, "metadata"), "uid")),
+             node ? ",\"nodeName\":\"" : "", node ? node : "", node ? "\"" : "");
+    json_decref(tj);
+    req(f, "POST", "/api/v1/namespaces/default/pods", body);
+}
+
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
@@ -189,11 +212,7 @@ static void test_conflict_is_read_not_undone(void **state)
     add_node(f, "node-b");
     req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_cw1);
     /* Its pod exists, unbound (created while the job waited). */
-    req(f, "POST", "/api/v1/namespaces/default/pods",
-        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"cw-worker-0\","
-        "\"labels\":{\"drover.dev/job\":\"cw\",\"drover.dev/role\":\"worker\","
-        "\"drover.dev/rank\":\"0\"}},\"spec\":{\"schedulerName\":\"drover\",\"containers\":[{"
-        "\"name\":\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}");
+    add_job_pod(f, "cw", NULL);
 
     ctrl_event *batch = NULL;
     int32_t cap = 0;
@@ -309,12 +328,7 @@ static void test_pod_being_deleted_holds_its_room(void **state)
     fixture *f = *state;
     add_node(f, "node-a");
     req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", job_cw1);
-    req(f, "POST", "/api/v1/namespaces/default/pods",
-        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"cw-worker-0\","
-        "\"labels\":{\"drover.dev/job\":\"cw\",\"drover.dev/role\":\"worker\","
-        "\"drover.dev/rank\":\"0\"}},\"spec\":{\"schedulerName\":\"drover\",\"nodeName\":"
-        "\"node-a\",\"containers\":[{\"name\":\"main\",\"image\":\"t\",\"resources\":{"
-        "\"requests\":{\"cpu\":\"1\"}}}]}}");
+    add_job_pod(f, "cw", "node-a");
     ctrl_event *batch = NULL;
     int32_t cap = 0;
     drv_ctrl *c = open_ctrl(&batch, &cap, f, NULL);
@@ -378,12 +392,7 @@ static void test_finished_job_not_placed_again(void **state)
         "\"name\":\"fj\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{"
         "\"replicas\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":\"main\","
         "\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}");
-    req(f, "POST", "/api/v1/namespaces/default/pods",
-        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"fj-worker-0\","
-        "\"labels\":{\"drover.dev/job\":\"fj\",\"drover.dev/role\":\"worker\","
-        "\"drover.dev/rank\":\"0\"}},\"spec\":{\"schedulerName\":\"drover\",\"nodeName\":"
-        "\"node-a\",\"containers\":[{\"name\":\"main\",\"image\":\"t\",\"resources\":{"
-        "\"requests\":{\"cpu\":\"1\"}}}]}}");
+    add_job_pod(f, "fj", "node-a");
     req(f, "PATCH", "/api/v1/namespaces/default/pods/fj-worker-0/status",
         "{\"status\":{\"phase\":\"Succeeded\"}}");
     ctrl_event *batch = NULL;
@@ -409,12 +418,7 @@ static void half_bound_gang(fixture *f)
         "\"name\":\"hg\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{"
         "\"replicas\":2,\"template\":{\"spec\":{\"containers\":[{\"name\":\"main\","
         "\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}");
-    req(f, "POST", "/api/v1/namespaces/default/pods",
-        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"hg-worker-0\","
-        "\"labels\":{\"drover.dev/job\":\"hg\",\"drover.dev/role\":\"worker\","
-        "\"drover.dev/rank\":\"0\"}},\"spec\":{\"schedulerName\":\"drover\",\"nodeName\":"
-        "\"node-a\",\"containers\":[{\"name\":\"main\",\"image\":\"t\",\"resources\":{"
-        "\"requests\":{\"cpu\":\"1\"}}}]}}");
+    add_job_pod(f, "hg", "node-a");
     /* someone else's pod takes the rest of the node: worker 1 cannot be placed */
     req(f, "POST", "/api/v1/namespaces/default/pods",
         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"other\"},"
@@ -604,10 +608,11 @@ static ctrl_event echo(drv_ctrl *c, const char *node, const char *phase)
     snprintf(text, sizeof text,
              "{\"metadata\":{\"name\":\"cw-worker-0\",\"namespace\":\"default\","
              "\"resourceVersion\":\"9\",\"labels\":{\"drover.dev/job\":\"cw\",\"drover.dev/role\":"
-             "\"worker\",\"drover.dev/rank\":\"0\"}},\"spec\":{\"schedulerName\":\"%s\","
+             "\"worker\",\"drover.dev/rank\":\"0\"},\"ownerReferences\":[{\"uid\":\"%s\","
+             "\"controller\":true}]},\"spec\":{\"schedulerName\":\"%s\","
              "\"nodeName\":\"%s\",\"containers\":[{\"name\":\"main\",\"image\":\"t\","
              "\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]},\"status\":{\"phase\":\"%s\"}}",
-             c->cfg.scheduler, node, phase);
+             c->mirror.jobs[0].uid, c->cfg.scheduler, node, phase);
     json_t *obj = drv_json_loadb(text, strlen(text), NULL);
     assert_non_null(obj);
     ctrl_event e = {.kind = EV_POD, .type = DRV_WATCH_ADDED, .t = drv_clock_mono()};

@@ -69,12 +69,14 @@ static void bound_job(fixture *f, bool guaranteed)
         "1,\"template\":{\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"t\","
         "\"resources\":%s}]}}}}}}",
         resources(guaranteed));
+    char uid[128]; /* (controlled by rz, as Drover makes its pods) */
     req(f, "POST", "/api/v1/namespaces/default/pods",
         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"rz-worker-0\","
         "\"labels\":{\"drover.dev/job\":\"rz\",\"drover.dev/role\":\"worker\","
-        "\"drover.dev/rank\":\"0\"}},\"spec\":{\"schedulerName\":\"drover\",\"nodeName\":"
-        "\"node-a\",\"containers\":[{\"name\":\"main\",\"image\":\"t\",\"resources\":%s}]}}",
-        resources(guaranteed));
+        "\"drover.dev/rank\":\"0\"},\"ownerReferences\":[{\"uid\":\"%s\",\"controller\":"
+        "true}]},\"spec\":{\"schedulerName\":\"drover\",\"nodeName\":\"node-a\","
+        "\"containers\":[{\"name\":\"main\",\"image\":\"t\",\"resources\":%s}]}}",
+        tj_uid(f, "rz", uid, sizeof uid), resources(guaranteed));
     req(f, "PATCH", "/api/v1/namespaces/default/pods/rz-worker-0/status",
         "{\"status\":{\"phase\":\"Running\"}}");
 }

@@ -633,6 +633,56 @@ static void test_half_fitting_gangs_no_deadlock(void **state)
     stop(&r);
 }
 
+/* Whether pod name is being deleted (its deletionTimestamp set) and still there. */
+static bool deleting(fixture *f, const char *name)
+{
+    json_t *p = pod(f, name);
+    bool yes = json_object_get(json_object_get(p, "metadata"), "deletionTimestamp") != NULL;
+    json_decref(p);
+    return yes;
+}
+
+/* A Queue of 4 CPUs, full with job a (a Chief and a Worker of 2 CPUs each, 30 s of grace):
+ * when a's chief succeeds, a is over and its running worker is deleted, with grace; while that
+ * worker still runs (its deletionTimestamp set, the pod present) it holds its queue's use, so
+ * job b of the same queue (4 CPUs) is not bound, though the node has room, until the worker is
+ * gone (issue 26). Job c of the default queue, submitted after the deletion, is bound
+ * meanwhile: the cycles that could have bound b have run. */
+static void test_terminating_pod_holds_quota(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "16");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/queues",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":"
+        "\"q4\"},\"spec\":{\"nominalQuota\":{\"cpu\":\"4\"}}}");
+    runner r;
+    start_synced(f, &r);
+    static const char *const role = "{\"replicas\":1,\"template\":{\"spec\":{"
+                                    "\"terminationGracePeriodSeconds\":30,\"schedulerName\":"
+                                    "\"drover\",\"containers\":[{\"name\":\"main\","
+                                    "\"image\":\"t\",\"resources\":{\"requests\":{"
+                                    "\"cpu\":\"2\"}}}]}}}";
+    req(f, "POST", TJ_PATH,
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
+        "\"name\":\"a\",\"namespace\":\"default\"},\"spec\":{\"queue\":\"q4\","
+        "\"replicaSpecs\":{\"Chief\":%s,\"Worker\":%s}}}",
+        role, role);
+    WAIT_FOR(bound(f, "a", NULL, 0) == 2);
+    kubelet(f, "a", 30);
+    add_tj(f, "b", 2, "2", "\"queue\":\"q4\",", "");
+    WAIT_FOR(events(f, "b", "Waiting", NULL, 0) == 1);
+    set_phase(f, "a-chief-0", "Succeeded");
+    WAIT_FOR(deleting(f, "a-worker-0")); /* (its worker being deleted, still there) */
+    add_tj(f, "c", 1, "1", "", "");
+    WAIT_FOR(bound(f, "c", NULL, 0) == 1);
+    assert_true(pod_exists(f, "a-worker-0"));
+    assert_int_equal(bound(f, "b", NULL, 0), 0);
+    req(f, "DELETE", "/api/v1/namespaces/default/pods/a-worker-0",
+        "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"gracePeriodSeconds\":0}");
+    WAIT_FOR(bound(f, "b", NULL, 0) == 2);
+    stop(&r);
+}
+
 /* Pods of jobs whose name starts with prefix that are bound and have not ended; the name of the
  * first such pod into first (n bytes) when given. */
 static int running(fixture *f, const char *prefix, char *first, size_t n)
@@ -719,6 +769,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_podgroup_queue, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_preemption_keeps_grace_and_says_why, setup, teardown),
         cmocka_unit_test_setup_teardown(test_priority_class_preempts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_terminating_pod_holds_quota, setup, teardown),
         cmocka_unit_test_setup_teardown(test_half_fitting_gangs_no_deadlock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_equal_weights_converge, setup, teardown),
     };

@@ -353,23 +353,34 @@ static int32_t nodes_of(const drv_state *st, int32_t j)
     }
 }
 
+/* A simulator of the first n jobs of workload w_no with admit=goodput(KNOBS) scale=goodput on
+ * the Pollux cluster; w, c and p receive the jobs, the cluster and the profile, which the run
+ * borrows (run_out frees the run, w and c). */
+static drv_sim *start_goodput(const char *knobs, int w_no, int32_t n, drv_workload *w,
+                              drv_cluster_spec *c, drv_profile *p)
+{
+    load(w, w_no, n);
+    drv_cluster_pollux(c, DRV_POLLUX_NODES, DRV_POLLUX_GPUS);
+    drv_diag d = {{0}};
+    char text[256];
+    snprintf(text, sizeof text, "gang=true period=60 admit=goodput(%s) scale=goodput", knobs);
+    assert_int_equal(drv_profile_parse("goodput", text, p, &d), 0);
+    drv_sim_config cfg = {.seed = 1, .check = true, .calib = &tu_calib};
+    drv_sim *s;
+    assert_int_equal(drv_sim_new(c, w, &tu_cat, p, &cfg, &s, &d), 0);
+    return s;
+}
+
 /* Runs the first n jobs of workload w_no with admit=goodput(KNOBS) and counts, after every round,
  * the jobs that grew since the last round (or started above one worker) onto more nodes than
  * their workers need packed 4 to a node. */
 static int32_t spread_growth(const char *knobs, int w_no, int32_t n)
 {
     drv_workload w = {0};
-    load(&w, w_no, n);
     drv_cluster_spec c = {0};
-    drv_cluster_pollux(&c, DRV_POLLUX_NODES, DRV_POLLUX_GPUS);
     drv_profile p;
     drv_diag d = {{0}};
-    char text[256];
-    snprintf(text, sizeof text, "gang=true period=60 admit=goodput(%s) scale=goodput", knobs);
-    assert_int_equal(drv_profile_parse("compact", text, &p, &d), 0);
-    drv_sim_config cfg = {.seed = 1, .check = true, .calib = &tu_calib};
-    drv_sim *s;
-    assert_int_equal(drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, &d), 0);
+    drv_sim *s = start_goodput(knobs, w_no, n, &w, &c, &p);
     int32_t *last = calloc((size_t)w.n, sizeof *last), spread = 0, grew = 0;
     assert_non_null(last);
     for (double t = 1; t < 2e5; t += DRV_POLLUX_ROUND) {
@@ -405,17 +416,10 @@ static void test_compact_growth(void **unused)
 static int32_t young_growth(const char *knobs, double delay, int w_no, int32_t n, int32_t *grew)
 {
     drv_workload w = {0};
-    load(&w, w_no, n);
     drv_cluster_spec c = {0};
-    drv_cluster_pollux(&c, DRV_POLLUX_NODES, DRV_POLLUX_GPUS);
     drv_profile p;
     drv_diag d = {{0}};
-    char text[256];
-    snprintf(text, sizeof text, "gang=true period=60 admit=goodput(%s) scale=goodput", knobs);
-    assert_int_equal(drv_profile_parse("price", text, &p, &d), 0);
-    drv_sim_config cfg = {.seed = 1, .check = true, .calib = &tu_calib};
-    drv_sim *s;
-    assert_int_equal(drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, &d), 0);
+    drv_sim *s = start_goodput(knobs, w_no, n, &w, &c, &p);
     int32_t *last = calloc((size_t)w.n * 2, sizeof *last), young = 0;
     assert_non_null(last);
     int32_t *restarts = last + w.n;

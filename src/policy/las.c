@@ -78,21 +78,29 @@ static const drv_knob_spec knobs[] = {
 };
 enum { NKNOBS = sizeof knobs / sizeof knobs[0] };
 
+/* Per job id, what the preemption's walk over the running jobs reads for every one of them, in
+ * one record of 16 bytes (the walk runs in most cycles on Philly: running jobs' ids are close
+ * together, so a cache line serves four of them; it read three arrays before). */
+typedef struct las_rec {
+    /* its level as last read and a time before which it cannot have changed: the read's time
+     * plus what its next threshold is away at its full request (-INFINITY: not read, or
+     * promoted since). Levels only rise while a job runs, at most at its request, so the job
+     * need not be read again (drv_ctx_job_now brings a running job's service to now: reading
+     * every running job every cycle was most of this plugin's cost on Philly). */
+    double until;
+    int32_t lvl;
+    uint8_t kind; /* 0 not read yet, 1 rigid, 2 not (a job's kind never changes) */
+} las_rec;
+
 typedef struct las {
     double threshold, factor, starve;
     int32_t queues, max_preemptors, candidates;
     /* per job id, grown to the state's jobs: the service at its last promotion (0: never),
      * and when this plugin last preempted it (-1: it is not waiting after our eviction) */
     double *base, *stop;
-    /* per job id, its level as last read and a time before which it cannot have changed: the
-     * read's time plus what its next threshold is away at its full request (-INFINITY: not
-     * read, or promoted since). Levels only rise while a job runs, at most at its request, so
-     * the job need not be read again (drv_ctx_job_now brings a running job's service to now:
-     * reading every running job every cycle was most of this plugin's cost on Philly). */
-    int32_t *lvl;
-    double *until;
-    uint8_t *kind; /* per job id: 0 not read yet, 1 rigid, 2 not (a job's kind never changes) */
-    drv_res *res;  /* per rigid job id, once kind is read: its wanted pods' requests (fixed) */
+    /* per job id, what the preemption's walk over the running jobs reads (las_rec) */
+    las_rec *rec;
+    drv_res *res; /* per rigid job id, once its kind is read: its wanted pods' requests (fixed) */
     int32_t cap;
     int32_t *stopped; /* the jobs with stop >= 0, at most cap */
     int32_t nstopped;
@@ -125,9 +133,7 @@ static void las_fini(void *state)
         return;
     drv_free(l->base);
     drv_free(l->stop);
-    drv_free(l->lvl);
-    drv_free(l->until);
-    drv_free(l->kind);
+    drv_free(l->rec);
     drv_free(l->res);
     drv_free(l->stopped);
     drv_free(l);
@@ -137,26 +143,22 @@ static void las_fini(void *state)
  * DRV_ENOMEM. */
 static int room(las *l, const drv_state *st)
 {
-    int32_t need = st->njobs, c[7] = {l->cap, l->cap, l->cap, l->cap, l->cap, l->cap, l->cap};
+    int32_t need = st->njobs, c[5] = {l->cap, l->cap, l->cap, l->cap, l->cap};
     if (need <= l->cap)
         return 0;
     if (drv_grow(&l->base, sizeof *l->base, &c[0], need) ||
         drv_grow(&l->stop, sizeof *l->stop, &c[1], need) ||
         drv_grow(&l->stopped, sizeof *l->stopped, &c[2], need) ||
-        drv_grow(&l->lvl, sizeof *l->lvl, &c[3], need) ||
-        drv_grow(&l->until, sizeof *l->until, &c[4], need) ||
-        drv_grow(&l->kind, sizeof *l->kind, &c[5], need) ||
-        drv_grow(&l->res, sizeof *l->res, &c[6], need))
+        drv_grow(&l->rec, sizeof *l->rec, &c[3], need) ||
+        drv_grow(&l->res, sizeof *l->res, &c[4], need))
         return DRV_ENOMEM;
     int32_t cap = c[0];
-    for (int k = 1; k < 7; k++)
+    for (int k = 1; k < 5; k++)
         cap = c[k] < cap ? c[k] : cap;
     for (int32_t i = l->cap; i < cap; i++) {
         l->base[i] = 0;
         l->stop[i] = -1;
-        l->lvl[i] = 0;
-        l->until[i] = -INFINITY;
-        l->kind[i] = 0;
+        l->rec[i] = (las_rec){.until = -INFINITY};
     }
     l->cap = cap;
     return 0;
@@ -204,14 +206,14 @@ static double demand(const drv_job *j)
 static int32_t level(las *l, const drv_ctx *c, int32_t job)
 {
     double now = drv_ctx_now(c);
-    if (job < l->cap && now < l->until[job])
-        return l->lvl[job];
+    if (job < l->cap && now < l->rec[job].until)
+        return l->rec[job].lvl;
     const drv_job *j = drv_ctx_job_now(c, job);
     double next, sv = service(l, j, job), dem = demand(j);
     int32_t k = level_of(l, sv, &next);
     if (job < l->cap) {
-        l->lvl[job] = k;
-        l->until[job] = dem > 0 ? now + (next - sv) / dem : INFINITY;
+        l->rec[job].lvl = k;
+        l->rec[job].until = dem > 0 ? now + (next - sv) / dem : INFINITY;
     }
     return k;
 }
@@ -219,14 +221,14 @@ static int32_t level(las *l, const drv_ctx *c, int32_t job)
 /* Fixed worker count and a batch nobody may choose; read once per job (las.kind). */
 static bool rigid(las *l, const drv_ctx *c, int32_t job)
 {
-    if (job < l->cap && l->kind[job])
-        return l->kind[job] == 1;
+    if (job < l->cap && l->rec[job].kind)
+        return l->rec[job].kind == 1;
     const drv_job *j = &drv_ctx_state(c)->jobs[job];
     const drv_calib_jobs *m = drv_ctx_snap(c)->model;
     bool r = j->role[DRV_ROLE_WORKER].max <= j->role[DRV_ROLE_WORKER].min &&
              !(m && drv_calib_job_adaptive(m, job));
     if (job < l->cap) {
-        l->kind[job] = r ? 1 : 2;
+        l->rec[job].kind = r ? 1 : 2;
         l->res[job] = wanted(j);
     }
     return r;
@@ -251,8 +253,9 @@ static int32_t next_running(const drv_state *st, int32_t from)
  * preemption passes over without reading the job. */
 static bool passed_over(const las *l, const drv_ctx *c, int32_t job)
 {
-    return job < l->cap && (l->kind[job] == 2 || (l->kind[job] == 1 && l->lvl[job] == 0 &&
-                                                  drv_ctx_now(c) < l->until[job]));
+    return job < l->cap &&
+           (l->rec[job].kind == 2 ||
+            (l->rec[job].kind == 1 && l->rec[job].lvl == 0 && drv_ctx_now(c) < l->rec[job].until));
 }
 
 /* When a job we preempted, waiting since stop, is promoted: stop + starve x the time it ran
@@ -282,7 +285,7 @@ static void refresh(las *l, const drv_ctx *c)
         if (now >= promotion_at(l, j, job)) {
             l->base[job] = j->attained; /* waiting: its service does not move */
             l->stop[job] = -1;
-            l->until[job] = -INFINITY;
+            l->rec[job].until = -INFINITY;
             continue;
         }
         l->stopped[n++] = job;
@@ -374,12 +377,22 @@ typedef struct sweep {
     drv_res free;  /* the free room of all nodes, in total */
 } sweep;
 
+/* Some pod of the job is bound as this cycle assumes (admission placed it in this cycle). */
+static bool placed_now(const drv_ctx *c, const drv_job *j)
+{
+    for (int32_t k = 0; k < j->pod_count; k++)
+        if (drv_ctx_pod_node(c, j->pod_base + k) >= 0)
+            return true;
+    return false;
+}
+
 /*
  * Fills r: the pool (the running rigid jobs above level 0), and the claimants - queued rigid
- * jobs none of whose pods are bound, whose gang fits in the free room plus what the pool's jobs
- * above their level hold, in total (a bound: no search for the others can succeed). The pool
- * is ranked only when there is a claimant. O(live) with levels mostly remembered (level()),
- * plus O(pool log pool + claimants log claimants) when there are claimants. 0 or DRV_ENOMEM.
+ * jobs none of whose pods are bound, nor placed by this cycle's admission, whose gang fits in the
+ * free room plus what the pool's jobs above their level hold, in total (a bound: no search for the
+ * others can succeed). The pool is ranked only when there is a claimant. O(live) with levels mostly
+ * remembered (level()), plus O(pool log pool + claimants log claimants) when there are claimants. 0
+ * or DRV_ENOMEM.
  */
 static int gather(las *l, drv_ctx *c, sweep *r)
 {
@@ -411,7 +424,8 @@ static int gather(las *l, drv_ctx *c, sweep *r)
         if (!rigid(l, c, job) || has_pods(j))
             continue;
         int32_t k = level(l, c, job);
-        if (k < l->queues - 1 && drv_res_fits(wanted(j), drv_res_add(r->free, r->up[k])))
+        if (k < l->queues - 1 && drv_res_fits(wanted(j), drv_res_add(r->free, r->up[k])) &&
+            !placed_now(c, j))
             r->claim[r->nclaim++] = make_entry(l, c, job, k);
     }
     if (r->nclaim == 0)
@@ -451,15 +465,6 @@ static int candidates(const las *l, drv_ctx *c, const sweep *r, const entry *p,
     }
     *room = s->ncand > 0 && drv_res_fits(p->res, free);
     return 0;
-}
-
-/* Some pod of the job is bound as this cycle assumes (admission placed it in this cycle). */
-static bool placed_now(const drv_ctx *c, const drv_job *j)
-{
-    for (int32_t k = 0; k < j->pod_count; k++)
-        if (drv_ctx_pod_node(c, j->pod_base + k) >= 0)
-            return true;
-    return false;
 }
 
 /* Remembers the victims of a search that placed its preemptor: when they were stopped. */
@@ -537,7 +542,7 @@ static double las_wake(const drv_ctx *c, void *state)
         if (job >= l->cap || !rigid(l, c, job))
             continue;
         if (level(l, c, job) < l->queues - 1)
-            t = l->until[job] < t ? l->until[job] : t;
+            t = l->rec[job].until < t ? l->rec[job].until : t;
     }
     return t;
 }

@@ -14,6 +14,9 @@
  *    the true ones, job for job; the oracle (oracle=1) decides differently (the check can fail);
  *  - with compact=1 (the default) no job is grown, or started above its minimum, onto more nodes
  *    than its GPUs need packed; with compact=0 some are, on the same jobs (the check can fail);
+ *  - with Pollux's change price (delay=D) no running job grows while its age is at most D times
+ *    its restarts (the price is 0 there, and rises with age); with delay=0 some do, on the same
+ *    jobs (the check can fail);
  *  - the drover profile gives every job the same start, end, restarts and workers whether the
  *    simulator skips quiet cycles or runs every one (docs/cycle.md, "Quiet cycles").
  */
@@ -350,23 +353,34 @@ static int32_t nodes_of(const drv_state *st, int32_t j)
     }
 }
 
+/* A simulator of the first n jobs of workload w_no with admit=goodput(KNOBS) scale=goodput on
+ * the Pollux cluster; w, c and p receive the jobs, the cluster and the profile, which the run
+ * borrows (run_out frees the run, w and c). */
+static drv_sim *start_goodput(const char *knobs, int w_no, int32_t n, drv_workload *w,
+                              drv_cluster_spec *c, drv_profile *p)
+{
+    load(w, w_no, n);
+    drv_cluster_pollux(c, DRV_POLLUX_NODES, DRV_POLLUX_GPUS);
+    drv_diag d = {{0}};
+    char text[256];
+    snprintf(text, sizeof text, "gang=true period=60 admit=goodput(%s) scale=goodput", knobs);
+    assert_int_equal(drv_profile_parse("goodput", text, p, &d), 0);
+    drv_sim_config cfg = {.seed = 1, .check = true, .calib = &tu_calib};
+    drv_sim *s;
+    assert_int_equal(drv_sim_new(c, w, &tu_cat, p, &cfg, &s, &d), 0);
+    return s;
+}
+
 /* Runs the first n jobs of workload w_no with admit=goodput(KNOBS) and counts, after every round,
  * the jobs that grew since the last round (or started above one worker) onto more nodes than
  * their workers need packed 4 to a node. */
 static int32_t spread_growth(const char *knobs, int w_no, int32_t n)
 {
     drv_workload w = {0};
-    load(&w, w_no, n);
     drv_cluster_spec c = {0};
-    drv_cluster_pollux(&c, DRV_POLLUX_NODES, DRV_POLLUX_GPUS);
     drv_profile p;
     drv_diag d = {{0}};
-    char text[256];
-    snprintf(text, sizeof text, "gang=true period=60 admit=goodput(%s) scale=goodput", knobs);
-    assert_int_equal(drv_profile_parse("compact", text, &p, &d), 0);
-    drv_sim_config cfg = {.seed = 1, .check = true, .calib = &tu_calib};
-    drv_sim *s;
-    assert_int_equal(drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, &d), 0);
+    drv_sim *s = start_goodput(knobs, w_no, n, &w, &c, &p);
     int32_t *last = calloc((size_t)w.n, sizeof *last), spread = 0, grew = 0;
     assert_non_null(last);
     for (double t = 1; t < 2e5; t += DRV_POLLUX_ROUND) {
@@ -395,6 +409,55 @@ static void test_compact_growth(void **unused)
     assert_true(spread_growth("compact=0", 1, 60) > 0);
 }
 
+/* Runs the first n jobs of workload w_no with admit=goodput(KNOBS) and counts, looking after
+ * every round, the running jobs that grew while Pollux's change price with delay D was 0: age
+ * (from submission, at the look: never before the decision) at most D times the restarts it had
+ * at the look before. *grew receives all growths of running jobs. */
+static int32_t young_growth(const char *knobs, double delay, int w_no, int32_t n, int32_t *grew)
+{
+    drv_workload w = {0};
+    drv_cluster_spec c = {0};
+    drv_profile p;
+    drv_diag d = {{0}};
+    drv_sim *s = start_goodput(knobs, w_no, n, &w, &c, &p);
+    int32_t *last = calloc((size_t)w.n * 2, sizeof *last), young = 0;
+    assert_non_null(last);
+    int32_t *restarts = last + w.n;
+    *grew = 0;
+    for (double t = 1; t < 2e5; t += DRV_POLLUX_ROUND) {
+        assert_int_equal(drv_sim_run_until(s, t, &d), 0);
+        const drv_state *st = drv_sim_state(s);
+        for (int32_t i = 0; i < st->njobs; i++) {
+            if (drv_state_job_released(st, i) || st->jobs[i].phase == DRV_JOB_FUTURE)
+                continue;
+            const drv_job *j = &st->jobs[i];
+            int32_t b = j->bound[DRV_ROLE_WORKER];
+            if (last[i] > 0 && b > last[i]) {
+                (*grew)++;
+                young += t - j->submit <= delay * restarts[i];
+            }
+            last[i] = b;
+            restarts[i] = j->restarts;
+        }
+    }
+    assert_true(*grew > 0);
+    run_out(s, &c, &w, last);
+    return young;
+}
+
+/* Pollux's change price, max(age - restarts * delay, 0) / (age + delay), is 0 for a job no older
+ * than delay times its restarts and rises towards 1 as it ages: with delay=1800 no running job
+ * grows while it is that young, yet jobs do grow once older; with the price off (delay=0) the
+ * same jobs grow young (the check can fail). */
+static void test_change_price_falls_with_age(void **unused)
+{
+    (void)unused;
+    int32_t grew = 0;
+    assert_int_equal(young_growth("delay=1800", 1800, 1, 40, &grew), 0);
+    assert_true(grew > 0);
+    assert_true(young_growth("delay=0", 1800, 1, 40, &grew) > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -404,6 +467,7 @@ int main(void)
         cmocka_unit_test(test_explore_limits_growth),
         cmocka_unit_test(test_online_reads_only_what_ran),
         cmocka_unit_test(test_compact_growth),
+        cmocka_unit_test(test_change_price_falls_with_age),
     };
     return cmocka_run_group_tests(tests, tu_models_setup, tu_models_teardown);
 }

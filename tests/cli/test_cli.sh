@@ -259,6 +259,26 @@ check explain-fifo-no-factors $?
 expect_status explain-priority 0 "$drover" sim --policy volcano-priority --explain resnet50-1
 [ "$(grep -c -E '^(user|class|wait|parallelism|share|priority) ' "$tmp/out")" -eq 6 ]
 check explain-priority-factors $?
+# Each factor is min-max normalised over the queue and the job explained, so within [0, 1]: eight
+# has the most workers (8 against 2 and 5) and the highest class, and it waited least. Before the
+# job explained was counted in the bounds (it is not live yet at its first cycle) this printed
+# parallelism 2.000, wait -1.000 and class 0.000 (issue 30).
+cat >"$tmp/explain-wl.yaml" <<'EOF'
+jobs:
+  - {name: big, model: resnet50, user: a, roles: {worker: {replicas: 4, cpu: 8, memory: 8Gi}}}
+  - {name: two, model: lenet, user: b, submit: 10, roles: {worker: {replicas: 2, cpu: 8}}}
+  - {name: five, model: lenet, user: b, submit: 20, roles: {worker: {replicas: 5, cpu: 8}}}
+  - {name: eight, model: lenet, user: c, priority: 100, submit: 30,
+     roles: {worker: {replicas: 8, cpu: 1, memory: 1Gi}}}
+EOF
+expect_status explain-bounds 0 "$drover" sim --policy volcano-priority \
+    --cluster "$src/examples/cluster-4node.yaml" --workload "$tmp/explain-wl.yaml" --explain eight
+awk '/^(user|class|wait|parallelism|share) / { n++; if ($3 < 0 || $3 > 1) bad++ }
+     END { exit !(n == 5 && !bad) }' "$tmp/out"
+check explain-normalised-in-0-1 $?
+grep -q 'normalised over 3 queued jobs' "$tmp/out" &&
+    grep -Eq '^parallelism +8\.0 +1\.000 ' "$tmp/out" && grep -Eq '^class +100\.0 +1\.000 ' "$tmp/out"
+check explain-bounds-take-the-job $?
 # With queues (examples/cluster-tenants.yaml): the job's queue with its weight from the file, and
 # its user's share within that queue, before the factors.
 expect_status explain-queues 0 "$drover" sim --cluster "$src/examples/cluster-tenants.yaml" \

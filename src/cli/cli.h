@@ -90,6 +90,9 @@ void cli_profiles_fini(cli_profiles *ps);
 /* The profile named name: the file's if it has one, else the built-in. DRV_ENOENT names the
  * known policies. */
 int cli_profile_find(const cli_profiles *ps, const char *name, drv_profile *out, drv_diag *d);
+/* --policy name with --profiles file (NULL: none) for command who ("run"): the two steps above,
+ * each failure's message printed ("drover run: --policy: ..."). 0 or -1. */
+int cli_policy_named(const char *who, const char *profiles, const char *name, drv_profile *out);
 /* True when the file overrides the built-in profile name. */
 bool cli_profile_overridden(const cli_profiles *ps, const char *name);
 /*

@@ -351,18 +351,8 @@ int cmd_playground(int argc, char **argv)
     if (status >= 0)
         return status;
     drv_profile prof;
-    drv_diag d = {{0}};
-    cli_profiles ps;
-    if (cli_profiles_load(&ps, po.profiles, &d) != 0) {
-        fprintf(stderr, "drover playground: --profiles: %s\n", d.msg);
+    if (cli_policy_named("playground", po.profiles, po.policy, &prof) != 0)
         return EXIT_USAGE;
-    }
-    status = cli_profile_find(&ps, po.policy, &prof, &d);
-    cli_profiles_fini(&ps);
-    if (status != 0) {
-        fprintf(stderr, "drover playground: --policy: %s\n", d.msg);
-        return EXIT_USAGE;
-    }
     playground pg;
     memset(&pg, 0, sizeof pg);
     double pod_start = -1;

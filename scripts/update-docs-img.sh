@@ -2,7 +2,8 @@
 # Regenerates docs/img/*.png, the pictures README.md and docs/reports.md show, from one default
 # run (`drover sim --out DIR` with no other flags), so they are never drawn by hand: the plots
 # (copied as drawn) and docs/img/report-page.png, the top of that run's index.html as headless
-# Chromium renders it (offline: the page needs no network, and Chromium is told not to use it).
+# Chromium renders it (offline: the page needs no network, and Chromium is told not to use it);
+# and docs/img/data.sha256, the digests of the data they were drawn from (test_docs_img).
 # Usage: scripts/update-docs-img.sh [BUILD_DIR]   (default: build; run from the repository root)
 # Needs gnuplot; Chromium (Debian package chromium) for the page (skipped with a note without).
 # The run is deterministic, so an unchanged simulator gives unchanged plots.
@@ -28,6 +29,13 @@ for f in jct-cdf utilisation queue; do
     cp "$tmp/run/$f.png" docs/img/
 done
 cp "$tmp/run"/gantt-*.png docs/img/
+# The data behind every picture, as digests (tests/cli/test_docs_img.sh reruns the same command
+# and compares: a change in the numbers without new pictures fails it): the summary (the report
+# page's table), per-job JCTs (jct-cdf), the timelines (utilisation, queue) and the placements
+# of the policies a Gantt chart is drawn for.
+(cd "$tmp/run" && sha256sum summary.csv jobs-*.csv timeline-*.csv \
+    $(for g in gantt-*.png; do g=${g#gantt-}; echo "placements-${g%.png}.csv"; done)) \
+    >docs/img/data.sha256
 
 chrome=$(command -v chromium || command -v chromium-browser || true)
 if [ -n "$chrome" ]; then

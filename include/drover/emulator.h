@@ -52,6 +52,9 @@ typedef struct drv_emulator_opts {
     double start_delay_s; /* emulated seconds from binding to Running (>= 0; default 1) */
     double heartbeat_s;   /* real seconds between node heartbeats (> 0; default 10) */
     int watch_timeout_s;  /* server-side timeout of each pod watch (0: the informer's 300) */
+    /* emulated seconds a pod without the duration annotation runs before it succeeds (what
+     * `drover playground` gives a job written for a real cluster); <= 0: it runs until deleted */
+    double default_duration_s;
 } drv_emulator_opts;
 
 #define DRV_EMU_DEF_SPEED 1.0

@@ -1,5 +1,6 @@
 /*
- * apiserver.h - an in-memory Kubernetes API server for tests (libmicrohttpd, loopback only).
+ * apiserver.h - an in-memory Kubernetes API server for `drover playground` and the tests
+ * (libmicrohttpd, loopback only).
  *
  * It answers the way the recorded kube-apiserver v1.24 answers (tests/fixtures/k8s/transcripts):
  * discovery, /version, /openapi/v3, CRUD for nodes, pods, namespaces, configmaps, events,

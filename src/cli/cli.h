@@ -3,7 +3,8 @@
  * a function and the flag table its help is generated from), and the one profile lookup.
  *
  * Files: main.c (dispatch, help, version, policies, calibrate), flags.c (the parser),
- * profiles.c (policies by name), sim_cmd.c, explain.c, report_cmd.c, run_cmd.c, emulate_cmd.c.
+ * profiles.c (policies by name), sim_cmd.c, explain.c, report_cmd.c, run_cmd.c, emulate_cmd.c,
+ * playground_cmd.c.
  * Only this directory exits; each cmd_* returns the exit status and main returns it.
  */
 #ifndef DROVER_CLI_H
@@ -21,11 +22,23 @@ enum { EXIT_RUN = 1, EXIT_USAGE = 2 };
  * Sub-commands: each takes its own argv (argv[0] is the sub-command's name) and returns the exit
  * status. Each *_command describes its flags, for its parser and for `drover help NAME`.
  */
-extern const cli_command sim_command, report_command, run_command, emulate_command;
+extern const cli_command sim_command, report_command, run_command, emulate_command,
+    playground_command;
 int cmd_sim(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_emulate(int argc, char **argv);
+int cmd_playground(int argc, char **argv);
+
+/*
+ * The nodes of a cluster file (NULL: the built-in cluster, drv_cluster_default) as the
+ * emulator's list (*nodes drv_calloc'ed, *n of them; emulate_cmd.c), and the file's pod start
+ * delay into *pod_start (negative when it gives none). who names the command in messages
+ * ("emulate"). Returns 0 or the exit status, the message printed.
+ */
+struct drv_emu_node;
+int cli_emulated_nodes(const char *file, const char *who, struct drv_emu_node **nodes, int32_t *n,
+                       double *pod_start);
 
 /* Prints "drover VERSION" (every command's --version). Returns 0. */
 int cli_version(void);
@@ -77,6 +90,9 @@ void cli_profiles_fini(cli_profiles *ps);
 /* The profile named name: the file's if it has one, else the built-in. DRV_ENOENT names the
  * known policies. */
 int cli_profile_find(const cli_profiles *ps, const char *name, drv_profile *out, drv_diag *d);
+/* --policy name with --profiles file (NULL: none) for command who ("run"): the two steps above,
+ * each failure's message printed ("drover run: --policy: ..."). 0 or -1. */
+int cli_policy_named(const char *who, const char *profiles, const char *name, drv_profile *out);
 /* True when the file overrides the built-in profile name. */
 bool cli_profile_overridden(const cli_profiles *ps, const char *name);
 /*

@@ -125,21 +125,22 @@ static int node_meta(const drv_cluster_spec *cl, int32_t cls, drv_emu_node *e)
     return 0;
 }
 
-/* The cluster file's nodes as the emulator's list (*nodes drv_calloc'ed); its pod start delay
- * into *pod_start (negative when the file gives none). Returns 0 or the exit status. */
-static int load_nodes(const char *file, drv_emu_node **nodes, int32_t *n, double *pod_start)
+int cli_emulated_nodes(const char *file, const char *who, drv_emu_node **nodes, int32_t *n,
+                       double *pod_start)
 {
     drv_diag d = {{0}};
     drv_cluster_spec cl = {0};
-    if (drv_cluster_load(&cl, file, &d)) {
-        fprintf(stderr, "drover emulate: %s\n", d.msg);
+    if (!file)
+        drv_cluster_default(&cl);
+    else if (drv_cluster_load(&cl, file, &d)) {
+        fprintf(stderr, "drover %s: %s\n", who, d.msg);
         return EXIT_USAGE;
     }
-    *pod_start = cl.timing.pod_start;
+    *pod_start = file ? cl.timing.pod_start : -1;
     *nodes = drv_calloc((size_t)(cl.n > 0 ? cl.n : 1), sizeof **nodes);
     if (!*nodes) {
         drv_cluster_fini(&cl);
-        fprintf(stderr, "drover emulate: out of memory\n");
+        fprintf(stderr, "drover %s: out of memory\n", who);
         return EXIT_RUN;
     }
     for (int32_t i = 0; i < cl.n; i++) {
@@ -151,9 +152,9 @@ static int load_nodes(const char *file, drv_emu_node **nodes, int32_t *n, double
         e->unschedulable = cl.nodes[i].unschedulable;
         if (node_meta(&cl, cl.nodes[i].node_class, e) != 0) {
             fprintf(stderr,
-                    "drover emulate: %s: node %s: its labels and taints are too long for the "
+                    "drover %s: %s: node %s: its labels and taints are too long for the "
                     "emulator (%zu and %zu bytes as text at most)\n",
-                    file, e->name, sizeof e->labels - 1, sizeof e->taints - 1);
+                    who, file, e->name, sizeof e->labels - 1, sizeof e->taints - 1);
             drv_cluster_fini(&cl);
             drv_free(*nodes);
             *nodes = NULL;
@@ -207,7 +208,7 @@ int cmd_emulate(int argc, char **argv)
     drv_emu_node *nodes = NULL;
     int32_t n = 0;
     double pod_start;
-    if ((status = load_nodes(eo.cluster, &nodes, &n, &pod_start)) != 0)
+    if ((status = cli_emulated_nodes(eo.cluster, "emulate", &nodes, &n, &pod_start)) != 0)
         return status;
     o.speed = eo.speed;
     if (eo.start_delay >= 0)

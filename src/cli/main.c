@@ -218,6 +218,8 @@ static const struct {
      &calibrate_command, cmd_calibrate},
     {"emulate", "play kubelet for a cluster file's nodes on a Kubernetes API server",
      &emulate_command, cmd_emulate},
+    {"playground", "try the Kubernetes side without a cluster: API server, nodes, controller",
+     &playground_command, cmd_playground},
     {"version", "print the version", &version_command, cmd_version},
     {"help", "show this help, or `drover help <command>`", &help_command, cmd_help},
 };

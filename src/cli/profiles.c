@@ -136,3 +136,20 @@ done:
     *n = count;
     return 0;
 }
+
+int cli_policy_named(const char *who, const char *profiles, const char *name, drv_profile *out)
+{
+    drv_diag d = {{0}};
+    cli_profiles ps;
+    if (cli_profiles_load(&ps, profiles, &d) != 0) {
+        fprintf(stderr, "drover %s: --profiles: %s\n", who, d.msg);
+        return -1;
+    }
+    int rc = cli_profile_find(&ps, name, out, &d);
+    cli_profiles_fini(&ps);
+    if (rc != 0) {
+        fprintf(stderr, "drover %s: --policy: %s\n", who, d.msg);
+        return -1;
+    }
+    return 0;
+}

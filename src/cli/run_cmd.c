@@ -198,24 +198,6 @@ static int check_opts(run_opts *o, run_plan *p)
     return o->maddr ? split_metrics_addr(o->maddr, p) : 0;
 }
 
-/* The --policy profile, from the built-ins and --profiles FILE (the file's wins on a name). */
-static int find_policy(const run_opts *o, drv_profile *prof)
-{
-    drv_diag d = {{0}};
-    cli_profiles ps;
-    if (cli_profiles_load(&ps, o->profiles, &d) != 0) {
-        fprintf(stderr, "drover run: --profiles: %s\n", d.msg);
-        return -1;
-    }
-    int rc = cli_profile_find(&ps, o->policy, prof, &d);
-    cli_profiles_fini(&ps);
-    if (rc != 0) {
-        fprintf(stderr, "drover run: --policy: %s\n", d.msg);
-        return -1;
-    }
-    return 0;
-}
-
 /* Serves metrics at the plan's address. Returns 0 or the exit status, with the message. */
 static int start_metrics(const run_opts *o, const run_plan *p, drv_metrics **m)
 {
@@ -281,7 +263,7 @@ int cmd_run(int argc, char **argv)
     int first, status = cli_begin(&run_command, argc, argv, &o, &first);
     if (status >= 0)
         return status;
-    if (check_opts(&o, &plan) != 0 || find_policy(&o, &prof) != 0)
+    if (check_opts(&o, &plan) != 0 || cli_policy_named("run", o.profiles, o.policy, &prof) != 0)
         return EXIT_USAGE;
     drv_diag d = {{0}};
     drv_kube_config cfg;

@@ -50,8 +50,10 @@ static const cli_flag sim_flags[] = {
      AT(seeds),
      .arg = "LIST",
      .help = "run every policy once per seed (\"1-10\", \"1,4,9\"; at most 1000) and\n"
-             "print each metric's mean with its 95 % confidence interval;\n"
-             "--out then holds the first seed's runs and summary-seeds.json"},
+             "print each metric's mean with its 95 % confidence interval, and\n"
+             "each policy's paired difference against k8s-default (or the first\n"
+             "policy); --out then holds the first seed's runs, seeds.csv (every\n"
+             "seed's summary rows) and summary-seeds.json (with provenance)"},
     {.name = "threads",
      .kind = FLAG_INT,
      AT(threads),
@@ -543,6 +545,8 @@ int cmd_sim(int argc, char **argv)
         return status;
     if (sim_check_opts(&o) != 0)
         return EXIT_USAGE;
+    o.argc = argc;
+    o.argv = argv;
     sim_inputs in = {.pollux = strcmp(o.mechanics, "pollux") == 0};
     status = sim_parse_seeds(&o, &in) ? EXIT_USAGE : sim_load_inputs(&o, &in);
     if (status == 0 && o.explain)

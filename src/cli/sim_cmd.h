@@ -24,6 +24,8 @@ typedef struct sim_opts {
     int threads;
     bool check, quiet, stream;
     uint64_t given; /* bit i: sim_flags[i] was given (cli_given) */
+    int argc;       /* the command as given (argv[0] "sim"), for summary-seeds.json */
+    char **argv;
 } sim_opts;
 
 /* Everything a run reads, checked before anything runs. */

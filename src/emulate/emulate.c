@@ -7,7 +7,8 @@
  * the real (monotonic) time its next step is due:
  *
  *     bound here, Pending        -> STARTING, due now + start_delay / speed
- *     Running (by us or before)  -> RUNNING,  due start + duration / speed (never without one),
+ *     Running (by us or before)  -> RUNNING,  due start + duration / speed (without one, the
+ *                                   default duration if any, else never),
  *                                   then Succeeded, or Failed with drover.dev/exit-code (the
  *                                   first drover.dev/fail-times times a pod of its name ends)
  *     deletionTimestamp set      -> DELETING, due now
@@ -117,7 +118,10 @@ static tpod *track(drv_emulator *e, const char *key, const podrec *r)
     snprintf(t->ns, sizeof t->ns, "%s", r->ns);
     snprintf(t->name, sizeof t->name, "%s", r->name);
     snprintf(t->uid, sizeof t->uid, "%s", r->uid);
-    t->run_s = r->duration < 0 ? -1 : r->duration / e->o.speed;
+    double run = r->duration >= 0              ? r->duration
+                 : e->o.default_duration_s > 0 ? e->o.default_duration_s
+                                               : -1;
+    t->run_s = run < 0 ? -1 : run / e->o.speed;
     t->exit_code = r->exit_code;
     t->fail_times = r->fail_times;
     t->in_place = r->in_place;
@@ -635,6 +639,9 @@ int drv_emulator_new(drv_emulator **out, const drv_kube_config *cfg, const drv_e
         return drv_fail(d, DRV_EINVAL,
                         "emulate: heartbeat: expected seconds in (0, 3600], found %g",
                         o->heartbeat_s);
+    if (!isfinite(o->default_duration_s))
+        return drv_fail(d, DRV_EINVAL, "emulate: default duration: expected seconds, found %g",
+                        o->default_duration_s);
     if (n < 1 || !nodes)
         return drv_fail(d, DRV_EINVAL, "emulate: no nodes to emulate");
     if (!cfg || !cfg->server)

@@ -526,21 +526,26 @@ int drv_priority_explain(const drv_state *st, double now, int32_t job, const drv
     if (share_begin(&p, st, true) != 0) /* shown even at weight 0 */
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     double lo[DRV_PRIO_NFACTORS], hi[DRV_PRIO_NFACTORS];
-    bounds_empty(lo, hi); /* over the queued jobs, and the one explained */
+    /* Over the queued jobs and the one explained, which need not be live yet (`drover sim
+     * --explain` enters it into the state at its first cycle, still DRV_JOB_FUTURE): without
+     * its own factors in the bounds its normalised values fell outside [0, 1]. */
+    double v[DRV_PRIO_NFACTORS];
+    key_factors(&st->jobs[job], v);
+    v[DRV_PRIO_SHARE] = share_factor(&p, st, &st->jobs[job]);
+    bounds_empty(lo, hi);
+    bounds_add(lo, hi, v);
+    b.queued = 1;
     DRV_FOR_LIVE(st, i)
-    if (i == job || queued(&st->jobs[i])) {
-        double v[DRV_PRIO_NFACTORS];
-        key_factors(&st->jobs[i], v);
-        v[DRV_PRIO_SHARE] = share_factor(&p, st, &st->jobs[i]);
-        bounds_add(lo, hi, v);
+    if (i != job && queued(&st->jobs[i])) {
+        double u[DRV_PRIO_NFACTORS];
+        key_factors(&st->jobs[i], u);
+        u[DRV_PRIO_SHARE] = share_factor(&p, st, &st->jobs[i]);
+        bounds_add(lo, hi, u);
         b.queued++;
     }
     raw_factors(&st->jobs[job], now, b.raw);
     for (int f = 0; f < DRV_PRIO_NFACTORS; f++)
         b.weight[f] = w[f];
-    double v[DRV_PRIO_NFACTORS];
-    key_factors(&st->jobs[job], v);
-    v[DRV_PRIO_SHARE] = share_factor(&p, st, &st->jobs[job]);
     b.raw[DRV_PRIO_SHARE] = v[DRV_PRIO_SHARE] != 0 ? -v[DRV_PRIO_SHARE] : 0; /* the share */
     b.total = combine(w, lo, hi, v, b.norm);
     drv_free(p.use);

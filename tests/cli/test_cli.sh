@@ -259,6 +259,26 @@ check explain-fifo-no-factors $?
 expect_status explain-priority 0 "$drover" sim --policy volcano-priority --explain resnet50-1
 [ "$(grep -c -E '^(user|class|wait|parallelism|share|priority) ' "$tmp/out")" -eq 6 ]
 check explain-priority-factors $?
+# Each factor is min-max normalised over the queue and the job explained, so within [0, 1]: eight
+# has the most workers (8 against 2 and 5) and the highest class, and it waited least. Before the
+# job explained was counted in the bounds (it is not live yet at its first cycle) this printed
+# parallelism 2.000, wait -1.000 and class 0.000 (issue 30).
+cat >"$tmp/explain-wl.yaml" <<'EOF'
+jobs:
+  - {name: big, model: resnet50, user: a, roles: {worker: {replicas: 4, cpu: 8, memory: 8Gi}}}
+  - {name: two, model: lenet, user: b, submit: 10, roles: {worker: {replicas: 2, cpu: 8}}}
+  - {name: five, model: lenet, user: b, submit: 20, roles: {worker: {replicas: 5, cpu: 8}}}
+  - {name: eight, model: lenet, user: c, priority: 100, submit: 30,
+     roles: {worker: {replicas: 8, cpu: 1, memory: 1Gi}}}
+EOF
+expect_status explain-bounds 0 "$drover" sim --policy volcano-priority \
+    --cluster "$src/examples/cluster-4node.yaml" --workload "$tmp/explain-wl.yaml" --explain eight
+awk '/^(user|class|wait|parallelism|share) / { n++; if ($3 < 0 || $3 > 1) bad++ }
+     END { exit !(n == 5 && !bad) }' "$tmp/out"
+check explain-normalised-in-0-1 $?
+grep -q 'normalised over 3 queued jobs' "$tmp/out" &&
+    grep -Eq '^parallelism +8\.0 +1\.000 ' "$tmp/out" && grep -Eq '^class +100\.0 +1\.000 ' "$tmp/out"
+check explain-bounds-take-the-job $?
 # With queues (examples/cluster-tenants.yaml): the job's queue with its weight from the file, and
 # its user's share within that queue, before the factors.
 expect_status explain-queues 0 "$drover" sim --cluster "$src/examples/cluster-tenants.yaml" \
@@ -293,6 +313,32 @@ done
 mean=$(awk -F, '$1 == "gang-fifo" { printf "%.6f", $3 }' "$tmp/seeds1.csv")
 awk -v s="$sum" -v m="$mean" 'BEGIN { d = s / 3 - m; exit !(d < 1e-3 && d > -1e-3) }'
 check seeds-mean $?
+# With --out: seeds.csv holds each seed's row of summary.csv (the same bytes as a run of that
+# seed alone writes), and summary-seeds.json the provenance, the baseline and each policy's
+# paired difference against it, whose mean is the mean of the per-seed differences in seeds.csv.
+expect_status seeds-out 0 "$drover" sim --seeds 1-3 --policy gang-fifo,k8s-default \
+    --out "$tmp/so"
+[ "$(wc -l <"$tmp/so/seeds.csv")" -eq 7 ] &&
+    head -1 "$tmp/so/seeds.csv" | grep -q '^seed,policy,jobs,done,avg_jct_s,'
+check seeds-out-csv $?
+"$drover" sim --seed 2 --policy gang-fifo,k8s-default --out "$tmp/s2" >/dev/null 2>&1
+grep '^2,' "$tmp/so/seeds.csv" | sed 's/^2,//' >"$tmp/s2rows"
+tail -n +2 "$tmp/s2/summary.csv" | cmp -s - "$tmp/s2rows"
+check seeds-out-row-is-the-seeds-run $?
+j=$tmp/so/summary-seeds.json
+grep -q '"drover_commit": "' "$j" && grep -q '"drover_dirty": ' "$j" &&
+    grep -q '"command": \["drover", "sim", "--seeds", "1-3", "--policy", "gang-fifo,k8s-default", "--out", ' "$j" &&
+    grep -q '"seeds": \[1, 2, 3\]' "$j" && grep -q '"baseline": "k8s-default"' "$j"
+check seeds-out-provenance $?
+want=$(awk -F, 'NR > 1 { d[$1] += ($2 == "gang-fifo" ? $5 : -$5) } END { for (k in d) s += d[k]; printf "%.6f", s / 3 }' "$tmp/so/seeds.csv")
+got=$(sed -n '/"paired"/,$p' "$j" | grep -o '"avg_jct_s": {"mean": [-0-9.e+]*' | head -1 | sed 's/.*: //')
+# (seeds.csv has summary.csv's six significant digits: JCTs to 0.01 s)
+awk -v a="$want" -v b="$got" 'BEGIN { d = a - b; exit !(b != "" && d < 0.02 && d > -0.02) }'
+check seeds-out-paired-mean $?
+expect_status seeds-paired-table 0 "$drover" sim --seeds 1-3 --policy gang-fifo,k8s-default
+grep -q '^paired difference against k8s-default' "$tmp/out" &&
+    grep -Eq '^gang-fifo +[-+][0-9.]+ ± [0-9.]+ ' "$tmp/out"
+check seeds-paired-table $?
 expect_status seeds-table 0 "$drover" sim --seeds 1,2 --policy gang-fifo
 grep -q 'seeds 1,2 (2 runs of each policy)' "$tmp/out" && grep -q '±' "$tmp/out"
 check seeds-table-text $?

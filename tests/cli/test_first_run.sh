@@ -144,6 +144,13 @@ if [ -f "$build/drover.1" ]; then
         [ -f "$tmp/moved/share/doc/drover/docs/policies.md" ] &&
         grep -q 'share/doc/drover' "$tmp/moved/share/man/man1/drover.1"
     check installed-docs $?
+    # the progress module where README and docs/running.md say, the same file as python/'s
+    cmp -s "$tmp/moved/share/drover/python/drover_progress.py" "$src/python/drover_progress.py"
+    check installed-python-module $?
+    # drover playground's recorded API documents, where it looks for them (<data>/../k8s)
+    [ -f "$tmp/moved/share/drover/k8s/openapi/v3-index.json" ] &&
+        [ -f "$tmp/moved/share/drover/k8s/transcripts/01-discovery-version/response.txt" ]
+    check installed-playground-documents $?
 else
     echo "skipped: install (no $build/drover.1: build the drover_man target)" >&2
 fi

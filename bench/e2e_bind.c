@@ -45,8 +45,17 @@
  * the plain ones' names, labels, resources and state) instead of ~300-byte ones: what listing
  * and syncing cost on a real cluster's objects.
  *
+ * --server-model 1: both runs meet a server that answers like a real one under load (the test
+ * server's load model, src/apiserver/README.md; its defaults: creates and patches p50 15 ms,
+ * p90 31 ms, lists 2 ms + 15 µs an object, 244 seats), switched on once the cluster is in the
+ * store: what bounds both is then how many requests each keeps in flight. Under each rep, the
+ * requests in flight on average during the writes (the service time the server drew for the
+ * writes, summed, over the phase's wall time) and at most, and the 429s; --seats N gives the
+ * priority level N seats instead.
+ *
  * usage: e2e_bind [--nodes N] [--existing N] [--jobs N] [--workers N] [--threads N]
  *                 [--policy NAME] [--reps N] [--qps N] [--burst N] [--real-objects 0|1]
+ *                 [--server-model 0|1] [--seats N]
  */
 #include "apiserver.h"
 #include "drover/controller.h"
@@ -77,6 +86,8 @@ typedef struct params {
     /* the ceiling's requests: the writes Drover sent until its last pod was placed, as the
      * server received them (drv_apiserver_writes), replayed in that order */
     const drv_apiserver_write *writes;
+    /* --server-model 1: the load model both runs meet, once the cluster is stored; NULL: none */
+    const drv_apiserver_load *model;
 } params;
 
 static double now(void)
@@ -322,7 +333,31 @@ static drv_apiserver *cluster(const params *p, char *url, size_t nu)
     send_all(p, url, untaint_req, p->nodes, 8);
     send_all(p, url, existing_req, p->existing, 8);
     send_all(p, url, job_req, p->jobs, 8);
+    if (p->model && drv_apiserver_set_load(srv, p->model, &d) != 0)
+        die("--server-model", &d);
     return srv;
+}
+
+/* The load model's account of a phase: requests in flight on average for the writes (their
+ * drawn service time over the phase's wall time), the most seats taken, 429s. */
+typedef struct in_flight {
+    double mean;
+    int max;
+    long rejected;
+} in_flight;
+
+static double write_ms(const drv_apiserver_load_stats *st)
+{
+    return st->modelled_ms[DRV_LOAD_CREATE] + st->modelled_ms[DRV_LOAD_WRITE];
+}
+
+static in_flight in_flight_of(drv_apiserver *srv, const drv_apiserver_load_stats *before,
+                              double wall_s)
+{
+    drv_apiserver_load_stats st = drv_apiserver_load_counts(srv, 0);
+    return (in_flight){.mean = wall_s > 0 ? (write_ms(&st) - write_ms(before)) / (wall_s * 1e3) : 0,
+                       .max = st.max_in_use,
+                       .rejected = st.rejected - before->rejected};
 }
 
 /* ---- a plain paged list -------------------------------------------------------------------- */
@@ -484,6 +519,7 @@ typedef struct ceiling_times {
     double cpu_lists, cpu_creates; /* the process's CPU */
     int requests;                  /* creations and patches sent */
     long watched;                  /* bytes the watches received */
+    in_flight flight;              /* --server-model: during the creates */
 } ceiling_times;
 
 /* What the ceiling replays, by kind: the pod creations, Services and TrainingJob status
@@ -540,8 +576,10 @@ static ceiling_times ceiling(const params *p, int n)
     double c1 = cpu();
     out.lists = now() - t0;
     out.cpu_lists = c1 - c0;
+    drv_apiserver_load_stats before = drv_apiserver_load_counts(srv, 0);
     out.creates = send_all(p, url, NULL, n, p->threads);
     out.cpu_creates = cpu() - c1;
+    out.flight = in_flight_of(srv, &before, out.creates);
     ls.stop = 1;
     for (int i = 0; i < NLISTS; i++)
         pthread_join(t[i], NULL);
@@ -575,6 +613,7 @@ typedef struct drover_times {
     long cycles;                 /* scheduling cycles run by the last placement */
     drv_apiserver_write *writes; /* what it sent until its last pod was placed, as received */
     int nwrites;
+    in_flight flight; /* --server-model: from sync to the last pod placed */
 } drover_times;
 
 static drover_times drover(const params *p, const drv_profile *prof)
@@ -591,6 +630,7 @@ static drover_times drover(const params *p, const drv_profile *prof)
     double c0 = cpu(), csynced = 0, o0 = drover_cpu(), osynced = 0;
     double t0 = now(), synced = 0;
     uint64_t rv_synced = 0; /* the server's resourceVersion when the caches were synced */
+    drv_apiserver_load_stats at_sync = {0};
     if (drv_ctrl_new(&r.c, &cfg, &o, &d) != 0)
         die("controller", &d);
     pthread_t t;
@@ -603,6 +643,7 @@ static drover_times drover(const params *p, const drv_profile *prof)
             csynced = cpu();
             osynced = drover_cpu();
             rv_synced = drv_apiserver_rv(srv);
+            at_sync = drv_apiserver_load_counts(srv, 0);
         }
         /* The first decision: when its first request has reached the server (a write moves the
          * server's resourceVersion; Drover writes nothing else before placing pods here). Its
@@ -615,6 +656,7 @@ static drover_times drover(const params *p, const drv_profile *prof)
             out.own_bind = drover_cpu() - osynced;
             out.errors = st.api_errors;
             out.cycles = st.cycles;
+            out.flight = in_flight_of(srv, &at_sync, tn - synced);
             if ((out.nwrites = drv_apiserver_writes(srv, &out.writes)) < 0)
                 die("the writes Drover sent: out of memory", NULL);
             strip_preconditions(out.writes, out.nwrites);
@@ -640,7 +682,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: e2e_bind [--nodes N] [--existing N] [--jobs N] [--workers N] "
                     "[--threads N] [--policy NAME] [--reps N] [--qps N] [--burst N] "
-                    "[--real-objects 0|1]\n");
+                    "[--real-objects 0|1] [--server-model 0|1] [--seats N]\n");
     return 2;
 }
 
@@ -655,7 +697,7 @@ int main(int argc, char **argv)
                 .qps = DRV_CTRL_DEF_QPS,
                 .burst = DRV_CTRL_DEF_BURST,
                 .policy = "drover"};
-    int real = 0;
+    int real = 0, model = 0, seats = 0;
     for (int i = 1; i < argc; i += 2) {
         if (i + 1 >= argc)
             return usage();
@@ -668,6 +710,8 @@ int main(int argc, char **argv)
                      : !strcmp(argv[i], "--qps")          ? &p.qps
                      : !strcmp(argv[i], "--burst")        ? &p.burst
                      : !strcmp(argv[i], "--real-objects") ? &real
+                     : !strcmp(argv[i], "--server-model") ? &model
+                     : !strcmp(argv[i], "--seats")        ? &seats
                                                           : NULL;
         if (field)
             *field = atoi(argv[i + 1]);
@@ -687,15 +731,24 @@ int main(int argc, char **argv)
         p.real_pod =
             recorded_body("e2e_bind", "tests/fixtures/k8s/transcripts/03-pod-get/response.txt");
     }
+    drv_apiserver_load load;
+    drv_apiserver_load_defaults(&load);
+    if (seats > 0)
+        load.level[0].seats = seats;
+    if (model)
+        p.model = &load;
     drv_profile prof;
     drv_diag d = {{0}};
     if (drv_profile_builtin(p.policy, &prof, &d) != 0)
         die("--policy", &d);
     long pods = (long)p.jobs * p.workers;
     printf("%d nodes, %d existing pods (%s), %d gangs x %d workers = %ld new pods; policy %s; "
-           "%d client threads / binders; drover's API budget %d/s, burst %d\n",
+           "%d client threads / binders; drover's API budget %d/s, burst %d; %s\n",
            p.nodes, p.existing, real ? "recorded-size objects" : "plain objects", p.jobs, p.workers,
-           pods, p.policy, p.threads, p.qps, p.burst);
+           pods, p.policy, p.threads, p.qps, p.burst,
+           model ? "a real server's model (creates p50 15 ms, p90 31 ms)" : "in-memory server");
+    if (model)
+        printf("server model: %d seats, queue %d\n", load.level[0].seats, load.level[0].queue);
     printf("%-4s %9s %8s %9s   %9s %8s   %8s   %7s %7s %9s %6s\n", "rep", "ceiling s", "lists s",
            "creates s", "drover s", "pods/s", "fraction", "sync s", "first s", "bind frac",
            "errors");
@@ -715,6 +768,11 @@ int main(int argc, char **argv)
                "watches read %.1f MB; Drover's cycles %ld\n",
                c.cpu_lists, c.cpu_creates, dt.cpu_sync, dt.cpu_bind, dt.own_sync, dt.own_bind,
                k.pods, k.services, k.patches, k.other, (double)c.watched / 1e6, dt.cycles);
+        if (p.model)
+            printf("     server model: requests in flight during the writes: ceiling %.1f on "
+                   "average (%d at most), drover %.1f (%d at most); 429s: %ld, %ld\n",
+                   c.flight.mean, c.flight.max, dt.flight.mean, dt.flight.max, c.flight.rejected,
+                   dt.flight.rejected);
         fflush(stdout);
         drv_apiserver_writes_free(dt.writes, dt.nwrites);
     }

@@ -51,11 +51,12 @@
  * store: what bounds both is then how many requests each keeps in flight. Under each rep, the
  * requests in flight on average during the writes (the service time the server drew for the
  * writes, summed, over the phase's wall time) and at most, and the 429s; --seats N gives the
- * priority level N seats instead.
+ * priority level N seats instead. --binders N: Drover's binder threads (default: --threads, the
+ * plain client's).
  *
  * usage: e2e_bind [--nodes N] [--existing N] [--jobs N] [--workers N] [--threads N]
  *                 [--policy NAME] [--reps N] [--qps N] [--burst N] [--real-objects 0|1]
- *                 [--server-model 0|1] [--seats N]
+ *                 [--server-model 0|1] [--seats N] [--binders N]
  */
 #include "apiserver.h"
 #include "drover/controller.h"
@@ -77,6 +78,7 @@
 
 typedef struct params {
     int nodes, existing, jobs, workers, threads, reps;
+    int binders; /* Drover's binder threads (--binders; 0: as many as the plain client's threads) */
     int qps, burst; /* Drover's API budget (the ceiling's client has none) */
     const char *policy;
     /* --real-objects 1: the nodes and existing pods are the recorded Node and Pod of
@@ -623,7 +625,8 @@ static drover_times drover(const params *p, const drv_profile *prof)
     drv_apiserver_keep_writes(srv); /* (Drover's, for the ceiling to send the same) */
     drv_diag d = {{0}};
     drv_kube_config cfg = {.server = url, .qps = p->qps, .burst = p->burst};
-    drv_ctrl_opts o = {.profile = prof, .no_events = true, .binders = p->threads};
+    drv_ctrl_opts o = {
+        .profile = prof, .no_events = true, .binders = p->binders ? p->binders : p->threads};
     long pods = (long)p->jobs * p->workers;
     drover_times out = {0};
     runner r = {0};
@@ -682,7 +685,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: e2e_bind [--nodes N] [--existing N] [--jobs N] [--workers N] "
                     "[--threads N] [--policy NAME] [--reps N] [--qps N] [--burst N] "
-                    "[--real-objects 0|1] [--server-model 0|1] [--seats N]\n");
+                    "[--real-objects 0|1] [--server-model 0|1] [--seats N] [--binders N]\n");
     return 2;
 }
 
@@ -712,6 +715,7 @@ int main(int argc, char **argv)
                      : !strcmp(argv[i], "--real-objects") ? &real
                      : !strcmp(argv[i], "--server-model") ? &model
                      : !strcmp(argv[i], "--seats")        ? &seats
+                     : !strcmp(argv[i], "--binders")      ? &p.binders
                                                           : NULL;
         if (field)
             *field = atoi(argv[i + 1]);
@@ -743,9 +747,9 @@ int main(int argc, char **argv)
         die("--policy", &d);
     long pods = (long)p.jobs * p.workers;
     printf("%d nodes, %d existing pods (%s), %d gangs x %d workers = %ld new pods; policy %s; "
-           "%d client threads / binders; drover's API budget %d/s, burst %d; %s\n",
+           "%d client threads / %d binders; drover's API budget %d/s, burst %d; %s\n",
            p.nodes, p.existing, real ? "recorded-size objects" : "plain objects", p.jobs, p.workers,
-           pods, p.policy, p.threads, p.qps, p.burst,
+           pods, p.policy, p.threads, p.binders ? p.binders : p.threads, p.qps, p.burst,
            model ? "a real server's model (creates p50 15 ms, p90 31 ms)" : "in-memory server");
     if (model)
         printf("server model: %d seats, queue %d\n", load.level[0].seats, load.level[0].queue);

@@ -24,7 +24,7 @@ typedef struct run_opts {
     const char *log_format;
     bool incluster, verbose, elect;
     double qps;
-    int burst;
+    int burst, binders;
 } run_opts;
 
 #define AT(field) .at = offsetof(run_opts, field)
@@ -81,6 +81,15 @@ static const cli_flag run_flags[] = {
      .hi = 1e6,
      .help = "burst of requests above the rate (default: 5000: a start's lists\n"
              "and the pods of 1,000 gangs of 4 go out without waiting)"},
+    {.name = "binders",
+     .kind = FLAG_INT,
+     AT(binders),
+     .arg = "N",
+     .lo = 1,
+     .hi = DRV_CTRL_MAX_BINDERS,
+     .help = "threads sending pod creations, bindings and deletions, one request\n"
+             "in flight each (default: 8: ~270-530 pods/s at a real API server's\n"
+             "15-30 ms a write; more for a slower server, within --kube-api-qps)"},
     {.name = "leader-elect",
      .kind = FLAG_SWITCH,
      AT(elect),
@@ -275,7 +284,8 @@ int cmd_run(int argc, char **argv)
     run_opts o = {.policy = "drover",
                   .sched = "drover",
                   .qps = DRV_CTRL_DEF_QPS,
-                  .burst = DRV_CTRL_DEF_BURST};
+                  .burst = DRV_CTRL_DEF_BURST,
+                  .binders = DRV_CTRL_DEF_BINDERS};
     run_plan plan;
     drv_profile prof;
     int first, status = cli_begin(&run_command, argc, argv, &o, &first);
@@ -297,7 +307,8 @@ int cmd_run(int argc, char **argv)
     cfg.burst = o.burst;
     cfg.component = "run"; /* User-Agent drover-run/<version> */
     cli_log_setup(o.log_format, o.verbose, "run");
-    drv_ctrl_opts co = {.profile = &prof, .scheduler = o.sched, .namespace_ = o.ns};
+    drv_ctrl_opts co = {
+        .profile = &prof, .scheduler = o.sched, .namespace_ = o.ns, .binders = o.binders};
     if (o.elect) {
         co.lease_namespace = plan.lease_ns;
         co.lease_name = plan.lease_name;

@@ -69,6 +69,10 @@ typedef struct drv_ctrl_opts {
     bool exhaustive;            /* score every node (the index's reference; benchmarks) */
     bool no_events;             /* write no Events (benchmarks) */
     int binders; /* threads sending bindings, pod creations, deletions; 0: DRV_CTRL_DEF_BINDERS */
+    /* --bind-mode=binding: a placed pod not yet created is created unbound, then bound through
+     * pods/binding once its creation is answered (two requests, for clusters whose admission
+     * refuses spec.nodeName at creation); false: created with spec.nodeName, one request */
+    bool bind_with_binding;
     /* Leader election through a coordination.k8s.io Lease (client-go's rules): only the
      * holder schedules; the others keep their caches warm and take over when the holder has
      * not renewed for lease_s, as measured on their own clock from when they saw its last

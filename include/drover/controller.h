@@ -54,7 +54,7 @@
 /*
  * Binder threads (drv_ctrl_opts.binders, --binders): each keeps one request in flight, so by
  * Little's law the binding rate is binders / the server's time per write: 8 at a real server's
- * 15-30 ms a creation (issue 28's audit) is ~270-530 pods/s, what a plain client of 8 threads
+ * 15-30 ms a creation (issue 28's audit) is ~260-510 pods/s, what a plain client of 8 threads
  * gets; the default budget (5000/s) would allow ~90 in flight at 18 ms. More binders help only
  * where the server's priority level has the seats (API Priority and Fairness: 429s then).
  */

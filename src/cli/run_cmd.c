@@ -89,7 +89,7 @@ static const cli_flag run_flags[] = {
      .lo = 1,
      .hi = DRV_CTRL_MAX_BINDERS,
      .help = "threads sending pod creations, bindings and deletions, one request\n"
-             "in flight each (default: 8: ~270-530 pods/s at a real API server's\n"
+             "in flight each (default: 8: ~260-510 pods/s at a real API server's\n"
              "15-30 ms a write; more for a slower server, within --kube-api-qps)"},
     {.name = "bind-mode",
      .kind = FLAG_CHOICE,

@@ -851,61 +851,9 @@ static void test_held_requests_go_in_batches(void **state)
     close_ctrl(c, batch);
 }
 
-/* --bind-mode=binding (issue 28): a placed pod not yet created is created unbound (the body the
- * server received has no spec.nodeName), then bound through pods/binding once its creation is
- * answered: one creation (unbound) and one binding counted, the pod bound on the server. */
-static void test_bind_mode_binding(void **state)
-{
-    fixture *f = *state;
-    ctrl_event *batch = NULL;
-    int32_t cap = 0;
-    drv_ctrl *c = one_job(f, job_cw1, &batch, &cap, NULL);
-    c->cfg.o.bind_with_binding = true;
-    drv_apiserver_keep_writes(f->srv);
-    drv_state *st = &c->mirror.st;
-    int32_t s = drv_job_pod(st, 0, DRV_ROLE_WORKER, 0);
-    drv_state_bind(st, s, 0);
-    assert_int_equal(ctrl_binder_place(&c->binder, s, 0), 0);
-    assert_int_equal(c->mirror.pods[s].inflight, REQ_CREATE);
-    apply_answer(c, &batch, &cap);
-    assert_int_equal(c->mirror.pods[s].inflight, REQ_BIND);
-    apply_answer(c, &batch, &cap);
-    drv_ctrl_stats stats = drv_ctrl_get_stats(c);
-    assert_int_equal(stats.creates, 1);
-    assert_int_equal(stats.created_bound, 0);
-    assert_int_equal(stats.binds, 1);
-    assert_int_equal(st->pods[s].node, 0);
-    json_t *pod = NULL;
-    long status = 0;
-    drv_diag d = {{0}};
-    assert_int_equal(drv_kube_request(f->k, "GET", "/api/v1/namespaces/default/pods/cw-worker-0",
-                                      NULL, NULL, &status, &pod, &d),
-                     0);
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName")), "node-a");
-    json_decref(pod);
-    drv_apiserver_write *w = NULL;
-    int32_t n = drv_apiserver_writes(f->srv, &w);
-    int creates = 0, bindings = 0;
-    for (int32_t i = 0; i < n; i++) {
-        if (!strcmp(w[i].path, "/api/v1/namespaces/default/pods")) {
-            assert_int_equal(bindings, 0); /* (created first) */
-            assert_null(strstr(w[i].body, "nodeName"));
-            creates++;
-        } else if (!strcmp(w[i].path, "/api/v1/namespaces/default/pods/cw-worker-0/binding")) {
-            bindings++;
-        }
-    }
-    assert_int_equal(creates, 1);
-    assert_int_equal(bindings, 1);
-    drv_apiserver_writes_free(w, n);
-    close_ctrl(c, batch);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_bind_mode_binding, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conflict_is_read_not_undone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conflict_on_create_read_as_gone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binding_404_forgets_the_pod, setup, teardown),

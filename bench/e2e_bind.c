@@ -164,6 +164,10 @@ typedef struct sender {
     char *url;
     int to;           /* requests below to */
     atomic_int *next; /* the next request no thread has taken (shared by the senders) */
+    /* replaying: request i is sent once request after[i] is answered (-1: at once): a pod's
+     * binding after its creation, as the client that sent them did; answered[i] says so */
+    const int *after;
+    atomic_int *answered;
 } sender;
 
 static void *send_some(void *arg)
@@ -180,6 +184,8 @@ static void *send_some(void *arg)
         die("out of memory", NULL);
     for (int i; (i = atomic_fetch_add(s->next, 1)) < s->to;) {
         const drv_apiserver_write *w = s->make ? NULL : &s->p->writes[i];
+        while (s->after && s->after[i] >= 0 && !atomic_load(&s->answered[s->after[i]]))
+            usleep(100);
         const char *method = w ? w->method : s->make(s->p, i, path, sizeof path, b, BODY);
         const char *ctype = w                         ? w->content_type
                             : strcmp(method, "PATCH") ? "application/json"
@@ -191,13 +197,49 @@ static void *send_some(void *arg)
             fprintf(stderr, "e2e_bind: %s %s: %ld %s\n", method, w ? w->path : path, st, d.msg);
             exit(1);
         }
+        if (s->answered)
+            atomic_store(&s->answered[i], 1);
     }
     free(b);
     drv_kube_free(k);
     return NULL;
 }
 
-/* Sends requests 0..n-1 with `threads` threads; returns the wall time. */
+/* For each of the n writes, the earlier one it must wait for: a binding (POST .../NAME/binding)
+ * its pod's creation (a POST to the pods of that namespace whose metadata.name is NAME); -1 for
+ * the rest. drv_malloc'd. O(bindings x creations) string comparisons. */
+static int *dependencies(const drv_apiserver_write *w, int n)
+{
+    int *after = malloc(sizeof *after * (size_t)(n > 0 ? n : 1));
+    char **name = calloc((size_t)(n > 0 ? n : 1), sizeof *name);
+    if (!after || !name)
+        die("out of memory", NULL);
+    for (int i = 0; i < n; i++) {
+        after[i] = -1;
+        size_t len = strlen(w[i].path);
+        if (!strcmp(w[i].method, "POST") && len > 5 && !strcmp(w[i].path + len - 5, "/pods")) {
+            json_t *o = json_loads(w[i].body, 0, NULL);
+            const char *nm =
+                json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
+            char full[600];
+            snprintf(full, sizeof full, "%s/%s/binding", w[i].path, nm ? nm : "");
+            name[i] = strdup(full);
+            json_decref(o);
+        } else if (!strcmp(w[i].method, "POST") && len > 8 &&
+                   !strcmp(w[i].path + len - 8, "/binding")) {
+            for (int k = i - 1; k >= 0 && after[i] < 0; k--)
+                if (name[k] && !strcmp(name[k], w[i].path))
+                    after[i] = k;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        free(name[i]);
+    free(name);
+    return after;
+}
+
+/* Sends requests 0..n-1 with `threads` threads (replaying p->writes: each binding after its
+ * pod's creation); returns the wall time. */
 static double send_all(const params *p, char *url, request_fn make, int n, int threads)
 {
     pthread_t t[64];
@@ -205,14 +247,27 @@ static double send_all(const params *p, char *url, request_fn make, int n, int t
     if (threads > 64)
         threads = 64;
     atomic_int next = 0;
+    int *after = make ? NULL : dependencies(p->writes, n);
+    atomic_int *answered = make ? NULL : calloc((size_t)(n > 0 ? n : 1), sizeof *answered);
+    if (!make && !answered)
+        die("out of memory", NULL);
     double t0 = now();
     for (int i = 0; i < threads; i++) {
-        s[i] = (sender){.p = p, .make = make, .url = url, .to = n, .next = &next};
+        s[i] = (sender){.p = p,
+                        .make = make,
+                        .url = url,
+                        .to = n,
+                        .next = &next,
+                        .after = after,
+                        .answered = answered};
         pthread_create(&t[i], NULL, send_some, &s[i]);
     }
     for (int i = 0; i < threads; i++)
         pthread_join(t[i], NULL);
-    return now() - t0;
+    double wall = now() - t0;
+    free(after);
+    free(answered);
+    return wall;
 }
 
 /* ---- the objects --------------------------------------------------------------------------- */

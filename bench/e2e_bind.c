@@ -16,11 +16,11 @@
  *             query, content type, body: the pods with their peer variables, the Services, the
  *             TrainingJob status patches, without their resourceVersion precondition:
  *             strip_preconditions), in the order it received them, each thread taking the
- *             next write not yet taken as soon as its last one is answered (so that all
- *             threads keep a request in flight to the end, as a client with a shared work
- *             queue does; a fixed share per thread left the last ones idle: 6.8 of 8 in flight
- *             on average under --server-model). Like Drover's informers, each list is followed by a
- *             watch from its resourceVersion, kept open to the end: the server streams every
+ *             next write not yet taken as soon as its last one is answered (a client with a
+ *             shared work queue: every thread busy to the end), a pod's binding only once its
+ *             creation is answered (--bind-mode-binding). Like Drover's informers, each list
+ *             is followed by a watch from its resourceVersion, kept open to the end: the
+ *             server streams every
  *             creation and patch to it as it does to Drover (read, not decoded). From its first
  *             request to its last answer; both parts are reported: "lists s" and "creates s".
  *             (Keeping Drover's writes costs the server a copy of each body during Drover's

@@ -9,6 +9,8 @@
  * yields a 410 Expired ERROR event, resourceVersion preconditions (409), pods/binding,
  * pods/resize (opts.pod_resize: Kubernetes >= 1.33),
  * merge / JSON / strategic patches with their 415/422 answers, and Table responses for kubectl.
+ * Optionally (drv_apiserver_load) it answers at a real server's pace: service times per verb and
+ * API Priority and Fairness' seats, queues and 429s (load.c).
  *
  * Faults are injected from the test's own thread through the functions below; every one is
  * thread-safe. ResourceVersions are a counter, uids are derived from it: the same sequence of

@@ -15,9 +15,12 @@
  *             until its last pod was placed, byte for byte as the server received them (path,
  *             query, content type, body: the pods with their peer variables, the Services, the
  *             TrainingJob status patches, without their resourceVersion precondition:
- *             strip_preconditions), in the order it received them, thread i sending
- *             writes i, i + threads, ... Like Drover's informers, each list is followed by a
- *             watch from its resourceVersion, kept open to the end: the server streams every
+ *             strip_preconditions), in the order it received them, each thread taking the
+ *             next write not yet taken as soon as its last one is answered (a client with a
+ *             shared work queue: every thread busy to the end), a pod's binding only once its
+ *             creation is answered (--bind-mode-binding). Like Drover's informers, each list
+ *             is followed by a watch from its resourceVersion, kept open to the end: the
+ *             server streams every
  *             creation and patch to it as it does to Drover (read, not decoded). From its first
  *             request to its last answer; both parts are reported: "lists s" and "creates s".
  *             (Keeping Drover's writes costs the server a copy of each body during Drover's
@@ -45,8 +48,20 @@
  * the plain ones' names, labels, resources and state) instead of ~300-byte ones: what listing
  * and syncing cost on a real cluster's objects.
  *
+ * --server-model 1: both runs meet a server that answers like a real one under load (the test
+ * server's load model, src/apiserver/README.md; its defaults: creates and patches p50 15 ms,
+ * p90 31 ms, lists 2 ms + 15 µs an object, 244 seats), switched on once the cluster is in the
+ * store: what bounds both is then how many requests each keeps in flight. Under each rep, the
+ * requests in flight on average during the writes (the service time the server drew for the
+ * writes, summed, over the phase's wall time) and at most, and the 429s; --seats N gives the
+ * priority level N seats instead. --binders N: Drover's binder threads (default: --threads, the
+ * plain client's). --bind-mode-binding 1: Drover runs as `drover run --bind-mode=binding`
+ * (each pod created unbound, then bound through pods/binding: two requests a pod), and the plain
+ * client replays those requests; the row then measures the mode's cost against the default's.
+ *
  * usage: e2e_bind [--nodes N] [--existing N] [--jobs N] [--workers N] [--threads N]
  *                 [--policy NAME] [--reps N] [--qps N] [--burst N] [--real-objects 0|1]
+ *                 [--server-model 0|1] [--seats N] [--binders N] [--bind-mode-binding 0|1]
  */
 #include "apiserver.h"
 #include "drover/controller.h"
@@ -68,6 +83,8 @@
 
 typedef struct params {
     int nodes, existing, jobs, workers, threads, reps;
+    int binders; /* Drover's binder threads (--binders; 0: as many as the plain client's threads) */
+    int binding; /* --bind-mode-binding 1: Drover creates pods unbound, then binds them */
     int qps, burst; /* Drover's API budget (the ceiling's client has none) */
     const char *policy;
     /* --real-objects 1: the nodes and existing pods are the recorded Node and Pod of
@@ -77,6 +94,8 @@ typedef struct params {
     /* the ceiling's requests: the writes Drover sent until its last pod was placed, as the
      * server received them (drv_apiserver_writes), replayed in that order */
     const drv_apiserver_write *writes;
+    /* --server-model 1: the load model both runs meet, once the cluster is stored; NULL: none */
+    const drv_apiserver_load *model;
 } params;
 
 static double now(void)
@@ -143,7 +162,12 @@ typedef struct sender {
     const params *p;
     request_fn make;
     char *url;
-    int from, to, step; /* requests from, from + step, ... below to */
+    int to;           /* requests below to */
+    atomic_int *next; /* the next request no thread has taken (shared by the senders) */
+    /* replaying: request i is sent once request after[i] is answered (-1: at once): a pod's
+     * binding after its creation, as the client that sent them did; answered[i] says so */
+    const int *after;
+    atomic_int *answered;
 } sender;
 
 static void *send_some(void *arg)
@@ -158,8 +182,10 @@ static void *send_some(void *arg)
     char *b = malloc(BODY), path[256];
     if (!b)
         die("out of memory", NULL);
-    for (int i = s->from; i < s->to; i += s->step) {
+    for (int i; (i = atomic_fetch_add(s->next, 1)) < s->to;) {
         const drv_apiserver_write *w = s->make ? NULL : &s->p->writes[i];
+        while (s->after && s->after[i] >= 0 && !atomic_load(&s->answered[s->after[i]]))
+            usleep(100);
         const char *method = w ? w->method : s->make(s->p, i, path, sizeof path, b, BODY);
         const char *ctype = w                         ? w->content_type
                             : strcmp(method, "PATCH") ? "application/json"
@@ -171,27 +197,77 @@ static void *send_some(void *arg)
             fprintf(stderr, "e2e_bind: %s %s: %ld %s\n", method, w ? w->path : path, st, d.msg);
             exit(1);
         }
+        if (s->answered)
+            atomic_store(&s->answered[i], 1);
     }
     free(b);
     drv_kube_free(k);
     return NULL;
 }
 
-/* Sends requests 0..n-1 with `threads` threads; returns the wall time. */
+/* For each of the n writes, the earlier one it must wait for: a binding (POST .../NAME/binding)
+ * its pod's creation (a POST to the pods of that namespace whose metadata.name is NAME); -1 for
+ * the rest. drv_malloc'd. O(bindings x creations) string comparisons. */
+static int *dependencies(const drv_apiserver_write *w, int n)
+{
+    int *after = malloc(sizeof *after * (size_t)(n > 0 ? n : 1));
+    char **name = calloc((size_t)(n > 0 ? n : 1), sizeof *name);
+    if (!after || !name)
+        die("out of memory", NULL);
+    for (int i = 0; i < n; i++) {
+        after[i] = -1;
+        size_t len = strlen(w[i].path);
+        if (!strcmp(w[i].method, "POST") && len > 5 && !strcmp(w[i].path + len - 5, "/pods")) {
+            json_t *o = json_loads(w[i].body, 0, NULL);
+            const char *nm =
+                json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
+            char full[600];
+            snprintf(full, sizeof full, "%s/%s/binding", w[i].path, nm ? nm : "");
+            name[i] = strdup(full);
+            json_decref(o);
+        } else if (!strcmp(w[i].method, "POST") && len > 8 &&
+                   !strcmp(w[i].path + len - 8, "/binding")) {
+            for (int k = i - 1; k >= 0 && after[i] < 0; k--)
+                if (name[k] && !strcmp(name[k], w[i].path))
+                    after[i] = k;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        free(name[i]);
+    free(name);
+    return after;
+}
+
+/* Sends requests 0..n-1 with `threads` threads (replaying p->writes: each binding after its
+ * pod's creation); returns the wall time. */
 static double send_all(const params *p, char *url, request_fn make, int n, int threads)
 {
     pthread_t t[64];
     sender s[64];
     if (threads > 64)
         threads = 64;
+    atomic_int next = 0;
+    int *after = make ? NULL : dependencies(p->writes, n);
+    atomic_int *answered = make ? NULL : calloc((size_t)(n > 0 ? n : 1), sizeof *answered);
+    if (!make && !answered)
+        die("out of memory", NULL);
     double t0 = now();
     for (int i = 0; i < threads; i++) {
-        s[i] = (sender){.p = p, .make = make, .url = url, .from = i, .to = n, .step = threads};
+        s[i] = (sender){.p = p,
+                        .make = make,
+                        .url = url,
+                        .to = n,
+                        .next = &next,
+                        .after = after,
+                        .answered = answered};
         pthread_create(&t[i], NULL, send_some, &s[i]);
     }
     for (int i = 0; i < threads; i++)
         pthread_join(t[i], NULL);
-    return now() - t0;
+    double wall = now() - t0;
+    free(after);
+    free(answered);
+    return wall;
 }
 
 /* ---- the objects --------------------------------------------------------------------------- */
@@ -322,7 +398,31 @@ static drv_apiserver *cluster(const params *p, char *url, size_t nu)
     send_all(p, url, untaint_req, p->nodes, 8);
     send_all(p, url, existing_req, p->existing, 8);
     send_all(p, url, job_req, p->jobs, 8);
+    if (p->model && drv_apiserver_set_load(srv, p->model, &d) != 0)
+        die("--server-model", &d);
     return srv;
+}
+
+/* The load model's account of a phase: requests in flight on average for the writes (their
+ * drawn service time over the phase's wall time), the most seats taken, 429s. */
+typedef struct in_flight {
+    double mean;
+    int max;
+    long rejected;
+} in_flight;
+
+static double write_ms(const drv_apiserver_load_stats *st)
+{
+    return st->modelled_ms[DRV_LOAD_CREATE] + st->modelled_ms[DRV_LOAD_WRITE];
+}
+
+static in_flight in_flight_of(drv_apiserver *srv, const drv_apiserver_load_stats *before,
+                              double wall_s)
+{
+    drv_apiserver_load_stats st = drv_apiserver_load_counts(srv, 0);
+    return (in_flight){.mean = wall_s > 0 ? (write_ms(&st) - write_ms(before)) / (wall_s * 1e3) : 0,
+                       .max = st.max_in_use,
+                       .rejected = st.rejected - before->rejected};
 }
 
 /* ---- a plain paged list -------------------------------------------------------------------- */
@@ -484,6 +584,7 @@ typedef struct ceiling_times {
     double cpu_lists, cpu_creates; /* the process's CPU */
     int requests;                  /* creations and patches sent */
     long watched;                  /* bytes the watches received */
+    in_flight flight;              /* --server-model: during the creates */
 } ceiling_times;
 
 /* What the ceiling replays, by kind: the pod creations, Services and TrainingJob status
@@ -540,8 +641,10 @@ static ceiling_times ceiling(const params *p, int n)
     double c1 = cpu();
     out.lists = now() - t0;
     out.cpu_lists = c1 - c0;
+    drv_apiserver_load_stats before = drv_apiserver_load_counts(srv, 0);
     out.creates = send_all(p, url, NULL, n, p->threads);
     out.cpu_creates = cpu() - c1;
+    out.flight = in_flight_of(srv, &before, out.creates);
     ls.stop = 1;
     for (int i = 0; i < NLISTS; i++)
         pthread_join(t[i], NULL);
@@ -575,6 +678,7 @@ typedef struct drover_times {
     long cycles;                 /* scheduling cycles run by the last placement */
     drv_apiserver_write *writes; /* what it sent until its last pod was placed, as received */
     int nwrites;
+    in_flight flight; /* --server-model: from sync to the last pod placed */
 } drover_times;
 
 static drover_times drover(const params *p, const drv_profile *prof)
@@ -584,13 +688,17 @@ static drover_times drover(const params *p, const drv_profile *prof)
     drv_apiserver_keep_writes(srv); /* (Drover's, for the ceiling to send the same) */
     drv_diag d = {{0}};
     drv_kube_config cfg = {.server = url, .qps = p->qps, .burst = p->burst};
-    drv_ctrl_opts o = {.profile = prof, .no_events = true, .binders = p->threads};
+    drv_ctrl_opts o = {.profile = prof,
+                       .no_events = true,
+                       .binders = p->binders ? p->binders : p->threads,
+                       .bind_with_binding = p->binding};
     long pods = (long)p->jobs * p->workers;
     drover_times out = {0};
     runner r = {0};
     double c0 = cpu(), csynced = 0, o0 = drover_cpu(), osynced = 0;
     double t0 = now(), synced = 0;
     uint64_t rv_synced = 0; /* the server's resourceVersion when the caches were synced */
+    drv_apiserver_load_stats at_sync = {0};
     if (drv_ctrl_new(&r.c, &cfg, &o, &d) != 0)
         die("controller", &d);
     pthread_t t;
@@ -603,18 +711,20 @@ static drover_times drover(const params *p, const drv_profile *prof)
             csynced = cpu();
             osynced = drover_cpu();
             rv_synced = drv_apiserver_rv(srv);
+            at_sync = drv_apiserver_load_counts(srv, 0);
         }
         /* The first decision: when its first request has reached the server (a write moves the
          * server's resourceVersion; Drover writes nothing else before placing pods here). Its
          * answer is applied, and counted in st.creates, only after the whole first cycle. */
         if (synced > 0 && out.first == 0 && drv_apiserver_rv(srv) > rv_synced)
             out.first = tn - synced;
-        if (st.creates + st.binds >= pods) {
+        if ((p->binding ? st.binds : st.creates + st.binds) >= pods) {
             out.total = tn - t0;
             out.cpu_bind = cpu() - csynced;
             out.own_bind = drover_cpu() - osynced;
             out.errors = st.api_errors;
             out.cycles = st.cycles;
+            out.flight = in_flight_of(srv, &at_sync, tn - synced);
             if ((out.nwrites = drv_apiserver_writes(srv, &out.writes)) < 0)
                 die("the writes Drover sent: out of memory", NULL);
             strip_preconditions(out.writes, out.nwrites);
@@ -640,7 +750,8 @@ static int usage(void)
 {
     fprintf(stderr, "usage: e2e_bind [--nodes N] [--existing N] [--jobs N] [--workers N] "
                     "[--threads N] [--policy NAME] [--reps N] [--qps N] [--burst N] "
-                    "[--real-objects 0|1]\n");
+                    "[--real-objects 0|1] [--server-model 0|1] [--seats N] [--binders N] "
+                    "[--bind-mode-binding 0|1]\n");
     return 2;
 }
 
@@ -655,20 +766,24 @@ int main(int argc, char **argv)
                 .qps = DRV_CTRL_DEF_QPS,
                 .burst = DRV_CTRL_DEF_BURST,
                 .policy = "drover"};
-    int real = 0;
+    int real = 0, model = 0, seats = 0;
     for (int i = 1; i < argc; i += 2) {
         if (i + 1 >= argc)
             return usage();
-        int *field = !strcmp(argv[i], "--nodes")          ? &p.nodes
-                     : !strcmp(argv[i], "--existing")     ? &p.existing
-                     : !strcmp(argv[i], "--jobs")         ? &p.jobs
-                     : !strcmp(argv[i], "--workers")      ? &p.workers
-                     : !strcmp(argv[i], "--threads")      ? &p.threads
-                     : !strcmp(argv[i], "--reps")         ? &p.reps
-                     : !strcmp(argv[i], "--qps")          ? &p.qps
-                     : !strcmp(argv[i], "--burst")        ? &p.burst
-                     : !strcmp(argv[i], "--real-objects") ? &real
-                                                          : NULL;
+        int *field = !strcmp(argv[i], "--nodes")               ? &p.nodes
+                     : !strcmp(argv[i], "--existing")          ? &p.existing
+                     : !strcmp(argv[i], "--jobs")              ? &p.jobs
+                     : !strcmp(argv[i], "--workers")           ? &p.workers
+                     : !strcmp(argv[i], "--threads")           ? &p.threads
+                     : !strcmp(argv[i], "--reps")              ? &p.reps
+                     : !strcmp(argv[i], "--qps")               ? &p.qps
+                     : !strcmp(argv[i], "--burst")             ? &p.burst
+                     : !strcmp(argv[i], "--real-objects")      ? &real
+                     : !strcmp(argv[i], "--server-model")      ? &model
+                     : !strcmp(argv[i], "--seats")             ? &seats
+                     : !strcmp(argv[i], "--binders")           ? &p.binders
+                     : !strcmp(argv[i], "--bind-mode-binding") ? &p.binding
+                                                               : NULL;
         if (field)
             *field = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--policy"))
@@ -687,15 +802,24 @@ int main(int argc, char **argv)
         p.real_pod =
             recorded_body("e2e_bind", "tests/fixtures/k8s/transcripts/03-pod-get/response.txt");
     }
+    drv_apiserver_load load;
+    drv_apiserver_load_defaults(&load);
+    if (seats > 0)
+        load.level[0].seats = seats;
+    if (model)
+        p.model = &load;
     drv_profile prof;
     drv_diag d = {{0}};
     if (drv_profile_builtin(p.policy, &prof, &d) != 0)
         die("--policy", &d);
     long pods = (long)p.jobs * p.workers;
     printf("%d nodes, %d existing pods (%s), %d gangs x %d workers = %ld new pods; policy %s; "
-           "%d client threads / binders; drover's API budget %d/s, burst %d\n",
+           "%d client threads / %d binders; drover's API budget %d/s, burst %d; %s\n",
            p.nodes, p.existing, real ? "recorded-size objects" : "plain objects", p.jobs, p.workers,
-           pods, p.policy, p.threads, p.qps, p.burst);
+           pods, p.policy, p.threads, p.binders ? p.binders : p.threads, p.qps, p.burst,
+           model ? "a real server's model (creates p50 15 ms, p90 31 ms)" : "in-memory server");
+    if (model)
+        printf("server model: %d seats, queue %d\n", load.level[0].seats, load.level[0].queue);
     printf("%-4s %9s %8s %9s   %9s %8s   %8s   %7s %7s %9s %6s\n", "rep", "ceiling s", "lists s",
            "creates s", "drover s", "pods/s", "fraction", "sync s", "first s", "bind frac",
            "errors");
@@ -715,6 +839,11 @@ int main(int argc, char **argv)
                "watches read %.1f MB; Drover's cycles %ld\n",
                c.cpu_lists, c.cpu_creates, dt.cpu_sync, dt.cpu_bind, dt.own_sync, dt.own_bind,
                k.pods, k.services, k.patches, k.other, (double)c.watched / 1e6, dt.cycles);
+        if (p.model)
+            printf("     server model: requests in flight during the writes: ceiling %.1f on "
+                   "average (%d at most), drover %.1f (%d at most); 429s: %ld, %ld\n",
+                   c.flight.mean, c.flight.max, dt.flight.mean, dt.flight.max, c.flight.rejected,
+                   dt.flight.rejected);
         fflush(stdout);
         drv_apiserver_writes_free(dt.writes, dt.nwrites);
     }

@@ -51,6 +51,16 @@
 #define DRV_CTRL_DEF_QPS 5000
 #define DRV_CTRL_DEF_BURST 5000
 
+/*
+ * Binder threads (drv_ctrl_opts.binders, --binders): each keeps one request in flight, so by
+ * Little's law the binding rate is binders / the server's time per write: 8 at a real server's
+ * 15-30 ms a creation (issue 28's audit) is ~260-510 pods/s, what a plain client of 8 threads
+ * gets; the default budget (5000/s) would allow ~90 in flight at 18 ms. More binders help only
+ * where the server's priority level has the seats (API Priority and Fairness: 429s then).
+ */
+#define DRV_CTRL_DEF_BINDERS 8
+#define DRV_CTRL_MAX_BINDERS 256
+
 typedef struct drv_ctrl_opts {
     const drv_profile *profile; /* the scheduling profile: borrowed, outlives the controller */
     const char *scheduler;      /* schedulerName served; NULL: "drover" */
@@ -58,7 +68,11 @@ typedef struct drv_ctrl_opts {
     int watch_timeout_s;        /* server-side timeout of each watch; 0: 300 */
     bool exhaustive;            /* score every node (the index's reference; benchmarks) */
     bool no_events;             /* write no Events (benchmarks) */
-    int binders;                /* threads sending bindings, pod creations, deletions; 0: 8 */
+    int binders; /* threads sending bindings, pod creations, deletions; 0: DRV_CTRL_DEF_BINDERS */
+    /* --bind-mode=binding: a placed pod not yet created is created unbound, then bound through
+     * pods/binding once its creation is answered (two requests, for clusters whose admission
+     * refuses spec.nodeName at creation); false: created with spec.nodeName, one request */
+    bool bind_with_binding;
     /* Leader election through a coordination.k8s.io Lease (client-go's rules): only the
      * holder schedules; the others keep their caches warm and take over when the holder has
      * not renewed for lease_s, as measured on their own clock from when they saw its last

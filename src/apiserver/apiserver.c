@@ -223,9 +223,10 @@ static enum MHD_Result serve_watch(drv_apiserver *s, struct MHD_Connection *c, c
     return ok;
 }
 
-/* The request's steps (the top of this file), once its body is read. */
-static enum MHD_Result serve(drv_apiserver *s, struct MHD_Connection *c, const char *url,
-                             const char *method, struct conn *cn)
+/* The request's steps (the top of this file), once its body is read and its seat taken (level:
+ * load.c's, or LOAD_NONE). */
+static enum MHD_Result serve_seated(drv_apiserver *s, struct MHD_Connection *c, const char *url,
+                                    const char *method, struct conn *cn, int level)
 {
     struct resp r = {0};
     if (wait_injected(s, c, method, url, &r) > 0 || refused(s, c, cn, &r))
@@ -236,6 +237,7 @@ static enum MHD_Result serve(drv_apiserver *s, struct MHD_Connection *c, const c
     if (srv_serve_discovery(s, c, url, &r) || srv_parse_route(s, url, &rt)) {
         if (!r.code)
             srv_not_found_page(&r);
+        srv_load_serve(s, level, c, method, NULL);
         pthread_mutex_unlock(&s->mu);
         return answer(s, c, method, url, &r);
     }
@@ -243,6 +245,8 @@ static enum MHD_Result serve(drv_apiserver *s, struct MHD_Connection *c, const c
     bool is_watch = wq && (!strcmp(wq, "1") || !strcmp(wq, "true"));
     if (faulted(s, c, is_watch, &r)) /* (which released the mutex) */
         return answer(s, c, method, url, &r);
+    if (!is_watch)
+        srv_load_serve(s, level, c, method, &rt);
     if (strcmp(method, "GET") != 0 && srv_client_gone(c)) { /* a write whose client went */
         s->abandoned++;
         pthread_mutex_unlock(&s->mu);
@@ -255,6 +259,20 @@ static enum MHD_Result serve(drv_apiserver *s, struct MHD_Connection *c, const c
     srv_dispatch(s, c, method, &rt, cn->body, cn->len, &r);
     pthread_mutex_unlock(&s->mu);
     return answer(s, c, method, url, &r);
+}
+
+/* The request's seat of the load model (load.c), if it models load: taken (or waited for, or
+ * refused with 429) before anything else, given back once the answer is queued. */
+static enum MHD_Result serve(drv_apiserver *s, struct MHD_Connection *c, const char *url,
+                             const char *method, struct conn *cn)
+{
+    struct resp r = {0};
+    int level = srv_load_enter(s, c, &r);
+    if (level == LOAD_REJECTED)
+        return answer(s, c, method, url, &r);
+    enum MHD_Result ok = serve_seated(s, c, url, method, cn, level);
+    srv_load_leave(s, level);
+    return ok;
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
@@ -369,6 +387,7 @@ int drv_apiserver_start(drv_apiserver **out, const drv_apiserver_opts *o, drv_di
         return drv_fail(d, DRV_ENOMEM, "apiserver: out of memory");
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    srv_load_init(s);
     s->cap = o->window > 0 ? (o->window < MAX_WINDOW ? o->window : MAX_WINDOW) : DEF_WINDOW;
     s->bookmark_ms = o->bookmark_ms > 0 ? o->bookmark_ms : 1000;
     s->audit = o->audit;
@@ -377,6 +396,8 @@ int drv_apiserver_start(drv_apiserver **out, const drv_apiserver_opts *o, drv_di
     s->ring = drv_calloc((size_t)s->cap, sizeof *s->ring);
     s->rv = 100;
     int rc = s->ring ? 0 : drv_fail(d, DRV_ENOMEM, "apiserver: out of memory");
+    if (!rc && o->load)
+        rc = drv_apiserver_set_load(s, o->load, d);
     for (int i = 0; !rc && i < R_N; i++)
         if (!(s->store[i] = json_object()))
             rc = drv_fail(d, DRV_ENOMEM, "apiserver: out of memory");
@@ -450,6 +471,7 @@ void drv_apiserver_free(drv_apiserver *s)
         s->stopping = true;
         pthread_cond_broadcast(&s->cv);
         pthread_mutex_unlock(&s->mu);
+        srv_load_stop(s);
         MHD_stop_daemon(s->mhd);
     }
     for (int i = 0; i < R_N; i++) {
@@ -472,6 +494,7 @@ void drv_apiserver_free(drv_apiserver *s)
                   s->fx_drover, s->fx_version, s->fx_v3index, s->fx_v3_v1,    s->fx_v3_coord};
     for (size_t i = 0; i < sizeof fx / sizeof *fx; i++)
         drv_free(fx[i]);
+    srv_load_fini(s);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     drv_free(s);

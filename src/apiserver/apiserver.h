@@ -10,6 +10,8 @@
  * yields a 410 Expired ERROR event, resourceVersion preconditions (409), pods/binding,
  * pods/resize (opts.pod_resize: Kubernetes >= 1.33),
  * merge / JSON / strategic patches with their 415/422 answers, and Table responses for kubectl.
+ * Optionally (drv_apiserver_load) it answers at a real server's pace: service times per verb and
+ * API Priority and Fairness' seats, queues and 429s (load.c).
  *
  * Faults are injected from the test's own thread through the functions below; every one is
  * thread-safe. ResourceVersions are a counter, uids are derived from it: the same sequence of
@@ -23,6 +25,51 @@
 #include <stdint.h>
 
 typedef struct drv_apiserver drv_apiserver;
+
+/* One verb's modelled service time: a log-normal distribution given by its median and its 90th
+ * percentile in milliseconds (p90 == p50: always p50; p90 > p50 gives the tail a real server
+ * shows). */
+typedef struct drv_apiserver_latency {
+    double p50_ms, p90_ms;
+} drv_apiserver_latency;
+
+/* A priority level of the load model's API Priority and Fairness (load.c): at most `seats`
+ * requests are served at once; up to `queue` more wait for a seat in arrival order; beyond,
+ * a request is answered 429 TooManyRequests with Retry-After: 1, unserved, as kube-apiserver's
+ * APF answers when a priority level's queues are full. */
+typedef struct drv_apiserver_level {
+    const char *agent_prefix; /* whose requests (User-Agent prefix); NULL: level 0, the rest's */
+    int seats;                /* 1..MAX_LOAD_SEATS */
+    int queue;                /* 0..MAX_LOAD_QUEUE */
+} drv_apiserver_level;
+
+/* The load model (issue 28): the in-memory server answers as fast as its CPU allows, a real
+ * kube-apiserver with etcd in 15-30 ms a write. With it, each request (watches excepted) first
+ * takes a seat of its priority level (or waits, or gets 429), then is served after a service
+ * time drawn for its verb, its seat held meanwhile: what bounds a client is then how many
+ * requests it keeps in flight, as on a real server. Defaults: drv_apiserver_load_defaults. */
+typedef struct drv_apiserver_load {
+    drv_apiserver_latency create; /* POST (pods/binding excepted) */
+    drv_apiserver_latency write;  /* PUT, PATCH, DELETE, POST pods/binding */
+    drv_apiserver_latency get;    /* one object, discovery, OpenAPI */
+    double list_ms, list_item_us; /* a list: list_ms + list_item_us per object in its page */
+    /* Level 0 serves every request no other level names (agent_prefix ignored); level 1, when
+     * its agent_prefix is set, those whose User-Agent starts with it: a dedicated FlowSchema
+     * and PriorityLevelConfiguration, as docs/running.md describes. */
+    drv_apiserver_level level[2];
+    uint64_t seed; /* of the service-time draws */
+} drv_apiserver_load;
+
+/* The defaults, from issue 28's audit of a real kube-apiserver v1.24 with etcd (creates p50
+ * 15.6 ms, p90 31 ms) and its default APF configuration (load.c says how each is derived). */
+void drv_apiserver_load_defaults(drv_apiserver_load *l);
+/* From now on, answers with model l (copied; its counts kept), or at once with no limit (NULL).
+ * A request already waiting for a seat keeps its place; with NULL it is served at once.
+ * DRV_EINVAL, d saying which field, for a model it cannot serve (the model unchanged). */
+int drv_apiserver_set_load(drv_apiserver *s, const drv_apiserver_load *l, drv_diag *d);
+/* One draw from lat, with *rng a splitmix64 state: what the model sleeps (ms, >= 0, capped at
+ * 60 s: a request's timeout). */
+double drv_apiserver_load_draw(uint64_t *rng, drv_apiserver_latency lat);
 
 typedef struct drv_apiserver_opts {
     const char *fixture_dir;  /* tests/fixtures/k8s (discovery and OpenAPI documents) */
@@ -48,6 +95,9 @@ typedef struct drv_apiserver_opts {
     /* Keep every request answered (drv_apiserver_request_log): what a test checks the shipped
      * RBAC against (tests/apiserver/rbac_check.h). */
     bool request_log;
+    /* Answer like a real server under load (drv_apiserver_load; copied); NULL: at once, no
+     * concurrency limit, as every unit test runs. */
+    const drv_apiserver_load *load;
 } drv_apiserver_opts;
 
 /* Starts a server on 127.0.0.1 with an ephemeral port. */
@@ -124,6 +174,18 @@ void drv_apiserver_release(drv_apiserver *s);
 /* ... or what waits in it answers status instead, unserved (the store untouched): 409 with a
  * Conflict Status, as for a stale resourceVersion; any other, an injected fault's Status. */
 void drv_apiserver_release_answer(drv_apiserver *s, int status);
+/* The load model's counts for one priority level (0 or 1) so far. */
+typedef struct drv_apiserver_load_stats {
+    int in_use, waiting;   /* now: seats taken, requests waiting for one */
+    int max_in_use;        /* the most seats taken at once */
+    long admitted;         /* requests given a seat */
+    long queued;           /* ... of which waited for it */
+    long rejected;         /* answered 429: the queue was full */
+    long served[4];        /* by verb: create, write, get, list */
+    double modelled_ms[4]; /* service time drawn, summed, by verb */
+} drv_apiserver_load_stats;
+enum { DRV_LOAD_CREATE, DRV_LOAD_WRITE, DRV_LOAD_GET, DRV_LOAD_LIST };
+drv_apiserver_load_stats drv_apiserver_load_counts(drv_apiserver *s, int level);
 /* Delay every request by ms before it is handled (0 = none). */
 void drv_apiserver_set_delay(drv_apiserver *s, int ms);
 /* Writes (not GET) whose client has closed its connection by the time they would be served

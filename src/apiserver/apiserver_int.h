@@ -16,6 +16,7 @@
  *   discovery.c  /api, /apis, /version, OpenAPI, from the recorded documents
  *   faults.c     injected faults: fail_next, chaos, holds, delays, dropped and expired watches
  *   audit.c      the audit log, error log, request log, kept writes, dumps
+ *   load.c       the load model: service times per verb, APF-like seats and queues (429)
  *
  * Why: no cluster is reachable from test machines, yet the client, the informers and kubectl
  * must be exercised against something that answers like kube-apiserver v1.24. Everything here
@@ -77,6 +78,26 @@
 #define DEF_WATCH_TIMEOUT_S 30
 
 #define MAX_WATCH_TIMEOUT_S 300
+
+/* drv_apiserver_level's bounds (kube-apiserver's whole default concurrency is 600) */
+#define MAX_LOAD_SEATS 10000
+
+#define MAX_LOAD_QUEUE 100000
+
+/* srv_load_enter's answers besides a level: not modelled (off, a watch), or refused (429) */
+enum { LOAD_NONE = -1, LOAD_REJECTED = -2 };
+
+/* One priority level of the load model (load.c), under drv_apiserver.load_mu. */
+struct load_level {
+    bool on;
+    char agent[64]; /* level 1: whose User-Agent starts with it */
+    int seats, queue;
+    int in_use, waiting, max_in_use;
+    uint64_t next_ticket, next_grant; /* waiters are granted seats in ticket order */
+    long admitted, queued, rejected;
+    long served[4]; /* by DRV_LOAD_* verb */
+    double ms[4];   /* service time drawn, summed */
+};
 
 enum rtype_id {
     R_NAMESPACES,
@@ -176,6 +197,15 @@ struct drv_apiserver {
     drv_apiserver_write *writes;
     int32_t nwrites, cap_writes;
     bool stopping;
+    /* opts.load, drv_apiserver_set_load (load.c): the model, its generator, its levels, all
+     * under load_mu */
+    bool load_on;
+    drv_apiserver_load load;
+    pthread_mutex_t load_mu;
+    pthread_cond_t load_cv;
+    uint64_t load_rng;
+    bool load_stopping;
+    struct load_level lv[2];
     struct fgdel *fg;
     int nfg;
     /* fixture bodies */
@@ -304,6 +334,19 @@ bool srv_agent_matches(struct MHD_Connection *c, const char *prefix);
 int srv_chaos_fault(drv_apiserver *s, bool is_watch);
 bool srv_client_gone(struct MHD_Connection *c);
 int srv_hold_wait(drv_apiserver *s, struct MHD_Connection *c, const char *method, const char *url);
+
+/* load.c */
+void srv_load_init(drv_apiserver *s);
+void srv_load_fini(drv_apiserver *s);
+void srv_load_stop(drv_apiserver *s);
+/* A request's seat (watches and no model: LOAD_NONE), waiting for it in its level's queue;
+ * LOAD_REJECTED with r set to the 429 when the queue is full. */
+int srv_load_enter(drv_apiserver *s, struct MHD_Connection *c, struct resp *r);
+/* Sleeps the request's modelled service time, s->mu dropped meanwhile (held on entry and on
+ * return); rt NULL for discovery. Nothing when level < 0. */
+void srv_load_serve(drv_apiserver *s, int level, struct MHD_Connection *c, const char *method,
+                    const struct route *rt);
+void srv_load_leave(drv_apiserver *s, int level);
 
 /* audit.c */
 void srv_log_append(char **buf, size_t *len, size_t *cap, const char *line);

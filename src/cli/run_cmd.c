@@ -22,9 +22,10 @@
 typedef struct run_opts {
     const char *policy, *profiles, *kubeconfig, *context, *ns, *sched, *lease, *maddr;
     const char *log_format;
+    const char *bind_mode; /* "nodename" or "binding" (--bind-mode) */
     bool incluster, verbose, elect;
     double qps;
-    int burst;
+    int burst, binders;
 } run_opts;
 
 #define AT(field) .at = offsetof(run_opts, field)
@@ -81,6 +82,24 @@ static const cli_flag run_flags[] = {
      .hi = 1e6,
      .help = "burst of requests above the rate (default: 5000: a start's lists\n"
              "and the pods of 1,000 gangs of 4 go out without waiting)"},
+    {.name = "binders",
+     .kind = FLAG_INT,
+     AT(binders),
+     .arg = "N",
+     .lo = 1,
+     .hi = DRV_CTRL_MAX_BINDERS,
+     .help = "threads sending pod creations, bindings and deletions, one request\n"
+             "in flight each (default: 8: ~260-510 pods/s at a real API server's\n"
+             "15-30 ms a write; more for a slower server, within --kube-api-qps)"},
+    {.name = "bind-mode",
+     .kind = FLAG_CHOICE,
+     AT(bind_mode),
+     .arg = "M",
+     .choices = "nodename|binding",
+     .help = "nodename (default): a pod is created with spec.nodeName, one request;\n"
+             "binding: created unbound, then bound through pods/binding, two\n"
+             "requests a pod, for clusters whose admission refuses spec.nodeName\n"
+             "at creation"},
     {.name = "leader-elect",
      .kind = FLAG_SWITCH,
      AT(elect),
@@ -257,7 +276,9 @@ int cmd_run(int argc, char **argv)
     run_opts o = {.policy = "drover",
                   .sched = "drover",
                   .qps = DRV_CTRL_DEF_QPS,
-                  .burst = DRV_CTRL_DEF_BURST};
+                  .burst = DRV_CTRL_DEF_BURST,
+                  .binders = DRV_CTRL_DEF_BINDERS,
+                  .bind_mode = "nodename"};
     run_plan plan;
     drv_profile prof;
     int first, status = cli_begin(&run_command, argc, argv, &o, &first);
@@ -279,7 +300,11 @@ int cmd_run(int argc, char **argv)
     cfg.burst = o.burst;
     cfg.component = "run"; /* User-Agent drover-run/<version> */
     cli_log_setup(o.log_format, o.verbose, "run");
-    drv_ctrl_opts co = {.profile = &prof, .scheduler = o.sched, .namespace_ = o.ns};
+    drv_ctrl_opts co = {.profile = &prof,
+                        .scheduler = o.sched,
+                        .namespace_ = o.ns,
+                        .binders = o.binders,
+                        .bind_with_binding = !strcmp(o.bind_mode, "binding")};
     if (o.elect) {
         co.lease_namespace = plan.lease_ns;
         co.lease_name = plan.lease_name;

@@ -244,6 +244,27 @@ int ctrl_binder_resize(ctrl_binder *b, int32_t slot, char *body)
                                       .pod_path = own});
 }
 
+/* --bind-mode=binding: pod s, created unbound for the node it was placed on (p->want), is bound
+ * there now, unless it was moved or is to be deleted meanwhile; its gang waits for this answer
+ * too. */
+static int bind_created(ctrl_binder *b, int32_t s)
+{
+    ctrl_mirror *m = b->mirror;
+    pod_record *p = &m->pods[s];
+    int32_t node = p->want;
+    if (m->st.pods[s].node != node || p->delete_after || p->presence != POD_PRESENT)
+        return 0;
+    p->want = -1;
+    int rc = bind(b, s, node);
+    if (rc == 0) {
+        job_record *jr = &m->jobs[m->st.pods[s].job];
+        jr->lat_out++;
+    } else {
+        p->want = node;
+    }
+    return rc;
+}
+
 /* A pod being deleted holds its node's room until it is gone or finished, like
  * kube-scheduler counts terminating pods: when the state no longer has it where the API has it
  * (its job ended, it was evicted or migrated), that room is its ghost meanwhile. */
@@ -310,7 +331,14 @@ int ctrl_binder_place(ctrl_binder *b, int32_t slot, int32_t node)
         jr->lat_armed = false; /* not bound by this cycle's requests alone */
         return 0;
     }
-    int rc = p->presence == POD_ABSENT ? ctrl_binder_create(b, slot, node) : bind(b, slot, node);
+    int rc;
+    if (p->presence == POD_ABSENT && b->cfg->o.bind_with_binding) {
+        rc = ctrl_binder_create(b, slot, -1); /* (bound when answered: placement_answered) */
+        if (rc == 0)
+            p->want = node;
+    } else {
+        rc = p->presence == POD_ABSENT ? ctrl_binder_create(b, slot, node) : bind(b, slot, node);
+    }
     if (rc != 0) {
         if (m->st.pods[slot].node == node)
             ctrl_mirror_unbind(m, slot);
@@ -410,6 +438,9 @@ static void placement_answered(ctrl_binder *b, int32_t s, const ctrl_event *e)
             p->api_name = name > 0 ? name : 0;
         }
         count_success(b->counters, create, node >= 0);
+        if (create && node < 0 && p->want >= 0 && b->cfg->o.bind_with_binding &&
+            bind_created(b, s) == DRV_ENOMEM)
+            m->dirty = true; /* (its next cycle's reconcile binds it: p->want) */
         /* A job re-creating pods for new peers is Scaling until the last is back: this may be
          * it, or a pod sent with its old peers, now to be re-created; only a cycle's reconcile
          * says so or does it (its watch echo asks for none) */

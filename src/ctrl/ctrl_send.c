@@ -21,6 +21,8 @@
  */
 #include "ctrl_send.h"
 
+#include "drover/controller.h"
+
 #include "drover/clock.h"
 #include "kube/json.h"
 #include "kube/kthread.h"
@@ -283,7 +285,10 @@ int ctrl_send_init(ctrl_send *s, const drv_kube_config *cfg, int nthreads, int32
     pthread_cond_init(&s->cv, NULL);
     s->events = events;
     s->names = names;
-    s->nthreads = nthreads > 0 ? nthreads : 8;
+    if (nthreads > DRV_CTRL_MAX_BINDERS)
+        return drv_fail(d, DRV_EINVAL, "drover run: binders: expected at most %d, found %d",
+                        DRV_CTRL_MAX_BINDERS, nthreads);
+    s->nthreads = nthreads > 0 ? nthreads : DRV_CTRL_DEF_BINDERS;
     if (ring_cap <= 0)
         ring_cap = CTRL_SEND_RING;
     s->threads = drv_calloc((size_t)s->nthreads, sizeof *s->threads);

@@ -286,6 +286,39 @@ static void test_deleted_job_pods_go(void **state)
     stop(&r);
 }
 
+/* --bind-mode=binding (issue 28): a gang's pods are created unbound (no spec.nodeName in the
+ * bodies the server received), then bound through pods/binding, each after its creation. */
+static void test_bind_mode_binding(void **state)
+{
+    fixture *f = *state;
+    add_node_in(f, "node-a", "4", "z1");
+    drv_apiserver_keep_writes(f->srv);
+    runner r;
+    start_with(f, &r, "gang-fifo", &(drv_ctrl_opts){.bind_with_binding = true});
+    add_tj(f, "two", 0, 2, 1000);
+    int exist, bound;
+    WAIT_FOR((pods_of(f, "two", &exist, &bound), bound == 2));
+    WAIT_FOR(drv_ctrl_get_stats(r.c).binds == 2);
+    drv_ctrl_stats st = drv_ctrl_get_stats(r.c);
+    assert_int_equal(st.creates, 2);
+    assert_int_equal(st.created_bound, 0);
+    stop(&r);
+    drv_apiserver_write *w = NULL;
+    int32_t n = drv_apiserver_writes(f->srv, &w), creates = 0, bindings = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (!strcmp(w[i].path, "/api/v1/namespaces/default/pods")) {
+            assert_null(strstr(w[i].body, "nodeName"));
+            creates++;
+        } else if (strstr(w[i].path, "/binding")) {
+            assert_true(creates > bindings); /* (each after its pod's creation) */
+            bindings++;
+        }
+    }
+    assert_int_equal(creates, 2);
+    assert_int_equal(bindings, 2);
+    drv_apiserver_writes_free(w, n);
+}
+
 /* Does a pod of job have a deletionTimestamp? */
 static bool deleting(fixture *f, const char *job)
 {
@@ -574,6 +607,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_gangs_bind_wait_and_follow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deleted_job_pods_go, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bind_mode_binding, setup, teardown),
         cmocka_unit_test_setup_teardown(test_elastic_grow_and_shrink, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leader_election, setup, teardown),
         cmocka_unit_test_setup_teardown(test_progress_scraped, setup, teardown),

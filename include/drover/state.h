@@ -124,7 +124,14 @@ typedef struct drv_queue {
     drv_res borrow; /* borrowing limit: how far beyond its quota it may go, per dimension, using
                        its cohort's unused quota; 0: none, DRV_UNLIMITED: no limit */
     drv_res used;   /* requests of the bound pods of its jobs (derived) */
+    double usage;   /* its dominant share decayed over time (usage.c); with half-life 0, unused */
 } drv_queue;
+
+/* A user's decayed share within a queue (usage.c); tables are sorted by queue, then user. */
+typedef struct drv_user_usage {
+    int32_t queue, user;
+    double share;
+} drv_user_usage;
 
 typedef struct drv_node {
     int32_t name;              /* interned */
@@ -287,6 +294,13 @@ typedef struct drv_state {
     bool has_prefer_taint;         /* some class has a PreferNoSchedule taint */
     drv_queue *queues;             /* queues; [0] is the default queue */
     int32_t nqueues, cap_queues;   /* nqueues 0 until one is added */
+    /* Fair share over time (usage.h): the half-life of the decayed usage (seconds; 0: "now
+     * only", the fields below unused), the time it was last brought to (< 0: never), and the
+     * users' decayed shares within their queues. */
+    double half_life;
+    double usage_at;
+    drv_user_usage *user_usage;
+    int32_t nuser_usage, cap_user_usage;
     /* What changed on the nodes, for readers that keep per-node copies between looks (the
      * cycle's free room, role counts and node index): every change to a node (a pod bound or
      * unbound, its CPU limits, allocatable, schedulable flag, labels or taints; its addition)

@@ -36,6 +36,7 @@ int drv_state_init(drv_state *st)
 {
     memset(st, 0, sizeof *st);
     st->node_head = st->node_tail = -1;
+    st->usage_at = -1;
     st->names = drv_strtab_new();
     return st->names ? 0 : DRV_ENOMEM;
 }
@@ -80,6 +81,7 @@ void drv_state_fini(drv_state *st)
         drv_constraint_fini(&st->cons[i]);
     drv_free(st->cons);
     drv_free(st->queues);
+    drv_free(st->user_usage);
     memset(st, 0, sizeof *st);
     st->node_head = st->node_tail = -1;
 }
@@ -444,6 +446,7 @@ int drv_state_add_queue(drv_state *st, const drv_queue *q, int32_t *id)
     drv_queue *nq = &st->queues[st->nqueues];
     *nq = *q;
     nq->used = (drv_res){0, 0, 0};
+    nq->usage = 0;
     if (st->nqueues == 0) /* "default" itself, first: it holds what is bound already */
         for (int32_t n = 0; n < st->nnodes; n++)
             nq->used = drv_res_add(nq->used, st->nodes[n].used);
@@ -459,10 +462,12 @@ int drv_state_set_queue(drv_state *st, int32_t id, const drv_queue *q)
         return DRV_EINVAL;
     drv_queue *d = &st->queues[id];
     drv_res used = d->used;
+    double usage = d->usage;
     int32_t name = d->name;
     *d = *q;
     d->name = name;
     d->used = used;
+    d->usage = usage;
     return 0;
 }
 

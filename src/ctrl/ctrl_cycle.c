@@ -21,6 +21,7 @@
 #include "ctrl_explain.h"
 
 #include "drover/clock.h"
+#include "drover/usage.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -415,7 +416,14 @@ int ctrl_cycle_run(ctrl_cycle *cy)
     drv_snapshot snap = {.st = st, .now = drv_clock_mono() - cy->cfg->t0};
     drv_decisions dv;
     drv_decisions_init(&dv);
-    int rc = drv_sched_cycle(cy->sched, &snap, &dv);
+    /* Fair share over time (usage.h): what was bound since the last cycle counts. */
+    int rc = st->half_life == cy->cfg->prof.half_life
+                 ? 0
+                 : drv_state_set_half_life(st, cy->cfg->prof.half_life);
+    if (!rc)
+        rc = drv_state_usage_advance(st, snap.now);
+    if (!rc)
+        rc = drv_sched_cycle(cy->sched, &snap, &dv);
     double t_decide = drv_clock_mono();
     /* (the phases reconcile changes below make the mirror dirty but for starts this is blind
      * to: ctrl_mirror_set_phase) */

@@ -35,6 +35,7 @@ typedef struct queue_seen {
     bool written; /* a status was written */
     int32_t pending, admitted;
     drv_res used;
+    int32_t usage; /* its decayed usage (usage.h) written, in thousandths; -1: none */
 } queue_seen;
 
 typedef struct ctrl_shared {

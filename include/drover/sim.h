@@ -52,7 +52,8 @@ typedef struct drv_queuespec {
     double weight;   /* fair-share weight, > 0 */
     drv_res quota;   /* nominalQuota; DRV_UNLIMITED where not given */
     drv_res borrow;  /* borrowingLimit; DRV_UNLIMITED where not given in a cohort, 0 outside one */
-    int32_t line;    /* its line in the cluster file, for messages */
+    double min_runtime; /* minRuntimeSeconds: no preemption victim younger; 0: none */
+    int32_t line;       /* its line in the cluster file, for messages */
 } drv_queuespec;
 
 typedef struct drv_cluster_spec {

@@ -125,6 +125,8 @@ typedef struct drv_queue {
                        its cohort's unused quota; 0: none, DRV_UNLIMITED: no limit */
     drv_res used;   /* requests of the bound pods of its jobs (derived) */
     double usage;   /* its dominant share decayed over time (usage.c); with half-life 0, unused */
+    double min_runtime; /* seconds a job of it runs, since it last started, before it may be a
+                           preemption victim (Kueue#477's minimum run time); 0: none */
 } drv_queue;
 
 /* A user's decayed share within a queue (usage.c); tables are sorted by queue, then user. */
@@ -187,6 +189,8 @@ typedef struct drv_job {
     int32_t pod_count;          /* number of pod slots */
     int32_t phase;              /* enum drv_job_phase */
     double start;               /* first time the job ran, or -1 */
+    double run_start;           /* the time it last started running (a restart too), or -1:
+                                   set by the driver, read for a queue's min_runtime */
     double end;                 /* completion time, or -1 */
     double steps;               /* worker-steps done at the last progress update */
     double steps_total;         /* worker-steps at which the job completes */

@@ -208,7 +208,7 @@ static void init_job(drv_state *st, int32_t jid, int32_t pod_base, int32_t slots
     *j = *tmpl;
     j->pod_base = pod_base;
     j->pod_count = slots;
-    j->start = j->end = -1;
+    j->start = j->end = j->run_start = -1;
     j->nhist = j->hist_head = 0;
     j->hist = NULL;
     j->loss0 = 0;
@@ -408,8 +408,8 @@ static void queue_use(drv_state *st, const drv_job *j, drv_res r, int64_t sign)
 
 static bool queue_valid(const drv_queue *q)
 {
-    return q->weight > 0 && q->quota.cpu >= 0 && q->quota.mem >= 0 && q->quota.gpu >= 0 &&
-           q->borrow.cpu >= 0 && q->borrow.mem >= 0 && q->borrow.gpu >= 0;
+    return q->weight > 0 && q->min_runtime >= 0 && q->quota.cpu >= 0 && q->quota.mem >= 0 &&
+           q->quota.gpu >= 0 && q->borrow.cpu >= 0 && q->borrow.mem >= 0 && q->borrow.gpu >= 0;
 }
 
 int32_t drv_state_find_queue(const drv_state *st, int32_t name)

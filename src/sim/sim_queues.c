@@ -121,7 +121,8 @@ static int map_job(drv_sim *s, int32_t i, drv_diag *d)
 /* Adds queue spec q to the state; *id receives its id. */
 static int add_queue(drv_sim *s, const drv_queuespec *q, int32_t *id, drv_diag *d)
 {
-    drv_queue x = {.weight = q->weight, .quota = q->quota, .borrow = q->borrow};
+    drv_queue x = {
+        .weight = q->weight, .quota = q->quota, .borrow = q->borrow, .min_runtime = q->min_runtime};
     x.name = drv_strtab_intern(s->st.names, q->name);
     x.cohort = drv_strtab_intern(s->st.names, q->cohort);
     if (x.name < 0 || x.cohort < 0)

@@ -257,6 +257,9 @@ struct drv_profile {
     char doc[160];
     bool gang;     /* jobs are admitted whole (checked as an invariant) */
     double period; /* seconds between cycles */
+    /* Half-life of the decayed usage fair share reads (usage.h), seconds; 0 (the default):
+     * "now only", shares of what is bound now. The driver hands it to its state. */
+    double half_life;
     drv_plugin_use use[DRV_NPOINTS][DRV_MAX_SLOT_PLUGINS];
     int32_t nuse[DRV_NPOINTS];
     drv_knob knobs[DRV_MAX_PROFILE_KNOBS]; /* every use's knobs, values parsed once */

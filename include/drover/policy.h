@@ -6,7 +6,8 @@
  *
  *     gang=true period=1 queue_order=fifo admit=gang(strict=0) score=least-allocated*1
  *
- * `gang` and `period` are profile settings; every other key names an extension point
+ * `gang`, `period` and `half_life` (seconds, fair share over time: drover/usage.h; 0, the
+ * default, for shares of now only) are profile settings; every other key names an extension point
  * (docs/cycle.md) and takes a comma-separated list of plugins, each optionally with a weight
  * (`*N`, scores only) and knobs in parentheses (`name(k=v;k=v)`). Unknown plugins, points and
  * knobs are errors that list what is known.
@@ -15,6 +16,7 @@
 #define DROVER_POLICY_H
 
 #include "drover/cycle.h"
+#include "drover/usage.h"
 
 /* Every plugin, in a stable order; *n receives the count. */
 const drv_plugin *const *drv_plugins(int *n);
@@ -86,30 +88,7 @@ typedef struct drv_priority_breakdown {
 int drv_priority_explain(const drv_state *st, double now, int32_t job, const drv_knob *knobs,
                          int nknobs, drv_priority_breakdown *out, drv_diag *d);
 
-/* ---- fair share (src/policy/fairshare.c) ---------------------------------------------------- */
-
-/* The cluster's capacity: allocatable summed over the schedulable nodes. O(nodes). */
-drv_res drv_cluster_capacity(const drv_state *st);
-/* The largest of part/whole over the dimensions whole has (> 0); 0 when it has none. */
-double drv_dominant_share(drv_res part, drv_res whole);
-/* A queue's weighted dominant share: the dominant share of `used` (its use, state's or a
- * cycle's) in `capacity`, divided by its weight. What the fairshare plugin orders by. */
-double drv_queue_share(const drv_state *st, int32_t queue, drv_res used, drv_res capacity);
-/* A user's share within its queue: the dominant share of `used` (its bound pods in that queue)
- * against the queue's nominal quota where bounded, the capacity where not. */
-double drv_user_share(const drv_state *st, int32_t queue, drv_res used, drv_res capacity);
-
-/* Per (queue, user), the resources of the bound pods of its live jobs. */
-typedef struct drv_user_use {
-    int32_t queue, user; /* the pair; tables are sorted by queue, then user */
-    drv_res used;
-} drv_user_use;
-/* Fills *tab (grown with drv_grow, *cap its capacity; the caller drv_frees it) with the
- * (queue, user) pairs that have pods bound, sorted; *n their count. O(live log live).
- * 0 or DRV_ENOMEM. */
-int drv_user_use_build(const drv_state *st, drv_user_use **tab, int32_t *n, int32_t *cap);
-/* A pair's use in such a table (zero when absent). O(log n). */
-drv_res drv_user_use_find(const drv_user_use *tab, int32_t n, int32_t queue, int32_t user);
+/* Fair share (shares now and decayed over time) is the core's: drover/usage.h. */
 
 /* ---- profiles from a file (src/policy/profile_file.c) -------------------------------------- */
 

@@ -52,7 +52,8 @@ typedef struct drv_queuespec {
     double weight;   /* fair-share weight, > 0 */
     drv_res quota;   /* nominalQuota; DRV_UNLIMITED where not given */
     drv_res borrow;  /* borrowingLimit; DRV_UNLIMITED where not given in a cohort, 0 outside one */
-    int32_t line;    /* its line in the cluster file, for messages */
+    double min_runtime; /* minRuntimeSeconds: no preemption victim younger; 0: none */
+    int32_t line;       /* its line in the cluster file, for messages */
 } drv_queuespec;
 
 typedef struct drv_cluster_spec {
@@ -216,6 +217,9 @@ typedef struct drv_queue_summary {
                          the largest of cpu, memory and gpu as a fraction of the cluster's) */
     double quota_use; /* time-average of its use of its nominal quota (the largest used/quota
                          over the dimensions with a finite quota > 0); NaN when it has none */
+    double usage;     /* its decayed dominant share at the end of the run (fair share over time,
+                         usage.h: what the fairshare order read last); valid when the summary's
+                         half_life is > 0 */
 } drv_queue_summary;
 
 typedef struct drv_summary {
@@ -236,7 +240,9 @@ typedef struct drv_summary {
                          finished by `end` count as unfinished */
     /* Queues and fairness: only when the cluster file declares queues (nqueues 0 otherwise,
      * and every output is as without them). */
-    int32_t nqueues; /* the declared queues, then the default queue when jobs are in it */
+    int32_t nqueues;  /* the declared queues, then the default queue when jobs are in it */
+    double half_life; /* the profile's half-life of decayed usage, seconds; 0: "now only", and
+                         no queue's usage is shown */
     drv_queue_summary queue[DRV_MAX_QUEUES];
     double jain_share; /* Jain's index over the weighted shares (share / weight) of the queues
                           with jobs; 1: shares exactly in proportion to weights */

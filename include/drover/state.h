@@ -126,7 +126,16 @@ typedef struct drv_queue {
     drv_res used;   /* requests of the bound pods of its jobs, and what it holds (derived) */
     drv_res held;   /* of which held for pods the state no longer has bound but that still
                        run, being deleted (drv_state_hold_queue) */
+    double usage;   /* its dominant share decayed over time (usage.c); with half-life 0, unused */
+    double min_runtime; /* seconds a job of it runs, since it last started, before it may be a
+                           preemption victim (Kueue#477's minimum run time); 0: none */
 } drv_queue;
+
+/* A user's decayed share within a queue (usage.c); tables are sorted by queue, then user. */
+typedef struct drv_user_usage {
+    int32_t queue, user;
+    double share;
+} drv_user_usage;
 
 typedef struct drv_node {
     int32_t name;              /* interned */
@@ -182,6 +191,8 @@ typedef struct drv_job {
     int32_t pod_count;          /* number of pod slots */
     int32_t phase;              /* enum drv_job_phase */
     double start;               /* first time the job ran, or -1 */
+    double run_start;           /* the time it last started running (a restart too), or -1:
+                                   set by the driver, read for a queue's min_runtime */
     double end;                 /* completion time, or -1 */
     double steps;               /* worker-steps done at the last progress update */
     double steps_total;         /* worker-steps at which the job completes */
@@ -289,6 +300,13 @@ typedef struct drv_state {
     bool has_prefer_taint;         /* some class has a PreferNoSchedule taint */
     drv_queue *queues;             /* queues; [0] is the default queue */
     int32_t nqueues, cap_queues;   /* nqueues 0 until one is added */
+    /* Fair share over time (usage.h): the half-life of the decayed usage (seconds; 0: "now
+     * only", the fields below unused), the time it was last brought to (< 0: never), and the
+     * users' decayed shares within their queues. */
+    double half_life;
+    double usage_at;
+    drv_user_usage *user_usage;
+    int32_t nuser_usage, cap_user_usage;
     /* What changed on the nodes, for readers that keep per-node copies between looks (the
      * cycle's free room, role counts and node index): every change to a node (a pod bound or
      * unbound, its CPU limits, allocatable, schedulable flag, labels or taints; its addition)

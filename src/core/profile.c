@@ -46,6 +46,10 @@ void drv_profile_format(const drv_profile *p, char *buf, size_t n)
     buf[0] = 0;
     put(buf, n, &len, "gang=%s period=", p->gang ? "true" : "false");
     put_number(buf, n, &len, p->period);
+    if (p->half_life > 0) { /* written only when set: lines of older profiles stay as they were */
+        put(buf, n, &len, " half_life=");
+        put_number(buf, n, &len, p->half_life);
+    }
     for (int pt = 0; pt < DRV_NPOINTS; pt++) {
         for (int i = 0; i < p->nuse[pt]; i++) {
             const drv_plugin_use *u = &p->use[pt][i];

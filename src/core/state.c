@@ -36,6 +36,7 @@ int drv_state_init(drv_state *st)
 {
     memset(st, 0, sizeof *st);
     st->node_head = st->node_tail = -1;
+    st->usage_at = -1;
     st->names = drv_strtab_new();
     return st->names ? 0 : DRV_ENOMEM;
 }
@@ -80,6 +81,7 @@ void drv_state_fini(drv_state *st)
         drv_constraint_fini(&st->cons[i]);
     drv_free(st->cons);
     drv_free(st->queues);
+    drv_free(st->user_usage);
     memset(st, 0, sizeof *st);
     st->node_head = st->node_tail = -1;
 }
@@ -206,7 +208,7 @@ static void init_job(drv_state *st, int32_t jid, int32_t pod_base, int32_t slots
     *j = *tmpl;
     j->pod_base = pod_base;
     j->pod_count = slots;
-    j->start = j->end = -1;
+    j->start = j->end = j->run_start = -1;
     j->nhist = j->hist_head = 0;
     j->hist = NULL;
     j->loss0 = 0;
@@ -414,8 +416,8 @@ void drv_state_hold_queue(drv_state *st, int32_t q, drv_res r, int sign)
 
 static bool queue_valid(const drv_queue *q)
 {
-    return q->weight > 0 && q->quota.cpu >= 0 && q->quota.mem >= 0 && q->quota.gpu >= 0 &&
-           q->borrow.cpu >= 0 && q->borrow.mem >= 0 && q->borrow.gpu >= 0;
+    return q->weight > 0 && q->min_runtime >= 0 && q->quota.cpu >= 0 && q->quota.mem >= 0 &&
+           q->quota.gpu >= 0 && q->borrow.cpu >= 0 && q->borrow.mem >= 0 && q->borrow.gpu >= 0;
 }
 
 int32_t drv_state_find_queue(const drv_state *st, int32_t name)
@@ -452,6 +454,7 @@ int drv_state_add_queue(drv_state *st, const drv_queue *q, int32_t *id)
     drv_queue *nq = &st->queues[st->nqueues];
     *nq = *q;
     nq->used = nq->held = (drv_res){0, 0, 0};
+    nq->usage = 0;
     if (st->nqueues == 0) /* "default" itself, first: it holds what is bound already */
         for (int32_t n = 0; n < st->nnodes; n++)
             nq->used = drv_res_add(nq->used, st->nodes[n].used);
@@ -467,11 +470,13 @@ int drv_state_set_queue(drv_state *st, int32_t id, const drv_queue *q)
         return DRV_EINVAL;
     drv_queue *d = &st->queues[id];
     drv_res used = d->used, held = d->held;
+    double usage = d->usage;
     int32_t name = d->name;
     *d = *q;
     d->name = name;
     d->used = used;
     d->held = held;
+    d->usage = usage;
     return 0;
 }
 

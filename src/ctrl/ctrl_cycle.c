@@ -21,6 +21,7 @@
 #include "ctrl_explain.h"
 
 #include "drover/clock.h"
+#include "drover/usage.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -402,6 +403,22 @@ static int reconcile(ctrl_cycle *cy)
     return rc;
 }
 
+/* Fair share over time (usage.h): what was bound since the last call counts. */
+static int advance_usage(ctrl_cycle *cy, double now)
+{
+    drv_state *st = &cy->mirror->st;
+    int rc = st->half_life == cy->cfg->prof.half_life
+                 ? 0
+                 : drv_state_set_half_life(st, cy->cfg->prof.half_life);
+    return rc ? rc : drv_state_usage_advance(st, now);
+}
+
+bool ctrl_cycle_idle(ctrl_cycle *cy)
+{
+    return cy->cfg->prof.half_life > 0 && cy->mirror->st.nqueues > 0 &&
+           advance_usage(cy, drv_clock_mono() - cy->cfg->t0) == 0;
+}
+
 int ctrl_cycle_run(ctrl_cycle *cy)
 {
     drv_state *st = &cy->mirror->st;
@@ -415,7 +432,9 @@ int ctrl_cycle_run(ctrl_cycle *cy)
     drv_snapshot snap = {.st = st, .now = drv_clock_mono() - cy->cfg->t0};
     drv_decisions dv;
     drv_decisions_init(&dv);
-    int rc = drv_sched_cycle(cy->sched, &snap, &dv);
+    int rc = advance_usage(cy, snap.now);
+    if (!rc)
+        rc = drv_sched_cycle(cy->sched, &snap, &dv);
     double t_decide = drv_clock_mono();
     /* (the phases reconcile changes below make the mirror dirty but for starts this is blind
      * to: ctrl_mirror_set_phase) */

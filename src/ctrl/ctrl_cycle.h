@@ -33,5 +33,9 @@ void ctrl_cycle_fini(ctrl_cycle *cy);
 /* One cycle: decide, assume, send (held: ctrl_binder_flush hands them over), reconcile. 0, or
  * the cycle's error (a plugin's failure: drv_sched_cycle's), or DRV_ENOMEM. */
 int ctrl_cycle_run(ctrl_cycle *cy);
+/* Without a job to schedule (no cycle runs): brings the queues' decayed usage to now, so it
+ * decays on an idle cluster too (fair share over time, usage.h). True when it moved (the
+ * profile has a half-life and the cluster queues): the Queue status is then worth writing. */
+bool ctrl_cycle_idle(ctrl_cycle *cy);
 
 #endif

@@ -358,7 +358,9 @@ static int run_cycle(drv_ctrl *c, bool *ran)
                              c->cfg.prof.period))
         return 0;
     if (c->mirror.st.nlive == 0) {
-        c->mirror.dirty = false; /* nothing to schedule: a new job makes it dirty again */
+        c->mirror.dirty = false;        /* nothing to schedule: a new job makes it dirty again */
+        if (ctrl_cycle_idle(&c->cycle)) /* (decayed usage decays on an idle cluster too) */
+            ctrl_shared_queue_status(&c->shared);
         return 0;
     }
     ctrl_mirror_attain(&c->mirror, now - l->last);

@@ -23,6 +23,9 @@
 #include "ctrl_shared.h"
 
 #include "drover/clock.h"
+#include "drover/usage.h"
+
+#include <math.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -348,6 +351,7 @@ void ctrl_shared_queue_status(ctrl_shared *s)
     int32_t *count = drv_calloc((size_t)st->nqueues * 2, sizeof *count);
     if (!count)
         return;
+    drv_res cap = drv_cluster_capacity(st);
     DRV_FOR_LIVE(st, j)
     {
         int32_t q = st->jobs[j].queue;
@@ -357,8 +361,11 @@ void ctrl_shared_queue_status(ctrl_shared *s)
         queue_seen *w = &s->queues[q];
         if (!w->key || w->gone)
             continue; /* (no Queue object: nothing to write to) */
+        /* (decayed usage moves every cycle: written when its shown thousandths change) */
+        int32_t usage =
+            st->half_life > 0 ? (int32_t)lround(1000 * drv_queue_usage(st, q, cap)) : -1;
         if (w->written && w->pending == count[2 * q] && w->admitted == count[2 * q + 1] &&
-            !memcmp(&w->used, &st->queues[q].used, sizeof w->used))
+            !memcmp(&w->used, &st->queues[q].used, sizeof w->used) && w->usage == usage)
             continue;
         status_request r;
         memset(&r, 0, sizeof r);
@@ -368,6 +375,10 @@ void ctrl_shared_queue_status(ctrl_shared *s)
         r.active[0] = w->pending = count[2 * q];
         r.active[1] = w->admitted = count[2 * q + 1];
         r.used = w->used = st->queues[q].used;
+        /* without a half-life: a usage maybe written before (by an earlier run) is removed
+         * with the first write, then left out */
+        r.usage = usage >= 0 ? usage / 1000.0 : !w->written || w->usage >= 0 ? -2 : -1;
+        w->usage = usage;
         ctrl_writer_status(s->writer, w->key, &r);
         w->written = true;
     }

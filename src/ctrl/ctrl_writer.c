@@ -284,7 +284,7 @@ static int set_status(json_t *obj, void *arg)
 {
     const status_request *r = arg;
     if (r->queue)
-        return drv_kube_queue_set_status(obj, r->active[0], r->active[1], r->used);
+        return drv_kube_queue_set_status(obj, r->active[0], r->active[1], r->used, r->usage);
     if (r->podgroup)
         return drv_kube_podgroup_set_status(obj, r->phase, r->active[0], r->succeeded[0],
                                             r->failed[0], r->restarts);

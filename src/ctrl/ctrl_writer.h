@@ -24,8 +24,9 @@ typedef struct status_request {
     bool podgroup; /* a PodGroup's: phase, and its running, succeeded, failed pods in active[0],
                       succeeded[0], failed[0], the scheduled ones in restarts */
     bool queue;    /* a Queue's: its pending and admitted jobs in active[0], active[1], and
-                      used */
+                      used, and usage (drv_kube_queue_set_status: -1 none, -2 removed) */
     drv_res used;
+    double usage;
     char phase[16], message[64];
     int32_t active[DRV_NROLES], succeeded[DRV_NROLES], failed[DRV_NROLES];
     uint8_t roles; /* a TrainingJob's: bit r set for each role it has (its replicaStatuses) ... */

@@ -258,8 +258,12 @@ int drv_kube_decode_constraint(json_t *podspec, drv_strtab *names, const char *w
 int drv_kube_decode_priorityclass(json_t *obj, drv_strtab *names, drv_kpriorityclass *out,
                                   drv_diag *d);
 int drv_kube_decode_queue(json_t *obj, drv_strtab *names, drv_kqueue *out, drv_diag *d);
-/* A Queue's status.pending, status.admitted (jobs) and status.used (quantities). */
-int drv_kube_queue_set_status(json_t *obj, int32_t pending, int32_t admitted, drv_res used);
+/* A Queue's status.pending, status.admitted (jobs) and status.used (quantities); with usage
+ * >= 0 also status.usage, its dominant share decayed over time (usage.h) as a decimal string
+ * ("0.438"); usage -1 leaves status.usage out, -2 sets it null (a merge patch's removal: the
+ * profile's half-life is 0 now, a value written before must go). */
+int drv_kube_queue_set_status(json_t *obj, int32_t pending, int32_t admitted, drv_res used,
+                              double usage);
 
 /* A Status object's code and reason (reason may be NULL). A success Status may have no code:
  * *code is then 0 (the HTTP status stands). DRV_EPARSE when obj is no Status. */

@@ -514,7 +514,8 @@ static json_t *quantity_json(int64_t v, bool milli)
     return json_string(buf);
 }
 
-int drv_kube_queue_set_status(json_t *obj, int32_t pending, int32_t admitted, drv_res used)
+int drv_kube_queue_set_status(json_t *obj, int32_t pending, int32_t admitted, drv_res used,
+                              double usage)
 {
     json_t *st = json_object_get(obj, "status");
     if (!json_is_object(st)) {
@@ -528,5 +529,12 @@ int drv_kube_queue_set_status(json_t *obj, int32_t pending, int32_t admitted, dr
         json_object_set_new(st, "pending", json_integer(pending)) != 0 ||
         json_object_set_new(st, "admitted", json_integer(admitted)) != 0)
         return DRV_ENOMEM;
-    return 0;
+    if (usage < 0) {
+        if (usage < -1.5 && json_object_set_new(st, "usage", json_null()) != 0)
+            return DRV_ENOMEM;
+        return 0;
+    }
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.3f", usage);
+    return json_object_set_new(st, "usage", json_string(buf)) != 0 ? DRV_ENOMEM : 0;
 }

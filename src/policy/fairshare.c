@@ -21,6 +21,11 @@
  * a cycle, at the price of a strict submission order within each queue (no chained plugin is
  * asked there: keys of one queue's jobs differ).
  *
+ * Over time (the profile's half_life > 0; usage.c): a queue's weighted share is its decayed
+ * dominant share over its weight, so a queue that ran all night does not keep winning in the
+ * morning; progressive keys add the demand of the queue's earlier jobs to that. With half_life
+ * 0 (the default) the share is what is bound now, exactly as above.
+ *
  * Among users within a queue, a user's share is the dominant share of the resources its bound
  * pods in that queue take, against the queue's nominal quota where it is bounded and the
  * cluster's capacity where it is not: what the combined priority's `share` factor reads
@@ -34,6 +39,7 @@
  */
 #include "drover/policy.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,105 +68,6 @@ typedef struct fs_state {
     int32_t cap_acc;
     bool active; /* the state had queues at queue_begin */
 } fs_state;
-
-/* ---- shares (policy.h) ------------------------------------------------------------------- */
-
-drv_res drv_cluster_capacity(const drv_state *st)
-{
-    drv_res cap = {0, 0, 0};
-    for (int32_t n = 0; n < st->nnodes; n++)
-        if (st->nodes[n].schedulable)
-            cap = drv_res_add(cap, st->nodes[n].alloc);
-    return cap;
-}
-
-double drv_dominant_share(drv_res part, drv_res whole)
-{
-    double s = 0;
-    if (whole.cpu > 0 && (double)part.cpu / (double)whole.cpu > s)
-        s = (double)part.cpu / (double)whole.cpu;
-    if (whole.mem > 0 && (double)part.mem / (double)whole.mem > s)
-        s = (double)part.mem / (double)whole.mem;
-    if (whole.gpu > 0 && (double)part.gpu / (double)whole.gpu > s)
-        s = (double)part.gpu / (double)whole.gpu;
-    return s;
-}
-
-double drv_queue_share(const drv_state *st, int32_t queue, drv_res used, drv_res capacity)
-{
-    return drv_dominant_share(used, capacity) / st->queues[queue].weight;
-}
-
-double drv_user_share(const drv_state *st, int32_t queue, drv_res used, drv_res capacity)
-{
-    const drv_res *q = &st->queues[queue].quota;
-    drv_res whole = {q->cpu != DRV_UNLIMITED && q->cpu > 0 ? q->cpu : capacity.cpu,
-                     q->mem != DRV_UNLIMITED && q->mem > 0 ? q->mem : capacity.mem,
-                     q->gpu != DRV_UNLIMITED && q->gpu > 0 ? q->gpu : capacity.gpu};
-    return drv_dominant_share(used, whole);
-}
-
-/* Resources of the bound pods of a job. */
-static drv_res job_use(const drv_job *j)
-{
-    drv_res r = {0, 0, 0};
-    for (int k = 0; k < DRV_NROLES; k++)
-        r = drv_res_add(r, drv_res_scale(j->role[k].req, j->bound[k]));
-    return r;
-}
-
-/* By queue, then user; 0 for the same pair. */
-static int pair_cmp(int32_t qa, int32_t ua, int32_t qb, int32_t ub)
-{
-    if (qa != qb)
-        return qa < qb ? -1 : 1;
-    return ua < ub ? -1 : ua > ub;
-}
-
-static int use_cmp(const void *a, const void *b)
-{
-    const drv_user_use *x = a, *y = b;
-    return pair_cmp(x->queue, x->user, y->queue, y->user);
-}
-
-int drv_user_use_build(const drv_state *st, drv_user_use **tab, int32_t *n, int32_t *cap)
-{
-    if (drv_grow(tab, sizeof **tab, cap, st->nlive > 0 ? st->nlive : 1) != 0)
-        return DRV_ENOMEM;
-    drv_user_use *t = *tab;
-    int32_t m = 0;
-    DRV_FOR_LIVE(st, j)
-    {
-        const drv_job *job = &st->jobs[j];
-        drv_res u = job_use(job);
-        if (m < *cap && (u.cpu > 0 || u.mem > 0 || u.gpu > 0))
-            t[m++] = (drv_user_use){job->queue, job->user, u};
-    }
-    qsort(t, (size_t)m, sizeof *t, use_cmp);
-    int32_t w = 0; /* merge entries of one (queue, user) */
-    for (int32_t i = 0; i < m; i++) {
-        if (w > 0 && use_cmp(&t[w - 1], &t[i]) == 0)
-            t[w - 1].used = drv_res_add(t[w - 1].used, t[i].used);
-        else
-            t[w++] = t[i];
-    }
-    *n = w;
-    return 0;
-}
-
-drv_res drv_user_use_find(const drv_user_use *tab, int32_t n, int32_t queue, int32_t user)
-{
-    int32_t lo = 0, hi = n;
-    while (lo < hi) {
-        int32_t mid = lo + (hi - lo) / 2;
-        if (pair_cmp(tab[mid].queue, tab[mid].user, queue, user) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && pair_cmp(tab[lo].queue, tab[lo].user, queue, user) == 0 ? tab[lo].used
-                                                                             : (drv_res){0, 0, 0};
-}
 
 /* ---- the plugin -------------------------------------------------------------------------- */
 
@@ -221,11 +128,15 @@ static void progressive_keys(const drv_ctx *c, fs_state *f, const int32_t *jobs,
         f->ent[i] = (fs_ent){jobs[i], j->queue, j->submit, 0};
     }
     qsort(f->ent, (size_t)n, sizeof *f->ent, by_queue_submit);
+    /* Now only, a queue's use starts the sum; over time, its decayed share (f->share) is the
+     * base and the demand of its earlier jobs is added to it. */
+    bool decayed = st->half_life > 0;
     for (int32_t q = 0; q < st->nqueues; q++)
-        f->acc[q] = drv_ctx_queue_used(c, q);
+        f->acc[q] = decayed ? (drv_res){0, 0, 0} : drv_ctx_queue_used(c, q);
     for (int32_t i = 0; i < n; i++) {
         fs_ent *e = &f->ent[i]; /* DRF: the next job goes to the queue whose share is least */
-        e->key = drv_queue_share(st, e->queue, f->acc[e->queue], cap);
+        e->key = (decayed ? f->share[e->queue] : 0) +
+                 drv_queue_share(st, e->queue, f->acc[e->queue], cap);
         f->acc[e->queue] = drv_res_add(f->acc[e->queue], drv_job_demand(&st->jobs[e->job]));
     }
     qsort(f->ent, (size_t)n, sizeof *f->ent, by_job);
@@ -247,7 +158,8 @@ static void fs_begin(const drv_ctx *c, void *state, const int32_t *jobs, int32_t
         return;
     }
     for (int32_t q = 0; q < st->nqueues; q++)
-        f->share[q] = drv_queue_share(st, q, drv_ctx_queue_used(c, q), cap);
+        f->share[q] = st->half_life > 0 ? drv_queue_fair_share(st, q, cap)
+                                        : drv_queue_share(st, q, drv_ctx_queue_used(c, q), cap);
     if (f->progressive)
         progressive_keys(c, f, jobs, n, cap);
 }
@@ -264,6 +176,14 @@ static bool fs_idle(const drv_ctx *c, void *state)
 {
     (void)c;
     return !((const fs_state *)state)->active;
+}
+
+/* Timeless now only; over time the shares move without a change of the cluster, so a quiet
+ * cycle may order differently at the next period. */
+static double fs_wake(const drv_ctx *c, void *state)
+{
+    const fs_state *f = state;
+    return f->active && drv_ctx_state(c)->half_life > 0 ? -INFINITY : INFINITY;
 }
 
 /* Smaller first: the weighted dominant share of the job's queue (progressive: with the
@@ -293,5 +213,6 @@ const drv_plugin drv_plugin_fairshare = {
     .queue_key = fs_key,
     .queue_kept = fs_kept,
     .queue_idle = fs_idle,
+    .wake = fs_wake,
     .starts_blind = drv_starts_blind,
 };

@@ -270,9 +270,22 @@ static int parse_setting(drv_profile *p, span key, span val, drv_diag *d)
         p->period = v;
         return 0;
     }
+    if (span_is(key, "half_life")) {
+        char buf[64], *end;
+        snprintf(buf, sizeof buf, "%.*s", val.n, val.s);
+        double v = strtod(buf, &end);
+        if (val.n == 0 || (size_t)val.n >= sizeof buf || *end ||
+            !(v >= 0 && v <= DRV_MAX_HALF_LIFE))
+            return drv_fail(d, DRV_EINVAL,
+                            "profile %s: half_life: expected seconds in [0, %.0f] (0: shares of "
+                            "now only), found '%.*s'",
+                            p->name, DRV_MAX_HALF_LIFE, val.n, val.s);
+        p->half_life = v;
+        return 0;
+    }
     int pt = point_by_name(key);
     if (pt < 0) {
-        char known[256] = "gang, period";
+        char known[256] = "gang, period, half_life";
         for (int i = 0; i < DRV_NPOINTS; i++) {
             strncat(known, ", ", sizeof known - strlen(known) - 1);
             strncat(known, drv_point_name(i), sizeof known - strlen(known) - 1);

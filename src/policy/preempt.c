@@ -376,12 +376,12 @@ static void pr_migrate(drv_ctx *c, void *state)
     }
 }
 
-/* Whether anything is preempted depends on the cluster state alone (opening comment). */
+/* Whether anything is preempted depends on the cluster state alone (opening comment), but for
+ * a queue's minimum run time: a job comes of age as time passes. */
 static double pr_wake(const drv_ctx *c, void *state)
 {
-    (void)c;
     (void)state;
-    return INFINITY;
+    return drv_victim_ripe_at(c);
 }
 
 const drv_plugin drv_plugin_preempt = {

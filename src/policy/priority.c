@@ -6,7 +6,8 @@
  *     w_user·Û + w_class·T̂ + w_wait·Ŵ + w_par·N̂ + w_share·Ŝ
  * where Û is the submitting user's priority, T̂ the job's priority class, Ŵ the time it has
  * waited, N̂ its parallelism (requested workers) and Ŝ the user's fair share within the job's
- * queue, inverted (the user's dominant share of the queue's quota, fairshare.c: the less the
+ * queue, inverted (the user's dominant share of the queue's quota, usage.c, decayed over time
+ * with the profile's half_life: the less the
  * user's bound pods in that queue take, the higher), each min-max normalised to [0, 1] over the
  * jobs queued right now (a factor equal for all of them contributes 0 to everybody). The user
  * factor is thus the user's priority and its fair share. Higher goes first; a tie falls back to
@@ -116,7 +117,7 @@ static double share_factor(const prio_state *p, const drv_state *st, const drv_j
     if (!p->share_on)
         return 0;
     drv_res u = drv_user_use_find(p->use, p->nuse, j->queue, j->user);
-    return -drv_user_share(st, j->queue, u, p->capacity);
+    return -drv_user_fair_share(st, j->queue, j->user, u, p->capacity); /* decayed: usage.c */
 }
 
 /* Turns the share factor on for this cycle when it applies (the state has queues, and it
@@ -553,6 +554,18 @@ int drv_priority_explain(const drv_state *st, double now, int32_t job, const drv
     return 0;
 }
 
+/* Timeless but for decayed shares (the profile's half_life > 0), which move as time passes
+ * without a change of the cluster: then a quiet cycle may order differently at the next
+ * period. */
+static double prio_wake(const drv_ctx *c, void *state)
+{
+    const prio_state *p = state;
+    return p->w[DRV_PRIO_SHARE] > 0 && drv_ctx_state(c)->nqueues > 0 &&
+                   drv_ctx_state(c)->half_life > 0
+               ? -INFINITY
+               : INFINITY;
+}
+
 const drv_plugin drv_plugin_priority = {
     .name = "priority",
     .timeless = true,
@@ -562,5 +575,6 @@ const drv_plugin drv_plugin_priority = {
     .queue_begin = prio_begin,
     .queue_key = prio_key,
     .queue_kept = prio_kept,
+    .wake = prio_wake,
     .starts_blind = drv_starts_blind,
 };

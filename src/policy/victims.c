@@ -24,6 +24,7 @@
  */
 #include "victims.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,11 @@ bool drv_victim_settled(const drv_ctx *c, int32_t job)
     const drv_job *j = &st->jobs[job];
     if (drv_ctx_workers(c, job) != j->target[DRV_ROLE_WORKER])
         return false;
+    /* its queue's minimum run time (minRuntimeSeconds): younger, it is no victim yet */
+    double since = j->run_start >= 0 ? j->run_start : j->start; /* (a driver without run_start) */
+    if (st->nqueues > 0 && st->queues[j->queue].min_runtime > 0 &&
+        (since < 0 || drv_ctx_now(c) - since < st->queues[j->queue].min_runtime))
+        return false;
     bool bound = false;
     for (int32_t k = 0; k < j->pod_count; k++) {
         int32_t pod = j->pod_base + k;
@@ -54,6 +60,26 @@ bool drv_victim_settled(const drv_ctx *c, int32_t job)
         bound = bound || at >= 0;
     }
     return bound;
+}
+
+double drv_victim_ripe_at(const drv_ctx *c)
+{
+    const drv_state *st = drv_ctx_state(c);
+    bool any = false;
+    for (int32_t q = 0; q < st->nqueues && !any; q++)
+        any = st->queues[q].min_runtime > 0;
+    if (!any)
+        return INFINITY;
+    double now = drv_ctx_now(c), t = INFINITY;
+    DRV_FOR_LIVE(st, job)
+    {
+        const drv_job *j = &st->jobs[job];
+        double since = j->run_start >= 0 ? j->run_start : j->start;
+        double at = since + st->queues[j->queue].min_runtime;
+        if (since >= 0 && at > now && at < t)
+            t = at;
+    }
+    return t;
 }
 
 static bool may_take(const drv_ctx *c, const drv_victim_search *s, int32_t v)

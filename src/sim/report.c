@@ -59,11 +59,17 @@ static void queue_table(FILE *f, const drv_summary *v, int n)
     }
     if (!any)
         return;
-    fprintf(f, "\nper queue (JCT and wait in minutes; share%%: time-average dominant share of the "
-               "cluster; quota%%: of its nominal quota)\nfairness: Jain's index over share/weight; "
-               "finish-time fairness rho = JCT / time alone on 1/N of the cluster (N queues)\n");
-    fprintf(f, "%-*s %7s %5s %5s %8s %8s %7s %7s\n", w, "policy / queue", "weight", "jobs", "done",
-            "avgJCT", "avgWait", "share%", "quota%");
+    bool decayed = false; /* some run has fair share over time: the usage% column */
+    for (int i = 0; i < n; i++)
+        decayed = decayed || (v[i].nqueues > 0 && v[i].half_life > 0);
+    fprintf(f,
+            "\nper queue (JCT and wait in minutes; share%%: time-average dominant share of the "
+            "cluster; quota%%: of its nominal quota%s)\nfairness: Jain's index over share/weight; "
+            "finish-time fairness rho = JCT / time alone on 1/N of the cluster (N queues)\n",
+            decayed ? "; usage%: dominant share decayed by the profile's half_life, at the end"
+                    : "");
+    fprintf(f, "%-*s %7s %5s %5s %8s %8s %7s %7s%s\n", w, "policy / queue", "weight", "jobs",
+            "done", "avgJCT", "avgWait", "share%", "quota%", decayed ? "  usage%" : "");
     for (int i = 0; i < n; i++) {
         const drv_summary *s = &v[i];
         if (s->nqueues == 0)
@@ -77,6 +83,8 @@ static void queue_table(FILE *f, const drv_summary *v, int n)
             cell_min(f, 8, q->avg_wait);
             cell_pct(f, 7, q->share);
             cell_pct(f, 7, q->quota_use);
+            if (decayed)
+                cell_pct(f, 7, s->half_life > 0 ? q->usage : NAN);
             fputc('\n', f);
         }
     }
@@ -221,7 +229,11 @@ static int queues_json(json_t *o, const drv_summary *s)
         json_object_set_new(e, "avg_wait_s", num(q->avg_wait));
         json_object_set_new(e, "share", num(q->share));
         json_object_set_new(e, "quota_use", num(q->quota_use));
+        if (s->half_life > 0) /* fair share over time only: other records stay as they were */
+            json_object_set_new(e, "usage", num(q->usage));
     }
+    if (s->half_life > 0)
+        json_object_set_new(o, "half_life_s", num(s->half_life));
     json_object_set_new(o, "jain_share", num(s->jain_share));
     json_object_set_new(o, "ftf_max", num(s->ftf_max));
     json_object_set_new(o, "ftf_jain", num(s->ftf_jain));

@@ -221,7 +221,13 @@ static const char *load_queues(json_t *o, drv_summary *s, const char **what)
         q->jobs = (int32_t)json_integer_value(jobs), q->done = (int32_t)json_integer_value(done);
         q->weight = x[0], q->avg_jct = x[1], q->avg_wait = x[2], q->share = x[3];
         q->quota_use = x[4];
+        q->usage = 0; /* "usage" is written only with fair share over time */
+        if (json_object_get(e, "usage") && get_num(e, "usage", &q->usage) != 0)
+            return "usage";
     }
+    s->half_life = 0; /* likewise */
+    if (json_object_get(o, "half_life_s") && get_num(o, "half_life_s", &s->half_life) != 0)
+        return "half_life_s";
     if (get_num(o, "jain_share", &s->jain_share) != 0)
         return "jain_share";
     if (get_num(o, "ftf_max", &s->ftf_max) != 0)

@@ -52,6 +52,8 @@
  */
 #include "sim_int.h"
 
+#include "drover/usage.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -545,7 +547,8 @@ static int sim_create(const drv_cluster_spec *c, const drv_workload *w, drv_jobs
     if ((rc = add_nodes(s, c, &s->biggest, d)) != 0 ||
         (rc = reserve_jobs(s, s->njobs, w ? workload_pods(w) : src->pods, cfg->check, d)) != 0 ||
         (w && (rc = index_jobs(s, w, d)) != 0) || (rc = add_constraints(s, c, w, d)) != 0 ||
-        (rc = sim_add_queues(s, d)) != 0) {
+        (rc = sim_add_queues(s, d)) != 0 ||
+        (rc = drv_state_set_half_life(&s->st, prof->half_life)) != 0) {
         drv_sim_free(s);
         return rc;
     }
@@ -740,6 +743,8 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
         if (e.t > horizon)
             break;
         sim_integrate(s, e.t);
+        if ((rc = drv_state_usage_advance(&s->st, e.t)) != 0) /* before anything changes at t */
+            break;
         s->now = e.t;
         s->events++;
         switch (e.kind) {

@@ -16,6 +16,10 @@ void sim_set_phase(drv_sim *s, int32_t job, int phase)
     jobsim *x = &s->js[job];
     bool was_running = is_useful_phase(j->phase);
     *bucket(s, job) = drv_res_sub(*bucket(s, job), x->held);
+    if (phase == DRV_JOB_RUNNING && j->phase != DRV_JOB_RUNNING)
+        j->run_start = s->now; /* (a queue's minRuntimeSeconds counts from here) */
+    else if (phase != DRV_JOB_RUNNING)
+        j->run_start = -1;
     if (j->phase == DRV_JOB_RUNNING && phase != DRV_JOB_RUNNING) {
         /* The samples it owes, unless it is done (its ring is freed then). */
         if (phase != DRV_JOB_DONE && sim_sync(s, job) != 0)

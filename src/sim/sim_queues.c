@@ -15,7 +15,8 @@
  *    used / capacity, averaged over the run's window (the utilisation window);
  *  - quota use: max over dimensions with a finite quota > 0 of used / quota, averaged likewise;
  *  - Jain's index over the weighted shares share/weight of the queues with jobs;
- *  - finish-time fairness rho per finished job (drv_ftf_rho), its maximum and Jain's index.
+ *  - finish-time fairness rho per finished job (drv_ftf_rho), its maximum and Jain's index;
+ *  - with the profile's half_life > 0, the queue's decayed usage at the end (usage.h).
  *
  * Worked example (tests/sim/test_queues.c): queues a (weight 1) and b (weight 3) holding on
  * average 20 % and 60 % of the cluster have weighted shares 0.2 and 0.2: Jain's index 1. With
@@ -120,7 +121,8 @@ static int map_job(drv_sim *s, int32_t i, drv_diag *d)
 /* Adds queue spec q to the state; *id receives its id. */
 static int add_queue(drv_sim *s, const drv_queuespec *q, int32_t *id, drv_diag *d)
 {
-    drv_queue x = {.weight = q->weight, .quota = q->quota, .borrow = q->borrow};
+    drv_queue x = {
+        .weight = q->weight, .quota = q->quota, .borrow = q->borrow, .min_runtime = q->min_runtime};
     x.name = drv_strtab_intern(s->st.names, q->name);
     x.cohort = drv_strtab_intern(s->st.names, q->cohort);
     if (x.name < 0 || x.cohort < 0)
@@ -274,6 +276,7 @@ void sim_queues_summary(const drv_sim *s, drv_summary *o, double span)
     if (!s->qidx)
         return;
     o->nqueues = s->nqshow;
+    o->half_life = s->st.half_life;
     double x[DRV_MAX_QUEUES];
     int32_t nx = 0;
     for (int32_t k = 0; k < s->nqshow; k++) {
@@ -285,6 +288,7 @@ void sim_queues_summary(const drv_sim *s, drv_summary *o, double span)
         dominant(q->used, q->quota, true, &any);
         r->share = span > 0 ? s->q_share_area[s->qshow[k]] / span : 0;
         r->quota_use = !any ? NAN : span > 0 ? s->q_quota_area[s->qshow[k]] / span : 0;
+        r->usage = q->usage;
     }
     queue_jobs(s, o);
     for (int32_t k = 0; k < s->nqshow; k++)

@@ -754,6 +754,55 @@ static void test_equal_weights_converge(void **state)
     stop(&r);
 }
 
+/* A Queue's status.usage ("" when absent). */
+static void queue_usage(fixture *f, const char *name, char *usage, size_t n)
+{
+    json_t *q = get(f, "/apis/drover.dev/v1alpha1/queues/%s", name);
+    const char *u = json_string_value(json_object_get(json_object_get(q, "status"), "usage"));
+    snprintf(usage, n, "%s", u ? u : "");
+    json_decref(q);
+}
+
+/* Fair share over time through drover run: with the profile's half_life (0.5 s here), the Queue
+ * status shows the queue's decayed usage, which converges to its share while its job holds half
+ * the cluster (0.500), and decays to 0 once the job has ended; without half_life there is no
+ * status.usage at all. No timing is asserted: only where the usage converges to. */
+static void test_decayed_usage_status(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/queues",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{"
+        "\"name\":\"research\"},\"spec\":{\"weight\":1}}");
+    runner r;
+    drv_profile prof;
+    start_text(f, &r,
+               "gang=true period=0.1 half_life=0.5 queue_order=fairshare admit=gang "
+               "score=least-allocated",
+               &prof);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    add_tj(f, "res", 1, "4", "\"queue\":\"research\",", "");
+    WAIT_FOR(bound(f, "res", NULL, 0) == 1);
+    char usage[32];
+    WAIT_FOR((queue_usage(f, "research", usage, sizeof usage), !strcmp(usage, "0.500")));
+    set_phase(f, "res-worker-0", "Succeeded");
+    WAIT_FOR(cond(f, "res", "Succeeded", "JobSucceeded", NULL, 0));
+    WAIT_FOR((queue_usage(f, "research", usage, sizeof usage), !strcmp(usage, "0.000")));
+    stop(&r);
+    /* half-life 0: the same queue's status loses its usage (now only: nothing to show) */
+    start_text(f, &r, "gang=true period=0.1 queue_order=fairshare admit=gang", &prof);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    add_tj(f, "res2", 1, "4", "\"queue\":\"research\",", "");
+    WAIT_FOR(bound(f, "res2", NULL, 0) == 1);
+    int pending = -1, admitted = -1;
+    char cpu[32];
+    WAIT_FOR(
+        (queue_status(f, "research", cpu, sizeof cpu, &pending, &admitted), !strcmp(cpu, "4")));
+    queue_usage(f, "research", usage, sizeof usage);
+    assert_string_equal(usage, "");
+    stop(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -772,6 +821,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_terminating_pod_holds_quota, setup, teardown),
         cmocka_unit_test_setup_teardown(test_half_fitting_gangs_no_deadlock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_equal_weights_converge, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_decayed_usage_status, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

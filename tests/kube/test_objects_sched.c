@@ -273,7 +273,7 @@ static void test_priorityclass_and_queue(void **unused)
     }
     /* status: what kubectl's columns read */
     o = load("{\"metadata\":{\"name\":\"research\"},\"spec\":{}}");
-    assert_int_equal(drv_kube_queue_set_status(o, 2, 1, (drv_res){4500, 1LL << 30, 2}), 0);
+    assert_int_equal(drv_kube_queue_set_status(o, 2, 1, (drv_res){4500, 1LL << 30, 2}, -1), 0);
     json_t *st = json_object_get(o, "status");
     assert_int_equal(json_integer_value(json_object_get(st, "pending")), 2);
     assert_int_equal(json_integer_value(json_object_get(st, "admitted")), 1);
@@ -281,6 +281,13 @@ static void test_priorityclass_and_queue(void **unused)
     assert_string_equal(json_string_value(json_object_get(used, "cpu")), "4500m");
     assert_string_equal(json_string_value(json_object_get(used, "memory")), "1073741824");
     assert_string_equal(json_string_value(json_object_get(used, "nvidia.com/gpu")), "2");
+    assert_null(json_object_get(st, "usage")); /* half-life 0: no decayed usage */
+    assert_int_equal(drv_kube_queue_set_status(o, 2, 1, (drv_res){4500, 1LL << 30, 2}, 0.25), 0);
+    assert_string_equal(json_string_value(json_object_get(st, "usage")), "0.250");
+    assert_int_equal(drv_kube_queue_set_status(o, 2, 1, (drv_res){4500, 1LL << 30, 2}, -1), 0);
+    assert_string_equal(json_string_value(json_object_get(st, "usage")), "0.250"); /* left */
+    assert_int_equal(drv_kube_queue_set_status(o, 2, 1, (drv_res){4500, 1LL << 30, 2}, -2), 0);
+    assert_true(json_is_null(json_object_get(st, "usage"))); /* a merge patch's removal */
     json_decref(o);
     drv_strtab_free(names);
 }

@@ -3,7 +3,9 @@
  * the users of a queue (the combined priority's share factor), through drv_sched_cycle on
  * hand-built states: equal weights converge to equal dominant shares and 2:1 weights to 2:1;
  * the least-served user of a queue goes first; progressive filling interleaves queues within a
- * cycle; with no queue, fairshare,priority decides exactly what priority alone does.
+ * cycle; with no queue, fairshare,priority decides exactly what priority alone does; over
+ * time, decayed shares follow their half-life and turn the morning's order round, and a
+ * half-life of 0 is "now only", not off.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -229,6 +231,181 @@ static void test_user_share(void **unused)
     }
 }
 
+/* ---- fair share over time ---------------------------------------------------------------- */
+
+/* A running job of `cpu` millicores in queue q by user, bound to node 0 now. */
+static int32_t add_running(drv_state *st, int32_t q, const char *user, int64_t cpu)
+{
+    int32_t j = add_job(st, q, user, cpu, 0);
+    drv_state_bind(st, st->jobs[j].pod_base, 0);
+    drv_state_set_phase(st, j, DRV_JOB_RUNNING);
+    return j;
+}
+
+/*
+ * Decayed shares converge as the half-life says: queue a holds the whole cluster from 0, so its
+ * usage is 1 - 2^(-t/H): 1/2 after H, 3/4 after 2H, 7/8 after 3H; once it holds nothing the
+ * usage halves every H. Advancing in 100 small steps gives the same as in one (the decay is
+ * exact, not a per-step approximation). The user within the queue follows the same curve.
+ */
+static void test_usage_half_life(void **unused)
+{
+    (void)unused;
+    const double H = 600;
+    drv_state st, fine;
+    tu_make_state(&st, 1, node(8000), "", "");
+    tu_make_state(&fine, 1, node(8000), "", "");
+    drv_state *both[2] = {&st, &fine};
+    int32_t job[2], qa = -1, qb = -1, ua = -1;
+    for (int i = 0; i < 2; i++) {
+        qa = add_queue(both[i], "a", 1, (drv_res){UNL, UNL, UNL});
+        qb = add_queue(both[i], "b", 1, (drv_res){UNL, UNL, UNL});
+        assert_int_equal(drv_state_set_half_life(both[i], H), 0);
+        job[i] = add_running(both[i], qa, "u", 8000);
+        ua = both[i]->jobs[job[i]].user;
+        assert_int_equal(drv_state_usage_advance(both[i], 0), 0); /* sets the clock only */
+    }
+    drv_res cap = drv_cluster_capacity(&st);
+    assert_float_equal(drv_queue_usage(&st, qa, cap), 0, 1e-15);
+    for (int k = 1; k <= 3; k++) {
+        assert_int_equal(drv_state_usage_advance(&st, k * H), 0);
+        for (int m = 1; m <= 100; m++)
+            assert_int_equal(drv_state_usage_advance(&fine, (k - 1) * H + m * H / 100), 0);
+        double want = 1 - 1 / (double)(1 << k);
+        assert_float_equal(drv_queue_usage(&st, qa, cap), want, 1e-12);
+        assert_float_equal(drv_queue_usage(&fine, qa, cap), want, 1e-12);
+        assert_float_equal(drv_user_fair_share(&st, qa, ua, (drv_res){0, 0, 0}, cap), want, 1e-12);
+        assert_float_equal(drv_queue_usage(&st, qb, cap), 0, 1e-15);
+    }
+    tu_finish(&st, job[0]);
+    assert_int_equal(drv_state_usage_advance(&st, 4 * H), 0);
+    assert_float_equal(drv_queue_usage(&st, qa, cap), 0.875 / 2, 1e-12);
+    assert_float_equal(drv_queue_fair_share(&st, qa, cap), 0.875 / 2, 1e-12);
+    assert_float_equal(drv_user_fair_share(&st, qa, ua, (drv_res){0, 0, 0}, cap), 0.875 / 2, 1e-12);
+    assert_int_equal(drv_state_set_half_life(&st, -1), DRV_EINVAL);
+    assert_int_equal(drv_state_set_half_life(&st, DRV_MAX_HALF_LIFE * 2), DRV_EINVAL);
+    drv_state_fini(&st);
+    drv_state_fini(&fine);
+}
+
+/*
+ * The morning effect: queue a held the whole cluster all night (8 h) and its jobs have just
+ * ended; then a and b each submit a job that takes the whole cluster, a's first. Shares now
+ * are both 0, so "now only" (half_life=0) gives the cluster to a's job by submission order;
+ * with a half-life of 1 h a's night still counts (usage 1 - 2^-8) and b's job goes first.
+ * Zero is "now only", not off: with a holding half the cluster now, b's later job goes first
+ * at half_life=0 as well.
+ */
+static void test_morning(void **unused)
+{
+    (void)unused;
+    const char *lines[] = {"half_life=0 queue_order=fairshare admit=gang",
+                           "half_life=3600 queue_order=fairshare admit=gang",
+                           "half_life=3600 queue_order=fairshare(progressive=1) admit=gang"};
+    for (int i = 0; i < 3; i++) {
+        drv_state st;
+        tu_make_state(&st, 1, node(8000), "", "");
+        int32_t qa = add_queue(&st, "a", 1, (drv_res){UNL, UNL, UNL});
+        int32_t qb = add_queue(&st, "b", 1, (drv_res){UNL, UNL, UNL});
+        drv_profile p;
+        drv_sched *s = tu_sched(&p, lines[i]);
+        assert_int_equal(drv_state_set_half_life(&st, p.half_life), 0);
+        int32_t night = add_running(&st, qa, "u", 8000);
+        assert_int_equal(drv_state_usage_advance(&st, 0), 0);
+        assert_int_equal(drv_state_usage_advance(&st, 8 * 3600), 0);
+        tu_finish(&st, night);
+        int32_t ja = add_job(&st, qa, "u", 8000, 8 * 3600 + 1);
+        int32_t jb = add_job(&st, qb, "v", 8000, 8 * 3600 + 2);
+        drv_decisions ds;
+        drv_decisions_init(&ds);
+        assert_int_equal(drv_state_usage_advance(&st, 8 * 3600 + 3), 0);
+        tu_cycle(s, &st, &ds, 8 * 3600 + 3, true);
+        int32_t first = i == 0 ? ja : jb;
+        assert_int_equal(st.jobs[first].bound[DRV_ROLE_WORKER], 1);
+        assert_int_equal(st.jobs[first == ja ? jb : ja].bound[DRV_ROLE_WORKER], 0);
+        drv_sched_free(s);
+        drv_decisions_fini(&ds);
+        drv_state_fini(&st);
+    }
+    /* zero is now only: a holds 4 of 8 CPUs now, so b's later job goes first */
+    drv_state st;
+    tu_make_state(&st, 1, node(8000), "", "");
+    int32_t qa = add_queue(&st, "a", 1, (drv_res){UNL, UNL, UNL});
+    int32_t qb = add_queue(&st, "b", 1, (drv_res){UNL, UNL, UNL});
+    drv_profile p;
+    drv_sched *s = tu_sched(&p, "half_life=0 queue_order=fairshare admit=gang");
+    assert_int_equal(drv_state_set_half_life(&st, p.half_life), 0);
+    add_running(&st, qa, "u", 4000);
+    int32_t ja = add_job(&st, qa, "u", 4000, 1);
+    int32_t jb = add_job(&st, qb, "v", 4000, 2);
+    drv_decisions ds;
+    drv_decisions_init(&ds);
+    assert_int_equal(drv_state_usage_advance(&st, 3), 0);
+    tu_cycle(s, &st, &ds, 3, true);
+    assert_int_equal(st.jobs[jb].bound[DRV_ROLE_WORKER], 1);
+    assert_int_equal(st.jobs[ja].bound[DRV_ROLE_WORKER], 0);
+    drv_sched_free(s);
+    drv_decisions_fini(&ds);
+    drv_state_fini(&st);
+}
+
+/* The priority's share factor reads the users' decayed shares: user u1 of queue a ran the
+ * whole quota for an hour and has ended; u1 and u2 then wait. Now only, the factor ties and
+ * waiting time (u1 came first, weight 0.1) decides; with a half-life of 1 h, u1's decayed
+ * share 1/2 puts u2 first (share weight 0.2). */
+static void test_user_share_over_time(void **unused)
+{
+    (void)unused;
+    for (int decay = 0; decay < 2; decay++) {
+        drv_state st;
+        tu_make_state(&st, 1, node(8000), "", "");
+        int32_t qa = add_queue(&st, "a", 1, (drv_res){8000, UNL, UNL});
+        drv_profile p;
+        drv_sched *s =
+            tu_sched(&p, decay ? "half_life=3600 queue_order=priority(w_wait=0.1) admit=gang"
+                               : "queue_order=priority(w_wait=0.1) admit=gang");
+        assert_int_equal(drv_state_set_half_life(&st, p.half_life), 0);
+        int32_t old = add_running(&st, qa, "u1", 8000);
+        assert_int_equal(drv_state_usage_advance(&st, 0), 0);
+        assert_int_equal(drv_state_usage_advance(&st, 3600), 0);
+        tu_finish(&st, old);
+        int32_t p1 = add_job(&st, qa, "u1", 8000, 3601);
+        int32_t p2 = add_job(&st, qa, "u2", 8000, 3602);
+        drv_decisions ds;
+        drv_decisions_init(&ds);
+        assert_int_equal(drv_state_usage_advance(&st, 3603), 0);
+        tu_cycle(s, &st, &ds, 3603, true);
+        assert_int_equal(st.jobs[decay ? p2 : p1].bound[DRV_ROLE_WORKER], 1);
+        assert_int_equal(st.jobs[decay ? p1 : p2].bound[DRV_ROLE_WORKER], 0);
+        drv_sched_free(s);
+        drv_decisions_fini(&ds);
+        drv_state_fini(&st);
+    }
+}
+
+/* half_life: a profile setting in [0, 30 days], written back only when set. */
+static void test_half_life_setting(void **unused)
+{
+    (void)unused;
+    drv_profile p;
+    drv_diag d;
+    char buf[512];
+    assert_int_equal(drv_profile_parse("x", "half_life=1800 admit=gang", &p, &d), 0);
+    assert_float_equal(p.half_life, 1800, 0);
+    drv_profile_format(&p, buf, sizeof buf);
+    assert_non_null(strstr(buf, " half_life=1800 "));
+    assert_int_equal(drv_profile_parse("x", "admit=gang", &p, &d), 0);
+    assert_float_equal(p.half_life, 0, 0);
+    drv_profile_format(&p, buf, sizeof buf);
+    assert_null(strstr(buf, "half_life"));
+    const char *bad[] = {"half_life=-1 admit=gang", "half_life=1e9 admit=gang",
+                         "half_life=1h admit=gang", "half_life= admit=gang"};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(drv_profile_parse("x", bad[i], &p, &d), DRV_EINVAL);
+        assert_non_null(strstr(d.msg, "half_life: expected seconds in [0, 2592000]"));
+    }
+}
+
 /* ---- no queue: nothing changes ------------------------------------------------------------ */
 
 /* With no queue, fairshare,priority and priority alone decide the same, decision for decision,
@@ -278,9 +455,15 @@ static void test_no_queue_same(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_drf_converges), cmocka_unit_test(test_progressive),
-        cmocka_unit_test(test_chain),         cmocka_unit_test(test_user_share),
+        cmocka_unit_test(test_drf_converges),
+        cmocka_unit_test(test_progressive),
+        cmocka_unit_test(test_chain),
+        cmocka_unit_test(test_user_share),
         cmocka_unit_test(test_no_queue_same),
+        cmocka_unit_test(test_usage_half_life),
+        cmocka_unit_test(test_morning),
+        cmocka_unit_test(test_user_share_over_time),
+        cmocka_unit_test(test_half_life_setting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /*
  * Tests of the preempt plugin (src/policy/preempt.c) on hand-built states, through
  * drv_sched_cycle: whole lower gangs only, the fewest victims, elastic shrinks before any gang,
- * reclaim of borrowed quota, and no preemption cycle over many cycles. A small driver below
+ * reclaim of borrowed quota, no preemption cycle over many cycles, and a queue's minimum run
+ * time. A small driver below
  * applies each cycle's decisions to the state as the simulator would, and the state's
  * invariants (gang: no half-bound job) are checked after every cycle.
  */
@@ -406,6 +407,44 @@ static void test_knobs(void **unused)
     }
 }
 
+/*
+ * Minimum run time (a queue's minRuntimeSeconds, Kueue#477): one node of 8 CPUs held by V
+ * (priority 0, started at 0) of a queue with min_runtime 600 s; P (priority 10) needs the whole
+ * node. V is no victim at 599 s of run time and is preempted at 600; in a queue without a
+ * minimum it is preempted at once; and the time counts from V's last start (run_start), not its
+ * first.
+ */
+static void test_min_runtime(void **unused)
+{
+    (void)unused;
+    for (int variant = 0; variant < 3; variant++) {
+        fixture f;
+        fx_init(&f, 1, 8);
+        drv_queue q = {.name = drv_strtab_intern(f.st.names, "q"),
+                       .weight = 1,
+                       .quota = {DRV_UNLIMITED, DRV_UNLIMITED, DRV_UNLIMITED},
+                       .min_runtime = variant == 1 ? 0 : 600};
+        int32_t qid = -1;
+        assert_int_equal(drv_state_add_queue(&f.st, &q, &qid), 0);
+        int32_t v = add_job(&f, 0, qid, 0, 1, 1, 8, 0, 10);
+        f.st.jobs[v].start = 0;
+        f.st.jobs[v].run_start = variant == 2 ? 500 : 0; /* variant 2: restarted at 500 */
+        int32_t p = add_job(&f, 10, qid, 0, 1, 1, 8, -1, 0);
+        double first_ok = variant == 0 ? 600 : variant == 1 ? 0 : 1100;
+        f.now = first_ok - 1;
+        if (first_ok > 0) {
+            cycle(&f);
+            assert_int_equal(bound(&f, v), 1); /* younger than its queue's minimum */
+            assert_int_equal(bound(&f, p), 0);
+        }
+        f.now = first_ok;
+        cycle(&f);
+        assert_int_equal(bound(&f, v), 0);
+        assert_int_equal(bound(&f, p), 1);
+        fx_fini(&f);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -417,6 +456,7 @@ int main(void)
         cmocka_unit_test(test_no_cycle_over_many_cycles),
         cmocka_unit_test(test_failing_allocation),
         cmocka_unit_test(test_knobs),
+        cmocka_unit_test(test_min_runtime),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -330,7 +330,7 @@ static void test_reports_only_with_queues(void **unused)
     assert_null(strstr(buf, "jain"));
     free(buf);
     s.nqueues = 1;
-    s.queue[0] = (drv_queue_summary){"prod", 2, 1, 1, 60, 6, 0.25, NAN};
+    s.queue[0] = (drv_queue_summary){"prod", 2, 1, 1, 60, 6, 0.25, NAN, 0};
     s.jain_share = 1;
     s.ftf_max = 1.5;
     s.ftf_jain = 1;

@@ -21,6 +21,7 @@
 
 typedef struct run_opts {
     const char *policy, *profiles, *kubeconfig, *context, *ns, *sched, *lease, *maddr;
+    const char *gpu_type_label;
     const char *log_format;
     bool incluster, verbose, elect;
     double qps;
@@ -64,6 +65,13 @@ static const cli_flag run_flags[] = {
      AT(sched),
      .arg = "S",
      .help = "the schedulerName served (default: drover)"},
+    {.name = "gpu-type-label",
+     .kind = FLAG_TEXT,
+     AT(gpu_type_label),
+     .arg = "KEY",
+     .help = "the node label whose value is a node's GPU type; a job's GPU pods\n"
+             "stay on one type (default: nvidia.com/gpu.product, as GPU Feature\n"
+             "Discovery sets it; \"\": GPU types not read)"},
     {.name = "kube-api-qps",
      .kind = FLAG_NUMBER,
      AT(qps),
@@ -297,7 +305,10 @@ int cmd_run(int argc, char **argv)
     cfg.burst = o.burst;
     cfg.component = "run"; /* User-Agent drover-run/<version> */
     cli_log_setup(o.log_format, o.verbose, "run");
-    drv_ctrl_opts co = {.profile = &prof, .scheduler = o.sched, .namespace_ = o.ns};
+    drv_ctrl_opts co = {.profile = &prof,
+                        .scheduler = o.sched,
+                        .namespace_ = o.ns,
+                        .gpu_type_label = o.gpu_type_label};
     if (o.elect) {
         co.lease_namespace = plan.lease_ns;
         co.lease_name = plan.lease_name;

@@ -65,6 +65,8 @@ typedef struct drv_ctrl_opts {
     const drv_profile *profile; /* the scheduling profile: borrowed, outlives the controller */
     const char *scheduler;      /* schedulerName served; NULL: "drover" */
     const char *namespace_;     /* TrainingJobs of this namespace only; NULL: every namespace */
+    const char *gpu_type_label; /* the node label naming a node's GPU type (state.h "GPU
+                                   types"); NULL: DRV_GPU_TYPE_LABEL, "": types not read */
     int watch_timeout_s;        /* server-side timeout of each watch; 0: 300 */
     bool exhaustive;            /* score every node (the index's reference; benchmarks) */
     bool no_events;             /* write no Events (benchmarks) */

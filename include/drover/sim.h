@@ -68,6 +68,7 @@ typedef struct drv_cluster_spec {
                               name then means the default queue) */
     int32_t nqueues;
     char queue_file[256]; /* the cluster file's path when it declares queues, for messages */
+    bool gpu_types;       /* some node group has a gpuType (its label DRV_GPU_TYPE_LABEL) */
 } drv_cluster_spec;
 
 /* The longest name of a job, a user, a queue, in bytes (the name rule of text.h: a longer one

@@ -325,6 +325,8 @@ typedef struct drv_state {
                                          keys), so a duplicate is found without a scan */
     struct drv_hashmap *class_index;  /* classes >= 1 by their labels and taints (constraint.c;
                                          NULL until the first), found without a scan */
+    int32_t gpu_type_key;             /* interned node label key whose value is a node's GPU type
+                                         (drv_state_set_gpu_type_label); 0: GPU types are not read */
 } drv_state;
 
 int drv_state_init(drv_state *st);
@@ -391,6 +393,25 @@ void drv_state_node_changed(drv_state *st, int32_t node, bool type_changed);
  * sets share a class, found by a hash of the sets: O(labels + taints). 0, DRV_EINVAL or
  * DRV_ENOMEM.
  */
+/*
+ * GPU types (issue 27). A node's GPU type is the value of one of its labels (Kubernetes:
+ * `nvidia.com/gpu.product`, DRV_GPU_TYPE_LABEL, as GPU Feature Discovery sets it; the
+ * simulator's cluster files set it with `gpuType:`). Once a state names that label key, the
+ * cycle keeps every GPU pod of a job on nodes of one type at a time (cycle_place.c); nodes
+ * without the label form a type of their own. A state whose nodes carry at most one type
+ * decides exactly as without types. 0 or DRV_ENOMEM.
+ */
+#define DRV_GPU_TYPE_LABEL "nvidia.com/gpu.product"
+int drv_state_set_gpu_type_label(drv_state *st, const char *key);
+/* The GPU type of a node: the interned value of its type label, 0 when it has none or the
+ * state reads no types. O(labels of its class). */
+int32_t drv_node_gpu_type(const drv_state *st, int32_t node);
+/* The GPU type constraint k (drv_state.cons) requires through its nodeSelector or a required
+ * `In` of one value on the type label (interned), or 0 when it requires none. O(expressions). */
+int32_t drv_constraint_gpu_type(const drv_state *st, int32_t k);
+/* Whether some node carries GPU type `type` (interned). O(nodes). */
+bool drv_state_has_gpu_type(const drv_state *st, int32_t type);
+
 int drv_state_set_node_meta(drv_state *st, int32_t node, const drv_label *labels, int32_t nlabels,
                             const drv_taint *taints, int32_t ntaints);
 /*

@@ -21,6 +21,7 @@
 
 typedef struct run_opts {
     const char *policy, *profiles, *kubeconfig, *context, *ns, *sched, *lease, *maddr;
+    const char *gpu_type_label;
     const char *log_format;
     const char *bind_mode; /* "nodename" or "binding" (--bind-mode) */
     bool incluster, verbose, elect;
@@ -65,6 +66,13 @@ static const cli_flag run_flags[] = {
      AT(sched),
      .arg = "S",
      .help = "the schedulerName served (default: drover)"},
+    {.name = "gpu-type-label",
+     .kind = FLAG_TEXT,
+     AT(gpu_type_label),
+     .arg = "KEY",
+     .help = "the node label whose value is a node's GPU type; a job's GPU pods\n"
+             "stay on one type (default: nvidia.com/gpu.product, as GPU Feature\n"
+             "Discovery sets it; \"\": GPU types not read)"},
     {.name = "kube-api-qps",
      .kind = FLAG_NUMBER,
      AT(qps),
@@ -304,7 +312,8 @@ int cmd_run(int argc, char **argv)
                         .scheduler = o.sched,
                         .namespace_ = o.ns,
                         .binders = o.binders,
-                        .bind_with_binding = !strcmp(o.bind_mode, "binding")};
+                        .bind_with_binding = !strcmp(o.bind_mode, "binding"),
+                        .gpu_type_label = o.gpu_type_label};
     if (o.elect) {
         co.lease_namespace = plan.lease_ns;
         co.lease_name = plan.lease_name;

@@ -234,6 +234,57 @@ int drv_state_set_node_meta(drv_state *st, int32_t node, const drv_label *labels
     return 0;
 }
 
+int drv_state_set_gpu_type_label(drv_state *st, const char *key)
+{
+    int32_t k = key && *key ? drv_strtab_intern(st->names, key) : 0;
+    if (k < 0)
+        return DRV_ENOMEM;
+    st->gpu_type_key = k;
+    return 0;
+}
+
+/* The value of label key (interned) on node class cls, 0 when it has none. O(labels). */
+static int32_t class_label(const drv_state *st, int32_t cls, int32_t key)
+{
+    if (cls <= 0 || cls >= st->nclasses || key <= 0)
+        return 0;
+    const drv_nodeclass *k = &st->classes[cls];
+    for (int32_t i = 0; i < k->nlabels; i++)
+        if (k->labels[i].key == key)
+            return k->labels[i].value;
+    return 0;
+}
+
+int32_t drv_node_gpu_type(const drv_state *st, int32_t node)
+{
+    return class_label(st, st->nodes[node].node_class, st->gpu_type_key);
+}
+
+int32_t drv_constraint_gpu_type(const drv_state *st, int32_t k)
+{
+    if (k <= 0 || k >= st->ncons || st->gpu_type_key <= 0)
+        return 0;
+    const drv_constraint *c = &st->cons[k];
+    for (int32_t i = 0; i < c->nselector; i++)
+        if (c->selector[i].key == st->gpu_type_key)
+            return c->selector[i].value;
+    for (int32_t i = 0; i < c->nexpr; i++) {
+        const drv_selexpr *e = &c->expr[i];
+        if (e->term < c->nrequired && e->key == st->gpu_type_key && e->op == DRV_SEL_IN &&
+            e->nvalues == 1)
+            return e->values[0];
+    }
+    return 0;
+}
+
+bool drv_state_has_gpu_type(const drv_state *st, int32_t type)
+{
+    for (int32_t n = 0; n < st->nnodes; n++)
+        if (drv_node_gpu_type(st, n) == type)
+            return true;
+    return false;
+}
+
 /* id of `from` re-interned into st->names (id itself when from is NULL), or -1. */
 static int32_t reintern(drv_state *st, const drv_strtab *from, int32_t id)
 {

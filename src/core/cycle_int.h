@@ -41,6 +41,8 @@ typedef struct gang_shape {
     int32_t missing[DRV_NROLES];
     drv_res req[DRV_NROLES];
     int32_t cons[DRV_NROLES]; /* each role's node constraints: only equal ones compare */
+    int32_t gpu_type; /* with GPU types: the type its job's GPU pods hold (cons_table), -1 for
+                         none (its failure then held on every type), always -1 without types */
 } gang_shape;
 
 /* What every score plugin with score_by_summary reads of a node (drv_plugin.score_by_summary):
@@ -423,16 +425,35 @@ typedef struct cons_table {
     int32_t *fit;
     int32_t ncons, ncls; /* the table's dimensions */
     int32_t cap;
+    /* GPU types (state.h, drv_state_set_gpu_type_label), when the nodes carry two or more
+     * (ntypes >= 2; else 0 and nothing below is read): type t of class cl is type_of[cl]
+     * (0..ntypes-1), named type_name[t] (interned; 0 for nodes without the label). Then the
+     * table holds after its ncons rows one more per constraint k and type t, at row
+     * ncons + k * ntypes + t: row k with every class of another type refused. A GPU pod of a
+     * job that holds GPUs of type t reads that row, so one type per job costs a row look-up
+     * and the node index, grouping classes by their columns, keeps types apart. */
+    int32_t ntypes;
+    int32_t *type_of, cap_type_of;
+    int32_t *type_name, cap_type_name;
+    int32_t key; /* the state's gpu_type_key the types were read with */
+    /* While drv_ctx_place_gang tries a gang on one type: its job and that type (else -1). */
+    int32_t pin_job, pin_type;
+    /* The last job_gpu_type answer: job, for the cycle stamp and drv_ctx_changes it holds for. */
+    int32_t memo_job, memo_type;
+    uint64_t memo_stamp, memo_changes;
 } cons_table;
 
 static inline void cons_table_init(cons_table *c)
 {
     *c = (cons_table){0};
+    c->pin_job = c->memo_job = -1;
 }
 
 static inline void cons_table_fini(cons_table *c)
 {
     drv_free(c->fit);
+    drv_free(c->type_of);
+    drv_free(c->type_name);
     cons_table_init(c);
 }
 
@@ -512,15 +533,15 @@ drv_res cycle_gang_need(const drv_ctx *c, int32_t job, int32_t workers);
 /* Brings the constraint table up to the state's constraints and classes. 0 or DRV_ENOMEM. */
 int cycle_cons_refresh(drv_sched *s, const drv_state *st);
 
+/* The pod's row of the constraint table (per node class; with GPU types, its job's type's
+ * row for a GPU pod of a job that holds GPUs), or NULL when there is none (cycle_place.c). */
+const int32_t *cycle_cons_row(const drv_ctx *c, int32_t pod);
+
 /* The constraint score of node class cls for pod, or -1 when the class does not fit it. */
 static inline int32_t cycle_cons(const drv_ctx *c, int32_t pod, int32_t cls)
 {
-    const drv_sched *s = c->s;
-    if (!s->cons.on)
-        return 0;
-    const drv_pod *p = &c->snap->st->pods[pod];
-    int32_t k = c->snap->st->jobs[p->job].cons[p->role];
-    return s->cons.fit[(size_t)k * (size_t)s->cons.ncls + (size_t)cls];
+    const int32_t *row = cycle_cons_row(c, pod);
+    return row ? row[cls] : 0;
 }
 
 static inline uint32_t cycle_map_home(const cycle_map *m, int32_t key)

@@ -35,6 +35,8 @@ static const job_fail *failed_now(const drv_sched *s, int32_t job)
 /* Does gang a need at least what gang b needs, in every role, on the same nodes? */
 static bool dominates(const gang_shape *a, const gang_shape *b)
 {
+    if (b->gpu_type >= 0 && a->gpu_type != b->gpu_type)
+        return false; /* b failed on one GPU type: a may go to another */
     for (int r = 0; r < DRV_NROLES; r++) {
         if (a->missing[r] < b->missing[r])
             return false;
@@ -46,16 +48,56 @@ static bool dominates(const gang_shape *a, const gang_shape *b)
     return true;
 }
 
+/* Reads the GPU type of every node class (cons_table's types): 0, or DRV_ENOMEM. Sets
+ * ntypes 0 when the nodes carry fewer than two types. O(classes · (labels + types)). */
+static int read_types(cons_table *t, const drv_state *st, int32_t ncls)
+{
+    t->ntypes = 0;
+    t->key = st->gpu_type_key;
+    if (!st->gpu_type_key)
+        return 0;
+    if (drv_grow(&t->type_of, sizeof *t->type_of, &t->cap_type_of, ncls) != 0 ||
+        drv_grow(&t->type_name, sizeof *t->type_name, &t->cap_type_name, ncls) != 0)
+        return DRV_ENOMEM;
+    /* Class 0 (no label) is there whenever a node has none; a state without classes has one
+     * type at most. Classes no node holds may add a type: harmless, it is never chosen. */
+    int32_t n = 0;
+    for (int32_t cl = 0; cl < ncls; cl++) {
+        int32_t name = 0;
+        if (cl > 0 && cl < st->nclasses) {
+            const drv_nodeclass *k = &st->classes[cl];
+            for (int32_t i = 0; i < k->nlabels; i++)
+                if (k->labels[i].key == st->gpu_type_key)
+                    name = k->labels[i].value;
+        }
+        int32_t ty = 0;
+        while (ty < n && t->type_name[ty] != name)
+            ty++;
+        if (ty == n)
+            t->type_name[n++] = name;
+        t->type_of[cl] = ty;
+    }
+    t->ntypes = n >= 2 ? n : 0;
+    return 0;
+}
+
 int cycle_cons_refresh(drv_sched *s, const drv_state *st)
 {
     int32_t ncons = st->ncons > 0 ? st->ncons : 1, ncls = st->nclasses > 0 ? st->nclasses : 1;
     s->cons.on = ncons > 1 || ncls > 1;
-    if (!s->cons.on || (ncons == s->cons.ncons && ncls == s->cons.ncls))
+    if (!s->cons.on ||
+        (ncons == s->cons.ncons && ncls == s->cons.ncls && st->gpu_type_key == s->cons.key))
         return 0;
+    if (read_types(&s->cons, st, ncls) != 0)
+        return DRV_ENOMEM;
+    int32_t nt = s->cons.ntypes;
     /* Classes added: every row is recomputed (has_prefer_taint may have changed the scores);
-     * only constraints added: only their rows. O(new rows · classes · expressions · labels). */
-    int32_t from = ncls == s->cons.ncls ? s->cons.ncons : 0;
-    if (drv_grow(&s->cons.fit, sizeof *s->cons.fit, &s->cons.cap, ncons * ncls) != 0)
+     * only constraints added: only their rows. With types the typed rows follow the base
+     * rows, whose count moved them: all are made again. O(rows · classes · expressions ·
+     * labels). */
+    int32_t from = ncls == s->cons.ncls && nt == 0 ? s->cons.ncons : 0;
+    int32_t rows = ncons * (1 + nt);
+    if (drv_grow(&s->cons.fit, sizeof *s->cons.fit, &s->cons.cap, rows * ncls) != 0)
         return DRV_ENOMEM;
     for (int32_t k = from; k < ncons; k++)
         for (int32_t cl = 0; cl < ncls; cl++) {
@@ -63,23 +105,59 @@ int cycle_cons_refresh(drv_sched *s, const drv_state *st)
             s->cons.fit[(size_t)k * (size_t)ncls + (size_t)cl] =
                 drv_constraint_fits(st, k, cl, &sc) ? sc : -1;
         }
+    for (int32_t k = 0; k < ncons && nt > 0; k++)
+        for (int32_t ty = 0; ty < nt; ty++) {
+            int32_t *row = s->cons.fit + (size_t)(ncons + k * nt + ty) * (size_t)ncls;
+            const int32_t *base = s->cons.fit + (size_t)k * (size_t)ncls;
+            for (int32_t cl = 0; cl < ncls; cl++)
+                row[cl] = s->cons.type_of[cl] == ty ? base[cl] : -1;
+        }
+    s->cons.memo_job = -1;
     /* The index groups classes the rows treat alike; on failure the rows are made again next
      * time, and the map with them. */
-    if (s->index.ix && drv_nodeindex_set_classes(s->index.ix, s->cons.fit, ncons, ncls) != 0)
+    if (s->index.ix && drv_nodeindex_set_classes(s->index.ix, s->cons.fit, rows, ncls) != 0)
         return DRV_ENOMEM;
     s->cons.ncons = ncons;
     s->cons.ncls = ncls;
     return 0;
 }
 
-/* The pod's row of the constraint table (per node class), or NULL when there is none. */
-static const int32_t *cons_row(const drv_ctx *c, int32_t pod)
+/* The GPU type job's GPU pods are on in the assumed state (the type being tried while
+ * drv_ctx_place_gang pins one), or -1 when none is placed. O(1) when asked again with nothing
+ * changed; else O(the job's pods). */
+static int32_t job_gpu_type(const drv_ctx *c, int32_t job)
+{
+    drv_sched *s = c->s;
+    cons_table *t = &s->cons;
+    if (t->pin_job == job)
+        return t->pin_type;
+    if (t->memo_job == job && t->memo_stamp == s->stamp && t->memo_changes == c->changes)
+        return t->memo_type;
+    const drv_state *st = c->snap->st;
+    const drv_job *j = &st->jobs[job];
+    int32_t ty = -1;
+    for (int32_t k = 0; k < j->pod_count && ty < 0; k++) {
+        int32_t pod = j->pod_base + k, at;
+        if (cycle_pod_req(st, pod).gpu > 0 && (at = cycle_pod_node(c, pod)) >= 0)
+            ty = t->type_of[st->nodes[at].node_class];
+    }
+    t->memo_job = job;
+    t->memo_type = ty;
+    t->memo_stamp = s->stamp;
+    t->memo_changes = c->changes;
+    return ty;
+}
+
+const int32_t *cycle_cons_row(const drv_ctx *c, int32_t pod)
 {
     const drv_sched *s = c->s;
     if (!s->cons.on)
         return NULL;
-    const drv_pod *p = &c->snap->st->pods[pod];
-    int32_t k = c->snap->st->jobs[p->job].cons[p->role];
+    const drv_state *st = c->snap->st;
+    const drv_pod *p = &st->pods[pod];
+    int32_t k = st->jobs[p->job].cons[p->role], ty;
+    if (s->cons.ntypes > 0 && cycle_pod_req(st, pod).gpu > 0 && (ty = job_gpu_type(c, p->job)) >= 0)
+        k = s->cons.ncons + k * s->cons.ntypes + ty;
     return s->cons.fit + (size_t)k * (size_t)s->cons.ncls;
 }
 
@@ -128,7 +206,7 @@ static int64_t score_row(const drv_ctx *c, int32_t pod, int32_t node, const int3
 
 int64_t drv_ctx_score(const drv_ctx *c, int32_t pod, int32_t node)
 {
-    return score_row(c, pod, node, cons_row(c, pod));
+    return score_row(c, pod, node, cycle_cons_row(c, pod));
 }
 
 /* Keeps the better of (n, its real score) and the best so far; ties go to the lower id. row:
@@ -547,7 +625,7 @@ static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
 {
     int32_t best = -1;
     int64_t best_sc = -1;
-    const int32_t *row = cons_row(c, pod);
+    const int32_t *row = cycle_cons_row(c, pod);
     if (!c->s->index.bb) {
         /* A group's nodes share a class, so its constraint score: its best by key is its
          * best by score. */
@@ -649,6 +727,7 @@ static bool gang_room(const drv_ctx *c, int32_t job, int32_t workers, gang_shape
     const drv_job *j = &st->jobs[job];
     const drv_sched *s = c->s;
     drv_res need = {0, 0, 0};
+    shape->gpu_type = s->cons.ntypes > 0 ? job_gpu_type(c, job) : -1;
     for (int r = 0; r < DRV_NROLES; r++) {
         shape->missing[r] = cycle_role_missing(c, job, r, workers);
         shape->req[r] = j->role[r].req;
@@ -702,10 +781,82 @@ bool drv_ctx_gang_room(const drv_ctx *c, int32_t job, int32_t workers)
     return shape_quota(c, job, &shape);
 }
 
-int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
+/* Scales job to `workers` and places every pod its roles miss, PS first (role_order). 1 when
+ * all are placed, 0 when one does not fit, a negative code on error; either way the caller
+ * rolls back what it must. */
+static int place_roles(drv_ctx *c, int32_t job, int32_t workers)
 {
     const drv_state *st = c->snap->st;
     const drv_job *j = &st->jobs[job];
+    if (drv_ctx_scale(c, job, workers) != 0)
+        return DRV_ENOMEM;
+    for (int k = 0; k < DRV_NROLES; k++) {
+        int r = role_order[k];
+        int32_t want = r == DRV_ROLE_WORKER ? workers : j->target[r];
+        int32_t have = 0;
+        int32_t first = drv_job_pod(st, job, r, 0);
+        int32_t nslots = 0;
+        while (first >= 0 && drv_job_pod(st, job, r, nslots) >= 0)
+            nslots++;
+        for (int32_t i = 0; i < nslots; i++)
+            if (cycle_pod_node(c, first + i) >= 0)
+                have++;
+        for (int32_t i = 0; i < nslots && have < want; i++) {
+            int32_t pod = first + i;
+            if (cycle_pod_node(c, pod) >= 0)
+                continue;
+            if (place_one(c, pod) < 0) {
+                int err = drv_ctx_error(c);
+                return err ? err : 0;
+            }
+            have++;
+        }
+    }
+    return 1;
+}
+
+/* Does some role of job that asks for GPUs miss pods at `workers`? */
+static bool gang_wants_gpus(const drv_ctx *c, int32_t job, int32_t workers)
+{
+    const drv_job *j = &c->snap->st->jobs[job];
+    for (int r = 0; r < DRV_NROLES; r++)
+        if (j->role[r].req.gpu > 0 && cycle_role_missing(c, job, r, workers) > 0)
+            return true;
+    return false;
+}
+
+/*
+ * place_roles on one GPU type (state.h, "GPU types"): a job whose GPU pods hold a type stays
+ * on it (cycle_cons_row); one that holds none is placed as the scores choose (its first GPU
+ * pod's node sets the type the rest follow) and, when that fails, on each other type in turn,
+ * pinned, so a gang that fits on some type is found: at most ntypes tries. Without types, one
+ * place_roles. On failure everything since m is rolled back. 1, 0 or a negative code.
+ */
+static int place_typed(drv_ctx *c, int32_t job, int32_t workers, drv_mark m)
+{
+    cons_table *t = &c->s->cons;
+    int rc = place_roles(c, job, workers);
+    if (rc == 1)
+        return 1;
+    int32_t tried = rc == 0 && t->ntypes > 0 ? job_gpu_type(c, job) : -1;
+    drv_ctx_rollback(c, m);
+    if (rc < 0 || t->ntypes == 0 || job_gpu_type(c, job) >= 0 || !gang_wants_gpus(c, job, workers))
+        return rc;
+    for (int32_t ty = 0; ty < t->ntypes && rc == 0; ty++) {
+        if (ty == tried)
+            continue;
+        t->pin_job = job;
+        t->pin_type = ty;
+        rc = place_roles(c, job, workers);
+        t->pin_job = -1;
+        if (rc != 1)
+            drv_ctx_rollback(c, m);
+    }
+    return rc;
+}
+
+int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
+{
     drv_sched *s = c->s;
     /* The same gang already failed, or failed the capacity bounds at this size or fewer
      * (drv_ctx_gang_room's mark), and no capacity was given back since: O(1). */
@@ -729,36 +880,15 @@ int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
     if (!shape_quota(c, job, &shape))
         return 0;
     drv_mark m = drv_ctx_mark(c);
-    if (drv_ctx_scale(c, job, workers) != 0)
-        return DRV_ENOMEM;
-    for (int k = 0; k < DRV_NROLES; k++) {
-        int r = role_order[k];
-        int32_t want = r == DRV_ROLE_WORKER ? workers : j->target[r];
-        int32_t have = 0;
-        int32_t first = drv_job_pod(st, job, r, 0);
-        int32_t nslots = 0;
-        while (first >= 0 && drv_job_pod(st, job, r, nslots) >= 0)
-            nslots++;
-        for (int32_t i = 0; i < nslots; i++)
-            if (cycle_pod_node(c, first + i) >= 0)
-                have++;
-        for (int32_t i = 0; i < nslots && have < want; i++) {
-            int32_t pod = first + i;
-            if (cycle_pod_node(c, pod) >= 0)
-                continue;
-            if (place_one(c, pod) < 0) {
-                int err = drv_ctx_error(c);
-                drv_ctx_rollback(c, m);
-                if (!err && s->memo.nfailed < MAX_FAILED)
-                    s->memo.failed[s->memo.nfailed++] = shape;
-                if (!err) {
-                    mark_failed(s, job, workers, false);
-                    memo_seen_at(s, c->out->n);
-                }
-                return err ? err : 0;
-            }
-            have++;
-        }
+    int rc = place_typed(c, job, workers, m);
+    if (rc != 0)
+        return rc < 0 ? rc : 1;
+    int err = drv_ctx_error(c);
+    if (!err && s->memo.nfailed < MAX_FAILED)
+        s->memo.failed[s->memo.nfailed++] = shape;
+    if (!err) {
+        mark_failed(s, job, workers, false);
+        memo_seen_at(s, c->out->n);
     }
-    return 1;
+    return err;
 }

@@ -10,13 +10,14 @@
 #include "drover/controller.h"
 
 typedef struct ctrl_config {
-    drv_ctrl_opts o;    /* copied; o.profile points at prof, o.scheduler at scheduler, and
-                           o.namespace_ at ns (NULL when every namespace is served) */
-    drv_profile prof;   /* copied */
-    char scheduler[64]; /* the schedulerName served ("drover") */
-    char ns[254];       /* TrainingJobs and PodGroups of this namespace only; "": every one */
-    double t0;          /* drv_clock_mono() when the loop started: the snapshot's zero, and
-                           what every time kept on the loop's clock counts from */
+    drv_ctrl_opts o;          /* copied; o.profile points at prof, o.scheduler at scheduler, and
+                                 o.namespace_ at ns (NULL when every namespace is served) */
+    drv_profile prof;         /* copied */
+    char scheduler[64];       /* the schedulerName served ("drover") */
+    char ns[254];             /* TrainingJobs and PodGroups of this namespace only; "": every one */
+    char gpu_type_label[254]; /* the node label of GPU types; "": none read */
+    double t0;                /* drv_clock_mono() when the loop started: the snapshot's zero, and
+                                 what every time kept on the loop's clock counts from */
 } ctrl_config;
 
 #endif

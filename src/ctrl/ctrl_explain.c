@@ -26,6 +26,15 @@ bool ctrl_explain_never_fits(const ctrl_mirror *m, int32_t j, char *buf, size_t 
     for (int r = 0; r < DRV_NROLES; r++) {
         if (jb->target[r] == 0)
             continue;
+        int32_t type = drv_constraint_gpu_type(st, jb->cons[r]);
+        if (type && !drv_state_has_gpu_type(st, type)) {
+            snprintf(buf, n,
+                     "it can never run: its %s pods require GPU type %s (node label %s) and no "
+                     "node has it",
+                     drv_role_name(r), drv_strtab_str(st->names, type),
+                     drv_strtab_str(st->names, st->gpu_type_key));
+            return true;
+        }
         drv_res q = jb->role[r].req;
         bool one = false;
         for (int32_t i = 0; i < st->nnodes && !one; i++)

@@ -37,7 +37,10 @@ int ctrl_mirror_init(ctrl_mirror *m, ctrl_names *names, ctrl_counters *counters,
     m->names = names;
     m->counters = counters;
     m->cfg = cfg;
-    return drv_state_init(&m->st) != 0 ? DRV_ENOMEM : 0;
+    if (drv_state_init(&m->st) != 0)
+        return DRV_ENOMEM;
+    /* GPU types: the label's key interned first (configure: cfg is filled before the units) */
+    return drv_state_set_gpu_type_label(&m->st, cfg->gpu_type_label) != 0 ? DRV_ENOMEM : 0;
 }
 
 bool ctrl_pod_terminal(int phase)

@@ -133,6 +133,36 @@ static int read_taints(const drv_conf_doc *doc, drv_conf *seq, const char *path,
     return 0;
 }
 
+/* A node group's gpuType (a name: text.h's rule, as a Kubernetes label value) into its labels as
+ * DRV_GPU_TYPE_LABEL; a label of that key with another value is a conflict, not overridden. */
+static int read_gpu_type(const drv_conf_doc *doc, drv_conf *f, const char *p, drv_cluster_spec *c,
+                         drv_nodeclass *k, drv_diag *d)
+{
+    char type[64];
+    int rc = drv_conf_name(doc, f, p, type, sizeof type, d);
+    if (rc)
+        return rc;
+    int32_t key = intern(&c->names, DRV_GPU_TYPE_LABEL), value = intern(&c->names, type);
+    if (key < 0 || value < 0)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    for (int32_t i = 0; i < k->nlabels; i++)
+        if (k->labels[i].key == key) {
+            if (k->labels[i].value == value)
+                break;
+            return drv_fail(d, DRV_EINVAL,
+                            "%s:%d: %s: '%s' conflicts with its label %s: '%s'; expected one GPU "
+                            "type per node",
+                            doc->file, f->line, p, type, DRV_GPU_TYPE_LABEL,
+                            drv_strtab_str(c->names, k->labels[i].value));
+        }
+    int32_t cap = k->nlabels;
+    if (drv_grow(&k->labels, sizeof *k->labels, &cap, k->nlabels + 1) != 0)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    k->labels[k->nlabels++] = (drv_label){key, value};
+    c->gpu_types = true;
+    return 0;
+}
+
 int drv_read_node_meta(const drv_conf_doc *doc, drv_conf *n, const char *path, drv_cluster_spec *c,
                        int32_t *node_class, bool *unschedulable, drv_diag *d)
 {
@@ -148,6 +178,9 @@ int drv_read_node_meta(const drv_conf_doc *doc, drv_conf *n, const char *path, d
     pathf(p, sizeof p, "%s.labels", path);
     if ((f = drv_conf_get(n, "labels")) &&
         (rc = read_string_map(doc, f, p, MAX_LABELS, &c->names, &k.labels, &k.nlabels, d)) != 0)
+        goto out;
+    pathf(p, sizeof p, "%s.gpuType", path);
+    if ((f = drv_conf_get(n, "gpuType")) && (rc = read_gpu_type(doc, f, p, c, &k, d)) != 0)
         goto out;
     pathf(p, sizeof p, "%s.taints", path);
     if ((f = drv_conf_get(n, "taints")) && (rc = read_taints(doc, f, p, &c->names, &k, d)) != 0)

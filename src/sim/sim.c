@@ -251,6 +251,9 @@ static int add_constraints(drv_sim *s, const drv_cluster_spec *c, const drv_work
                            drv_diag *d)
 {
     drv_state *st = &s->st;
+    /* Only a cluster with GPU types interns the label's key: others keep their ids. */
+    if (c->gpu_types && drv_state_set_gpu_type_label(st, DRV_GPU_TYPE_LABEL) != 0)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
     for (int32_t i = 0; i < c->n; i++) {
         const drv_nodespec *ns = &c->nodes[i];
         if (ns->unschedulable)
@@ -312,11 +315,19 @@ static int add_constraints(drv_sim *s, const drv_cluster_spec *c, const drv_work
             first = i;
     }
     drv_free(big);
-    if (never)
+    if (never) {
+        /* A GPU type no node has, when that is what the first one asks for: named. */
+        int32_t want = 0;
+        for (int r = 0; r < DRV_NROLES && !want; r++)
+            if ((want = drv_constraint_gpu_type(st, s->cons_map[w->jobs[first].cons[r]])) &&
+                drv_state_has_gpu_type(st, want))
+                want = 0;
         drv_log(DRV_LOG_WARN,
                 "%d job(s) ask for nodes (nodeSelector, affinity, tolerations) that no node of the "
-                "cluster satisfies and will not run, the first %s",
-                never, w->jobs[first].name);
+                "cluster satisfies and will not run, the first %s%s%s%s",
+                never, w->jobs[first].name, want ? " (it requires GPU type " : "",
+                want ? drv_strtab_str(st->names, want) : "", want ? ", which no node has)" : "");
+    }
     return 0;
 }
 

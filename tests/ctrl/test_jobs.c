@@ -496,6 +496,66 @@ static void test_derived_names_checked(void **state)
     stop(&r);
 }
 
+/* A Node of 4 GPUs whose GPU type label (nvidia.com/gpu.product, the default) is type. */
+static void add_gpu_node(fixture *f, const char *name, const char *type)
+{
+    req(f, "POST", "/api/v1/nodes",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"labels\":{"
+        "\"nvidia.com/gpu.product\":\"%s\"}},\"spec\":{},\"status\":{\"allocatable\":{\"cpu\":"
+        "\"16\",\"memory\":\"64Gi\",\"nvidia.com/gpu\":\"4\",\"pods\":\"110\"},\"conditions\":[{"
+        "\"type\":\"Ready\",\"status\":\"True\"}]}}",
+        name, type);
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/nodes/%s", name);
+    req(f, "PATCH", path, "{\"spec\":{\"taints\":null}}");
+}
+
+/* The node a pod is bound to ("" when none). */
+static void node_of_pod(fixture *f, const char *name, char *out, size_t n)
+{
+    json_t *p = pod(f, name);
+    const char *at =
+        p ? json_string_value(json_object_get(json_object_get(p, "spec"), "nodeName")) : NULL;
+    snprintf(out, n, "%s", at ? at : "");
+    json_decref(p);
+}
+
+/* Two GPU types (issue 27): one T4 node, two A100 nodes, 4 GPUs each. A gang of 6 one-GPU
+ * workers fits only on the A100s together and lands there whole (T4 + A100 would also hold
+ * it, and least-allocated spreading would start on the empty T4); a job requiring H100 is
+ * said never to fit, naming the type. */
+static void test_gpu_types_one_per_job(void **state)
+{
+    fixture *f = *state;
+    add_gpu_node(f, "t4-0", "Tesla-T4");
+    add_gpu_node(f, "a100-0", "A100-SXM4-40GB");
+    add_gpu_node(f, "a100-1", "A100-SXM4-40GB");
+    runner r;
+    start_synced(f, &r);
+    char big[1024], h100[1024];
+    role(big, sizeof big, "Worker", 6, "1\",\"nvidia.com/gpu\":\"1", "");
+    add_job(f, "six", big, "");
+    snprintf(h100, sizeof h100,
+             "\"Worker\":{\"replicas\":1,\"template\":{\"spec\":{\"schedulerName\":\"drover\","
+             "\"nodeSelector\":{\"nvidia.com/gpu.product\":\"H100\"},\"containers\":[{\"name\":"
+             "\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\","
+             "\"nvidia.com/gpu\":\"1\"}}}]}}}");
+    add_job(f, "h100", h100, "");
+    WAIT_FOR(pod_bound(f, "six-worker-0") && pod_bound(f, "six-worker-5"));
+    for (int i = 0; i < 6; i++) {
+        char name[32], at[64];
+        snprintf(name, sizeof name, "six-worker-%d", i);
+        WAIT_FOR(pod_bound(f, name));
+        node_of_pod(f, name, at, sizeof at);
+        assert_int_equal(strncmp(at, "a100-", 5), 0);
+    }
+    WAIT_FOR(now_in(f, "h100", "Queued", "NeverFits"));
+    char st[8], why[48], cmsg[300];
+    cond_of(f, "h100", "Queued", st, why, cmsg);
+    assert_non_null(strstr(cmsg, "GPU type H100"));
+    stop(&r);
+}
+
 /* A restarted controller adopts a running job without a second Scheduled or Running Event. */
 static void test_adopted_job_not_announced_again(void **state)
 {
@@ -839,6 +899,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_tf_job_peers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_types_one_per_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allreduce_ranks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replica_statuses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_then_backoff, setup, teardown),

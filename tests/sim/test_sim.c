@@ -165,6 +165,57 @@ static void test_huge_quantities_refused(void **unused)
     remove(path);
 }
 
+/* gpuType (issue 27): Sia's example cluster reads as 64 GPUs of three types, each node's type
+ * its label nvidia.com/gpu.product; an empty or malformed type, or one that conflicts with the
+ * node's own label, is refused with file, line and field. */
+static void test_cluster_gpu_types(void **unused)
+{
+    (void)unused;
+    drv_cluster_spec c = {0};
+    drv_diag d = {{0}};
+    assert_int_equal(drv_cluster_load(&c, tu_path("examples/cluster-sia-hetero.yaml"), &d), 0);
+    assert_true(c.gpu_types);
+    assert_int_equal(c.n, 11);
+    int64_t gpus = 0;
+    int per_type[3] = {0};
+    const char *const names[3] = {"aws", "rtx", "dgx-ext"};
+    int32_t key = drv_strtab_intern(c.names, DRV_GPU_TYPE_LABEL);
+    for (int32_t i = 0; i < c.n; i++) {
+        gpus += c.nodes[i].alloc.gpu;
+        const drv_nodeclass *k = &c.classes[c.nodes[i].node_class];
+        assert_int_equal(k->nlabels, 1);
+        assert_int_equal(k->labels[0].key, key);
+        for (int t = 0; t < 3; t++)
+            per_type[t] += strcmp(drv_strtab_str(c.names, k->labels[0].value), names[t]) == 0;
+    }
+    assert_int_equal(gpus, 64);
+    assert_int_equal(per_type[0], 6);
+    assert_int_equal(per_type[1], 3);
+    assert_int_equal(per_type[2], 2);
+    drv_cluster_fini(&c);
+    const char *path = "gpu-types-test.yaml";
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"nodes:\n  - {name: a, cpu: 1, memory: 1Gi, gpu: 4, gpuType: \"\"}\n",
+         ":2: nodes[0].gpuType: expected a name"},
+        {"nodes:\n  - {name: a, cpu: 1, memory: 1Gi, gpu: 4, gpuType: \"A 100\"}\n",
+         ":2: nodes[0].gpuType: expected a name"},
+        {"nodes:\n  - {name: a, cpu: 1, memory: 1Gi, gpu: 4, gpuType: A100,\n"
+         "     labels: {nvidia.com/gpu.product: T4}}\n",
+         ":2: nodes[0].gpuType: 'A100' conflicts with its label nvidia.com/gpu.product: 'T4'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        FILE *f = fopen(path, "w");
+        fputs(bad[i].text, f);
+        fclose(f);
+        assert_int_equal(drv_cluster_load(&c, path, &d), DRV_EINVAL);
+        assert_non_null(strstr(d.msg, bad[i].want));
+        assert_int_equal(strncmp(d.msg, path, strlen(path)), 0);
+    }
+    remove(path);
+}
+
 /* The crafted two-job workload: k8s-default deadlocks, gang-fifo finishes both. */
 static void test_k8s_default_deadlocks_gang_does_not(void **unused)
 {
@@ -755,6 +806,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_workload_errors),
         cmocka_unit_test(test_cluster_errors_and_counts),
+        cmocka_unit_test(test_cluster_gpu_types),
         cmocka_unit_test(test_job_that_fits_nowhere_is_refused),
         cmocka_unit_test(test_huge_quantities_refused),
         cmocka_unit_test(test_generate_limit),

@@ -39,7 +39,7 @@ typedef struct queue_seen {
     int32_t nns; /* its spec.namespaces (drv_kqueue's nns, ns): -1, every namespace */
     int32_t ns[DRV_QUEUE_MAX_NAMESPACES];
     bool user_label; /* spec.userFromLabel */
-    int32_t usage; /* its decayed usage (usage.h) written, in thousandths; -1: none */
+    int32_t usage;   /* its decayed usage (usage.h) written, in thousandths; -1: none */
 } queue_seen;
 
 typedef struct ctrl_shared {

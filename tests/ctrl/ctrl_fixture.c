@@ -208,3 +208,58 @@ int fixture_close(void **state)
     free(f);
     return rc;
 }
+
+/* ---- TrainingJobs ---- */
+
+/* A role of replicaSpecs: "<Key>":{...} with n pods of cpu each (extra: more fields, ""). */
+void role(char *buf, size_t n, const char *key, int replicas, const char *cpu, const char *extra)
+{
+    snprintf(buf, n,
+             "\"%s\":{%s\"replicas\":%d,\"template\":{\"spec\":{\"schedulerName\":\"drover\","
+             "\"containers\":[{\"name\":\"main\",\"image\":\"t\",\"env\":[{\"name\":\"MINE\","
+             "\"value\":\"kept\"}],\"resources\":{\"requests\":{\"cpu\":\"%s\"}}}]}}}",
+             key, extra, replicas, cpu);
+}
+
+void add_job(fixture *f, const char *name, const char *specs, const char *run_policy)
+{
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
+        "\"name\":\"%s\",\"namespace\":\"default\"},\"spec\":{%s\"replicaSpecs\":{%s}}}",
+        name, run_policy, specs);
+}
+
+/* The job's condition of type: its status, reason and message copied ("" when absent); true
+ * when it is the last of the list (the current one, as printer columns read it). */
+bool cond_of(fixture *f, const char *job, const char *type, char *status, char *reason,
+             char *message)
+{
+    status[0] = reason[0] = 0;
+    if (message)
+        message[0] = 0;
+    json_t *o = get(f, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/%s", job);
+    json_t *list = json_object_get(json_object_get(o, "status"), "conditions");
+    bool last = false;
+    size_t i;
+    json_t *c;
+    json_array_foreach(list, i, c)
+    {
+        if (strcmp(json_string_value(json_object_get(c, "type")), type) != 0)
+            continue;
+        snprintf(status, 8, "%s", json_string_value(json_object_get(c, "status")));
+        snprintf(reason, 48, "%s", json_string_value(json_object_get(c, "reason")));
+        if (message)
+            snprintf(message, 300, "%s", json_string_value(json_object_get(c, "message")));
+        last = i + 1 == json_array_size(list);
+    }
+    json_decref(o);
+    return last;
+}
+
+/* Is the job's current (last) condition type, True, with reason (any when NULL)? */
+bool now_in(fixture *f, const char *job, const char *type, const char *reason)
+{
+    char st[8], why[48];
+    bool last = cond_of(f, job, type, st, why, NULL);
+    return last && !strcmp(st, "True") && (!reason || !strcmp(why, reason));
+}

@@ -72,4 +72,15 @@ const char *tj_uid(fixture *f, const char *name, char *buf, size_t n);
  * message (n bytes) when message is not NULL. */
 int events(fixture *f, const char *obj, const char *reason, char *message, size_t n);
 
+/* TrainingJobs of namespace default. role: a replicaSpecs entry "<Key>":{...} of replicas pods
+ * asking cpu each (extra: more fields first, ""); add_job: a TrainingJob of those specs
+ * (run_policy: more spec fields first, ""); cond_of: the job's condition of type (status,
+ * reason, message copied, "" when absent; message may be NULL), true when it is the current
+ * (last) one; now_in: whether the current condition is type, True, with reason (any: NULL). */
+void role(char *buf, size_t n, const char *key, int replicas, const char *cpu, const char *extra);
+void add_job(fixture *f, const char *name, const char *specs, const char *run_policy);
+bool cond_of(fixture *f, const char *job, const char *type, char *status, char *reason,
+             char *message);
+bool now_in(fixture *f, const char *job, const char *type, const char *reason);
+
 #endif

@@ -29,25 +29,6 @@
 
 #include <cmocka.h>
 
-/* A role of replicaSpecs: "<Key>":{...} with n pods of cpu each (extra: more fields, ""). */
-static void role(char *buf, size_t n, const char *key, int replicas, const char *cpu,
-                 const char *extra)
-{
-    snprintf(buf, n,
-             "\"%s\":{%s\"replicas\":%d,\"template\":{\"spec\":{\"schedulerName\":\"drover\","
-             "\"containers\":[{\"name\":\"main\",\"image\":\"t\",\"env\":[{\"name\":\"MINE\","
-             "\"value\":\"kept\"}],\"resources\":{\"requests\":{\"cpu\":\"%s\"}}}]}}}",
-             key, extra, replicas, cpu);
-}
-
-static void add_job(fixture *f, const char *name, const char *specs, const char *run_policy)
-{
-    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
-        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
-        "\"name\":\"%s\",\"namespace\":\"default\"},\"spec\":{%s\"replicaSpecs\":{%s}}}",
-        name, run_policy, specs);
-}
-
 /* The value of env variable var in the pod's first container ("" when absent). */
 static const char *env_of(json_t *p, const char *var)
 {
@@ -93,41 +74,6 @@ static int finish_deletes(fixture *f)
     }
     json_decref(l);
     return n;
-}
-
-/* The job's condition of type: its status, reason and message copied ("" when absent); true
- * when it is the last of the list (the current one, as printer columns read it). */
-static bool cond_of(fixture *f, const char *job, const char *type, char *status, char *reason,
-                    char *message)
-{
-    status[0] = reason[0] = 0;
-    if (message)
-        message[0] = 0;
-    json_t *o = get(f, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/%s", job);
-    json_t *list = json_object_get(json_object_get(o, "status"), "conditions");
-    bool last = false;
-    size_t i;
-    json_t *c;
-    json_array_foreach(list, i, c)
-    {
-        if (strcmp(json_string_value(json_object_get(c, "type")), type) != 0)
-            continue;
-        snprintf(status, 8, "%s", json_string_value(json_object_get(c, "status")));
-        snprintf(reason, 48, "%s", json_string_value(json_object_get(c, "reason")));
-        if (message)
-            snprintf(message, 300, "%s", json_string_value(json_object_get(c, "message")));
-        last = i + 1 == json_array_size(list);
-    }
-    json_decref(o);
-    return last;
-}
-
-/* Is the job's current (last) condition type, True, with reason (any when NULL)? */
-static bool now_in(fixture *f, const char *job, const char *type, const char *reason)
-{
-    char st[8], why[48];
-    bool last = cond_of(f, job, type, st, why, NULL);
-    return last && !strcmp(st, "True") && (!reason || !strcmp(why, reason));
 }
 
 static bool phase_is(fixture *f, const char *job, const char *phase)
@@ -460,99 +406,6 @@ static void test_invalid_and_never_fits(void **state)
     assert_string_equal(json_string_value(json_object_get(json_object_get(o, "status"), "phase")),
                         "Failed");
     json_decref(o);
-    stop(&r);
-}
-
-/* Names Kubernetes would refuse are caught at intake: a job whose last pod name
- * ("<job>-worker-9") would be 64 characters, and one whose name has a dot (its Service's name
- * must be a DNS-1035 label), fail as Invalid naming metadata.name; a name one character shorter
- * is served. */
-static void test_derived_names_checked(void **state)
-{
-    fixture *f = *state;
-    add_node(f, "node-a", "32");
-    runner r;
-    start_synced(f, &r);
-    char workers[1024], one[1024], longest[64], too_long[64];
-    role(workers, sizeof workers, "Worker", 10, "1", "");
-    role(one, sizeof one, "Worker", 1, "1", "");
-    memset(too_long, 'a', 55);
-    too_long[55] = 0; /* + "-worker-9": 64 */
-    memset(longest, 'b', 54);
-    longest[54] = 0; /* + "-worker-9": 63 */
-    add_job(f, too_long, workers, "");
-    add_job(f, "dotted.name", one, "");
-    add_job(f, longest, workers, "");
-    char msg[600], pod[80];
-    WAIT_FOR(now_in(f, too_long, "Failed", "Invalid"));
-    WAIT_FOR(events(f, too_long, "Invalid", msg, sizeof msg) == 1);
-    assert_non_null(strstr(msg, "metadata.name: its pod"));
-    assert_non_null(strstr(msg, "-worker-9 would be named with 64 characters"));
-    WAIT_FOR(now_in(f, "dotted.name", "Failed", "Invalid"));
-    WAIT_FOR(events(f, "dotted.name", "Invalid", msg, sizeof msg) == 1);
-    assert_non_null(strstr(msg, "metadata.name: expected a DNS-1035 label"));
-    snprintf(pod, sizeof pod, "%s-worker-9", longest);
-    WAIT_FOR(pod_bound(f, pod));
-    stop(&r);
-}
-
-/* A Node of 4 GPUs whose GPU type label (nvidia.com/gpu.product, the default) is type. */
-static void add_gpu_node(fixture *f, const char *name, const char *type)
-{
-    req(f, "POST", "/api/v1/nodes",
-        "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"labels\":{"
-        "\"nvidia.com/gpu.product\":\"%s\"}},\"spec\":{},\"status\":{\"allocatable\":{\"cpu\":"
-        "\"16\",\"memory\":\"64Gi\",\"nvidia.com/gpu\":\"4\",\"pods\":\"110\"},\"conditions\":[{"
-        "\"type\":\"Ready\",\"status\":\"True\"}]}}",
-        name, type);
-    char path[256];
-    snprintf(path, sizeof path, "/api/v1/nodes/%s", name);
-    req(f, "PATCH", path, "{\"spec\":{\"taints\":null}}");
-}
-
-/* The node a pod is bound to ("" when none). */
-static void node_of_pod(fixture *f, const char *name, char *out, size_t n)
-{
-    json_t *p = pod(f, name);
-    const char *at =
-        p ? json_string_value(json_object_get(json_object_get(p, "spec"), "nodeName")) : NULL;
-    snprintf(out, n, "%s", at ? at : "");
-    json_decref(p);
-}
-
-/* Two GPU types (issue 27): one T4 node, two A100 nodes, 4 GPUs each. A gang of 6 one-GPU
- * workers fits only on the A100s together and lands there whole (T4 + A100 would also hold
- * it, and least-allocated spreading would start on the empty T4); a job requiring H100 is
- * said never to fit, naming the type. */
-static void test_gpu_types_one_per_job(void **state)
-{
-    fixture *f = *state;
-    add_gpu_node(f, "t4-0", "Tesla-T4");
-    add_gpu_node(f, "a100-0", "A100-SXM4-40GB");
-    add_gpu_node(f, "a100-1", "A100-SXM4-40GB");
-    runner r;
-    start_synced(f, &r);
-    char big[1024], h100[1024];
-    role(big, sizeof big, "Worker", 6, "1\",\"nvidia.com/gpu\":\"1", "");
-    add_job(f, "six", big, "");
-    snprintf(h100, sizeof h100,
-             "\"Worker\":{\"replicas\":1,\"template\":{\"spec\":{\"schedulerName\":\"drover\","
-             "\"nodeSelector\":{\"nvidia.com/gpu.product\":\"H100\"},\"containers\":[{\"name\":"
-             "\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\","
-             "\"nvidia.com/gpu\":\"1\"}}}]}}}");
-    add_job(f, "h100", h100, "");
-    WAIT_FOR(pod_bound(f, "six-worker-0") && pod_bound(f, "six-worker-5"));
-    for (int i = 0; i < 6; i++) {
-        char name[32], at[64];
-        snprintf(name, sizeof name, "six-worker-%d", i);
-        WAIT_FOR(pod_bound(f, name));
-        node_of_pod(f, name, at, sizeof at);
-        assert_int_equal(strncmp(at, "a100-", 5), 0);
-    }
-    WAIT_FOR(now_in(f, "h100", "Queued", "NeverFits"));
-    char st[8], why[48], cmsg[300];
-    cond_of(f, "h100", "Queued", st, why, cmsg);
-    assert_non_null(strstr(cmsg, "GPU type H100"));
     stop(&r);
 }
 
@@ -899,7 +752,6 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_tf_job_peers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gpu_types_one_per_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allreduce_ranks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replica_statuses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_then_backoff, setup, teardown),
@@ -907,7 +759,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_finished_job_not_suspended, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_edit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_and_never_fits, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_derived_names_checked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adopted_job_not_announced_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_finished_elsewhere_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_conflict_rebased, setup, teardown),

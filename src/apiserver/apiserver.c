@@ -7,6 +7,8 @@
  */
 #include "apiserver_int.h"
 
+#include <stdarg.h>
+
 /* The bytes of the file at path, NUL-terminated (drv_free them), their count into *len (may be
  * NULL); NULL when it cannot be read. Binary: the recorded OpenAPI documents are gzip'd, which
  * core's drv_file_read, for text, refuses. */
@@ -380,6 +382,18 @@ static json_t *queue_crd_object(void)
                      "storage", 1, "subresources", "status");
 }
 
+/* libmicrohttpd's error log, less what a client hanging up causes: a watch closed by its
+ * client (kubectl get -w ended, a controller stopping) is how a watch ends, not an error. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (strstr(msg, "The socket is no longer available for sending"))
+        return;
+    fputs(msg, stderr);
+}
+
 int drv_apiserver_start(drv_apiserver **out, const drv_apiserver_opts *o, drv_diag *d)
 {
     drv_apiserver *s = drv_calloc(1, sizeof *s);
@@ -440,18 +454,20 @@ int drv_apiserver_start(drv_apiserver **out, const drv_apiserver_opts *o, drv_di
         s->mhd = MHD_start_daemon(
             flags | MHD_USE_TLS, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, &sa,
             MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-            MHD_OPTION_HTTPS_MEM_KEY, o->tls_key_pem, MHD_OPTION_HTTPS_MEM_CERT, o->tls_cert_pem,
-            MHD_OPTION_HTTPS_MEM_TRUST, o->tls_client_ca_pem, MHD_OPTION_END);
+            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_HTTPS_MEM_KEY, o->tls_key_pem,
+            MHD_OPTION_HTTPS_MEM_CERT, o->tls_cert_pem, MHD_OPTION_HTTPS_MEM_TRUST,
+            o->tls_client_ca_pem, MHD_OPTION_END);
     else if (o && o->tls_cert_pem && o->tls_key_pem)
-        s->mhd = MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, handle, s,
-                                  MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED, completed,
-                                  s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-                                  MHD_OPTION_HTTPS_MEM_KEY, o->tls_key_pem,
-                                  MHD_OPTION_HTTPS_MEM_CERT, o->tls_cert_pem, MHD_OPTION_END);
+        s->mhd = MHD_start_daemon(
+            flags | MHD_USE_TLS, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, &sa,
+            MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_HTTPS_MEM_KEY, o->tls_key_pem,
+            MHD_OPTION_HTTPS_MEM_CERT, o->tls_cert_pem, MHD_OPTION_END);
     else
         s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, &sa,
                                   MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
+                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+                                  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
     if (!s->mhd) {
         drv_apiserver_free(s);
         return drv_fail(d, DRV_EIO, "apiserver: cannot listen on 127.0.0.1");

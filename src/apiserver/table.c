@@ -143,15 +143,24 @@ static json_t *table_cells(int rt, json_t *o)
     json_t *c = json_array();
     json_array_append_new(c, json_string(srv_mstr(o, "name") ? srv_mstr(o, "name") : ""));
     if (rt == R_PODS) {
-        size_t nc = json_array_size(srv_path_get(o, "spec.containers"));
-        char ready[32];
-        snprintf(ready, sizeof ready, "0/%zu", nc);
+        /* (as the real server prints a pod: ready containers of all, restarts summed) */
+        size_t nc = json_array_size(srv_path_get(o, "spec.containers")), nready = 0, i;
+        json_int_t restarts = 0;
+        json_t *cs;
+        json_array_foreach(srv_path_get(o, "status.containerStatuses"), i, cs)
+        {
+            nready += json_is_true(json_object_get(cs, "ready"));
+            restarts += json_integer_value(json_object_get(cs, "restartCount"));
+        }
+        char ready[32], nrestarts[32];
+        snprintf(ready, sizeof ready, "%zu/%zu", nready, nc);
+        snprintf(nrestarts, sizeof nrestarts, "%lld", (long long)restarts);
         json_array_append_new(c, json_string(ready));
         const char *phase = srv_mstr(o, "deletionTimestamp")
                                 ? "Terminating"
                                 : srv_str_or(srv_path_get(o, "status.phase"), "Pending");
         json_array_append_new(c, json_string(phase));
-        json_array_append_new(c, json_string("0"));
+        json_array_append_new(c, json_string(nrestarts));
         json_array_append_new(c, json_string(a));
         json_array_append_new(c,
                               json_string(srv_str_or(srv_path_get(o, "status.podIP"), "<none>")));

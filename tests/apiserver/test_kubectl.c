@@ -123,6 +123,24 @@ static void read_objects(void)
     kc_expect(rc == 0 && strstr(out, "\"replicas\": 2"), "kubectl get trainingjob -o json", out);
 }
 
+/* A pod's printed READY and RESTARTS come from its container statuses, as the real server
+ * prints them (the playground's running pods showed 0/1). */
+static void pod_status_printed(void)
+{
+    const char *path = "/api/v1/namespaces/default/pods/kc-pod";
+    int rc = write_status(out, sizeof out, "pod", "kc-pod", path,
+                          "{\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":"
+                          "\"main\",\"image\":\"busybox:1.36\",\"imageID\":\"\",\"ready\":true,"
+                          "\"started\":true,\"restartCount\":2,\"state\":{\"running\":{}}}]}}");
+    kc_expect(rc == 0, "kubectl: pod status written", out);
+    rc = kc_run(out, sizeof out, "get pod kc-pod --no-headers");
+    char name[64] = "", ready[16] = "", phase[32] = "", restarts[32] = "";
+    sscanf(out, "%63s %15s %31s %31s", name, ready, phase, restarts);
+    kc_expect(rc == 0 && !strcmp(ready, "1/1") && !strcmp(phase, "Running") &&
+                  !strcmp(restarts, "2"),
+              "kubectl get pod: READY 1/1, RESTARTS 2 from containerStatuses", out);
+}
+
 /* A TrainingJob's status written, then refused with a stale resourceVersion. */
 static void trainingjob_status(void)
 {
@@ -275,6 +293,7 @@ int main(void)
     create_objects();
     read_objects();
     trainingjob_status();
+    pod_status_printed();
     podgroup_crd(src);
     queue_crd(src);
     select_watch_delete();

@@ -349,22 +349,44 @@ static void own_pod_gone(ctrl_mirror *m, int32_t s, double t)
         job_placeable(m, job, t);
 }
 
+/* Whether the pod event of slot s, its pod on the state's node `node` (-1: unbound), echoes
+ * what the controller sent in the state it expects at that step:
+ * - bound where the mirror has it, or where a creation still out puts it (whose answer, when
+ *   it succeeds, changes the record in the same way without a cycle);
+ * - bound where a binding still out puts it (the binding's echo, before its answer);
+ * - --bind-mode=binding: unbound, created for the node the state placed it on (p->want) with
+ *   its creation still out, or with its creation answered and its binding there still out.
+ * Anything else (unbound elsewhere, bound where nothing sent it) is a change. */
+static bool echoes(const ctrl_mirror *m, int32_t s, const drv_kpod *kp, int32_t node)
+{
+    const pod_record *p = &m->pods[s];
+    int32_t at = m->st.pods[s].node;
+    bool creating = p->presence == POD_ABSENT && p->inflight == REQ_CREATE;
+    bool binding = p->presence == POD_PRESENT && p->inflight == REQ_BIND && p->api_node < 0;
+    if (at < 0)
+        return false;
+    if (node >= 0)
+        return at == node && p->want < 0 &&
+               (p->presence == POD_PRESENT
+                    ? p->api_node == node || (binding && p->inflight_node == node)
+                    : creating && p->inflight_node == node);
+    if (kp->node) /* (bound to a node the mirror does not know) */
+        return false;
+    return (creating && p->inflight_node < 0 && p->want == at) ||
+           (binding && p->inflight_node == at && p->want < 0);
+}
+
 /* Whether kp, a live pod of slot s on the state's node `node`, only confirms what the mirror
- * has or assumed: the pod as it is known (or the one being created there, whose answer, when
- * it succeeds, changes the record in the same way without a cycle), in the same phase, not
- * finished (its exit code matters only once it is), with the same restarts and address, bound
- * where the state has it. Such an event (the watch's echo of each pod Drover creates) calls
- * for no cycle: nothing a cycle reads changes. */
+ * has or assumed: an echo of what was sent (echoes), in the same phase, not finished (its exit
+ * code matters only once it is), with the same restarts and address. Such an event (the
+ * watch's echo of each pod Drover creates or binds) calls for no cycle: nothing a cycle reads
+ * changes. */
 static bool confirms(const ctrl_mirror *m, int32_t s, const drv_kpod *kp, int32_t node)
 {
     const pod_record *p = &m->pods[s];
-    bool known =
-        p->presence == POD_PRESENT
-            ? p->api_node == node
-            : p->presence == POD_ABSENT && p->inflight == REQ_CREATE && p->inflight_node == node;
-    return known && node >= 0 && m->st.pods[s].node == node && p->want < 0 && !kp->deleting &&
-           !ctrl_pod_terminal(kp->phase) && p->phase == kp->phase && p->restarts == kp->restarts &&
-           p->ip_family == kp->ip_family && !memcmp(p->ip, kp->ip, sizeof p->ip);
+    return echoes(m, s, kp, node) && !kp->deleting && !ctrl_pod_terminal(kp->phase) &&
+           p->phase == kp->phase && p->restarts == kp->restarts && p->ip_family == kp->ip_family &&
+           !memcmp(p->ip, kp->ip, sizeof p->ip);
 }
 
 int64_t ctrl_mirror_api_cpu_limit(const ctrl_mirror *m, int32_t s)

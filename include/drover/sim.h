@@ -461,8 +461,31 @@ typedef struct drv_report_run {
     int32_t nnodes;
 } drv_report_run;
 
+/* summary-seeds.json (`drover sim --seeds A-B --out DIR`), read back for the page's "Over
+ * seeds" table. Metrics, in order: avg_jct_s, p95_jct_s, makespan_s, done. */
+enum { DRV_SEEDS_NMETRICS = 4 };
+typedef struct drv_seeds_row {
+    char policy[64];
+    double mean[DRV_SEEDS_NMETRICS], ci95[DRV_SEEDS_NMETRICS]; /* over the seeds */
+    bool has_diff;                                             /* false for the baseline */
+    double diff, diff_ci95; /* paired difference of avg_jct_s against the baseline, seconds */
+    int32_t lower;          /* seeds on which avg_jct_s was below the baseline's */
+} drv_seeds_row;
+typedef struct drv_report_seeds {
+    bool has;       /* the file was there and well formed */
+    char msg[512];  /* why it was not used, when it was there but malformed ("" otherwise) */
+    char seeds[96]; /* "1-10" or "1, 4, 9" */
+    int32_t nseeds;
+    char commit[48], baseline[64];
+    bool dirty;
+    char command[1024]; /* the words joined by spaces */
+    drv_seeds_row *rows;
+    int32_t n;
+} drv_report_seeds;
+
 typedef struct drv_report_data {
-    drv_summary *sum; /* summary.json, one per policy, in its order */
+    drv_report_seeds seeds; /* summary-seeds.json, when present */
+    drv_summary *sum;       /* summary.json, one per policy, in its order */
     drv_report_run *runs;
     int32_t n;
     drv_scenario scen;
@@ -472,6 +495,9 @@ typedef struct drv_report_data {
 /* Reads dir's files. Errors name the file, the line and what was expected. */
 int drv_report_load(drv_report_data *r, const char *dir, drv_diag *d);
 void drv_report_data_fini(drv_report_data *r);
+/* Reads dir/summary-seeds.json into *s when it is there. Never fails the report: a malformed
+ * file leaves s->has false and s->msg naming the file and the field. */
+void drv_report_seeds_load(drv_report_seeds *s, const char *dir);
 
 /* ---- plots and the report page (plot.c) ---------------------------------------------------- */
 

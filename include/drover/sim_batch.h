@@ -50,6 +50,7 @@ enum drv_ci_metric {
     DRV_CI_GPU_UTIL,
     DRV_CI_PREEMPTIONS,
     DRV_CI_MIGRATIONS,
+    DRV_CI_DONE, /* jobs finished: last, so the CSV's earlier columns keep their places */
     DRV_CI_NMETRICS
 };
 

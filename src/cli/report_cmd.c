@@ -14,8 +14,9 @@ const cli_command report_command = {
     .max_args = 1,
     .about = "Redraws the plots (jct-cdf, utilisation, queue, gantt-<policy>; SVG and PNG) and\n"
              "index.html in DIR from the files `drover sim --out DIR` wrote there: summary.json,\n"
-             "scenario.json, jobs-*.csv, timeline-*.csv and placements-*.csv. Nothing is "
-             "simulated.\n",
+             "scenario.json, jobs-*.csv, timeline-*.csv and placements-*.csv, and\n"
+             "summary-seeds.json after --seeds (the page's multi-seed table; when malformed,\n"
+             "a warning and no table). Nothing is simulated.\n",
     .footer = "Exit status: 0 done; 1 gnuplot is missing or failed (index.html is still written);\n"
               "2 a file is missing or malformed (reported as file:line: what was expected).\n",
 };
@@ -31,6 +32,8 @@ int cli_render_dir(const char *dir, const char *who, bool *skipped)
         return rc == DRV_ENOMEM || rc == DRV_EIO ? EXIT_RUN : EXIT_USAGE;
     }
     int status = 0;
+    if (r.seeds.msg[0])
+        fprintf(stderr, "%s: %s; the page has no multi-seed table\n", who, r.seeds.msg);
     rc = drv_plot_render(dir, &r, &d);
     if (rc == DRV_ENOENT) {
         fprintf(stderr,

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -449,6 +450,23 @@ static int write_out_dir(const sim_opts *o, const sim_inputs *in, const drv_summ
     return cli_render_dir(o->out, "drover", skipped) ? EXIT_RUN : 0;
 }
 
+/* --out's multi-seed files, before the page that shows them: written with --seeds, else removed
+ * (a page drawn from this run must not show an earlier run's seeds). 0 or the exit status. */
+static int out_seeds(const sim_opts *o, const sim_inputs *in, const drv_summary *sums)
+{
+    if (in->nseeds > 1)
+        return sim_seeds_files(o, in, sums);
+    for (int k = 0; k < 2; k++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", o->out, k ? "seeds.csv" : "summary-seeds.json");
+        if (unlink(path) != 0 && errno != ENOENT) {
+            fprintf(stderr, "drover: %s: cannot remove: %s\n", path, strerror(errno));
+            return EXIT_RUN;
+        }
+    }
+    return 0;
+}
+
 /* The comparison on stdout, in --format. */
 static void print_comparison(const sim_opts *o, const sim_inputs *in, const drv_summary *sums,
                              const char *desc, bool skipped)
@@ -523,7 +541,9 @@ static int simulate(const sim_opts *o, const sim_inputs *in)
              : o->cluster ? o->cluster
                           : "built-in cluster");
     bool skipped = false;
-    status = o->out ? write_out_dir(o, in, sums, desc, &skipped) : 0;
+    status = o->out ? out_seeds(o, in, sums) : 0;
+    if (status == 0 && o->out)
+        status = write_out_dir(o, in, sums, desc, &skipped);
     if (status == 0 && in->nseeds > 1)
         status = sim_report_seeds(o, in, sums, desc);
     else if (status == 0)

@@ -63,8 +63,11 @@ int sim_open_source(const sim_opts *o, const sim_inputs *in, drv_jobsource *src,
 /* What the --out files record beyond the results: model names, seed, profiles, input files. */
 drv_report_meta sim_report_meta(const sim_opts *o, const sim_inputs *in);
 
-/* --seeds: each policy's mean and interval over the seeds, on stdout in --format, and with
- * --out in summary-seeds.json. sums is [seed * nprof + policy]. Returns 0 or the exit status. */
+/* --seeds with --out: summary-seeds.json and seeds.csv, written before the page that shows them.
+ * sums is [seed * nprof + policy]. Returns 0 or the exit status (the message printed). */
+int sim_seeds_files(const sim_opts *o, const sim_inputs *in, const drv_summary *sums);
+/* --seeds: each policy's mean and interval over the seeds and the paired differences, on stdout
+ * in --format. Returns 0 or the exit status. */
 int sim_report_seeds(const sim_opts *o, const sim_inputs *in, const drv_summary *sums,
                      const char *desc);
 

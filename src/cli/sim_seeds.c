@@ -9,9 +9,11 @@
  *     removes what the seeds share (the same jobs for both), so a difference can be clear when
  *     the two intervals overlap. Example: JCTs of 10, 20, 30 min against 12, 22, 32 give a
  *     difference of -2 ± 0 min, where the intervals (20 ± 24.8 and 22 ± 24.8) say nothing;
- *   - with --out: seeds.csv (summary.csv's columns, one row per seed and policy, seed first) and
- *     summary-seeds.json: the provenance summary.json has (version, commit, dirty tree), the
- *     command, the seeds, the baseline, the intervals and the paired differences.
+ *   - with --out (sim_seeds_files, before the page is drawn: it shows them): seeds.csv
+ * (summary.csv's columns, one row per seed and policy, seed first) and summary-seeds.json: the
+ * provenance summary.json has (version, commit, dirty tree), the command, the seeds, the baseline,
+ * the intervals and the paired differences (each with "lower": on how many seeds the policy was
+ * below the baseline).
  */
 #include "sim_cmd.h"
 
@@ -48,6 +50,16 @@ static int baseline_of(const sim_inputs *in)
         if (strcmp(in->prof[p].name, DRV_REPORT_BASELINE) == 0)
             return p;
     return 0;
+}
+
+/* The seeds on which policy p's metric m was below b's. */
+static int paired_lower(const sim_inputs *in, const drv_summary *sums, int p, int b, int m)
+{
+    int lower = 0;
+    for (int k = 0; k < in->nseeds; k++)
+        lower +=
+            paired_metric(&sums[k * in->nprof + p], m) < paired_metric(&sums[k * in->nprof + b], m);
+    return lower;
 }
 
 /* Policy p's paired difference against b for metric m: mean and 95 % half-width. */
@@ -131,8 +143,8 @@ static void seeds_json(FILE *f, const sim_opts *o, const sim_inputs *in, const d
         json_str(f, in->prof[p].name);
         for (int m = 0; m < NPAIRED; m++) {
             drv_interval v = paired(in, sums, p, b, m);
-            fprintf(f, ", \"%s\": {\"mean\": %.17g, \"ci95\": %.17g}", PAIRED[m].name, v.mean,
-                    v.half);
+            fprintf(f, ", \"%s\": {\"mean\": %.17g, \"ci95\": %.17g, \"lower\": %d}",
+                    PAIRED[m].name, v.mean, v.half, paired_lower(in, sums, p, b, m));
         }
         fprintf(f, "}");
     }
@@ -201,8 +213,8 @@ static int write_csv(FILE *f, const void *arg)
     return seeds_csv(f, s->in, s->sums) != 0 || ferror(f) ? -1 : 0;
 }
 
-int sim_report_seeds(const sim_opts *o, const sim_inputs *in, const drv_summary *sums,
-                     const char *desc)
+/* Each policy's intervals over the seeds (the caller frees), or NULL with the message printed. */
+static drv_summary_ci *seeds_ci(const sim_inputs *in, const drv_summary *sums)
 {
     drv_summary_ci *ci = drv_calloc((size_t)in->nprof, sizeof *ci);
     drv_summary *runs = drv_calloc((size_t)in->nseeds, sizeof *runs);
@@ -210,19 +222,38 @@ int sim_report_seeds(const sim_opts *o, const sim_inputs *in, const drv_summary 
         drv_free(ci);
         drv_free(runs);
         fprintf(stderr, "drover: out of memory\n");
-        return EXIT_RUN;
+        return NULL;
     }
     for (int p = 0; p < in->nprof; p++) {
         for (int k = 0; k < in->nseeds; k++)
             runs[k] = sums[k * in->nprof + p];
         drv_summary_ci_compute(runs, in->nseeds, &ci[p]);
     }
-    int b = baseline_of(in);
-    seeds_out so = {o, in, sums, ci, b};
-    int status = 0;
-    if (o->out && (status = write_file(o->out, "summary-seeds.json", write_json, &so)) == 0)
+    drv_free(runs);
+    return ci;
+}
+
+int sim_seeds_files(const sim_opts *o, const sim_inputs *in, const drv_summary *sums)
+{
+    drv_summary_ci *ci = seeds_ci(in, sums);
+    if (!ci)
+        return EXIT_RUN;
+    seeds_out so = {o, in, sums, ci, baseline_of(in)};
+    int status = write_file(o->out, "summary-seeds.json", write_json, &so);
+    if (status == 0)
         status = write_file(o->out, "seeds.csv", write_csv, &so);
-    if (status == 0 && strcmp(o->format, "json") == 0) {
+    drv_free(ci);
+    return status;
+}
+
+int sim_report_seeds(const sim_opts *o, const sim_inputs *in, const drv_summary *sums,
+                     const char *desc)
+{
+    drv_summary_ci *ci = seeds_ci(in, sums);
+    if (!ci)
+        return EXIT_RUN;
+    int b = baseline_of(in), status = 0;
+    if (strcmp(o->format, "json") == 0) {
         drv_report_ci_json(stdout, ci, in->nprof);
     } else if (status == 0 && strcmp(o->format, "csv") == 0) {
         drv_report_ci_csv(stdout, ci, in->nprof);
@@ -233,10 +264,10 @@ int sim_report_seeds(const sim_opts *o, const sim_inputs *in, const drv_summary 
             paired_table(stdout, in, sums, b);
         if (o->out)
             printf("\nwrote %s/summary-seeds.json and seeds.csv (each seed's row per policy); "
-                   "the other files and the report page are of seed %llu\n",
+                   "index.html shows them; the other files, the plots and the rest of the page "
+                   "are of seed %llu\n",
                    o->out, (unsigned long long)in->seeds[0]);
     }
     drv_free(ci);
-    drv_free(runs);
     return status;
 }

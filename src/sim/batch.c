@@ -111,8 +111,8 @@ int drv_sim_batch_run(drv_sim_task *tasks, int n, int threads)
 
 /* The metrics' names in the CSV and JSON outputs (their columns and keys). */
 static const char *const metric_names[DRV_CI_NMETRICS] = {
-    "avg_jct_s",  "p50_jct_s", "p95_jct_s", "p99_jct_s",   "makespan_s",
-    "avg_wait_s", "cpu_util",  "gpu_util",  "preemptions", "migrations"};
+    "avg_jct_s", "p50_jct_s", "p95_jct_s",   "p99_jct_s",  "makespan_s", "avg_wait_s",
+    "cpu_util",  "gpu_util",  "preemptions", "migrations", "done"};
 
 double drv_t95(int df)
 {
@@ -152,6 +152,8 @@ static double metric(const drv_summary *s, int m)
         return (double)s->preemptions;
     case DRV_CI_MIGRATIONS:
         return (double)s->migrations;
+    case DRV_CI_DONE:
+        return s->done;
     default:
         return NAN;
     }

@@ -251,9 +251,70 @@ static void html_queues(FILE *f, const drv_report_data *r)
     fputs("</tbody></table>\n", f);
 }
 
+/* A cell "mean ± half-width", in minutes when minutes is true; sign forces a + on positives. */
+static void html_pm(FILE *f, double mean, double half, bool minutes, bool sign)
+{
+    double s = minutes ? 1 / 60.0 : 1;
+    if (!isfinite(mean) || !isfinite(half))
+        fputs("<td>-</td>", f);
+    else
+        fprintf(f, sign ? "<td>%+.1f &plusmn; %.1f</td>" : "<td>%.1f &plusmn; %.1f</td>", mean * s,
+                half * s);
+}
+
+/* The "Over seeds" section from summary-seeds.json: its provenance, each policy's mean ± 95 %
+ * interval over the seeds, and its paired difference against the baseline. */
+static void html_seeds(FILE *f, const drv_report_seeds *s)
+{
+    if (!s->has) {
+        if (s->msg[0]) {
+            fputs("<p class=\"note\">No multi-seed table: ", f);
+            html_text(f, s->msg);
+            fputs("</p>\n", f);
+        }
+        return;
+    }
+    fputs("<h2 id=\"seeds\">Over seeds ", f);
+    html_text(f, s->seeds);
+    fprintf(f,
+            "</h2>\n<p>%d seeds, each its own workload and noise; the sections below are of "
+            "the first seed alone. Commit <code>",
+            s->nseeds);
+    html_text(f, s->commit);
+    fprintf(f, "</code>%s; command: <code>", s->dirty ? " (tree dirty)" : "");
+    html_text(f, s->command);
+    fputs("</code>.</p>\n<table>\n<thead><tr><th>policy</th><th>avg JCT (min)</th>"
+          "<th>p95 JCT (min)</th><th>makespan (min)</th><th>done (jobs)</th>"
+          "<th>avg JCT &minus; ",
+          f);
+    html_text(f, s->baseline);
+    fputs(" (min)</th><th>avg JCT lower</th></tr></thead>\n<tbody>\n", f);
+    for (int32_t i = 0; i < s->n; i++) {
+        const drv_seeds_row *row = &s->rows[i];
+        fputs("<tr><td>", f);
+        html_text(f, row->policy);
+        fputs("</td>", f);
+        for (int m = 0; m < DRV_SEEDS_NMETRICS; m++)
+            html_pm(f, row->mean[m], row->ci95[m], m < DRV_SEEDS_NMETRICS - 1, false);
+        if (row->has_diff) {
+            html_pm(f, row->diff, row->diff_ci95, true, true);
+            fprintf(f, "<td>on %d of %d</td></tr>\n", row->lower, s->nseeds);
+        } else {
+            fputs("<td>baseline</td><td></td></tr>\n", f);
+        }
+    }
+    fputs("</tbody></table>\n<p class=\"note\">Mean &plusmn; half-width of the 95 % confidence "
+          "interval over the seeds (Student&#39;s t). The difference is paired: per seed the "
+          "policy&#39;s average JCT minus the baseline&#39;s on the same jobs, then their mean and "
+          "interval; <em>lower</em> counts the seeds on which the policy&#39;s was below.</p>\n",
+          f);
+}
+
 static void html_nav(FILE *f, const drv_report_data *r, bool plots)
 {
     fputs("<nav><a href=\"#summary\">Summary</a>", f);
+    if (r->seeds.has)
+        fputs("<a href=\"#seeds\">Over seeds</a>", f);
     if (has_queues(r))
         fputs("<a href=\"#queues\">Queues</a>", f);
     if (plots)
@@ -384,6 +445,7 @@ void drv_report_page(FILE *f, const drv_report_data *r, bool plots)
         html_text(f, r->sum[baseline].policy);
         fputs("</b> (baseline).</p>\n", f);
     }
+    html_seeds(f, &r->seeds);
     if (has_queues(r))
         html_queues(f, r);
     if (!plots)
@@ -395,9 +457,13 @@ void drv_report_page(FILE *f, const drv_report_data *r, bool plots)
     fputs("<h2 id=\"policies\">Policies</h2>\n", f);
     for (int32_t i = 0; i < r->n; i++)
         html_policy(f, r, i, plots, gpu, best, baseline);
-    fputs("<h2 id=\"data\">Data</h2>\n<p><a href=\"summary.json\">summary.json</a> (with the "
-          "profiles, seed, version and input checksums), <a href=\"summary.csv\">summary.csv</a>, "
-          "<a href=\"scenario.json\">scenario.json</a>; per policy in its section. Formats: "
-          "docs/formats.md and docs/reports.md in the Drover sources.</p>\n</body>\n</html>\n",
-          f);
+    fprintf(
+        f,
+        "<h2 id=\"data\">Data</h2>\n<p><a href=\"summary.json\">summary.json</a> (with the "
+        "profiles, seed, version and input checksums), <a href=\"summary.csv\">summary.csv</a>, "
+        "<a href=\"scenario.json\">scenario.json</a>%s; per policy in its section. Formats: "
+        "docs/formats.md and docs/reports.md in the Drover sources.</p>\n</body>\n</html>\n",
+        r->seeds.has ? ", <a href=\"summary-seeds.json\">summary-seeds.json</a> and "
+                       "<a href=\"seeds.csv\">seeds.csv</a> (every seed)"
+                     : "");
 }

@@ -668,6 +668,8 @@ int drv_report_load(drv_report_data *r, const char *dir, drv_diag *d)
     }
     if (rc)
         drv_report_data_fini(r);
+    else
+        drv_report_seeds_load(&r->seeds, dir);
     return rc;
 }
 
@@ -691,5 +693,6 @@ void drv_report_data_fini(drv_report_data *r)
     }
     drv_free(r->runs);
     drv_free(r->sum);
+    drv_free(r->seeds.rows);
     memset(r, 0, sizeof *r);
 }

@@ -96,6 +96,67 @@ expect_status bad-header 2 "$drover" report "$tmp/bad4"
 grep -q "placements-gang-fifo.csv:1: expected a column 'node' in the header" "$tmp/err"
 check bad-header-message $?
 
+# --seeds with --out: the page's "Over seeds" table. Its cells are recomputed here from
+# seeds.csv (mean and 95 % interval with Student's t for 2 degrees of freedom, 4.303; the paired
+# difference of avg JCT against k8s-default, and the seeds on which it is lower), in minutes.
+expect_status seeds-page 0 env PATH="$tmp/empty-path" "$drover" sim --seeds 1-3 \
+    --policy gang-fifo,k8s-default --out "$tmp/seeds"
+rows=$(awk -F, '
+function pm(sum, sq, n, s, sign,    m, h) {
+    m = sum / n; h = 4.303 * sqrt((sq - n * m * m) / (n - 1)) / sqrt(n)
+    return sprintf(sign ? "<td>%+.1f &plusmn; %.1f</td>" : "<td>%.1f &plusmn; %.1f</td>", m * s, h * s)
+}
+NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+{
+    p = $2; pol[p] = 1; n[p]++
+    split("avg_jct_s p95_jct_s makespan_s done", k, " ")
+    for (i = 1; i <= 4; i++) { v = $col[k[i]]; sum[p, i] += v; sq[p, i] += v * v }
+    jct[p, $1] = $col["avg_jct_s"]; seeds[$1] = 1
+}
+END {
+    for (p in pol) {
+        row = "<tr><td>" p "</td>"
+        for (i = 1; i <= 4; i++) row = row pm(sum[p, i], sq[p, i], n[p], i < 4 ? 1 / 60 : 1, 0)
+        if (p == "k8s-default") { print row "<td>baseline</td><td></td></tr>"; continue }
+        ds = 0; dq = 0; lower = 0
+        for (s in seeds) {
+            d = jct[p, s] - jct["k8s-default", s]; ds += d; dq += d * d; lower += d < 0
+        }
+        print row pm(ds, dq, 3, 1 / 60, 1) "<td>on " lower " of 3</td></tr>"
+    }
+}' "$tmp/seeds/seeds.csv")
+ok=0
+[ "$(echo "$rows" | wc -l)" -eq 2 ] || ok=1
+echo "$rows" | while IFS= read -r row; do
+    grep -qF "$row" "$tmp/seeds/index.html" || { echo "  not on the page: $row" >&2; exit 1; }
+done || ok=1
+grep -q '<h2 id="seeds">Over seeds 1-3</h2>' "$tmp/seeds/index.html" &&
+    grep -q 'command: <code>drover sim --seeds 1-3 --policy gang-fifo,k8s-default --out ' "$tmp/seeds/index.html" &&
+    grep -qF "Commit <code>$(sed 's/.*"drover_commit": "\([^"]*\)".*/\1/;t;d' "$tmp/seeds/summary-seeds.json")</code>" "$tmp/seeds/index.html" || ok=1
+check seeds-page-table $ok
+# `drover report` redraws it; the old array form or a missing field: the file and the field
+# named, the page drawn without the table.
+cp "$tmp/seeds/index.html" "$tmp/seeds-page.html"
+expect_status seeds-report 1 env PATH="$tmp/empty-path" "$drover" report "$tmp/seeds"
+cmp -s "$tmp/seeds/index.html" "$tmp/seeds-page.html"
+check seeds-report-same-page $?
+sed -i 's/"baseline"/"base"/' "$tmp/seeds/summary-seeds.json"
+expect_status seeds-bad-field 1 env PATH="$tmp/empty-path" "$drover" report "$tmp/seeds"
+grep -q 'summary-seeds.json: "baseline": expected a policy name; the page has no multi-seed table' "$tmp/err" &&
+    ! grep -q 'id="seeds"' "$tmp/seeds/index.html" && grep -q 'No multi-seed table: ' "$tmp/seeds/index.html" &&
+    grep -q '<h2 id="summary">' "$tmp/seeds/index.html"
+check seeds-bad-field $?
+echo '[{"policy": "gang-fifo", "runs": 3}]' >"$tmp/seeds/summary-seeds.json"
+expect_status seeds-old-array 1 env PATH="$tmp/empty-path" "$drover" report "$tmp/seeds"
+grep -q 'summary-seeds.json: expected an object with "seeds", "baseline", "policies" and "paired"' "$tmp/err" &&
+    ! grep -q 'id="seeds"' "$tmp/seeds/index.html"
+check seeds-old-array $?
+# a run of one seed into the same directory removes them: its page shows no earlier seeds
+expect_status seeds-then-one 0 env PATH="$tmp/empty-path" "$drover" sim --policy gang-fifo --out "$tmp/seeds"
+[ ! -e "$tmp/seeds/summary-seeds.json" ] && [ ! -e "$tmp/seeds/seeds.csv" ] &&
+    ! grep -q 'seeds' "$tmp/seeds/index.html"
+check seeds-then-one-seed $?
+
 if ! command -v gnuplot >/dev/null 2>&1; then
     echo "gnuplot not installed: skipping the checks of rendered plots"
     echo "$pass passed, $failed failed"

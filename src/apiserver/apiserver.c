@@ -452,22 +452,22 @@ int drv_apiserver_start(drv_apiserver **out, const drv_apiserver_opts *o, drv_di
     s->client_auth = o && o->tls_cert_pem && o->tls_key_pem && o->tls_client_ca_pem;
     if (s->client_auth) /* the trusted CA makes the daemon ask clients for a certificate */
         s->mhd = MHD_start_daemon(
-            flags | MHD_USE_TLS, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, &sa,
-            MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_HTTPS_MEM_KEY, o->tls_key_pem,
+            flags | MHD_USE_TLS, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+            NULL, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_HTTPS_MEM_KEY, o->tls_key_pem,
             MHD_OPTION_HTTPS_MEM_CERT, o->tls_cert_pem, MHD_OPTION_HTTPS_MEM_TRUST,
             o->tls_client_ca_pem, MHD_OPTION_END);
     else if (o && o->tls_cert_pem && o->tls_key_pem)
         s->mhd = MHD_start_daemon(
-            flags | MHD_USE_TLS, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, &sa,
-            MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_HTTPS_MEM_KEY, o->tls_key_pem,
+            flags | MHD_USE_TLS, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+            NULL, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_HTTPS_MEM_KEY, o->tls_key_pem,
             MHD_OPTION_HTTPS_MEM_CERT, o->tls_cert_pem, MHD_OPTION_END);
     else
-        s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, &sa,
+        s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER,
+                                  mhd_log, NULL, MHD_OPTION_SOCK_ADDR, &sa,
                                   MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-                                  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
     if (!s->mhd) {
         drv_apiserver_free(s);
         return drv_fail(d, DRV_EIO, "apiserver: cannot listen on 127.0.0.1");

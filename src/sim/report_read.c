@@ -521,7 +521,7 @@ static int load_jobs(drv_report_run *run, const char *path, drv_diag *d)
     int32_t cap = 0, capn = 0, capu = 0, capw = 0;
     node_index ix = {NULL, 0};
     while ((rc = drv_csv_next(&c, d)) == 1) {
-        double jct = 0;  /* (set by drv_csv_num; initialised for -O3's flow analysis) */
+        double jct = 0; /* (set by drv_csv_num; initialised for -O3's flow analysis) */
         int32_t user = 0;
         if ((rc = drv_csv_num(&c, 1, true, &jct, d)) != 0 ||
             (rc = csv_name(&c, 0, DRV_JOB_NAME_MAX, d)) != 0 ||

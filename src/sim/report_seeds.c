@@ -15,8 +15,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *const metric_keys[DRV_SEEDS_NMETRICS] = {"avg_jct_s", "p95_jct_s",
-                                                            "makespan_s", "done"};
+static const char *const metric_keys[DRV_SEEDS_NMETRICS] = {"avg_jct_s", "p95_jct_s", "makespan_s",
+                                                            "done"};
 
 /* o[key] as {"mean": number, "ci95": number}; false when it is not that. */
 static bool get_interval(json_t *o, const char *key, double *mean, double *ci95)
@@ -85,8 +85,8 @@ static const char *load_provenance(drv_report_seeds *s, json_t *root)
         if (!json_is_string(w))
             return "\"command\": expected an array of strings";
         if (len < sizeof s->command)
-            len += (size_t)snprintf(s->command + len, sizeof s->command - len, "%s%s",
-                                    i ? " " : "", json_string_value(w));
+            len += (size_t)snprintf(s->command + len, sizeof s->command - len, "%s%s", i ? " " : "",
+                                    json_string_value(w));
     }
     return NULL;
 }
@@ -117,9 +117,8 @@ static const char *load_row(drv_report_seeds *s, json_t *pol, json_t *paired, in
             continue;
         json_t *lower = json_object_get(json_object_get(p, "avg_jct_s"), "lower");
         snprintf(field, fsize, "\"paired\"[%zu] \"avg_jct_s\"", k);
-        if (!get_interval(p, "avg_jct_s", &row->diff, &row->diff_ci95) ||
-            !json_is_integer(lower) || json_integer_value(lower) < 0 ||
-            json_integer_value(lower) > s->nseeds)
+        if (!get_interval(p, "avg_jct_s", &row->diff, &row->diff_ci95) || !json_is_integer(lower) ||
+            json_integer_value(lower) < 0 || json_integer_value(lower) > s->nseeds)
             return "expected {\"mean\": number, \"ci95\": number, \"lower\": seeds below the "
                    "baseline}";
         row->has_diff = true;
@@ -173,8 +172,8 @@ void drv_report_seeds_load(drv_report_seeds *s, const char *dir)
     drv_diag d = {{0}};
     char *text = NULL;
     size_t len;
-    if (drv_file_read_max(path, DRV_MAX_REPORT_JSON, "a JSON file of a report", &text, &len,
-                          &d) != 0) {
+    if (drv_file_read_max(path, DRV_MAX_REPORT_JSON, "a JSON file of a report", &text, &len, &d) !=
+        0) {
         snprintf(s->msg, sizeof s->msg, "%s", d.msg);
         return;
     }

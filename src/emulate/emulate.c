@@ -330,8 +330,11 @@ static void set_condition(json_t *conds, const char *type, const char *status, c
     json_array_append_new(conds, n);
 }
 
-/* Checks the object is still the pod we track; prepares status and its conditions. */
-static int pod_prologue(json_t *obj, pod_arg *a, json_t **status, json_t **conds)
+/* Checks the object is still the pod we track, in phase want (else DRV_EEXIST: nothing to
+ * do); prepares status and its conditions, and now (RFC 3339, NOW_LEN bytes) from a->now. */
+enum { NOW_LEN = 32 };
+static int pod_prologue(json_t *obj, pod_arg *a, int want, json_t **status, json_t **conds,
+                        char *now)
 {
     json_t *meta = json_object_get(obj, "metadata");
     const char *uid = json_string_value(json_object_get(meta, "uid"));
@@ -352,6 +355,9 @@ static int pod_prologue(json_t *obj, pod_arg *a, json_t **status, json_t **conds
         if (json_object_set_new(*status, "conditions", *conds))
             return DRV_ENOMEM;
     }
+    if (a->phase_seen != want)
+        return DRV_EEXIST;
+    drv_time_rfc3339(now, NOW_LEN, a->now, false);
     return 0;
 }
 
@@ -359,13 +365,10 @@ static int mut_running(json_t *obj, void *arg)
 {
     pod_arg *a = arg;
     json_t *status, *conds;
-    int rc = pod_prologue(obj, a, &status, &conds);
+    char now[NOW_LEN];
+    int rc = pod_prologue(obj, a, DRV_KPOD_PENDING, &status, &conds, now);
     if (rc)
         return rc;
-    if (a->phase_seen != DRV_KPOD_PENDING)
-        return DRV_EEXIST;
-    char now[32];
-    drv_time_rfc3339(now, sizeof now, a->now, false);
     json_object_set_new(status, "phase", json_string("Running"));
     json_object_set_new(status, "startTime", json_string(now));
     set_condition(conds, "Initialized", "True", NULL, now);
@@ -393,13 +396,10 @@ static int mut_ended(json_t *obj, void *arg)
 {
     pod_arg *a = arg;
     json_t *status, *conds;
-    int rc = pod_prologue(obj, a, &status, &conds);
+    char now[NOW_LEN];
+    int rc = pod_prologue(obj, a, DRV_KPOD_RUNNING, &status, &conds, now);
     if (rc)
         return rc;
-    if (a->phase_seen != DRV_KPOD_RUNNING)
-        return DRV_EEXIST;
-    char now[32];
-    drv_time_rfc3339(now, sizeof now, a->now, false);
     bool ok = a->exit_code == 0;
     json_object_set_new(status, "phase", json_string(ok ? "Succeeded" : "Failed"));
     set_condition(conds, "Ready", "False", ok ? "PodCompleted" : "PodFailed", now);
@@ -428,16 +428,13 @@ static int mut_restarted(json_t *obj, void *arg)
 {
     pod_arg *a = arg;
     json_t *status, *conds;
-    int rc = pod_prologue(obj, a, &status, &conds);
+    char now[NOW_LEN];
+    int rc = pod_prologue(obj, a, DRV_KPOD_RUNNING, &status, &conds, now);
     if (rc)
         return rc;
-    if (a->phase_seen != DRV_KPOD_RUNNING)
-        return DRV_EEXIST;
     json_t *c = json_array_get(json_object_get(status, "containerStatuses"), 0);
     if (!c)
         return DRV_EEXIST; /* (not one the emulator started) */
-    char now[32];
-    drv_time_rfc3339(now, sizeof now, a->now, false);
     const char *started = json_string_value(
         json_object_get(json_object_get(json_object_get(c, "state"), "running"), "startedAt"));
     json_t *last =

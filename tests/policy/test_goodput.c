@@ -17,6 +17,9 @@
  *  - with Pollux's change price (delay=D) no running job grows while its age is at most D times
  *    its restarts (the price is 0 there, and rises with age); with delay=0 some do, on the same
  *    jobs (the check can fail);
+ *  - with the default change price (penalty = 0.2) no running job grows to 1.25 times its
+ *    workers or fewer (its speed-up must rise by 1 / 0.8); with penalty=0 some do (the check can
+ *    fail);
  *  - the drover profile gives every job the same start, end, restarts and workers whether the
  *    simulator skips quiet cycles or runs every one (docs/cycle.md, "Quiet cycles").
  */
@@ -458,6 +461,52 @@ static void test_change_price_falls_with_age(void **unused)
     assert_true(young_growth("delay=0", 1800, 1, 40, &grew) > 0);
 }
 
+/* Runs the first n jobs of workload w_no with admit=goodput(KNOBS) and counts, looking after
+ * every round (one round between two looks), the running jobs that grew to at most `ratio`
+ * times the workers they had: a growth the price of a change (`penalty`) forbids when a job's
+ * speed-up is at most linear in its GPUs (it must raise its speed-up by 1 / (1 - penalty)).
+ * *grew receives all growths of running jobs. */
+static int32_t small_growth(const char *knobs, double ratio, int w_no, int32_t n, int32_t *grew)
+{
+    drv_workload w = {0};
+    drv_cluster_spec c = {0};
+    drv_profile p;
+    drv_diag d = {{0}};
+    drv_sim *s = start_goodput(knobs, w_no, n, &w, &c, &p);
+    int32_t *last = calloc((size_t)w.n, sizeof *last), small = 0;
+    assert_non_null(last);
+    *grew = 0;
+    for (double t = 1; t < 2e5; t += DRV_POLLUX_ROUND) {
+        assert_int_equal(drv_sim_run_until(s, t, &d), 0);
+        const drv_state *st = drv_sim_state(s);
+        for (int32_t i = 0; i < st->njobs; i++) {
+            if (drv_state_job_released(st, i) || st->jobs[i].phase == DRV_JOB_FUTURE)
+                continue;
+            const drv_job *j = &st->jobs[i];
+            int32_t b = j->bound[DRV_ROLE_WORKER];
+            if (last[i] > 0 && b > last[i]) {
+                (*grew)++;
+                small += b <= ratio * last[i];
+            }
+            last[i] = j->phase == DRV_JOB_PENDING ? 0 : b; /* running: it pays the price */
+        }
+    }
+    assert_true(*grew > 0);
+    run_out(s, &c, &w, last);
+    return small;
+}
+
+/* The default price of a change (penalty = 0.2): a running job grows only when that raises its
+ * speed-up by 1 / 0.8 = 1.25, so never to 1.25 times its workers or fewer; with the price off
+ * (penalty=0) the same jobs do (the check can fail). */
+static void test_change_price_holds_small_growth(void **unused)
+{
+    (void)unused;
+    int32_t grew = 0;
+    assert_int_equal(small_growth("", 1.25, 2, 40, &grew), 0);
+    assert_true(small_growth("penalty=0", 1.25, 2, 40, &grew) > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -468,6 +517,7 @@ int main(void)
         cmocka_unit_test(test_online_reads_only_what_ran),
         cmocka_unit_test(test_compact_growth),
         cmocka_unit_test(test_change_price_falls_with_age),
+        cmocka_unit_test(test_change_price_holds_small_growth),
     };
     return cmocka_run_group_tests(tests, tu_models_setup, tu_models_teardown);
 }

@@ -413,17 +413,22 @@ static void test_compact_growth(void **unused)
 }
 
 /* Runs the first n jobs of workload w_no with admit=goodput(KNOBS) and counts, looking after
- * every round, the running jobs that grew while Pollux's change price with delay D was 0: age
- * (from submission, at the look: never before the decision) at most D times the restarts it had
- * at the look before. *grew receives all growths of running jobs. */
-static int32_t young_growth(const char *knobs, double delay, int w_no, int32_t n, int32_t *grew)
+ * every round (one round between two looks), the running jobs that grew
+ *  - while Pollux's change price with `delay` was 0: age (from submission, at the look: never
+ *    before the decision) at most delay times the restarts it had at the look before (delay < 0:
+ *    any age), and
+ *  - to at most `ratio` times the workers they had: a growth the price `penalty` forbids where a
+ *    job's speed-up is at most linear in its GPUs (it must raise it by 1 / (1 - penalty)).
+ * *grew receives all growths of running jobs. */
+static int32_t priced_growth(const char *knobs, double delay, double ratio, int w_no, int32_t n,
+                             int32_t *grew)
 {
     drv_workload w = {0};
     drv_cluster_spec c = {0};
     drv_profile p;
     drv_diag d = {{0}};
     drv_sim *s = start_goodput(knobs, w_no, n, &w, &c, &p);
-    int32_t *last = calloc((size_t)w.n * 2, sizeof *last), young = 0;
+    int32_t *last = calloc((size_t)w.n * 2, sizeof *last), count = 0;
     assert_non_null(last);
     int32_t *restarts = last + w.n;
     *grew = 0;
@@ -437,15 +442,16 @@ static int32_t young_growth(const char *knobs, double delay, int w_no, int32_t n
             int32_t b = j->bound[DRV_ROLE_WORKER];
             if (last[i] > 0 && b > last[i]) {
                 (*grew)++;
-                young += t - j->submit <= delay * restarts[i];
+                count +=
+                    (delay < 0 || t - j->submit <= delay * restarts[i]) && b <= ratio * last[i];
             }
-            last[i] = b;
+            last[i] = j->phase == DRV_JOB_PENDING ? 0 : b; /* running: it pays the price */
             restarts[i] = j->restarts;
         }
     }
     assert_true(*grew > 0);
     run_out(s, &c, &w, last);
-    return young;
+    return count;
 }
 
 /* Pollux's change price, max(age - restarts * delay, 0) / (age + delay), is 0 for a job no older
@@ -456,44 +462,9 @@ static void test_change_price_falls_with_age(void **unused)
 {
     (void)unused;
     int32_t grew = 0;
-    assert_int_equal(young_growth("delay=1800", 1800, 1, 40, &grew), 0);
+    assert_int_equal(priced_growth("delay=1800", 1800, INFINITY, 1, 40, &grew), 0);
     assert_true(grew > 0);
-    assert_true(young_growth("delay=0", 1800, 1, 40, &grew) > 0);
-}
-
-/* Runs the first n jobs of workload w_no with admit=goodput(KNOBS) and counts, looking after
- * every round (one round between two looks), the running jobs that grew to at most `ratio`
- * times the workers they had: a growth the price of a change (`penalty`) forbids when a job's
- * speed-up is at most linear in its GPUs (it must raise its speed-up by 1 / (1 - penalty)).
- * *grew receives all growths of running jobs. */
-static int32_t small_growth(const char *knobs, double ratio, int w_no, int32_t n, int32_t *grew)
-{
-    drv_workload w = {0};
-    drv_cluster_spec c = {0};
-    drv_profile p;
-    drv_diag d = {{0}};
-    drv_sim *s = start_goodput(knobs, w_no, n, &w, &c, &p);
-    int32_t *last = calloc((size_t)w.n, sizeof *last), small = 0;
-    assert_non_null(last);
-    *grew = 0;
-    for (double t = 1; t < 2e5; t += DRV_POLLUX_ROUND) {
-        assert_int_equal(drv_sim_run_until(s, t, &d), 0);
-        const drv_state *st = drv_sim_state(s);
-        for (int32_t i = 0; i < st->njobs; i++) {
-            if (drv_state_job_released(st, i) || st->jobs[i].phase == DRV_JOB_FUTURE)
-                continue;
-            const drv_job *j = &st->jobs[i];
-            int32_t b = j->bound[DRV_ROLE_WORKER];
-            if (last[i] > 0 && b > last[i]) {
-                (*grew)++;
-                small += b <= ratio * last[i];
-            }
-            last[i] = j->phase == DRV_JOB_PENDING ? 0 : b; /* running: it pays the price */
-        }
-    }
-    assert_true(*grew > 0);
-    run_out(s, &c, &w, last);
-    return small;
+    assert_true(priced_growth("delay=0", 1800, INFINITY, 1, 40, &grew) > 0);
 }
 
 /* The default price of a change (penalty = 0.2): a running job grows only when that raises its
@@ -503,8 +474,8 @@ static void test_change_price_holds_small_growth(void **unused)
 {
     (void)unused;
     int32_t grew = 0;
-    assert_int_equal(small_growth("", 1.25, 2, 40, &grew), 0);
-    assert_true(small_growth("penalty=0", 1.25, 2, 40, &grew) > 0);
+    assert_int_equal(priced_growth("", -1, 1.25, 2, 40, &grew), 0);
+    assert_true(priced_growth("penalty=0", -1, 1.25, 2, 40, &grew) > 0);
 }
 
 int main(void)

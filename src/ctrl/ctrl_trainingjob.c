@@ -37,6 +37,8 @@ static void job_record_init(job_record *jr, const ctrl_event *e, tj_record *t)
 {
     jr->ns = t->tj.ns;
     jr->name = t->tj.name;
+    memcpy(jr->ns_text, t->ns, sizeof jr->ns_text);
+    memcpy(jr->name_text, t->name, sizeof jr->name_text);
     snprintf(jr->uid, sizeof jr->uid, "%s", t->uid);
     jr->uid_id = t->uid_id;
     for (int r = 0; r < DRV_NROLES; r++) {
@@ -52,13 +54,12 @@ static void job_record_init(job_record *jr, const ctrl_event *e, tj_record *t)
     snprintf(jr->loss, sizeof jr->loss, "%s", t->tj.loss_metric);
 }
 
-/* Whether a TrainingJob of namespace ns (interned) naming scheduler (interned, 0: none) is
- * ours: our schedulerName, and our namespace when one is served. ns_out: ns as text. */
-static bool ours(ctrl_trainingjobs *t, int32_t ns, int32_t scheduler, char *ns_out, size_t n)
+/* Whether TrainingJob tj is ours: it names our schedulerName (or none), and is of our namespace
+ * when one is served. */
+static bool ours(const ctrl_trainingjobs *t, const tj_record *tj)
 {
-    ctrl_name_str(t->names, ns, ns_out, n);
-    return (!scheduler || scheduler == t->names->scheduler) &&
-           (!t->cfg->ns[0] || !strcmp(ns_out, t->cfg->ns));
+    return (!tj->tj.scheduler || tj->tj.scheduler == t->names->scheduler) &&
+           (!t->cfg->ns[0] || !strcmp(tj->ns, t->cfg->ns));
 }
 
 /* The state's job template of TrainingJob tj named key: its roles and steps, submitted now;
@@ -86,11 +87,10 @@ static int add_job(ctrl_trainingjobs *t, ctrl_event *e)
 {
     ctrl_mirror *m = t->mirror;
     tj_record *tj = e->tj;
-    char ns[256], name[256], key[520];
-    if (tj->finished || !ours(t, tj->tj.ns, tj->tj.scheduler, ns, sizeof ns))
+    char key[CTRL_NS_LEN + CTRL_NAME_LEN];
+    if (tj->finished || !ours(t, tj))
         return 0;
-    ctrl_name_str(t->names, tj->tj.name, name, sizeof name);
-    snprintf(key, sizeof key, "%s/%s", ns, name);
+    snprintf(key, sizeof key, "%s/%s", tj->ns, tj->name);
     int32_t name_id = drv_strtab_intern(m->st.names, key);
     if (name_id < 0)
         return DRV_ENOMEM;
@@ -148,8 +148,7 @@ static int edit_job(ctrl_trainingjobs *t, int32_t j, ctrl_event *e)
 /* A TrainingJob whose spec is invalid: failed with the reason, when it is ours. */
 static int invalid_job(ctrl_trainingjobs *t, const ctrl_event *e)
 {
-    char ns[256];
-    if (!e->tj->finished && ours(t, e->tj->tj.ns, e->tj->tj.scheduler, ns, sizeof ns))
+    if (!e->tj->finished && ours(t, e->tj))
         ctrl_lifecycle_invalid(t->lifecycle, e);
     return 0;
 }

@@ -83,7 +83,7 @@ static bool job_template(ctrl_trainingjobs *t, const ctrl_event *e, const tj_rec
 
 /* A TrainingJob of ours becomes a job of the state (or is held: its queue or priority class
  * is missing). */
-static int add_job(ctrl_trainingjobs *t, ctrl_event *e)
+int ctrl_trainingjob_add(ctrl_trainingjobs *t, ctrl_event *e)
 {
     ctrl_mirror *m = t->mirror;
     tj_record *tj = e->tj;
@@ -136,7 +136,7 @@ static int edit_job(ctrl_trainingjobs *t, int32_t j, ctrl_event *e)
         job_record old = m->jobs[j];
         m->jobs[j].gone = true;
         m->job_of[e->key] = -1;
-        int rc = add_job(t, e);
+        int rc = ctrl_trainingjob_add(t, e);
         int32_t j2 = m->job_of[e->key];
         if (rc == 0 && j2 >= 0)
             ctrl_lifecycle_resumed(t->lifecycle, j2, &old);
@@ -153,11 +153,6 @@ static int invalid_job(ctrl_trainingjobs *t, const ctrl_event *e)
     return 0;
 }
 
-int ctrl_trainingjob_add(ctrl_trainingjobs *t, ctrl_event *e)
-{
-    return add_job(t, e);
-}
-
 /* Deleted and created again under the same name (its deletion not seen, or seen and done):
  * the old job j is over, without touching pods, which may be the new one's. */
 static int recreated(ctrl_trainingjobs *t, int32_t j, ctrl_event *e)
@@ -167,7 +162,7 @@ static int recreated(ctrl_trainingjobs *t, int32_t j, ctrl_event *e)
         ctrl_mirror_end_job(m, j);
     m->jobs[j].gone = true;
     m->job_of[e->key] = -1;
-    return e->tj->invalid[0] ? invalid_job(t, e) : add_job(t, e);
+    return e->tj->invalid[0] ? invalid_job(t, e) : ctrl_trainingjob_add(t, e);
 }
 
 int ctrl_trainingjob_apply(ctrl_trainingjobs *t, ctrl_event *e)
@@ -193,7 +188,7 @@ int ctrl_trainingjob_apply(ctrl_trainingjobs *t, ctrl_event *e)
         return 0;
     }
     if (j < 0)
-        return e->tj->invalid[0] ? invalid_job(t, e) : add_job(t, e);
+        return e->tj->invalid[0] ? invalid_job(t, e) : ctrl_trainingjob_add(t, e);
     snprintf(m->jobs[j].rv, sizeof m->jobs[j].rv, "%s", e->tj->tj.rv); /* (its next status's) */
     /* A status written by someone else as finished ends it, as that status says. */
     if (e->tj->finished && m->jobs[j].status < ST_SUCCEEDED) {

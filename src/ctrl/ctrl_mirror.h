@@ -27,13 +27,13 @@ typedef enum job_kind { JOB_TRAININGJOB, JOB_PODGROUP, JOB_LONE_POD } job_kind;
 
 /* A job of the state: what the API knows of its TrainingJob and what was written back. */
 typedef struct job_record {
-    int32_t key, ns, name;                               /* interned in names ... */
-    char ns_text[CTRL_NS_LEN], name_text[CTRL_NAME_LEN]; /* ... ns and name as text, held here
-                                                            once (paths, Events, pod names) */
-    int8_t kind;      /* job_kind: a PodGroup's or a lone pod's are not Drover's to create,
-                         delete or restart (ctrl_podgroup.c) */
-    int32_t *members; /* JOB_PODGROUP, JOB_LONE_POD: each slot's pod, its interned name
-                         (owned; NULL for a TrainingJob, whose pods Drover names) */
+    int32_t key, ns, name; /* interned in names */
+    int8_t kind;           /* job_kind: a PodGroup's or a lone pod's are not Drover's to create,
+                              delete or restart (ctrl_podgroup.c) */
+    int32_t *members;      /* JOB_PODGROUP, JOB_LONE_POD: each slot's pod, its interned name
+                              (owned; NULL for a TrainingJob, whose pods Drover names) */
+    /* ns and name as text, held here once (its paths, Events and pod names) */
+    char ns_text[CTRL_NS_LEN], name_text[CTRL_NAME_LEN];
     char uid[64];
     int32_t uid_id;         /* uid interned in names: a pod is this TrainingJob's only when its
                                controller ownerReference names it (drv_kpod.owner) */

@@ -73,8 +73,8 @@ static void configure(drv_ctrl *c, const drv_ctrl_opts *o)
 static void wire(drv_ctrl *c)
 {
     const ctrl_config *cfg = &c->cfg;
-    c->lifecycle = (ctrl_lifecycle){
-        .mirror = &c->mirror, .binder = &c->binder, .writer = &c->writer, .names = &c->names};
+    c->lifecycle =
+        (ctrl_lifecycle){.mirror = &c->mirror, .binder = &c->binder, .writer = &c->writer};
     ctrl_shared_init(&c->shared, &c->mirror, &c->names, &c->writer, cfg);
     ctrl_podgroup_init(&c->podgroup, &c->mirror, &c->names, &c->shared, &c->writer, cfg);
     c->trainingjobs = (ctrl_trainingjobs){.mirror = &c->mirror,

@@ -127,6 +127,7 @@ static int ctrl_init(drv_ctrl *c, const drv_kube_config *given, drv_diag *d)
         return rc;
     if (!ctrl_lease_elects(&c->lease)) /* (no election: this one leads from the start) */
         c->loop.leader = c->binder.leader = c->counters.stats.leader = true;
+    c->writer.following = !c->loop.leader;
     return 0;
 }
 
@@ -291,6 +292,7 @@ static int apply_event(drv_ctrl *c, ctrl_event *e)
         if (ctrl_lease_apply(&c->lease, e, &c->loop.leader)) {
             c->mirror.dirty = true;
             ctrl_binder_lead(&c->binder, c->loop.leader);
+            c->writer.following = !c->loop.leader; /* (a follower writes no Event: issue 26) */
         }
         return 0;
     }

@@ -246,6 +246,67 @@ static void test_a_node_deleted_under_bound_pods(void **state)
     stop(&r);
 }
 
+/* Requests of the request log whose line contains all of what (NULL-ended). */
+static int logged(fixture *f, const char *const *what)
+{
+    char *log = drv_apiserver_request_log(f->srv);
+    assert_non_null(log);
+    int n = 0;
+    for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
+        bool all = true;
+        for (const char *const *w = what; *w; w++)
+            all = all && strstr(line, *w);
+        n += all;
+    }
+    drv_free(log);
+    return n;
+}
+
+/* Namespace team is deleted while its job runs (the namespace controller's part played: the
+ * Namespace object goes, then its pods, then its TrainingJob). The job's room goes back to the
+ * cluster: a job of default that needs the whole node is placed. (Between the pods' deletion
+ * and the TrainingJob's, the controller may restart the gang, and its creations meet 404s, the
+ * namespace being gone; their number is printed.) */
+static void test_a_namespace_deleted_while_its_job_runs(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "4");
+    req(f, "POST", "/api/v1/namespaces",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"team\"}}");
+    runner r;
+    start_synced(f, &r);
+    char specs[512];
+    role(specs, sizeof specs, "Worker", 2, "2", "");
+    req(f, "POST", "/apis/drover.dev/v1alpha1/namespaces/team/trainingjobs",
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
+        "\"name\":\"tj\",\"namespace\":\"team\"},\"spec\":{\"replicaSpecs\":{%s}}}",
+        specs);
+    json_t *p = NULL;
+    WAIT_FOR((json_decref(p), p = get(f, "/api/v1/namespaces/team/pods/tj-worker-1"),
+              p && json_object_get(json_object_get(p, "spec"), "nodeName")));
+    json_decref(p);
+    role(specs, sizeof specs, "Worker", 1, "4", "");
+    add_job(f, "next", specs, "");
+    WAIT_FOR(events(f, "next", "Waiting", NULL, 0) >= 1 || events(f, "next", "NeverFits", NULL, 0));
+    drv_diag d = {{0}};
+    long status = 0;
+    assert_int_equal(drv_kube_delete(f->k, "/api/v1/namespaces/team", 0, NULL, &status, &d), 0);
+    for (int i = 0; i < 2; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "/api/v1/namespaces/team/pods/tj-worker-%d", i);
+        assert_int_equal(drv_kube_delete(f->k, path, 0, NULL, &status, &d), 0);
+    }
+    assert_int_equal(drv_kube_delete(f->k,
+                                     "/apis/drover.dev/v1alpha1/namespaces/team/trainingjobs/tj", 0,
+                                     NULL, &status, &d),
+                     0);
+    WAIT_FOR(pod_bound(f, "next-worker-0"));
+    static const char *const gone[] = {"404 POST /api/v1/namespaces/team/pods", "drover-run/",
+                                       NULL};
+    print_message("pod creations refused in the deleted namespace: %d\n", logged(f, gone));
+    stop(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -255,6 +316,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_pod_of_100000_labels, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_job_edited_a_thousand_times, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_node_deleted_under_bound_pods, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_namespace_deleted_while_its_job_runs, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

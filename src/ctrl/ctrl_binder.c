@@ -429,16 +429,14 @@ static void name_taken(ctrl_binder *b, int32_t s)
     m->name_waits++;
     const drv_pod *sp = &m->st.pods[s];
     const job_record *jr = &m->jobs[sp->job];
-    char ns[256], name[256], pod[600], msg[1400];
-    ctrl_name_str(b->names, jr->ns, ns, sizeof ns);
-    ctrl_name_str(b->names, jr->name, name, sizeof name);
+    char pod[600], msg[1400];
     ctrl_mirror_pod_name(m, s, pod, sizeof pod);
     snprintf(msg, sizeof msg,
              "pod %s/%s already exists and is not this job's (its controller ownerReference does "
              "not name this TrainingJob's uid): it is not adopted; the job's pod is created once "
              "that name is free",
-             ns, pod);
-    ctrl_ref about = ctrl_ref_trainingjob(ns, name, jr->uid);
+             jr->ns_text, pod);
+    ctrl_ref about = ctrl_ref_trainingjob(jr->ns_text, jr->name_text, jr->uid);
     ctrl_writer_event(b->writer, &about, "Warning", "PodNameTaken", msg);
 }
 

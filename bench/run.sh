@@ -66,6 +66,8 @@ run "drover run end to end against the real server's model as above, with --bind
     "$b/bench/e2e_bind" --reps 3 --server-model 1 --bind-mode-binding 1
 run "Controller informer caches: 50,000 pods and 5,000 nodes, compact records vs the API objects" \
     "$b/bench/informer_mem" --pods 50000 --nodes 5000
+run "drover run's memory per pod: the controller synced and idle against the test API server with 50,000 other workloads' pods over 5,000 nodes, minus the same cluster without pods (its heap in use and resident set, each run in its own process)" \
+    "$b/bench/run_mem" --pods 50000 --nodes 5000
 run "Informer list decoding: a list page of 16,000 objects (plain and recorded-size pods and nodes) decoded as the informers do, CPU per object, best of 7; documents (drover's decoder) vs jansson (the baseline: the same items through json_t and drv_kube_decode_pod / _node)" \
     "$b/bench/decode" --objects 16000 --reps 7
 for extra in bench/run-*.sh; do

@@ -81,6 +81,10 @@ void drv_metrics_set_ready(drv_metrics *m, bool ready, const char *reason);
  * when already serving.
  */
 #define DRV_METRICS_DEFAULT_HOST "127.0.0.1"
+/* Connections served at once (Prometheus and the kubelet's probes need a few; more wait in the
+ * listen queue), and the seconds after which an idle or slow connection is closed. */
+#define DRV_METRICS_MAX_CONNECTIONS 64
+#define DRV_METRICS_TIMEOUT_S 10
 /*
  * Parses a listen address "[HOST]:PORT" (":8080", "0.0.0.0:8080", "[::]:0") into host (the IP
  * literal, brackets removed; DRV_METRICS_DEFAULT_HOST when HOST is empty: loopback unless every

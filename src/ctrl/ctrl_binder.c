@@ -415,6 +415,31 @@ static int deletion_answered(ctrl_binder *b, int32_t s, const ctrl_event *e)
     return 0;
 }
 
+/* Slot s's creation met a pod of its name that its job does not control (READ_FOREIGN, issue
+ * 26): never adopted; the job waits for the name, and says so once (a Warning naming the pod).
+ * No cycle is asked for (the same creation would meet the same pod): the next comes with the
+ * next change, or when a pod not the job's is deleted (name_waits). */
+static void name_taken(ctrl_binder *b, int32_t s)
+{
+    ctrl_mirror *m = b->mirror;
+    pod_record *p = &m->pods[s];
+    if (p->name_taken)
+        return;
+    p->name_taken = true;
+    m->name_waits++;
+    const drv_pod *sp = &m->st.pods[s];
+    const job_record *jr = &m->jobs[sp->job];
+    char pod[600], msg[1400];
+    ctrl_mirror_pod_name(m, s, pod, sizeof pod);
+    snprintf(msg, sizeof msg,
+             "pod %s/%s already exists and is not this job's (its controller ownerReference does "
+             "not name this TrainingJob's uid): it is not adopted; the job's pod is created once "
+             "that name is free",
+             jr->ns_text, pod);
+    ctrl_ref about = ctrl_ref_trainingjob(jr->ns_text, jr->name_text, jr->uid);
+    ctrl_writer_event(b->writer, &about, "Warning", "PodNameTaken", msg);
+}
+
 /* A placement's or creation's answer: done, the pod is where it was sent; failed, the
  * assumption is undone, and only what the API says is believed: after a 409 the pod as read
  * (bound where the API has it: nothing to send again; not bound: bound next time; gone, or not
@@ -431,6 +456,10 @@ static void placement_answered(ctrl_binder *b, int32_t s, const ctrl_event *e)
     if (e->u.answer.ok) {
         if (p->presence == POD_ABSENT)
             p->presence = POD_PRESENT;
+        if (create && p->name_taken) {
+            p->name_taken = false;
+            m->name_waits--;
+        }
         if (node >= 0) {
             int32_t name = ctrl_mirror_node_key(m, node);
             p->api_node = node;
@@ -448,6 +477,12 @@ static void placement_answered(ctrl_binder *b, int32_t s, const ctrl_event *e)
         return;
     }
     bool bound = false;
+    if (e->u.answer.read == READ_FOREIGN) {
+        name_taken(b, s);
+        if (node >= 0 && sp->node == node && p->want < 0)
+            ctrl_mirror_unbind(m, s);
+        return;
+    }
     if (e->u.answer.read == READ_FOUND)
         bound = ctrl_mirror_pod_read(m, s, e->u.answer.read_node);
     else if ((e->u.answer.read == READ_GONE || e->u.answer.status == 404) &&

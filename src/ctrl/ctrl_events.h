@@ -57,8 +57,9 @@ enum { NINFORMERS = EV_QUEUE + 1 };
 
 /* What a binder thread sends. */
 typedef enum ctrl_request { REQ_NONE, REQ_CREATE, REQ_BIND, REQ_DELETE, REQ_RESIZE } ctrl_request;
-/* What a binder thread read back after a conflict. */
-typedef enum ctrl_read { READ_NONE, READ_FOUND, READ_GONE } ctrl_read;
+/* What a binder thread read back after a conflict. READ_FOREIGN: a creation's name is held by
+ * a pod the job does not control (no controller ownerReference with its uid): never adopted. */
+typedef enum ctrl_read { READ_NONE, READ_FOUND, READ_GONE, READ_FOREIGN } ctrl_read;
 
 typedef struct ctrl_event {
     int8_t kind, type; /* ctrl_event_kind; informers: DRV_WATCH_ADDED / _MODIFIED / _DELETED */

@@ -127,6 +127,7 @@ static int ctrl_init(drv_ctrl *c, const drv_kube_config *given, drv_diag *d)
         return rc;
     if (!ctrl_lease_elects(&c->lease)) /* (no election: this one leads from the start) */
         c->loop.leader = c->binder.leader = c->counters.stats.leader = true;
+    c->writer.following = !c->loop.leader;
     return 0;
 }
 
@@ -291,6 +292,7 @@ static int apply_event(drv_ctrl *c, ctrl_event *e)
         if (ctrl_lease_apply(&c->lease, e, &c->loop.leader)) {
             c->mirror.dirty = true;
             ctrl_binder_lead(&c->binder, c->loop.leader);
+            c->writer.following = !c->loop.leader; /* (a follower writes no Event: issue 26) */
         }
         return 0;
     }
@@ -327,6 +329,23 @@ static int add_held(void *arg, ctrl_event *e)
 
 /* Brings what a cycle will see in line with the API (the top of this file). *ready: this
  * controller is synced and leads: a cycle may run. */
+/* A Warning on each job that a pod with its labels stands in for without being its (the pod
+ * is ignored: claim in ctrl_mirror.c), once per pod (issue 26). */
+static void report_stand_ins(drv_ctrl *c)
+{
+    int32_t n;
+    const stand_in *v = ctrl_mirror_take_stand_ins(&c->mirror, &n);
+    for (int32_t i = 0; i < n; i++) {
+        char pod[600], msg[900];
+        ctrl_name_str(&c->names, v[i].key, pod, sizeof pod);
+        snprintf(msg, sizeof msg,
+                 "pod %s has this job's labels but its controller ownerReference does not name "
+                 "this TrainingJob's uid: it is ignored (another workload's load on its node)",
+                 pod);
+        ctrl_lifecycle_event(&c->lifecycle, v[i].job, "Warning", "PodNotControlled", msg);
+    }
+}
+
 static int reconcile(drv_ctrl *c, bool listed, bool *ready, drv_diag *d)
 {
     ctrl_loop *l = &c->loop;
@@ -340,6 +359,7 @@ static int reconcile(drv_ctrl *c, bool listed, bool *ready, drv_diag *d)
     }
     if (!l->leader)
         return 0;
+    report_stand_ins(c);
     int rc = ctrl_shared_admit(&c->shared, add_held, &c->trainingjobs);
     if (rc == 0)
         rc = ctrl_podgroup_admit(&c->podgroup);

@@ -499,10 +499,31 @@ static drv_kpod *unpark(ctrl_mirror *m, int32_t key)
     return pk;
 }
 
+/* Parked pod key (p) names job j by its labels, and j does not control it: reported once. */
+static int stand_in_seen(ctrl_mirror *m, int32_t key, const drv_kpod *p, int32_t j)
+{
+    parked_pod *pp = &m->parked[key];
+    if (pp->warned || !p->job || j < 0 || p->owner == m->jobs[j].uid_id)
+        return 0;
+    if (drv_grow(&m->stand_ins, sizeof *m->stand_ins, &m->cap_stand_ins, m->nstand_ins + 1) != 0)
+        return DRV_ENOMEM;
+    m->stand_ins[m->nstand_ins++] = (stand_in){key, j};
+    pp->warned = true;
+    return 0;
+}
+
+const stand_in *ctrl_mirror_take_stand_ins(ctrl_mirror *m, int32_t *n)
+{
+    *n = m->nstand_ins;
+    m->nstand_ins = 0;
+    return m->stand_ins;
+}
+
 /* A pod of ours that is no slot's (its job not known yet, or not its controller): counted as
  * foreign until a job claims it, parked under its key and chained under job_key. */
 static int park(ctrl_mirror *m, int32_t key, int32_t job_key, const drv_kpod *cur)
 {
+    bool warned = m->parked[key].pod && m->parked[key].warned; /* (kept while it stays) */
     drv_kpod *pk = unpark(m, key);
     if (pk) {
         foreign_add(m, pk, -1);
@@ -516,12 +537,13 @@ static int park(ctrl_mirror *m, int32_t key, int32_t job_key, const drv_kpod *cu
     parked_pod *pp = &m->parked[key];
     pp->pod = pk;
     pp->job = job_key;
+    pp->warned = warned;
     if (job_key) {
         pp->next = m->parked[job_key].first;
         m->parked[job_key].first = key;
     }
     foreign_add(m, pk, +1);
-    return 0;
+    return stand_in_seen(m, key, pk, job_key ? m->job_of[job_key] : -1);
 }
 
 int ctrl_mirror_apply_pod(ctrl_mirror *m, const ctrl_event *e, bool *gang)
@@ -539,8 +561,12 @@ int ctrl_mirror_apply_pod(ctrl_mirror *m, const ctrl_event *e, bool *gang)
             foreign_add(m, old, -1);
         if (cur)
             foreign_add(m, cur, +1);
+        if (!cur && m->name_waits > 0) /* (the name a job's pod waits for may be free) */
+            m->dirty = true;
         return 0;
     case CLAIM_PARKED: {
+        if (!cur && m->name_waits > 0)
+            m->dirty = true;
         int rc = park(m, e->key, e->job_key, cur);
         *gang = rc == 0 && !any->job;
         return rc;
@@ -604,8 +630,11 @@ int ctrl_mirror_adopt_parked(ctrl_mirror *m, int32_t j, double now)
     for (int32_t key = m->parked[jr->key].first, next; key; key = next) {
         next = m->parked[key].next;
         const drv_kpod *p = m->parked[key].pod;
-        if (p->owner != jr->uid_id || p->role < 0 || p->replica < 0)
-            continue; /* (another controller's pod stays parked: claim) */
+        if (p->owner != jr->uid_id || p->role < 0 || p->replica < 0) {
+            if (stand_in_seen(m, key, p, j) != 0) /* (another controller's pod stays parked) */
+                return DRV_ENOMEM;
+            continue;
+        }
         int32_t s = drv_job_pod(&m->st, j, p->role, p->replica);
         if (s >= 0 && m->pods[s].presence == POD_ABSENT) {
             int rc = ctrl_mirror_adopt(m, s, key, now);
@@ -764,6 +793,7 @@ void ctrl_mirror_fini(ctrl_mirror *m)
     drv_free(m->allocatable);
     drv_free(m->foreign);
     drv_free(m->orphans);
+    drv_free(m->stand_ins);
     drv_free(m->usable);
     drv_free(m->meta);
     drv_free(m->node_key);

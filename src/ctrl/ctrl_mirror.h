@@ -115,6 +115,8 @@ typedef struct pod_record {
                                when it is next created (ctrl_resize.c); 0: none */
     int8_t delete_tries;    /* deletions of its current pod that failed (sent again while below
                                MAX_DELETE_TRIES; its ghost holds the room meanwhile) */
+    bool name_taken;        /* its creation met a pod of its name that the job does not control
+                               (READ_FOREIGN; said once by an Event) until one succeeds */
 } pod_record;
 
 /* By interned key: a pod of ours that is no slot's (yet), and, as a job key, the first such
@@ -125,7 +127,13 @@ typedef struct parked_pod {
     int32_t job;   /* ... its event's job_key, 0 */
     int32_t next;  /* ... the next pod parked under the same job key, 0 */
     int32_t first; /* as a job key: the first pod parked under it, 0 */
+    bool warned;   /* ... it names a known job that does not control it: reported (stand_ins) */
 } parked_pod;
+
+/* A parked pod with a known job's labels that the job does not control, to be reported. */
+typedef struct stand_in {
+    int32_t key, job; /* the pod's interned key, the job's index */
+} stand_in;
 
 /* A drover pod bound to a node not seen yet. */
 typedef struct orphan_pod {
@@ -155,8 +163,13 @@ typedef struct ctrl_mirror {
     int32_t cap_by_key;
     orphan_pod *orphans;
     int32_t norphans, cap_orphans;
-    bool dirty;        /* changed since the last cycle */
-    bool starts_blind; /* the last cycle's drv_sched_starts_blind (ctrl_mirror_set_phase) */
+    stand_in *stand_ins; /* not reported yet (once per pod: parked_pod.warned); the loop reports
+                            them as Warnings while leading (ctrl_mirror_take_stand_ins) */
+    int32_t nstand_ins, cap_stand_ins;
+    bool dirty;         /* changed since the last cycle */
+    int32_t name_waits; /* pods with name_taken: a deletion of a pod not ours then asks for a
+                           cycle (the name may be free); may count a job since gone */
+    bool starts_blind;  /* the last cycle's drv_sched_starts_blind (ctrl_mirror_set_phase) */
     /* fixed at init */
     ctrl_names *names;
     ctrl_counters *counters;
@@ -222,6 +235,9 @@ int32_t ctrl_mirror_node_key(const ctrl_mirror *m, int32_t node);
 /* Slot's pod name (its own for another operator's pod; job_name-role-index for ours: the _in
  * form names the job, the other takes its record's name_text). */
 void ctrl_mirror_pod_name(ctrl_mirror *m, int32_t slot, char *buf, size_t n);
+/* The stand-ins found since the last call (*n of them; borrowed until the next event), and
+ * forgets them: pods with a job's labels that the job does not control, each once (issue 26). */
+const stand_in *ctrl_mirror_take_stand_ins(ctrl_mirror *m, int32_t *n);
 void ctrl_mirror_pod_name_in(ctrl_mirror *m, int32_t slot, const char *job_name, char *buf,
                              size_t n);
 /* The CPU limit the API holds for slot s, as the state counts it: its pod's, or (none) its

@@ -165,6 +165,20 @@ void ctrl_send_drop(ctrl_send *s)
 
 /* ---- the binder threads --------------------------------------------------------------------- */
 
+/* Whether pod o's controller ownerReference names uid (client-go's GetControllerOf). */
+static bool controlled_by(json_t *o, const char *uid)
+{
+    json_t *refs = json_object_get(json_object_get(o, "metadata"), "ownerReferences");
+    for (size_t i = 0; i < json_array_size(refs); i++) {
+        json_t *ref = json_array_get(refs, i);
+        if (json_is_true(json_object_get(ref, "controller"))) {
+            const char *u = json_string_value(json_object_get(ref, "uid"));
+            return uid && u && !strcmp(u, uid);
+        }
+    }
+    return false;
+}
+
 /* After a 409: what the pod is, read rather than guessed (a conflict is never retried blindly
  * nor forgotten). Read as a list of the namespace's pods filtered by name, so that a pod that
  * does not exist is an answer (no items) rather than a 404 counted as a failed request. */
@@ -180,7 +194,12 @@ static void read_pod(binder_thread *t, const bind_request *r, ctrl_event *e)
     int rc = drv_kube_request(t->client, "GET", path, NULL, NULL, &status, &list, &d);
     if (rc == 0)
         o = json_array_get(json_object_get(list, "items"), 0);
-    if (rc == 0 && o) {
+    if (rc == 0 && o && r->render && !controlled_by(o, r->render->uid)) {
+        /* A creation's 409 from a pod of that name the job does not control (created by someone
+         * else before it, issue 26): not the job's pod, whatever its labels say (claim in
+         * ctrl_mirror.c decides the same for the watch's pods). */
+        e->u.answer.read = READ_FOREIGN;
+    } else if (rc == 0 && o) {
         const char *node =
             json_string_value(json_object_get(json_object_get(o, "spec"), "nodeName"));
         e->u.answer.read = READ_FOUND;

@@ -36,6 +36,7 @@ int ctrl_writer_init(ctrl_writer *w, const drv_kube_config *cfg, ctrl_counters *
     pthread_mutex_init(&w->mu, NULL);
     w->counters = counters;
     w->no_events = no_events;
+    memset(w->spam, 0, sizeof w->spam);
     w->source = source;
     int rc = drv_kube_new(&w->client, cfg, d);
     if (rc != 0)
@@ -191,11 +192,40 @@ int ctrl_writer_delete(ctrl_writer *w, const char *path)
     return drv_workqueue_add(w->queue, "e") != 0 ? DRV_ENOMEM : 0;
 }
 
+/* Whether an Event of reason about the object `about` is within its budget (and takes from
+ * it). FNV-1a over namespace, name and reason. O(their length). */
+static bool event_allowed(ctrl_writer *w, const ctrl_ref *about, const char *reason)
+{
+    uint32_t h = 2166136261u;
+    const char *parts[] = {about->ns, "/", about->name, "/", reason};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        for (const char *c = parts[i]; c && *c; c++)
+            h = (h ^ (uint8_t)*c) * 16777619u;
+    event_bucket *b = &w->spam[h % EVENT_BUCKETS];
+    double now = drv_clock_mono();
+    if (b->t == 0)
+        b->tokens = EVENT_BURST;
+    else
+        b->tokens += (now - b->t) / EVENT_REFILL_S;
+    if (b->tokens > EVENT_BURST)
+        b->tokens = EVENT_BURST;
+    b->t = now;
+    if (b->tokens < 1)
+        return false;
+    b->tokens -= 1;
+    return true;
+}
+
 void ctrl_writer_event(ctrl_writer *w, const ctrl_ref *about, const char *type, const char *reason,
                        const char *message)
 {
-    if (w->no_events)
+    if (w->no_events || w->following)
         return;
+    if (!event_allowed(w, about, reason)) {
+        drv_log(DRV_LOG_DEBUG, "Event %s of %s/%s not written: more than %d at once", reason,
+                about->ns, about->name, EVENT_BURST);
+        return;
+    }
     char now[40];
     drv_time_rfc3339(now, sizeof now, drv_clock_wall(), false);
     char *body = drv_kube_event_json(about->ns, about->kind, about->api_version, about->name,

@@ -84,6 +84,18 @@ typedef struct status_slot {
     status_chain chain;
 } status_slot;
 
+/* Events an object may have of one reason at once, and the seconds one more is allowed after
+ * (client-go's EventSourceObjectSpamFilter: a burst of 25, then one every 5 minutes; here per
+ * object and reason, so that one reason's storm does not hide another's first Event). */
+enum { EVENT_BURST = 25, EVENT_REFILL_S = 300, EVENT_BUCKETS = 1024 };
+
+/* A token bucket of Events (objects and reasons hashed into EVENT_BUCKETS: two that share one
+ * share its budget, which errs towards fewer Events, never more). */
+typedef struct event_bucket {
+    double t;      /* when tokens was last brought up to date (mono); 0: never used */
+    double tokens; /* Events it may still write now */
+} event_bucket;
+
 typedef struct ctrl_writer {
     drv_kube *client;
     drv_workqueue *queue; /* keys "s/<key>" (a status) and "e" (the Events queued) */
@@ -97,7 +109,12 @@ typedef struct ctrl_writer {
     /* fixed at init */
     ctrl_counters *counters; /* what was written, what failed */
     bool no_events;          /* write no Events (drv_ctrl_opts.no_events) */
-    const char *source;      /* the Events' reporting component: the schedulerName */
+    bool following;          /* a follower of a leader election (the scheduler thread's, set by
+                                the loop): its Events are dropped, as the leader writes them */
+    event_bucket spam[EVENT_BUCKETS]; /* the scheduler thread's: Events allowed per object
+                                         and reason (a TrainingJob edited 1,000 times a second
+                                         wrote 536 ReplicasEdited Events: issue 26) */
+    const char *source;               /* the Events' reporting component: the schedulerName */
 } ctrl_writer;
 
 /* Its client (from cfg) and queue. 0, DRV_ENOMEM or the client's error (d says). */
@@ -116,7 +133,8 @@ bool ctrl_writer_status(ctrl_writer *w, int32_t key, const status_request *r);
  * but a finished phase), unless rv is someone else's finished one: then it is dropped, as a
  * finished status is never written over (the scheduler thread takes the job's end from it). */
 void ctrl_writer_seen(ctrl_writer *w, int32_t key, const char *rv, bool finished);
-/* Queues an Event about `about` (none with no_events). */
+/* Queues an Event about `about` (none with no_events, nor while following, nor past its
+ * object's and reason's budget: EVENT_BURST, then one per EVENT_REFILL_S). */
 void ctrl_writer_event(ctrl_writer *w, const ctrl_ref *about, const char *type, const char *reason,
                        const char *message);
 /* Creates an object (path and body copied), in order with the Events. 0 or DRV_ENOMEM. */

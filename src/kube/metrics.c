@@ -541,8 +541,15 @@ int drv_metrics_serve(drv_metrics *m, const char *bind_addr, uint16_t port, uint
     }
     if (m->mhd)
         return drv_fail(d, DRV_EEXIST, "metrics: served already");
+    /* Bounded, whoever connects (issue 26): at most DRV_METRICS_MAX_CONNECTIONS open at once
+     * (more wait in the listen queue, then time out: a flood never takes the controller's file
+     * descriptors, which its API clients need), and a connection idle or sending its header
+     * slowly for DRV_METRICS_TIMEOUT_S is closed (a slow client holds one place for that long,
+     * never the polling thread: tests/kube/test_metrics.c). */
     m->mhd = MHD_start_daemon(flags, port, NULL, NULL, handle, m, MHD_OPTION_SOCK_ADDR, sa,
-                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
+                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)DRV_METRICS_TIMEOUT_S,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)DRV_METRICS_MAX_CONNECTIONS,
+                              MHD_OPTION_END);
     if (!m->mhd)
         return drv_fail(d, DRV_EIO, "metrics: cannot listen on %s port %u (in use, or not allowed)",
                         addr, (unsigned)port);

@@ -157,6 +157,30 @@ const char *tj_uid(fixture *f, const char *name, char *buf, size_t n)
 }
 
 /* Events about obj with reason; *message gets the last one's message. */
+/* Kubelet's part of graceful deletions: pods being deleted are removed. Returns how many. */
+int kubelet_finish_deletes(fixture *f)
+{
+    json_t *l = get(f, "/api/v1/namespaces/default/pods");
+    int n = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(l, "items"), i, p)
+    {
+        json_t *m = json_object_get(p, "metadata");
+        if (!json_object_get(m, "deletionTimestamp"))
+            continue;
+        char path[256];
+        snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/%s",
+                 json_string_value(json_object_get(m, "name")));
+        drv_diag d = {{0}};
+        long status;
+        drv_kube_delete(f->k, path, 0, NULL, &status, &d);
+        n++;
+    }
+    json_decref(l);
+    return n;
+}
+
 int events(fixture *f, const char *obj, const char *reason, char *message, size_t n)
 {
     json_t *l = get(f, "/api/v1/namespaces/default/events");

@@ -68,6 +68,9 @@ void set_phase(fixture *f, const char *pod_name, const char *phase);
 /* The uid of TrainingJob name of namespace default into buf (n bytes), "" when none: what a pod
  * it controls names in its ownerReference. */
 const char *tj_uid(fixture *f, const char *name, char *buf, size_t n);
+/* Kubelet's part of graceful deletions: pods of namespace default being deleted are removed.
+ * Returns how many. */
+int kubelet_finish_deletes(fixture *f);
 /* Events of namespace default about obj with reason: how many; the last one's message into
  * message (n bytes) when message is not NULL. */
 int events(fixture *f, const char *obj, const char *reason, char *message, size_t n);

@@ -52,30 +52,6 @@ static bool pod_failed(fixture *f, const char *name)
     return failed;
 }
 
-/* Kubelet's part of graceful deletions: pods being deleted are removed. Returns how many. */
-static int finish_deletes(fixture *f)
-{
-    json_t *l = get(f, "/api/v1/namespaces/default/pods");
-    int n = 0;
-    size_t i;
-    json_t *p;
-    json_array_foreach(json_object_get(l, "items"), i, p)
-    {
-        json_t *m = json_object_get(p, "metadata");
-        if (!json_object_get(m, "deletionTimestamp"))
-            continue;
-        char path[256];
-        snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/%s",
-                 json_string_value(json_object_get(m, "name")));
-        drv_diag d = {{0}};
-        long status;
-        drv_kube_delete(f->k, path, 0, NULL, &status, &d);
-        n++;
-    }
-    json_decref(l);
-    return n;
-}
-
 static bool phase_is(fixture *f, const char *job, const char *phase)
 {
     json_t *o = get(f, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/%s", job);
@@ -244,7 +220,8 @@ static void test_restart_then_backoff(void **state)
     set_phase(f, "rs-worker-1", "Failed");
     WAIT_FOR(events(f, "rs", "PodRestarting", NULL, 0) == 1);
     /* deleted (a finished pod goes at once), then created again, bound, not failed */
-    WAIT_FOR((finish_deletes(f), pod_bound(f, "rs-worker-1") && !pod_failed(f, "rs-worker-1")));
+    WAIT_FOR(
+        (kubelet_finish_deletes(f), pod_bound(f, "rs-worker-1") && !pod_failed(f, "rs-worker-1")));
     char st[8], why[48];
     cond_of(f, "rs", "Restarting", st, why, NULL);
     assert_string_equal(why, "PodRestarting");
@@ -267,7 +244,7 @@ static void test_restart_then_backoff(void **state)
     assert_int_equal(events(f, "rs", "BackoffLimitExceeded", NULL, 0), 1);
     /* cleanPodPolicy Running (the default): the running worker 0 is deleted; the failed
      * worker 1 is kept, for its logs. */
-    WAIT_FOR((finish_deletes(f), !pod_exists(f, "rs-worker-0")));
+    WAIT_FOR((kubelet_finish_deletes(f), !pod_exists(f, "rs-worker-0")));
     assert_true(pod_failed(f, "rs-worker-1"));
     stop(&r);
 }
@@ -288,7 +265,7 @@ static void test_suspend_and_resume(void **state)
     req(f, "PATCH", path, "{\"spec\":{\"runPolicy\":{\"suspend\":true}}}");
     WAIT_FOR(now_in(f, "sp", "Suspended", "JobSuspended"));
     int gone = 0;
-    WAIT_FOR((gone += finish_deletes(f)) == 2);
+    WAIT_FOR((gone += kubelet_finish_deletes(f)) == 2);
     assert_false(pod_exists(f, "sp-worker-0"));
     usleep(200000); /* several cycles: nothing is placed while suspended */
     assert_false(pod_exists(f, "sp-worker-0"));
@@ -361,16 +338,16 @@ static void test_replicas_edit(void **state)
     const char *path = "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/ed";
     req(f, "PATCH", path, "{\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":3}}}}");
     WAIT_FOR(now_in(f, "ed", "Scaling", "JobScaling"));
-    WAIT_FOR((finish_deletes(f), pod_bound(f, "ed-worker-2") && pod_bound(f, "ed-worker-0") &&
-                                     pod_bound(f, "ed-worker-1") &&
-                                     tf_workers(f, "ed-worker-0") == 3 &&
-                                     tf_workers(f, "ed-worker-1") == 3));
+    WAIT_FOR((kubelet_finish_deletes(f),
+              pod_bound(f, "ed-worker-2") && pod_bound(f, "ed-worker-0") &&
+                  pod_bound(f, "ed-worker-1") && tf_workers(f, "ed-worker-0") == 3 &&
+                  tf_workers(f, "ed-worker-1") == 3));
     assert_int_equal(tf_workers(f, "ed-worker-2"), 3);
     WAIT_FOR(events(f, "ed", "PeersChanged", NULL, 0) == 1);
     req(f, "PATCH", path, "{\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":1}}}}");
-    WAIT_FOR((finish_deletes(f), !pod_exists(f, "ed-worker-1") && !pod_exists(f, "ed-worker-2") &&
-                                     pod_bound(f, "ed-worker-0") &&
-                                     tf_workers(f, "ed-worker-0") == 1));
+    WAIT_FOR((kubelet_finish_deletes(f),
+              !pod_exists(f, "ed-worker-1") && !pod_exists(f, "ed-worker-2") &&
+                  pod_bound(f, "ed-worker-0") && tf_workers(f, "ed-worker-0") == 1));
     assert_int_equal(events(f, "ed", "ReplicasEdited", NULL, 0), 2);
     WAIT_FOR(!now_in(f, "ed", "Scaling", NULL));
     stop(&r);

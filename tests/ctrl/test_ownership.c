@@ -106,6 +106,67 @@ static void test_labels_without_controller_ref_are_not_the_jobs(void **state)
         json_decref(p);
     }
     assert_true(pod_bound(f, "rs-pod") && pod_bound(f, "stale-pod") && pod_bound(f, "ref-pod"));
+    /* Each stand-in is said once, by a Warning on tj naming it; a change to one (an annotation)
+     * is not said again. */
+    WAIT_FOR(events(f, "tj", "PodNotControlled", NULL, 0) == 3);
+    char msg[1024];
+    events(f, "tj", "PodNotControlled", msg, sizeof msg);
+    assert_non_null(strstr(msg, "default/"));
+    assert_non_null(strstr(msg, "-pod has this job's labels"));
+    req(f, "PATCH", "/api/v1/namespaces/default/pods/rs-pod",
+        "{\"metadata\":{\"annotations\":{\"touched\":\"1\"}}}");
+    add_pod(f, "marker2", NULL, "");
+    WAIT_FOR(pod_bound(f, "marker2")); /* (the controller has seen the change: it came before) */
+    assert_int_equal(events(f, "tj", "PodNotControlled", NULL, 0), 3);
+    stop(&r);
+}
+
+/* The controller ownerReference's uid of pod name ("" when none) into buf. */
+static const char *owner_uid(fixture *f, const char *name, char *buf, size_t n)
+{
+    json_t *p = pod(f, name);
+    json_t *ref =
+        json_array_get(json_object_get(json_object_get(p, "metadata"), "ownerReferences"), 0);
+    const char *u = json_string_value(json_object_get(ref, "uid"));
+    snprintf(buf, n, "%s", u ? u : "");
+    json_decref(p);
+    return buf;
+}
+
+/* A pod of another scheduler, unbound and of no controller, holds the name tj's worker 0 would
+ * have (tj-worker-0) before tj is created. tj's creation of its worker meets a 409; the pod read
+ * after it is not tj's (no controller ownerReference with tj's uid): it is never adopted (never
+ * bound by Drover, as the labels-free read once did), a Warning on tj names it, and tj waits.
+ * Once the pod is deleted, tj's own worker is created and bound. */
+static void test_a_foreign_pod_holding_the_name_is_not_adopted(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "4");
+    req(f, "POST", "/api/v1/namespaces/default/pods",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"tj-worker-0\","
+        "\"namespace\":\"default\"},\"spec\":{\"schedulerName\":\"default-scheduler\","
+        "\"containers\":[{\"name\":\"main\",\"image\":\"t\"}]}}");
+    runner r;
+    start_synced(f, &r);
+    char specs[512];
+    role(specs, sizeof specs, "Worker", 1, "1", "");
+    add_job(f, "tj", specs, "");
+    char msg[1024];
+    WAIT_FOR(events(f, "tj", "PodNameTaken", msg, sizeof msg) >= 1);
+    assert_non_null(strstr(msg, "pod default/tj-worker-0 already exists and is not this job's"));
+    add_pod(f, "marker", NULL, "");
+    WAIT_FOR(pod_bound(f, "marker")); /* (cycles have run since) */
+    assert_false(pod_bound(f, "tj-worker-0"));
+    assert_int_equal(events(f, "tj", "PodNameTaken", NULL, 0), 1);
+    drv_diag d = {{0}};
+    long status = 0;
+    assert_int_equal(
+        drv_kube_delete(f->k, "/api/v1/namespaces/default/pods/tj-worker-0", 0, NULL, &status, &d),
+        0);
+    WAIT_FOR(pod_bound(f, "tj-worker-0"));
+    char uid[128], owner[128];
+    assert_string_equal(owner_uid(f, "tj-worker-0", owner, sizeof owner),
+                        tj_uid(f, "tj", uid, sizeof uid));
     stop(&r);
 }
 
@@ -113,6 +174,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_labels_without_controller_ref_are_not_the_jobs, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_foreign_pod_holding_the_name_is_not_adopted, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,8 +9,13 @@
  */
 #include "drover/kube_metrics.h"
 
+#include "wait.h"
+
 #include <curl/curl.h>
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +26,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -277,7 +283,8 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *arg)
     return k;
 }
 
-static void fetch(uint16_t port, const char *method, const char *path, fetched *f)
+/* method path into f; the transfer's code (f->code 0 when no answer came). */
+static CURLcode fetch_rc(uint16_t port, const char *method, const char *path, fetched *f)
 {
     memset(f, 0, sizeof *f);
     char url[128];
@@ -293,12 +300,18 @@ static void fetch(uint16_t port, const char *method, const char *path, fetched *
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
     else if (strcmp(method, "GET"))
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-    assert_int_equal(curl_easy_perform(h), CURLE_OK);
+    CURLcode rc = curl_easy_perform(h);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &f->code);
     char *ct = NULL;
     curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct);
     snprintf(f->ctype, sizeof f->ctype, "%s", ct ? ct : "");
     curl_easy_cleanup(h);
+    return rc;
+}
+
+static void fetch(uint16_t port, const char *method, const char *path, fetched *f)
+{
+    assert_int_equal(fetch_rc(port, method, path, f), CURLE_OK);
 }
 
 static void test_endpoint(void **unused)
@@ -367,6 +380,78 @@ static void test_endpoint(void **unused)
     fetch(port, "GET", "/healthz", &f);
     assert_int_equal(f.code, 200);
     drv_metrics_free(m); /* stops the endpoint */
+}
+
+/* File descriptors this process has open. */
+static int open_fds(void)
+{
+    DIR *dir = opendir("/proc/self/fd");
+    assert_non_null(dir);
+    int n = 0;
+    while (readdir(dir))
+        n++;
+    closedir(dir);
+    return n - 3; /* (".", ".." and the directory's own) */
+}
+
+/* A non-blocking TCP connection to 127.0.0.1:port, begun. */
+static int dial(uint16_t port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+    assert_true(rc == 0 || errno == EINPROGRESS);
+    return fd;
+}
+
+enum { FLOOD = 10000 };
+
+/* Issue 26's probe, on loopback: a client that sends half a header and holds its connection
+ * does not keep others from /metrics; 10,000 connections at once take at most
+ * DRV_METRICS_MAX_CONNECTIONS of the process's descriptors (counted in /proc/self/fd: the
+ * server's side of each accepted connection is one; without the limit libmicrohttpd accepts
+ * ~1,000), and once they close the endpoint answers again. */
+static void test_connection_flood_and_slow_header(void **unused)
+{
+    (void)unused;
+    struct rlimit rl;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (rl.rlim_cur < FLOOD + 2000 && rl.rlim_max >= FLOOD + 2000) {
+        rl.rlim_cur = FLOOD + 2000;
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    }
+    if (rl.rlim_cur < FLOOD + 2000)
+        skip(); /* (the machine allows too few descriptors for the probe) */
+    drv_metrics *m;
+    drv_diag d;
+    assert_int_equal(drv_metrics_new(&m), 0);
+    uint16_t port = 0;
+    assert_int_equal(drv_metrics_serve(m, "127.0.0.1", 0, &port, &d), 0);
+    fetched f;
+    int slow = dial(port);
+    struct pollfd pw = {.fd = slow, .events = POLLOUT};
+    assert_int_equal(poll(&pw, 1, 5000), 1);
+    static const char half[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    assert_int_equal(write(slow, half, sizeof half - 1), (ssize_t)(sizeof half - 1));
+    fetch(port, "GET", "/metrics", &f);
+    assert_int_equal(f.code, 200);
+
+    int base = open_fds();
+    static int fds[FLOOD];
+    for (int i = 0; i < FLOOD; i++)
+        fds[i] = dial(port);
+    /* the server takes connections up to its limit (its descriptors: open_fds() - base) */
+    WAIT_FOR(open_fds() - base - FLOOD >= DRV_METRICS_MAX_CONNECTIONS / 2);
+    struct timespec settle = {0, 300 * 1000000L};
+    nanosleep(&settle, NULL); /* (a server without the limit would take more meanwhile) */
+    assert_true(open_fds() - base - FLOOD <= DRV_METRICS_MAX_CONNECTIONS);
+    for (int i = 0; i < FLOOD; i++)
+        close(fds[i]);
+    WAIT_FOR(fetch_rc(port, "GET", "/metrics", &f) == CURLE_OK && f.code == 200);
+    drv_metrics_free(m);
+    close(slow);
 }
 
 /* 1 when a TCP connection to ip:port is accepted. */
@@ -446,7 +531,8 @@ int main(void)
                                        cmocka_unit_test(test_registration_errors),
                                        cmocka_unit_test(test_failing_allocations),
                                        cmocka_unit_test(test_concurrent_updates),
-                                       cmocka_unit_test(test_endpoint)};
+                                       cmocka_unit_test(test_endpoint),
+                                       cmocka_unit_test(test_connection_flood_and_slow_header)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
     return rc;

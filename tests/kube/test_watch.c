@@ -411,6 +411,56 @@ static void test_allocation_failure_as_documents(void **state)
     assert_true(done);
 }
 
+/* Issue 26's probe: a watch delivering a 10 MB object (a pod with a 10 MB annotation, in 64 kB
+ * reads) is decoded as one event; a line that never ends is refused once it passes
+ * DRV_WATCH_MAX_LINE (16 MB), naming the bound, with the decoder's buffer bounded (at most
+ * twice the bound and one read), never growing with the stream. */
+static void test_a_10_mb_event_and_an_endless_line(void **state)
+{
+    (void)state;
+    enum { BIG = 10 << 20, PIECE = 64 << 10 };
+    static const char head[] = "{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\","
+                               "\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\","
+                               "\"resourceVersion\":\"7\",\"annotations\":{\"a\":\"";
+    static const char tail[] = "\"}}}}\n";
+    size_t n = sizeof head - 1 + BIG + sizeof tail - 1;
+    char *text = malloc(n);
+    assert_non_null(text);
+    memcpy(text, head, sizeof head - 1);
+    memset(text + sizeof head - 1, 'x', BIG);
+    memcpy(text + sizeof head - 1 + BIG, tail, sizeof tail - 1);
+    drv_watch_decoder w;
+    drv_watch_decoder_init(&w, "pods");
+    struct seen s = {0};
+    drv_diag d = {{0}};
+    for (size_t off = 0; off < n; off += PIECE)
+        assert_int_equal(drv_watch_decoder_feed(&w, text + off, n - off < PIECE ? n - off : PIECE,
+                                                count, &s, &d),
+                         0);
+    assert_int_equal(drv_watch_decoder_finish(&w, &d), 0);
+    assert_int_equal(s.n, 1);
+    assert_string_equal(s.first_type, "ADDED");
+    drv_watch_decoder_fini(&w);
+
+    /* the same head, then 'x' for ever (no newline) */
+    drv_watch_decoder_init(&w, "pods");
+    memset(text, 'x', PIECE);
+    memcpy(text, head, sizeof head - 1);
+    int rc = drv_watch_decoder_feed(&w, text, PIECE, count, &s, &d);
+    memset(text, 'x', PIECE);
+    size_t fed = PIECE;
+    while (rc == 0 && fed < 4 * (size_t)DRV_WATCH_MAX_LINE) {
+        rc = drv_watch_decoder_feed(&w, text, PIECE, count, &s, &d);
+        fed += PIECE;
+    }
+    assert_int_equal(rc, DRV_ERANGE);
+    assert_true(fed <= (size_t)DRV_WATCH_MAX_LINE + PIECE);
+    assert_true(w.cap <= 2 * ((size_t)DRV_WATCH_MAX_LINE + PIECE + 1));
+    assert_non_null(strstr(d.msg, "event line longer than 16777216 bytes"));
+    drv_watch_decoder_fini(&w);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -422,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_odd_events_as_documents),
         cmocka_unit_test(test_random_mutations_as_documents),
         cmocka_unit_test(test_allocation_failure_as_documents),
+        cmocka_unit_test(test_a_10_mb_event_and_an_endless_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

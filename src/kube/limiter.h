@@ -15,7 +15,7 @@
 #include <stdbool.h>
 
 /* The rule's knobs (limiter.c says why each is what it is). */
-#define DRV_LIMITER_DEF_INITIAL 8   /* the limit before the first answer */
+#define DRV_LIMITER_DEF_INITIAL 8 /* the limit before the first answer */
 #define DRV_LIMITER_TOLERANCE 2.0 /* a recent latency up to 2x the unloaded one is no queue */
 #define DRV_LIMITER_SMOOTHING 0.2 /* weight of a new limit against the last */
 #define DRV_LIMITER_SHORT_N 10    /* answers in the recent latency's moving mean */

@@ -54,7 +54,9 @@ static fixture *open_writer(bool follow)
                  "\"containers\":[{\"name\":\"w\",\"image\":\"x\"}]}}}}}}",
                  *name);
         long status = 0;
-        int rc = drv_kube_request(k, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs", NULL, body, &status, NULL, &d);
+        int rc =
+            drv_kube_request(k, "POST", "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs",
+                             NULL, body, &status, NULL, &d);
         if (rc != 0)
             fail_msg("%s", d.msg);
     }

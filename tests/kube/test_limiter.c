@@ -27,6 +27,14 @@ static void answer_busy(drv_limiter *l, int n, double s, double *t)
     }
 }
 
+/* A limiter of at most max, grown there by flat 15 ms answers (test_grows_to_max_while_flat). */
+static void at_max(drv_limiter *l, int max, double *t)
+{
+    drv_limiter_init(l, 0, max);
+    answer_busy(l, 200, 0.015, t);
+    assert_int_equal(drv_limiter_limit(l), max);
+}
+
 static void release_all(drv_limiter *l, double *t)
 {
     while (l->inflight > 0)
@@ -51,10 +59,8 @@ static void test_shrinks_when_the_server_queues(void **unused)
 {
     (void)unused;
     drv_limiter l;
-    drv_limiter_init(&l, 0, 64);
     double t = 0;
-    answer_busy(&l, 200, 0.015, &t);
-    assert_int_equal(drv_limiter_limit(&l), 64);
+    at_max(&l, 64, &t);
     /* 4 seats: each request waits for those ahead of it: latency ~ in flight x 15 ms / 4 */
     for (int i = 0; i < 300; i++) {
         while (drv_limiter_try_acquire(&l))
@@ -74,10 +80,8 @@ static void test_429_halves_once_per_burst(void **unused)
 {
     (void)unused;
     drv_limiter l;
-    drv_limiter_init(&l, 0, 64);
     double t = 0;
-    answer_busy(&l, 200, 0.015, &t);
-    assert_int_equal(drv_limiter_limit(&l), 64);
+    at_max(&l, 64, &t);
     for (int i = 0; i < 8; i++) /* a burst: 8 answers within 15 ms */
         drv_limiter_release(&l, 1.0, true, t + 0.001 * i);
     assert_int_equal(drv_limiter_limit(&l), 32);

@@ -266,12 +266,14 @@ static void *binder_main(void *arg)
     snprintf(name, sizeof name, "drv-bind-%d", (int)(t - s->threads));
     drv_kthread_name(name);
     bind_request r;
-    while (take(s, &r)) {
-        /* (the request is taken first: a thread waiting here holds no place in the limit) */
-        if (!drv_limiter_acquire(&s->limit)) {
-            request_free(s, &r); /* (stopping: as take drops what is queued) */
+    /* A place in the limit first, then a request: only the threads the limit lets send wait
+     * for requests (a hand-over wakes those, not every thread). */
+    while (drv_limiter_acquire(&s->limit)) {
+        if (!take(s, &r)) {
+            drv_limiter_cancel(&s->limit);
             break;
         }
+        drv_limiter_begin(&s->limit);
         if (r.render) /* (here rather than on the scheduler thread; podbody.c) */
             r.body = podbody_render(s->bodies, r.render);
         ctrl_event e = {.kind = EV_ANSWER};

@@ -65,8 +65,6 @@ static bool room(const drv_limiter *l)
 static void count_in(drv_limiter *l)
 {
     l->inflight++;
-    if (l->inflight > l->peak)
-        l->peak = l->inflight;
 }
 
 bool drv_limiter_acquire(drv_limiter *l)
@@ -108,12 +106,32 @@ static void adapt(drv_limiter *l, double s, bool limited_by_client)
     l->limit = (1 - DRV_LIMITER_SMOOTHING) * l->limit + DRV_LIMITER_SMOOTHING * next;
 }
 
+void drv_limiter_begin(drv_limiter *l)
+{
+    pthread_mutex_lock(&l->mu);
+    l->busy++;
+    if (l->busy > l->peak)
+        l->peak = l->busy;
+    pthread_mutex_unlock(&l->mu);
+}
+
+void drv_limiter_cancel(drv_limiter *l)
+{
+    pthread_mutex_lock(&l->mu);
+    if (l->inflight > 0)
+        l->inflight--;
+    pthread_cond_signal(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
 void drv_limiter_release(drv_limiter *l, double latency_s, bool throttled, double now)
 {
     pthread_mutex_lock(&l->mu);
-    bool limited_by_client = 2 * l->inflight < (int)l->limit; /* (this request counted) */
+    bool limited_by_client = 2 * l->busy < (int)l->limit; /* (this request counted) */
     if (l->inflight > 0)
         l->inflight--;
+    if (l->busy > 0)
+        l->busy--;
     double before = l->limit;
     if (throttled) {
         l->throttled++;

@@ -27,8 +27,9 @@ typedef struct drv_limiter {
     pthread_cond_t cv;  /* acquirers wait here while inflight >= floor(limit) */
     double limit;       /* requests allowed in flight, in [1, max] */
     int max;            /* the largest limit (the threads that send: --binders) */
-    int inflight;       /* acquired, not yet released */
-    int peak;           /* the largest inflight seen (metrics, tests) */
+    int inflight;       /* acquired, not yet released (a place in the limit) */
+    int busy;           /* ... of them, begun: a request is out (drv_limiter_begin) */
+    int peak;           /* the largest busy seen (metrics, tests) */
     double recent;      /* moving mean latency of the last ~SHORT_N answers, s (0: none yet) */
     double unloaded;    /* the least `recent` seen, drifting up slowly, s (0: none yet) */
     double backed_off;  /* the time of the last back-off after a 429 (s, caller's clock) */
@@ -45,7 +46,12 @@ void drv_limiter_fini(drv_limiter *l);
 bool drv_limiter_acquire(drv_limiter *l);
 /* The same without waiting: false when the limit is reached or stopped (tests, pollers). */
 bool drv_limiter_try_acquire(drv_limiter *l);
-/* A request counted by acquire is answered: it took latency_s, from before it waited for the
+/* The place acquired is used: a request goes out now (a thread may take a place before it has
+ * a request, and wait for one holding it: only begun ones say whether the limit is used). */
+void drv_limiter_begin(drv_limiter *l);
+/* A place acquired and not begun is given back (no request came: stopping). */
+void drv_limiter_cancel(drv_limiter *l);
+/* A request begun is answered: it took latency_s, from before it waited for the
  * client's rate limiter to its answer (so a client held by its own budget sees the wait as
  * latency and holds fewer in flight); throttled: the server answered 429 (retried or not). now:
  * the caller's clock (s): back-offs are at least one recent latency apart. O(1). */

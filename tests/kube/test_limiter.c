@@ -21,7 +21,7 @@ static void answer_busy(drv_limiter *l, int n, double s, double *t)
 {
     for (int i = 0; i < n; i++) {
         while (drv_limiter_try_acquire(l))
-            ;
+            drv_limiter_begin(l);
         *t += s;
         drv_limiter_release(l, s, false, *t);
     }
@@ -64,7 +64,7 @@ static void test_shrinks_when_the_server_queues(void **unused)
     /* 4 seats: each request waits for those ahead of it: latency ~ in flight x 15 ms / 4 */
     for (int i = 0; i < 300; i++) {
         while (drv_limiter_try_acquire(&l))
-            ;
+            drv_limiter_begin(&l);
         double s = 0.015 * l.inflight / 4;
         t += s;
         drv_limiter_release(&l, s, false, t);
@@ -100,6 +100,7 @@ static void test_not_grown_when_unused(void **unused)
     double t = 0;
     for (int i = 0; i < 200; i++) { /* one request at a time: the client bounds it */
         assert_true(drv_limiter_try_acquire(&l));
+        drv_limiter_begin(&l);
         t += 0.015;
         drv_limiter_release(&l, 0.015, false, t);
     }

@@ -54,14 +54,19 @@
  * store: what bounds both is then how many requests each keeps in flight. Under each rep, the
  * requests in flight on average during the writes (the service time the server drew for the
  * writes, summed, over the phase's wall time) and at most, and the 429s; --seats N gives the
- * priority level N seats instead. --binders N: Drover's binder threads (default: --threads, the
- * plain client's). --bind-mode-binding 1: Drover runs as `drover run --bind-mode=binding`
- * (each pod created unbound, then bound through pods/binding: two requests a pod), and the plain
- * client replays those requests; the row then measures the mode's cost against the default's.
+ * priority level N seats instead; --latency-scale F multiplies every service time of the model
+ * (F 3.33: creates p50 50 ms), a slower server. --binders N: Drover's binder threads, the most
+ * requests it keeps in flight (default: `drover run`'s, DRV_CTRL_DEF_BINDERS; how many it does
+ * keep is sized from their latency, src/kube/limiter.c: its limit at the end, and the most it had
+ * in flight, are printed under each rep). --bind-mode-binding 1: Drover runs as `drover run
+ * --bind-mode=binding` (each pod created unbound, then bound through pods/binding: two requests a
+ * pod), and the plain client replays those requests; the row then measures the mode's cost against
+ * the default's.
  *
  * usage: e2e_bind [--nodes N] [--existing N] [--jobs N] [--workers N] [--threads N]
  *                 [--policy NAME] [--reps N] [--qps N] [--burst N] [--real-objects 0|1]
- *                 [--server-model 0|1] [--seats N] [--binders N] [--bind-mode-binding 0|1]
+ *                 [--server-model 0|1] [--seats N] [--latency-scale F] [--binders N]
+ *                 [--bind-mode-binding 0|1]
  */
 #include "apiserver.h"
 #include "drover/controller.h"
@@ -83,8 +88,8 @@
 
 typedef struct params {
     int nodes, existing, jobs, workers, threads, reps;
-    int binders; /* Drover's binder threads (--binders; 0: as many as the plain client's threads) */
-    int binding; /* --bind-mode-binding 1: Drover creates pods unbound, then binds them */
+    int binders;    /* Drover's binder threads (--binders; 0: drover run's default) */
+    int binding;    /* --bind-mode-binding 1: Drover creates pods unbound, then binds them */
     int qps, burst; /* Drover's API budget (the ceiling's client has none) */
     const char *policy;
     /* --real-objects 1: the nodes and existing pods are the recorded Node and Pod of
@@ -679,6 +684,7 @@ typedef struct drover_times {
     drv_apiserver_write *writes; /* what it sent until its last pod was placed, as received */
     int nwrites;
     in_flight flight; /* --server-model: from sync to the last pod placed */
+    int limit, peak;  /* the binders' limit of requests in flight at the end; the most at once */
 } drover_times;
 
 static drover_times drover(const params *p, const drv_profile *prof)
@@ -688,10 +694,8 @@ static drover_times drover(const params *p, const drv_profile *prof)
     drv_apiserver_keep_writes(srv); /* (Drover's, for the ceiling to send the same) */
     drv_diag d = {{0}};
     drv_kube_config cfg = {.server = url, .qps = p->qps, .burst = p->burst};
-    drv_ctrl_opts o = {.profile = prof,
-                       .no_events = true,
-                       .binders = p->binders ? p->binders : p->threads,
-                       .bind_with_binding = p->binding};
+    drv_ctrl_opts o = {
+        .profile = prof, .no_events = true, .binders = p->binders, .bind_with_binding = p->binding};
     long pods = (long)p->jobs * p->workers;
     drover_times out = {0};
     runner r = {0};
@@ -724,6 +728,8 @@ static drover_times drover(const params *p, const drv_profile *prof)
             out.own_bind = drover_cpu() - osynced;
             out.errors = st.api_errors;
             out.cycles = st.cycles;
+            out.limit = st.bind_limit;
+            out.peak = st.bind_peak;
             out.flight = in_flight_of(srv, &at_sync, tn - synced);
             if ((out.nwrites = drv_apiserver_writes(srv, &out.writes)) < 0)
                 die("the writes Drover sent: out of memory", NULL);
@@ -750,8 +756,8 @@ static int usage(void)
 {
     fprintf(stderr, "usage: e2e_bind [--nodes N] [--existing N] [--jobs N] [--workers N] "
                     "[--threads N] [--policy NAME] [--reps N] [--qps N] [--burst N] "
-                    "[--real-objects 0|1] [--server-model 0|1] [--seats N] [--binders N] "
-                    "[--bind-mode-binding 0|1]\n");
+                    "[--real-objects 0|1] [--server-model 0|1] [--seats N] [--latency-scale F] "
+                    "[--binders N] [--bind-mode-binding 0|1]\n");
     return 2;
 }
 
@@ -767,6 +773,7 @@ int main(int argc, char **argv)
                 .burst = DRV_CTRL_DEF_BURST,
                 .policy = "drover"};
     int real = 0, model = 0, seats = 0;
+    double scale = 1;
     for (int i = 1; i < argc; i += 2) {
         if (i + 1 >= argc)
             return usage();
@@ -788,12 +795,18 @@ int main(int argc, char **argv)
             *field = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--policy"))
             p.policy = argv[i + 1];
+        else if (!strcmp(argv[i], "--latency-scale"))
+            scale = atof(argv[i + 1]);
         else
             return usage();
     }
     if (p.nodes < 1 || p.existing < 0 || p.jobs < 1 || p.workers < 1 || p.threads < 1 ||
-        p.threads > 64 || p.reps < 1 || p.qps < 1 || p.burst < 1) {
-        fprintf(stderr, "e2e_bind: counts must be at least 1 (threads at most 64)\n");
+        p.threads > 64 || p.reps < 1 || p.qps < 1 || p.burst < 1 || p.binders < 0 ||
+        p.binders > DRV_CTRL_MAX_BINDERS || !(scale > 0 && scale <= 100)) {
+        fprintf(stderr,
+                "e2e_bind: counts must be at least 1 (threads at most 64, binders 0-%d), "
+                "--latency-scale in (0, 100]\n",
+                DRV_CTRL_MAX_BINDERS);
         return 2;
     }
     if (real) {
@@ -806,6 +819,13 @@ int main(int argc, char **argv)
     drv_apiserver_load_defaults(&load);
     if (seats > 0)
         load.level[0].seats = seats;
+    drv_apiserver_latency *lat[] = {&load.create, &load.write, &load.get};
+    for (size_t i = 0; i < sizeof lat / sizeof *lat; i++) {
+        lat[i]->p50_ms *= scale;
+        lat[i]->p90_ms *= scale;
+    }
+    load.list_ms *= scale;
+    load.list_item_us *= scale;
     if (model)
         p.model = &load;
     drv_profile prof;
@@ -816,8 +836,12 @@ int main(int argc, char **argv)
     printf("%d nodes, %d existing pods (%s), %d gangs x %d workers = %ld new pods; policy %s; "
            "%d client threads / %d binders; drover's API budget %d/s, burst %d; %s\n",
            p.nodes, p.existing, real ? "recorded-size objects" : "plain objects", p.jobs, p.workers,
-           pods, p.policy, p.threads, p.binders ? p.binders : p.threads, p.qps, p.burst,
-           model ? "a real server's model (creates p50 15 ms, p90 31 ms)" : "in-memory server");
+           pods, p.policy, p.threads, p.binders ? p.binders : DRV_CTRL_DEF_BINDERS, p.qps, p.burst,
+           model ? "a real server's model" : "in-memory server");
+    if (model)
+        printf(
+            "server model: creates p50 %.0f ms, p90 %.0f ms; lists %.1f ms + %.1f us an object\n",
+            load.create.p50_ms, load.create.p90_ms, load.list_ms, load.list_item_us);
     if (model)
         printf("server model: %d seats, queue %d\n", load.level[0].seats, load.level[0].queue);
     printf("%-4s %9s %8s %9s   %9s %8s   %8s   %7s %7s %9s %6s\n", "rep", "ceiling s", "lists s",
@@ -844,6 +868,8 @@ int main(int argc, char **argv)
                    "average (%d at most), drover %.1f (%d at most); 429s: %ld, %ld\n",
                    c.flight.mean, c.flight.max, dt.flight.mean, dt.flight.max, c.flight.rejected,
                    dt.flight.rejected);
+        printf("     drover's binders: limit %d in flight at the end, %d at most (of %d)\n",
+               dt.limit, dt.peak, p.binders ? p.binders : DRV_CTRL_DEF_BINDERS);
         fflush(stdout);
         drv_apiserver_writes_free(dt.writes, dt.nwrites);
     }

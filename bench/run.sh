@@ -62,6 +62,12 @@ run "drover run end to end as above, with recorded-size objects (the recorded No
     "$b/bench/e2e_bind" --reps 3 --real-objects 1
 run "drover run end to end as above, against a real server's model (the test server's load model, issue 28: creates and patches p50 15 ms, p90 31 ms, lists 2 ms + 15 us an object, API Priority and Fairness' 244 seats): what bounds both is the requests each keeps in flight" \
     "$b/bench/e2e_bind" --reps 3 --server-model 1
+run "drover run end to end against the real server's model as above, its binders held to 8 in flight (--binders 8: the limit sized from latency cannot grow; the baseline of the default's 32)" \
+    "$b/bench/e2e_bind" --reps 2 --server-model 1 --binders 8
+run "drover run end to end against a slower server's model: every service time of the model x 3.33 (creates p50 50 ms, p90 103 ms; lists 6.7 ms + 50 us an object), the binders' limit sized from latency as by default" \
+    "$b/bench/e2e_bind" --reps 2 --server-model 1 --latency-scale 3.33
+run "drover run end to end against the real server's model with a crowded priority level (--seats 4: four seats for both clients' requests): the limit sized from latency against a server that queues" \
+    "$b/bench/e2e_bind" --reps 2 --server-model 1 --seats 4
 run "drover run end to end against the real server's model as above, with --bind-mode=binding (each pod created unbound, then bound through pods/binding: two requests a pod; the plain client replays the same requests)" \
     "$b/bench/e2e_bind" --reps 3 --server-model 1 --bind-mode-binding 1
 run "Controller informer caches: 50,000 pods and 5,000 nodes, compact records vs the API objects" \

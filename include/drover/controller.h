@@ -52,13 +52,15 @@
 #define DRV_CTRL_DEF_BURST 5000
 
 /*
- * Binder threads (drv_ctrl_opts.binders, --binders): each keeps one request in flight, so by
- * Little's law the binding rate is binders / the server's time per write: 8 at a real server's
- * 15-30 ms a creation (issue 28's audit) is ~260-510 pods/s, what a plain client of 8 threads
- * gets; the default budget (5000/s) would allow ~90 in flight at 18 ms. More binders help only
- * where the server's priority level has the seats (API Priority and Fairness: 429s then).
+ * Binder threads (drv_ctrl_opts.binders, --binders): the most requests about pods in flight at
+ * once; how many are, from 8 up to that, is sized from the answers' latency (src/kube/limiter.c:
+ * grown while answers come as fast as unloaded, shrunk when they slow down, halved on a 429).
+ * By Little's law the binding rate is the requests in flight over the server's time per write:
+ * 8 at a real server's 15-30 ms a creation (issue 28's audit) is ~260-510 pods/s, 32 is ~4 times
+ * that, and at 50 ms a write 32 still give ~640/s. 32 is far below a priority level's seats (244
+ * for workload-low) and the default budget (5000/s allows ~90 in flight at 18 ms).
  */
-#define DRV_CTRL_DEF_BINDERS 8
+#define DRV_CTRL_DEF_BINDERS 32
 #define DRV_CTRL_MAX_BINDERS 256
 
 typedef struct drv_ctrl_opts {
@@ -135,6 +137,8 @@ typedef struct drv_ctrl_stats {
     double last_step, last_loss; /* ... the latest one's values */
     bool synced;                 /* every informer has listed once and scheduling has begun */
     bool leader;                 /* it holds the lease (always true without leader election) */
+    int bind_limit;              /* the binders' limit of requests in flight now (limiter.c) */
+    int bind_peak;               /* ... the most they had in flight at once */
 } drv_ctrl_stats;
 drv_ctrl_stats drv_ctrl_get_stats(drv_ctrl *c);
 

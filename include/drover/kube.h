@@ -113,6 +113,9 @@ long drv_kube_requests(const drv_kube *k);
 /* Non-2xx answers this client received, retried ones included (transport failures are not
  * answers and are not counted). */
 long drv_kube_errors(const drv_kube *k);
+/* Of them, 429 Too Many Requests (retried after Retry-After or not): what a concurrency limit
+ * backs off on (src/kube/limiter.c). */
+long drv_kube_throttled(const drv_kube *k);
 
 /*
  * An API budget: one token bucket (qps, burst) that every client configured with it draws

@@ -96,9 +96,11 @@ static const cli_flag run_flags[] = {
      .arg = "N",
      .lo = 1,
      .hi = DRV_CTRL_MAX_BINDERS,
-     .help = "threads sending pod creations, bindings and deletions, one request\n"
-             "in flight each (default: 8: ~260-510 pods/s at a real API server's\n"
-             "15-30 ms a write; more for a slower server, within --kube-api-qps)"},
+     .help = "the most pod creations, bindings and deletions in flight at once\n"
+             "(one thread each; default: 32). How many are, from 8 up to N, follows\n"
+             "their latency: grown while answers come as fast as unloaded, shrunk\n"
+             "when they take over twice that (the server queues), halved on a 429;\n"
+             "all within --kube-api-qps"},
     {.name = "bind-mode",
      .kind = FLAG_CHOICE,
      AT(bind_mode),

@@ -38,6 +38,7 @@ int ctrl_binder_init(ctrl_binder *b, const drv_kube_config *kcfg, ctrl_mirror *m
     b->writer = writer;
     b->counters = counters;
     b->cfg = cfg;
+    ctrl_writer_follow(writer, &b->send.urgent); /* (a gang's pods before its status) */
     return ctrl_send_init(&b->send, kcfg, cfg->o.binders, 0, events, names, d);
 }
 
@@ -64,6 +65,11 @@ void ctrl_binder_hold(ctrl_binder *b)
 void ctrl_binder_flush(ctrl_binder *b)
 {
     ctrl_send_flush(&b->send);
+}
+
+int ctrl_binder_limit(ctrl_binder *b, int *peak)
+{
+    return ctrl_send_limit(&b->send, peak);
 }
 
 void ctrl_binder_lead(ctrl_binder *b, bool on)

@@ -65,5 +65,8 @@ void ctrl_binder_flush(ctrl_binder *b);
 /* This controller leads (sends), or no longer does: what is still queued is dropped, each as a
  * failed answer, so that its assumption is undone. */
 void ctrl_binder_lead(ctrl_binder *b, bool on);
+/* The binders' limit of requests in flight now; *peak (unless NULL) the most at once. Any
+ * thread. */
+int ctrl_binder_limit(ctrl_binder *b, int *peak);
 
 #endif

@@ -174,7 +174,9 @@ void drv_ctrl_free(drv_ctrl *c)
 
 drv_ctrl_stats drv_ctrl_get_stats(drv_ctrl *c)
 {
-    return ctrl_counters_stats(&c->counters);
+    drv_ctrl_stats s = ctrl_counters_stats(&c->counters);
+    s.bind_limit = ctrl_binder_limit(&c->binder, &s.bind_peak);
+    return s;
 }
 
 size_t drv_ctrl_latencies(drv_ctrl *c, drv_ctrl_latency *out, size_t n)

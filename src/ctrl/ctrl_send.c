@@ -26,6 +26,7 @@
 #include "drover/clock.h"
 #include "kube/json.h"
 #include "kube/kthread.h"
+#include "kube/limiter.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,9 +34,18 @@
 
 enum { HELD_MAX = 64 }; /* requests gathered before a batch goes (ctrl_send.held) */
 
-/* Frees what a request owns (a creation's paths are its render's). */
-static void request_free(bind_request *r)
+/* The class a request waits in. */
+static int class_of(const bind_request *r)
 {
+    return r->request == REQ_CREATE && r->node < 0 ? SEND_BACKGROUND : SEND_URGENT;
+}
+
+/* Frees what a request owns (a creation's paths are its render's), and counts an urgent one
+ * done with (answered, dropped, or refused at submission). */
+static void request_free(ctrl_send *s, bind_request *r)
+{
+    if (class_of(r) == SEND_URGENT)
+        atomic_fetch_sub(&s->urgent, 1);
     if (!r->render) {
         drv_free(r->path);
         if (r->pod_path != r->path) /* (a deletion's path is its pod's: one string) */
@@ -43,12 +53,6 @@ static void request_free(bind_request *r)
     }
     drv_free(r->body);
     drv_free(r->render);
-}
-
-/* The class a request waits in. */
-static int class_of(const bind_request *r)
-{
-    return r->request == REQ_CREATE && r->node < 0 ? SEND_BACKGROUND : SEND_URGENT;
 }
 
 /* ---- the rings (under s->mu) ---------------------------------------------------------------- */
@@ -116,9 +120,11 @@ int ctrl_send_submit(ctrl_send *s, const bind_request *r)
         (r->request == REQ_CREATE ? r->render != NULL : r->body || r->request == REQ_DELETE) &&
         r->path && r->pod_path &&
         drv_grow(&s->staged, sizeof *s->staged, &s->cap_staged, s->nstaged + 1) == 0;
+    if (class_of(r) == SEND_URGENT)
+        atomic_fetch_add(&s->urgent, 1);
     if (!ok) {
         bind_request x = *r;
-        request_free(&x);
+        request_free(s, &x);
         return DRV_ENOMEM;
     }
     s->staged[s->nstaged++] = *r;
@@ -147,7 +153,7 @@ void ctrl_send_drop(ctrl_send *s)
 {
     for (int32_t i = 0; i < s->nstaged; i++) { /* (not queued yet: the same) */
         answer_unsent(s, &s->staged[i], "a dropped request's answer");
-        request_free(&s->staged[i]);
+        request_free(s, &s->staged[i]);
     }
     s->nstaged = 0;
     pthread_mutex_lock(&s->mu);
@@ -156,7 +162,7 @@ void ctrl_send_drop(ctrl_send *s)
         while (q->n > 0) {
             bind_request r = ring_pop(q);
             answer_unsent(s, &r, "a dropped request's answer");
-            request_free(&r);
+            request_free(s, &r);
         }
         q->head = 0;
     }
@@ -279,18 +285,30 @@ static void *binder_main(void *arg)
     snprintf(name, sizeof name, "drv-bind-%d", (int)(t - s->threads));
     drv_kthread_name(name);
     bind_request r;
-    while (take(s, &r)) {
+    /* A place in the limit first, then a request: only the threads the limit lets send wait
+     * for requests (a hand-over wakes those, not every thread). */
+    while (drv_limiter_acquire(&s->limit)) {
+        if (!take(s, &r)) {
+            drv_limiter_cancel(&s->limit);
+            break;
+        }
+        drv_limiter_begin(&s->limit);
         if (r.render) /* (here rather than on the scheduler thread; podbody.c) */
             r.body = podbody_render(s->bodies, r.render);
         ctrl_event e = {.kind = EV_ANSWER};
+        long throttled = drv_kube_throttled(t->client);
+        double t0 = drv_clock_mono();
         send_request(t, &r, &e);
+        /* (a 409's read of the pod is in the latency too: it is the same server's time) */
+        drv_limiter_release(&s->limit, e.u.answer.done - t0,
+                            drv_kube_throttled(t->client) > throttled, e.u.answer.done);
         /* (what names it only when it cannot be pushed: no text formatted per request) */
         ctrl_events_push(s->events, &e,
                          r.request == REQ_DELETE   ? "the answer to a pod's DELETE"
                          : r.request == REQ_RESIZE ? "the answer to a pod's resize PATCH"
                          : r.request == REQ_BIND   ? "the answer to a pod's binding POST"
                                                    : "the answer to a pod's creation POST");
-        request_free(&r);
+        request_free(s, &r);
     }
     return NULL;
 }
@@ -302,6 +320,11 @@ int ctrl_send_init(ctrl_send *s, const drv_kube_config *cfg, int nthreads, int32
 {
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    atomic_init(&s->urgent, 0);
+    /* (first: fini finalises it whatever failed below) */
+    drv_limiter_init(&s->limit, DRV_LIMITER_DEF_INITIAL,
+                     nthreads > 0 && nthreads <= DRV_CTRL_MAX_BINDERS ? nthreads
+                                                                      : DRV_CTRL_DEF_BINDERS);
     s->events = events;
     s->names = names;
     if (nthreads > DRV_CTRL_MAX_BINDERS)
@@ -344,6 +367,7 @@ void ctrl_send_stop(ctrl_send *s)
     s->stop = true;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
+    drv_limiter_stop(&s->limit);
     for (int i = 0; i < s->nthreads; i++)
         if (s->threads[i].started) {
             pthread_join(s->threads[i].thread, NULL);
@@ -360,7 +384,7 @@ void ctrl_send_fini(ctrl_send *s)
     podbody_cache_free(s->bodies);
     s->bodies = NULL;
     for (int32_t i = 0; i < s->nstaged; i++)
-        request_free(&s->staged[i]);
+        request_free(s, &s->staged[i]);
     drv_free(s->staged);
     s->staged = NULL;
     s->nstaged = s->cap_staged = 0;
@@ -368,11 +392,22 @@ void ctrl_send_fini(ctrl_send *s)
         bind_ring *q = &s->ring[k];
         while (q->n > 0) {
             bind_request r = ring_pop(q);
-            request_free(&r);
+            request_free(s, &r);
         }
         drv_free(q->v);
         q->v = NULL;
     }
+    drv_limiter_fini(&s->limit);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
+}
+
+int ctrl_send_limit(ctrl_send *s, int *peak)
+{
+    pthread_mutex_lock(&s->limit.mu);
+    int n = (int)s->limit.limit;
+    if (peak)
+        *peak = s->limit.peak;
+    pthread_mutex_unlock(&s->limit.mu);
+    return n;
 }

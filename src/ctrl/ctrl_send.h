@@ -25,6 +25,9 @@
 #include "podbody.h"
 
 #include "drover/kube.h"
+#include "kube/limiter.h"
+
+#include <stdatomic.h>
 
 /* A request for the binder threads (owned strings, but path and pod_path of a creation: they
  * are render's; a deletion's path is its pod_path, one string). */
@@ -68,7 +71,8 @@ struct ctrl_send {
     bind_ring ring[NSEND_CLASSES]; /* taken urgent first */
     bool stop;
     binder_thread *threads;
-    int nthreads;
+    int nthreads;          /* the most requests in flight (--binders) */
+    drv_limiter limit;     /* how many of them may be in flight now (limiter.c's rule) */
     podbody_cache *bodies; /* the creations' pod shapes (its own lock) */
     /* Between ctrl_send_hold and ctrl_send_flush (a cycle's requests), requests gather here
      * and reach the rings in batches of at most HELD_MAX under one lock: one lock and one
@@ -77,11 +81,17 @@ struct ctrl_send {
     bool held;
     bind_request *staged;
     int32_t nstaged, cap_staged;
+    /* Urgent requests (placements, bound creations, bindings, deletions) submitted and not yet
+     * answered: a burst is on while it is above 0 (the writer holds status writes and Events
+     * back meanwhile: ctrl_writer_follow). Any thread reads it. */
+    atomic_int urgent;
     ctrl_events *events; /* where answers go (fixed at init) */
     ctrl_names *names;   /* ... with the node a conflict's read found, interned */
 };
 
-/* nthreads binder threads (<= 0: 8), each with a client of cfg; rings of ring_cap requests
+/* nthreads binder threads (<= 0: DRV_CTRL_DEF_BINDERS), at most limit.limit of them sending at
+ * once (from 8, sized from the answers' latency: limiter.c), each with a client of cfg; rings of
+ * ring_cap requests
  * (<= 0: CTRL_SEND_RING). 0, DRV_ENOMEM, or a client's error (d says). */
 int ctrl_send_init(ctrl_send *s, const drv_kube_config *cfg, int nthreads, int32_t ring_cap,
                    ctrl_events *events, ctrl_names *names, drv_diag *d);
@@ -103,5 +113,7 @@ int32_t ctrl_send_staged(const ctrl_send *s);
 /* A follower sends nothing: every request staged or queued is answered as failed (its answer
  * undoes its assumption). One a binder thread has taken already is sent. */
 void ctrl_send_drop(ctrl_send *s);
+/* The binders' current limit of requests in flight; *peak (unless NULL): the most there were. */
+int ctrl_send_limit(ctrl_send *s, int *peak);
 
 #endif

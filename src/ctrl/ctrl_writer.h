@@ -15,6 +15,8 @@
 #include "drover/kube_workqueue.h"
 #include "kube/lifecycle.h"
 
+#include <stdatomic.h>
+
 /* A status the writer is to write (a TrainingJob's, or a PodGroup's, or a Queue's). */
 typedef struct status_request {
     char path[800];
@@ -108,6 +110,11 @@ typedef struct ctrl_writer {
     int32_t nevents, cap_events;
     /* fixed at init */
     ctrl_counters *counters; /* what was written, what failed */
+    /* Pod requests not yet answered (ctrl_send.urgent; NULL: none followed): while above 0 the
+     * writer holds its writes back, up to CTRL_WRITER_HOLD_S (ctrl_writer_follow). Set before
+     * start. */
+    const atomic_int *burst;
+    atomic_bool stopping; /* ctrl_writer_stop: a hold ends at once */
     bool no_events;          /* write no Events (drv_ctrl_opts.no_events) */
     bool following;          /* a follower of a leader election (the scheduler thread's, set by
                                 the loop): its Events are dropped, as the leader writes them */
@@ -117,6 +124,9 @@ typedef struct ctrl_writer {
     const char *source;               /* the Events' reporting component: the schedulerName */
 } ctrl_writer;
 
+/* The longest the writer holds its writes back behind a burst of pod requests (s). */
+#define CTRL_WRITER_HOLD_S 1.0
+
 /* Its client (from cfg) and queue. 0, DRV_ENOMEM or the client's error (d says). */
 int ctrl_writer_init(ctrl_writer *w, const drv_kube_config *cfg, ctrl_counters *counters,
                      bool no_events, const char *source, drv_diag *d);
@@ -124,6 +134,11 @@ int ctrl_writer_start(ctrl_writer *w, drv_diag *d);
 void ctrl_writer_stop(ctrl_writer *w);
 void ctrl_writer_fini(ctrl_writer *w);
 
+/* A gang's pods go before its status and Events: while *burst (the binders' pod requests not
+ * yet answered) is above 0, the writer holds what it has to write, up to CTRL_WRITER_HOLD_S,
+ * then writes everything queued by then (a flush: one PATCH per object, the latest status
+ * asked, as statuses asked meanwhile replace each other), and holds again. Before start. */
+void ctrl_writer_follow(ctrl_writer *w, const atomic_int *burst);
 /* Asks for r to be written as the status of the object of interned key (the latest asked
  * wins). False when out of memory (logged). */
 bool ctrl_writer_status(ctrl_writer *w, int32_t key, const status_request *r);

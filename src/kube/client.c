@@ -42,7 +42,8 @@ struct drv_kube {
     drv_token_bucket tb;
     drv_rng rng;
     long requests, retries;
-    long errors; /* non-2xx answers, retried ones included */
+    long errors;    /* non-2xx answers, retried ones included */
+    long throttled; /* of them, 429s (API Priority and Fairness: the server's seats are full) */
     char agent[64];
     const char *const *skip; /* members lists and watches do not build (borrowed); NULL: none */
 };
@@ -376,8 +377,15 @@ static void count_answer(drv_kube *k, const char *method, const char *path, long
     if (code == 0 || (code >= 200 && code < 300))
         return;
     k->errors++;
+    if (code == 429)
+        k->throttled++;
     if (k->cfg.budget)
         drv_kube_budget_count(k->cfg.budget, method, path, code);
+}
+
+long drv_kube_throttled(const drv_kube *k)
+{
+    return k->throttled;
 }
 
 long drv_kube_retries(const drv_kube *k)

@@ -41,8 +41,9 @@ void ctrl_checkpoint_fini(ctrl_checkpoint *ck);
 
 /* Deletes slot's pod, for why: at once (ctrl_binder_delete) without a handshake (the profile's
  * checkpoint_timeout is 0; another operator's pod; a pod not bound in the API or with a
- * request about it out); else its job is asked to checkpoint (once per handshake) and the
- * deletion waits (ctrl_checkpoint_release). 0 or DRV_ENOMEM. */
+ * request about it out, which has not run: nothing to checkpoint); else its job is asked to
+ * checkpoint (once per handshake) and the deletion waits (ctrl_checkpoint_release). 0 or
+ * DRV_ENOMEM. */
 int ctrl_checkpoint_delete(ctrl_checkpoint *ck, int32_t slot, ckpt_why why);
 /* The deletions whose job has checkpointed since it was asked, or whose timeout has passed,
  * or whose job is gone, are sent; a job none of whose deletions waits any more has its

@@ -73,7 +73,8 @@ static int send_removal(ctrl_cycle *cy, const drv_decision *x)
  * takes its place: the preemptor the decision names (drv_ctx_preempt), else (a plugin that
  * evicts without naming one, as Tiresias) the most important job the cycle binds. Its pods'
  * deletions, sent by send_removal, keep their terminationGracePeriodSeconds: a training job
- * checkpoints on SIGTERM. O(decisions) per victim; victims are few. */
+ * checkpoints on SIGTERM (and, with a checkpoint handshake, before: ctrl_checkpoint.c).
+ * O(decisions) per victim; victims are few. */
 static void tell_preempted(ctrl_cycle *cy, const drv_decisions *dv)
 {
     drv_state *st = &cy->mirror->st;
@@ -88,6 +89,10 @@ static void tell_preempted(ctrl_cycle *cy, const drv_decisions *dv)
             cy->mirror->jobs[x->job].members)
             continue;
         int32_t by = x->value >= 0 && x->value < st->njobs ? (int32_t)x->value : bound;
+        const char *how = cy->cfg->prof.checkpoint_timeout > 0
+                              ? "are deleted once it has checkpointed (or its checkpoint_timeout "
+                                "has passed), with their grace period,"
+                              : "are deleted with their grace period";
         bool told = false; /* (one Event per victim: its first eviction of the cycle) */
         for (int32_t k = 0; k < i && !told; k++)
             told = dv->v[k].kind == DRV_EVICT && dv->v[k].reason == DRV_REASON_PREEMPT &&
@@ -99,14 +104,14 @@ static void tell_preempted(ctrl_cycle *cy, const drv_decisions *dv)
         if (by >= 0)
             snprintf(msg, sizeof msg,
                      "preempted by %s (priority %d; this job's %d) under profile %s: its pods "
-                     "are deleted with their grace period and it waits to be placed again",
+                     "%s and it waits to be placed again",
                      drv_strtab_str(st->names, st->jobs[by].name), st->jobs[by].priority,
-                     st->jobs[x->job].priority, cy->cfg->prof.name);
+                     st->jobs[x->job].priority, cy->cfg->prof.name, how);
         else
             snprintf(msg, sizeof msg,
                      "preempted under profile %s to make room for jobs it ranks first: its pods "
-                     "are deleted with their grace period and it waits to be placed again",
-                     cy->cfg->prof.name);
+                     "%s and it waits to be placed again",
+                     cy->cfg->prof.name, how);
         ctrl_lifecycle_event(cy->lifecycle, x->job, "Warning", "Preempted", msg);
     }
 }

@@ -10,6 +10,7 @@
  * Kubelet's part (pod phases) is played by the test where needed.
  */
 #include "ctrl_fixture.h"
+#include "shared_fixture.h"
 #include "rbac_check.h"
 #include "drover/controller.h"
 #include "drover/policy.h"
@@ -25,10 +26,6 @@
 
 #include <cmocka.h>
 
-#define TJ_PATH "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs"
-
-static void *run_main(void *arg);
-
 /* A Ready node with cpu CPUs, its labels and taints (JSON object and list) as given. */
 static void add_node_with(fixture *f, const char *name, const char *cpu, const char *labels,
                           const char *taints)
@@ -41,46 +38,6 @@ static void add_node_with(fixture *f, const char *name, const char *cpu, const c
     char path[256];
     snprintf(path, sizeof path, "/api/v1/nodes/%s", name);
     req(f, "PATCH", path, "{\"spec\":{\"taints\":%s}}", taints); /* (not-ready lifted) */
-}
-
-/* A TrainingJob of n workers of cpu each; spec: more spec fields ("" or "...,"); pod: more
- * pod spec fields ("" or "...,"). */
-static void add_tj(fixture *f, const char *name, int n, const char *cpu, const char *spec,
-                   const char *pod)
-{
-    req(f, "POST", TJ_PATH,
-        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
-        "\"name\":\"%s\",\"namespace\":\"default\"},\"spec\":{%s\"replicaSpecs\":{\"Worker\":{"
-        "\"replicas\":%d,\"template\":{\"spec\":{%s\"schedulerName\":\"drover\",\"containers\":"
-        "[{\"name\":\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"%s\"}}}]}}}}}"
-        "}",
-        name, spec, n, pod, cpu);
-}
-
-/* How many of job's pods are bound, and (nodes, when given) to which, comma-separated. */
-static int bound(fixture *f, const char *job, char *nodes, size_t n)
-{
-    json_t *l = get(f, "/api/v1/namespaces/default/pods");
-    int k = 0;
-    size_t i;
-    json_t *p;
-    if (nodes)
-        nodes[0] = 0;
-    json_array_foreach(json_object_get(l, "items"), i, p)
-    {
-        json_t *m = json_object_get(p, "metadata");
-        const char *j =
-            json_string_value(json_object_get(json_object_get(m, "labels"), "drover.dev/job"));
-        const char *node =
-            json_string_value(json_object_get(json_object_get(p, "spec"), "nodeName"));
-        if (!j || strcmp(j, job) != 0 || !node)
-            continue;
-        k++;
-        if (nodes)
-            snprintf(nodes + strlen(nodes), n - strlen(nodes), "%s,", node);
-    }
-    json_decref(l);
-    return k;
 }
 
 /* Whether job's condition of type is True with reason (its message into msg when given). */
@@ -495,56 +452,6 @@ static void test_quota_named_in_waiting_event(void **state)
     stop(&r);
 }
 
-static void *run_main(void *arg)
-{
-    runner *r = arg;
-    r->rc = drv_ctrl_run(r->c, &r->stop, &r->d);
-    return NULL;
-}
-
-/* A controller under the given profile text. */
-static void start_text(fixture *f, runner *r, const char *text, drv_profile *prof)
-{
-    drv_diag d = {{0}};
-    assert_int_equal(drv_profile_parse("test", text, prof, &d), 0);
-    drv_ctrl_opts o = {.profile = prof};
-    memset(r, 0, sizeof *r);
-    r->cfg = f->cfg;
-    r->cfg.component = "run"; /* told apart from the test's own requests (rbac_check.h) */
-    assert_int_equal(drv_ctrl_new(&r->c, &r->cfg, &o, &d), 0);
-    assert_int_equal(pthread_create(&r->t, NULL, run_main, r), 0);
-}
-
-/* Kubelet's part: the pods of job bound and not being deleted run; those being deleted go.
- * Returns how many are being deleted with grace_s as their grace period. */
-static int kubelet(fixture *f, const char *job, long grace_s)
-{
-    json_t *l = get(f, "/api/v1/namespaces/default/pods");
-    int graceful = 0;
-    size_t i;
-    json_t *p;
-    json_array_foreach(json_object_get(l, "items"), i, p)
-    {
-        json_t *m = json_object_get(p, "metadata");
-        const char *j =
-            json_string_value(json_object_get(json_object_get(m, "labels"), "drover.dev/job"));
-        const char *name = json_string_value(json_object_get(m, "name"));
-        if (!j || strcmp(j, job) != 0)
-            continue;
-        char path[256];
-        snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/%s", name);
-        if (json_object_get(m, "deletionTimestamp")) {
-            json_t *g = json_object_get(m, "deletionGracePeriodSeconds");
-            graceful += json_is_integer(g) && json_integer_value(g) == grace_s;
-        } else if (json_object_get(json_object_get(p, "spec"), "nodeName")) {
-            strncat(path, "/status", sizeof path - strlen(path) - 1);
-            req(f, "PATCH", path, "{\"status\":{\"phase\":\"Running\"}}");
-        }
-    }
-    json_decref(l);
-    return graceful;
-}
-
 /* A preempted job (Tiresias demotes it once it has had its share) has its pods deleted with
  * their terminationGracePeriodSeconds, not at once, and an Event names who took its place. */
 static void test_preemption_keeps_grace_and_says_why(void **state)
@@ -571,17 +478,6 @@ static void test_preemption_keeps_grace_and_says_why(void **state)
     stop(&r);
 }
 
-/* PriorityClasses high (1000) and low (0). */
-static void add_classes(fixture *f)
-{
-    static const char *const classes[][2] = {{"high", "1000"}, {"low", "0"}};
-    for (int i = 0; i < 2; i++)
-        req(f, "POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
-            "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\",\"metadata\":"
-            "{\"name\":\"%s\"},\"value\":%s}",
-            classes[i][0], classes[i][1]);
-}
-
 /* PriorityClasses drive preemption through drover run: a gang of class high preempts a
  * running gang of class low (the preempt plugin), whose Event names its preemptor and both
  * priorities. */
@@ -606,130 +502,6 @@ static void test_priority_class_preempts(void **state)
     char msg[512];
     WAIT_FOR(events(f, "low-a", "Preempted", msg, sizeof msg) == 1);
     assert_non_null(strstr(msg, "preempted by default/vip (priority 1000; this job's 0)"));
-    stop(&r);
-}
-
-/* TrainingJob job's annotation key into buf (n bytes; "" when absent); whether it is there. */
-static bool annotation(fixture *f, const char *job, const char *key, char *buf, size_t n)
-{
-    json_t *o = get(f, TJ_PATH "/%s", job);
-    const char *v = json_string_value(
-        json_object_get(json_object_get(json_object_get(o, "metadata"), "annotations"), key));
-    snprintf(buf, n, "%s", v ? v : "");
-    json_decref(o);
-    return v != NULL;
-}
-
-/* Job's condition CheckpointRequested: its status and reason copied (n bytes each). */
-static void ckpt_cond(fixture *f, const char *job, char *status, char *reason)
-{
-    char msg[512];
-    status[0] = reason[0] = 0;
-    cond_of(f, job, "CheckpointRequested", status, reason, msg);
-}
-
-/* The checkpoint handshake (issue 29): under checkpoint_timeout, vip (high) preempts low-a
- * (low), whose TrainingJob is annotated drover.dev/checkpoint-requested and given condition
- * CheckpointRequested True; its pods are not deleted, and vip not bound, while it has not
- * answered (a later cycle runs meanwhile); once low-a's script annotates checkpoint-done with
- * that time, its pods are deleted with their grace period and the condition goes False,
- * CheckpointWritten. Without the handshake (checkpoint_timeout=0) no annotation comes: the test
- * fails at its first wait. */
-static void test_preemption_waits_for_checkpoint(void **state)
-{
-    fixture *f = *state;
-    add_node(f, "node-a", "8");
-    add_classes(f);
-    runner r;
-    drv_profile prof;
-    start_text(f, &r,
-               "gang=true period=0.2 checkpoint_timeout=600 queue_order=priority admit=gang "
-               "score=least-allocated migrate=preempt",
-               &prof);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
-    add_tj(f, "low-a", 2, "4", "\"priorityClassName\":\"low\",",
-           "\"terminationGracePeriodSeconds\":30,");
-    WAIT_FOR(bound(f, "low-a", NULL, 0) == 2);
-    kubelet(f, "low-a", 30);
-    add_tj(f, "vip", 2, "4", "\"priorityClassName\":\"high\",", "");
-    char asked[64], status[16], reason[64];
-    WAIT_FOR(annotation(f, "low-a", "drover.dev/checkpoint-requested", asked, sizeof asked));
-    WAIT_FOR((ckpt_cond(f, "low-a", status, reason), !strcmp(status, "True")));
-    assert_string_equal(reason, "Preemption");
-    WAIT_FOR(events(f, "low-a", "CheckpointRequested", NULL, 0) == 1);
-    /* A later cycle (the one that says why probe waits: no room) still deletes nothing, and
-     * vip still waits (the room is held). */
-    add_tj(f, "probe", 1, "1", "\"priorityClassName\":\"low\",", "");
-    WAIT_FOR(events(f, "probe", "Waiting", NULL, 0) >= 1);
-    assert_int_equal(kubelet(f, "low-a", 30), 0);
-    assert_true(pod_exists(f, "low-a-worker-0") && pod_exists(f, "low-a-worker-1"));
-    assert_int_equal(bound(f, "vip", NULL, 0), 0);
-    req(f, "PATCH", TJ_PATH "/low-a",
-        "{\"metadata\":{\"annotations\":{\"drover.dev/checkpoint-done\":\"%s\"}}}", asked);
-    WAIT_FOR(kubelet(f, "low-a", 30) == 2);
-    WAIT_FOR((ckpt_cond(f, "low-a", status, reason), !strcmp(status, "False")));
-    assert_string_equal(reason, "CheckpointWritten");
-    assert_int_equal(bound(f, "vip", NULL, 0), 0); /* (until low-a's pods are gone) */
-    stop(&r);
-}
-
-/* The handshake's bound: a victim that never answers has its pods deleted once
- * checkpoint_timeout has passed, its condition False with reason CheckpointTimeout and a
- * Warning Event. */
-static void test_checkpoint_timeout_deletes(void **state)
-{
-    fixture *f = *state;
-    add_node(f, "node-a", "8");
-    add_classes(f);
-    runner r;
-    drv_profile prof;
-    start_text(f, &r,
-               "gang=true period=0.2 checkpoint_timeout=2 queue_order=priority admit=gang "
-               "score=least-allocated migrate=preempt",
-               &prof);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
-    add_tj(f, "low-a", 2, "4", "\"priorityClassName\":\"low\",",
-           "\"terminationGracePeriodSeconds\":30,");
-    WAIT_FOR(bound(f, "low-a", NULL, 0) == 2);
-    kubelet(f, "low-a", 30);
-    add_tj(f, "vip", 2, "4", "\"priorityClassName\":\"high\",", "");
-    char asked[64], status[16], reason[64];
-    WAIT_FOR(annotation(f, "low-a", "drover.dev/checkpoint-requested", asked, sizeof asked));
-    WAIT_FOR(kubelet(f, "low-a", 30) == 2);
-    WAIT_FOR((ckpt_cond(f, "low-a", status, reason), !strcmp(status, "False")));
-    assert_string_equal(reason, "CheckpointTimeout");
-    assert_int_equal(events(f, "low-a", "CheckpointTimeout", NULL, 0), 1);
-    stop(&r);
-}
-
-/* A Queue's spec.minRuntimeSeconds (issue 29): a job of it younger than that is no victim, so
- * vip (high, same queue) waits instead of preempting it. With minRuntimeSeconds 0 low-a is
- * preempted (test_priority_class_preempts): this test then fails on its Preempted Event. */
-static void test_queue_min_runtime_spares_young_victim(void **state)
-{
-    fixture *f = *state;
-    add_node(f, "node-a", "8");
-    add_classes(f);
-    req(f, "POST", "/apis/drover.dev/v1alpha1/queues",
-        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":"
-        "\"train\"},\"spec\":{\"minRuntimeSeconds\":3600}}");
-    runner r;
-    drv_profile prof;
-    start_text(f, &r,
-               "gang=true period=0.2 queue_order=priority admit=gang score=least-allocated "
-               "migrate=preempt",
-               &prof);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
-    add_tj(f, "low-a", 2, "4", "\"queue\":\"train\",\"priorityClassName\":\"low\",", "");
-    WAIT_FOR(bound(f, "low-a", NULL, 0) == 2);
-    kubelet(f, "low-a", 30);
-    WAIT_FOR(now_in(f, "low-a", "Running", NULL));
-    add_tj(f, "vip", 2, "4", "\"queue\":\"train\",\"priorityClassName\":\"high\",", "");
-    /* (the cycle that said why vip waits is the one that would have preempted for it) */
-    WAIT_FOR(events(f, "vip", "Waiting", NULL, 0) >= 1);
-    assert_int_equal(events(f, "low-a", "Preempted", NULL, 0), 0);
-    assert_int_equal(kubelet(f, "low-a", 30), 0);
-    assert_int_equal(bound(f, "vip", NULL, 0), 0);
     stop(&r);
 }
 
@@ -949,10 +721,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_preemption_keeps_grace_and_says_why, setup, teardown),
         cmocka_unit_test_setup_teardown(test_priority_class_preempts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_terminating_pod_holds_quota, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_preemption_waits_for_checkpoint, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_checkpoint_timeout_deletes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_queue_min_runtime_spares_young_victim, setup,
-                                        teardown),
         cmocka_unit_test_setup_teardown(test_half_fitting_gangs_no_deadlock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_equal_weights_converge, setup, teardown),
         cmocka_unit_test_setup_teardown(test_decayed_usage_status, setup, teardown),

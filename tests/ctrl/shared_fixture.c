@@ -14,8 +14,7 @@
 
 /* A TrainingJob of n workers of cpu each; spec: more spec fields ("" or "...,"); pod: more
  * pod spec fields ("" or "...,"). */
-void add_tj(fixture *f, const char *name, int n, const char *cpu, const char *spec,
-                   const char *pod)
+void add_tj(fixture *f, const char *name, int n, const char *cpu, const char *spec, const char *pod)
 {
     req(f, "POST", TJ_PATH,
         "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
@@ -113,3 +112,18 @@ void add_classes(fixture *f)
             classes[i][0], classes[i][1]);
 }
 
+void preemption_scene(fixture *f, runner *r, const char *profile, drv_profile *prof)
+{
+    add_node(f, "node-a", "8");
+    add_classes(f);
+    start_text(f, r, profile, prof);
+    WAIT_FOR(drv_ctrl_get_stats(r->c).synced);
+    add_tj(f, "low-a", 2, "4", "\"priorityClassName\":\"low\",",
+           "\"terminationGracePeriodSeconds\":30,");
+    WAIT_FOR(bound(f, "low-a", NULL, 0) == 2);
+    kubelet(f, "low-a", 30);
+    /* (running as the controller sees it: a pod whose creation is not answered yet has not
+     * run, and is deleted without a checkpoint handshake) */
+    WAIT_FOR(now_in(f, "low-a", "Running", NULL));
+    add_tj(f, "vip", 2, "4", "\"priorityClassName\":\"high\",", "");
+}

@@ -27,4 +27,10 @@ int kubelet(fixture *f, const char *job, long grace_s);
 /* PriorityClasses high (1000) and low (0). */
 void add_classes(fixture *f);
 
+/* The preemption scene: one node of 8 CPUs, PriorityClasses high and low, a controller under
+ * profile (parsed into *prof), TrainingJob low-a (class low, 2 workers of 4 CPUs, grace period
+ * 30 s) bound and running as the controller sees it; then vip (class high, the same size),
+ * which only a preemption places. */
+void preemption_scene(fixture *f, runner *r, const char *profile, drv_profile *prof);
+
 #endif

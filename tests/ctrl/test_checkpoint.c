@@ -44,23 +44,12 @@ static void ckpt_cond(fixture *f, const char *job, char *status, char *reason)
 static void test_preemption_waits_for_checkpoint(void **state)
 {
     fixture *f = *state;
-    add_node(f, "node-a", "8");
-    add_classes(f);
     runner r;
     drv_profile prof;
-    start_text(f, &r,
-               "gang=true period=0.2 checkpoint_timeout=600 queue_order=priority admit=gang "
-               "score=least-allocated migrate=preempt",
-               &prof);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
-    add_tj(f, "low-a", 2, "4", "\"priorityClassName\":\"low\",",
-           "\"terminationGracePeriodSeconds\":30,");
-    WAIT_FOR(bound(f, "low-a", NULL, 0) == 2);
-    kubelet(f, "low-a", 30);
-    /* (running as the controller sees it: a pod whose creation is not answered yet has not
-     * run, and is deleted without a handshake) */
-    WAIT_FOR(now_in(f, "low-a", "Running", NULL));
-    add_tj(f, "vip", 2, "4", "\"priorityClassName\":\"high\",", "");
+    preemption_scene(f, &r,
+                     "gang=true period=0.2 checkpoint_timeout=600 queue_order=priority admit=gang "
+                     "score=least-allocated migrate=preempt",
+                     &prof);
     char asked[64], status[16], reason[64];
     WAIT_FOR(annotation(f, "low-a", "drover.dev/checkpoint-requested", asked, sizeof asked));
     WAIT_FOR((ckpt_cond(f, "low-a", status, reason), !strcmp(status, "True")));
@@ -91,23 +80,12 @@ static void test_preemption_waits_for_checkpoint(void **state)
 static void test_checkpoint_timeout_deletes(void **state)
 {
     fixture *f = *state;
-    add_node(f, "node-a", "8");
-    add_classes(f);
     runner r;
     drv_profile prof;
-    start_text(f, &r,
-               "gang=true period=0.2 checkpoint_timeout=2 queue_order=priority admit=gang "
-               "score=least-allocated migrate=preempt",
-               &prof);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
-    add_tj(f, "low-a", 2, "4", "\"priorityClassName\":\"low\",",
-           "\"terminationGracePeriodSeconds\":30,");
-    WAIT_FOR(bound(f, "low-a", NULL, 0) == 2);
-    kubelet(f, "low-a", 30);
-    /* (running as the controller sees it: a pod whose creation is not answered yet has not
-     * run, and is deleted without a handshake) */
-    WAIT_FOR(now_in(f, "low-a", "Running", NULL));
-    add_tj(f, "vip", 2, "4", "\"priorityClassName\":\"high\",", "");
+    preemption_scene(f, &r,
+                     "gang=true period=0.2 checkpoint_timeout=2 queue_order=priority admit=gang "
+                     "score=least-allocated migrate=preempt",
+                     &prof);
     char asked[64], status[16], reason[64];
     WAIT_FOR(annotation(f, "low-a", "drover.dev/checkpoint-requested", asked, sizeof asked));
     WAIT_FOR(kubelet(f, "low-a", 30) == 2);

@@ -484,20 +484,12 @@ static void test_preemption_keeps_grace_and_says_why(void **state)
 static void test_priority_class_preempts(void **state)
 {
     fixture *f = *state;
-    add_node(f, "node-a", "8");
-    add_classes(f);
     runner r;
     drv_profile prof;
-    start_text(f, &r,
-               "gang=true period=1 queue_order=priority admit=gang score=least-allocated "
-               "migrate=preempt",
-               &prof);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
-    add_tj(f, "low-a", 2, "4", "\"priorityClassName\":\"low\",",
-           "\"terminationGracePeriodSeconds\":30,");
-    WAIT_FOR(bound(f, "low-a", NULL, 0) == 2);
-    kubelet(f, "low-a", 30);
-    add_tj(f, "vip", 2, "4", "\"priorityClassName\":\"high\",", "");
+    preemption_scene(f, &r,
+                     "gang=true period=1 queue_order=priority admit=gang score=least-allocated "
+                     "migrate=preempt",
+                     &prof);
     WAIT_FOR(kubelet(f, "low-a", 30) == 2);
     char msg[512];
     WAIT_FOR(events(f, "low-a", "Preempted", msg, sizeof msg) == 1);

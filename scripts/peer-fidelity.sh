@@ -24,7 +24,7 @@ done
 # Load robustness: the same jobs arriving at another rate (scripts/arrivals.sh: every submission
 # time t becomes t0 + (t - t0) / rate; 0.5 halves the load, 2 doubles it), with the baselines
 # and each mechanism of goodput switched alone (examples/pollux-ablations.yaml, "MECHANISM").
-mechs="drover-prior0 drover-model-only drover-spread drover-pollux-price drover-fair-base drover-noise-now drover-first1"
+mechs="drover-prior0 drover-model-only drover-spread drover-pollux-price drover-fair-base drover-noise-now drover-first1 drover-penalty01"
 loadpols=drover,tiresias,optimus,drover-oracle,$(echo "$mechs" | tr ' ' ,)
 rates="0.5 1.5 2"
 for x in $rates; do

@@ -217,6 +217,9 @@ echo "- \`las\` — least attained service: the queue order by attained-service 
 echo "  among rigid jobs (\`drover-no-las\`);"
 echo "- \`start_wait=300\` — an elastic job starts below its requested size only after waiting 300 s"
 echo "  for room at it (\`drover-no-wait\`: at once, as DRAGON)."
+echo "- \`penalty=0.2\` — \`goodput\`'s price of a change: a running job's speed-up at a new size"
+echo "  counts 20 % less (\`drover-penalty01\`: 10 %, as before; only calibrated jobs, so only the"
+echo "  Pollux workloads)."
 echo
 echo "(\`drover-no-las\` on \`philly\` is the profile's old behaviour on rigid jobs: the combined"
 echo "priority, whose parallelism factor puts the widest jobs first - on this trace the longest -"
@@ -224,9 +227,9 @@ echo "and no preemption.)"
 echo
 awk "$stats"'
 END {
-    split("drover-no-las drover-no-wait", ab, " ")
-    split("las start_wait=300", mech, " ")
-    for (a = 1; a <= 2; a++) {
+    split("drover-no-las drover-no-wait drover-penalty01", ab, " ")
+    split("las start_wait=300 penalty=0.2", mech, " ")
+    for (a = 1; a <= 3; a++) {
         printf "### %s\n\n| workload | without (`%s`) | with (`drover`) | change |\n|---|---|---|---|\n", mech[a], ab[a]
         for (i = 1; i <= nw; i++) {
             w = order[i]

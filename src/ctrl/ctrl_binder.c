@@ -87,10 +87,9 @@ static char *path_of(const char *ns, const char *pod)
 static char *pod_path(ctrl_binder *b, int32_t s)
 {
     ctrl_mirror *m = b->mirror;
-    char ns[256], pod[600];
-    ctrl_name_str(b->names, m->jobs[m->st.pods[s].job].ns, ns, sizeof ns);
+    char pod[600];
     ctrl_mirror_pod_name(m, s, pod, sizeof pod);
-    return path_of(ns, pod);
+    return path_of(m->jobs[m->st.pods[s].job].ns_text, pod);
 }
 
 /* The peer environment's inputs of job j into *pj (pj->ns, pj->name point at ns, name, n bytes

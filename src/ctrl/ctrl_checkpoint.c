@@ -48,10 +48,7 @@ static void job_event(ctrl_checkpoint *ck, int32_t j, const char *type, const ch
                       const char *message)
 {
     const job_record *jr = &ck->mirror->jobs[j];
-    char ns[256], name[256];
-    ctrl_name_str(ck->names, jr->ns, ns, sizeof ns);
-    ctrl_name_str(ck->names, jr->name, name, sizeof name);
-    ctrl_ref about = ctrl_ref_trainingjob(ns, name, jr->uid);
+    ctrl_ref about = ctrl_ref_trainingjob(jr->ns_text, jr->name_text, jr->uid);
     ctrl_writer_event(ck->writer, &about, type, reason, message);
 }
 
@@ -63,12 +60,10 @@ static int ask(ctrl_checkpoint *ck, int32_t j, ckpt_why why)
     double now = floor(drv_clock_wall()); /* (the annotation has whole seconds) */
     jr->ckpt_asked = now;
     jr->ckpt_deadline = now + ck->cfg->prof.checkpoint_timeout;
-    char ts[40], ns[256], name[256], path[600], body[160], msg[208];
+    char ts[40], path[600], body[160], msg[208];
     drv_time_rfc3339(ts, sizeof ts, now, false);
-    ctrl_name_str(ck->names, jr->ns, ns, sizeof ns);
-    ctrl_name_str(ck->names, jr->name, name, sizeof name);
-    snprintf(path, sizeof path, "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs/%s", ns,
-             name);
+    snprintf(path, sizeof path, "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs/%s",
+             jr->ns_text, jr->name_text);
     snprintf(body, sizeof body, "{\"metadata\":{\"annotations\":{\"%s\":\"%s\"}}}",
              DRV_ANN_CHECKPOINT_REQUESTED, ts);
     snprintf(msg, sizeof msg,

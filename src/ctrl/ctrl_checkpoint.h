@@ -10,7 +10,7 @@
  *
  * Owns: the list of deletions that wait. Touches: the mirror's job and pod records (the
  * request's time, the pod's presence and ghost), the binder (the deletions, once released), the
- * writer (the annotation, Events), names. Scheduler thread only. Below the lifecycle and the
+ * writer (the annotation, Events). Scheduler thread only. Below the lifecycle and the
  * cycle, which hand it their deletions.
  */
 #ifndef DROVER_CTRL_CHECKPOINT_H
@@ -33,7 +33,6 @@ typedef struct ctrl_checkpoint {
     ctrl_mirror *mirror;
     ctrl_binder *binder;
     ctrl_writer *writer;
-    ctrl_names *names;
     const ctrl_config *cfg;
 } ctrl_checkpoint;
 

@@ -18,8 +18,14 @@
 
 /* A TrainingJob as an informer caches it: the compact record, plus what creating its pods
  * needs. */
+/* A namespace's and an object's name as text, at Kubernetes' bounds (a DNS-1123 label, at most
+ * 63 bytes; a name, at most 253): a job's own records hold them, so that the scheduler thread
+ * builds paths and Events without a look-up in the shared name table (ctrl_names.h). */
+enum { CTRL_NS_LEN = 64, CTRL_NAME_LEN = 254 };
+
 typedef struct tj_record {
     drv_ktrainingjob tj;
+    char ns[CTRL_NS_LEN], name[CTRL_NAME_LEN]; /* tj.ns and tj.name as text */
     char uid[64];
     int32_t uid_id;         /* uid interned: the controller its pods name (drv_kpod.owner) */
     char *tmpl[DRV_NROLES]; /* each role's pod template, as compact JSON (NULL when absent) */

@@ -118,6 +118,8 @@ static int decode_trainingjob(json_t *obj, drv_strtab *names, tj_record *t, drv_
     json_t *meta = json_object_get(obj, "metadata");
     const char *ns = json_string_value(json_object_get(meta, "namespace"));
     const char *name = json_string_value(json_object_get(meta, "name"));
+    snprintf(t->ns, sizeof t->ns, "%s", ns ? ns : "");
+    snprintf(t->name, sizeof t->name, "%s", name ? name : "");
     if (rc == 0 && ns && name)
         check_derived_names(t, ns, name);
     const char *uid = json_string_value(json_object_get(meta, "uid"));

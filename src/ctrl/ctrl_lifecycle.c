@@ -35,10 +35,7 @@ void ctrl_lifecycle_event(ctrl_lifecycle *lc, int32_t j, const char *type, const
                           const char *message)
 {
     const job_record *jr = &lc->mirror->jobs[j];
-    char ns[256], name[256];
-    ctrl_name_str(lc->names, jr->ns, ns, sizeof ns);
-    ctrl_name_str(lc->names, jr->name, name, sizeof name);
-    ctrl_ref about = ctrl_ref_trainingjob(ns, name, jr->uid);
+    ctrl_ref about = ctrl_ref_trainingjob(jr->ns_text, jr->name_text, jr->uid);
     ctrl_writer_event(lc->writer, &about, type, reason, message);
 }
 
@@ -74,10 +71,8 @@ void ctrl_lifecycle_status(ctrl_lifecycle *lc, int32_t j, const char *message)
         return;
     }
     status_request r;
-    char ns[256], name[256];
-    ctrl_name_str(lc->names, jr->ns, ns, sizeof ns);
-    ctrl_name_str(lc->names, jr->name, name, sizeof name);
-    ctrl_status_trainingjob(&r, ns, name, jr->rv, ctrl_status_name[jr->status], message);
+    ctrl_status_trainingjob(&r, jr->ns_text, jr->name_text, jr->rv, ctrl_status_name[jr->status],
+                            message);
     memcpy(r.active, active, sizeof active);
     job_done_pods(lc->mirror, j, &r);
     r.master = jr->allreduce;
@@ -463,11 +458,8 @@ void ctrl_lifecycle_invalid(ctrl_lifecycle *lc, const ctrl_event *e)
     if (t->conds[DRV_COND_FAILED].set && t->conds[DRV_COND_FAILED].status &&
         !strcmp(t->conds[DRV_COND_FAILED].reason, "Invalid"))
         return; /* said already */
-    char ns[256], name[256];
-    ctrl_name_str(lc->names, t->tj.ns, ns, sizeof ns);
-    ctrl_name_str(lc->names, t->tj.name, name, sizeof name);
     status_request r;
-    ctrl_status_trainingjob(&r, ns, name, t->tj.rv, "Failed", "invalid spec");
+    ctrl_status_trainingjob(&r, t->ns, t->name, t->tj.rv, "Failed", "invalid spec");
     memcpy(r.conds, t->conds, sizeof r.conds);
     double now = drv_clock_wall();
     drv_condition_set(r.conds, DRV_COND_CREATED, true, "JobCreated",
@@ -477,7 +469,7 @@ void ctrl_lifecycle_invalid(ctrl_lifecycle *lc, const ctrl_event *e)
     r.completion_time = now;
     drv_log(DRV_LOG_WARN, "%s", t->invalid);
     ctrl_writer_status(lc->writer, e->key, &r);
-    ctrl_ref about = ctrl_ref_trainingjob(ns, name, t->uid);
+    ctrl_ref about = ctrl_ref_trainingjob(t->ns, t->name, t->uid);
     ctrl_writer_event(lc->writer, &about, "Warning", "Invalid", t->invalid);
 }
 
@@ -513,11 +505,9 @@ double ctrl_lifecycle_expire(ctrl_lifecycle *lc)
             next = at < next ? at : next;
             continue;
         }
-        char ns[256], name[256], path[700];
-        ctrl_name_str(lc->names, jr->ns, ns, sizeof ns);
-        ctrl_name_str(lc->names, jr->name, name, sizeof name);
-        snprintf(path, sizeof path, "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs/%s", ns,
-                 name);
+        char path[400];
+        snprintf(path, sizeof path, "/apis/drover.dev/v1alpha1/namespaces/%s/trainingjobs/%s",
+                 jr->ns_text, jr->name_text);
         if (ctrl_writer_delete(lc->writer, path) == 0)
             jr->ttl_done = true;
         ctrl_lifecycle_event(lc, j, "Normal", "JobExpired",

@@ -5,8 +5,9 @@
  * failed with the field named; and what is written about it (its status, its Events).
  *
  * Owns: the lifecycle fields of the job records (scheduler thread). Touches: the mirror (its
- * pods leave the state), the binder (pods deleted), the writer (status, Events), names. The rules
- * are kube/lifecycle.c's (pure); this unit feeds them and acts.
+ * pods leave the state), the binder (pods deleted), the writer (status, Events); a job's names
+ * are its record's text (job_record.ns_text). The rules are kube/lifecycle.c's (pure); this unit
+ * feeds them and acts.
  */
 #ifndef DROVER_CTRL_LIFECYCLE_H
 #define DROVER_CTRL_LIFECYCLE_H
@@ -18,7 +19,6 @@ typedef struct ctrl_lifecycle {
     ctrl_binder *binder;
     ctrl_checkpoint *checkpoint; /* pods re-created for new peers are deleted through it */
     ctrl_writer *writer;
-    ctrl_names *names;
 } ctrl_lifecycle;
 
 /* Job j (a TrainingJob, just added) takes t's run policy, restart policies and the status a

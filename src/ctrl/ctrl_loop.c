@@ -73,16 +73,12 @@ static void configure(drv_ctrl *c, const drv_ctrl_opts *o)
 static void wire(drv_ctrl *c)
 {
     const ctrl_config *cfg = &c->cfg;
-    c->checkpoint = (ctrl_checkpoint){.mirror = &c->mirror,
-                                      .binder = &c->binder,
-                                      .writer = &c->writer,
-                                      .names = &c->names,
-                                      .cfg = cfg};
+    c->checkpoint = (ctrl_checkpoint){
+        .mirror = &c->mirror, .binder = &c->binder, .writer = &c->writer, .cfg = cfg};
     c->lifecycle = (ctrl_lifecycle){.mirror = &c->mirror,
                                     .binder = &c->binder,
                                     .checkpoint = &c->checkpoint,
-                                    .writer = &c->writer,
-                                    .names = &c->names};
+                                    .writer = &c->writer};
     ctrl_shared_init(&c->shared, &c->mirror, &c->names, &c->writer, cfg);
     ctrl_podgroup_init(&c->podgroup, &c->mirror, &c->names, &c->shared, &c->writer, cfg);
     c->trainingjobs = (ctrl_trainingjobs){.mirror = &c->mirror,

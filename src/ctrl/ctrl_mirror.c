@@ -697,10 +697,7 @@ void ctrl_mirror_pod_name_in(ctrl_mirror *m, int32_t slot, const char *job_name,
 
 void ctrl_mirror_pod_name(ctrl_mirror *m, int32_t slot, char *buf, size_t n)
 {
-    char name[600];
-    const job_record *jr = &m->jobs[m->st.pods[slot].job];
-    ctrl_mirror_pod_name_in(
-        m, slot, jr->members ? "" : ctrl_name_str(m->names, jr->name, name, sizeof name), buf, n);
+    ctrl_mirror_pod_name_in(m, slot, m->jobs[m->st.pods[slot].job].name_text, buf, n);
 }
 
 const char *ctrl_mirror_node_name(const ctrl_mirror *m, int32_t node)

@@ -32,6 +32,8 @@ typedef struct job_record {
                               delete or restart (ctrl_podgroup.c) */
     int32_t *members;      /* JOB_PODGROUP, JOB_LONE_POD: each slot's pod, its interned name
                               (owned; NULL for a TrainingJob, whose pods Drover names) */
+    /* ns and name as text, held here once (its paths, Events and pod names) */
+    char ns_text[CTRL_NS_LEN], name_text[CTRL_NAME_LEN];
     char uid[64];
     int32_t uid_id;         /* uid interned in names: a pod is this TrainingJob's only when its
                                controller ownerReference names it (drv_kpod.owner) */
@@ -222,8 +224,8 @@ bool ctrl_mirror_pod_read(ctrl_mirror *m, int32_t slot, int32_t node_name);
  * key its pods' events name it by). */
 const char *ctrl_mirror_node_name(const ctrl_mirror *m, int32_t node);
 int32_t ctrl_mirror_node_key(const ctrl_mirror *m, int32_t node);
-/* Slot's pod name (its own for another operator's pod; job_name-role-index for ours, whose job
- * name the _in form is given to save a look-up). */
+/* Slot's pod name (its own for another operator's pod; job_name-role-index for ours: the _in
+ * form names the job, the other takes its record's name_text). */
 void ctrl_mirror_pod_name(ctrl_mirror *m, int32_t slot, char *buf, size_t n);
 void ctrl_mirror_pod_name_in(ctrl_mirror *m, int32_t slot, const char *job_name, char *buf,
                              size_t n);

@@ -3,8 +3,10 @@
  * (ctrl_names.h).
  *
  * Example: an informer decodes pod "ns/tj1-worker-0" and interns "ns", "tj1-worker-0" and its
- * key; the scheduler thread later copies the namespace back out with ctrl_name_str to build
- * the pod's path. Interning is O(length) (a hash table); a look-up by id is O(1).
+ * key; the scheduler thread later finds the slot of that key, or copies a node's name out with
+ * ctrl_name_str to add it to the state. A job's own namespace and name are not read back from
+ * here: its records hold them as text (tj_record, job_record). Interning is O(length) (a hash
+ * table); a look-up by id is O(1).
  */
 #include "ctrl_names.h"
 

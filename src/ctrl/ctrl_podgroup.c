@@ -339,6 +339,8 @@ static int make_job(ctrl_podgroup *pg, pg_group *g, const drv_job *named)
                        .cond = -1,
                        .start_time = -1,
                        .completion_time = -1};
+    snprintf(jr->ns_text, sizeof jr->ns_text, "%.*s", CTRL_NS_LEN - 1, ns);
+    snprintf(jr->name_text, sizeof jr->name_text, "%.*s", CTRL_NAME_LEN - 1, name);
     jr->policy.ttl_after_finished_s = -1;
     jr->policy.backoff_limit = -1;
     const drv_job *jb = &m->st.jobs[j];

@@ -214,24 +214,22 @@ bool ctrl_shared_resolve_names(ctrl_shared *s, int32_t ns, int32_t queue, int32_
  * per job admitted (Warning Event UserLabelIgnored). */
 static int32_t user_of(ctrl_shared *s, const tj_record *t, int32_t q)
 {
-    char buf[256];
+    char label_value[256];
     const queue_seen *w = queue_object(s, q);
     bool label = t->tj.user && w && w->user_label;
-    ctrl_name_str(s->names, label ? t->tj.user : t->tj.ns, buf, sizeof buf);
-    int32_t user = drv_strtab_intern(s->mirror->st.names, buf);
-    if (t->tj.user && !label) {
-        char ns[256], name[256], label_value[256], msg[900];
-        ctrl_name_str(s->names, t->tj.ns, ns, sizeof ns);
-        ctrl_name_str(s->names, t->tj.name, name, sizeof name);
+    if (t->tj.user)
         ctrl_name_str(s->names, t->tj.user, label_value, sizeof label_value);
+    int32_t user = drv_strtab_intern(s->mirror->st.names, label ? label_value : t->ns);
+    if (t->tj.user && !label) {
+        char msg[900];
         snprintf(msg, sizeof msg,
                  "label drover.dev/user=%s ignored: its Queue %s does not say "
                  "spec.userFromLabel: true; its user for fair share is its namespace, %s",
                  label_value,
                  w ? drv_strtab_str(s->mirror->st.names, s->mirror->st.queues[q].name)
                    : "default (no Queue object)",
-                 ns);
-        ctrl_ref about = ctrl_ref_trainingjob(ns, name, t->uid);
+                 t->ns);
+        ctrl_ref about = ctrl_ref_trainingjob(t->ns, t->name, t->uid);
         ctrl_writer_event(s->writer, &about, "Warning", "UserLabelIgnored", msg);
     }
     return user < 0 ? 0 : user; /* (out of memory: the job is served, its user unnamed) */
@@ -293,11 +291,8 @@ void ctrl_shared_unhold(ctrl_shared *s, int32_t key)
 static void tell(ctrl_shared *s, held_job *h)
 {
     const tj_record *t = h->e.tj;
-    char ns[256], name[256];
-    ctrl_name_str(s->names, t->tj.ns, ns, sizeof ns);
-    ctrl_name_str(s->names, t->tj.name, name, sizeof name);
     status_request r; /* (its version: never over a status written since) */
-    ctrl_status_trainingjob(&r, ns, name, t->tj.rv, "Pending",
+    ctrl_status_trainingjob(&r, t->ns, t->name, t->tj.rv, "Pending",
                             !strcmp(h->reason, "QueueMissing")      ? "held: queue missing"
                             : !strcmp(h->reason, "QueueNotAllowed") ? "held: queue not allowed"
                                                                     : "held: priority class "
@@ -307,9 +302,9 @@ static void tell(ctrl_shared *s, held_job *h)
     drv_condition_set(r.conds, DRV_COND_QUEUED, true, h->reason, h->why, now);
     r.start_time = r.completion_time = -1;
     ctrl_writer_status(s->writer, h->e.key, &r);
-    ctrl_ref about = ctrl_ref_trainingjob(ns, name, t->uid);
+    ctrl_ref about = ctrl_ref_trainingjob(t->ns, t->name, t->uid);
     ctrl_writer_event(s->writer, &about, "Warning", h->reason, h->why);
-    drv_log(DRV_LOG_INFO, "trainingjob %s/%s held: %s", ns, name, h->why);
+    drv_log(DRV_LOG_INFO, "trainingjob %s/%s held: %s", t->ns, t->name, h->why);
     h->told = true;
 }
 

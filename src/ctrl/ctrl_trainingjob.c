@@ -37,6 +37,8 @@ static void job_record_init(job_record *jr, const ctrl_event *e, tj_record *t)
 {
     jr->ns = t->tj.ns;
     jr->name = t->tj.name;
+    memcpy(jr->ns_text, t->ns, sizeof jr->ns_text);
+    memcpy(jr->name_text, t->name, sizeof jr->name_text);
     snprintf(jr->uid, sizeof jr->uid, "%s", t->uid);
     jr->uid_id = t->uid_id;
     for (int r = 0; r < DRV_NROLES; r++) {
@@ -53,13 +55,12 @@ static void job_record_init(job_record *jr, const ctrl_event *e, tj_record *t)
     snprintf(jr->loss, sizeof jr->loss, "%s", t->tj.loss_metric);
 }
 
-/* Whether a TrainingJob of namespace ns (interned) naming scheduler (interned, 0: none) is
- * ours: our schedulerName, and our namespace when one is served. ns_out: ns as text. */
-static bool ours(ctrl_trainingjobs *t, int32_t ns, int32_t scheduler, char *ns_out, size_t n)
+/* Whether TrainingJob tj is ours: it names our schedulerName (or none), and is of our namespace
+ * when one is served. */
+static bool ours(const ctrl_trainingjobs *t, const tj_record *tj)
 {
-    ctrl_name_str(t->names, ns, ns_out, n);
-    return (!scheduler || scheduler == t->names->scheduler) &&
-           (!t->cfg->ns[0] || !strcmp(ns_out, t->cfg->ns));
+    return (!tj->tj.scheduler || tj->tj.scheduler == t->names->scheduler) &&
+           (!t->cfg->ns[0] || !strcmp(tj->ns, t->cfg->ns));
 }
 
 /* The state's job template of TrainingJob tj named key: its roles and steps, submitted now;
@@ -83,15 +84,14 @@ static bool job_template(ctrl_trainingjobs *t, const ctrl_event *e, const tj_rec
 
 /* A TrainingJob of ours becomes a job of the state (or is held: its queue or priority class
  * is missing). */
-static int add_job(ctrl_trainingjobs *t, ctrl_event *e)
+int ctrl_trainingjob_add(ctrl_trainingjobs *t, ctrl_event *e)
 {
     ctrl_mirror *m = t->mirror;
     tj_record *tj = e->tj;
-    char ns[256], name[256], key[520];
-    if (tj->finished || !ours(t, tj->tj.ns, tj->tj.scheduler, ns, sizeof ns))
+    char key[CTRL_NS_LEN + CTRL_NAME_LEN];
+    if (tj->finished || !ours(t, tj))
         return 0;
-    ctrl_name_str(t->names, tj->tj.name, name, sizeof name);
-    snprintf(key, sizeof key, "%s/%s", ns, name);
+    snprintf(key, sizeof key, "%s/%s", tj->ns, tj->name);
     int32_t name_id = drv_strtab_intern(m->st.names, key);
     if (name_id < 0)
         return DRV_ENOMEM;
@@ -137,7 +137,7 @@ static int edit_job(ctrl_trainingjobs *t, int32_t j, ctrl_event *e)
         job_record old = m->jobs[j];
         m->jobs[j].gone = true;
         m->job_of[e->key] = -1;
-        int rc = add_job(t, e);
+        int rc = ctrl_trainingjob_add(t, e);
         int32_t j2 = m->job_of[e->key];
         if (rc == 0 && j2 >= 0)
             ctrl_lifecycle_resumed(t->lifecycle, j2, &old);
@@ -149,15 +149,9 @@ static int edit_job(ctrl_trainingjobs *t, int32_t j, ctrl_event *e)
 /* A TrainingJob whose spec is invalid: failed with the reason, when it is ours. */
 static int invalid_job(ctrl_trainingjobs *t, const ctrl_event *e)
 {
-    char ns[256];
-    if (!e->tj->finished && ours(t, e->tj->tj.ns, e->tj->tj.scheduler, ns, sizeof ns))
+    if (!e->tj->finished && ours(t, e->tj))
         ctrl_lifecycle_invalid(t->lifecycle, e);
     return 0;
-}
-
-int ctrl_trainingjob_add(ctrl_trainingjobs *t, ctrl_event *e)
-{
-    return add_job(t, e);
 }
 
 /* Deleted and created again under the same name (its deletion not seen, or seen and done):
@@ -169,7 +163,7 @@ static int recreated(ctrl_trainingjobs *t, int32_t j, ctrl_event *e)
         ctrl_mirror_end_job(m, j);
     m->jobs[j].gone = true;
     m->job_of[e->key] = -1;
-    return e->tj->invalid[0] ? invalid_job(t, e) : add_job(t, e);
+    return e->tj->invalid[0] ? invalid_job(t, e) : ctrl_trainingjob_add(t, e);
 }
 
 int ctrl_trainingjob_apply(ctrl_trainingjobs *t, ctrl_event *e)
@@ -195,7 +189,7 @@ int ctrl_trainingjob_apply(ctrl_trainingjobs *t, ctrl_event *e)
         return 0;
     }
     if (j < 0)
-        return e->tj->invalid[0] ? invalid_job(t, e) : add_job(t, e);
+        return e->tj->invalid[0] ? invalid_job(t, e) : ctrl_trainingjob_add(t, e);
     snprintf(m->jobs[j].rv, sizeof m->jobs[j].rv, "%s", e->tj->tj.rv); /* (its next status's) */
     if (!e->tj->invalid[0]) /* (the job's word that it checkpointed: a handshake may wait) */
         ctrl_checkpoint_done(t->checkpoint, j, e->tj->tj.checkpoint_done);

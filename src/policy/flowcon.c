@@ -372,27 +372,23 @@ static int fc_score(const drv_ctx *c, void *state, int32_t pod, int32_t node)
 /*
  * After a cycle that decided nothing: the limits change only at the next update (s->next),
  * and only while a job runs; the score reads the running jobs and G, which change only then or
- * when a job starts or stops. So: at the next update while a job runs, never while none runs
- * or starts - and at every cycle while one is starting: the controller marks a job running
- * after the cycle that saw its pods run (ctrl_cycle.c, reconcile), not as an event, so this
- * plugin asks for the cycle that sees it. Without a wake a queue of partly placed jobs
- * (pod-by-pod admission can deadlock: docs/policies.md) was cycled every period until the
- * horizon, 777,600 cycles for 90 days.
+ * when a job starts or stops. So: at the next update while a job runs, else never. A job that
+ * starts is no concern here: this plugin is not blind to starts (no starts_blind), so a start
+ * asks for the cycle that sees it - the simulator's start event, and the controller's
+ * reconcile when it marks a job Running after a cycle (ctrl_mirror_set_phase). Without a wake
+ * a queue of partly placed jobs (pod-by-pod admission can deadlock: docs/policies.md) was
+ * cycled every period until the horizon, 777,600 cycles for 90 days.
  */
 static double fc_wake(const drv_ctx *c, void *state)
 {
     const fc_state *s = state;
     const drv_state *st = drv_ctx_state(c);
-    double wake = INFINITY;
     DRV_FOR_LIVE(st, j)
     {
-        int phase = st->jobs[j].phase;
-        if (phase == DRV_JOB_STARTING || phase == DRV_JOB_RESTARTING)
-            return -INFINITY;
-        if (phase == DRV_JOB_RUNNING)
-            wake = s->next;
+        if (st->jobs[j].phase == DRV_JOB_RUNNING)
+            return s->next;
     }
-    return wake;
+    return INFINITY;
 }
 
 const drv_plugin drv_plugin_flowcon = {

@@ -42,7 +42,9 @@
  *      p = 0): p = 1 maximises the total speed-up; p = -1 (Pollux's default) weighs a job's
  *      rise in speed-up by 1/s^2, favouring the jobs that are slow so far. A running job's
  *      speed-up at any size but its current one is multiplied by (1 - penalty): the price
- *      of its restart (`delay`: Pollux's price by age and restarts instead).
+ *      of its restart (`delay`: Pollux's price by age and restarts instead). With 0.2 a job
+ *      grows only when that raises its speed-up 1.25 times, so by more than a quarter of its
+ *      GPUs where its speed-up is at most linear: fewer, larger changes, fewer restarts.
  *   4. Apply. A job whose count changed, or that waits and got GPUs, is evicted and re-placed
  *      (largest first; each on the node that fits its remaining workers most tightly, else
  *      the freest). With `compact`, a job that grew (or starts above its minimum) and could
@@ -87,9 +89,9 @@ static const drv_knob_spec knobs[] = {
     {"p", -1, -10, 1,
      "fairness exponent of the utility u(s) = s^p / p (0: log s): 1 maximises "
      "total speed-up, -1 favours slow jobs (Pollux)"},
-    {"penalty", 0.1, 0, 0.99,
+    {"penalty", 0.2, 0, 0.99,
      "a running job's speed-up at any size but its current one counts this much less (the "
-     "price of its restart)"},
+     "price of its restart; 0.2: it grows only for 1.25 times its speed-up)"},
     {"rebatch", 0.1, 0, 10,
      "restart a job that keeps its GPUs at a better batch only when its "
      "goodput rises by this fraction"},

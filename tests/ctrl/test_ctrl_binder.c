@@ -699,8 +699,8 @@ static bool cycle_then_due(drv_ctrl *c)
  * the plugins' wake-up time was computed from it as Starting: that change asks for the next
  * cycle at once, unless the profile is blind to starts (flowcon is not: its limits are the
  * running jobs'; gang-fifo is). A job that stays as it is asks for none: the idle loop stays
- * idle. Without it flowcon's first limits waited for its stale wake-up time (a period), or for
- * the next unrelated event. */
+ * idle. Without it flowcon's first limits waited for its stale wake-up time (a period, while it
+ * asked for every cycle while a job started; never, since), or for the next unrelated event. */
 static void job_running_after_a_cycle(fixture *f, const char *profile, bool blind)
 {
     add_node(f, "node-a");

@@ -17,6 +17,9 @@
  *  - with Pollux's change price (delay=D) no running job grows while its age is at most D times
  *    its restarts (the price is 0 there, and rises with age); with delay=0 some do, on the same
  *    jobs (the check can fail);
+ *  - with the default change price (penalty = 0.2) no running job grows to 1.25 times its
+ *    workers or fewer (its speed-up must rise by 1 / 0.8); with penalty=0 some do (the check can
+ *    fail);
  *  - the drover profile gives every job the same start, end, restarts and workers whether the
  *    simulator skips quiet cycles or runs every one (docs/cycle.md, "Quiet cycles").
  */
@@ -410,17 +413,22 @@ static void test_compact_growth(void **unused)
 }
 
 /* Runs the first n jobs of workload w_no with admit=goodput(KNOBS) and counts, looking after
- * every round, the running jobs that grew while Pollux's change price with delay D was 0: age
- * (from submission, at the look: never before the decision) at most D times the restarts it had
- * at the look before. *grew receives all growths of running jobs. */
-static int32_t young_growth(const char *knobs, double delay, int w_no, int32_t n, int32_t *grew)
+ * every round (one round between two looks), the running jobs that grew
+ *  - while Pollux's change price with `delay` was 0: age (from submission, at the look: never
+ *    before the decision) at most delay times the restarts it had at the look before (delay < 0:
+ *    any age), and
+ *  - to at most `ratio` times the workers they had: a growth the price `penalty` forbids where a
+ *    job's speed-up is at most linear in its GPUs (it must raise it by 1 / (1 - penalty)).
+ * *grew receives all growths of running jobs. */
+static int32_t priced_growth(const char *knobs, double delay, double ratio, int w_no, int32_t n,
+                             int32_t *grew)
 {
     drv_workload w = {0};
     drv_cluster_spec c = {0};
     drv_profile p;
     drv_diag d = {{0}};
     drv_sim *s = start_goodput(knobs, w_no, n, &w, &c, &p);
-    int32_t *last = calloc((size_t)w.n * 2, sizeof *last), young = 0;
+    int32_t *last = calloc((size_t)w.n * 2, sizeof *last), count = 0;
     assert_non_null(last);
     int32_t *restarts = last + w.n;
     *grew = 0;
@@ -434,15 +442,16 @@ static int32_t young_growth(const char *knobs, double delay, int w_no, int32_t n
             int32_t b = j->bound[DRV_ROLE_WORKER];
             if (last[i] > 0 && b > last[i]) {
                 (*grew)++;
-                young += t - j->submit <= delay * restarts[i];
+                count +=
+                    (delay < 0 || t - j->submit <= delay * restarts[i]) && b <= ratio * last[i];
             }
-            last[i] = b;
+            last[i] = j->phase == DRV_JOB_PENDING ? 0 : b; /* running: it pays the price */
             restarts[i] = j->restarts;
         }
     }
     assert_true(*grew > 0);
     run_out(s, &c, &w, last);
-    return young;
+    return count;
 }
 
 /* Pollux's change price, max(age - restarts * delay, 0) / (age + delay), is 0 for a job no older
@@ -453,9 +462,20 @@ static void test_change_price_falls_with_age(void **unused)
 {
     (void)unused;
     int32_t grew = 0;
-    assert_int_equal(young_growth("delay=1800", 1800, 1, 40, &grew), 0);
+    assert_int_equal(priced_growth("delay=1800", 1800, INFINITY, 1, 40, &grew), 0);
     assert_true(grew > 0);
-    assert_true(young_growth("delay=0", 1800, 1, 40, &grew) > 0);
+    assert_true(priced_growth("delay=0", 1800, INFINITY, 1, 40, &grew) > 0);
+}
+
+/* The default price of a change (penalty = 0.2): a running job grows only when that raises its
+ * speed-up by 1 / 0.8 = 1.25, so never to 1.25 times its workers or fewer; with the price off
+ * (penalty=0) the same jobs do (the check can fail). */
+static void test_change_price_holds_small_growth(void **unused)
+{
+    (void)unused;
+    int32_t grew = 0;
+    assert_int_equal(priced_growth("", -1, 1.25, 2, 40, &grew), 0);
+    assert_true(priced_growth("penalty=0", -1, 1.25, 2, 40, &grew) > 0);
 }
 
 int main(void)
@@ -468,6 +488,7 @@ int main(void)
         cmocka_unit_test(test_online_reads_only_what_ran),
         cmocka_unit_test(test_compact_growth),
         cmocka_unit_test(test_change_price_falls_with_age),
+        cmocka_unit_test(test_change_price_holds_small_growth),
     };
     return cmocka_run_group_tests(tests, tu_models_setup, tu_models_teardown);
 }

@@ -251,6 +251,8 @@ enum drv_point {
 };
 const char *drv_point_name(int pt);
 
+#define DRV_MAX_CHECKPOINT_TIMEOUT 3600.0
+
 /* A profile: a few kilobytes, built once (policy.h) and then handed around by pointer. */
 struct drv_profile {
     char name[64];
@@ -260,6 +262,11 @@ struct drv_profile {
     /* Half-life of the decayed usage fair share reads (usage.h), seconds; 0 (the default):
      * "now only", shares of what is bound now. The driver hands it to its state. */
     double half_life;
+    /* `drover run`'s checkpoint handshake (docs/running.md): before deleting a job's pods for a
+     * preemption, scaling or migration, how long to wait for the job to say its checkpoint is
+     * written, seconds (0..DRV_MAX_CHECKPOINT_TIMEOUT); 0 (the default): no handshake, the
+     * pods' terminationGracePeriodSeconds is the only grace. The simulator does not read it. */
+    double checkpoint_timeout;
     drv_plugin_use use[DRV_NPOINTS][DRV_MAX_SLOT_PLUGINS];
     int32_t nuse[DRV_NPOINTS];
     drv_knob knobs[DRV_MAX_PROFILE_KNOBS]; /* every use's knobs, values parsed once */

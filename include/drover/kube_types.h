@@ -106,7 +106,16 @@ typedef struct drv_ktrainingjob {
                                  honoured only where its Queue says spec.userFromLabel) */
     int32_t cons[DRV_NROLES]; /* per role, its template's constraint fields as compact JSON
                                  (drv_kube_constraint_json), validated */
+    /* metadata.annotations drover.dev/checkpoint-done: when the job says its checkpoint was
+     * last written (wall seconds, RFC 3339 in the annotation; the checkpoint handshake,
+     * docs/running.md); -1 when absent */
+    double checkpoint_done;
 } drv_ktrainingjob;
+
+/* The checkpoint handshake's annotations on a TrainingJob: Drover writes the first before it
+ * deletes the job's pods (preemption, scaling, migration); the job writes the second. */
+#define DRV_ANN_CHECKPOINT_REQUESTED "drover.dev/checkpoint-requested"
+#define DRV_ANN_CHECKPOINT_DONE "drover.dev/checkpoint-done"
 
 /* A PodGroup (scheduling.x-k8s.io/v1alpha1, the coscheduling plugin's gang). */
 typedef struct drv_kpodgroup {
@@ -141,7 +150,9 @@ typedef struct drv_kqueue {
     int32_t nns; /* spec.namespaces' length: the namespaces whose jobs may name it; -1 when
                     absent (every namespace may), 0 for [] (none may) */
     int32_t ns[DRV_QUEUE_MAX_NAMESPACES]; /* interned, the first nns valid */
-    bool user_label; /* spec.userFromLabel: its jobs' drover.dev/user label is honoured */
+    bool user_label;    /* spec.userFromLabel: its jobs' drover.dev/user label is honoured */
+    double min_runtime; /* spec.minRuntimeSeconds: a job of it is no preemption victim before
+                           it has run this long since it last started; 0: none */
 } drv_kqueue;
 
 /* A Lease (coordination.k8s.io/v1): leader election. Times are RFC 3339 text as sent. */

@@ -6,11 +6,12 @@
  *
  *     gang=true period=1 queue_order=fifo admit=gang(strict=0) score=least-allocated*1
  *
- * `gang`, `period` and `half_life` (seconds, fair share over time: drover/usage.h; 0, the
- * default, for shares of now only) are profile settings; every other key names an extension point
- * (docs/cycle.md) and takes a comma-separated list of plugins, each optionally with a weight
- * (`*N`, scores only) and knobs in parentheses (`name(k=v;k=v)`). Unknown plugins, points and
- * knobs are errors that list what is known.
+ * `gang`, `period`, `half_life` (seconds, fair share over time: drover/usage.h; 0, the
+ * default, for shares of now only) and `checkpoint_timeout` (seconds, `drover run`'s checkpoint
+ * handshake: docs/running.md; 0, the default, for none) are profile settings; every other key
+ * names an extension point (docs/cycle.md) and takes a comma-separated list of plugins, each
+ * optionally with a weight (`*N`, scores only) and knobs in parentheses (`name(k=v;k=v)`).
+ * Unknown plugins, points and knobs are errors that list what is known.
  */
 #ifndef DROVER_POLICY_H
 #define DROVER_POLICY_H

@@ -94,7 +94,10 @@ typedef struct drv_jobspec {
     double batch;      /* total batch size of a calibrated job */
     double batch_min, batch_max; /* the range a policy may choose its batch in (DRV_BATCH);
                                     0, 0: the batch is fixed */
-    int32_t line; /* its line in the file it was read from, for messages; 0: generated */
+    double checkpoint_s; /* checkpointSeconds: it checkpoints every this many seconds of running
+                            (and when it starts): preempted, scaled or migrated, it loses what it
+                            did since its last checkpoint; 0 (the default): nothing is lost */
+    int32_t line;        /* its line in the file it was read from, for messages; 0: generated */
 } drv_jobspec;
 
 typedef struct drv_workload {
@@ -232,6 +235,11 @@ typedef struct drv_summary {
     double cpu_util, cpu_useful, cpu_wasted;   /* fractions of CPU capacity over the makespan */
     double gpu_util, gpu_useful, gpu_wasted;   /* same for GPUs (0 when there are none) */
     int64_t preemptions, migrations, restarts, scales, resizes;
+    /* Work lost to preemptions, scalings and migrations (the time since each job's last
+     * checkpoint, times what it held): GPU-hours and CPU core-hours. Valid when lost_modelled
+     * (some job has a checkpointSeconds); else nothing is shown of it. */
+    bool lost_modelled;
+    double lost_gpu_h, lost_cpu_h;
     int64_t cycles, events, decisions;
     int64_t skipped;  /* quiet cycles skipped (they would have decided nothing) */
     int32_t stuck;    /* jobs that never finished */

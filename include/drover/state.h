@@ -116,6 +116,10 @@ typedef struct drv_constraint {
  */
 #define DRV_UNLIMITED INT64_MAX /* a quota or borrowing limit with no bound */
 
+/* The largest minRuntimeSeconds a queue may have (the cluster file's and the Queue object's):
+ * 30 days. */
+#define DRV_MAX_MIN_RUNTIME 2592000.0
+
 typedef struct drv_queue {
     int32_t name;   /* interned */
     int32_t cohort; /* interned cohort name; 0 (empty): in no cohort, lends and borrows nothing */

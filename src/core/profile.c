@@ -50,6 +50,10 @@ void drv_profile_format(const drv_profile *p, char *buf, size_t n)
         put(buf, n, &len, " half_life=");
         put_number(buf, n, &len, p->half_life);
     }
+    if (p->checkpoint_timeout > 0) {
+        put(buf, n, &len, " checkpoint_timeout=");
+        put_number(buf, n, &len, p->checkpoint_timeout);
+    }
     for (int pt = 0; pt < DRV_NPOINTS; pt++) {
         for (int i = 0; i < p->nuse[pt]; i++) {
             const drv_plugin_use *u = &p->use[pt][i];

@@ -11,6 +11,7 @@
  *   cycle       ctrl_cycle.c     one scheduling cycle, and each job reconciled after it
  *   mirror      ctrl_trainingjob.c, ctrl_podgroup.c   TrainingJobs, other operators' gangs
  *               ctrl_lifecycle.c a job's conditions, restarts, suspend, edits, status, Events
+ *               ctrl_checkpoint.c the checkpoint handshake before a pod is deleted
  *               ctrl_shared.c    PriorityClasses, Queues, jobs held for them
  *               ctrl_resize.c    CPU limits resized in place or at the next creation
  *               ctrl_binder.c    requests about pods assumed; their answers applied
@@ -66,6 +67,7 @@ struct drv_ctrl {
     ctrl_mirror mirror;
     ctrl_writer writer;
     ctrl_binder binder;
+    ctrl_checkpoint checkpoint;
     ctrl_lifecycle lifecycle;
     ctrl_shared shared;
     ctrl_podgroup podgroup;

@@ -57,7 +57,9 @@ static int send_removal(ctrl_cycle *cy, const drv_decision *x)
         return 0;
     }
     p->want = -1;
-    int rc = ctrl_binder_delete(cy->binder, x->pod); /* (which holds its room meanwhile) */
+    /* (which holds its room meanwhile; after the job's checkpoint, with a handshake) */
+    int rc = ctrl_checkpoint_delete(cy->checkpoint, x->pod,
+                                    x->kind == DRV_MIGRATE ? CKPT_MIGRATION : CKPT_PREEMPTION);
     if (rc == DRV_ENOMEM)
         return rc;
     if (x->kind == DRV_MIGRATE && p->presence != POD_ABSENT)
@@ -71,7 +73,8 @@ static int send_removal(ctrl_cycle *cy, const drv_decision *x)
  * takes its place: the preemptor the decision names (drv_ctx_preempt), else (a plugin that
  * evicts without naming one, as Tiresias) the most important job the cycle binds. Its pods'
  * deletions, sent by send_removal, keep their terminationGracePeriodSeconds: a training job
- * checkpoints on SIGTERM. O(decisions) per victim; victims are few. */
+ * checkpoints on SIGTERM (and, with a checkpoint handshake, before: ctrl_checkpoint.c).
+ * O(decisions) per victim; victims are few. */
 static void tell_preempted(ctrl_cycle *cy, const drv_decisions *dv)
 {
     drv_state *st = &cy->mirror->st;
@@ -86,6 +89,10 @@ static void tell_preempted(ctrl_cycle *cy, const drv_decisions *dv)
             cy->mirror->jobs[x->job].members)
             continue;
         int32_t by = x->value >= 0 && x->value < st->njobs ? (int32_t)x->value : bound;
+        const char *how = cy->cfg->prof.checkpoint_timeout > 0
+                              ? "are deleted once it has checkpointed (or its checkpoint_timeout "
+                                "has passed), with their grace period,"
+                              : "are deleted with their grace period";
         bool told = false; /* (one Event per victim: its first eviction of the cycle) */
         for (int32_t k = 0; k < i && !told; k++)
             told = dv->v[k].kind == DRV_EVICT && dv->v[k].reason == DRV_REASON_PREEMPT &&
@@ -97,14 +104,14 @@ static void tell_preempted(ctrl_cycle *cy, const drv_decisions *dv)
         if (by >= 0)
             snprintf(msg, sizeof msg,
                      "preempted by %s (priority %d; this job's %d) under profile %s: its pods "
-                     "are deleted with their grace period and it waits to be placed again",
+                     "%s and it waits to be placed again",
                      drv_strtab_str(st->names, st->jobs[by].name), st->jobs[by].priority,
-                     st->jobs[x->job].priority, cy->cfg->prof.name);
+                     st->jobs[x->job].priority, cy->cfg->prof.name, how);
         else
             snprintf(msg, sizeof msg,
                      "preempted under profile %s to make room for jobs it ranks first: its pods "
-                     "are deleted with their grace period and it waits to be placed again",
-                     cy->cfg->prof.name);
+                     "%s and it waits to be placed again",
+                     cy->cfg->prof.name, how);
         ctrl_lifecycle_event(cy->lifecycle, x->job, "Warning", "Preempted", msg);
     }
 }
@@ -200,8 +207,9 @@ static int reconcile_pods(ctrl_cycle *cy, int32_t j)
         const drv_pod *sp = &m->st.pods[s];
         pod_record *p = &m->pods[s];
         bool wanted = sp->index < jb->target[sp->role];
-        if (!wanted && p->presence == POD_PRESENT && sp->node < 0)
-            ctrl_binder_delete(cy->binder, s);
+        if (!wanted && p->presence == POD_PRESENT && sp->node < 0 &&
+            ctrl_checkpoint_delete(cy->checkpoint, s, CKPT_SCALING) == DRV_ENOMEM)
+            return DRV_ENOMEM;
         if (p->presence != POD_DELETING && !p->inflight && p->want >= 0) {
             int32_t n = p->want;
             p->want = -1;
@@ -257,6 +265,7 @@ static int reconcile_waiting(ctrl_cycle *cy, int32_t j, const int32_t *queue_pos
     const drv_job *jb = &m->st.jobs[j];
     if (jb->phase != DRV_JOB_PENDING)
         ctrl_mirror_set_phase(m, j, DRV_JOB_PENDING);
+    m->st.jobs[j].run_start = -1; /* (not running: its next start counts afresh) */
     if (rollback_partial(cy, j) == DRV_ENOMEM)
         return DRV_ENOMEM;
     jr->t_ready = -1; /* a later placement is measured from what frees room, not this */
@@ -309,8 +318,13 @@ static void reconcile_placed(ctrl_cycle *cy, int32_t j)
         ctrl_mirror_set_phase(m, j, running ? DRV_JOB_RUNNING : DRV_JOB_STARTING);
     else if (jb->phase == DRV_JOB_STARTING && running)
         ctrl_mirror_set_phase(m, j, DRV_JOB_RUNNING);
+    double now = drv_clock_mono() - cy->cfg->t0;
     if (running && m->st.jobs[j].start < 0)
-        m->st.jobs[j].start = drv_clock_mono() - cy->cfg->t0;
+        m->st.jobs[j].start = now;
+    /* (a queue's minRuntimeSeconds counts from its latest start: a preempted job placed again
+     * is young again) */
+    if (running && m->st.jobs[j].run_start < 0)
+        m->st.jobs[j].run_start = now;
     jr->status = running ? ST_RUNNING : ST_PENDING;
 }
 
@@ -429,6 +443,10 @@ int ctrl_cycle_run(ctrl_cycle *cy)
      * job's chief succeeded (its status not written yet) must not place its other pods again. */
     DRV_FOR_LIVE(st, j)
     ctrl_lifecycle_end_finished(cy->lifecycle, j);
+    /* Deletions that waited for a checkpoint and may go now are sent: their room is free once
+     * they are gone, as any pod's in its grace period. */
+    if (ctrl_checkpoint_release(cy->checkpoint) == DRV_ENOMEM)
+        return DRV_ENOMEM;
     drv_snapshot snap = {.st = st, .now = drv_clock_mono() - cy->cfg->t0};
     drv_decisions dv;
     drv_decisions_init(&dv);

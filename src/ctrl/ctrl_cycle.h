@@ -20,6 +20,7 @@ typedef struct ctrl_cycle {
     /* fixed at init */
     ctrl_mirror *mirror;
     ctrl_binder *binder;
+    ctrl_checkpoint *checkpoint;
     ctrl_lifecycle *lifecycle;
     ctrl_podgroup *podgroup;
     ctrl_resize *resize;

@@ -262,7 +262,7 @@ static void rerender(ctrl_lifecycle *lc, int32_t j)
         if (p->presence == POD_PRESENT && !ctrl_pod_terminal(p->phase) && !p->inflight &&
             p->want < 0 && stale) {
             p->want = sp->node; /* bound: again where it is; unbound: placed by a cycle */
-            ctrl_binder_delete(lc->binder, s);
+            ctrl_checkpoint_delete(lc->checkpoint, s, CKPT_SCALING);
             jr->peers_pending = true;
         }
         if (stale && p->inflight)

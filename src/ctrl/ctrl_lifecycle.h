@@ -12,11 +12,12 @@
 #ifndef DROVER_CTRL_LIFECYCLE_H
 #define DROVER_CTRL_LIFECYCLE_H
 
-#include "ctrl_binder.h"
+#include "ctrl_checkpoint.h"
 
 typedef struct ctrl_lifecycle {
     ctrl_mirror *mirror;
     ctrl_binder *binder;
+    ctrl_checkpoint *checkpoint; /* pods re-created for new peers are deleted through it */
     ctrl_writer *writer;
 } ctrl_lifecycle;
 

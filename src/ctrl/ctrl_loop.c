@@ -73,20 +73,26 @@ static void configure(drv_ctrl *c, const drv_ctrl_opts *o)
 static void wire(drv_ctrl *c)
 {
     const ctrl_config *cfg = &c->cfg;
-    c->lifecycle =
-        (ctrl_lifecycle){.mirror = &c->mirror, .binder = &c->binder, .writer = &c->writer};
+    c->checkpoint = (ctrl_checkpoint){
+        .mirror = &c->mirror, .binder = &c->binder, .writer = &c->writer, .cfg = cfg};
+    c->lifecycle = (ctrl_lifecycle){.mirror = &c->mirror,
+                                    .binder = &c->binder,
+                                    .checkpoint = &c->checkpoint,
+                                    .writer = &c->writer};
     ctrl_shared_init(&c->shared, &c->mirror, &c->names, &c->writer, cfg);
     ctrl_podgroup_init(&c->podgroup, &c->mirror, &c->names, &c->shared, &c->writer, cfg);
     c->trainingjobs = (ctrl_trainingjobs){.mirror = &c->mirror,
                                           .names = &c->names,
                                           .shared = &c->shared,
                                           .lifecycle = &c->lifecycle,
+                                          .checkpoint = &c->checkpoint,
                                           .writer = &c->writer,
                                           .cfg = cfg};
     c->resize = (ctrl_resize){
         .mirror = &c->mirror, .binder = &c->binder, .counters = &c->counters, .cfg = cfg};
     c->cycle = (ctrl_cycle){.mirror = &c->mirror,
                             .binder = &c->binder,
+                            .checkpoint = &c->checkpoint,
                             .lifecycle = &c->lifecycle,
                             .podgroup = &c->podgroup,
                             .resize = &c->resize,
@@ -161,6 +167,7 @@ void drv_ctrl_free(drv_ctrl *c)
     ctrl_lease_fini(&c->lease);
     ctrl_progress_fini(&c->progress);
     ctrl_cycle_fini(&c->cycle);
+    ctrl_checkpoint_fini(&c->checkpoint);
     ctrl_events_fini(&c->events);
     drv_free(c->loop.batch);
     ctrl_counters_fini(&c->counters);
@@ -220,12 +227,15 @@ bool ctrl_loop_cycle_due(const ctrl_loop *l, bool dirty, double now, double plug
     return plugin_wake == -INFINITY ? now >= l->last + period : now >= plugin_wake;
 }
 
-/* The lifecycle's timers (and pod groups' scheduleTimeoutSeconds): TTLs past are acted on, and
- * the loop is to wake at the next deadline, which they give as a distance from now. */
+/* The lifecycle's timers (and pod groups' scheduleTimeoutSeconds, checkpoint handshakes'
+ * timeouts): TTLs past are acted on, and the loop is to wake at the next deadline, which they
+ * give as a distance from now. */
 static void lifecycle_timers(drv_ctrl *c)
 {
     double in = ctrl_lifecycle_expire(&c->lifecycle), pg = ctrl_podgroup_timeouts(&c->podgroup);
-    c->loop.deadline = loop_now(c) + (pg < in ? pg : in);
+    double ck = ctrl_checkpoint_next(&c->checkpoint);
+    in = pg < in ? pg : in;
+    c->loop.deadline = loop_now(c) + (ck < in ? ck : in);
 }
 
 /* ---- the phases ----------------------------------------------------------------------------- */

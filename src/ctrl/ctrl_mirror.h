@@ -78,6 +78,11 @@ typedef struct job_record {
     bool suspended;     /* spec.runPolicy.suspend: out of the state until resumed */
     bool service_asked; /* its headless Service was handed to the writer */
     bool ttl_done;      /* its deletion after ttlSecondsAfterFinished was handed over */
+    /* the checkpoint handshake (ctrl_checkpoint.c); wall seconds */
+    double ckpt_asked;    /* when it was asked to checkpoint (whole seconds, as annotated), 0:
+                             no handshake open */
+    double ckpt_deadline; /* ... when its deletions go without the checkpoint */
+    double ckpt_done;     /* its drover.dev/checkpoint-done annotation as last seen, <= 0: none */
 } job_record;
 
 /* Whether the API has a pod in a slot, as the mirror knows it. */

@@ -105,7 +105,8 @@ int ctrl_shared_apply_queue(ctrl_shared *s, const ctrl_event *e, bool *changed)
                    .cohort = k->cohort ? drv_strtab_intern(st->names, cohort) : 0,
                    .weight = k->weight,
                    .quota = k->quota,
-                   .borrow = k->borrow};
+                   .borrow = k->borrow,
+                   .min_runtime = k->min_runtime};
     snprintf(key, sizeof key, "queue:%s", name);
     int32_t skey = ctrl_name_intern(s->names, key);
     if (q.name < 0 || q.cohort < 0 || skey < 0)
@@ -119,7 +120,8 @@ int ctrl_shared_apply_queue(ctrl_shared *s, const ctrl_event *e, bool *changed)
     }
     int rc = id < 0 ? drv_state_add_queue(st, &q, &id) : drv_state_set_queue(st, id, &q);
     if (rc == DRV_EINVAL) {
-        drv_log(DRV_LOG_WARN, "queue %s: weight, quota or borrowing limit refused", name);
+        drv_log(DRV_LOG_WARN,
+                "queue %s: weight, quota, borrowing limit or minimum run time refused", name);
         return 0;
     }
     if (rc != 0 || (rc = grow_seen(s)) != 0)

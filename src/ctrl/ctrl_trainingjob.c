@@ -49,6 +49,7 @@ static void job_record_init(job_record *jr, const ctrl_event *e, tj_record *t)
     jr->node_name = t->node_name;
     jr->status = ST_PENDING;
     jr->port = t->tj.progress_port;
+    jr->ckpt_done = t->tj.checkpoint_done;
     snprintf(jr->path, sizeof jr->path, "%s", t->tj.progress_path);
     snprintf(jr->step, sizeof jr->step, "%s", t->tj.step_metric);
     snprintf(jr->loss, sizeof jr->loss, "%s", t->tj.loss_metric);
@@ -190,6 +191,8 @@ int ctrl_trainingjob_apply(ctrl_trainingjobs *t, ctrl_event *e)
     if (j < 0)
         return e->tj->invalid[0] ? invalid_job(t, e) : ctrl_trainingjob_add(t, e);
     snprintf(m->jobs[j].rv, sizeof m->jobs[j].rv, "%s", e->tj->tj.rv); /* (its next status's) */
+    if (!e->tj->invalid[0]) /* (the job's word that it checkpointed: a handshake may wait) */
+        ctrl_checkpoint_done(t->checkpoint, j, e->tj->tj.checkpoint_done);
     /* A status written by someone else as finished ends it, as that status says. */
     if (e->tj->finished && m->jobs[j].status < ST_SUCCEEDED) {
         ctrl_lifecycle_finished_by_status(t->lifecycle, j, e->tj);

@@ -18,6 +18,7 @@ typedef struct ctrl_trainingjobs {
     ctrl_names *names;
     ctrl_shared *shared;
     ctrl_lifecycle *lifecycle;
+    ctrl_checkpoint *checkpoint; /* told each job's drover.dev/checkpoint-done */
     ctrl_writer *writer;
     const ctrl_config *cfg;
 } ctrl_trainingjobs;

@@ -165,23 +165,40 @@ void ctrl_writer_seen(ctrl_writer *w, int32_t key, const char *rv, bool finished
     }
 }
 
-/* Queues path and body (owned, then the queue's) to be POSTed in order with the Events. */
-static bool post_queue(ctrl_writer *w, char *path, char *body, bool conflict_ok)
+/* Queues path and body (owned, then the queue's) to be POSTed (patch: merge-PATCHed) in order
+ * with the Events. */
+static bool queue_request(ctrl_writer *w, char *path, char *body, bool conflict_ok, bool patch)
 {
     pthread_mutex_lock(&w->mu);
     bool ok = (body || conflict_ok) && path &&
               drv_grow(&w->events, sizeof *w->events, &w->cap_events, w->nevents + 1) == 0;
     if (ok)
         w->events[w->nevents++] =
-            (event_request){.path = path, .body = body, .conflict_ok = conflict_ok};
+            (event_request){.path = path, .body = body, .conflict_ok = conflict_ok, .patch = patch};
     pthread_mutex_unlock(&w->mu);
     return ok;
+}
+
+static bool post_queue(ctrl_writer *w, char *path, char *body, bool conflict_ok)
+{
+    return queue_request(w, path, body, conflict_ok, false);
 }
 
 int ctrl_writer_post(ctrl_writer *w, const char *path, const char *body, bool conflict_ok)
 {
     char *p = drv_strdup(path), *b = drv_strdup(body);
     if (!post_queue(w, p, b, conflict_ok)) {
+        drv_free(p);
+        drv_free(b);
+        return DRV_ENOMEM;
+    }
+    return drv_workqueue_add(w->queue, "e") != 0 ? DRV_ENOMEM : 0;
+}
+
+int ctrl_writer_patch(ctrl_writer *w, const char *path, const char *body)
+{
+    char *p = drv_strdup(path), *b = drv_strdup(body);
+    if (!p || !b || !queue_request(w, p, b, false, true)) {
         drv_free(p);
         drv_free(b);
         return DRV_ENOMEM;
@@ -345,10 +362,13 @@ static void write_events(ctrl_writer *w)
     for (int32_t i = 0; i < n; i++) {
         drv_diag d = {{0}};
         long status = 0;
-        int rc = v[i].body ? drv_kube_request(w->client, "POST", v[i].path, NULL, v[i].body,
-                                              &status, NULL, &d)
+        int rc = v[i].body ? drv_kube_request(w->client, v[i].patch ? "PATCH" : "POST", v[i].path,
+                                              v[i].patch ? "application/merge-patch+json" : NULL,
+                                              v[i].body, &status, NULL, &d)
                            : drv_kube_delete(w->client, v[i].path, -1, "Background", &status, &d);
-        if (rc == 0 && !v[i].conflict_ok) {
+        if (rc == 0 && v[i].patch) {
+            /* (a TrainingJob's annotation: no Event to count) */
+        } else if (rc == 0 && !v[i].conflict_ok) {
             ctrl_count(w->counters, &w->counters->stats.events, 1);
         } else if (rc == 0 || (v[i].conflict_ok && status == (v[i].body ? 409 : 404))) {
             /* (created or deleted, or there already or gone already) */

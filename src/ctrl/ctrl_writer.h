@@ -64,6 +64,7 @@ static inline ctrl_ref ctrl_ref_trainingjob(const char *ns, const char *name, co
 typedef struct event_request {
     char *path, *body;
     bool conflict_ok; /* not an Event: a 409 means it exists, which is what was wanted */
+    bool patch;       /* body is a merge PATCH of the object at path (an annotation) */
 } event_request;
 
 /* Versions of an object the writer's own status writes went through: v[0] is a version a
@@ -154,6 +155,9 @@ void ctrl_writer_event(ctrl_writer *w, const ctrl_ref *about, const char *type, 
                        const char *message);
 /* Creates an object (path and body copied), in order with the Events. 0 or DRV_ENOMEM. */
 int ctrl_writer_post(ctrl_writer *w, const char *path, const char *body, bool conflict_ok);
+/* Merge-PATCHes the object at path with body (both copied; a TrainingJob's annotations), in
+ * order with the Events. 0 or DRV_ENOMEM. */
+int ctrl_writer_patch(ctrl_writer *w, const char *path, const char *body);
 /* Deletes the object at path (Background propagation; a 404 is done). 0 or DRV_ENOMEM. */
 int ctrl_writer_delete(ctrl_writer *w, const char *path);
 

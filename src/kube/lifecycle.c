@@ -14,8 +14,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const cond_names[DRV_NCONDS] = {
-    "Created", "Queued", "Running", "Restarting", "Scaling", "Suspended", "Succeeded", "Failed"};
+static const char *const cond_names[DRV_NCONDS] = {"Created",    "Queued",  "Running",
+                                                   "Restarting", "Scaling", "Suspended",
+                                                   "Succeeded",  "Failed",  "CheckpointRequested"};
 
 const char *drv_job_cond_name(int cond)
 {
@@ -66,7 +67,7 @@ int8_t drv_condition_current(const drv_condition conds[DRV_NCONDS])
 {
     int8_t best = -1;
     for (int k = 0; k < DRV_NCONDS; k++)
-        if (conds[k].set && conds[k].status && k != DRV_COND_CREATED &&
+        if (conds[k].set && conds[k].status && k != DRV_COND_CREATED && k != DRV_COND_CHECKPOINT &&
             (best < 0 || conds[k].last_transition >= conds[best].last_transition))
             best = (int8_t)k;
     return best;

@@ -71,6 +71,9 @@ typedef enum drv_job_cond {
     DRV_COND_SUSPENDED,
     DRV_COND_SUCCEEDED,
     DRV_COND_FAILED,
+    /* Drover asked the job for a checkpoint before deleting pods (docs/running.md, "Checkpoint
+     * handshake"): beside the others, never the current one (drv_condition_current) */
+    DRV_COND_CHECKPOINT,
     DRV_NCONDS
 } drv_job_cond;
 const char *drv_job_cond_name(int cond);
@@ -87,7 +90,8 @@ typedef struct drv_condition {
 /* Sets conds[type]; last_transition moves only when the status changes (metav1 semantics). */
 void drv_condition_set(drv_condition conds[DRV_NCONDS], int type, bool status, const char *reason,
                        const char *message, double now);
-/* The condition that is True (of several, the latest to become so; Created never counts), or
+/* The condition that is True (of several, the latest to become so; Created and
+ * CheckpointRequested never count), or
  * -1 when none is: where the job stands, as Kubeflow's printer column reads the last one. */
 int8_t drv_condition_current(const drv_condition conds[DRV_NCONDS]);
 

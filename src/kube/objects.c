@@ -2,6 +2,7 @@
  * objects.c - compact decoding of Pods and Nodes, Status objects, and the binding body
  * (kube_types.h); quantities are quantity.c's.
  */
+#include "drover/clock.h"
 #include "drover/kube_types.h"
 #include "json.h"
 #include "lifecycle.h"
@@ -479,6 +480,24 @@ static int role_constraint(json_t *pspec, drv_strtab *names, const char *who, co
     return rc ? drv_fail(d, DRV_ENOMEM, "out of memory") : 0;
 }
 
+/* Annotation drover.dev/checkpoint-done: an RFC 3339 time (the job's word that its checkpoint is
+ * written), -1 when absent. A value that is not one fails the decode with the annotation named:
+ * a job whose script writes it wrong would otherwise wait out every timeout unnoticed. */
+static int checkpoint_done(json_t *meta, const char *who, drv_ktrainingjob *out, drv_diag *d)
+{
+    json_t *v = json_object_get(json_object_get(meta, "annotations"), DRV_ANN_CHECKPOINT_DONE);
+    out->checkpoint_done = -1;
+    if (v && (!json_is_string(v) ||
+              drv_time_parse_rfc3339(json_string_value(v), &out->checkpoint_done) != 0)) {
+        out->checkpoint_done = -1;
+        return drv_fail(d, DRV_EPARSE,
+                        "%s: metadata.annotations." DRV_ANN_CHECKPOINT_DONE
+                        ": expected an RFC 3339 time (2026-01-02T03:04:05Z)",
+                        who);
+    }
+    return 0;
+}
+
 int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob *out, drv_diag *d)
 {
     memset(out, 0, sizeof *out);
@@ -506,8 +525,10 @@ int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob
         drv_kube_intern(names, str_at(json_object_get(meta, "labels"), "drover.dev/user"),
                         &out->user))
         return drv_fail(d, DRV_ENOMEM, "out of memory");
-    int rc =
-        decode_progress(json_object_get(json_object_get(obj, "spec"), "progress"), who, out, d);
+    int rc = checkpoint_done(meta, who, out, d);
+    if (!rc)
+        rc =
+            decode_progress(json_object_get(json_object_get(obj, "spec"), "progress"), who, out, d);
     if (!rc)
         rc = decode_run_policy(json_object_get(json_object_get(obj, "spec"), "runPolicy"), who, out,
                                d);

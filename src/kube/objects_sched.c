@@ -494,6 +494,12 @@ int drv_kube_decode_queue(json_t *obj, drv_strtab *names, drv_kqueue *out, drv_d
     if (!rc && ul && !json_is_boolean(ul))
         rc = drv_fail(d, DRV_EPARSE, "%s: spec.userFromLabel: expected true or false", who);
     out->user_label = json_is_true(ul);
+    json_t *mr = json_object_get(spec, "minRuntimeSeconds");
+    out->min_runtime = json_is_number(mr) ? json_number_value(mr) : 0;
+    if (!rc && mr &&
+        (!json_is_number(mr) || !(out->min_runtime >= 0) || out->min_runtime > DRV_MAX_MIN_RUNTIME))
+        rc = drv_fail(d, DRV_EPARSE, "%s: spec.minRuntimeSeconds: expected seconds in [0, %.0f]",
+                      who, (double)DRV_MAX_MIN_RUNTIME);
     if (rc)
         return rc;
     if ((out->name = drv_strtab_intern(names, name)) < 0 ||

@@ -249,6 +249,21 @@ int drv_profile_check(const drv_profile *p, drv_diag *d)
     return 0;
 }
 
+/* A profile setting of seconds in [0, max] (what 0 means: zero) into *out. */
+static int parse_seconds(drv_profile *p, span key, span val, double max, const char *zero,
+                         double *out, drv_diag *d)
+{
+    char buf[64], *end;
+    snprintf(buf, sizeof buf, "%.*s", val.n, val.s);
+    double v = strtod(buf, &end);
+    if (val.n == 0 || (size_t)val.n >= sizeof buf || *end || !(v >= 0 && v <= max))
+        return drv_fail(d, DRV_EINVAL,
+                        "profile %s: %.*s: expected seconds in [0, %.0f] (0: %s), found '%.*s'",
+                        p->name, key.n, key.s, max, zero, val.n, val.s);
+    *out = v;
+    return 0;
+}
+
 /* One setting of a profile line, key=value. */
 static int parse_setting(drv_profile *p, span key, span val, drv_diag *d)
 {
@@ -270,22 +285,15 @@ static int parse_setting(drv_profile *p, span key, span val, drv_diag *d)
         p->period = v;
         return 0;
     }
-    if (span_is(key, "half_life")) {
-        char buf[64], *end;
-        snprintf(buf, sizeof buf, "%.*s", val.n, val.s);
-        double v = strtod(buf, &end);
-        if (val.n == 0 || (size_t)val.n >= sizeof buf || *end ||
-            !(v >= 0 && v <= DRV_MAX_HALF_LIFE))
-            return drv_fail(d, DRV_EINVAL,
-                            "profile %s: half_life: expected seconds in [0, %.0f] (0: shares of "
-                            "now only), found '%.*s'",
-                            p->name, DRV_MAX_HALF_LIFE, val.n, val.s);
-        p->half_life = v;
-        return 0;
-    }
+    if (span_is(key, "half_life"))
+        return parse_seconds(p, key, val, DRV_MAX_HALF_LIFE, "shares of now only", &p->half_life,
+                             d);
+    if (span_is(key, "checkpoint_timeout"))
+        return parse_seconds(p, key, val, DRV_MAX_CHECKPOINT_TIMEOUT, "no checkpoint handshake",
+                             &p->checkpoint_timeout, d);
     int pt = point_by_name(key);
     if (pt < 0) {
-        char known[256] = "gang, period, half_life";
+        char known[256] = "gang, period, half_life, checkpoint_timeout";
         for (int i = 0; i < DRV_NPOINTS; i++) {
             strncat(known, ", ", sizeof known - strlen(known) - 1);
             strncat(known, drv_point_name(i), sizeof known - strlen(known) - 1);

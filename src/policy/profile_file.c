@@ -25,7 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The optional gang, period and half_life of entry e into p. */
+/* The optional gang, period, half_life and checkpoint_timeout of entry e into p. */
 static int load_settings(const drv_conf_doc *doc, drv_conf *e, const char *path, drv_profile *p,
                          drv_diag *d)
 {
@@ -45,6 +45,12 @@ static int load_settings(const drv_conf_doc *doc, drv_conf *e, const char *path,
     if ((v = drv_conf_get(e, "half_life")) != NULL) {
         snprintf(field, sizeof field, "%s.half_life", path);
         if ((rc = drv_conf_double(doc, v, field, 0, DRV_MAX_HALF_LIFE, &p->half_life, d)) != 0)
+            return rc;
+    }
+    if ((v = drv_conf_get(e, "checkpoint_timeout")) != NULL) {
+        snprintf(field, sizeof field, "%s.checkpoint_timeout", path);
+        if ((rc = drv_conf_double(doc, v, field, 0, DRV_MAX_CHECKPOINT_TIMEOUT,
+                                  &p->checkpoint_timeout, d)) != 0)
             return rc;
     }
     return 0;

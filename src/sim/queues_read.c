@@ -27,7 +27,6 @@
 /* Bounds: far above real clusters' tenants, small enough for the summary's fixed table and for
  * the O(queues) name lookups; quotas as large as a cluster can be (conf.h). */
 #define MAX_WEIGHT 1e6
-#define MAX_MIN_RUNTIME 2592000.0 /* minRuntimeSeconds: 30 days */
 #define MAX_QUOTA_GPU 1000000
 
 /* A quota-shaped map {cpu, memory, gpu} into *out; a resource left out is DRV_UNLIMITED. */
@@ -86,7 +85,7 @@ static int read_queue(const drv_conf_doc *doc, drv_conf *m, int32_t i, const drv
     }
     snprintf(p, sizeof p, "queues[%d].minRuntimeSeconds", i);
     if ((f = drv_conf_get(m, "minRuntimeSeconds")) &&
-        (rc = drv_conf_double(doc, f, p, 0, MAX_MIN_RUNTIME, &q->min_runtime, d)) != 0)
+        (rc = drv_conf_double(doc, f, p, 0, DRV_MAX_MIN_RUNTIME, &q->min_runtime, d)) != 0)
         return rc;
     snprintf(p, sizeof p, "queues[%d].cohort", i);
     if ((f = drv_conf_get(m, "cohort")) &&

@@ -102,10 +102,12 @@ static void util_cells(FILE *f, double util, double useful, double wasted)
  * own cycles) sums the same areas in more pieces. */
 static bool same_figures(const drv_summary *a, const drv_summary *b)
 {
-    const double x[] = {a->avg_jct,  a->p50_jct,  a->p95_jct,    a->p99_jct,  a->makespan,
-                        a->avg_wait, a->cpu_util, a->cpu_useful, a->gpu_util, a->gpu_useful};
-    const double y[] = {b->avg_jct,  b->p50_jct,  b->p95_jct,    b->p99_jct,  b->makespan,
-                        b->avg_wait, b->cpu_util, b->cpu_useful, b->gpu_util, b->gpu_useful};
+    const double x[] = {a->avg_jct,  a->p50_jct,    a->p95_jct,    a->p99_jct,
+                        a->makespan, a->avg_wait,   a->cpu_util,   a->cpu_useful,
+                        a->gpu_util, a->gpu_useful, a->lost_gpu_h, a->lost_cpu_h};
+    const double y[] = {b->avg_jct,  b->p50_jct,    b->p95_jct,    b->p99_jct,
+                        b->makespan, b->avg_wait,   b->cpu_util,   b->cpu_useful,
+                        b->gpu_util, b->gpu_useful, b->lost_gpu_h, b->lost_cpu_h};
     for (size_t k = 0; k < sizeof x / sizeof x[0]; k++)
         if (!(fabs(x[k] - y[k]) <= 1e-9 * fmax(fabs(x[k]), fabs(y[k])) ||
               (isnan(x[k]) && isnan(y[k]))))
@@ -167,6 +169,19 @@ static void table_notes(FILE *f, const drv_summary *v, int n, bool gpu)
             gpu ? "GPUs (cpu columns: CPU)" : "CPU");
 }
 
+/* The work each policy's preemptions, scalings and migrations cost (jobs' checkpointSeconds):
+ * only when the workload gives checkpoint intervals, so every other table stays as it was. */
+static void lost_table(FILE *f, const drv_summary *v, int n, bool gpu)
+{
+    if (n == 0 || !v[0].lost_modelled)
+        return;
+    fprintf(f, "\nlost work (since each job's last checkpoint, when preempted, scaled or "
+               "migrated):\n");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "  %-24s %10.2f %s\n", v[i].policy, gpu ? v[i].lost_gpu_h : v[i].lost_cpu_h,
+                gpu ? "GPU-hours" : "CPU core-hours");
+}
+
 /*
  * On a GPU cluster the GPU's utilisation columns come first (what such a cluster is bought for),
  * then the CPU's: a mixed cluster's CPU-only jobs show there; on a CPU cluster only the CPU's.
@@ -202,6 +217,7 @@ void drv_report_table(FILE *f, const drv_summary *v, int n)
                 (long long)s->scales);
     }
     table_notes(f, v, n, gpu);
+    lost_table(f, v, n, gpu);
     queue_table(f, v, n);
 }
 
@@ -265,6 +281,10 @@ static json_t *summary_json(const drv_summary *s)
     json_object_set_new(o, "restarts", json_integer(s->restarts));
     json_object_set_new(o, "scales", json_integer(s->scales));
     json_object_set_new(o, "resizes", json_integer(s->resizes));
+    if (s->lost_modelled) { /* only then: other records stay as they were */
+        json_object_set_new(o, "lost_gpu_hours", num(s->lost_gpu_h));
+        json_object_set_new(o, "lost_cpu_hours", num(s->lost_cpu_h));
+    }
     json_object_set_new(o, "cycles", json_integer(s->cycles));
     json_object_set_new(o, "cycles_skipped", json_integer(s->skipped));
     json_object_set_new(o, "events", json_integer(s->events));
@@ -416,6 +436,10 @@ void drv_report_csv(FILE *f, const drv_summary *v, int n)
           "cpu_util,cpu_useful,cpu_wasted,gpu_util,gpu_useful,gpu_wasted,preemptions,migrations,"
           "restarts,scales,resizes",
           f);
+    bool lost =
+        n > 0 && v[0].lost_modelled; /* (columns only then: other files stay as they were) */
+    if (lost)
+        fputs(",lost_gpu_hours,lost_cpu_hours", f);
     csv_queue_header(f, v, n);
     fputc('\n', f);
     for (int i = 0; i < n; i++) {
@@ -428,6 +452,10 @@ void drv_report_csv(FILE *f, const drv_summary *v, int n)
             csv_num(f, xs[k]);
         fprintf(f, ",%lld,%lld,%lld,%lld,%lld", (long long)s->preemptions, (long long)s->migrations,
                 (long long)s->restarts, (long long)s->scales, (long long)s->resizes);
+        if (lost) {
+            csv_num(f, s->lost_gpu_h);
+            csv_num(f, s->lost_cpu_h);
+        }
         csv_queue_row(f, &v[0], s);
         fputc('\n', f);
     }

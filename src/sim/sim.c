@@ -395,6 +395,7 @@ static int index_job(drv_sim *s, int32_t i, const drv_jobspec *js, int32_t *pod,
             return job_fail(s->wl ? s->cfg.workload_file : s->stream.src->file, js, d);
         }
     }
+    s->lost_modelled |= js->checkpoint_s > 0; /* (then the summary shows the work lost) */
     /* Names are interned in workload order, as before jobs entered the state at their
      * submission, so that interned ids (and any order by them) do not depend on it. */
     job_names *nm = &s->names[i];

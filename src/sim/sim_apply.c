@@ -128,6 +128,32 @@ static int refused(const drv_sim *s, const drv_decision *x, drv_diag *d)
                     what, s->now, s->policy, m->batch_min, m->batch_max);
 }
 
+/*
+ * A running job preempted, scaled or migrated restarts from its last checkpoint: with a
+ * checkpoint interval C (drv_jobspec.checkpoint_s; it also checkpoints when it starts), it
+ * loses the (now - run_start) mod C seconds since, at the rate it ran: its steps go back by
+ * rate * lost, and the lost seconds times what it held are charged (GPU-s, CPU core-s). Once
+ * per job and cycle, before its pods leave (its held resources are still its own); a job not
+ * running (starting, restarting) has nothing since its last checkpoint. Its anchor is at now
+ * (apply advanced it). Example: C = 600, running since t=1000, preempted at t=2500: 300 s are
+ * lost, 4 GPUs held: 1200 GPU-s.
+ */
+static void lose_work(drv_sim *s, int32_t job)
+{
+    drv_job *j = &s->st.jobs[job];
+    jobsim *x = &s->js[job];
+    double c = sim_spec(s, job)->checkpoint_s;
+    if (c <= 0 || x->lost == s->cycle_no || j->phase != DRV_JOB_RUNNING || j->run_start < 0)
+        return;
+    x->lost = s->cycle_no;
+    double lost = fmod(s->now - j->run_start, c);
+    j->steps = fmax(j->steps - x->rate * lost, 0);
+    j->loss = drv_loss(sim_family(s, job), j->steps);
+    x->a_steps = j->steps;
+    s->lost_gpu_s += lost * (double)x->held.gpu;
+    s->lost_cpu_s += lost * (double)x->held.cpu / 1000;
+}
+
 /* Applies the cycle's decisions in order; d says what a refused one was. */
 static int apply(drv_sim *s, drv_diag *d)
 {
@@ -148,6 +174,7 @@ static int apply(drv_sim *s, drv_diag *d)
             sim_bind(s, x->pod, x->node);
             break;
         case DRV_EVICT:
+            lose_work(s, x->job);
             sim_unbind(s, x->pod);
             s->js[x->job].restart = true;
             /* one preemption per job and cycle, however many of its pods it evicts */
@@ -158,6 +185,7 @@ static int apply(drv_sim *s, drv_diag *d)
             }
             break;
         case DRV_SCALE:
+            lose_work(s, x->job);
             drv_state_set_workers(&s->st, x->job, (int32_t)x->value);
             s->js[x->job].restart = true;
             s->scales++;
@@ -172,6 +200,7 @@ static int apply(drv_sim *s, drv_diag *d)
                 return refused(s, x, d);
             break;
         case DRV_MIGRATE:
+            lose_work(s, x->job);
             sim_unbind(s, x->pod);
             sim_bind(s, x->pod, x->node);
             s->js[x->job].restart = true;

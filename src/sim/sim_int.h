@@ -39,6 +39,7 @@ typedef struct jobsim {
     uint32_t gen;     /* bumps on every phase change: stale events are dropped */
     uint32_t touched; /* cycle stamp of the last decision touching this job */
     uint32_t preempt; /* cycle stamp of its last preemption (counted once per cycle) */
+    uint32_t lost;    /* cycle stamp of its last loss of work (charged once per cycle) */
     bool restart;     /* a decision this cycle requires a checkpoint-restart */
     int64_t nsamples;
     drv_res held;       /* resources of the job's bound pods */
@@ -132,6 +133,8 @@ struct drv_sim {
     drv_res capacity;
     int64_t skipped; /* quiet cycles skipped */
     int64_t events, cycles, decisions, preemptions, migrations, restarts, scales, resizes;
+    bool lost_modelled; /* some job has a checkpoint interval (drv_jobspec.checkpoint_s) */
+    double lost_gpu_s, lost_cpu_s; /* work lost since last checkpoints: GPU-s, CPU core-s */
     drv_tick *ticks;
     int32_t nticks, cap_ticks;
     /* placement log (cfg.placements only): intervals, and per pod the open interval or -1 */

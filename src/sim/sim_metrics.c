@@ -175,6 +175,9 @@ void drv_sim_summary(const drv_sim *s, drv_summary *o)
     o->end = s->last_t;
     o->interrupted = s->interrupted;
     o->preemptions = s->preemptions;
+    o->lost_modelled = s->lost_modelled;
+    o->lost_gpu_h = s->lost_gpu_s / 3600;
+    o->lost_cpu_h = s->lost_cpu_s / 3600;
     o->migrations = s->migrations;
     o->restarts = s->restarts;
     o->scales = s->scales;

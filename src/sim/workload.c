@@ -387,7 +387,8 @@ out:
     return rc;
 }
 
-/* A job's names and numbers: name (unique in w), user, queue, priority, userPriority, submit.
+/* A job's names and numbers: name (unique in w), user, queue, priority, userPriority, submit,
+ * checkpointSeconds.
  * file is the workload's path, for messages. */
 static int read_names(const drv_conf_doc *docp, const char *file, drv_conf *jn, int32_t i,
                       drv_strtab *names, drv_jobspec *j, drv_diag *d)
@@ -427,6 +428,8 @@ static int read_names(const drv_conf_doc *docp, const char *file, drv_conf *jn, 
     j->user_priority = (int32_t)uprio;
     snprintf(p, sizeof p, "jobs[%d].submit", i);
     OPT(drv_conf_double, jn, "submit", p, 0, 1e10, &j->submit, d);
+    snprintf(p, sizeof p, "jobs[%d].checkpointSeconds", i);
+    OPT(drv_conf_double, jn, "checkpointSeconds", p, 0, 1e7, &j->checkpoint_s, d);
 out:
     return rc;
 }

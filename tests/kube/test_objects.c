@@ -494,6 +494,18 @@ static void test_trainingjob_decoded(void **unused)
     assert_null(json_object_get(json_object_get(st, "replicaStatuses"), "Chief")); /* no role */
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(tj, "spec"), "futureField")), "keep me");
+    /* the checkpoint handshake's answer: absent -1; a time; not one, refused by name */
+    assert_true(j.checkpoint_done == -1);
+    json_t *meta = json_object_get(tj, "metadata"), *ann = json_object();
+    json_object_set_new(meta, "annotations", ann);
+    json_object_set_new(ann, "drover.dev/checkpoint-done", json_string("2026-01-02T03:04:05Z"));
+    assert_int_equal(drv_kube_decode_trainingjob(tj, names, &j, &d), 0);
+    assert_true(j.checkpoint_done == 1767323045.0); /* (date -u -d 2026-01-02T03:04:05Z +%s) */
+    json_object_set_new(ann, "drover.dev/checkpoint-done", json_string("yesterday"));
+    assert_int_equal(drv_kube_decode_trainingjob(tj, names, &j, &d), DRV_EPARSE);
+    assert_non_null(strstr(d.msg, "trainingjob default/tj1: metadata.annotations.drover.dev/"
+                                  "checkpoint-done: expected an RFC 3339 time"));
+    json_object_del(meta, "annotations");
     /* errors name the field */
     json_object_set_new(
         json_object_get(json_object_get(json_object_get(tj, "spec"), "replicaSpecs"), "Worker"),

@@ -243,6 +243,11 @@ static void test_priorityclass_and_queue(void **unused)
     assert_int_equal(q.nns, 2);
     assert_string_equal(drv_strtab_str(names, q.ns[1]), "team-b");
     assert_true(q.user_label);
+    assert_true(q.min_runtime == 0); /* absent: no minimum run time */
+    json_decref(o);
+    o = load("{\"metadata\":{\"name\":\"q\"},\"spec\":{\"minRuntimeSeconds\":600}}");
+    assert_int_equal(drv_kube_decode_queue(o, names, &q, &d), 0);
+    assert_true(q.min_runtime == 600);
     json_decref(o);
     o = load("{\"metadata\":{\"name\":\"q\"},\"spec\":{\"namespaces\":[]}}");
     assert_int_equal(drv_kube_decode_queue(o, names, &q, &d), 0);
@@ -263,6 +268,10 @@ static void test_priorityclass_and_queue(void **unused)
          "queue q: spec.nominalQuota.cpu: expected a quantity, found 'lots'"},
         {"{\"metadata\":{\"name\":\"q\"},\"spec\":{\"cohort\":7}}",
          "queue q: spec.cohort: expected a string"},
+        {"{\"metadata\":{\"name\":\"q\"},\"spec\":{\"minRuntimeSeconds\":-5}}",
+         "queue q: spec.minRuntimeSeconds: expected seconds in [0, 2592000]"},
+        {"{\"metadata\":{\"name\":\"q\"},\"spec\":{\"minRuntimeSeconds\":\"1h\"}}",
+         "queue q: spec.minRuntimeSeconds: expected seconds in [0, 2592000]"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         o = load(bad[i][0]);

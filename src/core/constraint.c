@@ -243,6 +243,39 @@ int drv_state_set_gpu_type_label(drv_state *st, const char *key)
     return 0;
 }
 
+int drv_state_set_topology(drv_state *st, const char *const *keys, int32_t n, const char **why)
+{
+    int32_t k[DRV_MAX_TOPO];
+    if (n < 0 || n > DRV_MAX_TOPO) {
+        *why = "at most 8 levels";
+        return DRV_EINVAL;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        if (!keys[i] || !*keys[i]) {
+            *why = "an empty label key";
+            return DRV_EINVAL;
+        }
+        for (int32_t j = 0; j < i; j++)
+            if (strcmp(keys[i], keys[j]) == 0) {
+                *why = "a label key given twice";
+                return DRV_EINVAL;
+            }
+        if ((k[i] = drv_strtab_intern(st->names, keys[i])) < 0)
+            return DRV_ENOMEM;
+    }
+    memcpy(st->topo_key, k, sizeof *k * (size_t)n);
+    st->ntopo = n;
+    return 0;
+}
+
+int32_t drv_state_topo_level(const drv_state *st, const char *key)
+{
+    for (int32_t i = 0; i < st->ntopo; i++)
+        if (strcmp(drv_strtab_str(st->names, st->topo_key[i]), key) == 0)
+            return i;
+    return -1;
+}
+
 /* The value of label key (interned) on node class cls, 0 when it has none. O(labels). */
 static int32_t class_label(const drv_state *st, int32_t cls, int32_t key)
 {
@@ -258,6 +291,13 @@ static int32_t class_label(const drv_state *st, int32_t cls, int32_t key)
 int32_t drv_node_gpu_type(const drv_state *st, int32_t node)
 {
     return class_label(st, st->nodes[node].node_class, st->gpu_type_key);
+}
+
+int32_t drv_node_domain(const drv_state *st, int32_t node, int32_t level)
+{
+    if (level < 0 || level >= st->ntopo)
+        return 0;
+    return class_label(st, st->nodes[node].node_class, st->topo_key[level]);
 }
 
 int32_t drv_constraint_gpu_type(const drv_state *st, int32_t k)

@@ -113,8 +113,8 @@ const int32_t *cycle_cons_row(const drv_ctx *c, int32_t pod)
     const drv_state *st = c->snap->st;
     const drv_pod *p = &st->pods[pod];
     int32_t k = st->jobs[p->job].cons[p->role], ty;
-    if (s->cons.ntypes > 0 && cycle_pod_req(st, pod).gpu > 0 && (ty = cycle_job_gpu_type(c, p->job)) >= 0)
+    if (s->cons.ntypes > 0 && cycle_pod_req(st, pod).gpu > 0 &&
+        (ty = cycle_job_gpu_type(c, p->job)) >= 0)
         k = s->cons.ncons + k * s->cons.ntypes + ty;
     return s->cons.fit + (size_t)k * (size_t)s->cons.ncls;
 }
-

@@ -87,8 +87,7 @@ int cycle_topo_refresh(drv_sched *s, const drv_state *st)
         t->built = false;
         return 0;
     }
-    if (t->built && t->nlev == st->ntopo && t->epoch == st->node_epoch &&
-        t->nnodes == st->nnodes &&
+    if (t->built && t->nlev == st->ntopo && t->epoch == st->node_epoch && t->nnodes == st->nnodes &&
         memcmp(t->key, st->topo_key, sizeof *t->key * (size_t)st->ntopo) == 0)
         return 0;
     t->built = false;
@@ -138,7 +137,8 @@ static void free_fill(drv_sched *s, const drv_state *st)
         for (int32_t n = 0; n < t->nnodes; n++) {
             int32_t d = t->dom[(size_t)lev * (size_t)t->nnodes + (size_t)n];
             if (d >= 0 && st->nodes[n].schedulable)
-                t->free[t->base[lev] + d] = drv_res_add(t->free[t->base[lev] + d], s->assumed.free[n]);
+                t->free[t->base[lev] + d] =
+                    drv_res_add(t->free[t->base[lev] + d], s->assumed.free[n]);
         }
     t->free_stamp = s->stamp;
 }

@@ -44,9 +44,9 @@ static void make_cluster(drv_state *st, int n, const char *const *racks, bool on
         assert_int_equal(drv_state_add_node(st, name, (drv_res){32000, 128 * GiB, 8}, "z",
                                             on_field ? racks[i] : "r", NULL),
                          0);
-        drv_label l[2] = {{drv_strtab_intern(st->names, ZONE), drv_strtab_intern(st->names, "z")},
-                          {drv_strtab_intern(st->names, RACK),
-                           drv_strtab_intern(st->names, racks[i])}};
+        drv_label l[2] = {
+            {drv_strtab_intern(st->names, ZONE), drv_strtab_intern(st->names, "z")},
+            {drv_strtab_intern(st->names, RACK), drv_strtab_intern(st->names, racks[i])}};
         assert_int_equal(drv_state_set_node_meta(st, i, l, 2, NULL, 0), 0);
     }
 }

@@ -440,6 +440,11 @@ int32_t drv_state_topo_level(const drv_state *st, const char *key);
 /* The domain of node at level: the interned value of the level's label on it, 0 when it has
  * none. O(labels of its class). */
 int32_t drv_node_domain(const drv_state *st, int32_t node, int32_t level);
+/* Why a job bound to a level may wait, in words, into buf: "needs 16 GPUs in one rack
+ * (cloud.provider.com/topology-rack); the largest free rack has 12" (GPUs when it asks for
+ * any, else CPUs; the level named by its key's last word; free: of the schedulable nodes in the
+ * state). False (buf empty) for a job bound to no level. O(nodes · log nodes). */
+bool drv_topo_explain(const drv_state *st, int32_t job, char *buf, size_t n);
 int drv_state_set_node_meta(drv_state *st, int32_t node, const drv_label *labels, int32_t nlabels,
                             const drv_taint *taints, int32_t ntaints);
 /*

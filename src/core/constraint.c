@@ -26,6 +26,7 @@
 #include "drover/hashmap.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -298,6 +299,63 @@ int32_t drv_node_domain(const drv_state *st, int32_t node, int32_t level)
     if (level < 0 || level >= st->ntopo)
         return 0;
     return class_label(st, st->nodes[node].node_class, st->topo_key[level]);
+}
+
+typedef struct dom_free {
+    int32_t dom;
+    int64_t free;
+} dom_free;
+
+static int cmp_dom_free(const void *a, const void *b)
+{
+    const dom_free *x = a, *y = b;
+    return (x->dom > y->dom) - (x->dom < y->dom);
+}
+
+/* A level's short name: its key's last word ("cloud.provider.com/topology-rack": "rack"). */
+static const char *level_word(const char *key)
+{
+    const char *w = strrchr(key, '/');
+    w = w ? w + 1 : key;
+    return strncmp(w, "topology-", 9) == 0 && w[9] ? w + 9 : w;
+}
+
+bool drv_topo_explain(const drv_state *st, int32_t job, char *buf, size_t n)
+{
+    const drv_job *j = &st->jobs[job];
+    buf[0] = 0;
+    if (j->topo_mode == DRV_TOPO_NONE || j->topo_level >= st->ntopo || st->nnodes == 0)
+        return false;
+    drv_res need = drv_job_demand(j);
+    bool gpu = need.gpu > 0;
+    dom_free *v = drv_malloc(sizeof *v * (size_t)st->nnodes);
+    if (!v)
+        return false;
+    int32_t m = 0;
+    for (int32_t i = 0; i < st->nnodes; i++) {
+        int32_t d = drv_node_domain(st, i, j->topo_level);
+        drv_res f = drv_node_free(&st->nodes[i]);
+        if (d > 0 && st->nodes[i].schedulable)
+            v[m++] = (dom_free){d, gpu ? (f.gpu > 0 ? f.gpu : 0) : (f.cpu > 0 ? f.cpu : 0)};
+    }
+    qsort(v, (size_t)m, sizeof *v, cmp_dom_free);
+    int64_t best = 0, sum = 0;
+    for (int32_t i = 0; i < m; i++) {
+        sum = i > 0 && v[i].dom == v[i - 1].dom ? sum + v[i].free : v[i].free;
+        best = sum > best ? sum : best;
+    }
+    drv_free(v);
+    const char *key = drv_strtab_str(st->names, st->topo_key[j->topo_level]);
+    const char *w = level_word(key);
+    if (gpu)
+        snprintf(buf, n, "needs %lld GPUs in one %s (%s%s); the largest free %s has %lld",
+                 (long long)need.gpu, w, key,
+                 j->topo_mode == DRV_TOPO_PREFERRED ? ", preferred" : "", w, (long long)best);
+    else
+        snprintf(buf, n, "needs %.1f CPUs in one %s (%s%s); the largest free %s has %.1f",
+                 (double)need.cpu / 1000, w, key,
+                 j->topo_mode == DRV_TOPO_PREFERRED ? ", preferred" : "", w, (double)best / 1000);
+    return true;
 }
 
 int32_t drv_constraint_gpu_type(const drv_state *st, int32_t k)

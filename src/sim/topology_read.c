@@ -25,8 +25,9 @@ static int read_key(const drv_conf_doc *doc, const drv_conf *f, const char *path
     if (rc)
         return rc;
     if (!*s)
-        return drv_fail(d, DRV_EINVAL, "%s:%d: %s: an empty label key (a level is a node label key)",
-                        doc->file, f->line, path);
+        return drv_fail(d, DRV_EINVAL,
+                        "%s:%d: %s: an empty label key (a level is a node label key)", doc->file,
+                        f->line, path);
     if (strlen(s) > DRV_TOPO_KEY_MAX)
         return drv_fail(d, DRV_EINVAL, "%s:%d: %s: longer than %d bytes", doc->file, f->line, path,
                         DRV_TOPO_KEY_MAX);
@@ -54,8 +55,8 @@ int drv_read_topology(const drv_conf_doc *doc, drv_conf *root, drv_cluster_spec 
             return rc;
         for (int32_t k = 0; k < i; k++)
             if (strcmp(c->topo[k], c->topo[i]) == 0)
-                return drv_fail(d, DRV_EINVAL, "%s:%d: %s: '%s' is topology[%d] already",
-                                doc->file, t->items[i]->line, p, c->topo[i], k);
+                return drv_fail(d, DRV_EINVAL, "%s:%d: %s: '%s' is topology[%d] already", doc->file,
+                                t->items[i]->line, p, c->topo[i], k);
     }
     c->ntopo = t->nitems;
     return 0;
@@ -80,8 +81,8 @@ int drv_check_node_topology(const drv_conf_doc *doc, const drv_conf *n, const ch
     return 0;
 }
 
-int drv_read_job_topology(const drv_conf_doc *doc, drv_conf *jn, const char *path,
-                          drv_workload *w, drv_jobspec *j, drv_diag *d)
+int drv_read_job_topology(const drv_conf_doc *doc, drv_conf *jn, const char *path, drv_workload *w,
+                          drv_jobspec *j, drv_diag *d)
 {
     drv_conf *t = drv_conf_get(jn, "topology");
     if (!t)
@@ -97,8 +98,10 @@ int drv_read_job_topology(const drv_conf_doc *doc, drv_conf *jn, const char *pat
     for (int m = 0; m < 3; m++) {
         drv_conf *g = drv_conf_get(t, modes[m]);
         if (g && f)
-            return drv_fail(d, DRV_EINVAL, "%s:%d: %s: give one of required, preferred, "
-                            "unconstrained, not two", doc->file, t->line, p);
+            return drv_fail(d, DRV_EINVAL,
+                            "%s:%d: %s: give one of required, preferred, "
+                            "unconstrained, not two",
+                            doc->file, t->line, p);
         if (g) {
             f = g;
             mode = m;
@@ -107,16 +110,20 @@ int drv_read_job_topology(const drv_conf_doc *doc, drv_conf *jn, const char *pat
     if ((rc = drv_conf_check_unused(doc, t, p, d)) != 0)
         return rc;
     if (!f)
-        return drv_fail(d, DRV_EINVAL, "%s:%d: %s: expected one of required, preferred (a level's "
-                        "label key) or unconstrained: true", doc->file, t->line, p);
+        return drv_fail(d, DRV_EINVAL,
+                        "%s:%d: %s: expected one of required, preferred (a level's "
+                        "label key) or unconstrained: true",
+                        doc->file, t->line, p);
     snprintf(p, sizeof p, "%s.topology.%s", path, modes[mode]);
     if (mode == DRV_TOPO_NONE) {
         bool on;
         if ((rc = drv_conf_bool(doc, f, p, &on, d)) != 0)
             return rc;
         if (!on)
-            return drv_fail(d, DRV_EINVAL, "%s:%d: %s: only true is meaningful (leave "
-                            "`topology:` out otherwise)", doc->file, f->line, p);
+            return drv_fail(d, DRV_EINVAL,
+                            "%s:%d: %s: only true is meaningful (leave "
+                            "`topology:` out otherwise)",
+                            doc->file, f->line, p);
         return 0;
     }
     char key[DRV_TOPO_KEY_MAX + 1];
@@ -127,8 +134,8 @@ int drv_read_job_topology(const drv_conf_doc *doc, drv_conf *jn, const char *pat
         lev++;
     if (lev == w->ntopo) {
         if (w->ntopo == DRV_MAX_TOPO)
-            return drv_fail(d, DRV_EINVAL, "%s:%d: %s: jobs name more than %d levels",
-                            doc->file, f->line, p, DRV_MAX_TOPO);
+            return drv_fail(d, DRV_EINVAL, "%s:%d: %s: jobs name more than %d levels", doc->file,
+                            f->line, p, DRV_MAX_TOPO);
         snprintf(w->topo[w->ntopo++], DRV_TOPO_KEY_MAX + 1, "%s", key);
     }
     j->topo_mode = (int8_t)mode;
@@ -136,8 +143,8 @@ int drv_read_job_topology(const drv_conf_doc *doc, drv_conf *jn, const char *pat
     return 0;
 }
 
-int drv_sim_topology(drv_state *st, const drv_cluster_spec *c, const drv_workload *w,
-                     int8_t *map, drv_diag *d)
+int drv_sim_topology(drv_state *st, const drv_cluster_spec *c, const drv_workload *w, int8_t *map,
+                     drv_diag *d)
 {
     const char *keys[DRV_MAX_TOPO], *why = "";
     for (int32_t i = 0; i < c->ntopo; i++)

@@ -15,11 +15,11 @@ int drv_read_topology(const drv_conf_doc *doc, drv_conf *root, drv_cluster_spec 
 int drv_check_node_topology(const drv_conf_doc *doc, const drv_conf *n, const char *path,
                             const drv_cluster_spec *c, int32_t node_class, drv_diag *d);
 /* A job entry's `topology:` map into j (its level added to w->topo when new). */
-int drv_read_job_topology(const drv_conf_doc *doc, drv_conf *jn, const char *path,
-                          drv_workload *w, drv_jobspec *j, drv_diag *d);
+int drv_read_job_topology(const drv_conf_doc *doc, drv_conf *jn, const char *path, drv_workload *w,
+                          drv_jobspec *j, drv_diag *d);
 /* The cluster's levels into st, and map[i] the state's level of the workload's level i (w may
  * be NULL). A level no cluster level names is DRV_EINVAL, naming the first job's line. */
-int drv_sim_topology(drv_state *st, const drv_cluster_spec *c, const drv_workload *w,
-                     int8_t *map, drv_diag *d);
+int drv_sim_topology(drv_state *st, const drv_cluster_spec *c, const drv_workload *w, int8_t *map,
+                     drv_diag *d);
 
 #endif

@@ -21,7 +21,7 @@
  * fails there and waits.
  *
  * Cost: a gang tries at most the level's domains (all of them only when it fits none: the
- * failed-gang memo then remembers it); choosing costs O(domains · log domains).
+ * failed-gang memo then remembers it); choosing the next costs O(domains).
  */
 #include "cycle_int.h"
 
@@ -232,9 +232,17 @@ static int place_level(drv_ctx *c, int32_t job, int32_t workers, drv_mark m, int
         if (drv_res_fits(need, f))
             t->cand[n++] = (struct topo_cand){f, d};
     }
-    qsort(t->cand, (size_t)n, sizeof *t->cand, cmp_cand);
     int rc = 0;
     for (int32_t i = 0; i < n && rc == 0; i++) {
+        /* The best fit of those left, chosen as it is needed (the first holds the gang, mostly:
+         * O(domains) then, not a sort of them). */
+        int32_t b = i;
+        for (int32_t k = i + 1; k < n; k++)
+            if (cmp_cand(&t->cand[k], &t->cand[b]) < 0)
+                b = k;
+        struct topo_cand x = t->cand[i];
+        t->cand[i] = t->cand[b];
+        t->cand[b] = x;
         t->pin_job = job;
         t->pin_level = lev;
         t->pin_dom = t->cand[i].dom;

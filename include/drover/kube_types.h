@@ -106,6 +106,11 @@ typedef struct drv_ktrainingjob {
                                  honoured only where its Queue says spec.userFromLabel) */
     int32_t cons[DRV_NROLES]; /* per role, its template's constraint fields as compact JSON
                                  (drv_kube_constraint_json), validated */
+    /* Kueue's pod-template annotations kueue.x-k8s.io/podset-{required,preferred,
+     * unconstrained}-topology on any role's template (state.h, "Topology-bound gangs"): the
+     * gang's mode (enum drv_topo_mode) and level's label key (interned; 0 with none). */
+    int8_t topo_mode;
+    int32_t topo_key;
 } drv_ktrainingjob;
 
 /* A PodGroup (scheduling.x-k8s.io/v1alpha1, the coscheduling plugin's gang). */

@@ -435,6 +435,11 @@ bool drv_state_has_gpu_type(const drv_state *st, int32_t type);
  * rule) for more than DRV_MAX_TOPO, an empty key or a key given twice; DRV_ENOMEM. The state is
  * untouched on failure. Set before jobs name levels (a job's level is an index). */
 int drv_state_set_topology(drv_state *st, const char *const *keys, int32_t n, const char **why);
+/* Splits a comma-separated list of level keys (drover run --topology) into keys (at most
+ * DRV_MAX_TOPO, pointing into buf, a copy of s), checked as drv_state_set_topology checks
+ * them. Returns how many, or -1 with *why set. */
+int32_t drv_topology_split(const char *s, char *buf, size_t cap, const char **keys,
+                           const char **why);
 /* The level whose key is key, or -1. O(levels). */
 int32_t drv_state_topo_level(const drv_state *st, const char *key);
 /* The domain of node at level: the interned value of the level's label on it, 0 when it has

@@ -269,6 +269,41 @@ int drv_state_set_topology(drv_state *st, const char *const *keys, int32_t n, co
     return 0;
 }
 
+int32_t drv_topology_split(const char *s, char *buf, size_t cap, const char **keys,
+                           const char **why)
+{
+    if (!s || !*s)
+        return 0;
+    if (strlen(s) >= cap) {
+        *why = "too long";
+        return -1;
+    }
+    memcpy(buf, s, strlen(s) + 1);
+    int32_t n = 0;
+    for (char *p = buf;;) {
+        char *c = strchr(p, ',');
+        if (c)
+            *c = 0;
+        if (n == DRV_MAX_TOPO) {
+            *why = "at most 8 levels";
+            return -1;
+        }
+        if (!*p) {
+            *why = "an empty label key";
+            return -1;
+        }
+        for (int32_t j = 0; j < n; j++)
+            if (strcmp(keys[j], p) == 0) {
+                *why = "a label key given twice";
+                return -1;
+            }
+        keys[n++] = p;
+        if (!c)
+            return n;
+        p = c + 1;
+    }
+}
+
 int32_t drv_state_topo_level(const drv_state *st, const char *key)
 {
     for (int32_t i = 0; i < st->ntopo; i++)

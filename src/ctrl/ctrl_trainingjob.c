@@ -61,6 +61,8 @@ static bool ours(ctrl_trainingjobs *t, int32_t ns, int32_t scheduler, char *ns_o
            (!t->cfg->ns[0] || !strcmp(ns_out, t->cfg->ns));
 }
 
+static int invalid_job(ctrl_trainingjobs *t, const ctrl_event *e);
+
 /* The state's job template of TrainingJob tj named key: its roles and steps, submitted now;
  * false when it wants no pod. */
 static bool job_template(ctrl_trainingjobs *t, const ctrl_event *e, const tj_record *tj,
@@ -97,6 +99,21 @@ static int add_job(ctrl_trainingjobs *t, ctrl_event *e)
     drv_job tmpl;
     if (!job_template(t, e, tj, name_id, &tmpl))
         return 0;
+    if (tj->tj.topo_mode != DRV_TOPO_NONE) { /* its level: one of --topology's */
+        char lk[256];
+        ctrl_name_str(t->names, tj->tj.topo_key, lk, sizeof lk);
+        int32_t lev = drv_state_topo_level(&m->st, lk);
+        if (lev < 0) {
+            snprintf(tj->invalid, sizeof tj->invalid,
+                     "metadata.annotations: kueue.x-k8s.io/podset-%s-topology: level %s is not "
+                     "one of drover run's --topology levels (%d given)",
+                     tj->tj.topo_mode == DRV_TOPO_REQUIRED ? "required" : "preferred", lk,
+                     m->st.ntopo);
+            return invalid_job(t, e);
+        }
+        tmpl.topo_mode = tj->tj.topo_mode;
+        tmpl.topo_level = (int8_t)lev;
+    }
     char why[400], reason[48];
     if (!ctrl_shared_resolve(t->shared, tj, &tmpl, why, sizeof why, reason, sizeof reason))
         return ctrl_shared_hold(t->shared, e, why, reason); /* (its queue or class missing) */

@@ -75,7 +75,7 @@ int drv_check_node_topology(const drv_conf_doc *doc, const drv_conf *n, const ch
         if (!has)
             return drv_fail(d, DRV_EINVAL,
                             "%s:%d: %s.labels: no label %s, topology level %d; every node needs a "
-                            "label for each level of `topology:`",
+                            "label for each topology level",
                             doc->file, n->line, path, c->topo[i], i);
     }
     return 0;
@@ -162,7 +162,7 @@ int drv_sim_topology(drv_state *st, const drv_cluster_spec *c, const drv_workloa
             first++;
         return drv_fail(d, DRV_EINVAL,
                         "%s:%d: jobs[%d].topology: level '%s' is not one of the cluster's "
-                        "`topology:` levels (%d given)",
+                        "topology levels (%d given)",
                         w->file[0] ? w->file : "workload", w->jobs[first].line, first, w->topo[i],
                         c->ntopo);
     }

@@ -85,8 +85,7 @@ static int bound_racks(fixture *f, const char *job, int *racks)
 }
 
 /* Whether job's current condition is type with reason (its message into msg). */
-static bool cond_msg(fixture *f, const char *job, const char *type, const char *reason,
-                     char *msg)
+static bool cond_msg(fixture *f, const char *job, const char *type, const char *reason, char *msg)
 {
     char status[32], why[64];
     return cond_of(f, job, type, status, why, msg) && strcmp(why, reason) == 0;

@@ -55,9 +55,21 @@
  * index built, every memo cold), each rep with a new scheduler on the same snapshot, the
  * fastest reported; the later cycles of one scheduler, the default, find everything built.
  *
+ * --topology 1 (issue 29): every node also carries the labels topology.kubernetes.io/zone
+ * (zone-a) and cloud.provider.com/topology-rack (rack-K for nodes 20K..20K+19, also the node's
+ * rack), the state's topology levels are those two, and every gang is required in one rack: the
+ * core chooses a rack by best fit and places the gang inside it (cycle_topo.c). The default
+ * profile's hand-written scan applies the same rule, written out here (scan_topology), and the
+ * quality check looks for the best node in the rack of the job's first bind, counting any bind
+ * outside it as worse; other profiles are compared with the core's scan, node by node.
+ *
+ * --gpu-types 1 (issue 27): the GPU nodes (every fifth) carry nvidia.com/gpu.product, three
+ * types in turn (a, b, c), and the state reads types: a job's GPU pods all go to one type.
+ * Likewise compared with the core's scan under a profile other than the default.
+ *
  * usage: place [--nodes N[,N...]] [--pods N] [--reps R] [--scan-reps S] [--latency K]
  *              [--profile LINE] [--seed S] [--profile-only 0|1] [--constraints 0|1] [--queues Q]
- *              [--e2e 0|1] [--existing E] [--first 0|1]
+ *              [--e2e 0|1] [--existing E] [--first 0|1] [--topology 0|1] [--gpu-types 0|1]
  */
 #include "drover/policy.h"
 
@@ -140,6 +152,8 @@ typedef struct shape {
     int32_t nq;       /* --queues */
     bool e2e;         /* --e2e */
     int32_t existing; /* --existing */
+    bool topo;        /* --topology */
+    bool types;       /* --gpu-types */
 } shape;
 
 /* --e2e: bench/e2e_bind's cluster and gangs (see the top). existing other schedulers' pods
@@ -178,26 +192,66 @@ static void build_e2e(drv_state *st, int32_t nodes, int32_t pods, int32_t existi
     }
 }
 
-/* Builds the cluster and the pending gangs. */
-static void build(drv_state *st, int32_t nodes, int32_t pods, uint64_t seed, bool cons, int32_t nq)
+#define ZONE_KEY "topology.kubernetes.io/zone"
+#define RACK_KEY "cloud.provider.com/topology-rack"
+
+/* Node i's labels and taints: the pool's (--constraints), zone and rack (--topology), GPU type
+ * (--gpu-types). */
+static void node_meta(drv_state *st, int32_t i, const shape *sh, const char *rack)
 {
-    drv_rng r;
-    drv_rng_seed(&r, seed);
-    drv_state_init(st);
-    int32_t pool = cons ? add_pool_constraint(st) : 0;
-    int32_t q0 = nq > 0 ? add_queues(st, nq) : 0;
-    drv_label lab = {drv_strtab_intern(st->names, "pool"), drv_strtab_intern(st->names, "gpu")};
+    drv_label lab[4];
+    int nl = 0, nt = 0;
     drv_taint taint = {drv_strtab_intern(st->names, "gpu"), drv_strtab_intern(st->names, "true"),
                        DRV_EFFECT_NO_SCHEDULE};
+    if (sh->cons && in_pool(i)) {
+        lab[nl++] =
+            (drv_label){drv_strtab_intern(st->names, "pool"), drv_strtab_intern(st->names, "gpu")};
+        nt = 1;
+    }
+    if (sh->topo) {
+        lab[nl++] = (drv_label){drv_strtab_intern(st->names, ZONE_KEY),
+                                drv_strtab_intern(st->names, "zone-a")};
+        lab[nl++] =
+            (drv_label){drv_strtab_intern(st->names, RACK_KEY), drv_strtab_intern(st->names, rack)};
+    }
+    if (sh->types && node_shapes[i % 5].gpu > 0) {
+        static const char *const types[] = {"a", "b", "c"};
+        lab[nl++] = (drv_label){drv_strtab_intern(st->names, DRV_GPU_TYPE_LABEL),
+                                drv_strtab_intern(st->names, types[(i / 5) % 3])};
+    }
+    if (nl > 0 || nt > 0)
+        drv_state_set_node_meta(st, i, lab, nl, &taint, nt);
+}
+
+/* Builds the cluster and the pending gangs. */
+static void build(drv_state *st, int32_t nodes, const shape *sh)
+{
+    drv_rng r;
+    drv_rng_seed(&r, sh->seed);
+    drv_state_init(st);
+    int32_t pods = sh->pods, nq = sh->nq;
+    bool cons = sh->cons;
+    int32_t pool = cons ? add_pool_constraint(st) : 0;
+    int32_t q0 = nq > 0 ? add_queues(st, nq) : 0;
+    const char *why = "";
+    const char *levels[] = {ZONE_KEY, RACK_KEY};
+    if ((sh->topo && drv_state_set_topology(st, levels, 2, &why) != 0) ||
+        (sh->types && drv_state_set_gpu_type_label(st, DRV_GPU_TYPE_LABEL) != 0)) {
+        fprintf(stderr, "place: cannot set the topology or GPU types: %s\n", why);
+        exit(2);
+    }
     for (int32_t i = 0; i < nodes; i++) {
-        char name[32];
+        char name[32], rack[32];
         snprintf(name, sizeof name, "node-%d", i);
+        if (sh->topo)
+            snprintf(rack, sizeof rack, "rack-%d", i / 20);
+        else
+            snprintf(rack, sizeof rack, "%s", i % 40 < 20 ? "rack-a" : "rack-b");
         const drv_res a = node_shapes[i % 5];
-        drv_state_add_node(st, name, a, "zone-a", i % 40 < 20 ? "rack-a" : "rack-b", NULL);
+        drv_state_add_node(st, name, a, "zone-a", rack, NULL);
         /* 30 % used, not in any job: model it as reduced allocatable headroom. */
         st->nodes[i].used = (drv_res){a.cpu * 3 / 10, a.mem * 3 / 10, 0};
-        if (cons && in_pool(i))
-            drv_state_set_node_meta(st, i, &lab, 1, &taint, 1);
+        node_meta(st, i, sh, rack);
     }
     int32_t made = 0, jid = 0;
     while (made < pods) {
@@ -221,6 +275,10 @@ static void build(drv_state *st, int32_t nodes, int32_t pods, uint64_t seed, boo
                 t.cons[k] = pool;
         if (nq > 0)
             t.queue = q0 + (jid - 1) % nq;
+        if (sh->topo) { /* required in one rack */
+            t.topo_mode = DRV_TOPO_REQUIRED;
+            t.topo_level = 1;
+        }
         drv_state_add_job(st, &t, NULL);
         made += size;
     }
@@ -248,39 +306,90 @@ static bool allowed(const drv_state *st, int32_t job, int32_t node)
     return st->ncons == 0 || in_pool(node) == selects_pool(job);
 }
 
-/* The baseline: exhaustive scan per pod, gangs all-or-nothing. Returns pods placed. */
+/* --topology: node k's rack (racks of 20 consecutive nodes). */
+static int32_t rack_of(int32_t k)
+{
+    return k / 20;
+}
+
+/* Tries job j's gang on the nodes of rack (every node for -1), exhaustive scan per pod; on
+ * failure gives back what it took. Returns the pods placed, or -1. */
+static int32_t scan_gang(const drv_state *st, drv_res *fr, int32_t j, int32_t rack, int32_t *chosen)
+{
+    const drv_job *job = &st->jobs[j];
+    int32_t n = 0;
+    bool ok = true;
+    int32_t lo = rack < 0 ? 0 : rack * 20, hi = rack < 0 ? st->nnodes : lo + 20;
+    if (hi > st->nnodes)
+        hi = st->nnodes;
+    for (int r = 0; r < DRV_NROLES && ok; r++)
+        for (int32_t i = 0; i < job->target[r] && ok; i++) {
+            drv_res req = job->role[r].req;
+            int32_t best = -1;
+            int bs = -1;
+            for (int32_t k = lo; k < hi; k++) {
+                if (!drv_res_fits(req, fr[k]) || !allowed(st, j, k))
+                    continue;
+                int s = la_score(&st->nodes[k], fr[k], req);
+                if (s > bs)
+                    bs = s, best = k;
+            }
+            if (best < 0) {
+                ok = false;
+                break;
+            }
+            fr[best] = drv_res_sub(fr[best], req);
+            chosen[n++] = best * DRV_NROLES + r;
+        }
+    if (ok)
+        return n;
+    for (int32_t i = 0; i < n; i++)
+        fr[chosen[i] / DRV_NROLES] =
+            drv_res_add(fr[chosen[i] / DRV_NROLES], job->role[chosen[i] % DRV_NROLES].req);
+    return -1;
+}
+
+/* --topology's rule written out: the racks whose free room in sum holds the whole gang, least
+ * room first (GPUs, CPU, memory, then the rack's number), each tried in turn. */
+static int32_t scan_topology(const drv_state *st, drv_res *fr, int32_t j, int32_t *chosen)
+{
+    int32_t nr = (st->nnodes + 19) / 20;
+    drv_res *sum = calloc((size_t)nr, sizeof *sum), need = {0, 0, 0};
+    bool *tried = calloc((size_t)nr, sizeof *tried);
+    for (int32_t k = 0; k < st->nnodes; k++)
+        sum[rack_of(k)] = drv_res_add(sum[rack_of(k)], fr[k]);
+    for (int r = 0; r < DRV_NROLES; r++)
+        need = drv_res_add(need, drv_res_scale(st->jobs[j].role[r].req, st->jobs[j].target[r]));
+    int32_t placed = -1;
+    for (;;) {
+        int32_t b = -1;
+        for (int32_t q = 0; q < nr; q++) {
+            if (tried[q] || !drv_res_fits(need, sum[q]))
+                continue;
+            drv_res x = sum[q], y = b >= 0 ? sum[b] : x;
+            if (b < 0 || x.gpu < y.gpu || (x.gpu == y.gpu && x.cpu < y.cpu) ||
+                (x.gpu == y.gpu && x.cpu == y.cpu && x.mem < y.mem))
+                b = q;
+        }
+        if (b < 0 || (placed = scan_gang(st, fr, j, b, chosen)) >= 0)
+            break;
+        tried[b] = true;
+    }
+    free(sum);
+    free(tried);
+    return placed;
+}
+
+/* The baseline: exhaustive scan per pod, gangs all-or-nothing (with --topology, in one rack).
+ * Returns pods placed. */
 static int64_t scan_place(const drv_state *st, drv_res *fr)
 {
     int64_t placed = 0;
     int32_t *chosen = malloc(sizeof *chosen * 4096);
     for (int32_t j = 0; j < st->njobs; j++) {
-        const drv_job *job = &st->jobs[j];
-        int32_t n = 0;
-        bool ok = true;
-        for (int r = 0; r < DRV_NROLES && ok; r++)
-            for (int32_t i = 0; i < job->target[r] && ok; i++) {
-                drv_res req = job->role[r].req;
-                int32_t best = -1;
-                int bs = -1;
-                for (int32_t k = 0; k < st->nnodes; k++) {
-                    if (!drv_res_fits(req, fr[k]) || !allowed(st, j, k))
-                        continue;
-                    int s = la_score(&st->nodes[k], fr[k], req);
-                    if (s > bs)
-                        bs = s, best = k;
-                }
-                if (best < 0) {
-                    ok = false;
-                    break;
-                }
-                fr[best] = drv_res_sub(fr[best], req);
-                chosen[n++] = best * DRV_NROLES + r;
-            }
-        if (!ok)
-            for (int32_t i = 0; i < n; i++)
-                fr[chosen[i] / DRV_NROLES] =
-                    drv_res_add(fr[chosen[i] / DRV_NROLES], job->role[chosen[i] % DRV_NROLES].req);
-        else
+        int32_t n =
+            st->ntopo > 0 ? scan_topology(st, fr, j, chosen) : scan_gang(st, fr, j, -1, chosen);
+        if (n > 0)
             placed += n;
     }
     free(chosen);
@@ -305,7 +414,7 @@ static void make_state(drv_state *st, int32_t nodes, const shape *sh)
     if (sh->e2e)
         build_e2e(st, nodes, sh->pods, sh->existing);
     else
-        build(st, nodes, sh->pods, sh->seed, sh->cons, sh->nq);
+        build(st, nodes, sh);
 }
 
 static int latency(const drv_profile *prof, bool ref_core, const char *nodes_arg, int k,
@@ -409,6 +518,10 @@ int main(int argc, char **argv)
             sh->existing = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--first")) /* time a fresh scheduler's first cycle */
             first = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--topology"))
+            sh->topo = atoi(argv[i + 1]) != 0;
+        else if (!strcmp(argv[i], "--gpu-types"))
+            sh->types = atoi(argv[i + 1]) != 0;
     }
     drv_diag d = {{0}};
     drv_profile prof;
@@ -436,7 +549,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "place: --existing: only with --e2e 1\n");
         return 2;
     }
-    if (sh->e2e && (sh->cons || sh->nq > 0)) {
+    /* The hand-written scan knows the topology rule, not the GPU types' (which type a gang
+     * tries first follows the scores): those are compared with the core's scan only. */
+    if (sh->types && strcmp(line, default_line) == 0 && !profile_only) {
+        fprintf(stderr, "place: --gpu-types: give a --profile other than the default (compared "
+                        "with the core's scan, which applies the same rule)\n");
+        return 2;
+    }
+    if (sh->topo && (sh->cons || sh->types)) {
+        fprintf(stderr, "place: --topology: not with --constraints or --gpu-types\n");
+        return 2;
+    }
+    if (sh->e2e && (sh->cons || sh->nq > 0 || sh->topo || sh->types)) {
         fprintf(stderr, "place: --e2e 1: no --constraints, no --queues (its cluster has none)\n");
         return 2;
     }
@@ -445,8 +569,10 @@ int main(int argc, char **argv)
                "4 zones, racks of 20, %d other pods of 100m), profile: %s",
                sh->pods, sh->existing, line);
     else
-        printf("place: %d pending pods in gangs of 1-64, profile: %s%s", sh->pods, line,
-               sh->cons ? ", 30 % of nodes tainted, half the pods selecting them" : "");
+        printf("place: %d pending pods in gangs of 1-64, profile: %s%s%s%s", sh->pods, line,
+               sh->cons ? ", 30 % of nodes tainted, half the pods selecting them" : "",
+               sh->topo ? ", every gang required in one rack of 20 nodes" : "",
+               sh->types ? ", three GPU types" : "");
     if (sh->nq > 0)
         printf(", %d queues (quotas unlimited)", sh->nq);
     printf("%s\n", first ? "; the first cycle of a fresh scheduler" : "");
@@ -515,6 +641,11 @@ int main(int argc, char **argv)
             for (int32_t i = 0; i < dref.n; i++)
                 scan_placed += dref.v[i].kind == DRV_BIND;
         }
+        /* --topology: each job's rack, that of its first bind; a bind elsewhere is worse, and
+         * the best is looked for in that rack. */
+        int32_t *jrack = malloc(sizeof *jrack * (size_t)st.njobs);
+        for (int32_t j = 0; j < st.njobs; j++)
+            jrack[j] = -1;
         for (int32_t i = 0; i < ds.n; i++) {
             const drv_decision *x = &ds.v[i];
             if (x->kind != DRV_BIND)
@@ -525,8 +656,13 @@ int main(int argc, char **argv)
             const drv_pod *p = &st.pods[x->pod];
             drv_res req = st.jobs[p->job].role[p->role].req;
             int bs = -1;
+            if (st.ntopo > 0 && jrack[p->job] < 0)
+                jrack[p->job] = rack_of(x->node);
+            if (st.ntopo > 0 && rack_of(x->node) != jrack[p->job])
+                worse++;
             for (int32_t k = 0; k < nn; k++)
-                if (drv_res_fits(req, fr[k]) && allowed(&st, p->job, k)) {
+                if (drv_res_fits(req, fr[k]) && allowed(&st, p->job, k) &&
+                    (st.ntopo == 0 || rack_of(k) == jrack[p->job])) {
                     int sc = la_score(&st.nodes[k], fr[k], req);
                     if (sc > bs)
                         bs = sc;
@@ -536,6 +672,7 @@ int main(int argc, char **argv)
                 worse++;
             fr[x->node] = drv_res_sub(fr[x->node], req);
         }
+        free(jrack);
         if (profile_only)
             printf("%7d %12.0f  (--profile-only: no baseline, no check)\n", nn, placed / best_core);
         else

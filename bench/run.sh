@@ -27,6 +27,11 @@ run "Gang placement with node constraints and queues: 30 % of nodes labelled poo
 run "Gang placement with node constraints, three queues and the drover profile's scoring vs the same scores scanned (fastest of 10 cycles, the first of which builds the index; the scan once; every decision compared)" \
     "$b/bench/place" --nodes 5000,50000 --reps 10 --scan-reps 1 --constraints 1 --queues 3 \
     --profile "admit=gang score=locality*4,ps-anti-affinity,least-allocated"
+run "Gang placement with topology-bound gangs (issue 29): every gang required in one rack of 20 nodes (levels zone > rack), default profile vs the scan with the same rule (best-fit rack, tried in turn)" \
+    "$b/bench/place" --nodes 5000,50000 --reps 3 --topology 1
+run "Gang placement with three GPU types (issue 27): the GPU nodes labelled nvidia.com/gpu.product a, b, c in turn, one type per job, the drover profile's scoring vs the same scores scanned (every decision compared)" \
+    "$b/bench/place" --nodes 5000 --reps 5 --scan-reps 1 --gpu-types 1 \
+    --profile "admit=gang score=locality*4,ps-anti-affinity,least-allocated"
 run "A restarted controller's first cycle: e2e_bind's cluster in the core alone (5,000 nodes with zone and rack labels, 16,000 foreign 100m pods, 500 gangs of 4 x 1 CPU), a fresh scheduler's first cycle with the drover profile's scoring vs the same scores scanned" \
     "$b/bench/place" --e2e 1 --first 1 --nodes 5000 --pods 2000 --reps 10 --scan-reps 1 \
     --profile "admit=gang score=locality*4,ps-anti-affinity,least-allocated"

@@ -21,7 +21,8 @@ flowcon|examples/flowcon-4node-20job.yaml|examples/cluster-4node.yaml|FlowCon-li
 specon|examples/specon-4node-7job.yaml|examples/cluster-4node.yaml|SpeCon-like: 7 BiRNN/LeNet jobs at t = 25, 43, 50, 65, 86, 142, 192 s on 4 nodes
 mix|examples/mix-8node-60job.yaml|examples/cluster-hetero-8node.yaml|heterogeneous: 60 elastic PS jobs on 8 nodes of 16-64 CPUs
 gpu|examples/dragon-gpu.yaml|examples/cluster-gpu.yaml|DRAGON-like: 30 elastic GPU PS jobs on 4 nodes of 8 GPUs
-tenants|examples/tenants-workload.yaml|examples/cluster-tenants.yaml|multi-tenant: 30 jobs of three queues (weights 3, 2, 1; quotas; one cohort) on a CPU pool and a tainted GPU pool'
+tenants|examples/tenants-workload.yaml|examples/cluster-tenants.yaml|multi-tenant: 30 jobs of three queues (weights 3, 2, 1; quotas; one cohort) on a CPU pool and a tainted GPU pool
+topology|examples/topology-workload.yaml|examples/cluster-topology.yaml|topology-bound gangs: 24 GPU PS jobs on 4 racks of 2 nodes of 8 GPUs (2 blocks), a third required in one rack, a third preferring one, a third unconstrained'
 
 echo "$scenarios" | while IFS='|' read -r name wl cl desc; do
     set -- --policy all --format csv --check

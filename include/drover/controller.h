@@ -69,6 +69,9 @@ typedef struct drv_ctrl_opts {
     const char *namespace_;     /* TrainingJobs of this namespace only; NULL: every namespace */
     const char *gpu_type_label; /* the node label naming a node's GPU type (state.h "GPU
                                    types"); NULL: DRV_GPU_TYPE_LABEL, "": types not read */
+    const char *topology;       /* topology levels, node label keys widest first, comma-separated
+                                   (state.h "Topology-bound gangs"; checked by the caller:
+                                   drv_topology_split); NULL or "": none */
     int watch_timeout_s;        /* server-side timeout of each watch; 0: 300 */
     bool exhaustive;            /* score every node (the index's reference; benchmarks) */
     bool no_events;             /* write no Events (benchmarks) */

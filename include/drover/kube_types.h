@@ -110,6 +110,11 @@ typedef struct drv_ktrainingjob {
      * last written (wall seconds, RFC 3339 in the annotation; the checkpoint handshake,
      * docs/running.md); -1 when absent */
     double checkpoint_done;
+    /* Kueue's pod-template annotations kueue.x-k8s.io/podset-{required,preferred,
+     * unconstrained}-topology on any role's template (state.h, "Topology-bound gangs"): the
+     * gang's mode (enum drv_topo_mode) and level's label key (interned; 0 with none). */
+    int8_t topo_mode;
+    int32_t topo_key;
 } drv_ktrainingjob;
 
 /* The checkpoint handshake's annotations on a TrainingJob: Drover writes the first before it

@@ -56,6 +56,8 @@ typedef struct drv_queuespec {
     int32_t line;       /* its line in the cluster file, for messages */
 } drv_queuespec;
 
+#define DRV_TOPO_KEY_MAX 127 /* the longest topology level (a label key) in a file */
+
 typedef struct drv_cluster_spec {
     drv_nodespec *nodes;
     int32_t n, cap;
@@ -69,6 +71,9 @@ typedef struct drv_cluster_spec {
     int32_t nqueues;
     char queue_file[256]; /* the cluster file's path when it declares queues, for messages */
     bool gpu_types;       /* some node group has a gpuType (its label DRV_GPU_TYPE_LABEL) */
+    /* `topology:` (state.h, "Topology-bound gangs"): node label keys, widest first. */
+    char topo[DRV_MAX_TOPO][DRV_TOPO_KEY_MAX + 1];
+    int32_t ntopo;
 } drv_cluster_spec;
 
 /* The longest name of a job, a user, a queue, in bytes (the name rule of text.h: a longer one
@@ -98,6 +103,8 @@ typedef struct drv_jobspec {
                             (and when it starts): preempted, scaled or migrated, it loses what it
                             did since its last checkpoint; 0 (the default): nothing is lost */
     int32_t line;        /* its line in the file it was read from, for messages; 0: generated */
+    int8_t topo_mode;  /* `topology:` (enum drv_topo_mode), DRV_TOPO_NONE when not given */
+    int8_t topo_level; /* with a mode: its level, an index of drv_workload.topo */
 } drv_jobspec;
 
 typedef struct drv_workload {
@@ -106,6 +113,9 @@ typedef struct drv_workload {
     drv_strtab *names;    /* the strings of cons, or NULL when there are none */
     drv_constraint *cons; /* roles' node constraints; [0] is empty (unused) */
     int32_t ncons, cap_cons;
+    char topo[DRV_MAX_TOPO][DRV_TOPO_KEY_MAX + 1]; /* the topology levels jobs name */
+    int32_t ntopo;
+    char file[256]; /* the file the jobs were read from, for messages ("" when generated) */
 } drv_workload;
 
 /* At most this many families may have a step cap in one generator (`generate.maxSteps`). */

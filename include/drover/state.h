@@ -161,6 +161,20 @@ typedef struct drv_rolespec {
     int64_t cpu_limit; /* per-pod CPU limit in millicores (>= req.cpu) */
 } drv_rolespec;
 
+/*
+ * Topology-bound gangs (issue 29; Kueue's topology-aware scheduling). A state's topology is an
+ * ordered list of node label keys, widest first (zone > block > rack > hostname); a node's
+ * domain at a level is the value of that label on it. A job's gang may be bound to a level:
+ *  - required: all its pods in one domain of the level, or it waits;
+ *  - preferred: in one domain of the level if one holds it, else of the next wider level, and
+ *    so on up; when even the widest holds none, anywhere (as unconstrained);
+ *  - none (unconstrained): anywhere, as without topology.
+ * The cycle chooses the domain (cycle_place.c): best fit, the one with the least free room
+ * that holds the whole gang.
+ */
+enum drv_topo_mode { DRV_TOPO_NONE, DRV_TOPO_REQUIRED, DRV_TOPO_PREFERRED };
+enum { DRV_MAX_TOPO = 8 }; /* topology levels at most */
+
 enum drv_job_phase {
     DRV_JOB_FUTURE,     /* not submitted yet (simulator only) */
     DRV_JOB_PENDING,    /* submitted; its wanted pods are not all bound */
@@ -204,6 +218,8 @@ typedef struct drv_job {
     double attained;            /* resource-seconds of service received (GPU or CPU-seconds);
                                    like steps, current in a cycle once read through
                                    drv_ctx_job_now or drv_ctx_progress */
+    int8_t topo_mode;           /* enum drv_topo_mode: how its gang binds to a topology level */
+    int8_t topo_level;          /* with a mode: the level (drv_state.topo_key index) */
     int32_t restarts;           /* checkpoint-restarts so far (scale, migration) */
     int32_t migrations;         /* pods migrated */
     int32_t preemptions;        /* times evicted by preemption */
@@ -331,6 +347,9 @@ typedef struct drv_state {
                                          NULL until the first), found without a scan */
     int32_t gpu_type_key;             /* interned node label key whose value is a node's GPU type
                                          (drv_state_set_gpu_type_label); 0: GPU types are not read */
+    int32_t topo_key[DRV_MAX_TOPO];   /* topology levels, widest first: interned node label
+                                         keys (drv_state_set_topology) */
+    int32_t ntopo;                    /* levels; 0: no topology */
 } drv_state;
 
 int drv_state_init(drv_state *st);
@@ -416,6 +435,25 @@ int32_t drv_constraint_gpu_type(const drv_state *st, int32_t k);
 /* Whether some node carries GPU type `type` (interned). O(nodes). */
 bool drv_state_has_gpu_type(const drv_state *st, int32_t type);
 
+/* Sets the topology levels: n label keys, widest first. DRV_EINVAL (and *why says which
+ * rule) for more than DRV_MAX_TOPO, an empty key or a key given twice; DRV_ENOMEM. The state is
+ * untouched on failure. Set before jobs name levels (a job's level is an index). */
+int drv_state_set_topology(drv_state *st, const char *const *keys, int32_t n, const char **why);
+/* Splits a comma-separated list of level keys (drover run --topology) into keys (at most
+ * DRV_MAX_TOPO, pointing into buf, a copy of s), checked as drv_state_set_topology checks
+ * them. Returns how many, or -1 with *why set. */
+int32_t drv_topology_split(const char *s, char *buf, size_t cap, const char **keys,
+                           const char **why);
+/* The level whose key is key, or -1. O(levels). */
+int32_t drv_state_topo_level(const drv_state *st, const char *key);
+/* The domain of node at level: the interned value of the level's label on it, 0 when it has
+ * none. O(labels of its class). */
+int32_t drv_node_domain(const drv_state *st, int32_t node, int32_t level);
+/* Why a job bound to a level may wait, in words, into buf: "needs 16 GPUs in one rack
+ * (cloud.provider.com/topology-rack); the largest free rack has 12" (GPUs when it asks for
+ * any, else CPUs; the level named by its key's last word; free: of the schedulable nodes in the
+ * state). False (buf empty) for a job bound to no level. O(nodes · log nodes). */
+bool drv_topo_explain(const drv_state *st, int32_t job, char *buf, size_t n);
 int drv_state_set_node_meta(drv_state *st, int32_t node, const drv_label *labels, int32_t nlabels,
                             const drv_taint *taints, int32_t ntaints);
 /*

@@ -91,10 +91,39 @@ static void print_order(const drv_profile *prof, const char *job)
            job);
 }
 
+/* A job bound to a topology level: what it needs in one domain and the largest free domain
+ * at its submission (state.h, drv_topo_explain). */
+static int print_topology(const drv_cluster_spec *cl, const drv_workload *wl,
+                          const drv_catalogue *cat, const drv_profile *prof, uint64_t seed,
+                          int32_t job)
+{
+    drv_diag d = {{0}};
+    drv_sim_config cfg = {.seed = seed};
+    drv_sim *s = NULL;
+    double t = ceil(wl->jobs[job].submit / prof->period) * prof->period;
+    char why[400];
+    int rc = drv_sim_new(cl, wl, cat, prof, &cfg, &s, &d);
+    if (!rc)
+        rc = drv_sim_run_until(s, t, &d);
+    if (!rc)
+        rc = drv_sim_enter_job(s, job);
+    if (rc) {
+        fprintf(stderr, "drover: %s\n", d.msg[0] ? d.msg : drv_strerror(rc));
+        drv_sim_free(s);
+        return rc == DRV_EINVAL ? EXIT_USAGE : EXIT_RUN;
+    }
+    drv_topo_explain(drv_sim_state(s), job, why, sizeof why);
+    printf("job %s at t=%.1f s: its gang of %d pods %s\n\n", wl->jobs[job].name, t,
+           drv_job_wanted(&drv_sim_state(s)->jobs[job]), why);
+    drv_sim_free(s);
+    return 0;
+}
+
 int cli_explain_job(const drv_cluster_spec *cl, const drv_workload *wl, const drv_catalogue *cat,
                     const drv_profile *prof, uint64_t seed, const char *name)
 {
     int32_t job = -1;
+    int rc;
     for (int32_t i = 0; i < wl->n && job < 0; i++)
         if (strcmp(wl->jobs[i].name, name) == 0)
             job = i;
@@ -102,6 +131,9 @@ int cli_explain_job(const drv_cluster_spec *cl, const drv_workload *wl, const dr
         fprintf(stderr, "drover sim: --explain: no job named '%s' in the workload\n", name);
         return EXIT_USAGE;
     }
+    if (wl->jobs[job].topo_mode != DRV_TOPO_NONE &&
+        (rc = print_topology(cl, wl, cat, prof, seed, job)) != 0)
+        return rc;
     const drv_plugin_use *use = priority_use(prof);
     bool fair = orders_by(prof, "fairshare");
     if (!use && !fair) {
@@ -113,7 +145,7 @@ int cli_explain_job(const drv_cluster_spec *cl, const drv_workload *wl, const dr
     drv_sim *s = NULL;
     drv_priority_breakdown b;
     double t = ceil(wl->jobs[job].submit / prof->period) * prof->period;
-    int rc = drv_sim_new(cl, wl, cat, prof, &cfg, &s, &d);
+    rc = drv_sim_new(cl, wl, cat, prof, &cfg, &s, &d);
     if (!rc)
         rc = drv_sim_run_until(s, t, &d);
     if (!rc) /* submitted at t itself: not in the state yet */

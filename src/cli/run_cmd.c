@@ -22,6 +22,7 @@
 typedef struct run_opts {
     const char *policy, *profiles, *kubeconfig, *context, *ns, *sched, *lease, *maddr;
     const char *gpu_type_label;
+    const char *topology;
     const char *log_format;
     const char *bind_mode; /* "nodename" or "binding" (--bind-mode) */
     bool incluster, verbose, elect;
@@ -73,6 +74,14 @@ static const cli_flag run_flags[] = {
      .help = "the node label whose value is a node's GPU type; a job's GPU pods\n"
              "stay on one type (default: nvidia.com/gpu.product, as GPU Feature\n"
              "Discovery sets it; \"\": GPU types not read)"},
+    {.name = "topology",
+     .kind = FLAG_TEXT,
+     AT(topology),
+     .arg = "KEYS",
+     .help = "topology levels: node label keys, widest first, comma-separated\n"
+             "(e.g. topology.kubernetes.io/zone,cloud.provider.com/topology-rack);\n"
+             "a TrainingJob's kueue.x-k8s.io/podset-required-topology (or\n"
+             "-preferred-) annotation binds its gang to one (default: none)"},
     {.name = "kube-api-qps",
      .kind = FLAG_NUMBER,
      AT(qps),
@@ -219,6 +228,15 @@ static int check_opts(run_opts *o, run_plan *p)
         return -1;
     }
     *p = (run_plan){.lease_ns = "drover-system", .lease_name = "drover", .mport = -1};
+    char buf[1024];
+    const char *keys[DRV_MAX_TOPO], *why = "";
+    if (o->topology && drv_topology_split(o->topology, buf, sizeof buf, keys, &why) < 0) {
+        fprintf(stderr,
+                "drover run: --topology %s: %s (expected node label keys, widest level "
+                "first, comma-separated)\n",
+                o->topology, why);
+        return -1;
+    }
     if (o->lease) {
         if (split_lease(o->lease, p) != 0)
             return -1;
@@ -315,7 +333,8 @@ int cmd_run(int argc, char **argv)
                         .namespace_ = o.ns,
                         .binders = o.binders,
                         .bind_with_binding = !strcmp(o.bind_mode, "binding"),
-                        .gpu_type_label = o.gpu_type_label};
+                        .gpu_type_label = o.gpu_type_label,
+                        .topology = o.topology};
     if (o.elect) {
         co.lease_namespace = plan.lease_ns;
         co.lease_name = plan.lease_name;

@@ -26,6 +26,7 @@
 #include "drover/hashmap.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -243,6 +244,74 @@ int drv_state_set_gpu_type_label(drv_state *st, const char *key)
     return 0;
 }
 
+int drv_state_set_topology(drv_state *st, const char *const *keys, int32_t n, const char **why)
+{
+    int32_t k[DRV_MAX_TOPO];
+    if (n < 0 || n > DRV_MAX_TOPO) {
+        *why = "at most 8 levels";
+        return DRV_EINVAL;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        if (!keys[i] || !*keys[i]) {
+            *why = "an empty label key";
+            return DRV_EINVAL;
+        }
+        for (int32_t j = 0; j < i; j++)
+            if (strcmp(keys[i], keys[j]) == 0) {
+                *why = "a label key given twice";
+                return DRV_EINVAL;
+            }
+        if ((k[i] = drv_strtab_intern(st->names, keys[i])) < 0)
+            return DRV_ENOMEM;
+    }
+    memcpy(st->topo_key, k, sizeof *k * (size_t)n);
+    st->ntopo = n;
+    return 0;
+}
+
+int32_t drv_topology_split(const char *s, char *buf, size_t cap, const char **keys,
+                           const char **why)
+{
+    if (!s || !*s)
+        return 0;
+    if (strlen(s) >= cap) {
+        *why = "too long";
+        return -1;
+    }
+    memcpy(buf, s, strlen(s) + 1);
+    int32_t n = 0;
+    for (char *p = buf;;) {
+        char *c = strchr(p, ',');
+        if (c)
+            *c = 0;
+        if (n == DRV_MAX_TOPO) {
+            *why = "at most 8 levels";
+            return -1;
+        }
+        if (!*p) {
+            *why = "an empty label key";
+            return -1;
+        }
+        for (int32_t j = 0; j < n; j++)
+            if (strcmp(keys[j], p) == 0) {
+                *why = "a label key given twice";
+                return -1;
+            }
+        keys[n++] = p;
+        if (!c)
+            return n;
+        p = c + 1;
+    }
+}
+
+int32_t drv_state_topo_level(const drv_state *st, const char *key)
+{
+    for (int32_t i = 0; i < st->ntopo; i++)
+        if (strcmp(drv_strtab_str(st->names, st->topo_key[i]), key) == 0)
+            return i;
+    return -1;
+}
+
 /* The value of label key (interned) on node class cls, 0 when it has none. O(labels). */
 static int32_t class_label(const drv_state *st, int32_t cls, int32_t key)
 {
@@ -258,6 +327,70 @@ static int32_t class_label(const drv_state *st, int32_t cls, int32_t key)
 int32_t drv_node_gpu_type(const drv_state *st, int32_t node)
 {
     return class_label(st, st->nodes[node].node_class, st->gpu_type_key);
+}
+
+int32_t drv_node_domain(const drv_state *st, int32_t node, int32_t level)
+{
+    if (level < 0 || level >= st->ntopo)
+        return 0;
+    return class_label(st, st->nodes[node].node_class, st->topo_key[level]);
+}
+
+typedef struct dom_free {
+    int32_t dom;
+    int64_t free;
+} dom_free;
+
+static int cmp_dom_free(const void *a, const void *b)
+{
+    const dom_free *x = a, *y = b;
+    return (x->dom > y->dom) - (x->dom < y->dom);
+}
+
+/* A level's short name: its key's last word ("cloud.provider.com/topology-rack": "rack"). */
+static const char *level_word(const char *key)
+{
+    const char *w = strrchr(key, '/');
+    w = w ? w + 1 : key;
+    return strncmp(w, "topology-", 9) == 0 && w[9] ? w + 9 : w;
+}
+
+bool drv_topo_explain(const drv_state *st, int32_t job, char *buf, size_t n)
+{
+    const drv_job *j = &st->jobs[job];
+    buf[0] = 0;
+    if (j->topo_mode == DRV_TOPO_NONE || j->topo_level >= st->ntopo || st->nnodes == 0)
+        return false;
+    drv_res need = drv_job_demand(j);
+    bool gpu = need.gpu > 0;
+    dom_free *v = drv_malloc(sizeof *v * (size_t)st->nnodes);
+    if (!v)
+        return false;
+    int32_t m = 0;
+    for (int32_t i = 0; i < st->nnodes; i++) {
+        int32_t d = drv_node_domain(st, i, j->topo_level);
+        drv_res f = drv_node_free(&st->nodes[i]);
+        if (d > 0 && st->nodes[i].schedulable)
+            v[m++] = (dom_free){d, gpu ? (f.gpu > 0 ? f.gpu : 0) : (f.cpu > 0 ? f.cpu : 0)};
+    }
+    qsort(v, (size_t)m, sizeof *v, cmp_dom_free);
+    int64_t best = 0, sum = 0;
+    for (int32_t i = 0; i < m; i++) {
+        sum = i > 0 && v[i].dom == v[i - 1].dom ? sum + v[i].free : v[i].free;
+        best = sum > best ? sum : best;
+    }
+    drv_free(v);
+    const char *key = drv_strtab_str(st->names, st->topo_key[j->topo_level]);
+    const char *w = level_word(key);
+    if (gpu)
+        snprintf(buf, n, "needs %lld GPUs in one %s (%s%s); the largest free %s has %lld",
+                 (long long)need.gpu, w, key,
+                 j->topo_mode == DRV_TOPO_PREFERRED ? ", preferred" : "", w, (long long)best);
+    else
+        snprintf(buf, n, "needs %.1f CPUs in one %s (%s%s); the largest free %s has %.1f",
+                 (double)need.cpu / 1000, w, key,
+                 j->topo_mode == DRV_TOPO_PREFERRED ? ", preferred" : "", w, (double)best / 1000);
+    return true;
 }
 
 int32_t drv_constraint_gpu_type(const drv_state *st, int32_t k)

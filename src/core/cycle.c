@@ -113,6 +113,7 @@ int drv_sched_new(const drv_profile *prof, drv_sched **out, drv_diag *d)
     cycle_own_init(&s->own);
     cycle_queue_init(&s->queue);
     cons_table_init(&s->cons);
+    topo_table_init(&s->topo);
     int rc = plugins_init(&s->plug, prof, d);
     if (!rc && index_init(&s->index, prof) != 0)
         rc = drv_fail(d, DRV_ENOMEM, "out of memory");
@@ -146,6 +147,7 @@ void drv_sched_free(drv_sched *s)
     cycle_own_fini(&s->own);
     cycle_queue_fini(&s->queue);
     cons_table_fini(&s->cons);
+    topo_table_fini(&s->topo);
     drv_arena_fini(&s->arena);
     drv_free(s);
 }
@@ -347,15 +349,17 @@ static bool sync_nodes(drv_sched *s, const drv_state *st, bool whole)
 static void index_nodes(drv_sched *s, const drv_state *st, bool whole)
 {
     s->index.ok = false;
+    /* With topology levels on racks or zones, a domain's nodes are a look-up in those families
+     * (cycle_topo.c): they are built whatever the scores need. */
+    int nfam = st->ntopo > 0 ? DRV_IX_FAMILIES : s->index.fam;
     if (s->index.use && !s->index.exhaustive) {
-        int rc =
-            !whole && s->index.synced && s->index.epoch == st->node_epoch
-                ? drv_nodeindex_refresh(s->index.ix, st, s->assumed.free,
-                                        s->assumed.nrole + DRV_ROLE_PS, DRV_NROLES, s->index.key,
-                                        s->index.fam, s->follow.rnodes, s->follow.nrnodes)
-                : drv_nodeindex_build(s->index.ix, st, s->assumed.free,
-                                      s->assumed.nrole + DRV_ROLE_PS, DRV_NROLES, s->index.key,
-                                      s->index.fam);
+        int rc = !whole && s->index.synced && s->index.epoch == st->node_epoch
+                     ? drv_nodeindex_refresh(
+                           s->index.ix, st, s->assumed.free, s->assumed.nrole + DRV_ROLE_PS,
+                           DRV_NROLES, s->index.key, nfam, s->follow.rnodes, s->follow.nrnodes)
+                     : drv_nodeindex_build(s->index.ix, st, s->assumed.free,
+                                           s->assumed.nrole + DRV_ROLE_PS, DRV_NROLES, s->index.key,
+                                           nfam);
         s->index.ok = rc == 0;
         s->index.epoch = st->node_epoch;
     }
@@ -394,7 +398,7 @@ static int prepare(drv_sched *s, const drv_state *st)
     drv_arena_reset(&s->arena);
     bool synced = s->index.synced;
     s->index.ok = s->index.synced = false; /* until index_nodes: nodes were read, the index not */
-    if (cycle_cons_refresh(s, st) != 0)
+    if (cycle_cons_refresh(s, st) != 0 || cycle_topo_refresh(s, st) != 0)
         return DRV_ENOMEM;
     s->index.synced = synced;
     index_nodes(s, st, whole);

@@ -97,6 +97,8 @@ static void take(drv_ctx *c, int32_t node, drv_res r)
         s->assumed.totfree = drv_res_sub(s->assumed.totfree, r);
     if (s->index.ok)
         ix_update(s, node);
+    if (s->topo.free_stamp == s->stamp)
+        cycle_topo_take(s, c->snap->st, node, r, 1);
 }
 
 static void give(drv_ctx *c, int32_t node, drv_res r)
@@ -105,6 +107,8 @@ static void give(drv_ctx *c, int32_t node, drv_res r)
     s->assumed.free[node] = drv_res_add(s->assumed.free[node], r);
     if (s->index.ok)
         ix_update(s, node);
+    if (s->topo.free_stamp == s->stamp)
+        cycle_topo_take(s, c->snap->st, node, r, -1);
     if (c->snap->st->nodes[node].schedulable) {
         s->assumed.totfree = drv_res_add(s->assumed.totfree, r);
         s->assumed.maxfree = drv_res_max(s->assumed.maxfree, s->assumed.free[node]);

@@ -43,6 +43,8 @@ typedef struct gang_shape {
     int32_t cons[DRV_NROLES]; /* each role's node constraints: only equal ones compare */
     int32_t gpu_type; /* with GPU types: the type its job's GPU pods hold (cons_table), -1 for
                          none (its failure then held on every type), always -1 without types */
+    int32_t topo;     /* its job's topology binding, mode * DRV_MAX_TOPO + level (0: none):
+                         only gangs bound alike compare */
 } gang_shape;
 
 /* What every score plugin with score_by_summary reads of a node (drv_plugin.score_by_summary):
@@ -457,6 +459,60 @@ static inline void cons_table_fini(cons_table *c)
     cons_table_init(c);
 }
 
+/*
+ * Topology domains (cycle_topo.c; state.h, "Topology-bound gangs"): per level, every node's
+ * domain as a dense index, the nodes of each domain (in id order) and each domain's free room
+ * in the assumed state. Built when the state's levels or nodes (node_epoch) change, O(levels ·
+ * nodes · log nodes); the free room summed at the first look of a cycle, O(levels · nodes), then
+ * kept by every bind and unbind, O(levels).
+ */
+typedef struct topo_table {
+    int32_t nlev; /* levels read; 0: no topology (nothing below is read) */
+    int32_t key[DRV_MAX_TOPO];
+    uint64_t epoch; /* the state's node_epoch when built */
+    int32_t nnodes; /* nodes then */
+    bool built;     /* the arrays below hold the state's levels and nodes */
+    int32_t *dom;   /* [level * nnodes + node]: its domain index, -1 without the label */
+    int32_t ndom[DRV_MAX_TOPO], base[DRV_MAX_TOPO]; /* a level's domains, and its first index in
+                                                      name, start and free */
+    int32_t *name;                                  /* per domain: the label value (interned) */
+    int32_t *start, *nodes;  /* per domain d: its nodes are nodes[start[d] .. start[d + 1]) */
+    int field[DRV_MAX_TOPO]; /* DRV_IX_RACK or DRV_IX_ZONE when the level's domain of every node
+                                is its rack or zone (the node index's families then find a
+                                domain's nodes by a look-up), else -1 (its nodes are scanned) */
+    drv_res *free;           /* per domain: free room of its schedulable nodes, assumed */
+    uint32_t free_stamp;     /* the cycle's stamp while free holds; 0: not yet this cycle */
+    int32_t cap_dom, cap_name, cap_start, cap_nodes;
+    /* While drv_ctx_place_gang tries a gang in one domain: its job, the level and the domain
+     * (pin_job -1 otherwise). */
+    int32_t pin_job, pin_level, pin_dom;
+    /* The last cycle_topo_domain answer for a job not pinned: job, stamp and drv_ctx_changes. */
+    int32_t memo_job, memo_dom;
+    uint64_t memo_stamp, memo_changes;
+    struct topo_cand {
+        drv_res free;
+        int32_t dom;
+    } * cand; /* scratch: the domains a gang may try, per level */
+    int32_t cap_cand;
+} topo_table;
+
+static inline void topo_table_init(topo_table *t)
+{
+    *t = (topo_table){0};
+    t->pin_job = t->memo_job = -1;
+}
+
+static inline void topo_table_fini(topo_table *t)
+{
+    drv_free(t->dom);
+    drv_free(t->name);
+    drv_free(t->start);
+    drv_free(t->nodes);
+    drv_free(t->free);
+    drv_free(t->cand);
+    topo_table_init(t);
+}
+
 /* The cycle's outcome so far and what the core is running, reset by each cycle: the first
  * error (drv_ctx_fail; a core helper that could not allocate; a failed allocation in the
  * arena) and the plugin that was running when it came (drv_sched_failed_in). */
@@ -487,6 +543,7 @@ struct drv_sched {
     own_list own;
     cycle_queue queue;
     cons_table cons;
+    topo_table topo;
     cycle_fault fault;
     double wake; /* drv_sched_wake: computed at the end of each cycle */
     bool blind;  /* drv_sched_starts_blind: likewise */
@@ -532,6 +589,30 @@ drv_res cycle_gang_need(const drv_ctx *c, int32_t job, int32_t workers);
 
 /* Brings the constraint table up to the state's constraints and classes. 0 or DRV_ENOMEM. */
 int cycle_cons_refresh(drv_sched *s, const drv_state *st);
+
+/* The GPU type job's GPU pods are on in the assumed state (the type being tried while
+ * drv_ctx_place_gang pins one), or -1 when none is placed (cycle_cons.c). */
+int32_t cycle_job_gpu_type(const drv_ctx *c, int32_t job);
+
+/* Brings the topology table up to the state's levels and nodes (cycle_topo.c). 0 or
+ * DRV_ENOMEM. */
+int cycle_topo_refresh(drv_sched *s, const drv_state *st);
+/* The domain (topo_table index) job's new pods must go to at level *level, or -1 when they may
+ * go anywhere: the pinned domain while drv_ctx_place_gang tries one; for a job with a required
+ * level, the domain of its placed pods (-2 when they have none or span two, so that none fits).
+ * O(1) when asked again with nothing changed, else O(the job's pods). */
+int32_t cycle_topo_domain(const drv_ctx *c, int32_t job, int32_t *level);
+/* The domain index of node at level lev (-1: none). */
+static inline int32_t cycle_topo_node(const topo_table *t, int32_t lev, int32_t node)
+{
+    return node < t->nnodes ? t->dom[(size_t)lev * (size_t)t->nnodes + (size_t)node] : -1;
+}
+/* A bind (sign 1) or unbind (-1) of r on node: the domains' free room follows. O(levels). */
+void cycle_topo_take(drv_sched *s, const drv_state *st, int32_t node, drv_res r, int sign);
+/* Places the gang of job at `workers` honouring its topology (cycle_topo.c): with none, place
+ * (as given). 1, 0 or a negative code; on failure everything since m is rolled back. */
+typedef int (*cycle_place_fn)(drv_ctx *c, int32_t job, int32_t workers, drv_mark m);
+int cycle_topo_place(drv_ctx *c, int32_t job, int32_t workers, drv_mark m, cycle_place_fn place);
 
 /* The pod's row of the constraint table (per node class; with GPU types, its job's type's
  * row for a GPU pod of a job that holds GPUs), or NULL when there is none (cycle_place.c). */

@@ -37,6 +37,8 @@ static bool dominates(const gang_shape *a, const gang_shape *b)
 {
     if (b->gpu_type >= 0 && a->gpu_type != b->gpu_type)
         return false; /* b failed on one GPU type: a may go to another */
+    if (a->topo != b->topo || b->topo < 0)
+        return false; /* bound otherwise (or b's pods held it in one domain): other nodes */
     for (int r = 0; r < DRV_NROLES; r++) {
         if (a->missing[r] < b->missing[r])
             return false;
@@ -46,119 +48,6 @@ static bool dominates(const gang_shape *a, const gang_shape *b)
             return false;
     }
     return true;
-}
-
-/* Reads the GPU type of every node class (cons_table's types): 0, or DRV_ENOMEM. Sets
- * ntypes 0 when the nodes carry fewer than two types. O(classes · (labels + types)). */
-static int read_types(cons_table *t, const drv_state *st, int32_t ncls)
-{
-    t->ntypes = 0;
-    t->key = st->gpu_type_key;
-    if (!st->gpu_type_key)
-        return 0;
-    if (drv_grow(&t->type_of, sizeof *t->type_of, &t->cap_type_of, ncls) != 0 ||
-        drv_grow(&t->type_name, sizeof *t->type_name, &t->cap_type_name, ncls) != 0)
-        return DRV_ENOMEM;
-    /* Class 0 (no label) is there whenever a node has none; a state without classes has one
-     * type at most. Classes no node holds may add a type: harmless, it is never chosen. */
-    int32_t n = 0;
-    for (int32_t cl = 0; cl < ncls; cl++) {
-        int32_t name = 0;
-        if (cl > 0 && cl < st->nclasses) {
-            const drv_nodeclass *k = &st->classes[cl];
-            for (int32_t i = 0; i < k->nlabels; i++)
-                if (k->labels[i].key == st->gpu_type_key)
-                    name = k->labels[i].value;
-        }
-        int32_t ty = 0;
-        while (ty < n && t->type_name[ty] != name)
-            ty++;
-        if (ty == n)
-            t->type_name[n++] = name;
-        t->type_of[cl] = ty;
-    }
-    t->ntypes = n >= 2 ? n : 0;
-    return 0;
-}
-
-int cycle_cons_refresh(drv_sched *s, const drv_state *st)
-{
-    int32_t ncons = st->ncons > 0 ? st->ncons : 1, ncls = st->nclasses > 0 ? st->nclasses : 1;
-    s->cons.on = ncons > 1 || ncls > 1;
-    if (!s->cons.on ||
-        (ncons == s->cons.ncons && ncls == s->cons.ncls && st->gpu_type_key == s->cons.key))
-        return 0;
-    if (read_types(&s->cons, st, ncls) != 0)
-        return DRV_ENOMEM;
-    int32_t nt = s->cons.ntypes;
-    /* Classes added: every row is recomputed (has_prefer_taint may have changed the scores);
-     * only constraints added: only their rows. With types the typed rows follow the base
-     * rows, whose count moved them: all are made again. O(rows · classes · expressions ·
-     * labels). */
-    int32_t from = ncls == s->cons.ncls && nt == 0 ? s->cons.ncons : 0;
-    int32_t rows = ncons * (1 + nt);
-    if (drv_grow(&s->cons.fit, sizeof *s->cons.fit, &s->cons.cap, rows * ncls) != 0)
-        return DRV_ENOMEM;
-    for (int32_t k = from; k < ncons; k++)
-        for (int32_t cl = 0; cl < ncls; cl++) {
-            int32_t sc;
-            s->cons.fit[(size_t)k * (size_t)ncls + (size_t)cl] =
-                drv_constraint_fits(st, k, cl, &sc) ? sc : -1;
-        }
-    for (int32_t k = 0; k < ncons && nt > 0; k++)
-        for (int32_t ty = 0; ty < nt; ty++) {
-            int32_t *row = s->cons.fit + (size_t)(ncons + k * nt + ty) * (size_t)ncls;
-            const int32_t *base = s->cons.fit + (size_t)k * (size_t)ncls;
-            for (int32_t cl = 0; cl < ncls; cl++)
-                row[cl] = s->cons.type_of[cl] == ty ? base[cl] : -1;
-        }
-    s->cons.memo_job = -1;
-    /* The index groups classes the rows treat alike; on failure the rows are made again next
-     * time, and the map with them. */
-    if (s->index.ix && drv_nodeindex_set_classes(s->index.ix, s->cons.fit, rows, ncls) != 0)
-        return DRV_ENOMEM;
-    s->cons.ncons = ncons;
-    s->cons.ncls = ncls;
-    return 0;
-}
-
-/* The GPU type job's GPU pods are on in the assumed state (the type being tried while
- * drv_ctx_place_gang pins one), or -1 when none is placed. O(1) when asked again with nothing
- * changed; else O(the job's pods). */
-static int32_t job_gpu_type(const drv_ctx *c, int32_t job)
-{
-    drv_sched *s = c->s;
-    cons_table *t = &s->cons;
-    if (t->pin_job == job)
-        return t->pin_type;
-    if (t->memo_job == job && t->memo_stamp == s->stamp && t->memo_changes == c->changes)
-        return t->memo_type;
-    const drv_state *st = c->snap->st;
-    const drv_job *j = &st->jobs[job];
-    int32_t ty = -1;
-    for (int32_t k = 0; k < j->pod_count && ty < 0; k++) {
-        int32_t pod = j->pod_base + k, at;
-        if (cycle_pod_req(st, pod).gpu > 0 && (at = cycle_pod_node(c, pod)) >= 0)
-            ty = t->type_of[st->nodes[at].node_class];
-    }
-    t->memo_job = job;
-    t->memo_type = ty;
-    t->memo_stamp = s->stamp;
-    t->memo_changes = c->changes;
-    return ty;
-}
-
-const int32_t *cycle_cons_row(const drv_ctx *c, int32_t pod)
-{
-    const drv_sched *s = c->s;
-    if (!s->cons.on)
-        return NULL;
-    const drv_state *st = c->snap->st;
-    const drv_pod *p = &st->pods[pod];
-    int32_t k = st->jobs[p->job].cons[p->role], ty;
-    if (s->cons.ntypes > 0 && cycle_pod_req(st, pod).gpu > 0 && (ty = job_gpu_type(c, p->job)) >= 0)
-        k = s->cons.ncons + k * s->cons.ntypes + ty;
-    return s->cons.fit + (size_t)k * (size_t)s->cons.ncls;
 }
 
 bool drv_ctx_allowed(const drv_ctx *c, int32_t pod, int32_t node)
@@ -173,6 +62,10 @@ int drv_ctx_filter(const drv_ctx *c, int32_t pod, int32_t node)
     drv_res req = cycle_pod_req(st, pod);
     if (!n->schedulable || !drv_res_fits(req, n->alloc) || cycle_cons(c, pod, n->node_class) < 0)
         return DRV_UNRESOLVABLE;
+    int32_t lev, dom;
+    if (c->s->topo.nlev > 0 && (dom = cycle_topo_domain(c, st->pods[pod].job, &lev)) != -1 &&
+        cycle_topo_node(&c->s->topo, lev, node) != dom)
+        return DRV_UNRESOLVABLE; /* outside the domain its gang is bound to (cycle_topo.c) */
     if (!drv_res_fits(req, c->s->assumed.free[node]))
         return DRV_UNSCHEDULABLE;
     const drv_profile *pr = c->s->prof;
@@ -669,6 +562,60 @@ static int32_t indexed_best(const drv_ctx *c, int32_t pod, drv_res req)
     return best;
 }
 
+/*
+ * Best node of domain dom of level lev (cycle_topo.c) for a pod whose gang is bound to it,
+ * exact: a level on the nodes' racks (or zones, without branch and bound) is a look-up of the
+ * domain's groups in the index's rack (zone) family, searched as indexed_best searches them,
+ * the job's own nodes in the domain scored first; any other level's domain is scanned, its
+ * nodes filtered and scored one by one (O(nodes of the domain)).
+ */
+static int32_t domain_best(const drv_ctx *c, int32_t pod, drv_res req, int32_t lev, int32_t dom)
+{
+    const topo_table *t = &c->s->topo;
+    const drv_nodeindex *ix = c->s->index.ix;
+    int32_t best = -1, d = t->base[lev] + dom;
+    int64_t best_sc = -1;
+    if (dom < 0)
+        return -1; /* its pods lie in no one domain: none fits */
+    int fam = t->field[lev];
+    if (fam == DRV_IX_RACK || (fam == DRV_IX_ZONE && !c->s->index.bb)) {
+        const int32_t *row = cycle_cons_row(c, pod);
+        if (!c->s->index.bb) { /* as indexed_best: each group's best by key */
+            const int32_t *g;
+            int32_t n = drv_nodeindex_with_label(ix, fam, t->name[d], &g);
+            for (int32_t i = 0; i < n; i++)
+                if (!row || row[drv_nodeindex_class(ix, fam, g[i])] >= 0)
+                    consider(c, pod, row, drv_nodeindex_best(ix, fam, g[i], req), &best, &best_sc);
+            return best;
+        }
+        bb_arg a;
+        bb_init(&a, c, pod, row);
+        const own_list *o = own_nodes(c, pod);
+        const drv_state *st = c->snap->st;
+        for (int32_t i = 0; i < o->n; i++) { /* the own nodes first, as indexed_best */
+            int32_t n = o->node[i];
+            const drv_node *nd = &st->nodes[n];
+            if (cycle_topo_node(t, lev, n) == dom && nd->schedulable &&
+                drv_res_fits(req, nd->alloc) && drv_res_fits(req, c->s->assumed.free[n]) &&
+                (!row || row[nd->node_class] >= 0))
+                consider_bb(&a, n, &best, &best_sc);
+        }
+        search_family(c, &a, req, fam, t->name[d], &best, &best_sc);
+        return best;
+    }
+    for (int32_t k = t->start[d]; k < t->start[d + 1]; k++) {
+        int32_t n = t->nodes[k]; /* in id order: the first of equal scores is the lowest id */
+        if (drv_ctx_filter(c, pod, n) != DRV_FIT)
+            continue;
+        int64_t sc = drv_ctx_score(c, pod, n);
+        if (sc > best_sc) {
+            best = n;
+            best_sc = sc;
+        }
+    }
+    return best;
+}
+
 int32_t drv_ctx_best_node(const drv_ctx *c, int32_t pod)
 {
     const drv_state *st = c->snap->st;
@@ -676,6 +623,10 @@ int32_t drv_ctx_best_node(const drv_ctx *c, int32_t pod)
     drv_res req = cycle_pod_req(st, pod);
     if (!drv_res_fits(req, s->assumed.maxfree))
         return -1; /* larger than any node's free room: no need to look */
+    int32_t lev, dom;
+    if (s->index.ok && s->topo.nlev > 0 &&
+        (dom = cycle_topo_domain(c, st->pods[pod].job, &lev)) != -1)
+        return domain_best(c, pod, req, lev, dom);
     if (s->index.ok)
         return indexed_best(c, pod, req);
     int32_t best = -1;
@@ -727,7 +678,16 @@ static bool gang_room(const drv_ctx *c, int32_t job, int32_t workers, gang_shape
     const drv_job *j = &st->jobs[job];
     const drv_sched *s = c->s;
     drv_res need = {0, 0, 0};
-    shape->gpu_type = s->cons.ntypes > 0 ? job_gpu_type(c, job) : -1;
+    shape->gpu_type = s->cons.ntypes > 0 ? cycle_job_gpu_type(c, job) : -1;
+    /* Bound to a level: compares only with gangs bound alike, and not at all when some of its
+     * pods are placed (its failure then held in their domain alone). */
+    shape->topo = 0;
+    if (s->topo.nlev > 0 && j->topo_mode != DRV_TOPO_NONE) {
+        bool some = s->assumed.job_touch[job] == s->stamp;
+        for (int r = 0; r < DRV_NROLES; r++)
+            some = some || j->bound[r] > 0;
+        shape->topo = some ? -1 : j->topo_mode * DRV_MAX_TOPO + j->topo_level;
+    }
     for (int r = 0; r < DRV_NROLES; r++) {
         shape->missing[r] = cycle_role_missing(c, job, r, workers);
         shape->req[r] = j->role[r].req;
@@ -838,9 +798,10 @@ static int place_typed(drv_ctx *c, int32_t job, int32_t workers, drv_mark m)
     int rc = place_roles(c, job, workers);
     if (rc == 1)
         return 1;
-    int32_t tried = rc == 0 && t->ntypes > 0 ? job_gpu_type(c, job) : -1;
+    int32_t tried = rc == 0 && t->ntypes > 0 ? cycle_job_gpu_type(c, job) : -1;
     drv_ctx_rollback(c, m);
-    if (rc < 0 || t->ntypes == 0 || job_gpu_type(c, job) >= 0 || !gang_wants_gpus(c, job, workers))
+    if (rc < 0 || t->ntypes == 0 || cycle_job_gpu_type(c, job) >= 0 ||
+        !gang_wants_gpus(c, job, workers))
         return rc;
     for (int32_t ty = 0; ty < t->ntypes && rc == 0; ty++) {
         if (ty == tried)
@@ -880,7 +841,7 @@ int drv_ctx_place_gang(drv_ctx *c, int32_t job, int32_t workers)
     if (!shape_quota(c, job, &shape))
         return 0;
     drv_mark m = drv_ctx_mark(c);
-    int rc = place_typed(c, job, workers, m);
+    int rc = cycle_topo_place(c, job, workers, m, place_typed);
     if (rc != 0)
         return rc < 0 ? rc : 1;
     int err = drv_ctx_error(c);

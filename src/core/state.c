@@ -238,7 +238,10 @@ static bool cons_valid(const drv_state *st, const drv_job *tmpl)
     for (int r = 0; r < DRV_NROLES; r++)
         if (tmpl->cons[r] < 0 || (tmpl->cons[r] > 0 && tmpl->cons[r] >= st->ncons))
             return false;
-    return true;
+    if (tmpl->topo_mode < DRV_TOPO_NONE || tmpl->topo_mode > DRV_TOPO_PREFERRED)
+        return false;
+    return tmpl->topo_mode == DRV_TOPO_NONE ||
+           (tmpl->topo_level >= 0 && tmpl->topo_level < st->ntopo);
 }
 
 static int32_t job_slots(const drv_job *tmpl)

@@ -16,6 +16,7 @@ typedef struct ctrl_config {
     char scheduler[64];       /* the schedulerName served ("drover") */
     char ns[254];             /* TrainingJobs and PodGroups of this namespace only; "": every one */
     char gpu_type_label[254]; /* the node label of GPU types; "": none read */
+    char topology[1024];      /* the topology levels, comma-separated widest first; "": none */
     double t0;                /* drv_clock_mono() when the loop started: the snapshot's zero, and
                                  what every time kept on the loop's clock counts from */
 } ctrl_config;

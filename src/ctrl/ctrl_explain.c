@@ -228,6 +228,13 @@ void ctrl_explain_waiting(const ctrl_mirror *m, int32_t j, int32_t pos, int32_t 
         snprintf(buf, n, "waiting: %s (profile %s)%s", why, cfg->prof.name, rank);
         return;
     }
+    if (drv_topo_explain(st, j, why, sizeof why)) { /* bound to a topology level */
+        snprintf(buf, n,
+                 "waiting for room: its gang of %d pods %s (queue position %d of %d, "
+                 "profile %s)%s",
+                 drv_job_wanted(jb), why, pos, npend, cfg->prof.name, rank);
+        return;
+    }
     drv_res need = drv_job_demand(jb), free = {0, 0, 0};
     int32_t ok = 0;
     for (int32_t i = 0; i < st->nnodes; i++)

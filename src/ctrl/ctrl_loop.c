@@ -64,6 +64,8 @@ static void configure(drv_ctrl *c, const drv_ctrl_opts *o)
     snprintf(cfg->gpu_type_label, sizeof cfg->gpu_type_label, "%s",
              o->gpu_type_label ? o->gpu_type_label : DRV_GPU_TYPE_LABEL);
     cfg->o.gpu_type_label = cfg->gpu_type_label;
+    snprintf(cfg->topology, sizeof cfg->topology, "%s", o->topology ? o->topology : "");
+    cfg->o.topology = cfg->topology;
     cfg->o.scheduler = cfg->scheduler;
     cfg->o.namespace_ = cfg->ns[0] ? cfg->ns : NULL;
     cfg->o.queue_recheck_s = ctrl_intake_recheck_s(o->queue_recheck_s);

@@ -40,7 +40,12 @@ int ctrl_mirror_init(ctrl_mirror *m, ctrl_names *names, ctrl_counters *counters,
     if (drv_state_init(&m->st) != 0)
         return DRV_ENOMEM;
     /* GPU types: the label's key interned first (configure: cfg is filled before the units) */
-    return drv_state_set_gpu_type_label(&m->st, cfg->gpu_type_label) != 0 ? DRV_ENOMEM : 0;
+    if (drv_state_set_gpu_type_label(&m->st, cfg->gpu_type_label) != 0)
+        return DRV_ENOMEM;
+    char buf[sizeof cfg->topology];
+    const char *keys[DRV_MAX_TOPO], *why = "";
+    int32_t n = drv_topology_split(cfg->topology, buf, sizeof buf, keys, &why);
+    return n < 0 ? DRV_EINVAL : drv_state_set_topology(&m->st, keys, n, &why);
 }
 
 bool ctrl_pod_terminal(int phase)

@@ -464,6 +464,51 @@ static int decode_progress(json_t *prog, const char *who, drv_ktrainingjob *out,
 }
 
 /* A role template's node constraints: validated, kept as interned compact JSON. */
+/* Kueue's topology annotations of one role's pod template (metadata.annotations) into out's
+ * gang-wide topo_mode and topo_key: one of them per template; roles that give one agree. */
+static int role_topology(json_t *tmeta, drv_strtab *names, const char *who, const char *key,
+                         drv_ktrainingjob *out, drv_diag *d)
+{
+    json_t *ann = json_object_get(tmeta, "annotations");
+    static const char *const names_of[] = {"kueue.x-k8s.io/podset-unconstrained-topology",
+                                           "kueue.x-k8s.io/podset-required-topology",
+                                           "kueue.x-k8s.io/podset-preferred-topology"};
+    int mode = -1;
+    const char *val = NULL;
+    for (int m = 0; m < 3; m++) {
+        const char *v = str_at(ann, names_of[m]);
+        if (!v)
+            continue;
+        if (mode >= 0)
+            return drv_fail(d, DRV_EPARSE,
+                            "%s: spec.replicaSpecs.%s.template.metadata.annotations: %s and %s: "
+                            "expected one topology annotation",
+                            who, key, names_of[mode], names_of[m]);
+        mode = m;
+        val = v;
+    }
+    if (mode < 0)
+        return 0;
+    if (!*val || (mode == DRV_TOPO_NONE && strcmp(val, "true") != 0))
+        return drv_fail(d, DRV_EPARSE,
+                        "%s: spec.replicaSpecs.%s.template.metadata.annotations.%s: expected %s, "
+                        "found \"%s\"",
+                        who, key, names_of[mode],
+                        mode == DRV_TOPO_NONE ? "\"true\"" : "a topology level's node label key",
+                        val);
+    int32_t k = 0;
+    if (mode != DRV_TOPO_NONE && drv_kube_intern(names, val, &k))
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    if (out->topo_mode != DRV_TOPO_NONE && (out->topo_mode != mode || out->topo_key != k))
+        return drv_fail(d, DRV_EPARSE,
+                        "%s: spec.replicaSpecs.%s.template.metadata.annotations: the roles' "
+                        "topology annotations differ (the gang is bound as a whole)",
+                        who, key);
+    out->topo_mode = (int8_t)mode;
+    out->topo_key = k;
+    return 0;
+}
+
 static int role_constraint(json_t *pspec, drv_strtab *names, const char *who, const char *key,
                            int32_t *out, drv_diag *d)
 {
@@ -590,7 +635,9 @@ int drv_kube_decode_trainingjob(json_t *obj, drv_strtab *names, drv_ktrainingjob
         if (!out->scheduler &&
             drv_kube_intern(names, str_at(pspec, "schedulerName"), &out->scheduler))
             return drv_fail(d, DRV_ENOMEM, "out of memory");
-        if ((rc = role_constraint(pspec, names, who, key, &out->cons[r], d)) != 0)
+        if ((rc = role_constraint(pspec, names, who, key, &out->cons[r], d)) != 0 ||
+            (rc = role_topology(json_object_get(json_object_get(rs, "template"), "metadata"), names,
+                                who, key, out, d)) != 0)
             return rc;
         drv_res sum = {0, 0, 0}, q;
         size_t i;

@@ -51,6 +51,7 @@
  * sim_queues.c the cluster file's queues (each job's queue, per-queue results, fairness).
  */
 #include "sim_int.h"
+#include "topology_read.h"
 
 #include "drover/usage.h"
 
@@ -254,6 +255,9 @@ static int add_constraints(drv_sim *s, const drv_cluster_spec *c, const drv_work
     /* Only a cluster with GPU types interns the label's key: others keep their ids. */
     if (c->gpu_types && drv_state_set_gpu_type_label(st, DRV_GPU_TYPE_LABEL) != 0)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
+    int trc = drv_sim_topology(st, c, w, s->topo_map, d);
+    if (trc)
+        return trc;
     for (int32_t i = 0; i < c->n; i++) {
         const drv_nodespec *ns = &c->nodes[i];
         if (ns->unschedulable)
@@ -710,6 +714,8 @@ static int fill_job(drv_sim *s, int32_t i)
     memcpy(t.role, js->role, sizeof t.role);
     for (int r = 0; r < DRV_NROLES; r++)
         t.cons[r] = s->cons_map[js->cons[r]];
+    t.topo_mode = js->topo_mode;
+    t.topo_level = js->topo_mode ? s->topo_map[js->topo_level] : 0;
     t.phase = DRV_JOB_FUTURE;
     const drv_family *f = &cat->v[js->model];
     double k = drv_steps_to_loss(f, js->target_loss);

@@ -97,9 +97,10 @@ struct drv_sim {
     event *heap;
     int32_t nheap, cap_heap;
     uint64_t seq;
-    int32_t *cons_map;    /* workload constraint id -> the state's (drv_workload.cons) */
-    int32_t *arrivals;    /* jobs in (submit, id) order */
-    int32_t next_arrival; /* the first of them not in the heap yet */
+    int32_t *cons_map;             /* workload constraint id -> the state's (drv_workload.cons) */
+    int8_t topo_map[DRV_MAX_TOPO]; /* workload topology level -> the state's (drv_workload.topo) */
+    int32_t *arrivals;             /* jobs in (submit, id) order */
+    int32_t next_arrival;          /* the first of them not in the heap yet */
     double now;
     bool cycle_pending;
     bool quiet;       /* nothing changed since the last cycle run, and it decided nothing */

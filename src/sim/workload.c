@@ -8,6 +8,7 @@
  * refused (a typo must not silently fall back to a default).
  */
 #include "constraints_read.h"
+#include "topology_read.h"
 #include "drover/conf.h"
 #include "drover/jobsource.h"
 #include "queues_read.h"
@@ -189,7 +190,8 @@ int drv_cluster_load(drv_cluster_spec *out, const char *path, drv_diag *d)
     }
     char p[128];
     double total_cpu = 0, total_mem = 0;
-    if ((rc = drv_conf_expect(&doc, doc.root, DRV_CONF_MAP, "top level", d)) != 0)
+    if ((rc = drv_conf_expect(&doc, doc.root, DRV_CONF_MAP, "top level", d)) != 0 ||
+        (rc = drv_read_topology(&doc, doc.root, &c, d)) != 0)
         goto out;
     drv_conf *nodes = drv_conf_get(doc.root, "nodes");
     if (!nodes) {
@@ -238,6 +240,7 @@ int drv_cluster_load(drv_cluster_spec *out, const char *path, drv_diag *d)
         int32_t node_class;
         bool unsched;
         if ((rc = drv_read_node_meta(&doc, n, p, &c, &node_class, &unsched, d)) != 0 ||
+            (rc = drv_check_node_topology(&doc, n, p, &c, node_class, d)) != 0 ||
             (rc = drv_conf_check_unused(&doc, n, p, d)) != 0)
             goto out;
         total_cpu += (double)cpu * (double)count;
@@ -515,6 +518,8 @@ static int read_job(const drv_conf_doc *doc, const char *file, drv_conf *jn, int
         (rc = read_roles(doc, file, jn, i, &j, w, d)) != 0)
         return rc;
     snprintf(p, sizeof p, "jobs[%d]", i);
+    if ((rc = drv_read_job_topology(doc, jn, p, w, &j, d)) != 0)
+        return rc;
     if ((rc = drv_conf_check_unused(doc, jn, p, d)) != 0)
         return rc;
     if (push_job(w, &j) != 0)
@@ -598,6 +603,7 @@ int drv_workload_load(drv_workload *out, const char *path, const drv_catalogue *
     }
     if (jobs && (rc = drv_conf_expect(&doc, jobs, DRV_CONF_SEQ, "jobs", d)) != 0)
         goto out;
+    snprintf(w.file, sizeof w.file, "%s", path);
     for (int32_t i = 0; jobs && i < jobs->nitems && !rc; i++)
         rc = read_job(&doc, path, jobs->items[i], i, cat, names, &w, d);
     if (!rc && gen)

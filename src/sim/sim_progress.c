@@ -241,7 +241,10 @@ static drv_step calib_step(drv_sim *s, int32_t job)
             gpn[b - 1] = t;
         }
     const drv_jobspec *js = sim_spec(s, job);
-    uint64_t sig = 1469598103934665603ULL; /* FNV-1a over the GPUs per node, in node order */
+    /* its GPU type (one per job: the core keeps a job's GPU pods on one) */
+    int32_t type = nn > 0 ? drv_node_gpu_type(&s->st, node[0]) : 0;
+    uint64_t sig = 1469598103934665603ULL; /* FNV-1a over the type and GPUs per node */
+    sig = (sig ^ (uint64_t)(uint32_t)type) * 1099511628211ULL;
     for (int32_t i = 0; i < nn; i++)
         sig = (sig ^ (uint64_t)gpn[i]) * 1099511628211ULL;
     jobsim *x = &s->js[job];
@@ -249,8 +252,12 @@ static drv_step calib_step(drv_sim *s, int32_t job)
         drv_calib_sample m;
         x->calib_sig = sig;
         x->calib_t = 0;
-        if (drv_calib_measure(s->cfg.calib, js->calib_app - 1, gpn, nn, s->model.v[job].batch,
-                              &m) == 0) {
+        /* the profile of its type (drv_sim_new checked each type has one, or fallback) */
+        int32_t app = drv_calib_for_type(s->cfg.calib, js->calib_app - 1,
+                                         type > 0 ? drv_strtab_str(s->st.names, type) : NULL,
+                                         s->cfg.calib_type_fallback);
+        if (app >= 0 &&
+            drv_calib_measure(s->cfg.calib, app, gpn, nn, s->model.v[job].batch, &m) == 0) {
             x->calib_t = m.step;
             s->model.v[job].seen = m; /* what the job itself measures: all a policy may learn */
         }

@@ -353,16 +353,19 @@ static int check_calib_types(const drv_sim *s, const drv_workload *w, drv_diag *
             continue;
         for (int32_t a = 0; a < cal->n && !rc; a++)
             if ((!w || used[a]) && drv_calib_for_type(cal, a, type, s->cfg.calib_type_fallback) < 0)
-                rc = drv_fail(d, DRV_ENOENT,
-                              type[0] ? "calibration: model %s has no profile for GPU type %s "
+                rc = type[0] ? drv_fail(d, DRV_ENOENT,
+                                        "calibration: model %s has no profile for GPU type %s "
                                         "(placements-%s.csv; node %s has it): add it, or "
-                                        "--calib-type-fallback to time it by placements.csv"
-                                      : "calibration: model %s has only per-type profiles "
+                                        "--calib-type-fallback to time it by placements%s%s.csv",
+                                        cal->v[a].name, type, type, s->cluster->nodes[n].name,
+                                        cal->v[a].no_base ? "-" : "", cal->v[a].type_first)
+                             : drv_fail(d, DRV_ENOENT,
+                                        "calibration: model %s has only per-type profiles "
                                         "(placements-TYPE.csv) and node %s has no GPU type: "
                                         "give it a gpuType, or --calib-type-fallback to time "
                                         "it by placements-%s.csv",
-                              cal->v[a].name, type[0] ? type : s->cluster->nodes[n].name,
-                              type[0] ? type : cal->v[a].type_first, s->cluster->nodes[n].name);
+                                        cal->v[a].name, s->cluster->nodes[n].name,
+                                        cal->v[a].type_first);
     }
     drv_free(used);
     return rc;

@@ -60,8 +60,8 @@ static void write_profiles(bool with_base)
             snprintf(buf, sizeof buf,
                      "placement,local_bsz,step_time,sync_time\n"
                      "1,32,%g,0\n1,64,%g,0\n2,32,%g,%g\n2,64,%g,%g\n11,32,%g,%g\n11,64,%g,%g\n",
-                     0.1 * k, 0.2 * k, 0.12 * k, 0.02 * k, 0.22 * k, 0.02 * k, 0.15 * k,
-                     0.05 * k, 0.25 * k, 0.05 * k);
+                     0.1 * k, 0.2 * k, 0.12 * k, 0.02 * k, 0.22 * k, 0.02 * k, 0.15 * k, 0.05 * k,
+                     0.25 * k, 0.05 * k);
             put(models[m].name, slow ? "placements-slow.csv" : "placements-fast.csv", buf);
             if (with_base && !slow) {
                 put(models[m].name, "placements.csv", buf);

@@ -73,7 +73,7 @@ static int greedy(drv_ctx *c, gjob *v, int32_t n, const int32_t *pool, int64_t *
     if (!r || !k)
         return DRV_ENOMEM;
     for (int32_t i = 0; i < n; i++)
-        k[i] = v[i].want > 0 ? best_step(&v[i], left[POOL(i)], &r[i]) : 0;
+        k[i] = v[i].want > 0 && v[i].u ? best_step(&v[i], left[POOL(i)], &r[i]) : 0;
     for (;;) {
         int32_t best = -1;
         for (int32_t i = 0; i < n; i++)
@@ -94,6 +94,7 @@ int goodput_grow_pooled(goodput *g, drv_ctx *c, gjob *v, int32_t n, const int32_
 {
     for (int32_t i = 0; i < n; i++) {
         gjob *x = &v[i];
+        x->u = NULL; /* none computed: it does not grow */
         if (x->want == 0 || left[POOL(i)] <= 0)
             continue;
         int64_t room = left[POOL(i)];

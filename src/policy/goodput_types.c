@@ -12,27 +12,32 @@
  *   1. Pools. cap[t] = free GPUs on type t + GPUs our jobs hold there (a job's are on one type).
  *   2. Minimum, in LAS order: a job holding GPUs keeps its type, while the type has room for
  *      its minimum (else it waits, as it would without types); one holding none takes the
- *      type with the most GPUs left (ties: the first seen), so it has the most room to grow.
+ *      type of most speed x room: its one-GPU speed there (Sia's bootstrap sample, one GPU
+ *      of each type at its batch) times the GPUs it could get there (left, at most its most).
  *   3. Greedy, as goodput_alloc.c, each job's further GPUs drawn from its own type's pool.
- * Example: 4 GPUs of T4 left and 6 of A100: a waiting job gets 1 A100 GPU and may grow to 6;
- * without types it could have been given 8 "GPUs" and waited for them.
+ * Example: 4 GPUs of T4 left and 6 of A100, a job 3 times as fast on one A100 as on one T4:
+ * it gets an A100 (3 x 6 > 1 x 4) and may grow to 6 there; without types it could have been
+ * given 8 "GPUs" and waited for them.
  *
  * [R] Sia values every (type, count) by the job's goodput there and solves an integer program
- * (GLPK/CBC); we choose the type by room and the count greedily (no solver: the type-blind
- * model knows no per-type speed before step 2 of issue 27, so an exact program would only
- * optimise room). Cost per round: O(nodes + our jobs' pods) for the pools, O(J x T) for the
- * types, then goodput_alloc.c's greedy.
+ * (GLPK/CBC); we choose the type by bootstrap speed x room and the count greedily (no
+ * solver: the online model's goodput is type-blind until step 2 of issue 27 - per-type fits -
+ * so an exact program would optimise a guess). The bootstrap sample's cost (seconds per type
+ * in Sia) is not charged to the job yet. Cost per round: O(nodes + our jobs' pods) for the pools,
+ * O(J x T) for the types, then goodput_alloc.c's greedy.
  */
 #include "goodput.h"
+
+#include "drover/strtab.h"
 
 #include <string.h>
 
 enum { MAX_TYPES = 16 };
 
 typedef struct pools {
-    int32_t n;                /* types seen (<= MAX_TYPES); < 2: not typed */
-    int32_t type[MAX_TYPES];  /* interned type (drv_node_gpu_type), 0 for nodes without one */
-    int64_t left[MAX_TYPES];  /* GPUs of the type not yet allocated this round */
+    int32_t n;               /* types seen (<= MAX_TYPES); < 2: not typed */
+    int32_t type[MAX_TYPES]; /* interned type (drv_node_gpu_type), 0 for nodes without one */
+    int64_t left[MAX_TYPES]; /* GPUs of the type not yet allocated this round */
 } pools;
 
 static int32_t type_index(pools *p, int32_t type, bool add)
@@ -89,18 +94,35 @@ static bool read_pools(const drv_ctx *c, gjob *v, int32_t n, pools *p)
     return true;
 }
 
+/* Job x's bootstrap sample on type t (Sia's: one GPU of each type, at its batch): its
+ * speed there, steps per second; 0 when the profiles have no such type (all alike then). */
+static double speed1(const goodput *g, const drv_ctx *c, const gjob *x, int32_t type)
+{
+    const char *name = type > 0 ? drv_strtab_str(drv_ctx_state(c)->names, type) : NULL;
+    int32_t e = drv_calib_for_type(g->calib, x->cj->app - 1, name, false);
+    int32_t one = 1;
+    double t = e >= 0 ? drv_calib_step_time(g->calib, e, &one, 1, x->cj->batch) : 0;
+    return t > 0 ? 1 / t : 0;
+}
+
 /* 2. The type for job x's minimum: a job holding GPUs keeps its type (a move would be a
  * restart the release step does not see: it waits instead, as it would without types) while
- * the type has room for its minimum; a job holding none takes the type with most left. Index
- * into p, or -1 when it gets none. O(T). */
-static int32_t choose(const pools *p, const gjob *x)
+ * the type has room for its minimum; a job holding none takes the type of most speed x room,
+ * its one-GPU speed there (bootstrap) times the GPUs it could get there (left, at most its
+ * most). Index into p, or -1 when it gets none. O(T) samples. */
+static int32_t choose(const goodput *g, const drv_ctx *c, const pools *p, const gjob *x)
 {
     int32_t best = -1;
+    double best_v = 0;
     for (int32_t t = 0; t < p->n; t++) {
-        if (x->type >= 0 && p->type[t] != x->type)
+        if ((x->type >= 0 && p->type[t] != x->type) || p->left[t] < x->minw)
             continue;
-        if (p->left[t] >= x->minw && (best < 0 || p->left[t] > p->left[best]))
+        int64_t room = p->left[t] < x->nmax ? p->left[t] : x->nmax;
+        double v = x->type >= 0 ? 1 : speed1(g, c, x, p->type[t]) * (double)room;
+        if (best < 0 || v > best_v * (1 + 1e-12)) {
             best = t;
+            best_v = v;
+        }
     }
     return best;
 }
@@ -115,7 +137,7 @@ int goodput_types_allocate(goodput *g, drv_ctx *c, gjob *v, int32_t n, int64_t g
         return DRV_ENOMEM;
     for (int32_t i = 0; i < n; i++) {
         gjob *x = &v[i];
-        int32_t t = choose(&p, x);
+        int32_t t = choose(g, c, &p, x);
         pool[i] = t;
         x->want = 0;
         if (t < 0)

@@ -3,9 +3,11 @@
 # runs at its type's measured speed (synthetic profiles written here, Sia's layout, type "slow"
 # measured exactly twice as slow as "fast"), --calib-slowdown scales one model, a type without
 # a profile refuses the run naming model and type, --calib-type-fallback accepts it.
-# Usage: test_gpu_types.sh DROVER
+# goodput (drover) chooses the faster type for a job where drover-no-types does not.
+# Usage: test_gpu_types.sh DROVER ROOT
 set -eu
 DROVER=$1
+ROOT=$2
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -61,4 +63,16 @@ if out=$("$DROVER" sim --trace "$T/t.csv" --calib-dir "$T/prof" --cluster "$T/c-
     fail "an unknown model's slowdown was accepted"
 fi
 echo "$out" | grep -q "slowdowns: 'resnet': no such model" || fail "bad slowdown: $out"
+# goodput's type choice (src/policy/goodput_types.c): one adaptive job, a 2-GPU node of the
+# slow type listed first and a 4-GPU node of the fast type. drover takes the type of most
+# one-GPU speed x room (fast, JCT t); with types=0 (drover-no-types: one pool, the first node
+# that fits) it runs on the slow type (2t).
+printf 'nodes:\n  - {name: s, count: 1, cpu: 8, memory: 32Gi, gpu: 2, gpuType: slow}\n  - {name: f, count: 1, cpu: 8, memory: 32Gi, gpu: 4, gpuType: fast}\n' >"$T/mix.yaml"
+printf 'name,time,application,num_replicas,batch_size\ncifar10-0,0,cifar10,1,64\n' >"$T/one.csv"
+"$DROVER" sim --trace "$T/one.csv" --calib-dir "$T/prof" --cluster "$T/mix.yaml" --quiet \
+    --profiles "$ROOT/examples/sia-ablations.yaml" --policy drover,drover-no-types --out "$T/o" >/dev/null
+awk -F, 'NR > 1 && $3 != "f" { exit 1 }' "$T/o/placements-drover.csv" ||
+    fail "drover placed the job off the fast type: $(cat "$T/o/placements-drover.csv")"
+awk -F, 'NR > 1 && $3 != "s" { exit 1 }' "$T/o/placements-drover-no-types.csv" ||
+    fail "the ablation (types=0) no longer shows the slow type's choice"
 echo "ok"

@@ -39,7 +39,8 @@ echo
 echo "Sia's cluster (\`examples/cluster-sia-hetero.yaml\`: 6 x 4 T4 \`aws\`, 3 x 8 RTX 2080Ti \`rtx\`,"
 echo "2 x 8 A100 \`dgx-ext\`), its per-type profiles and slowdowns, its Philly-derived workloads 1-8"
 echo "(160 jobs each), \`sh scripts/sia.sh SIA_DIR\` (docs/data.md). Average JCT in hours; a cell"
-echo "with fewer than 160 jobs finished says how many and averages the finished ones only."
+echo "with fewer than 160 jobs finished says how many and averages the finished ones only (so"
+echo "does the mean over such cells)."
 echo "Sia, Pollux and Gavel are the paper's published figures (Table 3, the mean over the"
 echo "workloads), not runs of ours."
 echo
@@ -67,5 +68,5 @@ echo
 echo "Published (Sia, Table 3, heterogeneous, Philly): Sia 0.6 h, Pollux 1.0 h, Gavel 1.9 h."
 awk -v pols="$pols" '$1 == "drover" { s += $3; n++ } END {
     m = s / n / 3600
-    printf "`drover` here: %.2f h, %s Sia'"'"'s 0.6 h and %s Pollux'"'"'s 1.0 h.\n", m,
+    printf "`drover` here: %.3f h, %s Sia'"'"'s 0.6 h and %s Pollux'"'"'s 1.0 h.\n", m,
         m < 0.6 ? "below" : "above", m < 1.0 ? "below" : "above" }' "$tmp"

@@ -331,46 +331,6 @@ static int add_constraints(drv_sim *s, const drv_cluster_spec *c, const drv_work
     return 0;
 }
 
-/* A calibrated run on typed nodes: every model the jobs use (all of them in a streamed run) has
- * a profile for every node's GPU type (calib.h, drv_calib_for_type), else the run is refused
- * naming model and type, unless cfg.calib_type_fallback. O(nodes x models). */
-static int check_calib_types(const drv_sim *s, const drv_workload *w, drv_diag *d)
-{
-    const drv_calib *cal = s->cfg.calib;
-    if (!cal)
-        return 0;
-    bool *used = drv_calloc((size_t)cal->n + 1, sizeof *used);
-    if (!used)
-        return drv_fail(d, DRV_ENOMEM, "out of memory");
-    for (int32_t i = 0; i < (w ? w->n : 0); i++)
-        if (w->jobs[i].calib_app > 0 && w->jobs[i].calib_app <= cal->n)
-            used[w->jobs[i].calib_app - 1] = true;
-    int rc = 0;
-    for (int32_t n = 0; n < s->st.nnodes && !rc; n++) {
-        int32_t ty = drv_node_gpu_type(&s->st, n);
-        const char *type = ty > 0 ? drv_strtab_str(s->st.names, ty) : "";
-        if (n > 0 && ty == drv_node_gpu_type(&s->st, n - 1))
-            continue;
-        for (int32_t a = 0; a < cal->n && !rc; a++)
-            if ((!w || used[a]) && drv_calib_for_type(cal, a, type, s->cfg.calib_type_fallback) < 0)
-                rc = type[0] ? drv_fail(d, DRV_ENOENT,
-                                        "calibration: model %s has no profile for GPU type %s "
-                                        "(placements-%s.csv; node %s has it): add it, or "
-                                        "--calib-type-fallback to time it by placements%s%s.csv",
-                                        cal->v[a].name, type, type, s->cluster->nodes[n].name,
-                                        cal->v[a].no_base ? "-" : "", cal->v[a].type_first)
-                             : drv_fail(d, DRV_ENOENT,
-                                        "calibration: model %s has only per-type profiles "
-                                        "(placements-TYPE.csv) and node %s has no GPU type: "
-                                        "give it a gpuType, or --calib-type-fallback to time "
-                                        "it by placements-%s.csv",
-                                        cal->v[a].name, s->cluster->nodes[n].name,
-                                        cal->v[a].type_first);
-    }
-    drv_free(used);
-    return rc;
-}
-
 /* Pod slots of a job: per role, the larger of its replicas and its maximum. */
 static int64_t job_slots(const drv_jobspec *js)
 {
@@ -598,7 +558,7 @@ static int sim_create(const drv_cluster_spec *c, const drv_workload *w, drv_jobs
     if ((rc = add_nodes(s, c, &s->biggest, d)) != 0 ||
         (rc = reserve_jobs(s, s->njobs, w ? workload_pods(w) : src->pods, cfg->check, d)) != 0 ||
         (w && (rc = index_jobs(s, w, d)) != 0) || (rc = add_constraints(s, c, w, d)) != 0 ||
-        (rc = check_calib_types(s, w, d)) != 0 || (rc = sim_add_queues(s, d)) != 0 ||
+        (rc = sim_check_calib_types(s, w, d)) != 0 || (rc = sim_add_queues(s, d)) != 0 ||
         (rc = drv_state_set_half_life(&s->st, prof->half_life)) != 0) {
         drv_sim_free(s);
         return rc;

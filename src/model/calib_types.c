@@ -14,17 +14,26 @@
 #include <stdio.h>
 #include <string.h>
 
+int calib_open_model(const drv_calib_app *a, const char *dir, char *path, size_t n, DIR **dh,
+                     drv_diag *d)
+{
+    snprintf(path, n, "%s/%s", dir, a->name);
+    *dh = opendir(path);
+    if (!*dh)
+        return drv_fail(d, DRV_EIO, "%s: cannot open directory: %s", path, strerror(errno));
+    return 0;
+}
+
 /* The GPU types of model a: the TYPE of every dir/<model>/placements-TYPE.csv (a name: text.h's
  * rule, else an error), sorted, into types[0..*n) (at most max). */
 int calib_list_types(const drv_calib_app *a, const char *dir, char (*types)[32], int32_t max,
                      int32_t *n, drv_diag *d)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, a->name);
-    DIR *dh = opendir(path);
-    if (!dh)
-        return drv_fail(d, DRV_EIO, "%s: cannot open directory: %s", path, strerror(errno));
-    int rc = 0;
+    DIR *dh;
+    int rc = calib_open_model(a, dir, path, sizeof path, &dh, d);
+    if (rc)
+        return rc;
     *n = 0;
     for (struct dirent *e = readdir(dh); e && !rc; e = readdir(dh)) {
         size_t len = strlen(e->d_name);
@@ -116,4 +125,3 @@ int drv_calib_parse_slowdowns(drv_calib *c, const char *spec, drv_diag *d)
     }
     return 0;
 }
-

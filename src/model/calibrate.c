@@ -216,12 +216,11 @@ static int load_curves(drv_calib_app *a, const char *dir, drv_diag *d)
 {
     static const char *const cols[] = {"progress", "grad_sqr", "grad_var"};
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, a->name);
-    DIR *dh = opendir(path);
-    if (!dh)
-        return drv_fail(d, DRV_EIO, "%s: cannot open directory: %s", path, strerror(errno));
+    DIR *dh;
+    int rc = calib_open_model(a, dir, path, sizeof path, &dh, d);
+    if (rc)
+        return rc;
     int32_t cap = 0;
-    int rc = 0;
     for (struct dirent *e = readdir(dh); e && !rc; e = readdir(dh)) {
         char *end;
         if (strncmp(e->d_name, "validation-", 11) != 0)

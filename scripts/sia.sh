@@ -5,13 +5,15 @@
 # as one pool: heterogeneity off, examples/sia-ablations.yaml), `tiresias` and `gang-fifo`,
 # beside the average JCT Sia's paper publishes (Table 3). Prints a markdown section.
 #
-# Usage: sh scripts/sia.sh SIA_DIR [BUILD_DIR]   (run from the repository root)
+# Usage: sh scripts/sia.sh SIA_DIR [BUILD_DIR]   (BUILD_DIR: default build, from where it is run)
+# scripts/results.sh appends this section to docs/results.md when SIA_DIR is set.
 # SIA_DIR is a checkout of siasosp23/artifacts (profiles in sia-simulator/traces/, workloads in
 # sia-simulator/workloads/philly/) or a directory with profiles/ and workloads/philly/ in the
 # same layout. The artifact has no licence: nothing of it is in this repository (docs/data.md).
 set -eu
-sia=${1:?usage: sh scripts/sia.sh SIA_DIR [BUILD_DIR]}
-drover=${2:-build}/drover
+sia=$(cd "${1:?usage: sh scripts/sia.sh SIA_DIR [BUILD_DIR]}" && pwd)
+drover=$(cd "${2:-build}" && pwd)/drover
+cd "$(dirname "$0")/.."
 [ -x "$drover" ] || { echo "sia.sh: no $drover (build first)" >&2; exit 2; }
 if [ -d "$sia/sia-simulator/traces" ]; then
     prof=$sia/sia-simulator/traces wl=$sia/sia-simulator/workloads/philly

@@ -5,6 +5,8 @@
 # Builds nothing: it takes the drover binary as its argument.
 #
 # Usage: scripts/results.sh path/to/drover [output.md]   (default output: docs/results.md)
+# With SIA_DIR set (a checkout of siasosp23/artifacts), also Sia's heterogeneous section
+# (scripts/sia.sh; ~20 min on a loaded machine).
 # The prose under "Why" is written here, next to the assumption it rests on; the script checks
 # that assumption against the numbers it just produced and says so in the output when it no
 # longer holds.
@@ -324,6 +326,10 @@ if [ "$(cat "$tmp/heldout.lost")" -gt 0 ]; then
     echo "  over seeds 1-20 and 21-40, the paired differences with their confidence intervals."
 fi
 echo
+if [ -n "${SIA_DIR:-}" ]; then # Sia's heterogeneous comparison (issue 27): needs the artifact
+    sh "$root/scripts/sia.sh" "$SIA_DIR" "$(dirname "$drover")"
+    echo
+fi
 echo "General reasons our numbers are smaller than the papers': the papers compare against a"
 echo "default scheduler that deadlocks or over-subscribes badly on their testbeds, while our"
 echo "\`k8s-default\` deadlocks only rarely on these traces; our model charges every restart (30 s)"

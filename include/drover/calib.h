@@ -31,6 +31,14 @@ typedef struct drv_calib_curve {
 
 typedef struct drv_calib_app {
     char name[32];
+    char type[32]; /* GPU type of placements-TYPE.csv; "" for the model's placements.csv */
+    int32_t base;  /* index of the model's untyped entry (itself for it); a typed entry shares
+                      its validation curves (owned by the base) */
+    bool no_base;  /* base entry only: the model has no placements.csv, its points are those of
+                      its first type (by name), type_first; a node without a type may use them
+                      only when the run allows fallback (drv_calib_for_type) */
+    char type_first[32];
+    double slowdown;     /* every step and sync time multiplied by this (1: as measured) */
     drv_calib_point *pl; /* placements.csv rows, in file order */
     int32_t npl;
     drv_calib_point *sc; /* scalability.csv rows */
@@ -43,13 +51,26 @@ typedef struct drv_calib_app {
 } drv_calib_app;
 
 typedef struct drv_calib {
-    drv_calib_app *v;
-    int32_t n;
+    drv_calib_app *v; /* [0, n): one untyped entry per model; [n, nall): per-type entries */
+    int32_t n, nall;
 } drv_calib;
 
 /* Loads every model of the Pollux simulator from dir (dir/<model>/...); errors name
- * file:line:column and field. */
+ * file:line:column and field. Per GPU type (Sia's layout, issue 27): dir/<model>/
+ * placements-TYPE.csv (and scalability-TYPE.csv when present) beside placements.csv, each an
+ * entry of its own (index >= n) sharing the model's validation curves; placements.csv may then
+ * be missing (no_base). */
 int drv_calib_load(drv_calib *c, const char *dir, drv_diag *d);
+/* The entry whose step times a job of model `app` (< n) has on GPU type `type` (NULL or "":
+ * untyped): its per-type entry; else, with `fallback`, the model's placements.csv (its base,
+ * when it has one); else -1 (the caller names model and type). */
+int32_t drv_calib_for_type(const drv_calib *c, int32_t app, const char *type, bool fallback);
+/* Multiplies every step and sync time of model `name` (every type) by factor (> 0): Sia's
+ * SLOWDOWNS, fitted to its testbed. 0, DRV_ENOENT (no such model) or DRV_EINVAL. */
+int drv_calib_set_slowdown(drv_calib *c, const char *name, double factor);
+/* Parses "model=factor,..." into c (drv_calib_set_slowdown each): 0 or an error naming the
+ * item. */
+int drv_calib_parse_slowdowns(drv_calib *c, const char *spec, drv_diag *d);
 void drv_calib_fini(drv_calib *c);
 /* Index of a model by name, or -1. */
 int32_t drv_calib_find(const drv_calib *c, const char *name);

@@ -193,6 +193,9 @@ typedef struct drv_sim_config {
     const struct drv_calib *policy_calib; /* the profiles plugins are handed (drv_snapshot.model;
                                              NULL: calib). A test hands a poisoned copy to show
                                              what a policy reads; the run uses calib */
+    bool calib_type_fallback;  /* a GPU type a model has no placements-TYPE.csv for runs at its
+                                  placements.csv; false: drv_sim_new refuses the run, naming
+                                  model and type (calib.h, drv_calib_for_type) */
     const char *workload_file; /* the file the jobs were read from, named with their line in
                                   messages about a job (borrowed; NULL: none) */
     drv_finished_fn finished;  /* NULL, or told each job's result row (see above) */

@@ -143,7 +143,19 @@ static const cli_flag sim_flags[] = {
      AT(calib_dir),
      .arg = "DIR",
      .help = "measured step-time profiles for --trace (default:\n"
-             "DATA/pollux/profiles)"},
+             "DATA/pollux/profiles); MODEL/placements-TYPE.csv beside\n"
+             "placements.csv times a job on GPU type TYPE (docs/data.md)"},
+    {.name = "calib-slowdown",
+     .kind = FLAG_TEXT,
+     AT(calib_slowdown),
+     .arg = "LIST",
+     .help = "MODEL=FACTOR,...: every measured step time of MODEL multiplied\n"
+             "by FACTOR (Sia's SLOWDOWNS; default: none)"},
+    {.name = "calib-type-fallback",
+     .kind = FLAG_SWITCH,
+     AT(calib_type_fallback),
+     .help = "a GPU type a model has no placements-TYPE.csv for is timed by\n"
+             "its placements.csv (default: the run is refused, naming both)"},
     {.name = "data-dir",
      .kind = FLAG_TEXT,
      AT(data_dir),
@@ -306,6 +318,7 @@ static int run_policies(const sim_opts *o, const sim_inputs *in, drv_summary *su
                                           .progress = run_progress_cb,
                                           .progress_arg = &rp[i],
                                           .calib = o->trace ? &in->calib : NULL,
+                                          .calib_type_fallback = o->calib_type_fallback,
                                           .workload_file = o->trace ? in->trace_path : o->workload,
                                           .stop = &stop_signal},
                                   .out_dir = seed == 0 ? o->out : NULL,
@@ -374,6 +387,7 @@ static int run_stream_one(const sim_opts *o, const sim_inputs *in, const drv_pro
                           .progress = run_progress_cb,
                           .progress_arg = rp,
                           .calib = o->trace ? &in->calib : NULL,
+                          .calib_type_fallback = o->calib_type_fallback,
                           .workload_file = o->trace ? in->trace_path : NULL,
                           .finished = stream_row,
                           .finished_arg = &rows,

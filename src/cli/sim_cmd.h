@@ -19,10 +19,10 @@ typedef struct sim_opts {
     const char *workload, *cluster, *policy, *format, *out, *models;
     const char *profiles, *explain;
     const char *trace, *trace_format, *on_bad_row, *calib_dir, *mechanics, *data_dir;
-    const char *trace_columns, *seeds;
+    const char *trace_columns, *seeds, *calib_slowdown;
     uint64_t seed;
     int threads;
-    bool check, quiet, stream;
+    bool check, quiet, stream, calib_type_fallback;
     uint64_t given; /* bit i: sim_flags[i] was given (cli_given) */
     int argc;       /* the command as given (argv[0] "sim"), for summary-seeds.json */
     char **argv;

@@ -161,7 +161,10 @@ static int load_trace_inputs(const sim_opts *o, sim_inputs *in, drv_diag *d)
     }
     d->msg[0] = 0;
     snprintf(in->trace_path, sizeof in->trace_path, "%s", trace);
-    return drv_calib_load(&in->calib, calib_dir, d);
+    int rc = drv_calib_load(&in->calib, calib_dir, d);
+    if (!rc && o->calib_slowdown)
+        rc = drv_calib_parse_slowdowns(&in->calib, o->calib_slowdown, d);
+    return rc;
 }
 
 /* The jobs of one seed: from --trace, --workload, or generated. */

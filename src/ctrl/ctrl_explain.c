@@ -214,6 +214,49 @@ bool ctrl_explain_node_fits(const drv_state *st, int32_t j, int32_t node)
     return true;
 }
 
+/* With GPU types (state.h), the type a waiting GPU job is held to and its GPUs free on the
+ * nodes its constraints allow: "4 x A100-SXM4-40GB; 2 free" (its required type, else the type
+ * with most free, "the most free of any type"), or false when the nodes have fewer than two
+ * types and it requires none. O(nodes x roles). */
+static bool gpu_type_wait(const drv_state *st, int32_t j, int64_t gpus, char *buf, size_t n)
+{
+    enum { MAXT = 16 };
+    if (!st->gpu_type_key || gpus <= 0)
+        return false;
+    const drv_job *jb = &st->jobs[j];
+    int32_t want = 0, type[MAXT], nt = 0;
+    int64_t free[MAXT];
+    for (int r = 0; r < DRV_NROLES && !want; r++)
+        if (jb->target[r] > 0 && jb->role[r].req.gpu > 0)
+            want = drv_constraint_gpu_type(st, jb->cons[r]);
+    for (int32_t i = 0; i < st->nnodes; i++) {
+        if (!st->nodes[i].schedulable || !ctrl_explain_node_fits(st, j, i) ||
+            st->nodes[i].alloc.gpu <= 0)
+            continue;
+        int32_t ty = drv_node_gpu_type(st, i), k = 0;
+        while (k < nt && type[k] != ty)
+            k++;
+        if (k == nt) {
+            if (nt == MAXT)
+                return false;
+            type[nt] = ty;
+            free[nt++] = 0;
+        }
+        drv_res f = drv_node_free(&st->nodes[i]);
+        free[k] += f.gpu > 0 ? f.gpu : 0;
+    }
+    int32_t best = -1;
+    for (int32_t k = 0; k < nt; k++)
+        if ((want ? type[k] == want : true) && (best < 0 || free[k] > free[best]))
+            best = k;
+    if (best < 0 || (!want && nt < 2) || type[best] == 0)
+        return false;
+    snprintf(buf, n, "%lld x %s; %lld free (%s; one GPU type per job)", (long long)gpus,
+             drv_strtab_str(st->names, type[best]), (long long)free[best],
+             want ? "the type it requires" : "the type with most free of the types it may use");
+    return true;
+}
+
 void ctrl_explain_waiting(const ctrl_mirror *m, int32_t j, int32_t pos, int32_t npend, char *buf,
                           size_t n)
 {
@@ -236,6 +279,11 @@ void ctrl_explain_waiting(const ctrl_mirror *m, int32_t j, int32_t pos, int32_t 
         return;
     }
     drv_res need = drv_job_demand(jb), free = {0, 0, 0};
+    if (gpu_type_wait(st, j, need.gpu, why, sizeof why)) { /* "waiting for 4 x A100; 2 free" */
+        snprintf(buf, n, "waiting for %s (queue position %d of %d, profile %s)%s", why, pos, npend,
+                 cfg->prof.name, rank);
+        return;
+    }
     int32_t ok = 0;
     for (int32_t i = 0; i < st->nnodes; i++)
         if (st->nodes[i].schedulable && ctrl_explain_node_fits(st, j, i)) {

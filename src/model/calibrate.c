@@ -32,6 +32,7 @@
  * error are what `drover calibrate` prints.
  */
 #include "drover/calib.h"
+#include "calib_int.h"
 #include "drover/file.h"
 #include "drover/text.h"
 
@@ -41,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The Pollux simulator's per-model settings (applications.py): epochs to completion and, for
  * yolov3, the largest per-replica batch. 0 means "from the data". */
@@ -214,12 +216,11 @@ static int load_curves(drv_calib_app *a, const char *dir, drv_diag *d)
 {
     static const char *const cols[] = {"progress", "grad_sqr", "grad_var"};
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, a->name);
-    DIR *dh = opendir(path);
-    if (!dh)
-        return drv_fail(d, DRV_EIO, "%s: cannot open directory: %s", path, strerror(errno));
+    DIR *dh;
+    int rc = calib_open_model(a, dir, path, sizeof path, &dh, d);
+    if (rc)
+        return rc;
     int32_t cap = 0;
-    int rc = 0;
     for (struct dirent *e = readdir(dh); e && !rc; e = readdir(dh)) {
         char *end;
         if (strncmp(e->d_name, "validation-", 11) != 0)
@@ -251,10 +252,12 @@ static int load_curves(drv_calib_app *a, const char *dir, drv_diag *d)
 
 void drv_calib_fini(drv_calib *c)
 {
-    for (int32_t i = 0; c->v && i < c->n; i++) {
+    for (int32_t i = 0; c->v && i < c->nall; i++) {
         drv_calib_app *a = &c->v[i];
         drv_free(a->pl);
         drv_free(a->sc);
+        if (a->base != i)
+            continue; /* a typed entry's curves are its base's */
         for (int32_t k = 0; k < a->ncv; k++) {
             drv_free(a->cv[k].progress);
             drv_free(a->cv[k].grad_sqr);
@@ -264,53 +267,119 @@ void drv_calib_fini(drv_calib *c)
     }
     drv_free(c->v);
     c->v = NULL;
-    c->n = 0;
+    c->n = c->nall = 0;
+}
+
+static bool file_exists(const char *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+static const char *const pcols[] = {"placement", "local_bsz", "step_time", "sync_time"};
+static const char *const scols[] = {"num_nodes", "num_replicas", "local_bsz", "step_time",
+                                    "sync_time"};
+
+/* dir/<model>/placements<sfx>.csv and scalability<sfx>.csv (the latter optional when
+ * `sc_optional`) into a; sorted, with the measured local batch range. */
+static int load_points(drv_calib_app *a, const char *dir, const char *sfx, bool sc_optional,
+                       drv_diag *d)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/placements%s.csv", dir, a->name, sfx);
+    pts p = {&a->pl, &a->npl, 0, true};
+    int rc = read_csv(path, pcols, 4, add_point, &p, d);
+    if (!rc) {
+        snprintf(path, sizeof path, "%s/%s/scalability%s.csv", dir, a->name, sfx);
+        pts s = {&a->sc, &a->nsc, 0, false};
+        if (!sc_optional || file_exists(path))
+            rc = read_csv(path, scols, 5, add_point, &s, d);
+    }
+    if (rc)
+        return rc;
+    if (a->npl == 0)
+        return drv_fail(d, DRV_EPARSE, "%s/%s/placements%s.csv: no rows", dir, a->name, sfx);
+    qsort(a->pl, (size_t)a->npl, sizeof *a->pl, cmp_point);
+    a->min_local_bsz = INFINITY;
+    a->max_local_bsz = 0;
+    for (int32_t k = 0; k < a->npl; k++) {
+        a->min_local_bsz = fmin(a->min_local_bsz, a->pl[k].local_bsz);
+        a->max_local_bsz = fmax(a->max_local_bsz, a->pl[k].local_bsz);
+    }
+    return 0;
+}
+
+enum { MAX_TYPES = 16 };
+
+/* Model i of apps[] into t->v[i], its types appended after t->nall. */
+static int load_model(drv_calib *t, int32_t *cap, int i, const char *dir, drv_diag *d)
+{
+    drv_calib_app *a = &t->v[i];
+    snprintf(a->name, sizeof a->name, "%s", apps[i].name);
+    a->base = i;
+    a->slowdown = 1;
+    char types[MAX_TYPES][32], path[1024];
+    int32_t nt = 0;
+    int rc = calib_list_types(a, dir, types, MAX_TYPES, &nt, d);
+    snprintf(path, sizeof path, "%s/%s/placements.csv", dir, a->name);
+    if (!rc && nt > 0 && !file_exists(path)) {
+        a->no_base = true; /* Sia's layout: only per-type profiles */
+        memcpy(a->type_first, types[0], sizeof a->type_first);
+    }
+    char sfx[40] = "";
+    if (a->no_base) {
+        sfx[0] = '-';
+        memcpy(sfx + 1, a->type_first, sizeof a->type_first);
+    }
+    if (!rc)
+        rc = load_points(a, dir, sfx, a->no_base, d);
+    if (!rc)
+        rc = load_curves(a, dir, d);
+    if (rc)
+        return rc;
+    a->init_bsz = a->cv[0].batch;
+    a->max_bsz = a->cv[a->ncv - 1].batch;
+    if (apps[i].max_local_bsz > 0)
+        a->max_local_bsz = apps[i].max_local_bsz;
+    a->max_epochs = apps[i].max_epochs;
+    for (int32_t k = 0; k < a->ncv; k++)
+        if (a->cv[k].n < a->max_epochs)
+            return drv_fail(d, DRV_EPARSE, "%s/%s: validation-%.0f.csv has %d epochs, need %d", dir,
+                            a->name, a->cv[k].batch, a->cv[k].n, a->max_epochs);
+    for (int32_t k = 0; k < nt; k++) {
+        if (drv_grow(&t->v, sizeof *t->v, cap, t->nall + 1) != 0)
+            return drv_fail(d, DRV_ENOMEM, "out of memory");
+        drv_calib_app *b = &t->v[i], *x = &t->v[t->nall++];
+        memset(x, 0, sizeof *x);
+        memcpy(x->name, b->name, sizeof x->name);
+        memcpy(x->type, types[k], sizeof x->type);
+        x->base = i;
+        x->slowdown = 1;
+        sfx[0] = '-';
+        memcpy(sfx + 1, types[k], sizeof types[k]);
+        if ((rc = load_points(x, dir, sfx, true, d)) != 0)
+            return rc;
+        x->cv = b->cv;
+        x->ncv = b->ncv;
+        x->init_bsz = b->init_bsz;
+        x->max_bsz = b->max_bsz;
+        x->max_epochs = b->max_epochs;
+        if (apps[i].max_local_bsz > 0)
+            x->max_local_bsz = apps[i].max_local_bsz;
+    }
+    return 0;
 }
 
 int drv_calib_load(drv_calib *c, const char *dir, drv_diag *d)
 {
-    static const char *const pcols[] = {"placement", "local_bsz", "step_time", "sync_time"};
-    static const char *const scols[] = {"num_nodes", "num_replicas", "local_bsz", "step_time",
-                                        "sync_time"};
-    drv_calib t = {drv_calloc(NAPPS, sizeof(drv_calib_app)), 0};
+    int32_t cap = NAPPS;
+    drv_calib t = {drv_calloc(NAPPS, sizeof(drv_calib_app)), NAPPS, NAPPS};
     if (!t.v)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
+    for (int i = 0; i < NAPPS; i++)
+        t.v[i].base = i; /* so fini frees what a failed load read */
     int rc = 0;
-    for (int i = 0; i < NAPPS && !rc; i++) {
-        drv_calib_app *a = &t.v[t.n++];
-        snprintf(a->name, sizeof a->name, "%s", apps[i].name);
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s/placements.csv", dir, a->name);
-        pts p = {&a->pl, &a->npl, 0, true};
-        rc = read_csv(path, pcols, 4, add_point, &p, d);
-        if (!rc) {
-            snprintf(path, sizeof path, "%s/%s/scalability.csv", dir, a->name);
-            pts s = {&a->sc, &a->nsc, 0, false};
-            rc = read_csv(path, scols, 5, add_point, &s, d);
-        }
-        if (!rc)
-            rc = load_curves(a, dir, d);
-        if (rc)
-            break;
-        if (a->npl == 0)
-            rc = drv_fail(d, DRV_EPARSE, "%s/%s/placements.csv: no rows", dir, a->name);
-        else
-            qsort(a->pl, (size_t)a->npl, sizeof *a->pl, cmp_point);
-        a->init_bsz = a->cv[0].batch;
-        a->max_bsz = a->cv[a->ncv - 1].batch;
-        a->min_local_bsz = INFINITY;
-        for (int32_t k = 0; k < a->npl; k++) {
-            a->min_local_bsz = fmin(a->min_local_bsz, a->pl[k].local_bsz);
-            a->max_local_bsz = fmax(a->max_local_bsz, a->pl[k].local_bsz);
-        }
-        if (apps[i].max_local_bsz > 0)
-            a->max_local_bsz = apps[i].max_local_bsz;
-        a->max_epochs = apps[i].max_epochs;
-        for (int32_t k = 0; k < a->ncv && !rc; k++)
-            if (a->cv[k].n < a->max_epochs)
-                rc = drv_fail(d, DRV_EPARSE, "%s/%s: validation-%.0f.csv has %d epochs, need %d",
-                              dir, a->name, a->cv[k].batch, a->cv[k].n, a->max_epochs);
-    }
+    for (int i = 0; i < NAPPS && !rc; i++)
+        rc = load_model(&t, &cap, i, dir, d);
     if (rc) {
         drv_calib_fini(&t);
         return rc;
@@ -327,8 +396,6 @@ int32_t drv_calib_find(const drv_calib *c, const char *name)
             return i;
     return -1;
 }
-
-/* ---- step time ---------------------------------------------------------------------------- */
 
 static int32_t rotate_min(int32_t placement)
 {

@@ -132,6 +132,9 @@ static const drv_knob_spec knobs[] = {
      "online: a job's batch and GPUs are chosen for the gradient noise anticipated this many "
      "seconds on, from its trend over the epochs it ran (60: one round; 0: its current noise, "
      "Pollux)"},
+    {"types", 1, 0, 1,
+     "1: on a cluster of several GPU types each job gets a type and a count of its GPUs "
+     "(goodput_types.c); 0: every type's GPUs sized as one pool (heterogeneity off)"},
 };
 enum { NKNOBS = sizeof knobs / sizeof knobs[0] };
 /* A batch changed in place (free) still needs this predicted gain: no churn on rounding. */
@@ -163,6 +166,7 @@ static int g_init(void **state, const drv_knob *kv, int nkv, drv_diag *d)
     g->compact = v[14] != 0;
     g->residual = v[15] != 0;
     g->ahead = v[16];
+    g->types = v[17] != 0;
     *state = g;
     return 0;
 }
@@ -242,8 +246,9 @@ static int32_t placement(const drv_ctx *c, int32_t job, int32_t *gpn)
 /* Places the job's wanted workers, each batch of them on the node that holds all that are
  * left most tightly, else on the freest node. All or nothing: 1 placed, 0 not (no room, or
  * its queue's quota refuses them), < 0 error. */
-static int place(drv_ctx *c, int32_t job)
+static int place(drv_ctx *c, const gjob *x)
 {
+    int32_t job = x->id;
     const drv_state *st = drv_ctx_state(c);
     if (!drv_ctx_queue_room(c, job, drv_ctx_workers(c, job)))
         return 0;
@@ -258,7 +263,8 @@ static int place(drv_ctx *c, int32_t job)
         int32_t tight = -1, freest = -1;
         int64_t tight_v = INT64_MAX, freest_v = 0;
         for (int32_t nd = 0; nd < st->nnodes; nd++) {
-            if (!st->nodes[nd].schedulable || (probe >= 0 && !drv_ctx_allowed(c, probe, nd)))
+            if (!st->nodes[nd].schedulable || (probe >= 0 && !drv_ctx_allowed(c, probe, nd)) ||
+                !goodput_types_node_ok(c, x, nd))
                 continue;
             drv_res f = drv_ctx_free(c, nd);
             int64_t fit = INT64_MAX; /* workers that fit there */
@@ -366,7 +372,7 @@ static int32_t our_jobs(const drv_ctx *c, goodput *g, const drv_calib_jobs *m, g
             continue;
         j = drv_ctx_job_now(c, i); /* its steps and attained service read below */
         int32_t app = cj->app - 1;
-        gjob x = {.id = i, .cj = cj, .submit = j->submit};
+        gjob x = {.id = i, .cj = cj, .submit = j->submit, .type = -1};
         x.epoch = drv_calib_epoch(calib, app, drv_calib_progress(calib, app, cj->batch, j->steps));
         x.level = level_of(g, j->attained);
         x.have = bound_workers(c, i);
@@ -460,7 +466,7 @@ static int place_released(drv_ctx *c, gjob *v, int32_t n)
         x->placed = false;
         if (x->want == 0 || x->have > 0)
             continue;
-        int rc = place(c, x->id);
+        int rc = place(c, x);
         if (rc < 0)
             return rc;
         x->placed = rc > 0;
@@ -511,7 +517,7 @@ static void pass(drv_ctx *c, goodput *g)
         v[i].had = v[i].have;
     for (;;) {
         qsort(v, (size_t)n, sizeof *v, cmp_order); /* 2. LAS order */
-        if (goodput_allocate(g, c, v, n, gpus) != 0) {
+        if ((g->types ? goodput_types_allocate : goodput_allocate)(g, c, v, n, gpus) != 0) {
             drv_ctx_fail(c, DRV_ENOMEM);
             return;
         }

@@ -42,6 +42,7 @@ typedef struct goodput {
     int32_t first;
     bool compact, residual;
     double ahead;
+    bool types;             /* knob `types`: type and count per job on a typed cluster */
     const drv_calib *calib; /* the one the tables were built from */
     int32_t gpn;            /* GPUs per node the packed shapes assume */
     table *tab;             /* per model */
@@ -79,6 +80,8 @@ typedef struct gjob {
     int32_t top;             /* most workers the allocation may give it (<= nmax) */
     double *u;               /* u[n]: its utility at n workers, minw <= n <= top */
     double submit;
+    int32_t type; /* with GPU types (goodput_types.c): the type (interned) its GPUs
+                     are or will be on; -1: none yet, or the cluster has one type */
 } gjob;
 
 /* goodput_model.c */
@@ -103,5 +106,16 @@ double goodput_change_price(const goodput *g, const drv_job *j, double now);
 void goodput_fair_bases(goodput *g, gjob *v, int32_t n, int64_t gpus);
 /* Sets v[i].want for v in LAS order, with `gpus` GPUs: 0 or DRV_ENOMEM. */
 int goodput_allocate(goodput *g, drv_ctx *c, gjob *v, int32_t n, int64_t gpus);
+/* 3b over pools: jobs with want > 0 grow greedily, job i's GPUs from left[pool[i]] (pool NULL:
+ * one pool, left[0]). 0 or DRV_ENOMEM. */
+int goodput_grow_pooled(goodput *g, drv_ctx *c, gjob *v, int32_t n, const int32_t *pool,
+                        int64_t *left);
+
+/* goodput_types.c */
+/* As goodput_allocate, on a cluster of two or more GPU types: each job a type (v[i].type) and
+ * a count of that type's GPUs; goodput_allocate itself on one type. 0 or DRV_ENOMEM. */
+int goodput_types_allocate(goodput *g, drv_ctx *c, gjob *v, int32_t n, int64_t gpus);
+/* Whether job x's workers may go to node (its chosen type's, or any without types). */
+int32_t goodput_types_node_ok(const drv_ctx *c, const gjob *x, int32_t node);
 
 #endif

@@ -59,18 +59,21 @@ static int32_t best_step(const gjob *x, int64_t left, double *r)
     return bestk;
 }
 
+/* Pool of job i: pool[i], or the one pool when pool is NULL. */
+#define POOL(i) (pool ? pool[i] : 0)
+
 /* 3b, greedy: repeatedly the job and count whose extra GPUs raise the utility most per GPU
- * (the first in LAS order among equals), while it rises. Each job's best step is kept and
- * recomputed only when it was chosen or asks for more GPUs than are left: O(GPUs x (jobs +
- * top)). */
-static int greedy(drv_ctx *c, gjob *v, int32_t n, int64_t gpus)
+ * (the first in LAS order among equals), while it rises, each job's GPUs drawn from its pool's
+ * left[POOL(i)]. Each job's best step is kept and recomputed only when it was chosen or asks
+ * for more GPUs than its pool has left: O(GPUs x (jobs + top)). */
+static int greedy(drv_ctx *c, gjob *v, int32_t n, const int32_t *pool, int64_t *left)
 {
     double *r = drv_arena_alloc(drv_ctx_arena(c), sizeof *r * ((size_t)n + 1));
     int32_t *k = drv_arena_alloc(drv_ctx_arena(c), sizeof *k * ((size_t)n + 1));
     if (!r || !k)
         return DRV_ENOMEM;
     for (int32_t i = 0; i < n; i++)
-        k[i] = v[i].want > 0 ? best_step(&v[i], gpus, &r[i]) : 0;
+        k[i] = v[i].want > 0 && v[i].u ? best_step(&v[i], left[POOL(i)], &r[i]) : 0;
     for (;;) {
         int32_t best = -1;
         for (int32_t i = 0; i < n; i++)
@@ -79,11 +82,30 @@ static int greedy(drv_ctx *c, gjob *v, int32_t n, int64_t gpus)
         if (best < 0)
             return 0;
         v[best].want += k[best];
-        gpus -= k[best];
+        left[POOL(best)] -= k[best];
         for (int32_t i = 0; i < n; i++)
-            if (k[i] > 0 && (i == best || k[i] > gpus))
-                k[i] = best_step(&v[i], gpus, &r[i]);
+            if (k[i] > 0 && (i == best || k[i] > left[POOL(i)]))
+                k[i] = best_step(&v[i], left[POOL(i)], &r[i]);
     }
+}
+
+int goodput_grow_pooled(goodput *g, drv_ctx *c, gjob *v, int32_t n, const int32_t *pool,
+                        int64_t *left)
+{
+    for (int32_t i = 0; i < n; i++) {
+        gjob *x = &v[i];
+        x->u = NULL; /* none computed: it does not grow */
+        if (x->want == 0 || left[POOL(i)] <= 0)
+            continue;
+        int64_t room = left[POOL(i)];
+        x->top = x->want + room < x->nmax ? x->want + (int32_t)room : x->nmax;
+        x->u = drv_arena_alloc(drv_ctx_arena(c), sizeof *x->u * ((size_t)x->top + 1));
+        if (!x->u)
+            return DRV_ENOMEM;
+        for (int32_t k = x->minw; k <= x->top; k++)
+            x->u[k] = value(g, x, k);
+    }
+    return greedy(c, v, n, pool, left);
 }
 
 /* 3. Allocation over v (in LAS order): each job's minimum while GPUs are left, then the GPUs
@@ -100,16 +122,5 @@ int goodput_allocate(goodput *g, drv_ctx *c, gjob *v, int32_t n, int64_t gpus)
         }
     if (gpus <= 0)
         return 0;
-    for (int32_t i = 0; i < n; i++) {
-        gjob *x = &v[i];
-        if (x->want == 0)
-            continue;
-        x->top = x->want + gpus < x->nmax ? x->want + (int32_t)gpus : x->nmax;
-        x->u = drv_arena_alloc(drv_ctx_arena(c), sizeof *x->u * ((size_t)x->top + 1));
-        if (!x->u)
-            return DRV_ENOMEM;
-        for (int32_t k = x->minw; k <= x->top; k++)
-            x->u[k] = value(g, x, k);
-    }
-    return greedy(c, v, n, gpus);
+    return goodput_grow_pooled(g, c, v, n, NULL, &gpus);
 }

@@ -211,6 +211,9 @@ int sim_sample(drv_sim *s, int32_t job);
 int sim_sync(drv_sim *s, int32_t job);
 void sim_sync_hook(void *arg, int32_t job);
 bool sim_calibrated(const drv_sim *s, int32_t job);
+/* Refuses a calibrated run whose jobs' models have no profile for a node's GPU type (without
+ * cfg.calib_type_fallback), naming model, type and node. 0 or DRV_ENOENT / DRV_ENOMEM. */
+int sim_check_calib_types(const drv_sim *s, const drv_workload *w, drv_diag *d);
 int sim_reschedule(drv_sim *s, int32_t job);
 
 /* sim_apply.c */

@@ -205,6 +205,46 @@ bool sim_calibrated(const drv_sim *s, int32_t job)
     return s->cfg.calib && sim_spec(s, job)->calib_app > 0;
 }
 
+/* A calibrated run on typed nodes: every model the jobs use (all of them in a streamed run) has
+ * a profile for every node's GPU type (calib.h, drv_calib_for_type), else the run is refused
+ * naming model and type, unless cfg.calib_type_fallback. O(nodes x models). */
+int sim_check_calib_types(const drv_sim *s, const drv_workload *w, drv_diag *d)
+{
+    const drv_calib *cal = s->cfg.calib;
+    if (!cal)
+        return 0;
+    bool *used = drv_calloc((size_t)cal->n + 1, sizeof *used);
+    if (!used)
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    for (int32_t i = 0; i < (w ? w->n : 0); i++)
+        if (w->jobs[i].calib_app > 0 && w->jobs[i].calib_app <= cal->n)
+            used[w->jobs[i].calib_app - 1] = true;
+    int rc = 0;
+    for (int32_t n = 0; n < s->st.nnodes && !rc; n++) {
+        int32_t ty = drv_node_gpu_type(&s->st, n);
+        const char *type = ty > 0 ? drv_strtab_str(s->st.names, ty) : "";
+        if (n > 0 && ty == drv_node_gpu_type(&s->st, n - 1))
+            continue;
+        for (int32_t a = 0; a < cal->n && !rc; a++)
+            if ((!w || used[a]) && drv_calib_for_type(cal, a, type, s->cfg.calib_type_fallback) < 0)
+                rc = type[0] ? drv_fail(d, DRV_ENOENT,
+                                        "calibration: model %s has no profile for GPU type %s "
+                                        "(placements-%s.csv; node %s has it): add it, or "
+                                        "--calib-type-fallback to time it by placements%s%s.csv",
+                                        cal->v[a].name, type, type, s->cluster->nodes[n].name,
+                                        cal->v[a].no_base ? "-" : "", cal->v[a].type_first)
+                             : drv_fail(d, DRV_ENOENT,
+                                        "calibration: model %s has only per-type profiles "
+                                        "(placements-TYPE.csv) and node %s has no GPU type: "
+                                        "give it a gpuType, or --calib-type-fallback to time "
+                                        "it by placements-%s.csv",
+                                        cal->v[a].name, s->cluster->nodes[n].name,
+                                        cal->v[a].type_first);
+    }
+    drv_free(used);
+    return rc;
+}
+
 /*
  * A calibrated job (calib.h) runs at one global step per measured step time of its placement
  * (GPUs per node, in node order) and batch; its progress counts global steps.
@@ -241,7 +281,10 @@ static drv_step calib_step(drv_sim *s, int32_t job)
             gpn[b - 1] = t;
         }
     const drv_jobspec *js = sim_spec(s, job);
-    uint64_t sig = 1469598103934665603ULL; /* FNV-1a over the GPUs per node, in node order */
+    /* its GPU type (one per job: the core keeps a job's GPU pods on one) */
+    int32_t type = nn > 0 ? drv_node_gpu_type(&s->st, node[0]) : 0;
+    uint64_t sig = 1469598103934665603ULL; /* FNV-1a over the type and GPUs per node */
+    sig = (sig ^ (uint64_t)(uint32_t)type) * 1099511628211ULL;
     for (int32_t i = 0; i < nn; i++)
         sig = (sig ^ (uint64_t)gpn[i]) * 1099511628211ULL;
     jobsim *x = &s->js[job];
@@ -249,8 +292,12 @@ static drv_step calib_step(drv_sim *s, int32_t job)
         drv_calib_sample m;
         x->calib_sig = sig;
         x->calib_t = 0;
-        if (drv_calib_measure(s->cfg.calib, js->calib_app - 1, gpn, nn, s->model.v[job].batch,
-                              &m) == 0) {
+        /* the profile of its type (drv_sim_new checked each type has one, or fallback) */
+        int32_t app = drv_calib_for_type(s->cfg.calib, js->calib_app - 1,
+                                         type > 0 ? drv_strtab_str(s->st.names, type) : NULL,
+                                         s->cfg.calib_type_fallback);
+        if (app >= 0 &&
+            drv_calib_measure(s->cfg.calib, app, gpn, nn, s->model.v[job].batch, &m) == 0) {
             x->calib_t = m.step;
             s->model.v[job].seen = m; /* what the job itself measures: all a policy may learn */
         }

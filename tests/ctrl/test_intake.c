@@ -85,7 +85,8 @@ static void node_of_pod(fixture *f, const char *name, char *out, size_t n)
 /* Two GPU types (issue 27): one T4 node, two A100 nodes, 4 GPUs each. A gang of 6 one-GPU
  * workers fits only on the A100s together and lands there whole (T4 + A100 would also hold
  * it, and least-allocated spreading would start on the empty T4); a job requiring H100 is
- * said never to fit, naming the type. */
+ * said never to fit, naming the type; one requiring 4 A100 GPUs while 2 are free waits, its
+ * Event naming the type and what is free of it. */
 static void test_gpu_types_one_per_job(void **state)
 {
     fixture *f = *state;
@@ -115,6 +116,16 @@ static void test_gpu_types_one_per_job(void **state)
     char st[8], why[48], cmsg[300];
     cond_of(f, "h100", "Queued", st, why, cmsg);
     assert_non_null(strstr(cmsg, "GPU type H100"));
+    /* 4 more A100 GPUs wanted, 2 free there (the T4's 4 do not count): its wait names both */
+    char four[1024], msg[600];
+    snprintf(four, sizeof four,
+             "\"Worker\":{\"replicas\":4,\"template\":{\"spec\":{\"schedulerName\":\"drover\","
+             "\"nodeSelector\":{\"nvidia.com/gpu.product\":\"A100-SXM4-40GB\"},\"containers\":[{"
+             "\"name\":\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\","
+             "\"nvidia.com/gpu\":\"1\"}}}]}}}");
+    add_job(f, "four", four, "");
+    WAIT_FOR(events(f, "four", "Waiting", msg, sizeof msg) >= 1);
+    assert_non_null(strstr(msg, "waiting for 4 x A100-SXM4-40GB; 2 free"));
     stop(&r);
 }
 

@@ -1,0 +1,78 @@
+#!/bin/sh
+# drover sim on GPU types with per-type profiles (issue 27; docs/data.md "Per GPU type"): a job
+# runs at its type's measured speed (synthetic profiles written here, Sia's layout, type "slow"
+# measured exactly twice as slow as "fast"), --calib-slowdown scales one model, a type without
+# a profile refuses the run naming model and type, --calib-type-fallback accepts it.
+# goodput (drover) chooses the faster type for a job where drover-no-types does not.
+# Usage: test_gpu_types.sh DROVER ROOT
+set -eu
+DROVER=$1
+ROOT=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# profiles: step = k * (0.001 * local batch + 0.01 * replicas), k = 1 (fast), 2 (slow)
+for m in bert:2 cifar10:100 deepspeech2:80 imagenet:90 ncf:10 yolov3:50; do
+    n=${m%%:*} e=${m##*:}
+    mkdir -p "$T/prof/$n"
+    for b in 64 128; do
+        awk -v e="$e" -v b="$b" 'BEGIN { print "progress,grad_sqr,grad_var"
+            for (i = 1; i <= e; i++) printf "%d,1.0,%s\n", i * 1000, (b == 64 ? "4.0" : "2.0") }' \
+            >"$T/prof/$n/validation-$b.csv"
+    done
+    for t in fast:1 slow:2; do
+        awk -v k="${t##*:}" 'BEGIN { print "placement,local_bsz,step_time,sync_time"
+            n = split("1 2 4 8 44 88", pl, " ")
+            for (i = 1; i <= n; i++) { p = pl[i]; r = 0
+                for (q = p; q > 0; q = int(q / 10)) r += q % 10
+                for (b = 32; b <= 64; b *= 2)
+                    printf "%s,%d,%g,%g\n", p, b, k * (0.001 * b + 0.01 * r), k * 0.01 * r } }' \
+            >"$T/prof/$n/placements-${t%%:*}.csv"
+    done
+done
+printf 'name,time,application,num_replicas,batch_size\ncifar10-0,0,cifar10,2,128\n' >"$T/t.csv"
+for ty in fast slow mid; do
+    printf 'nodes:\n  - {name: n, count: 2, cpu: 8, memory: 32Gi, gpu: 4, gpuType: %s}\n' "$ty" \
+        >"$T/c-$ty.yaml"
+done
+# avg JCT of the one policy's row
+jct() {
+    "$DROVER" sim --trace "$T/t.csv" --calib-dir "$T/prof" --policy gang-fifo --quiet "$@" |
+        awk '$1 == "gang-fifo" { print $3 }'
+}
+fast=$(jct --cluster "$T/c-fast.yaml")
+slow=$(jct --cluster "$T/c-slow.yaml")
+awk -v f="$fast" -v s="$slow" 'BEGIN { exit !(f > 0 && s > 1.99 * f && s < 2.01 * f) }' ||
+    fail "slow type's JCT $slow is not twice the fast type's $fast"
+sd=$(jct --cluster "$T/c-fast.yaml" --calib-slowdown cifar10=1.5,ncf=3)
+awk -v f="$fast" -v s="$sd" 'BEGIN { exit !(s > 1.49 * f && s < 1.51 * f) }' ||
+    fail "--calib-slowdown cifar10=1.5: JCT $sd, not 1.5 x $fast"
+# a type the profiles do not have: refused, named; accepted with the fallback (first type)
+if out=$("$DROVER" sim --trace "$T/t.csv" --calib-dir "$T/prof" --cluster "$T/c-mid.yaml" \
+    --policy gang-fifo --quiet 2>&1); then
+    fail "a type without a profile ran: $out"
+fi
+echo "$out" | grep -q "model cifar10 has no profile for GPU type mid (placements-mid.csv; node n-0 has it): add it, or --calib-type-fallback to time it by placements-fast.csv" ||
+    fail "refusal does not name model and type: $out"
+fb=$(jct --cluster "$T/c-mid.yaml" --calib-type-fallback)
+[ "$fb" = "$fast" ] || fail "--calib-type-fallback: JCT $fb, expected the first type's $fast"
+# a bad slowdown is named
+if out=$("$DROVER" sim --trace "$T/t.csv" --calib-dir "$T/prof" --cluster "$T/c-fast.yaml" \
+    --calib-slowdown resnet=2 --quiet 2>&1); then
+    fail "an unknown model's slowdown was accepted"
+fi
+echo "$out" | grep -q "slowdowns: 'resnet': no such model" || fail "bad slowdown: $out"
+# goodput's type choice (src/policy/goodput_types.c): one adaptive job, a 2-GPU node of the
+# slow type listed first and a 4-GPU node of the fast type. drover takes the type of most
+# one-GPU speed x room (fast, JCT t); with types=0 (drover-no-types: one pool, the first node
+# that fits) it runs on the slow type (2t).
+printf 'nodes:\n  - {name: s, count: 1, cpu: 8, memory: 32Gi, gpu: 2, gpuType: slow}\n  - {name: f, count: 1, cpu: 8, memory: 32Gi, gpu: 4, gpuType: fast}\n' >"$T/mix.yaml"
+printf 'name,time,application,num_replicas,batch_size\ncifar10-0,0,cifar10,1,64\n' >"$T/one.csv"
+"$DROVER" sim --trace "$T/one.csv" --calib-dir "$T/prof" --cluster "$T/mix.yaml" --quiet \
+    --profiles "$ROOT/examples/sia-ablations.yaml" --policy drover,drover-no-types --out "$T/o" >/dev/null
+awk -F, 'NR > 1 && $3 != "f" { exit 1 }' "$T/o/placements-drover.csv" ||
+    fail "drover placed the job off the fast type: $(cat "$T/o/placements-drover.csv")"
+awk -F, 'NR > 1 && $3 != "s" { exit 1 }' "$T/o/placements-drover-no-types.csv" ||
+    fail "the ablation (types=0) no longer shows the slow type's choice"
+echo "ok"

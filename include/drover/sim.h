@@ -94,8 +94,28 @@ typedef struct drv_jobspec {
     double batch;      /* total batch size of a calibrated job */
     double batch_min, batch_max; /* the range a policy may choose its batch in (DRV_BATCH);
                                     0, 0: the batch is fixed */
-    int32_t line; /* its line in the file it was read from, for messages; 0: generated */
+    int32_t line;    /* its line in the file it was read from, for messages; 0: generated */
+    int32_t running; /* 1 + its index in drv_workload.running when it already runs at t0 (a
+                        snapshot of a live cluster, docs/what-if.md); 0: it is submitted */
 } drv_jobspec;
+
+/*
+ * A job already running when the run starts (`drover snapshot` writes them; the workload
+ * fields startedAt, runningOn and doneSteps, docs/formats.md "Running jobs"): the simulator
+ * binds its pods to the nodes named at t0, without the pod-start pause, and counts the time
+ * it has run (its minRuntimeSeconds age, its start in the results).
+ */
+typedef struct drv_runspec {
+    double started_at; /* seconds, <= 0: when it started, before t0 */
+    double done_steps; /* worker-steps done by t0; < 0 unknown: estimated (sim_running.c) */
+    int32_t first, n;  /* its pods' nodes: drv_workload.runpods[first, first + n) */
+    int32_t line;      /* the line of its runningOn, for messages */
+} drv_runspec;
+
+typedef struct drv_runpod {
+    int32_t role; /* enum drv_role */
+    char node[DRV_NODE_NAME_MAX + 1];
+} drv_runpod;
 
 typedef struct drv_workload {
     drv_jobspec *jobs;
@@ -103,6 +123,10 @@ typedef struct drv_workload {
     drv_strtab *names;    /* the strings of cons, or NULL when there are none */
     drv_constraint *cons; /* roles' node constraints; [0] is empty (unused) */
     int32_t ncons, cap_cons;
+    drv_runspec *running; /* jobs running at t0 (drv_jobspec.running), NULL when none */
+    int32_t nrunning, cap_running;
+    drv_runpod *runpods; /* their pods' roles and nodes */
+    int32_t nrunpods, cap_runpods;
 } drv_workload;
 
 /* At most this many families may have a step cap in one generator (`generate.maxSteps`). */

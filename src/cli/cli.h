@@ -23,12 +23,13 @@ enum { EXIT_RUN = 1, EXIT_USAGE = 2 };
  * status. Each *_command describes its flags, for its parser and for `drover help NAME`.
  */
 extern const cli_command sim_command, report_command, run_command, emulate_command,
-    playground_command;
+    playground_command, snapshot_command;
 int cmd_sim(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_emulate(int argc, char **argv);
 int cmd_playground(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
 
 /*
  * The nodes of a cluster file (NULL: the built-in cluster, drv_cluster_default) as the

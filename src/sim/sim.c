@@ -630,6 +630,7 @@ void drv_sim_free(drv_sim *s)
     drv_free(s->ticks);
     drv_free(s->pl);
     drv_free(s->pl_open);
+    drv_free(s->node_of_name);
     drv_free(s);
 }
 
@@ -769,7 +770,9 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
             sim_set_phase(s, e.job, DRV_JOB_PENDING);
             sim_advance(s, e.job);
             s->live++;
-            rc = sim_request_cycle(s);
+            rc = sim_start_running(s, e.job, d);
+            if (!rc)
+                rc = sim_request_cycle(s);
             break;
         }
         case EV_CYCLE:

@@ -151,6 +151,10 @@ struct drv_sim {
     bool sync_failed;                    /* a sample could not be drawn (out of memory) */
     bool pl_failed; /* an allocation for the log failed; the run stops with DRV_ENOMEM */
     int32_t ndone;  /* jobs finished (for progress reports) */
+    /* jobs running at t0 (sim_running.c): per interned name (st.names) the node of that name,
+     * -1 for other names; built at the first such job, NULL otherwise */
+    int32_t *node_of_name;
+    int32_t nnode_of_name;
 };
 
 /* ---- shared helpers ----------------------------------------------------------------------- */
@@ -208,6 +212,11 @@ int sim_sync(drv_sim *s, int32_t job);
 void sim_sync_hook(void *arg, int32_t job);
 bool sim_calibrated(const drv_sim *s, int32_t job);
 int sim_reschedule(drv_sim *s, int32_t job);
+/* At its arrival (t0), a job of the workload that already runs (drv_jobspec.running): its pods
+ * bound to the nodes named, RUNNING since its startedAt, its progress done or estimated
+ * (sim_running.c). Nothing for other jobs. 0, DRV_EINVAL (a node the cluster does not have, d
+ * naming the file and line) or DRV_ENOMEM. */
+int sim_start_running(drv_sim *s, int32_t job, drv_diag *d);
 
 /* sim_apply.c */
 int sim_request_cycle(drv_sim *s);

@@ -142,9 +142,10 @@ static void print_row(const sim_inputs *in, int32_t i, const double *start, cons
     printf("%-32s %-8s", js->name, js->running ? (estimated ? "running~" : "running") : "pending");
     for (int p = 0; p < in->nprof; p++) {
         size_t k = (size_t)p * (size_t)in->wl[0].n + (size_t)i;
-        if (js->running && start[k] <= 0) { /* started before t0, as the snapshot saw it */
+        if (js->running && start[k] == 0) { /* started before t0, as the snapshot saw it */
             char ago[40];
-            snprintf(ago, sizeof ago, "%s ago", span(-start[k], a, sizeof a));
+            double since = in->wl[0].running[js->running - 1].started_at;
+            snprintf(ago, sizeof ago, "%s ago", span(-since, a, sizeof a));
             printf("  %12s %12s", ago, span(end[k], b, sizeof b));
         } else {
             printf("  %12s %12s", span(start[k], a, sizeof a), span(end[k], b, sizeof b));

@@ -791,7 +791,7 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
             sim_advance(s, e.job); /* not running yet: anchors at now, no progress */
             sim_set_phase(s, e.job, DRV_JOB_RUNNING);
             s->js[e.job].rate = 0;
-            if (j->start < 0) {
+            if (s->res[e.job].start < 0) { /* (a job running at t0 has a negative start) */
                 j->start = s->now;
                 s->res[e.job].start = s->now;
             }

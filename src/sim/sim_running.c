@@ -4,9 +4,9 @@
  *
  * At its arrival (at 0) such a job's pods are bound to the nodes its runningOn names, with no
  * pod-start pause (its containers are up), and it is RUNNING since its startedAt (< 0): its
- * minRuntimeSeconds age (drv_job.run_start), its first start and its submission in the results
- * (so its wait is 0 and its JCT counts the time it ran before t0) and its attained service
- * (held resources times the time run, what LAS reads) all count that time.
+ * minRuntimeSeconds age (drv_job.start, which victims.c reads) and its attained service (held
+ * resources times the time run, what LAS reads) count that time. Its result row says it was
+ * submitted and started at 0 (t0): a result's times are never negative (-1 is "never").
  *
  * Its remaining work: worker-steps done = doneSteps when the snapshot read the job's progress;
  * else an estimate, stated as such wherever it is shown: the rate its current placement gives
@@ -94,11 +94,13 @@ int sim_start_running(drv_sim *s, int32_t job, drv_diag *d)
     jobsim *x = &s->js[job];
     sim_set_phase(s, job, DRV_JOB_RUNNING);
     double ran = s->now - rs->started_at;
-    j->run_start = rs->started_at;
+    /* Its age since startedAt, as a victim's (victims.c reads run_start, else start): start
+     * holds the negative time; run_start is -1 until it runs again after a preemption. The
+     * results count from t0 (submitted and started at 0: a wait of 0), where -1 means "never"
+     * for every reader of a result row. */
     j->start = rs->started_at;
-    j->submit = rs->started_at;
-    s->res[job].start = rs->started_at;
-    s->res[job].submit = rs->started_at;
+    j->run_start = -1;
+    s->res[job].start = s->now;
     j->attained = ran * (double)(x->held.gpu > 0 ? x->held.gpu * 1000 : x->held.cpu) / 1000.0;
     if (rs->done_steps >= 0)
         j->steps = rs->done_steps < j->steps_total ? rs->done_steps : j->steps_total;

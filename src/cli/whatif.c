@@ -163,20 +163,25 @@ static const char *when(double t, char *buf, size_t n)
     return buf;
 }
 
-/* The sentences: per pending job, each policy after the first against the first. */
+/* The sentences: per pending job, each policy after the first against the first, where they
+ * differ by a second or more (the same start is no news). */
 static void print_compare(const sim_inputs *in, const double *start)
 {
     int32_t n = in->wl[0].n;
+    int said = 0;
     for (int p = 1; p < in->nprof; p++)
         for (int32_t i = 0; i < n; i++) {
-            if (in->wl[0].jobs[i].running)
+            double t = start[(size_t)p * (size_t)n + (size_t)i], t0 = start[i];
+            bool same = (t < 0 && t0 < 0) || (t >= 0 && t0 >= 0 && fabs(t - t0) < 1);
+            if (in->wl[0].jobs[i].running || same)
                 continue;
             char a[40], b[32];
-            printf("with %s, job %s starts %s instead of %s\n", in->prof[p].name,
-                   in->wl[0].jobs[i].name,
-                   when(start[(size_t)p * (size_t)n + (size_t)i], a, sizeof a),
-                   span(start[i], b, sizeof b));
+            printf("%swith %s, job %s starts %s instead of %s\n", said++ ? "" : "\n",
+                   in->prof[p].name, in->wl[0].jobs[i].name, when(t, a, sizeof a),
+                   span(t0, b, sizeof b));
         }
+    if (!said)
+        printf("\nevery policy starts each pending job when %s does\n", in->prof[0].name);
 }
 
 int whatif_run(const sim_opts *o, const sim_inputs *in)
@@ -222,10 +227,8 @@ int whatif_run(const sim_opts *o, const sim_inputs *in)
                "work left is an estimate (its rate on its nodes times the time it has run, at "
                "most 90 %% of the job; docs/what-if.md)\n",
                nest, nest == 1 ? "" : "s");
-    if (in->nprof > 1 && n > nrun) {
-        printf("\n");
+    if (in->nprof > 1 && n > nrun)
         print_compare(in, start);
-    }
 out:
     drv_free(start);
     drv_free(end);

@@ -144,6 +144,20 @@ END {
 }' "$tmp/morning.csv"
 echo
 
+echo "## What if: a snapshot replayed"
+echo
+echo "\`examples/snapshot/\` is \`drover snapshot\` of the test cluster of \`tests/cli/test_snapshot.sh\`"
+echo "(8 nodes of 32 CPUs, two 4-pod jobs running, three gangs waiting; one job's model and progress"
+echo "added by hand), replayed from its moment under five policies (docs/what-if.md): when each job"
+echo "starts and finishes, from the snapshot's moment."
+echo "\`drover sim --from-snapshot examples/snapshot --policy k8s-default,gang-fifo,volcano-priority,drover,tiresias\`"
+echo
+echo '```'
+"$drover" sim --from-snapshot "$root/examples/snapshot" --check \
+    --policy k8s-default,gang-fifo,volcano-priority,drover,tiresias
+echo '```'
+echo
+
 echo "## Held out: the built-in scenario with other seeds"
 echo
 echo "The \`drover\` profile's DRAGON part was chosen on the scenarios above (seed 1); issue 24's changes"

@@ -47,7 +47,7 @@ int whatif_resolve(sim_opts *o)
         if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
             fprintf(stderr,
                     "drover sim: --from-snapshot %s: %s: %s (a snapshot directory holds "
-                    "snapshot.yaml, cluster.yaml and workload.yaml, as `drover snapshot` writes "
+                    "snapshot.yaml, cluster.yaml and workload.yaml, as drover snapshot writes "
                     "them)\n",
                     dir, path, errno != 0 ? strerror(errno) : "not a file");
             return -1;

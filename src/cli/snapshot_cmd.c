@@ -339,8 +339,7 @@ static int put_node(snap *s, FILE *f, json_t *item, drv_res held)
     json_t *labels = json_object_get(meta, "labels");
     const char *gpu_label = s->o->gpu_label ? s->o->gpu_label : DRV_GPU_TYPE_LABEL;
     const char *type = json_string_value(json_object_get(labels, gpu_label));
-    bool typed = type && drv_name_ok(type, 63) && strcmp(gpu_label, DRV_GPU_TYPE_LABEL) == 0;
-    typed = typed || (type && drv_name_ok(type, 63));
+    bool typed = type && drv_name_ok(type, 63); /* else it stays a label like any other */
     const char *key;
     json_t *v;
     int nl = 0;

@@ -145,7 +145,8 @@ static void print_row(const sim_inputs *in, int32_t i, const double *start, cons
         if (js->running && start[k] == 0) { /* started before t0, as the snapshot saw it */
             char ago[40];
             double since = in->wl[0].running[js->running - 1].started_at;
-            snprintf(ago, sizeof ago, "%s ago", span(-since, a, sizeof a));
+            snprintf(ago, sizeof ago, "%s%s", span(-since, a, sizeof a),
+                     since <= -0.5 ? " ago" : "");
             printf("  %12s %12s", ago, span(end[k], b, sizeof b));
         } else {
             printf("  %12s %12s", span(start[k], a, sizeof a), span(end[k], b, sizeof b));

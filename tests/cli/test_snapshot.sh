@@ -67,6 +67,9 @@ nbound() {
         >"$tmp/pods" 2>&1 && [ "$(grep -c -E '=node-[0-9]+$' "$tmp/pods")" -eq "$1" ]
 }
 until_ok nbound 8 || fail "big-a and big-b bound: $(cat "$tmp/pods")"
+# ... and running (status.startTime set: a snapshot's startedAt)
+nrunning() { [ "$(kc get pods --field-selector=status.phase=Running -o name 2>/dev/null | grep -c .)" -eq 8 ]; }
+until_ok nrunning || fail "big-a and big-b running: $(kc get pods 2>&1)"
 {
     tj wait-c Worker 2 20 '  priorityClassName: urgent'
     tj wait-d Chief 1 8

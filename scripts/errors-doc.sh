@@ -25,6 +25,7 @@ function section(f) {
     if (f ~ /^k-/) return "Kubeconfig (`drover run`)"
     if (f ~ /^m-/) return "Model catalogue (`--models`)"
     if (f ~ /^r-/) return "Report directories (`drover report`)"
+    if (f ~ /^s-/) return "Snapshot directories (`sim --from-snapshot`)"
     return "The command line"
 }
 /^#/ || NF < 5 { next }

@@ -175,6 +175,18 @@ END {
     else
         print "\n**Assumption no longer holds**: `gang-preempt` loses no more work than `gang-priority` here."
 }' "$tmp/checkpoint.csv"
+echo "## What if: a snapshot replayed"
+echo
+echo "\`examples/snapshot/\` is \`drover snapshot\` of the test cluster of \`tests/cli/test_snapshot.sh\`"
+echo "(8 nodes of 32 CPUs, two 4-pod jobs running, three gangs waiting; one job's model and progress"
+echo "added by hand), replayed from its moment under five policies (docs/what-if.md): when each job"
+echo "starts and finishes, from the snapshot's moment."
+echo "\`drover sim --from-snapshot examples/snapshot --policy k8s-default,gang-fifo,volcano-priority,drover,tiresias\`"
+echo
+echo '```'
+"$drover" sim --from-snapshot "$root/examples/snapshot" --check \
+    --policy k8s-default,gang-fifo,volcano-priority,drover,tiresias
+echo '```'
 echo
 
 echo "## Held out: the built-in scenario with other seeds"

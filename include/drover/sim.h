@@ -105,7 +105,27 @@ typedef struct drv_jobspec {
     int32_t line;        /* its line in the file it was read from, for messages; 0: generated */
     int8_t topo_mode;  /* `topology:` (enum drv_topo_mode), DRV_TOPO_NONE when not given */
     int8_t topo_level; /* with a mode: its level, an index of drv_workload.topo */
+    int32_t running; /* 1 + its index in drv_workload.running when it already runs at t0 (a
+                        snapshot of a live cluster, docs/what-if.md); 0: it is submitted */
 } drv_jobspec;
+
+/*
+ * A job already running when the run starts (`drover snapshot` writes them; the workload
+ * fields startedAt, runningOn and doneSteps, docs/formats.md "Running jobs"): the simulator
+ * binds its pods to the nodes named at t0, without the pod-start pause, and counts the time
+ * it has run (its minRuntimeSeconds age, its start in the results).
+ */
+typedef struct drv_runspec {
+    double started_at; /* seconds, <= 0: when it started, before t0 */
+    double done_steps; /* worker-steps done by t0; < 0 unknown: estimated (sim_running.c) */
+    int32_t first, n;  /* its pods' nodes: drv_workload.runpods[first, first + n) */
+    int32_t line;      /* the line of its runningOn, for messages */
+} drv_runspec;
+
+typedef struct drv_runpod {
+    int32_t role; /* enum drv_role */
+    char node[DRV_NODE_NAME_MAX + 1];
+} drv_runpod;
 
 typedef struct drv_workload {
     drv_jobspec *jobs;
@@ -116,6 +136,10 @@ typedef struct drv_workload {
     char topo[DRV_MAX_TOPO][DRV_TOPO_KEY_MAX + 1]; /* the topology levels jobs name */
     int32_t ntopo;
     char file[256]; /* the file the jobs were read from, for messages ("" when generated) */
+    drv_runspec *running; /* jobs running at t0 (drv_jobspec.running), NULL when none */
+    int32_t nrunning, cap_running;
+    drv_runpod *runpods; /* their pods' roles and nodes */
+    int32_t nrunpods, cap_runpods;
 } drv_workload;
 
 /* At most this many families may have a step cap in one generator (`generate.maxSteps`). */

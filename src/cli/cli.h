@@ -23,12 +23,13 @@ enum { EXIT_RUN = 1, EXIT_USAGE = 2 };
  * status. Each *_command describes its flags, for its parser and for `drover help NAME`.
  */
 extern const cli_command sim_command, report_command, run_command, emulate_command,
-    playground_command;
+    playground_command, snapshot_command;
 int cmd_sim(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_emulate(int argc, char **argv);
 int cmd_playground(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
 
 /*
  * The nodes of a cluster file (NULL: the built-in cluster, drv_cluster_default) as the
@@ -39,6 +40,25 @@ int cmd_playground(int argc, char **argv);
 struct drv_emu_node;
 int cli_emulated_nodes(const char *file, const char *who, struct drv_emu_node **nodes, int32_t *n,
                        double *pod_start);
+
+/* The connection flags of the commands that talk to a cluster (`drover run`, `drover snapshot`):
+ * --kubeconfig, --context and --in-cluster into fields kc, ctx and inc of options struct T,
+ * with one help text. */
+#define CLI_KUBE_FLAGS(T, kc, ctx, inc)                                                            \
+    {.name = "kubeconfig",                                                                         \
+     .kind = FLAG_TEXT,                                                                            \
+     .at = offsetof(T, kc),                                                                        \
+     .arg = "FILES",                                                                               \
+     .help = "kubeconfig files, ':'-separated (default: $KUBECONFIG, else\n~/.kube/config)"},      \
+        {.name = "context",                                                                        \
+         .kind = FLAG_TEXT,                                                                        \
+         .at = offsetof(T, ctx),                                                                   \
+         .arg = "NAME",                                                                            \
+         .help = "kubeconfig context (default: its current-context)"},                             \
+    {                                                                                              \
+        .name = "in-cluster", .kind = FLAG_SWITCH, .at = offsetof(T, inc),                         \
+        .help = "use the pod's service account instead of a kubeconfig"                            \
+    }
 
 /* Prints "drover VERSION" (every command's --version). Returns 0. */
 int cli_version(void);

@@ -13,6 +13,7 @@
 #include "cli.h"
 
 #include "drover/policy.h"
+#include "drover/usage.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -55,6 +56,7 @@ static int print_shares(const drv_state *st, int32_t job)
         return DRV_ENOMEM;
     drv_res mine = drv_user_use_find(use, nuse, j->queue, j->user);
     drv_free(use);
+    /* the share of what is bound now; with a half-life, also the decayed one the order reads */
     printf("queue %s (weight %g): uses %lld m CPU, %lld MiB, %lld GPUs of %lld m, %lld MiB, %lld; "
            "weighted dominant share %.4f\n",
            drv_strtab_str(st->names, q->name), q->weight, (long long)q->used.cpu,
@@ -65,6 +67,13 @@ static int print_shares(const drv_state *st, int32_t job)
            "cluster)\n\n",
            drv_strtab_str(st->names, j->user), drv_strtab_str(st->names, q->name),
            drv_user_share(st, j->queue, mine, cap));
+    if (st->half_life > 0) /* what the fairshare order and the share factor read (usage.h) */
+        printf("decayed over time (half-life %g s), what the order reads: queue %s usage %.4f, "
+               "weighted %.4f; user %s %.4f\n\n",
+               st->half_life, drv_strtab_str(st->names, q->name),
+               drv_queue_usage(st, j->queue, cap), drv_queue_fair_share(st, j->queue, cap),
+               drv_strtab_str(st->names, j->user),
+               drv_user_fair_share(st, j->queue, j->user, mine, cap));
     return 0;
 }
 

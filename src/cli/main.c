@@ -210,6 +210,8 @@ static const struct {
      cmd_sim},
     {"run", "run in a Kubernetes cluster: TrainingJob controller, scheduler, binder", &run_command,
      cmd_run},
+    {"snapshot", "write a live cluster as files `drover sim --from-snapshot` replays (what if)",
+     &snapshot_command, cmd_snapshot},
     {"report", "redraw the plots and index.html of a `sim --out` directory from its files",
      &report_command, cmd_report},
     {"policies", "list the built-in policies (profiles) and plugins", &policies_command,

@@ -115,6 +115,14 @@ static const cli_flag sim_flags[] = {
              "queue by priority, says what it orders by. With queues in the cluster\n"
              "or a fairshare order, also the job's queue share and its user's share\n"
              "within it. Runs nothing else"},
+    {.name = "from-snapshot",
+     .kind = FLAG_TEXT,
+     AT(from_snapshot),
+     .arg = "DIR",
+     .help = "what if: replay a live cluster from the moment `drover snapshot`\n"
+             "took DIR, under each --policy, and print when each pending job\n"
+             "would start and finish under each (docs/what-if.md); not with\n"
+             "--workload, --cluster, --trace, --stream, --seeds, --mechanics"},
     {.name = "trace",
      .kind = FLAG_TEXT,
      AT(trace),
@@ -577,7 +585,7 @@ int cmd_sim(int argc, char **argv)
     int first, status = cli_begin(&sim_command, argc, argv, &o, &first);
     if (status >= 0)
         return status;
-    if (sim_check_opts(&o) != 0)
+    if (sim_check_opts(&o) != 0 || (o.from_snapshot && whatif_resolve(&o) != 0))
         return EXIT_USAGE;
     o.argc = argc;
     o.argv = argv;
@@ -585,6 +593,8 @@ int cmd_sim(int argc, char **argv)
     status = sim_parse_seeds(&o, &in) ? EXIT_USAGE : sim_load_inputs(&o, &in);
     if (status == 0 && o.explain)
         status = cli_explain_job(&in.cluster, &in.wl[0], &in.cat, &in.prof[0], o.seed, o.explain);
+    else if (status == 0 && o.from_snapshot)
+        status = whatif_run(&o, &in);
     else if (status == 0)
         status = simulate(&o, &in);
     sim_inputs_fini(&in);

@@ -20,12 +20,16 @@ typedef struct sim_opts {
     const char *profiles, *explain;
     const char *trace, *trace_format, *on_bad_row, *calib_dir, *mechanics, *data_dir;
     const char *trace_columns, *seeds, *calib_slowdown;
+    const char *from_snapshot; /* --from-snapshot DIR (whatif.c) */
     uint64_t seed;
     int threads;
     bool check, quiet, stream, calib_type_fallback;
     uint64_t given; /* bit i: sim_flags[i] was given (cli_given) */
     int argc;       /* the command as given (argv[0] "sim"), for summary-seeds.json */
     char **argv;
+    /* --from-snapshot: its files (cluster and workload then point here) and what
+       snapshot.yaml says of it */
+    char snap_cluster[4200], snap_workload[4200], snap_taken[64], snap_server[512];
 } sim_opts;
 
 /* Everything a run reads, checked before anything runs. */
@@ -70,5 +74,12 @@ int sim_seeds_files(const sim_opts *o, const sim_inputs *in, const drv_summary *
  * in --format. Returns 0 or the exit status. */
 int sim_report_seeds(const sim_opts *o, const sim_inputs *in, const drv_summary *sums,
                      const char *desc);
+
+/* --from-snapshot DIR (whatif.c): checks DIR's files and its version and points o->cluster and
+ * o->workload at its files. 0, or -1 with a one-line message printed. */
+int whatif_resolve(sim_opts *o);
+/* Replays the snapshot under each policy and prints when each job starts and finishes. The
+ * inputs are loaded. Returns the exit status. */
+int whatif_run(const sim_opts *o, const sim_inputs *in);
 
 #endif

@@ -635,6 +635,7 @@ void drv_sim_free(drv_sim *s)
     drv_free(s->ticks);
     drv_free(s->pl);
     drv_free(s->pl_open);
+    drv_free(s->node_of_name);
     drv_free(s);
 }
 
@@ -776,7 +777,9 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
             sim_set_phase(s, e.job, DRV_JOB_PENDING);
             sim_advance(s, e.job);
             s->live++;
-            rc = sim_request_cycle(s);
+            rc = sim_start_running(s, e.job, d);
+            if (!rc)
+                rc = sim_request_cycle(s);
             break;
         }
         case EV_CYCLE:
@@ -795,7 +798,7 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
             sim_advance(s, e.job); /* not running yet: anchors at now, no progress */
             sim_set_phase(s, e.job, DRV_JOB_RUNNING);
             s->js[e.job].rate = 0;
-            if (j->start < 0) {
+            if (s->res[e.job].start < 0) { /* (a job running at t0 has a negative start) */
                 j->start = s->now;
                 s->res[e.job].start = s->now;
             }

@@ -155,6 +155,10 @@ struct drv_sim {
     bool sync_failed;                    /* a sample could not be drawn (out of memory) */
     bool pl_failed; /* an allocation for the log failed; the run stops with DRV_ENOMEM */
     int32_t ndone;  /* jobs finished (for progress reports) */
+    /* jobs running at t0 (sim_running.c): per interned name (st.names) the node of that name,
+     * -1 for other names; built at the first such job, NULL otherwise */
+    int32_t *node_of_name;
+    int32_t nnode_of_name;
 };
 
 /* ---- shared helpers ----------------------------------------------------------------------- */
@@ -215,6 +219,11 @@ bool sim_calibrated(const drv_sim *s, int32_t job);
  * cfg.calib_type_fallback), naming model, type and node. 0 or DRV_ENOENT / DRV_ENOMEM. */
 int sim_check_calib_types(const drv_sim *s, const drv_workload *w, drv_diag *d);
 int sim_reschedule(drv_sim *s, int32_t job);
+/* At its arrival (t0), a job of the workload that already runs (drv_jobspec.running): its pods
+ * bound to the nodes named, RUNNING since its startedAt, its progress done or estimated
+ * (sim_running.c). Nothing for other jobs. 0, DRV_EINVAL (a node the cluster does not have, d
+ * naming the file and line) or DRV_ENOMEM. */
+int sim_start_running(drv_sim *s, int32_t job, drv_diag *d);
 
 /* sim_apply.c */
 int sim_request_cycle(drv_sim *s);

@@ -12,6 +12,7 @@
 #include "drover/conf.h"
 #include "drover/jobsource.h"
 #include "queues_read.h"
+#include "running_read.h"
 #include "drover/sim.h"
 #include "drover/strtab.h"
 
@@ -300,6 +301,8 @@ void drv_workload_fini(drv_workload *w)
         drv_constraint_fini(&w->cons[i]);
     drv_free(w->cons);
     drv_strtab_free(w->names);
+    drv_free(w->running);
+    drv_free(w->runpods);
     memset(w, 0, sizeof *w);
 }
 
@@ -515,7 +518,8 @@ static int read_job(const drv_conf_doc *doc, const char *file, drv_conf *jn, int
     if ((rc = drv_conf_expect(doc, jn, DRV_CONF_MAP, p, d)) != 0 ||
         (rc = read_names(doc, file, jn, i, names, &j, d)) != 0 ||
         (rc = read_model(doc, file, jn, i, cat, &j, d)) != 0 ||
-        (rc = read_roles(doc, file, jn, i, &j, w, d)) != 0)
+        (rc = read_roles(doc, file, jn, i, &j, w, d)) != 0 ||
+        (rc = drv_read_running(doc, jn, i, &j, w, d)) != 0)
         return rc;
     snprintf(p, sizeof p, "jobs[%d]", i);
     if ((rc = drv_read_job_topology(doc, jn, p, w, &j, d)) != 0)

@@ -289,6 +289,14 @@ grep -q '^user dave in queue batch: share 0\.[0-9]' "$tmp/out"
 check explain-user-line $?
 grep -q -E '^share +0\.[0-9]+ ' "$tmp/out"
 check explain-share-factor $?
+# With a half-life (examples/morning-*.yaml, fair-decay): night's jobs ended, so its share now is
+# 0, but the order reads the decayed usage of the night: --explain prints that one too.
+expect_status explain-decayed 0 "$drover" sim --workload "$src/examples/morning-workload.yaml" \
+    --cluster "$src/examples/cluster-morning.yaml" --profiles "$src/examples/morning-profiles.yaml" \
+    --policy fair-decay --explain night-morning-0
+grep -q '^queue night (weight 1): .* weighted dominant share 0\.0000$' "$tmp/out" &&
+    grep -q -E '^decayed over time \(half-life 3600 s\), what the order reads: queue night usage 0\.[1-9]' "$tmp/out"
+check explain-decayed-share $?
 
 
 # --seeds: one row per policy with mean ± interval over the seeds; the same numbers whatever

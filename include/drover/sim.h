@@ -103,10 +103,10 @@ typedef struct drv_jobspec {
                             (and when it starts): preempted, scaled or migrated, it loses what it
                             did since its last checkpoint; 0 (the default): nothing is lost */
     int32_t line;        /* its line in the file it was read from, for messages; 0: generated */
-    int8_t topo_mode;  /* `topology:` (enum drv_topo_mode), DRV_TOPO_NONE when not given */
-    int8_t topo_level; /* with a mode: its level, an index of drv_workload.topo */
-    int32_t running; /* 1 + its index in drv_workload.running when it already runs at t0 (a
-                        snapshot of a live cluster, docs/what-if.md); 0: it is submitted */
+    int8_t topo_mode;    /* `topology:` (enum drv_topo_mode), DRV_TOPO_NONE when not given */
+    int8_t topo_level;   /* with a mode: its level, an index of drv_workload.topo */
+    int32_t running;     /* 1 + its index in drv_workload.running when it already runs at t0 (a
+                            snapshot of a live cluster, docs/what-if.md); 0: it is submitted */
 } drv_jobspec;
 
 /*
@@ -135,7 +135,7 @@ typedef struct drv_workload {
     int32_t ncons, cap_cons;
     char topo[DRV_MAX_TOPO][DRV_TOPO_KEY_MAX + 1]; /* the topology levels jobs name */
     int32_t ntopo;
-    char file[256]; /* the file the jobs were read from, for messages ("" when generated) */
+    char file[256];       /* the file the jobs were read from, for messages ("" when generated) */
     drv_runspec *running; /* jobs running at t0 (drv_jobspec.running), NULL when none */
     int32_t nrunning, cap_running;
     drv_runpod *runpods; /* their pods' roles and nodes */

@@ -116,9 +116,9 @@ typedef struct ctrl_writer {
      * start. */
     const atomic_int *burst;
     atomic_bool stopping; /* ctrl_writer_stop: a hold ends at once */
-    bool no_events;          /* write no Events (drv_ctrl_opts.no_events) */
-    bool following;          /* a follower of a leader election (the scheduler thread's, set by
-                                the loop): its Events are dropped, as the leader writes them */
+    bool no_events;       /* write no Events (drv_ctrl_opts.no_events) */
+    bool following;       /* a follower of a leader election (the scheduler thread's, set by
+                             the loop): its Events are dropped, as the leader writes them */
     event_bucket spam[EVENT_BUCKETS]; /* the scheduler thread's: Events allowed per object
                                          and reason (a TrainingJob edited 1,000 times a second
                                          wrote 536 ReplicasEdited Events: issue 26) */

@@ -175,6 +175,7 @@ END {
     else
         print "\n**Assumption no longer holds**: `gang-preempt` loses no more work than `gang-priority` here."
 }' "$tmp/checkpoint.csv"
+echo
 echo "## What if: a snapshot replayed"
 echo
 echo "\`examples/snapshot/\` is \`drover snapshot\` of the test cluster of \`tests/cli/test_snapshot.sh\`"

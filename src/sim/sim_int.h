@@ -15,7 +15,7 @@
 
 #include <math.h>
 
-enum { EV_ARRIVAL, EV_CYCLE, EV_STARTED, EV_COMPLETE };
+enum { EV_ARRIVAL, EV_CYCLE, EV_STARTED, EV_COMPLETE, EV_RELEASE };
 
 typedef struct event {
     double t;
@@ -49,6 +49,12 @@ typedef struct jobsim {
     double owe_t;       /* while RUNNING under a periodic profile: the first periodic cycle whose
                            progress sample is not drawn yet (INFINITY: none); see sync() */
 } jobsim;
+
+/* A terminating pod (sim_grace.c): the room it holds on its node and its queue (-1: none). */
+typedef struct sim_ghost {
+    int32_t node, queue;
+    drv_res req;
+} sim_ghost;
 
 /* What a streamed run keeps of a finished job for its summary: 16 bytes instead of its spec
  * and result row (released as it finishes). */
@@ -159,6 +165,13 @@ struct drv_sim {
      * -1 for other names; built at the first such job, NULL otherwise */
     int32_t *node_of_name;
     int32_t nnode_of_name;
+    /* terminating pods (sim_grace.c), only with cluster->timing.grace > 0: a FIFO of ghosts,
+     * the released ones before ghost_head, and per node what its ghosts hold (NULL until the
+     * first ghost) */
+    sim_ghost *ghosts;
+    int32_t nghosts, cap_ghosts, ghost_head;
+    drv_res *ghost_room;
+    bool ghost_failed; /* a ghost could not be recorded (out of memory) */
 };
 
 /* ---- shared helpers ----------------------------------------------------------------------- */
@@ -224,6 +237,14 @@ int sim_reschedule(drv_sim *s, int32_t job);
  * (sim_running.c). Nothing for other jobs. 0, DRV_EINVAL (a node the cluster does not have, d
  * naming the file and line) or DRV_ENOMEM. */
 int sim_start_running(drv_sim *s, int32_t job, drv_diag *d);
+
+/* sim_grace.c: a removed pod's room on node and use of queue (-1: none) held for the grace
+ * (drv_timing.grace), released by the EV_RELEASE event it pushes (the oldest ghost first); the
+ * release asks for a cycle while jobs are live (0 or DRV_ENOMEM). Out of memory while adding
+ * sets ghost_failed: the run stops with DRV_ENOMEM after the event. */
+void sim_ghost_add(drv_sim *s, int32_t node, int32_t queue, drv_res req);
+int sim_ghost_release(drv_sim *s);
+void sim_ghost_free(drv_sim *s);
 
 /* sim_apply.c */
 int sim_request_cycle(drv_sim *s);

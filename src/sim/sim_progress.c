@@ -65,7 +65,10 @@ void sim_unbind(drv_sim *s, int32_t pod)
     drv_res req = s->st.jobs[job].role[s->st.pods[pod].role].req;
     if (s->cfg.placements)
         sim_log_unbind(s, pod);
+    int32_t node = s->st.pods[pod].node;
     drv_state_unbind(&s->st, pod);
+    if (s->cluster->timing.grace > 0) /* it terminates: its room and use stay meanwhile */
+        sim_ghost_add(s, node, s->st.nqueues > 0 ? s->st.jobs[job].queue : -1, req);
     s->js[job].held = drv_res_sub(s->js[job].held, req);
     *bucket(s, job) = drv_res_sub(*bucket(s, job), req);
 }

@@ -85,10 +85,8 @@ static void queue_cluster(drv_cluster_spec *c, double grace)
     assert_int_equal(drv_cluster_uniform(c, 1, (drv_res){16000, 64 * GiB, 0}), 0);
     c->timing.pod_start = 0;
     c->timing.grace = grace;
-    drv_queuespec qs = {.weight = 1,
-                        .quota = {4000, DRV_UNLIMITED, DRV_UNLIMITED},
-                        .line = 1,
-                        .name = "q"};
+    drv_queuespec qs = {
+        .weight = 1, .quota = {4000, DRV_UNLIMITED, DRV_UNLIMITED}, .line = 1, .name = "q"};
     c->queues = drv_calloc(1, sizeof *c->queues); /* drv_cluster_fini frees it */
     assert_non_null(c->queues);
     c->queues[0] = qs;
@@ -146,6 +144,83 @@ static void test_grace_holds_node(void **unused)
     drv_workload_fini(&w);
 }
 
+/*
+ * A victim and its claimant decided in one cycle (tests/sim/test_preempt.c's scenario: at 300 the
+ * urgent 6-pod gang preempts low-a and shrinks low-elastic). With grace 30 the victims' pods hold
+ * their room until 330: the urgent gang is not bound at 300 - not even the pods that would fit in
+ * free room, so no gang is half placed (the invariants are checked every cycle, node capacity
+ * included) - and it is bound whole once the room is released.
+ */
+static void test_grace_delays_claimant(void **unused)
+{
+    (void)unused;
+    enum { LOW_A, URGENT = 4, NJOBS };
+    drv_cluster_spec c = {0};
+    drv_workload w = {0};
+    drv_profile *profs = NULL;
+    int nprofs = 0;
+    drv_diag d = {{0}};
+    if (drv_cluster_load(&c, tu_path("examples/cluster-4node.yaml"), &d) ||
+        drv_workload_load(&w, tu_path("examples/preempt-4node.yaml"), &tu_cat, 1, &d) ||
+        drv_profile_file_load(tu_path("examples/preempt-profiles.yaml"), &profs, &nprofs, &d))
+        fail_msg("%s", d.msg);
+    c.timing.grace = 30;
+    const drv_profile *p = NULL;
+    for (int i = 0; i < nprofs; i++)
+        if (strcmp(profs[i].name, "gang-preempt") == 0)
+            p = &profs[i];
+    assert_non_null(p);
+    assert_int_equal(w.n, NJOBS);
+    drv_sim_config cfg = {.seed = 1, .check = true};
+    drv_sim *s = NULL;
+    if (drv_sim_new(&c, &w, &tu_cat, p, &cfg, &s, &d) || drv_sim_run_until(s, 301, &d))
+        fail_msg("%s", d.msg);
+    const drv_state *st = drv_sim_state(s);
+    assert_int_equal(st->jobs[LOW_A].preemptions, 1); /* the victim is off ... */
+    int bound = 0;
+    for (int r = 0; r < DRV_NROLES; r++)
+        bound += st->jobs[URGENT].bound[r];
+    assert_int_equal(bound, 0); /* ... but its room is held: the claimant waits whole */
+    if (drv_sim_run(s, &d))
+        fail_msg("%s", d.msg);
+    int32_t n;
+    const drv_jobresult *r = drv_sim_jobs(s, &n);
+    assert_true(r[URGENT].start >= 330 && r[URGENT].start <= 330 + 30);
+    assert_true(r[URGENT].end > 0 && r[LOW_A].end > 0);
+    drv_sim_free(s);
+    drv_free(profs);
+    drv_workload_fini(&w);
+    drv_cluster_fini(&c);
+}
+
+/* examples/cluster-tenants.yaml's 30 jobs in three queues under DRAGON (which scales, preempts
+ * and binds in the same cycles) with grace 30: every job finishes, the invariants checked every
+ * cycle - a gang whose bind waited for held room gives back what it had bound, so none is left
+ * half placed, and no node is over its room. */
+static void test_grace_dragon_tenants(void **unused)
+{
+    (void)unused;
+    drv_cluster_spec c = {0};
+    drv_workload w = {0};
+    drv_diag d = {{0}};
+    drv_profile p;
+    if (drv_cluster_load(&c, tu_path("examples/cluster-tenants.yaml"), &d) ||
+        drv_workload_load(&w, tu_path("examples/tenants-workload.yaml"), &tu_cat, 1, &d) ||
+        drv_profile_builtin("dragon", &p, &d))
+        fail_msg("%s", d.msg);
+    c.timing.grace = 30;
+    drv_sim_config cfg = {.seed = 1, .check = true};
+    drv_sim *s = NULL;
+    if (drv_sim_new(&c, &w, &tu_cat, &p, &cfg, &s, &d) || drv_sim_run(s, &d))
+        fail_msg("%s", d.msg);
+    drv_summary sum;
+    drv_sim_summary(s, &sum);
+    assert_int_equal(sum.done, w.n);
+    drv_sim_free(s);
+    drv_workload_fini(&w);
+    drv_cluster_fini(&c);
+}
+
 /* timing.terminationGraceSeconds: read, 0 when absent, and a bad value named with its line. */
 static void test_grace_read(void **unused)
 {
@@ -163,8 +238,9 @@ static void test_grace_read(void **unused)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         FILE *f = fopen(path, "w");
         assert_non_null(f);
-        fprintf(f, "nodes:\n  - {name: n0, cpu: 4, memory: 8Gi}\ntiming:\n"
-                   "  terminationGraceSeconds: %s\n",
+        fprintf(f,
+                "nodes:\n  - {name: n0, cpu: 4, memory: 8Gi}\ntiming:\n"
+                "  terminationGraceSeconds: %s\n",
                 cases[i].value);
         fclose(f);
         drv_cluster_spec c = {0};
@@ -194,6 +270,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grace_holds_queue),
         cmocka_unit_test(test_grace_holds_node),
+        cmocka_unit_test(test_grace_delays_claimant),
+        cmocka_unit_test(test_grace_dragon_tenants),
         cmocka_unit_test(test_grace_read),
     };
     return cmocka_run_group_tests(tests, tu_catalogue_setup, tu_catalogue_teardown);

@@ -33,6 +33,8 @@ typedef struct drv_timing {
     double pod_start; /* seconds from a complete gang to running */
     double restart;   /* checkpoint-restart pause after a scale or migration, seconds */
     double horizon;   /* simulated seconds after which the run stops */
+    double grace;     /* seconds a removed pod keeps its node room and its queue's use while it
+                         terminates (timing.terminationGraceSeconds; 0: released at once) */
 } drv_timing;
 
 #define DRV_DEF_POD_START 5.0

@@ -612,6 +612,7 @@ void drv_sim_free(drv_sim *s)
     drv_decisions_fini(&s->dec);
     drv_calib_jobs_fini(&s->model);
     drv_free(s->heap);
+    sim_ghost_free(s);
     drv_free(s->arrivals);
     drv_free(s->cons_map);
     drv_free(s->qidx);
@@ -807,6 +808,9 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
                 rc = sim_sample(s, e.job);
             break;
         }
+        case EV_RELEASE: /* the oldest terminating pod is gone (sim_grace.c) */
+            rc = sim_ghost_release(s);
+            break;
         case EV_COMPLETE:
             if (drv_state_job_released(&s->st, e.job) || e.gen != s->js[e.job].gen ||
                 s->st.jobs[e.job].phase != DRV_JOB_RUNNING)
@@ -819,7 +823,7 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
         }
         if (!rc && !s->stream.src) /* a streamed run keeps no O(trace) time series */
             rc = sim_record_tick(s);
-        if (!rc && (s->pl_failed || s->sync_failed))
+        if (!rc && (s->pl_failed || s->sync_failed || s->ghost_failed))
             rc = DRV_ENOMEM;
         if (s->cfg.progress && s->events % DRV_PROGRESS_EVERY == 0)
             report_progress(s);

@@ -170,8 +170,8 @@ static int apply(drv_sim *s, drv_diag *d)
         if (rc)
             break;
         switch (x->kind) {
-        case DRV_BIND:
-            sim_bind(s, x->pod, x->node);
+        case DRV_BIND: /* into room still held by terminating pods, it waits (sim_grace.c) */
+            rc = sim_ghost_bind(s, x->pod, x->node);
             break;
         case DRV_EVICT:
             lose_work(s, x->job);
@@ -202,7 +202,7 @@ static int apply(drv_sim *s, drv_diag *d)
         case DRV_MIGRATE:
             lose_work(s, x->job);
             sim_unbind(s, x->pod);
-            sim_bind(s, x->pod, x->node);
+            rc = sim_ghost_bind(s, x->pod, x->node);
             s->js[x->job].restart = true;
             s->st.jobs[x->job].migrations++;
             s->migrations++;
@@ -211,6 +211,8 @@ static int apply(drv_sim *s, drv_diag *d)
             break;
         }
     }
+    if (!rc && s->cluster->timing.grace > 0)
+        sim_ghost_settle(s, s->touched, s->ntouched);
     for (int32_t i = 0; i < s->ntouched && !rc; i++)
         rc = settle(s, s->touched[i]);
     all = all || shares_change(s);

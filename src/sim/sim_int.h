@@ -15,7 +15,7 @@
 
 #include <math.h>
 
-enum { EV_ARRIVAL, EV_CYCLE, EV_STARTED, EV_COMPLETE };
+enum { EV_ARRIVAL, EV_CYCLE, EV_STARTED, EV_COMPLETE, EV_RELEASE };
 
 typedef struct event {
     double t;
@@ -40,6 +40,7 @@ typedef struct jobsim {
     uint32_t touched; /* cycle stamp of the last decision touching this job */
     uint32_t preempt; /* cycle stamp of its last preemption (counted once per cycle) */
     uint32_t lost;    /* cycle stamp of its last loss of work (charged once per cycle) */
+    uint32_t blocked; /* cycle stamp of its last bind that waited for held room (sim_grace.c) */
     bool restart;     /* a decision this cycle requires a checkpoint-restart */
     int64_t nsamples;
     drv_res held;       /* resources of the job's bound pods */
@@ -49,6 +50,12 @@ typedef struct jobsim {
     double owe_t;       /* while RUNNING under a periodic profile: the first periodic cycle whose
                            progress sample is not drawn yet (INFINITY: none); see sync() */
 } jobsim;
+
+/* A terminating pod (sim_grace.c): the room it holds on its node and its queue (-1: none). */
+typedef struct sim_ghost {
+    int32_t node, queue;
+    drv_res req;
+} sim_ghost;
 
 /* What a streamed run keeps of a finished job for its summary: 16 bytes instead of its spec
  * and result row (released as it finishes). */
@@ -159,6 +166,15 @@ struct drv_sim {
      * -1 for other names; built at the first such job, NULL otherwise */
     int32_t *node_of_name;
     int32_t nnode_of_name;
+    /* terminating pods (sim_grace.c), only with cluster->timing.grace > 0: a FIFO of ghosts,
+     * the released ones before ghost_head, and per node what its ghosts hold (NULL until the
+     * first ghost) */
+    sim_ghost *ghosts;
+    int32_t nghosts, cap_ghosts, ghost_head;
+    drv_res *ghost_room;
+    bool ghost_failed;  /* a ghost could not be recorded (out of memory) */
+    int32_t *bound_now; /* pods bound by this cycle's decisions (only with a grace) */
+    int32_t nbound_now, cap_bound_now;
 };
 
 /* ---- shared helpers ----------------------------------------------------------------------- */
@@ -206,7 +222,10 @@ void sim_queues_summary(const drv_sim *s, drv_summary *o, double span);
 /* sim_progress.c */
 void sim_set_phase(drv_sim *s, int32_t job, int phase);
 void sim_bind(drv_sim *s, int32_t pod, int32_t node);
+/* sim_unbind: the pod is removed, and terminates for the grace (timing.grace) when there is
+ * one; sim_unbind_as(.., false): gone at once (a bind undone in the cycle that made it). */
 void sim_unbind(drv_sim *s, int32_t pod);
+void sim_unbind_as(drv_sim *s, int32_t pod, bool terminates);
 const drv_family *sim_family(const drv_sim *s, int32_t job);
 void sim_progress_at(drv_sim *s, int32_t job);
 void sim_steps_hook(void *arg, int32_t job);
@@ -224,6 +243,26 @@ int sim_reschedule(drv_sim *s, int32_t job);
  * (sim_running.c). Nothing for other jobs. 0, DRV_EINVAL (a node the cluster does not have, d
  * naming the file and line) or DRV_ENOMEM. */
 int sim_start_running(drv_sim *s, int32_t job, drv_diag *d);
+
+/* sim_grace.c: a removed pod's room on node and use of queue (-1: none) held for the grace
+ * (drv_timing.grace), released by the EV_RELEASE event it pushes (the oldest ghost first); the
+ * release asks for a cycle while jobs are live (0 or DRV_ENOMEM). Out of memory while adding
+ * sets ghost_failed: the run stops with DRV_ENOMEM after the event. */
+void sim_ghost_add(drv_sim *s, int32_t node, int32_t queue, drv_res req);
+int sim_ghost_release(drv_sim *s);
+void sim_ghost_free(drv_sim *s);
+/* Whether binding pod to node now would put it into room terminating pods still hold: the
+ * node's, or its queue's quota (and borrowing limit) in a dimension where the queue holds some.
+ * A policy decided as if that room were free (a victim and its claimant in one cycle): the bind
+ * waits, the pod stays pending, and a cycle after the release binds it. False without ghosts. */
+bool sim_ghost_blocks(const drv_sim *s, int32_t pod, int32_t node);
+/* Binds pod to node unless sim_ghost_blocks: then stamps its job blocked (js.blocked) and binds
+ * nothing. With a grace, a bind made is listed in bound_now. 0 or DRV_ENOMEM. */
+int sim_ghost_bind(drv_sim *s, int32_t pod, int32_t node);
+/* After a cycle's decisions: a job with a bind that waited and whose gang is now incomplete
+ * gives back all it holds - the pods bound this cycle at once, its others terminating - so no
+ * gang is left half placed; it waits, pending, for a later cycle. 0 (nothing to fail). */
+void sim_ghost_settle(drv_sim *s, const int32_t *touched, int32_t ntouched);
 
 /* sim_apply.c */
 int sim_request_cycle(drv_sim *s);

@@ -57,7 +57,7 @@ void sim_bind(drv_sim *s, int32_t pod, int32_t node)
     *bucket(s, job) = drv_res_add(*bucket(s, job), req);
 }
 
-void sim_unbind(drv_sim *s, int32_t pod)
+void sim_unbind_as(drv_sim *s, int32_t pod, bool terminates)
 {
     if (s->st.pods[pod].node < 0)
         return;
@@ -65,9 +65,17 @@ void sim_unbind(drv_sim *s, int32_t pod)
     drv_res req = s->st.jobs[job].role[s->st.pods[pod].role].req;
     if (s->cfg.placements)
         sim_log_unbind(s, pod);
+    int32_t node = s->st.pods[pod].node;
     drv_state_unbind(&s->st, pod);
+    if (terminates) /* its room and use stay while it terminates (sim_grace.c) */
+        sim_ghost_add(s, node, s->st.nqueues > 0 ? s->st.jobs[job].queue : -1, req);
     s->js[job].held = drv_res_sub(s->js[job].held, req);
     *bucket(s, job) = drv_res_sub(*bucket(s, job), req);
+}
+
+void sim_unbind(drv_sim *s, int32_t pod)
+{
+    sim_unbind_as(s, pod, s->cluster->timing.grace > 0);
 }
 
 const drv_family *sim_family(const drv_sim *s, int32_t job)

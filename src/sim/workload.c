@@ -46,6 +46,7 @@ static void timing_default(drv_timing *t)
     t->pod_start = DRV_DEF_POD_START;
     t->restart = DRV_DEF_RESTART;
     t->horizon = DRV_DEF_HORIZON;
+    t->grace = 0; /* a removed pod's room and queue use are released at once */
 }
 
 static void net_default(drv_netparams *n)
@@ -163,6 +164,8 @@ static int read_network_timing(const drv_conf_doc *docp, drv_cluster_spec *cp, d
             &c.timing.pod_start, d);
         OPT(drv_conf_double, tm, "restartSeconds", "timing.restartSeconds", 0, 3600,
             &c.timing.restart, d);
+        OPT(drv_conf_double, tm, "terminationGraceSeconds", "timing.terminationGraceSeconds", 0,
+            3600, &c.timing.grace, d);
         OPT(drv_conf_double, tm, "horizonSeconds", "timing.horizonSeconds", 1, 1e9,
             &c.timing.horizon, d);
         if ((rc = drv_conf_check_unused(&doc, tm, "timing", d)) != 0)

@@ -146,7 +146,12 @@ typedef struct drv_kpriorityclass {
     int32_t name;        /* interned */
     int32_t value;       /* value: larger is more important */
     bool global_default; /* globalDefault: the class of jobs that name none */
+    double min_runtime;  /* annotation drover.dev/min-runtime-seconds: a job of the class is no
+                            preemption victim before it has run this long (its Queue's
+                            minRuntimeSeconds when that is longer); 0: none */
 } drv_kpriorityclass;
+
+#define DRV_ANN_MIN_RUNTIME "drover.dev/min-runtime-seconds"
 
 /* The most namespaces a Queue's spec.namespaces may list (more is refused, not cut). */
 #define DRV_QUEUE_MAX_NAMESPACES 32

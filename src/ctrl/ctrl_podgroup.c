@@ -342,8 +342,10 @@ static int gang_template(ctrl_podgroup *pg, const pg_group *g, const drv_job *na
     for (int32_t i = 1; i < g->npods; i++)
         if (g->pods[i].pod.priority > tmpl->priority)
             tmpl->priority = g->pods[i].pod.priority;
-    if (g->pclass)
+    if (g->pclass) {
         tmpl->priority = named->priority;
+        tmpl->min_runtime = named->min_runtime; /* (its class's drover.dev/min-runtime-seconds) */
+    }
     drv_diag d = {{0}};
     int crc = ctrl_mirror_constraint(m, g->npods ? g->pods[0].pod.cons : 0, key, "spec",
                                      &tmpl->cons[DRV_ROLE_WORKER], &d);

@@ -404,6 +404,17 @@ int drv_kube_decode_priorityclass(json_t *obj, drv_strtab *names, drv_kpriorityc
         return drv_fail(d, DRV_EPARSE, "priorityclass %s: value: expected a 32-bit integer", name);
     out->value = (int32_t)json_integer_value(v);
     out->global_default = json_is_true(json_object_get(obj, "globalDefault"));
+    json_t *mr = json_object_get(json_object_get(meta, "annotations"), DRV_ANN_MIN_RUNTIME);
+    if (mr) {
+        const char *t = json_string_value(mr);
+        char *end = NULL;
+        out->min_runtime = t ? strtod(t, &end) : -1;
+        if (!t || !*t || *end || !(out->min_runtime >= 0) || out->min_runtime > DRV_MAX_MIN_RUNTIME)
+            return drv_fail(d, DRV_EPARSE,
+                            "priorityclass %s: metadata.annotations." DRV_ANN_MIN_RUNTIME
+                            ": expected seconds in [0, %.0f] as a string, such as \"3600\"",
+                            name, DRV_MAX_MIN_RUNTIME);
+    }
     if ((out->name = drv_strtab_intern(names, name)) < 0)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     return 0;

@@ -2,7 +2,8 @@
  * test_checkpoint.c - `drover run`'s checkpoint handshake and a Queue's minRuntimeSeconds
  * (issue 29), end to end against the in-memory test API server (loopback): a preemption that
  * waits for the victim's drover.dev/checkpoint-done annotation, one that deletes at the
- * profile's checkpoint_timeout, and a young victim a Queue's minimum run time spares.
+ * profile's checkpoint_timeout, and a young victim a Queue's minimum run time spares, or its
+ * PriorityClass's drover.dev/min-runtime-seconds.
  * Kubelet's part (pod phases) is played by the test.
  */
 #include "shared_fixture.h"
@@ -126,6 +127,38 @@ static void test_queue_min_runtime_spares_young_victim(void **state)
     stop(&r);
 }
 
+/* A PriorityClass's drover.dev/min-runtime-seconds (issue 29): low-a, of class patient (value
+ * 0, as low, with the annotation 3600) and of no Queue, is no victim while younger, so vip
+ * (high) waits instead of preempting it. With the annotation not read (or not taken by the
+ * victims code) low-a is preempted as under class low: the test fails on its Preempted Event. */
+static void test_class_min_runtime_spares_young_victim(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    add_classes(f);
+    req(f, "POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
+        "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\",\"metadata\":"
+        "{\"name\":\"patient\",\"annotations\":{\"drover.dev/min-runtime-seconds\":\"3600\"}},"
+        "\"value\":0}");
+    runner r;
+    drv_profile prof;
+    start_text(f, &r,
+               "gang=true period=0.2 queue_order=priority admit=gang score=least-allocated "
+               "migrate=preempt",
+               &prof);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    add_tj(f, "low-a", 2, "4", "\"priorityClassName\":\"patient\",", "");
+    WAIT_FOR(bound(f, "low-a", NULL, 0) == 2);
+    kubelet(f, "low-a", 30);
+    WAIT_FOR(now_in(f, "low-a", "Running", NULL));
+    add_tj(f, "vip", 2, "4", "\"priorityClassName\":\"high\",", "");
+    WAIT_FOR(events(f, "vip", "Waiting", NULL, 0) >= 1);
+    assert_int_equal(events(f, "low-a", "Preempted", NULL, 0), 0);
+    assert_int_equal(kubelet(f, "low-a", 30), 0);
+    assert_int_equal(bound(f, "vip", NULL, 0), 0);
+    stop(&r);
+}
+
 static int setup(void **state)
 {
     return fixture_open(
@@ -144,6 +177,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_preemption_waits_for_checkpoint, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_timeout_deletes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_min_runtime_spares_young_victim, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_class_min_runtime_spares_young_victim, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -49,6 +49,17 @@ static void rack_node(fixture *f, const char *name, const char *rack)
     req(f, "PATCH", path, "{\"spec\":{\"taints\":[]}}"); /* (not-ready lifted) */
 }
 
+/* Racks rack-a (nodes a0, a1) and rack-b (b0, b1), and drover run with --topology LEVELS. */
+static void two_racks(fixture *f, runner *r)
+{
+    rack_node(f, "a0", "rack-a");
+    rack_node(f, "a1", "rack-a");
+    rack_node(f, "b0", "rack-b");
+    rack_node(f, "b1", "rack-b");
+    drv_ctrl_opts o = {.topology = LEVELS};
+    start_with(f, r, "gang-fifo", &o);
+}
+
 /* A TrainingJob of n workers of 4 CPUs whose template requires one domain of level. */
 static void rack_job(fixture *f, const char *name, int n, const char *level)
 {
@@ -97,13 +108,8 @@ static bool cond_msg(fixture *f, const char *job, const char *type, const char *
 static void test_required_rack(void **state)
 {
     fixture *f = *state;
-    rack_node(f, "a0", "rack-a");
-    rack_node(f, "a1", "rack-a");
-    rack_node(f, "b0", "rack-b");
-    rack_node(f, "b1", "rack-b");
     runner r;
-    drv_ctrl_opts o = {.topology = LEVELS};
-    start_with(f, &r, "gang-fifo", &o);
+    two_racks(f, &r);
     /* 4 x 4 CPUs: one rack's 16 exactly (spread by the score alone: one pod a node). */
     rack_job(f, "fits", 4, RACK);
     int racks = 0;
@@ -171,13 +177,8 @@ static int group_racks(fixture *f, const char *prefix, int n, int *racks)
 static void test_podgroup_required_rack(void **state)
 {
     fixture *f = *state;
-    rack_node(f, "a0", "rack-a");
-    rack_node(f, "a1", "rack-a");
-    rack_node(f, "b0", "rack-b");
-    rack_node(f, "b1", "rack-b");
     runner r;
-    drv_ctrl_opts o = {.topology = LEVELS};
-    start_with(f, &r, "gang-fifo", &o);
+    two_racks(f, &r);
     add_group(f, "pg", 4);
     char name[32];
     for (int i = 0; i < 4; i++) {

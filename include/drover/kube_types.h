@@ -56,7 +56,13 @@ typedef struct drv_kpod {
     drv_res req;       /* effective request */
     int64_t cpu_limit; /* the sum of its containers' resources.limits.cpu in millicores; 0 when
                           a container has none (or an unreadable one): no limit */
+    int8_t topo_mode;  /* another operator's pod (cons' rule): Kueue's podset-*-topology
+                          annotation, enum drv_topo_mode (NONE when absent), DRV_KPOD_TOPO_BAD
+                          when it is not one (topo_key: the interned message saying why) */
+    int32_t topo_key;  /* interned: the level's node label key, 0 with none */
 } drv_kpod;
+
+enum { DRV_KPOD_TOPO_BAD = -1 };
 
 typedef struct drv_knode {
     char rv[24];
@@ -140,7 +146,12 @@ typedef struct drv_kpriorityclass {
     int32_t name;        /* interned */
     int32_t value;       /* value: larger is more important */
     bool global_default; /* globalDefault: the class of jobs that name none */
+    double min_runtime;  /* annotation drover.dev/min-runtime-seconds: a job of the class is no
+                            preemption victim before it has run this long (its Queue's
+                            minRuntimeSeconds when that is longer); 0: none */
 } drv_kpriorityclass;
+
+#define DRV_ANN_MIN_RUNTIME "drover.dev/min-runtime-seconds"
 
 /* The most namespaces a Queue's spec.namespaces may list (more is refused, not cut). */
 #define DRV_QUEUE_MAX_NAMESPACES 32

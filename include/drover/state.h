@@ -218,6 +218,10 @@ typedef struct drv_job {
     double attained;            /* resource-seconds of service received (GPU or CPU-seconds);
                                    like steps, current in a cycle once read through
                                    drv_ctx_job_now or drv_ctx_progress */
+    double min_runtime;         /* seconds it runs, since run_start, before it may be a
+                                   preemption victim: its priority class's (`drover run`'s
+                                   drover.dev/min-runtime-seconds), its queue's when longer
+                                   (drv_job_min_runtime); 0: none */
     int8_t topo_mode;           /* enum drv_topo_mode: how its gang binds to a topology level */
     int8_t topo_level;          /* with a mode: the level (drv_state.topo_key index) */
     int32_t restarts;           /* checkpoint-restarts so far (scale, migration) */

@@ -67,8 +67,9 @@ static const cli_flag run_flags[] = {
      .arg = "KEYS",
      .help = "topology levels: node label keys, widest first, comma-separated\n"
              "(e.g. topology.kubernetes.io/zone,cloud.provider.com/topology-rack);\n"
-             "a TrainingJob's kueue.x-k8s.io/podset-required-topology (or\n"
-             "-preferred-) annotation binds its gang to one (default: none)"},
+             "a TrainingJob's or PodGroup pods' kueue.x-k8s.io/podset-required-\n"
+             "topology (or -preferred-) annotation binds its gang to one (default:\n"
+             "none)"},
     {.name = "kube-api-qps",
      .kind = FLAG_NUMBER,
      AT(qps),

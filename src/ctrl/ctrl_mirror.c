@@ -48,6 +48,26 @@ int ctrl_mirror_init(ctrl_mirror *m, ctrl_names *names, ctrl_counters *counters,
     return n < 0 ? DRV_EINVAL : drv_state_set_topology(&m->st, keys, n, &why);
 }
 
+bool ctrl_mirror_topology(const ctrl_mirror *m, int8_t mode, int32_t key, drv_job *tmpl, char *why,
+                          size_t n)
+{
+    if (mode == DRV_TOPO_NONE)
+        return true;
+    char lk[256];
+    ctrl_name_str(m->names, key, lk, sizeof lk);
+    int32_t lev = drv_state_topo_level(&m->st, lk);
+    if (lev < 0) {
+        snprintf(why, n,
+                 "metadata.annotations: kueue.x-k8s.io/podset-%s-topology: level %s is not one of "
+                 "drover run's --topology levels (%d given)",
+                 mode == DRV_TOPO_REQUIRED ? "required" : "preferred", lk, m->st.ntopo);
+        return false;
+    }
+    tmpl->topo_mode = mode;
+    tmpl->topo_level = (int8_t)lev;
+    return true;
+}
+
 bool ctrl_pod_terminal(int phase)
 {
     return phase == DRV_KPOD_SUCCEEDED || phase == DRV_KPOD_FAILED;

@@ -220,6 +220,12 @@ int ctrl_mirror_adopt_parked(ctrl_mirror *m, int32_t j, double now);
  * once per distinct text. 0, DRV_EPARSE (d names who and path) or DRV_ENOMEM. */
 int ctrl_mirror_constraint(ctrl_mirror *m, int32_t json, const char *who, const char *path,
                            int32_t *id, drv_diag *d);
+/* A gang's Kueue topology annotation (mode: enum drv_topo_mode, key: its level's label key,
+ * interned; drv_kube_topology) onto tmpl's topo_mode and topo_level: the TrainingJob's and the
+ * PodGroup's rule. False when the level is not one of --topology's: why says so, naming the
+ * annotation. */
+bool ctrl_mirror_topology(const ctrl_mirror *m, int8_t mode, int32_t key, drv_job *tmpl, char *why,
+                          size_t n);
 
 /* A pod of ours being deleted holds its node's room and its queue's use until it is gone: when
  * the state no longer has it there, as foreign load on node `name` (interned; 0: none) and as

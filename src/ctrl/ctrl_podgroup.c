@@ -34,6 +34,12 @@
  *                       back-off, its phase staying Pending; Drover never holds a gang half
  *                       bound, so the group simply stays queued, Pending. Absent: no timeout.
  *
+ * Kueue's topology annotations (kueue.x-k8s.io/podset-{required,preferred,unconstrained}-
+ * topology) on the pods bind the gang as a TrainingJob's role templates do (the same decode,
+ * drv_kube_topology, and level rule, ctrl_mirror_topology): all in one domain of the level.
+ * Pods of one group that disagree, or a level --topology lacks: not made a job, a Warning
+ * Event (TopologyDiffers, InvalidTopology) naming the pods and annotations.
+ *
  * Bounds: admit visits every group, only on an iteration after a pod or PodGroup event
  * changed one (or, while a group waits for its minResources, after anything changed); a group
  * remembers at most one record per pod; the table holds only groups with a PodGroup, a pod
@@ -45,6 +51,7 @@
 #include "ctrl_explain.h"
 
 #include "drover/clock.h"
+#include "kube/json.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -73,7 +80,7 @@ typedef struct pg_group {
     double since;          /* while a job: when it became one (mono), for its timeout */
     bool timeout_done;     /* its timeout was said, or it was placed before it */
     int32_t queue, pclass; /* interned: its PodGroup's spec.queue, spec.priorityClassName */
-    char held[400];        /* the Event said about its missing queue or class, "" none */
+    char held[512];        /* the Event said about its missing queue, class or topology, "" none */
 } pg_group;
 
 struct pg_table {
@@ -265,6 +272,54 @@ static bool gang_resolved(ctrl_podgroup *pg, pg_group *g, drv_job *tmpl)
     return false;
 }
 
+/* A pod's Kueue topology annotation as its Events say it. */
+static void topo_text(ctrl_podgroup *pg, const drv_kpod *p, char *buf, size_t n)
+{
+    char lk[256];
+    ctrl_name_str(pg->names, p->topo_key, lk, sizeof lk);
+    if (p->topo_mode == DRV_TOPO_NONE)
+        snprintf(buf, n, "no topology level");
+    else
+        snprintf(buf, n, "%s: %s", drv_kube_topology_keys[p->topo_mode], lk);
+}
+
+/* Whether g's pods agree on Kueue's topology annotation (the gang is bound as a whole, as a
+ * TrainingJob's roles are) and its level is one of --topology's (ctrl_mirror_topology, the
+ * TrainingJob's rule): named gets it. When not, a Warning Event on the PodGroup (or the lone
+ * pod) says which pod's annotation differs or is wrong, once per cause; the group is not
+ * placed. Pods without an annotation and with the unconstrained one agree. */
+static bool gang_topology(ctrl_podgroup *pg, pg_group *g, drv_job *named)
+{
+    char why[512] = "", a[300], b[300], pa[256], pb[256];
+    const drv_kpod *p0 = &g->pods[0].pod;
+    const char *reason = "InvalidTopology";
+    for (int32_t i = 0; i < g->npods && !why[0]; i++) {
+        const drv_kpod *p = &g->pods[i].pod;
+        if (p->topo_mode == DRV_KPOD_TOPO_BAD) {
+            ctrl_name_str(pg->names, p->topo_key, why, sizeof why);
+        } else if (p->topo_mode != p0->topo_mode || p->topo_key != p0->topo_key) {
+            topo_text(pg, p0, a, sizeof a);
+            topo_text(pg, p, b, sizeof b);
+            ctrl_name_str(pg->names, p0->name, pa, sizeof pa);
+            ctrl_name_str(pg->names, p->name, pb, sizeof pb);
+            snprintf(why, sizeof why,
+                     "its pods' Kueue topology annotations differ: pod %.60s has %.120s, pod %.60s "
+                     "has %.120s "
+                     "(the gang is bound as a whole: none is placed)",
+                     pa, a, pb, b);
+            reason = "TopologyDiffers";
+        }
+    }
+    if (!why[0] &&
+        ctrl_mirror_topology(pg->mirror, p0->topo_mode, p0->topo_key, named, why, sizeof why))
+        return true;
+    if (strcmp(g->held, why) != 0) {
+        event_on(pg, g->lone, g->ns, g->name, "Warning", reason, why);
+        snprintf(g->held, sizeof g->held, "%s", why);
+    }
+    return false;
+}
+
 /* The state's job template for g (named key "ns/name" and user ns): one role, the largest request
  * per resource (the core places identical slots: pods of different shapes are over-counted,
  * never under-counted); its queue and class priority (when its PodGroup names them) from
@@ -278,15 +333,19 @@ static int gang_template(ctrl_podgroup *pg, const pg_group *g, const drv_job *na
     memset(tmpl, 0, sizeof *tmpl);
     tmpl->name = drv_strtab_intern(m->st.names, key);
     tmpl->user = drv_strtab_intern(m->st.names, ns);
-    tmpl->queue = named->queue; /* (Volcano's spec.queue; 0: the default queue) */
+    tmpl->queue = named->queue;         /* (Volcano's spec.queue; 0: the default queue) */
+    tmpl->topo_mode = named->topo_mode; /* (gang_topology) */
+    tmpl->topo_level = named->topo_level;
     if (tmpl->name < 0 || tmpl->user < 0)
         return DRV_ENOMEM;
     tmpl->priority = g->npods ? g->pods[0].pod.priority : 0;
     for (int32_t i = 1; i < g->npods; i++)
         if (g->pods[i].pod.priority > tmpl->priority)
             tmpl->priority = g->pods[i].pod.priority;
-    if (g->pclass)
+    if (g->pclass) {
         tmpl->priority = named->priority;
+        tmpl->min_runtime = named->min_runtime; /* (its class's drover.dev/min-runtime-seconds) */
+    }
     drv_diag d = {{0}};
     int crc = ctrl_mirror_constraint(m, g->npods ? g->pods[0].pod.cons : 0, key, "spec",
                                      &tmpl->cons[DRV_ROLE_WORKER], &d);
@@ -423,7 +482,7 @@ int ctrl_podgroup_admit(ctrl_podgroup *pg)
         } else {
             drv_job named;
             memset(&named, 0, sizeof named);
-            if (gang_resolved(pg, g, &named))
+            if (gang_topology(pg, g, &named) && gang_resolved(pg, g, &named))
                 rc = make_job(pg, g, &named);
         }
     }

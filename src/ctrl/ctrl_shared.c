@@ -55,24 +55,28 @@ int ctrl_shared_apply_priorityclass(ctrl_shared *s, const ctrl_event *e, bool *c
     }
     if (i == s->npc && drv_grow(&s->pc, sizeof *s->pc, &s->cap_pc, ++s->npc) != 0)
         return DRV_ENOMEM;
-    s->pc[i] =
-        (prio_class){.name = k->name, .value = k->value, .global_default = k->global_default};
+    s->pc[i] = (prio_class){.name = k->name,
+                            .value = k->value,
+                            .global_default = k->global_default,
+                            .min_runtime = k->min_runtime};
     s->changed = *changed = true; /* (a gang waiting for it is looked at again) */
     return 0;
 }
 
-/* The value of the class of interned name (0: the global default's, else 0); false when the
- * class named does not exist. */
-static bool class_value(const ctrl_shared *s, int32_t name, int32_t *value)
+/* The value and minimum run time of the class of interned name (0: the global default's, else
+ * 0) into tmpl's priority and min_runtime; false when the class named does not exist. */
+static bool class_value(const ctrl_shared *s, int32_t name, drv_job *tmpl)
 {
-    *value = 0;
+    tmpl->priority = 0;
+    tmpl->min_runtime = 0;
     bool found = false;
     for (int32_t i = 0; i < s->npc; i++) {
         const prio_class *p = &s->pc[i];
         /* (the API server allows one global default; of several, the highest counts) */
         if ((name && p->name == name) ||
-            (!name && p->global_default && (!found || p->value > *value))) {
-            *value = p->value;
+            (!name && p->global_default && (!found || p->value > tmpl->priority))) {
+            tmpl->priority = p->value;
+            tmpl->min_runtime = p->min_runtime;
             found = true;
         }
     }
@@ -166,7 +170,7 @@ bool ctrl_shared_resolve_names(ctrl_shared *s, int32_t ns, int32_t queue, int32_
     drv_state *st = &s->mirror->st;
     char buf[256], nsb[256];
     tmpl->queue = 0;
-    if (!class_value(s, pclass, &tmpl->priority)) {
+    if (!class_value(s, pclass, tmpl)) {
         ctrl_name_str(s->names, pclass, buf, sizeof buf);
         snprintf(why, n,
                  "spec.priorityClassName names PriorityClass %s, which does not exist: waiting "

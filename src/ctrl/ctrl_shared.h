@@ -27,6 +27,7 @@ typedef struct prio_class {
     int32_t name; /* interned in names */
     int32_t value;
     bool global_default;
+    double min_runtime; /* drover.dev/min-runtime-seconds, 0: none */
 } prio_class;
 
 /* What a Queue's status last said (to write it only when it changes). */

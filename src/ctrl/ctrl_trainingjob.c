@@ -100,21 +100,9 @@ int ctrl_trainingjob_add(ctrl_trainingjobs *t, ctrl_event *e)
     drv_job tmpl;
     if (!job_template(t, e, tj, name_id, &tmpl))
         return 0;
-    if (tj->tj.topo_mode != DRV_TOPO_NONE) { /* its level: one of --topology's */
-        char lk[256];
-        ctrl_name_str(t->names, tj->tj.topo_key, lk, sizeof lk);
-        int32_t lev = drv_state_topo_level(&m->st, lk);
-        if (lev < 0) {
-            snprintf(tj->invalid, sizeof tj->invalid,
-                     "metadata.annotations: kueue.x-k8s.io/podset-%s-topology: level %s is not "
-                     "one of drover run's --topology levels (%d given)",
-                     tj->tj.topo_mode == DRV_TOPO_REQUIRED ? "required" : "preferred", lk,
-                     m->st.ntopo);
-            return invalid_job(t, e);
-        }
-        tmpl.topo_mode = tj->tj.topo_mode;
-        tmpl.topo_level = (int8_t)lev;
-    }
+    if (!ctrl_mirror_topology(m, tj->tj.topo_mode, tj->tj.topo_key, &tmpl, tj->invalid,
+                              sizeof tj->invalid))
+        return invalid_job(t, e); /* (its level: not one of --topology's) */
     char why[400], reason[48];
     if (!ctrl_shared_resolve(t->shared, tj, &tmpl, why, sizeof why, reason, sizeof reason))
         return ctrl_shared_hold(t->shared, e, why, reason); /* (its queue or class missing) */

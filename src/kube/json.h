@@ -223,6 +223,14 @@ int drv_kube_watch_docs(drv_kube *k, const char *path, const char *rv, int timeo
  * text: "pod default/x: spec.containers[1].resources.requests.cpu: expected a CPU quantity
  * such as 500m or 2, found '2x'". Strings are interned in names. */
 int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag *d);
+/* Kueue's topology annotations in ann (a pod template's or pod's metadata.annotations, may be
+ * NULL): *mode the one given (enum drv_topo_mode, -1 when none is), *key its level's node label
+ * key interned (0 with none). Two of them, an empty level or an unconstrained one other than
+ * "true" fail with who and path named. The TrainingJob's roles and PodGroup pods read them so
+ * (drv_kube_topology_keys: the three annotations, by enum drv_topo_mode). */
+extern const char *const drv_kube_topology_keys[3];
+int drv_kube_topology(json_t *ann, drv_strtab *names, const char *who, const char *path,
+                      int8_t *mode, int32_t *key, drv_diag *d);
 /* The member paths of a pod and of a node that the decoders never read (drv_json_loadb_skip's
  * paths; objects.c says what they are). */
 extern const char *const drv_kube_unread_pod[];

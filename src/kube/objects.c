@@ -161,6 +161,8 @@ static const char *controller_uid(json_t *meta)
     return NULL;
 }
 
+static int pod_topology(json_t *meta, drv_strtab *names, const char *who, drv_kpod *out);
+
 int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag *d)
 {
     memset(out, 0, sizeof *out);
@@ -210,7 +212,7 @@ int drv_kube_decode_pod(json_t *obj, drv_strtab *names, drv_kpod *out, drv_diag 
     char *cons = other ? drv_kube_constraint_json(spec) : NULL;
     int crc = cons ? drv_kube_intern(names, cons, &out->cons) : 0;
     drv_free(cons);
-    if (crc)
+    if (crc || (other && pod_topology(meta, names, who, out) != 0))
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     const char *ip = str_at(json_object_get(obj, "status"), "podIP");
     if (ip) {
@@ -463,52 +465,54 @@ static int decode_progress(json_t *prog, const char *who, drv_ktrainingjob *out,
     return 0;
 }
 
-/* A role template's node constraints: validated, kept as interned compact JSON. */
+/* Kueue's topology annotations of another operator's pod (its PodGroup binds to them): a bad one
+ * does not fail the pod's decode (its operator's pods are still seen, and counted as load), its
+ * gang is held with the message (ctrl_podgroup.c). 0 or DRV_ENOMEM. */
+static int pod_topology(json_t *meta, drv_strtab *names, const char *who, drv_kpod *out)
+{
+    drv_diag d = {{0}};
+    int8_t mode;
+    int32_t key;
+    int rc = drv_kube_topology(json_object_get(meta, "annotations"), names, who,
+                               "metadata.annotations", &mode, &key, &d);
+    if (rc == DRV_ENOMEM)
+        return rc;
+    if (rc == 0 && mode < 0)
+        mode = DRV_TOPO_NONE; /* (none given) */
+    if (rc != 0) {
+        mode = DRV_KPOD_TOPO_BAD;
+        if (drv_kube_intern(names, d.msg, &key))
+            return DRV_ENOMEM;
+    }
+    out->topo_mode = mode;
+    out->topo_key = key;
+    return 0;
+}
+
 /* Kueue's topology annotations of one role's pod template (metadata.annotations) into out's
- * gang-wide topo_mode and topo_key: one of them per template; roles that give one agree. */
+ * gang-wide topo_mode and topo_key (drv_kube_topology): roles that give one agree. */
 static int role_topology(json_t *tmeta, drv_strtab *names, const char *who, const char *key,
                          drv_ktrainingjob *out, drv_diag *d)
 {
-    json_t *ann = json_object_get(tmeta, "annotations");
-    static const char *const names_of[] = {"kueue.x-k8s.io/podset-unconstrained-topology",
-                                           "kueue.x-k8s.io/podset-required-topology",
-                                           "kueue.x-k8s.io/podset-preferred-topology"};
-    int mode = -1;
-    const char *val = NULL;
-    for (int m = 0; m < 3; m++) {
-        const char *v = str_at(ann, names_of[m]);
-        if (!v)
-            continue;
-        if (mode >= 0)
-            return drv_fail(d, DRV_EPARSE,
-                            "%s: spec.replicaSpecs.%s.template.metadata.annotations: %s and %s: "
-                            "expected one topology annotation",
-                            who, key, names_of[mode], names_of[m]);
-        mode = m;
-        val = v;
-    }
-    if (mode < 0)
-        return 0;
-    if (!*val || (mode == DRV_TOPO_NONE && strcmp(val, "true") != 0))
-        return drv_fail(d, DRV_EPARSE,
-                        "%s: spec.replicaSpecs.%s.template.metadata.annotations.%s: expected %s, "
-                        "found \"%s\"",
-                        who, key, names_of[mode],
-                        mode == DRV_TOPO_NONE ? "\"true\"" : "a topology level's node label key",
-                        val);
-    int32_t k = 0;
-    if (mode != DRV_TOPO_NONE && drv_kube_intern(names, val, &k))
-        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    char path[160];
+    snprintf(path, sizeof path, "spec.replicaSpecs.%s.template.metadata.annotations", key);
+    int8_t mode;
+    int32_t k;
+    int rc =
+        drv_kube_topology(json_object_get(tmeta, "annotations"), names, who, path, &mode, &k, d);
+    if (rc || mode < 0)
+        return rc;
     if (out->topo_mode != DRV_TOPO_NONE && (out->topo_mode != mode || out->topo_key != k))
         return drv_fail(d, DRV_EPARSE,
-                        "%s: spec.replicaSpecs.%s.template.metadata.annotations: the roles' "
-                        "topology annotations differ (the gang is bound as a whole)",
-                        who, key);
-    out->topo_mode = (int8_t)mode;
+                        "%s: %s: the roles' topology annotations differ (the gang is bound as a "
+                        "whole)",
+                        who, path);
+    out->topo_mode = mode;
     out->topo_key = k;
     return 0;
 }
 
+/* A role template's node constraints: validated, kept as interned compact JSON. */
 static int role_constraint(json_t *pspec, drv_strtab *names, const char *who, const char *key,
                            int32_t *out, drv_diag *d)
 {

@@ -204,6 +204,9 @@ static int pod_fast(const drv_jdoc *doc, int32_t obj, drv_strtab *names, drv_kpo
     /* Another operator's pod naming a scheduler of its own keeps its constraints (objects.c):
      * built from the spec's jansson copy, as objects.c builds it. */
     bool other = !(job && *job) && sched && strcmp(sched, "default-scheduler") != 0;
+    for (int k = 0; other && k < 3; k++) /* (Kueue's topology annotations: objects.c's) */
+        if (AT(AT(meta, "annotations"), drv_kube_topology_keys[k]) >= 0)
+            return SLOW;
     if (drv_kube_intern(names, STR(meta, "namespace"), &out->ns) ||
         drv_kube_intern(names, STR(meta, "name"), &out->name) ||
         drv_kube_intern(names, STR(spec, "nodeName"), &out->node) ||

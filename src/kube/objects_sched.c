@@ -1,9 +1,10 @@
 /*
  * objects_sched.c - the scheduling vocabulary of Kubernetes objects (issue 14): a Node's labels
- * and taints, a pod spec's nodeSelector, node affinity and tolerations, PriorityClasses and
- * Drover's cluster-scoped Queues (json.h), with the API server's validation, so that bad input
- * is named by object and field: "trainingjob ns/x: spec.replicaSpecs.Worker.template.spec.
- * tolerations[0].effect: expected NoSchedule, PreferNoSchedule, NoExecute or empty, found 'No'".
+ * and taints, a pod spec's nodeSelector, node affinity and tolerations, PriorityClasses,
+ * Drover's cluster-scoped Queues and Kueue's topology annotations (json.h), with the API
+ * server's validation, so that bad input is named by object and field: "trainingjob ns/x:
+ * spec.replicaSpecs.Worker.template.spec.tolerations[0].effect: expected NoSchedule,
+ * PreferNoSchedule, NoExecute or empty, found 'No'".
  *
  * Informer records are copied by value into events, so what varies in length travels interned:
  * a Node's labels and taints as one canonical text ("l\tkey\tvalue\n", "t\tkey\tvalue\teffect\n"
@@ -403,6 +404,17 @@ int drv_kube_decode_priorityclass(json_t *obj, drv_strtab *names, drv_kpriorityc
         return drv_fail(d, DRV_EPARSE, "priorityclass %s: value: expected a 32-bit integer", name);
     out->value = (int32_t)json_integer_value(v);
     out->global_default = json_is_true(json_object_get(obj, "globalDefault"));
+    json_t *mr = json_object_get(json_object_get(meta, "annotations"), DRV_ANN_MIN_RUNTIME);
+    if (mr) {
+        const char *t = json_string_value(mr);
+        char *end = NULL;
+        out->min_runtime = t ? strtod(t, &end) : -1;
+        if (!t || !*t || *end || !(out->min_runtime >= 0) || out->min_runtime > DRV_MAX_MIN_RUNTIME)
+            return drv_fail(d, DRV_EPARSE,
+                            "priorityclass %s: metadata.annotations." DRV_ANN_MIN_RUNTIME
+                            ": expected seconds in [0, %.0f] as a string, such as \"3600\"",
+                            name, DRV_MAX_MIN_RUNTIME);
+    }
     if ((out->name = drv_strtab_intern(names, name)) < 0)
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     return 0;
@@ -543,4 +555,40 @@ int drv_kube_queue_set_status(json_t *obj, int32_t pending, int32_t admitted, dr
     char buf[32];
     snprintf(buf, sizeof buf, "%.3f", usage);
     return json_object_set_new(st, "usage", json_string(buf)) != 0 ? DRV_ENOMEM : 0;
+}
+
+/* ---- Kueue's topology annotations (a TrainingJob's role templates, PodGroup pods) ---- */
+
+const char *const drv_kube_topology_keys[3] = {"kueue.x-k8s.io/podset-unconstrained-topology",
+                                               "kueue.x-k8s.io/podset-required-topology",
+                                               "kueue.x-k8s.io/podset-preferred-topology"};
+
+int drv_kube_topology(json_t *ann, drv_strtab *names, const char *who, const char *path,
+                      int8_t *mode_out, int32_t *key_out, drv_diag *d)
+{
+    int mode = -1;
+    const char *val = NULL;
+    *mode_out = -1;
+    *key_out = 0;
+    for (int m = 0; m < 3; m++) {
+        const char *v = json_string_value(json_object_get(ann, drv_kube_topology_keys[m]));
+        if (!v)
+            continue;
+        if (mode >= 0)
+            return drv_fail(d, DRV_EPARSE, "%s: %s: %s and %s: expected one topology annotation",
+                            who, path, drv_kube_topology_keys[mode], drv_kube_topology_keys[m]);
+        mode = m;
+        val = v;
+    }
+    if (mode < 0)
+        return 0;
+    if (!*val || (mode == DRV_TOPO_NONE && strcmp(val, "true") != 0))
+        return drv_fail(d, DRV_EPARSE, "%s: %s.%s: expected %s, found \"%s\"", who, path,
+                        drv_kube_topology_keys[mode],
+                        mode == DRV_TOPO_NONE ? "\"true\"" : "a topology level's node label key",
+                        val);
+    if (mode != DRV_TOPO_NONE && drv_kube_intern(names, val, key_out))
+        return drv_fail(d, DRV_ENOMEM, "out of memory");
+    *mode_out = (int8_t)mode;
+    return 0;
 }

@@ -544,7 +544,7 @@ static double las_wake(const drv_ctx *c, void *state)
         if (level(l, c, job) < l->queues - 1)
             t = l->rec[job].until < t ? l->rec[job].until : t;
     }
-    double ripe = drv_victim_ripe_at(c); /* a victim coming of age (a queue's min_runtime) */
+    double ripe = drv_victim_ripe_at(c); /* a victim coming of age (its min run time) */
     return ripe < t ? ripe : t;
 }
 

@@ -40,16 +40,24 @@ int drv_victim_search_alloc(drv_ctx *c, drv_victim_search *s, int32_t n)
     return s->cand && s->order && s->set && s->spared ? 0 : DRV_ENOMEM;
 }
 
+/* A job's minimum run time: its own (its priority class's), its queue's when longer. */
+static double min_runtime(const drv_state *st, const drv_job *j)
+{
+    double q = st->nqueues > 0 ? st->queues[j->queue].min_runtime : 0;
+    return j->min_runtime > q ? j->min_runtime : q;
+}
+
 bool drv_victim_settled(const drv_ctx *c, int32_t job)
 {
     const drv_state *st = drv_ctx_state(c);
     const drv_job *j = &st->jobs[job];
     if (drv_ctx_workers(c, job) != j->target[DRV_ROLE_WORKER])
         return false;
-    /* its queue's minimum run time (minRuntimeSeconds): younger, it is no victim yet */
+    /* its minimum run time (its class's, its queue's minRuntimeSeconds): younger, it is no
+     * victim yet */
     double since = j->run_start >= 0 ? j->run_start : j->start; /* (a driver without run_start) */
-    if (st->nqueues > 0 && st->queues[j->queue].min_runtime > 0 &&
-        (since < 0 || drv_ctx_now(c) - since < st->queues[j->queue].min_runtime))
+    double least = min_runtime(st, j);
+    if (least > 0 && (since < 0 || drv_ctx_now(c) - since < least))
         return false;
     bool bound = false;
     for (int32_t k = 0; k < j->pod_count; k++) {
@@ -65,18 +73,14 @@ bool drv_victim_settled(const drv_ctx *c, int32_t job)
 double drv_victim_ripe_at(const drv_ctx *c)
 {
     const drv_state *st = drv_ctx_state(c);
-    bool any = false;
-    for (int32_t q = 0; q < st->nqueues && !any; q++)
-        any = st->queues[q].min_runtime > 0;
-    if (!any)
-        return INFINITY;
     double now = drv_ctx_now(c), t = INFINITY;
     DRV_FOR_LIVE(st, job)
     {
         const drv_job *j = &st->jobs[job];
         double since = j->run_start >= 0 ? j->run_start : j->start;
-        double at = since + st->queues[j->queue].min_runtime;
-        if (since >= 0 && at > now && at < t)
+        double least = min_runtime(st, j);
+        double at = since + least;
+        if (least > 0 && since >= 0 && at > now && at < t)
             t = at;
     }
     return t;

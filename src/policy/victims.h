@@ -41,15 +41,15 @@ int drv_victim_search_alloc(drv_ctx *c, drv_victim_search *s, int32_t n);
 /*
  * A live job with pods bound that no decision of this cycle has changed yet (its pods where the
  * state has them, its worker count the state's target) and that has run, since it last started,
- * at least its queue's min_runtime (minRuntimeSeconds): what may be a victim. O(its pods).
+ * at least its minimum run time (its own min_runtime, its priority class's, or its queue's
+ * minRuntimeSeconds when longer): what may be a victim. O(its pods).
  */
 bool drv_victim_settled(const drv_ctx *c, int32_t job);
 
 /*
- * The earliest time after now at which a live job kept from being a victim only by its queue's
- * min_runtime comes of age (what a preempting plugin's wake returns with its own: the cluster
- * does not change then, but the victims do); INFINITY when none is. O(queues), and O(live)
- * when some queue has a minimum run time.
+ * The earliest time after now at which a live job kept from being a victim only by its minimum
+ * run time (drv_victim_settled) comes of age (what a preempting plugin's wake returns with its
+ * own: the cluster does not change then, but the victims do); INFINITY when none is. O(live).
  */
 double drv_victim_ripe_at(const drv_ctx *c);
 

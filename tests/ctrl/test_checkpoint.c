@@ -2,7 +2,8 @@
  * test_checkpoint.c - `drover run`'s checkpoint handshake and a Queue's minRuntimeSeconds
  * (issue 29), end to end against the in-memory test API server (loopback): a preemption that
  * waits for the victim's drover.dev/checkpoint-done annotation, one that deletes at the
- * profile's checkpoint_timeout, and a young victim a Queue's minimum run time spares.
+ * profile's checkpoint_timeout, and a young victim a Queue's minimum run time spares, or its
+ * PriorityClass's drover.dev/min-runtime-seconds.
  * Kubelet's part (pod phases) is played by the test.
  */
 #include "shared_fixture.h"
@@ -95,6 +96,35 @@ static void test_checkpoint_timeout_deletes(void **state)
     stop(&r);
 }
 
+/* low-a (class low_class, and queue when not NULL) running on node-a's 8 CPUs, then vip (high,
+ * the same queue): vip waits instead of preempting it, low-a's pods stay. */
+static void young_victim_spared(fixture *f, const char *low_class, const char *queue)
+{
+    char low[128], high[128];
+    snprintf(low, sizeof low, "%s%s%s\"priorityClassName\":\"%s\",", queue ? "\"queue\":\"" : "",
+             queue ? queue : "", queue ? "\"," : "", low_class);
+    snprintf(high, sizeof high, "%s%s%s\"priorityClassName\":\"high\",",
+             queue ? "\"queue\":\"" : "", queue ? queue : "", queue ? "\"," : "");
+    runner r;
+    drv_profile prof;
+    start_text(f, &r,
+               "gang=true period=0.2 queue_order=priority admit=gang score=least-allocated "
+               "migrate=preempt",
+               &prof);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    add_tj(f, "low-a", 2, "4", low, "");
+    WAIT_FOR(bound(f, "low-a", NULL, 0) == 2);
+    kubelet(f, "low-a", 30);
+    WAIT_FOR(now_in(f, "low-a", "Running", NULL));
+    add_tj(f, "vip", 2, "4", high, "");
+    /* (the cycle that said why vip waits is the one that would have preempted for it) */
+    WAIT_FOR(events(f, "vip", "Waiting", NULL, 0) >= 1);
+    assert_int_equal(events(f, "low-a", "Preempted", NULL, 0), 0);
+    assert_int_equal(kubelet(f, "low-a", 30), 0);
+    assert_int_equal(bound(f, "vip", NULL, 0), 0);
+    stop(&r);
+}
+
 /* A Queue's spec.minRuntimeSeconds (issue 29): a job of it younger than that is no victim, so
  * vip (high, same queue) waits instead of preempting it. With minRuntimeSeconds 0 low-a is
  * preempted (test_priority_class_preempts): this test then fails on its Preempted Event. */
@@ -106,24 +136,23 @@ static void test_queue_min_runtime_spares_young_victim(void **state)
     req(f, "POST", "/apis/drover.dev/v1alpha1/queues",
         "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"Queue\",\"metadata\":{\"name\":"
         "\"train\"},\"spec\":{\"minRuntimeSeconds\":3600}}");
-    runner r;
-    drv_profile prof;
-    start_text(f, &r,
-               "gang=true period=0.2 queue_order=priority admit=gang score=least-allocated "
-               "migrate=preempt",
-               &prof);
-    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
-    add_tj(f, "low-a", 2, "4", "\"queue\":\"train\",\"priorityClassName\":\"low\",", "");
-    WAIT_FOR(bound(f, "low-a", NULL, 0) == 2);
-    kubelet(f, "low-a", 30);
-    WAIT_FOR(now_in(f, "low-a", "Running", NULL));
-    add_tj(f, "vip", 2, "4", "\"queue\":\"train\",\"priorityClassName\":\"high\",", "");
-    /* (the cycle that said why vip waits is the one that would have preempted for it) */
-    WAIT_FOR(events(f, "vip", "Waiting", NULL, 0) >= 1);
-    assert_int_equal(events(f, "low-a", "Preempted", NULL, 0), 0);
-    assert_int_equal(kubelet(f, "low-a", 30), 0);
-    assert_int_equal(bound(f, "vip", NULL, 0), 0);
-    stop(&r);
+    young_victim_spared(f, "low", "train");
+}
+
+/* A PriorityClass's drover.dev/min-runtime-seconds (issue 29): low-a, of class patient (value
+ * 0, as low, with the annotation 3600) and of no Queue, is no victim while younger, so vip
+ * (high) waits instead of preempting it. With the annotation not read (or not taken by the
+ * victims code) low-a is preempted as under class low: the test fails at its first wait. */
+static void test_class_min_runtime_spares_young_victim(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    add_classes(f);
+    req(f, "POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
+        "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\",\"metadata\":"
+        "{\"name\":\"patient\",\"annotations\":{\"drover.dev/min-runtime-seconds\":\"3600\"}},"
+        "\"value\":0}");
+    young_victim_spared(f, "patient", NULL);
 }
 
 static int setup(void **state)
@@ -144,6 +173,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_preemption_waits_for_checkpoint, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_timeout_deletes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_min_runtime_spares_young_victim, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_class_min_runtime_spares_young_victim, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,9 @@
  * role template carries Kueue's kueue.x-k8s.io/podset-required-topology is bound whole within
  * one rack, though the profile's spreading score alone would use both racks; one that no rack
  * holds waits, and its Waiting Event names the level and the largest free rack; one naming a
- * level --topology lacks fails as Invalid, naming the annotation.
+ * level --topology lacks fails as Invalid, naming the annotation. The same annotations on the
+ * pods of another operator's PodGroup bind its gang alike; pods of one group that disagree are
+ * not placed, a TopologyDiffers Event naming them.
  */
 #include "ctrl_fixture.h"
 #include "drover/controller.h"
@@ -23,8 +25,9 @@
 
 static int setup(void **state)
 {
-    return fixture_open(state,
-                        (drv_apiserver_opts){.fixture_dir = FIXTURE_DIR, .crd_installed = true});
+    return fixture_open(state, (drv_apiserver_opts){.fixture_dir = FIXTURE_DIR,
+                                                    .crd_installed = true,
+                                                    .podgroup_crd = true});
 }
 
 static int teardown(void **state)
@@ -44,6 +47,17 @@ static void rack_node(fixture *f, const char *name, const char *rack)
     char path[256];
     snprintf(path, sizeof path, "/api/v1/nodes/%s", name);
     req(f, "PATCH", path, "{\"spec\":{\"taints\":[]}}"); /* (not-ready lifted) */
+}
+
+/* Racks rack-a (nodes a0, a1) and rack-b (b0, b1), and drover run with --topology LEVELS. */
+static void two_racks(fixture *f, runner *r)
+{
+    rack_node(f, "a0", "rack-a");
+    rack_node(f, "a1", "rack-a");
+    rack_node(f, "b0", "rack-b");
+    rack_node(f, "b1", "rack-b");
+    drv_ctrl_opts o = {.topology = LEVELS};
+    start_with(f, r, "gang-fifo", &o);
 }
 
 /* A TrainingJob of n workers of 4 CPUs whose template requires one domain of level. */
@@ -94,13 +108,8 @@ static bool cond_msg(fixture *f, const char *job, const char *type, const char *
 static void test_required_rack(void **state)
 {
     fixture *f = *state;
-    rack_node(f, "a0", "rack-a");
-    rack_node(f, "a1", "rack-a");
-    rack_node(f, "b0", "rack-b");
-    rack_node(f, "b1", "rack-b");
     runner r;
-    drv_ctrl_opts o = {.topology = LEVELS};
-    start_with(f, &r, "gang-fifo", &o);
+    two_racks(f, &r);
     /* 4 x 4 CPUs: one rack's 16 exactly (spread by the score alone: one pod a node). */
     rack_job(f, "fits", 4, RACK);
     int racks = 0;
@@ -121,10 +130,83 @@ static void test_required_rack(void **state)
     stop(&r);
 }
 
+/* A pod another operator made for us in PodGroup group, of cpu CPUs, with Kueue's topology
+ * annotation ann (its "key":"value" text). */
+static void group_pod(fixture *f, const char *name, const char *group, const char *cpu,
+                      const char *ann)
+{
+    req(f, "POST", "/api/v1/namespaces/default/pods",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
+        "\"default\",\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"%s\"},\"annotations\":{%s}},"
+        "\"spec\":{\"schedulerName\":\"drover\",\"containers\":[{\"name\":\"main\",\"image\":"
+        "\"t\",\"resources\":{\"requests\":{\"cpu\":\"%s\"}}}]}}",
+        name, group, ann, cpu);
+}
+
+static void add_group(fixture *f, const char *name, int min_member)
+{
+    req(f, "POST", "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups",
+        "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
+        "\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},\"spec\":{\"minMember\":%d}}",
+        name, min_member);
+}
+
+/* How many of the pods prefix-0..n-1 are bound, and in how many racks. */
+static int group_racks(fixture *f, const char *prefix, int n, int *racks)
+{
+    int k = 0;
+    bool seen[2] = {false, false};
+    for (int i = 0; i < n; i++) {
+        json_t *p = get(f, "/api/v1/namespaces/default/pods/%s-%d", prefix, i);
+        const char *node =
+            json_string_value(json_object_get(json_object_get(p, "spec"), "nodeName"));
+        if (node && *node) {
+            k++;
+            seen[node[0] == 'b'] = true;
+        }
+        json_decref(p);
+    }
+    *racks = seen[0] + seen[1];
+    return k;
+}
+
+#define REQ_RACK "\"kueue.x-k8s.io/podset-required-topology\":\"" RACK "\""
+
+/* A PodGroup whose pods carry the required-rack annotation lands in one rack (the score alone
+ * spreads it over both); one whose pods disagree is not placed, its Event naming both. */
+static void test_podgroup_required_rack(void **state)
+{
+    fixture *f = *state;
+    runner r;
+    two_racks(f, &r);
+    add_group(f, "pg", 4);
+    char name[32];
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof name, "pg-%d", i);
+        group_pod(f, name, "pg", "4", REQ_RACK);
+    }
+    int racks = 0;
+    WAIT_FOR(group_racks(f, "pg", 4, &racks) == 4);
+    assert_int_equal(racks, 1);
+    /* Two pods, two different annotations: neither is bound. */
+    add_group(f, "mix", 2);
+    group_pod(f, "mix-0", "mix", "1", REQ_RACK);
+    group_pod(f, "mix-1", "mix", "1",
+              "\"kueue.x-k8s.io/podset-preferred-topology\":\"topology.kubernetes.io/zone\"");
+    char msg[1024] = "";
+    WAIT_FOR(events(f, "mix", "TopologyDiffers", msg, sizeof msg) >= 1);
+    assert_non_null(strstr(msg, "kueue.x-k8s.io/podset-required-topology: " RACK));
+    assert_non_null(
+        strstr(msg, "kueue.x-k8s.io/podset-preferred-topology: topology.kubernetes.io/zone"));
+    assert_int_equal(group_racks(f, "mix", 2, &racks), 0);
+    stop(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_required_rack, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_podgroup_required_rack, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -242,6 +242,24 @@ static void test_pod_decode(void **unused)
                         "scheduling.x-k8s.io/pod-group", json_string("tfjob-a"));
     assert_int_equal(drv_kube_decode_pod(o, names, &p, &d), 0);
     assert_string_equal(drv_strtab_str(names, p.group), "tfjob-a");
+    assert_int_equal(p.topo_mode, DRV_TOPO_NONE);
+    /* ... and Kueue's topology annotation when it is not Drover's own (drover.dev/job) */
+    json_t *meta = json_object_get(o, "metadata");
+    json_object_del(json_object_get(meta, "labels"), "drover.dev/job");
+    json_t *ann = json_object();
+    json_object_set_new(meta, "annotations", ann);
+    json_object_set_new(ann, "kueue.x-k8s.io/podset-required-topology", json_string("rack"));
+    assert_int_equal(drv_kube_decode_pod(o, names, &p, &d), 0);
+    assert_int_equal(p.topo_mode, DRV_TOPO_REQUIRED);
+    assert_string_equal(drv_strtab_str(names, p.topo_key), "rack");
+    /* a bad one does not lose the pod: its record says why */
+    json_object_set_new(ann, "kueue.x-k8s.io/podset-preferred-topology", json_string("zone"));
+    assert_int_equal(drv_kube_decode_pod(o, names, &p, &d), 0);
+    assert_int_equal(p.topo_mode, DRV_KPOD_TOPO_BAD);
+    assert_string_equal(drv_strtab_str(names, p.topo_key),
+                        "pod ml/w0: metadata.annotations: kueue.x-k8s.io/podset-required-topology "
+                        "and kueue.x-k8s.io/podset-preferred-topology: expected one topology "
+                        "annotation");
     json_decref(o);
     /* an init container asking more than the containers together sets the request */
     o = pod_json("1500m", "4", "ps");

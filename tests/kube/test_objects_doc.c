@@ -256,6 +256,17 @@ static const char *const pod_cases[][2] = {
     {"\"name\":\"w0\",", "\"deletionTimestamp\":null,\"name\":\"w0\","},
     {"\"resourceVersion\":\"77\"", "\"resourceVersion\":\"123456789012345678901234567890\""},
     {"\"exitCode\":0", "\"exitCode\":-1"},
+    /* Kueue's topology annotations: another operator's pod reads them (objects.c's), ours not */
+    {"\"labels\":{\"drover.dev/job\":\"tj1\",",
+     "\"annotations\":{\"kueue.x-k8s.io/podset-required-topology\":\"rack\"},\"labels\":{"},
+    {"\"labels\":{\"drover.dev/job\":\"tj1\",",
+     "\"annotations\":{\"kueue.x-k8s.io/podset-preferred-topology\":\"\"},\"labels\":{"},
+    {"\"labels\":{\"drover.dev/job\":\"tj1\",",
+     "\"annotations\":{\"kueue.x-k8s.io/podset-unconstrained-topology\":\"true\","
+     "\"kueue.x-k8s.io/podset-required-topology\":\"rack\"},\"labels\":{"},
+    {"\"labels\":{\"drover.dev/job\":\"tj1\",", "\"annotations\":{\"a\":\"b\"},\"labels\":{"},
+    {"\"labels\":{",
+     "\"annotations\":{\"kueue.x-k8s.io/podset-required-topology\":\"rack\"},\"labels\":{"},
 };
 
 /* The same for the recorded node. */

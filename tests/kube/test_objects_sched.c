@@ -222,6 +222,25 @@ static void test_priorityclass_and_queue(void **unused)
     assert_int_equal(drv_kube_decode_priorityclass(o, names, &pc, &d), DRV_EPARSE);
     assert_non_null(strstr(d.msg, "priorityclass odd: value: expected a 32-bit integer"));
     json_decref(o);
+    /* drover.dev/min-runtime-seconds: the class's minimum run time; a bad one named */
+    o = load("{\"metadata\":{\"name\":\"patient\",\"annotations\":{"
+             "\"drover.dev/min-runtime-seconds\":\"1800.5\"}},\"value\":0}");
+    assert_int_equal(drv_kube_decode_priorityclass(o, names, &pc, &d), 0);
+    assert_true(pc.min_runtime == 1800.5);
+    json_decref(o);
+    static const char *const bad_mr[] = {"\"-1\"", "\"1h\"", "\"\"", "3600", "\"9e9\""};
+    for (int i = 0; i < 5; i++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "{\"metadata\":{\"name\":\"p\",\"annotations\":{"
+                 "\"drover.dev/min-runtime-seconds\":%s}},\"value\":0}",
+                 bad_mr[i]);
+        o = load(text);
+        assert_int_equal(drv_kube_decode_priorityclass(o, names, &pc, &d), DRV_EPARSE);
+        assert_non_null(strstr(d.msg, "priorityclass p: metadata.annotations.drover.dev/"
+                                      "min-runtime-seconds: expected seconds in [0, 2592000]"));
+        json_decref(o);
+    }
 
     drv_kqueue q;
     o = load("{\"metadata\":{\"name\":\"research\"},\"spec\":{\"cohort\":\"lab\",\"nominalQuota\":"

@@ -221,7 +221,7 @@ typedef struct drv_job {
     double min_runtime;         /* seconds it runs, since run_start, before it may be a
                                    preemption victim: its priority class's (`drover run`'s
                                    drover.dev/min-runtime-seconds), its queue's when longer
-                                   (drv_job_min_runtime); 0: none */
+                                   (victims.c); 0: none */
     int8_t topo_mode;           /* enum drv_topo_mode: how its gang binds to a topology level */
     int8_t topo_level;          /* with a mode: the level (drv_state.topo_key index) */
     int32_t restarts;           /* checkpoint-restarts so far (scale, migration) */
@@ -322,6 +322,7 @@ typedef struct drv_state {
     drv_constraint *cons;          /* pod constraints; [0] is empty */
     int32_t ncons, cap_cons;       /* ncons 0 until one is added */
     bool has_prefer_taint;         /* some class has a PreferNoSchedule taint */
+    bool has_job_min_runtime;      /* some job was added with its own min_runtime > 0 */
     drv_queue *queues;             /* queues; [0] is the default queue */
     int32_t nqueues, cap_queues;   /* nqueues 0 until one is added */
     /* Fair share over time (usage.h): the half-life of the decayed usage (seconds; 0: "now

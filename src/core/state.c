@@ -206,6 +206,7 @@ static void init_job(drv_state *st, int32_t jid, int32_t pod_base, int32_t slots
 {
     drv_job *j = &st->jobs[jid];
     *j = *tmpl;
+    st->has_job_min_runtime |= tmpl->min_runtime > 0;
     j->pod_base = pod_base;
     j->pod_count = slots;
     j->start = j->end = j->run_start = -1;

@@ -73,6 +73,13 @@ bool drv_victim_settled(const drv_ctx *c, int32_t job)
 double drv_victim_ripe_at(const drv_ctx *c)
 {
     const drv_state *st = drv_ctx_state(c);
+    /* (every cycle of a profile with las or preempt: no walk over the live jobs when no job
+     * and no queue has a minimum run time) */
+    bool any = st->has_job_min_runtime;
+    for (int32_t q = 0; q < st->nqueues && !any; q++)
+        any = st->queues[q].min_runtime > 0;
+    if (!any)
+        return INFINITY;
     double now = drv_ctx_now(c), t = INFINITY;
     DRV_FOR_LIVE(st, job)
     {

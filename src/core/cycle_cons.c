@@ -1,7 +1,9 @@
 /*
  * cycle_cons.c - the constraint table (cons_table, cycle_int.h): per node constraint and node
  * class whether the class fits and its constraint score, the rows per GPU type (issue 27), and
- * which row a pod reads. Split from cycle_place.c, which asks it per pod.
+ * which row a pod reads (cycle_cons_row), and so whether a class fits a pod (cycle_cons). Split
+ * from cycle_place.c, which asks it per pod; cycle_int.h only declares these, so the header
+ * calls into no file of the cycle.
  */
 #include "cycle_int.h"
 
@@ -117,4 +119,10 @@ const int32_t *cycle_cons_row(const drv_ctx *c, int32_t pod)
         (ty = cycle_job_gpu_type(c, p->job)) >= 0)
         k = s->cons.ncons + k * s->cons.ntypes + ty;
     return s->cons.fit + (size_t)k * (size_t)s->cons.ncls;
+}
+
+int32_t cycle_cons(const drv_ctx *c, int32_t pod, int32_t cls)
+{
+    const int32_t *row = cycle_cons_row(c, pod);
+    return row ? row[cls] : 0;
 }

@@ -615,15 +615,11 @@ typedef int (*cycle_place_fn)(drv_ctx *c, int32_t job, int32_t workers, drv_mark
 int cycle_topo_place(drv_ctx *c, int32_t job, int32_t workers, drv_mark m, cycle_place_fn place);
 
 /* The pod's row of the constraint table (per node class; with GPU types, its job's type's
- * row for a GPU pod of a job that holds GPUs), or NULL when there is none (cycle_place.c). */
+ * row for a GPU pod of a job that holds GPUs), or NULL when there is none (cycle_cons.c). */
 const int32_t *cycle_cons_row(const drv_ctx *c, int32_t pod);
-
-/* The constraint score of node class cls for pod, or -1 when the class does not fit it. */
-static inline int32_t cycle_cons(const drv_ctx *c, int32_t pod, int32_t cls)
-{
-    const int32_t *row = cycle_cons_row(c, pod);
-    return row ? row[cls] : 0;
-}
+/* The constraint score of node class cls for pod, or -1 when the class does not fit it
+ * (cycle_cons.c). */
+int32_t cycle_cons(const drv_ctx *c, int32_t pod, int32_t cls);
 
 static inline uint32_t cycle_map_home(const cycle_map *m, int32_t key)
 {

@@ -356,6 +356,7 @@ out:
 typedef struct stream_rows {
     FILE *f; /* NULL: no --out */
     const drv_report_meta *meta;
+    const drv_sim *sim; /* the run, for its GPU types' names (set once created) */
 } stream_rows;
 
 static void stream_row(void *arg, int32_t job, const drv_jobspec *spec, const drv_jobresult *r)
@@ -363,7 +364,7 @@ static void stream_row(void *arg, int32_t job, const drv_jobspec *spec, const dr
     (void)job;
     const stream_rows *w = arg;
     if (w->f) /* a streamed run has no queues (load_inputs refuses them): no queue column */
-        drv_report_job_row(w->f, spec, r, w->meta, false);
+        drv_report_job_row(w->f, spec, r, w->meta, false, drv_report_job_gpu_type(w->sim, r));
 }
 
 /* One policy's streamed run into *sum, with --out its rows into jobs-<policy>.csv (written under
@@ -374,7 +375,7 @@ static int run_stream_one(const sim_opts *o, const sim_inputs *in, const drv_pro
 {
     drv_report_meta meta = sim_report_meta(o, in);
     drv_file_out fo = {0};
-    stream_rows rows = {NULL, &meta};
+    stream_rows rows = {NULL, &meta, NULL};
     drv_jobsource src = {0};
     drv_sim *s = NULL;
     /* check_source's pass warned of the rows a trace leaves out; each run's pass would say it
@@ -388,8 +389,6 @@ static int run_stream_one(const sim_opts *o, const sim_inputs *in, const drv_pro
         rc = drv_file_out_open(&fo, path, d);
         rows.f = rc ? NULL : fo.f;
     }
-    if (rows.f)
-        drv_report_jobs_header(rows.f, false);
     drv_sim_config cfg = {.seed = in->seeds[0],
                           .check = o->check,
                           .progress = run_progress_cb,
@@ -402,6 +401,10 @@ static int run_stream_one(const sim_opts *o, const sim_inputs *in, const drv_pro
                           .stop = &stop_signal};
     if (!rc)
         rc = drv_sim_new_stream(&in->cluster, &src, &in->cat, prof, &cfg, &s, d);
+    if (!rc && rows.f) { /* the header names the run's GPU type column, if it has one */
+        rows.sim = s;
+        drv_report_jobs_header(rows.f, false, drv_sim_gpu_type_name(s, 1) != NULL);
+    }
     if (!rc)
         rc = drv_sim_run(s, d);
     if (!rc)

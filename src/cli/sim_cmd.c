@@ -114,7 +114,9 @@ static const cli_flag sim_flags[] = {
              "defaults when it has none); for a policy that does not order its\n"
              "queue by priority, says what it orders by. With queues in the cluster\n"
              "or a fairshare order, also the job's queue share and its user's share\n"
-             "within it. Runs nothing else"},
+             "within it. On a cluster with GPU types, first the type JOB ran on,\n"
+             "its one-GPU speed on each type and the free GPUs per type when it\n"
+             "was placed (from a whole run). Runs nothing else"},
     {.name = "from-snapshot",
      .kind = FLAG_TEXT,
      AT(from_snapshot),
@@ -594,8 +596,10 @@ int cmd_sim(int argc, char **argv)
     o.argv = argv;
     sim_inputs in = {.pollux = strcmp(o.mechanics, "pollux") == 0};
     status = sim_parse_seeds(&o, &in) ? EXIT_USAGE : sim_load_inputs(&o, &in);
+    cli_explain_calib ec = {o.trace ? &in.calib : NULL, o.calib_type_fallback};
     if (status == 0 && o.explain)
-        status = cli_explain_job(&in.cluster, &in.wl[0], &in.cat, &in.prof[0], o.seed, o.explain);
+        status =
+            cli_explain_job(&in.cluster, &in.wl[0], &in.cat, &in.prof[0], &ec, o.seed, o.explain);
     else if (status == 0 && o.from_snapshot)
         status = whatif_run(&o, &in);
     else if (status == 0)

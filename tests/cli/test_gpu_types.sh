@@ -102,4 +102,15 @@ printf 'nodes:\n  - {name: n, count: 2, cpu: 8, memory: 32Gi, gpu: 4}\n' >"$T/pl
 out=$("$DROVER" sim --trace "$T/one.csv" --calib-dir "$T/prof" --cluster "$T/plain.yaml" \
     --calib-type-fallback --policy drover --explain cifar10-0)
 echo "$out" | grep -q "GPU type" && fail "--explain: a type line without types: $out"
+# examples/hetero-synthetic: what its generator writes, and it runs to the end with a per-type block
+mkdir "$T/hs"
+cp "$ROOT/examples/hetero-synthetic/generate.sh" "$T/hs/"
+sh "$T/hs/generate.sh"
+diff -r "$ROOT/examples/hetero-synthetic/profiles" "$T/hs/profiles" >/dev/null &&
+    cmp -s "$ROOT/examples/hetero-synthetic/trace.csv" "$T/hs/trace.csv" ||
+    fail "examples/hetero-synthetic differs from what its generate.sh writes"
+out=$("$DROVER" sim --trace "$T/hs/trace.csv" --calib-dir "$T/hs/profiles" \
+    --cluster "$ROOT/examples/cluster-sia-hetero.yaml" --policy gang-fifo --quiet)
+echo "$out" | grep -q "^gang-fifo  *48/48 " || fail "the synthetic example: $out"
+echo "$out" | grep -q "^policy / type  *aws  *rtx  *dgx-ext$" || fail "no per-type block: $out"
 echo "ok"

@@ -1,8 +1,8 @@
 /*
  * Tests for the simulator's reports per GPU type (issue 27; sim_metrics.c, report.c): each
  * type's utilisation, worked out by hand from the inputs; the type each job ran on in
- * jobs-POLICY.csv; the per-type block of the table, summary.json and summary.csv; and nothing
- * of it on a cluster without types.
+ * jobs-POLICY.csv; the per-type block of the table, summary.json, summary.csv and the report
+ * page (read back from the files); and nothing of it on a cluster without types.
  *
  * The cluster: node f, type fast, 2 GPUs; node s, type slow, 3 GPUs. Jobs A and B, alike, each
  * one worker of 2 GPUs, submitted at 0: each node fits one of them and no more (2 + 2 > 3), so
@@ -117,7 +117,30 @@ static void slurp(const char *path, char *buf, size_t n)
     fclose(f);
 }
 
-/* jobs-gang-fifo.csv's last column names each job's type: A and B one each, C none. */
+/* The report page of dir (its summary files written from sum first) into buf; then the
+ * directory's files are removed and the directory too. */
+static void page_of(const char *dir, const drv_summary *sum, char *buf, size_t n)
+{
+    drv_diag d = {{0}};
+    drv_report_data r;
+    assert_int_equal(drv_report_summary_files(dir, sum, 1, NULL, &d), 0);
+    assert_int_equal(drv_report_load(&r, dir, &d), 0);
+    assert_int_equal(drv_report_html(dir, &r, false, &d), 0);
+    drv_report_data_fini(&r);
+    char path[256];
+    snprintf(path, sizeof path, "%s/index.html", dir);
+    slurp(path, buf, n);
+    static const char *const files[] = {"jobs-gang-fifo.csv", "timeline-gang-fifo.csv",
+                                        "summary.json", "summary.csv", "index.html"};
+    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[k]);
+        remove(path);
+    }
+    assert_int_equal(rmdir(dir), 0);
+}
+
+/* jobs-gang-fifo.csv's last column names each job's type: A and B one each, C none; the report
+ * page, read back from the directory, shows each type's utilisation. */
 static void test_gpu_type_column(void **unused)
 {
     (void)unused;
@@ -149,10 +172,12 @@ static void test_gpu_type_column(void **unused)
     assert_true((!strcmp(ta, "fast") && !strcmp(tb, "slow")) ||
                 (!strcmp(ta, "slow") && !strcmp(tb, "fast")));
     assert_string_equal(tc, "");
-    remove(path);
-    snprintf(path, sizeof path, "%s/timeline-gang-fifo.csv", dir);
-    remove(path);
-    rmdir(dir);
+    static char page[65536];
+    page_of(dir, &sum, page, sizeof page);
+    const char *sec = strstr(page, "<h2 id=\"gpu-types\">");
+    assert_non_null(sec);
+    assert_non_null(strstr(sec, "<th>fast (2 GPUs) %</th><th>slow (3 GPUs) %</th>"));
+    assert_non_null(strstr(sec, "<tr><td>gang-fifo</td><td>100.0</td><td>66.7</td></tr>"));
     drv_workload_fini(&w);
     drv_cluster_fini(&c);
 }
@@ -209,10 +234,9 @@ static void test_outputs_only_with_types(void **unused)
     slurp(path, buf, sizeof buf);
     assert_null(strstr(buf, "gpu_type"));
     assert_non_null(strstr(buf, "preemptions\n"));
-    remove(path);
-    snprintf(path, sizeof path, "%s/timeline-gang-fifo.csv", dir);
-    remove(path);
-    rmdir(dir);
+    static char page[65536];
+    page_of(dir, &v[1], page, sizeof page);
+    assert_null(strstr(page, "gpu-types"));
     drv_workload_fini(&w);
     drv_cluster_fini(&c);
     drv_cluster_fini(&plain);

@@ -149,25 +149,31 @@ static double one_gpu_speed(const drv_calib *cal, bool fallback, int32_t app, co
 }
 
 /* Per type k (1-based, drv_sim_gpu_type_name) its GPUs and those free just before time t:
- * less the GPUs of pods bound before t and not removed by t (the placement log). */
-static void free_gpus_at(const drv_sim *s, const drv_workload *wl, double t, int64_t *cap,
-                         int64_t *fre)
+ * less the GPUs of pods bound before t and not removed by t (the placement log). One pass over
+ * the nodes, one over the log: O(nodes x types + placements). 0 or DRV_ENOMEM. */
+static int free_gpus_at(const drv_sim *s, const drv_workload *wl, double t, int64_t *cap,
+                        int64_t *fre)
 {
     const drv_state *st = drv_sim_state(s);
-    int32_t np;
-    const drv_placement *pl = drv_sim_placements(s, &np);
+    int32_t np, *kind = drv_calloc((size_t)st->nnodes + 1, sizeof *kind);
+    if (!kind)
+        return DRV_ENOMEM;
     for (int32_t n = 0; n < st->nnodes; n++) {
         int32_t ty = drv_node_gpu_type(st, n);
         const char *name = ty > 0 ? drv_strtab_str(st->names, ty) : "-";
-        for (int32_t k = 1; drv_sim_gpu_type_name(s, k); k++)
-            if (strcmp(drv_sim_gpu_type_name(s, k), name) == 0) {
-                cap[k] += st->nodes[n].alloc.gpu;
-                fre[k] += st->nodes[n].alloc.gpu;
-                for (int32_t i = 0; i < np; i++)
-                    if (pl[i].node == n && pl[i].start < t && (pl[i].end < 0 || pl[i].end > t))
-                        fre[k] -= wl->jobs[pl[i].job].role[pl[i].role].req.gpu;
-            }
+        for (int32_t k = 1; drv_sim_gpu_type_name(s, k) && !kind[n]; k++)
+            if (strcmp(drv_sim_gpu_type_name(s, k), name) == 0)
+                kind[n] = k;
+        cap[kind[n]] += st->nodes[n].alloc.gpu; /* [0]: nodes of no type (no GPUs) */
     }
+    for (int32_t k = 0; k <= DRV_MAX_GPU_TYPES; k++)
+        fre[k] = cap[k];
+    const drv_placement *pl = drv_sim_placements(s, &np);
+    for (int32_t i = 0; i < np; i++)
+        if (pl[i].start < t && (pl[i].end < 0 || pl[i].end > t))
+            fre[kind[pl[i].node]] -= wl->jobs[pl[i].job].role[pl[i].role].req.gpu;
+    drv_free(kind);
+    return 0;
 }
 
 /* The first bind of job's GPU pods in the placement log: its time and node, or -1. */
@@ -186,8 +192,8 @@ static int32_t first_gpu_bind(const drv_sim *s, const drv_workload *wl, int32_t 
 
 /* The type line of a run s that ended: where job's GPU pods went first, its one-GPU speed per
  * type and the free GPUs per type then. */
-static void print_type_line(const drv_sim *s, const drv_workload *wl, const cli_explain_calib *c,
-                            int32_t job)
+static int print_type_line(const drv_sim *s, const drv_workload *wl, const cli_explain_calib *c,
+                           int32_t job)
 {
     const drv_state *st = drv_sim_state(s);
     const drv_jobspec *js = &wl->jobs[job];
@@ -196,7 +202,7 @@ static void print_type_line(const drv_sim *s, const drv_workload *wl, const cli_
     if (node < 0) {
         printf("job %s held no GPU in the run (policy %s): no GPU type was chosen for it\n\n",
                js->name, drv_sim_policy(s));
-        return;
+        return 0;
     }
     int32_t ty = drv_node_gpu_type(st, node), n;
     const char *type = ty > 0 ? drv_strtab_str(st->names, ty) : "-";
@@ -216,7 +222,10 @@ static void print_type_line(const drv_sim *s, const drv_workload *wl, const cli_
         printf(": its model is not calibrated, so it runs at the same speed on every type");
     }
     int64_t cap[DRV_MAX_GPU_TYPES + 1] = {0}, fre[DRV_MAX_GPU_TYPES + 1] = {0};
-    free_gpus_at(s, wl, t, cap, fre);
+    if (free_gpus_at(s, wl, t, cap, fre) != 0) {
+        printf("\n");
+        return DRV_ENOMEM;
+    }
     printf(";\nGPUs free then, before its own:");
     for (int32_t k = 1; drv_sim_gpu_type_name(s, k); k++)
         printf("%s %lld of %lld %s", k > 1 ? "," : "", (long long)fre[k], (long long)cap[k],
@@ -226,6 +235,7 @@ static void print_type_line(const drv_sim *s, const drv_workload *wl, const cli_
     if (last && strcmp(last, type) != 0)
         printf("; it later moved to %s, the type it last ran on", last);
     printf("\n\n");
+    return 0;
 }
 
 /* On a cluster with GPU types, the type line of job (print_type_line) from a whole run under
@@ -243,13 +253,13 @@ static int print_gpu_type(const drv_cluster_spec *cl, const drv_workload *wl,
     int rc = drv_sim_new(cl, wl, cat, prof, &cfg, &s, &d);
     if (!rc)
         rc = drv_sim_run(s, &d);
+    if (!rc)
+        rc = print_type_line(s, wl, c, job);
+    drv_sim_free(s);
     if (rc) {
         fprintf(stderr, "drover: %s\n", d.msg[0] ? d.msg : drv_strerror(rc));
-        drv_sim_free(s);
         return rc == DRV_EINVAL ? EXIT_USAGE : EXIT_RUN;
     }
-    print_type_line(s, wl, c, job);
-    drv_sim_free(s);
     return 0;
 }
 

@@ -339,6 +339,40 @@ if [ "$(cat "$tmp/heldout.lost")" -gt 0 ]; then
     echo "  over seeds 1-20 and 21-40, the paired differences with their confidence intervals."
 fi
 echo
+echo "## Heterogeneous GPUs: a synthetic example"
+echo
+echo "\`examples/hetero-synthetic/\`: made-up per-type profiles (a formula, not measurements: its"
+echo "README) of the six calibrated models on the three GPU types of Sia's cluster"
+echo "(\`examples/cluster-sia-hetero.yaml\`: 24 \`aws\`, 24 \`rtx\`, 16 \`dgx-ext\` GPUs) and a 48-job trace,"
+echo "so the heterogeneous path runs without Sia's data. \`drover-no-types\` is \`drover\` sizing every"
+echo "type as one pool (\`examples/sia-ablations.yaml\`). Average JCT in minutes; per type, GPUs held"
+echo "by pods on its nodes, % of its GPUs, over the makespan (\`summary.csv\`'s \`TYPE.gpu_util\`)."
+echo "\`drover sim --trace examples/hetero-synthetic/trace.csv --calib-dir examples/hetero-synthetic/profiles --cluster examples/cluster-sia-hetero.yaml --profiles examples/sia-ablations.yaml --policy drover,drover-no-types,tiresias,gang-fifo\`"
+echo
+hs=$root/examples/hetero-synthetic
+"$drover" sim --trace "$hs/trace.csv" --calib-dir "$hs/profiles" \
+    --cluster "$root/examples/cluster-sia-hetero.yaml" --profiles "$root/examples/sia-ablations.yaml" \
+    --policy drover,drover-no-types,tiresias,gang-fifo --format csv --check --quiet |
+    awk -F, '
+    NR == 1 {
+        for (i = 1; i <= NF; i++) {
+            col[$i] = i
+            if ($i ~ /\.gpu_util$/) { t = $i; sub(/\.gpu_util$/, "", t); type[++nt] = t }
+        }
+        printf "| policy | done | avg JCT | GPU util %% |"
+        for (k = 1; k <= nt; k++) printf " `%s` util %% |", type[k]
+        printf "\n|---|---|---|---|"
+        for (k = 1; k <= nt; k++) printf "---|"
+        print ""
+        next
+    }
+    {
+        printf "| `%s` | %s/%s | %.1f | %.1f |", $col["policy"], $col["done"], $col["jobs"], \
+            $col["avg_jct_s"] / 60, 100 * $col["gpu_util"]
+        for (k = 1; k <= nt; k++) printf " %.1f |", 100 * $col[type[k] ".gpu_util"]
+        print ""
+    }'
+echo
 if [ -n "${SIA_DIR:-}" ]; then # Sia's heterogeneous comparison (issue 27): needs the artifact
     sh "$root/scripts/sia.sh" "$SIA_DIR" "$(dirname "$drover")"
     echo

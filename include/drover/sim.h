@@ -243,8 +243,26 @@ typedef struct drv_placement {
 typedef struct drv_jobresult {
     double submit, start, end;
     int32_t restarts, migrations, preemptions;
-    int32_t workers; /* workers when it last ran */
+    int32_t workers;  /* workers when it last ran */
+    int32_t gpu_type; /* on a cluster with GPU types: 1 + the index (drv_sim_gpu_type_name) of
+                         the type its GPU pods were last bound to (a job that moved types: the
+                         last); 0 when it never held a GPU or the cluster has no types */
 } drv_jobresult;
+
+/*
+ * GPU types (issue 27): a cluster's GPU nodes grouped by their gpuType, in order of first
+ * appearance in the cluster file; GPU nodes without one (on a cluster where others have one)
+ * form the type "-". Only a cluster with types has them (drv_summary.ngpu_types 0 otherwise,
+ * and every output is as without them).
+ */
+#define DRV_MAX_GPU_TYPES 16
+
+typedef struct drv_gpu_type_summary {
+    char name[32]; /* the type's name, "-" for GPU nodes without one */
+    int64_t gpus;  /* GPUs of its nodes */
+    double util;   /* GPU-seconds held by pods on its nodes / (gpus x the window gpu_util is
+                      averaged over); the types' utils weighted by gpus sum to gpu_util */
+} drv_gpu_type_summary;
 
 /*
  * One queue's results (sim_queues.c). Shares are time averages over the window utilisation is
@@ -292,12 +310,14 @@ typedef struct drv_summary {
     double half_life; /* the profile's half-life of decayed usage, seconds; 0: "now only", and
                          no queue's usage is shown */
     drv_queue_summary queue[DRV_MAX_QUEUES];
-    double jain_share; /* Jain's index over the weighted shares (share / weight) of the queues
-                          with jobs; 1: shares exactly in proportion to weights */
-    double ftf_max;    /* finish-time fairness (Themis, Gavel): the largest rho over finished
-                          jobs, rho = JCT / T_isolated (drv_ftf_rho); > 1: worse than alone on
-                          its tenant's slice of the cluster */
-    double ftf_jain;   /* Jain's index over the finished jobs' rho */
+    double jain_share;  /* Jain's index over the weighted shares (share / weight) of the queues
+                           with jobs; 1: shares exactly in proportion to weights */
+    double ftf_max;     /* finish-time fairness (Themis, Gavel): the largest rho over finished
+                           jobs, rho = JCT / T_isolated (drv_ftf_rho); > 1: worse than alone on
+                           its tenant's slice of the cluster */
+    double ftf_jain;    /* Jain's index over the finished jobs' rho */
+    int32_t ngpu_types; /* GPU types of the cluster (0: it has none) */
+    drv_gpu_type_summary gpu_type[DRV_MAX_GPU_TYPES]; /* their utilisation, in type order */
 } drv_summary;
 
 /*
@@ -376,6 +396,9 @@ int drv_sim_enter_job(drv_sim *s, int32_t job);
 const drv_workload *drv_sim_workload(const drv_sim *s);
 /* Name of the profile the run uses. */
 const char *drv_sim_policy(const drv_sim *s);
+/* The name of GPU type k (1-based, as drv_jobresult.gpu_type; "-" for GPU nodes without a type),
+ * or NULL when the run has no such type. */
+const char *drv_sim_gpu_type_name(const drv_sim *s, int32_t k);
 /* What the calibrated model knows of the run's jobs (their model, batch and batch range;
  * calib.h), or NULL when the run has no calibration (drv_sim_config.calib). */
 const struct drv_calib_jobs *drv_sim_model(const drv_sim *s);
@@ -428,12 +451,17 @@ int drv_report_run_files(const char *dir, const drv_sim *s, const drv_report_met
 /*
  * The rows of jobs-<policy>.csv one at a time, for a caller that writes them as jobs finish
  * (`drover sim --stream`, a streamed run's drv_sim_config.finished): the header line, then one
- * job's line from its spec and result row. queues adds the last column (the job's queue), as
- * drv_report_run_files does when the cluster declares queues. meta may be NULL.
+ * job's line from its spec and result row. queues adds a column (the job's queue), as
+ * drv_report_run_files does when the cluster declares queues; gpu_types the last (gpu_type, the
+ * GPU type it last ran on), when the cluster has GPU types. The row's gpu_type is the name
+ * drv_report_job_gpu_type gives, NULL when the cluster has no types. meta may be NULL.
  */
-void drv_report_jobs_header(FILE *f, bool queues);
+void drv_report_jobs_header(FILE *f, bool queues, bool gpu_types);
 void drv_report_job_row(FILE *f, const drv_jobspec *j, const drv_jobresult *r,
-                        const drv_report_meta *meta, bool queues);
+                        const drv_report_meta *meta, bool queues, const char *gpu_type);
+/* The gpu_type cell of job row r of run s: its type's name, "" when it held no GPU, NULL when
+ * the cluster has no GPU types (no column). */
+const char *drv_report_job_gpu_type(const drv_sim *s, const drv_jobresult *r);
 /*
  * Writes summary.json and summary.csv into dir, the same way. With meta, every summary.json
  * record also holds drover_version, seed, profile (its full line) and inputs (role, path,

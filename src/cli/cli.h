@@ -79,13 +79,21 @@ int cli_begin(const cli_command *cmd, int argc, char **argv, void *opts, int *fi
  */
 int cli_render_dir(const char *dir, const char *who, bool *skipped);
 
+/* What --explain times calibrated jobs by (the calibration `drover sim` runs with). */
+typedef struct cli_explain_calib {
+    const struct drv_calib *calib; /* the trace's calibration (NULL: analytic jobs) */
+    bool fallback;                 /* --calib-type-fallback */
+} cli_explain_calib;
 /*
- * --explain JOB of `drover sim` (explain.c): JOB's combined priority factor by factor, as the
- * first cycle after its submission sees it under prof, or, when prof does not order its queue
- * by the `priority` plugin, what it orders by instead. Returns the exit status.
+ * --explain JOB of `drover sim` (explain.c): on a cluster with GPU types, the type JOB ran on
+ * and why (its one-GPU speed per type, by calib, and the free GPUs per type when it was
+ * placed); then JOB's combined priority factor by factor, as the first cycle after its
+ * submission sees it under prof, or, when prof does not order its queue by the `priority`
+ * plugin, what it orders by instead. Returns the exit status.
  */
 int cli_explain_job(const drv_cluster_spec *cl, const drv_workload *wl, const drv_catalogue *cat,
-                    const drv_profile *prof, uint64_t seed, const char *name);
+                    const drv_profile *prof, const cli_explain_calib *calib, uint64_t seed,
+                    const char *name);
 /* drv_ctrl_opts.explain for `drover run` (explain.c): the combined priority of a waiting job,
  * factor by factor, appended to its Waiting Event ("; priority 0.600 = user 0.40 x 0.000 +
  * ..."), when the profile's queue order uses `priority`; nothing otherwise. */

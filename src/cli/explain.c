@@ -9,9 +9,16 @@
  * queues, or the policy orders by `fairshare`, it first prints the job's queue and its weighted
  * dominant share (what `fairshare` orders by) and the user's share within it (the `share`
  * factor).
+ *
+ * On a cluster with GPU types (issue 27) it first says why the job's type was chosen: the whole
+ * run is simulated (with the calibration `drover sim` uses) and, from its placement log, the
+ * type the job's GPU pods were first bound to and when; per type the job's speed on one GPU
+ * (the calibrated step time of placement "1" at its batch, the profile of that type) and the
+ * GPUs free at that moment (each type's GPUs less those pods bound before it still held).
  */
 #include "cli.h"
 
+#include "drover/calib.h"
 #include "drover/policy.h"
 #include "drover/usage.h"
 
@@ -128,8 +135,137 @@ static int print_topology(const drv_cluster_spec *cl, const drv_workload *wl,
     return 0;
 }
 
+/* Steps per second of calibrated model app on one GPU of `type` ("-": untyped) at batch, or
+ * NaN when the calibration has no profile for it. */
+static double one_gpu_speed(const drv_calib *cal, bool fallback, int32_t app, const char *type,
+                            double batch)
+{
+    int32_t e = drv_calib_for_type(cal, app, strcmp(type, "-") ? type : NULL, fallback);
+    int32_t one = 1;
+    drv_calib_sample m;
+    if (e < 0 || drv_calib_measure(cal, e, &one, 1, batch, &m) != 0 || !(m.step > 0))
+        return NAN;
+    return 1.0 / m.step;
+}
+
+/* Per type k (1-based, drv_sim_gpu_type_name) its GPUs and those free just before time t:
+ * less the GPUs of pods bound before t and not removed by t (the placement log). One pass over
+ * the nodes, one over the log: O(nodes x types + placements). 0 or DRV_ENOMEM. */
+static int free_gpus_at(const drv_sim *s, const drv_workload *wl, double t, int64_t *cap,
+                        int64_t *fre)
+{
+    const drv_state *st = drv_sim_state(s);
+    int32_t np, *kind = drv_calloc((size_t)st->nnodes + 1, sizeof *kind);
+    if (!kind)
+        return DRV_ENOMEM;
+    for (int32_t n = 0; n < st->nnodes; n++) {
+        int32_t ty = drv_node_gpu_type(st, n);
+        const char *name = ty > 0 ? drv_strtab_str(st->names, ty) : "-";
+        for (int32_t k = 1; drv_sim_gpu_type_name(s, k) && !kind[n]; k++)
+            if (strcmp(drv_sim_gpu_type_name(s, k), name) == 0)
+                kind[n] = k;
+        cap[kind[n]] += st->nodes[n].alloc.gpu; /* [0]: nodes of no type (no GPUs) */
+    }
+    for (int32_t k = 0; k <= DRV_MAX_GPU_TYPES; k++)
+        fre[k] = cap[k];
+    const drv_placement *pl = drv_sim_placements(s, &np);
+    for (int32_t i = 0; i < np; i++)
+        if (pl[i].start < t && (pl[i].end < 0 || pl[i].end > t))
+            fre[kind[pl[i].node]] -= wl->jobs[pl[i].job].role[pl[i].role].req.gpu;
+    drv_free(kind);
+    return 0;
+}
+
+/* The first bind of job's GPU pods in the placement log: its time and node, or -1. */
+static int32_t first_gpu_bind(const drv_sim *s, const drv_workload *wl, int32_t job, double *t)
+{
+    int32_t np, node = -1;
+    const drv_placement *pl = drv_sim_placements(s, &np);
+    for (int32_t i = 0; i < np; i++)
+        if (pl[i].job == job && wl->jobs[job].role[pl[i].role].req.gpu > 0 &&
+            (node < 0 || pl[i].start < *t)) {
+            node = pl[i].node;
+            *t = pl[i].start;
+        }
+    return node;
+}
+
+/* The type line of a run s that ended: where job's GPU pods went first, its one-GPU speed per
+ * type and the free GPUs per type then. */
+static int print_type_line(const drv_sim *s, const drv_workload *wl, const cli_explain_calib *c,
+                           int32_t job)
+{
+    const drv_state *st = drv_sim_state(s);
+    const drv_jobspec *js = &wl->jobs[job];
+    double t = 0;
+    int32_t node = first_gpu_bind(s, wl, job, &t);
+    if (node < 0) {
+        printf("job %s held no GPU in the run (policy %s): no GPU type was chosen for it\n\n",
+               js->name, drv_sim_policy(s));
+        return 0;
+    }
+    int32_t ty = drv_node_gpu_type(st, node), n;
+    const char *type = ty > 0 ? drv_strtab_str(st->names, ty) : "-";
+    printf("job %s ran on GPU type %s (placed there at t=%.1f s by policy %s)", js->name, type, t,
+           drv_sim_policy(s));
+    bool cal = c && c->calib && js->calib_app > 0;
+    if (cal) {
+        printf(": %.3g steps/s on one GPU there (",
+               one_gpu_speed(c->calib, c->fallback, js->calib_app - 1, type, js->batch));
+        for (int32_t k = 1, i = 0; drv_sim_gpu_type_name(s, k); k++)
+            if (strcmp(drv_sim_gpu_type_name(s, k), type) != 0)
+                printf("%s%s %.3g", i++ ? ", " : "", drv_sim_gpu_type_name(s, k),
+                       one_gpu_speed(c->calib, c->fallback, js->calib_app - 1,
+                                     drv_sim_gpu_type_name(s, k), js->batch));
+        printf(") at its batch %g", js->batch);
+    } else {
+        printf(": its model is not calibrated, so it runs at the same speed on every type");
+    }
+    int64_t cap[DRV_MAX_GPU_TYPES + 1] = {0}, fre[DRV_MAX_GPU_TYPES + 1] = {0};
+    if (free_gpus_at(s, wl, t, cap, fre) != 0) {
+        printf("\n");
+        return DRV_ENOMEM;
+    }
+    printf(";\nGPUs free then, before its own:");
+    for (int32_t k = 1; drv_sim_gpu_type_name(s, k); k++)
+        printf("%s %lld of %lld %s", k > 1 ? "," : "", (long long)fre[k], (long long)cap[k],
+               drv_sim_gpu_type_name(s, k));
+    const drv_jobresult *r = drv_sim_jobs(s, &n);
+    const char *last = r && job < n ? drv_sim_gpu_type_name(s, r[job].gpu_type) : NULL;
+    if (last && strcmp(last, type) != 0)
+        printf("; it later moved to %s, the type it last ran on", last);
+    printf("\n\n");
+    return 0;
+}
+
+/* On a cluster with GPU types, the type line of job (print_type_line) from a whole run under
+ * prof. 0 or the exit status, the error printed. */
+static int print_gpu_type(const drv_cluster_spec *cl, const drv_workload *wl,
+                          const drv_catalogue *cat, const drv_profile *prof,
+                          const cli_explain_calib *c, uint64_t seed, int32_t job)
+{
+    drv_diag d = {{0}};
+    drv_sim_config cfg = {.seed = seed,
+                          .placements = true,
+                          .calib = c ? c->calib : NULL,
+                          .calib_type_fallback = c && c->fallback};
+    drv_sim *s = NULL;
+    int rc = drv_sim_new(cl, wl, cat, prof, &cfg, &s, &d);
+    if (!rc)
+        rc = drv_sim_run(s, &d);
+    if (!rc)
+        rc = print_type_line(s, wl, c, job);
+    drv_sim_free(s);
+    if (rc) {
+        fprintf(stderr, "drover: %s\n", d.msg[0] ? d.msg : drv_strerror(rc));
+        return rc == DRV_EINVAL ? EXIT_USAGE : EXIT_RUN;
+    }
+    return 0;
+}
+
 int cli_explain_job(const drv_cluster_spec *cl, const drv_workload *wl, const drv_catalogue *cat,
-                    const drv_profile *prof, uint64_t seed, const char *name)
+                    const drv_profile *prof, const cli_explain_calib *calib, uint64_t seed,
+                    const char *name)
 {
     int32_t job = -1;
     int rc;
@@ -142,6 +278,8 @@ int cli_explain_job(const drv_cluster_spec *cl, const drv_workload *wl, const dr
     }
     if (wl->jobs[job].topo_mode != DRV_TOPO_NONE &&
         (rc = print_topology(cl, wl, cat, prof, seed, job)) != 0)
+        return rc;
+    if (cl->gpu_types && (rc = print_gpu_type(cl, wl, cat, prof, calib, seed, job)) != 0)
         return rc;
     const drv_plugin_use *use = priority_use(prof);
     bool fair = orders_by(prof, "fairshare");

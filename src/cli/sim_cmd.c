@@ -114,7 +114,9 @@ static const cli_flag sim_flags[] = {
              "defaults when it has none); for a policy that does not order its\n"
              "queue by priority, says what it orders by. With queues in the cluster\n"
              "or a fairshare order, also the job's queue share and its user's share\n"
-             "within it. Runs nothing else"},
+             "within it. On a cluster with GPU types, first the type JOB ran on,\n"
+             "its one-GPU speed on each type and the free GPUs per type when it\n"
+             "was placed (from a whole run). Runs nothing else"},
     {.name = "from-snapshot",
      .kind = FLAG_TEXT,
      AT(from_snapshot),
@@ -356,6 +358,7 @@ out:
 typedef struct stream_rows {
     FILE *f; /* NULL: no --out */
     const drv_report_meta *meta;
+    const drv_sim *sim; /* the run, for its GPU types' names (set once created) */
 } stream_rows;
 
 static void stream_row(void *arg, int32_t job, const drv_jobspec *spec, const drv_jobresult *r)
@@ -363,7 +366,7 @@ static void stream_row(void *arg, int32_t job, const drv_jobspec *spec, const dr
     (void)job;
     const stream_rows *w = arg;
     if (w->f) /* a streamed run has no queues (load_inputs refuses them): no queue column */
-        drv_report_job_row(w->f, spec, r, w->meta, false);
+        drv_report_job_row(w->f, spec, r, w->meta, false, drv_report_job_gpu_type(w->sim, r));
 }
 
 /* One policy's streamed run into *sum, with --out its rows into jobs-<policy>.csv (written under
@@ -374,7 +377,7 @@ static int run_stream_one(const sim_opts *o, const sim_inputs *in, const drv_pro
 {
     drv_report_meta meta = sim_report_meta(o, in);
     drv_file_out fo = {0};
-    stream_rows rows = {NULL, &meta};
+    stream_rows rows = {NULL, &meta, NULL};
     drv_jobsource src = {0};
     drv_sim *s = NULL;
     /* check_source's pass warned of the rows a trace leaves out; each run's pass would say it
@@ -388,8 +391,6 @@ static int run_stream_one(const sim_opts *o, const sim_inputs *in, const drv_pro
         rc = drv_file_out_open(&fo, path, d);
         rows.f = rc ? NULL : fo.f;
     }
-    if (rows.f)
-        drv_report_jobs_header(rows.f, false);
     drv_sim_config cfg = {.seed = in->seeds[0],
                           .check = o->check,
                           .progress = run_progress_cb,
@@ -402,6 +403,10 @@ static int run_stream_one(const sim_opts *o, const sim_inputs *in, const drv_pro
                           .stop = &stop_signal};
     if (!rc)
         rc = drv_sim_new_stream(&in->cluster, &src, &in->cat, prof, &cfg, &s, d);
+    if (!rc && rows.f) { /* the header names the run's GPU type column, if it has one */
+        rows.sim = s;
+        drv_report_jobs_header(rows.f, false, drv_sim_gpu_type_name(s, 1) != NULL);
+    }
     if (!rc)
         rc = drv_sim_run(s, d);
     if (!rc)
@@ -591,8 +596,10 @@ int cmd_sim(int argc, char **argv)
     o.argv = argv;
     sim_inputs in = {.pollux = strcmp(o.mechanics, "pollux") == 0};
     status = sim_parse_seeds(&o, &in) ? EXIT_USAGE : sim_load_inputs(&o, &in);
+    cli_explain_calib ec = {o.trace ? &in.calib : NULL, o.calib_type_fallback};
     if (status == 0 && o.explain)
-        status = cli_explain_job(&in.cluster, &in.wl[0], &in.cat, &in.prof[0], o.seed, o.explain);
+        status =
+            cli_explain_job(&in.cluster, &in.wl[0], &in.cat, &in.prof[0], &ec, o.seed, o.explain);
     else if (status == 0 && o.from_snapshot)
         status = whatif_run(&o, &in);
     else if (status == 0)

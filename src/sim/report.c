@@ -90,6 +90,37 @@ static void queue_table(FILE *f, const drv_summary *v, int n)
     }
 }
 
+/*
+ * The GPU types' block under the table, only when the cluster has GPU types: per policy a row
+ * of each type's utilisation (the runs of one comparison share a cluster, so the first run's
+ * types name them all).
+ */
+static void gpu_type_table(FILE *f, const drv_summary *v, int n)
+{
+    if (n == 0 || v[0].ngpu_types == 0)
+        return;
+    int w = 14;
+    for (int i = 0; i < n; i++)
+        if ((int)strlen(v[i].policy) > w)
+            w = (int)strlen(v[i].policy);
+    fprintf(f,
+            "\nper GPU type (util%%: GPUs held by pods on the type's nodes, %% of its GPUs, "
+            "over the makespan)\n%-*s",
+            w, "policy / type");
+    for (int32_t k = 0; k < v[0].ngpu_types; k++)
+        fprintf(f, " %9s", v[0].gpu_type[k].name);
+    fprintf(f, "\n%-*s", w, "(GPUs)");
+    for (int32_t k = 0; k < v[0].ngpu_types; k++)
+        fprintf(f, " %9lld", (long long)v[0].gpu_type[k].gpus);
+    fputc('\n', f);
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "%-*s", w, v[i].policy);
+        for (int32_t k = 0; k < v[0].ngpu_types; k++)
+            cell_pct(f, 9, k < v[i].ngpu_types ? v[i].gpu_type[k].util : NAN);
+        fputc('\n', f);
+    }
+}
+
 /* The utilisation columns of a run: a resource's util, useful and wasted fractions. */
 static void util_cells(FILE *f, double util, double useful, double wasted)
 {
@@ -219,6 +250,7 @@ void drv_report_table(FILE *f, const drv_summary *v, int n)
     table_notes(f, v, n, gpu);
     lost_table(f, v, n, gpu);
     queue_table(f, v, n);
+    gpu_type_table(f, v, n);
 }
 
 static json_t *num(double x)
@@ -253,6 +285,23 @@ static int queues_json(json_t *o, const drv_summary *s)
     json_object_set_new(o, "jain_share", num(s->jain_share));
     json_object_set_new(o, "ftf_max", num(s->ftf_max));
     json_object_set_new(o, "ftf_jain", num(s->ftf_jain));
+    return 0;
+}
+
+/* "gpu_types" (one object per type: type, gpus, util), added to a summary record. */
+static int gpu_types_json(json_t *o, const drv_summary *s)
+{
+    json_t *arr = json_array();
+    if (!arr || json_object_set_new(o, "gpu_types", arr) != 0)
+        return DRV_ENOMEM;
+    for (int32_t k = 0; k < s->ngpu_types; k++) {
+        json_t *e = json_object();
+        if (!e || json_array_append_new(arr, e) != 0)
+            return DRV_ENOMEM;
+        json_object_set_new(e, "type", json_string(s->gpu_type[k].name));
+        json_object_set_new(e, "gpus", json_integer(s->gpu_type[k].gpus));
+        json_object_set_new(e, "util", num(s->gpu_type[k].util));
+    }
     return 0;
 }
 
@@ -294,7 +343,8 @@ static json_t *summary_json(const drv_summary *s)
     json_object_set_new(o, "end_s", num(s->end));
     if (s->interrupted) /* only then: a finished run's record is as it always was */
         json_object_set_new(o, "interrupted", json_true());
-    if (s->nqueues > 0 && queues_json(o, s) != 0) {
+    if ((s->nqueues > 0 && queues_json(o, s) != 0) ||
+        (s->ngpu_types > 0 && gpu_types_json(o, s) != 0)) {
         json_decref(o);
         return NULL;
     }
@@ -430,6 +480,21 @@ static void csv_queue_row(FILE *f, const drv_summary *first, const drv_summary *
     }
 }
 
+/* The GPU types' columns of summary.csv, last, only when the runs' cluster has GPU types (the
+ * first run's name them all): per type NAME.gpu_util (type names follow the name rule: never a
+ * comma). */
+static void csv_gpu_type_header(FILE *f, const drv_summary *v, int n)
+{
+    for (int32_t k = 0; n > 0 && k < v[0].ngpu_types; k++)
+        fprintf(f, ",%s.gpu_util", v[0].gpu_type[k].name);
+}
+
+static void csv_gpu_type_row(FILE *f, const drv_summary *first, const drv_summary *s)
+{
+    for (int32_t k = 0; k < first->ngpu_types; k++)
+        csv_num(f, k < s->ngpu_types ? s->gpu_type[k].util : NAN);
+}
+
 void drv_report_csv(FILE *f, const drv_summary *v, int n)
 {
     fputs("policy,jobs,done,avg_jct_s,p50_jct_s,p95_jct_s,p99_jct_s,makespan_s,avg_wait_s,"
@@ -441,6 +506,7 @@ void drv_report_csv(FILE *f, const drv_summary *v, int n)
     if (lost)
         fputs(",lost_gpu_hours,lost_cpu_hours", f);
     csv_queue_header(f, v, n);
+    csv_gpu_type_header(f, v, n);
     fputc('\n', f);
     for (int i = 0; i < n; i++) {
         const drv_summary *s = &v[i];
@@ -457,6 +523,7 @@ void drv_report_csv(FILE *f, const drv_summary *v, int n)
             csv_num(f, s->lost_cpu_h);
         }
         csv_queue_row(f, &v[0], s);
+        csv_gpu_type_row(f, &v[0], s);
         fputc('\n', f);
     }
 }
@@ -555,12 +622,14 @@ static void model_name(const drv_jobspec *j, const drv_report_meta *meta, char *
         snprintf(out, n, "%d", j->model);
 }
 
-void drv_report_jobs_header(FILE *f, bool queues)
+void drv_report_jobs_header(FILE *f, bool queues, bool gpu_types)
 {
     fputs("job,user,model,ps,workers_requested,workers_last,submit_s,start_s,end_s,wait_s,jct_s,"
           "restarts,migrations,preemptions",
           f);
-    fputs(queues ? ",queue\n" : "\n", f);
+    if (queues)
+        fputs(",queue", f);
+    fputs(gpu_types ? ",gpu_type\n" : "\n", f);
 }
 
 /* A time in seconds as a cell, or an empty cell when it is negative (never happened). */
@@ -573,7 +642,7 @@ static void time_cell(FILE *f, double t)
 }
 
 void drv_report_job_row(FILE *f, const drv_jobspec *j, const drv_jobresult *r,
-                        const drv_report_meta *meta, bool queues)
+                        const drv_report_meta *meta, bool queues, const char *gpu_type)
 {
     char model[64];
     model_name(j, meta, model, sizeof model);
@@ -586,7 +655,17 @@ void drv_report_job_row(FILE *f, const drv_jobspec *j, const drv_jobresult *r,
     fprintf(f, ",%d,%d,%d", r->restarts, r->migrations, r->preemptions);
     if (queues) /* the name the job gave: the queue it is in, as undeclared names are refused */
         fprintf(f, ",%s", j->queue);
+    if (gpu_type) /* the cluster has GPU types: the job's last ("" when it held no GPU) */
+        fprintf(f, ",%s", gpu_type);
     fputc('\n', f);
+}
+
+const char *drv_report_job_gpu_type(const drv_sim *s, const drv_jobresult *r)
+{
+    if (drv_sim_gpu_type_name(s, 1) == NULL) /* no GPU type: no column */
+        return NULL;
+    const char *t = drv_sim_gpu_type_name(s, r->gpu_type);
+    return t ? t : "";
 }
 
 int drv_report_run_files(const char *dir, const drv_sim *s, const drv_report_meta *meta,
@@ -603,9 +682,9 @@ int drv_report_run_files(const char *dir, const drv_sim *s, const drv_report_met
     int32_t n;
     const drv_jobresult *r = drv_sim_jobs(s, &n);
     bool queues = drv_sim_state(s)->nqueues > 0; /* then a last column names each job's queue */
-    drv_report_jobs_header(f, queues);
+    drv_report_jobs_header(f, queues, drv_sim_gpu_type_name(s, 1) != NULL);
     for (int32_t i = 0; i < n; i++) /* finished jobs are released from the state: read wl */
-        drv_report_job_row(f, &wl->jobs[i], &r[i], meta, queues);
+        drv_report_job_row(f, &wl->jobs[i], &r[i], meta, queues, drv_report_job_gpu_type(s, &r[i]));
     int rc = drv_file_out_commit(&o, d);
     if (rc)
         return rc;

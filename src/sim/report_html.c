@@ -1,7 +1,8 @@
 /*
  * report_html.c - the body of index.html, the report page (plot.c opens the file and renames it
  * into place): what was simulated, the summary table, the queues and fairness (a cluster with
- * queues only), the plots, one section per policy, links to the data files.
+ * queues only), each GPU type's utilisation (a cluster with GPU types only), the plots, one
+ * section per policy, links to the data files.
  *
  * The page is static and self-contained: no script, no external resource (a report directory is
  * viewed from disk, offline). It stays short with many policies: a navigation bar with an anchor
@@ -251,6 +252,34 @@ static void html_queues(FILE *f, const drv_report_data *r)
     fputs("</tbody></table>\n", f);
 }
 
+/* The GPU types' section (runs of a cluster with GPU types only; the first run's types name
+ * them all): per policy each type's utilisation (docs/formats.md, "Outputs"). */
+static void html_gpu_types(FILE *f, const drv_report_data *r)
+{
+    const drv_summary *first = &r->sum[0];
+    if (first->ngpu_types == 0)
+        return;
+    fputs("<h2 id=\"gpu-types\">GPU types</h2>\n<p>Per GPU type: GPUs held by pods on the "
+          "type&#39;s nodes, % of its GPUs, over the makespan.</p>\n<table>\n<thead><tr>"
+          "<th>policy</th>",
+          f);
+    for (int32_t k = 0; k < first->ngpu_types; k++) {
+        fputs("<th>", f);
+        html_text(f, first->gpu_type[k].name);
+        fprintf(f, " (%lld GPUs) %%</th>", (long long)first->gpu_type[k].gpus);
+    }
+    fputs("</tr></thead>\n<tbody>\n", f);
+    for (int32_t i = 0; i < r->n; i++) {
+        fputs("<tr><td>", f);
+        html_text(f, r->sum[i].policy);
+        fputs("</td>", f);
+        for (int32_t k = 0; k < first->ngpu_types; k++)
+            html_num(f, 1, k < r->sum[i].ngpu_types ? 100 * r->sum[i].gpu_type[k].util : NAN);
+        fputs("</tr>\n", f);
+    }
+    fputs("</tbody></table>\n", f);
+}
+
 /* A cell "mean ± half-width", in minutes when minutes is true; sign forces a + on positives. */
 static void html_pm(FILE *f, double mean, double half, bool minutes, bool sign)
 {
@@ -317,6 +346,8 @@ static void html_nav(FILE *f, const drv_report_data *r, bool plots)
         fputs("<a href=\"#seeds\">Over seeds</a>", f);
     if (has_queues(r))
         fputs("<a href=\"#queues\">Queues</a>", f);
+    if (r->n > 0 && r->sum[0].ngpu_types > 0)
+        fputs("<a href=\"#gpu-types\">GPU types</a>", f);
     if (plots)
         fputs("<a href=\"#jct\">Completion</a><a href=\"#utilisation\">Utilisation</a>"
               "<a href=\"#queue\">Queue</a>",
@@ -448,6 +479,7 @@ void drv_report_page(FILE *f, const drv_report_data *r, bool plots)
     html_seeds(f, &r->seeds);
     if (has_queues(r))
         html_queues(f, r);
+    html_gpu_types(f, r);
     if (!plots)
         fputs("<p class=\"note\">Plots were not rendered (gnuplot was not available). Install "
               "gnuplot and run <code>drover report DIR</code> on this directory.</p>\n",

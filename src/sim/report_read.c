@@ -238,6 +238,37 @@ static const char *load_queues(json_t *o, drv_summary *s, const char **what)
     return NULL;
 }
 
+/*
+ * The optional "gpu_types" array of a summary record (a cluster with GPU types) into s;
+ * absent, s has none. NULL, or the field found wrong, with *what expected.
+ */
+static const char *load_gpu_types(json_t *o, drv_summary *s, const char **what)
+{
+    json_t *ts = json_object_get(o, "gpu_types");
+    if (!ts)
+        return NULL;
+    *what = "a list of at most 16 GPU type objects";
+    if (!json_is_array(ts) || json_array_size(ts) > DRV_MAX_GPU_TYPES)
+        return "gpu_types";
+    for (size_t k = 0; k < json_array_size(ts); k++) {
+        json_t *e = json_array_get(ts, k);
+        drv_gpu_type_summary *t = &s->gpu_type[k];
+        const char *name = json_string_value(json_object_get(e, "type"));
+        json_t *gpus = json_object_get(e, "gpus");
+        *what = "a GPU type object with a type of 1 to 31 characters and a whole number gpus";
+        if (!json_is_object(e) || !name || !*name || strlen(name) >= sizeof t->name ||
+            !json_is_integer(gpus) || json_integer_value(gpus) < 0)
+            return "gpu_types";
+        *what = "a number or null";
+        if (get_num(e, "util", &t->util) != 0)
+            return "util";
+        snprintf(t->name, sizeof t->name, "%s", name);
+        t->gpus = json_integer_value(gpus);
+    }
+    s->ngpu_types = (int32_t)json_array_size(ts);
+    return NULL;
+}
+
 static int summary_records(drv_report_data *r, json_t *root, const char *path, const char *text,
                            drv_diag *d);
 
@@ -299,6 +330,8 @@ static int summary_records(drv_report_data *r, json_t *root, const char *path, c
         }
         if (!bad)
             bad = load_queues(o, s, &what);
+        if (!bad)
+            bad = load_gpu_types(o, s, &what);
         if (bad) {
             int line = object_line(text, i);
             return drv_fail(d, DRV_EPARSE, "%s:%d: policy #%d: %s%s%s%s", path, line, i + 1,

@@ -413,7 +413,7 @@ static int index_job(drv_sim *s, int32_t i, const drv_jobspec *js, int32_t *pod,
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     s->pod_base[i] = *pod;
     *pod += (int32_t)job_slots(js);
-    s->res[i] = (drv_jobresult){js->submit, -1, -1, 0, 0, 0, 0};
+    s->res[i] = (drv_jobresult){js->submit, -1, -1, 0, 0, 0, 0, 0};
     return 0;
 }
 
@@ -563,7 +563,8 @@ static int sim_create(const drv_cluster_spec *c, const drv_workload *w, drv_jobs
     if ((rc = add_nodes(s, c, &s->biggest, d)) != 0 ||
         (rc = reserve_jobs(s, s->njobs, w ? workload_pods(w) : src->pods, cfg->check, d)) != 0 ||
         (w && (rc = index_jobs(s, w, d)) != 0) || (rc = add_constraints(s, c, w, d)) != 0 ||
-        (rc = sim_check_calib_types(s, w, d)) != 0 || (rc = sim_add_queues(s, d)) != 0 ||
+        (rc = sim_check_calib_types(s, w, d)) != 0 || (rc = sim_gpu_types_init(s, d)) != 0 ||
+        (rc = sim_add_queues(s, d)) != 0 ||
         (rc = drv_state_set_half_life(&s->st, prof->half_life)) != 0) {
         drv_sim_free(s);
         return rc;

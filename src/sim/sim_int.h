@@ -175,6 +175,13 @@ struct drv_sim {
     bool ghost_failed;  /* a ghost could not be recorded (out of memory) */
     int32_t *bound_now; /* pods bound by this cycle's decisions (only with a grace) */
     int32_t nbound_now, cap_bound_now;
+    /* GPU types (sim_metrics.c; cluster->gpu_types only, ngtypes 0 otherwise): the types of the
+     * GPU nodes in order of first appearance, and per type its GPUs, the GPUs bound pods hold on
+     * it now and their integral over time (what drv_summary.gpu_type reports) */
+    int32_t ngtypes;
+    int32_t gtype_id[DRV_MAX_GPU_TYPES]; /* the type's interned name (st.names); 0: no type */
+    int64_t gtype_cap[DRV_MAX_GPU_TYPES], gtype_held[DRV_MAX_GPU_TYPES];
+    double gtype_area[DRV_MAX_GPU_TYPES];
 };
 
 /* ---- shared helpers ----------------------------------------------------------------------- */
@@ -211,6 +218,12 @@ void sim_integrate(drv_sim *s, double t);
 int sim_record_tick(drv_sim *s);
 void sim_log_bind(drv_sim *s, int32_t pod, int32_t node);
 void sim_log_unbind(drv_sim *s, int32_t pod);
+/* The GPU types of the state's nodes (after their labels are set): ngtypes and the capacities;
+ * nothing without cluster->gpu_types. 0, or DRV_EINVAL (d says) beyond DRV_MAX_GPU_TYPES. */
+int sim_gpu_types_init(drv_sim *s, drv_diag *d);
+/* A pod of job holding gpu GPUs bound to node (sign 1) or unbound (-1): its type's GPUs held,
+ * and on a bind the job's result row's type. O(types); nothing without types or GPUs. */
+void sim_gpu_types_hold(drv_sim *s, int32_t job, int32_t node, int64_t gpu, int sign);
 
 /* sim_queues.c: the cluster file's queues into the state and each job's queue (errors for a
  * queue not declared or a gang above its queue's ceiling), their shares integrated over dt

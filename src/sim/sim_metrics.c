@@ -3,6 +3,9 @@
  * incomplete ones (wasted), integrated between events; the cluster's time series as a step
  * function; the placement log behind the Gantt chart; and the summary (JCT percentiles,
  * makespan, utilisation; per queue and fairness from sim_queues.c) drv_sim_summary reports.
+ * On a cluster with GPU types it also integrates the GPUs held per type (issue 27): a type's
+ * utilisation is its GPU-seconds held over its GPUs x the window, so the types' utilisations
+ * weighted by their GPUs sum to the cluster's.
  */
 #include "sim_int.h"
 
@@ -19,10 +22,74 @@ void sim_integrate(drv_sim *s, double t)
         s->area_cpu_useful += (double)s->held_useful.cpu * dt;
         s->area_gpu_used += (double)used.gpu * dt;
         s->area_gpu_useful += (double)s->held_useful.gpu * dt;
+        for (int32_t k = 0; k < s->ngtypes; k++)
+            s->gtype_area[k] += (double)s->gtype_held[k] * dt;
         if (s->qidx)
             sim_queues_integrate(s, dt);
     }
     s->last_t = t;
+}
+
+int sim_gpu_types_init(drv_sim *s, drv_diag *d)
+{
+    if (!s->cluster->gpu_types)
+        return 0;
+    for (int32_t n = 0; n < s->st.nnodes; n++) {
+        int64_t gpus = s->cluster->nodes[n].alloc.gpu;
+        int32_t ty = drv_node_gpu_type(&s->st, n), k = 0;
+        if (gpus <= 0)
+            continue;
+        while (k < s->ngtypes && s->gtype_id[k] != ty)
+            k++;
+        if (k == DRV_MAX_GPU_TYPES)
+            return drv_fail(d, DRV_EINVAL, "cluster: node %s: more than %d GPU types",
+                            s->cluster->nodes[n].name, DRV_MAX_GPU_TYPES);
+        if (k == s->ngtypes)
+            s->gtype_id[s->ngtypes++] = ty;
+        s->gtype_cap[k] += gpus;
+    }
+    return 0;
+}
+
+/* The index of node's GPU type, or -1 (a node without GPUs). O(types). */
+static int32_t node_gtype(const drv_sim *s, int32_t node)
+{
+    int32_t ty = drv_node_gpu_type(&s->st, node);
+    for (int32_t k = 0; k < s->ngtypes; k++)
+        if (s->gtype_id[k] == ty)
+            return k;
+    return -1;
+}
+
+void sim_gpu_types_hold(drv_sim *s, int32_t job, int32_t node, int64_t gpu, int sign)
+{
+    if (s->ngtypes == 0 || gpu <= 0)
+        return;
+    int32_t k = node_gtype(s, node);
+    if (k < 0)
+        return;
+    s->gtype_held[k] += sign * gpu;
+    if (sign > 0)
+        s->res[job].gpu_type = k + 1;
+}
+
+const char *drv_sim_gpu_type_name(const drv_sim *s, int32_t k)
+{
+    if (k < 1 || k > s->ngtypes)
+        return NULL;
+    return s->gtype_id[k - 1] > 0 ? drv_strtab_str(s->st.names, s->gtype_id[k - 1]) : "-";
+}
+
+/* The per-type block of the summary over span seconds (types only). */
+static void gpu_types_summary(const drv_sim *s, drv_summary *o, double span)
+{
+    o->ngpu_types = s->ngtypes;
+    for (int32_t k = 0; k < s->ngtypes; k++) {
+        drv_gpu_type_summary *t = &o->gpu_type[k];
+        snprintf(t->name, sizeof t->name, "%s", drv_sim_gpu_type_name(s, k + 1));
+        t->gpus = s->gtype_cap[k];
+        t->util = span > 0 ? s->gtype_area[k] / (span * (double)t->gpus) : 0;
+    }
 }
 
 /* Same values, whatever the time. */
@@ -170,6 +237,7 @@ void drv_sim_summary(const drv_sim *s, drv_summary *o)
         o->gpu_wasted = o->gpu_util - o->gpu_useful;
     }
     sim_queues_summary(s, o, span);
+    gpu_types_summary(s, o, span);
     o->stuck = o->jobs - o->done;
     o->stuck_cpu = s->capacity.cpu > 0 ? (double)s->held_wasted.cpu / (double)s->capacity.cpu : 0;
     o->end = s->last_t;

@@ -53,6 +53,7 @@ void sim_bind(drv_sim *s, int32_t pod, int32_t node)
     if (s->cfg.placements)
         sim_log_bind(s, pod, node);
     drv_state_bind(&s->st, pod, node);
+    sim_gpu_types_hold(s, job, node, req.gpu, 1);
     s->js[job].held = drv_res_add(s->js[job].held, req);
     *bucket(s, job) = drv_res_add(*bucket(s, job), req);
 }
@@ -67,6 +68,7 @@ void sim_unbind_as(drv_sim *s, int32_t pod, bool terminates)
         sim_log_unbind(s, pod);
     int32_t node = s->st.pods[pod].node;
     drv_state_unbind(&s->st, pod);
+    sim_gpu_types_hold(s, job, node, req.gpu, -1);
     if (terminates) /* its room and use stay while it terminates (sim_grace.c) */
         sim_ghost_add(s, node, s->st.nqueues > 0 ? s->st.jobs[job].queue : -1, req);
     s->js[job].held = drv_res_sub(s->js[job].held, req);

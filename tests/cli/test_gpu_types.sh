@@ -75,4 +75,42 @@ awk -F, 'NR > 1 && $3 != "f" { exit 1 }' "$T/o/placements-drover.csv" ||
     fail "drover placed the job off the fast type: $(cat "$T/o/placements-drover.csv")"
 awk -F, 'NR > 1 && $3 != "s" { exit 1 }' "$T/o/placements-drover-no-types.csv" ||
     fail "the ablation (types=0) no longer shows the slow type's choice"
+# the reports per type (issue 27): jobs-POLICY.csv's last column names the type the job ran on,
+# in memory and streamed; --explain says which type and why: one-GPU speed per type worked out
+# here from the profiles' formula (one replica, batch 64: step = k * (0.064 + 0.01)), and the
+# GPUs free when it was placed (all: it is the only job)
+last=$(awk -F, 'NR == 1 { print $NF } NR == 2 { print $NF }' "$T/o/jobs-drover.csv" | tr '\n' ' ')
+[ "$last" = "gpu_type fast " ] || fail "jobs-drover.csv: gpu_type column: '$last'"
+last=$(awk -F, 'NR == 2 { print $NF }' "$T/o/jobs-drover-no-types.csv")
+[ "$last" = "slow" ] || fail "jobs-drover-no-types.csv: gpu_type '$last', expected slow"
+printf 'id,t,g,d\nj0,0,2,100\n' >"$T/cols.csv"
+for mode in mem stream; do
+    "$DROVER" sim --trace "$T/cols.csv" --trace-columns name=id,submit=t,gpus=g,duration=d \
+        --calib-dir "$T/prof" --cluster "$T/mix.yaml" --policy gang-fifo --quiet --out "$T/$mode" \
+        $([ $mode = stream ] && echo --stream) >/dev/null
+done
+head -1 "$T/stream/jobs-gang-fifo.csv" | grep -q ',gpu_type$' || fail "--stream: no gpu_type column"
+cmp "$T/mem/jobs-gang-fifo.csv" "$T/stream/jobs-gang-fifo.csv" || fail "--stream: jobs differ"
+out=$("$DROVER" sim --trace "$T/one.csv" --calib-dir "$T/prof" --cluster "$T/mix.yaml" \
+    --profiles "$ROOT/examples/sia-ablations.yaml" --policy drover --explain cifar10-0)
+want=$(awk 'BEGIN { printf "job cifar10-0 ran on GPU type fast (placed there at t=0.0 s by policy drover): %.3g steps/s on one GPU there (slow %.3g) at its batch 64;", 1 / (0.064 + 0.01), 1 / (2 * (0.064 + 0.01)) }')
+echo "$out" | grep -qF "$want" || fail "--explain: no line '$want' in: $out"
+echo "$out" | grep -qF "GPUs free then, before its own: 2 of 2 slow, 4 of 4 fast" ||
+    fail "--explain: free GPUs per type: $out"
+# a cluster without types: no type line
+printf 'nodes:\n  - {name: n, count: 2, cpu: 8, memory: 32Gi, gpu: 4}\n' >"$T/plain.yaml"
+out=$("$DROVER" sim --trace "$T/one.csv" --calib-dir "$T/prof" --cluster "$T/plain.yaml" \
+    --calib-type-fallback --policy drover --explain cifar10-0)
+echo "$out" | grep -q "GPU type" && fail "--explain: a type line without types: $out"
+# examples/hetero-synthetic: what its generator writes, and it runs to the end with a per-type block
+mkdir "$T/hs"
+cp "$ROOT/examples/hetero-synthetic/generate.sh" "$T/hs/"
+sh "$T/hs/generate.sh"
+diff -r "$ROOT/examples/hetero-synthetic/profiles" "$T/hs/profiles" >/dev/null &&
+    cmp -s "$ROOT/examples/hetero-synthetic/trace.csv" "$T/hs/trace.csv" ||
+    fail "examples/hetero-synthetic differs from what its generate.sh writes"
+out=$("$DROVER" sim --trace "$T/hs/trace.csv" --calib-dir "$T/hs/profiles" \
+    --cluster "$ROOT/examples/cluster-sia-hetero.yaml" --policy gang-fifo --quiet)
+echo "$out" | grep -q "^gang-fifo  *48/48 " || fail "the synthetic example: $out"
+echo "$out" | grep -q "^policy / type  *aws  *rtx  *dgx-ext$" || fail "no per-type block: $out"
 echo "ok"

@@ -490,6 +490,27 @@ bool drv_ctx_queued_cannot_fit(const drv_ctx *c, int32_t i, int32_t job);
  */
 int32_t drv_ctx_queued_skip(const drv_ctx *c, int32_t i, const int32_t *jobs, int32_t n);
 
+/*
+ * Topology domains, read-only (cycle_topo.c; state.h "Topology-bound gangs"), for plugins that
+ * reason about where a bound gang could go (defrag.c). Levels are the state's (drv_state.topo_key
+ * indices); a level's domains are numbered 0..drv_ctx_topo_domains - 1 in the order of their
+ * label values. All in the assumed state (after the cycle's decisions so far).
+ */
+/* Domains of level lev; 0 without topology or for a level out of range. O(1). */
+int32_t drv_ctx_topo_domains(const drv_ctx *c, int32_t lev);
+/* The domain of node at level lev, or -1 (no label of that level, no such level). O(1). */
+int32_t drv_ctx_topo_node_domain(const drv_ctx *c, int32_t lev, int32_t node);
+/* The free room of domain dom of lev: drv_ctx_free summed over its schedulable nodes (what a
+ * gang bound to it may use); zero for a domain out of range. O(its nodes). */
+drv_res drv_ctx_topo_free(const drv_ctx *c, int32_t lev, int32_t dom);
+/* What job's pods hold in domain dom of lev: the requests of its pods on the domain's nodes.
+ * O(the job's pods). */
+drv_res drv_ctx_topo_held(const drv_ctx *c, int32_t job, int32_t lev, int32_t dom);
+/* What the gang of job at `workers` still misses, in resources: its wanted PS, chief and
+ * evaluator pods and workers up to `workers` not placed yet (what drv_ctx_place_gang places, and
+ * what a domain's free room must hold for a gang bound to it). O(its pods). */
+drv_res drv_ctx_gang_need(const drv_ctx *c, int32_t job, int32_t workers);
+
 /* Marks a point in the decision list / rolls back to it (undoes assumed state too). */
 typedef struct drv_mark {
     int32_t ndec;

@@ -20,6 +20,10 @@
  * rack has 32 - but r2 does; then one whose 32 free GPUs lie 4 per node (no pod of 8 fits)
  * fails there and waits.
  *
+ * Plugins read the table through a read-only query (cycle.h, "Topology domains"; the end of this
+ * file): a level's domains, a node's, a domain's free room and what a job holds there, in the
+ * assumed state - what defrag.c weighs before moving jobs out of a fragmented domain.
+ *
  * Cost: a gang tries at most the level's domains (all of them only when it fits none: the
  * failed-gang memo then remembers it); choosing the next costs O(domains).
  */
@@ -264,4 +268,56 @@ int cycle_topo_place(drv_ctx *c, int32_t job, int32_t workers, drv_mark m, cycle
     for (int32_t lev = j->topo_level; lev >= 0 && rc == 0; lev--)
         rc = place_level(c, job, workers, m, lev, place);
     return rc == 0 ? place(c, job, workers, m) : rc;
+}
+
+/* ---- the read-only query (cycle.h, "Topology domains"): what defrag.c reads ---------------- */
+
+int32_t drv_ctx_topo_domains(const drv_ctx *c, int32_t lev)
+{
+    const topo_table *t = &c->s->topo;
+    return lev >= 0 && lev < t->nlev ? t->ndom[lev] : 0;
+}
+
+int32_t drv_ctx_topo_node_domain(const drv_ctx *c, int32_t lev, int32_t node)
+{
+    const topo_table *t = &c->s->topo;
+    if (lev < 0 || lev >= t->nlev || node < 0)
+        return -1;
+    return cycle_topo_node(t, lev, node);
+}
+
+drv_res drv_ctx_topo_free(const drv_ctx *c, int32_t lev, int32_t dom)
+{
+    const topo_table *t = &c->s->topo;
+    const drv_state *st = c->snap->st;
+    drv_res f = {0, 0, 0};
+    if (dom < 0 || dom >= drv_ctx_topo_domains(c, lev))
+        return f;
+    int32_t d = t->base[lev] + dom;
+    for (int32_t i = t->start[d]; i < t->start[d + 1]; i++) {
+        int32_t n = t->nodes[i];
+        if (st->nodes[n].schedulable)
+            f = drv_res_add(f, c->s->assumed.free[n]);
+    }
+    return f;
+}
+
+drv_res drv_ctx_topo_held(const drv_ctx *c, int32_t job, int32_t lev, int32_t dom)
+{
+    const drv_state *st = c->snap->st;
+    const drv_job *j = &st->jobs[job];
+    drv_res h = {0, 0, 0};
+    if (dom < 0 || dom >= drv_ctx_topo_domains(c, lev))
+        return h;
+    for (int32_t k = 0; k < j->pod_count; k++) {
+        int32_t at = cycle_pod_node(c, j->pod_base + k);
+        if (at >= 0 && cycle_topo_node(&c->s->topo, lev, at) == dom)
+            h = drv_res_add(h, cycle_pod_req(st, j->pod_base + k));
+    }
+    return h;
+}
+
+drv_res drv_ctx_gang_need(const drv_ctx *c, int32_t job, int32_t workers)
+{
+    return cycle_gang_need(c, job, workers);
 }

@@ -12,7 +12,7 @@ extern const drv_plugin drv_plugin_fifo, drv_plugin_pod_by_pod, drv_plugin_gang,
     drv_plugin_least_allocated, drv_plugin_most_allocated, drv_plugin_priority, drv_plugin_locality,
     drv_plugin_ps_anti_affinity, drv_plugin_dragon, drv_plugin_autoscale, drv_plugin_flowcon,
     drv_plugin_specon, drv_plugin_tiresias, drv_plugin_optimus, drv_plugin_goodput,
-    drv_plugin_preempt, drv_plugin_fairshare, drv_plugin_las;
+    drv_plugin_preempt, drv_plugin_fairshare, drv_plugin_las, drv_plugin_defrag;
 
 static const drv_plugin *const plugins[] = {
     &drv_plugin_fifo,           &drv_plugin_pod_by_pod,
@@ -24,6 +24,7 @@ static const drv_plugin *const plugins[] = {
     &drv_plugin_tiresias,       &drv_plugin_optimus,
     &drv_plugin_goodput,        &drv_plugin_preempt,
     &drv_plugin_fairshare,      &drv_plugin_las,
+    &drv_plugin_defrag,
 };
 
 const drv_plugin *const *drv_plugins(int *n)

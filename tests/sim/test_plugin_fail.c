@@ -68,6 +68,9 @@ static const scenario scenarios[] = {
     /* rigid jobs of the Philly trace contend on the Pollux cluster: levels, claimants, victims;
      * absorbs: its level cache (room) can be done without */
     {"las", true, "drover", NULL, NULL, "data/pollux/philly.csv"},
+    /* rack-bound gangs wait behind small jobs on every rack: movers, prices, rollbacks */
+    {"defrag", false, "drover-defrag", "examples/defrag-profiles.yaml",
+     "examples/cluster-topology.yaml", "examples/topology-frag-workload.yaml"},
 };
 
 enum {

@@ -5,7 +5,8 @@
  *
  * Read-only, and the same reads as `drover run` (lists of nodes, pods, TrainingJobs, PodGroups,
  * PriorityClasses and Queues through the client library's pager): deploy/'s RBAC needs no new
- * grant. Written into DIR:
+ * grant (tests/ctrl/test_snapshot_rbac.c judges its requests by drover run's account). Written
+ * into DIR:
  *   snapshot.yaml  version, when, from which server, and what was left out and why;
  *   cluster.yaml   every node (allocatable less what pods Drover does not schedule hold on it,
  *                  labels, taints, GPU type, cordon) and the Queues;
@@ -15,8 +16,11 @@
  *                  PriorityClass's value, the queue spec.queue, the model family the
  *                  annotation drover.dev/model (else --model's, said in a comment).
  * Each file is written under a temporary name and renamed, so DIR never holds half a snapshot
- * from this run. Progress is not scraped (no new HTTP path): a running job's remaining work is
- * estimated by the simulator (sim_running.c) unless doneSteps is added by hand.
+ * from this run. Progress is not scraped (no new HTTP path): the endpoint is the chief pod's IP
+ * (out of reach from outside the cluster network; through the API server it would need
+ * pods/proxy, which drover run is not granted), and the TrainingJob status Drover writes has no
+ * step count. A running job's remaining work is estimated by the simulator (sim_running.c)
+ * unless doneSteps is added by hand.
  */
 #include "cli.h"
 

@@ -89,6 +89,9 @@ typedef struct drv_jobspec {
     char user[DRV_USER_NAME_MAX + 1];
     char queue[DRV_QUEUE_NAME_MAX + 1];
     int32_t priority;      /* priority class value */
+    double min_runtime;    /* minRuntimeSeconds: its priority class's minimum run time (on
+                              Kubernetes drover.dev/min-runtime-seconds): no preemption victim
+                              before it has run that long since it last started; 0: none */
     int32_t user_priority; /* the user's priority */
     double submit;         /* seconds */
     int32_t model;         /* index into the catalogue */

@@ -170,10 +170,13 @@ typedef struct drv_rolespec {
  *    so on up; when even the widest holds none, anywhere (as unconstrained);
  *  - none (unconstrained): anywhere, as without topology.
  * The cycle chooses the domain (cycle_place.c): best fit, the one with the least free room
- * that holds the whole gang.
+ * that holds the whole gang. The level kubernetes.io/hostname is the node itself: each node is
+ * a domain of its own whether or not it carries the label (as Kueue's TAS: the label, else the
+ * node's name; both name one node).
  */
 enum drv_topo_mode { DRV_TOPO_NONE, DRV_TOPO_REQUIRED, DRV_TOPO_PREFERRED };
-enum { DRV_MAX_TOPO = 8 }; /* topology levels at most */
+enum { DRV_MAX_TOPO = 8 };                         /* topology levels at most */
+#define DRV_TOPO_HOSTNAME "kubernetes.io/hostname" /* the level that is each node alone */
 
 enum drv_job_phase {
     DRV_JOB_FUTURE,     /* not submitted yet (simulator only) */
@@ -355,6 +358,9 @@ typedef struct drv_state {
     int32_t topo_key[DRV_MAX_TOPO];   /* topology levels, widest first: interned node label
                                          keys (drv_state_set_topology) */
     int32_t ntopo;                    /* levels; 0: no topology */
+    int32_t topo_host; /* 1 + the level whose key is kubernetes.io/hostname, 0: none. At that
+                          level each node is its own domain, named by the node (Kueue's TAS);
+                          its label is not read: Kubernetes' node classes leave it out */
 } drv_state;
 
 int drv_state_init(drv_state *st);

@@ -5,7 +5,8 @@
  *
  * Read-only, and the same reads as `drover run` (lists of nodes, pods, TrainingJobs, PodGroups,
  * PriorityClasses and Queues through the client library's pager): deploy/'s RBAC needs no new
- * grant. Written into DIR:
+ * grant (tests/ctrl/test_snapshot_rbac.c judges its requests by drover run's account). Written
+ * into DIR:
  *   snapshot.yaml  version, when, from which server, and what was left out and why;
  *   cluster.yaml   every node (allocatable less what pods Drover does not schedule hold on it,
  *                  labels, taints, GPU type, cordon) and the Queues;
@@ -15,8 +16,11 @@
  *                  PriorityClass's value, the queue spec.queue, the model family the
  *                  annotation drover.dev/model (else --model's, said in a comment).
  * Each file is written under a temporary name and renamed, so DIR never holds half a snapshot
- * from this run. Progress is not scraped (no new HTTP path): a running job's remaining work is
- * estimated by the simulator (sim_running.c) unless doneSteps is added by hand.
+ * from this run. Progress is not scraped (no new HTTP path): the endpoint is the chief pod's IP
+ * (out of reach from outside the cluster network; through the API server it would need
+ * pods/proxy, which drover run is not granted), and the TrainingJob status Drover writes has no
+ * step count. A running job's remaining work is estimated by the simulator (sim_running.c)
+ * unless doneSteps is added by hand.
  */
 #include "cli.h"
 
@@ -442,20 +446,24 @@ static int write_cluster(snap *s, FILE *f, const int32_t *owner)
 }
 
 /* A PriorityClass's value: the named one's, or without a name the global default's (the
- * largest, as kube-apiserver picks), else 0. *known: the class named exists. */
-static int32_t priority_of(const snap *s, int32_t name, bool *known)
+ * largest, as kube-apiserver picks), else 0. *known: the class named exists; *min_rt: its
+ * drover.dev/min-runtime-seconds (0: none). */
+static int32_t priority_of(const snap *s, int32_t name, bool *known, double *min_rt)
 {
     int32_t v = 0;
     bool found = false;
     *known = name == 0;
+    *min_rt = 0;
     for (int32_t i = 0; i < s->npcs; i++) {
         const drv_kpriorityclass *p = &s->pcs[i];
         if (name && p->name == name) {
             *known = true;
+            *min_rt = p->min_runtime;
             return p->value;
         }
         if (!name && p->global_default && (!found || p->value > v)) {
             v = p->value;
+            *min_rt = p->min_runtime;
             found = true;
         }
     }
@@ -592,7 +600,8 @@ static int put_job(snap *s, FILE *f, const int32_t *owner, int32_t job)
     int32_t qname = j->group ? j->pg.queue : j->tj.queue;
     int32_t pclass = j->group ? j->pg.priority_class : j->tj.priority_class;
     bool known;
-    int32_t prio = priority_of(s, pclass, &known);
+    double min_rt;
+    int32_t prio = priority_of(s, pclass, &known, &min_rt);
     fprintf(f, "  - name: %s\n", name);
     if (j->model[0])
         fprintf(f, "    model: %s\n", j->model);
@@ -604,6 +613,11 @@ static int put_job(snap *s, FILE *f, const int32_t *owner, int32_t job)
     if (prio || pclass)
         fprintf(f, "    priority: %d  # PriorityClass %s%s\n", prio,
                 pclass ? str(s, pclass) : "(the global default)", known ? "" : " (not found: 0)");
+    if (min_rt > 0)
+        fprintf(
+            f,
+            "    minRuntimeSeconds: %.17g  # its PriorityClass's drover.dev/min-runtime-seconds\n",
+            min_rt);
     if (!j->group && j->tj.user && drv_name_ok(str(s, j->tj.user), DRV_USER_NAME_MAX))
         fprintf(f, "    user: %s\n", str(s, j->tj.user));
     if (!j->group && j->tj.total_steps > 0)

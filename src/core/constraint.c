@@ -266,6 +266,10 @@ int drv_state_set_topology(drv_state *st, const char *const *keys, int32_t n, co
     }
     memcpy(st->topo_key, k, sizeof *k * (size_t)n);
     st->ntopo = n;
+    st->topo_host = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (strcmp(keys[i], DRV_TOPO_HOSTNAME) == 0)
+            st->topo_host = i + 1;
     return 0;
 }
 
@@ -333,6 +337,8 @@ int32_t drv_node_domain(const drv_state *st, int32_t node, int32_t level)
 {
     if (level < 0 || level >= st->ntopo)
         return 0;
+    if (level + 1 == st->topo_host) /* (the node itself: its interned name, never 0) */
+        return st->nodes[node].name;
     return class_label(st, st->nodes[node].node_class, st->topo_key[level]);
 }
 
@@ -347,9 +353,12 @@ static int cmp_dom_free(const void *a, const void *b)
     return (x->dom > y->dom) - (x->dom < y->dom);
 }
 
-/* A level's short name: its key's last word ("cloud.provider.com/topology-rack": "rack"). */
+/* A level's short name: its key's last word ("cloud.provider.com/topology-rack": "rack"), and
+ * "node" for the hostname level. */
 static const char *level_word(const char *key)
 {
+    if (strcmp(key, DRV_TOPO_HOSTNAME) == 0)
+        return "node";
     const char *w = strrchr(key, '/');
     w = w ? w + 1 : key;
     return strncmp(w, "topology-", 9) == 0 && w[9] ? w + 9 : w;

@@ -438,14 +438,18 @@ int ctrl_lifecycle_edit(ctrl_lifecycle *lc, int32_t j, const tj_record *t)
     snprintf(msg, sizeof msg, "workers %d -> %d (spec.replicaSpecs.Worker.replicas edited)",
              jb->target[DRV_ROLE_WORKER], want);
     drv_state_set_workers(&m->st, j, want);
-    /* Fewer: the workers above the count go (their room is held until they are gone); more:
-     * the next cycles place the new ones. */
+    /* Fewer: the workers above the count go (their room is held until they are gone), after
+     * the job's checkpoint as a policy's scaling (ctrl_checkpoint.c); more: the next cycles
+     * place the new ones. */
     for (int32_t k = 0; k < jb->pod_count; k++) {
         int32_t s = jb->pod_base + k;
         const drv_pod *sp = &m->st.pods[s];
         if (sp->role != DRV_ROLE_WORKER || sp->index < want)
             continue;
-        take_off(lc, s, present_or_sent(&m->pods[s]));
+        take_off(lc, s, false);
+        if (present_or_sent(&m->pods[s]) &&
+            ctrl_checkpoint_delete(lc->checkpoint, s, CKPT_SCALING) == DRV_ENOMEM)
+            return DRV_ENOMEM;
     }
     ctrl_lifecycle_event(lc, j, "Normal", "ReplicasEdited", msg);
     m->dirty = true;

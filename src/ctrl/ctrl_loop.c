@@ -374,6 +374,7 @@ static int reconcile(drv_ctrl *c, bool listed, bool *ready, drv_diag *d)
     if (!l->leader)
         return 0;
     report_stand_ins(c);
+    ctrl_mirror_report_topology(&c->mirror, &c->writer);
     int rc = ctrl_shared_admit(&c->shared, add_held, &c->trainingjobs);
     if (rc == 0)
         rc = ctrl_podgroup_admit(&c->podgroup);

@@ -171,6 +171,11 @@ typedef struct ctrl_mirror {
     stand_in *stand_ins; /* not reported yet (once per pod: parked_pod.warned); the loop reports
                             them as Warnings while leading (ctrl_mirror_take_stand_ins) */
     int32_t nstand_ins, cap_stand_ins;
+    /* Nodes without a --topology level's label (ctrl_mirror_report_topology): */
+    bool *topo_told; /* per state node (cap_topo_told): a TopologyLabelMissing was queued */
+    int32_t cap_topo_told;
+    int32_t *topo_gaps; /* state nodes to report, not reported yet */
+    int32_t ntopo_gaps, cap_topo_gaps;
     bool dirty;         /* changed since the last cycle */
     int32_t name_waits; /* pods with name_taken: a deletion of a pod not ours then asks for a
                            cycle (the name may be free); may count a job since gone */
@@ -249,6 +254,12 @@ void ctrl_mirror_pod_name(ctrl_mirror *m, int32_t slot, char *buf, size_t n);
 /* The stand-ins found since the last call (*n of them; borrowed until the next event), and
  * forgets them: pods with a job's labels that the job does not control, each once (issue 26). */
 const stand_in *ctrl_mirror_take_stand_ins(ctrl_mirror *m, int32_t *n);
+/* Writes a Warning Event TopologyLabelMissing on each node seen since the last call that lacks
+ * the label of a --topology level (each node once), naming the keys: such a node is in no
+ * domain of that level, so no pod of a gang bound to it lands there (Kueue's TAS leaves a node
+ * without every level's label out altogether). The loop calls it while leading. */
+struct ctrl_writer;
+void ctrl_mirror_report_topology(ctrl_mirror *m, struct ctrl_writer *w);
 void ctrl_mirror_pod_name_in(ctrl_mirror *m, int32_t slot, const char *job_name, char *buf,
                              size_t n);
 /* The CPU limit the API holds for slot s, as the state counts it: its pod's, or (none) its

@@ -711,6 +711,7 @@ static int fill_job(drv_sim *s, int32_t i)
     t.user = s->names[i].user;
     t.queue = s->qidx ? s->qidx[i] : 0; /* the default queue when the cluster declares none */
     t.priority = js->priority;
+    t.min_runtime = js->min_runtime;
     t.user_priority = js->user_priority;
     t.model = js->model;
     t.submit = js->submit;

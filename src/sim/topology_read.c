@@ -1,9 +1,9 @@
 /*
  * topology_read.c - topology levels in cluster and workload files (docs/formats.md,
  * "Topology"): a cluster's `topology:` list of node label keys, widest first, which every node
- * must carry; a job's `topology:` map in Kueue's words (required / preferred / unconstrained,
- * each naming a level by its label key); and, when a run starts, the levels into the state and
- * each job's level into the state's index of it.
+ * must carry (but kubernetes.io/hostname, each node alone); a job's `topology:` map in Kueue's
+ * words (required / preferred / unconstrained, each naming a level by its label key); and, when a
+ * run starts, the levels into the state and each job's level into the state's index of it.
  *
  * Example (cluster, then a job):
  *     topology: [topology.kubernetes.io/zone, cloud.provider.com/topology-rack]
@@ -66,7 +66,7 @@ int drv_check_node_topology(const drv_conf_doc *doc, const drv_conf *n, const ch
                             const drv_cluster_spec *c, int32_t node_class, drv_diag *d)
 {
     for (int32_t i = 0; i < c->ntopo; i++) {
-        bool has = false;
+        bool has = strcmp(c->topo[i], DRV_TOPO_HOSTNAME) == 0; /* (each node alone: state.h) */
         if (node_class > 0 && c->names) {
             const drv_nodeclass *k = &c->classes[node_class];
             for (int32_t l = 0; l < k->nlabels && !has; l++)

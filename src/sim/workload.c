@@ -396,8 +396,8 @@ out:
     return rc;
 }
 
-/* A job's names and numbers: name (unique in w), user, queue, priority, userPriority, submit,
- * checkpointSeconds.
+/* A job's names and numbers: name (unique in w), user, queue, priority and its class's
+ * minRuntimeSeconds, userPriority, submit, checkpointSeconds.
  * file is the workload's path, for messages. */
 static int read_names(const drv_conf_doc *docp, const char *file, drv_conf *jn, int32_t i,
                       drv_strtab *names, drv_jobspec *j, drv_diag *d)
@@ -435,6 +435,8 @@ static int read_names(const drv_conf_doc *docp, const char *file, drv_conf *jn, 
     OPT(drv_conf_int, jn, "userPriority", p, 0, 1000000, &uprio, d);
     j->priority = (int32_t)prio;
     j->user_priority = (int32_t)uprio;
+    snprintf(p, sizeof p, "jobs[%d].minRuntimeSeconds", i);
+    OPT(drv_conf_double, jn, "minRuntimeSeconds", p, 0, DRV_MAX_MIN_RUNTIME, &j->min_runtime, d);
     snprintf(p, sizeof p, "jobs[%d].submit", i);
     OPT(drv_conf_double, jn, "submit", p, 0, 1e10, &j->submit, d);
     snprintf(p, sizeof p, "jobs[%d].checkpointSeconds", i);

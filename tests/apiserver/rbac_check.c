@@ -381,6 +381,14 @@ static const struct {
     const char *agent, *file;
 } COMPONENTS[] = {{"drover-run/", "rbac.yaml"}, {"drover-emulate/", "emulate-rbac.yaml"}};
 enum { NCOMP = sizeof COMPONENTS / sizeof *COMPONENTS, MAX_KINDS = 64 };
+/* Components that read with another's account: `drover snapshot` is documented to need no
+ * grant beyond drover run's (docs/what-if.md), so its requests are judged by rbac.yaml's
+ * account. Only for refusals: a grant counts as used by its own component's requests alone. */
+static const struct {
+    const char *agent;
+    int as; /* the index in COMPONENTS whose account it uses */
+} ALIASES[] = {{"drover-snapshot/", 0}};
+enum { NALIAS = sizeof ALIASES / sizeof *ALIASES };
 
 /* One kind of refused request: its attributes as text, how many, the first line. */
 typedef struct refusal {
@@ -422,8 +430,10 @@ static int check_line(drv_rbac *p, const char *acct[NCOMP][2], const char *line,
         return drv_fail(d, DRV_EINVAL, "request log: \"%.200s\": expected CODE METHOD URL AGENT",
                         line);
     const char *agent = line + used;
-    for (int c = 0; c < NCOMP; c++) {
-        if (strncmp(agent, COMPONENTS[c].agent, strlen(COMPONENTS[c].agent)))
+    for (int k = 0; k < NCOMP + NALIAS; k++) {
+        const char *as = k < NCOMP ? COMPONENTS[k].agent : ALIASES[k - NCOMP].agent;
+        int c = k < NCOMP ? k : ALIASES[k - NCOMP].as;
+        if (strncmp(agent, as, strlen(as)))
             continue;
         drv_rbac_attrs a;
         int rc = drv_rbac_attrs_of(method, url, &a, d);

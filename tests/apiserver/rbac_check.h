@@ -60,7 +60,8 @@ bool drv_rbac_allows(drv_rbac *p, const char *ns, const char *name, const drv_rb
 
 /*
  * Every request of log (drv_apiserver_request_log lines) made by `drover run` (User-Agent
- * "drover-run/...", deploy/rbac.yaml's account) or `drover emulate` ("drover-emulate/...",
+ * "drover-run/...", deploy/rbac.yaml's account), `drover snapshot` ("drover-snapshot/...", the
+ * same account: it needs no grant of its own) or `drover emulate` ("drover-emulate/...",
  * deploy/emulate-rbac.yaml's) that the manifests under source_dir/deploy do not grant, one line
  * per kind of request ("verb group resource[/sub]": N requests, the first of them), "" when
  * every one is granted. Other agents' requests (the test's own client) are not checked.

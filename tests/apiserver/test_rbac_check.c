@@ -183,6 +183,8 @@ static const struct {
     {'R', "200 PUT /apis/apps/v1/namespaces/x/deployments/d drover-run/1.0"},
     {'G', "200 GET /api/v1/namespaces/team/configmaps/c drover-run/1.0"}, /* RoleBinding ns */
     {'R', "200 GET /api/v1/namespaces/other/configmaps/c drover-run/1.0"},
+    {'G', "200 GET /api/v1/namespaces/team/configmaps/c drover-snapshot/1.0"}, /* run's */
+    {'R', "200 GET /api/v1/secrets drover-snapshot/1.0"},
     {'G', "200 PUT /apis/coordination.k8s.io/v1/namespaces/sys/leases/me drover-run/1.0"},
     {'R', "200 PUT /apis/coordination.k8s.io/v1/namespaces/sys/leases/you drover-run/1.0"},
     {'R', "201 POST /apis/coordination.k8s.io/v1/namespaces/sys/leases drover-run/1.0"},

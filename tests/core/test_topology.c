@@ -185,6 +185,37 @@ static void test_preferred_goes_up(void **unused)
     }
 }
 
+/* Levels zone > kubernetes.io/hostname, no node carrying the hostname label (Kubernetes'
+ * classes leave it out): each node is its own domain. A gang of 2 x 4 GPUs required on one
+ * hostname lands both pods on one node (the scores alone spread it: least-allocated takes the
+ * emptiest); one of 2 x 8 waits (no node has 16), its reason naming the largest free node. */
+static void test_required_hostname(void **unused)
+{
+    (void)unused;
+    const char *const racks[] = {"a", "a", "b", "b"};
+    for (int v = 0; v < NLINES * 2; v++) {
+        int li = v % NLINES;
+        bool exh = v / NLINES;
+        drv_state st;
+        make_cluster(&st, 4, racks, true, false);
+        const char *keys[] = {ZONE, DRV_TOPO_HOSTNAME}, *why = NULL;
+        assert_int_equal(drv_state_set_topology(&st, keys, 2, &why), 0);
+        assert_int_equal(st.topo_host, 2);
+        int32_t two = add_job(&st, "two", 2, 2, 4, DRV_TOPO_REQUIRED);
+        int32_t big = add_job(&st, "big", 2, 2, 8, DRV_TOPO_REQUIRED);
+        run(&st, li, exh);
+        const drv_job *j = &st.jobs[two];
+        assert_int_equal(j->bound[DRV_ROLE_WORKER], 2);
+        assert_int_equal(st.pods[j->pod_base].node, st.pods[j->pod_base + 1].node);
+        assert_int_equal(st.jobs[big].bound[DRV_ROLE_WORKER], 0);
+        char buf[256];
+        assert_true(drv_topo_explain(&st, big, buf, sizeof buf));
+        assert_string_equal(buf, "needs 16 GPUs in one node (kubernetes.io/hostname); the "
+                                 "largest free node has 8");
+        drv_state_fini(&st);
+    }
+}
+
 /* A running job required in rack b grows in b only, though rack a is empty. */
 static void test_growth_stays_in_rack(void **unused)
 {
@@ -289,11 +320,9 @@ static void test_bad_levels(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_required_best_fit),
-        cmocka_unit_test(test_required_waits_or_stays),
-        cmocka_unit_test(test_preferred_goes_up),
-        cmocka_unit_test(test_growth_stays_in_rack),
-        cmocka_unit_test(test_index_agrees_with_scan),
+        cmocka_unit_test(test_required_best_fit), cmocka_unit_test(test_required_waits_or_stays),
+        cmocka_unit_test(test_preferred_goes_up), cmocka_unit_test(test_growth_stays_in_rack),
+        cmocka_unit_test(test_required_hostname), cmocka_unit_test(test_index_agrees_with_scan),
         cmocka_unit_test(test_bad_levels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

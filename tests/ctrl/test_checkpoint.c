@@ -96,6 +96,51 @@ static void test_checkpoint_timeout_deletes(void **state)
     stop(&r);
 }
 
+/* A scale-down goes through the handshake too: TrainingJob ed (2 workers of 1 CPU, elastic
+ * 1-4) runs; its Worker replicas edited to 1, the pod that goes is not deleted until ed says
+ * it has checkpointed: ed is annotated drover.dev/checkpoint-requested, condition
+ * CheckpointRequested True with reason Scaling, and no pod of ed is deleted meanwhile (a later
+ * cycle runs: probe's Waiting Event); after checkpoint-done, its pods are deleted with their
+ * grace period and the condition goes False, CheckpointWritten. Without the handshake
+ * (checkpoint_timeout=0) no annotation comes: the test fails at its first wait. */
+static void test_scale_down_waits_for_checkpoint(void **state)
+{
+    fixture *f = *state;
+    add_node(f, "node-a", "8");
+    runner r;
+    drv_profile prof;
+    start_text(f, &r,
+               "gang=true period=0.2 checkpoint_timeout=600 queue_order=fifo admit=gang "
+               "score=least-allocated",
+               &prof);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    req(f, "POST", TJ_PATH,
+        "{\"apiVersion\":\"drover.dev/v1alpha1\",\"kind\":\"TrainingJob\",\"metadata\":{"
+        "\"name\":\"ed\",\"namespace\":\"default\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{"
+        "\"replicas\":2,\"minReplicas\":1,\"maxReplicas\":4,\"template\":{\"spec\":{"
+        "\"terminationGracePeriodSeconds\":30,\"schedulerName\":\"drover\",\"containers\":[{"
+        "\"name\":\"main\",\"image\":\"t\",\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}}}}}");
+    WAIT_FOR(bound(f, "ed", NULL, 0) == 2);
+    kubelet(f, "ed", 30);
+    WAIT_FOR(now_in(f, "ed", "Running", NULL));
+    req(f, "PATCH", TJ_PATH "/ed", "{\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":1}}}}");
+    char asked[64], status[16], reason[64];
+    WAIT_FOR(annotation(f, "ed", "drover.dev/checkpoint-requested", asked, sizeof asked));
+    WAIT_FOR((ckpt_cond(f, "ed", status, reason), !strcmp(status, "True")));
+    assert_string_equal(reason, "Scaling");
+    add_tj(f, "probe", 1, "16", "", ""); /* (never fits: a later cycle says so) */
+    WAIT_FOR(events(f, "probe", "NeverFits", NULL, 0) + events(f, "probe", "Waiting", NULL, 0) >=
+             1);
+    assert_int_equal(kubelet(f, "ed", 30), 0);
+    assert_true(pod_exists(f, "ed-worker-0") && pod_exists(f, "ed-worker-1"));
+    req(f, "PATCH", TJ_PATH "/ed",
+        "{\"metadata\":{\"annotations\":{\"drover.dev/checkpoint-done\":\"%s\"}}}", asked);
+    WAIT_FOR(kubelet(f, "ed", 30) >= 1);
+    WAIT_FOR((ckpt_cond(f, "ed", status, reason), !strcmp(status, "False")));
+    assert_string_equal(reason, "CheckpointWritten");
+    stop(&r);
+}
+
 /* low-a (class low_class, and queue when not NULL) running on node-a's 8 CPUs, then vip (high,
  * the same queue): vip waits instead of preempting it, low-a's pods stay. */
 static void young_victim_spared(fixture *f, const char *low_class, const char *queue)
@@ -172,6 +217,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_preemption_waits_for_checkpoint, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_timeout_deletes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scale_down_waits_for_checkpoint, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_min_runtime_spares_young_victim, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_class_min_runtime_spares_young_victim, setup,

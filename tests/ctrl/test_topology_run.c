@@ -5,10 +5,12 @@
  * holds waits, and its Waiting Event names the level and the largest free rack; one naming a
  * level --topology lacks fails as Invalid, naming the annotation. The same annotations on the
  * pods of another operator's PodGroup bind its gang alike; pods of one group that disagree are
- * not placed, a TopologyDiffers Event naming them.
+ * not placed, a TopologyDiffers Event naming them. kubernetes.io/hostname as the lowest level
+ * makes each node its own domain.
  */
-#include "ctrl_fixture.h"
 #include "drover/controller.h"
+#include "drover/state.h"
+#include "shared_fixture.h"
 #include "json.h"
 
 #include <setjmp.h>
@@ -19,7 +21,6 @@
 
 #include <cmocka.h>
 
-#define TJ_PATH "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs"
 #define RACK "cloud.provider.com/topology-rack"
 #define LEVELS "topology.kubernetes.io/zone," RACK
 
@@ -76,24 +77,11 @@ static void rack_job(fixture *f, const char *name, int n, const char *level)
 /* How many of job's pods are bound, and in how many racks (node names start with the rack). */
 static int bound_racks(fixture *f, const char *job, int *racks)
 {
-    json_t *l = get(f, "/api/v1/namespaces/default/pods");
-    int k = 0;
+    char nodes[512];
+    int k = bound(f, job, nodes, sizeof nodes);
     bool seen[2] = {false, false};
-    size_t i;
-    json_t *p;
-    json_array_foreach(json_object_get(l, "items"), i, p)
-    {
-        json_t *m = json_object_get(p, "metadata");
-        const char *j =
-            json_string_value(json_object_get(json_object_get(m, "labels"), "drover.dev/job"));
-        const char *node =
-            json_string_value(json_object_get(json_object_get(p, "spec"), "nodeName"));
-        if (!j || strcmp(j, job) != 0 || !node)
-            continue;
-        k++;
-        seen[node[0] == 'b'] = true;
-    }
-    json_decref(l);
+    for (const char *n = nodes; *n; n = strchr(n, ',') + 1)
+        seen[n[0] == 'b'] = true;
     *racks = seen[0] + seen[1];
     return k;
 }
@@ -127,6 +115,77 @@ static void test_required_rack(void **state)
     WAIT_FOR(cond_msg(f, "odd", "Failed", "Invalid", msg));
     assert_non_null(strstr(msg, "kueue.x-k8s.io/podset-required-topology: level "
                                 "example.com/pod is not one of drover run's --topology levels"));
+    stop(&r);
+}
+
+/* --topology zone,rack,kubernetes.io/hostname: the nodes carry no hostname label (the test API
+ * server sets none; a real one does, and Drover leaves it out of a node's class), yet each
+ * node is a domain of its own: a gang of 2 x 4 CPUs required on one hostname lands both pods
+ * on one node (the spreading score alone puts them on two); one of 3 x 4 waits, its Event
+ * naming the largest free node. */
+static void test_required_hostname(void **state)
+{
+    fixture *f = *state;
+    runner r;
+    rack_node(f, "a0", "rack-a");
+    rack_node(f, "a1", "rack-a");
+    rack_node(f, "b0", "rack-b");
+    drv_ctrl_opts o = {.topology = LEVELS "," DRV_TOPO_HOSTNAME};
+    start_with(f, &r, "gang-fifo", &o);
+    rack_job(f, "pair", 2, DRV_TOPO_HOSTNAME);
+    char nodes[128] = "";
+    WAIT_FOR(bound(f, "pair", nodes, sizeof nodes) == 2);
+    const char *second = strchr(nodes, ',') + 1;
+    assert_memory_equal(nodes, second, (size_t)(second - nodes));
+    rack_job(f, "three", 3, DRV_TOPO_HOSTNAME);
+    char msg[1024] = "";
+    WAIT_FOR(events(f, "three", "Waiting", msg, sizeof msg) >= 1);
+    assert_non_null(strstr(msg, "needs 12.0 CPUs in one node (" DRV_TOPO_HOSTNAME ")"));
+    assert_non_null(strstr(msg, "the largest free node has 8.0"));
+    assert_int_equal(bound(f, "three", NULL, 0), 0);
+    stop(&r);
+}
+
+/* A Ready node of 8 CPUs in zone z with no rack label. */
+static void bare_node(fixture *f, const char *name)
+{
+    req(f, "POST", "/api/v1/nodes",
+        "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"labels\":{"
+        "\"topology.kubernetes.io/zone\":\"z\"}},\"spec\":{},\"status\":{\"allocatable\":{"
+        "\"cpu\":\"8\",\"memory\":\"64Gi\"},\"conditions\":[{\"type\":\"Ready\",\"status\":"
+        "\"True\"}]}}",
+        name);
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/nodes/%s", name);
+    req(f, "PATCH", path, "{\"spec\":{\"taints\":[]}}"); /* (not-ready lifted) */
+}
+
+/* A node without the rack label: one Warning TopologyLabelMissing on the Node naming the key
+ * (not repeated when the node changes), and it takes no pod of a gang required in one rack
+ * (Kueue's TAS leaves such a node out): a gang of 2 x 4 CPUs lands both on a0, though the
+ * spreading score alone would use the empty c0 too. */
+static void test_label_missing(void **state)
+{
+    fixture *f = *state;
+    runner r;
+    rack_node(f, "a0", "rack-a");
+    bare_node(f, "c0");
+    drv_ctrl_opts o = {.topology = LEVELS};
+    start_with(f, &r, "gang-fifo", &o);
+    char msg[1024] = "";
+    WAIT_FOR(events(f, "c0", "TopologyLabelMissing", msg, sizeof msg) == 1);
+    assert_non_null(strstr(msg, "node c0 has no label " RACK " (a drover run --topology level)"));
+    rack_job(f, "pair", 2, RACK);
+    char nodes[128] = "";
+    WAIT_FOR(bound(f, "pair", nodes, sizeof nodes) == 2);
+    assert_string_equal(nodes, "a0,a0,");
+    /* c0 changes (a label), then d0 comes without the rack: once d0's Event is written, c0's
+     * change was seen before it (one watch of nodes, in order) and told nothing again. */
+    req(f, "PATCH", "/api/v1/nodes/c0", "{\"metadata\":{\"labels\":{\"team\":\"x\"}}}");
+    bare_node(f, "d0");
+    WAIT_FOR(events(f, "d0", "TopologyLabelMissing", NULL, 0) == 1);
+    assert_int_equal(events(f, "c0", "TopologyLabelMissing", NULL, 0), 1);
+    assert_int_equal(events(f, "a0", "TopologyLabelMissing", NULL, 0), 0);
     stop(&r);
 }
 
@@ -207,6 +266,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_required_rack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_podgroup_required_rack, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_required_hostname, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_label_missing, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -132,6 +132,35 @@ static void test_without_preemption_urgent_waits(void **unused)
 }
 
 /*
+ * A priority class's minimum run time (a job's minRuntimeSeconds; on Kubernetes the class's
+ * drover.dev/min-runtime-seconds): with 3600 s on every job below urgent's priority, none is a
+ * victim at t = 300 (they started at 0), so urgent waits as without preemption and nothing is
+ * preempted; read from a workload file the same way (tests/fixtures/sim/minruntime.yaml).
+ */
+static void test_class_min_runtime_protects(void **unused)
+{
+    (void)unused;
+    for (int j = LOW_A; j <= MID; j++)
+        wl.jobs[j].min_runtime = 3600;
+    drv_sim *s = start("gang-preempt"); /* (it reads a job's spec when the job comes) */
+    drv_diag d = {{0}};
+    assert_int_equal(drv_sim_run(s, &d), 0);
+    for (int j = LOW_A; j <= MID; j++)
+        wl.jobs[j].min_runtime = 0;
+    int32_t n;
+    const drv_jobresult *r = drv_sim_jobs(s, &n);
+    assert_true(r[URGENT].start > 1000);
+    for (int j = 0; j < NJOBS; j++)
+        assert_int_equal(r[j].preemptions, 0);
+    drv_sim_free(s);
+    drv_workload w = {0};
+    if (drv_workload_load(&w, tu_path("tests/fixtures/sim/minruntime.yaml"), &tu_cat, 1, &d))
+        fail_msg("%s", d.msg);
+    assert_true(w.jobs[0].min_runtime == 600 && w.jobs[1].min_runtime == 0);
+    drv_workload_fini(&w);
+}
+
+/*
  * Lost work (issue 29): examples/checkpoint-4node.yaml is the same scenario with every job
  * checkpointing each 240 s of running. At the cycle of t = 300, low-a (preempted) and
  * low-elastic (shrunk) each go back to their last checkpoint: low-a keeps fewer steps than in
@@ -244,6 +273,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_urgent_gang_preempts_one_whole_gang),
         cmocka_unit_test(test_without_preemption_urgent_waits),
+        cmocka_unit_test(test_class_min_runtime_protects),
         cmocka_unit_test(test_checkpoint_interval_charges_lost_work),
         cmocka_unit_test(test_skipping_quiet_cycles_changes_nothing),
     };

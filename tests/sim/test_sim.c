@@ -75,6 +75,12 @@ static void test_cluster_errors_and_counts(void **unused)
     assert_string_equal(c.nodes[1].name, "n-1");
     assert_int_equal(c.nodes[1].alloc.cpu, 32000);
     drv_cluster_fini(&c);
+    /* kubernetes.io/hostname as a level needs no label: each node is its own domain */
+    assert_int_equal(drv_cluster_load(&c, tu_path("tests/fixtures/sim/cluster-hostname.yaml"), &d),
+                     0);
+    assert_int_equal(c.ntopo, 2);
+    assert_string_equal(c.topo[1], "kubernetes.io/hostname");
+    drv_cluster_fini(&c);
 }
 
 static void test_job_that_fits_nowhere_is_refused(void **unused)

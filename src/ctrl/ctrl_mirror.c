@@ -630,9 +630,9 @@ int ctrl_mirror_apply_pod(ctrl_mirror *m, const ctrl_event *e, bool *gang)
 
 int ctrl_mirror_add_job(ctrl_mirror *m, const drv_job *tmpl, int32_t key, int32_t *j)
 {
-    int rc = grow_by_key(m, key);
-    if (rc == 0)
-        rc = drv_state_add_job(&m->st, tmpl, j);
+    /* (key held by the tables by key: a TrainingJob's by ctrl_apply_events, a gang's by
+     * ctrl_podgroup_admit) */
+    int rc = drv_state_add_job(&m->st, tmpl, j);
     if (rc == 0)
         rc = ctrl_mirror_grow_records(m);
     if (rc != 0)

@@ -467,6 +467,47 @@ int32_t drv_node_domain(const drv_state *st, int32_t node, int32_t level);
 bool drv_topo_explain(const drv_state *st, int32_t job, char *buf, size_t n);
 int drv_state_set_node_meta(drv_state *st, int32_t node, const drv_label *labels, int32_t nlabels,
                             const drv_taint *taints, int32_t ntaints);
+/* ---- records applied whole (state_apply.c) ------------------------------------------------- */
+
+/*
+ * What an API says of one node, for drv_state_apply_node: a driver's record of a Node (the
+ * Kubernetes controller's mirror fills one from each Node event).
+ */
+typedef struct drv_node_desc {
+    const drv_strtab *names; /* table of name, zone and rack (borrowed for the call; the caller
+                                keeps it from changing); NULL: st->names */
+    int32_t name;            /* the node's name in names (> 0); read when it is added */
+    int32_t zone, rack;      /* its zone and rack in names, 0: none; read when it is added only
+                                (they do not move once seen) */
+    drv_res allocatable;     /* what the node allocates */
+    drv_res held;            /* what pods the state does not schedule hold there (other
+                                schedulers', DaemonSets', pods being deleted): the state's node
+                                offers allocatable minus held */
+    bool usable;             /* whether pods may go there (ready, not cordoned) */
+    bool set_meta;           /* labels and taints below replace the node's; false: kept */
+    const drv_label *labels; /* its labels, strings in st->names (borrowed), nlabels of them */
+    int32_t nlabels;         /* labels given */
+    const drv_taint *taints; /* its taints, strings in st->names (borrowed), ntaints of them */
+    int32_t ntaints;         /* taints given */
+    const int32_t *bind;     /* pod slots the API has bound to this node: placed there (pods
+                                seen before their node); nbind of them (borrowed) */
+    int32_t nbind;           /* pods in bind */
+} drv_node_desc;
+
+/*
+ * Applies node record d in one step: when *id < 0 the node is added (its names interned into
+ * st->names; *id receives its id), the pods of d->bind placed there, its labels and taints set
+ * (d->set_meta), and its room set to allocatable minus held, usable or not. Labels or taints
+ * refused (a key given twice) are logged as a warning and kept as they were, the rest applied.
+ * 0; DRV_EEXIST, DRV_EINVAL (no name) or DRV_ENOMEM when adding failed (nothing changed), or
+ * DRV_ENOMEM setting the labels. O(bind + labels + taints).
+ */
+int drv_state_apply_node(drv_state *st, const drv_node_desc *d, int32_t *id);
+/* Places pod slot pod on node (-1: unbinds it); nothing when it is there already. O(1). */
+void drv_state_place_pod(drv_state *st, int32_t pod, int32_t node);
+/* Ends job: each of its pods unbound, its phase DRV_JOB_DONE. O(its pod slots). */
+void drv_state_end_job(drv_state *st, int32_t job);
+
 /*
  * Adds a pod template's constraints, deep-copied; *id receives the id to put in
  * drv_job.cons (0 when c asks nothing). Strings are ids of `from` (re-interned into

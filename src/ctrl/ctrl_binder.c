@@ -371,7 +371,7 @@ static void gang_answered(ctrl_binder *b, job_record *jr, int32_t job, const ctr
     double sent = e->u.answer.sent, done = e->u.answer.done;
     if (jr->lat_armed && --jr->lat_out <= 0) {
         jr->lat_armed = false;
-        if (drv_job_complete(&b->mirror->st.jobs[job])) {
+        if (ctrl_mirror_job_complete(b->mirror, job)) {
             double last_sent = jr->lat_sent > sent ? jr->lat_sent : sent;
             drv_ctrl_latency l = {.decide = jr->lat_decide - jr->lat_t0,
                                   .sent = last_sent - jr->lat_t0,

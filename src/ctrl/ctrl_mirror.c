@@ -19,6 +19,10 @@
  *   a pod       where the API has it bound is the truth (adopted after a restart), except a
  *               pod being deleted, which holds its node's room until gone (its "ghost").
  * Example: node n1 allocates 8 CPUs and runs a DaemonSet pod asking 1: the state has n1 with 7.
+ *
+ * Into the core: an event is first described as a record of what the API said, then pushed in
+ * one call that makes the whole change (drv_node_desc and drv_state_apply_node for a node;
+ * drv_state_place_pod for a pod's placement; drv_state_end_job; src/core/state_apply.c).
  */
 #include "ctrl_mirror.h"
 #include "ctrl_writer.h"
@@ -168,16 +172,12 @@ int ctrl_mirror_grow_records(ctrl_mirror *m)
 
 void ctrl_mirror_unbind(ctrl_mirror *m, int32_t s)
 {
-    if (m->st.pods[s].node >= 0)
-        drv_state_unbind(&m->st, s);
+    drv_state_place_pod(&m->st, s, -1);
 }
 
 void ctrl_mirror_bind(ctrl_mirror *m, int32_t s, int32_t node)
 {
-    if (m->st.pods[s].node == node)
-        return;
-    ctrl_mirror_unbind(m, s);
-    drv_state_bind(&m->st, s, node);
+    drv_state_place_pod(&m->st, s, node);
 }
 
 /* ---- foreign load and ghosts ---------------------------------------------------------------- */
@@ -186,7 +186,7 @@ void ctrl_mirror_bind(ctrl_mirror *m, int32_t s, int32_t node)
  * not finished. */
 static void foreign_res(ctrl_mirror *m, int32_t name, drv_res req, int sign)
 {
-    if (!name || grow_by_key(m, name) != 0)
+    if (!name || name >= m->cap_by_key) /* (names of events: held, ctrl_apply_events) */
         return;
     drv_res *f = &m->foreign[name];
     *f = sign > 0 ? drv_res_add(*f, req) : drv_res_sub(*f, req);
@@ -249,9 +249,11 @@ bool ctrl_mirror_pod_read(ctrl_mirror *m, int32_t slot, int32_t node_name)
 
 /* ---- nodes ---------------------------------------------------------------------------------- */
 
-static void adopt_orphans(ctrl_mirror *m, int32_t name, int32_t node)
+/* The pods bound in the API to node name that were seen before it (orphans), to be placed
+ * there: their slots into m->adopt, the others kept as orphans. Returns how many. */
+static int32_t take_orphans(ctrl_mirror *m, int32_t name)
 {
-    int32_t k = 0;
+    int32_t k = 0, n = 0;
     for (int32_t i = 0; i < m->norphans; i++) {
         const orphan_pod *o = &m->orphans[i];
         if (o->node != name) {
@@ -261,91 +263,107 @@ static void adopt_orphans(ctrl_mirror *m, int32_t name, int32_t node)
         const pod_record *p = &m->pods[o->slot];
         const drv_pod *sp = &m->st.pods[o->slot];
         if (p->presence != POD_ABSENT && p->api_name == name && p->phase != DRV_KPOD_FAILED &&
-            sp->node < 0 && m->st.jobs[sp->job].phase != DRV_JOB_DONE) {
-            ctrl_mirror_bind(m, o->slot, node);
-            m->pods[o->slot].api_node = node;
-        }
+            sp->node < 0 && m->st.jobs[sp->job].phase != DRV_JOB_DONE)
+            m->adopt[n++] = o->slot;
     }
     m->norphans = k;
+    return n;
 }
 
-/* Node id's labels and taints become those of meta (interned text, drv_knode.meta). */
-static int node_meta(ctrl_mirror *m, int32_t id, int32_t meta)
+/* Labels and taints of interned meta (drv_knode.meta) into d (the caller frees d's arrays). */
+static int node_labels(ctrl_mirror *m, int32_t meta, drv_node_desc *d)
 {
     char *text = meta ? ctrl_name_dup(m->names, meta) : NULL;
     if (meta && !text)
         return DRV_ENOMEM;
-    drv_label *l;
-    drv_taint *t;
-    int32_t nl, nt;
-    int rc = drv_kube_node_meta_parse(text, m->st.names, &l, &nl, &t, &nt);
-    if (rc == 0)
-        rc = drv_state_set_node_meta(&m->st, id, l, nl, t, nt);
-    drv_free(l);
-    drv_free(t);
+    drv_label *l = NULL;
+    drv_taint *t = NULL;
+    int rc = drv_kube_node_meta_parse(text, m->st.names, &l, &d->nlabels, &t, &d->ntaints);
     drv_free(text);
-    if (rc == DRV_EINVAL) {
-        /* (labels with one key twice cannot come from a real API server: logged, kept as were) */
-        drv_log(DRV_LOG_WARN, "node %s: labels or taints not followed (a key given twice)",
-                ctrl_mirror_node_name(m, id));
-        rc = 0;
-    }
-    if (rc == 0)
-        m->meta[id] = meta;
+    d->labels = l;
+    d->taints = t;
+    d->set_meta = rc == 0;
     return rc;
 }
 
-/* A node seen for the first time: added to the state as kn says, its orphans bound there. */
-static int add_node(ctrl_mirror *m, const drv_knode *kn, int32_t *id)
+/* Room in the per-node records for one node more. */
+static int grow_nodes(ctrl_mirror *m)
 {
-    char name[256], zone[256], rack[256];
-    ctrl_name_str(m->names, kn->name, name, sizeof name);
-    int rc = drv_state_add_node(
-        &m->st, name, kn->alloc,
-        kn->zone ? ctrl_name_str(m->names, kn->zone, zone, sizeof zone) : NULL,
-        kn->rack ? ctrl_name_str(m->names, kn->rack, rack, sizeof rack) : NULL, id);
-    if (rc != 0)
-        return rc;
-    int32_t cap = m->cap_nodes, cap2 = m->cap_nodes, cap3 = m->cap_nodes, cap4 = m->cap_nodes;
-    if (drv_grow(&m->allocatable, sizeof *m->allocatable, &cap, m->st.nnodes) != 0 ||
-        drv_grow(&m->usable, sizeof *m->usable, &cap2, m->st.nnodes) != 0 ||
-        drv_grow(&m->meta, sizeof *m->meta, &cap3, m->st.nnodes) != 0 ||
-        drv_grow(&m->node_key, sizeof *m->node_key, &cap4, m->st.nnodes) != 0)
+    int32_t want = m->st.nnodes + 1, cap = m->cap_nodes, cap2 = cap, cap3 = cap, cap4 = cap;
+    if (drv_grow(&m->allocatable, sizeof *m->allocatable, &cap, want) != 0 ||
+        drv_grow(&m->usable, sizeof *m->usable, &cap2, want) != 0 ||
+        drv_grow(&m->meta, sizeof *m->meta, &cap3, want) != 0 ||
+        drv_grow(&m->node_key, sizeof *m->node_key, &cap4, want) != 0)
         return DRV_ENOMEM;
     m->cap_nodes = cap;
-    m->meta[*id] = 0;
-    m->node_key[*id] = kn->name;
-    m->node_of[kn->name] = *id;
-    adopt_orphans(m, kn->name, *id);
+    return 0;
+}
+
+/*
+ * A Node event as one record for the core (drv_state_apply_node): a node seen for the first
+ * time is added with its names and the pods bound to it before it was seen (orphans); its
+ * labels and taints when they changed; its room, allocatable minus the foreign load.
+ */
+static int describe_node(ctrl_mirror *m, const ctrl_event *e, int32_t id, drv_node_desc *d)
+{
+    const drv_knode *kn = e->type == DRV_WATCH_DELETED ? &e->old.node : &e->cur.node;
+    /* A NoSchedule taint keeps away only the pods that do not tolerate it (the core's filter),
+     * but the node lifecycle's not-ready taint means the node is not used at all, as when its
+     * Ready condition is not True (a toleration of it is not honoured: Drover waits). */
+    *d = (drv_node_desc){
+        .names = m->names->tab,
+        .name = kn->name,
+        .zone = kn->zone,
+        .rack = kn->rack,
+        .allocatable = kn->alloc,
+        .held = m->foreign[kn->name],
+        .usable = e->type != DRV_WATCH_DELETED && kn->ready && !kn->unschedulable && !kn->not_ready,
+        .bind = m->adopt,
+    };
+    if (id < 0) {
+        if (grow_nodes(m) != 0)
+            return DRV_ENOMEM;
+        d->nbind = take_orphans(m, kn->name);
+    }
+    /* A node deleted keeps its slot, cordoned with nothing allocatable; its pods are deleted by
+     * the cluster and leave through their own events. Zone and rack do not move once seen;
+     * the other labels and the taints are followed (pods bound stay, as under kube-scheduler:
+     * IgnoredDuringExecution). */
+    if (e->type != DRV_WATCH_DELETED && (id < 0 ? 0 : m->meta[id]) != kn->meta)
+        return node_labels(m, kn->meta, d);
     return 0;
 }
 
 int ctrl_mirror_apply_node(ctrl_mirror *m, const ctrl_event *e)
 {
     const drv_knode *kn = e->type == DRV_WATCH_DELETED ? &e->old.node : &e->cur.node;
-    if (grow_by_key(m, kn->name) != 0)
-        return DRV_ENOMEM;
-    int32_t id = m->node_of[kn->name];
-    /* A NoSchedule taint keeps away only the pods that do not tolerate it (the core's filter),
-     * but the node lifecycle's not-ready taint means the node is not used at all, as when its
-     * Ready condition is not True (a toleration of it is not honoured: Drover waits). */
-    bool ok = e->type != DRV_WATCH_DELETED && kn->ready && !kn->unschedulable && !kn->not_ready;
+    int32_t id = m->node_of[kn->name], was = id; /* (its key held: ctrl_apply_events) */
     if (id < 0 && e->type == DRV_WATCH_DELETED)
         return 0;
-    int rc = id < 0 ? add_node(m, kn, &id) : 0;
-    /* A node deleted keeps its slot, cordoned with nothing allocatable; its pods are deleted by
-     * the cluster and leave through their own events. Zone and rack do not move once seen;
-     * the other labels and the taints are followed (pods bound stay, as under kube-scheduler:
-     * IgnoredDuringExecution). */
-    if (rc == 0 && e->type != DRV_WATCH_DELETED && m->meta[id] != kn->meta)
-        rc = node_meta(m, id, kn->meta);
+    drv_node_desc d;
+    int rc = describe_node(m, e, id, &d);
+    if (rc == 0) {
+        ctrl_names_lock(m->names); /* (the names of a node added are read from the table) */
+        rc = drv_state_apply_node(&m->st, &d, &id);
+        ctrl_names_unlock(m->names);
+    }
+    drv_free((void *)d.labels);
+    drv_free((void *)d.taints);
+    if (was < 0 && id >= 0) { /* (added, even when its labels then failed) */
+        m->node_key[id] = kn->name;
+        m->node_of[kn->name] = id;
+        m->meta[id] = 0;
+        for (int32_t i = 0; i < d.nbind; i++)
+            m->pods[d.bind[i]].api_node = id;
+    }
     if (rc == 0 && e->type != DRV_WATCH_DELETED)
         rc = topology_gap(m, id);
     if (rc != 0)
         return rc;
+    if (e->type != DRV_WATCH_DELETED) /* (labels refused too: not tried again till changed) */
+        m->meta[id] = kn->meta;
     m->allocatable[id] = kn->alloc;
-    m->usable[id] = ok;
-    drv_state_set_node(&m->st, id, drv_res_sub(m->allocatable[id], m->foreign[kn->name]), ok);
+    m->usable[id] = d.usable;
     m->dirty = true;
     return 0;
 }
@@ -474,17 +492,21 @@ int64_t ctrl_mirror_api_cpu_limit(const ctrl_mirror *m, int32_t s)
     return r->cpu_limit ? r->cpu_limit : r->req.cpu;
 }
 
-void ctrl_mirror_cpu_limit_seen(ctrl_mirror *m, int32_t slot, const drv_kpod *kp)
+void ctrl_mirror_cpu_limit_back(ctrl_mirror *m, int32_t slot)
 {
-    pod_record *p = &m->pods[slot];
-    p->api_cpu_limit = kp->cpu_limit;
-    if (p->inflight == REQ_RESIZE)
-        return; /* (the assumption stands until its answer) */
     int64_t lim = ctrl_mirror_api_cpu_limit(m, slot);
     if (m->st.pods[slot].cpu_limit != lim) {
         drv_state_set_cpu_limit(&m->st, slot, lim);
         m->dirty = true;
     }
+}
+
+void ctrl_mirror_cpu_limit_seen(ctrl_mirror *m, int32_t slot, const drv_kpod *kp)
+{
+    pod_record *p = &m->pods[slot];
+    p->api_cpu_limit = kp->cpu_limit;
+    if (p->inflight != REQ_RESIZE) /* (else the assumption stands until its answer) */
+        ctrl_mirror_cpu_limit_back(m, slot);
 }
 
 /* Slot s's pod kp is being deleted: its phase says nothing of the job any more (kubelet may
@@ -541,7 +563,9 @@ static int own_pod(ctrl_mirror *m, int32_t s, const drv_kpod *kp, double t)
     if (kp->node && node < 0 && kp->phase != DRV_KPOD_FAILED) {
         /* Bound to a node not seen yet (the pod informer listed first): bound in the state
          * when the node shows up. */
-        if (drv_grow(&m->orphans, sizeof *m->orphans, &m->cap_orphans, m->norphans + 1) != 0)
+        int32_t cap = m->cap_orphans;
+        if (drv_grow(&m->orphans, sizeof *m->orphans, &m->cap_orphans, m->norphans + 1) != 0 ||
+            drv_grow(&m->adopt, sizeof *m->adopt, &cap, m->cap_orphans) != 0)
             return DRV_ENOMEM;
         m->orphans[m->norphans++] = (orphan_pod){.slot = s, .node = kp->node};
         return 0;
@@ -626,9 +650,7 @@ int ctrl_mirror_apply_pod(ctrl_mirror *m, const ctrl_event *e, bool *gang)
 {
     const drv_kpod *cur = e->type == DRV_WATCH_DELETED ? NULL : &e->cur.pod;
     const drv_kpod *old = e->has_old ? &e->old.pod : NULL;
-    *gang = false;
-    if (grow_by_key(m, e->key) != 0 || (e->job_key && grow_by_key(m, e->job_key) != 0))
-        return DRV_ENOMEM;
+    *gang = false; /* (its keys held by the tables by key: ctrl_apply_events) */
     const drv_kpod *any = cur ? cur : old;
     int32_t s;
     switch (claim(m, e, any, &s)) {
@@ -659,9 +681,9 @@ int ctrl_mirror_apply_pod(ctrl_mirror *m, const ctrl_event *e, bool *gang)
 
 int ctrl_mirror_add_job(ctrl_mirror *m, const drv_job *tmpl, int32_t key, int32_t *j)
 {
-    int rc = grow_by_key(m, key);
-    if (rc == 0)
-        rc = drv_state_add_job(&m->st, tmpl, j);
+    /* (key held by the tables by key: a TrainingJob's by ctrl_apply_events, a gang's by
+     * ctrl_podgroup_admit) */
+    int rc = drv_state_add_job(&m->st, tmpl, j);
     if (rc == 0)
         rc = ctrl_mirror_grow_records(m);
     if (rc != 0)
@@ -682,10 +704,7 @@ int ctrl_mirror_add_job(ctrl_mirror *m, const drv_job *tmpl, int32_t key, int32_
 
 void ctrl_mirror_end_job(ctrl_mirror *m, int32_t j)
 {
-    const drv_job *jb = &m->st.jobs[j];
-    for (int32_t k = 0; k < jb->pod_count; k++)
-        ctrl_mirror_unbind(m, jb->pod_base + k);
-    drv_state_set_phase(&m->st, j, DRV_JOB_DONE);
+    drv_state_end_job(&m->st, j);
     ctrl_count(m->counters, &m->counters->stats.jobs_done, 1);
 }
 
@@ -736,10 +755,8 @@ int ctrl_mirror_constraint(ctrl_mirror *m, int32_t json, const char *who, const 
                            int32_t *id, drv_diag *d)
 {
     *id = 0;
-    if (json <= 0)
+    if (json <= 0 || json >= m->cap_by_key) /* (held when its event came: ctrl_apply_events) */
         return 0;
-    if (grow_by_key(m, json) != 0)
-        return drv_fail(d, DRV_ENOMEM, "out of memory");
     if (m->cons_of[json] >= 0) {
         *id = m->cons_of[json];
         return 0;
@@ -815,12 +832,17 @@ int32_t ctrl_mirror_node_key(const ctrl_mirror *m, int32_t node)
     return m->node_key[node];
 }
 
+bool ctrl_mirror_job_complete(const ctrl_mirror *m, int32_t job)
+{
+    return drv_job_complete(&m->st.jobs[job]);
+}
+
 void ctrl_mirror_job_active(const ctrl_mirror *m, int32_t job, int32_t active[DRV_NROLES],
                             bool *all_running)
 {
     const drv_state *st = &m->st;
     const drv_job *jb = &st->jobs[job];
-    *all_running = drv_job_complete(jb) && drv_job_wanted(jb) > 0;
+    *all_running = ctrl_mirror_job_complete(m, job) && drv_job_wanted(jb) > 0;
     memset(active, 0, sizeof(int32_t) * DRV_NROLES);
     for (int32_t k = 0; k < jb->pod_count; k++) {
         const drv_pod *p = &st->pods[jb->pod_base + k];
@@ -869,6 +891,7 @@ void ctrl_mirror_fini(ctrl_mirror *m)
     drv_free(m->allocatable);
     drv_free(m->foreign);
     drv_free(m->orphans);
+    drv_free(m->adopt);
     drv_free(m->stand_ins);
     drv_free(m->topo_told);
     drv_free(m->topo_gaps);

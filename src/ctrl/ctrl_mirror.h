@@ -168,6 +168,8 @@ typedef struct ctrl_mirror {
     int32_t cap_by_key;
     orphan_pod *orphans;
     int32_t norphans, cap_orphans;
+    int32_t *adopt;      /* room for cap_orphans slots: the orphans a node takes when it is added
+                            (drv_node_desc.bind) */
     stand_in *stand_ins; /* not reported yet (once per pod: parked_pod.warned); the loop reports
                             them as Warnings while leading (ctrl_mirror_take_stand_ins) */
     int32_t nstand_ins, cap_stand_ins;
@@ -199,7 +201,9 @@ int ctrl_mirror_apply_node(ctrl_mirror *m, const ctrl_event *e);
 int ctrl_mirror_apply_pod(ctrl_mirror *m, const ctrl_event *e, bool *gang);
 int ctrl_mirror_apply_progress(ctrl_mirror *m, const ctrl_event *e);
 
-/* Makes the tables by interned key hold id; the job and pod records hold the state's. */
+/* Makes the tables by interned key hold id (ctrl_apply_events: every id interned before a
+ * batch, so that applying its events needs no growth; a unit that interns on the scheduler
+ * thread grows them for its own ids); the job and pod records hold the state's. */
 int ctrl_mirror_grow_by_key(ctrl_mirror *m, int32_t id);
 int ctrl_mirror_grow_records(ctrl_mirror *m);
 
@@ -268,7 +272,12 @@ int64_t ctrl_mirror_api_cpu_limit(const ctrl_mirror *m, int32_t s);
 /* Every watch event of slot's pod kp carries its limit: the state takes it, unless a resize of
  * it is out (the assumption stands until its answer; ctrl_resize.c). */
 void ctrl_mirror_cpu_limit_seen(ctrl_mirror *m, int32_t slot, const drv_kpod *kp);
+/* The state's CPU limit of slot back to what the API holds (ctrl_mirror_api_cpu_limit): a
+ * watch event's, or a resize refused (ctrl_resize.c); dirty when it changes. */
+void ctrl_mirror_cpu_limit_back(ctrl_mirror *m, int32_t slot);
 
+/* Whether job has every pod it wants bound in the state (drv_job_complete). */
+bool ctrl_mirror_job_complete(const ctrl_mirror *m, int32_t job);
 /* Active replicas per role (bound and running), and whether every wanted pod runs (or has
  * succeeded already). */
 void ctrl_mirror_job_active(const ctrl_mirror *m, int32_t job, int32_t active[DRV_NROLES],

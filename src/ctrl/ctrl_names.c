@@ -61,6 +61,14 @@ char *ctrl_name_dup(ctrl_names *n, int32_t id)
     return s;
 }
 
+int32_t ctrl_names_count(ctrl_names *n)
+{
+    pthread_mutex_lock(&n->mu);
+    int32_t count = drv_strtab_count(n->tab);
+    pthread_mutex_unlock(&n->mu);
+    return count;
+}
+
 void ctrl_names_lock(ctrl_names *n)
 {
     pthread_mutex_lock(&n->mu);

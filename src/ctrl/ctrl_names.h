@@ -4,8 +4,8 @@
  * intern while they decode, the scheduler thread and the binder threads look names up.
  *
  * Owns: the table and its lock. Calls nothing of the controller. Each call takes the lock once;
- * a string is copied out (ctrl_name_str, ctrl_name_dup), never borrowed, as the table may grow
- * under another thread meanwhile.
+ * a string is copied out (ctrl_name_str, ctrl_name_dup), never borrowed past the lock, as the
+ * table may grow under another thread meanwhile.
  */
 #ifndef DROVER_CTRL_NAMES_H
 #define DROVER_CTRL_NAMES_H
@@ -29,8 +29,10 @@ int32_t ctrl_name_intern(ctrl_names *n, const char *s); /* < 0: out of memory */
 int32_t ctrl_name_find(ctrl_names *n, const char *s);   /* 0: not interned */
 const char *ctrl_name_str(ctrl_names *n, int32_t id, char *buf, size_t len); /* copies into buf */
 char *ctrl_name_dup(ctrl_names *n, int32_t id); /* drv_malloc'd copy; NULL: out of memory */
+int32_t ctrl_names_count(ctrl_names *n);        /* ids interned so far are below this */
 
-/* Holds the lock around a decoder that interns into n->tab itself (ctrl_intake.c). */
+/* Holds the lock around a call that reads or interns into n->tab itself: a decoder
+ * (ctrl_intake.c), the core adding a node named in it (ctrl_mirror.c). */
 void ctrl_names_lock(ctrl_names *n);
 void ctrl_names_unlock(ctrl_names *n);
 

@@ -134,7 +134,7 @@ void ctrl_resize_answered(ctrl_resize *rz, const ctrl_event *e)
         ctrl_count(rz->counters, &rz->counters->stats.resizes, 1);
         return;
     }
-    drv_state_set_cpu_limit(&m->st, s, ctrl_mirror_api_cpu_limit(m, s));
+    ctrl_mirror_cpu_limit_back(m, s);
     p->want_cpu_limit = 0;
     m->dirty = true;
 }

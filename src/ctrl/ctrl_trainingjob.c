@@ -173,9 +173,7 @@ static int recreated(ctrl_trainingjobs *t, int32_t j, ctrl_event *e)
 
 int ctrl_trainingjob_apply(ctrl_trainingjobs *t, ctrl_event *e)
 {
-    ctrl_mirror *m = t->mirror;
-    if (ctrl_mirror_grow_by_key(m, e->key) != 0)
-        return DRV_ENOMEM;
+    ctrl_mirror *m = t->mirror; /* (e->key held by its tables: ctrl_apply_events) */
     bool deleted = e->type == DRV_WATCH_DELETED;
     if (deleted || e->tj->invalid[0])
         ctrl_shared_unhold(t->shared, e->key); /* (a held one: gone, or failed below) */

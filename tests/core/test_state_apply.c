@@ -1,0 +1,183 @@
+/* Tests for src/core/state_apply.c: a controller's records pushed into the state in one step
+ * (drv_state_apply_node, drv_state_place_pod, drv_state_end_job). Each test checks every part
+ * of the step's work, so that a step skipping one part fails, and the state's invariants after. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "drover/state.h"
+#include "testutil.h"
+
+static void check_state(const drv_state *st)
+{
+    drv_diag d = {{0}};
+    assert_int_equal(drv_state_check(st, false, &d), 0);
+}
+
+/* A node record naming its node in another table (a controller's), with two pods bound to it
+ * before it was seen and one label: added, named, the pods placed, the label set, its room
+ * allocatable minus held. */
+static void test_apply_node_adds_whole(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    assert_int_equal(drv_state_init(&st), 0);
+    int32_t job = tu_add_job(&st, "j", 0, 2, 2, 2, 1000);
+    drv_strtab *api = drv_strtab_new();
+    assert_non_null(api);
+    int32_t name = drv_strtab_intern(api, "n1"), zone = drv_strtab_intern(api, "z1");
+    int32_t rack = drv_strtab_intern(api, "r1");
+    drv_label label = {drv_strtab_intern(st.names, "pool"), drv_strtab_intern(st.names, "a")};
+    int32_t bind[] = {st.jobs[job].pod_base, st.jobs[job].pod_base + 1};
+    drv_node_desc d = {.names = api,
+                       .name = name,
+                       .zone = zone,
+                       .rack = rack,
+                       .allocatable = {8000, 1LL << 34, 4},
+                       .held = {1000, 0, 1},
+                       .usable = true,
+                       .set_meta = true,
+                       .labels = &label,
+                       .nlabels = 1,
+                       .bind = bind,
+                       .nbind = 2};
+    int32_t id = -1;
+    assert_int_equal(drv_state_apply_node(&st, &d, &id), 0);
+    assert_int_equal(id, 0);
+    assert_int_equal(st.nnodes, 1);
+    const drv_node *n = &st.nodes[id];
+    assert_string_equal(drv_strtab_str(st.names, n->name), "n1");
+    assert_string_equal(drv_strtab_str(st.names, n->zone), "z1");
+    assert_string_equal(drv_strtab_str(st.names, n->rack), "r1");
+    assert_int_equal(n->alloc.cpu, 7000);
+    assert_int_equal(n->alloc.gpu, 3);
+    assert_true(n->schedulable);
+    assert_int_equal(n->npods, 2);
+    assert_int_equal(st.pods[bind[0]].node, id);
+    assert_int_equal(st.pods[bind[1]].node, id);
+    assert_int_not_equal(n->node_class, 0);
+    assert_int_equal(st.classes[n->node_class].nlabels, 1);
+    assert_int_equal(st.classes[n->node_class].labels[0].value, label.value);
+    check_state(&st);
+    drv_strtab_free(api);
+    drv_state_fini(&st);
+}
+
+/* The same node again: no second node; its room and usability follow the record, its labels
+ * are kept when the record gives none (set_meta false) and replaced when it does. */
+static void test_apply_node_updates(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    assert_int_equal(drv_state_init(&st), 0);
+    drv_label label = {drv_strtab_intern(st.names, "pool"), drv_strtab_intern(st.names, "a")};
+    drv_node_desc d = {.name = drv_strtab_intern(st.names, "n1"),
+                       .allocatable = {4000, 0, 0},
+                       .usable = true,
+                       .set_meta = true,
+                       .labels = &label,
+                       .nlabels = 1};
+    int32_t id = -1;
+    assert_int_equal(drv_state_apply_node(&st, &d, &id), 0);
+    int32_t cls = st.nodes[id].node_class;
+    assert_int_not_equal(cls, 0);
+    d = (drv_node_desc){.name = d.name, .allocatable = {6000, 0, 0}, .held = {500, 0, 0}};
+    assert_int_equal(drv_state_apply_node(&st, &d, &id), 0);
+    assert_int_equal(st.nnodes, 1);
+    assert_int_equal(st.nodes[id].alloc.cpu, 5500);
+    assert_false(st.nodes[id].schedulable);
+    assert_int_equal(st.nodes[id].node_class, cls); /* (kept) */
+    d.set_meta = true;                              /* (no labels now) */
+    assert_int_equal(drv_state_apply_node(&st, &d, &id), 0);
+    assert_int_equal(st.nodes[id].node_class, 0);
+    check_state(&st);
+    drv_state_fini(&st);
+}
+
+/* Labels with one key twice are refused, the rest of the record still applied; a record
+ * with no name adds nothing. */
+static void test_apply_node_refusals(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    assert_int_equal(drv_state_init(&st), 0);
+    int32_t k = drv_strtab_intern(st.names, "pool");
+    drv_label twice[] = {{k, drv_strtab_intern(st.names, "a")},
+                         {k, drv_strtab_intern(st.names, "b")}};
+    drv_node_desc d = {.name = drv_strtab_intern(st.names, "n1"),
+                       .allocatable = {4000, 0, 0},
+                       .usable = true,
+                       .set_meta = true,
+                       .labels = twice,
+                       .nlabels = 2};
+    int32_t id = -1;
+    assert_int_equal(drv_state_apply_node(&st, &d, &id), 0);
+    assert_int_equal(st.nodes[id].node_class, 0);
+    assert_int_equal(st.nodes[id].alloc.cpu, 4000);
+    assert_true(st.nodes[id].schedulable);
+    int32_t none = -1;
+    d.name = 0;
+    assert_int_equal(drv_state_apply_node(&st, &d, &none), DRV_EINVAL);
+    assert_int_equal(none, -1);
+    assert_int_equal(st.nnodes, 1);
+    check_state(&st);
+    drv_state_fini(&st);
+}
+
+/* A pod placed, moved, placed where it is (nothing), unbound. */
+static void test_place_pod(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    tu_make_state(&st, 2, (drv_res){8000, 1LL << 36, 0}, NULL, NULL);
+    int32_t job = tu_add_job(&st, "j", 0, 1, 1, 1, 1000);
+    int32_t pod = st.jobs[job].pod_base;
+    drv_state_place_pod(&st, pod, 0);
+    assert_int_equal(st.pods[pod].node, 0);
+    assert_int_equal(st.nodes[0].used.cpu, 1000);
+    drv_state_place_pod(&st, pod, 1);
+    assert_int_equal(st.pods[pod].node, 1);
+    assert_int_equal(st.nodes[0].used.cpu, 0);
+    assert_int_equal(st.nodes[1].used.cpu, 1000);
+    drv_state_place_pod(&st, pod, 1);
+    assert_int_equal(st.nodes[1].npods, 1);
+    check_state(&st);
+    drv_state_place_pod(&st, pod, -1);
+    assert_int_equal(st.pods[pod].node, -1);
+    assert_int_equal(st.nodes[1].used.cpu, 0);
+    check_state(&st);
+    drv_state_fini(&st);
+}
+
+/* A job ended: every pod of it unbound, its phase done. */
+static void test_end_job(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    tu_make_state(&st, 2, (drv_res){8000, 1LL << 36, 0}, NULL, NULL);
+    int32_t job = tu_add_job(&st, "j", 0, 2, 2, 2, 1000);
+    drv_state_place_pod(&st, st.jobs[job].pod_base, 0);
+    drv_state_place_pod(&st, st.jobs[job].pod_base + 1, 1);
+    drv_state_end_job(&st, job);
+    assert_int_equal(st.jobs[job].phase, DRV_JOB_DONE);
+    for (int32_t k = 0; k < st.jobs[job].pod_count; k++)
+        assert_int_equal(st.pods[st.jobs[job].pod_base + k].node, -1);
+    assert_int_equal(st.nodes[0].npods + st.nodes[1].npods, 0);
+    check_state(&st);
+    drv_state_fini(&st);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_apply_node_adds_whole),
+        cmocka_unit_test(test_apply_node_updates),
+        cmocka_unit_test(test_apply_node_refusals),
+        cmocka_unit_test(test_place_pod),
+        cmocka_unit_test(test_end_job),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

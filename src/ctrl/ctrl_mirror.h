@@ -264,6 +264,9 @@ const stand_in *ctrl_mirror_take_stand_ins(ctrl_mirror *m, int32_t *n);
  * without every level's label out altogether). The loop calls it while leading. */
 struct ctrl_writer;
 void ctrl_mirror_report_topology(ctrl_mirror *m, struct ctrl_writer *w);
+/* Node id, just added or relabelled: queued for that Event when it lacks a level's label and was
+ * not told yet (ctrl_mirror_topo.c; ctrl_mirror_apply_node calls it). 0 or DRV_ENOMEM. */
+int ctrl_mirror_topology_gap(ctrl_mirror *m, int32_t id);
 void ctrl_mirror_pod_name_in(ctrl_mirror *m, int32_t slot, const char *job_name, char *buf,
                              size_t n);
 /* The CPU limit the API holds for slot s, as the state counts it: its pod's, or (none) its

@@ -54,6 +54,8 @@ run "Trace replay: the Philly-derived trace (82,247 jobs) on examples/cluster-ph
     "$b/bench/trace_replay" --policy gang-fifo,tiresias
 run "Trace replay: the Philly-derived trace on examples/cluster-philly.yaml with drover; /tick = every cycle run (no quiet cycle skipped), same results required" \
     "$b/bench/trace_replay" --policy drover --baseline 1
+run "Trace replay: the Philly trace under --mechanics pollux (Pollux's 16 nodes x 4 GPUs, 60 s rounds: 82,247 jobs on 64 GPUs, overloaded), drover (issue 24: <= 60 s) beside gang-fifo on the same input as the baseline" \
+    "$b/bench/trace_replay" --mechanics pollux --policy gang-fifo,drover
 run "Trace replay: a 160-job research workload (Pollux workload 1 under --mechanics pollux: 16 nodes x 4 GPUs, 60 s rounds); /tick = every cycle run" \
     "$b/bench/trace_replay" --trace data/pollux/workloads/workload-1.csv --mechanics pollux \
     --policy tiresias,optimus,drover --baseline 1

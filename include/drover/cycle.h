@@ -154,8 +154,9 @@ struct drv_plugin {
      * the pending jobs (in no particular order) - for an order normalised over the queue. */
     void (*queue_begin)(const drv_ctx *c, void *state, const int32_t *jobs, int32_t n);
     /* queue_order, optional with queue_key, asked after queue_begin when the plugin orders the
-     * queue alone: true when every job it was handed at its previous queue_begin has the same
-     * key now as then (to the bit), so the core keeps those keys and asks only for newcomers. */
+     * queue alone or in a chain of keyed plugins only: true when every job it was handed at its
+     * previous queue_begin has the same key now as then (to the bit), so the core keeps those keys
+     * and asks only for newcomers. */
     bool (*queue_kept)(const drv_ctx *c, void *state);
     /* queue_order, optional: asked after queue_begin; true when every key or comparison of this
      * cycle would tie (the plugin orders nothing now: fairshare without queues), so the core

@@ -380,6 +380,15 @@ typedef struct cycle_queue {
     int32_t *free_fit;
     int32_t nfree_fit, cap_free_fit;
     queue_summary sum;
+    /* With a chain of keyed queue_order plugins only (more than one), each record's keys, a row
+     * of nrow per qfit entry (fkey[fit * nrow + i]: the chain's i-th plugin's), which stays put
+     * while the record lives as its entry does; rows_chain is that chain, rows whether the
+     * last cycle ordered by the rows. */
+    double *fkey;
+    int32_t cap_fkey;
+    int32_t nrow;
+    int32_t rows_chain[DRV_MAX_SLOT_PLUGINS];
+    bool rows;
     bool keyed;        /* order[].key holds the keys of a lone keyed queue plugin */
     int32_t keyed_use; /* when keyed: that plugin's index among the queue_order uses */
     /* This cycle's queue_order chain: indices of the uses not idle (drv_plugin.queue_idle). */
@@ -413,6 +422,7 @@ static inline void cycle_queue_fini(cycle_queue *q)
     drv_free(q->sort_run);
     drv_free(q->fit);
     drv_free(q->free_fit);
+    drv_free(q->fkey);
     drv_free(q->inq);
     for (int i = 0; i < DRV_MAX_SLOT_PLUGINS; i++)
         drv_free(q->key[i]);

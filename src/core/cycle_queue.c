@@ -5,22 +5,21 @@
  *
  * The records of last cycle's queue are kept (s->queue.order) and collected again in that order, so
  * a queue whose order did not change costs one pass; with a lone keyed queue_order plugin the
- * jobs are ordered by (key, submit time, id) read from the records, with no call per
- * comparison. What a record is and what it keeps is in cycle_int.h (qent, qfit).
+ * jobs are ordered by (key, submit time, id) read from the records, with a chain of keyed ones
+ * by their rows of keys (cycle_queue.fkey), with no call per comparison; a comparator's order
+ * sorts the records' indices. A record is made once while its job waits. What a record is and
+ * what it keeps is in cycle_int.h (qent, qfit).
  */
 #include "cycle_queue.h"
 
 #include <string.h>
 
-/* A record for job: its order (key 0 until asked), and in a qfit entry taken for it what
- * drv_ctx_queue_stuck needs, which a job's specification fixes (roles other than workers keep
- * their replicas as targets). Needs a free entry (qfit_room). */
-static qent make_qent(drv_sched *s, const drv_state *st, int32_t job)
+/* What the job's specification fixes for the capacity tests: roles other than workers keep
+ * their replicas as targets, and a worker target is never below the minimum (drv_state_check),
+ * so min(min, target) workers is the minimum - the record of a job stands while it waits,
+ * whatever targets the plugins set (and its specification never changes). */
+static qfit fit_of(const drv_job *j)
 {
-    cycle_queue *q = &s->queue;
-    const drv_job *j = &st->jobs[job];
-    int32_t t = q->nfree_fit > 0 ? q->free_fit[--q->nfree_fit] : q->nfit++;
-    qfit *f = &q->fit[t];
     qfit e = {
         {INT64_MAX, INT64_MAX, INT64_MAX}, {0, 0, 0}, {0, 0, 0}, j->role[DRV_ROLE_WORKER].min >= 1};
     for (int r = 0; r < DRV_NROLES; r++) {
@@ -37,13 +36,27 @@ static qent make_qent(drv_sched *s, const drv_state *st, int32_t job)
             e.podmax = drv_res_max(e.podmax, rs->req);
         }
     }
-    *f = e;
-    return (qent){0,
-                  j->submit,
-                  job,
-                  t,
-                  e.podmax.gpu < INT32_MAX ? (int32_t)e.podmax.gpu : INT32_MAX,
-                  e.floor.gpu < INT32_MAX ? (int32_t)e.floor.gpu : INT32_MAX};
+    return e;
+}
+
+/* A record's GPU bounds from its entry, capped (qent). */
+static void set_gpu(qent *r, const qfit *e)
+{
+    r->gpu_podmax = e->podmax.gpu < INT32_MAX ? (int32_t)e->podmax.gpu : INT32_MAX;
+    r->gpu_floor = e->floor.gpu < INT32_MAX ? (int32_t)e->floor.gpu : INT32_MAX;
+}
+
+/* A record for job: its order (key 0 until asked), and in a qfit entry taken for it what
+ * drv_ctx_queue_stuck needs (fit_of). Needs a free entry (qfit_room). */
+static qent make_qent(drv_sched *s, const drv_state *st, int32_t job)
+{
+    cycle_queue *q = &s->queue;
+    const drv_job *j = &st->jobs[job];
+    int32_t t = q->nfree_fit > 0 ? q->free_fit[--q->nfree_fit] : q->nfit++;
+    q->fit[t] = fit_of(j);
+    qent r = {.key = 0, .submit = j->submit, .job = job, .fit = t};
+    set_gpu(&r, &q->fit[t]);
+    return r;
 }
 
 /* Room for n records' entries in all: every entry handed out is in use by a record or free. 0
@@ -82,19 +95,20 @@ static int queue_cmp(const drv_ctx *c, int32_t a, int32_t b)
     return a < b ? -1 : a > b;
 }
 
-/* Stable merge sort with a context (qsort_r is not standard C). */
-static void merge_sort(const drv_ctx *c, int32_t *v, int32_t *tmp, int32_t n)
+/* Stable merge sort with a context (qsort_r is not standard C) of v, indices of records, by
+ * queue_cmp on their jobs. */
+static void merge_sort(const drv_ctx *c, const qent *rec, int32_t *v, int32_t *tmp, int32_t n)
 {
     if (n < 2)
         return;
     int32_t h = n / 2;
-    merge_sort(c, v, tmp, h);
-    merge_sort(c, v + h, tmp, n - h);
-    if (queue_cmp(c, v[h - 1], v[h]) <= 0)
+    merge_sort(c, rec, v, tmp, h);
+    merge_sort(c, rec, v + h, tmp, n - h);
+    if (queue_cmp(c, rec[v[h - 1]].job, rec[v[h]].job) <= 0)
         return; /* already in order: queues usually are, so a sort is often O(n) */
     int32_t i = 0, j = h, k = 0;
     while (i < h && j < n)
-        tmp[k++] = queue_cmp(c, v[j], v[i]) < 0 ? v[j++] : v[i++];
+        tmp[k++] = queue_cmp(c, rec[v[j]].job, rec[v[i]].job) < 0 ? v[j++] : v[i++];
     while (i < h)
         tmp[k++] = v[i++];
     while (j < n)
@@ -114,20 +128,42 @@ static int qent_cmp(const qent *a, const qent *b)
     return a->job < b->job ? -1 : a->job > b->job;
 }
 
-/*
- * Sorts v[0..n), indices of records, by qent_cmp: one pass finds the ascending runs (v[0..from)
- * is known to be one), then neighbouring runs are merged pairwise until one is left. O(n) for
- * a queue in order, O(n log r) for r runs: a few newcomers placed, or a few keys that moved
- * after the bounds changed, cost a few runs, not a sort of the whole queue. The order is total
- * (ties go by submit time, then id): any sort gives the same. tmp needs n, run n + 1 entries.
- */
-static void natural_sort_idx(const qent *rec, int32_t *v, int32_t *tmp, int32_t *run, int32_t n,
-                             int32_t from)
+/* queue_cmp on records: with nrow 0 by qent_cmp (a lone keyed plugin), else by the records' rows
+ * of keys (a chain of keyed plugins, cycle_queue.fkey) in chain order, then submit time, then
+ * id - what queue_cmp answers, from the records alone. */
+static inline int rec_cmp(const cycle_queue *q, int32_t nrow, const qent *a, const qent *b)
 {
+    if (nrow == 0)
+        return qent_cmp(a, b);
+    const double *ka = &q->fkey[(size_t)a->fit * (size_t)nrow];
+    const double *kb = &q->fkey[(size_t)b->fit * (size_t)nrow];
+    for (int32_t i = 0; i < nrow; i++) {
+        if (ka[i] < kb[i])
+            return -1;
+        if (ka[i] > kb[i])
+            return 1;
+    }
+    if (a->submit != b->submit)
+        return a->submit < b->submit ? -1 : 1;
+    return a->job < b->job ? -1 : a->job > b->job;
+}
+
+/*
+ * Sorts v[0..n), indices of the records q->order, by rec_cmp: one pass finds the ascending runs
+ * (v[0..from) is known to be one), then neighbouring runs are merged pairwise until one is
+ * left. O(n) for a queue in order, O(n log r) for r runs: a few newcomers placed, or a few keys
+ * that moved after the bounds changed, cost a few runs, not a sort of the whole queue. The
+ * order is total (ties go by submit time, then id): any sort gives the same. tmp needs n, run
+ * n + 1 entries.
+ */
+static void natural_sort_idx(const cycle_queue *q, int32_t nrow, int32_t *v, int32_t *tmp,
+                             int32_t *run, int32_t n, int32_t from)
+{
+    const qent *rec = q->order;
     int32_t nr = 0;
     run[nr++] = 0;
     for (int32_t i = from > 1 ? from : 1; i < n; i++)
-        if (qent_cmp(&rec[v[i - 1]], &rec[v[i]]) > 0)
+        if (rec_cmp(q, nrow, &rec[v[i - 1]], &rec[v[i]]) > 0)
             run[nr++] = i;
     run[nr] = n;
     int32_t *a = v, *b = tmp;
@@ -137,7 +173,7 @@ static void natural_sort_idx(const qent *rec, int32_t *v, int32_t *tmp, int32_t 
             int32_t lo = run[r], mid = run[r + 1], hi = r + 2 <= nr ? run[r + 2] : mid;
             int32_t i = lo, j = mid, o = lo;
             while (i < mid && j < hi)
-                b[o++] = qent_cmp(&rec[a[j]], &rec[a[i]]) < 0 ? a[j++] : a[i++];
+                b[o++] = rec_cmp(q, nrow, &rec[a[j]], &rec[a[i]]) < 0 ? a[j++] : a[i++];
             while (i < mid)
                 b[o++] = a[i++];
             while (j < hi)
@@ -152,6 +188,17 @@ static void natural_sort_idx(const qent *rec, int32_t *v, int32_t *tmp, int32_t 
     }
     if (a != v)
         memcpy(v, a, (size_t)n * sizeof *v);
+}
+
+/* Whether q->order[0..n) is in order, checked from record `from` on; *at receives where the
+ * first descent is (n when none). */
+static bool in_order(const cycle_queue *q, int32_t nrow, int32_t n, int32_t from, int32_t *at)
+{
+    int32_t i = from > 1 ? from : 1;
+    while (i < n && rec_cmp(q, nrow, &q->order[i - 1], &q->order[i]) <= 0)
+        i++;
+    *at = i;
+    return i >= n;
 }
 
 /* Folds a record's entry into the summary over the records (drv_sched.qsum_least), counting
@@ -393,22 +440,73 @@ static bool sort_keyed(drv_ctx *c, const drv_plugin *q0, void *q0s, int32_t nold
      * each boundary and merge nothing - the same as this one pass. With the keys kept, the
      * first nold records are last cycle's sorted queue less the jobs that left, still in
      * order (a subsequence of a sorted list is sorted): only the newcomers are checked. */
-    bool sorted = true;
-    int32_t from = kept && nold > 1 ? nold : 1, i = from;
-    for (; i < npend && sorted; i++)
-        sorted = qent_cmp(&rec[i - 1], &rec[i]) <= 0;
+    int32_t at;
+    bool sorted = in_order(q, 0, npend, kept ? nold : 1, &at);
     if (!sorted) {
         for (int32_t k = 0; k < npend; k++)
             idx[k] = k;
-        natural_sort_idx(rec, idx, tmp, run, npend, i - 1); /* in order before the descent */
+        natural_sort_idx(q, 0, idx, tmp, run, npend, at); /* in order before the descent */
     }
     return sorted;
 }
 
-/* Any other queue_order: sorts the job ids with the plugins' comparison (each keyed plugin's
- * keys asked once per job, in the order queue_begin was handed the jobs), then rebuilds the
- * records in that order. 0 or DRV_ENOMEM. */
-static int sort_by_plugins(drv_ctx *c, int32_t *pend, int32_t *tmp)
+/* Every plugin of this cycle's chain orders by key alone (no queue_cmp). */
+static bool chain_keyed(const drv_sched *s)
+{
+    const cycle_queue *q = &s->queue;
+    for (int i = 0; i < q->nchain; i++)
+        if (!s->prof->use[DRV_PT_QUEUE_ORDER][q->chain[i]].p->queue_key)
+            return false;
+    return true;
+}
+
+/*
+ * A chain of keyed plugins: as sort_keyed, with a row of keys per record (cycle_queue.fkey).
+ * A plugin's keys of the first nold records are kept when the last cycle ordered by rows of the
+ * same chain and the plugin says its keys did not change (queue_kept); the others are asked,
+ * plugin by plugin as sort_by_plugins asks them. Returns 1 when the records are in order
+ * already, 0 when idx holds the sorted order of record indices, or DRV_ENOMEM.
+ */
+static int sort_rows(drv_ctx *c, int32_t nold, bool was_rows, int32_t *idx, int32_t *tmp,
+                     int32_t *run)
+{
+    drv_sched *s = c->s;
+    cycle_queue *q = &s->queue;
+    qent *rec = q->order;
+    int32_t npend = q->norder, nrow = q->nchain;
+    bool same = was_rows && q->nrow == nrow &&
+                memcmp(q->rows_chain, q->chain, (size_t)nrow * sizeof *q->chain) == 0;
+    if (q->nfit > INT32_MAX / nrow ||
+        drv_grow(&q->fkey, sizeof *q->fkey, &q->cap_fkey, q->nfit * nrow) != 0)
+        return DRV_ENOMEM;
+    bool all_kept = same;
+    for (int32_t i = 0; i < nrow; i++) {
+        const drv_plugin *p = s->prof->use[DRV_PT_QUEUE_ORDER][q->chain[i]].p;
+        void *ps = s->plug.ustate[DRV_PT_QUEUE_ORDER][q->chain[i]];
+        cycle_running(s, p, DRV_PT_QUEUE_ORDER);
+        bool kept = same && p->queue_kept && p->queue_kept(c, ps);
+        all_kept &= kept;
+        for (int32_t k = kept ? nold : 0; k < npend; k++)
+            q->fkey[(size_t)rec[k].fit * (size_t)nrow + (size_t)i] =
+                p->queue_key(c, ps, rec[k].job);
+    }
+    cycle_running(s, NULL, -1);
+    q->nrow = nrow;
+    memcpy(q->rows_chain, q->chain, (size_t)nrow * sizeof *q->chain);
+    q->rows = true;
+    int32_t at;
+    if (in_order(q, nrow, npend, all_kept ? nold : 1, &at))
+        return 1;
+    for (int32_t k = 0; k < npend; k++)
+        idx[k] = k;
+    natural_sort_idx(q, nrow, idx, tmp, run, npend, at);
+    return 0;
+}
+
+/* Any other queue_order: sorts the records with the plugins' comparison on their jobs (each
+ * keyed plugin's keys asked once per job, in the order queue_begin was handed the jobs) into
+ * idx, the sorted order of record indices. 0 or DRV_ENOMEM. */
+static int sort_by_plugins(drv_ctx *c, const int32_t *pend, int32_t *idx, int32_t *tmp)
 {
     drv_sched *s = c->s;
     cycle_queue *q = &s->queue;
@@ -426,12 +524,10 @@ static int sort_by_plugins(drv_ctx *c, int32_t *pend, int32_t *tmp)
             q->key[i][pend[k]] = p->queue_key(c, ps, pend[k]);
         cycle_running(s, NULL, -1);
     }
-    merge_sort(c, pend, tmp, npend);
+    for (int32_t k = 0; k < npend; k++)
+        idx[k] = k;
+    merge_sort(c, q->order, idx, tmp, npend);
     cycle_running(s, NULL, -1);
-    q->nfit = q->nfree_fit = 0; /* every record made again: every entry free */
-    q->sum.ok = false;
-    for (int32_t i = 0; i < npend; i++)
-        q->order[i] = make_qent(s, st, pend[i]);
     return 0;
 }
 
@@ -505,7 +601,8 @@ int cycle_order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
         return DRV_ENOMEM;
     if (q->cap_inq > inq_old) /* new jobs have no record */
         memset(q->inq + inq_old, 0, (size_t)(q->cap_inq - inq_old) * sizeof *q->inq);
-    bool was_keyed = q->keyed;
+    bool was_keyed = q->keyed, was_rows = q->rows;
+    q->rows = false; /* until this cycle's keys are in the rows (sort_rows) */
     int32_t was_use = q->keyed_use;
     q->keyed = false; /* until this cycle's keys are in the records */
     int32_t nold = collect(s, st, pend_kept ? pend : NULL);
@@ -521,10 +618,17 @@ int cycle_order_queue(drv_ctx *c, int32_t **jobs, int32_t *n)
     void *q0s = q->nchain > 0 ? s->plug.ustate[DRV_PT_QUEUE_ORDER][q->chain[0]] : NULL;
     bool lone_key = q->nchain == 1 && q0->queue_key;
     bool sorted = true;
-    if (lone_key) /* keys kept only from the same plugin's */
+    if (lone_key) { /* keys kept only from the same plugin's */
         sorted = sort_keyed(c, q0, q0s, nold, was_keyed && was_use == q->chain[0], idx, tmp, run);
-    else if ((rc = sort_by_plugins(c, pend, tmp)) != 0)
-        return rc;
+    } else if (q->nchain > 1 && chain_keyed(s)) {
+        if ((rc = sort_rows(c, nold, was_rows, idx, tmp, run)) < 0)
+            return rc;
+        sorted = rc == 1;
+    } else {
+        if ((rc = sort_by_plugins(c, pend, idx, tmp)) != 0)
+            return rc;
+        sorted = false;
+    }
     if (drv_ctx_error(c)) /* a plugin failed while it was asked for keys or comparisons */
         return drv_ctx_error(c);
     if (!sorted && adopt_order(s, idx, pend) != 0)

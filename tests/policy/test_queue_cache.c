@@ -30,6 +30,13 @@
 /* A node: 8 GPUs, 32 CPUs. */
 static const drv_res NODE = {32000, 256 * GiB, 8};
 
+/* run_stream and checking_stream: between cycles, now and then a queued job's worker target is
+ * set anew (edit_target) */
+static bool edit_targets;
+
+/* When not NULL, the first queue_order plugin of the profiles run_stream makes is this one. */
+static const drv_plugin *order0;
+
 /* add_job makes no PS (a queue of GPU pods only can be stuck), and now and then a job of
  * worker minimum 0 */
 static bool no_ps;
@@ -61,6 +68,43 @@ static void add_job(drv_state *st, uint64_t *x, double now)
     assert_int_equal(drv_state_add_job(st, &t, &id), 0);
 }
 
+/* A queued job with no pod bound, if any, gets a new worker target within its bounds (a user's
+ * edit of the replicas, drv_state_set_workers): its smallest gang stays its minimum. */
+static void edit_target(drv_state *st, uint64_t *x)
+{
+    int32_t pick = -1, seen_n = 0;
+    for (int32_t j = drv_state_next_queued(st, 0); j >= 0; j = drv_state_next_queued(st, j + 1))
+        if (st->jobs[j].bound[DRV_ROLE_WORKER] == 0 && tu_rnd(x) % (uint64_t)++seen_n == 0)
+            pick = j;
+    if (pick < 0)
+        return;
+    const drv_rolespec *w = &st->jobs[pick].role[DRV_ROLE_WORKER];
+    drv_state_set_workers(st, pick,
+                          w->min + (int32_t)(tu_rnd(x) % (uint64_t)(w->max - w->min + 1)));
+}
+
+/* The keyed queue order of a coarse class (user priority 0-1 or 2-3) and no queue_kept: chained
+ * before priority, the core orders by a row of two keys per record. */
+static double coarse_key(const drv_ctx *c, void *state, int32_t job)
+{
+    (void)state;
+    return drv_ctx_state(c)->jobs[job].user_priority / 2;
+}
+
+static const drv_plugin coarse = {.name = "coarse", .queue_key = coarse_key};
+
+/* A scheduler of profile line, its first queue_order plugin order0 when set. */
+static drv_sched *sched_of(drv_profile *p, const char *line)
+{
+    drv_diag d;
+    assert_int_equal(drv_profile_parse("t", line, p, &d), 0);
+    if (order0)
+        p->use[DRV_PT_QUEUE_ORDER][0].p = order0;
+    drv_sched *s;
+    assert_int_equal(drv_sched_new(p, &s, &d), 0);
+    return s;
+}
+
 /* A running job's pods all unbound and the job pending again: it leaves the running jobs
  * and comes back to the queue it left. */
 static void requeue(drv_state *st, int32_t job)
@@ -86,7 +130,7 @@ static int32_t run_stream(const char *line, int nodes, int steps, uint64_t seed)
     tu_make_state(&st, nodes, NODE, "", "");
     drv_decisions_init(&dk);
     drv_decisions_init(&df);
-    drv_sched *kept = tu_sched(&pk, line);
+    drv_sched *kept = sched_of(&pk, line);
     uint64_t x = seed;
     int32_t decided = 0;
     for (int t = 0; t < steps; t++) {
@@ -116,10 +160,12 @@ static int32_t run_stream(const char *line, int nodes, int steps, uint64_t seed)
             if (r >= 0)
                 requeue(&st, r);
         }
+        if (edit_targets && tu_rnd(&x) % 2 == 0)
+            edit_target(&st, &x);
         drv_snapshot snap = {.st = &st, .now = t};
         dk.n = df.n = 0;
         assert_int_equal(drv_sched_cycle(kept, &snap, &dk), 0);
-        drv_sched *fresh = tu_sched(&pf, line);
+        drv_sched *fresh = sched_of(&pf, line);
         assert_int_equal(drv_sched_cycle(fresh, &snap, &df), 0);
         drv_sched_free(fresh);
         if (dk.n != df.n || (dk.n > 0 && memcmp(dk.v, df.v, (size_t)dk.n * sizeof *dk.v) != 0))
@@ -156,6 +202,24 @@ static void test_drover_order(void **unused)
                                "admit=dragon(quiet=0;starve_wait=86400) scale=dragon "
                                "score=locality*4,ps-anti-affinity,least-allocated",
                                6, 300, seed * 104729) > 0);
+}
+
+/* Two keyed orders in a chain: each record keeps a row of keys, priority's kept from cycle to
+ * cycle while its bounds hold (queue_kept), the coarse order's asked every cycle; queued jobs'
+ * targets edited between cycles. A row key kept when its plugin's moved orders the queue
+ * otherwise than a fresh scheduler does. */
+static void test_keyed_chain_targets(void **unused)
+{
+    (void)unused;
+    order0 = &coarse;
+    edit_targets = true;
+    for (uint64_t seed = 1; seed <= 4; seed++)
+        assert_true(run_stream("gang=true period=1 queue_order=fifo,priority "
+                               "admit=dragon(quiet=0;starve_wait=5) scale=dragon "
+                               "score=least-allocated",
+                               4, 300, seed * 6151) > 0);
+    order0 = NULL;
+    edit_targets = false;
 }
 
 /* Whole gangs in priority order, no elasticity: the failed-gang memos alone. */
@@ -231,6 +295,8 @@ static void checking_stream(void)
         DRV_FOR_LIVE(&st, j)
         if (st.jobs[j].phase == DRV_JOB_RUNNING && tu_rnd(&x) % 4 == 0)
             tu_finish(&st, j);
+        if (edit_targets)
+            edit_target(&st, &x);
         drv_snapshot snap = {.st = &st, .now = t};
         /* drv_ctx_queue_stuck's summary over the kept records must answer as a fresh one */
         drv_sched *fresh;
@@ -274,12 +340,23 @@ static void test_queue_stuck_kept(void **unused)
     assert_true(seen.nstuck[0] > 10 && seen.nstuck[1] > 10);
 }
 
+/* Queued jobs' targets edited between cycles: drv_ctx_queued_cannot_fit reads the record of the
+ * job's smallest gang, made once while it waits, which no edit within the bounds moves. */
+static void test_cannot_fit_targets(void **unused)
+{
+    (void)unused;
+    edit_targets = true;
+    checking_stream();
+    edit_targets = false;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_priority_dragon),  cmocka_unit_test(test_drover_order),
-        cmocka_unit_test(test_priority_gang),    cmocka_unit_test(test_cannot_fit_exact),
-        cmocka_unit_test(test_queue_stuck_kept),
+        cmocka_unit_test(test_priority_dragon),    cmocka_unit_test(test_drover_order),
+        cmocka_unit_test(test_priority_gang),      cmocka_unit_test(test_cannot_fit_exact),
+        cmocka_unit_test(test_queue_stuck_kept),   cmocka_unit_test(test_keyed_chain_targets),
+        cmocka_unit_test(test_cannot_fit_targets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
 # sia.sh - Sia's heterogeneous comparison (SOSP'23, issue 27): its Philly-derived workloads 1-8
 # on its 64-GPU cluster of three types (examples/cluster-sia-hetero.yaml) with its per-type
 # profiles and slowdown calibration, for `drover`, `drover-no-types` (goodput sizing every type
-# as one pool: heterogeneity off, examples/sia-ablations.yaml), `tiresias` and `gang-fifo`,
+# as one pool: heterogeneity off, examples/sia-ablations.yaml), `tiresias` and `gang-fifo`, and
+# two ablations of drover's type allocation (`drover-no-moves`, `drover-type-fits`),
 # beside the average JCT Sia's paper publishes (Table 3). Prints a markdown section.
 #
 # Usage: sh scripts/sia.sh SIA_DIR [BUILD_DIR]   (BUILD_DIR: default build, from where it is run)
@@ -26,7 +27,7 @@ fi
 }
 # Sia's SLOWDOWNS (sia-simulator/simulator_config.py), fitted to its physical testbed
 slow=cifar10=1.8,imagenet=1.2,yolov3=1.2,bert=1.2,deepspeech2=1.2,ncf=1.5
-pols=drover,drover-no-types,tiresias,gang-fifo
+pols=drover,drover-no-types,tiresias,gang-fifo,drover-no-moves,drover-type-fits
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 for w in 1 2 3 4 5 6 7 8; do
@@ -46,8 +47,12 @@ echo "does the mean over such cells)."
 echo "Sia, Pollux and Gavel are the paper's published figures (Table 3, the mean over the"
 echo "workloads), not runs of ours."
 echo
-echo "| workload | drover | drover-no-types | tiresias | gang-fifo |"
-echo "|---|---:|---:|---:|---:|"
+echo "\`drover-no-moves\`: a job keeps the type it started on (\`goodput(move=0)\`);"
+echo "\`drover-type-fits\`: one online throughput fit per GPU type a job ran on (\`goodput(fits=1)\`);"
+echo "docs/model.md, \"On several GPU types\"."
+echo
+echo "| workload | $(echo "$pols" | sed 's/,/ | /g') |"
+echo "|---|$(echo "$pols" | sed 's/[^,]*/---:/g; s/,/|/g')|"
 awk -v pols="$pols" '
     BEGIN { np = split(pols, p, ",") }
     { jct[$1, $2] = $3; done[$1, $2] = $4; jobs[$1, $2] = $5; ws[$2] = 1 }

@@ -135,6 +135,15 @@ static const drv_knob_spec knobs[] = {
     {"types", 1, 0, 1,
      "1: on a cluster of several GPU types each job gets a type and a count of its GPUs "
      "(goodput_types.c); 0: every type's GPUs sized as one pool (heterogeneity off)"},
+    {"fits", 0, 0, 1,
+     "with types: 1 a job's online model is fitted per GPU type from what it ran there, other "
+     "types read through the one-GPU speed ratio (Sia's bootstrap); 0 one type-blind fit"},
+    {"move", 2, 0, 2,
+     "with types, after the greedy: 1 a job starting takes another type's GPUs left when its "
+     "goodput there is higher; 2 so may a job holding GPUs, priced as a restart; 0 neither"},
+    {"bootstrap", 10, 0, 3600,
+     "with types: seconds Sia's bootstrap profile takes on one GPU of each type; a new job "
+     "gets GPUs no earlier than this times the cluster's types after its submission"},
 };
 enum { NKNOBS = sizeof knobs / sizeof knobs[0] };
 /* A batch changed in place (free) still needs this predicted gain: no churn on rounding. */
@@ -167,6 +176,9 @@ static int g_init(void **state, const drv_knob *kv, int nkv, drv_diag *d)
     g->residual = v[15] != 0;
     g->ahead = v[16];
     g->types = v[17] != 0;
+    g->fits = v[18] != 0;
+    g->move = (int32_t)v[19];
+    g->bootstrap = v[20];
     *state = g;
     return 0;
 }
@@ -178,7 +190,8 @@ static void g_fini(void *state)
         return;
     goodput_drop_tables(g);
     for (int32_t i = 0; i < g->cap_seen; i++)
-        drv_online_job_fini(&g->seen[i].ol);
+        for (int32_t k = 0; k < GOODPUT_FITS; k++)
+            drv_online_job_fini(&g->seen[i].ol[k]);
     drv_free(g->seen);
     drv_free(g);
 }
@@ -332,9 +345,11 @@ static int learn(goodput *g, gjob *x, const drv_calib_job *cj, double now)
     x->grad.init_bsz = g->calib->v[app].init_bsz;
     drv_calib_grad(g->calib, app, cj->batch, x->epoch, &x->grad.sqr, &x->grad.var);
     x->grad.var = drv_online_noise_ahead(&g->seen[x->id].noise, &x->grad, x->epoch, now, g->ahead);
+    drv_online_job *o = goodput_home_fit(g, x->id, x->now_type); /* its type's when running */
+    x->fit = o;
     if (!x->running || cj->seen.replicas != x->have)
         return 0; /* not running the configuration it measured (yet) */
-    int rc = drv_online_observe(&g->seen[x->id].ol, &cj->seen);
+    int rc = drv_online_observe(o, &cj->seen);
     return rc == DRV_ENOMEM ? rc : 0;
 }
 
@@ -352,10 +367,13 @@ static int32_t our_jobs(const drv_ctx *c, goodput *g, const drv_calib_jobs *m, g
             return -1;
         for (int32_t k = old; k < g->cap_seen; k++) {
             g->seen[k] = (struct seen){.epoch = -1, .restarts = -1, .have = -1};
-            drv_online_job_init(&g->seen[k].ol);
             drv_online_noise_init(&g->seen[k].noise);
-            g->seen[k].ol.inter_prior = g->inter_prior;
-            g->seen[k].ol.residual = g->residual;
+            for (int32_t f = 0; f < GOODPUT_FITS; f++) {
+                drv_online_job_init(&g->seen[k].ol[f]);
+                g->seen[k].ol[f].inter_prior = g->inter_prior;
+                g->seen[k].ol[f].residual = g->residual;
+                g->seen[k].ol_type[f] = -1;
+            }
         }
     }
     int32_t n = 0;
@@ -372,10 +390,11 @@ static int32_t our_jobs(const drv_ctx *c, goodput *g, const drv_calib_jobs *m, g
             continue;
         j = drv_ctx_job_now(c, i); /* its steps and attained service read below */
         int32_t app = cj->app - 1;
-        gjob x = {.id = i, .cj = cj, .submit = j->submit, .type = -1};
+        gjob x = {.id = i, .cj = cj, .submit = j->submit, .type = -1, .fscale = 1, .gpn = g->gpn};
         x.epoch = drv_calib_epoch(calib, app, drv_calib_progress(calib, app, cj->batch, j->steps));
         x.level = level_of(g, j->attained);
         x.have = bound_workers(c, i);
+        x.now_type = x.have > 0 && st->gpu_type_key ? goodput_job_type(c, i) : -1;
         x.running = x.have > 0 && j->phase != DRV_JOB_PENDING;
         int32_t cap = (int32_t)floor(cj->batch_max / calib->v[app].min_local_bsz + 1e-9);
         x.nmax = j->role[DRV_ROLE_WORKER].max;
@@ -412,7 +431,8 @@ static int release(drv_ctx *c, gjob *v, int32_t n)
     for (int32_t i = 0; i < n; i++) {
         gjob *x = &v[i];
         const drv_job *j = &st->jobs[x->id];
-        bool same = x->running && x->want == x->have && drv_ctx_workers(c, x->id) == x->want;
+        bool same =
+            x->running && !x->moved && x->want == x->have && drv_ctx_workers(c, x->id) == x->want;
         if (same)
             continue;
         for (int32_t k = 0; x->have > 0 && k < j->pod_count; k++) {
@@ -442,7 +462,7 @@ static double batch_for(drv_ctx *c, goodput *g, gjob *x)
     if (x->have == 0)
         return 0; /* released and not placed: it waits */
     struct seen *was = &g->seen[x->id];
-    uint32_t ver = g->oracle ? 0 : was->ol.version;
+    uint32_t ver = g->oracle || !x->fit ? 0 : x->fit->version;
     if (x->epoch == was->epoch && j->restarts == was->restarts && x->have == was->have &&
         cj->batch == was->batch && ver == was->ver)
         return 0; /* checked on this epoch, placement, batch and model already: no gain */
@@ -479,7 +499,7 @@ static int place_released(drv_ctx *c, gjob *v, int32_t n)
  * one keeps its GPUs, a waiting one gets its minimum (its most workers set so). Returns how
  * many were held back; a job held back cannot be again, so a round allocates at most once
  * more per job that got GPUs. */
-static int32_t hold_spread(const drv_ctx *c, const goodput *g, gjob *v, int32_t n)
+static int32_t hold_spread(const drv_ctx *c, gjob *v, int32_t n)
 {
     int32_t held = 0;
     for (int32_t i = 0; i < n; i++) {
@@ -488,7 +508,7 @@ static int32_t hold_spread(const drv_ctx *c, const goodput *g, gjob *v, int32_t 
         if (!x->placed || x->want <= keep)
             continue;
         int32_t gpn[GOODPUT_MAXNODES], nn = placement(c, x->id, gpn);
-        if (nn > (x->want + g->gpn - 1) / g->gpn) {
+        if (nn > (x->want + x->gpn - 1) / x->gpn) {
             x->nmax = keep;
             held++;
         }
@@ -528,7 +548,7 @@ static void pass(drv_ctx *c, goodput *g)
         qsort(v, (size_t)n, sizeof *v, cmp_want);
         if (place_released(c, v, n) != 0)
             return;
-        if (!g->compact || hold_spread(c, g, v, n) == 0)
+        if (!g->compact || hold_spread(c, v, n) == 0)
             break;
         drv_ctx_rollback(c, mk); /* again, with the spread jobs held back */
         for (int32_t i = 0; i < n; i++) {

@@ -12,8 +12,9 @@
 #include "drover/online.h"
 #include "drover/policy.h"
 
-/* Most workers a job may get; most nodes a placement is read over. */
-enum { GOODPUT_MAXW = 64, GOODPUT_MAXNODES = 256 };
+/* Most workers a job may get; most nodes a placement is read over; most GPU types a job keeps
+ * a throughput fit of (further types share the last: goodput_types.c). */
+enum { GOODPUT_MAXW = 64, GOODPUT_MAXNODES = 256, GOODPUT_FITS = 4 };
 
 /* Best batch and goodput of (model, n GPUs packed, epoch); batch 0 until computed. */
 typedef struct cell {
@@ -42,7 +43,11 @@ typedef struct goodput {
     int32_t first;
     bool compact, residual;
     double ahead;
-    bool types;             /* knob `types`: type and count per job on a typed cluster */
+    bool types;       /* knob `types`: type and count per job on a typed cluster */
+    bool fits;        /* knob `fits`: one online fit per GPU type a job ran on */
+    int32_t move;     /* knob `move`: 1 a job's type re-chosen on what the greedy left, 2 also a
+                         job holding GPUs (a restart), 0 neither */
+    double bootstrap; /* knob `bootstrap`: seconds of a one-GPU profile per type */
     const drv_calib *calib; /* the one the tables were built from */
     int32_t gpn;            /* GPUs per node the packed shapes assume */
     table *tab;             /* per model */
@@ -56,7 +61,11 @@ typedef struct goodput {
         int32_t most;
         uint32_t ver;           /* the model version that check saw */
         drv_online_noise noise; /* its gradient noise's trend over epochs (`ahead`) */
-        drv_online_job ol;      /* its throughput as learnt from its own measurements (oracle=0) */
+        /* its throughput as learnt from its own measurements (oracle=0): ol[k] from what it ran
+         * on GPU type ol_type[k] (interned; 0 untyped, -1 unused slot); slot 0 alone when
+         * type-blind (`fits=0`) or on a cluster of one type */
+        drv_online_job ol[GOODPUT_FITS];
+        int32_t ol_type[GOODPUT_FITS];
     } * seen;
     int32_t cap_seen;
 } goodput;
@@ -80,8 +89,14 @@ typedef struct gjob {
     int32_t top;             /* most workers the allocation may give it (<= nmax) */
     double *u;               /* u[n]: its utility at n workers, minw <= n <= top */
     double submit;
-    int32_t type; /* with GPU types (goodput_types.c): the type (interned) its GPUs
-                     are or will be on; -1: none yet, or the cluster has one type */
+    int32_t type;              /* with GPU types (goodput_types.c): the type (interned) its GPUs
+                                  are or will be on; -1: none yet, or the cluster has one type */
+    int32_t now_type;          /* the type its bound GPUs are on (-1: none bound, or untyped) */
+    bool moved;                /* it holds GPUs of one type and was given another this round */
+    const drv_online_job *fit; /* the fit its goodput is read from (no samples: the prior) */
+    double fscale; /* its goodput there times this: the bootstrap ratio of one-GPU speeds when
+                      the fit is another type's (1 on its own) */
+    int32_t gpn;   /* GPUs per node of its type (g->gpn untyped): how n GPUs pack */
 } gjob;
 
 /* goodput_model.c */
@@ -112,6 +127,14 @@ int goodput_grow_pooled(goodput *g, drv_ctx *c, gjob *v, int32_t n, const int32_
                         int64_t *left);
 
 /* goodput_types.c */
+/* Job x's fit slot for GPU type `type` (interned, 0 untyped) in g->seen[x->id], created when
+ * missing (with `fits=0`, or beyond GOODPUT_FITS types: slot 0). */
+drv_online_job *goodput_fit_slot(goodput *g, int32_t job, int32_t type);
+/* The fit job's goodput is read from off a typed allocation: its current type's (now_type, -1
+ * none bound), or holding none the one of most samples; slot 0 when type-blind. */
+drv_online_job *goodput_home_fit(goodput *g, int32_t job, int32_t now_type);
+/* The GPU type (interned) job's bound workers are on, -1 when none is bound. */
+int32_t goodput_job_type(const drv_ctx *c, int32_t job);
 /* As goodput_allocate, on a cluster of two or more GPU types: each job a type (v[i].type) and
  * a count of that type's GPUs; goodput_allocate itself on one type. 0 or DRV_ENOMEM. */
 int goodput_types_allocate(goodput *g, drv_ctx *c, gjob *v, int32_t n, int64_t gpus);

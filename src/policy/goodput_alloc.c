@@ -14,11 +14,12 @@ static double utility(const goodput *g, double s)
     return g->p == 0 ? log(s) : pow(s, g->p) / g->p;
 }
 
-/* Utility of job x at n workers (n >= 1). */
+/* Utility of job x at n workers (n >= 1); a change (another count, or another GPU type) is
+ * priced. */
 static double value(goodput *g, const gjob *x, int32_t n)
 {
     double s = goodput_of(g, x, n) / x->base;
-    if (n != x->have && (x->running || g->delay > 0))
+    if ((n != x->have || x->moved) && (x->running || g->delay > 0))
         s *= x->price;
     return utility(g, s);
 }

@@ -110,23 +110,23 @@ static double table_goodput(goodput *g, const drv_calib_job *j, int32_t n, int32
     return x->goodput;
 }
 
-/* Online (oracle=0): job x's best goodput on n GPUs packed on the fewest nodes, from its own
- * model and the gradient statistics at its current batch (its batch into *batch when not
- * NULL). Before its first measurement Pollux's prior: a linear speed-up, G(n) = n, its batch
- * kept (0). */
+/* Online (oracle=0): job x's best goodput on n GPUs packed on the fewest nodes (of x->gpn
+ * GPUs), from its fit x->fit and the gradient statistics at its current batch (its batch into
+ * *batch when not NULL), times x->fscale. Before its first measurement Pollux's prior: a
+ * linear speed-up, G(n) = n (times x->fscale), its batch kept (0). */
 static double online_goodput(const goodput *g, const gjob *x, int32_t n, double *batch)
 {
-    const drv_online_job *o = &g->seen[x->id].ol;
+    const drv_online_job *o = x->fit;
     double gp = 0, b = 0;
-    if (o->nobs == 0)
+    if (!o || o->nobs == 0)
         gp = n;
     else if (n >= 1)
         b = drv_online_best_batch(o, &g->calib->v[x->cj->app - 1], &x->grad,
-                                  (n + g->gpn - 1) / g->gpn, n, x->cj->batch_min, x->cj->batch_max,
+                                  (n + x->gpn - 1) / x->gpn, n, x->cj->batch_min, x->cj->batch_max,
                                   &gp);
     if (batch)
         *batch = b;
-    return gp;
+    return gp * x->fscale;
 }
 
 double goodput_of(goodput *g, const gjob *x, int32_t n)
@@ -137,10 +137,10 @@ double goodput_of(goodput *g, const gjob *x, int32_t n)
 /* Online: the job's predicted goodput at its current batch where it is placed. */
 double goodput_now(const goodput *g, const gjob *x, int32_t nodes, int32_t replicas)
 {
-    const drv_online_job *o = &g->seen[x->id].ol;
+    const drv_online_job *o = x->fit;
     double atomic;
     int32_t accum;
-    if (replicas < 1)
+    if (replicas < 1 || !o)
         return 0;
     drv_calib_split(&g->calib->v[x->cj->app - 1], replicas, x->cj->batch, &atomic, &accum);
     double t = drv_online_step(o, nodes, replicas, atomic, accum);
@@ -154,11 +154,11 @@ double goodput_best_batch(goodput *g, const gjob *x, const int32_t *gpn, int32_t
     for (int32_t i = 0; i < nn; i++)
         r += gpn[i];
     if (!g->oracle) {
-        const drv_online_job *o = &g->seen[x->id].ol;
+        const drv_online_job *o = x->fit;
         *gp = 0;
-        return o->nobs == 0 ? 0
-                            : drv_online_best_batch(o, &g->calib->v[j->app - 1], &x->grad, nn, r,
-                                                    j->batch_min, j->batch_max, gp);
+        return !o || o->nobs == 0 ? 0
+                                  : drv_online_best_batch(o, &g->calib->v[j->app - 1], &x->grad, nn,
+                                                          r, j->batch_min, j->batch_max, gp);
     }
     /* packed the way the table assumes (in some node order): its cached answer */
     int32_t np = goodput_packed(r, g->gpn, pk), full = 0, part = 0;

@@ -1,7 +1,7 @@
 /*
  * goodput_types.c - the goodput plugin's allocation on a cluster of several GPU types (issue 27;
  * goodput.c has the design note): each job gets a type and a count, its GPUs all of that type,
- * as Sia (SOSP'23) allocates.
+ * as Sia (SOSP'23) allocates; and a job's throughput fits per type (`fits`).
  *
  * Why: sizing a job against the free GPUs of every type together chooses counts no single type
  * has free, and the job then waits at that count (the core keeps a job's GPU pods on one type):
@@ -9,27 +9,38 @@
  *
  * Per round, with T >= 2 types among the schedulable nodes (nodes without the label are a type
  * of their own); a homogeneous cluster takes goodput_allocate unchanged:
- *   1. Pools. cap[t] = free GPUs on type t + GPUs our jobs hold there (a job's are on one type).
+ *   1. Pools. cap[t] = free GPUs on type t + GPUs our jobs hold there (a job's are on one type);
+ *      per type the most GPUs a node has, which a job's GPUs there are packed by.
  *   2. Minimum, in LAS order: a job holding GPUs keeps its type, while the type has room for
  *      its minimum (else it waits, as it would without types); one holding none takes the
  *      type of most speed x room: its one-GPU speed there (Sia's bootstrap sample, one GPU
- *      of each type at its batch) times the GPUs it could get there (left, at most its most).
+ *      of each type at its batch) times the GPUs it could get there (left, at most its most)
+ *      (`fits=1`: its goodput there from its fits). A job that has never run gets none until
+ *      its bootstrap is over (submission + T x `bootstrap` seconds: its cost, paid in JCT).
  *   3. Greedy, as goodput_alloc.c, each job's further GPUs drawn from its own type's pool.
+ *   4. Moves (`move`): step 2 values a type by all its room, so every new job picks the fastest
+ *      type and the greedy shares it out while slower types idle; now each job may take the
+ *      GPUs another type has left (its minimum, a power of two, or all it may get there) when
+ *      its goodput there is higher - for a job holding GPUs (`move=2`) times the change price,
+ *      a move being a restart - and the greedy runs again on what the moves freed.
+ * A job's goodput on a type it has not run: its fit (the type-blind one, or with `fits` that of
+ * a type it ran on) times the ratio of its one-GPU speeds on the two types (Sia's bootstrap).
  * Example: 4 GPUs of T4 left and 6 of A100, a job 3 times as fast on one A100 as on one T4:
  * it gets an A100 (3 x 6 > 1 x 4) and may grow to 6 there; without types it could have been
- * given 8 "GPUs" and waited for them.
+ * given 8 "GPUs" and waited for them. If the greedy leaves it 1 A100 and the T4s idle, step 4
+ * moves it to 4 T4s when its goodput there (x 0.8 if it held the A100) beats one A100's.
  *
- * [R] Sia values every (type, count) by the job's goodput there and solves an integer program
- * (GLPK/CBC); we choose the type by bootstrap speed x room and the count greedily (no
- * solver: the online model's goodput is type-blind until step 2 of issue 27 - per-type fits -
- * so an exact program would optimise a guess). The bootstrap sample's cost (seconds per type
- * in Sia) is not charged to the job yet. Cost per round: O(nodes + our jobs' pods) for the pools,
- * O(J x T) for the types, then goodput_alloc.c's greedy.
+ * [R] (docs/model.md, "On several GPU types") Sia values every (type, count) by the job's
+ * goodput there and solves an integer program (GLPK/CBC); we choose greedily and repair by
+ * moves (no solver). Per-type fits are off by default: measured worse with moves than the one
+ * type-blind fit. Cost per round: O(nodes + our jobs' pods) for the pools, O(J x T) for the
+ * types, goodput_alloc.c's greedy twice, and O(3 x J x T x log(most)) goodputs for the moves.
  */
 #include "goodput.h"
 
 #include "drover/strtab.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 enum { MAX_TYPES = 16 };
@@ -38,6 +49,7 @@ typedef struct pools {
     int32_t n;               /* types seen (<= MAX_TYPES); < 2: not typed */
     int32_t type[MAX_TYPES]; /* interned type (drv_node_gpu_type), 0 for nodes without one */
     int64_t left[MAX_TYPES]; /* GPUs of the type not yet allocated this round */
+    int32_t gpn[MAX_TYPES];  /* most GPUs on one node of the type: how a job's GPUs pack there */
 } pools;
 
 static int32_t type_index(pools *p, int32_t type, bool add)
@@ -49,11 +61,11 @@ static int32_t type_index(pools *p, int32_t type, bool add)
         return -1;
     p->type[p->n] = type;
     p->left[p->n] = 0;
+    p->gpn[p->n] = 0;
     return p->n++;
 }
 
-/* The type job's GPU workers are bound on now (interned), or -1 when none is bound. */
-static int32_t job_type(const drv_ctx *c, int32_t job)
+int32_t goodput_job_type(const drv_ctx *c, int32_t job)
 {
     const drv_state *st = drv_ctx_state(c);
     for (int32_t i = 0;; i++) {
@@ -63,6 +75,34 @@ static int32_t job_type(const drv_ctx *c, int32_t job)
         if ((at = drv_ctx_pod_node(c, pod)) >= 0)
             return drv_node_gpu_type(st, at);
     }
+}
+
+drv_online_job *goodput_fit_slot(goodput *g, int32_t job, int32_t type)
+{
+    struct seen *s = &g->seen[job];
+    if (!g->fits)
+        return &s->ol[0];
+    for (int32_t k = 0; k < GOODPUT_FITS; k++)
+        if (s->ol_type[k] == type)
+            return &s->ol[k];
+    for (int32_t k = 0; k < GOODPUT_FITS; k++)
+        if (s->ol_type[k] < 0) {
+            s->ol_type[k] = type;
+            return &s->ol[k];
+        }
+    return &s->ol[GOODPUT_FITS - 1]; /* more types than slots: the last is shared */
+}
+
+drv_online_job *goodput_home_fit(goodput *g, int32_t job, int32_t now_type)
+{
+    struct seen *s = &g->seen[job];
+    if (!g->fits || now_type >= 0)
+        return goodput_fit_slot(g, job, now_type > 0 ? now_type : 0);
+    int32_t best = 0; /* holding none: the fit of most samples (the first among equals) */
+    for (int32_t k = 1; k < GOODPUT_FITS; k++)
+        if (s->ol[k].nobs > s->ol[best].nobs)
+            best = k;
+    return &s->ol[best];
 }
 
 /* 1. The pools, and each job's type now (x->type, -1 when it holds no GPU). False when the
@@ -80,14 +120,15 @@ static bool read_pools(const drv_ctx *c, gjob *v, int32_t n, pools *p)
         if (t < 0)
             return false;
         p->left[t] += drv_ctx_free(c, nd).gpu;
+        if (st->nodes[nd].alloc.gpu > p->gpn[t])
+            p->gpn[t] = (int32_t)st->nodes[nd].alloc.gpu;
     }
     if (p->n < 2)
         return false;
     for (int32_t i = 0; i < n; i++) {
         gjob *x = &v[i];
-        int32_t ty = x->have > 0 ? job_type(c, x->id) : -1;
-        x->type = ty >= 0 ? ty : -1;
-        int32_t t = ty >= 0 ? type_index(p, ty, false) : -1;
+        x->type = x->now_type;
+        int32_t t = x->now_type >= 0 ? type_index(p, x->now_type, false) : -1;
         if (t >= 0)
             p->left[t] += x->have;
     }
@@ -105,20 +146,66 @@ static double speed1(const goodput *g, const drv_ctx *c, const gjob *x, int32_t 
     return t > 0 ? 1 / t : 0;
 }
 
-/* 2. The type for job x's minimum: a job holding GPUs keeps its type (a move would be a
- * restart the release step does not see: it waits instead, as it would without types) while
- * the type has room for its minimum; a job holding none takes the type of most speed x room,
- * its one-GPU speed there (bootstrap) times the GPUs it could get there (left, at most its
- * most). Index into p, or -1 when it gets none. O(T) samples. */
-static int32_t choose(const goodput *g, const drv_ctx *c, const pools *p, const gjob *x)
+/* sp[a] / sp[b], 1 when either is unknown. */
+static double ratio(const double *sp, int32_t a, int32_t b)
+{
+    return a >= 0 && b >= 0 && sp[a] > 0 && sp[b] > 0 ? sp[a] / sp[b] : 1;
+}
+
+/* Job x seen on type index t: the fit its goodput there is read from and the factor on it
+ * (x->fit, x->fscale), and how its GPUs pack there (x->gpn). With `fits`: the type's own fit
+ * once the job ran there; else the fit of another type it ran on (its current type's first,
+ * else the one of most samples) times the ratio of one-GPU speeds sp (Sia's bootstrap); else
+ * the prior, scaled from the slowest type `ref`. Type-blind (`fits=0`): the one fit, unscaled. */
+static void view(goodput *g, const pools *p, gjob *x, int32_t t, const double *sp, int32_t ref)
+{
+    struct seen *s = &g->seen[x->id];
+    x->gpn = p->gpn[t];
+    x->fscale = 1;
+    x->fit = &s->ol[0];
+    if (!g->fits)
+        return;
+    int32_t donor = -1;
+    for (int32_t k = 0; k < GOODPUT_FITS; k++) {
+        if (s->ol_type[k] < 0 || s->ol[k].nobs == 0)
+            continue;
+        if (s->ol_type[k] == p->type[t]) {
+            x->fit = &s->ol[k];
+            return;
+        }
+        if (donor < 0 || s->ol_type[k] == x->now_type ||
+            (s->ol_type[donor] != x->now_type && s->ol[k].nobs > s->ol[donor].nobs))
+            donor = k;
+    }
+    if (donor >= 0) {
+        x->fit = &s->ol[donor];
+        x->fscale = ratio(sp, t, type_index((pools *)p, s->ol_type[donor], false));
+    } else {
+        x->fit = NULL;
+        x->fscale = ratio(sp, t, ref);
+    }
+}
+
+/* 2. The type for job x's minimum, index into p, or -1 when no type has room for it: a job
+ * holding GPUs keeps its type while that type has room for its minimum (step 4 may move it);
+ * a job holding none takes the type of highest goodput at the GPUs it could get there (left,
+ * at most its most): with `fits` from its fits, type-blind its one-GPU speed there
+ * (bootstrap) times those GPUs. O(T) goodputs. */
+static int32_t choose(goodput *g, const pools *p, gjob *x, const double *sp, int32_t ref)
 {
     int32_t best = -1;
     double best_v = 0;
     for (int32_t t = 0; t < p->n; t++) {
-        if ((x->type >= 0 && p->type[t] != x->type) || p->left[t] < x->minw)
+        if ((x->now_type >= 0 && p->type[t] != x->now_type) || p->left[t] < x->minw)
             continue;
         int64_t room = p->left[t] < x->nmax ? p->left[t] : x->nmax;
-        double v = x->type >= 0 ? 1 : speed1(g, c, x, p->type[t]) * (double)room;
+        double v = 1;
+        if (x->now_type < 0 && !g->fits)
+            v = sp[t] * (double)room;
+        else if (x->now_type < 0) {
+            view(g, p, x, t, sp, ref);
+            v = goodput_of(g, x, (int32_t)room);
+        }
         if (best < 0 || v > best_v * (1 + 1e-12)) {
             best = t;
             best_v = v;
@@ -127,26 +214,120 @@ static int32_t choose(const goodput *g, const drv_ctx *c, const pools *p, const 
     return best;
 }
 
+/* Job x's goodput at k GPUs of type index t, times the change price when that is a change
+ * (for a job holding GPUs: another type or count). Type-blind (`fits=0`) the one fit is taken
+ * as its current type's (or the slowest's) and scaled by the one-GPU speed ratio. */
+static double priced(goodput *g, const pools *p, gjob *x, int32_t t, int32_t k, const double *sp,
+                     int32_t ref)
+{
+    if (k <= 0)
+        return 0;
+    int32_t now = x->now_type >= 0 ? type_index((pools *)p, x->now_type, false) : -1;
+    view(g, p, x, t, sp, ref);
+    double v = goodput_of(g, x, k) * (g->fits ? 1 : ratio(sp, t, now >= 0 ? now : ref));
+    return x->running && (t != now || k != x->have) ? v * x->price : v;
+}
+
+/* 4. Moves, after the greedy: a job (in LAS order) whose goodput, priced, is higher on the
+ * GPUs another type has left - at its minimum, a power of two or all it may get there - takes
+ * them and gives back its own; a job holding GPUs only with `move`. Up to 3 sweeps, while one
+ * moves. Why: step 2 values a type by all of its room, so every new job picks the fastest type
+ * and the greedy then shares that type out while the others idle (on Sia's workload 2, 42 % of
+ * GPUs busy). O(sweeps x J x T x log(most)) goodputs. Returns how many moved. */
+static int32_t moves(goodput *g, const pools *p0, int64_t *left, gjob *v, int32_t n, int32_t *pool,
+                     const double *sp, const int32_t *ref)
+{
+    pools *p = (pools *)p0;
+    int32_t moved = 0;
+    for (int32_t sweep = 0, any = 1; sweep < 3 && any; sweep++) {
+        any = 0;
+        for (int32_t i = 0; i < n; i++) {
+            gjob *x = &v[i];
+            const double *s = sp + (size_t)i * MAX_TYPES;
+            if (pool[i] < -1 || (x->now_type >= 0 && g->move < 2))
+                continue; /* bootstrapping, or keeps its type */
+            int32_t cur = pool[i], bt = -1, bk = 0;
+            double best = cur >= 0 ? priced(g, p, x, cur, x->want, s, ref[i]) : 0;
+            for (int32_t t = 0; t < p->n; t++) {
+                int64_t room = left[t] < x->nmax ? left[t] : x->nmax;
+                for (int32_t k = x->minw; t != cur && k <= room;) {
+                    double val = priced(g, p, x, t, k, s, ref[i]);
+                    if (val > best * (1 + 1e-9)) {
+                        best = val;
+                        bt = t;
+                        bk = k;
+                    }
+                    int32_t nk = k < 2 ? 2 : 2 * k;
+                    k = k < room && nk > room ? (int32_t)room : nk;
+                }
+            }
+            if (bt < 0)
+                continue;
+            if (cur >= 0)
+                left[cur] += x->want;
+            left[bt] -= bk;
+            pool[i] = bt;
+            x->want = bk;
+            x->type = p->type[bt];
+            x->moved = x->now_type >= 0 && x->now_type != x->type;
+            any = 1;
+            moved++;
+        }
+    }
+    for (int32_t i = 0; i < n; i++)
+        if (pool[i] >= 0)
+            view(g, p, &v[i], pool[i], sp + (size_t)i * MAX_TYPES, ref[i]);
+    return moved;
+}
+
+/* Whether job x, which has never run, is still being profiled (Sia's bootstrap: one GPU of
+ * each of the T types, `bootstrap` seconds each, one after the other): it gets no GPUs before
+ * its submission + T x bootstrap, which its completion time so pays. */
+static bool bootstrapping(const goodput *g, const drv_ctx *c, const pools *p, const gjob *x)
+{
+    return g->bootstrap > 0 && x->have == 0 && g->seen[x->id].most == 0 &&
+           drv_ctx_now(c) < x->submit + g->bootstrap * p->n;
+}
+
 int goodput_types_allocate(goodput *g, drv_ctx *c, gjob *v, int32_t n, int64_t gpus)
 {
     pools p;
     if (!read_pools(c, v, n, &p))
         return goodput_allocate(g, c, v, n, gpus);
-    int32_t *pool = drv_arena_alloc(drv_ctx_arena(c), sizeof *pool * ((size_t)n + 1));
-    if (!pool)
+    drv_arena *ar = drv_ctx_arena(c);
+    int32_t *pool = drv_arena_alloc(ar, sizeof *pool * ((size_t)n + 1));
+    int32_t *ref = drv_arena_alloc(ar, sizeof *ref * ((size_t)n + 1));
+    double *sp = drv_arena_alloc(ar, sizeof *sp * MAX_TYPES * ((size_t)n + 1));
+    if (!pool || !ref || !sp)
         return DRV_ENOMEM;
     for (int32_t i = 0; i < n; i++) {
         gjob *x = &v[i];
-        int32_t t = choose(g, c, &p, x);
+        double *s = sp + (size_t)i * MAX_TYPES;
+        ref[i] = -1; /* the slowest type on one GPU: the speed-up's reference */
+        for (int32_t t = 0; t < p.n; t++) {
+            s[t] = speed1(g, c, x, p.type[t]);
+            if (s[t] > 0 && (ref[i] < 0 || s[t] < s[ref[i]]))
+                ref[i] = t;
+        }
+        if (g->fits && !g->oracle && ref[i] >= 0) { /* G at its minimum on the slowest type */
+            view(g, &p, x, ref[i], s, ref[i]);
+            double b = goodput_of(g, x, x->minw);
+            x->base = b > 0 ? b : x->base;
+        }
+        int32_t t = bootstrapping(g, c, &p, x) ? -2 : choose(g, &p, x, s, ref[i]);
         pool[i] = t;
         x->want = 0;
         if (t < 0)
             continue; /* no type has room for its minimum: it waits */
+        view(g, &p, x, t, s, ref[i]);
         x->want = x->minw;
         x->type = p.type[t];
         p.left[t] -= x->minw;
     }
-    return goodput_grow_pooled(g, c, v, n, pool, p.left);
+    int rc = goodput_grow_pooled(g, c, v, n, pool, p.left);
+    if (rc || g->move == 0 || moves(g, &p, p.left, v, n, pool, sp, ref) == 0)
+        return rc;
+    return goodput_grow_pooled(g, c, v, n, pool, p.left); /* what the moves freed */
 }
 
 int32_t goodput_types_node_ok(const drv_ctx *c, const gjob *x, int32_t node)

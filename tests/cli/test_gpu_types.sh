@@ -93,7 +93,10 @@ head -1 "$T/stream/jobs-gang-fifo.csv" | grep -q ',gpu_type$' || fail "--stream:
 cmp "$T/mem/jobs-gang-fifo.csv" "$T/stream/jobs-gang-fifo.csv" || fail "--stream: jobs differ"
 out=$("$DROVER" sim --trace "$T/one.csv" --calib-dir "$T/prof" --cluster "$T/mix.yaml" \
     --profiles "$ROOT/examples/sia-ablations.yaml" --policy drover --explain cifar10-0)
-want=$(awk 'BEGIN { printf "job cifar10-0 ran on GPU type fast (placed there at t=0.0 s by policy drover): %.3g steps/s on one GPU there (slow %.3g) at its batch 64;", 1 / (0.064 + 0.01), 1 / (2 * (0.064 + 0.01)) }')
+# placed at goodput's first 60 s round after its bootstrap: 2 types x 10 s (goodput's bootstrap
+# and interval defaults, docs/policies.md), from its submission at 0
+want=$(awk 'BEGIN { boot = 2 * 10; at = 60 * int((boot + 59) / 60)
+    printf "job cifar10-0 ran on GPU type fast (placed there at t=%.1f s by policy drover): %.3g steps/s on one GPU there (slow %.3g) at its batch 64;", at, 1 / (0.064 + 0.01), 1 / (2 * (0.064 + 0.01)) }')
 echo "$out" | grep -qF "$want" || fail "--explain: no line '$want' in: $out"
 echo "$out" | grep -qF "GPUs free then, before its own: 2 of 2 slow, 4 of 4 fast" ||
     fail "--explain: free GPUs per type: $out"

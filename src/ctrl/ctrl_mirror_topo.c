@@ -67,7 +67,7 @@ void ctrl_mirror_report_topology(ctrl_mirror *m, struct ctrl_writer *w)
                                       drv_strtab_str(m->st.names, m->st.topo_key[l]));
         if (!k) /* (labelled since) */
             continue;
-        const char *node = ctrl_mirror_node_name(m, id);
+        const char *node = drv_strtab_str(m->st.names, m->st.nodes[id].name);
         snprintf(msg, sizeof msg,
                  "node %s has no label %s (a drover run --topology level): it is in no domain "
                  "of that level, and no pod of a gang bound to the level is placed on it",

@@ -19,24 +19,8 @@ trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # profiles: step = k * (0.001 * local batch + 0.01 * replicas), k = 1 (fast), 1.1 (slow)
-for m in bert:2 cifar10:100 deepspeech2:80 imagenet:90 ncf:10 yolov3:50; do
-    n=${m%%:*} e=${m##*:}
-    mkdir -p "$T/prof/$n"
-    for b in 64 128; do
-        awk -v e="$e" -v b="$b" 'BEGIN { print "progress,grad_sqr,grad_var"
-            for (i = 1; i <= e; i++) printf "%d,1.0,%s\n", i * 1000, (b == 64 ? "4.0" : "2.0") }' \
-            >"$T/prof/$n/validation-$b.csv"
-    done
-    for t in fast:1 slow:1.1; do
-        awk -v k="${t##*:}" 'BEGIN { print "placement,local_bsz,step_time,sync_time"
-            n = split("1 2 4 8 44 88", pl, " ")
-            for (i = 1; i <= n; i++) { p = pl[i]; r = 0
-                for (q = p; q > 0; q = int(q / 10)) r += q % 10
-                for (b = 32; b <= 64; b *= 2)
-                    printf "%s,%d,%g,%g\n", p, b, k * (0.001 * b + 0.01 * r), k * 0.01 * r } }' \
-            >"$T/prof/$n/placements-${t%%:*}.csv"
-    done
-done
+. "$(dirname "$0")/typed_profiles.sh"
+typed_profiles "$T/prof" fast:1 slow:1.1
 # a profile: drover with goodput's knobs $2
 prof() {
     cat <<P

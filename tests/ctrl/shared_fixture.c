@@ -51,6 +51,17 @@ int bound(fixture *f, const char *job, char *nodes, size_t n)
     return k;
 }
 
+/* TrainingJob job's annotation key into buf (n bytes; "" when absent); whether it is there. */
+bool annotation(fixture *f, const char *job, const char *key, char *buf, size_t n)
+{
+    json_t *o = get(f, TJ_PATH "/%s", job);
+    const char *v = json_string_value(
+        json_object_get(json_object_get(json_object_get(o, "metadata"), "annotations"), key));
+    snprintf(buf, n, "%s", v ? v : "");
+    json_decref(o);
+    return v != NULL;
+}
+
 void *run_main(void *arg)
 {
     runner *r = arg;

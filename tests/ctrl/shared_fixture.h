@@ -1,7 +1,8 @@
 /*
  * shared_fixture.h - what the end-to-end tests of shared clusters (test_shared.c) and of the
- * checkpoint handshake (test_checkpoint.c) share on top of ctrl_fixture.h: TrainingJobs of n
- * workers, their bound pods, a controller under a profile line, kubelet's part, PriorityClasses.
+ * checkpoint handshake (test_checkpoint.c, test_topology_run.c) share on top of ctrl_fixture.h:
+ * TrainingJobs of n workers, their bound pods and annotations, a controller under a profile
+ * line, kubelet's part, PriorityClasses.
  */
 #ifndef DROVER_TEST_SHARED_FIXTURE_H
 #define DROVER_TEST_SHARED_FIXTURE_H
@@ -17,6 +18,8 @@ void add_tj(fixture *f, const char *name, int n, const char *cpu, const char *sp
             const char *pod);
 /* How many of job's pods are bound, and (nodes, when given) to which, comma-separated. */
 int bound(fixture *f, const char *job, char *nodes, size_t n);
+/* TrainingJob job's annotation key into buf (n bytes; "" when absent); whether it is there. */
+bool annotation(fixture *f, const char *job, const char *key, char *buf, size_t n);
 /* A controller thread's body: r's controller runs until r->stop (its result in r->rc). */
 void *run_main(void *r);
 /* A controller under the given profile text (parsed into *prof, which must outlive it). */

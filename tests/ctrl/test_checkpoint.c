@@ -16,17 +16,6 @@
 
 #include <cmocka.h>
 
-/* TrainingJob job's annotation key into buf (n bytes; "" when absent); whether it is there. */
-static bool annotation(fixture *f, const char *job, const char *key, char *buf, size_t n)
-{
-    json_t *o = get(f, TJ_PATH "/%s", job);
-    const char *v = json_string_value(
-        json_object_get(json_object_get(json_object_get(o, "metadata"), "annotations"), key));
-    snprintf(buf, n, "%s", v ? v : "");
-    json_decref(o);
-    return v != NULL;
-}
-
 /* Job's condition CheckpointRequested: its status and reason copied (n bytes each). */
 static void ckpt_cond(fixture *f, const char *job, char *status, char *reason)
 {

@@ -6,7 +6,8 @@
  * level --topology lacks fails as Invalid, naming the annotation. The same annotations on the
  * pods of another operator's PodGroup bind its gang alike; pods of one group that disagree are
  * not placed, a TopologyDiffers Event naming them. kubernetes.io/hostname as the lowest level
- * makes each node its own domain.
+ * makes each node its own domain. The defrag plugin's migration for a rack-bound gang waits for
+ * the moved job's checkpoint (the handshake of test_checkpoint.c).
  */
 #include "drover/controller.h"
 #include "drover/state.h"
@@ -261,6 +262,94 @@ static void test_podgroup_required_rack(void **state)
     stop(&r);
 }
 
+/* The node of the running job of 1 worker, job, into node (n bytes): whether there is one. */
+static bool running_on(fixture *f, const char *job, char *node, size_t n)
+{
+    node[0] = 0;
+    if (bound(f, job, node, n) != 1)
+        return false;
+    node[strlen(node) - 1] = 0; /* (the trailing comma) */
+    kubelet(f, job, 30);
+    return now_in(f, job, "Running", NULL);
+}
+
+/* The mover among the small jobs xs: the one asked to checkpoint (its request's time into
+ * asked, n bytes); NULL while none is. */
+static const char *asked_mover(fixture *f, const char *const *xs, char *asked, size_t n)
+{
+    for (int i = 0; i < 4; i++)
+        if (annotation(f, xs[i], "drover.dev/checkpoint-requested", asked, n))
+            return xs[i];
+    return NULL;
+}
+
+/* A migration goes through the checkpoint handshake (issue 29): four small unconstrained jobs
+ * of 4 CPUs, one on each node, leave 4 free on each; gang (3 x 4 CPUs, required in one rack)
+ * fits no rack, so defrag (wait=0, checkpoint=1, restart=0: a move loses under 4 CPU-s, the
+ * gang's wait soon costs more) moves one small job out of a rack. Under checkpoint_timeout the
+ * mover's TrainingJob is annotated drover.dev/checkpoint-requested, condition
+ * CheckpointRequested True with reason Migration; while it has not answered (a later cycle
+ * runs: probe's Event) its pod is not deleted and gang is not bound whole: no pod of gang is on
+ * the mover's node, whose room the pod still holds (ctrl_binder_place binds a pod of the gang
+ * where there is room already). After checkpoint-done its pod is deleted with its grace period,
+ * gang binds within one rack, and the mover runs again in the other rack. With the migration's
+ * handshake skipped (send_removal deleting at once) no annotation comes: the test fails at its
+ * first wait. */
+static void test_migration_waits_for_checkpoint(void **state)
+{
+    fixture *f = *state;
+    runner r;
+    rack_node(f, "a0", "rack-a");
+    rack_node(f, "a1", "rack-a");
+    rack_node(f, "b0", "rack-b");
+    rack_node(f, "b1", "rack-b");
+    drv_ctrl_opts o = {.topology = LEVELS};
+    start_with(f, &r,
+               "gang=true period=0.2 checkpoint_timeout=600 queue_order=fifo admit=gang "
+               "score=least-allocated migrate=defrag(wait=0;checkpoint=1;restart=0)",
+               &o);
+    WAIT_FOR(drv_ctrl_get_stats(r.c).synced);
+    static const char *const xs[] = {"x0", "x1", "x2", "x3"};
+    char node[4][64], used[512] = "";
+    for (int i = 0; i < 4; i++) { /* (one by one: the spreading score puts each on a new node) */
+        add_tj(f, xs[i], 1, "4", "", "\"terminationGracePeriodSeconds\":30,");
+        WAIT_FOR(running_on(f, xs[i], node[i], sizeof node[i]));
+        assert_null(strstr(used, node[i]));
+        snprintf(used + strlen(used), sizeof used - strlen(used), "%s,", node[i]);
+    }
+    rack_job(f, "gang", 3, RACK);
+    char asked[64], status[16], reason[64], msg[512];
+    const char *m;
+    WAIT_FOR((m = asked_mover(f, xs, asked, sizeof asked)) != NULL);
+    /* (cond_of's result says whether it is the job's current condition: Running is) */
+    WAIT_FOR((cond_of(f, m, "CheckpointRequested", status, reason, msg), !strcmp(status, "True")));
+    assert_string_equal(reason, "Migration");
+    add_tj(f, "probe", 1, "16", "", ""); /* (never fits: a later cycle says so) */
+    WAIT_FOR(events(f, "probe", "NeverFits", NULL, 0) + events(f, "probe", "Waiting", NULL, 0) >=
+             1);
+    char pod[64];
+    snprintf(pod, sizeof pod, "%s-worker-0", m);
+    assert_int_equal(kubelet(f, m, 30), 0);
+    assert_true(pod_exists(f, pod));
+    char gang_nodes[128];
+    assert_true(bound(f, "gang", gang_nodes, sizeof gang_nodes) < 3);
+    assert_null(strstr(gang_nodes, node[m[1] - '0']));
+    char path[128];
+    snprintf(path, sizeof path, TJ_PATH "/%s", m);
+    req(f, "PATCH", path,
+        "{\"metadata\":{\"annotations\":{\"drover.dev/checkpoint-done\":\"%s\"}}}", asked);
+    WAIT_FOR(kubelet(f, m, 30) == 1);
+    snprintf(path, sizeof path, "/api/v1/namespaces/default/pods/%s", pod); /* (its grace over) */
+    req(f, "DELETE", path,
+        "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"gracePeriodSeconds\":0}");
+    int racks = 0;
+    WAIT_FOR(bound_racks(f, "gang", &racks) == 3);
+    assert_int_equal(racks, 1);
+    char was = node[m[1] - '0'][0], now[64];
+    WAIT_FOR(running_on(f, m, now, sizeof now) && now[0] != was);
+    stop(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -268,6 +357,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_podgroup_required_rack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_required_hostname, setup, teardown),
         cmocka_unit_test_setup_teardown(test_label_missing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migration_waits_for_checkpoint, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -379,7 +379,11 @@ static int ilp_allocate(goodput *g, drv_ctx *c, pools *p, gjob *v, int32_t n, in
                         const double *sp, const int32_t *ref)
 {
     drv_arena *ar = drv_ctx_arena(c);
-    size_t per = (size_t)p->n * (GOODPUT_MAXW + 2);
+    size_t per = 0; /* most candidates a job may have: Sia's counts up to the most workers + 2 */
+    for (int32_t t = 0; t < p->n; t++)
+        for (int32_t k = 1; k <= GOODPUT_MAXW; k = next_count(k, p->gpn[t]))
+            per++;
+    per += 2 * (size_t)p->n;
     goodput_cand *cand = drv_arena_alloc(ar, sizeof *cand * ((size_t)n * per + 1));
     int32_t *pick = drv_arena_alloc(ar, sizeof *pick * ((size_t)n + 1));
     if (!cand || !pick)

@@ -16,7 +16,8 @@
  * none = 1.1: {0 on 4} gives 0.6 + 1.1 = 1.7, {0 on 2, 1 on 2} gives 1.9: job 0 takes all 4.
  * Cost: GLPK's branch and cut on a 0-1 program of (jobs + pools) rows and one column per
  * candidate (2 non-zeros each); exact (no gap, no time limit: the same input gives the same
- * answer on every machine).
+ * answer on every machine). GLPK keeps its state per thread (the simulator's batch runs
+ * policies on worker threads); it is freed after each solve.
  */
 #include "goodput.h"
 
@@ -80,6 +81,7 @@ int goodput_ilp_solve(const goodput_cand *cand, int32_t ncand, int32_t njobs, co
                 pick[cand[i].job] = i;
     }
     glp_delete_prob(lp);
+    glp_free_env(); /* GLPK's per-thread state: none left to a worker thread that ends */
     drv_free(ia);
     drv_free(ja);
     drv_free(ar);

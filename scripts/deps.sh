@@ -13,6 +13,8 @@ set -eu
 # Universal Ctags for test_shape (scripts/check-shape.sh, the size limits).
 PKGS="gcc libc6-dev make cmake pkg-config libcmocka-dev libjansson-dev libyaml-dev \
 libcurl4-openssl-dev libmicrohttpd-dev libgnutls28-dev nettle-dev gnuplot-nox universal-ctags"
+# GLPK solves goodput's integer program on a cluster of several GPU types (goodput_ilp.c).
+PKGS="$PKGS libglpk-dev"
 # kubectl drives the test API server in the Kubernetes tests; Debian ships it as
 # kubernetes-client (kubectl 1.20 in Debian 12; the tests say what they skip with it).
 command -v kubectl >/dev/null 2>&1 || PKGS="$PKGS kubernetes-client"

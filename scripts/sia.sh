@@ -3,7 +3,7 @@
 # on its 64-GPU cluster of three types (examples/cluster-sia-hetero.yaml) with its per-type
 # profiles and slowdown calibration, for `drover`, `drover-no-types` (goodput sizing every type
 # as one pool: heterogeneity off, examples/sia-ablations.yaml), `tiresias` and `gang-fifo`, and
-# two ablations of drover's type allocation (`drover-no-moves`, `drover-type-fits`),
+# two ablations of drover's type allocation (`drover-greedy`, `drover-one-fit`),
 # beside the average JCT Sia's paper publishes (Table 3). Prints a markdown section.
 #
 # Usage: sh scripts/sia.sh SIA_DIR [BUILD_DIR]   (BUILD_DIR: default build, from where it is run)
@@ -27,7 +27,7 @@ fi
 }
 # Sia's SLOWDOWNS (sia-simulator/simulator_config.py), fitted to its physical testbed
 slow=cifar10=1.8,imagenet=1.2,yolov3=1.2,bert=1.2,deepspeech2=1.2,ncf=1.5
-pols=drover,drover-no-types,tiresias,gang-fifo,drover-no-moves,drover-type-fits
+pols=drover,drover-no-types,tiresias,gang-fifo,drover-greedy,drover-one-fit
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 for w in 1 2 3 4 5 6 7 8; do
@@ -47,8 +47,9 @@ echo "does the mean over such cells)."
 echo "Sia, Pollux and Gavel are the paper's published figures (Table 3, the mean over the"
 echo "workloads), not runs of ours."
 echo
-echo "\`drover-no-moves\`: a job keeps the type it started on (\`goodput(move=0)\`);"
-echo "\`drover-type-fits\`: one online throughput fit per GPU type a job ran on (\`goodput(fits=1)\`);"
+echo "\`drover-greedy\`: the greedy and its moves instead of Sia's integer program, one type-blind"
+echo "online fit (\`goodput(solver=0;fits=0)\`); \`drover-one-fit\`: the program with one type-blind"
+echo "online fit instead of one per GPU type (\`goodput(fits=0)\`);"
 echo "docs/model.md, \"On several GPU types\"."
 echo
 echo "| workload | $(echo "$pols" | sed 's/,/ | /g') |"

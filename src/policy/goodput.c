@@ -64,9 +64,10 @@
  * searches allocations with a genetic algorithm over per-node matrices; we allocate greedily
  * by utility per GPU on packed shapes and hold back a change that would spread a job. Pollux
  * fits its throughput model by L-BFGS on the log error; online.c fits the same model in closed
- * form. Pollux prices a change by age and restarts, takes the fair share as the speed-up's
- * reference and starts a job on 1 GPU; we keep a constant price, one GPU as reference, and 2
- * (knobs `delay`, `base`, `first` give Pollux's). Pollux changes a batch without restarting
+ * form. On several GPU types we solve Sia's integer program (goodput_types.c, goodput_ilp.c)
+ * instead of the greedy. Pollux prices a change by age and restarts, takes the fair share as the
+ * speed-up's reference and starts a job on 1 GPU; we keep a constant price, one GPU as reference,
+ * and 2 (knobs `delay`, `base`, `first` give Pollux's). Pollux changes a batch without restarting
  * (AdaptDL); so do we by default, but at our rounds, not at every epoch boundary, and for the
  * gradient noise anticipated `ahead` seconds on (0 gives Pollux's current noise). Pollux has no
  * queue order; we add Tiresias' LAS order for who gets a first GPU when GPUs are short (on
@@ -135,8 +136,8 @@ static const drv_knob_spec knobs[] = {
     {"types", 1, 0, 1,
      "1: on a cluster of several GPU types each job gets a type and a count of its GPUs "
      "(goodput_types.c); 0: every type's GPUs sized as one pool (heterogeneity off)"},
-    {"fits", 0, 0, 1,
-     "with types: 1 a job's online model is fitted per GPU type from what it ran there, other "
+    {"fits", 1, 0, 1,
+     "with types=1: 1 a job's online model is fitted per GPU type from what it ran there, other "
      "types read through the one-GPU speed ratio (Sia's bootstrap); 0 one type-blind fit"},
     {"move", 2, 0, 2,
      "with types, after the greedy: 1 a job starting takes another type's GPUs left when its "
@@ -144,6 +145,16 @@ static const drv_knob_spec knobs[] = {
     {"bootstrap", 10, 0, 3600,
      "with types: seconds Sia's bootstrap profile takes on one GPU of each type; a new job "
      "gets GPUs no earlier than this times the cluster's types after its submission"},
+    {"solver", 1, 0, 2,
+     "with types: 0 the greedy and its moves; 1 Sia's integer program over (type, count) per "
+     "job, solved exactly by GLPK every round; 2 the program, then the greedy on what it left"},
+    {"ilp_p", -0.5, -10, -0.01,
+     "with solver >= 1: a job's cost at a candidate is its value (goodput over its goodput on "
+     "its smallest candidate, times the change price at a change) to this power (Sia: -0.5)"},
+    {"lambda_n", 1.1, 0, 100,
+     "with solver >= 1: the cost of a job left without GPUs (Sia: 1.1; a candidate costs <= 1)"},
+    {"lambda_a", 0.01, 0, 100,
+     "with solver >= 1: added to the cost of a change of a running job's allocation (Sia: 0.01)"},
 };
 enum { NKNOBS = sizeof knobs / sizeof knobs[0] };
 /* A batch changed in place (free) still needs this predicted gain: no churn on rounding. */
@@ -176,9 +187,13 @@ static int g_init(void **state, const drv_knob *kv, int nkv, drv_diag *d)
     g->residual = v[15] != 0;
     g->ahead = v[16];
     g->types = v[17] != 0;
-    g->fits = v[18] != 0;
+    g->fits = v[18] != 0 && g->types; /* heterogeneity off (types=0): one fit */
     g->move = (int32_t)v[19];
     g->bootstrap = v[20];
+    g->solver = (int32_t)v[21];
+    g->ilp_p = v[22];
+    g->lambda_n = v[23];
+    g->lambda_a = v[24];
     *state = g;
     return 0;
 }

@@ -48,6 +48,11 @@ typedef struct goodput {
     int32_t move;     /* knob `move`: 1 a job's type re-chosen on what the greedy left, 2 also a
                          job holding GPUs (a restart), 0 neither */
     double bootstrap; /* knob `bootstrap`: seconds of a one-GPU profile per type */
+    int32_t solver;   /* knob `solver`: with types, 0 greedy and moves, 1 Sia's integer program
+                         (goodput_ilp.c), 2 the program then the greedy on the GPUs it left */
+    double ilp_p;     /* knob `ilp_p`: the program's fairness exponent (< 0: cost value^p) */
+    double lambda_n;  /* knob `lambda_n`: the program's cost of a job left without GPUs */
+    double lambda_a;  /* knob `lambda_a`: the program's added cost of a change of allocation */
     const drv_calib *calib; /* the one the tables were built from */
     int32_t gpn;            /* GPUs per node the packed shapes assume */
     table *tab;             /* per model */
@@ -138,6 +143,20 @@ int32_t goodput_job_type(const drv_ctx *c, int32_t job);
 /* As goodput_allocate, on a cluster of two or more GPU types: each job a type (v[i].type) and
  * a count of that type's GPUs; goodput_allocate itself on one type. 0 or DRV_ENOMEM. */
 int goodput_types_allocate(goodput *g, drv_ctx *c, gjob *v, int32_t n, int64_t gpus);
+/* goodput_ilp.c */
+/* One candidate configuration of a job for the integer program. */
+typedef struct goodput_cand {
+    int32_t job;  /* the job's index among the program's (0 .. njobs) */
+    int32_t pool; /* the GPU type (pool index, 0 .. npools) its GPUs are drawn from */
+    int32_t k;    /* GPUs */
+    double cost;  /* its term of the objective (minimised) when chosen */
+} goodput_cand;
+/* Sia's integer program: at most one candidate per job, each pool's GPUs within cap[], the sum
+ * of the chosen costs plus `none` per job without one minimal; pick[j] = index into cand of
+ * job j's, -1 none. 0, DRV_ENOMEM, or DRV_EINVAL when GLPK finds no optimum. */
+int goodput_ilp_solve(const goodput_cand *cand, int32_t ncand, int32_t njobs, const int64_t *cap,
+                      int32_t npools, double none, int32_t *pick);
+
 /* Whether job x's workers may go to node (its chosen type's, or any without types). */
 int32_t goodput_types_node_ok(const drv_ctx *c, const gjob *x, int32_t node);
 

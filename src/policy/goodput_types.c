@@ -3,6 +3,13 @@
  * goodput.c has the design note): each job gets a type and a count, its GPUs all of that type,
  * as Sia (SOSP'23) allocates; and a job's throughput fits per type (`fits`).
  *
+ * By default (`solver=1`) the allocation is Sia's integer program (ilp_allocate below, solved
+ * by goodput_ilp.c) after step 1 and the bootstrap: each job's candidates (type, count) are
+ * its minimum, Sia's counts (powers of two up to a node, then whole nodes) up to its most and
+ * the type's GPUs, and its current count; valued by its goodput there over that on its
+ * candidate of least goodput (times the change price at a change), cost value^ilp_p
+ * (+ lambda_a at a change), lambda_n for none. Steps 2-4 below are the greedy (`solver=0`).
+ *
  * Why: sizing a job against the free GPUs of every type together chooses counts no single type
  * has free, and the job then waits at that count (the core keeps a job's GPU pods on one type):
  * on Sia's cluster and its Philly workload 1, 2 of 160 jobs never finished.
@@ -30,16 +37,18 @@
  * given 8 "GPUs" and waited for them. If the greedy leaves it 1 A100 and the T4s idle, step 4
  * moves it to 4 T4s when its goodput there (x 0.8 if it held the A100) beats one A100's.
  *
- * [R] (docs/model.md, "On several GPU types") Sia values every (type, count) by the job's
- * goodput there and solves an integer program (GLPK/CBC); we choose greedily and repair by
- * moves (no solver). Per-type fits are off by default: measured worse with moves than the one
- * type-blind fit. Cost per round: O(nodes + our jobs' pods) for the pools, O(J x T) for the
- * types, goodput_alloc.c's greedy twice, and O(3 x J x T x log(most)) goodputs for the moves.
+ * [S, R] (docs/model.md, "On several GPU types") The program is Sia's; on Sia's Philly
+ * workloads it beat the greedy with moves on each of the 8, and per-type fits (on by default)
+ * beat one type-blind fit under the program on each of the 8 (under the greedy they lost).
+ * Cost per round: O(nodes + our jobs' pods) for the pools, O(J x T) for the one-GPU speeds;
+ * the program O(J x T x (log gpn + most / gpn)) goodputs and GLPK's solve; the greedy
+ * goodput_alloc.c's greedy twice and O(3 x J x T x log(most)) goodputs for the moves.
  */
 #include "goodput.h"
 
 #include "drover/strtab.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -214,18 +223,31 @@ static int32_t choose(goodput *g, const pools *p, gjob *x, const double *sp, int
     return best;
 }
 
-/* Job x's goodput at k GPUs of type index t, times the change price when that is a change
- * (for a job holding GPUs: another type or count). Type-blind (`fits=0`) the one fit is taken
- * as its current type's (or the slowest's) and scaled by the one-GPU speed ratio. */
-static double priced(goodput *g, const pools *p, gjob *x, int32_t t, int32_t k, const double *sp,
-                     int32_t ref)
+/* Job x's goodput at k GPUs of type index t. Type-blind (`fits=0`) the one fit is taken as its
+ * current type's (or the slowest's) and scaled by the one-GPU speed ratio. */
+static double raw(goodput *g, const pools *p, gjob *x, int32_t t, int32_t k, const double *sp,
+                  int32_t ref)
 {
     if (k <= 0)
         return 0;
     int32_t now = x->now_type >= 0 ? type_index((pools *)p, x->now_type, false) : -1;
     view(g, p, x, t, sp, ref);
-    double v = goodput_of(g, x, k) * (g->fits ? 1 : ratio(sp, t, now >= 0 ? now : ref));
-    return x->running && (t != now || k != x->have) ? v * x->price : v;
+    return goodput_of(g, x, k) * (g->fits ? 1 : ratio(sp, t, now >= 0 ? now : ref));
+}
+
+/* Whether k GPUs of type index t are a change for job x (it holds GPUs, of another type or
+ * count). */
+static bool change(const pools *p, const gjob *x, int32_t t, int32_t k)
+{
+    return x->running && (p->type[t] != x->now_type || k != x->have);
+}
+
+/* raw, times the change price when that is a change. */
+static double priced(goodput *g, const pools *p, gjob *x, int32_t t, int32_t k, const double *sp,
+                     int32_t ref)
+{
+    double v = raw(g, p, x, t, k, sp, ref);
+    return change(p, x, t, k) ? v * x->price : v;
 }
 
 /* 4. Moves, after the greedy: a job (in LAS order) whose goodput, priced, is higher on the
@@ -289,6 +311,107 @@ static bool bootstrapping(const goodput *g, const drv_ctx *c, const pools *p, co
            drv_ctx_now(c) < x->submit + g->bootstrap * p->n;
 }
 
+/* The count after k among Sia's candidate counts on a type of gpn GPUs a node: powers of two
+ * up to a node, then whole nodes (1, 2, 4, 8, 12, ... on 4 GPUs a node). */
+static int32_t next_count(int32_t k, int32_t gpn)
+{
+    if (k < gpn)
+        return 2 * k < gpn ? 2 * k : gpn;
+    return gpn > 0 ? (k / gpn + 1) * gpn : 2 * k;
+}
+
+/* Job x's candidate counts on type index t into ks (at most nk), increasing: its minimum,
+ * Sia's counts above it, and its current count on its current type; none above its most
+ * (twice the most it ran: `explore`) or the type's GPUs. Returns how many. */
+static int32_t counts(const pools *p, const gjob *x, int32_t t, int32_t *ks, int32_t nk)
+{
+    int64_t most = p->left[t] < x->nmax ? p->left[t] : x->nmax;
+    int32_t m = 0, have = x->running && p->type[t] == x->now_type ? x->have : 0;
+    for (int32_t k = 1, last = 0; m < nk && (k <= most || have > last);
+         k = next_count(k, p->gpn[t])) {
+        int32_t want = k <= x->minw ? x->minw : k;
+        if (have > last && have < want && have <= most)
+            ks[m++] = have; /* its current count, between two of Sia's */
+        if (m < nk && want > last && want <= most)
+            ks[m++] = want;
+        last = m > 0 ? ks[m - 1] : 0;
+        if (k > most)
+            break;
+    }
+    return m;
+}
+
+/* Job x's candidates (pool index, k, cost) into cand from index nc; returns the new count.
+ * Its value at each is its goodput there over its goodput on its candidate of least goodput,
+ * times its change price at a change (Sia's re-allocation factor); its cost value^ilp_p, plus
+ * lambda_a at a change. */
+static int32_t job_cands(goodput *g, const pools *p, gjob *x, int32_t job, const double *sp,
+                         int32_t ref, goodput_cand *cand, int32_t nc)
+{
+    int32_t first = nc, ks[GOODPUT_MAXW + 2];
+    double base = 0;
+    for (int32_t t = 0; t < p->n; t++) {
+        if (p->left[t] < x->minw)
+            continue;
+        int32_t m = counts(p, x, t, ks, GOODPUT_MAXW + 2);
+        for (int32_t a = 0; a < m; a++) {
+            double r = raw(g, p, x, t, ks[a], sp, ref);
+            if (r <= 0)
+                continue;
+            cand[nc++] = (goodput_cand){.job = job, .pool = t, .k = ks[a], .cost = r};
+            base = base == 0 || r < base ? r : base;
+        }
+    }
+    for (int32_t i = first; i < nc; i++) {
+        goodput_cand *y = &cand[i];
+        bool ch = change(p, x, y->pool, y->k);
+        y->cost = pow(y->cost / base * (ch ? x->price : 1), g->ilp_p) + (ch ? g->lambda_a : 0);
+    }
+    return nc;
+}
+
+/* Sia's allocation (`solver` >= 1) in place of steps 2-4: every job not bootstrapping gets its
+ * candidates (job_cands) and goodput_ilp_solve chooses one or none for each, within each
+ * type's GPUs (those free and those our jobs hold); with solver=2 the greedy (step 3) then
+ * shares out the GPUs the program left. 0, DRV_ENOMEM, or DRV_EINVAL when GLPK found no
+ * optimum (the caller then takes the greedy). O(J x T x (log gpn + most / gpn)) goodputs. */
+static int ilp_allocate(goodput *g, drv_ctx *c, pools *p, gjob *v, int32_t n, int32_t *pool,
+                        const double *sp, const int32_t *ref)
+{
+    drv_arena *ar = drv_ctx_arena(c);
+    size_t per = 0; /* most candidates a job may have: Sia's counts up to the most workers + 2 */
+    for (int32_t t = 0; t < p->n; t++)
+        for (int32_t k = 1; k <= GOODPUT_MAXW; k = next_count(k, p->gpn[t]))
+            per++;
+    per += 2 * (size_t)p->n;
+    goodput_cand *cand = drv_arena_alloc(ar, sizeof *cand * ((size_t)n * per + 1));
+    int32_t *pick = drv_arena_alloc(ar, sizeof *pick * ((size_t)n + 1));
+    if (!cand || !pick)
+        return DRV_ENOMEM;
+    int32_t nc = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (pool[i] != -2)
+            nc = job_cands(g, p, &v[i], i, sp + (size_t)i * MAX_TYPES, ref[i], cand, nc);
+    int rc = goodput_ilp_solve(cand, nc, n, p->left, p->n, g->lambda_n, pick);
+    if (rc)
+        return rc;
+    for (int32_t i = 0; i < n; i++) {
+        gjob *x = &v[i];
+        x->want = 0;
+        pool[i] = pool[i] == -2 ? -2 : -1;
+        if (pick[i] < 0)
+            continue;
+        const goodput_cand *y = &cand[pick[i]];
+        pool[i] = y->pool;
+        x->want = y->k;
+        x->type = p->type[y->pool];
+        x->moved = x->now_type >= 0 && x->now_type != x->type;
+        p->left[y->pool] -= y->k;
+        view(g, p, x, y->pool, sp + (size_t)i * MAX_TYPES, ref[i]);
+    }
+    return g->solver == 2 ? goodput_grow_pooled(g, c, v, n, pool, p->left) : 0;
+}
+
 int goodput_types_allocate(goodput *g, drv_ctx *c, gjob *v, int32_t n, int64_t gpus)
 {
     pools p;
@@ -314,7 +437,17 @@ int goodput_types_allocate(goodput *g, drv_ctx *c, gjob *v, int32_t n, int64_t g
             double b = goodput_of(g, x, x->minw);
             x->base = b > 0 ? b : x->base;
         }
-        int32_t t = bootstrapping(g, c, &p, x) ? -2 : choose(g, &p, x, s, ref[i]);
+        pool[i] = bootstrapping(g, c, &p, x) ? -2 : -1;
+    }
+    if (g->solver > 0) {
+        int rc = ilp_allocate(g, c, &p, v, n, pool, sp, ref);
+        if (rc != DRV_EINVAL)
+            return rc; /* else (no optimum found) the greedy below */
+    }
+    for (int32_t i = 0; i < n; i++) {
+        gjob *x = &v[i];
+        const double *s = sp + (size_t)i * MAX_TYPES;
+        int32_t t = pool[i] == -2 ? -2 : choose(g, &p, x, s, ref[i]);
         pool[i] = t;
         x->want = 0;
         if (t < 0)

@@ -13,7 +13,7 @@
 #include "ctrl_metrics.h"
 
 #include "drover/kube_workqueue.h"
-#include "kube/lifecycle.h"
+#include "lifecycle.h"
 
 #include <stdatomic.h>
 

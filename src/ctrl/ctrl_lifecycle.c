@@ -411,6 +411,12 @@ void ctrl_lifecycle_resumed(ctrl_lifecycle *lc, int32_t j, const job_record *old
                "spec.runPolicy.suspend is false: the job is queued again");
 }
 
+/* Whether sp is a worker that a count of want workers leaves out. */
+static bool above(const drv_pod *sp, int32_t want)
+{
+    return sp->role == DRV_ROLE_WORKER && sp->index >= want;
+}
+
 int ctrl_lifecycle_edit(ctrl_lifecycle *lc, int32_t j, const tj_record *t)
 {
     ctrl_mirror *m = lc->mirror;
@@ -445,14 +451,13 @@ int ctrl_lifecycle_edit(ctrl_lifecycle *lc, int32_t j, const tj_record *t)
     /* The state's part in one call: the count, and the workers above it off their nodes. Fewer:
      * their pods go (their room is held until they are gone), after the job's checkpoint as a
      * policy's scaling (ctrl_checkpoint.c); more: the next cycles place the new ones. */
+    for (int32_t k = 0; k < jb->pod_count; k++)
+        if (above(&m->st.pods[jb->pod_base + k], want))
+            m->pods[jb->pod_base + k].want = -1;
     drv_state_resize_workers(&m->st, j, want);
     for (int32_t k = 0; k < jb->pod_count; k++) {
         int32_t s = jb->pod_base + k;
-        const drv_pod *sp = &m->st.pods[s];
-        if (sp->role != DRV_ROLE_WORKER || sp->index < want)
-            continue;
-        m->pods[s].want = -1;
-        if (present_or_sent(&m->pods[s]) &&
+        if (above(&m->st.pods[s], want) && present_or_sent(&m->pods[s]) &&
             ctrl_checkpoint_delete(lc->checkpoint, s, CKPT_SCALING) == DRV_ENOMEM)
             return DRV_ENOMEM;
     }

@@ -262,7 +262,8 @@ void ctrl_writer_event(ctrl_writer *w, const ctrl_ref *about, const char *type, 
                 about->ns, about->name, EVENT_BURST);
         return;
     }
-    event_note *note = drv_malloc(sizeof *note);
+    size_t len = strlen(message);
+    event_note *note = drv_malloc(sizeof *note + len + 1);
     if (note) {
         snprintf(note->kind, sizeof note->kind, "%s", about->kind);
         snprintf(note->api_version, sizeof note->api_version, "%s", about->api_version);
@@ -271,7 +272,7 @@ void ctrl_writer_event(ctrl_writer *w, const ctrl_ref *about, const char *type, 
         snprintf(note->uid, sizeof note->uid, "%s", about->uid ? about->uid : "");
         snprintf(note->type, sizeof note->type, "%s", type);
         snprintf(note->reason, sizeof note->reason, "%s", reason);
-        snprintf(note->message, sizeof note->message, "%s", message);
+        memcpy(note->message, message, len + 1);
         drv_time_rfc3339(note->now, sizeof note->now, drv_clock_wall(), false);
     }
     bool ok = queue_note(w, note);

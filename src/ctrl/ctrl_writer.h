@@ -61,13 +61,13 @@ static inline ctrl_ref ctrl_ref_trainingjob(const char *ns, const char *name, co
 
 /* An Event as it was asked, kept as plain text until the writer thread sends it: its JSON is
  * rendered then (write_events), so that the scheduler thread only copies a few strings. The
- * sizes hold what Kubernetes allows (a namespace 63 characters, a name 253) and every message
- * the controller writes (the longest, a UserLabelIgnored, under 900). */
+ * sizes hold what Kubernetes allows (a namespace 63 characters, a name 253); the message is
+ * copied whole, in the same allocation. */
 typedef struct event_note {
     char kind[32], api_version[48];     /* of the object it is about */
     char ns[64], name[254], uid[64];    /* ... its namespace, name, uid ("": none) */
     char type[16], reason[64], now[40]; /* Normal or Warning; CamelCase; when (RFC 3339) */
-    char message[1024];                 /* for a person */
+    char message[];                     /* for a person, whole (one allocation with the rest) */
 } event_note;
 
 /* An object to create: an Event (note, rendered when sent), or (conflict_ok) one that may

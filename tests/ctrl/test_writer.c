@@ -192,7 +192,12 @@ static void test_event_rendered_when_sent(void **unused)
     fixture *f = open_writer(true);
     f->w.no_events = false;
     ctrl_ref about = ctrl_ref_trainingjob("default", "a", "u-1");
-    ctrl_writer_event(&f->w, &about, "Warning", "Invalid", "spec.x: expected \"y\"");
+    char msg[3000]; /* (longer than any buffer of the note: the message goes whole) */
+    memset(msg, 'x', sizeof msg - 1);
+    msg[sizeof msg - 1] = 0;
+    const char *head = "spec.x: expected \"y\" ";
+    memcpy(msg, head, strlen(head)); /* (its NUL not copied) */
+    ctrl_writer_event(&f->w, &about, "Warning", "Invalid", msg);
     pthread_mutex_lock(&f->w.mu);
     assert_int_equal(f->w.nevents, 1);
     assert_non_null(f->w.events[0].note); /* text, not JSON, while the burst holds it */
@@ -205,7 +210,7 @@ static void test_event_rendered_when_sent(void **unused)
     const char *now = json_string_value(json_object_get(got, "lastTimestamp"));
     assert_non_null(now);
     char *body = drv_kube_event_json("default", "TrainingJob", "drover.dev/v1alpha1", "a", "u-1",
-                                     "Warning", "Invalid", "spec.x: expected \"y\"", now, "drover");
+                                     "Warning", "Invalid", msg, now, "drover");
     json_t *want = json_loads(body, 0, NULL);
     assert_non_null(want);
     json_object_del(json_object_get(got, "metadata"), "name");

@@ -77,6 +77,23 @@ typedef struct drv_knode {
                                  (drv_kube_node_meta), 0 when it has none */
 } drv_knode;
 
+/* A role's replicaSpecs.<role>.restartPolicy (Kubeflow's words; what each means for the job:
+ * src/ctrl/lifecycle.h). */
+typedef enum drv_restart {
+    DRV_RESTART_NEVER,
+    DRV_RESTART_ON_FAILURE,
+    DRV_RESTART_EXIT_CODE,
+    DRV_RESTART_ALWAYS,
+} drv_restart;
+
+/* spec.runPolicy.cleanPodPolicy: which pods a finished job deletes. */
+typedef enum drv_clean_pods { DRV_CLEAN_RUNNING, DRV_CLEAN_ALL, DRV_CLEAN_NONE } drv_clean_pods;
+
+/* "Never", "OnFailure", "ExitCode", "Always" / "Running", "All", "None" (exact case). 0 or
+ * DRV_EINVAL. */
+int drv_restart_parse(const char *s, drv_restart *out);
+int drv_clean_pods_parse(const char *s, drv_clean_pods *out);
+
 /* A TrainingJob (drover.dev/v1alpha1): per role (replicaSpecs PS, Chief, Master, Worker,
  * Evaluator; a Master is kept as DRV_ROLE_CHIEF with allreduce set) the replica bounds and the
  * per-pod request of its template (requests, or limits where a request is absent, as the API
@@ -99,7 +116,7 @@ typedef struct drv_ktrainingjob {
                                    decides a job without a chief) */
     int8_t restart[DRV_NROLES]; /* replicaSpecs.<role>.restartPolicy: 0 Never, 1 OnFailure,
                                    2 ExitCode, 3 Always (enum drv_restart); default Never */
-    /* spec.runPolicy (src/kube/lifecycle.h states the rules) */
+    /* spec.runPolicy (src/ctrl/lifecycle.h states the rules) */
     int32_t backoff_limit;     /* backoffLimit; -1 when absent (no limit) */
     int64_t active_deadline_s; /* activeDeadlineSeconds; 0 when absent */
     int64_t ttl_s;             /* ttlSecondsAfterFinished; -1 when absent (kept) */

@@ -577,6 +577,10 @@ void drv_state_unbind(drv_state *st, int32_t pod);
 void drv_state_set_cpu_limit(drv_state *st, int32_t pod, int64_t cpu_limit);
 /* Sets how many workers a job wants; clamps nothing (the invariants check the bounds). */
 void drv_state_set_workers(drv_state *st, int32_t job, int32_t n);
+/* A job's worker count changed whole (state_job.c): how many workers it wants (as
+ * drv_state_set_workers), and every worker of index n or above taken off its node (it is no
+ * longer wanted; a driver deletes its pod). O(the job's pods). */
+void drv_state_resize_workers(drv_state *st, int32_t job, int32_t n);
 /* Records a progress sample in the job's ring (allocated at the first sample). 0 or
  * DRV_ENOMEM. */
 int drv_job_add_sample(drv_job *j, drv_sample s);

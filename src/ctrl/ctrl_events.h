@@ -11,7 +11,7 @@
 
 #include "drover/kube_types.h"
 #include "drover/kube_watch.h"
-#include "kube/lifecycle.h"
+#include "lifecycle.h"
 
 #include <pthread.h>
 #include <time.h>

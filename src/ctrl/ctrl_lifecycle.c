@@ -383,10 +383,15 @@ void ctrl_lifecycle_suspend(ctrl_lifecycle *lc, int32_t j)
     if (jr->suspended || jr->status >= ST_SUCCEEDED)
         return; /* (a finished job stays finished, as Kubeflow's operators leave it) */
     jr->suspended = true;
+    /* The whole transition in the state at once: every pod leaves it and the job is done there
+     * (resumed, it comes back as a new job: ctrl_trainingjob.c). Then the pods that exist or are
+     * being sent are deleted, their room held until they are gone (ctrl_binder_delete). */
     for (int32_t k = 0; k < jb->pod_count; k++)
-        take_off(lc, jb->pod_base + k, present_or_sent(&m->pods[jb->pod_base + k]));
-    if (jb->phase != DRV_JOB_DONE)
-        drv_state_set_phase(&m->st, j, DRV_JOB_DONE);
+        m->pods[jb->pod_base + k].want = -1;
+    drv_state_end_job(&m->st, j);
+    for (int32_t k = 0; k < jb->pod_count; k++)
+        if (present_or_sent(&m->pods[jb->pod_base + k]))
+            ctrl_binder_delete(lc->binder, jb->pod_base + k);
     jr->status = ST_PENDING;
     transition(lc, j, DRV_COND_SUSPENDED, "JobSuspended",
                "spec.runPolicy.suspend is true: the job's pods are deleted until it is resumed");
@@ -404,6 +409,12 @@ void ctrl_lifecycle_resumed(ctrl_lifecycle *lc, int32_t j, const job_record *old
     jr->service_asked = old->service_asked; /* the Service outlives a suspension */
     transition(lc, j, DRV_COND_QUEUED, "JobResumed",
                "spec.runPolicy.suspend is false: the job is queued again");
+}
+
+/* Whether sp is a worker that a count of want workers leaves out. */
+static bool above(const drv_pod *sp, int32_t want)
+{
+    return sp->role == DRV_ROLE_WORKER && sp->index >= want;
 }
 
 int ctrl_lifecycle_edit(ctrl_lifecycle *lc, int32_t j, const tj_record *t)
@@ -437,17 +448,16 @@ int ctrl_lifecycle_edit(ctrl_lifecycle *lc, int32_t j, const tj_record *t)
         return 0;
     snprintf(msg, sizeof msg, "workers %d -> %d (spec.replicaSpecs.Worker.replicas edited)",
              jb->target[DRV_ROLE_WORKER], want);
-    drv_state_set_workers(&m->st, j, want);
-    /* Fewer: the workers above the count go (their room is held until they are gone), after
-     * the job's checkpoint as a policy's scaling (ctrl_checkpoint.c); more: the next cycles
-     * place the new ones. */
+    /* The state's part in one call: the count, and the workers above it off their nodes. Fewer:
+     * their pods go (their room is held until they are gone), after the job's checkpoint as a
+     * policy's scaling (ctrl_checkpoint.c); more: the next cycles place the new ones. */
+    for (int32_t k = 0; k < jb->pod_count; k++)
+        if (above(&m->st.pods[jb->pod_base + k], want))
+            m->pods[jb->pod_base + k].want = -1;
+    drv_state_resize_workers(&m->st, j, want);
     for (int32_t k = 0; k < jb->pod_count; k++) {
         int32_t s = jb->pod_base + k;
-        const drv_pod *sp = &m->st.pods[s];
-        if (sp->role != DRV_ROLE_WORKER || sp->index < want)
-            continue;
-        take_off(lc, s, false);
-        if (present_or_sent(&m->pods[s]) &&
+        if (above(&m->st.pods[s], want) && present_or_sent(&m->pods[s]) &&
             ctrl_checkpoint_delete(lc->checkpoint, s, CKPT_SCALING) == DRV_ENOMEM)
             return DRV_ENOMEM;
     }

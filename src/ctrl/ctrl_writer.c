@@ -8,7 +8,8 @@
  *
  * Owns: its queue and thread. The scheduler thread says what it wants written
  * (ctrl_writer_status keeps only the latest status per object; ctrl_writer_event queues Events
- * in order) under the writer's lock; the writer thread takes them from there and writes them. A
+ * in order, as plain text: an event_note, rendered to JSON by the writer thread when it is
+ * sent) under the writer's lock; the writer thread takes them from there and writes them. A
  * status is a JSON merge patch of the status subresource whose metadata.resourceVersion is a
  * precondition (write_status says which version), so that a status computed before someone
  * else's write never lands after it; back-off and up to 8 retries; a 404 means the object is
@@ -179,6 +180,17 @@ static bool queue_request(ctrl_writer *w, char *path, char *body, bool conflict_
     return ok;
 }
 
+/* Queues the Event note (owned, then the queue's), rendered when it is sent. */
+static bool queue_note(ctrl_writer *w, event_note *note)
+{
+    pthread_mutex_lock(&w->mu);
+    bool ok = note && drv_grow(&w->events, sizeof *w->events, &w->cap_events, w->nevents + 1) == 0;
+    if (ok)
+        w->events[w->nevents++] = (event_request){.note = note};
+    pthread_mutex_unlock(&w->mu);
+    return ok;
+}
+
 static bool post_queue(ctrl_writer *w, char *path, char *body, bool conflict_ok)
 {
     return queue_request(w, path, body, conflict_ok, false);
@@ -250,22 +262,38 @@ void ctrl_writer_event(ctrl_writer *w, const ctrl_ref *about, const char *type, 
                 about->ns, about->name, EVENT_BURST);
         return;
     }
-    char now[40];
-    drv_time_rfc3339(now, sizeof now, drv_clock_wall(), false);
-    char *body = drv_kube_event_json(about->ns, about->kind, about->api_version, about->name,
-                                     about->uid, type, reason, message, now, w->source);
-    char *path = drv_malloc(300);
-    if (body && path)
-        snprintf(path, 300, "/api/v1/namespaces/%s/events", about->ns);
-    bool ok = post_queue(w, path, body, false);
+    size_t len = strlen(message);
+    event_note *note = drv_malloc(sizeof *note + len + 1);
+    if (note) {
+        snprintf(note->kind, sizeof note->kind, "%s", about->kind);
+        snprintf(note->api_version, sizeof note->api_version, "%s", about->api_version);
+        snprintf(note->ns, sizeof note->ns, "%s", about->ns);
+        snprintf(note->name, sizeof note->name, "%s", about->name);
+        snprintf(note->uid, sizeof note->uid, "%s", about->uid ? about->uid : "");
+        snprintf(note->type, sizeof note->type, "%s", type);
+        snprintf(note->reason, sizeof note->reason, "%s", reason);
+        memcpy(note->message, message, len + 1);
+        drv_time_rfc3339(note->now, sizeof note->now, drv_clock_wall(), false);
+    }
+    bool ok = queue_note(w, note);
     if (!ok || drv_workqueue_add(w->queue, "e") != 0) {
-        if (!ok) {
-            drv_free(body);
-            drv_free(path);
-        }
+        if (!ok)
+            drv_free(note);
         drv_log(DRV_LOG_ERROR, "out of memory: Event %s of %s/%s not written", reason, about->ns,
                 about->name);
     }
+}
+
+/* The path and body of the Event of note r->note (writer thread). False when out of memory. */
+static bool render_event(ctrl_writer *w, event_request *r)
+{
+    const event_note *n = r->note;
+    r->body = drv_kube_event_json(n->ns, n->kind, n->api_version, n->name, n->uid, n->type,
+                                  n->reason, n->message, n->now, w->source);
+    r->path = drv_malloc(300);
+    if (r->path)
+        snprintf(r->path, 300, "/api/v1/namespaces/%s/events", n->ns);
+    return r->body && r->path;
 }
 
 /* ---- status as JSON (writer thread) --------------------------------------------------------- */
@@ -362,6 +390,14 @@ static void write_events(ctrl_writer *w)
     for (int32_t i = 0; i < n; i++) {
         drv_diag d = {{0}};
         long status = 0;
+        if (v[i].note && !render_event(w, &v[i])) {
+            drv_log(DRV_LOG_ERROR, "out of memory: Event %s of %s/%s not written",
+                    v[i].note->reason, v[i].note->ns, v[i].note->name);
+            drv_free(v[i].note);
+            drv_free(v[i].path);
+            drv_free(v[i].body);
+            continue;
+        }
         int rc = v[i].body ? drv_kube_request(w->client, v[i].patch ? "PATCH" : "POST", v[i].path,
                                               v[i].patch ? "application/merge-patch+json" : NULL,
                                               v[i].body, &status, NULL, &d)
@@ -376,6 +412,7 @@ static void write_events(ctrl_writer *w)
             drv_log(DRV_LOG_WARN, "%s", d.msg);
             ctrl_count(w->counters, &w->counters->stats.api_errors, 1);
         }
+        drv_free(v[i].note);
         drv_free(v[i].path);
         drv_free(v[i].body);
     }
@@ -538,6 +575,7 @@ void ctrl_writer_fini(ctrl_writer *w)
         drv_free(w->status[i]);
     drv_free(w->status);
     for (int32_t i = 0; i < w->nevents; i++) {
+        drv_free(w->events[i].note);
         drv_free(w->events[i].path);
         drv_free(w->events[i].body);
     }

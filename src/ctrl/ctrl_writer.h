@@ -13,7 +13,7 @@
 #include "ctrl_metrics.h"
 
 #include "drover/kube_workqueue.h"
-#include "kube/lifecycle.h"
+#include "lifecycle.h"
 
 #include <stdatomic.h>
 
@@ -59,10 +59,22 @@ static inline ctrl_ref ctrl_ref_trainingjob(const char *ns, const char *name, co
                       .uid = uid};
 }
 
-/* An object to create: an Event, or (conflict_ok) one that may exist already; or (body NULL)
- * an object to delete. */
+/* An Event as it was asked, kept as plain text until the writer thread sends it: its JSON is
+ * rendered then (write_events), so that the scheduler thread only copies a few strings. The
+ * sizes hold what Kubernetes allows (a namespace 63 characters, a name 253); the message is
+ * copied whole, in the same allocation. */
+typedef struct event_note {
+    char kind[32], api_version[48];     /* of the object it is about */
+    char ns[64], name[254], uid[64];    /* ... its namespace, name, uid ("": none) */
+    char type[16], reason[64], now[40]; /* Normal or Warning; CamelCase; when (RFC 3339) */
+    char message[];                     /* for a person, whole (one allocation with the rest) */
+} event_note;
+
+/* An object to create: an Event (note, rendered when sent), or (conflict_ok) one that may
+ * exist already; or (body and note NULL) an object to delete. */
 typedef struct event_request {
     char *path, *body;
+    event_note *note; /* an Event's text: path and body are rendered from it when it is sent */
     bool conflict_ok; /* not an Event: a 409 means it exists, which is what was wanted */
     bool patch;       /* body is a merge PATCH of the object at path (an annotation) */
 } event_request;

@@ -5,7 +5,6 @@
 #include "drover/clock.h"
 #include "drover/kube_types.h"
 #include "json.h"
-#include "lifecycle.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

@@ -1,7 +1,8 @@
 /*
  * objects_sched.c - the scheduling vocabulary of Kubernetes objects (issue 14): a Node's labels
  * and taints, a pod spec's nodeSelector, node affinity and tolerations, PriorityClasses,
- * Drover's cluster-scoped Queues and Kueue's topology annotations (json.h), with the API
+ * Drover's cluster-scoped Queues and Kueue's topology annotations (json.h), a TrainingJob's
+ * restartPolicy and cleanPodPolicy words (kube_types.h), with the API
  * server's validation, so that bad input is named by object and field: "trainingjob ns/x:
  * spec.replicaSpecs.Worker.template.spec.tolerations[0].effect: expected NoSchedule,
  * PreferNoSchedule, NoExecute or empty, found 'No'".
@@ -590,5 +591,36 @@ int drv_kube_topology(json_t *ann, drv_strtab *names, const char *who, const cha
     if (mode != DRV_TOPO_NONE && drv_kube_intern(names, val, key_out))
         return drv_fail(d, DRV_ENOMEM, "out of memory");
     *mode_out = (int8_t)mode;
+    return 0;
+}
+
+/* ---- a TrainingJob's run words ------------------------------------------------------------- */
+
+/* The index of s among names[0..n) (exact case), or -1. */
+static int word_index(const char *s, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+int drv_restart_parse(const char *s, drv_restart *out)
+{
+    static const char *const names[] = {"Never", "OnFailure", "ExitCode", "Always"};
+    int i = word_index(s, names, 4);
+    if (i < 0)
+        return DRV_EINVAL;
+    *out = (drv_restart)i;
+    return 0;
+}
+
+int drv_clean_pods_parse(const char *s, drv_clean_pods *out)
+{
+    static const char *const names[] = {"Running", "All", "None"};
+    int i = word_index(s, names, 3);
+    if (i < 0)
+        return DRV_EINVAL;
+    *out = (drv_clean_pods)i;
     return 0;
 }

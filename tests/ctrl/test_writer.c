@@ -3,7 +3,8 @@
  * ctrl_writer_follow), against the in-memory API server on loopback, counting the PATCHes it
  * served: while the burst is on, nothing is written and the statuses asked replace each other,
  * so each object gets one PATCH, the last status asked, once the burst ends. Without the hold
- * (burst not followed) the first status goes at once and the object gets two.
+ * (burst not followed) the first status goes at once and the object gets two. An Event is
+ * kept as text while held, and the body sent is drv_kube_event_json's for that text.
  */
 #include "apiserver.h"
 #include "ctrl_writer.h"
@@ -168,11 +169,65 @@ static void test_without_hold_each_goes(void **unused)
     close_writer(f);
 }
 
+/* The server's body of the first Event POSTed (parsed), or NULL. */
+static json_t *sent_event(fixture *f)
+{
+    drv_apiserver_write *w = NULL;
+    int32_t n = drv_apiserver_writes(f->srv, &w);
+    assert_true(n >= 0);
+    json_t *o = NULL;
+    for (int32_t i = 0; i < n && !o; i++)
+        if (!strcmp(w[i].method, "POST") && !strcmp(w[i].path, "/api/v1/namespaces/default/events"))
+            o = json_loads(w[i].body, 0, NULL);
+    drv_apiserver_writes_free(w, n);
+    return o;
+}
+
+/* An Event asked during a burst is queued as its text (nothing rendered on the scheduler
+ * thread); what is sent once the burst ends is the body drv_kube_event_json makes of that text
+ * (its name's unique suffix aside). */
+static void test_event_rendered_when_sent(void **unused)
+{
+    (void)unused;
+    fixture *f = open_writer(true);
+    f->w.no_events = false;
+    ctrl_ref about = ctrl_ref_trainingjob("default", "a", "u-1");
+    char msg[3000]; /* (longer than any buffer of the note: the message goes whole) */
+    memset(msg, 'x', sizeof msg - 1);
+    msg[sizeof msg - 1] = 0;
+    const char *head = "spec.x: expected \"y\" ";
+    memcpy(msg, head, strlen(head)); /* (its NUL not copied) */
+    ctrl_writer_event(&f->w, &about, "Warning", "Invalid", msg);
+    pthread_mutex_lock(&f->w.mu);
+    assert_int_equal(f->w.nevents, 1);
+    assert_non_null(f->w.events[0].note); /* text, not JSON, while the burst holds it */
+    assert_null(f->w.events[0].body);
+    pthread_mutex_unlock(&f->w.mu);
+    atomic_store(&f->burst, 0);
+    WAIT_FOR(ctrl_counters_stats(&f->counters).events >= 1);
+    json_t *got = sent_event(f);
+    assert_non_null(got);
+    const char *now = json_string_value(json_object_get(got, "lastTimestamp"));
+    assert_non_null(now);
+    char *body = drv_kube_event_json("default", "TrainingJob", "drover.dev/v1alpha1", "a", "u-1",
+                                     "Warning", "Invalid", msg, now, "drover");
+    json_t *want = json_loads(body, 0, NULL);
+    assert_non_null(want);
+    json_object_del(json_object_get(got, "metadata"), "name");
+    json_object_del(json_object_get(want, "metadata"), "name");
+    assert_true(json_equal(got, want));
+    json_decref(got);
+    json_decref(want);
+    free(body);
+    close_writer(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_burst_coalesces_statuses),
         cmocka_unit_test(test_without_hold_each_goes),
+        cmocka_unit_test(test_event_rendered_when_sent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,6 @@
 #include "drover/kube_types.h"
 #include "drover/kube_watch.h"
 #include "json.h"
-#include "lifecycle.h"
 
 #include <dirent.h>
 #include <setjmp.h>
@@ -726,6 +725,13 @@ static void test_trainingjob_roles_and_policies(void **unused)
     assert_int_equal(j.ttl_s, 0);
     assert_int_equal(j.clean_pods, DRV_CLEAN_ALL);
     assert_true(j.suspend);
+    drv_restart r;
+    assert_int_equal(drv_restart_parse("ExitCode", &r), 0);
+    assert_int_equal(r, DRV_RESTART_EXIT_CODE);
+    assert_int_equal(drv_restart_parse("exitcode", &r), DRV_EINVAL); /* Kubeflow's exact case */
+    drv_clean_pods cp;
+    assert_int_equal(drv_clean_pods_parse("All", &cp), 0);
+    assert_int_equal(cp, DRV_CLEAN_ALL);
     /* the status names the Master role */
     int32_t active[DRV_NROLES] = {0, 1, 2, 0};
     assert_int_equal(drv_kube_trainingjob_set_status(tj, "Running", "", active, NULL), 0);

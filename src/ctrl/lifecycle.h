@@ -5,7 +5,10 @@
  *
  * One call, drv_lifecycle_step, looks at a job's pods as last seen and returns its state and
  * what to do: restart a failed pod, clean pods up, delete the finished job. It does no I/O and
- * reads no clock (now comes in), so the controller, the tests and a simulator can share it.
+ * reads no clock (now comes in), so a unit test can drive it alone. It is the controller's
+ * (Kubeflow's operator semantics, not the client library's): ctrl_lifecycle.c feeds it and acts
+ * on its answer; the client library decodes only the words of the spec (drv_restart_parse,
+ * drv_clean_pods_parse in src/kube/objects_sched.c).
  *
  * The rules (Kubeflow's training operators, except where marked):
  *   success   a job with a chief (a master, for all-reduce jobs) succeeds when chief 0 has
@@ -29,19 +32,10 @@
  *             ones still running — the default; All; None), and ttlSecondsAfterFinished after
  *             its completion the job itself is deleted.
  */
-#ifndef DROVER_KUBE_LIFECYCLE_H
-#define DROVER_KUBE_LIFECYCLE_H
+#ifndef DROVER_CTRL_LIFECYCLE_RULES_H
+#define DROVER_CTRL_LIFECYCLE_RULES_H
 
-#include "drover/state.h"
-
-typedef enum drv_restart {
-    DRV_RESTART_NEVER,
-    DRV_RESTART_ON_FAILURE,
-    DRV_RESTART_EXIT_CODE,
-    DRV_RESTART_ALWAYS,
-} drv_restart;
-
-typedef enum drv_clean_pods { DRV_CLEAN_RUNNING, DRV_CLEAN_ALL, DRV_CLEAN_NONE } drv_clean_pods;
+#include "drover/kube_types.h" /* (the spec words it acts on: enum drv_restart, drv_clean_pods) */
 
 /* Kubeflow's runPolicy. */
 typedef struct drv_run_policy {
@@ -56,10 +50,6 @@ typedef struct drv_run_policy {
 
 /* A run policy with Kubeflow's defaults: no backoff limit, no deadline, kept, Running. */
 drv_run_policy drv_run_policy_default(void);
-
-/* "Never", "OnFailure", "ExitCode", "Always" / "Running", "All", "None". 0 or DRV_EINVAL. */
-int drv_restart_parse(const char *s, drv_restart *out);
-int drv_clean_pods_parse(const char *s, drv_clean_pods *out);
 
 /* Conditions, in the order Kubeflow lists them. */
 typedef enum drv_job_cond {

@@ -29,28 +29,6 @@ drv_run_policy drv_run_policy_default(void)
         .backoff_limit = -1, .ttl_after_finished_s = -1, .clean = DRV_CLEAN_RUNNING};
 }
 
-int drv_restart_parse(const char *s, drv_restart *out)
-{
-    static const char *const names[] = {"Never", "OnFailure", "ExitCode", "Always"};
-    for (int i = 0; i < 4; i++)
-        if (strcmp(s, names[i]) == 0) {
-            *out = (drv_restart)i;
-            return 0;
-        }
-    return DRV_EINVAL;
-}
-
-int drv_clean_pods_parse(const char *s, drv_clean_pods *out)
-{
-    static const char *const names[] = {"Running", "All", "None"};
-    for (int i = 0; i < 3; i++)
-        if (strcmp(s, names[i]) == 0) {
-            *out = (drv_clean_pods)i;
-            return 0;
-        }
-    return DRV_EINVAL;
-}
-
 void drv_condition_set(drv_condition conds[DRV_NCONDS], int type, bool status, const char *reason,
                        const char *message, double now)
 {

@@ -1,5 +1,5 @@
 /*
- * test_lifecycle.c - a training job's state from its pods (src/kube/lifecycle.c): Kubeflow's
+ * test_lifecycle.c - a training job's state from its pods (src/ctrl/lifecycle.c): Kubeflow's
  * restartPolicy, backoffLimit, activeDeadlineSeconds, suspend, cleanPodPolicy and TTL rules, and
  * metav1.Condition transition times. Each case states the rule it pins.
  */
@@ -268,13 +268,6 @@ static void condition_transition_time(void **state)
     drv_condition_set(c, DRV_COND_RUNNING, false, "JobSucceeded", "c", 12);
     assert_true(c[DRV_COND_RUNNING].last_transition == 12);
     assert_false(c[DRV_COND_FAILED].set);
-    drv_restart r;
-    assert_int_equal(drv_restart_parse("ExitCode", &r), 0);
-    assert_int_equal(r, DRV_RESTART_EXIT_CODE);
-    assert_int_equal(drv_restart_parse("exitcode", &r), DRV_EINVAL);
-    drv_clean_pods cp;
-    assert_int_equal(drv_clean_pods_parse("All", &cp), 0);
-    assert_int_equal(cp, DRV_CLEAN_ALL);
     assert_string_equal(drv_job_cond_name(DRV_COND_RESTARTING), "Restarting");
 }
 

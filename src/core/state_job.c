@@ -1,0 +1,26 @@
+/*
+ * state_job.c - a job's transitions pushed into the state in one step each (state.h, "a job's
+ * transitions applied whole"), beside state_apply.c's records: a driver that follows an API
+ * (drover run's lifecycle) asks for the whole change a transition makes, so that the state's
+ * part of it is one call rather than a mutation per pod spread over the driver's units.
+ *
+ * Example: TrainingJob "mnist" of 3 workers, all bound, has spec.replicaSpecs.Worker.replicas
+ * edited to 1: drv_state_resize_workers(st, mnist, 1) sets its worker target to 1 and takes
+ * workers 1 and 2 off their nodes; the driver then deletes their pods (after the job's
+ * checkpoint), holding their room until they are gone.
+ *
+ * Each function is a sequence of the state's own mutations (state.c), so the derived totals
+ * stay right and drv_state_check holds after each call. Costs: O(the job's pods).
+ */
+#include "drover/state.h"
+
+void drv_state_resize_workers(drv_state *st, int32_t job, int32_t n)
+{
+    drv_state_set_workers(st, job, n);
+    const drv_job *j = &st->jobs[job];
+    for (int32_t k = 0; k < j->pod_count; k++) {
+        const drv_pod *p = &st->pods[j->pod_base + k];
+        if (p->role == DRV_ROLE_WORKER && p->index >= n)
+            drv_state_unbind(st, j->pod_base + k);
+    }
+}

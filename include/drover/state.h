@@ -467,6 +467,16 @@ int32_t drv_node_domain(const drv_state *st, int32_t node, int32_t level);
 bool drv_topo_explain(const drv_state *st, int32_t job, char *buf, size_t n);
 int drv_state_set_node_meta(drv_state *st, int32_t node, const drv_label *labels, int32_t nlabels,
                             const drv_taint *taints, int32_t ntaints);
+/*
+ * A node's labels and taints as one text (the "node meta text"; a driver's decoder writes it,
+ * drover run's: drv_kube_node_meta): one line each, fields split by tabs, "l\tkey\tvalue\n"
+ * for a label and "t\tkey\tvalue\teffect\n" for a taint (effect as drv_effect_parse reads
+ * it; value may be empty). Read back here as labels and taints interned in names (arrays
+ * drv_malloc'd, the caller frees them, also on failure); a line of another shape is skipped.
+ * 0 or DRV_ENOMEM. O(text).
+ */
+int drv_node_meta_parse(const char *text, drv_strtab *names, drv_label **labels, int32_t *nlabels,
+                        drv_taint **taints, int32_t *ntaints);
 /* ---- records applied whole (state_apply.c) ------------------------------------------------- */
 
 /*
@@ -484,11 +494,9 @@ typedef struct drv_node_desc {
                                 schedulers', DaemonSets', pods being deleted): the state's node
                                 offers allocatable minus held */
     bool usable;             /* whether pods may go there (ready, not cordoned) */
-    bool set_meta;           /* labels and taints below replace the node's; false: kept */
-    const drv_label *labels; /* its labels, strings in st->names (borrowed), nlabels of them */
-    int32_t nlabels;         /* labels given */
-    const drv_taint *taints; /* its taints, strings in st->names (borrowed), ntaints of them */
-    int32_t ntaints;         /* taints given */
+    bool set_meta;           /* its labels and taints are replaced by meta's; false: kept */
+    int32_t meta;            /* its labels and taints as the node meta text (above) in names,
+                                0: none; read when set_meta */
     const int32_t *bind;     /* pod slots the API has bound to this node: placed there (pods
                                 seen before their node); nbind of them (borrowed) */
     int32_t nbind;           /* pods in bind */
@@ -496,13 +504,15 @@ typedef struct drv_node_desc {
 
 /*
  * Applies node record d in one step: when *id < 0 the node is added (its names interned into
- * st->names; *id receives its id), the pods of d->bind placed there, its labels and taints set
- * (d->set_meta), and its room set to allocatable minus held, usable or not. Labels or taints
- * refused (a key given twice) are logged as a warning and kept as they were, the rest applied.
- * 0; DRV_EEXIST, DRV_EINVAL (no name) or DRV_ENOMEM when adding failed (nothing changed), or
- * DRV_ENOMEM setting the labels. O(bind + labels + taints).
+ * st->names; *id receives its id), the pods of d->bind placed there, its labels and taints read
+ * from d->meta and set (d->set_meta), and its room set to allocatable minus held, usable or
+ * not. Labels or taints refused (a key given twice) are logged as a warning and kept as they
+ * were, the rest applied. *topo_gap (unless NULL) tells whether the node, as applied, lacks
+ * the label of one of the state's topology levels (drv_state_set_topology; false without
+ * levels). 0; DRV_EEXIST, DRV_EINVAL (no name) or DRV_ENOMEM when adding failed (nothing
+ * changed), or DRV_ENOMEM reading or setting the labels. O(bind + meta + levels · labels).
  */
-int drv_state_apply_node(drv_state *st, const drv_node_desc *d, int32_t *id);
+int drv_state_apply_node(drv_state *st, const drv_node_desc *d, int32_t *id, bool *topo_gap);
 /* Places pod slot pod on node (-1: unbinds it); nothing when it is there already. O(1). */
 void drv_state_place_pod(drv_state *st, int32_t pod, int32_t node);
 /* Ends job: each of its pods unbound, its phase DRV_JOB_DONE. O(its pod slots). */

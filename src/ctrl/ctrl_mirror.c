@@ -21,7 +21,8 @@
  * Example: node n1 allocates 8 CPUs and runs a DaemonSet pod asking 1: the state has n1 with 7.
  *
  * Into the core: an event is first described as a record of what the API said, then pushed in
- * one call that makes the whole change (drv_node_desc and drv_state_apply_node for a node;
+ * one call that makes the whole change (drv_node_desc and drv_state_apply_node for a node, its
+ * labels read by the core from their text, and whether it lacks a topology level's label;
  * drv_state_place_pod for a pod's placement; drv_state_end_job; src/core/state_apply.c).
  */
 #include "ctrl_mirror.h"
@@ -202,31 +203,18 @@ static int32_t take_orphans(ctrl_mirror *m, int32_t name)
     return n;
 }
 
-/* Labels and taints of interned meta (drv_knode.meta) into d (the caller frees d's arrays). */
-static int node_labels(ctrl_mirror *m, int32_t meta, drv_node_desc *d)
-{
-    char *text = meta ? ctrl_name_dup(m->names, meta) : NULL;
-    if (meta && !text)
-        return DRV_ENOMEM;
-    drv_label *l = NULL;
-    drv_taint *t = NULL;
-    int rc = drv_kube_node_meta_parse(text, m->st.names, &l, &d->nlabels, &t, &d->ntaints);
-    drv_free(text);
-    d->labels = l;
-    d->taints = t;
-    d->set_meta = rc == 0;
-    return rc;
-}
-
 /* Room in the per-node records for one node more. */
 static int grow_nodes(ctrl_mirror *m)
 {
-    int32_t want = m->st.nnodes + 1, cap = m->cap_nodes, cap2 = cap, cap3 = cap, cap4 = cap;
+    int32_t want = m->st.nnodes + 1, old = m->cap_nodes, cap = old, cap2 = old, cap3 = old;
+    int32_t cap4 = old, cap5 = old;
     if (drv_grow(&m->allocatable, sizeof *m->allocatable, &cap, want) != 0 ||
         drv_grow(&m->usable, sizeof *m->usable, &cap2, want) != 0 ||
         drv_grow(&m->meta, sizeof *m->meta, &cap3, want) != 0 ||
-        drv_grow(&m->node_key, sizeof *m->node_key, &cap4, want) != 0)
+        drv_grow(&m->node_key, sizeof *m->node_key, &cap4, want) != 0 ||
+        drv_grow(&m->topo_told, sizeof *m->topo_told, &cap5, want) != 0)
         return DRV_ENOMEM;
+    memset(m->topo_told + old, 0, sizeof *m->topo_told * (size_t)(cap5 - old));
     m->cap_nodes = cap;
     return 0;
 }
@@ -234,7 +222,8 @@ static int grow_nodes(ctrl_mirror *m)
 /*
  * A Node event as one record for the core (drv_state_apply_node): a node seen for the first
  * time is added with its names and the pods bound to it before it was seen (orphans); its
- * labels and taints when they changed; its room, allocatable minus the foreign load.
+ * labels and taints, as their interned text, when they changed; its room, allocatable minus
+ * the foreign load. Every name is an id of the shared table, read by the core under its lock.
  */
 static int describe_node(ctrl_mirror *m, const ctrl_event *e, int32_t id, drv_node_desc *d)
 {
@@ -261,8 +250,8 @@ static int describe_node(ctrl_mirror *m, const ctrl_event *e, int32_t id, drv_no
      * the cluster and leave through their own events. Zone and rack do not move once seen;
      * the other labels and the taints are followed (pods bound stay, as under kube-scheduler:
      * IgnoredDuringExecution). */
-    if (e->type != DRV_WATCH_DELETED && (id < 0 ? 0 : m->meta[id]) != kn->meta)
-        return node_labels(m, kn->meta, d);
+    d->set_meta = e->type != DRV_WATCH_DELETED && (id < 0 ? 0 : m->meta[id]) != kn->meta;
+    d->meta = kn->meta;
     return 0;
 }
 
@@ -273,14 +262,13 @@ int ctrl_mirror_apply_node(ctrl_mirror *m, const ctrl_event *e)
     if (id < 0 && e->type == DRV_WATCH_DELETED)
         return 0;
     drv_node_desc d;
+    bool gap = false;
     int rc = describe_node(m, e, id, &d);
     if (rc == 0) {
-        ctrl_names_lock(m->names); /* (the names of a node added are read from the table) */
-        rc = drv_state_apply_node(&m->st, &d, &id);
+        ctrl_names_lock(m->names); /* (its names and meta text are read from the table) */
+        rc = drv_state_apply_node(&m->st, &d, &id, &gap);
         ctrl_names_unlock(m->names);
     }
-    drv_free((void *)d.labels);
-    drv_free((void *)d.taints);
     if (was < 0 && id >= 0) { /* (added, even when its labels then failed) */
         m->node_key[id] = kn->name;
         m->node_of[kn->name] = id;
@@ -289,7 +277,7 @@ int ctrl_mirror_apply_node(ctrl_mirror *m, const ctrl_event *e)
             m->pods[d.bind[i]].api_node = id;
     }
     if (rc == 0 && e->type != DRV_WATCH_DELETED)
-        rc = ctrl_mirror_topology_gap(m, id);
+        rc = ctrl_mirror_topology_gap(m, id, gap);
     if (rc != 0)
         return rc;
     if (e->type != DRV_WATCH_DELETED) /* (labels refused too: not tried again till changed) */

@@ -174,8 +174,8 @@ typedef struct ctrl_mirror {
                             them as Warnings while leading (ctrl_mirror_take_stand_ins) */
     int32_t nstand_ins, cap_stand_ins;
     /* Nodes without a --topology level's label (ctrl_mirror_report_topology): */
-    bool *topo_told; /* per state node (cap_topo_told): a TopologyLabelMissing was queued */
-    int32_t cap_topo_told;
+    bool *topo_told;    /* per state node (grown with the nodes, cap_nodes): a
+                           TopologyLabelMissing was queued */
     int32_t *topo_gaps; /* state nodes to report, not reported yet */
     int32_t ntopo_gaps, cap_topo_gaps;
     bool dirty;         /* changed since the last cycle */
@@ -264,9 +264,10 @@ const stand_in *ctrl_mirror_take_stand_ins(ctrl_mirror *m, int32_t *n);
  * without every level's label out altogether). The loop calls it while leading. */
 struct ctrl_writer;
 void ctrl_mirror_report_topology(ctrl_mirror *m, struct ctrl_writer *w);
-/* Node id, just added or relabelled: queued for that Event when it lacks a level's label and was
- * not told yet (ctrl_mirror_topo.c; ctrl_mirror_apply_node calls it). 0 or DRV_ENOMEM. */
-int ctrl_mirror_topology_gap(ctrl_mirror *m, int32_t id);
+/* Node id, just applied: queued for that Event when it lacks a level's label (gap, the core's
+ * word: drv_state_apply_node) and was not told yet (ctrl_mirror_topo.c; ctrl_mirror_apply_node
+ * calls it). 0 or DRV_ENOMEM. */
+int ctrl_mirror_topology_gap(ctrl_mirror *m, int32_t id, bool gap);
 void ctrl_mirror_pod_name_in(ctrl_mirror *m, int32_t slot, const char *job_name, char *buf,
                              size_t n);
 /* The CPU limit the API holds for slot s, as the state counts it: its pod's, or (none) its

@@ -742,9 +742,9 @@ void ctrl_mirror_pod_name(ctrl_mirror *m, int32_t slot, char *buf, size_t n)
     ctrl_mirror_pod_name_in(m, slot, m->jobs[m->st.pods[slot].job].name_text, buf, n);
 }
 
-const char *ctrl_mirror_node_name(const ctrl_mirror *m, int32_t node)
+void ctrl_mirror_node_name(const ctrl_mirror *m, int32_t node, char *buf, size_t n)
 {
-    return drv_strtab_str(m->st.names, m->st.nodes[node].name);
+    ctrl_name_str(m->names, m->node_key[node], buf, n);
 }
 
 int32_t ctrl_mirror_node_key(const ctrl_mirror *m, int32_t node)

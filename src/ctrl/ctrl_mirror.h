@@ -248,9 +248,9 @@ void ctrl_mirror_bind(ctrl_mirror *m, int32_t s, int32_t node);
  * node_name (0: unbound). Returns whether the state now has it bound where the API has it. */
 bool ctrl_mirror_pod_read(ctrl_mirror *m, int32_t slot, int32_t node_name);
 
-/* State node's name (borrowed from the state's table); _key: the same interned in names (the
- * key its pods' events name it by). */
-const char *ctrl_mirror_node_name(const ctrl_mirror *m, int32_t node);
+/* State node's name, copied into buf (n bytes) from the shared names (ctrl_name_str); _key: its
+ * id there (the key its pods' events name it by). */
+void ctrl_mirror_node_name(const ctrl_mirror *m, int32_t node, char *buf, size_t n);
 int32_t ctrl_mirror_node_key(const ctrl_mirror *m, int32_t node);
 /* Slot's pod name (its own for another operator's pod; job_name-role-index for ours: the _in
  * form names the job, the other takes its record's name_text). */

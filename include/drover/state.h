@@ -515,6 +515,55 @@ typedef struct drv_node_desc {
 int drv_state_apply_node(drv_state *st, const drv_node_desc *d, int32_t *id, bool *topo_gap);
 /* Places pod slot pod on node (-1: unbinds it); nothing when it is there already. O(1). */
 void drv_state_place_pod(drv_state *st, int32_t pod, int32_t node);
+
+/* A request that a pod the state does not schedule (another scheduler's, a DaemonSet's, one
+ * being deleted: its "ghost") puts on, or takes off, the load held at one node (drv_pod_desc). */
+typedef struct drv_pod_load {
+    drv_res *held;       /* the driver's account of the load held at that node's name (changed
+                            here: plus or minus req), kept for nodes not seen yet too */
+    drv_res req;         /* the pod's request */
+    int8_t sign;         /* +1: added, -1: taken off */
+    int32_t node;        /* the state's node of that name, -1: not seen yet (only *held) */
+    drv_res allocatable; /* that node's allocatable: its room is set to this minus *held */
+    bool usable;         /* ... and whether pods may go there */
+} drv_pod_load;
+
+/* A request held (+1) or released (-1) in a queue's use meanwhile: a ghost's (drv_pod_desc). */
+typedef struct drv_queue_hold {
+    int32_t queue; /* the state's queue */
+    drv_res req;   /* the request */
+    int8_t sign;   /* +1 held, -1 released */
+} drv_queue_hold;
+
+/* Loads and holds one pod record may change at once: another scheduler's pod moved (its old
+ * and new node), or a pod of a slot taken from the parked ones (1) whose ghost moves (2). */
+enum { DRV_POD_LOADS = 4, DRV_POD_HOLDS = 2 };
+
+/*
+ * What one pod, as the API has it, changes in the state, for drv_state_apply_pod: a driver's
+ * record, filled while it decides what the pod is (the Kubernetes controller's mirror fills one
+ * from each pod event). Example: another scheduler's pod asking 1 CPU moves from n1 to n2: two
+ * loads, -1 CPU at n1 and +1 at n2, and no slot.
+ */
+typedef struct drv_pod_desc {
+    int32_t pod;                        /* the slot it is about, -1: none (a pod the state
+                                           does not schedule) */
+    bool place;                         /* place pod at node (drv_state_place_pod) */
+    int32_t node;                       /* ... where the API has it, -1: unbound */
+    bool set_cpu_limit;                 /* give pod the CPU limit below */
+    int64_t cpu_limit;                  /* millicores (drv_state_set_cpu_limit) */
+    drv_pod_load load[DRV_POD_LOADS];   /* loads moved, in order; nloads of them */
+    int32_t nloads;                     /* loads given */
+    drv_queue_hold hold[DRV_POD_HOLDS]; /* queue holds, in order; nholds of them */
+    int32_t nholds;                     /* holds given */
+} drv_pod_desc;
+
+/*
+ * Applies pod record d in one step: each load moved (its *held changed, the node's room set to
+ * allocatable minus *held), each queue hold, then the pod's CPU limit and its placement. The
+ * order of the loads is kept, so one cell changed twice ends right. O(loads + holds).
+ */
+void drv_state_apply_pod(drv_state *st, const drv_pod_desc *d);
 /* Ends job: each of its pods unbound, its phase DRV_JOB_DONE. O(its pod slots). */
 void drv_state_end_job(drv_state *st, int32_t job);
 

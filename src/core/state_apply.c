@@ -4,8 +4,9 @@
  * the API said of one object as a plain record, and one call here makes every change of the
  * state that the record implies, in the order the state's invariants need: a node added or
  * updated with its names, labels and taints (read from their text), room and the pods already
- * bound to it, and whether it lacks a topology level's label; a pod slot
- * placed where the API has it, with its CPU limit; a job ended with its pods taken off.
+ * bound to it, and whether it lacks a topology level's label; a pod as the API has it: the
+ * load it holds on nodes when the state does not schedule it, its queue's hold while it is a
+ * ghost, its slot's CPU limit and placement; a job ended with its pods taken off.
  *
  * Example: the informer lists pod p1 bound to node n1 before it lists n1; the mirror keeps p1
  * as an orphan, and when n1 comes, one drv_state_apply_node adds n1, binds p1 there and gives
@@ -96,6 +97,24 @@ void drv_state_place_pod(drv_state *st, int32_t pod, int32_t node)
         drv_state_unbind(st, pod);
     else
         drv_state_bind(st, pod, node);
+}
+
+void drv_state_apply_pod(drv_state *st, const drv_pod_desc *d)
+{
+    for (int32_t i = 0; i < d->nloads; i++) {
+        const drv_pod_load *l = &d->load[i];
+        *l->held = l->sign > 0 ? drv_res_add(*l->held, l->req) : drv_res_sub(*l->held, l->req);
+        if (l->node >= 0)
+            drv_state_set_node(st, l->node, drv_res_sub(l->allocatable, *l->held), l->usable);
+    }
+    for (int32_t i = 0; i < d->nholds; i++)
+        drv_state_hold_queue(st, d->hold[i].queue, d->hold[i].req, d->hold[i].sign);
+    if (d->pod < 0)
+        return;
+    if (d->set_cpu_limit)
+        drv_state_set_cpu_limit(st, d->pod, d->cpu_limit);
+    if (d->place)
+        drv_state_place_pod(st, d->pod, d->node);
 }
 
 void drv_state_end_job(drv_state *st, int32_t job)

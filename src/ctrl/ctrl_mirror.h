@@ -273,8 +273,9 @@ void ctrl_mirror_pod_name_in(ctrl_mirror *m, int32_t slot, const char *job_name,
 /* The CPU limit the API holds for slot s, as the state counts it: its pod's, or (none) its
  * role's as the state first had it. */
 int64_t ctrl_mirror_api_cpu_limit(const ctrl_mirror *m, int32_t s);
-/* Every watch event of slot's pod kp carries its limit: the state takes it, unless a resize of
- * it is out (the assumption stands until its answer; ctrl_resize.c). */
+/* Every watch event of slot's pod kp carries its limit: the state takes it (with the rest of
+ * the event: ctrl_mirror_apply_pod), unless a resize of it is out (the assumption stands until
+ * its answer; ctrl_resize.c). */
 void ctrl_mirror_cpu_limit_seen(ctrl_mirror *m, int32_t slot, const drv_kpod *kp);
 /* The state's CPU limit of slot back to what the API holds (ctrl_mirror_api_cpu_limit): a
  * watch event's, or a resize refused (ctrl_resize.c); dirty when it changes. */

@@ -1,5 +1,6 @@
 /* Tests for src/core/state_apply.c: a controller's records pushed into the state in one step
- * (drv_state_apply_node, drv_node_meta_parse, drv_state_place_pod, drv_state_end_job). Each test
+ * (drv_state_apply_node, drv_node_meta_parse, drv_state_place_pod, drv_state_apply_pod,
+ * drv_state_end_job). Each test
  * checks every part of the step's work, so that a step skipping one part fails, and the state's
  * invariants after. */
 #include <setjmp.h>
@@ -214,6 +215,57 @@ static void test_place_pod(void **unused)
     drv_state_fini(&st);
 }
 
+/* A pod record: loads moved in order (one cell twice, one node not seen yet), a queue hold, the
+ * slot's CPU limit and placement; then one that releases the hold and unbinds the pod, and one
+ * about no slot, which places nothing. */
+static void test_apply_pod(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    tu_make_state(&st, 2, (drv_res){8000, 1LL << 36, 0}, NULL, NULL);
+    int32_t job = tu_add_job(&st, "j", 0, 1, 1, 1, 1000);
+    int32_t pod = st.jobs[job].pod_base, q = -1;
+    drv_queue team = {.name = drv_strtab_intern(st.names, "team"), .weight = 1};
+    assert_int_equal(drv_state_add_queue(&st, &team, &q), 0);
+    drv_res held = {500, 0, 0}, unseen = {0, 0, 0}, alloc = {8000, 1LL << 36, 0};
+    drv_pod_desc d = {
+        .pod = pod,
+        .place = true,
+        .node = 1,
+        .set_cpu_limit = true,
+        .cpu_limit = 3000,
+        .load = {{&held, {1000, 0, 0}, +1, 0, alloc, true},
+                 {&held, {200, 0, 0}, -1, 0, alloc, true},
+                 {&unseen, {700, 0, 0}, +1, -1, {0, 0, 0}, false}},
+        .nloads = 3,
+        .hold = {{q, {400, 0, 0}, +1}},
+        .nholds = 1,
+    };
+    drv_state_apply_pod(&st, &d);
+    assert_int_equal(held.cpu, 1300);
+    assert_int_equal(st.nodes[0].alloc.cpu, 8000 - 1300);
+    assert_true(st.nodes[0].schedulable);
+    assert_int_equal(unseen.cpu, 700);
+    assert_int_equal(st.nodes[1].alloc.cpu, 8000);
+    assert_int_equal(st.queues[q].held.cpu, 400);
+    assert_int_equal(st.pods[pod].node, 1);
+    assert_int_equal(st.pods[pod].cpu_limit, 3000);
+    assert_int_equal(st.nodes[1].cpu_limit, 3000);
+    assert_int_equal(st.nodes[1].used.cpu, 1000);
+    check_state(&st);
+    d = (drv_pod_desc){
+        .pod = pod, .place = true, .node = -1, .hold = {{q, {400, 0, 0}, -1}}, .nholds = 1};
+    drv_state_apply_pod(&st, &d);
+    assert_int_equal(st.queues[q].held.cpu, 0);
+    assert_int_equal(st.pods[pod].node, -1);
+    assert_int_equal(st.nodes[1].cpu_limit, 0);
+    d = (drv_pod_desc){.pod = -1, .place = true, .node = 0};
+    drv_state_apply_pod(&st, &d);
+    assert_int_equal(st.nodes[0].npods, 0);
+    check_state(&st);
+    drv_state_fini(&st);
+}
+
 /* A job ended: every pod of it unbound, its phase done. */
 static void test_end_job(void **unused)
 {
@@ -241,6 +293,7 @@ int main(void)
         cmocka_unit_test(test_apply_node_topology_gap),
         cmocka_unit_test(test_node_meta_parse),
         cmocka_unit_test(test_place_pod),
+        cmocka_unit_test(test_apply_pod),
         cmocka_unit_test(test_end_job),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

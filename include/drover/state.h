@@ -467,6 +467,16 @@ int32_t drv_node_domain(const drv_state *st, int32_t node, int32_t level);
 bool drv_topo_explain(const drv_state *st, int32_t job, char *buf, size_t n);
 int drv_state_set_node_meta(drv_state *st, int32_t node, const drv_label *labels, int32_t nlabels,
                             const drv_taint *taints, int32_t ntaints);
+/*
+ * A node's labels and taints as one text (the "node meta text"; a driver's decoder writes it,
+ * drover run's: drv_kube_node_meta): one line each, fields split by tabs, "l\tkey\tvalue\n"
+ * for a label and "t\tkey\tvalue\teffect\n" for a taint (effect as drv_effect_parse reads
+ * it; value may be empty). Read back here as labels and taints interned in names (arrays
+ * drv_malloc'd, the caller frees them, also on failure); a line of another shape is skipped.
+ * 0 or DRV_ENOMEM. O(text).
+ */
+int drv_node_meta_parse(const char *text, drv_strtab *names, drv_label **labels, int32_t *nlabels,
+                        drv_taint **taints, int32_t *ntaints);
 /* ---- records applied whole (state_apply.c) ------------------------------------------------- */
 
 /*
@@ -484,11 +494,9 @@ typedef struct drv_node_desc {
                                 schedulers', DaemonSets', pods being deleted): the state's node
                                 offers allocatable minus held */
     bool usable;             /* whether pods may go there (ready, not cordoned) */
-    bool set_meta;           /* labels and taints below replace the node's; false: kept */
-    const drv_label *labels; /* its labels, strings in st->names (borrowed), nlabels of them */
-    int32_t nlabels;         /* labels given */
-    const drv_taint *taints; /* its taints, strings in st->names (borrowed), ntaints of them */
-    int32_t ntaints;         /* taints given */
+    bool set_meta;           /* its labels and taints are replaced by meta's; false: kept */
+    int32_t meta;            /* its labels and taints as the node meta text (above) in names,
+                                0: none; read when set_meta */
     const int32_t *bind;     /* pod slots the API has bound to this node: placed there (pods
                                 seen before their node); nbind of them (borrowed) */
     int32_t nbind;           /* pods in bind */
@@ -496,15 +504,66 @@ typedef struct drv_node_desc {
 
 /*
  * Applies node record d in one step: when *id < 0 the node is added (its names interned into
- * st->names; *id receives its id), the pods of d->bind placed there, its labels and taints set
- * (d->set_meta), and its room set to allocatable minus held, usable or not. Labels or taints
- * refused (a key given twice) are logged as a warning and kept as they were, the rest applied.
- * 0; DRV_EEXIST, DRV_EINVAL (no name) or DRV_ENOMEM when adding failed (nothing changed), or
- * DRV_ENOMEM setting the labels. O(bind + labels + taints).
+ * st->names; *id receives its id), the pods of d->bind placed there, its labels and taints read
+ * from d->meta and set (d->set_meta), and its room set to allocatable minus held, usable or
+ * not. Labels or taints refused (a key given twice) are logged as a warning and kept as they
+ * were, the rest applied. *topo_gap (unless NULL) tells whether the node, as applied, lacks
+ * the label of one of the state's topology levels (drv_state_set_topology; false without
+ * levels). 0; DRV_EEXIST, DRV_EINVAL (no name) or DRV_ENOMEM when adding failed (nothing
+ * changed), or DRV_ENOMEM reading or setting the labels. O(bind + meta + levels · labels).
  */
-int drv_state_apply_node(drv_state *st, const drv_node_desc *d, int32_t *id);
+int drv_state_apply_node(drv_state *st, const drv_node_desc *d, int32_t *id, bool *topo_gap);
 /* Places pod slot pod on node (-1: unbinds it); nothing when it is there already. O(1). */
 void drv_state_place_pod(drv_state *st, int32_t pod, int32_t node);
+
+/* A request that a pod the state does not schedule (another scheduler's, a DaemonSet's, one
+ * being deleted: its "ghost") puts on, or takes off, the load held at one node (drv_pod_desc). */
+typedef struct drv_pod_load {
+    drv_res *held;       /* the driver's account of the load held at that node's name (changed
+                            here: plus or minus req), kept for nodes not seen yet too */
+    drv_res req;         /* the pod's request */
+    int8_t sign;         /* +1: added, -1: taken off */
+    int32_t node;        /* the state's node of that name, -1: not seen yet (only *held) */
+    drv_res allocatable; /* that node's allocatable: its room is set to this minus *held */
+    bool usable;         /* ... and whether pods may go there */
+} drv_pod_load;
+
+/* A request held (+1) or released (-1) in a queue's use meanwhile: a ghost's (drv_pod_desc). */
+typedef struct drv_queue_hold {
+    int32_t queue; /* the state's queue */
+    drv_res req;   /* the request */
+    int8_t sign;   /* +1 held, -1 released */
+} drv_queue_hold;
+
+/* Loads and holds one pod record may change at once: another scheduler's pod moved (its old
+ * and new node), or a pod of a slot taken from the parked ones (1) whose ghost moves (2). */
+enum { DRV_POD_LOADS = 4, DRV_POD_HOLDS = 2 };
+
+/*
+ * What one pod, as the API has it, changes in the state, for drv_state_apply_pod: a driver's
+ * record, filled while it decides what the pod is (the Kubernetes controller's mirror fills one
+ * from each pod event). Example: another scheduler's pod asking 1 CPU moves from n1 to n2: two
+ * loads, -1 CPU at n1 and +1 at n2, and no slot.
+ */
+typedef struct drv_pod_desc {
+    int32_t pod;                        /* the slot it is about, -1: none (a pod the state
+                                           does not schedule) */
+    bool place;                         /* place pod at node (drv_state_place_pod) */
+    int32_t node;                       /* ... where the API has it, -1: unbound */
+    bool set_cpu_limit;                 /* give pod the CPU limit below */
+    int64_t cpu_limit;                  /* millicores (drv_state_set_cpu_limit) */
+    drv_pod_load load[DRV_POD_LOADS];   /* loads moved, in order; nloads of them */
+    int32_t nloads;                     /* loads given */
+    drv_queue_hold hold[DRV_POD_HOLDS]; /* queue holds, in order; nholds of them */
+    int32_t nholds;                     /* holds given */
+} drv_pod_desc;
+
+/*
+ * Applies pod record d in one step: each load moved (its *held changed, the node's room set to
+ * allocatable minus *held), each queue hold, then the pod's CPU limit and its placement. The
+ * order of the loads is kept, so one cell changed twice ends right. O(loads + holds).
+ */
+void drv_state_apply_pod(drv_state *st, const drv_pod_desc *d);
 /* Ends job: each of its pods unbound, its phase DRV_JOB_DONE. O(its pod slots). */
 void drv_state_end_job(drv_state *st, int32_t job);
 

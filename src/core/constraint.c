@@ -176,6 +176,42 @@ static void set_class(drv_state *st, int32_t node, int32_t cls)
     }
 }
 
+int drv_node_meta_parse(const char *text, drv_strtab *names, drv_label **labels, int32_t *nlabels,
+                        drv_taint **taints, int32_t *ntaints)
+{
+    *labels = NULL;
+    *taints = NULL;
+    *nlabels = *ntaints = 0;
+    int32_t cap_l = 0, cap_t = 0;
+    for (const char *p = text; p && *p;) {
+        const char *end = strchr(p, '\n');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char line[1200], *f[4] = {0};
+        snprintf(line, sizeof line, "%.*s", (int)len, p);
+        p = end ? end + 1 : p + len;
+        int nf = 0; /* (fields split at each tab, in place; past the fourth: ignored) */
+        for (char *q = line; q && nf < 4; nf++) {
+            f[nf] = q;
+            if ((q = strchr(q, '\t')))
+                *q++ = '\0';
+        }
+        int32_t key = nf >= 3 ? drv_strtab_intern(names, f[1]) : 0;
+        int32_t val = nf >= 3 ? drv_strtab_intern(names, f[2]) : 0;
+        if (key < 0 || val < 0)
+            return DRV_ENOMEM;
+        if (nf == 3 && f[0][0] == 'l') {
+            if (drv_grow(labels, sizeof **labels, &cap_l, *nlabels + 1) != 0)
+                return DRV_ENOMEM;
+            (*labels)[(*nlabels)++] = (drv_label){key, val};
+        } else if (nf == 4 && f[0][0] == 't' && drv_effect_parse(f[3]) >= 0) {
+            if (drv_grow(taints, sizeof **taints, &cap_t, *ntaints + 1) != 0)
+                return DRV_ENOMEM;
+            (*taints)[(*ntaints)++] = (drv_taint){key, val, drv_effect_parse(f[3])};
+        }
+    }
+    return 0;
+}
+
 int drv_state_set_node_meta(drv_state *st, int32_t node, const drv_label *labels, int32_t nlabels,
                             const drv_taint *taints, int32_t ntaints)
 {

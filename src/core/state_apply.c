@@ -3,8 +3,10 @@
  * "records applied whole"). A driver that follows an API (drover run's mirror) describes what
  * the API said of one object as a plain record, and one call here makes every change of the
  * state that the record implies, in the order the state's invariants need: a node added or
- * updated with its names, labels, taints, room and the pods already bound to it; a pod slot
- * placed where the API has it, with its CPU limit; a job ended with its pods taken off.
+ * updated with its names, labels and taints (read from their text), room and the pods already
+ * bound to it, and whether it lacks a topology level's label; a pod as the API has it: the
+ * load it holds on nodes when the state does not schedule it, its queue's hold while it is a
+ * ghost, its slot's CPU limit and placement; a job ended with its pods taken off.
  *
  * Example: the informer lists pod p1 bound to node n1 before it lists n1; the mirror keeps p1
  * as an orphan, and when n1 comes, one drv_state_apply_node adds n1, binds p1 there and gives
@@ -35,8 +37,40 @@ static int add_node(drv_state *st, const drv_node_desc *d, int32_t *id)
                               d->rack > 0 ? text_of(from, d->rack) : NULL, id);
 }
 
-int drv_state_apply_node(drv_state *st, const drv_node_desc *d, int32_t *id)
+/* Node id's labels and taints from meta text id `meta` of table from (0: none). */
+static int set_meta(drv_state *st, int32_t id, const drv_strtab *from, int32_t meta)
 {
+    drv_label *l = NULL;
+    drv_taint *t = NULL;
+    int32_t nl = 0, nt = 0;
+    int rc =
+        drv_node_meta_parse(meta > 0 ? text_of(from, meta) : NULL, st->names, &l, &nl, &t, &nt);
+    if (rc == 0)
+        rc = drv_state_set_node_meta(st, id, l, nl, t, nt);
+    drv_free(l);
+    drv_free(t);
+    if (rc == DRV_EINVAL) { /* (one key twice: no real API server sends it) */
+        drv_log(DRV_LOG_WARN, "node %s: labels or taints not followed (a key given twice)",
+                drv_strtab_str(st->names, st->nodes[id].name));
+        rc = 0;
+    }
+    return rc;
+}
+
+/* Whether node id lacks the label of one of the state's topology levels. */
+static bool topo_gap_of(const drv_state *st, int32_t id)
+{
+    for (int32_t l = 0; l < st->ntopo; l++)
+        if (drv_node_domain(st, id, l) == 0)
+            return true;
+    return false;
+}
+
+int drv_state_apply_node(drv_state *st, const drv_node_desc *d, int32_t *id, bool *topo_gap)
+{
+    const drv_strtab *from = d->names ? d->names : st->names;
+    if (topo_gap)
+        *topo_gap = false;
     if (*id < 0) {
         int rc = add_node(st, d, id);
         if (rc != 0)
@@ -45,15 +79,13 @@ int drv_state_apply_node(drv_state *st, const drv_node_desc *d, int32_t *id)
     for (int32_t i = 0; i < d->nbind; i++)
         drv_state_place_pod(st, d->bind[i], *id);
     if (d->set_meta) {
-        int meta_rc =
-            drv_state_set_node_meta(st, *id, d->labels, d->nlabels, d->taints, d->ntaints);
-        if (meta_rc == DRV_ENOMEM)
-            return meta_rc;
-        if (meta_rc == DRV_EINVAL) /* (one key twice: no real API server sends it) */
-            drv_log(DRV_LOG_WARN, "node %s: labels or taints not followed (a key given twice)",
-                    drv_strtab_str(st->names, st->nodes[*id].name));
+        int rc = set_meta(st, *id, from, d->meta);
+        if (rc != 0)
+            return rc;
     }
     drv_state_set_node(st, *id, drv_res_sub(d->allocatable, d->held), d->usable);
+    if (topo_gap)
+        *topo_gap = topo_gap_of(st, *id);
     return 0;
 }
 
@@ -65,6 +97,24 @@ void drv_state_place_pod(drv_state *st, int32_t pod, int32_t node)
         drv_state_unbind(st, pod);
     else
         drv_state_bind(st, pod, node);
+}
+
+void drv_state_apply_pod(drv_state *st, const drv_pod_desc *d)
+{
+    for (int32_t i = 0; i < d->nloads; i++) {
+        const drv_pod_load *l = &d->load[i];
+        *l->held = l->sign > 0 ? drv_res_add(*l->held, l->req) : drv_res_sub(*l->held, l->req);
+        if (l->node >= 0)
+            drv_state_set_node(st, l->node, drv_res_sub(l->allocatable, *l->held), l->usable);
+    }
+    for (int32_t i = 0; i < d->nholds; i++)
+        drv_state_hold_queue(st, d->hold[i].queue, d->hold[i].req, d->hold[i].sign);
+    if (d->pod < 0)
+        return;
+    if (d->set_cpu_limit)
+        drv_state_set_cpu_limit(st, d->pod, d->cpu_limit);
+    if (d->place)
+        drv_state_place_pod(st, d->pod, d->node);
 }
 
 void drv_state_end_job(drv_state *st, int32_t job)

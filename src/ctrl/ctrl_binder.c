@@ -17,6 +17,9 @@
  * here when the creation is queued: a copy of what the body needs, and its paths, in one
  * allocation, so a binder thread never reads the mirror, which this thread changes meanwhile.
  *
+ * A binding's body is rendered by the binder thread too, from the pod's and the node's names
+ * copied here as text (binding_render): the scheduler thread formats no JSON.
+ *
  * Example: a gang of 3 placed in a cycle queues 3 REQ_BIND (or REQ_CREATE with spec.nodeName);
  * the 3rd answer completes the gang's latency record (drv_ctrl_latencies).
  */
@@ -159,7 +162,9 @@ static pod_render *pod_render_new(ctrl_binder *b, int32_t s, int32_t node)
     m->pods[s].env_gen = jr->env_gen;
     ctrl_mirror_pod_name_in(m, s, job, pod, sizeof pod);
     const char *tmpl = jr->tmpl[p->role];
-    const char *nn = node >= 0 ? ctrl_mirror_node_name(m, node) : "";
+    char nn[256] = "";
+    if (node >= 0)
+        ctrl_mirror_node_name(m, node, nn, sizeof nn);
     size_t lns = strlen(ns), lpod = strlen(pod);
     size_t lpath = sizeof pre - 1 + lns + sizeof post - 1;
     size_t n = (tmpl ? strlen(tmpl) + 1 : 0) + lpath + 1 + lpath + 1 + lpod + 1 + lns + 1 +
@@ -222,20 +227,35 @@ int ctrl_binder_create(ctrl_binder *b, int32_t slot, int32_t node)
                                       .render = r});
 }
 
+/* What slot's binding to node is rendered from (binding_render: the binder thread renders the
+ * Binding's body), its strings copied after it. NULL: out of memory. */
+static binding_render *binding_new(const char *ns, const char *pod, const char *node)
+{
+    size_t lns = strlen(ns) + 1, lpod = strlen(pod) + 1;
+    binding_render *r = drv_malloc(sizeof *r + lns + lpod + strlen(node) + 1);
+    if (!r)
+        return NULL;
+    char *tail = (char *)(r + 1);
+    r->ns = copy(&tail, ns);
+    r->pod = copy(&tail, pod);
+    r->node = copy(&tail, node);
+    return r;
+}
+
 static int bind(ctrl_binder *b, int32_t slot, int32_t node)
 {
     const drv_state *st = &b->mirror->st;
-    char pod[600], ns[256];
+    char pod[600], ns[256], nn[256];
     ctrl_name_str(b->names, b->mirror->jobs[st->pods[slot].job].ns, ns, sizeof ns);
     ctrl_mirror_pod_name(b->mirror, slot, pod, sizeof pod);
+    ctrl_mirror_node_name(b->mirror, node, nn, sizeof nn);
     char *own = path_of(ns, pod), *path = suffixed(own, "/binding");
-    char *body = drv_kube_binding_json(ns, pod, ctrl_mirror_node_name(b->mirror, node));
     return enqueue(b, &(bind_request){.slot = slot,
                                       .node = node,
                                       .request = REQ_BIND,
                                       .path = path,
-                                      .body = body,
-                                      .pod_path = own});
+                                      .pod_path = own,
+                                      .binding = binding_new(ns, pod, nn)});
 }
 
 int ctrl_binder_resize(ctrl_binder *b, int32_t slot, char *body)

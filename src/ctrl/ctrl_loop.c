@@ -318,8 +318,11 @@ static int apply_event(drv_ctrl *c, ctrl_event *e)
 int ctrl_apply_events(drv_ctrl *c, ctrl_event *ev, int32_t n)
 {
     /* (every name an event of the batch carries was interned before it was queued: the
-     * mirror's tables by key are made to hold them once, not at each event) */
-    int rc = ctrl_mirror_grow_by_key(&c->mirror, ctrl_names_count(&c->names) - 1);
+     * mirror's and the gangs' tables by key are made to hold them once, not at each event) */
+    int32_t last = ctrl_names_count(&c->names) - 1;
+    int rc = ctrl_mirror_grow_by_key(&c->mirror, last);
+    if (rc == 0)
+        rc = ctrl_podgroup_grow_by_key(&c->podgroup, last);
     for (int32_t i = 0; i < n && rc == 0; i++)
         rc = apply_event(c, &ev[i]);
     for (int32_t i = 0; i < n; i++)

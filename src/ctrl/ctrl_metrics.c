@@ -81,8 +81,6 @@ void ctrl_counters_latency(ctrl_counters *k, const drv_ctrl_latency *l)
     if (drv_grow(&k->lat, sizeof *k->lat, &k->cap_lat, k->nlat + 1) == 0)
         k->lat[k->nlat++] = *l;
     pthread_mutex_unlock(&k->mu);
-    if (k->metrics)
-        drv_metric_observe(k->latency_s, l->sent);
 }
 
 void ctrl_counters_sample(ctrl_counters *k, double step, double loss)
@@ -192,6 +190,10 @@ void ctrl_metrics_export(ctrl_counters *k, const ctrl_gauges *gauges)
     drv_metric_add(k->samples, (double)(s.samples - l->samples));
     drv_metric_set(k->leader, s.leader ? 1 : 0);
     *l = s;
+    pthread_mutex_lock(&k->mu); /* (the latencies recorded since: drover_decision_seconds) */
+    for (; k->lat_exported < k->nlat; k->lat_exported++)
+        drv_metric_observe(k->latency_s, k->lat[k->lat_exported].sent);
+    pthread_mutex_unlock(&k->mu);
     if (!gauges)
         return;
     drv_metric_set(k->pending, gauges->pending);

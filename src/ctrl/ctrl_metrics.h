@@ -14,10 +14,11 @@
 #include <pthread.h>
 
 typedef struct ctrl_counters {
-    pthread_mutex_t mu; /* guards stats, lat, nlat, cap_lat */
-    drv_ctrl_stats stats;
-    drv_ctrl_latency *lat;
-    int32_t nlat, cap_lat;
+    pthread_mutex_t mu;    /* guards stats, lat, nlat, cap_lat, lat_exported */
+    drv_ctrl_stats stats;  /* the counters (drv_ctrl_get_stats) */
+    drv_ctrl_latency *lat; /* every gang's latency, in order (drv_ctrl_latencies) */
+    int32_t nlat, cap_lat; /* latencies in lat; its room */
+    int32_t lat_exported;  /* latencies observed in drover_decision_seconds so far (export) */
     /* fixed at init: the caller's registry (NULL: no metrics), the API budget whose errors are
      * exported, and the profile's name (every metric's label) */
     drv_metrics *metrics;
@@ -41,7 +42,8 @@ int ctrl_counters_init(ctrl_counters *k, drv_metrics *metrics, drv_kube_budget *
 void ctrl_counters_fini(ctrl_counters *k);
 
 void ctrl_count(ctrl_counters *k, long *field, long by); /* field: in k->stats */
-/* Records a gang's latency, and observes its "sent" figure in drover_decision_seconds. */
+/* Records a gang's latency; its "sent" figure is observed in drover_decision_seconds by the
+ * next export (ctrl_metrics_export), on the scheduler thread with the other metrics. */
 void ctrl_counters_latency(ctrl_counters *k, const drv_ctrl_latency *l);
 /* A progress sample applied (its step and loss are the latest). */
 void ctrl_counters_sample(ctrl_counters *k, double step, double loss);
@@ -60,8 +62,8 @@ size_t ctrl_counters_latencies(ctrl_counters *k, drv_ctrl_latency *out, size_t n
 typedef struct ctrl_gauges {
     int32_t pending, running;
 } ctrl_gauges;
-/* Adds what changed since the last export (scheduler thread); gauges NULL: the counters only
- * (between cycles). */
+/* Adds what changed since the last export (scheduler thread): the counters, and the gangs'
+ * latencies recorded since; gauges NULL: no gauges (between cycles). */
 void ctrl_metrics_export(ctrl_counters *k, const ctrl_gauges *gauges);
 
 #endif

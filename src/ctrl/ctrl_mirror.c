@@ -21,8 +21,12 @@
  * Example: node n1 allocates 8 CPUs and runs a DaemonSet pod asking 1: the state has n1 with 7.
  *
  * Into the core: an event is first described as a record of what the API said, then pushed in
- * one call that makes the whole change (drv_node_desc and drv_state_apply_node for a node;
- * drv_state_place_pod for a pod's placement; drv_state_end_job; src/core/state_apply.c).
+ * one call that makes the whole change (drv_node_desc and drv_state_apply_node for a node, its
+ * labels read by the core from their text, and whether it lacks a topology level's label;
+ * drv_pod_desc and drv_state_apply_pod for a pod: the foreign load it moves, its ghost's queue
+ * hold, its slot's CPU limit and placement, gathered while the pod is claimed and applied at the
+ * end; drv_state_end_job; src/core/state_apply.c). The mirror's own calls that change a pod
+ * (a ghost set by the binder, an adoption, a CPU limit back) fill and apply one record each.
  */
 #include "ctrl_mirror.h"
 #include "ctrl_writer.h"
@@ -30,6 +34,7 @@
 #include "drover/clock.h"
 #include "kube/json.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <math.h>
 #include <string.h>
@@ -114,39 +119,57 @@ void ctrl_mirror_bind(ctrl_mirror *m, int32_t s, int32_t node)
 
 /* ---- foreign load and ghosts ---------------------------------------------------------------- */
 
+/* A pod record for the core about slot pod (-1: none), nothing in it yet. */
+static drv_pod_desc pod_desc(int32_t pod)
+{
+    return (drv_pod_desc){.pod = pod, .node = -1};
+}
+
+/* d's pod placed at node (-1: unbound) when d is applied. */
+static void place(drv_pod_desc *d, int32_t node)
+{
+    d->place = true;
+    d->node = node;
+}
+
 /* What a pod Drover does not schedule takes from its node: its request while it is bound and
- * not finished. */
-static void foreign_res(ctrl_mirror *m, int32_t name, drv_res req, int sign)
+ * not finished, into d (the load held at node name, m->foreign). */
+static void foreign_res(ctrl_mirror *m, drv_pod_desc *d, int32_t name, drv_res req, int sign)
 {
     if (!name || name >= m->cap_by_key) /* (names of events: held, ctrl_apply_events) */
         return;
-    drv_res *f = &m->foreign[name];
-    *f = sign > 0 ? drv_res_add(*f, req) : drv_res_sub(*f, req);
     int32_t n = m->node_of[name];
-    if (n >= 0) {
-        drv_state_set_node(&m->st, n, drv_res_sub(m->allocatable[n], *f), m->usable[n]);
+    const drv_res req0 = {0, 0, 0};
+    assert(d->nloads < DRV_POD_LOADS); /* (the most one record takes: state.h) */
+    d->load[d->nloads++] = (drv_pod_load){.held = &m->foreign[name],
+                                          .req = req,
+                                          .sign = (int8_t)sign,
+                                          .node = n,
+                                          .allocatable = n >= 0 ? m->allocatable[n] : req0,
+                                          .usable = n >= 0 && m->usable[n]};
+    if (n >= 0)
         m->dirty = true;
-    }
 }
 
 /* A pod Drover does not schedule, added (sign > 0) to or taken off its node's foreign load. */
-static void foreign_add(ctrl_mirror *m, const drv_kpod *p, int sign)
+static void foreign_add(ctrl_mirror *m, drv_pod_desc *d, const drv_kpod *p, int sign)
 {
     if (!ctrl_pod_terminal(p->phase))
-        foreign_res(m, p->node, p->req, sign);
+        foreign_res(m, d, p->node, p->req, sign);
 }
 
 /* (Like kube-scheduler, which counts terminating pods; when the state no longer has the pod
  * there, evicted, migrated or its job over, its room is counted as foreign and its request as
  * its queue's use meanwhile, as Kueue keeps a workload admitted until its pods are gone.) */
-void ctrl_mirror_set_ghost(ctrl_mirror *m, pod_record *p, int32_t name, drv_res req)
+static void ghost(ctrl_mirror *m, drv_pod_desc *d, pod_record *p, int32_t name, drv_res req)
 {
     if (p->ghost == name && !memcmp(&p->ghost_req, &req, sizeof req))
         return;
     if (p->ghost)
-        foreign_res(m, p->ghost, p->ghost_req, -1);
+        foreign_res(m, d, p->ghost, p->ghost_req, -1);
+    assert(d->nholds <= DRV_POD_HOLDS - 2); /* (the most one record takes: state.h) */
     if (p->ghost_queue >= 0) {
-        drv_state_hold_queue(&m->st, p->ghost_queue, p->ghost_req, -1);
+        d->hold[d->nholds++] = (drv_queue_hold){p->ghost_queue, p->ghost_req, -1};
         m->dirty = true;
     }
     p->ghost = name;
@@ -154,11 +177,18 @@ void ctrl_mirror_set_ghost(ctrl_mirror *m, pod_record *p, int32_t name, drv_res 
     p->ghost_queue = -1;
     if (!name)
         return;
-    foreign_res(m, name, req, +1);
+    foreign_res(m, d, name, req, +1);
     if (m->st.nqueues > 0) {
         p->ghost_queue = m->st.jobs[m->st.pods[p - m->pods].job].queue;
-        drv_state_hold_queue(&m->st, p->ghost_queue, req, +1);
+        d->hold[d->nholds++] = (drv_queue_hold){p->ghost_queue, req, +1};
     }
+}
+
+void ctrl_mirror_set_ghost(ctrl_mirror *m, pod_record *p, int32_t name, drv_res req)
+{
+    drv_pod_desc d = pod_desc(-1);
+    ghost(m, &d, p, name, req);
+    drv_state_apply_pod(&m->st, &d);
 }
 
 /* Mirrored as its watch event would be, which may not come again if it was applied already. */
@@ -202,31 +232,18 @@ static int32_t take_orphans(ctrl_mirror *m, int32_t name)
     return n;
 }
 
-/* Labels and taints of interned meta (drv_knode.meta) into d (the caller frees d's arrays). */
-static int node_labels(ctrl_mirror *m, int32_t meta, drv_node_desc *d)
-{
-    char *text = meta ? ctrl_name_dup(m->names, meta) : NULL;
-    if (meta && !text)
-        return DRV_ENOMEM;
-    drv_label *l = NULL;
-    drv_taint *t = NULL;
-    int rc = drv_kube_node_meta_parse(text, m->st.names, &l, &d->nlabels, &t, &d->ntaints);
-    drv_free(text);
-    d->labels = l;
-    d->taints = t;
-    d->set_meta = rc == 0;
-    return rc;
-}
-
 /* Room in the per-node records for one node more. */
 static int grow_nodes(ctrl_mirror *m)
 {
-    int32_t want = m->st.nnodes + 1, cap = m->cap_nodes, cap2 = cap, cap3 = cap, cap4 = cap;
+    int32_t want = m->st.nnodes + 1, old = m->cap_nodes, cap = old, cap2 = old, cap3 = old;
+    int32_t cap4 = old, cap5 = old;
     if (drv_grow(&m->allocatable, sizeof *m->allocatable, &cap, want) != 0 ||
         drv_grow(&m->usable, sizeof *m->usable, &cap2, want) != 0 ||
         drv_grow(&m->meta, sizeof *m->meta, &cap3, want) != 0 ||
-        drv_grow(&m->node_key, sizeof *m->node_key, &cap4, want) != 0)
+        drv_grow(&m->node_key, sizeof *m->node_key, &cap4, want) != 0 ||
+        drv_grow(&m->topo_told, sizeof *m->topo_told, &cap5, want) != 0)
         return DRV_ENOMEM;
+    memset(m->topo_told + old, 0, sizeof *m->topo_told * (size_t)(cap5 - old));
     m->cap_nodes = cap;
     return 0;
 }
@@ -234,7 +251,8 @@ static int grow_nodes(ctrl_mirror *m)
 /*
  * A Node event as one record for the core (drv_state_apply_node): a node seen for the first
  * time is added with its names and the pods bound to it before it was seen (orphans); its
- * labels and taints when they changed; its room, allocatable minus the foreign load.
+ * labels and taints, as their interned text, when they changed; its room, allocatable minus
+ * the foreign load. Every name is an id of the shared table, read by the core under its lock.
  */
 static int describe_node(ctrl_mirror *m, const ctrl_event *e, int32_t id, drv_node_desc *d)
 {
@@ -261,8 +279,8 @@ static int describe_node(ctrl_mirror *m, const ctrl_event *e, int32_t id, drv_no
      * the cluster and leave through their own events. Zone and rack do not move once seen;
      * the other labels and the taints are followed (pods bound stay, as under kube-scheduler:
      * IgnoredDuringExecution). */
-    if (e->type != DRV_WATCH_DELETED && (id < 0 ? 0 : m->meta[id]) != kn->meta)
-        return node_labels(m, kn->meta, d);
+    d->set_meta = e->type != DRV_WATCH_DELETED && (id < 0 ? 0 : m->meta[id]) != kn->meta;
+    d->meta = kn->meta;
     return 0;
 }
 
@@ -273,14 +291,13 @@ int ctrl_mirror_apply_node(ctrl_mirror *m, const ctrl_event *e)
     if (id < 0 && e->type == DRV_WATCH_DELETED)
         return 0;
     drv_node_desc d;
+    bool gap = false;
     int rc = describe_node(m, e, id, &d);
     if (rc == 0) {
-        ctrl_names_lock(m->names); /* (the names of a node added are read from the table) */
-        rc = drv_state_apply_node(&m->st, &d, &id);
+        ctrl_names_lock(m->names); /* (its names and meta text are read from the table) */
+        rc = drv_state_apply_node(&m->st, &d, &id, &gap);
         ctrl_names_unlock(m->names);
     }
-    drv_free((void *)d.labels);
-    drv_free((void *)d.taints);
     if (was < 0 && id >= 0) { /* (added, even when its labels then failed) */
         m->node_key[id] = kn->name;
         m->node_of[kn->name] = id;
@@ -289,7 +306,7 @@ int ctrl_mirror_apply_node(ctrl_mirror *m, const ctrl_event *e)
             m->pods[d.bind[i]].api_node = id;
     }
     if (rc == 0 && e->type != DRV_WATCH_DELETED)
-        rc = ctrl_mirror_topology_gap(m, id);
+        rc = ctrl_mirror_topology_gap(m, id, gap);
     if (rc != 0)
         return rc;
     if (e->type != DRV_WATCH_DELETED) /* (labels refused too: not tried again till changed) */
@@ -356,11 +373,11 @@ static pod_claim claim(const ctrl_mirror *m, const ctrl_event *e, const drv_kpod
 }
 
 /* Slot s's pod went away: the slot is free again (unless it waits to be created elsewhere). */
-static void own_pod_gone(ctrl_mirror *m, int32_t s, double t)
+static void own_pod_gone(ctrl_mirror *m, drv_pod_desc *d, int32_t s, double t)
 {
     pod_record *p = &m->pods[s];
     int32_t job = m->st.pods[s].job;
-    ctrl_mirror_set_ghost(m, p, 0, (drv_res){0, 0, 0});
+    ghost(m, d, p, 0, (drv_res){0, 0, 0});
     p->presence = POD_ABSENT;
     p->delete_assumed = false;
     p->delete_tries = 0;
@@ -369,7 +386,7 @@ static void own_pod_gone(ctrl_mirror *m, int32_t s, double t)
     p->ip_family = 0;
     p->phase = DRV_KPOD_PENDING;
     if (p->want < 0)
-        ctrl_mirror_unbind(m, s);
+        place(d, -1);
     /* A job that waited for this pod to go (to be placed again whole) is placeable now. */
     if (m->st.jobs[job].phase == DRV_JOB_PENDING)
         job_placeable(m, job, t);
@@ -424,26 +441,44 @@ int64_t ctrl_mirror_api_cpu_limit(const ctrl_mirror *m, int32_t s)
     return r->cpu_limit ? r->cpu_limit : r->req.cpu;
 }
 
-void ctrl_mirror_cpu_limit_back(ctrl_mirror *m, int32_t slot)
+/* Slot's CPU limit back to the API's, into d (d's pod). */
+static void cpu_limit_back(ctrl_mirror *m, drv_pod_desc *d, int32_t slot)
 {
     int64_t lim = ctrl_mirror_api_cpu_limit(m, slot);
     if (m->st.pods[slot].cpu_limit != lim) {
-        drv_state_set_cpu_limit(&m->st, slot, lim);
+        d->set_cpu_limit = true;
+        d->cpu_limit = lim;
         m->dirty = true;
     }
 }
 
-void ctrl_mirror_cpu_limit_seen(ctrl_mirror *m, int32_t slot, const drv_kpod *kp)
+void ctrl_mirror_cpu_limit_back(ctrl_mirror *m, int32_t slot)
+{
+    drv_pod_desc d = pod_desc(slot);
+    cpu_limit_back(m, &d, slot);
+    drv_state_apply_pod(&m->st, &d);
+}
+
+/* Slot's pod kp says its CPU limit: followed, into d, unless a resize of it is out. */
+static void cpu_limit_seen(ctrl_mirror *m, drv_pod_desc *d, int32_t slot, const drv_kpod *kp)
 {
     pod_record *p = &m->pods[slot];
     p->api_cpu_limit = kp->cpu_limit;
     if (p->inflight != REQ_RESIZE) /* (else the assumption stands until its answer) */
-        ctrl_mirror_cpu_limit_back(m, slot);
+        cpu_limit_back(m, d, slot);
+}
+
+void ctrl_mirror_cpu_limit_seen(ctrl_mirror *m, int32_t slot, const drv_kpod *kp)
+{
+    drv_pod_desc d = pod_desc(slot);
+    cpu_limit_seen(m, &d, slot, kp);
+    drv_state_apply_pod(&m->st, &d);
 }
 
 /* Slot s's pod kp is being deleted: its phase says nothing of the job any more (kubelet may
  * mark a pod it kills Failed), and it holds its node's room until it is gone. */
-static void own_pod_deleting(ctrl_mirror *m, int32_t s, const drv_kpod *kp, int32_t node)
+static void own_pod_deleting(ctrl_mirror *m, drv_pod_desc *d, int32_t s, const drv_kpod *kp,
+                             int32_t node)
 {
     pod_record *p = &m->pods[s];
     const drv_pod *sp = &m->st.pods[s];
@@ -454,12 +489,13 @@ static void own_pod_deleting(ctrl_mirror *m, int32_t s, const drv_kpod *kp, int3
     bool in_place = p->want >= 0 && p->want == node;
     bool held = sp->node >= 0 && sp->node == node && (p->want < 0 || in_place);
     if (ctrl_pod_terminal(kp->phase) && held && !in_place)
-        ctrl_mirror_unbind(m, s);
-    ctrl_mirror_set_ghost(m, p, held || ctrl_pod_terminal(kp->phase) ? 0 : kp->node, kp->req);
+        place(d, -1);
+    ghost(m, d, p, held || ctrl_pod_terminal(kp->phase) ? 0 : kp->node, kp->req);
 }
 
-/* A pod of a known job changed (kp) or went away (kp NULL). */
-static int own_pod(ctrl_mirror *m, int32_t s, const drv_kpod *kp, double t)
+/* A pod of a known job changed (kp) or went away (kp NULL): what it changes in the state into
+ * d (slot s's). */
+static int own_pod(ctrl_mirror *m, drv_pod_desc *d, int32_t s, const drv_kpod *kp, double t)
 {
     pod_record *p = &m->pods[s];
     const drv_pod *sp = &m->st.pods[s];
@@ -467,16 +503,16 @@ static int own_pod(ctrl_mirror *m, int32_t s, const drv_kpod *kp, double t)
     if (!kp || !confirms(m, s, kp, node))
         m->dirty = true; /* (else only what it changes below may, a CPU limit) */
     if (!kp) {
-        own_pod_gone(m, s, t);
+        own_pod_gone(m, d, s, t);
         return 0;
     }
     if (kp->deleting) {
-        own_pod_deleting(m, s, kp, node);
+        own_pod_deleting(m, d, s, kp, node);
         return 0;
     }
     /* A finished pod holds no room (as kube-scheduler counts it), its ghost neither. */
     if (ctrl_pod_terminal(kp->phase))
-        ctrl_mirror_set_ghost(m, p, 0, (drv_res){0, 0, 0});
+        ghost(m, d, p, 0, (drv_res){0, 0, 0});
     if (p->presence == POD_DELETING) {
         /* Being deleted (its deletion sent, or seen): this event is older than that (a
          * deletionTimestamp, once set, stays), and the pod is not placed again from it. */
@@ -487,7 +523,7 @@ static int own_pod(ctrl_mirror *m, int32_t s, const drv_kpod *kp, double t)
     p->phase = kp->phase;
     p->exit_code = kp->exit_code;
     p->restarts = kp->restarts;
-    ctrl_mirror_cpu_limit_seen(m, s, kp);
+    cpu_limit_seen(m, d, s, kp);
     p->ip_family = kp->ip_family;
     memcpy(p->ip, kp->ip, sizeof p->ip);
     p->api_node = node;
@@ -510,7 +546,7 @@ static int own_pod(ctrl_mirror *m, int32_t s, const drv_kpod *kp, double t)
         return 0;                 /* (its pods are no longer the state's) */
     if (node >= 0 && p->want < 0) /* (bound where the state does not have it: adopted after a
                                      restart, or bound by someone else: the API is the truth) */
-        ctrl_mirror_bind(m, s, node);
+        place(d, node);
     return 0;
 }
 
@@ -553,12 +589,12 @@ const stand_in *ctrl_mirror_take_stand_ins(ctrl_mirror *m, int32_t *n)
 
 /* A pod of ours that is no slot's (its job not known yet, or not its controller): counted as
  * foreign until a job claims it, parked under its key and chained under job_key. */
-static int park(ctrl_mirror *m, int32_t key, int32_t job_key, const drv_kpod *cur)
+static int park(ctrl_mirror *m, drv_pod_desc *d, int32_t key, int32_t job_key, const drv_kpod *cur)
 {
     bool warned = m->parked[key].pod && m->parked[key].warned; /* (kept while it stays) */
     drv_kpod *pk = unpark(m, key);
     if (pk) {
-        foreign_add(m, pk, -1);
+        foreign_add(m, d, pk, -1);
         drv_free(pk);
     }
     if (!cur)
@@ -574,39 +610,49 @@ static int park(ctrl_mirror *m, int32_t key, int32_t job_key, const drv_kpod *cu
         pp->next = m->parked[job_key].first;
         m->parked[job_key].first = key;
     }
-    foreign_add(m, pk, +1);
+    foreign_add(m, d, pk, +1);
     return stand_in_seen(m, key, pk, job_key ? m->job_of[job_key] : -1);
 }
 
-int ctrl_mirror_apply_pod(ctrl_mirror *m, const ctrl_event *e, bool *gang)
+/* What pod event e is (claim) and what it changes, gathered into d; the caller applies d. */
+static int describe_pod(ctrl_mirror *m, const ctrl_event *e, drv_pod_desc *d, bool *gang)
 {
     const drv_kpod *cur = e->type == DRV_WATCH_DELETED ? NULL : &e->cur.pod;
     const drv_kpod *old = e->has_old ? &e->old.pod : NULL;
-    *gang = false; /* (its keys held by the tables by key: ctrl_apply_events) */
     const drv_kpod *any = cur ? cur : old;
     int32_t s;
     switch (claim(m, e, any, &s)) {
     case CLAIM_FOREIGN:
         if (old)
-            foreign_add(m, old, -1);
+            foreign_add(m, d, old, -1);
         if (cur)
-            foreign_add(m, cur, +1);
+            foreign_add(m, d, cur, +1);
         if (!cur && m->name_waits > 0) /* (the name a job's pod waits for may be free) */
             m->dirty = true;
         return 0;
     case CLAIM_PARKED: {
         if (!cur && m->name_waits > 0)
             m->dirty = true;
-        int rc = park(m, e->key, e->job_key, cur);
+        int rc = park(m, d, e->key, e->job_key, cur);
         *gang = rc == 0 && !any->job;
         return rc;
     }
     case CLAIM_SLOT:
         break;
     }
+    d->pod = s;
     if (m->parked[e->key].pod) /* (parked before: its controller was not the job's) */
-        park(m, e->key, 0, NULL);
-    return own_pod(m, s, cur, e->t);
+        park(m, d, e->key, 0, NULL);
+    return own_pod(m, d, s, cur, e->t);
+}
+
+int ctrl_mirror_apply_pod(ctrl_mirror *m, const ctrl_event *e, bool *gang)
+{
+    *gang = false; /* (its keys held by the tables by key: ctrl_apply_events) */
+    drv_pod_desc d = pod_desc(-1);
+    int rc = describe_pod(m, e, &d, gang);
+    drv_state_apply_pod(&m->st, &d); /* (what was decided before a failure too) */
+    return rc;
 }
 
 /* ---- jobs ----------------------------------------------------------------------------------- */
@@ -677,8 +723,10 @@ int ctrl_mirror_adopt(ctrl_mirror *m, int32_t slot, int32_t pod_key, double now)
     drv_kpod *pk = pod_key > 0 && pod_key < m->cap_by_key ? unpark(m, pod_key) : NULL;
     if (!pk)
         return 0;
-    foreign_add(m, pk, -1);
-    int rc = own_pod(m, slot, pk, now);
+    drv_pod_desc d = pod_desc(slot);
+    foreign_add(m, &d, pk, -1);
+    int rc = own_pod(m, &d, slot, pk, now);
+    drv_state_apply_pod(&m->st, &d);
     drv_free(pk);
     return rc;
 }
@@ -754,9 +802,9 @@ void ctrl_mirror_pod_name(ctrl_mirror *m, int32_t slot, char *buf, size_t n)
     ctrl_mirror_pod_name_in(m, slot, m->jobs[m->st.pods[slot].job].name_text, buf, n);
 }
 
-const char *ctrl_mirror_node_name(const ctrl_mirror *m, int32_t node)
+void ctrl_mirror_node_name(const ctrl_mirror *m, int32_t node, char *buf, size_t n)
 {
-    return drv_strtab_str(m->st.names, m->st.nodes[node].name);
+    ctrl_name_str(m->names, m->node_key[node], buf, n);
 }
 
 int32_t ctrl_mirror_node_key(const ctrl_mirror *m, int32_t node)

@@ -174,8 +174,8 @@ typedef struct ctrl_mirror {
                             them as Warnings while leading (ctrl_mirror_take_stand_ins) */
     int32_t nstand_ins, cap_stand_ins;
     /* Nodes without a --topology level's label (ctrl_mirror_report_topology): */
-    bool *topo_told; /* per state node (cap_topo_told): a TopologyLabelMissing was queued */
-    int32_t cap_topo_told;
+    bool *topo_told;    /* per state node (grown with the nodes, cap_nodes): a
+                           TopologyLabelMissing was queued */
     int32_t *topo_gaps; /* state nodes to report, not reported yet */
     int32_t ntopo_gaps, cap_topo_gaps;
     bool dirty;         /* changed since the last cycle */
@@ -248,9 +248,9 @@ void ctrl_mirror_bind(ctrl_mirror *m, int32_t s, int32_t node);
  * node_name (0: unbound). Returns whether the state now has it bound where the API has it. */
 bool ctrl_mirror_pod_read(ctrl_mirror *m, int32_t slot, int32_t node_name);
 
-/* State node's name (borrowed from the state's table); _key: the same interned in names (the
- * key its pods' events name it by). */
-const char *ctrl_mirror_node_name(const ctrl_mirror *m, int32_t node);
+/* State node's name, copied into buf (n bytes) from the shared names (ctrl_name_str); _key: its
+ * id there (the key its pods' events name it by). */
+void ctrl_mirror_node_name(const ctrl_mirror *m, int32_t node, char *buf, size_t n);
 int32_t ctrl_mirror_node_key(const ctrl_mirror *m, int32_t node);
 /* Slot's pod name (its own for another operator's pod; job_name-role-index for ours: the _in
  * form names the job, the other takes its record's name_text). */
@@ -264,16 +264,18 @@ const stand_in *ctrl_mirror_take_stand_ins(ctrl_mirror *m, int32_t *n);
  * without every level's label out altogether). The loop calls it while leading. */
 struct ctrl_writer;
 void ctrl_mirror_report_topology(ctrl_mirror *m, struct ctrl_writer *w);
-/* Node id, just added or relabelled: queued for that Event when it lacks a level's label and was
- * not told yet (ctrl_mirror_topo.c; ctrl_mirror_apply_node calls it). 0 or DRV_ENOMEM. */
-int ctrl_mirror_topology_gap(ctrl_mirror *m, int32_t id);
+/* Node id, just applied: queued for that Event when it lacks a level's label (gap, the core's
+ * word: drv_state_apply_node) and was not told yet (ctrl_mirror_topo.c; ctrl_mirror_apply_node
+ * calls it). 0 or DRV_ENOMEM. */
+int ctrl_mirror_topology_gap(ctrl_mirror *m, int32_t id, bool gap);
 void ctrl_mirror_pod_name_in(ctrl_mirror *m, int32_t slot, const char *job_name, char *buf,
                              size_t n);
 /* The CPU limit the API holds for slot s, as the state counts it: its pod's, or (none) its
  * role's as the state first had it. */
 int64_t ctrl_mirror_api_cpu_limit(const ctrl_mirror *m, int32_t s);
-/* Every watch event of slot's pod kp carries its limit: the state takes it, unless a resize of
- * it is out (the assumption stands until its answer; ctrl_resize.c). */
+/* Every watch event of slot's pod kp carries its limit: the state takes it (with the rest of
+ * the event: ctrl_mirror_apply_pod), unless a resize of it is out (the assumption stands until
+ * its answer; ctrl_resize.c). */
 void ctrl_mirror_cpu_limit_seen(ctrl_mirror *m, int32_t slot, const drv_kpod *kp);
 /* The state's CPU limit of slot back to what the API holds (ctrl_mirror_api_cpu_limit): a
  * watch event's, or a resize refused (ctrl_resize.c); dirty when it changes. */

@@ -3,7 +3,8 @@
  * "Topology"): a gang's Kueue annotation read onto its job template against `drover run
  * --topology`'s levels, and the nodes that lack a level's label, each told once by a Warning
  * Event on the Node (TopologyLabelMissing). Split from ctrl_mirror.c, which calls
- * ctrl_mirror_topology_gap for each node it applies; the loop has the Events written.
+ * ctrl_mirror_topology_gap for each node it applies, with the core's word on whether the node
+ * lacks a level's label (drv_state_apply_node); the loop has the Events written.
  */
 #include "ctrl_mirror.h"
 #include "ctrl_writer.h"
@@ -31,22 +32,9 @@ bool ctrl_mirror_topology(const ctrl_mirror *m, int8_t mode, int32_t key, drv_jo
     return true;
 }
 
-/* Node id (just added or relabelled) lacks a level's label: queued for one Event, once. */
-int ctrl_mirror_topology_gap(ctrl_mirror *m, int32_t id)
+int ctrl_mirror_topology_gap(ctrl_mirror *m, int32_t id, bool gap)
 {
-    if (m->st.ntopo == 0)
-        return 0;
-    if (id >= m->cap_topo_told) {
-        int32_t old = m->cap_topo_told, cap = old;
-        if (drv_grow(&m->topo_told, sizeof *m->topo_told, &cap, id + 1) != 0)
-            return DRV_ENOMEM;
-        memset(m->topo_told + old, 0, sizeof *m->topo_told * (size_t)(cap - old));
-        m->cap_topo_told = cap;
-    }
-    bool gap = false;
-    for (int32_t l = 0; l < m->st.ntopo && !gap; l++)
-        gap = drv_node_domain(&m->st, id, l) == 0;
-    if (!gap || m->topo_told[id])
+    if (!gap || m->topo_told[id]) /* (topo_told holds every node: grown with them) */
         return 0;
     if (drv_grow(&m->topo_gaps, sizeof *m->topo_gaps, &m->cap_topo_gaps, m->ntopo_gaps + 1) != 0)
         return DRV_ENOMEM;

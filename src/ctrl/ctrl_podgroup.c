@@ -109,23 +109,32 @@ static struct pg_table *table(ctrl_podgroup *pg)
     return pg->groups;
 }
 
-/* The group of interned key, created when absent (NULL: out of memory). */
-static pg_group *group_of(ctrl_podgroup *pg, int32_t key, int32_t ns, int32_t name, bool lone)
+int ctrl_podgroup_grow_by_key(ctrl_podgroup *pg, int32_t id)
 {
     struct pg_table *t = table(pg);
     if (!t)
-        return NULL;
+        return DRV_ENOMEM;
     int32_t old = t->cap_key;
-    if (key >= old) {
-        if (drv_grow(&t->by_key, sizeof *t->by_key, &t->cap_key, key + 1) != 0)
-            return NULL;
-        for (int32_t i = old; i < t->cap_key; i++)
-            t->by_key[i] = -1;
-    }
+    if (id < old)
+        return 0;
+    if (drv_grow(&t->by_key, sizeof *t->by_key, &t->cap_key, id + 1) != 0)
+        return DRV_ENOMEM;
+    for (int32_t i = old; i < t->cap_key; i++)
+        t->by_key[i] = -1;
+    return 0;
+}
+
+/* The group of interned key (held by the table by key: ctrl_podgroup_grow_by_key), created
+ * when absent (NULL: out of memory). A new group takes the member array a dropped one left in
+ * its slot (drop_idle). */
+static pg_group *group_of(struct pg_table *t, int32_t key, int32_t ns, int32_t name, bool lone)
+{
     if (t->by_key[key] >= 0)
         return &t->v[t->by_key[key]];
+    int32_t old = t->cap;
     if (drv_grow(&t->v, sizeof *t->v, &t->cap, t->n + 1) != 0)
         return NULL;
+    memset(t->v + old, 0, sizeof *t->v * (size_t)(t->cap - old));
     pg_group *g = &t->v[t->n];
     *g = (pg_group){.key = key,
                     .ns = ns,
@@ -133,6 +142,8 @@ static pg_group *group_of(ctrl_podgroup *pg, int32_t key, int32_t ns, int32_t na
                     .lone = lone,
                     .exists = lone,
                     .min_member = 1,
+                    .pods = g->pods,
+                    .cap = g->cap,
                     .job = -1,
                     .said = -1};
     t->by_key[key] = t->n++;
@@ -140,19 +151,21 @@ static pg_group *group_of(ctrl_podgroup *pg, int32_t key, int32_t ns, int32_t na
 }
 
 /* A group with nothing left to serve (no pods waiting, no job, and no PodGroup or alone) is
- * forgotten, so that the table holds only live groups: the last one takes its place. */
+ * forgotten, so that the table holds only live groups: the last one takes its place, and its
+ * member array (empty) stays in the slot left free, for the next group (freed by fini). */
 static void drop_idle(struct pg_table *t, int32_t key)
 {
-    int32_t i = key < t->cap_key ? t->by_key[key] : -1;
+    int32_t i = t->by_key[key];
     if (i < 0)
         return;
     pg_group *g = &t->v[i];
     if (g->npods > 0 || g->job >= 0 || (g->exists && !g->lone))
         return;
-    drv_free(g->pods);
     t->by_key[key] = -1;
     if (i != --t->n) {
+        pg_group idle = *g;
         t->v[i] = t->v[t->n];
+        t->v[t->n] = (pg_group){.pods = idle.pods, .cap = idle.cap};
         t->by_key[t->v[i].key] = i;
     }
 }
@@ -167,7 +180,9 @@ int ctrl_podgroup_apply(ctrl_podgroup *pg, const ctrl_event *e)
         return 0;
     snprintf(key, sizeof key, "pg:%s/%s", ns, name);
     int32_t id = ctrl_name_intern(pg->names, key);
-    pg_group *g = id > 0 ? group_of(pg, id, k->ns, k->name, false) : NULL;
+    pg_group *g = id > 0 && ctrl_podgroup_grow_by_key(pg, id) == 0
+                      ? group_of(pg->groups, id, k->ns, k->name, false)
+                      : NULL;
     if (!g)
         return DRV_ENOMEM;
     g->exists = e->type != DRV_WATCH_DELETED;
@@ -187,14 +202,13 @@ int ctrl_podgroup_pod(ctrl_podgroup *pg, const ctrl_event *e)
     const drv_kpod *p = e->type == DRV_WATCH_DELETED ? &e->old.pod : &e->cur.pod;
     /* A pod of a group whose gang was admitted before it came is placed alone: the gang's
      * minimum is met, and (as with scheduler-plugins) members beyond it need not wait. */
-    struct pg_table *t = table(pg);
+    struct pg_table *t = pg->groups; /* (its keys held: ctrl_apply_events) */
     int32_t key = e->job_key;
-    bool late =
-        p->group && t && key < t->cap_key && t->by_key[key] >= 0 && t->v[t->by_key[key]].job >= 0;
+    bool late = p->group && t->by_key[key] >= 0 && t->v[t->by_key[key]].job >= 0;
     if (late)
         key = e->lone_key; /* (its own gang of one, "pod:ns/name") */
     bool lone = !p->group || late;
-    pg_group *g = group_of(pg, key, p->ns, lone ? p->name : p->group, lone);
+    pg_group *g = group_of(t, key, p->ns, lone ? p->name : p->group, lone);
     if (!g)
         return DRV_ENOMEM;
     for (int32_t i = 0; i < g->npods; i++)
@@ -663,7 +677,7 @@ void ctrl_podgroup_fini(ctrl_podgroup *pg)
     struct pg_table *t = pg->groups;
     if (!t)
         return;
-    for (int32_t i = 0; i < t->n; i++)
+    for (int32_t i = 0; i < t->cap; i++) /* (the idle slots' arrays too: drop_idle) */
         drv_free(t->v[i].pods);
     drv_free(t->v);
     drv_free(t->by_key);

@@ -27,6 +27,9 @@ void ctrl_podgroup_init(ctrl_podgroup *pg, ctrl_mirror *mirror, ctrl_names *name
                         ctrl_shared *shared, ctrl_writer *writer, const ctrl_config *cfg);
 void ctrl_podgroup_fini(ctrl_podgroup *pg);
 
+/* Makes the groups' table by interned key hold id (ctrl_apply_events, for each batch of
+ * events: every key a pod event carries). 0 or DRV_ENOMEM. */
+int ctrl_podgroup_grow_by_key(ctrl_podgroup *pg, int32_t id);
 int ctrl_podgroup_apply(ctrl_podgroup *pg, const ctrl_event *e); /* an EV_PODGROUP */
 /* A pod of ours with a pod-group label (or alone) whose gang is not a job yet: remembered. */
 int ctrl_podgroup_pod(ctrl_podgroup *pg, const ctrl_event *e);

@@ -31,8 +31,8 @@
  * it is next created.
  *
  * Owns: served and told (scheduler thread after start), the pod records' want_cpu_limit.
- * Touches the state's pod limits (drv_state_set_cpu_limit; the mirror follows the API's,
- * ctrl_mirror_cpu_limit_seen), the binder (the PATCH), counters.
+ * Touches the state's pod limits (drv_state_set_cpu_limit; the mirror follows the API's with
+ * each pod event, and ctrl_mirror_cpu_limit_back), the binder (the PATCH), counters.
  */
 #include "ctrl_resize.h"
 

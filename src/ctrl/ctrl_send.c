@@ -53,6 +53,7 @@ static void request_free(ctrl_send *s, bind_request *r)
     }
     drv_free(r->body);
     drv_free(r->render);
+    drv_free(r->binding);
 }
 
 /* ---- the rings (under s->mu) ---------------------------------------------------------------- */
@@ -116,10 +117,11 @@ static void hand_over(ctrl_send *s)
 
 int ctrl_send_submit(ctrl_send *s, const bind_request *r)
 {
-    bool ok =
-        (r->request == REQ_CREATE ? r->render != NULL : r->body || r->request == REQ_DELETE) &&
-        r->path && r->pod_path &&
-        drv_grow(&s->staged, sizeof *s->staged, &s->cap_staged, s->nstaged + 1) == 0;
+    bool ok = (r->request == REQ_CREATE ? r->render != NULL
+               : r->request == REQ_BIND ? r->binding != NULL
+                                        : r->body || r->request == REQ_DELETE) &&
+              r->path && r->pod_path &&
+              drv_grow(&s->staged, sizeof *s->staged, &s->cap_staged, s->nstaged + 1) == 0;
     if (class_of(r) == SEND_URGENT)
         atomic_fetch_add(&s->urgent, 1);
     if (!ok) {
@@ -231,7 +233,8 @@ static void send_request(binder_thread *t, const bind_request *r, ctrl_event *e)
     long status = 0;
     e->u.answer.sent = drv_clock_mono();
     int rc;
-    if (r->request == REQ_CREATE && !r->body) /* (out of memory rendering it: not sent) */
+    /* (a creation or binding whose body could not be rendered, out of memory: not sent) */
+    if ((r->request == REQ_CREATE || r->request == REQ_BIND) && !r->body)
         rc = drv_fail(&d, DRV_ENOMEM, "out of memory: the body of %s not rendered", r->pod_path);
     else if (r->request == REQ_DELETE)
         rc = drv_kube_delete(t->client, r->path, -1, "Background", &status, &d);
@@ -295,6 +298,8 @@ static void *binder_main(void *arg)
         drv_limiter_begin(&s->limit);
         if (r.render) /* (here rather than on the scheduler thread; podbody.c) */
             r.body = podbody_render(s->bodies, r.render);
+        else if (r.binding)
+            r.body = drv_kube_binding_json(r.binding->ns, r.binding->pod, r.binding->node);
         ctrl_event e = {.kind = EV_ANSWER};
         long throttled = drv_kube_throttled(t->client);
         double t0 = drv_clock_mono();

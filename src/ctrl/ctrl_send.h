@@ -29,15 +29,26 @@
 
 #include <stdatomic.h>
 
+/* What a binder thread renders a binding's body from (the Binding object: its pod, the node),
+ * as text copied by the scheduler thread: one allocation, the strings after the struct. */
+typedef struct binding_render {
+    const char *ns;   /* the pod's namespace */
+    const char *pod;  /* the pod's name */
+    const char *node; /* the node it is bound to */
+} binding_render;
+
 /* A request for the binder threads (owned strings, but path and pod_path of a creation: they
- * are render's; a deletion's path is its pod_path, one string). */
+ * are render's; a deletion's path is its pod_path, one string). A creation's and a binding's
+ * body is rendered by the binder thread that sends it, from what the scheduler thread copied. */
 typedef struct bind_request {
-    int32_t slot, node; /* node -1: unbound creation, or a deletion */
-    int8_t request;     /* REQ_CREATE, REQ_BIND, REQ_DELETE, REQ_RESIZE */
-    char *path, *body;  /* body NULL for a deletion; REQ_RESIZE: a strategic merge patch;
-                           REQ_CREATE: NULL until the binder thread renders it from render */
-    char *pod_path;     /* the pod's own path (read after a 409) */
-    pod_render *render; /* REQ_CREATE only (owned; drv_free); NULL otherwise */
+    int32_t slot, node;      /* node -1: unbound creation, or a deletion */
+    int8_t request;          /* REQ_CREATE, REQ_BIND, REQ_DELETE, REQ_RESIZE */
+    char *path, *body;       /* body NULL for a deletion; REQ_RESIZE: a strategic merge
+                                patch; REQ_CREATE, REQ_BIND: NULL until the binder thread
+                                renders it from render, binding */
+    char *pod_path;          /* the pod's own path (read after a 409) */
+    pod_render *render;      /* REQ_CREATE only (owned; drv_free); NULL otherwise */
+    binding_render *binding; /* REQ_BIND only (owned; drv_free); NULL otherwise */
 } bind_request;
 
 /* The requests' classes: what places or removes pods goes before the creation of unbound pods

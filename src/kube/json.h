@@ -251,15 +251,13 @@ int drv_kube_decode_node_doc(const drv_jdoc *doc, int32_t obj, drv_strtab *names
 
 /*
  * The scheduling vocabulary (objects_sched.c). A Node's labels (but kubernetes.io/hostname) and
- * taints as one interned canonical text (*out 0 when it has none), and that text back as
- * labels and taints interned in names (arrays drv_malloc'd; the caller frees them). A pod
+ * taints as one interned canonical text (*out 0 when it has none; state.h's node meta text,
+ * read back by the core: drv_node_meta_parse). A pod
  * spec's nodeSelector, affinity.nodeAffinity and tolerations as compact JSON with sorted keys
  * (drv_malloc'd; NULL when it has none, or out of memory), and decoded into a drv_constraint
  * with strings in names (drv_constraint_fini it), errors naming who and path.field.
  */
 int drv_kube_node_meta(json_t *node, drv_strtab *names, const char *who, int32_t *out, drv_diag *d);
-int drv_kube_node_meta_parse(const char *text, drv_strtab *names, drv_label **labels,
-                             int32_t *nlabels, drv_taint **taints, int32_t *ntaints);
 char *drv_kube_constraint_json(json_t *podspec);
 int drv_kube_decode_constraint(json_t *podspec, drv_strtab *names, const char *who,
                                const char *path, drv_constraint *out, drv_diag *d);

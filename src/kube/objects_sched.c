@@ -11,7 +11,8 @@
  * a Node's labels and taints as one canonical text ("l\tkey\tvalue\n", "t\tkey\tvalue\teffect\n"
  * lines), a pod spec's constraint fields as their compact JSON (keys sorted). Nodes of one pool
  * then share one string, and the scheduler thread decodes either into the state's own names
- * (drv_kube_node_meta_parse, drv_kube_decode_constraint).
+ * (the meta text by the core: drv_node_meta_parse, state.h; the JSON here:
+ * drv_kube_decode_constraint).
  *
  * Example: a node labelled pool=gpu with taint gpu=true:NoSchedule has the meta text
  * "l\tpool\tgpu\nt\tgpu\ttrue\tNoSchedule\n".
@@ -107,39 +108,6 @@ int drv_kube_node_meta(json_t *node, drv_strtab *names, const char *who, int32_t
         rc = drv_fail(d, DRV_ENOMEM, "out of memory");
     drv_free(s);
     return rc;
-}
-
-int drv_kube_node_meta_parse(const char *text, drv_strtab *names, drv_label **labels,
-                             int32_t *nlabels, drv_taint **taints, int32_t *ntaints)
-{
-    *labels = NULL;
-    *taints = NULL;
-    *nlabels = *ntaints = 0;
-    int32_t cap_l = 0, cap_t = 0;
-    for (const char *p = text; p && *p;) {
-        const char *end = strchr(p, '\n');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        char line[1200], *f[4] = {0};
-        snprintf(line, sizeof line, "%.*s", (int)len, p);
-        p = end ? end + 1 : p + len;
-        int nf = 0;
-        for (char *q = line, *tok; nf < 4 && (tok = strsep(&q, "\t"));)
-            f[nf++] = tok;
-        int32_t key = nf >= 3 ? drv_strtab_intern(names, f[1]) : 0;
-        int32_t val = nf >= 3 ? drv_strtab_intern(names, f[2]) : 0;
-        if (key < 0 || val < 0)
-            return DRV_ENOMEM;
-        if (nf == 3 && f[0][0] == 'l') {
-            if (drv_grow(labels, sizeof **labels, &cap_l, *nlabels + 1) != 0)
-                return DRV_ENOMEM;
-            (*labels)[(*nlabels)++] = (drv_label){key, val};
-        } else if (nf == 4 && f[0][0] == 't' && drv_effect_parse(f[3]) >= 0) {
-            if (drv_grow(taints, sizeof **taints, &cap_t, *ntaints + 1) != 0)
-                return DRV_ENOMEM;
-            (*taints)[(*ntaints)++] = (drv_taint){key, val, drv_effect_parse(f[3])};
-        }
-    }
-    return 0;
 }
 
 /* ---- pod spec: nodeSelector, node affinity, tolerations ------------------------------------ */

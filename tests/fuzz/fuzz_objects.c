@@ -88,7 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             drv_label *l;
             drv_taint *t;
             int32_t nl, nt;
-            drv_kube_node_meta_parse(drv_strtab_str(names, meta), names, &l, &nl, &t, &nt);
+            drv_node_meta_parse(drv_strtab_str(names, meta), names, &l, &nl, &t, &nt);
             drv_free(l);
             drv_free(t);
         }

@@ -39,8 +39,7 @@ static void test_node_meta_round_trip(void **unused)
     drv_label *l;
     drv_taint *t;
     int32_t nl, nt;
-    assert_int_equal(drv_kube_node_meta_parse(drv_strtab_str(names, meta), st, &l, &nl, &t, &nt),
-                     0);
+    assert_int_equal(drv_node_meta_parse(drv_strtab_str(names, meta), st, &l, &nl, &t, &nt), 0);
     assert_int_equal(nl, 2); /* hostname left out */
     assert_int_equal(nt, 2);
     for (int32_t i = 0; i < nl; i++)
@@ -346,9 +345,9 @@ static void test_allocation_failures(void **unused)
         drv_label *l = NULL;
         drv_taint *t = NULL;
         int32_t nl = 0, nt = 0;
-        int rc2 = rc1 == 0 ? drv_kube_node_meta_parse(drv_strtab_str(names, meta), names, &l, &nl,
-                                                      &t, &nt)
-                           : rc1;
+        int rc2 = rc1 == 0
+                      ? drv_node_meta_parse(drv_strtab_str(names, meta), names, &l, &nl, &t, &nt)
+                      : rc1;
         drv_constraint c;
         int rc3 = drv_kube_decode_constraint(spec, names, "pod p", "spec", &c, &d);
         char *text = drv_kube_constraint_json(spec);

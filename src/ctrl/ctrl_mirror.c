@@ -20,13 +20,12 @@
  *               pod being deleted, which holds its node's room until gone (its "ghost").
  * Example: node n1 allocates 8 CPUs and runs a DaemonSet pod asking 1: the state has n1 with 7.
  *
- * Into the core: an event is first described as a record of what the API said, then pushed in
- * one call that makes the whole change (drv_node_desc and drv_state_apply_node for a node, its
- * labels read by the core from their text, and whether it lacks a topology level's label;
- * drv_pod_desc and drv_state_apply_pod for a pod: the foreign load it moves, its ghost's queue
- * hold, its slot's CPU limit and placement, gathered while the pod is claimed and applied at the
- * end; drv_state_end_job; src/core/state_apply.c). The mirror's own calls that change a pod
- * (a ghost set by the binder, an adoption, a CPU limit back) fill and apply one record each.
+ * Into the core: an event is described as a record of what the API said, then pushed in one
+ * call that makes the whole change (src/core/state_apply.c): drv_state_apply_node for a node
+ * (its labels read by the core from their text; whether it lacks a topology level's label),
+ * drv_state_apply_pod for a pod (the foreign load it moves, its ghost's queue hold, its CPU
+ * limit and placement, gathered while it is claimed), drv_state_end_job. The mirror's own
+ * calls that change a pod (a ghost, an adoption, a CPU limit back) apply one record each.
  */
 #include "ctrl_mirror.h"
 #include "ctrl_writer.h"
@@ -35,8 +34,8 @@
 #include "kube/json.h"
 
 #include <assert.h>
-#include <stdio.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 const char *const ctrl_status_name[] = {"", "Pending", "Running", "Succeeded", "Failed"};
@@ -132,6 +131,19 @@ static void place(drv_pod_desc *d, int32_t node)
     d->node = node;
 }
 
+/* Room in d for one more load or hold (state.h's bound, asserted): past it, a release build
+ * applies the loads and holds so far, in order, rather than write past the arrays. */
+static void desc_room(ctrl_mirror *m, drv_pod_desc *d)
+{
+    assert(d->nloads < DRV_POD_LOADS && d->nholds < DRV_POD_HOLDS);
+    if (d->nloads < DRV_POD_LOADS && d->nholds < DRV_POD_HOLDS)
+        return;
+    drv_pod_desc part = *d; /* (they commute with the limit and placement applied at the end) */
+    part.pod = -1;
+    drv_state_apply_pod(&m->st, &part);
+    d->nloads = d->nholds = 0;
+}
+
 /* What a pod Drover does not schedule takes from its node: its request while it is bound and
  * not finished, into d (the load held at node name, m->foreign). */
 static void foreign_res(ctrl_mirror *m, drv_pod_desc *d, int32_t name, drv_res req, int sign)
@@ -139,13 +151,12 @@ static void foreign_res(ctrl_mirror *m, drv_pod_desc *d, int32_t name, drv_res r
     if (!name || name >= m->cap_by_key) /* (names of events: held, ctrl_apply_events) */
         return;
     int32_t n = m->node_of[name];
-    const drv_res req0 = {0, 0, 0};
-    assert(d->nloads < DRV_POD_LOADS); /* (the most one record takes: state.h) */
+    desc_room(m, d);
     d->load[d->nloads++] = (drv_pod_load){.held = &m->foreign[name],
                                           .req = req,
                                           .sign = (int8_t)sign,
                                           .node = n,
-                                          .allocatable = n >= 0 ? m->allocatable[n] : req0,
+                                          .allocatable = n >= 0 ? m->allocatable[n] : (drv_res){0},
                                           .usable = n >= 0 && m->usable[n]};
     if (n >= 0)
         m->dirty = true;
@@ -167,8 +178,8 @@ static void ghost(ctrl_mirror *m, drv_pod_desc *d, pod_record *p, int32_t name, 
         return;
     if (p->ghost)
         foreign_res(m, d, p->ghost, p->ghost_req, -1);
-    assert(d->nholds <= DRV_POD_HOLDS - 2); /* (the most one record takes: state.h) */
     if (p->ghost_queue >= 0) {
+        desc_room(m, d);
         d->hold[d->nholds++] = (drv_queue_hold){p->ghost_queue, p->ghost_req, -1};
         m->dirty = true;
     }
@@ -180,6 +191,7 @@ static void ghost(ctrl_mirror *m, drv_pod_desc *d, pod_record *p, int32_t name, 
     foreign_res(m, d, name, req, +1);
     if (m->st.nqueues > 0) {
         p->ghost_queue = m->st.jobs[m->st.pods[p - m->pods].job].queue;
+        desc_room(m, d);
         d->hold[d->nholds++] = (drv_queue_hold){p->ghost_queue, req, +1};
     }
 }

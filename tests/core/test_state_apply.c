@@ -74,6 +74,16 @@ static void test_apply_node_adds_whole(void **unused)
     drv_state_fini(&st);
 }
 
+/* Node n1 of 4 CPUs, usable, with labels (and taints) meta in the core's text format. */
+static drv_node_desc node_n1(drv_state *st, const char *meta)
+{
+    return (drv_node_desc){.name = drv_strtab_intern(st->names, "n1"),
+                           .allocatable = {4000, 0, 0},
+                           .usable = true,
+                           .set_meta = true,
+                           .meta = drv_strtab_intern(st->names, meta)};
+}
+
 /* The same node again: no second node; its room and usability follow the record, its labels
  * are kept when the record gives none (set_meta false) and replaced when it does. */
 static void test_apply_node_updates(void **unused)
@@ -81,11 +91,7 @@ static void test_apply_node_updates(void **unused)
     (void)unused;
     drv_state st;
     assert_int_equal(drv_state_init(&st), 0);
-    drv_node_desc d = {.name = drv_strtab_intern(st.names, "n1"),
-                       .allocatable = {4000, 0, 0},
-                       .usable = true,
-                       .set_meta = true,
-                       .meta = drv_strtab_intern(st.names, "l\tpool\ta\n")};
+    drv_node_desc d = node_n1(&st, "l\tpool\ta\n");
     int32_t id = -1;
     assert_int_equal(drv_state_apply_node(&st, &d, &id, NULL), 0);
     int32_t cls = st.nodes[id].node_class;
@@ -110,11 +116,7 @@ static void test_apply_node_refusals(void **unused)
     (void)unused;
     drv_state st;
     assert_int_equal(drv_state_init(&st), 0);
-    drv_node_desc d = {.name = drv_strtab_intern(st.names, "n1"),
-                       .allocatable = {4000, 0, 0},
-                       .usable = true,
-                       .set_meta = true,
-                       .meta = drv_strtab_intern(st.names, "l\tpool\ta\nl\tpool\tb\n")};
+    drv_node_desc d = node_n1(&st, "l\tpool\ta\nl\tpool\tb\n");
     int32_t id = -1;
     assert_int_equal(drv_state_apply_node(&st, &d, &id, NULL), 0);
     assert_int_equal(st.nodes[id].node_class, 0);
@@ -138,11 +140,7 @@ static void test_apply_node_topology_gap(void **unused)
     assert_int_equal(drv_state_init(&st), 0);
     const char *keys[] = {"rack", "zone"}, *why = "";
     assert_int_equal(drv_state_set_topology(&st, keys, 2, &why), 0);
-    drv_node_desc d = {.name = drv_strtab_intern(st.names, "n1"),
-                       .allocatable = {4000, 0, 0},
-                       .usable = true,
-                       .set_meta = true,
-                       .meta = drv_strtab_intern(st.names, "l\track\tr1\nl\tzone\tz1\n")};
+    drv_node_desc d = node_n1(&st, "l\track\tr1\nl\tzone\tz1\n");
     int32_t id = -1;
     bool gap = true;
     assert_int_equal(drv_state_apply_node(&st, &d, &id, &gap), 0);

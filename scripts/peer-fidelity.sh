@@ -14,12 +14,16 @@ command -v jq >/dev/null || { echo "peer-fidelity.sh: needs jq" >&2; exit 2; }
 tmp=$(mktemp)
 load=$(mktemp)
 scaled=$(mktemp)
-trap 'rm -f "$tmp" "$load" "$scaled"' EXIT
+runs=$(mktemp) # each run's table, kept before it is read: a failed run stops the script
+trap 'rm -f "$tmp" "$load" "$scaled" "$runs"' EXIT
+failed() { echo "peer-fidelity.sh: drover failed on $1; no page written" >&2; exit 1; }
 for w in 1 2 3 4; do
     "$drover" sim --trace "data/pollux/workloads/workload-$w.csv" --mechanics pollux \
-        --policy all --profiles examples/pollux-ablations.yaml --format csv --check |
-        awk -F, -v w="$w" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-            { printf "%s %s %s %s %s\n", $c["policy"], w, $c["avg_jct_s"], $c["done"], $c["jobs"] }' >>"$tmp"
+        --policy all --profiles examples/pollux-ablations.yaml --format csv --check >"$runs" ||
+        failed "workload $w"
+    awk -F, -v w="$w" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+            { printf "%s %s %s %s %s\n", $c["policy"], w, $c["avg_jct_s"], $c["done"], $c["jobs"] }' \
+        "$runs" >>"$tmp"
 done
 # Load robustness: the same jobs arriving at another rate (scripts/arrivals.sh: every submission
 # time t becomes t0 + (t - t0) / rate; 0.5 halves the load, 2 doubles it), with the baselines
@@ -31,9 +35,11 @@ for x in $rates; do
     for w in 1 2 3 4; do
         sh scripts/arrivals.sh "$x" "data/pollux/workloads/workload-$w.csv" >"$scaled"
         "$drover" sim --trace "$scaled" --trace-format pollux --mechanics pollux \
-            --policy "$loadpols" --profiles examples/pollux-ablations.yaml --format csv --check |
-            awk -F, -v w="$w" -v x="$x" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-                { printf "%s %s %s %s %s %s\n", $c["policy"], w, x, $c["avg_jct_s"], $c["done"], $c["jobs"] }' >>"$load"
+            --policy "$loadpols" --profiles examples/pollux-ablations.yaml --format csv --check \
+            >"$runs" || failed "workload $w at $x x the rate"
+        awk -F, -v w="$w" -v x="$x" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+                { printf "%s %s %s %s %s %s\n", $c["policy"], w, x, $c["avg_jct_s"], $c["done"], $c["jobs"] }' \
+            "$runs" >>"$load"
     done
 done
 {

@@ -54,12 +54,17 @@ echo "$workloads" | while IFS='|' read -r name seeds args desc; do
     b=${seeds#*-}
     for s in $(seq "$a" "$b"); do
         # shellcheck disable=SC2086
+        # (a failed run is marked, and stops the script below, rather than leave its rows out)
         (cd "$root" && "$drover" sim $args --seed "$s" --policy all --profiles "$abl" \
-            --format csv --quiet) |
-            awk -F, -v w="$name" -v s="$s" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-                { print w, s, $c["policy"], $c["avg_jct_s"], $c["done"], $c["jobs"] }'
+            --format csv --quiet) >"$tmp/run" || echo "$name seed $s" >>"$tmp/failed"
+        awk -F, -v w="$name" -v s="$s" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+            { print w, s, $c["policy"], $c["avg_jct_s"], $c["done"], $c["jobs"] }' "$tmp/run"
     done
 done >"$tmp/runs"
+if [ -s "$tmp/failed" ]; then
+    echo "quality.sh: drover failed on: $(tr '\n' ';' <"$tmp/failed"); $out not written" >&2
+    exit 1
+fi
 echo "$workloads" >"$tmp/workloads"
 echo "$reasons" >"$tmp/reasons"
 for w in 1 2 3 4; do

@@ -640,6 +640,23 @@ void drv_state_set_workers(drv_state *st, int32_t job, int32_t n);
  * drv_state_set_workers), and every worker of index n or above taken off its node (it is no
  * longer wanted; a driver deletes its pod). O(the job's pods). */
 void drv_state_resize_workers(drv_state *st, int32_t job, int32_t n);
+/*
+ * A job as a driver that follows an API describes it (drover run: a TrainingJob, or a gang of
+ * another operator's pods): its template, its name and its user as text, and each role's node
+ * constraint the state does not hold yet, decoded by the driver (ids of st->names).
+ * drv_state_apply_job adds it whole (state_job.c): the two names interned into st->names, each
+ * new constraint added (its id into the job's cons[r]; one the state refuses leaves its role
+ * unconstrained and is said in diag, which may be NULL), then the job. 0, or DRV_ENOMEM or
+ * drv_state_add_job's error (the job not added). O(the job's pods and constraints).
+ */
+typedef struct drv_job_desc {
+    drv_job tmpl;     /* name and user are set from the texts below; cons[r] is an id the state
+                         holds (0: none) unless cons[r] below is given */
+    const char *name; /* the job's name */
+    const char *user; /* its user of fair share; NULL: tmpl.user as it is */
+    const drv_constraint *cons[DRV_NROLES]; /* role r's new constraint, or NULL */
+} drv_job_desc;
+int drv_state_apply_job(drv_state *st, const drv_job_desc *d, int32_t *id, drv_diag *diag);
 /* Records a progress sample in the job's ring (allocated at the first sample). 0 or
  * DRV_ENOMEM. */
 int drv_job_add_sample(drv_job *j, drv_sample s);

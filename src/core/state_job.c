@@ -4,7 +4,10 @@
  * (drover run's lifecycle) asks for the whole change a transition makes, so that the state's
  * part of it is one call rather than a mutation per pod spread over the driver's units.
  *
- * Example: TrainingJob "mnist" of 3 workers, all bound, has spec.replicaSpecs.Worker.replicas
+ * Example: TrainingJob "ns/mnist" arrives: drv_state_apply_job interns "ns/mnist" and its user
+ * "ns", adds the nodeSelector its workers' template asks (the first job to ask it: later ones
+ * name the constraint's id), and adds the job, in one call.
+ * TrainingJob "mnist" of 3 workers, all bound, has spec.replicaSpecs.Worker.replicas
  * edited to 1: drv_state_resize_workers(st, mnist, 1) sets its worker target to 1 and takes
  * workers 1 and 2 off their nodes; the driver then deletes their pods (after the job's
  * checkpoint), holding their room until they are gone.
@@ -23,4 +26,25 @@ void drv_state_resize_workers(drv_state *st, int32_t job, int32_t n)
         if (p->role == DRV_ROLE_WORKER && p->index >= n)
             drv_state_unbind(st, j->pod_base + k);
     }
+}
+
+int drv_state_apply_job(drv_state *st, const drv_job_desc *d, int32_t *id, drv_diag *diag)
+{
+    drv_job tmpl = d->tmpl;
+    if ((tmpl.name = drv_strtab_intern(st->names, d->name)) < 0 ||
+        (d->user && (tmpl.user = drv_strtab_intern(st->names, d->user)) < 0))
+        return DRV_ENOMEM;
+    for (int r = 0; r < DRV_NROLES; r++) {
+        if (!d->cons[r])
+            continue;
+        int rc = drv_state_add_constraint(st, d->cons[r], NULL, &tmpl.cons[r]);
+        if (rc == DRV_ENOMEM)
+            return rc;
+        if (rc != 0) {
+            tmpl.cons[r] = 0;
+            drv_fail(diag, rc, "%s: %s: node constraints refused by the state", d->name,
+                     drv_role_name(r));
+        }
+    }
+    return drv_state_add_job(st, &tmpl, id);
 }

@@ -220,7 +220,7 @@ static void finish(ctrl_lifecycle *lc, int32_t j, const drv_lifecycle_out *out)
             transition(lc, j, out->state, out->reason, out->message);
         ctrl_lifecycle_status(lc, j, out->state == DRV_COND_SUCCEEDED ? "finished" : "failed");
     }
-    ctrl_mirror_end_job(m, j); /* (its pods are unbound already) */
+    ctrl_mirror_end_job(m, j, true); /* (its pods are unbound already) */
 }
 
 /*
@@ -388,7 +388,7 @@ void ctrl_lifecycle_suspend(ctrl_lifecycle *lc, int32_t j)
      * being sent are deleted, their room held until they are gone (ctrl_binder_delete). */
     for (int32_t k = 0; k < jb->pod_count; k++)
         m->pods[jb->pod_base + k].want = -1;
-    drv_state_end_job(&m->st, j);
+    ctrl_mirror_end_job(m, j, false);
     for (int32_t k = 0; k < jb->pod_count; k++)
         if (present_or_sent(&m->pods[jb->pod_base + k]))
             ctrl_binder_delete(lc->binder, jb->pod_base + k);

@@ -31,7 +31,6 @@
 #include "ctrl_writer.h"
 
 #include "drover/clock.h"
-#include "kube/json.h"
 
 #include <assert.h>
 #include <math.h>
@@ -669,33 +668,11 @@ int ctrl_mirror_apply_pod(ctrl_mirror *m, const ctrl_event *e, bool *gang)
 
 /* ---- jobs ----------------------------------------------------------------------------------- */
 
-int ctrl_mirror_add_job(ctrl_mirror *m, const drv_job *tmpl, int32_t key, int32_t *j)
-{
-    /* (key held by the tables by key: a TrainingJob's by ctrl_apply_events, a gang's by
-     * ctrl_podgroup_admit) */
-    int rc = drv_state_add_job(&m->st, tmpl, j);
-    if (rc == 0)
-        rc = ctrl_mirror_grow_records(m);
-    if (rc != 0)
-        return rc;
-    memset(&m->jobs[*j], 0, sizeof m->jobs[*j]);
-    m->jobs[*j].key = key;
-    const drv_job *jb = &m->st.jobs[*j];
-    for (int32_t k = 0; k < jb->pod_count; k++)
-        m->pods[jb->pod_base + k] = (pod_record){.presence = POD_ABSENT,
-                                                 .phase = DRV_KPOD_PENDING,
-                                                 .api_node = -1,
-                                                 .ghost_queue = -1,
-                                                 .want = -1};
-    m->job_of[key] = *j;
-    ctrl_count(m->counters, &m->counters->stats.jobs, 1);
-    return 0;
-}
-
-void ctrl_mirror_end_job(ctrl_mirror *m, int32_t j)
+void ctrl_mirror_end_job(ctrl_mirror *m, int32_t j, bool finished)
 {
     drv_state_end_job(&m->st, j);
-    ctrl_count(m->counters, &m->counters->stats.jobs_done, 1);
+    if (finished)
+        ctrl_count(m->counters, &m->counters->stats.jobs_done, 1);
 }
 
 void ctrl_mirror_set_phase(ctrl_mirror *m, int32_t j, int phase)
@@ -741,34 +718,6 @@ int ctrl_mirror_adopt(ctrl_mirror *m, int32_t slot, int32_t pod_key, double now)
     drv_state_apply_pod(&m->st, &d);
     drv_free(pk);
     return rc;
-}
-
-int ctrl_mirror_constraint(ctrl_mirror *m, int32_t json, const char *who, const char *path,
-                           int32_t *id, drv_diag *d)
-{
-    *id = 0;
-    if (json <= 0 || json >= m->cap_by_key) /* (held when its event came: ctrl_apply_events) */
-        return 0;
-    if (m->cons_of[json] >= 0) {
-        *id = m->cons_of[json];
-        return 0;
-    }
-    char *text = ctrl_name_dup(m->names, json);
-    json_t *o = text ? json_loads(text, 0, NULL) : NULL;
-    drv_free(text);
-    if (!o)
-        return drv_fail(d, DRV_ENOMEM, "out of memory");
-    drv_constraint k;
-    int rc = drv_kube_decode_constraint(o, m->st.names, who, path, &k, d);
-    json_decref(o);
-    if (rc)
-        return rc;
-    rc = drv_state_add_constraint(&m->st, &k, NULL, id);
-    drv_constraint_fini(&k);
-    if (rc)
-        return drv_fail(d, rc, "%s: %s: node constraints refused by the core", who, path);
-    m->cons_of[json] = *id;
-    return 0;
 }
 
 /* A progress sample scraped from a running job's chief. */

@@ -207,11 +207,30 @@ int ctrl_mirror_apply_progress(ctrl_mirror *m, const ctrl_event *e);
 int ctrl_mirror_grow_by_key(ctrl_mirror *m, int32_t id);
 int ctrl_mirror_grow_records(ctrl_mirror *m);
 
-/* Adds tmpl to the state as the job of interned key: its record zeroed but for key, its pod
- * records empty, counted. 0 or the state's error. */
-int ctrl_mirror_add_job(ctrl_mirror *m, const drv_job *tmpl, int32_t key, int32_t *j);
-/* Job j is over: its pods leave the state (unbound), its phase is DONE, counted. */
-void ctrl_mirror_end_job(ctrl_mirror *m, int32_t j);
+/* A job as the mirror adds it to the state (ctrl_mirror_job.c): the core's record of it (its
+ * template, name and user as text, its new constraints), and for each role its constraint's
+ * JSON (interned; 0: none), by which the state's constraint is known once added. Zeroed, then
+ * filled by the unit that adds the job and by ctrl_mirror_constraint. */
+typedef struct ctrl_job_add {
+    drv_job_desc d;
+    int32_t json[DRV_NROLES];
+    drv_constraint k[DRV_NROLES]; /* role r's, decoded, when d.cons[r] points at it */
+} ctrl_job_add;
+/* Role r's node constraint into a, of interned constraint JSON json (drv_kpod.cons,
+ * drv_ktrainingjob.cons; 0: none): the state's id when it holds that constraint already, else
+ * decoded for ctrl_mirror_add_job to add from text: a pod template (JSON) whose spec has the
+ * constraint's fields when tmpl, else json's own text. 0, DRV_EPARSE (d names who and path) or
+ * DRV_ENOMEM (text NULL too). */
+int ctrl_mirror_constraint(ctrl_mirror *m, ctrl_job_add *a, int r, int32_t json, const char *text,
+                           bool tmpl, const char *who, const char *path, drv_diag *d);
+/* Adds a's job to the state whole (drv_state_apply_job: a constraint the state refuses is
+ * logged, its role left unconstrained) as the job of interned key: its record zeroed but for
+ * key, its pod records empty, counted; a's decoded constraints freed. 0 or the state's error. */
+int ctrl_mirror_add_job(ctrl_mirror *m, ctrl_job_add *a, int32_t key, int32_t *j);
+/* Job j leaves the state: its pods unbound, its phase DONE; counted as done when finished
+ * (a suspended job leaves it unfinished: resumed, it comes back as a new job). The one way a
+ * unit ends a job of the state. */
+void ctrl_mirror_end_job(ctrl_mirror *m, int32_t j, bool finished);
 /* Job j's phase as a cycle's reconcile finds it (its pods placed, running, or no longer whole).
  * The cycle decided on the phase before, and the plugins' wake-up time was computed from it:
  * a change makes the mirror dirty, so that the next iteration runs the cycle that sees it.
@@ -225,10 +244,6 @@ int ctrl_mirror_adopt(ctrl_mirror *m, int32_t slot, int32_t pod_key, double now)
 /* TrainingJob job j's pods seen before it (parked under its key), those it controls: adopted.
  * O(pods parked under its key). */
 int ctrl_mirror_adopt_parked(ctrl_mirror *m, int32_t j, double now);
-/* The state's constraint for interned constraint JSON json (drv_kpod.cons; 0: none), added
- * once per distinct text. 0, DRV_EPARSE (d names who and path) or DRV_ENOMEM. */
-int ctrl_mirror_constraint(ctrl_mirror *m, int32_t json, const char *who, const char *path,
-                           int32_t *id, drv_diag *d);
 /* A gang's Kueue topology annotation (mode: enum drv_topo_mode, key: its level's label key,
  * interned; drv_kube_topology) onto tmpl's topo_mode and topo_level: the TrainingJob's and the
  * PodGroup's rule. False when the level is not one of --topology's: why says so, naming the

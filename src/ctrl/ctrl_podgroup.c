@@ -341,17 +341,16 @@ static bool gang_topology(ctrl_podgroup *pg, pg_group *g, drv_job *named)
  * spec.priority), the highest; its node constraints the first pod's (one template makes them
  * all). 0 or DRV_ENOMEM. */
 static int gang_template(ctrl_podgroup *pg, const pg_group *g, const drv_job *named,
-                         const char *key, const char *ns, drv_job *tmpl)
+                         const char *key, const char *ns, ctrl_job_add *a)
 {
     ctrl_mirror *m = pg->mirror;
-    memset(tmpl, 0, sizeof *tmpl);
-    tmpl->name = drv_strtab_intern(m->st.names, key);
-    tmpl->user = drv_strtab_intern(m->st.names, ns);
+    drv_job *tmpl = &a->d.tmpl;
+    memset(a, 0, sizeof *a);
+    a->d.name = key;
+    a->d.user = ns;
     tmpl->queue = named->queue;         /* (Volcano's spec.queue; 0: the default queue) */
     tmpl->topo_mode = named->topo_mode; /* (gang_topology) */
     tmpl->topo_level = named->topo_level;
-    if (tmpl->name < 0 || tmpl->user < 0)
-        return DRV_ENOMEM;
     tmpl->priority = g->npods ? g->pods[0].pod.priority : 0;
     for (int32_t i = 1; i < g->npods; i++)
         if (g->pods[i].pod.priority > tmpl->priority)
@@ -361,8 +360,10 @@ static int gang_template(ctrl_podgroup *pg, const pg_group *g, const drv_job *na
         tmpl->min_runtime = named->min_runtime; /* (its class's drover.dev/min-runtime-seconds) */
     }
     drv_diag d = {{0}};
-    int crc = ctrl_mirror_constraint(m, g->npods ? g->pods[0].pod.cons : 0, key, "spec",
-                                     &tmpl->cons[DRV_ROLE_WORKER], &d);
+    int32_t cons = g->npods ? g->pods[0].pod.cons : 0;
+    char *text = cons ? ctrl_name_dup(pg->names, cons) : NULL;
+    int crc = ctrl_mirror_constraint(m, a, DRV_ROLE_WORKER, cons, text, false, key, "spec", &d);
+    drv_free(text);
     if (crc == DRV_ENOMEM)
         return crc;
     if (crc) /* (the API server validates pods: only a test server lets this through) */
@@ -389,13 +390,14 @@ static int make_job(ctrl_podgroup *pg, pg_group *g, const drv_job *named)
     char ns[256], name[256], key[540];
     about(pg, g->ns, g->name, ns, name, sizeof ns);
     snprintf(key, sizeof key, "%s/%s", ns, name);
-    drv_job tmpl;
-    int rc = gang_template(pg, g, named, key, ns, &tmpl);
-    if (rc != 0)
-        return rc;
     int32_t *members = drv_malloc(sizeof *members * (size_t)g->npods);
+    if (!members)
+        return DRV_ENOMEM;
+    ctrl_job_add a;
     int32_t j;
-    rc = members ? ctrl_mirror_add_job(m, &tmpl, g->key, &j) : DRV_ENOMEM;
+    int rc = gang_template(pg, g, named, key, ns, &a);
+    if (rc == 0)
+        rc = ctrl_mirror_add_job(m, &a, g->key, &j);
     if (rc != 0) {
         drv_free(members);
         return rc;
@@ -596,7 +598,7 @@ static void write_status(ctrl_podgroup *pg, int32_t j, const char *phase, const 
 static void end_job(ctrl_podgroup *pg, int32_t j, bool ok)
 {
     ctrl_mirror *m = pg->mirror;
-    ctrl_mirror_end_job(m, j);
+    ctrl_mirror_end_job(m, j, true);
     m->dirty = true; /* its room is free now, after this cycle: the next one runs at once */
     job_record *jr = &m->jobs[j];
     jr->status = ok ? ST_SUCCEEDED : ST_FAILED;

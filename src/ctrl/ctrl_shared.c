@@ -212,41 +212,32 @@ bool ctrl_shared_resolve_names(ctrl_shared *s, int32_t ns, int32_t queue, int32_
     return true;
 }
 
-/* The user of fair share for TrainingJob t in state queue q: its namespace, which its author
- * cannot choose; its drover.dev/user label only where the Queue says spec.userFromLabel (an
- * admission webhook or the platform team sets it there). A label not honoured is said once
- * per job admitted (Warning Event UserLabelIgnored). */
-static int32_t user_of(ctrl_shared *s, const tj_record *t, int32_t q)
+const char *ctrl_shared_user(ctrl_shared *s, const tj_record *t, int32_t q, char *buf, size_t n)
 {
-    char label_value[256];
     const queue_seen *w = queue_object(s, q);
-    bool label = t->tj.user && w && w->user_label;
-    if (t->tj.user)
-        ctrl_name_str(s->names, t->tj.user, label_value, sizeof label_value);
-    int32_t user = drv_strtab_intern(s->mirror->st.names, label ? label_value : t->ns);
-    if (t->tj.user && !label) {
-        char msg[900];
-        snprintf(msg, sizeof msg,
-                 "label drover.dev/user=%s ignored: its Queue %s does not say "
-                 "spec.userFromLabel: true; its user for fair share is its namespace, %s",
-                 label_value,
-                 w ? drv_strtab_str(s->mirror->st.names, s->mirror->st.queues[q].name)
-                   : "default (no Queue object)",
-                 t->ns);
-        ctrl_ref about = ctrl_ref_trainingjob(t->ns, t->name, t->uid);
-        ctrl_writer_event(s->writer, &about, "Warning", "UserLabelIgnored", msg);
-    }
-    return user < 0 ? 0 : user; /* (out of memory: the job is served, its user unnamed) */
+    if (!t->tj.user)
+        return t->ns;
+    ctrl_name_str(s->names, t->tj.user, buf, n);
+    if (w && w->user_label)
+        return buf;
+    char msg[900];
+    snprintf(msg, sizeof msg,
+             "label drover.dev/user=%s ignored: its Queue %s does not say "
+             "spec.userFromLabel: true; its user for fair share is its namespace, %s",
+             buf,
+             w ? drv_strtab_str(s->mirror->st.names, s->mirror->st.queues[q].name)
+               : "default (no Queue object)",
+             t->ns);
+    ctrl_ref about = ctrl_ref_trainingjob(t->ns, t->name, t->uid);
+    ctrl_writer_event(s->writer, &about, "Warning", "UserLabelIgnored", msg);
+    return t->ns;
 }
 
 bool ctrl_shared_resolve(ctrl_shared *s, const tj_record *t, drv_job *tmpl, char *why, size_t n,
                          char *reason, size_t nr)
 {
-    if (!ctrl_shared_resolve_names(s, t->tj.ns, t->tj.queue, t->tj.priority_class, tmpl, why, n,
-                                   reason, nr))
-        return false;
-    tmpl->user = user_of(s, t, tmpl->queue);
-    return true;
+    return ctrl_shared_resolve_names(s, t->tj.ns, t->tj.queue, t->tj.priority_class, tmpl, why, n,
+                                     reason, nr);
 }
 
 /* ---- held jobs ------------------------------------------------------------------------------ */

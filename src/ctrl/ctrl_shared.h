@@ -68,12 +68,15 @@ void ctrl_shared_fini(ctrl_shared *s);
 int ctrl_shared_apply_priorityclass(ctrl_shared *s, const ctrl_event *e, bool *changed);
 int ctrl_shared_apply_queue(ctrl_shared *s, const ctrl_event *e, bool *changed);
 
-/* Fills a new job's priority, queue and user from its TrainingJob; false (why and reason set)
- * when its queue or priority class is missing, or its Queue does not admit its namespace. Its
- * user is its namespace unless its Queue honours the drover.dev/user label (spec.userFromLabel);
- * a label not honoured is ignored, with a Warning Event (UserLabelIgnored). */
+/* Fills a new job's priority and queue from its TrainingJob; false (why and reason set) when
+ * its queue or priority class is missing, or its Queue does not admit its namespace. */
 bool ctrl_shared_resolve(ctrl_shared *s, const tj_record *t, drv_job *tmpl, char *why, size_t n,
                          char *reason, size_t nr);
+/* The user of fair share of TrainingJob t, admitted to state queue q: its namespace unless its
+ * Queue honours the drover.dev/user label (spec.userFromLabel), then the label's value (into
+ * buf, n bytes); a label not honoured is ignored, with a Warning Event (UserLabelIgnored).
+ * Returns t->ns or buf. */
+const char *ctrl_shared_user(ctrl_shared *s, const tj_record *t, int32_t q, char *buf, size_t n);
 /* The same for a queue and a priority class named by interned names (0: none) from namespace
  * ns (interned): another operator's PodGroup's (Volcano's spec.queue, spec.priorityClassName). */
 bool ctrl_shared_resolve_names(ctrl_shared *s, int32_t ns, int32_t queue, int32_t pclass,

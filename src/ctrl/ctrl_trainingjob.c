@@ -15,14 +15,14 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The constraints of t's role templates into tmpl (validated by the decoder already). */
+/* The constraints of tj's role templates into a (validated by the decoder already). */
 static int job_constraints(ctrl_trainingjobs *t, const tj_record *tj, const char *key,
-                           drv_job *tmpl)
+                           ctrl_job_add *a)
 {
     for (int r = 0; r < DRV_NROLES; r++) {
         drv_diag d = {{0}};
-        int rc = ctrl_mirror_constraint(t->mirror, tj->tj.cons[r], key, drv_role_name(r),
-                                        &tmpl->cons[r], &d);
+        int rc = ctrl_mirror_constraint(t->mirror, a, r, tj->tj.cons[r], tj->tmpl[r], true, key,
+                                        drv_role_name(r), &d);
         if (rc == DRV_ENOMEM)
             return rc;
         if (rc)
@@ -65,13 +65,11 @@ static bool ours(const ctrl_trainingjobs *t, const tj_record *tj)
 
 static int invalid_job(ctrl_trainingjobs *t, const ctrl_event *e);
 
-/* The state's job template of TrainingJob tj named key: its roles and steps, submitted now;
- * false when it wants no pod. */
+/* The state's job template of TrainingJob tj: its roles and steps, submitted now; false when
+ * it wants no pod. */
 static bool job_template(ctrl_trainingjobs *t, const ctrl_event *e, const tj_record *tj,
-                         int32_t name_id, drv_job *tmpl)
+                         drv_job *tmpl)
 {
-    memset(tmpl, 0, sizeof *tmpl);
-    tmpl->name = name_id;
     tmpl->model = -1;
     tmpl->submit = e->t - t->cfg->t0;
     tmpl->phase = DRV_JOB_PENDING;
@@ -84,32 +82,30 @@ static bool job_template(ctrl_trainingjobs *t, const ctrl_event *e, const tj_rec
     return wanted > 0;
 }
 
-/* A TrainingJob of ours becomes a job of the state (or is held: its queue or priority class
- * is missing). */
+/* A TrainingJob of ours becomes a job of the state, described whole and added in one call
+ * (ctrl_mirror_add_job), or is held: its queue or priority class is missing. */
 int ctrl_trainingjob_add(ctrl_trainingjobs *t, ctrl_event *e)
 {
     ctrl_mirror *m = t->mirror;
     tj_record *tj = e->tj;
-    char key[CTRL_NS_LEN + CTRL_NAME_LEN];
+    char key[CTRL_NS_LEN + CTRL_NAME_LEN], user[256];
     if (tj->finished || !ours(t, tj))
         return 0;
     snprintf(key, sizeof key, "%s/%s", tj->ns, tj->name);
-    int32_t name_id = drv_strtab_intern(m->st.names, key);
-    if (name_id < 0)
-        return DRV_ENOMEM;
-    drv_job tmpl;
-    if (!job_template(t, e, tj, name_id, &tmpl))
+    ctrl_job_add a = {.d.name = key};
+    if (!job_template(t, e, tj, &a.d.tmpl))
         return 0;
-    if (!ctrl_mirror_topology(m, tj->tj.topo_mode, tj->tj.topo_key, &tmpl, tj->invalid,
+    if (!ctrl_mirror_topology(m, tj->tj.topo_mode, tj->tj.topo_key, &a.d.tmpl, tj->invalid,
                               sizeof tj->invalid))
         return invalid_job(t, e); /* (its level: not one of --topology's) */
     char why[400], reason[48];
-    if (!ctrl_shared_resolve(t->shared, tj, &tmpl, why, sizeof why, reason, sizeof reason))
+    if (!ctrl_shared_resolve(t->shared, tj, &a.d.tmpl, why, sizeof why, reason, sizeof reason))
         return ctrl_shared_hold(t->shared, e, why, reason); /* (its queue or class missing) */
-    int rc = job_constraints(t, tj, key, &tmpl);
+    a.d.user = ctrl_shared_user(t->shared, tj, a.d.tmpl.queue, user, sizeof user);
+    int rc = job_constraints(t, tj, key, &a);
     int32_t j;
     if (rc == 0)
-        rc = ctrl_mirror_add_job(m, &tmpl, e->key, &j);
+        rc = ctrl_mirror_add_job(m, &a, e->key, &j);
     if (rc != 0)
         return rc;
     ctrl_shared_unhold(t->shared, e->key);
@@ -165,7 +161,7 @@ static int recreated(ctrl_trainingjobs *t, int32_t j, ctrl_event *e)
 {
     ctrl_mirror *m = t->mirror;
     if (m->st.jobs[j].phase != DRV_JOB_DONE)
-        ctrl_mirror_end_job(m, j);
+        ctrl_mirror_end_job(m, j, true);
     m->jobs[j].gone = true;
     m->job_of[e->key] = -1;
     return e->tj->invalid[0] ? invalid_job(t, e) : ctrl_trainingjob_add(t, e);

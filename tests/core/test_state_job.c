@@ -1,6 +1,6 @@
-/* Tests for src/core/state_job.c: a job's transitions pushed into the state in one step
- * (drv_state_resize_workers). Each test checks every part of the step's work, so that a step
- * skipping one part fails, and the state's invariants after. */
+/* Tests for src/core/state_job.c: a job added whole (drv_state_apply_job) and its transitions
+ * pushed into the state in one step (drv_state_resize_workers). Each test checks every part of the
+ * step's work, so that a step skipping one part fails, and the state's invariants after. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -55,9 +55,68 @@ static void test_resize_workers(void **unused)
     drv_state_fini(&st);
 }
 
+/* A job described whole: its name and user interned from their text, its workers' new
+ * nodeSelector added (the job names its id), its PS's constraint one the state holds already.
+ * A second job naming that id adds nothing. A constraint the state refuses (a weight out of
+ * 1..100) leaves its role unconstrained, said in diag, and the job is still added. */
+static void test_apply_job(void **unused)
+{
+    (void)unused;
+    drv_state st;
+    tu_make_state(&st, 2, (drv_res){8000, 1LL << 36, 0}, NULL, NULL);
+    drv_label sel = {drv_strtab_intern(st.names, "pool"), drv_strtab_intern(st.names, "gpu")};
+    drv_constraint k = {.selector = &sel, .nselector = 1};
+    int32_t held;
+    assert_int_equal(drv_state_add_constraint(&st, &k, NULL, &held), 0);
+    int32_t ncons = st.ncons;
+    drv_job_desc d = {.name = "ns/a", .user = "team-a"};
+    d.tmpl.model = -1;
+    d.tmpl.role[DRV_ROLE_PS] =
+        (drv_rolespec){.replicas = 1, .min = 1, .max = 1, .req = {1000, 1LL << 30, 0}};
+    d.tmpl.role[DRV_ROLE_WORKER] =
+        (drv_rolespec){.replicas = 2, .min = 2, .max = 2, .req = {1000, 1LL << 30, 0}};
+    d.tmpl.cons[DRV_ROLE_PS] = held;
+    d.cons[DRV_ROLE_WORKER] = &k;
+    drv_diag diag = {{0}};
+    int32_t a, b;
+    assert_int_equal(drv_state_apply_job(&st, &d, &a, &diag), 0);
+    assert_string_equal(diag.msg, "");
+    assert_string_equal(drv_strtab_str(st.names, st.jobs[a].name), "ns/a");
+    assert_string_equal(drv_strtab_str(st.names, st.jobs[a].user), "team-a");
+    assert_int_equal(st.jobs[a].cons[DRV_ROLE_PS], held);
+    assert_int_equal(st.ncons, ncons + 1);
+    int32_t added = st.jobs[a].cons[DRV_ROLE_WORKER];
+    assert_int_equal(added, ncons);
+    assert_int_equal(st.cons[added].nselector, 1);
+    assert_int_equal(st.cons[added].selector[0].key, sel.key);
+    d.name = "ns/b";
+    d.cons[DRV_ROLE_WORKER] = NULL;
+    d.tmpl.cons[DRV_ROLE_WORKER] = added;
+    assert_int_equal(drv_state_apply_job(&st, &d, &b, &diag), 0);
+    assert_int_equal(st.ncons, ncons + 1);
+    assert_int_equal(st.jobs[b].cons[DRV_ROLE_WORKER], added);
+    assert_int_equal(st.jobs[b].user, st.jobs[a].user);
+    int32_t weight = 101;
+    drv_selexpr ex = {.key = sel.key, .op = DRV_SEL_EXISTS, .term = 0};
+    drv_constraint bad = {.expr = &ex, .nexpr = 1, .npreferred = 1, .weight = &weight};
+    d.name = "ns/c";
+    d.user = NULL;
+    d.tmpl.user = st.jobs[a].user;
+    d.cons[DRV_ROLE_WORKER] = &bad;
+    int32_t c;
+    assert_int_equal(drv_state_apply_job(&st, &d, &c, &diag), 0);
+    assert_non_null(strstr(diag.msg, "ns/c: worker: node constraints refused"));
+    assert_int_equal(st.jobs[c].cons[DRV_ROLE_WORKER], 0);
+    assert_int_equal(st.jobs[c].user, st.jobs[a].user);
+    assert_int_equal(st.ncons, ncons + 1);
+    check_state(&st);
+    drv_state_fini(&st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_apply_job),
         cmocka_unit_test(test_resize_workers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

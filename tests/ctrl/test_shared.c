@@ -1,7 +1,7 @@
 /*
  * test_shared.c - `drover run` on a shared cluster (issue 14, cluster side), end to end against
  * the in-memory test API server (loopback): Node labels and taints against TrainingJobs'
- * nodeSelector, node affinity and tolerations (a tolerating job lands only on the tainted nodes,
+ * nodeSelector, node affinity and tolerations (tolerating jobs land only on the tainted nodes,
  * a non-tolerating one never; a selector no node satisfies says so while other jobs are
  * served), a bad toleration failing its job as Invalid, a missing PriorityClass or Queue holding
  * a job until the object is created (a Queue also when its CRD is applied after start), a
@@ -116,6 +116,7 @@ static void test_taints_and_selectors(void **state)
     runner r;
     start_synced(f, &r);
     add_tj(f, "tol", 4, "2", "", TOLERATE_GPU);
+    add_tj(f, "tol2", 1, "2", "", TOLERATE_GPU); /* (the same constraint, known by its text) */
     add_tj(f, "plain", 4, "2", "", "");
     add_tj(f, "tpu", 1, "1", "", "\"nodeSelector\":{\"pool\":\"tpu\"},");
     add_tj(f, "pref", 1, "1", "",
@@ -124,8 +125,10 @@ static void test_taints_and_selectors(void **state)
            "\"In\",\"values\":[\"z1\"]}]}}]}},");
     char nodes[512], msg[512];
     WAIT_FOR(bound(f, "tol", NULL, 0) == 4 && bound(f, "plain", NULL, 0) == 4 &&
-             bound(f, "pref", NULL, 0) == 1);
+             bound(f, "pref", NULL, 0) == 1 && bound(f, "tol2", NULL, 0) == 1);
     bound(f, "tol", nodes, sizeof nodes);
+    assert_null(strstr(nodes, "cpu-"));
+    bound(f, "tol2", nodes, sizeof nodes);
     assert_null(strstr(nodes, "cpu-"));
     bound(f, "plain", nodes, sizeof nodes);
     assert_null(strstr(nodes, "gpu-"));

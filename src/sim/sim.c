@@ -46,9 +46,10 @@
  * (docs/performance.md, item 22, with what still grows with the trace: the cycle's per-id
  * arrays in src/core).
  *
- * This file holds the lifecycle, the event heap and the event loop; sim_progress.c what a job
- * does over time, sim_apply.c cycles and their decisions, sim_metrics.c what a run measures,
- * sim_queues.c the cluster file's queues (each job's queue, per-queue results, fairness).
+ * This file holds the lifecycle, the arrivals and the event loop; sim_events.c the event heap
+ * and its order (and a cycle requested), sim_progress.c what a job does over time, sim_apply.c
+ * cycles and their decisions, sim_metrics.c what a run measures, sim_queues.c the cluster
+ * file's queues (each job's queue, per-queue results, fairness).
  */
 #include "sim_int.h"
 #include "topology_read.h"
@@ -59,39 +60,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- event heap --------------------------------------------------------------------------- */
-
-/* A 4-ary heap: half the levels of a binary one, and the four children of a node are adjacent
- * (two cache lines), so a pop from the ~100,000 events of a large run misses the cache about
- * half as often. Events are totally ordered by (t, seq): the arity changes no pop order. */
-enum { HEAP_ARITY = 4 };
-
-static bool ev_before(const event *a, const event *b)
-{
-    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
-}
-
-static int push_seq(drv_sim *s, double t, uint64_t seq, int kind, int32_t job, uint32_t gen)
-{
-    if (drv_grow(&s->heap, sizeof *s->heap, &s->cap_heap, s->nheap + 1) != 0)
-        return DRV_ENOMEM;
-    event e = {t, seq, kind, job, gen};
-    int32_t i = s->nheap++;
-    while (i > 0) {
-        int32_t p = (i - 1) / HEAP_ARITY;
-        if (!ev_before(&e, &s->heap[p]))
-            break;
-        s->heap[i] = s->heap[p];
-        i = p;
-    }
-    s->heap[i] = e;
-    return 0;
-}
-
-int sim_push_event(drv_sim *s, double t, int kind, int32_t job, uint32_t gen)
-{
-    return push_seq(s, t, s->seq++, kind, job, gen);
-}
+/* ---- arrivals ---------------------------------------------------------------------------- */
 
 /* Arrivals enter the heap one at a time, in (submit, job) order: job i's with sequence number
  * i, what it had when every arrival was pushed at the start, so events pop in the same order
@@ -105,7 +74,7 @@ static int push_next_arrival(drv_sim *s, drv_diag *d)
     if (s->next_arrival >= s->wl->n)
         return 0;
     int32_t i = s->arrivals[s->next_arrival++];
-    return push_seq(s, s->wl->jobs[i].submit, (uint64_t)i, EV_ARRIVAL, i, 0);
+    return sim_push_seq(s, s->wl->jobs[i].submit, (uint64_t)i, EV_ARRIVAL, i, 0);
 }
 
 typedef struct arrival {
@@ -119,28 +88,6 @@ static int by_submit(const void *a, const void *b)
     if (x->t != y->t)
         return x->t < y->t ? -1 : 1;
     return (x->job > y->job) - (x->job < y->job);
-}
-
-static event pop_event(drv_sim *s)
-{
-    event top = s->heap[0];
-    event last = s->heap[--s->nheap];
-    int32_t i = 0, n = s->nheap;
-    for (;;) {
-        int32_t first = HEAP_ARITY * i + 1, c = first;
-        if (c >= n)
-            break;
-        for (int32_t k = first + 1; k < first + HEAP_ARITY && k < n; k++)
-            if (ev_before(&s->heap[k], &s->heap[c]))
-                c = k;
-        if (!ev_before(&s->heap[c], &last))
-            break;
-        s->heap[i] = s->heap[c];
-        i = c;
-    }
-    if (n > 0)
-        s->heap[i] = last;
-    return top;
 }
 
 /* ---- lifecycle ---------------------------------------------------------------------------- */
@@ -474,7 +421,7 @@ static int pull_arrival(drv_sim *s, drv_diag *d)
         x->first_submit = js->submit;
     x->last_submit = js->submit;
     s->next_arrival++;
-    return push_seq(s, js->submit, (uint64_t)i, EV_ARRIVAL, i, 0)
+    return sim_push_seq(s, js->submit, (uint64_t)i, EV_ARRIVAL, i, 0)
                ? drv_fail(d, DRV_ENOMEM, "out of memory")
                : 0;
 }
@@ -523,7 +470,7 @@ static int queue_arrivals(drv_sim *s, const drv_workload *w, drv_diag *d)
         rc = push_next_arrival(s, d);
     } else {
         for (int32_t i = 0; i < w->n && !rc; i++)
-            rc = push_seq(s, w->jobs[i].submit, (uint64_t)i, EV_ARRIVAL, i, 0);
+            rc = sim_push_seq(s, w->jobs[i].submit, (uint64_t)i, EV_ARRIVAL, i, 0);
         s->next_arrival = w->n;
     }
     drv_free(order);
@@ -761,7 +708,7 @@ static int run_events(drv_sim *s, double until, drv_diag *d)
             s->interrupted = true; /* as at the horizon: what is unfinished stays so */
             break;
         }
-        event e = pop_event(s);
+        event e = sim_pop_event(s);
         if (e.t > horizon)
             break;
         sim_integrate(s, e.t);

@@ -1,32 +1,16 @@
 /*
  * sim_apply.c - a cycle in the simulator: when one runs (at the next multiple of the period
- * after a change; every period for profiles with time-driven points, unless quiet), the
- * snapshot it is given, and what its decisions do - binds, evictions, scales, resizes, batch
- * changes, migrations - after which each touched job settles into the phase its pods allow
- * and rates are recomputed where CPU shares or placements changed.
+ * after a change, as sim_request_cycle in sim_events.c asks; every period for profiles with
+ * time-driven points, unless quiet), the snapshot it is given, and what its decisions do -
+ * binds, evictions, scales, resizes, batch changes, migrations - after which each touched job
+ * settles into the phase its pods allow and rates are recomputed where CPU shares or
+ * placements changed.
  */
 #include "sim_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int push_tick(drv_sim *s, double t)
-{
-    s->cycle_pending = true;
-    s->next_tick = t;
-    return sim_push_event(s, t, EV_CYCLE, -1, 0);
-}
-
-int sim_request_cycle(drv_sim *s)
-{
-    if (s->cycle_pending)
-        return 0;
-    double t = ceil(s->now / s->period) * s->period;
-    if (t < s->now)
-        t = s->now;
-    return push_tick(s, t);
-}
 
 static int touch(drv_sim *s, int32_t job)
 {
@@ -250,7 +234,7 @@ int sim_run_cycle(drv_sim *s, drv_diag *d)
     if (s->periodic && !s->cfg.tick && s->quiet && s->now < s->wake) {
         s->skipped++;
         if (s->live > 0)
-            return push_tick(s, s->now + s->period);
+            return sim_push_tick(s, s->now + s->period);
         return 0;
     }
     s->cycles++;
@@ -284,6 +268,6 @@ int sim_run_cycle(drv_sim *s, drv_diag *d)
                             cd.msg);
     }
     if ((s->periodic || s->cfg.tick) && s->live > 0)
-        rc = push_tick(s, s->now + s->period);
+        rc = sim_push_tick(s, s->now + s->period);
     return rc;
 }

@@ -1,6 +1,7 @@
 /*
  * sim_int.h - the simulator's private state, shared by its files (internal to src/sim): sim.c
- * (lifecycle, the event heap and event handling), sim_progress.c (what a job does over time:
+ * (lifecycle, arrivals and event handling), sim_events.c (the event heap and its order, and a
+ * cycle requested: a leaf the others push to), sim_progress.c (what a job does over time:
  * phases, binds, progress, samples, rates), sim_apply.c (running a cycle and applying its
  * decisions), sim_metrics.c (utilisation, the time series, the placement log, the summary) and
  * sim_queues.c (the cluster file's queues: each job's, their shares, fairness).
@@ -209,8 +210,16 @@ static inline void disturb(drv_sim *s)
     s->quiet = false;
 }
 
-/* sim.c */
+/* sim_events.c: the event heap, popped in (t, seq) order. sim_push_seq pushes with a sequence
+ * number of the caller's (job i's arrival has i), sim_push_event with the next one; both 0 or
+ * DRV_ENOMEM. sim_pop_event takes the first event (the heap is not empty). sim_push_tick pushes
+ * the cycle event at t (cycle_pending, next_tick); sim_request_cycle asks for one at the next
+ * multiple of the period unless one is pending. */
+int sim_push_seq(drv_sim *s, double t, uint64_t seq, int kind, int32_t job, uint32_t gen);
 int sim_push_event(drv_sim *s, double t, int kind, int32_t job, uint32_t gen);
+event sim_pop_event(drv_sim *s);
+int sim_push_tick(drv_sim *s, double t);
+int sim_request_cycle(drv_sim *s);
 
 /* sim_metrics.c: utilisation areas up to t; the time series after an event; the placement
  * log's intervals (cfg.placements only). */
@@ -278,7 +287,6 @@ int sim_ghost_bind(drv_sim *s, int32_t pod, int32_t node);
 void sim_ghost_settle(drv_sim *s, const int32_t *touched, int32_t ntouched);
 
 /* sim_apply.c */
-int sim_request_cycle(drv_sim *s);
 int sim_run_cycle(drv_sim *s, drv_diag *d);
 
 #endif

@@ -837,7 +837,7 @@ const drv_state *drv_sim_state(const drv_sim *s)
 
 const drv_calib_jobs *drv_sim_model(const drv_sim *s)
 {
-    return s->cfg.calib ? &s->model : NULL;
+    return sim_model(s);
 }
 
 const char *drv_sim_policy(const drv_sim *s)

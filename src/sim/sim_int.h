@@ -210,6 +210,13 @@ static inline void disturb(drv_sim *s)
     s->quiet = false;
 }
 
+/* The jobs' calibrations (calib.h) in a calibrated run (cfg.calib), else NULL: what
+ * drv_sim_model gives, read here by the simulator's own files. */
+static inline const drv_calib_jobs *sim_model(const drv_sim *s)
+{
+    return s->cfg.calib ? &s->model : NULL;
+}
+
 /* sim_events.c: the event heap, popped in (t, seq) order. sim_push_seq pushes with a sequence
  * number of the caller's (job i's arrival has i), sim_push_event with the next one; both 0 or
  * DRV_ENOMEM. sim_pop_event takes the first event (the heap is not empty). sim_push_tick pushes

@@ -38,7 +38,7 @@ void sim_set_phase(drv_sim *s, int32_t job, int phase)
     /* the model's count of live batch-adaptive jobs follows the live set (calib.h) */
     bool was_live = j->phase != DRV_JOB_FUTURE && j->phase != DRV_JOB_DONE;
     bool is_live = phase != DRV_JOB_FUTURE && phase != DRV_JOB_DONE;
-    if (was_live != is_live && drv_calib_job_adaptive(drv_sim_model(s), job))
+    if (was_live != is_live && drv_calib_job_adaptive(sim_model(s), job))
         s->model.nlive_adaptive += is_live ? 1 : -1;
     drv_state_set_phase(&s->st, job, phase);
     *bucket(s, job) = drv_res_add(*bucket(s, job), x->held);

@@ -29,6 +29,7 @@
  */
 #include "ctrl_mirror.h"
 #include "ctrl_writer.h"
+#include "peers.h"
 
 #include "drover/clock.h"
 #include "kube/json.h"
@@ -804,9 +805,7 @@ void ctrl_mirror_pod_name_in(ctrl_mirror *m, int32_t slot, const char *job_name,
         snprintf(buf, n, "%s", slash ? slash + 1 : name);
         return;
     }
-    /* (peers.h's names: an all-reduce job's chief is its master) */
-    bool master = p->role == DRV_ROLE_CHIEF && jr->allreduce;
-    snprintf(buf, n, "%s-%s-%d", job_name, master ? "master" : drv_role_name(p->role), p->index);
+    snprintf(buf, n, "%s-%s-%d", job_name, drv_peers_role_name(p->role, jr->allreduce), p->index);
 }
 
 void ctrl_mirror_pod_name(ctrl_mirror *m, int32_t slot, char *buf, size_t n)

@@ -107,12 +107,7 @@ int ctrl_mirror_grow_records(ctrl_mirror *m)
 
 /* ---- placements in the state ---------------------------------------------------------------- */
 
-void ctrl_mirror_unbind(ctrl_mirror *m, int32_t s)
-{
-    drv_state_place_pod(&m->st, s, -1);
-}
-
-void ctrl_mirror_bind(ctrl_mirror *m, int32_t s, int32_t node)
+void ctrl_mirror_place(ctrl_mirror *m, int32_t s, int32_t node)
 {
     drv_state_place_pod(&m->st, s, node);
 }
@@ -205,7 +200,7 @@ void ctrl_mirror_set_ghost(ctrl_mirror *m, pod_record *p, int32_t name, drv_res 
 }
 
 /* Mirrored as its watch event would be, which may not come again if it was applied already. */
-bool ctrl_mirror_pod_read(ctrl_mirror *m, int32_t slot, int32_t node_name)
+int32_t ctrl_mirror_pod_read(ctrl_mirror *m, int32_t slot, int32_t node_name)
 {
     pod_record *p = &m->pods[slot];
     const drv_pod *sp = &m->st.pods[slot];
@@ -217,9 +212,8 @@ bool ctrl_mirror_pod_read(ctrl_mirror *m, int32_t slot, int32_t node_name)
     m->dirty = true;
     if (node < 0 || p->want >= 0 || p->phase == DRV_KPOD_FAILED ||
         m->st.jobs[sp->job].phase == DRV_JOB_DONE)
-        return false;
-    ctrl_mirror_bind(m, slot, node);
-    return true;
+        return -1;
+    return node;
 }
 
 /* ---- nodes ---------------------------------------------------------------------------------- */

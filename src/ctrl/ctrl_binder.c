@@ -366,7 +366,7 @@ int ctrl_binder_place(ctrl_binder *b, int32_t slot, int32_t node)
     }
     if (rc != 0) {
         if (m->st.pods[slot].node == node)
-            ctrl_mirror_unbind(m, slot);
+            ctrl_mirror_place(m, slot, -1);
         m->dirty = true;
         return rc;
     }
@@ -502,21 +502,25 @@ static void placement_answered(ctrl_binder *b, int32_t s, const ctrl_event *e)
             m->dirty = true;
         return;
     }
-    bool bound = false;
-    if (e->u.answer.read == READ_FOREIGN) {
+    /* Where the state should have the pod: on the node the API read back, else off the node
+     * it was assumed on (unless the state wants it placed still), else where it is; one move. */
+    int32_t read = -1, to = sp->node;
+    bool foreign = e->u.answer.read == READ_FOREIGN;
+    if (foreign)
         name_taken(b, s);
-        if (node >= 0 && sp->node == node && p->want < 0)
-            ctrl_mirror_unbind(m, s);
-        return;
-    }
-    if (e->u.answer.read == READ_FOUND)
-        bound = ctrl_mirror_pod_read(m, s, e->u.answer.read_node);
+    else if (e->u.answer.read == READ_FOUND)
+        read = ctrl_mirror_pod_read(m, s, e->u.answer.read_node);
     else if ((e->u.answer.read == READ_GONE || e->u.answer.status == 404) &&
              p->presence == POD_PRESENT)
         p->presence = POD_ABSENT;
-    if (!bound && node >= 0 && sp->node == node && p->want < 0)
-        ctrl_mirror_unbind(m, s);
-    m->dirty = true;
+    if (read >= 0)
+        to = read;
+    else if (node >= 0 && sp->node == node && p->want < 0)
+        to = -1;
+    if (!foreign) /* (a name taken asks for no cycle: name_taken) */
+        m->dirty = true;
+    if (to != sp->node)
+        ctrl_mirror_place(m, s, to);
 }
 
 int ctrl_binder_apply_answer(ctrl_binder *b, const ctrl_event *e)

@@ -50,10 +50,7 @@ static int send_removal(ctrl_cycle *cy, const drv_decision *x)
     const drv_pod *sp = &m->st.pods[x->pod];
     if (m->jobs[sp->job].members) {
         /* Another operator's pod is never deleted by Drover: it stays where the API has it. */
-        if (p->api_node >= 0)
-            ctrl_mirror_bind(m, x->pod, p->api_node);
-        else
-            ctrl_mirror_unbind(m, x->pod);
+        ctrl_mirror_place(m, x->pod, p->api_node >= 0 ? p->api_node : -1);
         return 0;
     }
     p->want = -1;
@@ -186,10 +183,10 @@ static void assume(ctrl_mirror *m, const drv_decision *x)
     switch (x->kind) {
     case DRV_BIND:
     case DRV_MIGRATE:
-        ctrl_mirror_bind(m, x->pod, x->node);
+        ctrl_mirror_place(m, x->pod, x->node);
         break;
     case DRV_EVICT:
-        ctrl_mirror_unbind(m, x->pod);
+        ctrl_mirror_place(m, x->pod, -1);
         break;
     case DRV_SCALE:
         drv_state_set_workers(&m->st, x->job, (int32_t)x->value);
@@ -249,7 +246,7 @@ static int rollback_partial(ctrl_cycle *cy, int32_t j)
         bool bound = m->st.pods[s].node >= 0 || p->api_name != 0;
         if (!bound || p->presence != POD_PRESENT || ctrl_pod_terminal(p->phase))
             continue;
-        ctrl_mirror_unbind(m, s);
+        ctrl_mirror_place(m, s, -1);
         if (ctrl_binder_delete(cy->binder, s) == DRV_ENOMEM)
             return DRV_ENOMEM;
         m->dirty = true;

@@ -19,6 +19,7 @@
  * here, so the scheduler thread never goes back to the names to build one.
  */
 #include "ctrl_intake.h"
+#include "peers.h"
 
 #include "drover/clock.h"
 #include "kube/json.h"
@@ -93,7 +94,7 @@ static void check_derived_names(tj_record *t, const char *ns, const char *name)
         int32_t most = rs->max > rs->replicas ? rs->max : rs->replicas;
         if (most <= 0)
             continue;
-        const char *role = r == DRV_ROLE_CHIEF && t->tj.allreduce ? "master" : drv_role_name(r);
+        const char *role = drv_peers_role_name(r, t->tj.allreduce);
         int w = snprintf(NULL, 0, "%s-%s-%d", name, role, most - 1);
         if (w > DNS_LABEL_MAX) {
             snprintf(t->invalid, sizeof t->invalid,

@@ -182,7 +182,7 @@ static int8_t obs_phase(const pod_record *p)
 static void take_off(ctrl_lifecycle *lc, int32_t s, bool del)
 {
     lc->mirror->pods[s].want = -1;
-    ctrl_mirror_unbind(lc->mirror, s);
+    ctrl_mirror_place(lc->mirror, s, -1);
     if (del)
         ctrl_binder_delete(lc->binder, s);
 }

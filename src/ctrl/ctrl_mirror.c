@@ -29,6 +29,7 @@
  */
 #include "ctrl_mirror.h"
 #include "ctrl_writer.h"
+#include "peers.h"
 
 #include "drover/clock.h"
 
@@ -105,12 +106,7 @@ int ctrl_mirror_grow_records(ctrl_mirror *m)
 
 /* ---- placements in the state ---------------------------------------------------------------- */
 
-void ctrl_mirror_unbind(ctrl_mirror *m, int32_t s)
-{
-    drv_state_place_pod(&m->st, s, -1);
-}
-
-void ctrl_mirror_bind(ctrl_mirror *m, int32_t s, int32_t node)
+void ctrl_mirror_place(ctrl_mirror *m, int32_t s, int32_t node)
 {
     drv_state_place_pod(&m->st, s, node);
 }
@@ -203,7 +199,7 @@ void ctrl_mirror_set_ghost(ctrl_mirror *m, pod_record *p, int32_t name, drv_res 
 }
 
 /* Mirrored as its watch event would be, which may not come again if it was applied already. */
-bool ctrl_mirror_pod_read(ctrl_mirror *m, int32_t slot, int32_t node_name)
+int32_t ctrl_mirror_pod_read(ctrl_mirror *m, int32_t slot, int32_t node_name)
 {
     pod_record *p = &m->pods[slot];
     const drv_pod *sp = &m->st.pods[slot];
@@ -215,9 +211,8 @@ bool ctrl_mirror_pod_read(ctrl_mirror *m, int32_t slot, int32_t node_name)
     m->dirty = true;
     if (node < 0 || p->want >= 0 || p->phase == DRV_KPOD_FAILED ||
         m->st.jobs[sp->job].phase == DRV_JOB_DONE)
-        return false;
-    ctrl_mirror_bind(m, slot, node);
-    return true;
+        return -1;
+    return node;
 }
 
 /* ---- nodes ---------------------------------------------------------------------------------- */
@@ -753,9 +748,7 @@ void ctrl_mirror_pod_name_in(ctrl_mirror *m, int32_t slot, const char *job_name,
         snprintf(buf, n, "%s", slash ? slash + 1 : name);
         return;
     }
-    /* (peers.h's names: an all-reduce job's chief is its master) */
-    bool master = p->role == DRV_ROLE_CHIEF && jr->allreduce;
-    snprintf(buf, n, "%s-%s-%d", job_name, master ? "master" : drv_role_name(p->role), p->index);
+    snprintf(buf, n, "%s-%s-%d", job_name, drv_peers_role_name(p->role, jr->allreduce), p->index);
 }
 
 void ctrl_mirror_pod_name(ctrl_mirror *m, int32_t slot, char *buf, size_t n)

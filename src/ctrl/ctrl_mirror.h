@@ -255,13 +255,15 @@ bool ctrl_mirror_topology(const ctrl_mirror *m, int8_t mode, int32_t key, drv_jo
  * the state no longer has it there, as foreign load on node `name` (interned; 0: none) and as
  * use held by its job's queue meanwhile (a quota is never overrun in its grace period). */
 void ctrl_mirror_set_ghost(ctrl_mirror *m, pod_record *p, int32_t name, drv_res req);
-/* Slot s leaves its node in the state, if it has one; bind: slot s is on node in the state
- * (moved from where it was). */
-void ctrl_mirror_unbind(ctrl_mirror *m, int32_t s);
-void ctrl_mirror_bind(ctrl_mirror *m, int32_t s, int32_t node);
+/* Slot s is on node in the state (moved from where it was), or on none when node is -1 (it
+ * leaves its node, if it has one); nothing changes when it is there already. */
+void ctrl_mirror_place(ctrl_mirror *m, int32_t s, int32_t node);
 /* A binder read slot's pod after a conflict: it exists, bound to the node interned as
- * node_name (0: unbound). Returns whether the state now has it bound where the API has it. */
-bool ctrl_mirror_pod_read(ctrl_mirror *m, int32_t slot, int32_t node_name);
+ * node_name (0: unbound); recorded as read. Returns the node the state should have it on to
+ * follow the API (for ctrl_mirror_place), or -1 to leave the state as it is: the API has it on
+ * no node the state knows, the state still wants it placed (p->want), it failed or its job is
+ * done. */
+int32_t ctrl_mirror_pod_read(ctrl_mirror *m, int32_t slot, int32_t node_name);
 
 /* State node's name, copied into buf (n bytes) from the shared names (ctrl_name_str); _key: its
  * id there (the key its pods' events name it by). */

@@ -9,6 +9,7 @@
  * exited with code 1, the job would have failed at once with PermanentError.
  */
 #include "lifecycle.h"
+#include "peers.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -64,11 +65,6 @@ static void say(drv_lifecycle_out *out, int state, const char *reason, const cha
     va_end(ap);
 }
 
-static const char *role_name(const drv_lifecycle_in *in, int role)
-{
-    return in->allreduce && role == DRV_ROLE_CHIEF ? "master" : drv_role_name(role);
-}
-
 /* Has the job succeeded by its success rule? */
 static bool succeeded(const drv_lifecycle_in *in)
 {
@@ -95,7 +91,7 @@ static bool succeeded(const drv_lifecycle_in *in)
 /* A failed pod's fate under its role's policy: 1 restart, 0 fail the job (reason set). */
 static int failed_pod(const drv_lifecycle_in *in, const drv_pod_obs *p, drv_lifecycle_out *out)
 {
-    const char *role = role_name(in, p->role);
+    const char *role = drv_peers_role_name(p->role, in->allreduce);
     switch (in->restart[p->role]) {
     case DRV_RESTART_ON_FAILURE:
     case DRV_RESTART_ALWAYS:
@@ -168,8 +164,9 @@ static bool handle_failures(const drv_lifecycle_in *in, drv_lifecycle_out *out)
             return true;
         if (in->policy.backoff_limit >= 0 && restarts + 1 > in->policy.backoff_limit) {
             say(out, DRV_COND_FAILED, "BackoffLimitExceeded",
-                "%s %d failed again after %d restarts; backoffLimit is %d", role_name(in, p->role),
-                p->rank, restarts, in->policy.backoff_limit);
+                "%s %d failed again after %d restarts; backoffLimit is %d",
+                drv_peers_role_name(p->role, in->allreduce), p->rank, restarts,
+                in->policy.backoff_limit);
             return true;
         }
         restarts++;
@@ -198,7 +195,8 @@ void drv_lifecycle_step(const drv_lifecycle_in *in, int prev, drv_lifecycle_out 
     }
     if (succeeded(in)) {
         say(out, DRV_COND_SUCCEEDED, "JobSucceeded", "%s succeeded",
-            in->replicas[DRV_ROLE_CHIEF] > 0 ? role_name(in, DRV_ROLE_CHIEF) : "the workers");
+            in->replicas[DRV_ROLE_CHIEF] > 0 ? drv_peers_role_name(DRV_ROLE_CHIEF, in->allreduce)
+                                             : "the workers");
         finished_step(in, DRV_COND_SUCCEEDED, out);
         return;
     }

@@ -26,11 +26,25 @@
 
 enum { DNS_LABEL_MAX = 63 };
 
+/* Kubeflow's replica types as pod names spell them (TFJob's PS, Chief, Worker, Evaluator in
+ * lower case), by enum drv_role; a PyTorchJob's Master is the all-reduce chief. */
+static const char *const pod_roles[DRV_NROLES] = {
+    [DRV_ROLE_PS] = "ps",
+    [DRV_ROLE_CHIEF] = "chief",
+    [DRV_ROLE_WORKER] = "worker",
+    [DRV_ROLE_EVALUATOR] = "evaluator",
+};
+
+const char *drv_peers_role_name(int role, bool allreduce)
+{
+    if (role < 0 || role >= DRV_NROLES)
+        return "?";
+    return allreduce && role == DRV_ROLE_CHIEF ? "master" : pod_roles[role];
+}
+
 const char *drv_peers_role(const drv_peer_job *j, int role)
 {
-    if (j->framework == DRV_FRAMEWORK_ALLREDUCE && role == DRV_ROLE_CHIEF)
-        return "master";
-    return drv_role_name(role);
+    return drv_peers_role_name(role, j->framework == DRV_FRAMEWORK_ALLREDUCE);
 }
 
 static int port_of(const drv_peer_job *j)

@@ -43,8 +43,13 @@ typedef struct drv_peer_job {
     int port;                     /* 0: DRV_PEERS_TF_PORT or DRV_PEERS_MASTER_PORT */
 } drv_peer_job;
 
-/* The role's name in pod names and TF_CONFIG: "ps", "chief", "worker", "evaluator", and
- * "master" for an all-reduce job's chief. */
+/* Kubeflow's name of a replica type in pod names (<job>-<role>-<rank>) and TF_CONFIG: the
+ * lower-case "ps", "chief", "worker", "evaluator", and "master" for the chief of an all-reduce
+ * (PyTorch-shaped) job; "?" for a role out of range. The controller's own (the pod names are
+ * Kubeflow's convention, not the core's): every unit that names a pod or a role in one asks it. */
+const char *drv_peers_role_name(int role, bool allreduce);
+
+/* drv_peers_role_name for j's framework. */
 const char *drv_peers_role(const drv_peer_job *j, int role);
 
 /* Writes "<job>-<role>-<rank>" to buf; returns DRV_ERANGE when it does not fit or is longer

@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,31 @@ static void allreduce_job_gets_ranks(void **state)
         "bert-master-0");
     json_decref(master);
     json_decref(worker);
+}
+
+/* Every role's name in pod names, written from Kubeflow's replica types (not from the core's
+ * role names), the all-reduce chief's "master" and an out-of-range role; and the pods of both
+ * frameworks are named with them. */
+static void role_names_are_kubeflows(void **state)
+{
+    (void)state;
+    static const char *const tf[DRV_NROLES] = {"ps", "chief", "worker", "evaluator"};
+    static const char *const ar[DRV_NROLES] = {"ps", "master", "worker", "evaluator"};
+    drv_peer_job j = tf_job();
+    char buf[64], want[64];
+    for (int allreduce = 0; allreduce < 2; allreduce++) {
+        j.framework = allreduce ? DRV_FRAMEWORK_ALLREDUCE : DRV_FRAMEWORK_TENSORFLOW;
+        const char *const *names = allreduce ? ar : tf;
+        for (int r = 0; r < DRV_NROLES; r++) {
+            assert_string_equal(drv_peers_role_name(r, allreduce), names[r]);
+            assert_string_equal(drv_peers_role(&j, r), names[r]);
+            assert_int_equal(drv_peers_pod_name(&j, r, 2, buf, sizeof buf), 0);
+            snprintf(want, sizeof want, "mnist-%s-2", names[r]);
+            assert_string_equal(buf, want);
+        }
+        assert_string_equal(drv_peers_role_name(-1, allreduce), "?");
+        assert_string_equal(drv_peers_role_name(DRV_NROLES, allreduce), "?");
+    }
 }
 
 static void service_is_headless_and_owned(void **state)
@@ -337,6 +363,7 @@ int main(void)
         cmocka_unit_test(tf_config_text_is_the_tree_dumped),
         cmocka_unit_test(apply_sets_hostname_and_replaces_stale_env),
         cmocka_unit_test(allreduce_job_gets_ranks),
+        cmocka_unit_test(role_names_are_kubeflows),
         cmocka_unit_test(service_is_headless_and_owned),
         cmocka_unit_test(service_text_is_the_tree_dumped),
         cmocka_unit_test(texts_under_failing_allocations),

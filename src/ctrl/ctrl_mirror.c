@@ -104,14 +104,7 @@ int ctrl_mirror_grow_records(ctrl_mirror *m)
     return 0;
 }
 
-/* ---- placements in the state ---------------------------------------------------------------- */
-
-void ctrl_mirror_place(ctrl_mirror *m, int32_t s, int32_t node)
-{
-    drv_state_place_pod(&m->st, s, node);
-}
-
-/* ---- foreign load and ghosts ---------------------------------------------------------------- */
+/* ---- pod records into the state ------------------------------------------------------------ */
 
 /* A pod record for the core about slot pod (-1: none), nothing in it yet. */
 static drv_pod_desc pod_desc(int32_t pod)
@@ -126,6 +119,21 @@ static void place(drv_pod_desc *d, int32_t node)
     d->node = node;
 }
 
+/* The one way the mirror changes a pod in the state: a record, applied whole. */
+static void apply(ctrl_mirror *m, const drv_pod_desc *d)
+{
+    drv_state_apply_pod(&m->st, d);
+}
+
+void ctrl_mirror_place(ctrl_mirror *m, int32_t s, int32_t node)
+{
+    drv_pod_desc d = pod_desc(s);
+    place(&d, node);
+    apply(m, &d);
+}
+
+/* ---- foreign load and ghosts ---------------------------------------------------------------- */
+
 /* Room in d for one more load or hold (state.h's bound, asserted): past it, a release build
  * applies the loads and holds so far, in order, rather than write past the arrays. */
 static void desc_room(ctrl_mirror *m, drv_pod_desc *d)
@@ -135,7 +143,7 @@ static void desc_room(ctrl_mirror *m, drv_pod_desc *d)
         return;
     drv_pod_desc part = *d; /* (they commute with the limit and placement applied at the end) */
     part.pod = -1;
-    drv_state_apply_pod(&m->st, &part);
+    apply(m, &part);
     d->nloads = d->nholds = 0;
 }
 
@@ -195,7 +203,7 @@ void ctrl_mirror_set_ghost(ctrl_mirror *m, pod_record *p, int32_t name, drv_res 
 {
     drv_pod_desc d = pod_desc(-1);
     ghost(m, &d, p, name, req);
-    drv_state_apply_pod(&m->st, &d);
+    apply(m, &d);
 }
 
 /* Mirrored as its watch event would be, which may not come again if it was applied already. */
@@ -462,7 +470,7 @@ void ctrl_mirror_cpu_limit_back(ctrl_mirror *m, int32_t slot)
 {
     drv_pod_desc d = pod_desc(slot);
     cpu_limit_back(m, &d, slot);
-    drv_state_apply_pod(&m->st, &d);
+    apply(m, &d);
 }
 
 /* Slot's pod kp says its CPU limit: followed, into d, unless a resize of it is out. */
@@ -478,7 +486,7 @@ void ctrl_mirror_cpu_limit_seen(ctrl_mirror *m, int32_t slot, const drv_kpod *kp
 {
     drv_pod_desc d = pod_desc(slot);
     cpu_limit_seen(m, &d, slot, kp);
-    drv_state_apply_pod(&m->st, &d);
+    apply(m, &d);
 }
 
 /* Slot s's pod kp is being deleted: its phase says nothing of the job any more (kubelet may
@@ -657,7 +665,7 @@ int ctrl_mirror_apply_pod(ctrl_mirror *m, const ctrl_event *e, bool *gang)
     *gang = false; /* (its keys held by the tables by key: ctrl_apply_events) */
     drv_pod_desc d = pod_desc(-1);
     int rc = describe_pod(m, e, &d, gang);
-    drv_state_apply_pod(&m->st, &d); /* (what was decided before a failure too) */
+    apply(m, &d); /* (what was decided before a failure too) */
     return rc;
 }
 
@@ -710,7 +718,7 @@ int ctrl_mirror_adopt(ctrl_mirror *m, int32_t slot, int32_t pod_key, double now)
     drv_pod_desc d = pod_desc(slot);
     foreign_add(m, &d, pk, -1);
     int rc = own_pod(m, &d, slot, pk, now);
-    drv_state_apply_pod(&m->st, &d);
+    apply(m, &d);
     drv_free(pk);
     return rc;
 }

@@ -275,7 +275,8 @@ static void test_restart_then_backoff(void **state)
     json_decref(o);
     cond_of(f, "rs", "Running", st, why, NULL);
     assert_string_equal(st, "False");
-    assert_int_equal(events(f, "rs", "BackoffLimitExceeded", NULL, 0), 1);
+    /* (an Event is the writer thread's, perhaps written after the status) */
+    WAIT_FOR(events(f, "rs", "BackoffLimitExceeded", NULL, 0) == 1);
     /* cleanPodPolicy Running (the default): the running worker 0 is deleted; the failed
      * worker 1 is kept, for its logs. */
     WAIT_FOR((kubelet_finish_deletes(f), !pod_exists(f, "rs-worker-0")));
@@ -308,7 +309,8 @@ static void test_suspend_and_resume(void **state)
     char st[8], why[48];
     cond_of(f, "sp", "Suspended", st, why, NULL);
     WAIT_FOR((cond_of(f, "sp", "Suspended", st, why, NULL), !strcmp(st, "False")));
-    assert_int_equal(events(f, "sp", "JobResumed", NULL, 0), 1);
+    /* (an Event is the writer thread's, perhaps written after the status) */
+    WAIT_FOR(events(f, "sp", "JobResumed", NULL, 0) == 1);
     no_api_errors(f, r.c);
     stop(&r);
 }
@@ -382,7 +384,8 @@ static void test_replicas_edit(void **state)
     WAIT_FOR((kubelet_finish_deletes(f),
               !pod_exists(f, "ed-worker-1") && !pod_exists(f, "ed-worker-2") &&
                   pod_bound(f, "ed-worker-0") && tf_workers(f, "ed-worker-0") == 1));
-    assert_int_equal(events(f, "ed", "ReplicasEdited", NULL, 0), 2);
+    /* (Events are written by the writer thread, held while pod requests are out: waited for) */
+    WAIT_FOR(events(f, "ed", "ReplicasEdited", NULL, 0) == 2);
     WAIT_FOR(!now_in(f, "ed", "Scaling", NULL));
     stop(&r);
 }
@@ -718,7 +721,8 @@ static void test_exit_code_policy(void **state)
     start_synced(f, &r);
     drv_emulator *e = emulated_job(f, "ok", "ExitCode", false, 137, 1);
     WAIT_FOR(now_in(f, "ok", "Succeeded", "JobSucceeded"));
-    assert_int_equal(events(f, "ok", "PodRestarting", NULL, 0), 1);
+    /* (an Event is the writer thread's, perhaps written after the status) */
+    WAIT_FOR(events(f, "ok", "PodRestarting", NULL, 0) == 1);
     json_t *o = get(f, "/apis/drover.dev/v1alpha1/namespaces/default/trainingjobs/ok");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "status"), "restarts")),
                      1);

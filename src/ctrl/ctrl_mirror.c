@@ -25,7 +25,8 @@
  * (its labels read by the core from their text; whether it lacks a topology level's label),
  * drv_state_apply_pod for a pod (the foreign load it moves, its ghost's queue hold, its CPU
  * limit and placement, gathered while it is claimed), drv_state_end_job. The mirror's own
- * calls that change a pod (a ghost, an adoption, a CPU limit back) apply one record each.
+ * calls that change a pod (a ghost, an adoption, a CPU limit back, a placement) apply one
+ * record each, all through apply(). A job is added whole by ctrl_mirror_job.c.
  */
 #include "ctrl_mirror.h"
 #include "ctrl_writer.h"

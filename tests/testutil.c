@@ -125,13 +125,19 @@ void tu_apply(drv_state *st, const drv_decisions *ds)
     }
 }
 
+void tu_check_state(const drv_state *st, bool gang)
+{
+    drv_diag d = {{0}};
+    if (drv_state_check(st, gang, &d) != 0)
+        fail_msg("state invariants: %s", d.msg);
+}
+
 void tu_settle(drv_state *st, bool gang)
 {
     DRV_FOR_PENDING(st, j)
     if (drv_job_complete(&st->jobs[j]))
         drv_state_set_phase(st, j, DRV_JOB_RUNNING);
-    drv_diag d;
-    assert_int_equal(drv_state_check(st, gang, &d), 0);
+    tu_check_state(st, gang);
 }
 
 void tu_cycle(drv_sched *s, drv_state *st, drv_decisions *ds, double now, bool gang)

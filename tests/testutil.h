@@ -48,8 +48,11 @@ drv_sched *tu_sched(drv_profile *p, const char *line);
  * MIGRATE moves, SCALE sets the workers; the rest change nothing here. */
 void tu_apply(drv_state *st, const drv_decisions *ds);
 
-/* Pending jobs whose every wanted pod is bound start running; then the state must pass
- * drv_state_check (with gang: no job half placed). */
+/* The state must pass drv_state_check (with gang: no job half placed); fails the test naming
+ * the invariant broken. */
+void tu_check_state(const drv_state *st, bool gang);
+
+/* Pending jobs whose every wanted pod is bound start running; then tu_check_state. */
 void tu_settle(drv_state *st, bool gang);
 
 /* One cycle of s at time now on st (decisions into ds), applied and settled. */

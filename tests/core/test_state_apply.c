@@ -13,12 +13,6 @@
 #include "drover/state.h"
 #include "testutil.h"
 
-static void check_state(const drv_state *st)
-{
-    drv_diag d = {{0}};
-    assert_int_equal(drv_state_check(st, false, &d), 0);
-}
-
 /* A node record naming its node in another table (a controller's), with two pods bound to it
  * before it was seen and one label: added, named, the pods placed, the label set, its room
  * allocatable minus held. */
@@ -69,7 +63,7 @@ static void test_apply_node_adds_whole(void **unused)
     assert_int_equal(c->ntaints, 1);
     assert_string_equal(drv_strtab_str(st.names, c->taints[0].key), "gpu");
     assert_int_equal(c->taints[0].effect, DRV_EFFECT_NO_SCHEDULE);
-    check_state(&st);
+    tu_check_state(&st, false);
     drv_strtab_free(api);
     drv_state_fini(&st);
 }
@@ -105,7 +99,7 @@ static void test_apply_node_updates(void **unused)
     d.set_meta = true;                              /* (no labels now: meta 0) */
     assert_int_equal(drv_state_apply_node(&st, &d, &id, NULL), 0);
     assert_int_equal(st.nodes[id].node_class, 0);
-    check_state(&st);
+    tu_check_state(&st, false);
     drv_state_fini(&st);
 }
 
@@ -127,7 +121,7 @@ static void test_apply_node_refusals(void **unused)
     assert_int_equal(drv_state_apply_node(&st, &d, &none, NULL), DRV_EINVAL);
     assert_int_equal(none, -1);
     assert_int_equal(st.nnodes, 1);
-    check_state(&st);
+    tu_check_state(&st, false);
     drv_state_fini(&st);
 }
 
@@ -154,7 +148,7 @@ static void test_apply_node_topology_gap(void **unused)
     assert_int_equal(drv_state_apply_node(&st, &d, &id2, &gap), 0);
     assert_false(gap);
     assert_int_equal(st.nnodes, 2);
-    check_state(&st);
+    tu_check_state(&st, false);
     drv_state_fini(&st);
 }
 
@@ -205,11 +199,11 @@ static void test_place_pod(void **unused)
     assert_int_equal(st.nodes[1].used.cpu, 1000);
     drv_state_place_pod(&st, pod, 1);
     assert_int_equal(st.nodes[1].npods, 1);
-    check_state(&st);
+    tu_check_state(&st, false);
     drv_state_place_pod(&st, pod, -1);
     assert_int_equal(st.pods[pod].node, -1);
     assert_int_equal(st.nodes[1].used.cpu, 0);
-    check_state(&st);
+    tu_check_state(&st, false);
     drv_state_fini(&st);
 }
 
@@ -250,7 +244,7 @@ static void test_apply_pod(void **unused)
     assert_int_equal(st.pods[pod].cpu_limit, 3000);
     assert_int_equal(st.nodes[1].cpu_limit, 3000);
     assert_int_equal(st.nodes[1].used.cpu, 1000);
-    check_state(&st);
+    tu_check_state(&st, false);
     d = (drv_pod_desc){
         .pod = pod, .place = true, .node = -1, .hold = {{q, {400, 0, 0}, -1}}, .nholds = 1};
     drv_state_apply_pod(&st, &d);
@@ -260,7 +254,7 @@ static void test_apply_pod(void **unused)
     d = (drv_pod_desc){.pod = -1, .place = true, .node = 0};
     drv_state_apply_pod(&st, &d);
     assert_int_equal(st.nodes[0].npods, 0);
-    check_state(&st);
+    tu_check_state(&st, false);
     drv_state_fini(&st);
 }
 
@@ -278,7 +272,7 @@ static void test_end_job(void **unused)
     for (int32_t k = 0; k < st.jobs[job].pod_count; k++)
         assert_int_equal(st.pods[st.jobs[job].pod_base + k].node, -1);
     assert_int_equal(st.nodes[0].npods + st.nodes[1].npods, 0);
-    check_state(&st);
+    tu_check_state(&st, false);
     drv_state_fini(&st);
 }
 

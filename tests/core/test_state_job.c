@@ -11,12 +11,6 @@
 #include "drover/state.h"
 #include "testutil.h"
 
-static void check_state(const drv_state *st)
-{
-    drv_diag d = {{0}};
-    assert_int_equal(drv_state_check(st, false, &d), 0);
-}
-
 /* A job of 1 PS and 3 of up to 4 workers, all bound, shrunk to 1 worker: its target is 1,
  * workers 1 and 2 are off their nodes, worker 0 and the PS stay where they were. Grown back
  * to 3: the target follows, and no pod moves. */
@@ -47,11 +41,11 @@ static void test_resize_workers(void **unused)
     }
     assert_int_equal(left, 2); /* the PS and worker 0 */
     assert_int_equal(st.nodes[0].npods + st.nodes[1].npods, 2);
-    check_state(&st);
+    tu_check_state(&st, false);
     drv_state_resize_workers(&st, job, 3);
     assert_int_equal(jb->target[DRV_ROLE_WORKER], 3);
     assert_int_equal(st.nodes[0].npods + st.nodes[1].npods, 2);
-    check_state(&st);
+    tu_check_state(&st, false);
     drv_state_fini(&st);
 }
 
@@ -109,7 +103,7 @@ static void test_apply_job(void **unused)
     assert_int_equal(st.jobs[c].cons[DRV_ROLE_WORKER], 0);
     assert_int_equal(st.jobs[c].user, st.jobs[a].user);
     assert_int_equal(st.ncons, ncons + 1);
-    check_state(&st);
+    tu_check_state(&st, false);
     drv_state_fini(&st);
 }
 

@@ -1,16 +1,15 @@
 /*
- * state_job.c - a job's transitions pushed into the state in one step each (state.h, "a job's
- * transitions applied whole"), beside state_apply.c's records: a driver that follows an API
- * (drover run's lifecycle) asks for the whole change a transition makes, so that the state's
- * part of it is one call rather than a mutation per pod spread over the driver's units.
+ * state_job.c - a job added whole (drv_state_apply_job) and a job's transitions pushed into the
+ * state in one step each, beside state_apply.c's records: a driver that follows an API (drover
+ * run's mirror and lifecycle) asks for the whole change, so that the state's part of it is one
+ * call rather than interning, constraints and a mutation per pod spread over the driver's units.
  *
  * Example: TrainingJob "ns/mnist" arrives: drv_state_apply_job interns "ns/mnist" and its user
  * "ns", adds the nodeSelector its workers' template asks (the first job to ask it: later ones
- * name the constraint's id), and adds the job, in one call.
- * TrainingJob "mnist" of 3 workers, all bound, has spec.replicaSpecs.Worker.replicas
- * edited to 1: drv_state_resize_workers(st, mnist, 1) sets its worker target to 1 and takes
- * workers 1 and 2 off their nodes; the driver then deletes their pods (after the job's
- * checkpoint), holding their room until they are gone.
+ * name the constraint's id), and adds the job, in one call. Later, its 3 workers all bound,
+ * spec.replicaSpecs.Worker.replicas is edited to 1: drv_state_resize_workers(st, mnist, 1) sets
+ * its worker target to 1 and takes workers 1 and 2 off their nodes; the driver then deletes
+ * their pods (after the job's checkpoint), holding their room until they are gone.
  *
  * Each function is a sequence of the state's own mutations (state.c), so the derived totals
  * stay right and drv_state_check holds after each call. Costs: O(the job's pods).

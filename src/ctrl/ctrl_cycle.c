@@ -50,7 +50,7 @@ static int send_removal(ctrl_cycle *cy, const drv_decision *x)
     const drv_pod *sp = &m->st.pods[x->pod];
     if (m->jobs[sp->job].members) {
         /* Another operator's pod is never deleted by Drover: it stays where the API has it. */
-        ctrl_mirror_place(m, x->pod, p->api_node >= 0 ? p->api_node : -1);
+        ctrl_mirror_place(m, x->pod, p->api_node); /* (-1: unbound there) */
         return 0;
     }
     p->want = -1;

@@ -133,6 +133,14 @@ void ctrl_mirror_place(ctrl_mirror *m, int32_t s, int32_t node)
     apply(m, &d);
 }
 
+void ctrl_mirror_set_cpu_limit(ctrl_mirror *m, int32_t s, int64_t cpu_limit)
+{
+    drv_pod_desc d = pod_desc(s);
+    d.set_cpu_limit = true;
+    d.cpu_limit = cpu_limit;
+    apply(m, &d);
+}
+
 /* ---- foreign load and ghosts ---------------------------------------------------------------- */
 
 /* Room in d for one more load or hold (state.h's bound, asserted): past it, a release build

@@ -258,6 +258,8 @@ void ctrl_mirror_set_ghost(ctrl_mirror *m, pod_record *p, int32_t name, drv_res 
 /* Slot s is on node in the state (moved from where it was), or on none when node is -1 (it
  * leaves its node, if it has one); nothing changes when it is there already. */
 void ctrl_mirror_place(ctrl_mirror *m, int32_t s, int32_t node);
+/* Slot s's CPU limit in the state is cpu_limit (millicores): a resize assumed, or undone. */
+void ctrl_mirror_set_cpu_limit(ctrl_mirror *m, int32_t s, int64_t cpu_limit);
 /* A binder read slot's pod after a conflict: it exists, bound to the node interned as
  * node_name (0: unbound); recorded as read. Returns the node the state should have it on to
  * follow the API (for ctrl_mirror_place), or -1 to leave the state as it is: the API has it on

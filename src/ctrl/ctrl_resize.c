@@ -31,8 +31,9 @@
  * it is next created.
  *
  * Owns: served and told (scheduler thread after start), the pod records' want_cpu_limit.
- * Touches the state's pod limits (drv_state_set_cpu_limit; the mirror follows the API's with
- * each pod event, and ctrl_mirror_cpu_limit_back), the binder (the PATCH), counters.
+ * Touches the state's pod limits through the mirror (ctrl_mirror_set_cpu_limit; the mirror
+ * follows the API's with each pod event, and ctrl_mirror_cpu_limit_back), the binder (the
+ * PATCH), counters.
  */
 #include "ctrl_resize.h"
 
@@ -117,10 +118,10 @@ int ctrl_resize_decided(ctrl_resize *rz, const drv_decision *x)
     char *own = drv_strdup(body);
     if (!own)
         return DRV_ENOMEM;
-    drv_state_set_cpu_limit(&m->st, s, x->value); /* assumed until the answer */
+    ctrl_mirror_set_cpu_limit(m, s, x->value); /* assumed until the answer */
     int rc = ctrl_binder_resize(rz->binder, s, own);
     if (rc != 0)
-        drv_state_set_cpu_limit(&m->st, s, ctrl_mirror_api_cpu_limit(m, s));
+        ctrl_mirror_set_cpu_limit(m, s, ctrl_mirror_api_cpu_limit(m, s));
     return rc;
 }
 
